@@ -1,0 +1,21 @@
+"""cepkit: an interactive workbench for complex event processing.
+
+>>> import cepkit
+>>> cepkit.match("T AS x ; H AS y", [{"type": "T"}, {"type": "H"}]).positions()
+[(0, 1)]
+"""
+from .errors import EventError, QueryError
+from .lang import Hierarchy, Query, parse, pretty
+from .runtime import Event, Match, Matcher, Matches, engines, match
+
+__version__ = "0.1.0"
+__all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
+           "Matches", "engines", "match"]
+
+
+def __getattr__(name):
+    # Heavy or optional parts load on first use: cepkit.spark (PySpark), cepkit.datasets (pandas loaders).
+    if name in ("spark", "datasets"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'cepkit' has no attribute {name!r}")

@@ -1,0 +1,53 @@
+"""Errors that point at the offending input: a query's line and column with a caret, an event's position and field."""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+
+def caret_snippet(text: str, line: int, column: int, width: int = 1) -> str:
+    """The source line ``line`` (1-based) with a caret under ``column`` (1-based)."""
+    lines = text.splitlines() or [""]
+    src = lines[min(max(line, 1), len(lines)) - 1]
+    return f"  {src}\n  {' ' * (column - 1)}{'^' * max(width, 1)}"
+
+
+class QueryError(ValueError):
+    """A query that does not parse, is not well-formed, or needs a feature the chosen engine lacks.
+
+    ``line``/``column`` are 1-based; ``engines`` names the engines that do support a missing feature.
+    """
+
+    def __init__(self, message: str, text: Optional[str] = None, line: Optional[int] = None,
+                 column: Optional[int] = None, width: int = 1, engines: Sequence[str] = ()):
+        self.reason = message
+        self.text = text
+        self.line = line
+        self.column = column
+        self.engines = tuple(engines)
+        full = message
+        if line is not None and column is not None:
+            full = f"line {line}, column {column}: {message}"
+            if text is not None:
+                full += "\n" + caret_snippet(text, line, column, width)
+        if self.engines:
+            full += "\nengines that support it: " + ", ".join(self.engines)
+        super().__init__(full)
+
+    @classmethod
+    def at(cls, node, message: str, text: Optional[str] = None, **kwargs) -> "QueryError":
+        """An error located at an AST node's span (if it has one)."""
+        span = getattr(node, "span", None)
+        if span is None:
+            return cls(message, text, **kwargs)
+        line, col, end_line, end_col = span
+        width = end_col - col if end_line == line and end_col > col else 1
+        return cls(message, text, line, col, width, **kwargs)
+
+
+class EventError(ValueError):
+    """A bad event: names its position in the stream and the offending field."""
+
+    def __init__(self, position: int, field: str, message: str):
+        self.position = position
+        self.field = field
+        super().__init__(f"event at position {position}, field {field!r}: {message}")

@@ -1,0 +1,154 @@
+"""Engines behind one interface, the registry, and ``engine="auto"``.
+
+An engine is a room with one door (ARCHITECTURE.md): ``compile(query, **options) -> Plan``, then
+``plan.run(stream) -> list[Match]`` or ``plan.matcher()`` for incremental use. It declares the query
+features (``cepkit.lang.FEATURES``) and out-of-order modes it supports; ``engine="auto"`` takes the
+best-ranked engine that supports everything the query uses.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Dict, Iterable, List
+
+import pandas as pd
+
+from ..errors import QueryError
+from ..lang.query import FEATURES, Query
+
+DISORDER_MODES = ("reject", "kslack", "conservative", "aggressive")
+
+
+class IncrementalPlan(ABC):
+    """Push events one at a time; get the matches that became final."""
+
+    @abstractmethod
+    def push(self, event) -> list:
+        """Feed the next event (a ``cepkit.Event`` with its arrival position); return newly final matches."""
+
+    def close(self) -> list:
+        """The stream is complete: return the matches that were waiting for the future (trailing negation)."""
+        return []
+
+    def retractions(self) -> list:
+        """Matches withdrawn so far (aggressive out-of-order mode only)."""
+        return []
+
+
+class Plan(ABC):
+    """A query compiled by one engine."""
+
+    @abstractmethod
+    def run(self, stream) -> list:
+        """All matches over a finite ``Stream`` (any order; ``Matches`` sorts them)."""
+
+    def matcher(self) -> IncrementalPlan:
+        raise NotImplementedError(f"{type(self).__name__} has no incremental mode")
+
+    def info(self) -> dict:
+        """Engine-specific facts worth showing (automaton size, buffer sizes...)."""
+        return {}
+
+
+class Engine(ABC):
+    name: str = ""
+    rank: int = 100                           # engine="auto" prefers lower ranks
+    features: frozenset = frozenset()         # query features supported (cepkit.lang.FEATURES)
+    disorder: frozenset = frozenset({"reject"})
+    options: frozenset = frozenset()          # keyword options accepted besides disorder
+    description: str = ""
+
+    @abstractmethod
+    def compile(self, query: Query, **options) -> Plan:
+        """Compile; raise ``QueryError`` (via ``unsupported``) for anything outside the engine's fragment."""
+
+    def unsupported(self, query: Query, node, what: str) -> QueryError:
+        """The error for a query outside this engine's fragment, naming the engines that can run it."""
+        others = [e.name for e in engines_supporting(query_requirements(query, {})) if e.name != self.name]
+        return QueryError.at(node, f"engine {self.name!r} does not support {what}", query.text, engines=others)
+
+
+_REGISTRY: Dict[str, Engine] = {}
+
+
+def register(engine: Engine) -> Engine:
+    _REGISTRY[engine.name] = engine
+    return engine
+
+
+def registered() -> List[Engine]:
+    _load_builtin()
+    return sorted(_REGISTRY.values(), key=lambda e: (e.rank, e.name))
+
+
+def get_engine(name: str) -> Engine:
+    _load_builtin()
+    if name not in _REGISTRY:
+        raise QueryError(f"unknown engine {name!r}; engines: {', '.join(e.name for e in registered())}")
+    return _REGISTRY[name]
+
+
+def _load_builtin() -> None:
+    from .. import engines  # noqa: F401  (registers the built-in engines on import)
+
+
+def query_requirements(query: Query, options: dict) -> dict:
+    """feature -> node, including the out-of-order mode requested by ``options``."""
+    required = dict(query.features)
+    mode = options.get("disorder", "reject")
+    if mode not in DISORDER_MODES:
+        raise QueryError(f"unknown disorder mode {mode!r}; choose one of {', '.join(DISORDER_MODES)}")
+    if mode != "reject":
+        required["disorder:" + mode] = query.ast
+    return required
+
+
+def _supports(engine: Engine, required: Iterable[str]) -> bool:
+    return all(f in engine.features or (f.startswith("disorder:") and f[9:] in engine.disorder) for f in required)
+
+
+def engines_supporting(required) -> List[Engine]:
+    return [e for e in registered() if _supports(e, required)]
+
+
+def select_engine(query: Query, name: str, options: dict) -> tuple:
+    """(engine, plan) for ``engine=name`` or the best one for ``"auto"``; QueryError if none can run it."""
+    required = query_requirements(query, options)
+    if name != "auto":
+        engine = get_engine(name)
+        missing = [f for f in required if not _supports(engine, [f])]
+        if missing:
+            feature = missing[0]
+            others = [e.name for e in engines_supporting(required)]
+            raise QueryError.at(required[feature], f"engine {engine.name!r} does not support {feature}",
+                                query.text, engines=others)
+        _check_options(engine, options)
+        return engine, engine.compile(query, **options)
+    first_error = None
+    for engine in engines_supporting(required):
+        try:
+            _check_options(engine, options)
+            return engine, engine.compile(query, **options)
+        except QueryError as err:
+            first_error = first_error or err
+    if first_error is not None:
+        raise first_error
+    raise QueryError.at(query.ast, "no engine supports this combination of features: " + ", ".join(required),
+                        query.text)
+
+
+def _check_options(engine: Engine, options: dict) -> None:
+    unknown = set(options) - set(engine.options) - {"disorder"}
+    if unknown:
+        raise TypeError(f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
+                        f"it takes: {', '.join(sorted(engine.options)) or 'none'}")
+
+
+def engines() -> pd.DataFrame:
+    """The capability matrix: one row per engine, one boolean column per feature and out-of-order mode."""
+    rows = []
+    for e in registered():
+        row = {"engine": e.name, "rank": e.rank, "description": e.description}
+        row.update({f: f in e.features for f in FEATURES})
+        row.update({"disorder:" + m: m in e.disorder for m in DISORDER_MODES})
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("engine")
