@@ -1,0 +1,210 @@
+"""Hypothesis strategies shared by the engines' differential tests: random streams and random queries of
+each engine's fragment, printed as text so tests go through the public API exactly as users do.
+
+Every engine is checked the same way (``assert_agrees``): same query, same events, same ``positions()``
+and bindings as the ``reference`` engine.
+"""
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.lang import ast as A
+from cepkit.lang.printer import pretty
+
+TYPES = ("A", "B", "C")
+
+
+# ----------------------------------------------------------------------------- streams
+@st.composite
+def streams(draw, types=TYPES, min_size=0, max_size=10, ids=3, values=6, ties=True):
+    """In-order event dicts with attributes ``v`` (0..values-1) and ``id`` (0..ids-1); ts non-decreasing
+    (equal ts allowed when ``ties``), integer seconds."""
+    n = draw(st.integers(min_size, max_size))
+    ts, out = 0, []
+    for _ in range(n):
+        ts += draw(st.integers(0 if ties else 1, 3))
+        out.append({"type": draw(st.sampled_from(types)), "ts": ts,
+                    "v": draw(st.integers(0, values - 1)), "id": draw(st.integers(0, ids - 1))})
+    return out
+
+
+def shuffled_arrivals(events, draw, max_delay=None):
+    """A disordered arrival order of in-order ``events``: each event delayed by up to ``max_delay`` places
+    (None: any permutation)."""
+    keys = [i + (draw(st.integers(0, max_delay)) if max_delay is not None else draw(st.integers(0, 10 ** 6)))
+            for i in range(len(events))]
+    return [e for _, e in sorted(zip(keys, events), key=lambda p: p[0])]
+
+
+# ----------------------------------------------------------------------------- conditions
+def _attr(var):
+    return st.builds(A.Attr, st.just(var), st.sampled_from(["v", "id"]))
+
+
+@st.composite
+def unary_conditions(draw, var):
+    """A condition on one variable: comparisons with constants, IN, and/or/not of those."""
+    atom = st.one_of(
+        st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _attr(var),
+                  st.builds(A.Literal, st.integers(0, 5))),
+        st.builds(A.In, _attr(var), st.lists(st.builds(A.Literal, st.integers(0, 5)), min_size=1, max_size=3)
+                  .map(tuple)),
+    )
+    cond = draw(st.recursive(atom, lambda inner: st.one_of(
+        st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=2).map(tuple)),
+        st.builds(A.BoolNot, inner)), max_leaves=3))
+    return cond
+
+
+def binary_condition(draw, left, right):
+    op = draw(st.sampled_from(["=", "!=", "<", ">"]))
+    attr = draw(st.sampled_from(["v", "id"]))
+    return A.Compare(op, A.Attr(left, attr), A.Attr(right, attr))
+
+
+# ----------------------------------------------------------------------------- CEL unary fragment
+class _Names:
+    def __init__(self):
+        self._counter = itertools.count()
+
+    def fresh(self):
+        return f"x{next(self._counter)}"
+
+
+@st.composite
+def unary_patterns(draw, types=TYPES, max_depth=3, kleene=True, allow_or=True):
+    """Random CEL patterns with unary filters only: atoms (optionally filtered), `;`, OR, `+` at any depth.
+    Every variable is defined once (rule 11), so the formula is safe."""
+    names = _Names()
+
+    def build(depth):
+        kinds = ["atom"]
+        if depth < max_depth:
+            kinds += ["seq", "seq"] + (["or"] if allow_or else []) + (["plus"] if kleene else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "atom":
+            var = names.fresh()
+            atom = A.Atom(draw(st.sampled_from(types)), var)
+            if draw(st.booleans()):
+                return A.Filter(atom, draw(unary_conditions(var)))
+            return atom
+        if kind == "seq":
+            return A.Seq(tuple(build(depth + 1) for _ in range(draw(st.integers(2, 3)))))
+        if kind == "or":
+            return A.Or(tuple(build(depth + 1) for _ in range(2)))
+        return A.Plus(build(depth + 1))
+
+    return build(0)
+
+
+@st.composite
+def unary_queries(draw, types=TYPES, strategies=("ALL",), windows=True, partition=True, max_depth=3,
+                  kleene=True, allow_or=True):
+    """Query text in the CEL unary fragment, with optional window, PARTITION BY id and strategy."""
+    pattern = draw(unary_patterns(types, max_depth, kleene, allow_or))
+    within = None
+    if windows and draw(st.booleans()):
+        within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "s", "EVENTS"])))
+    part = ("id",) if partition and draw(st.booleans()) else ()
+    strategy = draw(st.sampled_from(strategies))
+    if strategy == "PARTITION_STRICT" and not part:
+        strategy = "STRICT"
+    return pretty(A.QueryNode(pattern=pattern, within=within, partition_by=part,
+                              strategy=None if strategy == "ALL" else strategy))
+
+
+# ----------------------------------------------------------------------------- flat SEQ with negation (SASE)
+@st.composite
+def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, strategies=("ALL",),
+                     windows=True, partition=True):
+    """``SEQ(T1 x0, !T2 x1, T3 x2, ...) WHERE ...``: positive atoms with negations anywhere (leading, middle,
+    trailing; never two in a row), unary and binary (join) predicates, optional window, partition, strategy."""
+    n = draw(st.integers(1, max_len))
+    items, positives, negated = [], [], []
+    for i in range(n):
+        var = f"x{i}"
+        prev_negated = bool(items) and isinstance(items[-1], A.Not)
+        if negation and not prev_negated and draw(st.integers(0, 3)) == 0:
+            items.append(A.Not(A.Atom(draw(st.sampled_from(types)), var)))
+            negated.append(var)
+        else:
+            items.append(A.Atom(draw(st.sampled_from(types)), var))
+            positives.append(var)
+    if not positives:
+        var = f"x{n}"
+        items.append(A.Atom(draw(st.sampled_from(types)), var))
+        positives.append(var)
+    conds = []
+    for var in positives + negated:
+        if draw(st.integers(0, 2)) == 0:
+            conds.append(draw(unary_conditions(var)))
+    if joins and len(positives) >= 2:
+        for _ in range(draw(st.integers(0, 2))):
+            a, b = draw(st.permutations(positives))[:2]
+            conds.append(binary_condition(draw, a, b))
+    if joins:
+        for var in negated:
+            if draw(st.booleans()):
+                conds.append(binary_condition(draw, var, draw(st.sampled_from(positives))))
+    has_edge_negation = isinstance(items[0], A.Not) or isinstance(items[-1], A.Not)
+    within = None
+    if (windows and draw(st.booleans())) or (has_edge_negation and draw(st.booleans())):
+        within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"])))
+    part = ("id",) if partition and draw(st.booleans()) else ()
+    strategy = draw(st.sampled_from(strategies))
+    if strategy == "PARTITION_STRICT" and not part:
+        strategy = "STRICT"
+    return pretty(A.QueryNode(pattern=A.Seq(tuple(items)), where=A.conjoin(conds), within=within,
+                              partition_by=part, strategy=None if strategy == "ALL" else strategy))
+
+
+# ----------------------------------------------------------------------------- SES set patterns
+@st.composite
+def set_queries(draw, types=("C", "P", "D", "B"), max_sets=3, max_set_size=3, strategies=("ALL",)):
+    """``PATTERN SEQ({...}, {...}) WHERE ... WITHIN w`` with Kleene variables inside sets, constant and pairwise
+    conditions and ``prev``."""
+    names = _Names()
+    sets, kleene, plain = [], [], []
+    for _ in range(draw(st.integers(1, max_sets))):
+        members = []
+        for _ in range(draw(st.integers(1, max_set_size))):
+            var = names.fresh()
+            atom = A.Atom(draw(st.sampled_from(types)), var)
+            if draw(st.integers(0, 3)) == 0:
+                members.append(A.Plus(atom))
+                kleene.append(var)
+            else:
+                members.append(atom)
+                plain.append(var)
+        sets.append(A.And(tuple(members)))
+    variables = plain + kleene
+    conds = []
+    for var in variables:
+        if draw(st.integers(0, 2)) == 0:
+            conds.append(draw(unary_conditions(var)))
+    if len(variables) >= 2:
+        for _ in range(draw(st.integers(0, 2))):
+            a, b = draw(st.permutations(variables))[:2]
+            conds.append(binary_condition(draw, a, b))
+    for var in kleene:
+        if draw(st.integers(0, 2)) == 0:
+            conds.append(A.Compare(draw(st.sampled_from(["<", ">", "<=", ">="])), A.Prev(A.Attr(var, "v")),
+                                   A.Attr(var, "v")))
+    within = A.Window(draw(st.integers(2, 10)), None)
+    strategy = draw(st.sampled_from(strategies))
+    return pretty(A.QueryNode(pattern=A.Seq(tuple(sets)), where=A.conjoin(conds), within=within,
+                              strategy=None if strategy == "ALL" else strategy))
+
+
+# ----------------------------------------------------------------------------- the differential check
+def assert_agrees(query: str, events, engine: str, **options):
+    """``engine`` gives the reference's matches (positions and bindings) for ``query`` over ``events``."""
+    expected = cepkit.match(query, events, engine="reference")
+    got = cepkit.match(query, events, engine=engine, **options)
+    assert got.engine == engine
+    assert got.positions() == expected.positions(), (query, events)
+    assert [m.key for m in got] == [m.key for m in expected], (query, events)
+    return got
