@@ -1,0 +1,28 @@
+"""Matches: one entry per distinct (C, β), ordered by (max C, C) (LANGUAGE.md §10.2)."""
+from cepkit import Match, Matches
+
+
+def test_output_order_and_deduplication():
+    ms = Matches([Match((1, 8), {"x": 1, "y": 8}), Match((1, 2), {"x": 1, "y": 2}),
+                  Match((5, 8), {"x": 5, "y": 8}), Match((1, 2), {"x": 1, "y": 2})], engine="test")
+    assert ms.positions() == [(1, 2), (1, 8), (5, 8)]
+    assert len(ms) == 3 and ms.engine == "test"
+
+
+def test_same_positions_different_bindings_are_distinct_matches():
+    ms = Matches([Match((0, 1), {"a": 0, "b": 1}), Match((0, 1), {"a": 1, "b": 0})], engine="t")
+    assert len(ms) == 2 and ms.positions() == [(0, 1)]
+
+
+def test_to_pandas_has_one_column_per_variable():
+    ms = Matches([Match.of({"a": 0, "b": (1, 2)}), Match.of({"a": 3})], engine="t")
+    df = ms.to_pandas()
+    assert list(df.columns) == ["match_id", "positions", "a", "b"]
+    assert df.loc[0, "positions"] == [0, 1, 2] and df.loc[0, "b"] == [1, 2]
+    assert df.loc[1, "b"] is None
+
+
+def test_retractions_stay_out_of_the_net_result():
+    plus, minus = Match((0, 1), {"a": 0, "b": 1}), Match((0, 1), {"a": 0, "b": 1}, sign="-")
+    ms = Matches([plus], engine="t", deltas=[plus, minus])
+    assert ms.positions() == [(0, 1)] and [d.sign for d in ms.deltas] == ["+", "-"]
