@@ -1,0 +1,18 @@
+"""cepkit.widgets: the Jupyter workbench over cepkit's public API (ipywidgets 8, plotly FigureWidget).
+
+- ``Workbench(events)``: query editor with live errors, engine and strategy pickers, results, and the views;
+- ``MatchTimeline(events, matches)``: events by type lane on a time axis, each match linked in order;
+- ``AutomatonView(query, events)``: the compiled CEA, stepped event by event;
+- ``StrategyCompare(query, events)``: the query under every selection strategy, side by side.
+
+Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
+``cepkit.engines`` and ``cepkit.automaton``, and fall back to the ``reference`` engine when the chosen
+engine cannot run a query.
+"""
+from .automaton_view import AutomatonView
+from .execution import STRATEGIES, Run, run_query
+from .strategy_compare import StrategyCompare
+from .timeline import MatchTimeline
+from .workbench import Workbench
+
+__all__ = ["AutomatonView", "MatchTimeline", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]

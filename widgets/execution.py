@@ -1,0 +1,93 @@
+"""Running a query for a widget: the public API, a fallback to ``reference``, and progress on long runs.
+
+Widgets hold no engine logic. They run queries through ``cepkit.match`` / ``cepkit.Matcher`` and, when the
+chosen engine cannot run a query (a ``QueryError`` from engine selection), run it on ``reference``, the
+language's meaning, and say so in ``Run.note``. Errors in the query itself (syntax, well-formedness, a
+strategy that needs PARTITION BY) are raised before any engine is asked, so they are never "fallen back"
+from.
+
+Long runs report progress: a stream of ``PROGRESS_MIN_EVENTS`` events or more is pushed through
+``cepkit.Matcher`` in chunks, calling ``progress(done, total)`` after each. ``Matcher`` returns the same
+matches as ``cepkit.match`` (every engine's conformance suite checks it); an engine without an incremental
+mode, or an out-of-order mode (whose retractions only ``cepkit.match`` collects in ``Matches.deltas``), runs
+in one batch call instead.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import cepkit
+from cepkit.runtime import Stream
+
+# The strategies a user picks between (LANGUAGE.md §5); PARTITION_STRICT is STRICT under PARTITION BY.
+STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM")
+ORACLE = "reference"
+PROGRESS_MIN_EVENTS = 2000
+PROGRESS_CHUNK = 500
+
+
+@dataclass(frozen=True)
+class Run:
+    """The outcome of one widget run: the matches, wall time, and why another engine ran it, if one did."""
+    matches: cepkit.Matches
+    seconds: float
+    note: str = ""
+
+    @property
+    def engine(self) -> str:
+        return self.matches.engine
+
+
+def as_stream(events) -> Stream:
+    """Events (DataFrame, dicts, Events or a Stream) as one validated ``Stream``, converted once per widget."""
+    return Stream.from_any(events)
+
+
+def run_query(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
+              progress: Optional[Callable[[int, int], None]] = None, **options) -> Run:
+    """Run ``query`` over ``events`` on ``engine``, falling back to ``reference`` when that engine cannot.
+
+    >>> run = run_query("A a ; B b", [{"type": "A"}, {"type": "B"}], engine="reference")
+    >>> run.matches.positions(), run.engine, run.note
+    ([(0, 1)], 'reference', '')
+    """
+    parsed = cepkit.parse(query, hierarchy)
+    if strategy is not None:
+        parsed = parsed.with_strategy(strategy)       # raises for a strategy the query cannot take
+    stream = as_stream(events)
+    started = time.perf_counter()
+    try:
+        matches = _run_on(parsed, stream, engine, progress, options)
+        note = ""
+    except cepkit.QueryError as gap:
+        if engine == ORACLE:
+            raise
+        matches = _run_on(parsed, stream, ORACLE, progress, options)
+        note = f"engine {engine!r} could not run this query, so {ORACLE!r} did: {gap.reason}"
+    return Run(matches, time.perf_counter() - started, note)
+
+
+def _run_on(query, stream: Stream, engine: str, progress, options: dict) -> cepkit.Matches:
+    incremental = (progress is not None and len(stream) >= PROGRESS_MIN_EVENTS
+                   and options.get("disorder", "reject") == "reject")
+    if incremental:
+        stream.require_order()                         # the same EventError cepkit.match raises
+        try:
+            return _push_all(cepkit.Matcher(query, engine=engine, **options), stream, progress)
+        except NotImplementedError:                    # the engine has no incremental mode
+            pass
+    matches = cepkit.match(query, stream, engine=engine, **options)
+    if progress is not None:
+        progress(len(stream), len(stream))
+    return matches
+
+
+def _push_all(matcher: cepkit.Matcher, stream: Stream, progress) -> cepkit.Matches:
+    total = len(stream)
+    for start in range(0, total, PROGRESS_CHUNK):
+        matcher.extend(stream.events[start:start + PROGRESS_CHUNK])
+        progress(min(start + PROGRESS_CHUNK, total), total)
+    matcher.close()
+    return matcher.result()
