@@ -1,12 +1,26 @@
-"""A small hand-written CEA with the interface of ``cepkit.automaton`` (digest 004 §3, Figure 2), so the
-view is tested on a known automaton: q0 -TRUE/◦-> q0, q0 -H/•-> q1, q1 -TRUE/◦-> q1,
-q1 -(T ∧ tmp > 40)/•-> q1, q1 -H/•-> q2 (final). Runs are simulated naively, one per (state, positions).
+"""Shared fixtures for the widget tests: the farm-sensor stream of digest 004 §3 (Figure 1), and a small
+hand-written CEA with the interface of ``cepkit.automaton`` (digest 004 §3, Figure 2) so the view is tested
+on a known automaton: q0 -TRUE/◦-> q0, q0 -H/•-> q1, q1 -TRUE/◦-> q1, q1 -(T ∧ tmp > 40)/•-> q1,
+q1 -H/•-> q2 (final). Its runs are simulated naively, one per (state, marked positions).
 """
-from __future__ import annotations
-
 from dataclasses import dataclass
 
 import networkx as nx
+import pytest
+
+
+def farm_stream(first_type: str = "T") -> list:
+    """Digest 004 §3, Figure 1: three farm sensors; the type of position 0 is not recoverable (T or H)."""
+    types = [first_type, "T", "H", "H", "T", "T", "T", "H", "H"]
+    ids = [2, 0, 0, 1, 1, 0, 1, 1, 0]
+    values = [25, 45, 20, 25, 40, 42, 25, 70, 18]
+    return [{"type": t, "ts": i, "id": n, ("tmp" if t == "T" else "hum"): v}
+            for i, (t, n, v) in enumerate(zip(types, ids, values))]
+
+
+@pytest.fixture
+def farm():
+    return farm_stream()
 
 
 @dataclass(frozen=True)
@@ -58,3 +72,8 @@ class Figure2Automaton:
                 active.setdefault(state, []).append(partial)
             done = sorted(p for s, p in runs if s in self.finals and p and p[-1] == event.position)
             yield Step(event.position, event, active, False, done)
+
+
+@pytest.fixture
+def figure2():
+    return Figure2Automaton()

@@ -1,0 +1,36 @@
+"""The layered layout: layers by BFS depth, crossings removed by barycenter sweeps."""
+import itertools
+
+import networkx as nx
+
+from cepkit.widgets.graph_layout import layered_layout, layers
+
+
+def crossings(graph, positions) -> int:
+    """Pairs of edges between the same two adjacent layers whose ends are in opposite orders."""
+    edges = [(positions[u], positions[v]) for u, v in graph.edges if abs(positions[u][0] - positions[v][0]) == 1]
+    edges = [(a, b) if a[0] < b[0] else (b, a) for a, b in edges]
+    return sum(1 for (a, b), (c, d) in itertools.combinations(edges, 2)
+               if a[0] == c[0] and (a[1] - c[1]) * (b[1] - d[1]) < 0)
+
+
+def test_layers_are_bfs_depths_and_unreachable_nodes_come_last():
+    graph = nx.MultiDiGraph([(0, 0), (0, 1), (1, 1), (1, 2), (3, 2)])
+    assert layers(graph, 0) == [[0], [1], [2], [3]]
+
+
+def test_barycenter_sweeps_remove_crossings():
+    # two chains s->a->x and s->b->y, with node order arranged so the naive layout crosses
+    graph = nx.DiGraph()
+    graph.add_nodes_from(["s", "a", "b", "y", "x"])
+    graph.add_edges_from([("s", "a"), ("s", "b"), ("a", "x"), ("b", "y")])
+    naive = {n: (x, -rank) for x, layer in enumerate(layers(graph, "s")) for rank, n in enumerate(layer)}
+    assert crossings(graph, naive) == 1
+    assert crossings(graph, layered_layout(graph, "s")) == 0
+
+
+def test_positions_are_centred_per_layer():
+    graph = nx.DiGraph([(0, 1), (0, 2), (0, 3)])
+    positions = layered_layout(graph, 0)
+    assert positions[0] == (0, 0.0)
+    assert sorted(y for n, (x, y) in positions.items() if x == 1) == [-1.0, 0.0, 1.0]

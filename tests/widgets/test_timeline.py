@@ -1,0 +1,130 @@
+"""MatchTimeline without a browser: traces, selection (set or clicked), aggregation, retractions."""
+import pandas as pd
+import pytest
+import traitlets
+from plotly.callbacks import Points
+
+import cepkit
+from cepkit.runtime import Stream
+from cepkit.widgets import MatchTimeline
+from cepkit.widgets.timeline import TRACES, late_positions
+
+# Digest 004 §3: the outputs of φ1 on the Figure 1 stream, with their bindings.
+PHI1 = [cepkit.Match.of({"x": 1, "y": 2}), cepkit.Match.of({"x": 1, "y": 8}), cepkit.Match.of({"x": 5, "y": 8})]
+
+
+def points(trace):
+    """The (x, y) vertices of a polyline trace, None separators dropped."""
+    return [(x, y) for x, y in zip(trace.x, trace.y) if x is not None]
+
+
+def test_lanes_follow_first_appearance_and_every_event_is_drawn(farm):
+    timeline = MatchTimeline(farm, PHI1)
+    assert [t.name for t in timeline.figure.data] == list(TRACES)
+    assert timeline.figure.layout.yaxis.ticktext == ("T", "H")
+    events = timeline.trace("events")
+    assert list(events.x) == list(range(9))
+    assert list(events.y) == [0, 0, 1, 1, 0, 0, 0, 1, 1]
+    assert "tmp = 45" in events.hovertext[1] and "id = 0" in events.hovertext[1]
+
+
+def test_each_match_is_a_polyline_through_its_events_in_order(farm):
+    timeline = MatchTimeline(farm, PHI1)
+    matches = timeline.trace("matches")
+    assert [x for x in matches.x] == [1, 2, None, 1, 8, None, 5, 8, None]
+    assert [k for k in matches.customdata] == [0, 0, None, 1, 1, None, 2, 2, None]
+    # matches sharing an event (8) are drawn apart, each near its events' lanes
+    y_of_8 = [y for x, y in points(matches) if x == 8]
+    assert len(set(y_of_8)) == 2 and all(abs(y - 1) < 0.3 for y in y_of_8)
+    assert "x = 1, y = 8" in matches.hovertext[3]
+
+
+def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
+    timeline = MatchTimeline(farm, PHI1)
+    assert len(timeline.trace("selected").x) == 0
+    timeline.selected = 2
+    assert [x for x, _ in points(timeline.trace("selected"))] == [5, 8]
+    assert "match #2" in timeline.details.value and "<td>5</td><td>x</td><td>T</td>" in timeline.details.value
+    timeline.selected = None
+    assert len(timeline.trace("selected").x) == 0
+    with pytest.raises(traitlets.TraitError):
+        timeline.selected = 3
+
+
+def test_clicking_a_match_selects_it(farm):
+    timeline = MatchTimeline(farm, PHI1)
+    trace = timeline.trace("matches")
+    trace._dispatch_on_click(Points(point_inds=[4], trace_index=TRACES.index("matches")), None)
+    assert timeline.selected == 1
+
+
+def test_set_matches_redraws_in_place(farm):
+    timeline = MatchTimeline(farm, PHI1)
+    figure = timeline.figure
+    timeline.selected = 0
+    timeline.set_matches(PHI1[:1])
+    assert timeline.figure is figure and timeline.selected is None
+    assert [x for x in timeline.trace("matches").x] == [1, 2, None]
+    assert repr(timeline) == "MatchTimeline(events=9, matches=1, selected=None)"
+
+
+def test_kleene_bindings_show_on_each_of_their_events(farm):
+    # digest 004 §3, φ3: {3,4,6,7} with y iterating over 4 and 6
+    timeline = MatchTimeline(farm, [cepkit.Match.of({"x": 3, "y": (4, 6), "z": 7})])
+    texts = [t for t in timeline.trace("matches").hovertext if t]
+    assert texts[1].startswith("match #0 · y") and "y = (4, 6)" in texts[1]
+
+
+def test_many_events_are_aggregated_and_the_title_says_so():
+    n = 5000
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
+    matches = [cepkit.Match.of({"a": 10, "b": 11}), cepkit.Match.of({"a": 4000, "b": 4001})]
+    timeline = MatchTimeline(events, matches, max_events=1000)
+    assert sorted(timeline.trace("events").x) == [10, 11, 4000, 4001]      # matched events stay individual
+    density = timeline.trace("event density")
+    assert 0 < len(density.x) <= 1000
+    counted = sum(int(t.split()[0]) for t in density.hovertext)
+    assert counted == n - 4
+    assert "binned" in timeline.figure.layout.title.text and timeline.notes
+
+
+def test_many_matches_draw_the_first_and_say_so(farm):
+    matches = [cepkit.Match.of({"x": i}) for i in range(9)]
+    timeline = MatchTimeline(farm, matches, max_matches=4)
+    assert sum(x is None for x in timeline.trace("matches").x) == 4
+    assert "showing the first 4 of 9 matches" in timeline.figure.layout.title.text
+    timeline.selected = 8                      # an undrawn match can still be selected
+    assert [x for x, _ in points(timeline.trace("selected"))] == [8]
+
+
+def test_datetime_ts_stay_datetimes():
+    events = pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2013-01-01 05:00", "2013-01-01 06:30"])})
+    timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0, "b": 1})])
+    assert pd.Timestamp(timeline.trace("events").x[1]) == pd.Timestamp("2013-01-01 06:30")
+
+
+def test_late_events_are_those_below_an_earlier_arrivals_ts():
+    stream = Stream.from_any([{"type": "A", "ts": t} for t in (1, 5, 3, 6, 2, 6)])
+    assert late_positions(stream) == {2, 4}
+
+
+def test_retractions_are_withdrawn_and_late_insertions_starred():
+    # Aggressive out-of-order mode (digest 000a §2): A@1, C@5 arrive, then a late B@3. SEQ(A, !B, C) emitted
+    # (0, 1) at once and withdraws it when B arrives; SEQ(A, B, C)-like results that use B are late insertions.
+    events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}]
+    emitted = cepkit.Match.of({"a": 0, "c": 1})
+    inserted = cepkit.Match.of({"a": 0, "b": 2, "c": 1})
+    deltas = [emitted, cepkit.Match(emitted.positions, emitted.bindings, "-", 2), inserted]
+    matches = cepkit.Matches([inserted], "stack", deltas=deltas)
+    timeline = MatchTimeline(events, matches)
+    assert [x for x, _ in points(timeline.trace("withdrawn"))] == [1, 5]
+    late = timeline.trace("late insertions")
+    assert [x for x, _ in points(late)] == [1, 3, 5]                          # logical order: A@1, B@3, C@5
+    assert [s for s, x in zip(late.marker.symbol, late.x) if x is not None] == ["circle", "star", "circle"]
+    assert "1 withdrawn" in timeline.figure.layout.title.text
+    assert len(timeline.matches) == 1
+
+
+def test_no_matches(farm):
+    timeline = MatchTimeline(farm)
+    assert len(timeline.trace("matches").x) == 0 and "No matches" in timeline.details.value
