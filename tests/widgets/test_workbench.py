@@ -1,0 +1,120 @@
+"""Workbench without a browser: type in the editor, pick, press Run through the model, read the widgets."""
+import pandas as pd
+import pytest
+
+import cepkit
+from cepkit.widgets import Workbench
+from cepkit.widgets.execution import PROGRESS_MIN_EVENTS, run_query
+from cepkit.widgets.workbench import TABS
+
+PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+
+
+def engine_lacking(feature: str):
+    """A registered engine (not reference) without ``feature``, or None."""
+    matrix = cepkit.engines()
+    lacking = [e for e in matrix.index if e != "reference" and not matrix.at[e, feature]]
+    return lacking[0] if lacking else None
+
+
+def test_parse_errors_show_live_with_their_caret(farm):
+    wb = Workbench(farm)
+    assert wb.run_button.disabled and "Type a query" in wb.diagnostics.value
+    wb.editor.value = "T AS x ; H AS"
+    assert wb.run_button.disabled
+    assert "line 1, column" in wb.diagnostics.value and "^" in wb.diagnostics.value
+    wb.editor.value = "T AS x ; H AS y"
+    assert not wb.run_button.disabled and "✓ parses" in wb.diagnostics.value and "sequence" in wb.diagnostics.value
+
+
+def test_run_fills_the_results_table_and_the_timeline(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run_button.click()
+    assert wb.matches.positions() == cepkit.match(PHI1, farm, engine="reference").positions()
+    labels = [label for label, _ in wb.results.options]
+    assert [label.split()[1:3] for label in labels] == [["(1,", "2)"], ["(1,", "8)"], ["(5,", "8)"]]
+    assert "x = 5, y = 8" in labels[2]
+    assert "3 matches" in wb.status.value and wb.matches.engine in wb.status.value
+    assert [x for x in wb.timeline.trace("matches").x] == [1, 2, None, 1, 8, None, 5, 8, None]
+    assert repr(wb) == f"Workbench(events=9, query={PHI1!r}, matches=3)"
+
+
+def test_results_table_and_timeline_select_together(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    wb.results.value = 1
+    assert wb.timeline.selected == 1 and "match #1" in wb.timeline.details.value
+    wb.timeline.selected = 2
+    assert wb.results.value == 2
+    wb.timeline.selected = None
+    assert wb.results.value is None
+
+
+def test_strategy_picker(farm):
+    # digest 004 §3: NXT(φ1) = {1,2}, {1,8}
+    wb = Workbench(farm, query=PHI1, strategy="NEXT")
+    wb.run()
+    assert wb.matches.positions() == [(1, 2), (1, 8)]
+    wb.strategy_picker.value = "LAST"
+    wb.run()
+    assert wb.matches.positions() == [(1, 2), (5, 8)]
+
+
+def test_an_engine_that_cannot_run_the_query_hands_it_to_reference(farm):
+    query = "SEQ(T x, !H h, T z)"
+    engine = engine_lacking("negation")
+    if engine is None:
+        pytest.skip("every registered engine supports negation")
+    wb = Workbench(farm, query=query, engine=engine)
+    run = wb.run()
+    assert run.engine == "reference" and run.note and engine in run.note
+    assert "reference" in wb.status.value and "could not run" in wb.status.value
+    assert wb.matches.positions() == cepkit.match(query, farm, engine="reference").positions()
+
+
+def test_errors_that_need_the_data_show_in_the_status(farm):
+    wb = Workbench(farm, query="T AS x FILTER x.pressure > 3")
+    assert wb.run() is None
+    assert "unknown attribute" in wb.status.value and wb.matches is None
+
+
+def test_long_runs_show_progress_and_give_the_batch_result():
+    n = PROGRESS_MIN_EVENTS + 700
+    events = pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
+                           "v": [i % 5 for i in range(n // 3 * 3)]})
+    query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
+    seen = []
+    run = run_query(query, events, engine="reference", progress=lambda done, total: seen.append((done, total)))
+    assert seen[-1] == (len(events), len(events)) and len(seen) > 1
+    assert run.matches.positions() == cepkit.match(query, events, engine="reference").positions()
+    wb = Workbench(events, query=query)
+    wb.run()
+    assert wb.progress.value == wb.progress.max == len(events)
+    assert wb.progress.layout.visibility == "hidden"
+
+
+def test_tabs_build_their_views_when_opened(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    assert wb.strategy_compare is None                      # seven runs wait until the tab is opened
+    wb.tabs.selected_index = TABS.index("Strategies")
+    assert wb.strategy_compare.counts()["NEXT"] == 2
+    assert "<b>sequence</b>" in wb.tabs.children[TABS.index("Engines")].value
+    assert "tmp" in wb.tabs.children[TABS.index("Events")].value
+
+
+def test_automaton_tab(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    wb.tabs.selected_index = TABS.index("Automaton")
+    view = wb.automaton_view
+    assert view is not None and len(view.steps) == len(farm)
+    assert wb.tabs.children[TABS.index("Automaton")].children == (view,)
+
+
+def test_automaton_tab_explains_a_query_outside_cel(farm):
+    wb = Workbench(farm, query="SEQ(T x, !H h, T z)")
+    wb.run()
+    wb.tabs.selected_index = TABS.index("Automaton")
+    assert wb.automaton_view is None
+    assert "cannot compile" in wb.tabs.children[TABS.index("Automaton")].children[0].value
