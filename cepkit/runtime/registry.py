@@ -7,6 +7,7 @@ best-ranked engine that supports everything the query uses.
 """
 from __future__ import annotations
 
+import importlib
 from abc import ABC, abstractmethod
 from typing import Dict, Iterable, List
 
@@ -88,7 +89,11 @@ def get_engine(name: str) -> Engine:
 
 
 def _load_builtin() -> None:
-    from .. import engines  # noqa: F401  (registers the built-in engines on import)
+    # Importing the sub-package ``cepkit.engines`` (which registers the built-in engines) makes Python bind
+    # it as the attribute ``cepkit.engines``, hiding the public function of that name: put the function back.
+    package = importlib.import_module("cepkit")
+    importlib.import_module("cepkit.engines")
+    package.engines = engines
 
 
 def query_requirements(query: Query, options: dict) -> dict:
