@@ -1,0 +1,71 @@
+"""Engine ``ses``: sequenced event set patterns (Cadonna's thesis, seed 002; digest 002).
+
+A pattern is a sequence of sets of variables, ``SEQ({C c, P+ p, D d}, {B b})``: the events of a set may
+come in any order, the sets one after the other, all within the window. The engine compiles it into one
+SES automaton whose states are the subsets of variables bound so far (``automaton``), runs it over each
+match window starting at the window's first event (``execution``), and, in the two-phase evaluation,
+only over the filtered, partitioned candidate windows that can hold a match (``windows``).
+
+Strategies: ALL (skip-till-any-match), STNM (Def 6.1) and ROBUST_STNM (Def 6.2, by backtracking). Options:
+
+``two_phase`` (default True)
+    filter, partition and prune match windows before running the automaton (§5); results are the same.
+``robust`` (default "backtrack")
+    how ROBUST_STNM is computed: "backtrack" (Alg 4) or "filter" (all matches, then Def 6.2; Thm 6.2).
+``automaton`` (default "ses")
+    "permutations" runs the brute force of Ex 4.8, one sequential automaton per permutation of every set
+    (ALL only; for benchmarks and teaching).
+
+Decisions (``docs/decisions.md``): a WITHIN clause is optional, without one a match window runs to the end
+of the stream (so matches are emitted only by ``close``); a Kleene variable in the last set makes a shorter
+match give way to its extension under STNM and ROBUST_STNM (§4.5); Θ gets the closure of its equalities.
+
+>>> import cepkit
+>>> events = [{"type": "B", "ts": 0}, {"type": "A", "ts": 1}, {"type": "C", "ts": 2}]
+>>> cepkit.match("SEQ({A a, B b}, {C c}) WITHIN 5", events, engine="ses").positions()
+[(0, 1, 2)]
+"""
+from __future__ import annotations
+
+from ...runtime.registry import Engine, register
+from .automaton import SesAutomaton, Transition, permutation_automata
+from .pattern import NotSesPattern, SetPattern
+from .plan import SesPlan
+
+
+class SesEngine(Engine):
+    name = "ses"
+    rank = 30
+    features = frozenset({
+        "sequence", "and", "kleene", "nesting", "unary_conditions", "binary_conditions", "kleene_conditions",
+        "condition_items", "correlated_filters", "time_window", "event_window", "partition", "projection",
+        "any_type", "hierarchy", "strategy:STNM", "strategy:ROBUST_STNM",
+    })
+    options = frozenset({"two_phase", "robust", "automaton"})
+    description = ("SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
+                   "partitioned / candidate windows, robust skip-till-next-match by backtracking (seed 002)")
+
+    def compile(self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses",
+                disorder: str = "reject") -> SesPlan:
+        """The plan of a set pattern; ``QueryError`` naming other engines for anything outside it. Only
+        in-order streams are taken (``disorder="reject"``; the registry refuses the other modes)."""
+        for feature, node in query.features.items():
+            if feature not in self.features:
+                raise self.unsupported(query, node, feature)
+        try:
+            pattern = SetPattern.from_query(query)
+        except NotSesPattern as gap:
+            raise self.unsupported(query, gap.node, gap.what) from None
+        if robust not in ("backtrack", "filter"):
+            raise ValueError(f"robust= must be 'backtrack' or 'filter', not {robust!r}")
+        if automaton not in ("ses", "permutations"):
+            raise ValueError(f"automaton= must be 'ses' or 'permutations', not {automaton!r}")
+        if automaton == "permutations" and query.strategy != "ALL":
+            raise ValueError("automaton='permutations' (the brute force of Ex 4.8) finds the ALL matches only; "
+                             f"use automaton='ses' for {query.strategy}")
+        return SesPlan(query, pattern, two_phase=bool(two_phase), robust=robust, automaton=automaton)
+
+
+register(SesEngine())
+
+__all__ = ["SesEngine", "SesPlan", "SesAutomaton", "SetPattern", "Transition", "permutation_automata"]

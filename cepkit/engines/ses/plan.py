@@ -1,0 +1,198 @@
+"""The compiled SES plan: Alg 1 (plain) or Alg 3 (two-phase) over the stream, A(P, W) per match window.
+
+Every event gets a window coordinate: its time for ``WITHIN n unit`` (and without WITHIN, where the window
+runs to the end of the stream), its position in its PARTITION BY sub-stream for ``WITHIN n EVENTS``. A
+window's W[0] is evaluated once an event of the same clock arrives beyond W[0] + τ (any partition, for
+time), or when the stream is closed; its matches are emitted then, by ``push`` or ``close``. With
+``two_phase`` the windows are filtered, partitioned and pruned to candidates (``windows``); without it
+every event opens a window over the whole (PARTITION BY) sub-stream, as in Alg 1.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from typing import Optional
+
+from ...lang import ast as A
+from ...lang.printer import pretty
+from ...runtime.matches import Match
+from ...runtime.registry import IncrementalPlan, Plan
+from .automaton import SesAutomaton, permutation_automata
+from .conditions import Conjunct
+from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
+from .pattern import HIDDEN, SetPattern
+from .windows import Entry, MatchWindow
+
+
+class SesPlan(Plan):
+    """A set pattern compiled for the ``ses`` engine.
+
+    ``strategy`` is "ALL", "STNM" or "ROBUST_STNM"; ``robust`` chooses how ROBUST_STNM is found
+    ("backtrack": Alg 4, "filter": all matches then Def 6.2); ``automaton`` "permutations" runs the brute
+    force of Ex 4.8 instead of the SES automaton (ALL only).
+    """
+
+    def __init__(self, query, pattern: SetPattern, two_phase: bool = True, robust: str = "backtrack",
+                 automaton: str = "ses"):
+        self.query = query
+        self.pattern = pattern
+        self.strategy = query.strategy
+        self.two_phase = two_phase
+        self.robust = robust
+        self.variables = pattern.variables
+        self.index = {v: i for i, v in enumerate(self.variables)}
+        self.arity = len(self.variables)
+        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.conditions]
+        self.satisfiable = all(c.holds(()) for c in conjuncts if not c.variables)
+        conjuncts = [c for c in conjuncts if c.variables]
+        self.conjuncts = conjuncts
+        self._types = [_type_test(pattern.atoms[v], query.hierarchy) for v in self.variables]
+        self._properties = [tuple(c for c in conjuncts if c.property and c.variables == {i})
+                            for i in range(self.arity)]
+        self.automaton = SesAutomaton.build(pattern.sets, pattern.kleene)
+        runs = permutation_automata(pattern.sets, pattern.kleene) if automaton == "permutations" else [self.automaton]
+        self.compiled = [CompiledAutomaton(a, conjuncts, self.index) for a in runs]
+        self.sets = [[self.index[v] for v in s] for s in pattern.sets]
+        self.first_set = sum(1 << v for v in self.sets[0])
+        window = pattern.window
+        self.events_window = window is not None and window.events
+        self.span = math.inf if window is None else (window.amount - 1 if window.events else window.seconds)
+        self.partition_attributes = pattern.partition_attributes() if two_phase else ()
+        self.select = query.select
+        self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
+        self._last_info: dict = {}
+
+    # ------------------------------------------------------------------ events
+    def vars_of(self, event) -> int:
+        """The bit mask of variables whose properties Θ^p_v (type included) the event satisfies."""
+        mask = 0
+        for v in range(self.arity):
+            if self._types[v](event.type) and all(c.holds_for_event(event, self.arity)
+                                                 for c in self._properties[v]):
+                mask |= 1 << v
+        return mask
+
+    # ------------------------------------------------------------------ A(P, W)
+    def evaluate(self, window: list, trace: Optional[list] = None) -> list:
+        """The bindings of the matches starting at ``window[0]`` under the plan's strategy."""
+        if self.strategy == "ROBUST_STNM":
+            if self.robust == "backtrack":
+                return run_window_robust(self.compiled[0], window, trace)
+            return robust_by_filter(run_window(self.compiled[0], window, keep_skips=True))
+        keep_skips = self.strategy == "ALL"
+        return [b for automaton in self.compiled for b in run_window(automaton, window, keep_skips, trace)]
+
+    def to_match(self, binding: tuple, emitted_at: int) -> Match:
+        """A Match: bindings of the shown variables (projection, if any); positions of the kept ones
+        (projection, or every variable, anonymous atoms included)."""
+        shown = self.select if self.select is not None else self.visible
+        kept = shown if self.select is not None else self.variables
+        bindings = {}
+        for name in shown:
+            positions = tuple(e.position for e in binding[self.index[name]])
+            bindings[name] = positions if name in self.pattern.kleene else positions[0]
+        positions = tuple(sorted(e.position for name in kept for e in binding[self.index[name]]))
+        return Match(positions, bindings, emitted_at=emitted_at)
+
+    # ------------------------------------------------------------------ Plan
+    def matcher(self) -> "SesMatcher":
+        return SesMatcher(self)
+
+    def run(self, stream) -> list:
+        matcher = self.matcher()
+        found = [m for event in stream for m in matcher.push(event)]
+        found.extend(matcher.close())
+        self._last_info = matcher.statistics()
+        return found
+
+    def info(self) -> dict:
+        """Automaton size, the partition attributes X, the added equalities, and window counts of the last
+        ``run``: ``windows`` opened, ``evaluated`` (calls to A), ``max_window`` (largest |W| evaluated)."""
+        return {"strategy": self.strategy, "states": len(self.automaton.states),
+                "transitions": len(self.automaton.transitions), "automata": len(self.compiled),
+                "two_phase": self.two_phase, "partition_attributes": self.partition_attributes,
+                "closure": [pretty(c) for c in self.pattern.closure], **self._last_info}
+
+
+class SesMatcher(IncrementalPlan):
+    """Incremental Alg 1 / Alg 3: ``push`` returns the matches of the windows the event completed."""
+
+    def __init__(self, plan: SesPlan):
+        self.plan = plan
+        self.windows: dict = {}           # window key -> MatchWindow
+        self.clocks: dict = {}            # clock -> heap of (W[0] coordinate, tie, window key, entry)
+        self.substream: dict = {}         # PARTITION BY key -> events seen (EVENTS coordinates)
+        self._tie = itertools.count()
+        self.last_position = -1
+        self.opened = self.evaluated = self.max_window = 0
+
+    def push(self, event) -> list:
+        plan = self.plan
+        self.last_position = event.position
+        key = tuple(event.get(a) for a in plan.query.partition_by)
+        if plan.events_window:
+            clock, coord = key, self.substream.get(key, 0)
+            self.substream[key] = coord + 1
+        else:
+            clock, coord = None, event.time
+        found = self._expire(clock, coord)
+        vars_ = plan.vars_of(event)
+        if plan.two_phase and not vars_:
+            return found                                        # filtered out (Thm 5.1)
+        window_key = key + tuple(event.get(a) for a in plan.partition_attributes)
+        window = self.windows.get((clock, window_key))
+        if window is None:
+            window = self.windows[(clock, window_key)] = MatchWindow(plan.sets, plan.first_set, plan.arity)
+        entry = Entry(event, coord, vars_)
+        window.append(entry)
+        self.opened += 1
+        if len(window) == 1:
+            self._schedule(clock, window_key, entry)
+        return found
+
+    def close(self) -> list:
+        found = []
+        for (clock, window_key), window in self.windows.items():
+            while len(window):
+                found.extend(self._evaluate_front(window))
+        self.windows.clear()
+        self.clocks.clear()
+        return found
+
+    def statistics(self) -> dict:
+        return {"windows": self.opened, "evaluated": self.evaluated, "max_window": self.max_window}
+
+    def _schedule(self, clock, window_key, entry: Entry) -> None:
+        heapq.heappush(self.clocks.setdefault(clock, []), (entry.coord, next(self._tie), window_key, entry))
+
+    def _expire(self, clock, coord) -> list:
+        """Evaluate and dequeue every W[0] of this clock with coord - W[0] > τ."""
+        found, heap, span = [], self.clocks.get(clock), self.plan.span
+        while heap and coord - heap[0][0] > span:
+            _, _, window_key, entry = heapq.heappop(heap)
+            window = self.windows[(clock, window_key)]
+            if window.front is not entry:
+                continue
+            found.extend(self._evaluate_front(window))
+            if len(window):
+                self._schedule(clock, window_key, window.front)
+        return found
+
+    def _evaluate_front(self, window: MatchWindow) -> list:
+        plan = self.plan
+        found = []
+        if plan.satisfiable and (window.candidate or not plan.two_phase):
+            entries = list(window.entries)
+            self.evaluated += 1
+            self.max_window = max(self.max_window, len(entries))
+            found = [plan.to_match(b, self.last_position) for b in plan.evaluate(entries)]
+        window.popleft()
+        return found
+
+
+def _type_test(atom: A.Atom, hierarchy):
+    if atom.type is None:
+        return lambda t: True
+    covers = hierarchy.covers(atom.type) if hierarchy is not None else frozenset({atom.type})
+    return covers.__contains__
