@@ -4,8 +4,8 @@ What a demanding user expects, and what this draws:
 
 - Lanes are event types in order of first appearance, top to bottom; x is ts (datetimes stay datetimes).
 - A match is a polyline through its events in logical order (ts, then position; LANGUAGE.md §10.1). Matches
-  sharing events would hide each other, so match ``k`` is drawn a little above or below the lane centre
-  (one of seven offsets, cycling with ``k``). Hovering a vertex shows the event's attributes and the match's
+  sharing events would hide each other, so match ``k`` is drawn a little off the lane centre (seven offsets,
+  cycling with ``k``). Hovering a vertex shows the event's attributes and the match's
   bindings; clicking a match (or setting ``selected``) highlights it and lists its events below the plot.
 - Scale: beyond ``max_events`` events, the events no drawn match uses are aggregated into time bins per lane
   (marker size grows with the count, hover gives it); beyond ``max_matches`` matches, only the first are
@@ -29,7 +29,7 @@ from .execution import as_stream
 
 # Trace names, in drawing order; every timeline figure has exactly these traces (possibly empty).
 TRACES = ("event density", "events", "withdrawn", "matches", "late insertions", "selected")
-OFFSETS = tuple((k - 3) * 0.07 for k in range(7))     # vertical offsets of match k within a lane
+OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
 COLORS = {"events": "#9aa5b1", "matches": "#1f77b4", "withdrawn": "#b0b0b0", "late insertions": "#ff7f0e",
           "selected": "#d62728", "event density": "#c9d1d9"}
 

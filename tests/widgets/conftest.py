@@ -23,6 +23,12 @@ def farm():
     return farm_stream()
 
 
+@pytest.fixture(params=["T", "H"])
+def farm_either(request):
+    """Both readings of Figure 1 (position 0 a T or an H): every paper output must be the same."""
+    return farm_stream(request.param)
+
+
 @dataclass(frozen=True)
 class Transition:
     src: int
