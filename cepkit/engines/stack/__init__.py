@@ -1,0 +1,137 @@
+"""The ``stack`` engine: SASE active-instance stacks for flat SEQ queries with negation, joins and
+windows, in order or out of order (digest 000a §1-2, seed 000 ch. 2-3).
+
+>>> import cepkit
+>>> events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 2}, {"type": "A", "ts": 3}, {"type": "B", "ts": 4}]
+>>> cepkit.match("SEQ(A a, !C c, B b) WITHIN 5", events, engine="stack").positions()
+[(2, 3)]
+
+Out of order (``disorder=``): ``kslack`` with ``k``, ``conservative`` with ``max_delay`` and/or
+PUNCTUATION events, ``aggressive`` (optionally ``max_delay`` to bound its state). In aggressive mode
+``Matches.deltas`` lists every emission, retractions (``sign="-"``) included:
+
+>>> late = [{"type": "A", "ts": 1}, {"type": "B", "ts": 4}, {"type": "C", "ts": 2}]
+>>> m = cepkit.match("SEQ(A a, !C c, B b) WITHIN 5", late, engine="stack", disorder="aggressive")
+>>> [(d.sign, d.positions, d.emitted_at) for d in m.deltas], m.positions()
+([('+', (0, 1), 1), ('-', (0, 1), 2)], [])
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import numbers
+
+from ...lang.parser import parse_tree
+from ...runtime.registry import Engine, Plan, register
+from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
+from .program import compile_program
+
+__all__ = ["StackEngine", "StackPlan"]
+
+
+def _seconds(value, name: str) -> float:
+    """A delay option in seconds: a number (the ts's scale), a timedelta, or text such as ``"5 min"``."""
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"{name} must be a number, a timedelta or a duration such as '5 s', not {value!r}")
+    if isinstance(value, numbers.Real):
+        seconds = float(value)
+    elif isinstance(value, _dt.timedelta) or hasattr(value, "total_seconds"):
+        seconds = value.total_seconds()
+    elif isinstance(value, str):
+        window = parse_tree(f"A a WITHIN {value}").within
+        if window.events:
+            raise ValueError(f"{name} is a time, not a number of events: {value!r}")
+        seconds = window.seconds
+    else:
+        raise TypeError(f"{name} must be a number, a timedelta or a duration such as '5 s', not {value!r}")
+    if seconds < 0:
+        raise ValueError(f"{name} must not be negative, got {value!r}")
+    return seconds
+
+
+class StackPlan(Plan):
+    """A compiled flat SEQ with its out-of-order mode. Pickles (its compiled closures are rebuilt)."""
+
+    def __init__(self, engine: "StackEngine", query, disorder: str = "reject", k=None, max_delay=None):
+        self.query = query
+        self.disorder = disorder
+        self.k = k
+        self.max_delay = max_delay
+        self.program = compile_program(query, lambda node, what: engine.unsupported(query, node, what))
+        self._last = None
+
+    def __getstate__(self):
+        return {"query": self.query, "disorder": self.disorder, "k": self.k, "max_delay": self.max_delay}
+
+    def __setstate__(self, state):
+        self.__init__(StackEngine(), **state)
+
+    def matcher(self):
+        if self.disorder == "kslack":
+            return KSlackMatcher(self.program, self.k)
+        if self.disorder == "conservative":
+            return ConservativeMatcher(self.program, self.max_delay, self.query.hierarchy)
+        if self.disorder == "aggressive":
+            return AggressiveMatcher(self.program, self.max_delay)
+        return InOrderMatcher(self.program)
+
+    def run(self, stream) -> list:
+        """The net matches over a finite stream (``deltas()`` then lists every emission, in order)."""
+        matcher = self.matcher()
+        for event in stream:
+            matcher.push(event)
+        matcher.close()
+        self._last = matcher
+        return matcher.net()
+
+    def deltas(self) -> list:
+        """Every emission of the last ``run``, in order: ``Match`` with ``sign`` "+" or "-" and
+        ``emitted_at`` (the arrival position after which it was emitted)."""
+        return list(self._last.emissions) if self._last is not None else []
+
+    def info(self) -> dict:
+        facts = {"disorder": self.disorder, "slots": self.program.n, "negations": len(self.program.negations),
+                 "equality_partitioned": self.program.hashed}
+        if self._last is not None:
+            facts.update(self._last.info())
+        return facts
+
+
+class StackEngine(Engine):
+    name = "stack"
+    rank = 20
+    description = ("SASE active-instance stacks with pointers: flat SEQ with negation (leading, middle, "
+                   "trailing), join predicates, windows; K-slack, conservative and aggressive out-of-order modes")
+    features = frozenset({
+        "sequence", "negation", "unary_conditions", "binary_conditions", "correlated_filters",
+        "condition_items", "time_window", "event_window", "partition", "any_type", "hierarchy",
+        "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:STNM", "projection",
+    })
+    disorder = frozenset({"reject", "kslack", "conservative", "aggressive"})
+    options = frozenset({"k", "max_delay"})
+
+    def compile(self, query, disorder: str = "reject", k=None, max_delay=None) -> StackPlan:
+        if disorder != "reject":
+            self._check_out_of_order(query, disorder)
+        if disorder == "kslack":
+            if k is None:
+                raise TypeError("disorder='kslack' needs k= (the slack, a number in the ts's scale or a duration)")
+            k = _seconds(k, "k")
+        elif k is not None:
+            raise TypeError(f"k= is an option of disorder='kslack', not of {disorder!r}")
+        if max_delay is not None:
+            if disorder not in ("conservative", "aggressive"):
+                raise TypeError(f"max_delay= is an option of disorder='conservative' or 'aggressive', "
+                                f"not of {disorder!r}")
+            max_delay = _seconds(max_delay, "max_delay")
+        return StackPlan(self, query, disorder, k, max_delay)
+
+    def _check_out_of_order(self, query, disorder: str) -> None:
+        """Out of order, the order is (ts, arrival position): EVENTS windows, STRICT and STNM speak of
+        positions between events, which arrivals do not give, so these modes refuse them."""
+        if query.within is not None and query.within.events:
+            raise self.unsupported(query, query.within, f"WITHIN n EVENTS with disorder={disorder!r}")
+        if query.strategy != "ALL":
+            raise self.unsupported(query, query.ast, f"the {query.strategy} strategy with disorder={disorder!r}")
+
+
+register(StackEngine())

@@ -1,0 +1,409 @@
+"""How the stacks meet a stream: in order, and the three out-of-order modes (digest 000a §2).
+
+Each mode is an ``IncrementalPlan``: ``push`` takes the next arrival, ``close`` says the stream is
+complete. Every emission is logged as a ``Match`` with ``sign`` and ``emitted_at`` (``emissions``).
+
+============  ==============================================================================  ============
+mode          what it does                                                                   correctness
+============  ==============================================================================  ============
+``reject``    events arrive in (ts, position) order; a trailing negation waits for its scope  full
+``kslack``    buffer events K behind the largest ts, release them in order to ``reject``      delayed
+              (§2.3); an event later than K is dropped and listed in ``dropped``
+``conservative``  build at once, hold a match until every negation scope is complete          delayed
+              (§2.4): from ``max_delay`` or PUNCTUATION events; purge by the window and       unsorted
+              Alg. 2; output only once safe
+``aggressive``    emit at once; a late negative retracts (``-``) what it blocks, a late         convergent
+              positive inserts (``+``); §2.5
+============  ==============================================================================  ============
+
+Whatever the mode, once the stream is complete the net output equals the in-order result over the
+stream sorted by (ts, position) (LANGUAGE.md §6); K-slack only when K covers every delay.
+
+Choices where the digest is silent (also in ``docs/stack-engine.md``):
+
+- Promises are checked: an event with ts below ``clock - max_delay``, or at or below a punctuation of
+  its type, raises ``EventError`` at its position instead of silently giving wrong output.
+- A punctuation ``of`` a concept covers every type below it; a negated concept is complete once it or
+  an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay``.
+- ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
+  it (the digest's "delay bound K"); without it state grows with the stream.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections import Counter
+
+from ...errors import EventError
+from ...runtime.events import PUNCTUATION
+from ...runtime.matches import Match
+from ...runtime.registry import IncrementalPlan
+from .core import SWEEP_EVERY, Core
+from .purge import PurgeByGuarantees
+
+
+class StackMatcher(IncrementalPlan):
+    """What the modes share: cores per PARTITION BY key, and the log of emissions."""
+
+    ordered = True
+
+    def __init__(self, program):
+        self.program = program
+        self.cores: dict = {}
+        self.emissions: list = []
+        self.last_position = -1
+        self.peak_state = 0
+        self._arrivals = 0
+
+    def core_of(self, event) -> Core:
+        key = tuple(event.get(k) for k in self.program.partition_by)
+        core = self.cores.get(key)
+        if core is None:
+            core = self.cores[key] = Core(self.program, self.ordered)
+        return core
+
+    def emit(self, chosen, sign: str = "+") -> Match:
+        found = self.program.to_match(chosen)
+        at = self.last_position if self.last_position >= 0 else None
+        match = Match(found.positions, found.bindings, sign, at)
+        self.emissions.append(match)
+        return match
+
+    def state_size(self) -> int:
+        return sum(core.size() for core in self.cores.values())
+
+    def _track(self, event) -> None:
+        self.last_position = event.position
+        self._arrivals += 1
+        if self._arrivals % 64 == 0:
+            self.peak_state = max(self.peak_state, self.state_size())
+
+    def net(self) -> list:
+        """The matches emitted and not retracted."""
+        count = Counter()
+        for m in self.emissions:
+            count[m.key] += 1 if m.sign == "+" else -1
+        return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
+
+    def retractions(self) -> list:
+        return [m for m in self.emissions if m.sign == "-"]
+
+    def info(self) -> dict:
+        return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
+                "emissions": len(self.emissions)}
+
+
+class _Pending:
+    """A match waiting for its trailing negation's scope to pass."""
+    __slots__ = ("chosen", "deadline", "lpos_deadline", "alive")
+
+    def __init__(self, chosen, deadline, lpos_deadline):
+        self.chosen = chosen
+        self.deadline = deadline
+        self.lpos_deadline = lpos_deadline
+        self.alive = True
+
+
+class InOrderMatcher(StackMatcher):
+    """Events in (ts, position) order: SASE stacks with window purge, trailing negations wait (``reject``)."""
+
+    def __init__(self, program):
+        super().__init__(program)
+        self._by_time: list = []            # (deadline ts, seq, pending) over all sub-streams
+        self._by_lpos: dict = {}            # core -> [(deadline local position, seq, pending)]
+        self._waiting: dict = {}            # core -> [pending] (a trailing negation may still block them)
+        self._seq = itertools.count()
+
+    def push(self, event) -> list:
+        if event.type == PUNCTUATION:
+            return []
+        self._track(event)
+        return self.feed(event)
+
+    def feed(self, event) -> list:
+        """Process one event known to be in order (K-slack calls this with released events)."""
+        program = self.program
+        core = self.core_of(event)
+        lpos = core.next_lpos
+        core.next_lpos += 1
+        out = self._release_by_time(event.time)
+        entries = core.negation_entries(event, lpos)
+        for j, part, inst in entries:
+            if program.negations[j].gap == program.n:
+                for pending in self._waiting.get(core, ()):
+                    if pending.alive and core.blocks(j, pending.chosen, inst):
+                        pending.alive = False
+            core.store(j, part, inst)
+        self._purge(core, event.time, lpos)
+        for part, chosen in core.add_positive(event, lpos):
+            if program.trailing:
+                self._wait(core, chosen)
+            else:
+                out.append(self.emit(chosen))
+        out.extend(self._release_by_lpos(core, lpos))
+        return out
+
+    def _wait(self, core, chosen) -> None:
+        deadline, lpos_deadline = self.program.deadline(chosen)
+        pending = _Pending(chosen, deadline, lpos_deadline)
+        waiting = self._waiting.setdefault(core, [])
+        if len(waiting) > 64 and not waiting[0].alive:
+            waiting[:] = [p for p in waiting if p.alive]
+        waiting.append(pending)
+        if deadline < math.inf:
+            heapq.heappush(self._by_time, (deadline, next(self._seq), pending))
+        if lpos_deadline < math.inf:
+            heapq.heappush(self._by_lpos.setdefault(core, []), (lpos_deadline, next(self._seq), pending))
+
+    def _release(self, pending) -> list:
+        if not pending.alive:
+            return []
+        pending.alive = False
+        return [self.emit(pending.chosen)]
+
+    def _release_by_time(self, now: float) -> list:
+        """An event later than a deadline proves, in order, that nothing else can fall in that scope."""
+        out, heap = [], self._by_time
+        while heap and heap[0][0] < now:
+            out.extend(self._release(heapq.heappop(heap)[2]))
+        return out
+
+    def _release_by_lpos(self, core, lpos: int) -> list:
+        out, heap = [], self._by_lpos.get(core)
+        while heap and heap[0][0] <= lpos:
+            out.extend(self._release(heapq.heappop(heap)[2]))
+        return out
+
+    def _purge(self, core: Core, now: float, lpos: int) -> None:
+        program = self.program
+        time_limit = now - program.window_time if program.window_time is not None else None
+        lpos_limit = lpos - program.window_events + 1 if program.window_events is not None else None
+        if time_limit is None and lpos_limit is None:
+            return
+        if self._arrivals % SWEEP_EVERY == 0:
+            for other in self.cores.values():
+                other.sweep(time_limit, other.next_lpos - program.window_events if lpos_limit is not None else None)
+            return
+        core.sweep_touched(time_limit, lpos_limit)
+
+    def close(self) -> list:
+        """A finite stream is complete: trailing scopes are judged on the events that exist (§10.4)."""
+        out = []
+        for waiting in self._waiting.values():
+            for pending in waiting:
+                out.extend(self._release(pending))
+        self._waiting.clear()
+        self._by_time.clear()
+        self._by_lpos.clear()
+        return out
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(p.alive for w in self._waiting.values() for p in w)
+
+
+class KSlackMatcher(InOrderMatcher):
+    """K-slack (digest 000a §2.3): hold each event until the largest ts seen exceeds its ts by more than
+    K, then feed the in-order stacks in (ts, position) order. An event arriving after a later one was
+    released cannot be placed and is dropped (``dropped`` lists their positions)."""
+
+    def __init__(self, program, k: float):
+        super().__init__(program)
+        self.k = k
+        self.clock = -math.inf
+        self.buffer: list = []
+        self.released = (-math.inf, -1)
+        self.dropped: list = []
+
+    def push(self, event) -> list:
+        if event.type == PUNCTUATION:
+            return []
+        self._track(event)
+        if (event.time, event.position) < self.released:
+            self.dropped.append(event.position)
+            return []
+        self.clock = max(self.clock, event.time)
+        heapq.heappush(self.buffer, ((event.time, event.position), event))
+        out = []
+        while self.buffer and self.buffer[0][0][0] < self.clock - self.k:
+            out.extend(self._release_next())
+        return out
+
+    def _release_next(self) -> list:
+        key, event = heapq.heappop(self.buffer)
+        self.released = key
+        return self.feed(event)
+
+    def close(self) -> list:
+        out = []
+        while self.buffer:
+            out.extend(self._release_next())
+        return out + super().close()
+
+    def state_size(self) -> int:
+        return super().state_size() + len(self.buffer)
+
+    def info(self) -> dict:
+        return {**super().info(), "dropped": list(self.dropped)}
+
+
+class _OutOfOrderMatcher(StackMatcher):
+    """Late insertion into the stacks (no SASE pruning: a late event may need any instance)."""
+
+    ordered = False
+
+    def __init__(self, program, max_delay=None):
+        super().__init__(program)
+        self.max_delay = max_delay
+        self.clock = -math.inf
+        self.horizon = (-math.inf, -1)     # the largest key that has arrived
+
+    def arrive(self, event):
+        """Core, local position and lateness of an arriving event; advances the clock."""
+        if self.max_delay is not None and event.time < self.clock - self.max_delay:
+            raise EventError(event.position, "ts", f"ts {event.ts!r} is more than max_delay={self.max_delay} "
+                                                   f"below an earlier event's ts ({self.clock}); raise max_delay")
+        late = (event.time, event.position) < self.horizon
+        self.horizon = max(self.horizon, (event.time, event.position))
+        self.clock = max(self.clock, event.time)
+        core = self.core_of(event)
+        lpos = core.next_lpos
+        core.next_lpos += 1
+        return core, lpos, late
+
+    def purge_below(self, time_limit: float) -> None:
+        if time_limit > -math.inf:
+            for core in self.cores.values():
+                core.sweep(time_limit, None)
+
+
+class ConservativeMatcher(_OutOfOrderMatcher):
+    """Partial order guarantees (digest 000a §2.4): a match is output only once no late event can
+    invalidate it, so the output is permanently valid but unsorted."""
+
+    def __init__(self, program, max_delay=None, hierarchy=None):
+        super().__init__(program, max_delay)
+        self.guarantees = PurgeByGuarantees(program, hierarchy)
+        self.held: dict = {}            # core -> [chosen]: the holding set
+
+    def push(self, event) -> list:
+        self._track(event)
+        if event.type == PUNCTUATION:
+            of = event.get("of")
+            if not isinstance(of, str):
+                raise EventError(event.position, "of", "a PUNCTUATION event needs an attribute 'of' naming the "
+                                                       "event type it closes")
+            self.guarantees.punctuate(of, event.time)
+            out = self._release_safe()
+            self.guarantees.purge(self.cores.values(), self.max_delay, self.clock)
+            return out
+        previous = self.guarantees.frontier(event.type)
+        if event.time <= previous:
+            raise EventError(event.position, "ts", f"ts {event.ts!r} is at or below a punctuation of "
+                                                   f"{event.type!r} ({previous}): the punctuation promised "
+                                                   "no such event")
+        core, lpos, _ = self.arrive(event)
+        program = self.program
+        for j, part, inst in core.negation_entries(event, lpos):
+            held = self.held.get(core)
+            if held:
+                held[:] = [c for c in held if not core.blocks(j, c, inst)]
+            core.store(j, part, inst)
+        out = []
+        for part, chosen in core.add_positive(event, lpos):
+            if self.safe(chosen):
+                out.append(self.emit(chosen))
+            else:
+                self.held.setdefault(core, []).append(chosen)
+        if self.max_delay is not None:
+            out.extend(self._release_safe())
+            if program.window_time is not None:
+                self.purge_below(self.clock - self.max_delay - program.window_time)
+        return out
+
+    def safe(self, chosen) -> bool:
+        """Every negation scope of the match is complete (digest 000a §2.4 ``safe(r)``)."""
+        program, g = self.program, self.guarantees
+        for neg in program.negations:
+            if neg.gap == program.n:
+                if program.window_time is None or not g.complete_through(neg.atom.type, chosen[0].time + program.window_time,
+                                                                        self.clock, self.max_delay):
+                    return False
+            else:
+                bound = chosen[neg.gap].time    # leading: the first event; middle: the right neighbour
+                if not g.complete_before(neg.atom.type, bound, self.clock, self.max_delay):
+                    return False
+        return True
+
+    def _release_safe(self) -> list:
+        out = []
+        for core, held in self.held.items():
+            keep = []
+            for chosen in held:
+                if self.safe(chosen):
+                    out.append(self.emit(chosen))
+                else:
+                    keep.append(chosen)
+            held[:] = keep
+        return out
+
+    def close(self) -> list:
+        out = [self.emit(chosen) for held in self.held.values() for chosen in held]
+        self.held.clear()
+        return out
+
+    def state_size(self) -> int:
+        return super().state_size() + sum(len(h) for h in self.held.values())
+
+    def info(self) -> dict:
+        return {**super().info(), "purged": self.guarantees.purged}
+
+
+class AggressiveMatcher(_OutOfOrderMatcher):
+    """Compensation (digest 000a §2.5): every match is emitted as soon as it is built; a late negative
+    event retracts (``-``) the emitted matches whose scope it falls in, a late positive one inserts
+    (``+``) the matches it completes. Results are eventually valid; the net output converges."""
+
+    def push(self, event) -> list:
+        if event.type == PUNCTUATION:
+            self._track(event)
+            return []
+        self._track(event)
+        core, lpos, late = self.arrive(event)
+        program = self.program
+        out, retracted = [], set()
+        entries = core.negation_entries(event, lpos)
+        for j, part, inst in entries:
+            if late or program.negations[j].gap == program.n:
+                for chosen in self._blocked(core, j, part, inst):
+                    if chosen not in retracted:
+                        retracted.add(chosen)
+                        out.append(self.emit(chosen, "-"))
+        for j, part, inst in entries:
+            core.store(j, part, inst)
+        out.extend(self.emit(chosen) for _, chosen in core.add_positive(event, lpos))
+        if self.max_delay is not None:
+            # A late event has ts >= clock - max_delay; a match it reaches lies within 2w of it (§2.5).
+            reach = 2 * program.window_time if program.window_time is not None else math.inf
+            self.purge_below(self.clock - self.max_delay - reach)
+        return out
+
+    def _blocked(self, core: Core, j: int, part, inst) -> list:
+        """The emitted, still valid matches that the negated ``inst`` falls in (the digest's spurious set:
+        positive matches around it that no stored negative blocks yet)."""
+        program = self.program
+        neg = program.negations[j]
+        w = program.window_time if program.window_time is not None else math.inf
+        gap = neg.gap
+        anchor = min(gap, program.n - 1)
+        parts = [part] if part is not None else list(core.parts.values())
+        found = []
+        for p in parts:
+            stack = p.stacks[anchor]
+            if gap == program.n:   # trailing: the last event precedes it, the first is within w
+                anchors = [x for x in stack.items[:stack.count_before(inst.key) - stack.base] if x.time >= inst.time - w]
+            else:                  # leading or middle: the slot after the gap follows it within w
+                anchors = [x for x in stack.items[stack.after(inst.key):] if x.time <= inst.time + w]
+            for x in anchors:
+                found.extend(core.construct(p, anchor, x, accept=lambda chosen, _: core.blocks(j, chosen, inst)))
+        return found

@@ -1,0 +1,264 @@
+"""A flat SEQ query compiled for the stacks: positive slots, negations between them, and where each
+condition is tested (digest 000a §1.4; negation bounds from digest 000b §1.2 and LANGUAGE.md §10.4).
+
+``SEQ(A a, !B b, C c, D d) WHERE a.v = c.v and b.v > a.v WITHIN 10 s`` becomes
+
+- slots ``a`` (0), ``c`` (1), ``d`` (2): one active-instance stack each;
+- negation ``b`` in gap 1 (between slots 0 and 1; gap 0 is leading, gap 3 trailing);
+- predicate scoping (digest 000b §1.2, "predicate scoping test"): a conjunct that mentions a negated
+  variable belongs to that negation ("there is no b with b.v > a.v"); every other conjunct filters
+  matches. Unary conjuncts filter events before they enter a stack or a negation store; the others are
+  tested during construction as soon as their variables are bound;
+- equality predicates that link every positive variable (``a.id = c.id and c.id = d.id``) partition
+  the stacks by that value, so construction only visits instances that can join.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import networkx as nx
+
+from ...lang import ast as A
+from ...runtime.events import PUNCTUATION
+from ...runtime.matches import Match
+from .conditions import compile_condition
+
+NEVER_LPOS = (-math.inf, math.inf)
+
+
+@dataclass(frozen=True)
+class Slot:
+    """A positive item: variable, accepted types (None: ANY), unary filter, equality-partition attribute."""
+    var: Optional[str]
+    types: Optional[frozenset]
+    test: Optional[Callable]
+    hash_attr: Optional[str]
+    node: A.Atom
+
+
+@dataclass(frozen=True)
+class Negation:
+    """``!T var`` in ``gap`` (0: before the first slot; n: after the last; g: between slots g-1 and g).
+
+    ``test`` filters the events kept in its store; ``correlated`` is the rest of its conditions, which
+    mention positive variables too and need the slots ``needs``."""
+    var: Optional[str]
+    types: Optional[frozenset]
+    gap: int
+    test: Optional[Callable]
+    correlated: Optional[Callable]
+    needs: frozenset
+    hash_attr: Optional[str]
+    atom: A.Atom
+    node: A.Not
+
+
+@dataclass(frozen=True)
+class Join:
+    """A conjunct over several positive variables (or none), tested once ``slots`` are all bound."""
+    slots: frozenset
+    test: Callable
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of construction from an anchor: bind ``slot`` walking ``forward`` (from slot-1) or
+    backward (from slot+1, along the instance's pointer), then run ``joins`` and ``negations``."""
+    slot: int
+    forward: bool
+    joins: tuple
+    negations: tuple
+
+
+class Program:
+    """Everything the stacks need to know about one query; built by ``compile_program``."""
+
+    def __init__(self, slots, negations, joins, window_time, window_events, strategy, partition_by, select):
+        self.slots = tuple(slots)
+        self.negations = tuple(negations)
+        self.joins = tuple(joins)
+        self.window_time = window_time          # seconds, or None
+        self.window_events = window_events      # n for WITHIN n EVENTS, or None
+        self.strategy = strategy                # "ALL", "STRICT" or "STNM"
+        self.partition_by = tuple(partition_by)
+        self.select = select
+        self.n = len(self.slots)
+        self.hashed = self.slots[0].hash_attr is not None
+        self.trailing = tuple(j for j, neg in enumerate(self.negations) if neg.gap == self.n)
+        self.orders = tuple(self._order(anchor) for anchor in range(self.n))
+
+    def _order(self, anchor: int) -> tuple:
+        """Construction from an instance at slot ``anchor``: forward to the last slot, then backward to
+        the first (digest 000a §2.4, "backward paths ⋈ forward paths"). Each join and negation check runs
+        at the first step where everything it needs is bound."""
+        sequence = list(range(anchor, self.n)) + list(range(anchor - 1, -1, -1))
+        done_joins, done_negs, bound, steps = set(), set(), set(), []
+        for k, slot in enumerate(sequence):
+            bound.add(slot)
+            joins = tuple(j for j in self.joins if j.slots <= bound and id(j) not in done_joins)
+            negs = tuple(i for i, n in enumerate(self.negations) if self._negation_needs(n) <= bound
+                         and i not in done_negs)
+            done_joins.update(id(j) for j in joins)
+            done_negs.update(negs)
+            steps.append(Step(slot, k > 0 and slot > anchor, joins, negs))
+        return tuple(steps)
+
+    def _negation_needs(self, neg: Negation) -> frozenset:
+        if neg.gap in (0, self.n):   # the leading/trailing scope is bounded by both ends of the match
+            around = {0, self.n - 1}
+        else:
+            around = {neg.gap - 1, neg.gap}
+        return frozenset(around) | neg.needs
+
+    # ------------------------------------------------------------------ negation scopes
+    def scope(self, neg: Negation, chosen) -> tuple:
+        """(low key, high key, low local position, high local position) of a negation's scope for the
+        instances ``chosen`` (slot -> Instance); a negated event is in scope when its key lies strictly
+        between the keys and its local position between the positions, inclusive (LANGUAGE.md §10.4)."""
+        first, last = chosen[0], chosen[self.n - 1]
+        lo_l, hi_l = NEVER_LPOS
+        if neg.gap == 0:     # leading: at or after (last ts - w), before the first event
+            hi = first.key
+            lo = (last.time - self.window_time, -1) if self.window_time is not None else (-math.inf, -1)
+            if self.window_events is not None:
+                lo_l = last.lpos - self.window_events + 1
+        elif neg.gap == self.n:   # trailing: after the last event, at or before (first ts + w)
+            lo = last.key
+            hi = (first.time + self.window_time, math.inf) if self.window_time is not None else (math.inf, 0)
+            if self.window_events is not None:
+                hi_l = first.lpos + self.window_events - 1
+        else:
+            lo, hi = chosen[neg.gap - 1].key, chosen[neg.gap].key
+        return lo, hi, lo_l, hi_l
+
+    def deadline(self, chosen) -> tuple:
+        """When a trailing negation's scope is over: (time, local position); an event past either bound
+        cannot fall in it. Without a window the scope runs to the end of the stream."""
+        first = chosen[0]
+        time = first.time + self.window_time if self.window_time is not None else math.inf
+        lpos = first.lpos + self.window_events - 1 if self.window_events is not None else math.inf
+        return time, lpos
+
+    def fits(self, types: Optional[frozenset], event) -> bool:
+        if event.type == PUNCTUATION:
+            return False
+        return types is None or event.type in types
+
+    def to_match(self, chosen) -> Match:
+        """The ``Match`` of the instances ``chosen``: bindings var -> position, and C the positions of
+        every positive item (an item without a variable counts too), projected on SELECT/RETURN."""
+        if self.select is None:
+            bindings = {s.var: i.event.position for s, i in zip(self.slots, chosen) if s.var is not None}
+            return Match.of(bindings, (i.event.position for s, i in zip(self.slots, chosen) if s.var is None))
+        return Match.of({s.var: i.event.position for s, i in zip(self.slots, chosen) if s.var in self.select})
+
+
+# ----------------------------------------------------------------------------- compilation
+def compile_program(query, unsupported) -> Program:
+    """Compile ``query`` (a ``cepkit.Query``); ``unsupported(node, what)`` builds the engine-gap error."""
+    pattern, extra = _strip_filters(query.pattern)
+    items = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
+    hierarchy = query.hierarchy
+
+    def types_of(atom: A.Atom):
+        if atom.type is None:
+            return None
+        return hierarchy.covers(atom.type) if hierarchy is not None else frozenset({atom.type})
+
+    positives, negated, conjuncts = [], [], list(extra)
+    for item in items:
+        item, conds = _strip_filters(item)
+        conjuncts.extend(conds)
+        if isinstance(item, A.Atom):
+            positives.append(item)
+        elif isinstance(item, A.Not):
+            inner, conds = _strip_filters(item.item)
+            if not isinstance(inner, A.Atom):
+                raise unsupported(item, "negation of a composite pattern")
+            negated.append((inner, len(positives), item))
+            conjuncts.extend(conds)
+        elif isinstance(item, A.Expr):
+            conjuncts.extend(A.conjuncts(item))
+        else:
+            raise unsupported(item, f"{type(item).__name__} items inside SEQ")
+    if not positives:
+        raise unsupported(pattern, "a SEQ without positive items")
+    conjuncts.extend(A.conjuncts(query.where))
+
+    slot_of = {atom.var: i for i, atom in enumerate(positives) if atom.var}
+    neg_index = {atom.var: j for j, (atom, _, _) in enumerate(negated) if atom.var}
+    unary = {v: [] for v in slot_of}
+    neg_unary = {j: [] for j in range(len(negated))}
+    neg_correlated = {j: [] for j in range(len(negated))}
+    joins = []
+    for conj in conjuncts:
+        mentioned = A.variables_in(conj)
+        negs = sorted({neg_index[v] for v in mentioned if v in neg_index})
+        if len(negs) > 1:
+            raise unsupported(conj, "a condition relating two negated variables")
+        slots = frozenset(slot_of[v] for v in mentioned if v in slot_of)
+        if negs:
+            (neg_unary if not slots else neg_correlated)[negs[0]].append(conj)
+        elif len(slots) == 1:
+            unary[mentioned[0]].append(conj)
+        else:
+            joins.append(Join(slots, compile_condition(conj)))
+
+    hash_attrs = _equality_partition(conjuncts, positives, [a for a, _, _ in negated])
+    slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())),
+                  hash_attrs.get(atom.var), atom) for atom in positives]
+    negations = []
+    for j, (atom, gap, node) in enumerate(negated):
+        needs = frozenset(slot_of[v] for c in neg_correlated[j] for v in A.variables_in(c) if v in slot_of)
+        negations.append(Negation(atom.var, types_of(atom), gap, _test(neg_unary[j]), _test(neg_correlated[j]),
+                                  needs, hash_attrs.get(atom.var), atom, node))
+
+    within = query.within
+    strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)
+    if strategy not in ("ALL", "STRICT", "STNM"):
+        raise unsupported(query.ast, f"the {query.strategy} strategy")
+    return Program(slots, negations, joins,
+                   window_time=within.seconds if within is not None and not within.events else None,
+                   window_events=int(within.amount) if within is not None and within.events else None,
+                   strategy=strategy, partition_by=query.partition_by, select=query.select)
+
+
+def _strip_filters(node) -> tuple:
+    """A pattern without its FILTERs, and their conjuncts (the SEQ is flat, so a filter's scope is the match)."""
+    conds = []
+    while isinstance(node, A.Filter):
+        conds.extend(A.conjuncts(node.cond))
+        node = node.pattern
+    return node, conds
+
+
+def _test(conjuncts) -> Optional[Callable]:
+    conjuncts = tuple(conjuncts)
+    return compile_condition(A.conjoin(conjuncts)) if conjuncts else None
+
+
+def _equality_partition(conjuncts, positives, negated) -> dict:
+    """var -> attribute to partition the stacks by, when ``x.k = y.k'`` conjuncts link every positive
+    variable into one class of equal values; negated variables joined to that class are partitioned too.
+    Empty when the equalities do not cover every positive variable (or there is only one)."""
+    if len(positives) < 2:
+        return {}
+    graph = nx.Graph()
+    for conj in conjuncts:
+        if (isinstance(conj, A.Compare) and conj.op == "=" and isinstance(conj.left, A.Attr)
+                and isinstance(conj.right, A.Attr) and conj.left.index is None and conj.right.index is None
+                and conj.left.var != conj.right.var
+                and not {conj.left.attr, conj.right.attr} & {"ts", "type"}):
+            graph.add_edge((conj.left.var, conj.left.attr), (conj.right.var, conj.right.attr))
+    wanted = {atom.var for atom in positives}
+    for component in nx.connected_components(graph):
+        attrs = {}
+        for var, attr in sorted(component):
+            attrs.setdefault(var, attr)
+        if wanted <= set(attrs):
+            negated_vars = {atom.var for atom in negated}
+            return {v: a for v, a in attrs.items() if v in wanted or v in negated_vars}
+    return {}
+

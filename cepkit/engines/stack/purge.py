@@ -1,0 +1,102 @@
+"""Partial order guarantees and the purges they allow (digest 000a §2.4, Definition 1, Alg. 1-2).
+
+A guarantee says how far the stream of one type is complete. A PUNCTUATION ``of`` T at ts p promises
+no more T (or types below concept T) with ts ≤ p; ``max_delay`` D promises, for every type, no more
+events with ts < clock - D. Both feed two questions:
+
+- is a negation scope complete, so a held match is safe to output (``complete_before``/``_through``);
+- can a stored instance never join a future match, so it may go (``purge``): an instance is purgeable
+  when, for some slot before or after it, no stored instance can take that slot and no future one can
+  (Alg. 2, run per slot, not per type name, as the digest asks for repeated types); and any instance
+  below every positive slot's frontier minus the window is purgeable too.
+
+Boundaries follow the digest's corrections: a middle or leading scope needs the frontier at or above
+the right neighbour's ts, a trailing one at or above (first ts + w) (WE-9); Alg. 2's forward test uses
+``POG >= e.ts + W`` (WE-11).
+"""
+from __future__ import annotations
+
+import math
+
+
+class PurgeByGuarantees:
+    """The frontiers of one query's types, and the purges they justify."""
+
+    def __init__(self, program, hierarchy=None):
+        self.program = program
+        self.hierarchy = hierarchy
+        self.punctuations: dict = {}     # type or concept -> largest punctuated ts
+        self.purged = 0
+
+    def punctuate(self, of: str, time: float) -> None:
+        self.punctuations[of] = max(self.punctuations.get(of, -math.inf), time)
+
+    def frontier(self, name) -> float:
+        """Largest ts through which events of type (or concept) ``name`` are complete, by punctuations on
+        it or on a concept above it; -inf if none (and for ``None``, the ANY type)."""
+        if name is None:
+            return -math.inf
+        best, todo, seen = -math.inf, [name], set()
+        while todo:
+            current = todo.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            best = max(best, self.punctuations.get(current, -math.inf))
+            if self.hierarchy is not None:
+                todo.extend(self.hierarchy.parents(current))
+        return best
+
+    def complete_before(self, name, time: float, clock: float, max_delay) -> bool:
+        """No future event of type ``name`` can have ts < ``time``."""
+        if max_delay is not None and clock - max_delay >= time:
+            return True
+        return self.frontier(name) >= time
+
+    def complete_through(self, name, time: float, clock: float, max_delay) -> bool:
+        """No future event of type ``name`` can have ts ≤ ``time``."""
+        if max_delay is not None and clock - max_delay > time:
+            return True
+        return self.frontier(name) >= time
+
+    def through(self, name, clock: float, max_delay) -> float:
+        """The ts through which type ``name`` is complete: every future event of it has a larger ts."""
+        by_delay = math.nextafter(clock - max_delay, -math.inf) if max_delay is not None else -math.inf
+        return max(by_delay, self.frontier(name))
+
+    def purge(self, cores, max_delay, clock: float) -> None:
+        """Drop every stored instance no future match can use (run when a guarantee advances)."""
+        program = self.program
+        w = program.window_time if program.window_time is not None else math.inf
+        frontiers = [self.through(slot.node.type, clock, max_delay) for slot in program.slots]
+        floor = min(frontiers) - w
+        for core in cores:
+            if floor > -math.inf:
+                core.sweep(floor, None)
+            for part in list(core.parts.values()):
+                for slot in range(program.n):
+                    for inst in list(part.stacks[slot].items):
+                        if self._purgeable(part, slot, inst, frontiers, w):
+                            part.remove(slot, inst)
+                            self.purged += 1
+
+    def _purgeable(self, part, slot: int, inst, frontiers, w: float) -> bool:
+        """Alg. 2 for one instance: walk the slots before it (backward) and after it (forward); a slot whose
+        future is closed and whose stored candidates are all out of reach makes ``inst`` useless."""
+        stacks = part.stacks
+        upper = inst.key                               # backward: slot s must precede ``upper``
+        for s in range(slot - 1, -1, -1):
+            if frontiers[s] >= upper[0]:               # no future slot-s event before ``upper``
+                reach = [x for x in stacks[s].items[:stacks[s].count_before(upper) - stacks[s].base]
+                         if x.time >= inst.time - w]
+                if not reach:
+                    return True
+                upper = reach[-1].key
+        lower = inst.key                               # forward: slot s must follow ``lower``
+        for s in range(slot + 1, len(stacks)):
+            if frontiers[s] >= inst.time + w:          # no future slot-s event within the window
+                reach = [x for x in stacks[s].items[stacks[s].after(lower):] if x.time <= inst.time + w]
+                if not reach:
+                    return True
+                lower = reach[0].key
+        return False
