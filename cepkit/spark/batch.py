@@ -1,0 +1,168 @@
+"""``cepkit.spark.match``: a query over a Spark DataFrame of events, as a Spark DataFrame of matches.
+
+The steps, each a plain Spark operation:
+
+1. check the columns against the query (``Layout.of``), pick the engine (``select_engine``): errors surface
+   before any job runs;
+2. number the events in logical order, (ts, then the position column), as in the local API, and check
+   there are no null types or ts;
+3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices, or as one group;
+4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInPandas``);
+5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does.
+
+Steps 2 and 5 need global ranks, so ``match`` runs its jobs when called and returns a DataFrame read from
+a local checkpoint; showing or collecting it runs no matching again.
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Optional
+
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import types as T
+
+from ..errors import EventError
+from ..runtime.api import prepare
+from ..runtime.registry import select_engine
+from .frames import Layout
+from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,
+                     plan_split, warn_single)
+
+_PART = PREFIX + "part"     # the Spark partition a row sits in after a global sort
+_ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
+_INPUT = PREFIX + "input"   # the input's own row order, the last tie-break when there is no position column
+
+
+def with_row_numbers(df: DataFrame, order: list, name: str) -> DataFrame:
+    """``df`` with a column ``name``: each row's 0-based rank in ``order`` (a total order).
+
+    A global sort leaves the rows in range partitions, in order; counting each partition's rows gives its
+    offset. The sorted rows are checkpointed first so that both jobs see the same partitions. Unlike
+    ``row_number()`` over a window without PARTITION BY, nothing is moved to a single partition.
+    """
+    ordered = (df.orderBy(*order).withColumn(_PART, F.spark_partition_id())
+               .withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint())
+    counts = dict(ordered.groupBy(_PART).count().collect())
+    offsets = list(itertools.accumulate((counts.get(p, 0) for p in range(max(counts, default=0) + 1)),
+                                        initial=0))
+    offset = F.element_at(F.array(*[F.lit(o) for o in offsets]), F.col(_PART) + 1)
+    row_in_partition = F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
+    return ordered.withColumn(name, offset + row_in_partition).drop(_PART, _ROW)
+
+
+def _number_events(df: DataFrame, layout: Layout) -> DataFrame:
+    """The events with POS (position in logical order) and TS (ts as the engines read it)."""
+    events = df
+    order = layout.order()
+    if layout.ts_kind != "position":
+        events = events.withColumn(TS, layout.engine_ts())
+    if layout.position is None:
+        events = events.withColumn(_INPUT, F.monotonically_increasing_id())
+        order = order + [F.col(_INPUT)]
+    events = with_row_numbers(events, order, POS)
+    if layout.ts_kind == "position":
+        events = events.withColumn(TS, F.col(POS))
+    return events.drop(_INPUT)
+
+
+def _check_events(events: DataFrame, layout: Layout) -> tuple:
+    """Raise EventError for a null type or ts; return the extent (first, last) of COORD."""
+    bad_ts = F.col(TS).isNull()
+    if layout.ts_kind == "number":
+        bad_ts = bad_ts | F.isnan(F.col(TS))
+    stats = events.agg(F.min(F.when(F.col("type").isNull(), F.col(POS))).alias("no_type"),
+                       F.min(F.when(bad_ts, F.col(POS))).alias("no_ts"), F.sum(bad_ts.cast("long")).alias("bad_ts"),
+                       F.min(COORD).alias("first"), F.max(COORD).alias("last")).first()
+    if stats["no_type"] is not None:
+        raise EventError(stats["no_type"], "type", "every event needs a type (this one is null)")
+    if stats["no_ts"] is not None:
+        others = stats["bad_ts"] - 1
+        raise EventError(stats["no_ts"], "ts", "ts is missing (null or NaN)" + (f", as in {others} other event(s)"
+                                                                                 if others else ""))
+    return stats["first"] or 0.0, stats["last"] or 0.0
+
+
+def _null_nan(df: DataFrame, columns) -> DataFrame:
+    """NaN keys become null: locally both are a missing attribute, so they must meet in one group."""
+    for name in columns:
+        if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+            df = df.withColumn(name, F.when(F.isnan(name), F.lit(None)).otherwise(F.col(name)))
+    return df
+
+
+def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
+          position: str = "position", slice_length: Optional[float] = None, **options) -> DataFrame:
+    """All matches of ``query`` over the events of a Spark DataFrame, as a Spark DataFrame.
+
+    Parameters
+    ----------
+    query : str or Query
+    df : pyspark.sql.DataFrame
+        Events: a string column ``type``, an optional ``ts`` (number of seconds, timestamp or date), an
+        optional tie-breaking column named by ``position``; every other column is an attribute.
+    engine, strategy, hierarchy, **options
+        As for ``cepkit.match``; ``engine="auto"`` is resolved once, on the driver.
+    position : str
+        The column that orders events with equal ts. Without it, ties keep the DataFrame's own row order
+        (``monotonically_increasing_id``), which is the row order for ``createDataFrame`` and file reads.
+    slice_length : float, optional
+        For a query cut into time slices (no PARTITION BY, a WITHIN window): the slice length, in seconds
+        (in events for ``WITHIN n EVENTS``). By default about one slice per shuffle partition, each at least
+        four times the overlap long.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        ``match_id``, ``positions`` (array<long>), one column per variable (long, or array<long> for a
+        Kleene variable; null for a variable of an OR branch not taken), the PARTITION BY columns; ordered
+        by ``match_id``. Positions are ranks in the logical order (ts, then ``position``), so they equal
+        ``cepkit.match(query, df.toPandas())`` positions when the rows are already in that order.
+
+    Raises
+    ------
+    QueryError
+        Before any job: a query that does not parse, names an unknown attribute, or needs a feature the
+        engine lacks.
+    EventError
+        Before any job: no ``type`` column, a ``ts`` that is neither a number nor a timestamp. After
+        numbering: a null type or ts.
+
+    Warns
+    -----
+    OneGroupWarning
+        When the query cannot be split (no PARTITION BY and no WITHIN, or CONSUME BY...).
+
+    Examples
+    --------
+    >>> import cepkit.spark                                                       # doctest: +SKIP
+    >>> events = spark.createDataFrame([("T", 1, 45.0), ("H", 2, 20.0)], "type string, ts long, v double")
+    >>> cepkit.spark.match("T x ; H y WITHIN 5 s", events).show()                # doctest: +SKIP
+    +--------+---------+---+---+
+    |match_id|positions|  x|  y|
+    +--------+---------+---+---+
+    |       0|   [0, 1]|  0|  1|
+    +--------+---------+---+---+
+    """
+    q = prepare(query, strategy, hierarchy)
+    layout = Layout.of(df.schema, q, position)
+    chosen, _ = select_engine(q, engine, options)
+    split = plan_split(q)
+    warn_single(split)
+
+    events = _number_events(df, layout).withColumn(COORD, layout.coordinate(split))
+    first, last = _check_events(events, layout)
+    slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    split = split.with_length(first, last, slices, slice_length)
+    if split.kind == "slices":
+        first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
+        events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
+    events = _null_nan(events, split.keys)
+
+    keys = list(split.work_keys)
+    shipped = ["type", *layout.attributes, *(["ts"] if "ts" in keys else []), TS, POS,
+               *([HOME, SLICE] if split.kind == "slices" else [])]
+    grouped = (events.repartition(*keys) if keys else events.repartition(1)).sortWithinPartitions(*keys, POS)
+    matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
+    found = grouped.select(*shipped).mapInPandas(matcher, layout.match_schema(q))
+    numbered = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
+    return numbered.select("match_id", "positions", *output_variables(q), *split.keys).orderBy("match_id")

@@ -1,0 +1,134 @@
+"""Spark DataFrames in and out: the input's columns checked against the query before any job runs, the
+internal event columns, and the schema of the matches.
+
+Input: a column ``type`` (string), optionally ``ts`` (a number of seconds, a timestamp, a timestamp without
+time zone read as UTC, or a date), optionally a tie-breaking position column; every other column is an
+attribute (LANGUAGE.md §1). Output: ``match_id``, ``positions`` (array<long>), one column per variable
+(long, or array<long> for a Kleene variable), and the PARTITION BY columns.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from pyspark.sql import Column, functions as F
+from pyspark.sql import types as T
+
+from ..errors import EventError, QueryError
+from ..lang import ast as A
+from ..lang.query import Query
+from ..runtime.api import check_against_stream
+from ..runtime.events import RESERVED, Stream
+from .groups import COORD, LAST, POS, PREFIX, RANK, TS, EventColumns, Split, output_variables
+
+_NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
+_DATETIME = (T.TimestampType, T.TimestampNTZType, T.DateType)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The roles of an input DataFrame's columns for one query.
+
+    ``ts_kind`` is "datetime", "number" or "position" (no ts column: ts is the position); ``position`` names
+    the tie-breaking column, if the DataFrame has it.
+    """
+    schema: T.StructType
+    ts_kind: str
+    position: Optional[str]
+    attributes: tuple
+
+    @classmethod
+    def of(cls, schema: T.StructType, query: Query, position: str = "position") -> "Layout":
+        """Check ``schema`` against ``query``; raise EventError (bad columns) or QueryError (unknown names)."""
+        fields = {f.name: f for f in schema.fields}
+        if "type" not in fields:
+            raise EventError(0, "type", f"the DataFrame has no 'type' column (columns: {', '.join(fields)})")
+        if not isinstance(fields["type"].dataType, T.StringType):
+            raise EventError(0, "type", f"the 'type' column must hold strings, not {fields['type'].dataType.simpleString()}")
+        ts_kind = "position"
+        if "ts" in fields:
+            kind = fields["ts"].dataType
+            if isinstance(kind, _DATETIME):
+                ts_kind = "datetime"
+            elif isinstance(kind, _NUMBER):
+                ts_kind = "number"
+            else:
+                raise EventError(0, "ts", f"the 'ts' column must hold numbers (seconds) or timestamps, not "
+                                          f"{kind.simpleString()}")
+        internal = [name for name in fields if name.startswith(PREFIX)]
+        if internal:
+            raise EventError(0, internal[0], f"column names starting with {PREFIX!r} are reserved for cepkit")
+        if position in fields and not isinstance(fields[position].dataType, (*_NUMBER, *_DATETIME, T.StringType)):
+            raise EventError(0, position, f"the position column {position!r} must be orderable, not "
+                                          f"{fields[position].dataType.simpleString()}")
+        check_against_stream(query, Stream([], ts_kind == "datetime"))
+        layout = cls(schema, ts_kind, position if position in fields else None,
+                     tuple(name for name in fields if name not in RESERVED))
+        layout._check_names(query)
+        return layout
+
+    def _check_names(self, query: Query) -> None:
+        known = set(self.attributes) | set(RESERVED)
+        listing = ", ".join(self.attributes) or "no attribute columns"
+        for key in query.partition_by:
+            if key not in known:
+                raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has "
+                                               f"{listing}", query.text)
+        roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
+        for node in (n for root in roots for n in root.walk()):
+            attr = getattr(node, "attr", None)
+            if isinstance(node, (A.Attr, A.Agg)) and attr is not None and attr not in known:
+                raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has "
+                                          f"{listing}", query.text)
+        taken = {"match_id", "positions", *(k.lower() for k in query.partition_by)}
+        for var in output_variables(query):
+            if var.lower() in taken:
+                raise QueryError.at(query.variables.get(var, query.ast), f"variable {var!r} would share its "
+                                    "output column with a PARTITION BY column or match_id/positions; rename it",
+                                    query.text)
+            taken.add(var.lower())
+
+    @property
+    def columns(self) -> EventColumns:
+        return EventColumns(self.attributes, self.ts_kind)
+
+    def engine_ts(self) -> Column:
+        """TS: epoch microseconds for datetime ts (rebuilt as UTC datetimes in the workers), else ts itself."""
+        if self.ts_kind == "position":
+            return F.col(POS)
+        if self.ts_kind == "number":
+            return F.col("ts")
+        return epoch_micros(F.col("ts"), self.schema["ts"].dataType)
+
+    def order(self) -> list:
+        """The logical order of the input (LANGUAGE.md §10.1): by ts, then the position column."""
+        keys = [F.col(TS)] if self.ts_kind != "position" else []
+        return keys + ([F.col(self.position)] if self.position else [])
+
+    def coordinate(self, split: Split) -> Column:
+        """COORD: where an event lies on the slicing axis (seconds, or its position for EVENTS windows)."""
+        if split.axis == "position" or self.ts_kind == "position":
+            return F.col(POS).cast("double")
+        if self.ts_kind == "datetime":
+            return F.col(TS) / F.lit(1e6)
+        return F.col(TS).cast("double")
+
+    def match_schema(self, query: Query) -> T.StructType:
+        """The schema ``GroupMatcher`` writes: LAST, RANK, positions, the variables, the partition keys."""
+        kleene = query.kleene_variables
+        position_list = T.ArrayType(T.LongType())
+        out = [T.StructField(LAST, T.LongType()), T.StructField(RANK, T.LongType()),
+               T.StructField("positions", position_list)]
+        out += [T.StructField(v, position_list if v in kleene else T.LongType()) for v in output_variables(query)]
+        out += [self.schema[k] for k in query.partition_by]
+        return T.StructType(out)
+
+
+def epoch_micros(col: Column, kind: T.DataType) -> Column:
+    """Microseconds since the epoch; a timestamp without time zone (or a date) is read as UTC."""
+    if isinstance(kind, T.TimestampType):
+        return F.unix_micros(col)
+    if isinstance(kind, T.DateType):
+        return F.unix_date(col).cast("long") * F.lit(86_400_000_000)
+    epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
+    return F.timestamp_diff("MICROSECOND", epoch, col)

@@ -1,0 +1,286 @@
+"""How a query splits into groups that can be matched independently, and the pure pandas work done per group.
+
+Nothing here imports PySpark: Spark only moves rows. Batch (``cepkit.spark.match``) and streaming
+(``cepkit.spark.match_stream``) hand each group of events, as a pandas DataFrame, to ``GroupMatcher``, which
+runs a local engine ``Plan`` (so every engine runs on Spark unchanged) and maps the group's positions back
+to the positions of the whole stream.
+
+Three ways to split (``plan_split``):
+
+* ``"partition"``: PARTITION BY k evaluates the pattern on each sub-stream of equal k (LANGUAGE.md §4), so
+  each key is a group.
+* ``"slices"``: without PARTITION BY but with a window ``w``, the time axis (the position axis for
+  ``WITHIN n EVENTS``, with ``w = n - 1``) is cut into slices of length ``L``. Slice ``k`` *owns* the
+  matches whose last event lies in ``[kL, (k+1)L)`` and receives the events in ``[kL - w, (k+1)L + r)``.
+  Everything that decides a match lies in ``[last - w, first + r]`` when ``r = w``, and in
+  ``[last - w, last]`` when ``r = 0``:
+
+  - its events (max ts - min ts <= w), and the other matches with the same last event that the NEXT,
+    LAST and MAX strategies compare it with (LANGUAGE.md §10.3: strategies see windowed matches);
+  - the events between its own (STRICT, skip-till-next-match, digest 002 Def 6.1);
+  - the scope of a leading negation, ``[last - w, first)``, and of a trailing one, ``(last, first + w]``
+    (LANGUAGE.md §10.4), and the rest of a full match for robust skip-till-next-match (Def 6.2) or for a
+    projected (RETURN) match. Only queries with such features need ``r = w``.
+
+  So every match is found in exactly the slice that owns it: none is lost or reported twice, whatever L.
+* ``"single"``: everything else runs as one group. That is the case without PARTITION BY and without a
+  window (a match may span the whole stream), and for features whose outcome depends on the whole history:
+  ``CONSUME BY`` (a match discards partial matches that started arbitrarily early) and a strategy wrapped
+  around a sub-pattern (it compares sub-matches that need not lie in the window). Under PARTITION BY these
+  still run per key, except ``CONSUME BY ANY``, which couples the keys.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Optional
+
+import numpy as np
+import pandas as pd
+
+from ..lang.checks import definitions, negated_vars
+from ..lang.query import Query
+from ..runtime.events import Stream
+from ..runtime.matches import Matches
+from ..runtime.registry import select_engine
+
+# Internal columns travel with the events; the prefix keeps them apart from attributes.
+PREFIX = "_cep_"
+POS = PREFIX + "pos"        # the event's position in the whole stream (LANGUAGE.md §1)
+TS = PREFIX + "ts"          # ts for the engine: epoch microseconds (datetime ts), the number, or POS
+COORD = PREFIX + "coord"    # where the event lies on the slicing axis: seconds, or POS for EVENTS windows
+SLICE = PREFIX + "slice"    # the slice a copy of the event belongs to
+HOME = PREFIX + "home"      # the slice that owns matches ending at this event
+LAST = PREFIX + "last"      # a match's last position, for the output order
+RANK = PREFIX + "rank"      # a match's rank in its group's output order (ties between equal positions)
+
+# Features that only ever look back from a match's last event (see the module docstring).
+_LOOK_BACK_ONLY = frozenset({
+    "sequence", "or", "and", "kleene", "nested_kleene", "nesting", "unary_conditions", "binary_conditions",
+    "correlated_filters", "condition_items", "kleene_conditions", "aggregates", "time_window", "event_window",
+    "partition", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT",
+    "strategy:LAST", "strategy:MAX", "strategy:STNM",
+})
+# Features whose outcome depends on the whole history: no slicing.
+_WHOLE_HISTORY = ("consume", "nested_strategy")
+
+
+class OneGroupWarning(UserWarning):
+    """The query runs as one group, on one core: it has no PARTITION BY and cannot be cut into slices."""
+
+
+@dataclass(frozen=True)
+class Split:
+    """How the events are grouped: ``kind`` is "partition", "slices" or "single".
+
+    For slices: ``axis`` ("time" in seconds, or "position"), ``window`` (w), ``lookahead`` (r, 0 or w),
+    ``length`` (L, set once the data's extent is known by ``with_length``), ``origin`` (where slice 0
+    starts) and ``pad`` (a few ulps added to the borders so rounding never drops an event a slice needs).
+    """
+    kind: str
+    keys: tuple = ()
+    reason: str = ""
+    axis: str = "time"
+    window: float = 0.0
+    lookahead: float = 0.0
+    length: float = 0.0
+    origin: float = 0.0
+    pad: float = 0.0
+
+    @property
+    def work_keys(self) -> tuple:
+        """The columns whose values name a group."""
+        return {"partition": self.keys, "slices": (SLICE,), "single": ()}[self.kind]
+
+    def with_length(self, first: float, last: float, slices: int, length: Optional[float] = None) -> "Split":
+        """Fix the slice length for data spanning ``[first, last]`` on the axis.
+
+        Without ``length``, aim at ``slices`` slices, each at least 4 times the overlap long so that no more
+        than about a third of the events is copied into two slices.
+        """
+        if self.kind != "slices":
+            return self
+        overlap = self.window + self.lookahead
+        span = max(last - first, 0.0)
+        if length is None:
+            length = max(span / max(slices, 1), 4 * overlap)
+        if not length > 0:
+            length = max(span, 1.0)
+        pad = 8 * math.ulp(abs(first) + span + overlap + length)
+        return Split(self.kind, self.keys, self.reason, self.axis, self.window, self.lookahead, float(length),
+                     float(first), pad)
+
+    def slice_span(self, coord, floor):
+        """(first slice, last slice, home slice) of an event at ``coord`` on the axis.
+
+        ``coord`` is a numpy array or a Spark Column and ``floor`` the matching function (``np.floor`` or
+        ``pyspark.sql.functions.floor``), so Spark and the tests use one formula.
+        """
+        relative = coord - self.origin
+        first = floor((relative - self.lookahead - self.pad) / self.length)
+        last = floor((relative + self.window + self.pad) / self.length)
+        return first, last, floor(relative / self.length)
+
+
+def plan_split(query: Query) -> Split:
+    """Decide how ``query`` splits into independent groups (see the module docstring)."""
+    features = set(query.features)
+    keys = tuple(query.partition_by)
+    history = [f for f in _WHOLE_HISTORY if f in features]
+    if keys and query.consume != "ANY":
+        return Split("partition", keys)
+    if keys:
+        return Split("single", keys, "CONSUME BY ANY discards partial matches of every partition")
+    if query.within is None:
+        return Split("single", reason="the query has neither PARTITION BY nor WITHIN, so a match may span the "
+                                      "whole stream")
+    if history:
+        what = {"consume": "CONSUME BY makes each match depend on all earlier ones",
+                "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window"}
+        return Split("single", reason="; ".join(what[f] for f in history))
+    window = query.within.amount - 1 if query.within.events else query.within.seconds
+    lookahead = 0.0 if features <= _LOOK_BACK_ONLY else float(window)
+    return Split("slices", axis="position" if query.within.events else "time", window=float(window),
+                 lookahead=lookahead)
+
+
+def warn_single(split: Split) -> None:
+    if split.kind == "single":
+        warnings.warn(f"the query runs as one group on one core: {split.reason}; add PARTITION BY or WITHIN to "
+                      "spread it over the cluster", OneGroupWarning, stacklevel=3)
+
+
+def output_variables(query: Query) -> tuple:
+    """The variables a match binds, in the order of the output columns: RETURN's, or every positive one."""
+    if query.select is not None:
+        return tuple(query.select)
+    negated = negated_vars(query.pattern)
+    return tuple(v for v in definitions(query.pattern) if v not in negated)
+
+
+@dataclass(frozen=True)
+class EventColumns:
+    """Where a group's pandas rows keep what the engine needs: ``attributes`` (column names) and how
+    ``TS`` encodes ts: ``"datetime"`` (epoch microseconds), ``"number"`` or ``"position"`` (no ts column)."""
+    attributes: tuple
+    ts_kind: str
+
+    def engine_frame(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """The events as ``cepkit.match`` reads them: ``type``, ``ts``, attributes, in the group's order."""
+        frame = rows[["type", *self.attributes]].reset_index(drop=True)
+        ts = rows[TS].reset_index(drop=True)
+        frame.insert(1, "ts", pd.to_datetime(ts, unit="us", utc=True) if self.ts_kind == "datetime" else ts)
+        return frame
+
+
+class GroupMatcher:
+    """The per-group work: run one engine on a group of events, report matches with whole-stream positions.
+
+    Picklable (Spark ships it to the workers); the engine compiles the query once per worker process.
+
+    Parameters
+    ----------
+    query : Query
+    engine : str
+        A registered engine's name (``engine="auto"`` is resolved on the driver, so every group uses one).
+    options : dict
+        Engine options, as for ``cepkit.match``.
+    columns : EventColumns
+    split : Split
+    """
+
+    def __init__(self, query: Query, engine: str, options: dict, columns: EventColumns, split: Split):
+        self.query = query
+        self.engine = engine
+        self.options = dict(options)
+        self.columns = columns
+        self.split = split
+        self.variables = output_variables(query)
+        self.kleene = query.kleene_variables
+        self._plan = None
+
+    def __getstate__(self):
+        return {**self.__dict__, "_plan": None}
+
+    @property
+    def plan(self):
+        if self._plan is None:
+            self._plan = select_engine(self.query, self.engine, self.options)[1]
+        return self._plan
+
+    @property
+    def output_columns(self) -> list:
+        return [LAST, RANK, "positions", *self.variables, *self.split.keys]
+
+    def match_group(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> pd.DataFrame:
+        """The matches in one group (``rows`` sorted by POS), one row each, in output order.
+
+        ``owned`` (one bool per row) keeps only matches whose last event is owned by this group; for
+        slices it is read from the HOME and SLICE columns.
+        """
+        stream = Stream.from_frame(self.columns.engine_frame(rows))
+        found = Matches(self.plan.run(stream), self.engine, self.query)
+        if owned is None and self.split.kind == "slices":
+            owned = rows[HOME].to_numpy() == rows[SLICE].iat[0]
+        positions = rows[POS].to_numpy(dtype=np.int64)
+        out = []
+        for rank, m in enumerate(found):
+            if owned is not None and not owned[m.last]:
+                continue
+            row = {LAST: int(positions[m.last]), RANK: rank, "positions": positions[list(m.positions)].tolist()}
+            for var in self.variables:
+                value = m.bindings.get(var)           # None: a variable of an OR branch the match did not take
+                if value is not None and var in self.kleene:
+                    value = positions[list(value if isinstance(value, tuple) else (value,))].tolist()
+                elif value is not None:
+                    value = int(positions[value])
+                row[var] = value
+            out.append(row)
+        frame = pd.DataFrame(out, columns=[LAST, RANK, "positions", *self.variables])
+        for var in self.variables:
+            if var not in self.kleene:
+                frame[var] = frame[var].astype("Int64")
+        for key in self.split.keys:
+            frame[key] = rows[key].iloc[0]
+        return frame
+
+    def __call__(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        """``mapInPandas`` body: batches sorted by (group keys, POS) in, one frame of matches per group out."""
+        for rows in key_runs(batches, self.split.work_keys):
+            found = self.match_group(rows.reset_index(drop=True))
+            if len(found):
+                yield found
+
+
+def _starts(frame: pd.DataFrame, keys: tuple) -> np.ndarray:
+    """True where a row's key differs from the previous row's (nulls equal nulls); row 0 is always a start."""
+    start = np.zeros(len(frame), dtype=bool)
+    start[:1] = True
+    for key in keys:
+        col = frame[key]
+        prev = col.shift()
+        differs = (col != prev) & ~(col.isna() & prev.isna())
+        start |= differs.to_numpy(dtype=bool)
+    return start
+
+
+def key_runs(batches: Iterable[pd.DataFrame], keys: tuple) -> Iterator[pd.DataFrame]:
+    """Runs of equal keys across batches of rows sorted by key: one DataFrame per key (all rows if no keys)."""
+    pending: list = []
+    for batch in batches:
+        if not len(batch):
+            continue
+        batch = batch.reset_index(drop=True)
+        if pending and keys and _starts(pd.concat([pending[-1].iloc[-1:], batch.iloc[:1]]), keys)[1]:
+            yield pd.concat(pending, ignore_index=True)
+            pending = []
+        bounds = [*np.flatnonzero(_starts(batch, keys)), len(batch)] if keys else [0, len(batch)]
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            if end < len(batch):
+                yield pd.concat([*pending, batch.iloc[begin:end]], ignore_index=True)
+                pending = []
+            else:
+                pending.append(batch.iloc[begin:end])
+    if pending:
+        yield pd.concat(pending, ignore_index=True)

@@ -1,0 +1,74 @@
+"""The Spark session cepkit runs on: the active one, Spark Connect, or a local one built with sensible settings.
+
+Order of preference (the usual PySpark one): an active session; ``remote=`` or ``$SPARK_REMOTE`` (Spark
+Connect, e.g. ``sc://host:15002`` or ``local[2]`` to start a local Connect server from the pyspark package);
+``master=`` (``local[*]`` by default, or a cluster URL). Settings come from ``spark-defaults.conf`` and
+``**conf`` as usual; cepkit only adds defaults for what is left unset.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+# Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB (STACK-NOTES.md §2).
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+_LOCAL_DEFAULTS = {
+    "spark.sql.session.timeZone": "UTC",            # timestamps print as they are stored
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",        # its carriage returns garble notebook output
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+}
+
+
+def _driver_memory() -> str:
+    """A quarter of the machine's memory, between 1 and 8 GiB: in local mode the driver is the executor."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return "2g"
+    return f"{max(1, min(8, total // 4 // 2**30))}g"
+
+
+def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
+    """The SparkSession to run on: the active one, else Spark Connect, else a new local one.
+
+    Parameters
+    ----------
+    master : str, optional
+        ``spark.master`` for a new classic session (``local[*]`` if neither this nor ``remote`` is given).
+    remote : str, optional
+        A Spark Connect URL (``sc://host:port``), or ``local[n]`` to start a local Connect server;
+        ``$SPARK_REMOTE`` is used when this is not given.
+    **conf
+        Extra settings; dots in keys are written as given (``session(**{"spark.sql.shuffle.partitions": "8"})``).
+
+    Notes
+    -----
+    A new local session gets: session time zone UTC, the UI and console progress bar off, Arrow on,
+    RocksDB for streaming state, a driver memory of a quarter of RAM (1 to 8 GiB), quiet (ERROR) logs,
+    and workers that run this very Python (``PYSPARK_PYTHON``), bound to the loopback interface.
+    """
+    from pyspark.sql import SparkSession
+
+    if master is None and remote is None and not conf:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+    remote = remote or os.environ.get("SPARK_REMOTE")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder
+    if remote:
+        builder = builder.remote(remote)
+    else:
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        builder = builder.master(master or "local[*]").config("spark.driver.memory", _driver_memory())
+    for key, value in {**_LOCAL_DEFAULTS, **conf}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if not remote:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
