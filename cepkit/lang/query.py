@@ -11,6 +11,7 @@ from .checks import bound, check_well_formed, definitions, negated_vars
 from .hierarchy import Hierarchy, as_hierarchy
 from .parser import parse_tree
 from .printer import pretty
+from .scope import scoped
 
 # The feature vocabulary engines declare support for (see cepkit.engines()).
 FEATURES = (
@@ -56,6 +57,12 @@ class Query:
     def kleene_variables(self) -> frozenset:
         """Variables defined under a ``+``: bound to a tuple of positions outside their iteration."""
         return frozenset(v for plus in self.ast.pattern.find_all(A.Plus) for v in definitions(plus.pattern))
+
+    @cached_property
+    def scoped(self) -> A.Pattern:
+        """The pattern with every condition where it is evaluated (WHERE and condition items as filters,
+        conjuncts on negated variables inside their negation): see ``cepkit.lang.scope``."""
+        return scoped(self.ast, self.text)
 
     @cached_property
     def features(self) -> dict:
@@ -110,6 +117,7 @@ def parse(text, hierarchy=None) -> Query:
     try:
         definitions(ast.pattern)
         check_well_formed(ast, text)
+        query.scoped  # rules 7 and 11: a conjunct on two unrelated negations is an error at parse time
     except QueryError as err:
         if err.text is None and err.line is not None:
             raise QueryError(err.reason, text, err.line, err.column) from None
@@ -131,8 +139,11 @@ def _features(query: Query) -> dict:
                 add("hierarchy", node)
             return
         if isinstance(node, A.Expr):
+            # Arity is per conjunct: CEL's `x.tmp > 40 and y.hum < 25` is two unary filters (digest 004).
+            for conjunct in A.conjuncts(node):
+                add("binary_conditions" if len(set(A.variables_in(conjunct))) > 1 else "unary_conditions",
+                    conjunct)
             mentioned = set(A.variables_in(node))
-            add("binary_conditions" if len(mentioned) > 1 else "unary_conditions", node)
             if mentioned - scope:
                 add("correlated_filters", node)
             for n in node.walk():

@@ -1,0 +1,84 @@
+"""The (sub-)stream a pattern is evaluated on, its window, and negation scopes (LANGUAGE.md §4, §10.4-10.8).
+
+The reference works on logical indices: the events of one partition (the whole stream without PARTITION
+BY) sorted by (ts, position), numbered 0, 1, ... Under PARTITION BY, ``WITHIN n EVENTS``, STRICT and the
+negation scopes therefore count positions of the sub-stream (§10.5).
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from ..lang import ast as A
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The logical indices strictly between ``lo`` and ``hi``; ``open`` when events yet to arrive may still
+    fall inside it (its right end is the end of the stream so far)."""
+    lo: int
+    hi: int
+    open: bool = False
+
+    def meet(self, other: "Scope") -> "Scope":
+        """The intersection of two scopes."""
+        if self.hi != other.hi:
+            right = self if self.hi < other.hi else other
+            return Scope(max(self.lo, other.lo), right.hi, right.open)
+        return Scope(max(self.lo, other.lo), self.hi, self.open and other.open)
+
+
+def _tolerance(*values: float) -> float:
+    """Float rounding allowance when comparing time differences (times are seconds as floats)."""
+    return 8 * math.ulp(max(1.0, *(abs(v) for v in values)))
+
+
+class Substream:
+    """Events in logical order, with the query's window.
+
+    ``clock`` is the latest time seen on the whole stream so far: in an in-order stream no later event can
+    have an earlier time, so a time scope ending before ``clock`` is closed. ``complete`` says that no event
+    will ever come (batch evaluation, or ``Matcher.close``).
+    """
+
+    def __init__(self, events: Sequence, window: Optional[A.Window], clock: float, complete: bool):
+        self.events = list(events)
+        self.times = [e.time for e in self.events]
+        self.window = window
+        self.clock = clock
+        self.complete = complete
+
+    def __len__(self):
+        return len(self.events)
+
+    def fits(self, first: int, last: int) -> bool:
+        """Whether events ``first``..``last`` fit the window: max t − min t ≤ w, or max − min index < n."""
+        if self.window is None:
+            return True
+        if self.window.events:
+            return last - first < self.window.amount
+        span, w = self.times[last] - self.times[first], self.window.seconds
+        return span <= w + _tolerance(self.times[last], w)
+
+    def window_scope(self, first: int, last: int) -> Scope:
+        """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (§10.4):
+        from (last − w) up to (first + w), the whole stream without WITHIN."""
+        n = len(self.events)
+        if self.window is None:
+            return Scope(-1, n, not self.complete)
+        if self.window.events:
+            k = self.window.amount
+            lo, hi = max(-1, math.floor(last - k)), math.ceil(first + k)
+            return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.complete)
+        w = self.window.seconds
+        start, end = self.times[last] - w, self.times[first] + w
+        lo = bisect.bisect_left(self.times, start - _tolerance(start, w)) - 1
+        slack = _tolerance(end, w)
+        hi = bisect.bisect_right(self.times, end + slack)
+        return Scope(lo, hi, not self.complete and not self.clock > end + slack)
+
+    def whole(self) -> Scope:
+        """Every index of the sub-stream (open while more events may come)."""
+        return Scope(-1, len(self.events), not self.complete)
