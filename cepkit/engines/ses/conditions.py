@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import itertools
 import operator
+from numbers import Number
 from typing import Callable, Mapping, Sequence
 
 from ...lang import ast as A
+from ...errors import EventError
 from ...lang.printer import pretty
 from ...runtime.events import Event
 
@@ -32,25 +34,6 @@ Binding = Sequence[tuple]  # var index -> tuple of Events (empty while unbound)
 _ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 _COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
             ">=": operator.ge}
-
-
-def _compare(op: str, left, right) -> bool:
-    """A comparison; null or incomparable operands make it false (SQL-like)."""
-    if left is None or right is None:
-        return False
-    try:
-        return bool(_COMPARE[op](left, right))
-    except TypeError:
-        return False
-
-
-def _arith(op: str, left, right):
-    if left is None or right is None:
-        return None
-    try:
-        return _ARITH[op](left, right)
-    except (TypeError, ZeroDivisionError):
-        return None
 
 
 class _Leaf:
@@ -74,7 +57,7 @@ class _Leaf:
     def holds(self, binding: Binding) -> bool:
         """Every assignment of the mentioned variables' events satisfies the leaf."""
         choices = [self._choices(binding[v], v) for v in self.vars]
-        return all(bool(self.fn(slots)) for slots in itertools.product(*choices))
+        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
 
     def holds_extended(self, binding: Binding, var: int) -> bool:
         """Like ``holds``, checking only the assignments that use the last event of ``var`` (just appended)."""
@@ -87,38 +70,89 @@ class _Leaf:
                 choices.append([(events[-2], events[-1])] if len(events) > 1 else [])
             else:
                 choices.append([(None, events[-1])])
-        return all(bool(self.fn(slots)) for slots in itertools.product(*choices))
+        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
 
 
 def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
-    """A closure computing ``expr`` from the slots (never ``eval``)."""
+    """A closure computing ``expr`` from the slots (never ``eval``), with the reference's value rules
+    (``cepkit.semantics.conditions``): a null operand makes arithmetic null and a comparison false, a
+    division by zero is null, and ordering a string against a number is an ``EventError``."""
     if isinstance(expr, A.Literal):
         value = expr.value
         return lambda s: value
     if isinstance(expr, A.Duration):
         seconds = expr.seconds
         return lambda s: seconds
-    if isinstance(expr, A.Prev):
-        j, attr = slot[expr.arg.var], expr.arg.attr
-        return lambda s: s[j][0].get(attr)
-    if isinstance(expr, A.Attr):
-        j, attr = slot[expr.var], expr.attr
-        if expr.index == "i-1":
-            return lambda s: s[j][0].get(attr)
-        return lambda s: s[j][1].get(attr)
-    if isinstance(expr, A.Arith):
-        op, left, right = expr.op, _value(expr.left, slot), _value(expr.right, slot)
-        return lambda s: _arith(op, left(s), right(s))
-    if isinstance(expr, A.Neg):
-        arg = _value(expr.arg, slot)
-        return lambda s: _arith("-", 0, arg(s))
-    if isinstance(expr, A.Compare):
-        op, left, right = expr.op, _value(expr.left, slot), _value(expr.right, slot)
-        return lambda s: _compare(op, left(s), right(s))
+    if isinstance(expr, (A.Attr, A.Prev)):
+        ref = expr.arg if isinstance(expr, A.Prev) else expr
+        j, attr, k = slot[ref.var], ref.attr, 0 if isinstance(expr, A.Prev) or ref.index == "i-1" else 1
+        return lambda s: s[j][k].get(attr)
     if isinstance(expr, A.In):
         arg, values = _value(expr.arg, slot), [_value(v, slot) for v in expr.values]
-        return lambda s: any(_compare("=", arg(s), v(s)) for v in values)
-    raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg/BoolOp are rejected or handled above
+
+        def member(s):
+            value = arg(s)
+            return value is not None and any(value == v(s) for v in values)
+        return member
+    blame = _blamed(expr, slot)
+    if isinstance(expr, A.Neg):
+        arg = _value(expr.arg, slot)
+
+        def negate(s):
+            value = arg(s)
+            return None if value is None else -_number(value, blame, s)
+        return negate
+    left, right = _value(expr.left, slot), _value(expr.right, slot)
+    if isinstance(expr, A.Arith):
+        op, divide = _ARITH[expr.op], expr.op == "/"
+
+        def arith(s):
+            a, b = left(s), right(s)
+            if a is None or b is None:
+                return None
+            a, b = _number(a, blame, s), _number(b, blame, s)
+            return None if divide and b == 0 else op(a, b)
+        return arith
+    if isinstance(expr, A.Compare):
+        op, name = _COMPARE[expr.op], expr.op
+
+        def compare(s):
+            a, b = left(s), right(s)
+            if a is None or b is None:
+                return False
+            try:
+                return bool(op(a, b))
+            except TypeError:
+                raise _error(blame, s, f"cannot compare {a!r} ({type(a).__name__}) {name} {b!r} "
+                                       f"({type(b).__name__})") from None
+        return compare
+    raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg and nested and/or: not SES
+
+
+def _blamed(expr: A.Expr, slot: Mapping[str, int]) -> tuple:
+    """(slot, previous?, attribute) of the first event attribute ``expr`` reads, for error messages."""
+    for n in expr.walk():
+        ref = n.arg if isinstance(n, A.Prev) else n
+        if isinstance(ref, A.Attr):
+            return slot[ref.var], 0 if isinstance(n, A.Prev) or ref.index == "i-1" else 1, ref.attr
+    return None
+
+
+def _error(blame, s, message: str) -> EventError:
+    if blame is None:
+        return EventError(-1, "?", message)
+    j, k, attr = blame
+    return EventError(s[j][k].position, attr, message)
+
+
+def _number(value, blame, s):
+    if isinstance(value, Number):
+        return value
+    raise _error(blame, s, f"expected a number, got {value!r} ({type(value).__name__})")
+
+
+def _truthy(value) -> bool:
+    return value is not None and bool(value)
 
 
 def _truth(expr: A.Expr, index: Mapping[str, int], leaves: list) -> Callable[[Binding], bool]:

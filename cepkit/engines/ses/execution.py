@@ -35,32 +35,43 @@ class Edge:
     number: int
     var: int
     target: int
-    prune: tuple       # monotone conjuncts mentioning var, all of whose variables are bound in the target
+    prune: tuple       # monotone conjuncts of Θ mentioning var, all of whose variables are bound in the target
     settle: tuple      # non-monotone conjuncts all of whose variables are bound in the target
+    implied: tuple     # equalities of Θ_eq⁺ \ Θ mentioning var, all of whose variables are bound in the target
 
 
 class CompiledAutomaton:
-    """An ``SesAutomaton`` with its conditions attached, states as bit masks over the variable indexes."""
+    """An ``SesAutomaton`` with its conditions attached, states as bit masks over the variable indexes.
 
-    def __init__(self, automaton: SesAutomaton, conjuncts: Sequence, index: dict):
+    ``conjuncts`` are those of Θ as written, ``implied`` the equalities Θ_eq⁺ adds (``pattern``): a
+    transition fires on Θ as written (Def 6.1 judges pattern prefixes on Θ̂), and an extension that
+    breaks an implied equality is dead, since no event can repair it.
+    """
+
+    def __init__(self, automaton: SesAutomaton, conjuncts: Sequence, implied: Sequence, index: dict):
         self.automaton = automaton
         self.arity = len(index)
         self.final = (1 << self.arity) - 1
         mask = {state: sum(1 << index[v] for v in state) for state in automaton.states}
         self.outgoing: dict = {m: () for m in mask.values()}
         self.firing_vars: dict = {m: 0 for m in mask.values()}   # vars of a state's transitions, as a mask
+
+        def attached(pool, target, var, test):
+            return tuple(c for c in pool if test(c) and var in c.variables and c.mask & ~target == 0)
+
         for t in automaton.transitions:
             target, var = mask[t.target], index[t.var]
             edge = Edge(t.number, var, target,
-                        tuple(c for c in conjuncts if c.monotone and not c.exact_property and var in c.variables
-                              and c.mask & ~target == 0),
-                        tuple(c for c in conjuncts if not c.monotone and c.mask & ~target == 0))
+                        attached(conjuncts, target, var, lambda c: c.monotone and not c.exact_property),
+                        tuple(c for c in conjuncts if not c.monotone and c.mask & ~target == 0),
+                        attached(implied, target, var, lambda c: True))
             self.outgoing[mask[t.source]] += (edge,)
             self.firing_vars[mask[t.source]] |= 1 << var
         self.final_checks = tuple(c for c in conjuncts if not c.monotone)
 
     def fire(self, state: int, binding: tuple, entry) -> list:
-        """[(edge, β ⊎ {v/⟨e⟩})] for every transition out of ``state`` whose monotone conditions hold."""
+        """[(edge, β ⊎ {v/⟨e⟩}, live)] for every transition out of ``state`` whose monotone conditions
+        hold; ``live`` is False when the extension breaks an implied equality (it can never complete)."""
         fired = []
         if not entry.vars & self.firing_vars[state]:
             return fired
@@ -70,14 +81,15 @@ class CompiledAutomaton:
                 v = edge.var
                 extended = binding[:v] + (binding[v] + (event,),) + binding[v + 1:]
                 if all(c.holds_extended(extended, v) for c in edge.prune):
-                    fired.append((edge, extended))
+                    fired.append((edge, extended, all(c.holds_extended(extended, v) for c in edge.implied)))
         return fired
 
     def accepts(self, state: int, binding: tuple) -> bool:
         return state == self.final and all(c.holds(binding) for c in self.final_checks)
 
     def start(self, entry) -> list:
-        return self.fire(0, ((),) * self.arity, entry)
+        """The instances binding W[0]."""
+        return [(edge, b) for edge, b, live in self.fire(0, ((),) * self.arity, entry) if live]
 
 
 def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
@@ -95,8 +107,8 @@ def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
         following = []
         for state, binding in instances:
             fired = automaton.fire(state, binding, entry)
-            following.extend((edge.target, b) for edge, b in fired)
-            if keep_skips or not any(all(t.holds(b) for t in edge.settle) for edge, b in fired):
+            following.extend((edge.target, b) for edge, b, live in fired if live)
+            if keep_skips or not any(all(t.holds(b) for t in edge.settle) for edge, b, _ in fired):
                 following.append((state, binding))
         instances = following
         if trace is not None:
@@ -175,9 +187,10 @@ def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found:
 def _next_firing(automaton: CompiledAutomaton, window: Sequence, node: _Node) -> tuple:
     """(c, child nodes) for the first window position from ``node.scan`` at which a transition fires."""
     for c in range(node.scan, len(window)):
-        fired = automaton.fire(node.state, node.binding, window[c])
-        if fired:
-            return c, [_Node(edge.number, c, edge.target, b) for edge, b in fired]
+        live = [_Node(edge.number, c, edge.target, b) for edge, b, ok in
+                automaton.fire(node.state, node.binding, window[c]) if ok]
+        if live:
+            return c, live
     return len(window), None
 
 

@@ -7,11 +7,14 @@ WHERE, in FILTERs around the sequence, a set or an atom, and as items of SEQ/set
 are all one conjunction Θ. An atom without a variable is bound to a hidden one, so its event is part of the
 match's positions but not of its bindings.
 
-Before compiling, Θ receives the transitive closure of its equalities Θ_eq⁺ (digest 002 §4.5 [impl]): with
-``a.PID = b.PID`` and ``b.PID = c.PID`` it gains ``a.PID = c.PID``. The set of matches Γ is unchanged, while
-skip-till-next-match (Def 6.1, 6.2), which judges each pattern prefix on the conditions among its own
-variables, no longer lets an event of another patient block a match; this is what makes STNM and
-ROBUST_STNM invariant under the partitioned match windows of §5.
+The transitive closure of Θ's equalities Θ_eq⁺ (digest 002 §4.5 [impl]) is computed too: with ``a.PID =
+b.PID`` and ``b.PID = c.PID`` it adds ``a.PID = c.PID``, and ``prev(p.PID) = p.PID`` for a Kleene p tied to
+another variable. These are implied by Θ, so Γ does not change; the engine uses them to drop automaton
+instances that can no longer complete and to find the partition attributes X of Def 5.3. They are *not*
+added to Θ itself: skip-till-next-match judges each pattern prefix on the conditions written among its
+own variables (Def 6.1, as the reference evaluator reads it), and an implied equality would change which
+events block. Under STNM the windows are therefore partitioned only on the attributes where Θ as written
+already stops every event with another value from extending a prefix (``SesPlan``).
 """
 from __future__ import annotations
 
@@ -37,12 +40,13 @@ class NotSesPattern(Exception):
 @dataclass(frozen=True)
 class SetPattern:
     """P = (⟨B1..Bk⟩, Θ, τ): ``sets`` of variable names in pattern order, the Kleene variables, each
-    variable's atom (its type), the conjuncts of Θ (closure included) and the window."""
+    variable's atom (its type), the conjuncts of Θ as written, the implied equalities Θ_eq⁺ − Θ and the
+    window."""
     sets: tuple
     kleene: frozenset
     atoms: dict
     conditions: tuple
-    closure: tuple          # the equalities Θ_eq⁺ added to Θ, for display
+    closure: tuple
     window: Optional[A.Window]
 
     @property
@@ -54,8 +58,8 @@ class SetPattern:
         return next(i for i, s in enumerate(self.sets) if var in s)
 
     def partition_attributes(self) -> tuple:
-        """X of Def 5.3: the attributes A whose equalities ``v.A = w.A`` (closure included) connect every
-        variable, so all events of a match agree on them. Empty for a single variable."""
+        """X of Def 5.3: the attributes A whose equalities ``v.A = w.A`` connect every variable (through
+        Θ_eq⁺), so all events of a match agree on them. Empty for a single variable."""
         names = self.variables
         if len(names) < 2:
             return ()
@@ -80,8 +84,8 @@ class SetPattern:
             for node in cond.walk():
                 if isinstance(node, A.Prev) and node.arg.var not in kleene:
                     raise NotSesPattern(node, f"prev() on {node.arg.var!r}, which is not a Kleene variable")
-        closure = transitive_equalities(conditions)
-        return cls(tuple(sets), kleene, reader.atoms, tuple(conditions) + closure, closure, query.within)
+        closure = transitive_equalities(conditions, kleene)
+        return cls(tuple(sets), kleene, reader.atoms, tuple(conditions), closure, query.within)
 
 
 class _Reader:
@@ -149,9 +153,34 @@ def _check_condition(cond) -> None:
             raise NotSesPattern(node, "aggregates (SES conditions compare attributes and prev)")
         if isinstance(node, A.Attr) and node.index not in (None, "i", "i-1"):
             raise NotSesPattern(node, "first(), last() and b[k] (SES conditions use prev or b[i-1])")
+        if isinstance(node, (A.Compare, A.In, A.Arith, A.Neg)):
+            inner = next(node.find_all(A.BoolOp, A.BoolNot), None)
+            if inner is not None:
+                raise NotSesPattern(inner, "a condition used as a value")
 
 
 # ----------------------------------------------------------------------------- Θ_eq⁺ (digest 002 §4.5)
+def equality_link(cond) -> Optional[tuple]:
+    """(attr, v, w) for ``v.A = w.A`` between two variables' same attribute, (attr, v, v) for
+    ``prev(v.A) = v.A`` (either side, ``v[i-1]`` too); None for any other condition."""
+    if not (isinstance(cond, A.Compare) and cond.op == "="):
+        return None
+    sides = []
+    for side in (cond.left, cond.right):
+        if isinstance(side, A.Prev):
+            sides.append((side.arg.var, side.arg.attr, True))
+        elif isinstance(side, A.Attr) and side.index in (None, "i", "i-1"):
+            sides.append((side.var, side.attr, side.index == "i-1"))
+        else:
+            return None
+    (v, a, v_prev), (w, b, w_prev) = sides
+    if a == b and v == w and v_prev != w_prev:
+        return a, v, v
+    if a == b and v != w and not (v_prev or w_prev):
+        return a, v, w
+    return None
+
+
 def _equality(cond) -> Optional[tuple]:
     """((var, attr), (var, attr)) for a plain equality between two different variables' attributes."""
     if (isinstance(cond, A.Compare) and cond.op == "=" and isinstance(cond.left, A.Attr)
@@ -171,15 +200,18 @@ def _component(graph: nx.Graph, node) -> frozenset:
     return frozenset(nx.node_connected_component(graph, node))
 
 
-def transitive_equalities(conditions) -> tuple:
-    """The equalities implied by ``conditions`` but missing from them (Θ_eq⁺ \\ Θ_eq), in a stable order.
+def transitive_equalities(conditions, kleene=frozenset()) -> tuple:
+    """The equalities implied by ``conditions`` but missing from them (Θ_eq⁺ − Θ), in a stable order:
+    between attributes of two variables, and ``prev(v.A) = v.A`` for a Kleene v equal to another variable.
 
     >>> from cepkit import parse, pretty
-    >>> q = parse("SEQ({A a, C c}, {B b}) WHERE a.PID = b.PID and b.PID = c.PID")
-    >>> [pretty(e) for e in transitive_equalities(A.conjuncts(q.where))]
-    ['a.PID = c.PID']
+    >>> q = parse("SEQ({A a, C+ c}, {B b}) WHERE a.PID = b.PID and b.PID = c.PID")
+    >>> [pretty(e) for e in transitive_equalities(A.conjuncts(q.where), {"c"})]
+    ['a.PID = c.PID', 'prev(c.PID) = c.PID']
     """
+    conditions = tuple(conditions)
     graph = _equality_graph(conditions)
+    present = {equality_link(c) for c in conditions}
     order = {node: i for i, node in enumerate(n for e in map(_equality, conditions) if e for n in e)}
     added = []
     for component in nx.connected_components(graph):
@@ -188,5 +220,7 @@ def transitive_equalities(conditions) -> tuple:
             for right in nodes[i + 1:]:
                 if left[0] != right[0] and not graph.has_edge(left, right):
                     added.append(A.Compare("=", A.Attr(*left), A.Attr(*right)))
+        for var, attr in nodes:
+            if var in kleene and (attr, var, var) not in present:
+                added.append(A.Compare("=", A.Prev(A.Attr(var, attr)), A.Attr(var, attr)))
     return tuple(added)
-
