@@ -6,6 +6,7 @@ and bindings as the ``reference`` engine.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 
 from hypothesis import strategies as st
@@ -208,3 +209,99 @@ def assert_agrees(query: str, events, engine: str, **options):
     assert got.positions() == expected.positions(), (query, events)
     assert [m.key for m in got] == [m.key for m in expected], (query, events)
     return got
+
+
+# ----------------------------------------------------------------------------- any syntax tree (tests/lang)
+# Every node kind in every place the grammar allows, with names that are never keywords. The trees are
+# syntactic: variables need not be defined (round-trip tests use ``cepkit.lang.parser.parse_tree``).
+SYNTAX_TYPES = ("A", "Stock", "T_1")
+SYNTAX_VARS = ("a", "b2", "_x")
+SYNTAX_ATTRS = ("v", "price", "PID")
+SYNTAX_UNITS = ("ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour",
+                "hours", "d", "day", "days")
+PATTERN_STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM", "PARTITION_STRICT")
+
+_numbers = st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=False, allow_infinity=False))
+
+
+def _attr_nodes():
+    index = st.one_of(st.none(), st.integers(0, 20), st.sampled_from(["i", "i-1", "first", "last"]))
+    return st.builds(A.Attr, st.sampled_from(SYNTAX_VARS), st.sampled_from(SYNTAX_ATTRS), index)
+
+
+def _condition_leaves():
+    return st.one_of(
+        st.builds(A.Literal, st.one_of(_numbers, st.text(max_size=6), st.booleans(), st.none())),
+        st.builds(A.Duration, _numbers, st.sampled_from(SYNTAX_UNITS)),
+        _attr_nodes(),
+        st.builds(A.Agg, st.just("count"), st.sampled_from(SYNTAX_VARS), st.none()),
+        st.builds(A.Agg, st.sampled_from(["sum", "avg", "min", "max"]), st.sampled_from(SYNTAX_VARS),
+                  st.sampled_from(SYNTAX_ATTRS)),
+        st.builds(A.Prev, st.builds(A.Attr, st.sampled_from(SYNTAX_VARS), st.sampled_from(SYNTAX_ATTRS))),
+    )
+
+
+def _foldable(node) -> bool:
+    """The parser folds ``-5`` and ``-5 min`` into the literal: such a Neg is not a tree it builds."""
+    return isinstance(node, A.Duration) or (isinstance(node, A.Literal) and isinstance(node.value, (int, float))
+                                            and not isinstance(node.value, bool))
+
+
+@functools.lru_cache(maxsize=None)
+def condition_trees(max_leaves: int = 8):
+    """Any condition: literals of every kind, durations, attributes (indexed, first/last), aggregates, prev,
+    arithmetic, unary minus, comparisons, IN, and/or (two or more operands), not."""
+    def extend(inner):
+        return st.one_of(
+            st.builds(A.Arith, st.sampled_from("+-*/"), inner, inner),
+            st.builds(A.Neg, inner.filter(lambda n: not _foldable(n))),
+            st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), inner, inner),
+            st.builds(A.In, inner, st.lists(inner, min_size=1, max_size=3).map(tuple)),
+            st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=3).map(tuple)),
+            st.builds(A.BoolNot, inner),
+        )
+    return st.recursive(_condition_leaves(), extend, max_leaves=max_leaves)
+
+
+@functools.lru_cache(maxsize=None)
+def pattern_trees(max_leaves: int = 8):
+    """Any pattern: atoms (typed, ANY, with or without a variable), SEQ/`;` (items may be negations,
+    EXISTS and conditions), AND/`{}`, OR (two or more), FILTER, `+` (nested too), STRATEGY(...)."""
+    atoms = st.builds(A.Atom, st.one_of(st.none(), st.sampled_from(SYNTAX_TYPES)),
+                      st.one_of(st.none(), st.sampled_from(SYNTAX_VARS)))
+
+    def extend(inner):
+        negatable = st.one_of(inner, condition_trees(3))
+        item = st.one_of(inner, inner, condition_trees(3), st.builds(A.Not, negatable),
+                         st.builds(A.Exists, negatable), st.builds(A.Not, st.builds(A.Not, inner)))
+        items = st.lists(item, min_size=1, max_size=3).map(tuple)
+        return st.one_of(
+            st.builds(A.Seq, items), st.builds(A.Seq, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+            st.builds(A.And, items),
+            st.builds(A.Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+            st.builds(A.Filter, inner, condition_trees(4)),
+            st.builds(A.Plus, inner),
+            st.builds(A.Strategy, st.sampled_from(PATTERN_STRATEGIES), inner),
+        )
+    return st.recursive(atoms, extend, max_leaves=max_leaves)
+
+
+@st.composite
+def query_trees(draw, max_leaves: int = 8):
+    """A whole ``QueryNode``: a pattern and any clauses, in the plain, PATTERN/RETURN or CORE-style form."""
+    names = st.sampled_from(SYNTAX_VARS)
+    window = st.one_of(st.none(),
+                       st.builds(A.Window, st.integers(0, 10 ** 6), st.sampled_from((None, "EVENTS") + SYNTAX_UNITS)),
+                       st.builds(A.Window, st.floats(0, 1e6, allow_nan=False), st.sampled_from(SYNTAX_UNITS)))
+    core_style = draw(st.booleans())
+    return A.QueryNode(
+        pattern=draw(pattern_trees(max_leaves)),
+        where=draw(st.one_of(st.none(), condition_trees(4))),
+        within=draw(window),
+        partition_by=tuple(draw(st.lists(st.sampled_from(SYNTAX_ATTRS), max_size=2))),
+        consume=draw(st.sampled_from([None, "ANY", "PARTITION", "NONE"])),
+        select=draw(st.one_of(st.none(), st.lists(names, min_size=1, max_size=3).map(tuple))),
+        strategy=draw(st.one_of(st.none(), st.sampled_from(PATTERN_STRATEGIES))),
+        source=draw(st.sampled_from(["S", "Stream1"])) if core_style else None,
+        core_style=core_style,
+    )

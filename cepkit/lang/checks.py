@@ -107,4 +107,8 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             raise QueryError.at(query, f"RETURN/SELECT names unknown variable {var!r}", text)
     if query.strategy == "PARTITION_STRICT" and not query.partition_by:
         raise QueryError.at(query, "PARTITION_STRICT needs PARTITION BY", text)
+    window = query.within
+    if window is not None and window.events and (window.amount < 1 or window.amount != int(window.amount)):
+        raise QueryError.at(window, f"WITHIN n EVENTS counts whole events: n must be an integer >= 1, "
+                                    f"not {window.amount}", text)
 

@@ -25,6 +25,7 @@ _TERMINAL_NAMES = {
     "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "CMP_OP": "a comparison", "UNIT": "a time unit",
     "EVENTS": "EVENTS", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "DOT": "'.'",
     "BANG": "'!'", "STRATEGY_NAME": "a strategy", "CONSUME_POLICY": "ANY, PARTITION or NONE",
+    "$END": "the end of the query", "AGG_NAME": "an aggregate", "LAST": "LAST", "MAX": "MAX",
 }
 
 
@@ -45,8 +46,8 @@ def _tok_span(tok: Token) -> A.Span:
 
 
 def _number(text: str):
-    value = float(text)
-    return int(value) if value.is_integer() and not any(c in text for c in ".eE") else value
+    # Digits only: an exact int (float() would round integers beyond 2**53).
+    return int(text) if text.isdigit() else float(text)
 
 
 @v_args(meta=True)
@@ -104,8 +105,8 @@ class _ToAst(Transformer):
     def within(self, meta, children):
         amount = children[0].value
         unit = str(children[1]) if len(children) > 1 else None
-        if unit is not None and unit.upper() == "EVENTS":
-            unit = "EVENTS"
+        if unit is not None:  # keywords and units are case-insensitive: one spelling in the tree
+            unit = "EVENTS" if unit.upper() == "EVENTS" else unit.lower()
         return ("within", A.Window(amount, unit, span=_span(meta)))
 
     def partition(self, meta, children):
@@ -129,6 +130,8 @@ class _ToAst(Transformer):
 
     def kleene_atom(self, meta, children):
         type_ = str(children[0])[:-1]
+        if type_.upper() == "ANY":  # `ANY+` lexes as one Kleene-type token: it is ANY iterated
+            type_ = None
         var = str(children[1]) if len(children) > 1 else None
         return A.Plus(A.Atom(type_, var, span=_span(meta)), span=_span(meta))
 
@@ -157,7 +160,12 @@ class _ToAst(Transformer):
         return A.Plus(children[0], span=_span(meta))
 
     def strategy(self, meta, children):
-        return A.Strategy(children[0], children[1], span=_span(meta))
+        keyword, pattern = children
+        return A.Strategy(self.strategy_kw(meta, [keyword]), pattern, span=_span(meta))
+
+    def last_of_type(self, meta, children):
+        _, type_ = children
+        return A.Strategy("LAST", A.Atom(str(type_), span=_tok_span(type_)), span=_span(meta))
 
     def items(self, meta, children):
         return tuple(children)
@@ -260,8 +268,11 @@ class _ToAst(Transformer):
 
 
 def _expected(err: UnexpectedInput) -> str:
-    names = sorted({_TERMINAL_NAMES.get(t, t.lstrip("_").lower() if t.startswith("_") else repr(t))
-                    for t in getattr(err, "expected", None) or getattr(err, "allowed", None) or ()})
+    # ``accepts`` (what the parser would really take next) is exact; ``expected`` also lists the lookaheads
+    # of merged LALR states, which would suggest ')' or '}' where none can stand.
+    terminals = getattr(err, "accepts", None) or getattr(err, "expected", None) or getattr(err, "allowed", None)
+    names = sorted({_TERMINAL_NAMES.get(t, t.lstrip("_").upper() if t.startswith("_") else repr(t))
+                    for t in terminals or ()})
     if not names:
         return ""
     if len(names) > 8:

@@ -1,0 +1,109 @@
+"""Bad queries raise ``cepkit.QueryError`` (a ValueError) naming the line and column, with the offending
+text and a caret under it (LANGUAGE.md §8; issue 2: malformed query, unknown variable, unknown attribute)."""
+import pandas as pd
+import pytest
+
+import cepkit
+from cepkit import QueryError
+
+
+def caret_lines(err: QueryError) -> tuple:
+    """(source line, caret line) of the snippet in the message, without the snippet's indent."""
+    lines = str(err).splitlines()
+    return lines[1][2:], lines[2][2:]
+
+
+def assert_points_at(err: QueryError, line: int, column: int, underlined: str):
+    """The error is at (line, column) and its caret line underlines exactly ``underlined``."""
+    assert (err.line, err.column) == (line, column)
+    assert str(err).startswith(f"line {line}, column {column}: ")
+    source, carets = caret_lines(err)
+    start = len(carets) - len(carets.lstrip(" "))
+    assert start == column - 1
+    assert source[start:len(carets)] == underlined
+    assert set(carets[start:]) == {"^"}
+
+
+CASES = [
+    # (query, line, column, underlined text, words of the message)
+    ("SEQ(A a, B b", 1, 13, "", "ends too early"),
+    ("A a ; ; B b", 1, 7, ";", "unexpected ';'"),
+    ("A a FILTER a.v > 1 ; B b", 1, 20, ";", "unexpected ';'"),
+    ("PATTERN SEQ(A a, B b)\nWHERE a.v > > 1", 2, 13, ">", "unexpected '>'"),
+    ("A a FILTER a.v = 'open", 1, 18, "'", "unexpected character"),
+    ("A a FILTER b.v > 1", 1, 12, "b.v", "unknown variable 'b'"),
+    ("PATTERN A a ; B b\nWHERE a.v > c.v", 2, 13, "c.v", "unknown variable 'c'"),
+    ("SEQ(A a, B b) RETURN a, z", 1, 1, "SEQ(A a, B b) RETURN a, z", "unknown variable 'z'"),
+    ("(A a OR B b) ; C c FILTER a.v > 1", 1, 27, "a.v", "variable 'a' is not bound where this condition stands"),
+    ("A x ; B x", 1, 7, "B", "defined twice (first defined at line 1, column 1)"),
+    ("(A a)+ ; A a", 1, 10, "A", "can never match (unsafe)"),
+    ("SELECT PARTITION_STRICT * PATTERN A a ; B b", 1, 1, "SELECT PARTITION_STRICT * PATTERN A a ; B b",
+     "PARTITION_STRICT needs PARTITION BY"),
+    ("A a ; B b WITHIN 10 fortnights", 1, 21, "fortnights", "expected CONSUME, EVENTS, PARTITION, RETURN, a time unit"),
+    ("A a ; B b WITHIN ten minutes", 1, 18, "ten", "expected a number"),
+    ("A a ; B b WITHIN 2.5 EVENTS", 1, 11, "WITHIN 2.5 EVENTS", "must be an integer >= 1"),
+    ("A a ; B b WITHIN 0 EVENTS", 1, 11, "WITHIN 0 EVENTS", "must be an integer >= 1"),
+    ("SEQ(A a, !B b, C c, !D d, E e) WHERE b.v = d.v", 1, 38, "b.v = d.v", "two different negations"),
+    ("A a ; B+ b WHERE b[i-2].v > 1", 1, 20, "i", "only b[i] and b[i-1]"),
+    ("A a CONSUME BY EVERYTHING", 1, 16, "EVERYTHING", "expected ANY, PARTITION or NONE"),
+]
+
+
+@pytest.mark.parametrize("text, line, column, underlined, words", CASES)
+def test_bad_query_points_at_the_problem(text, line, column, underlined, words):
+    with pytest.raises(QueryError) as info:
+        cepkit.parse(text)
+    err = info.value
+    assert isinstance(err, ValueError)
+    assert words in str(err)
+    if underlined:
+        assert_points_at(err, line, column, underlined)
+    else:  # the end of the text: the caret stands just past it
+        assert (err.line, err.column) == (line, column)
+        source, carets = caret_lines(err)
+        assert carets == " " * (column - 1) + "^" and len(source) == column - 1
+
+
+@pytest.fixture
+def sensors():
+    return pd.DataFrame({"type": ["T", "H", "T"], "ts": [0, 1, 2], "tmp": [41, None, 20], "hum": [None, 20, None]})
+
+
+def test_unknown_attribute_needs_the_stream_and_names_what_exists(sensors):
+    with pytest.raises(QueryError) as info:
+        cepkit.match("T AS x ; H AS y FILTER x.temp > 40", sensors)
+    err = info.value
+    assert "unknown attribute 'temp' of 'x': events of type T have tmp" in str(err)
+    assert_points_at(err, 1, 24, "x.temp")
+
+
+def test_unknown_attribute_inside_aggregate_and_partition_key(sensors):
+    with pytest.raises(QueryError, match="unknown attribute 'humidity'") as info:
+        cepkit.match("T x ; H+ y WHERE avg(y.humidity) > 1", sensors)
+    assert_points_at(info.value, 1, 18, "avg(y.humidity)")
+    with pytest.raises(QueryError, match="unknown attribute 'sensor' in PARTITION BY"):
+        cepkit.match("T x ; H y PARTITION BY sensor", sensors)
+
+
+def test_unit_less_window_over_datetime_ts_is_an_error():
+    events = pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2024-01-01 10:00", "2024-01-01 10:05"])})
+    with pytest.raises(QueryError, match="WITHIN needs a unit") as info:
+        cepkit.match("A a ; B b WITHIN 10", events)
+    assert_points_at(info.value, 1, 11, "WITHIN 10")
+
+
+def test_several_lines_point_at_the_right_line():
+    text = "PATTERN SEQ(A a,\n            B b,\n            C c)\nWHERE a.v = d.v\nWITHIN 5 s"
+    with pytest.raises(QueryError) as info:
+        cepkit.parse(text)
+    assert_points_at(info.value, 4, 13, "d.v")
+
+
+def test_a_hierarchy_with_a_cycle_is_a_query_error():
+    with pytest.raises(QueryError, match="cycle"):
+        cepkit.parse("Stock s", hierarchy={"Stock": ["Tech"], "Tech": ["Stock"]})
+
+
+def test_not_text_is_a_type_error():
+    with pytest.raises(TypeError, match="a query is text or a Query"):
+        cepkit.parse(42)
