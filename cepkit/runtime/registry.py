@@ -89,11 +89,9 @@ def get_engine(name: str) -> Engine:
 
 
 def _load_builtin() -> None:
-    # Importing the sub-package ``cepkit.engines`` (which registers the built-in engines) makes Python bind
-    # it as the attribute ``cepkit.engines``, hiding the public function of that name: put the function back.
-    package = importlib.import_module("cepkit")
+    # ``import cepkit`` imports ``cepkit.engines`` (registering the built-in engines) and then binds the public
+    # function ``cepkit.engines`` over the sub-package attribute; this makes sure of the first part.
     importlib.import_module("cepkit.engines")
-    package.engines = engines
 
 
 def query_requirements(query: Query, options: dict) -> dict:
