@@ -140,3 +140,23 @@ def test_we13_extension_late_a10_inserts():
     m = run(query, text, disorder="aggressive")
     assert [(d.sign, labelled([d.positions], text).pop()) for d in m.deltas][-1] == ("+", ("a10", "b11"))
     assert labelled(m.positions(), text) == {("a10", "b11")}
+
+
+# ----------------------------------------------------------------------------- digest 000b §1.2 (negation bounds)
+def test_predicate_scoping_test_of_000b():
+    # H = {a1(f=1), b2(f=2), c3(f=3), c0(f=0)}, c0 the last C: a conjunct that mentions the negated y goes
+    # inside "there is no y with ..."; q1 returns {a1,c0} (no y with 1 <= y.f <= 0) but not {a1,c3} (b2
+    # blocks it); q2 adds x.f <= z.f, an outer filter, and so loses {a1,c0}.
+    events = [{"type": "A", "ts": 1, "f": 1}, {"type": "B", "ts": 2, "f": 2}, {"type": "C", "ts": 3, "f": 3},
+              {"type": "C", "ts": 4, "f": 0}]
+    q1 = "SEQ(A x, !B y, C z, x.f <= y.f and y.f <= z.f)"
+    assert cepkit.match(q1, events, engine="stack").positions() == [(0, 3)]
+    assert cepkit.match(q1 + " WHERE x.f <= z.f", events, engine="stack").positions() == []
+
+
+def test_ex17_sequence_and_negation_scopes_are_open():
+    # Ex 17: SEQ(Recycle r, Washing w) over {r1, w2, w3} gives {r1,w2}, {r1,w3}; the "last instance" idiom
+    # SEQ(E e1, !E e2) needs open scopes, so an event never blocks itself.
+    events = [{"type": "Recycle", "ts": 1}, {"type": "Washing", "ts": 2}, {"type": "Washing", "ts": 3}]
+    assert cepkit.match("SEQ(Recycle r, Washing w)", events, engine="stack").positions() == [(0, 1), (0, 2)]
+    assert cepkit.match("SEQ(Washing w, !Washing w2)", events, engine="stack").positions() == [(2,)]

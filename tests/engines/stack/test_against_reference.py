@@ -1,0 +1,50 @@
+"""The stack engine agrees with the reference evaluator on random flat SEQ queries with negation (leading,
+middle, trailing), unary and join predicates, windows, PARTITION BY and the strategies ALL, STRICT,
+PARTITION_STRICT and STNM; and its incremental matcher agrees with its batch run."""
+import cepkit
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies import assert_agrees, flat_seq_queries, streams
+
+pytestmark = pytest.mark.skipif("reference" not in cepkit.engines().index, reason="reference engine not registered")
+
+
+@settings(max_examples=300, deadline=None)
+@given(flat_seq_queries(), streams(max_size=12))
+def test_all_matches_agree(query, events):
+    assert_agrees(query, events, "stack")
+
+
+@settings(max_examples=150, deadline=None)
+@given(flat_seq_queries(strategies=("STRICT", "PARTITION_STRICT", "STNM")), streams(max_size=12))
+def test_strategies_agree(query, events):
+    assert_agrees(query, events, "stack")
+
+
+@settings(max_examples=100, deadline=None)
+@given(flat_seq_queries(joins=False, negation=False, max_len=3), streams(types=("A", "B"), max_size=10),
+       st.sampled_from([None, "Event", "Root"]))
+def test_hierarchy_and_any_agree(query, events, concept):
+    # Atoms of type A also match the concept "Event" (A, B below it); "ANY" is every type.
+    hierarchy = {"Event": ["A", "B"], "Root": ["Event"]}
+    if concept is not None:
+        query = query.replace("A AS", f"{concept} AS", 1)
+    expected = cepkit.match(query, events, engine="reference", hierarchy=hierarchy)
+    got = cepkit.match(query, events, engine="stack", hierarchy=hierarchy)
+    assert [m.key for m in got] == [m.key for m in expected]
+
+
+@settings(max_examples=100, deadline=None)
+@given(flat_seq_queries(), streams(max_size=12))
+def test_incremental_matcher_agrees_with_batch(query, events):
+    matcher = cepkit.Matcher(query, engine="stack")
+    pushed = []
+    for event in events:
+        pushed.extend(matcher.push(event))
+    pushed.extend(matcher.close())
+    batch = cepkit.match(query, events, engine="stack")
+    assert sorted(m.key for m in pushed) == sorted(m.key for m in batch)
+    # a match is final when pushed: every position it uses has arrived
+    assert all(m.emitted_at is None or m.positions[-1] <= m.emitted_at for m in pushed)

@@ -1,0 +1,152 @@
+"""Out-of-order modes (digest 000a §2, LANGUAGE.md §6): once the stream is complete, the net result of
+every mode equals the in-order result over the stream sorted by (ts, position), on random streams with
+random bounded and unbounded delays; conservative output is permanently valid; K-slack with a too-small
+K loses exactly the matches of the events it had to drop."""
+import cepkit
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from strategies import flat_seq_queries, shuffled_arrivals, streams
+
+pytestmark = pytest.mark.skipif("reference" not in cepkit.engines().index, reason="reference engine not registered")
+
+# Out of order, windows are in time (EVENTS windows and STRICT/STNM are refused, see test_errors.py).
+time_queries = flat_seq_queries().filter(lambda q: "EVENTS" not in q)
+
+
+@st.composite
+def disordered(draw, max_size=12):
+    """(arrivals, largest ts delay): an in-order stream shuffled with a bounded or an unbounded delay."""
+    events = draw(streams(min_size=3, max_size=max_size, ties=draw(st.booleans())))
+    bound = draw(st.sampled_from([2, 4, None, "type"]))
+    if bound == "type":   # every event of one type arrives late, after all the others (late negatives)
+        kind = draw(st.sampled_from(["A", "B", "C"]))
+        arrived = [e for e in events if e["type"] != kind] + shuffled_arrivals(
+            [e for e in events if e["type"] == kind], draw, None)
+    else:
+        arrived = shuffled_arrivals(events, draw, bound)
+    delay, clock = 0, float("-inf")
+    for e in arrived:
+        delay = max(delay, clock - e["ts"])
+        clock = max(clock, e["ts"])
+    return arrived, delay
+
+
+def truth(query, arrived, skip=()):
+    """Reference matches over ``arrived`` (minus positions ``skip``) sorted by (ts, arrival position),
+    reported with arrival positions: the meaning of every out-of-order mode."""
+    order = sorted((p for p in range(len(arrived)) if p not in skip), key=lambda p: (arrived[p]["ts"], p))
+    found = cepkit.match(query, [arrived[p] for p in order], engine="reference")
+    return sorted((tuple(sorted(order[i] for i in m.positions)),
+                   tuple(sorted((v, order[i]) for v, i in m.bindings.items()))) for m in found)
+
+
+def keys(matches):
+    return sorted(m.key for m in matches)
+
+
+@settings(max_examples=150, deadline=None)
+@given(time_queries, disordered(), st.booleans())
+def test_aggressive_converges(query, case, bounded_state):
+    arrived, delay = case
+    options = {"max_delay": delay} if bounded_state else {}
+    m = cepkit.match(query, arrived, engine="stack", disorder="aggressive", **options)
+    assert keys(m) == truth(query, arrived)
+    alive = set()
+    for d in m.deltas:   # a retraction withdraws a match emitted before and not yet withdrawn
+        if d.sign == "+":
+            alive.add(d.key)
+        else:
+            assert d.key in alive
+            alive.remove(d.key)
+    assert sorted(alive) == keys(m)
+
+
+@settings(max_examples=150, deadline=None)
+@given(time_queries, disordered())
+def test_conservative_with_max_delay_is_permanently_valid(query, case):
+    arrived, delay = case
+    m = cepkit.match(query, arrived, engine="stack", disorder="conservative", max_delay=delay)
+    expected = truth(query, arrived)
+    assert keys(m) == expected
+    assert all(d.sign == "+" for d in m.deltas) and len(m.deltas) == len(expected)
+
+
+@st.composite
+def punctuated(draw):
+    """Disordered arrivals with valid punctuations: ``of`` T at ts p only when no later T has ts ≤ p."""
+    arrived, _ = draw(disordered())
+    out = []
+    for i, event in enumerate(arrived):
+        out.append(event)
+        if draw(st.integers(0, 2)) == 0:
+            kind = draw(st.sampled_from(["A", "B", "C"]))
+            later = [e["ts"] for e in arrived[i + 1:] if e["type"] == kind]
+            ts = (min(later) - 1) if later else max(e["ts"] for e in arrived)
+            out.append({"type": "PUNCTUATION", "of": kind, "ts": ts})
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(time_queries, punctuated())
+def test_conservative_with_punctuations(query, arrived):
+    m = cepkit.match(query, arrived, engine="stack", disorder="conservative")
+    punctuations = {p for p, e in enumerate(arrived) if e["type"] == "PUNCTUATION"}
+    assert keys(m) == truth(query, arrived, skip=punctuations)
+    assert all(d.sign == "+" for d in m.deltas)
+
+
+def dropped_by_kslack(arrived, k):
+    """Events K-slack cannot place: they arrive after an event with a larger (ts, position) was released,
+    i.e. after one whose ts was already more than K below the largest ts seen."""
+    out, clock = [], float("-inf")
+    for p, e in enumerate(arrived):
+        if any((e["ts"], p) < (r["ts"], q) and r["ts"] < clock - k for q, r in enumerate(arrived[:p])):
+            out.append(p)
+        else:
+            clock = max(clock, e["ts"])
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(time_queries, disordered(), st.integers(0, 4))
+def test_kslack_is_exact_with_enough_slack_and_loses_only_what_it_drops(query, case, k):
+    arrived, delay = case
+    enough = cepkit.match(query, arrived, engine="stack", disorder="kslack", k=delay)
+    assert keys(enough) == truth(query, arrived) and enough.info["dropped"] == []
+    small = cepkit.match(query, arrived, engine="stack", disorder="kslack", k=k)
+    dropped = dropped_by_kslack(arrived, k)
+    assert small.info["dropped"] == dropped
+    assert keys(small) == truth(query, arrived, skip=set(dropped))
+
+
+@settings(max_examples=60, deadline=None)
+@given(time_queries, disordered())
+def test_matcher_pushes_insertions_and_retractions(query, case):
+    arrived, _ = case
+    matcher = cepkit.Matcher(query, engine="stack", disorder="aggressive")
+    log = [m for event in arrived for m in matcher.push(event)] + matcher.close()
+    net = {}
+    for m in log:
+        net[m.key] = net.get(m.key, 0) + (1 if m.sign == "+" else -1)
+    assert sorted(k for k, n in net.items() if n > 0) == truth(query, arrived)
+
+
+# Random flat queries rarely put a late negative inside a match; these always negate something.
+negation_queries = st.builds(
+    "{} {} {}".format,
+    st.sampled_from(["SEQ(A a, !B b, C c)", "SEQ(!B b, A a, C c)", "SEQ(A a, C c, !B b)",
+                     "SEQ(A a, !B b, C c, b.v >= a.v)", "SEQ(A a, !C c, A a2, !B b, C c2, b.id = a.id)"]),
+    st.sampled_from(["", "WITHIN 3", "WITHIN 6"]),
+    st.sampled_from(["", "PARTITION BY id"]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(negation_queries, disordered(max_size=14))
+def test_every_mode_converges_on_negations(query, case):
+    arrived, delay = case
+    expected = truth(query, arrived)
+    for options in ({"disorder": "aggressive"}, {"disorder": "aggressive", "max_delay": delay},
+                    {"disorder": "conservative", "max_delay": delay}, {"disorder": "kslack", "k": delay}):
+        assert keys(cepkit.match(query, arrived, engine="stack", **options)) == expected, options
