@@ -5,9 +5,9 @@ condition is tested (digest 000a §1.4; negation bounds from digest 000b §1.2 a
 
 - slots ``a`` (0), ``c`` (1), ``d`` (2): one active-instance stack each;
 - negation ``b`` in gap 1 (between slots 0 and 1; gap 0 is leading, gap 3 trailing);
-- predicate scoping (digest 000b §1.2, "predicate scoping test"): a conjunct that mentions a negated
-  variable belongs to that negation ("there is no b with b.v > a.v"); every other conjunct filters
-  matches. Unary conjuncts filter events before they enter a stack or a negation store; the others are
+- predicate scoping (digest 000b §1.2, "predicate scoping test", done by ``cepkit.lang.scope``): a
+  conjunct that mentions a negated variable belongs to that negation ("there is no b with b.v > a.v");
+  every other conjunct filters matches. Unary conjuncts filter events before they enter a stack or a negation store; the others are
   tested during construction as soon as their variables are bound;
 - equality predicates that link every positive variable (``a.id = c.id and c.id = d.id``) partition
   the stacks by that value, so construction only visits instances that can join.
@@ -157,8 +157,12 @@ class Program:
 
 # ----------------------------------------------------------------------------- compilation
 def compile_program(query, unsupported) -> Program:
-    """Compile ``query`` (a ``cepkit.Query``); ``unsupported(node, what)`` builds the engine-gap error."""
-    pattern, extra = _strip_filters(query.pattern)
+    """Compile ``query`` (a ``cepkit.Query``); ``unsupported(node, what)`` builds the engine-gap error.
+
+    Conditions come placed by ``Query.scoped`` (``cepkit.lang.scope``): what filters the match wraps the
+    SEQ or an atom; what belongs to a negation wraps its atom inside the ``!``.
+    """
+    pattern, conjuncts = _strip_filters(query.scoped)
     items = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
     hierarchy = query.hierarchy
 
@@ -167,7 +171,7 @@ def compile_program(query, unsupported) -> Program:
             return None
         return hierarchy.covers(atom.type) if hierarchy is not None else frozenset({atom.type})
 
-    positives, negated, conjuncts = [], [], list(extra)
+    positives, negated = [], []
     for item in items:
         item, conds = _strip_filters(item)
         conjuncts.extend(conds)
@@ -177,42 +181,35 @@ def compile_program(query, unsupported) -> Program:
             inner, conds = _strip_filters(item.item)
             if not isinstance(inner, A.Atom):
                 raise unsupported(item, "negation of a composite pattern")
-            negated.append((inner, len(positives), item))
-            conjuncts.extend(conds)
-        elif isinstance(item, A.Expr):
-            conjuncts.extend(A.conjuncts(item))
+            negated.append((inner, len(positives), item, conds))
         else:
             raise unsupported(item, f"{type(item).__name__} items inside SEQ")
     if not positives:
         raise unsupported(pattern, "a SEQ without positive items")
-    conjuncts.extend(A.conjuncts(query.where))
 
     slot_of = {atom.var: i for i, atom in enumerate(positives) if atom.var}
-    neg_index = {atom.var: j for j, (atom, _, _) in enumerate(negated) if atom.var}
     unary = {v: [] for v in slot_of}
-    neg_unary = {j: [] for j in range(len(negated))}
-    neg_correlated = {j: [] for j in range(len(negated))}
     joins = []
     for conj in conjuncts:
-        mentioned = A.variables_in(conj)
-        negs = sorted({neg_index[v] for v in mentioned if v in neg_index})
-        if len(negs) > 1:
-            raise unsupported(conj, "a condition relating two negated variables")
-        slots = frozenset(slot_of[v] for v in mentioned if v in slot_of)
-        if negs:
-            (neg_unary if not slots else neg_correlated)[negs[0]].append(conj)
-        elif len(slots) == 1:
-            unary[mentioned[0]].append(conj)
+        slots = frozenset(slot_of[v] for v in A.variables_in(conj))
+        if len(slots) == 1:
+            unary[positives[next(iter(slots))].var].append(conj)
         else:
             joins.append(Join(slots, compile_condition(conj)))
 
-    hash_attrs = _equality_partition(conjuncts, positives, [a for a, _, _ in negated])
+    all_conjuncts = conjuncts + [c for *_, conds in negated for c in conds]
+    # STNM asks whether *any* event between two of the match's could have extended its prefix, and the
+    # prefix's own equalities may not reach the next slot: it must see the whole stack, not one partition.
+    hash_attrs = {} if query.strategy == "STNM" else _equality_partition(all_conjuncts, positives,
+                                                                         [atom for atom, *_ in negated])
     slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())),
                   hash_attrs.get(atom.var), atom) for atom in positives]
     negations = []
-    for j, (atom, gap, node) in enumerate(negated):
-        needs = frozenset(slot_of[v] for c in neg_correlated[j] for v in A.variables_in(c) if v in slot_of)
-        negations.append(Negation(atom.var, types_of(atom), gap, _test(neg_unary[j]), _test(neg_correlated[j]),
+    for atom, gap, node, conds in negated:
+        own = [c for c in conds if not set(A.variables_in(c)) & set(slot_of)]
+        correlated = [c for c in conds if set(A.variables_in(c)) & set(slot_of)]
+        needs = frozenset(slot_of[v] for c in correlated for v in A.variables_in(c) if v in slot_of)
+        negations.append(Negation(atom.var, types_of(atom), gap, _test(own), _test(correlated),
                                   needs, hash_attrs.get(atom.var), atom, node))
 
     within = query.within
