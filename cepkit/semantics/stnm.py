@@ -77,7 +77,7 @@ def ses_shape(pattern: A.Pattern) -> SesShape:
 
     def strip(node, per_event=None):
         while isinstance(node, A.Filter):
-            conditions.append((node.cond, per_event))
+            conditions.extend((c, per_event) for c in A.conjuncts(node.cond))  # Θ̂ keeps conjuncts on bound vars
             node = node.pattern
         return node
 
