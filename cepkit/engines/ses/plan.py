@@ -14,6 +14,8 @@ import itertools
 import math
 from typing import Optional
 
+import pandas as pd
+
 from ...lang import ast as A
 from ...lang.printer import pretty
 from ...runtime.matches import Match
@@ -113,6 +115,18 @@ class SesPlan(Plan):
     def matcher(self) -> "SesMatcher":
         return SesMatcher(self)
 
+    def match_windows(self, stream) -> pd.DataFrame:
+        """Every match window of a run over ``stream`` (a ``Stream``), in the order they were closed: its
+        W[0] (``start``), its window key (PARTITION BY values, then X values), the positions it holds
+        (after filtering, in the two-phase evaluation), whether A ran on it (a candidate), and
+        the positions of the matches A found."""
+        log: list = []
+        matcher = SesMatcher(self, log)
+        for event in stream:
+            matcher.push(event)
+        matcher.close()
+        return pd.DataFrame(log, columns=["start", "key", "positions", "evaluated", "matches"])
+
     def run(self, stream) -> list:
         matcher = self.matcher()
         found = [m for event in stream for m in matcher.push(event)]
@@ -132,10 +146,11 @@ class SesPlan(Plan):
 class SesMatcher(IncrementalPlan):
     """Incremental Alg 1 / Alg 3: ``push`` returns the matches of the windows the event completed."""
 
-    def __init__(self, plan: SesPlan):
+    def __init__(self, plan: SesPlan, log: Optional[list] = None):
         self.plan = plan
+        self.log = log                    # if a list: one row per closed window (``SesPlan.match_windows``)
         self.windows: dict = {}           # window key -> MatchWindow
-        self.clocks: dict = {}            # clock -> heap of (W[0] coordinate, tie, window key, entry)
+        self.clocks: dict = {}            # clock -> heap of (W[0] coordinate, tie, window key)
         self.substream: dict = {}         # PARTITION BY key -> events seen (EVENTS coordinates)
         self._tie = itertools.count()
         self.last_position = -1
@@ -162,14 +177,14 @@ class SesMatcher(IncrementalPlan):
         window.append(entry)
         self.opened += 1
         if len(window) == 1:
-            self._schedule(clock, window_key, entry)
+            self._schedule(clock, window_key, entry.coord)
         return found
 
     def close(self) -> list:
         found = []
         for (clock, window_key), window in self.windows.items():
             while len(window):
-                found.extend(self._evaluate_front(window))
+                found.extend(self._evaluate_front(window, window_key))
         self.windows.clear()
         self.clocks.clear()
         return found
@@ -177,30 +192,35 @@ class SesMatcher(IncrementalPlan):
     def statistics(self) -> dict:
         return {"windows": self.opened, "evaluated": self.evaluated, "max_window": self.max_window}
 
-    def _schedule(self, clock, window_key, entry: Entry) -> None:
-        heapq.heappush(self.clocks.setdefault(clock, []), (entry.coord, next(self._tie), window_key, entry))
+    def _schedule(self, clock, window_key, coord: float) -> None:
+        """Remember when the window's current W[0] (at ``coord``) must be closed."""
+        heapq.heappush(self.clocks.setdefault(clock, []), (coord, next(self._tie), window_key))
 
     def _expire(self, clock, coord) -> list:
         """Evaluate and dequeue every W[0] of this clock with coord - W[0] > τ."""
         found, heap, span = [], self.clocks.get(clock), self.plan.span
         while heap and coord - heap[0][0] > span:
-            _, _, window_key, entry = heapq.heappop(heap)
+            _, _, window_key = heapq.heappop(heap)
             window = self.windows[(clock, window_key)]
-            if window.front is not entry:
-                continue
-            found.extend(self._evaluate_front(window))
+            found.extend(self._evaluate_front(window, window_key))
             if len(window):
-                self._schedule(clock, window_key, window.front)
+                self._schedule(clock, window_key, window.front.coord)
         return found
 
-    def _evaluate_front(self, window: MatchWindow) -> list:
+    def _evaluate_front(self, window: MatchWindow, window_key: tuple) -> list:
+        """Run A on the window of W[0] if it may hold a match, then dequeue W[0]."""
         plan = self.plan
         found = []
-        if plan.satisfiable and (window.candidate or not plan.two_phase):
+        candidate = plan.satisfiable and (window.candidate or not plan.two_phase)
+        if candidate:
             entries = list(window.entries)
             self.evaluated += 1
             self.max_window = max(self.max_window, len(entries))
             found = [plan.to_match(b, self.last_position) for b in plan.evaluate(entries)]
+        if self.log is not None:
+            self.log.append({"start": window.front.event.position, "key": window_key,
+                             "positions": [e.event.position for e in window.entries], "evaluated": candidate,
+                             "matches": [m.positions for m in found]})
         window.popleft()
         return found
 
