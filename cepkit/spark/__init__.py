@@ -11,5 +11,6 @@ on Spark unchanged and gives the positions ``cepkit.match`` gives on the same ev
 from .batch import match
 from .groups import OneGroupWarning
 from .session import session
+from .streaming import late_events, match_stream
 
-__all__ = ["match", "session", "OneGroupWarning"]
+__all__ = ["match", "match_stream", "late_events", "session", "OneGroupWarning"]

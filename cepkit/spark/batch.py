@@ -19,12 +19,11 @@ import itertools
 from typing import Optional
 
 from pyspark.sql import DataFrame, functions as F
-from pyspark.sql import types as T
 
 from ..errors import EventError
 from ..runtime.api import prepare
 from ..runtime.registry import select_engine
-from .frames import Layout
+from .frames import Layout, null_keys
 from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,
                      plan_split, warn_single)
 
@@ -80,14 +79,6 @@ def _check_events(events: DataFrame, layout: Layout) -> tuple:
         raise EventError(stats["no_ts"], "ts", "ts is missing (null or NaN)" + (f", as in {others} other event(s)"
                                                                                  if others else ""))
     return stats["first"] or 0.0, stats["last"] or 0.0
-
-
-def _null_nan(df: DataFrame, columns) -> DataFrame:
-    """NaN keys become null: locally both are a missing attribute, so they must meet in one group."""
-    for name in columns:
-        if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
-            df = df.withColumn(name, F.when(F.isnan(name), F.lit(None)).otherwise(F.col(name)))
-    return df
 
 
 def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
@@ -156,7 +147,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     if split.kind == "slices":
         first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
         events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
-    events = _null_nan(events, split.keys)
+    events = null_keys(events, split.keys)
 
     keys = list(split.work_keys)
     shipped = ["type", *layout.attributes, *(["ts"] if "ts" in keys else []), TS, POS,

@@ -19,7 +19,7 @@ from ..lang import ast as A
 from ..lang.query import Query
 from ..runtime.api import check_against_stream
 from ..runtime.events import RESERVED, Stream
-from .groups import COORD, LAST, POS, PREFIX, RANK, TS, EventColumns, Split, output_variables
+from .groups import LAST, POS, PREFIX, RANK, TS, EventColumns, Split, output_variables
 
 _NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 _DATETIME = (T.TimestampType, T.TimestampNTZType, T.DateType)
@@ -132,3 +132,11 @@ def epoch_micros(col: Column, kind: T.DataType) -> Column:
         return F.unix_date(col).cast("long") * F.lit(86_400_000_000)
     epoch = F.lit("1970-01-01 00:00:00").cast("timestamp_ntz")
     return F.timestamp_diff("MICROSECOND", epoch, col)
+
+
+def null_keys(df, keys):
+    """NaN keys become null: locally both are a missing attribute, so they must meet in one group."""
+    for name in keys:
+        if isinstance(df.schema[name].dataType, (T.FloatType, T.DoubleType)):
+            df = df.withColumn(name, F.when(F.isnan(name), F.lit(None)).otherwise(F.col(name)))
+    return df

@@ -62,8 +62,9 @@ _LOOK_BACK_ONLY = frozenset({
     "partition", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT",
     "strategy:LAST", "strategy:MAX", "strategy:STNM",
 })
-# Features whose outcome depends on the whole history: no slicing.
-_WHOLE_HISTORY = ("consume", "nested_strategy")
+# Features whose outcome depends on the whole history, and why: no slicing.
+_WHOLE_HISTORY = {"consume": "CONSUME BY makes each match depend on all earlier ones",
+                  "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window"}
 
 
 class OneGroupWarning(UserWarning):
@@ -124,25 +125,34 @@ class Split:
 
 
 def plan_split(query: Query) -> Split:
-    """Decide how ``query`` splits into independent groups (see the module docstring)."""
+    """Decide how ``query`` splits into independent groups (see the module docstring).
+
+    Whatever the kind, a query with a window gets its ``axis``, ``window`` and ``lookahead``: streaming
+    uses them to tell when a match is final.
+    """
     features = set(query.features)
     keys = tuple(query.partition_by)
-    history = [f for f in _WHOLE_HISTORY if f in features]
+    bounds = {}
+    if query.within is not None:
+        window = query.within.amount - 1 if query.within.events else query.within.seconds
+        bounds = {"axis": "position" if query.within.events else "time", "window": float(window),
+                  "lookahead": 0.0 if features <= _LOOK_BACK_ONLY else float(window)}
+    history = whole_history(query)
     if keys and query.consume != "ANY":
-        return Split("partition", keys)
+        return Split("partition", keys, **bounds)
     if keys:
-        return Split("single", keys, "CONSUME BY ANY discards partial matches of every partition")
+        return Split("single", keys, "CONSUME BY ANY discards partial matches of every partition", **bounds)
     if query.within is None:
         return Split("single", reason="the query has neither PARTITION BY nor WITHIN, so a match may span the "
                                       "whole stream")
     if history:
-        what = {"consume": "CONSUME BY makes each match depend on all earlier ones",
-                "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window"}
-        return Split("single", reason="; ".join(what[f] for f in history))
-    window = query.within.amount - 1 if query.within.events else query.within.seconds
-    lookahead = 0.0 if features <= _LOOK_BACK_ONLY else float(window)
-    return Split("slices", axis="position" if query.within.events else "time", window=float(window),
-                 lookahead=lookahead)
+        return Split("single", reason="; ".join(history), **bounds)
+    return Split("slices", **bounds)
+
+
+def whole_history(query: Query) -> list:
+    """Why the query's matches depend on the whole history (empty if they do not): no slicing, no streaming."""
+    return [why for feature, why in _WHOLE_HISTORY.items() if feature in query.features]
 
 
 def warn_single(split: Split) -> None:

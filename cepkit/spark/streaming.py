@@ -1,0 +1,216 @@
+"""``cepkit.spark.match_stream``: a query over a streaming DataFrame, as a streaming DataFrame of matches.
+
+Structured Streaming with keyed state (``transformWithStateInPandas``): one key per PARTITION BY value (one
+key in all without PARTITION BY), its buffered events in the state store, an event-time watermark that
+settles events and finalises matches (``cepkit.spark.watermark``), and event-time timers that emit the
+matches of quiet keys and then drop their state.
+
+Out-of-order events. The watermark delay is the query's out-of-order mode: ``disorder="kslack"`` with
+``k=`` (digest 000a §2.3: hold events until the stream has moved k past them) or ``"conservative"`` with
+``max_delay=`` (§2.4, the same promise: nothing arrives more than that late) set the delay, ``delay=`` sets
+it directly, and it is 0 otherwise. Within the delay, events may arrive in any order and the matches equal
+those of the sorted stream (LANGUAGE.md §6). Events later than that are dropped by Spark and counted
+in each progress report (``numRowsDroppedByWatermark``; ``late_events(query)`` adds them up). The
+aggressive mode (§2.5) would retract emitted matches, which an append-only stream of matches cannot do.
+
+What a stream needs, besides what ``cepkit.spark.match`` needs: a ``ts`` column (event time; numeric ts
+count seconds and must not be negative), a position column of integers (reported in ``positions``: use a
+sequence number, such as a Kafka offset, that follows (ts) order where ts tie), and a WITHIN window, which
+bounds the state. Queries whose matches depend on the whole history (CONSUME BY, a strategy on a
+sub-pattern) are rejected: run them with ``cepkit.spark.match`` on the data at rest.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import numbers
+from typing import Optional
+
+import pandas as pd
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import types as T
+from pyspark.sql.streaming import StatefulProcessor
+
+from ..errors import EventError, QueryError
+from ..runtime.api import prepare
+from ..runtime.registry import select_engine
+from .frames import Layout, null_keys
+from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
+from .session import ROCKSDB_PROVIDER
+from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance
+
+_EVENT_TIME = PREFIX + "event_time"   # the timestamp column Spark's watermark tracks
+_GROUP = PREFIX + "group"             # the one key of a query without PARTITION BY
+_STATE = T.StructType([T.StructField("events", T.BinaryType()), T.StructField("frontier", T.LongType()),
+                       T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType())])
+_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+
+
+class _KeyMatcher(StatefulProcessor):
+    """The stateful processor: one ``KeyBuffer`` per key, advanced by new rows and by timers."""
+
+    def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list):
+        self.matcher = matcher
+        self.horizon = horizon
+        self.received = received
+        self.columns = columns
+        self.output = output
+
+    def init(self, handle) -> None:
+        self.handle = handle
+        self.state = handle.getValueState("cepkit", _STATE)
+
+    def handleInputRows(self, key, rows, timerValues):
+        # Spark hands the rows over as namedtuples, which rename columns such as "_x" or "class": the input
+        # columns are restored by position.
+        new = pd.concat([frame.set_axis(self.received, axis=1)[self.columns] for frame in rows], ignore_index=True)
+        yield from self._advance(new, timerValues)
+
+    def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
+        yield from self._advance(None, timerValues)
+
+    def close(self) -> None:
+        pass
+
+    def _load(self, new: Optional[pd.DataFrame]) -> KeyBuffer:
+        if self.state.exists():
+            return KeyBuffer.from_state(*self.state.get())
+        empty = new.iloc[:0].copy()
+        if self.horizon.axis == "position":
+            empty[SEQ] = pd.Series(dtype=float)
+        return KeyBuffer(empty)
+
+    def _advance(self, new, timer_values):
+        watermark_ms = timer_values.getCurrentWatermarkInMs()
+        # Spark's watermark starts at 0 ms: until it moves, nothing has settled.
+        watermark = watermark_ms * 1000 if watermark_ms > 0 else -(2 ** 62)
+        found, buffer, timer = advance(self._load(new), new, watermark, self.matcher, self.horizon)
+        for old in list(self.handle.listTimers()):
+            self.handle.deleteTimer(old)
+        if len(buffer.events):
+            self.state.update((buffer.to_bytes(), buffer.frontier, buffer.settled, buffer.emitted))
+        else:
+            self.state.clear()
+        if timer is not None:
+            self.handle.registerTimer(max(timer // 1000 + 1, watermark_ms + 1))
+        if len(found):
+            yield found[self.output]
+
+
+def _interval(value) -> str:
+    """A watermark delay for Spark: a number of seconds, a timedelta, or Spark's own text ("10 seconds")."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, _dt.timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
+        raise TypeError(f"a delay is a number of seconds >= 0, a timedelta or text such as '10 seconds', "
+                        f"not {value!r}")
+    return f"{round(value * 1e6)} microseconds"
+
+
+def _lateness(delay, options: dict) -> tuple:
+    """(watermark delay, engine options): the out-of-order mode becomes the watermark delay."""
+    options = dict(options)
+    mode = options.pop("disorder", "reject")
+    bound = {"kslack": "k", "conservative": "max_delay"}.get(mode)
+    if mode == "aggressive":
+        raise ValueError("disorder='aggressive' retracts emitted matches, which an append-only stream of "
+                         "matches cannot do; use disorder='kslack' with k= (or delay=) instead")
+    if mode not in ("reject", "kslack", "conservative"):
+        raise ValueError(f"unknown disorder mode {mode!r}; a stream takes 'reject', 'kslack' or 'conservative'")
+    limit = options.pop(bound, None) if bound else None
+    if bound and limit is None and delay is None:
+        raise ValueError(f"disorder={mode!r} in a stream needs {bound}= (or delay=): the longest an event may "
+                         "arrive late")
+    return _interval(delay if delay is not None else limit if limit is not None else 0), options
+
+
+def _check_streamable(query, layout: Layout, position: str) -> None:
+    if layout.ts_kind == "position":
+        raise EventError(0, "ts", "a stream needs event time: give the events a 'ts' column")
+    if layout.position is None:
+        raise EventError(0, position, f"a stream needs a position column {position!r} (an increasing sequence "
+                                      "number such as a Kafka offset): positions cannot be counted across "
+                                      "micro-batches and partitions")
+    kind = layout.schema[position].dataType
+    if not isinstance(kind, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        raise EventError(0, position, f"the position column must hold integers, not {kind.simpleString()}")
+    if query.within is None:
+        raise QueryError.at(query.ast, "a streaming query needs WITHIN: the window bounds the state kept per "
+                                       "key", query.text)
+    reasons = whole_history(query)
+    if reasons:
+        raise QueryError.at(query.ast, f"a streaming query cannot keep bounded state here: {'; '.join(reasons)}; "
+                                       "run cepkit.spark.match on the data at rest", query.text)
+
+
+def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
+                 *, position: str = "position", delay=None, **options) -> DataFrame:
+    """The matches of ``query`` over a streaming DataFrame of events, as an append-only streaming DataFrame.
+
+    Parameters
+    ----------
+    query : str or Query
+        Must have a WITHIN window; PARTITION BY keys become the state's keys.
+    events : pyspark.sql.DataFrame
+        A streaming DataFrame: ``type``, ``ts`` (seconds or timestamps), the integer column ``position``,
+        attributes.
+    engine, strategy, hierarchy
+        As for ``cepkit.match``.
+    position : str
+        The column whose values are reported as positions (and order events with equal ts).
+    delay : float, timedelta or str, optional
+        How late an event may arrive (Spark's watermark delay); by default ``k`` (``disorder="kslack"``),
+        ``max_delay`` (``"conservative"``), else 0.
+    **options
+        ``disorder`` and its bound, as above; the rest goes to the engine.
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        ``match_id`` (counted per key), ``positions``, one column per variable, the PARTITION BY columns.
+        A match appears once the watermark passes its last event (plus the window, for a query with a
+        trailing negation or a projection). Start it with ``writeStream.outputMode("append")``.
+
+    Examples
+    --------
+    >>> events = spark.readStream.schema("type string, ts double, position long, id long").json(path)  # doctest: +SKIP
+    >>> found = cepkit.spark.match_stream("SEQ(A a, B b) WITHIN 10 s PARTITION BY id", events, delay=5)  # doctest: +SKIP
+    >>> found.writeStream.format("console").outputMode("append").start()                                # doctest: +SKIP
+    """
+    q = prepare(query, strategy, hierarchy)
+    layout = Layout.of(events.schema, q, position)
+    _check_streamable(q, layout, position)
+    watermark_delay, engine_options = _lateness(delay, options)
+    chosen, _ = select_engine(q, engine, engine_options)
+    split = plan_split(q)
+    matcher = GroupMatcher(q, chosen.name, engine_options, layout.columns, split)
+
+    spark = events.sparkSession
+    if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
+        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)   # transformWithState keeps its state in RocksDB
+    time_us = F.col(TS) if layout.ts_kind == "datetime" else F.floor(F.col("ts") * F.lit(1_000_000))
+    prepared = (events.withColumn(TS, layout.engine_ts()).withColumn(POS, F.col(position).cast("long"))
+                .withColumn(TIME, time_us.cast("long")).withColumn(_EVENT_TIME, F.timestamp_micros(TIME))
+                .withWatermark(_EVENT_TIME, watermark_delay))
+    keys = list(split.keys)
+    if not keys:
+        prepared = prepared.withColumn(_GROUP, F.lit(0))
+    prepared = null_keys(prepared, keys)
+    columns = ["type", *layout.attributes, TS, POS, TIME]
+    output = ["match_id", "positions", *output_variables(q), *keys]
+    schema = layout.match_schema(q)
+    out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
+    processor = _KeyMatcher(matcher, Horizon.of(split), prepared.columns, columns, output)
+    return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
+        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
+
+
+def late_events(streaming_query) -> int:
+    """Events Spark dropped as later than the watermark, over the query's recent progress reports.
+
+    Spark keeps the last ``spark.sql.streaming.numRecentProgressUpdates`` (100) reports; a long-running
+    query should read ``numRowsDroppedByWatermark`` from a ``StreamingQueryListener`` instead.
+    """
+    return sum(op.numRowsDroppedByWatermark for progress in streaming_query.recentProgress
+               for op in progress.stateOperators)
