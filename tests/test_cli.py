@@ -1,0 +1,150 @@
+"""The ``cepkit`` command line, run as a subprocess on temporary event files (issue 2, item 6)."""
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import cepkit
+from cepkit.cli import main
+
+FIRE = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+
+
+def cepkit_cli(*args, stdin=None):
+    """The command as a user runs it: a new process, exit status, stdout and stderr."""
+    return subprocess.run([sys.executable, "-m", "cepkit", *args], capture_output=True, text=True, input=stdin,
+                          timeout=300)
+
+
+def in_process(capsys, *args):
+    """The same command through ``cepkit.cli.main`` (faster: no interpreter start): (status, out, err)."""
+    try:
+        status = main(list(args))
+    except SystemExit as exit_:  # argparse's own usage errors
+        status = exit_.code
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+@pytest.fixture(scope="module")
+def fire_csv(tmp_path_factory):
+    """Digest 004's fire-sensor stream (position 0 read as T) written as CSV."""
+    path = tmp_path_factory.mktemp("events") / "fire.csv"
+    cepkit.datasets.cel_fire_sensors().to_csv(path, index=False)
+    return path
+
+
+def test_match_prints_a_table_of_the_matches(fire_csv):
+    done = cepkit_cli("match", FIRE, "--events", str(fire_csv))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["match_id", "positions", "x", "y"]
+    assert [line.split(None, 1)[1].rsplit(None, 2)[0] for line in lines[1:4]] == ["[1, 2]", "[1, 8]", "[5, 8]"]
+    assert lines[-1].startswith("3 matches (engine: ")
+
+
+def test_match_as_json_gives_what_the_api_gives(fire_csv):
+    expected = cepkit.match(FIRE, cepkit.datasets.cel_fire_sensors(), engine="reference")
+    done = cepkit_cli("match", FIRE, "--events", str(fire_csv), "--format", "json", "--engine", "reference")
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)
+    assert [tuple(r["positions"]) for r in rows] == expected.positions() == [(1, 2), (1, 8), (5, 8)]
+    assert [(r["x"], r["y"]) for r in rows] == [(1, 2), (1, 8), (5, 8)]
+
+
+def test_match_as_csv(capsys, fire_csv):
+    status, out, _ = in_process(capsys, "match", FIRE, "--events", str(fire_csv), "--format", "csv")
+    assert status == 0
+    assert out.splitlines() == ["match_id,positions,x,y", '0,"[1, 2]",1,2', '1,"[1, 8]",1,8', '2,"[5, 8]",5,8']
+
+
+def test_strategy_option_and_query_from_stdin(fire_csv):
+    # Digest 004 §2: {1,8} <next {5,8}, so NEXT keeps (1, 8) among the matches ending at 8.
+    done = cepkit_cli("match", "-", "--events", str(fire_csv), "--strategy", "next", "--format", "json",
+                      stdin=FIRE)
+    assert done.returncode == 0, done.stderr
+    assert [tuple(r["positions"]) for r in json.loads(done.stdout)] == [(1, 2), (1, 8)]
+
+
+def test_datetime_ts_and_jsonl_files(capsys, tmp_path):
+    events = [{"type": "A", "ts": "2024-05-01T10:00:00Z", "id": 1}, {"type": "B", "ts": "2024-05-01T10:20:00Z",
+                                                                     "id": 1},
+              {"type": "B", "ts": "2024-05-01T12:00:00Z", "id": 1}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    status, out, _ = in_process(capsys, "match", "SEQ(A a, B b) WITHIN 1 hour", "--events", str(path),
+                                "--format", "json")
+    assert status == 0
+    assert [r["positions"] for r in json.loads(out)] == [[0, 1]]
+
+
+def test_parse_pretty_prints_and_lists_features():
+    done = cepkit_cli("parse", "pattern seq(A a, !B b, C+ c) where a.id = c.id within 10 MINUTES")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "SEQ(A AS a, !B AS b, C+ AS c) WHERE a.id = c.id WITHIN 10 minutes"
+    assert lines[1] == "variables: a (A), b (B), c (C+)"
+    assert lines[3] == "features:  binary_conditions, kleene, negation, sequence, time_window"
+    assert lines[4].startswith("engines:   ") and "reference" in lines[4]
+
+
+def test_engines_prints_the_capability_matrix(capsys):
+    status, out, _ = in_process(capsys, "engines", "--format", "json")
+    assert status == 0
+    rows = {row["engine"]: row for row in json.loads(out)}
+    assert rows["reference"]["negation"] is True and rows["reference"]["rank"] == 1000
+    status, table, _ = in_process(capsys, "engines")
+    assert "reference" in table.splitlines()[0] and "strategy:NEXT" in table
+
+
+@pytest.mark.parametrize("query, message", [
+    ("SEQ(A a, B b", "line 1, column 13: the query ends too early"),
+    ("T x ; H y FILTER z.tmp > 1", "line 1, column 18: unknown variable 'z'"),
+    ("T x ; H y FILTER x.temp > 1", "line 1, column 18: unknown attribute 'temp' of 'x': events of type T have "
+                                    "id, tmp"),
+])
+def test_bad_query_prints_the_caret_message_and_exits_2(capsys, fire_csv, query, message):
+    status, out, err = in_process(capsys, "match", query, "--events", str(fire_csv))
+    assert (status, out) == (2, "")
+    assert err.startswith("error: " + message)
+    assert "^" in err.splitlines()[2]
+
+
+def test_errors_never_show_a_traceback(fire_csv):
+    done = cepkit_cli("match", "SEQ(A a, B b", "--events", str(fire_csv))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == ["error: line 1, column 13: the query ends too early; expected ')', ',', FILTER",
+                                        "  SEQ(A a, B b", "              ^"]
+
+
+def test_bad_events_name_position_and_field(capsys, tmp_path):
+    path = tmp_path / "bad.csv"
+    pd.DataFrame({"type": ["A", "B", "B"], "ts": ["2024-01-01", "2024-01-02", "yesterday"]}).to_csv(path,
+                                                                                                    index=False)
+    done = cepkit_cli("match", "A a ; B b", "--events", str(path))
+    assert done.returncode == 2
+    assert done.stderr == "error: event at position 2, field 'ts': 'yesterday' is neither a number nor a datetime\n"
+    disordered = tmp_path / "disordered.csv"
+    pd.DataFrame({"type": ["A", "B"], "ts": [5, 1]}).to_csv(disordered, index=False)
+    status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(disordered))
+    assert status == 2 and err.startswith("error: event at position 1, field 'ts': the stream is out of order")
+
+
+def test_missing_file_and_bad_arguments_exit_2(capsys, tmp_path):
+    status, _, err = in_process(capsys, "match", "A a", "--events", str(tmp_path / "nowhere.csv"))
+    assert status == 2 and "no such events file" in err
+    status, _, err = in_process(capsys, "match", "A a", "--events", str(tmp_path / "x.csv"), "--format", "xml")
+    assert status == 2 and "invalid choice: 'xml'" in err
+
+
+def test_demo_without_spark_writes_the_report(tmp_path):
+    done = cepkit_cli("demo", "--months", "1", "--airports", "LGA", "--no-spark", "--output", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert "PATTERN SEQ(ADVERSE_WEATHER w, !ON_TIME_DEPARTURE o, DELAYED_DEPARTURE d)" in done.stdout
+    assert "agreement between local and Spark: not checked (Spark did not run)" in done.stdout
+    summary = [line.split() for line in done.stdout.splitlines() if line.strip().startswith("match locally")]
+    assert len(summary) == 1 and int(summary[0][3]) > 0  # match locally EVENTS MATCHES ENGINE SECONDS
+    report = (tmp_path / "out" / "report.html").read_text()
+    assert "plotly" in report and "DELAYED_DEPARTURE" in report
