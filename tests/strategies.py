@@ -305,3 +305,21 @@ def query_trees(draw, max_leaves: int = 8):
         source=draw(st.sampled_from(["S", "Stream1"])) if core_style else None,
         core_style=core_style,
     )
+
+
+# ----------------------------------------------------------------------------- SES set patterns, every clause
+@st.composite
+def set_query_variants(draw, strategies=("ALL",), **kwargs):
+    """``set_queries`` with the rest of the SES engine's fragment: singleton sets written as bare atoms, any
+    window (n in the ts's scale, n EVENTS, none), PARTITION BY id, and a projection."""
+    query = cepkit.parse(draw(set_queries(strategies=strategies, **kwargs))).ast
+    sets = query.pattern.items
+    pattern = A.Seq(tuple(s.items[0] if len(s.items) == 1 and draw(st.booleans()) else s for s in sets))
+    within = draw(st.sampled_from([query.within, None, A.Window(draw(st.integers(1, 6)), "EVENTS")]))
+    variables = sorted(v for s in sets for item in s.items for v in [getattr(item, "var", None)
+                                                                     or item.pattern.var])
+    select = None
+    if draw(st.integers(0, 3)) == 0:
+        select = tuple(draw(st.lists(st.sampled_from(variables), min_size=1, max_size=2, unique=True)))
+    return pretty(A.QueryNode(pattern=pattern, where=query.where, within=within, strategy=query.strategy,
+                              partition_by=("id",) if draw(st.booleans()) else (), select=select))

@@ -42,6 +42,7 @@ class SesPlan(Plan):
         self.strategy = query.strategy
         self.two_phase = two_phase
         self.robust = robust
+        self.automaton_kind = automaton
         self.variables = pattern.variables
         self.index = {v: i for i, v in enumerate(self.variables)}
         self.arity = len(self.variables)
@@ -67,6 +68,10 @@ class SesPlan(Plan):
         self.select = query.select
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
+
+    def __reduce__(self):
+        # Compiled conditions are closures: a plan travels (pickle, Spark) as what it was compiled from.
+        return SesPlan, (self.query, self.pattern, self.two_phase, self.robust, self.automaton_kind)
 
     def _guarded(self, attr: str) -> bool:
         """Whether Θ as written stops any event whose ``attr`` differs from a prefix's from extending it:
