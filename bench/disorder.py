@@ -1,0 +1,151 @@
+"""The stack engine's out-of-order modes as disorder grows (digest 000a §2.2, §2.7): result latency,
+state size, throughput and accuracy of K-slack, conservative and aggressive, against the in-order run
+over the sorted stream measured in the same run.
+
+Streams: one event per second, types A-D, ``id`` in 0..9. A share ``p`` of the events (0-50%) is late,
+each by a delay drawn uniformly up to ``D`` (1 to 10 windows); the arrival order sorts events by ts +
+delay. K-slack and conservative get the exact bound of the stream (``k`` / ``max_delay`` = the largest
+observed delay, so both are correct); aggressive gets it only to purge its state. ``kslack K=W`` shows
+what a too-small slack loses.
+
+Metrics (§2.7): latency = stream time at output (largest ts arrived) minus the largest ts of the match,
+for the matches of the final result (first emission), so it includes the network delay of late events;
+wait = stream time at output minus stream time when the match's last event arrived (the delay the mode
+itself adds: the digest's "output time minus the arrival time of the match's last event"); state = peak instances held (stacks, negation
+stores, buffers, holding set); throughput = events/s, and its ratio to the in-order run; lost / wrong =
+final matches missing / not in the truth; ``-`` = retractions sent.
+
+    python bench/disorder.py            # full grid, writes bench/disorder.png (about 5 minutes)
+    python bench/disorder.py --quick    # smaller streams and grid
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import random
+import statistics
+import time
+
+import numpy as np
+from tqdm import tqdm
+
+import cepkit
+from cepkit.runtime import Stream
+
+QUERY = "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 10"
+WINDOW = 10
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+def disordered(n: int, late_share: float, max_delay: float, seed: int = 0) -> list:
+    """Event dicts in arrival order: in-order ts, a share of them delayed by up to ``max_delay``."""
+    rng = random.Random(seed)
+    events = [{"type": rng.choice("ABCD"), "ts": i, "id": rng.randrange(10)} for i in range(n)]
+    arrival = [e["ts"] + (rng.uniform(0, max_delay) if rng.random() < late_share else 0) for e in events]
+    return [events[i] for i in sorted(range(n), key=lambda i: (arrival[i], events[i]["ts"]))]
+
+
+def observed_delay(arrived: list) -> float:
+    clock, delay = float("-inf"), 0.0
+    for e in arrived:
+        delay = max(delay, clock - e["ts"])
+        clock = max(clock, e["ts"])
+    return delay
+
+
+def measure(stream: Stream, truth: set, clock: np.ndarray, **options) -> dict:
+    start = time.perf_counter()
+    found = cepkit.match(QUERY, stream, engine="stack", **options)
+    seconds = time.perf_counter() - start
+    net = {m.key for m in found}
+    first_out = {}
+    for d in found.deltas:
+        if d.sign == "+":
+            first_out.setdefault(d.key, d.emitted_at)
+    times = stream.times
+    latency = [clock[first_out[m.key]] - max(times[p] for p in m.positions) for m in found]
+    wait = [clock[first_out[m.key]] - clock[max(m.positions)] for m in found]
+    return {"throughput": len(stream) / seconds, "state": found.info["peak_state"],
+            "latency": statistics.fmean(latency) if latency else 0.0,
+            "wait": statistics.fmean(wait) if wait else 0.0,
+            "p95": float(np.percentile(latency, 95)) if latency else 0.0,
+            "lost": len(truth - net), "wrong": len(net - truth),
+            "retractions": sum(d.sign == "-" for d in found.deltas)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--events", type=int, default=None)
+    args = parser.parse_args()
+    n = args.events or (4000 if args.quick else 20000)
+    shares = [0.0, 0.25, 0.5] if args.quick else [0.0, 0.1, 0.25, 0.5]
+    delays = [1, 10] if args.quick else [1, 5, 10]       # in windows
+    rows = []
+    with tqdm(total=len(shares) * len(delays), desc="disorder grid") as bar:
+        for windows in delays:
+            for share in shares:
+                arrived = disordered(n, share, windows * WINDOW)
+                stream = Stream.from_any(arrived)
+                clock = np.maximum.accumulate(stream.times)
+                bound = observed_delay(arrived)
+                order = sorted(range(n), key=lambda p: (stream.times[p], p))
+                sorted_stream = Stream.from_any([arrived[p] for p in order])
+                start = time.perf_counter()
+                in_order = cepkit.match(QUERY, sorted_stream, engine="stack")
+                base = n / (time.perf_counter() - start)
+                truth = {(tuple(sorted(order[i] for i in m.positions)),
+                          tuple(sorted((v, order[i]) for v, i in m.bindings.items()))) for m in in_order}
+                modes = {"kslack K=bound": {"disorder": "kslack", "k": bound},
+                         f"kslack K=W": {"disorder": "kslack", "k": WINDOW},
+                         "conservative": {"disorder": "conservative", "max_delay": bound},
+                         "aggressive": {"disorder": "aggressive", "max_delay": bound}}
+                for mode, options in modes.items():
+                    row = measure(stream, truth, clock, **options)
+                    rows.append({"delay_windows": windows, "late_share": share, "mode": mode, "bound": bound,
+                                 "baseline": base, "matches": len(truth), **row})
+                bar.update()
+    print(f"\n{QUERY}\n{n} events per stream; latency in stream seconds; ratio = throughput / in-order run")
+    print(f"{'D/W':>4} {'late':>5} {'mode':16} {'latency':>8} {'p95':>7} {'wait':>6} {'state':>7} {'ev/s':>8} {'ratio':>6} "
+          f"{'lost':>6} {'wrong':>6} {'-':>6}")
+    for r in rows:
+        print(f"{r['delay_windows']:4d} {r['late_share']:5.2f} {r['mode']:16} {r['latency']:8.1f} {r['p95']:7.1f} {r['wait']:6.1f} "
+              f"{r['state']:7d} {r['throughput']:8.0f} {r['throughput'] / r['baseline']:6.2f} {r['lost']:6d} "
+              f"{r['wrong']:6d} {r['retractions']:6d}")
+    plot(rows, HERE / "disorder.png")
+
+
+def plot(rows: list, path: pathlib.Path) -> None:
+    """Latency, peak state and throughput ratio against the late share, one column per delay bound."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    delays = sorted({r["delay_windows"] for r in rows})
+    metrics = [("latency", "mean latency (stream s)"), ("wait", "mean wait (stream s)"),
+               ("state", "peak state (instances)"),
+               ("ratio", "throughput / in-order")]
+    fig = make_subplots(rows=len(metrics), cols=len(delays), shared_xaxes=True,
+                        column_titles=[f"delay up to {d} window(s)" for d in delays],
+                        row_titles=[label for _, label in metrics])
+    colors = {"kslack K=bound": "#1f77b4", "kslack K=W": "#aec7e8", "conservative": "#2ca02c",
+              "aggressive": "#d62728"}
+    for col, windows in enumerate(delays, start=1):
+        for mode, color in colors.items():
+            mine = [r for r in rows if r["delay_windows"] == windows and r["mode"] == mode]
+            xs = [r["late_share"] for r in mine]
+            values = {"latency": [r["latency"] for r in mine], "wait": [r["wait"] for r in mine],
+                      "state": [r["state"] for r in mine],
+                      "ratio": [r["throughput"] / r["baseline"] for r in mine]}
+            for row, (key, _) in enumerate(metrics, start=1):
+                fig.add_trace(go.Scatter(x=xs, y=values[key], name=mode, legendgroup=mode, mode="lines+markers",
+                                         line={"color": color}, showlegend=(row == 1 and col == 1)),
+                              row=row, col=col)
+    fig.update_xaxes(title_text="share of late events", row=len(metrics))
+    fig.update_layout(title=f"stack engine out-of-order modes: {QUERY}", width=1200, height=1000,
+                      template="plotly_white", title_font_size=12)
+    fig.write_image(str(path))
+    print(f"plot: {path}")
+
+
+if __name__ == "__main__":
+    main()
