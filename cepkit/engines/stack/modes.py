@@ -19,7 +19,7 @@ mode          what it does                                                      
 Whatever the mode, once the stream is complete the net output equals the in-order result over the
 stream sorted by (ts, position) (LANGUAGE.md §6); K-slack only when K covers every delay.
 
-Choices where the digest is silent (also in ``docs/stack-engine.md``):
+Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
 
 - Promises are checked: an event with ts below ``clock - max_delay``, or at or below a punctuation of
   its type, raises ``EventError`` at its position instead of silently giving wrong output.
