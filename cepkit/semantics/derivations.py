@@ -20,7 +20,7 @@ their scope (§10.11).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
 from ..lang import ast as A
@@ -40,14 +40,12 @@ class Derivation:
     positions: frozenset
     bindings: Mapping
     parts: tuple = ()
+    first: int = field(init=False)   # min C
+    last: int = field(init=False)    # max C
 
-    @property
-    def first(self) -> int:
-        return min(self.positions)
-
-    @property
-    def last(self) -> int:
-        return max(self.positions)
+    def __post_init__(self):
+        object.__setattr__(self, "first", min(self.positions))
+        object.__setattr__(self, "last", max(self.positions))
 
     @property
     def key(self) -> tuple:
@@ -67,6 +65,7 @@ class Deriver(A.Visitor):
         self.stream = stream
         self.hierarchy = hierarchy
         self._memo: dict = {}
+        self._closed: dict = {}
 
     def derive(self, node: A.Pattern, lo: int = 0, hi: Optional[int] = None, windowed: bool = True) -> list:
         """The derivations of ``node`` using only logical indices lo <= i < hi."""
@@ -97,34 +96,27 @@ class Deriver(A.Visitor):
 
     # ------------------------------------------------------------------ composites
     def visit_seq(self, node: A.Seq, lo, hi, windowed):
-        options = [self.derive(item, lo, hi, windowed) for item in generating(node.items)]
-        out = []
-
-        def extend(chosen: tuple, after: int):
-            if len(chosen) == len(options):
-                out.append(_combine(node, chosen))
-                return
-            for d in options[len(chosen)]:
-                if d.first > after and self._fits(chosen[0].first if chosen else d.first, d.last, windowed):
-                    extend(chosen + (d,), d.last)
-
-        extend((), -1)
-        return out
+        return self._combinations(node, lo, hi, windowed, ordered=True)
 
     def visit_and(self, node: A.And, lo, hi, windowed):
+        return self._combinations(node, lo, hi, windowed, ordered=False)
+
+    def _combinations(self, node, lo, hi, windowed, ordered: bool) -> list:
+        """One derivation per generating item: each after the previous (SEQ) or on distinct events (AND)."""
         options = [self.derive(item, lo, hi, windowed) for item in generating(node.items)]
         out = []
 
-        def extend(chosen: tuple, used: frozenset):
+        def extend(chosen: tuple, used: frozenset, first: int, last: int):
             if len(chosen) == len(options):
                 out.append(_combine(node, chosen))
                 return
             for d in options[len(chosen)]:
-                if not (d.positions & used) and self._fits(min(used | d.positions), max(used | d.positions),
-                                                           windowed):
-                    extend(chosen + (d,), used | d.positions)
+                if d.first > last if ordered else not d.positions & used:
+                    span = min(first, d.first), max(last, d.last)
+                    if self._fits(*span, windowed):
+                        extend(chosen + (d,), used | d.positions, *span)
 
-        extend((), frozenset())
+        extend((), frozenset(), len(self.stream), -1)
         return out
 
     def visit_or(self, node: A.Or, lo, hi, windowed):
@@ -145,21 +137,22 @@ class Deriver(A.Visitor):
             extend((d,))
         return out
 
+    def is_closed(self, node: A.Filter) -> bool:
+        """Whether a filter mentions only variables its own pattern binds (else it correlates with enclosing
+        variables and waits for phase 2)."""
+        if id(node) not in self._closed:
+            self._closed[id(node)] = set(A.variables_in(node.cond)) <= bound(node.pattern)
+        return self._closed[id(node)]
+
     def visit_filter(self, node: A.Filter, lo, hi, windowed):
         inner = self.derive(node.pattern, lo, hi, windowed)
-        if not is_closed(node):
+        if not self.is_closed(node):
             return [Derivation(node, d.positions, d.bindings, (d,)) for d in inner]
         events = self.stream.events
         return [Derivation(node, d.positions, d.bindings, (d,)) for d in inner if holds(node.cond, d.bindings, events)]
 
     def visit_strategy(self, node: A.Strategy, lo, hi, windowed):
         return [Derivation(node, d.positions, d.bindings, (d,)) for d in self.derive(node.pattern, lo, hi, windowed)]
-
-
-def is_closed(node: A.Filter) -> bool:
-    """Whether a filter mentions only variables its own pattern binds (else it correlates with enclosing
-    variables and waits for phase 2)."""
-    return set(A.variables_in(node.cond)) <= bound(node.pattern)
 
 
 def _combine(node: A.Pattern, parts: tuple) -> Derivation:

@@ -30,11 +30,6 @@ class Scope:
         return Scope(max(self.lo, other.lo), self.hi, self.open and other.open)
 
 
-def _tolerance(*values: float) -> float:
-    """Float rounding allowance when comparing time differences (times are seconds as floats)."""
-    return 8 * math.ulp(max(1.0, *(abs(v) for v in values)))
-
-
 class Substream:
     """Events in logical order, with the query's window.
 
@@ -49,6 +44,9 @@ class Substream:
         self.window = window
         self.clock = clock
         self.complete = complete
+        # Times are seconds as floats: allow their rounding when comparing a time difference with the window.
+        w = window.seconds if window is not None and not window.events else 0.0
+        self.slack = 8 * math.ulp(max([1.0, w, clock if math.isfinite(clock) else 0.0, *map(abs, self.times)]))
 
     def __len__(self):
         return len(self.events)
@@ -59,8 +57,7 @@ class Substream:
             return True
         if self.window.events:
             return last - first < self.window.amount
-        span, w = self.times[last] - self.times[first], self.window.seconds
-        return span <= w + _tolerance(self.times[last], w)
+        return self.times[last] - self.times[first] <= self.window.seconds + self.slack
 
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (§10.4):
@@ -73,12 +70,7 @@ class Substream:
             lo, hi = max(-1, math.floor(last - k)), math.ceil(first + k)
             return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.complete)
         w = self.window.seconds
-        start, end = self.times[last] - w, self.times[first] + w
-        lo = bisect.bisect_left(self.times, start - _tolerance(start, w)) - 1
-        slack = _tolerance(end, w)
-        hi = bisect.bisect_right(self.times, end + slack)
-        return Scope(lo, hi, not self.complete and not self.clock > end + slack)
-
-    def whole(self) -> Scope:
-        """Every index of the sub-stream (open while more events may come)."""
-        return Scope(-1, len(self.events), not self.complete)
+        start, end = self.times[last] - w - self.slack, self.times[first] + w + self.slack
+        lo = bisect.bisect_left(self.times, start) - 1
+        hi = bisect.bisect_right(self.times, end)
+        return Scope(lo, hi, not self.complete and not self.clock > end)

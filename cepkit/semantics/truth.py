@@ -24,13 +24,7 @@ def all3(values: Iterable[Truth]) -> Truth:
 
 def any3(values: Iterable[Truth]) -> Truth:
     """True if any value is True, else None if any is None, else False (stops at the first True)."""
-    result: Truth = False
-    for value in values:
-        if value is True:
-            return True
-        if value is None:
-            result = None
-    return result
+    return not3(all3(not3(value) for value in values))
 
 
 def not3(value: Truth) -> Truth:

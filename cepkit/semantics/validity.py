@@ -25,7 +25,7 @@ from typing import Mapping
 
 from ..lang import ast as A
 from .conditions import holds
-from .derivations import Derivation, Deriver, generating, is_closed
+from .derivations import Derivation, Deriver
 from .stnm import STNM_STRATEGIES, stnm_keep
 from .strategies import is_interval, rank_better
 from .substream import Scope, Substream
@@ -66,7 +66,7 @@ class Checker(A.Visitor):
         return all3(self.check(part, ctx) for part in d.parts)
 
     def visit_filter(self, node: A.Filter, d, ctx):
-        if not is_closed(node) and not holds(node.cond, {**ctx.env, **d.bindings}, self.stream.events):
+        if not self.deriver.is_closed(node) and not holds(node.cond, {**ctx.env, **d.bindings}, self.stream.events):
             return False
         return self.check(d.parts[0], ctx)
 
