@@ -98,31 +98,26 @@ class _Reader:
 
     def sequence(self, node) -> list:
         node = self.unfilter(node)
-        if isinstance(node, A.Seq):
-            sets = []
-            for item in node.items:
-                if isinstance(item, A.Expr):
-                    self.conditions.extend(A.conjuncts(item))
-                    continue
-                inner = self.unfilter(item) if isinstance(item, A.Pattern) else item
-                if isinstance(inner, A.Seq):
-                    sets.extend(self.sequence(inner))
-                else:
-                    sets.append(self.set_(inner))
-            return sets
-        return [self.set_(node)]
+        if not isinstance(node, A.Seq):
+            return [self.set_(node)]
+        sets = []
+        for item in map(self.unfilter, self.patterns(node.items)):
+            sets.extend(self.sequence(item) if isinstance(item, A.Seq) else [self.set_(item)])
+        return sets
 
     def set_(self, node) -> tuple:
         node = self.unfilter(node)
         if isinstance(node, A.And):
-            members = []
-            for item in node.items:
-                if isinstance(item, A.Expr):
-                    self.conditions.extend(A.conjuncts(item))
-                else:
-                    members.append(self.member(item))
-            return tuple(members)
+            return tuple(self.member(item) for item in self.patterns(node.items))
         return (self.member(node),)
+
+    def patterns(self, items):
+        """The items of a SEQ or set that are not conditions; condition items join Θ."""
+        for item in items:
+            if isinstance(item, A.Expr):
+                self.conditions.extend(A.conjuncts(item))
+            else:
+                yield item
 
     def member(self, node) -> str:
         node = self.unfilter(node)
