@@ -1,0 +1,410 @@
+"""Algorithm 1 (Evaluate) over the lazily determinized CEA, with windows, PARTITION BY and CONSUME BY.
+
+Per event t at position j, every active deterministic state S with its list of runs (a node) moves
+(digest 004 §5, Algorithm 4 NDetEvaluate, which is Algorithm 1 with the lists as persistent nodes)::
+
+    marked[δ(S, •x)] ∪= Ext(j, x, node)      for each variable x a • move of S binds
+    rest[δ(S, ◦)]    ∪= node
+    node(T) = Union(marked[T], rest[T]);  the complex events completed at j are marked[T], T final
+
+The update costs O(active states) per event whatever the window, and the events ending at j are then
+enumerated with output-linear delay (``nodes.enumerate_roots``). Runs whose every event starts before
+the window are dropped as they are met (``now − start > limit``).
+
+The kernel (``advance``) reads events as arrays: the letter of each event, its position, its window key
+and limit. Events whose letter is ``none`` (they enable no • transition: irrelevant to the query) are not
+passed at all: the next relevant event carries their count as its ``gap`` and the kernel skips them in
+one move, as the none-letter step settles at once. Under PARTITION BY the events are processed partition
+by partition (``reset`` starts a sub-stream), which keeps STRICT and EVENTS windows on sub-stream
+indices as LANGUAGE.md §10.5 says.
+
+Decisions the spec leaves open, written down here:
+
+- CONSUME BY ANY / PARTITION: after an event at which a match completes, every partial match (of the
+  whole stream, or of that partition) is dropped; the matches completing at that event are all reported.
+- A time window holds when ``last ts − first ts ≤ w`` up to the same float tolerance the reference uses.
+"""
+from __future__ import annotations
+
+import math
+from collections import namedtuple
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from ...runtime.matches import Match
+from .determinize import UNKNOWN
+from .kernel import jit
+from .nodes import BOTTOM, FULL, NONE, compact, enumerate_roots, ext, new_arena, union
+
+OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
+
+Batch = namedtuple("Batch", "pos letter key limit gap reset")
+Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
+                 "just before (gap), and whether a new sub-stream starts (reset).")
+Runs = namedtuple("Runs", "state node n")
+Runs.__doc__ = "The active deterministic states and their lists of runs (nodes); ``n[0]`` are in use."
+Roots = namedtuple("Roots", "node emit key limit n")
+Roots.__doc__ = "Lists of complex events completed at ``emit``, waiting to be enumerated."
+Scratch = namedtuple("Scratch", "marked rest touched new_state new_node")
+
+
+def new_runs(capacity: int) -> Runs:
+    runs = Runs(np.empty(capacity, np.int32), np.empty(capacity, np.int32), np.ones(1, np.int64))
+    runs.state[0], runs.node[0] = 0, BOTTOM
+    return runs
+
+
+def _grown_runs(runs: Runs, capacity: int) -> Runs:
+    if len(runs.state) >= capacity:
+        return runs
+    state, node = np.empty(capacity, np.int32), np.empty(capacity, np.int32)
+    state[:len(runs.state)], node[:len(runs.node)] = runs.state, runs.node
+    return Runs(state, node, runs.n)
+
+
+# ----------------------------------------------------------------------------- the kernel
+@jit
+def _step(table, letter, pos, key, limit, runs, arena, scratch, roots, collect, info):
+    """One event (or one irrelevant event of a gap, ``pos`` < 0) for every active state; all or nothing."""
+    skip, move_start, move_count, move_var, move_dst, final, settled = table
+    marked, rest, touched, new_state, new_node = scratch
+    arena_before, roots_before = arena.used[0], roots.n[0]
+    n_touched = 0
+    status = OK
+    for k in range(runs.n[0]):
+        state, node = runs.state[k], runs.node[k]
+        if key - arena.start[node] > limit:
+            continue                                   # every run here starts before the window
+        target = skip[state, letter]
+        if target == UNKNOWN:
+            info[0], info[1] = state, letter
+            status = MISS
+            break
+        for m in range(move_start[state, letter], move_start[state, letter] + move_count[state, letter]):
+            dst = move_dst[m]
+            extended = ext(arena, pos, move_var[m], node, key)
+            merged = FULL if extended == FULL else union(arena, marked[dst], extended)
+            if merged == FULL:
+                status = ARENA_FULL
+                break
+            if marked[dst] == NONE and rest[dst] == NONE:
+                touched[n_touched] = dst
+                n_touched += 1
+            marked[dst] = merged
+        if status != OK:
+            break
+        if target >= 0:
+            merged = union(arena, rest[target], node)
+            if merged == FULL:
+                status = ARENA_FULL
+                break
+            if marked[target] == NONE and rest[target] == NONE:
+                touched[n_touched] = target
+                n_touched += 1
+            rest[target] = merged
+    n_new = 0
+    if status == OK:
+        for t in range(n_touched):
+            state = touched[t]
+            node = union(arena, marked[state], rest[state])
+            if node == FULL:
+                status = ARENA_FULL
+                break
+            new_state[n_new], new_node[n_new] = state, node
+            n_new += 1
+            if final[state] and marked[state] != NONE:
+                info[4] += 1
+                if collect:
+                    r = roots.n[0]
+                    if r >= roots.node.shape[0]:
+                        status = ROOTS_FULL
+                        break
+                    roots.node[r], roots.emit[r], roots.key[r], roots.limit[r] = marked[state], pos, key, limit
+                    roots.n[0] = r + 1
+    for t in range(n_touched):
+        marked[touched[t]] = NONE
+        rest[touched[t]] = NONE
+    if status != OK:
+        arena.used[0] = arena_before
+        roots.n[0] = roots_before
+        return status
+    for k in range(n_new):
+        runs.state[k], runs.node[k] = new_state[k], new_node[k]
+    runs.n[0] = n_new
+    return OK
+
+
+@jit
+def advance(table, batch, first, last, none, consume, runs, arena, scratch, roots, collect, info):
+    """Events ``first..last-1`` of ``batch``. Returns OK, or a status asking Python for help at event
+    ``info[2]`` (MISS: fill δ(info[0], info[1]); ARENA_FULL: compact; ROOTS_FULL: enumerate); calling
+    again from ``info[2]`` resumes where it stopped (``info[3]`` counts the event's finished phases)."""
+    settled = table[6]
+    for i in range(first, last):
+        if info[3] == 0:
+            if batch.reset[i]:
+                runs.state[0], runs.node[0], runs.n[0] = 0, BOTTOM, 1
+            info[3] = 1
+        while info[3] - 1 < batch.gap[i]:
+            quiet = True
+            for k in range(runs.n[0]):
+                quiet = quiet and settled[runs.state[k]]
+            if quiet:
+                break
+            status = _step(table, none, -1, batch.key[i], batch.limit[i], runs, arena, scratch, roots, collect,
+                           info)
+            if status != OK:
+                info[2] = i
+                return status
+            info[3] += 1
+        emitted = info[4]
+        status = _step(table, batch.letter[i], batch.pos[i], batch.key[i], batch.limit[i], runs, arena, scratch,
+                       roots, collect, info)
+        if status != OK:
+            info[2] = i
+            return status
+        if consume and info[4] > emitted:
+            runs.state[0], runs.node[0], runs.n[0] = 0, BOTTOM, 1
+        info[3] = 0
+    return OK
+
+
+# ----------------------------------------------------------------------------- inputs
+def window_limit(window, keys: np.ndarray) -> np.ndarray:
+    """The largest ``key − start`` a complex event ending at each key may span: ``w`` plus the reference's
+    float tolerance for time windows, ``n − 1`` positions for ``n EVENTS``, infinity without a window."""
+    if window is None:
+        return np.full(len(keys), np.inf)
+    if window.events:
+        return np.full(len(keys), float(math.ceil(window.amount) - 1))
+    w = window.seconds
+    scale = np.maximum(np.maximum(np.abs(keys), abs(w)), 1.0)
+    return w + 8 * np.spacing(scale)
+
+
+def partition_keys(query, events) -> list:
+    """The PARTITION BY key of each event (a missing attribute is the key None, LANGUAGE.md §10.5)."""
+    names = query.partition_by
+    return [tuple(e.get(k) for k in names) for e in events]
+
+
+class Inputs:
+    """A finite stream prepared for the automaton: letters, sub-streams, window keys and limits."""
+
+    def __init__(self, program, stream):
+        self.stream = stream
+        n = len(stream)
+        codes = program.alphabet.letters_of(stream)
+        self.letter = program.letters.of_codes(codes)
+        program.table.ensure_letters(len(program.letters))
+        if program.query.partition_by and n:
+            groups = pd.factorize(pd.Series(partition_keys(program.query, stream.events), dtype=object))[0]
+            self.order = np.argsort(groups, kind="stable")
+            sorted_groups = groups[self.order]
+            self.first_of_group = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]] if n else np.zeros(0, bool)
+            starts = np.flatnonzero(self.first_of_group)
+            self.sub_index = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        else:
+            self.order = np.arange(n)
+            self.first_of_group = np.zeros(n, bool)
+            if n:
+                self.first_of_group[0] = True
+            self.sub_index = np.arange(n)
+        window = program.query.within
+        if window is not None and window.events:
+            self.key = self.sub_index.astype(np.float64)
+        elif window is not None:
+            self.key = stream.times[self.order]
+        else:
+            self.key = np.zeros(n)
+        self.limit = window_limit(window, self.key)
+
+    def batch(self, none: Optional[int]) -> Batch:
+        """The kernel's events in sub-stream order; those reading the ``none`` letter are left out and
+        counted in the next relevant event's gap."""
+        letter = self.letter[self.order]
+        n = len(letter)
+        if none is None:
+            keep = np.ones(n, bool)
+        else:
+            keep = letter != none
+        idx = np.flatnonzero(keep)
+        group_start = np.maximum.accumulate(np.where(self.first_of_group, np.arange(n), 0)) if n else idx
+        # previous kept event of the same sub-stream (or the sub-stream's start)
+        prev_kept = np.full(n, -1)
+        prev_kept[idx] = idx
+        prev_kept = np.maximum.accumulate(prev_kept) if n else prev_kept
+        before = np.r_[-1, prev_kept[:-1]][idx] if n else idx
+        first_of_group = before < group_start[idx]
+        gap = np.where(first_of_group, self.sub_index[idx], idx - before - 1)
+        return Batch(self.order[idx].astype(np.int64), letter[idx].astype(np.int32), self.key[idx],
+                     self.limit[idx], gap.astype(np.int64), first_of_group)
+
+
+# ----------------------------------------------------------------------------- outputs
+class Outputs:
+    """Enumerated complex events: positions and variables, flat, with each event's emit position."""
+
+    def __init__(self):
+        self.pos = np.empty(1 << 12, np.int64)
+        self.var = np.empty(1 << 12, np.int32)
+        self.end = np.empty(1 << 10, np.int64)
+        self.root = np.empty(1 << 10, np.int64)
+        self.emit: list = []
+        self.counts = np.zeros(2, np.int64)
+
+    def __len__(self):
+        return int(self.counts[1])
+
+    def take(self, arena, roots: Roots, cap: int = 0) -> None:
+        """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
+        n_roots = int(roots.n[0])
+        done = 0
+        while done < n_roots:
+            before = int(self.counts[1])
+            done = enumerate_roots(arena, roots.node, roots.key, roots.limit, done, n_roots, self.pos, self.var,
+                                   self.end, self.root, self.counts, cap)
+            after = int(self.counts[1])
+            self.emit.append(roots.emit[self.root[before:after]])
+            if done < n_roots:
+                self.pos, self.var = _twice(self.pos), _twice(self.var)
+                self.end, self.root = _twice(self.end), _twice(self.root)
+        roots.n[0] = 0
+
+    def complex_events(self):
+        """(emit position, positions array, variable ids array) per complex event, in order."""
+        emits = np.concatenate(self.emit) if self.emit else np.zeros(0, np.int64)
+        start = 0
+        for m in range(len(self)):
+            end = int(self.end[m])
+            yield int(emits[m]), self.pos[start:end], self.var[start:end]
+            start = end
+
+    def clear(self) -> None:
+        self.counts[:] = 0
+        self.emit = []
+
+
+def _twice(a: np.ndarray) -> np.ndarray:
+    b = np.empty(2 * len(a), a.dtype)
+    b[:len(a)] = a
+    return b
+
+
+def to_match(emit: int, positions, var_ids, variables: tuple, kleene: frozenset, select) -> Match:
+    """A ``Match`` from one enumerated complex event: bindings from the variable of each • transition
+    (a tuple of positions for Kleene variables), then the RETURN projection."""
+    bindings: dict = {}
+    kept = []
+    for p, v in zip(positions.tolist(), var_ids.tolist()):
+        name = variables[v] if v >= 0 else None
+        if select is not None and name not in select:
+            continue
+        kept.append(p)
+        if name is None:
+            continue
+        if name in kleene:
+            bindings[name] = bindings.get(name, ()) + (p,)
+        else:
+            bindings[name] = p
+    return Match(tuple(sorted(kept)), bindings, emitted_at=emit)
+
+
+# ----------------------------------------------------------------------------- driving the kernel
+class Evaluator:
+    """Runs the kernel over batches of events for one or more lists of runs (one per partition key)."""
+
+    def __init__(self, program, collect: bool = True):
+        self.program = program
+        self.table = program.table
+        self.arena = new_arena()
+        self.collect = collect
+        self.roots = Roots(np.empty(256, np.int32), np.empty(256, np.int64), np.empty(256), np.empty(256),
+                           np.zeros(1, np.int64))
+        self.outputs = Outputs()
+        self.info = np.zeros(5, np.int64)
+        self.scratch = self._scratch(8)
+        self.consume = program.query.consume in ("ANY", "PARTITION")
+
+    @property
+    def emitted(self) -> int:
+        """How many lists of complex events have completed so far (update-only runs count, not enumerate)."""
+        return int(self.info[4])
+
+    @staticmethod
+    def _scratch(n: int) -> Scratch:
+        return Scratch(np.full(n, NONE, np.int32), np.full(n, NONE, np.int32), np.empty(n, np.int32),
+                       np.empty(n, np.int32), np.empty(n, np.int32))
+
+    def new_runs(self) -> Runs:
+        return new_runs(len(self.scratch.marked))
+
+    def run(self, batch: Batch, runs: Runs, others=None) -> Runs:
+        """Feed ``batch`` to ``runs`` and return them (re-allocated when the automaton grew). ``others()``
+        lists every other live (Runs, lowest live start key), which compaction must keep."""
+        i, n = 0, len(batch.pos)
+        self.info[2:4] = 0
+        while True:
+            status = advance(self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
+                             self.scratch, self.roots, self.collect, self.info)
+            if status == OK:
+                return runs
+            i = int(self.info[2])
+            if status == MISS:
+                self.table.fill(int(self.info[0]), int(self.info[1]))
+                rows = self.table.skip.shape[0]
+                if rows > len(self.scratch.marked):
+                    self.scratch = self._scratch(rows)
+                runs = _grown_runs(runs, rows)
+            elif status == ROOTS_FULL:
+                self.outputs.take(self.arena, self.roots)
+            else:
+                self.outputs.take(self.arena, self.roots)
+                live = [(runs, float(batch.key[i] - batch.limit[i]))]
+                live += [(r, lower) for r, lower in (others() if others else ()) if r is not runs]
+                self.compact(live)
+
+    def compact(self, live: list) -> None:
+        """Reclaim every node no run reaches inside its window; ``live`` lists (Runs, lowest live start)."""
+        roots = np.concatenate([r.node[:r.n[0]] for r, _ in live]).astype(np.int32)
+        lowers = np.concatenate([np.full(int(r.n[0]), lower) for r, lower in live])
+        self.arena, new_ids = compact(self.arena, roots, lowers)
+        at = 0
+        for r, _ in live:
+            k = int(r.n[0])
+            r.node[:k] = new_ids[at:at + k]
+            at += k
+
+    def finish(self) -> None:
+        self.outputs.take(self.arena, self.roots)
+
+
+def _none(program) -> int:
+    none = program.letters.none
+    return -1 if none is None else none
+
+
+def run_all(program, stream, collect: bool = True) -> Evaluator:
+    """Algorithm 1 over a whole finite stream (every partition in turn); the evaluator holds the outputs."""
+    inputs = Inputs(program, stream)
+    evaluator = Evaluator(program, collect)
+    batch = inputs.batch(program.letters.none)
+    evaluator.run(batch, evaluator.new_runs())
+    evaluator.finish()
+    return evaluator
+
+
+def partial_events(arena, nodes, lowers, cap: int) -> list:
+    """The complex events of each node (partial matches, as position tuples) whose start key is at least
+    its lower bound, at most ``cap`` per node."""
+    n = len(nodes)
+    roots = Roots(np.asarray(nodes, np.int32), np.arange(n, dtype=np.int64), np.zeros(n),
+                  -np.asarray(lowers, np.float64), np.array([n], np.int64))
+    outputs = Outputs()
+    outputs.take(arena, roots, cap)
+    per_node = [[] for _ in range(n)]
+    for node_index, positions, _ in outputs.complex_events():
+        per_node[node_index].append(tuple(positions.tolist()))
+    return per_node

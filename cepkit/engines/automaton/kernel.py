@@ -1,0 +1,27 @@
+"""The compiled inner loops: numba when it is installed (the ``fast`` extra), plain Python otherwise.
+
+Every kernel function is written once, in the subset of Python numba compiles, and decorated with
+``jit``. Without numba (or with ``NUMBA_DISABLE_JIT=1``) the same functions run as Python, so both paths
+give identical results; the Python one is just slower. ``cache=True`` keeps the machine code between
+sessions (in ``__pycache__``).
+"""
+from __future__ import annotations
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - exercised by the pure-Python test run
+    numba = None
+
+COMPILED = numba is not None and not numba.config.DISABLE_JIT
+
+
+def jit(fn):
+    """Compile ``fn`` with numba in nopython mode when available; return it unchanged otherwise."""
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, nogil=True)(fn)
+
+
+def name() -> str:
+    """"numba" or "python": which implementation the kernels run on."""
+    return "numba" if COMPILED else "python"

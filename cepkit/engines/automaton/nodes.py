@@ -1,0 +1,242 @@
+"""Persistent complex-event nodes: the data structure of Algorithm 1 (digest 004 §5 "Data structure").
+
+A node stands for a set of complex events, each a path down to the sink ⊥:
+
+- ``Ext(pos, var, child)`` (the paper's "add node"): every event of ``child`` extended by position
+  ``pos``, bound to variable ``var``;
+- ``Union(left, right)`` (the paper's "append"): the events of both.
+
+Nodes are never changed once made (the digest's aliasing pitfall: no shared mutable lists), so handing a
+list of runs to another state is O(1). They live in an **arena** of parallel numpy arrays so the compiled
+kernel can make them; node 0 is ⊥. Each node also records ``start``, the largest *start key* among its
+events (the key of an event's first position: its time for a time window, its index in the sub-stream
+for an EVENTS window). An event of a node with ``now − start > limit`` cannot fit the window, and neither
+can any other event of that node: evaluation drops such runs, enumeration never enters such nodes, and
+``compact`` reclaims them, so memory is bounded by the window rather than by the stream (the max-start
+pruning of tECS / CORE, digest 004 §5 "[beyond]"). Unions keep the child with the larger start on the
+left, so expired events sit at the right end of union chains and are cut off in one test.
+
+Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
+enters leads to at least one output (output-linear delay).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .kernel import jit
+
+BOTTOM = 0       # the sink ⊥: the empty complex event
+NONE = -1        # no node (an empty list of runs)
+FULL = -3        # what ``ext`` and ``union`` return when the arena is full
+UNION = -2       # ``pos`` of a union node
+SINK = -1        # ``pos`` of ⊥
+
+Arena = namedtuple("Arena", "pos var left right start used")
+Arena.__doc__ = "Parallel node arrays; ``used[0]`` nodes are allocated."
+
+
+def new_arena(capacity: int = 1 << 12) -> Arena:
+    arena = Arena(np.empty(capacity, np.int64), np.empty(capacity, np.int32), np.empty(capacity, np.int32),
+                  np.empty(capacity, np.int32), np.empty(capacity, np.float64), np.zeros(1, np.int64))
+    arena.pos[BOTTOM] = SINK
+    arena.var[BOTTOM] = -1
+    arena.left[BOTTOM] = NONE
+    arena.right[BOTTOM] = NONE
+    arena.start[BOTTOM] = np.inf
+    arena.used[0] = 1
+    return arena
+
+
+@jit
+def ext(arena, pos, var, child, key):
+    """Ext(pos, var, child) with start key ``key`` for ``pos``; FULL when the arena is full."""
+    n = arena.used[0]
+    if n >= arena.pos.shape[0]:
+        return FULL
+    arena.pos[n] = pos
+    arena.var[n] = var
+    arena.left[n] = child
+    arena.right[n] = NONE
+    arena.start[n] = min(key, arena.start[child])
+    arena.used[0] = n + 1
+    return n
+
+
+@jit
+def union(arena, a, b):
+    """Union(a, b), or a or b itself when the other is NONE; FULL when the arena is full."""
+    if a == NONE:
+        return b
+    if b == NONE:
+        return a
+    n = arena.used[0]
+    if n >= arena.pos.shape[0]:
+        return FULL
+    if arena.start[a] < arena.start[b]:
+        a, b = b, a
+    arena.pos[n] = UNION
+    arena.var[n] = -1
+    arena.left[n] = a
+    arena.right[n] = b
+    arena.start[n] = arena.start[a]
+    arena.used[0] = n + 1
+    return n
+
+
+@jit
+def enumerate_roots(arena, roots, keys, limits, first, last, out_pos, out_var, out_end, out_root, counts,
+                    cap):
+    """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
+    limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
+
+    ``counts`` holds (positions written, events written); ``out_end[m]`` is where event m ends in
+    ``out_pos``, ``out_root[m]`` its root. Returns the first root not written because a buffer is full
+    (``last`` when all are), leaving nothing of that root behind.
+    """
+    stack_node = np.empty(64, np.int32)
+    stack_depth = np.empty(64, np.int64)
+    path_pos = np.empty(64, np.int64)
+    path_var = np.empty(64, np.int32)
+    for r in range(first, last):
+        saved_pos, saved_events = counts[0], counts[1]
+        key, limit = keys[r], limits[r]
+        written = 0
+        sp = 0
+        stack_node[0] = roots[r]
+        stack_depth[0] = 0
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node = stack_node[sp]
+            depth = stack_depth[sp]
+            if node == BOTTOM:
+                if counts[0] + depth > out_pos.shape[0] or counts[1] >= out_end.shape[0]:
+                    counts[0], counts[1] = saved_pos, saved_events
+                    return r
+                for k in range(depth):
+                    out_pos[counts[0] + k] = path_pos[depth - 1 - k]
+                    out_var[counts[0] + k] = path_var[depth - 1 - k]
+                counts[0] += depth
+                out_end[counts[1]] = counts[0]
+                out_root[counts[1]] = r
+                counts[1] += 1
+                written += 1
+                if cap > 0 and written >= cap:
+                    break
+                continue
+            if key - arena.start[node] > limit:
+                continue
+            if sp + 2 > stack_node.shape[0]:
+                stack_node = _grow_i32(stack_node)
+                stack_depth = _grow_i64(stack_depth)
+            if arena.pos[node] == UNION:
+                stack_node[sp] = arena.right[node]
+                stack_depth[sp] = depth
+                stack_node[sp + 1] = arena.left[node]
+                stack_depth[sp + 1] = depth
+                sp += 2
+            else:
+                if depth >= path_pos.shape[0]:
+                    path_pos = _grow_i64(path_pos)
+                    path_var = _grow_i32(path_var)
+                path_pos[depth] = arena.pos[node]
+                path_var[depth] = arena.var[node]
+                stack_node[sp] = arena.left[node]
+                stack_depth[sp] = depth + 1
+                sp += 1
+    return last
+
+
+@jit
+def _grow_i32(a):
+    b = np.empty(2 * a.shape[0], np.int32)
+    b[:a.shape[0]] = a
+    return b
+
+
+@jit
+def _grow_i64(a):
+    b = np.empty(2 * a.shape[0], np.int64)
+    b[:a.shape[0]] = a
+    return b
+
+
+@jit
+def _live(arena, roots, lowers):
+    """For each node, the loosest lower bound on start under which some root reaches it (inf: dead)."""
+    used = arena.used[0]
+    loosest = np.full(used, np.inf)
+    stack = np.empty(64, np.int32)
+    bounds = np.empty(64, np.float64)
+    for r in range(roots.shape[0]):
+        if roots[r] == NONE:
+            continue
+        stack[0] = roots[r]
+        bounds[0] = lowers[r]
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node, lower = stack[sp], bounds[sp]
+            if lower >= loosest[node] or arena.start[node] < lower:
+                continue
+            loosest[node] = lower
+            if sp + 2 > stack.shape[0]:
+                stack = _grow_i32(stack)
+                bigger = np.empty(2 * bounds.shape[0], np.float64)
+                bigger[:bounds.shape[0]] = bounds
+                bounds = bigger
+            if arena.pos[node] == UNION:
+                stack[sp], bounds[sp] = arena.left[node], lower
+                stack[sp + 1], bounds[sp + 1] = arena.right[node], lower
+                sp += 2
+            elif node != BOTTOM:
+                stack[sp], bounds[sp] = arena.left[node], lower
+                sp += 1
+    return loosest
+
+
+@jit
+def _copy_live(arena, loosest, target, remap):
+    """Copy the live nodes into ``target`` (oldest first, so children precede parents), collapsing unions
+    with one live child; ``remap`` gets each old id's new id."""
+    n = 0
+    for node in range(arena.used[0]):
+        if loosest[node] == np.inf:
+            remap[node] = NONE
+            continue
+        if arena.pos[node] == UNION:
+            lower = loosest[node]
+            a, b = arena.left[node], arena.right[node]
+            keep_a = arena.start[a] >= lower and remap[a] != NONE
+            keep_b = arena.start[b] >= lower and remap[b] != NONE
+            if not (keep_a and keep_b):
+                remap[node] = remap[a] if keep_a else remap[b]
+                continue
+            target.left[n], target.right[n] = remap[a], remap[b]
+        else:
+            target.left[n] = remap[arena.left[node]] if node != BOTTOM else NONE
+            target.right[n] = NONE
+        target.pos[n] = arena.pos[node]
+        target.var[n] = arena.var[node]
+        target.start[n] = arena.start[node]
+        remap[node] = n
+        n += 1
+    target.used[0] = n
+
+
+def compact(arena: Arena, roots: np.ndarray, lowers: np.ndarray, min_free: int = 0) -> tuple:
+    """Keep only the nodes ``roots`` reach with events of start ≥ ``lowers[r]`` (the window's lower bound
+    for root r). Returns (new arena, new ids of ``roots``); the arena doubles while more than half of it
+    is live or fewer than ``min_free`` nodes are free."""
+    loosest = _live(arena, roots, lowers)
+    loosest[BOTTOM] = -np.inf       # ⊥ stays node 0
+    live = int(np.count_nonzero(loosest != np.inf))
+    capacity = len(arena.pos)
+    while live > capacity // 2 or capacity - live < min_free:
+        capacity *= 2
+    target = new_arena(capacity)
+    remap = np.empty(max(int(arena.used[0]), 1), np.int32)
+    _copy_live(arena, loosest, target, remap)
+    return target, np.where(roots == NONE, NONE, remap[np.maximum(roots, 0)]).astype(np.int32)

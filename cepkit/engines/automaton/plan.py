@@ -1,0 +1,227 @@
+"""The automaton engine's plan: a compiled query run over a finite stream (``run``) or event by event
+(``matcher``). ALL and STRICT run Algorithm 1 in the kernel; NEXT, LAST and MAX their own algorithms."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.registry import IncrementalPlan, Plan
+from . import kernel
+from .compile import CEA
+from .determinize import DetTable, LazyDeterminizer, Letters
+from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_keys, run_all,
+                       to_match, window_limit)
+from .nodes import compact, new_arena
+from .predicates import Alphabet
+from .strategies import RANKED, Moves, free_nodes_needed, selector
+
+
+class Program:
+    """Everything compiled from one query: its CEA, the tests and letters it reads, the lazily
+    determinized automaton (shared by every run of the plan, so discovered states are kept)."""
+
+    def __init__(self, query, cea: CEA):
+        self.query = query
+        self.cea = cea
+        self.alphabet = Alphabet(cea.guards)
+        self.letters = Letters(cea, self.alphabet)
+        self.det = LazyDeterminizer(cea, self.letters)
+        self.table = DetTable(self.det)
+        self.moves = Moves(self, sink=query.strategy in ("NEXT", "LAST"))
+        self.ranked = query.strategy in RANKED
+        self.consume = query.consume if query.consume in ("ANY", "PARTITION") else None
+
+    def match(self, emit: int, positions, var_ids):
+        """The ``Match`` of one enumerated complex event, or None when RETURN projects all of it away."""
+        m = to_match(emit, positions, var_ids, self.cea.variables, self.query.kleene_variables, self.query.select)
+        return m if m.positions else None
+
+    def matches(self, outputs: Outputs) -> list:
+        found = (self.match(*ce) for ce in outputs.complex_events())
+        return [m for m in found if m is not None]
+
+    def key_of(self, event, sub_index: int) -> float:
+        """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""
+        window = self.query.within
+        if window is None:
+            return 0.0
+        return float(sub_index) if window.events else float(event.time)
+
+
+class AutomatonPlan(Plan):
+    def __init__(self, program: Program):
+        self.program = program
+
+    def run(self, stream) -> list:
+        stream = Stream.from_any(stream)
+        program = self.program
+        if program.ranked or (program.consume == "ANY" and program.query.partition_by):
+            return self._replay(stream)
+        return program.matches(run_all(program, stream).outputs)
+
+    def _replay(self, stream) -> list:
+        """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
+        partitions interleaved in stream order."""
+        matcher = self.matcher()
+        out = []
+        for event in stream.events:
+            out += matcher.push(event)
+        return out
+
+    def count(self, stream) -> int:
+        """How many times a list of matches completed (no enumeration): the update cost alone, for bench/."""
+        return run_all(self.program, Stream.from_any(stream), collect=False).emitted
+
+    def matcher(self) -> IncrementalPlan:
+        return AutomatonMatcher(self.program)
+
+    def info(self) -> dict:
+        p = self.program
+        return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
+                "tests": len(p.alphabet), "letters": len(p.letters),
+                "determinized_states": len(p.det.subsets), "determinized_transitions": len(p.det.moves),
+                "strategy": p.query.strategy, "kernel": kernel.name()}
+
+
+class _Part:
+    """One partition's state in the incremental matcher."""
+
+    def __init__(self, state):
+        self.state = state     # Runs (ALL, STRICT) or a strategy selector
+        self.count = 0         # events of this partition so far (its sub-stream index)
+        self.gap = 0           # irrelevant events since its last relevant one
+        self.lower = -np.inf   # smallest live start key, as of its last event
+
+
+class AutomatonMatcher(IncrementalPlan):
+    """Push one event, get the matches it completes: O(active states) per event for ALL and STRICT."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.parts: dict = {}
+        if program.ranked:
+            self.arena = new_arena()
+            self.roots = Roots(np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8),
+                               np.zeros(1, np.int64))
+            self.outputs = Outputs()
+            self.reported: dict = {}     # consume scope -> last position at which a match was reported
+        else:
+            self.evaluator = Evaluator(program)
+
+    def push(self, event) -> list:
+        if event.type == PUNCTUATION:
+            return []
+        program = self.program
+        key = partition_keys(program.query, (event,))[0]
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = _Part(self._fresh())
+        letter = program.letters.of_event(event)
+        program.table.ensure_letters(len(program.letters))
+        sub_index = part.count
+        part.count += 1
+        if letter == program.letters.none:
+            part.gap += 1
+            return []
+        window_key = program.key_of(event, sub_index)
+        limit = float(window_limit(program.query.within, np.array([window_key]))[0])
+        part.lower = window_key - limit
+        gap, part.gap = part.gap, 0
+        if program.ranked:
+            return self._select(part, key, letter, event.position, window_key, limit, gap)
+        batch = Batch(np.array([event.position], np.int64), np.array([letter], np.int32),
+                      np.array([window_key]), np.array([limit]), np.array([gap], np.int64), np.zeros(1, bool))
+        part.state = self.evaluator.run(batch, part.state, self._others)
+        self.evaluator.finish()
+        found = program.matches(self.evaluator.outputs)
+        self.evaluator.outputs.clear()
+        if found and program.consume == "ANY":
+            for other in self.parts.values():
+                other.state = self._fresh()
+        return found
+
+    def active(self, cap: int) -> tuple:
+        """(CEA state -> partial matches of its live runs, at most ``cap`` each; whether a list was cut)."""
+        program = self.program
+        if not self.parts:
+            return {program.cea.initial: [()]}, False
+        held = []      # (CEA states, node, lowest live start key)
+        for part in self.parts.values():
+            if program.ranked:
+                held += [({state}, node, part.lower) for state, node in part.state.entries()]
+            else:
+                runs = part.state
+                held += [(program.det.subsets[runs.state[k]], runs.node[k], part.lower) for k in range(runs.n[0])]
+        arena = self.arena if program.ranked else self.evaluator.arena
+        partials = partial_events(arena, [node for _, node, _ in held], [lower for *_, lower in held], cap + 1)
+        active: dict = {}
+        truncated = False
+        for (states, _, _), found in zip(held, partials):
+            for state in sorted(states):
+                listed = active.setdefault(state, [])
+                listed += [p for p in found if p not in listed]
+        for state, listed in active.items():
+            if len(listed) > cap:
+                truncated = True
+                del listed[cap:]
+        return active, truncated
+
+    def _fresh(self):
+        if self.program.ranked:
+            return selector(self.program, lambda: self.arena)
+        return new_runs(len(self.evaluator.scratch.marked))
+
+    def _others(self) -> list:
+        return [(p.state, p.lower) for p in self.parts.values()]
+
+    # ------------------------------------------------------------------ NEXT, LAST, MAX
+    def _select(self, part: _Part, key, letter, position, window_key, limit, gap) -> list:
+        program, chosen = self.program, part.state
+        none = program.letters.none
+        for _ in range(gap):
+            if program.moves.settled(chosen.states(), none):
+                break
+            self._reserve(chosen)
+            chosen.step(none, -1, window_key, limit)
+        self._reserve(chosen)
+        completed = chosen.step(letter, position, window_key, limit)
+        if not completed:
+            return []
+        n = len(completed)
+        self.roots = _fit_roots(self.roots, n)
+        self.roots.node[:n], self.roots.emit[:n] = completed, position
+        self.roots.key[:n], self.roots.limit[:n] = window_key, limit
+        self.roots.n[0] = n
+        self.outputs.take(self.arena, self.roots)
+        found = program.matches(self.outputs)
+        self.outputs.clear()
+        if program.consume is not None:
+            scope = () if program.consume == "ANY" else key
+            last = self.reported.get(scope, -1)
+            found = [m for m in found if m.positions[0] > last]
+            if found:
+                self.reported[scope] = position
+        return found
+
+    def _reserve(self, chosen) -> None:
+        """Make room for one event's nodes, compacting the arena over every partition's runs if needed."""
+        need = free_nodes_needed(chosen, self.program.moves)
+        if self.arena.used[0] + need <= len(self.arena.pos):
+            return
+        states = [p.state for p in self.parts.values()]
+        roots = np.array([n for s in states for n in s.nodes()], dtype=np.int32)
+        self.arena, new_ids = compact(self.arena, roots, np.full(len(roots), -np.inf), need)
+        at = 0
+        for s in states:
+            k = len(s.nodes())
+            s.remap(new_ids[at:at + k])
+            at += k
+
+
+def _fit_roots(roots: Roots, n: int) -> Roots:
+    if len(roots.node) >= n:
+        return roots
+    size = max(n, 2 * len(roots.node))
+    return Roots(np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size), roots.n)

@@ -1,0 +1,224 @@
+"""Selection strategies NEXT, LAST and MAX by their own algorithms over the CEA (digest 004 §5, Theorem 6,
+Appendix D.3), without determinization for NEXT and LAST.
+
+**NEXT and LAST** (Algorithms 5 and 6). The runs are kept as an ordered list of *classes* (runs sharing
+one complex event C, in different states), best first. Reading event j, each class yields its
+•-successors (C ∪ {j}) and ◦-successors (C); NEXT lists them class by class, • first (within a class,
+marking wins), LAST lists all •-successors first (a run that marks j beats every run that does not).
+A state keeps only the first run that reaches it: runs in one state share their futures and the order is
+preserved, so a later one can never win. The fresh sink q_f, entered only by •-copies of the
+transitions into F, makes the first class reaching it the one output at j.
+
+**MAX** (Algorithm 7). Lists are indexed by (T, U): T the states of runs producing exactly C, U those of
+runs producing strict supersets of C. A • move gives U' = δ•(U), T' = δ•(T) \\ U'; a ◦ move
+U' = δ•(U) ∪ δ◦(U) ∪ δ•(T), T' = δ◦(T) \\ U'; C ∪ {j} is output when T' meets F and U' does not.
+
+**Windows** (LANGUAGE.md §10.3: strategies choose among the matches that fit the window). A better run
+that starts earlier expires earlier, after which a worse one may be the best; so under a window a run is
+dropped only when a better run in the same state starts *at least as late* (it outlives it), a NEXT/LAST
+state may then hold a few runs with increasing starts, and MAX keys its lists by the start of C too, with
+U recording the latest start of a superset run in each state. Without a window every start is the same
+and the algorithms are exactly the paper's.
+
+**CONSUME BY** applies after selection, as the reference does: a selected match is reported only if it
+starts after the last position at which a match was reported (in its scope).
+"""
+from __future__ import annotations
+
+import math
+
+from .nodes import BOTTOM, NONE, ext, union
+
+RANKED = ("NEXT", "LAST", "MAX")
+
+
+class Moves:
+    """Per letter and CEA state: the • moves ``(dst, var id)`` and ◦ targets, with NEXT/LAST's sink
+    ``q_f`` (state ``n_states``) entered by a •-copy of every • transition into F."""
+
+    def __init__(self, program, sink: bool):
+        self.program = program
+        cea = program.cea
+        self.sink = cea.n_states if sink else None
+        self.finals = frozenset({self.sink}) if sink else cea.finals
+        self._var_ids = {v: i for i, v in enumerate(cea.variables)}
+        self._cache: dict = {}
+
+    def __call__(self, letter: int) -> tuple:
+        """(marks, skips): state -> list of (dst, var id), state -> list of dst."""
+        if letter not in self._cache:
+            cea = self.program.cea
+            marks: dict = {}
+            skips: dict = {}
+            for i in sorted(self.program.letters.enabled[letter]):
+                t = cea.transitions[i]
+                if t.mark:
+                    var = self._var_ids.get(t.var, -1)
+                    marks.setdefault(t.src, []).append((t.dst, var))
+                    if self.sink is not None and t.dst in cea.finals:
+                        marks[t.src].append((self.sink, var))
+                else:
+                    skips.setdefault(t.src, []).append(t.dst)
+            self._cache[letter] = (marks, skips)
+        return self._cache[letter]
+
+    def settled(self, states, none: int) -> bool:
+        """Whether an irrelevant event leaves every state where it is (a gap then acts as one step)."""
+        marks, skips = self(none)
+        return all(not marks.get(q) and skips.get(q) == [q] for q in states)
+
+
+class Ranked:
+    """NEXT (``last_first`` False) or LAST over one sub-stream: an ordered list of (start, {state: node})."""
+
+    def __init__(self, moves: Moves, arena_ref, last_first: bool, empty_start: float):
+        self.moves = moves
+        self.arena_ref = arena_ref
+        self.last_first = last_first
+        self.classes = [(empty_start, {moves.program.cea.initial: BOTTOM})]
+
+    def step(self, letter: int, pos: int, key: float, limit: float) -> list:
+        """Read one event; return the roots completed at it (at most one for these strategies)."""
+        arena = self.arena_ref()
+        marks, skips = self.moves(letter)
+        marked, skipped = [], []
+        for start, entries in self.classes:
+            if key - start > limit:
+                continue
+            m, s = {}, {}
+            for q, node in entries.items():
+                for dst, var in marks.get(q, ()):
+                    m[dst] = union(arena, m.get(dst, NONE), ext(arena, pos, var, node, key))
+                for dst in skips.get(q, ()):
+                    s[dst] = union(arena, s.get(dst, NONE), node)
+            marked.append((min(start, key), m))
+            skipped.append((start, s))
+        if self.last_first:
+            order = marked + skipped
+        else:
+            order = [c for pair in zip(marked, skipped) for c in pair]
+        self.classes, latest = [], {}
+        output = NONE
+        for start, entries in order:
+            kept = {p: n for p, n in entries.items() if latest.get(p, -math.inf) < start}
+            if not kept:
+                continue
+            for p in kept:
+                latest[p] = start
+            completed = kept.pop(self.moves.sink, NONE)
+            if output == NONE:
+                output = completed
+            if kept:
+                self.classes.append((start, kept))
+        return [output] if output != NONE else []
+
+    def entries(self) -> list:
+        """(state, node) of every run kept."""
+        return [(p, n) for _, entries in self.classes for p, n in entries.items()]
+
+    def nodes(self) -> list:
+        return [n for _, entries in self.classes for n in entries.values()]
+
+    def remap(self, new_ids) -> None:
+        it = iter(new_ids)
+        self.classes = [(start, {p: int(next(it)) for p in entries}) for start, entries in self.classes]
+
+    def states(self):
+        return {p for _, entries in self.classes for p in entries}
+
+
+class Maximal:
+    """MAX over one sub-stream: lists keyed by (start of C, T, U) with per-state nodes; U maps each state
+    of a superset run to the latest start among those runs."""
+
+    def __init__(self, moves: Moves, arena_ref, empty_start: float):
+        self.moves = moves
+        self.arena_ref = arena_ref
+        self.groups = {(empty_start, frozenset({moves.program.cea.initial}), frozenset()):
+                       {moves.program.cea.initial: BOTTOM}}
+
+    def step(self, letter: int, pos: int, key: float, limit: float) -> list:
+        arena = self.arena_ref()
+        marks, skips = self.moves(letter)
+        finals = self.moves.finals
+        new: dict = {}
+        roots = []
+
+        def add(start, entries, supersets):
+            group = new.setdefault((start, frozenset(entries), frozenset(supersets.items())), {})
+            for p, n in entries.items():
+                group[p] = union(arena, group.get(p, NONE), n)
+
+        for (start, _, supers), entries in self.groups.items():
+            if key - start > limit:
+                continue
+            supers = dict(supers)
+            started = min(start, key)
+            # • move: C ∪ {j}; supersets are the superset runs that mark j too
+            u_mark = _moved(supers, marks, lambda dst_var: dst_var[0])
+            t_mark: dict = {}
+            for q, node in entries.items():
+                for dst, var in marks.get(q, ()):
+                    t_mark[dst] = union(arena, t_mark.get(dst, NONE), ext(arena, pos, var, node, key))
+            t_mark = {p: n for p, n in t_mark.items() if u_mark.get(p, -math.inf) < started}
+            if t_mark:
+                add(started, t_mark, u_mark)
+                if pos >= 0 and not any(f in u_mark and key - u_mark[f] <= limit for f in finals):
+                    roots += [n for p, n in t_mark.items() if p in finals]
+            # ◦ move: C stays; supersets are every superset run, and C's runs that mark j
+            u_skip = _moved(supers, marks, lambda dst_var: dst_var[0])
+            for p, s in _moved(supers, skips, lambda dst: dst).items():
+                u_skip[p] = max(u_skip.get(p, -math.inf), s)
+            for q in entries:
+                for dst, _ in marks.get(q, ()):
+                    u_skip[dst] = max(u_skip.get(dst, -math.inf), started)
+            t_skip: dict = {}
+            for q, node in entries.items():
+                for dst in skips.get(q, ()):
+                    t_skip[dst] = union(arena, t_skip.get(dst, NONE), node)
+            t_skip = {p: n for p, n in t_skip.items() if u_skip.get(p, -math.inf) < start}
+            if t_skip:
+                add(start, t_skip, u_skip)
+        self.groups = new
+        return roots
+
+    def entries(self) -> list:
+        """(state, node) of every run kept."""
+        return [(p, n) for entries in self.groups.values() for p, n in entries.items()]
+
+    def nodes(self) -> list:
+        return [n for entries in self.groups.values() for n in entries.values()]
+
+    def remap(self, new_ids) -> None:
+        it = iter(new_ids)
+        self.groups = {k: {p: int(next(it)) for p in entries} for k, entries in self.groups.items()}
+
+    def states(self):
+        return {p for entries in self.groups.values() for p in entries} | \
+            {p for (_, _, supers) in self.groups for p, _ in supers}
+
+
+def _moved(supers: dict, moves: dict, target) -> dict:
+    """state -> latest superset start, after the superset runs in ``supers`` take ``moves``."""
+    out: dict = {}
+    for q, s in supers.items():
+        for move in moves.get(q, ()):
+            p = target(move)
+            out[p] = max(out.get(p, -math.inf), s)
+    return out
+
+
+def selector(program, arena_ref):
+    """A fresh per-sub-stream selector for the query's top-level strategy."""
+    window = program.query.within
+    empty_start = math.inf if window is not None else 0.0
+    strategy = program.query.strategy
+    if strategy == "MAX":
+        return Maximal(program.moves, arena_ref, empty_start)
+    return Ranked(program.moves, arena_ref, strategy == "LAST", empty_start)
+
+
+def free_nodes_needed(selector_state, moves: Moves) -> int:
+    """An upper bound on the nodes one event can make (so the arena never fills mid-event)."""
+    return 4 * max(1, len(selector_state.nodes())) * (1 + moves.program.cea.n_states)
+
