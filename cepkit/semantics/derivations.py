@@ -20,6 +20,7 @@ their scope (§10.11).
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
@@ -103,15 +104,23 @@ class Deriver(A.Visitor):
 
     def _combinations(self, node, lo, hi, windowed, ordered: bool) -> list:
         """One derivation per generating item: each after the previous (SEQ) or on distinct events (AND)."""
-        options = [self.derive(item, lo, hi, windowed) for item in generating(node.items)]
+        options = [sorted(self.derive(item, lo, hi, windowed), key=lambda d: d.first) for item in generating(node.items)]
+        firsts = [[d.first for d in option] for option in options]
         out = []
 
         def extend(chosen: tuple, used: frozenset, first: int, last: int):
-            if len(chosen) == len(options):
+            k = len(chosen)
+            if k == len(options):
                 out.append(_combine(node, chosen))
                 return
-            for d in options[len(chosen)]:
-                if d.first > last if ordered else not d.positions & used:
+            if ordered:
+                start = bisect.bisect_right(firsts[k], last)
+            else:  # an AND part may start before the others, but not before the window allows
+                start = bisect.bisect_left(firsts[k], self.stream.earliest(last)) if chosen and windowed else 0
+            for d in options[k][start:]:
+                if chosen and d.first > first and not self._fits(first, d.first, windowed):
+                    break  # sorted by first: every later candidate leaves the window too
+                if ordered or not d.positions & used:
                     span = min(first, d.first), max(last, d.last)
                     if self._fits(*span, windowed):
                         extend(chosen + (d,), used | d.positions, *span)
@@ -125,12 +134,15 @@ class Deriver(A.Visitor):
 
     def visit_plus(self, node: A.Plus, lo, hi, windowed):
         body = sorted(self.derive(node.pattern, lo, hi, windowed), key=lambda d: d.first)
+        firsts = [d.first for d in body]
         out = []
 
         def extend(chain: tuple):
             out.append(_iterations(node, chain))
-            for d in body:
-                if d.first > chain[-1].last and self._fits(chain[0].first, d.last, windowed):
+            for d in body[bisect.bisect_right(firsts, chain[-1].last):]:
+                if not self._fits(chain[0].first, d.first, windowed):
+                    break  # sorted by first: every later iteration leaves the window too
+                if self._fits(chain[0].first, d.last, windowed):
                     extend(chain + (d,))
 
         for d in body:

@@ -59,6 +59,14 @@ class Substream:
             return last - first < self.window.amount
         return self.times[last] - self.times[first] <= self.window.seconds + self.slack
 
+    def earliest(self, last: int) -> int:
+        """The smallest index i such that events i..``last`` fit the window (0 without WITHIN)."""
+        if self.window is None:
+            return 0
+        if self.window.events:
+            return max(0, math.floor(last - self.window.amount) + 1)
+        return bisect.bisect_left(self.times, self.times[last] - self.window.seconds - self.slack)
+
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (§10.4):
         from (last − w) up to (first + w), the whole stream without WITHIN."""
