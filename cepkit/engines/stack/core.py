@@ -12,6 +12,8 @@ variables are bound; windows and STRICT prune the walk, since stacks are sorted 
 """
 from __future__ import annotations
 
+import math
+
 from .stacks import Instance, Stack
 
 SWEEP_EVERY = 1024   # events between purges of partitions that saw no event (time windows)
@@ -153,14 +155,15 @@ class Core:
             step = steps[k]
             slot, var = step.slot, slots[step.slot].var
             stack = stacks[slot]
-            if step.forward:
+            items = stack.items
+            if step.forward:    # later instances, oldest first
                 source = chosen[slot - 1]
-                candidates = stack.items[stack.after(source.key):]
-            else:
+                indices = range(stack.after(source.key), len(items))
+            else:               # SASE: from the pointer down to the bottom, newest first
                 source = chosen[slot + 1]
-                top = source.rip - stack.base
-                candidates = reversed(stack.items[:top]) if top > 0 else ()
-            for y in candidates:
+                indices = range(source.rip - stack.base - 1, -1, -1)
+            for index in indices:
+                y = items[index]
                 t, lp = y.time, y.lpos
                 if window is not None and (t - tmin > window if step.forward else tmax - t > window):
                     break
@@ -192,9 +195,10 @@ class Core:
         neg = program.negations[j]
         store = part.negs[j]
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)
-        if neg.correlated is None and lo_l == -float("inf") and hi_l == float("inf"):
-            return store.after(lo) >= store.count_before(hi) - store.base
-        for entry in store.between(lo, hi):
+        i, j = store.span(lo, hi)
+        if neg.correlated is None and lo_l == -math.inf and hi_l == math.inf:
+            return i >= j
+        for entry in store.items[i:j]:
             if lo_l <= entry.lpos <= hi_l and self._correlated(neg, binding, entry):
                 return False
         return True

@@ -148,7 +148,7 @@ class InOrderMatcher(StackMatcher):
         deadline, lpos_deadline = self.program.deadline(chosen)
         pending = _Pending(chosen, deadline, lpos_deadline)
         waiting = self._waiting.setdefault(core, [])
-        if len(waiting) > 64 and not waiting[0].alive:
+        if len(waiting) % 64 == 63:     # drop released and blocked ones now and then
             waiting[:] = [p for p in waiting if p.alive]
         waiting.append(pending)
         if deadline < math.inf:
@@ -398,12 +398,11 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         anchor = min(gap, program.n - 1)
         parts = [part] if part is not None else list(core.parts.values())
         found = []
+        if gap == program.n:   # trailing: the last event precedes it, the first (so the last) is within w
+            lo, hi = (inst.time - w, -1), inst.key
+        else:                  # leading or middle: the slot after the gap follows it within w
+            lo, hi = inst.key, (inst.time + w, math.inf)
         for p in parts:
-            stack = p.stacks[anchor]
-            if gap == program.n:   # trailing: the last event precedes it, the first is within w
-                anchors = [x for x in stack.items[:stack.count_before(inst.key) - stack.base] if x.time >= inst.time - w]
-            else:                  # leading or middle: the slot after the gap follows it within w
-                anchors = [x for x in stack.items[stack.after(inst.key):] if x.time <= inst.time + w]
-            for x in anchors:
+            for x in p.stacks[anchor].between(lo, hi):
                 found.extend(core.construct(p, anchor, x, accept=lambda chosen, _: core.blocks(j, chosen, inst)))
         return found

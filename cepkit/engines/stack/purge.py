@@ -87,16 +87,15 @@ class PurgeByGuarantees:
         upper = inst.key                               # backward: slot s must precede ``upper``
         for s in range(slot - 1, -1, -1):
             if frontiers[s] >= upper[0]:               # no future slot-s event before ``upper``
-                reach = [x for x in stacks[s].items[:stacks[s].count_before(upper) - stacks[s].base]
-                         if x.time >= inst.time - w]
-                if not reach:
+                i, j = stacks[s].span((inst.time - w, -1), upper)
+                if i >= j:
                     return True
-                upper = reach[-1].key
+                upper = stacks[s].keys[j - 1]          # the latest candidate is the weakest bound
         lower = inst.key                               # forward: slot s must follow ``lower``
         for s in range(slot + 1, len(stacks)):
             if frontiers[s] >= inst.time + w:          # no future slot-s event within the window
-                reach = [x for x in stacks[s].items[stacks[s].after(lower):] if x.time <= inst.time + w]
-                if not reach:
+                i, j = stacks[s].span(lower, (inst.time + w, math.inf))
+                if i >= j:
                     return True
-                lower = reach[0].key
+                lower = stacks[s].keys[i]              # the earliest candidate is the weakest bound
         return False

@@ -64,9 +64,14 @@ class Stack:
         """Absolute count of instances whose key is below ``key`` (a pointer)."""
         return self.base + bisect_left(self.keys, key)
 
+    def span(self, lo, hi) -> tuple:
+        """Local indices (i, j): ``items[i:j]`` are the instances with ``lo < key < hi``."""
+        return bisect_right(self.keys, lo), bisect_left(self.keys, hi)
+
     def between(self, lo, hi) -> list:
         """The instances with ``lo < key < hi``."""
-        return self.items[bisect_right(self.keys, lo):bisect_left(self.keys, hi)]
+        i, j = self.span(lo, hi)
+        return self.items[i:j]
 
     def after(self, key) -> int:
         """Local index of the first instance with a key above ``key``."""
