@@ -54,10 +54,15 @@ class _Leaf:
             return [(events[k - 1], events[k]) for k in range(1, len(events))]
         return [(None, e) for e in events]
 
+    def _all(self, choices: list) -> bool:
+        """Whether every assignment (one slot from each list of choices) satisfies the leaf."""
+        if all(len(c) == 1 for c in choices):     # the usual case: one event each, one assignment
+            return _truthy(self.fn(tuple(c[0] for c in choices)))
+        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
+
     def holds(self, binding: Binding) -> bool:
         """Every assignment of the mentioned variables' events satisfies the leaf."""
-        choices = [self._choices(binding[v], v) for v in self.vars]
-        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
+        return self._all([self._choices(binding[v], v) for v in self.vars])
 
     def holds_extended(self, binding: Binding, var: int) -> bool:
         """Like ``holds``, checking only the assignments that use the last event of ``var`` (just appended)."""
@@ -70,7 +75,7 @@ class _Leaf:
                 choices.append([(events[-2], events[-1])] if len(events) > 1 else [])
             else:
                 choices.append([(None, events[-1])])
-        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
+        return self._all(choices)
 
 
 def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:

@@ -80,8 +80,8 @@ class CompiledAutomaton:
             if entry.vars >> edge.var & 1:
                 v = edge.var
                 extended = binding[:v] + (binding[v] + (event,),) + binding[v + 1:]
-                if all(c.holds_extended(extended, v) for c in edge.prune):
-                    fired.append((edge, extended, all(c.holds_extended(extended, v) for c in edge.implied)))
+                if _holds_all(edge.prune, extended, v):
+                    fired.append((edge, extended, _holds_all(edge.implied, extended, v)))
         return fired
 
     def accepts(self, state: int, binding: tuple) -> bool:
@@ -90,6 +90,13 @@ class CompiledAutomaton:
     def start(self, entry) -> list:
         """The instances binding W[0]."""
         return [(edge, b) for edge, b, live in self.fire(0, ((),) * self.arity, entry) if live]
+
+
+def _holds_all(conjuncts: tuple, binding: tuple, var: int) -> bool:
+    for c in conjuncts:
+        if not c.holds_extended(binding, var):
+            return False
+    return True
 
 
 def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
@@ -103,6 +110,8 @@ def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
     if trace is not None:
         trace.append((0, list(instances)))
     for c in range(1, len(window)):
+        if not instances:
+            break
         entry = window[c]
         following = []
         for state, binding in instances:
