@@ -150,3 +150,16 @@ def test_every_mode_converges_on_negations(query, case):
     for options in ({"disorder": "aggressive"}, {"disorder": "aggressive", "max_delay": delay},
                     {"disorder": "conservative", "max_delay": delay}, {"disorder": "kslack", "k": delay}):
         assert keys(cepkit.match(query, arrived, engine="stack", **options)) == expected, options
+
+
+def test_a_punctuation_on_a_concept_covers_the_types_below_it():
+    hierarchy = {"Alarm": ["Fire", "Smoke"]}
+    query = "SEQ(A a, !Alarm x, B b) WITHIN 10"
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 5}, {"type": "PUNCTUATION", "of": "Alarm", "ts": 5},
+              {"type": "Smoke", "ts": 7}]
+    m = cepkit.match(query, events, engine="stack", disorder="conservative", hierarchy=hierarchy)
+    assert [(d.positions, d.emitted_at) for d in m.deltas] == [((0, 1), 2)]   # safe once Alarm is closed at 5
+    broken = events[:3] + [{"type": "Fire", "ts": 4}]
+    with pytest.raises(cepkit.EventError) as err:
+        cepkit.match(query, broken, engine="stack", disorder="conservative", hierarchy=hierarchy)
+    assert err.value.position == 3
