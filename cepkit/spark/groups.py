@@ -270,7 +270,8 @@ def _starts(frame: pd.DataFrame, keys: tuple) -> np.ndarray:
     for key in keys:
         col = frame[key]
         prev = col.shift()
-        differs = (col != prev) & ~(col.isna() & prev.isna())
+        present = ~col.isna() & ~prev.isna()
+        differs = (col.isna() != prev.isna()) | (present & (col != prev).fillna(True))
         start |= differs.to_numpy(dtype=bool)
     return start
 

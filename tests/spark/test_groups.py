@@ -1,0 +1,140 @@
+"""How queries split into groups, and the time slicing that never loses nor duplicates a match at a slice
+border (``cepkit.spark.groups``), checked in pure pandas against the reference engine, without Spark."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.spark.groups import (HOME, LAST, POS, RANK, SLICE, TS, EventColumns, GroupMatcher, OneGroupWarning,
+                                 key_runs, output_variables, plan_split, warn_single)
+from tests.spark.conftest import match_rows
+from tests.strategies import flat_seq_queries, set_query_variants, streams, unary_queries
+
+COLUMNS = EventColumns(("v", "id"), "number")
+
+
+def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
+    """What ``cepkit.spark.match`` does with a sliced query, with pandas in Spark's place."""
+    q = cepkit.parse(query)
+    split = plan_split(q)
+    frame = pd.DataFrame(events, columns=["type", "ts", "v", "id"])
+    frame[POS] = np.arange(len(frame))
+    frame[TS] = frame["ts"]
+    coord = (frame[POS] if split.axis == "position" else frame["ts"]).to_numpy(dtype=float)
+    split = split.with_length(coord.min(), coord.max(), slices=1, length=length)
+    first, last, home = split.slice_span(coord, np.floor)
+    frame[HOME] = home
+    copies = [frame.iloc[[i]].assign(**{SLICE: k}) for i in range(len(frame))
+              for k in range(int(first[i]), int(last[i]) + 1)]
+    matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
+    found = [matcher.match_group(group.sort_values(POS).reset_index(drop=True))
+             for _, group in pd.concat(copies).groupby(SLICE)]
+    out = pd.concat(found, ignore_index=True)
+    order = sorted(range(len(out)), key=lambda i: (out[LAST][i], tuple(out["positions"][i]), out[RANK][i]))
+    return out.iloc[order].reset_index(drop=True)
+
+
+def assert_slices_agree(query: str, events: list, length: float):
+    local = cepkit.match(query, events, engine="reference")
+    variables = list(output_variables(cepkit.parse(query)))
+    expected = match_rows(local.to_pandas().reindex(columns=["positions", *variables]), variables)
+    assert match_rows(run_in_slices(query, events, length), variables) == expected, (query, length)
+
+
+def sliced(query: str) -> bool:
+    return plan_split(cepkit.parse(query)).kind == "slices"
+
+
+lengths = st.one_of(st.integers(1, 12), st.floats(0.3, 15, allow_nan=False))
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(min_size=1, max_size=12, ties=True), unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT"),
+                                                       partition=False, max_depth=2), lengths)
+def test_slices_give_every_match_once_cel_fragment(events, query, length):
+    """Issue 3: time slicing never loses or duplicates a match at slice borders, whatever the slice length
+    (shorter than the window too); strategies compare windowed matches (LANGUAGE.md §10.3)."""
+    assume(sliced(query))
+    assert_slices_agree(query, events, length)
+
+
+@settings(max_examples=30, deadline=None)
+@given(streams(min_size=1, max_size=12, ties=True), flat_seq_queries(strategies=("ALL", "STRICT", "STNM"), partition=False),
+       lengths)
+def test_slices_give_every_match_once_with_negation(events, query, length):
+    """Leading and trailing negations look up to a window beyond the match (LANGUAGE.md §10.4): slices
+    receive a window of events on both sides."""
+    assume(sliced(query))
+    assert_slices_agree(query, events, length)
+
+
+@settings(max_examples=25, deadline=None)
+@given(streams(types=("C", "P", "D", "B"), min_size=1, max_size=10), set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+       lengths)
+def test_slices_give_every_match_once_ses_fragment(events, query, length):
+    """SES sets with Kleene variables, robust skip-till-next-match (digest 002 Def 6.2 looks at full matches
+    after the candidate) and RETURN projections."""
+    assume(sliced(query))
+    assert_slices_agree(query, events, length)
+
+
+def test_a_match_on_a_slice_border_is_reported_by_its_owner_only():
+    """Slices of length 2 over a window of 3: the matches cross one or two borders, each is reported once."""
+    events = [{"type": t, "ts": i, "v": 0, "id": 0} for i, t in enumerate("ABABABAB")]
+    found = run_in_slices("SEQ(A a, B b) WITHIN 3", events, 2)
+    assert [tuple(p) for p in found["positions"]] == [(0, 1), (0, 3), (2, 3), (2, 5), (4, 5), (4, 7), (6, 7)]
+
+
+@pytest.mark.parametrize("query, kind, lookahead", [
+    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "partition", 0.0),
+    ("SEQ(A a, B b) WITHIN 5 s", "slices", 0.0),
+    ("SEQ(A a, !B b, C c) WITHIN 5 s", "slices", 5.0),
+    ("SEQ(A a, B b) WITHIN 5 s RETURN a", "slices", 5.0),
+    ("SEQ(A a, B b) WITHIN 4 EVENTS", "slices", 0.0),
+    ("SEQ(A a, B b)", "single", None),
+    ("SEQ(A a, B b) WITHIN 5 s CONSUME BY ANY", "single", None),
+    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY PARTITION", "partition", 5.0),
+    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY ANY", "single", None),
+    ("NEXT(A a ; B+ b) ; C c WITHIN 5 s", "single", None),
+])
+def test_plan_split(query, kind, lookahead):
+    split = plan_split(cepkit.parse(query))
+    assert split.kind == kind
+    if kind != "single":
+        assert split.lookahead == lookahead
+    if "EVENTS" in query:
+        assert (split.axis, split.window) == ("position", 3.0)
+
+
+def test_one_group_is_announced():
+    with pytest.warns(OneGroupWarning, match="neither PARTITION BY nor WITHIN"):
+        warn_single(plan_split(cepkit.parse("SEQ(A a, B b)")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warn_single(plan_split(cepkit.parse("SEQ(A a, B b) WITHIN 3")))
+
+
+def test_default_slice_length_keeps_the_overlap_small():
+    split = plan_split(cepkit.parse("SEQ(A a, !B b, C c) WITHIN 10 s")).with_length(0, 1000, slices=4)
+    assert split.length == 250
+    assert plan_split(cepkit.parse("SEQ(A a, !B b, C c) WITHIN 10 s")).with_length(0, 1000, slices=200).length == 80
+
+
+sorted_keys = st.lists(st.sampled_from([None, 1, 2, 3]), max_size=30).map(
+    lambda keys: sorted(keys, key=lambda k: (k is not None, k or 0)))     # Spark sorts nulls first
+
+
+@settings(max_examples=50, deadline=None)
+@given(sorted_keys, st.lists(st.integers(1, 5), min_size=1, max_size=8))
+def test_key_runs_cut_sorted_batches_into_one_frame_per_key(keys, sizes):
+    """``mapInPandas`` hands over arbitrary batches; runs of one key may cross them (nulls are a key too)."""
+    frame = pd.DataFrame({"k": pd.array(keys, dtype="Int64"), "i": range(len(keys))})
+    bounds = np.cumsum([0, *sizes])
+    batches = [frame.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])] + [frame.iloc[bounds[-1]:]]
+    runs = list(key_runs(batches, ("k",)))
+    assert [list(r["i"]) for r in runs] == [list(g["i"]) for _, g in frame.groupby("k", dropna=False, sort=False)]
+    assert len(list(key_runs(batches, ()))) == (1 if len(frame) else 0)

@@ -1,0 +1,140 @@
+"""The per-key buffers of ``match_stream`` (``cepkit.spark.watermark``), driven in pure pandas as Spark
+drives them: micro-batches in a disordered arrival order, a watermark trailing the largest ts by the
+allowed delay, then a last watermark past everything. The matches emitted along the way must be the
+reference's matches of the sorted stream, each once, while the buffer keeps about one window of events."""
+import numpy as np
+import pandas as pd
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, output_variables, plan_split, whole_history
+from cepkit.spark.watermark import SEQ, TIME, Horizon, KeyBuffer, advance
+from tests.spark.conftest import match_rows
+from tests.strategies import flat_seq_queries, set_query_variants, streams, unary_queries
+
+COLUMNS = EventColumns(("v", "id"), "number")
+
+
+def stream_frame(events: list) -> pd.DataFrame:
+    frame = pd.DataFrame(events, columns=["type", "ts", "v", "id"])
+    frame[TS] = frame["ts"]
+    frame[POS] = np.arange(len(frame))
+    frame[TIME] = (frame["ts"] * 1_000_000).astype("int64")
+    return frame
+
+
+def run_stream(query: str, events: list, arrival_jitter: list, batches: int, delay: int) -> pd.DataFrame:
+    """Feed one key's events in micro-batches; return every emitted match (checking the state on the way)."""
+    q = cepkit.parse(query)
+    split = plan_split(q)
+    horizon = Horizon.of(split)
+    matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
+    frame = stream_frame(events)
+    # Each event arrives up to `delay` seconds late: never behind the watermark, so Spark keeps it.
+    arrival = frame.iloc[np.argsort(frame["ts"].to_numpy() + arrival_jitter, kind="stable")]
+    empty = frame.iloc[:0].copy()
+    if horizon.axis == "position":
+        empty[SEQ] = pd.Series(dtype=float)
+    buffer, emitted, highest = KeyBuffer(empty), [], None
+    for rows in np.array_split(np.arange(len(arrival)), batches):
+        chunk = arrival.iloc[rows]
+        if len(chunk):
+            highest = max(highest or 0, int(chunk[TIME].max()))
+        watermark = highest - delay * 1_000_000 if highest is not None else -(2 ** 62)
+        found, buffer, timer = advance(buffer, chunk, watermark, matcher, horizon)
+        emitted.append(found)
+        kept = buffer.events
+        if horizon.axis == "time" and buffer.frontier is not None:
+            settled = kept[TIME] < buffer.frontier
+            oldest = buffer.frontier - horizon.lookahead - horizon.window - horizon.slack
+            assert (kept[TIME][settled] >= oldest).all()        # the state holds about one window of events
+        if timer is not None:
+            assert timer >= watermark
+    found, buffer, timer = advance(buffer, None, 2 ** 62, matcher, horizon)
+    emitted.append(found)
+    if horizon.axis == "time":
+        assert buffer.events.empty and timer is None             # a quiet key's state is dropped
+    out = pd.concat([found for found in emitted if len(found)] or [found], ignore_index=True)
+    assert list(out["match_id"]) == list(range(len(out)))
+    return out
+
+
+def assert_stream_agrees(query, events, jitter, batches, delay):
+    q = cepkit.parse(query)
+    assume(q.within is not None and not q.partition_by and not whole_history(q))
+    if q.within.events:
+        # A stream never ends: a match is final once the r events after it have come. Events of a type no
+        # query names stand for them (they change no match of the finite stream).
+        last = events[-1]["ts"]
+        events = events + [{"type": "Z", "ts": last + 1, "v": 0, "id": 0}] * int(q.within.amount)
+        jitter = np.concatenate([jitter, np.zeros(int(q.within.amount))])
+    variables = list(output_variables(q))
+    expected = match_rows(cepkit.match(query, events, engine="reference").to_pandas()
+                          .reindex(columns=["positions", *variables]), variables)
+    got = match_rows(run_stream(query, events, jitter, batches, delay), variables)
+    assert sorted(got, key=repr) == sorted(expected, key=repr), query
+
+
+@st.composite
+def arrivals(draw, fragment):
+    events = draw(streams(min_size=1, max_size=12, **({"types": ("C", "P", "D", "B")} if fragment == "ses" else {})))
+    delay = draw(st.integers(0, 4))
+    jitter = draw(st.lists(st.floats(0, delay), min_size=len(events), max_size=len(events)))
+    return events, np.array(jitter), draw(st.integers(1, 5)), delay
+
+
+@settings(max_examples=25, deadline=None)
+@given(unary_queries(strategies=("ALL", "NEXT", "STRICT"), partition=False, max_depth=2), arrivals("cel"))
+def test_streamed_matches_equal_batch_cel_fragment(query, arrival):
+    assert_stream_agrees(query, *arrival)
+
+
+@settings(max_examples=25, deadline=None)
+@given(flat_seq_queries(strategies=("ALL", "STNM"), partition=False), arrivals("sase"))
+def test_streamed_matches_equal_batch_with_negation(query, arrival):
+    """A trailing negation holds a match back until the watermark passes its first event plus the window
+    (LANGUAGE.md §10.4)."""
+    assert_stream_agrees(query, *arrival)
+
+
+@settings(max_examples=20, deadline=None)
+@given(set_query_variants(strategies=("ALL", "ROBUST_STNM")), arrivals("ses"))
+def test_streamed_matches_equal_batch_ses_fragment(query, arrival):
+    assert_stream_agrees(query, *arrival)
+
+
+def test_a_match_waits_for_its_trailing_negation_scope():
+    """SEQ(A a, B b, !C c) WITHIN 5: the match (0, 1) is final only once no C can come up to ts 0 + 5
+    (LANGUAGE.md §10.4); the timer asks to be called back when that may have changed."""
+    events = [{"type": "A", "ts": 0, "v": 0, "id": 0}, {"type": "B", "ts": 1, "v": 0, "id": 0}]
+    q = cepkit.parse("SEQ(A a, B b, !C c) WITHIN 5")
+    split = plan_split(q)
+    matcher, horizon = GroupMatcher(q, "reference", {}, COLUMNS, split), Horizon.of(split)
+    frame = stream_frame(events)
+    found, buffer, timer = advance(KeyBuffer(frame.iloc[:0]), frame, 3_000_000, matcher, horizon)
+    assert found.empty and timer == 0 + 5_000_000 + horizon.slack   # the earliest pending ts plus the window
+    found, buffer, _ = advance(buffer, None, 6_000_003, matcher, horizon)
+    assert [list(p) for p in found["positions"]] == [[0, 1]]
+
+
+def test_event_windows_keep_the_last_events_whatever_their_age():
+    """WITHIN n EVENTS counts settled events of the key: the state holds the last r + w of them."""
+    q = cepkit.parse("SEQ(A a, B b) WITHIN 3 EVENTS")
+    split = plan_split(q)
+    matcher, horizon = GroupMatcher(q, "reference", {}, COLUMNS, split), Horizon.of(split)
+    frame = stream_frame([{"type": t, "ts": 100 * i, "v": 0, "id": 0} for i, t in enumerate("ABXXAB")])
+    empty = frame.iloc[:0].copy()
+    empty[SEQ] = pd.Series(dtype=float)
+    found, buffer, _ = advance(KeyBuffer(empty), frame, 2 ** 62, matcher, horizon)
+    assert [list(p) for p in found["positions"]] == [[0, 1], [4, 5]]
+    assert list(buffer.events[POS]) == [4, 5] and buffer.settled == 6       # w = n - 1 = 2, r = 0
+
+
+def test_buffers_survive_the_state_store_round_trip():
+    frame = stream_frame([{"type": "A", "ts": 1.5, "v": 2, "id": None}])
+    frame["when"] = pd.Timestamp("2024-01-01")
+    buffer = KeyBuffer(frame, 7, 3, 2)
+    back = KeyBuffer.from_state(buffer.to_bytes(), 7, 3, 2)
+    pd.testing.assert_frame_equal(back.events, frame)
+    assert (back.frontier, back.settled, back.emitted) == (7, 3, 2)
