@@ -8,9 +8,10 @@ from.
 
 Long runs report progress: a stream of ``PROGRESS_MIN_EVENTS`` events or more is pushed through
 ``cepkit.Matcher`` in chunks, calling ``progress(done, total)`` after each. ``Matcher`` returns the same
-matches as ``cepkit.match`` (every engine's conformance suite checks it); an engine without an incremental
-mode, or an out-of-order mode (whose retractions only ``cepkit.match`` collects in ``Matches.deltas``), runs
-in one batch call instead.
+matches as ``cepkit.match`` (every engine's conformance suite checks it). Three cases run in one batch call
+instead: an engine without an incremental mode; ``reference``, whose incremental mode re-evaluates the
+whole prefix on each push (it is the meaning, brute force, not an engine for long streams); and the
+out-of-order modes, whose retractions only ``cepkit.match`` collects in ``Matches.deltas``.
 """
 from __future__ import annotations
 
@@ -75,9 +76,11 @@ def _run_on(query, stream: Stream, engine: str, progress, options: dict) -> cepk
     if incremental:
         stream.require_order()                         # the same EventError cepkit.match raises
         try:
-            return _push_all(cepkit.Matcher(query, engine=engine, **options), stream, progress)
+            matcher = cepkit.Matcher(query, engine=engine, **options)
         except NotImplementedError:                    # the engine has no incremental mode
-            pass
+            matcher = None
+        if matcher is not None and matcher.engine != ORACLE:
+            return _push_all(matcher, stream, progress)
     matches = cepkit.match(query, stream, engine=engine, **options)
     if progress is not None:
         progress(len(stream), len(stream))

@@ -4,7 +4,7 @@ import pytest
 
 import cepkit
 from cepkit.widgets import Workbench
-from cepkit.widgets.execution import PROGRESS_MIN_EVENTS, run_query
+from cepkit.widgets.execution import PROGRESS_CHUNK, PROGRESS_MIN_EVENTS, run_query
 from cepkit.widgets.workbench import TABS
 
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
@@ -81,12 +81,17 @@ def test_errors_that_need_the_data_show_in_the_status(farm):
 def test_long_runs_show_progress_and_give_the_batch_result():
     n = PROGRESS_MIN_EVENTS + 700
     events = pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
-                           "v": [i % 5 for i in range(n // 3 * 3)]})
+                           "v": [i // 3 % 5 for i in range(n // 3 * 3)]})
     query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
-    seen = []
-    run = run_query(query, events, engine="reference", progress=lambda done, total: seen.append((done, total)))
-    assert seen[-1] == (len(events), len(events)) and len(seen) > 1
-    assert run.matches.positions() == cepkit.match(query, events, engine="reference").positions()
+    oracle = cepkit.match(query, events, engine="reference").positions()
+    incremental = [e for e in cepkit.engines().index
+                   if e != "reference" and cepkit.engines().at[e, "binary_conditions"]]
+    for engine in [*incremental[:1], "reference"]:           # reference itself runs in one batch call
+        seen = []
+        run = run_query(query, events, engine=engine, progress=lambda done, total: seen.append((done, total)))
+        assert seen[-1] == (len(events), len(events))
+        assert len(seen) == (1 if engine == "reference" else -(-len(events) // PROGRESS_CHUNK))
+        assert run.matches.positions() == oracle and len(oracle) == n // 3
     wb = Workbench(events, query=query)
     wb.run()
     assert wb.progress.value == wb.progress.max == len(events)
