@@ -1,6 +1,7 @@
-"""How far the reference evaluator (brute force, the oracle) scales: time per query as the stream grows, as a
-ratio to the smallest size measured in the same run (best of three runs each). It tells engine authors how long a differential test
-stream may be; speed is not the reference's goal.
+"""How far the reference evaluator (brute force, the oracle) scales: time per query as the stream grows.
+
+Each time is the best of three runs, shown as a ratio to the smallest size measured in the same run. It tells
+engine authors how long a differential test stream may be; speed is not the reference's goal.
 
     python bench/reference.py            # sizes 100 .. 1600
     python bench/reference.py --quick    # sizes 50 .. 200

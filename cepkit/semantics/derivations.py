@@ -104,7 +104,8 @@ class Deriver(A.Visitor):
 
     def _combinations(self, node, lo, hi, windowed, ordered: bool) -> list:
         """One derivation per generating item: each after the previous (SEQ) or on distinct events (AND)."""
-        options = [sorted(self.derive(item, lo, hi, windowed), key=lambda d: d.first) for item in generating(node.items)]
+        options = [sorted(self.derive(item, lo, hi, windowed), key=lambda d: d.first)
+                   for item in generating(node.items)]
         firsts = [[d.first for d in option] for option in options]
         out = []
 

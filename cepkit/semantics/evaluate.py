@@ -39,7 +39,7 @@ from .derivations import PUNCTUATION, Derivation, Deriver, generating
 from .stnm import STNM_STRATEGIES, check_stnm_shape, stnm_select
 from .strategies import RANKED, beats, is_interval
 from .substream import Substream
-from .truth import Truth, all3, not3
+from .truth import Truth, all3, any3, not3
 from .validity import Checker
 
 
@@ -111,11 +111,11 @@ class Evaluation:
         for same in by_key.values():  # one (C, β) may have several derivations: it holds if one does
             truths = [checker.valid(d) for d in same]
             best = next((d for d, t in zip(same, truths) if t is True), same[0])
-            matches.append((best, True if True in truths else (None if None in truths else False)))
-        selected = self._select(matches, sub, deriver, checker)
+            matches.append((best, any3(truths)))
+        selected = self._select(matches, sub, deriver)
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
-    def _select(self, matches: list, sub, deriver, checker) -> list:
+    def _select(self, matches: list, sub, deriver) -> list:
         """The top-level strategy among the valid (windowed, filtered) matches (§10.3)."""
         strategy = self.query.strategy
         if strategy == "ALL":
@@ -126,7 +126,8 @@ class Evaluation:
             by_last: dict = {}
             for d, t in matches:
                 by_last.setdefault(d.last, []).append((d, t))
-            return [(d, all3([t, *(not3(rt) for r, rt in by_last[d.last] if beats(strategy, r.positions, d.positions))]))
+            return [(d, all3([t, *(not3(rt) for r, rt in by_last[d.last] if beats(strategy, r.positions,
+                                                                                   d.positions))]))
                     for d, t in matches]
         return stnm_select(strategy, matches, sub, deriver.type_matches)
 
@@ -153,7 +154,8 @@ class Evaluation:
             if select is None:
                 positions = {events[i].position for i in d.positions}
             else:
-                positions = {p for value in bindings.values() for p in (value if isinstance(value, tuple) else (value,))}
+                positions = {p for value in bindings.values()
+                             for p in (value if isinstance(value, tuple) else (value,))}
             if positions:
                 match = Match(tuple(sorted(positions)), bindings)
                 out.setdefault(match.key, match)

@@ -112,7 +112,8 @@ def stock(s1, s2, s3, s4):
     return {"s1": s1, "s2": s2, "s3": s3, "s4": s4}
 
 
-STNM_P3 = [stock("e1", "e4", ("e5", "e6"), "e7"), stock("e3", "e4", ("e5", "e6"), "e7"), stock("e4", "e5", ("e6",), "e7")]
+STNM_P3 = [stock("e1", "e4", ("e5", "e6"), "e7"), stock("e3", "e4", ("e5", "e6"), "e7"),
+           stock("e4", "e5", ("e6",), "e7")]
 
 
 def test_stocks_p3_all_matches_with_the_fix():
