@@ -136,3 +136,28 @@ def test_engine_is_registered_with_every_feature():
     row = matrix.loc["reference"]
     assert row["rank"] == 1000 and all(row[f] for f in cepkit.lang.FEATURES)
     assert row["disorder:reject"] and not row["disorder:kslack"]
+
+
+def test_plans_and_matchers_pickle(events):
+    """ARCHITECTURE.md: plans pickle (Spark ships them), incremental state included."""
+    import pickle
+
+    from cepkit.runtime import Stream, get_engine
+    from cepkit.runtime.events import make_event
+
+    plan = get_engine("reference").compile(cepkit.parse("SEQ(A a, !B b, C c) WITHIN 5 s"))
+    stream = Stream.from_any(events("A0 C1 A2 B3 C4"))
+    assert pickle.loads(pickle.dumps(plan)).run(stream) == plan.run(stream)
+    matcher = plan.matcher()
+    matcher.push(make_event({"type": "A", "ts": 0}, 0))
+    copy = pickle.loads(pickle.dumps(matcher))
+    assert [m.positions for m in copy.push(make_event({"type": "C", "ts": 1}, 1))] == [(0, 1)]
+
+
+def test_events_are_never_mutated(events):
+    stream = events("A0 B1 B2", v=[1, 2, 3])
+    before = [dict(e) for e in stream]
+    frame = pd.DataFrame(stream)
+    cepkit.match("A a ; B+ b WHERE b.v > a.v", stream, engine="reference")
+    cepkit.match("A a ; B+ b WHERE b.v > a.v", frame, engine="reference")
+    assert stream == before and frame.equals(pd.DataFrame(before))
