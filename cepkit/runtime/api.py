@@ -30,7 +30,10 @@ def check_against_stream(query: Query, stream: Stream) -> None:
         if key not in all_attrs and key not in ("type", "ts"):
             raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the events have: "
                                            f"{', '.join(sorted(all_attrs)) or 'no attributes'}", query.text)
-    variables = query.variables
+    atoms: dict = {}  # var -> every Atom defining it (a name may be defined in several OR branches)
+    for atom in query.ast.pattern.find_all(A.Atom):
+        if atom.var:
+            atoms.setdefault(atom.var, []).append(atom)
     nodes = [query.ast.pattern] + ([query.where] if query.where is not None else [])
     for node in (n for root in nodes for n in root.walk()):
         if isinstance(node, A.Prev):
@@ -38,21 +41,23 @@ def check_against_stream(query: Query, stream: Stream) -> None:
         attr = getattr(node, "attr", None)
         if not isinstance(node, (A.Attr, A.Agg)) or attr is None or attr in ("ts", "type"):
             continue
-        atom = variables.get(node.var)
-        types = _types_of(atom, query)
+        types = _types_of(atoms.get(node.var, ()), query)
         known = stream.attributes_of(types) if types is not None else all_attrs
         if not known and types is not None:
-            continue  # no event of that type in this stream: nothing to check against
+            continue  # no event of those types in this stream: nothing to check against
         if attr not in known:
-            what = f"events of type {atom.type}" if atom is not None and atom.type else "the events"
+            what = f"events of type {', '.join(sorted(types))}" if types is not None else "the events"
             raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: {what} have "
                                       f"{', '.join(sorted(known)) or 'no attributes'}", query.text)
 
 
-def _types_of(atom, query: Query):
-    if atom is None or atom.type is None:
+def _types_of(atoms, query: Query):
+    """The event types a variable can bind (None: any type)."""
+    if not atoms or any(a.type is None for a in atoms):
         return None
-    return query.hierarchy.covers(atom.type) if query.hierarchy is not None else frozenset({atom.type})
+    if query.hierarchy is not None:
+        return frozenset().union(*(query.hierarchy.covers(a.type) for a in atoms))
+    return frozenset(a.type for a in atoms)
 
 
 def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,

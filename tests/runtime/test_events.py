@@ -64,3 +64,13 @@ def test_make_event_keeps_input_unmutated():
     raw = {"type": "A", "ts": 1, "v": 2}
     e = make_event(raw, 4)
     assert raw == {"type": "A", "ts": 1, "v": 2} and e.position == 4 and e["v"] == 2
+
+
+def test_a_variable_of_several_or_branches_may_use_the_attributes_of_each_branch():
+    import cepkit
+    events = [{"type": "Checking", "insType": "scalpels"}, {"type": "Sharpening", "insID": 15}]
+    q = "OR(Checking c FILTER c.insType = 'scalpels', Sharpening c FILTER c.insID = 15)"
+    assert cepkit.match(q, events, engine="reference").positions() == [(0,), (1,)]
+    with pytest.raises(cepkit.QueryError, match="unknown attribute 'insID' of 'c': events of type Checking") as err:
+        cepkit.match("Checking c FILTER c.insID = 1", events)
+    assert (err.value.line, err.value.column) == (1, 19) and "^^^^^^^" in str(err.value)
