@@ -37,27 +37,34 @@ def state_name(state) -> str:
     return f"q{state}" if isinstance(state, int) else str(state)
 
 
-def _bezier(p0, p2, bend: float, samples: int = 17) -> np.ndarray:
-    """Points of the quadratic Bézier from p0 to p2 whose control point is pushed ``bend`` (times the
-    distance) to the left of the chord."""
+def _bezier(p0, p2, bend: float, samples: int = 17) -> tuple:
+    """(points, label position) of the quadratic Bézier from p0 to p2 whose control point is pushed
+    ``bend`` (times the distance) to the left of the chord; the label goes on the outer side of the arc."""
     p0, p2 = np.asarray(p0, float), np.asarray(p2, float)
     chord = p2 - p0
-    control = (p0 + p2) / 2 + bend * np.array([-chord[1], chord[0]])
+    push = bend * np.array([-chord[1], chord[0]])
     t = np.linspace(0, 1, samples)[:, None]
-    return (1 - t) ** 2 * p0 + 2 * (1 - t) * t * control + t ** 2 * p2
+    points = (1 - t) ** 2 * p0 + 2 * (1 - t) * t * ((p0 + p2) / 2 + push) + t ** 2 * p2
+    if abs(push[0]) > abs(push[1]):
+        return points, "middle right" if push[0] > 0 else "middle left"
+    return points, "bottom center" if push[1] < 0 else "top center"
 
 
-def _loop(center, k: int, samples: int = 25) -> np.ndarray:
-    """The k-th self-loop at a state: a circle standing on top of it, larger for each further loop."""
+def _loop(center, k: int, upward: bool, samples: int = 25) -> tuple:
+    """(points, label position) of the k-th self-loop at a state: a circle standing on (or hanging from)
+    it, larger for each further loop."""
     radius = 0.14 + 0.11 * k
+    side = 1 if upward else -1
     angles = np.linspace(-np.pi / 2, 3 * np.pi / 2, samples)
     x, y = center
-    return np.column_stack([x + 0.6 * radius * np.cos(angles), y + radius + radius * np.sin(angles)])
+    points = np.column_stack([x + 0.6 * radius * np.cos(angles), y + side * (radius + radius * np.sin(angles))])
+    return points, "top center" if upward else "bottom center"
 
 
 def edge_paths(graph, positions: dict) -> list:
-    """``[(edge data, points)]`` for every transition: arcs for parallel and backward edges, loops for
-    self-transitions, straight segments otherwise."""
+    """``[(edge data, points, label position)]`` for every transition: arcs for parallel and backward edges,
+    loops for self-transitions (hanging below a state whose layer has neighbours only above it), straight
+    segments otherwise."""
     groups: dict = {}
     for u, v, data in graph.edges(data=True):
         groups.setdefault((u, v) if u == v else frozenset((u, v)), []).append((u, v, data))
@@ -65,24 +72,31 @@ def edge_paths(graph, positions: dict) -> list:
     for edges in groups.values():
         for k, (u, v, data) in enumerate(edges):
             if u == v:
-                paths.append((data, _loop(positions[u], k)))
+                paths.append((data, *_loop(positions[u], k, _room_above(graph, positions, u))))
                 continue
             backward = positions[v][0] <= positions[u][0]
             centred = k - (len(edges) - 1) / 2
-            bend = 0.25 * centred + (0.2 if backward and len(edges) == 1 else 0.0)
+            bend = 0.35 * centred + (0.2 if backward and len(edges) == 1 else 0.0)
             if (u, v) != tuple(sorted((u, v), key=str)):     # one orientation per pair keeps arcs apart
                 bend = -bend
-            paths.append((data, _bezier(positions[u], positions[v], bend)))
+            paths.append((data, *_bezier(positions[u], positions[v], bend)))
     return paths
+
+
+def _room_above(graph, positions: dict, state) -> bool:
+    x, y = positions[state]
+    near = [positions[n][1] for n in set(graph.predecessors(state)) | set(graph.successors(state))
+            if n != state and positions[n][0] == x]
+    return not near or any(other < y for other in near)
 
 
 def automaton_figure(automaton, positions: dict) -> go.Figure:
     """The static drawing: transitions by mark, their labels, states, final rings; "active states" empty."""
     graph = automaton.to_networkx()
     traces = {name: {"x": [], "y": []} for name in TRACES}
-    labels = {"x": [], "y": [], "text": [], "hovertext": []}
+    labels = {"x": [], "y": [], "text": [], "hovertext": [], "textposition": []}
     arrows = []
-    for data, points in edge_paths(graph, positions):
+    for data, points, label_position in edge_paths(graph, positions):
         trace = traces[f"{data['mark']} transitions"]
         trace["x"].extend([*points[:, 0], None])
         trace["y"].extend([*points[:, 1], None])
@@ -92,6 +106,7 @@ def automaton_figure(automaton, positions: dict) -> go.Figure:
         labels["y"].append(middle[1])
         labels["text"].append(label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…")
         labels["hovertext"].append(html.escape(data.get("label") or label))
+        labels["textposition"].append(label_position)
         tail, head = points[int(len(points) * 0.7)], points[int(len(points) * 0.8)]
         arrows.append(dict(x=head[0], y=head[1], ax=tail[0], ay=tail[1], xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.4, arrowwidth=1.2,
@@ -107,7 +122,7 @@ def automaton_figure(automaton, positions: dict) -> go.Figure:
         figure.add_scatter(name=f"{mark} transitions", mode="lines", hoverinfo="skip",
                            line={"color": style["color"], "dash": style["dash"], "width": 1.6},
                            **traces[f"{mark} transitions"])
-    figure.add_scatter(name="transition labels", mode="text", textposition="top center", textfont={"size": 11},
+    figure.add_scatter(name="transition labels", mode="text", textfont={"size": 11},
                        hovertemplate="%{hovertext}<extra></extra>", **labels)
     figure.add_scatter(name="final states", mode="markers", hoverinfo="skip",
                        x=[positions[s][0] for s in finals], y=[positions[s][1] for s in finals],
@@ -120,11 +135,11 @@ def automaton_figure(automaton, positions: dict) -> go.Figure:
     figure.add_scatter(name="active states", mode="markers+text", x=[], y=[], text=[], hoverinfo="skip",
                        marker={"size": 30, "color": "#ffb000", "line": {"color": "#7a4f00", "width": 2}})
     width = max(x for x, _ in positions.values()) + 1
-    height = max((abs(y) for _, y in positions.values()), default=0) + 1
+    height = max((abs(y) for _, y in positions.values()), default=0) + 0.8    # room for loops and labels
     figure.update_layout(annotations=arrows, showlegend=False, plot_bgcolor="white", hovermode="closest",
-                         height=int(220 + 60 * height), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                         xaxis={"visible": False, "range": [-0.7, width - 0.3]},
-                         yaxis={"visible": False, "range": [-height, height + 0.2], "scaleanchor": None})
+                         height=int(100 + 130 * 2 * height), margin={"l": 10, "r": 10, "t": 30, "b": 10},
+                         xaxis={"visible": False, "range": [-0.7, width]},
+                         yaxis={"visible": False, "range": [-height, height]})
     return figure
 
 

@@ -1,14 +1,18 @@
-"""AutomatonView without a browser, on the CEA of digest 004 §3 Figure 2 (a hand-written automaton with
-the interface of ``cepkit.automaton``, in conftest.py)."""
+"""AutomatonView without a browser, on automata compiled by ``cepkit.automaton`` from the formulas of
+digest 004 §3 over the farm-sensor stream of Figure 1."""
+import networkx as nx
 import numpy as np
 import pytest
 import traitlets
 
+import cepkit
 from cepkit.widgets import AutomatonView
-from cepkit.widgets.automaton_view import TRACES, edge_paths
-from cepkit.widgets.graph_layout import layered_layout
+from cepkit.widgets.automaton_view import TRACES, edge_paths, state_name
 
-# Digest 004 §3, "Figure 2 CEA" [derived], with position 0 = T.
+PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
+# Digest 004 §3, "Figure 2 CEA": CEs that begin and end with an H and hold some T events above 40.
+FIGURE2 = "(H AS x ; H AS z) OR (H AS x ; (T AS y FILTER y.tmp > 40)+ ; H AS z)"
 FIGURE2_OUTPUTS = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
 
 
@@ -16,58 +20,74 @@ def separators(trace) -> int:
     return sum(x is None for x in trace.x)
 
 
-def test_states_transitions_and_marks_are_drawn(figure2):
-    view = AutomatonView(figure2)
+def test_states_transitions_and_marks_are_drawn():
+    view = AutomatonView(PHI1)
+    a = view.automaton
     assert [t.name for t in view.figure.data] == list(TRACES)
-    assert list(view.trace("states").text) == ["q0", "q1", "q2"]
-    assert len(view.trace("final states").x) == 1
-    assert separators(view.trace("• transitions")) == 3 and separators(view.trace("◦ transitions")) == 2
-    assert sorted(view.trace("transition labels").text) == sorted(
-        ["TRUE / ◦", "H / •", "TRUE / ◦", "T ∧ tmp > 40 / •", "H / •"])
-    assert view.figure.data[TRACES.index("◦ transitions")].line.dash == "dot"
-    assert any(a.text == "start" for a in view.figure.layout.annotations)
-    assert "3 states, 5 transitions" in view.summary.value
-    assert repr(view) == "AutomatonView(states=3, transitions=5, step=0/0)"
+    assert list(view.trace("states").text) == [state_name(s) for s in a.states]
+    assert len(view.trace("final states").x) == len(a.finals) > 0
+    marked = sum(t.mark == "•" for t in a.transitions)
+    assert separators(view.trace("• transitions")) == marked > 0
+    assert separators(view.trace("◦ transitions")) == len(a.transitions) - marked > 0
+    assert sorted(view.trace("transition labels").text) == sorted(f"{t.predicate} / {t.mark}" for t in a.transitions)
+    assert view.trace("◦ transitions").line.dash == "dot"
+    assert any(ann.text == "start" for ann in view.figure.layout.annotations)
+    assert f"{len(a.states)} states, {len(a.transitions)} transitions" in view.summary.value
+    assert repr(view) == f"AutomatonView(states={len(a.states)}, transitions={len(a.transitions)}, step=0/0)"
 
 
-def test_layers_run_left_to_right_from_the_initial_state(figure2):
-    view = AutomatonView(figure2)
-    assert [view.positions[s][0] for s in (0, 1, 2)] == [0, 1, 2]
+def test_an_automaton_already_compiled_is_drawn_as_is():
+    compiled = cepkit.automaton(PHI3)
+    assert AutomatonView(compiled).automaton is compiled
 
 
-def test_self_loops_at_one_state_do_not_overlap(figure2):
-    automaton = figure2
-    graph = automaton.to_networkx()
-    loops = [points for data, points in edge_paths(graph, layered_layout(graph, 0))
-             if data["predicate"] in ("TRUE", "T ∧ tmp > 40") and np.allclose(points[0], points[-1])]
-    heights = sorted(points[:, 1].max() for points in loops)
-    assert len(loops) == 3 and heights[1] < heights[2]        # q1's two loops: one inside the other
+def test_layers_run_left_to_right_from_the_initial_state():
+    view = AutomatonView(PHI3)
+    a = view.automaton
+    assert view.positions[a.initial][0] == 0
+    assert all(view.positions[f][0] > 0 for f in a.finals)
 
 
-def test_stepping_highlights_active_states_and_lists_partial_matches(farm, figure2):
-    view = AutomatonView(figure2, farm)
-    assert view.step == 0 and list(view.trace("active states").text) == ["q0"]
+def test_self_loops_at_one_state_nest_and_hang_away_from_layer_neighbours():
+    graph = nx.MultiDiGraph()
+    graph.add_edge(0, 1, predicate="H", mark="•")
+    graph.add_edge(1, 1, predicate="TRUE", mark="◦")
+    graph.add_edge(1, 1, predicate="T", mark="•")
+    positions = {0: (0, 0.0), 1: (1, 0.0)}
+    loops = [points for _, points, _ in edge_paths(graph, positions) if np.allclose(points[0], points[-1])]
+    assert sorted(p[:, 1].max() for p in loops)[0] < sorted(p[:, 1].max() for p in loops)[1]
+    positions = {0: (1, 1.0), 1: (1, 0.0)}                # a neighbour above in the same layer: hang below
+    assert all(p[:, 1].max() <= 1e-9 for _, p, where in edge_paths(graph, positions) if where == "bottom center")
+    assert sum(where == "bottom center" for *_, where in edge_paths(graph, positions)) == 2
+
+
+def test_stepping_highlights_active_states_and_lists_partial_matches(farm):
+    view = AutomatonView(PHI3, farm)
+    a = view.automaton
+    assert view.step == 0 and list(view.trace("active states").text) == [state_name(a.initial)]
     assert "no event read yet" in view.panel.value
-    view.step = 3                                   # after H@2: one run waits in q1 holding (2,)
-    assert sorted(view.trace("active states").text) == ["q0", "q1"]
-    assert "<td>q1</td><td>1</td><td>(2,)</td>" in view.panel.value
-    view.step = 8                                   # after H@7: the runs ending there complete
-    assert sorted(view.trace("active states").text) == ["q0", "q1", "q2"]
-    assert "completed here</b>: (2, 5, 7), (2, 7), (3, 5, 7), (3, 7)" in view.panel.value
+    view.step = 4                                   # after H@3 (x): some run holds the partial match (3,)
+    assert any((3,) in runs for runs in view.active().values())
+    assert "(3,)" in view.panel.value
+    view.step = 8                                   # after H@7 (z): digest 004 §3, ⟦φ3⟧ completes here
+    assert "completed here</b>: (3, 4, 6, 7), (3, 6, 7), (3, 4, 7)" in view.panel.value
+    finals = [s for s, runs in view.active().items() if runs and s in a.finals]
+    assert set(view.trace("active states").text) >= {state_name(s) for s in finals} and finals
 
 
-def test_every_output_of_figure2_is_reported_at_its_last_event(farm, figure2):
-    view = AutomatonView(figure2, farm)
+def test_every_output_of_figure2_is_reported_at_its_last_event(farm):
+    view = AutomatonView(FIGURE2, farm)
     completed = set()
     for k in range(1, len(view.steps) + 1):
         view.step = k
-        completed.update(tuple(p) for p in view.steps[k - 1].matches)
-        assert all(str(p) in view.panel.value for p in view.steps[k - 1].matches)
-    assert completed == FIGURE2_OUTPUTS
+        step = view.steps[k - 1]
+        completed.update(m.positions for m in step.matches)
+        assert all(m.positions[-1] == step.position and str(m.positions) in view.panel.value for m in step.matches)
+    assert completed == FIGURE2_OUTPUTS == set(cepkit.match(FIGURE2, farm, engine="reference").positions())
 
 
-def test_buttons_and_slider_move_the_step(farm, figure2):
-    view = AutomatonView(figure2, farm)
+def test_buttons_and_slider_move_the_step(farm):
+    view = AutomatonView(PHI1, farm)
     view.back.click()
     assert view.step == 0
     view.forward.click()
@@ -81,7 +101,13 @@ def test_buttons_and_slider_move_the_step(farm, figure2):
         view.step = 10
 
 
-def test_long_streams_are_stepped_through_a_prefix_and_say_so(farm, figure2):
-    view = AutomatonView(figure2, farm * 3, max_steps=10)
+def test_long_streams_are_stepped_through_a_prefix_and_say_so(farm):
+    view = AutomatonView(PHI1, farm * 3, max_steps=10)
     assert len(view.steps) == 10 and view.slider.max == 10
     assert "first 10 of 27 events" in view.panel.value
+
+
+def test_a_query_outside_cel_is_a_query_error_naming_engines():
+    with pytest.raises(cepkit.QueryError) as err:
+        AutomatonView("SEQ(T x, !H h, T z)")
+    assert err.value.engines and "automaton" not in err.value.engines
