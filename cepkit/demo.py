@@ -138,7 +138,8 @@ def timeline_figure(query, events: pd.DataFrame, matches, max_matches: int = MAX
     lanes = events["type"].astype(str)
     if query.partition_by and query.partition_by[0] in events.columns:
         lanes = events[query.partition_by[0]].astype(str) + " " + lanes
-    types = {atom.type for atom in query.variables.values() if atom.type is not None}
+    concepts = {atom.type for atom in query.variables.values() if atom.type is not None}
+    types = {t for c in concepts for t in (query.hierarchy.covers(c) if query.hierarchy else (c,))}
     shown = events["type"].isin(types) if types else pd.Series(True, index=events.index)
     figure = go.Figure()
     for name in sorted(lanes[shown].unique(), reverse=True):
@@ -157,6 +158,20 @@ def timeline_figure(query, events: pd.DataFrame, matches, max_matches: int = MAX
     return figure
 
 
+def match_table(query, events: pd.DataFrame, matches, limit: int = 20) -> pd.DataFrame:
+    """The first ``limit`` matches, readable: the partition key, then each variable's event type and ts
+    (a Kleene variable lists its events)."""
+    rows = []
+    for m in list(matches)[:limit]:
+        first = events.iloc[m.positions[0]]
+        row = {key: first.get(key) for key in query.partition_by}
+        for var, bound in m.bindings.items():
+            chosen = events.iloc[list(bound) if isinstance(bound, tuple) else [bound]]
+            row[var] = ", ".join(f"{t} {ts}" for t, ts in zip(chosen["type"], chosen["ts"]))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def write_report(directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame,
                  agree: Optional[bool]) -> Path:
     """``directory/report.html``: the query, the summary table, the agreement and the timeline (plotly.js
@@ -164,7 +179,7 @@ def write_report(directory: Path, query, events: pd.DataFrame, matches, summary:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.html"
     figure = timeline_figure(query, events, matches)
-    sample = matches.to_pandas().head(20)
+    sample = match_table(query, events, matches, limit=20)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>cepkit demo</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}

@@ -2,6 +2,7 @@
 import os
 import shutil
 
+import pandas as pd
 import pytest
 
 import cepkit
@@ -22,7 +23,10 @@ def test_timeline_draws_the_query_types_in_lanes_and_each_match_as_a_line(lga_ja
     # ADVERSE_WEATHER is a concept: its lanes are the types below it that occur, next to the two departure types.
     assert {lane.name for lane in lanes} <= {"LGA STORM", "LGA SNOW", "LGA FOG", "LGA ON_TIME_DEPARTURE",
                                              "LGA DELAYED_DEPARTURE"}
-    assert {"LGA DELAYED_DEPARTURE", "LGA ON_TIME_DEPARTURE"} <= {lane.name for lane in lanes}
+    assert {"LGA STORM", "LGA DELAYED_DEPARTURE", "LGA ON_TIME_DEPARTURE"} <= {lane.name for lane in lanes}
+    storms = lga_january[lga_january["type"] == "STORM"]
+    storm_lane = next(lane for lane in lanes if lane.name == "LGA STORM")
+    assert list(pd.to_datetime(storm_lane.x, utc=True)) == list(storms["ts"])
     assert lines.name == "matches"
     drawn = min(len(found), 5)
     assert list(lines.x).count(None) == drawn and len(lines.x) == drawn * 3  # w, d, then a break per match
