@@ -105,9 +105,11 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     -------
     pyspark.sql.DataFrame
         ``match_id``, ``positions`` (array<long>), one column per variable (long, or array<long> for a
-        Kleene variable; null for a variable of an OR branch not taken), the PARTITION BY columns; ordered
-        by ``match_id``. Positions are ranks in the logical order (ts, then ``position``), so they equal
-        ``cepkit.match(query, df.toPandas())`` positions when the rows are already in that order.
+        Kleene variable; null for a variable of an OR branch not taken), the PARTITION BY columns. Its
+        partitions hold the rows in ``match_id`` order, so ``collect()``, ``toPandas()`` and ``show()``
+        list them in output order without another sort. Positions are ranks in the logical order (ts, then
+        ``position``), so they equal ``cepkit.match(query, df.toPandas())`` positions when the rows are
+        already in that order.
 
     Raises
     ------
@@ -156,4 +158,4 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
     found = grouped.select(*shipped).mapInPandas(matcher, layout.match_schema(q))
     numbered = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
-    return numbered.select("match_id", "positions", *output_variables(q), *split.keys).orderBy("match_id")
+    return numbered.select("match_id", "positions", *output_variables(q), *split.keys)

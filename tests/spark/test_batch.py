@@ -1,0 +1,202 @@
+"""``cepkit.spark.match`` gives the local positions and bindings: on the digests' worked examples, on random
+queries over partitioned random streams, across time slices; bad input fails before any job runs."""
+import datetime as dt
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from pyspark.sql import functions as F
+
+import cepkit
+import cepkit.spark
+from cepkit.datasets import cel_fire_sensors, neel_hospital, ses_chemo, ses_stocks
+from cepkit.spark import OneGroupWarning
+from cepkit.spark.groups import output_variables
+from tests.spark.conftest import match_rows
+from tests.strategies import flat_seq_queries, streams, unary_queries
+
+pytestmark = pytest.mark.spark
+
+PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
+CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+            "and prev(p.V) < p.V WITHIN 15 days")
+STOCKS_P3 = ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
+             "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms")
+R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+        "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
+
+
+def assert_same_as_local(spark, query, events: pd.DataFrame, engine="reference", slice_length=None,
+                         **kwargs) -> pd.DataFrame:
+    """Spark's rows equal ``cepkit.match(...).to_pandas()``: match ids, positions, bindings, in order."""
+    local = cepkit.match(query, events, engine=engine, **kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", OneGroupWarning)
+        found = cepkit.spark.match(query, spark.createDataFrame(events), engine=engine, slice_length=slice_length,
+                                   **kwargs).toPandas()
+    variables = list(output_variables(cepkit.parse(query)))
+    assert list(found["match_id"]) == list(range(len(found)))
+    assert match_rows(found, variables) == match_rows(local.to_pandas().reindex(columns=["positions", *variables]),
+                                                      variables), query
+    return found
+
+
+# ----------------------------------------------------------------------------- the digests' worked examples
+def test_cel_phi1_and_phi3_as_one_group(spark):
+    """Digest 004 §3: ⟦φ1⟧(S) = {1,2}, {1,8}, {5,8}; ⟦φ3⟧(S) = {3,4,6,7}, {3,4,7}, {3,6,7} with y bound to a
+    tuple; NXT(φ1) keeps {1,2}, {1,8}. Neither has PARTITION BY or WITHIN: one group, with a warning."""
+    events = cel_fire_sensors()
+    found = assert_same_as_local(spark, PHI1, events)
+    assert [tuple(p) for p in found["positions"]] == [(1, 2), (1, 8), (5, 8)]
+    found = assert_same_as_local(spark, PHI3, events)
+    assert sorted(map(tuple, found["positions"])) == [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]
+    assert sorted(map(tuple, found["y"])) == [(4,), (4, 6), (6,)]
+    found = assert_same_as_local(spark, PHI1, events, strategy="NEXT")
+    assert [tuple(p) for p in found["positions"]] == [(1, 2), (1, 8)]
+    with pytest.warns(OneGroupWarning):
+        cepkit.spark.match(PHI1, spark.createDataFrame(events), engine="reference")
+
+
+def test_cel_phi1_partitioned_by_sensor(spark):
+    """φ1 with PARTITION BY id: one group per sensor; the key column comes back with each match."""
+    found = assert_same_as_local(spark, PHI1 + " PARTITION BY id", cel_fire_sensors())
+    assert list(found["id"]) == [0, 0, 0]
+
+
+def test_ses_chemo_p1_over_date_slices(spark):
+    """Digest 002 §3.1 Ex 3.4 (11 matches) and Ex 3.5 (STNM, 3), datetime ts, 15-day window, slices of 4 days;
+    the Kleene variable p is an array<long> column."""
+    events = ses_chemo(3)
+    found = assert_same_as_local(spark, CHEMO_P1, events, slice_length=4 * 86400)
+    assert len(found) == 11
+    assert len(assert_same_as_local(spark, CHEMO_P1, events, strategy="STNM", slice_length=4 * 86400)) == 3
+
+
+def test_ses_stocks_p3_robust_stnm(spark):
+    """Digest 002 §3.4 Ex 6.5: robust skip-till-next-match (4 matches) looks at full matches after the
+    candidate, so slices receive a window after their own part."""
+    found = assert_same_as_local(spark, STOCKS_P3, ses_stocks(6), strategy="ROBUST_STNM", slice_length=0.05)
+    assert len(found) == 4
+
+
+def test_neel_correlated_negated_and(spark):
+    """Digest 000b §7 T21 (R_Q1): the negated AND is checked over the window; engine="auto" on Spark picks
+    the engine the local API picks."""
+    events = neel_hospital("rq1")
+    assert_same_as_local(spark, R_Q1, events)
+    assert_same_as_local(spark, R_Q1, events, engine="auto")
+
+
+# ----------------------------------------------------------------------------- random queries and streams
+def frame_of(events: list) -> pd.DataFrame:
+    return pd.DataFrame(events, columns=["type", "ts", "v", "id"])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(streams(min_size=1, max_size=24, ids=3),
+       st.one_of(unary_queries(strategies=("ALL", "NEXT", "PARTITION_STRICT"), max_depth=2),
+                 flat_seq_queries(strategies=("ALL", "STNM"))))
+def test_random_queries_on_partitioned_streams(spark, events, query):
+    """Issue 3: Spark batch results equal local ``cepkit.match`` on random queries, one group per key."""
+    assume("PARTITION BY" in query)
+    assert_same_as_local(spark, query, frame_of(events))
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.integers(1, 6), st.floats(0.5, 8)))
+def test_time_slices_on_spark(spark, length):
+    """The slices cut by Spark (``F.floor`` on the same formula) give the local matches, whatever their size."""
+    rng = np.random.default_rng(3)
+    events = frame_of([{"type": t, "ts": int(ts), "v": int(v), "id": 0}
+                       for t, ts, v in zip(rng.choice(list("ABC"), 40), np.cumsum(rng.integers(0, 3, 40)),
+                                           rng.integers(0, 5, 40))])
+    assert_same_as_local(spark, "SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 4", events, slice_length=length)
+    assert_same_as_local(spark, "SEQ(A a, B+ b) WITHIN 5 EVENTS", events, slice_length=length)
+
+
+# ----------------------------------------------------------------------------- input forms
+def test_timestamp_kinds_and_the_position_column(spark):
+    """ts as timestamp, timestamp without time zone (read as UTC) or date; equal ts ordered by ``position``."""
+    base = dt.datetime(2024, 3, 31, 1, 0)
+    local = pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [base + dt.timedelta(minutes=m) for m in (0, 1, 1, 3)]})
+    query = "SEQ(A a, B b) WITHIN 2 min"
+    expected = cepkit.match(query, local, engine="reference").positions()
+    for kind in ("timestamp", "timestamp_ntz"):
+        df = spark.createDataFrame(local).withColumn("ts", F.col("ts").cast(kind))
+        found = cepkit.spark.match(query, df, engine="reference").toPandas()
+        assert [tuple(p) for p in found["positions"]] == expected
+    days = spark.createDataFrame(pd.DataFrame({"type": ["A", "B"], "ts": [dt.date(2024, 1, 1), dt.date(2024, 1, 3)]}))
+    found = cepkit.spark.match("SEQ(A a, B b) WITHIN 2 days", days, engine="reference").toPandas()
+    assert [tuple(p) for p in found["positions"]] == [(0, 1)]
+    ties = spark.createDataFrame(pd.DataFrame({"type": ["B", "A"], "ts": [5, 5], "position": [1, 0]}))
+    found = cepkit.spark.match("SEQ(A a, B b) WITHIN 1", ties, engine="reference").toPandas()
+    assert match_rows(found, ["a", "b"]) == [((0, 1), (0, 1))]   # the A comes first: its position column is 0
+
+
+def test_without_ts_positions_are_the_row_order(spark):
+    events = pd.DataFrame({"type": list("ABAB"), "v": [1, 2, 3, 4]})
+    assert_same_as_local(spark, "SEQ(A a, B b) WHERE a.v < b.v WITHIN 2 EVENTS", events)
+
+
+def test_schema_of_the_matches(spark):
+    df = spark.createDataFrame(frame_of([{"type": "A", "ts": 0, "v": 1, "id": 2}, {"type": "B", "ts": 1, "v": 1, "id": 2}]))
+    found = cepkit.spark.match("SEQ(A a, B+ b) WITHIN 3 PARTITION BY id", df, engine="reference")
+    assert found.schema.simpleString() == ("struct<match_id:bigint,positions:array<bigint>,a:bigint,"
+                                           "b:array<bigint>,id:bigint>")
+    assert found.collect()[0].asDict() == {"match_id": 0, "positions": [0, 1], "a": 0, "b": [1], "id": 2}
+
+
+# ----------------------------------------------------------------------------- errors before any job
+def jobs_run_by(spark, call):
+    """Run ``call`` in a job group; return the ids of the Spark jobs it started."""
+    context = spark.sparkContext
+    context.setJobGroup("cepkit-errors", "checks before any job")
+    try:
+        call()
+    finally:
+        context.setLocalProperty("spark.jobGroup.id", None)
+    return context.statusTracker().getJobIdsForGroup("cepkit-errors")
+
+
+@pytest.mark.parametrize("columns, data, query, error, message", [
+    ("kind string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "no 'type' column"),
+    ("type string, ts string", [("A", "x")], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "numbers .seconds. or timestamps"),
+    ("type long, ts long", [(1, 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "must hold strings"),
+    ("type string, ts long, v long", [("A", 1, 1)], "SEQ(A a, B b) WHERE a.w > 1 WITHIN 2", cepkit.QueryError,
+     "unknown attribute 'w' of 'a'"),
+    ("type string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2 PARTITION BY room", cepkit.QueryError,
+     "unknown attribute 'room' in PARTITION BY"),
+    ("type string, ts timestamp", [("A", dt.datetime(2024, 1, 1))], "SEQ(A a, B b) WITHIN 2", cepkit.QueryError,
+     "WITHIN needs a unit"),
+    ("type string, ts long", [("A", 1)], "SEQ(A a, B b)) WITHIN 2", cepkit.QueryError, "line 1, column"),
+])
+def test_bad_input_fails_before_any_job(spark, columns, data, query, error, message):
+    """Issue 3: a DataFrame without ``type``, a ``ts`` of the wrong type, or a query that does not fit the
+    columns gets a clear error before any Spark job runs."""
+    df = spark.createDataFrame(data, columns)
+
+    def call():
+        with pytest.raises(error, match=message):
+            cepkit.spark.match(query, df, engine="reference")
+    assert jobs_run_by(spark, call) == []
+
+
+def test_an_engine_without_the_feature_names_those_with_it(spark):
+    df = spark.createDataFrame([("A", 1)], "type string, ts long")
+    with pytest.raises(cepkit.QueryError, match="engines that support it: .*reference"):
+        cepkit.spark.match("(A a ; B b)+ WITHIN 3", df, engine="stack")
+
+
+@pytest.mark.parametrize("rows, field, position", [
+    ([("A", 1.0), ("B", None), ("B", float("nan"))], "ts", 0),
+    ([("A", 1.0), (None, 2.0)], "type", 1),
+])
+def test_null_type_or_ts_is_reported_with_its_position(spark, rows, field, position):
+    df = spark.createDataFrame(rows, "type string, ts double")
+    with pytest.raises(cepkit.EventError) as caught:
+        cepkit.spark.match("SEQ(A a, B b) WITHIN 2", df, engine="reference")
+    assert (caught.value.field, caught.value.position) == (field, position)
