@@ -271,10 +271,15 @@ class _OutOfOrderMatcher(StackMatcher):
         core.next_lpos += 1
         return core, lpos, late
 
-    def purge_below(self, time_limit: float) -> None:
-        if time_limit > -math.inf:
-            for core in self.cores.values():
-                core.sweep(time_limit, None)
+    def purge_below(self, core: Core, time_limit: float) -> None:
+        """Drop instances with ts < ``time_limit`` where the event went, and everywhere now and then."""
+        if time_limit == -math.inf:
+            return
+        if self._arrivals % SWEEP_EVERY == 0:
+            for other in self.cores.values():
+                other.sweep(time_limit, None)
+        else:
+            core.sweep_touched(time_limit, None)
 
 
 class ConservativeMatcher(_OutOfOrderMatcher):
@@ -318,7 +323,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         if self.max_delay is not None:
             out.extend(self._release_safe())
             if program.window_time is not None:
-                self.purge_below(self.clock - self.max_delay - program.window_time)
+                self.purge_below(core, self.clock - self.max_delay - program.window_time)
         return out
 
     def safe(self, chosen) -> bool:
@@ -385,7 +390,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         if self.max_delay is not None:
             # A late event has ts >= clock - max_delay; a match it reaches lies within 2w of it (§2.5).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
-            self.purge_below(self.clock - self.max_delay - reach)
+            self.purge_below(core, self.clock - self.max_delay - reach)
         return out
 
     def _blocked(self, core: Core, j: int, part, inst) -> list:

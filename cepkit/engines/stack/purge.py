@@ -7,8 +7,9 @@ events with ts < clock - D. Both feed two questions:
 - is a negation scope complete, so a held match is safe to output (``complete_before``/``_through``);
 - can a stored instance never join a future match, so it may go (``purge``): an instance is purgeable
   when, for some slot before or after it, no stored instance can take that slot and no future one can
-  (Alg. 2, run per slot, not per type name, as the digest asks for repeated types); and any instance
-  below every positive slot's frontier minus the window is purgeable too.
+  (Alg. 2, run per slot, not per type name, as the digest asks for repeated types; Alg. 1 is its case
+  of one guarded slot, WE-12); and any instance below every positive slot's frontier minus the window
+  is purgeable too.
 
 Boundaries follow the digest's corrections: a middle or leading scope needs the frontier at or above
 the right neighbour's ts, a trailing one at or above (first ts + w) (WE-9); Alg. 2's forward test uses
