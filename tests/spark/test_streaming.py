@@ -1,0 +1,77 @@
+"""``cepkit.spark.match_stream`` over a file source in several micro-batches gives the matches of batch
+``cepkit.spark.match`` on the same events; events later than the watermark are dropped and counted."""
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import cepkit
+import cepkit.spark
+from cepkit.spark.groups import output_variables
+from tests.spark.conftest import match_rows
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "type string, ts double, position long, v long, id long"
+QUERY = "SEQ(A a, !C c, B b) WHERE a.v <= b.v WITHIN 6 s PARTITION BY id"
+
+
+def write_batch(folder, name, rows: pd.DataFrame):
+    """A micro-batch: one JSON-lines file, written aside then renamed so Spark never reads half of it."""
+    staging = folder / f".{name}.tmp"
+    staging.write_text("".join(json.dumps(r) + "\n" for r in rows.to_dict("records")))
+    staging.rename(folder / f"{name}.json")
+
+
+def unordered(frame: pd.DataFrame, variables) -> list:
+    rows = match_rows(frame, variables)
+    return sorted(zip(rows, frame["id"].tolist()), key=repr)
+
+
+def test_stream_in_micro_batches_equals_batch(spark, tmp_path):
+    rng = np.random.default_rng(7)
+    n, delay = 90, 4.0
+    events = pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.cumsum(rng.uniform(0.1, 1.5, n)).round(3),
+                           "position": np.arange(n), "v": rng.integers(0, 5, n), "id": rng.integers(0, 3, n)})
+    # Arrival order: each event up to `delay` seconds late, so none falls behind the watermark ...
+    arrival = events.iloc[np.argsort(events["ts"].to_numpy() + rng.uniform(0, delay, n), kind="stable")]
+    # ... but for one, far behind it; and an event past everything moves the watermark beyond the last match.
+    late = pd.DataFrame([{"type": "A", "ts": 1.0, "position": n + 1, "v": 0, "id": 0}])
+    beyond = pd.DataFrame([{"type": "Z", "ts": float(events["ts"].max() + 100), "position": n, "v": 0, "id": 0}])
+    source = tmp_path / "events"
+    source.mkdir()
+    stream = spark.readStream.schema(SCHEMA).json(str(source))
+    found = cepkit.spark.match_stream(QUERY, stream, engine="reference", disorder="kslack", k=delay)
+    query = (found.writeStream.format("memory").queryName("stream_matches").outputMode("append")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        first, second, third = np.array_split(np.arange(n), 3)
+        for name, rows in [("0", arrival.iloc[first]), ("1", pd.concat([arrival.iloc[second], late])),
+                           ("2", pd.concat([arrival.iloc[third], beyond]))]:
+            write_batch(source, name, rows)
+            query.processAllAvailable()
+        streamed = spark.sql("select * from stream_matches").toPandas()
+        assert cepkit.spark.late_events(query) == 1
+    finally:
+        query.stop()
+    everything = pd.concat([events, beyond], ignore_index=True)
+    batch = cepkit.spark.match(QUERY, spark.createDataFrame(everything), engine="reference").toPandas()
+    variables = list(output_variables(cepkit.parse(QUERY)))
+    assert len(batch) > 5
+    assert unordered(streamed, variables) == unordered(batch, variables)
+    for _, key_rows in streamed.groupby("id"):          # match ids count each key's matches
+        assert sorted(key_rows["match_id"]) == list(range(len(key_rows)))
+
+
+@pytest.mark.parametrize("query, options, error, message", [
+    ("SEQ(A a, B b) PARTITION BY id", {}, cepkit.QueryError, "needs WITHIN"),
+    ("SEQ(A a, B b) WITHIN 5 s CONSUME BY ANY", {}, cepkit.QueryError, "CONSUME BY"),
+    ("SEQ(A a, B b) WITHIN 5 s", {"disorder": "aggressive"}, ValueError, "append-only"),
+    ("SEQ(A a, B b) WITHIN 5 s", {"disorder": "conservative"}, ValueError, "needs max_delay"),
+    ("SEQ(A a, B b) WITHIN 5 s", {"position": "seq"}, cepkit.EventError, "position column 'seq'"),
+])
+def test_what_a_stream_cannot_do_is_said_before_it_starts(spark, tmp_path, query, options, error, message):
+    stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
+    with pytest.raises(error, match=message):
+        cepkit.spark.match_stream(query, stream, engine="reference", **options)
