@@ -68,7 +68,12 @@ def _hierarchy(value: Optional[str]) -> Optional[Hierarchy]:
     """``--hierarchy``: a JSON file or inline JSON mapping each concept to its children."""
     if value is None:
         return None
-    text = Path(value).read_text() if Path(value).is_file() else value
+    if value.lstrip().startswith("{"):
+        text = value
+    elif Path(value).is_file():
+        text = Path(value).read_text()
+    else:
+        raise _UsageError(f"--hierarchy: no such file {value!r} (or give the JSON itself)")
     try:
         children = json.loads(text)
     except json.JSONDecodeError as err:

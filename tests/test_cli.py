@@ -148,3 +148,19 @@ def test_demo_without_spark_writes_the_report(tmp_path):
     assert len(summary) == 1 and int(summary[0][3]) > 0  # match locally EVENTS MATCHES ENGINE SECONDS
     report = (tmp_path / "out" / "report.html").read_text()
     assert "plotly" in report and "DELAYED_DEPARTURE" in report
+
+
+def test_hierarchy_as_inline_json_or_file(capsys, tmp_path):
+    events = tmp_path / "stocks.csv"
+    pd.DataFrame({"type": ["IBM", "MSFT", "Oil"], "ts": [1, 2, 3]}).to_csv(events, index=False)
+    concepts = '{"Stock": ["Tech", "Energy"], "Tech": ["IBM", "MSFT"], "Energy": ["Oil"]}'
+    status, out, _ = in_process(capsys, "match", "Tech t ; Stock s", "--events", str(events), "--hierarchy",
+                                concepts, "--format", "json")
+    assert status == 0 and [r["positions"] for r in json.loads(out)] == [[0, 1], [0, 2], [1, 2]]
+    (tmp_path / "h.json").write_text(concepts)
+    status, out, _ = in_process(capsys, "parse", "Energy e", "--hierarchy", str(tmp_path / "h.json"))
+    assert status == 0 and "hierarchy" in out.splitlines()[3]
+    status, _, err = in_process(capsys, "parse", "Energy e", "--hierarchy", '{"A": ["B"], "B": ["A"]}')
+    assert status == 2 and "error: the hierarchy has a cycle: " in err
+    status, _, err = in_process(capsys, "parse", "Energy e", "--hierarchy", str(tmp_path / "missing.json"))
+    assert status == 2 and "--hierarchy: no such file" in err
