@@ -23,6 +23,7 @@ class QueryError(ValueError):
         self.text = text
         self.line = line
         self.column = column
+        self.width = width
         self.engines = tuple(engines)
         full = message
         if line is not None and column is not None:

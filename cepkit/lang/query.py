@@ -120,7 +120,7 @@ def parse(text, hierarchy=None) -> Query:
         query.scoped  # rules 7 and 11: a conjunct on two unrelated negations is an error at parse time
     except QueryError as err:
         if err.text is None and err.line is not None:
-            raise QueryError(err.reason, text, err.line, err.column) from None
+            raise QueryError(err.reason, text, err.line, err.column, err.width) from None
         raise
     return query
 
