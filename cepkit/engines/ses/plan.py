@@ -48,7 +48,7 @@ class SesPlan(Plan):
         self.arity = len(self.variables)
         conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.conditions]
         self.satisfiable = all(c.holds(()) for c in conjuncts if not c.variables)
-        conjuncts = [c for c in conjuncts if c.variables]
+        self.conjuncts = conjuncts = [c for c in conjuncts if c.variables]
         implied = [Conjunct(c, self.index, pattern.kleene) for c in pattern.closure]
         self._types = [_type_test(pattern.atoms[v], query.hierarchy) for v in self.variables]
         self._properties = [tuple(c for c in conjuncts if c.property and c.variables == {i})

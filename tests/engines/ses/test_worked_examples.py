@@ -176,6 +176,20 @@ def test_counter_fix():
     assert window.stats.counters == [1, 1, 1] and window.candidate
 
 
+def test_greedy_stnm_misses_what_robust_stnm_keeps():
+    """§6, Thm 6.3 on the chemo stream [derived]: ask for a blood count at least 9 days after every rising
+    prednisone dose. STNM greedily extends p with e10 (patient 1) and e9 (patient 2), after which no count comes
+    late enough, and finds nothing; RSTNM lets e10 and e9 block only if they lead to a match, and keeps
+    {c/e1, p/⟨e3⟩, b/e12} and {c/e8, p/⟨e6⟩, b/e13}, as the reference does."""
+    nadir = P2.replace("WITHIN", "and b.ts - p.ts >= 9 days WITHIN")
+    frame = ses_chemo(3)
+    assert described(nadir, frame, "STNM") == []
+    assert described(nadir, frame, "ROBUST_STNM") == ["b=e12 c=e1 p=e3", "b=e13 c=e8 p=e6"]
+    for strategy in STRATEGIES:
+        assert cepkit.match(nadir, frame, engine="ses", strategy=strategy) == \
+            cepkit.match(nadir, frame, engine="reference", strategy=strategy)
+
+
 # ----------------------------------------------------------------------------- chemo, chapter 1 (§3.2)
 @pytest.mark.parametrize("strategy,expected", [
     ("ALL", ["b=e8 c=e1 p=e3"] + [f"b={b} c=e6 p={p}" for p in ("e5", "e7", "e5+e7") for b in ("e9", "e10")]),
