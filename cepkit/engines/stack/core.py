@@ -195,10 +195,10 @@ class Core:
         neg = program.negations[j]
         store = part.negs[j]
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)
-        i, j = store.span(lo, hi)
+        start, stop = store.span(lo, hi)
         if neg.correlated is None and lo_l == -math.inf and hi_l == math.inf:
-            return i >= j
-        for entry in store.items[i:j]:
+            return start >= stop
+        for entry in store.items[start:stop]:
             if lo_l <= entry.lpos <= hi_l and self._correlated(neg, binding, entry):
                 return False
         return True
