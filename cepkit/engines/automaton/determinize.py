@@ -16,6 +16,7 @@ entry by returning to Python (``fill``).
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .compile import CEA
 from .predicates import Alphabet
@@ -54,9 +55,9 @@ class Letters:
     def of_codes(self, codes: np.ndarray) -> np.ndarray:
         if not len(codes):
             return np.zeros(0, dtype=np.int32)
-        unique, inverse = np.unique(codes, return_inverse=True)
+        inverse, unique = pd.factorize(codes)
         ids = np.array([self.of_code(c) for c in unique], dtype=np.int32)
-        return ids[inverse.reshape(-1)]
+        return ids[inverse]
 
     def of_event(self, event) -> int:
         return self.of_code(self.alphabet.letter_of(event))

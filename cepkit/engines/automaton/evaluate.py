@@ -36,7 +36,7 @@ import pandas as pd
 from ...runtime.matches import Match
 from .determinize import UNKNOWN
 from .kernel import jit
-from .nodes import BOTTOM, FULL, NONE, compact, enumerate_roots, ext, new_arena, union
+from .nodes import BOTTOM, NONE, UNION, compact, enumerate_roots, new_arena
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 
@@ -66,109 +66,145 @@ def _grown_runs(runs: Runs, capacity: int) -> Runs:
 
 # ----------------------------------------------------------------------------- the kernel
 @jit
-def _step(table, letter, pos, key, limit, runs, arena, scratch, roots, collect, info):
-    """One event (or one irrelevant event of a gap, ``pos`` < 0) for every active state; all or nothing."""
-    skip, move_start, move_count, move_var, move_dst, final, settled = table
-    marked, rest, touched, new_state, new_node = scratch
-    arena_before, roots_before = arena.used[0], roots.n[0]
-    n_touched = 0
-    status = OK
-    for k in range(runs.n[0]):
-        state, node = runs.state[k], runs.node[k]
-        if key - arena.start[node] > limit:
-            continue                                   # every run here starts before the window
-        target = skip[state, letter]
-        if target == UNKNOWN:
-            info[0], info[1] = state, letter
-            status = MISS
-            break
-        for m in range(move_start[state, letter], move_start[state, letter] + move_count[state, letter]):
-            dst = move_dst[m]
-            extended = ext(arena, pos, move_var[m], node, key)
-            merged = FULL if extended == FULL else union(arena, marked[dst], extended)
-            if merged == FULL:
-                status = ARENA_FULL
-                break
-            if marked[dst] == NONE and rest[dst] == NONE:
-                touched[n_touched] = dst
-                n_touched += 1
-            marked[dst] = merged
-        if status != OK:
-            break
-        if target >= 0:
-            merged = union(arena, rest[target], node)
-            if merged == FULL:
-                status = ARENA_FULL
-                break
-            if marked[target] == NONE and rest[target] == NONE:
-                touched[n_touched] = target
-                n_touched += 1
-            rest[target] = merged
-    n_new = 0
-    if status == OK:
-        for t in range(n_touched):
-            state = touched[t]
-            node = union(arena, marked[state], rest[state])
-            if node == FULL:
-                status = ARENA_FULL
-                break
-            new_state[n_new], new_node[n_new] = state, node
-            n_new += 1
-            if final[state] and marked[state] != NONE:
-                info[4] += 1
-                if collect:
-                    r = roots.n[0]
-                    if r >= roots.node.shape[0]:
-                        status = ROOTS_FULL
-                        break
-                    roots.node[r], roots.emit[r], roots.key[r], roots.limit[r] = marked[state], pos, key, limit
-                    roots.n[0] = r + 1
-    for t in range(n_touched):
-        marked[touched[t]] = NONE
-        rest[touched[t]] = NONE
-    if status != OK:
-        arena.used[0] = arena_before
-        roots.n[0] = roots_before
-        return status
-    for k in range(n_new):
-        runs.state[k], runs.node[k] = new_state[k], new_node[k]
-    runs.n[0] = n_new
-    return OK
-
-
-@jit
 def advance(table, batch, first, last, none, consume, runs, arena, scratch, roots, collect, info):
     """Events ``first..last-1`` of ``batch``. Returns OK, or a status asking Python for help at event
     ``info[2]`` (MISS: fill δ(info[0], info[1]); ARENA_FULL: compact; ROOTS_FULL: enumerate); calling
-    again from ``info[2]`` resumes where it stopped (``info[3]`` counts the event's finished phases)."""
-    settled = table[6]
-    for i in range(first, last):
+    again from ``info[2]`` resumes where it stopped (``info[3]`` counts the event's finished phases:
+    1 + the irrelevant events of its gap already skipped). ``info[4]`` counts completed lists of matches.
+
+    Every step is all or nothing: nodes are made past ``used`` and committed at its end. All arrays are
+    unpacked here, once: the loop then holds no references to count (numba would otherwise update
+    reference counts at every event).
+    """
+    skip, move_start, move_count, move_var, move_dst, final, settled = table
+    ev_pos, ev_letter, ev_key, ev_limit, ev_gap, ev_reset = batch
+    run_state, run_node, run_n = runs
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    marked, rest, touched, new_state, new_node = scratch
+    root_node, root_emit, root_key, root_limit, root_n = roots
+    capacity = node_pos.shape[0]
+    used, n_runs, n_roots = node_used[0], run_n[0], root_n[0]
+    status = OK
+    i = first
+    while i < last:
         if info[3] == 0:
-            if batch.reset[i]:
-                runs.state[0], runs.node[0], runs.n[0] = 0, BOTTOM, 1
+            if ev_reset[i]:
+                run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
             info[3] = 1
-        while info[3] - 1 < batch.gap[i]:
-            quiet = True
-            for k in range(runs.n[0]):
-                quiet = quiet and settled[runs.state[k]]
-            if quiet:
+        # this step reads an irrelevant event of the gap before event i, or event i itself
+        in_gap = False
+        if info[3] - 1 < ev_gap[i]:
+            for k in range(n_runs):
+                if not settled[run_state[k]]:
+                    in_gap = True
+                    break
+        letter = none if in_gap else ev_letter[i]
+        pos = -1 if in_gap else ev_pos[i]
+        key, limit = ev_key[i], ev_limit[i]
+        fresh = used                                   # nodes made by this step start here
+        n_touched = 0
+        emitted = 0
+        for k in range(n_runs):
+            state, node = run_state[k], run_node[k]
+            if key - node_start[node] > limit:
+                continue                               # every run of this list starts before the window
+            target = skip[state, letter]
+            if target == UNKNOWN:
+                info[0], info[1] = state, letter
+                status = MISS
                 break
-            status = _step(table, none, -1, batch.key[i], batch.limit[i], runs, arena, scratch, roots, collect,
-                           info)
+            first_move = move_start[state, letter]
+            for m in range(first_move, first_move + move_count[state, letter]):
+                if fresh + 2 > capacity:
+                    status = ARENA_FULL
+                    break
+                dst = move_dst[m]
+                # Ext(pos, var, node): the runs of this list, marking the event as the move's variable
+                node_pos[fresh], node_var[fresh], node_left[fresh], node_right[fresh] = pos, move_var[m], node, NONE
+                node_start[fresh] = min(key, node_start[node])
+                fresh += 1
+                if marked[dst] == NONE:
+                    if rest[dst] == NONE:
+                        touched[n_touched] = dst
+                        n_touched += 1
+                    marked[dst] = fresh - 1
+                else:
+                    marked[dst] = _union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst],
+                                         fresh - 1)
+                    fresh += 1
             if status != OK:
-                info[2] = i
-                return status
-            info[3] += 1
-        emitted = info[4]
-        status = _step(table, batch.letter[i], batch.pos[i], batch.key[i], batch.limit[i], runs, arena, scratch,
-                       roots, collect, info)
+                break
+            if target >= 0:
+                if rest[target] == NONE:
+                    if marked[target] == NONE:
+                        touched[n_touched] = target
+                        n_touched += 1
+                    rest[target] = node
+                elif fresh + 1 > capacity:
+                    status = ARENA_FULL
+                    break
+                else:
+                    rest[target] = _union(node_pos, node_var, node_left, node_right, node_start, fresh, rest[target],
+                                          node)
+                    fresh += 1
+        n_new = 0
+        roots_before = n_roots
+        if status == OK:
+            for t in range(n_touched):
+                state = touched[t]
+                if marked[state] == NONE:
+                    node = rest[state]
+                elif rest[state] == NONE:
+                    node = marked[state]
+                elif fresh + 1 > capacity:
+                    status = ARENA_FULL
+                    break
+                else:
+                    node = _union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
+                                  rest[state])
+                    fresh += 1
+                new_state[n_new], new_node[n_new] = state, node
+                n_new += 1
+                if final[state] and marked[state] != NONE:
+                    emitted += 1
+                    if collect:
+                        if n_roots >= root_node.shape[0]:
+                            status = ROOTS_FULL
+                            break
+                        root_node[n_roots], root_emit[n_roots] = marked[state], pos
+                        root_key[n_roots], root_limit[n_roots] = key, limit
+                        n_roots += 1
+        for t in range(n_touched):
+            marked[touched[t]] = NONE
+            rest[touched[t]] = NONE
         if status != OK:
+            n_roots = roots_before
             info[2] = i
-            return status
-        if consume and info[4] > emitted:
-            runs.state[0], runs.node[0], runs.n[0] = 0, BOTTOM, 1
+            break
+        used = fresh
+        for k in range(n_new):
+            run_state[k], run_node[k] = new_state[k], new_node[k]
+        n_runs = n_new
+        info[4] += emitted
+        if in_gap:
+            info[3] += 1
+            continue
+        if consume and emitted:
+            run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
         info[3] = 0
-    return OK
+        i += 1
+    node_used[0], run_n[0], root_n[0] = used, n_runs, n_roots
+    return status
+
+
+@jit(inline=True)
+def _union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """Union(a, b) made at ``at`` (the caller checked the room), the child with the later start first."""
+    if node_start[a] < node_start[b]:
+        a, b = b, a
+    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -1, a, b
+    node_start[at] = node_start[a]
+    return at
 
 
 # ----------------------------------------------------------------------------- inputs

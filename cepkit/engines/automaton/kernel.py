@@ -15,11 +15,14 @@ except ImportError:  # pragma: no cover - exercised by the pure-Python test run
 COMPILED = numba is not None and not numba.config.DISABLE_JIT
 
 
-def jit(fn):
-    """Compile ``fn`` with numba in nopython mode when available; return it unchanged otherwise."""
+def jit(fn=None, *, inline: bool = False):
+    """Compile ``fn`` with numba in nopython mode when available; return it unchanged otherwise.
+    ``inline`` inlines it into its compiled callers (small helpers on the per-event path)."""
+    if fn is None:
+        return lambda f: jit(f, inline=inline)
     if numba is None:
         return fn
-    return numba.njit(cache=True, nogil=True)(fn)
+    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(fn)
 
 
 def name() -> str:

@@ -22,6 +22,7 @@ enters leads to at least one output (output-linear delay).
 from __future__ import annotations
 
 from collections import namedtuple
+from typing import Optional
 
 import numpy as np
 
@@ -36,8 +37,11 @@ SINK = -1        # ``pos`` of ⊥
 Arena = namedtuple("Arena", "pos var left right start used")
 Arena.__doc__ = "Parallel node arrays; ``used[0]`` nodes are allocated."
 
+CAPACITY = 1 << 16   # nodes of a new arena (it doubles while compaction leaves it more than half full)
 
-def new_arena(capacity: int = 1 << 12) -> Arena:
+
+def new_arena(capacity: Optional[int] = None) -> Arena:
+    capacity = capacity or CAPACITY
     arena = Arena(np.empty(capacity, np.int64), np.empty(capacity, np.int32), np.empty(capacity, np.int32),
                   np.empty(capacity, np.int32), np.empty(capacity, np.float64), np.zeros(1, np.int64))
     arena.pos[BOTTOM] = SINK
@@ -49,7 +53,7 @@ def new_arena(capacity: int = 1 << 12) -> Arena:
     return arena
 
 
-@jit
+@jit(inline=True)
 def ext(arena, pos, var, child, key):
     """Ext(pos, var, child) with start key ``key`` for ``pos``; FULL when the arena is full."""
     n = arena.used[0]
@@ -64,7 +68,7 @@ def ext(arena, pos, var, child, key):
     return n
 
 
-@jit
+@jit(inline=True)
 def union(arena, a, b):
     """Union(a, b), or a or b itself when the other is NONE; FULL when the arena is full."""
     if a == NONE:
@@ -95,15 +99,16 @@ def enumerate_roots(arena, roots, keys, limits, first, last, out_pos, out_var, o
     ``out_pos``, ``out_root[m]`` its root. Returns the first root not written because a buffer is full
     (``last`` when all are), leaving nothing of that root behind.
     """
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
     stack_node = np.empty(64, np.int32)
     stack_depth = np.empty(64, np.int64)
     path_pos = np.empty(64, np.int64)
     path_var = np.empty(64, np.int32)
+    n_pos, n_events = counts[0], counts[1]
     for r in range(first, last):
-        saved_pos, saved_events = counts[0], counts[1]
+        saved_pos, saved_events = n_pos, n_events
         key, limit = keys[r], limits[r]
         written = 0
-        sp = 0
         stack_node[0] = roots[r]
         stack_depth[0] = 0
         sp = 1
@@ -112,40 +117,37 @@ def enumerate_roots(arena, roots, keys, limits, first, last, out_pos, out_var, o
             node = stack_node[sp]
             depth = stack_depth[sp]
             if node == BOTTOM:
-                if counts[0] + depth > out_pos.shape[0] or counts[1] >= out_end.shape[0]:
+                if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
                     counts[0], counts[1] = saved_pos, saved_events
                     return r
                 for k in range(depth):
-                    out_pos[counts[0] + k] = path_pos[depth - 1 - k]
-                    out_var[counts[0] + k] = path_var[depth - 1 - k]
-                counts[0] += depth
-                out_end[counts[1]] = counts[0]
-                out_root[counts[1]] = r
-                counts[1] += 1
+                    out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                    out_var[n_pos + k] = path_var[depth - 1 - k]
+                n_pos += depth
+                out_end[n_events] = n_pos
+                out_root[n_events] = r
+                n_events += 1
                 written += 1
                 if cap > 0 and written >= cap:
                     break
                 continue
-            if key - arena.start[node] > limit:
+            if key - node_start[node] > limit:
                 continue
             if sp + 2 > stack_node.shape[0]:
                 stack_node = _grow_i32(stack_node)
                 stack_depth = _grow_i64(stack_depth)
-            if arena.pos[node] == UNION:
-                stack_node[sp] = arena.right[node]
-                stack_depth[sp] = depth
-                stack_node[sp + 1] = arena.left[node]
-                stack_depth[sp + 1] = depth
+            if node_pos[node] == UNION:
+                stack_node[sp], stack_depth[sp] = node_right[node], depth
+                stack_node[sp + 1], stack_depth[sp + 1] = node_left[node], depth
                 sp += 2
             else:
                 if depth >= path_pos.shape[0]:
                     path_pos = _grow_i64(path_pos)
                     path_var = _grow_i32(path_var)
-                path_pos[depth] = arena.pos[node]
-                path_var[depth] = arena.var[node]
-                stack_node[sp] = arena.left[node]
-                stack_depth[sp] = depth + 1
+                path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
+                stack_node[sp], stack_depth[sp] = node_left[node], depth + 1
                 sp += 1
+        counts[0], counts[1] = n_pos, n_events
     return last
 
 
@@ -166,20 +168,19 @@ def _grow_i64(a):
 @jit
 def _live(arena, roots, lowers):
     """For each node, the loosest lower bound on start under which some root reaches it (inf: dead)."""
-    used = arena.used[0]
-    loosest = np.full(used, np.inf)
+    node_pos, _, node_left, node_right, node_start, node_used = arena
+    loosest = np.full(node_used[0], np.inf)
     stack = np.empty(64, np.int32)
     bounds = np.empty(64, np.float64)
     for r in range(roots.shape[0]):
         if roots[r] == NONE:
             continue
-        stack[0] = roots[r]
-        bounds[0] = lowers[r]
+        stack[0], bounds[0] = roots[r], lowers[r]
         sp = 1
         while sp > 0:
             sp -= 1
             node, lower = stack[sp], bounds[sp]
-            if lower >= loosest[node] or arena.start[node] < lower:
+            if lower >= loosest[node] or node_start[node] < lower:
                 continue
             loosest[node] = lower
             if sp + 2 > stack.shape[0]:
@@ -187,12 +188,12 @@ def _live(arena, roots, lowers):
                 bigger = np.empty(2 * bounds.shape[0], np.float64)
                 bigger[:bounds.shape[0]] = bounds
                 bounds = bigger
-            if arena.pos[node] == UNION:
-                stack[sp], bounds[sp] = arena.left[node], lower
-                stack[sp + 1], bounds[sp + 1] = arena.right[node], lower
+            if node_pos[node] == UNION:
+                stack[sp], bounds[sp] = node_left[node], lower
+                stack[sp + 1], bounds[sp + 1] = node_right[node], lower
                 sp += 2
             elif node != BOTTOM:
-                stack[sp], bounds[sp] = arena.left[node], lower
+                stack[sp], bounds[sp] = node_left[node], lower
                 sp += 1
     return loosest
 
@@ -201,29 +202,29 @@ def _live(arena, roots, lowers):
 def _copy_live(arena, loosest, target, remap):
     """Copy the live nodes into ``target`` (oldest first, so children precede parents), collapsing unions
     with one live child; ``remap`` gets each old id's new id."""
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    new_pos, new_var, new_left, new_right, new_start, new_used = target
     n = 0
-    for node in range(arena.used[0]):
+    for node in range(node_used[0]):
         if loosest[node] == np.inf:
             remap[node] = NONE
             continue
-        if arena.pos[node] == UNION:
+        if node_pos[node] == UNION:
             lower = loosest[node]
-            a, b = arena.left[node], arena.right[node]
-            keep_a = arena.start[a] >= lower and remap[a] != NONE
-            keep_b = arena.start[b] >= lower and remap[b] != NONE
+            a, b = node_left[node], node_right[node]
+            keep_a = node_start[a] >= lower and remap[a] != NONE
+            keep_b = node_start[b] >= lower and remap[b] != NONE
             if not (keep_a and keep_b):
                 remap[node] = remap[a] if keep_a else remap[b]
                 continue
-            target.left[n], target.right[n] = remap[a], remap[b]
+            new_left[n], new_right[n] = remap[a], remap[b]
         else:
-            target.left[n] = remap[arena.left[node]] if node != BOTTOM else NONE
-            target.right[n] = NONE
-        target.pos[n] = arena.pos[node]
-        target.var[n] = arena.var[node]
-        target.start[n] = arena.start[node]
+            new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE
+            new_right[n] = NONE
+        new_pos[n], new_var[n], new_start[n] = node_pos[node], node_var[node], node_start[node]
         remap[node] = n
         n += 1
-    target.used[0] = n
+    new_used[0] = n
 
 
 def compact(arena: Arena, roots: np.ndarray, lowers: np.ndarray, min_free: int = 0) -> tuple:

@@ -118,25 +118,24 @@ class Alphabet:
 
     # ------------------------------------------------------------------ a whole stream
     def letters_of(self, stream) -> np.ndarray:
-        """The letter of every event of ``stream`` (uint64; Python ints past 63 tests), column-wise."""
+        """The letter of every event of ``stream`` (uint64; Python ints past 63 tests), column-wise: the
+        type tests once per distinct type, each condition once over its events."""
         n = len(stream)
-        if not self.tests:
-            return np.zeros(n, dtype=np.uint64)
+        wide = len(self.tests) > 63
         columns = _Columns(stream)
-        bits = np.empty((len(self.tests), n), dtype=bool)
-        for i, (kind, payload) in enumerate(self.tests):
-            if kind == "type":
-                bits[i] = columns.type_in(payload)
+        codes, types = columns.type_codes
+        by_type = [sum(1 << i for i, (kind, payload) in enumerate(self.tests) if kind == "type" and t in payload)
+                   for t in types]
+        letters = np.array(by_type, dtype=object if wide else np.uint64)[codes] if n else \
+            np.zeros(0, dtype=object if wide else np.uint64)
         for i, (kind, payload) in enumerate(self.tests):
             if kind == "cond":
                 scope = np.zeros(n, dtype=bool)
-                for types in self._scopes[payload]:
-                    scope |= True if types is None else columns.type_in(types)
-                bits[i] = self._condition(payload, columns, scope, stream)
-        if len(self.tests) <= 63:
-            weights = (np.uint64(1) << np.arange(len(self.tests), dtype=np.uint64))[:, None]
-            return (bits.astype(np.uint64) * weights).sum(axis=0, dtype=np.uint64)
-        return np.array([sum(1 << i for i in np.flatnonzero(col)) for col in bits.T], dtype=object)
+                for accepted in self._scopes[payload]:
+                    scope |= True if accepted is None else columns.type_in(accepted)
+                hit = self._condition(payload, columns, scope, stream)
+                letters[hit] |= (1 << i) if wide else np.uint64(1 << i)
+        return letters
 
     @staticmethod
     def _condition(cond, columns, scope, stream) -> np.ndarray:
@@ -167,14 +166,14 @@ class _Columns:
         self._cache: dict = {}
 
     @cached_property
-    def _type_codes(self) -> tuple:
+    def type_codes(self) -> tuple:
+        """(code of each event's type, the distinct types in code order)."""
         codes, uniques = pd.factorize(pd.Series(self.stream.types, dtype=object))
-        return codes, {t: i for i, t in enumerate(uniques)}
+        return codes, list(uniques)
 
     def type_in(self, types: frozenset) -> np.ndarray:
-        codes, index = self._type_codes
-        wanted = [index[t] for t in types if t in index]
-        return np.isin(codes, wanted)
+        codes, uniques = self.type_codes
+        return np.isin(codes, [i for i, t in enumerate(uniques) if t in types])
 
     def column(self, attr: str) -> Optional[tuple]:
         """(kind, values, present) with kind "num" (float64) or "str" (object); None if the column mixes
