@@ -2,13 +2,10 @@
 middle, trailing), unary and join predicates, windows, PARTITION BY and the strategies ALL, STRICT,
 PARTITION_STRICT and STNM; and its incremental matcher agrees with its batch run."""
 import cepkit
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from strategies import assert_agrees, flat_seq_queries, streams
-
-pytestmark = pytest.mark.skipif("reference" not in cepkit.engines().index, reason="reference engine not registered")
 
 
 @settings(max_examples=300, deadline=None)
