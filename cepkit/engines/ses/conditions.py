@@ -24,8 +24,8 @@ import operator
 from numbers import Number
 from typing import Callable, Mapping, Sequence
 
-from ...lang import ast as A
 from ...errors import EventError
+from ...lang import ast as A
 from ...lang.printer import pretty
 from ...runtime.events import Event
 

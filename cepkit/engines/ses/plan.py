@@ -18,6 +18,7 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import pretty
+from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.matches import Match
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
@@ -95,14 +96,14 @@ class SesPlan(Plan):
         return mask
 
     # ------------------------------------------------------------------ A(P, W)
-    def evaluate(self, window: list, trace: Optional[list] = None) -> list:
-        """The bindings of the matches starting at ``window[0]`` under the plan's strategy."""
+    def evaluate(self, window: list) -> list:
+        """A(P, W): the bindings of the matches starting at ``window[0]`` under the plan's strategy."""
         if self.strategy == "ROBUST_STNM":
             if self.robust == "backtrack":
-                return run_window_robust(self.compiled[0], window, trace)
+                return run_window_robust(self.compiled[0], window)
             return robust_by_filter(run_window(self.compiled[0], window, keep_skips=True))
         keep_skips = self.strategy == "ALL"
-        return [b for automaton in self.compiled for b in run_window(automaton, window, keep_skips, trace)]
+        return [b for automaton in self.compiled for b in run_window(automaton, window, keep_skips)]
 
     def to_match(self, binding: tuple, emitted_at: int) -> Match:
         """A Match: bindings of the shown variables (projection, if any); positions of the kept ones
@@ -121,13 +122,14 @@ class SesPlan(Plan):
         return SesMatcher(self)
 
     def match_windows(self, stream) -> pd.DataFrame:
-        """Every match window of a run over ``stream`` (a ``Stream``), in the order they were closed: its
+        """Every match window of a run over ``stream`` (anything ``Stream.from_any`` takes, in order), in the
+        order they were closed: its
         W[0] (``start``), its window key (PARTITION BY values, then X values), the positions it holds
         (after filtering, in the two-phase evaluation), whether A ran on it (a candidate), and
         the positions of the matches A found."""
         log: list = []
         matcher = SesMatcher(self, log)
-        for event in stream:
+        for event in Stream.from_any(stream):
             matcher.push(event)
         matcher.close()
         return pd.DataFrame(log, columns=["start", "key", "positions", "evaluated", "matches"])
@@ -164,6 +166,8 @@ class SesMatcher(IncrementalPlan):
     def push(self, event) -> list:
         plan = self.plan
         self.last_position = event.position
+        if event.type == PUNCTUATION:          # never matched nor counted, as in the reference; its time
+            return [] if plan.events_window else self._expire(None, event.time)     # still closes windows
         key = tuple(event.get(a) for a in plan.query.partition_by)
         if plan.events_window:
             clock, coord = key, self.substream.get(key, 0)
@@ -195,6 +199,7 @@ class SesMatcher(IncrementalPlan):
         return found
 
     def statistics(self) -> dict:
+        """Windows opened, windows evaluated (calls to A) and the largest window evaluated, so far."""
         return {"windows": self.opened, "evaluated": self.evaluated, "max_window": self.max_window}
 
     def _schedule(self, clock, window_key, coord: float) -> None:
@@ -231,7 +236,9 @@ class SesMatcher(IncrementalPlan):
 
 
 def _type_test(atom: A.Atom, hierarchy):
+    """Which event types the atom takes: any (ANY), or its type and the concepts below it (LANGUAGE.md §7;
+    a hierarchy over an attribute does not classify types, as in the reference)."""
     if atom.type is None:
         return lambda t: True
-    covers = hierarchy.covers(atom.type) if hierarchy is not None else frozenset({atom.type})
-    return covers.__contains__
+    by_type = hierarchy is not None and hierarchy.attribute is None
+    return (hierarchy.covers(atom.type) if by_type else frozenset({atom.type})).__contains__

@@ -36,13 +36,27 @@ def test_anonymous_atoms_count_in_positions_only():
 
 
 def test_hierarchy_types():
-    """A concept stands for the types below it (LANGUAGE.md §7), in sets too."""
+    """A concept stands for the types below it (LANGUAGE.md §7), in sets too; an attribute hierarchy does not
+    classify types (docs/decisions.md, as in the reference)."""
     events = [{"type": t, "ts": i} for i, t in enumerate(["IBM", "MSFT", "IBM"])]
     hierarchy = {"Tech": ["IBM", "MSFT"]}
     query = "SEQ({Tech t, IBM i}) WITHIN 5"
     found = cepkit.match(query, events, engine="ses", hierarchy=hierarchy)
     assert found.positions() == [(0, 1), (0, 2), (1, 2)]
     assert found == cepkit.match(query, events, engine="reference", hierarchy=hierarchy)
+    on_attribute = cepkit.Hierarchy(hierarchy, attribute="sector")   # classifies an attribute, not types
+    assert cepkit.match(query, events, engine="ses", hierarchy=on_attribute).positions() == []
+
+
+@pytest.mark.parametrize("window", ["WITHIN 2 EVENTS", "WITHIN 2", ""])
+def test_punctuations_are_never_matched(window):
+    """PUNCTUATION events (LANGUAGE.md §6) are not events of the pattern's streams: ANY does not take them and
+    ``n EVENTS`` does not count them, as in the reference."""
+    events = [{"type": "A", "ts": 0}, {"type": "PUNCTUATION", "of": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    query = f"SEQ({{ANY x}}, {{ANY y}}) {window}"
+    found = cepkit.match(query, events, engine="ses")
+    assert found.positions() == [(0, 2)]
+    assert found == cepkit.match(query, events, engine="reference")
 
 
 def test_implied_equalities():
