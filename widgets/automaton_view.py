@@ -29,7 +29,7 @@ from .timeline import event_text
 
 TRACES = ("• transitions", "◦ transitions", "transition labels", "final states", "states", "active states")
 MARK_STYLE = {"•": {"color": "#1f3b57", "dash": "solid"}, "◦": {"color": "#8c96a0", "dash": "dot"}}
-LABEL_WIDTH = 36          # characters of a predicate shown on the edge; the hover shows all of it
+LABEL_WIDTH = 28          # characters of a predicate shown on the edge; the hover shows all of it
 SHOWN_PARTIALS = 8        # partial matches listed per state
 
 
@@ -62,9 +62,9 @@ def _loop(center, k: int, upward: bool, samples: int = 25) -> tuple:
 
 
 def edge_paths(graph, positions: dict) -> list:
-    """``[(edge data, points, label position)]`` for every transition: arcs for parallel and backward edges,
-    loops for self-transitions (hanging below a state whose layer has neighbours only above it), straight
-    segments otherwise."""
+    """``[(edge data, points, label position)]`` for every transition: arcs for parallel, backward and
+    layer-skipping edges, loops for self-transitions (hanging below a state whose layer has neighbours only
+    above it), straight segments otherwise."""
     groups: dict = {}
     for u, v, data in graph.edges(data=True):
         groups.setdefault((u, v) if u == v else frozenset((u, v)), []).append((u, v, data))
@@ -74,9 +74,11 @@ def edge_paths(graph, positions: dict) -> list:
             if u == v:
                 paths.append((data, *_loop(positions[u], k, _room_above(graph, positions, u))))
                 continue
-            backward = positions[v][0] <= positions[u][0]
+            span = positions[v][0] - positions[u][0]
             centred = k - (len(edges) - 1) / 2
-            bend = 0.35 * centred + (0.2 if backward and len(edges) == 1 else 0.0)
+            # a lone edge bends when it runs backwards or skips layers (it would cross the states between)
+            lone = 0.2 if span <= 0 else 0.18 if span > 1 else 0.0
+            bend = 0.35 * centred + (lone if len(edges) == 1 else 0.0)
             if (u, v) != tuple(sorted((u, v), key=str)):     # one orientation per pair keeps arcs apart
                 bend = -bend
             paths.append((data, *_bezier(positions[u], positions[v], bend)))
@@ -122,7 +124,7 @@ def automaton_figure(automaton, positions: dict) -> go.Figure:
         figure.add_scatter(name=f"{mark} transitions", mode="lines", hoverinfo="skip",
                            line={"color": style["color"], "dash": style["dash"], "width": 1.6},
                            **traces[f"{mark} transitions"])
-    figure.add_scatter(name="transition labels", mode="text", textfont={"size": 11},
+    figure.add_scatter(name="transition labels", mode="text", textfont={"size": 10},
                        hovertemplate="%{hovertext}<extra></extra>", **labels)
     figure.add_scatter(name="final states", mode="markers", hoverinfo="skip",
                        x=[positions[s][0] for s in finals], y=[positions[s][1] for s in finals],

@@ -1,22 +1,60 @@
 """A layered left-to-right layout for small directed graphs (automata), with no Graphviz binary.
 
-Layers are breadth-first distances from the source (STACK-NOTES §5: ``multipartite_layout`` by BFS depth
-places layers but leaves crossings); inside each layer nodes are ordered by the barycenter heuristic of
-Sugiyama et al., sweeping down and up a few times, which removes most crossings of the small automata a
-query compiles to. Nodes the source does not reach go in one last layer.
+The steps of Sugiyama et al.'s layered drawing, kept small:
+
+1. *Cycle removal.* The back edges of a depth-first search from the source (and self-loops) are set
+   aside, leaving a DAG; the drawing shows them as arcs running backwards.
+2. *Layering.* Each node goes to the layer of its longest path from the source in that DAG, so every
+   remaining edge points right and a chain of states reads left to right (breadth-first depth, as in
+   STACK-NOTES §5, would put a state and its successor in one layer whenever a shortcut skips the first).
+   Nodes the source does not reach form one last layer.
+3. *Crossing reduction.* Inside each layer nodes are ordered by the barycenter of their neighbours in the
+   adjacent layer, sweeping down and up a few times.
 """
 from __future__ import annotations
 
 import networkx as nx
 
 
-def layers(graph: nx.DiGraph, source) -> list:
-    """Nodes grouped by breadth-first distance from ``source``; unreachable nodes form a last layer.
+def back_edges(graph: nx.DiGraph, source) -> set:
+    """Edges ``(u, v)`` closing a cycle in a depth-first search from ``source`` (self-loops included).
 
-    >>> layers(nx.DiGraph([(0, 1), (0, 2), (1, 3), (4, 4)]), 0)
-    [[0], [1, 2], [3], [4]]
+    >>> sorted(back_edges(nx.DiGraph([(0, 1), (1, 2), (2, 1), (2, 2)]), 0))
+    [(2, 1), (2, 2)]
     """
-    depth = nx.single_source_shortest_path_length(graph, source)
+    on_path, done, found = set(), set(), set()
+    stack = [(source, iter(graph.successors(source)))]
+    on_path.add(source)
+    while stack:
+        node, successors = stack[-1]
+        child = next(successors, None)
+        if child is None:
+            stack.pop()
+            on_path.discard(node)
+            done.add(node)
+        elif child in on_path:
+            found.add((node, child))
+        elif child not in done:
+            on_path.add(child)
+            stack.append((child, iter(graph.successors(child))))
+    return found
+
+
+def layers(graph: nx.DiGraph, source) -> list:
+    """Nodes grouped by their longest path from ``source`` once back edges are set aside; unreachable
+    nodes form a last layer.
+
+    >>> layers(nx.DiGraph([(0, 1), (0, 2), (1, 2), (2, 3), (3, 1), (4, 4)]), 0)
+    [[0], [1], [2], [3], [4]]
+    """
+    reachable = nx.descendants(graph, source) | {source}
+    closing = back_edges(graph, source)
+    dag = nx.DiGraph((u, v) for u, v in graph.subgraph(reachable).edges() if (u, v) not in closing)
+    dag.add_node(source)
+    depth = {source: 0}
+    for node in nx.topological_sort(dag):
+        for child in dag.successors(node):
+            depth[child] = max(depth.get(child, 0), depth[node] + 1)
     grouped = [[] for _ in range(max(depth.values()) + 1)]
     unreachable = []
     for node in graph.nodes:

@@ -105,7 +105,7 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(jupyter_
                 page.locator(".jp-OutputArea-output").first.wait_for(timeout=15_000)
             except playwright_api.TimeoutError:
                 run_all_cells(page)
-            page.get_by_text(DONE_MARKER).wait_for(timeout=RUN_TIMEOUT_MS)
+            page.locator(".jp-OutputArea-output", has_text=DONE_MARKER).wait_for(timeout=RUN_TIMEOUT_MS)
             timeline = page.locator(".js-plotly-plot").filter(has_text="matches").first
             automaton = page.locator(".js-plotly-plot").filter(has_text="start").first
             timeline.wait_for(timeout=30_000)

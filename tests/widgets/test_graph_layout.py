@@ -1,9 +1,9 @@
-"""The layered layout: layers by BFS depth, crossings removed by barycenter sweeps."""
+"""The layered layout: back edges set aside, layers by longest path, crossings removed by barycenter sweeps."""
 import itertools
 
 import networkx as nx
 
-from cepkit.widgets.graph_layout import layered_layout, layers
+from cepkit.widgets.graph_layout import back_edges, layered_layout, layers
 
 
 def crossings(graph, positions) -> int:
@@ -14,9 +14,18 @@ def crossings(graph, positions) -> int:
                if a[0] == c[0] and (a[1] - c[1]) * (b[1] - d[1]) < 0)
 
 
-def test_layers_are_bfs_depths_and_unreachable_nodes_come_last():
+def test_layers_are_longest_paths_and_unreachable_nodes_come_last():
     graph = nx.MultiDiGraph([(0, 0), (0, 1), (1, 1), (1, 2), (3, 2)])
     assert layers(graph, 0) == [[0], [1], [2], [3]]
+
+
+def test_a_shortcut_does_not_pull_a_chain_into_one_layer():
+    # ε-removal gives 0 -> 2 besides 0 -> 1 -> 2; 2 -> 1 closes a cycle and runs backwards
+    graph = nx.MultiDiGraph([(0, 1), (0, 2), (1, 2), (2, 1), (2, 3)])
+    assert back_edges(graph, 0) == {(2, 1)}
+    assert layers(graph, 0) == [[0], [1], [2], [3]]
+    positions = layered_layout(graph, 0)
+    assert all(positions[v][0] > positions[u][0] for u, v in graph.edges() if (u, v) != (2, 1))
 
 
 def test_barycenter_sweeps_remove_crossings():
