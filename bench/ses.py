@@ -152,7 +152,7 @@ def automaton_vs_brute_force(quick: bool, bar) -> None:
     title = f"one set {{v1..vk}} of one patient, rising V, 1.5 days, {len(stream)} events"
     table(f"1a. SES automaton vs brute force, greedy A (Alg 2) on every window ({title})",
           ("exclusive", "k", "ses A s", "brute A s", "brute/ses"), greedy)
-    table(f"1b. the same through cepkit.match under ALL (same matches)",
+    table("1b. the same through cepkit.match under ALL (same matches)",
           ("exclusive", "k", "matches", "ses s", "brute s", "brute/ses"), stam)
 
 
@@ -229,7 +229,7 @@ def backtracking(quick: bool, bar) -> None:
         query = "SELECT ROBUST_STNM * " + p_rise(ms)
         bt_s, found, _ = timed(query, stream, engine="ses", robust="backtrack")
         pp_s, pp_found, _ = timed(query, stream, engine="ses", robust="filter")
-        all_s, all_found, _ = timed(p_rise(ms), stream, engine="ses")
+        _, all_found, _ = timed(p_rise(ms), stream, engine="ses")
         assert pp_found == found
         rows.append((ms, found, all_found, bt_s, pp_s, f"{pp_s / bt_s:.1f}x"))
         bar.update()
