@@ -323,3 +323,56 @@ def set_query_variants(draw, strategies=("ALL",), **kwargs):
         select = tuple(draw(st.lists(st.sampled_from(variables), min_size=1, max_size=2, unique=True)))
     return pretty(A.QueryNode(pattern=pattern, where=query.where, within=within, strategy=query.strategy,
                               partition_by=("id",) if draw(st.booleans()) else (), select=select))
+
+
+# ----------------------------------------------------------------------------- CEL unary fragment, every clause
+@st.composite
+def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX"),
+                max_depth=3):
+    """``unary_patterns`` with the rest of the automaton engine's fragment (digest 004): ANY atoms, STRICT
+    sub-patterns, a conditional filter on an enclosing variable (CEL φ5, Theorem 2's pop-up), a WHERE
+    mixing unary comparisons on several variables with and/or (CEL's filter sugar), ``x.id = y.id`` under
+    PARTITION BY id, a window, CONSUME BY, RETURN, and a top-level strategy."""
+    from cepkit.lang.checks import bound
+
+    pattern = draw(unary_patterns(types, max_depth))
+    if draw(st.integers(0, 3)) == 0:          # some atom becomes ANY
+        atoms = [a for a in pattern.find_all(A.Atom)]
+        target = draw(st.sampled_from(atoms))
+        pattern = pattern.transform(lambda n: A.Atom(None, n.var) if n is target else n)
+    if draw(st.integers(0, 4)) == 0:          # a STRICT sub-pattern
+        inner = [n for n in pattern.find_all(A.Seq, A.Plus, A.Or)]
+        if inner:
+            target = draw(st.sampled_from(inner))
+            pattern = pattern.transform(lambda n: A.Strategy("STRICT", n) if n is target else n)
+    if draw(st.integers(0, 2)) == 0:          # an enclosing variable filtered deep inside (φ5)
+        atoms = [a for a in pattern.find_all(A.Atom)]
+        target = draw(st.sampled_from(atoms))
+        cond = draw(unary_conditions("c"))
+        pattern = A.Seq((A.Atom(draw(st.sampled_from(types)), "c"),
+                         pattern.transform(lambda n: A.Filter(n, cond) if n is target else n)))
+    top = sorted(bound(pattern))
+    partition = ("id",) if draw(st.booleans()) else ()
+    where = None
+    if top and draw(st.booleans()):
+        comparisons = [A.Compare(draw(st.sampled_from(["=", "<", ">="])), A.Attr(var, draw(st.sampled_from(["v", "id"]))),
+                                 A.Literal(draw(st.integers(0, 5))))
+                       for var in draw(st.lists(st.sampled_from(top), min_size=1, max_size=3))]
+        where = comparisons[0] if len(comparisons) == 1 else A.BoolOp(draw(st.sampled_from(["and", "or"])),
+                                                                      tuple(comparisons))
+        if partition and len(top) >= 2 and draw(st.booleans()):
+            a, b = draw(st.permutations(top))[:2]
+            where = A.BoolOp("and", (where, A.Compare("=", A.Attr(a, "id"), A.Attr(b, "id"))))
+    within = None
+    if draw(st.booleans()):
+        within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "s", "EVENTS"])))
+    variables = sorted({a.var for a in pattern.find_all(A.Atom) if a.var})
+    select = None
+    if draw(st.integers(0, 3)) == 0:
+        select = tuple(draw(st.lists(st.sampled_from(variables), min_size=1, max_size=2, unique=True)))
+    strategy = draw(st.sampled_from(strategies))
+    if strategy == "PARTITION_STRICT" and not partition:
+        strategy = "STRICT"
+    return pretty(A.QueryNode(pattern=pattern, where=where, within=within, partition_by=partition,
+                              consume=draw(st.sampled_from([None, "ANY", "PARTITION"])), select=select,
+                              strategy=None if strategy == "ALL" else strategy))

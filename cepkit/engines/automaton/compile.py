@@ -329,7 +329,7 @@ class _EpsilonCEA:
     def _guard(self, atom: A.Atom, cond) -> Guard:
         if atom.type is None:
             types = None
-        elif self.hierarchy is not None:
+        elif self.hierarchy is not None and self.hierarchy.attribute is None:   # a concept of event types
             types = frozenset(self.hierarchy.covers(atom.type))
         else:
             types = frozenset({atom.type})

@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from .determinize import UNKNOWN
 from .kernel import jit
@@ -227,27 +228,34 @@ def partition_keys(query, events) -> list:
 
 
 class Inputs:
-    """A finite stream prepared for the automaton: letters, sub-streams, window keys and limits."""
+    """A finite stream prepared for the automaton: letters, sub-streams, window keys and limits.
+
+    ``order`` lists the positions the automaton reads, sub-stream after sub-stream (one per PARTITION
+    BY key, in order of first appearance), each in stream order; punctuation events are never read
+    (LANGUAGE.md §6) and take no place in a sub-stream.
+    """
 
     def __init__(self, program, stream):
         self.stream = stream
-        n = len(stream)
         codes = program.alphabet.letters_of(stream)
         self.letter = program.letters.of_codes(codes)
         program.table.ensure_letters(len(program.letters))
+        read = np.flatnonzero(np.asarray(stream.types, dtype=object) != PUNCTUATION) if len(stream) else \
+            np.zeros(0, np.int64)
+        n = len(read)
         if program.query.partition_by and n:
-            groups = pd.factorize(pd.Series(partition_keys(program.query, stream.events), dtype=object))[0]
-            self.order = np.argsort(groups, kind="stable")
-            sorted_groups = groups[self.order]
-            self.first_of_group = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]] if n else np.zeros(0, bool)
-            starts = np.flatnonzero(self.first_of_group)
-            self.sub_index = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+            keys = partition_keys(program.query, [stream.events[i] for i in read])
+            groups = pd.factorize(pd.Series(keys, dtype=object))[0]
+            within = np.argsort(groups, kind="stable")
+            self.order = read[within]
+            sorted_groups = groups[within]
+            self.first_of_group = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]
         else:
-            self.order = np.arange(n)
+            self.order = read
             self.first_of_group = np.zeros(n, bool)
-            if n:
-                self.first_of_group[0] = True
-            self.sub_index = np.arange(n)
+            self.first_of_group[:1] = True
+        starts = np.flatnonzero(self.first_of_group)
+        self.sub_index = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
         window = program.query.within
         if window is not None and window.events:
             self.key = self.sub_index.astype(np.float64)
@@ -262,21 +270,13 @@ class Inputs:
         counted in the next relevant event's gap."""
         letter = self.letter[self.order]
         n = len(letter)
-        if none is None:
-            keep = np.ones(n, bool)
-        else:
-            keep = letter != none
-        idx = np.flatnonzero(keep)
-        group_start = np.maximum.accumulate(np.where(self.first_of_group, np.arange(n), 0)) if n else idx
-        # previous kept event of the same sub-stream (or the sub-stream's start)
-        prev_kept = np.full(n, -1)
-        prev_kept[idx] = idx
-        prev_kept = np.maximum.accumulate(prev_kept) if n else prev_kept
-        before = np.r_[-1, prev_kept[:-1]][idx] if n else idx
-        first_of_group = before < group_start[idx]
-        gap = np.where(first_of_group, self.sub_index[idx], idx - before - 1)
-        return Batch(self.order[idx].astype(np.int64), letter[idx].astype(np.int32), self.key[idx],
-                     self.limit[idx], gap.astype(np.int64), first_of_group)
+        kept = np.flatnonzero(letter != none) if none is not None else np.arange(n)
+        group_start = np.maximum.accumulate(np.where(self.first_of_group, np.arange(n), 0))
+        previous = np.r_[-1, kept[:-1]]              # the kept event before each kept one
+        reset = previous < group_start[kept]         # the first kept event of its sub-stream
+        gap = np.where(reset, self.sub_index[kept], kept - previous - 1)
+        return Batch(self.order[kept].astype(np.int64), letter[kept].astype(np.int32), self.key[kept],
+                     self.limit[kept], gap.astype(np.int64), reset)
 
 
 # ----------------------------------------------------------------------------- outputs

@@ -1,0 +1,119 @@
+"""Every worked example of digest 004 (CEL and CEA) run on the automaton engine, on both readings of the
+lost type of position 0 of the running stream S (digest 004 §3: "every paper output must be identical")."""
+import pytest
+
+import cepkit
+from cepkit.datasets import cel_fire_sensors
+
+FIRE = "FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+PHI1 = f"(T AS x ; H AS y) {FIRE}"
+PHI2 = f"((T AS x ; H AS y) OR (H AS y ; T AS x)) {FIRE}"
+PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
+PHI4 = "(H AS x ; (T AS y FILTER y.id = x.id)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = z.id)"
+PHI5 = "T AS x ; ((T AS y FILTER x.tmp > 40) OR (H AS y FILTER x.tmp <= 40))"
+# Figure 2's CEA accepts "CEs that begin and end with an H and contain some of the T events above 40";
+# in CEL (which has + but no *): no T, or one or more.
+FIGURE2 = "(H AS x ; H AS z) OR (H AS x ; (T AS y FILTER y.tmp > 40)+ ; H AS z)"
+
+
+@pytest.fixture(params=["T", "H"], ids=["pos0=T", "pos0=H"])
+def position0(request):
+    return request.param
+
+
+def positions(query, position0, strategy=None):
+    found = cepkit.match(query, cel_fire_sensors(position0), engine="automaton", strategy=strategy)
+    assert found.engine == "automaton"
+    return found.positions()
+
+
+def test_phi1(position0):
+    """§3 φ1 [paper]: {1,2}, {1,8}, {5,8}; "≤ 25" gives the same."""
+    assert positions(PHI1, position0) == [(1, 2), (1, 8), (5, 8)]
+    assert positions(PHI1.replace("< 25", "<= 25"), position0) == [(1, 2), (1, 8), (5, 8)]
+
+
+def test_phi2(position0):
+    """§3 φ2 [paper]: φ1's outputs plus {2,5}."""
+    assert positions(PHI2, position0) == [(1, 2), (2, 5), (1, 8), (5, 8)]
+
+
+def test_phi3(position0):
+    """§3 φ3 [paper]: the filter on y sits inside the +; y is bound to the tuple of its positions."""
+    assert positions(PHI3, position0) == [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]
+    found = cepkit.match(PHI3, cel_fire_sensors(position0), engine="automaton")
+    assert sorted(m.bindings["y"] for m in found) == [(4,), (4, 6), (6,)]
+    assert {(m.bindings["x"], m.bindings["z"]) for m in found} == {(3, 7)}
+
+
+def test_phi4_is_outside_the_automaton(position0):
+    """§4: only unary formulas compile; correlation like φ4 is rejected, naming engines that can run it
+    (and ``auto`` gets it from one of them, with φ3's output, §3 [derived])."""
+    with pytest.raises(cepkit.QueryError) as err:
+        cepkit.match(PHI4, cel_fire_sensors(position0), engine="automaton")
+    assert "reference" in err.value.engines and "automaton" not in err.value.engines
+    assert "^" in str(err.value)
+    auto = cepkit.match(PHI4, cel_fire_sensors(position0))
+    assert auto.engine != "automaton"
+    assert auto.positions() == positions(PHI3, position0)
+
+
+@pytest.mark.parametrize("query, strategy, expected", [
+    (PHI1, "STRICT", [(1, 2)]),                                   # [paper]
+    (PHI1, "NEXT", [(1, 2), (1, 8)]),                             # [paper]; full set [derived]
+    (PHI1, "LAST", [(1, 2), (5, 8)]),                             # [paper]; full set [derived]
+    (PHI1, "MAX", [(1, 2), (1, 8), (5, 8)]),                      # [paper]; full set [derived]
+    (PHI3, "NEXT", [(3, 4, 6, 7)]),                               # [paper]
+    (PHI3, "LAST", [(3, 4, 6, 7)]),                               # [paper]
+    (PHI3, "MAX", [(3, 4, 6, 7)]),                                # [paper]
+    (PHI3, "STRICT", []),                                         # [derived]
+    (PHI2, "STRICT", [(1, 2)]),                                   # [derived]
+    (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),                     # [derived]
+    (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),                     # [derived]
+    (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),              # [derived]
+])
+def test_selection_strategies_table(position0, query, strategy, expected):
+    """§3 "Selection strategies on S", every row."""
+    assert positions(query, position0, strategy) == expected
+
+
+def test_not_well_formed_and_unsafe_formulas_are_rejected():
+    """§5: a filter on a variable bound nowhere around it, and T AS x ; T AS x (unsatisfiable)."""
+    for text in ("T AS x FILTER y.tmp > 40", "T AS x ; T AS x"):
+        with pytest.raises(cepkit.QueryError):
+            cepkit.match(text, cel_fire_sensors(), engine="automaton")
+
+
+def test_phi5_conditional_filter(position0):
+    """§5 φ5 [derived]: "if x > 40 the next matched event is a T, otherwise an H" (Theorem 2's pop-up)."""
+    expected = {(1, 4), (1, 5), (1, 6), (5, 6), (4, 7), (6, 7), (4, 8), (6, 8)}
+    if position0 == "T":
+        expected |= {(0, 2), (0, 3), (0, 7), (0, 8)}
+    assert set(positions(PHI5, position0)) == expected
+
+
+def test_figure2_output():
+    """§3 Figure 2 [derived]: with pos 0 = T these ten; with pos 0 = H twelve more, all starting at 0."""
+    with_t = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
+    assert set(positions(FIGURE2, "T")) == with_t
+    with_h = set(positions(FIGURE2, "H"))
+    assert with_h > with_t and len(with_h - with_t) == 12 and all(p[0] == 0 for p in with_h - with_t)
+
+
+def test_figure2_automaton_shape():
+    """§3 Figure 2: H/• into the loop state, (T ∧ tmp > 40)/• on it, H/• to the final state, TRUE/◦ skips."""
+    a = cepkit.automaton("H AS x ; (T AS y FILTER y.tmp > 40)+ ; H AS z")
+    labels = {(t.predicate, t.mark) for t in a.transitions}
+    assert labels == {("TRUE", "◦"), ("H", "•"), ("T ∧ tmp > 40", "•")}
+    loops = {t.src for t in a.transitions if t.src == t.dst and t.predicate == "T ∧ tmp > 40"}
+    assert len(loops) == 1
+    into_final = [t for t in a.transitions if t.dst in a.finals]
+    assert into_final and all((t.predicate, t.mark, t.var) == ("H", "•", "z") for t in into_final)
+
+
+def test_matcher_reports_phi1_as_each_event_arrives():
+    """Matcher: push one event, get the matches it completes (digest 004 §7.1 contract)."""
+    matcher = cepkit.Matcher(PHI1, engine="automaton")
+    completed = {e["ts"]: [m.positions for m in matcher.push(e)]
+                 for e in cel_fire_sensors().to_dict("records")}
+    assert completed == {0: [], 1: [], 2: [(1, 2)], 3: [], 4: [], 5: [], 6: [], 7: [], 8: [(1, 8), (5, 8)]}
