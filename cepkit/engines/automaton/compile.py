@@ -137,7 +137,7 @@ def _split_filters(pattern: A.Pattern, partition_keys: set, unsupported: Unsuppo
         branches = []
         for conjunction in _dnf(_partition_equalities(node.cond, partition_keys)):
             branch = node.pattern
-            for lit in conjunction:
+            for lit in reversed(conjunction):          # the first literal ends up outermost
                 predicate = lit.arg if isinstance(lit, A.BoolNot) else lit
                 names = A.variables_in(predicate)
                 if len(names) > 1:

@@ -53,13 +53,16 @@ class Program:
 class AutomatonPlan(Plan):
     def __init__(self, program: Program):
         self.program = program
+        self.last_run: dict = {}     # the arena of the latest run: its size bounds the memory it used
 
     def run(self, stream) -> list:
         stream = Stream.from_any(stream)
         program = self.program
         if program.ranked or (program.consume == "ANY" and program.query.partition_by):
             return self._replay(stream)
-        return program.matches(run_all(program, stream).outputs)
+        evaluator = run_all(program, stream)
+        self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
+        return program.matches(evaluator.outputs)
 
     def _replay(self, stream) -> list:
         """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
@@ -68,11 +71,14 @@ class AutomatonPlan(Plan):
         out = []
         for event in stream.events:
             out += matcher.push(event)
+        self.last_run = {"arena_nodes": matcher.arena_nodes}
         return out
 
     def count(self, stream) -> int:
         """How many times a list of matches completed (no enumeration): the update cost alone, for bench/."""
-        return run_all(self.program, Stream.from_any(stream), collect=False).emitted
+        evaluator = run_all(self.program, Stream.from_any(stream), collect=False)
+        self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
+        return evaluator.emitted
 
     def matcher(self) -> IncrementalPlan:
         return AutomatonMatcher(self.program)
@@ -82,7 +88,7 @@ class AutomatonPlan(Plan):
         return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
                 "tests": len(p.alphabet), "letters": len(p.letters),
                 "determinized_states": len(p.det.subsets), "determinized_transitions": len(p.det.moves),
-                "strategy": p.query.strategy, "kernel": kernel.name()}
+                "strategy": p.query.strategy, "kernel": kernel.name(), **self.last_run}
 
 
 class _Part:
@@ -141,6 +147,11 @@ class AutomatonMatcher(IncrementalPlan):
             for other in self.parts.values():
                 other.state = self._fresh()
         return found
+
+    @property
+    def arena_nodes(self) -> int:
+        """The size of the node arena (it grows only while more than half of it is live)."""
+        return len((self.arena if self.program.ranked else self.evaluator.arena).pos)
 
     def active(self, cap: int) -> tuple:
         """(CEA state -> partial matches of its live runs, at most ``cap`` each; whether a list was cut)."""
