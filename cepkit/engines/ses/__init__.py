@@ -12,6 +12,9 @@ Strategies: ALL (skip-till-any-match), STNM (Def 6.1) and ROBUST_STNM (Def 6.2, 
     filter, partition and prune match windows before running the automaton (§5); results are the same.
 ``robust`` (default "backtrack")
     how ROBUST_STNM is computed: "backtrack" (Alg 4) or "filter" (all matches, then Def 6.2; Thm 6.2).
+``lookahead`` (default True)
+    in backtracking, do not grow a branch once some unbound variable has no event left in the window that
+    it could take; Alg 4 as printed (False) tries every subset of a long run that fails late.
 ``automaton`` (default "ses")
     "permutations" runs the brute force of Ex 4.8, one sequential automaton per permutation of every set
     (ALL only; for benchmarks and teaching).
@@ -41,12 +44,12 @@ class SesEngine(Engine):
         "condition_items", "correlated_filters", "time_window", "event_window", "partition", "projection",
         "any_type", "hierarchy", "strategy:STNM", "strategy:ROBUST_STNM",
     })
-    options = frozenset({"two_phase", "robust", "automaton"})
+    options = frozenset({"two_phase", "robust", "automaton", "lookahead"})
     description = ("SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
                    "partitioned / candidate windows, robust skip-till-next-match by backtracking (seed 002)")
 
     def compile(self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses",
-                disorder: str = "reject") -> SesPlan:
+                lookahead: bool = True, disorder: str = "reject") -> SesPlan:
         """The plan of a set pattern; ``QueryError`` naming other engines for anything outside it. Only
         in-order streams are taken (``disorder="reject"``; the registry refuses the other modes)."""
         for feature, node in query.features.items():
@@ -63,7 +66,8 @@ class SesEngine(Engine):
         if automaton == "permutations" and query.strategy != "ALL":
             raise ValueError("automaton='permutations' (the brute force of Ex 4.8) finds the ALL matches only; "
                              f"use automaton='ses' for {query.strategy}")
-        return SesPlan(query, pattern, two_phase=bool(two_phase), robust=robust, automaton=automaton)
+        return SesPlan(query, pattern, two_phase=bool(two_phase), robust=robust, automaton=automaton,
+                       lookahead=bool(lookahead))
 
 
 register(SesEngine())

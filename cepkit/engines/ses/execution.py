@@ -68,6 +68,26 @@ class CompiledAutomaton:
             self.outgoing[mask[t.source]] += (edge,)
             self.firing_vars[mask[t.source]] |= 1 << var
         self.final_checks = tuple(c for c in conjuncts if not c.monotone)
+        self._necessary = tuple(c for c in (*conjuncts, *implied) if c.monotone and not c.exact_property)
+        self._needs: dict = {}        # (state, var) -> conditions var must meet with the state's variables
+
+    def completable(self, state: int, binding: tuple, window: Sequence, start: int) -> bool:
+        """A necessary condition for β to complete with events from ``window[start:]``: every unbound
+        variable has such an event that it could take next, by its properties and its monotone conditions
+        with the bound variables (what a match's first event of that variable must satisfy)."""
+        for var in range(self.arity):
+            if state >> var & 1:
+                continue
+            checks = self._needs.get((state, var))
+            if checks is None:
+                reach = state | 1 << var
+                checks = self._needs[state, var] = tuple(c for c in self._necessary if var in c.variables
+                                                             and c.mask & ~reach == 0)
+            before, after = binding[:var], binding[var + 1:]
+            if not any(entry.vars >> var & 1 and _holds_all(checks, before + ((entry.event,),) + after, var)
+                       for entry in window[start:]):
+                return False
+        return True
 
     def fire(self, state: int, binding: tuple, entry) -> list:
         """[(edge, β ⊎ {v/⟨e⟩}, live)] for every transition out of ``state`` whose monotone conditions
@@ -138,7 +158,8 @@ class _Node:
         self.ok = False            # its subtree produced a match
 
 
-def run_window_robust(automaton: CompiledAutomaton, window: Sequence, trace: Optional[list] = None) -> list:
+def run_window_robust(automaton: CompiledAutomaton, window: Sequence, trace: Optional[list] = None,
+                      lookahead: bool = True) -> list:
     """MatchBT (Alg 4): robust skip-till-next-match (Def 6.2) by backtracking.
 
     The instance runs greedily; when it ends the window outside qf, its last node (δ, c) is popped: the
@@ -148,26 +169,36 @@ def run_window_robust(automaton: CompiledAutomaton, window: Sequence, trace: Opt
     therefore the paths that take, at each step, the earliest event extending the prefix to a prefix of
     some match, and all transitions that do so.
 
+    ``lookahead`` adds a cut Alg 4 lacks: a node is not grown when some unbound variable has no event left
+    in the window that it could take (``CompiledAutomaton.completable``). Such a node could only fail and
+    be popped, so the matches are the same, but a long run that fails late (rising prices, then no trade
+    big enough) no longer makes the search try every subset of the run.
+
     ``trace``, if given, receives (action, transition number, window index c, 1-based as in the thesis):
     "push", "accept", "backtrack" (the node is popped and its parent resumes at c + 1), "blocked" (a failed
-    node whose sibling led to a match) and "stop" (a failed node at W[0]).
+    node whose sibling led to a match), "stop" (a failed node at W[0]) and "cut" (a node the lookahead
+    refused).
     """
     found: list = []
     for edge, binding in automaton.start(window[0]):
         root = _Node(edge.number, 0, edge.target, binding)
+        if lookahead and not automaton.completable(root.state, binding, window, 1):
+            _log(trace, "cut", root)
+            continue
         _log(trace, "push", root)
-        _explore(automaton, window, root, found, trace)
+        _explore(automaton, window, root, found, trace, lookahead)
         if not root.ok:
             _log(trace, "stop", root)
     return found
 
 
-def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found: list, trace) -> None:
+def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found: list, trace,
+             lookahead: bool) -> None:
     stack = [root]                                     # iterative: a Kleene run may be longer than the
     while stack:                                       # interpreter's recursion limit
         node = stack[-1]
         if node.children is None:
-            node.at, node.children = _next_firing(automaton, window, node)
+            node.at, node.children = _next_firing(automaton, window, node, trace, lookahead)
             node.next_child = 0
             if node.children is None:                  # end of the window
                 node.ok = automaton.accepts(node.state, node.binding)
@@ -193,13 +224,21 @@ def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found:
             node.scan, node.children = node.at + 1, None
 
 
-def _next_firing(automaton: CompiledAutomaton, window: Sequence, node: _Node) -> tuple:
-    """(c, child nodes) for the first window position from ``node.scan`` at which a transition fires."""
+def _next_firing(automaton: CompiledAutomaton, window: Sequence, node: _Node, trace, lookahead: bool) -> tuple:
+    """(c, child nodes) for the first window position from ``node.scan`` at which a transition fires
+    (and, with ``lookahead``, leads to a node that may still complete)."""
     for c in range(node.scan, len(window)):
-        live = [_Node(edge.number, c, edge.target, b) for edge, b, ok in
-                automaton.fire(node.state, node.binding, window[c]) if ok]
-        if live:
-            return c, live
+        children = []
+        for edge, binding, live in automaton.fire(node.state, node.binding, window[c]):
+            child = _Node(edge.number, c, edge.target, binding)
+            if not live:
+                continue
+            if lookahead and not automaton.completable(child.state, binding, window, c + 1):
+                _log(trace, "cut", child)
+                continue
+            children.append(child)
+        if children:
+            return c, children
     return len(window), None
 
 

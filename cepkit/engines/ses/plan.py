@@ -32,18 +32,19 @@ class SesPlan(Plan):
     """A set pattern compiled for the ``ses`` engine.
 
     ``strategy`` is "ALL", "STNM" or "ROBUST_STNM"; ``robust`` chooses how ROBUST_STNM is found
-    ("backtrack": Alg 4, "filter": all matches then Def 6.2); ``automaton`` "permutations" runs the brute
-    force of Ex 4.8 instead of the SES automaton (ALL only).
+    ("backtrack": Alg 4, with the ``lookahead`` cut unless it is False; "filter": all matches then Def 6.2);
+    ``automaton`` "permutations" runs the brute force of Ex 4.8 instead of the SES automaton (ALL only).
     """
 
     def __init__(self, query, pattern: SetPattern, two_phase: bool = True, robust: str = "backtrack",
-                 automaton: str = "ses"):
+                 automaton: str = "ses", lookahead: bool = True):
         self.query = query
         self.pattern = pattern
         self.strategy = query.strategy
         self.two_phase = two_phase
         self.robust = robust
         self.automaton_kind = automaton
+        self.lookahead = lookahead
         self.variables = pattern.variables
         self.index = {v: i for i, v in enumerate(self.variables)}
         self.arity = len(self.variables)
@@ -72,7 +73,7 @@ class SesPlan(Plan):
 
     def __reduce__(self):
         # Compiled conditions are closures: a plan travels (pickle, Spark) as what it was compiled from.
-        return SesPlan, (self.query, self.pattern, self.two_phase, self.robust, self.automaton_kind)
+        return SesPlan, (self.query, self.pattern, self.two_phase, self.robust, self.automaton_kind, self.lookahead)
 
     def _guarded(self, attr: str) -> bool:
         """Whether Θ as written stops any event whose ``attr`` differs from a prefix's from extending it:
@@ -100,7 +101,7 @@ class SesPlan(Plan):
         """A(P, W): the bindings of the matches starting at ``window[0]`` under the plan's strategy."""
         if self.strategy == "ROBUST_STNM":
             if self.robust == "backtrack":
-                return run_window_robust(self.compiled[0], window)
+                return run_window_robust(self.compiled[0], window, lookahead=self.lookahead)
             return robust_by_filter(run_window(self.compiled[0], window, keep_skips=True))
         keep_skips = self.strategy == "ALL"
         return [b for automaton in self.compiled for b in run_window(automaton, window, keep_skips)]

@@ -19,11 +19,12 @@ RANDOM = settings(max_examples=60, deadline=None, suppress_health_check=[HealthC
 
 @RANDOM
 @given(set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")), events, st.booleans(),
-       st.sampled_from(["backtrack", "filter"]))
-def test_agrees_with_the_reference(query, stream, two_phase, robust):
+       st.sampled_from(["backtrack", "filter"]), st.booleans())
+def test_agrees_with_the_reference(query, stream, two_phase, robust, lookahead):
     """Same positions and bindings as the reference, whatever the evaluation path (digest 002 §5: the two-phase
-    filter, partitions and candidates change nothing; §6: Alg 4 and all+pp give the same RSTNM)."""
-    assert_agrees(query, stream, "ses", two_phase=two_phase, robust=robust)
+    filter, partitions and candidates change nothing; §6: Alg 4, with or without the lookahead cut, and all+pp
+    give the same RSTNM)."""
+    assert_agrees(query, stream, "ses", two_phase=two_phase, robust=robust, lookahead=lookahead)
 
 
 @RANDOM

@@ -257,7 +257,9 @@ def test_backtracking_ex_6_10(omit):
     """§3.4, Ex 6.10/6.11 on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted): (δ1,1) and (δ2,2) are added; the
     window ends unaccepted, so (δ2,2) is popped and the run resumes at W[3]; (δ2,4) and (δ3,5) follow; e77 fires
     δ4 and δ5, siblings (δ4,6) and (δ5,6); the δ5 branch is accepted, the δ4 branch is blocked by it (had it
-    backtracked, it would give s4/e78, which is not RSTNM). [derived] With e75, the same match."""
+    backtracked, it would give s4/e78, which is not RSTNM). [derived] With e75, the same match. With the
+    lookahead cut (not in the thesis), neither (δ2,2) nor (δ4,6) is grown: no later trade could be s3 above
+    645, nor s4 above e77's volume."""
     frame = ses_stocks(6)
     names = ["e71", "e72", "e73", "e74", "e75", "e76", "e77", "e78"]
     frame = frame[frame["e"].isin(names) & ~frame["e"].isin(omit)].reset_index(drop=True)
@@ -265,11 +267,15 @@ def test_backtracking_ex_6_10(omit):
     assert described(P3, frame, "STNM") == []
     if omit:
         plan = plan_of(P3, two_phase=False)
-        stream = Stream.from_any(frame)
+        window = [Entry(e, e.time, plan.vars_of(e)) for e in Stream.from_any(frame)]
         trace: list = []
-        run_window_robust(plan.compiled[0], [Entry(e, e.time, plan.vars_of(e)) for e in stream], trace)
+        run_window_robust(plan.compiled[0], window, trace, lookahead=False)
         assert trace == [("push", 1, 1), ("push", 2, 2), ("backtrack", 2, 2), ("push", 2, 4), ("push", 3, 5),
                          ("push", 4, 6), ("push", 5, 6), ("accept", 5, 6), ("blocked", 4, 6)]
+        trace = []
+        run_window_robust(plan.compiled[0], window, trace)
+        assert trace == [("push", 1, 1), ("cut", 2, 2), ("push", 2, 4), ("push", 3, 5), ("cut", 4, 6),
+                         ("push", 5, 6), ("accept", 5, 6)]
 
 
 # ----------------------------------------------------------------------------- decisions (§4.5)
