@@ -142,7 +142,9 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     split = plan_split(q)
     warn_single(split)
 
-    events = _number_events(df, layout).withColumn(COORD, layout.coordinate(split))
+    needed = ["type", *(["ts"] if layout.ts_kind != "position" else []), *layout.used,
+              *([layout.position] if layout.position and layout.position not in layout.used else [])]
+    events = _number_events(df.select(*needed), layout).withColumn(COORD, layout.coordinate(split))
     first, last = _check_events(events, layout)
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     split = split.with_length(first, last, slices, slice_length)
@@ -152,7 +154,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     events = null_keys(events, split.keys)
 
     keys = list(split.work_keys)
-    shipped = ["type", *layout.attributes, *(["ts"] if "ts" in keys else []), TS, POS,
+    shipped = ["type", *layout.used, *(["ts"] if "ts" in keys else []), TS, POS,
                *([HOME, SLICE] if split.kind == "slices" else [])]
     grouped = (events.repartition(*keys) if keys else events.repartition(1)).sortWithinPartitions(*keys, POS)
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)

@@ -30,12 +30,14 @@ class Layout:
     """The roles of an input DataFrame's columns for one query.
 
     ``ts_kind`` is "datetime", "number" or "position" (no ts column: ts is the position); ``position`` names
-    the tie-breaking column, if the DataFrame has it.
+    the tie-breaking column, if the DataFrame has it; ``attributes`` are all the other columns, ``used`` those
+    the query reads (its conditions and PARTITION BY): only they travel to the engines.
     """
     schema: T.StructType
     ts_kind: str
     position: Optional[str]
     attributes: tuple
+    used: tuple = ()
 
     @classmethod
     def of(cls, schema: T.StructType, query: Query, position: str = "position") -> "Layout":
@@ -62,35 +64,15 @@ class Layout:
             raise EventError(0, position, f"the position column {position!r} must be orderable, not "
                                           f"{fields[position].dataType.simpleString()}")
         check_against_stream(query, Stream([], ts_kind == "datetime"))
-        layout = cls(schema, ts_kind, position if position in fields else None,
-                     tuple(name for name in fields if name not in RESERVED))
-        layout._check_names(query)
+        attributes = tuple(name for name in fields if name not in RESERVED)
+        read = _check_names(query, attributes)
+        layout = cls(schema, ts_kind, position if position in fields else None, attributes,
+                     tuple(name for name in attributes if name in read))
+        _check_outputs(query)
         return layout
-
-    def _check_names(self, query: Query) -> None:
-        known = set(self.attributes) | set(RESERVED)
-        listing = ", ".join(self.attributes) or "no attribute columns"
-        for key in query.partition_by:
-            if key not in known:
-                raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has "
-                                               f"{listing}", query.text)
-        roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
-        for node in (n for root in roots for n in root.walk()):
-            attr = getattr(node, "attr", None)
-            if isinstance(node, (A.Attr, A.Agg)) and attr is not None and attr not in known:
-                raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has "
-                                          f"{listing}", query.text)
-        taken = {"match_id", "positions", *(k.lower() for k in query.partition_by)}
-        for var in output_variables(query):
-            if var.lower() in taken:
-                raise QueryError.at(query.variables.get(var, query.ast), f"variable {var!r} would share its "
-                                    "output column with a PARTITION BY column or match_id/positions; rename it",
-                                    query.text)
-            taken.add(var.lower())
-
     @property
     def columns(self) -> EventColumns:
-        return EventColumns(self.attributes, self.ts_kind)
+        return EventColumns(self.used, self.ts_kind)
 
     def engine_ts(self) -> Column:
         """TS: epoch microseconds for datetime ts (rebuilt as UTC datetimes in the workers), else ts itself."""
@@ -122,6 +104,36 @@ class Layout:
         out += [T.StructField(v, position_list if v in kleene else T.LongType()) for v in output_variables(query)]
         out += [self.schema[k] for k in query.partition_by]
         return T.StructType(out)
+
+
+def _check_names(query: Query, attributes: tuple) -> set:
+    """The attribute names the query reads; QueryError at the first one the DataFrame lacks."""
+    known = set(attributes) | set(RESERVED)
+    listing = ", ".join(attributes) or "no attribute columns"
+    for key in query.partition_by:
+        if key not in known:
+            raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has "
+                                           f"{listing}", query.text)
+    read = set(query.partition_by)
+    roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
+    for node in (n for root in roots for n in root.walk()):
+        attr = getattr(node, "attr", None)
+        if isinstance(node, (A.Attr, A.Agg)) and attr is not None:
+            if attr not in known:
+                raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has "
+                                          f"{listing}", query.text)
+            read.add(attr)
+    return read
+
+
+def _check_outputs(query: Query) -> None:
+    """Each variable needs an output column of its own (Spark's column names ignore case)."""
+    taken = {"match_id", "positions", *(k.lower() for k in query.partition_by)}
+    for var in output_variables(query):
+        if var.lower() in taken:
+            raise QueryError.at(query.variables.get(var, query.ast), f"variable {var!r} would share its output "
+                                "column with a PARTITION BY column or match_id/positions; rename it", query.text)
+        taken.add(var.lower())
 
 
 def epoch_micros(col: Column, kind: T.DataType) -> Column:

@@ -8,7 +8,9 @@ to the positions of the whole stream.
 Three ways to split (``plan_split``):
 
 * ``"partition"``: PARTITION BY k evaluates the pattern on each sub-stream of equal k (LANGUAGE.md §4), so
-  each key is a group.
+  the events are spread over Spark's partitions by key. A key's events always meet in one group; small
+  keys are gathered into one engine run (the engine partitions them itself), since one run per key would
+  cost more than the matching when keys are many.
 * ``"slices"``: without PARTITION BY but with a window ``w``, the time axis (the position axis for
   ``WITHIN n EVENTS``, with ``w = n - 1``) is cut into slices of length ``L``. Slice ``k`` *owns* the
   matches whose last event lies in ``[kL, (k+1)L)`` and receives the events in ``[kL - w, (k+1)L + r)``.
@@ -54,6 +56,7 @@ SLICE = PREFIX + "slice"    # the slice a copy of the event belongs to
 HOME = PREFIX + "home"      # the slice that owns matches ending at this event
 LAST = PREFIX + "last"      # a match's last position, for the output order
 RANK = PREFIX + "rank"      # a match's rank in its group's output order (ties between equal positions)
+BATCH_ROWS = 200_000        # PARTITION BY keys are matched together up to this many events
 
 # Features that only ever look back from a match's last event (see the module docstring).
 _LOOK_BACK_ONLY = frozenset({
@@ -227,14 +230,15 @@ class GroupMatcher:
         """The matches in one group (``rows`` sorted by POS), one row each, in output order.
 
         ``owned`` (one bool per row) keeps only matches whose last event is owned by this group; for
-        slices it is read from the HOME and SLICE columns.
+        slices it is read from the HOME and SLICE columns. A group may hold several PARTITION BY keys: the
+        engine partitions them itself, and each match takes its key from its last event.
         """
         stream = Stream.from_frame(self.columns.engine_frame(rows))
         found = Matches(self.plan.run(stream), self.engine, self.query)
         if owned is None and self.split.kind == "slices":
             owned = rows[HOME].to_numpy() == rows[SLICE].iat[0]
         positions = rows[POS].to_numpy(dtype=np.int64)
-        out = []
+        out, lasts = [], []
         for rank, m in enumerate(found):
             if owned is not None and not owned[m.last]:
                 continue
@@ -247,18 +251,37 @@ class GroupMatcher:
                     value = int(positions[value])
                 row[var] = value
             out.append(row)
+            lasts.append(m.last)
         frame = pd.DataFrame(out, columns=[LAST, RANK, "positions", *self.variables])
         for var in self.variables:
             if var not in self.kleene:
                 frame[var] = frame[var].astype("Int64")
         for key in self.split.keys:
-            frame[key] = rows[key].iloc[0]
+            frame[key] = rows[key].to_numpy()[lasts] if lasts else rows[key].iloc[:0].to_numpy()
         return frame
 
+    def groups(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        """The groups to match, from batches sorted by (group keys, POS): one per slice, or all rows; under
+        PARTITION BY, whole keys gathered up to ``BATCH_ROWS`` rows, since one engine run per key would cost
+        more than the matching itself when keys are many and small."""
+        runs = key_runs(batches, self.split.work_keys)
+        if self.split.kind != "partition":
+            yield from runs
+            return
+        gathered, size = [], 0
+        for run in runs:
+            gathered.append(run)
+            size += len(run)
+            if size >= BATCH_ROWS:
+                yield pd.concat(gathered, ignore_index=True).sort_values(POS, ignore_index=True)
+                gathered, size = [], 0
+        if gathered:
+            yield pd.concat(gathered, ignore_index=True).sort_values(POS, ignore_index=True)
+
     def __call__(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        """``mapInPandas`` body: batches sorted by (group keys, POS) in, one frame of matches per group out."""
-        for rows in key_runs(batches, self.split.work_keys):
-            found = self.match_group(rows.reset_index(drop=True))
+        """``mapInPandas`` body: batches sorted by (group keys, POS) in, a frame of matches per group out."""
+        for rows in self.groups(batches):
+            found = self.match_group(rows)
             if len(found):
                 yield found
 

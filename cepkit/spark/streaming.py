@@ -197,7 +197,7 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     if not keys:
         prepared = prepared.withColumn(_GROUP, F.lit(0))
     prepared = null_keys(prepared, keys)
-    columns = ["type", *layout.attributes, TS, POS, TIME]
+    columns = ["type", *layout.used, TS, POS, TIME]
     output = ["match_id", "positions", *output_variables(q), *keys]
     schema = layout.match_schema(q)
     out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
