@@ -233,10 +233,9 @@ class AutomatonView(widgets.VBox):
 
     def _show_step(self) -> None:
         active = [s for s, partial in self.active().items() if partial]
-        with self.figure.batch_update():
-            self.trace("active states").update(x=[self.positions[s][0] for s in active],
-                                               y=[self.positions[s][1] for s in active],
-                                               text=[state_name(s) for s in active])
+        self.trace("active states").update(x=[self.positions[s][0] for s in active],
+                                           y=[self.positions[s][1] for s in active],
+                                           text=[state_name(s) for s in active])
         self.panel.value = self._step_html() if self.steps else ""
 
     def _summary(self) -> str:

@@ -1,8 +1,8 @@
 """``StrategyCompare``: one query under every selection strategy, side by side (LANGUAGE.md §5, digest 004 §2).
 
 Seeing the same stream answered by ALL, NEXT, LAST, MAX, STRICT, STNM and ROBUST_STNM at once is the quickest
-way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and a grid
-of compact ``MatchTimeline`` s shows which events each one picked. A strategy the query cannot take (a query
+way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and a stack
+of compact ``MatchTimeline`` s, one under the other on the same time axis, shows which events each one picked. A strategy the query cannot take (a query
 error, not an engine gap, which falls back to ``reference``) is listed with its error instead of a timeline.
 """
 from __future__ import annotations
@@ -51,11 +51,9 @@ class StrategyCompare(widgets.VBox):
                 progress.value += 1
         self.strategies = strategies
         self.table = widgets.HTML(self._table())
-        self.timelines = {s: MatchTimeline(self.stream, run.matches, height=230, title=self._title(s, run))
+        self.timelines = {s: MatchTimeline(self.stream, run.matches, height=210, title=self._title(s, run))
                           for s, run in self.runs.items()}
-        grid = widgets.GridBox(list(self.timelines.values()),
-                               layout=widgets.Layout(grid_template_columns="repeat(2, minmax(0, 1fr))"))
-        super().__init__([self.table, grid])
+        super().__init__([self.table, *self.timelines.values()])
 
     def counts(self) -> dict:
         """strategy -> number of matches (strategies that raised are left out)."""

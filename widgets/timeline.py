@@ -139,10 +139,12 @@ class MatchTimeline(widgets.VBox):
             "late insertions": self._polylines(late, "late insertion", dash="dot", star_late=True),
             "selected": _empty(),
         }
-        with self.figure.batch_update():
-            for name, values in props.items():
-                self.trace(name).update(values, overwrite=True)
-            self.figure.update_layout(self._layout(notes))
+        # One update per trace, never one batch across traces: a batched restyle pads the traces lacking a
+        # property with `undefined` (e.g. `marker`), which plotly.js's cleanData cannot read, and the figure
+        # then never renders.
+        for name, values in props.items():
+            self.trace(name).update(values, overwrite=True)
+        self.figure.update_layout(self._layout(notes))
         self.notes = notes
         self._show_selected()
 

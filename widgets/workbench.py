@@ -31,6 +31,7 @@ from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline, bindings_text
 
 TABS = ("Timeline", "Automaton", "Strategies", "Engines", "Events")
+AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
 MAX_RESULT_ROWS = 1000     # rows in the results table; the timeline still has every match
 EVENT_ROWS = 50
 CSS = """<style>
@@ -39,8 +40,11 @@ CSS = """<style>
 </style>"""
 
 
+RESULTS_HEADER = f"{'#':<6} {'positions':<24} bindings"
+
+
 def result_row(k: int, match) -> str:
-    """One results-table row: ``#k  positions  bindings``."""
+    """One results-table row, aligned under ``RESULTS_HEADER``."""
     return f"#{k:<5} {str(match.positions):<24} {bindings_text(match)}"
 
 
@@ -84,8 +88,8 @@ class Workbench(widgets.VBox):
         self.diagnostics.add_class("cepkit-diagnostics")
         self.engine_picker = widgets.Dropdown(options=["auto", *cepkit.engines().index], value=engine,
                                               description="engine")
-        self.strategy_picker = widgets.Dropdown(options=[("as written", None), *[(s, s) for s in STRATEGIES]],
-                                                value=strategy, description="strategy")
+        self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
+                                                description="strategy")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
         self.status = widgets.HTML()
@@ -121,7 +125,8 @@ class Workbench(widgets.VBox):
         self.progress.layout.visibility = "visible" if long_run else "hidden"
         self.progress.value, self.progress.max = 0, max(len(self.stream), 1)
         try:
-            query = self.query.with_strategy(self.strategy_picker.value) if self.strategy_picker.value else self.query
+            strategy = self.strategy_picker.value
+            query = self.query if strategy == AS_WRITTEN else self.query.with_strategy(strategy)
             run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
                             progress=self._advance if long_run else None, **self.options)
         except (cepkit.QueryError, cepkit.EventError) as err:
@@ -170,7 +175,7 @@ class Workbench(widgets.VBox):
         note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
         self.status.value = (f"<b>{len(matches):,} matches</b> by engine <code>{html.escape(run.engine)}</code> in "
                              f"{run.seconds:.3f} s{more}{note}")
-        self.results_header.value = "<code>#      positions                bindings</code>" if rows else ""
+        self.results_header.value = f"<pre style='margin:0'>{html.escape(RESULTS_HEADER)}</pre>" if rows else ""
         self.timeline.set_matches(matches)
 
     def _on_row(self, change) -> None:
