@@ -97,6 +97,9 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(jupyter_
             "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        script_errors = []
+        page.on("pageerror", lambda error: script_errors.append(str(error)))
+        page.on("console", lambda message: script_errors.append(message.text) if message.type == "error" else None)
         try:
             page.goto(jupyter_lab)
             page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
@@ -113,6 +116,11 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(jupyter_
             assert timeline.locator(".scatterlayer .trace").count() >= 3        # events, matches, selected...
             assert automaton.locator("text", has_text="q0").count() >= 1
             assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
+            # every figure on show was drawn: the tour's timeline, the automaton, the workbench's timeline
+            shown = [box for box in (plot.bounding_box() for plot in page.locator(".js-plotly-plot:visible").all())
+                     if box is not None]
+            assert len(shown) >= 3 and all(box["height"] > 100 for box in shown), shown
+            assert not [e for e in script_errors if "TypeError" in e], script_errors
             timeline.scroll_into_view_if_needed()
             timeline.screenshot(path=str(ARTIFACTS / "01-tour-timeline.png"))
             automaton.scroll_into_view_if_needed()
