@@ -7,6 +7,20 @@ on Spark unchanged and gives the positions ``cepkit.match`` gives on the same ev
 >>> import cepkit.spark                                                    # doctest: +SKIP
 >>> spark = cepkit.spark.session()                                         # doctest: +SKIP
 >>> cepkit.spark.match("SEQ(A a, B b) WITHIN 10 s PARTITION BY id", spark.table("events")).show()  # doctest: +SKIP
+
+Choices where the language page (LANGUAGE.md) and issue 3 leave room:
+
+* Batch positions are ranks in the logical order (ts, then the ``position`` column, then the DataFrame's
+  own row order), and ``match_id`` numbers the matches in output order, as locally. Both need global
+  ranks, so ``match`` runs its jobs when called and returns checkpointed rows already in that order.
+* A query is split by PARTITION BY key, else into overlapping time slices when it has a window, else it
+  runs as one group with a ``OneGroupWarning`` (``groups``: why slicing loses and duplicates nothing).
+* Only the columns the query reads travel to the engines; null and NaN keys meet in one group, since
+  locally both are a missing attribute.
+* Streaming needs a ts, an integer position column (reported as the positions) and a window; the
+  out-of-order mode's bound becomes the watermark delay, later events are dropped and counted
+  (``late_events``), ``match_id`` counts each key's matches, and the aggressive mode is refused since an
+  append-only stream cannot retract (``streaming``, ``watermark``).
 """
 from .batch import match
 from .groups import OneGroupWarning
