@@ -128,3 +128,19 @@ def test_retractions_are_withdrawn_and_late_insertions_starred():
 def test_no_matches(farm):
     timeline = MatchTimeline(farm)
     assert len(timeline.trace("matches").x) == 0 and "No matches" in timeline.details.value
+
+
+def test_the_stack_engines_aggressive_mode_draws_retractions_and_late_insertions():
+    # digest 000a §2: A@1 and C@5 arrive, then the late B@3 and B@4, then C@6
+    events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}, {"type": "B", "ts": 4},
+              {"type": "C", "ts": 6}]
+    negated = cepkit.match("SEQ(A a, !B b, C c) WITHIN 10", events, engine="stack", disorder="aggressive")
+    timeline = MatchTimeline(events, negated)
+    assert len(timeline.matches) == 0                                # (0, 1) was emitted, then withdrawn
+    assert [x for x, _ in points(timeline.trace("withdrawn"))] == [1, 5]
+    positive = cepkit.match("SEQ(A a, B b, C c) WITHIN 10", events, engine="stack", disorder="aggressive")
+    timeline = MatchTimeline(events, positive)
+    late = timeline.trace("late insertions")
+    assert sum(x is None for x in late.x) == len(positive.deltas) == 4   # every delta uses a late B
+    starred = {x for x, s in zip(late.x, late.marker.symbol) if s == "star"}
+    assert starred == {3, 4}

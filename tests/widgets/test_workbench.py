@@ -121,3 +121,11 @@ def test_automaton_tab_explains_a_query_outside_cel(farm):
     wb.tabs.selected_index = TABS.index("Automaton")
     assert wb.automaton_view is None
     assert "cannot compile" in wb.tabs.children[TABS.index("Automaton")].children[0].value
+
+
+def test_options_reach_the_engine_and_retractions_reach_the_timeline():
+    events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}]
+    wb = Workbench(events, query="SEQ(A a, !B b, C c) WITHIN 10", disorder="aggressive")
+    run = wb.run()
+    assert run.engine != "reference" and len(run.matches) == 0 and run.matches.deltas
+    assert len(wb.timeline.trace("withdrawn").x) == 3 and "1 withdrawn" in wb.timeline.figure.layout.title.text
