@@ -54,9 +54,6 @@ class SetPattern:
         """All variables, set by set, in pattern order (the binding's index order)."""
         return tuple(v for s in self.sets for v in s)
 
-    def set_of(self, var: str) -> int:
-        return next(i for i, s in enumerate(self.sets) if var in s)
-
     def partition_attributes(self) -> tuple:
         """X of Def 5.3: the attributes A whose equalities ``v.A = w.A`` connect every variable (through
         Θ_eq⁺), so all events of a match agree on them. Empty for a single variable."""
