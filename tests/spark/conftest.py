@@ -1,5 +1,5 @@
-"""Spark tests share one local[2] session (UTC, 2 shuffle partitions, no UI); they are marked ``spark`` and
-skipped, with the reason, when no Java is installed. The pure pandas parts of ``cepkit.spark`` (grouping,
+"""Spark tests share one local[2] session (UTC, 2 shuffle partitions, no UI); they are marked ``spark`` (and
+grouped on one xdist worker, docs/testing.md) and skipped, with the reason, when no Java is installed. The pure pandas parts of ``cepkit.spark`` (grouping,
 slicing, watermark buffers) are tested without Spark, in the same folder."""
 import os
 import shutil
@@ -22,10 +22,16 @@ def spark():
     session.stop()
 
 
-def match_rows(frame: pd.DataFrame, variables) -> list:
-    """(positions, bindings) of each row of a matches frame, local (``Matches.to_pandas``) or from Spark."""
+def _match_rows(frame: pd.DataFrame, variables) -> list:
     def plain(value):
         if isinstance(value, (list, tuple, np.ndarray)):
             return tuple(int(v) for v in value)
         return None if value is None or pd.isna(value) else int(value)
     return [(plain(row["positions"]), tuple(plain(row[v]) for v in variables)) for _, row in frame.iterrows()]
+
+
+@pytest.fixture(scope="session")
+def match_rows():
+    """``match_rows(frame, variables)``: (positions, bindings) of each row of a matches frame, local
+    (``Matches.to_pandas``) or from Spark, as plain tuples."""
+    return _match_rows

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import functions as F
 
@@ -15,10 +15,9 @@ import cepkit.spark
 from cepkit.datasets import cel_fire_sensors, neel_hospital, ses_chemo, ses_stocks
 from cepkit.spark import OneGroupWarning
 from cepkit.spark.groups import output_variables
-from tests.spark.conftest import match_rows
-from tests.strategies import flat_seq_queries, streams, unary_queries
+from strategies import flat_seq_queries, streams, unary_queries
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
 PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
@@ -30,65 +29,68 @@ R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = 
         "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
 
 
-def assert_same_as_local(spark, query, events: pd.DataFrame, engine="reference", slice_length=None,
-                         **kwargs) -> pd.DataFrame:
-    """Spark's rows equal ``cepkit.match(...).to_pandas()``: match ids, positions, bindings, in order."""
-    local = cepkit.match(query, events, engine=engine, **kwargs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", OneGroupWarning)
-        found = cepkit.spark.match(query, spark.createDataFrame(events), engine=engine, slice_length=slice_length,
-                                   **kwargs).toPandas()
-    variables = list(output_variables(cepkit.parse(query)))
-    assert list(found["match_id"]) == list(range(len(found)))
-    assert match_rows(found, variables) == match_rows(local.to_pandas().reindex(columns=["positions", *variables]),
-                                                      variables), query
-    return found
+@pytest.fixture(scope="session")
+def same_as_local(spark, match_rows):
+    """``same_as_local(query, events, ...)``: Spark's rows equal ``cepkit.match(...).to_pandas()`` (match ids,
+    positions, bindings, in order); returns them."""
+    def check(query, events: pd.DataFrame, engine="reference", slice_length=None, **kwargs) -> pd.DataFrame:
+        local = cepkit.match(query, events, engine=engine, **kwargs)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", OneGroupWarning)
+            found = cepkit.spark.match(query, spark.createDataFrame(events), engine=engine,
+                                       slice_length=slice_length, **kwargs).toPandas()
+        variables = list(output_variables(cepkit.parse(query)))
+        assert list(found["match_id"]) == list(range(len(found)))
+        expected = match_rows(local.to_pandas().reindex(columns=["positions", *variables]), variables)
+        assert match_rows(found, variables) == expected, query
+        return found
+    return check
 
 
 # ----------------------------------------------------------------------------- the digests' worked examples
-def test_cel_phi1_and_phi3_as_one_group(spark):
+def test_cel_phi1_and_phi3_as_one_group(spark, same_as_local):
     """Digest 004 §3: ⟦φ1⟧(S) = {1,2}, {1,8}, {5,8}; ⟦φ3⟧(S) = {3,4,6,7}, {3,4,7}, {3,6,7} with y bound to a
     tuple; NXT(φ1) keeps {1,2}, {1,8}. Neither has PARTITION BY or WITHIN: one group, with a warning."""
     events = cel_fire_sensors()
-    found = assert_same_as_local(spark, PHI1, events)
+    found = same_as_local(PHI1, events)
     assert [tuple(p) for p in found["positions"]] == [(1, 2), (1, 8), (5, 8)]
-    found = assert_same_as_local(spark, PHI3, events)
+    found = same_as_local(PHI3, events)
     assert sorted(map(tuple, found["positions"])) == [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]
     assert sorted(map(tuple, found["y"])) == [(4,), (4, 6), (6,)]
-    found = assert_same_as_local(spark, PHI1, events, strategy="NEXT")
+    found = same_as_local(PHI1, events, strategy="NEXT")
     assert [tuple(p) for p in found["positions"]] == [(1, 2), (1, 8)]
     with pytest.warns(OneGroupWarning):
         cepkit.spark.match(PHI1, spark.createDataFrame(events), engine="reference")
 
 
-def test_cel_phi1_partitioned_by_sensor(spark):
+def test_cel_phi1_partitioned_by_sensor(same_as_local):
     """φ1 with PARTITION BY id: one group per sensor; the key column comes back with each match."""
-    found = assert_same_as_local(spark, PHI1 + " PARTITION BY id", cel_fire_sensors())
+    found = same_as_local(PHI1 + " PARTITION BY id", cel_fire_sensors())
     assert list(found["id"]) == [0, 0, 0]
 
 
-def test_ses_chemo_p1_over_date_slices(spark):
+def test_ses_chemo_p1_over_date_slices(same_as_local):
     """Digest 002 §3.1 Ex 3.4 (11 matches) and Ex 3.5 (STNM, 3), datetime ts, 15-day window, slices of 4 days;
     the Kleene variable p is an array<long> column."""
     events = ses_chemo(3)
-    found = assert_same_as_local(spark, CHEMO_P1, events, slice_length=4 * 86400)
+    found = same_as_local(CHEMO_P1, events, slice_length=4 * 86400)
     assert len(found) == 11
-    assert len(assert_same_as_local(spark, CHEMO_P1, events, strategy="STNM", slice_length=4 * 86400)) == 3
+    assert len(same_as_local(CHEMO_P1, events, strategy="STNM", slice_length=4 * 86400)) == 3
 
 
-def test_ses_stocks_p3_robust_stnm(spark):
+def test_ses_stocks_p3_robust_stnm(same_as_local):
     """Digest 002 §3.4 Ex 6.5: robust skip-till-next-match (4 matches) looks at full matches after the
     candidate, so slices receive a window after their own part."""
-    found = assert_same_as_local(spark, STOCKS_P3, ses_stocks(6), strategy="ROBUST_STNM", slice_length=0.05)
+    found = same_as_local(STOCKS_P3, ses_stocks(6), strategy="ROBUST_STNM", slice_length=0.05)
     assert len(found) == 4
 
 
-def test_neel_correlated_negated_and(spark):
+def test_neel_correlated_negated_and(same_as_local):
     """Digest 000b §7 T21 (R_Q1): the negated AND is checked over the window; engine="auto" on Spark picks
     the engine the local API picks."""
     events = neel_hospital("rq1")
-    assert_same_as_local(spark, R_Q1, events)
-    assert_same_as_local(spark, R_Q1, events, engine="auto")
+    same_as_local(R_Q1, events)
+    same_as_local(R_Q1, events, engine="auto")
 
 
 # ----------------------------------------------------------------------------- random queries and streams
@@ -96,30 +98,30 @@ def frame_of(events: list) -> pd.DataFrame:
     return pd.DataFrame(events, columns=["type", "ts", "v", "id"])
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None)
 @given(streams(min_size=1, max_size=24, ids=3),
        st.one_of(unary_queries(strategies=("ALL", "NEXT", "PARTITION_STRICT"), max_depth=2),
                  flat_seq_queries(strategies=("ALL", "STNM"))))
-def test_random_queries_on_partitioned_streams(spark, events, query):
+def test_random_queries_on_partitioned_streams(same_as_local, events, query):
     """Issue 3: Spark batch results equal local ``cepkit.match`` on random queries, one group per key."""
     assume("PARTITION BY" in query)
-    assert_same_as_local(spark, query, frame_of(events))
+    same_as_local(query, frame_of(events))
 
 
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=3, deadline=None)
 @given(st.one_of(st.integers(1, 6), st.floats(0.5, 8)))
-def test_time_slices_on_spark(spark, length):
+def test_time_slices_on_spark(same_as_local, length):
     """The slices cut by Spark (``F.floor`` on the same formula) give the local matches, whatever their size."""
     rng = np.random.default_rng(3)
     events = frame_of([{"type": t, "ts": int(ts), "v": int(v), "id": 0}
                        for t, ts, v in zip(rng.choice(list("ABC"), 40), np.cumsum(rng.integers(0, 3, 40)),
                                            rng.integers(0, 5, 40))])
-    assert_same_as_local(spark, "SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 4", events, slice_length=length)
-    assert_same_as_local(spark, "SEQ(A a, B+ b) WITHIN 5 EVENTS", events, slice_length=length)
+    same_as_local("SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 4", events, slice_length=length)
+    same_as_local("SEQ(A a, B+ b) WITHIN 5 EVENTS", events, slice_length=length)
 
 
 # ----------------------------------------------------------------------------- input forms
-def test_timestamp_kinds_and_the_position_column(spark):
+def test_timestamp_kinds_and_the_position_column(spark, match_rows):
     """ts as timestamp, timestamp without time zone (read as UTC) or date; equal ts ordered by ``position``."""
     base = dt.datetime(2024, 3, 31, 1, 0)
     local = pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [base + dt.timedelta(minutes=m) for m in (0, 1, 1, 3)]})
@@ -137,9 +139,9 @@ def test_timestamp_kinds_and_the_position_column(spark):
     assert match_rows(found, ["a", "b"]) == [((0, 1), (0, 1))]   # the A comes first: its position column is 0
 
 
-def test_without_ts_positions_are_the_row_order(spark):
+def test_without_ts_positions_are_the_row_order(same_as_local):
     events = pd.DataFrame({"type": list("ABAB"), "v": [1, 2, 3, 4]})
-    assert_same_as_local(spark, "SEQ(A a, B b) WHERE a.v < b.v WITHIN 2 EVENTS", events)
+    same_as_local("SEQ(A a, B b) WHERE a.v < b.v WITHIN 2 EVENTS", events)
 
 
 def test_schema_of_the_matches(spark):

@@ -11,8 +11,7 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.spark.groups import (HOME, LAST, POS, RANK, SLICE, TS, EventColumns, GroupMatcher, OneGroupWarning,
                                  key_runs, output_variables, plan_split, warn_single)
-from tests.spark.conftest import match_rows
-from tests.strategies import flat_seq_queries, set_query_variants, streams, unary_queries
+from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 COLUMNS = EventColumns(("v", "id"), "number")
 
@@ -38,7 +37,7 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
     return out.iloc[order].reset_index(drop=True)
 
 
-def assert_slices_agree(query: str, events: list, length: float):
+def assert_slices_agree(match_rows, query: str, events: list, length: float):
     local = cepkit.match(query, events, engine="reference")
     variables = list(output_variables(cepkit.parse(query)))
     expected = match_rows(local.to_pandas().reindex(columns=["positions", *variables]), variables)
@@ -55,31 +54,31 @@ lengths = st.one_of(st.integers(1, 12), st.floats(0.3, 15, allow_nan=False))
 @settings(max_examples=30, deadline=None)
 @given(streams(min_size=1, max_size=12, ties=True), unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT"),
                                                        partition=False, max_depth=2), lengths)
-def test_slices_give_every_match_once_cel_fragment(events, query, length):
+def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, length):
     """Issue 3: time slicing never loses or duplicates a match at slice borders, whatever the slice length
     (shorter than the window too); strategies compare windowed matches (LANGUAGE.md §10.3)."""
     assume(sliced(query))
-    assert_slices_agree(query, events, length)
+    assert_slices_agree(match_rows, query, events, length)
 
 
 @settings(max_examples=30, deadline=None)
 @given(streams(min_size=1, max_size=12, ties=True), flat_seq_queries(strategies=("ALL", "STRICT", "STNM"), partition=False),
        lengths)
-def test_slices_give_every_match_once_with_negation(events, query, length):
+def test_slices_give_every_match_once_with_negation(match_rows, events, query, length):
     """Leading and trailing negations look up to a window beyond the match (LANGUAGE.md §10.4): slices
     receive a window of events on both sides."""
     assume(sliced(query))
-    assert_slices_agree(query, events, length)
+    assert_slices_agree(match_rows, query, events, length)
 
 
 @settings(max_examples=25, deadline=None)
 @given(streams(types=("C", "P", "D", "B"), min_size=1, max_size=10), set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
        lengths)
-def test_slices_give_every_match_once_ses_fragment(events, query, length):
+def test_slices_give_every_match_once_ses_fragment(match_rows, events, query, length):
     """SES sets with Kleene variables, robust skip-till-next-match (digest 002 Def 6.2 looks at full matches
     after the candidate) and RETURN projections."""
     assume(sliced(query))
-    assert_slices_agree(query, events, length)
+    assert_slices_agree(match_rows, query, events, length)
 
 
 def test_a_match_on_a_slice_border_is_reported_by_its_owner_only():

@@ -11,7 +11,7 @@ import pytest
 
 import cepkit.spark
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 CONNECT_TIMEOUT_S = 300
 READY = "cepkit-connect-session-ready"

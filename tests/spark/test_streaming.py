@@ -9,9 +9,8 @@ import pytest
 import cepkit
 import cepkit.spark
 from cepkit.spark.groups import output_variables
-from tests.spark.conftest import match_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 SCHEMA = "type string, ts double, position long, v long, id long"
 QUERY = "SEQ(A a, !C c, B b) WHERE a.v <= b.v WITHIN 6 s PARTITION BY id"
@@ -24,12 +23,12 @@ def write_batch(folder, name, rows: pd.DataFrame):
     staging.rename(folder / f"{name}.json")
 
 
-def unordered(frame: pd.DataFrame, variables) -> list:
+def unordered(match_rows, frame: pd.DataFrame, variables) -> list:
     rows = match_rows(frame, variables)
     return sorted(zip(rows, frame["id"].tolist()), key=repr)
 
 
-def test_stream_in_micro_batches_equals_batch(spark, tmp_path):
+def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows):
     rng = np.random.default_rng(7)
     n, delay = 90, 4.0
     events = pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.cumsum(rng.uniform(0.1, 1.5, n)).round(3),
@@ -59,7 +58,7 @@ def test_stream_in_micro_batches_equals_batch(spark, tmp_path):
     batch = cepkit.spark.match(QUERY, spark.createDataFrame(everything), engine="reference").toPandas()
     variables = list(output_variables(cepkit.parse(QUERY)))
     assert len(batch) > 5
-    assert unordered(streamed, variables) == unordered(batch, variables)
+    assert unordered(match_rows, streamed, variables) == unordered(match_rows, batch, variables)
     for _, key_rows in streamed.groupby("id"):          # match ids count each key's matches
         assert sorted(key_rows["match_id"]) == list(range(len(key_rows)))
 

@@ -10,8 +10,7 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, output_variables, plan_split, whole_history
 from cepkit.spark.watermark import SEQ, TIME, Horizon, KeyBuffer, advance
-from tests.spark.conftest import match_rows
-from tests.strategies import flat_seq_queries, set_query_variants, streams, unary_queries
+from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 COLUMNS = EventColumns(("v", "id"), "number")
 
@@ -60,7 +59,7 @@ def run_stream(query: str, events: list, arrival_jitter: list, batches: int, del
     return out
 
 
-def assert_stream_agrees(query, events, jitter, batches, delay):
+def assert_stream_agrees(match_rows, query, events, jitter, batches, delay):
     q = cepkit.parse(query)
     assume(q.within is not None and not q.partition_by and not whole_history(q))
     if q.within.events:
@@ -86,22 +85,22 @@ def arrivals(draw, fragment):
 
 @settings(max_examples=25, deadline=None)
 @given(unary_queries(strategies=("ALL", "NEXT", "STRICT"), partition=False, max_depth=2), arrivals("cel"))
-def test_streamed_matches_equal_batch_cel_fragment(query, arrival):
-    assert_stream_agrees(query, *arrival)
+def test_streamed_matches_equal_batch_cel_fragment(match_rows, query, arrival):
+    assert_stream_agrees(match_rows, query, *arrival)
 
 
 @settings(max_examples=25, deadline=None)
 @given(flat_seq_queries(strategies=("ALL", "STNM"), partition=False), arrivals("sase"))
-def test_streamed_matches_equal_batch_with_negation(query, arrival):
+def test_streamed_matches_equal_batch_with_negation(match_rows, query, arrival):
     """A trailing negation holds a match back until the watermark passes its first event plus the window
     (LANGUAGE.md §10.4)."""
-    assert_stream_agrees(query, *arrival)
+    assert_stream_agrees(match_rows, query, *arrival)
 
 
 @settings(max_examples=20, deadline=None)
 @given(set_query_variants(strategies=("ALL", "ROBUST_STNM")), arrivals("ses"))
-def test_streamed_matches_equal_batch_ses_fragment(query, arrival):
-    assert_stream_agrees(query, *arrival)
+def test_streamed_matches_equal_batch_ses_fragment(match_rows, query, arrival):
+    assert_stream_agrees(match_rows, query, *arrival)
 
 
 def test_a_match_waits_for_its_trailing_negation_scope():
