@@ -86,7 +86,8 @@ class Workbench(widgets.VBox):
                                        layout=widgets.Layout(width="100%"))
         self.diagnostics = widgets.HTML()
         self.diagnostics.add_class("cepkit-diagnostics")
-        self.engine_picker = widgets.Dropdown(options=["auto", *cepkit.engines().index], value=engine,
+        self.capabilities = cepkit.engines()
+        self.engine_picker = widgets.Dropdown(options=["auto", *self.capabilities.index], value=engine,
                                               description="engine")
         self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
                                                 description="strategy")
@@ -214,7 +215,7 @@ class Workbench(widgets.VBox):
             box.children = [self.strategy_compare]
 
     def _engines_tab(self) -> None:
-        matrix = cepkit.engines()
+        matrix = self.capabilities
         features = [c for c in matrix.columns if c not in ("rank", "description")]
         used = set(self.query.features) if self.query is not None else set()
         head = "".join(f"<th>{html.escape(e)}</th>" for e in matrix.index)
