@@ -21,7 +21,7 @@ positions only.
 >>> import cepkit
 >>> q = cepkit.parse("(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)")
 >>> print(cepkit.pretty(lp_normal(q)))
-T AS x FILTER x.tmp > 40 and x.id = 0 ; H AS y FILTER y.hum < 25 and y.id = 0
+(T AS x FILTER x.tmp > 40 and x.id = 0) ; (H AS y FILTER y.hum < 25 and y.id = 0)
 """
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from .determinize import UNKNOWN
 from .kernel import jit
-from .nodes import BOTTOM, NONE, UNION, compact, enumerate_roots, new_arena
+from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
+from .predicates import Columns
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 
@@ -120,18 +121,18 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
                     status = ARENA_FULL
                     break
                 dst = move_dst[m]
-                # Ext(pos, var, node): the runs of this list, marking the event as the move's variable
-                node_pos[fresh], node_var[fresh], node_left[fresh], node_right[fresh] = pos, move_var[m], node, NONE
-                node_start[fresh] = min(key, node_start[node])
+                # the runs of this list, marking the event as the move's variable
+                extended = put_ext(node_pos, node_var, node_left, node_right, node_start, fresh, pos, move_var[m],
+                                   node, key)
                 fresh += 1
                 if marked[dst] == NONE:
                     if rest[dst] == NONE:
                         touched[n_touched] = dst
                         n_touched += 1
-                    marked[dst] = fresh - 1
+                    marked[dst] = extended
                 else:
-                    marked[dst] = _union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst],
-                                         fresh - 1)
+                    marked[dst] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
+                                            marked[dst], extended)
                     fresh += 1
             if status != OK:
                 break
@@ -145,8 +146,8 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
                     status = ARENA_FULL
                     break
                 else:
-                    rest[target] = _union(node_pos, node_var, node_left, node_right, node_start, fresh, rest[target],
-                                          node)
+                    rest[target] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
+                                             rest[target], node)
                     fresh += 1
         n_new = 0
         roots_before = n_roots
@@ -161,8 +162,8 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
                     status = ARENA_FULL
                     break
                 else:
-                    node = _union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
-                                  rest[state])
+                    node = put_union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
+                                     rest[state])
                     fresh += 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1
@@ -198,16 +199,6 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
     return status
 
 
-@jit(inline=True)
-def _union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """Union(a, b) made at ``at`` (the caller checked the room), the child with the later start first."""
-    if node_start[a] < node_start[b]:
-        a, b = b, a
-    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -1, a, b
-    node_start[at] = node_start[a]
-    return at
-
-
 # ----------------------------------------------------------------------------- inputs
 def window_limit(window, keys: np.ndarray) -> np.ndarray:
     """The largest ``key − start`` a complex event ending at each key may span: ``w`` plus the reference's
@@ -237,11 +228,10 @@ class Inputs:
 
     def __init__(self, program, stream):
         self.stream = stream
-        codes = program.alphabet.letters_of(stream)
-        self.letter = program.letters.of_codes(codes)
+        columns = Columns(stream)
+        self.letter = program.letters.of_codes(program.alphabet.letters_of(columns))
         program.table.ensure_letters(len(program.letters))
-        read = np.flatnonzero(np.asarray(stream.types, dtype=object) != PUNCTUATION) if len(stream) else \
-            np.zeros(0, np.int64)
+        read = np.flatnonzero(~columns.type_in(frozenset({PUNCTUATION})))
         n = len(read)
         if program.query.partition_by and n:
             keys = partition_keys(program.query, [stream.events[i] for i in read])
@@ -281,9 +271,12 @@ class Inputs:
 
 # ----------------------------------------------------------------------------- outputs
 class Outputs:
-    """Enumerated complex events: positions and variables, flat, with each event's emit position."""
+    """Enumerated complex events: positions and variables, flat, with each event's emit position.
+    With a ``limit``, enumeration stops once that many are held (``truncated`` then says so)."""
 
-    def __init__(self):
+    def __init__(self, limit: Optional[int] = None):
+        self.limit = limit
+        self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
         self.var = np.empty(1 << 12, np.int32)
         self.end = np.empty(1 << 10, np.int64)
@@ -298,13 +291,14 @@ class Outputs:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
         done = 0
-        while done < n_roots:
+        while done < n_roots and not self.truncated:
             before = int(self.counts[1])
             done = enumerate_roots(arena, roots.node, roots.key, roots.limit, done, n_roots, self.pos, self.var,
                                    self.end, self.root, self.counts, cap)
             after = int(self.counts[1])
             self.emit.append(roots.emit[self.root[before:after]])
-            if done < n_roots:
+            self.truncated = self.limit is not None and after >= self.limit
+            if done < n_roots and not self.truncated:
                 self.pos, self.var = _twice(self.pos), _twice(self.var)
                 self.end, self.root = _twice(self.end), _twice(self.root)
         roots.n[0] = 0
@@ -352,14 +346,14 @@ def to_match(emit: int, positions, var_ids, variables: tuple, kleene: frozenset,
 class Evaluator:
     """Runs the kernel over batches of events for one or more lists of runs (one per partition key)."""
 
-    def __init__(self, program, collect: bool = True):
+    def __init__(self, program, collect: bool = True, limit: Optional[int] = None):
         self.program = program
         self.table = program.table
         self.arena = new_arena()
         self.collect = collect
         self.roots = Roots(np.empty(256, np.int32), np.empty(256, np.int64), np.empty(256), np.empty(256),
                            np.zeros(1, np.int64))
-        self.outputs = Outputs()
+        self.outputs = Outputs(limit)
         self.info = np.zeros(5, np.int64)
         self.scratch = self._scratch(8)
         self.consume = program.query.consume in ("ANY", "PARTITION")
@@ -422,10 +416,11 @@ def _none(program) -> int:
     return -1 if none is None else none
 
 
-def run_all(program, stream, collect: bool = True) -> Evaluator:
-    """Algorithm 1 over a whole finite stream (every partition in turn); the evaluator holds the outputs."""
+def run_all(program, stream, collect: bool = True, limit: Optional[int] = None) -> Evaluator:
+    """Algorithm 1 over a whole finite stream (every partition in turn); the evaluator holds the outputs
+    (the first ``limit`` or so complex events, when given; all of them otherwise)."""
     inputs = Inputs(program, stream)
-    evaluator = Evaluator(program, collect)
+    evaluator = Evaluator(program, collect, limit)
     batch = inputs.batch(program.letters.none)
     evaluator.run(batch, evaluator.new_runs())
     evaluator.finish()

@@ -54,39 +54,47 @@ def new_arena(capacity: Optional[int] = None) -> Arena:
 
 
 @jit(inline=True)
-def ext(arena, pos, var, child, key):
-    """Ext(pos, var, child) with start key ``key`` for ``pos``; FULL when the arena is full."""
-    n = arena.used[0]
-    if n >= arena.pos.shape[0]:
-        return FULL
-    arena.pos[n] = pos
-    arena.var[n] = var
-    arena.left[n] = child
-    arena.right[n] = NONE
-    arena.start[n] = min(key, arena.start[child])
-    arena.used[0] = n + 1
-    return n
+def put_ext(node_pos, node_var, node_left, node_right, node_start, at, pos, var, child, key):
+    """Ext(pos, var, child) written at ``at`` (the caller checked the room); ``key`` is pos's start key."""
+    node_pos[at], node_var[at], node_left[at], node_right[at] = pos, var, child, NONE
+    node_start[at] = min(key, node_start[child])
+    return at
 
 
 @jit(inline=True)
+def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """Union(a, b) written at ``at`` (the caller checked the room), the child with the later start first."""
+    if node_start[a] < node_start[b]:
+        a, b = b, a
+    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -1, a, b
+    node_start[at] = node_start[a]
+    return at
+
+
+@jit
+def ext(arena, pos, var, child, key):
+    """A new Ext(pos, var, child) in ``arena``; FULL when the arena is full."""
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    at = node_used[0]
+    if at >= node_pos.shape[0]:
+        return FULL
+    node_used[0] = at + 1
+    return put_ext(node_pos, node_var, node_left, node_right, node_start, at, pos, var, child, key)
+
+
+@jit
 def union(arena, a, b):
-    """Union(a, b), or a or b itself when the other is NONE; FULL when the arena is full."""
+    """A new Union(a, b) in ``arena``, or a or b itself when the other is NONE; FULL when full."""
     if a == NONE:
         return b
     if b == NONE:
         return a
-    n = arena.used[0]
-    if n >= arena.pos.shape[0]:
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    at = node_used[0]
+    if at >= node_pos.shape[0]:
         return FULL
-    if arena.start[a] < arena.start[b]:
-        a, b = b, a
-    arena.pos[n] = UNION
-    arena.var[n] = -1
-    arena.left[n] = a
-    arena.right[n] = b
-    arena.start[n] = arena.start[a]
-    arena.used[0] = n + 1
-    return n
+    node_used[0] = at + 1
+    return put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
 @jit

@@ -117,12 +117,12 @@ class Alphabet:
         return any(types is None or event_type in types for types in self._scopes[cond])
 
     # ------------------------------------------------------------------ a whole stream
-    def letters_of(self, stream) -> np.ndarray:
-        """The letter of every event of ``stream`` (uint64; Python ints past 63 tests), column-wise: the
-        type tests once per distinct type, each condition once over its events."""
+    def letters_of(self, columns: "Columns") -> np.ndarray:
+        """The letter of every event of a stream (its ``Columns``; uint64, Python ints past 63 tests),
+        column-wise: the type tests once per distinct type, each condition once over its events."""
+        stream = columns.stream
         n = len(stream)
         wide = len(self.tests) > 63
-        columns = _Columns(stream)
         codes, types = columns.type_codes
         by_type = [sum(1 << i for i, (kind, payload) in enumerate(self.tests) if kind == "type" and t in payload)
                    for t in types]
@@ -158,7 +158,7 @@ def _tests_of(guard: Guard) -> list:
 
 
 # ----------------------------------------------------------------------------- column-wise evaluation
-class _Columns:
+class Columns:
     """The stream's type and attributes as numpy arrays, built on first use."""
 
     def __init__(self, stream):
@@ -168,12 +168,13 @@ class _Columns:
     @cached_property
     def type_codes(self) -> tuple:
         """(code of each event's type, the distinct types in code order)."""
-        codes, uniques = pd.factorize(pd.Series(self.stream.types, dtype=object))
+        codes, uniques = pd.factorize(np.asarray(self.stream.types, dtype=object))
         return codes, list(uniques)
 
     def type_in(self, types: frozenset) -> np.ndarray:
         codes, uniques = self.type_codes
-        return np.isin(codes, [i for i, t in enumerate(uniques) if t in types])
+        return np.array([t in types for t in uniques], dtype=bool)[codes] if len(codes) else \
+            np.zeros(0, dtype=bool)
 
     def column(self, attr: str) -> Optional[tuple]:
         """(kind, values, present) with kind "num" (float64) or "str" (object); None if the column mixes
@@ -209,7 +210,7 @@ class _Columns:
         return None
 
 
-def vector_truth(cond: A.Expr, columns: _Columns) -> Optional[np.ndarray]:
+def vector_truth(cond: A.Expr, columns: Columns) -> Optional[np.ndarray]:
     """Whether ``cond`` holds of each event, column-wise; None when only the reference semantics can say.
 
     Two-valued as the language says (``cepkit.semantics.conditions``): a comparison with a null is false,
@@ -253,7 +254,7 @@ def vector_truth(cond: A.Expr, columns: _Columns) -> Optional[np.ndarray]:
     return None
 
 
-def _vector_value(node, columns: _Columns) -> Optional[tuple]:
+def _vector_value(node, columns: Columns) -> Optional[tuple]:
     """(kind, values, present) of a value expression; scalars broadcast; None if not exactly vectorizable."""
     n = len(columns.stream)
     if isinstance(node, A.Literal):
