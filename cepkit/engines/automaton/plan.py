@@ -2,8 +2,6 @@
 (``matcher``). ALL and STRICT run Algorithm 1 in the kernel; NEXT, LAST and MAX their own algorithms."""
 from __future__ import annotations
 
-from typing import Optional
-
 import numpy as np
 
 from ...runtime.events import PUNCTUATION, Stream
@@ -38,9 +36,12 @@ class Program:
         m = to_match(emit, positions, var_ids, self.cea.variables, self.query.kleene_variables, self.query.select)
         return m if m.positions else None
 
-    def matches(self, outputs: Outputs) -> list:
-        found = (self.match(*ce) for ce in outputs.complex_events())
-        return [m for m in found if m is not None]
+    def matches(self, outputs: Outputs, after: int = -1) -> tuple:
+        """(the Matches of the enumerated complex events that start after position ``after``, whether any
+        did): CONSUME BY counts a match even when RETURN projects all of it away."""
+        kept = [ce for ce in outputs.complex_events() if ce[1][0] > after]
+        found = (self.match(*ce) for ce in kept)
+        return [m for m in found if m is not None], bool(kept)
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""
@@ -62,7 +63,7 @@ class AutomatonPlan(Plan):
             return self._replay(stream)
         evaluator = run_all(program, stream)
         self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
-        return program.matches(evaluator.outputs)
+        return program.matches(evaluator.outputs)[0]
 
     def _replay(self, stream) -> list:
         """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
@@ -141,9 +142,9 @@ class AutomatonMatcher(IncrementalPlan):
                       np.array([window_key]), np.array([limit]), np.array([gap], np.int64), np.zeros(1, bool))
         part.state = self.evaluator.run(batch, part.state, self._others)
         self.evaluator.finish()
-        found = program.matches(self.evaluator.outputs)
+        found, completed = program.matches(self.evaluator.outputs)
         self.evaluator.outputs.clear()
-        if found and program.consume == "ANY":
+        if completed and program.consume == "ANY":
             for other in self.parts.values():
                 other.state = self._fresh()
         return found
@@ -206,14 +207,11 @@ class AutomatonMatcher(IncrementalPlan):
         self.roots.key[:n], self.roots.limit[:n] = window_key, limit
         self.roots.n[0] = n
         self.outputs.take(self.arena, self.roots)
-        found = program.matches(self.outputs)
+        scope = () if program.consume == "ANY" else key
+        found, reported = program.matches(self.outputs, self.reported.get(scope, -1))
         self.outputs.clear()
-        if program.consume is not None:
-            scope = () if program.consume == "ANY" else key
-            last = self.reported.get(scope, -1)
-            found = [m for m in found if m.positions[0] > last]
-            if found:
-                self.reported[scope] = position
+        if program.consume is not None and reported:
+            self.reported[scope] = position
         return found
 
     def _reserve(self, chosen) -> None:

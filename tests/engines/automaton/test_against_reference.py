@@ -75,3 +75,17 @@ def test_hierarchy(query, events, concept):
     expected = cepkit.match(query, events, engine="reference", hierarchy=hierarchy)
     got = cepkit.match(query, events, engine="automaton", hierarchy=hierarchy)
     assert [m.key for m in got] == [m.key for m in expected]
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT NEXT c PATTERN A a ; B b ; C c CONSUME BY ANY",
+    "SELECT MAX b PATTERN A+ a ; B b WITHIN 4 s PARTITION BY id CONSUME BY PARTITION",
+    "SELECT LAST * PATTERN A a ; (B b OR C c) PARTITION BY id CONSUME BY ANY",
+    "A a ; B+ b ; C c PARTITION BY id CONSUME BY ANY RETURN c",
+])
+@settings(max_examples=40, deadline=None)
+@given(events=streams(max_size=12))
+def test_consumption_counts_the_whole_match(query, events):
+    """CONSUME BY looks at the whole match, before RETURN projects it (digest 004 §6 Table 2; the
+    reference's rule), also when a strategy chooses first and across partitions."""
+    assert_agrees(query, events, "automaton")
