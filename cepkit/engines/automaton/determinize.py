@@ -63,13 +63,49 @@ class Letters:
         return self.of_code(self.alphabet.letter_of(event))
 
 
+class Moves:
+    """Per letter and CEA state: the • moves ``(dst, var id)`` and the ◦ targets the letter enables. With
+    ``sink``, NEXT and LAST's fresh final sink q_f (state ``n_states``) is entered by a •-copy of every •
+    transition into F (digest 004 §5, "Preprocess for NXT/LAST")."""
+
+    def __init__(self, cea: CEA, letters: Letters, sink: bool = False):
+        self.cea = cea
+        self.letters = letters
+        self.sink = cea.n_states if sink else None
+        self.finals = frozenset({self.sink}) if sink else cea.finals
+        self.var_ids = {v: i for i, v in enumerate(cea.variables)}
+        self._cache: dict = {}
+
+    def __call__(self, letter: int) -> tuple:
+        """(marks, skips): state -> list of (dst, var id), state -> list of dst."""
+        if letter not in self._cache:
+            marks: dict = {}
+            skips: dict = {}
+            for i in sorted(self.letters.enabled[letter]):
+                t = self.cea.transitions[i]
+                if t.mark:
+                    var = self.var_ids.get(t.var, -1)
+                    marks.setdefault(t.src, []).append((t.dst, var))
+                    if self.sink is not None and t.dst in self.cea.finals:
+                        marks[t.src].append((self.sink, var))
+                else:
+                    skips.setdefault(t.src, []).append(t.dst)
+            self._cache[letter] = (marks, skips)
+        return self._cache[letter]
+
+    def settled(self, states, none: int) -> bool:
+        """Whether an irrelevant event leaves every state where it is (a gap then acts as one step)."""
+        marks, skips = self(none)
+        return all(not marks.get(q) and skips.get(q) == [q] for q in states)
+
+
 class LazyDeterminizer:
     """δ(S, letter) computed on first use and memoized: ``subsets[i]`` is deterministic state i."""
 
     def __init__(self, cea: CEA, letters: Letters):
         self.cea = cea
         self.letters = letters
-        self.var_ids = {v: i for i, v in enumerate(cea.variables)}
+        self.moves_of = Moves(cea, letters)
         self.subsets: list = []
         self._index: dict = {}
         self.initial = self.state_of(frozenset({cea.initial}))
@@ -85,18 +121,15 @@ class LazyDeterminizer:
         return not self.subsets[state].isdisjoint(self.cea.finals)
 
     def step(self, state: int, letter: int) -> tuple:
+        """δ(S, ◦) (or DEAD) and, sorted by variable, each δ(S, •x)."""
         key = (state, letter)
         if key not in self.moves:
-            enabled = self.letters.enabled[letter]
+            marks_of, skips_of = self.moves_of(letter)
             skip, marks = set(), {}
             for q in self.subsets[state]:
-                for i in self.cea.outgoing[q]:
-                    if i in enabled:
-                        t = self.cea.transitions[i]
-                        if t.mark:
-                            marks.setdefault(self.var_ids.get(t.var, -1), set()).add(t.dst)
-                        else:
-                            skip.add(t.dst)
+                skip.update(skips_of.get(q, ()))
+                for dst, var in marks_of.get(q, ()):
+                    marks.setdefault(var, set()).add(dst)
             target = self.state_of(frozenset(skip)) if skip else DEAD
             self.moves[key] = (target, tuple((var, self.state_of(frozenset(dsts)))
                                              for var, dsts in sorted(marks.items())))

@@ -8,12 +8,12 @@ from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
 from .compile import CEA
-from .determinize import DetTable, LazyDeterminizer, Letters
+from .determinize import DetTable, LazyDeterminizer, Letters, Moves
 from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_keys, run_all,
                        to_match, window_limit)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
-from .strategies import RANKED, Moves, free_nodes_needed, selector
+from .strategies import RANKED, free_nodes_needed, selector
 
 
 class Program:
@@ -27,7 +27,7 @@ class Program:
         self.letters = Letters(cea, self.alphabet)
         self.det = LazyDeterminizer(cea, self.letters)
         self.table = DetTable(self.det)
-        self.moves = Moves(self, sink=query.strategy in ("NEXT", "LAST"))
+        self.moves = Moves(cea, self.letters, sink=query.strategy in ("NEXT", "LAST"))
         self.ranked = query.strategy in RANKED
         self.consume = query.consume if query.consume in ("ANY", "PARTITION") else None
 

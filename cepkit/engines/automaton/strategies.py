@@ -27,45 +27,10 @@ from __future__ import annotations
 
 import math
 
+from .determinize import Moves
 from .nodes import BOTTOM, NONE, ext, union
 
 RANKED = ("NEXT", "LAST", "MAX")
-
-
-class Moves:
-    """Per letter and CEA state: the • moves ``(dst, var id)`` and ◦ targets, with NEXT/LAST's sink
-    ``q_f`` (state ``n_states``) entered by a •-copy of every • transition into F."""
-
-    def __init__(self, program, sink: bool):
-        self.program = program
-        cea = program.cea
-        self.sink = cea.n_states if sink else None
-        self.finals = frozenset({self.sink}) if sink else cea.finals
-        self._var_ids = {v: i for i, v in enumerate(cea.variables)}
-        self._cache: dict = {}
-
-    def __call__(self, letter: int) -> tuple:
-        """(marks, skips): state -> list of (dst, var id), state -> list of dst."""
-        if letter not in self._cache:
-            cea = self.program.cea
-            marks: dict = {}
-            skips: dict = {}
-            for i in sorted(self.program.letters.enabled[letter]):
-                t = cea.transitions[i]
-                if t.mark:
-                    var = self._var_ids.get(t.var, -1)
-                    marks.setdefault(t.src, []).append((t.dst, var))
-                    if self.sink is not None and t.dst in cea.finals:
-                        marks[t.src].append((self.sink, var))
-                else:
-                    skips.setdefault(t.src, []).append(t.dst)
-            self._cache[letter] = (marks, skips)
-        return self._cache[letter]
-
-    def settled(self, states, none: int) -> bool:
-        """Whether an irrelevant event leaves every state where it is (a gap then acts as one step)."""
-        marks, skips = self(none)
-        return all(not marks.get(q) and skips.get(q) == [q] for q in states)
 
 
 class Ranked:
@@ -75,7 +40,7 @@ class Ranked:
         self.moves = moves
         self.arena_ref = arena_ref
         self.last_first = last_first
-        self.classes = [(empty_start, {moves.program.cea.initial: BOTTOM})]
+        self.classes = [(empty_start, {moves.cea.initial: BOTTOM})]
 
     def step(self, letter: int, pos: int, key: float, limit: float) -> list:
         """Read one event; return the roots completed at it (at most one for these strategies)."""
@@ -134,8 +99,8 @@ class Maximal:
     def __init__(self, moves: Moves, arena_ref, empty_start: float):
         self.moves = moves
         self.arena_ref = arena_ref
-        self.groups = {(empty_start, frozenset({moves.program.cea.initial}), frozenset()):
-                       {moves.program.cea.initial: BOTTOM}}
+        self.groups = {(empty_start, frozenset({moves.cea.initial}), frozenset()):
+                       {moves.cea.initial: BOTTOM}}
 
     def step(self, letter: int, pos: int, key: float, limit: float) -> list:
         arena = self.arena_ref()
@@ -209,7 +174,8 @@ def _moved(supers: dict, moves: dict, target) -> dict:
 
 
 def selector(program, arena_ref):
-    """A fresh per-sub-stream selector for the query's top-level strategy."""
+    """A fresh per-sub-stream selector for the query's top-level strategy (``program.moves`` has NEXT and
+    LAST's sink)."""
     window = program.query.within
     empty_start = math.inf if window is not None else 0.0
     strategy = program.query.strategy
@@ -220,5 +186,5 @@ def selector(program, arena_ref):
 
 def free_nodes_needed(selector_state, moves: Moves) -> int:
     """An upper bound on the nodes one event can make (so the arena never fills mid-event)."""
-    return 4 * max(1, len(selector_state.nodes())) * (1 + moves.program.cea.n_states)
+    return 4 * max(1, len(selector_state.nodes())) * (1 + moves.cea.n_states)
 
