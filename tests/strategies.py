@@ -376,3 +376,33 @@ def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRIC
     return pretty(A.QueryNode(pattern=pattern, where=where, within=within, partition_by=partition,
                               consume=draw(st.sampled_from([None, "ANY", "PARTITION"])), select=select,
                               strategy=None if strategy == "ALL" else strategy))
+
+
+@st.composite
+def nested_selection_queries(draw, types=TYPES):
+    """A NEXT/LAST/MAX(φ) inside a larger pattern (LANGUAGE.md §5: "a strategy can also wrap a
+    sub-pattern"): φ and its surroundings are random unary patterns with distinct variables, optionally
+    a window, PARTITION BY id, a WHERE on a variable of φ and a top-level STRICT."""
+    inner = draw(unary_patterns(types, max_depth=2))
+    outer = draw(unary_patterns(types, max_depth=2)).transform(
+        lambda n: A.Atom(n.type, "y" + n.var) if isinstance(n, A.Atom)
+        else A.Attr("y" + n.var, n.attr, n.index) if isinstance(n, A.Attr) else n)
+    chosen = A.Strategy(draw(st.sampled_from(["NEXT", "LAST", "MAX"])), inner)
+    shape = draw(st.sampled_from(["before", "after", "or"]))
+    if shape == "before":
+        pattern = A.Seq((chosen, outer))
+    elif shape == "after":
+        pattern = A.Seq((outer, chosen))
+    else:
+        pattern = A.Or((A.Seq((chosen, A.Atom(draw(st.sampled_from(types)), "z"))), outer))
+    from cepkit.lang.checks import bound
+
+    where = None
+    if shape != "or" and bound(inner) and draw(st.booleans()):
+        var = draw(st.sampled_from(sorted(bound(inner))))
+        where = A.Compare(">", A.Attr(var, "v"), A.Literal(draw(st.integers(0, 4))))
+    within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"]))) if draw(st.booleans()) \
+        else None
+    return pretty(A.QueryNode(pattern=pattern, where=where, within=within,
+                              partition_by=("id",) if draw(st.booleans()) else (),
+                              strategy="STRICT" if draw(st.integers(0, 4)) == 0 else None))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from ...lang.query import Query
 from ...runtime.registry import Engine, Plan, register
-from .compile import compile_query
 from .inspect import Automaton, automaton
 
 
@@ -37,16 +36,16 @@ class AutomatonEngine(Engine):
         "correlated_filters",
         "time_window", "event_window", "partition", "consume", "projection", "any_type", "hierarchy",
         "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT", "strategy:LAST", "strategy:MAX",
-        # STRICT(...) inside a pattern (linear, Theorem 4); NEXT/LAST/MAX inside one are rejected
+        # STRICT(...) inside a pattern (linear, Theorem 4); NEXT/LAST/MAX inside one filter the matches
+        # (compile.nested_selections says when)
         "nested_strategy",
     })
     description = ("CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
                    "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms (digest 004)")
 
     def compile(self, query: Query, **options) -> Plan:
-        from .plan import AutomatonPlan, Program
-        cea = compile_query(query, lambda node, what: self.unsupported(query, node, what))
-        return AutomatonPlan(Program(query, cea))
+        from .plan import build_plan
+        return build_plan(query, lambda node, what: self.unsupported(query, node, what))
 
 
 register(AutomatonEngine())

@@ -33,16 +33,18 @@ from typing import Callable, Optional
 
 from ...errors import QueryError
 from ...lang import ast as A
-from ...lang.checks import bound
+from ...lang.checks import bound, definitions
 from ...semantics.conditions import holds
 from .predicates import Guard, on_event
 
 Unsupported = Callable[[A.Node, str], QueryError]
 
 # Selection strategies the per-event algorithms implement at the top of a query (strategies.py); STRICT
-# is also closed under nesting (Theorem 4, linear), so it may wrap any sub-pattern.
+# is also closed under nesting (Theorem 4, linear), so it may wrap any sub-pattern; NEXT/LAST/MAX inside a
+# pattern select among the sub-pattern's matches over the whole stream (see ``nested_selections``).
 TOP_STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 STRICT = ("STRICT", "PARTITION_STRICT")
+RANKED = ("NEXT", "LAST", "MAX")
 
 
 @dataclass(frozen=True)
@@ -93,13 +95,58 @@ def check_fragment(query, unsupported: Unsupported) -> None:
             raise unsupported(node, "AND (events in any order): a CEA reads events in sequence")
         if isinstance(node, (A.Not, A.Exists)):
             raise unsupported(node, "negation" if isinstance(node, A.Not) else "EXISTS")
-        if isinstance(node, A.Strategy) and node.name not in ("ALL",) + STRICT:
-            raise unsupported(node, f"{node.name} nested inside a pattern (only STRICT nests here)")
+        if isinstance(node, A.Strategy) and node.name not in ("ALL",) + STRICT + RANKED:
+            raise unsupported(node, f"{node.name} nested inside a pattern")
         if isinstance(node, A.Agg):
             raise unsupported(node, "aggregates")
         if isinstance(node, A.Prev) or (isinstance(node, A.Attr) and node.index is not None):
             raise unsupported(node, "conditions between iterations of a Kleene variable (prev, b[i], first, "
                                     "last)")
+
+
+def nested_selections(query, unsupported: Unsupported) -> tuple:
+    """The NEXT/LAST/MAX sub-patterns of ``query`` (one of each), checked.
+
+    For a unary sub-pattern φ, SEL(φ) stands for a set of φ's matches fixed by the stream alone: those
+    SEL chooses among every match of φ that fits the window (the reference's rivals), whatever surrounds
+    it. The automaton runs φ's automaton inside the pattern and keeps a match only if its sub-match of φ,
+    read from the bindings of φ's variables, is one SEL chose (``plan.Program.nested``). That needs every
+    atom of φ named by a variable used nowhere else, φ not inside a ``+`` (its variables would collect
+    several sub-matches), no condition inside φ on a variable outside it, no nested selection inside φ,
+    and a result no later step depends on (a top-level NEXT/LAST/MAX or CONSUME BY would need the
+    filtered matches while the automaton runs).
+    """
+    found = []
+
+    def visit(node, under_plus: bool):
+        if isinstance(node, A.Strategy) and node.name in RANKED:
+            _check_selection(query, node, under_plus, unsupported)
+            found.append(node)
+            return
+        for child in _pattern_children(node):
+            visit(child, under_plus or isinstance(node, A.Plus))
+
+    visit(query.scoped, False)
+    return tuple(dict.fromkeys(found))
+
+
+def _check_selection(query, node: A.Strategy, under_plus: bool, unsupported: Unsupported) -> None:
+    what = f"{node.name}(...) inside a pattern"
+    inner = definitions(node.pattern)
+    outside = {v for v in definitions(query.scoped) if v not in inner}
+    if query.strategy in RANKED or query.consume in ("ANY", "PARTITION"):
+        raise unsupported(node, f"{what} under SELECT {query.strategy} or CONSUME BY")
+    if under_plus:
+        raise unsupported(node, f"{what} inside an iteration")
+    if any(isinstance(n, A.Strategy) and n.name in RANKED for n in node.pattern.walk()):
+        raise unsupported(node, f"{what} around another one")
+    if any(isinstance(n, A.Atom) and not n.var for n in node.pattern.walk()):
+        raise unsupported(node, f"{what} around an atom without a variable")
+    if inner.keys() & outside:
+        raise unsupported(node, f"{what} whose variables are also defined outside it")
+    for cond in node.pattern.find_all(A.Expr):
+        if set(A.variables_in(cond)) - inner.keys():
+            raise unsupported(cond, f"a condition inside {node.name}(...) on a variable outside it")
 
 
 # ----------------------------------------------------------------------------- 2. LP-normal form
@@ -322,9 +369,9 @@ class _EpsilonCEA:
             i, o = self.build(node.pattern)
             self.eps.append((o, i))
             return i, o
-        if node.name == "ALL":
-            return self.build(node.pattern)
-        return self._strict(node.pattern)
+        if node.name in STRICT:
+            return self._strict(node.pattern)
+        return self.build(node.pattern)       # ALL, or NEXT/LAST/MAX applied to the matches (Program)
 
     def _guard(self, atom: A.Atom, cond) -> Guard:
         if atom.type is None:
@@ -414,10 +461,12 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
     return CEA(len(kept), 0, frozenset(number[p] for p in kept if p in finals), transitions)
 
 
-def compile_query(query, unsupported: Unsupported) -> CEA:
-    """Check, rewrite to LP-normal form and build the CEA of ``query`` (top strategies NEXT/LAST/MAX are
-    applied by their algorithms over this CEA, STRICT by the STRICT construction)."""
+def compile_query(query, unsupported: Unsupported) -> tuple:
+    """Check, rewrite to LP-normal form and build the CEA of ``query``; returns it with the nested
+    selections (top strategies NEXT/LAST/MAX are applied by their algorithms over this CEA, STRICT by the
+    STRICT construction, nested NEXT/LAST/MAX by filtering the matches)."""
     check_fragment(query, unsupported)
+    nested = nested_selections(query, unsupported)
     pattern = lp_normal(query, unsupported)
-    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT)
+    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT), nested
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...lang import ast as A
+from ...lang.checks import definitions
+from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
-from .compile import CEA
+from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
 from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_keys, run_all,
                        to_match, window_limit)
@@ -16,13 +19,32 @@ from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
 
 
+def build_plan(query, unsupported) -> "AutomatonPlan":
+    """Compile ``query`` (``unsupported(node, what)`` makes the error for what the automaton cannot run)."""
+    cea, nested = compile_query(query, unsupported)
+    return AutomatonPlan(Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested)))
+
+
+class Selection:
+    """A NEXT/LAST/MAX sub-pattern (``compile.nested_selections``): its variables, and the plan of the
+    sub-pattern alone under that strategy (same window and partitions), which chooses its matches."""
+
+    def __init__(self, query, node: A.Strategy, unsupported):
+        self.variables = frozenset(definitions(node.pattern))
+        sub = Query(A.QueryNode(pattern=node.pattern, within=query.within, partition_by=query.partition_by,
+                                strategy=node.name), None, query.hierarchy)
+        self.plan = build_plan(sub, unsupported)
+
+
 class Program:
     """Everything compiled from one query: its CEA, the tests and letters it reads, the lazily
-    determinized automaton (shared by every run of the plan, so discovered states are kept)."""
+    determinized automaton (shared by every run of the plan, so discovered states are kept), and the
+    nested selections whose choices filter its matches."""
 
-    def __init__(self, query, cea: CEA):
+    def __init__(self, query, cea: CEA, nested: tuple = ()):
         self.query = query
         self.cea = cea
+        self.nested = nested
         self.alphabet = Alphabet(cea.guards)
         self.letters = Letters(cea, self.alphabet)
         self.det = LazyDeterminizer(cea, self.letters)
@@ -31,16 +53,23 @@ class Program:
         self.ranked = query.strategy in RANKED
         self.consume = query.consume if query.consume in ("ANY", "PARTITION") else None
 
-    def match(self, emit: int, positions, var_ids):
-        """The ``Match`` of one enumerated complex event, or None when RETURN projects all of it away."""
+    def match(self, emit: int, positions, var_ids, chosen=()):
+        """The ``Match`` of one enumerated complex event; None when RETURN projects all of it away, or
+        when its sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not
+        one the selection chose."""
+        names = [self.cea.variables[v] if v >= 0 else None for v in var_ids.tolist()]
+        for variables, picked in chosen:
+            sub = tuple(p for p, name in zip(positions.tolist(), names) if name in variables)
+            if sub and sub not in picked:
+                return None
         m = to_match(emit, positions, var_ids, self.cea.variables, self.query.kleene_variables, self.query.select)
         return m if m.positions else None
 
-    def matches(self, outputs: Outputs, after: int = -1) -> tuple:
+    def matches(self, outputs: Outputs, after: int = -1, chosen=()) -> tuple:
         """(the Matches of the enumerated complex events that start after position ``after``, whether any
         did): CONSUME BY counts a match even when RETURN projects all of it away."""
         kept = [ce for ce in outputs.complex_events() if ce[1][0] > after]
-        found = (self.match(*ce) for ce in kept)
+        found = (self.match(*ce, chosen) for ce in kept)
         return [m for m in found if m is not None], bool(kept)
 
     def key_of(self, event, sub_index: int) -> float:
@@ -61,9 +90,10 @@ class AutomatonPlan(Plan):
         program = self.program
         if program.ranked or (program.consume == "ANY" and program.query.partition_by):
             return self._replay(stream)
+        chosen = [(sel.variables, {m.positions for m in sel.plan.run(stream)}) for sel in program.nested]
         evaluator = run_all(program, stream)
         self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
-        return program.matches(evaluator.outputs)[0]
+        return program.matches(evaluator.outputs, chosen=chosen)[0]
 
     def _replay(self, stream) -> list:
         """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
@@ -116,10 +146,14 @@ class AutomatonMatcher(IncrementalPlan):
             self.reported: dict = {}     # consume scope -> last position at which a match was reported
         else:
             self.evaluator = Evaluator(program)
+        # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen so far)
+        self.nested = [(sel.variables, sel.plan.matcher(), set()) for sel in program.nested]
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
+        for _, matcher, picked in self.nested:
+            picked.update(m.positions for m in matcher.push(event))
         program = self.program
         key = partition_keys(program.query, (event,))[0]
         part = self.parts.get(key)
@@ -142,7 +176,8 @@ class AutomatonMatcher(IncrementalPlan):
                       np.array([window_key]), np.array([limit]), np.array([gap], np.int64), np.zeros(1, bool))
         part.state = self.evaluator.run(batch, part.state, self._others)
         self.evaluator.finish()
-        found, completed = program.matches(self.evaluator.outputs)
+        found, completed = program.matches(self.evaluator.outputs,
+                                           chosen=[(variables, picked) for variables, _, picked in self.nested])
         self.evaluator.outputs.clear()
         if completed and program.consume == "ANY":
             for other in self.parts.values():

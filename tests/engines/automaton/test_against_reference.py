@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.automaton import nodes
-from strategies import assert_agrees, cel_queries, streams, unary_queries
+from strategies import assert_agrees, cel_queries, nested_selection_queries, streams, unary_queries
 
 STRATEGIES = ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 
@@ -88,4 +88,12 @@ def test_hierarchy(query, events, concept):
 def test_consumption_counts_the_whole_match(query, events):
     """CONSUME BY looks at the whole match, before RETURN projects it (digest 004 §6 Table 2; the
     reference's rule), also when a strategy chooses first and across partitions."""
+    assert_agrees(query, events, "automaton")
+
+
+@settings(max_examples=120, deadline=None)
+@given(nested_selection_queries(), streams())
+def test_nested_selection_strategies(query, events):
+    """NEXT/LAST/MAX(φ) inside a pattern: the matches whose sub-match of φ the strategy chooses among all
+    of φ's matches that fit the window (the reference's rivals), with the same bindings."""
     assert_agrees(query, events, "automaton")

@@ -18,7 +18,7 @@ def lp(text, hierarchy=None):
 def compiled(text):
     def unsupported(node, what):
         return cepkit.QueryError(what)
-    return compile_query(cepkit.parse(text), unsupported)
+    return compile_query(cepkit.parse(text), unsupported)[0]
 
 
 def test_phi1_becomes_phi1_prime():
@@ -72,7 +72,9 @@ def test_constant_conditions_are_decided_at_compile_time():
     ("A a ; B b FILTER a.id = b.id", "two variables"),                 # no PARTITION BY to guarantee it
     ("SEQ(A a, B+ b) WHERE count(b) > 1", "aggregates"),
     ("SEQ(A a, B+ b) WHERE prev(b.v) < b.v", "kleene_conditions"),
-    ("NEXT(A a ; B b) ; C c", "NEXT nested"),
+    ("(NEXT(A a ; B b) ; C c)+", "inside an iteration"),
+    ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "under SELECT LAST"),
+    ("NEXT(A ; B b) ; C c", "without a variable"),
     ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
     ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
 ])
