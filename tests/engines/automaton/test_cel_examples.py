@@ -27,20 +27,8 @@ def positions(query, position0, strategy=None):
     return found.positions()
 
 
-def test_phi1(position0):
-    """§3 φ1 [paper]: {1,2}, {1,8}, {5,8}; "≤ 25" gives the same."""
-    assert positions(PHI1, position0) == [(1, 2), (1, 8), (5, 8)]
-    assert positions(PHI1.replace("< 25", "<= 25"), position0) == [(1, 2), (1, 8), (5, 8)]
-
-
-def test_phi2(position0):
-    """§3 φ2 [paper]: φ1's outputs plus {2,5}."""
-    assert positions(PHI2, position0) == [(1, 2), (2, 5), (1, 8), (5, 8)]
-
-
-def test_phi3(position0):
-    """§3 φ3 [paper]: the filter on y sits inside the +; y is bound to the tuple of its positions."""
-    assert positions(PHI3, position0) == [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]
+def test_phi3_bindings(position0):
+    """§3 φ3: the filter on y sits inside the +; outside it y is the tuple of its positions."""
     found = cepkit.match(PHI3, cel_fire_sensors(position0), engine="automaton")
     assert sorted(m.bindings["y"] for m in found) == [(4,), (4, 6), (6,)]
     assert {(m.bindings["x"], m.bindings["z"]) for m in found} == {(3, 7)}
@@ -59,6 +47,10 @@ def test_phi4_is_outside_the_automaton(position0):
 
 
 @pytest.mark.parametrize("query, strategy, expected", [
+    (PHI1, None, [(1, 2), (1, 8), (5, 8)]),                       # [paper]
+    (PHI1.replace("< 25", "<= 25"), None, [(1, 2), (1, 8), (5, 8)]),   # [paper]: "≤ 25" gives the same
+    (PHI2, None, [(1, 2), (2, 5), (1, 8), (5, 8)]),               # [paper]: φ1's outputs plus {2,5}
+    (PHI3, None, [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]),           # [paper]
     (PHI1, "STRICT", [(1, 2)]),                                   # [paper]
     (PHI1, "NEXT", [(1, 2), (1, 8)]),                             # [paper]; full set [derived]
     (PHI1, "LAST", [(1, 2), (5, 8)]),                             # [paper]; full set [derived]
@@ -72,8 +64,8 @@ def test_phi4_is_outside_the_automaton(position0):
     (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),                     # [derived]
     (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),              # [derived]
 ])
-def test_selection_strategies_table(position0, query, strategy, expected):
-    """§3 "Selection strategies on S", every row."""
+def test_outputs_on_s(position0, query, strategy, expected):
+    """§3: φ1, φ2, φ3 and every row of "Selection strategies on S"."""
     assert positions(query, position0, strategy) == expected
 
 
