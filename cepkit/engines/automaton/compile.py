@@ -133,7 +133,7 @@ def nested_selections(query, unsupported: Unsupported) -> tuple:
 def _check_selection(query, node: A.Strategy, under_plus: bool, unsupported: Unsupported) -> None:
     what = f"{node.name}(...) inside a pattern"
     inner = definitions(node.pattern)
-    outside = {v for v in definitions(query.scoped) if v not in inner}
+    outside = {atom.var for atom in _atoms_outside(query.scoped, node)}
     if query.strategy in RANKED or query.consume in ("ANY", "PARTITION"):
         raise unsupported(node, f"{what} under SELECT {query.strategy} or CONSUME BY")
     if under_plus:
@@ -147,6 +147,15 @@ def _check_selection(query, node: A.Strategy, under_plus: bool, unsupported: Uns
     for cond in node.pattern.find_all(A.Expr):
         if set(A.variables_in(cond)) - inner.keys():
             raise unsupported(cond, f"a condition inside {node.name}(...) on a variable outside it")
+
+
+def _atoms_outside(pattern, excluded) -> list:
+    """The atoms of ``pattern`` that are not inside the sub-pattern ``excluded`` (by identity)."""
+    if pattern is excluded:
+        return []
+    if isinstance(pattern, A.Atom):
+        return [pattern]
+    return [atom for child in _pattern_children(pattern) for atom in _atoms_outside(child, excluded)]
 
 
 # ----------------------------------------------------------------------------- 2. LP-normal form

@@ -75,6 +75,7 @@ def test_constant_conditions_are_decided_at_compile_time():
     ("(NEXT(A a ; B b) ; C c)+", "inside an iteration"),
     ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "under SELECT LAST"),
     ("NEXT(A ; B b) ; C c", "without a variable"),
+    ("(NEXT(A a ; B b) ; C c) OR D a", "also defined outside"),
     ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
     ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
 ])
