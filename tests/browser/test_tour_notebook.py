@@ -27,6 +27,8 @@ RUN_TIMEOUT_MS = 150_000
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra 'browser')")
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.xdist_group("spark"),  # the tour starts Spark: never beside the other JVM-heavy tests
+
     pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is missing (apt-get install chromium)"),
 ]
 
@@ -111,8 +113,8 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(jupyter_
             page.locator(".jp-OutputArea-output", has_text=DONE_MARKER).wait_for(timeout=RUN_TIMEOUT_MS)
             timeline = page.locator(".js-plotly-plot").filter(has_text="matches").first
             automaton = page.locator(".js-plotly-plot").filter(has_text="start").first
-            timeline.wait_for(timeout=30_000)
-            automaton.wait_for(timeout=30_000)
+            timeline.wait_for(timeout=90_000)   # generous: CI machines are shared and slow to draw
+            automaton.wait_for(timeout=90_000)
             assert timeline.locator(".scatterlayer .trace").count() >= 3        # events, matches, selected...
             assert automaton.locator("text", has_text="q0").count() >= 1
             assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
