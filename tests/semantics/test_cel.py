@@ -3,13 +3,7 @@ import pytest
 
 import cepkit
 from cepkit.datasets import cel_fire_sensors
-
-FIRE = "FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
-PHI1 = f"(T AS x ; H AS y) {FIRE}"
-PHI2 = f"((T AS x ; H AS y) OR (H AS y ; T AS x)) {FIRE}"
-PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
-PHI4 = "(H AS x ; (T AS y FILTER y.id = x.id)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = z.id)"
-PHI5 = "T AS x ; ((T AS y FILTER x.tmp > 40) OR (H AS y FILTER x.tmp <= 40))"
+from cel_formulas import PHI1, PHI2, PHI3, PHI4, PHI5
 
 
 def positions(query, position0, **kwargs):

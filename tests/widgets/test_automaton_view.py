@@ -8,11 +8,9 @@ import traitlets
 import cepkit
 from cepkit.widgets import AutomatonView
 from cepkit.widgets.automaton_view import TRACES, edge_paths, state_name
+from cel_formulas import PHI1, PHI3, FIGURE2
 
-PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
-PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
 # Digest 004 §3, "Figure 2 CEA": CEs that begin and end with an H and hold some T events above 40.
-FIGURE2 = "(H AS x ; H AS z) OR (H AS x ; (T AS y FILTER y.tmp > 40)+ ; H AS z)"
 FIGURE2_OUTPUTS = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
 
 

@@ -3,9 +3,7 @@ import pytest
 
 import cepkit
 from cepkit.widgets import StrategyCompare
-
-PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
-PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
+from cel_formulas import PHI1, PHI3
 
 
 def test_phi1_under_each_cel_strategy(farm_either):

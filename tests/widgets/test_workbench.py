@@ -6,8 +6,7 @@ import cepkit
 from cepkit.widgets import Workbench
 from cepkit.widgets.execution import PROGRESS_CHUNK, PROGRESS_MIN_EVENTS, run_query
 from cepkit.widgets.workbench import TABS
-
-PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+from cel_formulas import PHI1
 
 
 def engine_lacking(feature: str):

@@ -5,8 +5,7 @@ import pytest
 import cepkit
 from cepkit.datasets import cel_fire_sensors
 from cepkit.engines.automaton.inspect import PARTIALS_PER_STATE
-
-PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+from cel_formulas import PHI1
 
 
 def test_states_transitions_and_graph():
