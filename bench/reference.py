@@ -9,13 +9,12 @@ engine authors how long a differential test stream may be; speed is not the refe
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
 from tqdm import tqdm
 
 import cepkit
-from cepkit.runtime import Stream
+from streams import uniform_stream
 
 QUERIES = {
     "seq+negation": "SEQ(A a, B b, !C c, D d) WITHIN 10",
@@ -24,13 +23,6 @@ QUERIES = {
     "nested kleene": "(A a ; (B b FILTER b.v > a.v)+ ; C c) WITHIN 8",
     "stnm sets": "PATTERN SEQ({A a, B+ b}, {C c}) WHERE a.id = b.id and b.id = c.id WITHIN 8",
 }
-
-
-def make_stream(n: int, seed: int = 0) -> Stream:
-    """One event per second, types A-D uniformly, id in 0..4, v in 0..99."""
-    rng = random.Random(seed)
-    return Stream.from_any([{"type": rng.choice("ABCD"), "ts": i, "id": rng.randrange(5), "v": rng.randrange(100)}
-                            for i in range(n)])
 
 
 def main() -> None:
@@ -42,10 +34,10 @@ def main() -> None:
     with tqdm(total=len(sizes) * len(QUERIES), desc="reference") as bar:
         for name, query in QUERIES.items():
             strategy = "STNM" if name.startswith("stnm") else None
-            cepkit.match(query, make_stream(20), engine="reference", strategy=strategy)  # warm up: parse, imports
+            cepkit.match(query, uniform_stream(20, ids=5), engine="reference", strategy=strategy)  # warm up: parse, imports
             base = None
             for n in sizes:
-                stream = make_stream(n)
+                stream = uniform_stream(n, ids=5)
                 seconds = float("inf")
                 for _ in range(3):  # best of three: a garbage collection or a busy neighbour is not the evaluator
                     start = time.perf_counter()

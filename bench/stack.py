@@ -12,12 +12,12 @@ largest size to show its throughput.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 
 from tqdm import tqdm
 
 import cepkit
+from streams import uniform_stream
 from cepkit.runtime import Stream
 
 QUERIES = {   # the reference enumerates candidates inside the window, so wide windows and joins separate them
@@ -27,13 +27,6 @@ QUERIES = {   # the reference enumerates candidates inside the window, so wide w
     "trailing w=100": "SEQ(A a, B b, !C c) WHERE a.id = b.id and c.id = a.id WITHIN 100",
     "equality w=200": "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 200",
 }
-
-
-def make_stream(n: int, seed: int = 0) -> Stream:
-    """One event per second, types A-D uniformly, id in 0..9, v in 0..99."""
-    rng = random.Random(seed)
-    return Stream.from_any([{"type": rng.choice("ABCD"), "ts": i, "id": rng.randrange(10), "v": rng.randrange(100)}
-                            for i in range(n)])
 
 
 def timed(query: str, stream: Stream, engine: str) -> tuple:
@@ -51,12 +44,12 @@ def main() -> None:
     sizes = [250, 500, 1000] if args.quick else [1000, 2000, 4000, 8000, 100_000]
     rows = []
     for engine in ("stack", "reference"):   # warm up: imports and compiled grammars are not what we measure
-        timed(next(iter(QUERIES.values())), make_stream(50), engine)
+        timed(next(iter(QUERIES.values())), uniform_stream(50, ids=10), engine)
     with tqdm(total=len(sizes) * len(QUERIES), desc="stack vs reference") as bar:
         for name, query in QUERIES.items():
             reference_ok = True
             for n in sizes:
-                stream = make_stream(n)
+                stream = uniform_stream(n, ids=10)
                 stack_s, found = timed(query, stream, "stack")
                 ref_s = None
                 if reference_ok:
