@@ -7,9 +7,8 @@
 from .errors import EventError, QueryError
 from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, match
-from . import engines as _builtin_engines  # noqa: F401  (registers the built-in engines)
+from . import engines  # the built-in engines; calling it, cepkit.engines(), gives the capability matrix
 from .engines.automaton import automaton  # the compiled automaton of a query (digest 004), for the widgets
-from .runtime import engines  # the capability matrix; bound after the sub-package so it is the public name
 
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",

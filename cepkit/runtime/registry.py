@@ -89,9 +89,7 @@ def get_engine(name: str) -> Engine:
 
 
 def _load_builtin() -> None:
-    # ``import cepkit`` imports ``cepkit.engines`` (registering the built-in engines) and then binds the public
-    # function ``cepkit.engines`` over the sub-package attribute; this makes sure of the first part.
-    importlib.import_module("cepkit.engines")
+    importlib.import_module("cepkit.engines")  # importing the package registers the built-in engines
 
 
 def query_requirements(query: Query, options: dict) -> dict:
