@@ -15,6 +15,7 @@ a local checkpoint; showing or collecting it runs no matching again.
 """
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from typing import Optional
 
@@ -29,7 +30,7 @@ from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatch
 
 _PART = PREFIX + "part"     # the Spark partition a row sits in after a global sort
 _ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
-_INPUT = PREFIX + "input"   # the input's own row order, the last tie-break when there is no position column
+_INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, after ts and the position column
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str) -> DataFrame:
@@ -51,14 +52,10 @@ def with_row_numbers(df: DataFrame, order: list, name: str) -> DataFrame:
 
 def _number_events(df: DataFrame, layout: Layout) -> DataFrame:
     """The events with POS (position in logical order) and TS (ts as the engines read it)."""
-    events = df
-    order = layout.order()
+    events = df.withColumn(_INPUT, F.monotonically_increasing_id())
     if layout.ts_kind != "position":
         events = events.withColumn(TS, layout.engine_ts())
-    if layout.position is None:
-        events = events.withColumn(_INPUT, F.monotonically_increasing_id())
-        order = order + [F.col(_INPUT)]
-    events = with_row_numbers(events, order, POS)
+    events = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS)
     if layout.ts_kind == "position":
         events = events.withColumn(TS, F.col(POS))
     return events.drop(_INPUT)
@@ -96,7 +93,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     position : str
         The column that orders events with equal ts. Without it, ties keep the DataFrame's own row order
         (``monotonically_increasing_id``), which is the row order for ``createDataFrame`` and file reads.
-    slice_length : float, optional
+    slice_length : float or timedelta, optional
         For a query cut into time slices (no PARTITION BY, a WITHIN window): the slice length, in seconds
         (in events for ``WITHIN n EVENTS``). By default about one slice per shuffle partition, each at least
         four times the overlap long.
@@ -127,8 +124,9 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
 
     Examples
     --------
-    >>> import cepkit.spark                                                       # doctest: +SKIP
-    >>> events = spark.createDataFrame([("T", 1, 45.0), ("H", 2, 20.0)], "type string, ts long, v double")
+    >>> spark = cepkit.spark.session()                                            # doctest: +SKIP
+    >>> rows = [("T", 1, 45.0), ("H", 2, 20.0)]                                    # doctest: +SKIP
+    >>> events = spark.createDataFrame(rows, "type string, ts long, v double")     # doctest: +SKIP
     >>> cepkit.spark.match("T x ; H y WITHIN 5 s", events).show()                # doctest: +SKIP
     +--------+---------+---+---+
     |match_id|positions|  x|  y|
@@ -147,6 +145,8 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     events = _number_events(df.select(*needed), layout).withColumn(COORD, layout.coordinate(split))
     first, last = _check_events(events, layout)
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    if isinstance(slice_length, dt.timedelta):
+        slice_length = slice_length.total_seconds()
     split = split.with_length(first, last, slices, slice_length)
     if split.kind == "slices":
         first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)

@@ -46,7 +46,8 @@ class Layout:
         if "type" not in fields:
             raise EventError(0, "type", f"the DataFrame has no 'type' column (columns: {', '.join(fields)})")
         if not isinstance(fields["type"].dataType, T.StringType):
-            raise EventError(0, "type", f"the 'type' column must hold strings, not {fields['type'].dataType.simpleString()}")
+            raise EventError(0, "type", "the 'type' column must hold strings, not "
+                                        f"{fields['type'].dataType.simpleString()}")
         ts_kind = "position"
         if "ts" in fields:
             kind = fields["ts"].dataType

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Iterator, Optional
 
 import numpy as np
@@ -100,20 +100,19 @@ class Split:
     def with_length(self, first: float, last: float, slices: int, length: Optional[float] = None) -> "Split":
         """Fix the slice length for data spanning ``[first, last]`` on the axis.
 
-        Without ``length``, aim at ``slices`` slices, each at least 4 times the overlap long so that no more
-        than about a third of the events is copied into two slices.
+        Without ``length``, aim at ``slices`` slices, each at least 4 times the overlap long so that at most
+        a quarter of the events is copied into a second slice.
         """
         if self.kind != "slices":
             return self
         overlap = self.window + self.lookahead
         span = max(last - first, 0.0)
         if length is None:
-            length = max(span / max(slices, 1), 4 * overlap)
-        if not length > 0:
-            length = max(span, 1.0)
+            length = max(span / max(slices, 1), 4 * overlap) or 1.0
+        elif not length > 0:
+            raise ValueError(f"a slice length must be positive, not {length!r}")
         pad = 8 * math.ulp(abs(first) + span + overlap + length)
-        return Split(self.kind, self.keys, self.reason, self.axis, self.window, self.lookahead, float(length),
-                     float(first), pad)
+        return replace(self, length=float(length), origin=float(first), pad=pad)
 
     def slice_span(self, coord, floor):
         """(first slice, last slice, home slice) of an event at ``coord`` on the axis.

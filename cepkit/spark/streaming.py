@@ -175,7 +175,8 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     Examples
     --------
     >>> events = spark.readStream.schema("type string, ts double, position long, id long").json(path)  # doctest: +SKIP
-    >>> found = cepkit.spark.match_stream("SEQ(A a, B b) WITHIN 10 s PARTITION BY id", events, delay=5)  # doctest: +SKIP
+    >>> query = "SEQ(A a, B b) WITHIN 10 s PARTITION BY id"                                           # doctest: +SKIP
+    >>> found = cepkit.spark.match_stream(query, events, delay=5)                                      # doctest: +SKIP
     >>> found.writeStream.format("console").outputMode("append").start()                                # doctest: +SKIP
     """
     q = prepare(query, strategy, hierarchy)

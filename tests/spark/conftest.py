@@ -1,6 +1,7 @@
 """Spark tests share one local[2] session (UTC, 2 shuffle partitions, no UI); they are marked ``spark`` (and
-grouped on one xdist worker, docs/testing.md) and skipped, with the reason, when no Java is installed. The pure pandas parts of ``cepkit.spark`` (grouping,
-slicing, watermark buffers) are tested without Spark, in the same folder."""
+grouped on one xdist worker, docs/testing.md) and skipped, with the reason, when no Java is installed. The
+pure pandas parts of ``cepkit.spark`` (grouping, slicing, watermark buffers) are tested without Spark, in the
+same folder."""
 import os
 import shutil
 

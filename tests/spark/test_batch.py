@@ -145,7 +145,8 @@ def test_without_ts_positions_are_the_row_order(same_as_local):
 
 
 def test_schema_of_the_matches(spark):
-    df = spark.createDataFrame(frame_of([{"type": "A", "ts": 0, "v": 1, "id": 2}, {"type": "B", "ts": 1, "v": 1, "id": 2}]))
+    df = spark.createDataFrame(frame_of([{"type": "A", "ts": 0, "v": 1, "id": 2},
+                                         {"type": "B", "ts": 1, "v": 1, "id": 2}]))
     found = cepkit.spark.match("SEQ(A a, B+ b) WITHIN 3 PARTITION BY id", df, engine="reference")
     assert found.schema.simpleString() == ("struct<match_id:bigint,positions:array<bigint>,a:bigint,"
                                            "b:array<bigint>,id:bigint>")
@@ -166,7 +167,8 @@ def jobs_run_by(spark, call):
 
 @pytest.mark.parametrize("columns, data, query, error, message", [
     ("kind string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "no 'type' column"),
-    ("type string, ts string", [("A", "x")], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "numbers .seconds. or timestamps"),
+    ("type string, ts string", [("A", "x")], "SEQ(A a, B b) WITHIN 2", cepkit.EventError,
+     "numbers .seconds. or timestamps"),
     ("type long, ts long", [(1, 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "must hold strings"),
     ("type string, ts long, v long", [("A", 1, 1)], "SEQ(A a, B b) WHERE a.w > 1 WITHIN 2", cepkit.QueryError,
      "unknown attribute 'w' of 'a'"),

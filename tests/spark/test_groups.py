@@ -62,7 +62,8 @@ def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, le
 
 
 @settings(max_examples=30, deadline=None)
-@given(streams(min_size=1, max_size=12, ties=True), flat_seq_queries(strategies=("ALL", "STRICT", "STNM"), partition=False),
+@given(streams(min_size=1, max_size=12, ties=True),
+       flat_seq_queries(strategies=("ALL", "STRICT", "STNM"), partition=False),
        lengths)
 def test_slices_give_every_match_once_with_negation(match_rows, events, query, length):
     """Leading and trailing negations look up to a window beyond the match (LANGUAGE.md §10.4): slices
@@ -72,7 +73,8 @@ def test_slices_give_every_match_once_with_negation(match_rows, events, query, l
 
 
 @settings(max_examples=25, deadline=None)
-@given(streams(types=("C", "P", "D", "B"), min_size=1, max_size=10), set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+@given(streams(types=("C", "P", "D", "B"), min_size=1, max_size=10),
+       set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
        lengths)
 def test_slices_give_every_match_once_ses_fragment(match_rows, events, query, length):
     """SES sets with Kleene variables, robust skip-till-next-match (digest 002 Def 6.2 looks at full matches

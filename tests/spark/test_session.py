@@ -55,6 +55,6 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
-    expected = cepkit.match(query, [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))],
-                            engine="reference").positions()
+    events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
+    expected = cepkit.match(query, events, engine="reference").positions()
     assert json.loads(run.stdout.strip().splitlines()[-1]) == [list(p) for p in expected]
