@@ -22,16 +22,12 @@ outside its iteration, to the tuple of its indices in order. The rules:
 from __future__ import annotations
 
 import itertools
-import operator
 from numbers import Number
 from typing import Mapping, Optional, Sequence
 
 from ..errors import EventError
 from ..lang import ast as A
-
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-            ">=": operator.ge}
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+from ..lang.values import arith, cannot_compare, compare, not_a_number, truthy
 
 
 def holds(cond: A.Expr, env: Mapping, events: Sequence) -> bool:
@@ -63,7 +59,7 @@ class _Predicate:
         ranges = [range(1 if mode == "pairs" else 0, len(self._sequence(var))) for var, mode in modes]
         for choice in itertools.product(*ranges):
             self.focus = dict(zip((var for var, _ in modes), choice))
-            if not _truthy(self.value(self.expr)):
+            if not truthy(self.value(self.expr)):
                 return False
         return True
 
@@ -155,21 +151,15 @@ class _Predicate:
         left, right = self.value(node.left), self.value(node.right)
         if left is None or right is None:
             return None
-        left, right = self._number(left, node.left), self._number(right, node.right)
-        if node.op == "/" and right == 0:
-            return None
-        return _ARITH[node.op](left, right)
+        return arith(node.op, self._number(left, node.left), self._number(right, node.right))
 
     def _compare(self, node: A.Compare) -> bool:
         left, right = self.value(node.left), self.value(node.right)
-        if left is None or right is None:
-            return False
         try:
-            return bool(_COMPARE[node.op](left, right))
+            return compare(node.op, left, right)
         except TypeError:
             position, field = self._blame(node)
-            raise EventError(position, field, f"cannot compare {left!r} ({type(left).__name__}) {node.op} "
-                                              f"{right!r} ({type(right).__name__})") from None
+            raise EventError(position, field, cannot_compare(node.op, left, right)) from None
 
     def _number(self, value, node, index: Optional[int] = None):
         if isinstance(value, Number):
@@ -178,7 +168,7 @@ class _Predicate:
             position, field = self._blame(node)
         else:
             position, field = self.events[index].position, getattr(node, "attr", None) or "?"
-        raise EventError(position, field, f"expected a number, got {value!r} ({type(value).__name__})")
+        raise EventError(position, field, not_a_number(value))
 
     def _blame(self, node) -> tuple:
         """(position, attribute) of the first event attribute ``node`` reads, for error messages."""
@@ -189,7 +179,3 @@ class _Predicate:
                 if i is not None:
                     return self.events[i].position, ref.attr
         return -1, "?"
-
-
-def _truthy(value) -> bool:
-    return value is not None and bool(value)

@@ -10,7 +10,6 @@ are evaluated column-wise with numpy; conditions numpy cannot evaluate exactly a
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from functools import cached_property
 from numbers import Number
@@ -21,13 +20,10 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import _Printer
+from ...lang.values import ARITH, COMPARE
 from ...semantics.conditions import holds
 
 EVENT = "_event"  # the one variable of a guard's condition: the event the transition reads
-
-_NUMPY_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-                  ">=": operator.ge}
-_NUMPY_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 
 
 @dataclass(frozen=True)
@@ -237,7 +233,7 @@ def vector_truth(cond: A.Expr, columns: Columns) -> Optional[np.ndarray]:
             hit = np.full(len(columns.stream), cond.op == "!=")
         else:
             with np.errstate(invalid="ignore"):
-                hit = np.asarray(_NUMPY_COMPARE[cond.op](lval, rval), dtype=bool)
+                hit = np.asarray(COMPARE[cond.op](lval, rval), dtype=bool)
         return hit & lok & rok
     if isinstance(cond, A.In):
         arg = _vector_value(cond.arg, columns)
@@ -287,6 +283,6 @@ def _vector_value(node, columns: Columns) -> Optional[tuple]:
                 ok = ok & ~zero
                 value = np.asarray(lval, dtype=float) / np.where(zero, 1.0, rval)
             else:
-                value = _NUMPY_ARITH[node.op](np.asarray(lval, dtype=float), rval)
+                value = ARITH[node.op](np.asarray(lval, dtype=float), rval)
         return "num", value, ok
     return None

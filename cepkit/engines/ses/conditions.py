@@ -20,20 +20,16 @@ Two properties of a conjunct drive the automaton:
 from __future__ import annotations
 
 import itertools
-import operator
 from numbers import Number
 from typing import Callable, Mapping, Sequence
 
 from ...errors import EventError
 from ...lang import ast as A
 from ...lang.printer import pretty
+from ...lang.values import ARITH, COMPARE, cannot_compare, not_a_number, truthy
 from ...runtime.events import Event
 
 Binding = Sequence[tuple]  # var index -> tuple of Events (empty while unbound)
-
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-            ">=": operator.ge}
 
 
 class _Leaf:
@@ -57,8 +53,8 @@ class _Leaf:
     def _all(self, choices: list) -> bool:
         """Whether every assignment (one slot from each list of choices) satisfies the leaf."""
         if all(len(c) == 1 for c in choices):     # the usual case: one event each, one assignment
-            return _truthy(self.fn(tuple(c[0] for c in choices)))
-        return all(_truthy(self.fn(slots)) for slots in itertools.product(*choices))
+            return truthy(self.fn(tuple(c[0] for c in choices)))
+        return all(truthy(self.fn(slots)) for slots in itertools.product(*choices))
 
     def holds(self, binding: Binding) -> bool:
         """Every assignment of the mentioned variables' events satisfies the leaf."""
@@ -80,8 +76,8 @@ class _Leaf:
 
 def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
     """A closure computing ``expr`` from the slots (never ``eval``), with the reference's value rules
-    (``cepkit.semantics.conditions``): a null operand makes arithmetic null and a comparison false, a
-    division by zero is null, and ordering a string against a number is an ``EventError``."""
+    (``cepkit.lang.values``, inlined here for speed): a null operand makes arithmetic null and a comparison
+    false, a division by zero is null, and ordering a string against a number is an ``EventError``."""
     if isinstance(expr, A.Literal):
         value = expr.value
         return lambda s: value
@@ -109,7 +105,7 @@ def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
         return negate
     left, right = _value(expr.left, slot), _value(expr.right, slot)
     if isinstance(expr, A.Arith):
-        op, divide = _ARITH[expr.op], expr.op == "/"
+        op, divide = ARITH[expr.op], expr.op == "/"
 
         def arith(s):
             a, b = left(s), right(s)
@@ -119,7 +115,7 @@ def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
             return None if divide and b == 0 else op(a, b)
         return arith
     if isinstance(expr, A.Compare):
-        op, name = _COMPARE[expr.op], expr.op
+        op, name = COMPARE[expr.op], expr.op
 
         def compare(s):
             a, b = left(s), right(s)
@@ -128,8 +124,7 @@ def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
             try:
                 return bool(op(a, b))
             except TypeError:
-                raise _error(blame, s, f"cannot compare {a!r} ({type(a).__name__}) {name} {b!r} "
-                                       f"({type(b).__name__})") from None
+                raise _error(blame, s, cannot_compare(name, a, b)) from None
         return compare
     raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg and nested and/or: not SES
 
@@ -153,11 +148,7 @@ def _error(blame, s, message: str) -> EventError:
 def _number(value, blame, s):
     if isinstance(value, Number):
         return value
-    raise _error(blame, s, f"expected a number, got {value!r} ({type(value).__name__})")
-
-
-def _truthy(value) -> bool:
-    return value is not None and bool(value)
+    raise _error(blame, s, not_a_number(value))
 
 
 def _truth(expr: A.Expr, index: Mapping[str, int], leaves: list) -> Callable[[Binding], bool]:

@@ -4,11 +4,11 @@ Conditions are never evaluated with ``eval``: each AST node becomes a small clos
 time, so the stacks' depth-first construction pays one call per test. Only the stack engine's fragment
 is compiled (no Kleene indexing, ``prev`` or aggregates; the engine refuses those before we get here).
 
-The rules are the reference evaluator's (``cepkit.semantics.conditions``): an attribute an event lacks
-is null, arithmetic on null (or a division by zero) is null, a comparison with null is false (so is
-``!=``), ``null IN (...)`` is false, and ``not`` of a false comparison is true. Ordering values that
-cannot be ordered (a string with a number), or arithmetic on a non-number, is an ``EventError`` naming
-the event's position and the attribute.
+The rules are the reference evaluator's (``cepkit.lang.values``, inlined here for speed): an attribute
+an event lacks is null, arithmetic on null (or a division by zero) is null, a comparison with null is
+false (so is ``!=``), ``null IN (...)`` is false, and ``not`` of a false comparison is true. Ordering
+values that cannot be ordered (a string with a number), or arithmetic on a non-number, is an
+``EventError`` naming the event's position and the attribute.
 
 >>> from cepkit import parse
 >>> from cepkit.runtime.events import Event
@@ -20,20 +20,16 @@ False
 """
 from __future__ import annotations
 
-import operator
 from numbers import Number
 from typing import Callable, Mapping
 
 from ...errors import EventError
 from ...lang import ast as A
+from ...lang.values import ARITH, COMPARE, cannot_compare, not_a_number
 
 Binding = Mapping[str, object]   # var -> cepkit.Event
 Test = Callable[[Binding], bool]
 Value = Callable[[Binding], object]
-
-_COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-            ">=": operator.ge}
-_ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
 
 
 def compile_condition(expr: A.Expr) -> Test:
@@ -69,7 +65,7 @@ def _blame(expr: A.Expr, b: Binding) -> tuple:
 
 
 def _compare(expr: A.Compare, left: Value, right: Value) -> Test:
-    op = _COMPARE[expr.op]
+    op = COMPARE[expr.op]
 
     def compare(b):
         x, y = left(b), right(b)
@@ -79,8 +75,7 @@ def _compare(expr: A.Compare, left: Value, right: Value) -> Test:
             return bool(op(x, y))
         except TypeError:
             position, field = _blame(expr, b)
-            raise EventError(position, field, f"cannot compare {x!r} ({type(x).__name__}) {expr.op} "
-                                              f"{y!r} ({type(y).__name__})") from None
+            raise EventError(position, field, cannot_compare(expr.op, x, y)) from None
     return compare
 
 
@@ -103,7 +98,7 @@ def compile_value(expr: A.Expr) -> Value:
             return None if value is None else -value
         return negate
     if isinstance(expr, A.Arith):
-        op, left, right = _ARITH[expr.op], compile_value(expr.left), compile_value(expr.right)
+        op, left, right = ARITH[expr.op], compile_value(expr.left), compile_value(expr.right)
 
         def arith(b):
             x, y = left(b), right(b)
@@ -112,7 +107,7 @@ def compile_value(expr: A.Expr) -> Value:
             for value, side in ((x, expr.left), (y, expr.right)):
                 if not isinstance(value, Number):
                     position, field = _blame(side, b)
-                    raise EventError(position, field, f"expected a number, got {value!r} ({type(value).__name__})")
+                    raise EventError(position, field, not_a_number(value))
             if expr.op == "/" and y == 0:
                 return None
             return op(x, y)
