@@ -376,6 +376,7 @@ class Evaluator:
         lists every other live (Runs, lowest live start key), which compaction must keep."""
         i, n = 0, len(batch.pos)
         self.info[2:4] = 0
+        compacted_at = -1   # the event at which the arena last filled up
         while True:
             status = advance(self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
                              self.scratch, self.roots, self.collect, self.info)
@@ -394,13 +395,17 @@ class Evaluator:
                 self.outputs.take(self.arena, self.roots)
                 live = [(runs, float(batch.key[i] - batch.limit[i]))]
                 live += [(r, lower) for r, lower in (others() if others else ()) if r is not runs]
-                self.compact(live)
+                # Full again at the same event: one event needs more free nodes than compaction left, so
+                # make the arena grow (otherwise the kernel and compaction would take turns forever).
+                self.compact(live, min_free=len(self.arena.pos) if i == compacted_at else 0)
+                compacted_at = i
 
-    def compact(self, live: list) -> None:
-        """Reclaim every node no run reaches inside its window; ``live`` lists (Runs, lowest live start)."""
+    def compact(self, live: list, min_free: int = 0) -> None:
+        """Reclaim every node no run reaches inside its window; ``live`` lists (Runs, lowest live start);
+        the arena grows until at least ``min_free`` nodes are free."""
         roots = np.concatenate([r.node[:r.n[0]] for r, _ in live]).astype(np.int32)
         lowers = np.concatenate([np.full(int(r.n[0]), lower) for r, lower in live])
-        self.arena, new_ids = compact(self.arena, roots, lowers)
+        self.arena, new_ids = compact(self.arena, roots, lowers, min_free)
         at = 0
         for r, _ in live:
             k = int(r.n[0])
