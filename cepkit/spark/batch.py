@@ -6,7 +6,8 @@ The steps, each a plain Spark operation:
    before any job runs;
 2. number the events in logical order, (ts, then the position column), as in the local API, and check
    there are no null types or ts;
-3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices, or as one group;
+3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices (also for a PARTITION BY
+   query with a time window whose keys are too few to fill the shuffle partitions), or as one group;
 4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInPandas``);
 5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does.
 
@@ -38,7 +39,8 @@ def with_row_numbers(df: DataFrame, order: list, name: str) -> DataFrame:
 
     A global sort leaves the rows in range partitions, in order; counting each partition's rows gives its
     offset. The sorted rows are checkpointed first so that both jobs see the same partitions. Unlike
-    ``row_number()`` over a window without PARTITION BY, nothing is moved to a single partition.
+    ``row_number()`` over a window without PARTITION BY, nothing is moved to a single partition. Sampling
+    the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute.
     """
     ordered = (df.orderBy(*order).withColumn(_PART, F.spark_partition_id())
                .withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint())
@@ -61,21 +63,23 @@ def _number_events(df: DataFrame, layout: Layout) -> DataFrame:
     return events.drop(_INPUT)
 
 
-def _check_events(events: DataFrame, layout: Layout) -> tuple:
-    """Raise EventError for a null type or ts; return the extent (first, last) of COORD."""
+def _check_events(events: DataFrame, layout: Layout, keys: tuple) -> tuple:
+    """Raise EventError for a null type or ts; return the extent (first, last) of COORD and about how many
+    distinct ``keys`` there are (None without keys)."""
     bad_ts = F.col(TS).isNull()
     if layout.ts_kind == "number":
         bad_ts = bad_ts | F.isnan(F.col(TS))
+    key_count = F.approx_count_distinct(F.struct(*keys)) if keys else F.lit(None)
     stats = events.agg(F.min(F.when(F.col("type").isNull(), F.col(POS))).alias("no_type"),
                        F.min(F.when(bad_ts, F.col(POS))).alias("no_ts"), F.sum(bad_ts.cast("long")).alias("bad_ts"),
-                       F.min(COORD).alias("first"), F.max(COORD).alias("last")).first()
+                       F.min(COORD).alias("first"), F.max(COORD).alias("last"), key_count.alias("keys")).first()
     if stats["no_type"] is not None:
         raise EventError(stats["no_type"], "type", "every event needs a type (this one is null)")
     if stats["no_ts"] is not None:
         others = stats["bad_ts"] - 1
         raise EventError(stats["no_ts"], "ts", "ts is missing (null or NaN)" + (f", as in {others} other event(s)"
                                                                                  if others else ""))
-    return stats["first"] or 0.0, stats["last"] or 0.0
+    return stats["first"] or 0.0, stats["last"] or 0.0, stats["keys"]
 
 
 def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
@@ -94,9 +98,11 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         The column that orders events with equal ts. Without it, ties keep the DataFrame's own row order
         (``monotonically_increasing_id``), which is the row order for ``createDataFrame`` and file reads.
     slice_length : float or timedelta, optional
-        For a query cut into time slices (no PARTITION BY, a WITHIN window): the slice length, in seconds
-        (in events for ``WITHIN n EVENTS``). By default about one slice per shuffle partition, each at least
-        four times the overlap long.
+        For a query cut into time slices: the slice length, in seconds (in events for ``WITHIN n EVENTS``).
+        By default about one slice per shuffle partition, each at least four times the overlap long. A
+        query without PARTITION BY but with a window is always sliced; one with PARTITION BY and a time
+        window is sliced (every key in every slice) when it has fewer keys than shuffle partitions, or when
+        ``slice_length`` is given; otherwise its keys are spread over the partitions.
 
     Returns
     -------
@@ -143,8 +149,10 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     needed = ["type", *(["ts"] if layout.ts_kind != "position" else []), *layout.used,
               *([layout.position] if layout.position and layout.position not in layout.used else [])]
     events = _number_events(df.select(*needed), layout).withColumn(COORD, layout.coordinate(split))
-    first, last = _check_events(events, layout)
+    first, last, keys_seen = _check_events(events, layout, split.keys if split.sliceable else ())
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < slices):
+        split = split.by_time()         # too few keys to keep the cores busy: cut the time axis instead
     if isinstance(slice_length, dt.timedelta):
         slice_length = slice_length.total_seconds()
     split = split.with_length(first, last, slices, slice_length)
@@ -158,6 +166,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
                *([HOME, SLICE] if split.kind == "slices" else [])]
     grouped = (events.repartition(*keys) if keys else events.repartition(1)).sortWithinPartitions(*keys, POS)
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
-    found = grouped.select(*shipped).mapInPandas(matcher, layout.match_schema(q))
+    # Checkpointed, so that sampling the sort bounds below does not run the engines a second time.
+    found = grouped.select(*shipped).mapInPandas(matcher, layout.match_schema(q)).localCheckpoint()
     numbered = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
     return numbered.select("match_id", "positions", *output_variables(q), *split.keys)

@@ -10,7 +10,9 @@ Three ways to split (``plan_split``):
 * ``"partition"``: PARTITION BY k evaluates the pattern on each sub-stream of equal k (LANGUAGE.md §4), so
   the events are spread over Spark's partitions by key. A key's events always meet in one group; small
   keys are gathered into one engine run (the engine partitions them itself), since one run per key would
-  cost more than the matching when keys are many.
+  cost more than the matching when keys are many. With a time window the time slices below work as well,
+  each holding every key (a key's events within a time range are all in the slice): ``by_time`` switches
+  to them when the keys are too few to keep the cores busy.
 * ``"slices"``: without PARTITION BY but with a window ``w``, the time axis (the position axis for
   ``WITHIN n EVENTS``, with ``w = n - 1``) is cut into slices of length ``L``. Slice ``k`` *owns* the
   matches whose last event lies in ``[kL, (k+1)L)`` and receives the events in ``[kL - w, (k+1)L + r)``.
@@ -81,6 +83,7 @@ class Split:
     For slices: ``axis`` ("time" in seconds, or "position"), ``window`` (w), ``lookahead`` (r, 0 or w),
     ``length`` (L, set once the data's extent is known by ``with_length``), ``origin`` (where slice 0
     starts) and ``pad`` (a few ulps added to the borders so rounding never drops an event a slice needs).
+    ``sliceable`` tells whether a PARTITION BY query may be cut into time slices too.
     """
     kind: str
     keys: tuple = ()
@@ -91,6 +94,13 @@ class Split:
     length: float = 0.0
     origin: float = 0.0
     pad: float = 0.0
+    sliceable: bool = False
+
+    def by_time(self) -> "Split":
+        """A sliceable PARTITION BY query cut into time slices, each holding every key."""
+        if not self.sliceable:
+            raise ValueError("only a query with a time window and no whole-history feature can be sliced")
+        return replace(self, kind="slices")
 
     @property
     def work_keys(self) -> tuple:
@@ -141,7 +151,8 @@ def plan_split(query: Query) -> Split:
                   "lookahead": 0.0 if features <= _LOOK_BACK_ONLY else float(window)}
     history = whole_history(query)
     if keys and query.consume != "ANY":
-        return Split("partition", keys, **bounds)
+        timed = query.within is not None and not query.within.events
+        return Split("partition", keys, **bounds, sliceable=timed and not history)
     if keys:
         return Split("single", keys, "CONSUME BY ANY discards partial matches of every partition", **bounds)
     if query.within is None:
@@ -149,7 +160,7 @@ def plan_split(query: Query) -> Split:
                                       "whole stream")
     if history:
         return Split("single", reason="; ".join(history), **bounds)
-    return Split("slices", **bounds)
+    return Split("slices", **bounds, sliceable=True)
 
 
 def whole_history(query: Query) -> list:

@@ -113,13 +113,16 @@ def test_random_queries_on_partitioned_streams(same_as_local, events, query):
 @settings(max_examples=3, deadline=None)
 @given(st.one_of(st.integers(1, 6), st.floats(0.5, 8)))
 def test_time_slices_on_spark(same_as_local, length):
-    """The slices cut by Spark (``F.floor`` on the same formula) give the local matches, whatever their size."""
+    """The slices cut by Spark (``F.floor`` on the same formula) give the local matches, whatever their size,
+    also with every key of a PARTITION BY query in each slice."""
     rng = np.random.default_rng(3)
-    events = frame_of([{"type": t, "ts": int(ts), "v": int(v), "id": 0}
-                       for t, ts, v in zip(rng.choice(list("ABC"), 40), np.cumsum(rng.integers(0, 3, 40)),
-                                           rng.integers(0, 5, 40))])
+    events = frame_of([{"type": t, "ts": int(ts), "v": int(v), "id": int(k)}
+                       for t, ts, v, k in zip(rng.choice(list("ABC"), 40), np.cumsum(rng.integers(0, 3, 40)),
+                                              rng.integers(0, 5, 40), rng.integers(0, 3, 40))])
     same_as_local("SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 4", events, slice_length=length)
     same_as_local("SEQ(A a, B+ b) WITHIN 5 EVENTS", events, slice_length=length)
+    found = same_as_local("SEQ(A a, !C c, B b) WITHIN 4 PARTITION BY id", events, slice_length=length)
+    assert set(found["id"]) <= {0, 1, 2}
 
 
 # ----------------------------------------------------------------------------- input forms

@@ -20,6 +20,7 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
     """What ``cepkit.spark.match`` does with a sliced query, with pandas in Spark's place."""
     q = cepkit.parse(query)
     split = plan_split(q)
+    split = split.by_time() if split.kind == "partition" else split
     frame = pd.DataFrame(events, columns=["type", "ts", "v", "id"])
     frame[POS] = np.arange(len(frame))
     frame[TS] = frame["ts"]
@@ -45,25 +46,28 @@ def assert_slices_agree(match_rows, query: str, events: list, length: float):
 
 
 def sliced(query: str) -> bool:
-    return plan_split(cepkit.parse(query)).kind == "slices"
+    split = plan_split(cepkit.parse(query))
+    return split.kind == "slices" or split.sliceable
 
 
 lengths = st.one_of(st.integers(1, 12), st.floats(0.3, 15, allow_nan=False))
 
 
 @settings(max_examples=30, deadline=None)
-@given(streams(min_size=1, max_size=12, ties=True), unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT"),
-                                                       partition=False, max_depth=2), lengths)
+@given(streams(min_size=1, max_size=12, ties=True),
+       unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT", "PARTITION_STRICT"), max_depth=2),
+       lengths)
 def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, length):
     """Issue 3: time slicing never loses or duplicates a match at slice borders, whatever the slice length
-    (shorter than the window too); strategies compare windowed matches (LANGUAGE.md §10.3)."""
+    (shorter than the window too); strategies compare windowed matches (LANGUAGE.md §10.3); under PARTITION
+    BY with a time window every slice holds every key."""
     assume(sliced(query))
     assert_slices_agree(match_rows, query, events, length)
 
 
 @settings(max_examples=30, deadline=None)
 @given(streams(min_size=1, max_size=12, ties=True),
-       flat_seq_queries(strategies=("ALL", "STRICT", "STNM"), partition=False),
+       flat_seq_queries(strategies=("ALL", "STRICT", "STNM")),
        lengths)
 def test_slices_give_every_match_once_with_negation(match_rows, events, query, length):
     """Leading and trailing negations look up to a window beyond the match (LANGUAGE.md §10.4): slices
@@ -92,6 +96,7 @@ def test_a_match_on_a_slice_border_is_reported_by_its_owner_only():
 
 @pytest.mark.parametrize("query, kind, lookahead", [
     ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "partition", 0.0),
+    ("SEQ(A a, B b) WITHIN 4 EVENTS PARTITION BY id", "partition", 0.0),
     ("SEQ(A a, B b) WITHIN 5 s", "slices", 0.0),
     ("SEQ(A a, !B b, C c) WITHIN 5 s", "slices", 5.0),
     ("SEQ(A a, B b) WITHIN 5 s RETURN a", "slices", 5.0),
@@ -105,6 +110,9 @@ def test_a_match_on_a_slice_border_is_reported_by_its_owner_only():
 def test_plan_split(query, kind, lookahead):
     split = plan_split(cepkit.parse(query))
     assert split.kind == kind
+    # Time slices serve PARTITION BY too, except for EVENTS windows (sub-stream positions) and history.
+    assert split.sliceable == (kind == "slices" or (kind == "partition" and "EVENTS" not in query
+                                                    and "CONSUME" not in query))
     if kind != "single":
         assert split.lookahead == lookahead
     if "EVENTS" in query:
