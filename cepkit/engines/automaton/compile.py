@@ -164,6 +164,9 @@ class _Unsat(A.Pattern):
     """A pattern with no match (``ρ[filter ↦ unsat]`` of Theorem 2); removed by ``_simplify``."""
 
 
+LP_NORMAL_LIMIT = 2000  # nodes: beyond this the exponential rewrite is refused, so compiling never hangs
+
+
 def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pattern]:
     """The query's pattern (WHERE and condition items included) in LP-normal form: every filter is a
     ``Filter(Atom, condition on the atom's variable)``. None when the pattern can never match."""
@@ -176,6 +179,9 @@ def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pa
         if path is None:
             break
         pattern = _pop_up(pattern, path, unsupported)
+        if pattern is not None and sum(1 for _ in pattern.walk()) > LP_NORMAL_LIMIT:
+            raise unsupported(query.ast.pattern, f"this formula: its LP-normal form grows past {LP_NORMAL_LIMIT} "
+                                                 "nodes (each conditional filter can double it, Theorem 2)")
     if pattern is None:
         return None
     return _push_down(pattern, {}, unsupported)

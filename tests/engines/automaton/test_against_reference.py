@@ -3,7 +3,7 @@ its fragment over random small streams (equal timestamps included): nested ``+``
 windows, PARTITION BY and every strategy; then every clause at once; its incremental matcher agrees with
 its batch run; and node compaction (forced at every few nodes) changes nothing."""
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cepkit
@@ -13,17 +13,28 @@ from strategies import assert_agrees, cel_queries, nested_selection_queries, str
 STRATEGIES = ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 
 
+def agrees(query, events):
+    """``assert_agrees`` on the automaton, for every formula it compiles: a random formula with many
+    conditional filters may have an LP-normal form past ``LP_NORMAL_LIMIT`` (Theorem 2's rewrite is
+    exponential), which the engine refuses, naming the engines that can run it, rather than hang."""
+    try:
+        cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})
+    except cepkit.QueryError as err:
+        assume("LP-normal form grows past" not in err.reason)
+    assert_agrees(query, events, "automaton")
+
+
 @settings(max_examples=150, deadline=None)
 @given(unary_queries(), streams())
 def test_all_matches(query, events):
-    assert_agrees(query, events, "automaton")
+    agrees(query, events)
 
 
 @settings(max_examples=200, deadline=None)
 @given(unary_queries(strategies=STRATEGIES), streams())
 def test_selection_strategies(query, events):
     """NEXT/LAST/MAX by Algorithms 5-7 (window-aware), STRICT by the STRICT construction (digest 004 §5)."""
-    assert_agrees(query, events, "automaton")
+    agrees(query, events)
 
 
 @settings(max_examples=200, deadline=None)
@@ -31,7 +42,7 @@ def test_selection_strategies(query, events):
 def test_every_clause(query, events):
     """ANY, STRICT sub-patterns, conditional filters (φ5), WHERE over several variables, partition
     equalities, windows, CONSUME BY, RETURN and strategies together."""
-    assert_agrees(query, events, "automaton")
+    agrees(query, events)
 
 
 @settings(max_examples=100, deadline=None)
@@ -56,7 +67,7 @@ def test_compaction_keeps_every_match(query, events):
     patch lives inside the test: a fixture would have to outlive one example and so leak into other tests.)"""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(nodes, "CAPACITY", 16)
-        assert_agrees(query, events, "automaton")
+        agrees(query, events)
 
 
 @settings(max_examples=100, deadline=None)
@@ -66,7 +77,7 @@ def test_an_event_needing_more_room_than_compaction_frees_grows_the_arena(query,
     kernel and compaction took turns forever; the arena must grow instead."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(nodes, "CAPACITY", 16)
-        assert_agrees(query.replace("A AS", "ANY AS", 1), events, "automaton")
+        agrees(query.replace("A AS", "ANY AS", 1), events)
 
 
 @settings(max_examples=60, deadline=None)
@@ -92,7 +103,7 @@ def test_hierarchy(query, events, concept):
 def test_consumption_counts_the_whole_match(query, events):
     """CONSUME BY looks at the whole match, before RETURN projects it (digest 004 §6 Table 2; the
     reference's rule), also when a strategy chooses first and across partitions."""
-    assert_agrees(query, events, "automaton")
+    agrees(query, events)
 
 
 @settings(max_examples=120, deadline=None)
@@ -100,4 +111,4 @@ def test_consumption_counts_the_whole_match(query, events):
 def test_nested_selection_strategies(query, events):
     """NEXT/LAST/MAX(φ) inside a pattern: the matches whose sub-match of φ the strategy chooses among all
     of φ's matches that fit the window (the reference's rivals), with the same bindings."""
-    assert_agrees(query, events, "automaton")
+    agrees(query, events)

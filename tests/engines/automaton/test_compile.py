@@ -151,3 +151,13 @@ def test_lp_normal_keeps_bound_variables():
     query = cepkit.parse("(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60)")
     assert bound(lp_normal(query)) == bound(query.pattern)
     check_fragment(query, lambda node, what: cepkit.QueryError(what))
+
+
+def test_an_exponential_lp_normal_form_is_refused_not_computed():
+    """Theorem 2's pop-up can double the formula per conditional filter (digest 004 §4): past
+    ``LP_NORMAL_LIMIT`` nodes the automaton refuses, naming the engines that can run the query."""
+    query = "T AS x ; " + " ; ".join(f"((T AS y{i} FILTER x.tmp > {i}) OR (H AS y{i} FILTER x.tmp <= {i}))"
+                                     for i in range(12))
+    with pytest.raises(cepkit.QueryError, match="LP-normal form grows past") as err:
+        cepkit.match(query, cepkit.datasets.cel_fire_sensors(), engine="automaton")
+    assert "reference" in err.value.engines
