@@ -15,6 +15,8 @@ Choices where the language page (LANGUAGE.md) and issue 3 leave room:
   ranks, so ``match`` runs its jobs when called and returns checkpointed rows already in that order.
 * A query is split by PARTITION BY key, else into overlapping time slices when it has a window, else it
   runs as one group with a ``OneGroupWarning`` (``groups``: why slicing loses and duplicates nothing).
+  A PARTITION BY query with a time window but fewer keys than shuffle partitions is sliced too, every
+  key in every slice, so that a few large keys do not leave cores idle.
 * Only the columns the query reads travel to the engines; null and NaN keys meet in one group, since
   locally both are a missing attribute.
 * Streaming needs a ts, an integer position column (reported as the positions) and a window; the
