@@ -5,7 +5,7 @@
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: demo test setup clean
+.PHONY: demo test soak setup clean
 
 demo:
 	@scripts/setup.sh demo
@@ -15,6 +15,14 @@ demo:
 test:
 	@scripts/setup.sh test
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Fresh hypothesis draws (tests/conftest.py), ROUNDS times, property tests only (no Spark, notebooks, browser).
+ROUNDS ?= 5
+soak:
+	@scripts/setup.sh test
+	for round in $$(seq $(ROUNDS)); do \
+	  HYPOTHESIS_PROFILE=explore $(VENV)/bin/python -m pytest -n 2 -q -x -m "not spark and not browser" tests $(PYTEST_ARGS) || exit 1; \
+	done
 
 setup:
 	@scripts/setup.sh test
