@@ -1,4 +1,10 @@
-"""Concept hierarchies (E-Cube, LANGUAGE.md §7): a concept stands for its own type and every type below it."""
+"""Concept hierarchies (E-Cube, LANGUAGE.md §7): a concept stands for its own type and every type below it.
+
+A hierarchy with ``attribute=`` classifies the values of that attribute instead of event types (room <
+floor < building): a comparison ``x.loc = 'TX'`` (or ``IN``, or ``!=``) with a concept of the hierarchy
+holds when the value is the concept or any value below it (docs/decisions.md, "Attribute hierarchies").
+``expand_attribute_concepts`` rewrites such comparisons into plain ones, so evaluators need no new rule.
+"""
 from __future__ import annotations
 
 from functools import cached_property
@@ -7,6 +13,7 @@ from typing import Mapping, Optional, Sequence
 import networkx as nx
 
 from ..errors import QueryError
+from . import ast as A
 
 
 class Hierarchy:
@@ -52,7 +59,64 @@ class Hierarchy:
         return hash((tuple(sorted(self.children.items())), self.attribute))
 
     def __repr__(self):
+        if self.attribute is not None:
+            return f"Hierarchy({self.children!r}, attribute={self.attribute!r})"
         return f"Hierarchy({self.children!r})"
+
+
+def attribute_concepts(node, hierarchy: Optional[Hierarchy]) -> list:
+    """The comparisons under ``node`` that name a concept of ``hierarchy``'s attribute (empty for a type
+    hierarchy): each one means "the value is below that concept"."""
+    if hierarchy is None or hierarchy.attribute is None:
+        return []
+    return [n for n in node.walk() if _concept_comparison(n, hierarchy) is not None]
+
+
+def _concept_comparison(node, hierarchy: Hierarchy):
+    """(attribute operand, concept names, negated) when ``node`` compares the hierarchy's attribute with
+    concepts (``x.loc = 'TX'``, ``'TX' = x.loc``, ``x.loc != 'TX'``, ``x.loc IN ('TX', 'OK')``), else None."""
+    def is_attr(e):
+        return isinstance(e, A.Attr) and e.attr == hierarchy.attribute
+
+    def is_concept(e):
+        return isinstance(e, A.Literal) and not isinstance(e.value, (bool, type(None))) and \
+            len(hierarchy.covers(e.value)) > 1
+
+    if isinstance(node, A.Compare) and node.op in ("=", "!="):
+        for attr, other in ((node.left, node.right), (node.right, node.left)):
+            if is_attr(attr) and is_concept(other):
+                return attr, (other.value,), node.op == "!="
+    if isinstance(node, A.In) and is_attr(node.arg) and any(is_concept(v) for v in node.values) and \
+            all(isinstance(v, A.Literal) for v in node.values):
+        return node.arg, tuple(v.value for v in node.values), False
+    return None
+
+
+def expand_attribute_concepts(node, hierarchy: Optional[Hierarchy]):
+    """``node`` with every attribute-concept comparison spelled out over the values below the concepts:
+    ``x.loc = 'TX'`` becomes ``x.loc IN ('TX', 'Dallas', ...)``, and ``x.loc != 'TX'`` a conjunction of
+    ``!=`` (one per value, so a null stays false and a Kleene variable is still quantified per event).
+
+    >>> h = Hierarchy({"TX": ["Dallas", "Austin"]}, attribute="loc")
+    >>> from cepkit.lang import pretty
+    >>> from cepkit.lang.parser import parse_tree
+    >>> pretty(expand_attribute_concepts(parse_tree("A a WHERE a.loc = 'TX'").where, h))
+    "a.loc IN ('Austin', 'Dallas', 'TX')"
+    """
+    if hierarchy is None or hierarchy.attribute is None:
+        return node
+
+    def expand(n):
+        found = _concept_comparison(n, hierarchy)
+        if found is None:
+            return n
+        attr, concepts, negated = found
+        values = sorted(set().union(*(hierarchy.covers(c) for c in concepts)), key=lambda v: (str(type(v)), v))
+        if negated:
+            return A.conjoin(A.Compare("!=", attr, A.Literal(v), span=n.span) for v in values)
+        return A.In(attr, tuple(A.Literal(v) for v in values), span=n.span)
+
+    return node.transform(expand)
 
 
 def as_hierarchy(value) -> Optional[Hierarchy]:

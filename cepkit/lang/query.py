@@ -8,7 +8,7 @@ from typing import Optional
 from . import ast as A
 from ..errors import QueryError
 from .checks import bound, check_well_formed, definitions, negated_vars
-from .hierarchy import Hierarchy, as_hierarchy
+from .hierarchy import Hierarchy, as_hierarchy, attribute_concepts
 from .parser import parse_tree
 from .printer import pretty
 from .scope import scoped
@@ -18,6 +18,7 @@ FEATURES = (
     "sequence", "or", "and", "kleene", "nested_kleene", "negation", "exists", "nested_negation", "nesting",
     "unary_conditions", "binary_conditions", "correlated_filters", "condition_items", "kleene_conditions",
     "aggregates", "time_window", "event_window", "partition", "consume", "projection", "any_type", "hierarchy",
+    "attribute_hierarchy",
     "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT", "strategy:LAST", "strategy:MAX",
     "strategy:STNM", "strategy:ROBUST_STNM", "nested_strategy",
 )
@@ -135,10 +136,13 @@ def _features(query: Query) -> dict:
         if isinstance(node, A.Atom):
             if node.type is None:
                 add("any_type", node)
-            elif query.hierarchy is not None and len(query.hierarchy.covers(node.type)) > 1:
+            elif query.hierarchy is not None and query.hierarchy.attribute is None and \
+                    len(query.hierarchy.covers(node.type)) > 1:
                 add("hierarchy", node)
             return
         if isinstance(node, A.Expr):
+            for comparison in attribute_concepts(node, query.hierarchy):
+                add("attribute_hierarchy", comparison)
             # Arity is per conjunct: CEL's `x.tmp > 40 and y.hum < 25` is two unary filters (digest 004).
             for conjunct in A.conjuncts(node):
                 add("binary_conditions" if len(set(A.variables_in(conjunct))) > 1 else "unary_conditions",

@@ -32,6 +32,7 @@ import math
 from dataclasses import dataclass
 from ..errors import QueryError
 from ..lang import ast as A
+from ..lang.hierarchy import expand_attribute_concepts
 from ..lang.query import Query, parse
 from ..runtime.events import Stream
 from ..runtime.matches import Match, output_order
@@ -64,7 +65,8 @@ class Evaluation:
 
     def __init__(self, query: Query):
         self.query = query
-        self.pattern = query.scoped
+        # An attribute hierarchy's concepts in conditions mean "the value or any value below it" (LANGUAGE.md §7).
+        self.pattern = expand_attribute_concepts(query.scoped, query.hierarchy)
         for node in self.pattern.walk():
             if isinstance(node, (A.Seq, A.And)) and not generating(node.items):
                 raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "

@@ -18,6 +18,8 @@ from cepkit.runtime.events import Stream
 from cepkit.runtime.registry import registered, select_engine
 
 HIERARCHY = {"X": ["A", "C"]}
+# The attribute hierarchy's example classifies values of v instead of types (LANGUAGE.md §7).
+ATTRIBUTE_HIERARCHY = cepkit.Hierarchy({"low": [0, 1, 2]}, attribute="v")
 
 # feature -> a small query that uses it (and as little else as possible)
 EXAMPLES = {
@@ -43,6 +45,7 @@ EXAMPLES = {
     "projection": "A a ; B b ; C c RETURN a, c",
     "any_type": "A a ; ANY x ; C c WITHIN 4 EVENTS",
     "hierarchy": "X a ; B b",
+    "attribute_hierarchy": "A a ; B b FILTER b.v = 'low'",
     "strategy:STRICT": "SELECT STRICT * PATTERN A a ; B b",
     "strategy:PARTITION_STRICT": "SELECT PARTITION_STRICT * PATTERN A a ; B b PARTITION BY id",
     "strategy:NEXT": "SELECT NEXT * PATTERN A a ; B b",
@@ -60,13 +63,18 @@ EVENTS = [
                         ("C", 12, 2, 0)]
 ]
 
+
+def hierarchy_for(query: str):
+    return ATTRIBUTE_HIERARCHY if query == EXAMPLES["attribute_hierarchy"] else HIERARCHY
+
+
 ENGINES = [e.name for e in registered() if e.name != "reference"]
 
 
 def test_every_feature_has_an_example():
     assert set(EXAMPLES) == set(FEATURES)
     for feature, text in EXAMPLES.items():
-        assert feature in cepkit.parse(text, hierarchy=HIERARCHY).features, feature
+        assert feature in cepkit.parse(text, hierarchy=hierarchy_for(text)).features, feature
 
 
 def test_the_capability_matrix_lists_every_engine_and_feature():
@@ -78,7 +86,7 @@ def test_the_capability_matrix_lists_every_engine_and_feature():
 
 def _run_or_refuse(engine, query):
     try:
-        return cepkit.match(query, EVENTS, engine=engine, hierarchy=HIERARCHY)
+        return cepkit.match(query, EVENTS, engine=engine, hierarchy=hierarchy_for(query))
     except cepkit.QueryError as err:
         assert err.engines, f"{engine} refused {query!r} without naming engines that can run it: {err}"
         assert engine not in err.engines and "reference" in err.engines, str(err)
@@ -93,7 +101,7 @@ def test_runs_like_the_reference_or_refuses_clearly(engine, feature):
     got = _run_or_refuse(engine, query)
     if got is None:  # refused clearly (checked above); a declared feature may still be refused in a case
         return       # the engine's compile rejects, e.g. binary conditions that PARTITION BY cannot express
-    expected = cepkit.match(query, EVENTS, engine="reference", hierarchy=HIERARCHY)
+    expected = cepkit.match(query, EVENTS, engine="reference", hierarchy=hierarchy_for(query))
     assert got.engine == engine
     assert got.positions() == expected.positions(), query
     assert [m.key for m in got] == [m.key for m in expected], query
@@ -102,7 +110,7 @@ def test_runs_like_the_reference_or_refuses_clearly(engine, feature):
 def _runnable(engine):
     for feature, query in sorted(EXAMPLES.items()):
         try:
-            select_engine(cepkit.parse(query, hierarchy=HIERARCHY), engine, {})
+            select_engine(cepkit.parse(query, hierarchy=hierarchy_for(query)), engine, {})
         except cepkit.QueryError:
             continue
         yield pytest.param(engine, query, id=f"{engine}-{feature}")
@@ -113,14 +121,14 @@ RUNNABLE = [p for e in ENGINES + ["reference"] for p in _runnable(e)]
 
 @pytest.mark.parametrize("engine, query", RUNNABLE)
 def test_matcher_reports_each_match_once_no_earlier_than_its_last_event(engine, query):
-    matcher = cepkit.Matcher(query, engine=engine, hierarchy=HIERARCHY)
+    matcher = cepkit.Matcher(query, engine=engine, hierarchy=hierarchy_for(query))
     reported = []
     for position, event in enumerate(EVENTS):
         for m in matcher.push(event):
             assert m.positions[-1] <= position, (m, position)
             reported.append(m.key)
     reported += [m.key for m in matcher.close()]
-    batch = cepkit.match(query, EVENTS, engine=engine, hierarchy=HIERARCHY)
+    batch = cepkit.match(query, EVENTS, engine=engine, hierarchy=hierarchy_for(query))
     assert sorted(reported) == sorted(m.key for m in batch)
 
 
@@ -128,7 +136,7 @@ def test_matcher_reports_each_match_once_no_earlier_than_its_last_event(engine, 
 def test_plans_pickle_and_leave_events_untouched(engine, query):
     frame = pd.DataFrame(EVENTS)
     frame_before, events_before = frame.copy(), copy.deepcopy(EVENTS)
-    _, plan = select_engine(cepkit.parse(query, hierarchy=HIERARCHY), engine, {})
+    _, plan = select_engine(cepkit.parse(query, hierarchy=hierarchy_for(query)), engine, {})
     clone = pickle.loads(pickle.dumps(plan))
     first = sorted(m.key for m in plan.run(Stream.from_any(frame)))
     assert sorted(m.key for m in clone.run(Stream.from_any(EVENTS))) == first

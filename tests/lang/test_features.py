@@ -28,12 +28,14 @@ USES = {
     "projection": ("A a ; B b RETURN a", "A a ; B b RETURN a"),
     "any_type": ("A a ; ANY x", "ANY x"),
     "hierarchy": ("A a ; Stock s", "Stock s"),
+    "attribute_hierarchy": ("A a ; B b WHERE b.sector = 'Tech'", "b.sector = 'Tech'"),
     "nested_strategy": ("NEXT(A a ; B b) ; C c", "NEXT(A a ; B b)"),
     **{f"strategy:{name}": (f"SELECT {name} * PATTERN A a ; B b PARTITION BY id",
                             f"SELECT {name} * PATTERN A a ; B b PARTITION BY id")
        for name in ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX", "STNM", "ROBUST_STNM")},
 }
 HIERARCHY = {"Stock": ["IBM", "MSFT"]}
+SECTORS = cepkit.Hierarchy({"Tech": ["Software", "Chips"]}, attribute="sector")
 
 
 def test_every_feature_has_an_example():
@@ -43,7 +45,7 @@ def test_every_feature_has_an_example():
 @pytest.mark.parametrize("feature", FEATURES)
 def test_feature_is_found_and_located(feature):
     text, located = USES[feature]
-    query = cepkit.parse(text, hierarchy=HIERARCHY)
+    query = cepkit.parse(text, hierarchy=SECTORS if feature == "attribute_hierarchy" else HIERARCHY)
     assert feature in query.features
     line, column, end_line, end_column = query.features[feature].span
     assert (line, end_line) == (1, 1)
