@@ -406,3 +406,130 @@ def nested_selection_queries(draw, types=TYPES):
     return pretty(A.QueryNode(pattern=pattern, where=where, within=within,
                               partition_by=("id",) if draw(st.booleans()) else (),
                               strategy="STRICT" if draw(st.integers(0, 4)) == 0 else None))
+
+
+# ----------------------------------------------------------------------------- Kleene with complex predicates (RCEP)
+def _plain_value(draw, var):
+    """``x.v``, ``x.v * 2`` or ``x.v + 1``: one side of a join, read from one event."""
+    attr = A.Attr(var, draw(st.sampled_from(["v", "v", "id"])))
+    shape = draw(st.integers(0, 3))
+    if shape == 1:
+        return A.Arith("*", attr, A.Literal(2))
+    if shape == 2:
+        return A.Arith("+", attr, A.Literal(1))
+    return attr
+
+
+@st.composite
+def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST",
+                                                             "MAX")):
+    """``SEQ(T x0, T+ x1, ...)`` with RCEP's complex predicates (digest 003 §1.3; LANGUAGE.md §3): constant
+    tests, joins ``f(x) φ g(y)`` between any two variables (∀ pairs), chains ``prev(b.v) φ b.v`` /
+    ``b[i].v φ b[i-1].v``, FIRST-style ``first(b)``/``last(b)``/``b[1]``, aggregates, ``or`` over a Kleene
+    variable, a condition inside an iteration (per event, possibly correlated); a window (mostly), PARTITION
+    BY id, CONSUME BY, RETURN and a strategy."""
+    n = draw(st.integers(1, max_len))
+    items, kleene, names = [], [], [f"x{i}" for i in range(n)]
+    for var in names:
+        atom = A.Atom(draw(st.sampled_from(types)) if draw(st.integers(0, 7)) else None, var)
+        if draw(st.booleans()):
+            kleene.append(var)
+            if draw(st.integers(0, 4)) == 0:   # a condition per iteration, maybe correlated with another var
+                other = draw(st.sampled_from(names))
+                inner = A.BoolOp("or", (A.Compare(draw(st.sampled_from(["<", ">="])), A.Attr(var, "v"),
+                                                  A.Attr(other, "v")),
+                                        A.Compare("=", A.Attr(var, "id"), A.Literal(0))))
+                atom = A.Filter(atom, inner if other != var or draw(st.booleans()) else inner.args[0])
+            items.append(A.Plus(atom))
+        else:
+            items.append(atom)
+    conds = []
+    for var in names:
+        if draw(st.integers(0, 2)) == 0:
+            conds.append(draw(unary_conditions(var)))
+    for _ in range(draw(st.integers(0, 2)) if n >= 2 else 0):
+        a, b = draw(st.permutations(names))[:2]
+        conds.append(A.Compare(draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])), _plain_value(draw, a),
+                               _plain_value(draw, b)))
+    for var in kleene:
+        kind = draw(st.integers(0, 6))
+        op = draw(st.sampled_from(["<", "<=", ">", ">="]))
+        if kind in (0, 1):
+            conds.append(A.Compare(op, A.Prev(A.Attr(var, "v")), A.Attr(var, "v")))
+        elif kind == 2:
+            conds.append(A.Compare(op, A.Attr(var, "v", "i"), A.Attr(var, "v", "i-1")))
+        elif kind == 3:
+            index = draw(st.sampled_from(["first", "last", 1, 2]))
+            conds.append(A.Compare(op, A.Attr(var, "v", index),
+                                   A.Attr(draw(st.sampled_from(names)), draw(st.sampled_from(["v", "id"])))))
+        elif kind == 4:
+            func = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
+            conds.append(A.Compare(op, A.Agg(func, var, None if func == "count" else "v"),
+                                   A.Literal(draw(st.integers(1, 6)))))
+        elif kind == 5:
+            conds.append(A.BoolOp("or", (A.Compare(">", A.Attr(var, "v"), A.Literal(2)),
+                                         A.Compare("<", A.Attr(var, "v"), A.Literal(2)))))
+    within = None
+    if draw(st.integers(0, 4)):
+        within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "s", "EVENTS"])))
+    part = ("id",) if draw(st.integers(0, 2)) == 0 else ()
+    strategy = draw(st.sampled_from(strategies))
+    if strategy == "PARTITION_STRICT" and not part:
+        strategy = "STRICT"
+    select = None
+    if n >= 2 and draw(st.integers(0, 4)) == 0:
+        select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=n - 1, unique=True)))
+    return pretty(A.QueryNode(pattern=A.Seq(tuple(items)), where=A.conjoin(conds), within=within,
+                              partition_by=part, consume=draw(st.sampled_from([None, None, "ANY", "PARTITION"])),
+                              select=select, strategy=None if strategy == "ALL" else strategy))
+
+
+# ----------------------------------------------------------------------------- NEEL nested queries
+@st.composite
+def nested_queries(draw, types=TYPES, max_depth=3, correlated=True, windows=True, partition=True):
+    """NEEL queries (digest 000b §1.1): SEQ / AND / OR nested at any depth, ``!`` and EXISTS over atoms or
+    composites (negations inside negations too), unary filters, condition items relating a negated variable
+    to a positive one of the same SEQ/AND (scoped into the negation) or two positive ones, and optionally a
+    window (seconds or EVENTS) and PARTITION BY id. Every SEQ/AND keeps a positive item; names are unique."""
+    names = _Names()
+
+    def atom():
+        var = names.fresh()
+        node = A.Atom(draw(st.sampled_from(types)), var)
+        return A.Filter(node, draw(unary_conditions(var))) if draw(st.integers(0, 3)) == 0 else node
+
+    def pattern(depth):
+        kind = draw(st.sampled_from(["atom", "atom", "seq", "seq", "and", "or"] if depth < max_depth else ["atom"]))
+        if kind == "atom":
+            return atom()
+        if kind == "or":
+            return A.Or(tuple(pattern(depth + 1) for _ in range(2)))
+        items, positives, negated = [], [], []
+        for _ in range(draw(st.integers(1, 3))):
+            role = draw(st.sampled_from(["positive", "positive", "not", "exists"]))
+            inner = pattern(depth + 1)
+            if role == "positive":
+                items.append(inner)
+                positives.append(inner)
+            else:
+                items.append(A.Not(inner) if role == "not" else A.Exists(inner))
+                negated.append(inner)
+        if not positives:
+            inner = pattern(depth + 1)
+            items.insert(draw(st.integers(0, len(items))), inner)
+            positives.append(inner)
+        if correlated and draw(st.integers(0, 2)) == 0:
+            left = sorted(bound(draw(st.sampled_from(positives))))
+            right = [a.var for a in draw(st.sampled_from(negated + positives)).find_all(A.Atom)]
+            if left and right:
+                items.append(binary_condition(draw, draw(st.sampled_from(right)), draw(st.sampled_from(left))))
+        return (A.Seq if kind == "seq" else A.And)(tuple(items))
+
+    from cepkit.lang.checks import bound
+
+    root = pattern(0)
+    within = None
+    if windows and draw(st.booleans()):
+        within = A.Window(draw(st.integers(1, 6)), draw(st.sampled_from([None, "EVENTS"])))
+    part = ("id",) if partition and draw(st.integers(0, 3)) == 0 else ()
+    return pretty(A.QueryNode(pattern=root, within=within, partition_by=part))

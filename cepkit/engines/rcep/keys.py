@@ -1,0 +1,122 @@
+"""Join keys: the value one side of a join or chain predicate reads from one event, and how columns of
+such values compare, with the language's value rules (``cepkit.lang.values``; never ``eval``).
+
+``f(x) φ g(y)`` is evaluated as ``key_f(event of x) φ key_g(event of y)``: every key is computed once per
+event when the event enters its tree (digest 003 §2.1, step 1), never again per pair. A column of keys
+is float64 with a validity mask (null keys compare false, §10) while every key is a number a double holds
+exactly; a string or a huge integer turns it into a column of Python objects compared value by value.
+"""
+from __future__ import annotations
+
+from numbers import Number
+from typing import Callable
+
+import numpy as np
+
+from ...errors import EventError
+from ...lang import ast as A
+from ...lang.values import arith, cannot_compare, compare, not_a_number
+
+NUMPY_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
+                 "!=": np.not_equal}
+EXACT = 2 ** 53  # integers below this in magnitude are exact as doubles
+
+
+def key_function(expr: A.Expr) -> Callable:
+    """``event -> value`` for a plain value over one event (attributes, literals, arithmetic; a ``prev``
+    or ``b[i-1]`` side of a chain predicate reads the event it is given). Null in, null out.
+
+    >>> from cepkit.runtime.events import Event
+    >>> from cepkit.lang.parser import parse_tree
+    >>> key = key_function(parse_tree("A a WHERE a.amount * 5 > 0").where.left)
+    >>> key(Event("A", 0, {"amount": 3})), key(Event("A", 0, {}))
+    (15, None)
+    """
+    if isinstance(expr, A.Literal):
+        value = expr.value
+        return lambda event: value
+    if isinstance(expr, A.Duration):
+        seconds = expr.seconds
+        return lambda event: seconds
+    if isinstance(expr, (A.Attr, A.Prev)):
+        attr = (expr.arg if isinstance(expr, A.Prev) else expr).attr
+        return lambda event: event.get(attr)
+    if isinstance(expr, A.Neg):
+        inner = key_function(expr.arg)
+
+        def negate(event):
+            value = inner(event)
+            return None if value is None else -_number(value, event, expr)
+        return negate
+    if isinstance(expr, A.Arith):
+        left, right, op = key_function(expr.left), key_function(expr.right), expr.op
+
+        def compute(event):
+            a, b = left(event), right(event)
+            if a is None or b is None:
+                return None
+            return arith(op, _number(a, event, expr), _number(b, event, expr))
+        return compute
+    raise TypeError(f"not a plain value: {type(expr).__name__}")
+
+
+def _number(value, event, expr):
+    if isinstance(value, Number):
+        return value
+    attr = next((n.attr for n in expr.walk() if isinstance(n, A.Attr)), "?")
+    raise EventError(event.position, attr, not_a_number(value))
+
+
+def is_exact_number(value) -> bool:
+    """Whether a key can live in a float64 column without changing how it compares."""
+    if isinstance(value, float):
+        return True
+    return isinstance(value, (int, np.integer)) and -EXACT < value < EXACT
+
+
+class KeyColumn:
+    """A growable column of keys in arrival order: ``values`` (float64, or object once a key is not an
+    exact number) and ``valid`` (False where the key is null)."""
+
+    def __init__(self, capacity: int = 64):
+        self.values = np.zeros(capacity)
+        self.valid = np.zeros(capacity, dtype=bool)
+
+    def set(self, i: int, value) -> None:
+        if i >= len(self.values):
+            self.grow(max(2 * len(self.values), i + 1))
+        if value is not None and self.values.dtype != object and not is_exact_number(value):
+            self.values = self.values.astype(object)
+        self.values[i] = 0.0 if value is None and self.values.dtype != object else value
+        self.valid[i] = value is not None
+
+    def grow(self, capacity: int) -> None:
+        values = np.zeros(capacity, dtype=self.values.dtype)
+        values[:len(self.values)] = self.values
+        valid = np.zeros(capacity, dtype=bool)
+        valid[:len(self.valid)] = self.valid
+        self.values, self.valid = values, valid
+
+    def shift(self, start: int, stop: int) -> None:
+        """Drop rows before ``start`` (expired events), keep rows up to ``stop``."""
+        n = stop - start
+        self.values[:n] = self.values[start:stop]
+        self.valid[:n] = self.valid[start:stop]
+
+
+def compare_arrays(op: str, left, left_valid, right, right_valid, blame=None) -> np.ndarray:
+    """Element-wise (broadcast) ``left op right`` with nulls false; values that cannot be ordered raise
+    the ``EventError`` of the reference (``blame(i, j)`` gives (position, attribute) of a culprit)."""
+    mask = left_valid & right_valid
+    if left.dtype != object and right.dtype != object:
+        return NUMPY_COMPARE[op](left, right) & mask
+    left, right, mask = np.broadcast_arrays(left, right, mask)
+    out = np.zeros(mask.shape, dtype=bool)
+    for index in zip(*np.nonzero(mask)):
+        a, b = left[index], right[index]
+        try:
+            out[index] = compare(op, a, b)
+        except TypeError:
+            position, attr = blame(index) if blame is not None else (-1, "?")
+            raise EventError(position, attr, cannot_compare(op, a, b)) from None
+    return out

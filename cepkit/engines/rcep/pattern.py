@@ -1,0 +1,226 @@
+"""The RCEP reading of a query: a sequence of variables ``P = <p_1 .. p_k>`` and its predicates Θ
+(digest 003 §1.3), each conjunct sorted into the role the recomputation gives it.
+
+A pattern of the fragment is a SEQ (or ``;`` chain) of items ``T x`` and ``T+ x`` (``(T AS x FILTER c)+``
+too: c then holds for each event of x), with conditions anywhere a FILTER, WHERE or condition item may put
+them. Every conjunct of Θ lands in exactly one role:
+
+``local``
+    Θᶜ, a test on one event: a unary conjunct on a single variable, or on a Kleene variable a single
+    comparison (quantified per event, LANGUAGE.md §10.6). Step 1 of Algorithm 1: an event enters the
+    event tree of every variable whose local tests it passes.
+``join``
+    Θᵛ (i), ``f(x) φ g(y)`` between two variables: one comparison whose sides each read one variable's
+    own attributes. It must hold for every pair of their events (∀ semantics, §1.3), so it prunes by range
+    queries (§2.2) and is computed by the hybrid join (Algorithm 2, §2.3).
+``chain``
+    Θᵛ (ii), ``f(prev(b)) φ g(b)`` (``prev(b.v) < b.v``, ``b[i].v > b[i-1].v``, RCEP's NEXT): every
+    consecutive pair of b; computed as b's self-join, the "can-follow" DAG whose paths are the chains.
+``residual``
+    everything else (aggregates, ``first``/``last``/``b[k]`` such as RCEP's FIRST, ``or``/``not`` over a
+    Kleene variable, conjuncts on three variables): checked on each enumerated match (§2.4, implicit
+    condition 3), by the language's own evaluator ``cepkit.semantics.conditions.holds``.
+``per_event``
+    a condition written inside an iteration that is none of the above (e.g. an ``or`` correlating the
+    current event with another variable): checked for each event of the Kleene variable on each match.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ...lang import ast as A
+
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+"""``a φ b`` as ``b FLIP[φ] a``."""
+
+
+class NotRcepPattern(Exception):
+    """A query outside the engine's fragment: ``node`` is the culprit, ``what`` says what it is."""
+
+    def __init__(self, node, what: str):
+        super().__init__(what)
+        self.node, self.what = node, what
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One variable ``p_i`` of the sequence: its atom, whether it is Kleene (``T+ x``), its local tests
+    and the per-event conditions written inside its iteration."""
+    atom: A.Atom
+    kleene: bool
+    local: tuple = ()
+    per_event: tuple = ()
+
+    @property
+    def var(self) -> Optional[str]:
+        return self.atom.var
+
+
+@dataclass(frozen=True)
+class Join:
+    """``left(x) op right(y)`` between slots ``left_slot`` < ``right_slot``, for every pair of events."""
+    left_slot: int
+    right_slot: int
+    op: str
+    left: A.Expr
+    right: A.Expr
+    cond: A.Expr
+
+
+@dataclass(frozen=True)
+class Chain:
+    """``previous op current`` over consecutive events of Kleene slot ``slot`` (RCEP's NEXT)."""
+    slot: int
+    op: str
+    previous: A.Expr
+    current: A.Expr
+    cond: A.Expr
+
+
+@dataclass(frozen=True)
+class KleenePattern:
+    """``P`` and Θ sorted into roles (module docstring)."""
+    slots: tuple
+    joins: tuple
+    chains: tuple
+    residual: tuple
+
+    @property
+    def variables(self) -> dict:
+        return {s.var: k for k, s in enumerate(self.slots) if s.var is not None}
+
+    @classmethod
+    def from_query(cls, query) -> "KleenePattern":
+        """Read ``query.scoped``; raises ``NotRcepPattern`` for anything outside the fragment."""
+        reader = _Reader()
+        reader.sequence(query.scoped)
+        variables = {atom.var: k for k, (atom, _, _) in enumerate(reader.items) if atom.var is not None}
+        kleene = {atom.var for atom, is_kleene, _ in reader.items if is_kleene and atom.var is not None}
+        local = [[] for _ in reader.items]
+        per_event = [[] for _ in reader.items]
+        joins, chains, residual = [], [], []
+        for cond in reader.conditions:
+            role = _role(cond, variables, kleene)
+            if role[0] == "local":
+                local[variables[role[1]]].append(cond)
+            elif role[0] == "join":
+                joins.append(role[1])
+            elif role[0] == "chain":
+                chains.append(role[1])
+            else:
+                residual.append(cond)
+        for k, (atom, _, inner) in enumerate(reader.items):
+            for cond in inner:  # written inside the iteration: about each event of the slot
+                role = _role(cond, variables, kleene - {atom.var})
+                if role[0] == "local":
+                    local[variables[role[1]]].append(cond)
+                elif role[0] == "join":
+                    joins.append(role[1])
+                else:
+                    per_event[k].append(cond)
+        slots = tuple(Slot(atom, is_kleene, tuple(local[k]), tuple(per_event[k]))
+                      for k, (atom, is_kleene, _) in enumerate(reader.items))
+        return cls(slots, tuple(joins), tuple(chains), tuple(residual))
+
+
+class _Reader:
+    """Flattens the pattern into ``items`` [(atom, kleene?, conditions inside the iteration)] and collects
+    the conditions on whole matches."""
+
+    def __init__(self):
+        self.items: list = []
+        self.conditions: list = []
+
+    def sequence(self, node) -> None:
+        node = self.unfilter(node)
+        if isinstance(node, A.Seq):
+            for item in node.items:
+                if isinstance(item, A.Expr):
+                    self.conditions.extend(A.conjuncts(item))
+                elif isinstance(item, (A.Not, A.Exists)):
+                    raise NotRcepPattern(item, "negation" if isinstance(item, A.Not) else "EXISTS")
+                else:
+                    self.sequence(item)
+        elif isinstance(node, A.Plus):
+            self.iteration(node)
+        elif isinstance(node, A.Atom):
+            self.items.append((node, False, ()))
+        else:
+            what = {A.Or: "OR", A.And: "AND (sets)", A.Strategy: "a nested selection strategy"}
+            raise NotRcepPattern(node, what.get(type(node), type(node).__name__))
+
+    def iteration(self, node: A.Plus) -> None:
+        inner, body = [], node.pattern
+        while isinstance(body, A.Filter):
+            inner.extend(A.conjuncts(body.cond))
+            body = body.pattern
+        if not isinstance(body, A.Atom):
+            raise NotRcepPattern(node, "iteration of a composite pattern (RCEP iterates one variable: T+ x)")
+        self.items.append((body, True, tuple(inner)))
+
+    def unfilter(self, node):
+        while isinstance(node, A.Filter):
+            self.conditions.extend(A.conjuncts(node.cond))
+            node = node.pattern
+        return node
+
+
+def _reads(expr: A.Expr) -> frozenset:
+    """What a value reads: "current" (an event's own attribute), "previous" (``prev(b.v)``, ``b[i-1].v``),
+    "picked" (``first``/``last``/``b[k]``), "aggregate", or "boolean" (a condition used as a value)."""
+    if isinstance(expr, A.Prev):
+        return frozenset({"previous"})
+    if isinstance(expr, A.Attr):
+        kinds = {None: "current", "i": "current", "i-1": "previous"}
+        return frozenset({kinds.get(expr.index, "picked")})
+    if isinstance(expr, A.Agg):
+        return frozenset({"aggregate"})
+    if isinstance(expr, (A.BoolOp, A.BoolNot, A.Compare, A.In)):
+        return frozenset({"boolean"})
+    return frozenset().union(*map(_reads, expr.children()))
+
+
+def _is_plain(expr: A.Expr) -> bool:
+    """A value computed from one event's own attributes (literals and arithmetic allowed)."""
+    return _reads(expr) <= {"current"}
+
+
+def _is_previous(expr: A.Expr) -> bool:
+    """A value computed from the previous event of a Kleene variable only."""
+    return _reads(expr) == {"previous"}
+
+
+def _role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
+    """("local", var) | ("join", Join) | ("chain", Chain) | ("residual",) for one conjunct."""
+    names = A.variables_in(cond)
+    if len(names) == 1 and names[0] not in kleene:
+        return ("local", names[0])  # one event: any condition on it is a test of that event
+    if len(names) == 1 and _is_plain_leaf(cond):
+        return ("local", names[0])
+    if not isinstance(cond, A.Compare):
+        return ("residual",)
+    if len(names) == 1 and names[0] in kleene:
+        var = names[0]
+        if _is_previous(cond.left) and _is_plain(cond.right):
+            return ("chain", Chain(variables[var], cond.op, cond.left, cond.right, cond))
+        if _is_previous(cond.right) and _is_plain(cond.left):
+            return ("chain", Chain(variables[var], FLIP[cond.op], cond.right, cond.left, cond))
+        return ("residual",)
+    if len(names) == 2 and _is_plain(cond.left) and _is_plain(cond.right):
+        left, right = A.variables_in(cond.left), A.variables_in(cond.right)
+        if len(left) == 1 and len(right) == 1 and left != right:
+            i, j = variables[left[0]], variables[right[0]]
+            if i < j:
+                return ("join", Join(i, j, cond.op, cond.left, cond.right, cond))
+            return ("join", Join(j, i, FLIP[cond.op], cond.right, cond.left, cond))
+    return ("residual",)
+
+
+def _is_plain_leaf(cond: A.Expr) -> bool:
+    """One comparison or IN over one event's own attributes (so quantifying it per event is exact)."""
+    if isinstance(cond, A.Compare):
+        return _is_plain(cond.left) and _is_plain(cond.right)
+    if isinstance(cond, A.In):
+        return _is_plain(cond.arg) and all(_is_plain(v) for v in cond.values)
+    return False

@@ -1,0 +1,428 @@
+"""The recomputation plan (digest 003 §2): keep the window's events, never partial matches; on each event
+that can end a match (a *trigger*, one fitting the last variable p_k), recompute in one batch every
+match whose last event it is.
+
+Per trigger, in the order of the right-deep query tree (§2.3, "a static planner starts from the right-most
+leaf, which holds the trigger"):
+
+1. **range queries** (§2.2): the candidates of each slot, right to left, are the live events of its tree
+   that come before the slot on its right and can join *some* candidate there: ``a.A < b.A`` for every
+   pair keeps the a with ``a.A < max(b.A)``, and against the trigger itself, ``a.A φ trigger.A`` (T2);
+2. **joins into bitvectors** (§2.3): for each join predicate between two slots, B = hybrid_join (or the
+   nested-loop baseline); for each Kleene slot, its chain predicates (NEXT) as a self-join: the
+   "can-follow" DAG;
+3. **enumeration** (§2.4, Algorithm 3): right to left, slot by slot; a Kleene slot takes every chain of
+   the DAG inside its allowed bits (a DFS over chains, the digest's exact alternative to path-wise power
+   sets, which would need transitivity and de-duplication), and each bound event narrows the allowed bits
+   of the earlier slots by its join column (∀ semantics); a branch stops when an earlier slot has no
+   event left;
+4. residual conjuncts (FIRST, aggregates, ...) on each enumerated match (implicit condition 3), then the
+   strategy among the matches ending at the trigger, CONSUME BY and RETURN.
+
+Nothing outlives a trigger but the trees, so ``Matches.info`` reports what the digest's experiments
+measure: triggers, stored events (peak, per tree), range hits, join comparisons made and bits reused
+by dominance, chains grown and matches.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from ...runtime.events import PUNCTUATION
+from ...runtime.matches import Match
+from ...runtime.registry import IncrementalPlan, Plan
+from ...semantics.conditions import holds
+from ...semantics.strategies import RANKED, beats
+from .joins import bits, column_bits, hybrid_join, nested_join
+from .keys import compare_arrays, key_function
+from .pattern import KleenePattern
+from .trees import EventTree
+
+JOINS = {"hybrid": hybrid_join, "nested": nested_join}
+
+
+@dataclass
+class Stats:
+    """What one run measured (digest 003 §6): the ``info`` of the plan and of ``Matches``."""
+    triggers: int = 0
+    range_hits: int = 0
+    join_tested: int = 0
+    join_reused: int = 0
+    chains: int = 0
+    matches: int = 0
+    stored: int = 0
+    peak_stored: int = 0
+    tree_peaks: dict = field(default_factory=dict)
+
+
+class RcepPlan(Plan):
+    """A query of the RCEP fragment, compiled: slot types, local tests, key functions per tree.
+
+    ``join`` is "hybrid" (Algorithm 2) or "nested" (NLJoin); both give the same matches.
+    """
+
+    def __init__(self, query, join: str = "hybrid"):
+        self.query = query
+        self.join = join
+        self.pattern = pattern = KleenePattern.from_query(query)
+        self.slots = pattern.slots
+        self.last = len(self.slots) - 1
+        hierarchy = query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
+        self.types = [None if s.atom.type is None else
+                      (hierarchy.covers(s.atom.type) if hierarchy else frozenset({s.atom.type})) for s in self.slots]
+        self.key_functions = [{} for _ in self.slots]
+        for j, join_ in enumerate(pattern.joins):
+            self.key_functions[join_.left_slot][("join", j)] = key_function(join_.left)
+            self.key_functions[join_.right_slot][("join", j)] = key_function(join_.right)
+        for c, chain in enumerate(pattern.chains):
+            self.key_functions[chain.slot][("previous", c)] = key_function(chain.previous)
+            self.key_functions[chain.slot][("current", c)] = key_function(chain.current)
+        within = query.within
+        self.window_seconds = None if within is None or within.events else within.seconds
+        self.window_events = within.amount if within is not None and within.events else None
+        self.strict = query.strategy in ("STRICT", "PARTITION_STRICT")
+        self._stats = Stats()
+
+    def __reduce__(self):
+        # Key functions are closures: a plan travels (pickle, Spark) as what it was compiled from.
+        return RcepPlan, (self.query, self.join)
+
+    def run(self, stream) -> list:
+        matcher = self.matcher()
+        found = [m for event in stream for m in matcher.push(event)]
+        self._stats = matcher.stats
+        return found
+
+    def matcher(self) -> "RcepMatcher":
+        return RcepMatcher(self)
+
+    def info(self) -> dict:
+        stats = self._stats
+        names = [s.var or f"#{k}" for k, s in enumerate(self.slots)]
+        return {"join": self.join, "triggers": stats.triggers, "stored": stats.stored,
+                "peak_stored": stats.peak_stored,
+                "tree_peaks": {names[k]: peak for k, peak in sorted(stats.tree_peaks.items())},
+                "range_hits": stats.range_hits, "join_tested": stats.join_tested,
+                "join_reused": stats.join_reused, "chains": stats.chains, "matches": stats.matches}
+
+    # ------------------------------------------------------------------ per event
+    def accepts(self, k: int, event) -> bool:
+        """Whether the event enters slot k's tree: its type, then its local tests (step 1, Algorithm 1)."""
+        types = self.types[k]
+        if types is not None and event.type not in types:
+            return False
+        slot = self.slots[k]
+        return all(holds(cond, {slot.var: 0}, (event,)) for cond in slot.local)
+
+    def earliest(self, event, seq: int) -> tuple:
+        """(time, sequence number) of the oldest event a match ending at ``event`` may use."""
+        if self.window_seconds is not None:
+            w = self.window_seconds
+            slack = 8 * math.ulp(max(1.0, w, abs(event.time)))  # times are floats, as in the reference
+            return event.time - w - slack, 0
+        if self.window_events is not None:
+            return -math.inf, seq - math.ceil(self.window_events) + 1
+        return -math.inf, 0
+
+
+class _Partition:
+    """The trees of one PARTITION BY key (the whole stream without it)."""
+
+    def __init__(self, plan: RcepPlan):
+        self.trees = [EventTree(fns) for fns in plan.key_functions]
+        self.count = 0     # events of this sub-stream so far: the next sequence number
+
+
+class RcepMatcher(IncrementalPlan):
+    """Push events; each trigger returns the matches it ends (final at once: nothing waits for later
+    events in this fragment)."""
+
+    def __init__(self, plan: RcepPlan):
+        self.plan = plan
+        self.partitions: dict = {}
+        self.stats = Stats()
+        self.consumed: dict = {}    # CONSUME BY scope -> last position of the latest reported match
+        self.reported: set = set()  # projected matches already reported (RETURN may repeat them)
+
+    def push(self, event) -> list:
+        if event.type == PUNCTUATION:
+            return []
+        plan, stats = self.plan, self.stats
+        key = tuple(event.get(k) for k in plan.query.partition_by)
+        part = self.partitions.get(key)
+        if part is None:
+            part = self.partitions[key] = _Partition(plan)
+        seq = part.count
+        part.count += 1
+        min_time, min_seq = plan.earliest(event, seq)
+        for tree in part.trees:
+            stats.stored -= tree.live
+            tree.expire(min_time, min_seq)
+            stats.stored += tree.live
+        accepted = [k for k in range(len(plan.slots)) if plan.accepts(k, event)]
+        for k in accepted:
+            part.trees[k].insert(event, seq)
+            stats.stored += 1
+        stats.peak_stored = max(stats.peak_stored, stats.stored)
+        for k in accepted:
+            stats.tree_peaks[k] = max(stats.tree_peaks.get(k, 0), part.trees[k].peak)
+        if plan.last not in accepted:
+            return []
+        stats.triggers += 1
+        found = _Recomputation(plan, part, stats).matches()
+        if not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
+            part.trees[plan.last].pop()
+            stats.stored -= 1
+        found = self._select(found)
+        found = self._consume(found, key, event.position)
+        found = self._project(found)
+        stats.matches += len(found)
+        return [replace(m, emitted_at=event.position) for m in found]
+
+    def _select(self, found: list) -> list:
+        """The strategy among the matches ending at this trigger (NEXT/LAST/MAX; STRICT was enumerated)."""
+        strategy = self.plan.query.strategy
+        if strategy not in RANKED or not found:
+            return found
+        sets = {frozenset(m.positions) for m in found}
+        if strategy == "MAX":
+            kept = {c for c in sets if not any(beats("MAX", r, c) for r in sets)}
+        else:  # ≤next / ≤last are total orders (digest 004 Lemma 1): one best set
+            best = next(iter(sets))
+            for c in sets:
+                if beats(strategy, c, best):
+                    best = c
+            kept = {best}
+        return [m for m in found if frozenset(m.positions) in kept]
+
+    def _consume(self, found: list, key, position: int) -> list:
+        """CONSUME BY ANY / PARTITION: drop matches using a position at or before the last position of an
+        earlier reported match of the same scope (LANGUAGE.md §4, as the reference)."""
+        policy = self.plan.query.consume
+        if policy in (None, "NONE") or not found:
+            return found
+        scope = () if policy == "ANY" else key
+        upto = self.consumed.get(scope, -1)
+        found = [m for m in found if m.positions[0] > upto]
+        if found:
+            self.consumed[scope] = position
+        return found
+
+    def _project(self, found: list) -> list:
+        select = self.plan.query.select
+        if select is None:
+            return found
+        out = []
+        for m in found:
+            bindings = {v: p for v, p in m.bindings.items() if v in select}
+            projected = Match.of(bindings)
+            if projected.positions and projected.key not in self.reported:
+                self.reported.add(projected.key)
+                out.append(projected)
+        return out
+
+
+class _Recomputation:
+    """Every match ending at the trigger just inserted (module docstring, steps 1-4)."""
+
+    def __init__(self, plan: RcepPlan, part: _Partition, stats: Stats):
+        self.plan, self.part, self.stats = plan, part, stats
+        self.slots = plan.slots
+        self.trees = part.trees
+        self.last = plan.last
+
+    def matches(self) -> list:
+        if not self._candidates():
+            return []
+        self._join()
+        out = []
+        for chosen in self._bind(self.last, self.allowed, None):
+            match = self._emit(chosen)
+            if match is not None:
+                out.append(match)
+        return out
+
+    # ------------------------------------------------------------------ 1. range queries
+    def _candidates(self) -> bool:
+        """Rows of each slot's tree that may take part; False when a slot has none."""
+        last_tree = self.trees[self.last]
+        trigger = last_tree.size - 1
+        self.rows = [None] * len(self.slots)
+        self.rows[self.last] = (last_tree.rows(trigger + 1) if self.slots[self.last].kleene
+                                else np.array([trigger]))
+        for s in range(self.last - 1, -1, -1):
+            tree = self.trees[s]
+            right = self.rows[s + 1]
+            rows = tree.rows(tree.before(int(self.trees[s + 1].seq[right[-1]])))
+            for j, join in enumerate(self.plan.pattern.joins):
+                if join.left_slot == s and len(rows):
+                    rows = rows[self._reachable(j, join, rows)]
+            if not len(rows):
+                return False
+            self.rows[s] = rows
+            self.stats.range_hits += len(rows)
+        return True
+
+    def _reachable(self, j: int, join, rows) -> np.ndarray:
+        """Mask of ``rows`` (slot ``join.left_slot``) that can join some candidate of the right slot: the
+        trigger's own key when the right slot is the last one (it is in every match), else the extreme
+        key among the candidates (a necessary condition only; the join is exact)."""
+        keys, valid = self.trees[join.left_slot].key(("join", j), rows)
+        right_rows = self.rows[join.right_slot]
+        if join.right_slot == self.last:
+            right_rows = right_rows[-1:]
+        right, right_valid = self.trees[join.right_slot].key(("join", j), right_rows)
+        right = right[right_valid]
+        if not len(right):
+            return np.zeros(len(rows), dtype=bool)
+        if keys.dtype == object or right.dtype == object or join.op == "!=":
+            return np.ones(len(rows), dtype=bool)     # no cheap bound: the join decides
+        if join.op == "=":
+            return np.isin(keys, right) & valid
+        bound = right.max() if join.op in ("<", "<=") else right.min()
+        return compare_arrays(join.op, keys, valid, np.asarray(bound), np.asarray(True))
+
+    # ------------------------------------------------------------------ 2. joins
+    def _side(self, s: int, name) -> tuple:
+        tree, rows = self.trees[s], self.rows[s]
+        values, valid = tree.key(name, rows)
+        return values, valid, tree.seq[rows]
+
+    def _blame(self, s: int, name):
+        tree, rows = self.trees[s], self.rows[s]
+        return lambda index: (tree.events[rows[index[0]]].position, "?")
+
+    def _join(self) -> None:
+        """Column bitsets: ``self.columns[(r, s)][v]`` = rows of slot r joining row v of slot s under every
+        join predicate between them; ``self.predecessors[s][v]`` = rows of Kleene slot s that may come right
+        before row v in a chain. ``self.allowed[r]`` starts as every candidate of slot r."""
+        join_fn, stats = JOINS[self.plan.join], self.stats
+        matrices: dict = {}
+        for j, join in enumerate(self.plan.pattern.joins):
+            r, s = join.left_slot, join.right_slot
+            joined, tested, reused = join_fn(join.op, self._side(r, ("join", j)), self._side(s, ("join", j)),
+                                             blame=self._blame(r, ("join", j)))
+            stats.join_tested += tested
+            stats.join_reused += reused
+            matrices[r, s] = joined & matrices[r, s] if (r, s) in matrices else joined
+        self.columns = {pair: column_bits(m) for pair, m in matrices.items()}
+        self.earlier = [[r for r in range(s) if (r, s) in self.columns] for s in range(len(self.slots))]
+        self.predecessors = {}
+        for s, slot in enumerate(self.slots):
+            if slot.kleene:
+                self.predecessors[s] = self._chain_dag(s)
+        self.allowed = tuple((1 << len(rows)) - 1 for rows in self.rows)
+
+    def _chain_dag(self, s: int) -> list:
+        """The can-follow DAG of Kleene slot s (its self-join under the chain predicates, Example 4), as
+        predecessor bitsets; under STRICT only the event just before may precede."""
+        seq = self.trees[s].seq[self.rows[s]]
+        n = len(seq)
+        chains = [(c, chain) for c, chain in enumerate(self.plan.pattern.chains) if chain.slot == s]
+        if chains:
+            dag = np.ones((n, n), dtype=bool)
+            for c, chain in chains:
+                joined, tested, reused = JOINS[self.plan.join](chain.op, self._side(s, ("previous", c)),
+                                                               self._side(s, ("current", c)),
+                                                               blame=self._blame(s, ("previous", c)))
+                self.stats.join_tested += tested
+                self.stats.join_reused += reused
+                dag &= joined
+            predecessors = column_bits(dag)
+        else:
+            predecessors = [(1 << v) - 1 for v in range(n)]  # any earlier event
+        if self.plan.strict:
+            predecessors = [p & (1 << (v - 1)) if v and seq[v - 1] == seq[v] - 1 else 0
+                            for v, p in enumerate(predecessors)]
+        return predecessors
+
+    # ------------------------------------------------------------------ 3. enumeration
+    def _bind(self, s: int, allowed: tuple, next_first):
+        """Every binding of slots s, s-1, .., 0 consistent with ``allowed`` (one bitset per slot), slot s's
+        events before sequence number ``next_first``; yields [(slot, rows in time order)] right to left."""
+        if s < 0:
+            yield []
+            return
+        mask = allowed[s] & self._before(s, next_first)
+        if s == self.last:
+            ends = 1 << (len(self.rows[s]) - 1) if self.slots[s].kleene else mask   # the trigger
+        else:
+            ends = mask & self._last_before(s, next_first) if self.plan.strict else mask
+        for end in bits(ends):
+            narrowed = self._narrow(allowed, s, end)
+            if narrowed is None:
+                continue
+            if self.slots[s].kleene:
+                yield from self._grow(s, [end], mask, narrowed)
+            else:
+                for rest in self._bind(s - 1, narrowed, self._seq(s, end)):
+                    yield [(s, (end,))] + rest
+
+    def _grow(self, s: int, chain: list, mask: int, allowed: tuple):
+        """Chains of Kleene slot s ending with ``chain`` (latest first), grown backwards along the DAG."""
+        self.stats.chains += 1
+        for rest in self._bind(s - 1, allowed, self._seq(s, chain[-1])):
+            yield [(s, tuple(reversed(chain)))] + rest
+        for u in bits(self.predecessors[s][chain[-1]] & mask):
+            narrowed = self._narrow(allowed, s, u)
+            if narrowed is not None:
+                yield from self._grow(s, chain + [u], mask, narrowed)
+
+    def _narrow(self, allowed: tuple, s: int, v: int):
+        """``allowed`` after binding row v of slot s: each earlier joined slot keeps the rows joining v;
+        None when one of them has none left (no match can complete)."""
+        earlier = self.earlier[s]
+        if not earlier:
+            return allowed
+        narrowed = list(allowed)
+        for r in earlier:
+            narrowed[r] &= self.columns[r, s][v]
+            if not narrowed[r]:
+                return None
+        return tuple(narrowed)
+
+    def _seq(self, s: int, row: int) -> int:
+        return int(self.trees[s].seq[self.rows[s][row]])
+
+    def _before(self, s: int, next_first) -> int:
+        """Rows of slot s before sequence number ``next_first`` (the first event of slot s+1; None: all)."""
+        if next_first is None:
+            return (1 << len(self.rows[s])) - 1
+        return (1 << self._count_before(s, next_first)) - 1
+
+    def _last_before(self, s: int, next_first: int) -> int:
+        """Under STRICT, the one row of slot s that may end right before ``next_first``: the event just
+        before it in the sub-stream, if slot s has it."""
+        count = self._count_before(s, next_first)
+        return 1 << (count - 1) if count and self._seq(s, count - 1) == next_first - 1 else 0
+
+    def _count_before(self, s: int, next_first: int) -> int:
+        return int(np.searchsorted(self.trees[s].seq[self.rows[s]], next_first, side="left"))
+
+    # ------------------------------------------------------------------ 4. residual conditions
+    def _emit(self, chosen: list):
+        """The match of one enumerated binding, if its residual and per-event conditions hold."""
+        events, env = [], {}
+        for s, rows in chosen:
+            tree = self.trees[s]
+            picked = [tree.events[self.rows[s][row]] for row in rows]
+            indices = tuple(range(len(events), len(events) + len(picked)))
+            events.extend(picked)
+            var = self.slots[s].var
+            if var is not None:
+                env[var] = indices if self.slots[s].kleene else indices[0]
+        if not all(holds(cond, env, events) for cond in self.plan.pattern.residual):
+            return None
+        for s, _ in chosen:
+            slot = self.slots[s]
+            for cond in slot.per_event:
+                if not all(holds(cond, {**env, slot.var: i}, events) for i in env[slot.var]):
+                    return None
+        bindings = {var: (tuple(events[i].position for i in value) if isinstance(value, tuple)
+                          else events[value].position) for var, value in env.items()}
+        return Match(tuple(sorted(e.position for e in events)), bindings)
+
+
+__all__ = ["RcepPlan", "RcepMatcher", "Stats"]
