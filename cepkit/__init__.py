@@ -9,10 +9,11 @@ from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, match
 from . import engines  # the built-in engines; calling it, cepkit.engines(), gives the capability matrix
 from .engines.automaton import automaton  # the compiled automaton of a query (digest 004), for the widgets
+from .ecube import ECube  # many queries over one hierarchy, planned and evaluated together (digest 000a ch. 4)
 
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
-           "Matches", "engines", "match", "automaton"]
+           "Matches", "engines", "match", "automaton", "ECube"]
 
 
 def __getattr__(name):
