@@ -30,12 +30,14 @@ NEVER_LPOS = (-math.inf, math.inf)
 
 @dataclass(frozen=True)
 class Slot:
-    """A positive item: variable, accepted types (None: ANY), unary filter, equality-partition attribute."""
+    """A positive item: variable, accepted types (None: ANY), unary filter (``cond``, compiled as
+    ``test``), equality-partition attribute."""
     var: Optional[str]
     types: Optional[frozenset]
     test: Optional[Callable]
     hash_attr: Optional[str]
     node: A.Atom
+    cond: Optional[A.Expr] = None
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,8 @@ class Negation:
     """``!T var`` in ``gap`` (0: before the first slot; n: after the last; g: between slots g-1 and g).
 
     ``test`` filters the events kept in its store; ``correlated`` is the rest of its conditions, which
-    mention positive variables too and need the slots ``needs``."""
+    mention positive variables too and need the slots ``needs`` (``own`` and ``correlated_conds`` are
+    the same conditions as trees)."""
     var: Optional[str]
     types: Optional[frozenset]
     gap: int
@@ -53,6 +56,8 @@ class Negation:
     hash_attr: Optional[str]
     atom: A.Atom
     node: A.Not
+    own: Optional[A.Expr] = None
+    correlated_conds: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +65,7 @@ class Join:
     """A conjunct over several positive variables (or none), tested once ``slots`` are all bound."""
     slots: frozenset
     test: Callable
+    cond: Optional[A.Expr] = None
 
 
 @dataclass(frozen=True)
@@ -195,22 +201,22 @@ def compile_program(query, unsupported) -> Program:
         if len(slots) == 1:
             unary[positives[next(iter(slots))].var].append(conj)
         else:
-            joins.append(Join(slots, compile_condition(conj)))
+            joins.append(Join(slots, compile_condition(conj), conj))
 
     all_conjuncts = conjuncts + [c for *_, conds in negated for c in conds]
     # STNM asks whether *any* event between two of the match's could have extended its prefix, and the
     # prefix's own equalities may not reach the next slot: it must see the whole stack, not one partition.
     hash_attrs = {} if query.strategy == "STNM" else _equality_partition(all_conjuncts, positives,
                                                                          [atom for atom, *_ in negated])
-    slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())),
-                  hash_attrs.get(atom.var), atom) for atom in positives]
+    slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())), hash_attrs.get(atom.var), atom,
+                  A.conjoin(unary.get(atom.var, ()))) for atom in positives]
     negations = []
     for atom, gap, node, conds in negated:
         own = [c for c in conds if not set(A.variables_in(c)) & set(slot_of)]
         correlated = [c for c in conds if set(A.variables_in(c)) & set(slot_of)]
         needs = frozenset(slot_of[v] for c in correlated for v in A.variables_in(c) if v in slot_of)
         negations.append(Negation(atom.var, types_of(atom), gap, _test(own), _test(correlated),
-                                  needs, hash_attrs.get(atom.var), atom, node))
+                                  needs, hash_attrs.get(atom.var), atom, node, A.conjoin(own), tuple(correlated)))
 
     within = query.within
     strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)

@@ -1,0 +1,346 @@
+"""The columnar in-order run: SASE's stacks flattened into arrays, for ``StackPlan.run`` on a finite
+stream in (ts, position) order (``disorder="reject"``; issue 5, "orders of magnitude on long streams").
+
+The incremental matcher (``modes.InOrderMatcher``) pays Python for every event: it tests the event,
+pushes it, purges the window and walks the stacks. A finite in-order stream is known at once, so this
+run does the same work per *query item* instead of per event (digest 000a §1.4, same matches):
+
+1. **Stacks.** Each positive slot's stack is the sorted array of the events that can take it (type
+   test and unary conditions evaluated over whole columns, ``columns.Columns``); each negation store
+   likewise. An in-order stream's index order *is* the logical order, so SASE's pointer ``x.ptr`` of
+   an event is a ``searchsorted`` of its index in the previous stack.
+2. **Partitions.** PARTITION BY sub-streams and the equality partition (``Program.hashed``) are group
+   codes: every stack is sorted by ``group * M + index``, so one ``searchsorted`` finds the range of one
+   group's instances for all partial matches at once. Local positions (``WITHIN n EVENTS``, STRICT) are
+   ranks inside the sub-stream.
+3. **Construction.** SASE's backward depth-first walk from each instance of the last slot
+   (``Program.orders[n-1]``) becomes a breadth-first range join: all partial matches of one level are
+   arrays of event indices, one per bound slot, extended at once by the range each one may take
+   (``_expand``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``,
+   a ``searchsorted`` of the times), and above the last negative event before the successor (a
+   middle negation without correlated conditions, the precomputed "previous negative" of digest 000a
+   §1.4's ``NS[X]`` check). Joins run as soon as their variables are bound, vectorized; correlated and
+   edge negations count the negative events in their scope (LANGUAGE.md §10.4) with two
+   ``searchsorted`` per row, or test their conditions on every (row, negative event) pair.
+4. **Results.** Matches are built once at the end, sorted by last position as ``Matches`` wants them;
+   ``emitted_at`` is when the incremental matcher would have emitted each one (a trailing negation waits
+   for its scope to pass).
+
+Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the partial matches of one chunk.
+
+>>> import cepkit
+>>> events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 2}, {"type": "A", "ts": 3}, {"type": "B", "ts": 4}]
+>>> plan = cepkit.engines.stack.StackEngine().compile(cepkit.parse("SEQ(A a, !C c, B b) WITHIN 5"))
+>>> run = ColumnarRun(plan.program, list(cepkit.runtime.Stream.from_any(events)))
+>>> [(m.bindings, m.emitted_at) for m in run.matches()], run.info()
+([({'a': 2, 'b': 3}, 3)], {'run': 'columnar', 'peak_state': 4, 'partial_matches': 1})
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...lang import ast as A
+from ...runtime.events import PUNCTUATION
+from ...runtime.matches import Match
+from .columns import Columns
+
+CHUNK = 8192   # anchors (instances of the last slot) extended together
+
+
+class _Layout:
+    """Where each event sits: sub-stream group, local position, and the index bounds that windows give."""
+
+    def __init__(self, program, events: list, table: Columns):
+        m = len(events)
+        self.m = m
+        times = table.times
+        if program.partition_by:
+            codes: dict = {}
+            keys = (tuple(e.get(k) for k in program.partition_by) for e in events)
+            self.substream = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=m)
+        else:
+            self.substream = np.zeros(m, dtype=np.int64)
+        order = np.argsort(self.substream, kind="stable")      # events grouped by sub-stream, in order
+        rank = np.empty(m, dtype=np.int64)
+        rank[order] = np.arange(m)
+        sorted_groups = self.substream[order]
+        start = np.searchsorted(sorted_groups, sorted_groups, "left")[rank]
+        stop = np.searchsorted(sorted_groups, sorted_groups, "right")[rank]
+        self.lpos = rank - start                                # position in the sub-stream
+        self.previous = np.where(rank > start, order[np.maximum(rank - 1, 0)], -1)   # STRICT
+        w, n = program.window_time, program.window_events
+        # Index bounds of a match's window around an event at its last (lo) or first (hi) slot: every
+        # event of the match, and of an edge negation's scope, lies in [lo, hi] (hi inclusive).
+        self.lo = np.zeros(m, dtype=np.int64)
+        self.hi = np.full(m, m - 1, dtype=np.int64)
+        if w is not None:
+            self.lo = np.searchsorted(times, times - w, "left")
+            self.hi = np.searchsorted(times, times + w, "right") - 1
+        if n is not None:   # local positions last - n + 1 .. first + n - 1, as event indices
+            self.lo = np.maximum(self.lo, order[np.maximum(rank - (n - 1), start)])
+            ahead = rank + (n - 1)
+            self.hi = np.minimum(self.hi, np.where(ahead < stop, order[np.minimum(ahead, m - 1)], m - 1))
+        # when the incremental matcher releases a match waiting for a trailing negation (modes._Pending):
+        # after the first event whose ts passes the deadline, or after the n-th event of its sub-stream
+        self.release_time = np.searchsorted(times, times + w, "right") if w is not None else np.full(m, m)
+        self.release_lpos = np.where(ahead < stop, order[np.minimum(ahead, m - 1)], m) if n is not None \
+            else np.full(m, m)
+
+
+class _Store:
+    """A stack or negation store: event indices and their groups, sorted by ``group * stride + index``."""
+    __slots__ = ("index", "group", "key", "stride")
+
+    def __init__(self, index: np.ndarray, group: np.ndarray, stride: int):
+        key = group * stride + index
+        order = np.argsort(key, kind="stable")
+        self.index, self.group, self.key, self.stride = index[order], group[order], key[order], stride
+
+    def span(self, group, lo, hi) -> tuple:
+        """(first, stop) into ``index`` per row: the instances of ``group`` with lo <= index <= hi."""
+        base = group * self.stride
+        first = np.searchsorted(self.key, base + lo, "left")
+        return first, np.maximum(np.searchsorted(self.key, base + hi, "right"), first)
+
+    def last_before(self, group, index) -> np.ndarray:
+        """Per row, the largest index of ``group`` below ``index`` (-1 if none)."""
+        if not len(self.key):
+            return np.full(len(index), -1)
+        base = group * self.stride
+        k = np.maximum(np.searchsorted(self.key, base + index, "left") - 1, 0)
+        below = (self.key[k] >= base) & (self.key[k] < base + index)
+        return np.where(below, self.index[k], -1)
+
+
+def _ranges(first: np.ndarray, stop: np.ndarray) -> tuple:
+    """(row of each pair, index into the store of each pair) for the ranges first[r] <= i < stop[r]."""
+    counts = stop - first
+    rows = np.repeat(np.arange(len(counts)), counts)
+    starts = np.cumsum(counts) - counts
+    return rows, np.arange(len(rows)) - np.repeat(starts - first, counts)
+
+
+class _Rows:
+    """Partial matches, one per row: an event index per bound slot, the equality group, the sub-stream."""
+    __slots__ = ("slots", "group", "substream")
+
+    def __init__(self, slots: dict, group: np.ndarray, substream: np.ndarray):
+        self.slots, self.group, self.substream = slots, group, substream
+
+    def __len__(self):
+        return len(self.group)
+
+    def take(self, which) -> "_Rows":
+        """The rows ``which`` (a mask or row numbers, repeats allowed)."""
+        return _Rows({s: v[which] for s, v in self.slots.items()}, self.group[which], self.substream[which])
+
+
+class ColumnarRun:
+    """One compiled query (``Program``) over the events of one finite in-order stream (PUNCTUATION
+    events left out). ``info()``: ``peak_state`` is the instances held in stacks and stores,
+    ``partial_matches`` the rows built during construction."""
+
+    def __init__(self, program, events: list):
+        self.program = program
+        self.events = events
+        self.table = Columns(events)
+        self.layout = _Layout(program, events, self.table)
+        self.stride = len(events) + 1
+        self.partial_matches = 0
+        self.found: list = []
+        codes: dict = {}
+        self.type_code = np.fromiter((codes.setdefault(e.type, len(codes)) for e in events), dtype=np.int64,
+                                     count=len(events))
+        self.type_codes = codes
+        self.residual = [self._residual(neg) for neg in program.negations]
+        # a middle negation without its own correlated conditions bounds the range of its left neighbour
+        self.bounding = {j for j, neg in enumerate(program.negations)
+                         if 0 < neg.gap < program.n and self.residual[j] is None}
+        self._build_stores()
+
+    def _residual(self, neg):
+        """A negation's correlated conditions minus the equalities its equality partition already ensures."""
+        slots = self.program.slots
+        implied = set()
+        if neg.hash_attr is not None:
+            for slot in slots:
+                mine, theirs = A.Attr(neg.var, neg.hash_attr), A.Attr(slot.var, slot.hash_attr)
+                implied.update({(mine, theirs), (theirs, mine)})
+        kept = [c for c in neg.correlated_conds
+                if not (isinstance(c, A.Compare) and c.op == "=" and (c.left, c.right) in implied)]
+        return A.conjoin(kept)
+
+    # ------------------------------------------------------------------ stacks and stores
+    def _candidates(self, types, var, cond) -> np.ndarray:
+        """Indices of the events of ``types`` (None: any) passing the unary condition ``cond``."""
+        if types is None:
+            index = np.arange(len(self.events))
+        else:
+            index = np.flatnonzero(np.isin(self.type_code, [self.type_codes[t] for t in types
+                                                            if t in self.type_codes]))
+        if cond is not None and len(index):
+            index = index[self.table.test(cond, {var: index})]
+        return index
+
+    def _build_stores(self) -> None:
+        program, substream = self.program, self.layout.substream
+        slot_index = [self._candidates(s.types, s.var, s.cond) for s in program.slots]
+        neg_index = [self._candidates(g.types, g.var, g.own) for g in program.negations]
+        tied = [g.hash_attr is not None for g in program.negations]
+        if program.hashed:
+            # group = (sub-stream, value of the equality class), numbered densely; null joins nothing
+            values: dict = {}
+
+            def classed(index, attr):
+                code = np.fromiter((-1 if v is None else values.setdefault(v, len(values))
+                                    for v in (self.events[i].get(attr) for i in index.tolist())),
+                                   dtype=np.int64, count=len(index))
+                return index[code >= 0], code[code >= 0]
+
+            slot_classed = [classed(ix, s.hash_attr) for ix, s in zip(slot_index, program.slots)]
+            neg_classed = [classed(ix, g.hash_attr) if t else (ix, None)
+                           for ix, g, t in zip(neg_index, program.negations, tied)]
+            width = len(values) + 1
+            pairs = [(ix, substream[ix] * width + code) for ix, code in slot_classed + neg_classed
+                     if code is not None]
+            dense = np.unique(np.concatenate([p for _, p in pairs])) if pairs else np.zeros(0, np.int64)
+            slot_index = [ix for ix, _ in slot_classed]
+            slot_groups = [np.searchsorted(dense, substream[ix] * width + code) for ix, code in slot_classed]
+            neg_index = [ix for ix, _ in neg_classed]
+            neg_groups = [np.searchsorted(dense, substream[ix] * width + code) if code is not None
+                          else substream[ix] for ix, code in neg_classed]
+        else:
+            slot_groups = [substream[ix] for ix in slot_index]
+            neg_groups = [substream[ix] for ix in neg_index]
+        self.stacks = [_Store(ix, g, self.stride) for ix, g in zip(slot_index, slot_groups)]
+        self.stores = [_Store(ix, g, self.stride) for ix, g in zip(neg_index, neg_groups)]
+
+    # ------------------------------------------------------------------ construction
+    def matches(self) -> list:
+        program = self.program
+        n, steps = program.n, program.orders[program.n - 1]
+        anchors = self.stacks[n - 1]
+        done = []
+        for start in range(0, len(anchors.index), CHUNK):
+            index = anchors.index[start:start + CHUNK]
+            rows = _Rows({n - 1: index}, anchors.group[start:start + CHUNK], self.layout.substream[index])
+            for k, step in enumerate(steps):
+                if k:
+                    rows = self._extend(rows, step.slot)
+                    self.partial_matches += len(rows)
+                rows = self._check(rows, step)
+                if not len(rows):
+                    break
+            if len(rows) and program.strategy == "STNM":
+                rows = self._skip_till_next_match(rows)
+            if len(rows):
+                done.append(rows)
+        self.found = self._results(done)
+        return self.found
+
+    def info(self) -> dict:
+        held = sum(len(s.index) for s in self.stacks) + sum(len(s.index) for s in self.stores)
+        return {"run": "columnar", "peak_state": held, "partial_matches": self.partial_matches}
+
+    def _binding(self, rows: _Rows) -> dict:
+        """var -> event indices of the bound slots, for conditions."""
+        slots = self.program.slots
+        return {slots[s].var: v for s, v in rows.slots.items() if slots[s].var is not None}
+
+    def _extend(self, rows: _Rows, slot: int) -> _Rows:
+        """Bind ``slot`` (backward: slot + 1 is bound) to every instance its range allows."""
+        program, layout = self.program, self.layout
+        right = rows.slots[slot + 1]
+        lo = layout.lo[rows.slots[program.n - 1]]     # the window's start (0 without a window)
+        hi = right - 1
+        for j in self.bounding:
+            if program.negations[j].gap == slot + 1:   # at or above the last negative event before ``right``
+                group = rows.group if program.negations[j].hash_attr is not None else rows.substream
+                lo = np.maximum(lo, self.stores[j].last_before(group, right))   # (it may be the neighbour)
+        if program.strategy == "STRICT":              # exactly the previous event of the sub-stream
+            previous = layout.previous[right]
+            lo, hi = np.maximum(lo, previous), np.minimum(hi, np.where(previous >= 0, previous, -1))
+        stack = self.stacks[slot]
+        first, stop = stack.span(rows.group, lo, hi)
+        row_of, pick = _ranges(first, stop)
+        extended = rows.take(row_of)
+        extended.slots[slot] = stack.index[pick]
+        return extended
+
+    def _check(self, rows: _Rows, step) -> _Rows:
+        """The joins and negations that become decidable at ``step`` (``Program.orders``)."""
+        for join in step.joins:
+            rows = rows.take(self.table.test(join.cond, self._binding(rows)))
+        for j in step.negations:
+            if j not in self.bounding and len(rows):
+                rows = rows.take(self._clear(rows, j))
+        return rows
+
+    def _clear(self, rows: _Rows, j: int) -> np.ndarray:
+        """Per row: no event of negation ``j`` lies in its scope (LANGUAGE.md §10.4) and satisfies its
+        correlated conditions."""
+        program, layout = self.program, self.layout
+        neg, store, chosen = program.negations[j], self.stores[j], rows.slots
+        if neg.gap == 0:              # leading: from the window's start to the first event
+            lo, hi = layout.lo[chosen[program.n - 1]], chosen[0] - 1
+        elif neg.gap == program.n:    # trailing: from the last event to the window's end
+            lo, hi = chosen[program.n - 1] + 1, layout.hi[chosen[0]]
+        else:                         # middle: strictly between the neighbours
+            lo, hi = chosen[neg.gap - 1] + 1, chosen[neg.gap] - 1
+        group = rows.group if neg.hash_attr is not None else rows.substream
+        first, stop = store.span(group, lo, hi)
+        return self._none_satisfies(rows, first, stop, store, neg.var, self.residual[j])
+
+    def _none_satisfies(self, rows: _Rows, first, stop, store: _Store, var, cond) -> np.ndarray:
+        """Per row: none of the store's instances first[r] <= i < stop[r], bound to ``var``, satisfies
+        ``cond`` (None: there is no instance at all)."""
+        if cond is None:
+            return stop <= first
+        row_of, pick = _ranges(first, stop)
+        binding = {v: index[row_of] for v, index in self._binding(rows).items()}
+        if var is not None:
+            binding[var] = store.index[pick]
+        blocked = np.zeros(len(rows), dtype=bool)
+        blocked[row_of[self.table.test(cond, binding)]] = True
+        return ~blocked
+
+    def _skip_till_next_match(self, rows: _Rows) -> _Rows:
+        """SASE skip-till-next-match (digest 002 Def 6.1, as ``Core.next_match_ok``): no instance of slot
+        i+1 between the i-th and (i+1)-th events, within the window, extends the first i events."""
+        program, layout = self.program, self.layout
+        for i in range(program.n - 1):
+            prefix = frozenset(range(i + 2))
+            joins = [j.cond for j in program.joins if (i + 1) in j.slots and j.slots <= prefix]
+            chosen = rows.slots
+            lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi[chosen[0]])
+            store = self.stacks[i + 1]
+            first, stop = store.span(rows.substream, lo, hi)
+            rows = rows.take(self._none_satisfies(rows, first, stop, store, program.slots[i + 1].var,
+                                                  A.conjoin(joins)))
+        return rows
+
+    # ------------------------------------------------------------------ results
+    def _results(self, done: list) -> list:
+        """``Match`` objects, by last position then positions, with ``emitted_at`` as the matcher's."""
+        program, layout = self.program, self.layout
+        if not done:
+            return []
+        n = program.n
+        chosen = {s: np.concatenate([rows.slots[s] for rows in done]) for s in range(n)}
+        if program.trailing:    # released once the scope has passed, or at the end of the stream
+            emitted = np.minimum(np.minimum(layout.release_time[chosen[0]], layout.release_lpos[chosen[0]]),
+                                 len(self.events) - 1)
+        else:
+            emitted = chosen[n - 1]
+        order = np.lexsort([chosen[s] for s in range(n - 2, -1, -1)] + [chosen[n - 1]])
+        position = np.fromiter((e.position for e in self.events), dtype=np.int64, count=len(self.events))
+        select = program.select
+        kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
+        names = [program.slots[s].var for s in kept if program.slots[s].var is not None]
+        named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]
+        columns = [position[chosen[s][order]].tolist() for s in kept]
+        at = position[emitted[order]].tolist()
+        if len(named) == len(kept):
+            return [Match(p, dict(zip(names, p)), "+", e) for p, e in zip(zip(*columns), at)]
+        return [Match(p, dict(zip(names, (p[k] for k in named))), "+", e) for p, e in zip(zip(*columns), at)]
+
