@@ -452,16 +452,19 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
         conds.append(A.Compare(draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])), _plain_value(draw, a),
                                _plain_value(draw, b)))
     for var in kleene:
-        kind = draw(st.integers(0, 6))
-        op = draw(st.sampled_from(["<", "<=", ">", ">="]))
-        if kind in (0, 1):
+        chain = draw(st.integers(0, 2))
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "!="]))
+        if chain == 0:
             conds.append(A.Compare(op, A.Prev(A.Attr(var, "v")), A.Attr(var, "v")))
-        elif kind == 2:
+        elif chain == 1:
             conds.append(A.Compare(op, A.Attr(var, "v", "i"), A.Attr(var, "v", "i-1")))
-        elif kind == 3:
-            index = draw(st.sampled_from(["first", "last", 1, 2]))
-            conds.append(A.Compare(op, A.Attr(var, "v", index),
-                                   A.Attr(draw(st.sampled_from(names)), draw(st.sampled_from(["v", "id"])))))
+        kind = draw(st.integers(0, 5))
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "="]))
+        if kind in (0, 1):   # FIRST-style: one event of var against another variable (or var itself)
+            index = draw(st.sampled_from(["first", "last", "first", "last", 1, 2]))
+            other = A.Attr(draw(st.sampled_from(names)), draw(st.sampled_from(["v", "v", "id"])))
+            picked = A.Attr(var, "v", index)
+            conds.append(A.Compare(op, picked, other) if draw(st.booleans()) else A.Compare(op, other, picked))
         elif kind == 4:
             func = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
             conds.append(A.Compare(op, A.Agg(func, var, None if func == "count" else "v"),

@@ -52,6 +52,7 @@ def _phi(op, a, b):
 def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive):
     n, m = len(outer_keys), len(inner_keys)
     joined = np.zeros((n, m), dtype=np.bool_)
+    dominates = np.zeros(n, dtype=np.bool_)
     tested = 0
     reused = 0
     for u in range(n - 1, -1, -1):
@@ -59,6 +60,7 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
             continue  # a null key joins nothing
         if (transitive and u < n - 1 and outer_valid[u + 1]
                 and _phi(op, outer_keys[u], outer_keys[u + 1])):   # u dominates its successor
+            dominates[u] = True
             for v in range(m):
                 if joined[u + 1, v]:
                     joined[u, v] = True
@@ -73,21 +75,22 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
                 if inner_valid[v]:
                     tested += 1
                     joined[u, v] = _phi(op, outer_keys[u], inner_keys[v])
-    return joined, tested, reused
+    return joined, tested, reused, dominates
 
 
 def hybrid_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
-    """Algorithm 2: (B, tested, reused) with ``B[u, v]`` = inner v after outer u and φ(u, v).
+    """Algorithm 2: (B, tested, reused, dominates) with ``B[u, v]`` = inner v after outer u and φ(u, v).
 
     ``outer`` and ``inner`` are (keys, valid, seq) arrays in time order; ``tested`` counts comparisons
-    made, ``reused`` bits copied from a dominated successor; ``blame`` as in ``nested_join``. Digest 003
-    §5 T3:
+    made, ``reused`` bits copied from a dominated successor, ``dominates[u]`` tells whether row u was
+    built from row u+1; ``blame`` as in ``nested_join``. Digest 003 §5 T3:
 
     >>> seq = np.arange(1, 8)
     >>> values = np.array([30., 25, 50, 40, 22, 15, 21]); valid = np.ones(7, bool)
-    >>> B, tested, reused = hybrid_join(">", (values[:4], valid[:4], seq[:4]), (values[4:], valid[4:], seq[4:]))
-    >>> B.astype(int).tolist(), reused
-    ([[1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1]], 6)
+    >>> B, tested, reused, dominates = hybrid_join(">", (values[:4], valid[:4], seq[:4]),
+    ...                                             (values[4:], valid[4:], seq[4:]))
+    >>> B.astype(int).tolist(), tested, reused, dominates.tolist()
+    ([[1, 1, 1], [1, 1, 1], [1, 1, 1], [1, 1, 1]], 6, 6, [True, False, True, False])
     """
     keys, valid, seq = outer
     inner_keys, inner_valid, inner_seq = inner
@@ -105,7 +108,7 @@ def nested_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
     after = inner_seq[None, :] > seq[:, None]
     joined = compare_arrays(op, keys[:, None], valid[:, None], inner_keys[None, :], inner_valid[None, :],
                             blame) & after
-    return joined, int(after.sum()), 0
+    return joined, int(after.sum()), 0, np.zeros(len(keys), dtype=bool)
 
 
 def column_bits(matrix: np.ndarray) -> list:
@@ -118,6 +121,19 @@ def column_bits(matrix: np.ndarray) -> list:
         return [0] * matrix.shape[1]
     packed = np.packbits(matrix.T, axis=1, bitorder="little")
     return [int.from_bytes(row.tobytes(), "little") for row in packed]
+
+
+def kleene_subsets(mask: int) -> Iterator[list]:
+    """Algorithm 3 (App. B.1): every non-empty subset of the set bits of ``mask``, in time order, by
+    counting i = 1 .. 2^b - 1; bit j of i selects the j-th set bit from the latest. Digest 003 §5 T4
+    (Table B.1, over <b1, b2, b3>):
+
+    >>> [[("b1", "b2", "b3")[k] for k in subset] for subset in kleene_subsets(0b111)]
+    [['b3'], ['b2'], ['b2', 'b3'], ['b1'], ['b1', 'b3'], ['b1', 'b2'], ['b1', 'b2', 'b3']]
+    """
+    members = list(bits(mask))[::-1]   # latest first: bit 0 of the counter selects the latest event
+    for i in range(1, 1 << len(members)):
+        yield sorted(members[j] for j in bits(i))
 
 
 def bits(mask: int) -> Iterator[int]:

@@ -110,6 +110,11 @@ class KleenePattern:
                 chains.append(role[1])
             else:
                 residual.append(cond)
+        for cond in list(residual):   # FIRST / LAST on a monotone chain: a join after all (§2.2, T2)
+            join = _extreme_as_join(cond, variables, chains)
+            if join is not None:
+                residual.remove(cond)
+                joins.append(join)
         for k, (atom, _, inner) in enumerate(reader.items):
             for cond in inner:  # written inside the iteration: about each event of the slot
                 role = _role(cond, variables, kleene - {atom.var})
@@ -215,6 +220,41 @@ def _role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
                 return ("join", Join(i, j, cond.op, cond.left, cond.right, cond))
             return ("join", Join(j, i, FLIP[cond.op], cond.right, cond.left, cond))
     return ("residual",)
+
+
+def _extreme_as_join(cond: A.Expr, variables: dict, chains: list) -> Optional[Join]:
+    """``x φ first(b).A`` / ``last(b).A`` as the join ``x φ b.A`` for every event of b, when a chain on
+    ``b.A`` makes first/last b's minimum or maximum and φ points the ∀ way; else None."""
+    if not isinstance(cond, A.Compare):
+        return None
+    for picked, other, op in ((cond.right, cond.left, cond.op), (cond.left, cond.right, FLIP[cond.op])):
+        if not (isinstance(picked, A.Attr) and picked.index in ("first", "last") and _is_plain(other)):
+            continue
+        others = A.variables_in(other)
+        if len(others) != 1 or others[0] == picked.var:
+            continue
+        for chain in chains:
+            if chain.slot != variables[picked.var] or not (_reads_only(chain.previous, picked.var, picked.attr)
+                                                            and _reads_only(chain.current, picked.var, picked.attr)):
+                continue
+            if chain.op == "!=":
+                continue  # orders nothing
+            rising = chain.op in ("<", "<=")
+            extreme = "min" if rising == (picked.index == "first") else "max"
+            every = chain.op == "=" or op in (("<", "<=") if extreme == "min" else (">", ">="))
+            if every:
+                each = A.Attr(picked.var, picked.attr)
+                i, j = variables[others[0]], variables[picked.var]
+                if i < j:
+                    return Join(i, j, op, other, each, cond)
+                return Join(j, i, FLIP[op], each, other, cond)
+    return None
+
+
+def _reads_only(expr: A.Expr, var: str, attr: str) -> bool:
+    """Whether ``expr`` is just ``var.attr`` (through ``prev`` or ``[i-1]`` for a previous side)."""
+    ref = expr.arg if isinstance(expr, A.Prev) else expr
+    return isinstance(ref, A.Attr) and ref.var == var and ref.attr == attr
 
 
 def _is_plain_leaf(cond: A.Expr) -> bool:

@@ -30,12 +30,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from ...lang import ast as A
 from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from ...runtime.registry import IncrementalPlan, Plan
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
-from .joins import bits, column_bits, hybrid_join, nested_join
+from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
 from .trees import EventTree
@@ -73,12 +74,15 @@ class RcepPlan(Plan):
         self.types = [None if s.atom.type is None else
                       (hierarchy.covers(s.atom.type) if hierarchy else frozenset({s.atom.type})) for s in self.slots]
         self.key_functions = [{} for _ in self.slots]
+        self.key_attributes = {}   # key name -> the attribute an error about the outer side names
         for j, join_ in enumerate(pattern.joins):
             self.key_functions[join_.left_slot][("join", j)] = key_function(join_.left)
             self.key_functions[join_.right_slot][("join", j)] = key_function(join_.right)
+            self.key_attributes[("join", j)] = _attribute(join_.left)
         for c, chain in enumerate(pattern.chains):
             self.key_functions[chain.slot][("previous", c)] = key_function(chain.previous)
             self.key_functions[chain.slot][("current", c)] = key_function(chain.current)
+            self.key_attributes[("previous", c)] = _attribute(chain.previous)
         within = query.within
         self.window_seconds = None if within is None or within.events else within.seconds
         self.window_events = within.amount if within is not None and within.events else None
@@ -127,6 +131,10 @@ class RcepPlan(Plan):
         return -math.inf, 0
 
 
+def _attribute(expr) -> str:
+    return next((n.attr for n in expr.walk() if isinstance(n, A.Attr)), "?")
+
+
 class _Partition:
     """The trees of one PARTITION BY key (the whole stream without it)."""
 
@@ -145,6 +153,7 @@ class RcepMatcher(IncrementalPlan):
         self.stats = Stats()
         self.consumed: dict = {}    # CONSUME BY scope -> last position of the latest reported match
         self.reported: set = set()  # projected matches already reported (RETURN may repeat them)
+        self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -171,7 +180,8 @@ class RcepMatcher(IncrementalPlan):
         if plan.last not in accepted:
             return []
         stats.triggers += 1
-        found = _Recomputation(plan, part, stats).matches()
+        self.last_recomputation = recomputation = Recomputation(plan, part, stats)
+        found = recomputation.matches()
         if not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
             part.trees[plan.last].pop()
             stats.stored -= 1
@@ -224,8 +234,13 @@ class RcepMatcher(IncrementalPlan):
         return out
 
 
-class _Recomputation:
-    """Every match ending at the trigger just inserted (module docstring, steps 1-4)."""
+class Recomputation:
+    """Every match ending at the trigger just inserted (module docstring, steps 1-4).
+
+    After ``matches()`` and until the next event, ``candidates()`` and ``dag(var)`` show what the batch
+    worked on: the events that survived the range queries, per variable, and the can-follow DAG of a
+    Kleene variable.
+    """
 
     def __init__(self, plan: RcepPlan, part: _Partition, stats: Stats):
         self.plan, self.part, self.stats = plan, part, stats
@@ -244,11 +259,35 @@ class _Recomputation:
                 out.append(match)
         return out
 
+    def candidates(self) -> dict:
+        """variable -> positions of its candidate events (empty when a range query emptied a slot)."""
+        names = [slot.var or f"#{k}" for k, slot in enumerate(self.slots)]
+        out = {names[k]: [self.trees[k].events[row].position for row in rows] if rows is not None else []
+               for k, rows in enumerate(self.rows) if k != self.last}
+        out[names[self.last]] = [self.trees[self.last].events[row].position for row in self.rows[self.last][:-1]]
+        out[names[self.last]].append(self.trigger.position)   # a single last variable's trigger is gone
+        return {name: out[name] for name in names}
+
+    def dag(self, var: str):
+        """The can-follow DAG of Kleene variable ``var`` over its candidates (Example 4): a networkx
+        ``DiGraph`` on positions, an edge u -> v when v may follow u in a chain."""
+        import networkx as nx
+
+        s = next(k for k, slot in enumerate(self.slots) if slot.var == var)
+        positions = self.candidates()[var]
+        graph = nx.DiGraph()
+        graph.add_nodes_from(positions)
+        for v, before in enumerate(self.predecessors.get(s, [])):
+            graph.add_edges_from((positions[u], positions[v]) for u in bits(before))
+        return graph
+
     # ------------------------------------------------------------------ 1. range queries
     def _candidates(self) -> bool:
         """Rows of each slot's tree that may take part; False when a slot has none."""
         last_tree = self.trees[self.last]
         trigger = last_tree.size - 1
+        self.trigger = last_tree.events[trigger]
+        self.predecessors = {}
         self.rows = [None] * len(self.slots)
         self.rows[self.last] = (last_tree.rows(trigger + 1) if self.slots[self.last].kleene
                                 else np.array([trigger]))
@@ -259,9 +298,9 @@ class _Recomputation:
             for j, join in enumerate(self.plan.pattern.joins):
                 if join.left_slot == s and len(rows):
                     rows = rows[self._reachable(j, join, rows)]
+            self.rows[s] = rows
             if not len(rows):
                 return False
-            self.rows[s] = rows
             self.stats.range_hits += len(rows)
         return True
 
@@ -291,8 +330,9 @@ class _Recomputation:
         return values, valid, tree.seq[rows]
 
     def _blame(self, s: int, name):
-        tree, rows = self.trees[s], self.rows[s]
-        return lambda index: (tree.events[rows[index[0]]].position, "?")
+        """(position, attribute) of the outer event of a failed comparison, for the ``EventError``."""
+        tree, rows, attr = self.trees[s], self.rows[s], self.plan.key_attributes[name]
+        return lambda index: (tree.events[rows[index[0]]].position, attr)
 
     def _join(self) -> None:
         """Column bitsets: ``self.columns[(r, s)][v]`` = rows of slot r joining row v of slot s under every
@@ -302,14 +342,17 @@ class _Recomputation:
         matrices: dict = {}
         for j, join in enumerate(self.plan.pattern.joins):
             r, s = join.left_slot, join.right_slot
-            joined, tested, reused = join_fn(join.op, self._side(r, ("join", j)), self._side(s, ("join", j)),
+            joined, tested, reused, _ = join_fn(join.op, self._side(r, ("join", j)), self._side(s, ("join", j)),
                                              blame=self._blame(r, ("join", j)))
             stats.join_tested += tested
             stats.join_reused += reused
             matrices[r, s] = joined & matrices[r, s] if (r, s) in matrices else joined
         self.columns = {pair: column_bits(m) for pair, m in matrices.items()}
         self.earlier = [[r for r in range(s) if (r, s) in self.columns] for s in range(len(self.slots))]
-        self.predecessors = {}
+        chained = {chain.slot for chain in self.plan.pattern.chains}
+        # Kleene slots whose chains are any subset of their allowed events: Algorithm 3 enumerates them
+        self.free = [slot.kleene and s not in chained and not self.earlier[s] and not self.plan.strict
+                     for s, slot in enumerate(self.slots)]
         for s, slot in enumerate(self.slots):
             if slot.kleene:
                 self.predecessors[s] = self._chain_dag(s)
@@ -324,7 +367,7 @@ class _Recomputation:
         if chains:
             dag = np.ones((n, n), dtype=bool)
             for c, chain in chains:
-                joined, tested, reused = JOINS[self.plan.join](chain.op, self._side(s, ("previous", c)),
+                joined, tested, reused, _ = JOINS[self.plan.join](chain.op, self._side(s, ("previous", c)),
                                                                self._side(s, ("current", c)),
                                                                blame=self._blame(s, ("previous", c)))
                 self.stats.join_tested += tested
@@ -350,6 +393,9 @@ class _Recomputation:
             ends = 1 << (len(self.rows[s]) - 1) if self.slots[s].kleene else mask   # the trigger
         else:
             ends = mask & self._last_before(s, next_first) if self.plan.strict else mask
+        if self.free[s]:
+            yield from self._subsets(s, ends if s == self.last else 0, mask, allowed)
+            return
         for end in bits(ends):
             narrowed = self._narrow(allowed, s, end)
             if narrowed is None:
@@ -359,6 +405,16 @@ class _Recomputation:
             else:
                 for rest in self._bind(s - 1, narrowed, self._seq(s, end)):
                     yield [(s, (end,))] + rest
+
+    def _subsets(self, s: int, trigger: int, mask: int, allowed: tuple):
+        """Chains of a Kleene slot without chain predicates or joins into it: every subset of its allowed
+        events (Algorithm 3), with the trigger in it when it is the last slot."""
+        chains = ([] if not trigger else [[]]) + list(kleene_subsets(mask & ~trigger))
+        for chain in chains:
+            chain = chain + list(bits(trigger))
+            self.stats.chains += 1
+            for rest in self._bind(s - 1, allowed, self._seq(s, chain[0])):
+                yield [(s, tuple(chain))] + rest
 
     def _grow(self, s: int, chain: list, mask: int, allowed: tuple):
         """Chains of Kleene slot s ending with ``chain`` (latest first), grown backwards along the DAG."""
