@@ -69,12 +69,14 @@ def attribute_concepts(node, hierarchy: Optional[Hierarchy]) -> list:
     hierarchy): each one means "the value is below that concept"."""
     if hierarchy is None or hierarchy.attribute is None:
         return []
-    return [n for n in node.walk() if _concept_comparison(n, hierarchy) is not None]
+    return [n for n in node.walk() if concept_comparison(n, hierarchy) is not None]
 
 
-def _concept_comparison(node, hierarchy: Hierarchy):
+def concept_comparison(node, hierarchy: Optional[Hierarchy]):
     """(attribute operand, concept names, negated) when ``node`` compares the hierarchy's attribute with
     concepts (``x.loc = 'TX'``, ``'TX' = x.loc``, ``x.loc != 'TX'``, ``x.loc IN ('TX', 'OK')``), else None."""
+    if hierarchy is None or hierarchy.attribute is None:
+        return None
     def is_attr(e):
         return isinstance(e, A.Attr) and e.attr == hierarchy.attribute
 
@@ -107,7 +109,7 @@ def expand_attribute_concepts(node, hierarchy: Optional[Hierarchy]):
         return node
 
     def expand(n):
-        found = _concept_comparison(n, hierarchy)
+        found = concept_comparison(n, hierarchy)
         if found is None:
             return n
         attr, concepts, negated = found

@@ -1,0 +1,159 @@
+"""The E-Cube cost model (digest 000a §3.4, Table 4.1, Eqs 4.2-4.9), with statistics measured on a stream
+or given.
+
+Symbols as in Table 4.1: ``|S_i|`` the events of item i in one window (``Rate·TW·P``), ``Pt`` the
+time-order selectivity (1/2), ``P`` the selectivity of a condition, ``|R_q|`` the results of q, and the
+unit costs ``C_type`` (a type check), ``C_access`` (visiting a stored instance), ``C_app`` (appending an
+event to a stack) and ``C_ct`` (a timestamp comparison).
+
+The text gives no formula for evaluating a query from scratch; ``scratch_cost`` is the stand-in the
+digest suggests and labels as ours [D]: ``NumRE·C_app + Σ_k |R_k|·C_access``, where ``|R_k|`` counts the
+partial matches of the first k positive items.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..runtime.events import PUNCTUATION
+from .shape import Item, Shape
+
+
+@dataclass(frozen=True)
+class UnitCosts:
+    """Unit costs and default selectivities (Table 4.1)."""
+    C_type: float = 0.25
+    C_access: float = 1.0
+    C_app: float = 1.0
+    C_ct: float = 0.25
+    Pt: float = 0.5          # time-order selectivity of a pair of items
+    P: float = 0.5           # selectivity of one condition (the text's P(Ei, Ej), 1 without conditions)
+
+
+@dataclass
+class Statistics:
+    """What the cost model needs from a stream: events per type (and per attribute value), the stream's
+    length and time span. ``Statistics.measure(stream)`` counts them; or give them for a what-if plan.
+
+    >>> s = Statistics({"A": 10, "B": 5}, length=15, duration=30.0)
+    >>> s.events_of(frozenset({"A", "B"}))
+    15.0
+    """
+    type_counts: dict
+    length: int
+    duration: float
+    attribute: Optional[str] = None
+    value_counts: dict = field(default_factory=dict)     # (type, value) -> count, for the attribute
+
+    @classmethod
+    def measure(cls, stream, attribute: Optional[str] = None) -> "Statistics":
+        types, values = Counter(), Counter()
+        times = []
+        for event in stream:
+            if event.type == PUNCTUATION:
+                continue
+            types[event.type] += 1
+            times.append(event.time)
+            if attribute is not None:
+                values[(event.type, event.get(attribute))] += 1
+        duration = (max(times) - min(times)) if times else 0.0
+        return cls(dict(types), len(times), float(duration), attribute, dict(values))
+
+    def events_of(self, types: frozenset, item: Optional[Item] = None) -> float:
+        """Events an item accepts in the whole stream (its types, and its values when it has some)."""
+        if item is None or self.attribute is None or (item.values is None and not item.excluded):
+            return float(sum(self.type_counts.get(t, 0) for t in types))
+        return float(sum(n for (t, v), n in self.value_counts.items()
+                         if t in types and (item.values is None or v in item.values) and v not in item.excluded))
+
+    def window_fraction(self, shape: Shape) -> float:
+        """The share of the stream one window holds (TW relative to the stream)."""
+        within = shape.within
+        if within is None or self.length == 0:
+            return 1.0
+        if within.events:
+            return min(1.0, within.amount / self.length)
+        return min(1.0, within.seconds / self.duration) if self.duration > 0 else 1.0
+
+
+class CostModel:
+    """Estimates for shapes and reuse edges over given ``Statistics`` and ``UnitCosts``."""
+
+    def __init__(self, statistics: Statistics, units: UnitCosts = UnitCosts()):
+        self.stats = statistics
+        self.units = units
+
+    def events(self, item: Item) -> float:
+        return self.stats.events_of(item.types, item)
+
+    def in_window(self, shape: Shape, item: Item) -> float:
+        """``|S_i|``: events of the item in one window."""
+        return self.events(item) * self.stats.window_fraction(shape)
+
+    def partial_matches(self, shape: Shape) -> list:
+        """``|R_k|`` for k = 1..n: matches of the first k positive items ending anywhere in the stream
+        (the last one anchors, each earlier one is among its window's ``|S_i|``, ordered with ``Pt``),
+        thinned by the negations between them: none of ``|S_x|`` events may fall in the gap, each with
+        probability ``Pt·Pt`` (Eq 4.3's ``1 − Pt(m,k)·Pt(k,n)`` per event)."""
+        u, out, earlier = self.units, [], 1.0
+        positives = [shape.items[k] for k in shape.positives]
+        negations_after = self._negations_by_gap(shape)
+        for k, item in enumerate(positives):
+            blocked = math.prod((1 - u.Pt * u.Pt) ** self.in_window(shape, neg) for neg in negations_after[k])
+            out.append(self.events(item) * earlier * blocked)
+            earlier *= self.in_window(shape, item) * u.Pt * blocked
+        return out
+
+    @staticmethod
+    def _negations_by_gap(shape: Shape) -> list:
+        """Negated items grouped by the positive item they precede (the last group takes the trailing ones)."""
+        groups, current = [], []
+        for item in shape.items:
+            if item.positive:
+                groups.append(current)
+                current = []
+            else:
+                current.append(item)
+        groups[-1].extend(current)
+        return groups
+
+    def results(self, shape: Shape) -> float:
+        """``|R_q|``: the expected number of matches."""
+        return self.partial_matches(shape)[-1] * self.units.P ** len(shape.conditions)
+
+    def scratch_cost(self, shape: Shape) -> float:
+        """``C(q)`` [D]: every relevant event appended, every partial match visited."""
+        u = self.units
+        relevant = sum(self.events(item) for item in shape.items)
+        return relevant * u.C_app + sum(self.partial_matches(shape)) * u.C_access
+
+    # ------------------------------------------------------------------ reuse edges (§3.3)
+    def filter_concept(self, general: Shape, specific: Shape, rechecked: list) -> float:
+        """g→s concept, Eq 4.4 ``|R_qi|·C_type·len(qi)``, plus Eq 4.5 for a coarser negation: each
+        result's gap is checked against the new negated types ``rechecked``."""
+        u, r = self.units, self.results(general)
+        cost = r * u.C_type * len(general.items)
+        for item in rechecked:
+            cost += self.events(item) * u.C_app + r * self.in_window(specific, item) * u.C_ct
+        return cost
+
+    def join_pattern(self, general: Shape, specific: Shape, added: list) -> float:
+        """g→s pattern, Eqs 4.2-4.3: the added items' events are appended and joined with the general
+        results (``|R_qi|·Π|S_m|·Pt``), the results re-read once, negations checked per candidate."""
+        u, r = self.units, self.results(general)
+        joined = r * math.prod(self.in_window(specific, i) * u.Pt for i in added if i.positive)
+        checks = sum(self.in_window(specific, i) for i in added if not i.positive) * joined * u.C_ct
+        appended = sum(self.events(i) for i in added) * u.C_app
+        return appended + r * u.C_type * len(general.items) + joined * u.C_access + checks + r
+
+    def union_concept(self, general: Shape, specific: Shape, deltas: list) -> float:
+        """s→g concept, Eq 4.8 ``C(qi) − C(qj)``: only the pointer pairs the child did not cover are
+        walked (the delta queries), and the child's results are appended."""
+        return sum(self.scratch_cost(d) for d in deltas) + self.results(specific) * self.units.C_app
+
+    def project_pattern(self, general: Shape, specific: Shape, delta: Shape) -> float:
+        """s→g pattern, Eq 4.7: every specific result is re-read and projected, and the general
+        query's matches that the added item missed are computed (the delta, ``SEQ(.., !Em, ..)``)."""
+        return self.results(specific) * self.units.C_type * len(specific.items) + self.scratch_cost(delta)

@@ -1,0 +1,227 @@
+"""``ECube``: a set of named queries over one hierarchy, planned and evaluated together (digest 000a ch. 4).
+
+The design, in short:
+
+- ``graph`` is the E-Cube lattice (Defs 3-4): an edge general -> specific per refinement;
+- ``plan(events)`` measures the stream (or takes ``Statistics``), weighs every exact way to compute each
+  query (``reuse.py``) with the cost model (``cost.py``) and runs Chase (``plan.py``);
+- ``run(events)`` evaluates the plan and keeps every query's results;
+- ``drill_down`` / ``roll_up`` add the refined / generalised query and answer it from the kept results:
+  kept queries enter Chase at cost 0, so the new query is derived from the cheapest of them, or computed
+  from scratch when that is cheaper or no exact reuse exists.
+
+Every query's result is exactly what it gives alone (``cepkit.match``), whichever edges the plan takes.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Optional
+
+import networkx as nx
+
+from ..errors import QueryError
+from ..lang.hierarchy import as_hierarchy
+from ..lang.query import Query, parse
+from ..runtime.api import check_against_stream
+from ..runtime.events import Stream
+from ..runtime.matches import Matches
+from . import operations
+from .cost import CostModel, Statistics, UnitCosts
+from .lattice import lattice, refinement
+from .plan import ROOT, Plan, make_plan
+from .reuse import Executor, Scratch, offer_general_to_specific, offer_specific_to_general
+from .shape import shape_of
+
+
+class ECube:
+    """Named queries over one hierarchy, evaluated with reuse along the E-Cube lattice.
+
+    Parameters
+    ----------
+    queries : mapping name -> query text or ``Query`` (a list is named q1, q2, ...)
+    hierarchy : the concept hierarchy (of types, or of an attribute's values), or None
+    engine : the engine that evaluates from scratch and the delta queries (``stack``)
+    units : the cost model's unit costs and default selectivities
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> h = {"TX": ["D", "A"], "OK": ["T"]}
+    >>> cube = cepkit.ECube({"q1": "SEQ(TX x, OK y)", "q2": "SEQ(D x, T y)"}, h)
+    >>> list(cube.graph.edges(data="kind"))
+    [('q1', 'q2', 'concept')]
+    >>> events = [{"type": t, "ts": i} for i, t in enumerate(["D", "A", "T", "T"])]
+    >>> {name: m.positions() for name, m in cube.run(events).items()}
+    {'q1': [(0, 2), (1, 2), (0, 3), (1, 3)], 'q2': [(0, 2), (0, 3)]}
+    """
+
+    def __init__(self, queries, hierarchy=None, *, engine: str = "stack", units: UnitCosts = UnitCosts()):
+        self.hierarchy = as_hierarchy(hierarchy)
+        self.engine = engine
+        self.units = units
+        self.queries: dict = {}
+        self.shapes: dict = {}
+        self._graph: Optional[nx.DiGraph] = None
+        self._rows: dict = {}          # name -> rows of the last run (kept results)
+        self._executor: Optional[Executor] = None
+        self.statistics: Optional[Statistics] = None
+        self.last_plan: Optional[Plan] = None
+        named = queries.items() if isinstance(queries, Mapping) else \
+            ((f"q{i}", q) for i, q in enumerate(queries, 1))
+        for name, query in named:
+            self.add(name, query)
+
+    # ------------------------------------------------------------------ the lattice
+    def add(self, name: str, query) -> Query:
+        """Add a query to the cube (re-plans at the next ``plan``/``run``, Ex §3.5)."""
+        if name in self.queries or name == ROOT:
+            raise ValueError(f"the cube already has a query named {name!r}")
+        parsed = parse(query, self.hierarchy)
+        self.shapes[name] = shape_of(parsed)
+        self.queries[name] = parsed
+        self._graph = None
+        return parsed
+
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The refinement relations: an edge general -> specific with ``kind`` concept, pattern or both."""
+        if self._graph is None:
+            self._graph = lattice(self.shapes)
+        return self._graph
+
+    # ------------------------------------------------------------------ planning
+    def candidates(self, statistics: Statistics) -> nx.DiGraph:
+        """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result) and every exact reuse edge,
+        each with ``cost``, ``method``, ``direction``, ``kind`` and the ``strategy`` object."""
+        model = CostModel(statistics, self.units)
+        graph = nx.DiGraph()
+        graph.add_node(ROOT)
+        for name, shape in self.shapes.items():
+            scratch = Scratch(shape)
+            graph.add_node(name, scratch=scratch.cost(model), results=model.results(shape))
+            if name in self._rows:
+                graph.add_edge(ROOT, name, cost=0.0, method="cached", direction="cached", kind=None,
+                               strategy=None)
+            else:
+                graph.add_edge(ROOT, name, cost=scratch.cost(model), method="scratch", direction="scratch",
+                               kind=None, strategy=scratch)
+        for general, specific, data in self.graph.edges(data=True):
+            ref = data["refinement"]
+            for source, target, strategy in (
+                    (general, specific, offer_general_to_specific(self.shapes[general], self.shapes[specific], ref)),
+                    (specific, general, offer_specific_to_general(self.shapes[general], self.shapes[specific], ref))):
+                if strategy is not None:
+                    graph.add_edge(source, target, cost=strategy.cost(model), method=strategy.method,
+                                   direction=strategy.direction, kind=data["kind"], strategy=strategy)
+        return graph
+
+    def plan(self, events=None, *, statistics: Optional[Statistics] = None) -> Plan:
+        """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given)."""
+        if statistics is None:
+            if events is None:
+                if self.statistics is None:
+                    raise ValueError("plan() needs events or statistics")
+                statistics = self.statistics
+            else:
+                statistics = Statistics.measure(Stream.from_any(events), self._attribute)
+        names = list(self.shapes)
+        self.last_plan = make_plan(self.candidates(statistics), order_key=lambda n: (n != ROOT, names.index(n)
+                                                                                       if n in names else -1))
+        return self.last_plan
+
+    @property
+    def _attribute(self):
+        return self.hierarchy.attribute if self.hierarchy is not None else None
+
+    # ------------------------------------------------------------------ evaluation
+    def run(self, events, *, statistics: Optional[Statistics] = None) -> dict:
+        """Every query's matches over ``events`` (in order), evaluated along the plan; the results are
+        kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``."""
+        stream = events if isinstance(events, Stream) else Stream.from_any(events)
+        stream.require_order()
+        for query in self.queries.values():
+            check_against_stream(query, stream)
+        self._rows = {}
+        self._executor = Executor(stream, self.engine)
+        self.statistics = statistics or Statistics.measure(stream, self._attribute)
+        self._execute(self.plan(statistics=self.statistics))
+        return self.results
+
+    def _execute(self, plan: Plan) -> None:
+        for step in plan.steps:
+            if step.direction == "cached":
+                continue
+            rows = None if step.source is None else self._rows[step.source]
+            self._rows[step.query] = step.strategy.run(self._executor, rows)
+
+    @property
+    def results(self) -> dict:
+        """name -> ``Matches`` of the kept results."""
+        return {name: self._matches(name) for name in self.shapes if name in self._rows}
+
+    def _matches(self, name: str) -> Matches:
+        shape, step = self.shapes[name], None
+        if self.last_plan is not None and name in self.last_plan.order:
+            step = self.last_plan.step(name)
+        info = {} if step is None else {"source": step.source, "method": step.method,
+                                        "direction": step.direction, "cost": step.cost}
+        return Matches((shape.match_of(r) for r in self._rows[name]), "ecube", self.queries[name], info=info)
+
+    def derive(self, target: str, source: str) -> Matches:
+        """``target`` computed from the kept results of ``source`` along their lattice edge (g→s or
+        s→g, whichever way they are related); QueryError when no exact reuse exists between them."""
+        self._require_run()
+        general, specific = (source, target) if self.graph.has_edge(source, target) else (target, source)
+        if not self.graph.has_edge(general, specific):
+            raise QueryError(f"{source} and {target} are not related in the E-Cube lattice")
+        ref = refinement(self.shapes[general], self.shapes[specific])
+        offer = offer_general_to_specific if general == source else offer_specific_to_general
+        strategy = offer(self.shapes[general], self.shapes[specific], ref)
+        if strategy is None:
+            raise QueryError(f"no exact reuse computes {target} from {source} (reuse.py says when there is one)")
+        rows = strategy.run(self._executor, self._rows[source])
+        shape = self.shapes[target]
+        return Matches((shape.match_of(r) for r in rows), "ecube", self.queries[target],
+                       info={"source": source, "method": strategy.method, "direction": strategy.direction})
+
+    # ------------------------------------------------------------------ OLAP operations (Ex 9)
+    def drill_down(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
+        """Refine query ``name`` (``concept``: (concept, finer, position) steps; ``pattern``: (item,
+        position) insertions) and answer it from the kept results where the lattice allows."""
+        query = self.queries[name]
+        if concept:
+            query = operations.concept_drill_down(query, concept)
+        if pattern:
+            query = operations.pattern_drill_down(query, pattern)
+        return self._answer(name, query, as_name)
+
+    def roll_up(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
+        """Generalise query ``name`` (``concept``: (concept, coarser, position) steps; ``pattern``: (item,
+        position) removals) and answer it from the kept results where the lattice allows."""
+        query = self.queries[name]
+        if concept:
+            query = operations.concept_roll_up(query, concept)
+        if pattern:
+            query = operations.pattern_roll_up(query, pattern)
+        return self._answer(name, query, as_name)
+
+    def _answer(self, name: str, query: Query, as_name: Optional[str]) -> Matches:
+        self._require_run()
+        existing = next((n for n, q in self.queries.items() if q == query), None)
+        if existing is None:
+            existing = as_name or self._fresh_name(name)
+            self.add(existing, query)
+            self._execute(self.plan(statistics=self.statistics))
+        return self._matches(existing)
+
+    def _fresh_name(self, base: str) -> str:
+        k = 1
+        while f"{base}.{k}" in self.queries:
+            k += 1
+        return f"{base}.{k}"
+
+    def _require_run(self) -> None:
+        if self._executor is None:
+            raise ValueError("run the cube on a stream first: drill-down and roll-up reuse its results")
+
+    def __repr__(self):
+        return f"ECube({ {n: str(q) for n, q in self.queries.items()} !r})"

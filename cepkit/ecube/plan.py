@@ -1,0 +1,89 @@
+"""The optimal evaluation order (digest 000a §3.2, Chase): a minimum spanning arborescence rooted at a
+virtual query v0 over the graph of every way to compute each query.
+
+The Chase graph has an edge v0 -> q (q from scratch) for every query and, for every lattice edge, a
+general-to-specific edge and a specific-to-general edge when an exact strategy exists (``reuse.py``),
+each weighted by the cost model. Edmonds' algorithm (``networkx.minimum_spanning_arborescence``) picks
+each query's cheapest source so that the whole plan is cheapest, cycles included (WE-4, Ex 10/11).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import networkx as nx
+
+ROOT = "v0"
+
+
+def chase(graph: nx.DiGraph, root: str = ROOT) -> nx.DiGraph:
+    """The minimum spanning arborescence of ``graph`` (edge attribute ``cost``) rooted at ``root``.
+
+    >>> g = nx.DiGraph([("v0", "q1", {"cost": 10}), ("v0", "q2", {"cost": 9}), ("q1", "q2", {"cost": 3}),
+    ...                 ("q2", "q1", {"cost": 11})])
+    >>> sorted(chase(g).edges)
+    [('q1', 'q2'), ('v0', 'q1')]
+    """
+    if graph.in_degree(root):
+        raise ValueError(f"the root {root!r} must have no incoming edge")
+    return nx.minimum_spanning_arborescence(graph, attr="cost", preserve_attrs=True)
+
+
+@dataclass(frozen=True)
+class Step:
+    """How one query is computed: from ``source`` (None: from scratch) by ``strategy`` at ``cost``."""
+    query: str
+    source: Optional[str]
+    method: str
+    direction: str          # "scratch", "g→s", "s→g" or "cached"
+    cost: float
+    strategy: object = None
+
+    def __str__(self):
+        where = "scratch" if self.source is None else f"{self.direction} from {self.source}"
+        return f"{self.query}: {where} ({self.method}, cost {self.cost:.4g})"
+
+
+@dataclass
+class Plan:
+    """A chosen evaluation order: the candidate ``graph`` (with v0), the arborescence ``tree``, the
+    ``steps`` in evaluation order, the plan's ``cost`` and the ``scratch_cost`` of running every query
+    alone (the state-of-the-art baseline of §5)."""
+    graph: nx.DiGraph
+    tree: nx.DiGraph
+    steps: list
+
+    @property
+    def order(self) -> list:
+        return [s.query for s in self.steps]
+
+    @property
+    def cost(self) -> float:
+        return sum(s.cost for s in self.steps)
+
+    @property
+    def scratch_cost(self) -> float:
+        return sum(d["scratch"] for _, d in self.graph.nodes(data=True) if "scratch" in d)
+
+    def step(self, name: str) -> Step:
+        return next(s for s in self.steps if s.query == name)
+
+    def __str__(self):
+        lines = [str(s) for s in self.steps]
+        lines.append(f"total cost {self.cost:.4g} (each alone: {self.scratch_cost:.4g})")
+        return "\n".join(lines)
+
+
+def make_plan(graph: nx.DiGraph, order_key=None) -> Plan:
+    """Run Chase on a candidate graph whose edges carry ``cost``, ``strategy``, ``method`` and
+    ``direction``, and list the steps in a topological order of the arborescence (ties by
+    ``order_key``, the queries' order of declaration)."""
+    tree = chase(graph)
+    order = [n for n in nx.lexicographical_topological_sort(tree, key=order_key) if n != ROOT]
+    steps = []
+    for name in order:
+        (source, _), = tree.in_edges(name)
+        data = tree.edges[source, name]
+        steps.append(Step(name, None if source == ROOT else source, data["method"], data["direction"],
+                          data["cost"], data["strategy"]))
+    return Plan(graph, tree, steps)

@@ -1,0 +1,197 @@
+"""One query as E-Cube sees it (digest 000a §3.1): a flat SEQ of typed items, positive or negated, each
+item standing for a *set* of event types (a concept and everything below it) and, with an attribute
+hierarchy, a set of attribute values; plus the conditions, the window and the partition.
+
+A ``Shape`` turns back into a query the stack engine runs (``Shape.query``): every concept becomes the
+flat set of types it covers, every attribute concept an ``IN`` list (LANGUAGE.md §7). The reuse
+strategies build their helper queries (the s→g deltas, the intermediate of a two-step edge) as shapes
+whose items hold arbitrary type sets, such as "TX but not Dallas".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Optional
+
+from ..errors import QueryError
+from ..lang import ast as A
+from ..lang.hierarchy import Hierarchy, concept_comparison, expand_attribute_concepts
+from ..lang.printer import pretty
+from ..lang.query import Query, parse
+from ..runtime.matches import Match
+
+FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms (digest 000a §6), "
+            "under strategy ALL")
+
+
+@dataclass(frozen=True)
+class Item:
+    """A positive or negated atom: the types and attribute values it accepts.
+
+    ``values`` is None when any value is accepted; ``excluded`` lists values it must not have (only the
+    complements built by the specific-to-general deltas use it)."""
+    positive: bool
+    var: Optional[str]
+    label: str                                  # the concept as written (for plans and widgets)
+    types: frozenset
+    values: Optional[frozenset] = None
+    excluded: frozenset = frozenset()
+    concept: Optional[str] = field(default=None, compare=False)          # the type as written
+    value_concepts: tuple = field(default=(), compare=False)            # attribute concepts as written
+
+    def covers(self, other: "Item") -> bool:
+        """Every event ``other`` accepts, this item accepts too (Def 2: an instance belongs to every
+        ancestor of its type)."""
+        if not self.types >= other.types or self.excluded - other.excluded:
+            return False
+        if self.values is None:
+            return True
+        return other.values is not None and self.values >= other.values
+
+    def accepts(self, event, attribute: Optional[str]) -> bool:
+        if event.type not in self.types:
+            return False
+        if attribute is None or (self.values is None and not self.excluded):
+            return True
+        value = event.get(attribute)
+        return (self.values is None or value in self.values) and value not in self.excluded
+
+    def same_as(self, other: "Item") -> bool:
+        return (self.positive, self.types, self.values, self.excluded) == \
+            (other.positive, other.types, other.values, other.excluded)
+
+    def __str__(self):
+        return ("" if self.positive else "!") + self.label
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A query in the E-Cube fragment. ``conditions`` are the conjuncts other than attribute concepts,
+    with attribute concepts of ``!=`` already spelled out."""
+    items: tuple
+    conditions: tuple = ()
+    within: Optional[A.Window] = None
+    partition_by: tuple = ()
+    attribute: Optional[str] = None
+    source: Optional[Query] = field(default=None, compare=False, repr=False)
+
+    @cached_property
+    def positives(self) -> tuple:
+        """Indices of the positive items: a match is one position per positive item, in this order."""
+        return tuple(k for k, item in enumerate(self.items) if item.positive)
+
+    @cached_property
+    def query(self) -> Query:
+        """The shape as a query the stack engine runs: concepts flattened into type sets."""
+        flat, atoms, extra = {}, [], []
+        for item in self.items:
+            if len(item.types) == 1:
+                (name,) = item.types
+            else:
+                name = flat.setdefault(item.types, f"_ecube_{len(flat)}")
+            atom = A.Atom(name, item.var)
+            atoms.append(atom if item.positive else A.Not(atom))
+            if item.var is not None and self.attribute is not None:
+                attr = A.Attr(item.var, self.attribute)
+                if item.values is not None:
+                    extra.append(A.In(attr, tuple(A.Literal(v) for v in _sorted(item.values))))
+                if item.excluded:
+                    extra.append(A.BoolNot(A.In(attr, tuple(A.Literal(v) for v in _sorted(item.excluded)))))
+        ast = A.QueryNode(pattern=A.Seq(tuple(atoms)), where=A.conjoin(self.conditions + tuple(extra)),
+                          within=self.within, partition_by=self.partition_by)
+        hierarchy = Hierarchy({name: sorted(types) for types, name in flat.items()}) if flat else None
+        return parse(pretty(ast), hierarchy)
+
+    def match_of(self, row: tuple) -> Match:
+        """The ``Match`` of a row (one position per positive item), bindings named as in the query."""
+        named = {self.items[k].var: p for k, p in zip(self.positives, row) if self.items[k].var is not None}
+        return Match.of(named, (p for k, p in zip(self.positives, row) if self.items[k].var is None))
+
+    def with_items(self, items, conditions=None) -> "Shape":
+        return replace(self, items=tuple(items), conditions=self.conditions if conditions is None
+                       else tuple(conditions), source=None)
+
+    def __str__(self):
+        return "SEQ(" + ", ".join(str(i) for i in self.items) + ")"
+
+
+def _sorted(values) -> list:
+    return sorted(values, key=lambda v: (str(type(v)), v))
+
+
+def shape_of(query: Query, refuse=None) -> Shape:
+    """The E-Cube shape of a parsed query; outside the fragment, the error ``refuse(node, what)`` builds
+    (by default a ``QueryError`` with a caret; the ``ecube`` engine passes ``Engine.unsupported``)."""
+    def fail(node, what):
+        return refuse(node, what) if refuse is not None else QueryError.at(node, f"{FRAGMENT}: {what}",
+                                                                           query.text)
+
+    hierarchy = query.hierarchy
+    if query.strategy != "ALL":
+        raise fail(query.ast, f"the {query.strategy} strategy")
+    for what, present in (("CONSUME BY", query.consume not in (None, "NONE")),
+                          ("RETURN / SELECT of variables", query.select is not None)):
+        if present:
+            raise fail(query.ast, what)
+    pattern, conjuncts = _strip(query.scoped)
+    nodes = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
+    atoms = []
+    for node in nodes:
+        node, conds = _strip(node)
+        conjuncts.extend(conds)
+        positive = not isinstance(node, A.Not)
+        if not positive:
+            node, conds = _strip(node.item)
+            conjuncts.extend(conds)
+        if not isinstance(node, A.Atom):
+            raise fail(node, f"{type(node).__name__} items (a flat SEQ of atoms and negated atoms only)")
+        if node.type is None:
+            raise fail(node, "ANY (an item stands for a concept of the hierarchy)")
+        atoms.append((positive, node))
+    if not any(positive for positive, _ in atoms):
+        raise fail(pattern, "a SEQ without positive items")
+
+    values, labels, conditions = {}, {}, []
+    for conj in conjuncts:
+        found = concept_comparison(conj, hierarchy)
+        if found is not None and not found[2] and found[0].index is None:
+            var = found[0].var
+            covered = frozenset().union(*(hierarchy.covers(c) for c in found[1]))
+            values[var] = values.get(var, covered) & covered
+            labels.setdefault(var, []).append(found[1])
+        else:
+            conditions.append(expand_attribute_concepts(conj, hierarchy))
+    type_hierarchy = hierarchy if hierarchy is not None and hierarchy.attribute is None else None
+    items = []
+    for positive, atom in atoms:
+        types = type_hierarchy.covers(atom.type) if type_hierarchy is not None else frozenset({atom.type})
+        written = tuple(c for concepts in labels.get(atom.var, ()) for c in concepts)
+        label = atom.type + "".join(f"[{hierarchy.attribute}={'|'.join(map(str, concepts))}]"
+                                    for concepts in labels.get(atom.var, ()))
+        items.append(Item(positive, atom.var, label, types, values.get(atom.var), concept=atom.type,
+                          value_concepts=written))
+    attribute = hierarchy.attribute if hierarchy is not None else None
+    return Shape(tuple(items), tuple(conditions), query.within, tuple(query.partition_by), attribute, query)
+
+
+def _strip(node) -> tuple:
+    """A node without its FILTERs, and their conjuncts (in a flat SEQ every filter is on the match)."""
+    conds = []
+    while isinstance(node, A.Filter):
+        conds.extend(A.conjuncts(node.cond))
+        node = node.pattern
+    return node, conds
+
+
+def rename(expr: A.Expr, mapping: dict) -> A.Expr:
+    """``expr`` with its variables renamed (``mapping``: old -> new)."""
+    def fn(node):
+        if isinstance(node, (A.Attr, A.Agg)) and node.var in mapping:
+            return replace(node, var=mapping[node.var])
+        return node
+    return expr.transform(fn)
+
+
+def condition_texts(conditions) -> frozenset:
+    """Conditions compared by their printed form (spans and object identity play no part)."""
+    return frozenset(pretty(c) for c in conditions)
