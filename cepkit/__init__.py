@@ -14,7 +14,7 @@ from .ecube import ECube  # many queries over one hierarchy, planned and evaluat
 
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
-           "Matches", "engines", "match", "automaton", "ECube"]
+           "Matches", "engines", "match", "automaton", "ECube", "rewrite"]
 
 
 def __getattr__(name):
