@@ -1,0 +1,76 @@
+"""The ``ecube`` engine: one query through the E-Cube machinery (the query and its first concept drill-down
+in a cube, Chase choosing scratch or specific-to-general reuse)."""
+import pickle
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.engines.ecube import first_drill_down
+from cepkit.runtime.registry import get_engine
+
+HIERARCHY = {"TX": ["D", "A", "G"], "OK": ["T"], "D": ["DBusStation", "DHospital"]}
+PLACES = cepkit.Hierarchy({"TX": ["Dallas", "Austin"], "OK": ["Tulsa"]}, attribute="loc")
+
+
+def test_the_engine_is_registered_with_its_rank_and_features():
+    engine = get_engine("ecube")
+    assert engine.rank == 60
+    assert {"hierarchy", "attribute_hierarchy", "negation", "partition"} <= engine.features
+    assert cepkit.engines().loc["ecube", "attribute_hierarchy"]
+
+
+def test_a_concept_query_runs_with_its_drill_down():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["DHospital", "A", "T", "G", "T"])]
+    got = cepkit.match("SEQ(TX x, OK y)", events, hierarchy=HIERARCHY, engine="ecube")
+    assert got.engine == "ecube"
+    assert got.positions() == cepkit.match("SEQ(TX x, OK y)", events, hierarchy=HIERARCHY,
+                                           engine="reference").positions()
+    assert len(got.info["plan"]) == 2       # the query and its drill-down SEQ(D x, OK y)
+    assert str(first_drill_down(cepkit.parse("SEQ(TX x, OK y)", HIERARCHY))) == "D AS x ; OK AS y"
+
+
+def test_attribute_hierarchies_run_on_the_stack_engine_through_ecube():
+    events = [{"type": "Move", "loc": loc, "ts": i} for i, loc in enumerate(["Dallas", "Tulsa", "Austin", "Tulsa"])]
+    query = "SEQ(Move a, Move b) WHERE a.loc = 'TX' and b.loc = 'OK'"
+    got = cepkit.match(query, events, hierarchy=PLACES, engine="ecube")
+    assert got.positions() == [(0, 1), (0, 3), (2, 3)]
+    assert first_drill_down(cepkit.parse(query, PLACES)).where == cepkit.parse(
+        "Move a ; Move b WHERE a.loc = 'Dallas' and b.loc = 'OK'").where
+
+
+@pytest.mark.parametrize("query, what", [
+    ("SEQ(A a, B+ b)", "kleene"),
+    ("A a OR B b", "or"),
+    ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
+    ("SEQ(A a, ANY x)", "any_type"),
+])
+def test_queries_outside_the_fragment_are_refused_naming_engines(query, what):
+    with pytest.raises(cepkit.QueryError, match=what) as err:
+        cepkit.match(query, [{"type": "A"}], engine="ecube")
+    assert "reference" in err.value.engines and "^" in str(err.value)
+
+
+def test_the_plan_pickles_and_the_matcher_answers_at_close():
+    query = cepkit.parse("SEQ(TX x, !D n, OK y) WITHIN 5", HIERARCHY)
+    events = [{"type": t, "ts": i} for i, t in enumerate(["A", "D", "T", "G", "T"])]
+    plan = get_engine("ecube").compile(query)
+    assert pickle.loads(pickle.dumps(plan)).query == query
+    matcher = cepkit.Matcher(query, engine="ecube")
+    assert all(matcher.push(e) == [] for e in events)
+    assert [m.key for m in matcher.close()] == [m.key for m in cepkit.match(query, events, engine="reference")]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
+       st.lists(st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]), max_size=9),
+       st.sampled_from(["", " WITHIN 4", " WITHIN 3 EVENTS"]))
+def test_random_concept_queries_agree_with_the_reference(items, types, window):
+    if not any(not i.startswith("!") for i in items):
+        items = items + ["OK"]
+    text = "SEQ(" + ", ".join(f"{i} x{k}" for k, i in enumerate(items)) + ")" + window
+    events = [{"type": t, "ts": k} for k, t in enumerate(types)]
+    expected = cepkit.match(text, events, hierarchy=HIERARCHY, engine="reference")
+    got = cepkit.match(text, events, hierarchy=HIERARCHY, engine="ecube")
+    assert [m.key for m in got] == [m.key for m in expected]
