@@ -3,16 +3,18 @@
 - ``Workbench(events)``: query editor with live errors, engine and strategy pickers, results, and the views;
 - ``MatchTimeline(events, matches)``: events by type lane on a time axis, each match linked in order;
 - ``AutomatonView(query, events)``: the compiled CEA, stepped event by event;
-- ``StrategyCompare(query, events)``: the query under every selection strategy, side by side.
+- ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
+- ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up.
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
 ``cepkit.engines`` and ``cepkit.automaton``, and fall back to the ``reference`` engine when the chosen
 engine cannot run a query.
 """
 from .automaton_view import AutomatonView
+from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "MatchTimeline", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "MatchTimeline", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]

@@ -1,0 +1,87 @@
+"""ECubeView without a browser: the lattice of digest 000a Fig 4.1 (§4), its plan, and drill-down / roll-up
+through the buttons."""
+import cepkit
+from cepkit.widgets import ECubeView
+from cepkit.widgets.ecube_view import ROOT, TRACES, lattice_layout
+
+HIERARCHY = {"TX": ["D", "A", "G"], "OK": ["T", "OKC"], "D": ["DBusStation", "DHospital"]}
+QUERIES = {"q1": "SEQ(TX x, OK y)", "q2": "SEQ(D x, T y)", "q3": "SEQ(G g, A a, T t)", "q6": "SEQ(G g, A a, D d, T t)"}
+EVENTS = [{"type": t, "ts": i} for i, t in enumerate(
+    ["G", "DHospital", "A", "G", "A", "OKC", "DBusStation", "T", "A", "T"])]
+
+
+def segments(trace) -> int:
+    return sum(x is None for x in trace.x)
+
+
+def test_the_lattice_and_the_plan_are_drawn():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    cube = view.cube
+    assert [t.name for t in view.figure.data] == list(TRACES)
+    assert list(view.trace("queries").text) == [ROOT, *QUERIES]
+    kinds = [k for _, _, k in cube.graph.edges(data="kind")]
+    for kind in ("concept", "pattern", "both"):
+        assert segments(view.trace(f"{kind} edges")) == kinds.count(kind)
+    assert segments(view.trace("plan edges")) == len(QUERIES) == len(view.figure.layout.annotations)
+    assert len(view.trace("plan labels").text) == len(QUERIES)
+    assert all(label.split()[0] in ("scratch", "g→s", "s→g") for label in view.trace("plan labels").text)
+    assert "plan cost" in view.figure.layout.title.text
+    for name in QUERIES:
+        assert f"{len(cepkit.match(QUERIES[name], EVENTS, hierarchy=HIERARCHY))} matches" in \
+            view.trace("queries").hovertext[list(view.trace("queries").text).index(name)]
+    assert repr(view).startswith("ECubeView(queries=4")
+
+
+def test_general_queries_are_drawn_above_specific_ones():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    positions = lattice_layout(view.cube.graph)
+    assert positions[ROOT][1] > max(y for n, (x, y) in positions.items() if n != ROOT)
+    assert all(positions[g][1] > positions[s][1] for g, s in view.cube.graph.edges)
+
+
+def test_the_operations_offered_follow_the_hierarchy():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    ops = view.operations("q1")
+    assert "1: TX → D (concept drill-down)" in ops and "2: OK → T (concept drill-down)" in ops
+    assert "1: remove TX (pattern roll-up)" in ops
+    assert not any("roll-up" in label and "concept" in label for label in ops)    # TX and OK are roots
+    assert "1: D → TX (concept roll-up)" in view.operations("q2")
+
+
+def test_the_drill_down_button_adds_the_query_re_plans_and_redraws():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    view.query_picker.value = "q2"
+    view.operation.value = "1: D → DBusStation (concept drill-down)"
+    view.drill_button.click()
+    new = view.query_picker.value
+    assert new == "q2.1" and str(view.cube.queries[new]) == "DBusStation AS x ; T AS y"
+    expected = cepkit.match("SEQ(DBusStation x, T y)", EVENTS)
+    assert [m.key for m in view.results[new]] == [m.key for m in expected]
+    assert list(view.trace("queries").text)[-1] == new
+    assert segments(view.trace("plan edges")) == 5
+    step = view.cube.last_plan.step(new)
+    assert step.source is not None and "g→s" in view.status.value     # answered from a kept result
+
+
+def test_a_typed_insertion_and_a_roll_up():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    view.query_picker.value = "q3"
+    view.insert.value = "!D n 2"
+    view.drill_button.click()
+    assert str(view.cube.queries[view.query_picker.value]) == "SEQ(G AS g, !D AS n, A AS a, T AS t)"
+    view.query_picker.value = "q6"
+    view.operation.value = "3: remove D (pattern roll-up)"
+    view.roll_button.click()
+    assert view.query_picker.value == "q3"          # the roll-up is q3 itself: answered from its results
+    assert "kept from the run" in view.status.value
+
+
+def test_a_mismatched_button_or_a_bad_item_says_so():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    view.query_picker.value = "q1"
+    view.operation.value = "1: TX → D (concept drill-down)"
+    view.roll_button.click()
+    assert "pick a roll-up operation" in view.status.value
+    view.insert.value = "!D 9"
+    view.drill_button.click()
+    assert "outside" in view.status.value and len(view.cube.queries) == 4
