@@ -9,14 +9,11 @@ from cepkit.ecube import (ECube, chase, concept_drill_down, concept_roll_up, pat
                           refinement, shape_of)
 from cepkit.ecube.plan import ROOT, make_plan
 from cepkit.ecube.reuse import Executor, JoinPattern
+from cepkit.datasets import ecube_cities, ecube_example
 from cepkit.runtime.events import Stream
 
-# Fig 4.2 [R]: USA > {TX, OK}; TX > {D, A, G}; OK > {T, OKC} (OKC: "another OK city", whose hospital and
-# shelter are Ex 16's oh and os); D, T, A have their stations.
-HIERARCHY = cepkit.Hierarchy({
-    "USA": ["TX", "OK"], "TX": ["D", "A", "G"], "OK": ["T", "OKC"],
-    "D": ["DBusStation", "DHospital", "DShelter"], "T": ["TBusStation", "THospital", "TShelter"],
-    "A": ["AHospital", "AShelter"], "OKC": ["OHospital", "OShelter"]})
+# Fig 4.2 [R] (digest 000a §4): USA > {TX, OK}; TX > {D, A, G}; OK > {T, O}; each city > its stations.
+HIERARCHY = ecube_cities()
 
 # Fig 4.1, with q4 and q7 as Ex 9 / Ex 14 / Def 3(I) require (the digest's correction of the Def 3 prose).
 QUERIES = {
@@ -143,8 +140,7 @@ def test_we5_no_general_match_means_no_work_for_the_specific_queries():
 
 
 # ----------------------------------------------------------------------------- WE-6: q1 <-> q2 (Ex 13/16)
-WE6 = events(("DHospital", 10), ("AHospital", 12), ("OHospital", 15), ("DHospital", 16), ("AShelter", 18),
-             ("TShelter", 33), ("OShelter", 38))
+WE6 = ecube_example("we6")
 
 
 def test_we6_q2_and_q1_and_the_delta():
@@ -175,8 +171,7 @@ def test_we6_specific_to_general_walks_only_the_uncovered_pointer_pairs():
 
 
 # ----------------------------------------------------------------------------- WE-7: q7 from q4 (Ex 14)
-WE7 = events(("G", 1), ("DBusStation", 2), ("A", 3), ("T", 4), ("G", 5), ("DHospital", 6), ("A", 7), ("T", 8),
-             ("G", 9), ("A", 10), ("T", 11))
+WE7 = ecube_example("we7")
 WE7_QUERIES = {q: QUERIES[q] + " WITHIN 3" for q in ("q3", "q4", "q6", "q7")}
 
 
@@ -199,7 +194,7 @@ def test_we7_q7_filters_q4_by_the_coarser_negation():
 
 
 # ----------------------------------------------------------------------------- WE-8: q3 from q6 (Ex 15)
-WE8 = events(("G", 1), ("A", 5), ("A", 6), ("T", 8), ("D", 10), ("T", 15))
+WE8 = ecube_example("we8")
 
 
 def test_we8_q3_is_the_projection_of_q6_plus_the_delta():
@@ -220,7 +215,7 @@ def test_we8_q3_is_the_projection_of_q6_plus_the_delta():
 
 
 def test_every_query_of_fig_4_1_on_one_stream():
-    stream = WE6 + events(("G", 40), ("DBusStation", 41), ("A", 42), ("D", 43), ("TBusStation", 44),
+    stream = WE6.to_dict("records") + events(("G", 40), ("DBusStation", 41), ("A", 42), ("D", 43), ("TBusStation", 44),
                           ("THospital", 45), ("T", 46))
     cube = ECube(QUERIES, HIERARCHY)
     results = cube.run(stream)
