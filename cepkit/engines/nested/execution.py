@@ -1,0 +1,364 @@
+"""Nested iterative execution (digest 000b §2; seed 000 §5.1.4): the outer query first, then each
+sub-query over the constrained window its outer candidate gives it.
+
+Per sub-stream (one per PARTITION BY key), events are numbered in logical order. When the event at index
+``j`` arrives, it *triggers* the root: the outer candidates are the root's results ending at ``j`` inside
+the window (``construct``: the WinSeq stacks, a result ending at each index kept once per operator, the
+shared SEQ prefixes too). Each candidate is then validated top down (``valid``), with LANGUAGE.md's
+semantics (§2, §10.4, §10.11), which NEEL's Eqs 5.4-5.8 are:
+
+- a ``!``/``EXISTS`` item of a SEQ looks strictly between the nearest positive items left and right of it;
+  with none on one side, the bound comes from the enclosing SEQ's neighbours, then from the window
+  ((last − w) on the left, (first + w) on the right); in an AND, from (last − w) to (first + w) of the AND's
+  own events, clipped by the enclosing scope;
+- the sub-query's results in that interval come from its sliding view (``views``); a result is a witness
+  when it uses none of the match's own events and its own conditions and nested items hold with the
+  enclosing bindings (the correlated predicates of [R] §6.4);
+- a condition that mentions enclosing variables is checked here too.
+
+Checks are three-valued (``cepkit.semantics.truth``): while a scope's right end lies past the events seen
+so far, a candidate is *pending*; it is checked again on later events and reported once it holds, at the
+latest when its window has passed or the stream is closed.
+"""
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Optional
+
+from ...lang import ast as A
+from ...runtime.matches import Match
+from ...semantics.conditions import holds
+from ...semantics.truth import all3, any3, not3
+from .operators import Leaf, Partial, Select, WinAnd, WinOr, WinSeq
+from .views import make_view
+
+PUNCTUATION = "PUNCTUATION"
+
+
+class Scope:
+    """Logical indices strictly between ``lo`` and ``hi``; ``open`` while events yet to come may fall inside."""
+    __slots__ = ("lo", "hi", "open")
+
+    def __init__(self, lo: int, hi: int, open_: bool = False):
+        self.lo, self.hi, self.open = lo, hi, open_
+
+    def meet(self, other: "Scope") -> "Scope":
+        if self.hi != other.hi:
+            right = self if self.hi < other.hi else other
+            return Scope(max(self.lo, other.lo), right.hi, right.open)
+        return Scope(max(self.lo, other.lo), self.hi, self.open and other.open)
+
+
+class SubStream:
+    """One partition's events in logical order, its operators' stacks and its sub-queries' views."""
+
+    def __init__(self, run: "Execution"):
+        self.run = run
+        self.events: list = []
+        self.times: list = []
+        self.stacks: dict = {}       # (operator, end) -> (start, results): results ending at end, first >= start
+        self.prefixes: dict = {}     # (prefix key, end) -> (start, results): shared SEQ prefixes (PreCache)
+        self.views = {sub: make_view(run.caching, self._computer(sub), self.floor) for sub in run.subqueries}
+        self.pending: list = []      # outer candidates waiting for an open scope
+        self.stats = {"prefix_hits": 0}
+
+    # ------------------------------------------------------------------ windows (LANGUAGE.md §4, §10.4)
+    @property
+    def n(self) -> int:
+        return len(self.events)
+
+    def earliest(self, last: int) -> int:
+        """The smallest index i such that events i..last fit the window."""
+        w = self.run.window
+        if w is None:
+            return 0
+        if w.events:
+            return max(0, math.floor(last - w.amount) + 1)
+        return bisect.bisect_left(self.times, self.times[last] - w.seconds - self.run.slack)
+
+    def floor(self, end: int) -> int:
+        """The smallest start a witness ending at ``end`` can have: every scope lies inside its outer match's
+        window scope, which spans at most twice the window."""
+        w = self.run.window
+        if w is None:
+            return 0
+        if w.events:
+            return max(0, end - 2 * math.ceil(w.amount))
+        return bisect.bisect_left(self.times, self.times[end] - 2 * w.seconds - 2 * self.run.slack)
+
+    def window_scope(self, first: int, last: int) -> Scope:
+        """The scope of a leading/trailing negation of a match spanning first..last: (last − w, first + w)."""
+        w, n = self.run.window, self.n
+        if w is None:
+            return Scope(-1, n, not self.run.complete)
+        if w.events:
+            lo, hi = max(-1, math.floor(last - w.amount)), math.ceil(first + w.amount)
+            return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.run.complete)
+        start = self.times[last] - w.seconds - self.run.slack
+        end = self.times[first] + w.seconds + self.run.slack
+        lo = bisect.bisect_left(self.times, start) - 1
+        hi = bisect.bisect_right(self.times, end)
+        return Scope(lo, hi, not self.run.complete and not self.run.clock > end)
+
+    # ------------------------------------------------------------------ positive construction (WinSeq/WinAnd/WinOr)
+    def results(self, op, end: int, start: int) -> list:
+        """The results of ``op`` whose last index is ``end`` and first index at least ``start``. Operators of
+        the positive context keep them per end index: a later request with a later start filters them
+        (interval containment, digest §5), an earlier start recomputes."""
+        if end < start:
+            return []
+        if not op.memo:
+            return self._build(op, end, start)
+        kept = self.stacks.get((op, end))
+        if kept is not None and kept[0] <= start:
+            return kept[1] if kept[0] == start else [r for r in kept[1] if r.first >= start]
+        built = self._build(op, end, start)
+        self.stacks[(op, end)] = (start, built)
+        return built
+
+    def _build(self, op, end, start) -> list:
+        if isinstance(op, Leaf):
+            event = self.events[end]
+            if not self.run.type_matches(op.type, event.type):
+                return []
+            return [Partial(op, frozenset((end,)), {op.var: end} if op.var else {})]
+        if isinstance(op, Select):
+            inner = self.results(op.child, end, start)
+            if op.closed:
+                inner = [r for r in inner if holds(op.cond, r.bindings, self.events)]
+            return [Partial(op, r.positions, r.bindings, (r,)) for r in inner]
+        if isinstance(op, WinOr):
+            return [Partial(op, r.positions, r.bindings, (r,)) for b in op.branches for r in self.results(b, end, start)]
+        if isinstance(op, WinSeq):
+            return [_combine(op, chain) for chain in self._chains(op, len(op.parts) - 1, end, start)]
+        if isinstance(op, WinAnd):
+            return self._and(op, end, start)
+        raise TypeError(f"unknown operator {op!r}")
+
+    def _chains(self, op: WinSeq, k: int, end: int, start: int) -> list:
+        """Results of the first k+1 positive items of ``op``, the last one ending at ``end``: the stack
+        pointers of WinSeq walked depth first. Kept per (prefix, end): SEQs with a common prefix share it."""
+        memo = op.memo
+        if memo:
+            kept = self.prefixes.get((op.prefixes[k], end))
+            if kept is not None and kept[0] <= start:
+                self.stats["prefix_hits"] += 1
+                return kept[1] if kept[0] == start else [c for c in kept[1] if c[0].first >= start]
+        chains = []
+        for r in self.results(op.parts[k], end, start):
+            if k == 0:
+                chains.append((r,))
+                continue
+            for before in range(r.first - 1, start - 1, -1):
+                chains += [c + (r,) for c in self._chains(op, k - 1, before, start)]
+        if memo:
+            self.prefixes[(op.prefixes[k], end)] = (start, chains)
+        return chains
+
+    def _and(self, op: WinAnd, end: int, start: int) -> list:
+        """WinAnd: one part ends at ``end``, the others anywhere in [start, end), on distinct events."""
+        earlier = [[r for e in range(start, end) for r in self.results(p, e, start)] for p in op.parts]
+        out = []
+        for k, part in enumerate(op.parts):
+            for last in self.results(part, end, start):
+                combos = [((last,), last.positions)]
+                for j, options in enumerate(earlier):
+                    if j == k:
+                        continue
+                    combos = [(chosen + (r,), used | r.positions) for chosen, used in combos
+                              for r in options if not r.positions & used]
+                out += [_combine(op, _in_part_order(chosen, k)) for chosen, _ in combos]
+        return out
+
+    def _computer(self, sub):
+        return lambda end, start: self.results(sub, end, start)
+
+    # ------------------------------------------------------------------ validation (outer / inner sub-queries)
+    def valid(self, r: Partial, env: dict, scope: Scope, own: frozenset):
+        op = r.op
+        if isinstance(op, Leaf):
+            return True
+        if isinstance(op, WinOr):
+            return self.valid(r.parts[0], env, scope, own)
+        if isinstance(op, Select):
+            if not op.closed and not holds(op.cond, {**env, **r.bindings}, self.events):
+                return False
+            return self.valid(r.parts[0], env, scope, own)
+        inner_env = {**env, **r.bindings}
+        if isinstance(op, WinSeq):
+            return self._valid_seq(op, r, inner_env, scope, own)
+        and_scope = self.window_scope(r.first, r.last).meet(scope)
+        return all3([*(self.valid(p, inner_env, and_scope, own) for p in r.parts),
+                     *(self.boolean(b, and_scope, inner_env, own) for b in op.booleans)])
+
+    def _valid_seq(self, op: WinSeq, r: Partial, env, scope: Scope, own):
+        items = dict(zip(op.positions, r.parts))
+
+        def scope_at(k: int) -> Scope:
+            left = max((j for j in items if j < k), default=None)
+            right = min((j for j in items if j > k), default=None)
+            return Scope(scope.lo if left is None else items[left].last,
+                         scope.hi if right is None else items[right].first,
+                         scope.open if right is None else False)
+
+        def checks():
+            for k, part in items.items():
+                yield self.valid(part, env, scope_at(k), own)
+            for b in op.booleans:
+                yield self.boolean(b, scope_at(b.index), env, own)
+
+        return all3(checks())
+
+    def boolean(self, b, scope: Scope, env: dict, own: frozenset):
+        """``!``/``EXISTS`` item ``b`` over ``scope``: whether (no) witness of its sub-query lies inside."""
+        def witnesses():
+            for w in self.views[b.sub].lookup(scope.lo, min(scope.hi, self.n)):
+                if not w.positions & own:
+                    yield self.valid(w, env, scope, own | w.positions)
+            if scope.open:
+                yield None
+
+        found = any3(witnesses())
+        return not3(found) if b.negations % 2 else found
+
+    def scopes_of(self, r: Partial, scope: Scope) -> list:
+        """(sub-query, lo, hi) of the root candidate's own ``!``/``EXISTS`` items (for B-CSV's hulls)."""
+        op = r.op
+        while isinstance(op, (Select, WinOr)):
+            r = r.parts[0]
+            op = r.op
+        if isinstance(op, WinSeq):
+            items = dict(zip(op.positions, r.parts))
+            out = []
+            for b in op.booleans:
+                left = max((j for j in items if j < b.index), default=None)
+                right = min((j for j in items if j > b.index), default=None)
+                out.append((b.sub, scope.lo if left is None else items[left].last,
+                            min(self.n, scope.hi if right is None else items[right].first)))
+            return out
+        if isinstance(op, WinAnd):
+            s = self.window_scope(r.first, r.last).meet(scope)
+            return [(b.sub, s.lo, min(self.n, s.hi)) for b in op.booleans]
+        return []
+
+    # ------------------------------------------------------------------ triggers
+    def trigger(self, end: int) -> list:
+        """Outer candidates ending at ``end``: (candidate, truth) after validation."""
+        candidates = self.results(self.run.root, end, self.earliest(end))
+        scopes = [self.window_scope(r.first, r.last) for r in candidates]
+        if self.run.caching == "b":
+            wanted: dict = {}
+            for r, scope in zip(candidates, scopes):
+                for sub, lo, hi in self.scopes_of(r, scope):
+                    wanted.setdefault(sub, []).append((lo, hi))
+            for sub, intervals in wanted.items():
+                self.views[sub].prepare(intervals)
+        return [(r, self.valid(r, {}, scope, r.positions)) for r, scope in zip(candidates, scopes)]
+
+    def recheck(self) -> list:
+        """Pending candidates whose scopes may have closed: (candidate, truth)."""
+        pending, self.pending = self.pending, []
+        return [(r, self.valid(r, {}, self.window_scope(r.first, r.last), r.positions)) for r in pending]
+
+    def purge(self) -> None:
+        """Forget stacks, prefixes and view results no candidate can use any more (sliding window)."""
+        if self.run.window is None or not self.events:
+            return
+        horizon = self.floor(self.n - 1)
+        pending = min((r.first for r in self.pending), default=horizon)
+        before = max(0, min(horizon, self.floor(pending)))
+        self.stacks = {k: v for k, v in self.stacks.items() if k[1] >= before}
+        self.prefixes = {k: v for k, v in self.prefixes.items() if k[1] >= before}
+        for view in self.views.values():
+            view.purge(before)
+
+
+def _in_part_order(chosen: tuple, k: int) -> tuple:
+    """The AND's parts in item order: ``chosen`` holds part k first, then the others in order."""
+    others = list(chosen[1:])
+    return tuple(others[:k]) + (chosen[0],) + tuple(others[k:])
+
+
+def _combine(op, parts: tuple) -> Partial:
+    positions, bindings = frozenset(), {}
+    for p in parts:
+        positions |= p.positions
+        bindings.update(p.bindings)
+    return Partial(op, positions, bindings, parts)
+
+
+class Execution:
+    """The nested execution of one plan over one stream: its sub-streams, clock and emitted matches."""
+
+    def __init__(self, plan, complete: bool):
+        self.plan = plan
+        self.root = plan.root
+        self.subqueries = plan.subqueries
+        self.caching = plan.caching
+        self.window = plan.query.within
+        self.partition_by = plan.query.partition_by
+        self.select = plan.query.select
+        self.hierarchy = plan.query.hierarchy
+        self.complete = complete
+        self.clock = -math.inf
+        self.slack = 0.0
+        self.magnitude = 0.0
+        self.parts: dict = {}
+        self.reported: set = set()
+
+    def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
+        if pattern_type is None or pattern_type == event_type:
+            return True
+        h = self.hierarchy
+        return h is not None and h.attribute is None and h.matches(pattern_type, event_type)
+
+    def add(self, event) -> Optional[tuple]:
+        """Append an event to its sub-stream: (sub-stream, its index), or None for a punctuation."""
+        self.clock = max(self.clock, event.time)
+        self.magnitude = max(self.magnitude, abs(event.time))
+        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
+        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))  # times are floats: allow their rounding
+        if event.type == PUNCTUATION:
+            return None
+        key = tuple(event.get(k) for k in self.partition_by)
+        part = self.parts.get(key)
+        if part is None:
+            part = self.parts[key] = SubStream(self)
+        part.events.append(event)
+        part.times.append(event.time)
+        return part, part.n - 1
+
+    def settle(self, part: SubStream, judged) -> list:
+        """Matches from judged candidates; undecided ones wait in ``part.pending``."""
+        out = []
+        for r, truth in judged:
+            if truth is None:
+                part.pending.append(r)
+            elif truth:
+                match = self._match(part, r)
+                if match is not None and match.key not in self.reported:
+                    self.reported.add(match.key)
+                    out.append(match)
+        return out
+
+    def _match(self, part: SubStream, r: Partial) -> Optional[Match]:
+        events = part.events
+        bindings = {v: events[i].position for v, i in r.bindings.items() if self.select is None or v in self.select}
+        if self.select is None:
+            positions = {events[i].position for i in r.positions}
+        else:
+            positions = set(bindings.values())
+        if not positions:
+            return None
+        return Match(tuple(sorted(positions)), bindings)
+
+    def stats(self) -> dict:
+        totals = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0, "view_size": 0, "prefix_hits": 0}
+        for part in self.parts.values():
+            totals["prefix_hits"] += part.stats["prefix_hits"]
+            for view in part.views.values():
+                for k, v in view.stats.items():
+                    totals[k] += v
+                totals["view_size"] += view.size()
+        return totals

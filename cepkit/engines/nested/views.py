@@ -1,0 +1,169 @@
+"""Continuous Sliding Views: the results of a sub-query kept between outer candidates (digest 000b §6, [R]).
+
+An outer candidate asks a sub-query for its results strictly inside a *query interval* (QI), the
+constrained window its neighbours give it (Def 1; here as logical indices ``lo < i < hi``). A view answers
+with every result of the sub-query lying wholly inside the QI; the modes differ in what they keep:
+
+- ``None``: nothing; every lookup recomputes (NEEL's iterative nested execution, digest §2, problem P2);
+- ``"a"`` (A-CSV, §6.1): one result list and a ``right_bound``: every result ending at or before it is
+  present. A QI reaching further expands the view to the QI's end, computing each new end index over the
+  widest interval any QI can ask for (twice the window back), so some results are never used ([R] Ex 4);
+- ``"p"`` (P-CSV, §6.2): *view intervals*, each (lo, hi) holding every result inside it. A lookup scans
+  every VI overlapping the QI; a QI sticking out on the right of a VI extends it by the new end indices
+  only; otherwise the QI is computed from scratch and becomes a VI. Each result is stored once, under the
+  first VI that produced it;
+- ``"b"`` (B-CSV, §6.3): P-CSV's structure, but before an outer trigger's candidates are checked their QIs
+  are merged into maximal intervals (hulls), and only those are computed (``prepare``); VIs never overlap.
+
+Results are those of the sub-query's positive structure (closed conditions applied); what depends on the
+outer candidate (its bindings, its own events, deeper negations) is checked per lookup by the validation,
+so a cached result serves every candidate. All modes give the same matches (tested). Counters:
+``lookups``, ``hits`` (answered with no computation), ``partial`` (a view extended by new end indices),
+``full`` (computed from scratch), ``computed`` (end indices computed).
+"""
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+CACHING_MODES = (None, "a", "p", "b")
+
+
+class View:
+    """No caching: every lookup computes its QI (``compute(end, start)`` -> results ending at ``end`` with
+    first >= ``start``)."""
+
+    def __init__(self, compute: Callable, floor: Callable):
+        self.compute = compute
+        self.floor = floor           # end index -> the smallest start any QI may need for results ending there
+        self.stats = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0}
+
+    def _ends(self, lo: int, hi: int, start: int) -> list:
+        out = []
+        for end in range(lo + 1, hi):
+            self.stats["computed"] += 1
+            out += self.compute(end, start)
+        return out
+
+    def prepare(self, intervals) -> None:
+        """The QIs an outer trigger will look up (used by B-CSV)."""
+
+    def lookup(self, lo: int, hi: int) -> list:
+        self.stats["lookups"] += 1
+        self.stats["full"] += 1
+        return self._ends(lo, hi, lo + 1)
+
+    def purge(self, before: int) -> None:
+        """Forget results that start before index ``before`` (no QI can reach them any more)."""
+
+    def size(self) -> int:
+        return 0
+
+
+class AggressiveView(View):
+    """A-CSV: ``right_bound`` and every result ending at or before it."""
+
+    def __init__(self, compute, floor):
+        super().__init__(compute, floor)
+        self.right_bound = -1
+        self.results: list = []
+
+    def lookup(self, lo, hi):
+        self.stats["lookups"] += 1
+        if hi - 1 > self.right_bound:
+            self.stats["partial"] += 1
+            for end in range(self.right_bound + 1, hi):
+                self.stats["computed"] += 1
+                self.results += self.compute(end, self.floor(end))
+            self.right_bound = hi - 1
+        else:
+            self.stats["hits"] += 1
+        return [r for r in self.results if lo < r.first and r.last < hi]
+
+    def purge(self, before):
+        self.results = [r for r in self.results if r.first >= before]
+
+    def size(self):
+        return len(self.results)
+
+
+class ViewInterval:
+    """P-CSV/B-CSV: every result with lo < first and last < hi is present (in this VI or an earlier one)."""
+    __slots__ = ("lo", "hi", "results")
+
+    def __init__(self, lo: int, hi: int):
+        self.lo, self.hi, self.results = lo, hi, []
+
+    def contains(self, lo, hi) -> bool:
+        return self.lo <= lo and hi <= self.hi
+
+    def overlaps(self, lo, hi) -> bool:
+        return self.lo < hi and lo < self.hi
+
+
+class PassiveView(View):
+    """P-CSV: a list of view intervals; each result stored once (``seen``)."""
+
+    def __init__(self, compute, floor):
+        super().__init__(compute, floor)
+        self.intervals: list = []
+        self.seen: set = set()
+
+    def _store(self, vi: ViewInterval, results) -> None:
+        for r in results:
+            if r.key not in self.seen:
+                self.seen.add(r.key)
+                vi.results.append(r)
+
+    def _materialize(self, lo: int, hi: int) -> bool:
+        """Make (lo, hi) complete; True if nothing had to be computed."""
+        if any(v.contains(lo, hi) for v in self.intervals):
+            return True
+        left = next((v for v in self.intervals if v.lo <= lo < v.hi < hi), None)
+        if left is not None:  # sticks out on the right: compute the new end indices only
+            self.stats["partial"] += 1
+            for end in range(left.hi, hi):
+                self.stats["computed"] += 1
+                self._store(left, [r for r in self.compute(end, left.lo + 1)])
+            left.hi = hi
+            return False
+        self.stats["full"] += 1   # a left overhang cannot be patched (joins run right to left): from scratch
+        vi = ViewInterval(lo, hi)
+        self._store(vi, self._ends(lo, hi, lo + 1))
+        self.intervals.append(vi)
+        return False
+
+    def lookup(self, lo, hi):
+        self.stats["lookups"] += 1
+        if self._materialize(lo, hi):
+            self.stats["hits"] += 1
+        return [r for v in self.intervals if v.overlaps(lo, hi) for r in v.results if lo < r.first and r.last < hi]
+
+    def purge(self, before):
+        kept = [v for v in self.intervals if v.hi > before]
+        for v in self.intervals:
+            if v.hi <= before:
+                self.seen.difference_update(r.key for r in v.results)
+        self.intervals = kept
+
+    def size(self):
+        return sum(len(v.results) for v in self.intervals)
+
+
+class BalancedView(PassiveView):
+    """B-CSV: the QIs of one outer trigger merged into hulls, each computed once before the lookups."""
+
+    def prepare(self, intervals):
+        hulls: list = []
+        for lo, hi in sorted(intervals):
+            if hulls and lo < hulls[-1][1]:
+                hulls[-1][1] = max(hulls[-1][1], hi)
+            else:
+                hulls.append([lo, hi])
+        for lo, hi in hulls:
+            self._materialize(lo, hi)
+
+
+def make_view(mode: Optional[str], compute: Callable, floor: Callable) -> View:
+    if mode not in CACHING_MODES:
+        raise ValueError(f"caching is one of 'a' (A-CSV), 'p' (P-CSV), 'b' (B-CSV) or None, not {mode!r}")
+    return {None: View, "a": AggressiveView, "p": PassiveView, "b": BalancedView}[mode](compute, floor)
