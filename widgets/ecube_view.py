@@ -55,13 +55,18 @@ class ECubeView(widgets.VBox):
     Parameters
     ----------
     cube : ``cepkit.ECube``, or a mapping name -> query (then ``hierarchy`` builds the cube)
-    events : the stream the cube runs on (DataFrame, dicts or Events)
+    events : the stream the cube runs on (DataFrame, dicts or Events); None shows a cube that has already
+        run, with its kept results
     """
 
-    def __init__(self, cube, events, hierarchy=None, height: int = 460):
+    def __init__(self, cube, events=None, hierarchy=None, height: int = 460):
         self.cube = cube if isinstance(cube, cepkit.ECube) else cepkit.ECube(cube, hierarchy)
-        self.stream = as_stream(events)
-        self.results = self.cube.run(self.stream)
+        if events is not None:
+            self.results = self.cube.run(as_stream(events))
+        elif self.cube.results and self.cube.last_plan is not None:
+            self.results = self.cube.results
+        else:
+            raise ValueError("ECubeView needs events, or a cube that has run")
         self.height = height
         self.figure = go.FigureWidget(self._empty_figure())
         self.query_picker = widgets.Dropdown(description="query", options=list(self.cube.queries))

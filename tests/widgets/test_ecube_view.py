@@ -1,5 +1,7 @@
 """ECubeView without a browser: the lattice of digest 000a Fig 4.1 (§4), its plan, and drill-down / roll-up
 through the buttons."""
+import pytest
+
 import cepkit
 from cepkit.widgets import ECubeView
 from cepkit.widgets.ecube_view import ROOT, TRACES, lattice_layout
@@ -85,3 +87,12 @@ def test_a_mismatched_button_or_a_bad_item_says_so():
     view.insert.value = "!D 9"
     view.drill_button.click()
     assert "outside" in view.status.value and len(view.cube.queries) == 4
+
+
+def test_a_cube_that_has_run_is_shown_without_running_again():
+    cube = cepkit.ECube(QUERIES, HIERARCHY)
+    results = cube.run(EVENTS)
+    view = ECubeView(cube)
+    assert view.results.keys() == results.keys()
+    with pytest.raises(ValueError, match="has run"):
+        ECubeView(cepkit.ECube(QUERIES, HIERARCHY))
