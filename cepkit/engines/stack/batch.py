@@ -38,6 +38,7 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION
@@ -54,12 +55,13 @@ class _Layout:
         m = len(events)
         self.m = m
         times = table.times
-        if program.partition_by:
-            codes: dict = {}
-            keys = (tuple(e.get(k) for k in program.partition_by) for e in events)
-            self.substream = np.fromiter((codes.setdefault(k, len(codes)) for k in keys), dtype=np.int64, count=m)
-        else:
-            self.substream = np.zeros(m, dtype=np.int64)
+        self.substream = np.zeros(m, dtype=np.int64)
+        everything = np.arange(m)
+        for key in program.partition_by:   # one sub-stream per distinct key tuple; a null key is a key too
+            codes = table.codes([(key, everything)])[0]
+            codes[codes < 0] = codes.max(initial=-1) + 1
+            self.substream = np.unique(self.substream * (codes.max(initial=0) + 1) + codes, return_inverse=True)[1]
+            self.substream = self.substream.reshape(-1).astype(np.int64)
         order = np.argsort(self.substream, kind="stable")      # events grouped by sub-stream, in order
         rank = np.empty(m, dtype=np.int64)
         rank[order] = np.arange(m)
@@ -112,6 +114,12 @@ class _Store:
         return np.where(below, self.index[k], -1)
 
 
+def _known(index: np.ndarray, codes: np.ndarray) -> tuple:
+    """(indices, codes) without the nulls (code -1): a null never equals anything, so it joins nothing."""
+    keep = codes >= 0
+    return index[keep], codes[keep]
+
+
 def _ranges(first: np.ndarray, stop: np.ndarray) -> tuple:
     """(row of each pair, index into the store of each pair) for the ranges first[r] <= i < stop[r]."""
     counts = stop - first
@@ -148,10 +156,8 @@ class ColumnarRun:
         self.stride = len(events) + 1
         self.partial_matches = 0
         self.found: list = []
-        codes: dict = {}
-        self.type_code = np.fromiter((codes.setdefault(e.type, len(codes)) for e in events), dtype=np.int64,
-                                     count=len(events))
-        self.type_codes = codes
+        self.type_code, kinds = pd.factorize(np.fromiter((e.type for e in events), dtype=object, count=len(events)))
+        self.type_codes = {kind: code for code, kind in enumerate(kinds)}
         self.residual = [self._residual(neg) for neg in program.negations]
         # a middle negation without its own correlated conditions bounds the range of its left neighbour
         self.bounding = {j for j, neg in enumerate(program.negations)
@@ -189,18 +195,12 @@ class ColumnarRun:
         tied = [g.hash_attr is not None for g in program.negations]
         if program.hashed:
             # group = (sub-stream, value of the equality class), numbered densely; null joins nothing
-            values: dict = {}
-
-            def classed(index, attr):
-                code = np.fromiter((-1 if v is None else values.setdefault(v, len(values))
-                                    for v in (self.events[i].get(attr) for i in index.tolist())),
-                                   dtype=np.int64, count=len(index))
-                return index[code >= 0], code[code >= 0]
-
-            slot_classed = [classed(ix, s.hash_attr) for ix, s in zip(slot_index, program.slots)]
-            neg_classed = [classed(ix, g.hash_attr) if t else (ix, None)
-                           for ix, g, t in zip(neg_index, program.negations, tied)]
-            width = len(values) + 1
+            wanted = [(s.hash_attr, ix) for ix, s in zip(slot_index, program.slots)] + \
+                     [(g.hash_attr, ix) for ix, g, t in zip(neg_index, program.negations, tied) if t]
+            codes = iter(self.table.codes(wanted))
+            slot_classed = [_known(ix, next(codes)) for ix in slot_index]
+            neg_classed = [_known(ix, next(codes)) if t else (ix, None) for ix, t in zip(neg_index, tied)]
+            width = 1 + max(int(c.max(initial=0)) for _, c in slot_classed + neg_classed if c is not None)
             pairs = [(ix, substream[ix] * width + code) for ix, code in slot_classed + neg_classed
                      if code is not None]
             dense = np.unique(np.concatenate([p for _, p in pairs])) if pairs else np.zeros(0, np.int64)

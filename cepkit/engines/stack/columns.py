@@ -79,10 +79,40 @@ class Columns:
         if found is None:
             if attr == "ts":
                 found = Column(self.times, np.zeros(len(self.times), dtype=bool), True)
+            elif attr == "type":
+                found = Column.of([e.type for e in self.events])
             else:
-                found = Column.of([e.get(attr) for e in self.events])
+                found = Column.of([e.attrs.get(attr) for e in self.events])
             self._columns[attr] = found
         return found
+
+    def codes(self, wanted: list) -> list:
+        """Equality classes: for each (attribute, event indices) of ``wanted``, an int64 array numbering the
+        values, one numbering for all, equal codes exactly for values Python finds equal; -1 for null.
+
+        >>> from cepkit.runtime.events import Event
+        >>> table = Columns([Event("A", 0, {"k": 1}, 0, 0.0), Event("B", 1, {"j": 1.0}, 1, 1.0),
+        ...                  Event("A", 2, {"k": 7}, 2, 2.0)])
+        >>> table.codes([("k", np.array([0, 1, 2])), ("j", np.array([1]))])
+        [array([ 0, -1,  1]), array([0])]
+        """
+        columns = [(self.column(attr), index) for attr, index in wanted]
+        out = [np.full(len(index), -1, dtype=np.int64) for _, index in wanted]
+        known = [~column.null[index] for column, index in columns]
+        if all(column.numeric for column, _ in columns):
+            joined = np.concatenate([column.values[index][mask] for (column, index), mask in zip(columns, known)])
+            inverse = np.unique(joined, return_inverse=True)[1].reshape(-1)
+            start = 0
+            for codes, mask in zip(out, known):
+                codes[mask] = inverse[start:start + int(mask.sum())]
+                start += int(mask.sum())
+            return out
+        numbering: dict = {}
+        for codes, (column, index), mask in zip(out, columns, known):
+            values = column.values[index][mask].tolist()
+            codes[mask] = np.fromiter((numbering.setdefault(v, len(numbering)) for v in values), dtype=np.int64,
+                                      count=len(values))
+        return out
 
     def test(self, cond: A.Expr, rows: dict) -> np.ndarray:
         """Boolean array: does ``cond`` hold for each row? (Row by row through the closures if numpy cannot.)"""

@@ -282,14 +282,31 @@ class _OutOfOrderMatcher(StackMatcher):
             core.sweep_touched(time_limit, None)
 
 
+class _Held:
+    """A match in the conservative holding set; ``alive`` until emitted or blocked by a late negative."""
+    __slots__ = ("chosen", "alive")
+
+    def __init__(self, chosen):
+        self.chosen = chosen
+        self.alive = True
+
+
 class ConservativeMatcher(_OutOfOrderMatcher):
     """Partial order guarantees (digest 000a §2.4): a match is output only once no late event can
-    invalidate it, so the output is permanently valid but unsorted."""
+    invalidate it, so the output is permanently valid but unsorted.
+
+    The holding set is not rescanned when a guarantee advances: each held match waits in the heap of
+    its first incomplete negation scope, keyed by the ts that negation's frontier must reach (the
+    right neighbour's ts, or first ts + w for a trailing one: ``safe(r)`` of §2.4). Frontiers only
+    grow, so an advance pops the satisfied tops and moves each popped match on to its next incomplete
+    scope, or emits it: every match passes through each heap at most once."""
 
     def __init__(self, program, max_delay=None, hierarchy=None):
         super().__init__(program, max_delay)
         self.guarantees = PurgeByGuarantees(program, hierarchy)
-        self.held: dict = {}            # core -> [chosen]: the holding set
+        self.held: dict = {}                                  # core -> [_Held]: the holding set
+        self.waiting = [[] for _ in program.negations]        # per negation: heap of (required ts, seq, _Held)
+        self._seq = itertools.count()
 
     def push(self, event) -> list:
         self._track(event)
@@ -310,55 +327,73 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         core, lpos, _ = self.arrive(event)
         program = self.program
         for j, part, inst in core.negation_entries(event, lpos):
-            held = self.held.get(core)
-            if held:
-                held[:] = [c for c in held if not core.blocks(j, c, inst)]
+            for held in self.held.get(core, ()):
+                if held.alive and core.blocks(j, held.chosen, inst):
+                    held.alive = False
             core.store(j, part, inst)
         out = []
         for part, chosen in core.add_positive(event, lpos):
-            if self.safe(chosen):
-                out.append(self.emit(chosen))
-            else:
-                self.held.setdefault(core, []).append(chosen)
+            out.extend(self._wait_or_emit(core, _Held(chosen)))
         if self.max_delay is not None:
             out.extend(self._release_safe())
             if program.window_time is not None:
                 self.purge_below(core, self.clock - self.max_delay - program.window_time)
         return out
 
-    def safe(self, chosen) -> bool:
-        """Every negation scope of the match is complete (digest 000a §2.4 ``safe(r)``)."""
+    def required(self, j: int, chosen) -> float:
+        """The ts through which negation ``j``'s type must be complete for ``chosen`` (digest §2.4 ``safe(r)``):
+        the right neighbour's ts for a leading or middle scope, first ts + w for a trailing one (inf
+        without a window: it waits for the end of the stream)."""
+        program = self.program
+        if program.negations[j].gap == program.n:
+            return chosen[0].time + program.window_time if program.window_time is not None else math.inf
+        return chosen[program.negations[j].gap].time
+
+    def complete(self, j: int, time: float) -> bool:
+        """Is negation ``j``'s scope complete up to ``time`` (exclusive for leading and middle scopes,
+        inclusive for a trailing one)?"""
         program, g = self.program, self.guarantees
-        for neg in program.negations:
-            if neg.gap == program.n:
-                if program.window_time is None or not g.complete_through(neg.atom.type, chosen[0].time + program.window_time,
-                                                                        self.clock, self.max_delay):
-                    return False
-            else:
-                bound = chosen[neg.gap].time    # leading: the first event; middle: the right neighbour
-                if not g.complete_before(neg.atom.type, bound, self.clock, self.max_delay):
-                    return False
-        return True
+        neg = program.negations[j]
+        if neg.gap == program.n:
+            return time < math.inf and g.complete_through(neg.atom.type, time, self.clock, self.max_delay)
+        return g.complete_before(neg.atom.type, time, self.clock, self.max_delay)
+
+    def _wait_or_emit(self, core, held: _Held, new: bool = True) -> list:
+        """Queue ``held`` on its first incomplete negation scope, or emit it if every scope is complete."""
+        for j in range(len(self.program.negations)):
+            time = self.required(j, held.chosen)
+            if not self.complete(j, time):
+                if new:
+                    waiting = self.held.setdefault(core, [])
+                    if len(waiting) % 64 == 63:     # forget the emitted and blocked ones now and then
+                        waiting[:] = [h for h in waiting if h.alive]
+                    waiting.append(held)
+                if time < math.inf:
+                    heapq.heappush(self.waiting[j], (time, next(self._seq), held))
+                return []
+        held.alive = False
+        return [self.emit(held.chosen)]
 
     def _release_safe(self) -> list:
+        """Pop every scope the guarantees have just completed; frontiers do not move meanwhile, so a match
+        queued again on a later negation is not yet complete there."""
         out = []
-        for core, held in self.held.items():
-            keep = []
-            for chosen in held:
-                if self.safe(chosen):
-                    out.append(self.emit(chosen))
-                else:
-                    keep.append(chosen)
-            held[:] = keep
+        for j, heap in enumerate(self.waiting):
+            while heap and self.complete(j, heap[0][0]):
+                held = heapq.heappop(heap)[2]
+                if held.alive:
+                    out.extend(self._wait_or_emit(None, held, new=False))
         return out
 
     def close(self) -> list:
-        out = [self.emit(chosen) for held in self.held.values() for chosen in held]
+        out = [self.emit(held.chosen) for waiting in self.held.values() for held in waiting if held.alive]
         self.held.clear()
+        for heap in self.waiting:
+            heap.clear()
         return out
 
     def state_size(self) -> int:
-        return super().state_size() + sum(len(h) for h in self.held.values())
+        return super().state_size() + sum(held.alive for waiting in self.held.values() for held in waiting)
 
     def info(self) -> dict:
         return {**super().info(), "purged": self.guarantees.purged}
