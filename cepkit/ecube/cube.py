@@ -31,6 +31,8 @@ from .plan import ROOT, Plan, make_plan
 from .reuse import Executor, Scratch, offer_general_to_specific, offer_specific_to_general
 from .shape import shape_of
 
+REUSE_DIRECTIONS = ("g→s", "s→g")
+
 
 class ECube:
     """Named queries over one hierarchy, evaluated with reuse along the E-Cube lattice.
@@ -65,6 +67,7 @@ class ECube:
         self._executor: Optional[Executor] = None
         self.statistics: Optional[Statistics] = None
         self.last_plan: Optional[Plan] = None
+        self._directions = REUSE_DIRECTIONS
         named = queries.items() if isinstance(queries, Mapping) else \
             ((f"q{i}", q) for i, q in enumerate(queries, 1))
         for name, query in named:
@@ -89,9 +92,10 @@ class ECube:
         return self._graph
 
     # ------------------------------------------------------------------ planning
-    def candidates(self, statistics: Statistics) -> nx.DiGraph:
-        """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result) and every exact reuse edge,
-        each with ``cost``, ``method``, ``direction``, ``kind`` and the ``strategy`` object."""
+    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS) -> nx.DiGraph:
+        """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result) and every exact reuse edge in
+        ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``, ``kind`` and the
+        ``strategy`` object."""
         model = CostModel(statistics, self.units)
         graph = nx.DiGraph()
         graph.add_node(ROOT)
@@ -109,13 +113,16 @@ class ECube:
             for source, target, strategy in (
                     (general, specific, offer_general_to_specific(self.shapes[general], self.shapes[specific], ref)),
                     (specific, general, offer_specific_to_general(self.shapes[general], self.shapes[specific], ref))):
-                if strategy is not None:
+                if strategy is not None and strategy.direction in directions:
                     graph.add_edge(source, target, cost=strategy.cost(model), method=strategy.method,
                                    direction=strategy.direction, kind=data["kind"], strategy=strategy)
         return graph
 
-    def plan(self, events=None, *, statistics: Optional[Statistics] = None) -> Plan:
-        """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given)."""
+    def plan(self, events=None, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> Plan:
+        """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given).
+
+        ``directions`` limits reuse: ``{"g→s"}`` is the digest's *top-down* method, ``{"s→g"}`` *bottom-up*,
+        ``()`` every query alone (the state of the art of §5); the default lets Chase choose."""
         if statistics is None:
             if events is None:
                 if self.statistics is None:
@@ -124,7 +131,8 @@ class ECube:
             else:
                 statistics = Statistics.measure(Stream.from_any(events), self._attribute)
         names = list(self.shapes)
-        self.last_plan = make_plan(self.candidates(statistics), order_key=lambda n: (n != ROOT, names.index(n)
+        self._directions = tuple(directions)
+        self.last_plan = make_plan(self.candidates(statistics, directions), order_key=lambda n: (n != ROOT, names.index(n)
                                                                                        if n in names else -1))
         return self.last_plan
 
@@ -133,9 +141,9 @@ class ECube:
         return self.hierarchy.attribute if self.hierarchy is not None else None
 
     # ------------------------------------------------------------------ evaluation
-    def run(self, events, *, statistics: Optional[Statistics] = None) -> dict:
-        """Every query's matches over ``events`` (in order), evaluated along the plan; the results are
-        kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``."""
+    def run(self, events, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> dict:
+        """Every query's matches over ``events`` (in order), evaluated along the plan (``directions`` as
+        for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``."""
         stream = events if isinstance(events, Stream) else Stream.from_any(events)
         stream.require_order()
         for query in self.queries.values():
@@ -143,7 +151,7 @@ class ECube:
         self._rows = {}
         self._executor = Executor(stream, self.engine)
         self.statistics = statistics or Statistics.measure(stream, self._attribute)
-        self._execute(self.plan(statistics=self.statistics))
+        self._execute(self.plan(statistics=self.statistics, directions=directions))
         return self.results
 
     def _execute(self, plan: Plan) -> None:
@@ -210,7 +218,7 @@ class ECube:
         if existing is None:
             existing = as_name or self._fresh_name(name)
             self.add(existing, query)
-            self._execute(self.plan(statistics=self.statistics))
+            self._execute(self.plan(statistics=self.statistics, directions=self._directions))
         return self._matches(existing)
 
     def _fresh_name(self, base: str) -> str:

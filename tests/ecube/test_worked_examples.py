@@ -224,3 +224,15 @@ def test_every_query_of_fig_4_1_on_one_stream():
     plan = cube.last_plan
     assert plan.cost <= plan.scratch_cost
     assert any(s.source is not None for s in plan.steps)
+
+
+@pytest.mark.parametrize("directions, allowed", [
+    (("g→s",), {"scratch", "g→s"}),      # the digest's top-down method (§5)
+    (("s→g",), {"scratch", "s→g"}),      # bottom-up
+    ((), {"scratch"}),                   # every query alone, the state of the art
+])
+def test_the_methods_of_section_5_limit_the_directions(directions, allowed):
+    cube = ECube(QUERIES, HIERARCHY)
+    results = cube.run(WE6, directions=directions)
+    assert {s.direction for s in cube.last_plan.steps} <= allowed
+    assert_own_results(cube, results, WE6)
