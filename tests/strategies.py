@@ -523,7 +523,7 @@ def nested_queries(draw, types=TYPES, max_depth=3, correlated=True, windows=True
             positives.append(inner)
         if correlated and draw(st.integers(0, 2)) == 0:
             left = sorted(bound(draw(st.sampled_from(positives))))
-            right = [a.var for a in draw(st.sampled_from(negated + positives)).find_all(A.Atom)]
+            right = sorted(bound(draw(st.sampled_from(negated + positives))))  # not OR-branch-only names
             if left and right:
                 items.append(binary_condition(draw, draw(st.sampled_from(right)), draw(st.sampled_from(left))))
         return (A.Seq if kind == "seq" else A.And)(tuple(items))
