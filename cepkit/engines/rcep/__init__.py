@@ -15,8 +15,9 @@ PARTITION_STRICT, NEXT, LAST and MAX (each chooses among the matches ending at t
 recomputation has all at hand). Refused, naming the engines that run them: OR, AND, negation, EXISTS,
 iterations of composite patterns, nested strategies, STNM and ROBUST_STNM.
 
-Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse) or "nested" (the NLJoin baseline of
-§6); both give the same matches. Choices the thesis leaves open are in ``docs/rcep-engine.md``.
+Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse, one predicate at a time), "nested"
+(the NLJoin baseline of §6) or "zorder" (all predicates between two variables at once: Z-regions and
+region dominance, Algorithm 4, ``zorder``); all give the same matches. Choices the thesis leaves open are in ``docs/rcep-engine.md``.
 
 >>> import cepkit
 >>> from cepkit.datasets import rcep_water

@@ -40,8 +40,10 @@ from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
 from .trees import EventTree
+from .zorder import region_join
 
-JOINS = {"hybrid": hybrid_join, "nested": nested_join}
+JOINS = ("hybrid", "nested", "zorder")
+"""Join methods: Algorithm 2 per predicate, the NLJoin baseline, or Algorithm 4 on all predicates of a pair."""
 
 
 @dataclass
@@ -56,12 +58,14 @@ class Stats:
     stored: int = 0
     peak_stored: int = 0
     tree_peaks: dict = field(default_factory=dict)
+    blocks: dict = field(default_factory=dict)   # region pairs decided "full" / "partial" / "none" (zorder)
 
 
 class RcepPlan(Plan):
     """A query of the RCEP fragment, compiled: slot types, local tests, key functions per tree.
 
-    ``join`` is "hybrid" (Algorithm 2) or "nested" (NLJoin); both give the same matches.
+    ``join`` is "hybrid" (Algorithm 2), "nested" (NLJoin) or "zorder" (Algorithm 4); all give the same
+    matches.
     """
 
     def __init__(self, query, join: str = "hybrid"):
@@ -109,7 +113,8 @@ class RcepPlan(Plan):
                 "peak_stored": stats.peak_stored,
                 "tree_peaks": {names[k]: peak for k, peak in sorted(stats.tree_peaks.items())},
                 "range_hits": stats.range_hits, "join_tested": stats.join_tested,
-                "join_reused": stats.join_reused, "chains": stats.chains, "matches": stats.matches}
+                "join_reused": stats.join_reused, "chains": stats.chains, "matches": stats.matches,
+                **({"blocks": dict(stats.blocks)} if self.join == "zorder" else {})}
 
     # ------------------------------------------------------------------ per event
     def accepts(self, k: int, event) -> bool:
@@ -338,16 +343,11 @@ class Recomputation:
         """Column bitsets: ``self.columns[(r, s)][v]`` = rows of slot r joining row v of slot s under every
         join predicate between them; ``self.predecessors[s][v]`` = rows of Kleene slot s that may come right
         before row v in a chain. ``self.allowed[r]`` starts as every candidate of slot r."""
-        join_fn, stats = JOINS[self.plan.join], self.stats
-        matrices: dict = {}
+        pairs: dict = {}
         for j, join in enumerate(self.plan.pattern.joins):
-            r, s = join.left_slot, join.right_slot
-            joined, tested, reused, _ = join_fn(join.op, self._side(r, ("join", j)), self._side(s, ("join", j)),
-                                             blame=self._blame(r, ("join", j)))
-            stats.join_tested += tested
-            stats.join_reused += reused
-            matrices[r, s] = joined & matrices[r, s] if (r, s) in matrices else joined
-        self.columns = {pair: column_bits(m) for pair, m in matrices.items()}
+            pairs.setdefault((join.left_slot, join.right_slot), []).append((join.op, ("join", j), ("join", j)))
+        self.columns = {(r, s): column_bits(self._join_pair(r, s, predicates))
+                        for (r, s), predicates in pairs.items()}
         self.earlier = [[r for r in range(s) if (r, s) in self.columns] for s in range(len(self.slots))]
         chained = {chain.slot for chain in self.plan.pattern.chains}
         # Kleene slots whose chains are any subset of their allowed events: Algorithm 3 enumerates them
@@ -358,22 +358,42 @@ class Recomputation:
                 self.predecessors[s] = self._chain_dag(s)
         self.allowed = tuple((1 << len(rows)) - 1 for rows in self.rows)
 
+    def _join_pair(self, r: int, s: int, predicates: list) -> np.ndarray:
+        """B[u, v]: row v of slot s comes after row u of slot r and every ``(op, left key, right key)``
+        holds; by the plan's join method, one predicate at a time, or all at once in Z-order."""
+        stats = self.stats
+        sides = [(op, self._side(r, left), self._side(s, right)) for op, left, right in predicates]
+        numeric = all(a[0].dtype != object and b[0].dtype != object for _, a, b in sides)
+        if self.plan.join == "zorder" and numeric:
+            outer_seq, inner_seq = sides[0][1][2], sides[0][2][2]
+            blocks: dict = {}
+            joined = region_join(("<",) + tuple(op for op, _, _ in sides),
+                                 np.stack([outer_seq] + [a[0] for _, a, _ in sides], axis=1).astype(float),
+                                 np.logical_and.reduce([a[1] for _, a, _ in sides]),
+                                 np.stack([inner_seq] + [b[0] for _, _, b in sides], axis=1).astype(float),
+                                 np.logical_and.reduce([b[1] for _, _, b in sides]), blocks)
+            stats.join_tested += blocks["tested"]
+            for kind in ("full", "partial", "none"):
+                stats.blocks[kind] = stats.blocks.get(kind, 0) + blocks[kind]
+            return joined
+        join_fn = hybrid_join if self.plan.join != "nested" else nested_join
+        joined = None
+        for (op, left, _), (_, outer, inner) in zip(predicates, sides):
+            matrix, tested, reused, _ = join_fn(op, outer, inner, blame=self._blame(r, left))
+            stats.join_tested += tested
+            stats.join_reused += reused
+            joined = matrix if joined is None else joined & matrix
+        return joined
+
     def _chain_dag(self, s: int) -> list:
         """The can-follow DAG of Kleene slot s (its self-join under the chain predicates, Example 4), as
         predecessor bitsets; under STRICT only the event just before may precede."""
         seq = self.trees[s].seq[self.rows[s]]
         n = len(seq)
-        chains = [(c, chain) for c, chain in enumerate(self.plan.pattern.chains) if chain.slot == s]
+        chains = [(chain.op, ("previous", c), ("current", c))
+                  for c, chain in enumerate(self.plan.pattern.chains) if chain.slot == s]
         if chains:
-            dag = np.ones((n, n), dtype=bool)
-            for c, chain in chains:
-                joined, tested, reused, _ = JOINS[self.plan.join](chain.op, self._side(s, ("previous", c)),
-                                                               self._side(s, ("current", c)),
-                                                               blame=self._blame(s, ("previous", c)))
-                self.stats.join_tested += tested
-                self.stats.join_reused += reused
-                dag &= joined
-            predecessors = column_bits(dag)
+            predecessors = column_bits(self._join_pair(s, s, chains))
         else:
             predecessors = [(1 << v) - 1 for v in range(n)]  # any earlier event
         if self.plan.strict:

@@ -21,13 +21,15 @@ def test_random_kleene_queries_agree_with_the_reference(query, events):
 @settings(max_examples=60, deadline=None)
 @given(kleene_queries(), streams(max_size=12, values=4, ids=2))
 def test_join_methods_give_the_same_matches(query, events):
-    """The hybrid join (Algorithm 2) and the nested-loop baseline (NLJoin) differ in work, never in matches."""
+    """The hybrid join (Algorithm 2), the nested-loop baseline (NLJoin) and the Z-order region join
+    (Algorithm 4) differ in work, never in matches."""
     hybrid = cepkit.match(query, events, engine="rcep", join="hybrid")
     nested = cepkit.match(query, events, engine="rcep", join="nested")
-    assert [m.key for m in hybrid] == [m.key for m in nested]
+    zorder = cepkit.match(query, events, engine="rcep", join="zorder")
+    assert [m.key for m in hybrid] == [m.key for m in nested] == [m.key for m in zorder]
     # each bit of the hybrid join is either copied from a dominated successor or tested, at most once
     assert hybrid.info["join_tested"] + hybrid.info["join_reused"] <= nested.info["join_tested"]
-    assert nested.info["join_reused"] == 0
+    assert nested.info["join_reused"] == 0 and zorder.info["join_reused"] == 0
 
 
 @settings(max_examples=60, deadline=None)
