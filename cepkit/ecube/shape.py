@@ -102,10 +102,14 @@ class Shape:
         hierarchy = Hierarchy({name: sorted(types) for types, name in flat.items()}) if flat else None
         return parse(pretty(ast), hierarchy)
 
+    @cached_property
+    def _names(self) -> tuple:
+        return tuple(self.items[k].var for k in self.positives)
+
     def match_of(self, row: tuple) -> Match:
-        """The ``Match`` of a row (one position per positive item), bindings named as in the query."""
-        named = {self.items[k].var: p for k, p in zip(self.positives, row) if self.items[k].var is not None}
-        return Match.of(named, (p for k, p in zip(self.positives, row) if self.items[k].var is None))
+        """The ``Match`` of a row (one position per positive item, increasing: a flat SEQ in order),
+        bindings named as in the query."""
+        return Match(tuple(row), {var: p for var, p in zip(self._names, row) if var is not None})
 
     def with_items(self, items, conditions=None) -> "Shape":
         return replace(self, items=tuple(items), conditions=self.conditions if conditions is None
