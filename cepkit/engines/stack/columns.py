@@ -166,10 +166,10 @@ class Columns:
         # Python's operators, element by element, on the rows where both sides are known
         x, y = _as_objects(x), _as_objects(y)
         held = np.zeros(np.broadcast(x, y, known).shape, dtype=bool)
-        if not held.shape:
-            return bool(known) and bool(_UFUNC[op](x, y))
-        mask = np.broadcast_to(known, held.shape)
         try:
+            if not held.shape:
+                return bool(known) and bool(_UFUNC[op](x, y))
+            mask = np.broadcast_to(known, held.shape)
             held[mask] = np.asarray(_UFUNC[op](_pick(x, mask), _pick(y, mask)), dtype=bool)
         except TypeError:
             raise RowByRow from None   # e.g. a string ordered against a number: the closures blame the event

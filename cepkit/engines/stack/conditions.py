@@ -95,7 +95,12 @@ def compile_value(expr: A.Expr) -> Value:
 
         def negate(b):
             value = inner(b)
-            return None if value is None else -value
+            if value is None:
+                return None
+            if not isinstance(value, Number):
+                position, field = _blame(expr.arg, b)
+                raise EventError(position, field, not_a_number(value))
+            return -value
         return negate
     if isinstance(expr, A.Arith):
         op, left, right = ARITH[expr.op], compile_value(expr.left), compile_value(expr.right)
