@@ -161,3 +161,17 @@ def test_a_punctuation_on_a_concept_covers_the_types_below_it():
     with pytest.raises(cepkit.EventError) as err:
         cepkit.match(query, broken, engine="stack", disorder="conservative", hierarchy=hierarchy)
     assert err.value.position == 3
+
+
+
+def test_conservative_waits_on_one_negation_scope_after_the_other():
+    """The holding set is a heap per negation (digest 000a §2.4 ``safe(r)``, one test per negation slot):
+    the match waits for ``POGNeg[C] >= b.ts`` and ``POGNeg[D] >= e.ts``, in whichever order they come."""
+    query = "SEQ(A a, !C c, B b, !D d, E e) WITHIN 100"
+    for first, second in (("C", "D"), ("D", "C")):
+        matcher = cepkit.Matcher(query, engine="stack", disorder="conservative")
+        outputs = [matcher.push(event) for event in (
+            {"type": "A", "ts": 1}, {"type": "B", "ts": 5}, {"type": "E", "ts": 9},
+            {"type": "PUNCTUATION", "of": first, "ts": 10}, {"type": "PUNCTUATION", "of": second, "ts": 10})]
+        assert [[m.positions for m in out] for out in outputs] == [[], [], [], [], [(0, 1, 2)]]
+        assert matcher.close() == []
