@@ -399,6 +399,7 @@ def _negated(node, kind):
 def _simple(rw, core, conditions, what: str):
     """Refuse conditions that relate two components of a negated composite ([R] §6.4)."""
     own = set(definitions(core))
+    conditions = [c for cond in conditions for c in A.conjuncts(cond)]
     for cond in conditions:
         mentioned = own & set(A.variables_in(cond))
         if len(mentioned) > 1:
