@@ -105,7 +105,8 @@ def _replace_concept(query: Query, steps, finer: bool) -> Query:
             node = replace(atom, type=new)
             current[k] = A.Not(node) if isinstance(current[k], A.Not) else node
             continue
-        hits = [i for i, c in enumerate(conditions) if (found := concept_comparison(c, hierarchy)) is not None
+        hits = [i for i, c in enumerate(conditions)
+                if (found := concept_comparison(c, hierarchy, leaves=True)) is not None
                 and found[0].var == atom.var and found[1] == (old,) and not found[2]]
         if not hits:
             raise QueryError(f"no condition {atom.var}.{hierarchy.attribute} = {old!r} at position {position} "

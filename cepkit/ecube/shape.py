@@ -157,7 +157,7 @@ def shape_of(query: Query, refuse=None) -> Shape:
 
     values, labels, conditions = {}, {}, []
     for conj in conjuncts:
-        found = concept_comparison(conj, hierarchy)
+        found = concept_comparison(conj, hierarchy, leaves=True)   # a leaf is the finest concept
         if found is not None and not found[2] and found[0].index is None:
             var = found[0].var
             covered = frozenset().union(*(hierarchy.covers(c) for c in found[1]))

@@ -72,17 +72,20 @@ def attribute_concepts(node, hierarchy: Optional[Hierarchy]) -> list:
     return [n for n in node.walk() if concept_comparison(n, hierarchy) is not None]
 
 
-def concept_comparison(node, hierarchy: Optional[Hierarchy]):
+def concept_comparison(node, hierarchy: Optional[Hierarchy], leaves: bool = False):
     """(attribute operand, concept names, negated) when ``node`` compares the hierarchy's attribute with
-    concepts (``x.loc = 'TX'``, ``'TX' = x.loc``, ``x.loc != 'TX'``, ``x.loc IN ('TX', 'OK')``), else None."""
+    concepts (``x.loc = 'TX'``, ``'TX' = x.loc``, ``x.loc != 'TX'``, ``x.loc IN ('TX', 'OK')``), else None.
+    With ``leaves``, values the hierarchy names without children count as (one-value) concepts too."""
     if hierarchy is None or hierarchy.attribute is None:
         return None
+
     def is_attr(e):
         return isinstance(e, A.Attr) and e.attr == hierarchy.attribute
 
     def is_concept(e):
-        return isinstance(e, A.Literal) and not isinstance(e.value, (bool, type(None))) and \
-            len(hierarchy.covers(e.value)) > 1
+        if not isinstance(e, A.Literal) or isinstance(e.value, (bool, type(None))):
+            return False
+        return len(hierarchy.covers(e.value)) > 1 or (leaves and e.value in hierarchy.graph)
 
     if isinstance(node, A.Compare) and node.op in ("=", "!="):
         for attr, other in ((node.left, node.right), (node.right, node.left)):

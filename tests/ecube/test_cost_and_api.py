@@ -1,0 +1,88 @@
+"""The cost model (digest 000a §3.4) on measured and given statistics, and the ECube API's edges: refusals
+with carets, names, unrelated queries, attribute hierarchies."""
+import pytest
+
+import cepkit
+from cepkit.ecube import CostModel, ECube, Statistics, UnitCosts, shape_of
+from cepkit.runtime.events import Stream
+
+COMPANIES = {"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"]}
+
+
+def shape(text, hierarchy=COMPANIES):
+    return shape_of(cepkit.parse(text, hierarchy))
+
+
+def test_statistics_are_measured_per_type_value_and_window():
+    events = [{"type": t, "ts": i, "loc": loc} for i, (t, loc) in enumerate([("A", "x"), ("B", "y"), ("A", "y")])]
+    stats = Statistics.measure(Stream.from_any(events), attribute="loc")
+    assert (stats.type_counts, stats.length, stats.duration) == ({"A": 2, "B": 1}, 3, 2.0)
+    assert stats.value_counts[("A", "y")] == 1
+    assert stats.window_fraction(shape("SEQ(A a, B b) WITHIN 1")) == 0.5
+    assert stats.window_fraction(shape("SEQ(A a, B b) WITHIN 3 EVENTS")) == 1.0
+    assert stats.window_fraction(shape("SEQ(A a, B b)")) == 1.0
+
+
+def test_estimates_follow_table_4_1():
+    stats = Statistics({"INTC": 100, "FCF": 100, "MSFT": 100, "QQQ": 100}, length=400, duration=400.0)
+    model = CostModel(stats, UnitCosts(P=1.0))
+    two = shape("SEQ(INTC i, FCF f) WITHIN 10")
+    # |R_2| = n_FCF · |S_INTC| · Pt = 100 · (100 · 10/400) · 1/2
+    assert model.results(two) == pytest.approx(125.0)
+    assert model.scratch_cost(two) == pytest.approx(200 + 100 + 125)          # NumRE·C_app + Σ|R_k|·C_access
+    blocked = model.results(shape("SEQ(INTC i, !MSFT m, FCF f) WITHIN 10"))
+    assert blocked == pytest.approx(125.0 * 0.75 ** 2.5)                      # (1 − Pt·Pt) per negated event
+    concept = model.results(shape("SEQ(Computer c, FCF f) WITHIN 10"))
+    assert concept == pytest.approx(125.0 * 2)                                # DELL has no trades: INTC, MSFT
+
+
+def test_given_statistics_choose_the_regime():
+    """§5: general-to-specific pays when the general query's results are few (re-reading them is cheap);
+    when the child is rare, its results are cheap to compute alone and to merge up."""
+    queries = {"general": "SEQ(Computer c, Finance f) WITHIN 10", "child": "SEQ(INTC c, Finance f) WITHIN 10"}
+    cube = ECube(queries, COMPANIES)
+    busy_child = Statistics({"INTC": 1000, "DELL": 10, "MSFT": 10, "QQQ": 500, "FCF": 500}, 2020, 2020.0)
+    plan = cube.plan(statistics=busy_child)
+    assert (plan.step("general").source, plan.step("child").source) == (None, "general")
+    assert plan.cost < plan.scratch_cost
+    rare_child = Statistics({"INTC": 5, "DELL": 1000, "MSFT": 1000, "QQQ": 500, "FCF": 500}, 3005, 3005.0)
+    assert cube.plan(statistics=rare_child).step("child").direction in ("scratch", "g→s")
+    with pytest.raises(ValueError, match="events or statistics"):
+        ECube(queries, COMPANIES).plan()
+
+
+@pytest.mark.parametrize("query, what", [
+    ("SEQ(A a, B+ b)", "Plus items"),
+    ("SEQ(A a, ANY x)", "ANY"),
+    ("SELECT NEXT * PATTERN SEQ(A a, B b)", "NEXT"),
+    ("SEQ(A a, B b) RETURN a", "RETURN"),
+    ("SEQ(!A a)", "positive"),
+])
+def test_queries_outside_the_fragment_are_refused_with_a_caret(query, what):
+    with pytest.raises(cepkit.QueryError, match=what) as err:
+        ECube({"q": query})
+    assert "^" in str(err.value)
+
+
+def test_names_and_relations_are_checked():
+    cube = ECube(["SEQ(Computer c, FCF f)", "SEQ(QQQ q, ROM r)"], COMPANIES)
+    assert list(cube.queries) == ["q1", "q2"] and cube.graph.number_of_edges() == 0
+    with pytest.raises(ValueError, match="already has"):
+        cube.add("q1", "SEQ(A a)")
+    cube.run([{"type": "INTC", "ts": 0}, {"type": "FCF", "ts": 1}])
+    with pytest.raises(cepkit.QueryError, match="not related"):
+        cube.derive("q1", "q2")
+    with pytest.raises(cepkit.EventError, match="out of order"):
+        cube.run([{"type": "INTC", "ts": 1}, {"type": "FCF", "ts": 0}])
+
+
+def test_attribute_concepts_refine_like_types():
+    places = cepkit.Hierarchy({"TX": ["Dallas", "Austin"], "OK": ["Tulsa"]}, attribute="loc")
+    events = [{"type": "Move", "ts": i, "loc": loc} for i, loc in enumerate(["Dallas", "Austin", "Tulsa", "Tulsa"])]
+    cube = ECube({"state": "SEQ(Move a, Move b) WHERE a.loc = 'TX' and b.loc = 'OK'"}, places)
+    cube.run(events)
+    city = cube.drill_down("state", concept=[("TX", "Dallas", 1)])
+    assert cube.last_plan.step("state.1").source == "state"
+    assert city.positions() == [(0, 2), (0, 3)]
+    assert [m.key for m in city] == [m.key for m in cepkit.match(city.query, events, engine="reference")]
+    assert [e for e in cube.graph.edges(data="kind")] == [("state", "state.1", "concept")]
