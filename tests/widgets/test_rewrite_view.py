@@ -1,0 +1,46 @@
+"""RewriteView without a browser: step through NEEL rewritings (digest 000b §3) by the model's traits."""
+import cepkit
+from cepkit.widgets import RewriteView
+
+EX25 = "SEQ(E1 e1, !SEQ(E2 e2, E3 e3), E4 e4, SEQ(!AND(E5 e5, E6 e6), E7 e7))"
+Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
+
+
+def test_steps_show_the_rule_and_highlight_the_rewritten_part():
+    view = RewriteView(EX25)
+    steps = cepkit.rewrite(EX25).steps
+    assert view.slider.max == len(steps) == 9 and view.step == 0
+    assert "start" in view.rule.value and "E1 AS e1" in view.before.value and view.previous.disabled
+    view.next.click()
+    assert view.step == 1 and view.slider.value == 1 and "FR2" in view.rule.value
+    assert "<mark" in view.before.value and "<mark" in view.after.value and "α = 3" in view.after.value
+    view.slider.value = 3
+    assert "NPDR2" in view.rule.value
+    assert "!(E2 AS e2 ; E3 AS e3)</mark>" in view.before.value
+    view.step = 9
+    assert view.next.disabled and "FR5" in view.rule.value and "α = 0" in view.after.value
+    assert "Normal form after 9 steps" in view.summary.value and "RETURN e1, e4, e7" in view.summary.value
+    assert repr(view) == "RewriteView(steps=9, step=9/9, normal=True)"
+
+
+def test_direction_switches_between_npdr2_and_npdr1():
+    view = RewriteView(Q1)
+    view.step = 1
+    assert "NPDR2" in view.rule.value
+    view.direction.value = "right"
+    assert view.step == 0
+    view.next.click()
+    assert "NPDR1" in view.rule.value and "!Checking AS c_1" in view.summary.value
+
+
+def test_a_query_outside_lcons_says_why():
+    view = RewriteView("SEQ(A a, !SEQ(B b, !C c, D d), E e)")
+    assert view.slider.max == 0 and view.next.disabled
+    assert "Not flattenable" in view.summary.value and "for all" in view.summary.value
+
+
+def test_an_inexact_step_is_flagged():
+    view = RewriteView("SEQ(A a, !AND(B b, !C c), D d) WITHIN 5 s")
+    view.step = 1
+    assert "not exact under WITHIN" in view.after.value
+    assert "does not keep every match" in view.summary.value
