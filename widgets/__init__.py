@@ -4,6 +4,7 @@
 - ``MatchTimeline(events, matches)``: events by type lane on a time axis, each match linked in order;
 - ``AutomatonView(query, events)``: the compiled CEA, stepped event by event;
 - ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
+- ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step (digest 000b §3);
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up.
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
@@ -13,8 +14,9 @@ engine cannot run a query.
 from .automaton_view import AutomatonView
 from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
+from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "MatchTimeline", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "MatchTimeline", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
