@@ -9,8 +9,10 @@ Four methods over one seeded stream of stock trades (the company hierarchy of Fi
 Workloads, as in §5: *pattern* (W1-W3: a shared ``SEQ(.., INTC, !MSFT, FCF)`` of length 3-5 and its
 extensions by one ticker), *concept* (W4/W5: ``SEQ(Computer, Finance, Education)`` and its drill-downs), and
 two scaling runs: the number of extensions (queries) and the depth of the hierarchy (a chain of concepts
-above one ticker, each level a query). Times are wall-clock seconds, best of ``--repeat``, and each method's
-speed-up over ``alone`` measured in the same run. Run from the repository::
+above one ticker, each level a query). Times are wall-clock seconds of ``ECube.run`` (building the
+``Matches`` included), best of ``--repeat``, with each method's speed-up over ``alone`` measured in the same
+run; "read" is the load-independent part: the events the engine was fed over all its runs
+(``ECube.work``), as a share of what ``alone`` feeds it. Run from the repository::
 
     python bench/ecube.py [--events 4000] [--repeat 3]
 """
@@ -64,7 +66,7 @@ def depth_workload(depth: int) -> tuple:
 
 
 def measure(queries: dict, hierarchy, events, repeat: int) -> dict:
-    """method -> (best seconds, matches, plan summary)."""
+    """method -> (best seconds, matches, events the engine read, plan summary)."""
     out = {}
     for method, directions in METHODS.items():
         best = float("inf")
@@ -73,22 +75,24 @@ def measure(queries: dict, hierarchy, events, repeat: int) -> dict:
             start = time.perf_counter()
             results = cube.run(events, directions=directions)
             best = min(best, time.perf_counter() - start)
-        steps = ", ".join(f"{s.query}<-{s.source or 'v0'}" for s in cube.last_plan.steps if s.source)
-        out[method] = (best, sum(len(m) for m in results.values()), steps or "all from scratch")
-    counts = {m: n for m, (_, n, _) in out.items()}
+        steps = ", ".join(f"{s.query}<-{s.source}" for s in cube.last_plan.steps if s.source)
+        out[method] = (best, sum(len(m) for m in results.values()), cube.work["events_read"],
+                       steps or "all from scratch")
+    counts = {m: n for m, (_, n, _, _) in out.items()}
     assert len(set(counts.values())) == 1, f"methods disagree on the results: {counts}"
     return out
 
 
 def report(title: str, rows: list) -> None:
     print(f"\n### {title}\n")
-    print("| workload | queries | matches | alone (s) | top-down | bottom-up | chase | chase's reuse |")
+    print("| workload | queries | matches | alone | top-down | bottom-up | chase | chase's reuse |")
     print("|---|---|---|---|---|---|---|---|")
     for label, n, result in rows:
-        alone = result["alone"][0]
-        cells = [f"{result[m][0]:.3f} s ({alone / result[m][0]:.1f}x)" for m in ("top-down", "bottom-up", "chase")]
-        print(f"| {label} | {n} | {result['alone'][1]} | {alone:.3f} | " + " | ".join(cells)
-              + f" | {result['chase'][2]} |")
+        alone, read = result["alone"][0], result["alone"][2]
+        cells = [f"{result[m][0]:.3f} s ({alone / result[m][0]:.1f}x), {result[m][2] / read:.2f} read"
+                 for m in ("top-down", "bottom-up", "chase")]
+        print(f"| {label} | {n} | {result['alone'][1]} | {alone:.3f} s, {read} read | " + " | ".join(cells)
+              + f" | {result['chase'][3]} |")
 
 
 def main() -> None:
@@ -110,7 +114,7 @@ def main() -> None:
     for section, label, queries, h in tqdm(jobs, desc="workloads"):
         sections.setdefault(section, []).append((label, len(queries), measure(queries, h, events, args.repeat)))
     print(f"\n{args.events} trades, 2 ms apart, window 20 ms; best of {args.repeat}; speed-up over alone in "
-          "parentheses")
+          "parentheses; events read by the engine as a share of alone's")
     titles = {"pattern": "Pattern workloads (Fig 4.11(a) / 4.13(a) shape)", "concept": "Concept workload (Fig 4.12(a))",
               "queries": "More queries (pattern, shared length 3)",
               "depth": "Deeper hierarchies (one query per level, concept chain)"}

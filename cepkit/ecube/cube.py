@@ -162,6 +162,15 @@ class ECube:
             self._rows[step.query] = step.strategy.run(self._executor, rows)
 
     @property
+    def work(self) -> dict:
+        """What the last ``run`` (and the operations since) asked of the engine: ``evaluations`` (engine
+        runs, one per query from scratch, per delta query and per re-check) and ``events_read`` (events
+        fed to it over all runs), a load-independent measure of what reuse saves."""
+        if self._executor is None:
+            return {"evaluations": 0, "events_read": 0}
+        return {"evaluations": self._executor.evaluations, "events_read": self._executor.events_read}
+
+    @property
     def results(self) -> dict:
         """name -> ``Matches`` of the kept results."""
         return {name: self._matches(name) for name in self.shapes if name in self._rows}
