@@ -204,21 +204,21 @@ class ECube:
     def drill_down(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
         """Refine query ``name`` (``concept``: (concept, finer, position) steps; ``pattern``: (item,
         position) insertions) and answer it from the kept results where the lattice allows."""
-        query = self.queries[name]
-        if concept:
-            query = operations.concept_drill_down(query, concept)
-        if pattern:
-            query = operations.pattern_drill_down(query, pattern)
-        return self._answer(name, query, as_name)
+        return self._olap(name, (operations.concept_drill_down, concept), (operations.pattern_drill_down, pattern),
+                          as_name)
 
     def roll_up(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
         """Generalise query ``name`` (``concept``: (concept, coarser, position) steps; ``pattern``: (item,
         position) removals) and answer it from the kept results where the lattice allows."""
+        return self._olap(name, (operations.concept_roll_up, concept), (operations.pattern_roll_up, pattern),
+                          as_name)
+
+    def _olap(self, name: str, concept_step: tuple, pattern_step: tuple, as_name: Optional[str]) -> Matches:
+        """Apply the (operation, arguments) steps that have arguments to query ``name``, then answer it."""
         query = self.queries[name]
-        if concept:
-            query = operations.concept_roll_up(query, concept)
-        if pattern:
-            query = operations.pattern_roll_up(query, pattern)
+        for operation, arguments in (concept_step, pattern_step):
+            if arguments:
+                query = operation(query, arguments)
         return self._answer(name, query, as_name)
 
     def _answer(self, name: str, query: Query, as_name: Optional[str]) -> Matches:

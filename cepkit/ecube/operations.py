@@ -24,14 +24,13 @@ from ..lang.hierarchy import concept_comparison
 from ..lang.parser import parse_tree
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
+from .shape import strip_filters
 
 
 def _parts(query: Query) -> tuple:
     """(items, conditions) of a flat SEQ: its atoms and negated atoms, and every condition on it."""
-    pattern, conditions = query.ast.pattern, list(A.conjuncts(query.where))
-    while isinstance(pattern, A.Filter):
-        conditions.extend(A.conjuncts(pattern.cond))
-        pattern = pattern.pattern
+    pattern, conditions = strip_filters(query.ast.pattern)
+    conditions.extend(A.conjuncts(query.where))
     nodes = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
     items = []
     for node in nodes:

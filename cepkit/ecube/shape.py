@@ -137,15 +137,15 @@ def shape_of(query: Query, refuse=None) -> Shape:
                           ("RETURN / SELECT of variables", query.select is not None)):
         if present:
             raise fail(query.ast, what)
-    pattern, conjuncts = _strip(query.scoped)
+    pattern, conjuncts = strip_filters(query.scoped)
     nodes = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
     atoms = []
     for node in nodes:
-        node, conds = _strip(node)
+        node, conds = strip_filters(node)
         conjuncts.extend(conds)
         positive = not isinstance(node, A.Not)
         if not positive:
-            node, conds = _strip(node.item)
+            node, conds = strip_filters(node.item)
             conjuncts.extend(conds)
         if not isinstance(node, A.Atom):
             raise fail(node, f"{type(node).__name__} items (a flat SEQ of atoms and negated atoms only)")
@@ -178,7 +178,7 @@ def shape_of(query: Query, refuse=None) -> Shape:
     return Shape(tuple(items), tuple(conditions), query.within, tuple(query.partition_by), attribute, query)
 
 
-def _strip(node) -> tuple:
+def strip_filters(node) -> tuple:
     """A node without its FILTERs, and their conjuncts (in a flat SEQ every filter is on the match)."""
     conds = []
     while isinstance(node, A.Filter):

@@ -86,3 +86,15 @@ def test_attribute_concepts_refine_like_types():
     assert city.positions() == [(0, 2), (0, 3)]
     assert [m.key for m in city] == [m.key for m in cepkit.match(city.query, events, engine="reference")]
     assert [e for e in cube.graph.edges(data="kind")] == [("state", "state.1", "concept")]
+
+
+def test_work_counts_what_reuse_saves():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["INTC", "QQQ", "DELL", "FCF", "INTC", "ROM"])]
+    queries = {"general": "SEQ(Computer c, Finance f)", "child": "SEQ(INTC c, Finance f)"}
+    alone = ECube(queries, COMPANIES)
+    alone.run(events, directions=())
+    assert alone.work == {"evaluations": 2, "events_read": 12}
+    reused = ECube(queries, COMPANIES)
+    reused.run(events)
+    assert reused.work["events_read"] < alone.work["events_read"]
+    assert ECube(queries, COMPANIES).work == {"evaluations": 0, "events_read": 0}
