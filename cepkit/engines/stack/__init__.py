@@ -112,10 +112,10 @@ class StackPlan(Plan):
 class StackEngine(Engine):
     name = "stack"
     rank = 20
-    description = ("SASE active-instance stacks with pointers: flat SEQ with negation (leading, middle, "
-                   "trailing), join predicates, windows; K-slack, conservative and aggressive out-of-order modes")
+    description = ("SASE active-instance stacks with pointers: flat SEQ with negation and EXISTS (leading, "
+                   "middle, trailing), join predicates, windows; K-slack, conservative and aggressive out-of-order modes")
     features = frozenset({
-        "sequence", "negation", "unary_conditions", "binary_conditions", "correlated_filters",
+        "sequence", "negation", "exists", "unary_conditions", "binary_conditions", "correlated_filters",
         "condition_items", "time_window", "event_window", "partition", "any_type", "hierarchy",
         "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:STNM", "projection",
     })
@@ -145,6 +145,10 @@ class StackEngine(Engine):
             raise self.unsupported(query, query.within, f"WITHIN n EVENTS with disorder={disorder!r}")
         if query.strategy != "ALL":
             raise self.unsupported(query, query.ast, f"the {query.strategy} strategy with disorder={disorder!r}")
+        exists = query.features.get("exists")
+        if exists is not None and disorder in ("conservative", "aggressive"):
+            # a late witness would insert matches the conservative scopes never waited for
+            raise self.unsupported(query, exists, f"EXISTS with disorder={disorder!r}")
 
 
 register(StackEngine())

@@ -129,18 +129,20 @@ def _ranges(first: np.ndarray, stop: np.ndarray) -> tuple:
 
 
 class _Rows:
-    """Partial matches, one per row: an event index per bound slot, the equality group, the sub-stream."""
-    __slots__ = ("slots", "group", "substream")
+    """Partial matches, one per row: an event index per bound slot, the equality group, the sub-stream,
+    and per trailing EXISTS item the index of its first witness (when the matcher would emit)."""
+    __slots__ = ("slots", "group", "substream", "witness")
 
-    def __init__(self, slots: dict, group: np.ndarray, substream: np.ndarray):
-        self.slots, self.group, self.substream = slots, group, substream
+    def __init__(self, slots: dict, group: np.ndarray, substream: np.ndarray, witness=None):
+        self.slots, self.group, self.substream, self.witness = slots, group, substream, witness or {}
 
     def __len__(self):
         return len(self.group)
 
     def take(self, which) -> "_Rows":
         """The rows ``which`` (a mask or row numbers, repeats allowed)."""
-        return _Rows({s: v[which] for s, v in self.slots.items()}, self.group[which], self.substream[which])
+        return _Rows({s: v[which] for s, v in self.slots.items()}, self.group[which], self.substream[which],
+                     {j: v[which] for j, v in self.witness.items()})
 
 
 class ColumnarRun:
@@ -159,7 +161,7 @@ class ColumnarRun:
         self.type_code, kinds = pd.factorize(np.fromiter((e.type for e in events), dtype=object, count=len(events)))
         self.type_codes = {kind: code for code, kind in enumerate(kinds)}
         self.residual = [self._residual(neg) for neg in program.negations]
-        # a middle negation without its own correlated conditions bounds the range of its left neighbour
+        # a middle negation (or EXISTS) without correlated conditions bounds the range of its left neighbour
         self.bounding = {j for j, neg in enumerate(program.negations)
                          if 0 < neg.gap < program.n and self.residual[j] is None}
         self._build_stores()
@@ -254,9 +256,14 @@ class ColumnarRun:
         lo = layout.lo[rows.slots[program.n - 1]]     # the window's start (0 without a window)
         hi = right - 1
         for j in self.bounding:
-            if program.negations[j].gap == slot + 1:   # at or above the last negative event before ``right``
-                group = rows.group if program.negations[j].hash_attr is not None else rows.substream
-                lo = np.maximum(lo, self.stores[j].last_before(group, right))   # (it may be the neighbour)
+            neg = program.negations[j]
+            if neg.gap == slot + 1:
+                group = rows.group if neg.hash_attr is not None else rows.substream
+                latest = self.stores[j].last_before(group, right)
+                if neg.exists:   # below the last witness before ``right``
+                    hi = np.minimum(hi, latest - 1)
+                else:            # at or above the last negative event before ``right`` (it may be the neighbour)
+                    lo = np.maximum(lo, latest)
         if program.strategy == "STRICT":              # exactly the previous event of the sub-stream
             previous = layout.previous[right]
             lo, hi = np.maximum(lo, previous), np.minimum(hi, np.where(previous >= 0, previous, -1))
@@ -278,7 +285,8 @@ class ColumnarRun:
 
     def _clear(self, rows: _Rows, j: int) -> np.ndarray:
         """Per row: no event of negation ``j`` lies in its scope (LANGUAGE.md §10.4) and satisfies its
-        correlated conditions."""
+        correlated conditions; for an EXISTS item, some event does (a trailing one notes the first in
+        ``rows.witness``)."""
         program, layout = self.program, self.layout
         neg, store, chosen = program.negations[j], self.stores[j], rows.slots
         if neg.gap == 0:              # leading: from the window's start to the first event
@@ -289,20 +297,29 @@ class ColumnarRun:
             lo, hi = chosen[neg.gap - 1] + 1, chosen[neg.gap] - 1
         group = rows.group if neg.hash_attr is not None else rows.substream
         first, stop = store.span(group, lo, hi)
-        return self._none_satisfies(rows, first, stop, store, neg.var, self.residual[j])
+        witness = self._first_satisfying(rows, first, stop, store, neg.var, self.residual[j])
+        if not neg.exists:
+            return witness < 0
+        if neg.gap == program.n:
+            rows.witness[j] = witness
+        return witness >= 0
 
-    def _none_satisfies(self, rows: _Rows, first, stop, store: _Store, var, cond) -> np.ndarray:
-        """Per row: none of the store's instances first[r] <= i < stop[r], bound to ``var``, satisfies
-        ``cond`` (None: there is no instance at all)."""
+    def _first_satisfying(self, rows: _Rows, first, stop, store: _Store, var, cond) -> np.ndarray:
+        """Per row, the first of the store's instances first[r] <= i < stop[r] that satisfies ``cond``
+        (None: any) when bound to ``var``, as an event index; -1 if none does."""
+        if not len(store.index):
+            return np.full(len(rows), -1)
         if cond is None:
-            return stop <= first
+            return np.where(stop > first, store.index[np.minimum(first, len(store.index) - 1)], -1)
         row_of, pick = _ranges(first, stop)
         binding = {v: index[row_of] for v, index in self._binding(rows).items()}
         if var is not None:
             binding[var] = store.index[pick]
-        blocked = np.zeros(len(rows), dtype=bool)
-        blocked[row_of[self.table.test(cond, binding)]] = True
-        return ~blocked
+        hit = self.table.test(cond, binding)
+        found = np.full(len(rows), -1)
+        hit_rows, at = np.unique(row_of[hit], return_index=True)   # pairs are by row, then by index
+        found[hit_rows] = store.index[pick[hit]][at]
+        return found
 
     def _skip_till_next_match(self, rows: _Rows) -> _Rows:
         """SASE skip-till-next-match (digest 002 Def 6.1, as ``Core.next_match_ok``): no instance of slot
@@ -315,8 +332,8 @@ class ColumnarRun:
             lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi[chosen[0]])
             store = self.stacks[i + 1]
             first, stop = store.span(rows.substream, lo, hi)
-            rows = rows.take(self._none_satisfies(rows, first, stop, store, program.slots[i + 1].var,
-                                                  A.conjoin(joins)))
+            rows = rows.take(self._first_satisfying(rows, first, stop, store, program.slots[i + 1].var,
+                                                    A.conjoin(joins)) < 0)
         return rows
 
     # ------------------------------------------------------------------ results
@@ -327,9 +344,12 @@ class ColumnarRun:
             return []
         n = program.n
         chosen = {s: np.concatenate([rows.slots[s] for rows in done]) for s in range(n)}
-        if program.trailing:    # released once the scope has passed, or at the end of the stream
+        if len(program.trailing) > len(program.trailing_exists):
+            # a trailing negation: released once its scope has passed, or at the end of the stream
             emitted = np.minimum(np.minimum(layout.release_time[chosen[0]], layout.release_lpos[chosen[0]]),
                                  len(self.events) - 1)
+        elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
+            emitted = np.max([np.concatenate([rows.witness[j] for rows in done]) for j in program.trailing], axis=0)
         else:
             emitted = chosen[n - 1]
         order = np.lexsort([chosen[s] for s in range(n - 2, -1, -1)] + [chosen[n - 1]])

@@ -133,6 +133,7 @@ class Core:
         slots, stacks = program.slots, part.stacks
         window, span = program.window_time, program.window_events
         strict = program.strategy == "STRICT"
+        later = program.trailing_exists if self.ordered else ()   # in order, their witnesses are yet to come
         chosen = [None] * program.n
         binding = {}
         results = []
@@ -142,7 +143,7 @@ class Core:
                 if not join.test(binding):
                     return False
             for j in step.negations:
-                if not self.clear(part, j, chosen, binding):
+                if j not in later and not self.clear(part, j, chosen, binding):
                     return False
             return True
 
@@ -190,21 +191,22 @@ class Core:
 
     # ------------------------------------------------------------------ negation
     def clear(self, part: Partition, j: int, chosen, binding) -> bool:
-        """True when no stored event of negation ``j`` lies in its scope for ``chosen`` (NEEL bounds)."""
+        """True when no stored event of negation ``j`` lies in its scope for ``chosen`` (NEEL bounds), or,
+        for an EXISTS item, when some does."""
         program = self.program
         neg = program.negations[j]
         store = part.negs[j]
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)
         start, stop = store.span(lo, hi)
         if neg.correlated is None and lo_l == -math.inf and hi_l == math.inf:
-            return start >= stop
-        for entry in store.items[start:stop]:
-            if lo_l <= entry.lpos <= hi_l and self._correlated(neg, binding, entry):
-                return False
-        return True
+            return (start < stop) == neg.exists
+        found = any(lo_l <= entry.lpos <= hi_l and self._correlated(neg, binding, entry)
+                    for entry in store.items[start:stop])
+        return found == neg.exists
 
     def blocks(self, j: int, chosen, entry: Instance) -> bool:
-        """Does the negated instance ``entry`` fall in negation ``j``'s scope for ``chosen``?"""
+        """Does the stored ``entry`` fall in negation ``j``'s scope for ``chosen`` (and satisfy its
+        conditions)? It then blocks a negation, or witnesses an EXISTS item."""
         program = self.program
         neg = program.negations[j]
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)

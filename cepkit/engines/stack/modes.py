@@ -95,14 +95,16 @@ class StackMatcher(IncrementalPlan):
 
 
 class _Pending:
-    """A match waiting for its trailing negation's scope to pass."""
-    __slots__ = ("chosen", "deadline", "lpos_deadline", "alive")
+    """A match waiting for its trailing scope: to pass without a negated event, and to hold a witness of
+    each trailing EXISTS item (``missing`` lists those not yet seen)."""
+    __slots__ = ("chosen", "deadline", "lpos_deadline", "alive", "missing")
 
-    def __init__(self, chosen, deadline, lpos_deadline):
+    def __init__(self, chosen, deadline, lpos_deadline, missing):
         self.chosen = chosen
         self.deadline = deadline
         self.lpos_deadline = lpos_deadline
         self.alive = True
+        self.missing = set(missing)
 
 
 class InOrderMatcher(StackMatcher):
@@ -131,9 +133,7 @@ class InOrderMatcher(StackMatcher):
         entries = core.negation_entries(event, lpos)
         for j, part, inst in entries:
             if program.negations[j].gap == program.n:
-                for pending in self._waiting.get(core, ()):
-                    if pending.alive and core.blocks(j, pending.chosen, inst):
-                        pending.alive = False
+                out.extend(self._trailing_event(core, j, inst))
             core.store(j, part, inst)
         self._purge(core, event.time, lpos)
         for part, chosen in core.add_positive(event, lpos):
@@ -144,9 +144,25 @@ class InOrderMatcher(StackMatcher):
         out.extend(self._release_by_lpos(core, lpos))
         return out
 
+    def _trailing_event(self, core, j: int, inst) -> list:
+        """An event of trailing item ``j`` arrived: it blocks the waiting matches whose scope it falls in, or
+        witnesses their EXISTS item; a match with only EXISTS items trailing is final once all are seen."""
+        program, out = self.program, []
+        exists = program.negations[j].exists
+        final_when_seen = len(program.trailing_exists) == len(program.trailing)
+        for pending in self._waiting.get(core, ()):
+            if pending.alive and core.blocks(j, pending.chosen, inst):
+                if not exists:
+                    pending.alive = False
+                    continue
+                pending.missing.discard(j)
+                if final_when_seen and not pending.missing:
+                    out.extend(self._release(pending))
+        return out
+
     def _wait(self, core, chosen) -> None:
         deadline, lpos_deadline = self.program.deadline(chosen)
-        pending = _Pending(chosen, deadline, lpos_deadline)
+        pending = _Pending(chosen, deadline, lpos_deadline, self.program.trailing_exists)
         waiting = self._waiting.setdefault(core, [])
         if len(waiting) % 64 == 63:     # drop released and blocked ones now and then
             waiting[:] = [p for p in waiting if p.alive]
@@ -157,10 +173,11 @@ class InOrderMatcher(StackMatcher):
             heapq.heappush(self._by_lpos.setdefault(core, []), (lpos_deadline, next(self._seq), pending))
 
     def _release(self, pending) -> list:
+        """The scope is over (or the stream complete): emit the match unless blocked or lacking a witness."""
         if not pending.alive:
             return []
         pending.alive = False
-        return [self.emit(pending.chosen)]
+        return [] if pending.missing else [self.emit(pending.chosen)]
 
     def _release_by_time(self, now: float) -> list:
         """An event later than a deadline proves, in order, that nothing else can fall in that scope."""

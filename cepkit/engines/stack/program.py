@@ -4,7 +4,8 @@ condition is tested (digest 000a §1.4; negation bounds from digest 000b §1.2 a
 ``SEQ(A a, !B b, C c, D d) WHERE a.v = c.v and b.v > a.v WITHIN 10 s`` becomes
 
 - slots ``a`` (0), ``c`` (1), ``d`` (2): one active-instance stack each;
-- negation ``b`` in gap 1 (between slots 0 and 1; gap 0 is leading, gap 3 trailing);
+- negation ``b`` in gap 1 (between slots 0 and 1; gap 0 is leading, gap 3 trailing); an ``EXISTS T x``
+  item is a ``Negation`` with ``exists=True``: the same scope, with "some event" for "no event";
 - predicate scoping (digest 000b §1.2, "predicate scoping test", done by ``cepkit.lang.scope``): a
   conjunct that mentions a negated variable belongs to that negation ("there is no b with b.v > a.v");
   every other conjunct filters matches. Unary conjuncts filter events before they enter a stack or a negation store; the others are
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 
 import networkx as nx
 
@@ -42,7 +43,8 @@ class Slot:
 
 @dataclass(frozen=True)
 class Negation:
-    """``!T var`` in ``gap`` (0: before the first slot; n: after the last; g: between slots g-1 and g).
+    """``!T var`` in ``gap`` (0: before the first slot; n: after the last; g: between slots g-1 and g), or
+    ``EXISTS T var`` when ``exists``: the same scope must then hold some event instead of none.
 
     ``test`` filters the events kept in its store; ``correlated`` is the rest of its conditions, which
     mention positive variables too and need the slots ``needs`` (``own`` and ``correlated_conds`` are
@@ -55,9 +57,10 @@ class Negation:
     needs: frozenset
     hash_attr: Optional[str]
     atom: A.Atom
-    node: A.Not
+    node: Union[A.Not, A.Exists]
     own: Optional[A.Expr] = None
     correlated_conds: tuple = ()
+    exists: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ class Program:
         self.n = len(self.slots)
         self.hashed = self.slots[0].hash_attr is not None
         self.trailing = tuple(j for j, neg in enumerate(self.negations) if neg.gap == self.n)
+        self.trailing_exists = frozenset(j for j in self.trailing if self.negations[j].exists)
         self.orders = tuple(self._order(anchor) for anchor in range(self.n))
 
     def _order(self, anchor: int) -> tuple:
@@ -183,10 +187,11 @@ def compile_program(query, unsupported) -> Program:
         conjuncts.extend(conds)
         if isinstance(item, A.Atom):
             positives.append(item)
-        elif isinstance(item, A.Not):
+        elif isinstance(item, (A.Not, A.Exists)):
             inner, conds = _strip_filters(item.item)
             if not isinstance(inner, A.Atom):
-                raise unsupported(item, "negation of a composite pattern")
+                what = "negation" if isinstance(item, A.Not) else "EXISTS"
+                raise unsupported(item, f"{what} of a composite pattern")
             negated.append((inner, len(positives), item, conds))
         else:
             raise unsupported(item, f"{type(item).__name__} items inside SEQ")
@@ -216,7 +221,8 @@ def compile_program(query, unsupported) -> Program:
         correlated = [c for c in conds if set(A.variables_in(c)) & set(slot_of)]
         needs = frozenset(slot_of[v] for c in correlated for v in A.variables_in(c) if v in slot_of)
         negations.append(Negation(atom.var, types_of(atom), gap, _test(own), _test(correlated),
-                                  needs, hash_attrs.get(atom.var), atom, node, A.conjoin(own), tuple(correlated)))
+                                  needs, hash_attrs.get(atom.var), atom, node, A.conjoin(own), tuple(correlated),
+                                  exists=isinstance(node, A.Exists)))
 
     within = query.within
     strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)

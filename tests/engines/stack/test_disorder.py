@@ -175,3 +175,10 @@ def test_conservative_waits_on_one_negation_scope_after_the_other():
             {"type": "PUNCTUATION", "of": first, "ts": 10}, {"type": "PUNCTUATION", "of": second, "ts": 10})]
         assert [[m.positions for m in out] for out in outputs] == [[], [], [], [], [(0, 1, 2)]]
         assert matcher.close() == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(flat_seq_queries(exists=True).filter(lambda q: "EVENTS" not in q and "EXISTS" in q), disordered())
+def test_kslack_with_enough_slack_runs_exists_items(query, case):
+    arrived, delay = case
+    assert keys(cepkit.match(query, arrived, engine="stack", disorder="kslack", k=delay)) == truth(query, arrived)

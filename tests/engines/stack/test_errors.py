@@ -32,6 +32,13 @@ def test_out_of_order_modes_refuse_positional_semantics(query, what):
         cepkit.match(query, EVENTS, engine="stack", disorder="aggressive")
 
 
+@pytest.mark.parametrize("disorder", ["conservative", "aggressive"])
+def test_exists_is_refused_by_the_holding_and_retracting_modes(disorder):
+    with pytest.raises(cepkit.QueryError) as err:
+        cepkit.match("SEQ(A a, EXISTS C c, B b) WITHIN 5", EVENTS, engine="stack", disorder=disorder)
+    assert f"EXISTS with disorder='{disorder}'" in str(err.value) and err.value.column == 10
+
+
 def test_a_condition_relating_two_negations_is_an_error():
     with pytest.raises(cepkit.QueryError, match="two"):
         cepkit.match("SEQ(A a, !B b, C c, !D d, b.v = d.v)", EVENTS, engine="stack")
