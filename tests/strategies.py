@@ -120,16 +120,18 @@ def unary_queries(draw, types=TYPES, strategies=("ALL",), windows=True, partitio
 # ----------------------------------------------------------------------------- flat SEQ with negation (SASE)
 @st.composite
 def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, strategies=("ALL",),
-                     windows=True, partition=True):
+                     windows=True, partition=True, exists=False):
     """``SEQ(T1 x0, !T2 x1, T3 x2, ...) WHERE ...``: positive atoms with negations anywhere (leading, middle,
-    trailing; never two in a row), unary and binary (join) predicates, optional window, partition, strategy."""
+    trailing; never two in a row), unary and binary (join) predicates, optional window, partition, strategy;
+    with ``exists``, a negation may be an ``EXISTS`` item instead."""
     n = draw(st.integers(1, max_len))
     items, positives, negated = [], [], []
     for i in range(n):
         var = f"x{i}"
-        prev_negated = bool(items) and isinstance(items[-1], A.Not)
+        prev_negated = bool(items) and isinstance(items[-1], (A.Not, A.Exists))
         if negation and not prev_negated and draw(st.integers(0, 3)) == 0:
-            items.append(A.Not(A.Atom(draw(st.sampled_from(types)), var)))
+            guard = A.Exists if exists and draw(st.booleans()) else A.Not
+            items.append(guard(A.Atom(draw(st.sampled_from(types)), var)))
             negated.append(var)
         else:
             items.append(A.Atom(draw(st.sampled_from(types)), var))
@@ -150,7 +152,7 @@ def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, st
         for var in negated:
             if draw(st.booleans()):
                 conds.append(binary_condition(draw, var, draw(st.sampled_from(positives))))
-    has_edge_negation = isinstance(items[0], A.Not) or isinstance(items[-1], A.Not)
+    has_edge_negation = isinstance(items[0], (A.Not, A.Exists)) or isinstance(items[-1], (A.Not, A.Exists))
     within = None
     if (windows and draw(st.booleans())) or (has_edge_negation and draw(st.booleans())):
         within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"])))
