@@ -60,12 +60,12 @@ class View:
 
 
 class AggressiveView(View):
-    """A-CSV: ``right_bound`` and every result ending at or before it."""
+    """A-CSV: ``right_bound`` and every result ending at or before it, by end index."""
 
     def __init__(self, compute, floor):
         super().__init__(compute, floor)
         self.right_bound = -1
-        self.results: list = []
+        self.by_end: dict = {}
 
     def lookup(self, lo, hi):
         self.stats["lookups"] += 1
@@ -73,31 +73,41 @@ class AggressiveView(View):
             self.stats["partial"] += 1
             for end in range(self.right_bound + 1, hi):
                 self.stats["computed"] += 1
-                self.results += self.compute(end, self.floor(end))
+                self.by_end[end] = self.compute(end, self.floor(end))
             self.right_bound = hi - 1
         else:
             self.stats["hits"] += 1
-        return [r for r in self.results if lo < r.first and r.last < hi]
+        return _inside(self.by_end, lo, hi, lo + 1)
 
     def purge(self, before):
-        self.results = [r for r in self.results if r.first >= before]
+        self.by_end = {end: rs for end, rs in self.by_end.items() if end >= before}
 
     def size(self):
-        return len(self.results)
+        return sum(map(len, self.by_end.values()))
+
+
+def _inside(by_end: dict, lo: int, hi: int, first_end: int):
+    """The results of ``by_end`` strictly inside (lo, hi), ends from ``first_end`` on, lazily (a negation
+    stops at its first witness)."""
+    return (r for end in range(first_end, hi) for r in by_end.get(end, ()) if lo < r.first)
 
 
 class ViewInterval:
     """P-CSV/B-CSV: every result with lo < first and last < hi is present (in this VI or an earlier one)."""
-    __slots__ = ("lo", "hi", "results")
+    __slots__ = ("lo", "hi", "by_end")
 
     def __init__(self, lo: int, hi: int):
-        self.lo, self.hi, self.results = lo, hi, []
+        self.lo, self.hi, self.by_end = lo, hi, {}
 
     def contains(self, lo, hi) -> bool:
         return self.lo <= lo and hi <= self.hi
 
     def overlaps(self, lo, hi) -> bool:
         return self.lo < hi and lo < self.hi
+
+    @property
+    def results(self) -> list:
+        return [r for rs in self.by_end.values() for r in rs]
 
 
 class PassiveView(View):
@@ -108,11 +118,16 @@ class PassiveView(View):
         self.intervals: list = []
         self.seen: set = set()
 
-    def _store(self, vi: ViewInterval, results) -> None:
-        for r in results:
-            if r.key not in self.seen:
-                self.seen.add(r.key)
-                vi.results.append(r)
+    def _store(self, vi: ViewInterval, end: int, results) -> None:
+        fresh = [r for r in results if r.key not in self.seen]
+        self.seen.update(r.key for r in fresh)
+        if fresh:
+            vi.by_end.setdefault(end, []).extend(fresh)
+
+    def _fill(self, vi: ViewInterval, ends, start: int) -> None:
+        for end in ends:
+            self.stats["computed"] += 1
+            self._store(vi, end, self.compute(end, start))
 
     def _materialize(self, lo: int, hi: int) -> bool:
         """Make (lo, hi) complete; True if nothing had to be computed."""
@@ -121,14 +136,12 @@ class PassiveView(View):
         left = next((v for v in self.intervals if v.lo <= lo < v.hi < hi), None)
         if left is not None:  # sticks out on the right: compute the new end indices only
             self.stats["partial"] += 1
-            for end in range(left.hi, hi):
-                self.stats["computed"] += 1
-                self._store(left, [r for r in self.compute(end, left.lo + 1)])
+            self._fill(left, range(left.hi, hi), left.lo + 1)
             left.hi = hi
             return False
         self.stats["full"] += 1   # a left overhang cannot be patched (joins run right to left): from scratch
         vi = ViewInterval(lo, hi)
-        self._store(vi, self._ends(lo, hi, lo + 1))
+        self._fill(vi, range(lo + 1, hi), lo + 1)
         self.intervals.append(vi)
         return False
 
@@ -136,14 +149,14 @@ class PassiveView(View):
         self.stats["lookups"] += 1
         if self._materialize(lo, hi):
             self.stats["hits"] += 1
-        return [r for v in self.intervals if v.overlaps(lo, hi) for r in v.results if lo < r.first and r.last < hi]
+        overlapping = [v for v in self.intervals if v.overlaps(lo, hi)]
+        return (r for v in overlapping for r in _inside(v.by_end, lo, min(hi, v.hi), max(lo, v.lo) + 1))
 
     def purge(self, before):
-        kept = [v for v in self.intervals if v.hi > before]
         for v in self.intervals:
             if v.hi <= before:
                 self.seen.difference_update(r.key for r in v.results)
-        self.intervals = kept
+        self.intervals = [v for v in self.intervals if v.hi > before]
 
     def size(self):
         return sum(len(v.results) for v in self.intervals)
