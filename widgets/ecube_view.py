@@ -5,7 +5,8 @@ Queries are drawn by level of generality (the lattice's topological generations:
 top), under the virtual query v0 that stands for "from scratch". Grey lines are the refinement relations,
 coloured by kind (concept, pattern, both); the thick arrows are the evaluation plan, one per query, from
 the query (or v0) whose results it reuses, labelled with the direction (g→s, s→g, scratch) and the
-cost-model estimate. The hover of a query shows its text, its matches and how it was computed.
+cost-model estimate. The hover of a query shows its text, its matches and how it was computed; the
+diamond on a relation shows the OLAP operation it stands for (``TX → D at 1``, ``insert !D at 2``).
 
 Pick a query and an operation (a concept one level finer or coarser at a position, an item removed, or
 an item typed in to insert) and press *drill down* / *roll up*: the cube adds the new query, re-plans with
@@ -26,7 +27,7 @@ import cepkit
 from .execution import as_stream
 
 ROOT = "v0"
-TRACES = ("concept edges", "pattern edges", "both edges", "plan edges", "plan labels", "queries")
+TRACES = ("concept edges", "pattern edges", "both edges", "plan edges", "plan labels", "relations", "queries")
 KIND_COLOR = {"concept": "#7fa7c9", "pattern": "#c9a27f", "both": "#a58fc0"}
 PLAN_COLOR = "#e07000"
 
@@ -39,6 +40,18 @@ def lattice_layout(graph: nx.DiGraph) -> dict:
         for k, name in enumerate(row):
             positions[name] = (k - (len(row) - 1) / 2, -float(depth))
     return positions
+
+
+def relation_text(cube, general: str, specific: str) -> str:
+    """The OLAP operation a lattice edge stands for (digest §7 item 1): the concepts it refines and the
+    items it inserts, 1-based positions of the specific query (WE-3)."""
+    data = cube.graph.edges[general, specific]
+    g_items, s_items = cube.shapes[general].items, cube.shapes[specific].items
+    embedding = data["refinement"].embedding
+    parts = [f"{g_items[g]} → {s_items[s]} at {s + 1}" for g, s in enumerate(embedding)
+             if not g_items[g].same_as(s_items[s])]
+    parts += [f"insert {item} at {k + 1}" for k, item in enumerate(s_items) if k not in embedding]
+    return f"{general} → {specific} ({data['kind']} drill-down): " + "; ".join(parts)
 
 
 def _segments(pairs, positions) -> dict:
@@ -154,6 +167,8 @@ class ECubeView(widgets.VBox):
         figure.add_scatter(name="plan edges", mode="lines", hoverinfo="skip", line={"color": PLAN_COLOR, "width": 3.5})
         figure.add_scatter(name="plan labels", mode="text", textfont={"size": 10, "color": "#7a3d00"},
                            hoverinfo="skip")
+        figure.add_scatter(name="relations", mode="markers", hovertemplate="%{hovertext}<extra></extra>",
+                           marker={"size": 9, "color": "#9aa7b4", "symbol": "diamond"})
         figure.add_scatter(name="queries", mode="markers+text", textposition="middle center",
                            hovertemplate="%{hovertext}<extra></extra>",
                            marker={"size": 38, "color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 2}})
@@ -168,6 +183,10 @@ class ECubeView(widgets.VBox):
         for kind in ("concept", "pattern", "both"):
             pairs = [(u, v) for u, v, k in cube.graph.edges(data="kind") if k == kind]
             self.trace(f"{kind} edges").update(**_segments(pairs, positions))
+        edges = list(cube.graph.edges)
+        self.trace("relations").update(x=[(positions[u][0] + positions[v][0]) / 2 for u, v in edges],
+                                       y=[(positions[u][1] + positions[v][1]) / 2 for u, v in edges],
+                                       hovertext=[relation_text(cube, u, v) for u, v in edges])
         self.trace("plan edges").update(**_segments([(s.source or ROOT, s.query) for s in plan.steps], positions))
         labels = {"x": [], "y": [], "text": []}
         for s in plan.steps:

@@ -96,3 +96,14 @@ def test_a_cube_that_has_run_is_shown_without_running_again():
     assert view.results.keys() == results.keys()
     with pytest.raises(ValueError, match="has run"):
         ECubeView(cepkit.ECube(QUERIES, HIERARCHY))
+
+
+def test_each_relation_names_its_olap_operation():
+    """Digest 000a §7 item 1 and WE-3: an edge shows the concept replacements and insertions it stands for."""
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    hovers = dict(zip(zip(view.trace("relations").x, view.trace("relations").y), view.trace("relations").hovertext))
+    texts = set(hovers.values())
+    assert len(texts) == view.cube.graph.number_of_edges()
+    assert "q1 → q2 (concept drill-down): TX → D at 1; OK → T at 2" in texts
+    assert "q3 → q6 (pattern drill-down): insert D at 3" in texts
+    assert "q1 → q3 (both drill-down): TX → G at 1; OK → T at 3; insert A at 2" in texts
