@@ -194,7 +194,7 @@ class RcepMatcher(IncrementalPlan):
         found = self._consume(found, key, event.position)
         found = self._project(found)
         stats.matches += len(found)
-        return [replace(m, emitted_at=event.position) for m in found]
+        return found
 
     def _select(self, found: list) -> list:
         """The strategy among the matches ending at this trigger (NEXT/LAST/MAX; STRICT was enumerated)."""
@@ -232,7 +232,7 @@ class RcepMatcher(IncrementalPlan):
         out = []
         for m in found:
             bindings = {v: p for v, p in m.bindings.items() if v in select}
-            projected = Match.of(bindings)
+            projected = replace(Match.of(bindings), emitted_at=m.emitted_at)
             if projected.positions and projected.key not in self.reported:
                 self.reported.add(projected.key)
                 out.append(projected)
@@ -257,6 +257,8 @@ class Recomputation:
         if not self._candidates():
             return []
         self._join()
+        self.positions = [[self.trees[s].events[row].position for row in rows] for s, rows in enumerate(self.rows)]
+        self.checked = bool(self.plan.pattern.residual) or any(slot.per_event for slot in self.slots)
         out = []
         for chosen in self._bind(self.last, self.allowed, None):
             match = self._emit(chosen)
@@ -477,28 +479,37 @@ class Recomputation:
     def _count_before(self, s: int, next_first: int) -> int:
         return int(np.searchsorted(self.trees[s].seq[self.rows[s]], next_first, side="left"))
 
-    # ------------------------------------------------------------------ 4. residual conditions
+    # ------------------------------------------------------------------ 4. residual conditions, output
     def _emit(self, chosen: list):
-        """The match of one enumerated binding, if its residual and per-event conditions hold."""
+        """The match of one enumerated binding (slots right to left), if its residual and per-event
+        conditions hold. Slots are in sequence order and chains in time order, so the positions come out
+        sorted (in an in-order stream, position order is the logical order)."""
+        chosen = chosen[::-1]
+        if self.checked and not self._holds(chosen):
+            return None
+        positions, bindings = [], {}
+        for s, rows in chosen:
+            picked = [self.positions[s][row] for row in rows]
+            positions += picked
+            var = self.slots[s].var
+            if var is not None:
+                bindings[var] = tuple(picked) if self.slots[s].kleene else picked[0]
+        return Match(tuple(positions), bindings, emitted_at=self.trigger.position)
+
+    def _holds(self, chosen: list) -> bool:
+        """The residual conjuncts and the per-event conditions, by the language's evaluator."""
         events, env = [], {}
         for s, rows in chosen:
             tree = self.trees[s]
-            picked = [tree.events[self.rows[s][row]] for row in rows]
-            indices = tuple(range(len(events), len(events) + len(picked)))
-            events.extend(picked)
+            indices = tuple(range(len(events), len(events) + len(rows)))
+            events += [tree.events[self.rows[s][row]] for row in rows]
             var = self.slots[s].var
             if var is not None:
                 env[var] = indices if self.slots[s].kleene else indices[0]
         if not all(holds(cond, env, events) for cond in self.plan.pattern.residual):
-            return None
-        for s, _ in chosen:
-            slot = self.slots[s]
-            for cond in slot.per_event:
-                if not all(holds(cond, {**env, slot.var: i}, events) for i in env[slot.var]):
-                    return None
-        bindings = {var: (tuple(events[i].position for i in value) if isinstance(value, tuple)
-                          else events[value].position) for var, value in env.items()}
-        return Match(tuple(sorted(e.position for e in events)), bindings)
+            return False
+        return all(holds(cond, {**env, self.slots[s].var: i}, events)
+                   for s, _ in chosen for cond in self.slots[s].per_event for i in env[self.slots[s].var])
 
 
 __all__ = ["RcepPlan", "RcepMatcher", "Stats"]
