@@ -172,3 +172,75 @@ def test_drill_down_needs_a_run_first():
     cube = ECube({"q": "SEQ(P p, C c)"}, {"P": ["A", "B"]})
     with pytest.raises(ValueError, match="run the cube"):
         cube.drill_down("q", concept=[("P", "A", 1)])
+
+
+# ----------------------------------------------------------------------------- attribute hierarchies
+PLACES = cepkit.Hierarchy({"R": ["P", "Q"], "P": ["a", "b"], "Q": ["c"]}, attribute="loc")
+PLACE_NAMES = [None, "R", "P", "Q", "a", "b", "c"]       # None: no condition on loc (any value)
+
+
+@st.composite
+def place_families(draw):
+    """Queries over types M and N whose items carry a loc concept (or none), and relatives made by
+    refining or generalising one item's place, inserting or removing an item."""
+    names = iter(f"x{i}" for i in range(100))
+
+    def item(positive=True):
+        return (positive, draw(st.sampled_from(["M", "N"])), next(names), draw(st.sampled_from(PLACE_NAMES)))
+
+    items = draw(st.permutations([item()] + [item(draw(st.integers(0, 2)) > 0)
+                                             for _ in range(draw(st.integers(0, 2)))]))
+    within = draw(st.sampled_from([None, A.Window(4, None), A.Window(4, "EVENTS")]))
+
+    def text(its):
+        pattern = A.Seq(tuple(A.Atom(t, v) if p else A.Not(A.Atom(t, v)) for p, t, v, _ in its))
+        conds = [A.Compare("=", A.Attr(v, "loc"), A.Literal(place)) for _, _, v, place in its if place]
+        return pretty(A.QueryNode(pattern=pattern, where=A.conjoin(conds), within=within))
+
+    family = [items]
+    for _ in range(draw(st.integers(1, 3))):
+        its = list(draw(st.sampled_from(family)))
+        k = draw(st.integers(0, len(its) - 1))
+        positive, type_, var, place = its[k]
+        step = draw(st.sampled_from(["down", "up", "insert", "remove"]))
+        if step == "down":
+            below = sorted(PLACES.covers(place) - {place}) if place else ["R"]
+            if below:
+                its[k] = (positive, type_, var, draw(st.sampled_from(below)))
+        elif step == "up" and place:
+            parents = PLACES.parents(place)
+            its[k] = (positive, type_, var, parents[0] if parents else None)
+        elif step == "insert" and len(its) < 4:
+            its.insert(draw(st.integers(0, len(its))), item(draw(st.booleans())))
+        elif step == "remove" and sum(p for p, *_ in its) - positive >= 1:
+            del its[k]
+        family.append(its)
+    texts = list(dict.fromkeys(text(its) for its in family))
+    return {f"q{i}": t for i, t in enumerate(texts)}
+
+
+@st.composite
+def place_streams(draw):
+    ts, out = 0, []
+    for _ in range(draw(st.integers(0, 10))):
+        ts += draw(st.integers(0, 2))
+        out.append({"type": draw(st.sampled_from(["M", "N"])), "ts": ts,
+                    "loc": draw(st.sampled_from(["a", "b", "c", "d", "P", None]))})
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(place_families(), place_streams())
+def test_attribute_hierarchies_reuse_exactly(queries, events):
+    """Concepts of an attribute (LANGUAGE.md §7) refine like types: every query and every offered edge
+    (value complements such as "P but not a", "any value but not in Q") gives the reference's rows."""
+    cube = ECube(queries, PLACES)
+    results = cube.run(events)
+    rows = {name: reference_rows(text, events, PLACES) for name, text in queries.items()}
+    for name in queries:
+        assert {m.positions for m in results[name]} == rows[name], (name, queries[name])
+    executor = Executor(Stream.from_any(events))
+    for source, target, data in cube.candidates(cube.statistics).edges(data=True):
+        if source != ROOT:
+            assert data["strategy"].run(executor, rows[source]) == rows[target], \
+                (source, target, data["method"], queries[source], queries[target])
