@@ -1,5 +1,9 @@
-"""The ``stack`` engine: SASE active-instance stacks for flat SEQ queries with negation, joins and
-windows, in order or out of order (digest 000a §1-2, seed 000 ch. 2-3).
+"""The ``stack`` engine: SASE active-instance stacks for flat SEQ queries with negation, EXISTS, joins
+and windows, in order or out of order (digest 000a §1-2, seed 000 ch. 2-3).
+
+``run`` on an in-order stream is the columnar run (``batch``: the stacks as sorted arrays, construction
+as vectorized range joins); ``matcher()`` and the out-of-order modes push events one by one through the
+stacks (``core``, ``modes``). Both give the same matches (docs/stack-engine.md).
 
 >>> import cepkit
 >>> events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 2}, {"type": "A", "ts": 3}, {"type": "B", "ts": 4}]

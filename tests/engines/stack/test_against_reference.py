@@ -47,7 +47,7 @@ def test_incremental_matcher_agrees_with_batch(query, events):
     assert all(m.emitted_at is None or m.positions[-1] <= m.emitted_at for m in pushed)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(flat_seq_queries(exists=True, strategies=("ALL", "STRICT", "PARTITION_STRICT", "STNM")), streams(max_size=12))
 def test_exists_items_agree(query, events):
     """EXISTS items (NEEL, digest 000b §1.2; LANGUAGE.md §2, §10.11): the negation scopes, with "some event"."""

@@ -177,7 +177,7 @@ def test_conservative_waits_on_one_negation_scope_after_the_other():
         assert matcher.close() == []
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(flat_seq_queries(exists=True).filter(lambda q: "EVENTS" not in q and "EXISTS" in q), disordered())
 def test_kslack_with_enough_slack_runs_exists_items(query, case):
     arrived, delay = case
