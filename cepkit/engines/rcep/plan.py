@@ -99,12 +99,12 @@ class RcepPlan(Plan):
 
     def run(self, stream) -> list:
         matcher = self.matcher()
-        found = [m for event in stream for m in matcher.push(event)]
-        self._stats = matcher.stats
-        return found
+        return [m for event in stream for m in matcher.push(event)]
 
     def matcher(self) -> "RcepMatcher":
-        return RcepMatcher(self)
+        matcher = RcepMatcher(self)
+        self._stats = matcher.stats   # info() reports the latest run or matcher
+        return matcher
 
     def info(self) -> dict:
         stats = self._stats

@@ -25,6 +25,9 @@ import numpy as np
 from ...lang.values import COMPARE
 from .keys import NUMPY_COMPARE
 
+LEAF = 64
+"""Points per Z-region at most (a leaf of the thesis's B+tree)."""
+
 LEMMA_ONE = {"<": ("max", "min"), "<=": ("max", "min"), ">": ("min", "max"), ">=": ("min", "max"),
              "=": None, "!=": None}
 """φ -> (corner of r, corner of r') to test for full dominance (Lemma 1); Lemma 2 swaps the corners."""
@@ -90,24 +93,23 @@ def z_less(p, q) -> bool:
     return p[deciding] < q[deciding]
 
 
-def regions_from_distances(distances) -> list:
-    """Z-regions from the ``Dis`` of neighbours in Z-order (§2.5, Example 5): a point joins the region of
-    the point before it when it shares at least as many leading bits with it as with the point after it,
-    and, once a region has a prefix length, at least that many. Returns lists of indices.
+def z_regions(distances, capacity: int) -> list:
+    """Z-regions of points sorted in Z-order, from the ``Dis`` of each point with the next (§2.5): a run
+    of more than ``capacity`` points (a leaf) is cut wherever neighbours share the fewest leading bits
+    (the thesis splits a full leaf at its largest gap), and each part again until all fit. Returns lists
+    of indices. §5 T6 (Example 5), leaves of three:
 
-    >>> regions_from_distances([0, 2, 2, 0, 2, 2, 1, 3, 3])   # §5 T6
+    >>> z_regions([0, 2, 2, 0, 2, 2, 1, 3, 3], capacity=3)
     [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
     """
-    regions, prefix = [[0]], None
-    for i, d in enumerate(distances, start=1):
-        following = distances[i] if i < len(distances) else -1
-        if (prefix is None and d >= following) or (prefix is not None and d >= prefix):
-            regions[-1].append(i)
-            prefix = d if prefix is None else prefix
-        else:
-            regions.append([i])
-            prefix = None
-    return regions
+    def split(lo: int, hi: int) -> list:        # points lo..hi-1; distances[i] is between i and i+1
+        if hi - lo <= capacity:
+            return [list(range(lo, hi))]
+        gap = min(distances[lo:hi - 1])
+        cuts = [lo] + [i + 1 for i in range(lo, hi - 1) if distances[i] == gap] + [hi]
+        return [region for a, b in zip(cuts, cuts[1:]) for region in split(a, b)]
+
+    return split(0, len(distances) + 1)
 
 
 def dominance(ops, lower, upper, other_lower, other_upper) -> str:
@@ -152,10 +154,10 @@ def rank_encode(outer: np.ndarray, inner: np.ndarray) -> tuple:
 
 
 def region_join(ops, outer: np.ndarray, outer_valid: np.ndarray, inner: np.ndarray, inner_valid: np.ndarray,
-                stats: dict = None) -> np.ndarray:
+                stats: dict = None, capacity: int = LEAF) -> np.ndarray:
     """Algorithm 4: B[u, v] = every ``outer[u, k] ops[k] inner[v, k]`` (points as rows, one column per
-    dimension, numbers; a row with a null never joins). ``stats`` (if given) counts blocks "full",
-    "partial", "none" and the pairs "tested" one by one.
+    dimension, numbers; a row with a null never joins), over Z-regions of at most ``capacity`` points.
+    ``stats`` (if given) counts region pairs "full", "partial", "none" and the pairs "tested" one by one.
 
     >>> ops = ("<", ">")     # a.price < b.price and a.time > b.time
     >>> a = np.array([[1., 9], [2, 8], [9, 1]]); b = np.array([[5., 5], [6, 4]])
@@ -179,7 +181,7 @@ def region_join(ops, outer: np.ndarray, outer_valid: np.ndarray, inner: np.ndarr
         z = z_addresses(points, bits)
         order = sorted(range(len(rows)), key=z.__getitem__)
         distances = [dis(z[a], z[b], width) for a, b in zip(order, order[1:])]
-        regions = [np.array([order[i] for i in region]) for region in regions_from_distances(distances)]
+        regions = [np.array([order[i] for i in region]) for region in z_regions(distances, capacity)]
         sides.append([(rows[r], points[r].min(axis=0).tolist(), points[r].max(axis=0).tolist(), points[r])
                       for r in regions])
     for rows, lower, upper, points in sides[0]:

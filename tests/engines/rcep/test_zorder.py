@@ -3,7 +3,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepkit.engines.rcep.zorder import (dis, dominance, extract, interleave, region_join, regions_from_distances,
+from cepkit.engines.rcep.zorder import (dis, dominance, extract, interleave, region_join, z_regions,
                                         z_less)
 
 OPS = ["<", "<=", ">", ">=", "=", "!="]
@@ -24,9 +24,12 @@ def test_t5_bit_helpers():
 
 def test_t6_z_region_scan():
     """§5 T6 (Example 5): Dis z1-z2 = 0, z2-z3 = 2, z4-z5 = 0, z5-z6 = z6-z7 = 2 (the others lost, chosen
-    consistently): regions {z1}, {z2, z3, z4}, {z5, z6, z7}, {z8, z9, z10}."""
+    consistently), leaves of three: regions {z1}, {z2, z3, z4}, {z5, z6, z7}, {z8, z9, z10}; every point
+    in exactly one region, in Z-order."""
     distances = [0, 2, 2, 0, 2, 2, 1, 3, 3]
-    assert regions_from_distances(distances) == [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert z_regions(distances, capacity=3) == [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
+    assert z_regions(distances, capacity=10) == [list(range(10))]
+    assert [i for region in z_regions(distances, capacity=1) for i in region] == list(range(10))
 
 
 def test_t7_region_dominance():
@@ -60,7 +63,8 @@ def test_region_join_is_the_pairwise_join(ops, data):
     outer_valid = np.array(data.draw(st.lists(st.booleans(), min_size=len(outer), max_size=len(outer))))
     inner_valid = np.ones(len(inner), dtype=bool)
     stats = {}
-    joined = region_join(tuple(ops), outer, outer_valid, inner, inner_valid, stats)
+    capacity = data.draw(st.sampled_from([1, 2, 4, 64]))
+    joined = region_join(tuple(ops), outer, outer_valid, inner, inner_valid, stats, capacity)
     expected = outer_valid[:, None] & inner_valid[None, :]
     for k, op in enumerate(ops):
         expected &= {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
