@@ -155,8 +155,9 @@ class ECube:
         return self.results
 
     def _execute(self, plan: Plan) -> None:
+        """Compute, in plan order, every query not kept yet (the sources come first)."""
         for step in plan.steps:
-            if step.direction == "cached":
+            if step.query in self._rows:
                 continue
             rows = None if step.source is None else self._rows[step.source]
             self._rows[step.query] = step.strategy.run(self._executor, rows)
@@ -227,6 +228,7 @@ class ECube:
         if existing is None:
             existing = as_name or self._fresh_name(name)
             self.add(existing, query)
+        if existing not in self._rows:      # new, or added since the run
             self._execute(self.plan(statistics=self.statistics, directions=self._directions))
         return self._matches(existing)
 

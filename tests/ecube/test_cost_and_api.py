@@ -98,3 +98,14 @@ def test_work_counts_what_reuse_saves():
     reused.run(events)
     assert reused.work["events_read"] < alone.work["events_read"]
     assert ECube(queries, COMPANIES).work == {"evaluations": 0, "events_read": 0}
+
+
+def test_a_query_added_after_the_run_is_computed_when_an_operation_reaches_it():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["INTC", "QQQ", "DELL", "FCF"])]
+    cube = ECube({"general": "SEQ(Computer c, Finance f)"}, COMPANIES)
+    cube.run(events)
+    cube.add("child", "SEQ(INTC c, Finance f)")
+    assert "child" not in cube.results
+    got = cube.drill_down("general", concept=[("Computer", "INTC", 1)])
+    assert got.query == cube.queries["child"] and got.positions() == [(0, 1), (0, 3)]
+    assert cube.last_plan.step("child").source == "general"
