@@ -130,10 +130,9 @@ class ECube:
                 statistics = self.statistics
             else:
                 statistics = Statistics.measure(Stream.from_any(events), self._attribute)
-        names = list(self.shapes)
         self._directions = tuple(directions)
-        self.last_plan = make_plan(self.candidates(statistics, directions), order_key=lambda n: (n != ROOT, names.index(n)
-                                                                                       if n in names else -1))
+        declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}   # ties in declaration order
+        self.last_plan = make_plan(self.candidates(statistics, directions), order_key=declared.__getitem__)
         return self.last_plan
 
     @property
