@@ -5,7 +5,8 @@ Queries are drawn by level of generality (the lattice's topological generations:
 top), under the virtual query v0 that stands for "from scratch". Grey lines are the refinement relations,
 coloured by kind (concept, pattern, both); the thick arrows are the evaluation plan, one per query, from
 the query (or v0) whose results it reuses, labelled with the direction (g→s, s→g, scratch) and the
-cost-model estimate. The hover of a query shows its text, its matches and how it was computed; the
+cost-model estimate (tick *every candidate edge* to see all of Chase's graph, each edge with its direction
+and cost). The hover of a query shows its text, its matches and how it was computed; the
 diamond on a relation shows the OLAP operation it stands for (``TX → D at 1``, ``insert !D at 2``).
 
 Pick a query and an operation (a concept one level finer or coarser at a position, an item removed, or
@@ -27,7 +28,8 @@ import cepkit
 from .execution import as_stream
 
 ROOT = "v0"
-TRACES = ("concept edges", "pattern edges", "both edges", "plan edges", "plan labels", "relations", "queries")
+TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
+          "plan labels", "relations", "queries")
 KIND_COLOR = {"concept": "#7fa7c9", "pattern": "#c9a27f", "both": "#a58fc0"}
 PLAN_COLOR = "#e07000"
 
@@ -88,14 +90,17 @@ class ECubeView(widgets.VBox):
                                    layout={"width": "260px"})
         self.drill_button = widgets.Button(description="drill down", icon="arrow-down")
         self.roll_button = widgets.Button(description="roll up", icon="arrow-up")
+        self.show_candidates = widgets.Checkbox(description="every candidate edge (Chase's graph)", value=False,
+                                                indent=False)
         self.status = widgets.HTML()
         self.table = widgets.HTML()
         self.query_picker.observe(lambda _: self._refresh_operations(), names="value")
+        self.show_candidates.observe(lambda _: self._draw_candidates(lattice_layout(self.cube.graph)), names="value")
         self.drill_button.on_click(lambda _: self.apply("drill_down"))
         self.roll_button.on_click(lambda _: self.apply("roll_up"))
         controls = widgets.HBox([self.query_picker, self.operation, self.insert, self.drill_button,
                                  self.roll_button])
-        super().__init__([self.figure, controls, self.status, self.table])
+        super().__init__([self.figure, controls, self.show_candidates, self.status, self.table])
         self._redraw()
 
     def trace(self, name: str):
@@ -164,6 +169,10 @@ class ECubeView(widgets.VBox):
             figure.add_scatter(name=f"{kind} edges", mode="lines", hoverinfo="skip",
                                line={"color": KIND_COLOR[kind], "width": 1.5,
                                      "dash": "solid" if kind == "concept" else "dash" if kind == "pattern" else "dot"})
+        figure.add_scatter(name="candidate edges", mode="lines", hoverinfo="skip",
+                           line={"color": "#f0b27a", "width": 1, "dash": "dot"})
+        figure.add_scatter(name="candidate labels", mode="text", textfont={"size": 9, "color": "#b9770e"},
+                           hoverinfo="skip")
         figure.add_scatter(name="plan edges", mode="lines", hoverinfo="skip", line={"color": PLAN_COLOR, "width": 3.5})
         figure.add_scatter(name="plan labels", mode="text", textfont={"size": 10, "color": "#7a3d00"},
                            hoverinfo="skip")
@@ -203,10 +212,26 @@ class ECubeView(widgets.VBox):
                        showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2, arrowcolor=PLAN_COLOR, text="")
                   for s in plan.steps]
         self.figure.layout.annotations = arrows
+        self._draw_candidates(positions)
         self.figure.layout.title = (f"plan cost {plan.cost:.4g} (each query alone: {plan.scratch_cost:.4g}); "
                                     "orange: evaluation order")
         self.table.value = self._table()
         self._refresh_operations()
+
+    def _draw_candidates(self, positions: dict) -> None:
+        """Every edge Chase chose from (digest §7 item 2), each labelled near its source with its
+        direction and cost; empty unless ``show_candidates`` is ticked."""
+        graph = self.cube.last_plan.graph
+        edges = [(u, v, d) for u, v, d in graph.edges(data=True) if d["direction"] != "cached"] \
+            if self.show_candidates.value else []
+        self.trace("candidate edges").update(**_segments([(u, v) for u, v, _ in edges], positions))
+        labels = {"x": [], "y": [], "text": []}
+        for u, v, data in edges:
+            (x0, y0), (x1, y1) = positions[u], positions[v]
+            labels["x"].append(0.7 * x0 + 0.3 * x1)
+            labels["y"].append(0.7 * y0 + 0.3 * y1)
+            labels["text"].append(f"{data['direction']} {data['cost']:.3g}")
+        self.trace("candidate labels").update(**labels)
 
     def _refresh_operations(self) -> None:
         name = self.query_picker.value

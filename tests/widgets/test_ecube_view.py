@@ -107,3 +107,15 @@ def test_each_relation_names_its_olap_operation():
     assert "q1 → q2 (concept drill-down): TX → D at 1; OK → T at 2" in texts
     assert "q3 → q6 (pattern drill-down): insert D at 3" in texts
     assert "q1 → q3 (both drill-down): TX → G at 1; OK → T at 3; insert A at 2" in texts
+
+
+def test_the_candidate_edges_of_chase_show_on_demand():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    assert segments(view.trace("candidate edges")) == 0
+    view.show_candidates.value = True
+    graph = view.cube.last_plan.graph
+    assert segments(view.trace("candidate edges")) == graph.number_of_edges()
+    assert sorted(view.trace("candidate labels").text) == sorted(
+        f"{d['direction']} {d['cost']:.3g}" for _, _, d in graph.edges(data=True))
+    view.show_candidates.value = False
+    assert segments(view.trace("candidate edges")) == 0
