@@ -40,7 +40,7 @@ from .views import CACHING_MODES
 
 __all__ = ["NestedEngine", "NestedPlan"]
 
-PURGE_EVERY = 64   # pushes between two purges of a matcher's stacks and views
+PURGE_EVERY = 64   # triggers (or pushes) between two purges of the stacks and views
 
 
 class NestedPlan(Plan):
@@ -68,8 +68,10 @@ class NestedPlan(Plan):
         execution = Execution(self, complete=True)
         located = [execution.add(event) for event in stream]
         found = []
-        for part, end in filter(None, located):
+        for k, (part, end) in enumerate(filter(None, located)):
             found += execution.settle(part, part.trigger(end))
+            if k % PURGE_EVERY == PURGE_EVERY - 1:
+                part.purge(end)
         self._last = execution
         return found
 
@@ -112,7 +114,7 @@ class NestedMatcher(IncrementalPlan):
         self.pushed += 1
         if self.pushed % PURGE_EVERY == 0:
             for part in execution.parts.values():
-                part.purge()
+                part.purge(part.n - 1)
         return [replace(m, emitted_at=event.position) for m in out]
 
     def close(self) -> list:

@@ -261,11 +261,12 @@ class SubStream:
         pending, self.pending = self.pending, []
         return [(r, self.valid(r, {}, self.window_scope(r.first, r.last), r.positions)) for r in pending]
 
-    def purge(self) -> None:
-        """Forget stacks, prefixes and view results no candidate can use any more (sliding window)."""
+    def purge(self, now: int) -> None:
+        """Forget stacks, prefixes and view results no candidate triggered at ``now`` or later can use (they
+        lie more than twice the window back, or before a pending candidate's reach)."""
         if self.run.window is None or not self.events:
             return
-        horizon = self.floor(self.n - 1)
+        horizon = self.floor(now)
         pending = min((r.first for r in self.pending), default=horizon)
         before = max(0, min(horizon, self.floor(pending)))
         self.stacks = {k: v for k, v in self.stacks.items() if k[1] >= before}

@@ -12,6 +12,7 @@ PreCache of Ex 27, share one prefix operator too: ``WinSeq.prefixes``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 from ...lang import ast as A
@@ -33,9 +34,10 @@ class Partial:
         object.__setattr__(self, "first", min(self.positions))
         object.__setattr__(self, "last", max(self.positions))
 
-    @property
+    @cached_property
     def key(self) -> tuple:
-        return self.positions, tuple(sorted(self.bindings.items()))
+        """(C, β): one operator builds its bindings in one variable order, so no sorting is needed."""
+        return self.positions, tuple(self.bindings.items())
 
 
 class Operator:

@@ -125,9 +125,9 @@ class PassiveView(View):
             vi.by_end.setdefault(end, []).extend(fresh)
 
     def _fill(self, vi: ViewInterval, ends, start: int) -> None:
-        for end in ends:
+        for end in ends:  # a result starting before floor(end) is in no QI (see ``floor``)
             self.stats["computed"] += 1
-            self._store(vi, end, self.compute(end, start))
+            self._store(vi, end, self.compute(end, max(start, self.floor(end))))
 
     def _materialize(self, lo: int, hi: int) -> bool:
         """Make (lo, hi) complete; True if nothing had to be computed."""
@@ -153,10 +153,17 @@ class PassiveView(View):
         return (r for v in overlapping for r in _inside(v.by_end, lo, min(hi, v.hi), max(lo, v.lo) + 1))
 
     def purge(self, before):
+        """Drop VIs wholly before ``before`` and, from the others, results starting before it: no later QI
+        reaches them, so each VI stays complete from ``before - 1`` on (the purge [R] leaves open, §6.2 IMPL)."""
+        kept = []
         for v in self.intervals:
-            if v.hi <= before:
-                self.seen.difference_update(r.key for r in v.results)
-        self.intervals = [v for v in self.intervals if v.hi > before]
+            old = [r for r in v.results if r.first < before]
+            self.seen.difference_update(r.key for r in old)
+            if v.hi > before:
+                v.by_end = {end: [r for r in rs if r.first >= before] for end, rs in v.by_end.items() if end >= before}
+                v.lo = max(v.lo, before - 1)
+                kept.append(v)
+        self.intervals = kept
 
     def size(self):
         return sum(len(v.results) for v in self.intervals)
