@@ -29,7 +29,7 @@ from ...runtime.events import PUNCTUATION
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
-from .program import compile_program
+from .program import compile_program, type_hierarchy
 
 __all__ = ["StackEngine", "StackPlan"]
 
@@ -75,7 +75,7 @@ class StackPlan(Plan):
         if self.disorder == "kslack":
             return KSlackMatcher(self.program, self.k)
         if self.disorder == "conservative":
-            return ConservativeMatcher(self.program, self.max_delay, self.query.hierarchy)
+            return ConservativeMatcher(self.program, self.max_delay, type_hierarchy(self.query))
         if self.disorder == "aggressive":
             return AggressiveMatcher(self.program, self.max_delay)
         return InOrderMatcher(self.program)

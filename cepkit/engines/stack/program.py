@@ -174,7 +174,7 @@ def compile_program(query, unsupported) -> Program:
     """
     pattern, conjuncts = _strip_filters(query.scoped)
     items = pattern.items if isinstance(pattern, A.Seq) else (pattern,)
-    hierarchy = query.hierarchy
+    hierarchy = type_hierarchy(query)
 
     def types_of(atom: A.Atom):
         if atom.type is None:
@@ -232,6 +232,12 @@ def compile_program(query, unsupported) -> Program:
                    window_time=within.seconds if within is not None and not within.events else None,
                    window_events=int(within.amount) if within is not None and within.events else None,
                    strategy=strategy, partition_by=query.partition_by, select=query.select)
+
+
+def type_hierarchy(query):
+    """The query's hierarchy of event types, or None (an ``attribute=`` hierarchy classifies values, not types)."""
+    hierarchy = query.hierarchy
+    return hierarchy if hierarchy is not None and hierarchy.attribute is None else None
 
 
 def _strip_filters(node) -> tuple:

@@ -52,3 +52,13 @@ def test_incremental_matcher_agrees_with_batch(query, events):
 def test_exists_items_agree(query, events):
     """EXISTS items (NEEL, digest 000b §1.2; LANGUAGE.md §2, §10.11): the negation scopes, with "some event"."""
     assert_agrees(query, events, "stack")
+
+
+def test_an_attribute_hierarchy_does_not_classify_types():
+    """``Hierarchy(..., attribute="loc")`` classifies values of ``loc``: TX matches events of type TX only."""
+    hierarchy = cepkit.Hierarchy({"TX": ["D"]}, attribute="loc")
+    events = [{"type": "D", "ts": 0, "loc": "D"}, {"type": "TX", "ts": 1}, {"type": "B", "ts": 2}]
+    for disorder in ("reject", "conservative"):
+        got = cepkit.match("SEQ(TX t, B b)", events, engine="stack", hierarchy=hierarchy, disorder=disorder)
+        assert got.positions() == [(1, 2)]
+    assert cepkit.match("SEQ(TX t, B b)", events, engine="reference", hierarchy=hierarchy).positions() == [(1, 2)]
