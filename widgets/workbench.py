@@ -9,6 +9,7 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 - *Automaton*: ``AutomatonView`` of the query stepped over the events, or why the automaton engine cannot
   compile it (its fragment is CEL, digest 004).
 - *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened).
+- *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step (digest 000b §3).
 - *Engines*: the capability matrix ``cepkit.engines()``, the rows the query needs in bold.
 - *Events*: the first rows of the stream.
 
@@ -27,10 +28,11 @@ import cepkit
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, as_stream, run_query
+from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline, bindings_text
 
-TABS = ("Timeline", "Automaton", "Strategies", "Engines", "Events")
+TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Engines", "Events")
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
 MAX_RESULT_ROWS = 1000     # rows in the results table; the timeline still has every match
 EVENT_ROWS = 50
@@ -101,7 +103,7 @@ class Workbench(widgets.VBox):
         self.automaton_view: Optional[AutomatonView] = None
         self.strategy_compare: Optional[StrategyCompare] = None
         self._stale = set()
-        self.tabs = widgets.Tab(children=[self.timeline, widgets.VBox(), widgets.VBox(), widgets.HTML(),
+        self.tabs = widgets.Tab(children=[self.timeline, widgets.VBox(), widgets.VBox(), widgets.VBox(), widgets.HTML(),
                                           widgets.HTML(self._events_html())], titles=TABS)
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
                           widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.progress]),
@@ -137,7 +139,7 @@ class Workbench(widgets.VBox):
             self.progress.layout.visibility = "hidden"
         self.last_run, self.last_query = run, query
         self._show_results(run)
-        self._stale = {"Automaton", "Strategies"}
+        self._stale = {"Automaton", "Strategies", "Rewrite"}
         self._refresh_tab()
         return run
 
@@ -213,6 +215,8 @@ class Workbench(widgets.VBox):
             finally:
                 self.progress.layout.visibility = "hidden"
             box.children = [self.strategy_compare]
+        elif name == "Rewrite":
+            box.children = [RewriteView(self.last_query, hierarchy=self.hierarchy)]
 
     def _engines_tab(self) -> None:
         matrix = self.capabilities

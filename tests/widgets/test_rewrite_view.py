@@ -44,3 +44,13 @@ def test_an_inexact_step_is_flagged():
     view.step = 1
     assert "not exact under WITHIN" in view.after.value
     assert "does not keep every match" in view.summary.value
+
+
+def test_the_workbench_has_a_rewrite_tab():
+    from cepkit.widgets import Workbench
+    from cepkit.widgets.workbench import TABS
+    wb = Workbench([{"type": "A", "ts": 0}, {"type": "D", "ts": 1}], query="SEQ(A a, !OR(B b, C c), D d)")
+    wb.run()
+    wb.tabs.selected_index = TABS.index("Rewrite")
+    view = wb.tabs.children[TABS.index("Rewrite")].children[0]
+    assert isinstance(view, RewriteView) and view.slider.max == 2
