@@ -29,25 +29,12 @@ from typing import Optional
 from ...lang import ast as A
 from ...runtime.matches import Match
 from ...semantics.conditions import holds
+from ...semantics.substream import Scope
 from ...semantics.truth import all3, any3, not3
 from .operators import Leaf, Partial, Select, WinAnd, WinOr, WinSeq
 from .views import make_view
 
 PUNCTUATION = "PUNCTUATION"
-
-
-class Scope:
-    """Logical indices strictly between ``lo`` and ``hi``; ``open`` while events yet to come may fall inside."""
-    __slots__ = ("lo", "hi", "open")
-
-    def __init__(self, lo: int, hi: int, open_: bool = False):
-        self.lo, self.hi, self.open = lo, hi, open_
-
-    def meet(self, other: "Scope") -> "Scope":
-        if self.hi != other.hi:
-            right = self if self.hi < other.hi else other
-            return Scope(max(self.lo, other.lo), right.hi, right.open)
-        return Scope(max(self.lo, other.lo), self.hi, self.open and other.open)
 
 
 class SubStream:
@@ -195,18 +182,11 @@ class SubStream:
     def _valid_seq(self, op: WinSeq, r: Partial, env, scope: Scope, own):
         items = dict(zip(op.positions, r.parts))
 
-        def scope_at(k: int) -> Scope:
-            left = max((j for j in items if j < k), default=None)
-            right = min((j for j in items if j > k), default=None)
-            return Scope(scope.lo if left is None else items[left].last,
-                         scope.hi if right is None else items[right].first,
-                         scope.open if right is None else False)
-
         def checks():
             for k, part in items.items():
-                yield self.valid(part, env, scope_at(k), own)
+                yield self.valid(part, env, _between(items, k, scope), own)
             for b in op.booleans:
-                yield self.boolean(b, scope_at(b.index), env, own)
+                yield self.boolean(b, _between(items, b.index, scope), env, own)
 
         return all3(checks())
 
@@ -230,17 +210,12 @@ class SubStream:
             op = r.op
         if isinstance(op, WinSeq):
             items = dict(zip(op.positions, r.parts))
-            out = []
-            for b in op.booleans:
-                left = max((j for j in items if j < b.index), default=None)
-                right = min((j for j in items if j > b.index), default=None)
-                out.append((b.sub, scope.lo if left is None else items[left].last,
-                            min(self.n, scope.hi if right is None else items[right].first)))
-            return out
-        if isinstance(op, WinAnd):
-            s = self.window_scope(r.first, r.last).meet(scope)
-            return [(b.sub, s.lo, min(self.n, s.hi)) for b in op.booleans]
-        return []
+            scopes = [(b.sub, _between(items, b.index, scope)) for b in op.booleans]
+        elif isinstance(op, WinAnd):
+            scopes = [(b.sub, self.window_scope(r.first, r.last).meet(scope)) for b in op.booleans]
+        else:
+            return []
+        return [(sub, s.lo, min(self.n, s.hi)) for sub, s in scopes]
 
     # ------------------------------------------------------------------ triggers
     def trigger(self, end: int) -> list:
@@ -273,6 +248,15 @@ class SubStream:
         self.prefixes = {k: v for k, v in self.prefixes.items() if k[1] >= before}
         for view in self.views.values():
             view.purge(before)
+
+
+def _between(items: dict, k: int, scope: Scope) -> Scope:
+    """The scope of item k of a SEQ (item index -> its positive results in ``items``): strictly between the
+    nearest positive items on its left and right, else the enclosing ``scope``'s bounds (LANGUAGE.md §10.4)."""
+    left = max((j for j in items if j < k), default=None)
+    right = min((j for j in items if j > k), default=None)
+    return Scope(scope.lo if left is None else items[left].last, scope.hi if right is None else items[right].first,
+                 scope.open if right is None else False)
 
 
 def _in_part_order(chosen: tuple, k: int) -> tuple:

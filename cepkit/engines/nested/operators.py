@@ -45,9 +45,6 @@ class Operator:
     sub-query operators are cached by their sliding view instead (``views``)."""
     memo = True
 
-    def children(self) -> tuple:
-        return ()
-
 
 @dataclass(eq=False)
 class Leaf(Operator):
@@ -63,8 +60,6 @@ class Select(Operator):
     cond: A.Expr
     closed: bool
 
-    def children(self):
-        return (self.child,)
 
 
 @dataclass(frozen=True)
@@ -83,8 +78,6 @@ class WinSeq(Operator):
     booleans: tuple          # Boolean items
     prefixes: tuple = ()     # shared prefix keys, one per positive item (``parts[:k+1]``)
 
-    def children(self):
-        return self.parts + tuple(b.sub for b in self.booleans)
 
 
 @dataclass(eq=False)
@@ -92,16 +85,12 @@ class WinAnd(Operator):
     parts: tuple
     booleans: tuple
 
-    def children(self):
-        return self.parts + tuple(b.sub for b in self.booleans)
 
 
 @dataclass(eq=False)
 class WinOr(Operator):
     branches: tuple
 
-    def children(self):
-        return self.branches
 
 
 class PlanBuilder:
