@@ -114,7 +114,7 @@ def reference_rows(query, events, hierarchy):
     return {m.positions for m in cepkit.match(query, events, engine="reference", hierarchy=hierarchy)}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_every_query_gets_the_reference_matches(case):
     hierarchy, queries, events = case
@@ -125,7 +125,7 @@ def test_every_query_gets_the_reference_matches(case):
         assert [m.key for m in results[name]] == [m.key for m in expected], (name, text, cube.last_plan.steps)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_every_reuse_edge_is_exact_on_its_own(case):
     hierarchy, queries, events = case
@@ -229,7 +229,7 @@ def place_streams(draw):
     return out
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(place_families(), place_streams())
 def test_attribute_hierarchies_reuse_exactly(queries, events):
     """Concepts of an attribute (LANGUAGE.md §7) refine like types: every query and every offered edge
