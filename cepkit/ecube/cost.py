@@ -68,6 +68,19 @@ class Statistics:
         return float(sum(n for (t, v), n in self.value_counts.items()
                          if t in types and (item.values is None or v in item.values) and v not in item.excluded))
 
+    def drift(self, other: "Statistics") -> float:
+        """How far ``other`` has moved from these statistics (§3.5's trigger): the largest relative change of
+        a type's share of the stream (a type unseen here counts from a share of one event).
+
+        >>> round(Statistics({"A": 50, "B": 50}, 100, 100.0).drift(Statistics({"A": 80, "B": 20}, 100, 100.0)), 3)
+        0.6
+        """
+        def share(stats, t):
+            return stats.type_counts.get(t, 0) / stats.length if stats.length else 0.0
+        floor = 1 / self.length if self.length else 1.0
+        return max((abs(share(other, t) - share(self, t)) / max(share(self, t), floor)
+                    for t in set(self.type_counts) | set(other.type_counts)), default=0.0)
+
     def window_fraction(self, shape: Shape) -> float:
         """The share of the stream one window holds (TW relative to the stream)."""
         within = shape.within

@@ -92,17 +92,17 @@ class ECube:
         return self._graph
 
     # ------------------------------------------------------------------ planning
-    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS) -> nx.DiGraph:
-        """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result) and every exact reuse edge in
-        ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``, ``kind`` and the
-        ``strategy`` object."""
+    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS, kept: bool = True) -> nx.DiGraph:
+        """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result unless ``kept`` is False) and every
+        exact reuse edge in ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``,
+        ``kind`` and the ``strategy`` object."""
         model = CostModel(statistics, self.units)
         graph = nx.DiGraph()
         graph.add_node(ROOT)
         for name, shape in self.shapes.items():
             scratch = Scratch(shape)
             graph.add_node(name, scratch=scratch.cost(model), results=model.results(shape))
-            if name in self._rows:
+            if kept and name in self._rows:
                 graph.add_edge(ROOT, name, cost=0.0, method="cached", direction="cached", kind=None,
                                strategy=None)
             else:
@@ -131,26 +131,60 @@ class ECube:
             else:
                 statistics = Statistics.measure(Stream.from_any(events), self._attribute)
         self._directions = tuple(directions)
-        declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}   # ties in declaration order
-        self.last_plan = make_plan(self.candidates(statistics, directions), order_key=declared.__getitem__)
+        self.statistics = statistics            # what the plan was made for (adapt compares with it)
+        self.last_plan = self._chase(self.candidates(statistics, directions))
         return self.last_plan
+
+    def _chase(self, graph: nx.DiGraph) -> Plan:
+        declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}   # ties in declaration order
+        return make_plan(graph, order_key=declared.__getitem__)
+
+    def adapt(self, events=None, *, statistics: Optional[Statistics] = None, theta: float = 0.25,
+              gamma: float = 0.1) -> bool:
+        """Plan adaptation (§3.5): when the statistics of ``events`` (or the given ones) have drifted by more
+        than ``theta`` from those the plan was made for (``Statistics.drift``), re-run Chase, and install the
+        new plan only if it is predicted cheaper by more than ``gamma`` (relative), both plans costed on the
+        new statistics. Returns True when the plan changed; ``run(events, keep_plan=True)`` then uses it."""
+        if self.last_plan is None or self.statistics is None:
+            raise ValueError("plan or run the cube first: adaptation compares with the current plan")
+        if statistics is None:
+            statistics = Statistics.measure(Stream.from_any(events), self._attribute)
+        if self.statistics.drift(statistics) <= theta:
+            return False
+        graph = self.candidates(statistics, self._directions, kept=False)
+        fresh = self._chase(graph)
+        edges = [(s.source or ROOT, s.query) for s in self.last_plan.steps]
+        if set(self.last_plan.order) == set(self.shapes) and all(e in graph.edges for e in edges):
+            current = sum(graph.edges[e]["cost"] for e in edges)
+            if current - fresh.cost <= gamma * current:
+                return False
+        self.last_plan, self.statistics = fresh, statistics
+        return True
 
     @property
     def _attribute(self):
         return self.hierarchy.attribute if self.hierarchy is not None else None
 
     # ------------------------------------------------------------------ evaluation
-    def run(self, events, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> dict:
+    def run(self, events, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS,
+            keep_plan: bool = False) -> dict:
         """Every query's matches over ``events`` (in order), evaluated along the plan (``directions`` as
-        for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``."""
+        for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``.
+
+        By default the stream is measured and planned for; ``keep_plan`` evaluates the current plan instead
+        (a stream processed in segments, with ``adapt`` deciding when the plan changes, §3.5)."""
         stream = events if isinstance(events, Stream) else Stream.from_any(events)
         stream.require_order()
         for query in self.queries.values():
             check_against_stream(query, stream)
         self._rows = {}
         self._executor = Executor(stream, self.engine)
-        self.statistics = statistics or Statistics.measure(stream, self._attribute)
-        self._execute(self.plan(statistics=self.statistics, directions=directions))
+        plan = self.last_plan
+        if not keep_plan or plan is None or set(plan.order) != set(self.shapes) or \
+                any(s.direction == "cached" for s in plan.steps):
+            self.statistics = statistics or Statistics.measure(stream, self._attribute)
+            plan = self.plan(statistics=self.statistics, directions=directions)
+        self._execute(plan)
         return self.results
 
     def _execute(self, plan: Plan) -> None:

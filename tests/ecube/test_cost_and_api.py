@@ -109,3 +109,35 @@ def test_a_query_added_after_the_run_is_computed_when_an_operation_reaches_it():
     got = cube.drill_down("general", concept=[("Computer", "INTC", 1)])
     assert got.query == cube.queries["child"] and got.positions() == [(0, 1), (0, 3)]
     assert cube.last_plan.step("child").source == "general"
+
+
+BUSY_CHILD = Statistics({"INTC": 1000, "DELL": 10, "MSFT": 10, "QQQ": 500, "FCF": 500}, 2020, 2020.0)
+RARE_CHILD = Statistics({"INTC": 5, "DELL": 1000, "MSFT": 1000, "QQQ": 500, "FCF": 500}, 3005, 3005.0)
+REGIME_QUERIES = {"general": "SEQ(Computer c, Finance f) WITHIN 10", "child": "SEQ(INTC c, Finance f) WITHIN 10"}
+
+
+def test_adaptation_installs_a_plan_only_past_theta_and_gamma():
+    """§3.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ."""
+    cube = ECube(REGIME_QUERIES, COMPANIES)
+    cube.plan(statistics=RARE_CHILD)
+    assert cube.last_plan.step("general").source == "child"                    # bottom-up while INTC is rare
+    assert not cube.adapt(statistics=RARE_CHILD)                               # no drift
+    assert not cube.adapt(statistics=BUSY_CHILD, theta=1e9)                    # drift below θ
+    assert not cube.adapt(statistics=BUSY_CHILD, gamma=0.99)                   # gain below γ
+    assert cube.adapt(statistics=BUSY_CHILD)
+    assert cube.last_plan.step("child").source == "general" and cube.statistics is BUSY_CHILD
+    assert not cube.adapt(statistics=RARE_CHILD)          # back: the busy plan is near-optimal there too (< γ)
+
+
+def test_segments_keep_their_plan_and_stay_exact():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["INTC", "QQQ", "DELL", "FCF", "INTC", "ROM", "MSFT", "FCF"])]
+    cube = ECube(REGIME_QUERIES, COMPANIES)
+    cube.run(events[:4], statistics=RARE_CHILD)
+    plan = cube.last_plan
+    later = cube.run(events[4:], keep_plan=True)
+    assert cube.last_plan is plan
+    for name, text in REGIME_QUERIES.items():
+        alone = cepkit.match(text, events[4:], hierarchy=COMPANIES, engine="reference")
+        assert [m.key for m in later[name]] == [m.key for m in alone]
+    with pytest.raises(ValueError, match="first"):
+        ECube(REGIME_QUERIES, COMPANIES).adapt(events)
