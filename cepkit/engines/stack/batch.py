@@ -56,22 +56,25 @@ class _Layout:
 
     def __init__(self, program, events: list, table: Columns):
         m = len(events)
-        self.m = m
         times = table.times
-        self.substream = np.zeros(m, dtype=np.int64)
         everything = np.arange(m)
+        self.substream = np.zeros(m, dtype=np.int64)
         for key in program.partition_by:   # one sub-stream per distinct key tuple; a null key is a key too
             codes = table.codes([(key, everything)])[0]
             codes[codes < 0] = codes.max(initial=-1) + 1
             self.substream = np.unique(self.substream * (codes.max(initial=0) + 1) + codes, return_inverse=True)[1]
             self.substream = self.substream.reshape(-1).astype(np.int64)
-        order = np.argsort(self.substream, kind="stable")      # events grouped by sub-stream, in order
-        rank = np.empty(m, dtype=np.int64)
-        rank[order] = np.arange(m)
-        sorted_groups = self.substream[order]
-        start = np.searchsorted(sorted_groups, sorted_groups, "left")[rank]
-        stop = np.searchsorted(sorted_groups, sorted_groups, "right")[rank]
-        self.lpos = rank - start                                # position in the sub-stream
+        if program.partition_by:
+            # order: events grouped by sub-stream, in order; rank: where each event sits in it; start/stop:
+            # its sub-stream's range there (rank - start is the local position)
+            order = np.argsort(self.substream, kind="stable")
+            rank = np.empty(m, dtype=np.int64)
+            rank[order] = everything
+            sorted_groups = self.substream[order]
+            start = np.searchsorted(sorted_groups, sorted_groups, "left")[rank]
+            stop = np.searchsorted(sorted_groups, sorted_groups, "right")[rank]
+        else:
+            order, rank, start, stop = everything, everything, np.zeros(m, dtype=np.int64), np.full(m, m)
         self.previous = np.where(rank > start, order[np.maximum(rank - 1, 0)], -1)   # STRICT
         w, n = program.window_time, program.window_events
         # Index bounds of a match's window around an event at its last (lo) or first (hi) slot: every
