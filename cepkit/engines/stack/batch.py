@@ -16,15 +16,15 @@ run does the same work per *query item* instead of per event (digest 000a §1.4,
 3. **Construction.** SASE's backward depth-first walk from each instance of the last slot
    (``Program.orders[n-1]``) becomes a breadth-first range join: all partial matches of one level are
    arrays of event indices, one per bound slot, extended at once by the range each one may take
-   (``_expand``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``,
-   a ``searchsorted`` of the times), and above the last negative event before the successor (a
-   middle negation without correlated conditions, the precomputed "previous negative" of digest 000a
-   §1.4's ``NS[X]`` check). Joins run as soon as their variables are bound, vectorized; correlated and
+   (``_extend``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``,
+   a ``searchsorted`` of the times), and at or above the last negative event before the successor (a
+   middle negation without correlated conditions: the "previous negative" of digest 000a §1.4's
+   ``NS[X]`` check; a middle EXISTS bounds it from above the same way). Joins run as soon as their variables are bound, vectorized; correlated and
    edge negations count the negative events in their scope (LANGUAGE.md §10.4) with two
    ``searchsorted`` per row, or test their conditions on every (row, negative event) pair.
 4. **Results.** Matches are built once at the end, sorted by last position as ``Matches`` wants them;
    ``emitted_at`` is when the incremental matcher would have emitted each one (a trailing negation waits
-   for its scope to pass).
+   for its scope to pass, a trailing EXISTS for its witness).
 
 Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the partial matches of one chunk.
 
@@ -52,7 +52,8 @@ CHUNK = 8192   # anchors (instances of the last slot) extended together
 
 
 class _Layout:
-    """Where each event sits: sub-stream group, local position, and the index bounds that windows give."""
+    """Where each event sits: its sub-stream, the previous event there (STRICT), the index bounds its
+    window gives, and when a match starting at it would be released from a trailing negation."""
 
     def __init__(self, program, events: list, table: Columns):
         m = len(events)
