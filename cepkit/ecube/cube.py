@@ -167,12 +167,13 @@ class ECube:
 
     # ------------------------------------------------------------------ evaluation
     def run(self, events, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS,
-            keep_plan: bool = False) -> dict:
+            keep_plan: bool = False, only=None) -> dict:
         """Every query's matches over ``events`` (in order), evaluated along the plan (``directions`` as
         for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``.
 
         By default the stream is measured and planned for; ``keep_plan`` evaluates the current plan instead
-        (a stream processed in segments, with ``adapt`` deciding when the plan changes, §3.5)."""
+        (a stream processed in segments, with ``adapt`` deciding when the plan changes, §3.5). ``only``
+        names the queries wanted: just they and their sources in the plan are computed."""
         stream = events if isinstance(events, Stream) else Stream.from_any(events)
         stream.require_order()
         for query in self.queries.values():
@@ -184,13 +185,15 @@ class ECube:
                 any(s.direction == "cached" for s in plan.steps):
             self.statistics = statistics or Statistics.measure(stream, self._attribute)
             plan = self.plan(statistics=self.statistics, directions=directions)
-        self._execute(plan)
+        self._execute(plan, only)
         return self.results
 
-    def _execute(self, plan: Plan) -> None:
-        """Compute, in plan order, every query not kept yet (the sources come first)."""
+    def _execute(self, plan: Plan, only=None) -> None:
+        """Compute, in plan order, every query not kept yet (the sources come first); with ``only``, just
+        those queries and what they are derived from."""
+        needed = None if only is None else set(only).union(*(nx.ancestors(plan.tree, q) for q in only))
         for step in plan.steps:
-            if step.query in self._rows:
+            if step.query in self._rows or (needed is not None and step.query not in needed):
                 continue
             rows = None if step.source is None else self._rows[step.source]
             self._rows[step.query] = step.strategy.run(self._executor, rows)

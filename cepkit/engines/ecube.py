@@ -1,16 +1,19 @@
 """The ``ecube`` engine: one query through the E-Cube machinery (digest 000a ch. 4).
 
 The query joins a cube with its first concept drill-down (the first positive item whose concept, type
-or attribute value, has children, refined to its first child). Chase then decides, by the cost model on
-the stream, whether the query is computed from scratch or answered from the child's results
-specific-to-general (the child's matches plus the deltas of the pointer pairs it does not cover, Eq 4.8);
-``Matches.info`` says which. Either way the result is the query's own.
+or attribute value, has children, refined to its first child). With ``reuse="children"`` (the default)
+the query is answered from the child's results, specific-to-general (§3.3 e, Eq 4.8): the child from
+scratch, then its matches plus the delta queries of the pointer pairs it does not cover; a single query
+costs about what it costs alone this way (``C(q) − C(child) + C(child)``), and every answer exercises the
+reuse. ``reuse="plan"`` lets Chase choose by the cost model (for one query: from scratch). A query with no
+concept to refine runs from scratch. ``Matches.info["plan"]`` lists what was computed, and how.
 
 >>> import cepkit
 >>> h = {"TX": ["D", "A"], "OK": ["T"]}
 >>> events = [{"type": t, "ts": i} for i, t in enumerate(["D", "A", "T", "T"])]
->>> cepkit.match("SEQ(TX x, OK y)", events, hierarchy=h, engine="ecube").positions()
-[(0, 2), (1, 2), (0, 3), (1, 3)]
+>>> m = cepkit.match("SEQ(TX x, OK y)", events, hierarchy=h, engine="ecube")
+>>> m.positions(), m.info["plan"]
+([(0, 2), (1, 2), (0, 3), (1, 3)], ['drill_down: scratch', 'query: s→g from drill_down (union_concept)'])
 
 Incremental use buffers the stream and answers at ``close()``: the plan needs the stream's statistics.
 """
@@ -20,7 +23,8 @@ from ..ecube import ECube, concept_drill_down, shape_of
 from ..runtime.events import Stream
 from ..runtime.registry import Engine, IncrementalPlan, Plan, register
 
-QUERY = "query"
+QUERY, CHILD = "query", "drill_down"
+REUSE = ("children", "plan")
 
 
 def first_drill_down(query):
@@ -39,37 +43,46 @@ def first_drill_down(query):
 
 
 class EcubePlan(Plan):
-    """A query and its first drill-down in one cube; pickles as its query."""
+    """A query and its first drill-down in one cube; pickles as its query and option."""
 
-    def __init__(self, engine: "EcubeEngine", query):
+    def __init__(self, engine: "EcubeEngine", query, reuse: str = "children"):
+        if reuse not in REUSE:
+            raise ValueError(f"reuse must be one of {', '.join(REUSE)}, not {reuse!r}")
         self.query = query
+        self.reuse = reuse
         shape_of(query, lambda node, what: engine.unsupported(query, node, what))
         self._steps = []
 
     def __getstate__(self):
-        return {"query": self.query}
+        return {"query": self.query, "reuse": self.reuse}
 
     def __setstate__(self, state):
-        self.__init__(EcubeEngine(), state["query"])
+        self.__init__(EcubeEngine(), **state)
 
     def cube(self) -> ECube:
         queries = {QUERY: self.query}
         child = first_drill_down(self.query)
         if child is not None:
-            queries["drill_down"] = child
+            queries[CHILD] = child
         return ECube(queries, self.query.hierarchy)
 
     def run(self, stream) -> list:
         cube = self.cube()
-        matches = cube.run(stream)[QUERY]
-        self._steps = [str(s) for s in cube.last_plan.steps]
+        if self.reuse == "children" and CHILD in cube.queries:
+            cube.run(stream, only=[CHILD], directions=())
+            matches = cube.derive(QUERY, CHILD)
+            self._steps = [f"{CHILD}: scratch", f"{QUERY}: {matches.info['direction']} from {CHILD} "
+                                                f"({matches.info['method']})"]
+        else:
+            matches = cube.run(stream, only=[QUERY])[QUERY]     # the drill-down only if the query reuses it
+            self._steps = [str(s) for s in cube.last_plan.steps if s.query in cube.results]
         return list(matches)
 
     def matcher(self) -> IncrementalPlan:
         return _BufferedMatcher(self)
 
     def info(self) -> dict:
-        return {"plan": self._steps}
+        return {"plan": self._steps, "reuse": self.reuse}
 
 
 class _BufferedMatcher(IncrementalPlan):
@@ -88,15 +101,16 @@ class _BufferedMatcher(IncrementalPlan):
 class EcubeEngine(Engine):
     name = "ecube"
     rank = 60
-    description = ("E-Cube: the query with its concept drill-down in a cube; Chase chooses scratch or reuse of "
-                   "the child's results (s→g); flat SEQ with negation, conditions, windows, hierarchies")
+    description = ("E-Cube: a concept query answered from its drill-down's results (s→g), or as Chase plans "
+                   "(reuse='plan'); flat SEQ with negation, conditions, windows, type and attribute hierarchies")
     features = frozenset({
         "sequence", "negation", "unary_conditions", "binary_conditions", "correlated_filters",
         "condition_items", "time_window", "event_window", "partition", "hierarchy", "attribute_hierarchy",
     })
+    options = frozenset({"reuse"})
 
-    def compile(self, query, **options) -> EcubePlan:
-        return EcubePlan(self, query)
+    def compile(self, query, reuse: str = "children") -> EcubePlan:
+        return EcubePlan(self, query, reuse)
 
 
 register(EcubeEngine())

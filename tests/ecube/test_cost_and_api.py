@@ -141,3 +141,13 @@ def test_segments_keep_their_plan_and_stay_exact():
         assert [m.key for m in later[name]] == [m.key for m in alone]
     with pytest.raises(ValueError, match="first"):
         ECube(REGIME_QUERIES, COMPANIES).adapt(events)
+
+
+def test_only_the_wanted_queries_and_their_sources_are_computed():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["INTC", "QQQ", "DELL", "FCF", "INTC", "ROM"])]
+    queries = {**REGIME_QUERIES, "other": "SEQ(QQQ q, ROM r) WITHIN 10"}
+    cube = ECube(queries, COMPANIES)
+    got = cube.run(events, statistics=RARE_CHILD, only=["general"])
+    assert set(got) == {"general", "child"}                   # general is derived from child under RARE_CHILD
+    cube.run(events, statistics=BUSY_CHILD, only=["general"])
+    assert set(cube.results) == {"general"}

@@ -74,3 +74,32 @@ def test_random_concept_queries_agree_with_the_reference(items, types, window):
     expected = cepkit.match(text, events, hierarchy=HIERARCHY, engine="reference")
     got = cepkit.match(text, events, hierarchy=HIERARCHY, engine="ecube")
     assert [m.key for m in got] == [m.key for m in expected]
+
+
+def test_reuse_children_answers_from_the_drill_down_and_plan_lets_chase_choose():
+    events = [{"type": t, "ts": i} for i, t in enumerate(["DHospital", "T", "A", "T", "G", "DBusStation", "T"])]
+    query = "SEQ(TX x, OK y) WITHIN 3"
+    children = cepkit.match(query, events, hierarchy=HIERARCHY, engine="ecube")
+    assert children.info["plan"] == ["drill_down: scratch", "query: s→g from drill_down (union_concept)"]
+    planned = cepkit.match(query, events, hierarchy=HIERARCHY, engine="ecube", reuse="plan")
+    assert planned.info["reuse"] == "plan" and planned.info["plan"][-1].startswith("query:")
+    expected = cepkit.match(query, events, hierarchy=HIERARCHY, engine="reference")
+    assert [m.key for m in children] == [m.key for m in planned] == [m.key for m in expected]
+    with pytest.raises(ValueError, match="reuse must be"):
+        cepkit.match(query, events, hierarchy=HIERARCHY, engine="ecube", reuse="always")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["Move", "Stop"]), min_size=1, max_size=3),
+       st.lists(st.sampled_from([None, "TX", "OK", "Dallas", "Tulsa"]), min_size=3, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["Move", "Stop"]), st.sampled_from(["Dallas", "Austin", "Tulsa", "Paris"])),
+                max_size=8),
+       st.booleans())
+def test_random_attribute_concept_queries_agree_with_the_reference(types, places, events, negate_middle):
+    items = [("!" if negate_middle and k == 1 and len(types) == 3 else "") + f"{t} x{k}" for k, t in enumerate(types)]
+    conds = [f"x{k}.loc = '{p}'" for k, p in enumerate(places[:len(types)]) if p]
+    text = "SEQ(" + ", ".join(items) + ")" + (" WHERE " + " and ".join(conds) if conds else "") + " WITHIN 4"
+    stream = [{"type": t, "ts": k, "loc": loc} for k, (t, loc) in enumerate(events)]
+    expected = cepkit.match(text, stream, hierarchy=PLACES, engine="reference")
+    got = cepkit.match(text, stream, hierarchy=PLACES, engine="ecube")
+    assert [m.key for m in got] == [m.key for m in expected]
