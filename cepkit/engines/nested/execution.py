@@ -26,7 +26,6 @@ import bisect
 import math
 from typing import Optional
 
-from ...lang import ast as A
 from ...runtime.matches import Match
 from ...semantics.conditions import holds
 from ...semantics.substream import Scope
