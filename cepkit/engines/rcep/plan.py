@@ -185,8 +185,11 @@ class RcepMatcher(IncrementalPlan):
         if plan.last not in accepted:
             return []
         stats.triggers += 1
-        self.last_recomputation = recomputation = Recomputation(plan, part, stats)
-        found = recomputation.matches()
+        if any(not part.trees[k].live for k in range(plan.last)):
+            found = []    # a variable before the last has no event in the window: no match can end here
+        else:
+            self.last_recomputation = recomputation = Recomputation(plan, part, stats)
+            found = recomputation.matches()
         if not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
             part.trees[plan.last].pop()
             stats.stored -= 1
