@@ -364,7 +364,7 @@ def _flatten_exists(kind, inner_kind):
             if not (isinstance(item, A.Exists) and isinstance(_strip(item.item)[0], inner_kind)):
                 continue
             core, conditions = _strip(item.item)
-            where = f"{'SEQ' if kind is A.Seq else 'AND'}(… EXISTS {show(core)} …)"
+            where = f"{'SEQ' if kind is A.Seq else 'AND'}(… {show(item)} …)"
             if any(isinstance(a, (A.And, A.Not, A.Exists, A.Plus, A.Strategy, BoolItems)) for a in ancestors):
                 raise _Refused(f"{where} stands inside an AND, a negation or an iteration: its witness would "
                                "change their bounds")
@@ -375,6 +375,9 @@ def _flatten_exists(kind, inner_kind):
             if kind is A.And and (ancestors or rw.query.within is not None):
                 raise _Refused(f"{where} in a nested or windowed AND: a positive witness would move the AND's "
                                "window")
+            if rw.query.strategy != "ALL" or rw.query.consume not in (None, "NONE"):
+                raise _Refused(f"{where}: the witness would join the complex events that the selection strategy "
+                               "or CONSUME BY compares")
             unnamed = [a for a in rw.query.pattern.find_all(A.Atom) if a.var is None]
             if unnamed:
                 raise _Refused(f"{where}: flattening projects the witness away, which needs a variable on "

@@ -159,6 +159,7 @@ def test_npdr6_and_npdr7_make_an_existential_item_positive():
     ("SEQ(A a, AND(B b, C c), D d)", "outside Lcons"),                       # SEQ(AND), Table 5.5
     ("SEQ(A a, !AND(B b, B c), D d)", "could match the same event"),
     ("SEQ(A a, (B b)+, C c)", "iterations"),
+    ("SELECT MAX * PATTERN SEQ(A a, EXISTS SEQ(B b, C c), D d)", "selection strategy"),   # FR6 would change C
 ])
 def test_refusals_name_the_reason(query, reason):
     """Digest 000b §1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([R] Fig 3: predicates crossing the negation)."""
