@@ -40,6 +40,9 @@ from .views import CACHING_MODES
 
 __all__ = ["NestedEngine", "NestedPlan"]
 
+EMISSION = ("a Matcher reports a match at its last event when no scope it reads is open; one waiting for a "
+            "trailing !/EXISTS once that scope decides (at the latest when an event past its window arrives), "
+            "or at close(); without WITHIN at close()")
 PURGE_EVERY = 64   # triggers (or pushes) between two purges of the stacks and views
 
 
@@ -80,7 +83,7 @@ class NestedPlan(Plan):
 
     def info(self) -> dict:
         facts = {"execution": "normal form" if self.query is not self.original else "nested",
-                 "caching": self.caching, "subqueries": len(self.subqueries)}
+                 "caching": self.caching, "subqueries": len(self.subqueries), "emits": EMISSION}
         if self.rewriting is not None:
             r = self.rewriting
             facts["rewrite"] = {"normal_form": r.normal_form, "steps": [s.rule for s in r.steps], "exact": r.exact,

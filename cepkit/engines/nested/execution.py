@@ -231,7 +231,11 @@ class SubStream:
         return [(r, self.valid(r, {}, scope, r.positions)) for r, scope in zip(candidates, scopes)]
 
     def recheck(self) -> list:
-        """Pending candidates whose scopes may have closed: (candidate, truth)."""
+        """Pending candidates checked again: (candidate, truth). Under WITHIN they are few (one window's
+        worth) and may hold as soon as a trailing EXISTS finds a witness; without WITHIN a scope closes only
+        with the stream, so they wait for ``close()`` instead of being checked on every event."""
+        if not (self.run.complete or self.run.window is not None):
+            return []
         pending, self.pending = self.pending, []
         return [(r, self.valid(r, {}, self.window_scope(r.first, r.last), r.positions)) for r in pending]
 
