@@ -25,7 +25,7 @@ import datetime as _dt
 import numbers
 
 from ...lang.parser import parse_tree
-from ...runtime.events import PUNCTUATION
+from ...runtime.events import Stream
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
@@ -87,7 +87,7 @@ class StackPlan(Plan):
         matches, and the ``emitted_at`` the incremental matcher would have given them, at a fraction of
         its cost. The out-of-order modes replay the arrivals through their matcher."""
         if self.disorder == "reject":
-            run = ColumnarRun(self.program, [e for e in stream if e.type != PUNCTUATION])
+            run = ColumnarRun(self.program, stream if isinstance(stream, Stream) else Stream(list(stream)))
             found = run.matches()
             self._last = run
             return found

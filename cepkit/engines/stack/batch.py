@@ -31,7 +31,7 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 >>> import cepkit
 >>> events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 2}, {"type": "A", "ts": 3}, {"type": "B", "ts": 4}]
 >>> plan = cepkit.engines.stack.StackEngine().compile(cepkit.parse("SEQ(A a, !C c, B b) WITHIN 5"))
->>> run = ColumnarRun(plan.program, list(cepkit.runtime.Stream.from_any(events)))
+>>> run = ColumnarRun(plan.program, cepkit.runtime.Stream.from_any(events))
 >>> [(m.bindings, m.emitted_at) for m in run.matches()], run.info()
 ([({'a': 2, 'b': 3}, 3)], {'run': 'columnar', 'peak_state': 4, 'partial_matches': 1})
 """
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
-from ...runtime.events import PUNCTUATION
+from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.matches import Match
 from .columns import Columns
 
@@ -153,20 +153,27 @@ class _Rows:
 
 
 class ColumnarRun:
-    """One compiled query (``Program``) over the events of one finite in-order stream (PUNCTUATION
-    events left out). ``info()``: ``peak_state`` is the instances held in stacks and stores,
-    ``partial_matches`` the rows built during construction."""
+    """One compiled query (``Program``) over one finite in-order ``Stream`` (its PUNCTUATION events left
+    out). ``info()``: ``peak_state`` is the instances held in stacks and stores, ``partial_matches`` the
+    rows built during construction."""
 
-    def __init__(self, program, events: list):
+    def __init__(self, program, stream: Stream):
         self.program = program
+        type_code, kinds = pd.factorize(np.asarray(stream.types, dtype=object))
+        times = stream.times
+        events = stream.events
+        if PUNCTUATION in kinds:
+            kept = type_code != list(kinds).index(PUNCTUATION)
+            events = [e for e, keep in zip(events, kept.tolist()) if keep]
+            type_code, times = type_code[kept], times[kept]
         self.events = events
-        self.table = Columns(events)
+        self.type_code = type_code
+        self.type_codes = {kind: code for code, kind in enumerate(kinds)}
+        self.table = Columns(events, times)
         self.layout = _Layout(program, events, self.table)
         self.stride = len(events) + 1
         self.partial_matches = 0
         self.found: list = []
-        self.type_code, kinds = pd.factorize(np.fromiter((e.type for e in events), dtype=object, count=len(events)))
-        self.type_codes = {kind: code for code, kind in enumerate(kinds)}
         self.residual = [self._residual(neg) for neg in program.negations]
         # a middle negation (or EXISTS) without correlated conditions bounds the range of its left neighbour
         self.bounding = {j for j, neg in enumerate(program.negations)

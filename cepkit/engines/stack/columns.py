@@ -62,15 +62,17 @@ class Column:
 
 
 class Columns:
-    """The events of a finite stream (``events``: a list of ``Event``) as lazily built columns.
+    """The events of a finite stream (``events``: a list of ``Event``; ``times``: their ``time``s, if known)
+    as lazily built columns.
 
     ``test(cond, rows)`` evaluates a condition for every row: ``rows`` maps each variable the condition
     mentions to an array of event indices (into ``events``), all of one length.
     """
 
-    def __init__(self, events: list):
+    def __init__(self, events: list, times=None):
         self.events = events
-        self.times = np.fromiter((e.time for e in events), dtype=float, count=len(events))
+        self.times = times if times is not None else \
+            np.fromiter((e.time for e in events), dtype=float, count=len(events))
         self._columns: dict = {}
         self._closures: dict = {}
 
