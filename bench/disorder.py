@@ -24,13 +24,13 @@ import argparse
 import pathlib
 import random
 import statistics
-import time
 
 import numpy as np
 from tqdm import tqdm
 
 import cepkit
 from cepkit.runtime import Stream
+from stack import timed
 
 QUERY = "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 10"
 WINDOW = 10
@@ -53,16 +53,6 @@ def observed_delay(arrived: list) -> float:
     return delay
 
 
-def best_time(run, repeat: int) -> tuple:
-    """(smallest wall time over ``repeat`` runs, last result): the machine is shared, the minimum is stable."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = run()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def in_order_incremental(stream: Stream) -> list:
     """The in-order incremental matcher over the sorted stream: the baseline of the (incremental) modes.
     ``cepkit.match`` in order runs the columnar run instead (bench/stack.py), not comparable here."""
@@ -74,7 +64,7 @@ def in_order_incremental(stream: Stream) -> list:
 
 
 def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, **options) -> dict:
-    seconds, found = best_time(lambda: cepkit.match(QUERY, stream, engine="stack", **options), repeat)
+    seconds, found = timed(lambda: cepkit.match(QUERY, stream, engine="stack", **options), repeat)
     net = {m.key for m in found}
     first_out = {}
     for d in found.deltas:
@@ -111,7 +101,7 @@ def main() -> None:
                 order = sorted(range(n), key=lambda p: (stream.times[p], p))
                 sorted_stream = Stream.from_any([arrived[p] for p in order])
                 in_order = cepkit.match(QUERY, sorted_stream, engine="stack")
-                seconds, incremental = best_time(lambda: in_order_incremental(sorted_stream), args.repeat)
+                seconds, incremental = timed(lambda: in_order_incremental(sorted_stream), args.repeat)
                 assert sorted(m.key for m in incremental) == sorted(m.key for m in in_order)
                 base = n / seconds
                 truth = {(tuple(sorted(order[i] for i in m.positions)),
