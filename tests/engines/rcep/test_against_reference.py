@@ -111,3 +111,17 @@ def test_equal_timestamps_are_ordered_by_position(values):
     """LANGUAGE.md §10.1: sequence uses (ts, position); a burst of equal ts is still a sequence."""
     events = [{"type": "AB"[v % 2], "ts": k // 4, "v": v} for k, v in enumerate(values)]
     assert_agrees("SEQ(A a, B+ b) WHERE prev(b.v) <= b.v and a.v <= first(b).v WITHIN 2", events, "rcep")
+
+
+NESTED = ["(A a ; B+ b FILTER count(b) > 1) ; C c WITHIN 8",
+          "((A a ; B b) FILTER a.v < b.v) ; C+ c WITHIN 6",
+          "SEQ(SEQ(A a, B+ b, a.v < b.v), C c) WITHIN 6",
+          "(A+ a FILTER a.v > 1 or a.v < 1) ; B b WITHIN 5"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.sampled_from(NESTED), streams(max_size=14, values=4, ids=2))
+def test_nested_sequences_and_filters_flatten(query, events):
+    """A SEQ inside a SEQ is the same sequence, and a FILTER around a sub-sequence or a whole iteration is a
+    condition on the match (an ``or`` there stays "all or all", LANGUAGE.md §10.6)."""
+    assert_agrees(query, events, "rcep")
