@@ -11,11 +11,14 @@ diamond on a relation shows the OLAP operation it stands for (``TX → D at 1``,
 
 Pick a query and an operation (a concept one level finer or coarser at a position, an item removed, or
 an item typed in to insert) and press *drill down* / *roll up*: the cube adds the new query, re-plans with
-the kept results at no cost, answers it, and the drawing updates. Only the public API is used:
+the kept results at no cost, answers it, and the drawing updates. The sliders explore the cost model
+(digest §7 item 7): Pt, the condition selectivity P and one type's rate; the plan Chase would choose under
+them is drawn (nothing runs) until *the plan that ran* brings the real one back. Only the public API is used:
 ``cepkit.ECube`` (``run``, ``graph``, ``last_plan``, ``drill_down``, ``roll_up``).
 """
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import Optional
 
@@ -92,6 +95,16 @@ class ECubeView(widgets.VBox):
         self.roll_button = widgets.Button(description="roll up", icon="arrow-up")
         self.show_candidates = widgets.Checkbox(description="every candidate edge (Chase's graph)", value=False,
                                                 indent=False)
+        self.what_if_plan = None        # a plan under the sliders' statistics and costs, when they moved
+        units, types = self.cube.units, sorted(self.cube.statistics.type_counts)
+        self.pt = widgets.FloatSlider(value=units.Pt, min=0.05, max=0.95, step=0.05, description="Pt")
+        self.selectivity = widgets.FloatSlider(value=units.P, min=0.05, max=1.0, step=0.05, description="P")
+        self.rate_type = widgets.Dropdown(options=types, description="rate of")
+        self.rate = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.1, description="× rate")
+        self.reset = widgets.Button(description="the plan that ran", icon="undo")
+        for control in (self.pt, self.selectivity, self.rate_type, self.rate):
+            control.observe(lambda _: self.explore(), names="value")
+        self.reset.on_click(lambda _: self._reset_what_if())
         self.status = widgets.HTML()
         self.table = widgets.HTML()
         self.query_picker.observe(lambda _: self._refresh_operations(), names="value")
@@ -100,7 +113,8 @@ class ECubeView(widgets.VBox):
         self.roll_button.on_click(lambda _: self.apply("roll_up"))
         controls = widgets.HBox([self.query_picker, self.operation, self.insert, self.drill_button,
                                  self.roll_button])
-        super().__init__([self.figure, controls, self.show_candidates, self.status, self.table])
+        explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset])
+        super().__init__([self.figure, controls, self.show_candidates, explorer, self.status, self.table])
         self._redraw()
 
     def trace(self, name: str):
@@ -156,11 +170,35 @@ class ECubeView(widgets.VBox):
         self.status.value = (f"<b>{html.escape(new)}</b> = <code>{html.escape(str(found.query))}</code>: "
                              f"{len(found)} matches, {html.escape(self._how(step))}")
         self.results = self.cube.results
+        self.what_if_plan = None
         self.insert.value = ""
         self.query_picker.options = list(self.cube.queries)
         self.query_picker.value = new
         self._redraw()
         return found
+
+    # ------------------------------------------------------------------ cost-model explorer (digest §7 item 7)
+    @property
+    def shown_plan(self):
+        """The plan drawn: the what-if plan while the sliders have moved, else the plan that ran."""
+        return self.what_if_plan or self.cube.last_plan
+
+    def explore(self):
+        """Re-plan under the sliders (Pt, P, one type's rate scaled) and draw that plan; nothing runs."""
+        units = dataclasses.replace(self.cube.units, Pt=self.pt.value, P=self.selectivity.value)
+        statistics = self.cube.statistics.scaled(self.rate_type.value, self.rate.value)
+        self.what_if_plan = self.cube.what_if(statistics, units)
+        plan = self.what_if_plan
+        reuse = ", ".join(f"{s.query}←{s.source} ({s.direction})" for s in plan.steps if s.source) or "none"
+        self.status.value = (f"<b>what-if plan</b> (not run): cost {plan.cost:.4g}, each alone "
+                             f"{plan.scratch_cost:.4g}; reuse: {html.escape(reuse)}")
+        self._draw_plan(lattice_layout(self.cube.graph))
+        return plan
+
+    def _reset_what_if(self) -> None:
+        self.what_if_plan = None
+        self.status.value = ""
+        self._draw_plan(lattice_layout(self.cube.graph))
 
     # ------------------------------------------------------------------ drawing
     def _empty_figure(self) -> go.Figure:
@@ -187,7 +225,7 @@ class ECubeView(widgets.VBox):
         return figure
 
     def _redraw(self) -> None:
-        cube, plan = self.cube, self.cube.last_plan
+        cube = self.cube
         positions = lattice_layout(cube.graph)
         for kind in ("concept", "pattern", "both"):
             pairs = [(u, v) for u, v, k in cube.graph.edges(data="kind") if k == kind]
@@ -196,6 +234,16 @@ class ECubeView(widgets.VBox):
         self.trace("relations").update(x=[(positions[u][0] + positions[v][0]) / 2 for u, v in edges],
                                        y=[(positions[u][1] + positions[v][1]) / 2 for u, v in edges],
                                        hovertext=[relation_text(cube, u, v) for u, v in edges])
+        names = [ROOT] + list(cube.queries)
+        self.trace("queries").update(x=[positions[n][0] for n in names], y=[positions[n][1] for n in names],
+                                     text=names, hovertext=[self._hover(n) for n in names])
+        self._draw_plan(positions)
+        self.table.value = self._table()
+        self._refresh_operations()
+
+    def _draw_plan(self, positions: dict) -> None:
+        """The plan's arrows, labels and title, and the candidate edges of its Chase graph."""
+        plan = self.shown_plan
         self.trace("plan edges").update(**_segments([(s.source or ROOT, s.query) for s in plan.steps], positions))
         labels = {"x": [], "y": [], "text": []}
         for s in plan.steps:
@@ -204,24 +252,20 @@ class ECubeView(widgets.VBox):
             labels["y"].append(0.45 * y0 + 0.55 * y1)
             labels["text"].append(f"{s.direction} {s.cost:.3g}")
         self.trace("plan labels").update(**labels)
-        names = [ROOT] + list(cube.queries)
-        self.trace("queries").update(x=[positions[n][0] for n in names], y=[positions[n][1] for n in names],
-                                     text=names, hovertext=[self._hover(n) for n in names])
         arrows = [dict(x=positions[s.query][0], y=positions[s.query][1] + 0.12, ax=positions[s.source or ROOT][0],
                        ay=positions[s.source or ROOT][1] - 0.12, xref="x", yref="y", axref="x", ayref="y",
                        showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2, arrowcolor=PLAN_COLOR, text="")
                   for s in plan.steps]
         self.figure.layout.annotations = arrows
         self._draw_candidates(positions)
-        self.figure.layout.title = (f"plan cost {plan.cost:.4g} (each query alone: {plan.scratch_cost:.4g}); "
+        what = "what-if plan" if self.what_if_plan is not None else "plan"
+        self.figure.layout.title = (f"{what} cost {plan.cost:.4g} (each query alone: {plan.scratch_cost:.4g}); "
                                     "orange: evaluation order")
-        self.table.value = self._table()
-        self._refresh_operations()
 
     def _draw_candidates(self, positions: dict) -> None:
         """Every edge Chase chose from (digest §7 item 2), each labelled near its source with its
         direction and cost; empty unless ``show_candidates`` is ticked."""
-        graph = self.cube.last_plan.graph
+        graph = self.shown_plan.graph
         edges = [(u, v, d) for u, v, d in graph.edges(data=True) if d["direction"] != "cached"] \
             if self.show_candidates.value else []
         self.trace("candidate edges").update(**_segments([(u, v) for u, v, _ in edges], positions))

@@ -68,6 +68,17 @@ class Statistics:
         return float(sum(n for (t, v), n in self.value_counts.items()
                          if t in types and (item.values is None or v in item.values) and v not in item.excluded))
 
+    def scaled(self, event_type: str, factor: float) -> "Statistics":
+        """These statistics with ``event_type``'s events multiplied by ``factor`` (a what-if rate).
+
+        >>> Statistics({"A": 10, "B": 5}, 15, 30.0).scaled("A", 2.0).type_counts
+        {'A': 20.0, 'B': 5}
+        """
+        counts = {t: n * factor if t == event_type else n for t, n in self.type_counts.items()}
+        values = {(t, v): n * factor if t == event_type else n for (t, v), n in self.value_counts.items()}
+        length = self.length + (factor - 1) * self.type_counts.get(event_type, 0)
+        return Statistics(counts, length, self.duration, self.attribute, values)
+
     def drift(self, other: "Statistics") -> float:
         """How far ``other`` has moved from these statistics (§3.5's trigger): the largest relative change of
         a type's share of the stream (a type unseen here counts from a share of one event).

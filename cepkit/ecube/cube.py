@@ -92,11 +92,12 @@ class ECube:
         return self._graph
 
     # ------------------------------------------------------------------ planning
-    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS, kept: bool = True) -> nx.DiGraph:
+    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS, kept: bool = True,
+                   units: Optional[UnitCosts] = None) -> nx.DiGraph:
         """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result unless ``kept`` is False) and every
         exact reuse edge in ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``,
-        ``kind`` and the ``strategy`` object."""
-        model = CostModel(statistics, self.units)
+        ``kind`` and the ``strategy`` object; costed with ``units`` (default: the cube's)."""
+        model = CostModel(statistics, units or self.units)
         graph = nx.DiGraph()
         graph.add_node(ROOT)
         for name, shape in self.shapes.items():
@@ -134,6 +135,12 @@ class ECube:
         self.statistics = statistics            # what the plan was made for (adapt compares with it)
         self.last_plan = self._chase(self.candidates(statistics, directions))
         return self.last_plan
+
+    def what_if(self, statistics: Statistics, units: Optional[UnitCosts] = None,
+                directions=REUSE_DIRECTIONS) -> Plan:
+        """The plan Chase would choose, every query from nothing kept, under other ``statistics`` and/or
+        ``units`` (the cost-model explorer of digest §7 item 7); the cube and its plan are unchanged."""
+        return self._chase(self.candidates(statistics, directions, kept=False, units=units))
 
     def _chase(self, graph: nx.DiGraph) -> Plan:
         declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}   # ties in declaration order

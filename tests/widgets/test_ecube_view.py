@@ -119,3 +119,20 @@ def test_the_candidate_edges_of_chase_show_on_demand():
         f"{d['direction']} {d['cost']:.3g}" for _, _, d in graph.edges(data=True))
     view.show_candidates.value = False
     assert segments(view.trace("candidate edges")) == 0
+
+
+def test_the_cost_model_explorer_redraws_a_what_if_plan():
+    """Digest §7 item 7: sliders for a type's rate (and Pt, P) re-plan live; nothing runs."""
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    ran = view.cube.last_plan
+    view.rate_type.value = "T"
+    view.rate.value = 10.0
+    plan = view.what_if_plan
+    assert plan is not None and view.cube.last_plan is ran and "what-if plan" in view.status.value
+    assert plan.scratch_cost > ran.scratch_cost          # ten times the T events cost more everywhere
+    assert list(view.trace("plan labels").text) == [f"{s.direction} {s.cost:.3g}" for s in plan.steps]
+    assert view.figure.layout.title.text.startswith("what-if plan")
+    view.pt.value = 0.2
+    assert view.what_if_plan is not plan
+    view.reset.click()
+    assert view.what_if_plan is None and view.figure.layout.title.text.startswith("plan cost")
