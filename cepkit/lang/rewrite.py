@@ -21,8 +21,9 @@ the AST has no node for appear only while rewriting:
 
 Which rules keep the matches (LANGUAGE.md semantics, checked against the reference evaluator by
 ``tests/lang/test_rewrite.py``): every rule the rewriter applies does, under the preconditions it checks,
-except NPDR4 and NPDR7 under WITHIN (their inner negations are bounded by the window around the witness,
-not by the scope) — such steps are marked ``exact=False`` and make the whole rewriting inexact. Rules whose
+except NPDR4 and NPDR7 under WITHIN inside an AND, a negation or an iteration (their inner negations are
+bounded by the window around the witness, not by the scope) — such steps are marked ``exact=False`` and
+make the whole rewriting inexact. Rules whose
 preconditions fail are not applied and the query is reported *not flattenable* with the reason:
 
 - ``!SEQ(… !X …)`` needs "for all" (digest §1.1, T5); ``SEQ(AND)``, ``AND(!SEQ)``, ``AND(∃SEQ)`` are outside
@@ -279,7 +280,16 @@ class _Rule:
 
 
 INEXACT_UNDER_WINDOW = ("NPDR4", "NPDR7")
-"""Rules whose inner negations are bounded by the window around the witness instead of by the scope."""
+"""Rules whose inner negations are bounded by the window around the witness instead of by the scope: exact
+without WITHIN, or when the negation is an item of a SEQ with only SEQ/OR/FILTER above it (its scope then lies
+between two events of the match, or at its edge, inside every witness's window)."""
+
+
+def _exact(rw: "_Rewriter", rule: str, ancestors: tuple) -> bool:
+    if rule not in INEXACT_UNDER_WINDOW or rw.query.within is None:
+        return True
+    return bool(ancestors) and isinstance(ancestors[-1], A.Seq) and all(
+        isinstance(a, (A.Seq, A.Or, A.Filter)) for a in ancestors)
 
 
 class _Rewriter:
@@ -651,19 +661,19 @@ def _one_step(rw: _Rewriter, root: A.QueryNode):
                     refusal = refusal or why
                     continue
                 if new is not None:
-                    return _record(rw, root, path, node, new, rule)
+                    return _record(rw, root, path, node, new, rule, ancestors)
     if refusal is not None:
         raise refusal
     return None
 
 
-def _record(rw, root, path, node, new, rule):
+def _record(rw, root, path, node, new, rule, ancestors):
     name, new = new if isinstance(new, tuple) else (rule.name, new)
     after = _replace_at(root, path, replace(new, span=node.span) if node.span else new)
     if rw.project and after.select is None:
         after = replace(after, select=rw.select)
     before_text, span = _located(root, path, node)
     after_text, span_after = _located(after, path, new)
-    exact = not (name in INEXACT_UNDER_WINDOW and rw.query.within is not None)
+    exact = _exact(rw, name, ancestors)
     step = Step(name, show(node), show(new), before_text, after_text, span, span_after, nesting(after.pattern), exact)
     return after, step

@@ -127,14 +127,18 @@ def test_npdr3_and_npdr5_split_a_negated_and_or():
 
 def test_npdr4_flips_the_polarity_and_is_exact_without_a_window():
     """Digest 000b §3.3 NPDR4: !AND(E1, !E2) = !E1 ∨ ∃E2. Under WITHIN the inner negation is bounded by the
-    window around the witness, not by the scope, so the step is marked inexact there."""
+    window around the witness, not by the scope: the same in a SEQ, not inside an AND (marked inexact)."""
     query = "SEQ(A a, !AND(B b, !C c), D d)"
     r = rewrite(query)
     assert [s.rule for s in r.steps] == ["NPDR4", "DR3"] and r.exact
     assert r.normal_form == "SEQ(A AS a, !B AS b, D AS d) OR SEQ(A AS a, EXISTS C AS c, D AS d)"
     for stream in ["A0 B1 D2", "A0 B1 C2 D3", "A0 C1 D2", "C0 A1 B2 D3"]:
         same_matches(query, r.result, events(stream))
-    assert not rewrite(query + " WITHIN 5").exact
+    windowed = query + " WITHIN 2"      # in a SEQ the scope lies inside every witness's window: still exact
+    assert rewrite(windowed).exact
+    for stream in ["A0 B1 D2", "A0 B1 C2 D3", "A0 C1 B2 D3", "C0 A1 B2 D3", "A0 B1 C3 D2"]:
+        same_matches(windowed, rewrite(windowed).result, sorted(events(stream), key=lambda e: e["ts"]))
+    assert not rewrite("AND(A a, !AND(B b, !C c)) WITHIN 5").exact   # the AND's scope spans two windows
 
 
 def test_npdr6_and_npdr7_make_an_existential_item_positive():
