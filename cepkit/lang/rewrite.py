@@ -23,8 +23,8 @@ Which rules keep the matches (LANGUAGE.md semantics, checked against the referen
 ``tests/lang/test_rewrite.py``): every rule the rewriter applies does, under the preconditions it checks,
 except NPDR4 and NPDR7 under WITHIN inside an AND, a negation or an iteration (their inner negations are
 bounded by the window around the witness, not by the scope) — such steps are marked ``exact=False`` and
-make the whole rewriting inexact. Rules whose
-preconditions fail are not applied and the query is reported *not flattenable* with the reason:
+make the whole rewriting inexact. Rules whose preconditions fail are not applied and the query is reported
+*not flattenable* with the reason:
 
 - ``!SEQ(… !X …)`` needs "for all" (digest §1.1, T5); ``SEQ(AND)``, ``AND(!SEQ)``, ``AND(∃SEQ)`` are outside
   Lcons (Table 5.5);
