@@ -57,7 +57,7 @@ from .checks import bound, definitions
 from .printer import _Printer
 from .query import Query, parse
 
-__all__ = ["BoolItems", "Step", "Rewriting", "rewrite", "nesting", "is_dnf", "is_cnf", "is_normal_form"]
+__all__ = ["BoolItems", "Step", "Rewriting", "rewrite", "nesting", "is_dnf", "is_cnf"]
 
 
 @dataclass(frozen=True)
@@ -262,10 +262,6 @@ def is_cnf(pattern) -> bool:
     core = _strip(pattern)[0]
     return isinstance(core, A.And) and all(
         isinstance(i, A.Expr) or _flat(i) or _is_primitive(_polar(i)) for i in core.items)
-
-
-def is_normal_form(pattern) -> bool:
-    return is_dnf(pattern) or is_cnf(pattern)
 
 
 # ----------------------------------------------------------------------------- rules
