@@ -5,8 +5,9 @@ shows the k-th rule applied: its name, the query before with the rewritten part 
 after with the new part highlighted, the nesting measure α after the step, and whether the step keeps
 every match. A slider and Previous / Next buttons move through the steps; the direction toggle chooses how
 negated sequences unroll (NPDR2, first instance, or NPDR1, last instance: no confluence, digest §3.5). The
-summary line gives the normal form, or why the query is not flattenable. The widget only calls
-``cepkit.rewrite``.
+summary line gives the normal form, or why the query is not flattenable; given ``events``, it also runs the
+query and its normal form on them (the side-by-side check of digest §9 item 3). The widget only calls
+``cepkit.rewrite`` and ``cepkit.match``.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import ipywidgets as widgets
 import traitlets
 
 import cepkit
+
+from .execution import as_stream
 
 DIRECTIONS = (("NPDR2: first instance", "left"), ("NPDR1: last instance", "right"))
 MARK = "<mark style='background:{}'>{}</mark>"
@@ -36,6 +39,8 @@ class RewriteView(widgets.VBox):
     ----------
     query : str or ``cepkit.Query``
     direction : "left" (NPDR2) or "right" (NPDR1)
+    events : optional DataFrame, iterable of dicts or of ``cepkit.Event``
+        Run the query and its normal form on them (``reference`` engine) and say whether they agree.
 
     Examples
     --------
@@ -47,8 +52,9 @@ class RewriteView(widgets.VBox):
 
     step = traitlets.Int(0)
 
-    def __init__(self, query, direction: str = "left", hierarchy=None):
+    def __init__(self, query, direction: str = "left", hierarchy=None, events=None):
         self.query = cepkit.parse(query, hierarchy)
+        self.events = None if events is None else list(as_stream(events))
         self.direction = widgets.ToggleButtons(options=DIRECTIONS, value=direction, description="unroll")
         self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step")
         self.previous = widgets.Button(description="◀ Previous")
@@ -84,8 +90,18 @@ class RewriteView(widgets.VBox):
         if r.normal:
             exact = "keeps every match" if r.exact else "<b>a step does not keep every match under WITHIN</b>"
             return (f"Normal form after {len(r.steps)} steps ({exact}):<br><code>"
-                    f"{html.escape(r.normal_form)}</code>")
+                    f"{html.escape(r.normal_form)}</code>{self._check()}")
         return f"<span style='color:#b00'>Not flattenable: {html.escape(r.reason)}</span> (runs nested)"
+
+    def _check(self) -> str:
+        """Both forms on ``events``: the query's matches and the normal form's, the same or not."""
+        if self.events is None:
+            return ""
+        nested = cepkit.match(self.query, self.events, engine="reference")
+        flat = cepkit.match(self.rewriting.result, self.events, engine="reference")
+        verdict = "the same matches" if nested == flat else "<b style='color:#b00'>different matches</b>"
+        return (f"<br>On {len(self.events)} events: the query {len(nested)} matches, the normal form "
+                f"{len(flat)}: {verdict}.")
 
     def _show(self) -> None:
         r, k = self.rewriting, self.step

@@ -40,7 +40,7 @@ def test_a_query_outside_lcons_says_why():
 
 
 def test_an_inexact_step_is_flagged():
-    view = RewriteView("SEQ(A a, !AND(B b, !C c), D d) WITHIN 5 s")
+    view = RewriteView("AND(A a, !AND(B b, !C c)) WITHIN 5 s")
     view.step = 1
     assert "not exact under WITHIN" in view.after.value
     assert "does not keep every match" in view.summary.value
@@ -54,3 +54,11 @@ def test_the_workbench_has_a_rewrite_tab():
     wb.tabs.selected_index = TABS.index("Rewrite")
     view = wb.tabs.children[TABS.index("Rewrite")].children[0]
     assert isinstance(view, RewriteView) and view.slider.max == 2
+
+
+def test_given_events_both_forms_are_run_side_by_side():
+    """Digest 000b §9 item 3: the query and its normal form on the same stream."""
+    events = [{"type": t, "ts": ts} for ts, t in enumerate(["Recycle", "Washing", "Sharpening", "Checking",
+                                                             "Operating", "Recycle", "Washing", "Operating"])]
+    view = RewriteView(Q1, events=events)
+    assert "On 8 events: the query 4 matches, the normal form 4: the same matches." in view.summary.value
