@@ -12,8 +12,9 @@ Fragment: a SEQ of ``T x`` and ``T+ x`` items (ANY and hierarchy concepts as typ
 them (constant tests, joins between variables, ``prev``/``b[i-1]`` chains, ``first``/``last``/``b[k]``,
 aggregates), WITHIN (time or EVENTS), PARTITION BY, CONSUME BY, RETURN, and the strategies ALL, STRICT,
 PARTITION_STRICT, NEXT, LAST and MAX (each chooses among the matches ending at the trigger, which the
-recomputation has all at hand). Refused, naming the engines that run them: OR, AND, negation, EXISTS,
-iterations of composite patterns, nested strategies, STNM and ROBUST_STNM.
+recomputation has all at hand) and STNM (the thesis's STN, ``stnm``; not with CONSUME BY). Refused, naming
+the engines that run them: OR, AND, negation, EXISTS, iterations of composite patterns, nested strategies
+and ROBUST_STNM.
 
 Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse, one predicate at a time), "nested"
 (the NLJoin baseline of §6) or "zorder" (all predicates between two variables at once: Z-regions and
@@ -41,7 +42,7 @@ class RcepEngine(Engine):
         "sequence", "kleene", "nesting", "unary_conditions", "binary_conditions", "correlated_filters",
         "condition_items", "kleene_conditions", "aggregates", "time_window", "event_window", "partition",
         "consume", "projection", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT",
-        "strategy:NEXT", "strategy:LAST", "strategy:MAX",
+        "strategy:NEXT", "strategy:LAST", "strategy:MAX", "strategy:STNM",
     })
     options = frozenset({"join"})
     description = ("recomputation over the window's events: event trees, range queries, hybrid join into "
@@ -59,6 +60,8 @@ class RcepEngine(Engine):
             KleenePattern.from_query(query)
         except NotRcepPattern as gap:
             raise self.unsupported(query, gap.node, gap.what) from None
+        if query.strategy == "STNM" and "consume" in query.features:
+            raise self.unsupported(query, query.features["consume"], "CONSUME BY under STNM")
         return RcepPlan(query, join)
 
 

@@ -39,6 +39,7 @@ from ...semantics.strategies import RANKED, beats
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
+from .stnm import SkipTillNext
 from .trees import EventTree
 from .zorder import region_join
 
@@ -91,6 +92,7 @@ class RcepPlan(Plan):
         self.window_seconds = None if within is None or within.events else within.seconds
         self.window_events = within.amount if within is not None and within.events else None
         self.strict = query.strategy in ("STRICT", "PARTITION_STRICT")
+        self.skip_till_next = SkipTillNext(self) if query.strategy == "STNM" else None
         self._stats = Stats()
 
     def __reduce__(self):
@@ -99,7 +101,7 @@ class RcepPlan(Plan):
 
     def run(self, stream) -> list:
         matcher = self.matcher()
-        return [m for event in stream for m in matcher.push(event)]
+        return [m for event in stream for m in matcher.push(event)] + matcher.close()
 
     def matcher(self) -> "RcepMatcher":
         matcher = RcepMatcher(self)
@@ -149,8 +151,8 @@ class _Partition:
 
 
 class RcepMatcher(IncrementalPlan):
-    """Push events; each trigger returns the matches it ends (final at once: nothing waits for later
-    events in this fragment)."""
+    """Push events; each trigger returns the matches it ends, final at once, except under STNM with a
+    Kleene last variable, where a match waits until the window of its first event has passed (``stnm``)."""
 
     def __init__(self, plan: RcepPlan):
         self.plan = plan
@@ -159,6 +161,7 @@ class RcepMatcher(IncrementalPlan):
         self.consumed: dict = {}    # CONSUME BY scope -> last position of the latest reported match
         self.reported: set = set()  # projected matches already reported (RETURN may repeat them)
         self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
+        self.waiting: list = []     # STNM: (match, its events per slot, partition key, first sequence number)
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -182,22 +185,56 @@ class RcepMatcher(IncrementalPlan):
         stats.peak_stored = max(stats.peak_stored, stats.stored)
         for k in accepted:
             stats.tree_peaks[k] = max(stats.tree_peaks.get(k, 0), part.trees[k].peak)
+        released = self._release(event, key, seq, plan.last in accepted) if self.waiting else []
         if plan.last not in accepted:
-            return []
+            return self._report(released, key, event.position)
         stats.triggers += 1
         if any(not part.trees[k].live for k in range(plan.last)):
             found = []    # a variable before the last has no event in the window: no match can end here
         else:
             self.last_recomputation = recomputation = Recomputation(plan, part, stats)
             found = recomputation.matches()
-        if not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
+        if plan.skip_till_next is not None:
+            found = self._skip_till_next(found, part, key)
+        elif not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
             part.trees[plan.last].pop()
             stats.stored -= 1
-        found = self._select(found)
-        found = self._consume(found, key, event.position)
+        return self._report(released + self._select([m for m, _ in found]), key, event.position)
+
+    def close(self) -> list:
+        released, self.waiting = [m for m, _, _, _ in self.waiting], []
+        return self._report(released, None, None)
+
+    def _report(self, found: list, key, position) -> list:
+        found = self._consume(found, key, position)
         found = self._project(found)
-        stats.matches += len(found)
+        self.stats.matches += len(found)
         return found
+
+    def _skip_till_next(self, found: list, part: _Partition, key) -> list:
+        """STNM at the trigger: drop the matches an event between their events blocks; with a Kleene last
+        variable, keep the others waiting for a later extension (``stnm``)."""
+        judge, kept = self.plan.skip_till_next, []
+        for match, (chosen, first_seq) in found:
+            if judge.blocked(part.trees, chosen):
+                continue
+            if judge.waits:
+                self.waiting.append((match, chosen, key, first_seq))
+            else:
+                kept.append((match, None))
+        return kept
+
+    def _release(self, event, key, seq: int, extends_last: bool) -> list:
+        """STNM matches made final by ``event`` (their window has passed); those it extends are dropped."""
+        judge, released, waiting = self.plan.skip_till_next, [], []
+        for match, chosen, part_key, first_seq in self.waiting:
+            mine = part_key == key
+            if judge.closed(chosen, first_seq, event, seq if mine else None):
+                released.append(replace(match, emitted_at=event.position))
+            elif not (mine and extends_last and judge.extends(chosen, event)):
+                waiting.append((match, chosen, part_key, first_seq))
+        self.waiting = waiting
+        return released
 
     def _select(self, found: list) -> list:
         """The strategy among the matches ending at this trigger (NEXT/LAST/MAX; STRICT was enumerated)."""
@@ -266,8 +303,15 @@ class Recomputation:
         for chosen in self._bind(self.last, self.allowed, None):
             match = self._emit(chosen)
             if match is not None:
-                out.append(match)
+                out.append((match, self._events(chosen) if self.plan.skip_till_next is not None else None))
         return out
+
+    def _events(self, chosen: list) -> tuple:
+        """(slot, events) left to right, and the first event's sequence number: what STNM judges."""
+        chosen = chosen[::-1]
+        events = [(s, tuple(self.trees[s].events[self.rows[s][row]] for row in rows)) for s, rows in chosen]
+        s, rows = chosen[0]
+        return events, int(self.trees[s].seq[self.rows[s][rows[0]]])
 
     def candidates(self) -> dict:
         """variable -> positions of its candidate events (empty when a range query emptied a slot)."""

@@ -3,7 +3,7 @@ LANGUAGE.md §3) on random streams, every join method, the incremental matcher, 
 import pickle
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from strategies import assert_agrees, kleene_queries, streams
 
@@ -16,6 +16,23 @@ from cepkit.runtime.events import Stream
 @given(kleene_queries(), streams(max_size=12, values=4, ids=2))
 def test_random_kleene_queries_agree_with_the_reference(query, events):
     assert_agrees(query, events, "rcep")
+
+
+@settings(max_examples=80, deadline=None)
+@given(kleene_queries(strategies=("STNM",)), streams(max_size=12, values=4, ids=2))
+def test_skip_till_next_match_agrees_and_waits_for_the_window(query, events):
+    """STNM (Def 6.1, the thesis's STN): blocked matches are dropped at the trigger; with a Kleene last
+    variable a match is reported only once its window has passed, or at ``close``."""
+    assume("CONSUME" not in query)
+    assert_agrees(query, events, "rcep")
+    matcher = cepkit.Matcher(query, engine="rcep")
+    reported = []
+    for position, event in enumerate(events):
+        new = matcher.push(event)
+        assert all(m.positions[-1] <= position for m in new)
+        reported += [m.key for m in new]
+    reported += [m.key for m in matcher.close()]
+    assert sorted(reported) == sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
 
 
 @settings(max_examples=60, deadline=None)
@@ -35,7 +52,7 @@ def test_join_methods_give_the_same_matches(query, events):
 @settings(max_examples=60, deadline=None)
 @given(kleene_queries(), streams(max_size=12, values=4, ids=2))
 def test_matcher_reports_at_each_trigger_what_the_batch_finds(query, events):
-    """Nothing waits for later events in this fragment: each match comes out at the push of its last event."""
+    """Without STNM nothing waits for later events: each match comes out at the push of its last event."""
     matcher = cepkit.Matcher(query, engine="rcep")
     reported = []
     for position, event in enumerate(events):

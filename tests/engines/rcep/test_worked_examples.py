@@ -67,11 +67,15 @@ def test_t1_contiguity(water):
     assert not any({"e8", "e9"} <= set(m) for m in partitioned)
 
 
-def test_t1_skip_till_next_match_is_left_to_engines_that_have_it(water):
-    """§5 T1's STN rows need skip-till-next-match: rcep refuses it with a caret, naming the reference."""
-    with pytest.raises(cepkit.QueryError, match="strategy:STNM") as refused:
-        cepkit.match(WATER, water, engine="rcep", strategy="STNM")
-    assert "reference" in refused.value.engines
+def test_t1_skip_till_next_match(water, water_all):
+    """§5 T1: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
+    e16, e17, e19, e20, which STA finds; [derived] e20 completes e16, e17, e18 under STN."""
+    stnm = cepkit.match(WATER, water, engine="rcep", strategy="STNM")
+    assert stnm == cepkit.match(WATER, water, engine="reference", strategy="STNM")
+    found = names(stnm, water)
+    assert ("e8", "e9", "e11", "e12", "e13", "e14", "e15") in found
+    assert ("e16", "e17", "e19", "e20") not in found and ("e16", "e17", "e18", "e20") in found
+    assert ("e16", "e17", "e19", "e20") in names(water_all, water)
 
 
 def test_t2_range_queries_from_the_trigger():

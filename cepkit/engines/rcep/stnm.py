@@ -1,0 +1,102 @@
+"""Skip-till-next-match on the recomputed matches (digest 003 §1.2 STN; LANGUAGE.md §5 ``STNM``).
+
+The language defines STNM as SES's Def 6.1 (``cepkit.semantics.stnm``): a match γ with events e1 .. en is
+disqualified when an event e outside γ, with e_i < e < e_(i+1), extends the prefix γ restricted to
+e1 .. ei into a match of a pattern prefix (every condition on the bound variables holds, in order, within
+the window): the "next fitting event" STNM may not skip. For a sequence of variables the only extensions
+are one more event of e_i's variable (if it is Kleene) or the first event of the next variable; the
+candidates are exactly the stored events of those variables' trees (their local tests passed), so the
+recomputation has everything it needs at the trigger. With a Kleene last variable the full match is its
+own prefix (i = n, digest 002 §4.5): a later event within the window that extends the last variable
+disqualifies it, so such a match is final only once the window from its first event has passed.
+
+Digest 003 §5 T1: e18 = 401 blocks e19 = 400, so e16, e17, e19, e20 is not an STN match.
+"""
+from __future__ import annotations
+
+import math
+
+from ...lang import ast as A
+from ...semantics.conditions import holds
+
+
+class SkipTillNext:
+    """The STNM test of one plan: ``blocked`` (between the events of a match, at its trigger) and
+    ``extends`` (a later event extending the last Kleene variable)."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        pattern = plan.pattern
+        # every condition but the local tests, which the trees' events passed one by one
+        self.conditions = ([(j.cond, None) for j in pattern.joins] + [(c.cond, None) for c in pattern.chains]
+                           + [(r, None) for r in pattern.residual]
+                           + [(cond, slot.var) for slot in pattern.slots for cond in slot.per_event])
+        self.waits = pattern.slots[-1].kleene
+
+    def blocked(self, trees, chosen: list) -> bool:
+        """Whether an event between two events of the match (``chosen``: (slot, events) left to right)
+        extends the prefix before it."""
+        sequence = [(s, e) for s, events in chosen for e in events]
+        for i in range(len(sequence) - 1):
+            (s, event), (_, following) = sequence[i], sequence[i + 1]
+            prefix = _prefix(chosen, event.position)
+            for k in ([s] if self.plan.slots[s].kleene else []) + ([s + 1] if s + 1 < len(chosen) else []):
+                tree = trees[k]
+                for e in tree.events[tree.start:]:
+                    if event.position < e.position < following.position and self._fits(prefix, k, e):
+                        return True
+        return False
+
+    def extends(self, chosen: list, event) -> bool:
+        """Whether ``event`` (later than the match and inside its window, of its partition, accepted by the
+        last variable's tree) extends the match's last Kleene variable into another match."""
+        return self._fits(chosen, len(chosen) - 1, event)
+
+    def closed(self, chosen: list, first_seq: int, event, seq) -> bool:
+        """Whether the window of the match's first event has passed by ``event`` (any partition, for a time
+        window) or by sub-stream number ``seq`` (its own partition, else None, for ``n EVENTS``): no later
+        event can extend it, so it is final."""
+        plan = self.plan
+        if plan.window_seconds is not None:
+            first = chosen[0][1][0]
+            slack = 8 * math.ulp(max(1.0, plan.window_seconds, abs(event.time)))
+            return event.time - first.time > plan.window_seconds + slack
+        if plan.window_events is not None:
+            return seq is not None and seq - first_seq >= plan.window_events
+        return False
+
+    def _fits(self, prefix: list, k: int, event) -> bool:
+        """The prefix with ``event`` added to slot k satisfies every condition on its bound variables."""
+        extended = [(s, events + ((event,) if s == k else ())) for s, events in prefix]
+        if k == len(prefix):
+            extended.append((k, (event,)))
+        events, env = [], {}
+        for s, picked in extended:
+            slot = self.plan.slots[s]
+            indices = tuple(range(len(events), len(events) + len(picked)))
+            events += picked
+            if slot.var is not None:
+                env[slot.var] = indices if slot.kleene else indices[0]
+        for cond, per_event in self.conditions:
+            if not _mentions_only(cond, env):
+                continue
+            if per_event is None:
+                if not holds(cond, env, events):
+                    return False
+            elif not all(holds(cond, {**env, per_event: i}, events) for i in env[per_event]):
+                return False
+        return True
+
+
+def _prefix(chosen: list, upto: int) -> list:
+    """The slots' events at or before position ``upto`` (empty slots dropped)."""
+    out = []
+    for s, events in chosen:
+        kept = tuple(e for e in events if e.position <= upto)
+        if kept:
+            out.append((s, kept))
+    return out
+
+
+def _mentions_only(cond, env) -> bool:
+    return set(A.variables_in(cond)) <= env.keys()
