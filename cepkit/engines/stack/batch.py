@@ -174,23 +174,10 @@ class ColumnarRun:
         self.stride = len(events) + 1
         self.partial_matches = 0
         self.found: list = []
-        self.residual = [self._residual(neg) for neg in program.negations]
         # a middle negation (or EXISTS) without correlated conditions bounds the range of its left neighbour
         self.bounding = {j for j, neg in enumerate(program.negations)
-                         if 0 < neg.gap < program.n and self.residual[j] is None}
+                         if 0 < neg.gap < program.n and neg.residual_cond is None}
         self._build_stores()
-
-    def _residual(self, neg):
-        """A negation's correlated conditions minus the equalities its equality partition already ensures."""
-        slots = self.program.slots
-        implied = set()
-        if neg.hash_attr is not None:
-            for slot in slots:
-                mine, theirs = A.Attr(neg.var, neg.hash_attr), A.Attr(slot.var, slot.hash_attr)
-                implied.update({(mine, theirs), (theirs, mine)})
-        kept = [c for c in neg.correlated_conds
-                if not (isinstance(c, A.Compare) and c.op == "=" and (c.left, c.right) in implied)]
-        return A.conjoin(kept)
 
     # ------------------------------------------------------------------ stacks and stores
     def _candidates(self, types, var, cond) -> np.ndarray:
@@ -311,7 +298,7 @@ class ColumnarRun:
             lo, hi = chosen[neg.gap - 1] + 1, chosen[neg.gap] - 1
         group = rows.group if neg.hash_attr is not None else rows.substream
         first, stop = store.span(group, lo, hi)
-        witness = self._first_satisfying(rows, first, stop, store, neg.var, self.residual[j])
+        witness = self._first_satisfying(rows, first, stop, store, neg.var, neg.residual_cond)
         if not neg.exists:
             return witness < 0
         if neg.gap == program.n:

@@ -198,9 +198,10 @@ class Core:
         store = part.negs[j]
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)
         start, stop = store.span(lo, hi)
-        if neg.correlated is None and lo_l == -math.inf and hi_l == math.inf:
+        if neg.residual is None and lo_l == -math.inf and hi_l == math.inf:
             return (start < stop) == neg.exists
-        found = any(lo_l <= entry.lpos <= hi_l and self._correlated(neg, binding, entry)
+        # the store is this partition's: the equalities of the equality partition hold already
+        found = any(lo_l <= entry.lpos <= hi_l and self._correlated(neg, neg.residual, binding, entry)
                     for entry in store.items[start:stop])
         return found == neg.exists
 
@@ -212,17 +213,19 @@ class Core:
         lo, hi, lo_l, hi_l = program.scope(neg, chosen)
         if not (lo < entry.key < hi and lo_l <= entry.lpos <= hi_l):
             return False
-        return self._correlated(neg, self.binding_of(chosen), entry)
+        return self._correlated(neg, neg.correlated, self.binding_of(chosen), entry)
 
-    def _correlated(self, neg, binding, entry: Instance) -> bool:
-        if neg.correlated is None:
+    @staticmethod
+    def _correlated(neg, test, binding, entry: Instance) -> bool:
+        """``test`` (None: true) with the negated variable bound to ``entry``'s event."""
+        if test is None:
             return True
         if neg.var is None:
-            return neg.correlated(binding)
+            return test(binding)
         saved = binding.get(neg.var)
         binding[neg.var] = entry.event
         try:
-            return neg.correlated(binding)
+            return test(binding)
         finally:
             if saved is None:
                 del binding[neg.var]

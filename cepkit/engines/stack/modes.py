@@ -47,6 +47,7 @@ class StackMatcher(IncrementalPlan):
     """What the modes share: cores per PARTITION BY key, and the log of emissions."""
 
     ordered = True
+    retracts = False    # only the aggressive mode withdraws (and may re-insert) matches
 
     def __init__(self, program):
         self.program = program
@@ -81,6 +82,8 @@ class StackMatcher(IncrementalPlan):
 
     def net(self) -> list:
         """The matches emitted and not retracted."""
+        if not self.retracts:   # every emission is final and emitted once
+            return list(self.emissions)
         count = Counter()
         for m in self.emissions:
             count[m.key] += 1 if m.sign == "+" else -1
@@ -420,6 +423,8 @@ class AggressiveMatcher(_OutOfOrderMatcher):
     """Compensation (digest 000a §2.5): every match is emitted as soon as it is built; a late negative
     event retracts (``-``) the emitted matches whose scope it falls in, a late positive one inserts
     (``+``) the matches it completes. Results are eventually valid; the net output converges."""
+
+    retracts = True
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:

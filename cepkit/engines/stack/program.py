@@ -48,7 +48,8 @@ class Negation:
 
     ``test`` filters the events kept in its store; ``correlated`` is the rest of its conditions, which
     mention positive variables too and need the slots ``needs`` (``own`` and ``correlated_conds`` are
-    the same conditions as trees)."""
+    the same conditions as trees). ``residual`` (tree ``residual_cond``) is ``correlated`` without the
+    equalities the equality partition implies: enough when reading the match's own partition's store."""
     var: Optional[str]
     types: Optional[frozenset]
     gap: int
@@ -61,6 +62,8 @@ class Negation:
     own: Optional[A.Expr] = None
     correlated_conds: tuple = ()
     exists: bool = False
+    residual: Optional[Callable] = None
+    residual_cond: Optional[A.Expr] = None
 
 
 @dataclass(frozen=True)
@@ -220,9 +223,13 @@ def compile_program(query, unsupported) -> Program:
         own = [c for c in conds if not set(A.variables_in(c)) & set(slot_of)]
         correlated = [c for c in conds if set(A.variables_in(c)) & set(slot_of)]
         needs = frozenset(slot_of[v] for c in correlated for v in A.variables_in(c) if v in slot_of)
+        implied = _implied_equalities(atom.var, hash_attrs)
+        residual = [c for c in correlated if not (isinstance(c, A.Compare) and c.op == "=" and
+                                                  (c.left, c.right) in implied)]
         negations.append(Negation(atom.var, types_of(atom), gap, _test(own), _test(correlated),
                                   needs, hash_attrs.get(atom.var), atom, node, A.conjoin(own), tuple(correlated),
-                                  exists=isinstance(node, A.Exists)))
+                                  exists=isinstance(node, A.Exists), residual=_test(residual),
+                                  residual_cond=A.conjoin(residual)))
 
     within = query.within
     strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)
@@ -232,6 +239,19 @@ def compile_program(query, unsupported) -> Program:
                    window_time=within.seconds if within is not None and not within.events else None,
                    window_events=int(within.amount) if within is not None and within.events else None,
                    strategy=strategy, partition_by=query.partition_by, select=query.select)
+
+
+def _implied_equalities(var, hash_attrs: dict) -> set:
+    """(left, right) attribute pairs ``var.k = x.k'`` that the equality partition makes true when the
+    negated ``var`` is read from the same partition as the positive ``x`` (both orders)."""
+    if var not in hash_attrs:
+        return set()
+    mine = A.Attr(var, hash_attrs[var])
+    pairs = set()
+    for other, attr in hash_attrs.items():
+        if other != var:
+            pairs.update({(mine, A.Attr(other, attr)), (A.Attr(other, attr), mine)})
+    return pairs
 
 
 def type_hierarchy(query):
