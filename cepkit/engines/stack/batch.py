@@ -267,7 +267,7 @@ class ColumnarRun:
                     lo = np.maximum(lo, latest)
         if program.strategy == "STRICT":              # exactly the previous event of the sub-stream
             previous = layout.previous[right]
-            lo, hi = np.maximum(lo, previous), np.minimum(hi, np.where(previous >= 0, previous, -1))
+            lo, hi = np.maximum(lo, previous), np.minimum(hi, previous)   # (-1, none: an empty range)
         stack = self.stacks[slot]
         first, stop = stack.span(rows.group, lo, hi)
         row_of, pick = _ranges(first, stop)
