@@ -63,10 +63,12 @@ class EventTree:
     def expire(self, min_time: float, min_seq: int) -> None:
         """Hide events older than the window (time below ``min_time`` or sequence below ``min_seq``), and
         compact once the hidden prefix is as large as the live part (§2.7, CPU-friendly)."""
-        n = self.size
-        cut = max(int(np.searchsorted(self.times[:n], min_time, side="left")),
-                  int(np.searchsorted(self.seq[:n], min_seq, side="left")))
-        self.start = max(self.start, cut)
+        start, n = self.start, self.size
+        if min_time > -np.inf:
+            start += int(np.searchsorted(self.times[start:n], min_time, side="left"))
+        if min_seq > 0:
+            start += int(np.searchsorted(self.seq[start:n], min_seq, side="left"))
+        self.start = start
         if self.start and self.start >= n - self.start:
             self._compact()
 
