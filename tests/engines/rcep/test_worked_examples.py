@@ -165,3 +165,15 @@ def test_q3_cardiac_with_a_constant_filter():
                                                 (130, "active")])]
     found = cepkit.match(query, stream, engine="rcep")
     assert len(found) > 0 and found == cepkit.match(query, stream, engine="reference")
+
+
+def test_match_conditions_as_the_digest_tightens_them():
+    """§1.3 "Tighten these in our spec": the thesis's condition 2 (each event of E_i has some later event in
+    E_j) would let two Kleene variables interleave, and condition 3 bounds only adjacent gaps; here every
+    event of a variable precedes every event of the next, and the whole match fits the window."""
+    events = [{"type": t, "ts": ts} for t, ts in [("A", 0), ("B", 1), ("A", 2), ("B", 3)]]
+    interleaved = cepkit.match("SEQ(A+ a, B+ b)", events, engine="rcep")
+    assert (0, 1, 2, 3) not in interleaved.positions() and (0, 2, 3) in interleaved.positions()
+    chain = [{"type": "A", "ts": 0}, {"type": "B", "ts": 4}, {"type": "C", "ts": 8}]
+    assert cepkit.match("SEQ(A a, B b, C c) WITHIN 5", chain, engine="rcep").positions() == []  # gaps of 4 fit
+    assert cepkit.match("SEQ(A a, B b, C c) WITHIN 8", chain, engine="rcep").positions() == [(0, 1, 2)]
