@@ -16,6 +16,10 @@ them. Every conjunct of Θ lands in exactly one role:
 ``chain``
     Θᵛ (ii), ``f(prev(b)) φ g(b)`` (``prev(b.v) < b.v``, ``b[i].v > b[i-1].v``, RCEP's NEXT): every
     consecutive pair of b; computed as b's self-join, the "can-follow" DAG whose paths are the chains.
+
+    A conjunct ``x.B φ first(b).A`` (or ``last``) is a join too when a chain on ``b.A`` orders b: if
+    ``prev(b.A) < b.A``, first(b) is b's minimum, so ``c.price < first(b).price`` (Q1) holds exactly when c
+    is below every b. This gives the thesis's range on b from the trigger c (§5 T2).
 ``residual``
     everything else (aggregates, ``first``/``last``/``b[k]`` such as RCEP's FIRST, ``or``/``not`` over a
     Kleene variable, conjuncts on three variables): checked on each enumerated match (§2.4, implicit
