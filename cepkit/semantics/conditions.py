@@ -47,6 +47,21 @@ def holds(cond: A.Expr, env: Mapping, events: Sequence) -> bool:
     return _Predicate(cond, env, events).holds()
 
 
+def bound_conditions_hold(conditions, env: Mapping, events: Sequence) -> bool:
+    """Whether every ``(cond, per_event)`` whose variables ``env`` binds holds: the test of a partial match
+    (STNM's judge). ``per_event`` names the Kleene variable of a condition written inside its ``+``, which
+    must hold for each of its events; ``None`` for a condition over the whole bindings."""
+    for cond, per_event in conditions:
+        if not set(A.variables_in(cond)) <= env.keys():
+            continue
+        if per_event is None:
+            if not holds(cond, env, events):
+                return False
+        elif not all(holds(cond, {**env, per_event: i}, events) for i in env[per_event]):
+            return False
+    return True
+
+
 class _Predicate:
     """One predicate, quantified over the Kleene variables it mentions element-wise."""
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from ..errors import QueryError
 from ..lang import ast as A
-from .conditions import holds
+from .conditions import bound_conditions_hold
 from .derivations import generating
 from .truth import Truth, all3, any3, not3
 
@@ -178,16 +178,7 @@ class _Judge:
             return False
         env = {elements[k].atom.var: (assign[k] if elements[k].kleene else assign[k][0])
                for k in bound if elements[k].atom.var}
-        events = self.stream.events
-        for cond, per_event in self.shape.conditions:
-            if not set(A.variables_in(cond)) <= env.keys():
-                continue
-            if per_event is None:
-                if not holds(cond, env, events):
-                    return False
-            elif not all(holds(cond, {**env, per_event: i}, events) for i in env[per_event]):
-                return False
-        return True
+        return bound_conditions_hold(self.shape.conditions, env, self.stream.events)
 
 
 def stnm_select(strategy: str, matches: list, stream, type_matches) -> list:

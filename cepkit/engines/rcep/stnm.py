@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import math
 
-from ...lang import ast as A
-from ...semantics.conditions import holds
+from ...semantics.conditions import bound_conditions_hold
 
 
 class SkipTillNext:
@@ -77,15 +76,7 @@ class SkipTillNext:
             events += picked
             if slot.var is not None:
                 env[slot.var] = indices if slot.kleene else indices[0]
-        for cond, per_event in self.conditions:
-            if not _mentions_only(cond, env):
-                continue
-            if per_event is None:
-                if not holds(cond, env, events):
-                    return False
-            elif not all(holds(cond, {**env, per_event: i}, events) for i in env[per_event]):
-                return False
-        return True
+        return bound_conditions_hold(self.conditions, env, events)
 
 
 def _prefix(chosen: list, upto: int) -> list:
@@ -97,6 +88,3 @@ def _prefix(chosen: list, upto: int) -> list:
             out.append((s, kept))
     return out
 
-
-def _mentions_only(cond, env) -> bool:
-    return set(A.variables_in(cond)) <= env.keys()
