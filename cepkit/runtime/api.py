@@ -85,6 +85,10 @@ class Matcher:
     >>> m = Matcher("A a ; B b", engine="reference")
     >>> m.push({"type": "A", "ts": 0}), [x.positions for x in m.push({"type": "B", "ts": 1})]
     ([], [(0, 1)])
+
+    In an out-of-order mode that retracts (``disorder="aggressive"``), ``push`` also returns retractions
+    (``sign="-"``); ``matches`` and ``result()`` hold the net result, ``deltas`` (and ``result().deltas``)
+    every emission in order.
     """
 
     def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, **options):
@@ -98,6 +102,7 @@ class Matcher:
         self._max_time = -math.inf
         self._reject_disorder = options.get("disorder", "reject") == "reject"
         self.matches: list = []
+        self.deltas: list = []
 
     def push(self, event) -> list:
         e = make_event(event, self._position)
@@ -106,9 +111,7 @@ class Matcher:
                                                    "out-of-order mode with disorder=")
         self._max_time = max(self._max_time, e.time)
         self._position += 1
-        new = output_order(self._inc.push(e))
-        self.matches.extend(m for m in new if m.sign == "+")
-        return new
+        return self._collect(self._inc.push(e))
 
     def extend(self, events) -> list:
         out = []
@@ -117,9 +120,21 @@ class Matcher:
         return out
 
     def close(self) -> list:
-        new = output_order(self._inc.close())
-        self.matches.extend(m for m in new if m.sign == "+")
+        return self._collect(self._inc.close())
+
+    def _collect(self, emitted) -> list:
+        """Log the new emissions; a retraction withdraws the match it names from the net result."""
+        new = output_order(emitted)
+        self.deltas.extend(new)
+        for m in new:
+            if m.sign == "+":
+                self.matches.append(m)
+                continue
+            for i in range(len(self.matches) - 1, -1, -1):
+                if self.matches[i].key == m.key:
+                    del self.matches[i]
+                    break
         return new
 
     def result(self) -> Matches:
-        return Matches(self.matches, self.engine, self.query)
+        return Matches(self.matches, self.engine, self.query, deltas=list(self.deltas))

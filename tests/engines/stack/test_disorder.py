@@ -129,6 +129,23 @@ def test_matcher_pushes_insertions_and_retractions(query, case):
     for m in log:
         net[m.key] = net.get(m.key, 0) + (1 if m.sign == "+" else -1)
     assert sorted(k for k, n in net.items() if n > 0) == truth(query, arrived)
+    # the Matcher's own result is the net one, and its deltas are the emissions in order
+    result = matcher.result()
+    assert keys(result) == keys(matcher.matches) == truth(query, arrived)
+    assert [(d.key, d.sign) for d in result.deltas] == [(d.key, d.sign) for d in log]
+
+
+def test_matcher_result_withdraws_retracted_matches_we13():
+    """Digest 000a WE-13 through a ``Matcher``: <a7,b11> is pushed at b11 and withdrawn at the late c9, so
+    the Matcher's net result is empty, as ``cepkit.match``'s."""
+    labels = "a3 c5 a7 b11 c9".split()
+    matcher = cepkit.Matcher("SEQ(A a, !C c, B b) WITHIN 10", engine="stack", disorder="aggressive")
+    pushed = [[(m.sign, m.positions) for m in matcher.push({"type": label[0].upper(), "ts": int(label[1:])})]
+              for label in labels]
+    assert pushed == [[], [], [], [("+", (2, 3))], [("-", (2, 3))]]
+    assert matcher.close() == [] and matcher.matches == []
+    result = matcher.result()
+    assert len(result) == 0 and [(d.sign, d.positions) for d in result.deltas] == [("+", (2, 3)), ("-", (2, 3))]
 
 
 # Random flat queries rarely put a late negative inside a match; these always negate something.
