@@ -5,7 +5,7 @@ import pytest
 
 import cepkit
 from cepkit.datasets import ses_chemo, ses_stocks
-from cepkit.engines.ses import SesAutomaton
+from cepkit.engines.ses import SesAutomaton, permutation_automata
 from cepkit.engines.ses.execution import run_window, run_window_robust
 from cepkit.engines.ses.windows import Entry, MatchWindow
 from cepkit.runtime.events import Stream
@@ -97,6 +97,23 @@ def test_chemo_p2_and_the_calls_to_a():
         assert described(P2, frame, "STNM", two_phase=two_phase) == expected
         assert described(P2, frame, "ROBUST_STNM", two_phase=two_phase) == expected
     assert calls == {True: 3, False: 15}
+
+
+def test_a_on_w1_and_w2_ex_5_3():
+    """§3.1, Ex 5.3: A(P2, W1) = {{c/e1, p/⟨e3,e10⟩, b/e12}} and A(P2, W2) = ∅, A being SESExec (Alg 2) on the
+    plain windows W1 = ⟨e1..e13⟩ and W2 = ⟨e2..e14⟩ of Ex 4.5 (W2 starts with the blood count e2)."""
+    frame = ses_chemo(3)
+    plan = plan_of(P2, two_phase=False)
+    events = Stream.from_any(frame).events
+    names = frame["e"].tolist()
+
+    def a(first, last):
+        window = [Entry(e, e.time, plan.vars_of(e)) for e in events[first - 1:last]]
+        return [{v: [names[e.position] for e in b[plan.index[v]]] for v in "cpb"}
+                for b in run_window(plan.compiled[0], window, keep_skips=False)]
+
+    assert a(1, 13) == [{"c": ["e1"], "p": ["e3", "e10"], "b": ["e12"]}]
+    assert a(2, 14) == []
 
 
 def test_filtered_windows_ex_5_4_and_candidates_ex_5_5():
@@ -224,6 +241,8 @@ def test_stocks_chapter_1(strategy):
     sequential = STOCKS1.replace("SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3})",
                                  "SEQ(GOOG g1, IBM i1, GOOG g2, IBM i2, GOOG g3, IBM i3)")
     assert described(sequential, frame, strategy) == []
+    # covering every interleaving with sequential patterns takes 2!·2!·2! = 8 of them (the brute force's)
+    assert len(permutation_automata([("g1", "i1"), ("g2", "i2"), ("g3", "i3")], kleene=())) == 8
 
 
 P3_STNM = ["s1=e1 s2=e4 s3=e5+e6 s4=e7", "s1=e3 s2=e4 s3=e5+e6 s4=e7", "s1=e4 s2=e5 s3=e6 s4=e7"]
@@ -289,6 +308,10 @@ def test_kleene_variable_in_the_last_set():
     for strategy in ("STNM", "ROBUST_STNM"):
         assert cepkit.match(query, events, engine="ses", strategy=strategy).positions() == [(0, 1, 4)]
     assert cepkit.match(query.replace("10", "3"), events, engine="ses", strategy="STNM").positions() == [(0, 1)]
+    for text in (query, query.replace("10", "3")):   # the reference decides the same (docs/decisions.md)
+        for strategy in STRATEGIES:
+            assert cepkit.match(text, events, engine="ses", strategy=strategy) == \
+                cepkit.match(text, events, engine="reference", strategy=strategy)
 
 
 def test_partition_invariance():
