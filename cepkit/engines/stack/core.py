@@ -50,9 +50,6 @@ class Partition:
             for later in nxt.items[nxt.after(inst.key):]:
                 later.rip -= 1
 
-    def size(self) -> int:
-        return sum(len(s) for s in self.stacks) + sum(len(s) for s in self.negs)
-
 
 class Core:
     """One sub-stream: its equality partitions, its local positions and the construction algorithm.
