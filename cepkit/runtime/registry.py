@@ -24,14 +24,11 @@ class IncrementalPlan(ABC):
 
     @abstractmethod
     def push(self, event) -> list:
-        """Feed the next event (a ``cepkit.Event`` with its arrival position); return newly final matches."""
+        """Feed the next event (a ``cepkit.Event`` with its arrival position); return newly final matches
+        (in a retracting out-of-order mode, also retractions: ``Match`` with ``sign="-"``)."""
 
     def close(self) -> list:
         """The stream is complete: return the matches that were waiting for the future (trailing negation)."""
-        return []
-
-    def retractions(self) -> list:
-        """Matches withdrawn so far (aggressive out-of-order mode only)."""
         return []
 
 

@@ -89,9 +89,6 @@ class StackMatcher(IncrementalPlan):
             count[m.key] += 1 if m.sign == "+" else -1
         return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
 
-    def retractions(self) -> list:
-        return [m for m in self.emissions if m.sign == "-"]
-
     def info(self) -> dict:
         return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
                 "emissions": len(self.emissions)}
