@@ -4,6 +4,12 @@ import pytest
 
 import cepkit
 from cepkit.datasets import cel_fire_sensors
+from cepkit.engines.automaton.compile import CEA, Transition
+from cepkit.engines.automaton.evaluate import run_all
+from cepkit.engines.automaton.plan import Program
+from cepkit.engines.automaton.predicates import EVENT, Guard
+from cepkit.lang import ast as A
+from cepkit.runtime.events import Stream
 from cel_formulas import PHI1, PHI2, PHI3, PHI4, PHI5, FIGURE2
 
 
@@ -60,11 +66,14 @@ def test_outputs_on_s(position0, query, strategy, expected):
     assert positions(query, position0, strategy) == expected
 
 
-def test_not_well_formed_and_unsafe_formulas_are_rejected():
+@pytest.mark.parametrize("text, why", [
+    ("T AS x FILTER y.tmp > 40", "unknown variable 'y'"),       # not well-formed: y bound nowhere around it
+    ("T AS x ; T AS x", "unsafe"),                              # unsafe, hence unsatisfiable
+])
+def test_not_well_formed_and_unsafe_formulas_are_rejected(text, why):
     """§5: a filter on a variable bound nowhere around it, and T AS x ; T AS x (unsatisfiable)."""
-    for text in ("T AS x FILTER y.tmp > 40", "T AS x ; T AS x"):
-        with pytest.raises(cepkit.QueryError):
-            cepkit.match(text, cel_fire_sensors(), engine="automaton")
+    with pytest.raises(cepkit.QueryError, match=why):
+        cepkit.match(text, cel_fire_sensors(), engine="automaton")
 
 
 def test_phi5_conditional_filter(position0):
@@ -81,6 +90,26 @@ def test_figure2_output():
     assert set(positions(FIGURE2, "T")) == with_t
     with_h = set(positions(FIGURE2, "H"))
     assert with_h > with_t and len(with_h - with_t) == 12 and all(p[0] == 0 for p in with_h - with_t)
+
+
+def test_figure2_automaton_evaluated_as_drawn():
+    """§3 Figure 2 built by hand (q0 -TRUE/◦-> q0, q0 -H/•-> q1, q1 -TRUE/◦-> q1, q1 -(T ∧ tmp>40)/•-> q1,
+    q1 -H/•-> q2 final) and run by the engine's lazy determinization and Algorithm 1: the [derived]
+    outputs, the same as the compiled FIGURE2 formula's on both readings of position 0."""
+    h = Guard("H", frozenset({"H"}))
+    t_hot = Guard("T", frozenset({"T"}), A.Compare(">", A.Attr(EVENT, "tmp"), A.Literal(40)))
+    figure2 = CEA(3, 0, frozenset({2}), (
+        Transition(0, 0, Guard(), False), Transition(0, 1, h, True, "x"), Transition(1, 1, Guard(), False),
+        Transition(1, 1, t_hot, True, "y"), Transition(1, 2, h, True, "z")))
+    program = Program(cepkit.parse(FIGURE2), figure2)
+    found = {}
+    for position0 in ("T", "H"):
+        outputs = run_all(program, Stream.from_any(cel_fire_sensors(position0))).outputs
+        found[position0] = {m.positions for m in program.matches(outputs)[0]}
+        assert found[position0] == set(positions(FIGURE2, position0))
+    assert found["T"] == {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
+    extra = found["H"] - found["T"]
+    assert found["H"] > found["T"] and len(extra) == 12 and all(p[0] == 0 for p in extra)
 
 
 def test_figure2_automaton_shape():

@@ -1,14 +1,19 @@
 """CEL to CEA (digest 004 §4): the fragment, the LP-normal rewrite (push-down, pop-up), the Thompson
 construction with ε-removal, STRICT, and lazy determinization."""
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import cepkit
 from cepkit.datasets import cel_fire_sensors
+from cepkit.engines.automaton import predicates
 from cepkit.engines.automaton.compile import check_fragment, compile_query, lp_normal, thompson
 from cepkit.engines.automaton.determinize import LazyDeterminizer, Letters
 from cepkit.engines.automaton.predicates import Alphabet
 from cepkit.lang import ast as A
 from cepkit.lang.checks import bound
+from cepkit.runtime.registry import select_engine
+from strategies import cel_queries, unary_queries
 
 
 def lp(text, hierarchy=None):
@@ -161,3 +166,57 @@ def test_an_exponential_lp_normal_form_is_refused_not_computed():
     with pytest.raises(cepkit.QueryError, match="LP-normal form grows past") as err:
         cepkit.match(query, cepkit.datasets.cel_fire_sensors(), engine="automaton")
     assert "reference" in err.value.engines
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.one_of(cel_queries(), unary_queries(strategies=("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX"))))
+def test_auto_chooses_the_automaton_for_its_fragment(query):
+    """``engine="auto"`` runs every query of the fragment (sequence, OR, + at any depth, unary filters,
+    windows, partition, strategies, CONSUME BY, RETURN) on the automaton; only an LP-normal form past
+    ``LP_NORMAL_LIMIT`` (refused, ``test_an_exponential_lp_normal_form_is_refused_not_computed``) falls through."""
+    parsed = cepkit.parse(query)
+    try:
+        engine, _ = select_engine(parsed, "auto", {})
+    except cepkit.QueryError as err:       # only when every engine refuses (not expected)
+        raise AssertionError(err) from err
+    if engine.name != "automaton":
+        with pytest.raises(cepkit.QueryError, match="LP-normal form grows past"):
+            select_engine(parsed, "automaton", {})
+
+
+SHARED = "(A AS a FILTER a.s = 'x') ; (B AS b FILTER b.s = 'x') ; (A AS c FILTER c.s = 'x') ; C AS d"
+
+
+def _counting_holds(patch) -> list:
+    """Count the per-event evaluations of conditions (the reference semantics, predicates' fallback)."""
+    calls = []
+    original = predicates.holds
+
+    def counted(cond, env, events):
+        calls.append(events[0].position)
+        return original(cond, env, events)
+    patch.setattr(predicates, "holds", counted)
+    return calls
+
+
+def test_each_predicate_is_evaluated_once_per_event():
+    """Digest 004 §5: the letter is the vector of the unary tests, each evaluated once per event. One
+    condition used by three transitions (on a, b and c) is one test: a column numpy cannot compare
+    exactly (strings mixed with numbers) falls back to one evaluation per event of a type using it (A or
+    B, never C or D), in a batch run and in the matcher; a numeric column is evaluated column-wise only."""
+    values = ["x", 1, "y", "x", 2.5, "x", "x", "z"]
+    events = [{"type": t, "s": v} for t, v in zip("ABCADBAC", values)]
+    in_scope = [i for i, e in enumerate(events) if e["type"] in "AB"]
+    with pytest.MonkeyPatch.context() as patch:
+        calls = _counting_holds(patch)
+        batch = cepkit.match(SHARED, events, engine="automaton")
+        assert sorted(calls) == in_scope
+        calls.clear()
+        matcher = cepkit.Matcher(SHARED, engine="automaton")
+        pushed = [m for e in events for m in matcher.push(e)]
+        assert calls == in_scope
+        assert [m.key for m in pushed] == [m.key for m in batch] != []
+        calls.clear()
+        numeric = [{"type": t, "s": i} for i, t in enumerate("ABCADBAC")]
+        assert cepkit.match(SHARED.replace("= 'x'", ">= 3"), numeric, engine="automaton").positions() == [(3, 5, 6, 7)]
+        assert calls == []
