@@ -249,10 +249,6 @@ class QueryNode(Node):
     core_style: bool = False               # FROM ... WHERE <pattern> header (kept for printing)
 
 
-def is_condition(node: Node) -> bool:
-    return isinstance(node, Expr)
-
-
 def variables_in(expr: Node) -> tuple:
     """Variables an expression mentions, in order of first mention."""
     seen = []

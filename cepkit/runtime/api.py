@@ -7,8 +7,8 @@ from typing import Optional
 from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
-from .events import Event, Stream, make_event
-from .matches import Match, Matches, output_order
+from .events import Stream, make_event
+from .matches import Matches, output_order
 from .registry import select_engine
 
 
