@@ -2,6 +2,10 @@
 through Playwright, every cell run, and the match timeline and the automaton checked to render as plotly
 figures (STACK-NOTES §4). Screenshots go to ``test-artifacts/``.
 
+The issue asks for under 3 minutes: every wait draws on one budget, ``BUDGET_S`` from the moment the page
+opens (JupyterLab's start adds ~5 s before, shutting it down ~5 s after), so a slow run fails naming the
+step that ran out instead of running on.
+
 Skipped, with the reason, without ``/usr/bin/chromium`` (``make test`` installs it) or playwright.
 """
 import json
@@ -22,7 +26,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 NOTEBOOK = "01-tour.ipynb"
 DONE_MARKER = "tour complete"            # printed by the tour's last cell
-RUN_TIMEOUT_MS = 150_000
+BUDGET_S = 165                           # every wait of the test together, from opening the page
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (extra 'browser')")
 pytestmark = [
@@ -87,6 +91,31 @@ def jupyter_lab(tmp_path):
         log.close()
 
 
+class Budget:
+    """Milliseconds left for the next wait, and the step that ran out when none are."""
+
+    def __init__(self, seconds: float):
+        self.deadline = time.monotonic() + seconds
+
+    def ms(self, step: str) -> float:
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            pytest.fail(f"the {BUDGET_S} s budget ran out before: {step}")
+        return left * 1000
+
+    def wait(self, locator, step: str) -> None:
+        try:
+            locator.wait_for(timeout=self.ms(step))
+        except playwright_api.TimeoutError:
+            pytest.fail(f"the {BUDGET_S} s budget ran out while waiting for: {step}")
+
+
+def shown_plots(page) -> list:
+    """Bounding boxes of the plotly figures on show."""
+    return [box for box in (plot.bounding_box() for plot in page.locator(".js-plotly-plot:visible").all())
+            if box is not None]
+
+
 def run_all_cells(page) -> None:
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
@@ -103,25 +132,28 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(jupyter_
         page.on("pageerror", lambda error: script_errors.append(str(error)))
         page.on("console", lambda message: script_errors.append(message.text) if message.type == "error" else None)
         try:
-            page.goto(jupyter_lab)
-            page.get_by_text("Python 3 (ipykernel) | Idle").wait_for(timeout=60_000)
+            budget = Budget(BUDGET_S)
+            page.goto(jupyter_lab, timeout=budget.ms("the JupyterLab page"))
+            budget.wait(page.get_by_text("Python 3 (ipykernel) | Idle"), "the kernel to be idle")
             run_all_cells(page)
             try:                                   # STACK-NOTES §4: Run All is sometimes lost; retry once
-                page.locator(".jp-OutputArea-output").first.wait_for(timeout=15_000)
+                page.locator(".jp-OutputArea-output").first.wait_for(timeout=min(15_000, budget.ms("Run All")))
             except playwright_api.TimeoutError:
                 run_all_cells(page)
-            page.locator(".jp-OutputArea-output", has_text=DONE_MARKER).wait_for(timeout=RUN_TIMEOUT_MS)
+            budget.wait(page.locator(".jp-OutputArea-output", has_text=DONE_MARKER), "the tour's last cell")
             timeline = page.locator(".js-plotly-plot").filter(has_text="matches").first
             automaton = page.locator(".js-plotly-plot").filter(has_text="start").first
-            timeline.wait_for(timeout=90_000)   # generous: CI machines are shared and slow to draw
-            automaton.wait_for(timeout=90_000)
+            budget.wait(timeline, "the timeline figure")
+            budget.wait(automaton, "the automaton figure")
             assert timeline.locator(".scatterlayer .trace").count() >= 3        # events, matches, selected...
             assert automaton.locator("text", has_text="q0").count() >= 1
             assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
-            # every figure on show was drawn: the tour's timeline, the automaton, the workbench's timeline
-            shown = [box for box in (plot.bounding_box() for plot in page.locator(".js-plotly-plot:visible").all())
-                     if box is not None]
-            assert len(shown) >= 3 and all(box["height"] > 100 for box in shown), shown
+            # every figure on show was drawn: the tour's timeline, the automaton, the workbench's timeline (the
+            # last may still be drawing when the first two are: poll, within the budget)
+            shown = shown_plots(page)
+            while not (len(shown) >= 3 and all(box["height"] > 100 for box in shown)):
+                page.wait_for_timeout(min(500, budget.ms(f"three drawn figures (drawn so far: {shown})")))
+                shown = shown_plots(page)
             assert not [e for e in script_errors if "TypeError" in e], script_errors
             timeline.scroll_into_view_if_needed()
             timeline.screenshot(path=str(ARTIFACTS / "01-tour-timeline.png"))
