@@ -30,10 +30,19 @@ def definitions(node) -> dict:
             if var in merged:
                 first = merged[var]
                 where = f" (first defined at line {first.span[0]}, column {first.span[1]})" if first.span else ""
-                raise QueryError.at(atom, f"variable {var!r} is defined twice{where}; such a pattern can never "
-                                          "match (unsafe)")
+                if _iterated(node, first) or _iterated(node, atom):
+                    why = "a name is defined once per query, except across OR branches (LANGUAGE.md §10 rule 11)"
+                else:
+                    why = "such a pattern can never match (unsafe, LANGUAGE.md §10 rule 10)"
+                raise QueryError.at(atom, f"variable {var!r} is defined twice{where}; {why}")
             merged[var] = atom
     return merged
+
+
+def _iterated(node, atom) -> bool:
+    """Whether ``atom`` stands inside a ``+`` below ``node``: CEL calls reusing its name outside that ``+``
+    safe, but the language still gives every name one definition."""
+    return any(atom is inner for plus in node.find_all(A.Plus) for inner in plus.find_all(A.Atom))
 
 
 def bound(node) -> frozenset:
