@@ -38,7 +38,10 @@ from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split,
 from .session import ROCKSDB_PROVIDER
 from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance
 
-_EVENT_TIME = PREFIX + "event_time"   # the timestamp column Spark's watermark tracks
+# The timestamp column Spark's watermark tracks: TIME + 1 µs. Spark drops a row as late when its event time
+# is <= the watermark W, and W starts at 0, so without the shift an event at ts 0 would be dropped in the
+# first batch; with it, the rows Spark drops are exactly those with TIME < W, the events ``advance`` settles.
+_EVENT_TIME = PREFIX + "event_time"
 _GROUP = PREFIX + "group"             # the one key of a query without PARTITION BY
 _STATE = T.StructType([T.StructField("events", T.BinaryType()), T.StructField("frontier", T.LongType()),
                        T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType())])
@@ -192,7 +195,7 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
         spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)   # transformWithState keeps its state in RocksDB
     time_us = F.col(TS) if layout.ts_kind == "datetime" else F.floor(F.col("ts") * F.lit(1_000_000))
     prepared = (events.withColumn(TS, layout.engine_ts()).withColumn(POS, F.col(position).cast("long"))
-                .withColumn(TIME, time_us.cast("long")).withColumn(_EVENT_TIME, F.timestamp_micros(TIME))
+                .withColumn(TIME, time_us.cast("long")).withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1))
                 .withWatermark(_EVENT_TIME, watermark_delay))
     keys = list(split.keys)
     if not keys:

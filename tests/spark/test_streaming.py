@@ -33,6 +33,8 @@ def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows):
     n, delay = 90, 4.0
     events = pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.cumsum(rng.uniform(0.1, 1.5, n)).round(3),
                            "position": np.arange(n), "v": rng.integers(0, 5, n), "id": rng.integers(0, 3, n)})
+    # Spark's watermark starts at 0 and drops rows at or before it: an event at ts 0 must still count.
+    events.loc[0, "ts"] = 0.0
     # Arrival order: each event up to `delay` seconds late, so none falls behind the watermark ...
     arrival = events.iloc[np.argsort(events["ts"].to_numpy() + rng.uniform(0, delay, n), kind="stable")]
     # ... but for one, far behind it; and an event past everything moves the watermark beyond the last match.
