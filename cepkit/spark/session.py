@@ -3,24 +3,30 @@
 Order of preference (the usual PySpark one): an active session; ``remote=`` or ``$SPARK_REMOTE`` (Spark
 Connect, e.g. ``sc://host:15002`` or ``local[2]`` to start a local Connect server from the pyspark package);
 ``master=`` (``local[*]`` by default, or a cluster URL). Settings come from ``spark-defaults.conf`` and
-``**conf`` as usual; cepkit only adds defaults for what is left unset.
+``**conf`` as usual; cepkit only adds defaults for what is left unset (through Spark Connect, its session
+settings unless ``**conf`` gives them: the client cannot read the server's ``spark-defaults.conf``).
 """
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Optional
 
 # Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB (STACK-NOTES.md §2).
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
-_LOCAL_DEFAULTS = {
+# Session settings, for a new classic session and a new Spark Connect session alike.
+_SESSION_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",            # timestamps print as they are stored
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+}
+# For a new classic session only: a Connect server refuses to change these (and warns).
+_CLASSIC_DEFAULTS = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",        # its carriage returns garble notebook output
-    "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
-    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
 }
 
 
@@ -31,6 +37,30 @@ def _driver_memory() -> str:
     except (ValueError, OSError, AttributeError):
         return "2g"
     return f"{max(1, min(8, total // 4 // 2**30))}g"
+
+
+def _preset() -> set:
+    """The keys ``spark-defaults.conf`` sets: spark-submit reads it from ``$SPARK_CONF_DIR``, else from
+    ``$SPARK_HOME/conf`` (the pyspark package for a pip install), and settings passed to the builder would
+    override it."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    folder = os.environ.get("SPARK_CONF_DIR") or os.path.join(_find_spark_home(), "conf")
+    try:
+        with open(os.path.join(folder, "spark-defaults.conf"), encoding="utf-8") as lines:
+            entries = [line.strip() for line in lines]
+    except OSError:
+        return set()
+    return {re.split(r"[\s=:]", line, maxsplit=1)[0] for line in entries if line and line[0] not in "#!"}
+
+
+def _defaults(remote: bool) -> dict:
+    """cepkit's settings for a new session, minus those ``spark-defaults.conf`` sets for a classic one."""
+    if remote:
+        return dict(_SESSION_DEFAULTS)
+    defaults = {**_SESSION_DEFAULTS, **_CLASSIC_DEFAULTS, "spark.driver.memory": _driver_memory()}
+    preset = _preset()
+    return {key: value for key, value in defaults.items() if key not in preset}
 
 
 def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
@@ -48,9 +78,12 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
 
     Notes
     -----
-    A new local session gets: session time zone UTC, the UI and console progress bar off, Arrow on,
-    RocksDB for streaming state, a driver memory of a quarter of RAM (1 to 8 GiB), quiet (ERROR) logs,
-    and workers that run this very Python (``PYSPARK_PYTHON``), bound to the loopback interface.
+    A new classic session gets, for each setting neither ``**conf`` nor ``spark-defaults.conf`` gives:
+    session time zone UTC, the UI and console progress bar off, Arrow on, RocksDB for streaming state, a
+    driver memory of a quarter of RAM (1 to 8 GiB); and quiet (ERROR) logs, workers that run this very
+    Python (``PYSPARK_PYTHON``), bound to the loopback interface. A new Spark Connect session gets the
+    time zone, Arrow and RocksDB settings unless ``**conf`` gives them (the server keeps its own UI, logs
+    and memory, and refuses to change them).
     """
     from pyspark.sql import SparkSession
 
@@ -65,8 +98,8 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
         builder = builder.remote(remote)
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = builder.master(master or "local[*]").config("spark.driver.memory", _driver_memory())
-    for key, value in {**_LOCAL_DEFAULTS, **conf}.items():
+        builder = builder.master(master or "local[*]")
+    for key, value in {**_defaults(bool(remote)), **conf}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if not remote:

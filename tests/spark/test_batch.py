@@ -159,15 +159,21 @@ def test_schema_of_the_matches(spark):
 
 
 # ----------------------------------------------------------------------------- errors before any job
-def jobs_run_by(spark, call):
-    """Run ``call`` in a job group; return the ids of the Spark jobs it started."""
+def jobs_run_by(spark, call, group="cepkit-errors"):
+    """Run ``call`` in a job group; return the ids of the Spark jobs started in that group."""
     context = spark.sparkContext
-    context.setJobGroup("cepkit-errors", "checks before any job")
+    context.setJobGroup(group, "checks before any job")
     try:
         call()
     finally:
         context.setLocalProperty("spark.jobGroup.id", None)
-    return context.statusTracker().getJobIdsForGroup("cepkit-errors")
+    return context.statusTracker().getJobIdsForGroup(group)
+
+
+def test_jobs_run_by_sees_the_jobs_a_call_starts(spark):
+    """The control for the test below: a call that does run a job is seen."""
+    df = spark.createDataFrame([("A", 1)], "type string, ts long")
+    assert jobs_run_by(spark, df.count, group="cepkit-control") != []
 
 
 @pytest.mark.parametrize("columns, data, query, error, message", [

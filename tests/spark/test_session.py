@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
+import cepkit
 import cepkit.spark
+from cepkit.spark.session import ROCKSDB_PROVIDER
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -24,17 +26,55 @@ def test_the_active_session_is_reused_with_its_settings(spark):
     assert conf.get("spark.ui.showConsoleProgress") == "false"
     assert conf.get("spark.sql.execution.arrow.pyspark.enabled") == "true"
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
+    assert conf.get("spark.sql.streaming.stateStore.providerClass") == ROCKSDB_PROVIDER
+
+
+def test_new_sessions_leave_spark_defaults_conf_and_connect_servers_their_settings(tmp_path, monkeypatch):
+    """cepkit's defaults fill only what ``spark-defaults.conf`` leaves unset (builder settings would
+    override the file); a Spark Connect session gets only settings a Connect client may change."""
+    from cepkit.spark.session import _CLASSIC_DEFAULTS, _SESSION_DEFAULTS, _defaults
+
+    (tmp_path / "spark-defaults.conf").write_text("# cluster settings\nspark.driver.memory   16g\n"
+                                                  "spark.sql.session.timeZone=Europe/Paris\n\n")
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    classic = _defaults(remote=False)
+    assert "spark.driver.memory" not in classic and "spark.sql.session.timeZone" not in classic
+    assert classic["spark.ui.showConsoleProgress"] == "false"
+    assert classic["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB_PROVIDER
+    assert _defaults(remote=True) == _SESSION_DEFAULTS
+    assert not set(_defaults(remote=True)) & set(_CLASSIC_DEFAULTS)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path / "missing"))
+    assert {"spark.driver.memory", "spark.sql.session.timeZone"} <= set(_defaults(remote=False))
 
 
 CONNECT_SCRIPT = textwrap.dedent(f"""
-    import json, sys
+    import json, os, sys, tempfile, warnings
     import pandas as pd
     import cepkit.spark
-    spark = cepkit.spark.session(**{{"spark.sql.shuffle.partitions": "2"}})     # $SPARK_REMOTE decides
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        spark = cepkit.spark.session(**{{"spark.sql.shuffle.partitions": "2"}})     # $SPARK_REMOTE decides
     print({READY!r}, type(spark).__module__, flush=True)
+    print(json.dumps([str(w.message) for w in caught if issubclass(w.category, UserWarning)]))
     events = pd.DataFrame({{"type": list("ABAB"), "ts": [0, 1, 2, 3], "id": [1, 1, 2, 2]}})
     found = cepkit.spark.match(sys.argv[1], spark.createDataFrame(events), engine="reference").toPandas()
     print(json.dumps([list(map(int, p)) for p in found["positions"]]))
+    # The same events as a stream in one micro-batch, then an event far later that moves the watermark.
+    folder = tempfile.mkdtemp()
+    source = os.path.join(folder, "events")
+    os.mkdir(source)
+    stream = spark.readStream.schema("type string, ts double, position long, id long").json(source)
+    running = (cepkit.spark.match_stream(sys.argv[1], stream, engine="reference").writeStream.format("memory")
+               .queryName("connect_matches").option("checkpointLocation", os.path.join(folder, "checkpoint"))
+               .outputMode("append").start())
+    batches = [events.assign(position=range(4)), pd.DataFrame([{{"type": "Z", "ts": 100.0, "position": 4, "id": 1}}])]
+    for number, batch in enumerate(batches):
+        batch.to_json(os.path.join(source, f"{{number}}.json"), orient="records", lines=True)
+        running.processAllAvailable()
+    streamed = spark.sql("select * from connect_matches").toPandas()
+    late = cepkit.spark.late_events(running)
+    running.stop()
+    print(json.dumps([sorted(list(map(int, p)) for p in streamed["positions"]), late]))
 """)
 
 
@@ -55,6 +95,9 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
+    warned, batch, (streamed, late) = [json.loads(line) for line in run.stdout.strip().splitlines()[-3:]]
+    assert warned == []                         # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
-    expected = cepkit.match(query, events, engine="reference").positions()
-    assert json.loads(run.stdout.strip().splitlines()[-1]) == [list(p) for p in expected]
+    expected = [list(p) for p in cepkit.match(query, events, engine="reference").positions()]
+    assert batch == expected and expected
+    assert streamed == sorted(expected) and late == 0     # match_stream too; the event at ts 0 is not late
