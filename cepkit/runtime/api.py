@@ -8,7 +8,7 @@ from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .events import Stream, make_event
-from .matches import Matches, output_order
+from .matches import Matches, collector_paused, output_order
 from .registry import select_engine
 
 
@@ -74,9 +74,10 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     if options.get("disorder", "reject") == "reject":
         stream.require_order()
     chosen, plan = select_engine(q, engine, options)
-    found = plan.run(stream)
+    found = plan.run(stream)   # engines pause the collector themselves where they build many matches
     deltas = getattr(plan, "deltas", None)
-    return Matches(found, chosen.name, q, deltas=deltas() if callable(deltas) else None, info=plan.info())
+    with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
+        return Matches(found, chosen.name, q, deltas=deltas() if callable(deltas) else None, info=plan.info())
 
 
 class Matcher:

@@ -1,6 +1,8 @@
 """Match results: ``Match`` (positions and bindings) and ``Matches`` (an ordered, de-duplicated list)."""
 from __future__ import annotations
 
+import contextlib
+import gc
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -108,3 +110,18 @@ class Matches(Sequence):
 
     def _repr_html_(self):
         return self.to_pandas()._repr_html_()
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector while an engine builds many acyclic objects (matches, their
+    bindings): each collection their allocations trigger traverses every live object, the stream's events
+    included, which took 2-3x longer than building the matches (bench/README.md, stack section).
+    Reference counting still frees everything."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

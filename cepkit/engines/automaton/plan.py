@@ -8,6 +8,7 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.matches import collector_paused
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
 from .compile import CEA, compile_query
@@ -69,7 +70,8 @@ class Program:
         """(the Matches of the enumerated complex events that start after position ``after``, whether any
         did): CONSUME BY counts a match even when RETURN projects all of it away."""
         kept = [ce for ce in outputs.complex_events() if ce[1][0] > after]
-        found = (self.match(*ce, chosen) for ce in kept)
+        with collector_paused():
+            found = [self.match(*ce, chosen) for ce in kept]
         return [m for m in found if m is not None], bool(kept)
 
     def key_of(self, event, sub_index: int) -> float:

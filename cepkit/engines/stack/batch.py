@@ -37,15 +37,13 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 
 import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import Match
+from ...runtime.matches import Match, collector_paused
 from .columns import Columns
 
 CHUNK = 8192   # anchors (instances of the last slot) extended together
@@ -361,22 +359,8 @@ class ColumnarRun:
         named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]
         columns = [position[chosen[s][order]].tolist() for s in kept]
         at = position[emitted[order]].tolist()
-        with _collector_paused():
+        with collector_paused():
             if len(named) == len(kept):
                 return [Match(p, dict(zip(names, p)), "+", e) for p, e in zip(zip(*columns), at)]
             return [Match(p, dict(zip(names, (p[k] for k in named))), "+", e) for p, e in zip(zip(*columns), at)]
-
-
-@contextlib.contextmanager
-def _collector_paused():
-    """Pause Python's cyclic garbage collector while building many acyclic objects: each collection it
-    triggers would traverse every live object (the stream's events included), which took 2-3x longer than
-    building the matches (bench/README.md). Reference counting still frees everything."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
