@@ -23,6 +23,10 @@ def test_to_pandas_has_one_column_per_variable():
 
 
 def test_retractions_stay_out_of_the_net_result():
-    plus, minus = Match((0, 1), {"a": 0, "b": 1}), Match((0, 1), {"a": 0, "b": 1}, sign="-")
-    ms = Matches([plus], engine="t", deltas=[plus, minus])
-    assert ms.positions() == [(0, 1)] and [d.sign for d in ms.deltas] == ["+", "-"]
+    """(0, 2) was emitted, then withdrawn (aggressive mode): the deltas keep both emissions, the
+    sequence holds the net result even when a "-" is handed to it."""
+    kept, withdrawn = Match((0, 1), {"a": 0, "b": 1}), Match((0, 2), {"a": 0, "b": 2})
+    retraction = Match((0, 2), {"a": 0, "b": 2}, sign="-")
+    ms = Matches([kept, retraction], engine="t", deltas=[kept, withdrawn, retraction])
+    assert ms.positions() == [(0, 1)]
+    assert [(d.positions, d.sign) for d in ms.deltas] == [((0, 1), "+"), ((0, 2), "+"), ((0, 2), "-")]
