@@ -11,8 +11,25 @@ stacks (``core``, ``modes``). Both give the same matches (docs/stack-engine.md).
 [(2, 3)]
 
 Out of order (``disorder=``): ``kslack`` with ``k``, ``conservative`` with ``max_delay`` and/or
-PUNCTUATION events, ``aggressive`` (optionally ``max_delay`` to bound its state). In aggressive mode
-``Matches.deltas`` lists every emission, retractions (``sign="-"``) included:
+PUNCTUATION events, ``aggressive`` (optionally ``max_delay`` to bound its state). ``max_delay`` is one
+bound for every type, or (an extension of LANGUAGE.md §6) a mapping from event type to its own bound,
+each a number, a timedelta or text such as ``"2 min"``: ``max_delay={"A": 5, "B": "2 min"}`` promises no
+A arrives after an event whose ts exceeds its own by more than 5, no B by more than 120. A type missing
+from the mapping has no max-delay guarantee (only punctuations complete it) unless the key ``"*"`` bounds
+every type not named; a key may be a concept (it bounds every type below it), and a concept is complete
+once every type below it is. A broken bound raises ``EventError``. A tight bound on a negated type
+releases matches early:
+
+>>> slow_b = [{"type": "A", "ts": 1}, {"type": "B", "ts": 4}, {"type": "A", "ts": 6}, {"type": "A", "ts": 15}]
+>>> query = "SEQ(A a, !C c, B b) WITHIN 5"
+>>> [d.emitted_at for d in cepkit.match(query, slow_b, engine="stack", disorder="conservative",
+...                                     max_delay={"C": 1, "B": 10}).deltas]
+[2]
+>>> [d.emitted_at for d in cepkit.match(query, slow_b, engine="stack", disorder="conservative",
+...                                     max_delay=10).deltas]
+[3]
+
+In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign="-"``) included:
 
 >>> late = [{"type": "A", "ts": 1}, {"type": "B", "ts": 4}, {"type": "C", "ts": 2}]
 >>> m = cepkit.match("SEQ(A a, !C c, B b) WITHIN 5", late, engine="stack", disorder="aggressive")
@@ -23,9 +40,10 @@ from __future__ import annotations
 
 import datetime as _dt
 import numbers
+from collections.abc import Mapping
 
 from ...lang.parser import parse_tree
-from ...runtime.events import Stream
+from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
@@ -54,6 +72,25 @@ def _seconds(value, name: str) -> float:
     return seconds
 
 
+def _max_delay(value):
+    """``max_delay=``: one bound (``_seconds``), or a mapping from event type (or concept, or ``"*"`` for
+    every type not named) to its own bound, each parsed like the scalar (docs/stack-engine.md)."""
+    if not isinstance(value, Mapping):
+        return _seconds(value, "max_delay")
+    if not value:
+        raise ValueError("max_delay={} bounds no type: name event types (or '*' for all others), or leave "
+                         "max_delay out to rely on punctuations")
+    out = {}
+    for name, bound in value.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"max_delay's keys are event type names (or '*' for every other type), not {name!r}")
+        if name == PUNCTUATION:
+            raise ValueError(f"max_delay[{PUNCTUATION!r}]: punctuations are promises, not events; they need "
+                             "no delay bound")
+        out[name] = _seconds(bound, f"max_delay[{name!r}]")
+    return out
+
+
 class StackPlan(Plan):
     """A compiled flat SEQ with its out-of-order mode. Pickles (its compiled closures are rebuilt)."""
 
@@ -77,7 +114,7 @@ class StackPlan(Plan):
         if self.disorder == "conservative":
             return ConservativeMatcher(self.program, self.max_delay, type_hierarchy(self.query))
         if self.disorder == "aggressive":
-            return AggressiveMatcher(self.program, self.max_delay)
+            return AggressiveMatcher(self.program, self.max_delay, type_hierarchy(self.query))
         return InOrderMatcher(self.program)
 
     def run(self, stream) -> list:
@@ -139,7 +176,7 @@ class StackEngine(Engine):
             if disorder not in ("conservative", "aggressive"):
                 raise TypeError(f"max_delay= is an option of disorder='conservative' or 'aggressive', "
                                 f"not of {disorder!r}")
-            max_delay = _seconds(max_delay, "max_delay")
+            max_delay = _max_delay(max_delay)
         return StackPlan(self, query, disorder, k, max_delay)
 
     def _check_out_of_order(self, query, disorder: str) -> None:

@@ -10,8 +10,8 @@ mode          what it does                                                      
 ``kslack``    buffer events K behind the largest ts, release them in order to ``reject``      delayed
               (§2.3); an event later than K is dropped and listed in ``dropped``
 ``conservative``  build at once, hold a match until every negation scope is complete          delayed
-              (§2.4): from ``max_delay`` or PUNCTUATION events; purge by the window and       unsorted
-              Alg. 2; output only once safe
+              (§2.4): from ``max_delay`` (one bound, or one per type) or PUNCTUATION events;  unsorted
+              purge by the window and Alg. 2; output only once safe
 ``aggressive``    emit at once; a late negative retracts (``-``) what it blocks, a late         convergent
               positive inserts (``+``); §2.5
 ============  ==============================================================================  ============
@@ -21,10 +21,13 @@ stream sorted by (ts, position) (LANGUAGE.md §6); K-slack only when K covers ev
 
 Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
 
-- Promises are checked: an event with ts below ``clock - max_delay``, or at or below a punctuation of
-  its type, raises ``EventError`` at its position instead of silently giving wrong output.
+- ``max_delay`` is one bound for every type (LANGUAGE.md §6) or, an extension, a mapping from type (or
+  concept, or ``"*"`` for the others) to its own bound (``delays.MaxDelay``): a type the mapping does not
+  bound is completed by punctuations only; a concept's bound is the largest of the types below it.
+- Promises are checked: an event of type T with ts below ``clock - max_delay[T]``, or at or below a
+  punctuation of its type, raises ``EventError`` at its position instead of silently giving wrong output.
 - A punctuation ``of`` a concept covers every type below it; a negated concept is complete once it or
-  an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay``.
+  an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay`` (``"*"`` in a mapping).
 - ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
   it (the digest's "delay bound K"); without it state grows with the stream.
 """
@@ -40,6 +43,7 @@ from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
+from .delays import MaxDelay
 from .purge import PurgeByGuarantees
 
 
@@ -269,17 +273,19 @@ class _OutOfOrderMatcher(StackMatcher):
 
     ordered = False
 
-    def __init__(self, program, max_delay=None):
+    def __init__(self, program, max_delay=None, hierarchy=None):
         super().__init__(program)
-        self.max_delay = max_delay
+        self.max_delay = max_delay if isinstance(max_delay, MaxDelay) else MaxDelay(max_delay, hierarchy)
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)     # the largest key that has arrived
 
     def arrive(self, event):
         """Core, local position and lateness of an arriving event; advances the clock."""
-        if self.max_delay is not None and event.time < self.clock - self.max_delay:
-            raise EventError(event.position, "ts", f"ts {event.ts!r} is more than max_delay={self.max_delay} "
-                                                   f"below an earlier event's ts ({self.clock}); raise max_delay")
+        delay = self.max_delay.of(event.type)
+        if event.time < self.clock - delay:
+            bound = self.max_delay.describe(event.type)
+            raise EventError(event.position, "ts", f"ts {event.ts!r} is more than {bound} below an earlier "
+                                                   f"event's ts ({self.clock}); raise max_delay")
         late = (event.time, event.position) < self.horizon
         self.horizon = max(self.horizon, (event.time, event.position))
         self.clock = max(self.clock, event.time)
@@ -319,8 +325,10 @@ class ConservativeMatcher(_OutOfOrderMatcher):
     scope, or emits it: every match passes through each heap at most once."""
 
     def __init__(self, program, max_delay=None, hierarchy=None):
-        super().__init__(program, max_delay)
-        self.guarantees = PurgeByGuarantees(program, hierarchy)
+        super().__init__(program, max_delay, hierarchy)
+        self.guarantees = PurgeByGuarantees(program, hierarchy, self.max_delay)
+        # a future match holds a future positive event, whose ts is at least clock - (its slot's bound)
+        self.slot_delay = self.max_delay.worst(slot.node.type for slot in program.slots)
         self.held: dict = {}                                  # core -> [_Held]: the holding set
         self.waiting = [[] for _ in program.negations]        # per negation: heap of (required ts, seq, _Held)
         self._seq = itertools.count()
@@ -334,7 +342,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
                                                        "event type it closes")
             self.guarantees.punctuate(of, event.time)
             out = self._release_safe()
-            self.guarantees.purge(self.cores.values(), self.max_delay, self.clock)
+            self.guarantees.purge(self.cores.values(), self.clock)
             return out
         previous = self.guarantees.frontier(event.type)
         if event.time <= previous:
@@ -351,10 +359,10 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         out = []
         for part, chosen in core.add_positive(event, lpos):
             out.extend(self._wait_or_emit(core, _Held(chosen)))
-        if self.max_delay is not None:
+        if self.max_delay.bounded:
             out.extend(self._release_safe())
-            if program.window_time is not None:
-                self.purge_below(core, self.clock - self.max_delay - program.window_time)
+            if program.window_time is not None and self.slot_delay < math.inf:
+                self.purge_below(core, self.clock - self.slot_delay - program.window_time)
         return out
 
     def required(self, j: int, chosen) -> float:
@@ -372,8 +380,8 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         program, g = self.program, self.guarantees
         neg = program.negations[j]
         if neg.gap == program.n:
-            return time < math.inf and g.complete_through(neg.atom.type, time, self.clock, self.max_delay)
-        return g.complete_before(neg.atom.type, time, self.clock, self.max_delay)
+            return time < math.inf and g.complete_through(neg.atom.type, time, self.clock)
+        return g.complete_before(neg.atom.type, time, self.clock)
 
     def _wait_or_emit(self, core, held: _Held, new: bool = True) -> list:
         """Queue ``held`` on its first incomplete negation scope, or emit it if every scope is complete."""
@@ -423,6 +431,12 @@ class AggressiveMatcher(_OutOfOrderMatcher):
 
     retracts = True
 
+    def __init__(self, program, max_delay=None, hierarchy=None):
+        super().__init__(program, max_delay, hierarchy)
+        # a late event that can change the output is of a type of the query, positive or negated
+        types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
+        self.reach_delay = self.max_delay.worst(types)
+
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             self._track(event)
@@ -441,10 +455,11 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         for j, part, inst in entries:
             core.store(j, part, inst)
         out.extend(self.emit(chosen) for _, chosen in core.add_positive(event, lpos))
-        if self.max_delay is not None:
-            # A late event has ts >= clock - max_delay; a match it reaches lies within 2w of it (§2.5).
+        if self.reach_delay < math.inf:
+            # A late event of the query's types has ts >= clock - (their largest max_delay); a match it
+            # reaches lies within 2w of it (§2.5).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
-            self.purge_below(core, self.clock - self.max_delay - reach)
+            self.purge_below(core, self.clock - self.reach_delay - reach)
         return out
 
     def _blocked(self, core: Core, j: int, part, inst) -> list:

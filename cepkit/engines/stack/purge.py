@@ -2,7 +2,8 @@
 
 A guarantee says how far the stream of one type is complete. A PUNCTUATION ``of`` T at ts p promises
 no more T (or types below concept T) with ts ≤ p; ``max_delay`` D promises, for every type, no more
-events with ts < clock - D. Both feed two questions:
+events with ts < clock - D, and its per-type form D[T] the same for type T alone (``delays.MaxDelay``:
+a concept is complete when every type below it is). Both feed two questions:
 
 - is a negation scope complete, so a held match is safe to output (``complete_before``/``_through``);
 - can a stored instance never join a future match, so it may go (``purge``): an instance is purgeable
@@ -19,13 +20,16 @@ from __future__ import annotations
 
 import math
 
+from .delays import MaxDelay
+
 
 class PurgeByGuarantees:
     """The frontiers of one query's types, and the purges they justify."""
 
-    def __init__(self, program, hierarchy=None):
+    def __init__(self, program, hierarchy=None, delays=None):
         self.program = program
         self.hierarchy = hierarchy
+        self.delays = delays if delays is not None else MaxDelay(None, hierarchy)
         self.punctuations: dict = {}     # type or concept -> largest punctuated ts
         self.purged = 0
 
@@ -48,28 +52,29 @@ class PurgeByGuarantees:
                 todo.extend(self.hierarchy.parents(current))
         return best
 
-    def complete_before(self, name, time: float, clock: float, max_delay) -> bool:
+    def complete_before(self, name, time: float, clock: float) -> bool:
         """No future event of type ``name`` can have ts < ``time``."""
-        if max_delay is not None and clock - max_delay >= time:
+        if clock - self.delays.of(name) >= time:
             return True
         return self.frontier(name) >= time
 
-    def complete_through(self, name, time: float, clock: float, max_delay) -> bool:
+    def complete_through(self, name, time: float, clock: float) -> bool:
         """No future event of type ``name`` can have ts ≤ ``time``."""
-        if max_delay is not None and clock - max_delay > time:
+        if clock - self.delays.of(name) > time:
             return True
         return self.frontier(name) >= time
 
-    def through(self, name, clock: float, max_delay) -> float:
+    def through(self, name, clock: float) -> float:
         """The ts through which type ``name`` is complete: every future event of it has a larger ts."""
-        by_delay = math.nextafter(clock - max_delay, -math.inf) if max_delay is not None else -math.inf
+        delay = self.delays.of(name)
+        by_delay = math.nextafter(clock - delay, -math.inf) if delay < math.inf else -math.inf
         return max(by_delay, self.frontier(name))
 
-    def purge(self, cores, max_delay, clock: float) -> None:
+    def purge(self, cores, clock: float) -> None:
         """Drop every stored instance no future match can use (run when a guarantee advances)."""
         program = self.program
         w = program.window_time if program.window_time is not None else math.inf
-        frontiers = [self.through(slot.node.type, clock, max_delay) for slot in program.slots]
+        frontiers = [self.through(slot.node.type, clock) for slot in program.slots]
         floor = min(frontiers) - w
         for core in cores:
             if floor > -math.inf:
