@@ -8,7 +8,8 @@ matches of quiet keys and then drop their state.
 Out-of-order events. The watermark delay is the query's out-of-order mode: ``disorder="kslack"`` with
 ``k=`` (digest 000a §2.3: hold events until the stream has moved k past them) or ``"conservative"`` with
 ``max_delay=`` (§2.4, the same promise: nothing arrives more than that late) set the delay, ``delay=`` sets
-it directly, and it is 0 otherwise. Within the delay, events may arrive in any order and the matches equal
+it directly, and it is 0 otherwise (a per-type ``max_delay`` mapping sets the largest of its bounds, and
+needs a ``"*"`` bound or ``delay=``). Within the delay, events may arrive in any order and the matches equal
 those of the sorted stream (LANGUAGE.md §6). Events later than that are dropped by Spark and counted
 in each progress report (``numRowsDroppedByWatermark``; ``late_events(query)`` adds them up). The
 aggressive mode (§2.5) would retract emitted matches, which an append-only stream of matches cannot do.
@@ -22,6 +23,7 @@ sub-pattern) are rejected: run them with ``cepkit.spark.match`` on the data at r
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import numbers
 from typing import Optional
 
@@ -32,6 +34,7 @@ from pyspark.sql.streaming import StatefulProcessor
 
 from ..errors import EventError, QueryError
 from ..runtime.api import prepare
+from ..runtime.delays import longest_delay, max_delay_option
 from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
@@ -125,6 +128,11 @@ def _lateness(delay, options: dict) -> tuple:
     if bound and limit is None and delay is None:
         raise ValueError(f"disorder={mode!r} in a stream needs {bound}= (or delay=): the longest an event may "
                          "arrive late")
+    if bound == "max_delay" and limit is not None:   # per-type bounds: the watermark waits for the latest
+        limit = longest_delay(max_delay_option(limit))
+        if limit == math.inf and delay is None:
+            raise ValueError("a per-type max_delay leaves some types unbounded (no '*' key), and Spark's "
+                             "watermark is one delay for the whole stream: add '*' or give delay=")
     return _interval(delay if delay is not None else limit if limit is not None else 0), options
 
 

@@ -70,6 +70,7 @@ def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows):
     ("SEQ(A a, B b) WITHIN 5 s CONSUME BY ANY", {}, cepkit.QueryError, "CONSUME BY"),
     ("SEQ(A a, B b) WITHIN 5 s", {"disorder": "aggressive"}, ValueError, "append-only"),
     ("SEQ(A a, B b) WITHIN 5 s", {"disorder": "conservative"}, ValueError, "needs max_delay"),
+    ("SEQ(A a, B b) WITHIN 5 s", {"disorder": "conservative", "max_delay": {"A": 5}}, ValueError, "add '\\*'"),
     ("SEQ(A a, B b) WITHIN 5 s", {"position": "seq"}, cepkit.EventError, "position column 'seq'"),
 ])
 def test_what_a_stream_cannot_do_is_said_before_it_starts(spark, tmp_path, query, options, error, message):

@@ -38,57 +38,14 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 """
 from __future__ import annotations
 
-import datetime as _dt
-import numbers
-from collections.abc import Mapping
-
-from ...lang.parser import parse_tree
-from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.delays import delay_seconds, max_delay_option
+from ...runtime.events import Stream
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
 from .program import compile_program, type_hierarchy
 
 __all__ = ["StackEngine", "StackPlan"]
-
-
-def _seconds(value, name: str) -> float:
-    """A delay option in seconds: a number (the ts's scale), a timedelta, or text such as ``"5 min"``."""
-    if isinstance(value, bool) or value is None:
-        raise TypeError(f"{name} must be a number, a timedelta or a duration such as '5 s', not {value!r}")
-    if isinstance(value, numbers.Real):
-        seconds = float(value)
-    elif isinstance(value, _dt.timedelta) or hasattr(value, "total_seconds"):
-        seconds = value.total_seconds()
-    elif isinstance(value, str):
-        window = parse_tree(f"A a WITHIN {value}").within
-        if window.events:
-            raise ValueError(f"{name} is a time, not a number of events: {value!r}")
-        seconds = window.seconds
-    else:
-        raise TypeError(f"{name} must be a number, a timedelta or a duration such as '5 s', not {value!r}")
-    if seconds < 0:
-        raise ValueError(f"{name} must not be negative, got {value!r}")
-    return seconds
-
-
-def _max_delay(value):
-    """``max_delay=``: one bound (``_seconds``), or a mapping from event type (or concept, or ``"*"`` for
-    every type not named) to its own bound, each parsed like the scalar (docs/stack-engine.md)."""
-    if not isinstance(value, Mapping):
-        return _seconds(value, "max_delay")
-    if not value:
-        raise ValueError("max_delay={} bounds no type: name event types (or '*' for all others), or leave "
-                         "max_delay out to rely on punctuations")
-    out = {}
-    for name, bound in value.items():
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"max_delay's keys are event type names (or '*' for every other type), not {name!r}")
-        if name == PUNCTUATION:
-            raise ValueError(f"max_delay[{PUNCTUATION!r}]: punctuations are promises, not events; they need "
-                             "no delay bound")
-        out[name] = _seconds(bound, f"max_delay[{name!r}]")
-    return out
 
 
 class StackPlan(Plan):
@@ -169,14 +126,14 @@ class StackEngine(Engine):
         if disorder == "kslack":
             if k is None:
                 raise TypeError("disorder='kslack' needs k= (the slack, a number in the ts's scale or a duration)")
-            k = _seconds(k, "k")
+            k = delay_seconds(k, "k")
         elif k is not None:
             raise TypeError(f"k= is an option of disorder='kslack', not of {disorder!r}")
         if max_delay is not None:
             if disorder not in ("conservative", "aggressive"):
                 raise TypeError(f"max_delay= is an option of disorder='conservative' or 'aggressive', "
                                 f"not of {disorder!r}")
-            max_delay = _max_delay(max_delay)
+            max_delay = max_delay_option(max_delay)
         return StackPlan(self, query, disorder, k, max_delay)
 
     def _check_out_of_order(self, query, disorder: str) -> None:

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-DEFAULT = "*"
+from ...runtime.delays import EVERY_OTHER_TYPE
+
 
 
 class MaxDelay:
@@ -59,11 +60,11 @@ class MaxDelay:
             best = min(best, self.value.get(current, math.inf))
             if self.hierarchy is not None:
                 todo.extend(self.hierarchy.parents(current))
-        return best if best < math.inf else self.value.get(DEFAULT, math.inf)
+        return best if best < math.inf else self.value.get(EVERY_OTHER_TYPE, math.inf)
 
     def _resolve(self, name: Optional[str]) -> float:
         if name is None:
-            return self.value.get(DEFAULT, math.inf)
+            return self.value.get(EVERY_OTHER_TYPE, math.inf)
         bound = self._promised(name)
         children = self.hierarchy.children.get(name, ()) if self.hierarchy is not None else ()
         if children:   # complete when every type below is (hierarchies are acyclic)
