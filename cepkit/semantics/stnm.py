@@ -21,8 +21,13 @@ counts as its own prefix (i = n), so γ is disqualified when an event after e_n,
 e1, extends a Kleene variable of the last set into another full match: only the longest extension is
 reported, e.g. {a/e1, b/⟨e2,e5⟩} and not its truncation {a/e1, b/⟨e2⟩}. ALL keeps every match.
 
-The transitive-equality closure of digest 002 §4.5 (which makes STNM invariant under partitioning) is an
-optimisation of the SES engine; the reference gives Def 6.1 as written.
+**Θ_eq⁺ (digest 002 §4.5, partition invariance).** The prefixes are judged on Θ ∪ Θ_eq⁺: the equalities
+between the pattern's variables that Θ's equalities imply (``a.PID = c.PID`` from ``a.PID = b.PID`` and
+``b.PID = c.PID``; ``prev(p.PID) = p.PID`` for a Kleene p tied to another variable;
+``cepkit.lang.equalities``) are added before judging, as the digest corrects Def 6.1. Full matches satisfy
+them anyway, so only which prefixes block changes: on A1 C2 C3 B4 (PIDs 1 2 1 1) with ``SEQ({A a, C c},
+{B b})``, ``a.PID = b.PID and b.PID = c.PID``, c2 no longer extends the prefix {a1}, and STNM finds
+{a1, c3, b4} with or without ``PARTITION BY PID``.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ from dataclasses import dataclass
 
 from ..errors import QueryError
 from ..lang import ast as A
+from ..lang.equalities import transitive_equalities
 from .conditions import bound_conditions_hold
 from .derivations import generating
 from .truth import Truth, all3, any3, not3
@@ -48,7 +54,7 @@ class Element:
 @dataclass(frozen=True, eq=False)
 class SesShape:
     """A pattern read as ⟨B1 … Bk⟩: its elements and its conditions, each with the variable it is checked
-    per event for (a condition inside a ``+``) or None."""
+    per event for (a condition inside a ``+``) or None; Θ_eq⁺ − Θ is among them (digest 002 §4.5)."""
     elements: tuple
     conditions: tuple
 
@@ -97,7 +103,10 @@ def ses_shape(pattern: A.Pattern) -> SesShape:
                 elements.append(Element(member, False, k))
             else:
                 raise _NotSes(member)
-    return SesShape(tuple(elements), tuple(conditions))
+    names = {e.atom.var for e in elements if e.atom.var}
+    kleene = {e.atom.var for e in elements if e.kleene and e.atom.var}
+    closure = transitive_equalities((c for c, _ in conditions), kleene, names)   # Θ_eq⁺ − Θ, §4.5
+    return SesShape(tuple(elements), tuple(conditions) + tuple((c, None) for c in closure))
 
 
 def _var_of(node):

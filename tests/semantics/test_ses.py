@@ -1,7 +1,14 @@
 """The SES worked examples (digest 002 §3) and the STNM / ROBUST_STNM definitions (Def 6.1, 6.2, §4.5)."""
+import dataclasses
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import set_queries, streams
 
 import cepkit
+from cepkit.lang import ast as A
+from cepkit.lang.printer import pretty
 from cepkit.datasets import ses_chemo, ses_stocks
 
 CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
@@ -170,18 +177,54 @@ def test_kleene_variable_in_the_last_set_follows_alg_2(reference, events):
     assert reference("PATTERN SEQ(A a, B+ b) WITHIN 3", stream, strategy="STNM") == [(0, 1)]  # b5 too late
 
 
-def test_partition_invariance_is_the_ses_engine_s_fix(reference, events):
-    """Digest 002 §4.5, partition invariance: with sets {a,c},{b} and a.PID = b.PID, b.PID = c.PID, Def 6.1 lets
-    another patient's c2 extend the prefix {a1} (Θ̂ has no constraint between a and c), so the definitional STNM
-    answer unpartitioned is *nothing*; partitioned, or with the transitive closure a.PID = c.PID written out
-    (the SES engine's fix), STNM finds {a1, c3, b4}. ROBUST_STNM finds it either way."""
+def test_partition_invariance_digest_002_4_5(reference, events):
+    """Digest 002 §4.5, partition invariance, corrected as the digest says: "Add the transitive closure Θ_eq⁺
+    to Θ before compiling. Γ is unchanged, and STNM and RSTNM become partition-invariant." With sets {a,c},{b}
+    and a.PID = b.PID, b.PID = c.PID on A1 C2 C3 B4 (PIDs 1 2 1 1), the prefix {a1} is judged with the implied
+    a.PID = c.PID, so another patient's c2 does not extend it: STNM finds {a1, c3, b4} unpartitioned, the same
+    as partitioned by PID or with a.PID = c.PID written out. ROBUST_STNM and ALL find it too."""
     stream = events("A1 C2 C3 B4", PID=[1, 2, 1, 1])
     query = "PATTERN SEQ({A a, C c}, {B b}) WHERE a.PID = b.PID and b.PID = c.PID WITHIN 10"
-    assert reference(query, stream) == [(0, 2, 3)]
-    assert reference(query, stream, strategy="STNM") == []
-    assert reference(query + " PARTITION BY PID", stream, strategy="STNM") == [(0, 2, 3)]
-    assert reference(query.replace("WITHIN", "and a.PID = c.PID WITHIN"), stream, strategy="STNM") == [(0, 2, 3)]
-    assert reference(query, stream, strategy="ROBUST_STNM") == [(0, 2, 3)]
+    written = query.replace("WITHIN", "and a.PID = c.PID WITHIN")
+    for strategy in (None, "STNM", "ROBUST_STNM"):
+        for text in (query, query + " PARTITION BY PID", written):
+            assert reference(text, stream, strategy=strategy) == [(0, 2, 3)], (text, strategy)
+
+
+def test_closure_reaches_kleene_variables(reference, events):
+    """Digest 002 §4.5: Θ_eq⁺ runs through a Kleene variable (c.PID = p.PID and p.PID = b.PID give
+    c.PID = b.PID, so another patient's B2 does not extend the prefix {c1}) and holds prev(p.PID) = p.PID
+    for a Kleene p tied to another variable (another patient's P2 does not extend the prefix {p1}, on which
+    Θ as written says nothing). Partitioned or not, STNM and ROBUST_STNM find the ALL match."""
+    cases = [("PATTERN SEQ({C c}, {P+ p, B b}) WHERE c.PID = p.PID and p.PID = b.PID WITHIN 10", "C1 B2 P3 B4"),
+             ("PATTERN SEQ({P+ p, C c}, {B b}) WHERE c.PID = p.PID and p.PID = b.PID WITHIN 10", "P1 P2 C3 B4")]
+    for query, spec in cases:
+        stream = events(spec, PID=[1, 2, 1, 1])
+        assert reference(query, stream) == [(0, 2, 3)]
+        for strategy in ("STNM", "ROBUST_STNM"):
+            for text in (query, query + " PARTITION BY PID"):
+                assert reference(text, stream, strategy=strategy) == [(0, 2, 3)], (text, strategy)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(set_queries(strategies=("STNM", "ROBUST_STNM"), max_sets=3, max_set_size=2),
+       streams(types=("C", "P", "D", "B"), min_size=5, max_size=9, ids=2), st.data())
+def test_stnm_is_partition_invariant(query, stream, data):
+    """Digest 002 §4.5: with Θ_eq⁺ added, STNM and ROBUST_STNM are partition-invariant. Tie every variable
+    of a random set pattern on ``id`` by a random spanning tree of equalities (so Θ_eq⁺ adds the other pairs,
+    and prev(p.id) = p.id for Kleene p); PARTITION BY id then changes no match, and ALL stays the same too."""
+    node = cepkit.parse(query).ast
+    names = [a.var for a in node.pattern.find_all(A.Atom)]
+    order = data.draw(st.permutations(names))
+    ties = [A.Compare("=", A.Attr(order[data.draw(st.integers(0, k - 1))], "id"), A.Attr(order[k], "id"))
+            for k in range(1, len(order))]
+    written = A.conjuncts(node.where) if data.draw(st.booleans()) else ()   # the drawn conditions, or none
+    tied = dataclasses.replace(node, where=A.conjoin(written + tuple(ties)))
+    parted = dataclasses.replace(tied, partition_by=("id",))
+    for strategy in (None, "STNM", "ROBUST_STNM"):
+        got = [cepkit.match(pretty(n), stream, engine="reference", strategy=strategy or "ALL").positions()
+               for n in (tied, parted)]
+        assert got[0] == got[1], (pretty(tied), strategy)
 
 
 def test_nested_stnm(reference, events):

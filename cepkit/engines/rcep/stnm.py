@@ -10,12 +10,17 @@ recomputation has everything it needs at the trigger. With a Kleene last variabl
 own prefix (i = n, digest 002 §4.5): a later event within the window that extends the last variable
 disqualifies it, so such a match is final only once the window from its first event has passed.
 
+The prefixes are judged on Θ ∪ Θ_eq⁺ (digest 002 §4.5, ``cepkit.lang.equalities``), as in the reference:
+the equalities Θ's equalities imply between the variables, e.g. ``a.PID = c.PID`` from ``a.PID = b.PID``
+and ``b.PID = c.PID``, so an event that disagrees with the prefix on them never blocks.
+
 Digest 003 §5 T1: e18 = 401 blocks e19 = 400, so e16, e17, e19, e20 is not an STN match.
 """
 from __future__ import annotations
 
 import math
 
+from ...lang.equalities import transitive_equalities
 from ...semantics.conditions import bound_conditions_hold
 
 
@@ -30,6 +35,10 @@ class SkipTillNext:
         self.conditions = ([(j.cond, None) for j in pattern.joins] + [(c.cond, None) for c in pattern.chains]
                            + [(r, None) for r in pattern.residual]
                            + [(cond, slot.var) for slot in pattern.slots for cond in slot.per_event])
+        written = [c for c, _ in self.conditions] + [c for slot in pattern.slots for c in slot.local]
+        closure = transitive_equalities(written, {s.var for s in pattern.slots if s.kleene and s.var},
+                                        {s.var for s in pattern.slots if s.var})
+        self.conditions += [(cond, None) for cond in closure]   # Θ_eq⁺ − Θ (digest 002 §4.5)
         self.waits = pattern.slots[-1].kleene
 
     def blocked(self, trees, chosen: list) -> bool:

@@ -21,8 +21,9 @@ Strategies: ALL (skip-till-any-match), STNM (Def 6.1) and ROBUST_STNM (Def 6.2, 
 
 Decisions (``docs/decisions.md``): a WITHIN clause is optional, without one a match window runs to the end
 of the stream (so matches are emitted only by ``close``); a Kleene variable in the last set makes a shorter
-match give way to its extension under STNM and ROBUST_STNM (§4.5); the transitive closure of Θ's equalities
-prunes instances and partitions windows but, as in the reference, does not change which events block STNM.
+match give way to its extension under STNM and ROBUST_STNM (§4.5); the transitive closure Θ_eq⁺ of Θ's
+equalities is added to Θ before compiling (§4.5), as the reference does, so STNM and ROBUST_STNM are
+partition-invariant and every strategy's windows are partitioned on X (Def 5.3).
 
 >>> import cepkit
 >>> events = [{"type": "B", "ts": 0}, {"type": "A", "ts": 1}, {"type": "C", "ts": 2}]

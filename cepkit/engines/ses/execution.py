@@ -37,18 +37,16 @@ class Edge:
     target: int
     prune: tuple       # monotone conjuncts of Θ mentioning var, all of whose variables are bound in the target
     settle: tuple      # non-monotone conjuncts all of whose variables are bound in the target
-    implied: tuple     # equalities of Θ_eq⁺ \ Θ mentioning var, all of whose variables are bound in the target
 
 
 class CompiledAutomaton:
     """An ``SesAutomaton`` with its conditions attached, states as bit masks over the variable indexes.
 
-    ``conjuncts`` are those of Θ as written, ``implied`` the equalities Θ_eq⁺ adds (``pattern``): a
-    transition fires on Θ as written (Def 6.1 judges pattern prefixes on Θ̂), and an extension that
-    breaks an implied equality is dead, since no event can repair it.
+    ``conjuncts`` are those of Θ ∪ Θ_eq⁺ (``SetPattern.theta``, digest 002 §4.5): a transition fires when
+    the conditions among its target's variables hold, which is also the pattern-prefix test of Def 6.1.
     """
 
-    def __init__(self, automaton: SesAutomaton, conjuncts: Sequence, implied: Sequence, index: dict):
+    def __init__(self, automaton: SesAutomaton, conjuncts: Sequence, index: dict):
         self.automaton = automaton
         self.arity = len(index)
         self.final = (1 << self.arity) - 1
@@ -63,12 +61,11 @@ class CompiledAutomaton:
             target, var = mask[t.target], index[t.var]
             edge = Edge(t.number, var, target,
                         attached(conjuncts, target, var, lambda c: c.monotone and not c.exact_property),
-                        tuple(c for c in conjuncts if not c.monotone and c.mask & ~target == 0),
-                        attached(implied, target, var, lambda c: True))
+                        tuple(c for c in conjuncts if not c.monotone and c.mask & ~target == 0))
             self.outgoing[mask[t.source]] += (edge,)
             self.firing_vars[mask[t.source]] |= 1 << var
         self.final_checks = tuple(c for c in conjuncts if not c.monotone)
-        self._necessary = tuple(c for c in (*conjuncts, *implied) if c.monotone and not c.exact_property)
+        self._necessary = tuple(c for c in conjuncts if c.monotone and not c.exact_property)
         self._needs: dict = {}        # (state, var) -> conditions var must meet with the state's variables
 
     def completable(self, state: int, binding: tuple, window: Sequence, start: int) -> bool:
@@ -90,8 +87,7 @@ class CompiledAutomaton:
         return True
 
     def fire(self, state: int, binding: tuple, entry) -> list:
-        """[(edge, β ⊎ {v/⟨e⟩}, live)] for every transition out of ``state`` whose monotone conditions
-        hold; ``live`` is False when the extension breaks an implied equality (it can never complete)."""
+        """[(edge, β ⊎ {v/⟨e⟩})] for every transition out of ``state`` whose monotone conditions hold."""
         fired = []
         if not entry.vars & self.firing_vars[state]:
             return fired
@@ -101,7 +97,7 @@ class CompiledAutomaton:
                 v = edge.var
                 extended = binding[:v] + (binding[v] + (event,),) + binding[v + 1:]
                 if _holds_all(edge.prune, extended, v):
-                    fired.append((edge, extended, _holds_all(edge.implied, extended, v)))
+                    fired.append((edge, extended))
         return fired
 
     def accepts(self, state: int, binding: tuple) -> bool:
@@ -109,7 +105,7 @@ class CompiledAutomaton:
 
     def start(self, entry) -> list:
         """The instances binding W[0]."""
-        return [(edge, b) for edge, b, live in self.fire(0, ((),) * self.arity, entry) if live]
+        return self.fire(0, ((),) * self.arity, entry)
 
 
 def _holds_all(conjuncts: tuple, binding: tuple, var: int) -> bool:
@@ -136,8 +132,8 @@ def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
         following = []
         for state, binding in instances:
             fired = automaton.fire(state, binding, entry)
-            following.extend((edge.target, b) for edge, b, live in fired if live)
-            if keep_skips or not any(all(t.holds(b) for t in edge.settle) for edge, b, _ in fired):
+            following.extend((edge.target, b) for edge, b in fired)
+            if keep_skips or not any(all(t.holds(b) for t in edge.settle) for edge, b in fired):
                 following.append((state, binding))
         instances = following
         if trace is not None:
@@ -229,10 +225,8 @@ def _next_firing(automaton: CompiledAutomaton, window: Sequence, node: _Node, tr
     (and, with ``lookahead``, leads to a node that may still complete)."""
     for c in range(node.scan, len(window)):
         children = []
-        for edge, binding, live in automaton.fire(node.state, node.binding, window[c]):
+        for edge, binding in automaton.fire(node.state, node.binding, window[c]):
             child = _Node(edge.number, c, edge.target, binding)
-            if not live:
-                continue
             if lookahead and not automaton.completable(child.state, binding, window, c + 1):
                 _log(trace, "cut", child)
                 continue

@@ -24,7 +24,7 @@ from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
-from .pattern import HIDDEN, SetPattern, equality_link
+from .pattern import HIDDEN, SetPattern
 from .windows import Entry, MatchWindow
 
 
@@ -48,25 +48,22 @@ class SesPlan(Plan):
         self.variables = pattern.variables
         self.index = {v: i for i, v in enumerate(self.variables)}
         self.arity = len(self.variables)
-        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.conditions]
+        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.theta]   # Θ ∪ Θ_eq⁺ (§4.5)
         self.satisfiable = all(c.holds(()) for c in conjuncts if not c.variables)
         self.conjuncts = conjuncts = [c for c in conjuncts if c.variables]
-        implied = [Conjunct(c, self.index, pattern.kleene) for c in pattern.closure]
         self._types = [_type_test(pattern.atoms[v], query.hierarchy) for v in self.variables]
         self._properties = [tuple(c for c in conjuncts if c.property and c.variables == {i})
                             for i in range(self.arity)]
         self.automaton = SesAutomaton.build(pattern.sets, pattern.kleene)
         runs = permutation_automata(pattern.sets, pattern.kleene) if automaton == "permutations" else [self.automaton]
-        self.compiled = [CompiledAutomaton(a, conjuncts, implied, self.index) for a in runs]
+        self.compiled = [CompiledAutomaton(a, conjuncts, self.index) for a in runs]
         self.sets = [[self.index[v] for v in s] for s in pattern.sets]
         self.first_set = sum(1 << v for v in self.sets[0])
         window = pattern.window
         self.events_window = window is not None and window.events
         self.span = math.inf if window is None else (window.amount - 1 if window.events else window.seconds)
-        attributes = pattern.partition_attributes() if two_phase else ()
-        if self.strategy == "STNM":
-            attributes = tuple(a for a in attributes if self._guarded(a))
-        self.partition_attributes = attributes
+        # Θ_eq⁺ is part of every prefix test, so every strategy's windows are partitioned on X (§4.5, Def 5.3)
+        self.partition_attributes = pattern.partition_attributes() if two_phase else ()
         self.select = query.select
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
@@ -74,17 +71,6 @@ class SesPlan(Plan):
     def __reduce__(self):
         # Compiled conditions are closures: a plan travels (pickle, Spark) as what it was compiled from.
         return SesPlan, (self.query, self.pattern, self.two_phase, self.robust, self.automaton_kind, self.lookahead)
-
-    def _guarded(self, attr: str) -> bool:
-        """Whether Θ as written stops any event whose ``attr`` differs from a prefix's from extending it:
-        every transition out of a non-empty state checks ``v.attr`` against a bound variable (or, for a
-        self-loop, ``prev(v.attr) = v.attr``). Only then can STNM windows be partitioned on ``attr``
-        without changing which events block (Def 6.1)."""
-        links = [link for link in map(equality_link, self.pattern.conditions) if link and link[0] == attr]
-
-        def guarded(t):
-            return any(t.var in (v, w) and (w if v == t.var else v) in t.source for _, v, w in links)
-        return all(guarded(t) for t in self.automaton.transitions if t.source)
 
     # ------------------------------------------------------------------ events
     def vars_of(self, event) -> int:

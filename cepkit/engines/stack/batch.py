@@ -326,7 +326,7 @@ class ColumnarRun:
         program, layout = self.program, self.layout
         for i in range(program.n - 1):
             prefix = frozenset(range(i + 2))
-            joins = [j.cond for j in program.joins if (i + 1) in j.slots and j.slots <= prefix]
+            joins = [j.cond for j in program.prefix_joins if (i + 1) in j.slots and j.slots <= prefix]
             chosen = rows.slots
             lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi[chosen[0]])
             store = self.stacks[i + 1]

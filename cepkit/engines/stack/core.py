@@ -243,7 +243,7 @@ class Core:
         for i in range(program.n - 1):
             stack, spec = part.stacks[i + 1], program.slots[i + 1]
             prefix = frozenset(range(i + 2))
-            joins = [j for j in program.joins if (i + 1) in j.slots and j.slots <= prefix]
+            joins = [j for j in program.prefix_joins if (i + 1) in j.slots and j.slots <= prefix]
             saved = binding.get(spec.var)
             try:
                 for y in stack.between(chosen[i].key, chosen[i + 1].key):

@@ -22,6 +22,7 @@ from typing import Callable, Optional, Union
 import networkx as nx
 
 from ...lang import ast as A
+from ...lang.equalities import transitive_equalities
 from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from .conditions import compile_condition
@@ -87,10 +88,13 @@ class Step:
 class Program:
     """Everything the stacks need to know about one query; built by ``compile_program``."""
 
-    def __init__(self, slots, negations, joins, window_time, window_events, strategy, partition_by, select):
+    def __init__(self, slots, negations, joins, window_time, window_events, strategy, partition_by, select,
+                 prefix_joins=None):
         self.slots = tuple(slots)
         self.negations = tuple(negations)
         self.joins = tuple(joins)
+        # STNM's prefix test: the joins of Θ ∪ Θ_eq⁺ (digest 002 §4.5)
+        self.prefix_joins = self.joins if prefix_joins is None else tuple(prefix_joins)
         self.window_time = window_time          # seconds, or None
         self.window_events = window_events      # n for WITHIN n EVENTS, or None
         self.strategy = strategy                # "ALL", "STRICT" or "STNM"
@@ -235,10 +239,16 @@ def compile_program(query, unsupported) -> Program:
     strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)
     if strategy not in ("ALL", "STRICT", "STNM"):
         raise unsupported(query.ast, f"the {query.strategy} strategy")
+    prefix_joins = None
+    if strategy == "STNM":   # the prefix test of Def 6.1 judges Θ ∪ Θ_eq⁺ (digest 002 §4.5)
+        closure = transitive_equalities(conjuncts, variables=slot_of)
+        prefix_joins = joins + [Join(frozenset(slot_of[v] for v in A.variables_in(c)), compile_condition(c), c)
+                                for c in closure]
     return Program(slots, negations, joins,
                    window_time=within.seconds if within is not None and not within.events else None,
                    window_events=int(within.amount) if within is not None and within.events else None,
-                   strategy=strategy, partition_by=query.partition_by, select=query.select)
+                   strategy=strategy, partition_by=query.partition_by, select=query.select,
+                   prefix_joins=prefix_joins)
 
 
 def _implied_equalities(var, hash_attrs: dict) -> set:

@@ -11,13 +11,15 @@ P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PI
 
 def test_states_and_conditions():
     """The 9 states as the thesis writes them and each transition's Θδ: v's conditions with the variables
-    bound in its target (§4.2), e.g. Θ17 binding b after {c, p, d}."""
+    bound in its target (§4.2), e.g. Θ17 binding b after {c, p, d}. Θ is compiled with Θ_eq⁺ (digest 002
+    §4.5: "Add the transitive closure Θ_eq⁺ to Θ before compiling"), so Θ17 holds the thesis's d.PID = b.PID
+    and the implied c.PID = b.PID and p.PID = b.PID, and p's loops the implied prev(p.PID) = p.PID."""
     run = SesRun(P1)
     assert run.states == ["∅", "{c}", "{d}", "{p}", "{c,d}", "{c,p}", "{d,p}", "{c,d,p}", "{b,c,d,p}"]
     assert run.initial == "∅" and run.finals == {"{b,c,d,p}"}
     by_number = {t.number: t for t in run.transitions}
-    assert run.condition(by_number[17]) == "d.PID = b.PID"
-    assert run.condition(by_number[10]) == "prev(p.V) < p.V"
+    assert run.condition(by_number[17]) == "d.PID = b.PID and c.PID = b.PID and p.PID = b.PID"
+    assert run.condition(by_number[10]) == "prev(p.V) < p.V and prev(p.PID) = p.PID"
     assert run.condition(by_number[1]) == "true"
     edges = run.to_networkx().edges(data=True)
     assert {data["mark"] for _, _, data in edges} == {"•"} and len(edges) == 17

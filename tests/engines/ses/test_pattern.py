@@ -4,8 +4,8 @@ import pytest
 
 import cepkit
 from cepkit.engines.ses import SetPattern
-from cepkit.engines.ses.pattern import equality_link, transitive_equalities
 from cepkit.lang import ast as A
+from cepkit.lang.equalities import equality_link, transitive_equalities
 
 
 def read(text) -> SetPattern:
@@ -68,6 +68,10 @@ def test_implied_equalities():
     assert read("SEQ(C c, B b) WHERE c.x = b.y").partition_attributes() == ()
     assert read("C c").partition_attributes() == ()
     assert transitive_equalities(A.conjuncts(cepkit.parse("SEQ(A a, B b) WHERE a.x = b.x").where)) == ()
+    # equalities with a variable a match does not bind (a negated one) imply nothing about the match
+    ties = A.conjuncts(cepkit.parse("SEQ(A a, !(X x), B b) WHERE a.k = x.k and x.k = b.k").where)
+    assert transitive_equalities(ties, variables={"a", "b"}) == ()
+    assert [cepkit.pretty(c) for c in transitive_equalities(ties)] == ["a.k = b.k"]
 
 
 def test_equality_links():
