@@ -1,5 +1,6 @@
 """Join keys: the value one side of a join or chain predicate reads from one event, and how columns of
-such values compare, with the language's value rules (``cepkit.lang.values``; never ``eval``).
+such values compare, with the language's value rules (keys are compiled by ``cepkit.lang.compiled``;
+never ``eval``).
 
 ``f(x) φ g(y)`` is evaluated as ``key_f(event of x) φ key_g(event of y)``: every key is computed once per
 event when the event enters its tree (digest 003 §2.1, step 1), never again per pair. A column of keys
@@ -8,14 +9,14 @@ exactly; a string or a huge integer turns it into a column of Python objects com
 """
 from __future__ import annotations
 
-from numbers import Number
 from typing import Callable
 
 import numpy as np
 
 from ...errors import EventError
 from ...lang import ast as A
-from ...lang.values import arith, cannot_compare, compare, not_a_number
+from ...lang.compiled import compile_value
+from ...lang.values import cannot_compare, compare
 
 NUMPY_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
                  "!=": np.not_equal}
@@ -32,39 +33,19 @@ def key_function(expr: A.Expr) -> Callable:
     >>> key(Event("A", 0, {"amount": 3})), key(Event("A", 0, {}))
     (15, None)
     """
-    if isinstance(expr, A.Literal):
-        value = expr.value
-        return lambda event: value
-    if isinstance(expr, A.Duration):
-        seconds = expr.seconds
-        return lambda event: seconds
-    if isinstance(expr, (A.Attr, A.Prev)):
-        attr = (expr.arg if isinstance(expr, A.Prev) else expr).attr
-        return lambda event: event.get(attr)
-    if isinstance(expr, A.Neg):
-        inner = key_function(expr.arg)
-
-        def negate(event):
-            value = inner(event)
-            return None if value is None else -_number(value, event, expr)
-        return negate
-    if isinstance(expr, A.Arith):
-        left, right, op = key_function(expr.left), key_function(expr.right), expr.op
-
-        def compute(event):
-            a, b = left(event), right(event)
-            if a is None or b is None:
-                return None
-            return arith(op, _number(a, event, expr), _number(b, event, expr))
-        return compute
-    raise TypeError(f"not a plain value: {type(expr).__name__}")
+    for node in expr.walk():
+        if not isinstance(node, _PLAIN):
+            raise TypeError(f"not a plain value: {type(node).__name__}")
+    return compile_value(expr, _on_event)
 
 
-def _number(value, event, expr):
-    if isinstance(value, Number):
-        return value
-    attr = next((n.attr for n in expr.walk() if isinstance(n, A.Attr)), "?")
-    raise EventError(event.position, attr, not_a_number(value))
+_PLAIN = (A.Literal, A.Duration, A.Attr, A.Prev, A.Neg, A.Arith)
+
+
+def _on_event(expr: A.Expr) -> tuple:
+    """How ``cepkit.lang.compiled`` reads ``x.attr`` (or ``prev(x.attr)``) from the one event of a key."""
+    attr = (expr.arg if isinstance(expr, A.Prev) else expr).attr
+    return (lambda event: event.get(attr)), (lambda event: event.position)
 
 
 def is_exact_number(value) -> bool:

@@ -20,13 +20,11 @@ Two properties of a conjunct drive the automaton:
 from __future__ import annotations
 
 import itertools
-from numbers import Number
 from typing import Callable, Mapping, Sequence
 
-from ...errors import EventError
 from ...lang import ast as A
+from ...lang.compiled import compile_condition
 from ...lang.printer import pretty
-from ...lang.values import ARITH, COMPARE, cannot_compare, not_a_number, truthy
 from ...runtime.events import Event
 
 Binding = Sequence[tuple]  # var index -> tuple of Events (empty while unbound)
@@ -43,7 +41,7 @@ class _Leaf:
         slot = {n: j for j, n in enumerate(names)}
         self.uses_prev = frozenset(index[n.arg.var if isinstance(n, A.Prev) else n.var] for n in expr.walk()
                                    if isinstance(n, A.Prev) or (isinstance(n, A.Attr) and n.index == "i-1"))
-        self.fn = _value(expr, slot)
+        self.fn = compile_condition(expr, _slots(slot))   # one assignment -> bool
 
     def _choices(self, events: tuple, var: int) -> list:
         if var in self.uses_prev:
@@ -53,8 +51,8 @@ class _Leaf:
     def _all(self, choices: list) -> bool:
         """Whether every assignment (one slot from each list of choices) satisfies the leaf."""
         if all(len(c) == 1 for c in choices):     # the usual case: one event each, one assignment
-            return truthy(self.fn(tuple(c[0] for c in choices)))
-        return all(truthy(self.fn(slots)) for slots in itertools.product(*choices))
+            return self.fn(tuple(c[0] for c in choices))
+        return all(self.fn(slots) for slots in itertools.product(*choices))
 
     def holds(self, binding: Binding) -> bool:
         """Every assignment of the mentioned variables' events satisfies the leaf."""
@@ -74,81 +72,16 @@ class _Leaf:
         return self._all(choices)
 
 
-def _value(expr: A.Expr, slot: Mapping[str, int]) -> Callable[[tuple], object]:
-    """A closure computing ``expr`` from the slots (never ``eval``), with the reference's value rules
-    (``cepkit.lang.values``, inlined here for speed): a null operand makes arithmetic null and a comparison
-    false, a division by zero is null, and ordering a string against a number is an ``EventError``."""
-    if isinstance(expr, A.Literal):
-        value = expr.value
-        return lambda s: value
-    if isinstance(expr, A.Duration):
-        seconds = expr.seconds
-        return lambda s: seconds
-    if isinstance(expr, (A.Attr, A.Prev)):
+def _slots(slot: Mapping[str, int]):
+    """How ``cepkit.lang.compiled`` reads an attribute from the slots: ``v.A`` the event, ``prev(v.A)`` and
+    ``v[i-1].A`` the previous event of the j-th variable's slot."""
+    def access(expr: A.Expr) -> tuple:
+        if not isinstance(expr, (A.Attr, A.Prev)):
+            raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg: not SES
         ref = expr.arg if isinstance(expr, A.Prev) else expr
         j, attr, k = slot[ref.var], ref.attr, 0 if isinstance(expr, A.Prev) or ref.index == "i-1" else 1
-        return lambda s: s[j][k].get(attr)
-    if isinstance(expr, A.In):
-        arg, values = _value(expr.arg, slot), [_value(v, slot) for v in expr.values]
-
-        def member(s):
-            value = arg(s)
-            return value is not None and any(value == v(s) for v in values)
-        return member
-    blame = _blamed(expr, slot)
-    if isinstance(expr, A.Neg):
-        arg = _value(expr.arg, slot)
-
-        def negate(s):
-            value = arg(s)
-            return None if value is None else -_number(value, blame, s)
-        return negate
-    left, right = _value(expr.left, slot), _value(expr.right, slot)
-    if isinstance(expr, A.Arith):
-        op, divide = ARITH[expr.op], expr.op == "/"
-
-        def arith(s):
-            a, b = left(s), right(s)
-            if a is None or b is None:
-                return None
-            a, b = _number(a, blame, s), _number(b, blame, s)
-            return None if divide and b == 0 else op(a, b)
-        return arith
-    if isinstance(expr, A.Compare):
-        op, name = COMPARE[expr.op], expr.op
-
-        def compare(s):
-            a, b = left(s), right(s)
-            if a is None or b is None:
-                return False
-            try:
-                return bool(op(a, b))
-            except TypeError:
-                raise _error(blame, s, cannot_compare(name, a, b)) from None
-        return compare
-    raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg and nested and/or: not SES
-
-
-def _blamed(expr: A.Expr, slot: Mapping[str, int]) -> tuple:
-    """(slot, previous?, attribute) of the first event attribute ``expr`` reads, for error messages."""
-    for n in expr.walk():
-        ref = n.arg if isinstance(n, A.Prev) else n
-        if isinstance(ref, A.Attr):
-            return slot[ref.var], 0 if isinstance(n, A.Prev) or ref.index == "i-1" else 1, ref.attr
-    return None
-
-
-def _error(blame, s, message: str) -> EventError:
-    if blame is None:
-        return EventError(-1, "?", message)
-    j, k, attr = blame
-    return EventError(s[j][k].position, attr, message)
-
-
-def _number(value, blame, s):
-    if isinstance(value, Number):
-        return value
-    raise _error(blame, s, not_a_number(value))
+        return (lambda s: s[j][k].get(attr)), (lambda s: s[j][k].position)
+    return access
 
 
 def _truth(expr: A.Expr, index: Mapping[str, int], leaves: list) -> Callable[[Binding], bool]:
