@@ -50,7 +50,7 @@ class MaxDelay:
         return self._cache[name]
 
     def _promised(self, name: str) -> float:
-        """The smallest bound promised on ``name`` or a concept above it; else ``"*"``'s."""
+        """The smallest bound promised by name on ``name`` or a concept above it (``"*"`` not included)."""
         best, todo, seen = math.inf, [name], set()
         while todo:
             current = todo.pop()
@@ -60,16 +60,16 @@ class MaxDelay:
             best = min(best, self.value.get(current, math.inf))
             if self.hierarchy is not None:
                 todo.extend(self.hierarchy.parents(current))
-        return best if best < math.inf else self.value.get(EVERY_OTHER_TYPE, math.inf)
+        return best
 
     def _resolve(self, name: Optional[str]) -> float:
         if name is None:
             return self.value.get(EVERY_OTHER_TYPE, math.inf)
         bound = self._promised(name)
         children = self.hierarchy.children.get(name, ()) if self.hierarchy is not None else ()
-        if children:   # complete when every type below is (hierarchies are acyclic)
-            bound = min(bound, max(self.of(child) for child in children))
-        return bound
+        if children:   # complete when every type below is (hierarchies are acyclic); "*" covers the
+            return min(bound, max(self.of(child) for child in children))   # leaves, not the concept
+        return bound if bound < math.inf else self.value.get(EVERY_OTHER_TYPE, math.inf)
 
     def worst(self, names) -> float:
         """The largest bound among ``names``: how late some event of one of them may still arrive."""

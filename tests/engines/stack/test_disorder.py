@@ -282,6 +282,17 @@ def test_per_type_max_delay_on_concepts_is_permanently_valid(query, case):
     assert_permanently_valid_and_complete(query, arrived, mapping, ALARMS)
 
 
+def test_star_bounds_a_concepts_types_not_the_concept():
+    """Found by `make soak`: with {"C": 2, "*": 0}, "*" bounds B (0) but not X over B and C, which is
+    complete only when C is (2): the late C@2 falls between A@1 and A@3, so <a1, a3> is never emitted."""
+    arrived = [{"type": "A", "ts": 1, "v": 0, "id": 0}, {"type": "A", "ts": 3, "v": 0, "id": 0},
+               {"type": "C", "ts": 2, "v": 0, "id": 0}]
+    assert_permanently_valid_and_complete("SEQ(A a, !X x, A a2)", arrived, {"C": 2, "*": 0}, ALARMS)
+    found = cepkit.match("SEQ(A a, !X x, A a2)", arrived, engine="stack", disorder="conservative",
+                         max_delay={"C": 2, "*": 0}, hierarchy=ALARMS)
+    assert found.positions() == [] and found.deltas == []
+
+
 def pushed(query, events, **options):
     """What each push returns (positions), then what close returns."""
     matcher = cepkit.Matcher(query, engine="stack", disorder="conservative", **options)
