@@ -29,8 +29,12 @@ from .timeline import event_text
 
 TRACES = ("• transitions", "◦ transitions", "transition labels", "final states", "states", "active states")
 MARK_STYLE = {"•": {"color": "#1f3b57", "dash": "solid"}, "◦": {"color": "#8c96a0", "dash": "dot"}}
-LABEL_WIDTH = 28          # characters of a predicate shown on the edge; the hover shows all of it
+LABEL_WIDTH = 28          # characters of an edge label at most (the predicate is cut, the mark kept); the hover shows all
 SHOWN_PARTIALS = 8        # partial matches listed per state
+# Label placement, in layout units (about 90 px per x unit and 130 per y unit at the usual sizes):
+CHAR_WIDTH, LINE_HEIGHT, STATE_BOX = 0.055, 0.1, 0.22
+MIN_LABEL = 8             # characters a label keeps however short its edge
+LABEL_FRACTIONS = (0.5, 0.38, 0.62, 0.28, 0.72)   # where along an edge a label may stand, best first
 
 
 def state_name(state) -> str:
@@ -85,6 +89,57 @@ def edge_paths(graph, positions: dict) -> list:
     return paths
 
 
+def _box(xy, position: str, width: float, height: float) -> tuple:
+    """(x0, y0, x1, y1) of a text of that size placed at ``xy`` with plotly's ``textposition``."""
+    x, y = xy
+    vertical, horizontal = position.split()
+    x0 = {"left": x - width, "center": x - width / 2, "right": x}[horizontal]
+    y0 = {"top": y, "middle": y - height / 2, "bottom": y - height}[vertical]
+    return x0, y0, x0 + width, y0 + height
+
+
+def _overlap(a: tuple, b: tuple) -> float:
+    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+
+
+FLIPPED = {"top center": "bottom center", "bottom center": "top center", "middle left": "middle right",
+           "middle right": "middle left"}
+
+
+def edge_label(predicate: str, mark: str, chars: int = LABEL_WIDTH) -> str:
+    """``predicate / mark`` in at most ``chars`` characters: the predicate is cut (…), the mark kept."""
+    suffix = f" / {mark}"
+    if len(predicate) + len(suffix) <= chars:
+        return predicate + suffix
+    return predicate[:max(1, chars - len(suffix) - 1)] + "…" + suffix
+
+
+def _label_anchor(points, position: str, data: dict, placed: list, states: int, loop: bool) -> tuple:
+    """(point, textposition, text) of a label: the middle of its edge on the outer side unless that covers
+    a state or an earlier label, else the point (a quarter to three quarters of the way) and side that
+    cover least, states counting triple; a label longer than its edge that still covers something is cut
+    to the edge's length (the hover shows it whole). ``placed`` (the states' boxes first) grows."""
+    candidates = [(0.5, position)] if loop else [(f, side) for f in LABEL_FRACTIONS
+                                                   for side in (position, FLIPPED[position])]
+    text = edge_label(data["predicate"], data["mark"])
+    fits = max(MIN_LABEL, int((np.hypot(*(points[-1] - points[0])) - STATE_BOX) / CHAR_WIDTH))
+    texts = [text] if loop or len(text) <= fits else [text, edge_label(data["predicate"], data["mark"], fits)]
+    best = None
+    for shown in texts:
+        for fraction, side in candidates:
+            xy = tuple(points[int(round(fraction * (len(points) - 1)))])
+            box = _box(xy, side, len(shown) * CHAR_WIDTH, LINE_HEIGHT)
+            cost = sum(_overlap(box, other) * (3 if k < states else 1) for k, other in enumerate(placed))
+            if best is None or cost < best[0] - 1e-12:
+                best = (cost, xy, side, shown, box)
+            if cost == 0:
+                break
+        if best[0] == 0:
+            break
+    placed.append(best[4])
+    return best[1], best[2], best[3]
+
+
 def _room_above(graph, positions: dict, state) -> bool:
     x, y = positions[state]
     near = [positions[n][1] for n in set(graph.predecessors(state)) | set(graph.successors(state))
@@ -98,17 +153,19 @@ def automaton_figure(automaton, positions: dict) -> go.Figure:
     traces = {name: {"x": [], "y": []} for name in TRACES}
     labels = {"x": [], "y": [], "text": [], "hovertext": [], "textposition": []}
     arrows = []
+    placed = [_box(xy, "middle center", STATE_BOX, STATE_BOX) for xy in positions.values()]
     for data, points, label_position in edge_paths(graph, positions):
         trace = traces[f"{data['mark']} transitions"]
         trace["x"].extend([*points[:, 0], None])
         trace["y"].extend([*points[:, 1], None])
-        middle = points[len(points) // 2]
         label = f"{data['predicate']} / {data['mark']}"
-        labels["x"].append(middle[0])
-        labels["y"].append(middle[1])
-        labels["text"].append(label if len(label) <= LABEL_WIDTH else label[:LABEL_WIDTH - 1] + "…")
+        (x, y), side, shown = _label_anchor(points, label_position, data, placed, len(positions),
+                                            loop=np.allclose(points[0], points[-1]))
+        labels["x"].append(x)
+        labels["y"].append(y)
+        labels["text"].append(shown)
         labels["hovertext"].append(html.escape(data.get("label") or label))
-        labels["textposition"].append(label_position)
+        labels["textposition"].append(side)
         tail, head = points[int(len(points) * 0.7)], points[int(len(points) * 0.8)]
         arrows.append(dict(x=head[0], y=head[1], ax=tail[0], ay=tail[1], xref="x", yref="y", axref="x", ayref="y",
                            showarrow=True, arrowhead=2, arrowsize=1.4, arrowwidth=1.2,

@@ -1,5 +1,7 @@
 """AutomatonView without a browser, on automata compiled by ``cepkit.automaton`` from the formulas of
 digest 004 §3 over the farm-sensor stream of Figure 1."""
+import html
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -12,6 +14,16 @@ from cel_formulas import PHI1, PHI3, FIGURE2
 
 # Digest 004 §3, "Figure 2 CEA": CEs that begin and end with an H and hold some T events above 40.
 FIGURE2_OUTPUTS = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
+
+
+def assert_labels_abbreviate_their_hover(labels):
+    """Each edge label is its full text (the hover) or the predicate cut short, the mark always kept."""
+    for text, hover in zip(labels.text, labels.hovertext):
+        hover = html.unescape(hover)
+        predicate, mark = hover.rsplit(" / ", 1)
+        assert text.endswith(f" / {mark}")
+        shown = text[:-len(f" / {mark}")]
+        assert shown == predicate or (shown.endswith("…") and predicate.startswith(shown[:-1]))
 
 
 def separators(trace) -> int:
@@ -27,7 +39,10 @@ def test_states_transitions_and_marks_are_drawn():
     marked = sum(t.mark == "•" for t in a.transitions)
     assert separators(view.trace("• transitions")) == marked > 0
     assert separators(view.trace("◦ transitions")) == len(a.transitions) - marked > 0
-    assert sorted(view.trace("transition labels").text) == sorted(f"{t.predicate} / {t.mark}" for t in a.transitions)
+    labels = view.trace("transition labels")
+    assert sorted(html.unescape(h) for h in labels.hovertext) == sorted(f"{t.predicate} / {t.mark}"
+                                                                        for t in a.transitions)
+    assert_labels_abbreviate_their_hover(labels)
     assert view.trace("◦ transitions").line.dash == "dot"
     assert any(ann.text == "start" for ann in view.figure.layout.annotations)
     assert f"{len(a.states)} states, {len(a.transitions)} transitions" in view.summary.value
@@ -109,3 +124,19 @@ def test_a_query_outside_cel_is_a_query_error_naming_engines():
     with pytest.raises(cepkit.QueryError) as err:
         AutomatonView("SEQ(T x, !H h, T z)")
     assert err.value.engines and "automaton" not in err.value.engines
+
+
+def test_long_labels_keep_clear_of_states_and_show_whole_on_hover():
+    """The tour's query: three long DELAYED_DEPARTURE predicates converge on the final state."""
+    from cepkit.widgets.automaton_view import CHAR_WIDTH, LINE_HEIGHT, STATE_BOX, _box, _overlap
+    view = AutomatonView("(STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d "
+                         "WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin")
+    labels = view.trace("transition labels")
+    assert {html.unescape(h) for h in labels.hovertext} == {f"{t.predicate} / {t.mark}"
+                                                            for t in view.automaton.transitions}
+    assert any("…" in text for text in labels.text)
+    assert_labels_abbreviate_their_hover(labels)
+    states = [_box(xy, "middle center", STATE_BOX, STATE_BOX) for xy in view.positions.values()]
+    boxes = [_box((x, y), side, len(text) * CHAR_WIDTH, LINE_HEIGHT)
+             for x, y, side, text in zip(labels.x, labels.y, labels.textposition, labels.text)]
+    assert not any(_overlap(label, state) for label in boxes for state in states)
