@@ -11,7 +11,8 @@ after an event (of any type) whose ts exceeds the A's by more than 5, and no B m
   keys covering one type are several promises; the smallest holds (``{"Alarm": 5, "Fire": 9}`` bounds
   Fire by 5).
 - A concept is complete when every type it covers is: its bound is the largest of its children's, unless
-  a smaller one is promised on it. An event whose type is the concept itself is held to that bound.
+  a smaller one is promised on it by name (``"*"`` is no promise on a concept). An event whose type is
+  the concept itself is held to that bound.
 - ``ANY`` (a negated ``ANY``) is bounded only by ``"*"`` (or the scalar form).
 
 ``of(name)`` is the bound for an event type, a concept or ``None`` (ANY); ``math.inf`` means none.
