@@ -215,11 +215,10 @@ def compile_program(query, unsupported) -> Program:
         else:
             joins.append(Join(slots, compile_condition(conj), conj))
 
-    all_conjuncts = conjuncts + [c for *_, conds in negated for c in conds]
-    # STNM asks whether *any* event between two of the match's could have extended its prefix, and the
-    # prefix's own equalities may not reach the next slot: it must see the whole stack, not one partition.
-    hash_attrs = {} if query.strategy == "STNM" else _equality_partition(all_conjuncts, positives,
-                                                                         [atom for atom, *_ in negated])
+    # Under STNM too: an event that could extend a prefix satisfies Θ_eq⁺ (digest 002 §4.5), so it has
+    # the prefix's key whenever the equalities tie every positive variable into one class.
+    hash_attrs = _equality_partition(conjuncts, [c for *_, conds in negated for c in conds], positives,
+                                     [atom for atom, *_ in negated])
     slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())), hash_attrs.get(atom.var), atom,
                   A.conjoin(unary.get(atom.var, ()))) for atom in positives]
     negations = []
@@ -284,18 +283,17 @@ def _test(conjuncts) -> Optional[Callable]:
     return compile_condition(A.conjoin(conjuncts)) if conjuncts else None
 
 
-def _equality_partition(conjuncts, positives, negated) -> dict:
-    """var -> attribute to partition the stacks by, when ``x.k = y.k'`` conjuncts link every positive
-    variable into one class of equal values; negated variables joined to that class are partitioned too.
-    Empty when the equalities do not cover every positive variable (or there is only one)."""
+def _equality_partition(conjuncts, negation_conds, positives, negated) -> dict:
+    """var -> attribute to partition the stacks by, when ``x.k = y.k'`` conjuncts *of the match* link every
+    positive variable into one class of equal values; negated variables equal to a member of that class
+    (by their own conditions) are partitioned too. Empty when the match's equalities do not cover every
+    positive variable (or there is only one): a chain through a negated variable does not count, since a
+    match holds whether or not such an event exists."""
     if len(positives) < 2:
         return {}
     graph = nx.Graph()
     for conj in conjuncts:
-        if (isinstance(conj, A.Compare) and conj.op == "=" and isinstance(conj.left, A.Attr)
-                and isinstance(conj.right, A.Attr) and conj.left.index is None and conj.right.index is None
-                and conj.left.var != conj.right.var
-                and not {conj.left.attr, conj.right.attr} & {"ts", "type"}):
+        if _attribute_equality(conj):
             graph.add_edge((conj.left.var, conj.left.attr), (conj.right.var, conj.right.attr))
     wanted = {atom.var for atom in positives}
     for component in nx.connected_components(graph):
@@ -304,6 +302,19 @@ def _equality_partition(conjuncts, positives, negated) -> dict:
             attrs.setdefault(var, attr)
         if wanted <= set(attrs):
             negated_vars = {atom.var for atom in negated}
+            members = set(attrs.items())
+            for conj in negation_conds:
+                if _attribute_equality(conj):
+                    ends = [(conj.left.var, conj.left.attr), (conj.right.var, conj.right.attr)]
+                    for inside, outside in (ends, ends[::-1]):
+                        if inside in members and outside[0] in negated_vars:
+                            attrs.setdefault(*outside)
             return {v: a for v, a in attrs.items() if v in wanted or v in negated_vars}
     return {}
 
+
+def _attribute_equality(conj) -> bool:
+    """``x.k = y.k'`` between two variables' plain attributes (not ts or type)."""
+    return (isinstance(conj, A.Compare) and conj.op == "=" and isinstance(conj.left, A.Attr)
+            and isinstance(conj.right, A.Attr) and conj.left.index is None and conj.right.index is None
+            and conj.left.var != conj.right.var and not {conj.left.attr, conj.right.attr} & {"ts", "type"})

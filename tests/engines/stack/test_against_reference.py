@@ -62,3 +62,13 @@ def test_an_attribute_hierarchy_does_not_classify_types():
         got = cepkit.match("SEQ(TX t, B b)", events, engine="stack", hierarchy=hierarchy, disorder=disorder)
         assert got.positions() == [(1, 2)]
     assert cepkit.match("SEQ(TX t, B b)", events, engine="reference", hierarchy=hierarchy).positions() == [(1, 2)]
+
+
+def test_equalities_through_a_negated_variable_do_not_partition_the_match():
+    """a.id = c.id and c.id = b.id belong to the negation (LANGUAGE.md §2): <a, b> with different ids
+    matches, since no C can equal both. The stacks were once partitioned by id through c."""
+    events = [{"type": "A", "id": 1}, {"type": "C", "id": 1}, {"type": "B", "id": 2}, {"type": "B", "id": 1}]
+    for strategy in ("", "SELECT STNM * "):
+        query = strategy + "PATTERN SEQ(A a, !C c, B b) WHERE a.id = c.id and c.id = b.id"
+        assert cepkit.match(query, events, engine="stack").positions() == [(0, 2)]
+        assert_agrees(query, events, "stack")
