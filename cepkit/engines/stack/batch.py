@@ -359,6 +359,12 @@ class ColumnarRun:
         named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]
         columns = [position[chosen[s][order]].tolist() for s in kept]
         at = position[emitted[order]].tolist()
+        if select is not None:      # equal projections are one match, emitted with the first of them
+            first = {}
+            for p, e in zip(zip(*columns), at):
+                if first.get(p, e) >= e:
+                    first[p] = e
+            columns, at = (list(zip(*first)) or [() for _ in kept]), list(first.values())
         with collector_paused():
             if len(named) == len(kept):
                 return [Match(p, dict(zip(names, p)), "+", e) for p, e in zip(zip(*columns), at)]

@@ -60,6 +60,7 @@ class StackMatcher(IncrementalPlan):
         self.last_position = -1
         self.peak_state = 0
         self._arrivals = 0
+        self._live: Counter = Counter()      # under RETURN: projected key -> matches emitted and not retracted
 
     def core_of(self, event) -> Core:
         key = tuple(event.get(k) for k in self.program.partition_by)
@@ -68,12 +69,21 @@ class StackMatcher(IncrementalPlan):
             core = self.cores[key] = Core(self.program, self.ordered)
         return core
 
-    def emit(self, chosen, sign: str = "+") -> Match:
+    def emit(self, chosen, sign: str = "+") -> list:
+        """The emission of ``chosen`` (a one-element list), or none when it changes nothing: under RETURN
+        several matches project onto one (C, β) (LANGUAGE.md §4, §10.2: one entry per distinct (C, β)), which
+        is emitted when its first match is and, in aggressive mode, retracted when its last one is."""
         found = self.program.to_match(chosen)
+        if self.program.select is not None:
+            key = found.key
+            live = self._live[key]
+            self._live[key] = live + (1 if sign == "+" else -1)
+            if (sign == "+" and live > 0) or (sign == "-" and live > 1):
+                return []
         at = self.last_position if self.last_position >= 0 else None
         match = Match(found.positions, found.bindings, sign, at)
         self.emissions.append(match)
-        return match
+        return [match]
 
     def state_size(self) -> int:
         return sum(core.size() for core in self.cores.values())
@@ -86,7 +96,7 @@ class StackMatcher(IncrementalPlan):
 
     def net(self) -> list:
         """The matches emitted and not retracted."""
-        if not self.retracts:   # every emission is final and emitted once
+        if not self.retracts:   # every emission is final and emitted once (per projected key)
             return list(self.emissions)
         count = Counter()
         for m in self.emissions:
@@ -144,7 +154,7 @@ class InOrderMatcher(StackMatcher):
             if program.trailing:
                 self._wait(core, chosen)
             else:
-                out.append(self.emit(chosen))
+                out.extend(self.emit(chosen))
         out.extend(self._release_by_lpos(core, lpos))
         return out
 
@@ -181,7 +191,7 @@ class InOrderMatcher(StackMatcher):
         if not pending.alive:
             return []
         pending.alive = False
-        return [] if pending.missing else [self.emit(pending.chosen)]
+        return [] if pending.missing else self.emit(pending.chosen)
 
     def _release_by_time(self, now: float) -> list:
         """An event later than a deadline proves, in order, that nothing else can fall in that scope."""
@@ -397,7 +407,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
                     heapq.heappush(self.waiting[j], (time, next(self._seq), held))
                 return []
         held.alive = False
-        return [self.emit(held.chosen)]
+        return self.emit(held.chosen)
 
     def _release_safe(self) -> list:
         """Pop every scope the guarantees have just completed; frontiers do not move meanwhile, so a match
@@ -411,7 +421,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         return out
 
     def close(self) -> list:
-        out = [self.emit(held.chosen) for waiting in self.held.values() for held in waiting if held.alive]
+        out = [m for waiting in self.held.values() for held in waiting if held.alive for m in self.emit(held.chosen)]
         self.held.clear()
         for heap in self.waiting:
             heap.clear()
@@ -451,10 +461,11 @@ class AggressiveMatcher(_OutOfOrderMatcher):
                 for chosen in self._blocked(core, j, part, inst):
                     if chosen not in retracted:
                         retracted.add(chosen)
-                        out.append(self.emit(chosen, "-"))
+                        out.extend(self.emit(chosen, "-"))
         for j, part, inst in entries:
             core.store(j, part, inst)
-        out.extend(self.emit(chosen) for _, chosen in core.add_positive(event, lpos))
+        for _, chosen in core.add_positive(event, lpos):
+            out.extend(self.emit(chosen))
         if self.reach_delay < math.inf:
             # A late event of the query's types has ts >= clock - (their largest max_delay); a match it
             # reaches lies within 2w of it (§2.5).

@@ -72,3 +72,19 @@ def test_equalities_through_a_negated_variable_do_not_partition_the_match():
         query = strategy + "PATTERN SEQ(A a, !C c, B b) WHERE a.id = c.id and c.id = b.id"
         assert cepkit.match(query, events, engine="stack").positions() == [(0, 2)]
         assert_agrees(query, events, "stack")
+
+
+def test_equal_projections_are_emitted_once():
+    """RETURN merges matches that project onto one (C, β) (LANGUAGE.md §4 RETURN, §10.2: one entry per
+    distinct (C, β)): the matcher emits it once, with its first match, and in aggressive mode retracts it
+    only when its last match is blocked. Found by fuzzing: <0, 1> and <0, 2> both gave x1 = 0 twice."""
+    events = [{"type": "A", "ts": 0}, {"type": "A", "ts": 1}, {"type": "A", "ts": 2}]
+    query = "PATTERN SEQ(!A x0, A x1, A x2) RETURN x1"
+    matcher = cepkit.Matcher(query, engine="stack")
+    pushed = [(m.key, m.emitted_at) for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
+    assert pushed == [(((0,), (("x1", 0),)), 1)]
+    assert [(d.key, d.emitted_at) for d in cepkit.match(query, events, engine="stack").deltas] == pushed
+    late = [{"type": "A", "ts": 0}, {"type": "B", "ts": 2}, {"type": "B", "ts": 1}, {"type": "C", "ts": 1.5}]
+    got = cepkit.match("SEQ(A x1, !C c, B x2) RETURN x1", late, engine="stack", disorder="aggressive")
+    assert [(d.sign, d.positions) for d in got.deltas] == [("+", (0,))]    # <0, 2> still holds after C
+    assert got.positions() == [(0,)]
