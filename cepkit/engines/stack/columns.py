@@ -201,7 +201,8 @@ class Columns:
             null = np.logical_or(x_null, y_null)
             if expr.op == "/":
                 null = np.logical_or(null, np.equal(y, 0))
-            return _UFUNC[expr.op](x, y), null, True
+            # numpy scalars: a division of two constants by zero is nan (masked as null), not an exception
+            return _UFUNC[expr.op](np.float64(x) if np.isscalar(x) else x, y), null, True
         raise RowByRow
 
 

@@ -112,6 +112,16 @@ def test_vectorized_conditions_follow_the_closures(cond, values, data):
     assert Columns(events).test(cond, rows).tolist() == expected
 
 
+def test_a_constant_division_by_zero_is_null_in_the_columnar_run():
+    """Found by `make soak`: `0 / 0` between two literals raised ZeroDivisionError in numpy's place;
+    a division by zero is null (LANGUAGE.md §10), so the condition is false and `not` of it true."""
+    events = [{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1, "v": 0}]
+    for cond, expected in (("0 / 0 = 1", []), ("not (0 / 0 = 1)", [(0, 1)]), ("a.v / 0 = 1", [])):
+        query = f"SEQ(A a, B b) WHERE {cond}"
+        assert cepkit.match(query, events, engine="stack").positions() == expected
+        assert cepkit.match(query, events, engine="reference").positions() == expected
+
+
 def test_unorderable_values_name_the_event_in_the_columnar_run():
     events = [{"type": "A", "ts": 0, "v": 1}, {"type": "A", "ts": 1, "v": "x"}, {"type": "B", "ts": 2, "v": 0}]
     with pytest.raises(cepkit.EventError) as err:
