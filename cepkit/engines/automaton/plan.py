@@ -150,8 +150,19 @@ class AutomatonMatcher(IncrementalPlan):
             self.evaluator = Evaluator(program)
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen so far)
         self.nested = [(sel.variables, sel.plan.matcher(), set()) for sel in program.nested]
+        # RETURN keys already reported: two matches differing only in projected-away variables may end at
+        # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
+        self.projected = set() if program.query.select is not None else None
 
     def push(self, event) -> list:
+        found = self._push(event)
+        if self.projected is None or not found:
+            return found
+        fresh = [m for m in found if m.key not in self.projected]
+        self.projected.update(m.key for m in fresh)
+        return fresh
+
+    def _push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
         for _, matcher, picked in self.nested:

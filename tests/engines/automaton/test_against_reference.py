@@ -118,3 +118,20 @@ def test_nested_selection_strategies(query, events):
     """NEXT/LAST/MAX(φ) inside a pattern: the matches whose sub-match of φ the strategy chooses among all
     of φ's matches that fit the window (the reference's rivals), with the same bindings."""
     agrees(query, events)
+
+
+@pytest.mark.parametrize("query", [
+    "PATTERN SEQ(A a, B b) RETURN a",
+    "PATTERN SEQ(A a, B+ b) RETURN a",
+    "(B AS x0 OR B AS x2)+ WITHIN 4 s RETURN x0",
+    "SELECT NEXT a PATTERN A a ; B b",
+])
+def test_matcher_reports_a_projected_match_once(query):
+    """RETURN projects (0, 1) and (0, 2) onto the same (C, β) = ({0}, a: 0): one match (LANGUAGE.md §10.2),
+    so the matcher must not report it again at the push of the second B (it did, once per extension)."""
+    events = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1}, {"type": "B", "ts": 2}]
+    if "x0" in query:
+        events = [{"type": "B", "ts": 0}, {"type": "B", "ts": 1}]
+    matcher = cepkit.Matcher(query, engine="automaton")
+    pushed = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
+    assert sorted(pushed) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
