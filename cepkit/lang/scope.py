@@ -61,6 +61,10 @@ class _Scoper(A.Visitor):
 
     # ------------------------------------------------------------------ negations receive conditions
     def visit_not(self, node, moved):
+        if isinstance(node.item, A.Expr):   # the grammar lets '!'/EXISTS take a condition item: no meaning
+            word = "EXISTS" if isinstance(node, A.Exists) else "!"
+            raise QueryError.at(node, f"{word} must apply to a pattern, not to a condition (write the condition "
+                                      "as a filter, or 'not ...')", self.text)
         item = self.place(node.item, moved)
         extra = moved.get(id(node), ())
         if extra:

@@ -49,6 +49,10 @@ CASES = [
     ("SEQ(A a, !B b, C c, !D d, E e) WHERE b.v = d.v", 1, 38, "b.v = d.v", "two different negations"),
     ("A a ; B+ b WHERE b[i-2].v > 1", 1, 20, "i", "only b[i] and b[i-1]"),
     ("A a CONSUME BY EVERYTHING", 1, 16, "EVERYTHING", "expected ANY, PARTITION or NONE"),
+    # the grammar's item := '!' item | EXISTS item | cond lets a negation take a bare condition: it means
+    # nothing (LANGUAGE.md §2, §8), so a QueryError, not the scoper's NotImplementedError (found by fuzzing)
+    ("SEQ(A a, !(a.v > 0), B b)", 1, 10, "!(a.v > 0)", "must apply to a pattern"),
+    ("SEQ(A a, EXISTS a.v > 0)", 1, 10, "EXISTS a.v > 0", "must apply to a pattern"),
 ]
 
 
