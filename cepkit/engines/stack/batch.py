@@ -276,7 +276,7 @@ class ColumnarRun:
     def _check(self, rows: _Rows, step) -> _Rows:
         """The joins and negations that become decidable at ``step`` (``Program.orders``)."""
         for join in step.joins:
-            rows = rows.take(self.table.test(join.cond, self._binding(rows)))
+            rows = rows.take(self.table.test(join.cond, self._binding(rows), len(rows)))
         for j in step.negations:
             if j not in self.bounding and len(rows):
                 rows = rows.take(self._clear(rows, j))
@@ -314,7 +314,7 @@ class ColumnarRun:
         binding = {v: index[row_of] for v, index in self._binding(rows).items()}
         if var is not None:
             binding[var] = store.index[pick]
-        hit = self.table.test(cond, binding)
+        hit = self.table.test(cond, binding, len(row_of))
         found = np.full(len(rows), -1)
         hit_rows, at = np.unique(row_of[hit], return_index=True)   # pairs are by row, then by index
         found[hit_rows] = store.index[pick[hit]][at]

@@ -116,9 +116,12 @@ class Columns:
                                       count=len(values))
         return out
 
-    def test(self, cond: A.Expr, rows: dict) -> np.ndarray:
-        """Boolean array: does ``cond`` hold for each row? (Row by row through the closures if numpy cannot.)"""
-        size = len(next(iter(rows.values()))) if rows else 1
+    def test(self, cond: A.Expr, rows: dict, size: int = None) -> np.ndarray:
+        """Boolean array: does ``cond`` hold for each row? (Row by row through the closures if numpy cannot.)
+        ``size`` is the number of rows, needed when ``rows`` binds no variable (a condition on constants, or
+        over unnamed atoms: ``SEQ(A, B) WHERE 1 = 2``)."""
+        if size is None:
+            size = len(next(iter(rows.values()))) if rows else 1
         try:
             with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 held = self._cond(cond, rows)

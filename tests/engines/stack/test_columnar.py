@@ -136,3 +136,14 @@ def test_equality_classes_follow_python_equality():
     m = cepkit.match("SEQ(A a, B b) WHERE a.k = b.k", events, engine="stack")
     assert m.positions() == [(0, 3), (1, 3)]
     assert m.info["partial_matches"] == 2   # b4's class ("1") has no A: only b3 is extended
+
+
+@pytest.mark.parametrize("query", ["ANY WHERE true", "A WHERE 5", "SEQ(A, A) WHERE 1 = 1", "SEQ(A, A) WHERE null",
+                                   "SEQ(A, !B, A) WHERE true", "SEQ(A, EXISTS B, A, 1 = 1)"])
+def test_conditions_binding_no_variable_are_tested_per_row(query):
+    """A condition over unnamed atoms binds no variable (LANGUAGE.md §2: `Type [AS] var`, §3: literals; a
+    null is false, docs/decisions.md "Nulls"): its column is one value broadcast to every row. Found by
+    fuzzing (`ANY WHERE null` raised IndexError in the columnar run)."""
+    events = [{"type": t, "ts": i} for i, t in enumerate("AABA")]
+    assert [m.key for m in cepkit.match(query, events, engine="stack")] == \
+        [m.key for m in cepkit.match(query, events, engine="reference")]
