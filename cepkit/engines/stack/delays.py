@@ -6,14 +6,15 @@ the digest's "per source" guarantees: ``max_delay={"A": 5, "B": "2 min"}`` promi
 after an event (of any type) whose ts exceeds the A's by more than 5, and no B more than 120 behind.
 
 - A type missing from the mapping has no max-delay guarantee: only punctuations complete it. The key
-  ``"*"`` gives every type not named (by itself or a concept above it) a bound, and bounds ``ANY``.
+  ``"*"`` gives every type not named (by itself or a concept above it) a bound.
 - A key may name a concept of the query's hierarchy: the promise covers every type below it. Several
   keys covering one type are several promises; the smallest holds (``{"Alarm": 5, "Fire": 9}`` bounds
   Fire by 5).
 - A concept is complete when every type it covers is: its bound is the largest of its children's, unless
   a smaller one is promised on it by name (``"*"`` is no promise on a concept). An event whose type is
   the concept itself is held to that bound.
-- ``ANY`` (a negated ``ANY``) is bounded only by ``"*"`` (or the scalar form).
+- ``ANY`` (a negated ``ANY``) covers every type: its bound is the largest of the mapping's, and there is
+  none without ``"*"``.
 
 ``of(name)`` is the bound for an event type, a concept or ``None`` (ANY); ``math.inf`` means none.
 """
@@ -64,8 +65,8 @@ class MaxDelay:
         return best
 
     def _resolve(self, name: Optional[str]) -> float:
-        if name is None:
-            return self.value.get(EVERY_OTHER_TYPE, math.inf)
+        if name is None:   # ANY covers every type: the largest bound, if "*" leaves no type unbounded
+            return max(self.value.values()) if EVERY_OTHER_TYPE in self.value else math.inf
         bound = self._promised(name)
         children = self.hierarchy.children.get(name, ()) if self.hierarchy is not None else ()
         if children:   # complete when every type below is (hierarchies are acyclic); "*" covers the

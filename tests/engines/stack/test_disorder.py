@@ -293,6 +293,17 @@ def test_star_bounds_a_concepts_types_not_the_concept():
     assert found.positions() == [] and found.deltas == []
 
 
+def test_a_negated_any_waits_for_the_slowest_type():
+    """Found by `make soak`: with {"A": 1, "*": 0} an A may arrive 1 late, so a negated ANY (every type)
+    is complete only 1 behind the clock: A@6 arriving after B@7 lies between A@5 and B@7."""
+    arrived = [{"type": "A", "ts": 5, "v": 0, "id": 0}, {"type": "B", "ts": 7, "v": 0, "id": 0},
+               {"type": "A", "ts": 6, "v": 0, "id": 0}, {"type": "A", "ts": 8, "v": 0, "id": 0}]
+    assert_permanently_valid_and_complete("SEQ(A a, !ANY y, B b)", arrived, {"A": 1, "*": 0}, ALARMS)
+    found = cepkit.match("SEQ(A a, !ANY y, B b)", arrived, engine="stack", disorder="conservative",
+                         max_delay={"A": 1, "*": 0})
+    assert [(d.positions, d.sign) for d in found.deltas] == [((1, 2), "+")]   # <a6, b7>, never <a5, b7>
+
+
 def pushed(query, events, **options):
     """What each push returns (positions), then what close returns."""
     matcher = cepkit.Matcher(query, engine="stack", disorder="conservative", **options)
