@@ -206,8 +206,11 @@ class Stream:
         return sorted(range(len(self.events)), key=lambda i: (self.events[i].time, i))
 
     def attributes_of(self, types: Optional[frozenset] = None) -> set:
-        """Attribute names seen on events of the given types (all events if None)."""
+        """Attribute names seen on events of the given types; for all events (``None``), also the attribute
+        columns of the DataFrame the stream came from, null in every row or not."""
         names = set()
+        if types is None and self._frame is not None:
+            names.update(c for c in self._frame.columns if c not in RESERVED)
         for e in self.events:
             if types is None or e.type in types:
                 names.update(e.attrs)

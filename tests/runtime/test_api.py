@@ -1,5 +1,6 @@
 """The public API of issue 2 (item 4): ``cepkit.match`` and ``Matches``, ``cepkit.Matcher``, ``engine="auto"``
 and the engine registry (ARCHITECTURE.md, "Public API"; LANGUAGE.md §1 on disordered input)."""
+import pandas as pd
 import pytest
 
 import cepkit
@@ -102,3 +103,13 @@ def test_auto_agrees_with_the_capability_matrix():
         for skipped in supporting[:supporting.index(chosen)]:
             with pytest.raises(cepkit.QueryError):
                 registry.select_engine(query, skipped, {})
+
+
+def test_a_dataframe_column_that_is_null_everywhere_is_still_a_partition_key():
+    """LANGUAGE.md §10.5: a missing key (null) is a key like any other; a DataFrame's column names its
+    attributes even when every row is null (found by fuzzing: it was refused as 'unknown attribute')."""
+    events = pd.DataFrame({"type": ["A", "B", "B"], "ts": [0, 1, 2], "id": [None, None, None]})
+    for engine in ("reference", "auto"):
+        assert cepkit.match("SEQ(A a, B b) PARTITION BY id", events, engine=engine).positions() == [(0, 1), (0, 2)]
+    with pytest.raises(cepkit.QueryError, match="unknown attribute 'idx' in PARTITION BY"):
+        cepkit.match("SEQ(A a, B b) PARTITION BY idx", events)
