@@ -149,8 +149,27 @@ class SesMatcher(IncrementalPlan):
         self._tie = itertools.count()
         self.last_position = -1
         self.opened = self.evaluated = self.max_window = 0
+        # RETURN keys already reported: the windows of two starts can hold matches that project to the same
+        # (C, beta), one match (LANGUAGE.md §10.2), reported once, when the first of those windows closes
+        self.projected = set() if plan.select is not None else None
+
+    def _once(self, found: list) -> list:
+        if self.projected is None or not found:
+            return found
+        fresh = []
+        for m in found:
+            if m.key not in self.projected:
+                self.projected.add(m.key)
+                fresh.append(m)
+        return fresh
 
     def push(self, event) -> list:
+        return self._once(self._push(event))
+
+    def close(self) -> list:
+        return self._once(self._close())
+
+    def _push(self, event) -> list:
         plan = self.plan
         self.last_position = event.position
         if event.type == PUNCTUATION:          # never matched nor counted, as in the reference; its time
@@ -176,7 +195,7 @@ class SesMatcher(IncrementalPlan):
             self._schedule(clock, window_key, entry.coord)
         return found
 
-    def close(self) -> list:
+    def _close(self) -> list:
         found = []
         for (clock, window_key), window in self.windows.items():
             while len(window):

@@ -70,3 +70,15 @@ def test_plans_pickle(query, stream):
     again = pickle.loads(pickle.dumps(plan))
     run = Stream.from_any(stream)
     assert sorted(m.key for m in again.run(run)) == sorted(m.key for m in plan.run(run))
+
+
+def test_matcher_reports_a_projected_match_once():
+    """RETURN x2 projects the matches of the windows starting at 0 and at 1 onto the same (C, β) ({3},
+    x2: 3): one match (LANGUAGE.md §10.2), reported when the first window closes, not again by ``close``
+    (found by differential fuzzing: the matcher reported it once per window)."""
+    query = "PATTERN SEQ({C x0, C x1}, C x2) WITHIN 6 RETURN x2"
+    events = [{"type": "C", "ts": t} for t in (1, 2, 7, 7, 8)]
+    matcher = cepkit.Matcher(query, engine="ses")
+    pushed = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
+    assert sorted(pushed) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
+    assert len(pushed) == 3
