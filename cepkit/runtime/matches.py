@@ -1,6 +1,7 @@
 """Match results: ``Match`` (positions and bindings) and ``Matches`` (an ordered, de-duplicated list)."""
 from __future__ import annotations
 
+import collections
 import contextlib
 import gc
 from dataclasses import dataclass, field
@@ -125,3 +126,37 @@ def collector_paused():
     finally:
         if enabled:
             gc.enable()
+
+
+class ReportedOnce:
+    """The RETURN keys an incremental matcher has reported, so that each (C, β) is reported once although
+    several matches project to it (LANGUAGE.md §10.2).
+
+    Under a time window of w a key is forgotten once an event more than w past its report has been
+    pushed: every match projecting to it holds its events, the earliest at or before the report, so no
+    match completed or released from then on can (engines report a match at the latest at the first event
+    past its window). Without a time window every key is kept.
+    """
+
+    def __init__(self, window_seconds: Optional[float] = None):
+        self.window = window_seconds
+        self.keys: dict = {}                        # key -> time of its report
+        self.order: collections.deque = collections.deque()   # (time, key) in report order
+
+    def fresh(self, found: list, now: Optional[float]) -> list:
+        """The matches of ``found`` not reported yet, remembered as reported at ``now`` (the pushed event's
+        time; None at close); then what this push made impossible to report again is forgotten."""
+        out = []
+        for m in found:
+            if m.key not in self.keys:
+                self.keys[m.key] = now
+                self.order.append((now, m.key))
+                out.append(m)
+        if self.window is not None and now is not None:
+            horizon = now - self.window - 1e-9 * max(1.0, abs(now))   # the reference's float tolerance, and more
+            while self.order and self.order[0][0] is not None and self.order[0][0] < horizon:
+                del self.keys[self.order.popleft()[1]]
+        return out
+
+    def __len__(self) -> int:
+        return len(self.keys)

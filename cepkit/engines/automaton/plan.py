@@ -8,7 +8,7 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import collector_paused
+from ...runtime.matches import ReportedOnce, collector_paused
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
 from .compile import CEA, compile_query
@@ -152,15 +152,13 @@ class AutomatonMatcher(IncrementalPlan):
         self.nested = [(sel.variables, sel.plan.matcher(), set()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
         # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
-        self.projected = set() if program.query.select is not None else None
+        within = program.query.within
+        self.projected = None if program.query.select is None else \
+            ReportedOnce(within.seconds if within is not None and not within.events else None)
 
     def push(self, event) -> list:
         found = self._push(event)
-        if self.projected is None or not found:
-            return found
-        fresh = [m for m in found if m.key not in self.projected]
-        self.projected.update(m.key for m in fresh)
-        return fresh
+        return found if self.projected is None else self.projected.fresh(found, event.time)
 
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:

@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Optional
 
 import numpy as np
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION
-from ...runtime.matches import Match
+from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
@@ -159,13 +160,16 @@ class RcepMatcher(IncrementalPlan):
         self.partitions: dict = {}
         self.stats = Stats()
         self.consumed: dict = {}    # CONSUME BY scope -> last position of the latest reported match
-        self.reported: set = set()  # projected matches already reported (RETURN may repeat them)
+        # projected matches already reported (RETURN may repeat them), forgotten a window later
+        self.reported = ReportedOnce(plan.window_seconds)
+        self.now: Optional[float] = None   # the pushed event's time (None at close)
         self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
         self.waiting: list = []     # STNM: (match, its events per slot, partition key, first sequence number)
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
+        self.now = event.time
         plan, stats = self.plan, self.stats
         key = tuple(event.get(k) for k in plan.query.partition_by)
         part = self.partitions.get(key)
@@ -203,6 +207,7 @@ class RcepMatcher(IncrementalPlan):
 
     def close(self) -> list:
         released, self.waiting = [m for m, _, _, _ in self.waiting], []
+        self.now = None
         return self._report(released, None, None)
 
     def _report(self, found: list, key, position) -> list:
@@ -269,14 +274,9 @@ class RcepMatcher(IncrementalPlan):
         select = self.plan.query.select
         if select is None:
             return found
-        out = []
-        for m in found:
-            bindings = {v: p for v, p in m.bindings.items() if v in select}
-            projected = replace(Match.of(bindings), emitted_at=m.emitted_at)
-            if projected.positions and projected.key not in self.reported:
-                self.reported.add(projected.key)
-                out.append(projected)
-        return out
+        projected = [replace(Match.of({v: p for v, p in m.bindings.items() if v in select}), emitted_at=m.emitted_at)
+                     for m in found]
+        return self.reported.fresh([m for m in projected if m.positions], self.now)
 
 
 class Recomputation:

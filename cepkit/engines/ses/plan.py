@@ -19,7 +19,7 @@ import pandas as pd
 from ...lang import ast as A
 from ...lang.printer import pretty
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import Match
+from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
 from .conditions import Conjunct
@@ -151,23 +151,17 @@ class SesMatcher(IncrementalPlan):
         self.opened = self.evaluated = self.max_window = 0
         # RETURN keys already reported: the windows of two starts can hold matches that project to the same
         # (C, beta), one match (LANGUAGE.md §10.2), reported once, when the first of those windows closes
-        self.projected = set() if plan.select is not None else None
-
-    def _once(self, found: list) -> list:
-        if self.projected is None or not found:
-            return found
-        fresh = []
-        for m in found:
-            if m.key not in self.projected:
-                self.projected.add(m.key)
-                fresh.append(m)
-        return fresh
+        within = plan.query.within
+        self.projected = None if plan.select is None else \
+            ReportedOnce(within.seconds if within is not None and not within.events else None)
 
     def push(self, event) -> list:
-        return self._once(self._push(event))
+        found = self._push(event)
+        return found if self.projected is None else self.projected.fresh(found, event.time)
 
     def close(self) -> list:
-        return self._once(self._close())
+        found = self._close()
+        return found if self.projected is None else self.projected.fresh(found, None)
 
     def _push(self, event) -> list:
         plan = self.plan
