@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Optional
 
-from ...errors import QueryError
+from ...errors import EventError, QueryError
 from ...lang import ast as A
 from ...lang.checks import bound, definitions
 from ...semantics.conditions import holds
@@ -206,7 +206,7 @@ def _split_filters(pattern: A.Pattern, partition_keys: set, unsupported: Unsuppo
                     raise unsupported(predicate, "conditions between two variables (correlation); only equality "
                                                  "on a PARTITION BY attribute is")
                 if not names:
-                    if not holds(lit, {}, ()):
+                    if not _constant_holds(lit, unsupported):
                         branch = _Unsat()
                         break
                     continue
@@ -215,6 +215,15 @@ def _split_filters(pattern: A.Pattern, partition_keys: set, unsupported: Unsuppo
         return A.Or(tuple(branches), span=node.span) if len(branches) > 1 else branches[0]
 
     return _simplify(pattern.transform(split))
+
+
+def _constant_holds(literal, unsupported) -> bool:
+    """A condition on no variable, folded at compile time; one that cannot be evaluated (``'' < 5``) is an
+    EventError the reference raises only when a candidate match meets it, so other engines take it."""
+    try:
+        return holds(literal, {}, ())
+    except EventError:
+        raise unsupported(literal, "a constant condition that raises an error when evaluated") from None
 
 
 def _partition_equalities(cond: A.Expr, keys: set) -> A.Expr:

@@ -220,3 +220,17 @@ def test_each_predicate_is_evaluated_once_per_event():
         numeric = [{"type": t, "s": i} for i, t in enumerate("ABCADBAC")]
         assert cepkit.match(SHARED.replace("= 'x'", ">= 3"), numeric, engine="automaton").positions() == [(3, 5, 6, 7)]
         assert calls == []
+
+
+def test_a_constant_condition_that_cannot_be_evaluated_goes_to_another_engine():
+    """`'' < 5` is an EventError the reference raises only when a candidate meets it (found by fuzzing:
+    the automaton folded it at compile time and raised on a stream with no A at all)."""
+    query = "A a FILTER '' < 5"
+    with pytest.raises(cepkit.QueryError, match="constant condition") as err:
+        cepkit.match(query, [], engine="automaton")
+    assert "reference" in str(err.value)
+    for events in ([], [{"type": "B"}]):
+        expected = cepkit.match(query, events, engine="reference").positions()
+        assert cepkit.match(query, events).positions() == expected == []
+    with pytest.raises(cepkit.EventError):
+        cepkit.match(query, [{"type": "A"}])
