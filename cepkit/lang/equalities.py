@@ -42,7 +42,7 @@ def equality_link(cond) -> Optional[tuple]:
     return None
 
 
-def _equality(cond, variables) -> Optional[tuple]:
+def attribute_equality(cond, variables=None) -> Optional[tuple]:
     """((var, attr), (var, attr)) for a plain equality between two different variables' attributes (both
     among ``variables``, when given)."""
     if (isinstance(cond, A.Compare) and cond.op == "=" and isinstance(cond.left, A.Attr)
@@ -56,7 +56,7 @@ def _equality(cond, variables) -> Optional[tuple]:
 def equality_graph(conditions: Iterable, variables=None) -> nx.Graph:
     """The graph of Θ_eq: nodes (var, attr), an edge per written equality between two variables."""
     graph = nx.Graph()
-    graph.add_edges_from(e for e in (_equality(c, variables) for c in conditions) if e is not None)
+    graph.add_edges_from(e for e in (attribute_equality(c, variables) for c in conditions) if e is not None)
     return graph
 
 
@@ -75,7 +75,7 @@ def transitive_equalities(conditions: Iterable, kleene=frozenset(), variables=No
     variables = None if variables is None else frozenset(variables)
     graph = equality_graph(conditions, variables)
     present = {equality_link(c) for c in conditions}
-    edges = [e for e in (_equality(c, variables) for c in conditions) if e is not None]
+    edges = [e for e in (attribute_equality(c, variables) for c in conditions) if e is not None]
     order = {node: i for i, node in enumerate(dict.fromkeys(n for e in edges for n in e))}
     added = []
     for component in sorted(nx.connected_components(graph), key=lambda c: min(map(order.__getitem__, c))):

@@ -46,6 +46,13 @@ class Query:
     select = property(lambda self: self.ast.select)
 
     @property
+    def window_seconds(self) -> Optional[float]:
+        """The length of a time window (``WITHIN n unit``, or unit-less in the ts's scale) in seconds; None
+        for an ``EVENTS`` window or none."""
+        within = self.ast.within
+        return within.seconds if within is not None and not within.events else None
+
+    @property
     def strategy(self) -> str:
         return self.ast.strategy or "ALL"
 

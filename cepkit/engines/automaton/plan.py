@@ -152,9 +152,7 @@ class AutomatonMatcher(IncrementalPlan):
         self.nested = [(sel.variables, sel.plan.matcher(), set()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
         # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
-        within = program.query.within
-        self.projected = None if program.query.select is None else \
-            ReportedOnce(within.seconds if within is not None and not within.events else None)
+        self.projected = None if program.query.select is None else ReportedOnce(program.query.window_seconds)
 
     def push(self, event) -> list:
         found = self._push(event)

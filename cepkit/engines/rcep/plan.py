@@ -90,7 +90,7 @@ class RcepPlan(Plan):
             self.key_functions[chain.slot][("current", c)] = key_function(chain.current)
             self.key_attributes[("previous", c)] = _attribute(chain.previous)
         within = query.within
-        self.window_seconds = None if within is None or within.events else within.seconds
+        self.window_seconds = query.window_seconds
         self.window_events = within.amount if within is not None and within.events else None
         self.strict = query.strategy in ("STRICT", "PARTITION_STRICT")
         self.skip_till_next = SkipTillNext(self) if query.strategy == "STNM" else None

@@ -151,9 +151,7 @@ class SesMatcher(IncrementalPlan):
         self.opened = self.evaluated = self.max_window = 0
         # RETURN keys already reported: the windows of two starts can hold matches that project to the same
         # (C, beta), one match (LANGUAGE.md §10.2), reported once, when the first of those windows closes
-        within = plan.query.within
-        self.projected = None if plan.select is None else \
-            ReportedOnce(within.seconds if within is not None and not within.events else None)
+        self.projected = None if plan.select is None else ReportedOnce(plan.query.window_seconds)
 
     def push(self, event) -> list:
         found = self._push(event)

@@ -37,7 +37,6 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 

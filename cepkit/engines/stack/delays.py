@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Mapping, Optional
 
-from ...runtime.delays import EVERY_OTHER_TYPE
+from ...runtime.delays import EVERY_OTHER_TYPE, longest_delay
 
 
 
@@ -66,7 +66,7 @@ class MaxDelay:
 
     def _resolve(self, name: Optional[str]) -> float:
         if name is None:   # ANY covers every type: the largest bound, if "*" leaves no type unbounded
-            return max(self.value.values()) if EVERY_OTHER_TYPE in self.value else math.inf
+            return longest_delay(self.value)
         bound = self._promised(name)
         children = self.hierarchy.children.get(name, ()) if self.hierarchy is not None else ()
         if children:   # complete when every type below is (hierarchies are acyclic); "*" covers the

@@ -285,7 +285,7 @@ class _OutOfOrderMatcher(StackMatcher):
 
     def __init__(self, program, max_delay=None, hierarchy=None):
         super().__init__(program)
-        self.max_delay = max_delay if isinstance(max_delay, MaxDelay) else MaxDelay(max_delay, hierarchy)
+        self.max_delay = MaxDelay(max_delay, hierarchy)
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)     # the largest key that has arrived
 

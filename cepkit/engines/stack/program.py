@@ -22,7 +22,7 @@ from typing import Callable, Optional, Union
 import networkx as nx
 
 from ...lang import ast as A
-from ...lang.equalities import transitive_equalities
+from ...lang.equalities import attribute_equality, transitive_equalities
 from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from .conditions import compile_condition
@@ -244,7 +244,7 @@ def compile_program(query, unsupported) -> Program:
         prefix_joins = joins + [Join(frozenset(slot_of[v] for v in A.variables_in(c)), compile_condition(c), c)
                                 for c in closure]
     return Program(slots, negations, joins,
-                   window_time=within.seconds if within is not None and not within.events else None,
+                   window_time=query.window_seconds,
                    window_events=int(within.amount) if within is not None and within.events else None,
                    strategy=strategy, partition_by=query.partition_by, select=query.select,
                    prefix_joins=prefix_joins)
@@ -292,9 +292,7 @@ def _equality_partition(conjuncts, negation_conds, positives, negated) -> dict:
     if len(positives) < 2:
         return {}
     graph = nx.Graph()
-    for conj in conjuncts:
-        if _attribute_equality(conj):
-            graph.add_edge((conj.left.var, conj.left.attr), (conj.right.var, conj.right.attr))
+    graph.add_edges_from(e for e in map(_partition_equality, conjuncts) if e is not None)
     wanted = {atom.var for atom in positives}
     for component in nx.connected_components(graph):
         attrs = {}
@@ -303,18 +301,16 @@ def _equality_partition(conjuncts, negation_conds, positives, negated) -> dict:
         if wanted <= set(attrs):
             negated_vars = {atom.var for atom in negated}
             members = set(attrs.items())
-            for conj in negation_conds:
-                if _attribute_equality(conj):
-                    ends = [(conj.left.var, conj.left.attr), (conj.right.var, conj.right.attr)]
-                    for inside, outside in (ends, ends[::-1]):
-                        if inside in members and outside[0] in negated_vars:
-                            attrs.setdefault(*outside)
+            for ends in filter(None, map(_partition_equality, negation_conds)):
+                for inside, outside in (ends, ends[::-1]):
+                    if inside in members and outside[0] in negated_vars:
+                        attrs.setdefault(*outside)
             return {v: a for v, a in attrs.items() if v in wanted or v in negated_vars}
     return {}
 
 
-def _attribute_equality(conj) -> bool:
-    """``x.k = y.k'`` between two variables' plain attributes (not ts or type)."""
-    return (isinstance(conj, A.Compare) and conj.op == "=" and isinstance(conj.left, A.Attr)
-            and isinstance(conj.right, A.Attr) and conj.left.index is None and conj.right.index is None
-            and conj.left.var != conj.right.var and not {conj.left.attr, conj.right.attr} & {"ts", "type"})
+def _partition_equality(conj) -> Optional[tuple]:
+    """The two (var, attr) ends of ``x.k = y.k'`` between two variables' attributes, none of them ts or
+    type (a partition is keyed by an attribute); None otherwise."""
+    ends = attribute_equality(conj)
+    return ends if ends is not None and not {ends[0][1], ends[1][1]} & {"ts", "type"} else None

@@ -26,10 +26,10 @@ from .delays import MaxDelay
 class PurgeByGuarantees:
     """The frontiers of one query's types, and the purges they justify."""
 
-    def __init__(self, program, hierarchy=None, delays=None):
+    def __init__(self, program, hierarchy, delays: MaxDelay):
         self.program = program
         self.hierarchy = hierarchy
-        self.delays = delays if delays is not None else MaxDelay(None, hierarchy)
+        self.delays = delays
         self.punctuations: dict = {}     # type or concept -> largest punctuated ts
         self.purged = 0
 
