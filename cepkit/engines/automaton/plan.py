@@ -70,6 +70,8 @@ class Program:
         """(the Matches of the enumerated complex events that start after position ``after``, whether any
         did): CONSUME BY counts a match even when RETURN projects all of it away."""
         kept = [ce for ce in outputs.complex_events() if ce[1][0] > after]
+        if not kept:                    # the matcher's common case: no pause of the collector per event
+            return [], False
         with collector_paused():
             found = [self.match(*ce, chosen) for ce in kept]
         return [m for m in found if m is not None], bool(kept)
