@@ -11,10 +11,13 @@ from . import engines  # the built-in engines; calling it, cepkit.engines(), giv
 from .engines.automaton import automaton  # the compiled automaton of a query (digest 004), for the widgets
 from .lang.rewrite import rewrite  # NEEL normal form with its step trace (digest 000b §3)
 from .ecube import ECube  # many queries over one hierarchy, planned and evaluated together (digest 000a ch. 4)
+from . import explain  # cepkit.explain(query, events, candidate): why is this a match, why is that not (issue 13)
+from .explain import Explanation, why_not
 
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
-           "Matches", "engines", "match", "automaton", "ECube", "rewrite"]
+           "Matches", "engines", "match", "automaton", "ECube", "rewrite",
+           "explain", "why_not", "Explanation"]
 
 
 def __getattr__(name):

@@ -62,6 +62,34 @@ def bound_conditions_hold(conditions, env: Mapping, events: Sequence) -> bool:
     return True
 
 
+def readings(cond: A.Expr, env: Mapping, events: Sequence) -> list:
+    """What ``cond`` reads, for explaining its verdict (``cepkit.explain``): ``(node, value, index)`` for each
+    attribute, ``prev`` and aggregate, ``index`` the logical index of the event read (None for an aggregate or
+    an unbound variable). A predicate over Kleene variables is read at the first combination of their events
+    where it fails (the last one when it holds); an and/or/not at each Kleene variable's first event."""
+    predicate = _Predicate(cond, env, events)
+    if not isinstance(cond, (A.BoolOp, A.BoolNot)):
+        predicate.holds()  # leaves ``focus`` at the first failing combination
+    out = []
+
+    def visit(node):
+        if isinstance(node, (A.Attr, A.Prev)):
+            ref, index = (node.arg, "i-1") if isinstance(node, A.Prev) else (node, node.index)
+            try:
+                i = predicate._event(ref.var, index)
+            except (KeyError, IndexError):  # prev of a Kleene variable's only event
+                i = None
+            out.append((node, None if i is None else events[i].get(ref.attr), i))
+        elif isinstance(node, A.Agg):
+            out.append((node, predicate._aggregate(node), None))
+        else:
+            for child in node.children():
+                visit(child)
+
+    visit(cond)
+    return out
+
+
 class _Predicate:
     """One predicate, quantified over the Kleene variables it mentions element-wise."""
 

@@ -105,6 +105,12 @@ class Evaluation:
     def _evaluate_partition(self, key, events, ranks, clock, complete) -> list:
         sub = Substream(events, self.query.within, clock, complete)
         deriver = Deriver(sub, self.query.hierarchy)
+        selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
+        return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
+
+    def valid_matches(self, sub: Substream, deriver: Deriver) -> list:
+        """(derivation, truth) for each (C, β) of the pattern over one sub-stream: windowed and checked, before
+        the top-level strategy."""
         checker = Checker(sub, deriver)
         by_key: dict = {}
         for d in deriver.derive(self.pattern):
@@ -114,8 +120,7 @@ class Evaluation:
             truths = [checker.valid(d) for d in same]
             best = next((d for d, t in zip(same, truths) if t is True), same[0])
             matches.append((best, any3(truths)))
-        selected = self._select(matches, sub, deriver)
-        return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
+        return matches
 
     def _select(self, matches: list, sub, deriver) -> list:
         """The top-level strategy among the valid (windowed, filtered) matches (§10.3)."""

@@ -147,22 +147,28 @@ class _Judge:
         """Whether match ``d`` (whose own truth is ``truth``) conforms."""
         if truth is False:
             return False
+        verdicts = []
+        for _, _, verdict in self.skipped(d, robust):
+            if verdict is True:
+                return False
+            verdicts.append(verdict)
+        return all3([truth, not3(any3(verdicts))])
+
+    def skipped(self, d, robust: bool):
+        """(e, extended prefix, verdict) for each event e that d skips and that extends one of its prefixes
+        γ̂ (verdict True: e disqualifies d); last (None, None, None) when the window is still open (a later
+        event may still disqualify d)."""
         full = assignment(d, self.shape)
         events = sorted(d.positions)
         scope = self.stream.window_scope(events[0], events[-1])
-        verdicts = []
         for i, ei in enumerate(events):
             after = events[i + 1] if i + 1 < len(events) else scope.hi  # i = n: §4.5, within the window
             prefix = tuple(tuple(j for j in idx if j <= ei) for idx in full)
             for e in range(ei + 1, after):
                 for extended in self._extensions(prefix, e):
-                    verdict = any3(self.prefixes.get(extended, ())) if robust else self._prefix_match(extended)
-                    if verdict is True:
-                        return False
-                    verdicts.append(verdict)
+                    yield e, extended, any3(self.prefixes.get(extended, ())) if robust else self._prefix_match(extended)
         if scope.open:
-            verdicts.append(None)  # a later event within the window may still disqualify d
-        return all3([truth, not3(any3(verdicts))])
+            yield None, None, None
 
     def _extensions(self, prefix: tuple, e: int):
         """γ̂ ⊎ {v/⟨e⟩} for every element v that can take event e."""
@@ -197,6 +203,14 @@ def stnm_select(strategy: str, matches: list, stream, type_matches) -> list:
     judge = _Judge(ses_shape(matches[0][0].node), matches, stream, type_matches)
     robust = strategy == "ROBUST_STNM"
     return [(d, judge.keep(d, t, robust)) for d, t in matches]
+
+
+def stnm_blocker(strategy: str, d, matches: list, stream, type_matches):
+    """Why a top-level STNM / ROBUST_STNM drops match ``d``: (e, extended prefix) for the first skipped event
+    that disqualifies it, or None (for ``cepkit.explain``)."""
+    judge = _Judge(ses_shape(d.node), matches, stream, type_matches)
+    return next(((e, extended) for e, extended, verdict in judge.skipped(d, strategy == "ROBUST_STNM")
+                 if verdict is True), None)
 
 
 def stnm_keep(strategy: str, d, truth: Truth, rivals: list, stream, type_matches) -> Truth:

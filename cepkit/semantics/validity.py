@@ -42,7 +42,12 @@ class Context:
 
 
 class Checker(A.Visitor):
-    """Phase 2 over one sub-stream."""
+    """Phase 2 over one sub-stream.
+
+    ``exhaustive`` checks every item of a SEQ/AND/iteration and the pattern under a failed filter even once
+    the answer is known to be False (same answers, more work): ``cepkit.explain`` lists every failed clause.
+    """
+    exhaustive = False
 
     def __init__(self, stream: Substream, deriver: Deriver):
         self.stream = stream
@@ -63,12 +68,21 @@ class Checker(A.Visitor):
         return self.check(d.parts[0], ctx)
 
     def visit_plus(self, node, d, ctx):
-        return all3(self.check(part, ctx) for part in d.parts)
+        return all3(self._all(self.check(part, ctx) for part in d.parts))
 
     def visit_filter(self, node: A.Filter, d, ctx):
-        if not self.deriver.is_closed(node) and not holds(node.cond, {**ctx.env, **d.bindings}, self.stream.events):
+        ok = self.deriver.is_closed(node) or self.filter_holds(node, {**ctx.env, **d.bindings})
+        if not ok and not self.exhaustive:
             return False
-        return self.check(d.parts[0], ctx)
+        return all3([ok, self.check(d.parts[0], ctx)])
+
+    def filter_holds(self, node: A.Filter, env: Mapping) -> bool:
+        """Whether a filter left to phase 2 holds with the bindings ``env``."""
+        return holds(node.cond, env, self.stream.events)
+
+    def _all(self, truths):
+        """``truths`` as they come (all3 stops at the first False), or all of them when ``exhaustive``."""
+        return list(truths) if self.exhaustive else truths
 
     def visit_seq(self, node: A.Seq, d, ctx):
         env = {**ctx.env, **d.bindings}
@@ -89,7 +103,7 @@ class Checker(A.Visitor):
                 else:
                     yield self.holds(item, scope_at(k), env, ctx.own)
 
-        return all3(results())
+        return all3(self._all(results()))
 
     def visit_and(self, node: A.And, d, ctx):
         env = {**ctx.env, **d.bindings}
@@ -127,12 +141,13 @@ class Checker(A.Visitor):
             return not3(self.holds(item.item, scope, env, own))
         if isinstance(item, A.Exists):
             return self.holds(item.item, scope, env, own)
+        return any3(truth for _, truth in self.witnesses(item, scope, env, own))
 
-        def witnesses():
-            for w in self.deriver.derive(item, scope.lo + 1, scope.hi, windowed=False):
-                if not w.positions & own:
-                    yield self.check(w, Context(env, scope, own | w.positions))
-            if scope.open:
-                yield None  # a later event may still be a witness
-
-        return any3(witnesses())
+    def witnesses(self, item: A.Pattern, scope: Scope, env: Mapping, own: frozenset):
+        """(derivation, truth) for each match of ``item`` strictly inside ``scope`` that uses none of ``own``;
+        last (None, None) when the scope is still open (a later event may still be a witness)."""
+        for w in self.deriver.derive(item, scope.lo + 1, scope.hi, windowed=False):
+            if not w.positions & own:
+                yield w, self.check(w, Context(env, scope, own | w.positions))
+        if scope.open:
+            yield None, None

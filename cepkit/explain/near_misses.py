@@ -1,0 +1,130 @@
+"""``cepkit.why_not``: the near misses of a query that has few or no matches, with their explanations.
+
+A near miss is a candidate that fails few clauses. The search is bounded so it stays usable on real streams
+(the tour's month of flights): candidates are the matches of *relaxed* queries, the query with one clause
+dropped (a conjunct of a condition, a negation or EXISTS, the strategy, CONSUME BY) or the window widened by
+``margin``, then two clauses, up to ``depth``. So a candidate's events always have the pattern's types and
+order, and pass every condition but those dropped: "every unary condition but one" at depth 1. The relaxed
+queries run on the fastest engine that supports them (``engine="auto"``); each candidate (at most ``budget``
+of them) is then judged by ``cepkit.explain``, the reference semantics. The answer's ``complete`` says
+whether this bounded search saw every candidate it defines.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import fields
+from typing import Optional
+
+from ..lang import ast as A
+from ..lang.query import parse
+from ..runtime.api import match
+from .judge import Judge
+from .report import NearMisses
+
+
+def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hierarchy=None, margin: float = 0.5,
+            depth: int = 2, budget: int = 300) -> NearMisses:
+    """The near misses of ``query`` over ``events``: up to ``limit`` ``Explanation``s, fewest failed clauses
+    first, with ``.complete`` telling whether the bounded search was exhaustive.
+
+    ``margin`` widens the window of the relaxed queries (0.5: half the window again); ``depth`` is the most
+    clauses dropped at once; ``budget`` the most candidates judged.
+
+    >>> import cepkit
+    >>> misses = cepkit.why_not("SEQ(T x, H y) WHERE x.tmp > 44 and y.hum < 19 and x.id = y.id",
+    ...                         cepkit.datasets.cel_fire_sensors(), limit=2)
+    >>> [(m.positions, [r.kind for r in m.failures]) for m in misses], misses.complete
+    ([((1, 2), ['condition']), ((5, 8), ['condition'])], True)
+    """
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    judge = Judge(query, events, strategy, hierarchy)
+    clauses = _clauses(judge.query)
+    found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
+    seen: set = set()
+    judged: list = []
+    stopped = None
+    deepest = min(depth, len(clauses))
+    done = 0
+    for k in range(1, deepest + 1):
+        for dropped in itertools.combinations(clauses, k):
+            for m in match(_relaxed(judge.query, dropped, margin), judge.stream):
+                if m.key in found or m.key in seen:
+                    continue
+                if len(seen) >= budget:
+                    stopped = f"the budget of {budget} candidates was spent"
+                    break
+                seen.add(m.key)
+                explanation = judge.explain(dict(m.bindings))
+                if not explanation.is_match:
+                    judged.append(explanation)
+            if stopped:
+                break
+        if stopped:
+            break
+        done = k
+        if sum(len(e.failures) <= k for e in judged) >= limit:
+            break  # deeper relaxations only add candidates failing more than k clauses
+    judged.sort(key=lambda e: (len(e.failures), e.positions))
+    complete = stopped is None and (done == len(clauses) or sum(len(e.failures) <= done for e in judged) >= limit)
+    if stopped is None and not complete:
+        stopped = f"only candidates failing at most {done} clause(s) were searched (depth={depth})"
+    return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text)
+
+
+# ----------------------------------------------------------------------------- relaxations
+def _clauses(query) -> list:
+    """What a relaxed query may drop: ("condition", conjunct), ("negation", item), ("window",),
+    ("strategy",), ("consume",)."""
+    out = []
+    for node in query.scoped.walk():
+        if isinstance(node, A.Filter):
+            out += [("condition", c) for c in A.conjuncts(node.cond)]
+        elif isinstance(node, (A.Not, A.Exists)):
+            out.append(("negation", node))
+    if query.within is not None:
+        out.append(("window",))
+    if query.strategy != "ALL":
+        out.append(("strategy",))
+    if query.consume not in (None, "NONE"):
+        out.append(("consume",))
+    return out
+
+
+def _relaxed(query, dropped, margin: float):
+    """The query without the ``dropped`` clauses, its window widened by ``margin`` when dropped, no RETURN
+    (near misses are shown with all their bindings)."""
+    nodes = {id(c[1]) for c in dropped if len(c) > 1}
+    kinds = {c[0] for c in dropped}
+    ast = query.ast
+    values = {f.name: getattr(ast, f.name) for f in fields(ast) if f.name != "span"}
+    values.update(pattern=_without(query.scoped, nodes), where=None, select=None)
+    if "window" in kinds:
+        within = ast.within
+        amount = math.ceil(within.amount * (1 + margin)) if within.events else within.amount * (1 + margin)
+        values["within"] = A.Window(amount, within.unit)
+    if "strategy" in kinds:
+        values["strategy"] = None
+    if "consume" in kinds:
+        values["consume"] = None
+    return parse(A.QueryNode(**values), query.hierarchy)
+
+
+def _without(node, dropped: set):
+    """``node`` with the conjuncts and negated items whose ids are in ``dropped`` removed."""
+    if isinstance(node, A.Filter):
+        inner = _without(node.pattern, dropped)
+        kept = [c for c in A.conjuncts(node.cond) if id(c) not in dropped]
+        return A.Filter(inner, A.conjoin(kept)) if kept else inner
+    if isinstance(node, (A.Seq, A.And)):
+        return type(node)(tuple(_without(i, dropped) for i in node.items if id(i) not in dropped))
+    if isinstance(node, A.Or):
+        return A.Or(tuple(_without(i, dropped) for i in node.items))
+    if isinstance(node, A.Plus):
+        return A.Plus(_without(node.pattern, dropped))
+    if isinstance(node, A.Strategy):
+        return A.Strategy(node.name, _without(node.pattern, dropped))
+    if isinstance(node, (A.Not, A.Exists)):
+        return type(node)(_without(node.item, dropped))
+    return node
