@@ -20,6 +20,7 @@ rivals with the same last event, skipped events), except under CONSUME BY, judge
 """
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Mapping, Optional
 
@@ -68,7 +69,14 @@ class Judge:
         self.stream = Stream.from_any(events)
         self.evaluation = Evaluation(self.query)
         self.pattern = self.evaluation.pattern
-        self.rank = {p: r for r, p in enumerate(self.stream.logical_order())}
+        order = self.stream.logical_order()
+        self.rank = {p: r for r, p in enumerate(order)}
+        self.partitions: dict = {}   # key -> its positions in logical order (punctuations left out)
+        for p in order:
+            event = self.stream[p]
+            if event.type != PUNCTUATION:
+                self.partitions.setdefault(self._key(event), []).append(p)
+        self._times = {key: [self.stream[p].time for p in members] for key, members in self.partitions.items()}
 
     # ------------------------------------------------------------------ entry
     def explain(self, candidate) -> Explanation:
@@ -130,23 +138,20 @@ class Judge:
     def neighbourhood(self, positions: tuple, key: tuple) -> Stream:
         """The events a verdict on ``positions`` can depend on (see the module docstring), in arrival order
         with their positions."""
-        events = self.stream.events
         if self.query.consume == "ANY":
             return self.stream
-        part = [e for e in events if e.type != PUNCTUATION and self._key(e) == key]
-        within = self.query.within
-        if within is None or self.query.consume == "PARTITION":
-            return Stream(part, self.stream.ts_is_datetime)
-        if within.events:
-            ranked = sorted(range(len(part)), key=lambda i: (part[i].time, part[i].position))
-            where = {part[i].position: r for r, i in enumerate(ranked)}
-            lo, hi = min(where[p] for p in positions), max(where[p] for p in positions)
-            n = 2 * math.ceil(within.amount) + 1
-            keep = set(ranked[max(0, lo - n):hi + n + 1])
-            return Stream([e for i, e in enumerate(part) if i in keep], self.stream.ts_is_datetime)
-        times = [events[p].time for p in positions]
-        lo, hi = min(times) - 2 * within.seconds - 1, max(times) + 2 * within.seconds + 1
-        return Stream([e for e in part if lo <= e.time <= hi], self.stream.ts_is_datetime)
+        members, within = self.partitions[key], self.query.within
+        if within is not None and self.query.consume != "PARTITION":
+            if within.events:
+                where = [members.index(p) for p in positions]
+                n = 2 * math.ceil(within.amount) + 1
+                members = members[max(0, min(where) - n):max(where) + n + 1]
+            else:
+                times, margin = self._times[key], 2 * within.seconds + 1
+                lo = bisect.bisect_left(times, min(self.stream[p].time for p in positions) - margin)
+                hi = bisect.bisect_right(times, max(self.stream[p].time for p in positions) + margin)
+                members = members[lo:hi]
+        return Stream([self.stream[p] for p in sorted(members)], self.stream.ts_is_datetime)
 
     def variant(self, **clauses):
         """The query with some clauses replaced (``strategy``/``consume``/``select``), for the ladder ALL ->
@@ -273,7 +278,9 @@ class _Case:
             values = {"span": count, "limit": within.amount}
         else:
             seconds = last.time - first.time
-            message = (f"span {_fmt(seconds)} s {'<=' if fits else '>'} {written} ({_fmt(within.seconds)} s), from "
+            scale = within.seconds / within.amount if within.amount else 1.0
+            unit = f" {within.unit}" if within.unit else ""
+            message = (f"span {_fmt(round(seconds / scale, 3))}{unit} {'<=' if fits else '>'} {written}, from "
                        f"event {first.position} at ts {first.ts} to event {last.position} at ts {last.ts}")
             values = {"span": seconds, "limit": within.seconds}
         return Reason("satisfied" if fits else "window", message, span, (first.position, last.position), values)
