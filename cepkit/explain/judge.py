@@ -283,6 +283,8 @@ class _Case:
             message = (f"span {_fmt(round(seconds / scale, 3))}{unit} {'<=' if fits else '>'} {written}, from "
                        f"event {first.position} at ts {first.ts} to event {last.position} at ts {last.ts}")
             values = {"span": seconds, "limit": within.seconds}
+        if not fits:
+            values["gap"] = min((values["span"] - values["limit"]) / max(values["limit"], 1.0), 1.0)
         return Reason("satisfied" if fits else "window", message, span, (first.position, last.position), values)
 
     # ------------------------------------------------------------------ structure: types and order
@@ -463,6 +465,19 @@ def _positive_atoms(pattern) -> list:
     return out
 
 
+def _gap(conjunct, read) -> float:
+    """How far a false comparison is from holding, relative to its values (1 when it cannot be said): near
+    misses that almost pass come first."""
+    if not isinstance(conjunct, A.Compare):
+        return 1.0
+    seen = {id(node): value for node, value, _ in read}
+    sides = [side.value if isinstance(side, A.Literal) else seen.get(id(side)) for side in (conjunct.left, conjunct.right)]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sides):
+        return 1.0
+    left, right = sides
+    return min(abs(left - right) / max(abs(left), abs(right), 1.0), 1.0)
+
+
 def _fmt(value) -> str:
     if value is None:
         return "null"
@@ -546,7 +561,8 @@ class _Recorder(Checker):
         events = self.stream.events
         ok = holds(conjunct, env, events)
         seen, values, where = [], {}, []
-        for node, value, i in readings(conjunct, env, events):
+        read = readings(conjunct, env, events)
+        for node, value, i in read:
             label = self.case._source(node)
             at = f" (event {events[i].position})" if i is not None else ""
             seen.append(f"{label} = {_fmt(value)}{at}")
@@ -555,8 +571,9 @@ class _Recorder(Checker):
                 where.append(events[i].position)
         text = self.case._source(conjunct)
         message = f"`{text}` {'holds' if ok else 'is false'}" + (": " + ", ".join(seen) if seen else "")
+        extra = {} if ok else {"gap": _gap(conjunct, read)}
         return Reason("satisfied" if ok else "condition", message, node_span(conjunct, self.case.text),
-                      tuple(dict.fromkeys(where)), values)
+                      tuple(dict.fromkeys(where)), {**values, **extra})
 
     def holds(self, item, scope, env, own):
         if not (self._recording and isinstance(item, (A.Not, A.Exists))):

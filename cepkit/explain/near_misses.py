@@ -26,7 +26,7 @@ from .report import NearMisses
 def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hierarchy=None, margin: float = 0.5,
             depth: int = 2, budget: int = 300) -> NearMisses:
     """The near misses of ``query`` over ``events``: up to ``limit`` ``Explanation``s, fewest failed clauses
-    first, with ``.complete`` telling whether the bounded search was exhaustive.
+    first (then those closest to passing: a comparison's values, a window's excess, relative), with ``.complete`` telling whether the bounded search was exhaustive.
 
     ``margin`` widens the window of the relaxed queries (0.5: half the window again); ``depth`` is the most
     clauses dropped at once; ``budget`` the most candidates judged.
@@ -66,7 +66,7 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
         done = k
         if sum(len(e.failures) <= k for e in judged) >= limit:
             break  # deeper relaxations only add candidates failing more than k clauses
-    judged.sort(key=lambda e: (len(e.failures), e.positions))
+    judged.sort(key=lambda e: (len(e.failures), sum(r.values.get("gap", 1.0) for r in e.failures), e.positions))
     complete = stopped is None and (done == len(clauses) or sum(len(e.failures) <= done for e in judged) >= limit)
     if stopped is None and not complete:
         stopped = f"only candidates failing at most {done} clause(s) were searched (depth={depth})"
