@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..ecube import ECube, concept_drill_down, shape_of
 from ..runtime.events import Stream
-from ..runtime.registry import Engine, IncrementalPlan, Plan, register
+from ..runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 
 QUERY, CHILD = "query", "drill_down"
 REUSE = ("children", "plan")
@@ -86,6 +86,8 @@ class EcubePlan(Plan):
 
 
 class _BufferedMatcher(IncrementalPlan):
+    answers_at_close = True
+
     def __init__(self, plan: EcubePlan):
         self.plan = plan
         self.events: list = []
@@ -108,6 +110,7 @@ class EcubeEngine(Engine):
         "condition_items", "time_window", "event_window", "partition", "hierarchy", "attribute_hierarchy",
     })
     options = frozenset({"reuse"})
+    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
 
     def compile(self, query, reuse: str = "children") -> EcubePlan:
         return EcubePlan(self, query, reuse)

@@ -22,6 +22,9 @@ DISORDER_MODES = ("reject", "kslack", "conservative", "aggressive")
 class IncrementalPlan(ABC):
     """Push events one at a time; get the matches that became final."""
 
+    answers_at_close = False    # True: matches only come out of ``close`` (the out-of-order layer then
+                                # re-evaluates nothing before the stream is complete)
+
     @abstractmethod
     def push(self, event) -> list:
         """Feed the next event (a ``cepkit.Event`` with its arrival position); return newly final matches
@@ -51,9 +54,14 @@ class Engine(ABC):
     name: str = ""
     rank: int = 100                           # engine="auto" prefers lower ranks
     features: frozenset = frozenset()         # query features supported (cepkit.lang.FEATURES)
-    disorder: frozenset = frozenset({"reject"})
-    options: frozenset = frozenset()          # keyword options accepted besides disorder
+    disorder: frozenset = frozenset({"reject"})   # out-of-order modes: its own, or through runtime.disorder
+    options: frozenset = frozenset()          # keyword options accepted besides disorder (and k, max_delay)
     description: str = ""
+
+    def runs_disorder(self, query: Query, mode: str) -> bool:
+        """Does ``compile`` run out-of-order ``mode`` itself for ``query``? Otherwise the registry puts the
+        engine's in-order matcher behind the out-of-order layer (``cepkit.runtime.disorder``)."""
+        return mode == "reject"
 
     @abstractmethod
     def compile(self, query: Query, **options) -> Plan:
@@ -120,12 +128,12 @@ def select_engine(query: Query, name: str, options: dict) -> tuple:
             raise QueryError.at(required[feature], f"engine {engine.name!r} does not support {feature}",
                                 query.text, engines=others)
         _check_options(engine, options)
-        return engine, engine.compile(query, **options)
+        return engine, _compile(engine, query, options)
     first_error = None
     for engine in engines_supporting(required):
         try:
             _check_options(engine, options)
-            return engine, engine.compile(query, **options)
+            return engine, _compile(engine, query, options)
         except QueryError as err:
             first_error = first_error or err
     if first_error is not None:
@@ -134,11 +142,23 @@ def select_engine(query: Query, name: str, options: dict) -> tuple:
                         query.text)
 
 
+def _compile(engine: Engine, query: Query, options: dict) -> Plan:
+    """The engine's own plan, or its in-order plan behind the out-of-order layer."""
+    mode = options.get("disorder", "reject")
+    if mode == "reject":
+        return engine.compile(query, **{k: v for k, v in options.items() if k != "disorder"})
+    if engine.runs_disorder(query, mode):
+        return engine.compile(query, **options)
+    from .disorder import layered
+    return layered(engine, query, mode, options)
+
+
 def _check_options(engine: Engine, options: dict) -> None:
-    unknown = set(options) - set(engine.options) - {"disorder"}
+    accepted = set(engine.options) | ({"k", "max_delay"} if len(engine.disorder) > 1 else set())
+    unknown = set(options) - accepted - {"disorder"}
     if unknown:
         raise TypeError(f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-                        f"it takes: {', '.join(sorted(engine.options)) or 'none'}")
+                        f"it takes: {', '.join(sorted(accepted)) or 'none'}")
 
 
 def engines() -> pd.DataFrame:

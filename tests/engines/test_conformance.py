@@ -149,3 +149,113 @@ def test_disordered_input_is_rejected_with_its_position(engine):
     events = [{"type": "A", "ts": 2}, {"type": "B", "ts": 1}]
     with pytest.raises(cepkit.EventError, match="position 1"):
         cepkit.match("A a ; B b", events, engine=engine)
+
+
+# ----------------------------------------------------------------------------- out of order (issue 14)
+# Every engine x out-of-order mode on random disordered streams: the net result equals the reference's over
+# the arrivals (logical order, arrival positions) minus the events the mode had to drop, which it counts.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from cepkit.runtime.registry import DISORDER_MODES, get_engine  # noqa: E402
+from cepkit.semantics import evaluate  # noqa: E402
+from strategies import shuffled_arrivals, streams  # noqa: E402
+
+OUT_OF_ORDER = [mode for mode in DISORDER_MODES if mode != "reject"]
+
+
+def windowed(query: str) -> str:
+    """``query`` with a time window (aggressive re-evaluates the windows a late event touches)."""
+    if "WITHIN" in query:
+        return query
+    for clause in (" PARTITION BY", " CONSUME BY", " RETURN"):
+        if clause in query:
+            at = query.index(clause)
+            return query[:at] + " WITHIN 4 s" + query[at:]
+    return query + " WITHIN 4 s"
+
+
+def _runnable_out_of_order(engine: str, mode: str) -> list:
+    out = []
+    for feature, query in sorted(EXAMPLES.items()):
+        query = windowed(query) if mode == "aggressive" else query
+        try:
+            select_engine(cepkit.parse(query, hierarchy=hierarchy_for(query)), engine,
+                          {"disorder": mode, **({"k": 1} if mode == "kslack" else {})})
+        except cepkit.QueryError:
+            continue
+        out.append(query)
+    return out
+
+
+@st.composite
+def disordered_streams(draw):
+    """(arrivals, the largest delay in ts, whether delays were bounded): a random in-order stream of the
+    examples' types, each event delayed by up to 2 places or arriving anywhere."""
+    events = draw(streams(types=("A", "B", "C"), min_size=3, max_size=8))
+    bounded = draw(st.booleans())
+    arrived = shuffled_arrivals(events, draw, 2 if bounded else None)
+    delay, clock = 0, float("-inf")
+    for e in arrived:
+        delay = max(delay, clock - e["ts"])
+        clock = max(clock, e["ts"])
+    return arrived, delay, bounded
+
+
+def reference_over(query, arrived, skip=()):
+    """The reference's matches over ``arrived`` minus positions ``skip``, with arrival positions."""
+    kept = [p for p in range(len(arrived)) if p not in skip]
+    found = evaluate(query, [arrived[p] for p in kept], hierarchy=hierarchy_for(query))
+    back = [(tuple(sorted(kept[i] for i in m.positions)),
+             tuple(sorted((v, tuple(kept[i] for i in x) if isinstance(x, tuple) else kept[x])
+                          for v, x in m.bindings.items()))) for m in found]
+    return sorted(back)
+
+
+@pytest.mark.parametrize("mode", OUT_OF_ORDER)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_runs_every_out_of_order_mode_like_the_reference(engine, mode):
+    assert mode in get_engine(engine).disorder and cepkit.engines().loc[engine, "disorder:" + mode]
+    queries = _runnable_out_of_order(engine, mode)
+    assert queries, f"{engine} runs no example query with disorder={mode!r}"
+    own = engine == "stack" and mode != "kslack"
+
+    @settings(max_examples=12, deadline=None)
+    @given(st.sampled_from(queries), disordered_streams(), st.sampled_from(["exact", "short"]))
+    def check(query, case, bound):
+        arrived, delay, _ = case
+        slack = delay if bound == "exact" else max(0, delay - 2)   # a short bound makes the mode drop events
+        options = {"kslack": {"k": slack}, "conservative": {"max_delay": slack},
+                   "aggressive": {"max_delay": slack} if bound == "short" else {}}[mode]
+        try:
+            got = cepkit.match(query, arrived, engine=engine, hierarchy=hierarchy_for(query), disorder=mode,
+                               **options)
+        except cepkit.EventError as err:   # the stack's own modes refuse a broken max_delay promise
+            assert bound == "short" and own and "max_delay" in str(err), err
+            return
+        dropped = got.info.get("dropped", [])
+        assert bound == "short" or dropped == [], (query, arrived)
+        assert sorted(m.key for m in got) == reference_over(query, arrived, set(dropped)), (query, arrived, options)
+        live = set()
+        for d in got.deltas:     # never before its events arrived; a retraction withdraws a live match
+            assert d.emitted_at is not None and d.emitted_at >= max(d.positions), d
+            if d.sign == "+":
+                assert d.key not in live
+                live.add(d.key)
+            else:
+                assert mode == "aggressive" and d.key in live
+                live.remove(d.key)
+        assert sorted(live) == sorted(m.key for m in got)
+
+    check()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_aggressive_without_a_time_window_is_refused_clearly(engine):
+    query = "A a ; B b"
+    if get_engine(engine).runs_disorder(cepkit.parse(query), "aggressive"):
+        return   # the engine's own aggressive mode needs no window (the stack's compensation)
+    events = [{"type": "B", "ts": 2}, {"type": "A", "ts": 1}]
+    with pytest.raises(cepkit.QueryError, match="time window") as err:
+        cepkit.match(query, events, engine=engine, disorder="aggressive")
+    assert "^" in str(err.value) and "stack" in err.value.engines

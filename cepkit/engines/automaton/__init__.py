@@ -21,7 +21,7 @@ The stages, one module each (as in CORE, the authors' later engine):
 from __future__ import annotations
 
 from ...lang.query import Query
-from ...runtime.registry import Engine, Plan, register
+from ...runtime.registry import DISORDER_MODES, Engine, Plan, register
 from .inspect import Automaton, automaton
 
 
@@ -40,6 +40,7 @@ class AutomatonEngine(Engine):
         # (compile.nested_selections says when)
         "nested_strategy",
     })
+    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
                    "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms (digest 004)")
 

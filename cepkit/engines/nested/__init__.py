@@ -33,7 +33,7 @@ from dataclasses import replace
 from ...errors import QueryError
 from ...lang import ast as A
 from ...lang.rewrite import rewrite as neel_rewrite
-from ...runtime.registry import Engine, IncrementalPlan, Plan, register
+from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
 from .views import CACHING_MODES
@@ -141,6 +141,7 @@ class NestedEngine(Engine):
         "partition", "projection", "any_type", "hierarchy",
     })
     options = frozenset({"caching", "rewrite"})
+    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
 
     def compile(self, query, caching="b", rewrite=False) -> NestedPlan:
         if caching not in CACHING_MODES:

@@ -31,7 +31,7 @@ in ``docs/rcep-engine.md``.
 """
 from __future__ import annotations
 
-from ...runtime.registry import Engine, register
+from ...runtime.registry import DISORDER_MODES, Engine, register
 from .pattern import KleenePattern, NotRcepPattern
 from .plan import JOINS, RcepPlan
 
@@ -46,12 +46,13 @@ class RcepEngine(Engine):
         "strategy:NEXT", "strategy:LAST", "strategy:MAX", "strategy:STNM",
     })
     options = frozenset({"join"})
+    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("recomputation over the window's events: event trees, range queries, hybrid join into "
                    "bitvectors and Kleene chain enumeration on each trigger, no partial matches (seed 003)")
 
-    def compile(self, query, join: str = "hybrid", disorder: str = "reject") -> RcepPlan:
+    def compile(self, query, join: str = "hybrid") -> RcepPlan:
         """The plan of a SEQ of (Kleene) variables; ``QueryError`` naming other engines for anything else.
-        Only in-order streams are taken (``disorder="reject"``; the registry refuses the other modes)."""
+        Out-of-order modes run the plan's matcher behind ``cepkit.runtime.disorder``."""
         for feature, node in query.features.items():
             if feature not in self.features:
                 raise self.unsupported(query, node, feature)

@@ -32,7 +32,7 @@ partition-invariant and every strategy's windows are partitioned on X (Def 5.3).
 """
 from __future__ import annotations
 
-from ...runtime.registry import Engine, register
+from ...runtime.registry import DISORDER_MODES, Engine, register
 from .automaton import SesAutomaton, Transition, permutation_automata
 from .pattern import NotSesPattern, SetPattern
 from .plan import SesPlan
@@ -47,13 +47,14 @@ class SesEngine(Engine):
         "any_type", "hierarchy", "strategy:STNM", "strategy:ROBUST_STNM",
     })
     options = frozenset({"two_phase", "robust", "automaton", "lookahead"})
+    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
                    "partitioned / candidate windows, robust skip-till-next-match by backtracking (seed 002)")
 
     def compile(self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses",
-                lookahead: bool = True, disorder: str = "reject") -> SesPlan:
-        """The plan of a set pattern; ``QueryError`` naming other engines for anything outside it. Only
-        in-order streams are taken (``disorder="reject"``; the registry refuses the other modes)."""
+                lookahead: bool = True) -> SesPlan:
+        """The plan of a set pattern; ``QueryError`` naming other engines for anything outside it.
+        Out-of-order modes run the plan's matcher behind ``cepkit.runtime.disorder``."""
         for feature, node in query.features.items():
             if feature not in self.features:
                 raise self.unsupported(query, node, feature)

@@ -38,14 +38,17 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 """
 from __future__ import annotations
 
-from ...runtime.delays import delay_seconds, max_delay_option
 from ...runtime.events import Stream
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
-from .program import compile_program, type_hierarchy
+from ...runtime.delays import type_hierarchy
+from ...runtime.disorder import delay_options
+from .program import compile_program
 
 __all__ = ["StackEngine", "StackPlan"]
+
+OWN_MODES = ("kslack", "conservative", "aggressive")   # the modes ``modes`` runs (the layer runs the rest)
 
 
 class StackPlan(Plan):
@@ -120,33 +123,32 @@ class StackEngine(Engine):
     disorder = frozenset({"reject", "kslack", "conservative", "aggressive"})
     options = frozenset({"k", "max_delay"})
 
+    def runs_disorder(self, query, mode: str) -> bool:
+        """Its own modes where they fit the query (``_out_of_order_gap``); the others, and every query they
+        refuse, run its in-order matcher behind ``cepkit.runtime.disorder`` (docs/decisions.md)."""
+        return mode == "reject" or (mode in OWN_MODES and _out_of_order_gap(query, mode) is None)
+
     def compile(self, query, disorder: str = "reject", k=None, max_delay=None) -> StackPlan:
         if disorder != "reject":
-            self._check_out_of_order(query, disorder)
-        if disorder == "kslack":
-            if k is None:
-                raise TypeError("disorder='kslack' needs k= (the slack, a number in the ts's scale or a duration)")
-            k = delay_seconds(k, "k")
-        elif k is not None:
-            raise TypeError(f"k= is an option of disorder='kslack', not of {disorder!r}")
-        if max_delay is not None:
-            if disorder not in ("conservative", "aggressive"):
-                raise TypeError(f"max_delay= is an option of disorder='conservative' or 'aggressive', "
-                                f"not of {disorder!r}")
-            max_delay = max_delay_option(max_delay)
+            gap = _out_of_order_gap(query, disorder)
+            if gap is not None:
+                raise self.unsupported(query, *gap)
+        k, max_delay = delay_options(disorder, k, max_delay)
         return StackPlan(self, query, disorder, k, max_delay)
 
-    def _check_out_of_order(self, query, disorder: str) -> None:
-        """Out of order, the order is (ts, arrival position): EVENTS windows, STRICT and STNM speak of
-        positions between events, which arrivals do not give, so these modes refuse them."""
-        if query.within is not None and query.within.events:
-            raise self.unsupported(query, query.within, f"WITHIN n EVENTS with disorder={disorder!r}")
-        if query.strategy != "ALL":
-            raise self.unsupported(query, query.ast, f"the {query.strategy} strategy with disorder={disorder!r}")
-        exists = query.features.get("exists")
-        if exists is not None and disorder in ("conservative", "aggressive"):
-            # a late witness would insert matches the conservative scopes never waited for
-            raise self.unsupported(query, exists, f"EXISTS with disorder={disorder!r}")
+
+def _out_of_order_gap(query, disorder: str):
+    """``(node, what)`` the stack's own out-of-order modes refuse, else None. The order is (ts, arrival
+    position): EVENTS windows, STRICT and STNM speak of positions between events, which arrivals do not
+    give; a late EXISTS witness would insert matches the conservative scopes never waited for."""
+    if query.within is not None and query.within.events:
+        return query.within, f"WITHIN n EVENTS with disorder={disorder!r}"
+    if query.strategy != "ALL":
+        return query.ast, f"the {query.strategy} strategy with disorder={disorder!r}"
+    exists = query.features.get("exists")
+    if exists is not None and disorder in ("conservative", "aggressive"):
+        return exists, f"EXISTS with disorder={disorder!r}"
+    return None
 
 
 register(StackEngine())

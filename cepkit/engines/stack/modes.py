@@ -22,7 +22,7 @@ stream sorted by (ts, position) (LANGUAGE.md §6); K-slack only when K covers ev
 Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
 
 - ``max_delay`` is one bound for every type (LANGUAGE.md §6) or, an extension, a mapping from type (or
-  concept, or ``"*"`` for the others) to its own bound (``delays.MaxDelay``): a type the mapping does not
+  concept, or ``"*"`` for the others) to its own bound (``cepkit.runtime.delays.MaxDelay``): a type the mapping does not
   bound is completed by punctuations only; a concept's bound is the largest of the types below it.
 - Promises are checked: an event of type T with ts below ``clock - max_delay[T]``, or at or below a
   punctuation of its type, raises ``EventError`` at its position instead of silently giving wrong output.
@@ -43,7 +43,7 @@ from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
-from .delays import MaxDelay
+from ...runtime.delays import MaxDelay, punctuated_type
 from .purge import PurgeByGuarantees
 
 
@@ -346,11 +346,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
     def push(self, event) -> list:
         self._track(event)
         if event.type == PUNCTUATION:
-            of = event.get("of")
-            if not isinstance(of, str):
-                raise EventError(event.position, "of", "a PUNCTUATION event needs an attribute 'of' naming the "
-                                                       "event type it closes")
-            self.guarantees.punctuate(of, event.time)
+            self.guarantees.punctuate(punctuated_type(event), event.time)
             out = self._release_safe()
             self.guarantees.purge(self.cores.values(), self.clock)
             return out

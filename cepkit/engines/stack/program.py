@@ -23,6 +23,7 @@ import networkx as nx
 
 from ...lang import ast as A
 from ...lang.equalities import attribute_equality, transitive_equalities
+from ...runtime.delays import type_hierarchy
 from ...runtime.events import PUNCTUATION
 from ...runtime.matches import Match
 from .conditions import compile_condition
@@ -261,12 +262,6 @@ def _implied_equalities(var, hash_attrs: dict) -> set:
         if other != var:
             pairs.update({(mine, A.Attr(other, attr)), (A.Attr(other, attr), mine)})
     return pairs
-
-
-def type_hierarchy(query):
-    """The query's hierarchy of event types, or None (an ``attribute=`` hierarchy classifies values, not types)."""
-    hierarchy = query.hierarchy
-    return hierarchy if hierarchy is not None and hierarchy.attribute is None else None
 
 
 def _strip_filters(node) -> tuple:

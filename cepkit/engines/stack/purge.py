@@ -2,7 +2,7 @@
 
 A guarantee says how far the stream of one type is complete. A PUNCTUATION ``of`` T at ts p promises
 no more T (or types below concept T) with ts ≤ p; ``max_delay`` D promises, for every type, no more
-events with ts < clock - D, and its per-type form D[T] the same for type T alone (``delays.MaxDelay``:
+events with ts < clock - D, and its per-type form D[T] the same for type T alone (``cepkit.runtime.delays.MaxDelay``:
 a concept is complete when every type below it is). Both feed two questions:
 
 - is a negation scope complete, so a held match is safe to output (``complete_before``/``_through``);
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 
-from .delays import MaxDelay
+from ...runtime.delays import MaxDelay, Punctuations
 
 
 class PurgeByGuarantees:
@@ -28,29 +28,11 @@ class PurgeByGuarantees:
 
     def __init__(self, program, hierarchy, delays: MaxDelay):
         self.program = program
-        self.hierarchy = hierarchy
         self.delays = delays
-        self.punctuations: dict = {}     # type or concept -> largest punctuated ts
+        self.punctuations = Punctuations(hierarchy)
+        self.punctuate = self.punctuations.punctuate
+        self.frontier = self.punctuations.frontier
         self.purged = 0
-
-    def punctuate(self, of: str, time: float) -> None:
-        self.punctuations[of] = max(self.punctuations.get(of, -math.inf), time)
-
-    def frontier(self, name) -> float:
-        """Largest ts through which events of type (or concept) ``name`` are complete, by punctuations on
-        it or on a concept above it; -inf if none (and for ``None``, the ANY type)."""
-        if name is None:
-            return -math.inf
-        best, todo, seen = -math.inf, [name], set()
-        while todo:
-            current = todo.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            best = max(best, self.punctuations.get(current, -math.inf))
-            if self.hierarchy is not None:
-                todo.extend(self.hierarchy.parents(current))
-        return best
 
     def complete_before(self, name, time: float, clock: float) -> bool:
         """No future event of type ``name`` can have ts < ``time``."""

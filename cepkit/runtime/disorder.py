@@ -1,0 +1,426 @@
+"""One out-of-order layer for every engine with an incremental matcher (LANGUAGE.md §6, digest 000a §2).
+
+An engine declares the out-of-order modes it supports (``Engine.disorder``); those it does not run itself
+(``Engine.runs_disorder``) it runs behind this layer, which keeps the engine's own matcher in order:
+
+- ``kslack`` (``k``) and ``conservative`` (``max_delay``, one bound or one per type, and PUNCTUATION
+  events) are reorder buffers. An event is released once no event that may still arrive precedes it in
+  logical order (ts, then arrival position): K-slack once the largest ts seen exceeds its ts by more than
+  k (§2.3); conservative once every type the query reads is complete through its ts, by its bound or by a
+  punctuation (§2.4). Released events feed the engine's matcher in that order. An event arriving after a
+  later one was released cannot be placed: it is dropped and its position listed in ``info["dropped"]``,
+  and the result is exactly the in-order result over the stream without it.
+- ``aggressive`` (§2.5, seed 003's recomputation) feeds in-order arrivals straight to the matcher, which
+  emits what is final in order. A late event at ts t can only change the matches whose last event lies
+  within w of t (every event and every negation scope of a match with last ts L lies in [L - w, L + w]);
+  their events lie in [t - 2w, ...]. So the layer restarts the matcher on the stored events from t - 2w,
+  keeps what it emits for matches ending at or after t - w, and compares that with what was emitted
+  there: gone matches are retracted (``sign="-"``), new ones inserted. The restarted matcher carries on
+  with the next arrivals. The window bounds the work, so a query without a time window (or with an
+  EVENTS window, or CONSUME BY, whose decisions chain across the stream) is refused. ``max_delay``
+  (optional) bounds the stored events; a late event whose stretch was already forgotten is dropped
+  and counted.
+
+The engine sees an in-order stream whose positions are release ranks (0, 1, 2...), so its strategies,
+STRICT contiguity, EVENTS windows and CONSUME BY read logical order; the layer maps the matches back to
+arrival positions. Every emission is logged with ``sign`` and ``emitted_at`` (the arrival position after
+which it was output): ``plan.deltas()`` / ``Matches.deltas``, as for the stack engine's own modes.
+``info`` has ``peak_state`` / ``state`` (events held by the layer: buffer, or stored stretch),
+``emissions``, ``dropped`` and, for aggressive, ``replays`` and ``replayed`` (events re-fed).
+"""
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import heapq
+import math
+from array import array
+from collections import Counter
+
+from ..errors import QueryError
+from ..lang import ast as A
+from ..lang.query import Query
+from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, punctuated_type, type_hierarchy
+from .events import PUNCTUATION, Event
+from .matches import Match
+from .registry import IncrementalPlan, Plan
+
+# Features under which an event of any type can change a match (contiguity, counted windows, ANY): with
+# them the conservative buffer waits for every type, without them only for the types the query names.
+EVERY_TYPE_COUNTS = ("any_type", "event_window", "strategy:STRICT", "strategy:PARTITION_STRICT", "nested_strategy")
+_EVERYTHING = (math.inf, math.inf)
+
+
+def delay_options(mode: str, k=None, max_delay=None) -> tuple:
+    """``(k, max_delay)`` parsed for ``mode`` (``runtime.delays``); TypeError for a missing or misplaced one."""
+    if mode == "kslack":
+        if k is None:
+            raise TypeError("disorder='kslack' needs k= (the slack, a number in the ts's scale or a duration)")
+        k = delay_seconds(k, "k")
+    elif k is not None:
+        raise TypeError(f"k= is an option of disorder='kslack', not of {mode!r}")
+    if max_delay is not None:
+        if mode not in ("conservative", "aggressive"):
+            raise TypeError(f"max_delay= is an option of disorder='conservative' or 'aggressive', not of {mode!r}")
+        max_delay = max_delay_option(max_delay)
+    return k, max_delay
+
+
+def aggressive_refusal(query: Query):
+    """``(node, what)`` when the stretch a late event touches is not bounded in time, else None."""
+    if query.consume in ("ANY", "PARTITION"):
+        return query.features.get("consume", query.ast), "CONSUME BY with disorder='aggressive' (a late " \
+            "event would change which later matches are consumed, without bound)"
+    if query.window_seconds is None:
+        node = query.within if query.within is not None else query.ast
+        return node, "disorder='aggressive' without a time window: a late event is re-evaluated over the " \
+            "windows it can touch (WITHIN n s bounds them; an EVENTS window or none does not)"
+    return None
+
+
+def read_types(query: Query):
+    """The type names (or concepts) whose events can change a match, or None when every type can."""
+    if any(feature in query.features for feature in EVERY_TYPE_COUNTS):
+        return None
+    names = {atom.type for atom in query.ast.pattern.find_all(A.Atom)}
+    return None if None in names else frozenset(names)
+
+
+def layered(engine, query: Query, mode: str, options: dict) -> "LayeredPlan":
+    """The plan of ``engine`` for ``query`` behind the layer in ``mode`` (``options`` as for ``match``)."""
+    options = dict(options)
+    options.pop("disorder", None)
+    k, max_delay = delay_options(mode, options.pop("k", None), options.pop("max_delay", None))
+    if mode == "aggressive":
+        refusal = aggressive_refusal(query)
+        if refusal is not None:
+            from .registry import engines_supporting, query_requirements
+            others = [e.name for e in engines_supporting(query_requirements(query, {"disorder": mode}))
+                      if e.name != engine.name and e.runs_disorder(query, mode)]
+            node, what = refusal
+            raise QueryError.at(node, f"engine {engine.name!r} does not support {what}", query.text, engines=others)
+    return LayeredPlan(engine, query, mode, k, max_delay, options)
+
+
+def _unprojected(query: Query) -> Query:
+    """The query without RETURN: the aggressive layer compares whole matches and projects them itself."""
+    return Query(dataclasses.replace(query.ast, select=None), query.text, query.hierarchy)
+
+
+class LayeredPlan(Plan):
+    """An engine's in-order plan behind the out-of-order layer. Pickles as what it was compiled from."""
+
+    def __init__(self, engine, query: Query, mode: str, k=None, max_delay=None, options=None):
+        self.engine = engine
+        self.query = query
+        self.mode = mode
+        self.k = k
+        self.max_delay = max_delay
+        self.options = dict(options or {})
+        self.inner = engine.compile(query, **self.options)
+        if mode == "aggressive" and query.select is not None:
+            self.inner = engine.compile(_unprojected(query), **self.options)
+        self._last = None
+
+    def __getstate__(self):
+        return {"engine": self.engine.name, "query": self.query, "mode": self.mode, "k": self.k,
+                "max_delay": self.max_delay, "options": self.options}
+
+    def __setstate__(self, state):
+        from .registry import get_engine
+        state = dict(state)
+        self.__init__(get_engine(state.pop("engine")), **state)
+
+    def matcher(self) -> "Layer":
+        return {"kslack": KSlackLayer, "conservative": ConservativeLayer, "aggressive": AggressiveLayer}[self.mode](self)
+
+    def run(self, stream) -> list:
+        """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
+        lists every emission)."""
+        matcher = self.matcher()
+        for event in stream:
+            matcher.push(event)
+        matcher.close()
+        self._last = matcher
+        return matcher.net()
+
+    def deltas(self) -> list:
+        return list(self._last.emissions) if self._last is not None else []
+
+    def info(self) -> dict:
+        facts = {**self.inner.info(), "disorder": self.mode, "disorder_layer": True}
+        if self._last is not None:
+            facts.update(self._last.info())
+        return facts
+
+
+class Layer(IncrementalPlan):
+    """What the modes share: the engine's matcher fed in logical order with release ranks as positions,
+    the matches mapped back to arrival positions, the log of emissions."""
+
+    retracts = False
+
+    def __init__(self, plan: LayeredPlan):
+        self.plan = plan
+        self.emissions: list = []
+        self.dropped: list = []
+        self.last_position = -1
+        self.peak_state = 0
+        self.restart()
+
+    def restart(self) -> None:
+        """A fresh matcher of the engine, fed from rank 0."""
+        self.inner = self.plan.inner.matcher()
+        self.arrival = array("q")     # release rank -> arrival position
+        self.times = array("d")       # release rank -> time
+
+    def feed(self, event) -> list:
+        """Give the matcher the next event in logical order; its matches as (Match, ts of the last event)."""
+        rank = len(self.arrival)
+        self.arrival.append(event.position)
+        self.times.append(event.time)
+        return self.restore(self.inner.push(Event(event.type, event.ts, event.attrs, rank, event.time)))
+
+    def finish(self) -> list:
+        return self.restore(self.inner.close())
+
+    def restore(self, found: list) -> list:
+        arrival, times, at = self.arrival, self.times, self.emitted_at
+        out = []
+        for m in found:
+            bindings = {v: tuple(arrival[p] for p in x) if isinstance(x, tuple) else arrival[x]
+                        for v, x in m.bindings.items()}
+            out.append((Match(tuple(sorted(arrival[p] for p in m.positions)), bindings, m.sign, at),
+                        max(times[p] for p in m.positions)))
+        return out
+
+    @property
+    def emitted_at(self):
+        return self.last_position if self.last_position >= 0 else None
+
+    def log(self, matches: list) -> list:
+        self.emissions.extend(matches)
+        return matches
+
+    def state_size(self) -> int:
+        return 0
+
+    def net(self) -> list:
+        """The matches emitted and not retracted."""
+        if not self.retracts:
+            return list(self.emissions)
+        count = Counter()
+        for m in self.emissions:
+            count[m.key] += 1 if m.sign == "+" else -1
+        return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
+
+    def info(self) -> dict:
+        return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
+                "emissions": len(self.emissions), "dropped": list(self.dropped)}
+
+
+class _Buffer(Layer):
+    """A reorder buffer: events wait in a heap keyed by (ts, position) until ``bound()`` passes them."""
+
+    def __init__(self, plan: LayeredPlan):
+        super().__init__(plan)
+        self.clock = -math.inf
+        self.buffer: list = []
+        self.released = (-math.inf, -1)
+
+    def arrive(self, event) -> list:
+        key = (event.time, event.position)
+        if key < self.released:    # a later event was released already: this one cannot be placed
+            self.dropped.append(event.position)
+            return []
+        self.clock = max(self.clock, event.time)
+        heapq.heappush(self.buffer, (key, event))
+        return self.release(self.bound())
+
+    def release(self, bound: tuple) -> list:
+        """Feed every buffered event with (ts, position) below ``bound``, in order."""
+        out, buffer = [], self.buffer
+        self.peak_state = max(self.peak_state, len(buffer))
+        while buffer and buffer[0][0] < bound:
+            key, event = heapq.heappop(buffer)
+            self.released = key
+            out += self.feed(event)
+        return self.log([m for m, _ in out])
+
+    def close(self) -> list:
+        return self.release(_EVERYTHING) + self.log([m for m, _ in self.finish()])
+
+    def state_size(self) -> int:
+        return len(self.buffer)
+
+
+class KSlackLayer(_Buffer):
+    """K-slack (§2.3): an event waits until the largest ts seen exceeds its ts by more than k."""
+
+    def push(self, event) -> list:
+        self.last_position = event.position
+        return [] if event.type == PUNCTUATION else self.arrive(event)
+
+    def bound(self) -> tuple:
+        return (self.clock - self.plan.k, -math.inf)
+
+
+class ConservativeLayer(_Buffer):
+    """Conservative (§2.4): an event waits until every type the query reads is complete through its ts,
+    by ``max_delay`` (future events of type T have ts >= clock - max_delay[T]) or by a punctuation."""
+
+    def __init__(self, plan: LayeredPlan):
+        super().__init__(plan)
+        hierarchy = type_hierarchy(plan.query)
+        self.delays = MaxDelay(plan.max_delay, hierarchy)
+        self.punctuations = Punctuations(hierarchy)
+        names = read_types(plan.query)
+        self.names = (None,) if names is None else tuple(names)
+
+    def push(self, event) -> list:
+        self.last_position = event.position
+        if event.type == PUNCTUATION:
+            self.punctuations.punctuate(punctuated_type(event), event.time)
+            return self.release(self.bound())
+        return self.arrive(event)
+
+    def bound(self) -> tuple:
+        complete = min(max(self.clock - self.delays.of(name), self.punctuations.frontier(name))
+                       for name in self.names)
+        return (complete, math.inf)
+
+
+class AggressiveLayer(Layer):
+    """Aggressive (§2.5) by recomputation: see the module docstring."""
+
+    retracts = True
+
+    def __init__(self, plan: LayeredPlan):
+        super().__init__(plan)
+        query = plan.query
+        self.window = query.window_seconds
+        self.select = query.select
+        hierarchy = type_hierarchy(query)
+        self.delays = MaxDelay(plan.max_delay, hierarchy)
+        names = read_types(query)
+        self.reads = None if names is None else frozenset().union(
+            *(hierarchy.covers(n) if hierarchy is not None else {n} for n in names))
+        self.reach = self.delays.worst(names) if names is not None else self.delays.of(None)
+        self.at_close = getattr(self.inner, "answers_at_close", False)
+        self.keys: list = []          # the stored events' (ts, position), sorted
+        self.events: list = []        # the stored events, in the same order
+        self.forgotten = -math.inf    # events with ts below this were dropped from the store
+        self.clock = -math.inf
+        self.horizon = (-math.inf, -1)
+        self.floor = -math.inf        # the matcher's matches ending before this lack their left context
+        self.live: dict = {}          # whole-match key -> (Match, ts of its last event): emitted, not retracted
+        self.shown: dict = {}         # under RETURN: projected key -> [live matches behind it, latest ts]
+        self.replays = self.replayed = self.pushes = 0
+
+    def margin(self, time: float) -> float:
+        """Room for the engines' float tolerance on window bounds (a wider stretch never changes a result)."""
+        return 1e-6 * max(1.0, self.window, abs(time))
+
+    def push(self, event) -> list:
+        self.last_position = event.position
+        if event.type == PUNCTUATION:
+            return []
+        t = event.time
+        if t - 2 * self.window - 2 * self.margin(t) < self.forgotten:   # its stretch is no longer stored
+            self.dropped.append(event.position)
+            return []
+        key = (t, event.position)
+        late = key < self.horizon
+        at = bisect.bisect(self.keys, key)
+        self.keys.insert(at, key)
+        self.events.insert(at, event)
+        self.horizon = max(self.horizon, key)
+        self.clock = max(self.clock, t)
+        self.pushes += 1
+        self.peak_state = max(self.peak_state, len(self.events))
+        if self.at_close:
+            out = []
+        elif not late:
+            out = self.accept(self.feed(event))
+        elif self.reads is not None and event.type not in self.reads:
+            out = []    # no match can read it; the matcher never needs it either
+        else:
+            out = self.replay(t)
+        self.forget()
+        return self.log(out)
+
+    def accept(self, found: list) -> list:
+        out = []
+        for m, last in found:
+            if last >= self.floor and m.key not in self.live:
+                self.live[m.key] = (m, last)
+                out += self.show(m, "+", last)
+        return out
+
+    def replay(self, t: float) -> list:
+        """Re-run the matcher over the stretch a late event at ``t`` touches; emit the difference."""
+        margin = self.margin(t)
+        self.floor = t - self.window - margin
+        start = bisect.bisect_left(self.keys, (t - 2 * self.window - 2 * margin, -math.inf))
+        self.restart()
+        fresh = {}
+        for event in self.events[start:]:
+            for m, last in self.feed(event):
+                if last >= self.floor:
+                    fresh[m.key] = (m, last)
+        self.replays += 1
+        self.replayed += len(self.events) - start
+        out = []
+        for key in [key for key, (_, last) in self.live.items() if last >= self.floor and key not in fresh]:
+            m, last = self.live.pop(key)
+            out += self.show(m, "-", last)
+        for key, (m, last) in fresh.items():
+            if key not in self.live:
+                self.live[key] = (m, last)
+                out += self.show(m, "+", last)
+        return out
+
+    def show(self, m: Match, sign: str, last: float) -> list:
+        """The emission of a whole match's change, projected under RETURN: a projected match is inserted
+        with its first whole match and retracted with its last (LANGUAGE.md §10.2)."""
+        at = self.emitted_at
+        if self.select is None:
+            return [Match(m.positions, m.bindings, sign, at)]
+        bindings = {v: x for v, x in m.bindings.items() if v in self.select}
+        positions = tuple(sorted({p for x in bindings.values() for p in (x if isinstance(x, tuple) else (x,))}))
+        if not positions:
+            return []
+        projected = Match(positions, bindings, sign, at)
+        entry = self.shown.setdefault(projected.key, [0, last])
+        entry[0] += 1 if sign == "+" else -1
+        entry[1] = max(entry[1], last)
+        changed = entry[0] == (1 if sign == "+" else 0)
+        return [projected] if changed else []
+
+    def forget(self) -> None:
+        """With ``max_delay``, drop what no admissible late event can reach: stored events before the
+        earliest stretch, and emitted matches no stretch can retract."""
+        if self.reach == math.inf or self.at_close:
+            return
+        w, margin = self.window, self.margin(self.clock)
+        oldest = self.clock - self.reach - w - margin       # the earliest floor of a future replay
+        cut = bisect.bisect_left(self.keys, (oldest - w - margin, -math.inf))
+        if cut > 64 and cut * 2 > len(self.keys):
+            self.forgotten = oldest - w - margin
+            del self.keys[:cut], self.events[:cut]
+        if len(self.live) > 64 and self.pushes % 64 == 0:
+            self.live = {k: v for k, v in self.live.items() if v[1] >= oldest}
+            self.shown = {k: v for k, v in self.shown.items() if v[1] >= oldest - w}
+
+    def close(self) -> list:
+        if self.at_close:
+            self.restart()
+            for event in self.events:
+                self.feed(event)
+        return self.log(self.accept(self.finish()))
+
+    def state_size(self) -> int:
+        return len(self.events)
+
+    def info(self) -> dict:
+        return {**super().info(), "replays": self.replays, "replayed": self.replayed}
