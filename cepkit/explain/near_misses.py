@@ -35,7 +35,7 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
     >>> misses = cepkit.why_not("SEQ(T x, H y) WHERE x.tmp > 44 and y.hum < 19 and x.id = y.id",
     ...                         cepkit.datasets.cel_fire_sensors(), limit=2)
     >>> [(m.positions, [r.kind for r in m.failures]) for m in misses], misses.complete
-    ([((1, 2), ['condition']), ((5, 8), ['condition'])], True)
+    ([((5, 8), ['condition']), ((1, 2), ['condition'])], True)
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
