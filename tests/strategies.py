@@ -234,7 +234,9 @@ def _attr_nodes():
 def _condition_leaves():
     return st.one_of(
         st.builds(A.Literal, st.one_of(_numbers, st.text(max_size=6), st.booleans(), st.none())),
-        st.builds(A.Duration, _numbers, st.sampled_from(SYNTAX_UNITS)),
+        # a duration is finite in seconds (cepkit.lang.limits)
+        st.builds(A.Duration, st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(-1e300, 1e300)),
+                  st.sampled_from(SYNTAX_UNITS)),
         _attr_nodes(),
         st.builds(A.Agg, st.just("count"), st.sampled_from(SYNTAX_VARS), st.none()),
         st.builds(A.Agg, st.sampled_from(["sum", "avg", "min", "max"]), st.sampled_from(SYNTAX_VARS),

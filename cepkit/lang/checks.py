@@ -89,14 +89,13 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             visit(node.pattern, outer)
             check_expr(node.cond, outer | bound(node.pattern) | negated_vars(node.pattern))
         elif isinstance(node, (A.Seq, A.And)):
-            scope = outer | bound(node) | negated_vars(node)
+            inner = outer | bound(node)  # once per SEQ: per item, a long chain would take quadratic time
+            scope = inner | negated_vars(node)
             for item in node.items:
                 if isinstance(item, A.Expr):
                     check_expr(item, scope)
-                elif isinstance(item, (A.Not, A.Exists)):
-                    visit(item.item, outer | bound(node))
                 else:
-                    visit(item, outer | bound(node))
+                    visit(item.item if isinstance(item, (A.Not, A.Exists)) else item, inner)
         elif isinstance(node, (A.Not, A.Exists)):
             visit(node.item, outer)
         elif isinstance(node, A.Or):

@@ -1,19 +1,33 @@
-"""Text -> AST: the lark grammar (``grammar.lark``) and one Transformer building ``cepkit.lang.ast`` nodes.
+"""Text -> AST: the lark grammar (``grammar.lark``) and one transformer building ``cepkit.lang.ast`` nodes.
 
-Semantic checks (variables, well-formedness, safety) run afterwards in ``checks.py``, never inside the
-Transformer, so their errors are not wrapped by lark.
+Semantic checks (variables, well-formedness, safety) run afterwards in ``checks.py``. The transformer runs
+bottom-up without recursion, and ``cepkit.lang.limits`` bounds what the rest of cepkit must walk (nesting
+depth, number sizes): any text gives a tree or a ``QueryError`` with a caret, never a ``RecursionError``.
+Positions count lines as ``str.splitlines`` does (``\\r``, ``\\r\\n``, ``\\u2028``... each end a line), so the
+caret lands on the line ``caret_snippet`` shows.
 """
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 from importlib import resources
 
-from lark import Lark, Token, Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from ..errors import QueryError
 from . import ast as A
+from .limits import check_limits
+
+# The grammar's words that a name may not be where the parser could read a keyword (units excluded: no name
+# stands where a unit can): the printer backquotes such names. tests/lang/test_keywords.py checks the list.
+KEYWORDS = frozenset({
+    "select", "from", "where", "pattern", "within", "partition", "by", "consume", "return", "filter", "seq", "and",
+    "or", "not", "in", "as", "any", "exists", "true", "false", "null", "first", "last", "prev", "count", "max",
+    "events", "all", "next", "nxt", "strict", "stnm", "robust_stnm", "partition_strict", "sum", "avg", "min",
+    "none", "i",
+})
 
 _CMP_CANON = {"==": "=", "<>": "!="}
 _STRATEGY_CANON = {"NXT": "NEXT"}
@@ -35,14 +49,27 @@ def _parser() -> Lark:
     return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
 
 
-def _span(meta) -> A.Span:
-    if getattr(meta, "empty", True):
-        return None
-    return (meta.line, meta.column, meta.end_line, meta.end_column)
+class _Positions:
+    """Offsets in the text -> (line, column), 1-based, lines split as ``str.splitlines`` splits them (lark
+    itself only counts ``\\n``)."""
+
+    def __init__(self, text: str):
+        self.starts = [0]
+        for line in text.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+
+    def at(self, offset: int) -> tuple:
+        line = min(bisect_right(self.starts, offset) - 1, max(len(self.starts) - 2, 0))
+        return line + 1, offset - self.starts[line] + 1
+
+    def span(self, start: int, end: int) -> A.Span:
+        return (*self.at(start), *self.at(end))
 
 
-def _tok_span(tok: Token) -> A.Span:
-    return (tok.line, tok.column, tok.end_line, tok.end_column)
+def _name(token) -> str:
+    """A NAME token's text, without the backquotes that let a keyword be a name."""
+    text = str(token)
+    return text[1:-1] if text.startswith("`") else text
 
 
 def _number(text: str):
@@ -50,8 +77,29 @@ def _number(text: str):
     return int(text) if text.isdigit() else float(text)
 
 
-@v_args(meta=True)
-class _ToAst(Transformer):
+class _ToAst:
+    """Parse tree -> AST, bottom-up without recursion: each method builds the node of the rule it is named after
+    from its meta (positions) and its already built children."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.positions = _Positions(text)
+
+    def transform(self, tree: Tree):
+        built = {}
+        for subtree in tree.iter_subtrees():  # children before their parents
+            children = [built.pop(id(c)) if isinstance(c, Tree) else c for c in subtree.children]
+            built[id(subtree)] = getattr(self, subtree.data)(subtree.meta, children)
+        return built[id(tree)]
+
+    def _span(self, meta) -> A.Span:
+        if getattr(meta, "empty", True):
+            return None
+        return self.positions.span(meta.start_pos, meta.end_pos)
+
+    def _tok_span(self, tok: Token) -> A.Span:
+        return self.positions.span(tok.start_pos, tok.end_pos)
+
     # ------------------------------------------------------------------ queries
     def start(self, meta, children):
         return children[0]
@@ -66,7 +114,7 @@ class _ToAst(Transformer):
         clauses = rest.pop(0)
         select = clauses.pop("select", select)
         return A.QueryNode(pattern=pattern, where=where[1] if where else None, strategy=strategy, select=select,
-                           span=_span(meta), **clauses)
+                           span=self._span(meta), **clauses)
 
     def core_query(self, meta, children):
         select = strategy = None
@@ -77,11 +125,11 @@ class _ToAst(Transformer):
         clauses = rest.pop(0)
         select = clauses.pop("select", select)
         return A.QueryNode(pattern=pattern, where=where, strategy=strategy, select=select, source=source,
-                           core_style=True, span=_span(meta), **clauses)
+                           core_style=True, span=self._span(meta), **clauses)
 
     def source_where(self, meta, children):
         name, pattern, *cond = children
-        return (str(name), pattern, cond[0] if cond else None)
+        return (_name(name), pattern, cond[0] if cond else None)
 
     def select(self, meta, children):
         strategy = children[0] if len(children) == 2 else None
@@ -91,7 +139,7 @@ class _ToAst(Transformer):
         return None
 
     def select_vars(self, meta, children):
-        return tuple(str(c) for c in children)
+        return tuple(_name(c) for c in children)
 
     def where(self, meta, children):
         return ("where", children[0])
@@ -107,16 +155,16 @@ class _ToAst(Transformer):
         unit = str(children[1]) if len(children) > 1 else None
         if unit is not None:  # keywords and units are case-insensitive: one spelling in the tree
             unit = "EVENTS" if unit.upper() == "EVENTS" else unit.lower()
-        return ("within", A.Window(amount, unit, span=_span(meta)))
+        return ("within", A.Window(amount, unit, span=self._span(meta)))
 
     def partition(self, meta, children):
-        return ("partition_by", tuple(str(c) for c in children))
+        return ("partition_by", tuple(_name(c) for c in children))
 
     def consume(self, meta, children):
         return ("consume", str(children[0]).upper())
 
     def return_(self, meta, children):
-        return ("select", tuple(str(c) for c in children))
+        return ("select", tuple(_name(c) for c in children))
 
     def strategy_kw(self, meta, children):
         name = str(children[0]).upper()
@@ -124,116 +172,118 @@ class _ToAst(Transformer):
 
     # ------------------------------------------------------------------ patterns
     def atom(self, meta, children):
-        type_ = str(children[0])
-        var = str(children[1]) if len(children) > 1 else None
-        return A.Atom(type_, var, span=_span(meta))
+        type_ = _name(children[0])
+        var = _name(children[1]) if len(children) > 1 else None
+        return A.Atom(type_, var, span=self._span(meta))
 
     def kleene_atom(self, meta, children):
         type_ = str(children[0])[:-1]
-        if type_.upper() == "ANY":  # `ANY+` lexes as one Kleene-type token: it is ANY iterated
+        if type_.upper() == "ANY":  # `ANY+` lexes as one Kleene-type token: it is ANY iterated (`ANY`+ is a type)
             type_ = None
-        var = str(children[1]) if len(children) > 1 else None
-        return A.Plus(A.Atom(type_, var, span=_span(meta)), span=_span(meta))
+        else:
+            type_ = _name(type_)
+        var = _name(children[1]) if len(children) > 1 else None
+        return A.Plus(A.Atom(type_, var, span=self._span(meta)), span=self._span(meta))
 
     def any_atom(self, meta, children):
-        return A.Atom(None, str(children[0]) if children else None, span=_span(meta))
+        return A.Atom(None, _name(children[0]) if children else None, span=self._span(meta))
 
     def seq_infix(self, meta, children):
-        return A.Seq(tuple(children), span=_span(meta))
+        return A.Seq(tuple(children), span=self._span(meta))
 
     def seq(self, meta, children):
-        return A.Seq(children[0], span=_span(meta))
+        return A.Seq(children[0], span=self._span(meta))
 
     def and_(self, meta, children):
-        return A.And(children[0], span=_span(meta))
+        return A.And(children[0], span=self._span(meta))
 
     def or_infix(self, meta, children):
-        return A.Or(tuple(children), span=_span(meta))
+        return A.Or(tuple(children), span=self._span(meta))
 
     def or_(self, meta, children):
-        return A.Or(tuple(children), span=_span(meta))
+        return A.Or(tuple(children), span=self._span(meta))
 
     def filter(self, meta, children):
-        return A.Filter(children[0], children[1], span=_span(meta))
+        return A.Filter(children[0], children[1], span=self._span(meta))
 
     def plus(self, meta, children):
-        return A.Plus(children[0], span=_span(meta))
+        return A.Plus(children[0], span=self._span(meta))
 
     def strategy(self, meta, children):
         keyword, pattern = children
-        return A.Strategy(self.strategy_kw(meta, [keyword]), pattern, span=_span(meta))
+        return A.Strategy(self.strategy_kw(meta, [keyword]), pattern, span=self._span(meta))
 
     def last_of_type(self, meta, children):
         _, type_ = children
-        return A.Strategy("LAST", A.Atom(str(type_), span=_tok_span(type_)), span=_span(meta))
+        return A.Strategy("LAST", A.Atom(_name(type_), span=self._tok_span(type_)), span=self._span(meta))
 
     def items(self, meta, children):
         return tuple(children)
 
     def not_(self, meta, children):
-        return A.Not(children[0], span=_span(meta))
+        return A.Not(children[0], span=self._span(meta))
 
     def exists(self, meta, children):
-        return A.Exists(children[0], span=_span(meta))
+        return A.Exists(children[0], span=self._span(meta))
 
     # ------------------------------------------------------------------ conditions
     def bool_or(self, meta, children):
-        return children[0] if len(children) == 1 else A.BoolOp("or", tuple(children), span=_span(meta))
+        return children[0] if len(children) == 1 else A.BoolOp("or", tuple(children), span=self._span(meta))
 
     def bool_and(self, meta, children):
-        return children[0] if len(children) == 1 else A.BoolOp("and", tuple(children), span=_span(meta))
+        return children[0] if len(children) == 1 else A.BoolOp("and", tuple(children), span=self._span(meta))
 
     def bool_not(self, meta, children):
-        return A.BoolNot(children[0], span=_span(meta))
+        return A.BoolNot(children[0], span=self._span(meta))
 
     def compare(self, meta, children):
         left, op, right = children
         op = _CMP_CANON.get(str(op), str(op))
-        return A.Compare(op, left, right, span=_span(meta))
+        return A.Compare(op, left, right, span=self._span(meta))
 
     def in_(self, meta, children):
-        return A.In(children[0], tuple(children[1:]), span=_span(meta))
+        return A.In(children[0], tuple(children[1:]), span=self._span(meta))
 
     def arith(self, meta, children):
         left, op, right = children
-        return A.Arith(str(op), left, right, span=_span(meta))
+        return A.Arith(str(op), left, right, span=self._span(meta))
 
     def neg(self, meta, children):
         arg = children[-1]
         if isinstance(arg, A.Literal) and isinstance(arg.value, (int, float)) and not isinstance(arg.value, bool):
-            return A.Literal(-arg.value, span=_span(meta))
+            return A.Literal(-arg.value, span=self._span(meta))
         if isinstance(arg, A.Duration):
-            return A.Duration(-arg.amount, arg.unit, span=_span(meta))
-        return A.Neg(arg, span=_span(meta))
+            return A.Duration(-arg.amount, arg.unit, span=self._span(meta))
+        return A.Neg(arg, span=self._span(meta))
 
     def number(self, meta, children):
-        return A.Literal(_number(str(children[0])), span=_span(meta))
+        return A.Literal(_number(str(children[0])), span=self._span(meta))
 
     def number_lit(self, meta, children):
         return children[0]
 
     def duration(self, meta, children):
-        return A.Duration(children[0].value, str(children[1]).lower(), span=_span(meta))
+        return A.Duration(children[0].value, str(children[1]).lower(), span=self._span(meta))
 
     def string_lit(self, meta, children):
         raw = str(children[0])[1:-1]
-        return A.Literal(re.sub(r"\\(.)", r"\1", raw), span=_span(meta))
+        return A.Literal(re.sub(r"\\(.)", r"\1", raw), span=self._span(meta))
 
     def true_lit(self, meta, children):
-        return A.Literal(True, span=_span(meta))
+        return A.Literal(True, span=self._span(meta))
 
     def false_lit(self, meta, children):
-        return A.Literal(False, span=_span(meta))
+        return A.Literal(False, span=self._span(meta))
 
     def null_lit(self, meta, children):
-        return A.Literal(None, span=_span(meta))
+        return A.Literal(None, span=self._span(meta))
 
     def attr(self, meta, children):
-        return A.Attr(str(children[0]), str(children[1]), span=_span(meta))
+        return A.Attr(_name(children[0]), _name(children[1]), span=self._span(meta))
 
     def indexed_attr(self, meta, children):
         var, index, attr = children
-        return A.Attr(str(var), str(attr), index, span=_span(meta))
+        return A.Attr(_name(var), _name(attr), index, span=self._span(meta))
 
     def index_abs(self, meta, children):
         return int(children[0])
@@ -244,27 +294,28 @@ class _ToAst(Transformer):
     def index_i_minus(self, meta, children):
         k = int(children[-1])
         if k != 1:
-            raise QueryError(f"only b[i] and b[i-1] are supported, not b[i-{k}]", None, meta.line, meta.column)
+            raise QueryError(f"only b[i] and b[i-1] are supported, not b[i-{k}]", self.text,
+                             *self.positions.at(meta.start_pos))
         return "i-1"
 
     def first_attr(self, meta, children):
-        return A.Attr(str(children[0]), str(children[1]), "first", span=_span(meta))
+        return A.Attr(_name(children[0]), _name(children[1]), "first", span=self._span(meta))
 
     def last_attr(self, meta, children):
-        return A.Attr(str(children[-2]), str(children[-1]), "last", span=_span(meta))
+        return A.Attr(_name(children[-2]), _name(children[-1]), "last", span=self._span(meta))
 
     def prev(self, meta, children):
-        return A.Prev(A.Attr(str(children[0]), str(children[1]), span=_span(meta)), span=_span(meta))
+        return A.Prev(A.Attr(_name(children[0]), _name(children[1]), span=self._span(meta)), span=self._span(meta))
 
     def count(self, meta, children):
-        return A.Agg("count", str(children[0]), span=_span(meta))
+        return A.Agg("count", _name(children[0]), span=self._span(meta))
 
     def agg(self, meta, children):
         func, var, attr = children
-        return A.Agg(str(func).lower(), str(var), str(attr), span=_span(meta))
+        return A.Agg(str(func).lower(), _name(var), _name(attr), span=self._span(meta))
 
     def agg_max(self, meta, children):
-        return A.Agg("max", str(children[-2]), str(children[-1]), span=_span(meta))
+        return A.Agg("max", _name(children[-2]), _name(children[-1]), span=self._span(meta))
 
 
 def _expected(err: UnexpectedInput) -> str:
@@ -281,26 +332,23 @@ def _expected(err: UnexpectedInput) -> str:
 
 
 def parse_tree(text: str) -> A.QueryNode:
-    """Parse query text into a ``QueryNode`` (syntax only; see ``cepkit.parse`` for the checks)."""
+    """Parse query text into a ``QueryNode`` (syntax and limits only; see ``cepkit.parse`` for the checks)."""
+    positions = _Positions(text)
     try:
         tree = _parser().parse(text)
-    except UnexpectedEOF as err:
-        lines = text.splitlines() or [""]
-        raise QueryError("the query ends too early" + _expected(err), text, len(lines), len(lines[-1]) + 1) from None
-    except UnexpectedToken as err:
-        if err.token.type == "$END":
+    except UnexpectedInput as err:
+        token = getattr(err, "token", None)
+        if isinstance(err, UnexpectedEOF) or (token is not None and token.type == "$END"):
             lines = text.splitlines() or [""]
             raise QueryError("the query ends too early" + _expected(err), text, len(lines),
                              len(lines[-1]) + 1) from None
-        raise QueryError(f"unexpected {str(err.token)!r}" + _expected(err), text, err.line, err.column,
-                         len(str(err.token))) from None
-    except UnexpectedCharacters as err:
-        raise QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + _expected(err), text, err.line,
-                         err.column) from None
-    try:
-        return _ToAst().transform(tree)
-    except VisitError as err:
-        inner = err.orig_exc
-        if isinstance(inner, QueryError):
-            raise QueryError(inner.reason, text, inner.line, inner.column) from None
+        if isinstance(err, UnexpectedToken):
+            raise QueryError(f"unexpected {str(token)!r}" + _expected(err), text, *positions.at(token.start_pos),
+                             len(str(token))) from None
+        if isinstance(err, UnexpectedCharacters):
+            raise QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + _expected(err), text,
+                             *positions.at(err.pos_in_stream)) from None
         raise
+    query = _ToAst(text).transform(tree)
+    check_limits(query, text)
+    return query

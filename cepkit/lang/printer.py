@@ -1,12 +1,17 @@
 """AST -> text. ``parse(pretty(q)) == q`` for every tree the parser can build.
 
-Patterns print in CEL notation (``A a ; B b``) when their items are plain patterns and in SASE/NEEL
+Type and variable names that are keywords print in backquotes (`` `PATTERN` AS a ``): the parser reads a
+backquoted word as a name wherever it stands. Patterns print in CEL notation (``A a ; B b``) when their items are plain patterns and in SASE/NEEL
 notation (``SEQ(...)``) when they hold negations or conditions; parentheses are added by precedence.
 """
 from __future__ import annotations
 
+import math
+from numbers import Integral
+
 from . import ast as A
 from .ast import Visitor
+from .parser import KEYWORDS
 
 # Pattern precedence, loosest first: FILTER < OR < ; < + < primary.
 _P_FILTER, _P_OR, _P_SEQ, _P_PLUS, _P_PRIMARY = range(5)
@@ -24,11 +29,21 @@ def _literal(value) -> str:
         return "false"
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-    return repr(value)
+    return _amount(value)
 
 
 def _amount(value) -> str:
-    return repr(int(value)) if float(value).is_integer() and not isinstance(value, float) else repr(value)
+    """A number as the grammar reads it back: ints exact, floats by repr; inf and nan have no spelling."""
+    if isinstance(value, Integral):
+        return str(int(value))
+    if not math.isfinite(value):
+        raise ValueError(f"{value!r} has no spelling in the query language (numbers are finite, docs/limits.md)")
+    return repr(float(value))
+
+
+def _name(name: str) -> str:
+    """A type or variable name; a keyword is backquoted so that it reads back as a name."""
+    return f"`{name}`" if name.lower() in KEYWORDS else name
 
 
 class _Printer(Visitor):
@@ -38,8 +53,8 @@ class _Printer(Visitor):
         return f"({text})" if prec < min_prec else text
 
     def visit_atom(self, n: A.Atom):
-        type_ = n.type if n.type is not None else "ANY"
-        return (f"{type_} AS {n.var}" if n.var else type_), _P_PRIMARY
+        type_ = _name(n.type) if n.type is not None else "ANY"
+        return (f"{type_} AS {_name(n.var)}" if n.var else type_), _P_PRIMARY
 
     def visit_seq(self, n: A.Seq):
         if len(n.items) >= 2 and all(isinstance(i, A.Pattern) for i in n.items):
@@ -60,7 +75,8 @@ class _Printer(Visitor):
     def visit_plus(self, n: A.Plus):
         inner = n.pattern
         if isinstance(inner, A.Atom) and inner.type is not None:
-            return (f"{inner.type}+ AS {inner.var}" if inner.var else f"{inner.type}+"), _P_PLUS
+            kleene = _name(inner.type) + "+"
+            return (f"{kleene} AS {_name(inner.var)}" if inner.var else kleene), _P_PLUS
         return self.pat(inner, _P_PRIMARY) + "+", _P_PLUS
 
     def visit_strategy(self, n: A.Strategy):
@@ -96,16 +112,17 @@ class _Printer(Visitor):
 
     def visit_attr(self, n: A.Attr):
         if n.index is None:
-            return f"{n.var}.{n.attr}", _C_ATOM
+            return f"{_name(n.var)}.{n.attr}", _C_ATOM
         if n.index in ("first", "last"):
-            return f"{n.index}({n.var}).{n.attr}", _C_ATOM
-        return f"{n.var}[{n.index}].{n.attr}", _C_ATOM
+            return f"{n.index}({_name(n.var)}).{n.attr}", _C_ATOM
+        return f"{_name(n.var)}[{n.index}].{n.attr}", _C_ATOM
 
     def visit_agg(self, n: A.Agg):
-        return (f"{n.func}({n.var})" if n.attr is None else f"{n.func}({n.var}.{n.attr})"), _C_ATOM
+        var = _name(n.var)
+        return (f"{n.func}({var})" if n.attr is None else f"{n.func}({var}.{n.attr})"), _C_ATOM
 
     def visit_prev(self, n: A.Prev):
-        return f"prev({n.arg.var}.{n.arg.attr})", _C_ATOM
+        return f"prev({_name(n.arg.var)}.{n.arg.attr})", _C_ATOM
 
     def visit_arith(self, n: A.Arith):
         prec = _ARITH_PREC[n.op]
@@ -137,10 +154,10 @@ class _Printer(Visitor):
         head = ""
         if q.strategy or (q.select is not None and q.core_style):
             head = "SELECT " + (q.strategy + " " if q.strategy else "")
-            head += ", ".join(q.select) if q.select is not None else "*"
+            head += ", ".join(map(_name, q.select)) if q.select is not None else "*"
             parts.append(head)
         if q.core_style:
-            parts.append(f"FROM {q.source} WHERE {self.pat(q.pattern, _P_FILTER)}")
+            parts.append(f"FROM {_name(q.source)} WHERE {self.pat(q.pattern, _P_FILTER)}")
         else:
             parts.append(self.pat(q.pattern, _P_FILTER) if not head else "PATTERN " + self.pat(q.pattern, _P_FILTER))
         if q.where is not None:
@@ -152,7 +169,7 @@ class _Printer(Visitor):
         if q.consume:
             parts.append("CONSUME BY " + q.consume)
         if q.select is not None and not head:
-            parts.append("RETURN " + ", ".join(q.select))
+            parts.append("RETURN " + ", ".join(map(_name, q.select)))
         return " ".join(parts)
 
 

@@ -9,6 +9,7 @@ from . import ast as A
 from ..errors import QueryError
 from .checks import bound, check_well_formed, definitions, negated_vars
 from .hierarchy import Hierarchy, as_hierarchy, attribute_concepts
+from .limits import check_limits
 from .parser import parse_tree
 from .printer import pretty
 from .scope import scoped
@@ -34,7 +35,7 @@ class Query:
 
     def __init__(self, ast: A.QueryNode, text: Optional[str] = None, hierarchy: Optional[Hierarchy] = None):
         self.ast = ast
-        self.text = text if text is not None else pretty(ast)
+        self.text = text if text is not None else pretty(ast)  # the text the tree's spans point into
         self.hierarchy = hierarchy
 
     # The clauses, for engines.
@@ -78,11 +79,12 @@ class Query:
         return _features(self)
 
     def with_strategy(self, strategy: Optional[str]) -> "Query":
-        """The same query under another top-level strategy (None or "ALL": every match)."""
+        """The same query under another top-level strategy (None or "ALL": every match). It keeps the text the
+        user wrote: the tree's spans point into it, so errors show their caret there."""
         name = None if strategy in (None, "ALL") else strategy.upper()
         name = "NEXT" if name == "NXT" else name
         ast = A.QueryNode(**{**_fields(self.ast), "strategy": name}, span=self.ast.span)
-        query = Query(ast, None, self.hierarchy)
+        query = Query(ast, self.text, self.hierarchy)
         check_well_formed(ast, query.text)
         return query
 
@@ -117,6 +119,7 @@ def parse(text, hierarchy=None) -> Query:
             return text
         return Query(text.ast, text.text, as_hierarchy(hierarchy))
     if isinstance(text, A.QueryNode):
+        check_limits(text)  # before printing: the printer recurses
         text = pretty(text)
     if not isinstance(text, str):
         raise TypeError(f"a query is text or a Query, not {type(text).__name__}")
