@@ -5,18 +5,20 @@
 - ``AutomatonView(query, events)``: the compiled CEA, stepped event by event;
 - ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
 - ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step (digest 000b §3);
-- ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up.
+- ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
+- ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``).
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
-``cepkit.engines`` and ``cepkit.automaton``, and fall back to the ``reference`` engine when the chosen
-engine cannot run a query.
+``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain`` and ``cepkit.why_not``, and fall back to the
+``reference`` engine when the chosen engine cannot run a query.
 """
 from .automaton_view import AutomatonView
 from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
+from .explain_view import ExplainView
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "MatchTimeline", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "ExplainView", "MatchTimeline", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]

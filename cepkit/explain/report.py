@@ -70,12 +70,16 @@ class Explanation:
     def __repr__(self):
         return f"<Explanation: {self.verdict()}, {len(self.failures)} failed clause(s)>"
 
+    def query_html(self) -> str:
+        """The query text as HTML, each reason's part underlined (red: failed, green: satisfied)."""
+        return underlined(self.query, self.reasons)
+
     def _repr_html_(self):
         colour = SATISFIED_COLOUR if self.is_match else FAILED_COLOUR
         items = "".join(f"<li><b style='color:{SATISFIED_COLOUR if not r.failed else FAILED_COLOUR}'>"
                         f"{html.escape(r.kind)}</b>: {html.escape(r.message)}</li>" for r in self.reasons)
         return (f"<div class='cepkit-explanation'><p><b style='color:{colour}'>{html.escape(self.verdict())}</b></p>"
-                f"<pre style='white-space:pre-wrap'>{underlined(self.query, self.reasons)}</pre><ul>{items}</ul></div>")
+                f"<pre style='white-space:pre-wrap'>{self.query_html()}</pre><ul>{items}</ul></div>")
 
 
 class NearMisses(list):

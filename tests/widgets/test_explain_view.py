@@ -1,0 +1,56 @@
+"""``ExplainView``: candidates built by clicks, typed positions or a near miss; verdict, reasons, query text."""
+from plotly.callbacks import Points
+
+import cepkit
+from cepkit.widgets import ExplainView
+
+PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
+
+
+def click(view, position):
+    index = view._shown.index(position)
+    view.strip.data[0]._dispatch_on_click(Points(point_inds=[index], trace_index=0), None)
+
+
+def test_clicking_events_builds_the_candidate_and_explains_it():
+    view = ExplainView(PHI1, cepkit.datasets.cel_fire_sensors())
+    assert view.explanation is None and "x.tmp &gt; 40" in view.text.value
+    click(view, 1)
+    click(view, 5)
+    assert view.candidate == (1, 5) and view.positions.value == "1,5"
+    assert "is not a match" in view.verdict.value
+    assert "event 5 has type T; `H AS y` needs H" in view.reasons.value
+    assert "<u " in view.text.value and ">H AS y</u>" in view.text.value     # the failing atom underlined
+    click(view, 5)
+    click(view, 2)
+    assert view.explanation.is_match and "is a match" in view.verdict.value
+    assert view.strip.data[0].marker.color[view._shown.index(2)] == "#d62728"
+
+
+def test_typed_positions_and_bad_input():
+    view = ExplainView(PHI1, cepkit.datasets.cel_fire_sensors())
+    view.positions.value = "1, 8"
+    assert view.candidate == (1, 8) and view.explanation.is_match
+    view.positions.value = "1,99"
+    assert "position 99 is not in the stream" in view.verdict.value
+    view.positions.value = "one"
+    assert "positions are numbers" in view.verdict.value
+    view.clear.click()
+    assert view.candidate == () and view.reasons.value == ""
+
+
+def test_why_not_lists_near_misses_and_a_pick_explains_one():
+    view = ExplainView("SEQ(T x, H y) WHERE x.tmp > 45 and y.hum < 19", cepkit.datasets.cel_fire_sensors())
+    view.why.click()
+    assert view.near_misses and view.misses.options
+    assert "near miss(es)" in view.misses_note.value
+    view.misses.value = 0
+    assert view.candidate == view.near_misses[0].positions
+    assert "is not a match" in view.verdict.value and "condition" in view.reasons.value
+
+
+def test_a_long_stream_shows_the_events_around_the_candidate():
+    events = [{"type": "A" if i % 2 else "B", "ts": i} for i in range(2000)]
+    view = ExplainView("SEQ(A a, B b) WITHIN 3", events, (1501, 1502), max_events=100)
+    assert len(view._shown) == 100 and 1501 in view._shown
+    assert view.explanation.is_match

@@ -1,0 +1,194 @@
+"""``ExplainView``: why is this a match, why is that not, and why did the query never fire (issue 13).
+
+Click events on the event strip (lanes by type, on a time axis) to build a candidate, or type its positions;
+the view shows the verdict, the reasons, and the query text with the failing parts underlined in red (the
+satisfied ones in green). "Why not?" lists the near misses (``cepkit.why_not``); picking one explains it.
+On a long stream the strip shows the events around the candidate (``max_events`` of them). The widget only
+calls ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.match``.
+"""
+from __future__ import annotations
+
+import html
+from typing import Optional
+
+import ipywidgets as widgets
+import pandas as pd
+import plotly.graph_objects as go
+import traitlets
+
+import cepkit
+
+from .execution import as_stream
+from .timeline import event_text
+
+CHOSEN, OTHER = "#d62728", "#8c96a0"
+
+
+class ExplainView(widgets.VBox):
+    """Explain candidates of ``query`` over ``events``.
+
+    Parameters
+    ----------
+    query : str or ``cepkit.Query``
+    events : DataFrame, iterable of dicts or of ``cepkit.Event``
+    candidate : optional tuple of positions (or bindings dict) to explain first
+    strategy, hierarchy : as for ``cepkit.explain``
+    max_events : how many events the strip shows around the candidate
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> view = ExplainView("(T AS x ; H AS y) FILTER x.tmp > 40", cepkit.datasets.cel_fire_sensors(), (1, 2))
+    >>> view.explanation.is_match, view.candidate
+    (True, (1, 2))
+    >>> view.toggle(2); view.toggle(5); view.explanation.is_match
+    False
+    """
+
+    candidate = traitlets.Tuple(help="the positions being explained")
+
+    def __init__(self, query, events, candidate=None, strategy: Optional[str] = None, hierarchy=None,
+                 max_events: int = 400):
+        self.query = cepkit.parse(query, hierarchy)
+        self.stream = as_stream(events)
+        self.strategy, self.hierarchy, self.max_events = strategy, hierarchy, max_events
+        self.explanation = None
+        self.near_misses = None
+        self.lanes: dict = {}
+        for event in self.stream:
+            self.lanes.setdefault(event.type, len(self.lanes))
+        self.positions = widgets.Text(placeholder="positions, e.g. 1,8 (or click events below)",
+                                      description="candidate", continuous_update=False)
+        self.clear = widgets.Button(description="Clear")
+        self.why = widgets.Button(description="Why not?", tooltip="near misses: candidates failing fewest clauses")
+        self.verdict = widgets.HTML()
+        self.text = widgets.HTML()
+        self.reasons = widgets.HTML()
+        self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
+        self.misses_note = widgets.HTML()
+        self.strip = go.FigureWidget(data=[go.Scatter(name="events", x=[], y=[], mode="markers")])
+        self.strip.update_layout(height=130 + 30 * len(self.lanes), margin={"l": 10, "r": 10, "t": 30, "b": 30},
+                                 showlegend=False, clickmode="event", title={"text": "click events to build a candidate",
+                                                                             "font": {"size": 12}},
+                                 yaxis={"tickvals": list(self.lanes.values()), "ticktext": list(self.lanes),
+                                        "fixedrange": True})
+        self.strip.data[0].on_click(self._clicked)
+        self.positions.observe(self._typed, "value")
+        self.clear.on_click(lambda _: setattr(self, "candidate", ()))
+        self.why.on_click(lambda _: self.show_near_misses())
+        self.misses.observe(self._picked, "value")
+        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip, self.verdict, self.text,
+                          self.reasons, self.misses_note, self.misses])
+        self._shown: list = []
+        if candidate is not None:
+            self.explain(candidate)
+        else:
+            self._draw()
+            self.text.value = self._query_html(None)
+
+    # ------------------------------------------------------------------ public
+    def explain(self, candidate) -> "cepkit.Explanation":
+        """Explain ``candidate`` (positions or bindings) and show it."""
+        self.explanation = cepkit.explain(self.query, self.stream, candidate, self.strategy, self.hierarchy)
+        self.candidate = self.explanation.positions
+        return self.explanation
+
+    def toggle(self, position: int) -> None:
+        """Add ``position`` to the candidate, or take it out."""
+        chosen = set(self.candidate) ^ {int(position)}
+        self.candidate = tuple(sorted(chosen))
+
+    def show_near_misses(self, limit: int = 10):
+        """Run ``cepkit.why_not`` and list its near misses (picking one explains it)."""
+        self.near_misses = cepkit.why_not(self.query, self.stream, limit=limit, strategy=self.strategy,
+                                          hierarchy=self.hierarchy)
+        self.misses_note.value = f"<small>{html.escape(self.near_misses.summary())}</small>"
+        self.misses.options = [(self._row(e), k) for k, e in enumerate(self.near_misses)]
+        self.misses.value = None
+        return self.near_misses
+
+    def __repr__(self):
+        verdict = "none" if self.explanation is None else ("match" if self.explanation.is_match else "no match")
+        return f"ExplainView(candidate={self.candidate}, verdict={verdict})"
+
+    # ------------------------------------------------------------------ reactions
+    @traitlets.observe("candidate")
+    def _on_candidate(self, change) -> None:
+        self.positions.value = ",".join(map(str, self.candidate))
+        if not self.candidate:
+            self.explanation = None
+            self.verdict.value = self.reasons.value = ""
+            self.text.value = self._query_html(None)
+        elif self.explanation is None or self.explanation.positions != self.candidate:
+            try:
+                self.explanation = cepkit.explain(self.query, self.stream, self.candidate, self.strategy,
+                                                  self.hierarchy)
+            except ValueError as err:
+                self.explanation = None
+                self.verdict.value = f"<span style='color:{CHOSEN}'>{html.escape(str(err))}</span>"
+                self._draw()
+                return
+        if self.explanation is not None:
+            self._show(self.explanation)
+        self._draw()
+
+    def _typed(self, change) -> None:
+        try:
+            chosen = tuple(sorted({int(p) for p in change["new"].replace(" ", "").split(",") if p}))
+        except ValueError:
+            self.verdict.value = f"<span style='color:{CHOSEN}'>positions are numbers separated by commas</span>"
+            return
+        if chosen != self.candidate:
+            self.candidate = chosen
+
+    def _clicked(self, trace, points, state) -> None:
+        for index in points.point_inds:
+            self.toggle(self._shown[index])
+
+    def _picked(self, change) -> None:
+        if change["new"] is not None:
+            miss = self.near_misses[change["new"]]
+            self.explanation = miss
+            self.candidate = miss.positions
+            self._show(miss)
+
+    # ------------------------------------------------------------------ drawing
+    def _show(self, explanation) -> None:
+        colour = "#2ca02c" if explanation.is_match else CHOSEN
+        self.verdict.value = f"<b style='color:{colour};font-size:110%'>{html.escape(explanation.verdict())}</b>"
+        self.text.value = self._query_html(explanation)
+        rows = "".join(f"<li><b style='color:{'#2ca02c' if not r.failed else CHOSEN}'>{html.escape(r.kind)}</b> "
+                       f"{html.escape(r.message)}</li>" for r in explanation.reasons)
+        self.reasons.value = f"<ul style='margin-top:0'>{rows}</ul>"
+
+    def _query_html(self, explanation) -> str:
+        text = html.escape(self.query.text) if explanation is None else explanation.query_html()
+        return f"<pre style='white-space:pre-wrap;font-size:105%;line-height:1.6'>{text}</pre>"
+
+    def _row(self, explanation) -> str:
+        failed = explanation.failures
+        first = failed[0].message if failed else ""
+        return f"{explanation.positions}: {len(failed)} failed · {first}"
+
+    def _window(self) -> range:
+        """The positions the strip shows: all of a short stream, else ``max_events`` around the candidate."""
+        n = len(self.stream)
+        if n <= self.max_events:
+            return range(n)
+        middle = (min(self.candidate) + max(self.candidate)) // 2 if self.candidate else 0
+        start = min(max(middle - self.max_events // 2, 0), n - self.max_events)
+        return range(start, start + self.max_events)
+
+    def _draw(self) -> None:
+        self._shown = list(self._window())
+        chosen = set(self.candidate)
+        times = [self.stream[p].time for p in self._shown]
+        x = pd.to_datetime(times, unit="s", utc=True) if self.stream.ts_is_datetime else times
+        self.strip.data[0].update({
+            "x": list(x), "y": [self.lanes[self.stream[p].type] for p in self._shown],
+            "hovertext": [event_text(self.stream[p]) for p in self._shown],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "marker": {"size": [13 if p in chosen else 8 for p in self._shown],
+                       "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
+                       "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]},
+        }, overwrite=True)
