@@ -59,6 +59,8 @@ def new_runs(capacity: int) -> Runs:
 
 
 def _grown_runs(runs: Runs, capacity: int) -> Runs:
+    """``runs`` with room for ``capacity`` states; a re-allocated list shares the old one's count ``n``,
+    which identifies a list of runs across re-allocations."""
     if len(runs.state) >= capacity:
         return runs
     state, node = np.empty(capacity, np.int32), np.empty(capacity, np.int32)
@@ -355,7 +357,7 @@ class Evaluator:
                            np.zeros(1, np.int64))
         self.outputs = Outputs(limit)
         self.info = np.zeros(5, np.int64)
-        self.scratch = self._scratch(8)
+        self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")
 
     @property
@@ -371,12 +373,22 @@ class Evaluator:
     def new_runs(self) -> Runs:
         return new_runs(len(self.scratch.marked))
 
+    def _fit(self, runs: Runs) -> Runs:
+        """Scratch and ``runs`` with a slot per state of the table. The kernel writes a slot per state it
+        touches without bounds checks, and the table may have grown since ``runs`` was made: through
+        another list of runs (another partition, an earlier run of the same plan) or a MISS."""
+        rows = self.table.skip.shape[0]
+        if rows > len(self.scratch.marked):
+            self.scratch = self._scratch(rows)
+        return _grown_runs(runs, rows)
+
     def run(self, batch: Batch, runs: Runs, others=None) -> Runs:
         """Feed ``batch`` to ``runs`` and return them (re-allocated when the automaton grew). ``others()``
         lists every other live (Runs, lowest live start key), which compaction must keep."""
         i, n = 0, len(batch.pos)
         self.info[2:4] = 0
         compacted_at = -1   # the event at which the arena last filled up
+        runs = self._fit(runs)
         while True:
             status = advance(self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
                              self.scratch, self.roots, self.collect, self.info)
@@ -385,16 +397,13 @@ class Evaluator:
             i = int(self.info[2])
             if status == MISS:
                 self.table.fill(int(self.info[0]), int(self.info[1]))
-                rows = self.table.skip.shape[0]
-                if rows > len(self.scratch.marked):
-                    self.scratch = self._scratch(rows)
-                runs = _grown_runs(runs, rows)
+                runs = self._fit(runs)
             elif status == ROOTS_FULL:
                 self.outputs.take(self.arena, self.roots)
             else:
                 self.outputs.take(self.arena, self.roots)
                 live = [(runs, float(batch.key[i] - batch.limit[i]))]
-                live += [(r, lower) for r, lower in (others() if others else ()) if r is not runs]
+                live += [(r, lower) for r, lower in (others() if others else ()) if r.n is not runs.n]
                 # Full again at the same event: one event needs more free nodes than compaction left, so
                 # make the arena grow (otherwise the kernel and compaction would take turns forever).
                 self.compact(live, min_free=len(self.arena.pos) if i == compacted_at else 0)
@@ -402,14 +411,21 @@ class Evaluator:
 
     def compact(self, live: list, min_free: int = 0) -> None:
         """Reclaim every node no run reaches inside its window; ``live`` lists (Runs, lowest live start);
-        the arena grows until at least ``min_free`` nodes are free."""
+        the arena grows until at least ``min_free`` nodes are free. A run whose every event starts before
+        its window is dropped from its list: its node is gone (NONE), and the kernel must never read it
+        (a NONE index would wrap around to the new arena's unwritten last slot)."""
         roots = np.concatenate([r.node[:r.n[0]] for r, _ in live]).astype(np.int32)
         lowers = np.concatenate([np.full(int(r.n[0]), lower) for r, lower in live])
         self.arena, new_ids = compact(self.arena, roots, lowers, min_free)
         at = 0
         for r, _ in live:
             k = int(r.n[0])
-            r.node[:k] = new_ids[at:at + k]
+            ids = new_ids[at:at + k]
+            kept = ids != NONE
+            n_kept = int(np.count_nonzero(kept))
+            r.state[:n_kept] = r.state[:k][kept]
+            r.node[:n_kept] = ids[kept]
+            r.n[0] = n_kept
             at += k
 
     def finish(self) -> None:
