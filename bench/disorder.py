@@ -1,6 +1,9 @@
-"""The stack engine's out-of-order modes as disorder grows (digest 000a §2.2, §2.7): result latency,
-state size, throughput and accuracy of K-slack, conservative and aggressive, against the in-order
-incremental matcher over the sorted stream measured in the same run.
+"""Out-of-order modes as disorder grows (digest 000a §2.2, §2.7): result latency, state size, throughput
+and accuracy of K-slack, conservative and aggressive, against the in-order incremental matcher over the
+sorted stream measured in the same run. Two parts: the stack engine's own modes over a grid of disorder
+(``QUERY``), and every engine behind the out-of-order layer (``cepkit.runtime.disorder``) on a negation,
+a Kleene query and an SES pattern (``WORKLOADS``; ``stack+layer`` is the stack's in-order matcher behind
+the layer, the measurement behind docs/decisions.md's choice of the stack's own modes).
 
 Streams: one event per second, types A-D, ``id`` in 0..9. A share ``p`` of the events (0-50%) is late,
 each by a delay drawn uniformly up to ``D`` (1 to 10 windows); the arrival order sorts events by ts +
@@ -15,8 +18,9 @@ itself adds: the digest's "output time minus the arrival time of the match's las
 stores, buffers, holding set); throughput = events/s, and its ratio to the in-order incremental matcher; lost / wrong =
 final matches missing / not in the truth; ``-`` = retractions sent.
 
-    python bench/disorder.py            # full grid, writes bench/disorder.png (about 4 minutes)
+    python bench/disorder.py            # full grid, writes bench/disorder.png (about 4 minutes), then engines
     python bench/disorder.py --quick    # smaller streams and grid
+    python bench/disorder.py --engines-only --events 3000   # only the engines behind the layer
 """
 from __future__ import annotations
 
@@ -29,7 +33,9 @@ import numpy as np
 from tqdm import tqdm
 
 import cepkit
-from cepkit.runtime import Stream
+from cepkit.runtime import Matches, Stream
+from cepkit.runtime.disorder import layered
+from cepkit.runtime.registry import get_engine, registered, select_engine
 from stack import timed
 
 QUERY = "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 10"
@@ -37,10 +43,18 @@ WINDOW = 10
 HERE = pathlib.Path(__file__).resolve().parent
 
 
-def disordered(n: int, late_share: float, max_delay: float, seed: int = 0) -> list:
+# (label, query, ids in the stream): every engine that runs the query is measured behind the layer
+WORKLOADS = [
+    ("negation", QUERY, 10),
+    ("Kleene MAX", "SELECT MAX * PATTERN SEQ(A a, B+ b, C c) WITHIN 10 PARTITION BY id", 3),
+    ("SES", "SEQ({A a, B b}, {C c}) WITHIN 10 PARTITION BY id", 3),
+]
+
+
+def disordered(n: int, late_share: float, max_delay: float, seed: int = 0, ids: int = 10) -> list:
     """Event dicts in arrival order: in-order ts, a share of them delayed by up to ``max_delay``."""
     rng = random.Random(seed)
-    events = [{"type": rng.choice("ABCD"), "ts": i, "id": rng.randrange(10)} for i in range(n)]
+    events = [{"type": rng.choice("ABCD"), "ts": i, "id": rng.randrange(ids)} for i in range(n)]
     arrival = [e["ts"] + (rng.uniform(0, max_delay) if rng.random() < late_share else 0) for e in events]
     return [events[i] for i in sorted(range(n), key=lambda i: (arrival[i], events[i]["ts"]))]
 
@@ -53,18 +67,29 @@ def observed_delay(arrived: list) -> float:
     return delay
 
 
-def in_order_incremental(stream: Stream) -> list:
-    """The in-order incremental matcher over the sorted stream: the baseline of the (incremental) modes.
-    ``cepkit.match`` in order runs the columnar run instead (bench/stack.py), not comparable here."""
-    matcher = cepkit.engines.stack.StackEngine().compile(cepkit.parse(QUERY)).matcher()
-    for event in stream:
-        matcher.push(event)
-    matcher.close()
-    return matcher.net()
+def in_order_incremental(query: str, engine: str, stream: Stream) -> list:
+    """An engine's in-order incremental matcher over the sorted stream: the baseline of the (incremental)
+    modes. ``cepkit.match`` in order may run a batch path instead (the stack's columnar run), not comparable."""
+    matcher = select_engine(cepkit.parse(query), engine, {})[1].matcher()
+    found = [m for event in stream for m in matcher.push(event)]
+    return found + matcher.close()
 
 
-def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, **options) -> dict:
-    seconds, found = timed(lambda: cepkit.match(QUERY, stream, engine="stack", **options), repeat)
+def through_layer(query: str, engine: str, stream: Stream, **options) -> Matches:
+    """``cepkit.match`` with the engine's in-order matcher behind the layer even where it has its own mode."""
+    q = cepkit.parse(query)
+    plan = layered(get_engine(engine), q, options["disorder"], options)
+    found = plan.run(stream)
+    return Matches(found, engine, q, deltas=plan.deltas(), info=plan.info())
+
+
+def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, query: str = QUERY, engine: str = "stack",
+            **options) -> dict:
+    if engine == "stack+layer":
+        run = lambda: through_layer(query, "stack", stream, **options)   # noqa: E731
+    else:
+        run = lambda: cepkit.match(query, stream, engine=engine, **options)   # noqa: E731
+    seconds, found = timed(run, repeat)
     net = {m.key for m in found}
     first_out = {}
     for d in found.deltas:
@@ -86,7 +111,70 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--events", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing (the best is kept)")
+    parser.add_argument("--engines-only", action="store_true", help="only the engines behind the layer")
     args = parser.parse_args()
+    if not args.engines_only:
+        stack_grid(args)
+    engines_table(args.events or (2000 if args.quick else 4000), args.repeat)
+
+
+def sorted_truth(query: str, engine: str, arrived: list, repeat: int) -> tuple:
+    """(the stream, the sorted stream's order, the truth with arrival positions, in-order matcher ev/s)."""
+    n = len(arrived)
+    stream = Stream.from_any(arrived)
+    order = sorted(range(n), key=lambda p: (stream.times[p], p))
+    sorted_stream = Stream.from_any([arrived[p] for p in order])
+    in_order = cepkit.match(query, sorted_stream, engine=engine)
+    seconds, incremental = timed(lambda: in_order_incremental(query, engine, sorted_stream), repeat)
+    assert sorted(m.key for m in incremental) == sorted(m.key for m in in_order)
+    truth = {(tuple(sorted(order[i] for i in m.positions)),
+              tuple(sorted((v, tuple(order[i] for i in x) if isinstance(x, tuple) else order[x])
+                           for v, x in m.bindings.items()))) for m in in_order}
+    return stream, truth, n / seconds
+
+
+def engines_table(n: int, repeat: int) -> None:
+    """Each workload x every engine that runs it x each mode, a quarter of the events late by up to 1 or 5
+    windows; ratio = throughput / that engine's in-order incremental matcher."""
+    rows = []
+    for label, query, ids in WORKLOADS:
+        q = cepkit.parse(query)
+        engines = []
+        for engine in registered():
+            try:
+                select_engine(q, engine.name, {})
+            except cepkit.QueryError:
+                continue
+            if engine.name != "reference":
+                engines.append(engine.name)
+        if "stack" in engines:
+            engines.append("stack+layer")
+        for windows in (1, 5):
+            arrived = disordered(n, 0.25, windows * WINDOW, ids=ids)
+            bound = observed_delay(arrived)
+            for engine in tqdm(engines, desc=f"{label}, delay {windows} W"):
+                stream, truth, base = sorted_truth(query, engine.split("+")[0], arrived, repeat)
+                clock = np.maximum.accumulate(stream.times)
+                for mode, options in {"kslack": {"disorder": "kslack", "k": bound},
+                                      "conservative": {"disorder": "conservative", "max_delay": bound},
+                                      "aggressive": {"disorder": "aggressive", "max_delay": bound}}.items():
+                    row = measure(stream, truth, clock, repeat, query, engine, **options)
+                    rows.append({"workload": label, "engine": engine, "delay_windows": windows, "mode": mode,
+                                 "baseline": base, "matches": len(truth), **row})
+    print(f"\n{n} events per stream, 25 % late by up to D windows; latency in stream seconds; "
+          "ratio = throughput / the engine's in-order incremental matcher")
+    for label, query, _ in WORKLOADS:
+        print(f"  {label}: {query}")
+    print(f"{'workload':11} {'engine':12} {'D/W':>3} {'mode':13} {'matches':>7} {'latency':>8} {'wait':>6} "
+          f"{'state':>6} {'ev/s':>8} {'in-order':>8} {'ratio':>6} {'lost':>5} {'wrong':>5} {'-':>5}")
+    for r in rows:
+        print(f"{r['workload']:11} {r['engine']:12} {r['delay_windows']:3d} {r['mode']:13} {r['matches']:7d} "
+              f"{r['latency']:8.1f} {r['wait']:6.1f} {r['state']:6d} {r['throughput']:8.0f} {r['baseline']:8.0f} "
+              f"{r['throughput'] / r['baseline']:6.2f} {r['lost']:5d} {r['wrong']:5d} {r['retractions']:5d}")
+
+
+def stack_grid(args) -> None:
+    """The stack engine's own modes over the grid of late shares and delays (and bench/disorder.png)."""
     n = args.events or (4000 if args.quick else 20000)
     shares = [0.0, 0.25, 0.5] if args.quick else [0.0, 0.1, 0.25, 0.5]
     delays = [1, 10] if args.quick else [1, 5, 10]       # in windows
@@ -95,17 +183,9 @@ def main() -> None:
         for windows in delays:
             for share in shares:
                 arrived = disordered(n, share, windows * WINDOW)
-                stream = Stream.from_any(arrived)
-                clock = np.maximum.accumulate(stream.times)
                 bound = observed_delay(arrived)
-                order = sorted(range(n), key=lambda p: (stream.times[p], p))
-                sorted_stream = Stream.from_any([arrived[p] for p in order])
-                in_order = cepkit.match(QUERY, sorted_stream, engine="stack")
-                seconds, incremental = timed(lambda: in_order_incremental(sorted_stream), args.repeat)
-                assert sorted(m.key for m in incremental) == sorted(m.key for m in in_order)
-                base = n / seconds
-                truth = {(tuple(sorted(order[i] for i in m.positions)),
-                          tuple(sorted((v, order[i]) for v, i in m.bindings.items()))) for m in in_order}
+                stream, truth, base = sorted_truth(QUERY, "stack", arrived, args.repeat)
+                clock = np.maximum.accumulate(stream.times)
                 modes = {"kslack K=bound": {"disorder": "kslack", "k": bound},
                          f"kslack K=W": {"disorder": "kslack", "k": WINDOW},
                          "conservative": {"disorder": "conservative", "max_delay": bound},
