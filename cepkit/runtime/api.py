@@ -74,10 +74,11 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     if options.get("disorder", "reject") == "reject":
         stream.require_order()
     chosen, plan = select_engine(q, engine, options)
-    found = plan.run(stream)   # engines pause the collector themselves where they build many matches
-    deltas = getattr(plan, "deltas", None)
+    found = plan.run(stream)   # MatchArrays, or Match objects (engines pause the collector while they build them)
     with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
-        return Matches(found, chosen.name, q, deltas=deltas() if callable(deltas) else None, info=plan.info())
+        # the emission log is read on demand (``Matches.deltas``): it may need every Match object
+        return Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None), info=plan.info(),
+                       stream=stream)
 
 
 class Matcher:

@@ -1,4 +1,6 @@
-"""Match results: ``Match`` (positions and bindings) and ``Matches`` (an ordered, de-duplicated list)."""
+"""Match results: ``Match`` (positions and bindings), ``MatchArrays`` (many matches as columns, what fast
+engines return) and ``Matches`` (ordered, de-duplicated, built from the columns; ``Match`` objects are a
+lazy view made only when someone indexes or iterates)."""
 from __future__ import annotations
 
 import collections
@@ -7,7 +9,10 @@ import gc
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Optional, Sequence
 
+import numpy as np
 import pandas as pd
+
+from ..errors import QueryError
 
 
 @dataclass(frozen=True)
@@ -45,72 +50,545 @@ class Match:
 
 
 def output_order(matches: Iterable[Match]) -> list:
-    """De-duplicate by (positions, bindings) and order by (last position, positions, bindings)."""
+    """De-duplicate by (positions, bindings) and order by (last position, positions, bindings): the
+    definition of LANGUAGE.md §10.2 on ``Match`` objects (``MatchArrays.output_index`` does it on columns)."""
     unique = {}
     for m in matches:
         unique.setdefault((m.key, m.sign), m)
     return sorted(unique.values(), key=lambda m: (m.last, m.positions, m.key[1], m.sign))
 
 
+# ----------------------------------------------------------------------------- rows as columns
+def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
+    """(new offsets, flat indices) of the CSR rows ``rows`` (in that order, repeats allowed)."""
+    lengths = (offsets[1:] - offsets[:-1])[rows]
+    new = np.zeros(len(rows) + 1, np.int64)
+    np.cumsum(lengths, out=new[1:])
+    flat = np.arange(new[-1], dtype=np.int64) + np.repeat(offsets[:-1][rows] - new[:-1], lengths)
+    return new, flat
+
+
+def _padded(offsets: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
+    """The CSR rows as an (n, longest) matrix, short rows padded with ``fill``."""
+    n = len(offsets) - 1
+    lengths = offsets[1:] - offsets[:-1]
+    width = int(lengths.max(initial=0))
+    if n and (lengths == width).all():
+        return values[offsets[0]:offsets[-1]].reshape(n, width)
+    out = np.full((n, width), fill, np.int64)
+    rows = np.repeat(np.arange(n), lengths)
+    out[rows, np.arange(len(rows)) - np.repeat(offsets[:-1] - offsets[0], lengths)] = values[offsets[0]:offsets[-1]]
+    return out
+
+
+def _words(columns: list) -> list:
+    """Integer sort keys, most significant first, packed into as few int64 words as keep their order:
+    constant columns and repeats of an earlier column say nothing and are dropped, the rest are
+    mixed-radix digits (so one ``argsort`` replaces a ``lexsort`` over many keys)."""
+    kept: list = []
+    for col in columns:
+        if not len(col) or col.min() == col.max():
+            continue
+        if len(kept) <= 16 and any(np.array_equal(col, k) for k in kept):
+            continue
+        kept.append(col)
+    words, word, span = [], None, 1
+    for col in kept:
+        low = int(col.min())
+        width = int(col.max()) - low + 1
+        if word is not None and span * width >= 1 << 62:
+            words.append(word)
+            word, span = None, 1
+        digit = col.astype(np.int64) - low
+        word = digit if word is None else word * width + digit
+        span *= width
+    if word is not None:
+        words.append(word)
+    return words
+
+
+def _lex_order(words: list, n: int) -> np.ndarray:
+    """The stable order of rows by ``words`` (none: any order is sorted)."""
+    if not words:
+        return np.arange(n)
+    if len(words) == 1:
+        w = words[0]
+        return np.arange(n) if (w[1:] >= w[:-1]).all() else np.argsort(w, kind="stable")
+    return np.lexsort(words[::-1])
+
+
+def _same_as_previous(words: list, order: np.ndarray) -> np.ndarray:
+    """Per row of ``order``: equal in every word to the row before it."""
+    same = np.zeros(len(order), bool)
+    if len(order):
+        same[1:] = True
+        for w in words:
+            ordered = w[order]
+            same[1:] &= ordered[1:] == ordered[:-1]
+    return same
+
+
+class MatchArrays(Sequence):
+    """Matches as columns, in any order and possibly repeated: what an engine returns instead of a list
+    of ``Match`` when it can (``Matches`` then orders them with numpy). Indexing or iterating builds the
+    ``Match`` objects.
+
+    Row i has ``positions[offsets[i]:offsets[i+1]]`` (its sorted positions) and the bindings
+    ``bound_positions/bound_variables[bound_offsets[i]:bound_offsets[i+1]]``, in the binding dict's order;
+    ``bound_variables`` index ``names`` and ``kleene``: a Kleene variable has one entry per position of its
+    tuple (a lone -1: the empty tuple), any other one entry. ``emitted_at`` is -1 where unknown, ``sign``
+    +1 or -1.
+    """
+
+    def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,
+                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None):
+        self.offsets = np.asarray(offsets, np.int64)
+        self.positions = np.asarray(positions, np.int64)
+        self.bound_offsets = np.asarray(bound_offsets, np.int64)
+        self.bound_positions = np.asarray(bound_positions, np.int64)
+        self.bound_variables = np.asarray(bound_variables, np.int64)
+        self.names = tuple(names)
+        self.kleene = np.asarray(kleene, bool).reshape(len(self.names))
+        n = len(self.offsets) - 1
+        self.emitted_at = np.full(n, -1, np.int64) if emitted_at is None else np.asarray(emitted_at, np.int64)
+        self.sign = np.ones(n, np.int8) if sign is None else np.asarray(sign, np.int8)
+        self._objects = objects
+
+    @classmethod
+    def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None) -> "MatchArrays":
+        """Rows of (position, variable id) pairs in position order (-1: a position no variable names), as
+        an automaton run enumerates them: the positions are the row, the named ones its bindings."""
+        positions = np.asarray(positions, np.int64)
+        variables = np.asarray(variables, np.int64)
+        offsets = np.asarray(offsets, np.int64)
+        if (variables >= 0).all():
+            return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at)
+        named = variables >= 0
+        row = np.repeat(np.arange(len(offsets) - 1), offsets[1:] - offsets[:-1])
+        bound_offsets = np.zeros(len(offsets), np.int64)
+        np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=bound_offsets[1:])
+        return cls(offsets, positions, bound_offsets, positions[named], variables[named], names, kleene, emitted_at)
+
+    @classmethod
+    def from_matches(cls, matches: list) -> "MatchArrays":
+        """The columns of a list of ``Match`` objects (kept: indexing returns them)."""
+        ids: dict = {}
+        offsets, positions, bound_offsets, bound_positions, bound_variables = [0], [], [0], [], []
+        for m in matches:
+            positions.extend(m.positions)
+            offsets.append(len(positions))
+            for name, value in m.bindings.items():
+                if isinstance(value, tuple):
+                    var = ids.setdefault((name, True), len(ids))
+                    bound_positions.extend(value or (-1,))
+                    bound_variables.extend([var] * max(len(value), 1))
+                else:
+                    bound_positions.append(value)
+                    bound_variables.append(ids.setdefault((name, False), len(ids)))
+            bound_offsets.append(len(bound_positions))
+        emitted = [-1 if m.emitted_at is None else m.emitted_at for m in matches]
+        sign = [1 if m.sign == "+" else -1 for m in matches]
+        return cls(offsets, positions, bound_offsets, bound_positions, bound_variables, [n for n, _ in ids],
+                   [k for _, k in ids], emitted, sign, objects=list(matches))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def take(self, rows) -> "MatchArrays":
+        """The rows ``rows`` (indices, repeats allowed, or a mask), in that order."""
+        rows = np.asarray(rows)
+        if rows.dtype == bool:
+            rows = np.flatnonzero(rows)
+        offsets, flat = _gather(self.offsets, rows)
+        bound_offsets, bound_flat = _gather(self.bound_offsets, rows)
+        objects = None if self._objects is None else [self._objects[i] for i in rows.tolist()]
+        return MatchArrays(offsets, self.positions[flat], bound_offsets, self.bound_positions[bound_flat],
+                           self.bound_variables[bound_flat], self.names, self.kleene, self.emitted_at[rows],
+                           self.sign[rows], objects)
+
+    def by_emission(self) -> "MatchArrays":
+        """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
+        return self.take(np.argsort(self.emitted_at, kind="stable"))
+
+    # ------------------------------------------------------------------ Match objects, on demand
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        if self._objects is None:
+            self._objects = [None] * len(self)
+        if self._objects[i] is None:
+            self._objects[i] = self._match(i)
+        return self._objects[i]
+
+    def __iter__(self):
+        if self._objects is None or any(m is None for m in self._objects):
+            self._objects = self._all_matches()
+        return iter(self._objects)
+
+    def _binding_dict(self, i: int) -> dict:
+        bindings: dict = {}
+        a, b = self.bound_offsets[i], self.bound_offsets[i + 1]
+        for p, v in zip(self.bound_positions[a:b].tolist(), self.bound_variables[a:b].tolist()):
+            name = self.names[v]
+            if self.kleene[v]:
+                bindings[name] = bindings.get(name, ()) + ((p,) if p >= 0 else ())
+            else:
+                bindings[name] = p
+        return bindings
+
+    def _match(self, i: int) -> Match:
+        e = int(self.emitted_at[i])
+        return Match(tuple(self.positions[self.offsets[i]:self.offsets[i + 1]].tolist()), self._binding_dict(i),
+                     "+" if self.sign[i] > 0 else "-", None if e < 0 else e)
+
+    def position_tuples(self) -> list:
+        """Each row's positions as a tuple."""
+        width = self.width(self.offsets)
+        if width is not None:
+            return list(zip(*self.positions.reshape(len(self), width).T.tolist())) if width else [()] * len(self)
+        flat, offsets = self.positions.tolist(), self.offsets.tolist()
+        return [tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+
+    @staticmethod
+    def width(offsets: np.ndarray) -> Optional[int]:
+        """The length every row has, or None when they differ."""
+        lengths = offsets[1:] - offsets[:-1]
+        return int(lengths[0]) if len(lengths) and (lengths == lengths[0]).all() else (0 if not len(lengths) else None)
+
+    def _all_matches(self) -> list:
+        n = len(self)
+        positions = self.position_tuples()
+        width = self.width(self.bound_offsets)
+        same_variables = width is not None and n and not self.kleene.any() and \
+            (self.bound_variables.reshape(n, width) == self.bound_variables[:width]).all()
+        if same_variables:
+            names = [self.names[v] for v in self.bound_variables[:width].tolist()]
+            bound = zip(*self.bound_positions.reshape(n, width).T.tolist()) if width else [()] * n
+            bindings = [dict(zip(names, b)) for b in bound]
+        else:
+            bindings = [self._binding_dict(i) for i in range(n)]
+        signs = ["+" if s > 0 else "-" for s in self.sign.tolist()]
+        emitted = [None if e < 0 else e for e in self.emitted_at.tolist()]
+        with collector_paused():
+            return [Match(*row) for row in zip(positions, bindings, signs, emitted)]
+
+    # ------------------------------------------------------------------ LANGUAGE.md §10.2 on columns
+    def output_index(self) -> tuple:
+        """(rows in output order, each distinct (positions, bindings) once, first occurrence kept; per
+        kept row, whether its positions differ from the row before): ``output_order`` without objects.
+
+        Rows are sorted by (last position, positions) packed into integer words; only rows tied on
+        them compare their bindings, as token rows whose lexicographic order is Python's order of the
+        sorted binding items (name rank, value or Kleene positions then -1, ...)."""
+        n = len(self)
+        lengths = self.offsets[1:] - self.offsets[:-1]
+        last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
+                        else -1, -1)
+        words = _words([last, *_padded(self.offsets, self.positions, -1).T])
+        order = _lex_order(words, n)
+        tie = _same_as_previous(words, order)
+        if not tie.any():
+            return order, np.ones(n, bool)
+        group = np.cumsum(~tie) - 1
+        in_tie = tie.copy()
+        in_tie[:-1] |= tie[1:]
+        slots = np.flatnonzero(in_tie)
+        rows = order[slots]
+        tokens = self._binding_tokens(rows)
+        tied_words = _words([group[slots], *tokens.T])
+        sub = _lex_order(tied_words, len(rows))
+        duplicate = _same_as_previous(tied_words, sub)
+        order = order.copy()
+        order[slots] = rows[sub]
+        keep = np.ones(n, bool)
+        keep[slots[duplicate]] = False
+        return order[keep], ~tie[keep]
+
+    def _binding_tokens(self, rows: np.ndarray) -> np.ndarray:
+        """Per row, its bindings as a padded token row ordered like ``tuple(sorted(bindings.items()))``."""
+        offsets, flat = _gather(self.bound_offsets, rows)
+        position, var = self.bound_positions[flat], self.bound_variables[flat]
+        row = np.repeat(np.arange(len(rows)), offsets[1:] - offsets[:-1])
+        rank = np.unique(np.asarray(self.names, dtype=object), return_inverse=True)[1].reshape(-1)[var] \
+            if self.names else var
+        order = np.lexsort((rank, row))
+        position, var, rank, row = position[order], var[order], rank[order], row[order]
+        first = np.ones(len(var), bool)
+        first[1:] = (row[1:] != row[:-1]) | (var[1:] != var[:-1])
+        last = np.ones(len(var), bool)
+        last[:-1] = first[1:]
+        closes = last & self.kleene[var]
+        count = 1 + first + closes
+        start = np.cumsum(count) - count
+        tokens = np.empty(int(count.sum()), np.int64)
+        tokens[start[first]] = rank[first]
+        tokens[start + first] = position
+        tokens[(start + first + 1)[closes]] = -1
+        token_offsets = np.zeros(len(rows) + 1, np.int64)
+        np.cumsum(np.bincount(row, weights=count, minlength=len(rows)).astype(np.int64), out=token_offsets[1:])
+        return _padded(token_offsets, tokens, -1)
+
+
+# ----------------------------------------------------------------------------- Matches
 class Matches(Sequence):
     """The matches of a query over a stream, in output order (LANGUAGE.md §10.2).
 
     ``engine`` names the engine that produced them; ``deltas`` (aggressive out-of-order mode) lists every
-    emission in order, retractions included, while the sequence itself holds the net result.
+    emission in order, retractions included, while the sequence itself holds the net result. Built from
+    columns (``MatchArrays``, or a list of ``Match`` turned into columns); ``Match`` objects are made when
+    someone indexes or iterates. ``stream`` (the events matched) lets ``to_pandas(fields=...)`` add the
+    bound events' attributes.
     """
 
-    def __init__(self, matches: Iterable[Match], engine: str, query=None, deltas: Optional[list] = None,
-                 info: Optional[dict] = None):
-        self._items = output_order(m for m in matches if m.sign == "+")
+    def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None):
+        columns = matches if isinstance(matches, MatchArrays) else MatchArrays.from_matches(list(matches))
+        if (columns.sign < 0).any():
+            columns = columns.take(columns.sign > 0)
+        order, self._new_positions = columns.output_index()
+        self._columns = columns.take(order)
         self.engine = engine
         self.query = query
-        self.deltas = deltas if deltas is not None else []
+        self._deltas = deltas
         self.info = info or {}
+        self.stream = stream
+
+    @property
+    def deltas(self) -> list:
+        """Every emission in order (a callable given at construction is called the first time)."""
+        if callable(self._deltas):
+            self._deltas = list(self._deltas())
+        if self._deltas is None:
+            self._deltas = []
+        return self._deltas
 
     def __getitem__(self, i):
-        return self._items[i]
+        return self._columns[i]
+
+    def __iter__(self):
+        return iter(self._columns)
 
     def __len__(self):
-        return len(self._items)
+        return len(self._columns)
 
     def positions(self) -> list:
         """Each distinct set of positions once, in output order."""
-        seen, out = set(), []
-        for m in self._items:
-            if m.positions not in seen:
-                seen.add(m.positions)
-                out.append(m.positions)
-        return out
+        distinct = self._columns if self._new_positions.all() else self._columns.take(self._new_positions)
+        return distinct.position_tuples()
 
     def variables(self) -> list:
-        names = []
-        for m in self._items:
-            for v in m.bindings:
-                if v not in names:
-                    names.append(v)
-        return names
+        """Variable names in order of first appearance (output order, then each match's bindings)."""
+        c = self._columns
+        if not len(c.bound_variables):
+            return []
+        names = np.asarray(c.names, dtype=object)[c.bound_variables]
+        unique, first = np.unique(names.astype(str), return_index=True)
+        return [str(v) for v in unique[np.argsort(first)]]
 
-    def to_pandas(self) -> pd.DataFrame:
-        """One row per match: match_id, positions, one column per variable."""
+    # ------------------------------------------------------------------ tables
+    def _binding_columns(self) -> dict:
+        """var -> (Kleene?, value): an int64 array of positions (-1: unbound) for a single variable;
+        (offsets, positions, bound mask) for a Kleene one; a list of Python values for a name that is
+        Kleene in some matches only."""
+        c = self._columns
+        n = len(c)
+        row = np.repeat(np.arange(n), c.bound_offsets[1:] - c.bound_offsets[:-1])
+        out = {}
+        for name in self.variables():
+            ids = [v for v, other in enumerate(c.names) if other == name]
+            kinds = {bool(c.kleene[v]) for v in ids}
+            mask = np.isin(c.bound_variables, ids)
+            if len(kinds) > 1:
+                values = [m.bindings.get(name) for m in self]
+                out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
+            elif kinds == {False}:
+                at = np.full(n, -1, np.int64)
+                at[row[mask]] = c.bound_positions[mask]
+                out[name] = ("single", at)
+            else:
+                rows, positions = row[mask], c.bound_positions[mask]
+                offsets = np.zeros(n + 1, np.int64)
+                np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+                bound = np.zeros(n, bool)
+                bound[rows] = True
+                empty = positions < 0           # the empty tuple's marker entry
+                if empty.any():
+                    np.cumsum(np.bincount(rows[~empty], minlength=n), out=offsets[1:])
+                    positions = positions[~empty]
+                out[name] = ("kleene", (offsets, positions, bound))
+        return out
+
+    def to_pandas(self, fields=None) -> pd.DataFrame:
+        """One row per match: match_id, positions, one column per variable (its position, or the list of
+        a Kleene variable's positions); ``fields`` adds the bound events' attributes: ``["d.dep_delay",
+        "w.ts"]`` (a list per match for a Kleene variable, null where the variable is unbound) or
+        ``"all"`` (every variable's ts, its events' attributes, and its type when it binds several)."""
+        c = self._columns
         variables = self.variables()
-        rows = [{"match_id": i, "positions": list(m.positions),
-                 **{v: (list(m.bindings[v]) if isinstance(m.bindings.get(v), tuple) else m.bindings.get(v))
-                    for v in variables}}
-                for i, m in enumerate(self._items)]
-        return pd.DataFrame(rows, columns=["match_id", "positions", *variables])
+        if not len(c):
+            wanted = self._fields(fields, self._binding_columns()) if fields is not None else []
+            return pd.DataFrame([], columns=["match_id", "positions", *variables, *(f for f, _, _ in wanted)])
+        columns = {"match_id": np.arange(len(c)), "positions": _lists(c.offsets, c.positions.tolist())}
+        bindings = self._binding_columns()
+        for name, (kind, value) in bindings.items():
+            columns[name] = _pandas_binding(kind, value)
+        if fields is not None:
+            for label, name, attr in self._fields(fields, bindings):
+                columns[label] = self._field_values(bindings[name], attr, arrow=False)
+        return pd.DataFrame(columns)
 
+    def to_arrow(self, fields=None):
+        """The same table as ``to_pandas`` as a ``pyarrow.Table`` (lists as Arrow lists, nulls as nulls),
+        built from the columns without Python objects per match."""
+        import pyarrow as pa
+        c = self._columns
+        bindings = self._binding_columns()
+        columns = {"match_id": pa.array(np.arange(len(c), dtype=np.int64)),
+                   "positions": pa.LargeListArray.from_arrays(pa.array(c.offsets), pa.array(c.positions))}
+        for name, (kind, value) in bindings.items():
+            columns[name] = _arrow_binding(kind, value)
+        if fields is not None:
+            for label, name, attr in self._fields(fields, bindings):
+                columns[label] = self._field_values(bindings[name], attr, arrow=True)
+        return pa.table(columns)
+
+    def _fields(self, fields, bindings: dict) -> list:
+        """(label, variable, attribute) per requested field; QueryError for one that does not exist."""
+        if self.stream is None:
+            raise ValueError("these Matches carry no stream, so fields= has no events to read: use "
+                             "cepkit.match(query, events).to_pandas(fields=...)")
+        events = _event_frame(self.stream)
+        variables = self.variables()
+        if self.query is not None:     # a variable no match binds has null fields
+            select = self.query.select
+            variables += [v for v in self.query.variables if v not in variables and (select is None or v in select)]
+        for name in variables:
+            bindings.setdefault(name, ("single", np.full(len(self), -1, np.int64)))
+        if isinstance(fields, str) and fields == "all":
+            return [(f"{name}.{attr}", name, attr) for name in variables for attr in self._attributes_of(
+                events, bindings[name])]
+        if isinstance(fields, str):
+            fields = [fields]
+        out = []
+        for label in fields:
+            name, dot, attr = str(label).partition(".")
+            if not dot or name not in variables:
+                raise QueryError(f"unknown field {label!r}: fields are written variable.attribute, and the "
+                                 f"matches bind {', '.join(variables) or 'no variable'}")
+            if attr not in events.columns:
+                raise QueryError(f"unknown attribute {attr!r} in field {label!r}: the events have "
+                                 f"{', '.join(map(str, events.columns))}")
+            out.append((label, name, attr))
+        return out
+
+    @staticmethod
+    def _attributes_of(events: pd.DataFrame, binding) -> list:
+        """The attributes ``fields="all"`` shows for a variable: ts, every attribute non-null on one of
+        the events it binds, and type when they have several types."""
+        kind, value = binding
+        if kind == "single":
+            bound = value[value >= 0]
+        elif kind == "kleene":
+            bound = value[1]
+        else:
+            bound = np.array([p for v in value if v is not None for p in (v if isinstance(v, list) else [v])],
+                             np.int64)
+        seen = events.iloc[np.unique(bound)]
+        attrs = ["ts"] + [a for a in events.columns if a not in ("type", "ts") and seen[a].notna().any()]
+        return attrs + (["type"] if seen["type"].nunique() > 1 else [])
+
+    def _field_values(self, binding, attr: str, arrow: bool):
+        """The attribute ``attr`` of the events one variable binds, per match."""
+        column = _event_frame(self.stream)[attr]
+        kind, value = binding
+        if kind == "single":
+            values = column.array.take(value, allow_fill=True)
+            if arrow:
+                import pyarrow as pa
+                return pa.array(values, from_pandas=True)
+            return values
+        if kind == "kleene":
+            offsets, positions, bound = value
+            values = column.take(positions)
+            if arrow:
+                import pyarrow as pa
+                return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values.array, from_pandas=True),
+                                                     mask=pa.array(~bound))
+            return [v if b else None for v, b in zip(_lists(offsets, values.tolist()), bound.tolist())]
+        flat = column.tolist()
+        out = [[flat[p] for p in v] if isinstance(v, list) else (None if v is None else flat[v]) for v in value]
+        if arrow:
+            import pyarrow as pa
+            return pa.array(out)
+        return out
+
+    # ------------------------------------------------------------------ display and comparison
     def __repr__(self):
-        shown = ", ".join(str(p) for p in self.positions()[:10])
+        head = self._columns.take(np.arange(min(len(self), 40)))
+        shown = ", ".join(str(p) for p in list(dict.fromkeys(head.position_tuples()))[:10])
         more = f", ... ({len(self)} matches)" if len(self) > 10 else ""
         return f"Matches(engine={self.engine!r}, [{shown}{more}])"
 
+    def _identity(self) -> tuple:
+        """The (positions, bindings) of every match in order, as arrays that compare across name tables."""
+        c = self._columns
+        names = np.asarray(c.names, dtype=object)[c.bound_variables].astype(str) if len(c.bound_variables) \
+            else np.zeros(0, str)
+        row = np.repeat(np.arange(len(c)), c.bound_offsets[1:] - c.bound_offsets[:-1])
+        order = np.lexsort((names, row))
+        return (c.offsets, c.positions, c.bound_offsets, names[order], c.kleene[c.bound_variables][order],
+                c.bound_positions[order])
+
     def __eq__(self, other):
         if isinstance(other, Matches):
-            return [m.key for m in self] == [m.key for m in other]
+            mine, theirs = self._identity(), other._identity()
+            return all(a.shape == b.shape and (a == b).all() for a, b in zip(mine, theirs))
         return NotImplemented
 
+    __hash__ = None
+
     def _repr_html_(self):
-        return self.to_pandas()._repr_html_()
+        if len(self) <= 60:
+            return self.to_pandas()._repr_html_()
+        head = Matches(self._columns.take(np.arange(30)), self.engine).to_pandas()
+        return head._repr_html_() + f"<p>… {len(self)} matches in all</p>"
+
+
+def _lists(offsets: np.ndarray, flat: list) -> list:
+    bounds = offsets.tolist()
+    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _pandas_binding(kind: str, value):
+    """A variable's column as ``to_pandas`` always gave it: ints, floats with NaN when some matches leave
+    it unbound, lists (None when unbound) for a Kleene variable."""
+    if kind == "single":
+        return value if (value >= 0).all() else np.where(value >= 0, value, np.nan)
+    if kind == "kleene":
+        offsets, positions, bound = value
+        return [v if b else None for v, b in zip(_lists(offsets, positions.tolist()), bound.tolist())]
+    return value
+
+
+def _arrow_binding(kind: str, value):
+    import pyarrow as pa
+    if kind == "single":
+        return pa.array(value, mask=value < 0)
+    if kind == "kleene":
+        offsets, positions, bound = value
+        return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(positions), mask=pa.array(~bound))
+    return pa.array(value)
+
+
+def _event_frame(stream) -> pd.DataFrame:
+    """The stream's events as columns (type, ts as given, attributes), one row per position."""
+    frame = stream.frame
+    if "ts" not in frame.columns:
+        frame = frame.assign(ts=np.arange(len(frame)))
+    return frame
 
 
 @contextlib.contextmanager

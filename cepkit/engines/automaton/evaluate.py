@@ -34,7 +34,6 @@ import numpy as np
 import pandas as pd
 
 from ...runtime.events import PUNCTUATION
-from ...runtime.matches import Match
 from .determinize import UNKNOWN
 from .kernel import jit
 from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
@@ -305,14 +304,13 @@ class Outputs:
                 self.end, self.root = _twice(self.end), _twice(self.root)
         roots.n[0] = 0
 
-    def complex_events(self):
-        """(emit position, positions array, variable ids array) per complex event, in order."""
+    def arrays(self) -> tuple:
+        """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows."""
+        n = len(self)
+        offsets = np.zeros(n + 1, np.int64)
+        offsets[1:] = self.end[:n]
         emits = np.concatenate(self.emit) if self.emit else np.zeros(0, np.int64)
-        start = 0
-        for m in range(len(self)):
-            end = int(self.end[m])
-            yield int(emits[m]), self.pos[start:end], self.var[start:end]
-            start = end
+        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]].astype(np.int64), emits[:n]
 
     def clear(self) -> None:
         self.counts[:] = 0
@@ -323,25 +321,6 @@ def _twice(a: np.ndarray) -> np.ndarray:
     b = np.empty(2 * len(a), a.dtype)
     b[:len(a)] = a
     return b
-
-
-def to_match(emit: int, positions, var_ids, variables: tuple, kleene: frozenset, select) -> Match:
-    """A ``Match`` from one enumerated complex event: bindings from the variable of each • transition
-    (a tuple of positions for Kleene variables), then the RETURN projection."""
-    bindings: dict = {}
-    kept = []
-    for p, v in zip(positions.tolist(), var_ids.tolist()):
-        name = variables[v] if v >= 0 else None
-        if select is not None and name not in select:
-            continue
-        kept.append(p)
-        if name is None:
-            continue
-        if name in kleene:
-            bindings[name] = bindings.get(name, ()) + (p,)
-        else:
-            bindings[name] = p
-    return Match(tuple(sorted(kept)), bindings, emitted_at=emit)
 
 
 # ----------------------------------------------------------------------------- driving the kernel
@@ -457,6 +436,8 @@ def partial_events(arena, nodes, lowers, cap: int) -> list:
     outputs = Outputs()
     outputs.take(arena, roots, cap)
     per_node = [[] for _ in range(n)]
-    for node_index, positions, _ in outputs.complex_events():
-        per_node[node_index].append(tuple(positions.tolist()))
+    offsets, positions, _, node_index = outputs.arrays()
+    flat, bounds = positions.tolist(), offsets.tolist()
+    for k, node in enumerate(node_index.tolist()):
+        per_node[node].append(tuple(flat[bounds[k]:bounds[k + 1]]))
     return per_node

@@ -8,13 +8,13 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import ReportedOnce, collector_paused
+from ...runtime.matches import MatchArrays, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
 from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_keys, run_all,
-                       to_match, window_limit)
+                       window_limit)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
@@ -54,27 +54,37 @@ class Program:
         self.ranked = query.strategy in RANKED
         self.consume = query.consume if query.consume in ("ANY", "PARTITION") else None
 
-    def match(self, emit: int, positions, var_ids, chosen=()):
-        """The ``Match`` of one enumerated complex event; None when RETURN projects all of it away, or
-        when its sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not
-        one the selection chose."""
-        names = [self.cea.variables[v] if v >= 0 else None for v in var_ids.tolist()]
-        for variables, picked in chosen:
-            sub = tuple(p for p, name in zip(positions.tolist(), names) if name in variables)
-            if sub and sub not in picked:
-                return None
-        m = to_match(emit, positions, var_ids, self.cea.variables, self.query.kleene_variables, self.query.select)
-        return m if m.positions else None
-
     def matches(self, outputs: Outputs, after: int = -1, chosen=()) -> tuple:
-        """(the Matches of the enumerated complex events that start after position ``after``, whether any
-        did): CONSUME BY counts a match even when RETURN projects all of it away."""
-        kept = [ce for ce in outputs.complex_events() if ce[1][0] > after]
-        if not kept:                    # the matcher's common case: no pause of the collector per event
+        """(the enumerated complex events that start after position ``after``, as ``MatchArrays``; whether
+        any did): CONSUME BY counts a match even when RETURN projects all of it away. A match whose
+        sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not one the
+        selection chose is left out; RETURN keeps the positions of its variables only."""
+        offsets, positions, var_ids, emitted = outputs.arrays()
+        n = len(emitted)
+        keep = positions[offsets[:-1]] > after if n else np.zeros(0, bool)
+        if not keep.any():              # the matcher's common case: nothing completed at this event
             return [], False
-        with collector_paused():
-            found = [self.match(*ce, chosen) for ce in kept]
-        return [m for m in found if m is not None], bool(kept)
+        completed = True
+        names = self.cea.variables
+        for variables, picked in chosen:
+            inside = np.array([name in variables for name in names] + [False])[var_ids]   # -1: unnamed
+            flat, bounds = positions.tolist(), offsets.tolist()
+            for row in np.flatnonzero(keep).tolist():
+                sub = tuple(p for p, hit in zip(flat[bounds[row]:bounds[row + 1]], inside[bounds[row]:bounds[row + 1]])
+                            if hit)
+                keep[row] = not sub or sub in picked
+        row = np.repeat(np.arange(n), offsets[1:] - offsets[:-1])
+        entry = keep[row]
+        select = self.query.select
+        if select is not None:
+            entry &= np.array([name in select for name in names] + [False])[var_ids]
+        counts = np.bincount(row[entry], minlength=n)
+        nonempty = counts > 0
+        kept_offsets = np.zeros(int(nonempty.sum()) + 1, np.int64)
+        np.cumsum(counts[nonempty], out=kept_offsets[1:])
+        kleene = [name in self.query.kleene_variables for name in names]
+        return MatchArrays.from_bindings(kept_offsets, positions[entry], var_ids[entry], names, kleene,
+                                         emitted[nonempty]), completed
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""
@@ -189,6 +199,7 @@ class AutomatonMatcher(IncrementalPlan):
         self.evaluator.finish()
         found, completed = program.matches(self.evaluator.outputs,
                                            chosen=[(variables, picked) for variables, _, picked in self.nested])
+        found = list(found)
         self.evaluator.outputs.clear()
         if completed and program.consume == "ANY":
             for other in self.parts.values():
@@ -255,6 +266,7 @@ class AutomatonMatcher(IncrementalPlan):
         self.outputs.take(self.arena, self.roots)
         scope = () if program.consume == "ANY" else key
         found, reported = program.matches(self.outputs, self.reported.get(scope, -1))
+        found = list(found)
         self.outputs.clear()
         if program.consume is not None and reported:
             self.reported[scope] = position

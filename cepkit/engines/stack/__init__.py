@@ -39,6 +39,7 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 from __future__ import annotations
 
 from ...runtime.events import Stream
+from ...runtime.matches import MatchArrays
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
@@ -99,7 +100,8 @@ class StackPlan(Plan):
         """Every emission of the last ``run``, in order: ``Match`` with ``sign`` "+" or "-" and
         ``emitted_at`` (the arrival position after which it was emitted)."""
         if isinstance(self._last, ColumnarRun):
-            return sorted(self._last.found, key=lambda m: m.emitted_at)
+            found = self._last.found
+            return list(found.by_emission()) if isinstance(found, MatchArrays) else found
         return list(self._last.emissions) if self._last is not None else []
 
     def info(self) -> dict:

@@ -22,7 +22,7 @@ run does the same work per *query item* instead of per event (digest 000a §1.4,
    ``NS[X]`` check; a middle EXISTS bounds it from above the same way). Joins run as soon as their variables are bound, vectorized; correlated and
    edge negations count the negative events in their scope (LANGUAGE.md §10.4) with two
    ``searchsorted`` per row, or test their conditions on every (row, negative event) pair.
-4. **Results.** Matches are built once at the end, sorted by last position as ``Matches`` wants them;
+4. **Results.** Matches are columns (``MatchArrays``) built once at the end, sorted by last position;
    ``emitted_at`` is when the incremental matcher would have emitted each one (a trailing negation waits
    for its scope to pass, a trailing EXISTS for its witness).
 
@@ -42,7 +42,7 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import Match, collector_paused
+from ...runtime.matches import MatchArrays
 from .columns import Columns
 
 CHUNK = 8192   # anchors (instances of the last slot) extended together
@@ -335,8 +335,9 @@ class ColumnarRun:
         return rows
 
     # ------------------------------------------------------------------ results
-    def _results(self, done: list) -> list:
-        """``Match`` objects, by last position then positions, with ``emitted_at`` as the matcher's."""
+    def _results(self, done: list):
+        """The matches as ``MatchArrays``, by last position then positions, with ``emitted_at`` as the
+        matcher's."""
         program, layout = self.program, self.layout
         if not done:
             return []
@@ -354,18 +355,17 @@ class ColumnarRun:
         position = np.fromiter((e.position for e in self.events), dtype=np.int64, count=len(self.events))
         select = program.select
         kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
-        names = [program.slots[s].var for s in kept if program.slots[s].var is not None]
         named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]
-        columns = [position[chosen[s][order]].tolist() for s in kept]
-        at = position[emitted[order]].tolist()
+        rows = np.stack([position[chosen[s][order]] for s in kept], axis=1).reshape(len(order), len(kept))
+        at = position[emitted[order]]
         if select is not None:      # equal projections are one match, emitted with the first of them
-            first = {}
-            for p, e in zip(zip(*columns), at):
-                if first.get(p, e) >= e:
-                    first[p] = e
-            columns, at = (list(zip(*first)) or [() for _ in kept]), list(first.values())
-        with collector_paused():
-            if len(named) == len(kept):
-                return [Match(p, dict(zip(names, p)), "+", e) for p, e in zip(zip(*columns), at)]
-            return [Match(p, dict(zip(names, (p[k] for k in named))), "+", e) for p, e in zip(zip(*columns), at)]
-
+            _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+            earliest = np.full(len(first), np.iinfo(np.int64).max)
+            np.minimum.at(earliest, group.reshape(-1), at)
+            first = np.sort(first)
+            rows, at = rows[first], earliest[group.reshape(-1)[first]]
+        n, width = rows.shape
+        bound = rows[:, named]
+        return MatchArrays(np.arange(n + 1) * width, rows.reshape(-1), np.arange(n + 1) * len(named),
+                           bound.reshape(-1), np.tile(np.arange(len(named)), n),
+                           [program.slots[kept[k]].var for k in named], np.zeros(len(named), bool), at)

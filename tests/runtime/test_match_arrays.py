@@ -1,0 +1,160 @@
+"""Matches built from columns (``MatchArrays``) are the matches ``output_order`` gives on ``Match`` objects:
+same identity, order, first occurrence kept; lazy ``Match`` objects equal eager ones; tables from the
+columns equal the tables built row by row (LANGUAGE.md §10.2)."""
+import datetime as dt
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import cepkit
+from cepkit import Match, Matches, QueryError
+from cepkit.runtime.matches import MatchArrays, output_order
+
+KLEENE = {"c", "d"}
+
+
+@st.composite
+def matches(draw):
+    """A Match with single and Kleene bindings (possibly an empty Kleene tuple), unnamed positions too."""
+    names = draw(st.lists(st.sampled_from("abcd"), unique=True, max_size=4))
+    bindings = {}
+    for name in names:
+        if name in KLEENE:
+            bindings[name] = tuple(draw(st.lists(st.integers(0, 6), unique=True, max_size=3)))
+        else:
+            bindings[name] = draw(st.integers(0, 6))
+    extra = draw(st.lists(st.integers(0, 6), max_size=2))
+    m = Match.of(bindings, extra)
+    return Match(m.positions, bindings, draw(st.sampled_from("++-")), draw(st.none() | st.integers(0, 9)))
+
+
+match_lists = st.lists(matches(), max_size=25).flatmap(
+    lambda ms: st.lists(st.sampled_from(ms), max_size=40) if ms else st.just([]))   # repeats, in any order
+
+
+def columns_only(ms: list) -> MatchArrays:
+    """The columns of ``ms`` with no Match object kept: every Match is built from the arrays."""
+    c = MatchArrays.from_matches(ms)
+    return MatchArrays(c.offsets, c.positions, c.bound_offsets, c.bound_positions, c.bound_variables, c.names,
+                       c.kleene, c.emitted_at, c.sign)
+
+
+def described(m: Match) -> tuple:
+    return m.positions, list(m.bindings.items()), m.sign, m.emitted_at
+
+
+def rows_table(expected: list) -> pd.DataFrame:
+    """``to_pandas`` as it was built before columns: one dict per match."""
+    variables = []
+    for m in expected:
+        variables += [v for v in m.bindings if v not in variables]
+    rows = [{"match_id": i, "positions": list(m.positions),
+             **{v: (list(m.bindings[v]) if isinstance(m.bindings.get(v), tuple) else m.bindings.get(v))
+                for v in variables}} for i, m in enumerate(expected)]
+    return pd.DataFrame(rows, columns=["match_id", "positions", *variables])
+
+
+@settings(max_examples=300, deadline=None)
+@given(match_lists)
+def test_columns_give_the_output_order_of_match_objects(ms):
+    expected = output_order(m for m in ms if m.sign == "+")
+    for got in (Matches(ms, "t"), Matches(columns_only(ms), "t")):
+        assert [described(m) for m in got] == [described(m) for m in expected]
+        assert len(got) == len(expected)
+        assert got.positions() == list(dict.fromkeys(m.positions for m in expected))
+        assert got.variables() == list(dict.fromkeys(v for m in expected for v in m.bindings))
+        pd.testing.assert_frame_equal(got.to_pandas(), rows_table(expected))
+        assert got.to_arrow().to_pylist() == [
+            {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
+            for row in rows_table(expected).astype(object).to_dict("records")]
+    assert Matches(ms, "t") == Matches(columns_only(ms), "t") == Matches(expected, "t")
+
+
+@settings(max_examples=100, deadline=None)
+@given(match_lists)
+def test_lazy_matches_equal_eager_ones_one_at_a_time(ms):
+    expected = output_order(m for m in ms if m.sign == "+")
+    got = Matches(columns_only(ms), "t")
+    for i in reversed(range(len(got))):       # indexing first, without building the others
+        assert described(got[i]) == described(expected[i])
+        assert got[i] is got[i]                  # cached
+    assert [described(m) for m in got[1:3]] == [described(m) for m in expected[1:3]]
+
+
+def test_matches_from_match_objects_keep_the_objects():
+    first, again = Match((0, 1), {"a": 0, "b": 1}, emitted_at=4), Match((0, 1), {"a": 0, "b": 1}, emitted_at=2)
+    ms = Matches([again, first, again], "t")
+    assert len(ms) == 1 and ms[0] is again
+
+
+def test_engine_columns_from_bindings_name_positions_and_kleene_tuples():
+    # rows (0 a, 1 b, 2 b) and (3 unnamed, 4 a): b is Kleene
+    c = MatchArrays.from_bindings([0, 3, 5], [0, 1, 2, 3, 4], [0, 1, 1, -1, 0], ("a", "b"), [False, True], [2, 4])
+    assert [described(m) for m in c] == [((0, 1, 2), [("a", 0), ("b", (1, 2))], "+", 2),
+                                         ((3, 4), [("a", 4)], "+", 4)]
+    assert [m.emitted_at for m in c.by_emission()] == [2, 4]
+
+
+EVENTS = pd.DataFrame({
+    "type": ["A", "B", "B", "C", "A", "B", "C"],
+    "ts": pd.to_datetime(["2024-01-01 00:00:00", "2024-01-01 00:00:01", "2024-01-01 00:00:02",
+                          "2024-01-01 00:00:03", "2024-01-01 00:00:04", "2024-01-01 00:00:05",
+                          "2024-01-01 00:00:06"]),
+    "v": [1.0, 2.0, None, 4.0, 5.0, 6.0, 7.0],
+    "name": ["x", None, "y", "z", "w", "u", "t"],
+})
+
+
+def test_fields_gather_the_bound_events_attributes_with_nulls_kleene_and_datetimes():
+    m = cepkit.match("A a ; B+ b ; C c WITHIN 10 s", EVENTS, engine="automaton")
+    table = m.to_pandas(fields=["a.v", "b.v", "c.ts", "b.name"])
+    for row in table.itertuples(index=False):
+        a, b, c = row.a, row.b, row.c
+        assert row._5 == EVENTS.v[a]
+        assert row._7 == EVENTS.ts[c] and isinstance(row._7, pd.Timestamp)
+        assert [x if x == x else None for x in getattr(row, "_6")] == [
+            None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
+        assert row._8 == [EVENTS.name[p] for p in b]
+    assert list(table.columns[-4:]) == ["a.v", "b.v", "c.ts", "b.name"]
+    arrow = m.to_arrow(fields=["a.v", "b.v", "c.ts"])
+    assert arrow.column("b.v").to_pylist() == [[None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
+                                               for b in table.b]
+    assert pa.types.is_timestamp(arrow.schema.field("c.ts").type)
+
+
+def test_fields_all_lists_each_variables_attributes_and_unbound_is_null():
+    m = cepkit.match("(A a OR B b) ; C c", EVENTS, engine="reference")
+    table = m.to_pandas(fields="all")
+    assert {"a.ts", "a.v", "a.name", "b.ts", "b.v", "b.name", "c.ts", "c.v", "c.name"} <= set(table.columns)
+    assert "c.type" not in table.columns
+    unbound = table[table.a.isna()]
+    assert len(unbound) and unbound["a.v"].isna().all() and unbound["a.ts"].isna().all()
+
+
+def test_an_unknown_field_names_what_exists():
+    m = cepkit.match("A a ; C c", EVENTS)
+    with pytest.raises(QueryError, match="bind a, c"):
+        m.to_pandas(fields=["x.v"])
+    with pytest.raises(QueryError, match="the events have type, ts, v, name"):
+        m.to_pandas(fields=["a.speed"])
+    with pytest.raises(QueryError, match="variable.attribute"):
+        m.to_arrow(fields="v")
+
+
+def test_empty_matches_and_a_stream_of_one_event():
+    for events in (EVENTS.iloc[:1], EVENTS.iloc[:0]):
+        m = cepkit.match("A a ; C c", events, engine="automaton")
+        assert len(m) == 0 and m.positions() == [] and list(m) == []
+        assert list(m.to_pandas(fields=["a.v"]).columns) == ["match_id", "positions", "a.v"]
+        assert m.to_arrow().num_rows == 0
+    one = cepkit.match("A a", EVENTS.iloc[:1], engine="stack")
+    assert one.positions() == [(0,)] and one.to_pandas(fields="all")["a.v"].tolist() == [1.0]
+
+
+def test_fields_from_dicts_without_ts():
+    m = cepkit.match("A a ; B b", [{"type": "A", "x": 1}, {"type": "B", "when": dt.date(2024, 1, 1)}])
+    assert m.to_pandas(fields=["a.ts", "a.x", "b.when"]).iloc[0][["a.ts", "a.x", "b.when"]].tolist() == \
+        [0, 1, dt.date(2024, 1, 1)]
