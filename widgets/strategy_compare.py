@@ -1,27 +1,43 @@
 """``StrategyCompare``: one query under every selection strategy, side by side (LANGUAGE.md §5, digest 004 §2).
 
 Seeing the same stream answered by ALL, NEXT, LAST, MAX, STRICT, STNM and ROBUST_STNM at once is the quickest
-way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and a stack
-of compact ``MatchTimeline`` s, one under the other on the same time axis, shows which events each one picked. A strategy the query cannot take (a query
-error, not an engine gap, which falls back to ``reference``) is listed with its error instead of a timeline.
+way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and one
+figure has a row per strategy on a shared time axis (zooming one row zooms them all), showing which events
+each one picked. Only the event types some match uses get a lane. A strategy the query cannot take (a query
+error, not an engine gap, which falls back to ``reference``) is listed with its error instead of a row.
+
+Seven runs over a long stream take a while: ``background=True`` runs them off the kernel's main thread while
+the widget shows which strategy runs and how far it is, with a Cancel button; the figure is built once, when
+the runs are over, and sent in one message (a figure per strategy updated trace by trace took 12-30 s to
+appear in the browser for 9 events).
 """
 from __future__ import annotations
 
 import html
+import threading
+import time
 from typing import Iterable, Optional
 
 import ipywidgets as widgets
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 import cepkit
 
 from .execution import STRATEGIES, Run, as_stream, run_query
-from .timeline import MatchTimeline
+from .figures import TABLE_CSS, figure_widget, full_width, plural
+from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
+ROW_GAP_PX = 34           # between rows, room for a row's title
+
+
+class Cancelled(Exception):
+    """Raised from a run's progress callback when the user pressed Cancel."""
 
 
 class StrategyCompare(widgets.VBox):
-    """The same query under each strategy: a summary table and one timeline per strategy.
+    """The same query under each strategy: a summary table and one figure with a row per strategy.
 
     Parameters
     ----------
@@ -30,56 +46,173 @@ class StrategyCompare(widgets.VBox):
     events : DataFrame, iterable of dicts or of ``cepkit.Event``
     engine : str
         As for ``cepkit.match``; a strategy the engine lacks runs on ``reference`` (and the table says so).
+    strategies : iterable of str
+        The strategies to compare (default: all seven).
+    background : bool
+        Run off the kernel's main thread with progress and a Cancel button (``wait()`` joins).
+    max_matches, max_events : int
+        Per row, at most ``max_matches`` matches are drawn (spread over time); the stream's events are drawn
+        as grey markers when there are at most ``max_events``.
+    tz : str, optional
+        Time zone of the axis for datetime ts (as ``MatchTimeline``).
+
+    Examples
+    --------
+    >>> compare = StrategyCompare("A a ; B b", [{"type": "A"}, {"type": "B"}, {"type": "B"}],
+    ...                           strategies=["ALL", "STRICT"])
+    >>> compare.counts()
+    {'ALL': 2, 'STRICT': 1}
     """
 
     def __init__(self, query, events, engine: str = "auto", hierarchy=None,
-                 strategies: Iterable[str] = STRATEGIES, progress: Optional[widgets.IntProgress] = None,
-                 **options):
+                 strategies: Iterable[str] = STRATEGIES, *, background: bool = False, max_matches: int = 150,
+                 max_events: int = 600, tz: Optional[str] = None, **options):
         self.query = cepkit.parse(query, hierarchy)
         self.stream = as_stream(events)
+        self.strategies = tuple(strategies)
+        if not self.strategies:
+            raise ValueError(f"strategies is empty: name at least one of {', '.join(STRATEGIES)}")
+        self.engine, self.hierarchy, self.options = engine, hierarchy, options
+        self.max_matches, self.max_events, self.tz = max_matches, max_events, tz
         self.runs: dict = {}
         self.errors: dict = {}
-        strategies = tuple(strategies)
-        if progress is not None:
-            progress.max, progress.value = len(strategies), 0
-        for strategy in strategies:
-            try:
-                self.runs[strategy] = run_query(self.query, self.stream, engine, strategy, hierarchy, **options)
-            except cepkit.QueryError as err:
-                self.errors[strategy] = err
-            if progress is not None:
-                progress.value += 1
-        self.strategies = strategies
-        self.table = widgets.HTML(self._table())
-        self.timelines = {s: MatchTimeline(self.stream, run.matches, height=210, title=self._title(s, run))
-                          for s, run in self.runs.items()}
-        super().__init__([self.table, *self.timelines.values()])
+        self.cancelled = False
+        self.seconds = None          # wall time of the runs
+        self.progress = widgets.IntProgress(value=0, min=0, max=len(self.strategies), description="strategies")
+        self.status = widgets.HTML()
+        self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning")
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.running = widgets.HBox([self.progress, self.status, self.cancel_button])
+        self.table = widgets.HTML()
+        self.figure: Optional[go.FigureWidget] = None     # built once, when the runs are over
+        self._placeholder = widgets.Box()
+        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self._placeholder],
+                         layout=full_width())
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._compute, name="StrategyCompare", daemon=True)
+            self._thread.start()
+        else:
+            self._compute()
 
     def counts(self) -> dict:
         """strategy -> number of matches (strategies that raised are left out)."""
         return {s: len(run.matches) for s, run in self.runs.items()}
 
+    def cancel(self) -> None:
+        """Stop after the current chunk of events (or the current strategy); the finished rows stay."""
+        self.cancelled = True
+        self.cancel_button.disabled = True
+
+    def wait(self, timeout: Optional[float] = None) -> "StrategyCompare":
+        """Wait for a background comparison to finish (returns self)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self
+
     def __repr__(self):
         counts = ", ".join(f"{s}={n}" for s, n in self.counts().items())
         return f"StrategyCompare({str(self.query)!r}, {counts})"
 
+    # ------------------------------------------------------------------ runs
+    def _check_cancel(self, done: int, total: int) -> None:
+        if self.cancelled:
+            raise Cancelled()
+        self.status.value = f"{self._now} · {done:,} of {total:,} events"
+
+    def _compute(self) -> None:
+        started = time.perf_counter()
+        try:
+            for i, strategy in enumerate(self.strategies):
+                if self.cancelled:
+                    break
+                self._now = f"running <b>{html.escape(strategy)}</b> ({i + 1} of {len(self.strategies)})"
+                self.status.value = self._now
+                try:
+                    self.runs[strategy] = run_query(self.query, self.stream, self.engine, strategy, self.hierarchy,
+                                                    progress=self._check_cancel, **self.options)
+                except cepkit.QueryError as err:
+                    self.errors[strategy] = err
+                except Cancelled:
+                    break
+                self.progress.value = i + 1
+        finally:
+            self.seconds = time.perf_counter() - started
+            self._show()
+
+    # ------------------------------------------------------------------ drawing
+    def _show(self) -> None:
+        done = len(self.runs) + len(self.errors)
+        self.running.layout.display = "none"
+        cancelled = (f" · <b>cancelled</b> after {done} of {len(self.strategies)} strategies"
+                     if done < len(self.strategies) else "")
+        self.table.value = self._table(cancelled)
+        if self.runs:
+            self.figure = figure_widget(*self._figure())
+            self.children = tuple(self.figure if child is self._placeholder else child for child in self.children)
+
     @staticmethod
     def _title(strategy: str, run: Run) -> str:
-        return f"{strategy}: {len(run.matches)} matches ({run.engine})"
+        return f"<b>{strategy}</b>: {plural(len(run.matches), 'match', 'matches')} ({run.engine})"
 
-    def _table(self) -> str:
+    def _figure(self):
+        """(traces, layout) of one figure, a row per strategy that ran, sharing the time axis."""
+        used = {p for run in self.runs.values() for m in run.matches for p in m.positions}
+        types = [t for t in dict.fromkeys(self.stream.types)
+                 if not used or t in {self.stream[p].type for p in used}]
+        canvas = EventCanvas(self.stream, self.tz, types)
+        lanes = max(len(canvas.lanes), 1)
+        row_px = 26 + 22 * lanes
+        strategies = list(self.runs)
+        n = len(strategies)
+        height = n * row_px + (n - 1) * ROW_GAP_PX + 110
+        figure = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=ROW_GAP_PX / height,
+                               subplot_titles=[self._title(s, self.runs[s]) for s in strategies])
+        show_events = len(self.stream) <= self.max_events
+        notes = []
+        for row, strategy in enumerate(strategies, start=1):
+            matches = list(self.runs[strategy].matches)
+            if show_events:
+                figure.add_trace(go.Scatter(name="events", legendgroup="events", showlegend=row == 1,
+                                            **canvas.events(range(len(self.stream)))), row=row, col=1)
+            drawn = canvas.spread_sample(matches, self.max_matches)
+            if len(drawn) < len(matches):
+                notes.append(f"{strategy}: {len(drawn)} of {len(matches):,} drawn")
+            props = canvas.polylines([matches[k] for k in drawn], drawn, f"{strategy} match")
+            color = PALETTE[(row - 1) % len(PALETTE)]
+            props["marker"]["color"] = color
+            figure.add_trace(go.Scatter(name=strategy, line={"color": color, "width": 2}, **props), row=row, col=1)
+            figure.update_yaxes(canvas.lane_axis(), row=row, col=1)
+        figure.update_xaxes(title_text=canvas.axis_title, row=n, col=1)
+        for annotation in figure.layout.annotations:
+            annotation.update(x=0, xanchor="left", font={"size": 13})
+        if not show_events:
+            notes.insert(0, f"the {len(self.stream):,} events are not drawn, only the matches")
+        subtitle = f"<br><sup>{html.escape('; '.join(notes))}</sup>" if notes else ""
+        layout = figure.layout.to_plotly_json()
+        layout.update(height=height, margin={"l": 60, "r": 20, "t": 70 if subtitle else 50, "b": 40},
+                      title={"text": f"{html.escape(str(self.query))}{subtitle}", "font": {"size": 13},
+                             "x": 0.01, "xanchor": "left"},
+                      hovermode="closest", hoverlabel={"align": "left"}, showlegend=False)
+        return list(figure.data), layout
+
+    def _table(self, cancelled: str = "") -> str:
         rows = []
         for strategy in self.strategies:
             if strategy in self.errors:
                 cells = ("–", "–", f"<span style='color:#b00'>{html.escape(self.errors[strategy].reason)}</span>")
-            else:
+            elif strategy in self.runs:
                 run = self.runs[strategy]
                 positions = run.matches.positions()
                 shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
-                more = f", … ({len(positions)} in all)" if len(positions) > SHOWN_POSITIONS else ""
+                more = f", … ({len(positions):,} in all)" if len(positions) > SHOWN_POSITIONS else ""
                 note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
-                cells = (str(len(run.matches)), html.escape(run.engine), f"{shown}{more}{note}")
-            rows.append(f"<tr><td><b>{strategy}</b></td>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-        return (f"<code>{html.escape(str(self.query))}</code> over {len(self.stream):,} events"
-                "<table class='cepkit-strategies'><tr><th>strategy</th><th>matches</th><th>engine</th>"
+                cells = (f"{len(run.matches):,}", html.escape(run.engine), f"{shown}{more}{note}")
+            else:
+                cells = ("", "", "<i>not run</i>")
+            rows.append(f"<tr><td><b>{strategy}</b></td><td class='num'>{cells[0]}</td><td>{cells[1]}</td>"
+                        f"<td>{cells[2]}</td></tr>")
+        took = f" · {self.seconds:.2f} s" if self.seconds is not None else ""
+        return (f"<code>{html.escape(str(self.query))}</code> over {plural(len(self.stream), 'event')}{took}"
+                f"{cancelled}<table class='cepkit-table'><tr><th>strategy</th><th>matches</th><th>engine</th>"
                 f"<th>positions</th></tr>{''.join(rows)}</table>")

@@ -2,22 +2,32 @@
 
 What a demanding user expects, and what this draws:
 
-- Lanes are event types in order of first appearance, top to bottom; x is ts (datetimes stay datetimes).
-- A match is a polyline through its events in logical order (ts, then position; LANGUAGE.md §10.1). Matches
-  sharing events would hide each other, so match ``k`` is drawn a little off the lane centre (seven offsets,
-  cycling with ``k``). Hovering a vertex shows the event's attributes and the match's
-  bindings; clicking a match (or setting ``selected``) highlights it and lists its events below the plot.
+- Lanes are event types in order of first appearance, top to bottom; x is ts (datetimes stay datetimes, shown
+  in the time zone ``tz``, UTC by default, chosen again in the widget's time zone box).
+- A match is a polyline through its events in logical order (ts, then position; LANGUAGE.md §10.1), in a
+  colour of its own (eight colours, cycling) or of its group (``group_by``: an attribute of the match's first
+  event, or a function of the match); the legend shows and hides the matches or each group. Matches sharing
+  events would hide each other, so match ``k`` is drawn a little off the lane centre (seven offsets). Hovering
+  a vertex shows the event's attributes (numbers rounded) and the match's bindings; clicking a match (or
+  setting ``selected``) highlights it and lists its events below the plot.
 - Scale: beyond ``max_events`` events, the events no drawn match uses are aggregated into time bins per lane
-  (marker size grows with the count, hover gives it); beyond ``max_matches`` matches, only the first are
-  drawn. The figure's title says when either happens.
+  (marker size grows with the count, hover gives it); beyond ``max_matches`` matches, a sample spread evenly
+  over the matches' start times is drawn (every part of the time range keeps its share). The title says when
+  either happens.
 - Out-of-order aggressive mode (``Matches.deltas``): a retraction (sign "-") is drawn dashed as a withdrawn
   result; a "+" delta that uses a *late* event (one whose ts is below the largest ts that arrived before it,
   digest 000a §2) is drawn as a late insertion, the late events starred.
+
+The figure is built whole, every trace at once (``figures.figure_widget``), when the matches change; only the
+highlighted match is updated in place.
 """
 from __future__ import annotations
 
+import datetime
 import html
-from typing import Iterable, Optional
+import zoneinfo
+from collections import Counter
+from typing import Callable, Iterable, Optional, Union
 
 import ipywidgets as widgets
 import numpy as np
@@ -26,12 +36,15 @@ import plotly.graph_objects as go
 import traitlets
 
 from .execution import as_stream
+from .figures import figure_widget, format_value, full_width, plural
 
-# Trace names, in drawing order; every timeline figure has exactly these traces (possibly empty).
-TRACES = ("event density", "events", "withdrawn", "matches", "late insertions", "selected")
 OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
-COLORS = {"events": "#9aa5b1", "matches": "#1f77b4", "withdrawn": "#b0b0b0", "late insertions": "#ff7f0e",
-          "selected": "#d62728", "event density": "#c9d1d9"}
+PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79")
+COLORS = {"events": "#9aa5b1", "withdrawn": "#b0b0b0", "late insertions": "#ff7f0e", "selected": "#d62728",
+          "event density": "#c9d1d9"}
+MAX_GROUPS = 8              # legend entries for groups; smaller groups are drawn together as "other"
+TIME_ZONES = ("UTC", "America/New_York", "America/Chicago", "America/Los_Angeles", "Europe/London",
+              "Europe/Paris", "Asia/Tokyo")
 
 
 def late_positions(stream) -> frozenset:
@@ -58,10 +71,111 @@ def bindings_text(match) -> str:
     return ", ".join(f"{v} = {b}" for v, b in match.bindings.items()) or "(no bindings)"
 
 
-def event_text(event) -> str:
-    attrs = "<br>".join(f"{html.escape(str(k))} = {html.escape(str(v))}" for k, v in event.attrs.items())
-    head = f"position {event.position} · <b>{html.escape(event.type)}</b> · ts {html.escape(str(event.ts))}"
+def event_text(event, when: Optional[str] = None) -> str:
+    """An event for a hover: position, type, time (``when``, else its ts) and attributes, numbers rounded."""
+    attrs = "<br>".join(f"{html.escape(str(k))} = {html.escape(format_value(v))}" for k, v in event.attrs.items())
+    head = (f"position {event.position} · <b>{html.escape(event.type)}</b> · "
+            f"{html.escape(when if when is not None else 'ts ' + format_value(event.ts))}")
     return head + ("<br>" + attrs if attrs else "")
+
+
+def check_time_zone(tz: Optional[str]) -> Optional[str]:
+    """``tz`` if it names an IANA time zone (None stays None), else a ValueError that says what is expected."""
+    if tz is None:
+        return None
+    try:
+        zoneinfo.ZoneInfo(str(tz))
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"unknown time zone {tz!r}: use an IANA name such as 'UTC' or 'America/New_York'") from None
+    return str(tz)
+
+
+class EventCanvas:
+    """Where a stream's events go on a figure and what their hovers say: x in a time zone, a lane per type.
+
+    ``MatchTimeline`` and ``StrategyCompare`` draw with it, so both place and describe events the same way.
+    """
+
+    def __init__(self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None):
+        self.stream = stream
+        self.tz = check_time_zone(tz) if stream.ts_is_datetime else None
+        self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types if types is not None else stream.types))}
+        self.late = late_positions(stream)
+        self._zone = zoneinfo.ZoneInfo(self.tz or "UTC")
+        self.x = self.time_values(stream.times)
+
+    def _wall_clock(self, seconds):
+        """Datetimes on the clocks of ``tz`` (naive, so that plotly prints them as they are)."""
+        stamps = pd.to_datetime(seconds, unit="s", utc=True)
+        return stamps.tz_convert(self.tz or "UTC").tz_localize(None)
+
+    @property
+    def axis_title(self) -> str:
+        return f"ts ({self.tz or 'UTC'})" if self.stream.ts_is_datetime else "ts"
+
+    def time_label(self, seconds: float) -> str:
+        if not self.stream.ts_is_datetime:
+            return format_value(float(seconds))
+        stamp = datetime.datetime.fromtimestamp(float(seconds), self._zone)
+        return stamp.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+    def time_values(self, seconds: np.ndarray):
+        return self._wall_clock(seconds) if self.stream.ts_is_datetime else seconds
+
+    def logical(self, positions) -> list:
+        times = self.stream.times
+        return sorted(positions, key=lambda p: (times[p], p))
+
+    def event_text(self, position: int) -> str:
+        return event_text(self.stream[position], self.time_label(self.stream.times[position]))
+
+    def events(self, positions) -> dict:
+        """Scatter properties: one grey marker per event at ``positions``."""
+        positions = [p for p in positions if self.stream[p].type in self.lanes]
+        return {"x": [self.x[p] for p in positions], "y": [self.lanes[self.stream[p].type] for p in positions],
+                "mode": "markers", "marker": {"size": 7, "color": COLORS["events"]},
+                "hovertext": [self.event_text(p) for p in positions], "hovertemplate": "%{hovertext}<extra></extra>"}
+
+    def polylines(self, matches, indices, label: str, symbol: str = "circle", star_late: bool = False) -> dict:
+        """Scatter properties for many matches in one trace: each a polyline, separated by None; customdata
+        holds the match's index (``indices``), so a click tells which match it hit."""
+        xs, ys, texts, ids, symbols = [], [], [], [], []
+        for k, match in zip(indices, matches):
+            offset = OFFSETS[k % len(OFFSETS)]
+            for p in self.logical(match.positions):
+                event_type = self.stream[p].type
+                if event_type not in self.lanes:
+                    continue
+                xs.append(self.x[p])
+                ys.append(self.lanes[event_type] + offset)
+                names = ", ".join(bound_variables(match, p))
+                late = " (late event)" if p in self.late else ""
+                texts.append(f"{label} #{k} · {html.escape(names)}{late}<br>{html.escape(bindings_text(match))}"
+                             f"<br>{self.event_text(p)}")
+                ids.append(k)
+                symbols.append("star" if star_late and p in self.late else symbol)
+            for column in (xs, ys, texts, ids, symbols):
+                column.append(None)
+        return {"x": xs, "y": ys, "mode": "lines+markers", "hovertext": texts, "customdata": ids,
+                "hovertemplate": "%{hovertext}<extra></extra>", "connectgaps": False,
+                "marker": {"size": 9, "symbol": [s or symbol for s in symbols]}}
+
+    def lane_axis(self) -> dict:
+        lanes = list(self.lanes)
+        return {"tickvals": list(range(len(lanes))), "ticktext": lanes, "autorange": "reversed",
+                "range": None, "zeroline": False}
+
+    def start_times(self, matches) -> np.ndarray:
+        times = self.stream.times
+        return np.array([min(times[p] for p in m.positions) if m.positions else 0.0 for m in matches])
+
+    def spread_sample(self, matches, limit: int) -> list:
+        """Indices of at most ``limit`` matches spread evenly over their start times (all when they fit)."""
+        if len(matches) <= limit:
+            return list(range(len(matches)))
+        order = np.argsort(self.start_times(matches), kind="stable")
+        picks = order[np.unique(np.linspace(0, len(matches) - 1, limit).round().astype(int))]
+        return sorted(int(k) for k in picks)
 
 
 class MatchTimeline(widgets.VBox):
@@ -74,8 +188,13 @@ class MatchTimeline(widgets.VBox):
     matches : ``cepkit.Matches`` or iterable of ``cepkit.Match``
         The matches to draw; ``Matches.deltas``, when present, adds withdrawn results and late insertions.
     max_events, max_matches : int
-        Beyond these, unmatched events are aggregated and only the first matches are drawn (and the title
-        says so).
+        Beyond these, unmatched events are aggregated and a sample of the matches spread over time is drawn
+        (and the title says so).
+    tz : str, optional
+        IANA time zone the axis and hovers show datetime ts in (UTC by default); the widget's box changes it.
+    group_by : str or callable, optional
+        Colour matches by group: an attribute of the match's first event (e.g. ``"origin"``) or a function
+        of the match; the legend then shows and hides each group. Without it, each match has its own colour.
 
     Examples
     --------
@@ -91,62 +210,58 @@ class MatchTimeline(widgets.VBox):
     selected = traitlets.Int(None, allow_none=True, help="index of the highlighted match, or None")
 
     def __init__(self, events, matches: Iterable = (), *, max_events: int = 2000, max_matches: int = 300,
-                 height: Optional[int] = None, title: str = ""):
+                 height: Optional[int] = None, title: str = "", tz: Optional[str] = None,
+                 group_by: Union[str, Callable, None] = None):
         self.stream = as_stream(events)
-        self.max_events = max_events
-        self.max_matches = max_matches
-        self.title = title
-        self.lanes = {}
-        for event in self.stream:
-            self.lanes.setdefault(event.type, len(self.lanes))
-        self._x = (pd.to_datetime(self.stream.times, unit="s") if self.stream.ts_is_datetime
-                   else self.stream.times)
-        self._late = late_positions(self.stream)
-        self.figure = go.FigureWidget(data=[go.Scatter(name=name, x=[], y=[]) for name in TRACES])
-        self.figure.update_layout(height=height or min(160 + 45 * len(self.lanes), 520))
+        for name, value in (("max_events", max_events), ("max_matches", max_matches)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
+        self.max_events, self.max_matches, self.title, self.height = max_events, max_matches, title, height
+        self.group_by = self._check_group_by(group_by)
+        self.canvas = EventCanvas(self.stream, tz)
+        self.figure = figure_widget()
         self.details = widgets.HTML()
-        super().__init__([self.figure, self.details])
-        self.trace("matches").on_click(self._clicked)
+        self.zone = widgets.Combobox(value=self.canvas.tz or "UTC", options=TIME_ZONES, description="time zone",
+                                     ensure_option=False, continuous_update=False,
+                                     layout=widgets.Layout(width="320px"))
+        self.zone_error = widgets.HTML()
+        self.zone.observe(self._on_zone, "value")
+        controls = [widgets.HBox([self.zone, self.zone_error])] if self.stream.ts_is_datetime else []
+        super().__init__([*controls, self.figure, self.details], layout=full_width())
+        self.matches, self.deltas, self.notes, self.drawn = [], [], [], []
         self.set_matches(matches)
 
     # ------------------------------------------------------------------ public
+    @property
+    def lanes(self) -> dict:
+        return self.canvas.lanes
+
+    @property
+    def tz(self) -> Optional[str]:
+        return self.canvas.tz
+
+    @property
+    def selected_match(self):
+        """The highlighted ``cepkit.Match`` (None when none is)."""
+        return self.matches[self.selected] if self.selected is not None else None
+
     def trace(self, name: str):
-        """The figure's trace called ``name`` (one of ``TRACES``)."""
-        return self.figure.data[TRACES.index(name)]
+        """The figure's trace called ``name``: "event density", "events", "withdrawn", "late insertions",
+        "selected", or a match trace (``match_traces()`` lists those)."""
+        for trace in self.figure.data:
+            if trace.name == name:
+                return trace
+        raise KeyError(f"no trace {name!r}; the traces are {[t.name for t in self.figure.data]}")
+
+    def match_traces(self) -> list:
+        return [t for t in self.figure.data if t.meta == "matches"]
 
     def set_matches(self, matches: Iterable) -> None:
-        """Draw other matches of the same stream (keeps the figure, so a displayed view updates in place)."""
+        """Draw other matches of the same stream (the figure is rebuilt whole and sent once)."""
         self.deltas = list(getattr(matches, "deltas", None) or [])
         self.matches = [m for m in matches if m.sign == "+"]
         self.selected = None
-        drawn = self.matches[:self.max_matches]
-        withdrawn = [m for m in self.deltas if m.sign == "-"]
-        late = [m for m in self.deltas if m.sign == "+" and self._late.intersection(m.positions)]
-        used = {p for m in (*drawn, *withdrawn, *late) for p in m.positions}
-        aggregate = len(self.stream) > self.max_events
-        shown = sorted(used) if aggregate else range(len(self.stream))
-        notes = []
-        if aggregate:
-            notes.append(f"{len(self.stream):,} events > max_events={self.max_events:,}: unmatched events "
-                         f"binned ({self._bins()} bins per lane)")
-        if len(drawn) < len(self.matches):
-            notes.append(f"showing the first {len(drawn):,} of {len(self.matches):,} matches")
-        props = {
-            "event density": self._density(used) if aggregate else _empty(),
-            "events": self._events(shown),
-            "withdrawn": self._polylines(withdrawn, "withdrawn", dash="dash", symbol="x"),
-            "matches": self._polylines(drawn, "match"),
-            "late insertions": self._polylines(late, "late insertion", dash="dot", star_late=True),
-            "selected": _empty(),
-        }
-        # One update per trace, never one batch across traces: a batched restyle pads the traces lacking a
-        # property with `undefined` (e.g. `marker`), which plotly.js's cleanData cannot read, and the figure
-        # then never renders.
-        for name, values in props.items():
-            self.trace(name).update(values, overwrite=True)
-        self.figure.update_layout(self._layout(notes))
-        self.notes = notes
-        self._show_selected()
+        self._redraw()
 
     def __repr__(self):
         return f"MatchTimeline(events={len(self.stream)}, matches={len(self.matches)}, selected={self.selected})"
@@ -173,62 +288,129 @@ class MatchTimeline(widgets.VBox):
     def _show_selected(self):
         k = self.selected
         if k is None:
-            self.trace("selected").update(_empty(), overwrite=True)
+            self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
             self.details.value = ("<small>Click a match's line to highlight it and list its events.</small>"
-                                  if self.matches else "<small>No matches.</small>")
+                                  if self.matches else "")
             return
-        match = self.matches[k]
-        props = self._polylines([match], "selected match", first_index=k)
-        props.update(line={"color": COLORS["selected"], "width": 4}, marker={"size": 11, "color": COLORS["selected"]})
+        props = self.canvas.polylines([self.matches[k]], [k], "selected match")
+        props.update(line={"color": COLORS["selected"], "width": 4},
+                     marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
         self.trace("selected").update(props, overwrite=True)
-        self.details.value = self._match_table(k, match)
+        self.details.value = self._match_table(k, self.matches[k])
 
     def _match_table(self, k: int, match) -> str:
         rows = []
-        for p in self._logical(match.positions):
+        for p in self.canvas.logical(match.positions):
             event = self.stream[p]
-            attrs = ", ".join(f"{a} = {v}" for a, v in event.attrs.items())
+            attrs = ", ".join(f"{a} = {format_value(v)}" for a, v in event.attrs.items())
             rows.append(f"<tr><td>{p}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
-                        f"<td>{html.escape(event.type)}</td><td>{html.escape(str(event.ts))}</td>"
+                        f"<td>{html.escape(event.type)}</td>"
+                        f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
                         f"<td>{html.escape(attrs)}</td></tr>")
         return (f"<b>match #{k}</b>: {html.escape(bindings_text(match))}"
-                "<table class='cepkit-match'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
+                "<table class='cepkit-table'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
                 f"<th>attributes</th></tr>{''.join(rows)}</table>")
 
+    # ------------------------------------------------------------------ time zone
+    def _on_zone(self, change) -> None:
+        try:
+            tz = check_time_zone(change["new"].strip() or "UTC")
+        except ValueError as err:
+            self.zone_error.value = f"<span style='color:#b00'>{html.escape(str(err))}</span>"
+            return
+        self.zone_error.value = ""
+        self.canvas = EventCanvas(self.stream, tz)
+        selected = self.selected
+        self._redraw()
+        self.selected = selected
+
     # ------------------------------------------------------------------ drawing
-    def _logical(self, positions) -> list:
-        return sorted(positions, key=lambda p: (self.stream.times[p], p))
+    def _check_group_by(self, group_by):
+        if group_by is None or callable(group_by):
+            return group_by
+        known = set(self.stream.frame.columns)
+        if not isinstance(group_by, str) or group_by not in known:
+            raise ValueError(f"group_by must be a function of a match or one of the events' columns "
+                             f"({', '.join(sorted(map(str, known)))}), got {group_by!r}")
+        return group_by
 
-    def _events(self, positions) -> dict:
-        positions = list(positions)
-        return {"x": [self._x[p] for p in positions], "y": [self.lanes[self.stream[p].type] for p in positions],
-                "mode": "markers", "marker": {"size": 7, "color": COLORS["events"]},
-                "hovertext": [event_text(self.stream[p]) for p in positions],
-                "hovertemplate": "%{hovertext}<extra></extra>", "customdata": None}
+    def _group_of(self, match) -> str:
+        if callable(self.group_by):
+            return str(self.group_by(match))
+        first = self.canvas.logical(match.positions)[0]
+        event = self.stream[first]
+        value = event.type if self.group_by == "type" else event.get(self.group_by)
+        return format_value(value) if value is not None else "(none)"
 
-    def _polylines(self, matches, label: str, dash: str = "solid", symbol: str = "circle",
-                   star_late: bool = False, first_index: int = 0) -> dict:
-        """One trace for many matches: each a polyline, separated by None; customdata holds the match index."""
-        xs, ys, texts, ids, symbols = [], [], [], [], []
-        for k, match in enumerate(matches, start=first_index):
-            offset = OFFSETS[k % len(OFFSETS)]
-            for p in self._logical(match.positions):
-                event = self.stream[p]
-                xs.append(self._x[p])
-                ys.append(self.lanes[event.type] + offset)
-                names = ", ".join(bound_variables(match, p))
-                late = " (late event)" if p in self._late else ""
-                texts.append(f"{label} #{k} · {html.escape(names)}{late}<br>{html.escape(bindings_text(match))}"
-                             f"<br>{event_text(event)}")
-                ids.append(k)
-                symbols.append("star" if star_late and p in self._late else symbol)
-            for column in (xs, ys, texts, ids, symbols):
-                column.append(None)
-        color = COLORS["late insertions" if star_late else "withdrawn" if dash == "dash" else "matches"]
-        return {"x": xs, "y": ys, "mode": "lines+markers", "hovertext": texts, "customdata": ids,
-                "hovertemplate": "%{hovertext}<extra></extra>", "connectgaps": False,
-                "line": {"color": color, "width": 2, "dash": dash},
-                "marker": {"size": 9, "color": color, "symbol": [s or "circle" for s in symbols]}}
+    def _match_traces(self, indices: list) -> list:
+        """One trace per colour: each match its own colour (cycling), or one trace per group with a legend."""
+        matches = [self.matches[k] for k in indices]
+        if self.group_by is None:
+            slots = {}
+            for k, match in zip(indices, matches):
+                slots.setdefault(k % len(PALETTE), []).append(k)
+            single = len(indices) <= len(PALETTE)
+            groups = [(f"match #{ks[0]}" if single else "matches", PALETTE[slot], ks)
+                      for slot, ks in sorted(slots.items())]
+        else:
+            labels = [self._group_of(m) for m in matches]
+            biggest = [g for g, _ in Counter(labels).most_common(MAX_GROUPS)]
+            by_group: dict = {}
+            for k, label in zip(indices, labels):
+                by_group.setdefault(label if label in biggest else "other", []).append(k)
+            groups = [(f"{self.group_by if isinstance(self.group_by, str) else 'group'} = {label} "
+                       f"({len(ks)})" if label != "other" else f"other ({len(ks)})", PALETTE[i % len(PALETTE)], ks)
+                      for i, (label, ks) in enumerate(sorted(by_group.items(), key=lambda kv: -len(kv[1])))]
+        traces = []
+        for i, (name, color, ks) in enumerate(groups):
+            props = self.canvas.polylines([self.matches[k] for k in ks], ks, "match")
+            props["marker"]["color"] = color
+            shared_legend = self.group_by is None and name == "matches"
+            traces.append(go.Scatter(name=name, meta="matches", line={"color": color, "width": 2},
+                                     legendgroup="matches" if shared_legend else name,
+                                     showlegend=not shared_legend or i == 0, **props))
+        return traces
+
+    def _redraw(self) -> None:
+        drawn = self.canvas.spread_sample(self.matches, self.max_matches)
+        withdrawn = [m for m in self.deltas if m.sign == "-"]
+        late = [m for m in self.deltas if m.sign == "+" and self.canvas.late.intersection(m.positions)]
+        used = {p for k in drawn for p in self.matches[k].positions} | {p for m in (*withdrawn, *late)
+                                                                      for p in m.positions}
+        aggregate = len(self.stream) > self.max_events
+        notes = []
+        if aggregate:
+            notes.append(f"{len(self.stream):,} events > max_events={self.max_events:,}: unmatched events "
+                         f"binned ({self._bins()} bins per lane)")
+        if len(drawn) < len(self.matches):
+            notes.append(f"showing {len(drawn):,} of {len(self.matches):,} matches, spread evenly over their "
+                         f"start times (max_matches={self.max_matches:,})")
+        traces = [
+            go.Scatter(name="event density", **(self._density(used) if aggregate else {"x": [], "y": []})),
+            go.Scatter(name="events", **self.canvas.events(sorted(used) if aggregate else range(len(self.stream)))),
+            self._delta_trace("withdrawn", self.canvas.polylines(withdrawn, range(len(withdrawn)), "withdrawn",
+                                                                 symbol="x"), "dash"),
+            *self._match_traces(drawn),
+            self._delta_trace("late insertions", self.canvas.polylines(late, range(len(late)), "late insertion",
+                                                                       star_late=True), "dot"),
+            go.Scatter(name="selected", x=[], y=[], mode="lines+markers", showlegend=False,
+                       hovertemplate="%{hovertext}<extra></extra>"),
+        ]
+        old = self.figure
+        self.figure = figure_widget(traces, self._layout(notes))
+        for trace in self.match_traces():
+            trace.on_click(self._clicked)
+        self.notes, self.drawn = notes, drawn
+        self.children = tuple(self.figure if child is old else child for child in self.children)
+        old.close()
+        self._show_selected()
+
+    @staticmethod
+    def _delta_trace(name: str, props: dict, dash: str) -> go.Scatter:
+        """Withdrawn results or late insertions (out-of-order modes); in the legend only when there are some."""
+        props["marker"]["color"] = COLORS[name]
+        return go.Scatter(name=name, line={"color": COLORS[name], "dash": dash, "width": 2},
+                          showlegend=bool(props["x"]), **props)
 
     def _bins(self) -> int:
         return max(10, self.max_events // max(len(self.lanes), 1))
@@ -240,39 +422,33 @@ class MatchTimeline(widgets.VBox):
         keep = np.ones(len(times), dtype=bool)
         keep[list(skip)] = False
         types = np.array(self.stream.types, dtype=object)
+        labels = [self.canvas.time_label(edge) for edge in edges]
+        middles = self.canvas.time_values((edges[:-1] + edges[1:]) / 2)
         xs, ys, counts, texts = [], [], [], []
         for name, lane in self.lanes.items():
             count, _ = np.histogram(times[keep & (types == name)], bins=edges)
             for i in np.nonzero(count)[0]:
-                lo, hi = self._time_label(edges[i]), self._time_label(edges[i + 1])
-                xs.append(self._time_value((edges[i] + edges[i + 1]) / 2))
+                lo, hi = labels[i], labels[i + 1]
+                xs.append(middles[i])
                 ys.append(lane)
                 counts.append(int(count[i]))
-                texts.append(f"{count[i]} unmatched {html.escape(name)} events<br>ts {lo} to {hi}")
+                texts.append(f"{plural(int(count[i]), 'unmatched ' + html.escape(name) + ' event')}"
+                             f"<br>{lo} to {hi}")
         peak = max(counts, default=1)
-        return {"x": xs, "y": ys, "mode": "markers", "hovertext": texts, "customdata": None,
+        return {"x": xs, "y": ys, "mode": "markers", "hovertext": texts,
                 "hovertemplate": "%{hovertext}<extra></extra>",
                 "marker": {"size": [4 + 14 * (c / peak) ** 0.5 for c in counts], "color": COLORS["event density"]}}
 
-    def _time_value(self, seconds: float):
-        return pd.to_datetime(seconds, unit="s") if self.stream.ts_is_datetime else seconds
-
-    def _time_label(self, seconds: float) -> str:
-        return str(self._time_value(seconds)) if self.stream.ts_is_datetime else f"{seconds:g}"
-
     def _layout(self, notes: list) -> dict:
-        heading = self.title or f"{len(self.stream):,} events · {len(self.matches):,} matches"
-        if self.deltas:
-            heading += f" · {sum(m.sign == '-' for m in self.deltas)} withdrawn"
+        heading = self.title or f"{plural(len(self.stream), 'event')} · {plural(len(self.matches), 'match', 'matches')}"
+        withdrawn = sum(m.sign == "-" for m in self.deltas)
+        if withdrawn:
+            heading += f" · {withdrawn:,} withdrawn"
         text = heading + "".join(f"<br><sup>{html.escape(n)}</sup>" for n in notes)
-        lanes = list(self.lanes)
-        return {"title": {"text": text, "font": {"size": 14}},
-                "xaxis": {"title": {"text": "ts"}},
-                "yaxis": {"tickvals": list(range(len(lanes))), "ticktext": lanes, "autorange": "reversed",
-                          "range": None, "zeroline": False, "title": {"text": "type"}},
+        return {"title": {"text": text, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+                "height": self.height or min(180 + 45 * len(self.lanes), 560),
+                "xaxis": {"title": {"text": self.canvas.axis_title}},
+                "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}},
                 "margin": {"l": 60, "r": 20, "t": 60 + 18 * len(notes), "b": 40},
-                "legend": {"orientation": "h", "y": -0.25}, "hovermode": "closest"}
-
-
-def _empty() -> dict:
-    return {"x": [], "y": [], "hovertext": [], "customdata": None}
+                "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+                "hovermode": "closest", "hoverlabel": {"align": "left"}}

@@ -1,53 +1,54 @@
 """``Workbench``: write a query, see it checked as you type, run it, and look at the result from every side.
 
 Layout, top to bottom: the query editor with its live diagnostics (``cepkit.parse``'s error with its caret,
-or the features the query uses), the engine and strategy pickers with the Run button and a progress bar
-(shown for long runs only), a status line, the results table (one row per match; picking a row highlights
-the match in the timeline and clicking a match in the timeline picks its row), and tabs:
+then the attributes checked against the stream's columns, or the features the query uses), the engine and
+strategy pickers with the Run button and a progress bar (shown for long runs only), a status line, the
+results grid (``ResultsGrid``: one row per match, sortable, filterable, exportable; picking a row highlights
+the match in the timeline and clicking a match in the timeline picks its row), and tabs, built from the list
+``tab_builders`` (title -> function of the workbench returning the tab's widget; ``add_tab`` adds one):
 
 - *Timeline*: ``MatchTimeline`` of the last run.
 - *Automaton*: ``AutomatonView`` of the query stepped over the events, or why the automaton engine cannot
   compile it (its fragment is CEL, digest 004).
-- *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened).
+- *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened, off
+  the kernel's main thread on long streams, with a Cancel button).
 - *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step (digest 000b §3).
 - *Engines*: the capability matrix ``cepkit.engines()``, the rows the query needs in bold.
-- *Events*: the first rows of the stream.
+- *Events*: the stream in a paged grid.
 
 Every run goes through ``execution.run_query``: an engine that cannot run the query hands it to
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
-query re-checks it at once but changes nothing else until Run.
+query re-checks it at once and greys the results ("edited since this run") until Run. ``selected`` is the
+picked match's index (``selected_match`` / ``selected_events()`` give it), for views that explain it.
 """
 from __future__ import annotations
 
 import html
-from typing import Optional
+from typing import Callable, Optional
 
 import ipywidgets as widgets
+import pandas as pd
+import traitlets
+from itables.widget import ITable
 
 import cepkit
+from cepkit.runtime.api import check_against_stream
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, as_stream, run_query
+from .figures import TABLE_CSS, full_width, plural
+from .results_grid import GRID_OPTIONS, ResultsGrid
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
-from .timeline import MatchTimeline, bindings_text
+from .timeline import MatchTimeline
 
-TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Engines", "Events")
+TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Engines", "Events")   # the tabs, in order
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
-MAX_RESULT_ROWS = 1000     # rows in the results table; the timeline still has every match
-EVENT_ROWS = 50
-CSS = """<style>
-.cepkit-results select { font-family: monospace; }
-.cepkit-diagnostics pre { margin: 0; }
+EVENT_ROWS = 10_000        # rows of the Events grid (paged in the browser)
+CSS = TABLE_CSS + """<style>
+.cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
+.cepkit-stale { opacity: 0.45; filter: grayscale(1); }
 </style>"""
-
-
-RESULTS_HEADER = f"{'#':<6} {'positions':<24} bindings"
-
-
-def result_row(k: int, match) -> str:
-    """One results-table row, aligned under ``RESULTS_HEADER``."""
-    return f"#{k:<5} {str(match.positions):<24} {bindings_text(match)}"
 
 
 class Workbench(widgets.VBox):
@@ -62,6 +63,8 @@ class Workbench(widgets.VBox):
         Initial picks ("auto"; None keeps the query's own strategy).
     hierarchy : optional
         A concept hierarchy (LANGUAGE.md §7) for parsing and matching.
+    tz : str, optional
+        Time zone of the timeline and the results' times for datetime ts (UTC by default).
     **options
         Passed to ``cepkit.match`` (e.g. ``disorder="aggressive"``).
 
@@ -75,20 +78,27 @@ class Workbench(widgets.VBox):
     False
     """
 
+    selected = traitlets.Int(None, allow_none=True, help="index of the picked match of the last run, or None")
+
     def __init__(self, events, query: str = "", engine: str = "auto", strategy: Optional[str] = None,
-                 hierarchy=None, **options):
+                 hierarchy=None, tz: Optional[str] = None, **options):
         self.stream = as_stream(events)
         self.hierarchy = hierarchy
         self.options = options
         self.query: Optional[cepkit.Query] = None
         self.last_run = None
         self.last_query: Optional[cepkit.Query] = None      # the query of the last run, strategy applied
+        self.last_text: Optional[str] = None                # the editor's text at the last run
+        self.capabilities = cepkit.engines()
+        if engine not in ("auto", *self.capabilities.index):
+            raise ValueError(f"unknown engine {engine!r}: choose 'auto' or one of {', '.join(self.capabilities.index)}")
+        if strategy is not None and strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
         self.editor = widgets.Textarea(value=query, rows=4, continuous_update=True,
                                        placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
                                        layout=widgets.Layout(width="100%"))
         self.diagnostics = widgets.HTML()
         self.diagnostics.add_class("cepkit-diagnostics")
-        self.capabilities = cepkit.engines()
         self.engine_picker = widgets.Dropdown(options=["auto", *self.capabilities.index], value=engine,
                                               description="engine")
         self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
@@ -96,29 +106,61 @@ class Workbench(widgets.VBox):
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
         self.status = widgets.HTML()
-        self.results_header = widgets.HTML()
-        self.results = widgets.Select(options=[], rows=8, layout=widgets.Layout(width="100%"))
-        self.results.add_class("cepkit-results")
-        self.timeline = MatchTimeline(self.stream)
+        self.timeline = MatchTimeline(self.stream, tz=tz)
+        self.results = ResultsGrid(self.timeline.canvas)
+        self.results.layout.display = "none"                 # nothing to show before the first run
         self.automaton_view: Optional[AutomatonView] = None
         self.strategy_compare: Optional[StrategyCompare] = None
-        self._stale = set()
-        self.tabs = widgets.Tab(children=[self.timeline, widgets.VBox(), widgets.VBox(), widgets.VBox(), widgets.HTML(),
-                                          widgets.HTML(self._events_html())], titles=TABS)
+        # title -> build(workbench) -> widget, for the tabs built when opened after a run (the costly ones wait
+        # to be seen); Timeline and Engines are kept up to date as they are.
+        self.tab_builders: dict = {"Automaton": Workbench._automaton_tab, "Strategies": Workbench._strategies_tab,
+                                   "Rewrite": Workbench._rewrite_tab, "Events": Workbench._events_tab}
+        self.engines_table = widgets.HTML()
+        self.tabs = widgets.Tab(layout=full_width())
+        self._tab_titles: list = []
+        kept = {"Timeline": self.timeline, "Engines": self.engines_table}
+        for title in TABS:
+            self._append_tab(title, kept.get(title))
+        self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
                           widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.progress]),
-                          self.status, self.results_header, self.results, self.tabs])
+                          self.status, self.results, self.tabs], layout=full_width())
         self.editor.observe(self._on_text, "value")
         self.run_button.on_click(lambda _: self.run())
-        self.results.observe(self._on_row, "value")
-        self.timeline.observe(self._on_timeline_pick, "selected")
+        self.results.observe(self._on_pick, "selected")
+        self.timeline.observe(self._on_pick, "selected")
         self.tabs.observe(lambda _: self._refresh_tab(), "selected_index")
         self._on_text()
 
+    # ------------------------------------------------------------------ public
     @property
     def matches(self) -> Optional[cepkit.Matches]:
         """The matches of the last successful run (None before one)."""
         return self.last_run.matches if self.last_run is not None else None
+
+    @property
+    def selected_match(self) -> Optional[cepkit.Match]:
+        """The picked match of the last run (None when none is)."""
+        return self.matches[self.selected] if self.selected is not None else None
+
+    def selected_events(self) -> pd.DataFrame:
+        """The picked match's events (rows of the stream, in logical order; empty when none is picked)."""
+        match = self.selected_match
+        positions = self.timeline.canvas.logical(match.positions) if match is not None else []
+        return self.stream.frame.iloc[positions]
+
+    def results_frame(self) -> Optional[pd.DataFrame]:
+        """The last run's matches as the results grid's rows (every match, the chosen fields)."""
+        return self.results.frame() if self.last_run is not None else None
+
+    def add_tab(self, title: str, build: Callable) -> None:
+        """A tab built by ``build(workbench)`` when it is opened after a run (and rebuilt after the next)."""
+        if title in self._tab_titles:
+            raise ValueError(f"there is already a tab {title!r}")
+        self.tab_builders[title] = build
+        self._append_tab(title, None)
+        if self.last_run is not None:
+            self._stale.add(title)
 
     def run(self):
         """Run the editor's query with the picked engine and strategy; returns the ``Run`` (None on error)."""
@@ -137,9 +179,9 @@ class Workbench(widgets.VBox):
             return None
         finally:
             self.progress.layout.visibility = "hidden"
-        self.last_run, self.last_query = run, query
+        self.last_run, self.last_query, self.last_text = run, query, self.editor.value
         self._show_results(run)
-        self._stale = {"Automaton", "Strategies", "Rewrite"}
+        self._stale |= set(self.tab_builders) - {"Events"}
         self._refresh_tab()
         return run
 
@@ -155,84 +197,110 @@ class Workbench(widgets.VBox):
             self.diagnostics.value = "<small>Type a query (LANGUAGE.md), e.g. <code>T AS x ; H AS y</code>.</small>"
         else:
             try:
-                self.query = cepkit.parse(text, self.hierarchy)
+                query = cepkit.parse(text, self.hierarchy)
+                check_against_stream(query, self.stream)      # attributes, PARTITION BY keys, window units
             except cepkit.QueryError as err:
                 self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             else:
-                features = ", ".join(sorted(self.query.features)) or "none"
-                self.diagnostics.value = (f"<small style='color:#070'>✓ parses · strategy {self.query.strategy} · "
-                                          f"features: {html.escape(features)}</small>")
+                self.query = query
+                features = ", ".join(sorted(query.features)) or "none"
+                self.diagnostics.value = (f"<small style='color:#070'>✓ checked against the stream's columns · "
+                                          f"strategy {query.strategy} · features: {html.escape(features)}</small>")
         self.run_button.disabled = self.query is None
+        if self.last_run is not None:
+            edited = text != self.last_text
+            self.results.set_stale(edited)
+            if edited:
+                self.timeline.add_class("cepkit-stale")
+            else:
+                self.timeline.remove_class("cepkit-stale")
+            self.status.value = self._status_text(self.last_run, edited)
         self._engines_tab()
 
     def _advance(self, done: int, total: int) -> None:
         self.progress.max, self.progress.value = total, done
 
     # ------------------------------------------------------------------ results
-    def _show_results(self, run) -> None:
-        matches = run.matches
-        rows = [(result_row(k, m), k) for k, m in enumerate(matches[:MAX_RESULT_ROWS])]
-        self.results.options = rows
-        self.results.value = None
-        more = f" (the table lists the first {MAX_RESULT_ROWS:,})" if len(matches) > MAX_RESULT_ROWS else ""
+    @staticmethod
+    def _status_text(run, edited: bool = False) -> str:
         note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
-        self.status.value = (f"<b>{len(matches):,} matches</b> by engine <code>{html.escape(run.engine)}</code> in "
-                             f"{run.seconds:.3f} s{more}{note}")
-        self.results_header.value = f"<pre style='margin:0'>{html.escape(RESULTS_HEADER)}</pre>" if rows else ""
-        self.timeline.set_matches(matches)
+        stale = (" · <span style='color:#9a6700'><b>edited since this run</b>: press Run to update</span>"
+                 if edited else "")
+        return (f"<b>{plural(len(run.matches), 'match', 'matches')}</b> by engine "
+                f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{stale}{note}")
 
-    def _on_row(self, change) -> None:
-        if change["new"] != self.timeline.selected:
-            self.timeline.selected = change["new"]
+    def _show_results(self, run) -> None:
+        self.selected = None
+        self.status.value = self._status_text(run)
+        self.timeline.set_matches(run.matches)
+        self.timeline.remove_class("cepkit-stale")
+        self.results.set_matches(run.matches)
+        self.results.layout.display = None if len(run.matches) else "none"
 
-    def _on_timeline_pick(self, change) -> None:
+    def _on_pick(self, change) -> None:
+        """A match picked in the grid or on the timeline is picked in both, and in ``selected``."""
         k = change["new"]
-        row = k if k is not None and k < len(self.results.options) else None
-        if row != self.results.value:
-            self.results.value = row
+        self.selected = k
+        for view in (self.results, self.timeline):
+            if view.selected != k:
+                view.selected = k
 
     # ------------------------------------------------------------------ tabs
+    def _append_tab(self, title: str, child) -> None:
+        self._tab_titles.append(title)
+        self.tabs.children = (*self.tabs.children, child if child is not None else widgets.VBox())
+        self.tabs.titles = tuple(self._tab_titles)
+
     def _refresh_tab(self) -> None:
-        """Build the selected tab's view if the last run made it stale (the costly ones wait to be seen)."""
-        name = TABS[self.tabs.selected_index or 0]
-        if name not in self._stale:
+        """Build the selected tab's view if it is stale (the last run changed what it shows)."""
+        title = self._tab_titles[self.tabs.selected_index or 0]
+        if title not in self._stale or (title != "Events" and self.last_run is None):
             return
-        self._stale.discard(name)
-        box = self.tabs.children[TABS.index(name)]
-        if name == "Automaton":
-            try:
-                self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy)
-                box.children = [self.automaton_view]
-            except cepkit.QueryError as err:
-                self.automaton_view = None
-                box.children = [widgets.HTML("The automaton engine (CEL, digest 004) cannot compile this query:"
-                                             f"<pre>{html.escape(str(err))}</pre>")]
-        elif name == "Strategies":
-            self.progress.layout.visibility = "visible"
-            try:
-                self.strategy_compare = StrategyCompare(self.last_query, self.stream, self.engine_picker.value,
-                                                        self.hierarchy, progress=self.progress, **self.options)
-            finally:
-                self.progress.layout.visibility = "hidden"
-            box.children = [self.strategy_compare]
-        elif name == "Rewrite":
-            box.children = [RewriteView(self.last_query, hierarchy=self.hierarchy)]
+        self._stale.discard(title)
+        box = self.tabs.children[self._tab_titles.index(title)]
+        try:
+            view = self.tab_builders[title](self)
+        except cepkit.QueryError as err:
+            view = widgets.HTML(f"<pre style='color:#b00'>{html.escape(str(err))}</pre>")
+        box.children = [view]
+
+    def _automaton_tab(self):
+        try:
+            self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy)
+        except cepkit.QueryError as err:
+            self.automaton_view = None
+            return widgets.HTML("The automaton engine (CEL, digest 004) cannot compile this query:"
+                                f"<pre>{html.escape(str(err))}</pre>")
+        return self.automaton_view
+
+    def _strategies_tab(self):
+        self.strategy_compare = StrategyCompare(self.last_query, self.stream, self.engine_picker.value,
+                                                self.hierarchy, background=len(self.stream) >= PROGRESS_MIN_EVENTS,
+                                                tz=self.timeline.tz, **self.options)
+        return self.strategy_compare
+
+    def _rewrite_tab(self):
+        return RewriteView(self.last_query, hierarchy=self.hierarchy)
+
+    def _events_tab(self):
+        frame = self.stream.frame
+        note = (f"<small>the grid pages the first {EVENT_ROWS:,} of {len(frame):,} events</small>"
+                if len(frame) > EVENT_ROWS else "")
+        grid = ITable(frame.head(EVENT_ROWS).rename_axis("position").reset_index(),
+                      **{**GRID_OPTIONS, "select": False, "buttons": ["pageLength"]})
+        return widgets.VBox([widgets.HTML(note), grid], layout=full_width())
 
     def _engines_tab(self) -> None:
         matrix = self.capabilities
         features = [c for c in matrix.columns if c not in ("rank", "description")]
         used = set(self.query.features) if self.query is not None else set()
-        head = "".join(f"<th>{html.escape(e)}</th>" for e in matrix.index)
+        head = "".join(f"<th class='mark'>{html.escape(e)}</th>" for e in matrix.index)
         rows = []
         for feature in features:
-            cells = "".join(f"<td>{'✓' if matrix.at[e, feature] else ''}</td>" for e in matrix.index)
+            cells = "".join(f"<td class='mark'>{'✓' if matrix.at[e, feature] else ''}</td>" for e in matrix.index)
             name = f"<b>{feature}</b>" if feature in used else feature
             rows.append(f"<tr><td>{name}</td>{cells}</tr>")
-        self.tabs.children[TABS.index("Engines")].value = (
+        self.engines_table.value = (
             "<small>Features the query uses are in bold; <code>engine='auto'</code> picks the best-ranked engine "
-            f"with all of them.</small><table><tr><th>feature</th>{head}</tr>{''.join(rows)}</table>")
-
-    def _events_html(self) -> str:
-        frame = self.stream.frame
-        more = f"<small>first {EVENT_ROWS} of {len(frame):,} events</small>" if len(frame) > EVENT_ROWS else ""
-        return more + frame.head(EVENT_ROWS).to_html()
+            f"with all of them.</small><table class='cepkit-table'><tr><th>feature</th>{head}</tr>"
+            f"{''.join(rows)}</table>")

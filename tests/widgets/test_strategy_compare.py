@@ -1,4 +1,8 @@
-"""StrategyCompare on the worked examples of digest 004 §3 ("Selection strategies on S")."""
+"""StrategyCompare on the worked examples of digest 004 §3 ("Selection strategies on S"); its one figure,
+its table, background runs and Cancel."""
+import time
+
+import pandas as pd
 import pytest
 
 import cepkit
@@ -22,26 +26,70 @@ def test_phi3_next_last_max_keep_the_longest_iteration(farm):
     assert positions["STRICT"] == []
 
 
-def test_every_strategy_gets_a_row_and_a_timeline_agreeing_with_the_oracle(farm):
+def test_one_figure_a_row_per_strategy_on_a_shared_time_axis_agreeing_with_the_oracle(farm):
     compare = StrategyCompare(PHI1, farm)
     assert tuple(compare.runs) == cepkit.widgets.STRATEGIES
-    for strategy, timeline in compare.timelines.items():
+    layout = compare.figure.layout
+    rows = [t for t in compare.figure.data if t.name in compare.runs]
+    assert [t.name for t in rows] == list(cepkit.widgets.STRATEGIES)
+    assert {t.xaxis for t in rows} == {f"x{i}" if i > 1 else "x" for i in range(1, 8)}
+    assert all(layout[f"xaxis{i}"].matches == "x7" for i in range(1, 7))           # zoom one, zoom all
+    for strategy, trace in zip(compare.runs, rows):
         oracle = cepkit.match(PHI1, farm, engine="reference", strategy=strategy)
         assert compare.runs[strategy].matches.positions() == oracle.positions()
-        assert len(timeline.matches) == len(oracle)
-        assert f"<td><b>{strategy}</b></td><td>{len(oracle)}</td>" in compare.table.value
+        assert sum(x is None for x in trace.x) == len(oracle)                      # one polyline per match
+        assert f"<td><b>{strategy}</b></td><td class='num'>{len(oracle)}</td>" in compare.table.value
+    titles = [a.text for a in layout.annotations]
+    assert "<b>STRICT</b>: 1 match (" in titles[4] and "<b>ALL</b>: 3 matches (" in titles[0]
     assert repr(compare).startswith("StrategyCompare('") and "NEXT=2" in repr(compare)
+    assert layout.autosize and compare.figure in compare.children
+
+
+def test_lanes_are_the_types_some_match_uses():
+    events = [{"type": t, "ts": i} for i, t in enumerate("AXBYAB")]
+    compare = StrategyCompare("A a ; B b", events, strategies=["ALL", "NEXT"])
+    assert compare.figure.layout.yaxis.ticktext == ("A", "B")
 
 
 def test_a_strategy_the_query_cannot_take_is_listed_with_its_error(farm):
     compare = StrategyCompare(PHI1, farm, strategies=("ALL", "PARTITION_STRICT"))
     assert list(compare.runs) == ["ALL"] and "PARTITION_STRICT" in compare.errors
     assert "PARTITION BY" in compare.errors["PARTITION_STRICT"].reason
-    assert "PARTITION_STRICT" in compare.table.value and "PARTITION_STRICT" not in compare.timelines
+    assert "PARTITION_STRICT" in compare.table.value
+    assert [t.name for t in compare.figure.data if t.name != "events"] == ["ALL"]
+    with pytest.raises(ValueError, match="strategies is empty"):
+        StrategyCompare(PHI1, farm, strategies=[])
 
 
-def test_progress_counts_strategies(farm):
-    import ipywidgets as widgets
-    bar = widgets.IntProgress()
-    StrategyCompare(PHI1, farm, strategies=("ALL", "NEXT", "LAST"), progress=bar)
-    assert (bar.value, bar.max) == (3, 3)
+def test_progress_counts_strategies_and_hides_when_done(farm):
+    compare = StrategyCompare(PHI1, farm, strategies=("ALL", "NEXT", "LAST"))
+    assert (compare.progress.value, compare.progress.max) == (3, 3)
+    assert compare.running.layout.display == "none"
+
+
+def long_stream(n: int = 4500) -> pd.DataFrame:
+    return pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
+                         "v": [i // 3 % 5 for i in range(n // 3 * 3)]})
+
+
+def test_background_runs_report_progress_and_give_the_same_counts():
+    events = long_stream()
+    query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
+    compare = StrategyCompare(query, events, strategies=["ALL", "NEXT"], background=True)
+    compare.wait(120)
+    assert compare.counts() == {s: len(cepkit.match(query, events, strategy=s))
+                                for s in ("ALL", "NEXT")}
+    assert compare.figure is not None and not compare.cancelled
+
+
+def test_cancel_stops_and_keeps_what_finished():
+    events = long_stream(30000)
+    compare = StrategyCompare("SEQ(A a, B b) WHERE a.v = b.v WITHIN 4", events,
+                              strategies=["ALL", "NEXT", "LAST", "MAX"], background=True)
+    deadline = time.monotonic() + 60
+    while not compare.runs and time.monotonic() < deadline:      # let one strategy finish
+        time.sleep(0.05)
+    compare.cancel()
+    compare.wait(60)
+    assert 1 <= len(compare.runs) < 4 and "cancelled" in compare.table.value
+    assert "not run" in compare.table.value

@@ -1,4 +1,5 @@
-"""MatchTimeline without a browser: traces, selection (set or clicked), aggregation, retractions."""
+"""MatchTimeline without a browser: traces, colours and groups, selection (set or clicked), sampling,
+aggregation, time zones, retractions."""
 import pandas as pd
 import pytest
 import traitlets
@@ -7,7 +8,8 @@ from plotly.callbacks import Points
 import cepkit
 from cepkit.runtime import Stream
 from cepkit.widgets import MatchTimeline
-from cepkit.widgets.timeline import TRACES, late_positions
+from cepkit.widgets.figures import FIGURE_CONFIG
+from cepkit.widgets.timeline import PALETTE, late_positions
 
 # Digest 004 §3: the outputs of φ1 on the Figure 1 stream, with their bindings.
 PHI1 = [cepkit.Match.of({"x": 1, "y": 2}), cepkit.Match.of({"x": 1, "y": 8}), cepkit.Match.of({"x": 5, "y": 8})]
@@ -18,9 +20,15 @@ def points(trace):
     return [(x, y) for x, y in zip(trace.x, trace.y) if x is not None]
 
 
+def drawn_matches(timeline) -> set:
+    """Indices of the matches drawn, over every match trace."""
+    return {k for trace in timeline.match_traces() for k in trace.customdata if k is not None}
+
+
 def test_lanes_follow_first_appearance_and_every_event_is_drawn(farm):
     timeline = MatchTimeline(farm, PHI1)
-    assert [t.name for t in timeline.figure.data] == list(TRACES)
+    assert [t.name for t in timeline.figure.data] == ["event density", "events", "withdrawn", "match #0",
+                                                     "match #1", "match #2", "late insertions", "selected"]
     assert timeline.figure.layout.yaxis.ticktext == ("T", "H")
     events = timeline.trace("events")
     assert list(events.x) == list(range(9))
@@ -30,13 +38,14 @@ def test_lanes_follow_first_appearance_and_every_event_is_drawn(farm):
 
 def test_each_match_is_a_polyline_through_its_events_in_order(farm):
     timeline = MatchTimeline(farm, PHI1)
-    matches = timeline.trace("matches")
-    assert [x for x in matches.x] == [1, 2, None, 1, 8, None, 5, 8, None]
-    assert [k for k in matches.customdata] == [0, 0, None, 1, 1, None, 2, 2, None]
+    traces = timeline.match_traces()
+    assert [list(t.x) for t in traces] == [[1, 2, None], [1, 8, None], [5, 8, None]]
+    assert [list(t.customdata) for t in traces] == [[0, 0, None], [1, 1, None], [2, 2, None]]
+    assert len({t.line.color for t in traces}) == 3                   # a colour per match
     # matches sharing an event (8) are drawn apart, each near its events' lanes
-    y_of_8 = [y for x, y in points(matches) if x == 8]
+    y_of_8 = [y for t in traces for x, y in points(t) if x == 8]
     assert len(set(y_of_8)) == 2 and all(abs(y - 1) < 0.3 for y in y_of_8)
-    assert "x = 1, y = 8" in matches.hovertext[3]
+    assert "x = 1, y = 8" in traces[1].hovertext[0]
 
 
 def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
@@ -53,25 +62,26 @@ def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
 
 def test_clicking_a_match_selects_it(farm):
     timeline = MatchTimeline(farm, PHI1)
-    trace = timeline.trace("matches")
-    trace._dispatch_on_click(Points(point_inds=[4], trace_index=TRACES.index("matches")), None)
+    trace = timeline.trace("match #1")
+    trace._dispatch_on_click(Points(point_inds=[1], trace_index=list(timeline.figure.data).index(trace)), None)
     assert timeline.selected == 1
 
 
-def test_set_matches_redraws_in_place(farm):
+def test_set_matches_sends_a_new_figure_whole(farm):
     timeline = MatchTimeline(farm, PHI1)
     figure = timeline.figure
     timeline.selected = 0
     timeline.set_matches(PHI1[:1])
-    assert timeline.figure is figure and timeline.selected is None
-    assert [x for x in timeline.trace("matches").x] == [1, 2, None]
+    assert timeline.figure is not figure and timeline.figure in timeline.children and figure not in timeline.children
+    assert timeline.selected is None
+    assert [x for x in timeline.trace("match #0").x] == [1, 2, None]
     assert repr(timeline) == "MatchTimeline(events=9, matches=1, selected=None)"
 
 
 def test_kleene_bindings_show_on_each_of_their_events(farm):
     # digest 004 §3, φ3: {3,4,6,7} with y iterating over 4 and 6
     timeline = MatchTimeline(farm, [cepkit.Match.of({"x": 3, "y": (4, 6), "z": 7})])
-    texts = [t for t in timeline.trace("matches").hovertext if t]
+    texts = [t for t in timeline.trace("match #0").hovertext if t]
     assert texts[1].startswith("match #0 · y") and "y = (4, 6)" in texts[1]
 
 
@@ -88,19 +98,71 @@ def test_many_events_are_aggregated_and_the_title_says_so():
     assert "binned" in timeline.figure.layout.title.text and timeline.notes
 
 
-def test_many_matches_draw_the_first_and_say_so(farm):
-    matches = [cepkit.Match.of({"x": i}) for i in range(9)]
+def test_many_matches_are_sampled_over_the_whole_time_range_and_the_title_says_so(farm):
+    matches = [cepkit.Match.of({"x": i}) for i in reversed(range(9))]       # match k starts at ts 8 - k
     timeline = MatchTimeline(farm, matches, max_matches=4)
-    assert sum(x is None for x in timeline.trace("matches").x) == 4
-    assert "showing the first 4 of 9 matches" in timeline.figure.layout.title.text
-    timeline.selected = 8                      # an undrawn match can still be selected
-    assert [x for x, _ in points(timeline.trace("selected"))] == [8]
+    starts = sorted(8 - k for k in drawn_matches(timeline))
+    assert len(starts) == 4 and starts[0] == 0 and starts[-1] == 8         # both ends of the range
+    assert "showing 4 of 9 matches, spread evenly" in timeline.figure.layout.title.text
+    undrawn = next(k for k in range(9) if k not in drawn_matches(timeline))
+    timeline.selected = undrawn                # an undrawn match can still be selected
+    assert [x for x, _ in points(timeline.trace("selected"))] == [8 - undrawn]
+
+
+def test_many_matches_cycle_colours_under_one_legend_entry(farm):
+    matches = [cepkit.Match.of({"x": i % 9}) for i in range(20)]
+    timeline = MatchTimeline(farm, matches)
+    traces = timeline.match_traces()
+    assert len(traces) == len(PALETTE) and drawn_matches(timeline) == set(range(20))
+    assert {t.legendgroup for t in traces} == {"matches"} and [t.showlegend for t in traces].count(True) == 1
+
+
+def test_group_by_colours_each_group_with_its_own_legend_entry(farm):
+    matches = [cepkit.Match.of({"x": p}) for p in range(9)]
+    timeline = MatchTimeline(farm, matches, group_by="id")
+    names = sorted(t.name for t in timeline.match_traces())
+    assert names == ["id = 0 (4)", "id = 1 (4)", "id = 2 (1)"]
+    by_type = MatchTimeline(farm, matches, group_by=lambda m: "early" if m.positions[0] < 4 else "late")
+    assert sorted(t.name for t in by_type.match_traces()) == ["group = early (4)", "group = late (5)"]
+    with pytest.raises(ValueError, match="group_by must be .* one of the events' columns"):
+        MatchTimeline(farm, matches, group_by="idd")
 
 
 def test_datetime_ts_stay_datetimes():
     events = pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2013-01-01 05:00", "2013-01-01 06:30"])})
     timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0, "b": 1})])
     assert pd.Timestamp(timeline.trace("events").x[1]) == pd.Timestamp("2013-01-01 06:30")
+    assert timeline.figure.layout.xaxis.title.text == "ts (UTC)"
+
+
+def test_a_time_zone_moves_the_axis_to_its_clocks_and_a_bad_one_is_explained():
+    events = pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2013-01-01 05:00", "2013-07-01 06:30"])})
+    timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0, "b": 1})], tz="America/New_York")
+    x = [pd.Timestamp(v) for v in timeline.trace("events").x]
+    assert x == [pd.Timestamp("2013-01-01 00:00"), pd.Timestamp("2013-07-01 02:30")]     # EST, then EDT
+    assert "EDT" in timeline.trace("events").hovertext[1]
+    assert timeline.figure.layout.xaxis.title.text == "ts (America/New_York)"
+    timeline.zone.value = "Mars/Olympus"
+    assert "unknown time zone &#x27;Mars/Olympus" in timeline.zone_error.value and timeline.tz == "America/New_York"
+    timeline.zone.value = "UTC"
+    assert timeline.zone_error.value == "" and pd.Timestamp(timeline.trace("events").x[0]).hour == 5
+    with pytest.raises(ValueError, match="unknown time zone"):
+        MatchTimeline(events, tz="EST5")
+
+
+def test_hovers_round_numbers_and_the_modebar_has_no_cloud_buttons():
+    events = [{"type": "A", "ts": 0, "v": 6.904679999999999}]
+    timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0})])
+    assert "v = 6.905<" in timeline.trace("match #0").hovertext[0] + "<"
+    assert "sendDataToCloud" in FIGURE_CONFIG["modeBarButtonsToRemove"]
+    assert timeline.figure._config == FIGURE_CONFIG and timeline.figure.layout.autosize
+    assert "withdrawn" not in timeline.figure.layout.title.text                   # no "· 0 withdrawn"
+    assert timeline.figure.layout.title.text == "1 event · 1 match"
+
+
+def test_bad_limits_are_explained(farm):
+    with pytest.raises(ValueError, match="max_matches must be a whole number >= 1"):
+        MatchTimeline(farm, max_matches=0)
 
 
 def test_late_events_are_those_below_an_earlier_arrivals_ts():
@@ -127,7 +189,7 @@ def test_retractions_are_withdrawn_and_late_insertions_starred():
 
 def test_no_matches(farm):
     timeline = MatchTimeline(farm)
-    assert len(timeline.trace("matches").x) == 0 and "No matches" in timeline.details.value
+    assert timeline.match_traces() == [] and timeline.details.value == ""
 
 
 def test_the_stack_engines_aggressive_mode_draws_retractions_and_late_insertions():

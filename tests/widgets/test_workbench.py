@@ -1,4 +1,5 @@
 """Workbench without a browser: type in the editor, pick, press Run through the model, read the widgets."""
+import keyword
 import pandas as pd
 import pytest
 
@@ -23,30 +24,98 @@ def test_parse_errors_show_live_with_their_caret(farm):
     assert wb.run_button.disabled
     assert "line 1, column" in wb.diagnostics.value and "^" in wb.diagnostics.value
     wb.editor.value = "T AS x ; H AS y"
-    assert not wb.run_button.disabled and "✓ parses" in wb.diagnostics.value and "sequence" in wb.diagnostics.value
+    assert not wb.run_button.disabled and "✓ checked" in wb.diagnostics.value and "sequence" in wb.diagnostics.value
 
 
-def test_run_fills_the_results_table_and_the_timeline(farm):
+def test_attributes_are_checked_against_the_stream_as_you_type(farm):
+    wb = Workbench(farm)
+    wb.editor.value = "T AS x FILTER x.tmpp > 40"
+    assert wb.run_button.disabled
+    assert "unknown attribute &#x27;tmpp&#x27;" in wb.diagnostics.value and "✓" not in wb.diagnostics.value
+    assert "tmp" in wb.diagnostics.value and "^" in wb.diagnostics.value             # what the events have
+    wb.editor.value = "T AS x FILTER x.tmp > 40"
+    assert not wb.run_button.disabled and "✓" in wb.diagnostics.value and "color:#b00" not in wb.diagnostics.value
+
+
+def test_before_any_run_there_is_no_empty_result(farm):
+    wb = Workbench(farm, query=PHI1)
+    assert wb.results.layout.display == "none" and wb.status.value == "" and wb.results_frame() is None
+
+
+def test_run_fills_the_results_grid_and_the_timeline(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run_button.click()
     assert wb.matches.positions() == cepkit.match(PHI1, farm, engine="reference").positions()
-    labels = [label for label, _ in wb.results.options]
-    assert [label.split()[1:3] for label in labels] == [["(1,", "2)"], ["(1,", "8)"], ["(5,", "8)"]]
-    assert "x = 5, y = 8" in labels[2]
+    frame = wb.results_frame()
+    assert frame["positions"].tolist() == ["1, 2", "1, 8", "5, 8"]
+    assert frame[["x", "y", "x.type", "y.type"]].values.tolist() == [["1", "2", "T", "H"], ["1", "8", "T", "H"],
+                                                                     ["5", "8", "T", "H"]]
+    assert frame["start"].tolist() == [1, 1, 5] and frame["end"].tolist() == [2, 8, 8]
     assert "3 matches" in wb.status.value and wb.matches.engine in wb.status.value
-    assert [x for x in wb.timeline.trace("matches").x] == [1, 2, None, 1, 8, None, 5, 8, None]
+    assert wb.results.layout.display is None and "data_json" in wb.results.grid._dt_args
+    assert [list(t.x) for t in wb.timeline.match_traces()] == [[1, 2, None], [1, 8, None], [5, 8, None]]
     assert repr(wb) == f"Workbench(events=9, query={PHI1!r}, matches=3)"
 
 
-def test_results_table_and_timeline_select_together(farm):
+def test_chosen_fields_become_columns_and_unknown_ones_are_explained(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
-    wb.results.value = 1
-    assert wb.timeline.selected == 1 and "match #1" in wb.timeline.details.value
+    wb.results.fields = ["tmp", "id"]
+    frame = wb.results_frame()
+    assert frame["x.tmp"].tolist() == [45, 45, 42] and frame["y.id"].tolist() == [0, 0, 0]
+    assert "y.tmp" not in frame.columns                            # H events have no tmp
+    with pytest.raises(ValueError, match="unknown field.*'pressure'.*the events have"):
+        wb.results.fields = ["pressure"]
+
+
+def test_results_grid_and_timeline_select_together(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    wb.results.grid.selected_rows = [1]                            # a row picked in the browser
+    assert wb.timeline.selected == 1 and wb.selected == 1 and "match #1" in wb.timeline.details.value
+    assert wb.selected_match.positions == (1, 8)
+    assert wb.selected_events()["type"].tolist() == ["T", "H"]
     wb.timeline.selected = 2
-    assert wb.results.value == 2
+    assert wb.results.grid.selected_rows == [2] and wb.selected == 2
     wb.timeline.selected = None
-    assert wb.results.value is None
+    assert wb.results.grid.selected_rows == [] and wb.selected is None and wb.selected_events().empty
+
+
+def test_editing_after_a_run_greys_the_results_until_the_next_run(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    wb.editor.value = PHI1 + " "
+    assert "edited since this run" in wb.status.value and "cepkit-stale" in wb.results._dom_classes
+    assert "cepkit-stale" in wb.timeline._dom_classes
+    wb.editor.value = PHI1
+    assert "edited since" not in wb.status.value and "cepkit-stale" not in wb.results._dom_classes
+    wb.editor.value = "T AS x ; H AS y"
+    wb.run()
+    assert "edited since" not in wb.status.value and "cepkit-stale" not in wb.results._dom_classes
+
+
+def test_export_puts_the_rows_in_a_notebook_variable_and_refuses_bad_names(farm, monkeypatch):
+    wb = Workbench(farm, query=PHI1)
+    wb.run()
+    for bad in ("1x", "my rows", "class", ""):
+        assert wb.results.export(bad) is None and "not a Python variable name" in wb.results.message.value
+    assert keyword.iskeyword("class")
+    namespace = {}
+
+    class Shell:
+        user_ns = namespace
+    monkeypatch.setattr("IPython.get_ipython", lambda: Shell)
+    wb.results.export_name.value = "rows"
+    wb.results.export_button.click()
+    assert namespace["rows"]["positions"].tolist() == ["1, 2", "1, 8", "5, 8"]
+    assert "3 rows" in wb.results.message.value
+
+
+def test_bad_picks_are_explained(farm):
+    with pytest.raises(ValueError, match="unknown engine 'stak'"):
+        Workbench(farm, engine="stak")
+    with pytest.raises(ValueError, match="unknown strategy 'FIRST'"):
+        Workbench(farm, strategy="FIRST")
 
 
 def test_strategy_picker(farm):
@@ -71,10 +140,10 @@ def test_an_engine_that_cannot_run_the_query_hands_it_to_reference(farm):
     assert wb.matches.positions() == cepkit.match(query, farm, engine="reference").positions()
 
 
-def test_errors_that_need_the_data_show_in_the_status(farm):
+def test_errors_that_need_the_data_show_before_run(farm):
     wb = Workbench(farm, query="T AS x FILTER x.pressure > 3")
-    assert wb.run() is None
-    assert "unknown attribute" in wb.status.value and wb.matches is None
+    assert wb.run() is None and wb.run_button.disabled
+    assert "unknown attribute" in wb.diagnostics.value and wb.matches is None
 
 
 def test_long_runs_show_progress_and_give_the_batch_result():
@@ -101,8 +170,20 @@ def test_tabs_build_their_views_when_opened(farm):
     assert wb.strategy_compare is None                      # seven runs wait until the tab is opened
     wb.tabs.selected_index = TABS.index("Strategies")
     assert wb.strategy_compare.counts()["NEXT"] == 2
-    assert "<b>sequence</b>" in wb.tabs.children[TABS.index("Engines")].value
-    assert "tmp" in wb.tabs.children[TABS.index("Events")].value
+    assert "<b>sequence</b>" in wb.engines_table.value
+    wb.tabs.selected_index = TABS.index("Events")
+    grid = wb.tabs.children[TABS.index("Events")].children[0].children[1]
+    assert "tmp" in grid._dt_args["table_html"] and len(grid._df) == len(farm)
+
+
+def test_a_tab_can_be_added(farm):
+    wb = Workbench(farm, query=PHI1)
+    wb.add_tab("Count", lambda w: __import__("ipywidgets").HTML(f"{len(w.matches)} found"))
+    wb.run()
+    wb.tabs.selected_index = len(wb.tabs.children) - 1
+    assert wb.tabs.titles[-1] == "Count" and wb.tabs.children[-1].children[0].value == "3 found"
+    with pytest.raises(ValueError, match="already a tab 'Count'"):
+        wb.add_tab("Count", lambda w: None)
 
 
 def test_automaton_tab(farm):
