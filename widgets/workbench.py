@@ -239,11 +239,21 @@ class Workbench(widgets.VBox):
 
     def _on_pick(self, change) -> None:
         """A match picked in the grid or on the timeline is picked in both, and in ``selected``."""
-        k = change["new"]
-        self.selected = k
+        self.selected = change["new"]
+
+    @traitlets.validate("selected")
+    def _check_selected(self, proposal):
+        k = proposal["value"]
+        found = len(self.matches) if self.matches is not None else 0
+        if k is not None and not 0 <= k < found:
+            raise traitlets.TraitError(f"selected must be None or a match index 0..{found - 1}, got {k}")
+        return k
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change) -> None:
         for view in (self.results, self.timeline):
-            if view.selected != k:
-                view.selected = k
+            if view.selected != change["new"]:
+                view.selected = change["new"]
 
     # ------------------------------------------------------------------ tabs
     def _append_tab(self, title: str, child) -> None:

@@ -1,5 +1,7 @@
 """Workbench without a browser: type in the editor, pick, press Run through the model, read the widgets."""
 import keyword
+
+import traitlets
 import pandas as pd
 import pytest
 
@@ -79,6 +81,10 @@ def test_results_grid_and_timeline_select_together(farm):
     assert wb.results.grid.selected_rows == [2] and wb.selected == 2
     wb.timeline.selected = None
     assert wb.results.grid.selected_rows == [] and wb.selected is None and wb.selected_events().empty
+    wb.selected = 0                                                # picked from code (or by another view)
+    assert wb.results.grid.selected_rows == [0] and wb.timeline.selected == 0
+    with pytest.raises(traitlets.TraitError, match="0..2"):
+        wb.selected = 3
 
 
 def test_editing_after_a_run_greys_the_results_until_the_next_run(farm):
