@@ -401,7 +401,9 @@ class _Case:
                                       f"{gaps[0]} lies between and is not part of the match", span, tuple(gaps),
                           {"between": tuple(gaps)})
         if strategy in RANKED:
-            for rival in self.run(strategy=None, consume=None, select=None):
+            kept = set(m.positions for m in self.run(consume=None, select=None))
+            rivals = self.run(strategy=None, consume=None, select=None)
+            for rival in sorted(rivals, key=lambda m: m.positions not in kept):  # name the match it keeps
                 if not all(p in self.index for p in rival.positions):
                     continue
                 theirs = frozenset(self.index[p] for p in rival.positions)
