@@ -13,6 +13,8 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 - *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened, off
   the kernel's main thread on long streams, with a Cancel button).
 - *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step (digest 000b §3).
+- *Explain*: ``ExplainView`` of the last run's query: the picked match explained clause by clause, events
+  clicked into a candidate, and, from an empty result, the near misses in one click (``cepkit.why_not``).
 - *Engines*: the capability matrix ``cepkit.engines()``, the rows the query needs in bold.
 - *Events*: the stream in a paged grid.
 
@@ -36,13 +38,14 @@ from cepkit.runtime.api import check_against_stream
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, as_stream, run_query
+from .explain_view import ExplainView
 from .figures import TABLE_CSS, full_width, plural
 from .results_grid import GRID_OPTIONS, ResultsGrid
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 
-TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Engines", "Events")   # the tabs, in order
+TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Explain", "Engines", "Events")   # the tabs, in order
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
 EVENT_ROWS = 10_000        # rows of the Events grid (paged in the browser)
 CSS = TABLE_CSS + """<style>
@@ -111,10 +114,12 @@ class Workbench(widgets.VBox):
         self.results.layout.display = "none"                 # nothing to show before the first run
         self.automaton_view: Optional[AutomatonView] = None
         self.strategy_compare: Optional[StrategyCompare] = None
+        self._follow_pick: Optional[Callable] = None        # the Explain tab's view follows the picked match
         # title -> build(workbench) -> widget, for the tabs built when opened after a run (the costly ones wait
         # to be seen); Timeline and Engines are kept up to date as they are.
         self.tab_builders: dict = {"Automaton": Workbench._automaton_tab, "Strategies": Workbench._strategies_tab,
-                                   "Rewrite": Workbench._rewrite_tab, "Events": Workbench._events_tab}
+                                   "Rewrite": Workbench._rewrite_tab, "Explain": Workbench._explain_tab,
+                                   "Events": Workbench._events_tab}
         self.engines_table = widgets.HTML()
         self.tabs = widgets.Tab(layout=full_width())
         self._tab_titles: list = []
@@ -291,6 +296,25 @@ class Workbench(widgets.VBox):
 
     def _rewrite_tab(self):
         return RewriteView(self.last_query, hierarchy=self.hierarchy)
+
+    def _explain_tab(self):
+        """The last run's query as run (its text, with the strategy picked); it follows the picked match."""
+        strategy = self.strategy_picker.value
+        view = ExplainView(cepkit.parse(self.last_text, self.hierarchy), self.stream,
+                           None if self.selected_match is None else self.selected_match.positions,
+                           strategy=None if strategy == AS_WRITTEN else strategy, hierarchy=self.hierarchy)
+        if not len(self.matches):
+            view.misses_note.value = "<b>No match.</b> Press <i>Why not?</i> for the near misses."
+        if self._follow_pick is not None:           # the view of the previous run stops following
+            self.unobserve(self._follow_pick, "selected")
+
+        def follow(change):
+            if change["new"] is not None:
+                view.explain(self.matches[change["new"]].positions)
+
+        self._follow_pick = follow
+        self.observe(follow, "selected")
+        return view
 
     def _events_tab(self):
         frame = self.stream.frame

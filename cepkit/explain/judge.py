@@ -62,8 +62,9 @@ class Judge:
     """A query and a stream prepared for explaining many candidates (``why_not`` judges hundreds)."""
 
     def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None):
-        parsed = parse(query, hierarchy)
-        self.text = parsed.text                      # spans point into the text as written
+        given = parse(query, hierarchy)
+        parsed = parse(given.text, given.hierarchy)  # its spans point into .text (with_strategy keeps old spans)
+        self.text = parsed.text
         self.query = parsed.with_strategy(strategy) if strategy is not None else parsed
         self.strategy_given = strategy is not None
         self.stream = Stream.from_any(events)

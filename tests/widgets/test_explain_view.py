@@ -54,3 +54,25 @@ def test_a_long_stream_shows_the_events_around_the_candidate():
     view = ExplainView("SEQ(A a, B b) WITHIN 3", events, (1501, 1502), max_events=100)
     assert len(view._shown) == 100 and 1501 in view._shown
     assert view.explanation.is_match
+
+
+def test_workbench_explain_tab_follows_the_picked_match_and_offers_why_not():
+    from cepkit.widgets import Workbench
+    from cepkit.widgets.workbench import TABS
+
+    wb = Workbench(cepkit.datasets.cel_fire_sensors(), query=PHI1, strategy="NEXT")
+    wb.run()
+    wb.tabs.selected_index = TABS.index("Explain")
+    (view,) = wb.tabs.children[TABS.index("Explain")].children
+    assert isinstance(view, ExplainView) and view.explanation is None
+    wb.selected = 1
+    assert view.candidate == wb.selected_match.positions and view.explanation.is_match
+    assert "NEXT keeps it" in view.reasons.value
+    wb.editor.value = "SEQ(T x, H y) WHERE x.tmp > 45"
+    wb.strategy_picker.value = "as written"
+    wb.run()
+    assert len(wb.matches) == 0
+    (view,) = wb.tabs.children[TABS.index("Explain")].children
+    assert "Why not?" in view.misses_note.value
+    view.why.click()
+    assert view.near_misses and "x.tmp &gt; 45" in view.misses.options[0][0].replace(">", "&gt;")
