@@ -76,7 +76,7 @@ def _run_on(query, stream: Stream, engine: str, progress, options: dict) -> cepk
     if incremental:
         stream.require_order()                         # the same EventError cepkit.match raises
         try:
-            matcher = cepkit.Matcher(query, engine=engine, **options)
+            matcher = cepkit.Matcher(query, engine=engine, schema=stream, **options)   # checked as match checks
         except NotImplementedError:                    # the engine has no incremental mode
             matcher = None
         if matcher is not None and matcher.engine != ORACLE:

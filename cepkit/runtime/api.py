@@ -1,8 +1,11 @@
 """The public entry points: ``cepkit.match`` (batch) and ``cepkit.Matcher`` (incremental)."""
 from __future__ import annotations
 
+import datetime as _dt
 import math
 from typing import Optional
+
+import numpy as np
 
 from ..errors import EventError, QueryError
 from ..lang import ast as A
@@ -91,26 +94,61 @@ class Matcher:
     In an out-of-order mode that retracts (``disorder="aggressive"``), ``push`` also returns retractions
     (``sign="-"``); ``matches`` and ``result()`` hold the net result, ``deltas`` (and ``result().deltas``)
     every emission in order.
+
+    ``keep=False`` is for endless streams: the matches go to the caller of ``push``/``close`` and nothing
+    is retained, so memory follows the engine's window, not the stream (``matches``, ``deltas`` and
+    ``result()`` then raise). The default keeps them, for finite streams and notebooks
+    (docs/decisions.md).
+
+    The data is checked as ``match`` checks it (unknown attributes, unknown PARTITION BY key, a unit-less
+    time window on datetime ts), judged on the events pushed so far: a push raises ``QueryError`` exactly
+    when ``match`` over the events up to it would, before the event reaches the engine (so the first
+    event of a type is taken as its schema). ``schema=`` (events, a DataFrame or a Stream; typically the
+    whole finite stream about to be pushed) checks them at once, as ``match`` would, and judges later
+    events on them and what was pushed (docs/decisions.md).
     """
 
-    def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, **options):
+    def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
+                 keep: bool = True, schema=None, **options):
         self.query = prepare(query, strategy, hierarchy)
         self.options = options
         chosen, plan = select_engine(self.query, engine, options)
         self.engine = chosen.name
+        self.keep = keep
         self._plan = plan
         self._inc = plan.matcher()
         self._position = 0
         self._max_time = -math.inf
         self._reject_disorder = options.get("disorder", "reject") == "reject"
-        self.matches: list = []
-        self.deltas: list = []
+        self._seen = SeenData()
+        if schema is not None:
+            known = Stream.from_any(schema)
+            check_against_stream(self.query, known)
+            self._seen = SeenData.of(known)
+        self._matches: list = []
+        self._deltas: list = []
+
+    @property
+    def matches(self) -> list:
+        """The net result so far (``keep=True`` only)."""
+        self._require_kept("matches")
+        return self._matches
+
+    @property
+    def deltas(self) -> list:
+        """Every emission so far, retractions included (``keep=True`` only)."""
+        self._require_kept("deltas")
+        return self._deltas
 
     def push(self, event) -> list:
         e = make_event(event, self._position)
         if self._reject_disorder and e.time < self._max_time:
             raise EventError(self._position, "ts", f"ts {e.ts!r} is earlier than an earlier event's; choose an "
                                                    "out-of-order mode with disorder=")
+        learned = self._seen.with_event(e)
+        if learned is not None:
+            check_against_stream(self.query, learned)
+            self._seen = learned
         self._max_time = max(self._max_time, e.time)
         self._position += 1
         return self._collect(self._inc.push(e))
@@ -125,18 +163,61 @@ class Matcher:
         return self._collect(self._inc.close())
 
     def _collect(self, emitted) -> list:
-        """Log the new emissions; a retraction withdraws the match it names from the net result."""
+        """Log the new emissions (when kept); a retraction withdraws the match it names from the net result."""
         new = output_order(emitted)
-        self.deltas.extend(new)
+        if not self.keep:
+            return new
+        self._deltas.extend(new)
         for m in new:
             if m.sign == "+":
-                self.matches.append(m)
+                self._matches.append(m)
                 continue
-            for i in range(len(self.matches) - 1, -1, -1):
-                if self.matches[i].key == m.key:
-                    del self.matches[i]
+            for i in range(len(self._matches) - 1, -1, -1):
+                if self._matches[i].key == m.key:
+                    del self._matches[i]
                     break
         return new
 
     def result(self) -> Matches:
-        return Matches(self.matches, self.engine, self.query, deltas=list(self.deltas))
+        self._require_kept("result()")
+        return Matches(self._matches, self.engine, self.query, deltas=list(self._deltas))
+
+    def _require_kept(self, what: str) -> None:
+        if not self.keep:
+            raise ValueError(f"Matcher(keep=False) keeps no matches, so it has no {what}: use what push() and "
+                             "close() return, or Matcher(keep=True)")
+
+
+class SeenData:
+    """What the events pushed into a ``Matcher`` so far (and its ``schema=`` events) say about the data, in
+    the shape ``check_against_stream`` reads from a ``Stream``: attribute names per event type (and, for
+    a variable of any type, a DataFrame's columns), whether a ts was a datetime, and (``len``) whether
+    any event is known."""
+
+    def __init__(self, by_type: Optional[dict] = None, ts_is_datetime: bool = False, columns=frozenset()):
+        self.by_type = by_type or {}
+        self.ts_is_datetime = ts_is_datetime
+        self.columns = columns
+
+    @classmethod
+    def of(cls, stream: Stream) -> "SeenData":
+        types = {e.type for e in stream}
+        return cls({t: stream.attributes_of(frozenset({t})) for t in types}, stream.ts_is_datetime,
+                   frozenset(stream.attributes_of()))
+
+    def __len__(self) -> int:
+        return len(self.by_type)
+
+    def attributes_of(self, types: Optional[frozenset] = None) -> set:
+        known = set(self.columns) if types is None else set()
+        return known.union(*(names for t, names in self.by_type.items() if types is None or t in types))
+
+    def with_event(self, event) -> Optional["SeenData"]:
+        """What is known once ``event`` is added, when that is more than now (None otherwise): only then
+        can the checks' answer change. The first event always tells something."""
+        names = self.by_type.get(event.type)
+        datetime_ts = isinstance(event.ts, (_dt.datetime, np.datetime64))
+        if names is not None and names.issuperset(event.attrs) and datetime_ts <= self.ts_is_datetime:
+            return None
+        by_type = {**self.by_type, event.type: (names or set()) | set(event.attrs)}
+        return SeenData(by_type, self.ts_is_datetime or datetime_ts, self.columns)

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import QueryError
+from .expiry import window_horizon
 
 
 @dataclass(frozen=True)
@@ -631,7 +632,7 @@ class ReportedOnce:
                 self.order.append((now, m.key))
                 out.append(m)
         if self.window is not None and now is not None:
-            horizon = now - self.window - 1e-9 * max(1.0, abs(now))   # the reference's float tolerance, and more
+            horizon = window_horizon(now, self.window)
             while self.order and self.order[0][0] is not None and self.order[0][0] < horizon:
                 del self.keys[self.order.popleft()[1]]
         return out

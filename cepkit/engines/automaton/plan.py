@@ -8,6 +8,7 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import MatchArrays, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
@@ -152,6 +153,7 @@ class AutomatonMatcher(IncrementalPlan):
     def __init__(self, program: Program):
         self.program = program
         self.parts: dict = {}
+        self.expiry = KeyExpiry(program.query.window_seconds)   # drops a key's part once its window passed
         if program.ranked:
             self.arena = new_arena()
             self.roots = Roots(np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8),
@@ -176,7 +178,12 @@ class AutomatonMatcher(IncrementalPlan):
         for _, matcher, picked in self.nested:
             picked.update(m.positions for m in matcher.push(event))
         program = self.program
+        for gone in self.expiry.expired(event.time):
+            del self.parts[gone]
+            if program.ranked:
+                self.reported.pop(gone, None)
         key = partition_keys(program.query, (event,))[0]
+        self.expiry.touch(key, event.time)
         part = self.parts.get(key)
         if part is None:
             part = self.parts[key] = _Part(self._fresh())

@@ -33,6 +33,7 @@ from dataclasses import replace
 from ...errors import QueryError
 from ...lang import ast as A
 from ...lang.rewrite import rewrite as neel_rewrite
+from ...runtime.expiry import KeyExpiry
 from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
@@ -103,10 +104,14 @@ class NestedMatcher(IncrementalPlan):
     def __init__(self, plan: NestedPlan):
         self.execution = Execution(plan, complete=False)
         self.pushed = 0
+        self.expiry = KeyExpiry(plan.query.window_seconds)   # drops a key's sub-stream once its window passed
 
     def push(self, event) -> list:
         execution = self.execution
+        self._forget_quiet_keys(event.time)
         located = execution.add(event)
+        if located is not None:
+            self.expiry.touch(tuple(event.get(k) for k in execution.partition_by), event.time)
         out = []
         for part in execution.parts.values():
             if part.pending:
@@ -119,6 +124,16 @@ class NestedMatcher(IncrementalPlan):
             for part in execution.parts.values():
                 part.purge(part.n - 1)
         return [replace(m, emitted_at=event.position) for m in out]
+
+    def _forget_quiet_keys(self, now: float) -> None:
+        """Drop the sub-streams whose window has passed (before the event joins its own, which then starts
+        afresh); one still holding a pending candidate (this push's recheck decides it) waits a window more."""
+        parts = self.execution.parts
+        for gone in self.expiry.expired(now):
+            if parts[gone].pending:
+                self.expiry.touch(gone, now)
+            else:
+                del parts[gone]
 
     def close(self) -> list:
         execution = self.execution

@@ -26,7 +26,7 @@ import bisect
 import math
 from typing import Optional
 
-from ...runtime.matches import Match
+from ...runtime.matches import Match, ReportedOnce
 from ...semantics.conditions import holds
 from ...semantics.substream import Scope
 from ...semantics.truth import all3, any3, not3
@@ -293,7 +293,7 @@ class Execution:
         self.slack = 0.0
         self.magnitude = 0.0
         self.parts: dict = {}
-        self.reported: set = set()
+        self.reported = ReportedOnce(plan.query.window_seconds)   # a match key is reported once
 
     def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
         if pattern_type is None or pattern_type == event_type:
@@ -319,16 +319,15 @@ class Execution:
 
     def settle(self, part: SubStream, judged) -> list:
         """Matches from judged candidates; undecided ones wait in ``part.pending``."""
-        out = []
+        found = []
         for r, truth in judged:
             if truth is None:
                 part.pending.append(r)
             elif truth:
                 match = self._match(part, r)
-                if match is not None and match.key not in self.reported:
-                    self.reported.add(match.key)
-                    out.append(match)
-        return out
+                if match is not None:
+                    found.append(match)
+        return self.reported.fresh(found, None if self.complete else self.clock)
 
     def _match(self, part: SubStream, r: Partial) -> Optional[Match]:
         events = part.events

@@ -33,6 +33,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION
+from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...semantics.conditions import holds
@@ -165,13 +166,18 @@ class RcepMatcher(IncrementalPlan):
         self.now: Optional[float] = None   # the pushed event's time (None at close)
         self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
         self.waiting: list = []     # STNM: (match, its events per slot, partition key, first sequence number)
+        self.expiry = KeyExpiry(plan.window_seconds)   # drops a key's partition once its window passed
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
         self.now = event.time
         plan, stats = self.plan, self.stats
+        for gone in self.expiry.expired(event.time):   # its STNM waiting matches are released below
+            stats.stored -= sum(tree.live for tree in self.partitions.pop(gone).trees)
+            self.consumed.pop(gone, None)
         key = tuple(event.get(k) for k in plan.query.partition_by)
+        self.expiry.touch(key, event.time)
         part = self.partitions.get(key)
         if part is None:
             part = self.partitions[key] = _Partition(plan)

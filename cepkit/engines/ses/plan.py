@@ -213,6 +213,8 @@ class SesMatcher(IncrementalPlan):
             found.extend(self._evaluate_front(window, window_key))
             if len(window):
                 self._schedule(clock, window_key, window.front.coord)
+            else:        # nothing left of this key (and partition attributes): forget it, a new event opens anew
+                del self.windows[(clock, window_key)]
         return found
 
     def _evaluate_front(self, window: MatchWindow, window_key: tuple) -> list:

@@ -89,7 +89,7 @@ class StackPlan(Plan):
             found = run.matches()
             self._last = run
             return found
-        matcher = self.matcher()
+        matcher = self.matcher().keep_log()
         for event in stream:
             matcher.push(event)
         matcher.close()

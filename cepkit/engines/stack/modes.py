@@ -1,7 +1,8 @@
 """How the stacks meet a stream: in order, and the three out-of-order modes (digest 000a §2).
 
 Each mode is an ``IncrementalPlan``: ``push`` takes the next arrival, ``close`` says the stream is
-complete. Every emission is logged as a ``Match`` with ``sign`` and ``emitted_at`` (``emissions``).
+complete. Each emission is a ``Match`` with ``sign`` and ``emitted_at``; a batch run logs them
+(``keep_log``: ``emissions``), an incremental matcher only returns them.
 
 ============  ==============================================================================  ============
 mode          what it does                                                                   correctness
@@ -40,6 +41,7 @@ from collections import Counter
 
 from ...errors import EventError
 from ...runtime.events import PUNCTUATION
+from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import Match
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
@@ -48,7 +50,7 @@ from .purge import PurgeByGuarantees
 
 
 class StackMatcher(IncrementalPlan):
-    """What the modes share: cores per PARTITION BY key, and the log of emissions."""
+    """What the modes share: cores per PARTITION BY key, and the log of emissions (for a batch run)."""
 
     ordered = True
     retracts = False    # only the aggressive mode withdraws (and may re-insert) matches
@@ -56,14 +58,23 @@ class StackMatcher(IncrementalPlan):
     def __init__(self, program):
         self.program = program
         self.cores: dict = {}
-        self.emissions: list = []
+        self.emissions = None                # every emission in order, once ``keep_log`` asked for it
+        self.emitted = 0
         self.last_position = -1
         self.peak_state = 0
         self._arrivals = 0
         self._live: Counter = Counter()      # under RETURN: projected key -> matches emitted and not retracted
 
-    def core_of(self, event) -> Core:
-        key = tuple(event.get(k) for k in self.program.partition_by)
+    def keep_log(self) -> "StackMatcher":
+        """Log every emission (a batch run's ``deltas`` and net result need them; a stream does not)."""
+        self.emissions = []
+        return self
+
+    def key_of(self, event) -> tuple:
+        return tuple(event.get(k) for k in self.program.partition_by)
+
+    def core_of(self, event, key=None) -> Core:
+        key = self.key_of(event) if key is None else key
         core = self.cores.get(key)
         if core is None:
             core = self.cores[key] = Core(self.program, self.ordered)
@@ -82,7 +93,9 @@ class StackMatcher(IncrementalPlan):
                 return []
         at = self.last_position if self.last_position >= 0 else None
         match = Match(found.positions, found.bindings, sign, at)
-        self.emissions.append(match)
+        self.emitted += 1
+        if self.emissions is not None:
+            self.emissions.append(match)
         return [match]
 
     def state_size(self) -> int:
@@ -105,7 +118,7 @@ class StackMatcher(IncrementalPlan):
 
     def info(self) -> dict:
         return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
-                "emissions": len(self.emissions)}
+                "emissions": self.emitted}
 
 
 class _Pending:
@@ -122,10 +135,12 @@ class _Pending:
 
 
 class InOrderMatcher(StackMatcher):
-    """Events in (ts, position) order: SASE stacks with window purge, trailing negations wait (``reject``)."""
+    """Events in (ts, position) order: SASE stacks with window purge, trailing negations wait (``reject``).
+    Under a time window a key's core is dropped once its window has passed (``runtime.expiry``)."""
 
     def __init__(self, program):
         super().__init__(program)
+        self._expiry = KeyExpiry(program.window_time)
         self._by_time: list = []            # (deadline ts, seq, pending) over all sub-streams
         self._by_lpos: dict = {}            # core -> [(deadline local position, seq, pending)]
         self._waiting: dict = {}            # core -> [pending] (a trailing negation may still block them)
@@ -140,10 +155,16 @@ class InOrderMatcher(StackMatcher):
     def feed(self, event) -> list:
         """Process one event known to be in order (K-slack calls this with released events)."""
         program = self.program
-        core = self.core_of(event)
+        out = self._release_by_time(event.time)
+        for gone in self._expiry.expired(event.time):   # its waiting matches were released just above
+            core = self.cores.pop(gone)
+            self._waiting.pop(core, None)
+            self._by_lpos.pop(core, None)
+        key = self.key_of(event)
+        self._expiry.touch(key, event.time)
+        core = self.core_of(event, key)
         lpos = core.next_lpos
         core.next_lpos += 1
-        out = self._release_by_time(event.time)
         entries = core.negation_entries(event, lpos)
         for j, part, inst in entries:
             if program.negations[j].gap == program.n:

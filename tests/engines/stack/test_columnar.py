@@ -18,10 +18,8 @@ def incremental(query, events):
     """The incremental matcher's emissions (``Matches.deltas`` came from it before the columnar run)."""
     plan = cepkit.engines.stack.StackEngine().compile(cepkit.parse(query))
     matcher = plan.matcher()
-    for event in cepkit.runtime.Stream.from_any(events):
-        matcher.push(event)
-    matcher.close()
-    return matcher.emissions
+    found = [m for event in cepkit.runtime.Stream.from_any(events) for m in matcher.push(event)]
+    return found + matcher.close()
 
 
 @settings(max_examples=150, deadline=None)

@@ -1,0 +1,101 @@
+"""Bounded state on endless streams (issue 15): under a time window each engine's incremental matcher drops
+a PARTITION BY key's state once its window has passed (``cepkit.runtime.expiry``), and what it reports
+is still exactly what ``cepkit.match`` finds. Counted in live keys and state objects, not in bytes."""
+import numpy as np
+import pytest
+
+import cepkit
+from cepkit.runtime.events import Stream
+from cepkit.runtime.expiry import KeyExpiry
+from cepkit.runtime.registry import select_engine
+
+N = 3000
+QUERY = "A a ; B b ; C c WITHIN 10 s PARTITION BY id"
+
+
+def rotating_keys(n: int = N, every: int = 10, seed: int = 0) -> list:
+    """Types A-D, ts = position, and a partition key that changes every ``every`` events (a sensor or user
+    id stream): only a window's worth of keys is ever live."""
+    rng = np.random.default_rng(seed)
+    return [{"type": str(t), "ts": i, "id": i // every, "v": int(v)}
+            for i, (t, v) in enumerate(zip(rng.choice(list("ABCD"), n), rng.integers(0, 10, n)))]
+
+
+LIVE_KEYS = {   # engine -> its matcher's per-key state
+    "automaton": lambda m: m.parts,
+    "stack": lambda m: m.cores,
+    "ses": lambda m: m.windows,
+    "rcep": lambda m: m.partitions,
+    "nested": lambda m: m.execution.parts,
+}
+
+
+def run(query: str, engine: str, events: list):
+    """The engine's own incremental matcher after every event, and the keys of what it reported."""
+    inc = select_engine(cepkit.parse(query), engine, {})[1].matcher()
+    found, most = [], 0
+    for e in Stream.from_any(events):
+        found += inc.push(e)
+        most = max(most, len(LIVE_KEYS[engine](inc)))
+    found += inc.close()
+    return inc, most, sorted(m.key for m in found)
+
+
+@pytest.mark.parametrize("engine", sorted(LIVE_KEYS))
+def test_the_state_of_a_key_is_dropped_once_its_window_has_passed(engine):
+    """A window of 10 s over keys that change every 10 s: at most 3 keys are live at any time (300 were
+    seen), and the matches are those of ``cepkit.match``."""
+    events = rotating_keys()
+    inc, most, found = run(QUERY, engine, events)
+    assert most <= 3
+    assert found == sorted(m.key for m in cepkit.match(QUERY, events, engine=engine))
+    assert found
+
+
+@pytest.mark.parametrize("engine", ["automaton", "ses", "rcep", "nested"])
+def test_return_keys_reported_once_are_forgotten_a_window_later(engine):
+    """Under RETURN a matcher remembers the projected keys it reported, a window's worth of them."""
+    query = "A a ; B b ; C c WITHIN 10 s PARTITION BY id RETURN a, c"
+    events = rotating_keys()
+    inc, _, found = run(query, engine, events)
+    reported = {"automaton": lambda: inc.projected, "ses": lambda: inc.projected, "rcep": lambda: inc.reported,
+                "nested": lambda: inc.execution.reported}[engine]()
+    assert len(found) > 50 and len(reported) <= 20
+    assert found == sorted(m.key for m in cepkit.match(query, events, engine=engine))
+
+
+@pytest.mark.parametrize("engine", sorted(LIVE_KEYS))
+def test_a_key_that_comes_back_after_its_window_starts_afresh(engine):
+    """Key 0, then key 1 for longer than the window, then key 0 again: no match joins the two visits of 0."""
+    events = [{"type": t, "ts": ts, "id": k} for t, ts, k in
+              [("A", 0, 0), ("B", 1, 0), ("A", 2, 1), ("B", 30, 1), ("C", 31, 0), ("A", 32, 0), ("B", 33, 0),
+               ("C", 34, 0)]]
+    inc, _, found = run(QUERY, engine, events)
+    assert [m[0] for m in found] == [(5, 6, 7)]
+    assert found == sorted(m.key for m in cepkit.match(QUERY, events, engine=engine))
+
+
+def test_an_events_window_keeps_every_key():
+    """Under WITHIN n EVENTS a key's next event may join its last ones however late: nothing expires."""
+    expiry = KeyExpiry(None)
+    expiry.touch("k", 0.0)
+    assert expiry.expired(1e12) == [] and len(expiry) == 0
+    timed = KeyExpiry(10.0)
+    timed.touch("a", 0.0)
+    timed.touch("b", 5.0)
+    assert timed.expired(10.0) == [] and timed.expired(14.0) == ["a"] and len(timed) == 1
+
+
+@pytest.mark.parametrize("engine", ["automaton", "stack"])
+def test_a_quiet_key_under_an_events_window_holds_a_window_of_state(engine):
+    """300 keys, each quiet after its 10 events, under WITHIN 5 EVENTS: every key is kept, each with the
+    state of at most its last 5 events (automaton: runs; stack: stacked instances)."""
+    query = "A a ; B b ; C c WITHIN 5 EVENTS PARTITION BY id"
+    events = rotating_keys()
+    inc, most, found = run(query, engine, events)
+    assert most == N // 10
+    assert found == sorted(m.key for m in cepkit.match(query, events, engine=engine))
+    if engine == "automaton":
+        assert max(int(part.state.n[0]) for part in inc.parts.values()) <= 5
+    else:
+        assert max(core.size() for core in inc.cores.values()) <= 5
