@@ -3,7 +3,8 @@
 Click events on the event strip (lanes by type, on a time axis) to build a candidate, or type its positions;
 the view shows the verdict, the reasons, and the query text with the failing parts underlined in red (the
 satisfied ones in green). "Why not?" lists the near misses (``cepkit.why_not``); picking one explains it.
-On a long stream the strip shows the events around the candidate (``max_events`` of them). The widget only
+On a long stream the strip shows the events around the candidate (``max_events`` of them); it is rebuilt whole
+when the candidate changes (``figures.figure_widget``). The widget only
 calls ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.match``.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
+from .figures import figure_widget, full_width
 from .timeline import event_text
 
 CHOSEN, OTHER = "#d62728", "#8c96a0"
@@ -66,19 +68,14 @@ class ExplainView(widgets.VBox):
         self.reasons = widgets.HTML()
         self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
         self.misses_note = widgets.HTML()
-        self.strip = go.FigureWidget(data=[go.Scatter(name="events", x=[], y=[], mode="markers")])
-        self.strip.update_layout(height=130 + 30 * len(self.lanes), margin={"l": 10, "r": 10, "t": 30, "b": 30},
-                                 showlegend=False, clickmode="event", title={"text": "click events to build a candidate",
-                                                                             "font": {"size": 12}},
-                                 yaxis={"tickvals": list(self.lanes.values()), "ticktext": list(self.lanes),
-                                        "fixedrange": True})
-        self.strip.data[0].on_click(self._clicked)
+        self.strip = None
+        self.strip_box = widgets.Box(layout=full_width())
         self.positions.observe(self._typed, "value")
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
         self.misses.observe(self._picked, "value")
-        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip, self.verdict, self.text,
-                          self.reasons, self.misses_note, self.misses])
+        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip_box, self.verdict,
+                          self.text, self.reasons, self.misses_note, self.misses], layout=full_width())
         self._shown: list = []
         if candidate is not None:
             self.explain(candidate)
@@ -180,15 +177,21 @@ class ExplainView(widgets.VBox):
         return range(start, start + self.max_events)
 
     def _draw(self) -> None:
+        """The strip, built whole (``figure_widget``: one message to the browser) each time the candidate changes."""
         self._shown = list(self._window())
         chosen = set(self.candidate)
         times = [self.stream[p].time for p in self._shown]
         x = pd.to_datetime(times, unit="s", utc=True) if self.stream.ts_is_datetime else times
-        self.strip.data[0].update({
-            "x": list(x), "y": [self.lanes[self.stream[p].type] for p in self._shown],
-            "hovertext": [event_text(self.stream[p]) for p in self._shown],
-            "hovertemplate": "%{hovertext}<extra></extra>",
-            "marker": {"size": [13 if p in chosen else 8 for p in self._shown],
-                       "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
-                       "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]},
-        }, overwrite=True)
+        events = go.Scatter(
+            name="events", x=list(x), y=[self.lanes[self.stream[p].type] for p in self._shown], mode="markers",
+            hovertext=[event_text(self.stream[p]) for p in self._shown], hovertemplate="%{hovertext}<extra></extra>",
+            marker={"size": [13 if p in chosen else 8 for p in self._shown],
+                    "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
+                    "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]})
+        layout = {"height": 130 + 30 * len(self.lanes), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
+                  "showlegend": False, "clickmode": "event", "hovermode": "closest",
+                  "title": {"text": "click events to build a candidate (red: in it)", "font": {"size": 12}},
+                  "yaxis": {"tickvals": list(self.lanes.values()), "ticktext": list(self.lanes), "fixedrange": True}}
+        self.strip = figure_widget([events], layout)
+        self.strip.data[0].on_click(self._clicked)
+        self.strip_box.children = [self.strip]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
+from dataclasses import replace
 from typing import Mapping, Optional
 
 from ..lang import ast as A
@@ -157,10 +158,7 @@ class Judge:
     def variant(self, **clauses):
         """The query with some clauses replaced (``strategy``/``consume``/``select``), for the ladder ALL ->
         strategy -> CONSUME BY -> RETURN."""
-        from dataclasses import fields
-        ast = self.query.ast
-        values = {f.name: getattr(ast, f.name) for f in fields(ast) if f.name != "span"}
-        return Evaluation(parse(A.QueryNode(**{**values, **clauses}), self.query.hierarchy))
+        return Evaluation(parse(replace(self.query.ast, **clauses), self.query.hierarchy))
 
 
 class _Case:

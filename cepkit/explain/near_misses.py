@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import fields
+from dataclasses import replace
 from typing import Optional
 
 from ..lang import ast as A
@@ -98,8 +98,7 @@ def _relaxed(query, dropped, margin: float):
     nodes = {id(c[1]) for c in dropped if len(c) > 1}
     kinds = {c[0] for c in dropped}
     ast = query.ast
-    values = {f.name: getattr(ast, f.name) for f in fields(ast) if f.name != "span"}
-    values.update(pattern=_without(query.scoped, nodes), where=None, select=None)
+    values = dict(pattern=_without(query.scoped, nodes), where=None, select=None)
     if "window" in kinds:
         within = ast.within
         amount = math.ceil(within.amount * (1 + margin)) if within.events else within.amount * (1 + margin)
@@ -108,7 +107,7 @@ def _relaxed(query, dropped, margin: float):
         values["strategy"] = None
     if "consume" in kinds:
         values["consume"] = None
-    return parse(A.QueryNode(**values), query.hierarchy)
+    return parse(replace(ast, **values), query.hierarchy)
 
 
 def _without(node, dropped: set):
