@@ -2,8 +2,9 @@
 
 Structured Streaming with keyed state (``transformWithStateInPandas``): one key per PARTITION BY value (one
 key in all without PARTITION BY), its buffered events in the state store, an event-time watermark that
-settles events and finalises matches (``cepkit.spark.watermark``), and event-time timers that emit the
-matches of quiet keys and then drop their state.
+settles events (``cepkit.spark.watermark``), the chosen engine's own incremental matcher per key fed the
+settled events in order (any engine; kept in the worker between micro-batches, rebuilt from the state when
+missing), and event-time timers that flush the matches of quiet keys and then drop their state.
 
 Out-of-order events. The watermark delay is the query's out-of-order mode: ``disorder="kslack"`` with
 ``k=`` (digest 000a §2.3: hold events until the stream has moved k past them) or ``"conservative"`` with
@@ -47,12 +48,14 @@ from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance
 _EVENT_TIME = PREFIX + "event_time"
 _GROUP = PREFIX + "group"             # the one key of a query without PARTITION BY
 _STATE = T.StructType([T.StructField("events", T.BinaryType()), T.StructField("frontier", T.LongType()),
-                       T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType())])
+                       T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType()),
+                       T.StructField("fed", T.LongType())])
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 
 class _KeyMatcher(StatefulProcessor):
-    """The stateful processor: one ``KeyBuffer`` per key, advanced by new rows and by timers."""
+    """The stateful processor: one ``KeyBuffer`` per key, advanced by new rows and by timers, and the key's
+    engine matcher (``watermark.Live``) kept in this worker between calls (rebuilt from the buffer if not)."""
 
     def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list):
         self.matcher = matcher
@@ -64,15 +67,16 @@ class _KeyMatcher(StatefulProcessor):
     def init(self, handle) -> None:
         self.handle = handle
         self.state = handle.getValueState("cepkit", _STATE)
+        self.lives: dict = {}      # key -> the engine's incremental matcher of that key, in this worker
 
     def handleInputRows(self, key, rows, timerValues):
         # Spark hands the rows over as namedtuples, which rename columns such as "_x" or "class": the input
         # columns are restored by position.
         new = pd.concat([frame.set_axis(self.received, axis=1)[self.columns] for frame in rows], ignore_index=True)
-        yield from self._advance(new, timerValues)
+        yield from self._advance(key, new, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
-        yield from self._advance(None, timerValues)
+        yield from self._advance(key, None, timerValues)
 
     def close(self) -> None:
         pass
@@ -85,15 +89,19 @@ class _KeyMatcher(StatefulProcessor):
             empty[SEQ] = pd.Series(dtype=float)
         return KeyBuffer(empty)
 
-    def _advance(self, new, timer_values):
+    def _advance(self, key, new, timer_values):
         watermark_ms = timer_values.getCurrentWatermarkInMs()
         # Spark's watermark starts at 0 ms: until it moves, nothing has settled.
         watermark = watermark_ms * 1000 if watermark_ms > 0 else -(2 ** 62)
-        found, buffer, timer = advance(self._load(new), new, watermark, self.matcher, self.horizon)
+        key = tuple(key)
+        found, buffer, timer, live = advance(self._load(new), new, watermark, self.matcher, self.horizon,
+                                             self.lives.pop(key, None))
+        if live is not None:
+            self.lives[key] = live
         for old in list(self.handle.listTimers()):
             self.handle.deleteTimer(old)
-        if len(buffer.events):
-            self.state.update((buffer.to_bytes(), buffer.frontier, buffer.settled, buffer.emitted))
+        if len(buffer.events) or live is not None:
+            self.state.update((buffer.to_bytes(), buffer.frontier, buffer.settled, buffer.emitted, buffer.fed))
         else:
             self.state.clear()
         if timer is not None:

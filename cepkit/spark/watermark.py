@@ -1,20 +1,27 @@
-"""One key's events between micro-batches: buffered, settled by the event-time watermark, matched once final.
+"""One key's events between micro-batches: buffered, settled by the event-time watermark, fed to the engine's
+incremental matcher once settled.
 
 Pure pandas, no PySpark: ``cepkit.spark.match_stream`` keeps a ``KeyBuffer`` per key in Spark's state store
-and calls ``advance`` for each micro-batch and each timer. The argument is the one behind batch time
-slices (``cepkit.spark.groups``), with the watermark W as the moving slice border:
+and calls ``advance`` for each micro-batch and each timer. The watermark W is the reorder buffer of the
+out-of-order modes (digest 000a §2.3-2.4):
 
 * an event is *settled* once its ts < W: Spark drops later arrivals with ts < W, so the settled events
-  of a key are complete and their order (ts, then position) is final;
-* a match is decided by the events in ``[last - w, first + r]`` (``r = w`` for negation, projection,
-  robust skip-till-next-match; else 0), so it is *final* once ``last + r < W``: each call emits the matches
-  that became final since the previous call, ``F_prev <= last + r < F``, each exactly once;
-* later matches need only the settled events at or after ``F - r - w``: older ones are dropped, so the
-  state holds about one window of events. Once a key has been quiet that long, its state is cleared.
+  of a key are complete and their order (ts, then position) is final. Each call feeds the newly settled
+  events, in that order, to the key's ``Live`` matcher (the engine's own incremental matcher, ranks as
+  positions) and emits what it reports: final matches, each once.
+* a match waiting for a trailing scope (negation, EXISTS, a set or window still open) is reported by the
+  matcher when a later settled event closes its scope (at the latest the first event more than w after
+  its first one); a quiet key has no such event: once W passes the last fed event by the window, every
+  scope is complete, so the matcher is closed (flushing what waits) and the key's state is dropped.
+* the matcher lives in the Python worker (``Live``), not in the state store: a worker that has no matcher
+  for a key (a restart, another executor) rebuilds it by feeding the key's fed events again, whose matches
+  were emitted before. The buffer keeps the fed events a waiting match or a later one may still read:
+  those at or after ``last fed - 2w`` (every waiting match started at or after ``last fed - w``).
 
 For ``WITHIN n EVENTS`` the same holds on the axis of settled ranks (the key's sub-stream positions,
-LANGUAGE.md §10.5) with ``w = n - 1``: a match is final once ``r`` more events have settled after its last
-one; the state keeps the last ``r + w`` settled events of the key, however long ago they came.
+LANGUAGE.md §10.5) with ``w = n - 1``: the buffer keeps the last ``2w + r + 1`` fed events however long ago
+they came (``r = w`` for negation, projection, robust skip-till-next-match; else 0), and the matcher is
+never closed (its waiting matches wait for events).
 
 Time is in epoch microseconds; a few microseconds of slack absorb the engines' float rounding (a wider
 retention or a later emission never changes a result).
@@ -30,10 +37,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .groups import POS, PREFIX, TS, GroupMatcher, Split
+from ..runtime.events import Event, Stream
+from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split
 
 TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)
 SEQ = PREFIX + "seq"        # rank among the key's settled events (EVENTS windows only)
+FED = PREFIX + "fed"        # the rank under which a settled event was fed to the matcher (NaN: not yet)
 _SLACK_US = 2
 
 
@@ -60,12 +69,14 @@ class Horizon:
 
 @dataclass
 class KeyBuffer:
-    """A key's state: buffered events (``events``), the frontier F (emitted: matches with last + r < F),
-    the number of settled events so far (EVENTS windows) and of matches emitted (the next ``match_id``)."""
+    """A key's state: buffered events (``events``: unsettled ones, and the fed ones a match may still
+    read), the largest watermark seen, the number of settled events so far (EVENTS windows), of matches
+    emitted (the next ``match_id``) and of events fed to the matcher (the next rank)."""
     events: pd.DataFrame
     frontier: Optional[int] = None
     settled: int = 0
     emitted: int = 0
+    fed: int = 0
 
     def to_bytes(self) -> bytes:
         """The events as an Arrow IPC stream (exact dtypes, compact) for Spark's state store."""
@@ -76,44 +87,108 @@ class KeyBuffer:
         return sink.getvalue()
 
     @classmethod
-    def from_state(cls, blob: bytes, frontier, settled: int, emitted: int) -> "KeyBuffer":
+    def from_state(cls, blob: bytes, frontier, settled: int, emitted: int, fed: int = 0) -> "KeyBuffer":
         events = pa.ipc.open_stream(bytes(blob)).read_all().to_pandas()
-        return cls(events, frontier, settled, emitted)
+        return cls(events, frontier, settled, emitted, fed)
+
+
+class Live:
+    """A key's engine matcher in this worker: fed settled events in (ts, position) order, their ranks as
+    positions (engines expect increasing positions; the stream's own may not be), matches mapped back."""
+
+    def __init__(self, matcher: GroupMatcher):
+        self.group = matcher
+        self.inner = matcher.plan.matcher()
+        self.fed = 0          # the next rank it expects: a matcher that missed a call is not used again
+
+    def feed(self, rows: pd.DataFrame, ranks: np.ndarray) -> list:
+        """The matches the matcher reports while it reads ``rows`` (ranked ``ranks``)."""
+        stream = Stream.from_frame(self.group.columns.engine_frame(rows))
+        found = []
+        for event, rank in zip(stream, ranks.tolist()):
+            found += self.inner.push(Event(event.type, event.ts, event.attrs, int(rank), event.time))
+            self.fed = int(rank) + 1
+        return found
+
+    def close(self) -> list:
+        return self.inner.close()
+
+    def rows(self, found: list, events: pd.DataFrame) -> pd.DataFrame:
+        """``GroupMatcher.output_columns`` rows of ``found``, positions read from the buffer's events."""
+        group = self.group
+        fed = events[events[FED].notna()]
+        position = dict(zip(fed[FED].astype("int64").tolist(), fed[POS].astype("int64").tolist()))
+        row_of = dict(zip(fed[FED].astype("int64").tolist(), range(len(fed))))
+        out, lasts = [], []
+        for rank, m in enumerate(found):
+            row = {LAST: position[m.last], RANK: rank, "positions": [position[p] for p in m.positions]}
+            for var in group.variables:
+                value = m.bindings.get(var)      # None: a variable of an OR branch the match did not take
+                if value is not None:
+                    value = [position[p] for p in value] if isinstance(value, tuple) else position[value]
+                row[var] = value
+            out.append(row)
+            lasts.append(row_of[m.last])
+        frame = pd.DataFrame(out, columns=[LAST, RANK, "positions", *group.variables])
+        for var in group.variables:
+            if var not in group.kleene:
+                frame[var] = frame[var].astype("Int64")
+        for key in group.split.keys:
+            frame[key] = fed[key].to_numpy()[lasts] if lasts else fed[key].iloc[:0].to_numpy()
+        return frame
 
 
 def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matcher: GroupMatcher,
-            horizon: Horizon) -> tuple:
-    """Take a key's new events and the watermark (epoch µs); return (final matches, buffer, next timer).
+            horizon: Horizon, live: Optional[Live] = None) -> tuple:
+    """Take a key's new events and the watermark (epoch µs); return (final matches, buffer, next timer, the
+    key's ``Live`` matcher or None once closed).
 
-    The matches are ``matcher.match_group`` rows with ``match_id`` counted per key; the next timer is the
-    watermark (µs) beyond which calling again can emit or drop something, or None.
+    The matches are ``matcher.output_columns`` rows with ``match_id`` counted per key; the next timer is the
+    watermark (µs) beyond which calling again can emit or drop something, or None. ``live`` is the matcher
+    the previous call returned for this key, or None: then it is rebuilt from the buffer's fed events.
     """
     events = buffer.events if new is None or not len(new) else pd.concat([buffer.events, new], ignore_index=True)
+    if FED not in events.columns:
+        events[FED] = np.nan
     events = events.sort_values([TS, POS], kind="stable", ignore_index=True)
     settled = (events[TIME] < watermark).to_numpy()
-    previous = buffer.frontier
+    fed = events[FED].notna().to_numpy()
+    if live is None or live.fed != buffer.fed:
+        live = Live(matcher)
+        live.feed(events[fed], events[FED][fed].to_numpy())   # reported before: only the state is wanted
+    fresh = settled & ~fed
+    live.fed = buffer.fed
+    next_rank = buffer.fed + int(fresh.sum())
+    events.loc[fresh, FED] = np.arange(buffer.fed, next_rank)
+    found = live.feed(events[fresh], events[FED][fresh].to_numpy())
+    fed = events[FED].notna().to_numpy()
     if horizon.axis == "position":
-        fresh = settled & events[SEQ].isna().to_numpy()
-        events.loc[fresh, SEQ] = buffer.settled + np.arange(int(fresh.sum()))
-        count = buffer.settled + int(fresh.sum())
-        frontier, axis = count, events[SEQ].to_numpy(dtype=float, na_value=np.inf)
+        fresh_seq = settled & events[SEQ].isna().to_numpy()
+        events.loc[fresh_seq, SEQ] = buffer.settled + np.arange(int(fresh_seq.sum()))
+        count = buffer.settled + int(fresh_seq.sum())
     else:
         count = buffer.settled
-        frontier = watermark if previous is None else max(previous, watermark)
-        axis = events[TIME].to_numpy(dtype=float)
-    reach = axis + horizon.lookahead + horizon.slack          # a match ending here is final once reach < F
-    due = settled & (reach < frontier) & (reach >= (-np.inf if previous is None else previous))
-    found = matcher.match_group(events[settled].reset_index(drop=True), owned=due[settled]) if due.any() \
-        else pd.DataFrame(columns=matcher.output_columns)
-    found.insert(0, "match_id", np.arange(buffer.emitted, buffer.emitted + len(found), dtype=np.int64))
+    frontier = watermark if buffer.frontier is None else max(buffer.frontier, watermark)
+    times = events[TIME].to_numpy(dtype=float)
+    last_fed = times[fed].max() if fed.any() else -np.inf
+    scope = horizon.window + horizon.slack    # a waiting match's scope ends within w of its first event
+    closing = horizon.axis == "time" and fed.any() and last_fed + scope < frontier
+    if closing:          # every waiting scope is complete: report what waits, and forget the fed events
+        found += live.close()
+    rows = live.rows(found, events) if found else pd.DataFrame(columns=matcher.output_columns)
+    rows.insert(0, "match_id", np.arange(buffer.emitted, buffer.emitted + len(rows), dtype=np.int64))
 
-    keep = ~settled | (axis >= frontier - horizon.lookahead - horizon.window - horizon.slack)
-    kept = events[keep].reset_index(drop=True)
-    pending = reach[keep & (reach >= frontier)] if horizon.axis == "time" else events[TIME][~settled].to_numpy()
-    if len(pending):
-        timer = int(pending.min())
-    elif horizon.axis == "time" and len(kept):
-        timer = int(axis[keep].max()) + horizon.lookahead + horizon.window + horizon.slack
+    if closing:
+        keep = ~settled
+    elif horizon.axis == "time":
+        keep = ~fed | (times >= last_fed - horizon.window - scope)
     else:
-        timer = None
-    return found, KeyBuffer(kept, frontier, count, buffer.emitted + len(found)), timer
+        keep = ~fed | (events[FED].to_numpy() >= next_rank - 2 * horizon.window - horizon.lookahead - 1)
+    kept = events[keep].reset_index(drop=True)
+    unsettled = times[~settled]
+    timers = list(unsettled[:1])          # sorted by ts: the earliest event still to settle
+    if horizon.axis == "time" and not closing and fed.any():
+        timers.append(last_fed + scope)    # when the matcher can be closed
+    timer = int(min(timers)) if timers else None
+    return (rows, KeyBuffer(kept, frontier, count, buffer.emitted + len(rows), next_rank),
+            timer, None if closing else live)
