@@ -23,8 +23,8 @@ An engine declares the out-of-order modes it supports (``Engine.disorder``); tho
 
 The engine sees an in-order stream whose positions are release ranks (0, 1, 2...), so its strategies,
 STRICT contiguity, EVENTS windows and CONSUME BY read logical order; the layer maps the matches back to
-arrival positions. Every emission is logged with ``sign`` and ``emitted_at`` (the arrival position after
-which it was output): ``plan.deltas()`` / ``Matches.deltas``, as for the stack engine's own modes.
+arrival positions. Every emission carries ``sign`` and ``emitted_at`` (the arrival position after which it
+was output); a batch run logs them: ``plan.deltas()`` / ``Matches.deltas``, as for the stack's own modes.
 ``info`` has ``peak_state`` / ``state`` (events held by the layer: buffer, or stored stretch),
 ``emissions``, ``dropped`` and, for aggressive, ``replays`` and ``replayed`` (events re-fed).
 """
@@ -137,7 +137,7 @@ class LayeredPlan(Plan):
     def run(self, stream) -> list:
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
         lists every emission)."""
-        matcher = self.matcher()
+        matcher = self.matcher().keep_log()
         for event in stream:
             matcher.push(event)
         matcher.close()
@@ -162,7 +162,8 @@ class Layer(IncrementalPlan):
 
     def __init__(self, plan: LayeredPlan):
         self.plan = plan
-        self.emissions: list = []
+        self.emissions = None        # every emission in order, once ``keep_log`` asked for it (a batch run)
+        self.emitted = 0
         self.dropped: list = []
         self.last_position = -1
         self.peak_state = 0
@@ -198,8 +199,16 @@ class Layer(IncrementalPlan):
     def emitted_at(self):
         return self.last_position if self.last_position >= 0 else None
 
+    def keep_log(self) -> "Layer":
+        """Log every emission (``plan.deltas()``, the net result of a run); an incremental matcher only
+        returns them, so its memory does not grow with the output."""
+        self.emissions = []
+        return self
+
     def log(self, matches: list) -> list:
-        self.emissions.extend(matches)
+        self.emitted += len(matches)
+        if self.emissions is not None:
+            self.emissions.extend(matches)
         return matches
 
     def state_size(self) -> int:
@@ -216,7 +225,7 @@ class Layer(IncrementalPlan):
 
     def info(self) -> dict:
         return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
-                "emissions": len(self.emissions), "dropped": list(self.dropped)}
+                "emissions": self.emitted, "dropped": list(self.dropped)}
 
 
 class _Buffer(Layer):
