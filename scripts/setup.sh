@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything cepkit needs on a fresh Debian machine; idempotent, and fast when already done.
 #
-#   scripts/setup.sh demo   # .venv with the project (Spark, plotly...) and a Java >= 17 check
+#   scripts/setup.sh demo   # .venv with the project (Spark, plotly...), a Java >= 17 check and, when
+#                           # running as root, Debian's graphviz (dot lays out the automaton and lattice views)
 #   scripts/setup.sh test   # the same plus the test extras (pytest, nbval, hypothesis, playwright) and,
 #                           # when running as root, Debian's chromium for the browser tests
 #
@@ -20,12 +21,14 @@ die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
 as_root() { [ "$(id -u)" = 0 ]; }
 
 apt_install() {
-    # Debian packages, only as root; the package lists are refreshed once per run.
+    # Debian packages, only as root; the package lists are refreshed once per run. Another apt running
+    # (unattended upgrades, a second setup) holds the lock: wait for it up to 10 minutes.
+    local wait=(-o DPkg::Lock::Timeout=600)
     if [ -z "${APT_UPDATED:-}" ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" update -qq
         APT_UPDATED=1
     fi
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+    DEBIAN_FRONTEND=noninteractive apt-get "${wait[@]}" install -y -qq --no-install-recommends "$@"
 }
 
 ensure_python() {
@@ -76,6 +79,18 @@ ensure_chromium() {
     fi
 }
 
+ensure_graphviz() {
+    # Graphviz dot places the states and edge labels of AutomatonView and ECubeView (widgets/graph_layout.py);
+    # without it the views fall back to a simpler layout whose labels may touch.
+    command -v dot >/dev/null && return 0
+    if as_root && command -v apt-get >/dev/null; then
+        say "installing Debian's graphviz (dot lays out the automaton and lattice drawings)"
+        apt_install graphviz
+    else
+        say "note: Graphviz dot is missing and this is not root: the graph views use a simpler layout"
+    fi
+}
+
 ensure_project() {
     # $1: pip extras ("" or "dev,browser"). Reinstalls only when pyproject.toml, extras or python changed.
     local extras=$1 target=. key stamp
@@ -95,7 +110,7 @@ ensure_project() {
 }
 
 case "${1:-}" in
-    demo) ensure_python; ensure_project ""; ensure_java ;;
-    test) ensure_python; ensure_project "dev,browser"; ensure_java; ensure_chromium ;;
+    demo) ensure_python; ensure_project ""; ensure_java; ensure_graphviz ;;
+    test) ensure_python; ensure_project "dev,browser"; ensure_java; ensure_graphviz; ensure_chromium ;;
     *) die "usage: scripts/setup.sh demo|test" ;;
 esac

@@ -1,214 +1,199 @@
 """``AutomatonView``: a query's compiled complex event automaton (CEA, digest 004 §5), stepped event by event.
 
-The drawing follows the paper's Figure 2: states as circles (final states ringed twice, the initial one
-entered by a "start" arrow), transitions labelled ``predicate / mark`` with • (the event is marked, it joins
-the complex event) drawn solid and ◦ (skipped) dotted. States are laid out in layers by distance from the
-initial state (``graph_layout.layered_layout``); parallel transitions are drawn as arcs bending apart and
-self-loops as circles above their state, bigger for each further loop.
+The drawing follows the paper's Figure 2: states as circles sized to their names (final states ringed
+twice, the initial one entered by a "start" arrow), transitions labelled ``predicate / mark`` with • (the
+event is marked, it joins the complex event) drawn solid and ◦ (skipped) dotted. Graphviz ``dot`` lays it
+out left to right and places every label clear of the others and of the states
+(``graph_layout.graph_drawing``; without ``dot``, a layered layout whose labels may touch).
 
 Stepping replays ``Automaton.steps(events)`` (Algorithm 1 run on the stream): after event ``k`` the active
-states light up and the panel lists the partial matches (position tuples) each holds and the matches
-completed at that event. Step 0 is the state before any event.
+states light up, the transitions a run took on that event are drawn thick and orange and the states they
+entered ringed, and the panel lists the partial matches (position lists, with their PARTITION BY key) each
+state holds and the matches completed at that event. Step 0 is the state before any event.
 """
 from __future__ import annotations
 
 import html
 import itertools
-from typing import Optional
+import re
+import textwrap
 
 import ipywidgets as widgets
-import numpy as np
 import plotly.graph_objects as go
 import traitlets
 
 import cepkit
 
 from .execution import as_stream
-from .graph_layout import layered_layout
+from .graph_layout import FONT, FigureOutput, graph_drawing
 from .timeline import event_text
 
-TRACES = ("• transitions", "◦ transitions", "transition labels", "final states", "states", "active states")
+TRACES = ("• transitions", "◦ transitions", "fired transitions", "transition labels", "final states", "states",
+          "active states", "entered states")
 MARK_STYLE = {"•": {"color": "#1f3b57", "dash": "solid"}, "◦": {"color": "#8c96a0", "dash": "dot"}}
-LABEL_WIDTH = 28          # characters of an edge label at most (the predicate is cut, the mark kept); the hover shows all
+FIRED_COLOR, ENTERED_COLOR = "#e07000", "#c0392b"
+FONT_SIZE = 12
+LABEL_LINE = 18           # characters per line of an edge label (it wraps at spaces)
+LABEL_LINES = 3           # lines at most; the rest is cut (…), the hover shows it whole
 SHOWN_PARTIALS = 8        # partial matches listed per state
-# Label placement, in layout units (about 90 px per x unit and 130 per y unit at the usual sizes):
-CHAR_WIDTH, LINE_HEIGHT, STATE_BOX = 0.055, 0.1, 0.22
-MIN_LABEL = 8             # characters a label keeps however short its edge
-LABEL_FRACTIONS = (0.5, 0.38, 0.62, 0.28, 0.72)   # where along an edge a label may stand, best first
+RING = 4                  # points between a final state's two rings
+START = 50                # points left of the drawing for the "start" arrow
+# Text keeps its size when plotly shrinks a figure to its container, so a drawing wider than a notebook's
+# output (about 900 px beside JupyterLab's file browser) would crowd its labels: it is laid top to bottom
+# instead when that is narrower.
+MAX_WIDTH = 860
 
 
 def state_name(state) -> str:
     return f"q{state}" if isinstance(state, int) else str(state)
 
 
-def _bezier(p0, p2, bend: float, samples: int = 17) -> tuple:
-    """(points, label position) of the quadratic Bézier from p0 to p2 whose control point is pushed
-    ``bend`` (times the distance) to the left of the chord; the label goes on the outer side of the arc."""
-    p0, p2 = np.asarray(p0, float), np.asarray(p2, float)
-    chord = p2 - p0
-    push = bend * np.array([-chord[1], chord[0]])
-    t = np.linspace(0, 1, samples)[:, None]
-    points = (1 - t) ** 2 * p0 + 2 * (1 - t) * t * ((p0 + p2) / 2 + push) + t ** 2 * p2
-    if abs(push[0]) > abs(push[1]):
-        return points, "middle right" if push[0] > 0 else "middle left"
-    return points, "bottom center" if push[1] < 0 else "top center"
+def natural_key(name: str) -> list:
+    """Sort key reading digit runs as numbers: q2 before q10.
+
+    >>> sorted(["q10", "q2", "q1", "{b,c}"], key=natural_key)
+    ['q1', 'q2', 'q10', '{b,c}']
+    """
+    return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", name) if part]
 
 
-def _loop(center, k: int, upward: bool, samples: int = 25) -> tuple:
-    """(points, label position) of the k-th self-loop at a state: a circle standing on (or hanging from)
-    it, larger for each further loop."""
-    radius = 0.14 + 0.11 * k
-    side = 1 if upward else -1
-    angles = np.linspace(-np.pi / 2, 3 * np.pi / 2, samples)
-    x, y = center
-    points = np.column_stack([x + 0.6 * radius * np.cos(angles), y + side * (radius + radius * np.sin(angles))])
-    return points, "top center" if upward else "bottom center"
+def edge_label(predicate: str, mark: str) -> str:
+    """``predicate / mark`` wrapped at spaces into lines of about ``LABEL_LINE`` characters, at most
+    ``LABEL_LINES`` of them (the last cut with …); the mark is always shown.
+
+    >>> edge_label("DELAYED_DEPARTURE ∧ dep_delay >= 60", "•")
+    'DELAYED_DEPARTURE ∧\\ndep_delay >= 60 / •'
+    """
+    lines = textwrap.wrap(f"{predicate} / {mark}", LABEL_LINE, break_long_words=False, break_on_hyphens=False)
+    if len(lines) > LABEL_LINES:
+        lines = lines[:LABEL_LINES]
+        lines[-1] = f"{lines[-1]} … / {mark}"
+    return "\n".join(lines)
 
 
-def edge_paths(graph, positions: dict) -> list:
-    """``[(edge data, points, label position)]`` for every transition: arcs for parallel, backward and
-    layer-skipping edges, loops for self-transitions (hanging below a state whose layer has neighbours only
-    above it), straight segments otherwise."""
-    groups: dict = {}
-    for u, v, data in graph.edges(data=True):
-        groups.setdefault((u, v) if u == v else frozenset((u, v)), []).append((u, v, data))
-    paths = []
-    for edges in groups.values():
-        for k, (u, v, data) in enumerate(edges):
-            if u == v:
-                paths.append((data, *_loop(positions[u], k, _room_above(graph, positions, u))))
-                continue
-            span = positions[v][0] - positions[u][0]
-            centred = k - (len(edges) - 1) / 2
-            # a lone edge bends when it runs backwards or skips layers (it would cross the states between)
-            lone = 0.2 if span <= 0 else 0.18 if span > 1 else 0.0
-            bend = 0.35 * centred + (lone if len(edges) == 1 else 0.0)
-            if (u, v) != tuple(sorted((u, v), key=str)):     # one orientation per pair keeps arcs apart
-                bend = -bend
-            paths.append((data, *_bezier(positions[u], positions[v], bend)))
-    return paths
+def run_text(positions, key=None) -> str:
+    """A run as the list of the positions it marked, with its PARTITION BY key when it has one.
+
+    >>> run_text((3, 7)), run_text(()), run_text((7,), {"origin": "JFK"})
+    ('[3, 7]', '[]', '[7] origin=JFK')
+    """
+    shown = f"[{', '.join(str(p) for p in positions)}]"
+    return shown + (" " + ", ".join(f"{k}={v}" for k, v in key.items()) if key else "")
 
 
-def _box(xy, position: str, width: float, height: float) -> tuple:
-    """(x0, y0, x1, y1) of a text of that size placed at ``xy`` with plotly's ``textposition``."""
-    x, y = xy
-    vertical, horizontal = position.split()
-    x0 = {"left": x - width, "center": x - width / 2, "right": x}[horizontal]
-    y0 = {"top": y, "middle": y - height / 2, "bottom": y - height}[vertical]
-    return x0, y0, x0 + width, y0 + height
+def fired_transitions(edges: list, before: dict, after: dict, position: int, initial) -> list:
+    """Indices of the ``edges`` ((tail, head, mark)) some run took reading the event at ``position``: a •
+    edge when ``head`` holds a run ending at ``position`` whose prefix ``tail`` held before, a ◦ edge when
+    ``head`` holds a run without ``position`` that ``tail`` held before. Runs are position tuples; the
+    empty run is always at ``initial`` (every new PARTITION BY key starts there).
+
+    >>> fired_transitions([(0, 0, "◦"), (0, 1, "•"), (1, 1, "•")], {0: [()]}, {0: [()], 1: [(4,)]}, 4, 0)
+    [0, 1]
+    """
+    held = {state: set(runs) for state, runs in before.items()}
+    held.setdefault(initial, set()).add(())
+    found = []
+    for k, (tail, head, mark) in enumerate(edges):
+        sources = held.get(tail, set())
+        if mark == "•":
+            took = any(run and run[-1] == position and run[:-1] in sources for run in after.get(head, ()))
+        else:
+            took = any(position not in run and run in sources for run in after.get(head, ()))
+        if took:
+            found.append(k)
+    return found
 
 
-def _overlap(a: tuple, b: tuple) -> float:
-    return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+def _line(paths) -> dict:
+    xs, ys = [], []
+    for path in paths:
+        xs.extend([*path.points[:, 0], path.tip[0], None])
+        ys.extend([*path.points[:, 1], path.tip[1], None])
+    return {"x": xs, "y": ys}
 
 
-FLIPPED = {"top center": "bottom center", "bottom center": "top center", "middle left": "middle right",
-           "middle right": "middle left"}
-
-
-def edge_label(predicate: str, mark: str, chars: int = LABEL_WIDTH) -> str:
-    """``predicate / mark`` in at most ``chars`` characters: the predicate is cut (…), the mark kept."""
-    suffix = f" / {mark}"
-    if len(predicate) + len(suffix) <= chars:
-        return predicate + suffix
-    return predicate[:max(1, chars - len(suffix) - 1)] + "…" + suffix
-
-
-def _label_anchor(points, position: str, data: dict, placed: list, states: int, loop: bool) -> tuple:
-    """(point, textposition, text) of a label: the middle of its edge on the outer side unless that covers
-    a state or an earlier label, else the point (a quarter to three quarters of the way) and side that
-    cover least, states counting triple; a label longer than its edge that still covers something is cut
-    to the edge's length (the hover shows it whole). ``placed`` (the states' boxes first) grows."""
-    candidates = [(0.5, position)] if loop else [(f, side) for f in LABEL_FRACTIONS
-                                                   for side in (position, FLIPPED[position])]
-    text = edge_label(data["predicate"], data["mark"])
-    fits = max(MIN_LABEL, int((np.hypot(*(points[-1] - points[0])) - STATE_BOX) / CHAR_WIDTH))
-    texts = [text] if loop or len(text) <= fits else [text, edge_label(data["predicate"], data["mark"], fits)]
-    best = None
-    for shown in texts:
-        for fraction, side in candidates:
-            xy = tuple(points[int(round(fraction * (len(points) - 1)))])
-            box = _box(xy, side, len(shown) * CHAR_WIDTH, LINE_HEIGHT)
-            cost = sum(_overlap(box, other) * (3 if k < states else 1) for k, other in enumerate(placed))
-            if best is None or cost < best[0] - 1e-12:
-                best = (cost, xy, side, shown, box)
-            if cost == 0:
-                break
-        if best[0] == 0:
-            break
-    placed.append(best[4])
-    return best[1], best[2], best[3]
-
-
-def _room_above(graph, positions: dict, state) -> bool:
-    x, y = positions[state]
-    near = [positions[n][1] for n in set(graph.predecessors(state)) | set(graph.successors(state))
-            if n != state and positions[n][0] == x]
-    return not near or any(other < y for other in near)
-
-
-def automaton_figure(automaton, positions: dict) -> go.Figure:
-    """The static drawing: transitions by mark, their labels, states, final rings; "active states" empty."""
+def automaton_figure(automaton, drawing) -> go.Figure:
+    """The static drawing of ``drawing`` (``graph_drawing`` of the automaton): transitions by mark, their
+    labels, states and final rings; "fired transitions", "active states" and "entered states" empty."""
     graph = automaton.to_networkx()
-    traces = {name: {"x": [], "y": []} for name in TRACES}
-    labels = {"x": [], "y": [], "text": [], "hovertext": [], "textposition": []}
-    arrows = []
-    placed = [_box(xy, "middle center", STATE_BOX, STATE_BOX) for xy in positions.values()]
-    for data, points, label_position in edge_paths(graph, positions):
-        trace = traces[f"{data['mark']} transitions"]
-        trace["x"].extend([*points[:, 0], None])
-        trace["y"].extend([*points[:, 1], None])
-        label = f"{data['predicate']} / {data['mark']}"
-        (x, y), side, shown = _label_anchor(points, label_position, data, placed, len(positions),
-                                            loop=np.allclose(points[0], points[-1]))
-        labels["x"].append(x)
-        labels["y"].append(y)
-        labels["text"].append(shown)
-        labels["hovertext"].append(html.escape(data.get("label") or label))
-        labels["textposition"].append(side)
-        tail, head = points[int(len(points) * 0.7)], points[int(len(points) * 0.8)]
-        arrows.append(dict(x=head[0], y=head[1], ax=tail[0], ay=tail[1], xref="x", yref="y", axref="x", ayref="y",
-                           showarrow=True, arrowhead=2, arrowsize=1.4, arrowwidth=1.2,
-                           arrowcolor=MARK_STYLE[data["mark"]]["color"], text=""))
-    states = list(graph.nodes)
-    finals = [s for s in states if s in automaton.finals]
-    x0, y0 = positions[automaton.initial]
-    arrows.append(dict(x=x0 - 0.12, y=y0, ax=x0 - 0.45, ay=y0, xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=2, arrowsize=1.4, text="start", xanchor="right"))
+    edges = list(graph.edges(data=True))
     figure = go.Figure()
     for mark in ("•", "◦"):
         style = MARK_STYLE[mark]
         figure.add_scatter(name=f"{mark} transitions", mode="lines", hoverinfo="skip",
-                           line={"color": style["color"], "dash": style["dash"], "width": 1.6},
-                           **traces[f"{mark} transitions"])
-    figure.add_scatter(name="transition labels", mode="text", textfont={"size": 10},
-                       hovertemplate="%{hovertext}<extra></extra>", **labels)
+                           line={"color": style["color"], "dash": style["dash"], "width": 1.4},
+                           **_line(p for p, (*_, d) in zip(drawing.edges, edges) if d["mark"] == mark))
+    figure.add_scatter(name="fired transitions", mode="lines", hoverinfo="skip", x=[], y=[],
+                       line={"color": FIRED_COLOR, "width": 4})
+    figure.add_scatter(name="transition labels", mode="text", textposition="middle center",
+                       textfont={"size": FONT_SIZE, "family": FONT, "color": "#1f3b57"},
+                       x=[p.label[0] for p in drawing.edges], y=[p.label[1] for p in drawing.edges],
+                       text=[edge_label(d["predicate"], d["mark"]).replace("\n", "<br>") for *_, d in edges],
+                       hovertext=[html.escape(d.get("label") or f"{d['predicate']} / {d['mark']}") for *_, d in edges],
+                       hovertemplate="%{hovertext}<extra></extra>")
+    states = list(graph.nodes)
+    finals = [s for s in states if s in automaton.finals]
+    node = drawing.nodes
     figure.add_scatter(name="final states", mode="markers", hoverinfo="skip",
-                       x=[positions[s][0] for s in finals], y=[positions[s][1] for s in finals],
-                       marker={"size": 40, "color": "white", "line": {"color": "#1f3b57", "width": 2}})
+                       x=[node[s].x for s in finals], y=[node[s].y for s in finals],
+                       marker={"size": [node[s].size for s in finals], "color": "white",
+                               "line": {"color": "#1f3b57", "width": 1.5}})
     figure.add_scatter(name="states", mode="markers+text", text=[state_name(s) for s in states],
-                       x=[positions[s][0] for s in states], y=[positions[s][1] for s in states],
-                       hovertext=[_state_hover(automaton, s) for s in states],
+                       x=[node[s].x for s in states], y=[node[s].y for s in states],
+                       textfont={"size": FONT_SIZE, "family": FONT}, hovertext=[_state_hover(automaton, s) for s in states],
                        hovertemplate="%{hovertext}<extra></extra>",
-                       marker={"size": 30, "color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 2}})
+                       marker={"size": [_inner(drawing, automaton, s) for s in states], "color": "#f2f5f8",
+                               "line": {"color": "#1f3b57", "width": 1.5}})
     figure.add_scatter(name="active states", mode="markers+text", x=[], y=[], text=[], hoverinfo="skip",
-                       marker={"size": 30, "color": "#ffb000", "line": {"color": "#7a4f00", "width": 2}})
-    width = max(x for x, _ in positions.values()) + 1
-    height = max((abs(y) for _, y in positions.values()), default=0) + 0.8    # room for loops and labels
-    figure.update_layout(annotations=arrows, showlegend=False, plot_bgcolor="white", hovermode="closest",
-                         height=int(100 + 130 * 2 * height), margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                         xaxis={"visible": False, "range": [-0.7, width]},
-                         yaxis={"visible": False, "range": [-height, height]})
+                       textfont={"size": FONT_SIZE, "family": FONT},
+                       marker={"color": "#ffb000", "line": {"color": "#7a4f00", "width": 1.5}})
+    figure.add_scatter(name="entered states", mode="markers", x=[], y=[], hoverinfo="skip",
+                       marker={"color": "rgba(0,0,0,0)", "line": {"color": ENTERED_COLOR, "width": 3}})
+    arrows = [dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], arrowcolor=MARK_STYLE[d["mark"]]["color"])
+              for p, (*_, d) in zip(drawing.edges, edges)]
+    start = node[automaton.initial]
+    arrows.append(dict(x=start.x - start.size / 2, y=start.y, ax=start.x - start.size / 2 - START + 8, ay=start.y,
+                       text="start", xanchor="right", arrowcolor="#1f3b57"))
+    margin = {"l": 10, "r": 10, "t": 10, "b": 10}
+    figure.update_layout(
+        annotations=[dict(xref="x", yref="y", axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=1,
+                          arrowwidth=1.4, **{"text": "", **a}) for a in arrows],
+        showlegend=False, plot_bgcolor="white", hovermode="closest", autosize=True, dragmode=False,
+        height=int(drawing.height) + margin["t"] + margin["b"], margin=margin, font={"family": FONT},
+        xaxis={"visible": False, "range": [-START, drawing.width], "fixedrange": True},
+        yaxis={"visible": False, "range": [0, drawing.height], "scaleanchor": "x", "scaleratio": 1,
+               "fixedrange": True})
     return figure
+
+
+def _inner(drawing, automaton, state) -> float:
+    """The diameter of a state's circle: a final state's inner ring is inside its outer one."""
+    return drawing.nodes[state].size - (2 * RING if state in automaton.finals else 0)
 
 
 def _state_hover(automaton, state) -> str:
     roles = [r for r, yes in (("initial", state == automaton.initial), ("final", state in automaton.finals)) if yes]
-    return f"state {state_name(state)}" + (f" ({', '.join(roles)})" if roles else "")
+    return f"state {html.escape(state_name(state))}" + (f" ({', '.join(roles)})" if roles else "")
 
 
 def _positions_of(found) -> tuple:
     return tuple(found.positions) if hasattr(found, "positions") else tuple(found)
+
+
+def automaton_drawing(automaton):
+    """``graph_drawing`` of an automaton: states named, transitions labelled, final states ringed; left to
+    right, or top to bottom when that fits ``MAX_WIDTH`` better."""
+    graph = automaton.to_networkx()
+    def drawing(rankdir):
+        return graph_drawing({s: state_name(s) for s in graph.nodes},
+                             [(u, v, edge_label(d["predicate"], d["mark"])) for u, v, d in graph.edges(data=True)],
+                             rankdir=rankdir, source=automaton.initial, fontsize=FONT_SIZE,
+                             rings=frozenset(automaton.finals))
+    across = drawing("LR")
+    if across.width + START <= MAX_WIDTH:
+        return across
+    down = drawing("TB")
+    return down if down.width + START < across.width + START else across
 
 
 class AutomatonView(widgets.VBox):
@@ -228,11 +213,15 @@ class AutomatonView(widgets.VBox):
 
     def __init__(self, query, events=None, hierarchy=None, max_steps: int = 200):
         self.automaton = query if hasattr(query, "steps") else cepkit.automaton(query, hierarchy)
-        self.positions = layered_layout(self.automaton.to_networkx(), self.automaton.initial)
-        self.figure = go.FigureWidget(automaton_figure(self.automaton, self.positions))
+        self.drawing = automaton_drawing(self.automaton)
+        self.edges = [(u, v, d["mark"]) for u, v, d in self.automaton.to_networkx().edges(data=True)]
+        query_of = getattr(self.automaton, "query", None)
+        self.partition_by = tuple(getattr(query_of, "partition_by", None) or ())
+        self.figure = automaton_figure(self.automaton, self.drawing)
+        self.output = FigureOutput()
         self.summary = widgets.HTML(self._summary())
         self.panel = widgets.HTML()
-        children = [self.summary, self.figure]
+        children = [self.summary, self.output]
         self.steps = []
         self.notes = []
         if events is not None:
@@ -241,8 +230,10 @@ class AutomatonView(widgets.VBox):
             if len(stream) > max_steps:
                 self.notes.append(f"stepping through the first {max_steps} of {len(stream):,} events")
             children.append(self._controls())
+        self.events = {step.position: step.event for step in self.steps}
         children.append(self.panel)
-        super().__init__(children)
+        super().__init__(children, layout=widgets.Layout(width="100%"))
+        self.add_class("cepkit-automaton-view")
         self._show_step()
 
     def trace(self, name: str):
@@ -257,7 +248,8 @@ class AutomatonView(widgets.VBox):
     def _controls(self) -> widgets.HBox:
         last = len(self.steps)
         self.slider = widgets.IntSlider(value=0, min=0, max=last, description="events read",
-                                        style={"description_width": "initial"}, continuous_update=True)
+                                        style={"description_width": "initial"}, continuous_update=True,
+                                        layout={"width": "420px"})
         self.play = widgets.Play(value=0, min=0, max=last, interval=800, description="play")
         self.back = widgets.Button(description="◀ step", layout={"width": "80px"})
         self.forward = widgets.Button(description="step ▶", layout={"width": "80px"})
@@ -282,46 +274,77 @@ class AutomatonView(widgets.VBox):
         self._show_step()
 
     # ------------------------------------------------------------------ display
-    def active(self) -> dict:
-        """state -> partial matches (position tuples) after ``step`` events; the start holds one empty run."""
-        if self.step == 0:
+    def active(self, step: int = None) -> dict:
+        """state -> partial matches (position tuples) after ``step`` events (by default the current
+        step); the start holds one empty run."""
+        step = self.step if step is None else step
+        if step == 0:
             return {self.automaton.initial: [()]}
-        return self.steps[self.step - 1].active
+        return self.steps[step - 1].active
+
+    def fired(self) -> list:
+        """Indices (in ``self.edges``) of the transitions runs took on the last event read."""
+        if self.step == 0:
+            return []
+        runs = [{s: [_positions_of(r) for r in rs] for s, rs in self.active(k).items()} for k in (self.step - 1, self.step)]
+        return fired_transitions(self.edges, *runs, self.steps[self.step - 1].position, self.automaton.initial)
+
+    def entered(self) -> list:
+        """States a run entered on the last event (a ◦ loop, which leaves a run where it was, enters nothing)."""
+        heads = {self.edges[k][1] for k in self.fired() if not (self.edges[k][0] == self.edges[k][1]
+                                                                 and self.edges[k][2] == "◦")}
+        return [s for s in self.drawing.nodes if s in heads]
 
     def _show_step(self) -> None:
+        node = self.drawing.nodes
         active = [s for s, partial in self.active().items() if partial]
-        self.trace("active states").update(x=[self.positions[s][0] for s in active],
-                                           y=[self.positions[s][1] for s in active],
-                                           text=[state_name(s) for s in active])
+        entered = self.entered()
+        self.trace("active states").update(x=[node[s].x for s in active], y=[node[s].y for s in active],
+                                           text=[state_name(s) for s in active],
+                                           marker={"size": [_inner(self.drawing, self.automaton, s) for s in active]})
+        self.trace("entered states").update(x=[node[s].x for s in entered], y=[node[s].y for s in entered],
+                                            marker={"size": [node[s].size + 6 for s in entered]})
+        self.trace("fired transitions").update(**_line(self.drawing.edges[k] for k in self.fired()))
+        self.output.show(self.figure)
         self.panel.value = self._step_html() if self.steps else ""
 
     def _summary(self) -> str:
         a = self.automaton
-        finals = ", ".join(state_name(s) for s in sorted(a.finals, key=str))
+        finals = ", ".join(sorted((state_name(s) for s in a.finals), key=natural_key))
         return (f"<b>{len(a.states)} states, {len(a.transitions)} transitions</b>; initial "
-                f"{state_name(a.initial)}, final {finals or 'none'}. Solid: • marks the event; dotted: ◦ skips it.")
+                f"{html.escape(state_name(a.initial))}, final {html.escape(finals) or 'none'}. Solid: • marks the "
+                "event; dotted: ◦ skips it. While stepping: <span style='color:#b87800'>●</span> active states, "
+                f"<span style='color:{FIRED_COLOR}'>▬</span> transitions taken on the last event, "
+                f"<span style='color:{ENTERED_COLOR}'>○</span> states they entered.")
+
+    def _run(self, found) -> str:
+        positions = _positions_of(found)
+        first = self.events.get(positions[0]) if positions and self.partition_by else None
+        key = {k: first.get(k) for k in self.partition_by} if first is not None else None
+        return html.escape(run_text(positions, key))
 
     def _step_html(self) -> str:
         notes = "".join(f"<br><small>{html.escape(n)}</small>" for n in self.notes)
         if self.step == 0:
             head = f"<b>start</b>: no event read yet ({len(self.steps)} to step through){notes}"
-            completed = []
-            truncated = False
+            completed, truncated, taken = [], False, ""
         else:
             step = self.steps[self.step - 1]
             head = f"<b>after event {step.position}</b>: {event_text(step.event)}{notes}"
-            completed = [_positions_of(m) for m in step.matches]
+            completed = step.matches
             truncated = bool(step.truncated)
+            moves = [f"{state_name(u)} → {state_name(v)} ({mark})" for u, v, mark in (self.edges[k] for k in self.fired())]
+            taken = f"<br>taken: {html.escape(', '.join(moves))}" if moves else "<br>no run took a transition"
         rows = []
-        for state, partial in sorted(self.active().items(), key=lambda item: str(item[0])):
+        for state, partial in sorted(self.active().items(), key=lambda item: natural_key(state_name(item[0]))):
             if not partial:
                 continue
-            shown = ", ".join(str(_positions_of(p)) for p in partial[:SHOWN_PARTIALS])
+            shown = ", ".join(self._run(p) for p in partial[:SHOWN_PARTIALS])
             more = f" … and {len(partial) - SHOWN_PARTIALS} more" if len(partial) > SHOWN_PARTIALS else ""
-            rows.append(f"<tr><td>{state_name(state)}</td><td>{len(partial)}</td><td>{shown}{more}</td></tr>")
+            rows.append(f"<tr><td>{html.escape(state_name(state))}</td><td>{len(partial)}</td><td>{shown}{more}</td></tr>")
         table = ("<table class='cepkit-active'><tr><th>active state</th><th>runs</th><th>partial matches "
                  f"(positions)</th></tr>{''.join(rows)}</table>")
-        done = (f"<b>completed here</b>: {', '.join(str(c) for c in completed)}" if completed
+        done = (f"<b>completed here</b>: {', '.join(self._run(c) for c in completed)}" if completed
                 else "no match completes here")
         cut = "<br><small>(the engine truncated the partial-match lists of this step)</small>" if truncated else ""
-        return f"{head}{table}{done}{cut}"
+        return f"{head}{taken}{table}{done}{cut}"

@@ -1,13 +1,15 @@
 """``ECubeView``: the E-Cube lattice of a set of queries, the plan Chase chose, and OLAP drill-down / roll-up
 (digest 000a §3 and §7, items 1-2).
 
-Queries are drawn by level of generality (the lattice's topological generations: the most general on
-top), under the virtual query v0 that stands for "from scratch". Grey lines are the refinement relations,
-coloured by kind (concept, pattern, both); the thick arrows are the evaluation plan, one per query, from
-the query (or v0) whose results it reuses, labelled with the direction (g→s, s→g, scratch) and the
-cost-model estimate (tick *every candidate edge* to see all of Chase's graph, each edge with its direction
-and cost). The hover of a query shows its text, its matches and how it was computed; the
-diamond on a relation shows the OLAP operation it stands for (``TX → D at 1``, ``insert !D at 2``).
+Queries are drawn by level of generality (Graphviz ``dot`` ranks the lattice top to bottom, the most
+general on top, and places every label clear of the others; ``graph_layout.graph_drawing``), under the
+virtual query v0 that stands for "from scratch". Grey lines are the refinement relations, coloured by kind
+(concept, pattern, both); the thick arrows are the evaluation plan, one per query, from the query (or v0)
+whose results it reuses, labelled with the direction (g→s, s→g, scratch) and the cost-model estimate. A
+query kept from an earlier run costs nothing ("cached 0"): its arrow from v0 is hidden unless *kept
+results' arrows* is ticked; *every candidate edge* shows all of Chase's graph, each edge with its direction
+and cost. The hover of a query shows its text, its matches and how it was computed; the diamond on a
+relation shows the OLAP operation it stands for (``TX → D at 1``, ``insert !D at 2``).
 
 Pick a query and an operation (a concept one level finer or coarser at a position, an item removed, or
 an item typed in to insert) and press *drill down* / *roll up*: the cube adds the new query, re-plans with
@@ -29,22 +31,47 @@ import plotly.graph_objects as go
 import cepkit
 
 from .execution import as_stream
+from .graph_layout import FONT, FigureOutput, graph_drawing
 
 ROOT = "v0"
 TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
           "plan labels", "relations", "queries")
 KIND_COLOR = {"concept": "#7fa7c9", "pattern": "#c9a27f", "both": "#a58fc0"}
 PLAN_COLOR = "#e07000"
+FONT_SIZE = 12
+HELP = ("<small>Cost model (digest 000a §4, Table 4.1), explored without running anything: <b>Pt</b> is the "
+        "time-order selectivity, the chance that an event of one item comes before one of the next (½ for "
+        "random order); <b>P</b> is the selectivity of one condition between two items (1 = no condition); "
+        "<b>× rate</b> scales how often the chosen type occurs. The plan Chase would choose under them is "
+        "drawn; <i>the plan that ran</i> brings the real one back.</small>")
 
 
 def lattice_layout(graph: nx.DiGraph) -> dict:
-    """name -> (x, y): v0 on top, then the lattice's generations (general first), each row centred."""
-    positions = {ROOT: (0.0, 0.0)}
-    for depth, generation in enumerate(nx.topological_generations(graph), start=1):
-        row = sorted(generation, key=list(graph.nodes).index)
-        for k, name in enumerate(row):
-            positions[name] = (k - (len(row) - 1) / 2, -float(depth))
-    return positions
+    """name -> (x, y) of the lattice alone (v0 on top, general above specific), as ``ECubeView`` lays it out."""
+    drawing, *_ = lattice_drawing(graph, [])
+    return {name: (node.x, node.y) for name, node in drawing.nodes.items()}
+
+
+def lattice_drawing(graph: nx.DiGraph, extra: list):
+    """``graph_drawing`` of v0, the lattice's edges (unlabelled, they rank the queries) and the ``extra``
+    edges ``[(source, query, label)]`` of the plan and Chase's graph: an extra edge along a lattice edge
+    takes its place (one line, labelled), the others do not rank the queries."""
+    edges = [(u, v, "") for u, v in graph.edges]
+    roots = [n for n in graph.nodes if graph.in_degree(n) == 0]
+    edges += [(ROOT, n, "") for n in roots]
+    index = {(u, v): k for k, (u, v, _) in enumerate(edges)}
+    loose = set()
+    for u, v, label in extra:
+        if (u, v) in index and not edges[index[u, v]][2]:
+            edges[index[u, v]] = (u, v, label)
+        else:
+            index.setdefault((u, v), len(edges))
+            loose.add(len(edges))
+            edges.append((u, v, label))
+    names = [ROOT, *graph.nodes]
+    drawing = graph_drawing({n: n for n in names}, edges, rankdir="TB", source=ROOT, fontsize=FONT_SIZE,
+                            loose=frozenset(loose))
+    return drawing, edges, {(u, v): drawing.edges[k] for k, (u, v, _) in enumerate(edges)}
 
 
 def relation_text(cube, general: str, specific: str) -> str:
@@ -59,12 +86,30 @@ def relation_text(cube, general: str, specific: str) -> str:
     return f"{general} → {specific} ({data['kind']} drill-down): " + "; ".join(parts)
 
 
-def _segments(pairs, positions) -> dict:
+def _lines(paths) -> dict:
     xs, ys = [], []
-    for u, v in pairs:
-        xs.extend([positions[u][0], positions[v][0], None])
-        ys.extend([positions[u][1], positions[v][1], None])
+    for path in paths:
+        xs.extend([*path.points[:, 0], path.tip[0], None])
+        ys.extend([*path.points[:, 1], path.tip[1], None])
     return {"x": xs, "y": ys}
+
+
+def parse_insertion(text: str) -> tuple:
+    """``(item, position)`` from the typed "item position" (``!D 2``, ``D n 3``); a ``ValueError`` that
+    says what to type otherwise.
+
+    >>> parse_insertion("!D n 2")
+    ('!D n', 2)
+    >>> parse_insertion("foo")
+    Traceback (most recent call last):
+    ...
+    ValueError: type an item and the 1-based position to insert it at, e.g. "!D 2" or "D d 3" (got "foo")
+    """
+    item, _, position = text.strip().rpartition(" ")
+    if not item.strip() or not position.isdigit() or int(position) < 1:
+        raise ValueError('type an item and the 1-based position to insert it at, e.g. "!D 2" or "D d 3" '
+                         f'(got "{text.strip()}")')
+    return item.strip(), int(position)
 
 
 class ECubeView(widgets.VBox):
@@ -77,7 +122,7 @@ class ECubeView(widgets.VBox):
         run, with its kept results
     """
 
-    def __init__(self, cube, events=None, hierarchy=None, height: int = 460):
+    def __init__(self, cube, events=None, hierarchy=None):
         self.cube = cube if isinstance(cube, cepkit.ECube) else cepkit.ECube(cube, hierarchy)
         if events is not None:
             self.results = self.cube.run(as_stream(events))
@@ -85,36 +130,50 @@ class ECubeView(widgets.VBox):
             self.results = self.cube.results
         else:
             raise ValueError("ECubeView needs events, or a cube that has run")
-        self.height = height
-        self.figure = go.FigureWidget(self._empty_figure())
-        self.query_picker = widgets.Dropdown(description="query", options=list(self.cube.queries))
-        self.operation = widgets.Dropdown(description="operation", layout={"width": "360px"})
-        self.insert = widgets.Text(placeholder="item to insert, e.g. !D 2", description="or insert",
-                                   layout={"width": "260px"})
-        self.drill_button = widgets.Button(description="drill down", icon="arrow-down")
-        self.roll_button = widgets.Button(description="roll up", icon="arrow-up")
+        self.figure = self._empty_figure()
+        self.output = FigureOutput()
+        wide = {"description_width": "initial"}
+        self.query_picker = widgets.Dropdown(description="query", options=list(self.cube.queries), style=wide,
+                                             layout={"width": "max-content"})
+        self.operation = widgets.Dropdown(description="operation", style=wide, layout={"width": "max-content"})
+        self.insert = widgets.Text(placeholder="item and position, e.g. !D 2", description="or insert", style=wide,
+                                   layout={"width": "280px"})
+        self.drill_button = widgets.Button(description="drill down", icon="arrow-down", layout={"width": "auto"})
+        self.roll_button = widgets.Button(description="roll up", icon="arrow-up", layout={"width": "auto"})
         self.show_candidates = widgets.Checkbox(description="every candidate edge (Chase's graph)", value=False,
-                                                indent=False)
+                                                indent=False, layout={"width": "auto"})
+        self.show_cached = widgets.Checkbox(description="kept results' arrows (cached, cost 0)", value=False,
+                                            indent=False, layout={"width": "auto"})
         self.what_if_plan = None        # a plan under the sliders' statistics and costs, when they moved
         units, types = self.cube.units, sorted(self.cube.statistics.type_counts)
-        self.pt = widgets.FloatSlider(value=units.Pt, min=0.05, max=0.95, step=0.05, description="Pt")
-        self.selectivity = widgets.FloatSlider(value=units.P, min=0.05, max=1.0, step=0.05, description="P")
-        self.rate_type = widgets.Dropdown(options=types, description="rate of")
-        self.rate = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.1, description="× rate")
-        self.reset = widgets.Button(description="the plan that ran", icon="undo")
+        self.pt = widgets.FloatSlider(value=units.Pt, min=0.05, max=0.95, step=0.05, description="Pt", style=wide,
+                                      tooltip="time-order selectivity: the chance an event of one item comes "
+                                              "before one of the next")
+        self.selectivity = widgets.FloatSlider(value=units.P, min=0.05, max=1.0, step=0.05, description="P",
+                                               style=wide, tooltip="selectivity of one condition between two items")
+        self.rate_type = widgets.Dropdown(options=types, description="rate of", style=wide,
+                                          layout={"width": "max-content"})
+        self.rate = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.1, description="× rate",
+                                           style=wide, tooltip="how often the chosen type occurs, scaled")
+        self.reset = widgets.Button(description="the plan that ran", icon="undo", layout={"width": "auto"})
         for control in (self.pt, self.selectivity, self.rate_type, self.rate):
             control.observe(lambda _: self.explore(), names="value")
         self.reset.on_click(lambda _: self._reset_what_if())
         self.status = widgets.HTML()
         self.table = widgets.HTML()
         self.query_picker.observe(lambda _: self._refresh_operations(), names="value")
-        self.show_candidates.observe(lambda _: self._draw_candidates(lattice_layout(self.cube.graph)), names="value")
+        for toggle in (self.show_candidates, self.show_cached):
+            toggle.observe(lambda _: self._draw_plan(), names="value")
         self.drill_button.on_click(lambda _: self.apply("drill_down"))
         self.roll_button.on_click(lambda _: self.apply("roll_up"))
+        wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
         controls = widgets.HBox([self.query_picker, self.operation, self.insert, self.drill_button,
-                                 self.roll_button])
-        explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset])
-        super().__init__([self.figure, controls, self.show_candidates, explorer, self.status, self.table])
+                                 self.roll_button], layout=wrap)
+        toggles = widgets.HBox([self.show_cached, self.show_candidates], layout=wrap)
+        explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset], layout=wrap)
+        super().__init__([self.output, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table],
+                         layout=widgets.Layout(width="100%"))
+        self.add_class("cepkit-ecube-view")
         self._redraw()
 
     def trace(self, name: str):
@@ -154,8 +213,7 @@ class ECubeView(widgets.VBox):
         typed = self.insert.value.strip()
         try:
             if method == "drill_down" and typed:
-                text, _, position = typed.rpartition(" ")
-                found = self.cube.drill_down(name, pattern=[(text, int(position))])
+                found = self.cube.drill_down(name, pattern=[parse_insertion(typed)])
             else:
                 chosen = self.operations(name).get(self.operation.value)
                 if chosen is None or chosen[0] != method:
@@ -192,13 +250,13 @@ class ECubeView(widgets.VBox):
         reuse = ", ".join(f"{s.query}←{s.source} ({s.direction})" for s in plan.steps if s.source) or "none"
         self.status.value = (f"<b>what-if plan</b> (not run): cost {plan.cost:.4g}, each alone "
                              f"{plan.scratch_cost:.4g}; reuse: {html.escape(reuse)}")
-        self._draw_plan(lattice_layout(self.cube.graph))
+        self._draw_plan()
         return plan
 
     def _reset_what_if(self) -> None:
         self.what_if_plan = None
         self.status.value = ""
-        self._draw_plan(lattice_layout(self.cube.graph))
+        self._draw_plan()
 
     # ------------------------------------------------------------------ drawing
     def _empty_figure(self) -> go.Figure:
@@ -209,73 +267,80 @@ class ECubeView(widgets.VBox):
                                      "dash": "solid" if kind == "concept" else "dash" if kind == "pattern" else "dot"})
         figure.add_scatter(name="candidate edges", mode="lines", hoverinfo="skip",
                            line={"color": "#f0b27a", "width": 1, "dash": "dot"})
-        figure.add_scatter(name="candidate labels", mode="text", textfont={"size": 9, "color": "#b9770e"},
-                           hoverinfo="skip")
-        figure.add_scatter(name="plan edges", mode="lines", hoverinfo="skip", line={"color": PLAN_COLOR, "width": 3.5})
-        figure.add_scatter(name="plan labels", mode="text", textfont={"size": 10, "color": "#7a3d00"},
-                           hoverinfo="skip")
+        text = {"size": FONT_SIZE, "family": FONT}
+        figure.add_scatter(name="candidate labels", mode="text", textposition="middle center",
+                           textfont={**text, "color": "#b9770e"}, hoverinfo="skip")
+        figure.add_scatter(name="plan edges", mode="lines", hoverinfo="skip", line={"color": PLAN_COLOR, "width": 3})
+        figure.add_scatter(name="plan labels", mode="text", textposition="middle center",
+                           textfont={**text, "color": "#7a3d00"}, hoverinfo="skip")
         figure.add_scatter(name="relations", mode="markers", hovertemplate="%{hovertext}<extra></extra>",
                            marker={"size": 9, "color": "#9aa7b4", "symbol": "diamond"})
-        figure.add_scatter(name="queries", mode="markers+text", textposition="middle center",
+        figure.add_scatter(name="queries", mode="markers+text", textposition="middle center", textfont=text,
                            hovertemplate="%{hovertext}<extra></extra>",
-                           marker={"size": 38, "color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 2}})
-        figure.update_layout(showlegend=False, plot_bgcolor="white", height=self.height, hovermode="closest",
-                             margin={"l": 10, "r": 10, "t": 30, "b": 10},
-                             xaxis={"visible": False}, yaxis={"visible": False})
+                           marker={"color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 1.5}})
+        figure.update_layout(showlegend=False, plot_bgcolor="white", hovermode="closest", autosize=True,
+                             dragmode=False, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"family": FONT},
+                             xaxis={"visible": False, "fixedrange": True},
+                             yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1, "fixedrange": True})
         return figure
 
     def _redraw(self) -> None:
-        cube = self.cube
-        positions = lattice_layout(cube.graph)
-        for kind in ("concept", "pattern", "both"):
-            pairs = [(u, v) for u, v, k in cube.graph.edges(data="kind") if k == kind]
-            self.trace(f"{kind} edges").update(**_segments(pairs, positions))
-        edges = list(cube.graph.edges)
-        self.trace("relations").update(x=[(positions[u][0] + positions[v][0]) / 2 for u, v in edges],
-                                       y=[(positions[u][1] + positions[v][1]) / 2 for u, v in edges],
-                                       hovertext=[relation_text(cube, u, v) for u, v in edges])
-        names = [ROOT] + list(cube.queries)
-        self.trace("queries").update(x=[positions[n][0] for n in names], y=[positions[n][1] for n in names],
-                                     text=names, hovertext=[self._hover(n) for n in names])
-        self._draw_plan(positions)
+        self._draw_plan()
         self.table.value = self._table()
         self._refresh_operations()
 
-    def _draw_plan(self, positions: dict) -> None:
-        """The plan's arrows, labels and title, and the candidate edges of its Chase graph."""
-        plan = self.shown_plan
-        self.trace("plan edges").update(**_segments([(s.source or ROOT, s.query) for s in plan.steps], positions))
-        labels = {"x": [], "y": [], "text": []}
-        for s in plan.steps:
-            (x0, y0), (x1, y1) = positions[s.source or ROOT], positions[s.query]
-            labels["x"].append(0.45 * x0 + 0.55 * x1)
-            labels["y"].append(0.45 * y0 + 0.55 * y1)
-            labels["text"].append(f"{s.direction} {s.cost:.3g}")
-        self.trace("plan labels").update(**labels)
-        arrows = [dict(x=positions[s.query][0], y=positions[s.query][1] + 0.12, ax=positions[s.source or ROOT][0],
-                       ay=positions[s.source or ROOT][1] - 0.12, xref="x", yref="y", axref="x", ayref="y",
-                       showarrow=True, arrowhead=2, arrowsize=1.2, arrowwidth=2, arrowcolor=PLAN_COLOR, text="")
-                  for s in plan.steps]
-        self.figure.layout.annotations = arrows
-        self._draw_candidates(positions)
-        what = "what-if plan" if self.what_if_plan is not None else "plan"
-        self.figure.layout.title = (f"{what} cost {plan.cost:.4g} (each query alone: {plan.scratch_cost:.4g}); "
-                                    "orange: evaluation order")
+    def plan_edges(self) -> list:
+        """``[(source, query, label)]`` of the plan drawn; a query kept from the run (cached, cost 0) only
+        when ``show_cached`` is ticked."""
+        return [(s.source or ROOT, s.query, f"{s.direction} {s.cost:.3g}") for s in self.shown_plan.steps
+                if s.direction != "cached" or self.show_cached.value]
 
-    def _draw_candidates(self, positions: dict) -> None:
-        """Every edge Chase chose from (digest §7 item 2), each labelled near its source with its
-        direction and cost; empty unless ``show_candidates`` is ticked."""
-        graph = self.shown_plan.graph
-        edges = [(u, v, d) for u, v, d in graph.edges(data=True) if d["direction"] != "cached"] \
-            if self.show_candidates.value else []
-        self.trace("candidate edges").update(**_segments([(u, v) for u, v, _ in edges], positions))
-        labels = {"x": [], "y": [], "text": []}
-        for u, v, data in edges:
-            (x0, y0), (x1, y1) = positions[u], positions[v]
-            labels["x"].append(0.7 * x0 + 0.3 * x1)
-            labels["y"].append(0.7 * y0 + 0.3 * y1)
-            labels["text"].append(f"{data['direction']} {data['cost']:.3g}")
-        self.trace("candidate labels").update(**labels)
+    def candidate_edges(self) -> list:
+        """``[(source, query, label)]`` of Chase's graph (digest §7 item 2) that the plan did not take;
+        empty unless ``show_candidates`` is ticked."""
+        if not self.show_candidates.value:
+            return []
+        taken = {(u, v) for u, v, _ in self.plan_edges()}
+        return [(u, v, f"{d['direction']} {d['cost']:.3g}") for u, v, d in self.shown_plan.graph.edges(data=True)
+                if d["direction"] != "cached" and (u, v) not in taken]
+
+    def _draw_plan(self) -> None:
+        """Lay the lattice, the plan and the candidate edges out together (so dot places every label) and
+        draw them."""
+        cube = self.cube
+        plan, candidates = self.plan_edges(), self.candidate_edges()
+        drawing, _, paths = lattice_drawing(cube.graph, plan + candidates)
+        self.drawing = drawing
+        on_plan = {(u, v) for u, v, _ in plan}
+        for kind in ("concept", "pattern", "both"):
+            self.trace(f"{kind} edges").update(**_lines(paths[u, v] for u, v, k in cube.graph.edges(data="kind")
+                                                        if k == kind and (u, v) not in on_plan))
+        for name, edges in (("plan", plan), ("candidate", candidates)):
+            self.trace(f"{name} edges").update(**_lines(paths[u, v] for u, v, _ in edges))
+            self.trace(f"{name} labels").update(x=[paths[u, v].label[0] for u, v, _ in edges],
+                                                y=[paths[u, v].label[1] for u, v, _ in edges],
+                                                text=[label for *_, label in edges])
+        lattice = list(cube.graph.edges)
+        self.trace("relations").update(x=[paths[e].middle[0] for e in lattice], y=[paths[e].middle[1] for e in lattice],
+                                       hovertext=[relation_text(cube, u, v) for u, v in lattice])
+        names = [ROOT] + list(cube.queries)
+        node = drawing.nodes
+        self.trace("queries").update(x=[node[n].x for n in names], y=[node[n].y for n in names], text=names,
+                                     marker={"size": [node[n].size for n in names]},
+                                     hovertext=[self._hover(n) for n in names])
+        self.figure.layout.annotations = [
+            dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], xref="x", yref="y", axref="x",
+                 ayref="y", showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor=PLAN_COLOR, text="")
+            for p in (paths[u, v] for u, v, _ in plan)]
+        what = "what-if plan" if self.what_if_plan is not None else "plan"
+        shown = self.shown_plan
+        self.figure.layout.title = (f"{what} cost {shown.cost:.4g} (each query alone: {shown.scratch_cost:.4g}); "
+                                    "orange: evaluation order")
+        margin = self.figure.layout.margin
+        self.figure.layout.height = int(drawing.height) + margin.t + margin.b
+        self.figure.layout.xaxis.range = [0, drawing.width]
+        self.figure.layout.yaxis.range = [0, drawing.height]
+        self.output.show(self.figure)
 
     def _refresh_operations(self) -> None:
         name = self.query_picker.value

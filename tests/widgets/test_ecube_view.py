@@ -4,7 +4,7 @@ import pytest
 
 import cepkit
 from cepkit.widgets import ECubeView
-from cepkit.widgets.ecube_view import ROOT, TRACES, lattice_layout
+from cepkit.widgets.ecube_view import ROOT, TRACES, lattice_layout, parse_insertion
 
 HIERARCHY = {"TX": ["D", "A", "G"], "OK": ["T", "OKC"], "D": ["DBusStation", "DHospital"]}
 QUERIES = {"q1": "SEQ(TX x, OK y)", "q2": "SEQ(D x, T y)", "q3": "SEQ(G g, A a, T t)", "q6": "SEQ(G g, A a, D d, T t)"}
@@ -21,7 +21,8 @@ def test_the_lattice_and_the_plan_are_drawn():
     cube = view.cube
     assert [t.name for t in view.figure.data] == list(TRACES)
     assert list(view.trace("queries").text) == [ROOT, *QUERIES]
-    kinds = [k for _, _, k in cube.graph.edges(data="kind")]
+    planned = {(s.source or ROOT, s.query) for s in cube.last_plan.steps}
+    kinds = [k for u, v, k in cube.graph.edges(data="kind") if (u, v) not in planned]   # a plan arrow replaces its line
     for kind in ("concept", "pattern", "both"):
         assert segments(view.trace(f"{kind} edges")) == kinds.count(kind)
     assert segments(view.trace("plan edges")) == len(QUERIES) == len(view.figure.layout.annotations)
@@ -60,7 +61,11 @@ def test_the_drill_down_button_adds_the_query_re_plans_and_redraws():
     expected = cepkit.match("SEQ(DBusStation x, T y)", EVENTS)
     assert [m.key for m in view.results[new]] == [m.key for m in expected]
     assert list(view.trace("queries").text)[-1] == new
-    assert segments(view.trace("plan edges")) == 5
+    kept = [s for s in view.cube.last_plan.steps if s.direction == "cached"]
+    assert len(kept) == 4 and segments(view.trace("plan edges")) == 1      # "cached 0" arrows hidden...
+    assert not any(label.startswith("cached") for label in view.trace("plan labels").text)
+    view.show_cached.value = True                                           # ...unless asked for
+    assert segments(view.trace("plan edges")) == 5 and "cached 0" in view.trace("plan labels").text
     step = view.cube.last_plan.step(new)
     assert step.source is not None and "g→s" in view.status.value     # answered from a kept result
 
@@ -87,6 +92,17 @@ def test_a_mismatched_button_or_a_bad_item_says_so():
     view.insert.value = "!D 9"
     view.drill_button.click()
     assert "outside" in view.status.value and len(view.cube.queries) == 4
+    for typed in ("foo", "!D x", "!D 0", "3"):
+        view.insert.value = typed
+        view.drill_button.click()
+        assert "type an item and the 1-based position" in view.status.value and "invalid literal" not in view.status.value
+    assert len(view.cube.queries) == 4
+
+
+def test_typed_insertions_are_parsed():
+    assert parse_insertion(" !D 2 ") == ("!D", 2) and parse_insertion("D d 3") == ("D d", 3)
+    with pytest.raises(ValueError, match='got "foo"'):
+        parse_insertion("foo")
 
 
 def test_a_cube_that_has_run_is_shown_without_running_again():
@@ -114,11 +130,37 @@ def test_the_candidate_edges_of_chase_show_on_demand():
     assert segments(view.trace("candidate edges")) == 0
     view.show_candidates.value = True
     graph = view.cube.last_plan.graph
-    assert segments(view.trace("candidate edges")) == graph.number_of_edges()
-    assert sorted(view.trace("candidate labels").text) == sorted(
+    # every edge of Chase's graph is drawn and labelled once: the plan's as plan arrows, the others dotted
+    assert segments(view.trace("candidate edges")) + len(QUERIES) == graph.number_of_edges()
+    assert sorted([*view.trace("candidate labels").text, *view.trace("plan labels").text]) == sorted(
         f"{d['direction']} {d['cost']:.3g}" for _, _, d in graph.edges(data=True))
     view.show_candidates.value = False
     assert segments(view.trace("candidate edges")) == 0
+
+
+def test_dot_places_every_label_clear_of_the_others_and_sizes_the_figure():
+    from cepkit.widgets.graph_layout import dot_available
+    if not dot_available():
+        pytest.skip("Graphviz dot is not installed")
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    view.show_candidates.value = True
+    assert view.drawing.engine == "dot"
+    labels = [(x, y, t) for name in ("plan labels", "candidate labels")
+              for x, y, t in zip(view.trace(name).x, view.trace(name).y, view.trace(name).text)]
+    boxes = [(x - 3.5 * len(t), y - 7, x + 3.5 * len(t), y + 7) for x, y, t in labels]
+    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[:i]
+                if min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])]
+    layout = view.figure.layout
+    assert layout.autosize and layout.width is None and layout.yaxis.scaleanchor == "x"
+    assert layout.height == int(view.drawing.height) + layout.margin.t + layout.margin.b
+    names = list(view.trace("queries").text)
+    assert all(size >= 6.5 * len(name) for name, size in zip(names, view.trace("queries").marker.size))
+
+
+def test_the_sliders_are_explained():
+    view = ECubeView(QUERIES, EVENTS, HIERARCHY)
+    assert "time-order" in view.pt.tooltip and "condition" in view.selectivity.tooltip
+    assert any("time-order selectivity" in getattr(child, "value", "") for child in view.children)
 
 
 def test_the_cost_model_explorer_redraws_a_what_if_plan():

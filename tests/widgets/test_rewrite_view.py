@@ -62,3 +62,23 @@ def test_given_events_both_forms_are_run_side_by_side():
                                                              "Operating", "Recycle", "Washing", "Operating"])]
     view = RewriteView(Q1, events=events)
     assert "On 8 events: the query 4 matches, the normal form 4: the same matches." in view.summary.value
+
+
+def test_every_rule_has_a_one_line_description_shown_with_it():
+    from cepkit.lang.rewrite import RULES
+    from cepkit.widgets.rewrite_view import RULE_TEXT
+    assert set(RULES) <= set(RULE_TEXT) and all("\n" not in text for text in RULE_TEXT.values())
+    view = RewriteView(EX25)
+    for k, step in enumerate(view.rewriting.steps, 1):
+        view.step = k
+        assert view.rule.value.endswith(RULE_TEXT[step.rule].replace("&", "&amp;").replace("<", "&lt;"))
+
+
+def test_long_queries_print_one_branch_per_line_and_never_break_words():
+    view = RewriteView(EX25)
+    normal = view.rewriting.normal_form
+    branches = normal.count(" OR ") + 1
+    shown = view.summary.value
+    assert shown.count("<br>OR ") == branches - 1 == 3 and "<br>RETURN e1, e4, e7" in shown
+    assert "word-break:normal" in shown and "break-all" not in shown
+    assert view.direction.style.button_width == "auto"                  # toggle labels are not cut

@@ -1,0 +1,137 @@
+"""The graph widgets in a real browser: a small notebook using ``AutomatonView`` (a CEL automaton with
+PARTITION BY, digest 004's φ3, the SES automaton of notebook 06 with its set-state names), ``ECubeView``
+(notebook 09's workload after a drill-down) and ``RewriteView`` (notebook 07's Q1) run in JupyterLab in
+headless Chromium (``conftest.py``). Each widget is screenshotted into ``test-artifacts/graphs-*.png`` and
+checked in the DOM as a person would by eye: no text of the automaton and lattice drawings overlaps another
+text or a node it does not belong to, every figure fills its output's width, the toggle labels are whole.
+"""
+import json
+
+import pytest
+
+NOTEBOOK = "graphs-widgets.ipynb"
+BUDGET_S = 240
+CELLS = [
+    """import cepkit
+import numpy as np
+from cepkit.datasets import ses_chemo
+from cepkit.engines.ses.inspect import SesRun
+from cepkit.widgets import AutomatonView, ECubeView, RewriteView""",
+    # the tour's query: long labels converging on the final state, runs with their partition key
+    """kinds = ["FOG", "DELAYED_DEPARTURE", "STORM", "DELAYED_DEPARTURE", "SNOW", "DELAYED_DEPARTURE"]
+flights = [{"type": t, "ts": 60 * i, "origin": ["JFK", "LGA"][i % 2], "dep_delay": 90} for i, t in enumerate(kinds)]
+tour = AutomatonView("(STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d "
+                     "WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin", flights)
+tour.step = 4
+tour""",
+    """phi3 = ("(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) "
+        "FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)")
+farm = AutomatonView(phi3, cepkit.datasets.cel_fire_sensors())
+farm.step = 8
+farm""",
+    """P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+      "and prev(p.V) < p.V WITHIN 15 days")
+chemo = ses_chemo(3)
+ses = AutomatonView(SesRun(P1, strategy="STNM"), chemo.iloc[:13])
+ses.step = 12
+ses""",
+    """COMPANIES = cepkit.Hierarchy({"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"],
+                              "Education": ["EFC", "ANAT", "OREL"]})
+rng = np.random.default_rng(7)
+tickers = ["DELL", "INTC", "MSFT", "QQQ", "FCF", "ROM", "EFC", "ANAT", "OREL"]
+trades = [{"type": t, "ts": round(i * 0.002, 3), "price": int(p)}
+          for i, (t, p) in enumerate(zip(rng.choice(tickers, 800), rng.integers(10, 100, 800)))]
+W = " WITHIN 20 ms"
+cube = ECubeView({"w1": "SEQ(INTC i, !MSFT m, FCF f)" + W, "w1_rom": "SEQ(INTC i, !MSFT m, FCF f, ROM r)" + W,
+                  "q16": "SEQ(Computer c, Finance f, Education e)" + W, "q17": "SEQ(Computer c, Finance f, EFC e)" + W},
+                 trades, COMPANIES)
+cube.query_picker.value = "q17"
+cube.operation.value = next(op for op in cube.operations("q17") if "drill-down" in op)
+cube.apply("drill_down")
+cube""",
+    """Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
+rewrite = RewriteView(Q1)
+rewrite.step = 2
+rewrite""",
+]
+
+# Text boxes (and node circles) of one plotly figure, in page pixels; texts of a trace lying on a node's
+# centre are that node's name.
+READ_FIGURE = """plot => {
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const texts = [...plot.querySelectorAll('.scatterlayer .textpoint text, .annotation-text')]
+        .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+        .map(t => ({text: t.textContent, box: box(t)}));
+    const nodes = [...plot.querySelectorAll('.scatterlayer .points path.point')]
+        .map(p => box(p)).filter(b => b[2] - b[0] > 12);
+    let output = plot.closest('.jp-OutputArea-output'), outer;      // the cell's output, not the widget's
+    while (output && (outer = output.parentElement.closest('.jp-OutputArea-output'))) output = outer;
+    return {texts, nodes, width: plot.getBoundingClientRect().width,
+            output: output.getBoundingClientRect().width};
+}"""
+
+
+def overlap(a, b, slack: float = 1.5) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack
+
+
+def hits_circle(text, circle, slack: float = 1.5) -> bool:
+    """Whether a text box reaches into a node's circle (not merely into the circle's bounding square)."""
+    cx, cy, r = (circle[0] + circle[2]) / 2, (circle[1] + circle[3]) / 2, (circle[2] - circle[0]) / 2
+    nearest_x, nearest_y = min(max(cx, text[0]), text[2]), min(max(cy, text[1]), text[3])
+    return (nearest_x - cx) ** 2 + (nearest_y - cy) ** 2 < (r - slack) ** 2
+
+
+def centred_on(text, circle) -> bool:
+    return abs((text[0] + text[2] - circle[0] - circle[2]) / 2) < 2 and abs((text[1] + text[3] - circle[1] - circle[3]) / 2) < 2
+
+
+def collisions(figure: dict) -> list:
+    """Pairs of texts that overlap (a text drawn twice at one place, an active state's name, counts once),
+    and texts that reach into a node they are not the name of."""
+    texts = list({(t["text"], tuple(round(v) for v in t["box"])): t for t in figure["texts"]}.values())
+    found = [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:]
+             if overlap(a["box"], b["box"]) and not (a["text"] == b["text"] and overlap(a["box"], b["box"], 0))]
+    found += [(t["text"], "a node") for t in texts for c in figure["nodes"]
+              if not centred_on(t["box"], c) and hits_circle(t["box"], c)]
+    return found
+
+
+@pytest.fixture
+def widgets_notebook(lab):
+    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+             for source in CELLS]
+    notebook = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                            "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    (lab.root / NOTEBOOK).write_text(json.dumps(notebook))
+    return NOTEBOOK
+
+
+def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_notebook, budget, artifacts):
+    clock = budget(BUDGET_S)
+    open_notebook(page, widgets_notebook, clock)
+    views = {"automaton": page.locator(".cepkit-automaton-view"), "ecube": page.locator(".cepkit-ecube-view"),
+             "rewrite": page.locator(".cepkit-rewrite-view")}
+    clock.until(lambda: views["automaton"].count() == 3 and views["ecube"].count() == 1
+                and views["rewrite"].count() == 1 and page.locator(".js-plotly-plot .scatterlayer").count() >= 4,
+                "the five widgets and their four figures", page)
+    assert not [e for e in page.script_errors if "Error" in e], page.script_errors
+    names = ["tour", "farm", "ses"]
+    problems = {}
+    for name, view in [*zip(names, views["automaton"].all()), ("ecube", views["ecube"].first)]:
+        view.scroll_into_view_if_needed()
+        view.screenshot(path=str(artifacts / f"graphs-{name}.png"))
+        figure = view.locator(".js-plotly-plot").first.evaluate(READ_FIGURE)
+        assert figure["texts"], name
+        if figure["width"] < 0.97 * figure["output"]:
+            problems[name] = f"the figure is {figure['width']:.0f} px wide in a {figure['output']:.0f} px output"
+        if collisions(figure):
+            problems.setdefault(name, collisions(figure))
+    assert not problems, problems
+    assert "origin=JFK" in views["automaton"].first.inner_text()           # runs with their partition key
+    rewrite = views["rewrite"].first
+    rewrite.scroll_into_view_if_needed()
+    rewrite.screenshot(path=str(artifacts / "graphs-rewrite.png"))
+    cut = rewrite.locator(".widget-toggle-button").evaluate_all(
+        "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)")
+    assert not cut, f"toggle labels cut: {cut}"
