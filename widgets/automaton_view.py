@@ -25,6 +25,7 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
+from .figures import TABLE_CSS, full_width
 from .graph_layout import FONT, FigureOutput, graph_drawing
 from .timeline import event_text
 
@@ -58,16 +59,17 @@ def natural_key(name: str) -> list:
 
 
 def edge_label(predicate: str, mark: str) -> str:
-    """``predicate / mark`` wrapped at spaces into lines of about ``LABEL_LINE`` characters, at most
-    ``LABEL_LINES`` of them (the last cut with …); the mark is always shown.
+    """``predicate / mark``, the predicate wrapped at spaces into lines of about ``LABEL_LINE`` characters,
+    at most ``LABEL_LINES`` of them (the last cut with …); the mark ends the last line.
 
     >>> edge_label("DELAYED_DEPARTURE ∧ dep_delay >= 60", "•")
-    'DELAYED_DEPARTURE ∧\\ndep_delay >= 60 / •'
+    'DELAYED_DEPARTURE\\n∧ dep_delay >= 60 / •'
     """
-    lines = textwrap.wrap(f"{predicate} / {mark}", LABEL_LINE, break_long_words=False, break_on_hyphens=False)
+    lines = textwrap.wrap(predicate, LABEL_LINE, break_long_words=False, break_on_hyphens=False) or [predicate]
     if len(lines) > LABEL_LINES:
         lines = lines[:LABEL_LINES]
-        lines[-1] = f"{lines[-1]} … / {mark}"
+        lines[-1] += " …"
+    lines[-1] += f" / {mark}"
     return "\n".join(lines)
 
 
@@ -232,7 +234,7 @@ class AutomatonView(widgets.VBox):
             children.append(self._controls())
         self.events = {step.position: step.event for step in self.steps}
         children.append(self.panel)
-        super().__init__(children, layout=widgets.Layout(width="100%"))
+        super().__init__(children, layout=full_width())
         self.add_class("cepkit-automaton-view")
         self._show_step()
 
@@ -341,9 +343,9 @@ class AutomatonView(widgets.VBox):
                 continue
             shown = ", ".join(self._run(p) for p in partial[:SHOWN_PARTIALS])
             more = f" … and {len(partial) - SHOWN_PARTIALS} more" if len(partial) > SHOWN_PARTIALS else ""
-            rows.append(f"<tr><td>{html.escape(state_name(state))}</td><td>{len(partial)}</td><td>{shown}{more}</td></tr>")
-        table = ("<table class='cepkit-active'><tr><th>active state</th><th>runs</th><th>partial matches "
-                 f"(positions)</th></tr>{''.join(rows)}</table>")
+            rows.append(f"<tr><td>{html.escape(state_name(state))}</td><td class='num'>{len(partial)}</td><td>{shown}{more}</td></tr>")
+        table = (f"{TABLE_CSS}<table class='cepkit-table cepkit-active'><tr><th>active state</th><th class='num'>"
+                 f"runs</th><th>partial matches (positions)</th></tr>{''.join(rows)}</table>")
         done = (f"<b>completed here</b>: {', '.join(self._run(c) for c in completed)}" if completed
                 else "no match completes here")
         cut = "<br><small>(the engine truncated the partial-match lists of this step)</small>" if truncated else ""

@@ -31,6 +31,7 @@ import plotly.graph_objects as go
 import cepkit
 
 from .execution import as_stream
+from .figures import TABLE_CSS, full_width
 from .graph_layout import FONT, FigureOutput, graph_drawing
 
 ROOT = "v0"
@@ -172,7 +173,7 @@ class ECubeView(widgets.VBox):
         toggles = widgets.HBox([self.show_cached, self.show_candidates], layout=wrap)
         explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset], layout=wrap)
         super().__init__([self.output, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table],
-                         layout=widgets.Layout(width="100%"))
+                         layout=full_width())
         self.add_class("cepkit-ecube-view")
         self._redraw()
 
@@ -366,5 +367,5 @@ class ECubeView(widgets.VBox):
             f"<tr><td><b>{html.escape(s.query)}</b></td><td><code>{html.escape(str(self.cube.queries[s.query]))}"
             f"</code></td><td>{len(self.results[s.query])}</td><td>{html.escape(self._how(s))}</td></tr>"
             for s in self.cube.last_plan.steps)
-        return ("<table class='cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches</th>"
+        return (f"{TABLE_CSS}<table class='cepkit-table cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches</th>"
                 f"<th>computed</th></tr>{rows}</table>")

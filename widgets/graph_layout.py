@@ -32,6 +32,8 @@ import ipywidgets as widgets
 import networkx as nx
 import numpy as np
 
+from .figures import FIGURE_CONFIG, full_width
+
 FONT = "Helvetica, Arial, sans-serif"    # the widgets' text font; dot measures labels in Helvetica
 # dot measures text a little larger than the browser draws it, so labels keep a margin around them
 DOT_FONT_SCALE = 1.15
@@ -162,13 +164,11 @@ class FigureOutput(widgets.Output):
     the Output's ``outputs`` state, not printed into it, so it reaches a view created later too. The graph
     drawings are small: redrawing them on each step costs nothing, and hover stays plotly's."""
 
-    CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
-
     def __init__(self, **kwargs):
-        super().__init__(layout=widgets.Layout(width="100%"), **kwargs)
+        super().__init__(layout=full_width(), **kwargs)
 
     def show(self, figure) -> None:
-        bundle = {**json.loads(figure.to_json()), "config": self.CONFIG}
+        bundle = {**json.loads(figure.to_json()), "config": FIGURE_CONFIG}
         self.outputs = ({"output_type": "display_data", "metadata": {},
                          "data": {"application/vnd.plotly.v1+json": bundle, "text/plain": "<plotly figure>"}},)
 

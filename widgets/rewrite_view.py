@@ -20,6 +20,7 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
+from .figures import full_width
 
 DIRECTIONS = (("NPDR2: first instance", "left"), ("NPDR1: last instance", "right"))
 OLD_COLOUR, NEW_COLOUR = "#ffd6d6", "#d6f5d6"
@@ -123,7 +124,7 @@ class RewriteView(widgets.VBox):
         self.direction.observe(lambda _: self._rewrite(), "value")
         traitlets.link((self, "step"), (self.slider, "value"))
         super().__init__([self.direction, widgets.HBox([self.previous, self.slider, self.next]), self.rule,
-                          self.before, self.after, self.summary], layout=widgets.Layout(width="100%"))
+                          self.before, self.after, self.summary], layout=full_width())
         self.add_class("cepkit-rewrite-view")
         self._rewrite()
 

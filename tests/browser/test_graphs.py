@@ -120,6 +120,8 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     problems = {}
     for name, view in [*zip(names, views["automaton"].all()), ("ecube", views["ecube"].first)]:
         view.scroll_into_view_if_needed()
+        clock.wait(view.locator(".js-plotly-plot .scatterlayer .trace").first, f"the {name} figure")
+        page.wait_for_timeout(500)                   # plotly's responsive resize after scrolling
         view.screenshot(path=str(artifacts / f"graphs-{name}.png"))
         figure = view.locator(".js-plotly-plot").first.evaluate(READ_FIGURE)
         assert figure["texts"], name
