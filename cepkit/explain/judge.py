@@ -188,6 +188,9 @@ class _Case:
         if not derivations:
             reasons = self._structure()
             return self._explanation(is_match, reasons, None)
+        reported = [dict(m.bindings) for m in matches if m.positions == self.positions]
+        if is_match and not projected and any(self._bindings(d) in reported for d in derivations):
+            derivations = [d for d in derivations if self._bindings(d) in reported]  # the bindings reported
         judged = [(d, *self._phase2(d)) for d in derivations]
         d, truth, notes = min(judged, key=lambda j: (j[1] is not True, sum(r.failed for r in j[2])))
         reasons = list(notes)

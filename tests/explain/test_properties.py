@@ -13,7 +13,7 @@ from cepkit.explain.near_misses import _clauses, _relaxed
 from cepkit.lang import ast as A
 from cepkit.runtime.events import Stream
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 
 
 def candidates(query, events, matches, size=3):
