@@ -13,7 +13,6 @@ import html
 from typing import Optional
 
 import ipywidgets as widgets
-import pandas as pd
 import plotly.graph_objects as go
 import traitlets
 
@@ -21,7 +20,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import figure_widget, full_width
-from .timeline import event_text
+from .timeline import EventCanvas
 
 CHOSEN, OTHER = "#d62728", "#8c96a0"
 
@@ -56,9 +55,7 @@ class ExplainView(widgets.VBox):
         self.strategy, self.hierarchy, self.max_events = strategy, hierarchy, max_events
         self.explanation = None
         self.near_misses = None
-        self.lanes: dict = {}
-        for event in self.stream:
-            self.lanes.setdefault(event.type, len(self.lanes))
+        self.canvas = EventCanvas(self.stream)   # events placed and described as on the timeline
         self.positions = widgets.Text(placeholder="positions, e.g. 1,8 (or click events below)",
                                       description="candidate", continuous_update=False)
         self.clear = widgets.Button(description="Clear")
@@ -180,18 +177,14 @@ class ExplainView(widgets.VBox):
         """The strip, built whole (``figure_widget``: one message to the browser) each time the candidate changes."""
         self._shown = list(self._window())
         chosen = set(self.candidate)
-        times = [self.stream[p].time for p in self._shown]
-        x = pd.to_datetime(times, unit="s", utc=True) if self.stream.ts_is_datetime else times
-        events = go.Scatter(
-            name="events", x=list(x), y=[self.lanes[self.stream[p].type] for p in self._shown], mode="markers",
-            hovertext=[event_text(self.stream[p]) for p in self._shown], hovertemplate="%{hovertext}<extra></extra>",
-            marker={"size": [13 if p in chosen else 8 for p in self._shown],
-                    "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
-                    "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]})
-        layout = {"height": 130 + 30 * len(self.lanes), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
+        events = go.Scatter(name="events", **self.canvas.events(self._shown))
+        events.marker = {"size": [13 if p in chosen else 8 for p in self._shown],
+                         "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
+                         "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
+        layout = {"height": 130 + 30 * len(self.canvas.lanes), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
                   "showlegend": False, "clickmode": "event", "hovermode": "closest",
                   "title": {"text": "click events to build a candidate (red: in it)", "font": {"size": 12}},
-                  "yaxis": {"tickvals": list(self.lanes.values()), "ticktext": list(self.lanes), "fixedrange": True}}
+                  "xaxis": {"title": self.canvas.axis_title}, "yaxis": {**self.canvas.lane_axis(), "fixedrange": True}}
         self.strip = figure_widget([events], layout)
         self.strip.data[0].on_click(self._clicked)
         self.strip_box.children = [self.strip]
