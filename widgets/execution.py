@@ -93,4 +93,7 @@ def _push_all(matcher: cepkit.Matcher, stream: Stream, progress) -> cepkit.Match
         matcher.extend(stream.events[start:start + PROGRESS_CHUNK])
         progress(min(start + PROGRESS_CHUNK, total), total)
     matcher.close()
-    return matcher.result()
+    matches = matcher.result()
+    if matches.stream is None:     # a Matcher has seen events one by one; the fields of to_pandas read the stream
+        matches.stream = stream
+    return matches

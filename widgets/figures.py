@@ -12,8 +12,10 @@ from __future__ import annotations
 import math
 from numbers import Number
 
+import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
+import traitlets
 
 # plotly's modebar without the cloud ("Share", "Edit in Chart Studio") and the lasso/box selections, which
 # cepkit's views do not use.
@@ -42,6 +44,47 @@ def figure_widget(data=(), layout=None) -> go.FigureWidget:
     fig = go.FigureWidget(data=list(data), layout={**(layout or {}), "autosize": True})
     fig._config = dict(FIGURE_CONFIG)
     return fig
+
+
+class FitWidth(anywidget.AnyWidget):
+    """An invisible widget that makes the figures beside it take their output's width.
+
+    plotly's ``FigureWidget`` draws its figure before its element is on the page (or inside a hidden tab), finds
+    no width there and falls back to 700 px; with ``responsive`` it follows window resizes only. This widget
+    watches the box it is in and tells plotly "the window resized" when the box's width changes (first shown,
+    tab opened, window or sidebar resized), so every responsive figure refits. Put one in a view's children,
+    and call ``refit()`` after putting a new figure there.
+    """
+
+    generation = traitlets.Int(0).tag(sync=True)
+
+    def refit(self) -> None:
+        self.generation += 1
+
+    _esm = """
+    function render({ model, el }) {
+      el.style.display = "none";
+      let last = -1, observer = null;
+      const fire = () => window.dispatchEvent(new Event("resize"));
+      // a figure replaced beside this one is drawn a moment later: refit then
+      model.on("change:generation", () => [100, 400, 1200].forEach((ms) => setTimeout(fire, ms)));
+      const watch = () => {
+        const box = el.parentElement;
+        if (!box) { requestAnimationFrame(watch); return; }
+        observer = new ResizeObserver((entries) => {
+          const width = Math.round(entries[0].contentRect.width);
+          if (width > 0 && width !== last) { last = width; fire(); }
+        });
+        observer.observe(box);
+      };
+      watch();
+      return () => observer && observer.disconnect();
+    }
+    export default { render };
+    """
+
+    def __repr__(self):
+        return "FitWidth()"
 
 
 def full_width() -> widgets.Layout:

@@ -5,9 +5,9 @@ any column, a search box and a filter per column, paging, a CSV button that expo
 keep, and ``selected_rows`` synced with the kernel, which is how a row picked here highlights its match on
 the timeline (``selected``) and a match clicked on the timeline picks its row.
 
-Columns: ``match`` (the match's index in ``Matches``), ``start`` and ``end`` (first and last event times),
-``positions``, then per variable its position(s), type and ts, and the chosen ``fields`` (attributes of the
-bound events, ``x.origin``; a Kleene variable lists each of its events' values).
+Columns: those of ``Matches.to_pandas(fields=...)`` (``match``, ``positions``, each variable's position(s) and
+the chosen ``fields`` of its events, ``x.origin``; a Kleene variable lists each of its events' values), plus
+``start`` and ``end`` (first and last event times) and each variable's type and ts.
 """
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ import pandas as pd
 import traitlets
 from itables.widget import ITable
 
+import cepkit
+
 from .figures import format_value, full_width, plural
 from .timeline import EventCanvas
 
@@ -30,29 +32,26 @@ GRID_OPTIONS = {"select": {"style": "single"}, "buttons": ["pageLength", "csvHtm
 
 
 def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = ()) -> pd.DataFrame:
-    """One row per match: index, start, end, positions, each variable's position(s), type, ts and ``fields``."""
-    stream, fields = canvas.stream, list(fields)
-    times = stream.times
-    rows = []
-    for k, match in enumerate(matches):
-        ordered = canvas.logical(match.positions)
-        row = {"match": k}
-        if ordered:
-            row["start"], row["end"] = canvas.x[ordered[0]], canvas.x[ordered[-1]]
-        row["positions"] = ", ".join(map(str, match.positions))
-        for var, bound in match.bindings.items():
-            group = list(bound) if isinstance(bound, tuple) else [bound]
-            row[var] = ", ".join(map(str, group))
-            row[f"{var}.type"] = ", ".join(dict.fromkeys(stream[p].type for p in group))
-            row[f"{var}.ts"] = ", ".join(canvas.time_label(times[p]) for p in group)
-            for field in fields:
-                values = [stream[p].get(field) for p in group]
-                row[f"{var}.{field}"] = (values[0] if len(values) == 1
-                                         else ", ".join(format_value(v) for v in values))
-        rows.append(row)
-    frame = pd.DataFrame(rows)
-    empty_fields = [c for c in frame.columns if "." in c and c.split(".", 1)[1] in fields and frame[c].isna().all()]
-    return frame.drop(columns=empty_fields)   # a field the variable's events lack (y.tmp of an H)
+    """One row per match: ``Matches.to_pandas(fields=...)`` with the chosen ``fields`` of every variable, plus
+    start and end (in the canvas's time zone) and each variable's type and ts; lists shown as "4, 6"."""
+    variables = matches.variables()
+    frame = matches.to_pandas(fields=[f"{v}.{f}" for v in variables for f in fields])
+    empty = [c for c in frame.columns[len(variables) + 2:] if frame[c].isna().all()]
+    frame = frame.drop(columns=empty).rename(columns={"match_id": "match"})   # y.tmp of an H: no such value
+    times, types = canvas.stream.times, canvas.stream.types
+    ordered = [canvas.logical(ps) for ps in frame["positions"]]
+    frame.insert(1, "start", [canvas.x[ps[0]] if ps else None for ps in ordered])
+    frame.insert(2, "end", [canvas.x[ps[-1]] if ps else None for ps in ordered])
+    for v in reversed(variables):
+        bound = [b if isinstance(b, (list, tuple)) else ([] if pd.isna(b) else [int(b)]) for b in frame[v]]
+        at = frame.columns.get_loc(v) + 1
+        frame.insert(at, f"{v}.ts", [", ".join(canvas.time_label(times[p]) for p in ps) for ps in bound])
+        frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in bound])
+    for column in frame.columns:
+        if frame[column].map(lambda value: isinstance(value, (list, tuple))).any():
+            frame[column] = frame[column].map(lambda value: ", ".join(format_value(x) for x in value)
+                                              if isinstance(value, (list, tuple)) else value)
+    return frame
 
 
 class ResultsGrid(widgets.VBox):
@@ -62,10 +61,11 @@ class ResultsGrid(widgets.VBox):
 
     def __init__(self, canvas: EventCanvas, fields: Iterable[str] = ()):
         self.canvas = canvas
-        self.matches: list = []
+        self.matches = cepkit.Matches([], "none")
         self.attributes = sorted(str(c) for c in canvas.stream.frame.columns if c not in ("type", "ts"))
         self.fields_picker = widgets.TagsInput(value=[], allowed_tags=self.attributes, allow_duplicates=False,
-                                               layout=widgets.Layout(width="auto", flex="1 1 auto"))
+                                               placeholder="add a field (attribute)",
+                                               layout=widgets.Layout(width="50%"))
         self.fields_picker.observe(lambda _: self._refill(), "value")
         self.export_name = widgets.Text(placeholder="variable name", layout=widgets.Layout(width="180px"))
         self.export_button = widgets.Button(description="to DataFrame", icon="table",
@@ -76,7 +76,8 @@ class ResultsGrid(widgets.VBox):
         self.grid = ITable(pd.DataFrame({"match": []}), **GRID_OPTIONS)
         self.grid.observe(self._on_grid_rows, "selected_rows")
         fields_label = widgets.HTML("<small>fields</small>", layout=widgets.Layout(width="auto"))
-        self.toolbar = widgets.HBox([fields_label, self.fields_picker, self.export_name, self.export_button],
+        self.toolbar = widgets.HBox([fields_label, self.fields_picker, widgets.Box(layout=widgets.Layout(flex="1")),
+                                     self.export_name, self.export_button],
                                     layout=widgets.Layout(width="100%", align_items="center"))
         super().__init__([self.toolbar, self.message, self.note, self.grid], layout=full_width())
         self.add_class("cepkit-results")
@@ -96,8 +97,8 @@ class ResultsGrid(widgets.VBox):
                              f"{', '.join(self.attributes) or 'no attributes'}")
         self.fields_picker.value = names
 
-    def set_matches(self, matches) -> None:
-        self.matches = list(matches)
+    def set_matches(self, matches: "cepkit.Matches") -> None:
+        self.matches = matches
         self.selected = None
         self.set_stale(False)
         self._refill()
@@ -139,7 +140,7 @@ class ResultsGrid(widgets.VBox):
         self.message.value = f"<small style='color:{'#b00' if error else '#555'}'>{text}</small>"
 
     def _refill(self) -> None:
-        frame = match_frame(self.canvas, self.matches[:MAX_ROWS], self.fields)
+        frame = match_frame(self.canvas, self.matches, self.fields).head(MAX_ROWS)
         self.note.value = (f"<small>the grid lists the first {MAX_ROWS:,} of {len(self.matches):,} matches; "
                            "export has them all</small>" if len(self.matches) > MAX_ROWS else "")
         self.grid.update(frame if len(frame) else pd.DataFrame({"match": []}), selected_rows=[])

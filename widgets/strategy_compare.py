@@ -25,7 +25,7 @@ from plotly.subplots import make_subplots
 import cepkit
 
 from .execution import STRATEGIES, Run, as_stream, run_query
-from .figures import TABLE_CSS, figure_widget, full_width, plural
+from .figures import TABLE_CSS, FitWidth, figure_widget, full_width, plural
 from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
@@ -86,7 +86,8 @@ class StrategyCompare(widgets.VBox):
         self.table = widgets.HTML()
         self.figure: Optional[go.FigureWidget] = None     # built once, when the runs are over
         self._placeholder = widgets.Box()
-        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self._placeholder],
+        self.fit = FitWidth()
+        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self._placeholder, self.fit],
                          layout=full_width())
         self._thread = None
         if background:
@@ -150,6 +151,7 @@ class StrategyCompare(widgets.VBox):
         if self.runs:
             self.figure = figure_widget(*self._figure())
             self.children = tuple(self.figure if child is self._placeholder else child for child in self.children)
+            self.fit.refit()
 
     @staticmethod
     def _title(strategy: str, run: Run) -> str:

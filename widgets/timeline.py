@@ -36,7 +36,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from .execution import as_stream
-from .figures import figure_widget, format_value, full_width, plural
+from .figures import FitWidth, figure_widget, format_value, full_width, plural
 
 OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79")
@@ -227,7 +227,8 @@ class MatchTimeline(widgets.VBox):
         self.zone_error = widgets.HTML()
         self.zone.observe(self._on_zone, "value")
         controls = [widgets.HBox([self.zone, self.zone_error])] if self.stream.ts_is_datetime else []
-        super().__init__([*controls, self.figure, self.details], layout=full_width())
+        self.fit = FitWidth()
+        super().__init__([*controls, self.figure, self.details, self.fit], layout=full_width())
         self.matches, self.deltas, self.notes, self.drawn = [], [], [], []
         self.set_matches(matches)
 
@@ -403,6 +404,7 @@ class MatchTimeline(widgets.VBox):
         self.notes, self.drawn = notes, drawn
         self.children = tuple(self.figure if child is old else child for child in self.children)
         old.close()
+        self.fit.refit()
         self._show_selected()
 
     @staticmethod

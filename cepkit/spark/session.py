@@ -8,10 +8,17 @@ settings unless ``**conf`` gives them: the client cannot read the server's ``spa
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import tempfile
 from typing import Optional
+
+# Where a local JVM's own stderr goes (its start-up warnings, log4j before the ERROR level is set): in a
+# notebook they would show as a red stderr block under the cell that starts Spark. Errors still reach Python
+# as exceptions.
+JVM_LOG = os.path.join(tempfile.gettempdir(), f"cepkit-spark-{os.getpid()}.log")
 
 # Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB (STACK-NOTES.md §2).
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
@@ -80,7 +87,7 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
     -----
     A new classic session gets, for each setting neither ``**conf`` nor ``spark-defaults.conf`` gives:
     session time zone UTC, the UI and console progress bar off, Arrow on, RocksDB for streaming state, a
-    driver memory of a quarter of RAM (1 to 8 GiB); and quiet (ERROR) logs, workers that run this very
+    driver memory of a quarter of RAM (1 to 8 GiB); and quiet (ERROR) logs, the JVM's stderr in ``JVM_LOG``, workers that run this very
     Python (``PYSPARK_PYTHON``), bound to the loopback interface. A new Spark Connect session gets the
     time zone, Arrow and RocksDB settings unless ``**conf`` gives them (the server keeps its own UI, logs
     and memory, and refuses to change them).
@@ -101,7 +108,22 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
         builder = builder.master(master or "local[*]")
     for key, value in {**_defaults(bool(remote)), **conf}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with contextlib.nullcontext() if remote else _stderr_to(JVM_LOG):
+        spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str):
+    """File descriptor 2 goes to ``path`` meanwhile: a JVM started now keeps it as its stderr."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -15,6 +15,7 @@ the reason. Screenshots go to ``test-artifacts/`` (``ARTIFACTS``).
 """
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -23,6 +24,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Optional
 
 import pytest
 
@@ -72,6 +74,22 @@ class Lab:
     def url(self, notebook: str) -> str:
         return f"{self.base}/lab/tree/{notebook}?token={self.token}"
 
+    def shutdown_kernels(self) -> None:
+        """Stop every kernel (a notebook's kernel would otherwise keep its memory and its Spark session)."""
+        request = urllib.request.Request(f"{self.base}/api/kernels?token={self.token}")
+        for kernel in json.load(urllib.request.urlopen(request, timeout=10)):
+            urllib.request.urlopen(urllib.request.Request(
+                f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"), timeout=30)
+
+    def write_notebook(self, name: str, cells: list) -> str:
+        """A notebook of code ``cells`` (strings) beside the copied ones; returns its name."""
+        import nbformat
+        notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
+                                           "language": "python"}
+        nbformat.write(notebook, self.root / name)
+        return name
+
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):
@@ -92,7 +110,7 @@ def lab(tmp_path_factory):
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120     # a loaded machine (2 cores, several test runs)
         while True:
             try:
                 urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
@@ -123,9 +141,9 @@ def chromium():
 
 
 @pytest.fixture
-def page(chromium, request):
+def page(chromium, lab, request):
     """A fresh page; ``page.script_errors`` lists page errors and console errors. Its last look is saved as
-    ``test-artifacts/<test name>.png``."""
+    ``test-artifacts/<test name>.png``, then the notebooks' kernels stop."""
     ARTIFACTS.mkdir(exist_ok=True)
     page = chromium.new_page(viewport=VIEWPORT)
     page.script_errors = []
@@ -138,6 +156,7 @@ def page(chromium, request):
             page.screenshot(path=str(ARTIFACTS / f"{request.node.name}.png"))
         finally:
             page.close()
+            lab.shutdown_kernels()
 
 
 class Budget:
@@ -160,12 +179,16 @@ class Budget:
         except PlaywrightTimeout:
             pytest.fail(f"the {self.seconds} s budget ran out while waiting for: {step}")
 
-    def until(self, condition, step: str, page, poll_ms: int = 300):
-        """Poll ``condition()`` until it is truthy (returns it) or the budget ends (fails naming ``step``)."""
+    def until(self, condition, step: str, page, poll_ms: int = 300, limit_s: Optional[float] = None):
+        """Poll ``condition()`` until it is truthy (returns it) or the budget ends (fails naming ``step``); with
+        ``limit_s``, raise TimeoutError after that many seconds instead."""
+        give_up = time.monotonic() + limit_s if limit_s is not None else None
         while True:
             value = condition()
             if value:
                 return value
+            if give_up is not None and time.monotonic() > give_up:
+                raise TimeoutError(step)
             page.wait_for_timeout(min(poll_ms, self.ms(step)))
 
 
@@ -189,10 +212,15 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
     page.goto(lab.url(notebook), timeout=budget.ms(f"the JupyterLab page of {notebook}"))
     budget.wait(page.get_by_text("| Idle"), f"{notebook}'s kernel to be idle")
     _run_all_cells(page)
-    try:                                   # STACK-NOTES §4: Run All is sometimes lost; retry once
-        page.locator(".jp-OutputArea-output").first.wait_for(timeout=min(15_000, budget.ms("Run All")))
-    except Exception:
+
+    def started():
+        return page.locator(".jp-CodeCell .jp-InputArea-prompt").filter(has_text=re.compile(r"\[[*\d]+\]")).count()
+
+    try:                                   # STACK-NOTES §4: Run All is sometimes lost; retry once, if no cell started
+        budget.until(started, "Run All", page, poll_ms=250, limit_s=15)
+    except TimeoutError:
         _run_all_cells(page)
+
     def done():
         error = page.locator("[data-mime-type='application/vnd.jupyter.error']")
         if error.count():
@@ -203,7 +231,8 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
 
 @pytest.fixture
 def open_notebook(lab):
-    """``open_notebook(page, name, budget)``: open ``notebooks/<name>`` in JupyterLab and run every cell."""
+    """``open_notebook(page, name, budget)``: open ``notebooks/<name>`` (or a notebook ``lab.write_notebook``
+    wrote) in JupyterLab and run every cell."""
     return lambda page, notebook, budget: _open_notebook(page, lab, notebook, budget)
 
 

@@ -50,8 +50,8 @@ def test_run_fills_the_results_grid_and_the_timeline(farm):
     assert wb.matches.positions() == cepkit.match(PHI1, farm, engine="reference").positions()
     frame = wb.results_frame()
     assert frame["positions"].tolist() == ["1, 2", "1, 8", "5, 8"]
-    assert frame[["x", "y", "x.type", "y.type"]].values.tolist() == [["1", "2", "T", "H"], ["1", "8", "T", "H"],
-                                                                     ["5", "8", "T", "H"]]
+    assert frame[["x", "y", "x.type", "y.type"]].values.tolist() == [[1, 2, "T", "H"], [1, 8, "T", "H"],
+                                                                     [5, 8, "T", "H"]]
     assert frame["start"].tolist() == [1, 1, 5] and frame["end"].tolist() == [2, 8, 8]
     assert "3 matches" in wb.status.value and wb.matches.engine in wb.status.value
     assert wb.results.layout.display is None and "data_json" in wb.results.grid._dt_args

@@ -1,0 +1,77 @@
+"""The Workbench and StrategyCompare in JupyterLab in headless Chromium, used as a person would: the results grid
+has rows and picking one highlights the match, a misspelled attribute shows its error line at once (and no
+"✓"), the timeline fills its output's width, and a comparison of the seven strategies over the tour's 29k
+flight events is drawn within ``RENDER_LIMIT_S`` of the engines finishing (the time is printed and written to
+``test-artifacts/timings.json``). Screenshots of each widget go to ``test-artifacts/widgets-*.png``.
+"""
+import json
+import re
+
+import pytest
+
+BUDGET_S = 480                   # the seven runs over 29k events take most of it on a loaded machine
+RENDER_LIMIT_S = 5.0
+TOUR_QUERY = '''PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin'''
+CELLS = [
+    f"""import time
+import cepkit
+from cepkit.widgets import StrategyCompare, Workbench
+events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
+fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
+QUERY = '''{TOUR_QUERY}'''""",
+    """workbench = Workbench(fog_day, query=QUERY, tz="America/New_York")
+workbench.run()
+workbench""",
+    """compare = StrategyCompare(QUERY, events)
+print(f"engines finished at {time.time() * 1000:.0f} ms")
+compare""",
+]
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+
+def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook, budget, dom, artifacts):
+    budget = budget(BUDGET_S)
+    open_notebook(page, lab.write_notebook("widgets-check.ipynb", CELLS), budget)
+    outputs = page.locator(".jp-OutputArea-output")
+    workbench = outputs.filter(has=page.locator("textarea")).first
+    budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
+
+    # the comparison: drawn (a row per strategy that ran) within RENDER_LIMIT_S of the engines finishing
+    finished = outputs.filter(has_text="engines finished at").first
+    budget.wait(finished, "the comparison's runs")
+    finished_ms = int(re.search(r"finished at (\d+) ms", finished.inner_text()).group(1))
+    compare = page.locator(".js-plotly-plot").filter(has_text="STRICT").first
+    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5,
+                 "the comparison figure", page, poll_ms=100)
+    render_s = (page.evaluate("Date.now()") - finished_ms) / 1000
+    (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))
+    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished")
+    compare.scroll_into_view_if_needed()
+    outputs.filter(has=compare).first.screenshot(path=str(artifacts / "widgets-strategy-compare.png"))
+    assert dom.width_ratio(compare) > 0.95
+    assert render_s < RENDER_LIMIT_S, f"the comparison took {render_s:.1f} s to draw"
+
+    # the workbench: a full-width timeline, a grid with rows; picking a row highlights its match
+    workbench.scroll_into_view_if_needed()
+    timeline = workbench.locator(".js-plotly-plot").first
+    assert dom.width_ratio(timeline) > 0.95
+    rows = workbench.locator("table.dataTable tbody tr")
+    budget.wait(rows.first, "the results grid's rows")
+    assert rows.count() >= 1 and "No data" not in rows.first.inner_text()
+    rows.first.click()
+    budget.wait(workbench.get_by_text(re.compile(r"match #\d+")), "the picked match's events under the timeline")
+    workbench.screenshot(path=str(artifacts / "widgets-workbench.png"))
+
+    # a misspelled attribute: the error line at once, and no "✓"
+    editor = workbench.locator("textarea").first
+    editor.fill(TOUR_QUERY.replace("d.dep_delay", "d.dep_dealy"))
+    diagnostics = workbench.locator(".cepkit-diagnostics")
+    budget.wait(diagnostics.get_by_text("unknown attribute"), "the error line for a misspelled attribute")
+    assert "✓" not in diagnostics.inner_text()
+    budget.wait(workbench.get_by_text("edited since this run"), "the results marked stale")
+    diagnostics.screenshot(path=str(artifacts / "widgets-editor-error.png"))
+    assert not page.script_errors, page.script_errors
