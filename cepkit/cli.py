@@ -16,7 +16,9 @@ the event's position and field) to standard error and exits with status 2, witho
 from __future__ import annotations
 
 import argparse
+import io
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -31,37 +33,118 @@ EXIT_USAGE = 2
 
 
 class _UsageError(Exception):
-    """A problem with the command's arguments or files, reported like argparse does."""
+    """A problem with the command's arguments, reported like argparse does."""
+
+
+class _InputError(Exception):
+    """An events file that cannot be read as events: one line on standard error, exit status 2."""
 
 
 def read_events(path: str) -> pd.DataFrame:
     """Events from a CSV, JSON (lines or records) or Parquet file; a text ``ts`` column becomes datetimes.
 
-    Raises ``EventError`` naming the first row whose ts is neither a number nor a datetime.
+    Raises ``_InputError`` for a file that is not what its suffix says (naming the line where it can), and
+    ``EventError`` naming the first row whose ts is neither a number nor a datetime like the rows before it.
     """
     file = Path(path)
     if not file.is_file():
         raise _UsageError(f"no such events file: {path}")
     suffix = file.suffix.lower()
     if suffix in (".jsonl", ".ndjson"):
-        frame = pd.read_json(file, lines=True, convert_dates=False)
+        frame = pd.DataFrame.from_records(_json_lines(file))
     elif suffix == ".json":
-        frame = pd.read_json(file, orient="records", convert_dates=False)
+        frame = pd.DataFrame.from_records(_json_records(file))
     elif suffix in (".parquet", ".pq"):
-        frame = pd.read_parquet(file)
+        frame = _parquet(file)
     else:
-        frame = pd.read_csv(file)
+        frame = _csv(file)
     if "ts" in frame.columns and frame["ts"].dtype == object:
-        frame["ts"] = _datetimes(frame["ts"])
+        frame["ts"] = _timestamps(frame["ts"])
     return frame
 
 
-def _datetimes(column: pd.Series) -> pd.Series:
-    parsed = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
-    bad = parsed.isna() & column.notna()
+def _text(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = file.read_bytes()[:err.start].count(b"\n") + 1
+        raise _InputError(f"{file}: line {line} is not UTF-8 text (byte {err.object[err.start]:#04x}); save the "
+                          "file as UTF-8") from None
+
+
+def _csv(file: Path) -> pd.DataFrame:
+    text = _text(file)
+    if not text.strip():
+        raise _InputError(f"{file}: no header line and no events (the file is empty or blank)")
+    try:
+        return pd.read_csv(io.StringIO(text))
+    except pd.errors.ParserError as err:
+        fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(err))
+        if fields:
+            expected, line, saw = fields.groups()
+            raise _InputError(f"{file}: line {line} has {saw} fields, the header has {expected}") from None
+        quote = re.search(r"EOF inside string starting at row (\d+)", str(err))
+        if quote:
+            raise _InputError(f"{file}: the quote opened on line {int(quote.group(1)) + 1} is never closed") from None
+        raise _InputError(f"{file}: not CSV ({str(err).strip()})") from None
+
+
+def _json_records(file: Path) -> list:
+    try:
+        records = json.loads(_text(file))
+    except json.JSONDecodeError as err:
+        raise _InputError(f"{file}: not JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise _InputError(f"{file}: a .json events file holds a list of objects, one per event (use .jsonl for "
+                          "one object per line)")
+    return records
+
+
+def _json_lines(file: Path) -> list:
+    records = []
+    for number, line in enumerate(_text(file).splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise _InputError(f"{file}: line {number} is not JSON ({err.msg}, column {err.colno})") from None
+        if not isinstance(record, dict):
+            raise _InputError(f"{file}: line {number} is not a JSON object (one event per line)")
+        records.append(record)
+    return records
+
+
+def _parquet(file: Path) -> pd.DataFrame:
+    import pyarrow
+
+    try:
+        return pd.read_parquet(file)
+    except (pyarrow.ArrowException, OSError) as err:
+        raise _InputError(f"{file}: not a Parquet file ({err})") from None
+
+
+def _timestamps(column: pd.Series) -> pd.Series:
+    """A text ts column: numbers if its first value is one, else datetimes; the first row that breaks the
+    rule is an EventError (one stream is numeric or datetime)."""
+    numbers = pd.to_numeric(column, errors="coerce")
+    dates = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
+    present = column.notna().to_numpy()
+    if not present.any():
+        return dates
+    first = int(present.argmax())
+    numeric = not pd.isna(numbers.iloc[first])
+    parsed = numbers if numeric else dates
+    bad = (parsed.isna() & column.notna()).to_numpy()
     if bad.any():
-        position = int(bad.to_numpy().argmax())
-        raise EventError(position, "ts", f"{column.iloc[position]!r} is neither a number nor a datetime")
+        position = int(bad.argmax())
+        value = column.iloc[position]
+        kind = "a datetime" if not pd.isna(dates.iloc[position]) else \
+            "a number" if not pd.isna(numbers.iloc[position]) else None
+        reason = f"{value!r} is neither a number nor a datetime" if kind is None else \
+            f"{value!r} is {kind}, but the ts of event {first} is {'a number' if numeric else 'a datetime'} " \
+            "(a stream's ts are all numbers or all datetimes)"
+        raise EventError(position, "ts", reason)
     return parsed
 
 
@@ -79,8 +162,9 @@ def _hierarchy(value: Optional[str]) -> Optional[Hierarchy]:
         children = json.loads(text)
     except json.JSONDecodeError as err:
         raise _UsageError(f"--hierarchy is neither a JSON file nor JSON text ({err})") from None
-    if not isinstance(children, dict):
-        raise _UsageError('--hierarchy maps each concept to its children, e.g. {"Stock": ["IBM", "MSFT"]}')
+    if not isinstance(children, dict) or not all(isinstance(c, list) and all(isinstance(n, str) for n in c)
+                                                 for c in children.values()):
+        raise _UsageError('--hierarchy maps each concept to a list of its children, e.g. {"Stock": ["IBM", "MSFT"]}')
     return Hierarchy(children)
 
 
@@ -115,8 +199,14 @@ def cmd_match(args) -> int:
     import cepkit
 
     events = read_events(args.events)
-    found = cepkit.match(_query_text(args.query), events, engine=args.engine, strategy=args.strategy,
-                         hierarchy=_hierarchy(args.hierarchy), **dict(args.option))
+    query, hierarchy, options = _query_text(args.query), _hierarchy(args.hierarchy), dict(args.option)
+    try:  # the engine and its options, judged on no events: a bad -o is a usage error, not a traceback
+        cepkit.match(query, [], engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
+    except (TypeError, ValueError) as err:
+        if isinstance(err, (QueryError, EventError)):
+            raise
+        raise _UsageError(f"--engine/-o: {err}") from None
+    found = cepkit.match(query, events, engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
     _write_frame(found.to_pandas(), args.format, sys.stdout)
     if args.format == "table":
         print(f"{len(found)} match{'es' if len(found) != 1 else ''} (engine: {found.engine})")
@@ -271,6 +361,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.run(args)
     except (QueryError, EventError) as err:
         print(f"error: {err}", file=sys.stderr)
+    except _InputError as err:
+        print(f"cepkit: error: {err}", file=sys.stderr)
     except _UsageError as err:
         parser.print_usage(sys.stderr)
         print(f"cepkit: error: {err}", file=sys.stderr)

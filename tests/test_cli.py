@@ -164,3 +164,93 @@ def test_hierarchy_as_inline_json_or_file(capsys, tmp_path):
     assert status == 2 and "error: the hierarchy has a cycle: " in err
     status, _, err = in_process(capsys, "parse", "Energy e", "--hierarchy", str(tmp_path / "missing.json"))
     assert status == 2 and "--hierarchy: no such file" in err
+
+
+# ----------------------------------------------------------------------------- malformed input (issue 15)
+MALFORMED = {  # file name -> (content, what the one line on stderr says)
+    "empty.csv": (b"", "no header line and no events"),
+    "newlines.csv": (b"\n\n\n", "no header line and no events"),
+    "blank.csv": (b"  \n\t \n", "no header line and no events"),
+    "bom.csv": (b"\xef\xbb\xbf", "no header line and no events"),
+    "binary.csv": (bytes(range(128, 256)) * 3, "line 1 is not UTF-8 text (byte 0x80)"),
+    "latin1.csv": (b"type,ts,name\nA,0,caf\xe9\n", "line 2 is not UTF-8 text (byte 0xe9)"),
+    "quote.csv": (b'type,ts\nA,0\n"B,1\nC,2\n', "the quote opened on line 3 is never closed"),
+    "fields.csv": (b"type,ts,v\nA,0,1\nB,1,2,3\n", "line 3 has 4 fields, the header has 3"),
+    "garbage.json": (b"not json{", "not JSON (line 1, column 1"),
+    "scalar.json": (b"5", "a list of objects, one per event"),
+    "object.json": (b'{"type": "A", "ts": 0}', "a list of objects, one per event"),
+    "mixed.json": (b'[{"type": "A"}, 3]', "a list of objects, one per event"),
+    "empty.json": (b"", "not JSON (line 1, column 1"),
+    "garbage.jsonl": (b'{"type": "A", "ts": 0}\n\nnope\n', "line 3 is not JSON"),
+    "scalar.jsonl": (b'{"type": "A", "ts": 0}\n[1]\n', "line 2 is not a JSON object"),
+    "garbage.parquet": (b"PAR1 certainly not parquet", "not a Parquet file"),
+    "empty.parquet": (b"", "not a Parquet file"),
+}
+
+
+@pytest.fixture(scope="module")
+def malformed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("malformed")
+    for name, (content, _) in MALFORMED.items():
+        (folder / name).write_bytes(content)
+    return folder
+
+
+def one_line_error(err: str) -> str:
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_a_malformed_events_file_is_one_line_and_exit_2(capsys, malformed, name):
+    status, out, err = in_process(capsys, "match", "A a ; B b", "--events", str(malformed / name))
+    assert status == 2 and out == ""
+    line = one_line_error(err)
+    assert line.startswith(f"cepkit: error: {malformed / name}: ") and MALFORMED[name][1] in line, line
+
+
+def test_a_header_without_rows_has_no_matches(capsys, tmp_path):
+    (tmp_path / "header.csv").write_text("type,ts\n")
+    status, out, _ = in_process(capsys, "match", "A a", "--events", str(tmp_path / "header.csv"))
+    assert status == 0 and "0 matches" in out
+
+
+@pytest.mark.parametrize("rows, position, says", [
+    ("A,0\nB,x\n", 1, "'x' is neither a number nor a datetime"),
+    ("A,x\nB,1\n", 0, "'x' is neither a number nor a datetime"),
+    ("A,1\nB,2024-01-01\n", 1, "'2024-01-01' is a datetime, but the ts of event 0 is a number"),
+    ("A,2024-01-01\nB,7\n", 1, "'7' is a number, but the ts of event 0 is a datetime"),
+])
+def test_a_text_ts_is_blamed_on_its_own_row(capsys, tmp_path, rows, position, says):
+    (tmp_path / "ts.csv").write_text("type,ts\n" + rows)
+    status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(tmp_path / "ts.csv"))
+    assert status == 2
+    assert one_line_error(err) == f"error: event at position {position}, field 'ts': " + says or says in err
+
+
+@pytest.mark.parametrize("options", [
+    ["-o", "bogus=1"], ["-o", "disorder=kslack"], ["-o", "disorder=kslack", "-o", "k=-1"],
+    ["-o", "disorder=nonsense"], ["--engine", "nowhere"], ["--engine", "ses", "-o", "caching=x"],
+])
+def test_bad_engine_options_are_usage_errors(capsys, fire_csv, options):
+    status, out, err = in_process(capsys, "match", "T x ; H y", "--events", str(fire_csv), *options)
+    assert status == 2 and out == "", err
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(("cepkit: error: --engine/-o: ",
+                                                                               "error: "))
+
+
+@pytest.mark.parametrize("hierarchy", ['{"X": 5}', '{"X": [1]}', '{"X": ["Y", 2]}', '{"X": "Y"}'])
+def test_a_hierarchy_that_is_not_concept_lists_is_a_usage_error(capsys, fire_csv, hierarchy):
+    status, _, err = in_process(capsys, "match", "T x", "--events", str(fire_csv), "--hierarchy", hierarchy)
+    assert status == 2 and "--hierarchy maps each concept to a list of its children" in err
+
+
+def test_partition_by_a_nested_json_value(capsys, tmp_path):
+    events = [{"type": "A", "ts": 0, "id": {"k": 1}}, {"type": "B", "ts": 1, "id": [1]}]
+    (tmp_path / "nested.json").write_text(json.dumps(events))
+    status, out, err = in_process(capsys, "match", "A a ; B b PARTITION BY id", "--events",
+                                  str(tmp_path / "nested.json"))
+    assert status in (0, 2) and "Traceback" not in err
+    if status == 2:
+        assert "field 'id'" in one_line_error(err)

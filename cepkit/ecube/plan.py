@@ -8,6 +8,8 @@ each query's cheapest source so that the whole plan is cheapest, cycles included
 """
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import Optional
 
@@ -26,7 +28,18 @@ def chase(graph: nx.DiGraph, root: str = ROOT) -> nx.DiGraph:
     """
     if graph.in_degree(root):
         raise ValueError(f"the root {root!r} must have no incoming edge")
-    return nx.minimum_spanning_arborescence(graph, attr="cost", preserve_attrs=True)
+    # networkx turns a weight w into (2·max − min + 1 − w): beyond 2**53 the + 1 is lost, every weight becomes 0
+    # and no edge is taken (a long chain's costs reach 1e16 and more; an overflowing one inf). Edmonds' choice
+    # only depends on sums of weights, so it runs on the costs scaled into [0, 1] (inf and nan as the largest).
+    bounded = {(u, v): _finite(cost) for u, v, cost in graph.edges(data="cost")}
+    top = max(bounded.values(), default=1.0) or 1.0
+    scaled = graph.copy()
+    nx.set_edge_attributes(scaled, {edge: cost / top for edge, cost in bounded.items()}, "chase_weight")
+    return nx.minimum_spanning_arborescence(scaled, attr="chase_weight", preserve_attrs=True)
+
+
+def _finite(cost: float) -> float:
+    return cost if math.isfinite(cost) else sys.float_info.max
 
 
 @dataclass(frozen=True)

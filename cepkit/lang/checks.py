@@ -72,7 +72,8 @@ def negated_vars(node) -> frozenset:
 
 
 def check_well_formed(query: A.QueryNode, text=None) -> None:
-    """Every condition mentions only variables bound around it (CEL §5), or negated in its own SEQ/AND."""
+    """Every condition mentions only variables bound around it (CEL §5), or negated in its own SEQ/AND; every
+    SEQ/AND has a positive item."""
     defined = definitions(query.pattern)
 
     def check_expr(expr, visible: frozenset):
@@ -89,6 +90,9 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             visit(node.pattern, outer)
             check_expr(node.cond, outer | bound(node.pattern) | negated_vars(node.pattern))
         elif isinstance(node, (A.Seq, A.And)):
+            if not any(isinstance(item, A.Pattern) for item in node.items):  # NEEL (digest 000b §1.1)
+                raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
+                                          "positive item: negations, EXISTS and conditions add no events", text)
             inner = outer | bound(node)  # once per SEQ: per item, a long chain would take quadratic time
             scope = inner | negated_vars(node)
             for item in node.items:

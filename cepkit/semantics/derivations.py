@@ -17,6 +17,11 @@ enumerates them by brute force, following LANGUAGE.md §2:
 In a positive context, a derivation whose span already exceeds the window is dropped: every match
 containing it would too. Derivations of negated items are not windowed: they only have to lie inside
 their scope (§10.11).
+
+Brute force grows exponentially with nested iteration (``((ANY+ a)+)+`` has (4^n − 1)/3 derivations over n
+events), so a ``Deriver``'s derivations hold at most ``budget`` positions (``SEARCH_BUDGET`` by default,
+docs/limits.md), then it raises ``BudgetExhausted``; the walks are loops, not recursion, so long chains and long iterations
+never reach Python's recursion limit.
 """
 from __future__ import annotations
 
@@ -30,6 +35,18 @@ from .conditions import holds
 from .substream import Substream
 
 PUNCTUATION = "PUNCTUATION"
+SEARCH_BUDGET = 500_000
+"""Positions the reference evaluator's SEQ, AND and ``+`` derivations may hold per partition before it gives up
+(option ``budget``): a derivation of k events costs k."""
+
+
+class BudgetExhausted(Exception):
+    """The budget is spent, on derivations of ``node``; ``Evaluation`` turns it into a QueryError."""
+
+    def __init__(self, node: A.Pattern, budget: int):
+        super().__init__(node, budget)
+        self.node = node
+        self.budget = budget
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,9 +79,11 @@ def generating(items) -> list:
 class Deriver(A.Visitor):
     """Phase 1 over one sub-stream; results are memoized per (node, index range, windowed)."""
 
-    def __init__(self, stream: Substream, hierarchy=None):
+    def __init__(self, stream: Substream, hierarchy=None, budget: Optional[int] = SEARCH_BUDGET):
         self.stream = stream
         self.hierarchy = hierarchy
+        self.budget = budget          # None: no limit
+        self.spent = 0                # positions held or copied by the SEQ, AND and + derivations so far
         self._memo: dict = {}
         self._closed: dict = {}
 
@@ -75,6 +94,17 @@ class Deriver(A.Visitor):
         if key not in self._memo:
             self._memo[key] = (node, self.visit(node, lo, hi, windowed))  # keep node alive: ids stay unique
         return self._memo[key][1]
+
+    def _collect(self, node: A.Pattern, out: list, derivation: "Derivation") -> None:
+        """Append a derivation of a SEQ, AND or ``+`` (the nodes whose derivations grow combinatorially) and
+        charge the budget its size: time and memory grow with the positions held, not the derivations."""
+        out.append(derivation)
+        self._charge(node, len(derivation.positions))
+
+    def _charge(self, node: A.Pattern, cost: int) -> None:
+        self.spent += cost
+        if self.budget is not None and self.spent > self.budget:
+            raise BudgetExhausted(node, self.budget)
 
     def _fits(self, first: int, last: int, windowed: bool) -> bool:
         return not windowed or self.stream.fits(first, last)
@@ -92,8 +122,10 @@ class Deriver(A.Visitor):
 
     def visit_atom(self, node: A.Atom, lo, hi, windowed):
         events = self.stream.events
-        return [Derivation(node, frozenset((i,)), {node.var: i} if node.var else {})
-                for i in range(lo, hi) if self.type_matches(node.type, events[i].type)]
+        found = [Derivation(node, frozenset((i,)), {node.var: i} if node.var else {})
+                 for i in range(lo, hi) if self.type_matches(node.type, events[i].type)]
+        self._charge(node, len(found))
+        return found
 
     # ------------------------------------------------------------------ composites
     def visit_seq(self, node: A.Seq, lo, hi, windowed):
@@ -108,25 +140,40 @@ class Deriver(A.Visitor):
                    for item in generating(node.items)]
         firsts = [[d.first for d in option] for option in options]
         out = []
+        if not options:
+            return out
 
-        def extend(chosen: tuple, used: frozenset, first: int, last: int):
-            k = len(chosen)
-            if k == len(options):
-                out.append(_combine(node, chosen))
-                return
+        def start(k: int, last: int) -> int:
+            """The first candidate of item k after the chosen ones (their last position ``last``)."""
             if ordered:
-                start = bisect.bisect_right(firsts[k], last)
-            else:  # an AND part may start before the others, but not before the window allows
-                start = bisect.bisect_left(firsts[k], self.stream.earliest(last)) if chosen and windowed else 0
-            for d in options[k][start:]:
-                if chosen and d.first > first and not self._fits(first, d.first, windowed):
-                    break  # sorted by first: every later candidate leaves the window too
-                if ordered or not d.positions & used:
-                    span = min(first, d.first), max(last, d.last)
-                    if self._fits(*span, windowed):
-                        extend(chosen + (d,), used | d.positions, *span)
+                return bisect.bisect_right(firsts[k], last)
+            # an AND part may start before the others, but not before the window allows
+            return bisect.bisect_left(firsts[k], self.stream.earliest(last)) if k and windowed else 0
 
-        extend((), frozenset(), len(self.stream), -1)
+        # Depth first without recursion: each entry is (chosen, their positions, span, next candidate index).
+        pending = [[(), frozenset(), len(self.stream), -1, 0]]
+        while pending:
+            entry = pending[-1]
+            chosen, used, first, last, index = entry
+            k = len(chosen)
+            if index >= len(options[k]):
+                pending.pop()
+                continue
+            entry[4] = index + 1
+            d = options[k][index]
+            if chosen and d.first > first and not self._fits(first, d.first, windowed):
+                pending.pop()  # sorted by first: every later candidate leaves the window too
+                continue
+            if not ordered and d.positions & used:
+                continue
+            span = min(first, d.first), max(last, d.last)
+            if not self._fits(*span, windowed):
+                continue
+            if k + 1 == len(options):
+                self._collect(node, out, _combine(node, chosen + (d,)))
+            else:
+                self._charge(node, k + 1)   # a partial combination costs its copy
+                pending.append([chosen + (d,), used | d.positions, *span, start(k + 1, span[1])])
         return out
 
     def visit_or(self, node: A.Or, lo, hi, windowed):
@@ -137,17 +184,23 @@ class Deriver(A.Visitor):
         body = sorted(self.derive(node.pattern, lo, hi, windowed), key=lambda d: d.first)
         firsts = [d.first for d in body]
         out = []
-
-        def extend(chain: tuple):
-            out.append(_iterations(node, chain))
-            for d in body[bisect.bisect_right(firsts, chain[-1].last):]:
-                if not self._fits(chain[0].first, d.first, windowed):
-                    break  # sorted by first: every later iteration leaves the window too
-                if self._fits(chain[0].first, d.last, windowed):
-                    extend(chain + (d,))
-
-        for d in body:
-            extend((d,))
+        pending = [[(), 0]]   # depth first without recursion: (chain, index of its next candidate iteration)
+        while pending:
+            entry = pending[-1]
+            chain, index = entry
+            if index >= len(body):
+                pending.pop()
+                continue
+            entry[1] = index + 1
+            d = body[index]
+            if chain and not self._fits(chain[0].first, d.first, windowed):
+                pending.pop()  # sorted by first: every later iteration leaves the window too
+                continue
+            if chain and not self._fits(chain[0].first, d.last, windowed):
+                continue
+            longer = chain + (d,)
+            self._collect(node, out, _iterations(node, longer))
+            pending.append([longer, bisect.bisect_right(firsts, d.last)])
         return out
 
     def is_closed(self, node: A.Filter) -> bool:
@@ -178,9 +231,10 @@ def _combine(node: A.Pattern, parts: tuple) -> Derivation:
 
 def _iterations(node: A.Plus, chain: tuple) -> Derivation:
     """A chain of iterations; each variable of the body becomes the tuple of its positions, flattened."""
-    positions, bindings = frozenset(), {}
+    positions, bindings = set(), {}
     for part in chain:
         positions |= part.positions
         for var, value in part.bindings.items():
-            bindings[var] = bindings.get(var, ()) + (value if isinstance(value, tuple) else (value,))
-    return Derivation(node, positions, bindings, chain)
+            values = bindings.setdefault(var, [])
+            values.extend(value) if isinstance(value, tuple) else values.append(value)
+    return Derivation(node, frozenset(positions), {var: tuple(v) for var, v in bindings.items()}, chain)

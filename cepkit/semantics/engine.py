@@ -3,16 +3,18 @@ picks it only when no other engine can run a query)."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Optional
 
 from ..lang.query import FEATURES, Query
 from ..runtime.events import Event, Stream
 from ..runtime.registry import Engine, IncrementalPlan, Plan, register
+from .derivations import SEARCH_BUDGET
 from .evaluate import Evaluation
 
 
 class ReferencePlan(Plan):
-    def __init__(self, query: Query):
-        self.evaluation = Evaluation(query)
+    def __init__(self, query: Query, budget: Optional[int] = SEARCH_BUDGET):
+        self.evaluation = Evaluation(query, budget)
 
     def run(self, stream) -> list:
         return self.evaluation.run(stream)
@@ -51,9 +53,14 @@ class ReferenceEngine(Engine):
     rank = 1000
     features = frozenset(FEATURES)
     description = "brute-force denotational evaluator: the meaning of the language, the oracle for every engine"
+    options = frozenset({"budget"})
 
-    def compile(self, query: Query, **options) -> Plan:
-        return ReferencePlan(query)
+    def compile(self, query: Query, budget: Optional[int] = SEARCH_BUDGET, **options) -> Plan:
+        """``budget``: positions held in partial matches per partition before a QueryError (None: no limit;
+        docs/limits.md)."""
+        if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+            raise ValueError(f"budget is a positive int or None, not {budget!r}")
+        return ReferencePlan(query, budget)
 
 
 register(ReferenceEngine())

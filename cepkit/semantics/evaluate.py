@@ -30,13 +30,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Optional
 from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.hierarchy import expand_attribute_concepts
 from ..lang.query import Query, parse
 from ..runtime.events import Stream
 from ..runtime.matches import Match, output_order
-from .derivations import PUNCTUATION, Derivation, Deriver, generating
+from .derivations import PUNCTUATION, SEARCH_BUDGET, BudgetExhausted, Derivation, Deriver
 from .stnm import STNM_STRATEGIES, check_stnm_shape, stnm_select
 from .strategies import RANKED, beats, is_interval
 from .substream import Substream
@@ -61,16 +62,13 @@ class _Found:
 
 class Evaluation:
     """A query prepared for the reference evaluator: its scoped pattern, checked for what the semantics
-    needs (every SEQ/AND has a positive item; STNM patterns are sequences of sets)."""
+    needs (STNM patterns are sequences of sets; cepkit.parse checked that every SEQ/AND has a positive item)."""
 
-    def __init__(self, query: Query):
+    def __init__(self, query: Query, budget: Optional[int] = SEARCH_BUDGET):
         self.query = query
+        self.budget = budget   # positions in derivations per partition (docs/limits.md); None: no limit
         # An attribute hierarchy's concepts in conditions mean "the value or any value below it" (LANGUAGE.md §7).
         self.pattern = expand_attribute_concepts(query.scoped, query.hierarchy)
-        for node in self.pattern.walk():
-            if isinstance(node, (A.Seq, A.And)) and not generating(node.items):
-                raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
-                                          "positive item: negations and EXISTS add no events", query.text)
         for strategy, node in self._strategies():
             if strategy in STNM_STRATEGIES:
                 check_stnm_shape(node, query)
@@ -104,8 +102,14 @@ class Evaluation:
 
     def _evaluate_partition(self, key, events, ranks, clock, complete) -> list:
         sub = Substream(events, self.query.within, clock, complete)
-        deriver = Deriver(sub, self.query.hierarchy)
-        selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
+        deriver = Deriver(sub, self.query.hierarchy, self.budget)
+        try:
+            selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
+        except BudgetExhausted as err:
+            raise QueryError.at(err.node, f"the reference evaluator's search budget is spent: this pattern has more "
+                                          f"than {err.budget:,} events in partial matches over this stream (the "
+                                          "reference enumerates them all); run it on another engine (automaton), on fewer "
+                                          "events, or raise budget= (docs/limits.md)", self.query.text) from None
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
     def valid_matches(self, sub: Substream, deriver: Deriver) -> list:

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ...errors import QueryError
 from ...lang import ast as A
 from ...lang.rewrite import rewrite as neel_rewrite
 from ...runtime.expiry import KeyExpiry
@@ -164,9 +163,6 @@ class NestedEngine(Engine):
         if not isinstance(rewrite, bool):
             raise TypeError(f"rewrite is True or False, not {rewrite!r}")
         for node in query.scoped.walk():
-            if isinstance(node, (A.Seq, A.And)) and not any(isinstance(i, A.Pattern) for i in node.items):
-                raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
-                                          "positive item: negations and EXISTS add no events", query.text)
             if isinstance(node, (A.Not, A.Exists)) and isinstance(node.item, A.Expr):
                 raise self.unsupported(query, node, "a negated condition as an item")
             if isinstance(node, (A.Plus, A.Strategy)):

@@ -86,6 +86,23 @@ class Step:
     negations: tuple
 
 
+class _Orders:
+    """``Program.orders[anchor]``, each built on first use: all of them are n² steps, which a chain of a few
+    hundred atoms cannot afford, and the batch run only needs the last slot's."""
+
+    def __init__(self, program: "Program"):
+        self.program = program
+        self.built: dict = {}
+
+    def __getitem__(self, anchor: int) -> tuple:
+        if anchor not in self.built:
+            self.built[anchor] = self.program._order(range(self.program.n)[anchor])
+        return self.built[anchor]
+
+    def __len__(self):
+        return self.program.n
+
+
 class Program:
     """Everything the stacks need to know about one query; built by ``compile_program``."""
 
@@ -105,7 +122,7 @@ class Program:
         self.hashed = self.slots[0].hash_attr is not None
         self.trailing = tuple(j for j, neg in enumerate(self.negations) if neg.gap == self.n)
         self.trailing_exists = frozenset(j for j in self.trailing if self.negations[j].exists)
-        self.orders = tuple(self._order(anchor) for anchor in range(self.n))
+        self.orders = _Orders(self)
 
     def _order(self, anchor: int) -> tuple:
         """Construction from an instance at slot ``anchor``: forward to the last slot, then backward to
