@@ -63,8 +63,7 @@ class Judge:
     """A query and a stream prepared for explaining many candidates (``why_not`` judges hundreds)."""
 
     def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None):
-        given = parse(query, hierarchy)
-        parsed = parse(given.text, given.hierarchy)  # its spans point into .text (with_strategy keeps old spans)
+        parsed = parse(query, hierarchy)  # its spans point into .text (with_strategy keeps the text too)
         self.text = parsed.text
         self.query = parsed.with_strategy(strategy) if strategy is not None else parsed
         self.strategy_given = strategy is not None
