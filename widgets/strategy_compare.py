@@ -8,8 +8,8 @@ error, not an engine gap, which falls back to ``reference``) is listed with its 
 
 Seven runs over a long stream take a while: ``background=True`` runs them off the kernel's main thread while
 the widget shows which strategy runs and how far it is, with a Cancel button; the figure is built once, when
-the runs are over, and sent in one message (a figure per strategy updated trace by trace took 12-30 s to
-appear in the browser for 9 events).
+the runs are over, and sent in one message to JupyterLab's plotly renderer (``graph_layout.FigureOutput``; a
+``FigureWidget`` per strategy updated trace by trace took 12-30 s to appear in the browser for 9 events).
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from plotly.subplots import make_subplots
 import cepkit
 
 from .execution import STRATEGIES, Run, as_stream, run_query
-from .figures import TABLE_CSS, FitWidth, figure_widget, full_width, plural
+from .figures import TABLE_CSS, full_width, plural
+from .graph_layout import FigureOutput
 from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
@@ -84,11 +85,9 @@ class StrategyCompare(widgets.VBox):
         self.cancel_button.on_click(lambda _: self.cancel())
         self.running = widgets.HBox([self.progress, self.status, self.cancel_button])
         self.table = widgets.HTML()
-        self.figure: Optional[go.FigureWidget] = None     # built once, when the runs are over
-        self._placeholder = widgets.Box()
-        self.fit = FitWidth()
-        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self._placeholder, self.fit],
-                         layout=full_width())
+        self.figure: Optional[go.Figure] = None     # built once, when the runs are over
+        self.output = FigureOutput()                # drawn by JupyterLab's plotly renderer, at the output's width
+        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self.output], layout=full_width())
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._compute, name="StrategyCompare", daemon=True)
@@ -149,9 +148,9 @@ class StrategyCompare(widgets.VBox):
                      if done < len(self.strategies) else "")
         self.table.value = self._table(cancelled)
         if self.runs:
-            self.figure = figure_widget(*self._figure())
-            self.children = tuple(self.figure if child is self._placeholder else child for child in self.children)
-            self.fit.refit()
+            traces, layout = self._figure()
+            self.figure = go.Figure(traces, {**layout, "autosize": True})
+            self.output.show(self.figure)
 
     @staticmethod
     def _title(strategy: str, run: Run) -> str:
