@@ -5,7 +5,7 @@
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: demo test soak setup clean
+.PHONY: demo test soak fuzz setup clean
 
 demo:
 	@scripts/setup.sh demo
@@ -22,6 +22,17 @@ soak:
 	@scripts/setup.sh test
 	for round in $$(seq $(ROUNDS)); do \
 	  HYPOTHESIS_PROFILE=explore $(VENV)/bin/python -m pytest -n 2 -q -x -m "not spark and not browser" tests $(PYTEST_ARGS) || exit 1; \
+	done
+	$(MAKE) fuzz ROUNDS=$(ROUNDS)
+
+# The fuzz suite (tests/fuzz, docs/testing.md) at length: FUZZ_SIZE mutated queries, grammar trees and damaged
+# event files per round, a fresh seed each round; make test runs a fixed slice of 60.
+FUZZ_SIZE ?= 2000
+fuzz:
+	@scripts/setup.sh test
+	for round in $$(seq $(ROUNDS)); do \
+	  CEPKIT_FUZZ_SIZE=$(FUZZ_SIZE) CEPKIT_FUZZ_SEED=$$(date +%s)$$round HYPOTHESIS_PROFILE=explore \
+	    $(VENV)/bin/python -m pytest -n 2 -q -x tests/fuzz $(PYTEST_ARGS) || exit 1; \
 	done
 
 setup:
