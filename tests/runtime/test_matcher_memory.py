@@ -52,14 +52,14 @@ def test_the_state_of_a_key_is_dropped_once_its_window_has_passed(engine):
     assert found
 
 
-@pytest.mark.parametrize("engine", ["automaton", "ses", "rcep", "nested"])
+@pytest.mark.parametrize("engine", sorted(LIVE_KEYS))
 def test_return_keys_reported_once_are_forgotten_a_window_later(engine):
     """Under RETURN a matcher remembers the projected keys it reported, a window's worth of them."""
     query = "A a ; B b ; C c WITHIN 10 s PARTITION BY id RETURN a, c"
     events = rotating_keys()
     inc, _, found = run(query, engine, events)
     reported = {"automaton": lambda: inc.projected, "ses": lambda: inc.projected, "rcep": lambda: inc.reported,
-                "nested": lambda: inc.execution.reported}[engine]()
+                "nested": lambda: inc.execution.reported, "stack": lambda: inc._reported}[engine]()
     assert len(found) > 50 and len(reported) <= 20
     assert found == sorted(m.key for m in cepkit.match(query, events, engine=engine))
 

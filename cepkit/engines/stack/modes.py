@@ -42,7 +42,7 @@ from collections import Counter
 from ...errors import EventError
 from ...runtime.events import PUNCTUATION
 from ...runtime.expiry import KeyExpiry
-from ...runtime.matches import Match
+from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
 from ...runtime.delays import MaxDelay, punctuated_type
@@ -85,18 +85,24 @@ class StackMatcher(IncrementalPlan):
         several matches project onto one (C, β) (LANGUAGE.md §4, §10.2: one entry per distinct (C, β)), which
         is emitted when its first match is and, in aggressive mode, retracted when its last one is."""
         found = self.program.to_match(chosen)
-        if self.program.select is not None:
-            key = found.key
-            live = self._live[key]
-            self._live[key] = live + (1 if sign == "+" else -1)
-            if (sign == "+" and live > 0) or (sign == "-" and live > 1):
-                return []
+        if self.program.select is not None and not self.changes_output(found, sign):
+            return []
         at = self.last_position if self.last_position >= 0 else None
         match = Match(found.positions, found.bindings, sign, at)
         self.emitted += 1
         if self.emissions is not None:
             self.emissions.append(match)
         return [match]
+
+    def changes_output(self, found: Match, sign: str) -> bool:
+        """Under RETURN: whether emitting ``found`` changes the output (its key's first match in, or its
+        last one out); counts the key's matches emitted and not retracted (a key at 0 is forgotten)."""
+        key = found.key
+        live = self._live[key]
+        self._live[key] = live + (1 if sign == "+" else -1)
+        if not self._live[key]:
+            del self._live[key]
+        return (sign == "+" and live <= 0) or (sign == "-" and live <= 1)
 
     def state_size(self) -> int:
         return sum(core.size() for core in self.cores.values())
@@ -141,6 +147,8 @@ class InOrderMatcher(StackMatcher):
     def __init__(self, program):
         super().__init__(program)
         self._expiry = KeyExpiry(program.window_time)
+        self._reported = ReportedOnce(program.window_time)   # under RETURN: keys emitted, a window's worth
+        self._now = None                                      # the time of the event being fed
         self._by_time: list = []            # (deadline ts, seq, pending) over all sub-streams
         self._by_lpos: dict = {}            # core -> [(deadline local position, seq, pending)]
         self._waiting: dict = {}            # core -> [pending] (a trailing negation may still block them)
@@ -152,9 +160,14 @@ class InOrderMatcher(StackMatcher):
         self._track(event)
         return self.feed(event)
 
+    def changes_output(self, found: Match, sign: str) -> bool:
+        """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""
+        return bool(self._reported.fresh([found], self._now))
+
     def feed(self, event) -> list:
         """Process one event known to be in order (K-slack calls this with released events)."""
         program = self.program
+        self._now = event.time
         out = self._release_by_time(event.time)
         for gone in self._expiry.expired(event.time):   # its waiting matches were released just above
             core = self.cores.pop(gone)
