@@ -51,7 +51,8 @@ def stream_for(query: cepkit.Query) -> list:
 
 
 def check_error(err: cepkit.QueryError, text: str) -> None:
-    """A QueryError with a position points at a line of ``text`` (the caret's line exists)."""
+    """A QueryError shows the text the user wrote (no engine's rewriting of it), its caret on a line of it."""
+    assert err.text in (None, text), (text, str(err))
     if err.line is not None and err.text is not None:
         assert 1 <= err.line <= max(len(err.text.splitlines()), 1), (text, str(err))
         assert err.column >= 1, (text, str(err))
