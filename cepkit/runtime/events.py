@@ -1,17 +1,25 @@
 """Events and streams (LANGUAGE.md §1).
 
-A ``Stream`` is the one input every engine receives: the events in arrival order, each with its position,
-type, time in seconds (``time``; datetime ts are converted) and attributes. Null attributes are dropped,
-so an event's attributes are exactly the fields it has.
+A ``Stream`` is the one input every engine receives, held as columns (docs/decisions.md, "Stream as
+columns"): the type of each event as a code into the list of type names, its time in seconds (``times``;
+datetime ts are converted), its ts as given, its position, and one ``Column`` per attribute with a null
+mask. A DataFrame's or an Arrow table's columns stay columns; dicts and ``Event``s are turned into columns
+once. Validation is vectorized and names the first bad position and field (``EventError``).
+
+``Event`` objects are a lazy view: ``stream[i]`` and iteration build them on demand (iteration builds
+them all once and keeps them), with their null attributes left out, so an event's attributes are
+exactly the fields it has. Engines that walk events one by one read that view; the columnar engines
+read ``type_codes``, ``times`` and ``column(name)``.
 """
 from __future__ import annotations
 
 import datetime as _dt
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from functools import cached_property
-from numbers import Number
-from typing import Any, Mapping, Optional
+from typing import Any, Iterable, Optional
 
 import numpy as np
 import pandas as pd
@@ -20,11 +28,17 @@ from ..errors import EventError
 
 RESERVED = ("type", "ts")
 PUNCTUATION = "PUNCTUATION"
+EXACT_FLOAT = 2 ** 53   # integers up to this size are exact in a float64
 
 
 @dataclass(frozen=True, slots=True)
 class Event:
-    """One event. ``ts`` is as given; ``time`` is ts in seconds (float) for windows and ordering."""
+    """One event. ``ts`` is as given; ``time`` is ts in seconds (float) for windows and ordering.
+
+    A plain record: it is validated when it enters a stream (``Stream.from_any``, ``make_event``,
+    ``Matcher.push``), where a bad one gets an ``EventError`` naming its position (a type that is not a
+    string, a ts that is not a finite number or datetime); ``attrs=None`` means no attributes.
+    """
     type: str
     ts: Any = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
@@ -45,6 +59,7 @@ class Event:
         return {"type": self.type, "ts": self.ts, **self.attrs}
 
 
+# ----------------------------------------------------------------------------- ts
 def _is_null(value) -> bool:
     if value is None:
         return True
@@ -55,163 +70,527 @@ def _is_null(value) -> bool:
 
 
 def _to_seconds(value, position: int) -> tuple:
-    """(seconds, is_datetime) for a ts value; raises EventError for anything else."""
-    if isinstance(value, bool) or value is None:
+    """(seconds, is_datetime) for a ts value; EventError unless it is a finite number or a datetime."""
+    if value is None or isinstance(value, (bool, np.bool_)):
         raise EventError(position, "ts", f"expected a number or a datetime, got {value!r}")
-    if isinstance(value, (pd.Timestamp, _dt.datetime)):
-        ts = pd.Timestamp(value)
-        if ts.tzinfo is None:
-            ts = ts.tz_localize("UTC")
-        return ts.timestamp(), True
-    if isinstance(value, np.datetime64):
-        return pd.Timestamp(value).tz_localize("UTC").timestamp(), True
-    if isinstance(value, _dt.date):
-        return pd.Timestamp(value).tz_localize("UTC").timestamp(), True
-    if isinstance(value, Number):
-        seconds = float(value)
+    if isinstance(value, (_dt.date, np.datetime64)):     # datetime, date, pd.Timestamp, NaT
+        try:
+            stamp = pd.Timestamp(value)
+        except (ValueError, OverflowError) as err:
+            raise EventError(position, "ts", f"datetime {value!r} is out of range ({err})") from None
+        if stamp is pd.NaT:
+            raise EventError(position, "ts", "ts is missing (NaT)")
+        if stamp.tzinfo is None:
+            stamp = stamp.tz_localize("UTC")
+        return stamp.timestamp(), True
+    if isinstance(value, (int, float, Decimal, np.integer, np.floating)) or \
+            (hasattr(value, "__float__") and not isinstance(value, (complex, np.complexfloating, str))):
+        try:
+            seconds = float(value)
+        except (OverflowError, TypeError, ValueError):
+            raise EventError(position, "ts", f"ts {_short(value)} is out of range for a float") from None
         if math.isnan(seconds):
             raise EventError(position, "ts", "ts is missing (NaN)")
+        if math.isinf(seconds):
+            raise EventError(position, "ts", f"ts must be finite, got {_short(value)}")
         return seconds, False
-    raise EventError(position, "ts", f"expected a number or a datetime, got {type(value).__name__} {value!r}")
+    raise EventError(position, "ts", f"expected a number or a datetime, got {type(value).__name__} {_short(value)}")
 
 
-def make_event(raw, position: int, default_ts=None) -> Event:
-    """An ``Event`` at ``position`` from a dict, an Event or a pandas row; validates type and ts."""
-    if isinstance(raw, Event):
-        seconds = raw.time if not math.isnan(raw.time) else _to_seconds(raw.ts if raw.ts is not None else position,
-                                                                          position)[0]
-        return Event(raw.type, raw.ts if raw.ts is not None else position, dict(raw.attrs), position, seconds)
-    if not isinstance(raw, Mapping):
-        raise EventError(position, "type", f"an event is a dict or a cepkit.Event, not {type(raw).__name__}")
-    if "type" not in raw or _is_null(raw["type"]):
-        raise EventError(position, "type", "every event needs a type")
-    type_ = raw["type"]
-    if not isinstance(type_, str):
-        raise EventError(position, "type", f"the type must be a string, got {type(type_).__name__} {type_!r}")
-    ts = raw.get("ts", default_ts if default_ts is not None else position)
-    if ts is None:
-        ts = position
-    seconds, _ = _to_seconds(ts, position)
-    attrs = {k: v for k, v in raw.items() if k not in RESERVED and not _is_null(v)}
-    return Event(type_, ts, attrs, position, seconds)
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
-class Stream:
-    """A finite stream of events in arrival order.
+def _mixing(position: int, is_datetime: bool) -> EventError:
+    now, before = ("a datetime", "numbers") if is_datetime else ("a number", "datetimes")
+    return EventError(position, "ts", f"ts is {now} but earlier ts are {before}: one stream's ts are all numbers "
+                                      "or all datetimes")
 
-    Build one with ``Stream.from_any(events)`` from a pandas DataFrame, an iterable of dicts or of
-    ``Event``. ``ordered`` tells whether ts never decreases along positions.
+
+def _seconds_of_values(values: list, first_position: int) -> tuple:
+    """(seconds, is_datetime) of a list of ts values, one kind for the whole stream."""
+    seconds = np.empty(len(values))
+    kind = None
+    for i, value in enumerate(values):
+        seconds[i], is_dt = _to_seconds(value, first_position + i)
+        if kind is None:
+            kind = is_dt
+        elif is_dt != kind:
+            raise _mixing(first_position + i, is_dt)
+    return seconds, bool(kind)
+
+
+def _first(mask: np.ndarray) -> int:
+    return int(np.argmax(mask))
+
+
+def _frame_seconds(col: pd.Series, first_position: int) -> tuple:
+    """(seconds, is_datetime) of a DataFrame's ts column, vectorized where the dtype allows."""
+    dtype = col.dtype
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        missing = col.isna().to_numpy()
+        if missing.any():
+            raise EventError(first_position + _first(missing), "ts", "ts is missing (NaT)")
+        if getattr(dtype, "tz", None) is not None:
+            col = col.dt.tz_convert("UTC").dt.tz_localize(None)
+        raw = col.to_numpy()
+        unit, _ = np.datetime_data(raw.dtype)
+        return raw.view(np.int64) / float(np.timedelta64(1, "s") / np.timedelta64(1, unit)), True
+    kind = getattr(dtype, "kind", "O")
+    if kind == "b":
+        raise EventError(first_position, "ts", f"expected a number or a datetime, got {col.iloc[0]!r}")
+    if kind == "c":
+        raise EventError(first_position, "ts", f"expected a number or a datetime, got complex {col.iloc[0]!r}")
+    if kind in "iuf":
+        seconds = col.to_numpy(dtype=float, na_value=np.nan)
+        bad = ~np.isfinite(seconds)
+        if bad.any():
+            i = _first(bad)
+            reason = "ts is missing (NaN)" if np.isnan(seconds[i]) else f"ts must be finite, got {seconds[i]!r}"
+            raise EventError(first_position + i, "ts", reason)
+        return seconds, False
+    return _seconds_of_values(col.tolist(), first_position)
+
+
+# ----------------------------------------------------------------------------- attribute columns
+class Column:
+    """One attribute over a stream: ``values`` (a numpy array whose items, read with ``tolist()``, are the
+    values the events carry) and ``null`` (the events without it). ``kind`` says how its known values
+    compare: "num" (real numbers exact in a float64: ``numbers`` holds them as float64, NaN where null),
+    "str" (strings), "bool", or "other" (mixed kinds, huge integers, lists...: compared as Python objects).
     """
+    __slots__ = ("values", "null", "__dict__")   # __dict__: the cached classification
 
-    def __init__(self, events: list, ts_is_datetime: bool = False, frame: Optional[pd.DataFrame] = None):
-        self.events = events
-        self.ts_is_datetime = ts_is_datetime
-        self._frame = frame
+    def __init__(self, values: np.ndarray, null: np.ndarray):
+        self.values, self.null = values, null
 
     @classmethod
-    def from_any(cls, events) -> "Stream":
+    def of_series(cls, series: pd.Series) -> "Column":
+        """A DataFrame column as it is: numpy numbers stay numpy, nullable dtypes become values + mask,
+        anything else (strings, categories, datetimes) Python objects."""
+        dtype = series.dtype
+        kind = getattr(dtype, "kind", "O")
+        if isinstance(dtype, np.dtype) and kind in "iub":
+            return cls(series.to_numpy(), np.zeros(len(series), dtype=bool))
+        if isinstance(dtype, np.dtype) and kind == "f":
+            values = series.to_numpy()
+            return cls(values, np.isnan(values))
+        null = series.isna().to_numpy()
+        if kind in "iufb" and getattr(dtype, "numpy_dtype", None) is not None:   # Int64, Float64, boolean...
+            fill = {"b": False, "f": np.nan}.get(kind, 0)
+            return cls(series.to_numpy(dtype=dtype.numpy_dtype, na_value=fill), null)
+        values = series.to_numpy(dtype=object)
+        if null.any():
+            values = values.copy()
+            values[null] = None
+        return cls(values, null)
+
+    @classmethod
+    def of_values(cls, raw: list) -> "Column":
+        """The column of Python values ``raw`` (None or NaN: the event lacks the attribute)."""
+        values = np.fromiter(raw, dtype=object, count=len(raw))
+        null = np.asarray(pd.isna(values), dtype=bool)
+        if null.any():
+            values[null] = None
+        return cls(values, null)
+
+    @classmethod
+    def missing(cls, n: int) -> "Column":
+        return cls(np.full(n, None, dtype=object), np.ones(n, dtype=bool))
+
+    def __len__(self):
+        return len(self.values)
+
+    def take(self, index) -> "Column":
+        return Column(self.values[index], self.null[index])
+
+    @property
+    def kind(self) -> str:
+        return self._classified[0]
+
+    @property
+    def numbers(self) -> Optional[np.ndarray]:
+        """float64 values (NaN where null) when ``kind`` is "num"; None otherwise."""
+        return self._classified[1]
+
+    def objects(self) -> np.ndarray:
+        """The values as Python objects (None where null)."""
+        if self.values.dtype == object:
+            return self.values
+        out = self.values.astype(object)
+        out[self.null] = None
+        return out
+
+    @cached_property
+    def _classified(self) -> tuple:
+        values, null = self.values, self.null
+        kind, numbers = "other", None
+        if values.dtype.kind == "b":
+            kind = "bool"
+        elif values.dtype.kind in "iu":
+            if not len(values) or int(np.abs(values).max()) <= EXACT_FLOAT:
+                kind, numbers = "num", values.astype(float)
+        elif values.dtype.kind == "f":
+            kind, numbers = "num", np.where(null, np.nan, values)
+        else:
+            known = values[~null]
+            inferred = pd.api.types.infer_dtype(known, skipna=False)
+            if inferred == "string":
+                kind = "str"
+            elif inferred == "boolean":
+                kind = "bool"
+            elif inferred in ("empty", "integer", "floating", "mixed-integer-float"):
+                exact = _exact_floats(known)
+                if exact is not None:
+                    kind, numbers = "num", np.full(len(values), np.nan)
+                    numbers[~null] = exact
+        return kind, numbers
+
+
+def _exact_floats(known: np.ndarray) -> Optional[np.ndarray]:
+    """``known`` (Python or numpy real numbers, no bools) as float64 if every one is exactly a double."""
+    try:
+        floats = known.astype(float)
+    except (OverflowError, TypeError, ValueError):
+        return None
+    big = np.abs(floats) > EXACT_FLOAT
+    if big.any() and not all(float(f) == v for f, v in zip(floats[big].tolist(), known[big].tolist())):
+        return None
+    return floats
+
+
+# ----------------------------------------------------------------------------- one event
+def make_event(raw, position: int) -> Event:
+    """An ``Event`` at ``position`` from a dict or an Event; validates type and ts (None: the position)."""
+    type_, ts, attrs = _parts(raw, position)
+    if ts is None:
+        ts = position
+    seconds = raw.time if isinstance(raw, Event) and not _is_nan(raw.time) else _to_seconds(ts, position)[0]
+    return Event(type_, ts, {k: v for k, v in attrs.items() if k not in RESERVED and not _is_null(v)},
+                 position, seconds)
+
+
+def _is_nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _parts(raw, position: int) -> tuple:
+    """(type, ts or None, attributes mapping) of a dict or an Event, the type validated."""
+    if isinstance(raw, Event):
+        type_, ts, attrs = raw.type, raw.ts, raw.attrs
+        if attrs is None:
+            attrs = {}
+        elif not isinstance(attrs, Mapping):
+            raise EventError(position, "attrs", f"an Event's attrs are a dict, not {type(attrs).__name__}")
+    elif isinstance(raw, Mapping):
+        if "type" not in raw or _is_null(raw["type"]):
+            raise EventError(position, "type", "every event needs a type")
+        type_, ts, attrs = raw["type"], raw.get("ts"), raw
+    else:
+        raise EventError(position, "type", f"an event is a dict or a cepkit.Event, not {type(raw).__name__}")
+    if not isinstance(type_, str):
+        raise EventError(position, "type", f"the type must be a string, got {type(type_).__name__} {type_!r}")
+    return type_, ts, attrs
+
+
+# ----------------------------------------------------------------------------- streams
+class Stream:
+    """A finite stream of events in arrival order, as columns.
+
+    Build one with ``Stream.from_any(events)`` from a pandas DataFrame, a pyarrow Table, an iterable of
+    dicts or of ``Event``. ``Stream(events)`` wraps ``Event``s that already carry their positions and
+    times (an engine's sub-stream). ``ts_is_datetime`` tells whether the ts are datetimes.
+    """
+
+    def __init__(self, events: Iterable = (), ts_is_datetime: bool = False):
+        events = list(events)
+        types, ts, attrs = [], [], {}
+        for i, e in enumerate(events):
+            types.append(e.type)
+            ts.append(e.ts)
+            for name, value in (e.attrs or {}).items():
+                attrs.setdefault(name, [None] * len(events))[i] = value
+        times = np.fromiter((e.time for e in events), dtype=float, count=len(events))
+        codes, names = pd.factorize(np.fromiter(types, dtype=object, count=len(types)))
+        positions = np.fromiter((e.position for e in events), dtype=np.int64, count=len(events))
+        self._init(codes, names, times, pd.Series(ts, dtype=object), positions,
+                   {name: Column.of_values(values) for name, values in attrs.items()}, ts_is_datetime)
+        self.__dict__["events"] = events
+
+    def _init(self, codes, names, times, ts, positions, attrs: dict, ts_is_datetime: bool, declared=(),
+              frame=None) -> None:
+        self.type_codes = codes.astype(np.int32, copy=False)   # code of each event's type
+        self.type_names = list(names)                          # the type of each code
+        self.times = times                                     # seconds, float64
+        self._ts = ts                                          # ts as given (a Series), None: the position
+        self.positions = positions                             # int64
+        self._attrs = attrs                                    # name -> Column
+        self._declared = tuple(declared)                       # attribute columns of the source frame
+        self._frame = frame
+        self.ts_is_datetime = bool(ts_is_datetime)
+
+    @classmethod
+    def _of_columns(cls, *args, **kwargs) -> "Stream":
+        stream = cls.__new__(cls)
+        stream._init(*args, **kwargs)
+        return stream
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def from_any(cls, events, first_position: int = 0) -> "Stream":
+        """A stream from a DataFrame, a pyarrow Table, dicts or Events (or a Stream, returned as is);
+        positions start at ``first_position``."""
         if isinstance(events, Stream):
             return events
         if isinstance(events, pd.DataFrame):
-            return cls.from_frame(events)
-        out, datetime_seen = [], False
-        for position, raw in enumerate(events):
-            event = make_event(raw, position)
-            datetime_seen = datetime_seen or _to_seconds(event.ts, position)[1]
-            out.append(event)
-        return cls(out, datetime_seen)
+            return cls.from_frame(events, first_position)
+        if _is_arrow(events):
+            return cls.from_arrow(events, first_position)
+        return cls.from_records(events, first_position)
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame) -> "Stream":
-        if "type" not in frame.columns:
-            raise EventError(0, "type", f"the DataFrame has no 'type' column (columns: {list(frame.columns)})")
-        frame = frame.reset_index(drop=True)
-        types = frame["type"]
-        bad = types.isna() | ~types.map(lambda t: isinstance(t, str))
-        if bad.any():
-            position = int(bad.idxmax())
-            raise EventError(position, "type", f"the type must be a non-null string, got {types[position]!r}")
-        if "ts" in frame.columns:
-            ts_col = frame["ts"]
-            is_dt = pd.api.types.is_datetime64_any_dtype(ts_col)
-            if is_dt:
-                stamps = ts_col.dt.tz_localize("UTC") if ts_col.dt.tz is None else ts_col
-                if stamps.isna().any():
-                    raise EventError(int(stamps.isna().idxmax()), "ts", "ts is missing (NaT)")
-                seconds = (stamps.astype("int64") / 1e9).to_numpy(dtype=float)
-            elif pd.api.types.is_numeric_dtype(ts_col) and not pd.api.types.is_bool_dtype(ts_col):
-                seconds = ts_col.to_numpy(dtype=float)
-                if np.isnan(seconds).any():
-                    raise EventError(int(np.argmax(np.isnan(seconds))), "ts", "ts is missing (NaN)")
-            else:
-                values = [_to_seconds(v, i) for i, v in enumerate(ts_col)]
-                seconds = np.array([v[0] for v in values], dtype=float)
-                is_dt = any(v[1] for v in values)
-            ts_values = ts_col.tolist()
-        else:
-            seconds = np.arange(len(frame), dtype=float)
-            ts_values = list(range(len(frame)))
-            is_dt = False
-        attr_cols = [c for c in frame.columns if c not in RESERVED]
-        records = frame[attr_cols].to_dict("records") if attr_cols else [{} for _ in range(len(frame))]
-        events = [
-            Event(t, ts, {k: v for k, v in rec.items() if not _is_null(v)}, i, float(s))
-            for i, (t, ts, rec, s) in enumerate(zip(types.tolist(), ts_values, records, seconds))
-        ]
-        return cls(events, bool(is_dt), frame)
+    def from_arrow(cls, table, first_position: int = 0) -> "Stream":
+        """A pyarrow Table or RecordBatch: integer and boolean columns with nulls keep their kind."""
+        import pyarrow as pa
+        nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+                    pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
+                    pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}
+        names = list(table.schema.names)
+        if len(set(names)) < len(names):     # to_pandas would merge them silently
+            _duplicates(pd.Index(names), first_position)
+        return cls.from_frame(table.to_pandas(types_mapper=nullable.get), first_position)
 
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, first_position: int = 0) -> "Stream":
+        """A DataFrame (column ``type``, optional ``ts``, one column per attribute): its columns are kept."""
+        columns = frame.columns
+        _duplicates(columns, first_position)
+        if "type" not in columns:
+            raise EventError(first_position, "type",
+                             f"the DataFrame has no 'type' column (columns: {list(columns)})")
+        n = len(frame)
+        codes, names = _frame_types(frame["type"], first_position)
+        if "ts" in columns:
+            ts = frame["ts"].reset_index(drop=True)
+            times, is_dt = _frame_seconds(ts, first_position)
+        else:
+            ts, times, is_dt = None, np.arange(first_position, first_position + n, dtype=float), False
+        declared = [c for c in columns if c not in RESERVED]
+        attrs = {c: Column.of_series(frame[c]) for c in declared}
+        positions = np.arange(first_position, first_position + n, dtype=np.int64)
+        return cls._of_columns(codes, names, times, ts, positions, attrs, is_dt, declared, frame)
+
+    @classmethod
+    def from_records(cls, events: Iterable, first_position: int = 0) -> "Stream":
+        """Dicts or Events (re-positioned in order), turned into columns in one pass."""
+        events = events if isinstance(events, list) else list(events)
+        n = len(events)
+        types, ts, attrs = [None] * n, [None] * n, {}
+        seconds = np.empty(n)
+        kind = None
+        for i, raw in enumerate(events):
+            position = first_position + i
+            type_, value, fields = _parts(raw, position)
+            if value is None:
+                value = position
+            time = raw.time if isinstance(raw, Event) and not _is_nan(raw.time) else None
+            seconds[i], is_dt = _to_seconds(value, position)
+            if time is not None:
+                seconds[i] = time
+            if kind is None:
+                kind = is_dt
+            elif is_dt != kind:
+                raise _mixing(position, is_dt)
+            types[i], ts[i] = type_, value
+            for name, v in fields.items():
+                if name not in RESERVED:
+                    column = attrs.get(name)
+                    if column is None:
+                        column = attrs[name] = [None] * n
+                    column[i] = v
+        codes, names = pd.factorize(np.fromiter(types, dtype=object, count=n))
+        positions = np.arange(first_position, first_position + n, dtype=np.int64)
+        return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), positions,
+                               {name: Column.of_values(values) for name, values in attrs.items()}, bool(kind))
+
+    def take(self, index) -> "Stream":
+        """The events at ``index`` (indices into this stream, or a mask), keeping their positions."""
+        index = np.asarray(index)
+        if index.dtype == bool:
+            index = np.flatnonzero(index)
+        ts = None if self._ts is None else self._ts.iloc[index].reset_index(drop=True)
+        stream = Stream._of_columns(self.type_codes[index], self.type_names, self.times[index], ts,
+                                    self.positions[index], {k: c.take(index) for k, c in self._attrs.items()},
+                                    self.ts_is_datetime, self._declared)
+        if "events" in self.__dict__:
+            events = self.__dict__["events"]
+            stream.__dict__["events"] = [events[i] for i in index.tolist()]
+        return stream
+
+    # ------------------------------------------------------------------ the lazy view: Events
     def __len__(self):
-        return len(self.events)
+        return len(self.times)
+
+    @cached_property
+    def events(self) -> list:
+        """Every event as an ``Event``, built once on first use."""
+        return self._build(slice(None))
 
     def __iter__(self):
         return iter(self.events)
 
     def __getitem__(self, i):
-        return self.events[i]
+        if isinstance(i, slice):
+            return self.take(np.arange(len(self))[i])
+        if "events" in self.__dict__:
+            return self.__dict__["events"][i]
+        n = len(self)
+        i = int(i)
+        if not -n <= i < n:
+            raise IndexError(f"position {i} is outside a stream of {n} events")
+        return self._build(slice(i % n, i % n + 1))[0]
 
-    @cached_property
-    def times(self) -> np.ndarray:
-        return np.fromiter((e.time for e in self.events), dtype=float, count=len(self.events))
+    def _build(self, rows: slice) -> list:
+        codes = self.type_codes[rows].tolist()
+        names = self.type_names
+        times = self.times[rows].tolist()
+        positions = self.positions[rows].tolist()
+        ts = positions if self._ts is None else self._ts.iloc[rows].tolist()
+        fields = [(name, column.values[rows].tolist(), column.null[rows].tolist())
+                  for name, column in self._attrs.items()]
+        if fields:
+            attrs = [{} for _ in codes]
+            for name, values, null in fields:
+                for held, value, missing in zip(attrs, values, null):
+                    if not missing:
+                        held[name] = value
+        else:
+            attrs = [{} for _ in codes]
+        return [Event(names[c], t, a, p, s) for c, t, a, p, s in zip(codes, ts, attrs, positions, times)]
 
+    # ------------------------------------------------------------------ columns
     @cached_property
-    def types(self) -> list:
-        return [e.type for e in self.events]
+    def types(self) -> np.ndarray:
+        """The type of each event (an object array)."""
+        return np.asarray(self.type_names, dtype=object)[self.type_codes] if len(self) else \
+            np.zeros(0, dtype=object)
+
+    def type_in(self, types) -> np.ndarray:
+        """Whether each event's type is one of ``types``."""
+        table = np.array([t in types for t in self.type_names], dtype=bool)
+        return table[self.type_codes]
+
+    @property
+    def attributes(self) -> tuple:
+        """The attribute names that have a column."""
+        return tuple(self._attrs)
+
+    def column(self, name: str) -> Column:
+        """The attribute ``name`` over the stream (every event null when no event has it)."""
+        found = self._attrs.get(name)
+        return found if found is not None else Column.missing(len(self))
 
     @property
     def frame(self) -> pd.DataFrame:
         """The events as a DataFrame (type, ts, attributes), in arrival order."""
         if self._frame is None:
-            self._frame = pd.DataFrame([e.to_dict() for e in self.events], columns=None)
+            ts = pd.Series(self.positions) if self._ts is None else self._ts
+            self._frame = pd.DataFrame({"type": self.types, "ts": ts.to_numpy(),
+                                        **{k: c.objects() for k, c in self._attrs.items()}})
+        elif not isinstance(self._frame.index, pd.RangeIndex) or self._frame.index.start != 0:
+            self._frame = self._frame.reset_index(drop=True)
         return self._frame
 
     def first_disorder(self) -> Optional[int]:
-        """The first position whose ts is earlier than an earlier position's ts, or None if in order."""
+        """The first index whose ts is earlier than an earlier event's ts, or None if in order."""
         t = self.times
         if len(t) < 2:
             return None
-        running = np.maximum.accumulate(t)
-        bad = np.nonzero(t[1:] < running[:-1])[0]
+        bad = np.flatnonzero(t[1:] < np.maximum.accumulate(t)[:-1])
         return int(bad[0]) + 1 if len(bad) else None
 
     def require_order(self) -> None:
-        position = self.first_disorder()
-        if position is not None:
-            earlier = int(np.argmax(self.times[:position] > self.times[position]))
-            raise EventError(position, "ts", f"the stream is out of order: ts {self.events[position].ts!r} comes "
-                                             f"after ts {self.events[earlier].ts!r} at position {earlier}; sort it, "
-                                             "or choose an out-of-order mode with disorder=")
+        index = self.first_disorder()
+        if index is not None:
+            earlier = int(np.argmax(self.times[:index] > self.times[index]))
+            raise EventError(int(self.positions[index]), "ts",
+                             f"the stream is out of order: ts {self[index].ts!r} comes after ts "
+                             f"{self[earlier].ts!r} at position {int(self.positions[earlier])}; sort it, or "
+                             "choose an out-of-order mode with disorder=")
 
     def logical_order(self) -> list:
-        """Positions sorted by (time, position): the order sequence and windows use (LANGUAGE.md §10.1)."""
-        return sorted(range(len(self.events)), key=lambda i: (self.events[i].time, i))
+        """Indices sorted by (time, index): the order sequence and windows use (LANGUAGE.md §10.1)."""
+        return np.argsort(self.times, kind="stable").tolist()
 
     def attributes_of(self, types: Optional[frozenset] = None) -> set:
         """Attribute names seen on events of the given types; for all events (``None``), also the attribute
         columns of the DataFrame the stream came from, null in every row or not."""
-        names = set()
-        if types is None and self._frame is not None:
-            names.update(c for c in self._frame.columns if c not in RESERVED)
-        for e in self.events:
-            if types is None or e.type in types:
-                names.update(e.attrs)
-        return names
+        if types is None:
+            return set(self._declared) | {name for name, c in self._attrs.items() if not c.null.all()}
+        wanted = self.type_in(types)
+        return {name for name, c in self._attrs.items() if (wanted & ~c.null).any()}
+
+    def key_codes(self, names) -> np.ndarray:
+        """A code per event for its values of ``names`` (a PARTITION BY key), numbered in order of first
+        appearance: equal codes exactly for keys Python finds equal; a null value is a key too."""
+        combined = np.zeros(len(self), dtype=np.int64)
+        for name in names:
+            if name == "type":
+                codes = self.type_codes.astype(np.int64)
+            elif name == "ts":
+                codes = pd.factorize(self.times)[0]
+            else:
+                column = self.column(name)
+                codes = pd.factorize(column.numbers if column.kind == "num" else column.values)[0]
+            combined = combined * (int(codes.max(initial=0)) + 2) + codes + 1
+            combined = pd.factorize(combined)[0]
+        return combined
+
+    def require_hashable(self, name: str) -> None:
+        """EventError at the first event whose ``name`` cannot be a PARTITION BY key (a list, a dict...)."""
+        column = self._attrs.get(name)
+        if column is None or column.values.dtype != object:
+            return
+        try:
+            pd.factorize(column.values)
+            return
+        except TypeError:
+            pass
+        for i, value in enumerate(column.values.tolist()):
+            try:
+                hash(value)
+            except TypeError:
+                raise EventError(int(self.positions[i]), name,
+                                 f"PARTITION BY needs values that can be keys, got {type(value).__name__} "
+                                 f"{_short(value)}") from None
+
+
+def _is_arrow(events) -> bool:
+    return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and \
+        hasattr(events, "schema")
+
+
+def _duplicates(columns: pd.Index, first_position: int) -> None:
+    twice = columns[columns.duplicated()]
+    if len(twice):
+        name = twice[0]
+        raise EventError(first_position, str(name), f"the DataFrame has two {name!r} columns")
+
+
+def _frame_types(col: pd.Series, first_position: int) -> tuple:
+    """(codes, names) of a DataFrame's type column; EventError at the first null or non-string type."""
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        codes, names = col.cat.codes.to_numpy(), list(col.cat.categories)
+    else:
+        codes, uniques = pd.factorize(col.to_numpy(dtype=object) if col.dtype != object else col.to_numpy())
+        names = list(uniques)
+    bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
+    bad = codes < 0
+    if bad_codes:
+        bad |= np.isin(codes, bad_codes)
+    if bad.any():
+        i = _first(bad)
+        value = col.iloc[i]
+        raise EventError(first_position + i, "type", f"the type must be a non-null string, got {value!r}")
+    return codes, names

@@ -235,8 +235,7 @@ class Inputs:
         read = np.flatnonzero(~columns.type_in(frozenset({PUNCTUATION})))
         n = len(read)
         if program.query.partition_by and n:
-            keys = partition_keys(program.query, [stream.events[i] for i in read])
-            groups = pd.factorize(pd.Series(keys, dtype=object))[0]
+            groups = pd.factorize(stream.key_codes(program.query.partition_by)[read])[0]
             within = np.argsort(groups, kind="stable")
             self.order = read[within]
             sorted_groups = groups[within]

@@ -11,12 +11,10 @@ are evaluated column-wise with numpy; conditions numpy cannot evaluate exactly a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from numbers import Number
 from typing import Optional, Sequence
 
 import numpy as np
-import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import _Printer
@@ -139,8 +137,9 @@ class Alphabet:
         if vector is not None:
             return vector & scope
         out = np.zeros(len(scope), dtype=bool)
-        for i in np.flatnonzero(scope):
-            out[i] = holds(cond, {EVENT: 0}, (stream.events[i],))
+        events = stream.events
+        for i in np.flatnonzero(scope).tolist():
+            out[i] = holds(cond, {EVENT: 0}, (events[i],))
         return out
 
 
@@ -155,26 +154,24 @@ def _tests_of(guard: Guard) -> list:
 
 # ----------------------------------------------------------------------------- column-wise evaluation
 class Columns:
-    """The stream's type and attributes as numpy arrays, built on first use."""
+    """The stream's columns as the letters read them: the type codes and each attribute's
+    (kind, values, present), built on first use from ``Stream.column``."""
 
     def __init__(self, stream):
         self.stream = stream
         self._cache: dict = {}
 
-    @cached_property
+    @property
     def type_codes(self) -> tuple:
         """(code of each event's type, the distinct types in code order)."""
-        codes, uniques = pd.factorize(np.asarray(self.stream.types, dtype=object))
-        return codes, list(uniques)
+        return self.stream.type_codes, self.stream.type_names
 
     def type_in(self, types: frozenset) -> np.ndarray:
-        codes, uniques = self.type_codes
-        return np.array([t in types for t in uniques], dtype=bool)[codes] if len(codes) else \
-            np.zeros(0, dtype=bool)
+        return self.stream.type_in(types)
 
     def column(self, attr: str) -> Optional[tuple]:
-        """(kind, values, present) with kind "num" (float64) or "str" (object); None if the column mixes
-        kinds numpy would compare differently from Python (booleans, strings with numbers)."""
+        """(kind, values, present) with kind "num" (float64) or "str" (object); None if the column holds
+        values numpy would compare differently from Python (booleans, strings with numbers, huge integers)."""
         if attr not in self._cache:
             self._cache[attr] = self._build(attr)
         return self._cache[attr]
@@ -184,25 +181,12 @@ class Columns:
         if attr == "ts":
             return "num", self.stream.times, np.ones(n, dtype=bool)
         if attr == "type":
-            return "str", np.asarray(self.stream.types, dtype=object), np.ones(n, dtype=bool)
-        frame = self.stream.frame
-        if attr not in frame.columns:
-            return "num", np.full(n, np.nan), np.zeros(n, dtype=bool)
-        col = frame[attr]
-        present = col.notna().to_numpy()
-        if pd.api.types.is_bool_dtype(col):
-            return None
-        if pd.api.types.is_numeric_dtype(col):
-            values = col.to_numpy(dtype=float, na_value=np.nan)
-            if pd.api.types.is_integer_dtype(col) and len(values) and np.abs(values).max() >= 2 ** 53:
-                return None  # float64 would round these integers
-            return "num", values, present
-        kinds = {type(v) for v in col[present]}
-        if kinds <= {str}:
-            return "str", col.to_numpy(dtype=object), present
-        if kinds and all(issubclass(k, Number) and not issubclass(k, bool) for k in kinds) and \
-                all(abs(v) < 2 ** 53 for v in col[present] if isinstance(v, int)):
-            return "num", pd.to_numeric(col).to_numpy(dtype=float, na_value=np.nan), present
+            return "str", self.stream.types, np.ones(n, dtype=bool)
+        column = self.stream.column(attr)
+        if column.kind == "num":
+            return "num", column.numbers, ~column.null
+        if column.kind == "str":
+            return "str", column.values, ~column.null
         return None
 
 

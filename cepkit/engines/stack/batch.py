@@ -38,7 +38,6 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION, Stream
@@ -52,8 +51,7 @@ class _Layout:
     """Where each event sits: its sub-stream, the previous event there (STRICT), the index bounds its
     window gives, and when a match starting at it would be released from a trailing negation."""
 
-    def __init__(self, program, events: list, table: Columns):
-        m = len(events)
+    def __init__(self, program, m: int, table: Columns):
         times = table.times
         everything = np.arange(m)
         self.substream = np.zeros(m, dtype=np.int64)
@@ -156,19 +154,14 @@ class ColumnarRun:
 
     def __init__(self, program, stream: Stream):
         self.program = program
-        type_code, kinds = pd.factorize(np.asarray(stream.types, dtype=object))
-        times = stream.times
-        events = stream.events
-        if PUNCTUATION in kinds:
-            kept = type_code != list(kinds).index(PUNCTUATION)
-            events = [e for e, keep in zip(events, kept.tolist()) if keep]
-            type_code, times = type_code[kept], times[kept]
-        self.events = events
-        self.type_code = type_code
-        self.type_codes = {kind: code for code, kind in enumerate(kinds)}
-        self.table = Columns(events, times)
-        self.layout = _Layout(program, events, self.table)
-        self.stride = len(events) + 1
+        if PUNCTUATION in stream.type_names:
+            stream = stream.take(~stream.type_in({PUNCTUATION}))
+        self.stream = stream
+        self.type_code = stream.type_codes
+        self.type_codes = {kind: code for code, kind in enumerate(stream.type_names)}
+        self.table = Columns(stream)
+        self.layout = _Layout(program, len(stream), self.table)
+        self.stride = len(stream) + 1
         self.partial_matches = 0
         self.found: list = []
         # a middle negation (or EXISTS) without correlated conditions bounds the range of its left neighbour
@@ -180,7 +173,7 @@ class ColumnarRun:
     def _candidates(self, types, var, cond) -> np.ndarray:
         """Indices of the events of ``types`` (None: any) passing the unary condition ``cond``."""
         if types is None:
-            index = np.arange(len(self.events))
+            index = np.arange(len(self.stream))
         else:
             index = np.flatnonzero(np.isin(self.type_code, [self.type_codes[t] for t in types
                                                             if t in self.type_codes]))
@@ -346,13 +339,13 @@ class ColumnarRun:
         if len(program.trailing) > len(program.trailing_exists):
             # a trailing negation: released once its scope has passed, or at the end of the stream
             emitted = np.minimum(np.minimum(layout.release_time[chosen[0]], layout.release_lpos[chosen[0]]),
-                                 len(self.events) - 1)
+                                 len(self.stream) - 1)
         elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
             emitted = np.max([np.concatenate([rows.witness[j] for rows in done]) for j in program.trailing], axis=0)
         else:
             emitted = chosen[n - 1]
         order = np.lexsort([chosen[s] for s in range(n - 2, -1, -1)] + [chosen[n - 1]])
-        position = np.fromiter((e.position for e in self.events), dtype=np.int64, count=len(self.events))
+        position = self.stream.positions
         select = program.select
         kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
         named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]

@@ -23,16 +23,15 @@ array([ True, False])
 """
 from __future__ import annotations
 
-import math
 import operator
 from numbers import Real
 
 import numpy as np
+import pandas as pd
 
 from ...lang import ast as A
+from ...runtime.events import EXACT_FLOAT, Stream
 from .conditions import compile_condition
-
-EXACT_FLOAT = 2 ** 53   # integers up to this size are exact in a float64
 
 _UFUNC = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
           ">=": operator.ge, "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
@@ -49,42 +48,33 @@ class Column:
     def __init__(self, values: np.ndarray, null: np.ndarray, numeric: bool):
         self.values, self.null, self.numeric = values, null, numeric
 
-    @classmethod
-    def of(cls, raw: list) -> "Column":
-        """The column of Python values ``raw`` (None: the event lacks the attribute)."""
-        null = np.fromiter((v is None for v in raw), dtype=bool, count=len(raw))
-        kinds = {type(v) for v in raw} - {type(None)}
-        if all(_is_number(k) for k in kinds):
-            values = np.fromiter((math.nan if v is None else v for v in raw), dtype=float, count=len(raw))
-            if not np.any(np.abs(values[~null]) > EXACT_FLOAT):
-                return cls(values, null, True)
-        return cls(np.fromiter(raw, dtype=object, count=len(raw)), null, False)
-
 
 class Columns:
-    """The events of a finite stream (``events``: a list of ``Event``; ``times``: their ``time``s, if known)
-    as lazily built columns.
+    """A finite stream (a ``Stream``, or a list of ``Event``s with their positions and times) as the
+    columns conditions read, built on first use from the stream's own columns.
 
     ``test(cond, rows)`` evaluates a condition for every row: ``rows`` maps each variable the condition
-    mentions to an array of event indices (into ``events``), all of one length.
+    mentions to an array of event indices (into the stream), all of one length.
     """
 
-    def __init__(self, events: list, times=None):
-        self.events = events
-        self.times = times if times is not None else \
-            np.fromiter((e.time for e in events), dtype=float, count=len(events))
+    def __init__(self, stream):
+        self.stream = stream if isinstance(stream, Stream) else Stream(stream)
+        self.times = self.stream.times
         self._columns: dict = {}
         self._closures: dict = {}
 
     def column(self, attr: str) -> Column:
         found = self._columns.get(attr)
         if found is None:
+            n = len(self.times)
             if attr == "ts":
-                found = Column(self.times, np.zeros(len(self.times), dtype=bool), True)
+                found = Column(self.times, np.zeros(n, dtype=bool), True)
             elif attr == "type":
-                found = Column.of([e.type for e in self.events])
+                found = Column(self.stream.types, np.zeros(n, dtype=bool), False)
             else:
-                found = Column.of([e.attrs.get(attr) for e in self.events])
+                column = self.stream.column(attr)
+                numeric = column.kind == "num"
+                found = Column(column.numbers if numeric else column.objects(), column.null, numeric)
             self._columns[attr] = found
         return found
 
@@ -101,19 +91,15 @@ class Columns:
         columns = [(self.column(attr), index) for attr, index in wanted]
         out = [np.full(len(index), -1, dtype=np.int64) for _, index in wanted]
         known = [~column.null[index] for column, index in columns]
-        if all(column.numeric for column, _ in columns):
-            joined = np.concatenate([column.values[index][mask] for (column, index), mask in zip(columns, known)])
-            inverse = np.unique(joined, return_inverse=True)[1].reshape(-1)
-            start = 0
-            for codes, mask in zip(out, known):
-                codes[mask] = inverse[start:start + int(mask.sum())]
-                start += int(mask.sum())
-            return out
-        numbering: dict = {}
-        for codes, (column, index), mask in zip(out, columns, known):
-            values = column.values[index][mask].tolist()
-            codes[mask] = np.fromiter((numbering.setdefault(v, len(numbering)) for v in values), dtype=np.int64,
-                                      count=len(values))
+        numeric = all(column.numeric for column, _ in columns)
+        joined = [column.values[index][mask] for (column, index), mask in zip(columns, known)]
+        if not numeric:       # Python's equality, as a dict's (1 = 1.0); pandas hashes objects that way
+            joined = [values.astype(object) for values in joined]
+        inverse = pd.factorize(np.concatenate(joined) if joined else np.zeros(0))[0]
+        start = 0
+        for codes, mask in zip(out, known):
+            codes[mask] = inverse[start:start + int(mask.sum())]
+            start += int(mask.sum())
         return out
 
     def test(self, cond: A.Expr, rows: dict, size: int = None) -> np.ndarray:
@@ -133,7 +119,7 @@ class Columns:
         test = self._closures.get(id(cond))
         if test is None:
             test = self._closures[id(cond)] = (cond, compile_condition(cond))
-        test, events = test[1], self.events
+        test, events = test[1], self.stream.events
         names = list(rows)
         columns = [rows[v].tolist() for v in names]
         return np.fromiter((test({v: events[i] for v, i in zip(names, row)}) for row in zip(*columns)),
