@@ -6,11 +6,12 @@ import math
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 
 from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
-from .events import Stream, make_event
+from .events import Stream, is_arrow, make_event
 from .matches import Matches, collector_paused, output_order
 from .registry import select_engine
 
@@ -33,6 +34,8 @@ def check_against_stream(query: Query, stream: Stream) -> None:
         if key not in all_attrs and key not in ("type", "ts"):
             raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the events have: "
                                            f"{', '.join(sorted(all_attrs)) or 'no attributes'}", query.text)
+        if isinstance(stream, Stream):      # (a Matcher's SeenData holds no values)
+            stream.require_hashable(key)
     atoms: dict = {}  # var -> every Atom defining it (a name may be defined in several OR branches)
     for atom in query.ast.pattern.find_all(A.Atom):
         if atom.var:
@@ -154,6 +157,10 @@ class Matcher:
         return self._collect(self._inc.push(e))
 
     def extend(self, events) -> list:
+        """Push every event of ``events`` (dicts, Events, or a micro-batch as a DataFrame or pyarrow Table,
+        validated as columns once) in order; the new matches of them all."""
+        if isinstance(events, pd.DataFrame) or is_arrow(events):
+            events = Stream.from_any(events, first_position=self._position)
         out = []
         for e in events:
             out.extend(self.push(e))

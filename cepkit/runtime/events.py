@@ -229,8 +229,8 @@ class Column:
         if values.dtype.kind == "b":
             kind = "bool"
         elif values.dtype.kind in "iu":
-            if not len(values) or int(np.abs(values).max()) <= EXACT_FLOAT:
-                kind, numbers = "num", values.astype(float)
+            if not len(values) or (int(values.min()) >= -EXACT_FLOAT and int(values.max()) <= EXACT_FLOAT):
+                kind, numbers = "num", np.where(null, np.nan, values)
         elif values.dtype.kind == "f":
             kind, numbers = "num", np.where(null, np.nan, values)
         else:
@@ -254,7 +254,7 @@ def _exact_floats(known: np.ndarray) -> Optional[np.ndarray]:
         floats = known.astype(float)
     except (OverflowError, TypeError, ValueError):
         return None
-    big = np.abs(floats) > EXACT_FLOAT
+    big = np.abs(floats) >= EXACT_FLOAT   # where a double may have rounded the value
     if big.any() and not all(float(f) == v for f, v in zip(floats[big].tolist(), known[big].tolist())):
         return None
     return floats
@@ -345,7 +345,7 @@ class Stream:
             return events
         if isinstance(events, pd.DataFrame):
             return cls.from_frame(events, first_position)
-        if _is_arrow(events):
+        if is_arrow(events):
             return cls.from_arrow(events, first_position)
         return cls.from_records(events, first_position)
 
@@ -542,7 +542,7 @@ class Stream:
                 codes = pd.factorize(self.times)[0]
             else:
                 column = self.column(name)
-                codes = pd.factorize(column.numbers if column.kind == "num" else column.values)[0]
+                codes = pd.factorize(column.numbers if column.kind == "num" else column.objects())[0]
             combined = combined * (int(codes.max(initial=0)) + 2) + codes + 1
             combined = pd.factorize(combined)[0]
         return combined
@@ -566,7 +566,25 @@ class Stream:
                                  f"{_short(value)}") from None
 
 
-def _is_arrow(events) -> bool:
+def hashable_key(value):
+    """``value`` as a dict key with Python's equality: itself when hashable; a list, tuple, dict or set by
+    its contents (tagged with its kind, as ``[1] != (1,)``); anything else only equal to itself."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        pass
+    if isinstance(value, Mapping):
+        return ("dict", frozenset((k, hashable_key(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(hashable_key(v) for v in value))
+    if isinstance(value, (set, frozenset)):
+        return ("set", frozenset(value))
+    return ("object", id(value))
+
+
+def is_arrow(events) -> bool:
+    """Whether ``events`` is a pyarrow Table or RecordBatch (without importing pyarrow)."""
     return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and \
         hasattr(events, "schema")
 

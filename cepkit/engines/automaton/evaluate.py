@@ -34,10 +34,10 @@ import numpy as np
 import pandas as pd
 
 from ...runtime.events import PUNCTUATION
+from ...runtime.unary import Columns
 from .determinize import UNKNOWN
 from .kernel import jit
 from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
-from .predicates import Columns
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 

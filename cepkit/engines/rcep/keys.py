@@ -91,7 +91,8 @@ def compare_arrays(op: str, left, left_valid, right, right_valid, blame=None) ->
     mask = left_valid & right_valid
     if left.dtype != object and right.dtype != object:
         return NUMPY_COMPARE[op](left, right) & mask
-    left, right, mask = np.broadcast_arrays(left, right, mask)
+    # Python's own values on both sides: a float64 beside a huge int would make numpy convert the int
+    left, right, mask = np.broadcast_arrays(left.astype(object), right.astype(object), mask)
     out = np.zeros(mask.shape, dtype=bool)
     for index in zip(*np.nonzero(mask)):
         a, b = left[index], right[index]

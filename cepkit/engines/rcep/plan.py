@@ -32,10 +32,11 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
-from ...runtime.events import PUNCTUATION
+from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
+from ...runtime.unary import Columns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
@@ -103,7 +104,10 @@ class RcepPlan(Plan):
 
     def run(self, stream) -> list:
         matcher = self.matcher()
-        return [m for event in stream for m in matcher.push(event)] + matcher.close()
+        stream = Stream.from_any(stream)
+        if self.skip_till_next is not None:   # STNM releases waiting matches at irrelevant events too
+            return [m for event in stream for m in matcher.push(event)] + matcher.close()
+        return matcher.feed(stream) + matcher.close()
 
     def matcher(self) -> "RcepMatcher":
         matcher = RcepMatcher(self)
@@ -121,6 +125,15 @@ class RcepPlan(Plan):
                 **({"blocks": dict(stats.blocks)} if self.join == "zorder" else {})}
 
     # ------------------------------------------------------------------ per event
+    def accepted(self, k: int, columns: Columns, read: np.ndarray) -> np.ndarray:
+        """``accepts`` over a whole stream (its ``runtime.unary.Columns``): type test and local tests of
+        slot k, column-wise, on the events of ``read``."""
+        types, slot = self.types[k], self.slots[k]
+        mask = read if types is None else read & columns.type_in(types)
+        for cond in slot.local:
+            mask = unary_truth(cond, slot.var, columns, mask)
+        return mask
+
     def accepts(self, k: int, event) -> bool:
         """Whether the event enters slot k's tree: its type, then its local tests (step 1, Algorithm 1)."""
         types = self.types[k]
@@ -171,24 +184,53 @@ class RcepMatcher(IncrementalPlan):
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
+        plan = self.plan
+        key = tuple(event.get(k) for k in plan.query.partition_by)
+        return self._push(event, key, None, [k for k in range(len(plan.slots)) if plan.accepts(k, event)])
+
+    def feed(self, stream) -> list:
+        """Every event of a finite ``Stream``, as ``push`` would take them, reading its columns: the slots'
+        type and local tests over whole columns, the sub-stream sequence numbers from the partition codes;
+        only the events some slot accepts are pushed (the others only count in their sub-stream, and an
+        expiry is the same at the next accepted event). Not under STNM, whose releases need every event."""
+        plan = self.plan
+        read = ~stream.type_in({PUNCTUATION})
+        columns = Columns(stream)
+        accepted = np.array([plan.accepted(k, columns, read) for k in range(len(plan.slots))]).reshape(
+            len(plan.slots), len(stream))
+        keys = stream.key_codes(plan.query.partition_by)
+        seq = np.zeros(len(stream), dtype=np.int64)
+        read_keys = keys[read]
+        order = np.argsort(read_keys, kind="stable")
+        ranked = read_keys[order]
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order)) - np.searchsorted(ranked, ranked, "left")
+        seq[read] = rank
+        relevant = np.flatnonzero(accepted.any(axis=0))
+        found = []
+        for i, event in zip(relevant.tolist(), stream.take(relevant)):
+            found += self._push(event, int(keys[i]), int(seq[i]), np.flatnonzero(accepted[:, i]).tolist())
+        return found
+
+    def _push(self, event, key, seq: Optional[int], accepted: list) -> list:
+        """An event of sub-stream ``key`` accepted by the slots ``accepted``; ``seq`` is its sequence number
+        there (None: the next one)."""
         self.now = event.time
         plan, stats = self.plan, self.stats
         for gone in self.expiry.expired(event.time):   # its STNM waiting matches are released below
             stats.stored -= sum(tree.live for tree in self.partitions.pop(gone).trees)
             self.consumed.pop(gone, None)
-        key = tuple(event.get(k) for k in plan.query.partition_by)
         self.expiry.touch(key, event.time)
         part = self.partitions.get(key)
         if part is None:
             part = self.partitions[key] = _Partition(plan)
-        seq = part.count
-        part.count += 1
+        seq = part.count if seq is None else seq
+        part.count = seq + 1
         min_time, min_seq = plan.earliest(event, seq)
         for tree in part.trees:
             stats.stored -= tree.live
             tree.expire(min_time, min_seq)
             stats.stored += tree.live
-        accepted = [k for k in range(len(plan.slots)) if plan.accepts(k, event)]
         for k in accepted:
             part.trees[k].insert(event, seq)
             stats.stored += 1

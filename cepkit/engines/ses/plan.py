@@ -18,7 +18,7 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import pretty
-from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.events import PUNCTUATION, Stream, hashable_key
 from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
@@ -176,7 +176,7 @@ class SesMatcher(IncrementalPlan):
         vars_ = plan.vars_of(event)
         if plan.two_phase and not vars_:
             return found                                        # filtered out (Thm 5.1)
-        window_key = key + tuple(event.get(a) for a in plan.partition_attributes)
+        window_key = key + tuple(hashable_key(event.get(a)) for a in plan.partition_attributes)
         window = self.windows.get((clock, window_key))
         if window is None:
             window = self.windows[(clock, window_key)] = MatchWindow(plan.sets, plan.first_set, plan.arity)

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
-from ...runtime.events import EXACT_FLOAT, Stream
+from ...runtime.events import EXACT_FLOAT, Stream, hashable_key
 from .conditions import compile_condition
 
 _UFUNC = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
@@ -95,7 +95,11 @@ class Columns:
         joined = [column.values[index][mask] for (column, index), mask in zip(columns, known)]
         if not numeric:       # Python's equality, as a dict's (1 = 1.0); pandas hashes objects that way
             joined = [values.astype(object) for values in joined]
-        inverse = pd.factorize(np.concatenate(joined) if joined else np.zeros(0))[0]
+        joined = np.concatenate(joined) if joined else np.zeros(0)
+        try:
+            inverse = pd.factorize(joined)[0]
+        except TypeError:     # unhashable values (lists, dicts): numbered by their contents
+            inverse = pd.factorize(np.fromiter(map(hashable_key, joined), dtype=object, count=len(joined)))[0]
         start = 0
         for codes, mask in zip(out, known):
             codes[mask] = inverse[start:start + int(mask.sum())]

@@ -12,6 +12,7 @@ from cepkit.engines.automaton.determinize import LazyDeterminizer, Letters
 from cepkit.engines.automaton.predicates import Alphabet
 from cepkit.lang import ast as A
 from cepkit.lang.checks import bound
+from cepkit.runtime import unary
 from cepkit.runtime.registry import select_engine
 from strategies import cel_queries, unary_queries
 
@@ -196,6 +197,7 @@ def _counting_holds(patch) -> list:
         calls.append(events[0].position)
         return original(cond, env, events)
     patch.setattr(predicates, "holds", counted)
+    patch.setattr(unary, "holds", counted)      # the batch run's fallback (cepkit.runtime.unary)
     return calls
 
 

@@ -1,0 +1,232 @@
+"""Streams as columns (issue 11) and the event checks of issue 15: every input form (dicts, Events, a
+DataFrame, a pyarrow Table, categorical and string type columns, nullable dtypes) gives the same stream
+and the same matches on every engine; every bad event is an EventError naming its position and field."""
+import datetime as dt
+import math
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit import Event, EventError
+from cepkit.runtime.events import Column, Stream, hashable_key
+from cepkit.runtime.registry import registered
+from tests.engines.test_conformance import EXAMPLES, hierarchy_for
+from strategies import streams
+
+ENGINES = [e.name for e in registered()]
+QUERIES = [q for f, q in sorted(EXAMPLES.items()) if f != "attribute_hierarchy"]
+
+
+def _forms(events: list) -> dict:
+    """The same events as dicts, Events, a DataFrame and an Arrow table (null attributes left out)."""
+    columns = sorted({k for e in events for k in e} - {"type", "ts"})
+    rows = {"type": [e["type"] for e in events], "ts": [e["ts"] for e in events],
+            **{c: [e.get(c) for e in events] for c in columns}}
+    return {"dicts": events,
+            "events": [Event(e["type"], e["ts"], {k: v for k, v in e.items() if k not in ("type", "ts")})
+                       for e in events],
+            "frame": pd.DataFrame(rows, columns=["type", "ts", *columns]),
+            "categorical": pd.DataFrame({**rows, "type": pd.Categorical(rows["type"])}, columns=["type", "ts", *columns]),
+            "arrow": pa.table({"type": pa.array(rows["type"], pa.string()), "ts": pa.array(rows["ts"], pa.int64()),
+                               **{c: pa.array(rows[c], pa.int64()) for c in columns}})}
+
+
+def _outcome(query, events, engine):
+    try:
+        return cepkit.match(query, events, engine=engine, hierarchy=hierarchy_for(query)).positions()
+    except cepkit.QueryError as err:
+        return ("refused", str(err).splitlines()[0])
+
+
+@st.composite
+def streams_with_nulls(draw):
+    events = draw(streams(max_size=8))
+    for e in events:
+        for attr in ("v", "id"):
+            if draw(st.integers(0, 4)) == 0:
+                del e[attr]
+    return events
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams_with_nulls(), st.sampled_from(QUERIES), st.sampled_from(ENGINES))
+def test_every_input_form_gives_the_same_matches(events, query, engine):
+    forms = _forms(events)
+    expected = _outcome(query, events, engine)
+    for name, form in forms.items():
+        got = _outcome(query, form, engine)
+        if isinstance(expected, tuple) and "unknown attribute" in expected[1] and name != "dicts":
+            continue   # a DataFrame's column null in every row is a known attribute (LANGUAGE.md §10.5)
+        assert got == expected, (name, query, engine)
+
+
+@settings(max_examples=40, deadline=None)
+@given(streams_with_nulls())
+def test_every_input_form_gives_the_same_events(events):
+    seen = []
+    for name, form in _forms(events).items():
+        stream = Stream.from_any(form)
+        seen.append([(e.type, e.ts, e.time, e.position, dict(e.attrs)) for e in stream])
+        assert [stream[i] for i in range(len(stream))] == list(stream), name
+        assert list(stream.types) == [e["type"] for e in events] and stream.times.tolist() == \
+            [float(e["ts"]) for e in events]
+    assert all(s == seen[0] for s in seen[1:])
+
+
+def test_integer_columns_give_integers_and_nullable_columns_leave_nulls_out():
+    frame = pd.DataFrame({"type": ["A", "B"], "ts": [1, 2], "n": pd.array([3, None], dtype="Int64"),
+                          "b": pd.array([True, None], dtype="boolean"), "s": pd.array(["x", None], dtype="string"),
+                          "f": [0.5, np.nan]})
+    a, b = Stream.from_any(frame)
+    assert a.attrs == {"n": 3, "b": True, "s": "x", "f": 0.5} and type(a.attrs["n"]) is int and type(a.ts) is int
+    assert b.attrs == {} and b.ts == 2
+    stream = Stream.from_any(frame)
+    assert stream.column("n").kind == "num" and stream.column("s").kind == "str"
+    assert stream.column("b").kind == "bool" and stream.column("absent").null.all()
+    assert stream.attributes_of() == {"n", "b", "s", "f"} and stream.attributes_of(frozenset({"B"})) == set()
+
+
+def test_type_columns_of_every_dtype():
+    for types in (pd.Categorical(["A", "B", "A"]), pd.array(["A", "B", "A"], dtype="string"),
+                  pd.array(["A", "B", "A"], dtype="string[pyarrow]"), np.array(["A", "B", "A"])):
+        stream = Stream.from_any(pd.DataFrame({"type": types}))
+        assert list(stream.types) == ["A", "B", "A"] and stream.type_in({"A"}).tolist() == [True, False, True]
+        assert cepkit.match("A a ; B b", pd.DataFrame({"type": types})).positions() == [(0, 1)]
+
+
+def test_datetime_ts_of_every_form_give_the_same_matches():
+    stamps = pd.to_datetime(["2013-01-01 00:00:00", "2013-01-01 00:00:02", "2013-01-01 00:00:09"])
+    forms = [pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps}),
+             pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.tz_localize("Europe/Paris").tz_convert("UTC")}),
+             pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.astype("datetime64[s]")}),
+             [{"type": t, "ts": s.to_pydatetime()} for t, s in zip("ABB", stamps)],
+             pa.table({"type": ["A", "B", "B"], "ts": pa.array(stamps)})]
+    for form in forms:
+        stream = Stream.from_any(form)
+        assert stream.ts_is_datetime and (stream.times - stream.times[0]).tolist() == [0.0, 2.0, 9.0]
+        for engine in ("automaton", "stack", "rcep", "reference"):
+            assert cepkit.match("A a ; B b WITHIN 5 s", form, engine=engine).positions() == [(0, 1)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_one_event_and_no_event(engine):
+    empty = pd.DataFrame({"type": pd.Series([], dtype=object), "ts": pd.Series([], dtype=float),
+                          "v": pd.Series([], dtype=float)})
+    assert cepkit.match("A a FILTER a.v > 1", empty, engine=engine).positions() == []
+    assert cepkit.match("A a", pd.DataFrame({"type": []}), engine=engine).positions() == []
+    one = pd.DataFrame({"type": ["A"], "ts": [3.5], "v": [2]})
+    assert cepkit.match("A a FILTER a.v > 1", one, engine=engine).positions() == [(0,)]
+    assert len(Stream.from_any(one)) == 1 and Stream.from_any(one)[0].time == 3.5
+
+
+def test_the_lazy_view_is_built_once_and_slices_keep_positions():
+    stream = Stream.from_any([{"type": "A", "ts": i, "v": i} for i in range(5)])
+    assert "events" not in stream.__dict__ and stream[-1].attrs == {"v": 4}
+    assert stream[1] is not stream[1]            # built on demand until someone iterates
+    events = list(stream)
+    assert stream[1] is stream.events[1] and events == stream.events
+    part = stream.take(np.array([1, 3]))
+    assert [e.position for e in part] == [1, 3] and part.positions.tolist() == [1, 3]
+    assert [e.position for e in stream[3:]] == [3, 4]
+    later = Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": [0, 1]}), first_position=10)
+    assert [e.position for e in later] == [10, 11] and later[0].ts == 0
+
+
+def test_the_constructor_keeps_events_positions_and_times():
+    events = [Event("A", 5, {"v": 1}, 7, 5.0), Event("B", 6, None, 9, 6.0)]
+    stream = Stream(events)
+    assert stream.positions.tolist() == [7, 9] and stream.times.tolist() == [5.0, 6.0]
+    assert stream[0] is events[0] and stream.column("v").null.tolist() == [False, True]
+
+
+def test_columns_classify_how_their_values_compare():
+    assert Column.of_values([1, 2.5, None]).kind == "num"
+    assert Column.of_values([1, 10 ** 400]).kind == "other"          # float64 would overflow or round
+    assert Column.of_values([2 ** 53 + 1]).kind == "other" and Column.of_values([2 ** 53]).kind == "num"
+    assert Column.of_values(["x", None]).kind == "str" and Column.of_values([True]).kind == "bool"
+    assert Column.of_values([1, "x"]).kind == "other" and Column.of_values([[1], None]).kind == "other"
+    assert Column.of_values([None, math.nan]).null.all()
+    assert hashable_key([1, {"a": [2]}]) == hashable_key([1, {"a": [2]}]) != hashable_key((1, {"a": [2]}))
+
+
+BAD_EVENTS = [
+    ([{"type": "A", "ts": 10 ** 400}], 0, "ts"),
+    ([{"type": "A", "ts": 1j}], 0, "ts"),
+    ([{"type": "A", "ts": pd.NaT}], 0, "ts"),
+    ([{"type": "A", "ts": np.datetime64("NaT")}], 0, "ts"),
+    ([{"type": "A", "ts": 0}, {"type": "B", "ts": math.inf}], 1, "ts"),
+    ([{"type": "A", "ts": 0}, {"type": "B", "ts": -math.inf}], 1, "ts"),
+    ([{"type": "A", "ts": 0}, {"type": "B", "ts": math.nan}], 1, "ts"),
+    ([{"type": "A", "ts": 0}, {"type": "B", "ts": dt.datetime(2020, 1, 1)}], 1, "ts"),
+    ([{"type": "A", "ts": dt.datetime(2020, 1, 1)}, {"type": "B"}], 1, "ts"),
+    ([{"type": "A", "ts": "soon"}], 0, "ts"),
+    ([Event(5, 0)], 0, "type"),
+    ([{"type": "A"}, Event("A", 0, 7)], 1, "attrs"),
+    ([{"type": "A"}, 5], 1, "type"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [0, np.inf]}), 1, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [0, 1j]}), 0, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [True, False]}), 0, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2020-01-01", None])}), 1, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": pd.array([1, None], dtype="Int64")}), 1, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [0, pd.Timestamp("2020-01-01")]}, dtype=object), 1, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [0, 10 ** 400]}, dtype=object), 1, "ts"),
+    (pd.DataFrame([["A", "B", 0]], columns=["type", "type", "ts"]), 0, "type"),
+    (pd.DataFrame([["A", 0, 1]], columns=["type", "ts", "ts"]), 0, "ts"),
+    (pd.DataFrame({"type": pd.Categorical(["A", None])}), 1, "type"),
+    (pd.DataFrame({"type": ["A", 3]}), 1, "type"),
+    (pa.table({"type": ["A", None]}), 1, "type"),
+]
+
+
+@pytest.mark.parametrize("events, position, field", BAD_EVENTS)
+def test_bad_events_are_event_errors_naming_position_and_field(events, position, field):
+    with pytest.raises(EventError) as err:
+        cepkit.match("A a", events, engine="reference")
+    assert (err.value.position, err.value.field) == (position, field), str(err.value)
+
+
+def test_an_event_without_attributes_may_say_none():
+    assert cepkit.match("A a", [Event("A", 0, None)]).positions() == [(0,)]
+    assert cepkit.runtime.events.make_event(Event("A", 0, None), 3).attrs == {}
+
+
+@pytest.mark.parametrize("engine", ["reference", "stack", "ecube", "rcep", "nested", "ses"])
+def test_huge_integers_and_lists_compare_as_python_does(engine):
+    huge = [{"type": "A", "ts": 0, "v": 10 ** 400}, {"type": "B", "ts": 1, "v": 1.5},
+            {"type": "B", "ts": 2, "v": 10 ** 401}, {"type": "B", "ts": 3, "v": 10 ** 400}]
+    lists = [{"type": "A", "ts": 0, "v": [1]}, {"type": "B", "ts": 1, "v": [1]}, {"type": "B", "ts": 2, "v": [2]}]
+    for query, events in (("SEQ(A a, B b) WHERE a.v < b.v", huge), ("SEQ(A a, B b) WHERE a.v = b.v", huge),
+                          ("SEQ(A a, B b) WHERE a.v = b.v", lists), ("SEQ(A a, B b) WHERE a.v < b.v", lists)):
+        expected = cepkit.match(query, events, engine="reference").positions()
+        assert expected and cepkit.match(query, events, engine=engine).positions() == expected, query
+    assert cepkit.match("SEQ(A a, B b) WHERE a.v > 5", huge, engine=engine).positions() == [(0, 1), (0, 2), (0, 3)]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unhashable_partition_values_are_event_errors(engine):
+    events = [{"type": "A", "ts": 0, "k": 1}, {"type": "B", "ts": 1, "k": [1]}]
+    with pytest.raises(EventError) as err:
+        cepkit.match("A a ; B b PARTITION BY k", events, engine=engine)
+    assert (err.value.position, err.value.field) == (1, "k")
+
+
+def test_matcher_extend_takes_a_micro_batch_as_columns():
+    query = "SEQ(A a, B b) WITHIN 5 s PARTITION BY id"
+    events = [{"type": t, "ts": i, "id": i % 2} for i, t in enumerate("ABABBA")]
+    one_by_one = cepkit.Matcher(query, engine="automaton")
+    expected = [m.positions for e in events for m in one_by_one.push(e)]
+    for batch in (pd.DataFrame, lambda rows: pa.Table.from_pylist(rows)):
+        matcher = cepkit.Matcher(query, engine="automaton")
+        got = [m.positions for m in matcher.extend(batch(events[:3]))]
+        got += [m.positions for m in matcher.extend(batch(events[3:]))]
+        assert got == expected
+    matcher = cepkit.Matcher(query, engine="automaton")
+    matcher.extend(pd.DataFrame(events[:3]))
+    with pytest.raises(EventError) as err:
+        matcher.extend(pd.DataFrame({"type": ["A", None], "ts": [9, 10], "id": [0, 0]}))
+    assert (err.value.position, err.value.field) == (4, "type")
