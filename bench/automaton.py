@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 import cepkit
 from cepkit.engines.automaton.evaluate import run_all
-from cepkit.runtime.events import Event, Stream
+from cepkit.runtime.events import Stream
 from cepkit.runtime.registry import get_engine
 
 QUERIES = {   # digest 004 §6, Table 1; ``atom(type, var)`` writes one (filtered) atom
@@ -55,9 +55,7 @@ def make_stream(n: int, seed: int = 0) -> Stream:
     rng = np.random.default_rng(seed)
     types = rng.choice(np.array(list("ABCD"), dtype=object), n)
     values = rng.integers(0, 100, n)
-    frame = pd.DataFrame({"type": types, "ts": np.arange(n, dtype=float), "v": values})
-    events = [Event(t, float(i), {"v": int(v)}, i, float(i)) for i, (t, v) in enumerate(zip(types, values))]
-    return Stream(events, False, frame)
+    return Stream.from_any(pd.DataFrame({"type": types, "ts": np.arange(n, dtype=float), "v": values}))
 
 
 def best_of(k: int, fn) -> tuple:
@@ -113,8 +111,7 @@ def main() -> None:
     windows = (10, 1000) if args.quick else (10, 100, 1000)
     print(f"building a stream of {n:,} events ...", flush=True)
     stream = make_stream(n)
-    prefix = Stream(stream.events[:2000], False, stream.frame.iloc[:2000])
-    short = Stream(stream.events[:100_000], False, stream.frame.iloc[:100_000])
+    prefix, short = stream[:2000], stream[:100_000]
     engine = get_engine("automaton")
     cepkit.match("A a ; B b", prefix, engine="automaton")          # compile the kernels before timing
     bare_s, _ = best_of(3, lambda: bare_loop(stream))
@@ -168,7 +165,7 @@ def strategies(stream: Stream) -> None:
         for strategy in ("ALL", "STRICT", "NEXT", "LAST", "MAX"):
             query = cepkit.parse(query_text(name, 10, False)).with_strategy(strategy)
             plan = get_engine("automaton").compile(query)
-            plan.run(Stream(stream.events[:1000], False, stream.frame.iloc[:1000]))
+            plan.run(stream[:1000])
             seconds, found = best_of(1, lambda: plan.run(stream))
             rows.append({"query": name, "strategy": strategy, "events": len(stream), "matches": len(found),
                          "run ev/s": len(stream) / seconds})

@@ -328,6 +328,7 @@ class Stream:
         self._attrs = attrs                                    # name -> Column
         self._declared = tuple(declared)                       # attribute columns of the source frame
         self._frame = frame
+        self._type_masks: dict = {}
         self.ts_is_datetime = bool(ts_is_datetime)
 
     @classmethod
@@ -477,9 +478,18 @@ class Stream:
             np.zeros(0, dtype=object)
 
     def type_in(self, types) -> np.ndarray:
-        """Whether each event's type is one of ``types``."""
-        table = np.array([t in types for t in self.type_names], dtype=bool)
-        return table[self.type_codes]
+        """Whether each event's type is one of ``types`` (kept: engines ask the same question often)."""
+        types = frozenset(types)
+        found = self._type_masks.get(types)
+        if found is None:
+            codes = [k for k, name in enumerate(self.type_names) if name in types]
+            if len(codes) == 1:
+                found = self.type_codes == codes[0]
+            else:
+                found = np.isin(self.type_codes, codes)
+            self._type_masks[types] = found
+            found.flags.writeable = False
+        return found
 
     @property
     def attributes(self) -> tuple:
@@ -505,7 +515,7 @@ class Stream:
     def first_disorder(self) -> Optional[int]:
         """The first index whose ts is earlier than an earlier event's ts, or None if in order."""
         t = self.times
-        if len(t) < 2:
+        if len(t) < 2 or (t[1:] >= t[:-1]).all():
             return None
         bad = np.flatnonzero(t[1:] < np.maximum.accumulate(t)[:-1])
         return int(bad[0]) + 1 if len(bad) else None

@@ -53,8 +53,15 @@ class Letters:
         return letter
 
     def of_codes(self, codes: np.ndarray) -> np.ndarray:
+        """The letter id of each code: a lookup table when codes are small (a few tests), else hashing."""
         if not len(codes):
             return np.zeros(0, dtype=np.int32)
+        if codes.dtype != object and int(codes.max()) < 1 << 16:
+            index = codes.astype(np.intp)
+            present = np.flatnonzero(np.bincount(index))
+            table = np.zeros(len(present) and int(present[-1]) + 1, dtype=np.int32)
+            table[present] = [self.of_code(c) for c in present.tolist()]
+            return table[index]
         inverse, unique = pd.factorize(codes)
         ids = np.array([self.of_code(c) for c in unique], dtype=np.int32)
         return ids[inverse]

@@ -220,53 +220,51 @@ def partition_keys(query, events) -> list:
 
 
 class Inputs:
-    """A finite stream prepared for the automaton: letters, sub-streams, window keys and limits.
+    """A finite stream prepared for the automaton: the letter of every event and its sub-stream.
 
     ``order`` lists the positions the automaton reads, sub-stream after sub-stream (one per PARTITION
-    BY key, in order of first appearance), each in stream order; punctuation events are never read
-    (LANGUAGE.md §6) and take no place in a sub-stream.
+    BY key, in order of first appearance), each in stream order, and ``starts`` where each sub-stream
+    begins in it; punctuation events are never read (LANGUAGE.md §6) and take no place in a sub-stream.
+    Window keys and limits are computed in ``batch`` for the relevant events only.
     """
 
     def __init__(self, program, stream):
         self.stream = stream
-        columns = Columns(stream)
-        self.letter = program.letters.of_codes(program.alphabet.letters_of(columns))
+        self.window = program.query.within
+        self.letter = program.letters.of_codes(program.alphabet.letters_of(Columns(stream)))
         program.table.ensure_letters(len(program.letters))
-        read = np.flatnonzero(~columns.type_in(frozenset({PUNCTUATION})))
-        n = len(read)
-        if program.query.partition_by and n:
+        punctuation = stream.type_in(frozenset({PUNCTUATION}))
+        read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
+        if program.query.partition_by and len(read):
             groups = pd.factorize(stream.key_codes(program.query.partition_by)[read])[0]
             within = np.argsort(groups, kind="stable")
             self.order = read[within]
             sorted_groups = groups[within]
-            self.first_of_group = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]]
+            self.starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
         else:
             self.order = read
-            self.first_of_group = np.zeros(n, bool)
-            self.first_of_group[:1] = True
-        starts = np.flatnonzero(self.first_of_group)
-        self.sub_index = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
-        window = program.query.within
-        if window is not None and window.events:
-            self.key = self.sub_index.astype(np.float64)
-        elif window is not None:
-            self.key = stream.times[self.order]
-        else:
-            self.key = np.zeros(n)
-        self.limit = window_limit(window, self.key)
+            self.starts = np.zeros(min(len(read), 1), dtype=np.int64)
 
     def batch(self, none: Optional[int]) -> Batch:
         """The kernel's events in sub-stream order; those reading the ``none`` letter are left out and
         counted in the next relevant event's gap."""
         letter = self.letter[self.order]
-        n = len(letter)
-        kept = np.flatnonzero(letter != none) if none is not None else np.arange(n)
-        group_start = np.maximum.accumulate(np.where(self.first_of_group, np.arange(n), 0))
+        kept = np.flatnonzero(letter != none) if none is not None else np.arange(len(letter))
+        group_start = self.starts[np.searchsorted(self.starts, kept, "right") - 1] if len(kept) else kept
+        sub_index = kept - group_start                # the event's index in its sub-stream
         previous = np.r_[-1, kept[:-1]]              # the kept event before each kept one
-        reset = previous < group_start[kept]         # the first kept event of its sub-stream
-        gap = np.where(reset, self.sub_index[kept], kept - previous - 1)
-        return Batch(self.order[kept].astype(np.int64), letter[kept].astype(np.int32), self.key[kept],
-                     self.limit[kept], gap.astype(np.int64), reset)
+        reset = previous < group_start               # the first kept event of its sub-stream
+        gap = np.where(reset, sub_index, kept - previous - 1)
+        positions = self.order[kept]
+        window = self.window
+        if window is not None and window.events:
+            key = sub_index.astype(np.float64)
+        elif window is not None:
+            key = self.stream.times[positions]
+        else:
+            key = np.zeros(len(kept))
+        return Batch(positions.astype(np.int64), letter[kept].astype(np.int32), key, window_limit(window, key),
+                     gap.astype(np.int64), reset)
 
 
 # ----------------------------------------------------------------------------- outputs

@@ -37,6 +37,8 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from ...lang import ast as A
@@ -49,17 +51,20 @@ CHUNK = 8192   # anchors (instances of the last slot) extended together
 
 class _Layout:
     """Where each event sits: its sub-stream, the previous event there (STRICT), the index bounds its
-    window gives, and when a match starting at it would be released from a trailing negation."""
+    window gives, and when a match starting at it would be released from a trailing negation. Bounds
+    are computed for the events that start or end a match when asked, not for the whole stream."""
 
     def __init__(self, program, m: int, table: Columns):
-        times = table.times
-        everything = np.arange(m)
+        self.m, self.times = m, table.times
+        self.w, self.n = program.window_time, program.window_events
         self.substream = np.zeros(m, dtype=np.int64)
+        everything = np.arange(m) if program.partition_by else None
         for key in program.partition_by:   # one sub-stream per distinct key tuple; a null key is a key too
             codes = table.codes([(key, everything)])[0]
             codes[codes < 0] = codes.max(initial=-1) + 1
             self.substream = np.unique(self.substream * (codes.max(initial=0) + 1) + codes, return_inverse=True)[1]
             self.substream = self.substream.reshape(-1).astype(np.int64)
+        self._grouped = None   # without PARTITION BY, the stream is its one sub-stream
         if program.partition_by:
             # order: events grouped by sub-stream, in order; rank: where each event sits in it; start/stop:
             # its sub-stream's range there (rank - start is the local position)
@@ -69,26 +74,59 @@ class _Layout:
             sorted_groups = self.substream[order]
             start = np.searchsorted(sorted_groups, sorted_groups, "left")[rank]
             stop = np.searchsorted(sorted_groups, sorted_groups, "right")[rank]
-        else:
-            order, rank, start, stop = everything, everything, np.zeros(m, dtype=np.int64), np.full(m, m)
-        self.previous = np.where(rank > start, order[np.maximum(rank - 1, 0)], -1)   # STRICT
-        w, n = program.window_time, program.window_events
-        # Index bounds of a match's window around an event at its last (lo) or first (hi) slot: every
-        # event of the match, and of an edge negation's scope, lies in [lo, hi] (hi inclusive).
-        self.lo = np.zeros(m, dtype=np.int64)
-        self.hi = np.full(m, m - 1, dtype=np.int64)
-        if w is not None:
-            self.lo = np.searchsorted(times, times - w, "left")
-            self.hi = np.searchsorted(times, times + w, "right") - 1
-        if n is not None:   # local positions last - n + 1 .. first + n - 1, as event indices
-            self.lo = np.maximum(self.lo, order[np.maximum(rank - (n - 1), start)])
+            self._grouped = (order, rank, start, stop)
+
+    def _local(self, index: np.ndarray) -> tuple:
+        """(order, rank, start, stop) of the events ``index``: ``order`` maps ranks back to event indices
+        (None: the identity)."""
+        if self._grouped is None:
+            return None, index, np.zeros(len(index), dtype=np.int64), np.full(len(index), self.m)
+        order, rank, start, stop = self._grouped
+        return order, rank[index], start[index], stop[index]
+
+    @staticmethod
+    def _event(order, rank):
+        return rank if order is None else order[rank]
+
+    def lo(self, last: np.ndarray) -> np.ndarray:
+        """The lowest event index of the window of a match whose last event is each of ``last``: every
+        event of the match, and of a leading negation's scope, lies at or above it."""
+        m, w, n, times = self.m, self.w, self.n, self.times
+        lo = np.searchsorted(times, times[last] - w, "left") if w is not None else np.zeros(len(last), np.int64)
+        if n is not None:   # local position last - n + 1, as an event index
+            order, rank, start, _ = self._local(last)
+            lo = np.maximum(lo, self._event(order, np.maximum(rank - (n - 1), start)))
+        return lo
+
+    def hi(self, first: np.ndarray) -> np.ndarray:
+        """The highest event index (inclusive) of the window of a match whose first event is each of
+        ``first``: the end of a trailing negation's scope."""
+        deadline, nth = self._ends(first)
+        return np.minimum(deadline - 1, nth)
+
+    def release(self, first: np.ndarray) -> np.ndarray:
+        """When the incremental matcher releases a match waiting for a trailing negation (modes._Pending):
+        after the first event whose ts passes the deadline, or after the n-th event of its sub-stream
+        (``m``: at the end of the stream)."""
+        return np.minimum(*self._ends(first))
+
+    def _ends(self, first: np.ndarray) -> tuple:
+        """(the first event past the time window, the n-th event of the sub-stream) from each of ``first``;
+        ``m`` where there is none."""
+        m, w, n, times = self.m, self.w, self.n, self.times
+        deadline = np.searchsorted(times, times[first] + w, "right") if w is not None else np.full(len(first), m)
+        nth = np.full(len(first), m)
+        if n is not None:   # local position first + n - 1, as an event index
+            order, rank, _, stop = self._local(first)
             ahead = rank + (n - 1)
-            self.hi = np.minimum(self.hi, np.where(ahead < stop, order[np.minimum(ahead, m - 1)], m - 1))
-        # when the incremental matcher releases a match waiting for a trailing negation (modes._Pending):
-        # after the first event whose ts passes the deadline, or after the n-th event of its sub-stream
-        self.release_time = np.searchsorted(times, times + w, "right") if w is not None else np.full(m, m)
-        self.release_lpos = np.where(ahead < stop, order[np.minimum(ahead, m - 1)], m) if n is not None \
-            else np.full(m, m)
+            nth = np.where(ahead < stop, self._event(order, np.minimum(ahead, m - 1)), m)
+        return deadline, nth
+
+    @cached_property
+    def previous(self) -> np.ndarray:
+        """The previous event of each event's sub-stream, -1 for the first (STRICT)."""
+        order, rank, start, _ = self._local(np.arange(self.m))
+        return np.where(rank > start, self._event(order, np.maximum(rank - 1, 0)), -1)
 
 
 class _Store:
@@ -157,8 +195,6 @@ class ColumnarRun:
         if PUNCTUATION in stream.type_names:
             stream = stream.take(~stream.type_in({PUNCTUATION}))
         self.stream = stream
-        self.type_code = stream.type_codes
-        self.type_codes = {kind: code for code, kind in enumerate(stream.type_names)}
         self.table = Columns(stream)
         self.layout = _Layout(program, len(stream), self.table)
         self.stride = len(stream) + 1
@@ -175,8 +211,7 @@ class ColumnarRun:
         if types is None:
             index = np.arange(len(self.stream))
         else:
-            index = np.flatnonzero(np.isin(self.type_code, [self.type_codes[t] for t in types
-                                                            if t in self.type_codes]))
+            index = np.flatnonzero(self.stream.type_in(types))
         if cond is not None and len(index):
             index = index[self.table.test(cond, {var: index})]
         return index
@@ -244,7 +279,7 @@ class ColumnarRun:
         """Bind ``slot`` (backward: slot + 1 is bound) to every instance its range allows."""
         program, layout = self.program, self.layout
         right = rows.slots[slot + 1]
-        lo = layout.lo[rows.slots[program.n - 1]]     # the window's start (0 without a window)
+        lo = layout.lo(rows.slots[program.n - 1])     # the window's start (0 without a window)
         hi = right - 1
         for j in self.bounding:
             neg = program.negations[j]
@@ -281,9 +316,9 @@ class ColumnarRun:
         program, layout = self.program, self.layout
         neg, store, chosen = program.negations[j], self.stores[j], rows.slots
         if neg.gap == 0:              # leading: from the window's start to the first event
-            lo, hi = layout.lo[chosen[program.n - 1]], chosen[0] - 1
+            lo, hi = layout.lo(chosen[program.n - 1]), chosen[0] - 1
         elif neg.gap == program.n:    # trailing: from the last event to the window's end
-            lo, hi = chosen[program.n - 1] + 1, layout.hi[chosen[0]]
+            lo, hi = chosen[program.n - 1] + 1, layout.hi(chosen[0])
         else:                         # middle: strictly between the neighbours
             lo, hi = chosen[neg.gap - 1] + 1, chosen[neg.gap] - 1
         group = rows.group if neg.hash_attr is not None else rows.substream
@@ -320,7 +355,7 @@ class ColumnarRun:
             prefix = frozenset(range(i + 2))
             joins = [j.cond for j in program.prefix_joins if (i + 1) in j.slots and j.slots <= prefix]
             chosen = rows.slots
-            lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi[chosen[0]])
+            lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi(chosen[0]))
             store = self.stacks[i + 1]
             first, stop = store.span(rows.substream, lo, hi)
             rows = rows.take(self._first_satisfying(rows, first, stop, store, program.slots[i + 1].var,
@@ -338,8 +373,7 @@ class ColumnarRun:
         chosen = {s: np.concatenate([rows.slots[s] for rows in done]) for s in range(n)}
         if len(program.trailing) > len(program.trailing_exists):
             # a trailing negation: released once its scope has passed, or at the end of the stream
-            emitted = np.minimum(np.minimum(layout.release_time[chosen[0]], layout.release_lpos[chosen[0]]),
-                                 len(self.stream) - 1)
+            emitted = np.minimum(layout.release(chosen[0]), len(self.stream) - 1)
         elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
             emitted = np.max([np.concatenate([rows.witness[j] for rows in done]) for j in program.trailing], axis=0)
         else:
