@@ -26,7 +26,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, full_width
-from .graph_layout import FONT, FigureOutput, graph_drawing
+from .graph_layout import FONT, FigureOutput, graph_drawing, edge_lines
 from .timeline import event_text
 
 TRACES = ("• transitions", "◦ transitions", "fired transitions", "transition labels", "final states", "states",
@@ -106,14 +106,6 @@ def fired_transitions(edges: list, before: dict, after: dict, position: int, ini
     return found
 
 
-def _line(paths) -> dict:
-    xs, ys = [], []
-    for path in paths:
-        xs.extend([*path.points[:, 0], path.tip[0], None])
-        ys.extend([*path.points[:, 1], path.tip[1], None])
-    return {"x": xs, "y": ys}
-
-
 def automaton_figure(automaton, drawing) -> go.Figure:
     """The static drawing of ``drawing`` (``graph_drawing`` of the automaton): transitions by mark, their
     labels, states and final rings; "fired transitions", "active states" and "entered states" empty."""
@@ -124,7 +116,7 @@ def automaton_figure(automaton, drawing) -> go.Figure:
         style = MARK_STYLE[mark]
         figure.add_scatter(name=f"{mark} transitions", mode="lines", hoverinfo="skip",
                            line={"color": style["color"], "dash": style["dash"], "width": 1.4},
-                           **_line(p for p, (*_, d) in zip(drawing.edges, edges) if d["mark"] == mark))
+                           **edge_lines(p for p, (*_, d) in zip(drawing.edges, edges) if d["mark"] == mark))
     figure.add_scatter(name="fired transitions", mode="lines", hoverinfo="skip", x=[], y=[],
                        line={"color": FIRED_COLOR, "width": 4})
     figure.add_scatter(name="transition labels", mode="text", textposition="middle center",
@@ -306,7 +298,7 @@ class AutomatonView(widgets.VBox):
                                            marker={"size": [_inner(self.drawing, self.automaton, s) for s in active]})
         self.trace("entered states").update(x=[node[s].x for s in entered], y=[node[s].y for s in entered],
                                             marker={"size": [node[s].size + 6 for s in entered]})
-        self.trace("fired transitions").update(**_line(self.drawing.edges[k] for k in self.fired()))
+        self.trace("fired transitions").update(**edge_lines(self.drawing.edges[k] for k in self.fired()))
         self.output.show(self.figure)
         self.panel.value = self._step_html() if self.steps else ""
 

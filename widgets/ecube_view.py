@@ -32,7 +32,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, full_width
-from .graph_layout import FONT, FigureOutput, graph_drawing
+from .graph_layout import FONT, FigureOutput, graph_drawing, edge_lines
 
 ROOT = "v0"
 TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
@@ -85,14 +85,6 @@ def relation_text(cube, general: str, specific: str) -> str:
              if not g_items[g].same_as(s_items[s])]
     parts += [f"insert {item} at {k + 1}" for k, item in enumerate(s_items) if k not in embedding]
     return f"{general} → {specific} ({data['kind']} drill-down): " + "; ".join(parts)
-
-
-def _lines(paths) -> dict:
-    xs, ys = [], []
-    for path in paths:
-        xs.extend([*path.points[:, 0], path.tip[0], None])
-        ys.extend([*path.points[:, 1], path.tip[1], None])
-    return {"x": xs, "y": ys}
 
 
 def parse_insertion(text: str) -> tuple:
@@ -314,10 +306,10 @@ class ECubeView(widgets.VBox):
         self.drawing = drawing
         on_plan = {(u, v) for u, v, _ in plan}
         for kind in ("concept", "pattern", "both"):
-            self.trace(f"{kind} edges").update(**_lines(paths[u, v] for u, v, k in cube.graph.edges(data="kind")
+            self.trace(f"{kind} edges").update(**edge_lines(paths[u, v] for u, v, k in cube.graph.edges(data="kind")
                                                         if k == kind and (u, v) not in on_plan))
         for name, edges in (("plan", plan), ("candidate", candidates)):
-            self.trace(f"{name} edges").update(**_lines(paths[u, v] for u, v, _ in edges))
+            self.trace(f"{name} edges").update(**edge_lines(paths[u, v] for u, v, _ in edges))
             self.trace(f"{name} labels").update(x=[paths[u, v].label[0] for u, v, _ in edges],
                                                 y=[paths[u, v].label[1] for u, v, _ in edges],
                                                 text=[label for *_, label in edges])

@@ -71,6 +71,16 @@ class Drawing:
     engine: str          # "dot" or "layered"
 
 
+def edge_lines(paths) -> dict:
+    """``{"x": [...], "y": [...]}`` of edge paths for one plotly lines trace, each path up to its arrow's tip,
+    separated by None."""
+    xs, ys = [], []
+    for path in paths:
+        xs.extend([*path.points[:, 0], path.tip[0], None])
+        ys.extend([*path.points[:, 1], path.tip[1], None])
+    return {"x": xs, "y": ys}
+
+
 def dot_available() -> bool:
     return shutil.which("dot") is not None
 

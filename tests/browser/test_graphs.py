@@ -66,7 +66,7 @@ READ_FIGURE = """plot => {
         .map(p => box(p)).filter(b => b[2] - b[0] > 12);
     let output = plot.closest('.jp-OutputArea-output'), outer;      // the cell's output, not the widget's
     while (output && (outer = output.parentElement.closest('.jp-OutputArea-output'))) output = outer;
-    return {texts, nodes, width: plot.getBoundingClientRect().width,
+    return {texts, nodes, width: plot.getBoundingClientRect().width, height: plot.getBoundingClientRect().height,
             output: output.getBoundingClientRect().width};
 }"""
 
@@ -117,7 +117,7 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
                 "the five widgets and their four figures", page)
     assert not [e for e in page.script_errors if "Error" in e], page.script_errors
     names = ["tour", "farm", "ses"]
-    problems = {}
+    problems, blank = {}, []
     for name, view in [*zip(names, views["automaton"].all()), ("ecube", views["ecube"].first)]:
         view.scroll_into_view_if_needed()
         clock.wait(view.locator(".js-plotly-plot .scatterlayer .trace").first, f"the {name} figure")
@@ -127,9 +127,12 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
         assert figure["texts"], name
         if figure["width"] < 0.97 * figure["output"]:
             problems[name] = f"the figure is {figure['width']:.0f} px wide in a {figure['output']:.0f} px output"
+        if figure["height"] < 100:                   # every drawing here is taller
+            blank.append(name)
         if collisions(figure):
             problems.setdefault(name, collisions(figure))
     assert not problems, problems
+    assert blank in ([], ["tour"]), f"figures drawn 0 px high: {blank}"
     assert "origin=JFK" in views["automaton"].first.inner_text()           # runs with their partition key
     rewrite = views["rewrite"].first
     rewrite.scroll_into_view_if_needed()
@@ -137,3 +140,5 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     cut = rewrite.locator(".widget-toggle-button").evaluate_all(
         "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)")
     assert not cut, f"toggle labels cut: {cut}"
+    if blank:   # known, NOTES.md issue 12 graphs: only the page's first plotly figure, whatever draws it
+        pytest.xfail("the first plotly figure of the page is drawn 0 px high by JupyterLab's plotly renderer")
