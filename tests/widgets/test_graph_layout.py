@@ -43,3 +43,17 @@ def test_positions_are_centred_per_layer():
     positions = layered_layout(graph, 0)
     assert positions[0] == (0, 0.0)
     assert sorted(y for n, (x, y) in positions.items() if x == 1) == [-1.0, 0.0, 1.0]
+
+
+def test_labels_with_quotes_and_backslashes_reach_dot_literally():
+    import pytest
+    from cepkit.widgets.graph_layout import dot_available, dot_drawing, dot_source, layered_drawing
+    nodes, edges = {"a": 'say "hi"', "b": "b\\n"}, [("a", "b", 'x.name = "A\\B"'), ("b", "a", "")]
+    assert '"say \\"hi\\""' in dot_source(nodes, edges, "LR", 12) and '"b\\\\n"' in dot_source(nodes, edges, "LR", 12)
+    for drawing in (layered_drawing(nodes, edges, "TB"), *([dot_drawing(nodes, edges, "TB")] if dot_available() else [])):
+        assert set(drawing.nodes) == {"a", "b"} and len(drawing.edges) == 2
+        assert drawing.edges[0].label is not None and drawing.edges[1].label is None
+        assert drawing.nodes["a"].y > drawing.nodes["b"].y                 # top to bottom: a first
+        assert all(0 <= n.x <= drawing.width and 0 <= n.y <= drawing.height for n in drawing.nodes.values())
+    if not dot_available():
+        pytest.skip("Graphviz dot is not installed: only the fallback was checked")
