@@ -66,7 +66,7 @@ class ExplainView(widgets.VBox):
         self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
         self.misses_note = widgets.HTML()
         self.strip = None
-        self.strip_box = widgets.Box(layout=full_width())
+        self.strip_box = widgets.VBox(layout=full_width())
         self.positions.observe(self._typed, "value")
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
@@ -181,10 +181,14 @@ class ExplainView(widgets.VBox):
         events.marker = {"size": [13 if p in chosen else 8 for p in self._shown],
                          "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
                          "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
-        layout = {"height": 130 + 30 * len(self.canvas.lanes), "margin": {"l": 10, "r": 10, "t": 30, "b": 30},
-                  "showlegend": False, "clickmode": "event", "hovermode": "closest",
-                  "title": {"text": "click events to build a candidate (red: in it)", "font": {"size": 12}},
-                  "xaxis": {"title": self.canvas.axis_title}, "yaxis": {**self.canvas.lane_axis(), "fixedrange": True}}
-        self.strip = figure_widget([events], layout)
+        layout = {"height": 150 + 30 * len(self.canvas.lanes), "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+                  "showlegend": False, "hovermode": "closest", "hoverlabel": {"align": "left"},
+                  "title": {"text": "click events to build a candidate (red: in it)", "font": {"size": 13},
+                            "x": 0.01, "xanchor": "left"},
+                  "xaxis": {"title": {"text": self.canvas.axis_title}},
+                  "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}}}
+        old, self.strip = self.strip, figure_widget([events], layout)
         self.strip.data[0].on_click(self._clicked)
         self.strip_box.children = [self.strip]
+        if old is not None:
+            old.close()
