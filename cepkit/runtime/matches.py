@@ -82,21 +82,20 @@ def _padded(offsets: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
     return out
 
 
-def _words(columns: list) -> list:
-    """Integer sort keys, most significant first, packed into as few int64 words as keep their order:
-    constant columns and repeats of an earlier column say nothing and are dropped, the rest are
-    mixed-radix digits (so one ``argsort`` replaces a ``lexsort`` over many keys)."""
-    kept: list = []
-    for col in columns:
-        if not len(col) or col.min() == col.max():
-            continue
-        if len(kept) <= 16 and any(np.array_equal(col, k) for k in kept):
-            continue
-        kept.append(col)
+def _words(first: np.ndarray, rest: np.ndarray) -> list:
+    """Integer sort keys (the column ``first``, then the columns of the matrix ``rest``), most significant
+    first, packed into as few int64 words as keep their order: constant columns and a column repeating
+    ``first`` say nothing and are dropped, the rest are mixed-radix digits (so one ``argsort`` or a short
+    ``lexsort`` replaces a ``lexsort`` over many keys)."""
+    if not len(first):
+        return []
+    lows, highs = rest.min(axis=0), rest.max(axis=0)
+    columns = [(first, int(first.min()), int(first.max()))]
+    columns += [(rest[:, j], int(lows[j]), int(highs[j])) for j in range(rest.shape[1]) if lows[j] < highs[j]]
+    columns = [c for k, c in enumerate(columns) if c[1] < c[2] and not (k and np.array_equal(c[0], first))]
     words, word, span = [], None, 1
-    for col in kept:
-        low = int(col.min())
-        width = int(col.max()) - low + 1
+    for col, low, high in columns:
+        width = high - low + 1
         if word is not None and span * width >= 1 << 62:
             words.append(word)
             word, span = None, 1
@@ -248,11 +247,16 @@ class MatchArrays(Sequence):
 
     def position_tuples(self) -> list:
         """Each row's positions as a tuple."""
+        lengths = self.offsets[1:] - self.offsets[:-1]
         width = self.width(self.offsets)
         if width is not None:
-            return list(zip(*self.positions.reshape(len(self), width).T.tolist())) if width else [()] * len(self)
-        flat, offsets = self.positions.tolist(), self.offsets.tolist()
-        return [tuple(flat[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+            return _tuples(self.positions.reshape(len(self), width))
+        out = np.empty(len(self), object)      # rows of each length as a matrix: tuples made in C
+        for length in np.unique(lengths).tolist():
+            rows = np.flatnonzero(lengths == length)
+            at = self.offsets[rows][:, None] + np.arange(length)
+            out[rows] = np.fromiter(_tuples(self.positions[at]), dtype=object, count=len(rows))
+        return out.tolist()
 
     @staticmethod
     def width(offsets: np.ndarray) -> Optional[int]:
@@ -268,7 +272,7 @@ class MatchArrays(Sequence):
             (self.bound_variables.reshape(n, width) == self.bound_variables[:width]).all()
         if same_variables:
             names = [self.names[v] for v in self.bound_variables[:width].tolist()]
-            bound = zip(*self.bound_positions.reshape(n, width).T.tolist()) if width else [()] * n
+            bound = _tuples(self.bound_positions.reshape(n, width))
             bindings = [dict(zip(names, b)) for b in bound]
         else:
             bindings = [self._binding_dict(i) for i in range(n)]
@@ -289,7 +293,7 @@ class MatchArrays(Sequence):
         lengths = self.offsets[1:] - self.offsets[:-1]
         last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
                         else -1, -1)
-        words = _words([last, *_padded(self.offsets, self.positions, -1).T])
+        words = _words(last, _padded(self.offsets, self.positions, -1))
         order = _lex_order(words, n)
         tie = _same_as_previous(words, order)
         if not tie.any():
@@ -300,7 +304,7 @@ class MatchArrays(Sequence):
         slots = np.flatnonzero(in_tie)
         rows = order[slots]
         tokens = self._binding_tokens(rows)
-        tied_words = _words([group[slots], *tokens.T])
+        tied_words = _words(group[slots], tokens)
         sub = _lex_order(tied_words, len(rows))
         duplicate = _same_as_previous(tied_words, sub)
         order = order.copy()
@@ -556,6 +560,17 @@ class Matches(Sequence):
             return self.to_pandas()._repr_html_()
         head = Matches(self._columns.take(np.arange(30)), self.engine).to_pandas()
         return head._repr_html_() + f"<p>… {len(self)} matches in all</p>"
+
+
+def _tuples(matrix: np.ndarray) -> list:
+    """The rows of a non-negative integer matrix as tuples of Python ints. When values repeat, one int
+    object per value is shared by every tuple (allocating an int per cell dominated)."""
+    if not matrix.shape[1]:
+        return [()] * len(matrix)
+    top = int(matrix.max(initial=0))
+    if matrix.size > 2 * top and matrix.min(initial=0) >= 0:
+        matrix = np.array(range(top + 1), dtype=object)[matrix]
+    return list(zip(*matrix.T.tolist()))
 
 
 def _lists(offsets: np.ndarray, flat: list) -> list:
