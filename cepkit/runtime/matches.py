@@ -370,6 +370,11 @@ class Matches(Sequence):
             self._deltas = []
         return self._deltas
 
+    @property
+    def arrays(self) -> MatchArrays:
+        """The matches as columns, in output order."""
+        return self._columns
+
     def __getitem__(self, i):
         return self._columns[i]
 
@@ -394,7 +399,7 @@ class Matches(Sequence):
         return [str(v) for v in unique[np.argsort(first)]]
 
     # ------------------------------------------------------------------ tables
-    def _binding_columns(self) -> dict:
+    def binding_columns(self) -> dict:
         """var -> (Kleene?, value): an int64 array of positions (-1: unbound) for a single variable;
         (offsets, positions, bound mask) for a Kleene one; a list of Python values for a name that is
         Kleene in some matches only."""
@@ -434,10 +439,10 @@ class Matches(Sequence):
         c = self._columns
         variables = self.variables()
         if not len(c):
-            wanted = self._fields(fields, self._binding_columns()) if fields is not None else []
+            wanted = self._fields(fields, self.binding_columns()) if fields is not None else []
             return pd.DataFrame([], columns=["match_id", "positions", *variables, *(f for f, _, _ in wanted)])
-        columns = {"match_id": np.arange(len(c)), "positions": _lists(c.offsets, c.positions.tolist())}
-        bindings = self._binding_columns()
+        columns = {"match_id": np.arange(len(c)), "positions": row_lists(c.offsets, c.positions.tolist())}
+        bindings = self.binding_columns()
         for name, (kind, value) in bindings.items():
             columns[name] = _pandas_binding(kind, value)
         if fields is not None:
@@ -450,7 +455,7 @@ class Matches(Sequence):
         built from the columns without Python objects per match."""
         import pyarrow as pa
         c = self._columns
-        bindings = self._binding_columns()
+        bindings = self.binding_columns()
         columns = {"match_id": pa.array(np.arange(len(c), dtype=np.int64)),
                    "positions": pa.LargeListArray.from_arrays(pa.array(c.offsets), pa.array(c.positions))}
         for name, (kind, value) in bindings.items():
@@ -475,19 +480,7 @@ class Matches(Sequence):
         if isinstance(fields, str) and fields == "all":
             return [(f"{name}.{attr}", name, attr) for name in variables for attr in self._attributes_of(
                 events, bindings[name])]
-        if isinstance(fields, str):
-            fields = [fields]
-        out = []
-        for label in fields:
-            name, dot, attr = str(label).partition(".")
-            if not dot or name not in variables:
-                raise QueryError(f"unknown field {label!r}: fields are written variable.attribute, and the "
-                                 f"matches bind {', '.join(variables) or 'no variable'}")
-            if attr not in events.columns:
-                raise QueryError(f"unknown attribute {attr!r} in field {label!r}: the events have "
-                                 f"{', '.join(map(str, events.columns))}")
-            out.append((label, name, attr))
-        return out
+        return named_fields(fields, variables, list(events.columns))
 
     @staticmethod
     def _attributes_of(events: pd.DataFrame, binding) -> list:
@@ -522,7 +515,7 @@ class Matches(Sequence):
                 import pyarrow as pa
                 return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values.array, from_pandas=True),
                                                      mask=pa.array(~bound))
-            return [v if b else None for v, b in zip(_lists(offsets, values.tolist()), bound.tolist())]
+            return [v if b else None for v, b in zip(row_lists(offsets, values.tolist()), bound.tolist())]
         flat = column.tolist()
         out = [[flat[p] for p in v] if isinstance(v, list) else (None if v is None else flat[v]) for v in value]
         if arrow:
@@ -573,7 +566,24 @@ def _tuples(matrix: np.ndarray) -> list:
     return list(zip(*matrix.T.tolist()))
 
 
-def _lists(offsets: np.ndarray, flat: list) -> list:
+def named_fields(fields, variables: list, attributes: list) -> list:
+    """(label, variable, attribute) for each ``"variable.attribute"`` of ``fields`` (a list, or one
+    string); QueryError naming the variables or the attributes there are."""
+    out = []
+    for label in [fields] if isinstance(fields, str) else fields:
+        name, dot, attr = str(label).partition(".")
+        if not dot or name not in variables:
+            raise QueryError(f"unknown field {label!r}: fields are written variable.attribute, and the "
+                             f"matches bind {', '.join(variables) or 'no variable'}")
+        if attr not in attributes:
+            raise QueryError(f"unknown attribute {attr!r} in field {label!r}: the events have "
+                             f"{', '.join(map(str, attributes))}")
+        out.append((str(label), name, attr))
+    return out
+
+
+def row_lists(offsets: np.ndarray, flat: list) -> list:
+    """The CSR rows of ``flat`` (a list) as lists."""
     bounds = offsets.tolist()
     return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -585,7 +595,7 @@ def _pandas_binding(kind: str, value):
         return value if (value >= 0).all() else np.where(value >= 0, value, np.nan)
     if kind == "kleene":
         offsets, positions, bound = value
-        return [v if b else None for v, b in zip(_lists(offsets, positions.tolist()), bound.tolist())]
+        return [v if b else None for v, b in zip(row_lists(offsets, positions.tolist()), bound.tolist())]
     return value
 
 

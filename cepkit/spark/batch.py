@@ -8,7 +8,8 @@ The steps, each a plain Spark operation:
    there are no null types or ts;
 3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices (also for a PARTITION BY
    query with a time window whose keys are too few to fill the shuffle partitions), or as one group;
-4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInPandas``);
+4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInArrow``, or
+   ``mapInPandas`` where PySpark lacks it);
 5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does.
 
 Steps 2 and 5 need global ranks, so ``match`` runs its jobs when called and returns a DataFrame read from
@@ -21,9 +22,11 @@ import itertools
 from typing import Optional
 
 from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import EventError
 from ..runtime.api import prepare
+from ..runtime.matches import named_fields
 from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
 from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,
@@ -82,8 +85,44 @@ def _check_events(events: DataFrame, layout: Layout, keys: tuple) -> tuple:
     return stats["first"] or 0.0, stats["last"] or 0.0, stats["keys"]
 
 
+def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: tuple) -> DataFrame:
+    """The matches joined with the events they bind (``Matches.to_pandas(fields=...)``'s columns): a left
+    join per variable on its position; a Kleene variable's array is exploded, joined and collected back in
+    order. ``"all"``: every variable's ts and attributes, then the columns null in every match dropped
+    (and ``v.type`` unless v binds several types), as locally."""
+    attributes = [c for c in events.columns if not c.startswith(PREFIX)] + (["ts"] if "ts" not in events.columns
+                                                                            else [])
+    if isinstance(fields, str) and fields == "all":
+        wanted = [(f"{v}.{a}", v, a) for v in variables for a in ["ts", *(a for a in attributes if a != "ts")]]
+    else:
+        wanted = named_fields(fields, list(variables), attributes)
+    events = events if "ts" in events.columns else events.withColumn("ts", F.col(POS))
+    columns = list(found.columns)
+    for var in dict.fromkeys(v for _, v, _ in wanted):
+        labels = [(label, attr) for label, v, attr in wanted if v == var]
+        at = PREFIX + "at"
+        side = events.select(F.col(POS).alias(at), *[F.col(attr).alias(label) for label, attr in labels])
+        if var not in query.kleene_variables:
+            found = found.join(side, found[var] == side[at], "left").drop(at)
+            continue
+        index, gathered = PREFIX + "i", PREFIX + "gathered"
+        exploded = found.select("match_id", F.posexplode(var).alias(index, at)).join(side, at)
+        lists = exploded.groupBy("match_id").agg(F.sort_array(F.collect_list(
+            F.struct(index, *[F.col(f"`{label}`") for label, _ in labels]))).alias(gathered))
+        found = found.join(lists.select("match_id", *[F.col(gathered)[label].alias(label) for label, _ in labels]),
+                           "match_id", "left")
+    found = found.select(*columns, *[F.col(f"`{label}`") for label, _, _ in wanted]).orderBy("match_id")
+    if isinstance(fields, str) and fields == "all":
+        counts = found.agg(*[F.count(F.col(f"`{label}`")).alias(label) for label, _, _ in wanted],
+                           *[F.countDistinct(F.col(f"`{label}`")).alias(label + "#") for label, _, a in wanted
+                             if a == "type"]).first()
+        dropped = [label for label, _, a in wanted if not counts[label] or (a == "type" and counts[label + "#"] < 2)]
+        found = found.drop(*dropped)
+    return found
+
+
 def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
-          position: str = "position", slice_length: Optional[float] = None, **options) -> DataFrame:
+          position: str = "position", slice_length: Optional[float] = None, fields=None, **options) -> DataFrame:
     """All matches of ``query`` over the events of a Spark DataFrame, as a Spark DataFrame.
 
     Parameters
@@ -97,6 +136,11 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     position : str
         The column that orders events with equal ts. Without it, ties keep the DataFrame's own row order
         (``monotonically_increasing_id``), which is the row order for ``createDataFrame`` and file reads.
+    fields : list of str or "all", optional
+        The bound events' attributes as extra columns, as ``Matches.to_pandas(fields=...)`` names them
+        (``["d.dep_delay", "w.ts"]``: an array per match for a Kleene variable, null where unbound; write
+        them with backquotes in Spark expressions, ``F.col("`d.dep_delay`")``). Spark joins the matches
+        with the events; the result is then sorted by ``match_id``.
     slice_length : float or timedelta, optional
         For a query cut into time slices: the slice length, in seconds (in events for ``WITHIN n EVENTS``).
         By default about one slice per shuffle partition, each at least four times the overlap long. A
@@ -148,7 +192,8 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
 
     needed = ["type", *(["ts"] if layout.ts_kind != "position" else []), *layout.used,
               *([layout.position] if layout.position and layout.position not in layout.used else [])]
-    events = _number_events(df.select(*needed), layout).withColumn(COORD, layout.coordinate(split))
+    numbered = _number_events(df.select(*(needed if fields is None else df.columns)), layout)
+    events = numbered.withColumn(COORD, layout.coordinate(split))
     first, last, keys_seen = _check_events(events, layout, split.keys if split.sliceable else ())
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < slices):
@@ -167,6 +212,14 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     grouped = (events.repartition(*keys) if keys else events.repartition(1)).sortWithinPartitions(*keys, POS)
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
     # Checkpointed, so that sampling the sort bounds below does not run the engines a second time.
-    found = grouped.select(*shipped).mapInPandas(matcher, layout.match_schema(q)).localCheckpoint()
-    numbered = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
-    return numbered.select("match_id", "positions", *output_variables(q), *split.keys)
+    schema = layout.match_schema(q)
+    shipped = grouped.select(*shipped)
+    if hasattr(shipped, "mapInArrow"):   # Arrow both ways: no pandas lists of matches, no per-match objects
+        found = shipped.mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema)
+    else:
+        found = shipped.mapInPandas(matcher, schema)
+    found = found.localCheckpoint()
+    variables = output_variables(q)
+    result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
+    result = result.select("match_id", "positions", *variables, *split.keys)
+    return result if fields is None else _with_fields(result, numbered, fields, q, variables)

@@ -46,7 +46,7 @@ import pandas as pd
 from ..lang.checks import definitions, negated_vars
 from ..lang.query import Query
 from ..runtime.events import Stream
-from ..runtime.matches import Matches
+from ..runtime.matches import Matches, row_lists
 from ..runtime.registry import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
@@ -236,39 +236,79 @@ class GroupMatcher:
     def output_columns(self) -> list:
         return [LAST, RANK, "positions", *self.variables, *self.split.keys]
 
-    def match_group(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> pd.DataFrame:
-        """The matches in one group (``rows`` sorted by POS), one row each, in output order.
+    def match_columns(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> tuple:
+        """The matches in one group (``rows`` sorted by POS), in output order, as columns with whole-stream
+        positions: (LAST, RANK, positions offsets, positions, {variable: binding column}, index of each
+        match's last event in ``rows``). A binding column is ``Matches.binding_columns``' with positions
+        mapped (-1 stays: unbound, a variable of an OR branch the match did not take).
 
         ``owned`` (one bool per row) keeps only matches whose last event is owned by this group; for
         slices it is read from the HOME and SLICE columns. A group may hold several PARTITION BY keys: the
         engine partitions them itself, and each match takes its key from its last event.
         """
-        stream = Stream.from_frame(self.columns.engine_frame(rows))
-        found = Matches(self.plan.run(stream), self.engine, self.query)
+        found = Matches(self.plan.run(Stream.from_frame(self.columns.engine_frame(rows))), self.engine, self.query)
         if owned is None and self.split.kind == "slices":
             owned = rows[HOME].to_numpy() == rows[SLICE].iat[0]
+        arrays = found.arrays
+        last = arrays.positions[arrays.offsets[1:] - 1] if len(arrays) else np.zeros(0, np.int64)
+        rank = np.arange(len(arrays))
+        if owned is not None and not owned[last].all():
+            rank = np.flatnonzero(owned[last])
+            found, last = Matches(arrays.take(rank), self.engine, self.query), last[rank]
+            arrays = found.arrays
         positions = rows[POS].to_numpy(dtype=np.int64)
-        out, lasts = [], []
-        for rank, m in enumerate(found):
-            if owned is not None and not owned[m.last]:
-                continue
-            row = {LAST: int(positions[m.last]), RANK: rank, "positions": positions[list(m.positions)].tolist()}
-            for var in self.variables:
-                value = m.bindings.get(var)           # None: a variable of an OR branch the match did not take
-                if value is not None and var in self.kleene:
-                    value = positions[list(value if isinstance(value, tuple) else (value,))].tolist()
-                elif value is not None:
-                    value = int(positions[value])
-                row[var] = value
-            out.append(row)
-            lasts.append(m.last)
-        frame = pd.DataFrame(out, columns=[LAST, RANK, "positions", *self.variables])
+        bindings = found.binding_columns()
+        mapped = {}
         for var in self.variables:
-            if var not in self.kleene:
-                frame[var] = frame[var].astype("Int64")
+            kind, value = bindings.get(var, ("single", np.full(len(arrays), -1, np.int64)))
+            if kind == "single":
+                mapped[var] = (kind, np.where(value >= 0, positions[np.maximum(value, 0)], -1))
+            elif kind == "kleene":
+                offsets, bound, present = value
+                mapped[var] = (kind, (offsets, positions[bound], present))
+            else:
+                mapped[var] = (kind, [None if v is None else positions[v].tolist() if isinstance(v, list)
+                                      else int(positions[v]) for v in value])
+        return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last
+
+    def match_group(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> pd.DataFrame:
+        """``match_columns`` as a pandas frame: LAST, RANK, positions (lists), the variables (Int64, or
+        lists for Kleene variables), the partition keys."""
+        last, rank, offsets, positions, bindings, at = self.match_columns(rows, owned)
+        frame = pd.DataFrame({LAST: last, RANK: rank, "positions": row_lists(offsets, positions.tolist())},
+                             columns=[LAST, RANK, "positions"])
+        for var, (kind, value) in bindings.items():
+            if kind == "single":
+                frame[var] = pd.arrays.IntegerArray(np.maximum(value, 0), value < 0)
+            elif kind == "kleene":
+                offsets, bound, present = value
+                frame[var] = [v if p else None for v, p in zip(row_lists(offsets, bound.tolist()), present.tolist())]
+            else:
+                frame[var] = value
         for key in self.split.keys:
-            frame[key] = rows[key].to_numpy()[lasts] if lasts else rows[key].iloc[:0].to_numpy()
+            frame[key] = rows[key].to_numpy()[at]
         return frame
+
+    def match_batch(self, rows: pd.DataFrame, schema):
+        """``match_columns`` as a ``pyarrow.RecordBatch`` of ``schema`` (``mapInArrow``): Arrow lists and
+        nulls straight from the arrays, no Python object per match."""
+        import pyarrow as pa
+        last, rank, offsets, positions, bindings, at = self.match_columns(rows)
+        columns = [pa.array(last, pa.int64()), pa.array(rank, pa.int64()),
+                   pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(positions, pa.int64()))]
+        for var in self.variables:
+            kind, value = bindings[var]
+            if kind == "single":
+                columns.append(pa.array(value, pa.int64(), mask=value < 0))
+            elif kind == "kleene":
+                offsets, bound, present = value
+                columns.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(bound, pa.int64()),
+                                                        mask=pa.array(~present)))
+            else:
+                columns.append(pa.array(value, schema.field(var).type))
+        for key in self.split.keys:
+            columns.append(pa.array(rows[key].iloc[at], schema.field(key).type, from_pandas=True))
+        return pa.RecordBatch.from_arrays(columns, names=schema.names).cast(schema)
 
     def groups(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         """The groups to match, from batches sorted by (group keys, POS): one per slice, or all rows; under
@@ -294,6 +334,16 @@ class GroupMatcher:
             found = self.match_group(rows)
             if len(found):
                 yield found
+
+    def arrow(self, schema):
+        """A ``mapInArrow`` body writing ``schema``: Arrow batches sorted by (group keys, POS) in (read as
+        pandas columns), an Arrow batch of matches per group out."""
+        def body(batches):
+            for rows in self.groups(batch.to_pandas() for batch in batches):
+                found = self.match_batch(rows, schema)
+                if found.num_rows:
+                    yield found
+        return body
 
 
 def _starts(frame: pd.DataFrame, keys: tuple) -> np.ndarray:
