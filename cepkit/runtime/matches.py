@@ -354,7 +354,8 @@ class Matches(Sequence):
         if (columns.sign < 0).any():
             columns = columns.take(columns.sign > 0)
         order, self._new_positions = columns.output_index()
-        self._columns = columns.take(order)
+        in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()   # engines often sort already
+        self._columns = columns if in_order else columns.take(order)
         self.engine = engine
         self.query = query
         self._deltas = deltas
