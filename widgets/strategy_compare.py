@@ -149,7 +149,7 @@ class StrategyCompare(widgets.VBox):
         self.table.value = self._table(cancelled)
         if self.runs:
             traces, layout = self._figure()
-            self.figure = go.Figure(traces, {**layout, "autosize": True})
+            self.figure = go.Figure(traces, layout)
             self.output.show(self.figure)
 
     @staticmethod

@@ -45,11 +45,13 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     budget.wait(finished, "the comparison's runs")
     finished_ms = int(re.search(r"finished at (\d+) ms", finished.inner_text()).group(1))
     compare = page.locator(".js-plotly-plot").filter(has_text="STRICT").first
-    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5,
-                 "the comparison figure", page, poll_ms=100)
+    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5
+                 and (compare.bounding_box() or {"height": 0})["height"] > 100, "the comparison figure drawn",
+                 page, poll_ms=100)
     render_s = (page.evaluate("Date.now()") - finished_ms) / 1000
     (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))
-    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished")
+    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished; "
+          f"figure box {compare.bounding_box()}; script errors so far: {page.script_errors[:5]}")
     compare.scroll_into_view_if_needed()
     outputs.filter(has=compare).first.screenshot(path=str(artifacts / "widgets-strategy-compare.png"))
     assert dom.width_ratio(compare) > 0.95
