@@ -100,6 +100,8 @@ def test_the_corpus_covers_the_written_queries():
     "a WITHIN 1e309 EVENTS", "b WITHIN " + "9" * 310, "b WITHIN 9999999999999999999 EVENTS",
     "SEQ(B a, SEQ(a.v = 1))", " ; ".join(f"A a{i}" for i in range(87)), "((ANY+ a)+)+", "COUNT",
     "A a ;\r B b FILTER c.v > 1", "SEQ(PATTERN a, B b)", "A a WITHIN 1e309",
+    # found by make fuzz: the stack's RETURN of a negated variable only, rcep's constant filter in a +
+    "PATTERN SEQ(!A  x1, A x2) RETURN x1", "(ANY FILTER null)+", "(ANY FILTER a.v > 1 or true)+ ; A a",
 ])
 def test_the_issues_reproducers(text):
     through_everything(text)

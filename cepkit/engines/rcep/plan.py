@@ -603,8 +603,9 @@ class Recomputation:
                 env[var] = indices if self.slots[s].kleene else indices[0]
         if not all(holds(cond, env, events) for cond in self.plan.pattern.residual):
             return False
-        return all(holds(cond, {**env, self.slots[s].var: i}, events)
-                   for s, _ in chosen for cond in self.slots[s].per_event for i in env[self.slots[s].var])
+        return all(holds(cond, env, events) if self.slots[s].var is None   # no variable: a constant condition
+                   else all(holds(cond, {**env, self.slots[s].var: i}, events) for i in env[self.slots[s].var])
+                   for s, _ in chosen for cond in self.slots[s].per_event)
 
 
 __all__ = ["RcepPlan", "RcepMatcher", "Stats"]

@@ -367,8 +367,8 @@ class ColumnarRun:
         """The matches as ``MatchArrays``, by last position then positions, with ``emitted_at`` as the
         matcher's."""
         program, layout = self.program, self.layout
-        if not done:
-            return []
+        if not done or program.select is not None and not any(s.var in program.select for s in program.slots):
+            return []   # (RETURN of negated variables only: every match projects to nothing, as in the reference)
         n = program.n
         chosen = {s: np.concatenate([rows.slots[s] for rows in done]) for s in range(n)}
         if len(program.trailing) > len(program.trailing_exists):
