@@ -40,23 +40,6 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     workbench = outputs.filter(has=page.locator("textarea")).first
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
 
-    # the comparison: drawn (a row per strategy that ran) within RENDER_LIMIT_S of the engines finishing
-    finished = outputs.filter(has_text="engines finished at").first
-    budget.wait(finished, "the comparison's runs")
-    finished_ms = int(re.search(r"finished at (\d+) ms", finished.inner_text()).group(1))
-    compare = page.locator(".js-plotly-plot").filter(has_text="STRICT").first
-    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5
-                 and (compare.bounding_box() or {"height": 0})["height"] > 100, "the comparison figure drawn",
-                 page, poll_ms=100)
-    render_s = (page.evaluate("Date.now()") - finished_ms) / 1000
-    (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))
-    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished; "
-          f"figure box {compare.bounding_box()}; script errors so far: {page.script_errors[:5]}")
-    compare.scroll_into_view_if_needed()
-    outputs.filter(has=compare).first.screenshot(path=str(artifacts / "widgets-strategy-compare.png"))
-    assert dom.width_ratio(compare) > 0.95
-    assert render_s < RENDER_LIMIT_S, f"the comparison took {render_s:.1f} s to draw"
-
     # the workbench: a full-width timeline, a grid with rows; picking a row highlights its match
     workbench.scroll_into_view_if_needed()
     timeline = workbench.locator(".js-plotly-plot").first
@@ -76,4 +59,21 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     assert "✓" not in diagnostics.inner_text()
     budget.wait(workbench.get_by_text("edited since this run"), "the results marked stale")
     diagnostics.screenshot(path=str(artifacts / "widgets-editor-error.png"))
+    # the comparison: drawn (a row per strategy that ran) within RENDER_LIMIT_S of the engines finishing
+    finished = outputs.filter(has_text="engines finished at").first
+    budget.wait(finished, "the comparison's runs")
+    finished_ms = int(re.search(r"finished at (\d+) ms", finished.inner_text()).group(1))
+    compare = page.locator(".js-plotly-plot").filter(has_text="STRICT").first
+    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5
+                 and (compare.bounding_box() or {"height": 0})["height"] > 100, "the comparison figure drawn",
+                 page, poll_ms=100)
+    render_s = (page.evaluate("Date.now()") - finished_ms) / 1000
+    (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))
+    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished; "
+          f"figure box {compare.bounding_box()}; script errors so far: {page.script_errors[:5]}")
+    compare.scroll_into_view_if_needed()
+    outputs.filter(has=compare).first.screenshot(path=str(artifacts / "widgets-strategy-compare.png"))
+    assert dom.width_ratio(compare) > 0.95
+    assert render_s < RENDER_LIMIT_S, f"the comparison took {render_s:.1f} s to draw"
+
     assert not page.script_errors, page.script_errors
