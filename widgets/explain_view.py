@@ -1,10 +1,12 @@
 """``ExplainView``: why is this a match, why is that not, and why did the query never fire (issue 13).
 
-Click events on the event strip (lanes by type, on a time axis) to build a candidate, or type its positions;
-the view shows the verdict, the reasons, and the query text with the failing parts underlined in red (the
+Type a candidate's positions (or pick a near miss, or a match in the Workbench); the event strip (lanes by type,
+on a time axis) marks its events in red, and the view shows the verdict, the reasons, and the query text with the failing parts underlined in red (the
 satisfied ones in green). "Why not?" lists the near misses (``cepkit.why_not``); picking one explains it.
-On a long stream the strip shows the events around the candidate (``max_events`` of them); it is rebuilt whole
-when the candidate changes (``figures.figure_widget``). The widget only
+On a long stream the strip shows the events around the candidate (``max_events`` of them). The strip is drawn
+by JupyterLab's plotly renderer (``graph_layout.FigureOutput``), redrawn whole when the candidate changes: a
+``FigureWidget``, which would report clicks, often renders empty in JupyterLab (plotly 7.1, anywidget 0.11), so
+events are not clicked into the candidate; ``toggle(position)`` adds or removes one. The widget only
 calls ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.match``.
 """
 from __future__ import annotations
@@ -19,7 +21,8 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
-from .figures import figure_widget, full_width
+from .figures import full_width
+from .graph_layout import FigureOutput
 from .timeline import EventCanvas
 
 CHOSEN, OTHER = "#d62728", "#8c96a0"
@@ -56,7 +59,7 @@ class ExplainView(widgets.VBox):
         self.explanation = None
         self.near_misses = None
         self.canvas = EventCanvas(self.stream)   # events placed and described as on the timeline
-        self.positions = widgets.Text(placeholder="positions, e.g. 1,8 (or click events below)",
+        self.positions = widgets.Text(placeholder="positions, e.g. 1,8",
                                       description="candidate", continuous_update=False)
         self.clear = widgets.Button(description="Clear")
         self.why = widgets.Button(description="Why not?", tooltip="near misses: candidates failing fewest clauses")
@@ -65,13 +68,12 @@ class ExplainView(widgets.VBox):
         self.reasons = widgets.HTML()
         self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
         self.misses_note = widgets.HTML()
-        self.strip = None
-        self.strip_box = widgets.VBox(layout=full_width())
+        self.strip = FigureOutput()
         self.positions.observe(self._typed, "value")
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
         self.misses.observe(self._picked, "value")
-        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip_box, self.verdict,
+        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip, self.verdict,
                           self.text, self.reasons, self.misses_note, self.misses], layout=full_width())
         self._shown: list = []
         if candidate is not None:
@@ -135,10 +137,6 @@ class ExplainView(widgets.VBox):
         if chosen != self.candidate:
             self.candidate = chosen
 
-    def _clicked(self, trace, points, state) -> None:
-        for index in points.point_inds:
-            self.toggle(self._shown[index])
-
     def _picked(self, change) -> None:
         if change["new"] is not None:
             miss = self.near_misses[change["new"]]
@@ -174,7 +172,7 @@ class ExplainView(widgets.VBox):
         return range(start, start + self.max_events)
 
     def _draw(self) -> None:
-        """The strip, built whole (``figure_widget``: one message to the browser) each time the candidate changes."""
+        """The strip, drawn whole each time the candidate changes."""
         self._shown = list(self._window())
         chosen = set(self.candidate)
         events = go.Scatter(name="events", **self.canvas.events(self._shown))
@@ -183,12 +181,9 @@ class ExplainView(widgets.VBox):
                          "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
         layout = {"height": 150 + 30 * len(self.canvas.lanes), "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
                   "showlegend": False, "hovermode": "closest", "hoverlabel": {"align": "left"},
-                  "title": {"text": "click events to build a candidate (red: in it)", "font": {"size": 13},
+                  "title": {"text": "the candidate's events in red (hover for their attributes)", "font": {"size": 13},
                             "x": 0.01, "xanchor": "left"},
                   "xaxis": {"title": {"text": self.canvas.axis_title}},
                   "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}}}
-        old, self.strip = self.strip, figure_widget([events], layout)
-        self.strip.data[0].on_click(self._clicked)
-        self.strip_box.children = [self.strip]
-        if old is not None:
-            old.close()
+        self.figure = go.Figure([events], layout)
+        self.strip.show(self.figure)

@@ -1,7 +1,6 @@
 """Notebook 10 in a real browser (``conftest.py``): every cell runs in JupyterLab in headless Chromium, the
 ``ExplainView`` at its end renders its verdict and the query text with the failing condition underlined; the
-screenshot lands in ``test-artifacts/``. (Its event strip is not checked: in this session's JupyterLab every
-plotly FigureWidget, even a plain ``figures.figure_widget``, drew empty axes; see NOTES, issue 13.)"""
+screenshot lands in ``test-artifacts/``."""
 import pytest
 
 NOTEBOOK = "10-why-not.ipynb"

@@ -1,6 +1,4 @@
 """``ExplainView``: candidates built by clicks, typed positions or a near miss; verdict, reasons, query text."""
-from plotly.callbacks import Points
-
 import cepkit
 from cepkit.widgets import ExplainView
 
@@ -8,11 +6,10 @@ PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.i
 
 
 def click(view, position):
-    index = view._shown.index(position)
-    view.strip.data[0]._dispatch_on_click(Points(point_inds=[index], trace_index=0), None)
+    view.toggle(position)
 
 
-def test_clicking_events_builds_the_candidate_and_explains_it():
+def test_toggling_events_builds_the_candidate_and_explains_it():
     view = ExplainView(PHI1, cepkit.datasets.cel_fire_sensors())
     assert view.explanation is None and "x.tmp &gt; 40" in view.text.value
     click(view, 1)
@@ -24,7 +21,8 @@ def test_clicking_events_builds_the_candidate_and_explains_it():
     click(view, 5)
     click(view, 2)
     assert view.explanation.is_match and "is a match" in view.verdict.value
-    assert view.strip.data[0].marker.color[view._shown.index(2)] == "#d62728"
+    assert view.figure.data[0].marker.color[view._shown.index(2)] == "#d62728"
+    assert view.strip.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"][0]["marker"]["symbol"][2] == "diamond"
 
 
 def test_typed_positions_and_bad_input():
