@@ -107,6 +107,37 @@ def _unprojected(query: Query) -> Query:
     return Query(dataclasses.replace(query.ast, select=None), query.text, query.hierarchy)
 
 
+class EmissionLog:
+    """The log of emissions an incremental matcher keeps for a batch run (``keep_log``), and the net result
+    it gives; shared by this layer and the stack engine's own out-of-order matchers. A matcher fed an
+    endless stream never asks for it, so its memory does not grow with the output."""
+
+    retracts = False      # only an aggressive mode withdraws (and may re-insert) matches
+    emissions = None      # every emission in order, once ``keep_log`` asked for it
+
+    def keep_log(self):
+        self.emissions = []
+        return self
+
+    def net(self) -> list:
+        """The matches emitted and not retracted."""
+        if not self.retracts:
+            return list(self.emissions)
+        count = Counter()
+        for m in self.emissions:
+            count[m.key] += 1 if m.sign == "+" else -1
+        return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
+
+
+def replay(matcher: EmissionLog, stream) -> EmissionLog:
+    """Feed a finite stream through an incremental matcher in arrival order, logging every emission."""
+    matcher.keep_log()
+    for event in stream:
+        matcher.push(event)
+    matcher.close()
+    return matcher
+
+
 class LayeredPlan(Plan):
     """An engine's in-order plan behind the out-of-order layer. Pickles as what it was compiled from."""
 
@@ -137,12 +168,8 @@ class LayeredPlan(Plan):
     def run(self, stream) -> list:
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
         lists every emission)."""
-        matcher = self.matcher().keep_log()
-        for event in stream:
-            matcher.push(event)
-        matcher.close()
-        self._last = matcher
-        return matcher.net()
+        self._last = replay(self.matcher(), stream)
+        return self._last.net()
 
     def deltas(self) -> list:
         return list(self._last.emissions) if self._last is not None else []
@@ -154,15 +181,12 @@ class LayeredPlan(Plan):
         return facts
 
 
-class Layer(IncrementalPlan):
+class Layer(EmissionLog, IncrementalPlan):
     """What the modes share: the engine's matcher fed in logical order with release ranks as positions,
     the matches mapped back to arrival positions, the log of emissions."""
 
-    retracts = False
-
     def __init__(self, plan: LayeredPlan):
         self.plan = plan
-        self.emissions = None        # every emission in order, once ``keep_log`` asked for it (a batch run)
         self.emitted = 0
         self.dropped: list = []
         self.last_position = -1
@@ -199,12 +223,6 @@ class Layer(IncrementalPlan):
     def emitted_at(self):
         return self.last_position if self.last_position >= 0 else None
 
-    def keep_log(self) -> "Layer":
-        """Log every emission (``plan.deltas()``, the net result of a run); an incremental matcher only
-        returns them, so its memory does not grow with the output."""
-        self.emissions = []
-        return self
-
     def log(self, matches: list) -> list:
         self.emitted += len(matches)
         if self.emissions is not None:
@@ -213,15 +231,6 @@ class Layer(IncrementalPlan):
 
     def state_size(self) -> int:
         return 0
-
-    def net(self) -> list:
-        """The matches emitted and not retracted."""
-        if not self.retracts:
-            return list(self.emissions)
-        count = Counter()
-        for m in self.emissions:
-            count[m.key] += 1 if m.sign == "+" else -1
-        return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
 
     def info(self) -> dict:
         return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),

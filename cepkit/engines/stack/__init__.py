@@ -44,7 +44,7 @@ from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
 from ...runtime.delays import type_hierarchy
-from ...runtime.disorder import delay_options
+from ...runtime.disorder import delay_options, replay
 from .program import compile_program
 
 __all__ = ["StackEngine", "StackPlan"]
@@ -89,12 +89,8 @@ class StackPlan(Plan):
             found = run.matches()
             self._last = run
             return found
-        matcher = self.matcher().keep_log()
-        for event in stream:
-            matcher.push(event)
-        matcher.close()
-        self._last = matcher
-        return matcher.net()
+        self._last = replay(self.matcher(), stream)
+        return self._last.net()
 
     def deltas(self) -> list:
         """Every emission of the last ``run``, in order: ``Match`` with ``sign`` "+" or "-" and

@@ -45,30 +45,24 @@ from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
+from ...runtime.disorder import EmissionLog
 from ...runtime.delays import MaxDelay, punctuated_type
 from .purge import PurgeByGuarantees
 
 
-class StackMatcher(IncrementalPlan):
+class StackMatcher(EmissionLog, IncrementalPlan):
     """What the modes share: cores per PARTITION BY key, and the log of emissions (for a batch run)."""
 
     ordered = True
-    retracts = False    # only the aggressive mode withdraws (and may re-insert) matches
 
     def __init__(self, program):
         self.program = program
         self.cores: dict = {}
-        self.emissions = None                # every emission in order, once ``keep_log`` asked for it
         self.emitted = 0
         self.last_position = -1
         self.peak_state = 0
         self._arrivals = 0
         self._live: Counter = Counter()      # under RETURN: projected key -> matches emitted and not retracted
-
-    def keep_log(self) -> "StackMatcher":
-        """Log every emission (a batch run's ``deltas`` and net result need them; a stream does not)."""
-        self.emissions = []
-        return self
 
     def key_of(self, event) -> tuple:
         return tuple(event.get(k) for k in self.program.partition_by)
@@ -112,15 +106,6 @@ class StackMatcher(IncrementalPlan):
         self._arrivals += 1
         if self._arrivals % 64 == 0:
             self.peak_state = max(self.peak_state, self.state_size())
-
-    def net(self) -> list:
-        """The matches emitted and not retracted."""
-        if not self.retracts:   # every emission is final and emitted once (per projected key)
-            return list(self.emissions)
-        count = Counter()
-        for m in self.emissions:
-            count[m.key] += 1 if m.sign == "+" else -1
-        return [m for m in self.emissions if m.sign == "+" and count.pop(m.key, 0) > 0]
 
     def info(self) -> dict:
         return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
