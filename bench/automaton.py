@@ -32,6 +32,7 @@ from tqdm import tqdm
 import cepkit
 from cepkit.engines.automaton.evaluate import run_all
 from cepkit.runtime.events import Stream
+from streams import best_of
 from cepkit.runtime.registry import get_engine
 
 QUERIES = {   # digest 004 §6, Table 1; ``atom(type, var)`` writes one (filtered) atom
@@ -56,15 +57,6 @@ def make_stream(n: int, seed: int = 0) -> Stream:
     types = rng.choice(np.array(list("ABCD"), dtype=object), n)
     values = rng.integers(0, 100, n)
     return Stream.from_any(pd.DataFrame({"type": types, "ts": np.arange(n, dtype=float), "v": values}))
-
-
-def best_of(k: int, fn) -> tuple:
-    best, out = float("inf"), None
-    for _ in range(k):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def bare_loop(stream: Stream) -> int:

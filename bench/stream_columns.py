@@ -25,6 +25,7 @@ import pandas as pd
 
 import cepkit
 from cepkit.runtime.events import Stream
+from streams import best_of
 
 UNFILTERED = "A a ; B b ; C c WITHIN 10 s"
 FILTERED = "(A a FILTER a.v < 10) ; (B b FILTER b.v < 10) ; (C c FILTER c.v < 10) WITHIN 10 s"
@@ -34,15 +35,6 @@ def make_frame(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"type": rng.choice(np.array(list("ABCD"), dtype=object), n),
                          "ts": np.arange(n, dtype=np.int64), "v": rng.integers(0, 100, n)})
-
-
-def best_of(k: int, fn) -> tuple:
-    best, out = float("inf"), None
-    for _ in range(k):
-        start = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, out
 
 
 def numpy_pass(frame: pd.DataFrame) -> int:

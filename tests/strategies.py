@@ -540,3 +540,15 @@ def nested_queries(draw, types=TYPES, max_depth=3, correlated=True, windows=True
         within = A.Window(draw(st.integers(1, 6)), draw(st.sampled_from([None, "EVENTS"])))
     part = ("id",) if partition and draw(st.integers(0, 3)) == 0 else ()
     return pretty(A.QueryNode(pattern=root, within=within, partition_by=part))
+
+
+def dropped_by_kslack(arrived, k):
+    """Events K-slack cannot place: they arrive after an event with a larger (ts, position) was released,
+    i.e. after one whose ts was already more than K below the largest ts seen."""
+    out, clock = [], float("-inf")
+    for p, e in enumerate(arrived):
+        if any((e["ts"], p) < (r["ts"], q) and r["ts"] < clock - k for q, r in enumerate(arrived[:p])):
+            out.append(p)
+        else:
+            clock = max(clock, e["ts"])
+    return out

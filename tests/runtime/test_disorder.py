@@ -15,7 +15,7 @@ from cepkit.lang import ast as A
 from cepkit.lang.printer import pretty
 from cepkit.runtime.registry import select_engine
 from cepkit.semantics import evaluate
-from strategies import cel_queries, kleene_queries, nested_queries, set_query_variants, shuffled_arrivals, streams
+from strategies import dropped_by_kslack, cel_queries, kleene_queries, nested_queries, set_query_variants, shuffled_arrivals, streams
 
 
 def time_windowed(draw_query):
@@ -103,16 +103,6 @@ def test_the_matcher_pushes_retractions_and_keeps_the_net_result():
               [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}]]
     assert pushed == [[], [], [("+", (0, 1, 2))], [("-", (0, 1, 2)), ("+", (0, 1, 2, 3))]]
     assert matcher.close() == [] and [m.positions for m in matcher.result()] == [(0, 1, 2, 3)]
-
-
-def dropped_by_kslack(arrived, k):
-    out, clock = [], float("-inf")
-    for p, e in enumerate(arrived):
-        if any((e["ts"], p) < (r["ts"], q) and r["ts"] < clock - k for q, r in enumerate(arrived[:p])):
-            out.append(p)
-        else:
-            clock = max(clock, e["ts"])
-    return out
 
 
 @settings(max_examples=40, deadline=None)

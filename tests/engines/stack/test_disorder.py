@@ -9,7 +9,7 @@ from cepkit.semantics import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from strategies import flat_seq_queries, shuffled_arrivals, streams
+from strategies import dropped_by_kslack, flat_seq_queries, shuffled_arrivals, streams
 
 # Out of order, windows are in time (EVENTS windows and STRICT/STNM are refused, see test_errors.py).
 time_queries = flat_seq_queries().filter(lambda q: "EVENTS" not in q)
@@ -94,18 +94,6 @@ def test_conservative_with_punctuations(query, arrived):
     m = cepkit.match(query, arrived, engine="stack", disorder="conservative")
     assert keys(m) == truth(query, arrived)
     assert all(d.sign == "+" for d in m.deltas)
-
-
-def dropped_by_kslack(arrived, k):
-    """Events K-slack cannot place: they arrive after an event with a larger (ts, position) was released,
-    i.e. after one whose ts was already more than K below the largest ts seen."""
-    out, clock = [], float("-inf")
-    for p, e in enumerate(arrived):
-        if any((e["ts"], p) < (r["ts"], q) and r["ts"] < clock - k for q, r in enumerate(arrived[:p])):
-            out.append(p)
-        else:
-            clock = max(clock, e["ts"])
-    return out
 
 
 @settings(max_examples=150, deadline=None)
