@@ -260,7 +260,7 @@ class GroupMatcher:
         bindings = found.binding_columns()
         mapped = {}
         for var in self.variables:
-            kind, value = bindings.get(var, ("single", np.full(len(arrays), -1, np.int64)))
+            kind, value = bindings.get(var) or self.unbound(var, len(arrays))
             if kind == "single":
                 mapped[var] = (kind, np.where(value >= 0, positions[np.maximum(value, 0)], -1))
             elif kind == "kleene":
@@ -270,6 +270,12 @@ class GroupMatcher:
                 mapped[var] = (kind, [None if v is None else positions[v].tolist() if isinstance(v, list)
                                       else int(positions[v]) for v in value])
         return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last
+
+    def unbound(self, var: str, n: int) -> tuple:
+        """The binding column of a variable no match binds (none in this group), of the variable's own kind."""
+        if var in self.kleene:
+            return "kleene", (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(n, bool))
+        return "single", np.full(n, -1, np.int64)
 
     def match_group(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> pd.DataFrame:
         """``match_columns`` as a pandas frame: LAST, RANK, positions (lists), the variables (Int64, or
