@@ -99,3 +99,35 @@ def test_a_quiet_key_under_an_events_window_holds_a_window_of_state(engine):
         assert max(int(part.state.n[0]) for part in inc.parts.values()) <= 5
     else:
         assert max(core.size() for core in inc.cores.values()) <= 5
+
+
+def one_endless_key(n: int, seed: int = 1) -> list:
+    """One key for ``n`` events, ts = position: types A-D, with a quiet stretch of D only in the middle
+    (no candidate for a while, so a cached view falls behind the stream)."""
+    rng = np.random.default_rng(seed)
+    types = rng.choice(list("ABCD"), n)
+    types[n // 3: n // 3 + 200] = "D"
+    return [{"type": str(t), "ts": i, "id": 0} for i, t in enumerate(types)]
+
+
+@pytest.mark.parametrize("caching", ["a", "p", "b", None])
+@pytest.mark.parametrize("query", [
+    "SEQ(A a, !B b, C c) WITHIN 10 s PARTITION BY id",
+    "SEQ(A a, C c, !SEQ(B b, D d)) WITHIN 10 s",          # trailing: candidates wait for their scope
+    "SEQ(A a, EXISTS B b, C c) WITHIN 12 EVENTS PARTITION BY id",
+])
+def test_the_nested_matcher_keeps_a_window_of_one_endless_key(query, caching):
+    """The sub-stream of a key drops the events no candidate or witness can reach (more than twice the
+    window back, or before a pending candidate's reach): with one key for 3,000 events at most about two
+    windows and a purge period of them are kept, and the matches are the reference's."""
+    from cepkit.engines.nested import PURGE_EVERY
+    events = one_endless_key(N)
+    inc = select_engine(cepkit.parse(query), "nested", {"caching": caching})[1].matcher()
+    found, most = [], 0
+    for e in Stream.from_any(events):
+        found += inc.push(e)
+        most = max(most, max(len(part.events.items) for part in inc.execution.parts.values()))
+    found += inc.close()
+    assert most <= 3 * 12 + PURGE_EVERY
+    assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
+    assert found

@@ -36,13 +36,49 @@ from .views import make_view
 PUNCTUATION = "PUNCTUATION"
 
 
+class Suffix:
+    """The items of an append-only list from index ``start`` on, read by their index in the whole list: the
+    earlier ones were dropped once nothing could read them (a sub-stream's events before its window)."""
+    __slots__ = ("items", "start")
+
+    def __init__(self):
+        self.items: list = []
+        self.start = 0
+
+    def __len__(self) -> int:
+        return self.start + len(self.items)
+
+    def __getitem__(self, index: int):
+        if index < self.start:
+            raise IndexError(f"index {index} was dropped (the list starts at {self.start})")
+        return self.items[index - self.start]
+
+    def append(self, item) -> None:
+        self.items.append(item)
+
+    def bisect_left(self, x) -> int:
+        """``bisect.bisect_left`` over the kept items of a sorted list (at least ``start``)."""
+        return self.start + bisect.bisect_left(self.items, x)
+
+    def bisect_right(self, x) -> int:
+        return self.start + bisect.bisect_right(self.items, x)
+
+    def drop_before(self, index: int) -> None:
+        cut = min(index, len(self)) - self.start
+        if cut > 0:
+            del self.items[:cut]
+            self.start += cut
+
+
 class SubStream:
-    """One partition's events in logical order, its operators' stacks and its sub-queries' views."""
+    """One partition's events in logical order, its operators' stacks and its sub-queries' views. Under a
+    window only the events a later match or witness may still use are kept (``purge``): indices stay those
+    of the whole sub-stream."""
 
     def __init__(self, run: "Execution"):
         self.run = run
-        self.events: list = []
-        self.times: list = []
+        self.events = Suffix()
+        self.times = Suffix()
         self.stacks: dict = {}       # (operator, end) -> (start, results): results ending at end, first >= start
         self.prefixes: dict = {}     # (prefix key, end) -> (start, results): shared SEQ prefixes (PreCache)
         self.views = {sub: make_view(run.caching, self._computer(sub), self.floor) for sub in run.subqueries}
@@ -61,7 +97,7 @@ class SubStream:
             return 0
         if w.events:
             return max(0, math.floor(last - w.amount) + 1)
-        return bisect.bisect_left(self.times, self.times[last] - w.seconds - self.run.slack)
+        return self.times.bisect_left(self.times[last] - w.seconds - self.run.slack)
 
     def floor(self, end: int) -> int:
         """The smallest start a witness ending at ``end`` can have: every scope lies inside its outer match's
@@ -71,7 +107,7 @@ class SubStream:
             return 0
         if w.events:
             return max(0, end - 2 * math.ceil(w.amount))
-        return bisect.bisect_left(self.times, self.times[end] - 2 * w.seconds - 2 * self.run.slack)
+        return self.times.bisect_left(self.times[end] - 2 * w.seconds - 2 * self.run.slack)
 
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading/trailing negation of a match spanning first..last: (last − w, first + w)."""
@@ -83,8 +119,8 @@ class SubStream:
             return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.run.complete)
         start = self.times[last] - w.seconds - self.run.slack
         end = self.times[first] + w.seconds + self.run.slack
-        lo = bisect.bisect_left(self.times, start) - 1
-        hi = bisect.bisect_right(self.times, end)
+        lo = self.times.bisect_left(start) - 1
+        hi = self.times.bisect_right(end)
         return Scope(lo, hi, not self.run.complete and not self.run.clock > end)
 
     # ------------------------------------------------------------------ positive construction (WinSeq/WinAnd/WinOr)
@@ -240,17 +276,19 @@ class SubStream:
         return [(r, self.valid(r, {}, self.window_scope(r.first, r.last), r.positions)) for r in pending]
 
     def purge(self, now: int) -> None:
-        """Forget stacks, prefixes and view results no candidate triggered at ``now`` or later can use (they
-        lie more than twice the window back, or before a pending candidate's reach)."""
+        """Forget events, stacks, prefixes and view results no candidate triggered at ``now`` or later can use
+        (they lie more than twice the window back, or before a pending candidate's reach)."""
         if self.run.window is None or not self.events:
             return
-        horizon = self.floor(now)
-        pending = min((r.first for r in self.pending), default=horizon)
-        before = max(0, min(horizon, self.floor(pending)))
+        before = self.floor(now)
+        if self.pending:
+            before = min(before, self.floor(min(r.first for r in self.pending)))
         self.stacks = {k: v for k, v in self.stacks.items() if k[1] >= before}
         self.prefixes = {k: v for k, v in self.prefixes.items() if k[1] >= before}
         for view in self.views.values():
             view.purge(before)
+        self.events.drop_before(before)
+        self.times.drop_before(before)
 
 
 def _between(items: dict, k: int, scope: Scope) -> Scope:

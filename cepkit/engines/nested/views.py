@@ -80,7 +80,10 @@ class AggressiveView(View):
         return _inside(self.by_end, lo, hi, lo + 1)
 
     def purge(self, before):
+        """Results ending before ``before`` start before it: no QI needs them, so the view is complete up to
+        ``before - 1`` without them (and never computes them over events the sub-stream has dropped)."""
         self.by_end = {end: rs for end, rs in self.by_end.items() if end >= before}
+        self.right_bound = max(self.right_bound, before - 1)
 
     def size(self):
         return sum(map(len, self.by_end.values()))
