@@ -88,8 +88,9 @@ class Judge:
                 "type", f"event {punctuations[0]} is a PUNCTUATION event: punctuations are never matched",
                 None, (punctuations[0],))])
         keys = {p: self._key(self.stream[p]) for p in positions}
-        if len(set(keys.values())) > 1:
-            return self._verdict(positions, bindings, False, [self._partition_reason(keys)])
+        if len(set(keys.values())) > 1:   # and, read across partitions, do the events fit the pattern at all?
+            misfits = _Case(self, positions, bindings, None).misfits()
+            return self._verdict(positions, bindings, False, [self._partition_reason(keys), *misfits])
         case = _Case(self, positions, bindings, keys[positions[0]])
         return case.explain()
 
@@ -161,12 +162,16 @@ class Judge:
 
 
 class _Case:
-    """One candidate being judged."""
+    """One candidate being judged; with ``key=None``, its events alone, their partitions ignored (to say which
+    types and order are wrong when the candidate spans partitions)."""
 
-    def __init__(self, judge: Judge, positions: tuple, bindings, key: tuple):
+    def __init__(self, judge: Judge, positions: tuple, bindings, key: Optional[tuple]):
         self.judge, self.positions, self.bindings, self.key = judge, positions, bindings, key
-        self.local = judge.neighbourhood(positions, key)
-        order = sorted((e for e in self.local if e.type != PUNCTUATION and judge._key(e) == key),
+        if key is None:
+            self.local = Stream([judge.stream[p] for p in positions], judge.stream.ts_is_datetime)
+        else:
+            self.local = judge.neighbourhood(positions, key)
+        order = sorted((e for e in self.local if e.type != PUNCTUATION and (key is None or judge._key(e) == key)),
                        key=lambda e: (e.time, e.position))
         self.sub = Substream(order, judge.query.within, math.inf, True)
         self.index = {e.position: i for i, e in enumerate(order)}
@@ -300,6 +305,16 @@ class _Case:
 
     def _structure(self) -> list:
         """Why the candidate's events bind no derivation of the pattern."""
+        best = self.misfits()
+        if best:
+            return best
+        what = "these bindings" if self.bindings is not None else f"the {len(self.positions)} events {self.positions}"
+        return [Reason("type", f"the pattern cannot bind {what}: no assignment of them to its event variables "
+                               "uses each event once", node_span(self.judge.query.pattern, self.text), self.positions)]
+
+    def misfits(self) -> list:
+        """The fewest type and order problems over the ways to assign the candidate's events to the pattern's
+        variables (none when some assignment fits, or when there is no assignment at all)."""
         if self.bindings is not None:
             assignments = [{var: tuple(self.index[p] for p in v) if isinstance(v, tuple) else self.index[v]
                             for var, v in self.bindings.items()}]
@@ -308,16 +323,7 @@ class _Case:
             relaxed = _Relaxed(self.sub, self.judge.query.hierarchy, wanted) if len(wanted) <= 12 else None
             found = relaxed.derive(self.judge.pattern, min(wanted), max(wanted) + 1, windowed=False) if relaxed else []
             assignments = [d.bindings for d in found if d.positions == wanted][:200]
-        best = None
-        for assignment in assignments:
-            reasons = self._misfits(assignment)
-            if reasons and (best is None or len(reasons) < len(best)):
-                best = reasons
-        if best:
-            return best
-        what = "these bindings" if self.bindings is not None else f"the {len(self.positions)} events {self.positions}"
-        return [Reason("type", f"the pattern cannot bind {what}: no assignment of them to its event variables "
-                               "uses each event once", node_span(self.judge.query.pattern, self.text), self.positions)]
+        return min((self._misfits(assignment) for assignment in assignments), key=len, default=[])
 
     def _misfits(self, assignment: Mapping) -> list:
         """Type and order problems of an assignment var -> logical index (tuple for a Kleene variable)."""

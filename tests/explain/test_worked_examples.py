@@ -76,6 +76,19 @@ def test_window_and_partition():
     assert reason.message.startswith("event 1 has id = 0 but event 3 has id = 1")
 
 
+def test_a_candidate_across_partitions_also_hears_what_else_is_wrong():
+    """Across partitions the partition is not the only reason: events 1 and 4 are both temperatures, and a
+    person asking about them wants to hear that too, not only that their ids differ."""
+    q = "SEQ(T x, H y) WHERE x.tmp > 40 WITHIN 5 s PARTITION BY id"
+    e = cepkit.explain(q, cel_fire_sensors(), (1, 4))
+    assert [r.kind for r in e.reasons] == ["partition", "type"]
+    assert e.reasons[1].message == "event 4 has type T; `H y` needs H" and underlined(e, e.reasons[1]) == "H y"
+    e = cepkit.explain(q, cel_fire_sensors(), {"x": 3, "y": 1})      # H then T, bound the wrong way round
+    assert [r.kind for r in e.reasons] == ["partition", "type", "type", "order"]
+    e = cepkit.explain(q, cel_fire_sensors(), (1, 3))                # T then H: only the partition is wrong
+    assert [r.kind for r in e.reasons] == ["partition"]
+
+
 # ----------------------------------------------------------------------------- digest 002, SES STNM
 CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
             "and prev(p.V) < p.V WITHIN 15 days")
