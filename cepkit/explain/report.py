@@ -98,7 +98,9 @@ class NearMisses(list):
         self.query = query
 
     def summary(self) -> str:
-        head = f"{len(self)} near miss(es) among {self.searched} candidate(s) judged"
+        n, judged = len(self), self.searched
+        head = (f"{n:,} near {'miss' if n == 1 else 'misses'} among {judged:,} "
+                f"{'candidate' if judged == 1 else 'candidates'} judged")
         return head + ("; the search was exhaustive" if self.complete else f"; stopped early: {self.stopped}")
 
     def __str__(self):

@@ -43,7 +43,7 @@ def test_explain_bindings_and_json(capsys, fire_csv):
 def test_without_a_candidate_the_near_misses(capsys, fire_csv):
     status, out, _ = run(capsys, "explain", "SEQ(T x, H y) WHERE x.tmp > 45", "--events", fire_csv, "--limit", "3")
     assert status == 0
-    assert out.startswith("3 near miss(es)")
+    assert out.startswith("3 near misses among ")
     # the closest miss first: 45 is not above 45
     assert out.splitlines()[3] == "- [condition] `x.tmp > 45` is false: x.tmp = 45 (event 1)"
 
