@@ -40,6 +40,7 @@ from .kernel import jit
 from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
+ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset")
 Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
@@ -329,7 +330,9 @@ class Evaluator:
         self.table = program.table
         self.arena = new_arena()
         self.collect = collect
-        self.roots = Roots(np.empty(256, np.int32), np.empty(256, np.int64), np.empty(256), np.empty(256),
+        # room for many completed lists before the kernel returns to enumerate them: each return costs a
+        # call of each kernel (tens of µs of argument unboxing), at 256 a third of A;B;C's run
+        self.roots = Roots(np.empty(ROOTS, np.int32), np.empty(ROOTS, np.int64), np.empty(ROOTS), np.empty(ROOTS),
                            np.zeros(1, np.int64))
         self.outputs = Outputs(limit)
         self.info = np.zeros(5, np.int64)

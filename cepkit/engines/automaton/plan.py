@@ -67,6 +67,10 @@ class Program:
             return [], False
         completed = True
         names = self.cea.variables
+        kleene = [name in self.query.kleene_variables for name in names]
+        if not chosen and self.query.select is None and keep.all():
+            # every row as it is (the positions copied: the outputs' buffer is reused)
+            return MatchArrays.from_bindings(offsets, positions.copy(), var_ids, names, kleene, emitted), completed
         for variables, picked in chosen:
             inside = np.array([name in variables for name in names] + [False])[var_ids]   # -1: unnamed
             flat, bounds = positions.tolist(), offsets.tolist()
@@ -83,7 +87,6 @@ class Program:
         nonempty = counts > 0
         kept_offsets = np.zeros(int(nonempty.sum()) + 1, np.int64)
         np.cumsum(counts[nonempty], out=kept_offsets[1:])
-        kleene = [name in self.query.kleene_variables for name in names]
         return MatchArrays.from_bindings(kept_offsets, positions[entry], var_ids[entry], names, kleene,
                                          emitted[nonempty]), completed
 
