@@ -22,9 +22,12 @@ class KeyExpiry:
         self.last: OrderedDict = OrderedDict()     # key -> time of its last event
 
     def touch(self, key, time: float) -> None:
-        """``key`` had an event at ``time`` (no earlier than any before)."""
+        """``key`` had an event at ``time``. Out of order (a late event) its last time stays the largest;
+        keys are then only nearly in time order, and ``expired`` stops at the first live one, so a key
+        may be dropped later than it could be, never earlier."""
         if self.window is not None:
-            self.last[key] = time
+            last = self.last.get(key)
+            self.last[key] = time if last is None or time > last else last
             self.last.move_to_end(key)
 
     def expired(self, now: float) -> list:

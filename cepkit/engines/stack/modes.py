@@ -31,6 +31,9 @@ Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
   an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay`` (``"*"`` in a mapping).
 - ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
   it (the digest's "delay bound K"); without it state grows with the stream.
+- Under a time window and a ``max_delay`` the conservative and aggressive modes drop a PARTITION BY key
+  once its last event is below their purge's reach (``forget_keys_after``), as the in-order mode does once
+  its window has passed (``cepkit.runtime.expiry``); without a bound every key is kept.
 """
 from __future__ import annotations
 
@@ -307,6 +310,14 @@ class _OutOfOrderMatcher(StackMatcher):
         self.max_delay = MaxDelay(max_delay, hierarchy)
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)     # the largest key that has arrived
+        self._expiry = KeyExpiry(None)     # a mode whose purge has a reach sets it (``forget_keys_after``)
+
+    def forget_keys_after(self, reach: float) -> None:
+        """Drop a PARTITION BY key's core once its last event is more than ``reach`` below the clock: the
+        mode's purge would have emptied it (it drops instances ``reach`` below the clock), so the key's
+        next event finds what a new core holds. Unbounded (no time window or no ``max_delay``): kept."""
+        if self.program.window_time is not None and reach < math.inf:
+            self._expiry = KeyExpiry(reach)
 
     def arrive(self, event):
         """Core, local position and lateness of an arriving event; advances the clock."""
@@ -318,10 +329,24 @@ class _OutOfOrderMatcher(StackMatcher):
         late = (event.time, event.position) < self.horizon
         self.horizon = max(self.horizon, (event.time, event.position))
         self.clock = max(self.clock, event.time)
-        core = self.core_of(event)
+        for gone in self._expiry.expired(self.clock):
+            if self.holds(self.cores[gone]):
+                self._expiry.touch(gone, self.clock)
+            else:
+                self.forget(self.cores.pop(gone))
+        key = self.key_of(event)
+        self._expiry.touch(key, event.time)
+        core = self.core_of(event, key)
         lpos = core.next_lpos
         core.next_lpos += 1
         return core, lpos, late
+
+    def holds(self, core: Core) -> bool:
+        """Whether ``core`` keeps something its purge does not drop (conservative: matches held)."""
+        return False
+
+    def forget(self, core: Core) -> None:
+        """What the mode keeps per core, dropped with it."""
 
     def purge_below(self, core: Core, time_limit: float) -> None:
         """Drop instances with ts < ``time_limit`` where the event went, and everywhere now and then."""
@@ -361,6 +386,15 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         self.held: dict = {}                                  # core -> [_Held]: the holding set
         self.waiting = [[] for _ in program.negations]        # per negation: heap of (required ts, seq, _Held)
         self._seq = itertools.count()
+        if self.max_delay.bounded:
+            self.forget_keys_after(self.slot_delay + (program.window_time or 0.0))   # ``purge_below``'s reach
+
+    def holds(self, core: Core) -> bool:
+        """A late negative of a key may still block the key's held matches: the core stays while any does."""
+        return any(held.alive for held in self.held.get(core, ()))
+
+    def forget(self, core: Core) -> None:
+        self.held.pop(core, None)
 
     def push(self, event) -> list:
         self._track(event)
@@ -461,6 +495,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         # a late event that can change the output is of a type of the query, positive or negated
         types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
         self.reach_delay = self.max_delay.worst(types)
+        self.forget_keys_after(self.reach_delay + 2 * (program.window_time or 0.0))   # ``purge_below``'s reach
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
