@@ -1,4 +1,4 @@
-"""cepkit.widgets: the Jupyter workbench over cepkit's public API (ipywidgets 8, plotly FigureWidget).
+"""cepkit.widgets: the Jupyter workbench over cepkit's public API (ipywidgets 8; every figure a ``PlotlyView``).
 
 - ``Workbench(events)``: query editor with live errors, engine and strategy pickers, results, and the views;
 - ``MatchTimeline(events, matches)``: events by type lane on a time axis, each match linked in order;
@@ -6,7 +6,8 @@
 - ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
 - ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step (digest 000b §3);
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
-- ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``).
+- ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
+- ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``).
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
 ``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain`` and ``cepkit.why_not``, and fall back to the
@@ -16,9 +17,10 @@ from .automaton_view import AutomatonView
 from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
 from .explain_view import ExplainView
+from .figures import PlotlyView
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "ExplainView", "MatchTimeline", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "ExplainView", "MatchTimeline", "PlotlyView", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]

@@ -25,8 +25,8 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
-from .figures import TABLE_CSS, full_width
-from .graph_layout import FONT, FigureOutput, graph_drawing, edge_lines
+from .figures import TABLE_CSS, PlotlyView, full_width
+from .graph_layout import FONT, graph_drawing, edge_lines
 from .timeline import event_text
 
 TRACES = ("• transitions", "◦ transitions", "fired transitions", "transition labels", "final states", "states",
@@ -212,10 +212,10 @@ class AutomatonView(widgets.VBox):
         query_of = getattr(self.automaton, "query", None)
         self.partition_by = tuple(getattr(query_of, "partition_by", None) or ())
         self.figure = automaton_figure(self.automaton, self.drawing)
-        self.output = FigureOutput()
+        self.plot = PlotlyView()
         self.summary = widgets.HTML(self._summary())
         self.panel = widgets.HTML()
-        children = [self.summary, self.output]
+        children = [self.summary, self.plot]
         self.steps = []
         self.notes = []
         if events is not None:
@@ -299,7 +299,7 @@ class AutomatonView(widgets.VBox):
         self.trace("entered states").update(x=[node[s].x for s in entered], y=[node[s].y for s in entered],
                                             marker={"size": [node[s].size + 6 for s in entered]})
         self.trace("fired transitions").update(**edge_lines(self.drawing.edges[k] for k in self.fired()))
-        self.output.show(self.figure)
+        self.plot.show(self.figure)
         self.panel.value = self._step_html() if self.steps else ""
 
     def _summary(self) -> str:

@@ -31,8 +31,8 @@ import plotly.graph_objects as go
 import cepkit
 
 from .execution import as_stream
-from .figures import TABLE_CSS, full_width
-from .graph_layout import FONT, FigureOutput, graph_drawing, edge_lines
+from .figures import TABLE_CSS, PlotlyView, full_width
+from .graph_layout import FONT, graph_drawing, edge_lines
 
 ROOT = "v0"
 TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
@@ -124,7 +124,7 @@ class ECubeView(widgets.VBox):
         else:
             raise ValueError("ECubeView needs events, or a cube that has run")
         self.figure = self._empty_figure()
-        self.output = FigureOutput()
+        self.plot = PlotlyView()
         wide = {"description_width": "initial"}
         self.query_picker = widgets.Dropdown(description="query", options=list(self.cube.queries), style=wide,
                                              layout={"width": "max-content"})
@@ -164,7 +164,7 @@ class ECubeView(widgets.VBox):
                                  self.roll_button], layout=wrap)
         toggles = widgets.HBox([self.show_cached, self.show_candidates], layout=wrap)
         explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset], layout=wrap)
-        super().__init__([self.output, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table],
+        super().__init__([self.plot, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table],
                          layout=full_width())
         self.add_class("cepkit-ecube-view")
         self._redraw()
@@ -333,7 +333,7 @@ class ECubeView(widgets.VBox):
         self.figure.layout.height = int(drawing.height) + margin.t + margin.b
         self.figure.layout.xaxis.range = [0, drawing.width]
         self.figure.layout.yaxis.range = [0, drawing.height]
-        self.output.show(self.figure)
+        self.plot.show(self.figure)
 
     def _refresh_operations(self) -> None:
         name = self.query_picker.value

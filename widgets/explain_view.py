@@ -1,13 +1,12 @@
 """``ExplainView``: why is this a match, why is that not, and why did the query never fire (issue 13).
 
-Type a candidate's positions (or pick a near miss, or a match in the Workbench); the event strip (lanes by type,
-on a time axis) marks its events in red, and the view shows the verdict, the reasons, and the query text with the failing parts underlined in red (the
-satisfied ones in green). "Why not?" lists the near misses (``cepkit.why_not``); picking one explains it.
-On a long stream the strip shows the events around the candidate (``max_events`` of them). The strip is drawn
-by JupyterLab's plotly renderer (``graph_layout.FigureOutput``), redrawn whole when the candidate changes: a
-``FigureWidget``, which would report clicks, often renders empty in JupyterLab (plotly 7.1, anywidget 0.11), so
-events are not clicked into the candidate; ``toggle(position)`` adds or removes one. The widget only
-calls ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.match``.
+Click events on the strip (lanes by type, on a time axis) to build a candidate, or type its positions, or pick a
+near miss, or a match in the Workbench; the strip marks the candidate's events in red, and the view shows the
+verdict, the reasons, and the query text with the failing parts underlined in red (the satisfied ones in green).
+"Why not?" lists the near misses (``cepkit.why_not``); picking one explains it. On a long stream the strip shows
+the events around the candidate (``max_events`` of them). A click on an event, like ``toggle(position)``, adds it
+to the candidate or takes it out. The widget only calls ``cepkit.explain``, ``cepkit.why_not`` and
+``cepkit.match``.
 """
 from __future__ import annotations
 
@@ -21,8 +20,7 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
-from .figures import full_width
-from .graph_layout import FigureOutput
+from .figures import PlotlyView, full_width
 from .timeline import EventCanvas
 
 CHOSEN, OTHER = "#d62728", "#8c96a0"
@@ -68,12 +66,13 @@ class ExplainView(widgets.VBox):
         self.reasons = widgets.HTML()
         self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
         self.misses_note = widgets.HTML()
-        self.strip = FigureOutput()
+        self.plot = PlotlyView()
+        self.plot.on_click(self._clicked)
         self.positions.observe(self._typed, "value")
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
         self.misses.observe(self._picked, "value")
-        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.strip, self.verdict,
+        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.plot, self.verdict,
                           self.text, self.reasons, self.misses_note, self.misses], layout=full_width())
         self._shown: list = []
         if candidate is not None:
@@ -137,6 +136,10 @@ class ExplainView(widgets.VBox):
         if chosen != self.candidate:
             self.candidate = chosen
 
+    def _clicked(self, click) -> None:
+        if click.customdata is not None:          # the strip's events carry their position
+            self.toggle(int(click.customdata))
+
     def _picked(self, change) -> None:
         if change["new"] is not None:
             miss = self.near_misses[change["new"]]
@@ -181,9 +184,10 @@ class ExplainView(widgets.VBox):
                          "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
         layout = {"height": 150 + 30 * len(self.canvas.lanes), "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
                   "showlegend": False, "hovermode": "closest", "hoverlabel": {"align": "left"},
-                  "title": {"text": "the candidate's events in red (hover for their attributes)", "font": {"size": 13},
+                  "title": {"text": "the candidate's events in red: click an event to add or remove it (hover for its "
+                                    "attributes)", "font": {"size": 13},
                             "x": 0.01, "xanchor": "left"},
                   "xaxis": {"title": {"text": self.canvas.axis_title}},
                   "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}}}
         self.figure = go.Figure([events], layout)
-        self.strip.show(self.figure)
+        self.plot.show(self.figure)

@@ -1,26 +1,33 @@
-"""What every cepkit figure shares: it fills its output's width, its modebar has no cloud buttons, numbers in
-hovers are rounded, counts have the right plural.
+"""What every cepkit figure shares: one widget draws it (``PlotlyView``), it fills its output's width, its
+modebar has no cloud buttons, numbers in hovers are rounded, counts have the right plural.
 
-A plotly ``FigureWidget`` is drawn at 700 px unless its layout asks for ``autosize`` and its config for
-``responsive`` (then plotly.js takes the width of the output area and follows it when the window resizes).
-Figures are built once with all their traces (``figure_widget``) and sent in one message: every later
-``update`` is a round trip through the kernel, and many of them made a comparison of seven strategies take
-12-30 s in the browser for 9 events.
+Why a widget of our own: plotly's ``FigureWidget`` (an anywidget since plotly 6) syncs its 5 MB ES module per
+figure and, in JupyterLab 4.6, often rendered empty (the data sent while that module loads is lost); JupyterLab's
+plotly mime renderer (used through an ``ipywidgets.Output``) replaces a figure by a PNG on re-render and its
+default sizing drew figures 0 px high. ``PlotlyView`` has the figure as synced state (a view created at any
+time, after a page reload too, draws what the kernel holds), plotly.js is sent once per kernel and imported
+once per page (``PlotlyJS``), and the view sizes the plot itself: the layout's height, the container's width.
 """
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from numbers import Number
+from pathlib import Path
+from typing import Any, Callable, Optional
 
 import anywidget
 import ipywidgets as widgets
+import plotly
 import plotly.graph_objects as go
 import traitlets
 
 # plotly's modebar without the cloud ("Share", "Edit in Chart Studio") and the lasso/box selections, which
 # cepkit's views do not use.
-FIGURE_CONFIG = {"displaylogo": False, "responsive": True,
+FIGURE_CONFIG = {"displaylogo": False,
                  "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio", "lasso2d", "select2d"]}
+DEFAULT_HEIGHT = 450      # px, for a figure whose layout names no height (plotly's own default)
 
 # Tables in cepkit's HTML widgets (counts, capabilities, a match's events): one rule between rows, padded cells,
 # numbers right-aligned.
@@ -34,57 +41,151 @@ table.cepkit-table td.mark { text-align: center; }
 </style>"""
 
 
-def figure_widget(data=(), layout=None) -> go.FigureWidget:
-    """A ``FigureWidget`` with every trace and the layout in its first message, sized to its container.
+class PlotlyJS(anywidget.AnyWidget):
+    """plotly.js's source as a widget model, created once per kernel (``plotly_js()``) and never displayed.
 
-    >>> fig = figure_widget([go.Scatter(x=[1], y=[2])], {"height": 300})
-    >>> fig.layout.autosize, fig.layout.width, fig._config["displaylogo"]
-    (True, None, False)
-    """
-    fig = go.FigureWidget(data=list(data), layout={**(layout or {}), "autosize": True})
-    fig._config = dict(FIGURE_CONFIG)
-    return fig
+    Every ``PlotlyView`` refers to it, so the 4.8 MB library crosses the websocket once per kernel (as a binary
+    buffer) instead of once per figure; the page imports it once (cached on ``window`` by version), also when
+    two notebooks are open."""
 
-
-class FitWidth(anywidget.AnyWidget):
-    """An invisible widget that makes the figures beside it take their output's width.
-
-    plotly's ``FigureWidget`` draws its figure before its element is on the page (or inside a hidden tab), finds
-    no width there and falls back to 700 px; with ``responsive`` it follows window resizes only. This widget
-    watches the box it is in and tells plotly "the window resized" when the box's width changes (first shown,
-    tab opened, window or sidebar resized), so every responsive figure refits. Put one in a view's children,
-    and call ``refit()`` after putting a new figure there.
-    """
-
-    generation = traitlets.Int(0).tag(sync=True)
-
-    def refit(self) -> None:
-        self.generation += 1
-
-    _esm = """
-    function render({ model, el }) {
-      el.style.display = "none";
-      let last = -1, observer = null;
-      const fire = () => window.dispatchEvent(new Event("resize"));
-      // a figure replaced beside this one is drawn a moment later: refit then
-      model.on("change:generation", () => [100, 400, 1200].forEach((ms) => setTimeout(fire, ms)));
-      const watch = () => {
-        const box = el.parentElement;
-        if (!box) { requestAnimationFrame(watch); return; }
-        observer = new ResizeObserver((entries) => {
-          const width = Math.round(entries[0].contentRect.width);
-          if (width > 0 && width !== last) { last = width; fire(); }
-        });
-        observer.observe(box);
-      };
-      watch();
-      return () => observer && observer.disconnect();
-    }
-    export default { render };
-    """
+    _esm = "export default {};"
+    version = traitlets.Unicode().tag(sync=True)
+    source = traitlets.Bytes().tag(sync=True)
 
     def __repr__(self):
-        return "FitWidth()"
+        return f"PlotlyJS({self.version})"
+
+
+_PLOTLY_JS: Optional[PlotlyJS] = None
+
+
+def plotly_js() -> PlotlyJS:
+    """The kernel's ``PlotlyJS`` model (made on first use, again if it was closed)."""
+    global _PLOTLY_JS
+    if _PLOTLY_JS is None or _PLOTLY_JS.comm is None:
+        path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+        source = path.read_bytes()
+        version = source[:200].decode("utf-8", "replace").split("plotly.js v", 1)[-1].split()[0]
+        _PLOTLY_JS = PlotlyJS(version=version, source=source)
+    return _PLOTLY_JS
+
+
+@dataclass(frozen=True)
+class Click:
+    """A point clicked in a ``PlotlyView``: its trace's index and name, its index in that trace, its customdata."""
+    curve: int
+    index: int
+    customdata: Any
+    trace: str = ""
+
+
+class PlotlyView(anywidget.AnyWidget):
+    """A plotly figure in the notebook: ``show(figure)`` draws it (whole; the page's ``Plotly.react`` diffs it),
+    ``on_click(callback)`` hears clicks on its points.
+
+    The plot is exactly the layout's height (``DEFAULT_HEIGHT`` when it names none) and its container's width,
+    redrawn when that width changes (a tab opened, the window or sidebar resized); it is drawn when first shown
+    with a width, so a figure inside a hidden tab is drawn when the tab opens.
+
+    >>> view = PlotlyView(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], customdata=[7, 8]), {"height": 300}))
+    >>> view, view.figure["layout"]["height"], view.config == FIGURE_CONFIG
+    (PlotlyView(traces=1, height=300), 300, True)
+    >>> view.on_click(lambda click: print(click))
+    >>> view._handle_custom_msg({"event": "click", "points": [{"curve": 0, "index": 1, "customdata": 8}]}, [])
+    Click(curve=0, index=1, customdata=8, trace='')
+    """
+
+    figure = traitlets.Dict(help="the plotly JSON of the figure on show: data and layout").tag(sync=True)
+    config = traitlets.Dict(FIGURE_CONFIG).tag(sync=True)
+    plotly = traitlets.Instance(PlotlyJS).tag(sync=True, **widgets.widget_serialization)
+
+    _esm = r"""
+    const CACHE = "__cepkitPlotly";          // plotly.js version -> Promise of the Plotly object, one per page
+
+    async function loaderOf(model) {
+      const id = model.get("plotly").slice("IPY_MODEL_".length);
+      for (let attempt = 0; ; attempt++) {   // after a page reload, models are restored in no fixed order
+        try { return await model.widget_manager.get_model(id); }
+        catch (error) { if (attempt > 50) throw error; await new Promise((r) => setTimeout(r, 100)); }
+      }
+    }
+
+    async function plotlyOf(model) {
+      const loader = await loaderOf(model);
+      const cache = (window[CACHE] = window[CACHE] || {});
+      const version = loader.get("version");
+      if (!cache[version]) {                 // plotly.min.js is UMD: give it a module object to fill
+        const url = URL.createObjectURL(new Blob(
+          ["const module = {exports: {}};\n", loader.get("source"), "\nexport default module.exports;\n"],
+          {type: "text/javascript"}));
+        cache[version] = import(url).then((m) => m.default).finally(() => URL.revokeObjectURL(url));
+        cache[version].catch(() => delete cache[version]);
+      }
+      return cache[version];
+    }
+
+    async function render({ model, el }) {
+      el.classList.add("cepkit-plotly");
+      el.style.minWidth = "0";
+      const plot = document.createElement("div");
+      plot.style.width = "100%";
+      el.appendChild(plot);
+      let Plotly = null, width = 0, listening = false, closed = false, queue = Promise.resolve();
+
+      const draw = async () => {
+        if (!Plotly || width <= 0 || closed) return;
+        const { data = [], layout = {} } = model.get("figure");
+        const height = layout.height || __DEFAULT_HEIGHT__;
+        plot.style.height = `${height}px`;
+        await Plotly.react(plot, data, { ...layout, width, height, autosize: false }, model.get("config"));
+        plot.dataset.drawnWidth = String(width);
+        if (!listening) {
+          listening = true;
+          plot.on("plotly_click", (event) => model.send({ event: "click", points: event.points.map((p) => ({
+            curve: p.curveNumber, index: p.pointIndex ?? p.pointNumber, customdata: p.customdata ?? null,
+            trace: (p.data && p.data.name) || "" })) }));
+        }
+      };
+      const redraw = () => { queue = queue.then(draw).catch((error) => console.error("cepkit figure:", error)); };
+
+      const observer = new ResizeObserver((entries) => {
+        const seen = Math.floor(entries[0].contentRect.width);
+        if (seen > 0 && seen !== width) { width = seen; redraw(); }
+      });
+      observer.observe(el);
+      model.on("change:figure", redraw);
+      model.on("change:config", redraw);
+      Plotly = await plotlyOf(model);
+      redraw();
+      return () => { closed = true; observer.disconnect(); if (Plotly) Plotly.purge(plot); };
+    }
+    export default { render };
+    """.replace("__DEFAULT_HEIGHT__", str(DEFAULT_HEIGHT))
+
+    def __init__(self, figure=None, **kwargs):
+        super().__init__(plotly=plotly_js(), layout=full_width(), **kwargs)
+        self._click_callbacks = widgets.CallbackDispatcher()
+        self.on_msg(self._on_message)
+        if figure is not None:
+            self.show(figure)
+
+    def show(self, figure) -> None:
+        """Draw ``figure`` (a ``go.Figure`` or its plotly JSON dict) in place of the one on show."""
+        self.figure = json.loads(figure.to_json()) if isinstance(figure, go.Figure) else dict(figure)
+
+    def on_click(self, callback: Callable[[Click], None], remove: bool = False) -> None:
+        """Call ``callback(Click)`` for each point clicked (``remove=True`` stops calling it)."""
+        self._click_callbacks.register_callback(callback, remove=remove)
+
+    def _on_message(self, _, content, buffers) -> None:
+        if isinstance(content, dict) and content.get("event") == "click":
+            for point in content.get("points", []):
+                self._click_callbacks(Click(int(point["curve"]), int(point["index"]), point.get("customdata"),
+                                            str(point.get("trace") or "")))
+
+    def __repr__(self):
+        layout = self.figure.get("layout", {})
+        return f"PlotlyView(traces={len(self.figure.get('data', []))}, height={layout.get('height', DEFAULT_HEIGHT)})"
 
 
 def full_width() -> widgets.Layout:

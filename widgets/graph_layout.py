@@ -28,11 +28,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional
 
-import ipywidgets as widgets
 import networkx as nx
 import numpy as np
-
-from .figures import FIGURE_CONFIG, full_width
 
 FONT = "Helvetica, Arial, sans-serif"    # the widgets' text font; dot measures labels in Helvetica
 # dot measures text a little larger than the browser draws it, so labels keep a margin around them
@@ -163,24 +160,6 @@ def _spline(pos: str, samples: int = 8) -> tuple:
         pieces.append(((1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * p1 + 3 * (1 - t) * t ** 2 * p2 + t ** 3 * p3)[1:])
     points = np.vstack(pieces)
     return points, tip if tip is not None else tuple(points[-1])
-
-
-class FigureOutput(widgets.Output):
-    """A plotly figure drawn by JupyterLab's plotly renderer, redrawn whole by ``show(figure)``, full width.
-
-    Why not ``go.FigureWidget``: its first views in a session often render empty in JupyterLab (plotly 7.1,
-    anywidget 0.11: the trace data sent after the widget opens is lost while its ES module loads, and the
-    view ignores later changes of the data; seen in ``tests/browser/test_graphs.py``). The figure is set as
-    the Output's ``outputs`` state, not printed into it, so it reaches a view created later too. The graph
-    drawings are small: redrawing them on each step costs nothing, and hover stays plotly's."""
-
-    def __init__(self, **kwargs):
-        super().__init__(layout=full_width(), **kwargs)
-
-    def show(self, figure) -> None:
-        bundle = {**json.loads(figure.to_json()), "config": FIGURE_CONFIG}
-        self.outputs = ({"output_type": "display_data", "metadata": {},
-                         "data": {"application/vnd.plotly.v1+json": bundle, "text/plain": "<plotly figure>"}},)
 
 
 # ---------------------------------------------------------------------------------------------- fallback

@@ -8,8 +8,8 @@ error, not an engine gap, which falls back to ``reference``) is listed with its 
 
 Seven runs over a long stream take a while: ``background=True`` runs them off the kernel's main thread while
 the widget shows which strategy runs and how far it is, with a Cancel button; the figure is built once, when
-the runs are over, and sent in one message to JupyterLab's plotly renderer (``graph_layout.FigureOutput``; a
-``FigureWidget`` per strategy updated trace by trace took 12-30 s to appear in the browser for 9 events).
+the runs are over, and sent in one message to its ``figures.PlotlyView`` (a ``FigureWidget`` per strategy
+updated trace by trace took 12-30 s to appear in the browser for 9 events).
 """
 from __future__ import annotations
 
@@ -25,8 +25,7 @@ from plotly.subplots import make_subplots
 import cepkit
 
 from .execution import STRATEGIES, Run, as_stream, run_query
-from .figures import TABLE_CSS, full_width, plural
-from .graph_layout import FigureOutput
+from .figures import TABLE_CSS, PlotlyView, full_width, plural
 from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
@@ -86,8 +85,8 @@ class StrategyCompare(widgets.VBox):
         self.running = widgets.HBox([self.progress, self.status, self.cancel_button])
         self.table = widgets.HTML()
         self.figure: Optional[go.Figure] = None     # built once, when the runs are over
-        self.output = FigureOutput()                # drawn by JupyterLab's plotly renderer, at the output's width
-        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self.output], layout=full_width())
+        self.plot = PlotlyView()
+        super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self.plot], layout=full_width())
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._compute, name="StrategyCompare", daemon=True)
@@ -150,7 +149,7 @@ class StrategyCompare(widgets.VBox):
         if self.runs:
             traces, layout = self._figure()
             self.figure = go.Figure(traces, layout)
-            self.output.show(self.figure)
+            self.plot.show(self.figure)
 
     @staticmethod
     def _title(strategy: str, run: Run) -> str:

@@ -18,8 +18,9 @@ What a demanding user expects, and what this draws:
   result; a "+" delta that uses a *late* event (one whose ts is below the largest ts that arrived before it,
   digest 000a §2) is drawn as a late insertion, the late events starred.
 
-The figure is built whole, every trace at once (``figures.figure_widget``), when the matches change; only the
-highlighted match is updated in place.
+The figure (``.figure``, a ``go.Figure``) is built whole, every trace at once, when the matches change, and
+drawn by a ``figures.PlotlyView`` (``.plot``), whose clicks select matches; a selection updates the highlighted
+match's trace and sends the figure again (the page's ``Plotly.react`` redraws only what changed).
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ import plotly.graph_objects as go
 import traitlets
 
 from .execution import as_stream
-from .figures import FitWidth, figure_widget, format_value, full_width, plural
+from .figures import PlotlyView, format_value, full_width, plural
 
 OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79")
@@ -130,10 +131,10 @@ class EventCanvas:
         return event_text(self.stream[position], self.time_label(self.stream.times[position]))
 
     def events(self, positions) -> dict:
-        """Scatter properties: one grey marker per event at ``positions``."""
+        """Scatter properties: one grey marker per event at ``positions`` (its position as customdata)."""
         positions = [p for p in positions if self.stream[p].type in self.lanes]
         return {"x": [self.x[p] for p in positions], "y": [self.lanes[self.stream[p].type] for p in positions],
-                "mode": "markers", "marker": {"size": 7, "color": COLORS["events"]},
+                "customdata": positions, "mode": "markers", "marker": {"size": 7, "color": COLORS["events"]},
                 "hovertext": [self.event_text(p) for p in positions], "hovertemplate": "%{hovertext}<extra></extra>"}
 
     def polylines(self, matches, indices, label: str, symbol: str = "circle", star_late: bool = False) -> dict:
@@ -219,7 +220,9 @@ class MatchTimeline(widgets.VBox):
         self.max_events, self.max_matches, self.title, self.height = max_events, max_matches, title, height
         self.group_by = self._check_group_by(group_by)
         self.canvas = EventCanvas(self.stream, tz)
-        self.figure = figure_widget()
+        self.figure = go.Figure()
+        self.plot = PlotlyView()
+        self.plot.on_click(self._clicked)
         self.details = widgets.HTML()
         self.zone = widgets.Combobox(value=self.canvas.tz or "UTC", options=TIME_ZONES, description="time zone",
                                      ensure_option=False, continuous_update=False,
@@ -227,8 +230,7 @@ class MatchTimeline(widgets.VBox):
         self.zone_error = widgets.HTML()
         self.zone.observe(self._on_zone, "value")
         controls = [widgets.HBox([self.zone, self.zone_error])] if self.stream.ts_is_datetime else []
-        self.fit = FitWidth()
-        super().__init__([*controls, self.figure, self.details, self.fit], layout=full_width())
+        super().__init__([*controls, self.plot, self.details], layout=full_width())
         self.matches, self.deltas, self.notes, self.drawn = [], [], [], []
         self.set_matches(matches)
 
@@ -279,12 +281,11 @@ class MatchTimeline(widgets.VBox):
     def _on_selected(self, change):
         self._show_selected()
 
-    def _clicked(self, trace, points, state):
-        for i in points.point_inds:
-            k = trace.customdata[i]
-            if k is not None:
-                self.selected = int(k)
-                return
+    def _clicked(self, click) -> None:
+        """A click on a match's line (or the highlighted one) selects that match; clicks elsewhere do nothing."""
+        trace = self.figure.data[click.curve] if 0 <= click.curve < len(self.figure.data) else None
+        if trace is not None and (trace.meta == "matches" or trace.name == "selected") and click.customdata is not None:
+            self.selected = int(click.customdata)
 
     def _show_selected(self):
         k = self.selected
@@ -292,12 +293,14 @@ class MatchTimeline(widgets.VBox):
             self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
             self.details.value = ("<small>Click a match's line to highlight it and list its events.</small>"
                                   if self.matches else "")
+            self.plot.show(self.figure)
             return
         props = self.canvas.polylines([self.matches[k]], [k], "selected match")
         props.update(line={"color": COLORS["selected"], "width": 4},
                      marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
         self.trace("selected").update(props, overwrite=True)
         self.details.value = self._match_table(k, self.matches[k])
+        self.plot.show(self.figure)
 
     def _match_table(self, k: int, match) -> str:
         rows = []
@@ -397,14 +400,8 @@ class MatchTimeline(widgets.VBox):
             go.Scatter(name="selected", x=[], y=[], mode="lines+markers", showlegend=False,
                        hovertemplate="%{hovertext}<extra></extra>"),
         ]
-        old = self.figure
-        self.figure = figure_widget(traces, self._layout(notes))
-        for trace in self.match_traces():
-            trace.on_click(self._clicked)
+        self.figure = go.Figure(traces, self._layout(notes))
         self.notes, self.drawn = notes, drawn
-        self.children = tuple(self.figure if child is old else child for child in self.children)
-        old.close()
-        self.fit.refit()
         self._show_selected()
 
     @staticmethod

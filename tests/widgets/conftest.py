@@ -20,3 +20,19 @@ def farm():
 def farm_either(request):
     """Both readings of Figure 1 (position 0 a T or an H): every paper output must be the same."""
     return farm_stream(request.param)
+
+
+def click_point(plot, curve: int, index: int) -> None:
+    """Click point ``index`` of trace ``curve`` of a ``PlotlyView`` as the page does: the message its front end
+    sends on plotly_click, built from the figure the view was sent."""
+    trace = plot.figure["data"][curve]
+    customdata = trace.get("customdata")
+    plot._handle_custom_msg({"event": "click", "points": [{
+        "curve": curve, "index": index, "customdata": customdata[index] if customdata is not None else None,
+        "trace": trace.get("name", "")}]}, [])
+
+
+@pytest.fixture
+def click():
+    """``click(plot, curve, index)``: a click on a figure's point, as the browser reports it."""
+    return click_point

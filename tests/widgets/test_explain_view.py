@@ -1,15 +1,21 @@
-"""``ExplainView``: candidates built by clicks, typed positions or a near miss; verdict, reasons, query text."""
+"""``ExplainView``: candidates built by clicks on the strip's events, typed positions or a near miss; verdict,
+reasons, query text."""
+import pytest
+
 import cepkit
 from cepkit.widgets import ExplainView
 
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
 
 
-def click(view, position):
-    view.toggle(position)
+@pytest.fixture
+def click_event(click):
+    """Click the event at ``position`` on the view's strip (its one trace), as the browser reports it."""
+    return lambda view, position: click(view.plot, 0, view._shown.index(position))
 
 
-def test_toggling_events_builds_the_candidate_and_explains_it():
+def test_clicking_events_builds_the_candidate_and_explains_it(click_event):
+    click = click_event
     view = ExplainView(PHI1, cepkit.datasets.cel_fire_sensors())
     assert view.explanation is None and "x.tmp &gt; 40" in view.text.value
     click(view, 1)
@@ -22,7 +28,9 @@ def test_toggling_events_builds_the_candidate_and_explains_it():
     click(view, 2)
     assert view.explanation.is_match and "is a match" in view.verdict.value
     assert view.figure.data[0].marker.color[view._shown.index(2)] == "#d62728"
-    assert view.strip.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"][0]["marker"]["symbol"][2] == "diamond"
+    assert view.plot.figure["data"][0]["marker"]["symbol"][2] == "diamond"
+    view.toggle(1)
+    assert view.candidate == (2,)
 
 
 def test_typed_positions_and_bad_input():

@@ -42,7 +42,7 @@ def test_one_figure_a_row_per_strategy_on_a_shared_time_axis_agreeing_with_the_o
     titles = [a.text for a in layout.annotations]
     assert "<b>STRICT</b>: 1 match (" in titles[4] and "<b>ALL</b>: 3 matches (" in titles[0]
     assert repr(compare).startswith("StrategyCompare('") and "NEXT=2" in repr(compare)
-    assert layout.width is None and compare.output.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"]
+    assert layout.width is None and len(compare.plot.figure["data"]) == len(compare.figure.data)
 
 
 def test_lanes_are_the_types_some_match_uses():

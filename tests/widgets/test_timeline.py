@@ -3,7 +3,6 @@ aggregation, time zones, retractions."""
 import pandas as pd
 import pytest
 import traitlets
-from plotly.callbacks import Points
 
 import cepkit
 from cepkit.runtime import Stream
@@ -60,10 +59,16 @@ def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
         timeline.selected = 3
 
 
-def test_clicking_a_match_selects_it(farm):
+def test_clicking_a_match_selects_it_and_an_event_does_not(farm, click):
     timeline = MatchTimeline(farm, PHI1)
-    trace = timeline.trace("match #1")
-    trace._dispatch_on_click(Points(point_inds=[1], trace_index=list(timeline.figure.data).index(trace)), None)
+    names = [t["name"] for t in timeline.plot.figure["data"]]
+    click(timeline.plot, names.index("events"), 5)
+    assert timeline.selected is None
+    click(timeline.plot, names.index("match #1"), 1)
+    assert timeline.selected == 1
+    selected = timeline.plot.figure["data"][names.index("selected")]
+    assert [x for x in selected["x"] if x is not None] == [1, 8]       # the page was sent the highlighted match
+    click(timeline.plot, names.index("selected"), 0)
     assert timeline.selected == 1
 
 
@@ -72,7 +77,9 @@ def test_set_matches_sends_a_new_figure_whole(farm):
     figure = timeline.figure
     timeline.selected = 0
     timeline.set_matches(PHI1[:1])
-    assert timeline.figure is not figure and timeline.figure in timeline.children and figure not in timeline.children
+    assert timeline.figure is not figure and timeline.plot in timeline.children
+    assert [t["name"] for t in timeline.plot.figure["data"]].count("match #0") == 1
+    assert "match #1" not in [t["name"] for t in timeline.plot.figure["data"]]
     assert timeline.selected is None
     assert [x for x in timeline.trace("match #0").x] == [1, 2, None]
     assert repr(timeline) == "MatchTimeline(events=9, matches=1, selected=None)"
@@ -155,7 +162,7 @@ def test_hovers_round_numbers_and_the_modebar_has_no_cloud_buttons():
     timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0})])
     assert "v = 6.905<" in timeline.trace("match #0").hovertext[0] + "<"
     assert "sendDataToCloud" in FIGURE_CONFIG["modeBarButtonsToRemove"]
-    assert timeline.figure._config == FIGURE_CONFIG and timeline.figure.layout.autosize
+    assert timeline.plot.config == FIGURE_CONFIG
     assert "withdrawn" not in timeline.figure.layout.title.text                   # no "· 0 withdrawn"
     assert timeline.figure.layout.title.text == "1 event · 1 match"
 
