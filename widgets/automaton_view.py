@@ -152,11 +152,12 @@ def automaton_figure(automaton, drawing) -> go.Figure:
     figure.update_layout(
         annotations=[dict(xref="x", yref="y", axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=1,
                           arrowwidth=1.4, **{"text": "", **a}) for a in arrows],
-        showlegend=False, plot_bgcolor="white", hovermode="closest", autosize=True, dragmode=False,
+        showlegend=False, plot_bgcolor="white", hovermode="closest", dragmode=False,
         height=int(drawing.height) + margin["t"] + margin["b"], margin=margin, font={"family": FONT},
         xaxis={"visible": False, "range": [-START, drawing.width], "fixedrange": True},
         yaxis={"visible": False, "range": [0, drawing.height], "scaleanchor": "x", "scaleratio": 1,
                "fixedrange": True})
+    figure.update_traces(cliponaxis=False)      # a circle at the drawing's edge spills into the margin, not cut
     return figure
 
 

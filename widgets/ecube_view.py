@@ -271,10 +271,11 @@ class ECubeView(widgets.VBox):
         figure.add_scatter(name="queries", mode="markers+text", textposition="middle center", textfont=text,
                            hovertemplate="%{hovertext}<extra></extra>",
                            marker={"color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 1.5}})
-        figure.update_layout(showlegend=False, plot_bgcolor="white", hovermode="closest", autosize=True,
-                             dragmode=False, margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"family": FONT},
+        figure.update_layout(showlegend=False, plot_bgcolor="white", hovermode="closest", dragmode=False,
+                             margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"family": FONT},
                              xaxis={"visible": False, "fixedrange": True},
                              yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1, "fixedrange": True})
+        figure.update_traces(cliponaxis=False)  # a node at the drawing's edge spills into the margin, not cut
         return figure
 
     def _redraw(self) -> None:

@@ -138,7 +138,7 @@ class PlotlyView(anywidget.AnyWidget):
         const height = layout.height || __DEFAULT_HEIGHT__;
         plot.style.height = `${height}px`;
         await Plotly.react(plot, data, { ...layout, width, height, autosize: false }, model.get("config"));
-        plot.dataset.drawnWidth = String(width);
+        plot.dataset.drawnAt = String(Date.now());   // when the page last drew it (the browser tests read it)
         if (!listening) {
           listening = true;
           plot.on("plotly_click", (event) => model.send({ event: "click", points: event.points.map((p) => ({

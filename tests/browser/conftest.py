@@ -4,10 +4,12 @@ Chromium through Playwright, a time budget per test, and DOM checks a person wou
 Fixtures:
 
 - ``lab``: a JupyterLab server (one per session) serving a copy of every notebook, so the repository's
-  notebooks are never saved over; ``lab.url(name)`` opens one.
+  notebooks are never saved over; ``lab.url(name)`` opens one in a workspace of its own (a page restores
+  nothing an earlier test opened: a restored notebook would start its own kernel, and its cells would count
+  as not yet run).
 - ``page``: a fresh 1400x1000 Chromium page; ``page.script_errors`` collects page errors and console errors.
 - ``open_notebook``: ``open_notebook(page, name, budget)`` opens a notebook, runs every cell and waits until
-  the kernel is idle again with every cell executed (or fails naming the step the budget ran out on).
+  every cell of it has run (or fails naming the step the budget ran out on, or the first traceback).
 - ``budget``: ``budget(seconds)`` makes a ``Budget``, the time every wait of one test draws on.
 
 Without ``/usr/bin/chromium`` (``make test`` installs it) or playwright, every test using them is skipped with
@@ -70,9 +72,11 @@ class Lab:
 
     def __init__(self, base: str, token: str, root: Path):
         self.base, self.token, self.root = base, token, root
+        self.pages = 0
 
     def url(self, notebook: str) -> str:
-        return f"{self.base}/lab/tree/{notebook}?token={self.token}"
+        self.pages += 1
+        return f"{self.base}/lab/workspaces/page{self.pages}/tree/{notebook}?reset&token={self.token}"
 
     def shutdown_kernels(self) -> None:
         """Stop every kernel (a notebook's kernel would otherwise keep its memory and its Spark session)."""
@@ -202,10 +206,13 @@ def _run_all_cells(page) -> None:
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
+SHOWN_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"     # the notebook on show
+
+
 def _cells_pending(page) -> int:
-    """Code cells not yet executed or still running (their prompt is ``[ ]:`` or ``[*]:``)."""
-    return page.evaluate("""() => [...document.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]
-        .filter(p => !/\\[\\d+\\]/.test(p.textContent)).length""")
+    """Code cells of the notebook on show not yet executed or still running (prompt ``[ ]:`` or ``[*]:``)."""
+    return page.evaluate("""() => [...document.querySelectorAll('%s .jp-CodeCell .jp-InputArea-prompt')]
+        .filter(p => !/\\[\\d+\\]/.test(p.textContent)).length""" % SHOWN_NOTEBOOK)
 
 
 def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
@@ -214,7 +221,8 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
     _run_all_cells(page)
 
     def started():
-        return page.locator(".jp-CodeCell .jp-InputArea-prompt").filter(has_text=re.compile(r"\[[*\d]+\]")).count()
+        return page.locator(f"{SHOWN_NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt").filter(
+            has_text=re.compile(r"\[[*\d]+\]")).count()
 
     try:                                   # STACK-NOTES §4: Run All is sometimes lost; retry once, if no cell started
         budget.until(started, "Run All", page, poll_ms=250, limit_s=15)
@@ -222,7 +230,7 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
         _run_all_cells(page)
 
     def done():
-        error = page.locator("[data-mime-type='application/vnd.jupyter.error']")
+        error = page.locator(f"{SHOWN_NOTEBOOK} [data-mime-type='application/vnd.jupyter.error']")
         if error.count():
             pytest.fail(f"{notebook} raised:\n{error.first.inner_text()[-2000:]}")
         return _cells_pending(page) == 0
@@ -240,10 +248,14 @@ class Dom:
     """What a person checks by eye, read from the page."""
 
     @staticmethod
-    def shown_plots(page) -> list:
-        """Bounding boxes of the plotly figures on show."""
-        return [box for box in (plot.bounding_box() for plot in page.locator(".js-plotly-plot:visible").all())
-                if box is not None]
+    def undrawn_figures(page, min_height: float = 100) -> list:
+        """Figures on show that a person would see as missing: a cepkit ``PlotlyView`` with no plot drawn in it,
+        or any plotly plot under ``min_height`` px high (text of each, for the failure message)."""
+        return page.evaluate("""min => [...document.querySelectorAll('.cepkit-plotly, .js-plotly-plot')]
+            .filter(e => e.offsetParent !== null && !(e.classList.contains('js-plotly-plot') && e.closest('.cepkit-plotly')))
+            .filter(e => { const plot = e.classList.contains('js-plotly-plot') ? e : e.querySelector('.js-plotly-plot');
+                           return !plot || !plot.querySelector('.main-svg') || plot.getBoundingClientRect().height < min; })
+            .map(e => (e.innerText || '(no text)').slice(0, 80))""", min_height)
 
     @staticmethod
     def width_ratio(element) -> float:

@@ -121,7 +121,6 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     for name, view in [*zip(names, views["automaton"].all()), ("ecube", views["ecube"].first)]:
         view.scroll_into_view_if_needed()
         clock.wait(view.locator(".js-plotly-plot .scatterlayer .trace").first, f"the {name} figure")
-        page.wait_for_timeout(500)                   # plotly's responsive resize after scrolling
         view.screenshot(path=str(artifacts / f"graphs-{name}.png"))
         figure = view.locator(".js-plotly-plot").first.evaluate(READ_FIGURE)
         assert figure["texts"], name
@@ -132,7 +131,7 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
         if collisions(figure):
             problems.setdefault(name, collisions(figure))
     assert not problems, problems
-    assert blank in ([], ["tour"]), f"figures drawn 0 px high: {blank}"
+    assert not blank, f"figures drawn under 100 px high: {blank}"
     assert "origin=JFK" in views["automaton"].first.inner_text()           # runs with their partition key
     rewrite = views["rewrite"].first
     rewrite.scroll_into_view_if_needed()
@@ -140,5 +139,3 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     cut = rewrite.locator(".widget-toggle-button").evaluate_all(
         "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)")
     assert not cut, f"toggle labels cut: {cut}"
-    if blank:   # known, NOTES.md issue 12 graphs: only the page's first plotly figure, whatever draws it
-        pytest.xfail("the first plotly figure of the page is drawn 0 px high by JupyterLab's plotly renderer")

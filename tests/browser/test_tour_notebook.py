@@ -19,17 +19,18 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, op
     budget = budget(BUDGET_S)
     open_notebook(page, NOTEBOOK, budget)
     budget.wait(page.locator(".jp-OutputArea-output", has_text=DONE_MARKER), "the tour's last cell")
-    timeline = page.locator(".js-plotly-plot").filter(has_text="matches").first
-    automaton = page.locator(".js-plotly-plot").filter(has_text="start").first
-    budget.wait(timeline, "the timeline figure")
-    budget.wait(automaton, "the automaton figure")
+    timeline = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="matches").first
+    automaton = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="start").first
+    budget.wait(timeline, "the timeline figure drawn")
+    budget.wait(automaton, "the automaton figure drawn")
     assert timeline.locator(".scatterlayer .trace").count() >= 3        # events, matches, selected...
-    assert automaton.locator("text", has_text="q0").count() >= 1
+    assert automaton.locator(".textpoint text", has_text="q0").count() >= 1
     assert page.locator(".jp-OutputArea-output", has_text="Traceback").count() == 0
     # every figure on show was drawn: the tour's timeline, the automaton, the workbench's timeline
-    budget.until(lambda: (lambda shown: len(shown) >= 3 and all(b["height"] > 100 for b in shown))(
-        dom.shown_plots(page)), "three drawn figures", page)
-    assert not [e for e in page.script_errors if "TypeError" in e], page.script_errors
+    budget.until(lambda: page.locator(".js-plotly-plot[data-drawn-at]:visible").count() >= 3
+                 and not dom.undrawn_figures(page), "three drawn figures", page)
+    assert all(dom.width_ratio(plot) > 0.95 for plot in page.locator(".js-plotly-plot:visible").all())
+    assert not page.script_errors, page.script_errors
     timeline.scroll_into_view_if_needed()
     timeline.screenshot(path=str(artifacts / "01-tour-timeline.png"))
     automaton.scroll_into_view_if_needed()

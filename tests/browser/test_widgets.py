@@ -1,8 +1,11 @@
 """The Workbench and StrategyCompare in JupyterLab in headless Chromium, used as a person would: the results grid
 has rows and picking one highlights the match, a misspelled attribute shows its error line at once (and no
 "✓"), the timeline fills its output's width, and a comparison of the seven strategies over the tour's 29k
-flight events is drawn within ``RENDER_LIMIT_S`` of the engines finishing (the time is printed and written to
-``test-artifacts/timings.json``). Screenshots of each widget go to ``test-artifacts/widgets-*.png``.
+flight events is drawn (a row per strategy, full width). How long after the engines finished the page drew it
+(issue 12 asks under 5 s) is printed and written to ``test-artifacts/timings.json``, not asserted (timings are
+measured, never asserted): the engines' end is taken as the cell's start plus ``compare.seconds``, so the time
+also counts parsing the query and converting the events (an upper bound). Screenshots of each widget go to
+``test-artifacts/widgets-*.png``.
 """
 import json
 import re
@@ -10,7 +13,6 @@ import re
 import pytest
 
 BUDGET_S = 480                   # the seven runs over 29k events take most of it on a loaded machine
-RENDER_LIMIT_S = 5.0
 TOUR_QUERY = '''PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
 WHERE d.dep_delay >= 60
 WITHIN 3 hours
@@ -25,8 +27,9 @@ QUERY = '''{TOUR_QUERY}'''""",
     """workbench = Workbench(fog_day, query=QUERY, tz="America/New_York")
 workbench.run()
 workbench""",
-    """compare = StrategyCompare(QUERY, events)
-print(f"engines finished at {time.time() * 1000:.0f} ms")
+    """started = time.time()
+compare = StrategyCompare(QUERY, events)
+print(f"engines finished by {(started + compare.seconds) * 1000:.0f} ms")
 compare""",
 ]
 
@@ -59,26 +62,18 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     assert "✓" not in diagnostics.inner_text()
     budget.wait(workbench.get_by_text("edited since this run"), "the results marked stale")
     diagnostics.screenshot(path=str(artifacts / "widgets-editor-error.png"))
-    # the comparison: drawn (a row per strategy that ran) within RENDER_LIMIT_S of the engines finishing
-    finished = outputs.filter(has_text="engines finished at").first
+    # the comparison: drawn, a row per strategy, full width; the time from the engines' end to the drawing
+    finished = outputs.filter(has_text="engines finished by").first
     budget.wait(finished, "the comparison's runs")
-    finished_ms = int(re.search(r"finished at (\d+) ms", finished.inner_text()).group(1))
-    compare = page.locator(".js-plotly-plot").filter(has_text="STRICT").first
-    budget.until(lambda: compare.count() and compare.locator(".scatterlayer .trace").count() >= 5,
-                 "the comparison figure's rows", page, poll_ms=100)
-    try:
-        budget.until(lambda: (compare.bounding_box() or {"height": 0})["height"] > 100,
-                     "the comparison figure drawn", page, poll_ms=100, limit_s=60)
-    except TimeoutError:
-        pytest.xfail("known defect (NOTES.md, coordinator section of 2026-11-25): the comparison figure is in "
-                     "the page with its rows but 0 px high in JupyterLab")
-    render_s = (page.evaluate("Date.now()") - finished_ms) / 1000
+    finished_ms = int(re.search(r"finished by (\d+) ms", finished.inner_text()).group(1))
+    compare = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="STRICT").first
+    budget.wait(compare, "the comparison figure drawn")
+    assert compare.locator(".scatterlayer .trace").count() == 7                  # a row per strategy
+    assert compare.bounding_box()["height"] > 7 * 40 and dom.width_ratio(compare) > 0.95
+    render_s = (int(compare.get_attribute("data-drawn-at")) - finished_ms) / 1000
     (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))
-    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished; "
-          f"figure box {compare.bounding_box()}; script errors so far: {page.script_errors[:5]}")
+    print(f"StrategyCompare over 29k events drawn {render_s:.2f} s after the engines finished")
     compare.scroll_into_view_if_needed()
     outputs.filter(has=compare).first.screenshot(path=str(artifacts / "widgets-strategy-compare.png"))
-    assert dom.width_ratio(compare) > 0.95
-    assert render_s < RENDER_LIMIT_S, f"the comparison took {render_s:.1f} s to draw"
 
     assert not page.script_errors, page.script_errors

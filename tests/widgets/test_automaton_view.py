@@ -155,7 +155,7 @@ def test_state_circles_fit_their_names_and_the_figure_fits_the_drawing(monkeypat
     sizes = dict(zip(view.trace("states").text, view.trace("states").marker.size))
     assert sizes["{b,c,d,p}"] > 12 * 0.55 * len("{b,c,d,p}") and sizes["{b,c,d,p}"] > min(sizes.values())
     layout = view.figure.layout
-    assert layout.autosize and layout.width is None and layout.yaxis.scaleanchor == "x"
+    assert layout.width is None and layout.yaxis.scaleanchor == "x"                # the width is the output's
     assert layout.height == int(view.drawing.height) + layout.margin.t + layout.margin.b
     assert tuple(layout.yaxis.range) == (0, view.drawing.height)
 

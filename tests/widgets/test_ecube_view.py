@@ -151,7 +151,7 @@ def test_dot_places_every_label_clear_of_the_others_and_sizes_the_figure():
     assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[:i]
                 if min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])]
     layout = view.figure.layout
-    assert layout.autosize and layout.width is None and layout.yaxis.scaleanchor == "x"
+    assert layout.width is None and layout.yaxis.scaleanchor == "x"                # the width is the output's
     assert layout.height == int(view.drawing.height) + layout.margin.t + layout.margin.b
     names = list(view.trace("queries").text)
     assert all(size >= 6.5 * len(name) for name, size in zip(names, view.trace("queries").marker.size))
