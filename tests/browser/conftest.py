@@ -259,10 +259,25 @@ class Dom:
 
     @staticmethod
     def width_ratio(element) -> float:
-        """How much of its output area's width an element fills (1.0 = all of it)."""
+        """How much of its cell's output width a figure's drawing (its first svg) fills (1.0 = all of it)."""
         return element.evaluate("""e => {
-            const area = e.closest('.jp-OutputArea-output') || e.parentElement;
-            return e.getBoundingClientRect().width / area.getBoundingClientRect().width; }""")
+            const drawing = e.querySelector('.main-svg') || e;
+            let area = e.closest('.jp-OutputArea-output') || e.parentElement, outer;
+            while (area && (outer = area.parentElement.closest('.jp-OutputArea-output'))) area = outer;
+            return drawing.getBoundingClientRect().width / area.getBoundingClientRect().width; }""")
+
+    @staticmethod
+    def screenshot(page, element, path) -> None:
+        """A screenshot of ``element`` whole: the page is made taller for an element the window cannot hold
+        (JupyterLab scrolls inside the notebook, so an element screenshot would stitch its toolbars in)."""
+        box = element.bounding_box()
+        if box is not None and box["height"] > VIEWPORT["height"] - 200:
+            page.set_viewport_size({"width": VIEWPORT["width"], "height": int(box["height"]) + 300})
+        try:
+            element.scroll_into_view_if_needed()
+            element.screenshot(path=str(path))
+        finally:
+            page.set_viewport_size(VIEWPORT)
 
 
 @pytest.fixture

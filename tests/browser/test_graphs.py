@@ -66,7 +66,8 @@ READ_FIGURE = """plot => {
         .map(p => box(p)).filter(b => b[2] - b[0] > 12);
     let output = plot.closest('.jp-OutputArea-output'), outer;      // the cell's output, not the widget's
     while (output && (outer = output.parentElement.closest('.jp-OutputArea-output'))) output = outer;
-    return {texts, nodes, width: plot.getBoundingClientRect().width, height: plot.getBoundingClientRect().height,
+    const drawing = (plot.querySelector('.main-svg') || plot).getBoundingClientRect();
+    return {texts, nodes, width: drawing.width, height: drawing.height,
             output: output.getBoundingClientRect().width};
 }"""
 
@@ -107,7 +108,7 @@ def widgets_notebook(lab):
     return NOTEBOOK
 
 
-def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_notebook, budget, artifacts):
+def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_notebook, budget, dom, artifacts):
     clock = budget(BUDGET_S)
     open_notebook(page, widgets_notebook, clock)
     views = {"automaton": page.locator(".cepkit-automaton-view"), "ecube": page.locator(".cepkit-ecube-view"),
@@ -121,7 +122,7 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     for name, view in [*zip(names, views["automaton"].all()), ("ecube", views["ecube"].first)]:
         view.scroll_into_view_if_needed()
         clock.wait(view.locator(".js-plotly-plot .scatterlayer .trace").first, f"the {name} figure")
-        view.screenshot(path=str(artifacts / f"graphs-{name}.png"))
+        dom.screenshot(page, view, artifacts / f"graphs-{name}.png")
         figure = view.locator(".js-plotly-plot").first.evaluate(READ_FIGURE)
         assert figure["texts"], name
         if figure["width"] < 0.97 * figure["output"]:
@@ -134,8 +135,7 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
     assert not blank, f"figures drawn under 100 px high: {blank}"
     assert "origin=JFK" in views["automaton"].first.inner_text()           # runs with their partition key
     rewrite = views["rewrite"].first
-    rewrite.scroll_into_view_if_needed()
-    rewrite.screenshot(path=str(artifacts / "graphs-rewrite.png"))
+    dom.screenshot(page, rewrite, artifacts / "graphs-rewrite.png")
     cut = rewrite.locator(".widget-toggle-button").evaluate_all(
         "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)")
     assert not cut, f"toggle labels cut: {cut}"

@@ -20,20 +20,18 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 def widget_outputs(page):
-    """Output areas holding a plotly figure or an ipywidget."""
-    return page.locator(".jp-OutputArea-output").filter(
-        has=page.locator(".js-plotly-plot, .jupyter-widgets.widget-container, .widget-box, .jupyter-widgets"))
+    """Output areas that are a plotly figure (JupyterLab's plotly renderer) or hold one, or an ipywidget."""
+    return page.locator(".jp-OutputArea-output:is(.js-plotly-plot, :has(.js-plotly-plot, .jupyter-widgets))")
 
 
-def check_explain_view(page, budget, artifacts):
+def check_explain_view(page, budget, dom, artifacts):
     """Notebook 10 ends with an ExplainView of the closest near miss: its verdict and the failing condition
     underlined show; clicking one of the candidate's (red) events on the strip removes it, clicking it again
     brings the verdict back."""
     output = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-plotly")).last
     budget.wait(output.get_by_text("is not a match"), "the ExplainView's verdict")
     budget.wait(output.locator("u", has_text="f.visib < 0.25"), "the failing condition underlined")
-    output.scroll_into_view_if_needed()
-    page.screenshot(path=str(artifacts / "10-why-not-explain-view.png"))
+    dom.screenshot(page, output, artifacts / "10-why-not-explain-view.png")
     box = output.locator("input[type='text']").first
     before = box.input_value()
     assert re.fullmatch(r"\d+,\d+", before), before
@@ -84,10 +82,8 @@ def test_notebook_runs_and_its_figures_fill_their_outputs(notebook, page, open_n
     outputs = widget_outputs(page)
     stem = notebook.removesuffix(".ipynb")
     for i in range(outputs.count()):
-        output = outputs.nth(i)
-        output.scroll_into_view_if_needed()
-        output.screenshot(path=str(artifacts / f"{stem}-{i + 1}.png"))
+        dom.screenshot(page, outputs.nth(i), artifacts / f"{stem}-{i + 1}.png")
     assert not narrow, f"figures narrower than their output (index, ratio, text): {narrow}"
     if notebook in EXTRA_CHECKS:
-        EXTRA_CHECKS[notebook](page, budget, artifacts)
+        EXTRA_CHECKS[notebook](page, budget, dom, artifacts)
     assert not page.script_errors, page.script_errors

@@ -20,7 +20,7 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, op
     open_notebook(page, NOTEBOOK, budget)
     budget.wait(page.locator(".jp-OutputArea-output", has_text=DONE_MARKER), "the tour's last cell")
     timeline = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="matches").first
-    automaton = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="start").first
+    automaton = page.locator(".cepkit-automaton-view .js-plotly-plot[data-drawn-at]").first
     budget.wait(timeline, "the timeline figure drawn")
     budget.wait(automaton, "the automaton figure drawn")
     assert timeline.locator(".scatterlayer .trace").count() >= 3        # events, matches, selected...
@@ -31,7 +31,7 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, op
                  and not dom.undrawn_figures(page), "three drawn figures", page)
     assert all(dom.width_ratio(plot) > 0.95 for plot in page.locator(".js-plotly-plot:visible").all())
     assert not page.script_errors, page.script_errors
-    timeline.scroll_into_view_if_needed()
-    timeline.screenshot(path=str(artifacts / "01-tour-timeline.png"))
-    automaton.scroll_into_view_if_needed()
-    automaton.screenshot(path=str(artifacts / "01-tour-automaton.png"))
+    dom.screenshot(page, timeline, artifacts / "01-tour-timeline.png")
+    dom.screenshot(page, automaton, artifacts / "01-tour-automaton.png")
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).last
+    dom.screenshot(page, workbench, artifacts / "01-tour-workbench.png")
