@@ -1,7 +1,7 @@
 """The Workbench and StrategyCompare in JupyterLab in headless Chromium, used as a person would: the results grid
 has rows and picking one highlights the match, a misspelled attribute shows its error line at once (and no
-"✓"), the timeline fills its output's width, and a comparison of the seven strategies over the tour's 29k
-flight events is drawn (a row per strategy, full width). How long after the engines finished the page drew it
+"✓"), the timeline fills its output's width and clicking a match's line on it picks that match, and a
+comparison of the seven strategies over the tour's 29k flight events is drawn (a row per strategy, full width). How long after the engines finished the page drew it
 (issue 12 asks under 5 s) is printed and written to ``test-artifacts/timings.json``, not asserted (timings are
 measured, never asserted): the engines' end is taken as the cell's start plus ``compare.seconds``, so the time
 also counts parsing the query and converting the events (an upper bound). Screenshots of each widget go to
@@ -53,6 +53,20 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     rows.first.click()
     budget.wait(workbench.get_by_text(re.compile(r"match #\d+")), "the picked match's events under the timeline")
     dom.screenshot(page, workbench, artifacts / "widgets-workbench.png")
+
+    # clicking a vertex of a match's line on the timeline picks that match: the one its hover label names
+    timeline.scroll_into_view_if_needed()
+    x, y = timeline.evaluate("""plot => {
+        const group = [...plot.querySelectorAll('.scatterlayer .trace')]
+            .find(g => g.__data__ && g.__data__[0].trace.meta === 'matches');
+        const r = [...group.querySelectorAll('path.point')].pop().getBoundingClientRect();
+        return [r.x + r.width / 2, r.y + r.height / 2]; }""")
+    page.mouse.move(x, y)
+    hover = timeline.locator(".hoverlayer .hovertext").first
+    budget.wait(hover, "the hover label of a match's vertex")
+    k = int(re.search(r"match #(\d+)", hover.text_content()).group(1))
+    page.mouse.click(x, y)
+    budget.wait(workbench.locator("b", has_text=re.compile(rf"^match #{k}$")), f"match #{k} picked by a click")
 
     # a misspelled attribute: the error line at once, and no "✓"
     editor = workbench.locator("textarea").first
