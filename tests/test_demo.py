@@ -7,7 +7,7 @@ import pytest
 
 import cepkit
 from cepkit.datasets import FLIGHTS_HIERARCHY, flight_events
-from cepkit.demo import DEMO_QUERY, run_demo, timeline_figure
+from cepkit.demo import DEMO_QUERY, match_table, run_demo, timeline_figure
 
 
 @pytest.fixture(scope="module")
@@ -15,23 +15,23 @@ def lga_january():
     return flight_events(months=[1], airports=["LGA"], kinds=("weather", "departures"))
 
 
-def test_timeline_draws_the_query_types_in_lanes_and_each_match_as_a_line(lga_january):
+def test_the_report_shows_the_notebooks_timeline_and_a_readable_table(lga_january):
+    """The report draws what the notebooks draw (``MatchTimeline``: a line per match, coloured by partition
+    key, New York time) and lists the first matches with their types, local times and the attributes read."""
     query = cepkit.parse(DEMO_QUERY, FLIGHTS_HIERARCHY)
     found = cepkit.match(query, lga_january)
-    figure = timeline_figure(query, lga_january, found, max_matches=5)
-    *lanes, lines = figure.data
-    # ADVERSE_WEATHER is a concept: its lanes are the types below it that occur, next to the two departure types.
-    assert {lane.name for lane in lanes} <= {"LGA STORM", "LGA SNOW", "LGA FOG", "LGA ON_TIME_DEPARTURE",
-                                             "LGA DELAYED_DEPARTURE"}
-    assert {"LGA STORM", "LGA DELAYED_DEPARTURE", "LGA ON_TIME_DEPARTURE"} <= {lane.name for lane in lanes}
-    storms = lga_january[lga_january["type"] == "STORM"]
-    storm_lane = next(lane for lane in lanes if lane.name == "LGA STORM")
-    assert list(pd.to_datetime(storm_lane.x, utc=True)) == list(storms["ts"])
-    assert lines.name == "matches"
-    drawn = min(len(found), 5)
-    assert list(lines.x).count(None) == drawn and len(lines.x) == drawn * 3  # w, d, then a break per match
-    if len(found) > 5:
-        assert f"(first 5 of {len(found)} drawn)" in figure.layout.title.text
+    assert len(found) > 0
+    figure = timeline_figure(query, lga_january, found)
+    matches = [trace for trace in figure.data if trace.meta == "matches"]
+    assert [trace.name for trace in matches] == [f"origin = LGA ({len(found)})"]    # one group per key
+    assert list(matches[0].x).count(None) == len(found)              # a break after each match's line
+    assert "America/New_York" in figure.layout.xaxis.title.text
+    table = match_table(query, found, limit=5)
+    assert table.columns.tolist() == ["origin", "w.type", "w.ts", "d.type", "d.ts", "d.dep_delay"]
+    assert len(table) == min(5, len(found)) and set(table["origin"]) == {"LGA"}
+    first = found.to_pandas(fields=["d.ts", "d.dep_delay"]).iloc[0]
+    assert table["d.ts"].iloc[0] == first["d.ts"].tz_convert("America/New_York").strftime("%Y-%m-%d %H:%M")
+    assert table["d.dep_delay"].iloc[0] == first["d.dep_delay"] >= 60
 
 
 @pytest.mark.spark
