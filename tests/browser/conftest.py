@@ -78,12 +78,17 @@ class Lab:
         self.pages += 1
         return f"{self.base}/lab/workspaces/page{self.pages}/tree/{notebook}?reset&token={self.token}"
 
+    def kernels(self) -> list:
+        return json.load(urllib.request.urlopen(f"{self.base}/api/kernels?token={self.token}", timeout=10))
+
     def shutdown_kernels(self) -> None:
-        """Stop every kernel (a notebook's kernel would otherwise keep its memory and its Spark session)."""
-        request = urllib.request.Request(f"{self.base}/api/kernels?token={self.token}")
-        for kernel in json.load(urllib.request.urlopen(request, timeout=10)):
+        """Stop every kernel (a notebook's kernel would otherwise keep its memory and its Spark session, and
+        a busy one the CPU the next test needs); fails if one is still there."""
+        for kernel in self.kernels():
             urllib.request.urlopen(urllib.request.Request(
                 f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"), timeout=30)
+        left = self.kernels()
+        assert not left, f"kernels still running after their test: {left}"
 
     def write_notebook(self, name: str, cells: list) -> str:
         """A notebook of code ``cells`` (strings) beside the copied ones; returns its name."""
