@@ -1,0 +1,35 @@
+"""``PlotlyView`` without a browser: the state the page draws from, plotly.js shared by every view, clicks."""
+import plotly.graph_objects as go
+
+from cepkit.widgets.figures import FIGURE_CONFIG, Click, PlotlyView, plotly_js
+
+
+def test_every_view_refers_to_one_plotly_js_holding_the_library():
+    first, second = PlotlyView(), PlotlyView(go.Figure(go.Bar(y=[1])))
+    assert first.plotly is second.plotly is plotly_js()
+    source = first.plotly.source
+    assert source.startswith(b"/**") and b"module.exports" in source and len(source) > 1_000_000
+    assert plotly_js().version.split(".")[0].isdigit()
+    state = first.get_state()
+    assert state["plotly"] == f"IPY_MODEL_{plotly_js().model_id}" and "source" not in state   # sent once, not per view
+
+
+def test_show_sends_the_figure_whole_as_plotly_json():
+    view = PlotlyView()
+    assert view.figure == {} and view.config == FIGURE_CONFIG and "responsive" not in FIGURE_CONFIG
+    view.show(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], name="a"), {"height": 320}))
+    assert [t["name"] for t in view.figure["data"]] == ["a"] and view.figure["layout"]["height"] == 320
+    view.show({"data": [{"type": "bar", "y": [5]}], "layout": {}})
+    assert view.figure["data"][0]["type"] == "bar"
+    assert repr(view) == "PlotlyView(traces=1, height=450)"
+
+
+def test_clicks_reach_every_callback_until_removed(click):
+    view = PlotlyView(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], customdata=[7, 8], name="a")))
+    heard = []
+    view.on_click(heard.append)
+    click(view, 0, 1)
+    view._handle_custom_msg({"event": "other"}, [])                  # other messages are ignored
+    view.on_click(heard.append, remove=True)
+    click(view, 0, 0)
+    assert heard == [Click(curve=0, index=1, customdata=8, trace="a")]
