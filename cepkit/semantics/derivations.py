@@ -19,8 +19,9 @@ containing it would too. Derivations of negated items are not windowed: they onl
 their scope (§10.11).
 
 Brute force grows exponentially with nested iteration (``((ANY+ a)+)+`` has (4^n − 1)/3 derivations over n
-events), so a ``Deriver``'s derivations hold at most ``budget`` positions (``SEARCH_BUDGET`` by default,
-docs/limits.md), then it raises ``BudgetExhausted``; the walks are loops, not recursion, so long chains and long iterations
+events), so a ``Deriver`` spends at most ``budget`` steps (``SEARCH_BUDGET`` by default, docs/limits.md): a
+position held or copied by a derivation is one, and so is each check of phase 2 (``validity``: a nested
+strategy compares each match with its rivals, quadratic in them); then it raises ``BudgetExhausted``; the walks are loops, not recursion, so long chains and long iterations
 never reach Python's recursion limit.
 """
 from __future__ import annotations
@@ -35,9 +36,10 @@ from .conditions import holds
 from .substream import Substream
 
 PUNCTUATION = "PUNCTUATION"
-SEARCH_BUDGET = 500_000
-"""Positions the reference evaluator's SEQ, AND and ``+`` derivations may hold per partition before it gives up
-(option ``budget``): a derivation of k events costs k."""
+SEARCH_BUDGET = 250_000
+"""Steps the reference evaluator may take per partition before it gives up (option ``budget``): a derivation of
+k events costs k, a check of phase 2 one. About 0.5 s of work; the largest worked example (digest 003's water
+stream) takes 132,000."""
 
 
 class BudgetExhausted(Exception):
@@ -83,7 +85,7 @@ class Deriver(A.Visitor):
         self.stream = stream
         self.hierarchy = hierarchy
         self.budget = budget          # None: no limit
-        self.spent = 0                # positions held or copied by the SEQ, AND and + derivations so far
+        self.spent = 0                # steps so far: positions held or copied by derivations, and phase 2's checks
         self._memo: dict = {}
         self._closed: dict = {}
 
@@ -99,9 +101,10 @@ class Deriver(A.Visitor):
         """Append a derivation of a SEQ, AND or ``+`` (the nodes whose derivations grow combinatorially) and
         charge the budget its size: time and memory grow with the positions held, not the derivations."""
         out.append(derivation)
-        self._charge(node, len(derivation.positions))
+        self.charge(node, len(derivation.positions))
 
-    def _charge(self, node: A.Pattern, cost: int) -> None:
+    def charge(self, node: A.Pattern, cost: int) -> None:
+        """Spend ``cost`` steps on ``node``; past the budget, stop (``BudgetExhausted``)."""
         self.spent += cost
         if self.budget is not None and self.spent > self.budget:
             raise BudgetExhausted(node, self.budget)
@@ -124,7 +127,7 @@ class Deriver(A.Visitor):
         events = self.stream.events
         found = [Derivation(node, frozenset((i,)), {node.var: i} if node.var else {})
                  for i in range(lo, hi) if self.type_matches(node.type, events[i].type)]
-        self._charge(node, len(found))
+        self.charge(node, len(found))
         return found
 
     # ------------------------------------------------------------------ composites
@@ -172,7 +175,7 @@ class Deriver(A.Visitor):
             if k + 1 == len(options):
                 self._collect(node, out, _combine(node, chosen + (d,)))
             else:
-                self._charge(node, k + 1)   # a partial combination costs its copy
+                self.charge(node, k + 1)   # a partial combination costs its copy
                 pending.append([chosen + (d,), used | d.positions, *span, start(k + 1, span[1])])
         return out
 
@@ -184,10 +187,11 @@ class Deriver(A.Visitor):
         body = sorted(self.derive(node.pattern, lo, hi, windowed), key=lambda d: d.first)
         firsts = [d.first for d in body]
         out = []
-        pending = [[(), 0]]   # depth first without recursion: (chain, index of its next candidate iteration)
+        # depth first without recursion: (chain, index of its next candidate iteration, chain's derivation)
+        pending = [[(), 0, None]]
         while pending:
             entry = pending[-1]
-            chain, index = entry
+            chain, index, so_far = entry
             if index >= len(body):
                 pending.pop()
                 continue
@@ -198,9 +202,9 @@ class Deriver(A.Visitor):
                 continue
             if chain and not self._fits(chain[0].first, d.last, windowed):
                 continue
-            longer = chain + (d,)
-            self._collect(node, out, _iterations(node, longer))
-            pending.append([longer, bisect.bisect_right(firsts, d.last)])
+            longer = _iterations(node, so_far, d)
+            self._collect(node, out, longer)
+            pending.append([longer.parts, bisect.bisect_right(firsts, d.last), longer])
         return out
 
     def is_closed(self, node: A.Filter) -> bool:
@@ -229,12 +233,14 @@ def _combine(node: A.Pattern, parts: tuple) -> Derivation:
     return Derivation(node, positions, bindings, parts)
 
 
-def _iterations(node: A.Plus, chain: tuple) -> Derivation:
-    """A chain of iterations; each variable of the body becomes the tuple of its positions, flattened."""
-    positions, bindings = set(), {}
-    for part in chain:
-        positions |= part.positions
-        for var, value in part.bindings.items():
-            values = bindings.setdefault(var, [])
-            values.extend(value) if isinstance(value, tuple) else values.append(value)
-    return Derivation(node, frozenset(positions), {var: tuple(v) for var, v in bindings.items()}, chain)
+def _iterations(node: A.Plus, chain: Optional[Derivation], d: Derivation) -> Derivation:
+    """``chain`` (a derivation of ``node``, None for none) and one more iteration ``d``: each variable of the
+    body becomes the tuple of its positions across iterations, flattened. Built from the chain's own
+    derivation, so a chain of k iterations costs its last one, not k."""
+    if chain is None:
+        return Derivation(node, d.positions, {var: value if isinstance(value, tuple) else (value,)
+                                              for var, value in d.bindings.items()}, (d,))
+    bindings = dict(chain.bindings)
+    for var, value in d.bindings.items():
+        bindings[var] = bindings.get(var, ()) + (value if isinstance(value, tuple) else (value,))
+    return Derivation(node, chain.positions | d.positions, bindings, chain.parts + (d,))

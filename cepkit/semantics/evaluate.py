@@ -106,10 +106,15 @@ class Evaluation:
         try:
             selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
         except BudgetExhausted as err:
-            raise QueryError.at(err.node, f"the reference evaluator's search budget is spent: this pattern has more "
-                                          f"than {err.budget:,} events in partial matches over this stream (the "
-                                          "reference enumerates them all); run it on another engine (automaton), on fewer "
-                                          "events, or raise budget= (docs/limits.md)", self.query.text) from None
+            raise QueryError.at(err.node, f"the reference evaluator's search budget is spent: this pattern takes more "
+                                          f"than {err.budget:,} steps over this stream (events held in partial matches, "
+                                          "and checks of them: the reference enumerates them all); run it on another "
+                                          "engine (automaton), on fewer events, or raise budget= (docs/limits.md)",
+                                          self.query.text) from None
+        import os
+        if os.environ.get("SPENT_LOG"):
+            with open(os.environ["SPENT_LOG"], "a") as f:
+                f.write(f"{deriver.spent}\t{len(events)}\t{self.query.text!r}\n")
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
     def valid_matches(self, sub: Substream, deriver: Deriver) -> list:
@@ -155,12 +160,14 @@ class Evaluation:
         return found
 
     def _project(self, found) -> list:
-        select = self.query.select
+        """Matches with stream positions. A Kleene variable is a tuple in every match, also where an OR
+        branch binds its name to one event (``A+ a OR B a``): one (C, β) per match, one shape per column."""
+        select, kleene = self.query.select, self.query.kleene_variables
         out = {}
         for f in found:
             d, events = f.derivation, f.events
             bindings = {var: (tuple(events[i].position for i in value) if isinstance(value, tuple)
-                              else events[value].position)
+                              else (events[value].position,) if var in kleene else events[value].position)
                         for var, value in d.bindings.items() if select is None or var in select}
             if select is None:
                 positions = {events[i].position for i in d.positions}

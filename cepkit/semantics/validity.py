@@ -58,6 +58,7 @@ class Checker(A.Visitor):
         return self.check(d, Context({}, self.stream.window_scope(d.first, d.last), d.positions))
 
     def check(self, d: Derivation, ctx: Context) -> Truth:
+        self.deriver.charge(d.node, 1)    # a check is a step of the search budget (a rival set may be huge)
         return self.visit(d.node, d, ctx)
 
     # ------------------------------------------------------------------ nodes

@@ -102,6 +102,10 @@ def test_the_corpus_covers_the_written_queries():
     "A a ;\r B b FILTER c.v > 1", "SEQ(PATTERN a, B b)", "A a WITHIN 1e309",
     # found by make fuzz: the stack's RETURN of a negated variable only, rcep's constant filter in a +
     "PATTERN SEQ(!A  x1, A x2) RETURN x1", "(ANY FILTER null)+", "(ANY FILTER a.v > 1 or true)+ ; A a",
+    # found by 20,000 grammar trees: a Kleene name bound to one event in another OR branch (the reference
+    # could not sort its matches), ses's duplicate RETURN names, phase 2 of the reference past its budget
+    "FROM S WHERE A+ AS a OR ANY AS a ; ANY OR SEQ(A)", "SELECT b2, b2 FROM S WHERE T_1 AS b2",
+    "T_1+ AS a PARTITION BY v, v RETURN a, a, a", "FROM S WHERE LAST(((ANY OR ANY)+)+) CONSUME BY ANY",
 ])
 def test_the_issues_reproducers(text):
     through_everything(text)

@@ -161,3 +161,14 @@ def test_events_are_never_mutated(events):
     cepkit.match("A a ; B+ b WHERE b.v > a.v", stream, engine="reference")
     cepkit.match("A a ; B+ b WHERE b.v > a.v", frame, engine="reference")
     assert stream == before and frame.equals(pd.DataFrame(before))
+
+
+def test_a_kleene_variable_is_a_tuple_in_every_branch(events):
+    """``A+ a OR B a``: where a branch binds the Kleene name to one event it is still a tuple, so each match
+    has one (C, β) (the automaton's) and the matches sort (they did not: an int beside a tuple)."""
+    stream = events("A0 B1 A2")
+    found = cepkit.match("A+ AS a OR B AS a", stream, engine="reference")
+    assert [(m.positions, m.bindings) for m in found] == [((0,), {"a": (0,)}), ((1,), {"a": (1,)}),
+                                                          ((0, 2), {"a": (0, 2)}), ((2,), {"a": (2,)})]
+    assert [m.key for m in found] == [m.key for m in cepkit.match("A+ AS a OR B AS a", stream, engine="automaton")]
+    assert len(cepkit.match("A+ AS a OR A AS a", stream, engine="reference")) == 3

@@ -64,7 +64,7 @@ class SesPlan(Plan):
         self.span = math.inf if window is None else (window.amount - 1 if window.events else window.seconds)
         # Θ_eq⁺ is part of every prefix test, so every strategy's windows are partitioned on X (§4.5, Def 5.3)
         self.partition_attributes = pattern.partition_attributes() if two_phase else ()
-        self.select = query.select
+        self.select = None if query.select is None else tuple(dict.fromkeys(query.select))   # RETURN a, a: once
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
 
