@@ -11,6 +11,8 @@ import pytest
 
 NOTEBOOK = "graphs-widgets.ipynb"
 BUDGET_S = 240
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]   # one JupyterLab, beside no other
 CELLS = [
     """import cepkit
 import numpy as np
