@@ -176,3 +176,27 @@ def in_time_order(query: str, arrived: list) -> list:
     found = cepkit.match(query, [arrived[p] for p in order], engine="reference")
     return sorted((tuple(sorted(order[i] for i in m.positions)), tuple(sorted((v, order[i]) for v, i in m.bindings.items())))
                   for m in found)
+
+
+@pytest.mark.parametrize("query", [
+    "NEXT(A a ; B b) ; C c WITHIN 10 s PARTITION BY id",
+    "A a ; LAST(B b ; C c) WITHIN 12 EVENTS PARTITION BY id",
+    "MAX(A a ; B b) ; C c WITHIN 10 s",
+])
+@pytest.mark.parametrize("stream", ["rotating", "one key"])
+def test_the_automaton_forgets_chosen_sub_matches_past_the_window(query, stream):
+    """A nested NEXT/LAST/MAX keeps the sub-matches it chose only while a match may still contain one (a
+    window's worth per key; a key dropped under a time window takes its own along): hundreds are chosen over
+    the stream, a few are held per key (under EVENTS windows every key is kept, with its window's worth)."""
+    events = rotating_keys() if stream == "rotating" else one_endless_key(N)
+    inc = select_engine(cepkit.parse(query), "automaton", {})[1].matcher()
+    found, most, per_key = [], 0, 0
+    for e in Stream.from_any(events):
+        found += inc.push(e)
+        for _, _, chosen in inc.nested:
+            most = max(most, len(chosen))
+            per_key = max(per_key, max(map(len, chosen.by_key.values()), default=0))
+    found += inc.close()
+    assert per_key <= 40 and (most <= 60 or "EVENTS" in query)
+    assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
+    assert found

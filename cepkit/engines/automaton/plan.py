@@ -2,6 +2,8 @@
 (``matcher``). ALL and STRICT run Algorithm 1 in the kernel; NEXT, LAST and MAX their own algorithms."""
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from ...lang import ast as A
@@ -140,6 +142,40 @@ class AutomatonPlan(Plan):
                 "strategy": p.query.strategy, "kernel": kernel.name(), **self.last_run}
 
 
+class Chosen:
+    """The sub-matches a nested selection chose (their position tuples) that a match may still contain.
+
+    Per PARTITION BY key, in the order they were chosen, with the window key (time, or sub-stream index
+    under EVENTS windows) of the event at which they were: a match completed now or later starts at or
+    after its key's lowest live start (``_Part.lower``), so a sub-match chosen before it (its events are
+    no later) is in none and is forgotten; so are a dropped key's. Without a window every one is kept.
+    """
+
+    def __init__(self):
+        self.positions: set = set()
+        self.by_key: dict = {}      # key -> deque of (window key when chosen, positions)
+
+    def __contains__(self, positions: tuple) -> bool:
+        return positions in self.positions
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def add(self, key, window_key: float, found) -> None:
+        for m in found:
+            if m.positions not in self.positions:
+                self.positions.add(m.positions)
+                self.by_key.setdefault(key, deque()).append((window_key, m.positions))
+
+    def forget(self, key, before: float = np.inf) -> None:
+        """Forget ``key``'s sub-matches chosen at a window key below ``before`` (all of them by default)."""
+        kept = self.by_key.get(key)
+        while kept and kept[0][0] < before:
+            self.positions.discard(kept.popleft()[1])
+        if kept is not None and not kept:
+            del self.by_key[key]
+
+
 class _Part:
     """One partition's state in the incremental matcher."""
 
@@ -165,8 +201,8 @@ class AutomatonMatcher(IncrementalPlan):
             self.reported: dict = {}     # consume scope -> last position at which a match was reported
         else:
             self.evaluator = Evaluator(program)
-        # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen so far)
-        self.nested = [(sel.variables, sel.plan.matcher(), set()) for sel in program.nested]
+        # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
+        self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
         # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
         self.projected = None if program.query.select is None else ReportedOnce(program.query.window_seconds)
@@ -178,28 +214,32 @@ class AutomatonMatcher(IncrementalPlan):
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
-        for _, matcher, picked in self.nested:
-            picked.update(m.positions for m in matcher.push(event))
         program = self.program
         for gone in self.expiry.expired(event.time):
             del self.parts[gone]
             if program.ranked:
                 self.reported.pop(gone, None)
+            for _, _, chosen in self.nested:
+                chosen.forget(gone)
         key = partition_keys(program.query, (event,))[0]
         self.expiry.touch(key, event.time)
         part = self.parts.get(key)
         if part is None:
             part = self.parts[key] = _Part(self._fresh())
-        letter = program.letters.of_event(event)
-        program.table.ensure_letters(len(program.letters))
         sub_index = part.count
         part.count += 1
+        window_key = program.key_of(event, sub_index)
+        for _, matcher, chosen in self.nested:
+            chosen.add(key, window_key, matcher.push(event))
+        letter = program.letters.of_event(event)
+        program.table.ensure_letters(len(program.letters))
         if letter == program.letters.none:
             part.gap += 1
             return []
-        window_key = program.key_of(event, sub_index)
         limit = float(window_limit(program.query.within, np.array([window_key]))[0])
         part.lower = window_key - limit
+        for _, _, chosen in self.nested:
+            chosen.forget(key, before=part.lower)
         gap, part.gap = part.gap, 0
         if program.ranked:
             return self._select(part, key, letter, event.position, window_key, limit, gap)
