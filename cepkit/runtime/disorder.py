@@ -42,6 +42,7 @@ from ..lang import ast as A
 from ..lang.query import Query
 from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, punctuated_type, type_hierarchy
 from .events import PUNCTUATION, Event
+from .expiry import window_horizon
 from .matches import Match
 from .registry import IncrementalPlan, Plan
 
@@ -196,27 +197,47 @@ class Layer(EmissionLog, IncrementalPlan):
     def restart(self) -> None:
         """A fresh matcher of the engine, fed from rank 0."""
         self.inner = self.plan.inner.matcher()
-        self.arrival = array("q")     # release rank -> arrival position
-        self.times = array("d")       # release rank -> time
+        self.first_rank = 0           # the ranks below it were forgotten (``trim``)
+        self.arrival = array("q")     # release rank - first_rank -> arrival position
+        self.times = array("d")       # release rank - first_rank -> time
 
     def feed(self, event) -> list:
         """Give the matcher the next event in logical order; its matches as (Match, ts of the last event)."""
-        rank = len(self.arrival)
+        rank = self.first_rank + len(self.arrival)
         self.arrival.append(event.position)
         self.times.append(event.time)
-        return self.restore(self.inner.push(Event(event.type, event.ts, event.attrs, rank, event.time)))
+        found = self.restore(self.inner.push(Event(event.type, event.ts, event.attrs, rank, event.time)))
+        self.trim(event.time)
+        return found
+
+    def trim(self, now: float) -> None:
+        """Forget the ranks of events more than twice a time window before ``now``: from now on the matcher
+        emits matches whose events are no earlier than now − w (it reports a match waiting for a trailing
+        scope at the latest at the first event past its window). Done when they are half the arrays, so
+        the cost per event is constant. Under an EVENTS window or none, a match may hold any earlier
+        event of its key: every rank is kept."""
+        w = self.plan.query.window_seconds
+        if w is None:
+            return
+        cut = bisect.bisect_left(self.times, window_horizon(now, 2 * w))
+        if cut > 64 and 2 * cut > len(self.times):
+            del self.arrival[:cut], self.times[:cut]
+            self.first_rank += cut
 
     def finish(self) -> list:
         return self.restore(self.inner.close())
 
     def restore(self, found: list) -> list:
-        arrival, times, at = self.arrival, self.times, self.emitted_at
+        arrival, times, first, at = self.arrival, self.times, self.first_rank, self.emitted_at
         out = []
         for m in found:
-            bindings = {v: tuple(arrival[p] for p in x) if isinstance(x, tuple) else arrival[x]
+            if m.positions and m.positions[0] < first:   # never expected: a negative index would be silently wrong
+                raise RuntimeError(f"the out-of-order layer forgot rank {m.positions[0]} of a match the engine "
+                                   f"emitted at arrival {at} (ranks below {first} were dropped)")
+            bindings = {v: tuple(arrival[p - first] for p in x) if isinstance(x, tuple) else arrival[x - first]
                         for v, x in m.bindings.items()}
-            out.append((Match(tuple(sorted(arrival[p] for p in m.positions)), bindings, m.sign, at),
-                        max(times[p] for p in m.positions)))
+            out.append((Match(tuple(sorted(arrival[p - first] for p in m.positions)), bindings, m.sign, at),
+                        max(times[p - first] for p in m.positions)))
         return out
 
     @property

@@ -200,3 +200,24 @@ def test_the_automaton_forgets_chosen_sub_matches_past_the_window(query, stream)
     assert per_key <= 40 and (most <= 60 or "EVENTS" in query)
     assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
     assert found
+
+
+@pytest.mark.parametrize("engine", ["automaton", "ses", "rcep", "nested"])
+@pytest.mark.parametrize("disorder, options, late", [("kslack", {"k": 3}, 3), ("conservative", {"max_delay": 3}, 3),
+                                                     ("aggressive", {"max_delay": 3}, 0)])
+def test_the_out_of_order_layer_keeps_the_ranks_of_a_window(engine, disorder, options, late):
+    """The layer maps the engine's release ranks back to arrival positions: under a time window only the
+    ranks of the last two windows are needed, so ~2,000 events leave a few dozen (plus the trim's slack),
+    and the net output is the reference's over the stream in time order. (Aggressive restarts its matcher
+    at each late event, so its ranks are trimmed when none comes: here, none does.)"""
+    query = "SEQ(A a, B b, !D d) WITHIN 10 s PARTITION BY id" if engine == "nested" else QUERY
+    arrived = late_by_at_most(rotating_keys(2000), late)
+    layer = select_engine(cepkit.parse(query), engine, {"disorder": disorder, **options})[1].matcher()
+    net, most = set(), 0
+    for e in Stream.from_any(arrived):
+        for m in layer.push(e):
+            (net.add if m.sign == "+" else net.remove)(m.key)
+        most = max(most, len(layer.arrival), len(layer.times))
+    net.update(m.key for m in layer.close())
+    assert layer.first_rank > 1000 and most <= 200
+    assert sorted(net) == in_time_order(query, arrived) and net
