@@ -10,11 +10,13 @@ Each (engine, keys) runs in its own process, so each RSS is its own. Reported:
   last fifths after warm-up (flat: close to 1);
 - **x feed**: ev/s over the same-run *feed* baseline, a loop that builds each event and passes it through
   ``cepkit.runtime.events.make_event``, what any push costs before an engine sees it;
-- **RSS MB** after warm-up and at the end, and the largest growth between them (psutil).
+- **RSS MB** after warm-up and at the end, and the largest growth between them (psutil); then RSS at every
+  tenth of the run after warm-up (memory over events, per engine).
 
     python bench/soak.py --quick                 # 200k events per run (a few minutes)
     python bench/soak.py --events 10000000       # the issue's 10M (hours for the slower engines)
     python bench/soak.py --engines automaton stack --keys 100000
+    python bench/soak.py --disorder conservative  # the stack's own mode, the other engines' layer
 """
 from __future__ import annotations
 
@@ -49,12 +51,16 @@ def events(n: int, keys: int, seed: int = 0):
             yield {"type": t, "ts": float(start + i), "id": k}
 
 
-def soak(engine: str, n: int, keys: int) -> dict:
+DELAY_OPTIONS = {"reject": {}, "kslack": {"k": 3}, "conservative": {"max_delay": 3}, "aggressive": {"max_delay": 3}}
+
+
+def soak(engine: str, n: int, keys: int, disorder: str = "reject") -> dict:
     """Push the stream through one Matcher (engine "feed": make_event only); rates and RSS along the way."""
     process = psutil.Process()
     push = (lambda e, i: make_event(e, i)) if engine == "feed" else None
     if push is None:
-        matcher = cepkit.Matcher(QUERY, engine=engine, keep=False)
+        options = {"disorder": disorder, **DELAY_OPTIONS[disorder]} if disorder != "reject" else {}
+        matcher = cepkit.Matcher(QUERY, engine=engine, keep=False, **options)
         push = lambda e, i: matcher.push(e)   # noqa: E731
     warmup = n // 10
     marks = {warmup + (n - warmup) * k // SAMPLES for k in range(SAMPLES + 1)}
@@ -73,13 +79,14 @@ def soak(engine: str, n: int, keys: int) -> dict:
     return {"engine": engine, "keys": keys, "events": n, "matches": found,
             "ev_s": rate(points[0], n), "first": rate(points[0], points[fifth]),
             "last": rate(points[-1 - fifth], n),
-            "rss_warm": rss[points[0]], "rss_end": rss[n], "rss_growth": max(rss.values()) - rss[points[0]]}
+            "rss_warm": rss[points[0]], "rss_end": rss[n], "rss_growth": max(rss.values()) - rss[points[0]],
+            "rss_over_events": [(i, rss[i]) for i in points]}
 
 
-def run_one(engine: str, n: int, keys: int) -> dict:
+def run_one(engine: str, n: int, keys: int, disorder: str = "reject") -> dict:
     """One soak in a fresh process (its own RSS)."""
-    done = subprocess.run([sys.executable, __file__, "--one", engine, "--events", str(n), "--keys", str(keys)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run([sys.executable, __file__, "--one", engine, "--events", str(n), "--keys", str(keys),
+                           "--disorder", disorder], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -89,23 +96,34 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200,000 events per run")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES))
     parser.add_argument("--keys", type=int, nargs="+", default=[1, 100_000])
+    parser.add_argument("--disorder", default="reject", choices=sorted(DELAY_OPTIONS),
+                        help="an out-of-order mode (k / max_delay 3 s; the stream stays in order)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = 200_000 if args.quick else args.events
     if args.one:
-        print(json.dumps(soak(args.one, n, args.keys[0])))
+        print(json.dumps(soak(args.one, n, args.keys[0], args.disorder)))
         return
-    print(f"{QUERY!r}, {n:,} events per run, Matcher(keep=False)", flush=True)
+    mode = "" if args.disorder == "reject" else f", disorder={args.disorder!r} {DELAY_OPTIONS[args.disorder]}"
+    print(f"{QUERY!r}, {n:,} events per run, Matcher(keep=False){mode}", flush=True)
     header = (f"{'engine':<10} {'keys':>7} {'matches':>10} {'ev/s':>8} {'x feed':>7} {'first':>7} {'last':>7} "
               f"{'RSS warm':>9} {'RSS end':>8} {'growth':>7}")
     print(header, flush=True)
+    series = []
     for keys in args.keys:
         feed = run_one("feed", n, keys)
         for engine in args.engines:
-            r = run_one(engine, n, keys)
+            r = run_one(engine, n, keys, args.disorder)
+            series.append(r)
             print(f"{engine:<10} {keys:>7,} {r['matches']:>10,} {r['ev_s']:>8,.0f} {r['ev_s'] / feed['ev_s']:>7.3f} "
                   f"{r['first']:>7,.0f} {r['last']:>7,.0f} {r['rss_warm']:>9.1f} {r['rss_end']:>8.1f} "
                   f"{r['rss_growth']:>7.1f}", flush=True)
+    print("\nRSS MB over events (after warm-up, every tenth of the run):", flush=True)
+    for r in series:
+        points = r["rss_over_events"][::2]
+        if r is series[0]:
+            print(f"{'engine':<10} {'keys':>7} " + " ".join(f"{i:>8,}" for i, _ in points), flush=True)
+        print(f"{r['engine']:<10} {r['keys']:>7,} " + " ".join(f"{mb:>8.1f}" for _, mb in points), flush=True)
 
 
 if __name__ == "__main__":
