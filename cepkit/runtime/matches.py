@@ -200,11 +200,15 @@ class MatchArrays(Sequence):
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
         offsets, flat = _gather(self.offsets, rows)
-        bound_offsets, bound_flat = _gather(self.bound_offsets, rows)
+        positions = self.positions[flat]
+        if self.bound_offsets is self.offsets and self.bound_positions is self.positions:
+            bound_offsets, bound_flat, bound_positions = offsets, flat, positions   # every position is bound
+        else:
+            bound_offsets, bound_flat = _gather(self.bound_offsets, rows)
+            bound_positions = self.bound_positions[bound_flat]
         objects = None if self._objects is None else [self._objects[i] for i in rows.tolist()]
-        return MatchArrays(offsets, self.positions[flat], bound_offsets, self.bound_positions[bound_flat],
-                           self.bound_variables[bound_flat], self.names, self.kleene, self.emitted_at[rows],
-                           self.sign[rows], objects)
+        return MatchArrays(offsets, positions, bound_offsets, bound_positions, self.bound_variables[bound_flat],
+                           self.names, self.kleene, self.emitted_at[rows], self.sign[rows], objects)
 
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
@@ -391,8 +395,18 @@ class Matches(Sequence):
 
     def positions(self) -> list:
         """Each distinct set of positions once, in output order."""
-        distinct = self._columns if self._new_positions.all() else self._columns.take(self._new_positions)
-        return distinct.position_tuples()
+        return self._distinct().position_tuples()
+
+    def position_arrays(self) -> tuple:
+        """``positions()`` as numpy arrays, with no Python object per match: ``(offsets, flat)``, the i-th
+        tuple being ``flat[offsets[i]:offsets[i + 1]]``. With many matches ``positions()`` spends most of
+        its time making tuples and ints (bench/README.md, end to end); this is the same result without."""
+        distinct = self._distinct()
+        offsets = distinct.offsets
+        return offsets - offsets[0], distinct.positions[offsets[0]:offsets[-1]]
+
+    def _distinct(self) -> MatchArrays:
+        return self._columns if self._new_positions.all() else self._columns.take(self._new_positions)
 
     def variables(self) -> list:
         """Variable names in order of first appearance (output order, then each match's bindings)."""

@@ -65,6 +65,8 @@ def test_columns_give_the_output_order_of_match_objects(ms):
         assert [described(m) for m in got] == [described(m) for m in expected]
         assert len(got) == len(expected)
         assert got.positions() == list(dict.fromkeys(m.positions for m in expected))
+        offsets, flat = got.position_arrays()
+        assert [tuple(flat[a:b].tolist()) for a, b in zip(offsets[:-1], offsets[1:])] == got.positions()
         assert got.variables() == list(dict.fromkeys(v for m in expected for v in m.bindings))
         pd.testing.assert_frame_equal(got.to_pandas(), rows_table(expected))
         assert got.to_arrow().to_pylist() == [
@@ -148,6 +150,7 @@ def test_empty_matches_and_a_stream_of_one_event():
     for events in (EVENTS.iloc[:1], EVENTS.iloc[:0]):
         m = cepkit.match("A a ; C c", events, engine="automaton")
         assert len(m) == 0 and m.positions() == [] and list(m) == []
+        assert [a.tolist() for a in m.position_arrays()] == [[0], []]
         assert list(m.to_pandas(fields=["a.v"]).columns) == ["match_id", "positions", "a.v"]
         assert m.to_arrow().num_rows == 0
     one = cepkit.match("A a", EVENTS.iloc[:1], engine="stack")
