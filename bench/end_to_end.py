@@ -175,23 +175,29 @@ def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: 
             "µs/match e2e": 1e6 * e2e / max(len(found), 1), "µs/match brute": 1e6 * brute_s / max(len(found), 1)}
 
 
-def memory_probe(rows: int) -> None:
-    """Run in a subprocess: peak RSS growth of one ``cepkit.match`` over a ``rows``-row frame."""
+def memory_probe(rows: int, filtered: bool) -> None:
+    """Run in a subprocess: peak RSS growth of one ``cepkit.match`` (A;B;C, W=10 s) and its ``positions()``
+    over a ``rows``-row frame. The frame's size is given as its arrays (``memory_usage()``: what it holds)
+    and deep (each row's type string counted as if it had its own object, as pandas counts it)."""
     import resource
     frame = frame_of(rows)
-    frame_bytes = int(frame.memory_usage(deep=True).sum())
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    text = query_text("Q1", 10, True)
+    text = query_text("Q1", 10, filtered)
     start = time.perf_counter()
     found = cepkit.match(text, frame, engine="automaton")
+    positions = found.positions()
     seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(json.dumps({"rows": rows, "frame MB": frame_bytes / 1e6, "peak growth MB": (peak - before) / 1e6,
-                      "x frame": (peak - before) / frame_bytes, "matches": len(found), "seconds": seconds}))
+    frame_bytes = int(frame.memory_usage().sum())
+    print(json.dumps({"rows": rows, "query": query_text("Q1", 10, filtered), "frame MB": frame_bytes / 1e6,
+                      "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6,
+                      "peak growth MB": (peak - before) / 1e6, "x frame": (peak - before) / frame_bytes,
+                      "matches": len(positions), "seconds": seconds}))
 
 
-def memory(rows: int) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--memory-probe", str(rows)], capture_output=True, text=True)
+def memory(rows: int, filtered: bool) -> dict:
+    done = subprocess.run([sys.executable, __file__, "--memory-probe", str(rows)] + ["--filtered"] * filtered,
+                          capture_output=True, text=True)
     if done.returncode:
         return {"rows": rows, "error": done.stderr.strip().splitlines()[-1:]}
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -214,9 +220,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile one e2e call (A;B;C, W=10 s, 200k)")
     parser.add_argument("--memory", type=int, default=None, help="rows of the peak-memory run (0: none)")
     parser.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--filtered", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_probe:
-        return memory_probe(args.memory_probe)
+        return memory_probe(args.memory_probe, args.filtered)
     if args.profile:
         return profile(200_000)
     sizes = [200_000] if args.quick else [200_000, 1_000_000]
@@ -246,7 +253,9 @@ def main() -> None:
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3g}"))
     rows_mem = args.memory if args.memory is not None else (1_000_000 if args.quick else 10_000_000)
     if rows_mem:
-        print("\npeak memory:", memory(rows_mem))
+        print("\npeak memory:")
+        for filtered in (True, False):
+            print(memory(rows_mem, filtered), flush=True)
 
 
 if __name__ == "__main__":

@@ -610,8 +610,8 @@ def _frame_types(col: pd.Series, first_position: int) -> tuple:
     """(codes, names) of a DataFrame's type column; EventError at the first null or non-string type."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes, names = col.cat.codes.to_numpy(), list(col.cat.categories)
-    else:
-        codes, uniques = pd.factorize(col.to_numpy(dtype=object) if col.dtype != object else col.to_numpy())
+    else:   # (an Arrow-backed string column is dictionary-encoded by Arrow, not turned into objects)
+        codes, uniques = pd.factorize(col.to_numpy() if col.dtype == object else col)
         names = list(uniques)
     bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
     bad = codes < 0

@@ -182,6 +182,8 @@ BAD_EVENTS = [
     (pd.DataFrame([["A", 0, 1]], columns=["type", "ts", "ts"]), 0, "ts"),
     (pd.DataFrame({"type": pd.Categorical(["A", None])}), 1, "type"),
     (pd.DataFrame({"type": ["A", 3]}), 1, "type"),
+    (pd.DataFrame({"type": pd.array(["A", None], dtype="string[pyarrow]")}), 1, "type"),
+    (pd.DataFrame({"type": pd.array([1, 2], dtype="Int64")}), 0, "type"),
     (pa.table({"type": ["A", None]}), 1, "type"),
 ]
 
