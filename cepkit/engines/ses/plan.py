@@ -14,12 +14,13 @@ import itertools
 import math
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import pretty
 from ...runtime.events import PUNCTUATION, Stream, hashable_key
-from ...runtime.matches import Match, ReportedOnce
+from ...runtime.matches import Match, MatchArrays, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
 from .conditions import Conjunct
@@ -121,12 +122,48 @@ class SesPlan(Plan):
         matcher.close()
         return pd.DataFrame(log, columns=["start", "key", "positions", "evaluated", "matches"])
 
-    def run(self, stream) -> list:
-        matcher = self.matcher()
+    def to_arrays(self, batch: list) -> MatchArrays:
+        """``to_match`` of every (bindings, emitted_at) of ``batch`` (no RETURN), as columns built one
+        variable at a time: no ``Match``, no dict and no Python loop per match (with many matches, those and
+        their conversion to columns were 40 % of a run)."""
+        found = [b for bindings, _ in batch for b in bindings]
+        emitted = np.repeat(np.array([at for _, at in batch], np.int64), [len(bindings) for bindings, _ in batch])
+        n = len(found)
+        shown = [self.index[v] for v in self.visible]
+        kleene = [self.variables[v] in self.pattern.kleene for v in shown]
+        bound = [_positions(found, v, k) for v, k in zip(shown, kleene)]
+        hidden = [_positions(found, v, True) for v in range(self.arity) if v not in shown]
+        # the bindings: per match, each shown variable's positions in turn (an empty Kleene tuple: one -1)
+        entries = [np.maximum(lengths, 1) for lengths, _ in bound]
+        bound_offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.sum(entries, axis=0) if entries else np.zeros(n, np.int64), out=bound_offsets[1:])
+        bound_positions = np.full(bound_offsets[-1], -1, np.int64)
+        bound_variables = np.empty(bound_offsets[-1], np.int64)
+        before = bound_offsets[:-1].copy()            # where each match's next variable starts
+        for k, ((lengths, flat), count) in enumerate(zip(bound, entries)):
+            bound_variables[_spread(before, count)] = k
+            bound_positions[_spread(before, lengths)] = flat
+            before += count
+        # the positions: every event of every variable, sorted within each match
+        lengths = sum((lengths for lengths, _ in bound + hidden), np.zeros(n, np.int64))
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.concatenate([flat for _, flat in bound + hidden] + [np.zeros(0, np.int64)])
+        rows = np.concatenate([np.repeat(np.arange(n), lengths) for lengths, _ in bound + hidden] +
+                              [np.zeros(0, np.int64)])
+        stride = int(flat.max(initial=0)) + 1
+        positions = np.sort(rows * stride + flat) - np.repeat(np.arange(n) * stride, lengths)
+        return MatchArrays(offsets, positions, bound_offsets, bound_positions, bound_variables, self.visible,
+                           kleene, emitted)
+
+    def run(self, stream):
+        """The matches of ``stream``: as columns (``to_arrays``) without RETURN; with RETURN, ``Match``
+        objects (the matcher reports each projection once)."""
+        matcher = SesMatcher(self, batch=[] if self.select is None else None)
         found = [m for event in stream for m in matcher.push(event)]
         found.extend(matcher.close())
         self._last_info = matcher.statistics()
-        return found
+        return found if matcher.batch is None else self.to_arrays(matcher.batch)
 
     def info(self) -> dict:
         """Automaton size, the partition attributes X, the added equalities, and window counts of the last
@@ -140,9 +177,10 @@ class SesPlan(Plan):
 class SesMatcher(IncrementalPlan):
     """Incremental Alg 1 / Alg 3: ``push`` returns the matches of the windows the event completed."""
 
-    def __init__(self, plan: SesPlan, log: Optional[list] = None):
+    def __init__(self, plan: SesPlan, log: Optional[list] = None, batch: Optional[list] = None):
         self.plan = plan
         self.log = log                    # if a list: one row per closed window (``SesPlan.match_windows``)
+        self.batch = batch                # if a list: (bindings, emitted_at) per window, no Match (``run``)
         self.windows: dict = {}           # window key -> MatchWindow
         self.clocks: dict = {}            # clock -> heap of (W[0] coordinate, tie, window key)
         self.substream: dict = {}         # PARTITION BY key -> events seen (EVENTS coordinates)
@@ -226,13 +264,33 @@ class SesMatcher(IncrementalPlan):
             entries = list(window.entries)
             self.evaluated += 1
             self.max_window = max(self.max_window, len(entries))
-            found = [plan.to_match(b, self.last_position) for b in plan.evaluate(entries)]
+            bindings = plan.evaluate(entries)
+            if self.batch is not None:
+                self.batch.append((bindings, self.last_position))
+            else:
+                found = [plan.to_match(b, self.last_position) for b in bindings]
         if self.log is not None:
             self.log.append({"start": window.front.event.position, "key": window_key,
                              "positions": [e.event.position for e in window.entries], "evaluated": candidate,
                              "matches": [m.positions for m in found]})
         window.popleft()
         return found
+
+
+def _positions(found: list, v: int, kleene: bool) -> tuple:
+    """(per binding, how many positions variable ``v`` has; those positions, flat): a single variable
+    keeps its first event, as ``SesPlan.to_match`` does."""
+    if not kleene:
+        return np.ones(len(found), np.int64), np.fromiter((b[v][0].position for b in found), np.int64, len(found))
+    lists = [b[v] for b in found]
+    lengths = np.fromiter(map(len, lists), np.int64, len(found))
+    return lengths, np.fromiter((e.position for events in lists for e in events), np.int64, int(lengths.sum()))
+
+
+def _spread(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices starts[i], ..., starts[i] + lengths[i] - 1 of every i, in order."""
+    total = int(lengths.sum())
+    return np.arange(total) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
 
 
 def _type_test(atom: A.Atom, hierarchy):
