@@ -37,52 +37,69 @@ _ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in th
 _INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, after ts and the position column
 
 
-def with_row_numbers(df: DataFrame, order: list, name: str) -> DataFrame:
-    """``df`` with a column ``name``: each row's 0-based rank in ``order`` (a total order).
+def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
+    """(``df`` with a column ``name``: each row's 0-based rank in ``order``, a total order; the counting
+    job's row per Spark partition, in order, with its ``count`` and its ``offset`` (the rank of its first
+    row), then ``stats``: aggregates over the partition's rows, which may read ``row_in_partition()``).
 
     A global sort leaves the rows in range partitions, in order; counting each partition's rows gives its
     offset. The sorted rows are checkpointed first so that both jobs see the same partitions. Unlike
     ``row_number()`` over a window without PARTITION BY, nothing is moved to a single partition. Sampling
-    the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute.
+    the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute. ``stats``
+    ride on the counting job, so checks of the data cost no pass of their own.
     """
     ordered = (df.orderBy(*order).withColumn(_PART, F.spark_partition_id())
                .withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint())
-    counts = dict(ordered.groupBy(_PART).count().collect())
-    offsets = list(itertools.accumulate((counts.get(p, 0) for p in range(max(counts, default=0) + 1)),
-                                        initial=0))
-    offset = F.element_at(F.array(*[F.lit(o) for o in offsets]), F.col(_PART) + 1)
-    row_in_partition = F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
-    return ordered.withColumn(name, offset + row_in_partition).drop(_PART, _ROW)
+    parts = sorted(ordered.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect(),
+                   key=lambda row: row[_PART])
+    offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts),
+                                                                          initial=0)))
+    parts = [{**row.asDict(), "offset": offsets[row[_PART]]} for row in parts]
+    table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
+    offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
+    return ordered.withColumn(name, offset + row_in_partition()).drop(_PART, _ROW), parts
 
 
-def _number_events(df: DataFrame, layout: Layout) -> DataFrame:
-    """The events with POS (position in logical order) and TS (ts as the engines read it)."""
+def row_in_partition():
+    """A row's 0-based rank in its partition, in ``with_row_numbers``' ordered rows."""
+    return F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
+
+
+def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tuple:
+    """(the events with POS (position in logical order) and TS (ts as the engines read it); the extent
+    (first, last) of ``coordinate``, None for POS itself; about how many distinct ``keys`` there are, None
+    without keys). EventError for a null type or ts, found by the numbering's counting job."""
     events = df.withColumn(_INPUT, F.monotonically_increasing_id())
     if layout.ts_kind != "position":
         events = events.withColumn(TS, layout.engine_ts())
-    events = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS)
-    if layout.ts_kind == "position":
-        events = events.withColumn(TS, F.col(POS))
-    return events.drop(_INPUT)
-
-
-def _check_events(events: DataFrame, layout: Layout, keys: tuple) -> tuple:
-    """Raise EventError for a null type or ts; return the extent (first, last) of COORD and about how many
-    distinct ``keys`` there are (None without keys)."""
-    bad_ts = F.col(TS).isNull()
+    bad_ts = F.col(TS).isNull() if layout.ts_kind != "position" else F.lit(False)
     if layout.ts_kind == "number":
         bad_ts = bad_ts | F.isnan(F.col(TS))
-    key_count = F.approx_count_distinct(F.struct(*keys)) if keys else F.lit(None)
-    stats = events.agg(F.min(F.when(F.col("type").isNull(), F.col(POS))).alias("no_type"),
-                       F.min(F.when(bad_ts, F.col(POS))).alias("no_ts"), F.sum(bad_ts.cast("long")).alias("bad_ts"),
-                       F.min(COORD).alias("first"), F.max(COORD).alias("last"), key_count.alias("keys")).first()
-    if stats["no_type"] is not None:
-        raise EventError(stats["no_type"], "type", "every event needs a type (this one is null)")
-    if stats["no_ts"] is not None:
-        others = stats["bad_ts"] - 1
-        raise EventError(stats["no_ts"], "ts", "ts is missing (null or NaN)" + (f", as in {others} other event(s)"
-                                                                                 if others else ""))
-    return stats["first"] or 0.0, stats["last"] or 0.0, stats["keys"]
+    by_position = layout.ts_kind == "position" or coordinate is None
+    stats = [F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
+             F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"), F.sum(bad_ts.cast("long")).alias("bad_ts"),
+             F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys")]
+    if not by_position:
+        stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
+    events, parts = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
+    if layout.ts_kind == "position":
+        events = events.withColumn(TS, F.col(POS))
+    for column, field, message in (("no_type", "type", "every event needs a type (this one is null)"),
+                                   ("no_ts", "ts", "ts is missing (null or NaN)")):
+        bad = [row["offset"] + row[column] for row in parts if row[column] is not None]
+        if bad:
+            others = sum(row["bad_ts"] for row in parts) - 1 if field == "ts" else 0
+            raise EventError(min(bad), field, message + (f", as in {others} other event(s)" if others else ""))
+    # per partition approx_count_distinct: the largest is a lower bound of the whole (enough to tell few
+    # keys from many, which is all it decides)
+    keys_seen = max((row["keys"] for row in parts), default=0) if keys else None
+    count = sum(row["count"] for row in parts)
+    if by_position:
+        first, last = 0.0, float(max(count - 1, 0))
+    else:
+        first = min((row["first"] for row in parts if row["first"] is not None), default=0.0)
+        last = max((row["last"] for row in parts if row["last"] is not None), default=0.0)
+    return events.drop(_INPUT), first, last, keys_seen
 
 
 def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: tuple) -> DataFrame:
@@ -192,9 +209,11 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
 
     needed = ["type", *(["ts"] if layout.ts_kind != "position" else []), *layout.used,
               *([layout.position] if layout.position and layout.position not in layout.used else [])]
-    numbered = _number_events(df.select(*(needed if fields is None else df.columns)), layout)
-    events = numbered.withColumn(COORD, layout.coordinate(split))
-    first, last, keys_seen = _check_events(events, layout, split.keys if split.sliceable else ())
+    coordinate = layout.coordinate(split)
+    numbered, first, last, keys_seen = _number_events(
+        df.select(*(needed if fields is None else df.columns)), layout,
+        None if split.axis == "position" else coordinate, split.keys if split.sliceable else ())
+    events = numbered.withColumn(COORD, coordinate)
     slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < slices):
         split = split.by_time()         # too few keys to keep the cores busy: cut the time axis instead
@@ -220,6 +239,6 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         found = shipped.mapInPandas(matcher, schema)
     found = found.localCheckpoint()
     variables = output_variables(q)
-    result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")
+    result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
     result = result.select("match_id", "positions", *variables, *split.keys)
     return result if fields is None else _with_fields(result, numbered, fields, q, variables)

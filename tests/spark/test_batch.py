@@ -209,6 +209,8 @@ def test_an_engine_without_the_feature_names_those_with_it(spark):
 @pytest.mark.parametrize("rows, field, position", [
     ([("A", 1.0), ("B", None), ("B", float("nan"))], "ts", 0),
     ([("A", 1.0), (None, 2.0)], "type", 1),
+    # past the first of the numbering's range partitions: its offset is added
+    ([(None if i in (700, 900) else "A", float(i)) for i in range(1000)], "type", 700),
 ])
 def test_null_type_or_ts_is_reported_with_its_position(spark, rows, field, position):
     df = spark.createDataFrame(rows, "type string, ts double")
