@@ -1,5 +1,6 @@
 """StrategyCompare on the worked examples of digest 004 §3 ("Selection strategies on S"); its one figure,
 its table, background runs and Cancel."""
+import html
 import time
 
 import pandas as pd
@@ -93,3 +94,13 @@ def test_cancel_stops_and_keeps_what_finished():
     compare.wait(60)
     assert 1 <= len(compare.runs) < 4 and "cancelled" in compare.table.value
     assert "not run" in compare.table.value
+
+
+def test_a_long_query_wraps_in_the_title_instead_of_running_off_the_figure():
+    from cepkit.widgets.strategy_compare import TITLE_CHARS
+    conditions = " and ".join(f"a.v < {k}" for k in range(30))
+    compare = StrategyCompare(f"SEQ(A a, B b) WHERE {conditions}", [{"type": "A", "v": 0}, {"type": "B"}],
+                              strategies=["ALL"])
+    lines = compare.figure.layout.title.text.split("<br>")
+    assert len(lines) > 1 and all(len(html.unescape(line)) <= TITLE_CHARS for line in lines)
+    assert compare.figure.layout.margin.t == 50 + 18 * (len(lines) - 1)
