@@ -14,7 +14,6 @@ updated trace by trace took 12-30 s to appear in the browser for 9 events).
 from __future__ import annotations
 
 import html
-import textwrap
 import threading
 import time
 from typing import Iterable, Optional
@@ -31,7 +30,6 @@ from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
 ROW_GAP_PX = 34           # between rows, room for a row's title
-TITLE_CHARS = 110         # characters per line of the query in the figure's title (13 px text in ~950 px)
 
 
 class Cancelled(Exception):
@@ -192,11 +190,9 @@ class StrategyCompare(widgets.VBox):
             notes.insert(0, f"the {len(self.stream):,} events are not drawn, only the matches")
         subtitle = f"<br><sup>{html.escape('; '.join(notes))}</sup>" if notes else ""
         layout = figure.layout.to_plotly_json()
-        query_lines = textwrap.wrap(str(self.query), TITLE_CHARS) or [""]    # a long query is not cut at the edge
-        top = 50 + 18 * (len(query_lines) - 1) + (20 if subtitle else 0)
-        layout.update(height=height + top - 50, margin={"l": 60, "r": 20, "t": top, "b": 40},
-                      title={"text": "<br>".join(map(html.escape, query_lines)) + subtitle, "font": {"size": 13},
-                             "x": 0.01, "xanchor": "left"},
+        layout.update(height=height, margin={"l": 60, "r": 20, "t": 70 if subtitle else 50, "b": 40},
+                      title={"text": f"each strategy's matches on a shared time axis{subtitle}",
+                             "font": {"size": 13}, "x": 0.01, "xanchor": "left"},
                       hovermode="closest", hoverlabel={"align": "left"}, showlegend=False)
         return list(figure.data), layout
 

@@ -1,6 +1,5 @@
 """StrategyCompare on the worked examples of digest 004 §3 ("Selection strategies on S"); its one figure,
 its table, background runs and Cancel."""
-import html
 import time
 
 import pandas as pd
@@ -96,11 +95,11 @@ def test_cancel_stops_and_keeps_what_finished():
     assert "not run" in compare.table.value
 
 
-def test_a_long_query_wraps_in_the_title_instead_of_running_off_the_figure():
-    from cepkit.widgets.strategy_compare import TITLE_CHARS
+
+def test_a_long_query_is_not_the_figure_title():
+    """The table above the figure shows the query (wrapped by the page); a long one in the figure's one-line
+    title ran off its right edge (notebook 03's SES query)."""
     conditions = " and ".join(f"a.v < {k}" for k in range(30))
     compare = StrategyCompare(f"SEQ(A a, B b) WHERE {conditions}", [{"type": "A", "v": 0}, {"type": "B"}],
                               strategies=["ALL"])
-    lines = compare.figure.layout.title.text.split("<br>")
-    assert len(lines) > 1 and all(len(html.unescape(line)) <= TITLE_CHARS for line in lines)
-    assert compare.figure.layout.margin.t == 50 + 18 * (len(lines) - 1)
+    assert "a.v" not in compare.figure.layout.title.text and "a.v &lt; 29" in compare.table.value
