@@ -257,9 +257,11 @@ class Dom:
         """Figures on show that a person would see as missing: a cepkit ``PlotlyView`` with no plot drawn in it,
         or any plotly plot under ``min_height`` px high (text of each, for the failure message)."""
         return page.evaluate("""min => [...document.querySelectorAll('.cepkit-plotly, .js-plotly-plot')]
-            .filter(e => e.offsetParent !== null && !(e.classList.contains('js-plotly-plot') && e.closest('.cepkit-plotly')))
-            .filter(e => { const plot = e.classList.contains('js-plotly-plot') ? e : e.querySelector('.js-plotly-plot');
-                           return !plot || !plot.querySelector('.main-svg') || plot.getBoundingClientRect().height < min; })
+            .filter(e => e.offsetParent !== null)                          // on show
+            .filter(e => !(e.classList.contains('js-plotly-plot') && e.closest('.cepkit-plotly')))
+            .filter(e => {
+                const plot = e.classList.contains('js-plotly-plot') ? e : e.querySelector('.js-plotly-plot');
+                return !plot || !plot.querySelector('.main-svg') || plot.getBoundingClientRect().height < min; })
             .map(e => (e.innerText || '(no text)').slice(0, 80))""", min_height)
 
     @staticmethod
