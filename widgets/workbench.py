@@ -14,7 +14,8 @@ the match in the timeline and clicking a match in the timeline picks its row), a
   the kernel's main thread on long streams, with a Cancel button).
 - *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step (digest 000b §3).
 - *Explain*: ``ExplainView`` of the last run's query: the picked match explained clause by clause, any
-  candidate typed as positions, and, from an empty result, the near misses in one click (``cepkit.why_not``).
+  candidate clicked together on its event strip or typed as positions, and, from an empty result, the near
+  misses in one click (``cepkit.why_not``).
 - *Engines*: the capability matrix ``cepkit.engines()``, the rows the query needs in bold.
 - *Events*: the stream in a paged grid.
 
