@@ -4,8 +4,10 @@ For each query, engine and stream size it times, from a pandas DataFrame of (typ
 uniform, one event per second, v uniform in 0..99):
 
 - **e2e positions**: ``cepkit.match(query, frame, engine=...)`` then ``.positions()``;
+- **e2e arrays**: the same ``cepkit.match`` then ``.position_arrays()`` (the positions as numpy arrays,
+  no Python tuple per match);
 - **e2e pandas**: the same ``cepkit.match`` then ``.to_pandas()`` (the match call is timed once and
-  counted in both);
+  counted in each);
 - **kernel**: the engine's own ``plan.run`` on a stream prepared beforehand (the columns it returns,
   not ordered, no ``Matches``), and for the automaton ``plan.count`` (Algorithm 1 without enumeration);
 - **brute**: a pure-Python loop written for that one query, building the same position tuples from the
@@ -14,9 +16,11 @@ uniform, one event per second, v uniform in 0..99):
 It prints events/s and the ratios measured in the same run: **e2e/kernel** (time; the issue's target is
 within 3x when matches < events), **x brute** (e2e positions over brute time: at least 3x), **x OpenCEP**
 (end-to-end events/s over the ~8,000 events/s the issue measured for OpenCEP: at least 100x); for the
-output-bound Kleene queries **µs/match** for e2e and brute and their ratio. ``--memory ROWS`` then runs
-``cepkit.match`` over a ROWS-row frame in a subprocess and compares its peak RSS growth with the frame's
-own size (the target: under 3x). ``--profile`` prints cProfile's top functions of one e2e call.
+output-bound Kleene queries **µs/match** for e2e, arrays and brute and the ratios brute/e2e and
+brute/arrays (the target: 3x). ``--memory ROWS`` then runs ``cepkit.match`` and ``positions()`` over a
+ROWS-row frame in a subprocess, A;B;C with the 10 % filter and unfiltered, and compares the peak RSS growth
+with the frame's own size (the target: under 3x; ``--memory-probe ROWS [--filtered]`` is one such run).
+``--profile`` prints cProfile's top functions of one e2e call.
 
     python bench/end_to_end.py --quick            # 200k events, W=10 s, a few queries (about a minute)
     python bench/end_to_end.py                    # 200k and 1M events, W=10 s and 100 s, Kleene, memory
@@ -159,6 +163,7 @@ def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: 
     n = len(frame)
     match_s, found = timed(lambda: cepkit.match(text, frame, engine=engine), repeat)
     positions_s, positions = timed(found.positions, repeat)
+    arrays_s, _ = timed(found.position_arrays, repeat)
     pandas_s, _ = timed(found.to_pandas, 1)
     stream = Stream.from_any(frame)
     _, plan = select_engine(cepkit.parse(text), engine, {})
@@ -169,10 +174,13 @@ def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: 
     assert len(brute_found) == len(positions), (name, engine, window, filtered, len(brute_found), len(positions))
     e2e = match_s + positions_s
     return {"query": name + (" 10%" if filtered else ""), "W": window, "events": n, "engine": engine,
-            "matches": len(found), "e2e pos ev/s": n / e2e, "e2e pandas ev/s": n / (match_s + pandas_s),
+            "matches": len(found), "e2e pos ev/s": n / e2e, "e2e arrays ev/s": n / (match_s + arrays_s),
+            "e2e pandas ev/s": n / (match_s + pandas_s),
             "kernel ev/s": n / kernel_s, "update ev/s": n / count_s if count_s else None,
             "e2e/kernel": e2e / kernel_s, "x brute": brute_s / e2e, "x OpenCEP": n / e2e / OPENCEP_EVENTS_PER_S,
-            "µs/match e2e": 1e6 * e2e / max(len(found), 1), "µs/match brute": 1e6 * brute_s / max(len(found), 1)}
+            "µs/match e2e": 1e6 * e2e / max(len(found), 1),
+            "µs/match arrays": 1e6 * (match_s + arrays_s) / max(len(found), 1),
+            "µs/match brute": 1e6 * brute_s / max(len(found), 1)}
 
 
 def memory_probe(rows: int, filtered: bool) -> None:
@@ -238,17 +246,18 @@ def main() -> None:
             for engine in ("automaton", "stack"):
                 if engine == "stack" and name == "Q3":
                     continue              # OR: not in the stack engine's fragment
-                rows.append(measure(name, engine, frames[n], window, filtered, 1 if n > 200_000 else 2))
+                rows.append(measure(name, engine, frames[n], window, filtered, 2 if n > 200_000 else 5))
                 print(pd.DataFrame(rows[-1:]).to_string(index=False, header=len(rows) == 1,
                                                         float_format=lambda x: f"{x:,.3g}"), flush=True)
     kleene = [("Q4", 30, 2_000), ("Q5", 10, 2_000)] if args.quick else \
         [("Q4", 30, 2_000), ("Q4", 10, 200_000), ("Q5", 10, 2_000), ("Q5", 10, 200_000)]
     for name, window, n in kleene:
-        rows.append(measure(name, "automaton", frame_of(n), window, False, 2))
+        rows.append(measure(name, "automaton", frame_of(n), window, False, 5))
         print(pd.DataFrame(rows[-1:]).to_string(index=False, header=False, float_format=lambda x: f"{x:,.3g}"),
               flush=True)
     table = pd.DataFrame(rows)
     table["brute/e2e per match"] = table["µs/match brute"] / table["µs/match e2e"]
+    table["brute/arrays per match"] = table["µs/match brute"] / table["µs/match arrays"]
     print()
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3g}"))
     rows_mem = args.memory if args.memory is not None else (1_000_000 if args.quick else 10_000_000)
