@@ -413,9 +413,8 @@ class Matches(Sequence):
         c = self._columns
         if not len(c.bound_variables):
             return []
-        names = np.asarray(c.names, dtype=object)[c.bound_variables]
-        unique, first = np.unique(names.astype(str), return_index=True)
-        return [str(v) for v in unique[np.argsort(first)]]
+        ids, first = np.unique(c.bound_variables, return_index=True)     # (ids, not names: no string per entry)
+        return list(dict.fromkeys(str(c.names[v]) for v in ids[np.argsort(first)].tolist()))
 
     # ------------------------------------------------------------------ tables
     def binding_columns(self) -> dict:
@@ -608,9 +607,10 @@ def named_fields(fields, variables: list, attributes: list) -> list:
 
 
 def row_lists(offsets: np.ndarray, flat: list) -> list:
-    """The CSR rows of ``flat`` (a list) as lists."""
+    """The CSR rows of ``flat`` (a list) as lists (with the collector paused: see ``position_tuples``)."""
     bounds = offsets.tolist()
-    return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    with collector_paused():
+        return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _pandas_binding(kind: str, value):
