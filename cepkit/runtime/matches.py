@@ -90,17 +90,24 @@ def _words(first: np.ndarray, rest: np.ndarray) -> list:
     if not len(first):
         return []
     lows, highs = rest.min(axis=0), rest.max(axis=0)
+    varying = [j for j in range(rest.shape[1]) if lows[j] < highs[j]]
+    # each column made contiguous once (a wide matrix's columns are strided): later passes read it fast
     columns = [(first, int(first.min()), int(first.max()))]
-    columns += [(rest[:, j], int(lows[j]), int(highs[j])) for j in range(rest.shape[1]) if lows[j] < highs[j]]
-    columns = [c for k, c in enumerate(columns) if c[1] < c[2] and not (k and np.array_equal(c[0], first))]
+    columns += [(col, int(lows[j]), int(highs[j])) for col, j in zip(rest.T[varying], varying)]
+    columns = [c for k, c in enumerate(columns)
+               if c[1] < c[2] and not (k and c[0][0] == first[0] and np.array_equal(c[0], first))]
     words, word, span = [], None, 1
     for col, low, high in columns:
         width = high - low + 1
         if word is not None and span * width >= 1 << 62:
             words.append(word)
             word, span = None, 1
-        digit = col.astype(np.int64) - low
-        word = digit if word is None else word * width + digit
+        digit = col.astype(np.int64, copy=False) - low
+        if word is None:
+            word = digit
+        else:
+            word *= width
+            word += digit
         span *= width
     if word is not None:
         words.append(word)
