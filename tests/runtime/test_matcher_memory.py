@@ -225,11 +225,12 @@ def test_the_out_of_order_layer_keeps_the_ranks_of_a_window(engine, disorder, op
 
 def test_the_automaton_matcher_allocates_nothing_per_event(monkeypatch):
     """Traced Python memory of an automaton ``Matcher(keep=False)`` over one endless key stays flat once the
-    arena has reached its size: under 4 B/event over 10,000 events (the issue saw 30-50 B/event: the first
-    compaction's new arena fell in its measured stretch; what tracemalloc attributes to the kernel call is a
-    set of a few thousand small blocks whose count levels off, not a per-event leak). A 256-node arena
-    compacts every few hundred events, so compaction and every object made around the kernel call are
-    inside the stretch measured."""
+    arena has reached its size: under 10 B/event over 10,000 events, less than one leaked int per event
+    would add (the issue saw 30-50 B/event: the first compaction's new arena fell in its measured stretch).
+    What remains is what tracemalloc pins on the numba call itself: 57-byte blocks, ~1 per 16 calls in a
+    process that ran other tests, fewer and levelling off in a fresh one (NOTES). A 256-node arena compacts
+    every few hundred events, so compaction and every object made around the kernel call are inside the
+    stretch measured."""
     import gc
     import tracemalloc
 
@@ -251,4 +252,4 @@ def test_the_automaton_matcher_allocates_nothing_per_event(monkeypatch):
     finally:
         tracemalloc.stop()
     assert matcher._inc.arena_nodes == arena <= 4096
-    assert growth < 4 * 10000
+    assert growth < 10 * 10000
