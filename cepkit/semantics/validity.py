@@ -52,6 +52,7 @@ class Checker(A.Visitor):
     def __init__(self, stream: Substream, deriver: Deriver):
         self.stream = stream
         self.deriver = deriver
+        self._by_last: dict = {}   # id(pattern) -> {last position: its derivations}, see _ending_at
 
     def valid(self, d: Derivation) -> Truth:
         """Whether a whole-pattern derivation is a match: its negation scopes end at the window."""
@@ -125,10 +126,22 @@ class Checker(A.Visitor):
         if node.name in STNM_STRATEGIES:
             rivals = [(c, self.check(c, self._beside(ctx, c))) for c in self.deriver.derive(node.pattern)]
             return stnm_keep(node.name, inner, self.check(inner, ctx), rivals, self.stream, self.deriver.type_matches)
-        rivals = [c for c in self.deriver.derive(node.pattern) if c.last == d.last]
+        rivals = self._ending_at(node.pattern).get(d.last, ())
+        self.deriver.charge(node, len(rivals))   # d is compared with each: a step each (LAST(((ANY OR ANY)+)+))
         better = rank_better(node.name, inner, rivals)
         return all3([self.check(inner, ctx),
                      *(not3(self.check(c, self._beside(ctx, c))) for c in better)])
+
+    def _ending_at(self, pattern) -> dict:
+        """The derivations of ``pattern`` by last position, grouped once per pattern (a ranked strategy compares
+        each derivation with those ending where it ends)."""
+        key = id(pattern)
+        if key not in self._by_last:
+            groups: dict = {}
+            for c in self.deriver.derive(pattern):
+                groups.setdefault(c.last, []).append(c)
+            self._by_last[key] = groups
+        return self._by_last[key]
 
     @staticmethod
     def _beside(ctx: Context, rival: Derivation) -> Context:
