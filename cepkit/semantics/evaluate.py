@@ -111,10 +111,6 @@ class Evaluation:
                                           "and checks of them: the reference enumerates them all); run it on another "
                                           "engine (automaton), on fewer events, or raise budget= (docs/limits.md)",
                                           self.query.text) from None
-        import os
-        if os.environ.get("SPENT_LOG"):
-            with open(os.environ["SPENT_LOG"], "a") as f:
-                f.write(f"{deriver.spent}\t{len(events)}\t{self.query.text!r}\n")
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
     def valid_matches(self, sub: Substream, deriver: Deriver) -> list:
