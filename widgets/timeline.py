@@ -293,13 +293,12 @@ class MatchTimeline(widgets.VBox):
             self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
             self.details.value = ("<small>Click a match's line to highlight it and list its events.</small>"
                                   if self.matches else "")
-            self.plot.show(self.figure)
-            return
-        props = self.canvas.polylines([self.matches[k]], [k], "selected match")
-        props.update(line={"color": COLORS["selected"], "width": 4},
-                     marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
-        self.trace("selected").update(props, overwrite=True)
-        self.details.value = self._match_table(k, self.matches[k])
+        else:
+            props = self.canvas.polylines([self.matches[k]], [k], "selected match")
+            props.update(line={"color": COLORS["selected"], "width": 4},
+                         marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
+            self.trace("selected").update(props, overwrite=True)
+            self.details.value = self._match_table(k, self.matches[k])
         self.plot.show(self.figure)
 
     def _match_table(self, k: int, match) -> str:

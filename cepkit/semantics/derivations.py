@@ -20,9 +20,10 @@ their scope (§10.11).
 
 Brute force grows exponentially with nested iteration (``((ANY+ a)+)+`` has (4^n − 1)/3 derivations over n
 events), so a ``Deriver`` spends at most ``budget`` steps (``SEARCH_BUDGET`` by default, docs/limits.md): a
-position held or copied by a derivation is one, and so is each check of phase 2 (``validity``: a nested
-strategy compares each match with its rivals, quadratic in them); then it raises ``BudgetExhausted``; the walks are loops, not recursion, so long chains and long iterations
-never reach Python's recursion limit.
+position held or copied by a derivation is one, and so is each check and comparison of phase 2
+(``validity``: a nested strategy compares each match with its rivals, quadratic in them); then it raises
+``BudgetExhausted``. The walks are loops, not recursion, so long chains and long iterations never reach
+Python's recursion limit.
 """
 from __future__ import annotations
 
