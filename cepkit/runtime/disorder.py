@@ -215,9 +215,9 @@ class Layer(EmissionLog, IncrementalPlan):
         emits matches whose events are no earlier than now − w (it reports a match waiting for a trailing
         scope at the latest at the first event past its window). Done when they are half the arrays, so
         the cost per event is constant. Under an EVENTS window or none, a match may hold any earlier
-        event of its key: every rank is kept."""
+        event of its key, and a matcher that answers only at close may name any event: every rank is kept."""
         w = self.plan.query.window_seconds
-        if w is None:
+        if w is None or self.inner.answers_at_close:
             return
         cut = bisect.bisect_left(self.times, window_horizon(now, 2 * w))
         if cut > 64 and 2 * cut > len(self.times):

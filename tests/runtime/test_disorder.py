@@ -180,3 +180,17 @@ def test_ecube_answers_at_close_in_every_mode():
     for options in ({"disorder": "kslack", "k": 3}, {"disorder": "conservative"}, {"disorder": "aggressive"}):
         found = cepkit.match("SEQ(X x, B b) WITHIN 5", events, engine="ecube", hierarchy=hierarchy, **options)
         assert found.positions() == expected and {d.emitted_at for d in found.deltas} == {3}
+
+
+def test_ecube_keeps_every_rank_over_a_long_stream():
+    """ecube answers at close, naming events from the stream's start: the layer must not trim their ranks
+    (it did once the stream passed two windows and 64 events: a RuntimeError, 2026-11-27)."""
+    hierarchy = {"X": ["A", "C"]}
+    events = [{"type": "ABC"[i % 3], "ts": i * 0.5} for i in range(400)]
+    arrivals = events[1:] + events[:1]          # the first event arrives last, 200 s late
+    query = "SEQ(X x, B b) WITHIN 2"
+    expected = sorted(tuple(sorted(events[p]["ts"] for p in m.positions)) for m in evaluate(query, events, hierarchy=hierarchy))
+    for options in ({"disorder": "kslack", "k": 400}, {"disorder": "conservative", "max_delay": 400},
+                    {"disorder": "aggressive", "max_delay": 400}):
+        found = cepkit.match(query, arrivals, engine="ecube", hierarchy=hierarchy, **options)
+        assert sorted(tuple(sorted(arrivals[p]["ts"] for p in ps)) for ps in found.positions()) == expected
