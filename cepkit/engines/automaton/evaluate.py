@@ -36,6 +36,7 @@ import pandas as pd
 from ...runtime.events import PUNCTUATION
 from ...runtime.unary import Columns
 from .determinize import UNKNOWN
+from . import kernel
 from .kernel import jit
 from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
 
@@ -214,10 +215,20 @@ def window_limit(window, keys: np.ndarray) -> np.ndarray:
     return w + 8 * np.spacing(scale)
 
 
-def partition_keys(query, events) -> list:
-    """The PARTITION BY key of each event (a missing attribute is the key None, LANGUAGE.md §10.5)."""
-    names = query.partition_by
-    return [tuple(e.get(k) for k in names) for e in events]
+def window_limit_at(window, key: float) -> float:
+    """``window_limit`` of one key in Python floats (the matcher's per-event path: no arrays to make);
+    ``math.ulp`` is ``np.spacing`` for the positive scale."""
+    if window is None:
+        return math.inf
+    if window.events:
+        return float(math.ceil(window.amount) - 1)
+    w = window.seconds
+    return w + 8 * math.ulp(max(abs(key), abs(w), 1.0))
+
+
+def partition_key(query, event) -> tuple:
+    """The PARTITION BY key of an event (a missing attribute is the key None, LANGUAGE.md §10.5)."""
+    return tuple(event.get(k) for k in query.partition_by)
 
 
 class Inputs:
@@ -338,6 +349,8 @@ class Evaluator:
         self.info = np.zeros(5, np.int64)
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")
+        # the kernel's entry point for ``_batch``'s types: every other argument is made here with fixed types
+        self._advance, self._batch = None, None
 
     @property
     def emitted(self) -> int:
@@ -369,8 +382,11 @@ class Evaluator:
         compacted_at = -1   # the event at which the arena last filled up
         runs = self._fit(runs)
         while True:
-            status = advance(self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
-                             self.scratch, self.roots, self.collect, self.info)
+            args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
+                    self.scratch, self.roots, self.collect, self.info)
+            if self._batch is not batch:
+                self._advance, self._batch = kernel.entry(advance, args), batch
+            status = self._advance(*args)
             if status == OK:
                 return runs
             i = int(self.info[2])

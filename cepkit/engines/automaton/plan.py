@@ -11,13 +11,13 @@ from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.expiry import KeyExpiry
-from ...runtime.matches import MatchArrays, ReportedOnce
+from ...runtime.matches import Match, MatchArrays, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
-from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_keys, run_all,
-                       window_limit)
+from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_key, run_all,
+                       window_limit_at)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
@@ -62,10 +62,12 @@ class Program:
         any did): CONSUME BY counts a match even when RETURN projects all of it away. A match whose
         sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not one the
         selection chose is left out; RETURN keeps the positions of its variables only."""
+        if not len(outputs):            # the matcher's common case: nothing completed at this event
+            return [], False
         offsets, positions, var_ids, emitted = outputs.arrays()
         n = len(emitted)
         keep = positions[offsets[:-1]] > after if n else np.zeros(0, bool)
-        if not keep.any():              # the matcher's common case: nothing completed at this event
+        if not keep.any():
             return [], False
         completed = True
         names = self.cea.variables
@@ -201,11 +203,15 @@ class AutomatonMatcher(IncrementalPlan):
             self.reported: dict = {}     # consume scope -> last position at which a match was reported
         else:
             self.evaluator = Evaluator(program)
+            # the one-event batch each push fills in (made once: six arrays per push cost more than the kernel)
+            self.batch = Batch(np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1), np.zeros(1),
+                               np.zeros(1, np.int64), np.zeros(1, bool))
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
         self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
         # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
         self.projected = None if program.query.select is None else ReportedOnce(program.query.window_seconds)
+        self.kleene = [(name, name in program.query.kleene_variables) for name in program.cea.variables]
 
     def push(self, event) -> list:
         found = self._push(event)
@@ -221,7 +227,7 @@ class AutomatonMatcher(IncrementalPlan):
                 self.reported.pop(gone, None)
             for _, _, chosen in self.nested:
                 chosen.forget(gone)
-        key = partition_keys(program.query, (event,))[0]
+        key = partition_key(program.query, event)
         self.expiry.touch(key, event.time)
         part = self.parts.get(key)
         if part is None:
@@ -236,21 +242,29 @@ class AutomatonMatcher(IncrementalPlan):
         if letter == program.letters.none:
             part.gap += 1
             return []
-        limit = float(window_limit(program.query.within, np.array([window_key]))[0])
+        limit = window_limit_at(program.query.within, window_key)
         part.lower = window_key - limit
         for _, _, chosen in self.nested:
             chosen.forget(key, before=part.lower)
         gap, part.gap = part.gap, 0
         if program.ranked:
             return self._select(part, key, letter, event.position, window_key, limit, gap)
-        batch = Batch(np.array([event.position], np.int64), np.array([letter], np.int32),
-                      np.array([window_key]), np.array([limit]), np.array([gap], np.int64), np.zeros(1, bool))
+        batch = self.batch
+        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0] = \
+            event.position, letter, window_key, limit, gap
         part.state = self.evaluator.run(batch, part.state, self._others)
-        self.evaluator.finish()
-        found, completed = program.matches(self.evaluator.outputs,
-                                           chosen=[(variables, picked) for variables, _, picked in self.nested])
-        found = list(found)
-        self.evaluator.outputs.clear()
+        outputs = self.evaluator.outputs
+        if self.evaluator.roots.n[0]:
+            self.evaluator.finish()
+        if not len(outputs):
+            return []
+        if self.nested or program.query.select is not None:
+            found, completed = program.matches(outputs, chosen=[(variables, picked)
+                                                                for variables, _, picked in self.nested])
+            found = list(found)
+        else:
+            found, completed = _rows_as_matches(outputs, self.kleene), True
+        outputs.clear()
         if completed and program.consume == "ANY":
             for other in self.parts.values():
                 other.state = self._fresh()
@@ -335,6 +349,23 @@ class AutomatonMatcher(IncrementalPlan):
             k = len(s.nodes())
             s.remap(new_ids[at:at + k])
             at += k
+
+
+def _rows_as_matches(outputs: Outputs, variables: list) -> list:
+    """The complex events of one push as ``Match`` objects, built in Python: a push completes a few, for which
+    ``MatchArrays``' column-wise building (made for millions of rows) costs far more than it saves.
+    ``variables``: (name, whether Kleene) per variable id; an unnamed position (id -1) is in no binding."""
+    offsets, positions, var_ids, emitted = (a.tolist() for a in outputs.arrays())
+    found = []
+    for row, emit in enumerate(emitted):
+        a, b = offsets[row], offsets[row + 1]
+        bindings: dict = {}
+        for p, v in zip(positions[a:b], var_ids[a:b]):
+            if v >= 0:
+                name, kleene = variables[v]
+                bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
+        found.append(Match(tuple(positions[a:b]), bindings, "+", emit if emit >= 0 else None))
+    return found
 
 
 def _fit_roots(roots: Roots, n: int) -> Roots:

@@ -1,0 +1,83 @@
+"""Per-event rate of ``cepkit.Matcher(keep=False)``: ``push`` one event at a time and ``extend`` with lists
+of 1,000 events, for one key without PARTITION BY, one key with it, and 1,000 keys (issue 15: the
+automaton's incremental matcher was the slowest per push, Python around the kernel).
+
+Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows), types A-D uniformly at random,
+one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
+each event through ``cepkit.runtime.events.make_event`` (what any push costs before an engine sees it).
+
+    python bench/matcher.py                              # automaton, 50,000 events per row
+    python bench/matcher.py --engines automaton stack --events 200000
+    python bench/matcher.py --profile                    # cProfile of the automaton's 1-key push row
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import numpy as np
+
+import cepkit
+from cepkit.runtime.events import make_event
+
+ONE = "A a ; B b ; C c WITHIN 10 s"
+KEYED = ONE + " PARTITION BY id"
+ROWS = (("1 key", ONE, 1), ("1 key, PARTITION BY", KEYED, 1), ("1,000 keys", KEYED, 1000))
+EXTEND = 1000
+
+
+def stream(n: int, keys: int) -> list:
+    rng = np.random.default_rng(0)
+    kinds = np.array(list("ABCD"))[rng.integers(0, 4, n)].tolist()
+    return [{"type": t, "ts": float(i), "id": (i // 10) % keys} for i, t in enumerate(kinds)]
+
+
+def rate(engine: str, query: str, events: list, batched: bool) -> tuple:
+    """(events per second, matches) of one Matcher over ``events``; engine "feed": make_event only."""
+    start = time.perf_counter()
+    if engine == "feed":
+        for i, e in enumerate(events):
+            make_event(e, i)
+        return len(events) / (time.perf_counter() - start), 0
+    matcher = cepkit.Matcher(query, engine=engine, keep=False)
+    found = 0
+    if batched:
+        for at in range(0, len(events), EXTEND):
+            found += len(matcher.extend(events[at:at + EXTEND]))
+    else:
+        for e in events:
+            found += len(matcher.push(e))
+    found += len(matcher.close())
+    return len(events) / (time.perf_counter() - start), found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=50_000)
+    parser.add_argument("--engines", nargs="+", default=["automaton"])
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    warm = stream(2000, 1)
+    for engine in args.engines:
+        rate(engine, ONE, warm, False)       # compile the kernels (numba) outside the timings
+    if args.profile:
+        events = stream(args.events, 1)
+        cProfile.runctx("rate('automaton', ONE, events, False)", globals(), {"events": events}, "/tmp/matcher.prof")
+        pstats.Stats("/tmp/matcher.prof").sort_stats("tottime").print_stats(25)
+        return
+    print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)
+    print(f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'matches':>8}", flush=True)
+    for label, query, keys in ROWS:
+        events = stream(args.events, keys)
+        feed, _ = rate("feed", query, events, False)
+        for engine in args.engines:
+            for batched in (False, True):
+                r, found = rate(engine, query, events, batched)
+                print(f"{engine:<10} {label:<20} {'extend' if batched else 'push':<7} {r:>9,.0f} {r / feed:>7.3f} "
+                      f"{found:>8,}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
