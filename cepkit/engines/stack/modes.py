@@ -34,6 +34,9 @@ Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
 - Under a time window and a ``max_delay`` the conservative and aggressive modes drop a PARTITION BY key
   once its last event is below their purge's reach (``forget_keys_after``), as the in-order mode does once
   its window has passed (``cepkit.runtime.expiry``); without a bound every key is kept.
+- Under RETURN they count each projected key's live matches (first in emits it, last out retracts it); a key
+  is forgotten once every type the query reads is complete past its earliest event plus the window
+  (``forget_settled_keys``), as the in-order mode forgets a reported key a window later (``ReportedOnce``).
 """
 from __future__ import annotations
 
@@ -44,7 +47,7 @@ from collections import Counter
 
 from ...errors import EventError
 from ...runtime.events import PUNCTUATION
-from ...runtime.expiry import KeyExpiry
+from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.matches import Match, ReportedOnce
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
@@ -66,6 +69,8 @@ class StackMatcher(EmissionLog, IncrementalPlan):
         self.peak_state = 0
         self._arrivals = 0
         self._live: Counter = Counter()      # under RETURN: projected key -> matches emitted and not retracted
+        self._live_by_time: list = []       # heap of (earliest projected ts, seq, key) of the keys in ``_live``
+        self._live_seq = itertools.count()
 
     def key_of(self, event) -> tuple:
         return tuple(event.get(k) for k in self.program.partition_by)
@@ -82,7 +87,7 @@ class StackMatcher(EmissionLog, IncrementalPlan):
         several matches project onto one (C, β) (LANGUAGE.md §4, §10.2: one entry per distinct (C, β)), which
         is emitted when its first match is and, in aggressive mode, retracted when its last one is."""
         found = self.program.to_match(chosen)
-        if self.program.select is not None and not self.changes_output(found, sign):
+        if self.program.select is not None and not self.changes_output(found, sign, chosen):
             return []
         at = self.last_position if self.last_position >= 0 else None
         match = Match(found.positions, found.bindings, sign, at)
@@ -91,15 +96,37 @@ class StackMatcher(EmissionLog, IncrementalPlan):
             self.emissions.append(match)
         return [match]
 
-    def changes_output(self, found: Match, sign: str) -> bool:
-        """Under RETURN: whether emitting ``found`` changes the output (its key's first match in, or its
-        last one out); counts the key's matches emitted and not retracted (a key at 0 is forgotten)."""
+    def changes_output(self, found: Match, sign: str, chosen) -> bool:
+        """Under RETURN: whether emitting ``found`` (the projection of the instances ``chosen``) changes the
+        output (its key's first match in, or its last one out); counts the key's matches emitted and not
+        retracted (a key at 0 is forgotten, and so is a settled one: ``forget_settled_keys``)."""
         key = found.key
-        live = self._live[key]
+        live = self._live.get(key, 0)
+        if not live and sign == "+":
+            select = self.program.select
+            earliest = min((i.time for s, i in zip(self.program.slots, chosen) if s.var in select), default=math.inf)
+            heapq.heappush(self._live_by_time, (earliest, next(self._live_seq), key))
         self._live[key] = live + (1 if sign == "+" else -1)
         if not self._live[key]:
             del self._live[key]
         return (sign == "+" and live <= 0) or (sign == "-" and live <= 1)
+
+    def forget_settled_keys(self, settled: float) -> None:
+        """Forget the RETURN keys no later arrival can emit or retract again, every type the query reads
+        being complete through ``settled`` (no event of them at or below it is still to come).
+
+        Every match projecting to a key holds the key's events, so its events lie within w after the key's
+        earliest one, t: an arrival that builds such a match (a positive event), blocks or retracts one (a
+        negative in its scope), or completes a held one's scopes has a ts at most t + w. Once ``settled``
+        passes t + w (and the float tolerance) none is to come, and the mode has released what was held
+        (callers call this after their release). Without a time window every key is kept."""
+        window = self.program.window_time
+        if window is None or settled == -math.inf:
+            return
+        horizon = window_horizon(settled, window)
+        heap = self._live_by_time
+        while heap and heap[0][0] < horizon:
+            self._live.pop(heapq.heappop(heap)[2], None)
 
     def state_size(self) -> int:
         return sum(core.size() for core in self.cores.values())
@@ -148,7 +175,7 @@ class InOrderMatcher(StackMatcher):
         self._track(event)
         return self.feed(event)
 
-    def changes_output(self, found: Match, sign: str) -> bool:
+    def changes_output(self, found: Match, sign: str, chosen) -> bool:
         """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""
         return bool(self._reported.fresh([found], self._now))
 
@@ -311,6 +338,8 @@ class _OutOfOrderMatcher(StackMatcher):
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)     # the largest key that has arrived
         self._expiry = KeyExpiry(None)     # a mode whose purge has a reach sets it (``forget_keys_after``)
+        # the types whose late events can change the output: positive or negated
+        self.read_types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
 
     def forget_keys_after(self, reach: float) -> None:
         """Drop a PARTITION BY key's core once its last event is more than ``reach`` below the clock: the
@@ -460,13 +489,16 @@ class ConservativeMatcher(_OutOfOrderMatcher):
 
     def _release_safe(self) -> list:
         """Pop every scope the guarantees have just completed; frontiers do not move meanwhile, so a match
-        queued again on a later negation is not yet complete there."""
+        queued again on a later negation is not yet complete there. Then every held match whose scopes are
+        complete is out, so the RETURN keys settled by the guarantees may go."""
         out = []
         for j, heap in enumerate(self.waiting):
             while heap and self.complete(j, heap[0][0]):
                 held = heapq.heappop(heap)[2]
                 if held.alive:
                     out.extend(self._wait_or_emit(None, held, new=False))
+        if self._live_by_time:
+            self.forget_settled_keys(min(self.guarantees.through(t, self.clock) for t in self.read_types))
         return out
 
     def close(self) -> list:
@@ -492,9 +524,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
 
     def __init__(self, program, max_delay=None, hierarchy=None):
         super().__init__(program, max_delay, hierarchy)
-        # a late event that can change the output is of a type of the query, positive or negated
-        types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
-        self.reach_delay = self.max_delay.worst(types)
+        self.reach_delay = self.max_delay.worst(self.read_types)
         self.forget_keys_after(self.reach_delay + 2 * (program.window_time or 0.0))   # ``purge_below``'s reach
 
     def push(self, event) -> list:
@@ -521,6 +551,8 @@ class AggressiveMatcher(_OutOfOrderMatcher):
             # reaches lies within 2w of it (§2.5).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
             self.purge_below(core, self.clock - self.reach_delay - reach)
+            if self._live_by_time:     # every read type is complete below clock - reach_delay
+                self.forget_settled_keys(math.nextafter(self.clock - self.reach_delay, -math.inf))
         return out
 
     def _blocked(self, core: Core, j: int, part, inst) -> list:
