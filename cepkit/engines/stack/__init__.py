@@ -17,7 +17,8 @@ each a number, a timedelta or text such as ``"2 min"``: ``max_delay={"A": 5, "B"
 A arrives after an event whose ts exceeds its own by more than 5, no B by more than 120. A type missing
 from the mapping has no max-delay guarantee (only punctuations complete it) unless the key ``"*"`` bounds
 every type not named; a key may be a concept (it bounds every type below it), and a concept is complete
-once every type below it is. A broken bound raises ``EventError``. A tight bound on a negated type
+once every type below it is. An event breaking its bound is dropped and listed in ``info["dropped"]``
+(as K-slack and the out-of-order layer drop what they cannot place). A tight bound on a negated type
 releases matches early:
 
 >>> slow_b = [{"type": "A", "ts": 1}, {"type": "B", "ts": 4}, {"type": "A", "ts": 6}, {"type": "A", "ts": 15}]

@@ -26,7 +26,9 @@ Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
   concept, or ``"*"`` for the others) to its own bound (``cepkit.runtime.delays.MaxDelay``): a type the mapping does not
   bound is completed by punctuations only; a concept's bound is the largest of the types below it.
 - Promises are checked: an event of type T with ts below ``clock - max_delay[T]``, or at or below a
-  punctuation of its type, raises ``EventError`` at its position instead of silently giving wrong output.
+  punctuation of its type, is dropped and its position listed in ``info()["dropped"]`` (never silently
+  used for wrong output): the result is exact over the stream without it, the contract of K-slack, the
+  out-of-order layer (``cepkit.runtime.disorder``) and Spark streams (docs/decisions.md).
 - A punctuation ``of`` a concept covers every type below it; a negated concept is complete once it or
   an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay`` (``"*"`` in a mapping).
 - ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
@@ -45,7 +47,6 @@ import itertools
 import math
 from collections import Counter
 
-from ...errors import EventError
 from ...runtime.events import PUNCTUATION
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.matches import Match, ReportedOnce
@@ -338,6 +339,7 @@ class _OutOfOrderMatcher(StackMatcher):
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)     # the largest key that has arrived
         self._expiry = KeyExpiry(None)     # a mode whose purge has a reach sets it (``forget_keys_after``)
+        self.dropped: list = []            # arrival positions of the events that broke their promise
         # the types whose late events can change the output: positive or negated
         self.read_types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
 
@@ -349,12 +351,11 @@ class _OutOfOrderMatcher(StackMatcher):
             self._expiry = KeyExpiry(reach)
 
     def arrive(self, event):
-        """Core, local position and lateness of an arriving event; advances the clock."""
-        delay = self.max_delay.of(event.type)
-        if event.time < self.clock - delay:
-            bound = self.max_delay.describe(event.type)
-            raise EventError(event.position, "ts", f"ts {event.ts!r} is more than {bound} below an earlier "
-                                                   f"event's ts ({self.clock}); raise max_delay")
+        """Core, local position and lateness of an arriving event, and advances the clock; None when the
+        event broke its ``max_delay`` promise (what it would change may be purged or emitted): dropped."""
+        if event.time < self.clock - self.max_delay.of(event.type):
+            self.dropped.append(event.position)
+            return None
         late = (event.time, event.position) < self.horizon
         self.horizon = max(self.horizon, (event.time, event.position))
         self.clock = max(self.clock, event.time)
@@ -373,6 +374,9 @@ class _OutOfOrderMatcher(StackMatcher):
     def holds(self, core: Core) -> bool:
         """Whether ``core`` keeps something its purge does not drop (conservative: matches held)."""
         return False
+
+    def info(self) -> dict:
+        return {**super().info(), "dropped": list(self.dropped)}
 
     def forget(self, core: Core) -> None:
         """What the mode keeps per core, dropped with it."""
@@ -432,12 +436,13 @@ class ConservativeMatcher(_OutOfOrderMatcher):
             out = self._release_safe()
             self.guarantees.purge(self.cores.values(), self.clock)
             return out
-        previous = self.guarantees.frontier(event.type)
-        if event.time <= previous:
-            raise EventError(event.position, "ts", f"ts {event.ts!r} is at or below a punctuation of "
-                                                   f"{event.type!r} ({previous}): the punctuation promised "
-                                                   "no such event")
-        core, lpos, _ = self.arrive(event)
+        if event.time <= self.guarantees.frontier(event.type):   # a punctuation promised no such event
+            self.dropped.append(event.position)
+            return []
+        arrived = self.arrive(event)
+        if arrived is None:
+            return []
+        core, lpos, _ = arrived
         program = self.program
         for j, part, inst in core.negation_entries(event, lpos):
             for held in self.held.get(core, ()):
@@ -532,7 +537,10 @@ class AggressiveMatcher(_OutOfOrderMatcher):
             self._track(event)
             return []
         self._track(event)
-        core, lpos, late = self.arrive(event)
+        arrived = self.arrive(event)
+        if arrived is None:
+            return []
+        core, lpos, late = arrived
         program = self.program
         out, retracted = [], set()
         entries = core.negation_entries(event, lpos)
