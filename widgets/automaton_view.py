@@ -38,7 +38,8 @@ LABEL_LINE = 18           # characters per line of an edge label (it wraps at sp
 LABEL_LINES = 3           # lines at most; the rest is cut (…), the hover shows it whole
 SHOWN_PARTIALS = 8        # partial matches listed per state
 RING = 4                  # points between a final state's two rings
-START = 50                # points left of the drawing for the "start" arrow
+START_ARROW = 34          # points: the length of the "start" arrow
+START = START_ARROW + 44  # points left of the drawing for the "start" arrow and its label
 # Text keeps its size when plotly shrinks a figure to its container, so a drawing wider than a notebook's
 # output (about 900 px beside JupyterLab's file browser) would crowd its labels: it is laid top to bottom
 # instead when that is narrower.
@@ -146,7 +147,7 @@ def automaton_figure(automaton, drawing) -> go.Figure:
     arrows = [dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], arrowcolor=MARK_STYLE[d["mark"]]["color"])
               for p, (*_, d) in zip(drawing.edges, edges)]
     start = node[automaton.initial]
-    arrows.append(dict(x=start.x - start.size / 2, y=start.y, ax=start.x - start.size / 2 - START + 8, ay=start.y,
+    arrows.append(dict(x=start.x - start.size / 2, y=start.y, ax=start.x - start.size / 2 - START_ARROW, ay=start.y,
                        text="start", xanchor="right", arrowcolor="#1f3b57"))
     margin = {"l": 10, "r": 10, "t": 10, "b": 10}
     figure.update_layout(
@@ -213,7 +214,9 @@ class AutomatonView(widgets.VBox):
         query_of = getattr(self.automaton, "query", None)
         self.partition_by = tuple(getattr(query_of, "partition_by", None) or ())
         self.figure = automaton_figure(self.automaton, self.drawing)
-        self.plot = PlotlyView()
+        margin = self.figure.layout.margin
+        # the labels have a fixed size: in a narrower output the drawing scrolls rather than crowds
+        self.plot = PlotlyView(min_width=int(self.drawing.width + START + margin.l + margin.r))
         self.summary = widgets.HTML(self._summary())
         self.panel = widgets.HTML()
         children = [self.summary, self.plot]
@@ -246,13 +249,14 @@ class AutomatonView(widgets.VBox):
                                         style={"description_width": "initial"}, continuous_update=True,
                                         layout={"width": "420px"})
         self.play = widgets.Play(value=0, min=0, max=last, interval=800, description="play")
-        self.back = widgets.Button(description="◀ step", layout={"width": "80px"})
-        self.forward = widgets.Button(description="step ▶", layout={"width": "80px"})
+        self.back = widgets.Button(description="◀ step", layout={"width": "80px", "flex": "none"})
+        self.forward = widgets.Button(description="step ▶", layout={"width": "80px", "flex": "none"})
         widgets.jslink((self.play, "value"), (self.slider, "value"))
         widgets.link((self.slider, "value"), (self, "step"))
         self.back.on_click(lambda _: self._move(-1))
         self.forward.on_click(lambda _: self._move(+1))
-        return widgets.HBox([self.play, self.back, self.slider, self.forward])
+        return widgets.HBox([self.play, self.back, self.slider, self.forward],
+                            layout={"flex_flow": "row wrap"})     # in a narrow output, on two rows
 
     def _move(self, delta: int) -> None:
         self.step = min(max(self.step + delta, 0), len(self.steps))

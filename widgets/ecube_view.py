@@ -333,6 +333,7 @@ class ECubeView(widgets.VBox):
         margin = self.figure.layout.margin
         self.figure.layout.height = int(drawing.height) + margin.t + margin.b
         self.figure.layout.xaxis.range = [0, drawing.width]
+        self.plot.min_width = int(drawing.width + margin.l + margin.r)   # fixed-size labels: scroll, not crowd
         self.figure.layout.yaxis.range = [0, drawing.height]
         self.plot.show(self.figure)
 

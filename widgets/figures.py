@@ -28,6 +28,7 @@ import traitlets
 FIGURE_CONFIG = {"displaylogo": False,
                  "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio", "lasso2d", "select2d"]}
 DEFAULT_HEIGHT = 450      # px, for a figure whose layout names no height (plotly's own default)
+NARROW = 600              # px: a plot narrower than this has its legend above it, not beside it
 
 # Tables in cepkit's HTML widgets (counts, capabilities, a match's events): one rule between rows, padded cells,
 # numbers right-aligned.
@@ -44,7 +45,7 @@ table.cepkit-table td.mark { text-align: center; }
 class PlotlyJS(anywidget.AnyWidget):
     """plotly.js's source as a widget model, created once per kernel (``plotly_js()``) and never displayed.
 
-    Every ``PlotlyView`` refers to it, so the 4.8 MB library crosses the websocket once per kernel (as a binary
+    Every ``PlotlyView`` refers to it, so the 1.2 MB library crosses the websocket once per kernel (as a binary
     buffer) instead of once per figure; the page imports it once (cached on ``window`` by version), also when
     two notebooks are open."""
 
@@ -59,14 +60,30 @@ class PlotlyJS(anywidget.AnyWidget):
 _PLOTLY_JS: Optional[PlotlyJS] = None
 
 
+# plotly.js's "basic" bundle (traces scatter, bar and pie; npm plotly.js-basic-dist-min, MIT), the version
+# plotly.py ships whole: a quarter of the size, imported 7x faster (0.5 s against 3.5 s at load 7,
+# bench/plotly_import.py), so a model made meanwhile keeps within anywidget's 2-s limit for binding it.
+# `scripts/update-plotly-js.sh` replaces it.
+PLOTLY_BUNDLE = Path(__file__).parent / "plotly-basic.min.js"
+BUNDLED_TRACES = frozenset({"scatter", "bar", "pie"})
+
+
+def bundle_version(source: bytes) -> str:
+    """The version in a plotly.js bundle's header.
+
+    >>> bundle_version(PLOTLY_BUNDLE.read_bytes()) == plotly.offline.get_plotlyjs_version()
+    True
+    """
+    header = source[:200].decode("utf-8", "replace")
+    return header.split(" v", 1)[-1].split()[0]
+
+
 def plotly_js() -> PlotlyJS:
     """The kernel's ``PlotlyJS`` model (made on first use, again if it was closed)."""
     global _PLOTLY_JS
     if _PLOTLY_JS is None or _PLOTLY_JS.comm is None:
-        path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-        source = path.read_bytes()
-        version = source[:200].decode("utf-8", "replace").split("plotly.js v", 1)[-1].split()[0]
-        _PLOTLY_JS = PlotlyJS(version=version, source=source)
+        source = PLOTLY_BUNDLE.read_bytes()
+        _PLOTLY_JS = PlotlyJS(version="basic-" + bundle_version(source), source=source)
     return _PLOTLY_JS
 
 
@@ -83,9 +100,10 @@ class PlotlyView(anywidget.AnyWidget):
     """A plotly figure in the notebook: ``show(figure)`` draws it (whole; the page's ``Plotly.react`` diffs it),
     ``on_click(callback)`` hears clicks on its points.
 
-    The plot is exactly the layout's height (``DEFAULT_HEIGHT`` when it names none) and its container's width,
-    redrawn when that width changes (a tab opened, the window or sidebar resized); it is drawn when first shown
-    with a width, so a figure inside a hidden tab is drawn when the tab opens.
+    The plot is exactly the layout's height (``DEFAULT_HEIGHT`` when it names none) and its container's width
+    (at least ``min_width``), redrawn when that width changes (a tab opened, the window or sidebar resized); it
+    is drawn when first shown with a width, so a figure inside a hidden tab is drawn when the tab opens. Under
+    ``NARROW`` px the legend moves above the plot, which keeps the width for the data.
 
     >>> view = PlotlyView(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], customdata=[7, 8]), {"height": 300}))
     >>> view, view.figure["layout"]["height"], view.config == FIGURE_CONFIG
@@ -97,6 +115,8 @@ class PlotlyView(anywidget.AnyWidget):
 
     figure = traitlets.Dict(help="the plotly JSON of the figure on show: data and layout").tag(sync=True)
     config = traitlets.Dict(FIGURE_CONFIG).tag(sync=True)
+    min_width = traitlets.Int(0, help="px; in a narrower output the plot keeps this width and scrolls sideways "
+                                      "(a drawing whose labels have a fixed size)").tag(sync=True)
     plotly = traitlets.Instance(PlotlyJS).tag(sync=True, **widgets.widget_serialization)
 
     _esm = r"""
@@ -114,7 +134,7 @@ class PlotlyView(anywidget.AnyWidget):
       const loader = await loaderOf(model);
       const cache = (window[CACHE] = window[CACHE] || {});
       const version = loader.get("version");
-      if (!cache[version]) {                 // plotly.min.js is UMD: give it a module object to fill
+      if (!cache[version]) {                 // the bundle is UMD: give it a module object to fill
         const url = URL.createObjectURL(new Blob(
           ["const module = {exports: {}};\n", loader.get("source"), "\nexport default module.exports;\n"],
           {type: "text/javascript"}));
@@ -127,6 +147,7 @@ class PlotlyView(anywidget.AnyWidget):
     async function render({ model, el }) {
       el.classList.add("cepkit-plotly");
       el.style.minWidth = "0";
+      el.style.overflowX = "auto";           // a plot kept at its min_width scrolls inside its output
       const plot = document.createElement("div");
       plot.style.width = "100%";
       el.appendChild(plot);
@@ -135,9 +156,15 @@ class PlotlyView(anywidget.AnyWidget):
       const draw = async () => {
         if (!Plotly || width <= 0 || closed) return;
         const { data = [], layout = {} } = model.get("figure");
-        const height = layout.height || __DEFAULT_HEIGHT__;
+        const height = layout.height || __DEFAULT_HEIGHT__, drawn = Math.max(width, model.get("min_width"));
+        const narrow = drawn < __NARROW__ ? {      // the legend in a row above the plot, the title above it
+          legend: { ...layout.legend, orientation: "h", traceorder: "normal",   // "grouped" stacks groups
+                    x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" },
+          title: { ...layout.title, yref: "container", y: 0.995, yanchor: "top" } } : {};
         plot.style.height = `${height}px`;
-        await Plotly.react(plot, data, { ...layout, width, height, autosize: false }, model.get("config"));
+        plot.style.width = `${drawn}px`;
+        await Plotly.react(plot, data, { ...layout, ...narrow, width: drawn, height, autosize: false },
+                           model.get("config"));
         plot.dataset.drawnAt = String(Date.now());   // when the page last drew it (the browser tests read it)
         if (!listening) {
           listening = true;
@@ -155,12 +182,13 @@ class PlotlyView(anywidget.AnyWidget):
       observer.observe(el);
       model.on("change:figure", redraw);
       model.on("change:config", redraw);
+      model.on("change:min_width", redraw);
       Plotly = await plotlyOf(model);
       redraw();
       return () => { closed = true; observer.disconnect(); if (Plotly) Plotly.purge(plot); };
     }
     export default { render };
-    """.replace("__DEFAULT_HEIGHT__", str(DEFAULT_HEIGHT))
+    """.replace("__DEFAULT_HEIGHT__", str(DEFAULT_HEIGHT)).replace("__NARROW__", str(NARROW))
 
     def __init__(self, figure=None, **kwargs):
         super().__init__(plotly=plotly_js(), layout=full_width(), **kwargs)
@@ -171,7 +199,12 @@ class PlotlyView(anywidget.AnyWidget):
 
     def show(self, figure) -> None:
         """Draw ``figure`` (a ``go.Figure`` or its plotly JSON dict) in place of the one on show."""
-        self.figure = json.loads(figure.to_json()) if isinstance(figure, go.Figure) else dict(figure)
+        figure = json.loads(figure.to_json()) if isinstance(figure, go.Figure) else dict(figure)
+        missing = {trace.get("type", "scatter") for trace in figure.get("data", [])} - BUNDLED_TRACES
+        if missing:     # the page would draw nothing and say nothing
+            raise ValueError(f"trace type {', '.join(sorted(missing))} is not in cepkit's plotly.js bundle "
+                             f"(it has {', '.join(sorted(BUNDLED_TRACES))})")
+        self.figure = figure
 
     def on_click(self, callback: Callable[[Click], None], remove: bool = False) -> None:
         """Call ``callback(Click)`` for each point clicked (``remove=True`` stops calling it)."""

@@ -65,7 +65,7 @@ class ResultsGrid(widgets.VBox):
         self.attributes = sorted(str(c) for c in canvas.stream.frame.columns if c not in ("type", "ts"))
         self.fields_picker = widgets.TagsInput(value=[], allowed_tags=self.attributes, allow_duplicates=False,
                                                placeholder="add a field (attribute)",
-                                               layout=widgets.Layout(width="50%"))
+                                               layout=widgets.Layout(width="50%", min_width="220px"))
         self.fields_picker.observe(lambda _: self._refill(), "value")
         self.export_name = widgets.Text(placeholder="variable name", layout=widgets.Layout(width="180px"))
         self.export_button = widgets.Button(description="to DataFrame", icon="table",
@@ -78,7 +78,7 @@ class ResultsGrid(widgets.VBox):
         fields_label = widgets.HTML("<small>fields</small>", layout=widgets.Layout(width="auto"))
         self.toolbar = widgets.HBox([fields_label, self.fields_picker, widgets.Box(layout=widgets.Layout(flex="1")),
                                      self.export_name, self.export_button],
-                                    layout=widgets.Layout(width="100%", align_items="center"))
+                                    layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"))
         super().__init__([self.toolbar, self.message, self.note, self.grid], layout=full_width())
         self.add_class("cepkit-results")
         self.fields = list(fields)

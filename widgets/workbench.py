@@ -52,6 +52,9 @@ EVENT_ROWS = 10_000        # rows of the Events grid (paged in the browser)
 CSS = TABLE_CSS + """<style>
 .cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
 .cepkit-stale { opacity: 0.45; filter: grayscale(1); }
+/* a narrow output (800 px window, sidebar open): tabs keep their whole titles and wrap onto a second row */
+.cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
+.cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; min-width: 0; max-width: none; }
 </style>"""
 
 
@@ -129,8 +132,10 @@ class Workbench(widgets.VBox):
             self._append_tab(title, kept.get(title))
         self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
-                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.progress]),
+                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.progress],
+                                       layout=widgets.Layout(flex_flow="row wrap")),
                           self.status, self.results, self.tabs], layout=full_width())
+        self.add_class("cepkit-workbench")
         self.editor.observe(self._on_text, "value")
         self.run_button.on_click(lambda _: self.run())
         self.results.observe(self._on_pick, "selected")

@@ -262,8 +262,58 @@ def open_notebook(lab):
     return lambda page, notebook, budget: _open_notebook(page, lab, notebook, budget)
 
 
+# Text boxes (and node circles) of one plotly figure, in page pixels; texts of a trace lying on a node's
+# centre are that node's name.
+READ_FIGURE = """plot => {
+    const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+    const texts = [...plot.querySelectorAll('.scatterlayer .textpoint text, .annotation-text')]
+        .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+        .map(t => ({text: t.textContent, box: box(t)}));
+    const nodes = [...plot.querySelectorAll('.scatterlayer .points path.point')]
+        .map(p => box(p)).filter(b => b[2] - b[0] > 12);
+    let output = plot.closest('.jp-OutputArea-output'), outer;      // the cell's output, not the widget's
+    while (output && (outer = output.parentElement.closest('.jp-OutputArea-output'))) output = outer;
+    const drawing = (plot.querySelector('.main-svg') || plot).getBoundingClientRect();
+    return {texts, nodes, width: drawing.width, height: drawing.height,
+            output: output.getBoundingClientRect().width};
+}"""
+
+
+def overlap(a, b, slack: float = 1.5) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > slack and min(a[3], b[3]) - max(a[1], b[1]) > slack
+
+
+def hits_circle(text, circle, slack: float = 1.5) -> bool:
+    """Whether a text box reaches into a node's circle (not merely into the circle's bounding square)."""
+    cx, cy, r = (circle[0] + circle[2]) / 2, (circle[1] + circle[3]) / 2, (circle[2] - circle[0]) / 2
+    nearest_x, nearest_y = min(max(cx, text[0]), text[2]), min(max(cy, text[1]), text[3])
+    return (nearest_x - cx) ** 2 + (nearest_y - cy) ** 2 < (r - slack) ** 2
+
+
+def centred_on(text, circle) -> bool:
+    return abs((text[0] + text[2] - circle[0] - circle[2]) / 2) < 2 and abs((text[1] + text[3] - circle[1] - circle[3]) / 2) < 2
+
+
+def collisions(figure: dict) -> list:
+    """Pairs of texts that overlap (a text drawn twice at one place, an active state's name, counts once),
+    and texts that reach into a node they are not the name of."""
+    texts = list({(t["text"], tuple(round(v) for v in t["box"])): t for t in figure["texts"]}.values())
+    found = [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:]
+             if overlap(a["box"], b["box"]) and not (a["text"] == b["text"] and overlap(a["box"], b["box"], 0))]
+    found += [(t["text"], "a node") for t in texts for c in figure["nodes"]
+              if not centred_on(t["box"], c) and hits_circle(t["box"], c)]
+    return found
+
+
 class Dom:
     """What a person checks by eye, read from the page."""
+
+    @staticmethod
+    def read_figure(plot) -> dict:
+        """A figure's texts and node circles (page pixels), its drawing's size, its cell output's width."""
+        return plot.evaluate(READ_FIGURE)
+
+    collisions = staticmethod(collisions)
 
     @staticmethod
     def undrawn_figures(page, min_height: float = 100) -> list:
@@ -290,14 +340,14 @@ class Dom:
     def screenshot(page, element, path) -> None:
         """A screenshot of ``element`` whole: the page is made taller for an element the window cannot hold
         (JupyterLab scrolls inside the notebook, so an element screenshot would stitch its toolbars in)."""
-        box = element.bounding_box()
-        if box is not None and box["height"] > VIEWPORT["height"] - 200:
-            page.set_viewport_size({"width": VIEWPORT["width"], "height": int(box["height"]) + 300})
+        box, viewport = element.bounding_box(), dict(page.viewport_size)
+        if box is not None and box["height"] > viewport["height"] - 200:
+            page.set_viewport_size({"width": viewport["width"], "height": int(box["height"]) + 300})
         try:
             element.scroll_into_view_if_needed()
             element.screenshot(path=str(path))
         finally:
-            page.set_viewport_size(VIEWPORT)
+            page.set_viewport_size(viewport)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """``PlotlyView`` without a browser: the state the page draws from, plotly.js shared by every view, clicks."""
+import plotly
 import plotly.graph_objects as go
+import pytest
 
 from cepkit.widgets.figures import FIGURE_CONFIG, Click, PlotlyView, plotly_js
 
@@ -9,9 +11,17 @@ def test_every_view_refers_to_one_plotly_js_holding_the_library():
     assert first.plotly is second.plotly is plotly_js()
     source = first.plotly.source
     assert source.startswith(b"/**") and b"module.exports" in source and len(source) > 1_000_000
-    assert plotly_js().version.split(".")[0].isdigit()
+    # the basic bundle, of the plotly.js version plotly.py draws for (scripts/update-plotly-js.sh)
+    assert plotly_js().version == "basic-" + plotly.offline.get_plotlyjs_version()
     state = first.get_state()
     assert state["plotly"] == f"IPY_MODEL_{plotly_js().model_id}" and "source" not in state   # sent once, not per view
+
+
+def test_a_trace_type_outside_the_bundle_is_refused_with_what_it_has():
+    view = PlotlyView(go.Figure(go.Scatter(y=[1])))
+    with pytest.raises(ValueError, match="heatmap is not in cepkit's plotly.js bundle .*bar, pie, scatter"):
+        view.show(go.Figure(go.Heatmap(z=[[1]])))
+    assert view.figure["data"][0]["type"] == "scatter"     # the figure on show is kept
 
 
 def test_show_sends_the_figure_whole_as_plotly_json():

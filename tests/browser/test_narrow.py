@@ -1,0 +1,96 @@
+"""The workbench and the automaton drawing in an 800 px wide window with JupyterLab's file browser open (a
+~370 px output: a laptop, a projector): nothing a person reads is cut at the right edge (the results grid and
+a drawing wider than the output scroll inside themselves), the timeline fills its width with its legend above
+it, the automaton's labels do not crowd one another, and the workbench's controls do not lie on one another.
+Screenshots: ``test-artifacts/narrow-*.png``.
+"""
+import pytest
+
+NARROW = {"width": 800, "height": 900}
+BUDGET_S = 300
+CELLS = [
+    """import cepkit
+from cepkit.widgets import AutomatonView, Workbench
+events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
+fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
+QUERY = ('(STORM AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d WHERE d.dep_delay >= 30 '
+         'WITHIN 2 hours PARTITION BY origin')""",
+    """workbench = Workbench(fog_day, query=QUERY, tz="America/New_York")
+workbench.run()
+workbench""",
+    """AutomatonView(QUERY, fog_day.iloc[:40])""",
+]
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+# Elements (with their text) cut at the right: past their output's edge, past an ancestor that hides what
+# overflows it, or a text cut inside its own box (a button or tab title ending in "…"). Inside a box that
+# scrolls sideways by design (the grid's scroll body, a wide drawing) nothing counts as cut.
+CUT_AT_THE_RIGHT = """output => {
+    const cut = (e) => {
+        const own = getComputedStyle(e).overflowX;
+        if (e.classList.contains('dt-scroll-head')) return false;   // the grid's header, scrolled with its body
+        if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1) return true;
+        let edge = output.getBoundingClientRect().right;
+        for (let p = e.parentElement; p && p !== output; p = p.parentElement) {
+            const x = getComputedStyle(p).overflowX;
+            if (x === 'auto' || x === 'scroll') return false;
+            if (x !== 'visible') edge = Math.min(edge, p.getBoundingClientRect().right);
+        }
+        return e.getBoundingClientRect().right > edge + 1; };
+    return [...output.querySelectorAll('*')]
+        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0 && cut(e))
+        .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} "${(e.innerText || '').slice(0, 40)}"`)
+        .slice(0, 10); }"""
+
+# How much of the box it is drawn in (its widget's parent: the output, or a tab's panel) a figure fills.
+FILLED = """plot => {
+    const box = plot.closest('.cepkit-plotly').parentElement, style = getComputedStyle(box);
+    const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    return plot.querySelector('.main-svg').getBoundingClientRect().width / room; }"""
+
+# Pairs of the workbench's buttons, dropdowns and text boxes whose boxes intersect.
+OVERLAPPING_CONTROLS = """root => {
+    const boxes = [...root.querySelectorAll('button, select, input, textarea, .widget-dropdown, .widget-text')]
+        .filter(e => e.offsetParent !== null).map(e => [e, e.getBoundingClientRect()])
+        .filter(([, r]) => r.width > 0 && r.height > 0);
+    const out = [];
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+        const [a, r] = boxes[i], [b, s] = boxes[j];
+        if (a.contains(b) || b.contains(a)) continue;
+        const w = Math.min(r.right, s.right) - Math.max(r.left, s.left);
+        const h = Math.min(r.bottom, s.bottom) - Math.max(r.top, s.top);
+        if (w > 1 && h > 1) out.push(`${a.tagName} "${a.innerText || a.value || ''}" / ${b.tagName} "${b.innerText || b.value || ''}"`);
+    }
+    return out.slice(0, 10); }"""
+
+
+def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, budget, dom, artifacts):
+    budget = budget(BUDGET_S)
+    page.set_viewport_size(NARROW)
+    open_notebook(page, lab.write_notebook("narrow-check.ipynb", CELLS), budget)
+    outputs = page.locator(".jp-OutputArea-output")
+    workbench = outputs.filter(has=page.locator("textarea")).first
+    budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
+    budget.wait(workbench.locator("table.dataTable tbody tr").first, "the results grid's rows")
+    automaton = outputs.filter(has=page.locator(".cepkit-plotly")).last
+    budget.wait(automaton.locator(".js-plotly-plot"), "the automaton drawing")
+
+    for name, output in (("workbench", workbench), ("automaton", automaton)):
+        output.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)                         # a redraw at the width just seen
+        dom.screenshot(page, output, artifacts / f"narrow-{name}.png")
+        assert output.evaluate(CUT_AT_THE_RIGHT) == [], name
+        plot = output.locator(".js-plotly-plot").first
+        assert plot.evaluate(FILLED) > 0.97, name
+        assert dom.collisions(dom.read_figure(plot)) == [], name
+    # the timeline's legend above its plot area, which reaches the figure's right side (the lanes' names take
+    # the left)
+    timeline = workbench.locator(".js-plotly-plot").first
+    legend, data = (timeline.locator(part).first.bounding_box() for part in (".legend", ".nsewdrag"))
+    figure = timeline.bounding_box()
+    assert legend["y"] + legend["height"] <= data["y"] + 1
+    assert data["x"] + data["width"] > figure["x"] + figure["width"] - 50
+    assert workbench.evaluate(OVERLAPPING_CONTROLS) == []
+    assert dom.undrawn_figures(page) == []
+    assert not page.script_errors, page.script_errors
