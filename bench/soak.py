@@ -17,6 +17,7 @@ Each (engine, keys) runs in its own process, so each RSS is its own. Reported:
     python bench/soak.py --events 10000000       # the issue's 10M (hours for the slower engines)
     python bench/soak.py --engines automaton stack --keys 100000
     python bench/soak.py --disorder conservative  # the stack's own mode, the other engines' layer
+    python bench/soak.py --one stack --events 10000000 --keys 1 --progress   # one run, samples as it goes
 """
 from __future__ import annotations
 
@@ -54,8 +55,9 @@ def events(n: int, keys: int, seed: int = 0):
 DELAY_OPTIONS = {"reject": {}, "kslack": {"k": 3}, "conservative": {"max_delay": 3}, "aggressive": {"max_delay": 3}}
 
 
-def soak(engine: str, n: int, keys: int, disorder: str = "reject") -> dict:
-    """Push the stream through one Matcher (engine "feed": make_event only); rates and RSS along the way."""
+def soak(engine: str, n: int, keys: int, disorder: str = "reject", progress: bool = False) -> dict:
+    """Push the stream through one Matcher (engine "feed": make_event only); rates and RSS along the way
+    (``progress``: each sample also as a JSON line on stderr, so a run cut short still tells its story)."""
     process = psutil.Process()
     push = (lambda e, i: make_event(e, i)) if engine == "feed" else None
     if push is None:
@@ -68,6 +70,9 @@ def soak(engine: str, n: int, keys: int, disorder: str = "reject") -> dict:
     for i, event in enumerate(events(n, keys)):
         if i in marks:
             times[i], rss[i] = time.perf_counter(), process.memory_info().rss / 2**20
+            if progress:
+                print(json.dumps({"engine": engine, "events": i, "seconds": times[i], "rss": rss[i],
+                                  "matches": found}), file=sys.stderr, flush=True)
         out = push(event, i)
         found += len(out) if isinstance(out, list) else 0
     if engine != "feed":
@@ -98,11 +103,13 @@ def main() -> None:
     parser.add_argument("--keys", type=int, nargs="+", default=[1, 100_000])
     parser.add_argument("--disorder", default="reject", choices=sorted(DELAY_OPTIONS),
                         help="an out-of-order mode (k / max_delay 3 s; the stream stays in order)")
+    parser.add_argument("--progress", action="store_true",
+                        help="with --one: each RSS sample as a JSON line on stderr (watch a long soak, or cut it)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = 200_000 if args.quick else args.events
     if args.one:
-        print(json.dumps(soak(args.one, n, args.keys[0], args.disorder)))
+        print(json.dumps(soak(args.one, n, args.keys[0], args.disorder, args.progress)))
         return
     mode = "" if args.disorder == "reject" else f", disorder={args.disorder!r} {DELAY_OPTIONS[args.disorder]}"
     print(f"{QUERY!r}, {n:,} events per run, Matcher(keep=False){mode}", flush=True)

@@ -171,7 +171,7 @@ class Matcher:
 
     def _collect(self, emitted) -> list:
         """Log the new emissions (when kept); a retraction withdraws the match it names from the net result."""
-        new = output_order(emitted)
+        new = output_order(emitted) if emitted else []
         if not self.keep:
             return new
         self._deltas.extend(new)

@@ -33,6 +33,8 @@ class Letters:
         self.enabled: list = []        # letter id -> frozenset of enabled transition indices
         self._by_enabled: dict = {}
         self._by_code: dict = {}
+        # with type tests only, an event's letter is its type's: one lookup per event (the matcher's path)
+        self._by_type = {} if all(kind == "type" for kind, _ in alphabet.tests) else None
         first = self.of_code(0)
         marks = any(cea.transitions[i].mark for i in self.enabled[first])
         self.none = None if marks else first
@@ -67,7 +69,12 @@ class Letters:
         return ids[inverse]
 
     def of_event(self, event) -> int:
-        return self.of_code(self.alphabet.letter_of(event))
+        if self._by_type is None:
+            return self.of_code(self.alphabet.letter_of(event))
+        letter = self._by_type.get(event.type)
+        if letter is None:
+            letter = self._by_type[event.type] = self.of_code(self.alphabet.letter_of(event))
+        return letter
 
 
 class Moves:
