@@ -16,10 +16,12 @@ the event's position and field) to standard error and exits with status 2, witho
 from __future__ import annotations
 
 import argparse
+import csv
 import io
 import json
 import re
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -77,7 +79,15 @@ def _csv(file: Path) -> pd.DataFrame:
     if not text.strip():
         raise _InputError(f"{file}: no header line and no events (the file is empty or blank)")
     try:
-        return pd.read_csv(io.StringIO(text))
+        with warnings.catch_warnings():
+            # a first row longer than the header would silently become the index (and shift every column)
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            return pd.read_csv(io.StringIO(text), index_col=False)
+    except pd.errors.ParserWarning:
+        header, *rows = csv.reader(io.StringIO(text))
+        line, saw = next(((i, len(row)) for i, row in enumerate(rows, start=2) if len(row) > len(header)),
+                         ("?", "more"))
+        raise _InputError(f"{file}: line {line} has {saw} fields, the header has {len(header)}") from None
     except pd.errors.ParserError as err:
         fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(err))
         if fields:

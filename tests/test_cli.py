@@ -176,6 +176,8 @@ MALFORMED = {  # file name -> (content, what the one line on stderr says)
     "latin1.csv": (b"type,ts,name\nA,0,caf\xe9\n", "line 2 is not UTF-8 text (byte 0xe9)"),
     "quote.csv": (b'type,ts\nA,0\n"B,1\nC,2\n', "the quote opened on line 3 is never closed"),
     "fields.csv": (b"type,ts,v\nA,0,1\nB,1,2,3\n", "line 3 has 4 fields, the header has 3"),
+    # pandas would take the first column as an index and blame the type
+    "first_row_fields.csv": (b"type,ts\nA,1,5\n", "line 2 has 3 fields, the header has 2"),
     "garbage.json": (b"not json{", "not JSON (line 1, column 1"),
     "scalar.json": (b"5", "a list of objects, one per event"),
     "object.json": (b'{"type": "A", "ts": 0}', "a list of objects, one per event"),
