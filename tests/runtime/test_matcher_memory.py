@@ -196,6 +196,26 @@ def test_the_stack_out_of_order_modes_forget_return_keys_past_their_horizon(quer
     assert set(net.values()) <= {0, 1}
 
 
+def test_the_conservative_mode_forgets_return_keys_on_punctuations_alone():
+    """No ``max_delay``: punctuations of every type (each 5 events, at the ts reached 3 s ago) complete the
+    stream; the keys settle with them, and the result is the reference's."""
+    query = "SEQ(A a, B b, !D d) WITHIN 10 s RETURN a, b"
+    arrived = []
+    for e in late_by_at_most(rotating_keys(), 3):
+        arrived.append(e)
+        if len(arrived) % 6 == 5:
+            horizon = max(x["ts"] for x in arrived if x["type"] != "PUNCTUATION") - 3
+            arrived += [{"type": "PUNCTUATION", "of": t, "ts": horizon} for t in "ABD"]
+    inc = select_engine(cepkit.parse(query), "stack", {"disorder": "conservative"})[1].matcher()
+    found, most = [], 0
+    for e in Stream.from_any(arrived):
+        found += inc.push(e)
+        most = max(most, len(inc._live_by_time))
+    found += inc.close()
+    assert most <= 40 and inc.info()["dropped"] == []
+    assert sorted(m.key for m in found) == in_time_order(query, arrived) and len(found) > 100
+
+
 def in_time_order(query: str, arrived: list) -> list:
     """The reference's match keys over ``arrived`` read in (ts, arrival) order, with arrival positions:
     the net result of every out-of-order mode."""
