@@ -145,10 +145,15 @@ class MatchArrays(Sequence):
     ``bound_variables`` index ``names`` and ``kleene``: a Kleene variable has one entry per position of its
     tuple (a lone -1: the empty tuple), any other one entry. ``emitted_at`` is -1 where unknown, ``sign``
     +1 or -1.
+
+    ``sorted_within_last`` is an engine's promise that saves ``Matches`` its sort: the rows ending at one
+    position are consecutive and in LANGUAGE.md §10.2 order, none is empty and no two have the same
+    positions (so none repeats); the groups themselves may come in any order (partition by partition).
+    The automaton engine sorts each event's matches as it enumerates them and says so (``take`` forgets it).
     """
 
     def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,
-                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None):
+                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None, sorted_within_last=False):
         self.offsets = np.asarray(offsets, np.int64)
         self.positions = np.asarray(positions, np.int64)
         self.bound_offsets = np.asarray(bound_offsets, np.int64)
@@ -160,21 +165,25 @@ class MatchArrays(Sequence):
         self.emitted_at = np.full(n, -1, np.int64) if emitted_at is None else np.asarray(emitted_at, np.int64)
         self.sign = np.ones(n, np.int8) if sign is None else np.asarray(sign, np.int8)
         self._objects = objects
+        self.sorted_within_last = sorted_within_last
 
     @classmethod
-    def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None) -> "MatchArrays":
+    def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None,
+                      sorted_within_last=False) -> "MatchArrays":
         """Rows of (position, variable id) pairs in position order (-1: a position no variable names), as
         an automaton run enumerates them: the positions are the row, the named ones its bindings."""
         positions = np.asarray(positions, np.int64)
         variables = np.asarray(variables, np.int64)
         offsets = np.asarray(offsets, np.int64)
         if (variables >= 0).all():
-            return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at)
+            return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at,
+                       sorted_within_last=sorted_within_last)
         named = variables >= 0
         row = np.repeat(np.arange(len(offsets) - 1), offsets[1:] - offsets[:-1])
         bound_offsets = np.zeros(len(offsets), np.int64)
         np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=bound_offsets[1:])
-        return cls(offsets, positions, bound_offsets, positions[named], variables[named], names, kleene, emitted_at)
+        return cls(offsets, positions, bound_offsets, positions[named], variables[named], names, kleene, emitted_at,
+                   sorted_within_last=sorted_within_last)
 
     @classmethod
     def from_matches(cls, matches: list) -> "MatchArrays":
@@ -303,8 +312,13 @@ class MatchArrays(Sequence):
 
         Rows are sorted by (last position, positions) packed into integer words; only rows tied on
         them compare their bindings, as token rows whose lexicographic order is Python's order of the
-        sorted binding items (name rank, value or Kleene positions then -1, ...)."""
+        sorted binding items (name rank, value or Kleene positions then -1, ...). Rows
+        ``sorted_within_last`` need only their groups put in order of last position."""
         n = len(self)
+        if self.sorted_within_last:
+            last = self.positions[self.offsets[1:] - 1]
+            order = np.arange(n) if (last[1:] >= last[:-1]).all() else np.argsort(last, kind="stable")
+            return order, np.ones(n, bool)
         lengths = self.offsets[1:] - self.offsets[:-1]
         last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
                         else -1, -1)

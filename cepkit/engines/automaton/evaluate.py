@@ -282,53 +282,79 @@ class Inputs:
 # ----------------------------------------------------------------------------- outputs
 class Outputs:
     """Enumerated complex events: positions and variables, flat, with each event's emit position.
-    With a ``limit``, enumeration stops once that many are held (``truncated`` then says so)."""
+    With a ``limit``, enumeration stops once that many are held (``truncated`` then says so). With
+    ``order``, the events one event completed are sorted by their positions as they are written, so
+    ``ordered`` tells ``Matches`` it need not sort them again (``MatchArrays.sorted_within_last``)."""
 
-    def __init__(self, limit: Optional[int] = None):
+    def __init__(self, limit: Optional[int] = None, order: bool = True):
         self.limit = limit
+        self.order = order
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
-        self.var = np.empty(1 << 12, np.int32)
+        self.var = np.empty(1 << 12, np.int64)     # int64, as MatchArrays holds them: no conversion
         self.end = np.empty(1 << 10, np.int64)
         self.root = np.empty(1 << 10, np.int64)
         self.emit: list = []
-        self.counts = np.zeros(2, np.int64)
+        self.counts = np.zeros(3, np.int64)     # positions, events, groups left unsorted
+        self.spare = _spare(self.pos, self.end)
 
     def __len__(self):
         return int(self.counts[1])
+
+    @property
+    def ordered(self) -> bool:
+        """Whether every group of events ending at one position is in LANGUAGE.md §10.2 order, with no
+        two of them on the same positions."""
+        return self.order and not self.counts[2]
 
     def take(self, arena, roots: Roots, cap: int = 0) -> None:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
         done = 0
+        first_pos, first_events = int(self.counts[0]), int(self.counts[1])
         while done < n_roots and not self.truncated:
             before = int(self.counts[1])
-            done = enumerate_roots(arena, roots.node, roots.key, roots.limit, done, n_roots, self.pos, self.var,
-                                   self.end, self.root, self.counts, cap)
+            done = enumerate_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, n_roots, self.pos,
+                                   self.var, self.end, self.root, self.counts, cap, self.order, self.spare)
             after = int(self.counts[1])
             self.emit.append(roots.emit[self.root[before:after]])
             self.truncated = self.limit is not None and after >= self.limit
             if done < n_roots and not self.truncated:
-                self.pos, self.var = _twice(self.pos), _twice(self.var)
-                self.end, self.root = _twice(self.end), _twice(self.root)
+                # room for twice the rest at the rate of the roots written so far: each growth copies what
+                # was written, and memory never written costs nothing
+                rest = 2 * n_roots / max(done, 1)
+                used = int(self.counts[0])
+                positions = int(first_pos + (used - first_pos) * rest)
+                events = int(first_events + (after - first_events) * rest)
+                self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
+                self.end, self.root = _grown(self.end, after, events), _grown(self.root, after, events)
+                self.spare = _spare(self.pos, self.end)
         roots.n[0] = 0
 
     def arrays(self) -> tuple:
-        """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows."""
+        """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows,
+        views of the buffers (valid until the next ``clear``)."""
         n = len(self)
         offsets = np.zeros(n + 1, np.int64)
         offsets[1:] = self.end[:n]
         emits = np.concatenate(self.emit) if self.emit else np.zeros(0, np.int64)
-        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]].astype(np.int64), emits[:n]
+        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]], emits[:n]
 
     def clear(self) -> None:
         self.counts[:] = 0
         self.emit = []
 
 
-def _twice(a: np.ndarray) -> np.ndarray:
-    b = np.empty(2 * len(a), a.dtype)
-    b[:len(a)] = a
+def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
+    """Room to sort one group of events (positions, variables; two words per event): as large as the
+    buffers, but only the largest group's part of it is ever written."""
+    return np.empty_like(pos), np.empty_like(pos), np.empty_like(end), np.empty_like(end)
+
+
+def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
+    """``a[:used]`` copied into an array of at least ``size`` and twice ``a``'s length."""
+    b = np.empty(max(size, 2 * len(a)), a.dtype)
+    b[:used] = a[:used]
     return b
 
 
@@ -449,7 +475,7 @@ def partial_events(arena, nodes, lowers, cap: int) -> list:
     n = len(nodes)
     roots = Roots(np.asarray(nodes, np.int32), np.arange(n, dtype=np.int64), np.zeros(n),
                   -np.asarray(lowers, np.float64), np.array([n], np.int64))
-    outputs = Outputs()
+    outputs = Outputs(order=False)
     outputs.take(arena, roots, cap)
     per_node = [[] for _ in range(n)]
     offsets, positions, _, node_index = outputs.arrays()

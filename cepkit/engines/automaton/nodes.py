@@ -98,77 +98,152 @@ def union(arena, a, b):
 
 
 @jit
-def enumerate_roots(arena, roots, keys, limits, first, last, out_pos, out_var, out_end, out_root, counts,
-                    cap):
+def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_root, counts,
+                    cap, order, spare):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
-    ``counts`` holds (positions written, events written); ``out_end[m]`` is where event m ends in
-    ``out_pos``, ``out_root[m]`` its root. Returns the first root not written because a buffer is full
-    (``last`` when all are), leaving nothing of that root behind.
+    ``counts`` holds (positions written, events written, groups left unsorted); ``out_end[m]`` is where
+    event m ends in ``out_pos``, ``out_root[m]`` its root. With ``order``, the events of consecutive roots
+    with the same ``emits`` (the lists one event completed) are sorted as LANGUAGE.md §10.2 orders them
+    (``_sort_group``, using ``spare``'s buffers); a group it cannot sort is left as enumerated and counted.
+    Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
+    of its group behind.
     """
-    node_pos, node_var, node_left, node_right, node_start, _ = arena
-    stack_node = np.empty(64, np.int32)
-    stack_depth = np.empty(64, np.int64)
-    path_pos = np.empty(64, np.int64)
-    path_var = np.empty(64, np.int32)
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    # a path enters a node at most once, so neither the path nor the pending right children outgrow the
+    # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower)
+    bound = node_used[0] + 1
+    stack_node = np.empty(bound, np.int32)
+    stack_depth = np.empty(bound, np.int64)
+    path_pos = np.empty(bound, np.int64)
+    path_var = np.empty(bound, np.int32)
     n_pos, n_events = counts[0], counts[1]
+    group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
-        saved_pos, saved_events = n_pos, n_events
+        if r > first and emits[r] != emits[r - 1]:
+            if order and not _sort_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos,
+                                         spare):
+                counts[2] += 1
+            group_root, group_pos, group_events = r, n_pos, n_events
         key, limit = keys[r], limits[r]
+        node = roots[r]
+        if key - node_start[node] > limit:
+            continue
         written = 0
-        stack_node[0] = roots[r]
-        stack_depth[0] = 0
-        sp = 1
-        while sp > 0:
+        depth = 0
+        sp = 0
+        while True:
+            # down the left children to the sink, keeping each right child that fits for later
+            while node != BOTTOM:
+                if node_pos[node] == UNION:
+                    right = node_right[node]
+                    if key - node_start[right] <= limit:
+                        stack_node[sp], stack_depth[sp] = right, depth
+                        sp += 1
+                    node = node_left[node]
+                else:
+                    path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
+                    depth += 1
+                    node = node_left[node]
+            if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                counts[0], counts[1] = group_pos, group_events
+                return group_root
+            for k in range(depth):
+                out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                out_var[n_pos + k] = path_var[depth - 1 - k]
+            n_pos += depth
+            out_end[n_events] = n_pos
+            out_root[n_events] = r
+            n_events += 1
+            written += 1
+            if sp == 0 or (cap > 0 and written >= cap):
+                break
             sp -= 1
-            node = stack_node[sp]
-            depth = stack_depth[sp]
-            if node == BOTTOM:
-                if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                    counts[0], counts[1] = saved_pos, saved_events
-                    return r
-                for k in range(depth):
-                    out_pos[n_pos + k] = path_pos[depth - 1 - k]
-                    out_var[n_pos + k] = path_var[depth - 1 - k]
-                n_pos += depth
-                out_end[n_events] = n_pos
-                out_root[n_events] = r
-                n_events += 1
-                written += 1
-                if cap > 0 and written >= cap:
-                    break
-                continue
-            if key - node_start[node] > limit:
-                continue
-            if sp + 2 > stack_node.shape[0]:
-                stack_node = _grow_i32(stack_node)
-                stack_depth = _grow_i64(stack_depth)
-            if node_pos[node] == UNION:
-                stack_node[sp], stack_depth[sp] = node_right[node], depth
-                stack_node[sp + 1], stack_depth[sp + 1] = node_left[node], depth
-                sp += 2
-            else:
-                if depth >= path_pos.shape[0]:
-                    path_pos = _grow_i64(path_pos)
-                    path_var = _grow_i32(path_var)
-                path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
-                stack_node[sp], stack_depth[sp] = node_left[node], depth + 1
-                sp += 1
-        counts[0], counts[1] = n_pos, n_events
+            node, depth = stack_node[sp], stack_depth[sp]
+    if order and not _sort_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos, spare):
+        counts[2] += 1
+    counts[0], counts[1] = n_pos, n_events
     return last
+
+
+@jit
+def _sort_group(out_pos, out_var, out_end, out_root, first, last, start, spare):
+    """Sort events ``first..last-1`` (their positions from ``start``) by their positions; True when done.
+
+    All of one group end at the same position ``hi`` (the event that completed them), so comparing two
+    as tuples comes down to the smallest position in one and not the other, which sorts first: with
+    ``key = Σ 2^(hi − p)`` (a lower position, a higher bit) the tuple order is the keys' descending order.
+    Each key is packed with its event's index into one word and the words sorted. False, leaving the
+    events as they are, when that does not fit a word (a span of over 62 positions, or many events over
+    a wide span), an event does not end at ``hi`` or two have the same positions (then their order
+    depends on their bindings)."""
+    n = last - first
+    if n < 2:
+        return n == 0 or out_end[first] > start
+    spare_pos, spare_var, spare_key, spare_root = spare
+    hi = out_pos[out_end[last - 1] - 1]
+    begin = start
+    span = 0
+    for m in range(first, last):
+        end = out_end[m]
+        if end == begin or out_pos[end - 1] != hi or hi - out_pos[begin] > 62:
+            return False
+        span = max(span, hi - out_pos[begin])
+        key = 0
+        for k in range(begin, end):
+            key |= 1 << (hi - out_pos[k])
+        spare_key[m - first] = key
+        begin = end
+    index_bits = 1
+    while (1 << index_bits) < n:
+        index_bits += 1
+    if span + 1 + index_bits > 63:
+        return False
+    top = (1 << (span + 1)) - 1
+    for j in range(n):                               # ascending words: descending keys, then index
+        spare_key[j] = ((top - spare_key[j]) << index_bits) | j
+    words = spare_key[:n]
+    if n <= 16:
+        for j in range(1, n):
+            moving = words[j]
+            i = j
+            while i > 0 and words[i - 1] > moving:
+                words[i] = words[i - 1]
+                i -= 1
+            words[i] = moving
+    else:
+        words.sort()
+    low = (1 << index_bits) - 1
+    for j in range(1, n):
+        if words[j] >> index_bits == words[j - 1] >> index_bits:
+            return False
+    at = 0
+    for j in range(n):
+        m = first + (words[j] & low)
+        begin = start if m == first else out_end[m - 1]
+        for k in range(begin, out_end[m]):
+            spare_pos[at], spare_var[at] = out_pos[k], out_var[k]
+            at += 1
+        spare_root[j] = m
+    for j in range(n):                               # the sorted events' ends and roots, then their rows
+        spare_key[j] = out_root[spare_root[j]]
+    begin = start
+    for j in range(n):
+        m = spare_root[j]
+        begin += out_end[m] - (start if m == first else out_end[m - 1])
+        spare_root[j] = begin
+    for j in range(n):
+        out_end[first + j] = spare_root[j]
+        out_root[first + j] = spare_key[j]
+    out_pos[start:start + at] = spare_pos[:at]
+    out_var[start:start + at] = spare_var[:at]
+    return True
 
 
 @jit
 def _grow_i32(a):
     b = np.empty(2 * a.shape[0], np.int32)
-    b[:a.shape[0]] = a
-    return b
-
-
-@jit
-def _grow_i64(a):
-    b = np.empty(2 * a.shape[0], np.int64)
     b[:a.shape[0]] = a
     return b
 

@@ -61,20 +61,23 @@ class Program:
         """(the enumerated complex events that start after position ``after``, as ``MatchArrays``; whether
         any did): CONSUME BY counts a match even when RETURN projects all of it away. A match whose
         sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not one the
-        selection chose is left out; RETURN keeps the positions of its variables only."""
+        selection chose is left out; RETURN keeps the positions of its variables only. The columns may be
+        views of the outputs' buffers: read them before the outputs are cleared."""
         if not len(outputs):            # the matcher's common case: nothing completed at this event
             return [], False
         offsets, positions, var_ids, emitted = outputs.arrays()
         n = len(emitted)
-        keep = positions[offsets[:-1]] > after if n else np.zeros(0, bool)
+        names = self.cea.variables
+        kleene = [name in self.query.kleene_variables for name in names]
+        # rows left out keep the others' order; RETURN's projection may make two rows one, or reorder them
+        sorted_within_last = outputs.ordered and self.query.select is None
+        if not chosen and self.query.select is None and after < 0:
+            return MatchArrays.from_bindings(offsets, positions, var_ids, names, kleene, emitted,
+                                             sorted_within_last), True
+        keep = positions[offsets[:-1]] > after
         if not keep.any():
             return [], False
         completed = True
-        names = self.cea.variables
-        kleene = [name in self.query.kleene_variables for name in names]
-        if not chosen and self.query.select is None and keep.all():
-            # every row as it is (the positions copied: the outputs' buffer is reused)
-            return MatchArrays.from_bindings(offsets, positions.copy(), var_ids, names, kleene, emitted), completed
         for variables, picked in chosen:
             inside = np.array([name in variables for name in names] + [False])[var_ids]   # -1: unnamed
             flat, bounds = positions.tolist(), offsets.tolist()
@@ -92,7 +95,7 @@ class Program:
         kept_offsets = np.zeros(int(nonempty.sum()) + 1, np.int64)
         np.cumsum(counts[nonempty], out=kept_offsets[1:])
         return MatchArrays.from_bindings(kept_offsets, positions[entry], var_ids[entry], names, kleene,
-                                         emitted[nonempty]), completed
+                                         emitted[nonempty], sorted_within_last), completed
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""
