@@ -360,9 +360,10 @@ def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- driving the kernel
 class Evaluator:
-    """Runs the kernel over batches of events for one or more lists of runs (one per partition key)."""
+    """Runs the kernel over batches of events for one or more lists of runs (one per partition key).
+    ``order``: sort each event's matches as they are enumerated (``Outputs``), for a batch run's ``Matches``."""
 
-    def __init__(self, program, collect: bool = True, limit: Optional[int] = None):
+    def __init__(self, program, collect: bool = True, limit: Optional[int] = None, order: bool = True):
         self.program = program
         self.table = program.table
         self.arena = new_arena()
@@ -371,7 +372,7 @@ class Evaluator:
         # call of each kernel (tens of µs of argument unboxing), at 256 a third of A;B;C's run
         self.roots = Roots(np.empty(ROOTS, np.int32), np.empty(ROOTS, np.int64), np.empty(ROOTS), np.empty(ROOTS),
                            np.zeros(1, np.int64))
-        self.outputs = Outputs(limit)
+        self.outputs = Outputs(limit, order)
         self.info = np.zeros(5, np.int64)
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")

@@ -202,10 +202,10 @@ class AutomatonMatcher(IncrementalPlan):
             self.arena = new_arena()
             self.roots = Roots(np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8),
                                np.zeros(1, np.int64))
-            self.outputs = Outputs()
+            self.outputs = Outputs(order=False)      # a push's few matches: Matcher orders them
             self.reported: dict = {}     # consume scope -> last position at which a match was reported
         else:
-            self.evaluator = Evaluator(program)
+            self.evaluator = Evaluator(program, order=False)
             # the one-event batch each push fills in (made once: six arrays per push cost more than the kernel)
             self.batch = Batch(np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1), np.zeros(1),
                                np.zeros(1, np.int64), np.zeros(1, bool))
