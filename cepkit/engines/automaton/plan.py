@@ -214,7 +214,11 @@ class AutomatonMatcher(IncrementalPlan):
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
         # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
         self.projected = None if program.query.select is None else ReportedOnce(program.query.window_seconds)
-        self.kleene = [(name, name in program.query.kleene_variables) for name in program.cea.variables]
+        select = program.query.select
+        # per variable id: (name, whether Kleene, whether RETURN keeps it); an unnamed position is kept
+        # only without RETURN (id -1: the last entry)
+        self.variables = [(name, name in program.query.kleene_variables, select is None or name in select)
+                          for name in program.cea.variables] + [(None, False, select is None)]
 
     def push(self, event) -> list:
         found = self._push(event)
@@ -261,12 +265,12 @@ class AutomatonMatcher(IncrementalPlan):
             self.evaluator.finish()
         if not len(outputs):
             return []
-        if self.nested or program.query.select is not None:
+        if self.nested:
             found, completed = program.matches(outputs, chosen=[(variables, picked)
                                                                 for variables, _, picked in self.nested])
             found = list(found)
         else:
-            found, completed = _rows_as_matches(outputs, self.kleene), True
+            found, completed = _rows_as_matches(outputs, self.variables), True
         outputs.clear()
         if completed and program.consume == "ANY":
             for other in self.parts.values():
@@ -355,19 +359,23 @@ class AutomatonMatcher(IncrementalPlan):
 
 
 def _rows_as_matches(outputs: Outputs, variables: list) -> list:
-    """The complex events of one push as ``Match`` objects, built in Python: a push completes a few, for which
-    ``MatchArrays``' column-wise building (made for millions of rows) costs far more than it saves.
-    ``variables``: (name, whether Kleene) per variable id; an unnamed position (id -1) is in no binding."""
+    """The complex events of one push as ``Match`` objects (``Program.matches`` without nested selections),
+    built in Python: a push completes a few, for which ``MatchArrays``' column-wise building (made for
+    millions of rows) costs far more than it saves. ``variables``: (name, whether Kleene, whether kept) per
+    variable id, the last for id -1 (unnamed, in no binding); RETURN keeps its variables' positions only,
+    and a row it projects all away is left out."""
     offsets, positions, var_ids, emitted = (a.tolist() for a in outputs.arrays())
     found = []
     for row, emit in enumerate(emitted):
-        a, b = offsets[row], offsets[row + 1]
-        bindings: dict = {}
-        for p, v in zip(positions[a:b], var_ids[a:b]):
-            if v >= 0:
-                name, kleene = variables[v]
-                bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
-        found.append(Match(tuple(positions[a:b]), bindings, "+", emit if emit >= 0 else None))
+        kept, bindings = [], {}
+        for p, v in zip(positions[offsets[row]:offsets[row + 1]], var_ids[offsets[row]:offsets[row + 1]]):
+            name, kleene, keep = variables[v]
+            if keep:
+                kept.append(p)
+                if name is not None:
+                    bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
+        if kept:
+            found.append(Match(tuple(kept), bindings, "+", emit if emit >= 0 else None))
     return found
 
 
