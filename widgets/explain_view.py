@@ -59,8 +59,9 @@ class ExplainView(widgets.VBox):
         self.canvas = EventCanvas(self.stream)   # events placed and described as on the timeline
         self.positions = widgets.Text(placeholder="positions, e.g. 1,8",
                                       description="candidate", continuous_update=False)
-        self.clear = widgets.Button(description="Clear")
-        self.why = widgets.Button(description="Why not?", tooltip="near misses: candidates failing fewest clauses")
+        self.clear = widgets.Button(description="Clear", layout={"flex": "none"})
+        self.why = widgets.Button(description="Why not?", tooltip="near misses: candidates failing fewest clauses",
+                                  layout={"flex": "none"})
         self.verdict = widgets.HTML()
         self.text = widgets.HTML()
         self.reasons = widgets.HTML()
@@ -72,8 +73,10 @@ class ExplainView(widgets.VBox):
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
         self.misses.observe(self._picked, "value")
-        super().__init__([widgets.HBox([self.positions, self.clear, self.why]), self.plot, self.verdict,
+        super().__init__([widgets.HBox([self.positions, self.clear, self.why], layout={"flex_flow": "row wrap"}),
+                          self.plot, self.verdict,
                           self.text, self.reasons, self.misses_note, self.misses], layout=full_width())
+        self.add_class("cepkit-explain-view")
         self._shown: list = []
         if candidate is not None:
             self.explain(candidate)

@@ -39,6 +39,9 @@ table.cepkit-table th, table.cepkit-table td { border: 1px solid #d0d7de; paddin
 table.cepkit-table th { background: #f6f8fa; }
 table.cepkit-table td.num, table.cepkit-table th.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.cepkit-table td.mark { text-align: center; }
+table.cepkit-table td.text { min-width: 18em; }  /* prose keeps a readable width; a narrow output scrolls */
+div.cepkit-scroll { overflow-x: auto; }
+.widget-html:has(div.cepkit-scroll), .widget-html-content:has(div.cepkit-scroll) { min-width: 0; max-width: 100%; }
 </style>"""
 
 
@@ -103,7 +106,8 @@ class PlotlyView(anywidget.AnyWidget):
     The plot is exactly the layout's height (``DEFAULT_HEIGHT`` when it names none) and its container's width
     (at least ``min_width``), redrawn when that width changes (a tab opened, the window or sidebar resized); it
     is drawn when first shown with a width, so a figure inside a hidden tab is drawn when the tab opens. Under
-    ``NARROW`` px the legend moves above the plot, which keeps the width for the data.
+    ``NARROW`` px the legend moves above the plot, which keeps the width for the data, and the title above the
+    figure as page text that wraps.
 
     >>> view = PlotlyView(go.Figure(go.Scatter(x=[1, 2], y=[3, 4], customdata=[7, 8]), {"height": 300}))
     >>> view, view.figure["layout"]["height"], view.config == FIGURE_CONFIG
@@ -144,23 +148,51 @@ class PlotlyView(anywidget.AnyWidget):
       return cache[version];
     }
 
+    // Under NARROW px the legend goes in a row above the plot and the title above the figure, as page text
+    // that wraps (plotly draws a title on one line per <br>, cut at the figure's edge).
+    function narrowed(layout) {
+      const narrow = { legend: { ...layout.legend, orientation: "h", traceorder: "normal",  // "grouped" stacks
+                                 x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" } };
+      const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+      if (title && title.text) {
+        narrow.title = { ...title, text: "" };
+        narrow.margin = { ...layout.margin, t: 40 };
+      }
+      return narrow;
+    }
+
+    // A plotly title's lines as page text: markup stripped (parsed inert, never run), <sup> lines smaller.
+    function showTitle(header, layout, on) {
+      const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+      header.replaceChildren();
+      header.style.display = on && title && title.text ? "block" : "none";
+      if (!on || !title || !title.text) return;
+      for (const part of title.text.split(/<br\s*\/?>/i)) {
+        const line = document.createElement("div");
+        line.textContent = new DOMParser().parseFromString(part, "text/html").body.textContent;
+        line.style.fontSize = /^\s*<sup>/i.test(part) ? "11px" : `${(title.font && title.font.size) || 14}px`;
+        header.appendChild(line);
+      }
+    }
+
     async function render({ model, el }) {
       el.classList.add("cepkit-plotly");
       el.style.minWidth = "0";
       el.style.overflowX = "auto";           // a plot kept at its min_width scrolls inside its output
+      const header = document.createElement("div");     // the title, in a narrow output
+      header.className = "cepkit-plot-title";
+      header.style.cssText = "display: none; padding: 4px 8px 0; color: #2a3f5f; line-height: 1.35;";
       const plot = document.createElement("div");
       plot.style.width = "100%";
-      el.appendChild(plot);
+      el.append(header, plot);
       let Plotly = null, width = 0, listening = false, closed = false, queue = Promise.resolve();
 
       const draw = async () => {
         if (!Plotly || width <= 0 || closed) return;
         const { data = [], layout = {} } = model.get("figure");
         const height = layout.height || __DEFAULT_HEIGHT__, drawn = Math.max(width, model.get("min_width"));
-        const narrow = drawn < __NARROW__ ? {      // the legend in a row above the plot, the title above it
-          legend: { ...layout.legend, orientation: "h", traceorder: "normal",   // "grouped" stacks groups
-                    x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" },
-          title: { ...layout.title, yref: "container", y: 0.995, yanchor: "top" } } : {};
+        const narrow = drawn < __NARROW__ ? narrowed(layout) : {};
+        showTitle(header, layout, drawn < __NARROW__);
         plot.style.height = `${height}px`;
         plot.style.width = `${drawn}px`;
         await Plotly.react(plot, data, { ...layout, ...narrow, width: drawn, height, autosize: false },

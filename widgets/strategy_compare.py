@@ -87,6 +87,7 @@ class StrategyCompare(widgets.VBox):
         self.figure: Optional[go.Figure] = None     # built once, when the runs are over
         self.plot = PlotlyView()
         super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self.plot], layout=full_width())
+        self.add_class("cepkit-strategy-compare")
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._compute, name="StrategyCompare", daemon=True)
@@ -211,8 +212,8 @@ class StrategyCompare(widgets.VBox):
             else:
                 cells = ("", "", "<i>not run</i>")
             rows.append(f"<tr><td><b>{strategy}</b></td><td class='num'>{cells[0]}</td><td>{cells[1]}</td>"
-                        f"<td>{cells[2]}</td></tr>")
+                        f"<td class='text'>{cells[2]}</td></tr>")
         took = f" · {self.seconds:.2f} s" if self.seconds is not None else ""
-        return (f"<code>{html.escape(str(self.query))}</code> over {plural(len(self.stream), 'event')}{took}"
-                f"{cancelled}<table class='cepkit-table'><tr><th>strategy</th><th>matches</th><th>engine</th>"
-                f"<th>positions</th></tr>{''.join(rows)}</table>")
+        return (f"<code style='overflow-wrap: anywhere'>{html.escape(str(self.query))}</code> over {plural(len(self.stream), 'event')}{took}"
+                f"{cancelled}<div class='cepkit-scroll'><table class='cepkit-table'><tr><th>strategy</th>"
+                f"<th>matches</th><th>engine</th><th>positions</th></tr>{''.join(rows)}</table></div>")

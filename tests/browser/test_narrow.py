@@ -10,7 +10,7 @@ NARROW = {"width": 800, "height": 900}
 BUDGET_S = 300
 CELLS = [
     """import cepkit
-from cepkit.widgets import AutomatonView, Workbench
+from cepkit.widgets import AutomatonView, ExplainView, StrategyCompare, Workbench
 events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
 fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
 QUERY = ('(STORM AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d WHERE d.dep_delay >= 30 '
@@ -19,6 +19,8 @@ QUERY = ('(STORM AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d WHERE d.dep_delay >=
 workbench.run()
 workbench""",
     """AutomatonView(QUERY, fog_day.iloc[:40])""",
+    """StrategyCompare(QUERY, fog_day)""",
+    """ExplainView(QUERY, fog_day, workbench.matches[0].positions)""",
 ]
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -73,10 +75,13 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     workbench = outputs.filter(has=page.locator("textarea")).first
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
     budget.wait(workbench.locator("table.dataTable tbody tr").first, "the results grid's rows")
-    automaton = outputs.filter(has=page.locator(".cepkit-plotly")).last
-    budget.wait(automaton.locator(".js-plotly-plot"), "the automaton drawing")
+    views = {"workbench": workbench}
+    for name, css in (("automaton", ".cepkit-automaton-view"), ("strategies", ".cepkit-strategy-compare"),
+                      ("explain", ".cepkit-explain-view")):
+        views[name] = outputs.filter(has=page.locator(css)).last
+        budget.wait(views[name].locator(".js-plotly-plot"), f"the {name} figure")
 
-    for name, output in (("workbench", workbench), ("automaton", automaton)):
+    for name, output in views.items():
         output.scroll_into_view_if_needed()
         page.wait_for_timeout(500)                         # a redraw at the width just seen
         dom.screenshot(page, output, artifacts / f"narrow-{name}.png")
