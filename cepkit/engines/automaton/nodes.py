@@ -105,8 +105,9 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
 
     ``counts`` holds (positions written, events written, groups left unsorted); ``out_end[m]`` is where
     event m ends in ``out_pos``, ``out_root[m]`` its root. With ``order``, the events of consecutive roots
-    with the same ``emits`` (the lists one event completed) are sorted as LANGUAGE.md §10.2 orders them
-    (``_sort_group``, using ``spare``'s buffers); a group it cannot sort is left as enumerated and counted.
+    with the same ``emits`` (the lists one event completed) are enumerated into ``spare`` and moved to the
+    outputs sorted as LANGUAGE.md §10.2 orders them (``_write_group``); a group it cannot sort is moved as
+    enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
     of its group behind.
     """
@@ -118,12 +119,13 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     stack_depth = np.empty(bound, np.int64)
     path_pos = np.empty(bound, np.int64)
     path_var = np.empty(bound, np.int32)
+    spare_pos, spare_var = spare[0], spare[1]
     n_pos, n_events = counts[0], counts[1]
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
         if r > first and emits[r] != emits[r - 1]:
-            if order and not _sort_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos,
-                                         spare):
+            if order and not _write_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos,
+                                          spare):
                 counts[2] += 1
             group_root, group_pos, group_events = r, n_pos, n_events
         key, limit = keys[r], limits[r]
@@ -149,9 +151,15 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
             if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
                 counts[0], counts[1] = group_pos, group_events
                 return group_root
-            for k in range(depth):
-                out_pos[n_pos + k] = path_pos[depth - 1 - k]
-                out_var[n_pos + k] = path_var[depth - 1 - k]
+            if order:
+                at = n_pos - group_pos
+                for k in range(depth):
+                    spare_pos[at + k] = path_pos[depth - 1 - k]
+                    spare_var[at + k] = path_var[depth - 1 - k]
+            else:
+                for k in range(depth):
+                    out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                    out_var[n_pos + k] = path_var[depth - 1 - k]
             n_pos += depth
             out_end[n_events] = n_pos
             out_root[n_events] = r
@@ -161,84 +169,131 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                 break
             sp -= 1
             node, depth = stack_node[sp], stack_depth[sp]
-    if order and not _sort_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos, spare):
+    if order and not _write_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos, spare):
         counts[2] += 1
     counts[0], counts[1] = n_pos, n_events
     return last
 
 
 @jit
-def _sort_group(out_pos, out_var, out_end, out_root, first, last, start, spare):
-    """Sort events ``first..last-1`` (their positions from ``start``) by their positions; True when done.
+def _write_group(out_pos, out_var, out_end, out_root, first, last, start, spare):
+    """Move events ``first..last-1``, enumerated into ``spare`` (their positions from 0 there, from ``start``
+    in ``out_end``), to the outputs at ``start``, sorted by their positions; False when they could not be
+    sorted (then moved as they are).
 
     All of one group end at the same position ``hi`` (the event that completed them), so comparing two
     as tuples comes down to the smallest position in one and not the other, which sorts first: with
     ``key = Σ 2^(hi − p)`` (a lower position, a higher bit) the tuple order is the keys' descending order.
-    Each key is packed with its event's index into one word and the words sorted. False, leaving the
-    events as they are, when that does not fit a word (a span of over 62 positions, or many events over
-    a wide span), an event does not end at ``hi`` or two have the same positions (then their order
-    depends on their bindings)."""
+    Each key is packed with its event's index into one word and the words sorted. That fails when a key
+    does not fit a word (a span of over 62 positions, or many events over a wide span), an event does not
+    end at ``hi`` or two have the same positions (then their order depends on their bindings)."""
+    spare_pos, spare_var, spare_key, spare_root = spare
+    n = last - first
+    size = out_end[last - 1] - start if n else 0
+    index_bits = _sort_keys(spare_pos, out_end, first, last, start, spare_key, spare_root)
+    if index_bits < 0:
+        out_pos[start:start + size] = spare_pos[:size]
+        out_var[start:start + size] = spare_var[:size]
+        return n == 0 or (n == 1 and size > 0)
+    words = spare_key[:n]
+    low = (1 << index_bits) - 1
+    at = start
+    for j in range(n):
+        m = first + (words[j] & low)
+        begin = 0 if m == first else out_end[m - 1] - start
+        for k in range(begin, out_end[m] - start):
+            out_pos[at], out_var[at] = spare_pos[k], spare_var[k]
+            at += 1
+        spare_root[j] = at                   # the sorted events' ends and roots, written once all are read
+        words[j] = out_root[m]
+    for j in range(n):
+        out_end[first + j] = spare_root[j]
+        out_root[first + j] = words[j]
+    return True
+
+
+@jit
+def _sort_keys(positions, out_end, first, last, start, words, other):
+    """``words[:n]``: the group's events (positions from 0 in ``positions``) in the order of their keys
+    (``_write_group``), each word ``key << index_bits | index``; returns ``index_bits``, or -1 when the
+    group cannot be sorted that way (or has fewer than two events)."""
     n = last - first
     if n < 2:
-        return n == 0 or out_end[first] > start
-    spare_pos, spare_var, spare_key, spare_root = spare
-    hi = out_pos[out_end[last - 1] - 1]
-    begin = start
+        return -1
+    hi = positions[out_end[last - 1] - start - 1]
+    begin = 0
     span = 0
     for m in range(first, last):
-        end = out_end[m]
-        if end == begin or out_pos[end - 1] != hi or hi - out_pos[begin] > 62:
-            return False
-        span = max(span, hi - out_pos[begin])
+        end = out_end[m] - start
+        if end == begin or positions[end - 1] != hi or hi - positions[begin] > 62:
+            return -1
+        span = max(span, hi - positions[begin])
         key = 0
         for k in range(begin, end):
-            key |= 1 << (hi - out_pos[k])
-        spare_key[m - first] = key
+            key |= 1 << (hi - positions[k])
+        words[m - first] = key
         begin = end
     index_bits = 1
     while (1 << index_bits) < n:
         index_bits += 1
-    if span + 1 + index_bits > 63:
-        return False
+    if span + index_bits > 62:
+        return -1
     top = (1 << (span + 1)) - 1
-    for j in range(n):                               # ascending words: descending keys, then index
-        spare_key[j] = ((top - spare_key[j]) << index_bits) | j
-    words = spare_key[:n]
+    for j in range(n):                   # ascending words: descending keys (bit 0, hi, is in all), then index
+        words[j] = (((top - words[j]) >> 1) << index_bits) | j
+    sorted_words = words[:n]
     if n <= 16:
         for j in range(1, n):
-            moving = words[j]
+            moving = sorted_words[j]
             i = j
-            while i > 0 and words[i - 1] > moving:
-                words[i] = words[i - 1]
+            while i > 0 and sorted_words[i - 1] > moving:
+                sorted_words[i] = sorted_words[i - 1]
                 i -= 1
-            words[i] = moving
+            sorted_words[i] = moving
+    elif n < 128:
+        sorted_words.sort()
     else:
-        words.sort()
-    low = (1 << index_bits) - 1
+        _radix_sort(sorted_words, other[:n], span + index_bits)
     for j in range(1, n):
-        if words[j] >> index_bits == words[j - 1] >> index_bits:
-            return False
-    at = 0
-    for j in range(n):
-        m = first + (words[j] & low)
-        begin = start if m == first else out_end[m - 1]
-        for k in range(begin, out_end[m]):
-            spare_pos[at], spare_var[at] = out_pos[k], out_var[k]
-            at += 1
-        spare_root[j] = m
-    for j in range(n):                               # the sorted events' ends and roots, then their rows
-        spare_key[j] = out_root[spare_root[j]]
-    begin = start
-    for j in range(n):
-        m = spare_root[j]
-        begin += out_end[m] - (start if m == first else out_end[m - 1])
-        spare_root[j] = begin
-    for j in range(n):
-        out_end[first + j] = spare_root[j]
-        out_root[first + j] = spare_key[j]
-    out_pos[start:start + at] = spare_pos[:at]
-    out_var[start:start + at] = spare_var[:at]
-    return True
+        if sorted_words[j] >> index_bits == sorted_words[j - 1] >> index_bits:
+            return -1
+    return index_bits
+
+
+@jit
+def _radix_sort(words, other, bits):
+    """Sort the non-negative ``words`` (below ``2^bits``) in place, a digit at a time from the lowest, each
+    digit about log2(len) bits (``other``, as long, is the second buffer): linear, where the big groups of
+    a Kleene query spent most of their time in a comparison sort."""
+    n = words.shape[0]
+    digit = 6
+    while digit < 11 and (2 << digit) <= n:
+        digit += 1
+    passes = (bits + digit - 1) // digit
+    digit = (bits + passes - 1) // passes
+    count = np.empty((1 << digit) + 1, np.int64)
+    for k in range(passes):
+        if k % 2 == 0:
+            _radix_pass(words, other, digit * k, digit, count)
+        else:
+            _radix_pass(other, words, digit * k, digit, count)
+    if passes % 2:
+        words[:] = other
+
+
+@jit(inline=True)
+def _radix_pass(source, target, shift, digit, count):
+    """``source`` into ``target``, stably ordered by the ``digit`` bits at ``shift``."""
+    mask = (1 << digit) - 1
+    count[:] = 0
+    for j in range(source.shape[0]):
+        count[((source[j] >> shift) & mask) + 1] += 1
+    for d in range(mask + 1):
+        count[d + 1] += count[d]
+    for j in range(source.shape[0]):
+        d = (source[j] >> shift) & mask
+        target[count[d]] = source[j]
+        count[d] += 1
 
 
 @jit
