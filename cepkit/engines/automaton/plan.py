@@ -270,7 +270,7 @@ class AutomatonMatcher(IncrementalPlan):
                                                                 for variables, _, picked in self.nested])
             found = list(found)
         else:
-            found, completed = _rows_as_matches(outputs, self.variables), True
+            found, completed = _rows_as_matches(outputs, self.variables)
         outputs.clear()
         if completed and program.consume == "ANY":
             for other in self.parts.values():
@@ -336,8 +336,7 @@ class AutomatonMatcher(IncrementalPlan):
         self.roots.n[0] = n
         self.outputs.take(self.arena, self.roots)
         scope = () if program.consume == "ANY" else key
-        found, reported = program.matches(self.outputs, self.reported.get(scope, -1))
-        found = list(found)
+        found, reported = _rows_as_matches(self.outputs, self.variables, self.reported.get(scope, -1))
         self.outputs.clear()
         if program.consume is not None and reported:
             self.reported[scope] = position
@@ -358,15 +357,19 @@ class AutomatonMatcher(IncrementalPlan):
             at += k
 
 
-def _rows_as_matches(outputs: Outputs, variables: list) -> list:
-    """The complex events of one push as ``Match`` objects (``Program.matches`` without nested selections),
-    built in Python: a push completes a few, for which ``MatchArrays``' column-wise building (made for
-    millions of rows) costs far more than it saves. ``variables``: (name, whether Kleene, whether kept) per
-    variable id, the last for id -1 (unnamed, in no binding); RETURN keeps its variables' positions only,
-    and a row it projects all away is left out."""
+def _rows_as_matches(outputs: Outputs, variables: list, after: int = -1) -> tuple:
+    """``Program.matches`` without nested selections for one push, built in Python: a push completes a few
+    complex events, for which ``MatchArrays``' column-wise building (made for millions of rows) costs far
+    more than it saves. (The ``Match`` objects of those starting after position ``after``; whether any
+    did.) ``variables``: (name, whether Kleene, whether kept) per variable id, the last for id -1 (unnamed,
+    in no binding); RETURN keeps its variables' positions only, and a row it projects all away is left out
+    (CONSUME BY still counts it)."""
     offsets, positions, var_ids, emitted = (a.tolist() for a in outputs.arrays())
-    found = []
+    found, completed = [], False
     for row, emit in enumerate(emitted):
+        if positions[offsets[row]] <= after:
+            continue
+        completed = True
         kept, bindings = [], {}
         for p, v in zip(positions[offsets[row]:offsets[row + 1]], var_ids[offsets[row]:offsets[row + 1]]):
             name, kleene, keep = variables[v]
@@ -376,7 +379,7 @@ def _rows_as_matches(outputs: Outputs, variables: list) -> list:
                     bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
         if kept:
             found.append(Match(tuple(kept), bindings, "+", emit if emit >= 0 else None))
-    return found
+    return found, completed
 
 
 def _fit_roots(roots: Roots, n: int) -> Roots:
