@@ -297,6 +297,7 @@ class Outputs:
         self.emit: list = []
         self.counts = np.zeros(3, np.int64)     # positions, events, groups left unsorted
         self.spare = _spare(self.pos, self.end)
+        self._entry = None
 
     def __len__(self):
         return int(self.counts[1])
@@ -311,25 +312,33 @@ class Outputs:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
         done = 0
-        first_pos, first_events = int(self.counts[0]), int(self.counts[1])
         while done < n_roots and not self.truncated:
             before = int(self.counts[1])
-            done = enumerate_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, n_roots, self.pos,
-                                   self.var, self.end, self.root, self.counts, cap, self.order, self.spare)
+            done = self._enumerate(arena, roots, done, n_roots, self.counts, cap, self.order, False)
             after = int(self.counts[1])
             self.emit.append(roots.emit[self.root[before:after]])
             self.truncated = self.limit is not None and after >= self.limit
             if done < n_roots and not self.truncated:
-                # room for twice the rest at the rate of the roots written so far: each growth copies what
-                # was written, and memory never written costs nothing
-                rest = 2 * n_roots / max(done, 1)
+                # count the room the rest needs (a walk that writes nothing) and make it at once: growing
+                # by guesses copied the buffers and walked part of the roots again at each step
+                needed = np.zeros(3, np.int64)
+                self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
                 used = int(self.counts[0])
-                positions = int(first_pos + (used - first_pos) * rest)
-                events = int(first_events + (after - first_events) * rest)
+                positions, events = used + int(needed[0]), after + int(needed[1])
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
                 self.end, self.root = _grown(self.end, after, events), _grown(self.root, after, events)
                 self.spare = _spare(self.pos, self.end)
         roots.n[0] = 0
+
+    def _enumerate(self, arena, roots: Roots, first: int, last: int, counts, cap: int, order: bool,
+                   count_only: bool) -> int:
+        """``nodes.enumerate_roots`` into the buffers, through its machine code for these argument types
+        (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
+        args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos, self.var, self.end,
+                self.root, counts, cap, order, self.spare, count_only)
+        if self._entry is None:
+            self._entry = kernel.entry(enumerate_roots, args)
+        return self._entry(*args)
 
     def arrays(self) -> tuple:
         """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows,
@@ -352,7 +361,8 @@ def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
 
 
 def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
-    """``a[:used]`` copied into an array of at least ``size`` and twice ``a``'s length."""
+    """``a[:used]`` copied into an array of at least ``size`` and twice ``a``'s length (memory never
+    written costs nothing)."""
     b = np.empty(max(size, 2 * len(a)), a.dtype)
     b[:used] = a[:used]
     return b

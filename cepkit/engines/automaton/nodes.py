@@ -99,7 +99,7 @@ def union(arena, a, b):
 
 @jit
 def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_root, counts,
-                    cap, order, spare):
+                    cap, order, spare, count_only):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
@@ -109,7 +109,8 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     outputs sorted as LANGUAGE.md §10.2 orders them (``_write_group``); a group it cannot sort is moved as
     enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
-    of its group behind.
+    of its group behind. ``count_only`` writes nothing (pass ``order`` False) and only counts: the room
+    the roots need.
     """
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     # a path enters a node at most once, so neither the path nor the pending right children outgrow the
@@ -148,21 +149,22 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                     path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
                     depth += 1
                     node = node_left[node]
-            if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                counts[0], counts[1] = group_pos, group_events
-                return group_root
-            if order:
-                at = n_pos - group_pos
-                for k in range(depth):
-                    spare_pos[at + k] = path_pos[depth - 1 - k]
-                    spare_var[at + k] = path_var[depth - 1 - k]
-            else:
-                for k in range(depth):
-                    out_pos[n_pos + k] = path_pos[depth - 1 - k]
-                    out_var[n_pos + k] = path_var[depth - 1 - k]
+            if not count_only:
+                if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                    counts[0], counts[1] = group_pos, group_events
+                    return group_root
+                if order:
+                    at = n_pos - group_pos
+                    for k in range(depth):
+                        spare_pos[at + k] = path_pos[depth - 1 - k]
+                        spare_var[at + k] = path_var[depth - 1 - k]
+                else:
+                    for k in range(depth):
+                        out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                        out_var[n_pos + k] = path_var[depth - 1 - k]
+                out_end[n_events] = n_pos + depth
+                out_root[n_events] = r
             n_pos += depth
-            out_end[n_events] = n_pos
-            out_root[n_events] = r
             n_events += 1
             written += 1
             if sp == 0 or (cap > 0 and written >= cap):
