@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import threading
+from collections import OrderedDict
 from typing import Optional
 
 import numpy as np
@@ -20,6 +22,52 @@ def prepare(query, strategy: Optional[str] = None, hierarchy=None) -> Query:
     """Parse text (or re-use a Query) and apply a ``strategy=`` override."""
     q = parse(query, hierarchy)
     return q.with_strategy(strategy) if strategy is not None else q
+
+
+PLAN_CACHE_SIZE = 32          # compiled queries kept per thread by ``cepkit.match``
+_plan_cache = threading.local()
+
+
+def _cached_plan(key) -> Optional[tuple]:
+    """(Query, engine, plan) an earlier ``cepkit.match`` with the same ``key`` (query text, strategy,
+    hierarchy, engine, options) compiled, the plan fresh (``Plan.fresh``); None when not kept. Parsing,
+    compiling and (automaton) determinizing cost ~1-2 ms a call, as much as matching a small stream.
+
+    The cache is per thread (a shared plan's lazily grown parts are not guarded for concurrent runs) and
+    holds the ``PLAN_CACHE_SIZE`` most recently used queries, each unrun: every call gets a plan sharing
+    its compiled parts and none of its run state (docs/decisions.md)."""
+    cache = getattr(_plan_cache, "plans", None)
+    hit = cache.get(key) if cache is not None and key is not None else None
+    if hit is None:
+        return None
+    cache.move_to_end(key)
+    q, chosen, plan = hit
+    return q, chosen, plan.fresh()
+
+
+def _keep_plan(key, q: Query, chosen, plan) -> None:
+    """Keep a newly compiled plan for ``_cached_plan`` (not when it cannot be shared or the key is None)."""
+    if key is None or plan.fresh() is None:
+        return
+    cache = getattr(_plan_cache, "plans", None)
+    if cache is None:
+        cache = _plan_cache.plans = OrderedDict()
+    cache[key] = (q, chosen, plan.fresh())
+    while len(cache) > PLAN_CACHE_SIZE:
+        cache.popitem(last=False)
+
+
+def _cache_key(query, strategy, hierarchy, engine, options) -> Optional[tuple]:
+    """The plan cache's key, or None when the call cannot be cached (a Query object, or an unhashable
+    hierarchy or option value)."""
+    if not isinstance(query, str):
+        return None
+    key = (query, strategy, hierarchy, engine, tuple(sorted(options.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def check_against_stream(query: Query, stream: Stream) -> None:
@@ -74,12 +122,18 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     >>> cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).positions()
     [(0, 1), (0, 2)]
     """
-    q = prepare(query, strategy, hierarchy)
+    key = _cache_key(query, strategy, hierarchy, engine, options)
+    cached = _cached_plan(key)
+    q = cached[0] if cached else prepare(query, strategy, hierarchy)
     stream = Stream.from_any(events)
     check_against_stream(q, stream)
     if options.get("disorder", "reject") == "reject":
         stream.require_order()
-    chosen, plan = select_engine(q, engine, options)
+    if cached:
+        chosen, plan = cached[1:]
+    else:
+        chosen, plan = select_engine(q, engine, options)
+        _keep_plan(key, q, chosen, plan)
     found = plan.run(stream)   # MatchArrays, or Match objects (engines pause the collector while they build them)
     with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
         # the emission log is read on demand (``Matches.deltas``): it may need every Match object

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable, List, Optional
 
 import pandas as pd
 
@@ -48,6 +48,12 @@ class Plan(ABC):
     def info(self) -> dict:
         """Engine-specific facts worth showing (automaton size, buffer sizes...)."""
         return {}
+
+    def fresh(self) -> Optional["Plan"]:
+        """A plan for the same query sharing this one's compiled parts but none of its run state, so a
+        compiled query can be kept and run again (``cepkit.match``'s plan cache); None: this plan cannot
+        be shared (the cache then compiles every call)."""
+        return None
 
 
 class Engine(ABC):

@@ -139,6 +139,11 @@ class AutomatonPlan(Plan):
     def matcher(self) -> IncrementalPlan:
         return AutomatonMatcher(self.program)
 
+    def fresh(self) -> "AutomatonPlan":
+        """The same ``Program`` (whose determinized table only grows, with the same answers), a new
+        ``last_run``."""
+        return AutomatonPlan(self.program)
+
     def info(self) -> dict:
         p = self.program
         return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
