@@ -135,6 +135,12 @@ def _same_as_previous(words: list, order: np.ndarray) -> np.ndarray:
     return same
 
 
+def _variable_ids(ids) -> np.ndarray:
+    """Variable ids as int32 (a kernel's buffer, kept as it is: half the bytes of int64) or int64."""
+    ids = np.asarray(ids)
+    return ids if ids.dtype == np.int32 else ids.astype(np.int64, copy=False)
+
+
 class MatchArrays(Sequence):
     """Matches as columns, in any order and possibly repeated: what an engine returns instead of a list
     of ``Match`` when it can (``Matches`` then orders them with numpy). Indexing or iterating builds the
@@ -158,7 +164,7 @@ class MatchArrays(Sequence):
         self.positions = np.asarray(positions, np.int64)
         self.bound_offsets = np.asarray(bound_offsets, np.int64)
         self.bound_positions = np.asarray(bound_positions, np.int64)
-        self.bound_variables = np.asarray(bound_variables, np.int64)
+        self.bound_variables = _variable_ids(bound_variables)
         self.names = tuple(names)
         self.kleene = np.asarray(kleene, bool).reshape(len(self.names))
         n = len(self.offsets) - 1
@@ -173,7 +179,7 @@ class MatchArrays(Sequence):
         """Rows of (position, variable id) pairs in position order (-1: a position no variable names), as
         an automaton run enumerates them: the positions are the row, the named ones its bindings."""
         positions = np.asarray(positions, np.int64)
-        variables = np.asarray(variables, np.int64)
+        variables = _variable_ids(variables)
         offsets = np.asarray(offsets, np.int64)
         if (variables >= 0).all():
             return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at,

@@ -38,7 +38,7 @@ from ...runtime.unary import Columns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
-from .nodes import BOTTOM, NONE, compact, enumerate_roots, new_arena, put_ext, put_union
+from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, new_arena, put_ext, put_union
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
@@ -291,7 +291,7 @@ class Outputs:
         self.order = order
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
-        self.var = np.empty(1 << 12, np.int64)     # int64, as MatchArrays holds them: no conversion
+        self.var = np.empty(1 << 12, np.int32)     # MatchArrays keeps int32 ids as they are: no conversion
         self.end = np.empty(1 << 10, np.int64)
         self.root = np.empty(1 << 10, np.int64)
         self.emit: list = []
@@ -322,7 +322,10 @@ class Outputs:
                 # count the room the rest needs (a walk that writes nothing) and make it at once: growing
                 # by guesses copied the buffers and walked part of the roots again at each step
                 needed = np.zeros(3, np.int64)
-                self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
+                if cap:
+                    self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
+                else:
+                    count_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, n_roots, needed)
                 used = int(self.counts[0])
                 positions, events = used + int(needed[0]), after + int(needed[1])
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
@@ -357,7 +360,7 @@ class Outputs:
 def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
     """Room to sort one group of events (positions, variables; two words per event): as large as the
     buffers, but only the largest group's part of it is ever written."""
-    return np.empty_like(pos), np.empty_like(pos), np.empty_like(end), np.empty_like(end)
+    return np.empty_like(pos), np.empty(len(pos), np.int32), np.empty_like(end), np.empty_like(end)
 
 
 def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:

@@ -120,7 +120,10 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     stack_depth = np.empty(bound, np.int64)
     path_pos = np.empty(bound, np.int64)
     path_var = np.empty(bound, np.int32)
-    spare_pos, spare_var = spare[0], spare[1]
+    # with ``order``, each prefix's sort key (``_write_group``) relative to the path's first (latest)
+    # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word
+    path_key = np.zeros(bound + 1, np.int64)
+    spare_pos, spare_var, spare_key = spare[0], spare[1], spare[2]
     n_pos, n_events = counts[0], counts[1]
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
@@ -146,7 +149,12 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                         sp += 1
                     node = node_left[node]
                 else:
-                    path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
+                    p = node_pos[node]
+                    path_pos[depth], path_var[depth] = p, node_var[node]
+                    if order:
+                        bit = path_pos[0] - p
+                        prefix = path_key[depth]
+                        path_key[depth + 1] = prefix | (1 << bit) if prefix >= 0 and 0 <= bit <= 62 else -1
                     depth += 1
                     node = node_left[node]
             if not count_only:
@@ -154,6 +162,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                     counts[0], counts[1] = group_pos, group_events
                     return group_root
                 if order:
+                    spare_key[n_events - group_events] = path_key[depth]
                     at = n_pos - group_pos
                     for k in range(depth):
                         spare_pos[at + k] = path_pos[depth - 1 - k]
@@ -175,6 +184,61 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
         counts[2] += 1
     counts[0], counts[1] = n_pos, n_events
     return last
+
+
+@jit
+def count_roots(arena, roots, keys, limits, emits, first, last, counts):
+    """Add to ``counts`` (positions, events) what ``enumerate_roots`` (no cap) writes for ``roots[first:last]``,
+    without walking every path: per group of roots with the same ``emits`` (one key and limit), each node
+    counts its events and their positions once, from its children's (a walk would pay per path)."""
+    node_pos, _, node_left, node_right, node_start, node_used = arena
+    n_nodes = node_used[0]
+    group = np.full(n_nodes, -1, np.int64)          # the group whose counts a node holds
+    events = np.empty(n_nodes, np.int64)
+    positions = np.empty(n_nodes, np.int64)
+    # node ids; a negative entry, -(id + 1): its children are done. A node is expanded once per group
+    # (pushing itself and at most two children), so 3 entries per node bound the stack
+    stack = np.empty(3 * n_nodes + 3, np.int64)
+    events[BOTTOM], positions[BOTTOM] = 1, 0
+    g = 0
+    for r in range(first, last):
+        if r > first and emits[r] != emits[r - 1]:
+            g += 1
+        key, limit, root = keys[r], limits[r], roots[r]
+        if key - node_start[root] > limit:
+            continue
+        group[BOTTOM] = g
+        stack[0] = root
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            entry = stack[sp]
+            node = entry if entry >= 0 else -entry - 1
+            if group[node] == g:
+                continue
+            left, right = node_left[node], node_right[node]
+            union = node_pos[node] == UNION
+            fits = union and key - node_start[right] <= limit
+            if entry >= 0:
+                stack[sp] = -node - 1
+                sp += 1
+                if group[left] != g:
+                    stack[sp] = left
+                    sp += 1
+                if fits and group[right] != g:
+                    stack[sp] = right
+                    sp += 1
+                continue
+            group[node] = g
+            if union:
+                events[node], positions[node] = events[left], positions[left]
+                if fits:
+                    events[node] += events[right]
+                    positions[node] += positions[right]
+            else:
+                events[node], positions[node] = events[left], positions[left] + events[left]
+        counts[0] += positions[root]
+        counts[1] += events[root]
 
 
 @jit
@@ -216,9 +280,10 @@ def _write_group(out_pos, out_var, out_end, out_root, first, last, start, spare)
 
 @jit
 def _sort_keys(positions, out_end, first, last, start, words, other):
-    """``words[:n]``: the group's events (positions from 0 in ``positions``) in the order of their keys
-    (``_write_group``), each word ``key << index_bits | index``; returns ``index_bits``, or -1 when the
-    group cannot be sorted that way (or has fewer than two events)."""
+    """``words[:n]``, the group's events' keys (``_write_group``; the walk made them, relative to each
+    event's last position, -1 when it did not fit a word), put in order, each word then
+    ``key << index_bits | index``; returns ``index_bits``, or -1 when the group cannot be sorted that way
+    (or has fewer than two events). ``positions`` (from 0) and ``out_end`` tell each event's span."""
     n = last - first
     if n < 2:
         return -1
@@ -227,13 +292,9 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
     span = 0
     for m in range(first, last):
         end = out_end[m] - start
-        if end == begin or positions[end - 1] != hi or hi - positions[begin] > 62:
+        if end == begin or positions[end - 1] != hi or words[m - first] < 0:
             return -1
         span = max(span, hi - positions[begin])
-        key = 0
-        for k in range(begin, end):
-            key |= 1 << (hi - positions[k])
-        words[m - first] = key
         begin = end
     index_bits = 1
     while (1 << index_bits) < n:
