@@ -9,10 +9,23 @@ compared at 1x).
 
     python bench/spark.py                 # 1x, 2x, 4x, best of 2 runs each (about 15 minutes)
     python bench/spark.py --quick         # January only, 1x and 2x, for a smoke check
+
+``--against CHECKOUT`` measures Spark only, this checkout's cepkit against the one in CHECKOUT (a worktree
+of an earlier commit, say ``git worktree add --detach /tmp/base 55e0123``; same Python, same packages):
+each side runs in a process of its own (its own local Spark), the sides taking turns for ``--rounds``
+rounds, on the same Parquet files; both sides' positions must equal the local engine's (this checkout's).
+
+    python bench/spark.py --copies 4 --against /tmp/base --rounds 3
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import warnings
@@ -43,19 +56,107 @@ def timed(call, repeat: int) -> tuple:
     return best, result
 
 
+def digest(positions) -> str:
+    """A short fingerprint of a list of position tuples, to compare results across processes."""
+    return hashlib.sha1(repr([tuple(int(i) for i in p) for p in positions]).encode()).hexdigest()[:12]
+
+
+def spark_session(engine: str):
+    spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "8"})
+    warm = flight_events(months=[1], airports=["LGA"])       # starts Spark's Python workers; not measured
+    cepkit.spark.match(QUERIES["origin"], spark.createDataFrame(warm), engine=engine).count()
+    return spark
+
+
+def parquet_files(folder: str, copies: list, months) -> dict:
+    """{copies: path} of the flights stream replicated, written once (Spark reads µs, not ns)."""
+    paths = {}
+    for k in copies:
+        paths[k] = str(Path(folder) / f"flights_x{k}{'_jan' if months else ''}.parquet")
+        if not os.path.exists(paths[k]):
+            flight_events(months=months, replicate=k).to_parquet(paths[k], index=False, coerce_timestamps="us")
+    return paths
+
+
+def side(args, months) -> None:
+    """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, digest)."""
+    spark = spark_session(args.engine)
+    for k, path in parquet_files(args.data, args.copies, months).items():
+        frame = spark.read.parquet(path)
+        for name, query in QUERIES.items():
+            times = []
+            for _ in range(args.repeat):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
+                    start = time.perf_counter()
+                    found = cepkit.spark.match(query, frame, engine=args.engine).toPandas()
+                    times.append(time.perf_counter() - start)
+            print("RESULT " + json.dumps({"query": name, "copies": k, "times": times, "matches": len(found),
+                                          "digest": digest(found["positions"])}), flush=True)
+    spark.stop()
+
+
+def against(args, months) -> None:
+    """This checkout against ``args.against``, Spark only, the sides taking turns (see the docstring)."""
+    copies = args.copies or [4]
+    with tempfile.TemporaryDirectory() as folder:
+        paths = parquet_files(folder, copies, months)
+        local = {}
+        for k, path in paths.items():
+            events = flight_events(months=months, replicate=k)
+            for name, query in QUERIES.items():
+                found = cepkit.match(query, events, engine=args.engine)
+                local[name, k] = (len(found), digest(found.positions()))
+        times = {}
+        sides = [("this", None), ("base", args.against)]
+        for r in tqdm(range(args.rounds), desc="rounds"):
+            for label, checkout in (sides if r % 2 == 0 else sides[::-1]):
+                env = dict(os.environ)
+                if checkout:
+                    env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
+                command = [sys.executable, __file__, "--side", "--data", folder, "--engine", args.engine,
+                           "--repeat", str(args.repeat), "--copies", *map(str, copies)] + (["--quick"] if args.quick
+                                                                                           else [])
+                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+                for line in out.splitlines():
+                    if line.startswith("RESULT "):
+                        row = json.loads(line[len("RESULT "):])
+                        key = (row["query"], row["copies"])
+                        assert (row["matches"], row["digest"]) == local[key], (label, key, row, local[key])
+                        times.setdefault((label, *key), []).extend(row["times"])
+    print(f"\n{'query':8} {'copies':>6} {'matches':>8} {'base best':>9} {'this best':>9} {'base/this':>9} "
+          f"{'base median':>11} {'this median':>11} {'base/this':>9}   (seconds; {args.rounds} rounds x "
+          f"{args.repeat} runs per side)")
+    for k in copies:
+        for name in QUERIES:
+            base, this = times["base", name, k], times["this", name, k]
+            print(f"{name:8} {k:>6} {local[name, k][0]:>8} {min(base):>9.1f} {min(this):>9.1f} "
+                  f"{min(base) / min(this):>9.2f} {statistics.median(base):>11.1f} {statistics.median(this):>11.1f} "
+                  f"{statistics.median(base) / statistics.median(this):>9.2f}")
+    for (label, name, k), runs in sorted(times.items()):
+        print(f"  {label} {name} {k}x: " + " ".join(f"{t:.1f}" for t in runs))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="January only, 1x and 2x")
     parser.add_argument("--copies", type=int, nargs="+", default=None, help="replication factors (default 1 2 4)")
     parser.add_argument("--engine", default="auto", help="the engine both sides run (default: auto)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is kept (default 2)")
+    parser.add_argument("--against", metavar="CHECKOUT", help="Spark only: this cepkit against CHECKOUT's "
+                                                                "(default copies: 4)")
+    parser.add_argument("--rounds", type=int, default=3, help="with --against: turns per side (default 3)")
+    parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    copies = args.copies or ([1, 2] if args.quick else [1, 2, 4])
     months = [1] if args.quick else None
+    if args.side:
+        return side(args, months)
+    if args.against:
+        return against(args, months)
+    copies = args.copies or ([1, 2] if args.quick else [1, 2, 4])
 
-    spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "8"})
-    warm = flight_events(months=[1], airports=["LGA"])       # starts Spark's Python workers; not measured
-    cepkit.spark.match(QUERIES["origin"], spark.createDataFrame(warm), engine=args.engine).count()
+    spark = spark_session(args.engine)
 
     rows = []
     with tempfile.TemporaryDirectory() as folder, tqdm(total=len(copies) * len(QUERIES), desc="local vs spark") as bar:

@@ -1,7 +1,7 @@
 """Run any cepkit query on Spark: batch (``match``) and Structured Streaming (``match_stream``).
 
-The local engines do the matching, one group of events at a time, inside ``mapInPandas`` (batch) or
-``transformWithStateInPandas`` (streaming); Spark groups, sorts and moves the rows. So every engine runs
+The local engines do the matching, one group of events at a time, inside ``mapInArrow`` (batch) or
+``transformWithStateInPandas`` (streaming); Spark groups and moves the rows. So every engine runs
 on Spark unchanged and gives the positions ``cepkit.match`` gives on the same events.
 
 >>> import cepkit.spark                                                    # doctest: +SKIP

@@ -8,8 +8,7 @@ The steps, each a plain Spark operation:
    there are no null types or ts;
 3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices (also for a PARTITION BY
    query with a time window whose keys are too few to fill the shuffle partitions), or as one group;
-4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInArrow``, or
-   ``mapInPandas`` where PySpark lacks it);
+4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInArrow``);
 5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does.
 
 Steps 2 and 5 need global ranks, so ``match`` runs its jobs when called and returns a DataFrame read from
@@ -18,10 +17,13 @@ a local checkpoint; showing or collecting it runs no matching again.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 from typing import Optional
 
+import numpy as np
 from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import EventError
@@ -35,6 +37,9 @@ from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatch
 _PART = PREFIX + "part"     # the Spark partition a row sits in after a global sort
 _ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
 _INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, after ts and the position column
+_ORDER = PREFIX + "order"   # the order's columns (ts, the position column), numbered, in the order check
+_BAD = PREFIX + "bad"       # a null type or ts, in the order check
+_KEYS = PREFIX + "keys"     # the PARTITION BY key's hash, in the order check
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
@@ -68,7 +73,11 @@ def row_in_partition():
 def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tuple:
     """(the events with POS (position in logical order) and TS (ts as the engines read it); the extent
     (first, last) of ``coordinate``, None for POS itself; about how many distinct ``keys`` there are, None
-    without keys). EventError for a null type or ts, found by the numbering's counting job."""
+    without keys). EventError for a null type or ts, found by the numbering's counting job.
+
+    Input already in logical order (a file written sorted by ts, say) is numbered by its row numbers: one
+    check job, no global sort (``_numbered_as_given``); otherwise the rows are sorted (``with_row_numbers``).
+    """
     events = df.withColumn(_INPUT, F.monotonically_increasing_id())
     if layout.ts_kind != "position":
         events = events.withColumn(TS, layout.engine_ts())
@@ -76,12 +85,17 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     if layout.ts_kind == "number":
         bad_ts = bad_ts | F.isnan(F.col(TS))
     by_position = layout.ts_kind == "position" or coordinate is None
-    stats = [F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
-             F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"), F.sum(bad_ts.cast("long")).alias("bad_ts"),
-             F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys")]
-    if not by_position:
-        stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
-    events, parts = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
+    numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts,
+                                  None if by_position else coordinate, keys)
+    if numbered is None:
+        stats = [F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
+                 F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"),
+                 F.sum(bad_ts.cast("long")).alias("bad_ts"),
+                 F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys")]
+        if not by_position:
+            stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
+        numbered = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
+    events, parts = numbered
     if layout.ts_kind == "position":
         events = events.withColumn(TS, F.col(POS))
     for column, field, message in (("no_type", "type", "every event needs a type (this one is null)"),
@@ -90,8 +104,8 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         if bad:
             others = sum(row["bad_ts"] for row in parts) - 1 if field == "ts" else 0
             raise EventError(min(bad), field, message + (f", as in {others} other event(s)" if others else ""))
-    # per partition approx_count_distinct: the largest is a lower bound of the whole (enough to tell few
-    # keys from many, which is all it decides)
+    # per partition distinct keys: the largest is a lower bound of the whole (enough to tell few keys from
+    # many, which is all it decides)
     keys_seen = max((row["keys"] for row in parts), default=0) if keys else None
     count = sum(row["count"] for row in parts)
     if by_position:
@@ -100,6 +114,86 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         first = min((row["first"] for row in parts if row["first"] is not None), default=0.0)
         last = max((row["last"] for row in parts if row["last"] is not None), default=0.0)
     return events.drop(_INPUT), first, last, keys_seen
+
+
+def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tuple) -> Optional[tuple]:
+    """``with_row_numbers``' result without its global sort, when the rows already lie in ``order`` (a
+    total order): a row's position is its partition's offset plus its row number there. The rows are
+    checkpointed first, so that the check and the positions read the same partitions (partition ids and row
+    numbers are read from the checkpoint: over a local relation Spark computes them on the driver, for one
+    partition, and then splits the rows); then one job reads, per partition, its count, whether it is in
+    order, its first and last order keys (the partitions must follow each other), the extent of
+    ``coordinate`` and its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a
+    null type or ts, which the sorted path reports with its position)."""
+    scanned = (events.localCheckpoint().withColumn(_PART, F.spark_partition_id())
+               .withColumn(_ROW, F.monotonically_increasing_id()))
+    shipped = [F.col(_PART), bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)],
+               (coordinate if coordinate is not None else F.lit(None)).cast("double").alias(COORD),
+               (F.xxhash64(*keys) if keys else F.lit(None)).cast("long").alias(_KEYS)]
+    shipped = scanned.select(*shipped)
+    ends = [T.StructField(f"{end}{i}", shipped.schema[f"{_ORDER}{i}"].dataType)
+            for i in range(len(order)) for end in ("first", "last")]
+    schema = T.StructType([T.StructField(_PART, T.IntegerType()), T.StructField("count", T.LongType()),
+                           T.StructField("ordered", T.BooleanType()), T.StructField("first", T.DoubleType()),
+                           T.StructField("last", T.DoubleType()), T.StructField("keys", T.LongType()), *ends])
+    parts = sorted(shipped.mapInArrow(functools.partial(order_summary, width=len(order),
+                                                        schema=to_arrow_schema(schema)), schema).collect(),
+                   key=lambda row: row[_PART])
+    ends = [(tuple(row[f"first{i}"] for i in range(len(order))), tuple(row[f"last{i}"] for i in range(len(order))))
+            for row in parts]
+    if not all(row["ordered"] for row in parts) or any(b[1] > a[0] for a, b in zip(ends[1:], ends)):
+        return None
+    offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts),
+                                                                          initial=0)))
+    parts = [{**row.asDict(), "offset": offsets[row[_PART]], "no_type": None, "no_ts": None, "bad_ts": 0}
+             for row in parts]
+    table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
+    offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
+    return scanned.withColumn(POS, offset + row_in_partition()).drop(_PART, _ROW), parts
+
+
+def order_summary(batches, width: int, schema):
+    """``_numbered_as_given``'s ``mapInArrow`` body: one row of ``schema`` per non-empty Spark partition."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    part, count, ordered, low, high = None, 0, True, None, None
+    first = last = None
+    hashes = np.zeros(0, np.int64)
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        part = batch.column(_PART)[0].as_py()
+        count += batch.num_rows
+        keys = [batch.column(f"{_ORDER}{i}") for i in range(width)]
+        ordered = ordered and not pc.any(batch.column(_BAD)).as_py() and not any(
+            column.null_count or (pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py())
+            for column in keys)
+        if ordered and width:
+            head = tuple(column[0].as_py() for column in keys)
+            ordered = last is None or not head < last
+            down, tied = np.zeros(batch.num_rows - 1, bool), np.ones(batch.num_rows - 1, bool)
+            for column in keys:
+                before, after = column[:-1], column[1:]
+                down |= tied & pc.less(after, before).to_numpy(zero_copy_only=False)
+                tied &= pc.equal(after, before).to_numpy(zero_copy_only=False)
+            ordered = ordered and not down.any()
+            first = head if first is None else first
+            last = tuple(column[-1].as_py() for column in keys)
+        coordinate = batch.column(COORD)
+        if coordinate.null_count < len(coordinate):
+            extent = pc.min_max(coordinate).as_py()
+            low = extent["min"] if low is None else min(low, extent["min"])
+            high = extent["max"] if high is None else max(high, extent["max"])
+        found = batch.column(_KEYS)
+        if found.null_count < len(found):
+            hashes = np.union1d(hashes, found.to_numpy(zero_copy_only=False))
+    if part is None:
+        return
+    row = {_PART: part, "count": count, "ordered": ordered, "first": low, "last": high, "keys": len(hashes),
+           **{f"first{i}": first[i] if ordered and width else None for i in range(width)},
+           **{f"last{i}": last[i] if ordered and width else None for i in range(width)}}
+    yield pa.RecordBatch.from_pylist([row], schema=schema)
 
 
 def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: tuple) -> DataFrame:
@@ -228,16 +322,12 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     keys = list(split.work_keys)
     shipped = ["type", *layout.used, *(["ts"] if "ts" in keys else []), TS, POS,
                *([HOME, SLICE] if split.kind == "slices" else [])]
-    grouped = (events.repartition(*keys) if keys else events.repartition(1)).sortWithinPartitions(*keys, POS)
+    grouped = events.repartition(*keys) if keys else events.repartition(1)     # the workers sort each group
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
-    # Checkpointed, so that sampling the sort bounds below does not run the engines a second time.
     schema = layout.match_schema(q)
-    shipped = grouped.select(*shipped)
-    if hasattr(shipped, "mapInArrow"):   # Arrow both ways: no pandas lists of matches, no per-match objects
-        found = shipped.mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema)
-    else:
-        found = shipped.mapInPandas(matcher, schema)
-    found = found.localCheckpoint()
+    # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that sampling the
+    # sort bounds below does not run the engines a second time.
+    found = grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint()
     variables = output_variables(q)
     result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
     result = result.select("match_id", "positions", *variables, *split.keys)

@@ -38,7 +38,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, replace
-from typing import Iterable, Iterator, Optional
+from typing import Iterator, Optional
 
 import numpy as np
 import pandas as pd
@@ -58,7 +58,6 @@ SLICE = PREFIX + "slice"    # the slice a copy of the event belongs to
 HOME = PREFIX + "home"      # the slice that owns matches ending at this event
 LAST = PREFIX + "last"      # a match's last position, for the output order
 RANK = PREFIX + "rank"      # a match's rank in its group's output order (ties between equal positions)
-BATCH_ROWS = 200_000        # PARTITION BY keys are matched together up to this many events
 
 # Features that only ever look back from a match's last event (see the module docstring).
 _LOOK_BACK_ONLY = frozenset({
@@ -316,71 +315,29 @@ class GroupMatcher:
             columns.append(pa.array(rows[key].iloc[at], schema.field(key).type, from_pandas=True))
         return pa.RecordBatch.from_arrays(columns, names=schema.names).cast(schema)
 
-    def groups(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        """The groups to match, from batches sorted by (group keys, POS): one per slice, or all rows; under
-        PARTITION BY, whole keys gathered up to ``BATCH_ROWS`` rows, since one engine run per key would cost
-        more than the matching itself when keys are many and small."""
-        runs = key_runs(batches, self.split.work_keys)
-        if self.split.kind != "partition":
-            yield from runs
+    def groups(self, rows: pd.DataFrame) -> Iterator[pd.DataFrame]:
+        """The groups to match in the rows of one Spark partition (in any order), each sorted by POS: one
+        per slice (a slice's copies of its events all land in one Spark partition), else all the rows. A
+        PARTITION BY key's events all land in one Spark partition too, and the engine keeps the keys apart
+        in one run: one run per key would cost more than the matching itself when keys are many."""
+        if not len(rows):
             return
-        gathered, size = [], 0
-        for run in runs:
-            gathered.append(run)
-            size += len(run)
-            if size >= BATCH_ROWS:
-                yield pd.concat(gathered, ignore_index=True).sort_values(POS, ignore_index=True)
-                gathered, size = [], 0
-        if gathered:
-            yield pd.concat(gathered, ignore_index=True).sort_values(POS, ignore_index=True)
-
-    def __call__(self, batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        """``mapInPandas`` body: batches sorted by (group keys, POS) in, a frame of matches per group out."""
-        for rows in self.groups(batches):
-            found = self.match_group(rows)
-            if len(found):
-                yield found
+        if self.split.kind != "slices":
+            yield rows.take(np.argsort(rows[POS].to_numpy(), kind="stable")).reset_index(drop=True)
+            return
+        rows = rows.take(np.lexsort((rows[POS].to_numpy(), rows[SLICE].to_numpy()))).reset_index(drop=True)
+        bounds = [0, *(np.flatnonzero(np.diff(rows[SLICE].to_numpy())) + 1), len(rows)]
+        for begin, end in zip(bounds[:-1], bounds[1:]):
+            yield rows.iloc[begin:end].reset_index(drop=True)
 
     def arrow(self, schema):
-        """A ``mapInArrow`` body writing ``schema``: Arrow batches sorted by (group keys, POS) in (read as
-        pandas columns), an Arrow batch of matches per group out."""
+        """A ``mapInArrow`` body writing ``schema``: the Arrow batches of one Spark partition in (read as one
+        pandas frame), an Arrow batch of matches per group out."""
         def body(batches):
-            for rows in self.groups(batch.to_pandas() for batch in batches):
+            import pyarrow as pa
+            batches = list(batches)
+            for rows in self.groups(pa.Table.from_batches(batches).to_pandas() if batches else pd.DataFrame()):
                 found = self.match_batch(rows, schema)
                 if found.num_rows:
                     yield found
         return body
-
-
-def _starts(frame: pd.DataFrame, keys: tuple) -> np.ndarray:
-    """True where a row's key differs from the previous row's (nulls equal nulls); row 0 is always a start."""
-    start = np.zeros(len(frame), dtype=bool)
-    start[:1] = True
-    for key in keys:
-        col = frame[key]
-        prev = col.shift()
-        present = ~col.isna() & ~prev.isna()
-        differs = (col.isna() != prev.isna()) | (present & (col != prev).fillna(True))
-        start |= differs.to_numpy(dtype=bool)
-    return start
-
-
-def key_runs(batches: Iterable[pd.DataFrame], keys: tuple) -> Iterator[pd.DataFrame]:
-    """Runs of equal keys across batches of rows sorted by key: one DataFrame per key (all rows if no keys)."""
-    pending: list = []
-    for batch in batches:
-        if not len(batch):
-            continue
-        batch = batch.reset_index(drop=True)
-        if pending and keys and _starts(pd.concat([pending[-1].iloc[-1:], batch.iloc[:1]]), keys)[1]:
-            yield pd.concat(pending, ignore_index=True)
-            pending = []
-        bounds = [*np.flatnonzero(_starts(batch, keys)), len(batch)] if keys else [0, len(batch)]
-        for begin, end in zip(bounds[:-1], bounds[1:]):
-            if end < len(batch):
-                yield pd.concat([*pending, batch.iloc[begin:end]], ignore_index=True)
-                pending = []
-            else:
-                pending.append(batch.iloc[begin:end])
-    if pending:
-        yield pd.concat(pending, ignore_index=True)

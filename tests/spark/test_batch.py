@@ -14,7 +14,9 @@ import cepkit
 import cepkit.spark
 from cepkit.datasets import cel_fire_sensors, neel_hospital, ses_chemo, ses_stocks
 from cepkit.spark import OneGroupWarning
-from cepkit.spark.groups import output_variables
+from cepkit.spark.batch import _number_events, _numbered_as_given
+from cepkit.spark.frames import Layout
+from cepkit.spark.groups import POS, TS, output_variables
 from strategies import flat_seq_queries, streams, unary_queries
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
@@ -217,3 +219,38 @@ def test_null_type_or_ts_is_reported_with_its_position(spark, rows, field, posit
     with pytest.raises(cepkit.EventError) as caught:
         cepkit.spark.match("SEQ(A a, B b) WITHIN 2", df, engine="reference")
     assert (caught.value.field, caught.value.position) == (field, position)
+
+
+# ----------------------------------------------------------------------------- numbering the events
+@pytest.mark.parametrize("arrangement", ["sorted", "as drawn", "partitions swapped"])
+@settings(max_examples=3, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["p", "q", "r", None])), min_size=1, max_size=14),
+       st.booleans())
+def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, arrangement, rows, with_position):
+    """The events' positions are their ranks by (ts, the position column, row order), whether the input
+    was already in that order (numbered by its row numbers, after a check job) or not (globally sorted);
+    the input comes in two Spark partitions, so the check also compares one partition's end with the
+    next one's start."""
+    frame = pd.DataFrame({"type": "A", "ts": [ts for ts, _ in rows], "position": [p for _, p in rows]})
+    if arrangement == "sorted":
+        frame = frame.sort_values(["ts", "position"], kind="stable", na_position="first")
+    elif arrangement == "partitions swapped":
+        frame = pd.concat([frame.iloc[len(frame) // 2:], frame.iloc[:len(frame) // 2]])
+    frame = frame.reset_index(drop=True)
+    frame.insert(2, "row", range(len(frame)))
+    if not with_position:
+        frame = frame.drop(columns="position")
+    order = ["ts", "position", "row"] if with_position else ["ts", "row"]
+    expected = list(frame.sort_values(order, na_position="first")["row"])
+    df = spark.createDataFrame(frame, "type string, ts long, row long" + (", position string" if with_position
+                                                                          else ""))
+    query = cepkit.parse("SEQ(A a, A b) WITHIN 2")
+    layout = Layout.of(df.schema, query)
+    numbered = _number_events(df, layout, None, ())[0].orderBy(POS).toPandas()
+    assert list(numbered[POS]) == list(range(len(frame)))
+    assert list(numbered["row"]) == expected
+    in_order = frame.equals(frame.sort_values(order, na_position="first")) and not (
+        with_position and frame["position"].isna().any())
+    events = df.withColumn("_cep_input", F.monotonically_increasing_id()).withColumn(TS, F.col("ts"))
+    as_given = _numbered_as_given(events, layout.order() + [F.col("_cep_input")], F.lit(False), None, ())
+    assert (as_given is not None) == in_order

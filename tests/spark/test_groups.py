@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.spark.groups import (HOME, LAST, POS, RANK, SLICE, TS, EventColumns, GroupMatcher, OneGroupWarning,
-                                 key_runs, output_variables, plan_split, warn_single)
+                                 output_variables, plan_split, warn_single)
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 COLUMNS = EventColumns(("v", "id"), "number")
@@ -31,8 +31,8 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
     copies = [frame.iloc[[i]].assign(**{SLICE: k}) for i in range(len(frame))
               for k in range(int(first[i]), int(last[i]) + 1)]
     matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
-    found = [matcher.match_group(group.sort_values(POS).reset_index(drop=True))
-             for _, group in pd.concat(copies).groupby(SLICE)]
+    shuffled = pd.concat(copies).sample(frac=1, random_state=len(copies))     # a Spark partition's rows
+    found = [matcher.match_group(group) for group in matcher.groups(shuffled)]
     out = pd.concat(found, ignore_index=True)
     order = sorted(range(len(out)), key=lambda i: (out[LAST][i], tuple(out["positions"][i]), out[RANK][i]))
     return out.iloc[order].reset_index(drop=True)
@@ -133,17 +133,21 @@ def test_default_slice_length_keeps_the_overlap_small():
     assert plan_split(cepkit.parse("SEQ(A a, !B b, C c) WITHIN 10 s")).with_length(0, 1000, slices=200).length == 80
 
 
-sorted_keys = st.lists(st.sampled_from([None, 1, 2, 3]), max_size=30).map(
-    lambda keys: sorted(keys, key=lambda k: (k is not None, k or 0)))     # Spark sorts nulls first
-
-
 @settings(max_examples=50, deadline=None)
-@given(sorted_keys, st.lists(st.integers(1, 5), min_size=1, max_size=8))
-def test_key_runs_cut_sorted_batches_into_one_frame_per_key(keys, sizes):
-    """``mapInPandas`` hands over arbitrary batches; runs of one key may cross them (nulls are a key too)."""
-    frame = pd.DataFrame({"k": pd.array(keys, dtype="Int64"), "i": range(len(keys))})
-    bounds = np.cumsum([0, *sizes])
-    batches = [frame.iloc[a:b] for a, b in zip(bounds[:-1], bounds[1:])] + [frame.iloc[bounds[-1]:]]
-    runs = list(key_runs(batches, ("k",)))
-    assert [list(r["i"]) for r in runs] == [list(g["i"]) for _, g in frame.groupby("k", dropna=False, sort=False)]
-    assert len(list(key_runs(batches, ()))) == (1 if len(frame) else 0)
+@given(st.lists(st.integers(0, 3), max_size=30), st.randoms(use_true_random=False),
+       st.sampled_from(["SEQ(A a, B b) WITHIN 5 s", "SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "SEQ(A a, B b)"]))
+def test_groups_are_a_partitions_rows_sorted_by_position(slices, rng, query):
+    """A Spark partition's rows come in any order: one group per slice, else one of all the rows, each
+    sorted by position, every row in exactly one group."""
+    split = plan_split(cepkit.parse(query))
+    frame = pd.DataFrame({POS: range(len(slices)), SLICE: slices})
+    shuffled = frame.iloc[rng.sample(range(len(frame)), len(frame))]
+    groups = list(GroupMatcher(cepkit.parse(query), "reference", {}, COLUMNS, split).groups(shuffled))
+    for group in groups:
+        assert list(group[POS]) == sorted(group[POS])
+        assert list(group.index) == list(range(len(group)))
+    if split.kind == "slices":
+        assert [set(g[SLICE]) for g in groups] == [{k} for k in sorted(set(slices))]
+    else:
+        assert len(groups) == (1 if slices else 0)
+    assert sorted(p for g in groups for p in g[POS]) == list(range(len(slices)))
