@@ -81,6 +81,8 @@ def parquet_files(folder: str, copies: list, months) -> dict:
 def side(args, months) -> None:
     """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, digest)."""
     spark = spark_session(args.engine)
+    workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
+    assert workers == [cepkit.__file__], (workers, cepkit.__file__)    # the workers run this side's cepkit
     for k, path in parquet_files(args.data, args.copies, months).items():
         frame = spark.read.parquet(path)
         for name, query in QUERIES.items():
@@ -114,10 +116,14 @@ def against(args, months) -> None:
                 env = dict(os.environ)
                 if checkout:
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
-                command = [sys.executable, __file__, "--side", "--data", folder, "--engine", args.engine,
-                           "--repeat", str(args.repeat), "--copies", *map(str, copies)] + (["--quick"] if args.quick
-                                                                                           else [])
-                out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+                command = [sys.executable, os.path.abspath(__file__), "--side", "--data", folder, "--engine",
+                           args.engine, "--repeat", str(args.repeat), "--copies", *map(str, copies),
+                           *(["--quick"] if args.quick else [])]
+                # run elsewhere: Spark's Python workers (python -m) put the working directory first on sys.path
+                done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
+                if done.returncode:
+                    raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+                out = done.stdout
                 for line in out.splitlines():
                     if line.startswith("RESULT "):
                         row = json.loads(line[len("RESULT "):])

@@ -55,18 +55,25 @@ def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -
     """
     ordered = (df.orderBy(*order).withColumn(_PART, F.spark_partition_id())
                .withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint())
-    parts = sorted(ordered.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect(),
-                   key=lambda row: row[_PART])
+    parts = ordered.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect()
+    return _numbered(ordered, parts, name)
+
+
+def _numbered(rows: DataFrame, parts: list, name: str) -> tuple:
+    """(``rows`` (with ``_PART`` and ``_ROW``) with a column ``name``: their partition's offset plus
+    ``row_in_partition()``; ``parts``, a row per partition with its ``count``, as dicts in partition order
+    with their ``offset``)."""
+    parts = sorted(parts, key=lambda row: row[_PART])
     offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts),
                                                                           initial=0)))
     parts = [{**row.asDict(), "offset": offsets[row[_PART]]} for row in parts]
     table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
     offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
-    return ordered.withColumn(name, offset + row_in_partition()).drop(_PART, _ROW), parts
+    return rows.withColumn(name, offset + row_in_partition()).drop(_PART, _ROW), parts
 
 
 def row_in_partition():
-    """A row's 0-based rank in its partition, in ``with_row_numbers``' ordered rows."""
+    """A row's 0-based rank in its Spark partition, read from its ``_ROW`` (``monotonically_increasing_id``)."""
     return F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
 
 
@@ -85,6 +92,7 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     if layout.ts_kind == "number":
         bad_ts = bad_ts | F.isnan(F.col(TS))
     by_position = layout.ts_kind == "position" or coordinate is None
+    events = events.localCheckpoint()    # read by the check, then by the sort or the grouping
     numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts,
                                   None if by_position else coordinate, keys)
     if numbered is None:
@@ -118,15 +126,14 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
 
 def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tuple) -> Optional[tuple]:
     """``with_row_numbers``' result without its global sort, when the rows already lie in ``order`` (a
-    total order): a row's position is its partition's offset plus its row number there. The rows are
-    checkpointed first, so that the check and the positions read the same partitions (partition ids and row
+    total order): a row's position is its partition's offset plus its row number there. ``events`` must be
+    checkpointed, so that the check and the positions read the same partitions (partition ids and row
     numbers are read from the checkpoint: over a local relation Spark computes them on the driver, for one
-    partition, and then splits the rows); then one job reads, per partition, its count, whether it is in
-    order, its first and last order keys (the partitions must follow each other), the extent of
-    ``coordinate`` and its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a
-    null type or ts, which the sorted path reports with its position)."""
-    scanned = (events.localCheckpoint().withColumn(_PART, F.spark_partition_id())
-               .withColumn(_ROW, F.monotonically_increasing_id()))
+    partition, and then splits the rows). One job reads, per partition, its count, whether it is in order,
+    its first and last order keys (the partitions must follow each other), the extent of ``coordinate`` and
+    its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a null type or ts, which
+    the sorted path reports with its position)."""
+    scanned = events.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
     shipped = [F.col(_PART), bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)],
                (coordinate if coordinate is not None else F.lit(None)).cast("double").alias(COORD),
                (F.xxhash64(*keys) if keys else F.lit(None)).cast("long").alias(_KEYS)]
@@ -143,13 +150,8 @@ def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tu
             for row in parts]
     if not all(row["ordered"] for row in parts) or any(b[1] > a[0] for a, b in zip(ends[1:], ends)):
         return None
-    offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts),
-                                                                          initial=0)))
-    parts = [{**row.asDict(), "offset": offsets[row[_PART]], "no_type": None, "no_ts": None, "bad_ts": 0}
-             for row in parts]
-    table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
-    offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
-    return scanned.withColumn(POS, offset + row_in_partition()).drop(_PART, _ROW), parts
+    scanned, parts = _numbered(scanned, parts, POS)
+    return scanned, [{**row, "no_type": None, "no_ts": None, "bad_ts": 0} for row in parts]
 
 
 def order_summary(batches, width: int, schema):
@@ -159,7 +161,7 @@ def order_summary(batches, width: int, schema):
 
     part, count, ordered, low, high = None, 0, True, None, None
     first = last = None
-    hashes = np.zeros(0, np.int64)
+    hashes = []
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -187,10 +189,11 @@ def order_summary(batches, width: int, schema):
             high = extent["max"] if high is None else max(high, extent["max"])
         found = batch.column(_KEYS)
         if found.null_count < len(found):
-            hashes = np.union1d(hashes, found.to_numpy(zero_copy_only=False))
+            hashes.append(pc.unique(found).to_numpy(zero_copy_only=False))
     if part is None:
         return
-    row = {_PART: part, "count": count, "ordered": ordered, "first": low, "last": high, "keys": len(hashes),
+    keys = len(np.unique(np.concatenate(hashes))) if hashes else 0
+    row = {_PART: part, "count": count, "ordered": ordered, "first": low, "last": high, "keys": keys,
            **{f"first{i}": first[i] if ordered and width else None for i in range(width)},
            **{f"last{i}": last[i] if ordered and width else None for i in range(width)}}
     yield pa.RecordBatch.from_pylist([row], schema=schema)
