@@ -34,7 +34,7 @@ from .frames import Layout, null_keys
 from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,
                      plan_split, warn_single)
 
-_PART = PREFIX + "part"     # the Spark partition a row sits in after a global sort
+_PART = PREFIX + "part"     # the Spark partition a row sits in (after a global sort, or in a checkpoint)
 _ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
 _INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, after ts and the position column
 _ORDER = PREFIX + "order"   # the order's columns (ts, the position column), numbered, in the order check
@@ -280,6 +280,13 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     EventError
         Before any job: no ``type`` column, a ``ts`` that is neither a number nor a timestamp. After
         numbering: a null type or ts.
+
+    Notes
+    -----
+    Input already in logical order (files written sorted by ts, say) is numbered by its row numbers after
+    one check job; other input is sorted first. The matching runs a Spark partition's events at once in a
+    Python worker (one engine run per time slice, else one for all its keys): more shuffle partitions make
+    smaller runs.
 
     Warns
     -----
