@@ -292,9 +292,10 @@ class Outputs:
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
         self.var = np.empty(1 << 12, np.int32)     # MatchArrays keeps int32 ids as they are: no conversion
-        self.end = np.empty(1 << 10, np.int64)
-        self.root = np.empty(1 << 10, np.int64)
-        self.emit: list = []
+        # each event's end, after a leading 0: the CSR offsets without a copy (the kernel writes ``end``)
+        self.ends = np.zeros(1 + (1 << 10), np.int64)
+        self.end = self.ends[1:]
+        self.emits = np.empty(1 << 10, np.int64)
         self.counts = np.zeros(3, np.int64)     # positions, events, groups left unsorted
         self.spare = _spare(self.pos, self.end)
         self._entry = None
@@ -313,10 +314,8 @@ class Outputs:
         n_roots = int(roots.n[0])
         done = 0
         while done < n_roots and not self.truncated:
-            before = int(self.counts[1])
             done = self._enumerate(arena, roots, done, n_roots, self.counts, cap, self.order, False)
             after = int(self.counts[1])
-            self.emit.append(roots.emit[self.root[before:after]])
             self.truncated = self.limit is not None and after >= self.limit
             if done < n_roots and not self.truncated:
                 # count the room the rest needs (a walk that writes nothing) and make it at once: growing
@@ -329,7 +328,8 @@ class Outputs:
                 used = int(self.counts[0])
                 positions, events = used + int(needed[0]), after + int(needed[1])
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
-                self.end, self.root = _grown(self.end, after, events), _grown(self.root, after, events)
+                self.ends, self.emits = _grown(self.ends, 1 + after, 1 + events), _grown(self.emits, after, events)
+                self.end = self.ends[1:]
                 self.spare = _spare(self.pos, self.end)
         roots.n[0] = 0
 
@@ -338,7 +338,7 @@ class Outputs:
         """``nodes.enumerate_roots`` into the buffers, through its machine code for these argument types
         (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
         args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos, self.var, self.end,
-                self.root, counts, cap, order, self.spare, count_only)
+                self.emits, counts, cap, order, self.spare, count_only)
         if self._entry is None:
             self._entry = kernel.entry(enumerate_roots, args)
         return self._entry(*args)
@@ -347,14 +347,11 @@ class Outputs:
         """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows,
         views of the buffers (valid until the next ``clear``)."""
         n = len(self)
-        offsets = np.zeros(n + 1, np.int64)
-        offsets[1:] = self.end[:n]
-        emits = np.concatenate(self.emit) if self.emit else np.zeros(0, np.int64)
-        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]], emits[:n]
+        offsets = self.ends[:n + 1]
+        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]], self.emits[:n]
 
     def clear(self) -> None:
         self.counts[:] = 0
-        self.emit = []
 
 
 def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:

@@ -98,13 +98,13 @@ def union(arena, a, b):
 
 
 @jit
-def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_root, counts,
+def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
                     cap, order, spare, count_only):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
     ``counts`` holds (positions written, events written, groups left unsorted); ``out_end[m]`` is where
-    event m ends in ``out_pos``, ``out_root[m]`` its root. With ``order``, the events of consecutive roots
+    event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of consecutive roots
     with the same ``emits`` (the lists one event completed) are enumerated into ``spare`` and moved to the
     outputs sorted as LANGUAGE.md §10.2 orders them (``_write_group``); a group it cannot sort is moved as
     enumerated and counted.
@@ -128,7 +128,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
         if r > first and emits[r] != emits[r - 1]:
-            if order and not _write_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos,
+            if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos,
                                           spare):
                 counts[2] += 1
             group_root, group_pos, group_events = r, n_pos, n_events
@@ -172,7 +172,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                         out_pos[n_pos + k] = path_pos[depth - 1 - k]
                         out_var[n_pos + k] = path_var[depth - 1 - k]
                 out_end[n_events] = n_pos + depth
-                out_root[n_events] = r
+                out_emit[n_events] = emits[r]
             n_pos += depth
             n_events += 1
             written += 1
@@ -180,7 +180,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                 break
             sp -= 1
             node, depth = stack_node[sp], stack_depth[sp]
-    if order and not _write_group(out_pos, out_var, out_end, out_root, group_events, n_events, group_pos, spare):
+    if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, spare):
         counts[2] += 1
     counts[0], counts[1] = n_pos, n_events
     return last
@@ -242,7 +242,7 @@ def count_roots(arena, roots, keys, limits, emits, first, last, counts):
 
 
 @jit
-def _write_group(out_pos, out_var, out_end, out_root, first, last, start, spare):
+def _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare):
     """Move events ``first..last-1``, enumerated into ``spare`` (their positions from 0 there, from ``start``
     in ``out_end``), to the outputs at ``start``, sorted by their positions; False when they could not be
     sorted (then moved as they are).
@@ -271,10 +271,10 @@ def _write_group(out_pos, out_var, out_end, out_root, first, last, start, spare)
             out_pos[at], out_var[at] = spare_pos[k], spare_var[k]
             at += 1
         spare_root[j] = at                   # the sorted events' ends and roots, written once all are read
-        words[j] = out_root[m]
+        words[j] = out_emit[m]
     for j in range(n):
         out_end[first + j] = spare_root[j]
-        out_root[first + j] = words[j]
+        out_emit[first + j] = words[j]
     return True
 
 
