@@ -312,6 +312,14 @@ class MatchArrays(Sequence):
             return [Match(*row) for row in zip(positions, bindings, signs, emitted)]
 
     # ------------------------------------------------------------------ LANGUAGE.md §10.2 on columns
+    def in_output_order(self) -> bool:
+        """Whether the rows are in output order and distinct already: ``sorted_within_last`` with the
+        groups' last positions not decreasing (the automaton's batch run without PARTITION BY)."""
+        if not self.sorted_within_last:
+            return False
+        last = self.positions[self.offsets[1:] - 1]
+        return bool((last[1:] >= last[:-1]).all())
+
     def output_index(self) -> tuple:
         """(rows in output order, each distinct (positions, bindings) once, first occurrence kept; per
         kept row, whether its positions differ from the row before): ``output_order`` without objects.
@@ -322,8 +330,8 @@ class MatchArrays(Sequence):
         ``sorted_within_last`` need only their groups put in order of last position."""
         n = len(self)
         if self.sorted_within_last:
-            last = self.positions[self.offsets[1:] - 1]
-            order = np.arange(n) if (last[1:] >= last[:-1]).all() else np.argsort(last, kind="stable")
+            order = np.arange(n) if self.in_output_order() else \
+                np.argsort(self.positions[self.offsets[1:] - 1], kind="stable")
             return order, np.ones(n, bool)
         lengths = self.offsets[1:] - self.offsets[:-1]
         last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
@@ -388,9 +396,12 @@ class Matches(Sequence):
         columns = matches if isinstance(matches, MatchArrays) else MatchArrays.from_matches(list(matches))
         if (columns.sign < 0).any():
             columns = columns.take(columns.sign > 0)
-        order, self._new_positions = columns.output_index()
-        in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()   # engines often sort already
-        self._columns = columns if in_order else columns.take(order)
+        if columns.in_output_order():     # no index to make and check (0.5 ms per 200k rows)
+            self._columns, self._new_positions = columns, None
+        else:
+            order, self._new_positions = columns.output_index()
+            in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()   # engines often sort already
+            self._columns = columns if in_order else columns.take(order)
         self.engine = engine
         self.query = query
         self._deltas = deltas
@@ -433,7 +444,9 @@ class Matches(Sequence):
         return offsets - offsets[0], distinct.positions[offsets[0]:offsets[-1]]
 
     def _distinct(self) -> MatchArrays:
-        return self._columns if self._new_positions.all() else self._columns.take(self._new_positions)
+        if self._new_positions is None or self._new_positions.all():    # None: every row's positions new
+            return self._columns
+        return self._columns.take(self._new_positions)
 
     def variables(self) -> list:
         """Variable names in order of first appearance (output order, then each match's bindings)."""

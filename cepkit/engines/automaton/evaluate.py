@@ -318,8 +318,8 @@ class Outputs:
             after = int(self.counts[1])
             self.truncated = self.limit is not None and after >= self.limit
             if done < n_roots and not self.truncated:
-                # count the room the rest needs (a walk that writes nothing) and make it at once: growing
-                # by guesses copied the buffers and walked part of the roots again at each step
+                # count the room the rest needs and make it at once (growing by guesses copied the buffers
+                # and walked part of the roots again at each step): per node unless each root is capped
                 needed = np.zeros(3, np.int64)
                 if cap:
                     self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
