@@ -290,15 +290,21 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
     hi = positions[out_end[last - 1] - start - 1]
     begin = 0
     span = 0
+    used = 0
     for m in range(first, last):
         end = out_end[m] - start
         if end == begin or positions[end - 1] != hi or words[m - first] < 0:
             return -1
         span = max(span, hi - positions[begin])
+        used |= words[m - first]
         begin = end
     index_bits = 1
     while (1 << index_bits) < n:
         index_bits += 1
+    if n >= 128:
+        placed = _place_dense(words[:n], used >> 1, span)
+        if placed != 0:
+            return index_bits if placed > 0 else -1
     if span + index_bits > 62:
         return -1
     top = (1 << (span + 1)) - 1
@@ -321,6 +327,49 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
         if sorted_words[j] >> index_bits == sorted_words[j - 1] >> index_bits:
             return -1
     return index_bits
+
+
+@jit
+def _place_dense(keys, used, span):
+    """``keys`` (a group's, all with bit 0) replaced by their indices in descending order of key, when the
+    positions they use are few: each key compressed to those positions (order kept; one table lookup
+    per byte of the key) and placed by its value in a table of ``2^k`` slots: one pass where the radix
+    sort took five over ~40 bits (A+;B W=30 s: ~400 events on ~9 positions per group). 1: done; -1: two keys are equal; 0: too many positions (nothing changed)."""
+    n = keys.shape[0]
+    k = 0
+    rest = used
+    while rest:
+        k += rest & 1
+        rest >>= 1
+    if k > 16 or (1 << k) > 8 * n:
+        return 0
+    n_bytes = (span + 7) // 8
+    table = np.zeros((max(n_bytes, 1), 256), np.int64)   # per byte of a key: its bits' compressed value
+    rank = 0
+    for b in range(n_bytes):
+        byte = (used >> (8 * b)) & 255
+        for i in range(8):
+            value = 0
+            if byte >> i & 1:
+                value = 1 << rank
+                rank += 1
+            for v in range(1 << i, 2 << i):
+                table[b, v] = table[b, v - (1 << i)] + value
+    slot = np.full(1 << k, -1, np.int64)
+    for j in range(n):
+        key = keys[j] >> 1
+        compressed = 0
+        for b in range(n_bytes):
+            compressed += table[b, (key >> (8 * b)) & 255]
+        if slot[compressed] >= 0:
+            return -1
+        slot[compressed] = j
+    at = 0
+    for c in range((1 << k) - 1, -1, -1):
+        if slot[c] >= 0:
+            keys[at] = slot[c]
+            at += 1
+    return 1
 
 
 @jit

@@ -127,3 +127,21 @@ def test_outputs_say_unordered_when_a_group_cannot_be_keyed():
     assert len(outputs) and not outputs.ordered
     outputs.clear()
     assert outputs.ordered
+
+
+def test_big_groups_on_few_positions_are_placed_and_others_radix_sorted():
+    """A group of 128 events or more is placed by its keys compressed to the positions it uses when they
+    are few (``nodes._place_dense``) and radix-sorted otherwise; ties on positions still fall back."""
+    dense = [{"type": t, "ts": i} for i, t in enumerate("CAACAAAADAAAB")]       # 9 As: 511 subsets, one group
+    rows = batch_rows("A+ a ; B b", dense)
+    assert rows.sorted_within_last and len(rows) == 511
+    check_promise(rows)
+    spread = [{"type": t, "ts": i} for i, t in enumerate("AB" * 20 + "C")]    # 210 events on 40 positions
+    rows = batch_rows("A a ; B b ; C c", spread)
+    assert rows.sorted_within_last and len(rows) == 210
+    check_promise(rows)
+    tied = [{"type": t, "ts": i} for i, t in enumerate("AAAAAB")]            # 3^5 - 1 events, ties on positions
+    rows = batch_rows("(A a OR A b)+ ; B c", tied)
+    assert not rows.sorted_within_last and len(rows) == 242
+    check_promise(rows)
+    assert_agrees("A+ a ; B b", dense, "automaton")
