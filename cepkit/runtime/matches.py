@@ -441,7 +441,9 @@ class Matches(Sequence):
         its time making tuples and ints (bench/README.md, end to end); this is the same result without."""
         distinct = self._distinct()
         offsets = distinct.offsets
-        return offsets - offsets[0], distinct.positions[offsets[0]:offsets[-1]]
+        if offsets[0]:              # rows taken out of larger arrays (views, like ``flat``, otherwise)
+            return offsets - offsets[0], distinct.positions[offsets[0]:offsets[-1]]
+        return offsets, distinct.positions[:offsets[-1]]
 
     def _distinct(self) -> MatchArrays:
         if self._new_positions is None or self._new_positions.all():    # None: every row's positions new
