@@ -162,6 +162,7 @@ def write_report(directory: Path, query, events: pd.DataFrame, matches, summary:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.html"
     from .widgets.figures import FIGURE_CONFIG
+    config = dict(FIGURE_CONFIG)     # a copy: plotly's to_html adds "responsive" to the dict it is given
     figure = timeline_figure(query, events, matches)
     sample = match_table(query, matches, limit=20)
     page = f"""<!doctype html>
@@ -172,7 +173,7 @@ td,th{{border:1px solid #ccc;padding:2px 8px}} pre{{background:#f5f5f5;padding:1
 <h2>Query</h2><pre>{html.escape(str(query.text))}</pre>
 <h2>Summary</h2>{summary.to_html(index=False)}
 <p>Agreement between local and Spark: {html.escape(_agreement_text(agree))}</p>
-<h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True, config=FIGURE_CONFIG)}
+<h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True, config=config)}
 <h2>First matches</h2><p>times in {LOCAL_TZ}</p>{sample.to_html(index=False)}
 </body></html>"""
     path.write_text(page, encoding="utf-8")

@@ -7,7 +7,8 @@ import pytest
 
 import cepkit
 from cepkit.datasets import FLIGHTS_HIERARCHY, flight_events
-from cepkit.demo import DEMO_QUERY, match_table, run_demo, timeline_figure
+from cepkit.demo import DEMO_QUERY, match_table, run_demo, timeline_figure, write_report
+from cepkit.widgets.figures import FIGURE_CONFIG
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +33,16 @@ def test_the_report_shows_the_notebooks_timeline_and_a_readable_table(lga_januar
     first = found.to_pandas(fields=["d.ts", "d.dep_delay"]).iloc[0]
     assert table["d.ts"].iloc[0] == first["d.ts"].tz_convert("America/New_York").strftime("%Y-%m-%d %H:%M")
     assert table["d.dep_delay"].iloc[0] == first["d.dep_delay"] >= 60
+
+
+def test_the_report_leaves_the_widgets_figure_config_alone(lga_january, tmp_path):
+    """plotly's ``to_html`` adds "responsive" to the config it is given: the report gives it a copy (it once
+    changed every later PlotlyView's config in the process)."""
+    before = {**FIGURE_CONFIG}
+    query = cepkit.parse(DEMO_QUERY, FLIGHTS_HIERARCHY)
+    found = cepkit.match(query, lga_january)
+    write_report(tmp_path, query, lga_january, found, pd.DataFrame({"step": ["match"]}), True)
+    assert FIGURE_CONFIG == before and "responsive" in (tmp_path / "report.html").read_text()
 
 
 @pytest.mark.spark
