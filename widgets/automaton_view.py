@@ -26,7 +26,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
-from .graph_layout import FONT, graph_drawing, edge_lines
+from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
 from .timeline import event_text
 
 TRACES = ("• transitions", "◦ transitions", "fired transitions", "transition labels", "final states", "states",
@@ -214,9 +214,7 @@ class AutomatonView(widgets.VBox):
         query_of = getattr(self.automaton, "query", None)
         self.partition_by = tuple(getattr(query_of, "partition_by", None) or ())
         self.figure = automaton_figure(self.automaton, self.drawing)
-        margin = self.figure.layout.margin
-        # the labels have a fixed size: in a narrower output the drawing scrolls rather than crowds
-        self.plot = PlotlyView(min_width=int(self.drawing.width + START + margin.l + margin.r))
+        self.plot = PlotlyView(min_width=natural_width(self.figure))
         self.summary = widgets.HTML(self._summary())
         self.panel = widgets.HTML()
         children = [self.summary, self.plot]

@@ -32,7 +32,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
-from .graph_layout import FONT, graph_drawing, edge_lines
+from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
 
 ROOT = "v0"
 TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
@@ -333,8 +333,8 @@ class ECubeView(widgets.VBox):
         margin = self.figure.layout.margin
         self.figure.layout.height = int(drawing.height) + margin.t + margin.b
         self.figure.layout.xaxis.range = [0, drawing.width]
-        self.plot.min_width = int(drawing.width + margin.l + margin.r)   # fixed-size labels: scroll, not crowd
         self.figure.layout.yaxis.range = [0, drawing.height]
+        self.plot.min_width = natural_width(self.figure)
         self.plot.show(self.figure)
 
     def _refresh_operations(self) -> None:

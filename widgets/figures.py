@@ -148,26 +148,29 @@ class PlotlyView(anywidget.AnyWidget):
       return cache[version];
     }
 
+    // A layout's title as an object (plotly also takes a bare string), or null when it has no text.
+    function titleOf(layout) {
+      const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+      return title && title.text ? title : null;
+    }
+
     // Under NARROW px the legend goes in a row above the plot and the title above the figure, as page text
     // that wraps (plotly draws a title on one line per <br>, cut at the figure's edge).
-    function narrowed(layout) {
+    function narrowed(layout, title) {
       const narrow = { legend: { ...layout.legend, orientation: "h", traceorder: "normal",  // "grouped" stacks
                                  x: 0, xanchor: "left", y: 1.02, yanchor: "bottom" } };
-      const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
-      if (title && title.text) {
+      if (title) {
         narrow.title = { ...title, text: "" };
         narrow.margin = { ...layout.margin, t: 40 };
       }
       return narrow;
     }
 
-    // A plotly title's lines as page text: markup stripped (parsed inert, never run), <sup> lines smaller.
-    function showTitle(header, layout, on) {
-      const title = typeof layout.title === "string" ? { text: layout.title } : layout.title;
+    // ``title``'s lines as page text (none: hidden): markup stripped (parsed inert, never run), <sup> smaller.
+    function showTitle(header, title) {
       header.replaceChildren();
-      header.style.display = on && title && title.text ? "block" : "none";
-      if (!on || !title || !title.text) return;
-      for (const part of title.text.split(/<br\s*\/?>/i)) {
+      header.style.display = title ? "block" : "none";
+      for (const part of title ? title.text.split(/<br\s*\/?>/i) : []) {
         const line = document.createElement("div");
         line.textContent = new DOMParser().parseFromString(part, "text/html").body.textContent;
         line.style.fontSize = /^\s*<sup>/i.test(part) ? "11px" : `${(title.font && title.font.size) || 14}px`;
@@ -191,8 +194,9 @@ class PlotlyView(anywidget.AnyWidget):
         if (!Plotly || width <= 0 || closed) return;
         const { data = [], layout = {} } = model.get("figure");
         const height = layout.height || __DEFAULT_HEIGHT__, drawn = Math.max(width, model.get("min_width"));
-        const narrow = drawn < __NARROW__ ? narrowed(layout) : {};
-        showTitle(header, layout, drawn < __NARROW__);
+        const title = drawn < __NARROW__ ? titleOf(layout) : null;
+        const narrow = drawn < __NARROW__ ? narrowed(layout, title) : {};
+        showTitle(header, title);
         plot.style.height = `${height}px`;
         plot.style.width = `${drawn}px`;
         await Plotly.react(plot, data, { ...layout, ...narrow, width: drawn, height, autosize: false },

@@ -162,6 +162,13 @@ def _spline(pos: str, samples: int = 8) -> tuple:
     return points, tip if tip is not None else tuple(points[-1])
 
 
+def natural_width(figure) -> int:
+    """Pixels a drawing's figure needs at one unit per pixel (its x range and side margins): a narrower output
+    would crowd its fixed-size labels, so the view scrolls instead (``PlotlyView.min_width``)."""
+    left, right = figure.layout.xaxis.range
+    return int(right - left + figure.layout.margin.l + figure.layout.margin.r)
+
+
 # ---------------------------------------------------------------------------------------------- fallback
 def layered_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, fontsize: int = 12,
                     rings: frozenset = frozenset(), loose: frozenset = frozenset()) -> Drawing:

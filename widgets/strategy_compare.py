@@ -214,6 +214,6 @@ class StrategyCompare(widgets.VBox):
             rows.append(f"<tr><td><b>{strategy}</b></td><td class='num'>{cells[0]}</td><td>{cells[1]}</td>"
                         f"<td class='text'>{cells[2]}</td></tr>")
         took = f" · {self.seconds:.2f} s" if self.seconds is not None else ""
-        return (f"<code style='overflow-wrap: anywhere'>{html.escape(str(self.query))}</code> over {plural(len(self.stream), 'event')}{took}"
-                f"{cancelled}<div class='cepkit-scroll'><table class='cepkit-table'><tr><th>strategy</th>"
+        return (f"<code style='overflow-wrap: anywhere'>{html.escape(str(self.query))}</code> over "
+                f"{plural(len(self.stream), 'event')}{took}{cancelled}<div class='cepkit-scroll'><table class='cepkit-table'><tr><th>strategy</th>"
                 f"<th>matches</th><th>engine</th><th>positions</th></tr>{''.join(rows)}</table></div>")
