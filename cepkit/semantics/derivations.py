@@ -188,24 +188,24 @@ class Deriver(A.Visitor):
         body = sorted(self.derive(node.pattern, lo, hi, windowed), key=lambda d: d.first)
         firsts = [d.first for d in body]
         out = []
-        # depth first without recursion: (chain, index of its next candidate iteration, chain's derivation)
-        pending = [[(), 0, None]]
+        # depth first without recursion: (chain's derivation or None, index of its next candidate iteration)
+        pending = [[None, 0]]
         while pending:
             entry = pending[-1]
-            chain, index, so_far = entry
+            chain, index = entry
             if index >= len(body):
                 pending.pop()
                 continue
             entry[1] = index + 1
             d = body[index]
-            if chain and not self._fits(chain[0].first, d.first, windowed):
+            if chain is not None and not self._fits(chain.first, d.first, windowed):
                 pending.pop()  # sorted by first: every later iteration leaves the window too
                 continue
-            if chain and not self._fits(chain[0].first, d.last, windowed):
+            if chain is not None and not self._fits(chain.first, d.last, windowed):
                 continue
-            longer = _iterations(node, so_far, d)
+            longer = _iterations(node, chain, d)
             self._collect(node, out, longer)
-            pending.append([longer.parts, bisect.bisect_right(firsts, d.last), longer])
+            pending.append([longer, bisect.bisect_right(firsts, d.last)])
         return out
 
     def is_closed(self, node: A.Filter) -> bool:
