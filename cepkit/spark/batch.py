@@ -171,7 +171,7 @@ def order_summary(batches, width: int, schema):
         ordered = ordered and not pc.any(batch.column(_BAD)).as_py() and not any(
             column.null_count or (pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py())
             for column in keys)
-        if ordered and width:
+        if ordered:
             head = tuple(column[0].as_py() for column in keys)
             ordered = last is None or not head < last
             down, tied = np.zeros(batch.num_rows - 1, bool), np.ones(batch.num_rows - 1, bool)
@@ -194,8 +194,8 @@ def order_summary(batches, width: int, schema):
         return
     keys = len(np.unique(np.concatenate(hashes))) if hashes else 0
     row = {_PART: part, "count": count, "ordered": ordered, "first": low, "last": high, "keys": keys,
-           **{f"first{i}": first[i] if ordered and width else None for i in range(width)},
-           **{f"last{i}": last[i] if ordered and width else None for i in range(width)}}
+           **{f"first{i}": first[i] if ordered else None for i in range(width)},
+           **{f"last{i}": last[i] if ordered else None for i in range(width)}}
     yield pa.RecordBatch.from_pylist([row], schema=schema)
 
 
