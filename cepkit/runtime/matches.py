@@ -65,8 +65,13 @@ def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
     lengths = (offsets[1:] - offsets[:-1])[rows]
     new = np.zeros(len(rows) + 1, np.int64)
     np.cumsum(lengths, out=new[1:])
-    flat = np.arange(new[-1], dtype=np.int64) + np.repeat(offsets[:-1][rows] - new[:-1], lengths)
-    return new, flat
+    return new, spread(offsets[:-1][rows], lengths)
+
+
+def spread(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices starts[i], ..., starts[i] + lengths[i] - 1 of every i, in order."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
 
 
 def _padded(offsets: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:

@@ -20,7 +20,7 @@ import pandas as pd
 from ...lang import ast as A
 from ...lang.printer import pretty
 from ...runtime.events import PUNCTUATION, Stream, hashable_key
-from ...runtime.matches import Match, MatchArrays, ReportedOnce
+from ...runtime.matches import Match, MatchArrays, ReportedOnce, spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
 from .conditions import Conjunct
@@ -141,8 +141,8 @@ class SesPlan(Plan):
         bound_variables = np.empty(bound_offsets[-1], np.int64)
         before = bound_offsets[:-1].copy()            # where each match's next variable starts
         for k, ((lengths, flat), count) in enumerate(zip(bound, entries)):
-            bound_variables[_spread(before, count)] = k
-            bound_positions[_spread(before, lengths)] = flat
+            bound_variables[spread(before, count)] = k
+            bound_positions[spread(before, lengths)] = flat
             before += count
         # the positions: every event of every variable, sorted within each match
         lengths = sum((lengths for lengths, _ in bound + hidden), np.zeros(n, np.int64))
@@ -285,12 +285,6 @@ def _positions(found: list, v: int, kleene: bool) -> tuple:
     lists = [b[v] for b in found]
     lengths = np.fromiter(map(len, lists), np.int64, len(found))
     return lengths, np.fromiter((e.position for events in lists for e in events), np.int64, int(lengths.sum()))
-
-
-def _spread(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The indices starts[i], ..., starts[i] + lengths[i] - 1 of every i, in order."""
-    total = int(lengths.sum())
-    return np.arange(total) + np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
 
 
 def _type_test(atom: A.Atom, hierarchy):
