@@ -47,12 +47,13 @@ def _cached_plan(key) -> Optional[tuple]:
 
 def _keep_plan(key, q: Query, chosen, plan) -> None:
     """Keep a newly compiled plan for ``_cached_plan`` (not when it cannot be shared or the key is None)."""
-    if key is None or plan.fresh() is None:
+    unrun = plan.fresh() if key is not None else None
+    if unrun is None:
         return
     cache = getattr(_plan_cache, "plans", None)
     if cache is None:
         cache = _plan_cache.plans = OrderedDict()
-    cache[key] = (q, chosen, plan.fresh())
+    cache[key] = (q, chosen, unrun)
     while len(cache) > PLAN_CACHE_SIZE:
         cache.popitem(last=False)
 
