@@ -332,12 +332,11 @@ class MatchArrays(Sequence):
         Rows are sorted by (last position, positions) packed into integer words; only rows tied on
         them compare their bindings, as token rows whose lexicographic order is Python's order of the
         sorted binding items (name rank, value or Kleene positions then -1, ...). Rows
-        ``sorted_within_last`` need only their groups put in order of last position."""
+        ``sorted_within_last`` need only their groups put in order of last position (a stable sort:
+        groups already in order keep it)."""
         n = len(self)
         if self.sorted_within_last:
-            order = np.arange(n) if self.in_output_order() else \
-                np.argsort(self.positions[self.offsets[1:] - 1], kind="stable")
-            return order, np.ones(n, bool)
+            return np.argsort(self.positions[self.offsets[1:] - 1], kind="stable"), np.ones(n, bool)
         lengths = self.offsets[1:] - self.offsets[:-1]
         last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
                         else -1, -1)
