@@ -22,12 +22,14 @@ import itertools
 from typing import Optional
 
 import numpy as np
+import pandas as pd
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import EventError
 from ..runtime.api import prepare
+from ..runtime.events import is_arrow
 from ..runtime.matches import named_fields
 from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
@@ -235,6 +237,21 @@ def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: 
     return found
 
 
+def _spark_frame(events) -> DataFrame:
+    """``events`` as a Spark DataFrame: a local frame (pandas, Arrow) is handed to the session cepkit runs on,
+    so a user who has one need not know ``createDataFrame``; anything else is refused by name."""
+    if isinstance(events, DataFrame):
+        return events
+    if isinstance(events, pd.DataFrame) or is_arrow(events):
+        from .session import session
+        if is_arrow(events) and not hasattr(events, "to_batches"):   # a RecordBatch: Spark takes Tables
+            import pyarrow as pa
+            events = pa.Table.from_batches([events])
+        return session().createDataFrame(events)
+    raise TypeError(f"cepkit.spark.match takes the events as a Spark DataFrame (or a pandas DataFrame or "
+                    f"pyarrow Table, handed to cepkit.spark.session()), not {type(events).__name__}")
+
+
 def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
           position: str = "position", slice_length: Optional[float] = None, fields=None, **options) -> DataFrame:
     """All matches of ``query`` over the events of a Spark DataFrame, as a Spark DataFrame.
@@ -244,7 +261,8 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     query : str or Query
     df : pyspark.sql.DataFrame
         Events: a string column ``type``, an optional ``ts`` (number of seconds, timestamp or date), an
-        optional tie-breaking column named by ``position``; every other column is an attribute.
+        optional tie-breaking column named by ``position``; every other column is an attribute. A pandas
+        DataFrame or pyarrow Table is made into one on ``cepkit.spark.session()``, rows in their order.
     engine, strategy, hierarchy, **options
         As for ``cepkit.match``; ``engine="auto"`` is resolved once, on the driver.
     position : str
@@ -306,6 +324,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     +--------+---------+---+---+
     """
     q = prepare(query, strategy, hierarchy)
+    df = _spark_frame(df)
     layout = Layout.of(df.schema, q, position)
     chosen, _ = select_engine(q, engine, options)
     split = plan_split(q)

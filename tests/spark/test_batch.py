@@ -160,6 +160,21 @@ def test_schema_of_the_matches(spark):
     assert found.collect()[0].asDict() == {"match_id": 0, "positions": [0, 1], "a": 0, "b": [1], "id": 2}
 
 
+def test_a_local_frame_is_handed_to_the_session(spark, match_rows):
+    """A pandas DataFrame, a pyarrow Table or RecordBatch gives what its Spark DataFrame gives; other things
+    are refused by name (a pandas frame used to fail on ``.schema``)."""
+    import pyarrow as pa
+    events = pd.DataFrame({"type": list("ABCAB"), "ts": [0.0, 1, 2, 3, 4], "v": [1, 2, 3, 4, 5]})
+    query = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 10"
+    expected = match_rows(cepkit.spark.match(query, spark.createDataFrame(events)).toPandas(), ["a", "b"])
+    assert expected == match_rows(cepkit.match(query, events).to_pandas(), ["a", "b"])
+    table = pa.Table.from_pandas(events, preserve_index=False)
+    for local in (events, table, table.to_batches()[0]):
+        assert match_rows(cepkit.spark.match(query, local).toPandas(), ["a", "b"]) == expected
+    with pytest.raises(TypeError, match="Spark DataFrame .* not list"):
+        cepkit.spark.match(query, events.to_dict("records"))
+
+
 # ----------------------------------------------------------------------------- errors before any job
 def jobs_run_by(spark, call, group="cepkit-errors"):
     """Run ``call`` in a job group; return the ids of the Spark jobs started in that group."""
