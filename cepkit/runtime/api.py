@@ -45,6 +45,12 @@ def _cached_plan(key) -> Optional[tuple]:
     return q, chosen, plan.fresh()
 
 
+def clear_plan_cache() -> None:
+    """Forget every plan this thread's ``cepkit.match`` kept: the next call of each query parses and
+    compiles it again (what a benchmark of a first call, or a test of compiling, needs)."""
+    _plan_cache.__dict__.pop("plans", None)
+
+
 def _keep_plan(key, q: Query, chosen, plan) -> None:
     """Keep a newly compiled plan for ``_cached_plan`` (not when it cannot be shared or the key is None)."""
     unrun = plan.fresh() if key is not None else None

@@ -20,9 +20,9 @@ def frame(n: int, seed: int) -> pd.DataFrame:
 
 @pytest.fixture(autouse=True)
 def empty_cache():
-    api._plan_cache.__dict__.clear()
+    api.clear_plan_cache()
     yield
-    api._plan_cache.__dict__.clear()
+    api.clear_plan_cache()
 
 
 @pytest.mark.parametrize("engine", ["automaton", "auto", "reference"])
@@ -103,3 +103,17 @@ def test_errors_are_not_cached():
     with pytest.raises(cepkit.QueryError, match="unknown attribute"):
         cepkit.match("A AS a FILTER a.nope > 1", frame(5, 0), engine="automaton")
     assert cepkit.match("A AS a FILTER a.v > 1", frame(5, 0), engine="automaton") is not None
+
+
+def test_clear_plan_cache_compiles_again_and_keeps_results():
+    events = frame(80, 5)
+    before = cepkit.match(KLEENE, events, engine="automaton")
+    kept = api._plan_cache.plans[(KLEENE, None, None, "automaton", ())]
+    api.clear_plan_cache()
+    assert getattr(api._plan_cache, "plans", None) is None
+    after = cepkit.match(KLEENE, events, engine="automaton")
+    again = api._plan_cache.plans[(KLEENE, None, None, "automaton", ())]
+    assert again[2].program is not kept[2].program           # compiled anew, not the forgotten plan
+    assert after.positions() == before.positions() and len(after) > 0
+    api.clear_plan_cache()
+    api.clear_plan_cache()                                     # clearing an empty cache is harmless
