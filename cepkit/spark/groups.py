@@ -46,7 +46,7 @@ import pandas as pd
 from ..lang.checks import definitions, negated_vars
 from ..lang.query import Query
 from ..runtime.events import Stream
-from ..runtime.matches import Matches, row_lists
+from ..runtime.matches import Matches
 from ..runtime.registry import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
@@ -275,24 +275,6 @@ class GroupMatcher:
         if var in self.kleene:
             return "kleene", (np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(n, bool))
         return "single", np.full(n, -1, np.int64)
-
-    def match_group(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> pd.DataFrame:
-        """``match_columns`` as a pandas frame: LAST, RANK, positions (lists), the variables (Int64, or
-        lists for Kleene variables), the partition keys."""
-        last, rank, offsets, positions, bindings, at = self.match_columns(rows, owned)
-        frame = pd.DataFrame({LAST: last, RANK: rank, "positions": row_lists(offsets, positions.tolist())},
-                             columns=[LAST, RANK, "positions"])
-        for var, (kind, value) in bindings.items():
-            if kind == "single":
-                frame[var] = pd.arrays.IntegerArray(np.maximum(value, 0), value < 0)
-            elif kind == "kleene":
-                offsets, bound, present = value
-                frame[var] = [v if p else None for v, p in zip(row_lists(offsets, bound.tolist()), present.tolist())]
-            else:
-                frame[var] = value
-        for key in self.split.keys:
-            frame[key] = rows[key].to_numpy()[at]
-        return frame
 
     def match_batch(self, rows: pd.DataFrame, schema):
         """``match_columns`` as a ``pyarrow.RecordBatch`` of ``schema`` (``mapInArrow``): Arrow lists and

@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -32,10 +33,22 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
               for k in range(int(first[i]), int(last[i]) + 1)]
     matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
     shuffled = pd.concat(copies).sample(frac=1, random_state=len(copies))     # a Spark partition's rows
-    found = [matcher.match_group(group) for group in matcher.groups(shuffled)]
+    schema = match_schema(q, split)
+    # the Arrow batches the workers write (``match_batch``), read back as pandas with nullable integers
+    found = [matcher.match_batch(group, schema).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+             for group in matcher.groups(shuffled)]
     out = pd.concat(found, ignore_index=True)
     order = sorted(range(len(out)), key=lambda i: (out[LAST][i], tuple(out["positions"][i]), out[RANK][i]))
     return out.iloc[order].reset_index(drop=True)
+
+
+def match_schema(q, split) -> pa.Schema:
+    """The Arrow schema ``cepkit.spark.match`` gives the workers (``Layout.match_schema``), built
+    without Spark: the events' keys (``id``) are integers here."""
+    positions = pa.list_(pa.int64())
+    return pa.schema([(LAST, pa.int64()), (RANK, pa.int64()), ("positions", positions)]
+                     + [(v, positions if v in q.kleene_variables else pa.int64()) for v in output_variables(q)]
+                     + [(key, pa.int64()) for key in split.keys])
 
 
 def assert_slices_agree(match_rows, query: str, events: list, length: float):
