@@ -19,9 +19,12 @@ within 3x when matches < events), **x brute** (e2e positions over brute time: at
 output-bound Kleene queries **µs/match** for e2e, arrays and brute and the ratios brute/e2e and
 brute/arrays (the target: 3x). ``cepkit.match`` keeps compiled plans (its plan cache), so its repeated
 calls (best of several) are warm; **arrays cold** times the same calls with the cache emptied before
-each (parse, compile and determinization included). ``--memory ROWS`` then runs ``cepkit.match`` and ``positions()`` over a
-ROWS-row frame in a subprocess, A;B;C with the 10 % filter and unfiltered, and compares the peak RSS growth
-with the frame's own size (the target: under 3x; ``--memory-probe ROWS [--filtered]`` is one such run).
+each (parse, compile and determinization included). ``--memory ROWS`` then measures peak memory over a
+ROWS-row frame (A;B;C W=10 s, with the 10 % filter and without, automaton and stack), one fresh process per
+measurement: ``cepkit.match`` alone (what issue 11's target, peak under 3x the frame, names) and followed by
+each of ``position_arrays()``, ``to_arrow()``, ``positions()`` and ``to_pandas()``; ``--memory-probe ROWS
+[--filtered] [--engine E] [--then CALL | --stages]`` is one such measurement (``--stages``: each stage of
+``cepkit.match`` and each call after it, with its tracemalloc peak).
 ``--profile`` prints cProfile's top functions of one e2e call.
 
     python bench/end_to_end.py --quick            # 200k events, W=10 s, a few queries (about a minute)
@@ -190,32 +193,164 @@ def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: 
             "µs/match brute": 1e6 * brute_s / max(len(found), 1)}
 
 
-def memory_probe(rows: int, filtered: bool) -> None:
-    """Run in a subprocess: peak RSS growth of one ``cepkit.match`` (A;B;C, W=10 s) and its ``positions()``
-    over a ``rows``-row frame. The frame's size is given as its arrays (``memory_usage()``: what it holds)
-    and deep (each row's type string counted as if it had its own object, as pandas counts it)."""
-    import resource
+AFTER_MATCH = ("position_arrays", "to_arrow", "positions", "to_pandas")    # what a user calls next
+
+
+class PeakRSS:
+    """Peak resident memory of this process since ``reset`` (Linux: VmHWM, reset through
+    /proc/self/clear_refs; elsewhere ``ru_maxrss``, which cannot be reset: ``resettable`` is then False and
+    a peak may be an earlier one, such as building the frame)."""
+
+    def __init__(self):
+        try:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+            self.resettable = "VmHWM" in open("/proc/self/status").read()
+        except OSError:
+            self.resettable = False
+
+    @staticmethod
+    def _status(field: str) -> int:
+        for line in open("/proc/self/status"):
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+        raise KeyError(field)
+
+    def reset(self) -> None:
+        if self.resettable:
+            with open("/proc/self/clear_refs", "w") as f:
+                f.write("5")
+
+    def now(self) -> int:
+        if self.resettable:
+            return self._status("VmRSS")
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+    def peak(self) -> int:
+        if self.resettable:
+            return self._status("VmHWM")
+        import resource
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _settle() -> None:
+    """Free what can be freed and give the C heap's free pages back, so that RSS counts live memory."""
+    import ctypes
+    import gc
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def memory_probe(rows: int, filtered: bool, engine: str, then: str, stages: bool) -> None:
+    """Run in a subprocess: the peak RSS growth of ``cepkit.match`` (A;B;C, W=10 s) over a ``rows``-row
+    frame, then of ``then`` (one of ``AFTER_MATCH``) on its result, with both held, as a user's line
+    ``cepkit.match(...).then()`` does. Growth is over the RSS after the frame is built and a small
+    warm-up call has compiled the kernels and imported what ``then`` needs, the peak reset there.
+
+    ``stages``: instead, the stages of ``cepkit.match`` one by one (``Stream.from_any``, the engine's
+    ``plan.run``, ``Matches``), each result held, then every ``AFTER_MATCH`` in turn (their results
+    dropped), with each stage's peak over the same base and what stays held after it, and the tracemalloc
+    peak of each stage (numpy's arrays and Python's objects, not numba's or Arrow's buffers).
+
+    The frame's size is given as its arrays (``memory_usage()``: what it holds; the target is judged
+    against it) and deep (each row's type string counted as if it had its own object, as pandas counts it)."""
     frame = frame_of(rows)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     text = query_text("Q1", 10, filtered)
-    start = time.perf_counter()
-    found = cepkit.match(text, frame, engine="automaton")
-    positions = found.positions()
-    seconds = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    warm = cepkit.match(text, frame.head(20_000), engine=engine)
+    for name in AFTER_MATCH:
+        getattr(warm, name)()
+    del warm
     frame_bytes = int(frame.memory_usage().sum())
-    print(json.dumps({"rows": rows, "query": query_text("Q1", 10, filtered), "frame MB": frame_bytes / 1e6,
-                      "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6,
-                      "peak growth MB": (peak - before) / 1e6, "x frame": (peak - before) / frame_bytes,
-                      "matches": len(positions), "seconds": seconds}))
+    out = {"rows": rows, "query": text, "engine": engine, "frame MB": frame_bytes / 1e6,
+           "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6}
+    _settle()
+    rss = PeakRSS()
+    base = rss.now()
+    rss.reset()
+    if stages:
+        return _memory_stages(frame, text, engine, rss, base, out)
+    start = time.perf_counter()
+    found = cepkit.match(text, frame, engine=engine)
+    out.update({"matches": len(found), "match peak MB": (rss.peak() - base) / 1e6,
+                "match held MB": (rss.now() - base) / 1e6, "match seconds": time.perf_counter() - start})
+    if then:
+        start = time.perf_counter()
+        result = getattr(found, then)()
+        out.update({"then": then, "then seconds": time.perf_counter() - start})
+        del result
+    peak = rss.peak() - base
+    out.update({"peak growth MB": peak / 1e6, "x frame": peak / frame_bytes,
+                "x frame deep": peak / (out["frame deep MB"] * 1e6), "peak reset": rss.resettable})
+    print(json.dumps(out))
 
 
-def memory(rows: int, filtered: bool) -> dict:
-    done = subprocess.run([sys.executable, __file__, "--memory-probe", str(rows)] + ["--filtered"] * filtered,
+def _memory_stages(frame, text, engine, rss, base, out) -> None:
+    import tracemalloc
+    from cepkit.runtime.matches import Matches
+    frame_bytes = out["frame MB"] * 1e6
+    tracemalloc.start()
+    held = {}
+
+    def stage(name, fn):
+        if name in ("positions", "to_pandas"):   # millions of Python objects: tracing them would cost GBs
+            tracemalloc.stop()
+        traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None
+        tracemalloc.reset_peak()
+        rss.reset()
+        start = time.perf_counter()
+        result = fn()
+        seconds = time.perf_counter() - start
+        peak = rss.peak() - base
+        print(json.dumps({**out, "stage": name, "peak MB": peak / 1e6, "x frame": peak / frame_bytes,
+                          "held after MB": (rss.now() - base) / 1e6,
+                          "traced peak MB": None if traced is None else
+                          (tracemalloc.get_traced_memory()[1] - traced) / 1e6, "seconds": seconds}), flush=True)
+        return result
+
+    q = cepkit.parse(text)
+    held["stream"] = stage("Stream.from_any", lambda: Stream.from_any(frame))
+    chosen, plan = select_engine(q, engine, {})
+    found = stage("plan.run", lambda: plan.run(held["stream"]))
+    held["matches"] = stage("Matches", lambda: Matches(found, chosen.name, q, info=plan.info(),
+                                                       stream=held["stream"]))
+    del found
+    _settle()
+    for name in AFTER_MATCH:
+        stage(name, getattr(held["matches"], name))
+        _settle()
+
+
+def memory(rows: int, filtered: bool, engine: str = "automaton", then: str = "", stages: bool = False) -> list:
+    """``memory_probe`` in a subprocess: its JSON lines, or the error."""
+    done = subprocess.run([sys.executable, __file__, "--memory-probe", str(rows), "--engine", engine]
+                          + ["--filtered"] * filtered + ["--then", then] * bool(then) + ["--stages"] * stages,
                           capture_output=True, text=True)
     if done.returncode:
-        return {"rows": rows, "error": done.stderr.strip().splitlines()[-1:]}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+        return [{"rows": rows, "engine": engine, "then": then, "error": done.stderr.strip().splitlines()[-1:]}]
+    return [json.loads(line) for line in done.stdout.strip().splitlines() if line.startswith("{")]
+
+
+def memory_table(rows: int, engines=("automaton", "stack")) -> pd.DataFrame:
+    """Every engine, filtered and not, ``cepkit.match`` alone and followed by each of ``AFTER_MATCH``: one
+    fresh process each (the target, peak under 3x the frame, is judged on ``cepkit.match``)."""
+    lines = []
+    for engine in engines:
+        for filtered in (True, False):
+            for then in ("", *AFTER_MATCH):
+                found = memory(rows, filtered, engine, then)[-1]
+                found.setdefault("then", then)
+                lines.append(found)
+                print(json.dumps(found), flush=True)
+    table = pd.DataFrame(lines)
+    table["query"] = table["query"].map(lambda t: "A;B;C 10%" if "FILTER" in t else "A;B;C")
+    table["then"] = table["then"].replace("", "(match alone)")
+    return table[[c for c in ("engine", "query", "then", "matches", "match peak MB", "match held MB",
+                              "peak growth MB", "x frame", "x frame deep", "match seconds", "then seconds",
+                              "error") if c in table]]
 
 
 def profile(rows: int) -> None:
@@ -234,11 +369,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200k events, W=10 s, a few queries")
     parser.add_argument("--profile", action="store_true", help="cProfile one e2e call (A;B;C, W=10 s, 200k)")
     parser.add_argument("--memory", type=int, default=None, help="rows of the peak-memory run (0: none)")
-    parser.add_argument("--memory-probe", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--filtered", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--memory-probe", type=int, default=None,
+                        help="one memory measurement over this many rows (a fresh process: run one at a time)")
+    parser.add_argument("--filtered", action="store_true", help="--memory-probe: the 10 %% filter on every atom")
+    parser.add_argument("--engine", default="automaton", help="--memory-probe: the engine")
+    parser.add_argument("--then", default="", choices=("",) + AFTER_MATCH,
+                        help="--memory-probe: what is called on the result of cepkit.match (held with it)")
+    parser.add_argument("--stages", action="store_true",
+                        help="--memory-probe: the stages of cepkit.match and each call after it, one by one")
     args = parser.parse_args()
     if args.memory_probe:
-        return memory_probe(args.memory_probe, args.filtered)
+        return memory_probe(args.memory_probe, args.filtered, args.engine, args.then, args.stages)
     if args.profile:
         return profile(200_000)
     sizes = [200_000] if args.quick else [200_000, 1_000_000]
@@ -270,9 +411,8 @@ def main() -> None:
     print(table.to_string(index=False, float_format=lambda x: f"{x:,.3g}"))
     rows_mem = args.memory if args.memory is not None else (1_000_000 if args.quick else 10_000_000)
     if rows_mem:
-        print("\npeak memory:")
-        for filtered in (True, False):
-            print(memory(rows_mem, filtered), flush=True)
+        print("\npeak memory (growth over the RSS with the frame built; x frame: over the frame's arrays):")
+        print(memory_table(rows_mem).to_string(index=False, float_format=lambda x: f"{x:,.3g}"))
 
 
 if __name__ == "__main__":

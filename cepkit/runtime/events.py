@@ -324,7 +324,11 @@ class Stream:
         self.type_names = list(names)                          # the type of each code
         self.times = times                                     # seconds, float64
         self._ts = ts                                          # ts as given (a Series), None: the position
-        self.positions = positions                             # int64
+        if isinstance(positions, (int, np.integer)):          # consecutive from there: made when read
+            self._first_position = int(positions)
+        else:
+            self._first_position = None
+            self.positions = positions                         # int64
         self._attrs = attrs                                    # name -> Column
         self._declared = tuple(declared)                       # attribute columns of the source frame
         self._frame = frame
@@ -373,14 +377,13 @@ class Stream:
         n = len(frame)
         codes, names = _frame_types(frame["type"], first_position)
         if "ts" in columns:
-            ts = frame["ts"].reset_index(drop=True)
+            ts = frame["ts"]            # read by place (``iloc``) only: its index need not be reset (a copy)
             times, is_dt = _frame_seconds(ts, first_position)
         else:
             ts, times, is_dt = None, np.arange(first_position, first_position + n, dtype=float), False
         declared = [c for c in columns if c not in RESERVED]
         attrs = {c: Column.of_series(frame[c]) for c in declared}
-        positions = np.arange(first_position, first_position + n, dtype=np.int64)
-        return cls._of_columns(codes, names, times, ts, positions, attrs, is_dt, declared, frame)
+        return cls._of_columns(codes, names, times, ts, first_position, attrs, is_dt, declared, frame)
 
     @classmethod
     def from_records(cls, events: Iterable, first_position: int = 0) -> "Stream":
@@ -411,8 +414,7 @@ class Stream:
                         column = attrs[name] = [None] * n
                     column[i] = v
         codes, names = pd.factorize(np.fromiter(types, dtype=object, count=n))
-        positions = np.arange(first_position, first_position + n, dtype=np.int64)
-        return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), positions,
+        return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), first_position,
                                {name: Column.of_values(values) for name, values in attrs.items()}, bool(kind))
 
     def take(self, index) -> "Stream":
@@ -422,7 +424,7 @@ class Stream:
             index = np.flatnonzero(index)
         ts = None if self._ts is None else self._ts.iloc[index].reset_index(drop=True)
         stream = Stream._of_columns(self.type_codes[index], self.type_names, self.times[index], ts,
-                                    self.positions[index], {k: c.take(index) for k, c in self._attrs.items()},
+                                    self.position_of(index), {k: c.take(index) for k, c in self._attrs.items()},
                                     self.ts_is_datetime, self._declared)
         if "events" in self.__dict__:
             events = self.__dict__["events"]
@@ -432,6 +434,19 @@ class Stream:
     # ------------------------------------------------------------------ the lazy view: Events
     def __len__(self):
         return len(self.times)
+
+    @cached_property
+    def positions(self) -> np.ndarray:
+        """The position of each event (int64); a stream built from columns holds consecutive positions as
+        its first one and makes this array when it is first read (80 MB per 10M events)."""
+        return np.arange(self._first_position, self._first_position + len(self), dtype=np.int64)
+
+    def position_of(self, index) -> np.ndarray:
+        """The positions of the events at ``index`` (indices into the stream), without making ``positions``
+        when they are consecutive."""
+        if self._first_position is None or "positions" in self.__dict__:
+            return self.positions[index]
+        return np.asarray(index, dtype=np.int64) + self._first_position
 
     @cached_property
     def events(self) -> list:
@@ -456,7 +471,11 @@ class Stream:
         codes = self.type_codes[rows].tolist()
         names = self.type_names
         times = self.times[rows].tolist()
-        positions = self.positions[rows].tolist()
+        if self._first_position is None or "positions" in self.__dict__:
+            positions = self.positions[rows].tolist()
+        else:
+            start, stop, step = rows.indices(len(self))
+            positions = list(range(self._first_position + start, self._first_position + stop, step))
         ts = positions if self._ts is None else self._ts.iloc[rows].tolist()
         fields = [(name, column.values[rows].tolist(), column.null[rows].tolist())
                   for name, column in self._attrs.items()]
@@ -483,7 +502,9 @@ class Stream:
         found = self._type_masks.get(types)
         if found is None:
             codes = [k for k, name in enumerate(self.type_names) if name in types]
-            if len(codes) == 1:
+            if not codes:           # (zeros are pages the system maps when written, and they never are)
+                found = np.zeros(len(self), dtype=bool)
+            elif len(codes) == 1:
                 found = self.type_codes == codes[0]
             else:
                 found = np.isin(self.type_codes, codes)
@@ -524,9 +545,9 @@ class Stream:
         index = self.first_disorder()
         if index is not None:
             earlier = int(np.argmax(self.times[:index] > self.times[index]))
-            raise EventError(int(self.positions[index]), "ts",
+            raise EventError(int(self.position_of(index)), "ts",
                              f"the stream is out of order: ts {self[index].ts!r} comes after ts "
-                             f"{self[earlier].ts!r} at position {int(self.positions[earlier])}; sort it, or "
+                             f"{self[earlier].ts!r} at position {int(self.position_of(earlier))}; sort it, or "
                              "choose an out-of-order mode with disorder=")
 
     def logical_order(self) -> list:
@@ -571,7 +592,7 @@ class Stream:
             try:
                 hash(value)
             except TypeError:
-                raise EventError(int(self.positions[i]), name,
+                raise EventError(int(self.position_of(i)), name,
                                  f"PARTITION BY needs values that can be keys, got {type(value).__name__} "
                                  f"{_short(value)}") from None
 
@@ -606,13 +627,31 @@ def _duplicates(columns: pd.Index, first_position: int) -> None:
         raise EventError(first_position, str(name), f"the DataFrame has two {name!r} columns")
 
 
+FACTORIZE_ROWS = 1 << 20     # rows factorized at once: pandas' codes are int64, the stream keeps int32
+
+
+def _factorized(values) -> tuple:
+    """(int32 codes, uniques as a list) of ``values`` (a numpy or pandas array), as ``pd.factorize`` gives
+    them (first appearance order, -1 for a null), a slice at a time: its int64 codes for a 10M-row column
+    (80 MB) would exceed the int32 column kept."""
+    if len(values) <= FACTORIZE_ROWS:
+        codes, uniques = pd.factorize(values)
+        return codes.astype(np.int32), list(uniques)
+    codes = np.empty(len(values), np.int32)
+    known: dict = {}                # unique -> its code
+    for start in range(0, len(values), FACTORIZE_ROWS):
+        part, uniques = pd.factorize(values[start:start + FACTORIZE_ROWS])
+        ids = np.array([known.setdefault(u, len(known)) for u in uniques] + [-1], dtype=np.int32)
+        codes[start:start + len(part)] = ids[part]          # (-1, a null, reads the trailing -1)
+    return codes, list(known)
+
+
 def _frame_types(col: pd.Series, first_position: int) -> tuple:
     """(codes, names) of a DataFrame's type column; EventError at the first null or non-string type."""
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes, names = col.cat.codes.to_numpy(), list(col.cat.categories)
     else:   # (an Arrow-backed string column is dictionary-encoded by Arrow, not turned into objects)
-        codes, uniques = pd.factorize(col.to_numpy() if col.dtype == object else col)
-        names = list(uniques)
+        codes, names = _factorized(col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array)
     bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
     bad = codes < 0
     if bad_codes:

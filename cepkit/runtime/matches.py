@@ -60,6 +60,7 @@ def output_order(matches: Iterable[Match]) -> list:
 
 
 # ----------------------------------------------------------------------------- rows as columns
+SLICE = 1 << 18     # rows read at once where a pass over all the rows needs arrays of its own
 def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
     """(new offsets, flat indices) of the CSR rows ``rows`` (in that order, repeats allowed)."""
     lengths = (offsets[1:] - offsets[:-1])[rows]
@@ -322,8 +323,13 @@ class MatchArrays(Sequence):
         groups' last positions not decreasing (the automaton's batch run without PARTITION BY)."""
         if not self.sorted_within_last:
             return False
-        last = self.positions[self.offsets[1:] - 1]
-        return bool((last[1:] >= last[:-1]).all())
+        before = -1                 # a slice of rows at a time: no array as long as the rows
+        for start in range(0, len(self), SLICE):
+            last = self.positions[self.offsets[start + 1:start + SLICE + 1] - 1]
+            if last[0] < before or (last[1:] < last[:-1]).any():
+                return False
+            before = last[-1]
+        return True
 
     def output_index(self) -> tuple:
         """(rows in output order, each distinct (positions, bindings) once, first occurrence kept; per
@@ -457,33 +463,38 @@ class Matches(Sequence):
     def variables(self) -> list:
         """Variable names in order of first appearance (output order, then each match's bindings)."""
         c = self._columns
-        if not len(c.bound_variables):
-            return []
-        ids, first = np.unique(c.bound_variables, return_index=True)     # (ids, not names: no string per entry)
-        return list(dict.fromkeys(str(c.names[v]) for v in ids[np.argsort(first)].tolist()))
+        first: dict = {}            # id -> where it first appears (ids, not names: no string per entry)
+        for start in range(0, len(c.bound_variables), SLICE):       # (most often the first slice has them all)
+            ids, at = np.unique(c.bound_variables[start:start + SLICE], return_index=True)
+            for v, i in zip(ids.tolist(), at.tolist()):
+                first.setdefault(v, start + i)
+            if len(first) == len(c.names):
+                break
+        return list(dict.fromkeys(str(c.names[v]) for v in sorted(first, key=first.get)))
 
     # ------------------------------------------------------------------ tables
     def binding_columns(self) -> dict:
         """var -> (Kleene?, value): an int64 array of positions (-1: unbound) for a single variable;
         (offsets, positions, bound mask) for a Kleene one; a list of Python values for a name that is
-        Kleene in some matches only."""
+        Kleene in some matches only. Read a slice of rows at a time (no array per binding entry)."""
         c = self._columns
         n = len(c)
-        row = np.repeat(np.arange(n), c.bound_offsets[1:] - c.bound_offsets[:-1])
         out = {}
         for name in self.variables():
             ids = [v for v, other in enumerate(c.names) if other == name]
             kinds = {bool(c.kleene[v]) for v in ids}
-            mask = np.isin(c.bound_variables, ids)
             if len(kinds) > 1:
                 values = [m.bindings.get(name) for m in self]
                 out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
             elif kinds == {False}:
                 at = np.full(n, -1, np.int64)
-                at[row[mask]] = c.bound_positions[mask]
+                for rows, entries in _bound_entries(c, ids):
+                    at[rows] = c.bound_positions[entries]
                 out[name] = ("single", at)
             else:
-                rows, positions = row[mask], c.bound_positions[mask]
+                found = [(rows, c.bound_positions[entries]) for rows, entries in _bound_entries(c, ids)]
+                rows = np.concatenate([r for r, _ in found]) if found else np.zeros(0, np.int64)
+                positions = np.concatenate([p for _, p in found]) if found else np.zeros(0, np.int64)
                 offsets = np.zeros(n + 1, np.int64)
                 np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
                 bound = np.zeros(n, bool)
@@ -617,6 +628,20 @@ class Matches(Sequence):
             return self.to_pandas()._repr_html_()
         head = Matches(self._columns.take(np.arange(30)), self.engine).to_pandas()
         return head._repr_html_() + f"<p>… {len(self)} matches in all</p>"
+
+
+def _bound_entries(c: MatchArrays, ids: list):
+    """(row of each entry, entry index) of the binding entries of the variable ids ``ids``, a slice of
+    rows at a time, in row order."""
+    offsets = c.bound_offsets
+    for start in range(0, len(c), SLICE):
+        bounds = offsets[start:start + SLICE + 1]
+        first = int(bounds[0])
+        variables = c.bound_variables[first:int(bounds[-1])]
+        hit = variables == ids[0] if len(ids) == 1 else np.isin(variables, ids)
+        entries = np.flatnonzero(hit)
+        rows = np.searchsorted(bounds, entries + first, "right") - 1 + start
+        yield rows, entries + first
 
 
 def _tuples(matrix: np.ndarray) -> list:

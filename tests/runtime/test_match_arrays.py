@@ -60,6 +60,29 @@ def rows_table(expected: list) -> pd.DataFrame:
 @settings(max_examples=300, deadline=None)
 @given(match_lists)
 def test_columns_give_the_output_order_of_match_objects(ms):
+    assert_output_order(ms)
+
+
+@settings(max_examples=100, deadline=None)
+@given(match_lists, st.integers(1, 3))
+def test_passes_over_rows_a_slice_at_a_time_give_the_same_tables(ms, size):
+    """Passes over all the rows (``variables``, ``binding_columns``, ``in_output_order``) read slices of
+    ``matches.SLICE`` rows: slices of 1-3 rows give the same results. (Patched inside the test.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cepkit.runtime.matches, "SLICE", size)
+        assert_output_order(ms)
+        expected = [m for m in output_order(m for m in ms if m.sign == "+")]
+        ordered = MatchArrays.from_matches(expected)
+        distinct = len({m.positions for m in expected}) == len(expected) and all(m.positions for m in expected)
+        ordered.sorted_within_last = distinct
+        assert ordered.in_output_order() == distinct
+        if distinct and len({m.last for m in expected}) > 1:
+            ordered = ordered.take(np.arange(len(expected))[::-1])
+            ordered.sorted_within_last = True
+            assert not ordered.in_output_order()
+
+
+def assert_output_order(ms):
     expected = output_order(m for m in ms if m.sign == "+")
     for got in (Matches(ms, "t"), Matches(columns_only(ms), "t")):
         assert [described(m) for m in got] == [described(m) for m in expected]

@@ -102,6 +102,36 @@ def test_type_columns_of_every_dtype():
         assert cepkit.match("A a ; B b", pd.DataFrame({"type": types})).positions() == [(0, 1)]
 
 
+@pytest.mark.parametrize("dtype", [object, "string", "string[pyarrow]"])
+def test_type_columns_factorized_a_slice_at_a_time_as_at_once(monkeypatch, dtype):
+    """Long type columns are factorized in slices (int32 codes, no int64 column): the same codes and names
+    in order of first appearance, a type first seen in a later slice included, and a null's position."""
+    rng = np.random.default_rng(3)
+    types = rng.choice(np.array(["B", "A", "C"], dtype=object), 50)
+    types[37] = "late"
+    whole = Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
+    monkeypatch.setattr(cepkit.runtime.events, "FACTORIZE_ROWS", 8)
+    sliced = Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
+    codes, names = pd.factorize(types)
+    assert sliced.type_codes.dtype == np.int32 and sliced.type_codes.tolist() == codes.tolist()
+    assert sliced.type_names == whole.type_names == list(names) and names[-1] == "late"
+    types[21] = None
+    with pytest.raises(EventError) as err:
+        Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
+    assert (err.value.position, err.value.field) == (21, "type")
+
+
+def test_consecutive_positions_are_made_when_read():
+    frame = pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [0.0, 1.0, 2.0, 3.0]}, index=[9, 8, 7, 6])
+    stream = Stream.from_any(frame, first_position=5)
+    assert "positions" not in stream.__dict__
+    assert stream.position_of(np.array([3, 0])).tolist() == [8, 5] and stream[2].position == 7
+    assert [e.ts for e in stream] == [0.0, 1.0, 2.0, 3.0]           # ts by place, whatever the index
+    part = stream.take(np.array([1, 3]))
+    assert "positions" not in stream.__dict__ and part.positions.tolist() == [6, 8]
+    assert stream.positions.tolist() == [5, 6, 7, 8] and stream.position_of(1) == 6
+
+
 def test_datetime_ts_of_every_form_give_the_same_matches():
     stamps = pd.to_datetime(["2013-01-01 00:00:00", "2013-01-01 00:00:02", "2013-01-01 00:00:09"])
     forms = [pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps}),

@@ -22,6 +22,7 @@ from .compile import CEA
 from .predicates import Alphabet
 
 UNKNOWN, DEAD = -1, -2   # table entries: not computed yet / no successor
+SLICE = 1 << 20          # events whose letters are looked up at once
 
 
 class Letters:
@@ -55,15 +56,25 @@ class Letters:
         return letter
 
     def of_codes(self, codes: np.ndarray) -> np.ndarray:
-        """The letter id of each code: a lookup table when codes are small (a few tests), else hashing."""
+        """The letter id of each code (signed integers): a lookup table when codes are small (a few
+        tests), else hashing."""
         if not len(codes):
             return np.zeros(0, dtype=np.int32)
         if codes.dtype != object and int(codes.max()) < 1 << 16:
-            index = codes.astype(np.intp)
-            present = np.flatnonzero(np.bincount(index))
-            table = np.zeros(len(present) and int(present[-1]) + 1, dtype=np.int32)
+            # a slice at a time: numpy would otherwise make an intp copy of all the codes (for bincount
+            # and for indexing), 8 bytes per event where the codes take 1 or 2
+            def slices():
+                for start in range(0, len(codes), SLICE):
+                    yield start, codes[start:start + SLICE].astype(np.intp, copy=False)
+            size = int(codes.max()) + 1
+            present = np.flatnonzero(sum(np.bincount(part, minlength=size) for _, part in slices()))
+            table = np.zeros(size, dtype=np.int32)
             table[present] = [self.of_code(c) for c in present.tolist()]
-            return table[index]
+            # the smallest integers that hold the letter ids (the kernel reads int32 a batch at a time)
+            out = np.empty(len(codes), np.min_scalar_type(-int(table.max()) - 1))
+            for start, part in slices():
+                out[start:start + len(part)] = table[part]
+            return out
         inverse, unique = pd.factorize(codes)
         ids = np.array([self.of_code(c) for c in unique], dtype=np.int32)
         return ids[inverse]

@@ -42,6 +42,7 @@ from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, new_aren
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
+BATCH = 1 << 16   # events read from a finite stream per batch of the kernel's inputs
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset")
 Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
@@ -235,9 +236,10 @@ class Inputs:
     """A finite stream prepared for the automaton: the letter of every event and its sub-stream.
 
     ``order`` lists the positions the automaton reads, sub-stream after sub-stream (one per PARTITION
-    BY key, in order of first appearance), each in stream order, and ``starts`` where each sub-stream
-    begins in it; punctuation events are never read (LANGUAGE.md §6) and take no place in a sub-stream.
-    Window keys and limits are computed in ``batch`` for the relevant events only.
+    BY key, in order of first appearance), each in stream order (None: every event in stream order), and
+    ``starts`` where each sub-stream begins in it; punctuation events are never read (LANGUAGE.md §6)
+    and take no place in a sub-stream. The kernel's events are made in ``batches`` of ``BATCH`` read
+    events, their window keys and limits for the relevant events only.
     """
 
     def __init__(self, program, stream):
@@ -246,8 +248,9 @@ class Inputs:
         self.letter = program.letters.of_codes(program.alphabet.letters_of(Columns(stream)))
         program.table.ensure_letters(len(program.letters))
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
-        read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
-        if program.query.partition_by and len(read):
+        read = np.flatnonzero(~punctuation) if punctuation.any() else None
+        if program.query.partition_by and len(stream):
+            read = np.arange(len(stream)) if read is None else read
             groups = pd.factorize(stream.key_codes(program.query.partition_by)[read])[0]
             within = np.argsort(groups, kind="stable")
             self.order = read[within]
@@ -255,28 +258,38 @@ class Inputs:
             self.starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
         else:
             self.order = read
-            self.starts = np.zeros(min(len(read), 1), dtype=np.int64)
+            self.starts = np.zeros(min(len(stream) if read is None else len(read), 1), dtype=np.int64)
+        self.length = len(stream) if self.order is None else len(self.order)
 
-    def batch(self, none: Optional[int]) -> Batch:
-        """The kernel's events in sub-stream order; those reading the ``none`` letter are left out and
-        counted in the next relevant event's gap."""
-        letter = self.letter[self.order]
-        kept = np.flatnonzero(letter != none) if none is not None else np.arange(len(letter))
-        group_start = self.starts[np.searchsorted(self.starts, kept, "right") - 1] if len(kept) else kept
-        sub_index = kept - group_start                # the event's index in its sub-stream
-        previous = np.r_[-1, kept[:-1]]              # the kept event before each kept one
-        reset = previous < group_start               # the first kept event of its sub-stream
-        gap = np.where(reset, sub_index, kept - previous - 1)
-        positions = self.order[kept]
-        window = self.window
-        if window is not None and window.events:
-            key = sub_index.astype(np.float64)
-        elif window is not None:
-            key = self.stream.times[positions]
-        else:
-            key = np.zeros(len(kept))
-        return Batch(positions.astype(np.int64), letter[kept].astype(np.int32), key, window_limit(window, key),
-                     gap.astype(np.int64), reset)
+    def batches(self, none: Optional[int]):
+        """The kernel's events in sub-stream order, ``BATCH`` read events at a time (a whole 10M-event
+        stream's would take ~30 bytes per event at once); those reading the ``none`` letter are left out
+        and counted in the next relevant event's gap."""
+        previous = -1                                  # the last kept event, across batches
+        for first in range(0, self.length, BATCH):
+            last = min(first + BATCH, self.length)
+            order = np.arange(first, last) if self.order is None else self.order[first:last]
+            letter = self.letter[first:last] if self.order is None else self.letter[order]
+            picked = np.flatnonzero(letter != none) if none is not None else np.arange(len(letter))
+            if not len(picked):
+                continue
+            kept = picked + first                      # indices into the whole order
+            group_start = self.starts[np.searchsorted(self.starts, kept, "right") - 1]
+            sub_index = kept - group_start             # the event's index in its sub-stream
+            before = np.r_[previous, kept[:-1]]        # the kept event before each kept one
+            previous = int(kept[-1])
+            reset = before < group_start               # the first kept event of its sub-stream
+            gap = np.where(reset, sub_index, kept - before - 1)
+            positions = order[picked].astype(np.int64, copy=False)
+            window = self.window
+            if window is not None and window.events:
+                key = sub_index.astype(np.float64)
+            elif window is not None:
+                key = self.stream.times[positions]
+            else:
+                key = np.zeros(len(kept))
+            yield Batch(positions, letter[picked].astype(np.int32, copy=False), key, window_limit(window, key),
+                        gap.astype(np.int64, copy=False), reset)
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -474,8 +487,9 @@ def run_all(program, stream, collect: bool = True, limit: Optional[int] = None) 
     (the first ``limit`` or so complex events, when given; all of them otherwise)."""
     inputs = Inputs(program, stream)
     evaluator = Evaluator(program, collect, limit)
-    batch = inputs.batch(program.letters.none)
-    evaluator.run(batch, evaluator.new_runs())
+    runs = evaluator.new_runs()
+    for batch in inputs.batches(program.letters.none):
+        runs = evaluator.run(batch, runs)
     evaluator.finish()
     return evaluator
 

@@ -111,23 +111,24 @@ class Alphabet:
 
     # ------------------------------------------------------------------ a whole stream
     def letters_of(self, columns: "Columns") -> np.ndarray:
-        """The letter of every event of a stream (its ``Columns``; uint64, Python ints past 63 tests),
-        column-wise: the type tests once per distinct type, each condition once over its events."""
+        """The letter of every event of a stream (its ``Columns``; the smallest unsigned integers that
+        hold a bit per test, Python ints past 63 tests), column-wise: the type tests once per distinct
+        type, each condition once over its events."""
         stream = columns.stream
         n = len(stream)
-        wide = len(self.tests) > 63
+        dtype = next((t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if len(self.tests) <= 8 * t().itemsize),
+                     object)
         codes, types = columns.type_codes
         by_type = [sum(1 << i for i, (kind, payload) in enumerate(self.tests) if kind == "type" and t in payload)
                    for t in types]
-        letters = np.array(by_type, dtype=object if wide else np.uint64)[codes] if n else \
-            np.zeros(0, dtype=object if wide else np.uint64)
+        letters = np.array(by_type, dtype=dtype)[codes] if n else np.zeros(0, dtype=dtype)
         for i, (kind, payload) in enumerate(self.tests):
             if kind == "cond":
                 scope = np.zeros(n, dtype=bool)
                 for accepted in self._scopes[payload]:
                     scope |= True if accepted is None else columns.type_in(accepted)
                 hit = self._condition(payload, columns, scope, stream)
-                letters[hit] |= (1 << i) if wide else np.uint64(1 << i)
+                letters[hit] |= (1 << i) if dtype is object else dtype(1 << i)
         return letters
 
     @staticmethod

@@ -7,7 +7,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.engines.automaton import nodes
+from cepkit.engines.automaton import evaluate, nodes
 from strategies import assert_agrees, cel_queries, nested_selection_queries, streams, unary_queries
 
 STRATEGIES = ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
@@ -73,6 +73,17 @@ def test_compaction_keeps_every_match(query, events):
     patch lives inside the test: a fixture would have to outlive one example and so leak into other tests.)"""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(nodes, "CAPACITY", 16)
+        agrees(query, events)
+
+
+@settings(max_examples=100, deadline=None)
+@given(query=cel_queries(), events=streams(max_size=14), size=st.integers(1, 4))
+def test_inputs_in_small_batches_keep_every_match(query, events, size):
+    """A finite stream reaches the kernel ``evaluate.BATCH`` read events at a time (a sub-stream, a gap of
+    irrelevant events and a window may span batches): batches of 1-4 events give the reference's matches.
+    (Patched inside the test, as above.)"""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate, "BATCH", size)
         agrees(query, events)
 
 
