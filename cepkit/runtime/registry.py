@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..errors import QueryError
 from ..lang.query import FEATURES, Query
+from .matches import output_order
 
 DISORDER_MODES = ("reject", "kslack", "conservative", "aggressive")
 
@@ -33,6 +34,19 @@ class IncrementalPlan(ABC):
     def close(self) -> list:
         """The stream is complete: return the matches that were waiting for the future (trailing negation)."""
         return []
+
+    def extend(self, stream):
+        """Feed every event of ``stream`` (a ``Stream``; its positions are the events' positions) in order;
+        return what pushing them one by one would, as ``cepkit.Matcher`` reports it: each push's matches in
+        output order (LANGUAGE.md §10.2), push after push, as a list or a ``MatchList``. This default
+        pushes event by event (engines that are per-event by nature); an engine that can take a
+        micro-batch as columns overrides it."""
+        out = []
+        for event in stream:
+            found = self.push(event)
+            if found:
+                out += output_order(found)
+        return out
 
 
 class Plan(ABC):

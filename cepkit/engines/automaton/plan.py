@@ -5,19 +5,21 @@ from __future__ import annotations
 from collections import deque
 
 import numpy as np
+import pandas as pd
 
 from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.expiry import KeyExpiry
-from ...runtime.matches import Match, MatchArrays, ReportedOnce
+from ...runtime.expiry import KeyExpiry, window_horizon
+from ...runtime.matches import Match, MatchArrays, MatchList, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
+from ...runtime.unary import Columns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
 from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_key, run_all,
-                       window_limit_at)
+                       window_limit, window_limit_at)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
@@ -210,7 +212,9 @@ class AutomatonMatcher(IncrementalPlan):
             self.outputs = Outputs(order=False)      # a push's few matches: Matcher orders them
             self.reported: dict = {}     # consume scope -> last position at which a match was reported
         else:
-            self.evaluator = Evaluator(program, order=False)
+            # each event's matches sorted as enumerated (a push's few cost nothing; a micro-batch's are
+            # then in output order per event without a sort in Python: ``extend``)
+            self.evaluator = Evaluator(program)
             # the one-event batch each push fills in (made once: six arrays per push cost more than the kernel)
             self.batch = Batch(np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1), np.zeros(1),
                                np.zeros(1, np.int64), np.zeros(1, bool))
@@ -228,6 +232,70 @@ class AutomatonMatcher(IncrementalPlan):
     def push(self, event) -> list:
         found = self._push(event)
         return found if self.projected is None else self.projected.fresh(found, event.time)
+
+    def extend(self, stream):
+        """A micro-batch (a ``Stream``) as columns: letters computed column-wise, each PARTITION BY key's
+        events through the kernel in one call with the key's state carried across batches, the matches as
+        a ``MatchList`` equal to what pushing the events one by one returns (each event's matches in output
+        order, event after event). Strategies, nested selections, RETURN and CONSUME BY ANY across keys
+        need a Python step per event or match (or the keys interleaved): they push event by event, as does
+        a batch out of time order (the key expiry below assumes order)."""
+        program = self.program
+        if program.ranked or self.nested or self.projected is not None or stream.first_disorder() is not None \
+                or (program.consume == "ANY" and program.query.partition_by):
+            return super().extend(stream)
+        punctuation = stream.type_in(frozenset({PUNCTUATION}))
+        read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
+        if not len(read):
+            return []
+        letters = program.letters.of_codes(program.alphabet.letters_of(Columns(stream)))[read]
+        program.table.ensure_letters(len(program.letters))
+        if program.query.partition_by:
+            groups, firsts = _first_appearance(stream.key_codes(program.query.partition_by)[read])
+            keys = _key_tuples(stream, program.query.partition_by, read[firsts])
+        else:
+            groups, keys = np.zeros(len(read), np.int64), [()]
+        batch = _KeyedBatch(self, stream.times[read], stream.positions[read], letters, groups, keys)
+        for g, key in enumerate(keys):
+            self._run_key(g, key, batch)
+        for g in np.argsort(batch.last_event, kind="stable").tolist():   # keys in the order of their last event
+            self.expiry.touch(keys[g], float(stream.times[read[batch.last_event[g]]]))
+        for gone in self.expiry.expired(float(stream.times[read[-1]])):
+            del self.parts[gone]
+        self.evaluator.finish()
+        outputs = self.evaluator.outputs
+        if not len(outputs):
+            return []
+        found = program.matches(outputs)[0]          # views of the outputs' buffers: taken before clearing
+        found = found.take(found.output_index()[0])  # each event's rows are sorted: only events put in order
+        outputs.clear()
+        return MatchList(found)
+
+    def _run_key(self, g: int, key, batch: "_KeyedBatch") -> None:
+        """Key ``g``'s events of the batch through the kernel, from its part's state (or a fresh one where its
+        window had passed, as ``push``'s key expiry drops it); its part left as ``push`` leaves it."""
+        part = self.parts.get(key)
+        entries = batch.kernel_entries(g)           # the events the kernel reads (rows of the Batch)
+        rows = batch.row[entries]                   # the same as rows of the key-ordered batch
+        last = batch.last_row[g]
+        state = None
+        if len(entries):
+            start = part.state if batch.carried[rows[0]] else self._fresh()
+            state = self.evaluator.run(batch.kernel_batch(g), start, self._others)
+        if not batch.carried[last]:                 # the key is new, or its window passed in this batch
+            part = _Part(self._fresh())
+            self.parts.pop(key, None)
+            self.parts[key] = part
+        count = int(batch.sub_index[last]) + 1
+        in_last = batch.segment[rows] == batch.segment[last]
+        if in_last.any():
+            k = int(entries[in_last][-1])
+            part.state = state
+            part.lower = float(batch.kernel.key[k] - batch.kernel.limit[k])
+            part.gap = count - 1 - int(batch.sub_index[batch.row[k]])
+        else:
+            part.gap += count - part.count
+        part.count = count
 
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -360,6 +428,91 @@ class AutomatonMatcher(IncrementalPlan):
             k = len(s.nodes())
             s.remap(new_ids[at:at + k])
             at += k
+
+
+class _KeyedBatch:
+    """A micro-batch's events (punctuation left out) key by key, each key's in stream order, with what
+    ``push`` computes per event: its index in its key's sub-stream (``sub_index``), whether the key's window
+    had passed just before it (``push``'s key expiry then dropped the key and a fresh sub-stream starts:
+    ``segment`` numbers them), whether it continues the key's sub-stream from before the batch
+    (``carried``); and ``kernel``, the kernel's ``Batch`` of the events it reads (letter not ``none``) with
+    their gaps, resets, window keys and limits, ``row`` their rows here."""
+
+    def __init__(self, matcher: "AutomatonMatcher", times, positions, letters, groups, keys: list):
+        program = matcher.program
+        order = np.argsort(groups, kind="stable")
+        n, t, g = len(order), times[order], groups[order]
+        self.first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
+        self.last_row = np.r_[self.first_row[1:], n] - 1
+        self.last_event = order[self.last_row]                             # its last event, in stream order
+        parts = [matcher.parts.get(key) for key in keys]
+        exists = np.array([p is not None for p in parts])
+        count = np.array([p.count if p is not None else 0 for p in parts], np.int64)
+        gap = np.array([p.gap if p is not None else 0 for p in parts], np.int64)
+        local = np.arange(n) - np.repeat(self.first_row, self.last_row - self.first_row + 1)
+        restart = np.zeros(n, bool)
+        w = program.query.window_seconds
+        if w is not None:     # ``expiry.window_horizon`` of each event: the key's previous event is below it
+            horizon = t - w - 1e-9 * np.maximum(1.0, np.abs(t))
+            restart[1:] = t[:-1] < horizon[1:]
+            before = np.array([matcher.expiry.last.get(key, -np.inf) for key in keys])
+            restart[self.first_row] = exists & (before < horizon[self.first_row])
+        starts = (local == 0) | restart
+        self.segment = np.cumsum(starts) - 1
+        first_segment = self.segment[self.first_row][g]
+        self.carried = exists[g] & ~restart[self.first_row][g] & (self.segment == first_segment)
+        carried_count = np.where(self.carried, count[g], 0)
+        self.sub_index = np.arange(n) - np.flatnonzero(starts)[self.segment] + carried_count
+        letter = letters[order]
+        none = program.letters.none
+        self.row = np.flatnonzero(letter != none) if none is not None else np.arange(n)
+        k = self.row
+        same = np.zeros(len(k), bool)              # the kernel's previous event is in the same sub-stream
+        same[1:] = self.segment[k[1:]] == self.segment[k[:-1]]
+        sub = self.sub_index[k]
+        after_previous = sub - np.r_[0, sub[:-1]] - 1
+        from_start = sub - np.where(self.carried[k], carried_count[k] - gap[g[k]], 0)
+        window = program.query.within
+        if window is None:
+            key = np.zeros(len(k))
+        elif window.events:
+            key = sub.astype(np.float64)
+        else:
+            key = t[k]
+        self.kernel = Batch(positions[order][k].astype(np.int64), letter[k].astype(np.int32), key,
+                            window_limit(window, key), np.where(same, after_previous, from_start).astype(np.int64),
+                            ~same & ~self.carried[k])
+        self._entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
+
+    def kernel_entries(self, g: int) -> np.ndarray:
+        """Key ``g``'s entries of ``kernel`` (they are consecutive)."""
+        return np.arange(self._entries[g], self._entries[g + 1])
+
+    def kernel_batch(self, g: int) -> Batch:
+        at = slice(self._entries[g], self._entries[g + 1])
+        return Batch(*(column[at] for column in self.kernel))
+
+
+def _first_appearance(codes: np.ndarray) -> tuple:
+    """(group of each row numbered in order of first appearance, the first row of each group)."""
+    groups, _ = pd.factorize(codes)
+    _, firsts = np.unique(groups, return_index=True)
+    return groups.astype(np.int64), firsts
+
+
+def _key_tuples(stream, names, rows: np.ndarray) -> list:
+    """The PARTITION BY key of the events at ``rows``, as ``partition_key`` makes it from an ``Event``."""
+    columns = []
+    for name in names:
+        if name == "type":
+            columns.append(stream.types[rows].tolist())
+        elif name == "ts":
+            columns.append(stream.times[rows].tolist())
+        else:
+            column = stream.column(name)
+            values = column.values[rows].tolist()
+            columns.append([None if null else v for v, null in zip(values, column.null[rows].tolist())])
+    return list(zip(*columns))
 
 
 def _rows_as_matches(outputs: Outputs, variables: list, after: int = -1) -> tuple:
