@@ -14,7 +14,7 @@ from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .events import Stream, is_arrow, make_event
-from .matches import Matches, collector_paused, output_order
+from .matches import MatchList, Matches, collector_paused, output_order
 from .registry import select_engine
 
 
@@ -191,50 +191,101 @@ class Matcher:
             self._seen = SeenData.of(known)
         self._matches: list = []
         self._deltas: list = []
+        self._columns: list = []     # MatchLists kept as columns, after everything in the two lists
 
     @property
     def matches(self) -> list:
         """The net result so far (``keep=True`` only)."""
         self._require_kept("matches")
+        self._materialize()
         return self._matches
 
     @property
     def deltas(self) -> list:
         """Every emission so far, retractions included (``keep=True`` only)."""
         self._require_kept("deltas")
+        self._materialize()
         return self._deltas
 
     def push(self, event) -> list:
         e = make_event(event, self._position)
         if self._reject_disorder and e.time < self._max_time:
-            raise EventError(self._position, "ts", f"ts {e.ts!r} is earlier than an earlier event's; choose an "
-                                                   "out-of-order mode with disorder=")
+            raise _late(self._position, e.ts)
         learned = self._seen.with_event(e)
         if learned is not None:
             check_against_stream(self.query, learned)
             self._seen = learned
         self._max_time = max(self._max_time, e.time)
         self._position += 1
-        return self._collect(self._inc.push(e))
+        found = self._inc.push(e)
+        return self._collect(output_order(found) if found else [])
 
-    def extend(self, events) -> list:
-        """Push every event of ``events`` (dicts, Events, or a micro-batch as a DataFrame or pyarrow Table,
-        validated as columns once) in order; the new matches of them all."""
-        if isinstance(events, pd.DataFrame) or is_arrow(events):
-            events = Stream.from_any(events, first_position=self._position)
-        out = []
-        for e in events:
-            out.extend(self.push(e))
-        return out
+    def extend(self, events):
+        """Push every event of ``events`` in order; the new matches of them all, as the pushes would return
+        them (each event's in output order, event after event).
+
+        Dicts and Events are pushed one by one. A micro-batch as a DataFrame or a pyarrow Table goes to the
+        engine as columns (the automaton runs it through its kernel; other engines push its events): it is
+        checked as a whole first, with the errors pushing its rows one by one would raise (the same first
+        position and field), and a batch with an error is not taken at all (docs/decisions.md). The
+        result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects."""
+        if not (isinstance(events, pd.DataFrame) or is_arrow(events)):
+            out = []
+            for e in events:
+                out.extend(self.push(e))
+            return out
+        stream = self._checked(events)
+        self._position += len(stream)
+        if len(stream):
+            self._max_time = max(self._max_time, float(stream.times.max()))
+        return self._collect(self._inc.extend(stream))
 
     def close(self) -> list:
-        return self._collect(self._inc.close())
+        found = self._inc.close()
+        return self._collect(output_order(found) if found else [])
 
-    def _collect(self, emitted) -> list:
-        """Log the new emissions (when kept); a retraction withdraws the match it names from the net result."""
-        new = output_order(emitted) if emitted else []
-        if not self.keep:
+    def _checked(self, batch) -> Stream:
+        """``batch`` as a Stream positioned after the events so far, judged as pushing its rows would judge
+        them (``SeenData`` then knows them); the first row a push would reject raises, naming its position."""
+        try:
+            stream = Stream.from_any(batch, first_position=self._position)
+        except EventError as err:
+            rows = err.position - self._position      # the rows before it may fail a check first
+            if rows > 0:
+                head = batch.iloc[:rows] if isinstance(batch, pd.DataFrame) else batch.slice(0, rows)
+                self._judged(Stream.from_any(head, first_position=self._position))
+            raise
+        self._seen = self._judged(stream)
+        return stream
+
+    def _judged(self, stream: Stream) -> "SeenData":
+        """What is known once ``stream``'s events are pushed; raises what the first push to fail would:
+        a ts earlier than an earlier event's (``disorder="reject"``), or a check of the data."""
+        late = None
+        if self._reject_disorder and len(stream):
+            before = np.maximum.accumulate(np.r_[self._max_time, stream.times[:-1]])   # the latest ts before each
+            bad = np.flatnonzero(stream.times < before)
+            late = int(bad[0]) if len(bad) else None
+        seen = self._seen
+        for learned in seen.learning(stream, len(stream) if late is None else late):
+            check_against_stream(self.query, learned)
+            seen = learned
+        if late is not None:
+            raise _late(int(stream.positions[late]), stream[late].ts)
+        for key in self.query.partition_by:
+            stream.require_hashable(key)
+        return seen
+
+    def _collect(self, new):
+        """Log the new emissions (when kept); a retraction withdraws the match it names from the net result.
+        A ``MatchList`` (a batch's matches as columns, never retractions) is kept as it is until someone
+        reads ``matches`` or ``deltas``."""
+        if not self.keep or not new:
             return new
+        if isinstance(new, MatchList):
+            self._columns.append(new)
+            return new
+        self._materialize()
         self._deltas.extend(new)
         for m in new:
             if m.sign == "+":
@@ -246,14 +297,32 @@ class Matcher:
                     break
         return new
 
+    def _materialize(self) -> None:
+        """The kept ``MatchList``s (they follow everything in the lists) appended to ``matches`` and
+        ``deltas`` as ``Match`` objects, in order."""
+        for kept in self._columns:
+            found = list(kept)
+            self._matches.extend(found)
+            self._deltas.extend(found)
+        self._columns.clear()
+
     def result(self) -> Matches:
         self._require_kept("result()")
-        return Matches(self._matches, self.engine, self.query, deltas=list(self._deltas))
+        if self._columns and not self._matches and not self._deltas:   # every match came as columns
+            self._columns[:] = [MatchList.joined(self._columns)]
+            joined = self._columns[0]
+            return Matches(joined.arrays, self.engine, self.query, deltas=lambda: list(joined))
+        return Matches(self.matches, self.engine, self.query, deltas=list(self.deltas))
 
     def _require_kept(self, what: str) -> None:
         if not self.keep:
             raise ValueError(f"Matcher(keep=False) keeps no matches, so it has no {what}: use what push() and "
                              "close() return, or Matcher(keep=True)")
+
+
+def _late(position: int, ts) -> EventError:
+    return EventError(position, "ts", f"ts {ts!r} is earlier than an earlier event's; choose an out-of-order mode "
+                                      "with disorder=")
 
 
 class SeenData:
@@ -289,3 +358,28 @@ class SeenData:
             return None
         by_type = {**self.by_type, event.type: (names or set()) | set(event.attrs)}
         return SeenData(by_type, self.ts_is_datetime or datetime_ts, self.columns)
+
+    def learning(self, stream: Stream, stop: int) -> list:
+        """What is known after each of ``stream``'s first ``stop`` events that tells something new (those at
+        which ``with_event`` would not return None), in order: found column-wise (the first event of each
+        type, of each attribute per type, of a datetime ts) instead of event by event."""
+        codes, names = stream.type_codes[:stop], stream.type_names
+        new: dict = {}      # row -> type -> attributes first seen there
+        present, first = np.unique(codes, return_index=True)
+        for code, row in zip(present.tolist(), first.tolist()):
+            if names[code] not in self.by_type:
+                new.setdefault(row, {}).setdefault(names[code], set())
+        for attr in stream.attributes:
+            has = np.flatnonzero(~stream.column(attr).null[:stop])
+            present, first = np.unique(codes[has], return_index=True)
+            for code, row in zip(present.tolist(), has[first].tolist()):
+                if attr not in self.by_type.get(names[code], ()):
+                    new.setdefault(row, {}).setdefault(names[code], set()).add(attr)
+        datetime_ts = self.ts_is_datetime or stream.ts_is_datetime
+        if datetime_ts > self.ts_is_datetime and stop:
+            new.setdefault(0, {}).setdefault(names[codes[0]], set())
+        out, by_type = [], self.by_type
+        for row in sorted(new):
+            by_type = {**by_type, **{t: by_type.get(t, set()) | attrs for t, attrs in new[row].items()}}
+            out.append(SeenData(by_type, datetime_ts, self.columns))
+        return out
