@@ -417,6 +417,13 @@ class Stream:
         return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), first_position,
                                {name: Column.of_values(values) for name, values in attrs.items()}, bool(kind))
 
+    def numbered(self, positions) -> "Stream":
+        """The same events at ``positions`` (increasing): numbered by a caller that feeds an engine a part of
+        a larger stream (a Spark key's ranks). Without a ts column the ts are these positions."""
+        return Stream._of_columns(self.type_codes, self.type_names, self.times, self._ts,
+                                  np.asarray(positions, np.int64), self._attrs, self.ts_is_datetime, self._declared,
+                                  self._frame)
+
     def take(self, index) -> "Stream":
         """The events at ``index`` (indices into this stream, or a mask), keeping their positions."""
         index = np.asarray(index)

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..runtime.events import Event, Stream
+from ..runtime.events import Stream
 from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split
 
 TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)
@@ -101,13 +101,13 @@ class Live:
         self.inner = matcher.plan.matcher()
         self.fed = 0          # the next rank it expects: a matcher that missed a call is not used again
 
-    def feed(self, rows: pd.DataFrame, ranks: np.ndarray) -> list:
-        """The matches the matcher reports while it reads ``rows`` (ranked ``ranks``)."""
-        stream = Stream.from_frame(self.group.columns.engine_frame(rows))
-        found = []
-        for event, rank in zip(stream, ranks.tolist()):
-            found += self.inner.push(Event(event.type, event.ts, event.attrs, int(rank), event.time))
-            self.fed = int(rank) + 1
+    def feed(self, rows: pd.DataFrame, ranks: np.ndarray):
+        """The matches the matcher reports while it reads ``rows`` (ranked ``ranks``), given to it as one
+        micro-batch of columns (``IncrementalPlan.extend``): a list or a ``MatchList``."""
+        if not len(rows):
+            return []
+        found = self.inner.extend(Stream.from_frame(self.group.columns.engine_frame(rows)).numbered(ranks))
+        self.fed = int(ranks[-1]) + 1
         return found
 
     def close(self) -> list:
