@@ -341,7 +341,11 @@ class Outputs:
                 used = int(self.counts[0])
                 positions, events = used + int(needed[0]), after + int(needed[1])
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
-                self.ends, self.emits = _grown(self.ends, 1 + after, 1 + events), _grown(self.emits, after, events)
+                # ``end`` (ends after the leading 0) exactly as long as ``emits``: the kernel checks the room
+                # by ``end`` and writes both (doubled separately, ``end`` outgrew ``emits`` by one slot, and a
+                # later take wrote past ``emits``)
+                self.emits = _grown(self.emits, after, events)
+                self.ends = _grown(self.ends, 1 + after, 1 + len(self.emits))[:1 + len(self.emits)]
                 self.end = self.ends[1:]
                 self.spare = _spare(self.pos, self.end)
         roots.n[0] = 0

@@ -89,3 +89,16 @@ def test_partitions_made_before_the_automaton_grew(tiny_poisoned_arenas):
     matcher = compiled.matcher()
     pushed = [m for e in Stream.from_any(events).events for m in matcher.push(e)]
     assert sorted(m.key for m in pushed) == sorted(first)
+
+
+def test_outputs_keep_room_for_every_event_they_count():
+    """Outputs grown by doubling kept ``end`` one slot longer than ``emits``; the kernel checks the room by
+    ``end`` and writes both, so a later enumeration into the same buffers wrote past ``emits`` (the
+    matcher's next micro-batch; a run enumerating before each compaction). Their lengths stay equal."""
+    rows = [{"type": "AB"[i % 3 == 2], "ts": i // 4} for i in range(1500)]
+    matcher = cepkit.Matcher("A a ; B b WITHIN 30 s", engine="automaton")
+    for a in range(0, len(rows), 500):
+        found = matcher.extend(pd.DataFrame(rows[a:a + 500]))
+        outputs = matcher._inc.evaluator.outputs
+        assert len(outputs.end) == len(outputs.emits) and len(found) > 2048
+    assert matcher.result() == cepkit.match("A a ; B b WITHIN 30 s", rows, engine="automaton")
