@@ -271,7 +271,7 @@ class Matcher:
             check_against_stream(self.query, learned)
             seen = learned
         if late is not None:
-            raise _late(int(stream.positions[late]), stream[late].ts)
+            raise _late(int(stream.position_of(late)), stream[late].ts)
         for key in self.query.partition_by:
             stream.require_hashable(key)
         return seen

@@ -255,7 +255,7 @@ class AutomatonMatcher(IncrementalPlan):
             keys = _key_tuples(stream, program.query.partition_by, read[firsts])
         else:
             groups, keys = np.zeros(len(read), np.int64), [()]
-        batch = _KeyedBatch(self, stream.times[read], stream.positions[read], letters, groups, keys)
+        batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
         for g, key in enumerate(keys):
             self._run_key(g, key, batch)
         for g in np.argsort(batch.last_event, kind="stable").tolist():   # keys in the order of their last event
