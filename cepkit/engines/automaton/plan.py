@@ -257,7 +257,7 @@ class AutomatonMatcher(IncrementalPlan):
             groups, keys = np.zeros(len(read), np.int64), [()]
         batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
         for g, key in enumerate(keys):
-            self._run_key(g, key, batch)
+            self._run_key(key, batch, *batch.facts[g])
         for g in np.argsort(batch.last_event, kind="stable").tolist():   # keys in the order of their last event
             self.expiry.touch(keys[g], float(stream.times[read[batch.last_event[g]]]))
         for gone in self.expiry.expired(float(stream.times[read[-1]])):
@@ -271,28 +271,22 @@ class AutomatonMatcher(IncrementalPlan):
         outputs.clear()
         return MatchList(found)
 
-    def _run_key(self, g: int, key, batch: "_KeyedBatch") -> None:
+    def _run_key(self, key, batch: "_KeyedBatch", g: int, from_part: bool, continued: bool, ends_read: bool,
+                 count: int, gap: int, lower: float) -> None:
         """Key ``g``'s events of the batch through the kernel, from its part's state (or a fresh one where its
-        window had passed, as ``push``'s key expiry drops it); its part left as ``push`` leaves it."""
+        window had passed, as ``push``'s key expiry drops it); its part left as ``push`` leaves it (the
+        facts: ``_KeyedBatch.facts``)."""
         part = self.parts.get(key)
-        entries = batch.kernel_entries(g)           # the events the kernel reads (rows of the Batch)
-        rows = batch.row[entries]                   # the same as rows of the key-ordered batch
-        last = batch.last_row[g]
         state = None
-        if len(entries):
-            start = part.state if batch.carried[rows[0]] else self._fresh()
-            state = self.evaluator.run(batch.kernel_batch(g), start, self._others)
-        if not batch.carried[last]:                 # the key is new, or its window passed in this batch
-            part = _Part(self._fresh())
+        if batch.entries[g] < batch.entries[g + 1]:
+            state = self.evaluator.run(batch.kernel_batch(g), part.state if from_part else self._fresh(),
+                                       self._others)
+        if not continued:                     # the key is new, or its window passed in this batch
+            part = _Part(state if ends_read else self._fresh())
             self.parts.pop(key, None)
             self.parts[key] = part
-        count = int(batch.sub_index[last]) + 1
-        in_last = batch.segment[rows] == batch.segment[last]
-        if in_last.any():
-            k = int(entries[in_last][-1])
-            part.state = state
-            part.lower = float(batch.kernel.key[k] - batch.kernel.limit[k])
-            part.gap = count - 1 - int(batch.sub_index[batch.row[k]])
+        if ends_read:
+            part.state, part.lower, part.gap = state, lower, gap
         else:
             part.gap += count - part.count
         part.count = count
@@ -434,44 +428,44 @@ class _KeyedBatch:
     """A micro-batch's events (punctuation left out) key by key, each key's in stream order, with what
     ``push`` computes per event: its index in its key's sub-stream (``sub_index``), whether the key's window
     had passed just before it (``push``'s key expiry then dropped the key and a fresh sub-stream starts:
-    ``segment`` numbers them), whether it continues the key's sub-stream from before the batch
-    (``carried``); and ``kernel``, the kernel's ``Batch`` of the events it reads (letter not ``none``) with
-    their gaps, resets, window keys and limits, ``row`` their rows here."""
+    ``segment`` numbers the sub-streams), whether it continues the key's sub-stream from before the batch
+    (``carried``). Kept: ``kernel``, the kernel's ``Batch`` of the events it reads (letter not ``none``)
+    with their gaps, resets, window keys and limits, key after key (``entries`` bound each key's); per key
+    the ``facts`` ``AutomatonMatcher._run_key`` needs and its ``last_event`` (an index into the batch)."""
 
     def __init__(self, matcher: "AutomatonMatcher", times, positions, letters, groups, keys: list):
         program = matcher.program
         order = np.argsort(groups, kind="stable")
         n, t, g = len(order), times[order], groups[order]
-        self.first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
-        self.last_row = np.r_[self.first_row[1:], n] - 1
-        self.last_event = order[self.last_row]                             # its last event, in stream order
+        first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
+        last_row = np.r_[first_row[1:], n] - 1
+        self.last_event = order[last_row]                                  # its last event, in stream order
         parts = [matcher.parts.get(key) for key in keys]
         exists = np.array([p is not None for p in parts])
         count = np.array([p.count if p is not None else 0 for p in parts], np.int64)
         gap = np.array([p.gap if p is not None else 0 for p in parts], np.int64)
-        local = np.arange(n) - np.repeat(self.first_row, self.last_row - self.first_row + 1)
+        local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
         w = program.query.window_seconds
         if w is not None:     # ``expiry.window_horizon`` of each event: the key's previous event is below it
             horizon = t - w - 1e-9 * np.maximum(1.0, np.abs(t))
             restart[1:] = t[:-1] < horizon[1:]
             before = np.array([matcher.expiry.last.get(key, -np.inf) for key in keys])
-            restart[self.first_row] = exists & (before < horizon[self.first_row])
+            restart[first_row] = exists & (before < horizon[first_row])
         starts = (local == 0) | restart
-        self.segment = np.cumsum(starts) - 1
-        first_segment = self.segment[self.first_row][g]
-        self.carried = exists[g] & ~restart[self.first_row][g] & (self.segment == first_segment)
-        carried_count = np.where(self.carried, count[g], 0)
-        self.sub_index = np.arange(n) - np.flatnonzero(starts)[self.segment] + carried_count
+        segment = np.cumsum(starts) - 1
+        first_segment = segment[first_row][g]
+        carried = exists[g] & ~restart[first_row][g] & (segment == first_segment)
+        carried_count = np.where(carried, count[g], 0)
+        sub_index = np.arange(n) - np.flatnonzero(starts)[segment] + carried_count
         letter = letters[order]
         none = program.letters.none
-        self.row = np.flatnonzero(letter != none) if none is not None else np.arange(n)
-        k = self.row
+        k = np.flatnonzero(letter != none) if none is not None else np.arange(n)    # the rows the kernel reads
         same = np.zeros(len(k), bool)              # the kernel's previous event is in the same sub-stream
-        same[1:] = self.segment[k[1:]] == self.segment[k[:-1]]
-        sub = self.sub_index[k]
+        same[1:] = segment[k[1:]] == segment[k[:-1]]
+        sub = sub_index[k]
         after_previous = sub - np.r_[0, sub[:-1]] - 1
-        from_start = sub - np.where(self.carried[k], carried_count[k] - gap[g[k]], 0)
+        from_start = sub - np.where(carried[k], carried_count[k] - gap[g[k]], 0)
         window = program.query.within
         if window is None:
             key = np.zeros(len(k))
@@ -481,15 +475,24 @@ class _KeyedBatch:
             key = t[k]
         self.kernel = Batch(positions[order][k].astype(np.int64), letter[k].astype(np.int32), key,
                             window_limit(window, key), np.where(same, after_previous, from_start).astype(np.int64),
-                            ~same & ~self.carried[k])
-        self._entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
-
-    def kernel_entries(self, g: int) -> np.ndarray:
-        """Key ``g``'s entries of ``kernel`` (they are consecutive)."""
-        return np.arange(self._entries[g], self._entries[g + 1])
+                            ~same & ~carried[k])
+        # per key: its entries of ``kernel`` (consecutive), and what ``_run_key`` needs: whether the kernel
+        # starts from the part's state, whether the part goes on (its last event carried), whether its last
+        # sub-stream has a read event, its count, and after its last read event the gap and lowest start
+        self.entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
+        has = self.entries[1:] > self.entries[:-1]
+        first_entry, last_entry = np.minimum(self.entries[:-1], len(k) - 1), np.maximum(self.entries[1:] - 1, 0)
+        last_read = k[last_entry] if len(k) else np.zeros(len(keys), np.int64)
+        from_part = has & carried[k[first_entry]] if len(k) else has
+        ends_read = has & (segment[last_read] == segment[last_row]) if len(k) else has
+        count = sub_index[last_row] + 1
+        lower = self.kernel.key[last_entry] - self.kernel.limit[last_entry] if len(k) else np.zeros(len(keys))
+        self.facts = list(zip(range(len(keys)), from_part.tolist(), carried[last_row].tolist(),
+                              ends_read.tolist(), count.tolist(), (count - 1 - sub_index[last_read]).tolist(),
+                              lower.tolist()))
 
     def kernel_batch(self, g: int) -> Batch:
-        at = slice(self._entries[g], self._entries[g + 1])
+        at = slice(self.entries[g], self.entries[g + 1])
         return Batch(*(column[at] for column in self.kernel))
 
 
