@@ -61,6 +61,7 @@ def output_order(matches: Iterable[Match]) -> list:
 
 # ----------------------------------------------------------------------------- rows as columns
 SLICE = 1 << 18     # rows read at once where a pass over all the rows needs arrays of its own
+AT_LAST = "last"    # ``MatchArrays(emitted_at=AT_LAST)``: each row was emitted at its last position
 def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
     """(new offsets, flat indices) of the CSR rows ``rows`` (in that order, repeats allowed)."""
     lengths = (offsets[1:] - offsets[:-1])[rows]
@@ -141,6 +142,48 @@ def _same_as_previous(words: list, order: np.ndarray) -> np.ndarray:
     return same
 
 
+class GrowingArray:
+    """A 1-D array written at its end (``extend``), for results whose count is known only once they are
+    all made. It doubles in place (``ndarray.resize``: realloc, which moves a large buffer's pages rather
+    than copying them, so growing holds no second copy), read-only while it grows so that numpy leaves the
+    new room unwritten: memory never written costs nothing. A copy where numpy refuses to resize."""
+
+    def __init__(self, dtype, capacity: int = 1 << 12):
+        self._buffer = np.empty(capacity, dtype)
+        self.used = 0
+
+    def extend(self, values: np.ndarray) -> None:
+        end = self.used + len(values)
+        if end > len(self._buffer):
+            self._grow(max(end, 2 * len(self._buffer)))
+        self._buffer[self.used:end] = values
+        self.used = end
+
+    def _grow(self, size: int) -> None:
+        buffer, self._buffer = self._buffer, None       # (numpy resizes an array nothing else refers to)
+        buffer.flags.writeable = False
+        try:
+            buffer.resize(size, refcheck=True)
+        except ValueError:
+            grown = np.empty(size, buffer.dtype)
+            grown[:self.used] = buffer[:self.used]
+            buffer = grown
+        buffer.flags.writeable = True
+        self._buffer = buffer
+
+    @property
+    def array(self) -> np.ndarray:
+        """What was written (a view)."""
+        return self._buffer[:self.used]
+
+
+def _every(array: np.ndarray, test) -> bool:
+    """Whether ``test(part).all()`` for each part of ``array`` (along its first axis), a few MB at a time:
+    no boolean array as long as ``array``."""
+    step = max(1, (1 << 20) // max(1, array[:1].size))
+    return all(bool(test(array[start:start + step]).all()) for start in range(0, len(array), step))
+
+
 def _variable_ids(ids) -> np.ndarray:
     """Variable ids as int32 (a kernel's buffer, kept as it is: half the bytes of int64) or int64."""
     ids = np.asarray(ids)
@@ -158,6 +201,12 @@ class MatchArrays(Sequence):
     tuple (a lone -1: the empty tuple), any other one entry. ``emitted_at`` is -1 where unknown, ``sign``
     +1 or -1.
 
+    Two columns an engine may leave to be made when read (a 10M-event run's rows need ~140 MB for them,
+    and ``positions()``, ``position_arrays()``, ``to_arrow()`` and ``to_pandas()`` never read them):
+    ``emitted_at=AT_LAST`` says each row was emitted at its last position (a batch run emitting each match
+    when its last event arrives), and ``row_variables`` (with ``bound_variables=None``) that every row
+    binds each of its positions, in order, to these variable ids, none Kleene.
+
     ``sorted_within_last`` is an engine's promise that saves ``Matches`` its sort: the rows ending at one
     position are consecutive and in LANGUAGE.md §10.2 order, none is empty and no two have the same
     positions (so none repeats); the groups themselves may come in any order (partition by partition).
@@ -165,19 +214,38 @@ class MatchArrays(Sequence):
     """
 
     def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,
-                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None, sorted_within_last=False):
+                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None, sorted_within_last=False,
+                 row_variables=None):
         self.offsets = np.asarray(offsets, np.int64)
         self.positions = np.asarray(positions, np.int64)
         self.bound_offsets = np.asarray(bound_offsets, np.int64)
         self.bound_positions = np.asarray(bound_positions, np.int64)
-        self.bound_variables = _variable_ids(bound_variables)
+        self.row_variables = None if row_variables is None else np.asarray(row_variables, np.int32)
+        self._bound_variables = None if bound_variables is None else _variable_ids(bound_variables)
         self.names = tuple(names)
         self.kleene = np.asarray(kleene, bool).reshape(len(self.names))
         n = len(self.offsets) - 1
-        self.emitted_at = np.full(n, -1, np.int64) if emitted_at is None else np.asarray(emitted_at, np.int64)
+        self._emitted_at = None if isinstance(emitted_at, str) and emitted_at == AT_LAST else \
+            np.full(n, -1, np.int64) if emitted_at is None else np.asarray(emitted_at, np.int64)
         self.sign = np.ones(n, np.int8) if sign is None else np.asarray(sign, np.int8)
         self._objects = objects
         self.sorted_within_last = sorted_within_last
+
+    @property
+    def bound_variables(self) -> np.ndarray:
+        if self._bound_variables is None:           # rows of one shape: made when first read
+            self._bound_variables = np.tile(self.row_variables, len(self))
+        return self._bound_variables
+
+    @property
+    def emitted_at(self) -> np.ndarray:
+        if self._emitted_at is None:                # AT_LAST: made when first read
+            self._emitted_at = self.positions[self.offsets[1:] - 1]
+        return self._emitted_at
+
+    def _emitted(self, i: int) -> int:
+        """Row i's ``emitted_at`` (without making the column)."""
+        return int(self.positions[self.offsets[i + 1] - 1] if self._emitted_at is None else self._emitted_at[i])
 
     @classmethod
     def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None,
@@ -187,7 +255,14 @@ class MatchArrays(Sequence):
         positions = np.asarray(positions, np.int64)
         variables = _variable_ids(variables)
         offsets = np.asarray(offsets, np.int64)
-        if (variables >= 0).all():
+        if _every(variables, lambda part: part >= 0):
+            width, n = cls.width(offsets), len(offsets) - 1
+            pattern = variables[offsets[0]:offsets[0] + (width or 0)]
+            if width and not np.asarray(kleene, bool)[pattern].any():
+                rows = variables[offsets[0]:offsets[-1]].reshape(n, width)
+                if _every(rows, lambda part: part == pattern):
+                    return cls(offsets, positions, offsets, positions, None, names, kleene, emitted_at,
+                               sorted_within_last=sorted_within_last, row_variables=pattern.copy())
             return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at,
                        sorted_within_last=sorted_within_last)
         named = variables >= 0
@@ -235,8 +310,10 @@ class MatchArrays(Sequence):
             bound_offsets, bound_flat = _gather(self.bound_offsets, rows)
             bound_positions = self.bound_positions[bound_flat]
         objects = None if self._objects is None else [self._objects[i] for i in rows.tolist()]
-        return MatchArrays(offsets, positions, bound_offsets, bound_positions, self.bound_variables[bound_flat],
-                           self.names, self.kleene, self.emitted_at[rows], self.sign[rows], objects)
+        variables = None if self._bound_variables is None else self._bound_variables[bound_flat]
+        emitted = AT_LAST if self._emitted_at is None else self._emitted_at[rows]
+        return MatchArrays(offsets, positions, bound_offsets, bound_positions, variables, self.names, self.kleene,
+                           emitted, self.sign[rows], objects, row_variables=self.row_variables)
 
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
@@ -264,7 +341,8 @@ class MatchArrays(Sequence):
     def _binding_dict(self, i: int) -> dict:
         bindings: dict = {}
         a, b = self.bound_offsets[i], self.bound_offsets[i + 1]
-        for p, v in zip(self.bound_positions[a:b].tolist(), self.bound_variables[a:b].tolist()):
+        variables = self.row_variables if self._bound_variables is None else self._bound_variables[a:b]
+        for p, v in zip(self.bound_positions[a:b].tolist(), variables.tolist()):
             name = self.names[v]
             if self.kleene[v]:
                 bindings[name] = bindings.get(name, ()) + ((p,) if p >= 0 else ())
@@ -273,7 +351,7 @@ class MatchArrays(Sequence):
         return bindings
 
     def _match(self, i: int) -> Match:
-        e = int(self.emitted_at[i])
+        e = self._emitted(i)
         return Match(tuple(self.positions[self.offsets[i]:self.offsets[i + 1]].tolist()), self._binding_dict(i),
                      "+" if self.sign[i] > 0 else "-", None if e < 0 else e)
 
@@ -296,18 +374,28 @@ class MatchArrays(Sequence):
 
     @staticmethod
     def width(offsets: np.ndarray) -> Optional[int]:
-        """The length every row has, or None when they differ."""
-        lengths = offsets[1:] - offsets[:-1]
-        return int(lengths[0]) if len(lengths) and (lengths == lengths[0]).all() else (0 if not len(lengths) else None)
+        """The length every row has (0 without rows), or None when they differ; read a slice at a time."""
+        if len(offsets) < 2:
+            return 0
+        first = int(offsets[1] - offsets[0])
+        for start in range(0, len(offsets) - 1, SLICE):
+            part = offsets[start:start + SLICE + 1]
+            if (part[1:] - part[:-1] != first).any():
+                return None
+        return first
 
     def _all_matches(self) -> list:
         n = len(self)
         positions = self.position_tuples()
         width = self.width(self.bound_offsets)
-        same_variables = width is not None and n and not self.kleene.any() and \
-            (self.bound_variables.reshape(n, width) == self.bound_variables[:width]).all()
+        if self.row_variables is not None:
+            same_variables, pattern = True, self.row_variables
+        else:
+            pattern = self.bound_variables[:width or 0]
+            same_variables = width is not None and n and not self.kleene.any() and \
+                (self.bound_variables.reshape(n, width) == pattern).all()
         if same_variables:
-            names = [self.names[v] for v in self.bound_variables[:width].tolist()]
+            names = [self.names[v] for v in pattern.tolist()]
             bound = _tuples(self.bound_positions.reshape(n, width))
             bindings = [dict(zip(names, b)) for b in bound]
         else:
@@ -463,6 +551,8 @@ class Matches(Sequence):
     def variables(self) -> list:
         """Variable names in order of first appearance (output order, then each match's bindings)."""
         c = self._columns
+        if c.row_variables is not None:
+            return list(dict.fromkeys(str(c.names[v]) for v in c.row_variables.tolist())) if len(c) else []
         first: dict = {}            # id -> where it first appears (ids, not names: no string per entry)
         for start in range(0, len(c.bound_variables), SLICE):       # (most often the first slice has them all)
             ids, at = np.unique(c.bound_variables[start:start + SLICE], return_index=True)
@@ -486,6 +576,10 @@ class Matches(Sequence):
             if len(kinds) > 1:
                 values = [m.bindings.get(name) for m in self]
                 out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
+            elif kinds == {False} and c.row_variables is not None:     # one column of the rows' bindings
+                column, = np.flatnonzero(np.isin(c.row_variables, ids))
+                rows = c.bound_positions[c.bound_offsets[0]:c.bound_offsets[-1]].reshape(n, len(c.row_variables))
+                out[name] = ("single", rows[:, column].copy())
             elif kinds == {False}:
                 at = np.full(n, -1, np.int64)
                 for rows, entries in _bound_entries(c, ids):

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 import cepkit
 from cepkit import Match, Matches, QueryError
-from cepkit.runtime.matches import MatchArrays, output_order
+from cepkit.runtime.matches import AT_LAST, MatchArrays, output_order
 
 KLEENE = {"c", "d"}
 
@@ -80,6 +80,32 @@ def test_passes_over_rows_a_slice_at_a_time_give_the_same_tables(ms, size):
             ordered = ordered.take(np.arange(len(expected))[::-1])
             ordered.sorted_within_last = True
             assert not ordered.in_output_order()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 30), min_size=3, max_size=3, unique=True), max_size=12),
+       st.permutations(["a", "b", "c"]))
+def test_columns_made_when_read_equal_given_ones(rows, names):
+    """``emitted_at=AT_LAST`` and ``row_variables`` (columns an engine leaves to be made when read) give
+    what the same columns written out give: Match objects, tables, variables, takes, the emission log."""
+    rows = [sorted(r) for r in rows]
+    n = len(rows)
+    offsets, flat = np.arange(n + 1) * 3, np.array(rows, np.int64).reshape(-1)
+    ids = np.array([2, 0, 1], np.int32)
+    given_ = MatchArrays(offsets, flat, offsets, flat, np.tile(ids, n), names, [False] * 3, flat[2::3])
+    lazy = MatchArrays(offsets, flat, offsets, flat, None, names, [False] * 3, AT_LAST, row_variables=ids)
+    assert lazy._bound_variables is None and lazy._emitted_at is None
+    a, b = Matches(given_, "t"), Matches(lazy, "t")
+    pd.testing.assert_frame_equal(a.to_pandas(), b.to_pandas())
+    assert a.to_arrow().equals(b.to_arrow()) and a.variables() == b.variables()
+    assert a.positions() == b.positions() and a == b
+    assert [described(m) for m in lazy] == [described(m) for m in given_]
+    assert [described(lazy[i]) for i in range(n)] == [described(given_[i]) for i in range(n)]
+    back = np.arange(n)[::-1]
+    assert [described(m) for m in lazy.take(back)] == [described(m) for m in given_.take(back)]
+    assert [described(m) for m in lazy.by_emission()] == [described(m) for m in given_.by_emission()]
+    assert lazy.bound_variables.tolist() == given_.bound_variables.tolist()
+    assert lazy.emitted_at.tolist() == given_.emitted_at.tolist()
 
 
 def assert_output_order(ms):

@@ -12,7 +12,7 @@ from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
-from ...runtime.matches import Match, MatchArrays, MatchList, ReportedOnce
+from ...runtime.matches import AT_LAST, Match, MatchArrays, MatchList, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns
 from . import kernel
@@ -73,8 +73,11 @@ class Program:
         kleene = [name in self.query.kleene_variables for name in names]
         # rows left out keep the others' order; RETURN's projection may make two rows one, or reorder them
         sorted_within_last = outputs.ordered and self.query.select is None
+        # a complex event is emitted at the event that completes it, its last position (unless RETURN
+        # projects that one away): the column is made only if someone reads it
+        at = AT_LAST if self.query.select is None else emitted
         if not chosen and self.query.select is None and after < 0:
-            return MatchArrays.from_bindings(offsets, positions, var_ids, names, kleene, emitted,
+            return MatchArrays.from_bindings(offsets, positions, var_ids, names, kleene, at,
                                              sorted_within_last), True
         keep = positions[offsets[:-1]] > after
         if not keep.any():
@@ -97,7 +100,8 @@ class Program:
         kept_offsets = np.zeros(int(nonempty.sum()) + 1, np.int64)
         np.cumsum(counts[nonempty], out=kept_offsets[1:])
         return MatchArrays.from_bindings(kept_offsets, positions[entry], var_ids[entry], names, kleene,
-                                         emitted[nonempty], sorted_within_last), completed
+                                         AT_LAST if self.query.select is None else emitted[nonempty],
+                                         sorted_within_last), completed
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""

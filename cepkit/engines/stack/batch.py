@@ -43,7 +43,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import MatchArrays
+from ...runtime.matches import AT_LAST, GrowingArray, MatchArrays
 from .columns import Columns
 
 CHUNK = 8192   # anchors (instances of the last slot) extended together
@@ -134,9 +134,11 @@ class _Store:
     __slots__ = ("index", "group", "key", "stride")
 
     def __init__(self, index: np.ndarray, group: np.ndarray, stride: int):
-        key = group * stride + index
-        order = np.argsort(key, kind="stable")
-        self.index, self.group, self.key, self.stride = index[order], group[order], key[order], stride
+        key = group * stride + index if group.any() else index       # one group: the index is the key
+        if len(key) > 1 and (key[1:] < key[:-1]).any():
+            order = np.argsort(key, kind="stable")
+            index, group, key = index[order], group[order], key[order]
+        self.index, self.group, self.key, self.stride = index, group, key, stride
 
     def span(self, group, lo, hi) -> tuple:
         """(first, stop) into ``index`` per row: the instances of ``group`` with lo <= index <= hi."""
@@ -237,18 +239,22 @@ class ColumnarRun:
             neg_index = [ix for ix, _ in neg_classed]
             neg_groups = [np.searchsorted(dense, substream[ix] * width + code) if code is not None
                           else substream[ix] for ix, code in neg_classed]
-        else:
+        elif program.partition_by:
             slot_groups = [substream[ix] for ix in slot_index]
             neg_groups = [substream[ix] for ix in neg_index]
+        else:       # one sub-stream: zeros, which take no memory until written (never)
+            slot_groups = [np.zeros(len(ix), np.int64) for ix in slot_index]
+            neg_groups = [np.zeros(len(ix), np.int64) for ix in neg_index]
         self.stacks = [_Store(ix, g, self.stride) for ix, g in zip(slot_index, slot_groups)]
         self.stores = [_Store(ix, g, self.stride) for ix, g in zip(neg_index, neg_groups)]
+        self.peak_state = sum(len(s.index) for s in self.stacks) + sum(len(s.index) for s in self.stores)
 
     # ------------------------------------------------------------------ construction
     def matches(self) -> list:
         program = self.program
         n, steps = program.n, program.orders[program.n - 1]
         anchors = self.stacks[n - 1]
-        done = []
+        results = _Results(program, self.layout, self.stream, ordered=not anchors.group.any())
         for start in range(0, len(anchors.index), CHUNK):
             index = anchors.index[start:start + CHUNK]
             rows = _Rows({n - 1: index}, anchors.group[start:start + CHUNK], self.layout.substream[index])
@@ -262,13 +268,14 @@ class ColumnarRun:
             if len(rows) and program.strategy == "STNM":
                 rows = self._skip_till_next_match(rows)
             if len(rows):
-                done.append(rows)
-        self.found = self._results(done)
+                results.add(rows)
+        self.found = results.matches()
+        # one run per ColumnarRun: its stacks and stores (an index per instance) are let go
+        self.stacks = self.stores = self.table = self.layout = None
         return self.found
 
     def info(self) -> dict:
-        held = sum(len(s.index) for s in self.stacks) + sum(len(s.index) for s in self.stores)
-        return {"run": "columnar", "peak_state": held, "partial_matches": self.partial_matches}
+        return {"run": "columnar", "peak_state": self.peak_state, "partial_matches": self.partial_matches}
 
     def _binding(self, rows: _Rows) -> dict:
         """var -> event indices of the bound slots, for conditions."""
@@ -362,37 +369,68 @@ class ColumnarRun:
                                                     A.conjoin(joins)) < 0)
         return rows
 
-    # ------------------------------------------------------------------ results
-    def _results(self, done: list):
-        """The matches as ``MatchArrays``, by last position then positions, with ``emitted_at`` as the
-        matcher's."""
-        program, layout = self.program, self.layout
-        if not done or program.select is not None and not any(s.var in program.select for s in program.slots):
-            return []   # (RETURN of negated variables only: every match projects to nothing, as in the reference)
-        n = program.n
-        chosen = {s: np.concatenate([rows.slots[s] for rows in done]) for s in range(n)}
+
+class _Results:
+    """The matches of a ``ColumnarRun`` as ``MatchArrays``, by last position then positions, with
+    ``emitted_at`` as the incremental matcher's. Each chunk's rows are put in that order and written
+    out as they are made (``add``): the rows ending at one event come from one anchor, so one chunk.
+    The chunks come in order of anchors, which is the order of last positions when the anchors are
+    ``ordered`` (one group), and group by group otherwise (PARTITION BY, a hashed join): then the rows
+    are put in order of last position at the end, as one sort of them all put them."""
+
+    def __init__(self, program, layout: _Layout, stream: Stream, ordered: bool):
+        self.program, self.layout, self.stream = program, layout, stream
+        select = program.select
+        self.kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
+        self.named = [k for k, s in enumerate(self.kept) if program.slots[s].var is not None]
+        self.positions = GrowingArray(np.int64)     # row after row, a position per kept slot
+        # emitted at the last event, unless a trailing item makes it wait or RETURN leaves that one out
+        self.emitted = GrowingArray(np.int64) if program.trailing or select is not None else None
+        self.last = None if ordered else GrowingArray(np.int64)     # each row's last event
+
+    def add(self, rows: _Rows) -> None:
+        program, layout, n = self.program, self.layout, self.program.n
+        if not self.kept:
+            return
+        chosen = rows.slots
         if len(program.trailing) > len(program.trailing_exists):
             # a trailing negation: released once its scope has passed, or at the end of the stream
             emitted = np.minimum(layout.release(chosen[0]), len(self.stream) - 1)
         elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
-            emitted = np.max([np.concatenate([rows.witness[j] for rows in done]) for j in program.trailing], axis=0)
+            emitted = np.max([rows.witness[j] for j in program.trailing], axis=0)
         else:
             emitted = chosen[n - 1]
         order = np.lexsort([chosen[s] for s in range(n - 2, -1, -1)] + [chosen[n - 1]])
-        position = self.stream.positions
-        select = program.select
-        kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
-        named = [k for k, s in enumerate(kept) if program.slots[s].var is not None]
-        rows = np.stack([position[chosen[s][order]] for s in kept], axis=1).reshape(len(order), len(kept))
-        at = position[emitted[order]]
-        if select is not None:      # equal projections are one match, emitted with the first of them
+        row = np.stack([self.stream.position_of(chosen[s][order]) for s in self.kept], axis=1)
+        self.positions.extend(row.reshape(-1))
+        if self.emitted is not None:
+            self.emitted.extend(self.stream.position_of(emitted[order]))
+        if self.last is not None:
+            self.last.extend(chosen[n - 1][order])
+
+    def matches(self):
+        program = self.program
+        if not self.positions.used:
+            return []   # (RETURN of negated variables only: every match projects to nothing, as in the reference)
+        width, named = len(self.kept), self.named
+        rows, at = self.positions.array.reshape(-1, width), AT_LAST if self.emitted is None else self.emitted.array
+        if self.last is not None:
+            order = np.argsort(self.last.array, kind="stable")
+            rows, at = rows[order], at if self.emitted is None else at[order]
+        if program.select is not None:      # equal projections are one match, emitted with the first of them
             _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
             earliest = np.full(len(first), np.iinfo(np.int64).max)
             np.minimum.at(earliest, group.reshape(-1), at)
             first = np.sort(first)
             rows, at = rows[first], earliest[group.reshape(-1)[first]]
-        n, width = rows.shape
-        bound = rows[:, named]
-        return MatchArrays(np.arange(n + 1) * width, rows.reshape(-1), np.arange(n + 1) * len(named),
-                           bound.reshape(-1), np.tile(np.arange(len(named)), n),
-                           [program.slots[kept[k]].var for k in named], np.zeros(len(named), bool), at)
+        n = len(rows)
+        offsets, flat = np.arange(0, (n + 1) * width, width, dtype=np.int64), rows.reshape(-1)
+        ids = np.arange(len(named), dtype=np.int32)
+        names, kleene = [program.slots[self.kept[k]].var for k in named], np.zeros(len(named), bool)
+        # the rows are in output order (each chunk sorted; see the class) and distinct (each binds its
+        # own events to the slots in order), unless RETURN projected them
+        if len(named) == width:     # every kept slot is named: the bindings are the positions
+            return MatchArrays(offsets, flat, offsets, flat, None, names, kleene, at,
+                               sorted_within_last=program.select is None, row_variables=ids)
+        return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
+                           np.tile(ids, n), names, kleene, at, sorted_within_last=program.select is None)

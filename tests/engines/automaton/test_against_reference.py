@@ -88,6 +88,23 @@ def test_inputs_in_small_batches_keep_every_match(query, events, size):
 
 
 @settings(max_examples=100, deadline=None)
+@given(query=cel_queries(), events=streams(max_size=14))
+def test_each_complex_event_is_emitted_at_its_last_position(query, events):
+    """The batch run's ``MatchArrays`` say ``emitted_at=AT_LAST`` (the column is made only when read) unless
+    RETURN projects: the kernel's own emit positions are each row's last position."""
+    assume_compiles(query)
+    q = cepkit.parse(query)
+    _, plan = cepkit.runtime.registry.select_engine(q, "automaton", {})
+    program = plan.program
+    assume(not program.ranked and program.query.select is None)
+    outputs = evaluate.run_all(program, cepkit.runtime.Stream.from_any(events)).outputs
+    offsets, positions, _, emitted = outputs.arrays()
+    assert emitted.tolist() == positions[offsets[1:] - 1].tolist()
+    found = cepkit.match(query, events, engine="automaton")
+    assert [m.emitted_at for m in found] == [m.positions[-1] for m in found]
+
+
+@settings(max_examples=100, deadline=None)
 @given(unary_queries(windows=False, partition=False), streams(types=("A", "B"), min_size=6, max_size=10))
 def test_an_event_needing_more_room_than_compaction_frees_grows_the_arena(query, events):
     """Regression: with a tiny arena, one event could need more free nodes than compaction left, and the
