@@ -62,6 +62,10 @@ def output_order(matches: Iterable[Match]) -> list:
 # ----------------------------------------------------------------------------- rows as columns
 SLICE = 1 << 18     # rows read at once where a pass over all the rows needs arrays of its own
 AT_LAST = "last"    # ``MatchArrays(emitted_at=AT_LAST)``: each row was emitted at its last position
+# positions() shares one int per position value when the cells outnumber the values' range this much
+# (Kleene rows). A;B;C's rows hold each position ~2 times: sharing there would save a third of
+# positions()' memory at 10M rows and cost ~50 % more time (bench/README.md, end to end, memory)
+SHARED_INTS = 4
 def _gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
     """(new offsets, flat indices) of the CSR rows ``rows`` (in that order, repeats allowed)."""
     lengths = (offsets[1:] - offsets[:-1])[rows]
@@ -356,21 +360,35 @@ class MatchArrays(Sequence):
                      "+" if self.sign[i] > 0 else "-", None if e < 0 else e)
 
     def position_tuples(self) -> list:
-        """Each row's positions as a tuple of Python ints: the rows of each length as a matrix whose
-        columns become lists zipped into tuples (in C), with the collector paused (it would otherwise
-        traverse every tuple made so far, again and again)."""
+        """Each row's positions as a tuple of Python ints, a slice of rows at a time (what is made beside
+        the result stays small), with the collector paused (it would otherwise traverse every tuple made
+        so far, again and again)."""
+        n = len(self)
         with collector_paused():
-            positions = _shared_ints(self.positions[self.offsets[0]:self.offsets[-1]])
-            width = self.width(self.offsets)
-            if width is not None:
-                return _tuples(positions.reshape(len(self), width))
-            lengths = self.offsets[1:] - self.offsets[:-1]
-            out = np.empty(len(self), object)
-            for length in np.unique(lengths).tolist():
-                rows = np.flatnonzero(lengths == length)
-                at = (self.offsets[rows] - self.offsets[0])[:, None] + np.arange(length)
-                out[rows] = np.fromiter(_tuples(positions[at]), dtype=object, count=len(rows))
-            return out.tolist()
+            if n <= SLICE:
+                return self._tuples(0, n)
+            out = [None] * n
+            for start in range(0, n, SLICE):
+                stop = min(start + SLICE, n)
+                out[start:stop] = self._tuples(start, stop)
+            return out
+
+    def _tuples(self, start: int, stop: int) -> list:
+        """Rows ``start:stop`` as tuples: the rows of each length as a matrix whose columns become lists
+        zipped into tuples (in C), over ints shared where positions repeat (``_shared_ints``)."""
+        offsets = self.offsets[start:stop + 1]
+        first = int(offsets[0])
+        positions = _shared_ints(self.positions[first:int(offsets[-1])])
+        width = self.width(offsets)
+        if width is not None:
+            return _tuples(positions.reshape(stop - start, width))
+        lengths = offsets[1:] - offsets[:-1]
+        out = np.empty(stop - start, object)
+        for length in np.unique(lengths).tolist():
+            rows = np.flatnonzero(lengths == length)
+            at = (offsets[rows] - first)[:, None] + np.arange(length)
+            out[rows] = np.fromiter(_tuples(positions[at]), dtype=object, count=len(rows))
+        return out.tolist()
 
     @staticmethod
     def width(offsets: np.ndarray) -> Optional[int]:
@@ -746,13 +764,17 @@ def _tuples(matrix: np.ndarray) -> list:
 
 
 def _shared_ints(values: np.ndarray) -> np.ndarray:
-    """Non-negative integers as they should become Python ints: as they are, or, when each value
-    repeats several times (Kleene matches share most positions), as an object array holding one int
-    per value (indexing it is cheaper than allocating an int per cell: 45 vs 70 ms for 1.2M cells)."""
-    top = int(values.max(initial=0))
-    if len(values) < 4 * (top + 1) or values.min(initial=0) < 0:
+    """Integers as they should become Python ints: as they are, or, when the values repeat (Kleene
+    matches share most positions; A;B;C's rows each position ~3 times), as an object array holding one
+    int per value of their range (indexing it is cheaper than allocating an int per cell: 45 vs 70 ms
+    for 1.2M cells, and an int is 32 bytes)."""
+    if not len(values):
         return values
-    return np.array(range(top + 1), dtype=object)[values]
+    low = int(values.min())
+    span = int(values.max()) - low + 1
+    if len(values) < SHARED_INTS * span:
+        return values
+    return np.arange(low, low + span).astype(object)[values - low]
 
 
 def named_fields(fields, variables: list, attributes: list) -> list:
