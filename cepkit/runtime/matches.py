@@ -319,6 +319,15 @@ class MatchArrays(Sequence):
         return MatchArrays(offsets, positions, bound_offsets, bound_positions, variables, self.names, self.kleene,
                            emitted, self.sign[rows], objects, row_variables=self.row_variables)
 
+    def copy(self) -> "MatchArrays":
+        """The same rows in arrays of their own (an engine's columns may be views of buffers it reuses)."""
+        offsets, positions = self.offsets.copy(), self.positions.copy()
+        shared = self.bound_offsets is self.offsets and self.bound_positions is self.positions
+        return MatchArrays(offsets, positions, offsets if shared else self.bound_offsets.copy(),
+                           positions if shared else self.bound_positions.copy(), self.bound_variables.copy(),
+                           self.names, self.kleene, self.emitted_at.copy(), self.sign.copy(),
+                           sorted_within_last=self.sorted_within_last)
+
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
         return self.take(np.argsort(self.emitted_at, kind="stable"))

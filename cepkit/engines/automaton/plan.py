@@ -270,8 +270,9 @@ class AutomatonMatcher(IncrementalPlan):
         outputs = self.evaluator.outputs
         if not len(outputs):
             return []
-        found = program.matches(outputs)[0]          # views of the outputs' buffers: taken before clearing
-        found = found.take(found.output_index()[0])  # each event's rows are sorted: only events put in order
+        found = program.matches(outputs)[0]          # views of the outputs' buffers: copied before clearing
+        # each event's rows are sorted as enumerated; events (key after key) are put in order unless in order
+        found = found.copy() if found.in_output_order() else found.take(found.output_index()[0])
         outputs.clear()
         return MatchList(found)
 
@@ -439,11 +440,11 @@ class _KeyedBatch:
 
     def __init__(self, matcher: "AutomatonMatcher", times, positions, letters, groups, keys: list):
         program = matcher.program
-        order = np.argsort(groups, kind="stable")
-        n, t, g = len(order), times[order], groups[order]
+        order = np.argsort(groups, kind="stable") if len(keys) > 1 else None    # None: one key, in order
+        n, t, g = len(groups), times if order is None else times[order], groups if order is None else groups[order]
         first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
         last_row = np.r_[first_row[1:], n] - 1
-        self.last_event = order[last_row]                                  # its last event, in stream order
+        self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
         parts = [matcher.parts.get(key) for key in keys]
         exists = np.array([p is not None for p in parts])
         count = np.array([p.count if p is not None else 0 for p in parts], np.int64)
@@ -462,7 +463,7 @@ class _KeyedBatch:
         carried = exists[g] & ~restart[first_row][g] & (segment == first_segment)
         carried_count = np.where(carried, count[g], 0)
         sub_index = np.arange(n) - np.flatnonzero(starts)[segment] + carried_count
-        letter = letters[order]
+        letter = letters if order is None else letters[order]
         none = program.letters.none
         k = np.flatnonzero(letter != none) if none is not None else np.arange(n)    # the rows the kernel reads
         same = np.zeros(len(k), bool)              # the kernel's previous event is in the same sub-stream
@@ -477,7 +478,8 @@ class _KeyedBatch:
             key = sub.astype(np.float64)
         else:
             key = t[k]
-        self.kernel = Batch(positions[order][k].astype(np.int64), letter[k].astype(np.int32), key,
+        self.kernel = Batch((positions if order is None else positions[order])[k].astype(np.int64),
+                            letter[k].astype(np.int32), key,
                             window_limit(window, key), np.where(same, after_previous, from_start).astype(np.int64),
                             ~same & ~carried[k])
         # per key: its entries of ``kernel`` (consecutive), and what ``_run_key`` needs: whether the kernel
