@@ -324,9 +324,11 @@ class MatchArrays(Sequence):
         offsets, positions = self.offsets.copy(), self.positions.copy()
         shared = self.bound_offsets is self.offsets and self.bound_positions is self.positions
         return MatchArrays(offsets, positions, offsets if shared else self.bound_offsets.copy(),
-                           positions if shared else self.bound_positions.copy(), self.bound_variables.copy(),
-                           self.names, self.kleene, self.emitted_at.copy(), self.sign.copy(),
-                           sorted_within_last=self.sorted_within_last)
+                           positions if shared else self.bound_positions.copy(),
+                           None if self._bound_variables is None else self._bound_variables.copy(),
+                           self.names, self.kleene, AT_LAST if self._emitted_at is None else self._emitted_at.copy(),
+                           self.sign.copy(), sorted_within_last=self.sorted_within_last,
+                           row_variables=self.row_variables)
 
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
@@ -947,8 +949,14 @@ class MatchList(Sequence):
             return np.concatenate([v[o[0]:o[-1]] for v, o in zip(values, offsets)])
 
         bounds = [a.bound_offsets for a in arrays]
+        # the columns left to be made when read stay so when every part left them
+        pattern = first.row_variables
+        lazy = pattern is not None and all(a._bound_variables is None and a.row_variables is not None and
+                                           np.array_equal(a.row_variables, pattern) for a in arrays)
+        at_last = all(a._emitted_at is None for a in arrays)
         return MatchList(MatchArrays(
             stacked([a.offsets for a in arrays]), flat([a.positions for a in arrays], [a.offsets for a in arrays]),
             stacked(bounds), flat([a.bound_positions for a in arrays], bounds),
-            flat([a.bound_variables for a in arrays], bounds), first.names, first.kleene,
-            np.concatenate([a.emitted_at for a in arrays]), np.concatenate([a.sign for a in arrays])))
+            None if lazy else flat([a.bound_variables for a in arrays], bounds), first.names, first.kleene,
+            AT_LAST if at_last else np.concatenate([a.emitted_at for a in arrays]),
+            np.concatenate([a.sign for a in arrays]), row_variables=pattern if lazy else None))
