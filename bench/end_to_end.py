@@ -330,7 +330,8 @@ def memory(rows: int, filtered: bool, engine: str = "automaton", then: str = "",
                           + ["--filtered"] * filtered + ["--then", then] * bool(then) + ["--stages"] * stages,
                           capture_output=True, text=True)
     if done.returncode:
-        return [{"rows": rows, "engine": engine, "then": then, "error": done.stderr.strip().splitlines()[-1:]}]
+        return [{"rows": rows, "query": query_text("Q1", 10, filtered), "engine": engine, "then": then,
+                 "error": done.stderr.strip().splitlines()[-1:]}]
     return [json.loads(line) for line in done.stdout.strip().splitlines() if line.startswith("{")]
 
 

@@ -42,7 +42,7 @@ from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, new_aren
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
-BATCH = 1 << 16   # events read from a finite stream per batch of the kernel's inputs
+BATCH = 1 << 18   # events read from a finite stream per batch of the kernel's inputs
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset")
 Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
