@@ -605,11 +605,12 @@ class Matches(Sequence):
             if len(kinds) > 1:
                 values = [m.bindings.get(name) for m in self]
                 out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
-            elif kinds == {False} and c.row_variables is not None:     # one column of the rows' bindings
-                column, = np.flatnonzero(np.isin(c.row_variables, ids))
-                rows = c.bound_positions[c.bound_offsets[0]:c.bound_offsets[-1]].reshape(n, len(c.row_variables))
-                out[name] = ("single", rows[:, column].copy())
             elif kinds == {False}:
+                columns = [] if c.row_variables is None else np.flatnonzero(np.isin(c.row_variables, ids))
+                if len(columns) == 1:       # rows of one shape: one column of their bindings
+                    rows = c.bound_positions[c.bound_offsets[0]:c.bound_offsets[-1]].reshape(n, len(c.row_variables))
+                    out[name] = ("single", rows[:, columns[0]].copy())
+                    continue
                 at = np.full(n, -1, np.int64)
                 for rows, entries in _bound_entries(c, ids):
                     at[rows] = c.bound_positions[entries]

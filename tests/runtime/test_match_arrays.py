@@ -84,14 +84,14 @@ def test_passes_over_rows_a_slice_at_a_time_give_the_same_tables(ms, size):
 
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 30), min_size=3, max_size=3, unique=True), max_size=12),
-       st.permutations(["a", "b", "c"]))
-def test_columns_made_when_read_equal_given_ones(rows, names):
+       st.permutations(["a", "b", "c"]), st.sampled_from([[2, 0, 1], [0, 0, 1]]))
+def test_columns_made_when_read_equal_given_ones(rows, names, pattern):
     """``emitted_at=AT_LAST`` and ``row_variables`` (columns an engine leaves to be made when read) give
     what the same columns written out give: Match objects, tables, variables, takes, the emission log."""
     rows = [sorted(r) for r in rows]
     n = len(rows)
     offsets, flat = np.arange(n + 1) * 3, np.array(rows, np.int64).reshape(-1)
-    ids = np.array([2, 0, 1], np.int32)
+    ids = np.array(pattern, np.int32)      # (a variable named twice in a row: the later position binds it)
     given_ = MatchArrays(offsets, flat, offsets, flat, np.tile(ids, n), names, [False] * 3, flat[2::3])
     lazy = MatchArrays(offsets, flat, offsets, flat, None, names, [False] * 3, AT_LAST, row_variables=ids)
     assert lazy._bound_variables is None and lazy._emitted_at is None
