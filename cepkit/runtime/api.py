@@ -369,10 +369,13 @@ class SeenData:
         for code, row in zip(present.tolist(), first.tolist()):
             if names[code] not in self.by_type:
                 new.setdefault(row, {}).setdefault(names[code], set())
+        known = [self.by_type.get(names[code], ()) for code in present.tolist()]
         for attr in stream.attributes:
+            if all(attr in names_of_type for names_of_type in known):
+                continue     # every type here has it already (the usual batch: nothing to find per row)
             has = np.flatnonzero(~stream.column(attr).null[:stop])
-            present, first = np.unique(codes[has], return_index=True)
-            for code, row in zip(present.tolist(), has[first].tolist()):
+            carrying, first = np.unique(codes[has], return_index=True)
+            for code, row in zip(carrying.tolist(), has[first].tolist()):
                 if attr not in self.by_type.get(names[code], ()):
                     new.setdefault(row, {}).setdefault(names[code], set()).add(attr)
         datetime_ts = self.ts_is_datetime or stream.ts_is_datetime
