@@ -430,10 +430,11 @@ class Evaluator:
             self.scratch = self._scratch(rows)
         return _grown_runs(runs, rows)
 
-    def run(self, batch: Batch, runs: Runs, others=None) -> Runs:
-        """Feed ``batch`` to ``runs`` and return them (re-allocated when the automaton grew). ``others()``
-        lists every other live (Runs, lowest live start key), which compaction must keep."""
-        i, n = 0, len(batch.pos)
+    def run(self, batch: Batch, runs: Runs, others=None, first: int = 0, last: Optional[int] = None) -> Runs:
+        """Feed ``batch``'s events ``first..last-1`` (all by default) to ``runs`` and return them (re-allocated
+        when the automaton grew). ``others()`` lists every other live (Runs, lowest live start key), which
+        compaction must keep."""
+        i, n = first, len(batch.pos) if last is None else last
         self.info[2:4] = 0
         compacted_at = -1   # the event at which the arena last filled up
         runs = self._fit(runs)
@@ -442,8 +443,8 @@ class Evaluator:
                     self.scratch, self.roots, self.collect, self.info)
             if self._batch is not batch:
                 layout = _layout(batch)
-                if layout != self._layout:     # (finding it again costs ~0.1 ms: a micro-batch's keys each
-                    self._advance, self._layout = kernel.entry(advance, args), layout   # bring a batch)
+                if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
+                    self._advance, self._layout = kernel.entry(advance, args), layout
                 self._batch = batch
             status = self._advance(*args)
             if status == OK:

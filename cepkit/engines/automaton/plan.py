@@ -283,9 +283,10 @@ class AutomatonMatcher(IncrementalPlan):
         facts: ``_KeyedBatch.facts``)."""
         part = self.parts.get(key)
         state = None
-        if batch.entries[g] < batch.entries[g + 1]:
-            state = self.evaluator.run(batch.kernel_batch(g), part.state if from_part else self._fresh(),
-                                       self._others)
+        first, last = batch.entries[g], batch.entries[g + 1]
+        if first < last:
+            state = self.evaluator.run(batch.kernel, part.state if from_part else self._fresh(), self._others,
+                                       first, last)
         if not continued:                     # the key is new, or its window passed in this batch
             part = _Part(state if ends_read else self._fresh())
             self.parts.pop(key, None)
@@ -485,9 +486,10 @@ class _KeyedBatch:
         # per key: its entries of ``kernel`` (consecutive), and what ``_run_key`` needs: whether the kernel
         # starts from the part's state, whether the part goes on (its last event carried), whether its last
         # sub-stream has a read event, its count, and after its last read event the gap and lowest start
-        self.entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
-        has = self.entries[1:] > self.entries[:-1]
-        first_entry, last_entry = np.minimum(self.entries[:-1], len(k) - 1), np.maximum(self.entries[1:] - 1, 0)
+        self.entries = np.searchsorted(g[k], np.arange(len(keys) + 1)).tolist()
+        entries = np.asarray(self.entries)
+        has = entries[1:] > entries[:-1]
+        first_entry, last_entry = np.minimum(entries[:-1], len(k) - 1), np.maximum(entries[1:] - 1, 0)
         last_read = k[last_entry] if len(k) else np.zeros(len(keys), np.int64)
         from_part = has & carried[k[first_entry]] if len(k) else has
         ends_read = has & (segment[last_read] == segment[last_row]) if len(k) else has
@@ -496,10 +498,6 @@ class _KeyedBatch:
         self.facts = list(zip(range(len(keys)), from_part.tolist(), carried[last_row].tolist(),
                               ends_read.tolist(), count.tolist(), (count - 1 - sub_index[last_read]).tolist(),
                               lower.tolist()))
-
-    def kernel_batch(self, g: int) -> Batch:
-        at = slice(self.entries[g], self.entries[g + 1])
-        return Batch(*(column[at] for column in self.kernel))
 
 
 def _first_appearance(codes: np.ndarray) -> tuple:
