@@ -283,3 +283,22 @@ def test_a_match_list_reads_as_the_list_it_stands_for():
     assert found[0] == listed[0] and found[-1] == listed[-1] and found[1:3] == listed[1:3]
     assert list(found) == listed and found + [] == listed and [] + found == listed and repr(found) == repr(listed)
     assert bool(found) and [m.emitted_at for m in found] == [m.emitted_at for m in listed]
+
+
+@pytest.mark.parametrize("engine", ["automaton", "stack", "ses"])
+@pytest.mark.parametrize("mode", [{"disorder": "kslack", "k": 3}, {"disorder": "conservative", "max_delay": 3},
+                                  {"disorder": "aggressive", "max_delay": 3}])
+def test_out_of_order_modes_extend_as_they_push(engine, mode):
+    """Late rows are the modes' business, not errors: the batch goes through the mode's matcher (the
+    out-of-order layer or the stack's own) event by event, retractions included."""
+    rng = np.random.default_rng(3)
+    rows = [{"type": "ABC"[int(rng.integers(0, 3))], "ts": max(0, i - int(rng.integers(0, 3))),
+             "v": int(rng.integers(0, 5)), "id": int(rng.integers(0, 2))} for i in range(60)]
+    found = []
+    for query in ("SEQ(A a, B b, C c) WITHIN 6 s PARTITION BY id", "SEQ(A a, !C c, B b) WITHIN 5 s"):
+        try:
+            cepkit.Matcher(query, engine=engine, **mode)
+        except (QueryError, TypeError):
+            continue
+        found += assert_same(query, rows, [7, 30, 31, 44], "frame", engine=engine, **mode)
+    assert found
