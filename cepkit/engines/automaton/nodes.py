@@ -104,10 +104,11 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
     ``counts`` holds (positions written, events written, groups left unsorted); ``out_end[m]`` is where
-    event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of consecutive roots
-    with the same ``emits`` (the lists one event completed) are enumerated into ``spare`` and moved to the
-    outputs sorted as LANGUAGE.md §10.2 orders them (``_write_group``); a group it cannot sort is moved as
-    enumerated and counted.
+    event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of
+    consecutive roots with the same ``emits`` (the lists one event completed: one key and limit) are
+    written in LANGUAGE.md §10.2 order: walked forward from their first positions (``_forward_group``),
+    or, where that walk cannot order them, enumerated into ``spare`` and sorted by keys (``_write_group``);
+    a group neither orders is moved as enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
     of its group behind. ``count_only`` writes nothing (pass ``order`` False) and only counts: the room
     the roots need.
@@ -123,67 +124,222 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     # with ``order``, each prefix's sort key (``_write_group``) relative to the path's first (latest)
     # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word
     path_key = np.zeros(bound + 1, np.int64)
+    forward = _forward_room(bound if order else 0)
     spare_pos, spare_var, spare_key = spare[0], spare[1], spare[2]
     n_pos, n_events = counts[0], counts[1]
-    group_root, group_pos, group_events = first, n_pos, n_events
-    for r in range(first, last):
-        if r > first and emits[r] != emits[r - 1]:
-            if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos,
-                                          spare):
-                counts[2] += 1
-            group_root, group_pos, group_events = r, n_pos, n_events
-        key, limit = keys[r], limits[r]
-        node = roots[r]
-        if key - node_start[node] > limit:
-            continue
-        written = 0
-        depth = 0
-        sp = 0
-        while True:
-            # down the left children to the sink, keeping each right child that fits for later
-            while node != BOTTOM:
-                if node_pos[node] == UNION:
-                    right = node_right[node]
-                    if key - node_start[right] <= limit:
-                        stack_node[sp], stack_depth[sp] = right, depth
-                        sp += 1
-                    node = node_left[node]
-                else:
-                    p = node_pos[node]
-                    path_pos[depth], path_var[depth] = p, node_var[node]
+    group_root = first
+    while group_root < last:
+        group_end = group_root + 1
+        while group_end < last and emits[group_end] == emits[group_root]:
+            group_end += 1
+        group_pos, group_events = n_pos, n_events
+        if order:
+            done = _forward_group(arena, roots, keys[group_root], limits[group_root], emits[group_root], group_root,
+                                  group_end, out_pos, out_var, out_end, out_emit, n_pos, n_events, spare, forward)
+            if done < 0:
+                counts[0], counts[1] = group_pos, group_events
+                return group_root
+            if done > 0:
+                n_pos, n_events = out_end[n_events + done - 1], n_events + done
+                group_root = group_end
+                continue
+        for r in range(group_root, group_end):
+            key, limit = keys[r], limits[r]
+            node = roots[r]
+            if key - node_start[node] > limit:
+                continue
+            written = 0
+            depth = 0
+            sp = 0
+            while True:
+                # down the left children to the sink, keeping each right child that fits for later
+                while node != BOTTOM:
+                    if node_pos[node] == UNION:
+                        right = node_right[node]
+                        if key - node_start[right] <= limit:
+                            stack_node[sp], stack_depth[sp] = right, depth
+                            sp += 1
+                        node = node_left[node]
+                    else:
+                        p = node_pos[node]
+                        path_pos[depth], path_var[depth] = p, node_var[node]
+                        if order:
+                            bit = path_pos[0] - p
+                            prefix = path_key[depth]
+                            path_key[depth + 1] = prefix | (1 << bit) if prefix >= 0 and 0 <= bit <= 62 else -1
+                        depth += 1
+                        node = node_left[node]
+                if not count_only:
+                    if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                        counts[0], counts[1] = group_pos, group_events
+                        return group_root
                     if order:
-                        bit = path_pos[0] - p
-                        prefix = path_key[depth]
-                        path_key[depth + 1] = prefix | (1 << bit) if prefix >= 0 and 0 <= bit <= 62 else -1
-                    depth += 1
-                    node = node_left[node]
-            if not count_only:
-                if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                    counts[0], counts[1] = group_pos, group_events
-                    return group_root
-                if order:
-                    spare_key[n_events - group_events] = path_key[depth]
-                    at = n_pos - group_pos
-                    for k in range(depth):
-                        spare_pos[at + k] = path_pos[depth - 1 - k]
-                        spare_var[at + k] = path_var[depth - 1 - k]
-                else:
-                    for k in range(depth):
-                        out_pos[n_pos + k] = path_pos[depth - 1 - k]
-                        out_var[n_pos + k] = path_var[depth - 1 - k]
-                out_end[n_events] = n_pos + depth
-                out_emit[n_events] = emits[r]
-            n_pos += depth
-            n_events += 1
-            written += 1
-            if sp == 0 or (cap > 0 and written >= cap):
-                break
-            sp -= 1
-            node, depth = stack_node[sp], stack_depth[sp]
-    if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, spare):
-        counts[2] += 1
+                        spare_key[n_events - group_events] = path_key[depth]
+                        at = n_pos - group_pos
+                        for k in range(depth):
+                            spare_pos[at + k] = path_pos[depth - 1 - k]
+                            spare_var[at + k] = path_var[depth - 1 - k]
+                    else:
+                        for k in range(depth):
+                            out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                            out_var[n_pos + k] = path_var[depth - 1 - k]
+                    out_end[n_events] = n_pos + depth
+                    out_emit[n_events] = emits[r]
+                n_pos += depth
+                n_events += 1
+                written += 1
+                if sp == 0 or (cap > 0 and written >= cap):
+                    break
+                sp -= 1
+                node, depth = stack_node[sp], stack_depth[sp]
+        if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos,
+                                      spare):
+            counts[2] += 1
+        group_root = group_end
     counts[0], counts[1] = n_pos, n_events
     return last
+
+
+Forward = namedtuple("Forward", "seen local node pos var last succ stack stack_next path_pos path_var group")
+Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id; "
+                   "per local id its node, position, variable, whether it ends a match and where its successors "
+                   "start; a stack and a path; the number of the group (``group[0]``).")
+
+
+@jit
+def _forward_room(bound):
+    """``Forward`` arrays for an arena of ``bound`` nodes (a group's local ids, 0 the start, fit in ``bound + 1``;
+    a stack, down a Union chain or forward, holds at most one entry per node of a path, and one more)."""
+    return Forward(np.full(bound, -1, np.int64), np.empty(bound, np.int32), np.empty(bound + 1, np.int32),
+                   np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32), np.empty(bound + 1, np.bool_),
+                   np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64),
+                   np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32), np.zeros(1, np.int64))
+
+
+@jit
+def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos, n_events,
+                   spare, forward):
+    """Write the events of roots ``first..last-1`` (one group: one emit position, key and limit) at
+    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk
+    cannot order them (then nothing is written); -1 when the outputs are full.
+
+    The walk from a root reads a match from its last position backwards, but §10.2 orders a group's
+    matches (all ending at one position) as their ascending position tuples. So the group's part of the
+    arena is collected once: the Ext nodes its roots reach inside the window (through Union chains),
+    per node the nodes that follow it towards the root, and the start nodes (⊥ in their child list); it
+    is small (the group's nodes in the window) while its paths are many. Walked forward from the starts,
+    each node's successors in ascending position, the matches come out in order, as long as no two
+    successors of one node (or two starts) share a position: those would be a tie (one tuple twice,
+    ordered by bindings) or two sub-walks to interleave. Then, for a group whose matches do not all end
+    at one position and for an empty match (⊥ in a root's list): 0. Every edge found lies on a match, so
+    the edges (kept in ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
+    seen, local, node_of, local_pos, local_var, is_last, succ, stack, stack_next, path_pos, path_var, group = forward
+    edges, targets = spare[0], spare[1]      # (source << 32 | target) as found; then the targets by source
+    group[0] += 1
+    g = group[0]
+    node_of[0], is_last[0] = BOTTOM, False   # local id 0 precedes every match: its successors are the starts
+    n_local = 1
+    n_edges = 0
+    hi = -1
+    expanding = -1      # the local id whose child list is walked; -1 while walking the roots' lists
+    r = first
+    while True:
+        if expanding < 0 and r < last:
+            tree = roots[r]
+            r += 1
+            if key - node_start[tree] > limit:
+                continue
+        else:
+            expanding = 1 if expanding < 0 else expanding + 1
+            if expanding >= n_local:
+                break
+            tree = node_left[node_of[expanding]]
+        stack[0] = tree
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node = stack[sp]
+            if node == BOTTOM:
+                if expanding < 0:
+                    return 0                          # an empty match
+                source = 0
+            elif node_pos[node] == UNION:
+                stack[sp] = node_left[node]
+                sp += 1
+                right = node_right[node]
+                if key - node_start[right] <= limit:
+                    stack[sp] = right
+                    sp += 1
+                continue
+            else:
+                if seen[node] != g:
+                    seen[node], local[node] = g, n_local
+                    node_of[n_local], local_pos[n_local], local_var[n_local] = node, node_pos[node], node_var[node]
+                    is_last[n_local] = False
+                    n_local += 1
+                source = local[node]
+                if expanding < 0:
+                    if is_last[source] or (hi >= 0 and local_pos[source] != hi):
+                        return 0                      # a match twice, or matches ending at two positions
+                    is_last[source] = True
+                    hi = local_pos[source]
+                    continue
+            if n_edges == edges.shape[0]:
+                return 0
+            edges[n_edges] = (np.int64(source) << 32) | expanding
+            n_edges += 1
+    # the successors of each local id (a counting sort by source), each list in ascending position
+    succ[:n_local + 1] = 0
+    for e in range(n_edges):
+        succ[(edges[e] >> 32) + 1] += 1
+    for s in range(n_local):
+        succ[s + 1] += succ[s]
+    for e in range(n_edges):
+        s = edges[e] >> 32
+        targets[succ[s]] = edges[e] & 0xFFFFFFFF
+        succ[s] += 1
+    for s in range(n_local, 0, -1):           # ``succ[s]`` ended list s: shifted, it starts it
+        succ[s] = succ[s - 1]
+    succ[0] = 0
+    for s in range(n_local):
+        for j in range(succ[s] + 1, succ[s + 1]):
+            moving = targets[j]
+            p = local_pos[moving]
+            i = j
+            while i > succ[s] and local_pos[targets[i - 1]] > p:
+                targets[i] = targets[i - 1]
+                i -= 1
+            if i > succ[s] and local_pos[targets[i - 1]] == p:
+                return 0                      # two successors on one position
+            targets[i] = moving
+    # forward, depth first: the successor taken at stack level sp is the match's (sp + 1)-th position
+    written = 0
+    stack[0], stack_next[0] = 0, succ[0]
+    sp = 0
+    while sp >= 0:
+        j = stack_next[sp]
+        if j == succ[stack[sp] + 1]:
+            sp -= 1
+            continue
+        stack_next[sp] = j + 1
+        t = targets[j]
+        path_pos[sp], path_var[sp] = local_pos[t], local_var[t]
+        if is_last[t]:
+            depth = sp + 1
+            if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                return -1
+            for k in range(depth):
+                out_pos[n_pos + k] = path_pos[k]
+                out_var[n_pos + k] = path_var[k]
+            n_pos += depth
+            out_end[n_events], out_emit[n_events] = n_pos, emit
+            n_events += 1
+            written += 1
+        if succ[t] < succ[t + 1]:
+            sp += 1
+            stack[sp], stack_next[sp] = t, succ[t]
+    return written
 
 
 @jit
@@ -290,21 +446,15 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
     hi = positions[out_end[last - 1] - start - 1]
     begin = 0
     span = 0
-    used = 0
     for m in range(first, last):
         end = out_end[m] - start
         if end == begin or positions[end - 1] != hi or words[m - first] < 0:
             return -1
         span = max(span, hi - positions[begin])
-        used |= words[m - first]
         begin = end
     index_bits = 1
     while (1 << index_bits) < n:
         index_bits += 1
-    if n >= 128:
-        placed = _place_dense(words[:n], used >> 1, span)
-        if placed != 0:
-            return index_bits if placed > 0 else -1
     if span + index_bits > 62:
         return -1
     top = (1 << (span + 1)) - 1
@@ -327,49 +477,6 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
         if sorted_words[j] >> index_bits == sorted_words[j - 1] >> index_bits:
             return -1
     return index_bits
-
-
-@jit
-def _place_dense(keys, used, span):
-    """``keys`` (a group's, all with bit 0) replaced by their indices in descending order of key, when the
-    positions they use are few: each key compressed to those positions (order kept; one table lookup
-    per byte of the key) and placed by its value in a table of ``2^k`` slots: one pass where the radix
-    sort took five over ~40 bits (A+;B W=30 s: ~400 events on ~9 positions per group). 1: done; -1: two keys are equal; 0: too many positions (nothing changed)."""
-    n = keys.shape[0]
-    k = 0
-    rest = used
-    while rest:
-        k += rest & 1
-        rest >>= 1
-    if k > 16 or (1 << k) > 8 * n:
-        return 0
-    n_bytes = (span + 7) // 8
-    table = np.zeros((max(n_bytes, 1), 256), np.int64)   # per byte of a key: its bits' compressed value
-    rank = 0
-    for b in range(n_bytes):
-        byte = (used >> (8 * b)) & 255
-        for i in range(8):
-            value = 0
-            if byte >> i & 1:
-                value = 1 << rank
-                rank += 1
-            for v in range(1 << i, 2 << i):
-                table[b, v] = table[b, v - (1 << i)] + value
-    slot = np.full(1 << k, -1, np.int64)
-    for j in range(n):
-        key = keys[j] >> 1
-        compressed = 0
-        for b in range(n_bytes):
-            compressed += table[b, (key >> (8 * b)) & 255]
-        if slot[compressed] >= 0:
-            return -1
-        slot[compressed] = j
-    at = 0
-    for c in range((1 << k) - 1, -1, -1):
-        if slot[c] >= 0:
-            keys[at] = slot[c]
-            at += 1
-    return 1
 
 
 @jit

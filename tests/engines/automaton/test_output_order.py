@@ -1,15 +1,18 @@
-"""The automaton sorts each event's matches as it enumerates them and says so (``MatchArrays.sorted_within_last``),
-so ``Matches`` does not sort them again: whenever it says so, its rows, put in order of last position (a
-stable sort, as ``Matches`` does), are exactly the general ordering of the same matches (``output_order``,
-LANGUAGE.md §10.2: identity, order, each once); when it cannot key a group (ties on positions, spans past
-a machine word) it says nothing and the general ordering applies. Agreement with the reference is
-``test_against_reference``'s."""
+"""The automaton writes each event's matches in order as it enumerates them and says so
+(``MatchArrays.sorted_within_last``), so ``Matches`` does not sort them again: whenever it says so, its rows,
+put in order of last position (a stable sort, as ``Matches`` does), are exactly the general ordering of the
+same matches (``output_order``, LANGUAGE.md §10.2: identity, order, each once). A group is walked forward
+from its first positions (``nodes._forward_group``); where two successors of a node share a position it is
+sorted by keys instead (``_write_group``); when neither can order it (ties on positions; shared positions
+and a span past a machine word) the kernel says nothing and the general ordering applies. Agreement with
+the reference is ``test_against_reference``'s."""
 import numpy as np
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.engines.automaton.evaluate import run_all
+from cepkit.engines.automaton import nodes
+from cepkit.engines.automaton.evaluate import Evaluator, Inputs, Outputs, run_all
 from cepkit.runtime.events import Stream
 from cepkit.runtime.matches import Matches, MatchArrays, output_order
 from cepkit.runtime.registry import select_engine
@@ -32,6 +35,29 @@ def drawn_rows(query: str, events) -> MatchArrays:
         raise
     assume(isinstance(found, MatchArrays))
     return found
+
+
+def forward_walks(query: str, events) -> list:
+    """What ``nodes._forward_group`` returns for each group of roots the batch run completes (events
+    written, or 0 when it leaves the group to the keys); the stream must be small enough that no root is
+    enumerated before the end (the arena and the roots' room do not fill up)."""
+    _, plan = select_engine(cepkit.parse(query), "automaton", {})
+    program = plan.program
+    evaluator = Evaluator(program)
+    evaluator.run(Inputs(program, Stream.from_any(events)).batch(program.letters.none), evaluator.new_runs())
+    roots, n = evaluator.roots, int(evaluator.roots.n[0])
+    outputs = Outputs()
+    forward = nodes._forward_room(len(evaluator.arena.pos))
+    done, first = [], 0
+    while first < n:
+        last = first + 1
+        while last < n and roots.emit[last] == roots.emit[first]:
+            last += 1
+        done.append(nodes._forward_group(evaluator.arena, roots.node, roots.key[first], roots.limit[first],
+                                         roots.emit[first], first, last, outputs.pos, outputs.var, outputs.end,
+                                         outputs.emits, 0, 0, outputs.spare, forward))
+        first = last
+    return done
 
 
 def described(m) -> tuple:
@@ -77,6 +103,18 @@ def test_kleene_queries_are_sorted_in_the_kernel(pattern, clauses, events):
     check_promise(rows)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["A+ a ; B b", "A+ a ; B+ b ; C c", "A a ; B b ; C c"]),
+       st.sampled_from(["", " WITHIN 40 s", " WITHIN 70 EVENTS", " PARTITION BY id"]),
+       streams(types=("A", "B", "C") + ("D",) * 9, min_size=60, max_size=90, ties=False, ids=2))
+def test_spans_past_a_word_are_walked_forward(pattern, clauses, events):
+    """Sparse streams: matches spanning more than 62 positions, windows cutting some starts off."""
+    rows = drawn_rows(pattern + clauses, events)
+    event(f"a span past 62 positions: {any(m.positions[-1] - m.positions[0] > 62 for m in rows)}")
+    assert rows.sorted_within_last
+    check_promise(rows)
+
+
 def test_the_bench_kleene_query_is_sorted_and_agrees_with_the_reference():
     rng = np.random.default_rng(3)
     events = [{"type": str(t), "ts": float(i)} for i, t in enumerate(rng.choice(list("ABCD"), 60))]
@@ -97,17 +135,38 @@ def test_ties_on_positions_are_left_to_the_general_ordering():
     assert_agrees(query, events, "automaton")
 
 
-def test_a_span_past_a_word_is_left_to_the_general_ordering():
-    """Matches spanning more than 62 positions cannot be keyed in one word: the general ordering sorts them,
-    while a run whose groups all fit keeps the promise."""
+def test_a_span_past_a_word_is_walked_forward():
+    """The forward walk needs no key: matches spanning more than 62 positions are written in order too."""
     events = [{"type": "A", "ts": 0}] + [{"type": "C", "ts": i} for i in range(1, 70)] + \
         [{"type": "A", "ts": 70}, {"type": "B", "ts": 71}]
     wide = batch_rows("A a ; B b", events)
-    assert [m.positions for m in Matches(wide, "automaton")] == [(0, 71), (70, 71)]
-    assert not wide.sorted_within_last
-    narrow = batch_rows("A a ; B b WITHIN 10 s", events)
-    assert narrow.sorted_within_last and [m.positions for m in narrow] == [(70, 71)]
+    assert wide.sorted_within_last and [m.positions for m in wide] == [(0, 71), (70, 71)]
+    check_promise(wide)
+    assert forward_walks("A a ; B b", events) == [2]
     assert_agrees("A a ; B b", events, "automaton")
+
+
+SHARED = "A x ; ((A a ; C c) OR (A b ; D d)) ; B e"    # an A after x may be a (then C) or b (then D)
+
+
+def test_successors_on_one_position_are_sorted_by_keys():
+    """Two successors of a node on one position (here ``a`` and ``b`` after ``x``) would interleave their
+    sub-walks: the forward walk leaves the group to the keys, which order it."""
+    events = [{"type": t, "ts": i} for i, t in enumerate("AAACDB")]
+    assert forward_walks(SHARED, events) == [0]
+    rows = batch_rows(SHARED, events)
+    assert rows.sorted_within_last and len(rows) == 6
+    check_promise(rows)
+    assert_agrees(SHARED, events, "automaton")
+
+
+def test_shared_positions_past_a_word_are_left_to_the_general_ordering():
+    events = [{"type": t, "ts": i} for i, t in enumerate("AA" + "F" * 70 + "ACDB")]
+    assert forward_walks(SHARED, events) == [0]
+    rows = batch_rows(SHARED, events)
+    assert not rows.sorted_within_last and len(rows) == 6
+    check_promise(rows)
+    assert_agrees(SHARED, events, "automaton")
 
 
 def test_partitions_come_group_by_group_and_are_put_in_order_of_last_position():
@@ -129,19 +188,28 @@ def test_outputs_say_unordered_when_a_group_cannot_be_keyed():
     assert outputs.ordered
 
 
-def test_big_groups_on_few_positions_are_placed_and_others_radix_sorted():
-    """A group of 128 events or more is placed by its keys compressed to the positions it uses when they
-    are few (``nodes._place_dense``) and radix-sorted otherwise; ties on positions still fall back."""
+def test_big_groups_are_walked_forward_or_radix_sorted():
+    """Big groups (128 events or more) are walked forward; one the walk leaves to the keys is radix-sorted;
+    ties on positions still fall back."""
     dense = [{"type": t, "ts": i} for i, t in enumerate("CAACAAAADAAAB")]       # 9 As: 511 subsets, one group
     rows = batch_rows("A+ a ; B b", dense)
     assert rows.sorted_within_last and len(rows) == 511
+    assert forward_walks("A+ a ; B b", dense) == [511]
     check_promise(rows)
     spread = [{"type": t, "ts": i} for i, t in enumerate("AB" * 20 + "C")]    # 210 events on 40 positions
     rows = batch_rows("A a ; B b ; C c", spread)
     assert rows.sorted_within_last and len(rows) == 210
     check_promise(rows)
+    shared = [{"type": t, "ts": i} for i, t in enumerate("AACADACADACADAB")]
+    query = "A x ; ((A a ; C c) OR (A b ; D d))+ ; B e"
+    assert forward_walks(query, shared) == [0]
+    rows = batch_rows(query, shared)
+    assert rows.sorted_within_last and len(rows) == 370
+    check_promise(rows)
     tied = [{"type": t, "ts": i} for i, t in enumerate("AAAAAB")]            # 3^5 - 1 events, ties on positions
     rows = batch_rows("(A a OR A b)+ ; B c", tied)
+    assert forward_walks("(A a OR A b)+ ; B c", tied) == [0]
     assert not rows.sorted_within_last and len(rows) == 242
     check_promise(rows)
     assert_agrees("A+ a ; B b", dense, "automaton")
+    assert_agrees(query, shared, "automaton")
