@@ -214,12 +214,14 @@ class MatchArrays(Sequence):
     ``sorted_within_last`` is an engine's promise that saves ``Matches`` its sort: the rows ending at one
     position are consecutive and in LANGUAGE.md §10.2 order, none is empty and no two have the same
     positions (so none repeats); the groups themselves may come in any order (partition by partition).
-    The automaton engine sorts each event's matches as it enumerates them and says so (``take`` forgets it).
+    ``groups_in_order`` adds that the groups come in order of their last position: the rows are then in
+    output order. The automaton engine sorts each event's matches as it enumerates them and says so (``take``
+    forgets both).
     """
 
     def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,
                  kleene, emitted_at=None, sign=None, objects: Optional[list] = None, sorted_within_last=False,
-                 row_variables=None):
+                 row_variables=None, groups_in_order=False):
         self.offsets = np.asarray(offsets, np.int64)
         self.positions = np.asarray(positions, np.int64)
         self.bound_offsets = np.asarray(bound_offsets, np.int64)
@@ -234,6 +236,7 @@ class MatchArrays(Sequence):
         self.sign = np.ones(n, np.int8) if sign is None else np.asarray(sign, np.int8)
         self._objects = objects
         self.sorted_within_last = sorted_within_last
+        self.groups_in_order = sorted_within_last and groups_in_order
 
     @property
     def bound_variables(self) -> np.ndarray:
@@ -253,7 +256,7 @@ class MatchArrays(Sequence):
 
     @classmethod
     def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None,
-                      sorted_within_last=False) -> "MatchArrays":
+                      sorted_within_last=False, groups_in_order=False) -> "MatchArrays":
         """Rows of (position, variable id) pairs in position order (-1: a position no variable names), as
         an automaton run enumerates them: the positions are the row, the named ones its bindings."""
         positions = np.asarray(positions, np.int64)
@@ -266,15 +269,16 @@ class MatchArrays(Sequence):
                 rows = variables[offsets[0]:offsets[-1]].reshape(n, width)
                 if _every(rows, lambda part: part == pattern):
                     return cls(offsets, positions, offsets, positions, None, names, kleene, emitted_at,
-                               sorted_within_last=sorted_within_last, row_variables=pattern.copy())
+                               sorted_within_last=sorted_within_last, row_variables=pattern.copy(),
+                               groups_in_order=groups_in_order)
             return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at,
-                       sorted_within_last=sorted_within_last)
+                       sorted_within_last=sorted_within_last, groups_in_order=groups_in_order)
         named = variables >= 0
         row = np.repeat(np.arange(len(offsets) - 1), offsets[1:] - offsets[:-1])
         bound_offsets = np.zeros(len(offsets), np.int64)
         np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=bound_offsets[1:])
         return cls(offsets, positions, bound_offsets, positions[named], variables[named], names, kleene, emitted_at,
-                   sorted_within_last=sorted_within_last)
+                   sorted_within_last=sorted_within_last, groups_in_order=groups_in_order)
 
     @classmethod
     def from_matches(cls, matches: list) -> "MatchArrays":
@@ -437,9 +441,12 @@ class MatchArrays(Sequence):
     # ------------------------------------------------------------------ LANGUAGE.md §10.2 on columns
     def in_output_order(self) -> bool:
         """Whether the rows are in output order and distinct already: ``sorted_within_last`` with the
-        groups' last positions not decreasing (the automaton's batch run without PARTITION BY)."""
+        groups' last positions not decreasing (the automaton's batch run without PARTITION BY), as promised
+        (``groups_in_order``) or checked."""
         if not self.sorted_within_last:
             return False
+        if self.groups_in_order:
+            return True
         before = -1                 # a slice of rows at a time: no array as long as the rows
         for start in range(0, len(self), SLICE):
             last = self.positions[self.offsets[start + 1:start + SLICE + 1] - 1]

@@ -309,7 +309,8 @@ class Outputs:
         self.ends = np.zeros(1 + (1 << 10), np.int64)
         self.end = self.ends[1:]
         self.emits = np.empty(1 << 10, np.int64)
-        self.counts = np.zeros(3, np.int64)     # positions, events, groups left unsorted
+        # positions, events, groups left unsorted, sorted groups after one ending later, that one's end
+        self.counts = np.zeros(5, np.int64)
         self.spare = _spare(self.pos, self.end)
         self._entry = None
 
@@ -322,6 +323,12 @@ class Outputs:
         two of them on the same positions."""
         return self.order and not self.counts[2]
 
+    @property
+    def in_order(self) -> bool:
+        """``ordered``, and the groups come in order of their last position (no PARTITION BY, whose
+        sub-streams come one after another): the events are in output order."""
+        return self.ordered and not self.counts[3]
+
     def take(self, arena, roots: Roots, cap: int = 0) -> None:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
@@ -333,7 +340,7 @@ class Outputs:
             if done < n_roots and not self.truncated:
                 # count the room the rest needs and make it at once (growing by guesses copied the buffers
                 # and walked part of the roots again at each step): per node unless each root is capped
-                needed = np.zeros(3, np.int64)
+                needed = np.zeros(5, np.int64)
                 if cap:
                     self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
                 else:

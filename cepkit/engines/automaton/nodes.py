@@ -103,7 +103,8 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
-    ``counts`` holds (positions written, events written, groups left unsorted); ``out_end[m]`` is where
+    ``counts`` holds (positions written, events written, groups left unsorted, sorted groups ending before
+    the sorted group written before them, the last position of that one); ``out_end[m]`` is where
     event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of
     consecutive roots with the same ``emits`` (the lists one event completed: one key and limit) are
     written in LANGUAGE.md §10.2 order: walked forward from their first positions (``_forward_group``),
@@ -141,6 +142,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                 return group_root
             if done > 0:
                 n_pos, n_events = out_end[n_events + done - 1], n_events + done
+                _follow(counts, out_pos[n_pos - 1])
                 group_root = group_end
                 continue
         for r in range(group_root, group_end):
@@ -192,12 +194,22 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
                     break
                 sp -= 1
                 node, depth = stack_node[sp], stack_depth[sp]
-        if order and not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos,
-                                      spare):
-            counts[2] += 1
+        if order:
+            if not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, spare):
+                counts[2] += 1
+            elif n_events > group_events:
+                _follow(counts, out_pos[n_pos - 1])
         group_root = group_end
     counts[0], counts[1] = n_pos, n_events
     return last
+
+
+@jit(inline=True)
+def _follow(counts, hi):
+    """Count a sorted group ending at ``hi`` when it comes after one ending later (``enumerate_roots``)."""
+    if hi < counts[4]:
+        counts[3] += 1
+    counts[4] = hi
 
 
 Forward = namedtuple("Forward", "seen local node pos var last succ stack stack_next path_pos path_var group")

@@ -78,7 +78,7 @@ class Program:
         at = AT_LAST if self.query.select is None else emitted
         if not chosen and self.query.select is None and after < 0:
             return MatchArrays.from_bindings(offsets, positions, var_ids, names, kleene, at,
-                                             sorted_within_last), True
+                                             sorted_within_last, outputs.in_order), True
         keep = positions[offsets[:-1]] > after
         if not keep.any():
             return [], False
