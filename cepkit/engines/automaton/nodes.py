@@ -212,10 +212,12 @@ def _follow(counts, hi):
     counts[4] = hi
 
 
-Forward = namedtuple("Forward", "seen local node pos var last succ stack stack_next path_pos path_var group")
+Forward = namedtuple("Forward", "seen local node pos var last succ inner_end leaf stack stack_next path_pos path_var "
+                                "group")
 Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id; "
-                   "per local id its node, position, variable, whether it ends a match and where its successors "
-                   "start; a stack and a path; the number of the group (``group[0]``).")
+                   "per local id its node, position, variable, whether it ends a match, where its successors "
+                   "start, where those that do not end one end, the one that does; a stack and a path; the "
+                   "number of the group (``group[0]``).")
 
 
 @jit
@@ -224,8 +226,9 @@ def _forward_room(bound):
     a stack, down a Union chain or forward, holds at most one entry per node of a path, and one more)."""
     return Forward(np.full(bound, -1, np.int64), np.empty(bound, np.int32), np.empty(bound + 1, np.int32),
                    np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32), np.empty(bound + 1, np.bool_),
-                   np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64),
-                   np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32), np.zeros(1, np.int64))
+                   np.empty(bound + 2, np.int64), np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32),
+                   np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64), np.empty(bound + 1, np.int64),
+                   np.empty(bound + 1, np.int32), np.zeros(1, np.int64))
 
 
 @jit
@@ -246,7 +249,8 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
     at one position and for an empty match (⊥ in a root's list): 0. Every edge found lies on a match, so
     the edges (kept in ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
-    seen, local, node_of, local_pos, local_var, is_last, succ, stack, stack_next, path_pos, path_var, group = forward
+    seen, local, node_of, local_pos, local_var, is_last, succ, inner_end, leaf, stack, stack_next, path_pos, path_var, \
+        group = forward
     edges, targets = spare[0], spare[1]      # (source << 32 | target) as found; then the targets by source
     group[0] += 1
     g = group[0]
@@ -325,32 +329,39 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
             if i > succ[s] and local_pos[targets[i - 1]] == p:
                 return 0                      # two successors on one position
             targets[i] = moving
-    # forward, depth first: the successor taken at stack level sp is the match's (sp + 1)-th position
+    # a list's last node, where matches end, has the largest position: it comes last, and its match is the
+    # list's last (all after those through the other successors)
+    for s in range(n_local):
+        inner_end[s], leaf[s] = succ[s + 1], -1
+        if succ[s + 1] > succ[s] and is_last[targets[succ[s + 1] - 1]]:
+            inner_end[s], leaf[s] = succ[s + 1] - 1, targets[succ[s + 1] - 1]
+    # forward, depth first: the node entered at stack level sp + 1 is the match's (sp + 1)-th position
     written = 0
     stack[0], stack_next[0] = 0, succ[0]
     sp = 0
     while sp >= 0:
+        s = stack[sp]
         j = stack_next[sp]
-        if j == succ[stack[sp] + 1]:
-            sp -= 1
+        if j < inner_end[s]:
+            stack_next[sp] = j + 1
+            t = targets[j]
+            path_pos[sp], path_var[sp] = local_pos[t], local_var[t]
+            sp += 1
+            stack[sp], stack_next[sp] = t, succ[t]
             continue
-        stack_next[sp] = j + 1
-        t = targets[j]
-        path_pos[sp], path_var[sp] = local_pos[t], local_var[t]
-        if is_last[t]:
-            depth = sp + 1
-            if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+        t = leaf[s]
+        if t >= 0:
+            if n_pos + sp + 1 > out_pos.shape[0] or n_events >= out_end.shape[0]:
                 return -1
-            for k in range(depth):
+            for k in range(sp):
                 out_pos[n_pos + k] = path_pos[k]
                 out_var[n_pos + k] = path_var[k]
-            n_pos += depth
+            out_pos[n_pos + sp], out_var[n_pos + sp] = local_pos[t], local_var[t]
+            n_pos += sp + 1
             out_end[n_events], out_emit[n_events] = n_pos, emit
             n_events += 1
             written += 1
-        if succ[t] < succ[t + 1]:
-            sp += 1
-            stack[sp], stack_next[sp] = t, succ[t]
+        sp -= 1
     return written
 
 
