@@ -17,7 +17,8 @@ pruning of tECS / CORE, digest 004 §5 "[beyond]"). Unions keep the child with t
 left, so expired events sit at the right end of union chains and are cut off in one test.
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
-enters leads to at least one output (output-linear delay).
+enters leads to at least one output (output-linear delay). To write the complex events one event completed
+in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
 from __future__ import annotations
 
