@@ -44,7 +44,9 @@ def forward_walks(query: str, events) -> list:
     _, plan = select_engine(cepkit.parse(query), "automaton", {})
     program = plan.program
     evaluator = Evaluator(program)
-    evaluator.run(Inputs(program, Stream.from_any(events)).batch(program.letters.none), evaluator.new_runs())
+    runs = evaluator.new_runs()
+    for batch in Inputs(program, Stream.from_any(events)).batches(program.letters.none):
+        runs = evaluator.run(batch, runs)
     roots, n = evaluator.roots, int(evaluator.roots.n[0])
     outputs = Outputs()
     forward = nodes._forward_room(len(evaluator.arena.pos))
