@@ -38,7 +38,7 @@ from ...runtime.unary import Columns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
-from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, new_arena, put_ext, put_union
+from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, forward_room, new_arena, put_ext, put_union
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
@@ -312,6 +312,7 @@ class Outputs:
         # positions, events, groups left unsorted, sorted groups after one ending later, that one's end
         self.counts = np.zeros(5, np.int64)
         self.spare = _spare(self.pos, self.end)
+        self.forward = forward_room(0)           # sized by the arena at the first ordered enumeration
         self._entry = None
 
     def __len__(self):
@@ -332,6 +333,8 @@ class Outputs:
     def take(self, arena, roots: Roots, cap: int = 0) -> None:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
+        if self.order and len(self.forward.seen) < len(arena.pos):
+            self.forward = forward_room(len(arena.pos))
         done = 0
         while done < n_roots and not self.truncated:
             done = self._enumerate(arena, roots, done, n_roots, self.counts, cap, self.order, False)
@@ -362,7 +365,7 @@ class Outputs:
         """``nodes.enumerate_roots`` into the buffers, through its machine code for these argument types
         (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
         args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos, self.var, self.end,
-                self.emits, counts, cap, order, self.spare, count_only)
+                self.emits, counts, cap, order, self.spare, self.forward, count_only)
         if self._entry is None:
             self._entry = kernel.entry(enumerate_roots, args)
         return self._entry(*args)

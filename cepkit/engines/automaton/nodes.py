@@ -100,7 +100,7 @@ def union(arena, a, b):
 
 @jit
 def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
-                    cap, order, spare, count_only):
+                    cap, order, spare, forward, count_only):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
@@ -108,13 +108,43 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     the sorted group written before them, the last position of that one); ``out_end[m]`` is where
     event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of
     consecutive roots with the same ``emits`` (the lists one event completed: one key and limit) are
-    written in LANGUAGE.md §10.2 order: walked forward from their first positions (``_forward_group``),
-    or, where that walk cannot order them, enumerated into ``spare`` and sorted by keys (``_write_group``);
-    a group neither orders is moved as enumerated and counted.
+    written in LANGUAGE.md §10.2 order: walked forward from their first positions (``_forward_group``,
+    with ``forward``, room for an arena at least this one's size), or, where that walk cannot order them,
+    enumerated backwards and sorted by keys (``_walk_back``); a group neither orders is moved as
+    enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
     of its group behind. ``count_only`` writes nothing (pass ``order`` False) and only counts: the room
     the roots need.
     """
+    if not order:
+        return _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
+                          cap, False, spare, count_only)
+    group_root = first
+    while group_root < last:
+        group_end = group_root + 1
+        while group_end < last and emits[group_end] == emits[group_root]:
+            group_end += 1
+        n_events = counts[1]
+        done = _forward_group(arena, roots, keys[group_root], limits[group_root], emits[group_root], group_root,
+                              group_end, out_pos, out_var, out_end, out_emit, counts[0], n_events, spare, forward)
+        if done < 0:
+            return group_root
+        if done > 0:
+            counts[0], counts[1] = out_end[n_events + done - 1], n_events + done
+            _follow(counts, out_pos[counts[0] - 1])
+        elif _walk_back(arena, roots, keys, limits, emits, group_root, group_end, out_pos, out_var, out_end,
+                        out_emit, counts, 0, True, spare, False) < group_end:
+            return group_root
+        group_root = group_end
+    return last
+
+
+@jit
+def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cap,
+               order, spare, count_only):
+    """``enumerate_roots`` by depth-first walks from the roots, each match read from its last position
+    backwards; with ``order``, each group is enumerated into ``spare`` and moved to the outputs sorted
+    by keys (``_write_group``), or as it is (counted) when the keys cannot sort it."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     # a path enters a node at most once, so neither the path nor the pending right children outgrow the
     # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower)
@@ -126,136 +156,128 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     # with ``order``, each prefix's sort key (``_write_group``) relative to the path's first (latest)
     # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word
     path_key = np.zeros(bound + 1, np.int64)
-    forward = _forward_room(bound if order else 0)
     spare_pos, spare_var, spare_key = spare[0], spare[1], spare[2]
     n_pos, n_events = counts[0], counts[1]
-    group_root = first
-    while group_root < last:
-        group_end = group_root + 1
-        while group_end < last and emits[group_end] == emits[group_root]:
-            group_end += 1
-        group_pos, group_events = n_pos, n_events
-        if order:
-            done = _forward_group(arena, roots, keys[group_root], limits[group_root], emits[group_root], group_root,
-                                  group_end, out_pos, out_var, out_end, out_emit, n_pos, n_events, spare, forward)
-            if done < 0:
-                counts[0], counts[1] = group_pos, group_events
-                return group_root
-            if done > 0:
-                n_pos, n_events = out_end[n_events + done - 1], n_events + done
-                _follow(counts, out_pos[n_pos - 1])
-                group_root = group_end
-                continue
-        for r in range(group_root, group_end):
-            key, limit = keys[r], limits[r]
-            node = roots[r]
-            if key - node_start[node] > limit:
-                continue
-            written = 0
-            depth = 0
-            sp = 0
-            while True:
-                # down the left children to the sink, keeping each right child that fits for later
-                while node != BOTTOM:
-                    if node_pos[node] == UNION:
-                        right = node_right[node]
-                        if key - node_start[right] <= limit:
-                            stack_node[sp], stack_depth[sp] = right, depth
-                            sp += 1
-                        node = node_left[node]
-                    else:
-                        p = node_pos[node]
-                        path_pos[depth], path_var[depth] = p, node_var[node]
-                        if order:
-                            bit = path_pos[0] - p
-                            prefix = path_key[depth]
-                            path_key[depth + 1] = prefix | (1 << bit) if prefix >= 0 and 0 <= bit <= 62 else -1
-                        depth += 1
-                        node = node_left[node]
-                if not count_only:
-                    if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                        counts[0], counts[1] = group_pos, group_events
-                        return group_root
+    group_root, group_pos, group_events = first, n_pos, n_events
+    for r in range(first, last):
+        if r > first and emits[r] != emits[r - 1]:
+            _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, spare,
+                         counts)
+            group_root, group_pos, group_events = r, n_pos, n_events
+        key, limit = keys[r], limits[r]
+        node = roots[r]
+        if key - node_start[node] > limit:
+            continue
+        written = 0
+        depth = 0
+        sp = 0
+        while True:
+            # down the left children to the sink, keeping each right child that fits for later
+            while node != BOTTOM:
+                if node_pos[node] == UNION:
+                    right = node_right[node]
+                    if key - node_start[right] <= limit:
+                        stack_node[sp], stack_depth[sp] = right, depth
+                        sp += 1
+                    node = node_left[node]
+                else:
+                    p = node_pos[node]
+                    path_pos[depth], path_var[depth] = p, node_var[node]
                     if order:
-                        spare_key[n_events - group_events] = path_key[depth]
-                        at = n_pos - group_pos
-                        for k in range(depth):
-                            spare_pos[at + k] = path_pos[depth - 1 - k]
-                            spare_var[at + k] = path_var[depth - 1 - k]
-                    else:
-                        for k in range(depth):
-                            out_pos[n_pos + k] = path_pos[depth - 1 - k]
-                            out_var[n_pos + k] = path_var[depth - 1 - k]
-                    out_end[n_events] = n_pos + depth
-                    out_emit[n_events] = emits[r]
-                n_pos += depth
-                n_events += 1
-                written += 1
-                if sp == 0 or (cap > 0 and written >= cap):
-                    break
-                sp -= 1
-                node, depth = stack_node[sp], stack_depth[sp]
-        if order:
-            if not _write_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, spare):
-                counts[2] += 1
-            elif n_events > group_events:
-                _follow(counts, out_pos[n_pos - 1])
-        group_root = group_end
+                        bit = path_pos[0] - p
+                        prefix = path_key[depth]
+                        path_key[depth + 1] = prefix | (1 << bit) if prefix >= 0 and 0 <= bit <= 62 else -1
+                    depth += 1
+                    node = node_left[node]
+            if not count_only:
+                if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                    counts[0], counts[1] = group_pos, group_events
+                    return group_root
+                if order:
+                    spare_key[n_events - group_events] = path_key[depth]
+                    at = n_pos - group_pos
+                    for k in range(depth):
+                        spare_pos[at + k] = path_pos[depth - 1 - k]
+                        spare_var[at + k] = path_var[depth - 1 - k]
+                else:
+                    for k in range(depth):
+                        out_pos[n_pos + k] = path_pos[depth - 1 - k]
+                        out_var[n_pos + k] = path_var[depth - 1 - k]
+                out_end[n_events] = n_pos + depth
+                out_emit[n_events] = emits[r]
+            n_pos += depth
+            n_events += 1
+            written += 1
+            if sp == 0 or (cap > 0 and written >= cap):
+                break
+            sp -= 1
+            node, depth = stack_node[sp], stack_depth[sp]
+    _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, spare, counts)
     counts[0], counts[1] = n_pos, n_events
     return last
 
 
 @jit(inline=True)
+def _close_group(out_pos, out_var, out_end, out_emit, first, last, start, end, order, spare, counts):
+    """With ``order``, the events ``first..last-1`` (positions ``start..end-1``) of one group, enumerated
+    into ``spare``, moved to the outputs (``_write_group``) and counted in ``counts``."""
+    if order:
+        if not _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare):
+            counts[2] += 1
+        elif last > first:
+            _follow(counts, out_pos[end - 1])
+
+
+@jit(inline=True)
 def _follow(counts, hi):
-    """Count a sorted group ending at ``hi`` when it comes after one ending later (``enumerate_roots``)."""
+    """Count a sorted group ending at ``hi`` when it comes after one ending later (``enumerate_roots``'s
+    ``counts``)."""
     if hi < counts[4]:
         counts[3] += 1
     counts[4] = hi
 
 
-Forward = namedtuple("Forward", "seen local node pos var last succ inner_end leaf stack stack_next path_pos path_var "
-                                "group")
+Forward = namedtuple("Forward", "seen local node pos var last head stack stack_next path_pos path_var group")
 Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id; "
-                   "per local id its node, position, variable, whether it ends a match, where its successors "
-                   "start, where those that do not end one end, the one that does; a stack and a path; the "
-                   "number of the group (``group[0]``).")
+                   "per local id its node, position, variable, whether it ends a match and its first successor; "
+                   "a stack and a path; ``group[0]`` numbers the groups walked.")
 
 
-@jit
-def _forward_room(bound):
-    """``Forward`` arrays for an arena of ``bound`` nodes (a group's local ids, 0 the start, fit in ``bound + 1``;
-    a stack, down a Union chain or forward, holds at most one entry per node of a path, and one more)."""
-    return Forward(np.full(bound, -1, np.int64), np.empty(bound, np.int32), np.empty(bound + 1, np.int32),
-                   np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32), np.empty(bound + 1, np.bool_),
-                   np.empty(bound + 2, np.int64), np.empty(bound + 1, np.int64), np.empty(bound + 1, np.int32),
-                   np.empty(bound + 2, np.int64), np.empty(bound + 2, np.int64), np.empty(bound + 1, np.int64),
-                   np.empty(bound + 1, np.int32), np.zeros(1, np.int64))
+def forward_room(capacity: int) -> Forward:
+    """``Forward`` arrays for arenas of up to ``capacity`` nodes (a group's local ids, 0 the start, fit in
+    ``capacity + 1``; a stack, down a Union chain or forward, holds at most one entry per node of a path,
+    and one more). Made once and kept while the arena does not grow: the walk only reads what it wrote
+    for the group it walks (a node's ``seen`` names the group that wrote its local id)."""
+    return Forward(np.full(capacity, -1, np.int64), np.empty(capacity, np.int32), np.empty(capacity + 1, np.int32),
+                   np.empty(capacity + 1, np.int64), np.empty(capacity + 1, np.int32),
+                   np.empty(capacity + 1, np.bool_), np.empty(capacity + 1, np.int64),
+                   np.empty(capacity + 2, np.int64), np.empty(capacity + 2, np.int64),
+                   np.empty(capacity + 1, np.int64), np.empty(capacity + 1, np.int32), np.zeros(1, np.int64))
 
 
-@jit
-def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos, n_events,
-                   spare, forward):
+@jit(inline=True)
+def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos,
+                   n_events, spare, forward):
     """Write the events of roots ``first..last-1`` (one group: one emit position, key and limit) at
-    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk
-    cannot order them (then nothing is written); -1 when the outputs are full.
+    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk cannot order them (then nothing is written);
+    -1 when the outputs are full.
 
     The walk from a root reads a match from its last position backwards, but §10.2 orders a group's
     matches (all ending at one position) as their ascending position tuples. So the group's part of the
-    arena is collected once: the Ext nodes its roots reach inside the window (through Union chains),
-    per node the nodes that follow it towards the root, and the start nodes (⊥ in their child list); it
-    is small (the group's nodes in the window) while its paths are many. Walked forward from the starts,
-    each node's successors in ascending position, the matches come out in order, as long as no two
-    successors of one node (or two starts) share a position: those would be a tie (one tuple twice,
-    ordered by bindings) or two sub-walks to interleave. Then, for a group whose matches do not all end
-    at one position and for an empty match (⊥ in a root's list): 0. Every edge found lies on a match, so
-    the edges (kept in ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
+    arena is collected once: the Ext nodes its roots reach inside the window (through Union chains), per
+    node the nodes that follow it towards the root, in ascending position, and the start nodes (⊥ in
+    their child list); it is small (the group's nodes in the window) while its paths are many. Walked
+    forward from the starts, the matches come out in order, as long as no two successors of one node (or
+    two starts) share a position: those would be a tie (one tuple twice, ordered by bindings) or two
+    sub-walks to interleave. Then, for a group whose matches do not all end at one position and for an
+    empty match (⊥ in a root's list): 0. Every edge found lies on a match, so the edges (kept in
+    ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
-    seen, local, node_of, local_pos, local_var, is_last, succ, inner_end, leaf, stack, stack_next, path_pos, path_var, \
-        group = forward
-    edges, targets = spare[0], spare[1]      # (source << 32 | target) as found; then the targets by source
+    seen, local, node_of, local_pos, local_var, is_last, head, stack, stack_next, path_pos, path_var, group = forward
     group[0] += 1
     g = group[0]
-    node_of[0], is_last[0] = BOTTOM, False   # local id 0 precedes every match: its successors are the starts
+    following, targets = spare[0], spare[1]  # per edge: the next edge of its list, the node it leads to
+    node_of[0], is_last[0], head[0] = BOTTOM, False, -1   # local id 0 precedes every match: its list holds the starts
     n_local = 1
     n_edges = 0
     hi = -1
@@ -272,6 +294,8 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
             if expanding >= n_local:
                 break
             tree = node_left[node_of[expanding]]
+        # the list's Ext nodes (and ⊥) inside the window, left children first: later nodes are met first
+        # (and expanded first), so each edge mostly goes to the front of its ascending list
         stack[0] = tree
         sp = 1
         while sp > 0:
@@ -282,18 +306,18 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
                     return 0                          # an empty match
                 source = 0
             elif node_pos[node] == UNION:
-                stack[sp] = node_left[node]
-                sp += 1
                 right = node_right[node]
                 if key - node_start[right] <= limit:
                     stack[sp] = right
                     sp += 1
+                stack[sp] = node_left[node]
+                sp += 1
                 continue
             else:
                 if seen[node] != g:
                     seen[node], local[node] = g, n_local
                     node_of[n_local], local_pos[n_local], local_var[n_local] = node, node_pos[node], node_var[node]
-                    is_last[n_local] = False
+                    is_last[n_local], head[n_local] = False, -1
                     n_local += 1
                 source = local[node]
                 if expanding < 0:
@@ -302,56 +326,38 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
                     is_last[source] = True
                     hi = local_pos[source]
                     continue
-            if n_edges == edges.shape[0]:
+            # the edge source -> expanding, into source's list in ascending position
+            if n_edges == targets.shape[0]:
                 return 0
-            edges[n_edges] = (np.int64(source) << 32) | expanding
+            p = local_pos[expanding]
+            before = -1
+            at = head[source]
+            while at >= 0 and local_pos[targets[at]] < p:
+                before, at = at, following[at]
+            if at >= 0 and local_pos[targets[at]] == p:
+                return 0                              # two successors on one position
+            targets[n_edges], following[n_edges] = expanding, at
+            if before < 0:
+                head[source] = n_edges
+            else:
+                following[before] = n_edges
             n_edges += 1
-    # the successors of each local id (a counting sort by source), each list in ascending position
-    succ[:n_local + 1] = 0
-    for e in range(n_edges):
-        succ[(edges[e] >> 32) + 1] += 1
-    for s in range(n_local):
-        succ[s + 1] += succ[s]
-    for e in range(n_edges):
-        s = edges[e] >> 32
-        targets[succ[s]] = edges[e] & 0xFFFFFFFF
-        succ[s] += 1
-    for s in range(n_local, 0, -1):           # ``succ[s]`` ended list s: shifted, it starts it
-        succ[s] = succ[s - 1]
-    succ[0] = 0
-    for s in range(n_local):
-        for j in range(succ[s] + 1, succ[s + 1]):
-            moving = targets[j]
-            p = local_pos[moving]
-            i = j
-            while i > succ[s] and local_pos[targets[i - 1]] > p:
-                targets[i] = targets[i - 1]
-                i -= 1
-            if i > succ[s] and local_pos[targets[i - 1]] == p:
-                return 0                      # two successors on one position
-            targets[i] = moving
-    # a list's last node, where matches end, has the largest position: it comes last, and its match is the
-    # list's last (all after those through the other successors)
-    for s in range(n_local):
-        inner_end[s], leaf[s] = succ[s + 1], -1
-        if succ[s + 1] > succ[s] and is_last[targets[succ[s + 1] - 1]]:
-            inner_end[s], leaf[s] = succ[s + 1] - 1, targets[succ[s + 1] - 1]
-    # forward, depth first: the node entered at stack level sp + 1 is the match's (sp + 1)-th position
+    # forward, depth first: the node entered at stack level sp + 1 is the match's (sp + 1)-th position. A
+    # list's node where matches end has the largest position: it is the list's last, and so is its match
+    # (after all those through the other successors), written as the walk leaves the list
     written = 0
-    stack[0], stack_next[0] = 0, succ[0]
+    stack[0], stack_next[0] = 0, head[0]
     sp = 0
     while sp >= 0:
-        s = stack[sp]
-        j = stack_next[sp]
-        if j < inner_end[s]:
-            stack_next[sp] = j + 1
-            t = targets[j]
-            path_pos[sp], path_var[sp] = local_pos[t], local_var[t]
-            sp += 1
-            stack[sp], stack_next[sp] = t, succ[t]
-            continue
-        t = leaf[s]
-        if t >= 0:
+        e = stack_next[sp]
+        if e >= 0:
+            t = targets[e]
+            if not is_last[t]:
+                stack_next[sp] = following[e]
+                path_pos[sp], path_var[sp] = local_pos[t], local_var[t]
+                sp += 1
+                stack[sp], stack_next[sp] = t, head[t]
+                continue
             if n_pos + sp + 1 > out_pos.shape[0] or n_events >= out_end.shape[0]:
                 return -1
             for k in range(sp):

@@ -49,7 +49,7 @@ def forward_walks(query: str, events) -> list:
         runs = evaluator.run(batch, runs)
     roots, n = evaluator.roots, int(evaluator.roots.n[0])
     outputs = Outputs()
-    forward = nodes._forward_room(len(evaluator.arena.pos))
+    forward = nodes.forward_room(len(evaluator.arena.pos))
     done, first = [], 0
     while first < n:
         last = first + 1
