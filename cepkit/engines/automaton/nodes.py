@@ -237,20 +237,19 @@ def _follow(counts, hi):
     counts[4] = hi
 
 
-Forward = namedtuple("Forward", "seen local node pos var last head stack stack_next path_pos path_var group")
-Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id; "
-                   "per local id its node, position, variable, whether it ends a match and its first successor; "
-                   "a stack and a path; ``group[0]`` numbers the groups walked.")
+Forward = namedtuple("Forward", "seen child pos var last head stack stack_next path_pos path_var group")
+Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id "
+                   "(``group << 32 | id``); per local id its child list, position, variable, whether it ends a "
+                   "match and its first successor; a stack and a path; ``group[0]`` numbers the groups walked.")
 
 
 def forward_room(capacity: int) -> Forward:
     """``Forward`` arrays for arenas of up to ``capacity`` nodes (a group's local ids, 0 the start, fit in
     ``capacity + 1``; a stack, down a Union chain or forward, holds at most one entry per node of a path,
     and one more). Made once and kept while the arena does not grow: the walk only reads what it wrote
-    for the group it walks (a node's ``seen`` names the group that wrote its local id)."""
-    return Forward(np.full(capacity, -1, np.int64), np.empty(capacity, np.int32), np.empty(capacity + 1, np.int32),
-                   np.empty(capacity + 1, np.int64), np.empty(capacity + 1, np.int32),
-                   np.empty(capacity + 1, np.bool_), np.empty(capacity + 1, np.int64),
+    for the group it walks (a node's ``seen`` names the group that gave it its local id)."""
+    return Forward(np.full(capacity, -1, np.int64), np.empty(capacity + 1, np.int32), np.empty(capacity + 1, np.int64),
+                   np.empty(capacity + 1, np.int32), np.empty(capacity + 1, np.bool_), np.empty(capacity + 1, np.int64),
                    np.empty(capacity + 2, np.int64), np.empty(capacity + 2, np.int64),
                    np.empty(capacity + 1, np.int64), np.empty(capacity + 1, np.int32), np.zeros(1, np.int64))
 
@@ -273,11 +272,11 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
     empty match (⊥ in a root's list): 0. Every edge found lies on a match, so the edges (kept in
     ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
-    seen, local, node_of, local_pos, local_var, is_last, head, stack, stack_next, path_pos, path_var, group = forward
+    seen, child, local_pos, local_var, is_last, head, stack, stack_next, path_pos, path_var, group = forward
     group[0] += 1
     g = group[0]
     following, targets = spare[0], spare[1]  # per edge: the next edge of its list, the node it leads to
-    node_of[0], is_last[0], head[0] = BOTTOM, False, -1   # local id 0 precedes every match: its list holds the starts
+    is_last[0], head[0] = False, -1        # local id 0 precedes every match: its list holds the starts
     n_local = 1
     n_edges = 0
     hi = -1
@@ -293,7 +292,7 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
             expanding = 1 if expanding < 0 else expanding + 1
             if expanding >= n_local:
                 break
-            tree = node_left[node_of[expanding]]
+            tree = child[expanding]
         # the list's Ext nodes (and ⊥) inside the window, left children first: later nodes are met first
         # (and expanded first), so each edge mostly goes to the front of its ascending list
         stack[0] = tree
@@ -314,12 +313,15 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
                 sp += 1
                 continue
             else:
-                if seen[node] != g:
-                    seen[node], local[node] = g, n_local
-                    node_of[n_local], local_pos[n_local], local_var[n_local] = node, node_pos[node], node_var[node]
-                    is_last[n_local], head[n_local] = False, -1
+                source = seen[node]
+                if source >> 32 == g:
+                    source &= 0xFFFFFFFF
+                else:
+                    source = n_local
+                    seen[node] = (g << 32) | source
+                    child[source], local_pos[source], local_var[source] = node_left[node], node_pos[node], node_var[node]
+                    is_last[source], head[source] = False, -1
                     n_local += 1
-                source = local[node]
                 if expanding < 0:
                     if is_last[source] or (hi >= 0 and local_pos[source] != hi):
                         return 0                      # a match twice, or matches ending at two positions
