@@ -309,8 +309,9 @@ class Outputs:
         self.ends = np.zeros(1 + (1 << 10), np.int64)
         self.end = self.ends[1:]
         self.emits = np.empty(1 << 10, np.int64)
-        # positions, events, groups left unsorted, sorted groups after one ending later, that one's end
-        self.counts = np.zeros(5, np.int64)
+        # positions, events, groups left unsorted, sorted groups after one ending later, that one's end, and
+        # why the backward walk last stopped
+        self.counts = np.zeros(6, np.int64)
         self.spare = _spare(self.pos, self.end)
         self.forward = forward_room(0)           # sized by the arena at the first ordered enumeration
         self._entry = None
@@ -343,7 +344,7 @@ class Outputs:
             if done < n_roots and not self.truncated:
                 # count the room the rest needs and make it at once (growing by guesses copied the buffers
                 # and walked part of the roots again at each step): per node unless each root is capped
-                needed = np.zeros(5, np.int64)
+                needed = np.zeros(6, np.int64)
                 if cap:
                     self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
                 else:

@@ -98,6 +98,9 @@ def union(arena, a, b):
     return put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
+SMALL = 32   # a group with fewer events is sorted by keys (cheaper there than collecting it to walk forward)
+
+
 @jit
 def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
                     cap, order, spare, forward, count_only):
@@ -105,12 +108,14 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
     ``counts`` holds (positions written, events written, groups left unsorted, sorted groups ending before
-    the sorted group written before them, the last position of that one); ``out_end[m]`` is where
-    event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With ``order``, the events of
-    consecutive roots with the same ``emits`` (the lists one event completed: one key and limit) are
-    written in LANGUAGE.md §10.2 order: walked forward from their first positions (``_forward_group``,
-    with ``forward``, room for an arena at least this one's size), or, where that walk cannot order them,
-    enumerated backwards and sorted by keys (``_walk_back``); a group neither orders is moved as
+    the sorted group written before them, the last position of that one, and ``_walk_back``'s reason to
+    stop); ``out_end[m]`` is where event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With
+    ``order``, the events of consecutive roots with the same ``emits`` (the lists one event completed: one
+    key and limit) are written in LANGUAGE.md §10.2 order: walked forward from their first positions
+    (``_forward_group``, with ``forward``, room for an arena at least this one's size), or enumerated
+    backwards and sorted by keys (``_walk_back``): a group the forward walk cannot order, and the groups
+    after one of fewer than ``SMALL`` events until one of at least that many (walking forward costs a
+    collection per group, which small groups do not repay); a group neither orders is moved as
     enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
     of its group behind. ``count_only`` writes nothing (pass ``order`` False) and only counts: the room
@@ -118,9 +123,16 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     """
     if not order:
         return _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
-                          cap, False, spare, count_only)
+                          cap, False, spare, count_only, 0, True)
+    keyed = False
     group_root = first
     while group_root < last:
+        if keyed:
+            stop = _walk_back(arena, roots, keys, limits, emits, group_root, last, out_pos, out_var, out_end,
+                              out_emit, counts, 0, True, spare, False, SMALL, False)
+            if counts[5] != HANDED_BACK:
+                return stop
+            group_root = stop           # a big group, or one the keys cannot sort: forward
         group_end = group_root + 1
         while group_end < last and emits[group_end] == emits[group_root]:
             group_end += 1
@@ -133,18 +145,25 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
             counts[0], counts[1] = out_end[n_events + done - 1], n_events + done
             _follow(counts, out_pos[counts[0] - 1])
         elif _walk_back(arena, roots, keys, limits, emits, group_root, group_end, out_pos, out_var, out_end,
-                        out_emit, counts, 0, True, spare, False) < group_end:
+                        out_emit, counts, 0, True, spare, False, 0, True) < group_end:
             return group_root
+        keyed = counts[1] - n_events < SMALL
         group_root = group_end
     return last
 
 
+DONE, FULL_OUTPUTS, HANDED_BACK = 0, 1, 2    # why ``_walk_back`` stopped (``counts[5]``)
+
+
 @jit
 def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cap,
-               order, spare, count_only):
+               order, spare, count_only, big, settle):
     """``enumerate_roots`` by depth-first walks from the roots, each match read from its last position
     backwards; with ``order``, each group is enumerated into ``spare`` and moved to the outputs sorted
-    by keys (``_write_group``), or as it is (counted) when the keys cannot sort it."""
+    by keys (``_write_group``). A group of ``big`` events (0: any size), or one the keys cannot sort
+    unless ``settle`` (then it is moved as it is, and counted), is handed back: nothing of it written,
+    its first root returned. ``counts[5]`` says why it returned (``DONE``, ``FULL_OUTPUTS``,
+    ``HANDED_BACK``)."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     # a path enters a node at most once, so neither the path nor the pending right children outgrow the
     # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower)
@@ -161,8 +180,10 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
         if r > first and emits[r] != emits[r - 1]:
-            _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, spare,
-                         counts)
+            if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order,
+                                settle, spare, counts):
+                counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
+                return group_root
             group_root, group_pos, group_events = r, n_pos, n_events
         key, limit = keys[r], limits[r]
         node = roots[r]
@@ -191,7 +212,10 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
                     node = node_left[node]
             if not count_only:
                 if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                    counts[0], counts[1] = group_pos, group_events
+                    counts[0], counts[1], counts[5] = group_pos, group_events, FULL_OUTPUTS
+                    return group_root
+                if big and n_events - group_events == big:
+                    counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
                     return group_root
                 if order:
                     spare_key[n_events - group_events] = path_key[depth]
@@ -212,20 +236,28 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
                 break
             sp -= 1
             node, depth = stack_node[sp], stack_depth[sp]
-    _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, spare, counts)
-    counts[0], counts[1] = n_pos, n_events
+    if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, settle,
+                        spare, counts):
+        counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
+        return group_root
+    counts[0], counts[1], counts[5] = n_pos, n_events, DONE
     return last
 
 
 @jit(inline=True)
-def _close_group(out_pos, out_var, out_end, out_emit, first, last, start, end, order, spare, counts):
+def _close_group(out_pos, out_var, out_end, out_emit, first, last, start, end, order, settle, spare, counts):
     """With ``order``, the events ``first..last-1`` (positions ``start..end-1``) of one group, enumerated
-    into ``spare``, moved to the outputs (``_write_group``) and counted in ``counts``."""
-    if order:
-        if not _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare):
-            counts[2] += 1
-        elif last > first:
+    into ``spare``, moved to the outputs (``_write_group``) and counted in ``counts``; False when the keys
+    could not sort them and ``settle`` is not set (``counts`` unchanged)."""
+    if not order:
+        return True
+    if _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare):
+        if last > first:
             _follow(counts, out_pos[end - 1])
+        return True
+    if settle:
+        counts[2] += 1
+    return settle
 
 
 @jit(inline=True)

@@ -151,6 +151,15 @@ def test_a_span_past_a_word_is_walked_forward():
     assert_agrees("A a ; B b", events, "automaton")
 
 
+def test_after_small_groups_a_span_past_a_word_is_walked_forward_too():
+    """Groups after a small one are sorted by keys first; one they cannot key goes to the forward walk."""
+    events = [{"type": t, "ts": i} for i, t in enumerate("AB" + "A" + "C" * 70 + "AB")]
+    rows = batch_rows("A a ; B b", events)
+    assert rows.sorted_within_last and [m.positions for m in rows] == [(0, 1), (0, 74), (2, 74), (73, 74)]
+    check_promise(rows)
+    assert_agrees("A a ; B b", events, "automaton")
+
+
 SHARED = "A x ; ((A a ; C c) OR (A b ; D d)) ; B e"    # an A after x may be a (then C) or b (then D)
 
 
@@ -195,8 +204,8 @@ def test_outputs_say_unordered_when_a_group_cannot_be_keyed():
 
 
 def test_big_groups_are_walked_forward_or_radix_sorted():
-    """Big groups (128 events or more) are walked forward; one the walk leaves to the keys is radix-sorted;
-    ties on positions still fall back."""
+    """Big groups are walked forward, also after small groups (sorted by keys); one the walk leaves to
+    the keys is radix-sorted (128 events or more); ties on positions still fall back."""
     dense = [{"type": t, "ts": i} for i, t in enumerate("CAACAAAADAAAB")]       # 9 As: 511 subsets, one group
     rows = batch_rows("A+ a ; B b", dense)
     assert rows.sorted_within_last and len(rows) == 511
@@ -212,6 +221,15 @@ def test_big_groups_are_walked_forward_or_radix_sorted():
     rows = batch_rows(query, shared)
     assert rows.sorted_within_last and len(rows) == 370
     check_promise(rows)
+    after_small = [{"type": t, "ts": i} for i, t in enumerate("AB")] + [{**e, "ts": e["ts"] + 2} for e in dense]
+    rows = batch_rows("A+ a ; B b", after_small)              # sorted by keys until the big group, walked forward
+    assert rows.sorted_within_last and len(rows) == 1 + 1023
+    check_promise(rows)
+    shared_after_small = [{"type": t, "ts": i} for i, t in enumerate("AACB")] + \
+        [{**e, "ts": e["ts"] + 4} for e in shared]
+    rows = batch_rows(query, shared_after_small)
+    assert rows.sorted_within_last and len(rows) > 370
+    check_promise(rows)
     tied = [{"type": t, "ts": i} for i, t in enumerate("AAAAAB")]            # 3^5 - 1 events, ties on positions
     rows = batch_rows("(A a OR A b)+ ; B c", tied)
     assert forward_walks("(A a OR A b)+ ; B c", tied) == [0]
@@ -219,3 +237,4 @@ def test_big_groups_are_walked_forward_or_radix_sorted():
     check_promise(rows)
     assert_agrees("A+ a ; B b", dense, "automaton")
     assert_agrees(query, shared, "automaton")
+    assert_agrees(query, shared_after_small, "automaton")
