@@ -383,8 +383,9 @@ class Outputs:
 
 
 def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
-    """Room to sort one group of events (positions, variables; two words per event): as large as the
-    buffers, but only the largest group's part of it is ever written."""
+    """Room to sort one group of events (positions, variables; two words per event), or for the forward
+    walk's edges (at most one per position of the group): as large as the buffers, but only the largest
+    group's part of it is ever written."""
     return np.empty_like(pos), np.empty(len(pos), np.int32), np.empty_like(end), np.empty_like(end)
 
 
