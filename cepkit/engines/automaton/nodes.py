@@ -290,8 +290,8 @@ def forward_room(capacity: int) -> Forward:
 def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos,
                    n_events, spare, forward):
     """Write the events of roots ``first..last-1`` (one group: one emit position, key and limit) at
-    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk cannot order them (then nothing is written);
-    -1 when the outputs are full.
+    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk
+    cannot order them (then nothing is written); -1 when the outputs are full.
 
     The walk from a root reads a match from its last position backwards, but §10.2 orders a group's
     matches (all ending at one position) as their ascending position tuples. So the group's part of the
@@ -351,7 +351,8 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
                 else:
                     source = n_local
                     seen[node] = (g << 32) | source
-                    child[source], local_pos[source], local_var[source] = node_left[node], node_pos[node], node_var[node]
+                    child[source] = node_left[node]
+                    local_pos[source], local_var[source] = node_pos[node], node_var[node]
                     is_last[source], head[source] = False, -1
                     n_local += 1
                 if expanding < 0:
