@@ -332,7 +332,7 @@ class MatchArrays(Sequence):
                            None if self._bound_variables is None else self._bound_variables.copy(),
                            self.names, self.kleene, AT_LAST if self._emitted_at is None else self._emitted_at.copy(),
                            self.sign.copy(), sorted_within_last=self.sorted_within_last,
-                           row_variables=self.row_variables)
+                           row_variables=self.row_variables, groups_in_order=self.groups_in_order)
 
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""

@@ -127,6 +127,9 @@ def test_the_bench_kleene_query_is_sorted_and_agrees_with_the_reference():
     rows = batch_rows(query, events)
     assert rows.sorted_within_last and rows.groups_in_order and len(rows) > 100
     check_promise(rows)
+    copied = rows.copy()                    # the same rows in arrays of their own: the same promises
+    assert copied.sorted_within_last and copied.groups_in_order
+    check_promise(copied)
     assert_agrees(query, events, "automaton")
 
 
