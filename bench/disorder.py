@@ -36,7 +36,7 @@ import cepkit
 from cepkit.runtime import Matches, Stream
 from cepkit.runtime.disorder import layered
 from cepkit.runtime.registry import get_engine, registered, select_engine
-from stack import timed
+from streams import best_of
 
 QUERY = "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 10"
 WINDOW = 10
@@ -89,7 +89,7 @@ def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, query: s
         run = lambda: through_layer(query, "stack", stream, **options)   # noqa: E731
     else:
         run = lambda: cepkit.match(query, stream, engine=engine, **options)   # noqa: E731
-    seconds, found = timed(run, repeat)
+    seconds, found = best_of(repeat, run)
     net = {m.key for m in found}
     first_out = {}
     for d in found.deltas:
@@ -125,7 +125,7 @@ def sorted_truth(query: str, engine: str, arrived: list, repeat: int) -> tuple:
     order = sorted(range(n), key=lambda p: (stream.times[p], p))
     sorted_stream = Stream.from_any([arrived[p] for p in order])
     in_order = cepkit.match(query, sorted_stream, engine=engine)
-    seconds, incremental = timed(lambda: in_order_incremental(query, engine, sorted_stream), repeat)
+    seconds, incremental = best_of(repeat, lambda: in_order_incremental(query, engine, sorted_stream))
     assert sorted(m.key for m in incremental) == sorted(m.key for m in in_order)
     truth = {(tuple(sorted(order[i] for i in m.positions)),
               tuple(sorted((v, tuple(order[i] for i in x) if isinstance(x, tuple) else order[x])

@@ -50,6 +50,7 @@ import cepkit
 from cepkit.runtime.api import clear_plan_cache
 from cepkit.runtime.events import Stream
 from cepkit.runtime.registry import select_engine
+from streams import best_of
 
 OPENCEP_EVENTS_PER_S = 8_000
 SEQUENCES = {"Q1": "ABC", "Q2": "ABCD"}        # CEL paper Table 1: A;B;C and A;B;C;D
@@ -154,32 +155,22 @@ def brute(name: str, frame_lists: tuple, window: float, filtered: bool) -> list:
 
 
 # ----------------------------------------------------------------------------- measuring
-def timed(fn, repeat: int = 1):
-    """(best seconds, the last result)."""
-    best, result = float("inf"), None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
-
-
 def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: bool, repeat: int) -> dict:
     text = query_text(name, window, filtered)
     n = len(frame)
     # cold: each call parses and compiles again (the plan cache emptied first); the repeated calls after
     # the first find their plan in cepkit.match's cache (warm), as a notebook re-running a cell does
-    cold_s, _ = timed(lambda: (clear_plan_cache(), cepkit.match(text, frame, engine=engine)), repeat)
-    match_s, found = timed(lambda: cepkit.match(text, frame, engine=engine), repeat)
-    positions_s, positions = timed(found.positions, repeat)
-    arrays_s, _ = timed(found.position_arrays, repeat)
-    pandas_s, _ = timed(found.to_pandas, 1)
+    cold_s, _ = best_of(repeat, lambda: (clear_plan_cache(), cepkit.match(text, frame, engine=engine)))
+    match_s, found = best_of(repeat, lambda: cepkit.match(text, frame, engine=engine))
+    positions_s, positions = best_of(repeat, found.positions)
+    arrays_s, _ = best_of(repeat, found.position_arrays)
+    pandas_s, _ = best_of(1, found.to_pandas)
     stream = Stream.from_any(frame)
     _, plan = select_engine(cepkit.parse(text), engine, {})
-    kernel_s, _ = timed(lambda: plan.run(stream), repeat)
-    count_s = timed(lambda: plan.count(stream), repeat)[0] if hasattr(plan, "count") else None
+    kernel_s, _ = best_of(repeat, lambda: plan.run(stream))
+    count_s = best_of(repeat, lambda: plan.count(stream))[0] if hasattr(plan, "count") else None
     lists = (frame["type"].tolist(), frame["ts"].tolist(), frame["v"].tolist())
-    brute_s, brute_found = timed(lambda: brute(name, lists, window, filtered), 1)
+    brute_s, brute_found = best_of(1, lambda: brute(name, lists, window, filtered))
     assert len(brute_found) == len(positions), (name, engine, window, filtered, len(brute_found), len(positions))
     e2e = match_s + positions_s
     return {"query": name + (" 10%" if filtered else ""), "W": window, "events": n, "engine": engine,

@@ -27,6 +27,7 @@ import time
 
 import cepkit
 from end_to_end import frame_of
+from streams import best_of
 
 QUERIES = (("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
            ("A+;B W=10 s", "A+ a ; B b WITHIN 10 s"),
@@ -64,16 +65,6 @@ def pushed(query: str, engine: str, rows: list) -> int:
     return found + len(matcher.close())
 
 
-def best(call, repeat: int) -> tuple:
-    """(least CPU seconds over ``repeat`` calls, what the call returned)."""
-    times, out = [], None
-    for _ in range(repeat):
-        start = time.process_time()
-        out = call()
-        times.append(time.process_time() - start)
-    return min(times), out
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=200_000)
@@ -108,7 +99,7 @@ def main() -> None:
                     calls.append((f"extend {size // 1000}k" + (" keep" if keep else ""),
                                   lambda size=size, keep=keep: extended(query, engine, frame, size, keep), args.repeat))
             calls.append(("push", lambda: pushed(query, engine, rows), 1))
-            timed = [(name, *best(call, repeat)) for name, call, repeat in calls]
+            timed = [(name, *best_of(repeat, call, clock=time.process_time)) for name, call, repeat in calls]
             counts = {found for _, _, found in timed}
             assert len(counts) == 1, (label, engine, timed)
             match_time, push_time = timed[0][1], timed[-1][1]

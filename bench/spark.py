@@ -36,6 +36,7 @@ from tqdm import tqdm
 import cepkit
 import cepkit.spark
 from cepkit.datasets import flight_events
+from streams import best_of
 
 QUERIES = {
     # Many keys: two delayed departures of one aircraft within 6 hours (about 4 000 tail numbers).
@@ -43,17 +44,6 @@ QUERIES = {
     # Few keys: a storm at an airport, then a delayed departure there within the hour (3 airports).
     "origin": "SEQ(STORM s, DELAYED_DEPARTURE d) WITHIN 1 hour PARTITION BY origin",
 }
-
-
-def timed(call, repeat: int) -> tuple:
-    """(best wall time of ``repeat`` runs, the result): the best run is the least disturbed by other load."""
-    best = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = call()
-        elapsed = time.perf_counter() - start
-        best = elapsed if best is None else min(best, elapsed)
-    return best, result
 
 
 def digest(positions) -> str:
@@ -172,11 +162,10 @@ def main() -> None:
             events.to_parquet(path, index=False, coerce_timestamps="us")   # Spark reads µs, not ns
             frame = spark.read.parquet(path)
             for name, query in QUERIES.items():
-                local_s, local = timed(lambda: cepkit.match(query, events, engine=args.engine), args.repeat)
+                local_s, local = best_of(args.repeat, lambda: cepkit.match(query, events, engine=args.engine))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
-                    spark_s, found = timed(lambda: cepkit.spark.match(query, frame, engine=args.engine).toPandas(),
-                                           args.repeat)
+                    spark_s, found = best_of(args.repeat, lambda: cepkit.spark.match(query, frame, engine=args.engine).toPandas())
                 assert len(found) == len(local), (name, k, len(found), len(local))
                 if k == 1:
                     assert [tuple(p) for p in found["positions"]] == local.positions(), name

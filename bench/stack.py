@@ -19,14 +19,13 @@ linearly); the stack runs go on to the largest size.
 from __future__ import annotations
 
 import argparse
-import time
 
 from tqdm import tqdm
 
 import cepkit
 from cepkit.runtime import Stream
 from cepkit.runtime.matches import Matches
-from streams import uniform_stream
+from streams import best_of, uniform_stream
 
 QUERIES = {   # the reference enumerates candidates inside the window, so wide windows and joins separate them
     "negation w=10": "SEQ(A a, B b, !C c, D d) WITHIN 10",
@@ -35,16 +34,6 @@ QUERIES = {   # the reference enumerates candidates inside the window, so wide w
     "trailing w=100": "SEQ(A a, B b, !C c) WHERE a.id = b.id and c.id = a.id WITHIN 100",
     "equality w=200": "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 200",
 }
-
-
-def timed(run, repeat: int = 1) -> tuple:
-    """(best wall time over ``repeat`` runs, the result): the machine is shared, the minimum is stable."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        found = run()
-        best = min(best, time.perf_counter() - start)
-    return best, found
 
 
 def incremental(query: str, stream: Stream) -> Matches:
@@ -78,13 +67,13 @@ def main() -> None:
             reference = None   # (size, seconds) of the last reference run
             for n in sizes:
                 stream = uniform_stream(n, ids=10)
-                stack_s, found = timed(lambda: cepkit.match(query, stream, engine="stack"), args.repeat)
-                run_s, _ = timed(lambda: engine_only(query, stream), args.repeat)
-                before_s, before = timed(lambda: incremental(query, stream))
+                stack_s, found = best_of(args.repeat, lambda: cepkit.match(query, stream, engine="stack"))
+                run_s, _ = best_of(args.repeat, lambda: engine_only(query, stream))
+                before_s, before = best_of(1, lambda: incremental(query, stream))
                 assert before.positions() == found.positions(), (name, n)
                 ref_s = None
                 if reference is None or reference[1] * n / reference[0] <= args.reference_budget:
-                    ref_s, expected = timed(lambda: cepkit.match(query, stream, engine="reference"))
+                    ref_s, expected = best_of(1, lambda: cepkit.match(query, stream, engine="reference"))
                     assert expected.positions() == found.positions(), (name, n)
                     reference = (n, ref_s)
                 rows.append((name, n, len(found), ref_s, before_s, stack_s, run_s))

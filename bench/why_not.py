@@ -10,10 +10,10 @@ saves the conversion (the second block). Each time is the best of ``--repeat`` r
 from __future__ import annotations
 
 import argparse
-import time
 
 import cepkit
 from cepkit.runtime import Stream
+from streams import best_of
 
 FOGGY = """PATTERN FOG AS f ; DELAYED_DEPARTURE AS d
 WHERE f.visib < 0.25 and d.dep_delay >= 240
@@ -26,15 +26,6 @@ PARTITION BY origin"""           # notebook 10: 173 matches under ALL
 CANDIDATE = (11326, 11396)
 
 
-def best(fn, repeat: int) -> tuple:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
@@ -43,13 +34,13 @@ def main() -> None:
     cepkit.parse(FOGGY)   # the grammar is built once per process: not part of any measurement
     print(f"{len(events):,} events\n")
     for label, data in (("DataFrame (the user's path)", events), ("Stream converted once", Stream.from_any(events))):
-        base, found = best(lambda: cepkit.match(FOGGY, data), args.repeat)
+        base, found = best_of(args.repeat, lambda: cepkit.match(FOGGY, data))
         rows = [("cepkit.match(FOGGY)", base, f"{len(found)} matches")]
-        seconds, misses = best(lambda: cepkit.why_not(FOGGY, data), args.repeat)
+        seconds, misses = best_of(args.repeat, lambda: cepkit.why_not(FOGGY, data))
         rows.append(("cepkit.why_not(FOGGY)", seconds, f"{len(misses)} near misses of {misses.searched} judged, "
                                                        f"complete={misses.complete}"))
         for strategy in ("LAST", "STNM"):
-            seconds, e = best(lambda: cepkit.explain(WIDER, data, CANDIDATE, strategy=strategy), args.repeat)
+            seconds, e = best_of(args.repeat, lambda: cepkit.explain(WIDER, data, CANDIDATE, strategy=strategy))
             rows.append((f"cepkit.explain(WIDER, {strategy})", seconds, e.failures[0].kind))
         print(label)
         print(f"  {'call':34} {'seconds':>8} {'x match':>8}  result")
