@@ -13,6 +13,7 @@ read ``type_codes``, ``times`` and ``column(name)``.
 """
 from __future__ import annotations
 
+import ctypes
 import datetime as _dt
 import math
 from collections.abc import Mapping
@@ -635,31 +636,49 @@ def _duplicates(columns: pd.Index, first_position: int) -> None:
 
 
 FACTORIZE_ROWS = 1 << 20     # rows factorized at once: pandas' codes are int64, the stream keeps int32
+FEW_OBJECTS = 4096           # distinct objects in a slice up to which they are merged by value one by one
 
 
 def _factorized(values) -> tuple:
-    """(int32 codes, uniques as a list) of ``values`` (a numpy or pandas array), as ``pd.factorize`` gives
-    them (first appearance order, -1 for a null), a slice at a time: its int64 codes for a 10M-row column
-    (80 MB) would exceed the int32 column kept."""
-    if len(values) <= FACTORIZE_ROWS:
-        codes, uniques = pd.factorize(values)
-        return codes.astype(np.int32), list(uniques)
+    """(int32 codes, the types in order of first appearance) of a type column (a numpy or pandas array),
+    as ``pd.factorize`` gives them, with -1 for a null and for any value that is not a string (an error
+    for the caller to name), a slice at a time: its int64 codes for a 10M-row column (80 MB) would exceed
+    the int32 column kept.
+
+    An object column (``type`` of strings in a DataFrame) mostly repeats a few ``str`` objects: its slices
+    are factorized by the objects' addresses (hashing an 8-byte address is ~5x faster than hashing the
+    string), and the few distinct objects are then merged by value (distinct but equal strings get one
+    code; order of first appearance is kept, since addresses are met in that order)."""
+    by_address = isinstance(values, np.ndarray) and values.dtype == object
+    if by_address:
+        values = np.ascontiguousarray(values)        # (a strided view's references, copied)
+        addresses = np.frombuffer((ctypes.c_char * values.nbytes).from_address(values.ctypes.data),
+                                  dtype=np.intp) if len(values) else np.zeros(0, np.intp)
     codes = np.empty(len(values), np.int32)
-    known: dict = {}                # unique -> its code
+    known: dict = {}                # type -> its code
     for start in range(0, len(values), FACTORIZE_ROWS):
-        part, uniques = pd.factorize(values[start:start + FACTORIZE_ROWS])
-        ids = np.array([known.setdefault(u, len(known)) for u in uniques] + [-1], dtype=np.int32)
-        codes[start:start + len(part)] = ids[part]          # (-1, a null, reads the trailing -1)
+        stop = min(start + FACTORIZE_ROWS, len(values))
+        uniques = None
+        if by_address:
+            part, firsts = pd.factorize(addresses[start:stop])
+            if len(firsts) <= FEW_OBJECTS:         # (``values`` holds them: their addresses stay theirs)
+                uniques = [ctypes.cast(int(a), ctypes.py_object).value for a in firsts.tolist()]
+        if uniques is None:
+            part, uniques = pd.factorize(values[start:stop])
+        ids = np.array([known.setdefault(u, len(known)) if isinstance(u, str) else -1 for u in uniques] + [-1],
+                       dtype=np.int32)
+        codes[start:stop] = ids[part]           # (-1, a null, reads the trailing -1)
     return codes, list(known)
 
 
 def _frame_types(col: pd.Series, first_position: int) -> tuple:
     """(codes, names) of a DataFrame's type column; EventError at the first null or non-string type."""
+    bad_codes = []
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes, names = col.cat.codes.to_numpy(), list(col.cat.categories)
+        bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
     else:   # (an Arrow-backed string column is dictionary-encoded by Arrow, not turned into objects)
         codes, names = _factorized(col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array)
-    bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
     bad = codes < 0
     if bad_codes:
         bad |= np.isin(codes, bad_codes)
