@@ -80,12 +80,17 @@ class Alphabet:
                 mask |= 1 << index[test]
             self.masks[guard] = mask
         # A condition is evaluated only on events some guard using it could accept (as the reference
-        # evaluates a filter only on events bound to its variable): the type tests paired with it.
+        # evaluates a filter only on events bound to its variable): the type tests paired with it, and
+        # their bits (None: some guard accepts any type), which tell the scope from a letter's type bits.
         self._scopes = {}
+        self._scope_bits = {}
         for guard in guards:
             if guard.cond is not None:
                 scope = self._scopes.setdefault(guard.cond, set())
                 scope.add(guard.types)
+                bits = self._scope_bits.get(guard.cond, 0)
+                self._scope_bits[guard.cond] = None if bits is None or guard.types is None else \
+                    bits | 1 << index[("type", guard.types)]
 
     def __len__(self):
         return len(self.tests)
@@ -113,7 +118,7 @@ class Alphabet:
     def letters_of(self, columns: "Columns") -> np.ndarray:
         """The letter of every event of a stream (its ``Columns``; the smallest unsigned integers that
         hold a bit per test, Python ints past 63 tests), column-wise: the type tests once per distinct
-        type, each condition once over its events."""
+        type, each condition once over its events (those whose type bits a guard using it accepts)."""
         stream = columns.stream
         n = len(stream)
         dtype = next((t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if len(self.tests) <= 8 * t().itemsize),
@@ -124,11 +129,14 @@ class Alphabet:
         letters = np.array(by_type, dtype=dtype)[codes] if n else np.zeros(0, dtype=dtype)
         for i, (kind, payload) in enumerate(self.tests):
             if kind == "cond":
-                scope = np.zeros(n, dtype=bool)
-                for accepted in self._scopes[payload]:
-                    scope |= True if accepted is None else columns.type_in(accepted)
+                bits = self._scope_bits[payload]
+                scope = np.ones(n, dtype=bool) if bits is None else \
+                    np.asarray((letters & (bits if dtype is object else dtype(bits))) != 0, dtype=bool)
                 hit = self._condition(payload, columns, scope, stream)
-                letters[hit] |= (1 << i) if dtype is object else dtype(1 << i)
+                if dtype is object:
+                    letters[hit] |= 1 << i
+                else:      # (a shifted 0/1 column: no gather and scatter of the events that hit)
+                    letters |= hit.astype(dtype) << dtype(i)
         return letters
 
     @staticmethod
