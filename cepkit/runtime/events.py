@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any, Iterable, Optional
 
 import numpy as np
@@ -656,9 +657,7 @@ def _factorized(values) -> tuple:
     code; order of first appearance is kept, since addresses are met in that order)."""
     by_address = isinstance(values, np.ndarray) and values.dtype == object
     if by_address:
-        values = np.ascontiguousarray(values)        # (a strided view's references, copied)
-        addresses = np.frombuffer((ctypes.c_char * values.nbytes).from_address(values.ctypes.data),
-                                  dtype=np.intp) if len(values) else np.zeros(0, np.intp)
+        addresses = _addresses(values)
     codes = np.empty(len(values), np.int32)
     known: dict = {}                # type -> its code
     for start in range(0, len(values), FACTORIZE_ROWS):
@@ -674,6 +673,16 @@ def _factorized(values) -> tuple:
                        dtype=np.int32)
         codes[start:stop] = ids[part]           # (-1, a null, reads the trailing -1)
     return codes, list(known)
+
+
+def _addresses(values: np.ndarray) -> np.ndarray:
+    """The addresses of an object array's items: a read-only intp view of its references, strides and
+    all (it holds ``values``, so each address stays its object's). An array interface, not a ctypes
+    array: ctypes keeps a new array type for every length it is asked for."""
+    holder = SimpleNamespace(values=values, __array_interface__={
+        "data": (values.ctypes.data, True), "shape": values.shape, "strides": values.strides,
+        "typestr": np.dtype(np.intp).str, "version": 3})
+    return np.asarray(holder)
 
 
 def _frame_types(col: pd.Series, first_position: int) -> tuple:

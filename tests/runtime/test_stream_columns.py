@@ -127,7 +127,7 @@ NULLS = (None, float("nan"), np.nan, pd.NA, pd.NaT)
 @st.composite
 def type_columns(draw):
     """A type column's values: a few names, each row the name's one object or a fresh equal string (a
-    distinct object), some rows null of every kind; a step to read it strided."""
+    distinct object), some rows null of every kind; a step to read it strided or reversed."""
     names = draw(st.lists(st.sampled_from(["A", "B", "type_c", "Δ", "", "long name " * 3]), min_size=1,
                           max_size=5, unique=True))
     rows = []
@@ -137,7 +137,7 @@ def type_columns(draw):
             rows.append(draw(st.sampled_from(NULLS)))
         else:
             rows.append("".join(list(names[k])) if draw(st.booleans()) else names[k])
-    return rows, draw(st.sampled_from([1, 2]))
+    return rows, draw(st.sampled_from([1, 2, -1]))
 
 
 def _object_array(rows: list) -> np.ndarray:
