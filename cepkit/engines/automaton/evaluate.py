@@ -416,8 +416,7 @@ class Evaluator:
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")
         # the kernel's entry point for the types of ``_batch`` (the last batch seen; a new batch object
-        # whose arrays have the same ``_layout`` uses it too): every other argument is made here with
-        # fixed types
+        # with the same ``kernel._signature`` uses it too): every other argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
 
     @property
@@ -454,7 +453,7 @@ class Evaluator:
             args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
                     self.scratch, self.roots, self.collect, self.info)
             if self._batch is not batch:
-                layout = _layout(batch)
+                layout = kernel._signature(batch)
                 if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
                     self._advance, self._layout = kernel.entry(advance, args), layout
                 self._batch = batch
@@ -497,11 +496,6 @@ class Evaluator:
 
     def finish(self) -> None:
         self.outputs.take(self.arena, self.roots)
-
-
-def _layout(batch: Batch) -> tuple:
-    """What numba's types of a batch's arrays depend on (``kernel._signature`` of arrays, cheaper)."""
-    return tuple((a.dtype, a.ndim, a.flags.c_contiguous, a.flags.writeable, a.flags.aligned) for a in batch)
 
 
 def _none(program) -> int:

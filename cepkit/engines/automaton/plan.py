@@ -11,7 +11,7 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.expiry import KeyExpiry, window_horizon
+from ...runtime.expiry import KeyExpiry
 from ...runtime.matches import AT_LAST, Match, MatchArrays, MatchList, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns
