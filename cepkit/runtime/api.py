@@ -261,11 +261,7 @@ class Matcher:
     def _judged(self, stream: Stream) -> "SeenData":
         """What is known once ``stream``'s events are pushed; raises what the first push to fail would:
         a ts earlier than an earlier event's (``disorder="reject"``), or a check of the data."""
-        late = None
-        if self._reject_disorder and len(stream):
-            before = np.maximum.accumulate(np.r_[self._max_time, stream.times[:-1]])   # the latest ts before each
-            bad = np.flatnonzero(stream.times < before)
-            late = int(bad[0]) if len(bad) else None
+        late = stream.first_disorder(self._max_time) if self._reject_disorder else None
         seen = self._seen
         for learned in seen.learning(stream, len(stream) if late is None else late):
             check_against_stream(self.query, learned)

@@ -459,7 +459,7 @@ class Stream:
     def position_of(self, index) -> np.ndarray:
         """The positions of the events at ``index`` (indices into the stream), without making ``positions``
         when they are consecutive."""
-        if self._first_position is None or "positions" in self.__dict__:
+        if self._first_position is None:
             return self.positions[index]
         return np.asarray(index, dtype=np.int64) + self._first_position
 
@@ -486,7 +486,7 @@ class Stream:
         codes = self.type_codes[rows].tolist()
         names = self.type_names
         times = self.times[rows].tolist()
-        if self._first_position is None or "positions" in self.__dict__:
+        if self._first_position is None:
             positions = self.positions[rows].tolist()
         else:
             start, stop, step = rows.indices(len(self))
@@ -548,13 +548,14 @@ class Stream:
             self._frame = self._frame.reset_index(drop=True)
         return self._frame
 
-    def first_disorder(self) -> Optional[int]:
-        """The first index whose ts is earlier than an earlier event's ts, or None if in order."""
+    def first_disorder(self, after: float = -math.inf) -> Optional[int]:
+        """The first index whose ts is earlier than an earlier event's ts (or than ``after``, the latest ts
+        of the events before the stream: a micro-batch's), or None if in order."""
         t = self.times
-        if len(t) < 2 or (t[1:] >= t[:-1]).all():
+        if not len(t) or (t[0] >= after and (t[1:] >= t[:-1]).all()):
             return None
-        bad = np.flatnonzero(t[1:] < np.maximum.accumulate(t)[:-1])
-        return int(bad[0]) + 1 if len(bad) else None
+        bad = np.flatnonzero(t < np.maximum.accumulate(np.r_[after, t[:-1]]))
+        return int(bad[0]) if len(bad) else None
 
     def require_order(self) -> None:
         index = self.first_disorder()
