@@ -131,10 +131,11 @@ class _Layout:
 
 class _Store:
     """A stack or negation store: event indices and their groups, sorted by ``group * stride + index``."""
-    __slots__ = ("index", "group", "key", "stride")
+    __slots__ = ("index", "group", "key", "stride", "grouped")
 
     def __init__(self, index: np.ndarray, group: np.ndarray, stride: int):
-        key = group * stride + index if group.any() else index       # one group: the index is the key
+        self.grouped = bool(group.any())
+        key = group * stride + index if self.grouped else index       # one group: the index is the key
         if len(key) > 1 and (key[1:] < key[:-1]).any():
             order = np.argsort(key, kind="stable")
             index, group, key = index[order], group[order], key[order]
@@ -254,7 +255,7 @@ class ColumnarRun:
         program = self.program
         n, steps = program.n, program.orders[program.n - 1]
         anchors = self.stacks[n - 1]
-        results = _Results(program, self.layout, self.stream, ordered=not anchors.group.any())
+        results = _Results(program, self.layout, self.stream, ordered=not anchors.grouped)
         for start in range(0, len(anchors.index), CHUNK):
             index = anchors.index[start:start + CHUNK]
             rows = _Rows({n - 1: index}, anchors.group[start:start + CHUNK], self.layout.substream[index])
@@ -427,10 +428,11 @@ class _Results:
         offsets, flat = np.arange(0, (n + 1) * width, width, dtype=np.int64), rows.reshape(-1)
         ids = np.arange(len(named), dtype=np.int32)
         names, kleene = [program.slots[self.kept[k]].var for k in named], np.zeros(len(named), bool)
-        # the rows are in output order (each chunk sorted; see the class) and distinct (each binds its
-        # own events to the slots in order), unless RETURN projected them
+        # the rows are in output order (each chunk sorted, groups by last position; see the class) and
+        # distinct (each binds its own events to the slots in order), unless RETURN projected them
         if len(named) == width:     # every kept slot is named: the bindings are the positions
-            return MatchArrays(offsets, flat, offsets, flat, None, names, kleene, at,
-                               sorted_within_last=program.select is None, row_variables=ids)
+            return MatchArrays(offsets, flat, offsets, flat, None, names, kleene, at, sorted_within_last=program.select
+                               is None, groups_in_order=True, row_variables=ids)
         return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
-                           np.tile(ids, n), names, kleene, at, sorted_within_last=program.select is None)
+                           np.tile(ids, n), names, kleene, at, sorted_within_last=program.select is None,
+                           groups_in_order=True)
