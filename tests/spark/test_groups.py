@@ -9,12 +9,19 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+
 import cepkit
+from cepkit.spark.frames import Layout
 from cepkit.spark.groups import (HOME, LAST, POS, RANK, SLICE, TS, EventColumns, GroupMatcher, OneGroupWarning,
                                  output_variables, plan_split, warn_single)
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 COLUMNS = EventColumns(("v", "id"), "number")
+# the events' Spark schema, for the Arrow schema ``cepkit.spark.match`` gives the workers (no session needed)
+EVENT_SCHEMA = T.StructType([T.StructField("type", T.StringType()), T.StructField("ts", T.DoubleType()),
+                             T.StructField("v", T.LongType()), T.StructField("id", T.LongType())])
 
 
 def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
@@ -33,22 +40,13 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
               for k in range(int(first[i]), int(last[i]) + 1)]
     matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
     shuffled = pd.concat(copies).sample(frac=1, random_state=len(copies))     # a Spark partition's rows
-    schema = match_schema(q, split)
+    schema = to_arrow_schema(Layout.of(EVENT_SCHEMA, q).match_schema(q))
     # the Arrow batches the workers write (``match_batch``), read back as pandas with nullable integers
     found = [matcher.match_batch(group, schema).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
              for group in matcher.groups(shuffled)]
     out = pd.concat(found, ignore_index=True)
     order = sorted(range(len(out)), key=lambda i: (out[LAST][i], tuple(out["positions"][i]), out[RANK][i]))
     return out.iloc[order].reset_index(drop=True)
-
-
-def match_schema(q, split) -> pa.Schema:
-    """The Arrow schema ``cepkit.spark.match`` gives the workers (``Layout.match_schema``), built
-    without Spark: the events' keys (``id``) are integers here."""
-    positions = pa.list_(pa.int64())
-    return pa.schema([(LAST, pa.int64()), (RANK, pa.int64()), ("positions", positions)]
-                     + [(v, positions if v in q.kleene_variables else pa.int64()) for v in output_variables(q)]
-                     + [(key, pa.int64()) for key in split.keys])
 
 
 def assert_slices_agree(match_rows, query: str, events: list, length: float):
