@@ -194,9 +194,9 @@ class PeakRSS:
     a peak may be an earlier one, such as building the frame)."""
 
     def __init__(self):
+        self.resettable = True
         try:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
+            self.reset()
             self.resettable = "VmHWM" in open("/proc/self/status").read()
         except OSError:
             self.resettable = False
@@ -214,10 +214,7 @@ class PeakRSS:
                 f.write("5")
 
     def now(self) -> int:
-        if self.resettable:
-            return self._status("VmRSS")
-        import resource
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return self._status("VmRSS") if self.resettable else self.peak()
 
     def peak(self) -> int:
         if self.resettable:
@@ -257,7 +254,7 @@ def memory_probe(rows: int, filtered: bool, engine: str, then: str, stages: bool
         getattr(warm, name)()
     del warm
     frame_bytes = int(frame.memory_usage().sum())
-    out = {"rows": rows, "query": text, "engine": engine, "frame MB": frame_bytes / 1e6,
+    out = {"rows": rows, "query": text, "engine": engine, "then": then, "frame MB": frame_bytes / 1e6,
            "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6}
     _settle()
     rss = PeakRSS()
@@ -272,7 +269,7 @@ def memory_probe(rows: int, filtered: bool, engine: str, then: str, stages: bool
     if then:
         start = time.perf_counter()
         result = getattr(found, then)()
-        out.update({"then": then, "then seconds": time.perf_counter() - start})
+        out["then seconds"] = time.perf_counter() - start
         del result
     peak = rss.peak() - base
     out.update({"peak growth MB": peak / 1e6, "x frame": peak / frame_bytes,
@@ -335,7 +332,6 @@ def memory_table(rows: int, engines=("automaton", "stack")) -> pd.DataFrame:
         for filtered in (True, False):
             for then in ("", *AFTER_MATCH):
                 found = memory(rows, filtered, engine, then)[-1]
-                found.setdefault("then", then)
                 lines.append(found)
                 print(json.dumps(found), flush=True)
     table = pd.DataFrame(lines)
