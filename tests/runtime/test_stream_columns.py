@@ -102,25 +102,6 @@ def test_type_columns_of_every_dtype():
         assert cepkit.match("A a ; B b", pd.DataFrame({"type": types})).positions() == [(0, 1)]
 
 
-@pytest.mark.parametrize("dtype", [object, "string", "string[pyarrow]"])
-def test_type_columns_factorized_a_slice_at_a_time_as_at_once(monkeypatch, dtype):
-    """Long type columns are factorized in slices (int32 codes, no int64 column): the same codes and names
-    in order of first appearance, a type first seen in a later slice included, and a null's position."""
-    rng = np.random.default_rng(3)
-    types = rng.choice(np.array(["B", "A", "C"], dtype=object), 50)
-    types[37] = "late"
-    whole = Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
-    monkeypatch.setattr(cepkit.runtime.events, "FACTORIZE_ROWS", 8)
-    sliced = Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
-    codes, names = pd.factorize(types)
-    assert sliced.type_codes.dtype == np.int32 and sliced.type_codes.tolist() == codes.tolist()
-    assert sliced.type_names == whole.type_names == list(names) and names[-1] == "late"
-    types[21] = None
-    with pytest.raises(EventError) as err:
-        Stream.from_any(pd.DataFrame({"type": pd.array(types, dtype=dtype)}))
-    assert (err.value.position, err.value.field) == (21, "type")
-
-
 NULLS = (None, float("nan"), np.nan, pd.NA, pd.NaT)
 
 
