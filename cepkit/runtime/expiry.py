@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Optional
 
+import numpy as np
+
 
 class KeyExpiry:
     """The keys seen, in the order of their last event (events arrive in time order, so that is also the
@@ -49,7 +51,9 @@ class KeyExpiry:
         return len(self.last)
 
 
-def window_horizon(now: float, window: float) -> float:
+def window_horizon(now, window: float):
     """The earliest time a match ending at ``now`` or later may hold, under a time window: ``now − w``, less
-    the reference's float tolerance and more (so nothing a match may still need is ever forgotten)."""
-    return now - window - 1e-9 * max(1.0, abs(now))
+    the reference's float tolerance and more (so nothing a match may still need is ever forgotten).
+    ``now`` is one time (a push: Python floats, no array made) or an array of times (a micro-batch's)."""
+    scale = np.maximum(1.0, np.abs(now)) if isinstance(now, np.ndarray) else max(1.0, abs(now))
+    return now - window - 1e-9 * scale

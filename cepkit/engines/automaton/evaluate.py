@@ -204,6 +204,16 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
 
 
 # ----------------------------------------------------------------------------- inputs
+def window_keys(window, sub_index: np.ndarray, times: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The window key of events, column-wise: zeros without a window, each event's index in its sub-stream
+    (``sub_index``) under ``n EVENTS``, its time (``times[rows]``, gathered only then) under a time window."""
+    if window is None:
+        return np.zeros(len(sub_index))
+    if window.events:
+        return sub_index.astype(np.float64)
+    return times[rows]
+
+
 def window_limit(window, keys: np.ndarray) -> np.ndarray:
     """The largest ``key − start`` a complex event ending at each key may span: ``w`` plus the reference's
     float tolerance for time windows, ``n − 1`` positions for ``n EVENTS``, infinity without a window."""
@@ -230,6 +240,23 @@ def window_limit_at(window, key: float) -> float:
 def partition_key(query, event) -> tuple:
     """The PARTITION BY key of an event (a missing attribute is the key None, LANGUAGE.md §10.5)."""
     return tuple(event.get(k) for k in query.partition_by)
+
+
+def partition_keys(query, stream, rows: np.ndarray) -> list:
+    """``partition_key`` of the events at ``rows``, read from the stream's columns as ``Event.get`` reads an
+    event ("ts" its time in seconds, a null attribute None). Not built on ``partition_key``: an ``Event`` per
+    key costs ~3 µs, 30x this (a micro-batch with many keys asks for each of them)."""
+    columns = []
+    for name in query.partition_by:
+        if name == "type":
+            columns.append(stream.types[rows].tolist())
+        elif name == "ts":
+            columns.append(stream.times[rows].tolist())
+        else:
+            column = stream.column(name)
+            values = column.values[rows].tolist()
+            columns.append([None if null else v for v, null in zip(values, column.null[rows].tolist())])
+    return list(zip(*columns))
 
 
 class Inputs:
@@ -281,14 +308,8 @@ class Inputs:
             reset = before < group_start               # the first kept event of its sub-stream
             gap = np.where(reset, sub_index, kept - before - 1)
             positions = order[picked].astype(np.int64, copy=False)
-            window = self.window
-            if window is not None and window.events:
-                key = sub_index.astype(np.float64)
-            elif window is not None:
-                key = self.stream.times[positions]
-            else:
-                key = np.zeros(len(kept))
-            yield Batch(positions, letter[picked].astype(np.int32, copy=False), key, window_limit(window, key),
+            key = window_keys(self.window, sub_index, self.stream.times, positions)
+            yield Batch(positions, letter[picked].astype(np.int32, copy=False), key, window_limit(self.window, key),
                         gap.astype(np.int64, copy=False), reset)
 
 
@@ -310,7 +331,7 @@ class Outputs:
         self.end = self.ends[1:]
         self.emits = np.empty(1 << 10, np.int64)
         # positions, events, groups left unsorted, sorted groups after one ending later, that one's end, and
-        # why the backward walk last stopped
+        # whether the backward walk last handed a group back
         self.counts = np.zeros(6, np.int64)
         self.spare = _spare(self.pos, self.end)
         self.forward = forward_room(0)           # sized by the arena at the first ordered enumeration

@@ -108,8 +108,8 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
 
     ``counts`` holds (positions written, events written, groups left unsorted, sorted groups ending before
-    the sorted group written before them, the last position of that one, and ``_walk_back``'s reason to
-    stop); ``out_end[m]`` is where event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With
+    the sorted group written before them, the last position of that one, and whether ``_walk_back`` handed
+    a group back); ``out_end[m]`` is where event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With
     ``order``, the events of consecutive roots with the same ``emits`` (the lists one event completed: one
     key and limit) are written in LANGUAGE.md §10.2 order: walked forward from their first positions
     (``_forward_group``, with ``forward``, room for an arena at least this one's size), or enumerated
@@ -133,7 +133,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
         if keyed:
             stop = _walk_back(arena, roots, keys, limits, emits, group_root, last, out_pos, out_var, out_end,
                               out_emit, counts, 0, True, spare, False, SMALL, False)
-            if counts[5] != HANDED_BACK:
+            if not counts[5]:           # it finished, or a buffer filled up (``stop`` says which)
                 return stop
             group_root = stop           # a big group, or one the keys cannot sort: forward
         group_end = group_root + 1
@@ -157,9 +157,6 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     return last
 
 
-DONE, FULL_OUTPUTS, HANDED_BACK = 0, 1, 2    # why ``_walk_back`` stopped (``counts[5]``)
-
-
 @jit
 def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cap,
                order, spare, count_only, big, settle):
@@ -167,8 +164,8 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
     backwards; with ``order``, each group is enumerated into ``spare`` and moved to the outputs sorted
     by keys (``_write_group``). A group of ``big`` events (0: any size), or one the keys cannot sort
     unless ``settle`` (then it is moved as it is, and counted), is handed back: nothing of it written,
-    its first root returned. ``counts[5]`` says why it returned (``DONE``, ``FULL_OUTPUTS``,
-    ``HANDED_BACK``)."""
+    its first root returned. ``counts[5]`` is 1 when it handed a group back, 0 when it finished or a
+    buffer filled up (then the root returned is before ``last``)."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     # a path enters a node at most once, so neither the path nor the pending right children outgrow the
     # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower)
@@ -187,7 +184,7 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
         if r > first and emits[r] != emits[r - 1]:
             if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order,
                                 settle, spare, counts):
-                counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
+                counts[0], counts[1], counts[5] = group_pos, group_events, 1
                 return group_root
             group_root, group_pos, group_events = r, n_pos, n_events
         key, limit = keys[r], limits[r]
@@ -217,10 +214,10 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
                     node = node_left[node]
             if not count_only:
                 if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                    counts[0], counts[1], counts[5] = group_pos, group_events, FULL_OUTPUTS
+                    counts[0], counts[1], counts[5] = group_pos, group_events, 0
                     return group_root
                 if big and n_events - group_events == big:
-                    counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
+                    counts[0], counts[1], counts[5] = group_pos, group_events, 1
                     return group_root
                 if order:
                     spare_key[n_events - group_events] = path_key[depth]
@@ -243,9 +240,9 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
             node, depth = stack_node[sp], stack_depth[sp]
     if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, settle,
                         spare, counts):
-        counts[0], counts[1], counts[5] = group_pos, group_events, HANDED_BACK
+        counts[0], counts[1], counts[5] = group_pos, group_events, 1
         return group_root
-    counts[0], counts[1], counts[5] = n_pos, n_events, DONE
+    counts[0], counts[1], counts[5] = n_pos, n_events, 0
     return last
 
 

@@ -11,15 +11,15 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.expiry import KeyExpiry
+from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.matches import AT_LAST, Match, MatchArrays, MatchList, ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
-from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_key, run_all,
-                       window_limit, window_limit_at)
+from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_key, partition_keys,
+                       run_all, window_keys, window_limit, window_limit_at)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
@@ -104,7 +104,8 @@ class Program:
                                          sorted_within_last), completed
 
     def key_of(self, event, sub_index: int) -> float:
-        """The window key of an event: its time, or its index in its sub-stream for EVENTS windows."""
+        """The window key of one pushed event (``window_keys`` for one event, in Python floats: arrays of one
+        would cost more than the push's kernel step)."""
         window = self.query.within
         if window is None:
             return 0.0
@@ -256,7 +257,7 @@ class AutomatonMatcher(IncrementalPlan):
         program.table.ensure_letters(len(program.letters))
         if program.query.partition_by:
             groups, firsts = _first_appearance(stream.key_codes(program.query.partition_by)[read])
-            keys = _key_tuples(stream, program.query.partition_by, read[firsts])
+            keys = partition_keys(program.query, stream, read[firsts])
         else:
             groups, keys = np.zeros(len(read), np.int64), [()]
         batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
@@ -453,8 +454,8 @@ class _KeyedBatch:
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
         w = program.query.window_seconds
-        if w is not None:     # ``expiry.window_horizon`` of each event: the key's previous event is below it
-            horizon = t - w - 1e-9 * np.maximum(1.0, np.abs(t))
+        if w is not None:     # as ``KeyExpiry.expired`` drops a key whose last event is below the horizon
+            horizon = window_horizon(t, w)
             restart[1:] = t[:-1] < horizon[1:]
             before = np.array([matcher.expiry.last.get(key, -np.inf) for key in keys])
             restart[first_row] = exists & (before < horizon[first_row])
@@ -473,12 +474,7 @@ class _KeyedBatch:
         after_previous = sub - np.r_[0, sub[:-1]] - 1
         from_start = sub - np.where(carried[k], carried_count[k] - gap[g[k]], 0)
         window = program.query.within
-        if window is None:
-            key = np.zeros(len(k))
-        elif window.events:
-            key = sub.astype(np.float64)
-        else:
-            key = t[k]
+        key = window_keys(window, sub, t, k)
         self.kernel = Batch((positions if order is None else positions[order])[k].astype(np.int64),
                             letter[k].astype(np.int32), key,
                             window_limit(window, key), np.where(same, after_previous, from_start).astype(np.int64),
@@ -505,21 +501,6 @@ def _first_appearance(codes: np.ndarray) -> tuple:
     groups, _ = pd.factorize(codes)
     _, firsts = np.unique(groups, return_index=True)
     return groups.astype(np.int64), firsts
-
-
-def _key_tuples(stream, names, rows: np.ndarray) -> list:
-    """The PARTITION BY key of the events at ``rows``, as ``partition_key`` makes it from an ``Event``."""
-    columns = []
-    for name in names:
-        if name == "type":
-            columns.append(stream.types[rows].tolist())
-        elif name == "ts":
-            columns.append(stream.times[rows].tolist())
-        else:
-            column = stream.column(name)
-            values = column.values[rows].tolist()
-            columns.append([None if null else v for v, null in zip(values, column.null[rows].tolist())])
-    return list(zip(*columns))
 
 
 def _rows_as_matches(outputs: Outputs, variables: list, after: int = -1) -> tuple:
