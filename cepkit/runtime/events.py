@@ -208,6 +208,17 @@ class Column:
     def take(self, index) -> "Column":
         return Column(self.values[index], self.null[index])
 
+    def followed_by(self, other: "Column") -> "Column":
+        """This column's rows, then ``other``'s, each value comparing as it did: one dtype stays that dtype,
+        two numeric kinds ("num") meet as float64 (exact, NaN where null), anything else as Python objects
+        (a bool never becomes a number)."""
+        null = np.concatenate([self.null, other.null])
+        if self.values.dtype == other.values.dtype:
+            return Column(np.concatenate([self.values, other.values]), null)
+        if self.kind == other.kind == "num":
+            return Column(np.concatenate([self.numbers, other.numbers]), null)
+        return Column(np.concatenate([self.objects(), other.objects()]), null)
+
     @property
     def kind(self) -> str:
         return self._classified[0]
@@ -445,6 +456,36 @@ class Stream:
             events = self.__dict__["events"]
             stream.__dict__["events"] = [events[i] for i in index.tolist()]
         return stream
+
+    def followed_by(self, other: "Stream") -> "Stream":
+        """This stream's events, then ``other``'s, each keeping its position (an incremental matcher's kept
+        events and the micro-batch after them): types re-coded through their names, every attribute of
+        either (null where a side lacks it), ts as given. Both must have the same kind of ts (an empty one
+        has none: the other is returned)."""
+        if not len(self) or not len(other):
+            return other if not len(self) else self
+        if self.ts_is_datetime != other.ts_is_datetime:
+            raise ValueError("streams with datetime ts and with numeric ts cannot be joined")
+        code_of = {t: k for k, t in enumerate(self.type_names)}
+        for t in other.type_names:
+            code_of.setdefault(t, len(code_of))
+        names = list(code_of)
+        recode = np.asarray([code_of[t] for t in other.type_names], dtype=np.int32)
+        codes = np.concatenate([self.type_codes, recode[other.type_codes] if len(recode) else other.type_codes])
+        attrs = {name: self.column(name).followed_by(other.column(name))
+                 for name in dict.fromkeys(self.attributes + other.attributes)}
+        if self._ts is None and other._ts is None:     # both: the ts are the positions, which are kept
+            ts = None
+        else:
+            ts = pd.concat([self._ts_series(), other._ts_series()], ignore_index=True)
+        return Stream._of_columns(codes, names, np.concatenate([self.times, other.times]), ts,
+                                  np.concatenate([self.position_of(np.arange(len(self))),
+                                                  other.position_of(np.arange(len(other)))]),
+                                  attrs, self.ts_is_datetime, dict.fromkeys(self._declared + other._declared))
+
+    def _ts_series(self) -> pd.Series:
+        """The ts as given (the positions where the stream has no ts column)."""
+        return pd.Series(self.position_of(np.arange(len(self)))) if self._ts is None else self._ts
 
     # ------------------------------------------------------------------ the lazy view: Events
     def __len__(self):

@@ -191,10 +191,16 @@ class _Rows:
 class ColumnarRun:
     """One compiled query (``Program``) over one finite in-order ``Stream`` (its PUNCTUATION events left
     out). ``info()``: ``peak_state`` is the instances held in stacks and stores, ``partial_matches`` the
-    rows built during construction."""
+    rows built during construction.
 
-    def __init__(self, program, stream: Stream):
+    An incremental matcher's micro-batch (``modes.InOrderMatcher.extend``) runs it over a suffix of the
+    stream: ``anchors_from`` then skips the matches ending before that index (emitted already), and
+    ``open_end`` says the stream goes on: a match still waiting for its trailing scope at the end gets
+    ``emitted_at`` -1 instead of the last event."""
+
+    def __init__(self, program, stream: Stream, anchors_from: int = 0, open_end: bool = False):
         self.program = program
+        self.anchors_from, self.open_end = anchors_from, open_end
         if PUNCTUATION in stream.type_names:
             stream = stream.take(~stream.type_in({PUNCTUATION}))
         self.stream = stream
@@ -255,10 +261,14 @@ class ColumnarRun:
         program = self.program
         n, steps = program.n, program.orders[program.n - 1]
         anchors = self.stacks[n - 1]
-        results = _Results(program, self.layout, self.stream, ordered=not anchors.grouped)
-        for start in range(0, len(anchors.index), CHUNK):
-            index = anchors.index[start:start + CHUNK]
-            rows = _Rows({n - 1: index}, anchors.group[start:start + CHUNK], self.layout.substream[index])
+        index, group = anchors.index, anchors.group
+        if self.anchors_from:
+            later = index >= self.anchors_from
+            index, group = index[later], group[later]
+        results = _Results(program, self.layout, self.stream, ordered=not anchors.grouped, open_end=self.open_end)
+        for start in range(0, len(index), CHUNK):
+            chunk = index[start:start + CHUNK]
+            rows = _Rows({n - 1: chunk}, group[start:start + CHUNK], self.layout.substream[chunk])
             for k, step in enumerate(steps):
                 if k:
                     rows = self._extend(rows, step.slot)
@@ -379,8 +389,8 @@ class _Results:
     ``ordered`` (one group), and group by group otherwise (PARTITION BY, a hashed join): then the rows
     are put in order of last position at the end, as one sort of them all put them."""
 
-    def __init__(self, program, layout: _Layout, stream: Stream, ordered: bool):
-        self.program, self.layout, self.stream = program, layout, stream
+    def __init__(self, program, layout: _Layout, stream: Stream, ordered: bool, open_end: bool = False):
+        self.program, self.layout, self.stream, self.open_end = program, layout, stream, open_end
         select = program.select
         self.kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
         self.named = [k for k, s in enumerate(self.kept) if program.slots[s].var is not None]
@@ -394,9 +404,13 @@ class _Results:
         if not self.kept:
             return
         chosen = rows.slots
+        waiting = None
         if len(program.trailing) > len(program.trailing_exists):
             # a trailing negation: released once its scope has passed, or at the end of the stream
-            emitted = np.minimum(layout.release(chosen[0]), len(self.stream) - 1)
+            emitted = layout.release(chosen[0])
+            if self.open_end:
+                waiting = emitted >= len(self.stream)
+            emitted = np.minimum(emitted, len(self.stream) - 1)
         elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
             emitted = np.max([rows.witness[j] for j in program.trailing], axis=0)
         else:
@@ -405,7 +419,8 @@ class _Results:
         row = np.stack([self.stream.position_of(chosen[s][order]) for s in self.kept], axis=1)
         self.positions.extend(row.reshape(-1))
         if self.emitted is not None:
-            self.emitted.extend(self.stream.position_of(emitted[order]))
+            at = self.stream.position_of(emitted[order])
+            self.emitted.extend(at if waiting is None else np.where(waiting[order], -1, at))
         if self.last is not None:
             self.last.extend(chosen[n - 1][order])
 

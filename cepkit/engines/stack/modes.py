@@ -55,6 +55,7 @@ from .core import SWEEP_EVERY, Core
 from ...runtime.disorder import EmissionLog
 from ...runtime.delays import MaxDelay, punctuated_type
 from .purge import PurgeByGuarantees
+from .tail import Tail, batch_matches, refusal, waiting_at_close, without_punctuation
 
 
 class StackMatcher(EmissionLog, IncrementalPlan):
@@ -158,13 +159,25 @@ class _Pending:
 
 class InOrderMatcher(StackMatcher):
     """Events in (ts, position) order: SASE stacks with window purge, trailing negations wait (``reject``).
-    Under a time window a key's core is dropped once its window has passed (``runtime.expiry``)."""
+    Under a time window a key's core is dropped once its window has passed (``runtime.expiry``).
 
-    def __init__(self, program):
+    A micro-batch (``extend``) runs as columns (``tail``: the columnar run over the events that can still
+    matter and the batch), with exactly the pushes' result; the stacks are then rebuilt by the next
+    ``push`` only. Event by event where that cannot be exact (``tail.refusal``: RETURN, no window, EVENTS
+    windows with PARTITION BY) and in K-slack (its releases are not the arrivals)."""
+
+    def __init__(self, program, batches: bool = True):
         super().__init__(program)
-        self._expiry = KeyExpiry(program.window_time)
-        self._reported = ReportedOnce(program.window_time)   # under RETURN: keys emitted, a window's worth
-        self._now = None                                      # the time of the event being fed
+        self._start_over()
+        self._now = -math.inf                                 # the time of the event being fed (the latest)
+        # the events a micro-batch may need (None: batches go event by event)
+        self._tail = Tail(program) if batches and refusal(program) is None else None
+
+    def _start_over(self) -> None:
+        """Empty stacks, nothing waiting: a new matcher's state."""
+        self.cores = {}
+        self._expiry = KeyExpiry(self.program.window_time)
+        self._reported = ReportedOnce(self.program.window_time)   # under RETURN: keys emitted, a window's worth
         self._by_time: list = []            # (deadline ts, seq, pending) over all sub-streams
         self._by_lpos: dict = {}            # core -> [(deadline local position, seq, pending)]
         self._waiting: dict = {}            # core -> [pending] (a trailing negation may still block them)
@@ -173,8 +186,48 @@ class InOrderMatcher(StackMatcher):
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
+        tail = self._tail
+        if tail is not None:
+            if tail.stream is not None:
+                self._resume()
+            tail.keep(event)
         self._track(event)
         return self.feed(event)
+
+    def extend(self, stream):
+        """A micro-batch as columns (``tail``): what pushing its events returns, as a ``MatchList``."""
+        tail = self._tail
+        if tail is None or self.emissions is not None or stream.first_disorder(self._now) is not None or \
+                (tail.stream is not None and tail.stream.ts_is_datetime != stream.ts_is_datetime):
+            return super().extend(stream)
+        stream = without_punctuation(stream)
+        if not len(stream):
+            return []
+        if tail.stream is None:     # the stacks are let go: the batch's matches come from the tail's columns
+            self._start_over()
+        found = batch_matches(self.program, tail, stream, self._now)
+        self._now = max(self._now, float(stream.times[-1]))
+        self.last_position = int(stream.position_of(len(stream) - 1))
+        self.emitted += len(found)
+        return found
+
+    def _resume(self) -> None:
+        """Rebuild the stacks after micro-batches: a fresh state fed the tail's events, their emissions
+        discarded. Exact for everything still to come: every match emitted from now on (at a later event or
+        at ``close``) has its events and scopes in the tail (``tail``'s module docstring), so the stacks hold
+        every instance it needs; a match the replay emits or releases was emitted when its last event or its
+        release came (by a batch or a push); a match left waiting after the replay has its events and scopes
+        in the tail, so it waits in the pushes' state too, and was not emitted yet. Events before the tail
+        only change matches emitted already, and keys whose window had passed (``KeyExpiry``)."""
+        tail, emitted = self._tail, self.emitted
+        events = tail.stream.events
+        tail.stream = None
+        self._start_over()
+        for event in events:
+            tail.keep(event)
+            self._track(event)
+            self.feed(event)
+        self.emitted = emitted
 
     def changes_output(self, found: Match, sign: str, chosen) -> bool:
         """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""
@@ -270,6 +323,8 @@ class InOrderMatcher(StackMatcher):
 
     def close(self) -> list:
         """A finite stream is complete: trailing scopes are judged on the events that exist (§10.4)."""
+        if self._tail is not None and self._tail.stream is not None:
+            return waiting_at_close(self.program, self._tail, self._now, self.last_position)
         out = []
         for waiting in self._waiting.values():
             for pending in waiting:
@@ -289,7 +344,7 @@ class KSlackMatcher(InOrderMatcher):
     released cannot be placed and is dropped (``dropped`` lists their positions)."""
 
     def __init__(self, program, k: float):
-        super().__init__(program)
+        super().__init__(program, batches=False)
         self.k = k
         self.clock = -math.inf
         self.buffer: list = []
