@@ -444,17 +444,21 @@ class Stream:
                                   self._frame)
 
     def take(self, index) -> "Stream":
-        """The events at ``index`` (indices into this stream, or a mask), keeping their positions."""
-        index = np.asarray(index)
-        if index.dtype == bool:
-            index = np.flatnonzero(index)
+        """The events at ``index`` (indices into this stream, a mask, or a slice: its columns are then
+        views), keeping their positions."""
+        if isinstance(index, slice):
+            picked = np.arange(len(self))[index]
+        else:
+            index = picked = np.asarray(index)
+            if index.dtype == bool:
+                index = picked = np.flatnonzero(index)
         ts = None if self._ts is None else self._ts.iloc[index].reset_index(drop=True)
         stream = Stream._of_columns(self.type_codes[index], self.type_names, self.times[index], ts,
-                                    self.position_of(index), {k: c.take(index) for k, c in self._attrs.items()},
+                                    self.position_of(picked), {k: c.take(index) for k, c in self._attrs.items()},
                                     self.ts_is_datetime, self._declared)
         if "events" in self.__dict__:
             events = self.__dict__["events"]
-            stream.__dict__["events"] = [events[i] for i in index.tolist()]
+            stream.__dict__["events"] = [events[i] for i in picked.tolist()]
         return stream
 
     def followed_by(self, other: "Stream") -> "Stream":
@@ -476,16 +480,16 @@ class Stream:
                  for name in dict.fromkeys(self.attributes + other.attributes)}
         if self._ts is None and other._ts is None:     # both: the ts are the positions, which are kept
             ts = None
-        else:
-            ts = pd.concat([self._ts_series(), other._ts_series()], ignore_index=True)
+        else:       # (numpy's concatenation: pandas' costs ~10x more on a micro-batch)
+            ts = pd.Series(np.concatenate([self._ts_values(), other._ts_values()]), copy=False)
         return Stream._of_columns(codes, names, np.concatenate([self.times, other.times]), ts,
                                   np.concatenate([self.position_of(np.arange(len(self))),
                                                   other.position_of(np.arange(len(other)))]),
                                   attrs, self.ts_is_datetime, dict.fromkeys(self._declared + other._declared))
 
-    def _ts_series(self) -> pd.Series:
+    def _ts_values(self) -> np.ndarray:
         """The ts as given (the positions where the stream has no ts column)."""
-        return pd.Series(self.position_of(np.arange(len(self)))) if self._ts is None else self._ts
+        return self.position_of(np.arange(len(self))) if self._ts is None else self._ts.to_numpy()
 
     # ------------------------------------------------------------------ the lazy view: Events
     def __len__(self):

@@ -217,6 +217,44 @@ def test_the_lazy_view_is_built_once_and_slices_keep_positions():
     assert [e.position for e in later] == [10, 11] and later[0].ts == 0
 
 
+@settings(max_examples=80, deadline=None)
+@given(streams_with_nulls(), streams_with_nulls(), st.sampled_from(["dicts", "frame", "arrow", "categorical"]),
+       st.sampled_from(["dicts", "frame", "arrow", "categorical"]), st.integers(0, 3), st.integers(0, 100))
+def test_followed_by_joins_two_streams_keeping_positions_types_and_nulls(first, second, form, other_form, cut, gap):
+    """The events of both, in turn, each at its own position, with its type, ts and attributes (a value
+    compares as it did: an int read back as a float is the same number), whatever form each side came in."""
+    head = Stream.from_any(_forms(first)[form]).take(slice(cut, None))
+    tail = Stream.from_any(_forms(second)[other_form], first_position=len(first) + gap)
+    joined = head.followed_by(tail)
+    expected = list(head) + list(tail)
+    assert [(e.type, e.ts, e.attrs, e.position, e.time) for e in joined] == \
+        [(e.type, e.ts, e.attrs, e.position, e.time) for e in expected]
+    assert joined.positions.tolist() == [e.position for e in expected]
+    for name in ("v", "id"):
+        assert joined.column(name).null.tolist() == [name not in e.attrs for e in expected]
+    assert joined.type_in({"A"}).tolist() == [e.type == "A" for e in expected]
+
+
+def test_followed_by_keeps_what_values_are():
+    """A bool stays a bool beside numbers; two dtypes of numbers meet as exact floats; strings beside
+    numbers are objects; datetime ts cannot follow numeric ones."""
+    first = Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": [0, 1], "flag": [True, False], "v": [1, 2],
+                                          "s": ["x", "y"]}))
+    second = Stream.from_any(pd.DataFrame({"type": ["B", "C"], "ts": [2, 3], "flag": [1, 0], "v": [2.5, None],
+                                           "s": [1, 2]}), first_position=2)
+    joined = first.followed_by(second)
+    assert [e.attrs["flag"] for e in joined] == [True, False, 1, 0]
+    assert [type(e.attrs["flag"]) for e in joined] == [bool, bool, int, int]
+    assert joined.column("v").kind == "num" and joined.column("v").null.tolist() == [False, False, False, True]
+    assert [e.attrs.get("v") for e in joined] == [1, 2, 2.5, None]
+    assert joined.column("s").kind == "other" and [e.attrs["s"] for e in joined] == ["x", "y", 1, 2]
+    assert joined.type_names[:2] == ["A", "B"] and [e.type for e in joined] == ["A", "B", "B", "C"]
+    assert first.followed_by(Stream.from_any([])) is first
+    dated = Stream.from_any([{"type": "A", "ts": dt.datetime(2024, 1, 1)}], first_position=9)
+    with pytest.raises(ValueError, match="datetime"):
+        first.followed_by(dated)
+
+
 def test_the_constructor_keeps_events_positions_and_times():
     events = [Event("A", 5, {"v": 1}, 7, 5.0), Event("B", 6, None, 9, 6.0)]
     stream = Stream(events)

@@ -94,7 +94,7 @@ class Tail:
             start = int(np.searchsorted(stream.times, window_horizon(now, self.reach), "left"))
         else:
             start = max(0, len(stream) - self.events)
-        return stream.take(np.arange(start, len(stream))) if start else stream
+        return stream.take(slice(start, None)) if start else stream
 
 
 def batch_matches(program, tail: Tail, batch: Stream, now: float):

@@ -2,6 +2,8 @@
 batch through ``Matcher.extend`` returns exactly what pushing its rows one by one returns (the matches,
 their order, ``emitted_at``), ``close`` too, with pushes and batches mixed in any order; the kept result is
 ``cepkit.match``'s and the reference's; the events kept between batches stay within the window."""
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,10 +12,28 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.stack.tail import refusal
+from cepkit.lang import ast as A
+from cepkit.lang.parser import parse_tree
+from cepkit.lang.printer import pretty
 from cepkit.runtime.matches import MatchList
 from strategies import flat_seq_queries
 
 STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "STNM")
+
+
+@st.composite
+def windowed_queries(draw):
+    """``flat_seq_queries`` whose batches run as columns: a window always (of either kind; EVENTS without
+    PARTITION BY), and half of them with a trailing negation or EXISTS added (what waits across batches)."""
+    query = parse_tree(draw(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True)))
+    within = query.within or A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"])))
+    partition = () if within.events else query.partition_by
+    strategy = "STRICT" if query.strategy == "PARTITION_STRICT" and not partition else query.strategy
+    items = query.pattern.items
+    if not isinstance(items[-1], (A.Not, A.Exists)) and draw(st.booleans()):
+        guard = draw(st.sampled_from([A.Not, A.Exists]))
+        items += (guard(A.Atom(draw(st.sampled_from("ABCD")), "t")),)
+    return pretty(replace(query, pattern=A.Seq(items), within=within, partition_by=partition, strategy=strategy))
 
 
 @st.composite
@@ -87,8 +107,18 @@ def test_batches_and_pushes_in_any_order_give_what_pushes_give(query, data):
     assert_fed_as_pushed(query, rows, plan)
 
 
+@settings(max_examples=300, deadline=None)
+@given(windowed_queries(), rows_and_plan())
+def test_batches_of_windowed_queries_give_what_pushes_give(query, data):
+    """The same on queries that all take their batches as columns, half of them waiting for a trailing item."""
+    rows, plan = data
+    assert refusal(cepkit.Matcher(query, engine="stack")._plan.program) is None
+    assert_fed_as_pushed(query, rows, plan)
+
+
 @settings(max_examples=100, deadline=None)
-@given(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True), rows_and_plan(max_size=30))
+@given(st.one_of(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True), windowed_queries()),
+       rows_and_plan(max_size=30))
 def test_the_kept_result_is_match_and_the_reference(query, data):
     rows, plan = data
     rows = [{k: v for k, v in r.items() if v is not None} for r in rows]
