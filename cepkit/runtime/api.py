@@ -334,7 +334,7 @@ class SeenData:
 
     @classmethod
     def of(cls, stream: Stream) -> "SeenData":
-        types = {e.type for e in stream}
+        types = {stream.type_names[code] for code in np.unique(stream.type_codes).tolist()}   # (no Event per row)
         return cls({t: stream.attributes_of(frozenset({t})) for t in types}, stream.ts_is_datetime,
                    frozenset(stream.attributes_of()))
 

@@ -193,14 +193,14 @@ class ColumnarRun:
     out). ``info()``: ``peak_state`` is the instances held in stacks and stores, ``partial_matches`` the
     rows built during construction.
 
-    An incremental matcher's micro-batch (``modes.InOrderMatcher.extend``) runs it over a suffix of the
-    stream: ``anchors_from`` then skips the matches ending before that index (emitted already), and
-    ``open_end`` says the stream goes on: a match still waiting for its trailing scope at the end gets
-    ``emitted_at`` -1 instead of the last event."""
+    An incremental matcher's micro-batch (``tail``) runs it over the end of the stream: ``anchors`` (a mask
+    over the events) then says which events may end a match (the others' were emitted already), and
+    ``open_end`` that the stream goes on: a match still waiting for its trailing scope at the end gets
+    ``emitted_at`` -1 instead of the last event. (PUNCTUATION events are left out before the mask.)"""
 
-    def __init__(self, program, stream: Stream, anchors_from: int = 0, open_end: bool = False):
+    def __init__(self, program, stream: Stream, anchors=None, open_end: bool = False):
         self.program = program
-        self.anchors_from, self.open_end = anchors_from, open_end
+        self.anchors, self.open_end = anchors, open_end
         if PUNCTUATION in stream.type_names:
             stream = stream.take(~stream.type_in({PUNCTUATION}))
         self.stream = stream
@@ -262,9 +262,9 @@ class ColumnarRun:
         n, steps = program.n, program.orders[program.n - 1]
         anchors = self.stacks[n - 1]
         index, group = anchors.index, anchors.group
-        if self.anchors_from:
-            later = index >= self.anchors_from
-            index, group = index[later], group[later]
+        if self.anchors is not None:
+            chosen = self.anchors[index]
+            index, group = index[chosen], group[chosen]
         results = _Results(program, self.layout, self.stream, ordered=not anchors.grouped, open_end=self.open_end)
         for start in range(0, len(index), CHUNK):
             chunk = index[start:start + CHUNK]

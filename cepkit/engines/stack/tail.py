@@ -17,15 +17,19 @@ leading one), the window's float tolerance below that (``window_horizon``). The 
 stream, so the run over (tail + batch) builds exactly the matches of the whole stream whose events and
 scopes lie in it, with the same release points; the matches it emits during the batch are the rows whose
 ``emitted_at`` is a position of the batch (a match still waiting at the batch's end has -1: ``open_end``).
-Under ``WITHIN n EVENTS`` (no PARTITION BY) the same holds with positions: the last n - 1 events, or
-2(n - 1). Anchors (the last slot's events) before the batch are skipped unless a trailing item makes
-their matches wait, and then only from N - w (n - 1 events) on.
+Under ``WITHIN n EVENTS`` the same holds with local positions: the last n - 1 events of each PARTITION BY
+sub-stream, or 2(n - 1) (a match and its scopes read one sub-stream, and ranks inside the run's
+sub-streams are the local positions up to a shift). Anchors (the last slot's events) before the batch are
+skipped unless a trailing item makes their matches wait, and then only from N - w (the last n - 1 events
+of their sub-stream) on.
 
 Where this cannot be exact the batch goes event by event (``refusal``).
 """
 from __future__ import annotations
 
 from collections import deque
+from itertools import chain
+from operator import attrgetter
 from typing import Optional
 
 import numpy as np
@@ -43,8 +47,6 @@ def refusal(program) -> Optional[str]:
         return "RETURN (each projected key is reported once, remembered across pushes)"
     if program.window_time is None and program.window_events is None:
         return "no window (every earlier event may still join a match)"
-    if program.window_events is not None and program.partition_by:
-        return "WITHIN n EVENTS with PARTITION BY (the last n events of every key would be kept)"
     return None
 
 
@@ -58,12 +60,20 @@ class Tail:
         w, n = program.window_time, program.window_events
         doubled = bool(program.trailing) and any(neg.gap == 0 for neg in program.negations)
         self.reach = None if w is None else (2 * w if doubled else w)          # seconds kept before now
-        self.events = None if n is None else (2 if doubled else 1) * (n - 1)   # events kept (EVENTS windows)
-        self.recent: deque = deque(maxlen=self.events)
+        self.events = None if n is None else (2 if doubled else 1) * (n - 1)   # events kept per sub-stream
+        self.keyed = n is not None and bool(program.partition_by)              # EVENTS windows per key
+        self.recent = {} if self.keyed else deque(maxlen=self.events)         # (per key) the pushed events
         self.stream: Optional[Stream] = None
 
     def keep(self, event) -> None:
         """A pushed event joins the tail; what is past the reach leaves it."""
+        if self.keyed:
+            key = tuple(event.get(name) for name in self.program.partition_by)
+            recent = self.recent.get(key)
+            if recent is None:
+                recent = self.recent[key] = deque(maxlen=self.events)
+            recent.append(event)
+            return
         recent = self.recent
         recent.append(event)
         if self.reach is not None:
@@ -74,27 +84,46 @@ class Tail:
     def columns(self, ts_is_datetime: bool) -> Stream:
         """The tail as a Stream (its pushed events turned into columns the first time)."""
         if self.stream is None:
-            self.stream = Stream(list(self.recent), ts_is_datetime)
-            self.recent.clear()
+            recent = self.recent
+            events = sorted(chain.from_iterable(recent.values()), key=attrgetter("position")) if self.keyed \
+                else list(recent)
+            self.stream = Stream(events, ts_is_datetime)
+            recent.clear()
         return self.stream
 
-    def first_waiting(self, kept: Stream, now: float) -> int:
-        """The first index of ``kept`` (the tail before a batch, ``now`` its latest ts) whose matches may
-        still wait for a trailing item: ``len(kept)`` without one."""
+    def anchors(self, kept: Stream, batch: int, now: float) -> np.ndarray:
+        """Which events of ``kept`` (the tail before a batch, ``now`` its latest ts) and the ``batch`` events
+        after it may end a match emitted during the batch: the batch's, and the tail's whose matches may
+        still wait for a trailing item."""
         program = self.program
-        if not program.trailing:
-            return len(kept)
-        if program.window_time is not None:
-            return int(np.searchsorted(kept.times, window_horizon(now, program.window_time), "left"))
-        return max(0, len(kept) - (program.window_events - 1))
+        anchors = np.zeros(len(kept) + batch, dtype=bool)
+        anchors[len(kept):] = True
+        if program.trailing and program.window_time is not None:
+            anchors[np.searchsorted(kept.times, window_horizon(now, program.window_time), "left"):] = True
+        elif program.trailing and self.keyed:
+            anchors[:len(kept)] = self._later_in_key(kept) < program.window_events - 1
+        elif program.trailing:
+            anchors[max(0, len(kept) - (program.window_events - 1)):] = True
+        return anchors
 
     def cut(self, stream: Stream, now: float) -> Stream:
         """What of ``stream`` (the tail and a batch, ``now`` the latest ts) the next batch may need."""
+        if self.keyed:
+            return stream.take(self._later_in_key(stream) < self.events)
         if self.reach is not None:
             start = int(np.searchsorted(stream.times, window_horizon(now, self.reach), "left"))
         else:
             start = max(0, len(stream) - self.events)
         return stream.take(slice(start, None)) if start else stream
+
+    def _later_in_key(self, stream: Stream) -> np.ndarray:
+        """Per event, how many events of its PARTITION BY key come after it in ``stream``."""
+        codes = stream.key_codes(self.program.partition_by)
+        counts = np.bincount(codes)
+        order = np.argsort(codes, kind="stable")
+        rank = np.empty(len(codes), dtype=np.int64)
+        rank[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return counts[codes] - 1 - rank
 
 
 def batch_matches(program, tail: Tail, batch: Stream, now: float):
@@ -103,7 +132,7 @@ def batch_matches(program, tail: Tail, batch: Stream, now: float):
     ``MatchList`` (or []); the tail is cut for the next batch."""
     kept = tail.columns(batch.ts_is_datetime)
     both = kept.followed_by(batch)
-    found = ColumnarRun(program, both, tail.first_waiting(kept, now), open_end=True).matches()
+    found = ColumnarRun(program, both, tail.anchors(kept, len(batch), now), open_end=True).matches()
     tail.stream = tail.cut(both, max(now, float(batch.times[-1])))
     if not len(found):
         return []
@@ -120,7 +149,7 @@ def waiting_at_close(program, tail: Tail, now: float, last_position: int) -> lis
     emitted when its witness comes, or never)."""
     if len(program.trailing) == len(program.trailing_exists) or not len(tail.stream):
         return []
-    found = ColumnarRun(program, tail.stream, tail.first_waiting(tail.stream, now), open_end=True).matches()
+    found = ColumnarRun(program, tail.stream, tail.anchors(tail.stream, 0, now), open_end=True).matches()
     if not len(found):
         return []
     waiting = found.take(np.flatnonzero(found.emitted_at < 0))

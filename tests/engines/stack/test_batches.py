@@ -15,6 +15,7 @@ from cepkit.engines.stack.tail import refusal
 from cepkit.lang import ast as A
 from cepkit.lang.parser import parse_tree
 from cepkit.lang.printer import pretty
+from cepkit.runtime.events import Stream
 from cepkit.runtime.matches import MatchList
 from strategies import flat_seq_queries
 
@@ -23,17 +24,15 @@ STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "STNM")
 
 @st.composite
 def windowed_queries(draw):
-    """``flat_seq_queries`` whose batches run as columns: a window always (of either kind; EVENTS without
-    PARTITION BY), and half of them with a trailing negation or EXISTS added (what waits across batches)."""
+    """``flat_seq_queries`` whose batches run as columns: a window always (of either kind), and half of them
+    with a trailing negation or EXISTS added (what waits across batches)."""
     query = parse_tree(draw(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True)))
     within = query.within or A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"])))
-    partition = () if within.events else query.partition_by
-    strategy = "STRICT" if query.strategy == "PARTITION_STRICT" and not partition else query.strategy
     items = query.pattern.items
     if not isinstance(items[-1], (A.Not, A.Exists)) and draw(st.booleans()):
         guard = draw(st.sampled_from([A.Not, A.Exists]))
         items += (guard(A.Atom(draw(st.sampled_from("ABCD")), "t")),)
-    return pretty(replace(query, pattern=A.Seq(items), within=within, partition_by=partition, strategy=strategy))
+    return pretty(replace(query, pattern=A.Seq(items), within=within))
 
 
 @st.composite
@@ -139,7 +138,7 @@ QUERIES = {   # query -> whether its batches run as columns
     "SEQ(A a, B b, EXISTS C c) WHERE a.v = b.v WITHIN 6 s": True,
     "SEQ(!C c, A a, B b, !D d) WITHIN 6 EVENTS": True,
     "SELECT STRICT * PATTERN SEQ(A a, B b, !C c) WITHIN 8 s PARTITION BY id": True,
-    "SEQ(A a, B b) WITHIN 5 EVENTS PARTITION BY id": False,
+    "SEQ(!C c, A a, B b, !D d) WITHIN 5 EVENTS PARTITION BY id": True,
     "SEQ(A a, !C c, B b)": False,
     "PATTERN SEQ(A a, B b, !C c) WITHIN 5 s RETURN a": False,
 }
@@ -149,7 +148,7 @@ QUERIES = {   # query -> whether its batches run as columns
 def test_a_long_stream_in_batches_keeps_a_bounded_tail(query):
     """5,000 events in uneven batches with pushes between: the result is the pushes', the batches come
     back as columns where the query allows it (``tail.refusal`` says where not), and the events kept
-    between batches never outgrow the window's reach (twice the window, or 2(n - 1) events)."""
+    between batches never outgrow the window's reach (twice the window, or 2(n - 1) events per key)."""
     rng = np.random.default_rng(11)
     n = 5000
     rows = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)),
@@ -171,7 +170,8 @@ def test_a_long_stream_in_batches_keeps_a_bounded_tail(query):
             if program.window_time is not None:   # ts 0-2 apart: at most 2w + 1 seconds' worth of events
                 assert tail.times[0] >= tail.times[-1] - 2 * program.window_time - 1e-6
             else:
-                assert len(tail) <= 2 * (program.window_events - 1)
+                keys = len(set(tail.column("id").values.tolist())) if program.partition_by else 1
+                assert len(tail) <= 2 * (program.window_events - 1) * keys
         elif not QUERIES[query]:
             assert matcher._inc._tail is None and isinstance(got, list)
     assert most <= (2 * 10 + 1) * 3 if QUERIES[query] else most == 0
@@ -202,3 +202,22 @@ def test_punctuation_rows_in_a_batch_are_left_out():
     got = matcher.extend(pd.DataFrame({"type": ["A", "PUNCTUATION", "B"], "ts": [0, 1, 2]}))
     assert [(m.positions, m.emitted_at) for m in got] == [((0, 2), 2)]
     assert matcher.extend(pd.DataFrame({"type": ["PUNCTUATION"], "ts": [3]})) == []
+
+
+@pytest.mark.parametrize("query", [q for q, columnar in sorted(QUERIES.items()) if columnar])
+def test_batches_build_no_event_objects(query, monkeypatch):
+    """A batch stays columns from the DataFrame to the ``MatchList``: no ``Event`` is built for any row."""
+    rng = np.random.default_rng(5)
+    n = 600
+    rows = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)),
+                         "v": rng.integers(0, 4, n), "id": rng.integers(0, 3, n)})
+    expected, _ = pushed(query, rows.to_dict("records"))
+
+    def no_events(self, rows):
+        raise AssertionError("an Event was built")
+
+    monkeypatch.setattr(Stream, "_build", no_events)
+    matcher = cepkit.Matcher(query, engine="stack", schema=SCHEMA)
+    found = [m for start in range(0, n, 150) for m in matcher.extend(rows.iloc[start:start + 150])]
+    monkeypatch.undo()
+    assert outcome(found + matcher.close()) == outcome(expected) and expected
