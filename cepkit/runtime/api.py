@@ -225,7 +225,8 @@ class Matcher:
         them (each event's in output order, event after event).
 
         Dicts and Events are pushed one by one. A micro-batch as a DataFrame or a pyarrow Table goes to the
-        engine as columns (the automaton runs it through its kernel; other engines push its events): it is
+        engine as columns (the automaton runs it through its kernel, the stack its columnar run over the events
+        that can still matter and the batch; other engines push its events): it is
         checked as a whole first, with the errors pushing its rows one by one would raise (the same first
         position and field), and a batch with an error is not taken at all (docs/decisions.md). The
         result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects."""

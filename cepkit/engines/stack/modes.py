@@ -163,8 +163,8 @@ class InOrderMatcher(StackMatcher):
 
     A micro-batch (``extend``) runs as columns (``tail``: the columnar run over the events that can still
     matter and the batch), with exactly the pushes' result; the stacks are then rebuilt by the next
-    ``push`` only. Event by event where that cannot be exact (``tail.refusal``: RETURN, no window, EVENTS
-    windows with PARTITION BY) and in K-slack (its releases are not the arrivals)."""
+    ``push`` only. Event by event where that cannot be exact (``tail.refusal``: RETURN, no window) and in
+    K-slack (its releases are not the arrivals)."""
 
     def __init__(self, program, batches: bool = True):
         super().__init__(program)
