@@ -228,6 +228,11 @@ class InOrderMatcher(StackMatcher):
             self._track(event)
             self.feed(event)
         self.emitted = emitted
+        if tail.closed_at is not None:      # a close released (or dropped) what waited then
+            for waiting in self._waiting.values():
+                for pending in waiting:
+                    if pending.chosen[-1].event.position <= tail.closed_at:
+                        pending.alive = False
 
     def changes_output(self, found: Match, sign: str, chosen) -> bool:
         """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""
@@ -323,8 +328,13 @@ class InOrderMatcher(StackMatcher):
 
     def close(self) -> list:
         """A finite stream is complete: trailing scopes are judged on the events that exist (§10.4)."""
-        if self._tail is not None and self._tail.stream is not None:
-            return waiting_at_close(self.program, self._tail, self._now, self.last_position)
+        tail = self._tail
+        if tail is not None and tail.stream is not None:
+            out = waiting_at_close(self.program, tail, self._now, self.last_position)
+            tail.closed_at = self.last_position     # what waited is out: never emitted again
+            return out
+        if tail is not None:
+            tail.closed_at = self.last_position
         out = []
         for waiting in self._waiting.values():
             for pending in waiting:

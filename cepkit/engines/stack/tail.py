@@ -64,6 +64,7 @@ class Tail:
         self.keyed = n is not None and bool(program.partition_by)              # EVENTS windows per key
         self.recent = {} if self.keyed else deque(maxlen=self.events)         # (per key) the pushed events
         self.stream: Optional[Stream] = None
+        self.closed_at = None       # the last position when ``close`` was called (a push or batch may follow)
 
     def keep(self, event) -> None:
         """A pushed event joins the tail; what is past the reach leaves it."""
@@ -139,7 +140,10 @@ def batch_matches(program, tail: Tail, batch: Stream, now: float):
     if not program.trailing:        # emitted at their last event, all in the batch: in output order already
         return MatchList(found)
     at = found.emitted_at
-    rows = np.flatnonzero(at >= batch.position_of(0))   # not before the batch, nor still waiting (-1)
+    emitted = at >= batch.position_of(0)                 # not before the batch, nor still waiting (-1)
+    if tail.closed_at is not None:                        # nor released by a close already
+        emitted &= found.positions[found.offsets[1:] - 1] > tail.closed_at
+    rows = np.flatnonzero(emitted)
     return MatchList(found.take(rows[np.argsort(at[rows], kind="stable")])) if len(rows) else []
 
 
@@ -152,7 +156,10 @@ def waiting_at_close(program, tail: Tail, now: float, last_position: int) -> lis
     found = ColumnarRun(program, tail.stream, tail.anchors(tail.stream, 0, now), open_end=True).matches()
     if not len(found):
         return []
-    waiting = found.take(np.flatnonzero(found.emitted_at < 0))
+    waiting = found.emitted_at < 0
+    if tail.closed_at is not None:      # an earlier close released what waited then
+        waiting &= found.positions[found.offsets[1:] - 1] > tail.closed_at
+    waiting = found.take(np.flatnonzero(waiting))
     return [Match(m.positions, m.bindings, "+", last_position) for m in waiting]
 
 

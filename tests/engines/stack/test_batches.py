@@ -38,7 +38,8 @@ def windowed_queries(draw):
 @st.composite
 def rows_and_plan(draw, max_size=40):
     """In-order rows (ties in ts; now and then no ``v`` or ``id``: nulls) and how they are fed: segments
-    (cut points, repeats: empty batches), each pushed row by row or extended as one batch."""
+    (cut points, repeats: empty batches), each pushed row by row or extended as one batch, now and then
+    followed by a ``close`` (and more events after it)."""
     n = draw(st.integers(0, max_size))
     ts, rows = 0, []
     for _ in range(n):
@@ -51,8 +52,8 @@ def rows_and_plan(draw, max_size=40):
         rows.append(row)
     cuts = sorted(draw(st.lists(st.integers(0, n), max_size=8)))
     bounds = [0, *cuts, n]
-    ways = draw(st.lists(st.sampled_from(["extend", "extend", "push"]), min_size=len(bounds) - 1,
-                         max_size=len(bounds) - 1))
+    ways = draw(st.lists(st.sampled_from(["extend"] * 4 + ["push"] * 2 + ["extend close", "push close"]),
+                         min_size=len(bounds) - 1, max_size=len(bounds) - 1))
     return rows, list(zip(bounds[:-1], bounds[1:], ways))
 
 
@@ -63,24 +64,32 @@ def frame(rows: list) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["type", "ts", "v", "id"]) if rows else pd.DataFrame({"type": [], "ts": []})
 
 
-def pushed(query, rows):
-    """What each push and then close returned, in order, and the matcher."""
+def pushed(query, rows, plan=()):
+    """What each push (and each close ``plan`` asks for, and the last one) returned, in order, and the
+    matcher."""
     matcher = cepkit.Matcher(query, engine="stack", schema=SCHEMA)
-    found = [m for row in rows for m in matcher.push({k: v for k, v in row.items() if v is not None})]
+    closes = [stop for _, stop, way in plan if way.endswith("close")]
+    found = []
+    for i, row in enumerate(rows):
+        found += [m for _ in range(closes.count(i)) for m in matcher.close()]
+        found += matcher.push({k: v for k, v in row.items() if v is not None})
+    found += [m for _ in range(closes.count(len(rows))) for m in matcher.close()]
     return found + matcher.close(), matcher
 
 
 def fed(query, rows, plan):
-    """The same rows fed as ``plan`` says (segments pushed or extended), then close."""
+    """The same rows fed as ``plan`` says (segments pushed or extended, a close after some), then close."""
     matcher = cepkit.Matcher(query, engine="stack", schema=SCHEMA)
     found = []
     for start, stop, way in plan:
-        if way == "push":
+        if way.startswith("push"):
             found += [m for row in rows[start:stop] for m in matcher.push({k: v for k, v in row.items() if v is not None})]
         else:
             got = matcher.extend(frame(rows[start:stop]))
             assert isinstance(got, (list, MatchList))
             found += got
+        if way.endswith("close"):
+            found += matcher.close()
     return found + matcher.close(), matcher
 
 
@@ -89,7 +98,7 @@ def outcome(found) -> list:
 
 
 def assert_fed_as_pushed(query, rows, plan):
-    expected, by_push = pushed(query, rows)
+    expected, by_push = pushed(query, rows, plan)
     got, by_plan = fed(query, rows, plan)
     assert outcome(got) == outcome(expected), (query, rows, plan)
     assert outcome(by_plan.deltas) == outcome(by_push.deltas)
@@ -125,7 +134,7 @@ def test_the_kept_result_is_match_and_the_reference(query, data):
         expected = cepkit.match(query, rows, engine="stack")
     except cepkit.QueryError:    # an attribute no event of its type has: the data check (the batches have SCHEMA)
         return
-    _, matcher = fed(query, rows, [(a, b, "extend") for a, b, _ in plan])
+    _, matcher = fed(query, rows, [(a, b, "extend") for a, b, _ in plan])   # (no close before the end)
     assert matcher.result() == expected
     assert matcher.result().positions() == expected.positions() == \
         cepkit.match(query, rows, engine="reference").positions()
@@ -197,6 +206,19 @@ def test_close_after_a_batch_releases_what_still_waits():
     assert [(m.positions, m.emitted_at) for m in matcher.close()] == [((0, 4), 4), ((3, 4), 4)]
 
 
+def test_events_after_a_close_match_on_and_what_waited_then_stays_out():
+    """A close releases what waits; later batches and pushes go on matching (with the events before the
+    close too), and never release what the close released."""
+    query = "SEQ(A a, B b, !C c) WITHIN 5 s"
+    rows = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1}, {"type": "A", "ts": 2}, {"type": "B", "ts": 3},
+            {"type": "D", "ts": 4}, {"type": "D", "ts": 9}, {"type": "B", "ts": 10}, {"type": "D", "ts": 16}]
+    for ways in (["extend", "extend", "push"], ["extend", "push", "push"], ["push", "extend", "extend"],
+                 ["extend", "extend", "extend"]):
+        plan = [(0, 2, ways[0] + " close"), (2, 4, ways[1]), (4, 8, ways[2])]
+        expected = assert_fed_as_pushed(query, rows, plan)
+        assert [(m.positions, m.emitted_at) for m in expected] == [((0, 1), 1), ((0, 3), 5), ((2, 3), 5)]
+
+
 def test_punctuation_rows_in_a_batch_are_left_out():
     matcher = cepkit.Matcher("SEQ(A a, !C c, B b) WITHIN 5 s", engine="stack")
     got = matcher.extend(pd.DataFrame({"type": ["A", "PUNCTUATION", "B"], "ts": [0, 1, 2]}))
@@ -211,7 +233,7 @@ def test_batches_build_no_event_objects(query, monkeypatch):
     n = 600
     rows = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)),
                          "v": rng.integers(0, 4, n), "id": rng.integers(0, 3, n)})
-    expected, _ = pushed(query, rows.to_dict("records"))
+    expected, _ = pushed(query, rows.to_dict("records"))   # (no close before the end)
 
     def no_events(self, rows):
         raise AssertionError("an Event was built")
