@@ -438,6 +438,44 @@ class MatchArrays(Sequence):
         with collector_paused():
             return [Match(*row) for row in zip(positions, bindings, signs, emitted)]
 
+    def binding_columns(self, names) -> dict:
+        """var -> (kind, value) for each of ``names`` (names of ``self.names``), row by row in this order:
+        "single", an int64 array of positions (-1: unbound); "kleene", (offsets, positions, bound mask); or
+        "mixed", a list of Python values for a name that is Kleene in some rows only. Read a slice of rows
+        at a time (no array per binding entry)."""
+        n = len(self)
+        out = {}
+        for name in names:
+            ids = [v for v, other in enumerate(self.names) if other == name]
+            kinds = {bool(self.kleene[v]) for v in ids}
+            if len(kinds) > 1:
+                values = [m.bindings.get(name) for m in self]
+                out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
+            elif kinds == {False}:
+                columns = [] if self.row_variables is None else np.flatnonzero(np.isin(self.row_variables, ids))
+                if len(columns) == 1:       # rows of one shape: one column of their bindings
+                    rows = self.bound_positions[self.bound_offsets[0]:self.bound_offsets[-1]]
+                    out[name] = ("single", rows.reshape(n, len(self.row_variables))[:, columns[0]].copy())
+                    continue
+                at = np.full(n, -1, np.int64)
+                for rows, entries in _bound_entries(self, ids):
+                    at[rows] = self.bound_positions[entries]
+                out[name] = ("single", at)
+            else:
+                found = [(rows, self.bound_positions[entries]) for rows, entries in _bound_entries(self, ids)]
+                rows = np.concatenate([r for r, _ in found]) if found else np.zeros(0, np.int64)
+                positions = np.concatenate([p for _, p in found]) if found else np.zeros(0, np.int64)
+                offsets = np.zeros(n + 1, np.int64)
+                np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
+                bound = np.zeros(n, bool)
+                bound[rows] = True
+                empty = positions < 0           # the empty tuple's marker entry
+                if empty.any():
+                    np.cumsum(np.bincount(rows[~empty], minlength=n), out=offsets[1:])
+                    positions = positions[~empty]
+                out[name] = ("kleene", (offsets, positions, bound))
+        return out
+
     # ------------------------------------------------------------------ LANGUAGE.md §10.2 on columns
     def in_output_order(self) -> bool:
         """Whether the rows are in output order and distinct already: ``sorted_within_last`` with the
@@ -600,42 +638,8 @@ class Matches(Sequence):
 
     # ------------------------------------------------------------------ tables
     def binding_columns(self) -> dict:
-        """var -> (Kleene?, value): an int64 array of positions (-1: unbound) for a single variable;
-        (offsets, positions, bound mask) for a Kleene one; a list of Python values for a name that is
-        Kleene in some matches only. Read a slice of rows at a time (no array per binding entry)."""
-        c = self._columns
-        n = len(c)
-        out = {}
-        for name in self.variables():
-            ids = [v for v, other in enumerate(c.names) if other == name]
-            kinds = {bool(c.kleene[v]) for v in ids}
-            if len(kinds) > 1:
-                values = [m.bindings.get(name) for m in self]
-                out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
-            elif kinds == {False}:
-                columns = [] if c.row_variables is None else np.flatnonzero(np.isin(c.row_variables, ids))
-                if len(columns) == 1:       # rows of one shape: one column of their bindings
-                    rows = c.bound_positions[c.bound_offsets[0]:c.bound_offsets[-1]].reshape(n, len(c.row_variables))
-                    out[name] = ("single", rows[:, columns[0]].copy())
-                    continue
-                at = np.full(n, -1, np.int64)
-                for rows, entries in _bound_entries(c, ids):
-                    at[rows] = c.bound_positions[entries]
-                out[name] = ("single", at)
-            else:
-                found = [(rows, c.bound_positions[entries]) for rows, entries in _bound_entries(c, ids)]
-                rows = np.concatenate([r for r, _ in found]) if found else np.zeros(0, np.int64)
-                positions = np.concatenate([p for _, p in found]) if found else np.zeros(0, np.int64)
-                offsets = np.zeros(n + 1, np.int64)
-                np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
-                bound = np.zeros(n, bool)
-                bound[rows] = True
-                empty = positions < 0           # the empty tuple's marker entry
-                if empty.any():
-                    np.cumsum(np.bincount(rows[~empty], minlength=n), out=offsets[1:])
-                    positions = positions[~empty]
-                out[name] = ("kleene", (offsets, positions, bound))
-        return out
+        """``MatchArrays.binding_columns`` of every variable the matches bind, in output order."""
+        return self._columns.binding_columns(self.variables())
 
     def to_pandas(self, fields=None) -> pd.DataFrame:
         """One row per match: match_id, positions, one column per variable (its position, or the list of
@@ -650,7 +654,7 @@ class Matches(Sequence):
         columns = {"match_id": np.arange(len(c)), "positions": row_lists(c.offsets, c.positions.tolist())}
         bindings = self.binding_columns()
         for name, (kind, value) in bindings.items():
-            columns[name] = _pandas_binding(kind, value)
+            columns[name] = pandas_binding(kind, value)
         if fields is not None:
             for label, name, attr in self._fields(fields, bindings):
                 columns[label] = self._field_values(bindings[name], attr, arrow=False)
@@ -819,7 +823,7 @@ def row_lists(offsets: np.ndarray, flat: list) -> list:
         return [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _pandas_binding(kind: str, value):
+def pandas_binding(kind: str, value):
     """A variable's column as ``to_pandas`` always gave it: ints, floats with NaN when some matches leave
     it unbound, lists (None when unbound) for a Kleene variable."""
     if kind == "single":

@@ -46,7 +46,7 @@ import pandas as pd
 from ..lang.checks import definitions, negated_vars
 from ..lang.query import Query
 from ..runtime.events import Stream
-from ..runtime.matches import Matches
+from ..runtime.matches import MatchArrays, Matches
 from ..runtime.registry import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
@@ -238,8 +238,7 @@ class GroupMatcher:
     def match_columns(self, rows: pd.DataFrame, owned: Optional[np.ndarray] = None) -> tuple:
         """The matches in one group (``rows`` sorted by POS), in output order, as columns with whole-stream
         positions: (LAST, RANK, positions offsets, positions, {variable: binding column}, index of each
-        match's last event in ``rows``). A binding column is ``Matches.binding_columns``' with positions
-        mapped (-1 stays: unbound, a variable of an OR branch the match did not take).
+        match's last event in ``rows``); the binding columns are ``stream_bindings``'.
 
         ``owned`` (one bool per row) keeps only matches whose last event is owned by this group; for
         slices it is read from the HOME and SLICE columns. A group may hold several PARTITION BY keys: the
@@ -256,19 +255,30 @@ class GroupMatcher:
             found, last = Matches(arrays.take(rank), self.engine, self.query), last[rank]
             arrays = found.arrays
         positions = rows[POS].to_numpy(dtype=np.int64)
-        bindings = found.binding_columns()
+        mapped = self.stream_bindings(arrays, positions.__getitem__)
+        return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last
+
+    def stream_bindings(self, arrays: MatchArrays, position) -> dict:
+        """{variable: binding column} of the matches ``arrays`` (in their order), for every output variable:
+        ``MatchArrays.binding_columns``' with each engine position p read as ``position(p)`` (applied to
+        arrays of them) and -1 kept (unbound: a variable of an OR branch the match did not take, or one
+        no match binds)."""
+        bindings = arrays.binding_columns([var for var in self.variables if var in arrays.names])
         mapped = {}
         for var in self.variables:
             kind, value = bindings.get(var) or self.unbound(var, len(arrays))
             if kind == "single":
-                mapped[var] = (kind, np.where(value >= 0, positions[np.maximum(value, 0)], -1))
+                at = np.full(len(value), -1, np.int64)
+                bound = value >= 0
+                at[bound] = position(value[bound])
+                mapped[var] = (kind, at)
             elif kind == "kleene":
-                offsets, bound, present = value
-                mapped[var] = (kind, (offsets, positions[bound], present))
+                offsets, flat, present = value
+                mapped[var] = (kind, (offsets, position(flat), present))
             else:
-                mapped[var] = (kind, [None if v is None else positions[v].tolist() if isinstance(v, list)
-                                      else int(positions[v]) for v in value])
-        return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last
+                mapped[var] = (kind, [None if v is None else position(np.asarray(v, np.int64)).tolist()
+                                      if isinstance(v, list) else int(position(v)) for v in value])
+        return mapped
 
     def unbound(self, var: str, n: int) -> tuple:
         """The binding column of a variable no match binds (none in this group), of the variable's own kind."""

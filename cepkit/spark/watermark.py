@@ -38,6 +38,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..runtime.events import Stream
+from ..runtime.matches import MatchArrays, MatchList, pandas_binding, row_lists
 from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split
 
 TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)
@@ -114,28 +115,51 @@ class Live:
         return self.inner.close()
 
     def rows(self, found: list, events: pd.DataFrame) -> pd.DataFrame:
-        """``GroupMatcher.output_columns`` rows of ``found``, positions read from the buffer's events."""
-        group = self.group
-        fed = events[events[FED].notna()]
-        position = dict(zip(fed[FED].astype("int64").tolist(), fed[POS].astype("int64").tolist()))
-        row_of = dict(zip(fed[FED].astype("int64").tolist(), range(len(fed))))
-        out, lasts = [], []
-        for rank, m in enumerate(found):
-            row = {LAST: position[m.last], RANK: rank, "positions": [position[p] for p in m.positions]}
-            for var in group.variables:
-                value = m.bindings.get(var)      # None: a variable of an OR branch the match did not take
-                if value is not None:
-                    value = [position[p] for p in value] if isinstance(value, tuple) else position[value]
-                row[var] = value
-            out.append(row)
-            lasts.append(row_of[m.last])
-        frame = pd.DataFrame(out, columns=[LAST, RANK, "positions", *group.variables])
-        for var in group.variables:
-            if var not in group.kleene:
-                frame[var] = frame[var].astype("Int64")
-        for key in group.split.keys:
-            frame[key] = fed[key].to_numpy()[lasts] if lasts else fed[key].iloc[:0].to_numpy()
+        """``GroupMatcher.output_columns`` rows of the matches of the results ``found`` (lists or ``MatchList``s,
+        in turn), positions read from the buffer's events: built from the matches' columns (a list's made by
+        ``MatchArrays.from_matches``), the fed ranks mapped to positions with numpy."""
+        found = [f for f in found if len(f)]
+        if not found:
+            return pd.DataFrame(columns=self.group.output_columns)
+        at = np.flatnonzero(events[FED].notna().to_numpy())          # the fed events, which matches read
+        ranks = events[FED].to_numpy()[at].astype(np.int64)
+        first = int(ranks.min())
+        row_of = np.full(int(ranks.max()) + 1 - first, -1, np.int64)
+        row_of[ranks - first] = at
+        positions = events[POS].to_numpy(np.int64)
+
+        def event(rank: np.ndarray) -> np.ndarray:
+            """The buffer row of each fed rank (a match reading an event the buffer dropped is a bug)."""
+            rank = np.asarray(rank, np.int64) - first
+            if np.any((rank < 0) | (rank >= len(row_of))) or (row_of[rank] < 0).any():
+                raise RuntimeError("a match reads an event no longer in its key's buffer")
+            return row_of[rank]
+
+        frames = [self._frame(f.arrays if isinstance(f, MatchList) else MatchArrays.from_matches(f),
+                              events, lambda rank: positions[event(rank)], event) for f in found]
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        frame.insert(1, RANK, np.arange(len(frame)))
         return frame
+
+    def _frame(self, arrays: MatchArrays, events: pd.DataFrame, position, event) -> pd.DataFrame:
+        """One result's rows without RANK: ``position(rank)`` is a fed rank's position, ``event(rank)`` its
+        row in ``events``."""
+        group = self.group
+        start, stop = int(arrays.offsets[0]), int(arrays.offsets[-1])
+        last = arrays.positions[arrays.offsets[1:] - 1]
+        columns = {LAST: position(last),
+                   "positions": row_lists(arrays.offsets - start, position(arrays.positions[start:stop]).tolist())}
+        for var, (kind, value) in group.stream_bindings(arrays, position).items():
+            if kind == "single":
+                columns[var] = pd.arrays.IntegerArray(np.maximum(value, 0), value < 0)
+            elif kind == "kleene":
+                columns[var] = pandas_binding(kind, value)
+            else:
+                columns[var] = value
+        lasts = event(last)
+        for key in group.split.keys:
+            columns[key] = events[key].to_numpy()[lasts]
+        return pd.DataFrame(columns)
 
 
 def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matcher: GroupMatcher,
@@ -160,7 +184,7 @@ def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matc
     live.fed = buffer.fed
     next_rank = buffer.fed + int(fresh.sum())
     events.loc[fresh, FED] = np.arange(buffer.fed, next_rank)
-    found = live.feed(events[fresh], events[FED][fresh].to_numpy())
+    found = [live.feed(events[fresh], events[FED][fresh].to_numpy())]
     fed = events[FED].notna().to_numpy()
     if horizon.axis == "position":
         fresh_seq = settled & events[SEQ].isna().to_numpy()
@@ -174,8 +198,8 @@ def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matc
     scope = horizon.window + horizon.slack    # a waiting match's scope ends within w of its first event
     closing = horizon.axis == "time" and fed.any() and last_fed + scope < frontier
     if closing:          # every waiting scope is complete: report what waits, and forget the fed events
-        found += live.close()
-    rows = live.rows(found, events) if found else pd.DataFrame(columns=matcher.output_columns)
+        found.append(live.close())
+    rows = live.rows(found, events)
     rows.insert(0, "match_id", np.arange(buffer.emitted, buffer.emitted + len(rows), dtype=np.int64))
 
     if closing:
