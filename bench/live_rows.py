@@ -19,6 +19,16 @@ The frames both sides return are checked equal (``pandas.testing.assert_frame_eq
     python bench/live_rows.py                         # 100k events, 1k-event batches, automaton and stack
     python bench/live_rows.py --against main --events 20000
     python bench/live_rows.py --profile               # cProfile of advance (warm), A+;B, automaton
+
+``--spark CHECKOUT`` runs the same through Spark instead (``cepkit.spark.match_stream`` on local[2]): the
+events (``--events``, a key ``id`` changing every 10 events, ``--keys`` values) written as Parquet files of
+``--batch`` rows, read one file per micro-batch, the matches counted by ``foreachBatch``, until the
+stream is read (``availableNow``); wall time from start to end, after a small warm-up stream. This
+checkout against CHECKOUT (a worktree of the baseline: ``git worktree add --detach /tmp/base fbbeba7``),
+each side in a process of its own run outside both checkouts (Spark's Python workers put the working
+directory first on ``sys.path``), the sides taking turns for ``--rounds`` rounds.
+
+    python bench/live_rows.py --spark /tmp/base --events 200000 --batch 40000 --engines automaton
 """
 from __future__ import annotations
 
@@ -26,10 +36,15 @@ import argparse
 import cProfile
 import gc
 import importlib.util
+import json
+import os
 import pathlib
 import pstats
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -143,6 +158,71 @@ def measure(old, query: str, engine: str, frame: pd.DataFrame, batch: int, repea
             "advance_old": advance_old, "advance_new": advance_new}
 
 
+SPARK_QUERIES = (("A;B;C W=10 s by id", QUERIES[3][1]), ("A+;B W=10 s by id", "A+ a ; B b WITHIN 10 s PARTITION BY id"))
+SCHEMA = "type string, ts double, v long, id long, position long"
+
+
+def spark_side(args) -> None:
+    """One side of ``--spark``: a JSON line per query (wall seconds, matches)."""
+    import cepkit.spark
+    spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"})
+    workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
+    assert workers == [cepkit.__file__], (workers, cepkit.__file__)    # the workers run this side's cepkit
+    for name, query in [("warm-up", SPARK_QUERIES[0][1])] + list(SPARK_QUERIES):
+        folder = pathlib.Path(args.data) / ("warm" if name == "warm-up" else "events")
+        counts = []
+        run = pathlib.Path(args.data) / f"checkpoint-{len(list(pathlib.Path(args.data).glob('checkpoint-*')))}"
+        stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
+        found = cepkit.spark.match_stream(query, stream, engine=args.engines[0])
+        start = time.perf_counter()
+        running = (found.writeStream.foreachBatch(lambda batch, _: counts.append(batch.count()))
+                   .option("checkpointLocation", str(run)).trigger(availableNow=True).start())
+        running.awaitTermination()
+        seconds = time.perf_counter() - start
+        print("RESULT " + json.dumps({"query": name, "seconds": seconds, "matches": sum(counts)}), flush=True)
+    spark.stop()
+
+
+def spark_against(args) -> None:
+    """This checkout against ``args.spark`` through Spark streaming, the sides taking turns."""
+    with tempfile.TemporaryDirectory() as folder:
+        frame = key_frame(args.events)[["type", "ts", "v"]]
+        frame["id"] = (np.arange(len(frame)) // 10) % args.keys
+        frame["position"] = np.arange(len(frame), dtype=np.int64)
+        for name, rows in (("events", frame), ("warm", frame.iloc[:2_000])):
+            (pathlib.Path(folder) / name).mkdir()
+            for at in range(0, len(rows), args.batch):
+                rows.iloc[at:at + args.batch].to_parquet(pathlib.Path(folder) / name / f"{at:012d}.parquet")
+        times, matches = {}, {}
+        sides = [("this", None), ("base", args.spark)]
+        for r in range(args.rounds):
+            for label, checkout in (sides if r % 2 == 0 else sides[::-1]):
+                env = dict(os.environ)
+                paths = [checkout, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
+                env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+                for old in pathlib.Path(folder).glob("checkpoint-*"):
+                    shutil.rmtree(old)
+                command = [sys.executable, os.path.abspath(__file__), "--side", "--data", folder,
+                           "--engines", args.engines[0]]
+                done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
+                if done.returncode:
+                    raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+                for line in done.stdout.splitlines():
+                    if line.startswith("RESULT "):
+                        row = json.loads(line[len("RESULT "):])
+                        times.setdefault((label, row["query"]), []).append(row["seconds"])
+                        matches.setdefault(row["query"], set()).add(row["matches"])
+                print(f"round {r} {label} done", flush=True)
+    print(f"{args.events} events in files of {args.batch} (one per micro-batch), {args.keys} keys, "
+          f"{args.engines[0]}, wall s, {args.rounds} rounds")
+    for name, _ in SPARK_QUERIES:
+        assert len(matches[name]) == 1, matches[name]          # both sides found as many matches
+        base, this = times["base", name], times["this", name]
+        print(f"{name:22} matches {matches[name].pop():>8}  base {' '.join(f'{t:.1f}' for t in base)}  "
+              f"this {' '.join(f'{t:.1f}' for t in this)}  best base/this {min(base) / min(this):.2f}  "
+              f"median {statistics.median(base) / statistics.median(this):.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000)
@@ -151,7 +231,16 @@ def main() -> None:
     parser.add_argument("--engines", nargs="+", default=["automaton", "stack"])
     parser.add_argument("--against", default="fbbeba7", help="the baseline revision of watermark.py")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--spark", metavar="CHECKOUT", help="through Spark streaming, against CHECKOUT's cepkit")
+    parser.add_argument("--keys", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.side:
+        return spark_side(args)
+    if args.spark:
+        return spark_against(args)
     frame = key_frame(args.events)
     if args.profile:
         q = cepkit.parse(QUERIES[1][1])
