@@ -1,9 +1,11 @@
 """``watermark.Live.rows`` builds Spark streaming's output rows from the matches' columns (issue 11): the
 frame must be the one a dict per ``Match`` gave (dtypes included), whatever the engine returned (a
 ``MatchList``, a list, both in one call). Pure pandas: the keys' buffers driven as Spark drives them
-(``test_watermark.run_stream``), every call's rows checked against the per-match construction."""
+(``key_streams.run_stream``), every call's rows checked against the per-match construction."""
+import sys
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from unittest import mock
 
 import numpy as np
@@ -19,7 +21,9 @@ from cepkit.runtime.matches import MatchArrays, MatchList
 from cepkit.spark.groups import LAST, POS, RANK, GroupMatcher, plan_split, whole_history
 from cepkit.spark.watermark import FED, TIME, Horizon, KeyBuffer, Live, advance
 from strategies import flat_seq_queries, streams, unary_queries
-from test_watermark import COLUMNS, run_stream, stream_frame
+
+sys.path.insert(0, str(Path(__file__).parent))
+from key_streams import COLUMNS, run_stream, stream_frame  # noqa: E402
 
 
 def rows_by_match(group, found: list, events: pd.DataFrame) -> pd.DataFrame:

@@ -2,6 +2,9 @@
 drives them: micro-batches in a disordered arrival order, a watermark trailing the largest ts by the
 allowed delay, then a last watermark past everything. The matches emitted along the way must be the
 reference's matches of the sorted stream, each once, while the buffer keeps about one window of events."""
+import sys
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -9,59 +12,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, output_variables, plan_split, whole_history
-from cepkit.spark.watermark import SEQ, TIME, Horizon, KeyBuffer, advance
+from cepkit.spark.groups import POS, GroupMatcher, output_variables, plan_split, whole_history
+from cepkit.spark.watermark import SEQ, Horizon, KeyBuffer, advance
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
-COLUMNS = EventColumns(("v", "id"), "number")
-
-
-def stream_frame(events: list) -> pd.DataFrame:
-    frame = pd.DataFrame(events, columns=["type", "ts", "v", "id"])
-    frame[TS] = frame["ts"]
-    frame[POS] = np.arange(len(frame))
-    frame[TIME] = (frame["ts"] * 1_000_000).astype("int64")
-    return frame
-
-
-def run_stream(query: str, events: list, arrival_jitter: list, batches: int, delay: int, engine: str = "reference",
-               restarts=()) -> pd.DataFrame:
-    """Feed one key's events in micro-batches; return every emitted match (checking the state on the way).
-    Before the calls numbered in ``restarts`` the worker's matcher is lost (it is rebuilt from the buffer)."""
-    q = cepkit.parse(query)
-    split = plan_split(q)
-    horizon = Horizon.of(split)
-    matcher = GroupMatcher(q, engine, {}, COLUMNS, split)
-    frame = stream_frame(events)
-    # Each event arrives up to `delay` seconds late: never behind the watermark, so Spark keeps it.
-    arrival = frame.iloc[np.argsort(frame["ts"].to_numpy() + arrival_jitter, kind="stable")]
-    empty = frame.iloc[:0].copy()
-    if horizon.axis == "position":
-        empty[SEQ] = pd.Series(dtype=float)
-    buffer, emitted, highest, live = KeyBuffer(empty), [], None, None
-    for call, rows in enumerate(np.array_split(np.arange(len(arrival)), batches)):
-        chunk = arrival.iloc[rows]
-        if len(chunk):
-            highest = max(highest or 0, int(chunk[TIME].max()))
-        watermark = highest - delay * 1_000_000 if highest is not None else -(2 ** 62)
-        found, buffer, timer, live = advance(buffer, chunk, watermark, matcher, horizon,
-                                             None if call in restarts else live)
-        emitted.append(found)
-        kept = buffer.events
-        if horizon.axis == "time" and buffer.frontier is not None:
-            settled = kept[TIME] < buffer.frontier
-            oldest = buffer.frontier - 3 * horizon.window - 2 * horizon.slack
-            assert (kept[TIME][settled] >= oldest).all()        # the state holds a few windows of events
-        if timer is not None:
-            assert timer >= watermark
-    found, buffer, timer, live = advance(buffer, None, 2 ** 62, matcher, horizon, live)
-    emitted.append(found)
-    if horizon.axis == "time":
-        assert buffer.events.empty and timer is None and live is None   # a quiet key's state is dropped
-    out = pd.concat([found for found in emitted if len(found)] or [found], ignore_index=True)
-    assert list(out["match_id"]) == list(range(len(out)))
-    return out
-
+sys.path.insert(0, str(Path(__file__).parent))
+from key_streams import COLUMNS, run_stream, stream_frame  # noqa: E402
 
 def assert_stream_agrees(match_rows, query, events, jitter, batches, delay, engine="reference", restarts=()):
     q = cepkit.parse(query)
