@@ -107,7 +107,7 @@ def test_a_quiet_key_under_an_events_window_holds_a_window_of_state(engine):
     assert most == N // 10
     assert found == sorted(m.key for m in cepkit.match(query, events, engine=engine))
     if engine == "automaton":
-        assert max(int(part.state.n[0]) for part in inc.parts.values()) <= 5
+        assert max(len(inc.table.runs(part.state)[0]) for part in inc.parts.values()) <= 5
     else:
         assert max(core.size() for core in inc.cores.values()) <= 5
 

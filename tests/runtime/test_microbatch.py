@@ -203,6 +203,40 @@ def test_batches_give_what_match_gives(query, data):
     assert matcher.result().positions() == expected.positions()
 
 
+@st.composite
+def many_keys_and_cuts(draw):
+    """Rows of up to 16 keys, each key coming and going (time leaps of up to 12 s now and then, so a key's
+    window passes, in a batch or between two, and the key comes back afresh), cut into many batches."""
+    n = draw(st.integers(1, 90))
+    ts, rows = 0, []
+    for _ in range(n):
+        ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 12]))
+        row = {"type": draw(st.sampled_from("ABCD")), "ts": ts, "v": draw(st.integers(0, 5)),
+               "id": draw(st.integers(0, 15))}
+        if draw(st.integers(0, 29)) == 0:
+            del row["id"]                     # the key None
+        rows.append(row)
+    return rows, draw(st.lists(st.integers(0, n), max_size=14))
+
+
+KEYED = st.one_of(unary_queries(types=("A", "B", "C", "D"), strategies=("ALL", "STRICT", "PARTITION_STRICT"))
+                  .filter(lambda q: "PARTITION BY" in q),
+                  st.sampled_from(["A a ; B b WITHIN 8 s PARTITION BY id CONSUME BY PARTITION",
+                                   "A a ; B+ b ; C c WITHIN 5 EVENTS PARTITION BY id",
+                                   "(A a OR B b) ; C+ c ; D d WITHIN 6 s PARTITION BY id",
+                                   "A+ a ; B b PARTITION BY id"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(KEYED, many_keys_and_cuts(), st.booleans())
+def test_many_keys_in_one_kernel_call_per_batch(query, data, keep):
+    """Every key of a batch goes through one kernel call (each from its carried runs): with many keys per
+    batch, keys whose window passes within a batch or between two and that come back afterwards, the
+    matches, their order and ``emitted_at`` are the pushes'."""
+    rows, cuts = data
+    assert_same(query, rows, cuts, "frame", keep=keep, engine="automaton")
+
+
 # ----------------------------------------------------------------------------- windows across batches, keys
 def test_windows_and_keys_carry_across_batches():
     """A long stream (many keys, each quiet longer than the window now and then, so its state is dropped

@@ -44,11 +44,16 @@ OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
 BATCH = 1 << 18   # events read from a finite stream per batch of the kernel's inputs
 
-Batch = namedtuple("Batch", "pos letter key limit gap reset")
+Batch = namedtuple("Batch", "pos letter key limit gap reset slot load")
 Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
-                 "just before (gap), and whether a new sub-stream starts (reset).")
+                 "just before (gap), whether a new sub-stream starts (reset); in a keyed batch (``slot`` not "
+                 "empty) the ``Stored`` slot of each event's sub-stream, and whether a sub-stream's runs are "
+                 "loaded from it at its reset (``load``) rather than started afresh.")
 Runs = namedtuple("Runs", "state node n")
 Runs.__doc__ = "The active deterministic states and their lists of runs (nodes); ``n[0]`` are in use."
+Stored = namedtuple("Stored", "state node n")
+Stored.__doc__ = "Lists of runs of many sub-streams, one row (slot) each: ``state[s, :n[s]]``, ``node[s, :n[s]]``."
+UNKEYED = (np.zeros(0, np.int64), np.zeros(0, bool))      # ``Batch.slot`` and ``load`` of a batch without slots
 Roots = namedtuple("Roots", "node emit key limit n")
 Roots.__doc__ = "Lists of complex events completed at ``emit``, waiting to be enumerated."
 Scratch = namedtuple("Scratch", "marked rest touched new_state new_node")
@@ -72,19 +77,26 @@ def _grown_runs(runs: Runs, capacity: int) -> Runs:
 
 # ----------------------------------------------------------------------------- the kernel
 @jit
-def advance(table, batch, first, last, none, consume, runs, arena, scratch, roots, collect, info):
+def advance(table, batch, first, last, none, consume, runs, stored, arena, scratch, roots, collect, info):
     """Events ``first..last-1`` of ``batch``. Returns OK, or a status asking Python for help at event
     ``info[2]`` (MISS: fill δ(info[0], info[1]); ARENA_FULL: compact; ROOTS_FULL: enumerate); calling
     again from ``info[2]`` resumes where it stopped (``info[3]`` counts the event's finished phases:
     1 + the irrelevant events of its gap already skipped). ``info[4]`` counts completed lists of matches.
+
+    ``runs`` are the runs being advanced. A keyed batch runs many sub-streams in one call (a micro-batch's
+    PARTITION BY keys): at each reset the runs go back to the previous event's slot of ``stored`` and the
+    new sub-stream's are loaded from its slot (``load``) or start afresh; after the call's last event they
+    go back to its slot.
 
     Every step is all or nothing: nodes are made past ``used`` and committed at its end. All arrays are
     unpacked here, once: the loop then holds no references to count (numba would otherwise update
     reference counts at every event).
     """
     skip, move_start, move_count, move_var, move_dst, final, settled = table
-    ev_pos, ev_letter, ev_key, ev_limit, ev_gap, ev_reset = batch
+    ev_pos, ev_letter, ev_key, ev_limit, ev_gap, ev_reset, ev_slot, ev_load = batch
     run_state, run_node, run_n = runs
+    stored_state, stored_node, stored_n = stored
+    keyed = ev_slot.shape[0] > 0
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     marked, rest, touched, new_state, new_node = scratch
     root_node, root_emit, root_key, root_limit, root_n = roots
@@ -95,7 +107,15 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
     while i < last:
         if info[3] == 0:
             if ev_reset[i]:
-                run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
+                if keyed and i > first:
+                    _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, ev_slot[i - 1])
+                if keyed and ev_load[i]:
+                    slot = ev_slot[i]
+                    n_runs = stored_n[slot]
+                    for k in range(n_runs):
+                        run_state[k], run_node[k] = stored_state[slot, k], stored_node[slot, k]
+                else:
+                    run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
             info[3] = 1
         # this step reads an irrelevant event of the gap before event i, or event i itself
         in_gap = False
@@ -199,8 +219,17 @@ def advance(table, batch, first, last, none, consume, runs, arena, scratch, root
             run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
         info[3] = 0
         i += 1
+    if keyed and status == OK and last > first:
+        _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, ev_slot[last - 1])
     node_used[0], run_n[0], root_n[0] = used, n_runs, n_roots
     return status
+
+
+@jit(inline=True)
+def _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, slot):
+    for k in range(n_runs):
+        stored_state[slot, k], stored_node[slot, k] = run_state[k], run_node[k]
+    stored_n[slot] = n_runs
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -310,7 +339,7 @@ class Inputs:
             positions = order[picked].astype(np.int64, copy=False)
             key = window_keys(self.window, sub_index, self.stream.times, positions)
             yield Batch(positions, letter[picked].astype(np.int32, copy=False), key, window_limit(self.window, key),
-                        gap.astype(np.int64, copy=False), reset)
+                        gap.astype(np.int64, copy=False), reset, *UNKEYED)
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -437,7 +466,8 @@ class Evaluator:
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")
         # the kernel's entry point for the types of ``_batch`` (the last batch seen; a new batch object
-        # with the same ``kernel._signature`` uses it too): every other argument is made here with fixed types
+        # with the same ``kernel._signature`` uses it too) with or without a ``RunsTable``: every other
+        # argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
 
     @property
@@ -453,28 +483,33 @@ class Evaluator:
     def new_runs(self) -> Runs:
         return new_runs(len(self.scratch.marked))
 
-    def _fit(self, runs: Runs) -> Runs:
-        """Scratch and ``runs`` with a slot per state of the table. The kernel writes a slot per state it
-        touches without bounds checks, and the table may have grown since ``runs`` was made: through
-        another list of runs (another partition, an earlier run of the same plan) or a MISS."""
+    def _fit(self, runs: Runs, table: Optional["RunsTable"]) -> Runs:
+        """Scratch, ``runs`` and ``table`` with room for every state of the automaton. The kernel writes a
+        slot per state it touches without bounds checks, and the automaton may have grown since ``runs``
+        was made: through another list of runs (another partition, an earlier run of the same plan) or a
+        MISS."""
         rows = self.table.skip.shape[0]
         if rows > len(self.scratch.marked):
             self.scratch = self._scratch(rows)
+        if table is not None:
+            table.fit(rows)
         return _grown_runs(runs, rows)
 
-    def run(self, batch: Batch, runs: Runs, others=None, first: int = 0, last: Optional[int] = None) -> Runs:
+    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None, first: int = 0,
+            last: Optional[int] = None) -> Runs:
         """Feed ``batch``'s events ``first..last-1`` (all by default) to ``runs`` and return them (re-allocated
-        when the automaton grew). ``others()`` lists every other live (Runs, lowest live start key), which
-        compaction must keep."""
+        when the automaton grew). A keyed batch loads and stores its sub-streams' runs in ``table``, whose
+        every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
         i, n = first, len(batch.pos) if last is None else last
         self.info[2:4] = 0
         compacted_at = -1   # the event at which the arena last filled up
-        runs = self._fit(runs)
+        runs = self._fit(runs, table)
         while True:
-            args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs, self.arena,
-                    self.scratch, self.roots, self.collect, self.info)
+            args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs,
+                    _NOTHING_STORED if table is None else table.stored, self.arena, self.scratch, self.roots,
+                    self.collect, self.info)
             if self._batch is not batch:
-                layout = kernel._signature(batch)
+                layout = kernel._signature(batch), table is None
                 if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
                     self._advance, self._layout = kernel.entry(advance, args), layout
                 self._batch = batch
@@ -484,39 +519,95 @@ class Evaluator:
             i = int(self.info[2])
             if status == MISS:
                 self.table.fill(int(self.info[0]), int(self.info[1]))
-                runs = self._fit(runs)
+                runs = self._fit(runs, table)
             elif status == ROOTS_FULL:
                 self.outputs.take(self.arena, self.roots)
             else:
                 self.outputs.take(self.arena, self.roots)
-                live = [(runs, float(batch.key[i] - batch.limit[i]))]
-                live += [(r, lower) for r, lower in (others() if others else ()) if r.n is not runs.n]
                 # Full again at the same event: one event needs more free nodes than compaction left, so
                 # make the arena grow (otherwise the kernel and compaction would take turns forever).
-                self.compact(live, min_free=len(self.arena.pos) if i == compacted_at else 0)
+                self.compact(runs, float(batch.key[i] - batch.limit[i]), table, None if table is None else lowers(),
+                             min_free=len(self.arena.pos) if i == compacted_at else 0)
                 compacted_at = i
 
-    def compact(self, live: list, min_free: int = 0) -> None:
-        """Reclaim every node no run reaches inside its window; ``live`` lists (Runs, lowest live start);
-        the arena grows until at least ``min_free`` nodes are free. A run whose every event starts before
-        its window is dropped from its list: its node is gone (NONE), and the kernel must never read it
-        (a NONE index would wrap around to the new arena's unwritten last slot)."""
-        roots = np.concatenate([r.node[:r.n[0]] for r, _ in live]).astype(np.int32)
-        lowers = np.concatenate([np.full(int(r.n[0]), lower) for r, lower in live])
-        self.arena, new_ids = compact(self.arena, roots, lowers, min_free)
-        at = 0
-        for r, _ in live:
-            k = int(r.n[0])
-            ids = new_ids[at:at + k]
+    def compact(self, runs: Runs, lower: float, table: Optional["RunsTable"] = None, lowers=None,
+                min_free: int = 0) -> None:
+        """Reclaim every node no run reaches inside its window: ``runs`` (lowest live start ``lower``) and
+        each slot of ``table`` (``lowers``: one per slot); the arena grows until at least ``min_free`` nodes
+        are free. A run whose every event starts before its window is dropped from its list: its node is
+        gone (NONE), and the kernel must never read it (a NONE index would wrap around to the new arena's
+        unwritten last slot)."""
+        k = int(runs.n[0])
+        roots, starts = [runs.node[:k]], [np.full(k, lower)]
+        if table is not None:
+            stored = table.stored
+            slot, column = np.nonzero(np.arange(stored.state.shape[1]) < stored.n[:, None])   # slot by slot
+            roots.append(stored.node[slot, column])
+            starts.append(lowers[slot])
+        self.arena, new_ids = compact(self.arena, np.concatenate(roots).astype(np.int32), np.concatenate(starts),
+                                      min_free)
+        kept = new_ids[:k] != NONE
+        n_kept = int(np.count_nonzero(kept))
+        runs.state[:n_kept] = runs.state[:k][kept]
+        runs.node[:n_kept] = new_ids[:k][kept]
+        runs.n[0] = n_kept
+        if table is not None:
+            ids = new_ids[k:]
             kept = ids != NONE
-            n_kept = int(np.count_nonzero(kept))
-            r.state[:n_kept] = r.state[:k][kept]
-            r.node[:n_kept] = ids[kept]
-            r.n[0] = n_kept
-            at += k
+            states = stored.state[slot[kept], column[kept]]
+            slot = slot[kept]
+            n = np.bincount(slot, minlength=len(stored.n))
+            column = np.arange(len(slot)) - (np.cumsum(n) - n)[slot]       # each kept run's place in its row
+            stored.state[slot, column], stored.node[slot, column] = states, ids[kept]
+            stored.n[:] = n
 
     def finish(self) -> None:
         self.outputs.take(self.arena, self.roots)
+
+
+class RunsTable:
+    """The lists of runs of an incremental matcher's sub-streams (one per PARTITION BY key), a slot each
+    of one ``Stored``, which the kernel loads and stores itself (``advance``): a micro-batch runs all its
+    keys in one kernel call, and a push loads and stores its key's slot the same way. A free slot holds no
+    runs (``n`` 0), so compaction passes over it."""
+
+    def __init__(self, columns: int):
+        self.stored = Stored(np.empty((8, columns), np.int32), np.empty((8, columns), np.int32), np.zeros(8, np.int64))
+        self.free = list(range(7, -1, -1))
+
+    def take(self) -> int:
+        """A free slot, holding the runs of a sub-stream that has not started (the initial state's)."""
+        if not self.free:
+            rows = len(self.stored.n)
+            self.stored = Stored(*(np.concatenate([a, np.zeros_like(a)]) for a in self.stored))
+            self.free = list(range(2 * rows - 1, rows - 1, -1))
+        slot = self.free.pop()
+        self.restart(slot)
+        return slot
+
+    def release(self, slot: int) -> None:
+        self.stored.n[slot] = 0
+        self.free.append(slot)
+
+    def restart(self, slots) -> None:
+        """Slot(s) ``slots`` back to the runs of a sub-stream that has not started."""
+        self.stored.state[slots, 0], self.stored.node[slots, 0], self.stored.n[slots] = 0, BOTTOM, 1
+
+    def fit(self, columns: int) -> None:
+        """Room for ``columns`` runs per slot (one per state of the automaton)."""
+        state, node, n = self.stored
+        if state.shape[1] < columns:
+            grown = [np.empty((len(n), columns), np.int32) for _ in range(2)]
+            grown[0][:, :state.shape[1]], grown[1][:, :node.shape[1]] = state, node
+            self.stored = Stored(grown[0], grown[1], n)
+
+    def runs(self, slot: int) -> tuple:
+        """(the states, their nodes) of ``slot``'s runs."""
+        k = int(self.stored.n[slot])
+        return self.stored.state[slot, :k], self.stored.node[slot, :k]
+
+
+_NOTHING_STORED = Stored(np.zeros((0, 1), np.int32), np.zeros((0, 1), np.int32), np.zeros(0, np.int64))
 
 
 def _none(program) -> int:

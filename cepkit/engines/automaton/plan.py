@@ -18,7 +18,7 @@ from ...runtime.unary import Columns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
-from .evaluate import (Batch, Evaluator, Outputs, Roots, new_runs, partial_events, partition_key, partition_keys,
+from .evaluate import (Batch, Evaluator, Outputs, Roots, RunsTable, partial_events, partition_key, partition_keys,
                        run_all, window_keys, window_limit, window_limit_at)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
@@ -197,7 +197,7 @@ class _Part:
     """One partition's state in the incremental matcher."""
 
     def __init__(self, state):
-        self.state = state     # Runs (ALL, STRICT) or a strategy selector
+        self.state = state     # its slot of the matcher's RunsTable (ALL, STRICT) or a strategy selector
         self.count = 0         # events of this partition so far (its sub-stream index)
         self.gap = 0           # irrelevant events since its last relevant one
         self.lower = -np.inf   # smallest live start key, as of its last event
@@ -220,9 +220,12 @@ class AutomatonMatcher(IncrementalPlan):
             # each event's matches sorted as enumerated (a push's few cost nothing; a micro-batch's are
             # then in output order per event without a sort in Python: ``extend``)
             self.evaluator = Evaluator(program)
-            # the one-event batch each push fills in (made once: six arrays per push cost more than the kernel)
+            self.table = RunsTable(len(self.evaluator.scratch.marked))     # each key's runs
+            self.runs = self.evaluator.new_runs()     # the runs the kernel advances, loaded from the table
+            # the one-event batch each push fills in (made once: eight arrays per push cost more than the
+            # kernel): it loads its key's runs and stores them back
             self.batch = Batch(np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1), np.zeros(1),
-                               np.zeros(1, np.int64), np.zeros(1, bool))
+                               np.zeros(1, np.int64), np.ones(1, bool), np.zeros(1, np.int64), np.ones(1, bool))
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
         self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
@@ -239,12 +242,13 @@ class AutomatonMatcher(IncrementalPlan):
         return found if self.projected is None else self.projected.fresh(found, event.time)
 
     def extend(self, stream):
-        """A micro-batch (a ``Stream``) as columns: letters computed column-wise, each PARTITION BY key's
-        events through the kernel in one call with the key's state carried across batches, the matches as
-        a ``MatchList`` equal to what pushing the events one by one returns (each event's matches in output
-        order, event after event). Strategies, nested selections, RETURN and CONSUME BY ANY across keys
-        need a Python step per event or match (or the keys interleaved): they push event by event, as does
-        a batch out of time order (the key expiry below assumes order)."""
+        """A micro-batch (a ``Stream``) as columns: letters computed column-wise, every PARTITION BY key's
+        events through the kernel in one call (key after key, each from its runs in the ``RunsTable``,
+        stored back after its last event), the matches as a ``MatchList`` equal to what pushing the events
+        one by one returns (each event's matches in output order, event after event). Strategies, nested
+        selections, RETURN and CONSUME BY ANY across keys need a Python step per event or match (or the
+        keys interleaved): they push event by event, as does a batch out of time order (the key expiry
+        below assumes order)."""
         program = self.program
         if program.ranked or self.nested or self.projected is not None or stream.first_disorder() is not None \
                 or (program.consume == "ANY" and program.query.partition_by):
@@ -261,12 +265,13 @@ class AutomatonMatcher(IncrementalPlan):
         else:
             groups, keys = np.zeros(len(read), np.int64), [()]
         batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
-        for g, key in enumerate(keys):
-            self._run_key(key, batch, *batch.facts[g])
+        if len(batch.kernel.pos):
+            self.runs = self.evaluator.run(batch.kernel, self.runs, self.table, self._lowers)
+        self._settle(keys, batch)
         for g in np.argsort(batch.last_event, kind="stable").tolist():   # keys in the order of their last event
             self.expiry.touch(keys[g], float(stream.times[read[batch.last_event[g]]]))
         for gone in self.expiry.expired(float(stream.times[read[-1]])):
-            del self.parts[gone]
+            self._drop(gone)
         self.evaluator.finish()
         outputs = self.evaluator.outputs
         if not len(outputs):
@@ -277,37 +282,29 @@ class AutomatonMatcher(IncrementalPlan):
         outputs.clear()
         return MatchList(found)
 
-    def _run_key(self, key, batch: "_KeyedBatch", g: int, from_part: bool, continued: bool, ends_read: bool,
-                 count: int, gap: int, lower: float) -> None:
-        """Key ``g``'s events of the batch through the kernel, from its part's state (or a fresh one where its
-        window had passed, as ``push``'s key expiry drops it); its part left as ``push`` leaves it (the
-        facts: ``_KeyedBatch.facts``)."""
-        part = self.parts.get(key)
-        state = None
-        first, last = batch.entries[g], batch.entries[g + 1]
-        if first < last:
-            state = self.evaluator.run(batch.kernel, part.state if from_part else self._fresh(), self._others,
-                                       first, last)
-        if not continued:                     # the key is new, or its window passed in this batch
-            part = _Part(state if ends_read else self._fresh())
-            self.parts.pop(key, None)
-            self.parts[key] = part
-        if ends_read:
-            part.state, part.lower, part.gap = state, lower, gap
-        else:
-            part.gap += count - part.count
-        part.count = count
+    def _settle(self, keys: list, batch: "_KeyedBatch") -> None:
+        """Each key's part left as ``push`` leaves it after the batch (``_KeyedBatch``'s facts): a key that is
+        new or whose window passed in the batch (``push``'s key expiry drops it) has a new part, whose
+        runs start afresh unless its last sub-stream read an event."""
+        parts = self.parts
+        for key, part, slot, continued, ends_read, count, gap, lower in zip(keys, batch.parts, *batch.facts):
+            if not continued:
+                if part is not None:
+                    del parts[key]                  # dropped and made again, as ``push`` would
+                part = parts[key] = _Part(slot)
+            if ends_read:
+                part.lower, part.gap = lower, gap
+            else:
+                part.gap += count - part.count
+            part.count = count
+        self.table.restart(batch.restarted)
 
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
         program = self.program
         for gone in self.expiry.expired(event.time):
-            del self.parts[gone]
-            if program.ranked:
-                self.reported.pop(gone, None)
-            for _, _, chosen in self.nested:
-                chosen.forget(gone)
+            self._drop(gone)
         key = partition_key(program.query, event)
         self.expiry.touch(key, event.time)
         part = self.parts.get(key)
@@ -331,9 +328,9 @@ class AutomatonMatcher(IncrementalPlan):
         if program.ranked:
             return self._select(part, key, letter, event.position, window_key, limit, gap)
         batch = self.batch
-        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0] = \
-            event.position, letter, window_key, limit, gap
-        part.state = self.evaluator.run(batch, part.state, self._others)
+        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0], batch.slot[0] = \
+            event.position, letter, window_key, limit, gap, part.state
+        self.runs = self.evaluator.run(batch, self.runs, self.table, self._lowers)
         outputs = self.evaluator.outputs
         if self.evaluator.roots.n[0]:
             self.evaluator.finish()
@@ -347,8 +344,7 @@ class AutomatonMatcher(IncrementalPlan):
             found, completed = _rows_as_matches(outputs, self.variables)
         outputs.clear()
         if completed and program.consume == "ANY":
-            for other in self.parts.values():
-                other.state = self._fresh()
+            self.table.restart([other.state for other in self.parts.values()])
         return found
 
     @property
@@ -366,8 +362,8 @@ class AutomatonMatcher(IncrementalPlan):
             if program.ranked:
                 held += [({state}, node, part.lower) for state, node in part.state.entries()]
             else:
-                runs = part.state
-                held += [(program.det.subsets[runs.state[k]], runs.node[k], part.lower) for k in range(runs.n[0])]
+                states, nodes = self.table.runs(part.state)
+                held += [(program.det.subsets[state], node, part.lower) for state, node in zip(states, nodes)]
         arena = self.arena if program.ranked else self.evaluator.arena
         partials = partial_events(arena, [node for _, node, _ in held], [lower for *_, lower in held], cap + 1)
         active: dict = {}
@@ -383,12 +379,27 @@ class AutomatonMatcher(IncrementalPlan):
         return active, truncated
 
     def _fresh(self):
+        """A new key's state: a strategy selector, or a slot of the table."""
         if self.program.ranked:
             return selector(self.program, lambda: self.arena)
-        return new_runs(len(self.evaluator.scratch.marked))
+        return self.table.take()
 
-    def _others(self) -> list:
-        return [(p.state, p.lower) for p in self.parts.values()]
+    def _drop(self, key) -> None:
+        """Forget ``key`` (its window has passed): its part, its slot, what it reported and chose."""
+        part = self.parts.pop(key)
+        if self.program.ranked:
+            self.reported.pop(key, None)
+        else:
+            self.table.release(part.state)
+        for _, _, chosen in self.nested:
+            chosen.forget(key)
+
+    def _lowers(self) -> np.ndarray:
+        """Each slot's lowest live start key, for compaction (a slot without a part yet, or free: -inf)."""
+        lowers = np.full(len(self.table.stored.n), -np.inf)
+        parts = self.parts.values()
+        lowers[np.array([p.state for p in parts], np.int64)] = [p.lower for p in parts]
+        return lowers
 
     # ------------------------------------------------------------------ NEXT, LAST, MAX
     def _select(self, part: _Part, key, letter, position, window_key, limit, gap) -> list:
@@ -437,8 +448,13 @@ class _KeyedBatch:
     had passed just before it (``push``'s key expiry then dropped the key and a fresh sub-stream starts:
     ``segment`` numbers the sub-streams), whether it continues the key's sub-stream from before the batch
     (``carried``). Kept: ``kernel``, the kernel's ``Batch`` of the events it reads (letter not ``none``)
-    with their gaps, resets, window keys and limits, key after key (``entries`` bound each key's); per key
-    the ``facts`` ``AutomatonMatcher._run_key`` needs and its ``last_event`` (an index into the batch)."""
+    with their gaps, window keys and limits, key after key, each key's first sub-stream loaded from its
+    slot of the matcher's ``RunsTable`` when carried (a new key takes a slot here); per key its ``parts``
+    before the batch, its ``last_event`` (an index into the batch), and the ``facts``
+    ``AutomatonMatcher._settle`` needs: its slot, whether its part goes on (its last event carried),
+    whether its last sub-stream has a read event, its count, and after its last read event the gap and
+    lowest start; ``restarted``: the slots to start afresh after the kernel (a new part whose last
+    sub-stream read nothing)."""
 
     def __init__(self, matcher: "AutomatonMatcher", times, positions, letters, groups, keys: list):
         program = matcher.program
@@ -447,10 +463,11 @@ class _KeyedBatch:
         first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
         last_row = np.r_[first_row[1:], n] - 1
         self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
-        parts = [matcher.parts.get(key) for key in keys]
+        self.parts = parts = [matcher.parts.get(key) for key in keys]
         exists = np.array([p is not None for p in parts])
         count = np.array([p.count if p is not None else 0 for p in parts], np.int64)
         gap = np.array([p.gap if p is not None else 0 for p in parts], np.int64)
+        slots = np.array([p.state if p is not None else matcher.table.take() for p in parts], np.int64)
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
         w = program.query.window_seconds
@@ -476,24 +493,21 @@ class _KeyedBatch:
         window = program.query.within
         key = window_keys(window, sub, t, k)
         self.kernel = Batch((positions if order is None else positions[order])[k].astype(np.int64),
-                            letter[k].astype(np.int32), key,
-                            window_limit(window, key), np.where(same, after_previous, from_start).astype(np.int64),
-                            ~same & ~carried[k])
-        # per key: its entries of ``kernel`` (consecutive), and what ``_run_key`` needs: whether the kernel
-        # starts from the part's state, whether the part goes on (its last event carried), whether its last
-        # sub-stream has a read event, its count, and after its last read event the gap and lowest start
-        self.entries = np.searchsorted(g[k], np.arange(len(keys) + 1)).tolist()
-        entries = np.asarray(self.entries)
+                            letter[k].astype(np.int32), key, window_limit(window, key),
+                            np.where(same, after_previous, from_start).astype(np.int64), ~same, slots[g[k]],
+                            ~same & carried[k])
+        # per key, after its last read event (its last entry of ``kernel``)
+        entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
         has = entries[1:] > entries[:-1]
-        first_entry, last_entry = np.minimum(entries[:-1], len(k) - 1), np.maximum(entries[1:] - 1, 0)
+        last_entry = np.maximum(entries[1:] - 1, 0)
         last_read = k[last_entry] if len(k) else np.zeros(len(keys), np.int64)
-        from_part = has & carried[k[first_entry]] if len(k) else has
         ends_read = has & (segment[last_read] == segment[last_row]) if len(k) else has
+        continued = carried[last_row]
         count = sub_index[last_row] + 1
         lower = self.kernel.key[last_entry] - self.kernel.limit[last_entry] if len(k) else np.zeros(len(keys))
-        self.facts = list(zip(range(len(keys)), from_part.tolist(), carried[last_row].tolist(),
-                              ends_read.tolist(), count.tolist(), (count - 1 - sub_index[last_read]).tolist(),
-                              lower.tolist()))
+        self.facts = (slots.tolist(), continued.tolist(), ends_read.tolist(), count.tolist(),
+                      (count - 1 - sub_index[last_read]).tolist(), lower.tolist())
+        self.restarted = slots[~continued & ~ends_read]
 
 
 def _first_appearance(codes: np.ndarray) -> tuple:

@@ -102,3 +102,38 @@ def test_outputs_keep_room_for_every_event_they_count():
         outputs = matcher._inc.evaluator.outputs
         assert len(outputs.end) == len(outputs.emits) and len(found) > 2048
     assert matcher.result() == cepkit.match("A a ; B b WITHIN 30 s", rows, engine="automaton")
+
+
+def batches_and_pushes(compiled, events, size: int = 300) -> tuple:
+    """(what a matcher of ``compiled`` returns for ``events`` in micro-batches of ``size`` rows, then
+    ``close``; the same pushed one by one into a matcher of a fresh plan; the batches' matcher)."""
+    matcher = compiled.matcher()
+    got = []
+    for a in range(0, len(events), size):
+        got += matcher.extend(Stream.from_any(events.iloc[a:a + size], first_position=a))
+    got += matcher.close()
+    pusher = compiled.fresh().matcher()
+    pushed = [m for e in Stream.from_any(events).events for m in pusher.push(e)] + pusher.close()
+    return [(m.key, m.emitted_at) for m in got], [(m.key, m.emitted_at) for m in pushed], matcher
+
+
+@pytest.mark.parametrize("query", [q for q in QUERIES if "PARTITION BY" in q and "NEXT" not in q] +
+                         ["A a ; B b WITHIN 30 s PARTITION BY id CONSUME BY PARTITION"])
+def test_keyed_micro_batches_on_tiny_poisoned_arenas(query, tiny_poisoned_arenas):
+    """A micro-batch runs its keys (40, each quiet past a time window between its events) in one kernel
+    call, loading and storing each key's runs in the matcher's table: compaction in the middle of a batch
+    keeps every key's stored runs. The batches give what pushing gives, in the same order."""
+    compiled = cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})[1]
+    got, pushed, _ = batches_and_pushes(compiled, stream(EVENTS, keys=40, seed=5))
+    assert got and got == pushed
+
+
+def test_keyed_micro_batches_while_the_automaton_grows(tiny_poisoned_arenas):
+    """The automaton of a new plan grows in the middle of a batch: every slot of the table gets room for
+    the new states (the kernel writes a run per state it reaches, unchecked)."""
+    query = "(A a OR B b) ; C+ c ; (D d OR A e) WITHIN 6 EVENTS PARTITION BY id"
+    compiled = cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})[1]
+    room = compiled.matcher().table.stored.state.shape[1]
+    got, pushed, matcher = batches_and_pushes(compiled, stream(EVENTS, keys=50, seed=3))
+    assert matcher.table.stored.state.shape[1] > room
+    assert got and got == pushed
