@@ -32,6 +32,15 @@ class KeyExpiry:
             self.last[key] = time if last is None or time > last else last
             self.last.move_to_end(key)
 
+    def touch_all(self, keys: list, times: list) -> None:
+        """``touch`` of each key in turn (a micro-batch's keys in the order of their last event, at its time),
+        without a method call per key."""
+        if self.window is not None:
+            last = self.last
+            for key, time in zip(keys, times):
+                held = last.pop(key, time)
+                last[key] = time if time > held else held
+
     def expired(self, now: float) -> list:
         """The keys whose last event is more than the window (and the reference's float tolerance, and
         more) before ``now``; they are forgotten here too."""

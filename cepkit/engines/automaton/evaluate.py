@@ -495,12 +495,11 @@ class Evaluator:
             table.fit(rows)
         return _grown_runs(runs, rows)
 
-    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None, first: int = 0,
-            last: Optional[int] = None) -> Runs:
-        """Feed ``batch``'s events ``first..last-1`` (all by default) to ``runs`` and return them (re-allocated
-        when the automaton grew). A keyed batch loads and stores its sub-streams' runs in ``table``, whose
-        every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
-        i, n = first, len(batch.pos) if last is None else last
+    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None) -> Runs:
+        """Feed ``batch``'s events to ``runs`` and return them (re-allocated when the automaton grew). A keyed
+        batch loads and stores its sub-streams' runs in ``table``, whose every slot compaction must keep:
+        ``lowers()`` gives each slot's lowest live start key."""
+        i, n = 0, len(batch.pos)
         self.info[2:4] = 0
         compacted_at = -1   # the event at which the arena last filled up
         runs = self._fit(runs, table)
@@ -575,19 +574,22 @@ class RunsTable:
         self.stored = Stored(np.empty((8, columns), np.int32), np.empty((8, columns), np.int32), np.zeros(8, np.int64))
         self.free = list(range(7, -1, -1))
 
-    def take(self) -> int:
-        """A free slot, holding the runs of a sub-stream that has not started (the initial state's)."""
-        if not self.free:
+    def take(self, count: int) -> list:
+        """``count`` free slots, each holding the runs of a sub-stream that has not started (the initial
+        state's)."""
+        if len(self.free) < count:
             rows = len(self.stored.n)
-            self.stored = Stored(*(np.concatenate([a, np.zeros_like(a)]) for a in self.stored))
-            self.free = list(range(2 * rows - 1, rows - 1, -1))
-        slot = self.free.pop()
-        self.restart(slot)
-        return slot
+            more = max(rows, count - len(self.free))
+            self.stored = Stored(*(np.concatenate([a, np.zeros((more, *a.shape[1:]), a.dtype)]) for a in self.stored))
+            self.free[:0] = range(rows + more - 1, rows - 1, -1)
+        slots = self.free[len(self.free) - count:]
+        del self.free[len(self.free) - count:]
+        self.restart(slots)
+        return slots
 
-    def release(self, slot: int) -> None:
-        self.stored.n[slot] = 0
-        self.free.append(slot)
+    def release(self, slots: list) -> None:
+        self.stored.n[slots] = 0
+        self.free += slots
 
     def restart(self, slots) -> None:
         """Slot(s) ``slots`` back to the runs of a sub-stream that has not started."""

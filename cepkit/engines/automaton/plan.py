@@ -268,10 +268,9 @@ class AutomatonMatcher(IncrementalPlan):
         if len(batch.kernel.pos):
             self.runs = self.evaluator.run(batch.kernel, self.runs, self.table, self._lowers)
         self._settle(keys, batch)
-        for g in np.argsort(batch.last_event, kind="stable").tolist():   # keys in the order of their last event
-            self.expiry.touch(keys[g], float(stream.times[read[batch.last_event[g]]]))
-        for gone in self.expiry.expired(float(stream.times[read[-1]])):
-            self._drop(gone)
+        last = np.argsort(batch.last_event, kind="stable")       # keys in the order of their last event
+        self.expiry.touch_all([keys[g] for g in last.tolist()], stream.times[read[batch.last_event[last]]].tolist())
+        self._drop(self.expiry.expired(float(stream.times[read[-1]])))
         self.evaluator.finish()
         outputs = self.evaluator.outputs
         if not len(outputs):
@@ -303,7 +302,8 @@ class AutomatonMatcher(IncrementalPlan):
         if event.type == PUNCTUATION:
             return []
         program = self.program
-        for gone in self.expiry.expired(event.time):
+        gone = self.expiry.expired(event.time)
+        if gone:
             self._drop(gone)
         key = partition_key(program.query, event)
         self.expiry.touch(key, event.time)
@@ -382,17 +382,19 @@ class AutomatonMatcher(IncrementalPlan):
         """A new key's state: a strategy selector, or a slot of the table."""
         if self.program.ranked:
             return selector(self.program, lambda: self.arena)
-        return self.table.take()
+        return self.table.take(1)[0]
 
-    def _drop(self, key) -> None:
-        """Forget ``key`` (its window has passed): its part, its slot, what it reported and chose."""
-        part = self.parts.pop(key)
+    def _drop(self, keys: list) -> None:
+        """Forget ``keys`` (their window has passed): their parts, slots, what they reported and chose."""
+        parts = [self.parts.pop(key) for key in keys]
         if self.program.ranked:
-            self.reported.pop(key, None)
+            for key in keys:
+                self.reported.pop(key, None)
         else:
-            self.table.release(part.state)
+            self.table.release([part.state for part in parts])
         for _, _, chosen in self.nested:
-            chosen.forget(key)
+            for key in keys:
+                chosen.forget(key)
 
     def _lowers(self) -> np.ndarray:
         """Each slot's lowest live start key, for compaction (a slot without a part yet, or free: -inf)."""
@@ -464,10 +466,11 @@ class _KeyedBatch:
         last_row = np.r_[first_row[1:], n] - 1
         self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
         self.parts = parts = [matcher.parts.get(key) for key in keys]
-        exists = np.array([p is not None for p in parts])
-        count = np.array([p.count if p is not None else 0 for p in parts], np.int64)
-        gap = np.array([p.gap if p is not None else 0 for p in parts], np.int64)
-        slots = np.array([p.state if p is not None else matcher.table.take() for p in parts], np.int64)
+        slots, count, gap = np.array([(p.state, p.count, p.gap) if p is not None else (-1, 0, 0) for p in parts],
+                                     np.int64).reshape(len(parts), 3).T
+        exists = slots >= 0
+        if not exists.all():                                     # new keys: slots of runs not started
+            slots[~exists] = matcher.table.take(int(np.count_nonzero(~exists)))
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
         w = program.query.window_seconds
