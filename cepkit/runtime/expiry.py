@@ -48,12 +48,12 @@ class KeyExpiry:
             return []
         horizon = window_horizon(now, self.window)
         out = []
-        while self.last:
-            key, time = next(iter(self.last.items()))
+        for key, time in self.last.items():
             if time >= horizon:
                 break
-            self.last.popitem(last=False)
             out.append(key)
+        for key in out:
+            del self.last[key]
         return out
 
     def __len__(self) -> int:
