@@ -16,7 +16,9 @@ and limit. Events whose letter is ``none`` (they enable no • transition: irrel
 passed at all: the next relevant event carries their count as its ``gap`` and the kernel skips them in
 one move, as the none-letter step settles at once. Under PARTITION BY the events are processed partition
 by partition (``reset`` starts a sub-stream), which keeps STRICT and EVENTS windows on sub-stream
-indices as LANGUAGE.md §10.5 says.
+indices as LANGUAGE.md §10.5 says. The incremental matcher keeps each partition's runs in a slot of a
+``RunsTable``, which the kernel loads at the partition's first event of a batch and stores after its
+last: a micro-batch of many keys is one call, and a push is a batch of one event.
 
 Decisions the spec leaves open, written down here:
 
