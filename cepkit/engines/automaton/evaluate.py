@@ -48,9 +48,9 @@ BATCH = 1 << 18   # events read from a finite stream per batch of the kernel's i
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset slot load")
 Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
-                 "just before (gap), whether a new sub-stream starts (reset); in a keyed batch (``slot`` not "
-                 "empty) the ``Stored`` slot of each event's sub-stream, and whether a sub-stream's runs are "
-                 "loaded from it at its reset (``load``) rather than started afresh.")
+                 "just before (gap), whether a new sub-stream starts (reset); for a run with a ``RunsTable`` "
+                 "the slot of each event's sub-stream, and whether a sub-stream's runs are loaded from it at "
+                 "its reset (``load``) rather than started afresh (empty otherwise: ``UNKEYED``).")
 Runs = namedtuple("Runs", "state node n")
 Runs.__doc__ = "The active deterministic states and their lists of runs (nodes); ``n[0]`` are in use."
 Stored = namedtuple("Stored", "state node n")
@@ -85,10 +85,11 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
     again from ``info[2]`` resumes where it stopped (``info[3]`` counts the event's finished phases:
     1 + the irrelevant events of its gap already skipped). ``info[4]`` counts completed lists of matches.
 
-    ``runs`` are the runs being advanced. A keyed batch runs many sub-streams in one call (a micro-batch's
-    PARTITION BY keys): at each reset the runs go back to the previous event's slot of ``stored`` and the
-    new sub-stream's are loaded from its slot (``load``) or start afresh; after the call's last event they
-    go back to its slot.
+    ``runs`` are the runs being advanced. With ``stored`` (a ``RunsTable``'s), a keyed batch runs many
+    sub-streams in one call (a micro-batch's PARTITION BY keys): at each reset the runs go back to the
+    previous event's slot and the new sub-stream's are loaded from its slot (``load``) or start afresh;
+    after the call's last event they go back to its slot. Without (None: a finite stream's run), numba
+    compiles the event loop without those branches (it prunes ``is not None`` tests of an argument).
 
     Every step is all or nothing: nodes are made past ``used`` and committed at its end. All arrays are
     unpacked here, once: the loop then holds no references to count (numba would otherwise update
@@ -97,8 +98,6 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
     skip, move_start, move_count, move_var, move_dst, final, settled = table
     ev_pos, ev_letter, ev_key, ev_limit, ev_gap, ev_reset, ev_slot, ev_load = batch
     run_state, run_node, run_n = runs
-    stored_state, stored_node, stored_n = stored
-    keyed = ev_slot.shape[0] > 0
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     marked, rest, touched, new_state, new_node = scratch
     root_node, root_emit, root_key, root_limit, root_n = roots
@@ -109,13 +108,10 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
     while i < last:
         if info[3] == 0:
             if ev_reset[i]:
-                if keyed and i > first:
-                    _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, ev_slot[i - 1])
-                if keyed and ev_load[i]:
-                    slot = ev_slot[i]
-                    n_runs = stored_n[slot]
-                    for k in range(n_runs):
-                        run_state[k], run_node[k] = stored_state[slot, k], stored_node[slot, k]
+                if stored is not None and i > first:
+                    _store(run_state, run_node, n_runs, stored, ev_slot[i - 1])
+                if stored is not None and ev_load[i]:
+                    n_runs = _load(run_state, run_node, stored, ev_slot[i])
                 else:
                     run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
             info[3] = 1
@@ -221,17 +217,27 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
             run_state[0], run_node[0], n_runs = 0, BOTTOM, 1
         info[3] = 0
         i += 1
-    if keyed and status == OK and last > first:
-        _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, ev_slot[last - 1])
+    if stored is not None and status == OK and last > first:
+        _store(run_state, run_node, n_runs, stored, ev_slot[last - 1])
     node_used[0], run_n[0], root_n[0] = used, n_runs, n_roots
     return status
 
 
 @jit(inline=True)
-def _store(run_state, run_node, n_runs, stored_state, stored_node, stored_n, slot):
+def _store(run_state, run_node, n_runs, stored, slot):
+    stored_state, stored_node, stored_n = stored
     for k in range(n_runs):
         stored_state[slot, k], stored_node[slot, k] = run_state[k], run_node[k]
     stored_n[slot] = n_runs
+
+
+@jit(inline=True)
+def _load(run_state, run_node, stored, slot):
+    stored_state, stored_node, stored_n = stored
+    n_runs = stored_n[slot]
+    for k in range(n_runs):
+        run_state[k], run_node[k] = stored_state[slot, k], stored_node[slot, k]
+    return n_runs
 
 
 # ----------------------------------------------------------------------------- inputs
@@ -507,7 +513,7 @@ class Evaluator:
         runs = self._fit(runs, table)
         while True:
             args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs,
-                    _NOTHING_STORED if table is None else table.stored, self.arena, self.scratch, self.roots,
+                    None if table is None else table.stored, self.arena, self.scratch, self.roots,
                     self.collect, self.info)
             if self._batch is not batch:
                 layout = kernel._signature(batch), table is None
@@ -615,9 +621,6 @@ def _index(slots):
     """``slots`` as an index: its one slot as an int when it has one (a push's new or dropped key: numpy
     indexes by an int ~4x faster than by a list)."""
     return int(slots[0]) if len(slots) == 1 else slots
-
-
-_NOTHING_STORED = Stored(np.zeros((0, 1), np.int32), np.zeros((0, 1), np.int32), np.zeros(0, np.int64))
 
 
 def _none(program) -> int:
