@@ -20,15 +20,23 @@ TYPES = ("A", "B", "C")
 
 # ----------------------------------------------------------------------------- streams
 @st.composite
-def streams(draw, types=TYPES, min_size=0, max_size=10, ids=3, values=6, ties=True):
+def streams(draw, types=TYPES, min_size=0, max_size=10, ids=3, values=6, ties=True, null_one_in=0, late_one_in=0):
     """In-order event dicts with attributes ``v`` (0..values-1) and ``id`` (0..ids-1); ts non-decreasing
-    (equal ts allowed when ``ties``), integer seconds."""
+    (equal ts allowed when ``ties``), integer seconds. ``null_one_in``: about one ``v`` or ``id`` in that
+    many is None (0: none); ``late_one_in``: about one event in that many has a ts earlier than the one
+    before (0: none)."""
     n = draw(st.integers(min_size, max_size))
     ts, out = 0, []
     for _ in range(n):
         ts += draw(st.integers(0 if ties else 1, 3))
-        out.append({"type": draw(st.sampled_from(types)), "ts": ts,
-                    "v": draw(st.integers(0, values - 1)), "id": draw(st.integers(0, ids - 1))})
+        event = {"type": draw(st.sampled_from(types)), "ts": ts,
+                 "v": draw(st.integers(0, values - 1)), "id": draw(st.integers(0, ids - 1))}
+        for name in ("v", "id") if null_one_in else ():
+            if draw(st.integers(0, null_one_in - 1)) == 0:
+                event[name] = None
+        if late_one_in and draw(st.integers(0, late_one_in - 1)) == 0:
+            event["ts"] = ts - draw(st.integers(1, 5))
+        out.append(event)
     return out
 
 

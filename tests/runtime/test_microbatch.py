@@ -16,7 +16,7 @@ from cepkit.errors import EventError, QueryError
 from cepkit.runtime.matches import MatchList
 from cepkit.runtime.registry import registered, select_engine
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
-from strategies import cel_queries, flat_seq_queries, kleene_queries, unary_queries
+from strategies import cel_queries, flat_seq_queries, kleene_queries, streams, unary_queries
 
 EPOCH = dt.datetime(2024, 1, 1)
 FORMS = ("frame", "arrow", "categorical", "string", "datetime")
@@ -134,18 +134,8 @@ def test_every_form_of_a_batch(form):
 def rows_and_cuts(draw, max_size=40, late=False):
     """In-order rows (some without ``v`` or ``id``: nulls in the batch; with ``late``, now and then a ts
     earlier than the one before) and the cut points of the micro-batches (repeats: empty batches)."""
-    n = draw(st.integers(0, max_size))
-    ts, rows = 0, []
-    for _ in range(n):
-        ts += draw(st.integers(0, 3))
-        row = {"type": draw(st.sampled_from("ABC")), "ts": ts, "v": draw(st.integers(0, 5)),
-               "id": draw(st.integers(0, 2))}
-        for name in ("v", "id"):
-            if draw(st.integers(0, 19)) == 0:
-                row[name] = None
-        if late and draw(st.integers(0, 12)) == 0:
-            row["ts"] = ts - draw(st.integers(1, 5))
-        rows.append(row)
+    rows = draw(streams(types=("A", "B", "C"), max_size=max_size, null_one_in=20, late_one_in=12 if late else 0))
+    n = len(rows)
     cuts = draw(st.lists(st.integers(0, n), max_size=6))
     return rows, cuts
 

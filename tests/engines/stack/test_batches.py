@@ -17,7 +17,7 @@ from cepkit.lang.parser import parse_tree
 from cepkit.lang.printer import pretty
 from cepkit.runtime.events import Stream
 from cepkit.runtime.matches import MatchList
-from strategies import flat_seq_queries
+from strategies import flat_seq_queries, streams
 
 STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "STNM")
 
@@ -40,16 +40,8 @@ def rows_and_plan(draw, max_size=40):
     """In-order rows (ties in ts; now and then no ``v`` or ``id``: nulls) and how they are fed: segments
     (cut points, repeats: empty batches), each pushed row by row or extended as one batch, now and then
     followed by a ``close`` (and more events after it)."""
-    n = draw(st.integers(0, max_size))
-    ts, rows = 0, []
-    for _ in range(n):
-        ts += draw(st.integers(0, 3))
-        row = {"type": draw(st.sampled_from("ABCD")), "ts": ts, "v": draw(st.integers(0, 5)),
-               "id": draw(st.integers(0, 2))}
-        for name in ("v", "id"):
-            if draw(st.integers(0, 9)) == 0:
-                row[name] = None
-        rows.append(row)
+    rows = draw(streams(types=("A", "B", "C", "D"), max_size=max_size, null_one_in=10))
+    n = len(rows)
     cuts = sorted(draw(st.lists(st.integers(0, n), max_size=8)))
     bounds = [0, *cuts, n]
     ways = draw(st.lists(st.sampled_from(["extend"] * 4 + ["push"] * 2 + ["extend close", "push close"]),
