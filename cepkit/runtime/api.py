@@ -356,11 +356,23 @@ class SeenData:
         by_type = {**self.by_type, event.type: (names or set()) | set(event.attrs)}
         return SeenData(by_type, self.ts_is_datetime or datetime_ts, self.columns)
 
+    def _knows(self, types, attributes) -> bool:
+        """Whether every one of ``types`` is known with every one of ``attributes``: then no event of
+        those types carrying only those attributes can tell something new."""
+        for t in types:
+            names = self.by_type.get(t)
+            if names is None or not names.issuperset(attributes):
+                return False
+        return True
+
     def learning(self, stream: Stream, stop: int) -> list:
         """What is known after each of ``stream``'s first ``stop`` events that tells something new (those at
         which ``with_event`` would not return None), in order: found column-wise (the first event of each
-        type, of each attribute per type, of a datetime ts) instead of event by event."""
+        type, of each attribute per type, of a datetime ts) instead of event by event. The usual batch
+        (types, attribute columns and ts kind all known) is answered from its schema alone."""
         codes, names = stream.type_codes[:stop], stream.type_names
+        if stream.ts_is_datetime <= self.ts_is_datetime and self._knows(names, stream.attributes):
+            return []
         new: dict = {}      # row -> type -> attributes first seen there
         present, first = np.unique(codes, return_index=True)
         for code, row in zip(present.tolist(), first.tolist()):

@@ -290,6 +290,33 @@ def test_a_data_check_fails_where_push_fails():
     assert [m.positions for m in matcher.extend(pd.DataFrame([rows[0], rows[2]]))] == [(0, 1)]
 
 
+@pytest.mark.parametrize("form", ("frame", "arrow", "categorical"))
+def test_a_batch_of_known_types_and_columns_still_learns_what_a_later_batch_brings(form):
+    """Batches whose types and columns are all known are judged from their schema alone (no pass over the
+    rows); a later batch's new column on a known type is still learned, and its first event of a new type
+    (lacking ``c.v``) still raises where push raises."""
+    query = "A a ; B b ; C c WHERE c.v > 0 WITHIN 10 s"
+    rows = [{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1, "v": 2},      # everything new
+            {"type": "A", "ts": 2, "v": 3}, {"type": "B", "ts": 3, "v": 4},      # nothing new
+            {"type": "A", "ts": 4, "v": 5, "id": 1}, {"type": "B", "ts": 5, "v": 6},   # A has an id now
+            {"type": "B", "ts": 6, "v": 7}, {"type": "C", "ts": 7, "id": 2},     # the first C, without v
+            {"type": "C", "ts": 8, "v": 1, "id": 3}]
+    assert_same(query, rows, [2, 4, 6, 8], form)
+    pushed = pushed_one_by_one(query, rows, form)[2]
+    extended = extended_by_batches(query, rows, [2, 4, 6, 8], form, {7})[2]
+    assert extended._seen.by_type == pushed._seen.by_type == {"A": {"v", "id"}, "B": {"v"}, "C": {"v", "id"}}
+
+
+def test_a_datetime_ts_after_known_number_batches_is_judged():
+    """A batch of known types and columns whose ts turn datetime is judged (the window's missing unit)."""
+    matcher = cepkit.Matcher("A a ; B b WITHIN 10", engine="automaton")
+    for ts in ([0, 1], [2, 3]):
+        matcher.extend(pd.DataFrame({"type": ["A", "B"], "ts": ts}))
+    with pytest.raises(QueryError, match="WITHIN needs a unit"):
+        matcher.extend(pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2024-01-01", "2024-01-02"])}))
+    assert not matcher._seen.ts_is_datetime
+
+
 def test_unhashable_keys_are_event_errors_naming_the_row():
     matcher = cepkit.Matcher("A a ; B b PARTITION BY k", engine="automaton")
     with pytest.raises(EventError) as err:
