@@ -209,6 +209,7 @@ class InOrderMatcher(StackMatcher):
         self._now = max(self._now, float(stream.times[-1]))
         self.last_position = int(stream.position_of(len(stream) - 1))
         self.emitted += len(found)
+        self.peak_state = max(self.peak_state, self.state_size())
         return found
 
     def _resume(self) -> None:
@@ -345,7 +346,11 @@ class InOrderMatcher(StackMatcher):
         return out
 
     def state_size(self) -> int:
-        return super().state_size() + sum(p.alive for w in self._waiting.values() for p in w)
+        """Instances in the stacks and matches waiting; after a micro-batch (the stacks let go) the events
+        the tail keeps as columns."""
+        tail = self._tail
+        kept = len(tail.stream) if tail is not None and tail.stream is not None else 0
+        return super().state_size() + sum(p.alive for w in self._waiting.values() for p in w) + kept
 
 
 class KSlackMatcher(InOrderMatcher):

@@ -168,6 +168,7 @@ def test_a_long_stream_in_batches_keeps_a_bounded_tail(query):
             assert isinstance(got, MatchList) or got == []
             tail = matcher._inc._tail.stream
             most = max(most, len(tail))
+            assert matcher._inc.info()["state"] == len(tail)     # the stacks are let go; the tail is the state
             if program.window_time is not None:   # ts 0-2 apart: at most 2w + 1 seconds' worth of events
                 assert tail.times[0] >= tail.times[-1] - 2 * program.window_time - 1e-6
             else:
