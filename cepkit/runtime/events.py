@@ -682,6 +682,8 @@ def is_arrow(events) -> bool:
 
 
 def _duplicates(columns: pd.Index, first_position: int) -> None:
+    if columns.is_unique:       # (cached by the Index, which a micro-batch's slice shares with its frame)
+        return
     twice = columns[columns.duplicated()]
     if len(twice):
         name = twice[0]

@@ -317,6 +317,15 @@ def test_a_datetime_ts_after_known_number_batches_is_judged():
     assert not matcher._seen.ts_is_datetime
 
 
+def test_a_batch_with_two_columns_of_one_name_is_rejected_at_its_first_row():
+    matcher = cepkit.Matcher("A a ; B b", engine="automaton")
+    matcher.extend(pd.DataFrame({"type": ["A", "B"], "ts": [0, 1], "v": [1, 2]}))
+    with pytest.raises(EventError) as err:
+        matcher.extend(pd.DataFrame([["A", 2, 3, 4]], columns=["type", "ts", "v", "v"]))
+    assert (err.value.position, err.value.field) == (2, "v")
+    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["B"], "ts": [3]}))] == [(0, 2)]   # (the rejected row never happened)
+
+
 def test_unhashable_keys_are_event_errors_naming_the_row():
     matcher = cepkit.Matcher("A a ; B b PARTITION BY k", engine="automaton")
     with pytest.raises(EventError) as err:
