@@ -179,10 +179,11 @@ class Column:
         if isinstance(dtype, np.dtype) and kind == "f":
             values = series.to_numpy()
             return cls(values, np.isnan(values))
-        null = series.isna().to_numpy()
         if kind in "iufb" and getattr(dtype, "numpy_dtype", None) is not None:   # Int64, Float64, boolean...
             fill = {"b": False, "f": np.nan}.get(kind, 0)
+            null = np.asarray(series.array.isna(), dtype=bool)     # (its mask: no Series made, as isna() would)
             return cls(series.to_numpy(dtype=dtype.numpy_dtype, na_value=fill), null)
+        null = series.isna().to_numpy()
         values = series.to_numpy(dtype=object)
         if null.any():
             values = values.copy()

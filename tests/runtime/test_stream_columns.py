@@ -94,6 +94,21 @@ def test_integer_columns_give_integers_and_nullable_columns_leave_nulls_out():
     assert stream.attributes_of() == {"n", "b", "s", "f"} and stream.attributes_of(frozenset({"B"})) == set()
 
 
+@pytest.mark.parametrize("dtype", ["Int64", "UInt8", "Float64", "boolean", "int64[pyarrow]", "double[pyarrow]",
+                                   "bool[pyarrow]"])
+def test_nullable_numeric_columns_keep_their_nulls_and_values(dtype):
+    """A nullable numeric column's nulls come from its mask (no Series made): the same as ``isna``, and the
+    events leave them out."""
+    values = [True, None, False] if "bool" in dtype else [1.5, None, 2.5] if "Float" in dtype or "double" in dtype \
+        else [1, None, 2]
+    series = pd.Series(values, dtype=dtype)
+    column = Column.of_series(series)
+    assert column.null.tolist() == series.isna().tolist() == [False, True, False]
+    events = list(Stream.from_any(pd.DataFrame({"type": ["A"] * 3, "x": series})))
+    assert [e.attrs for e in events] == [{"x": values[0]}, {}, {"x": values[2]}]
+    assert [type(e.attrs["x"]) for e in (events[0], events[2])] == [type(values[0])] * 2
+
+
 def test_type_columns_of_every_dtype():
     for types in (pd.Categorical(["A", "B", "A"]), pd.array(["A", "B", "A"], dtype="string"),
                   pd.array(["A", "B", "A"], dtype="string[pyarrow]"), np.array(["A", "B", "A"])):
