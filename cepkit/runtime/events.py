@@ -519,7 +519,7 @@ class Stream:
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return self.take(np.arange(len(self))[i])
+            return self.take(i)
         if "events" in self.__dict__:
             return self.__dict__["events"][i]
         n = len(self)

@@ -215,8 +215,8 @@ class MatchArrays(Sequence):
     position are consecutive and in LANGUAGE.md §10.2 order, none is empty and no two have the same
     positions (so none repeats); the groups themselves may come in any order (partition by partition).
     ``groups_in_order`` adds that the groups come in order of their last position: the rows are then in
-    output order. The automaton engine sorts each event's matches as it enumerates them and says so (``take``
-    forgets both).
+    output order. The automaton engine sorts each event's matches as it enumerates them and says so, as
+    does the stack's columnar run (``take`` forgets both).
     """
 
     def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,

@@ -201,9 +201,7 @@ class ColumnarRun:
     def __init__(self, program, stream: Stream, anchors=None, open_end: bool = False):
         self.program = program
         self.anchors, self.open_end = anchors, open_end
-        if PUNCTUATION in stream.type_names:
-            stream = stream.take(~stream.type_in({PUNCTUATION}))
-        self.stream = stream
+        self.stream = stream = without_punctuation(stream)
         self.table = Columns(stream)
         self.layout = _Layout(program, len(stream), self.table)
         self.stride = len(stream) + 1
@@ -451,3 +449,12 @@ class _Results:
         return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
                            np.tile(ids, n), names, kleene, at, sorted_within_last=program.select is None,
                            groups_in_order=True)
+
+
+def without_punctuation(stream: Stream) -> Stream:
+    """``stream`` without its PUNCTUATION events (an in-order run has no use for them); itself when it has
+    none."""
+    if PUNCTUATION not in stream.type_names:
+        return stream
+    punctuation = stream.type_in({PUNCTUATION})
+    return stream.take(~punctuation) if punctuation.any() else stream

@@ -55,7 +55,8 @@ from .core import SWEEP_EVERY, Core
 from ...runtime.disorder import EmissionLog
 from ...runtime.delays import MaxDelay, punctuated_type
 from .purge import PurgeByGuarantees
-from .tail import Tail, batch_matches, refusal, waiting_at_close, without_punctuation
+from .batch import without_punctuation
+from .tail import Tail, batch_matches, refusal, waiting_at_close
 
 
 class StackMatcher(EmissionLog, IncrementalPlan):
@@ -186,11 +187,8 @@ class InOrderMatcher(StackMatcher):
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
-        tail = self._tail
-        if tail is not None:
-            if tail.stream is not None:
-                self._resume()
-            tail.keep(event)
+        if self._tail is not None and self._tail.stream is not None:
+            self._resume()
         self._track(event)
         return self.feed(event)
 
@@ -225,7 +223,6 @@ class InOrderMatcher(StackMatcher):
         tail.stream = None
         self._start_over()
         for event in events:
-            tail.keep(event)
             self._track(event)
             self.feed(event)
         self.emitted = emitted
@@ -249,6 +246,8 @@ class InOrderMatcher(StackMatcher):
             self._waiting.pop(core, None)
             self._by_lpos.pop(core, None)
         key = self.key_of(event)
+        if self._tail is not None:      # a later micro-batch may need it
+            self._tail.keep(event, key)
         self._expiry.touch(key, event.time)
         core = self.core_of(event, key)
         lpos = core.next_lpos
@@ -330,19 +329,17 @@ class InOrderMatcher(StackMatcher):
     def close(self) -> list:
         """A finite stream is complete: trailing scopes are judged on the events that exist (§10.4)."""
         tail = self._tail
-        if tail is not None and tail.stream is not None:
-            out = waiting_at_close(self.program, tail, self._now, self.last_position)
-            tail.closed_at = self.last_position     # what waited is out: never emitted again
-            return out
-        if tail is not None:
-            tail.closed_at = self.last_position
         out = []
+        if tail is not None and tail.stream is not None:    # after a micro-batch (nothing waits in the stacks)
+            out = waiting_at_close(self.program, tail, self._now, self.last_position)
         for waiting in self._waiting.values():
             for pending in waiting:
                 out.extend(self._release(pending))
         self._waiting.clear()
         self._by_time.clear()
         self._by_lpos.clear()
+        if tail is not None:
+            tail.closed_at = self.last_position     # what waited is out: never emitted again
         return out
 
     def state_size(self) -> int:

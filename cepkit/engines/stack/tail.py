@@ -34,7 +34,7 @@ from typing import Optional
 
 import numpy as np
 
-from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.events import Stream
 from ...runtime.expiry import window_horizon
 from ...runtime.matches import Match, MatchList
 from .batch import ColumnarRun
@@ -66,10 +66,9 @@ class Tail:
         self.stream: Optional[Stream] = None
         self.closed_at = None       # the last position when ``close`` was called (a push or batch may follow)
 
-    def keep(self, event) -> None:
-        """A pushed event joins the tail; what is past the reach leaves it."""
+    def keep(self, event, key: tuple) -> None:
+        """A pushed event (``key``: its PARTITION BY key) joins the tail; what is past the reach leaves it."""
         if self.keyed:
-            key = tuple(event.get(name) for name in self.program.partition_by)
             recent = self.recent.get(key)
             if recent is None:
                 recent = self.recent[key] = deque(maxlen=self.events)
@@ -161,8 +160,3 @@ def waiting_at_close(program, tail: Tail, now: float, last_position: int) -> lis
         waiting &= found.positions[found.offsets[1:] - 1] > tail.closed_at
     waiting = found.take(np.flatnonzero(waiting))
     return [Match(m.positions, m.bindings, "+", last_position) for m in waiting]
-
-
-def without_punctuation(stream: Stream) -> Stream:
-    punctuation = stream.type_in({PUNCTUATION})
-    return stream.take(~punctuation) if punctuation.any() else stream
