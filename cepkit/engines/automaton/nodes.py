@@ -105,7 +105,7 @@ SMALL = 32   # a group with fewer events is sorted by keys (cheaper there than c
 def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
                     cap, order, spare, forward, count_only):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
-    limits[r]``), at most ``cap`` per root (0: all), each as positions and variables in order.
+    limits[r]``), at most ``cap`` per root without ``order`` (0: all), each as positions and variables in order.
 
     ``counts`` holds (positions written, events written, groups left unsorted, sorted groups ending before
     the sorted group written before them, the last position of that one, and whether ``_walk_back`` handed
@@ -175,8 +175,10 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
     path_pos = np.empty(bound, np.int64)
     path_var = np.empty(bound, np.int32)
     # with ``order``, each prefix's sort key (``_write_group``) relative to the path's first (latest)
-    # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word
-    path_key = np.zeros(bound + 1, np.int64)
+    # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word.
+    # Only the empty prefix's is read before it is written (not zeroed: this runs per group, sized by the arena)
+    path_key = np.empty(bound + 1, np.int64)
+    path_key[0] = 0
     spare_pos, spare_var, spare_key = spare[0], spare[1], spare[2]
     n_pos, n_events = counts[0], counts[1]
     group_root, group_pos, group_events = first, n_pos, n_events
