@@ -1,8 +1,8 @@
 """Every engine's end-to-end rate on the user's path (issue 11: "measure and say in bench/README.md what each
 engine's end-to-end rate is"): ``cepkit.match(query, frame, engine=e).positions()`` timed from a pandas
-DataFrame, for each engine that takes the query, with the ratio to the fastest engine of the same query in
-the same run (the machine is shared: read the ratios), warm (a first call, untimed, pays parsing and
-compiling). The positions are checked equal across engines.
+DataFrame (CPU seconds of this process), for each engine that takes the query, with the ratio to the
+fastest engine of the same query in the same run (the machine is shared: read the ratios), warm (a first
+call, untimed, pays parsing and compiling). The positions are checked equal across engines.
 
     python bench/engines.py [--events 20000] [--repeat 3]
 """
@@ -35,9 +35,10 @@ def main() -> None:
     args = parser.parse_args()
     frame = frame_of(args.events)
     frame["id"] = frame["v"] % 5
-    print(f"{args.events} events (types A-D uniform, one per second), best of {args.repeat}, "
+    print(f"{args.events} events (types A-D uniform, one per second), best of {args.repeat} in CPU seconds, "
           f"load {open('/proc/loadavg').read().split()[0]}")
-    print(f"{'query':44} {'engine':10} {'matches':>8} {'seconds':>8} {'events/s':>10} {'µs/match':>9} {'x fastest':>9}")
+    print(f"{'query':44} {'engine':10} {'matches':>8} {'seconds':>8} {'events/s':>10} {'µs/match':>9} "
+          f"{'x fastest':>9}")
     for text in QUERIES:
         required = query_requirements(cepkit.parse(text), {})
         rows, expected = [], None

@@ -244,16 +244,15 @@ class GroupMatcher:
         slices it is read from the HOME and SLICE columns. A group may hold several PARTITION BY keys: the
         engine partitions them itself, and each match takes its key from its last event.
         """
-        found = Matches(self.plan.run(Stream.from_frame(self.columns.engine_frame(rows))), self.engine, self.query)
+        arrays = Matches(self.plan.run(Stream.from_frame(self.columns.engine_frame(rows))), self.engine,
+                         self.query).arrays
         if owned is None and self.split.kind == "slices":
             owned = rows[HOME].to_numpy() == rows[SLICE].iat[0]
-        arrays = found.arrays
         last = arrays.positions[arrays.offsets[1:] - 1] if len(arrays) else np.zeros(0, np.int64)
         rank = np.arange(len(arrays))
         if owned is not None and not owned[last].all():
             rank = np.flatnonzero(owned[last])
-            found, last = Matches(arrays.take(rank), self.engine, self.query), last[rank]
-            arrays = found.arrays
+            arrays, last = arrays.take(rank), last[rank]      # a subsequence of rows in output order keeps it
         positions = rows[POS].to_numpy(dtype=np.int64)
         mapped = self.stream_bindings(arrays, positions.__getitem__)
         return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last

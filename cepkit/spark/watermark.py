@@ -150,17 +150,14 @@ class Live:
             return positions[event(rank)]
 
         start, stop = int(arrays.offsets[0]), int(arrays.offsets[-1])
-        last = arrays.positions[arrays.offsets[1:] - 1]
-        columns = {LAST: position(last),
+        lasts = event(arrays.positions[arrays.offsets[1:] - 1])
+        columns = {LAST: positions[lasts],
                    "positions": row_lists(arrays.offsets - start, position(arrays.positions[start:stop]).tolist())}
         for var, (kind, value) in group.stream_bindings(arrays, position).items():
             if kind == "single":
                 columns[var] = pd.arrays.IntegerArray(np.maximum(value, 0), value < 0)
-            elif kind == "kleene":
-                columns[var] = pandas_binding(kind, value)
             else:
-                columns[var] = value
-        lasts = event(last)
+                columns[var] = pandas_binding(kind, value)
         for key in group.split.keys:
             columns[key] = events[key].to_numpy()[lasts]
         return pd.DataFrame(columns)
