@@ -117,7 +117,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     after one of fewer than ``SMALL`` events until one of at least that many (walking forward costs a
     collection per group, which small groups do not repay), unless the keys could not sort a small group
     (a span past a word: a wide window), after which every group of the call is walked forward (trying
-    the keys first cost each such group a wasted backward walk: 5x on a filtered W=100 s stream); a group
+    the keys first cost each such group a wasted backward walk: 3-5x on the filtered W=100 s rows); a group
     neither orders is moved as enumerated and counted.
     Returns the first root not written because a buffer is full (``last`` when all are), leaving nothing
     of its group behind. ``count_only`` writes nothing (pass ``order`` False) and only counts: the room
