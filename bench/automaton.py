@@ -1,4 +1,4 @@
-"""The automaton engine (digest 004) on the six queries of the CEL paper (Table 1), issue 7's targets.
+"""The automaton engine ([CEL]) on the six queries of the CEL paper (Table 1), issue 7's targets.
 
 Streams: uniformly random types A-D, one event per second (ts = position), ``v`` uniform in 0..99; the
 filtered variant puts ``x.v < 10`` on every atom, so 10 % of the events are relevant. For each query,
@@ -35,7 +35,7 @@ from cepkit.runtime.events import Stream
 from streams import best_of
 from cepkit.runtime.registry import get_engine
 
-QUERIES = {   # digest 004 §6, Table 1; ``atom(type, var)`` writes one (filtered) atom
+QUERIES = {   # [CEL] §8, Table 1; ``atom(type, var)`` writes one (filtered) atom
     "Q1": lambda atom: f"{atom('A', 'a')} ; {atom('B', 'b')} ; {atom('C', 'c')}",
     "Q2": lambda atom: f"{atom('A', 'a')} ; {atom('B', 'b')} ; {atom('C', 'c')} ; {atom('D', 'd')}",
     "Q3": lambda atom: f"({atom('A', 'a')} OR {atom('B', 'b')} OR {atom('C', 'c')}) ; {atom('D', 'd')}",
@@ -149,7 +149,7 @@ def main() -> None:
 
 
 def strategies(stream: Stream) -> None:
-    """Selection strategies (digest 004 §5, the paper's Figure 5): ``plan.run`` events/s, Match objects
+    """Selection strategies ([CEL] §6-7, the paper's Figure 5): ``plan.run`` events/s, Match objects
     included, for Q1 and Q4 with a 10 s window; NEXT/LAST/MAX run their per-event algorithms in Python,
     ALL and STRICT the compiled kernel."""
     rows = []

@@ -1,4 +1,4 @@
-"""Out-of-order modes as disorder grows (digest 000a §2.2, §2.7): result latency, state size, throughput
+"""Out-of-order modes as disorder grows ([LIU] §3.4, §2.7): result latency, state size, throughput
 and accuracy of K-slack, conservative and aggressive, against the in-order incremental matcher over the
 sorted stream measured in the same run. Two parts: the stack engine's own modes over a grid of disorder
 (``QUERY``), and every engine behind the out-of-order layer (``cepkit.runtime.disorder``) on a negation,
@@ -11,10 +11,10 @@ delay. K-slack and conservative get the exact bound of the stream (``k`` / ``max
 observed delay, so both are correct); aggressive gets it only to purge its state. ``kslack K=W`` shows
 what a too-small slack loses.
 
-Metrics (§2.7): latency = stream time at output (largest ts arrived) minus the largest ts of the match,
+Metrics: latency = stream time at output (largest ts arrived) minus the largest ts of the match,
 for the matches of the final result (first emission), so it includes the network delay of late events;
 wait = stream time at output minus stream time when the match's last event arrived (the delay the mode
-itself adds: the digest's "output time minus the arrival time of the match's last event"); state = peak instances held (stacks, negation
+itself adds: output time minus the arrival time of the match's last event); state = peak instances held (stacks, negation
 stores, buffers, holding set); throughput = events/s, and its ratio to the in-order incremental matcher; lost / wrong =
 final matches missing / not in the truth; ``-`` = retractions sent.
 

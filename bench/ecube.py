@@ -1,4 +1,4 @@
-"""E-Cube at small scale: the shapes of digest 000a §5 (Fig 4.11-4.14), measured here.
+"""E-Cube at small scale: the shapes of [LIU] §4.6 (Fig 4.11-4.14), measured here.
 
 Four methods over one seeded stream of stock trades (the company hierarchy of Fig 4.10):
 

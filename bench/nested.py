@@ -1,6 +1,6 @@
-"""The ``nested`` engine on the experiment shapes of digest 000b §8, at a small scale.
+"""The ``nested`` engine on the experiment shapes of [LIU] §5.5, at a small scale.
 
-A synthetic ticker stream (the inetats traces are not available; digest §8 "Reproduction"): one trade per
+A synthetic ticker stream (the inetats traces of [LIU] §5.5 are not available): one trade per
 second, tickers drawn uniformly from ten symbols. Every row is one query on one stream, timed best of
 ``--repeat`` runs; ratios are against a baseline measured in the same run:
 

@@ -1,4 +1,4 @@
-"""rcep engine benchmarks: the shapes of digest 003 §6 at small scale, on seeded synthetic streams.
+"""rcep engine benchmarks: the shapes of [RCEP] §3.8 at small scale, on seeded synthetic streams.
 
 1. Window growth (Figs 3.11-3.13): the credit-card query Q2 (high selectivity, as written) and the stock
    inverted-V Q1, rcep against the best other engine that runs the query (``ses``: its automaton keeps

@@ -1,4 +1,4 @@
-"""SES engine benchmarks (digest 002 §7): the experiments of the thesis's chapters 4-6, on seeded synthetic
+"""SES engine benchmarks ([SES] §4.7, §5.4, §6.5): the experiments of the thesis's chapters 4-6, on seeded synthetic
 chemo-like and stock-like streams. Every table prints ratios against a baseline measured in the same run.
 
 1. automaton vs brute force (Fig 4.12): one set of 1..5 variables, pairwise exclusive or not; the brute force

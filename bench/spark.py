@@ -46,7 +46,7 @@ QUERIES = {
 }
 
 
-def digest(positions) -> str:
+def fingerprint(positions) -> str:
     """A short fingerprint of a list of position tuples, to compare results across processes."""
     return hashlib.sha1(repr([tuple(int(i) for i in p) for p in positions]).encode()).hexdigest()[:12]
 
@@ -69,7 +69,7 @@ def parquet_files(folder: str, copies: list, months) -> dict:
 
 
 def side(args, months) -> None:
-    """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, digest)."""
+    """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, fingerprint)."""
     spark = spark_session(args.engine)
     workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
     assert workers == [cepkit.__file__], (workers, cepkit.__file__)    # the workers run this side's cepkit
@@ -84,7 +84,7 @@ def side(args, months) -> None:
                     found = cepkit.spark.match(query, frame, engine=args.engine).toPandas()
                     times.append(time.perf_counter() - start)
             print("RESULT " + json.dumps({"query": name, "copies": k, "times": times, "matches": len(found),
-                                          "digest": digest(found["positions"])}), flush=True)
+                                          "fingerprint": fingerprint(found["positions"])}), flush=True)
     spark.stop()
 
 
@@ -98,7 +98,7 @@ def against(args, months) -> None:
             events = flight_events(months=months, replicate=k)
             for name, query in QUERIES.items():
                 found = cepkit.match(query, events, engine=args.engine)
-                local[name, k] = (len(found), digest(found.positions()))
+                local[name, k] = (len(found), fingerprint(found.positions()))
         times = {}
         sides = [("this", None), ("base", args.against)]
         for r in tqdm(range(args.rounds), desc="rounds"):
@@ -118,7 +118,7 @@ def against(args, months) -> None:
                     if line.startswith("RESULT "):
                         row = json.loads(line[len("RESULT "):])
                         key = (row["query"], row["copies"])
-                        assert (row["matches"], row["digest"]) == local[key], (label, key, row, local[key])
+                        assert (row["matches"], row["fingerprint"]) == local[key], (label, key, row, local[key])
                         times.setdefault((label, *key), []).extend(row["times"])
     print(f"\n{'query':8} {'copies':>6} {'matches':>8} {'base best':>9} {'this best':>9} {'base/this':>9} "
           f"{'base median':>11} {'this median':>11} {'base/this':>9}   (seconds; {args.rounds} rounds x "

@@ -8,9 +8,9 @@ from .errors import EventError, QueryError
 from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, match
 from . import engines  # the built-in engines; calling it, cepkit.engines(), gives the capability matrix
-from .engines.automaton import automaton  # the compiled automaton of a query (digest 004), for the widgets
-from .lang.rewrite import rewrite  # NEEL normal form with its step trace (digest 000b §3)
-from .ecube import ECube  # many queries over one hierarchy, planned and evaluated together (digest 000a ch. 4)
+from .engines.automaton import automaton  # the compiled automaton of a query ([CEL]), for the widgets
+from .lang.rewrite import rewrite  # NEEL normal form with its step trace ([LIU] §5.2)
+from .ecube import ECube  # many queries over one hierarchy, planned and evaluated together ([LIU] ch. 4)
 from . import explain  # cepkit.explain(query, events, candidate): why is this a match, why is that not (issue 13)
 from .explain import Explanation, why_not
 

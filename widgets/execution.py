@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import cepkit
 from cepkit.runtime import Stream
 
-# The strategies a user picks between (LANGUAGE.md §5); PARTITION_STRICT is STRICT under PARTITION BY.
+# The strategies a user picks between (docs/language.md §5); PARTITION_STRICT is STRICT under PARTITION BY.
 STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM")
 ORACLE = "reference"
 PROGRESS_MIN_EVENTS = 2000

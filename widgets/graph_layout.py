@@ -14,8 +14,7 @@ node, and each label at the middle of its edge (labels may then touch):
 1. *Cycle removal.* The back edges of a depth-first search from the source (and self-loops) are set
    aside, leaving a DAG; the drawing shows them as arcs running backwards.
 2. *Layering.* Each node goes to the layer of its longest path from the source in that DAG, so every
-   remaining edge points right and a chain of states reads left to right (breadth-first depth, as in
-   STACK-NOTES §5, would put a state and its successor in one layer whenever a shortcut skips the first).
+   remaining edge points right and a chain of states reads left to right (breadth-first depth would put a state and its successor in one layer whenever a shortcut skips the first).
    Nodes the source does not reach form one last layer.
 3. *Crossing reduction.* Inside each layer nodes are ordered by the barycenter of their neighbours in the
    adjacent layer, sweeping down and up a few times.

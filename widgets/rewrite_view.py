@@ -1,12 +1,12 @@
-"""``RewriteView``: a query's NEEL rewriting to normal form, one rule per step (digest 000b §3, §9 item 3).
+"""``RewriteView``: a query's NEEL rewriting to normal form, one rule per step ([LIU] §5.2, §9 item 3).
 
 Step 0 shows the query with every condition at its place (the scoped query the rules start from); step k
 shows the k-th rule applied: its name and what it does in one line, the query before with the rewritten part highlighted, the query
 after with the new part highlighted, the nesting measure α after the step, and whether the step keeps
 every match. A slider and Previous / Next buttons move through the steps; the direction toggle chooses how
-negated sequences unroll (NPDR2, first instance, or NPDR1, last instance: no confluence, digest §3.5). The
+negated sequences unroll (NPDR2, first instance, or NPDR1, last instance: no confluence, [LIU] §5.2.8). The
 summary line gives the normal form, or why the query is not flattenable; given ``events``, it also runs the
-query and its normal form on them (the side-by-side check of digest §9 item 3). The widget only calls
+query and its normal form on them (a side-by-side check). The widget only calls
 ``cepkit.rewrite`` and ``cepkit.match``. Queries print one OR branch per line (a normal form is an OR of
 flat sequences) and wrap only between words.
 """
@@ -26,7 +26,7 @@ DIRECTIONS = (("NPDR2: first instance", "left"), ("NPDR1: last instance", "right
 OLD_COLOUR, NEW_COLOUR = "#ffd6d6", "#d6f5d6"
 CODE = ("<div style='font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap;word-break:normal;"
         "overflow-wrap:normal;line-height:1.5'>{}</div>")
-# What each rule does, in one line (digest 000b §3.1-3.3, Rules 1-20, and the splice rule of §3.2 IMPL)
+# What each rule does, in one line ([LIU] §5.2.3, §5.2.5, Rules 1-20, and the splice rule of §3.2 IMPL)
 RULE_TEXT = {
     "FR1": "a SEQ inside a SEQ is spliced into it",
     "FR2": "a SEQ holding negations, inside a SEQ, is spliced into it",

@@ -1,4 +1,4 @@
-"""``StrategyCompare``: one query under every selection strategy, side by side (LANGUAGE.md §5, digest 004 §2).
+"""``StrategyCompare``: one query under every selection strategy, side by side (docs/language.md §5, [CEL] §4).
 
 Seeing the same stream answered by ALL, NEXT, LAST, MAX, STRICT, STNM and ROBUST_STNM at once is the quickest
 way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and one

@@ -4,7 +4,7 @@ What a demanding user expects, and what this draws:
 
 - Lanes are event types in order of first appearance, top to bottom; x is ts (datetimes stay datetimes, shown
   in the time zone ``tz``, UTC by default, chosen again in the widget's time zone box).
-- A match is a polyline through its events in logical order (ts, then position; LANGUAGE.md §10.1), in a
+- A match is a polyline through its events in logical order (ts, then position; docs/language.md §10.1), in a
   colour of its own (eight colours, cycling) or of its group (``group_by``: an attribute of the match's first
   event, or a function of the match); the legend shows and hides the matches or each group. Matches sharing
   events would hide each other, so match ``k`` is drawn a little off the lane centre (seven offsets). Hovering
@@ -16,7 +16,7 @@ What a demanding user expects, and what this draws:
   either happens.
 - Out-of-order aggressive mode (``Matches.deltas``): a retraction (sign "-") is drawn dashed as a withdrawn
   result; a "+" delta that uses a *late* event (one whose ts is below the largest ts that arrived before it,
-  digest 000a §2) is drawn as a late insertion, the late events starred.
+  [LIU] ch. 3) is drawn as a late insertion, the late events starred.
 
 The figure (``.figure``, a ``go.Figure``) is built whole, every trace at once, when the matches change, and
 drawn by a ``figures.PlotlyView`` (``.plot``), whose clicks select matches; a selection updates the highlighted
@@ -49,7 +49,7 @@ TIME_ZONES = ("UTC", "America/New_York", "America/Chicago", "America/Los_Angeles
 
 
 def late_positions(stream) -> frozenset:
-    """Positions of late events: ts below the largest ts of an earlier arrival (digest 000a §2).
+    """Positions of late events: ts below the largest ts of an earlier arrival ([LIU] ch. 3).
 
     >>> from cepkit.runtime import Stream
     >>> sorted(late_positions(Stream.from_any([{"type": "A", "ts": t} for t in (1, 5, 3, 6, 2)])))

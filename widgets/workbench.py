@@ -9,10 +9,10 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 
 - *Timeline*: ``MatchTimeline`` of the last run.
 - *Automaton*: ``AutomatonView`` of the query stepped over the events, or why the automaton engine cannot
-  compile it (its fragment is CEL, digest 004).
+  compile it (its fragment is CEL, [CEL]).
 - *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened, off
   the kernel's main thread on long streams, with a Cancel button).
-- *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step (digest 000b §3).
+- *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step ([LIU] §5.2).
 - *Explain*: ``ExplainView`` of the last run's query: the picked match explained clause by clause, any
   candidate clicked together on its event strip or typed as positions, and, from an empty result, the near
   misses in one click (``cepkit.why_not``).
@@ -69,7 +69,7 @@ class Workbench(widgets.VBox):
     engine, strategy : str
         Initial picks ("auto"; None keeps the query's own strategy).
     hierarchy : optional
-        A concept hierarchy (LANGUAGE.md §7) for parsing and matching.
+        A concept hierarchy (docs/language.md §7) for parsing and matching.
     tz : str, optional
         Time zone of the timeline and the results' times for datetime ts (UTC by default).
     **options
@@ -205,7 +205,7 @@ class Workbench(widgets.VBox):
         text = self.editor.value
         self.query = None
         if not text.strip():
-            self.diagnostics.value = "<small>Type a query (LANGUAGE.md), e.g. <code>T AS x ; H AS y</code>.</small>"
+            self.diagnostics.value = "<small>Type a query (docs/language.md), e.g. <code>T AS x ; H AS y</code>.</small>"
         else:
             try:
                 query = cepkit.parse(text, self.hierarchy)
@@ -290,7 +290,7 @@ class Workbench(widgets.VBox):
             self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy)
         except cepkit.QueryError as err:
             self.automaton_view = None
-            return widgets.HTML("The automaton engine (CEL, digest 004) cannot compile this query:"
+            return widgets.HTML("The automaton engine (CEL, [CEL]) cannot compile this query:"
                                 f"<pre>{html.escape(str(err))}</pre>")
         return self.automaton_view
 

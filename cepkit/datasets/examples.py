@@ -1,9 +1,9 @@
-"""The example streams of the digests (``/work/shared/digests``), as pandas DataFrames: column ``type``,
-column ``ts`` and one column per attribute, rows in arrival order. Each function cites the digest section
-its stream comes from; the tests in ``tests/semantics`` run the digests' worked examples on them.
+"""The example streams of the papers cepkit implements (docs/references.md), as pandas DataFrames: column
+``type``, column ``ts`` and one column per attribute, rows in arrival order. Each function cites the figure
+or example its stream comes from; the tests in ``tests/semantics`` run the papers' worked examples on them.
 
-Where a digest names events (``e1``, ``r1``, ``dh10``), the name is kept in a column ``e`` so a match's
-positions can be read back as the digest's events.
+Where a paper names events (``e1``, ``r1``, ``dh10``), the name is kept in a column ``e`` so a match's
+positions can be read back as the paper's events.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..lang.hierarchy import Hierarchy
 
 
 def _labelled(spec: str, **columns) -> pd.DataFrame:
-    """Events written as the digests do, ``"Recycle1 Washing2"``: type then ts; extra columns per event."""
+    """Events written as the papers do, ``"Recycle1 Washing2"``: type then ts; extra columns per event."""
     rows = []
     for token in spec.split():
         match = re.fullmatch(r"([A-Za-z_]+)(\d+)", token)
@@ -26,12 +26,12 @@ def _labelled(spec: str, **columns) -> pd.DataFrame:
     return frame
 
 
-# ----------------------------------------------------------------------------- digest 004 (CEL)
+# ----------------------------------------------------------------------------- [CEL] (CEL)
 def cel_fire_sensors(position0: str = "T") -> pd.DataFrame:
-    """The running stream S of CEL (digest 004 §3, Figure 1): three farm sensors (``id`` 0, 1, 2), T events
+    """The running stream S of CEL ([CEL] §2, Figure 1): three farm sensors (``id`` 0, 1, 2), T events
     with a temperature ``tmp`` (°C), H events with a relative humidity ``hum`` (%); ts = position.
 
-    The type of position 0 is lost in the seed (its reading never matters: id 2 fails every id filter),
+    The type of position 0 is not legible in the paper (its reading never matters: id 2 fails every id filter),
     so ``position0`` chooses it: "T" (its value is then ``tmp``) or "H" (``hum``).
 
     >>> cel_fire_sensors()["type"].str.cat()
@@ -49,7 +49,7 @@ def cel_fire_sensors(position0: str = "T") -> pd.DataFrame:
     })
 
 
-# ----------------------------------------------------------------------------- digest 002 (SES)
+# ----------------------------------------------------------------------------- [SES] (SES)
 _CHEMO = {  # chapter -> rows (e, PID, L, V, U, day of July)
     3: [("e1", 1, "C", 1672.5, "mg", 3), ("e2", 1, "B", 7100, "1/µl", 4), ("e3", 1, "P", 111.5, "mg", 5),
         ("e4", 2, "B", 10100, "1/µl", 6), ("e5", 1, "D", 84, "mg/l", 7), ("e6", 2, "P", 88, "mg", 8),
@@ -64,12 +64,12 @@ _CHEMO = {  # chapter -> rows (e, PID, L, V, U, day of July)
 
 
 def ses_chemo(chapter: int = 3) -> pd.DataFrame:
-    """The chemotherapy stream of SES (digest 002 §3): C (Cyclophosphamide), P (Prednisone), D (Doxorubicin)
+    """The chemotherapy stream of SES ([SES] Figs 1.4(b), 3.1): C (Cyclophosphamide), P (Prednisone), D (Doxorubicin)
     and B (blood count) events of two patients, with ``PID``, the dose or count ``V`` and its unit ``U``;
     ``L`` repeats the type as the thesis writes it (``c.L = 'C'``). ts is a July date (year arbitrary).
 
-    ``chapter=3``: Fig 3.1 = 4.1 = 5.1, 15 events (digest 002 §3.1); ``chapter=1``: Fig 1.4(b), 10 events,
-    no D, another numbering (digest 002 §3.2).
+    ``chapter=3``: Fig 3.1 = 4.1 = 5.1, 15 events ([SES] Fig. 3.1); ``chapter=1``: Fig 1.4(b), 10 events,
+    no D, another numbering ([SES] Fig. 1.4(b)).
 
     >>> ses_chemo(1)["e"].tolist()[-1], len(ses_chemo(3))
     ('e10', 15)
@@ -100,11 +100,11 @@ _STOCKS = {  # chapter -> rows (e, S, P, V, "h:mm:ms")
 
 
 def ses_stocks(chapter: int = 6) -> pd.DataFrame:
-    """Stock trades of SES (digest 002 §3): type and ``S`` the symbol, price ``P``, volume ``V``. The thesis's
+    """Stock trades of SES ([SES] Figs 1.3, 6.1(a)): type and ``S`` the symbol, price ``P``, volume ``V``. The thesis's
     "9:32:344" is read as 344 ms after 9:32 (the date is arbitrary).
 
-    ``chapter=1``: Fig 1.3, six GOOG/IBM trades (digest 002 §3.3); ``chapter=6``: Fig 6.1(a), the 16
-    events the thesis prints, e9–e70 being elided (digest 002 §3.4).
+    ``chapter=1``: Fig 1.3, six GOOG/IBM trades ([SES] Fig. 1.3); ``chapter=6``: Fig 6.1(a), the 16
+    events the thesis prints, e9–e70 being elided ([SES] Fig. 6.1(a)).
 
     >>> ses_stocks(6)["ts"].iloc[0]
     Timestamp('2013-07-01 09:32:00.344000')
@@ -121,29 +121,30 @@ def ses_stocks(chapter: int = 6) -> pd.DataFrame:
                          "S": [r[1] for r in rows], "P": [r[2] for r in rows], "V": [r[3] for r in rows]})
 
 
-# ----------------------------------------------------------------------------- digest 000b (NEEL)
-_HOSPITAL = {  # name -> (digest reference, events as "Type<ts>")
-    "ex17": ("Ex 17, T1", "Recycle1 Washing2 Washing3"),
-    "ex18": ("Ex 18, T2", "Washing1 Recycle2 Washing3"),
-    "ex19": ("Ex 19, T3", "Checking1 Washing2 Recycle3"),
-    "q1_accept": ("T16, first stream", "Recycle1 Washing2 Operating3"),
-    "q1_reject": ("T16, second stream", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
-    "q1_accept_no_disinfection": ("T16, third stream", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
-    "q2_reject": ("T6, first stream", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
-    "q2_accept": ("T6, second stream", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
-    "fig55_errata": ("§4 ERRATA, T15", "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
-    "ex21": ("Ex 21, T7", "Recycle1 Sharpening2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
+# ----------------------------------------------------------------------------- [LIU] ch. 5 (NEEL)
+_HOSPITAL = {  # name -> (where in [LIU] ch. 5, events as "Type<ts>")
+    "ex17": ("Ex 17", "Recycle1 Washing2 Washing3"),
+    "ex18": ("Ex 18", "Washing1 Recycle2 Washing3"),
+    "ex19": ("Ex 19", "Checking1 Washing2 Recycle3"),
+    "q1_accept": ("Q1 (Fig 5.1), accepted", "Recycle1 Washing2 Operating3"),
+    "q1_reject": ("Q1 (Fig 5.1), rejected", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
+    "q1_accept_no_disinfection": ("Q1 (Fig 5.1), accepted without a disinfection", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
+    "q2_reject": ("Q2 (§5.2.2), rejected", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
+    "q2_accept": ("Q2 (§5.2.2), accepted", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
+    "fig55_errata": ("Ex 29 and Fig 5.5, docs/references.md E7", "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
+    "ex21": ("Ex 21", "Recycle1 Sharpening2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
 }
 
 
 def neel_hospital(name: str) -> pd.DataFrame:
-    """The surgical-tool streams of NEEL (digest 000b §1.2, §3.3, §4 and the acceptance tests of §7): Recycle,
-    Washing, Sharpening, Disinfection, Checking and Operating events of one tool, ts as in the digest.
+    """The surgical-tool streams of NEEL ([LIU] ch. 5: §5.1.2, §5.2, §5.3): Recycle, Washing,
+    Sharpening, Disinfection, Checking and Operating events of one tool, ts as in the thesis.
 
     ``name`` is one of: ``ex17``, ``ex18``, ``ex19`` (Ex 17-19), ``q1_accept``, ``q1_reject``,
-    ``q1_accept_no_disinfection`` (T16), ``q2_reject``, ``q2_accept`` (T6), ``fig55_errata`` (T15), ``ex21``
-    (T7); ``ex20`` (Ex 20: Checking events with ``insType``, a Sharpening with ``insID``); ``rq1`` (the
-    stream of [R] Fig 2, T21: Recycle, Wash, Sharpen, Disinfect, Operate with ``id`` and ``roomID``).
+    ``q1_accept_no_disinfection`` (Q1 of Fig 5.1), ``q2_reject``, ``q2_accept`` (Q2 of §5.2.2),
+    ``fig55_errata`` (docs/references.md E7), ``ex21`` (Ex 21); ``ex20`` (Ex 20: Checking events with
+    ``insType``, a Sharpening with ``insID``); ``rq1`` (the stream of [CSV] Fig 2: Recycle, Wash, Sharpen,
+    Disinfect, Operate with ``id`` and ``roomID``).
 
     >>> neel_hospital("ex17")["e"].tolist()
     ['Recycle1', 'Washing2', 'Washing3']
@@ -162,7 +163,7 @@ def neel_hospital(name: str) -> pd.DataFrame:
 
 
 def neel_predicate_scoping() -> pd.DataFrame:
-    """The predicate scoping stream of NEEL (digest 000b §1.2, §7.2.4, T19): a1(f=1), b2(f=2), c3(f=3) and
+    """The predicate scoping stream of NEEL ([LIU] §7.2.4): a1(f=1), b2(f=2), c3(f=3) and
     c0(f=0), c0 arriving last (ts 4).
 
     >>> neel_predicate_scoping()["f"].tolist()
@@ -173,7 +174,7 @@ def neel_predicate_scoping() -> pd.DataFrame:
     return frame
 
 
-# ----------------------------------------------------------------------------- digest 000a (E-Cube, out of order)
+# ----------------------------------------------------------------------------- [LIU] (E-Cube, out of order)
 _ECUBE = {  # name -> events as "Type<ts>" in arrival order (PUNCTUATION<ts>_<of> is a POG)
     "we1": "G1 A5 A6 T15",
     "we6": "DHospital10 AHospital12 OHospital15 DHospital16 AShelter18 TShelter33 OShelter38",
@@ -186,7 +187,7 @@ _ECUBE = {  # name -> events as "Type<ts>" in arrival order (PUNCTUATION<ts>_<of
 
 
 def ecube_example(name: str) -> pd.DataFrame:
-    """The streams of digest 000a's worked examples (§4), rows in *arrival* order: ``we1`` (Fig 2.1), ``we6``
+    """The streams of [LIU]'s worked examples (ch. 2-4), rows in *arrival* order: ``we1`` (Fig 2.1), ``we6``
     (Ex 13/16, city hierarchy: use ``ecube_cities()``), ``we7`` (Ex 14), ``we8`` (Ex 15), and the
     out-of-order ones ``we9`` (Fig 3.1(c), with the punctuation POG<C,10>), ``we10`` (Fig 3.1(d), b4 late)
     and ``we13`` (Fig 3.1(a), c9 late). A punctuation has type PUNCTUATION and names its type in ``of``.
@@ -206,7 +207,7 @@ def ecube_example(name: str) -> pd.DataFrame:
 
 
 def ecube_cities() -> Hierarchy:
-    """The event concept hierarchy of E-Cube's Fig 4.2 as reconstructed in digest 000a §4: USA > {TX, OK};
+    """The event concept hierarchy of [LIU] Fig 4.2 (the figure is described, not printed, so this is reconstructed from Examples 9-16): USA > {TX, OK};
     TX > {D (Dallas), A (Austin), G}; OK > {T (Tulsa), O (the other OK city)}; each city > its bus station,
     hospital and shelter."""
     return Hierarchy({
@@ -216,14 +217,14 @@ def ecube_cities() -> Hierarchy:
     })
 
 
-# ----------------------------------------------------------------------------- digest 003 (RCEP)
+# ----------------------------------------------------------------------------- [RCEP] (RCEP)
 _WATER = ("0:r1/200/2 1:r2/270/3 3:r1/210/3 4:r1/250/3 5:r1/260/2 6:r1/300/4 7:r1/340/1 8:r1/100/3 9:r1/150/3 "
           "10:r1/100/3 11:r1/210/3 12:r1/250/3 13:r1/260/3 14:r1/300/2 15:r1/340/1 16:r1/200/3 17:r1/250/3 "
           "18:r1/401/3 19:r1/400/3 20:r1/500/1")
 
 
 def rcep_water() -> pd.DataFrame:
-    """The water stream of RCEP (digest 003 §5 T1, Fig 2.4): ``Water`` events with ``region``, volume ``vol``
+    """The water stream of RCEP ([RCEP] Fig. 2.4): ``Water`` events with ``region``, volume ``vol``
     and pressure ``pres``; ts as in the figure (there is no event at ts 2).
 
     >>> rcep_water().loc[1, ["e", "region", "vol", "pres"]].astype(str).tolist()

@@ -1,4 +1,4 @@
-"""E-Cube: many queries over one concept hierarchy, evaluated together (digest 000a ch. 4, seed 000 ch. 4).
+"""E-Cube: many queries over one concept hierarchy, evaluated together ([LIU] ch. 4).
 
 ``ECube(queries, hierarchy)`` builds the lattice of concept and pattern refinements (``.graph``), plans
 the cheapest evaluation order by a minimum spanning arborescence over the cost model (``.plan()``),

@@ -1,4 +1,4 @@
-"""The E-Cube cost model (digest 000a §3.4, Table 4.1, Eqs 4.2-4.9), with statistics measured on a stream
+"""The E-Cube cost model ([LIU] §4.4, Table 4.1, Table 4.1, Eqs 4.2-4.9), with statistics measured on a stream
 or given.
 
 Symbols as in Table 4.1: ``|S_i|`` the events of item i in one window (``Rate·TW·P``), ``Pt`` the
@@ -7,7 +7,7 @@ unit costs ``C_type`` (a type check), ``C_access`` (visiting a stored instance),
 event to a stack) and ``C_ct`` (a timestamp comparison).
 
 The text gives no formula for evaluating a query from scratch; ``scratch_cost`` is the stand-in the
-digest suggests and labels as ours [D]: ``NumRE·C_app + Σ_k |R_k|·C_access``, where ``|R_k|`` counts the
+cepkit uses its own estimate ([LIU] gives none): ``NumRE·C_app + Σ_k |R_k|·C_access``, where ``|R_k|`` counts the
 partial matches of the first k positive items.
 """
 from __future__ import annotations

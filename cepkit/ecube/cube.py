@@ -1,4 +1,4 @@
-"""``ECube``: a set of named queries over one hierarchy, planned and evaluated together (digest 000a ch. 4).
+"""``ECube``: a set of named queries over one hierarchy, planned and evaluated together ([LIU] ch. 4).
 
 The design, in short:
 
@@ -122,7 +122,7 @@ class ECube:
     def plan(self, events=None, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> Plan:
         """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given).
 
-        ``directions`` limits reuse: ``{"g→s"}`` is the digest's *top-down* method, ``{"s→g"}`` *bottom-up*,
+        ``directions`` limits reuse: ``{"g→s"}`` is [LIU] §4.6's *top-down* method, ``{"s→g"}`` *bottom-up*,
         ``()`` every query alone (the state of the art of §5); the default lets Chase choose."""
         if statistics is None:
             if events is None:
@@ -139,7 +139,7 @@ class ECube:
     def what_if(self, statistics: Statistics, units: Optional[UnitCosts] = None,
                 directions=REUSE_DIRECTIONS) -> Plan:
         """The plan Chase would choose, every query from nothing kept, under other ``statistics`` and/or
-        ``units`` (the cost-model explorer of digest §7 item 7); the cube and its plan are unchanged."""
+        ``units`` (a cost-model explorer); the cube and its plan are unchanged."""
         return self._chase(self.candidates(statistics, directions, kept=False, units=units))
 
     def _chase(self, graph: nx.DiGraph) -> Plan:

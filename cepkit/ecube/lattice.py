@@ -1,4 +1,4 @@
-"""The E-Cube lattice: concept and pattern refinement between queries (digest 000a §3.1, Defs 3 and 4).
+"""The E-Cube lattice: concept and pattern refinement between queries ([LIU] §4.2, Defs 3 and 4).
 
 ``refinement(general, specific)`` says how ``general`` refines into ``specific``:
 
@@ -11,7 +11,7 @@
 
 Both queries must share window and partition, and the general query's conditions must be the specific
 one's (renamed along the alignment) minus those that mention the items the specific query adds: the
-digest assumes "the same window and predicates in every query" (§6).
+[LIU] ch. 4 assumes the same window and predicates in every query (§4.7).
 """
 from __future__ import annotations
 

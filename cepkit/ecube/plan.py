@@ -1,4 +1,4 @@
-"""The optimal evaluation order (digest 000a §3.2, Chase): a minimum spanning arborescence rooted at a
+"""The optimal evaluation order ([LIU] §4.3, Chase): a minimum spanning arborescence rooted at a
 virtual query v0 over the graph of every way to compute each query.
 
 The Chase graph has an edge v0 -> q (q from scratch) for every query and, for every lattice edge, a

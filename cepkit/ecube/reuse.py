@@ -1,4 +1,4 @@
-"""How one query's results are computed from another's (digest 000a §3.3), each way exact.
+"""How one query's results are computed from another's ([LIU] §4.4), each way exact.
 
 A result is a *row*: one stream position per positive item, in item order (a flat SEQ over an in-order
 stream binds increasing positions). Every strategy returns exactly the rows the query has alone; the
@@ -23,7 +23,7 @@ strategy            §3.3    what it does
 ``Via``             (c)(f)  both kinds: through the intermediate query that differs by one kind only
 ==================  ======  ==========================================================================
 
-Scope conditions (ours; the digest assumes no negation near an added item): an added positive item
+Scope conditions (ours; [LIU] §4.4 does not discuss a negation near an added item): an added positive item
 must not fall in a gap where the general query has a negation, nor before the first or after the last
 general item when it has a leading or trailing negation, since that would narrow the negation's scope
 (then a specific match need not extend a general one). Strategies that run the stack engine on a part

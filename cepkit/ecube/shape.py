@@ -1,9 +1,9 @@
-"""One query as E-Cube sees it (digest 000a §3.1): a flat SEQ of typed items, positive or negated, each
+"""One query as E-Cube sees it ([LIU] §4.2): a flat SEQ of typed items, positive or negated, each
 item standing for a *set* of event types (a concept and everything below it) and, with an attribute
 hierarchy, a set of attribute values; plus the conditions, the window and the partition.
 
 A ``Shape`` turns back into a query the stack engine runs (``Shape.query``): every concept becomes the
-flat set of types it covers, every attribute concept an ``IN`` list (LANGUAGE.md §7). The reuse
+flat set of types it covers, every attribute concept an ``IN`` list (docs/language.md §7). The reuse
 strategies build their helper queries (the s→g deltas, the intermediate of a two-step edge) as shapes
 whose items hold arbitrary type sets, such as "TX but not Dallas".
 """
@@ -20,7 +20,7 @@ from ..lang.printer import pretty
 from ..lang.query import Query, parse
 from ..runtime.matches import Match
 
-FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms (digest 000a §6), "
+FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms ([LIU] ch. 3-4), "
             "under strategy ALL")
 
 

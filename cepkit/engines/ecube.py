@@ -1,4 +1,4 @@
-"""The ``ecube`` engine: one query through the E-Cube machinery (digest 000a ch. 4).
+"""The ``ecube`` engine: one query through the E-Cube machinery ([LIU] ch. 4).
 
 The query joins a cube with its first concept drill-down (the first positive item whose concept, type
 or attribute value, has children, refined to its first child). With ``reuse="children"`` (the default)

@@ -38,7 +38,7 @@ from ..semantics.substream import Substream
 from ..semantics.validity import Checker
 from .report import Explanation, Reason, clause_span, node_span, strategy_span
 
-RULES = {  # why a ranked strategy prefers a rival (LANGUAGE.md §5, digest 004 §2)
+RULES = {  # why a ranked strategy prefers a rival (docs/language.md §5, [CEL] §4)
     "NEXT": "the earliest event where they differ, event {e}, is in {rival} (C ≤next C' iff min(C △ C') ∈ C)",
     "LAST": "the latest event where they differ, event {e}, is in {rival} (C ≤last C' iff max(C △ C') ∈ C)",
     "MAX": "{rival} contains every event of this one and more (MAX keeps the ⊆-maximal matches)",
@@ -434,7 +434,7 @@ class _Case:
                 return Reason("strategy", f"valid under ALL, but {strategy} drops it: it skips event "
                                           f"{events[e].position} ({events[e].type}), which extends the match's prefix "
                                           f"into {into} ({prefix}); skip-till-next-match may not skip it "
-                                          f"(digest 002 {rule})", span, (events[e].position,),
+                                          f"([SES] {rule})", span, (events[e].position,),
                               {"skipped": events[e].position})
         return Reason("strategy", f"valid under ALL, but not selected by {strategy}", span)
 

@@ -1,4 +1,4 @@
-"""The one abstract syntax tree of the cepkit language (LANGUAGE.md).
+"""The one abstract syntax tree of the cepkit language (docs/language.md).
 
 Every node is a frozen dataclass; children are tuples, so trees are hashable and compare by value.
 Each node carries a source ``span`` (line, column, end line, end column) that takes no part in
@@ -237,7 +237,7 @@ class Window(Node):
 
 @dataclass(frozen=True)
 class QueryNode(Node):
-    """A whole query: a pattern and its clauses (LANGUAGE.md §4)."""
+    """A whole query: a pattern and its clauses (docs/language.md §4)."""
     pattern: Pattern
     where: Optional[Expr] = None
     within: Optional[Window] = None

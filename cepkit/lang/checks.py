@@ -1,6 +1,6 @@
 """Semantic checks run after parsing: unknown variables, duplicate (unsafe) definitions, well-formedness.
 
-Each check raises ``QueryError`` located at the offending node (LANGUAGE.md §2, §8, §10 rules 7, 10, 11).
+Each check raises ``QueryError`` located at the offending node (docs/language.md §2, §8, §10 rules 7, 10, 11).
 """
 from __future__ import annotations
 
@@ -31,9 +31,9 @@ def definitions(node) -> dict:
                 first = merged[var]
                 where = f" (first defined at line {first.span[0]}, column {first.span[1]})" if first.span else ""
                 if _iterated(node, first) or _iterated(node, atom):
-                    why = "a name is defined once per query, except across OR branches (LANGUAGE.md §10 rule 11)"
+                    why = "a name is defined once per query, except across OR branches (docs/language.md §10 rule 11)"
                 else:
-                    why = "such a pattern can never match (unsafe, LANGUAGE.md §10 rule 10)"
+                    why = "such a pattern can never match (unsafe, docs/language.md §10 rule 10)"
                 raise QueryError.at(atom, f"variable {var!r} is defined twice{where}; {why}")
             merged[var] = atom
     return merged
@@ -90,7 +90,7 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             visit(node.pattern, outer)
             check_expr(node.cond, outer | bound(node.pattern) | negated_vars(node.pattern))
         elif isinstance(node, (A.Seq, A.And)):
-            if not any(isinstance(item, A.Pattern) for item in node.items):  # NEEL (digest 000b §1.1)
+            if not any(isinstance(item, A.Pattern) for item in node.items):  # NEEL ([LIU] §5.1.1)
                 raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
                                           "positive item: negations, EXISTS and conditions add no events", text)
             inner = outer | bound(node)  # once per SEQ: per item, a long chain would take quadratic time

@@ -1,4 +1,4 @@
-"""The transitive closure Θ_eq⁺ of a conjunction's equalities (digest 002 §4.5 and Def 5.3).
+"""The transitive closure Θ_eq⁺ of a conjunction's equalities (docs/references.md E11, [SES] Def 5.3).
 
 Θ_eq is the set of equalities ``v.A = w.B`` between attributes of two different variables. Their closure
 Θ_eq⁺ adds every equality they imply: with ``a.PID = b.PID`` and ``b.PID = c.PID``, ``a.PID = c.PID``
@@ -6,7 +6,7 @@
 another variable, ``prev(p.PID) = p.PID`` (all of p's events equal the other's value). A complete match
 satisfies them whenever it satisfies Θ, so adding them changes no ALL result; what they change is the
 judge of skip-till-next-match (Def 6.1 / 6.2), which tests *pattern prefixes* on the conditions among the
-bound variables only: digest 002 §4.5 adds Θ_eq⁺ to Θ before compiling, so that an event whose PID
+bound variables only: cepkit adds Θ_eq⁺ to Θ before compiling (docs/references.md E11), so that an event whose PID
 differs from the prefix's never blocks, and STNM / ROBUST_STNM are partition-invariant. The reference
 (``cepkit.semantics.stnm``) and the ``ses``, ``rcep`` and ``stack`` engines all take the closure from here.
 

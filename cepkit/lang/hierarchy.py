@@ -1,4 +1,4 @@
-"""Concept hierarchies (E-Cube, LANGUAGE.md §7): a concept stands for its own type and every type below it.
+"""Concept hierarchies (E-Cube, docs/language.md §7): a concept stands for its own type and every type below it.
 
 A hierarchy with ``attribute=`` classifies the values of that attribute instead of event types (room <
 floor < building): a comparison ``x.loc = 'TX'`` (or ``IN``, or ``!=``) with a concept of the hierarchy

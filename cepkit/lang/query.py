@@ -109,7 +109,7 @@ def _fields(node) -> dict:
 
 
 def parse(text, hierarchy=None) -> Query:
-    """Parse and check a query (LANGUAGE.md); raises ``cepkit.QueryError`` with line, column and caret.
+    """Parse and check a query (docs/language.md); raises ``cepkit.QueryError`` with line, column and caret.
 
     >>> parse("(T AS x ; H AS y) FILTER x.tmp > 40").variables.keys()
     dict_keys(['x', 'y'])
@@ -153,7 +153,7 @@ def _features(query: Query) -> dict:
         if isinstance(node, A.Expr):
             for comparison in attribute_concepts(node, query.hierarchy):
                 add("attribute_hierarchy", comparison)
-            # Arity is per conjunct: CEL's `x.tmp > 40 and y.hum < 25` is two unary filters (digest 004).
+            # Arity is per conjunct: CEL's `x.tmp > 40 and y.hum < 25` is two unary filters ([CEL]).
             for conjunct in A.conjuncts(node):
                 add("binary_conditions" if len(set(A.variables_in(conjunct))) > 1 else "unary_conditions",
                     conjunct)

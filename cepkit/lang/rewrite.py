@@ -1,4 +1,4 @@
-"""NEEL rewriting to normal form, one rule per step (digest 000b §3; seed 000 ch. 5.2).
+"""NEEL rewriting to normal form, one rule per step ([LIU] §5.2).
 
 ``rewrite(query)`` flattens a nested query into a disjunction of flat SEQ/AND patterns (DNF, Def 20) by the
 rules of Tables 5.2-5.4, applied in the order of the flattening procedure (§3.4): flattening rules to a
@@ -12,31 +12,31 @@ condition already at the place where it is evaluated, so a condition travels wit
 the AST has no node for appear only while rewriting:
 
 - NEEL's boolean items ``!A ∨ ∃B`` and ``!A ∧ !B`` (Table 5.1, ``Bool ::= Bool ∨ Bool | Bool ∧ Bool``) are
-  ``BoolItems``; DR3/DR4 turn a disjunction into an OR of copies, the splice rule (digest §3.2 IMPL) puts
+  ``BoolItems``; DR3/DR4 turn a disjunction into an OR of copies, the splice rule (ours: [LIU] §5.2 never says how NPDR5's ∧ is absorbed) puts
   the operands of a conjunction side by side, so no ``BoolItems`` is left in a normal form;
-- a flattened ``∃E`` (FR6/FR7) is, as the digest reads it (§1.2 IMPL, the ``Proj_{…}`` of Ex 29), a
+- a flattened ``∃E`` (FR6/FR7) is, as the FR6 proof reads it (the ``Proj_{…}`` of [LIU] Ex 29), a
   positive component that is projected away: it becomes a positive atom and the query gets a ``RETURN`` of
   the variables the original query reports. This is why FR6/FR7 need every positive atom of the query to
   have a variable.
 
-Which rules keep the matches (LANGUAGE.md semantics, checked against the reference evaluator by
+Which rules keep the matches (docs/language.md semantics, checked against the reference evaluator by
 ``tests/lang/test_rewrite.py``): every rule the rewriter applies does, under the preconditions it checks,
 except NPDR4 and NPDR7 under WITHIN inside an AND, a negation or an iteration (their inner negations are
 bounded by the window around the witness, not by the scope) — such steps are marked ``exact=False`` and
 make the whole rewriting inexact. Rules whose preconditions fail are not applied and the query is reported
 *not flattenable* with the reason:
 
-- ``!SEQ(… !X …)`` needs "for all" (digest §1.1, T5); ``SEQ(AND)``, ``AND(!SEQ)``, ``AND(∃SEQ)`` are outside
+- ``!SEQ(… !X …)`` needs "for all" ([LIU] §5.2.2); ``SEQ(AND)``, ``AND(!SEQ)``, ``AND(∃SEQ)`` are outside
   Lcons (Table 5.5);
 - NPDR1/NPDR2 need primitive items (Ex 21: ``!SEQ(S, !D, C)``; Ex 22: a composite "last instance");
 - NPDR3/NPDR4 need simple predicates: a condition between two components of the negated AND has no
   meaning once they are split ([R] §6.4, Fig 3), nor do two components that one event could match;
 - FR6 needs positive neighbours on both sides of the ``∃`` item, outside any AND, negation or iteration:
-  otherwise the witness would move the bounds of another negation or of the window. In LANGUAGE.md,
-  EXISTS bounds nothing (§10.11), so the digest's chained-∃ reading of FR6 is not an equivalence; the
+  otherwise the witness would move the bounds of another negation or of the window. In docs/language.md,
+  EXISTS bounds nothing (§10.11), so the chained-∃ reading of FR6 is not an equivalence; the
   projected form is.
 
-No confluence is claimed (digest §3.5): ``direction="left"`` unrolls negated sequences by NPDR2 (first
+No confluence is claimed ([LIU] §5.2.8): ``direction="left"`` unrolls negated sequences by NPDR2 (first
 instance, as in Ex 25), ``direction="right"`` by NPDR1 (last instance, the exact form of Ex 29). The
 measure is logged after each step and the procedure stops after ``max_steps`` (the termination proof is
 a sketch).
@@ -72,7 +72,7 @@ class BoolItems(A.Node):
 class Step:
     """One rule application. ``old``/``new`` are the rewritten sub-pattern; ``before``/``after`` the whole
     query; ``span``/``span_after`` the (start, end) character offsets of the rewritten part in each;
-    ``nesting`` is α after the step; ``exact`` whether the step keeps every match (LANGUAGE.md)."""
+    ``nesting`` is α after the step; ``exact`` whether the step keeps every match (docs/language.md)."""
     rule: str
     old: str
     new: str
@@ -199,7 +199,7 @@ def _is_primitive(node) -> bool:
 
 
 def nesting(node) -> int:
-    """α (digest §3.5, Def 22): 0 exactly for a normal form (Th1); every rule lowers it (Th2).
+    """α ([LIU] §5.2.8, Def 22): 0 exactly for a normal form (Th1); every rule lowers it (Th2).
 
     >>> nesting(parse("SEQ(SEQ(E1 a, !AND(E3 b, E4 c)), AND(E5 d, E6 e))").pattern)
     4
@@ -220,7 +220,7 @@ def nesting(node) -> int:
 
 
 def _contribution(outer, child) -> int:
-    """What a child adds inside ``outer`` (the table of digest §3.5)."""
+    """What a child adds inside ``outer`` (the cases of [LIU] §5.2.8)."""
     core = _strip(child)[0]
     if isinstance(outer, A.Or):
         return 1 if isinstance(core, A.Or) else 0
@@ -377,7 +377,7 @@ def _flatten_exists(kind, inner_kind):
             if kind is A.Seq and (k == 0 or k == len(node.items) - 1 or _is_bool(node.items[k - 1])
                                   or _is_bool(node.items[k + 1])):
                 raise _Refused(f"{where} needs positive neighbours on both sides: EXISTS bounds nothing "
-                               "(LANGUAGE.md §10.11), a positive witness would")
+                               "(docs/language.md §10.11), a positive witness would")
             if kind is A.And and (ancestors or rw.query.within is not None):
                 raise _Refused(f"{where} in a nested or windowed AND: a positive witness would move the AND's "
                                "window")
@@ -496,9 +496,9 @@ def _npdr_seq(rw, node, ancestors):
     core, conditions = found
     what = f"!{show(core)}"
     if any(_is_bool(i) for i in core.items):
-        raise _Refused(f"{what}: a negation inside a negated SEQ needs \"for all\" (digest §1.1, T5)")
+        raise _Refused(f"{what}: a negation inside a negated SEQ needs \"for all\" ([LIU] §5.2.2)")
     if any(not _is_primitive(i) for i in core.items):
-        raise _Refused(f"{what}: NPDR1/2 need primitive items (digest §3.3, Ex 21/22)")
+        raise _Refused(f"{what}: NPDR1/2 need primitive items ([LIU] §5.2.5, Ex 21/22)")
     items, rest = _push_down(core, _simple(rw, core, conditions, what))
     if rest:
         raise _Refused(f"{what}: a condition on no component")
@@ -518,7 +518,7 @@ def _npdr_seq(rw, node, ancestors):
 
 
 def _splice(rw, node, ancestors):
-    """``SEQ(.., !A ∧ !B, ..) = SEQ(.., !A, !B, ..)``: the same neighbours, the same scope (digest §3.2 IMPL)."""
+    """``SEQ(.., !A ∧ !B, ..) = SEQ(.., !A, !B, ..)``: the same neighbours, the same scope (ours)."""
     if not isinstance(node, (A.Seq, A.And)):
         return None
     for k, item in enumerate(node.items):
@@ -607,7 +607,7 @@ RULES = tuple(name for phase in PHASES for rule in phase for name in rule.name.s
 
 
 def rewrite(query, hierarchy=None, direction: str = "left", max_steps: int = 200) -> Rewriting:
-    """The NEEL normal form of ``query`` (DNF, digest 000b §3.4) and the steps that lead there.
+    """The NEEL normal form of ``query`` (DNF, [LIU] §5.2.6-5.2.7) and the steps that lead there.
 
     ``direction`` chooses NPDR2 ("left", first instance) or NPDR1 ("right", last instance) for negated
     sequences. A query outside Lcons, or whose rules' preconditions fail, gives ``result=None`` and the

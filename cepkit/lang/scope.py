@@ -1,4 +1,4 @@
-"""Condition scoping: the place where each condition of a query is evaluated (LANGUAGE.md §2, §10 rules 7, 11).
+"""Condition scoping: the place where each condition of a query is evaluated (docs/language.md §2, §10 rules 7, 11).
 
 ``scoped(query)`` turns a query into one normalized pattern tree that the reference evaluator and the
 engines consume:
@@ -7,7 +7,7 @@ engines consume:
 - the condition items of a ``SEQ``/``AND`` (NEEL style, ``SEQ(R r, O o, r.id = o.id)``) become a filter on
   that ``SEQ``/``AND``;
 - each conjunct that mentions variables of a negation (``!``) or ``EXISTS`` moves inside it, into the
-  innermost negation that sees all of its variables: "there is no b with ..." (digest 000b §1.2, the
+  innermost negation that sees all of its variables: "there is no b with ..." ([LIU] §5.1.2, the
   predicate scoping test of §7.2.4). Every other conjunct stays where it was written and filters the
   match;
 - a conjunct that mentions variables of two unrelated negations belongs to neither: a ``QueryError``
@@ -112,7 +112,7 @@ class _Scoper(A.Visitor):
                                               "write this condition inside the negation it belongs to", self.text)
             if list(map(id, deepest[:len(chain)])) != list(map(id, chain)):
                 raise QueryError.at(conjunct, f"this condition mentions {var!r} and {deepest_var!r}, variables of "
-                                              "two different negations, so it belongs to neither (LANGUAGE.md §10 "
+                                              "two different negations, so it belongs to neither (docs/language.md §10 "
                                               "rule 7); write it inside one of them", self.text)
         return deepest[-1]
 

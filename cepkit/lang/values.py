@@ -1,4 +1,4 @@
-"""How condition values behave (LANGUAGE.md §3 and §10), in one place for every evaluator.
+"""How condition values behave (docs/language.md §3 and §10), in one place for every evaluator.
 
 The reference evaluator (``cepkit.semantics.conditions``) and the engines' compiled conditions
 (``cepkit.engines.ses``, ``cepkit.engines.stack``, ``cepkit.engines.automaton``) all follow these rules:

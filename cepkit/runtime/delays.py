@@ -1,4 +1,4 @@
-"""The delay options of the out-of-order modes (LANGUAGE.md §6): ``k=`` and ``max_delay=``, parsed once for
+"""The delay options of the out-of-order modes (docs/language.md §6): ``k=`` and ``max_delay=``, parsed once for
 every engine and for Spark streams.
 
 ``max_delay`` is one bound for the whole stream (the language's form) or a mapping from event type (or a
@@ -7,7 +7,7 @@ docs/stack-engine.md).
 
 ``MaxDelay`` resolves a bound per type. The language's form is one bound D for the whole stream: no event
 arrives after an event whose ts exceeds its own by more than D. A mapping gives each type its own bound,
-the digest's "per source" guarantees: ``max_delay={"A": 5, "B": "2 min"}`` promises that no A arrives
+[LIU] §3.6.1's guarantees per source: ``max_delay={"A": 5, "B": "2 min"}`` promises that no A arrives
 after an event (of any type) whose ts exceeds the A's by more than 5, and no B more than 120 behind.
 
 - A type missing from the mapping has no max-delay guarantee: only punctuations complete it. The key

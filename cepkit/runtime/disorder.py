@@ -1,4 +1,4 @@
-"""One out-of-order layer for every engine with an incremental matcher (LANGUAGE.md §6, digest 000a §2).
+"""One out-of-order layer for every engine with an incremental matcher (docs/language.md §6, [LIU] ch. 3).
 
 An engine declares the out-of-order modes it supports (``Engine.disorder``); those it does not run itself
 (``Engine.runs_disorder``) it runs behind this layer, which keeps the engine's own matcher in order:
@@ -10,7 +10,7 @@ An engine declares the out-of-order modes it supports (``Engine.disorder``); tho
   punctuation (§2.4). Released events feed the engine's matcher in that order. An event arriving after a
   later one was released cannot be placed: it is dropped and its position listed in ``info["dropped"]``,
   and the result is exactly the in-order result over the stream without it.
-- ``aggressive`` (§2.5, seed 003's recomputation) feeds in-order arrivals straight to the matcher, which
+- ``aggressive`` (§2.5, [RCEP]'s recomputation) feeds in-order arrivals straight to the matcher, which
   emits what is final in order. A late event at ts t can only change the matches whose last event lies
   within w of t (every event and every negation scope of a match with last ts L lies in [L - w, L + w]);
   their events lie in [t - 2w, ...]. So the layer restarts the matcher on the stored events from t - 2w,
@@ -421,7 +421,7 @@ class AggressiveLayer(Layer):
 
     def show(self, m: Match, sign: str, last: float) -> list:
         """The emission of a whole match's change, projected under RETURN: a projected match is inserted
-        with its first whole match and retracted with its last (LANGUAGE.md §10.2)."""
+        with its first whole match and retracted with its last (docs/language.md §10.2)."""
         at = self.emitted_at
         if self.select is None:
             return [Match(m.positions, m.bindings, sign, at)]

@@ -1,4 +1,4 @@
-"""Events and streams (LANGUAGE.md §1).
+"""Events and streams (docs/language.md §1).
 
 A ``Stream`` is the one input every engine receives, held as columns (docs/decisions.md, "Stream as
 columns"): the type of each event as a code into the list of type names, its time in seconds (``times``;
@@ -613,7 +613,7 @@ class Stream:
                              "choose an out-of-order mode with disorder=")
 
     def logical_order(self) -> list:
-        """Indices sorted by (time, index): the order sequence and windows use (LANGUAGE.md §10.1)."""
+        """Indices sorted by (time, index): the order sequence and windows use (docs/language.md §10.1)."""
         return np.argsort(self.times, kind="stable").tolist()
 
     def attributes_of(self, types: Optional[frozenset] = None) -> set:

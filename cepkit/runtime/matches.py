@@ -28,7 +28,7 @@ class Match:
 
     @property
     def key(self) -> tuple:
-        """Identity of a match: its positions and bindings (LANGUAGE.md §10.2)."""
+        """Identity of a match: its positions and bindings (docs/language.md §10.2)."""
         return (self.positions, tuple(sorted(self.bindings.items())))
 
     @property
@@ -52,7 +52,7 @@ class Match:
 
 def output_order(matches: Iterable[Match]) -> list:
     """De-duplicate by (positions, bindings) and order by (last position, positions, bindings): the
-    definition of LANGUAGE.md §10.2 on ``Match`` objects (``MatchArrays.output_index`` does it on columns)."""
+    definition of docs/language.md §10.2 on ``Match`` objects (``MatchArrays.output_index`` does it on columns)."""
     unique = {}
     for m in matches:
         unique.setdefault((m.key, m.sign), m)
@@ -212,7 +212,7 @@ class MatchArrays(Sequence):
     binds each of its positions, in order, to these variable ids, none Kleene.
 
     ``sorted_within_last`` is an engine's promise that saves ``Matches`` its sort: the rows ending at one
-    position are consecutive and in LANGUAGE.md §10.2 order, none is empty and no two have the same
+    position are consecutive and in docs/language.md §10.2 order, none is empty and no two have the same
     positions (so none repeats); the groups themselves may come in any order (partition by partition).
     ``groups_in_order`` adds that the groups come in order of their last position: the rows are then in
     output order. The automaton engine sorts each event's matches as it enumerates them and says so, as
@@ -476,7 +476,7 @@ class MatchArrays(Sequence):
                 out[name] = ("kleene", (offsets, positions, bound))
         return out
 
-    # ------------------------------------------------------------------ LANGUAGE.md §10.2 on columns
+    # ------------------------------------------------------------------ docs/language.md §10.2 on columns
     def in_output_order(self) -> bool:
         """Whether the rows are in output order and distinct already: ``sorted_within_last`` with the
         groups' last positions not decreasing (the automaton's batch run without PARTITION BY), as promised
@@ -555,7 +555,7 @@ class MatchArrays(Sequence):
 
 # ----------------------------------------------------------------------------- Matches
 class Matches(Sequence):
-    """The matches of a query over a stream, in output order (LANGUAGE.md §10.2).
+    """The matches of a query over a stream, in output order (docs/language.md §10.2).
 
     ``engine`` names the engine that produced them; ``deltas`` (aggressive out-of-order mode) lists every
     emission in order, retractions included, while the sequence itself holds the net result. Built from
@@ -869,7 +869,7 @@ def collector_paused():
 
 class ReportedOnce:
     """The RETURN keys an incremental matcher has reported, so that each (C, β) is reported once although
-    several matches project to it (LANGUAGE.md §10.2).
+    several matches project to it (docs/language.md §10.2).
 
     Under a time window of w a key is forgotten once an event more than w past its report has been
     pushed: every match projecting to it holds its events, the earliest at or before the report, so no

@@ -1,6 +1,6 @@
 """Engines behind one interface, the registry, and ``engine="auto"``.
 
-An engine is a room with one door (ARCHITECTURE.md): ``compile(query, **options) -> Plan``, then
+An engine is a room with one door (docs/architecture.md): ``compile(query, **options) -> Plan``, then
 ``plan.run(stream) -> list[Match]`` or ``plan.matcher()`` for incremental use. It declares the query
 features (``cepkit.lang.FEATURES``) and out-of-order modes it supports; ``engine="auto"`` takes the
 best-ranked engine that supports everything the query uses.
@@ -38,7 +38,7 @@ class IncrementalPlan(ABC):
     def extend(self, stream):
         """Feed every event of ``stream`` (a ``Stream``; its positions are the events' positions) in order;
         return what pushing them one by one would, as ``cepkit.Matcher`` reports it: each push's matches in
-        output order (LANGUAGE.md §10.2), push after push, as a list or a ``MatchList``. This default
+        output order (docs/language.md §10.2), push after push, as a list or a ``MatchList``. This default
         pushes event by event (engines that are per-event by nature); an engine that can take a
         micro-batch as columns overrides it."""
         out = []

@@ -1,4 +1,4 @@
-"""Conditions, evaluated by walking their tree (LANGUAGE.md §3 and §10.6; never Python ``eval``).
+"""Conditions, evaluated by walking their tree (docs/language.md §3 and §10.6; never Python ``eval``).
 
 An environment maps each variable to a logical index of the stream, or, for a variable of a ``+`` seen
 outside its iteration, to the tuple of its indices in order. The rules:

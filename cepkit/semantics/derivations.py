@@ -2,7 +2,7 @@
 
 A *derivation* records how a pattern matches: its set of positions C (CEL's complex event), its
 bindings β, and one sub-derivation per generating item (which item got which sub-match). Phase 1
-enumerates them by brute force, following LANGUAGE.md §2:
+enumerates them by brute force, following docs/language.md §2:
 
 - ``T x``: one per event of type T (or below concept T; ``ANY``: every event);
 - ``p ; q`` / ``SEQ``: every ordered combination, every position of one part before the next, gaps
@@ -39,7 +39,7 @@ from .substream import Substream
 PUNCTUATION = "PUNCTUATION"
 SEARCH_BUDGET = 250_000
 """Steps the reference evaluator may take per partition before it gives up (option ``budget``): a derivation of
-k events costs k, a check of phase 2 one. About 0.5 s of work; the largest worked example (digest 003's water
+k events costs k, a check of phase 2 one. About 0.5 s of work; the largest worked example ([RCEP]'s water
 stream) takes 132,000."""
 
 
@@ -116,7 +116,7 @@ class Deriver(A.Visitor):
     # ------------------------------------------------------------------ atoms
     def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
         """A pattern type matches its own name and every type below it in the hierarchy; ANY matches every
-        event (punctuations are never matched, LANGUAGE.md §6)."""
+        event (punctuations are never matched, docs/language.md §6)."""
         if event_type == PUNCTUATION:
             return False
         if pattern_type is None or pattern_type == event_type:

@@ -1,4 +1,4 @@
-"""The reference evaluator: the executable meaning of the cepkit language (LANGUAGE.md), by brute force.
+"""The reference evaluator: the executable meaning of the cepkit language (docs/language.md), by brute force.
 
 It is the oracle every engine is tested against, written to be read: for tests and teaching on streams
 of a few dozen events, never for speed. ``evaluate(query, events)`` runs this pipeline:
@@ -17,7 +17,7 @@ of a few dozen events, never for speed. ``evaluate(query, events)`` runs this pi
    a match binding none of them is dropped; duplicates merge (§10.2).
 
 Positions in the result are arrival positions. On a disordered stream the evaluator still works in
-logical order, so it gives the ground truth out-of-order engines converge to (LANGUAGE.md §6).
+logical order, so it gives the ground truth out-of-order engines converge to (docs/language.md §6).
 
 Incremental use (``complete=False``): over a stream prefix, only the matches that no later event can
 change are returned. A match waiting for a trailing negation or EXISTS scope becomes final once an event
@@ -67,7 +67,7 @@ class Evaluation:
     def __init__(self, query: Query, budget: Optional[int] = SEARCH_BUDGET):
         self.query = query
         self.budget = budget   # positions in derivations per partition (docs/limits.md); None: no limit
-        # An attribute hierarchy's concepts in conditions mean "the value or any value below it" (LANGUAGE.md §7).
+        # An attribute hierarchy's concepts in conditions mean "the value or any value below it" (docs/language.md §7).
         self.pattern = expand_attribute_concepts(query.scoped, query.hierarchy)
         for strategy, node in self._strategies():
             if strategy in STNM_STRATEGIES:

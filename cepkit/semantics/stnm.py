@@ -1,4 +1,4 @@
-"""Skip-till-next-match (STNM, digest 002 Def 6.1) and robust STNM (ROBUST_STNM, Def 6.2).
+"""Skip-till-next-match (STNM, [SES] Def 6.1) and robust STNM (ROBUST_STNM, Def 6.2).
 
 Both are defined on SES patterns, a sequence of sets of variables ⟨B1 … Bk⟩ where a variable binds one
 event or, as ``v+``, a chronological sequence of events: ``SEQ({C c, P+ p, D d}, {B b})``, or
@@ -16,15 +16,15 @@ of a variable v, or one more event of a Kleene v) into
 - ROBUST_STNM: a prefix of some full match γ′ (an ALL match), so events that fit a partial match but
   never complete one stop blocking.
 
-**Decision on a Kleene variable of the last set (digest 002 §4.5).** We follow Alg 2: the full match also
+**Decision on a Kleene variable of the last set (docs/decisions.md).** We follow Alg 2: the full match also
 counts as its own prefix (i = n), so γ is disqualified when an event after e_n, within the window from
 e1, extends a Kleene variable of the last set into another full match: only the longest extension is
 reported, e.g. {a/e1, b/⟨e2,e5⟩} and not its truncation {a/e1, b/⟨e2⟩}. ALL keeps every match.
 
-**Θ_eq⁺ (digest 002 §4.5, partition invariance).** The prefixes are judged on Θ ∪ Θ_eq⁺: the equalities
+**Θ_eq⁺ (docs/references.md E11, partition invariance).** The prefixes are judged on Θ ∪ Θ_eq⁺: the equalities
 between the pattern's variables that Θ's equalities imply (``a.PID = c.PID`` from ``a.PID = b.PID`` and
 ``b.PID = c.PID``; ``prev(p.PID) = p.PID`` for a Kleene p tied to another variable;
-``cepkit.lang.equalities``) are added before judging, as the digest corrects Def 6.1. Full matches satisfy
+``cepkit.lang.equalities``) are added before judging, correcting Def 6.1. Full matches satisfy
 them anyway, so only which prefixes block changes: on A1 C2 C3 B4 (PIDs 1 2 1 1) with ``SEQ({A a, C c},
 {B b})``, ``a.PID = b.PID and b.PID = c.PID``, c2 no longer extends the prefix {a1}, and STNM finds
 {a1, c3, b4} with or without ``PARTITION BY PID``.
@@ -54,7 +54,7 @@ class Element:
 @dataclass(frozen=True, eq=False)
 class SesShape:
     """A pattern read as ⟨B1 … Bk⟩: its elements and its conditions, each with the variable it is checked
-    per event for (a condition inside a ``+``) or None; Θ_eq⁺ − Θ is among them (digest 002 §4.5)."""
+    per event for (a condition inside a ``+``) or None; Θ_eq⁺ − Θ is among them (docs/references.md E11)."""
     elements: tuple
     conditions: tuple
 
@@ -68,7 +68,7 @@ def check_stnm_shape(pattern: A.Pattern, query) -> SesShape:
         return ses_shape(pattern)
     except _NotSes as err:
         raise QueryError.at(err.node, "STNM and ROBUST_STNM are defined on sequences of sets of events and "
-                                      "Kleene events (digest 002 Def 6.1), like SEQ({A a, B+ b}, C c); this "
+                                      "Kleene events ([SES] Def 6.1), like SEQ({A a, B+ b}, C c); this "
                                       "is not one", query.text) from None
 
 

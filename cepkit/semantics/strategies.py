@@ -1,4 +1,4 @@
-"""Selection strategies (LANGUAGE.md §5; digest 004 §2).
+"""Selection strategies (docs/language.md §5; [CEL] §4).
 
 Each strategy filters the ALL matches; it sees windowed, filtered matches (§10.3):
 

@@ -1,4 +1,4 @@
-"""The (sub-)stream a pattern is evaluated on, its window, and negation scopes (LANGUAGE.md §4, §10.4-10.8).
+"""The (sub-)stream a pattern is evaluated on, its window, and negation scopes (docs/language.md §4, §10.4-10.8).
 
 The reference works on logical indices: the events of one partition (the whole stream without PARTITION
 BY) sorted by (ts, position), numbered 0, 1, ... Under PARTITION BY, ``WITHIN n EVENTS``, STRICT and the

@@ -3,7 +3,7 @@
 What phase 1 could not decide needs the enclosing bindings or neighbours, known only here:
 
 - filters correlated with enclosing variables (CEL φ4), evaluated with the outer bindings;
-- negations and EXISTS (NEEL, digest 000b §1.2; LANGUAGE.md §2, §10.4, §10.11). ``!p`` in a SEQ holds
+- negations and EXISTS (NEEL, [LIU] §5.1.2; docs/language.md §2, §10.4, §10.11). ``!p`` in a SEQ holds
   when no match of p lies strictly between the nearest *positive* items on its left and right; with no
   positive neighbour on one side the bound comes from the enclosing SEQ's neighbours of the nested item
   (or of the ``+`` item, for a negation inside an iteration), then from the window: (last − w) on the

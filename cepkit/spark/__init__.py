@@ -8,7 +8,7 @@ on Spark unchanged and gives the positions ``cepkit.match`` gives on the same ev
 >>> spark = cepkit.spark.session()                                         # doctest: +SKIP
 >>> cepkit.spark.match("SEQ(A a, B b) WITHIN 10 s PARTITION BY id", spark.table("events")).show()  # doctest: +SKIP
 
-Choices where the language page (LANGUAGE.md) and issue 3 leave room:
+Choices where the language page (docs/language.md) and issue 3 leave room:
 
 * Batch positions are ranks in the logical order (ts, then the ``position`` column, then the DataFrame's
   own row order), and ``match_id`` numbers the matches in output order, as locally. Both need global

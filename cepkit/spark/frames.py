@@ -3,7 +3,7 @@ internal event columns, and the schema of the matches.
 
 Input: a column ``type`` (string), optionally ``ts`` (a number of seconds, a timestamp, a timestamp without
 time zone read as UTC, or a date), optionally a tie-breaking position column; every other column is an
-attribute (LANGUAGE.md §1). Output: ``match_id``, ``positions`` (array<long>), one column per variable
+attribute (docs/language.md §1). Output: ``match_id``, ``positions`` (array<long>), one column per variable
 (long, or array<long> for a Kleene variable), and the PARTITION BY columns.
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ class Layout:
         return epoch_micros(F.col("ts"), self.schema["ts"].dataType)
 
     def order(self) -> list:
-        """The logical order of the input (LANGUAGE.md §10.1): by ts, then the position column."""
+        """The logical order of the input (docs/language.md §10.1): by ts, then the position column."""
         keys = [F.col(TS)] if self.ts_kind != "position" else []
         return keys + ([F.col(self.position)] if self.position else [])
 

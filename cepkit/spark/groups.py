@@ -7,7 +7,7 @@ to the positions of the whole stream.
 
 Three ways to split (``plan_split``):
 
-* ``"partition"``: PARTITION BY k evaluates the pattern on each sub-stream of equal k (LANGUAGE.md §4), so
+* ``"partition"``: PARTITION BY k evaluates the pattern on each sub-stream of equal k (docs/language.md §4), so
   the events are spread over Spark's partitions by key. A key's events always meet in one group; small
   keys are gathered into one engine run (the engine partitions them itself), since one run per key would
   cost more than the matching when keys are many. With a time window the time slices below work as well,
@@ -20,10 +20,10 @@ Three ways to split (``plan_split``):
   ``[last - w, last]`` when ``r = 0``:
 
   - its events (max ts - min ts <= w), and the other matches with the same last event that the NEXT,
-    LAST and MAX strategies compare it with (LANGUAGE.md §10.3: strategies see windowed matches);
-  - the events between its own (STRICT, skip-till-next-match, digest 002 Def 6.1);
+    LAST and MAX strategies compare it with (docs/language.md §10.3: strategies see windowed matches);
+  - the events between its own (STRICT, skip-till-next-match, [SES] Def 6.1);
   - the scope of a leading negation, ``[last - w, first)``, and of a trailing one, ``(last, first + w]``
-    (LANGUAGE.md §10.4), and the rest of a full match for robust skip-till-next-match (Def 6.2) or for a
+    (docs/language.md §10.4), and the rest of a full match for robust skip-till-next-match (Def 6.2) or for a
     projected (RETURN) match. Only queries with such features need ``r = w``.
 
   So every match is found in exactly the slice that owns it: none is lost or reported twice, whatever L.
@@ -51,7 +51,7 @@ from ..runtime.registry import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
 PREFIX = "_cep_"
-POS = PREFIX + "pos"        # the event's position in the whole stream (LANGUAGE.md §1)
+POS = PREFIX + "pos"        # the event's position in the whole stream (docs/language.md §1)
 TS = PREFIX + "ts"          # ts for the engine: epoch microseconds (datetime ts), the number, or POS
 COORD = PREFIX + "coord"    # where the event lies on the slicing axis: seconds, or POS for EVENTS windows
 SLICE = PREFIX + "slice"    # the slice a copy of the event belongs to

@@ -20,7 +20,7 @@ from typing import Optional
 # as exceptions.
 JVM_LOG = os.path.join(tempfile.gettempdir(), f"cepkit-spark-{os.getpid()}.log")
 
-# Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB (STACK-NOTES.md §2).
+# Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB.
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 # Session settings, for a new classic session and a new Spark Connect session alike.

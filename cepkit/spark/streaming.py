@@ -7,11 +7,11 @@ settled events in order (any engine; kept in the worker between micro-batches, r
 missing), and event-time timers that flush the matches of quiet keys and then drop their state.
 
 Out-of-order events. The watermark delay is the query's out-of-order mode: ``disorder="kslack"`` with
-``k=`` (digest 000a §2.3: hold events until the stream has moved k past them) or ``"conservative"`` with
+``k=`` ([LIU] §3.5: hold events until the stream has moved k past them) or ``"conservative"`` with
 ``max_delay=`` (§2.4, the same promise: nothing arrives more than that late) set the delay, ``delay=`` sets
 it directly, and it is 0 otherwise (a per-type ``max_delay`` mapping sets the largest of its bounds, and
 needs a ``"*"`` bound or ``delay=``). Within the delay, events may arrive in any order and the matches equal
-those of the sorted stream (LANGUAGE.md §6). Events later than that are dropped by Spark and counted
+those of the sorted stream (docs/language.md §6). Events later than that are dropped by Spark and counted
 in each progress report (``numRowsDroppedByWatermark``; ``late_events(query)`` adds them up). The
 aggressive mode (§2.5) would retract emitted matches, which an append-only stream of matches cannot do.
 

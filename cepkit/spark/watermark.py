@@ -3,7 +3,7 @@ incremental matcher once settled.
 
 Pure pandas, no PySpark: ``cepkit.spark.match_stream`` keeps a ``KeyBuffer`` per key in Spark's state store
 and calls ``advance`` for each micro-batch and each timer. The watermark W is the reorder buffer of the
-out-of-order modes (digest 000a §2.3-2.4):
+out-of-order modes ([LIU] §3.5, §3.6.1):
 
 * an event is *settled* once its ts < W: Spark drops later arrivals with ts < W, so the settled events
   of a key are complete and their order (ts, then position) is final. Each call feeds the newly settled
@@ -19,7 +19,7 @@ out-of-order modes (digest 000a §2.3-2.4):
   those at or after ``last fed - 2w`` (every waiting match started at or after ``last fed - w``).
 
 For ``WITHIN n EVENTS`` the same holds on the axis of settled ranks (the key's sub-stream positions,
-LANGUAGE.md §10.5) with ``w = n - 1``: the buffer keeps the last ``2w + r + 1`` fed events however long ago
+docs/language.md §10.5) with ``w = n - 1``: the buffer keeps the last ``2w + r + 1`` fed events however long ago
 they came (``r = w`` for negation, projection, robust skip-till-next-match; else 0), and the matcher is
 never closed (its waiting matches wait for events).
 

@@ -243,7 +243,7 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
         return page.locator(f"{SHOWN_NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt").filter(
             has_text=re.compile(r"\[[*\d]+\]")).count()
 
-    try:                                   # STACK-NOTES §4: Run All is sometimes lost; retry once, if no cell started
+    try:                                   # Run All is sometimes lost in headless JupyterLab; retry once, if no cell started
         budget.until(started, "Run All", page, poll_ms=250, limit_s=15)
     except TimeoutError:
         _run_all_cells(page)

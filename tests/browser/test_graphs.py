@@ -1,5 +1,5 @@
 """The graph widgets in a real browser: a small notebook using ``AutomatonView`` (a CEL automaton with
-PARTITION BY, digest 004's φ3, the SES automaton of notebook 06 with its set-state names), ``ECubeView``
+PARTITION BY, [CEL]'s φ3, the SES automaton of notebook 06 with its set-state names), ``ECubeView``
 (notebook 09's workload after a drill-down) and ``RewriteView`` (notebook 07's Q1) run in JupyterLab in
 headless Chromium (``conftest.py``). Each widget is screenshotted into ``test-artifacts/graphs-*.png`` and
 checked in the DOM as a person would by eye: no text of the automaton and lattice drawings overlaps another

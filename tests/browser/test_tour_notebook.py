@@ -1,5 +1,5 @@
 """The tour in a real browser: ``notebooks/01-tour.ipynb`` run in JupyterLab in headless Chromium
-(``conftest.py``), the match timeline and the automaton checked to render as plotly figures (STACK-NOTES §4).
+(``conftest.py``), the match timeline and the automaton checked to render as plotly figures.
 
 Every wait draws on one budget, ``BUDGET_S`` from the moment the page opens, so a slow run fails naming the
 step that ran out instead of running on.

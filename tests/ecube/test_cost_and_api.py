@@ -1,4 +1,4 @@
-"""The cost model (digest 000a §3.4) on measured and given statistics, and the ECube API's edges: refusals
+"""The cost model ([LIU] §4.4, Table 4.1) on measured and given statistics, and the ECube API's edges: refusals
 with carets, names, unrelated queries, attribute hierarchies."""
 import pytest
 

@@ -232,7 +232,7 @@ def place_streams(draw):
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(place_families(), place_streams())
 def test_attribute_hierarchies_reuse_exactly(queries, events):
-    """Concepts of an attribute (LANGUAGE.md §7) refine like types: every query and every offered edge
+    """Concepts of an attribute (docs/language.md §7) refine like types: every query and every offered edge
     (value complements such as "P but not a", "any value but not in Q") gives the reference's rows."""
     cube = ECube(queries, PLACES)
     results = cube.run(events)

@@ -1,4 +1,4 @@
-"""Digest 000a §4, the E-Cube worked examples (WE-2 to WE-8) on ``cepkit.ECube``: the relations, the OLAP
+"""The E-Cube worked examples of [LIU] ch. 4 (Def 3-4, Examples 9-16) on ``cepkit.ECube``: the relations, the OLAP
 operations, Chase's plan and costs, the reuse each strategy does, and the results, each equal to the
 query's own (reference and stack engine)."""
 import networkx as nx
@@ -12,10 +12,10 @@ from cepkit.ecube.reuse import Executor, JoinPattern
 from cepkit.datasets import ecube_cities, ecube_example
 from cepkit.runtime.events import Stream
 
-# Fig 4.2 [R] (digest 000a §4): USA > {TX, OK}; TX > {D, A, G}; OK > {T, O}; each city > its stations.
+# [LIU] Fig 4.2, reconstructed from Examples 9-16 (the figure is not printed): USA > {TX, OK}; TX > {D, A, G}; OK > {T, O}; each city > its stations.
 HIERARCHY = ecube_cities()
 
-# Fig 4.1, with q4 and q7 as Ex 9 / Ex 14 / Def 3(I) require (the digest's correction of the Def 3 prose).
+# Fig 4.1, with q4 and q7 as Ex 9 / Ex 14 / Def 3(I) require (docs/references.md E3).
 QUERIES = {
     "q1": "SEQ(TX x, OK y)",
     "q2": "SEQ(D x, T y)",
@@ -70,7 +70,7 @@ def test_we2_the_lattice_of_fig_4_1():
     assert {("q1", "q2"), ("q1", "q3"), ("q4", "q7"), ("q3", "q6"), ("q3", "q7"), ("q2", "q6"), ("q3", "q4")} \
         <= set(edges)
     assert edges[("q4", "q7")] == "concept" and edges[("q1", "q3")] == "both"
-    # q5 has its own window: the digest's q2-q5 edge is not exact without the same window (§6), so none.
+    # q5 has its own window: the q2-q5 edge of Fig 4.1 is not exact without the same window ([LIU] §4.7), so none.
     assert not any("q5" in e for e in edges)
 
 
@@ -79,7 +79,7 @@ def test_we3_olap_operations():
     q = {name: cepkit.parse(text, HIERARCHY) for name, text in QUERIES.items()}
     assert pattern_drill_down(q["q3"], [("!D n", 2)]) == q["q7"]
     assert pattern_roll_up(q["q6"], [("G", 1), ("A", 2)]) == cepkit.parse("SEQ(D d, T t)", HIERARCHY)
-    # The text lists only position 1, yet position 2 changes too (OK <-> T): the digest's correction.
+    # The text lists only position 1, yet position 2 changes too (OK <-> T): docs/references.md E4.
     assert concept_drill_down(q["q1"], [("TX", "D", 1), ("OK", "T", 2)]) == q["q2"]
     assert concept_roll_up(q["q2"], [("D", "TX", 1), ("T", "OK", 2)]) == q["q1"]
 
@@ -149,7 +149,7 @@ def test_we6_q2_and_q1_and_the_delta():
     assert results["q2"].positions() == [(0, 5), (3, 5)]                       # {dh10,ts33}, {dh16,ts33} [T]
     assert len(results["q1"]) == 10
     delta = set(results["q1"].positions()) - set(results["q2"].positions())
-    assert delta == {(0, 2), (0, 6), (1, 2), (1, 5), (1, 6), (3, 6), (4, 5), (4, 6)}   # the 8 of the digest
+    assert delta == {(0, 2), (0, 6), (1, 2), (1, 5), (1, 6), (3, 6), (4, 5), (4, 6)}   # docs/references.md E5
     assert_own_results(cube, results, WE6)
 
 
@@ -227,7 +227,7 @@ def test_every_query_of_fig_4_1_on_one_stream():
 
 
 @pytest.mark.parametrize("directions, allowed", [
-    (("g→s",), {"scratch", "g→s"}),      # the digest's top-down method (§5)
+    (("g→s",), {"scratch", "g→s"}),      # [LIU] §4.6's top-down method
     (("s→g",), {"scratch", "s→g"}),      # bottom-up
     ((), {"scratch"}),                   # every query alone, the state of the art
 ])

@@ -1,4 +1,4 @@
-"""One conformance suite for every registered engine (STYLE.md, "How this applies to cepkit").
+"""One conformance suite for every registered engine (CONTRIBUTING.md, "Tests").
 
 For each engine and each feature of the language (one small query per feature), the engine either
 gives exactly the reference's matches, or refuses with a ``QueryError`` that names other engines able
@@ -18,7 +18,7 @@ from cepkit.runtime.events import Stream
 from cepkit.runtime.registry import registered, select_engine
 
 HIERARCHY = {"X": ["A", "C"]}
-# The attribute hierarchy's example classifies values of v instead of types (LANGUAGE.md §7).
+# The attribute hierarchy's example classifies values of v instead of types (docs/language.md §7).
 ATTRIBUTE_HIERARCHY = cepkit.Hierarchy({"low": [0, 1, 2]}, attribute="v")
 
 # feature -> a small query that uses it (and as little else as possible)

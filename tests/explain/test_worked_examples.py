@@ -1,10 +1,10 @@
-"""``cepkit.explain`` on the digests' worked examples: CEL φ1 on the fire sensors (digest 004 §3), SES's
-STNM examples (digest 002 §3), the stack engine's negation examples (digest 000a §1-2)."""
+"""``cepkit.explain`` on the papers' worked examples: CEL φ1 on the fire sensors ([CEL] §2), SES's
+STNM examples ([SES] Figs 3.1, 6.1(a)), the stack engine's negation examples ([LIU] ch. 2, ch. 3)."""
 import pytest
 
 import cepkit
 from cepkit.datasets import cel_fire_sensors, ses_chemo, ses_stocks
-from engines.stack.digest_streams import arrivals
+from engines.stack.labelled_streams import arrivals
 
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
 
@@ -14,7 +14,7 @@ def underlined(explanation, reason):
     return explanation.query[start:end]
 
 
-# ----------------------------------------------------------------------------- digest 004, φ1
+# ----------------------------------------------------------------------------- [CEL], φ1
 def test_phi1_match_states_each_clause_with_its_values():
     e = cepkit.explain(PHI1, cel_fire_sensors(), (1, 2))
     assert e.is_match and e.candidate == {"x": 1, "y": 2}
@@ -47,7 +47,7 @@ def test_phi1_failed_conditions_with_the_values_seen():
 
 @pytest.mark.parametrize("strategy, candidate, preferred", [("NEXT", (5, 8), (1, 8)), ("LAST", (1, 8), (5, 8))])
 def test_phi1_selected_away_names_the_preferred_match(strategy, candidate, preferred):
-    """Digest 004 §3's table: NXT(φ1) keeps {1,8} and drops {5,8}; LAST(φ1) the other way round."""
+    """[CEL] §2's table: NXT(φ1) keeps {1,8} and drops {5,8}; LAST(φ1) the other way round."""
     e = cepkit.explain(PHI1, cel_fire_sensors(), candidate, strategy=strategy)
     assert not e.is_match
     (reason,) = e.reasons
@@ -89,7 +89,7 @@ def test_a_candidate_across_partitions_also_hears_what_else_is_wrong():
     assert [r.kind for r in e.reasons] == ["partition"]
 
 
-# ----------------------------------------------------------------------------- digest 002, SES STNM
+# ----------------------------------------------------------------------------- [SES], SES STNM
 CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
             "and prev(p.V) < p.V WITHIN 15 days")
 
@@ -99,7 +99,7 @@ def chemo_positions(stream, *names):
 
 
 def test_chemo_stnm_b_e14_is_skipped_past_e13():
-    """Digest 002 §3.1 Ex 3.5: {c/e8, p/<e9>, d/e7, b/e14} is a match under ALL, not under STNM: e13 comes first."""
+    """[SES] Fig. 3.1 Ex 3.5: {c/e8, p/<e9>, d/e7, b/e14} is a match under ALL, not under STNM: e13 comes first."""
     stream = ses_chemo(3)
     candidate = chemo_positions(stream, "e7", "e8", "e9", "e14")
     assert cepkit.explain(CHEMO_P1, stream, candidate).is_match
@@ -114,7 +114,7 @@ def test_chemo_stnm_b_e14_is_skipped_past_e13():
 
 
 def test_chemo_rising_prev_condition_fails_with_both_values():
-    """Digest 002 §3.1 Ex 3.4: <e6, e11> and <e9, e11> do not rise: prev(p.V) < p.V is false."""
+    """[SES] Fig. 3.1 Ex 3.4: <e6, e11> and <e9, e11> do not rise: prev(p.V) < p.V is false."""
     stream = ses_chemo(3)
     names = stream["e"].tolist()
     bindings = {"c": names.index("e8"), "p": [names.index("e9"), names.index("e11")], "d": names.index("e7"),
@@ -128,7 +128,7 @@ def test_chemo_rising_prev_condition_fails_with_both_values():
 
 
 def test_stocks_stnm_ex_6_4_run_of_e71_fails():
-    """Digest 002 §3.4 Ex 6.4: the run starting at e71 is not an STNM match (e72 taken greedily as s2); ROBUST_STNM
+    """[SES] Fig. 6.1(a) Ex 6.4: the run starting at e71 is not an STNM match (e72 taken greedily as s2); ROBUST_STNM
     (Ex 6.5) accepts {s1/e71, s2/e74, s3/<e76>, s4/e77}."""
     query = ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
              "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms")
@@ -142,12 +142,12 @@ def test_stocks_stnm_ex_6_4_run_of_e71_fails():
     assert reason.kind == "strategy" and names[reason.values["skipped"]] == "e72"
 
 
-# ----------------------------------------------------------------------------- digest 000a, negation
+# ----------------------------------------------------------------------------- [LIU], negation
 SEQ_ABNCD = "SEQ(A a, B b, !C c, D d) WITHIN 10"
 
 
 def test_we10_c5_blocks_the_late_b4():
-    """Digest 000a WE-10: <a3, b4, d8> is rejected, c5 lies between b4 and d8."""
+    """[LIU] WE-10: <a3, b4, d8> is rejected, c5 lies between b4 and d8."""
     text = "a3 c5 b6 a7 d8 d10 b11 f17 b4"
     events = arrivals(text)
     position = {label: k for k, label in enumerate(text.split())}
@@ -163,7 +163,7 @@ def test_we10_c5_blocks_the_late_b4():
 
 
 def test_we13_both_matches_blocked():
-    """Digest 000a WE-13 (in order): <a3, b11> is blocked by c5 (and c9), <a7, b11> by c9."""
+    """[LIU] WE-13 (in order): <a3, b11> is blocked by c5 (and c9), <a7, b11> by c9."""
     text = "a3 c5 a7 b11 c9"
     events = arrivals(text)
     position = {label: k for k, label in enumerate(text.split())}

@@ -1,4 +1,4 @@
-"""Attribute hierarchies (LANGUAGE.md §7, docs/decisions.md "Attribute hierarchies"): a comparison of the
+"""Attribute hierarchies (docs/language.md §7, docs/decisions.md "Attribute hierarchies"): a comparison of the
 hierarchy's attribute with a concept means "the value is the concept or below it"."""
 import pytest
 
@@ -6,7 +6,7 @@ import cepkit
 from cepkit.lang.hierarchy import expand_attribute_concepts
 from cepkit.runtime.registry import registered
 
-# Digest 000a §4, Fig 4.2, as values of a `loc` attribute: room < city < state.
+# [LIU] Fig 4.2 as values of a `loc` attribute: room < city < state.
 PLACES = cepkit.Hierarchy({"TX": ["D", "A"], "D": ["DBusStation", "DHospital"], "A": ["AHospital"]},
                           attribute="loc")
 EVENTS = [{"type": "Move", "loc": loc, "v": v} for loc, v in

@@ -1,4 +1,4 @@
-"""The shared condition compiler (cepkit.lang.compiled): the value rules of LANGUAGE.md §10, the same as
+"""The shared condition compiler (cepkit.lang.compiled): the value rules of docs/language.md §10, the same as
 the reference evaluator's, over a binding shape given by an accessor."""
 import pytest
 

@@ -1,5 +1,5 @@
 """Bad queries raise ``cepkit.QueryError`` (a ValueError) naming the line and column, with the offending
-text and a caret under it (LANGUAGE.md §8; issue 2: malformed query, unknown variable, unknown attribute)."""
+text and a caret under it (docs/language.md §8; issue 2: malformed query, unknown variable, unknown attribute)."""
 import pandas as pd
 import pytest
 
@@ -37,8 +37,8 @@ CASES = [
     ("(A a OR B b) ; C c FILTER a.v > 1", 1, 27, "a.v", "variable 'a' is not bound where this condition stands"),
     ("A x ; B x", 1, 7, "B x", "defined twice (first defined at line 1, column 1)"),
     ("A a ; (B b ; A a)", 1, 14, "A a", "can never match (unsafe"),
-    # CEL calls this one safe (vdef+ leaves out iterated variables, digest 004 §4); the language still
-    # defines each name once (LANGUAGE.md §10 rule 11).
+    # CEL calls this one safe (vdef+ leaves out iterated variables, [CEL] §5); the language still
+    # defines each name once (docs/language.md §10 rule 11).
     ("(A a)+ ; A a", 1, 10, "A a", "defined once per query, except across OR branches"),
     ("SELECT PARTITION_STRICT * PATTERN A a ; B b", 1, 1, "SELECT PARTITION_STRICT * PATTERN A a ; B b",
      "PARTITION_STRICT needs PARTITION BY"),
@@ -50,7 +50,7 @@ CASES = [
     ("A a ; B+ b WHERE b[i-2].v > 1", 1, 20, "i", "only b[i] and b[i-1]"),
     ("A a CONSUME BY EVERYTHING", 1, 16, "EVERYTHING", "expected ANY, PARTITION or NONE"),
     # the grammar's item := '!' item | EXISTS item | cond lets a negation take a bare condition: it means
-    # nothing (LANGUAGE.md §2, §8), so a QueryError, not the scoper's NotImplementedError (found by fuzzing)
+    # nothing (docs/language.md §2, §8), so a QueryError, not the scoper's NotImplementedError (found by fuzzing)
     ("SEQ(A a, !(a.v > 0), B b)", 1, 10, "!(a.v > 0)", "must apply to a pattern"),
     ("SEQ(A a, EXISTS a.v > 0)", 1, 10, "EXISTS a.v > 0", "must apply to a pattern"),
 ]

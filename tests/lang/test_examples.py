@@ -1,4 +1,4 @@
-"""LANGUAGE.md §9: the examples that must parse and mean what their seed says."""
+"""docs/language.md §9: the examples that must parse and mean what their source paper says."""
 import pytest
 
 import cepkit
@@ -24,7 +24,7 @@ def test_every_example_of_section_9_parses():
 
 @pytest.mark.parametrize("position0", ["T", "H"])
 def test_phi1_fire_at_sensor_0(position0):
-    # Digest 004 §3, φ1: {1,2}, {1,8}, {5,8} [paper], whichever type position 0 has.
+    # [CEL] §2, φ1: {1,2}, {1,8}, {5,8} [paper], whichever type position 0 has.
     found = cepkit.match(PHI1, cel_fire_sensors(position0), engine="reference")
     assert found.positions() == [(1, 2), (1, 8), (5, 8)]
     assert [m.bindings for m in found] == [{"x": 1, "y": 2}, {"x": 1, "y": 8}, {"x": 5, "y": 8}]
@@ -32,7 +32,7 @@ def test_phi1_fire_at_sensor_0(position0):
 
 @pytest.mark.parametrize("position0", ["T", "H"])
 def test_phi3_filter_inside_the_iteration(position0):
-    # Digest 004 §3, φ3: {3,4,6,7}, {3,4,7}, {3,6,7} [paper]; y is rebound in each iteration (a tuple outside).
+    # [CEL] §2, φ3: {3,4,6,7}, {3,4,7}, {3,6,7} [paper]; y is rebound in each iteration (a tuple outside).
     query = cepkit.parse(PHI3)
     plus = next(query.ast.pattern.find_all(A.Plus))
     assert isinstance(plus.pattern, A.Filter) and query.kleene_variables == {"y"}
@@ -42,12 +42,12 @@ def test_phi3_filter_inside_the_iteration(position0):
 
 
 def test_core_header_where_takes_the_pattern():
-    # LANGUAGE.md §9: with FROM, WHERE introduces the pattern and the FILTER belongs to it.
+    # docs/language.md §9: with FROM, WHERE introduces the pattern and the FILTER belongs to it.
     query = cepkit.parse(CORE)
     assert query.ast.core_style and query.ast.source == "S" and query.strategy == "NEXT"
     assert query.where is None and isinstance(query.pattern, A.Filter)
     assert isinstance(query.pattern.pattern, A.Seq)
-    # Under NXT the ≤next-least match per last position stays (digest 004 §2); T events above 40 are 1 and 5,
+    # Under NXT the ≤next-least match per last position stays ([CEL] §4); T events above 40 are 1 and 5,
     # so {1,7} beats {5,7} and {1,8} beats {5,8}.
     found = cepkit.match(query, cel_fire_sensors(), engine="reference")
     assert found.positions() == [(1, 2), (1, 3), (1, 7), (1, 8)]
@@ -62,7 +62,7 @@ def test_neel_nested_negation_with_condition_items():
     assert [cepkit.pretty(c) for c in conditions] == ["r.id = o.id", "r.id = w.id"]
     assert query.within.seconds == 600
     assert {"negation", "nested_negation", "condition_items", "correlated_filters"} <= query.features.keys()
-    # Digest 000b §7, T21: on [R] Fig 2's stream every candidate is filtered by a sharpen + disinfect.
+    # [CSV] Fig 2: on its stream every candidate is filtered by a sharpen + disinfect.
     assert cepkit.match(query, neel_hospital("rq1"), engine="reference").positions() == []
 
 

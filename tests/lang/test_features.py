@@ -53,7 +53,7 @@ def test_feature_is_found_and_located(feature):
 
 
 @pytest.mark.parametrize("text, features", [
-    # Digest 004 §3, φ1: a conjunction of unary filters, the CEL fragment the automaton compiles; arity is per
+    # [CEL] §2, φ1: a conjunction of unary filters, the CEL fragment the automaton compiles; arity is per
     # conjunct (a conjunct relating two variables, or a disjunction over two, is binary).
     ("(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)",
      {"sequence", "unary_conditions"}),

@@ -1,4 +1,4 @@
-"""LANGUAGE.md §2: keywords are case-insensitive; type and attribute names are case-sensitive."""
+"""docs/language.md §2: keywords are case-insensitive; type and attribute names are case-sensitive."""
 import re
 
 import pytest

@@ -1,4 +1,4 @@
-"""NEEL rewriting to normal form (digest 000b §3; ``cepkit.rewrite``): every rule on its digest example, the
+"""NEEL rewriting to normal form ([LIU] §5.2; ``cepkit.rewrite``): every rule on its example in the thesis, the
 golden trace of Ex 25, the exact NPDR1 form of Ex 29, the nesting measure (Ex 26), the normal forms
 (Ex 23/24), the refusals (T5, T7, T8, T29), and, on random nested queries, the normal form has the query's
 matches under the reference evaluator whenever every step is exact."""
@@ -9,7 +9,7 @@ import cepkit
 from cepkit.lang.rewrite import RULES, is_cnf, is_dnf, nesting, rewrite
 from strategies import nested_queries, streams
 
-Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"   # digest §2
+Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"   # [LIU] §5.1, Fig 5.1
 Q4 = "SEQ(Recycle r, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"             # Ex 21
 EX25 = "SEQ(E1 e1, !SEQ(E2 e2, E3 e3), E4 e4, SEQ(!AND(E5 e5, E6 e6), E7 e7))"                  # Ex 25 (Q6)
 
@@ -39,7 +39,7 @@ def events(spec):
 @pytest.mark.parametrize("query, rule, expected", [
     # FR1: SEQ(SEQ(E1..Ei, P), Ej..En) = SEQ(E1..En, P)
     ("SEQ(SEQ(A a, B b, a.v = b.v), C c)", "FR1", "A AS a ; B AS b ; C AS c FILTER a.v = b.v"),
-    # FR2, the digest's own example: SEQ(A, SEQ(B, C, !D), E, F)
+    # FR2, [LIU] §5.2.3's own example: SEQ(A, SEQ(B, C, !D), E, F)
     ("SEQ(A a, SEQ(B b, C c, !D d), E e, F f)", "FR2", "SEQ(A AS a, B AS b, C AS c, !D AS d, E AS e, F AS f)"),
     # FR3 / FR4: AND inside AND (FR4 keeps the inner negation)
     ("AND(AND(A a, B b), C c)", "FR3", "AND(A AS a, B AS b, C AS c)"),
@@ -52,7 +52,7 @@ def events(spec):
     ("AND(EXISTS AND(B b, C c), D d)", "FR7", "AND(B AS b, C AS c, D AS d) RETURN d"),
 ])
 def test_flattening_rules(query, rule, expected):
-    """Digest 000b §3.1, FR1-FR7."""
+    """[LIU] §5.2.3, FR1-FR7."""
     assert rules(query)[0] == rule
     assert normal_form(query) == expected
 
@@ -66,22 +66,22 @@ def test_flattening_rules(query, rule, expected):
     ("AND(A a, EXISTS OR(B b, C c))", "DR6", "AND(A AS a, EXISTS B AS b) OR AND(A AS a, EXISTS C AS c)"),
 ])
 def test_distributive_rules(query, rule, expected):
-    """Digest 000b §3.2, DR1/DR2/DR5/DR6 (DR3 is in Ex 25, DR4 below)."""
+    """[LIU] §5.2.4, DR1/DR2/DR5/DR6 (DR3 is in Ex 25, DR4 below)."""
     assert rules(query) == [rule]
     assert normal_form(query) == expected
 
 
 def test_dr4_distributes_a_disjunction_of_negations_in_an_and():
-    """Digest 000b §3.2 DR4 (IMPL: on any disjunction of boolean items), after NPDR3 made one."""
+    """[LIU] §5.2.4 DR4 (IMPL: on any disjunction of boolean items), after NPDR3 made one."""
     assert rules("AND(A a, !AND(B b, C c))") == ["NPDR3", "DR4"]
     assert normal_form("AND(A a, !AND(B b, C c))") == "AND(A AS a, !B AS b) OR AND(A AS a, !C AS c)"
 
 
 # ----------------------------------------------------------------------------- negation push-down (Table 5.4)
 def test_ex25_golden_trace():
-    """Digest 000b §3.4 Ex 25 / T9: FR (the digest's "FR1"; FR2 in Table 5.2's terms, the inner SEQ starts with
-    a negation), NPDR3, NPDR2, DR, FR6 give the 4-disjunct DNF. The digest's ∃E2 is a projected positive
-    component (§1.2 IMPL), hence E2 AS e2 and the RETURN."""
+    """[LIU] §5.2.6-5.2.7 Ex 25: FR (the text's "FR1"; FR2 in Table 5.2's terms, the inner SEQ starts with
+    a negation), NPDR3, NPDR2, DR, FR6 give the 4-disjunct DNF. Its ∃E2 is a projected positive component
+    (the FR6 proof's reading), hence E2 AS e2 and the RETURN."""
     r = rewrite(EX25)
     assert [s.rule for s in r.steps] == ["FR2", "NPDR3", "NPDR2", "DR3", "FR6", "DR3", "FR5", "DR3", "FR5"]
     assert r.steps[0].new == "SEQ(E1 AS e1, !(E2 AS e2 ; E3 AS e3), E4 AS e4, !AND(E5 AS e5, E6 AS e6), E7 AS e7)"
@@ -98,7 +98,7 @@ def test_ex25_golden_trace():
 
 
 def test_ex29_exact_npdr1_form_of_q1():
-    """Digest 000b §4 Ex 29 ERRATA: NPDR1 (right to left) on Q1 gives the exact form with the last-instance
+    """[LIU] §5.3-5.4 Ex 29 ERRATA: NPDR1 (right to left) on Q1 gives the exact form with the last-instance
     negations, SEQ(R,W,!C,O) ∨ Proj SEQ(R,W,!D,C,!C,O) ∨ Proj SEQ(R,W,!S,D,!D,C,!C,O), not Fig 5.5."""
     assert normal_form(Q1, direction="right") == (
         "SEQ(Recycle AS r, Washing AS w, !Checking AS c, Operating AS o) OR "
@@ -114,19 +114,19 @@ def test_ex29_exact_npdr1_form_of_q1():
                                     "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"])
 @pytest.mark.parametrize("direction", ["left", "right"])
 def test_both_unrollings_of_q1_keep_its_matches(stream, direction):
-    """Digest 000b §3.5: no confluence, NPDR1 and NPDR2 give different, equivalent DNFs (T15, T16 streams)."""
+    """[LIU] §5.2.8: no confluence, NPDR1 and NPDR2 give different, equivalent DNFs (T15, T16 streams)."""
     same_matches(Q1, rewrite(Q1, direction=direction).result, events(stream))
 
 
 def test_npdr3_and_npdr5_split_a_negated_and_or():
-    """Digest 000b §3.3 NPDR3 (!AND = ∨ of !) and NPDR5 (!OR = ∧ of !), then DR3 / the splice rule (§3.2 IMPL)."""
+    """[LIU] §5.2.5 NPDR3 (!AND = ∨ of !) and NPDR5 (!OR = ∧ of !), then DR3 / the splice rule (§3.2 IMPL)."""
     assert rules("SEQ(A a, !AND(B b, C c), D d)") == ["NPDR3", "DR3"]
     assert rules("SEQ(A a, !OR(B b, C c), D d)") == ["NPDR5", "splice"]
     assert normal_form("SEQ(A a, !OR(B b, C c), D d)") == "SEQ(A AS a, !B AS b, !C AS c, D AS d)"
 
 
 def test_npdr4_flips_the_polarity_and_is_exact_without_a_window():
-    """Digest 000b §3.3 NPDR4: !AND(E1, !E2) = !E1 ∨ ∃E2. Under WITHIN the inner negation is bounded by the
+    """[LIU] §5.2.5 NPDR4: !AND(E1, !E2) = !E1 ∨ ∃E2. Under WITHIN the inner negation is bounded by the
     window around the witness, not by the scope: the same in a SEQ, not inside an AND (marked inexact)."""
     query = "SEQ(A a, !AND(B b, !C c), D d)"
     r = rewrite(query)
@@ -142,7 +142,7 @@ def test_npdr4_flips_the_polarity_and_is_exact_without_a_window():
 
 
 def test_npdr6_and_npdr7_make_an_existential_item_positive():
-    """Digest 000b §3.3 NPDR6 (!SEQ(.., ∃Ei, ..) = !SEQ(.., Ei, ..)) and NPDR7 (the same in AND)."""
+    """[LIU] §5.2.5 NPDR6 (!SEQ(.., ∃Ei, ..) = !SEQ(.., Ei, ..)) and NPDR7 (the same in AND)."""
     assert rules("SEQ(A a, !SEQ(B b, EXISTS C c, D d), E e)")[0] == "NPDR6"
     assert rules("SEQ(A a, !AND(B b, EXISTS C c), D d)")[:2] == ["NPDR7", "NPDR3"]
     for query in ["SEQ(A a, !SEQ(B b, EXISTS C c, D d), E e)", "SEQ(A a, !AND(B b, EXISTS C c), D d)"]:
@@ -166,14 +166,14 @@ def test_npdr6_and_npdr7_make_an_existential_item_positive():
     ("SELECT MAX * PATTERN SEQ(A a, EXISTS SEQ(B b, C c), D d)", "selection strategy"),   # FR6 would change C
 ])
 def test_refusals_name_the_reason(query, reason):
-    """Digest 000b §1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([R] Fig 3: predicates crossing the negation)."""
+    """[LIU] §5.1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([R] Fig 3: predicates crossing the negation)."""
     r = rewrite(query)
     assert not r.normal and r.result is None
     assert reason in r.reason
 
 
 def test_r_fig3_loses_no_predicate():
-    """Digest 000b §6.4: rewriting [R]'s Q1 would drop s.roomID = d.roomID; the rewriter refuses instead, and
+    """[CSV] §1.1: rewriting [R]'s Q1 would drop s.roomID = d.roomID; the rewriter refuses instead, and
     without the crossing predicate the rewriting is exact on the [R] Fig 2 stream (T21)."""
     from cepkit.datasets import neel_hospital
     simple = ("SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.id = r.id, d.id = r.id), Operate o, "
@@ -185,14 +185,14 @@ def test_r_fig3_loses_no_predicate():
 
 # ----------------------------------------------------------------------------- measure and normal forms
 def test_ex26_nesting_measure():
-    """Digest 000b §3.5 Ex 26 / T10: α(SEQ(SEQ(E1,!AND(E3,E4)),AND(E5,E6))) = 4, the inner part 3."""
+    """[LIU] §5.2.8 Ex 26 / T10: α(SEQ(SEQ(E1,!AND(E3,E4)),AND(E5,E6))) = 4, the inner part 3."""
     assert nesting(cepkit.parse("SEQ(SEQ(E1 a, !AND(E3 b, E4 c)), AND(E5 d, E6 e))").pattern) == 4
     assert nesting(cepkit.parse("SEQ(E1 a, !AND(E3 b, E4 c))").pattern) == 3
     assert nesting(cepkit.parse("SEQ(A a, !B b, C c)").pattern) == 0
 
 
 def test_ex23_ex24_normal_forms():
-    """Digest 000b §3.4 Ex 23 (DNF) and Ex 24 (CNF) / T11; Th1: normal form iff α = 0."""
+    """[LIU] §5.2.6-5.2.7 Ex 23 (DNF) and Ex 24 (CNF) / T11; Th1: normal form iff α = 0."""
     dnf = cepkit.parse("SEQ(R r, W w) OR SEQ(R r, EXISTS W w, S s) OR SEQ(R r, !W w, S s)").pattern
     cnf = cepkit.parse("AND(SEQ(R r, W w), SEQ(R2 r2, EXISTS W w2, S s), SEQ(R3 r3, !W w3, S2 s2))").pattern
     assert is_dnf(dnf) and not is_cnf(dnf) and nesting(dnf) == 0
@@ -218,7 +218,7 @@ def test_each_step_locates_the_rewritten_part():
 @settings(max_examples=120, deadline=None)
 @given(nested_queries(max_depth=3), streams(max_size=5))
 def test_exact_rewritings_keep_every_match(query, stream):
-    """Digest 000b §3 / Th4: the normal form of a flattenable query has the query's matches (positions and
+    """[LIU] §5.2 / Th4: the normal form of a flattenable query has the query's matches (positions and
     bindings) under the reference evaluator whenever every step is exact."""
     r = rewrite(query)
     if r.normal and r.exact:

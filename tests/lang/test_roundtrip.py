@@ -8,7 +8,7 @@ from cepkit.lang.parser import parse_tree
 from cepkit.lang.printer import pretty
 from strategies import condition_trees, pattern_trees, query_trees
 
-# Every form of LANGUAGE.md §2-§4, each in the notation of the seed that uses it.
+# Every form of docs/language.md §2-§4, each in the notation of the paper that uses it.
 FORMS = [
     # atoms and iteration
     "A a", "A AS a", "A", "ANY AS x", "ANY", "B+ b", "B+ AS b", "B+", "(A a ; B b)+ ; C c", "(A+ a ; B b)+",

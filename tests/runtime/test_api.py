@@ -1,5 +1,5 @@
 """The public API of issue 2 (item 4): ``cepkit.match`` and ``Matches``, ``cepkit.Matcher``, ``engine="auto"``
-and the engine registry (ARCHITECTURE.md, "Public API"; LANGUAGE.md §1 on disordered input)."""
+and the engine registry (docs/architecture.md, "Public API"; docs/language.md §1 on disordered input)."""
 import pandas as pd
 import pytest
 
@@ -12,7 +12,7 @@ FIRE = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.i
 
 
 def test_the_done_when_call_of_issue_2_as_positions_matches_and_a_frame():
-    """Digest 004 §3, φ1 on the running stream S: {1,2}, {1,8}, {5,8}."""
+    """[CEL] §2, φ1 on the running stream S: {1,2}, {1,8}, {5,8}."""
     found = cepkit.match(FIRE, cel_fire_sensors(), engine="reference")
     assert found.positions() == [(1, 2), (1, 8), (5, 8)]
     assert found.engine == "reference"
@@ -24,7 +24,7 @@ def test_the_done_when_call_of_issue_2_as_positions_matches_and_a_frame():
 
 
 def test_disordered_input_is_rejected_at_the_first_offending_position():
-    """LANGUAGE.md §1: position 3 (ts 2 after ts 3) is the first event earlier than one before it."""
+    """docs/language.md §1: position 3 (ts 2 after ts 3) is the first event earlier than one before it."""
     events = [{"type": "A", "ts": t} for t in (1, 3, 3, 2, 0)]
     with pytest.raises(cepkit.EventError) as err:
         cepkit.match("A a", events)
@@ -106,7 +106,7 @@ def test_auto_agrees_with_the_capability_matrix():
 
 
 def test_a_dataframe_column_that_is_null_everywhere_is_still_a_partition_key():
-    """LANGUAGE.md §10.5: a missing key (null) is a key like any other; a DataFrame's column names its
+    """docs/language.md §10.5: a missing key (null) is a key like any other; a DataFrame's column names its
     attributes even when every row is null (found by fuzzing: it was refused as 'unknown attribute')."""
     events = pd.DataFrame({"type": ["A", "B", "B"], "ts": [0, 1, 2], "id": [None, None, None]})
     for engine in ("reference", "auto"):

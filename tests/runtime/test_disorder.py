@@ -1,7 +1,7 @@
 """The out-of-order layer (``cepkit.runtime.disorder``, issue 14): every engine's in-order matcher behind
 K-slack and conservative reorder buffers, and aggressive re-evaluation of the stretch a late event
 touches. Random queries of each engine's own fragment (tests/strategies.py) on random disordered streams:
-the net result is the reference's over the arrivals (LANGUAGE.md §6). The conformance suite
+the net result is the reference's over the arrivals (docs/language.md §6). The conformance suite
 (tests/engines/test_conformance.py) runs every engine x mode on one query per feature."""
 import dataclasses
 import pickle

@@ -1,4 +1,4 @@
-"""Streams from every accepted input, and bad events named by position and field (LANGUAGE.md §1)."""
+"""Streams from every accepted input, and bad events named by position and field (docs/language.md §1)."""
 import datetime as dt
 
 import numpy as np

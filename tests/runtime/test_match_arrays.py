@@ -1,6 +1,6 @@
 """Matches built from columns (``MatchArrays``) are the matches ``output_order`` gives on ``Match`` objects:
 same identity, order, first occurrence kept; lazy ``Match`` objects equal eager ones; tables from the
-columns equal the tables built row by row (LANGUAGE.md §10.2)."""
+columns equal the tables built row by row (docs/language.md §10.2)."""
 import datetime as dt
 
 import numpy as np

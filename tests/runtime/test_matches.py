@@ -1,4 +1,4 @@
-"""Matches: one entry per distinct (C, β), ordered by (max C, C) (LANGUAGE.md §10.2)."""
+"""Matches: one entry per distinct (C, β), ordered by (max C, C) (docs/language.md §10.2)."""
 from cepkit import Match, Matches
 
 

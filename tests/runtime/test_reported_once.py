@@ -1,4 +1,4 @@
-"""RETURN keys reported once by the incremental matchers, and forgotten a window later (LANGUAGE.md §10.2)."""
+"""RETURN keys reported once by the incremental matchers, and forgotten a window later (docs/language.md §10.2)."""
 import random
 
 import pytest

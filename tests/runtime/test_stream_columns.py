@@ -64,7 +64,7 @@ def test_every_input_form_gives_the_same_matches(events, query, engine):
     for name, form in forms.items():
         got = _outcome(query, form, engine)
         if isinstance(expected, tuple) and "unknown attribute" in expected[1] and name != "dicts":
-            continue   # a DataFrame's column null in every row is a known attribute (LANGUAGE.md §10.5)
+            continue   # a DataFrame's column null in every row is a known attribute (docs/language.md §10.5)
         assert got == expected, (name, query, engine)
 
 

@@ -54,7 +54,7 @@ def test_phase_two_is_counted(monkeypatch):
 
 
 def test_the_largest_worked_example_fits(monkeypatch):
-    """Digest 003's water stream (the most expensive worked example) stays well inside the budget."""
+    """[RCEP]'s water stream (the most expensive worked example) stays well inside the budget."""
     steps = Steps(monkeypatch)
     water = ("PATTERN SEQ(Water+ b, Water c) WHERE b[i].vol > b[i-1].vol and count(b) >= 3 and c.pres <= 1 "
              "WITHIN 10")

@@ -1,14 +1,14 @@
-"""The worked examples of digest 000a (§4) that the reference can run: stack evaluation (WE-1), concept
+"""The worked examples of [LIU] (§4) that the reference can run: stack evaluation (WE-1), concept
 hierarchies (WE-6..WE-8), and the in-order meaning of the out-of-order examples (WE-9, WE-10, WE-13): the
 reference evaluates in logical order whatever the arrival order, so its result is the ground truth the
-out-of-order modes converge to (LANGUAGE.md §6)."""
+out-of-order modes converge to (docs/language.md §6)."""
 import cepkit
 from cepkit.datasets import ecube_cities, ecube_example
 from cepkit.semantics import evaluate
 
 
 def named(query, name, hierarchy=None):
-    """The matches as tuples of the digest's event names, in output order."""
+    """The matches as tuples of the thesis's event names, in output order."""
     stream = ecube_example(name)
     return [tuple(stream["e"].iloc[list(m.positions)]) for m in evaluate(query, stream, hierarchy=hierarchy)]
 
@@ -76,7 +76,7 @@ def test_we13_net_result_is_empty():
 
 
 def test_in_order_engines_reject_the_disordered_stream():
-    """LANGUAGE.md §1: cepkit.match rejects a disordered stream naming the first offending position."""
+    """docs/language.md §1: cepkit.match rejects a disordered stream naming the first offending position."""
     try:
         cepkit.match("SEQ(A a, B b)", ecube_example("we13"), engine="reference")
     except cepkit.EventError as err:

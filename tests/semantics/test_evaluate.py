@@ -1,4 +1,4 @@
-"""The reference pipeline's clauses: windows, PARTITION BY, CONSUME BY, projection, types (LANGUAGE.md §4, §10)."""
+"""The reference pipeline's clauses: windows, PARTITION BY, CONSUME BY, projection, types (docs/language.md §4, §10)."""
 import pandas as pd
 import pytest
 
@@ -24,7 +24,7 @@ def test_event_window_counts_positions(reference, events):
 
 
 def test_window_with_fractional_units(reference):
-    """Milliseconds on datetime ts: rounding never breaks an inclusive bound (digest 002 §3.3's 100 ms)."""
+    """Milliseconds on datetime ts: rounding never breaks an inclusive bound ([SES] Fig. 1.3's 100 ms)."""
     start = pd.Timestamp("2013-07-01 09:32")
     stream = pd.DataFrame({"type": ["A", "B", "B"],
                            "ts": [start + pd.Timedelta(milliseconds=ms) for ms in (344, 444, 445)]})
@@ -124,7 +124,7 @@ def test_query_text_is_never_evaluated_as_python(reference):
 
 # ----------------------------------------------------------------------------- the evaluator itself
 def test_evaluate_on_a_disordered_stream_gives_the_sorted_stream_s_matches():
-    """LANGUAGE.md §6: evaluate works in logical order and reports arrival positions (the ground truth of the
+    """docs/language.md §6: evaluate works in logical order and reports arrival positions (the ground truth of the
     out-of-order modes)."""
     arrivals = [{"type": "B", "ts": 5}, {"type": "A", "ts": 1}]
     assert [m.positions for m in evaluate("A a ; B b", arrivals)] == [(0, 1)]
@@ -139,7 +139,7 @@ def test_engine_is_registered_with_every_feature():
 
 
 def test_plans_and_matchers_pickle(events):
-    """ARCHITECTURE.md: plans pickle (Spark ships them), incremental state included."""
+    """docs/architecture.md: plans pickle (Spark ships them), incremental state included."""
     import pickle
 
     from cepkit.runtime import Stream, get_engine

@@ -1,4 +1,4 @@
-"""NEEL negation, EXISTS and AND (digest 000b §1.2 and §7; LANGUAGE.md §2, §10.4, §10.7, §10.11)."""
+"""NEEL negation, EXISTS and AND ([LIU] §5.1.2 and §7; docs/language.md §2, §10.4, §10.7, §10.11)."""
 import pytest
 
 import cepkit
@@ -12,23 +12,23 @@ R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = 
 
 
 def test_ex17_sequence(reference):
-    """Digest 000b §7 T1 (Ex 17): SEQ(Recycle r, Washing w) over {r1, w2, w3} gives {r1,w2}, {r1,w3}."""
+    """[LIU] Ex 17: SEQ(Recycle r, Washing w) over {r1, w2, w3} gives {r1,w2}, {r1,w3}."""
     assert reference("SEQ(Recycle r, Washing w)", neel_hospital("ex17")) == [(0, 1), (0, 2)]
 
 
 def test_ex18_and_any_order(reference):
-    """Digest 000b §7 T2 (Ex 18): AND(Recycle r, Washing w) over {w1, r2, w3} gives {r2,w1}, {r2,w3}."""
+    """[LIU] Ex 18: AND(Recycle r, Washing w) over {w1, r2, w3} gives {r2,w1}, {r2,w3}."""
     assert reference("AND(Recycle r, Washing w)", neel_hospital("ex18")) == [(0, 1), (1, 2)]
 
 
 def test_ex19_negation_in_and_covers_the_window(reference):
-    """Digest 000b §7 T3 (Ex 19): AND(Recycle, Washing, !Checking) over {c1, w2, r3} gives nothing: inside
+    """[LIU] Ex 19: AND(Recycle, Washing, !Checking) over {c1, w2, r3} gives nothing: inside
     AND, !X must hold over the whole window, c1 included."""
     assert reference("AND(Recycle r, Washing w, !Checking c)", neel_hospital("ex19")) == []
 
 
 def test_ex20_or_over_the_window_ending_at_8(reference):
-    """Digest 000b §7 T4 (Ex 20): OR(Checking[insType="scalpels"], Sharpening[insID=15]) over H_4 at time 8
+    """[LIU] Ex 20: OR(Checking[insType="scalpels"], Sharpening[insID=15]) over H_4 at time 8
     gives {c6}, {s8}; c2 lies outside the window [4, 8]."""
     query = "OR(Checking c FILTER c.insType = 'scalpels', Sharpening s FILTER s.insID = 15)"
     stream = neel_hospital("ex20")
@@ -39,33 +39,33 @@ def test_ex20_or_over_the_window_ending_at_8(reference):
 
 
 def test_t5_negation_needs_for_all(reference, events):
-    """Digest 000b §1.1 / T5: SEQ(A, !SEQ(B, !C, D), E) over {a1,b2,d4,c6,d8,e10} does not return {a1,e10}:
+    """[LIU] §5.1.1 / T5: SEQ(A, !SEQ(B, !C, D), E) over {a1,b2,d4,c6,d8,e10} does not return {a1,e10}:
     (b2, d4) has no C between them."""
     assert reference("SEQ(A a, !SEQ(B b, !C c, D d), E e)", events("A1 B2 D4 C6 D8 E10")) == []
 
 
 def test_t6_double_negation(reference):
-    """Digest 000b §7 T6: Q2 = SEQ(R,W,!SEQ(S,!D,C),O); r1,w2,s3,c4,o5 gives nothing; r1,w2,s3,d4,c5,o6 gives
+    """[LIU] §5.2.2, Q2 = SEQ(R,W,!SEQ(S,!D,C),O); r1,w2,s3,c4,o5 gives nothing; r1,w2,s3,d4,c5,o6 gives
     {r1,w2,o6}."""
     assert reference(Q2, neel_hospital("q2_reject")) == []
     assert reference(Q2, neel_hospital("q2_accept")) == [(0, 1, 5)]
 
 
 def test_t7_ex21_every_sharpening_checking_pair(reference):
-    """Digest 000b §3.3 Ex 21 / T7: Q4 gives nothing on r1,s2,c3,s4,d5,c6,o7, because of (s2, c3) (the naive
+    """[LIU] §5.2.5 Ex 21 / T7: Q4 gives nothing on r1,s2,c3,s4,d5,c6,o7, because of (s2, c3) (the naive
     NPDR1 rewrite Q4' would accept)."""
     assert reference(Q4, neel_hospital("ex21")) == []
 
 
 def test_t8_ex22_composite_last_instance(reference, events):
-    """Digest 000b §3.3 Ex 22 / T8: with E = SEQ(C, O) on {c2,c3,o4,o5}, {c2,o4} also matches SEQ(E, !E):
+    """[LIU] §5.2.5 Ex 22 / T8: with E = SEQ(C, O) on {c2,c3,o4,o5}, {c2,o4} also matches SEQ(E, !E):
     no E lies wholly after o4."""
     found = reference("SEQ(SEQ(C c, O o), !SEQ(C c2, O o2))", events("C2 C3 O4 O5"))
     assert (0, 2) in found and found == [(0, 2), (1, 2), (0, 3), (1, 3)]
 
 
 def test_t15_figure_5_5_errata(reference):
-    """Digest 000b §4 ERRATA / T15: on r,w,c1,s2,d3,c4,o, Q1 rejects because (s2,d3,c4) matches (the literal
+    """[LIU] §5.3-5.4 ERRATA / T15: on r,w,c1,s2,d3,c4,o, Q1 rejects because (s2,d3,c4) matches (the literal
     Fig 5.5 would accept through c1)."""
     assert reference(Q1, neel_hospital("fig55_errata")) == []
 
@@ -73,12 +73,12 @@ def test_t15_figure_5_5_errata(reference):
 @pytest.mark.parametrize("name, expected", [("q1_accept", [(0, 1, 2)]), ("q1_reject", []),
                                             ("q1_accept_no_disinfection", [(0, 1, 4)])])
 def test_t16_q1(reference, name, expected):
-    """Digest 000b §7 T16: Q1 accepts r1,w2,o3, rejects r1,w2,s3,d4,c5,o6, accepts r1,w2,s3,c4,o5."""
+    """[LIU] Fig 5.1, Q1 accepts r1,w2,o3, rejects r1,w2,s3,d4,c5,o6, accepts r1,w2,s3,c4,o5."""
     assert reference(Q1, neel_hospital(name)) == expected
 
 
 def test_t19_predicate_scoping():
-    """Digest 000b §1.2 / §7.2.4 / T19: q1 returns {a1,c0} (no y with 1 <= y.f <= 0), not {a1,c3} (b2 blocks);
+    """[LIU] §5.1.2 / §7.2.4 / T19: q1 returns {a1,c0} (no y with 1 <= y.f <= 0), not {a1,c3} (b2 blocks);
     q2, with the implied conjunct x.f <= z.f outside the negation, does not return {a1,c0}."""
     q1 = "SEQ(A x, !(B y), C z, x.f <= y.f and y.f <= z.f)"
     q2 = "SEQ(A x, !(B y), C z, x.f <= y.f and y.f <= z.f and x.f <= z.f)"
@@ -90,7 +90,7 @@ def test_t19_predicate_scoping():
 
 
 def test_t21_r_q1_correlated_negated_and(reference):
-    """Digest 000b §6.4 / T21 ([R] Fig 2): ⟨r1,w2,o11⟩ is filtered by ⟨s3,d10⟩ and ⟨r1,w2,o20⟩ by ⟨s3,d10⟩ (and
+    """[CSV] §1.1 / T21 ([R] Fig 2): ⟨r1,w2,o11⟩ is filtered by ⟨s3,d10⟩ and ⟨r1,w2,o20⟩ by ⟨s3,d10⟩ (and
     ⟨s13,d10⟩ is no match: d10 precedes s13 — AND allows it); the output is empty."""
     stream = neel_hospital("rq1")
     assert reference(R_Q1, stream) == []
@@ -99,14 +99,14 @@ def test_t21_r_q1_correlated_negated_and(reference):
 
 
 def test_t23_negated_and_between_neighbours(reference, events):
-    """Digest 000b §7 T23 ([R] Ex 2): SEQ(R, !AND(S, D), W, O) emits ⟨r1,w12,o18⟩ iff nothing matches AND(S,D)
+    """[CSV] Ex 2: SEQ(R, !AND(S, D), W, O) emits ⟨r1,w12,o18⟩ iff nothing matches AND(S,D)
     inside (1, 12)."""
     query = "SEQ(R r, !AND(S s, D d), W w, O o)"
     assert reference(query, events("R1 S3 D5 W12 O18")) == []
     assert reference(query, events("R1 S3 W12 D14 O18")) == [(0, 2, 4)]
 
 
-# ----------------------------------------------------------------------------- scopes, LANGUAGE.md §10.4
+# ----------------------------------------------------------------------------- scopes, docs/language.md §10.4
 def test_leading_negation_looks_back_from_the_last_event(reference, events):
     """§10.4: a leading !p finds no match at or after (last ts − w) and before the first event."""
     query = "SEQ(!C c, A a, B b) WITHIN 5 s"
@@ -171,7 +171,7 @@ def test_negated_or(reference, events):
 
 
 def test_exists_requires_a_witness_and_adds_no_event(reference, events):
-    """LANGUAGE.md §2: EXISTS p is !p with "some match"; existential items add nothing to C and bound nothing."""
+    """docs/language.md §2: EXISTS p is !p with "some match"; existential items add nothing to C and bound nothing."""
     query = "SEQ(A a, EXISTS B b, C c)"
     assert reference(query, events("A0 B1 C2")) == [(0, 2)]
     assert reference(query, events("A0 C1 B2")) == []
@@ -197,6 +197,6 @@ def test_conditions_on_negated_variables_in_where(reference, events):
 
 
 def test_seq_without_positive_item_is_rejected(events):
-    """NEEL: SEQ and AND need a generating item (digest 000b §1.1)."""
+    """NEEL: SEQ and AND need a generating item ([LIU] §5.1.1)."""
     with pytest.raises(cepkit.QueryError, match="at least one positive item"):
         cepkit.match("SEQ(A a, !SEQ(!B b))", events("A0"), engine="reference")

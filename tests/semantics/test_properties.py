@@ -16,7 +16,7 @@ def keys(query, events, **kwargs):
 @settings(max_examples=40, deadline=None)
 @given(set_queries(max_sets=2, max_set_size=2), streams(types=("C", "P", "D", "B"), max_size=8))
 def test_thm_6_1_stnm_within_robust_stnm_within_all(query, events):
-    """Digest 002 §2, Thm 6.1: Γ_stnm ⊆ Γ_rstnm ⊆ Γ."""
+    """[SES] §1.3, §6.2, Thm 6.1: Γ_stnm ⊆ Γ_rstnm ⊆ Γ."""
     stnm, robust, every = (keys(query, events, strategy=s) for s in ("STNM", "ROBUST_STNM", "ALL"))
     assert stnm <= robust <= every
 
@@ -24,7 +24,7 @@ def test_thm_6_1_stnm_within_robust_stnm_within_all(query, events):
 @settings(max_examples=40, deadline=None)
 @given(unary_queries(max_depth=2), streams(max_size=8))
 def test_strategies_choose_among_all_matches(query, events):
-    """Digest 004 §2: every strategy filters the ALL matches; NEXT and LAST keep at most one C per position
+    """[CEL] §4: every strategy filters the ALL matches; NEXT and LAST keep at most one C per position
     (Lemma 1: ≤next and ≤last are total orders)."""
     every = keys(query, events)
     for strategy in ("STRICT", "NEXT", "LAST", "MAX"):

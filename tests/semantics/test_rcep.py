@@ -1,4 +1,4 @@
-"""RCEP's worked examples (digest 003 §5) and Kleene conditions / aggregates (LANGUAGE.md §3)."""
+"""RCEP's worked examples ([RCEP] Fig. 2.4, Examples 3-4) and Kleene conditions / aggregates (docs/language.md §3)."""
 import pytest
 
 import cepkit
@@ -18,7 +18,7 @@ def names(found, stream):
 
 
 def test_water_skip_till_any_match_count(water_all):
-    """Digest 003 §5 T1 [derived]: under the explicit reading (Kleene part >= 3 rising in one region, a closing
+    """[RCEP] Fig. 2.4, counted here: under the explicit reading (Kleene part >= 3 rising in one region, a closing
     event with pressure <= 1 after it, window inclusive), 240 matches: 16 closing at e7, 54 at e15, 170 at e20."""
     stream = rcep_water()
     closing = [stream["e"].iloc[m.last] for m in water_all]
@@ -27,12 +27,12 @@ def test_water_skip_till_any_match_count(water_all):
 
 
 def test_water_strict_window_count():
-    """Digest 003 §5 T1 [derived]: with a strict "< 10" window (integer ts: WITHIN 9), 141 matches."""
+    """[RCEP] Fig. 2.4, counted here: with a strict "< 10" window (integer ts: WITHIN 9), 141 matches."""
     assert len(cepkit.match(WATER.replace("WITHIN 10", "WITHIN 9"), rcep_water(), engine="reference")) == 141
 
 
 def test_water_contiguity():
-    """Digest 003 §5 T1: SC = e3..e7 (e0 would start it but the r2 event e1 is between); PC = e0, e3..e7 and
+    """[RCEP] Fig. 2.4: SC = e3..e7 (e0 would start it but the r2 event e1 is between); PC = e0, e3..e7 and
     e11..e15 (e10 breaks e8, e9)."""
     stream = rcep_water()
     strict = names(cepkit.match(WATER.replace(" PARTITION BY region", ""), stream, engine="reference",
@@ -45,7 +45,7 @@ def test_water_contiguity():
 
 
 def test_water_skip_till_next_match(water_all):
-    """Digest 003 §5 T1: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
+    """[RCEP] Fig. 2.4: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
     e16, e17, e19, e20, which STA finds; [derived] e20 completes e16, e17, e18 under STN."""
     stream = rcep_water()
     stnm = names(cepkit.match(WATER, stream, engine="reference", strategy="STNM"), stream)
@@ -55,7 +55,7 @@ def test_water_skip_till_next_match(water_all):
 
 
 def test_kleene_chains_of_the_hybrid_join_example(reference):
-    """Digest 003 §5 T3 [derived]: over (1,30) (2,25) (3,50) (4,40) (5,22) (6,15) (7,21), 11 decreasing chains
+    """[RCEP] Examples 3-4 (values reconstructed): over (1,30) (2,25) (3,50) (4,40) (5,22) (6,15) (7,21), 11 decreasing chains
     start at (1,30) with at least one follower, and 41 strictly decreasing non-empty subsequences exist."""
     stream = [{"type": "V", "ts": t, "value": v} for t, v in [(1, 30), (2, 25), (3, 50), (4, 40), (5, 22), (6, 15),
                                                              (7, 21)]]
@@ -65,7 +65,7 @@ def test_kleene_chains_of_the_hybrid_join_example(reference):
 
 
 def test_credit_card_query_q2(reference):
-    """Digest 003 §1.4 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s each at most a fifth
+    """[RCEP] §3.2 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s each at most a fifth
     of it: a.amount >= b.amount * 5 and b.amount > NEXT(b.amount)."""
     query = ("PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
              "WITHIN 30 min PARTITION BY cardID")
@@ -77,7 +77,7 @@ def test_credit_card_query_q2(reference):
 
 
 def test_aggregates_first_and_indexed_access(reference, events):
-    """LANGUAGE.md §3 and §9: b[i] / b[i-1] on consecutive pairs, avg over the iteration, first/last/b[k]."""
+    """docs/language.md §3 and §9: b[i] / b[i-1] on consecutive pairs, avg over the iteration, first/last/b[k]."""
     stream = events("A0 B1 B2 B3 C4", price=[10, 8, 12, 15, 0])
     rising = "SEQ(A a, B+ b, C c) WHERE b[i].price > b[i-1].price and avg(b.price) > a.price"
     assert reference(rising, stream) == [(0, 1, 2, 3, 4), (0, 1, 3, 4), (0, 2, 3, 4), (0, 2, 4), (0, 3, 4)]
@@ -88,7 +88,7 @@ def test_aggregates_first_and_indexed_access(reference, events):
 
 
 def test_each_comparison_is_quantified_on_its_own(reference, events):
-    """LANGUAGE.md §10.6: ``b.v > 5 or b.v < 2`` means all above 5, or all below 2."""
+    """docs/language.md §10.6: ``b.v > 5 or b.v < 2`` means all above 5, or all below 2."""
     stream = events("B0 B1", v=[9, 1])
     assert reference("B+ b WHERE b.v > 5 or b.v < 2", stream) == [(0,), (1,)]
     assert reference("(B b FILTER b.v > 5 or b.v < 2)+", stream) == [(0,), (0, 1), (1,)]

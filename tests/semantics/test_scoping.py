@@ -1,4 +1,4 @@
-"""The scoping pass ``cepkit.lang.scope`` (LANGUAGE.md §2, §10 rules 7 and 11)."""
+"""The scoping pass ``cepkit.lang.scope`` (docs/language.md §2, §10 rules 7 and 11)."""
 import pytest
 
 import cepkit
@@ -20,7 +20,7 @@ def test_condition_items_become_a_filter_on_their_seq():
 
 
 def test_conjuncts_on_a_negated_variable_move_into_its_negation():
-    """Digest 000b §1.2 predicate scoping test: "there is no y with x.f <= y.f <= z.f"."""
+    """[LIU] §5.1.2 predicate scoping test: "there is no y with x.f <= y.f <= z.f"."""
     assert scoped("SEQ(A x, !(B y), C z, x.f <= y.f and y.f <= z.f and x.f <= z.f)") == \
         "SEQ(A AS x, !(B AS y FILTER x.f <= y.f and y.f <= z.f), C AS z) FILTER x.f <= z.f"
 

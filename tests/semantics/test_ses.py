@@ -1,4 +1,5 @@
-"""The SES worked examples (digest 002 §3) and the STNM / ROBUST_STNM definitions (Def 6.1, 6.2, §4.5)."""
+"""The SES worked examples ([SES] Figs 1.3-6.1) and the STNM / ROBUST_STNM definitions (Def 6.1, 6.2,
+docs/references.md E11, docs/decisions.md)."""
 import dataclasses
 
 import pytest
@@ -44,7 +45,7 @@ def sorted_items(match):
 
 # ----------------------------------------------------------------------------- chemo, chapters 3-6
 def test_chemo_p1_all_matches():
-    """Digest 002 §3.1, Ex 3.4: Γ has 11 matches; b/e15 is too late, ⟨e6,e11⟩ and ⟨e9,e11⟩ do not rise."""
+    """[SES] Fig. 3.1, Ex 3.4: Γ has 11 matches; b/e15 is too late, ⟨e6,e11⟩ and ⟨e9,e11⟩ do not rise."""
     expected = [chemo("e1", p, "e12", "e5") for p in [("e3",), ("e10",), ("e3", "e10")]] + \
                [chemo("e8", p, b, "e7") for p in [("e6",), ("e9",), ("e11",), ("e6", "e9")] for b in ("e13", "e14")]
     same(named(CHEMO_P1, ses_chemo(3)), expected)
@@ -52,7 +53,7 @@ def test_chemo_p1_all_matches():
 
 @pytest.mark.parametrize("strategy", ["STNM", "ROBUST_STNM"])
 def test_chemo_p1_skip_till_next_match(strategy):
-    """Digest 002 §3.1, Ex 3.5 (STNM, 3 matches; Fig 3.2 shows the last) and [derived] RSTNM: the same 3; b/e14 is
+    """[SES] Fig. 3.1, Ex 3.5 (STNM, 3 matches; Fig 3.2 shows the last) and [derived] RSTNM: the same 3; b/e14 is
     not STNM because e13 comes first."""
     expected = [chemo("e1", ("e3", "e10"), "e12", "e5"), chemo("e8", ("e9",), "e13", "e7"),
                 chemo("e8", ("e6", "e9"), "e13", "e7")]
@@ -60,7 +61,7 @@ def test_chemo_p1_skip_till_next_match(strategy):
 
 
 def test_chemo_p2_whole_stream():
-    """Digest 002 §3.1, P2 = (⟨{c,p+},{b}⟩, Θ, 15 d) [derived]: |Γ| = 11; STNM (and RSTNM) give 3 matches."""
+    """[SES] Fig. 3.1, P2 = (⟨{c,p+},{b}⟩, Θ, 15 d) [derived]: |Γ| = 11; STNM (and RSTNM) give 3 matches."""
     assert len(named(CHEMO_P2, ses_chemo(3))) == 11
     expected = [chemo("e1", ("e3", "e10"), "e12"), chemo("e8", ("e6", "e9"), "e13"), chemo("e8", ("e9",), "e13")]
     same(named(CHEMO_P2, ses_chemo(3), "STNM"), expected)
@@ -69,7 +70,7 @@ def test_chemo_p2_whole_stream():
 
 # ----------------------------------------------------------------------------- chemo, chapter 1
 def test_chemo_chapter1_skip_till_any_match():
-    """Digest 002 §3.2, Fig 1.6 [derived]: STAM gives 7 matches."""
+    """[SES] Fig. 1.4(b), Fig 1.6 [derived]: STAM gives 7 matches."""
     expected = [chemo("e1", ("e3",), "e8")] + [chemo("e6", p, b) for p in [("e5",), ("e7",), ("e5", "e7")]
                                                for b in ("e9", "e10")]
     same(named(CHEMO_CH1, ses_chemo(1)), expected)
@@ -77,13 +78,13 @@ def test_chemo_chapter1_skip_till_any_match():
 
 @pytest.mark.parametrize("strategy", ["STNM", "ROBUST_STNM"])
 def test_chemo_chapter1_skip_till_next_match(strategy):
-    """Digest 002 §3.2, Fig 1.5(b) [derived]: 3 matches; e8 is skipped (other patient), e9 preferred to e10."""
+    """[SES] Fig. 1.4(b), Fig 1.5(b) [derived]: 3 matches; e8 is skipped (other patient), e9 preferred to e10."""
     expected = [chemo("e1", ("e3",), "e8"), chemo("e6", ("e5", "e7"), "e9"), chemo("e6", ("e7",), "e9")]
     same(named(CHEMO_CH1, ses_chemo(1), strategy), expected)
 
 
 def test_chemo_chapter1_contiguity():
-    """Digest 002 §3.2: contiguity gives nothing (e8 lies between e7 and e9); partitioned contiguity (Fig 1.4(c))
+    """[SES] Fig. 1.4(b): contiguity gives nothing (e8 lies between e7 and e9); partitioned contiguity (Fig 1.4(c))
     gives ⟨e5,e6,e7,e9⟩ and ⟨e6,e7,e9⟩."""
     assert named(CHEMO_CH1, ses_chemo(1), "STRICT") == []
     found = cepkit.match(CHEMO_CH1 + " PARTITION BY PID", ses_chemo(1), engine="reference", strategy="PARTITION_STRICT")
@@ -93,7 +94,7 @@ def test_chemo_chapter1_contiguity():
 
 
 def test_the_ladder_of_strategies_on_chemo():
-    """Digest 002 §8 (the Chemo ladder): contiguity 0, partitioned contiguity 2, STNM 3, STAM 7."""
+    """[SES] Figs 1.4-1.6 (the chemotherapy ladder): contiguity 0, partitioned contiguity 2, STNM 3, STAM 7."""
     counts = [len(cepkit.match(CHEMO_CH1 + (" PARTITION BY PID" if s == "PARTITION_STRICT" else ""), ses_chemo(1),
                                engine="reference", strategy=s).positions())
               for s in ("STRICT", "PARTITION_STRICT", "STNM", "ALL")]
@@ -103,13 +104,13 @@ def test_the_ladder_of_strategies_on_chemo():
 # ----------------------------------------------------------------------------- stocks
 @pytest.mark.parametrize("strategy", ["ALL", "STNM", "ROBUST_STNM"])
 def test_stocks_chapter1_unique_match(strategy):
-    """Digest 002 §3.3: the unique match under every strategy, {g1/e1, i1/e2, g2/e4, i2/e3, g3/e6, i3/e5}."""
+    """[SES] Fig. 1.3: the unique match under every strategy, {g1/e1, i1/e2, g2/e4, i2/e3, g3/e6, i3/e5}."""
     assert named(STOCKS_CH1, ses_stocks(1), strategy) == [
         {"g1": "e1", "i1": "e2", "g2": "e4", "i2": "e3", "g3": "e6", "i3": "e5"}]
 
 
 def test_stocks_chapter1_sequential_pattern_finds_nothing():
-    """Digest 002 §3.3: the sequential pattern ⟨g1,i1,g2,i2,g3,i3⟩ finds nothing."""
+    """[SES] Fig. 1.3: the sequential pattern ⟨g1,i1,g2,i2,g3,i3⟩ finds nothing."""
     sequential = STOCKS_CH1.replace("SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3})",
                                     "SEQ(GOOG g1, IBM i1, GOOG g2, IBM i2, GOOG g3, IBM i3)")
     assert named(sequential, ses_stocks(1)) == []
@@ -124,7 +125,7 @@ STNM_P3 = [stock("e1", "e4", ("e5", "e6"), "e7"), stock("e3", "e4", ("e5", "e6")
 
 
 def test_stocks_p3_all_matches_with_the_fix():
-    """Digest 002 §3.4 [fix]: the thesis lists 9 matches, Def 3.2 gives 11 (adding {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7}
+    """[SES] Fig. 6.1(a) [fix]: the thesis lists 9 matches, Def 3.2 gives 11 (adding {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7}
     and {s1/e3, s2/e5, s3/⟨e6⟩, s4/e7})."""
     found = named(STOCKS_P3, ses_stocks(6))
     listed = STNM_P3 + [stock(s1, "e4", s3, "e7") for s1 in ("e1", "e3") for s3 in (("e5",), ("e6",))] + \
@@ -135,19 +136,19 @@ def test_stocks_p3_all_matches_with_the_fix():
 
 
 def test_stocks_p3_stnm_ex_6_4():
-    """Digest 002 §3.4, Ex 6.4: 3 STNM matches; the e71 run fails, e72 (645) being taken greedily as s2."""
+    """[SES] Fig. 6.1(a), Ex 6.4: 3 STNM matches; the e71 run fails, e72 (645) being taken greedily as s2."""
     same(named(STOCKS_P3, ses_stocks(6), "STNM"), STNM_P3)
 
 
 def test_stocks_p3_robust_stnm_ex_6_5():
-    """Digest 002 §3.4, Ex 6.5: RSTNM adds {s1/e71, s2/e74, s3/⟨e76⟩, s4/e77}; the s4/e78 variant is not RSTNM
+    """[SES] Fig. 6.1(a), Ex 6.5: RSTNM adds {s1/e71, s2/e74, s3/⟨e76⟩, s4/e77}; the s4/e78 variant is not RSTNM
     because e77 completes a match first."""
     same(named(STOCKS_P3, ses_stocks(6), "ROBUST_STNM"), STNM_P3 + [stock("e71", "e74", ("e76",), "e77")])
 
 
 @pytest.mark.parametrize("drop", [["e75"], []], ids=["without-e75", "with-e75"])
 def test_backtracking_trace_result_ex_6_10(drop):
-    """Digest 002 §3.4, Ex 6.10/6.11: on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted) RSTNM accepts
+    """[SES] Fig. 6.1(a), Ex 6.10/6.11: on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted) RSTNM accepts
     {s1/e71, s2/e74, s3/⟨e76⟩, s4/e77}; [derived] with e75 included, the same."""
     stream = ses_stocks(6)
     stream = stream[stream["e"].isin(["e71", "e72", "e73", "e74", "e75", "e76", "e77", "e78"]) &
@@ -158,7 +159,7 @@ def test_backtracking_trace_result_ex_6_10(drop):
 
 # ----------------------------------------------------------------------------- definitions
 def test_thm_6_1_containment(events):
-    """Digest 002 §2, Thm 6.1: Γ_stnm ⊆ Γ_rstnm ⊆ Γ, on both chemo streams and the stocks."""
+    """[SES] §1.3, §6.2, Thm 6.1: Γ_stnm ⊆ Γ_rstnm ⊆ Γ, on both chemo streams and the stocks."""
     for query, stream in [(CHEMO_P1, ses_chemo(3)), (CHEMO_CH1, ses_chemo(1)), (STOCKS_P3, ses_stocks(6))]:
         keys = {s: {m.key for m in cepkit.match(query, stream, engine="reference", strategy=s)}
                 for s in ("STNM", "ROBUST_STNM", "ALL")}
@@ -166,7 +167,7 @@ def test_thm_6_1_containment(events):
 
 
 def test_kleene_variable_in_the_last_set_follows_alg_2(reference, events):
-    """Digest 002 §4.5, decision (docs/decisions.md): the full match counts as its own prefix, so under STNM and
+    """Decision (docs/decisions.md): the full match counts as its own prefix, so under STNM and
     ROBUST_STNM an event after the last one, within the window, that extends a Kleene variable of the last set
     into another match disqualifies the shorter match; ALL keeps every match."""
     query = "PATTERN SEQ(A a, B+ b) WITHIN 10"
@@ -177,9 +178,9 @@ def test_kleene_variable_in_the_last_set_follows_alg_2(reference, events):
     assert reference("PATTERN SEQ(A a, B+ b) WITHIN 3", stream, strategy="STNM") == [(0, 1)]  # b5 too late
 
 
-def test_partition_invariance_digest_002_4_5(reference, events):
-    """Digest 002 §4.5, partition invariance, corrected as the digest says: "Add the transitive closure Θ_eq⁺
-    to Θ before compiling. Γ is unchanged, and STNM and RSTNM become partition-invariant." With sets {a,c},{b}
+def test_partition_invariance_errata_e11(reference, events):
+    """docs/references.md E11, partition invariance: the transitive closure Θ_eq⁺ is added to Θ before
+    compiling; Γ is unchanged, and STNM and ROBUST_STNM become partition-invariant. With sets {a,c},{b}
     and a.PID = b.PID, b.PID = c.PID on A1 C2 C3 B4 (PIDs 1 2 1 1), the prefix {a1} is judged with the implied
     a.PID = c.PID, so another patient's c2 does not extend it: STNM finds {a1, c3, b4} unpartitioned, the same
     as partitioned by PID or with a.PID = c.PID written out. ROBUST_STNM and ALL find it too."""
@@ -192,7 +193,7 @@ def test_partition_invariance_digest_002_4_5(reference, events):
 
 
 def test_closure_reaches_kleene_variables(reference, events):
-    """Digest 002 §4.5: Θ_eq⁺ runs through a Kleene variable (c.PID = p.PID and p.PID = b.PID give
+    """docs/references.md E11: Θ_eq⁺ runs through a Kleene variable (c.PID = p.PID and p.PID = b.PID give
     c.PID = b.PID, so another patient's B2 does not extend the prefix {c1}) and holds prev(p.PID) = p.PID
     for a Kleene p tied to another variable (another patient's P2 does not extend the prefix {p1}, on which
     Θ as written says nothing). Partitioned or not, STNM and ROBUST_STNM find the ALL match."""
@@ -210,7 +211,7 @@ def test_closure_reaches_kleene_variables(reference, events):
 @given(set_queries(strategies=("STNM", "ROBUST_STNM"), max_sets=3, max_set_size=2),
        streams(types=("C", "P", "D", "B"), min_size=5, max_size=9, ids=2), st.data())
 def test_stnm_is_partition_invariant(query, stream, data):
-    """Digest 002 §4.5: with Θ_eq⁺ added, STNM and ROBUST_STNM are partition-invariant. Tie every variable
+    """docs/references.md E11: with Θ_eq⁺ added, STNM and ROBUST_STNM are partition-invariant. Tie every variable
     of a random set pattern on ``id`` by a random spanning tree of equalities (so Θ_eq⁺ adds the other pairs,
     and prev(p.id) = p.id for Kleene p); PARTITION BY id then changes no match, and ALL stays the same too."""
     node = cepkit.parse(query).ast
@@ -231,12 +232,12 @@ def test_stnm_is_partition_invariant(query, stream, data):
 
 
 def test_nested_stnm(reference, events):
-    """LANGUAGE.md §5: STNM can wrap a sub-pattern: STNM(A a ; B+ b) keeps the greedy ⟨b2, b3⟩ only."""
+    """docs/language.md §5: STNM can wrap a sub-pattern: STNM(A a ; B+ b) keeps the greedy ⟨b2, b3⟩ only."""
     assert reference("STNM(A a ; B+ b) ; C c", events("A1 B2 B3 C4")) == [(0, 1, 2, 3)]
     assert reference("(A a ; B+ b) ; C c", events("A1 B2 B3 C4")) == [(0, 1, 2, 3), (0, 1, 3), (0, 2, 3)]
 
 
 def test_stnm_needs_a_sequence_of_sets(events):
-    """STNM is defined on SES patterns only (digest 002 Def 6.1): elsewhere a QueryError with a caret."""
+    """STNM is defined on SES patterns only ([SES] Def 6.1): elsewhere a QueryError with a caret."""
     with pytest.raises(cepkit.QueryError, match="sequences of sets"):
         cepkit.match("SEQ(A a, (B b ; C c)+)", events("A1"), engine="reference", strategy="STNM")

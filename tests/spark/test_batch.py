@@ -1,4 +1,4 @@
-"""``cepkit.spark.match`` gives the local positions and bindings: on the digests' worked examples, on random
+"""``cepkit.spark.match`` gives the local positions and bindings: on the papers' worked examples, on random
 queries over partitioned random streams, across time slices; bad input fails before any job runs."""
 import datetime as dt
 import warnings
@@ -49,9 +49,9 @@ def same_as_local(spark, match_rows):
     return check
 
 
-# ----------------------------------------------------------------------------- the digests' worked examples
+# ----------------------------------------------------------------------------- the papers' worked examples
 def test_cel_phi1_and_phi3_as_one_group(spark, same_as_local):
-    """Digest 004 §3: ⟦φ1⟧(S) = {1,2}, {1,8}, {5,8}; ⟦φ3⟧(S) = {3,4,6,7}, {3,4,7}, {3,6,7} with y bound to a
+    """[CEL] §2: ⟦φ1⟧(S) = {1,2}, {1,8}, {5,8}; ⟦φ3⟧(S) = {3,4,6,7}, {3,4,7}, {3,6,7} with y bound to a
     tuple; NXT(φ1) keeps {1,2}, {1,8}. Neither has PARTITION BY or WITHIN: one group, with a warning."""
     events = cel_fire_sensors()
     found = same_as_local(PHI1, events)
@@ -72,7 +72,7 @@ def test_cel_phi1_partitioned_by_sensor(same_as_local):
 
 
 def test_ses_chemo_p1_over_date_slices(same_as_local):
-    """Digest 002 §3.1 Ex 3.4 (11 matches) and Ex 3.5 (STNM, 3), datetime ts, 15-day window, slices of 4 days;
+    """[SES] Fig. 3.1 Ex 3.4 (11 matches) and Ex 3.5 (STNM, 3), datetime ts, 15-day window, slices of 4 days;
     the Kleene variable p is an array<long> column."""
     events = ses_chemo(3)
     found = same_as_local(CHEMO_P1, events, slice_length=4 * 86400)
@@ -81,8 +81,8 @@ def test_ses_chemo_p1_over_date_slices(same_as_local):
 
 
 def test_ses_stocks_p3_robust_stnm(same_as_local):
-    """Digest 002 §3.4 Ex 6.5: robust skip-till-next-match (4 matches) looks at full matches after the
-    candidate, so slices receive a window after their own part. Under ALL, the digest's fix: Def 3.2 gives
+    """[SES] Fig. 6.1(a) Ex 6.5: robust skip-till-next-match (4 matches) looks at full matches after the
+    candidate, so slices receive a window after their own part. Under ALL, docs/references.md E17: Def 3.2 gives
     11 matches where the thesis lists 9."""
     found = same_as_local(STOCKS_P3, ses_stocks(6), strategy="ROBUST_STNM", slice_length=0.05)
     assert len(found) == 4
@@ -90,7 +90,7 @@ def test_ses_stocks_p3_robust_stnm(same_as_local):
 
 
 def test_neel_correlated_negated_and(same_as_local):
-    """Digest 000b §7 T21 (R_Q1): the negated AND is checked over the window; engine="auto" on Spark picks
+    """[CSV] Fig 2 (its Q1): the negated AND is checked over the window; engine="auto" on Spark picks
     the engine the local API picks."""
     events = neel_hospital("rq1")
     same_as_local(R_Q1, events)

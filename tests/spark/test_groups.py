@@ -70,7 +70,7 @@ lengths = st.one_of(st.integers(1, 12), st.floats(0.3, 15, allow_nan=False))
        lengths)
 def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, length):
     """Issue 3: time slicing never loses or duplicates a match at slice borders, whatever the slice length
-    (shorter than the window too); strategies compare windowed matches (LANGUAGE.md §10.3); under PARTITION
+    (shorter than the window too); strategies compare windowed matches (docs/language.md §10.3); under PARTITION
     BY with a time window every slice holds every key."""
     assume(sliced(query))
     assert_slices_agree(match_rows, query, events, length)
@@ -81,7 +81,7 @@ def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, le
        flat_seq_queries(strategies=("ALL", "STRICT", "STNM")),
        lengths)
 def test_slices_give_every_match_once_with_negation(match_rows, events, query, length):
-    """Leading and trailing negations look up to a window beyond the match (LANGUAGE.md §10.4): slices
+    """Leading and trailing negations look up to a window beyond the match (docs/language.md §10.4): slices
     receive a window of events on both sides."""
     assume(sliced(query))
     assert_slices_agree(match_rows, query, events, length)
@@ -92,7 +92,7 @@ def test_slices_give_every_match_once_with_negation(match_rows, events, query, l
        set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
        lengths)
 def test_slices_give_every_match_once_ses_fragment(match_rows, events, query, length):
-    """SES sets with Kleene variables, robust skip-till-next-match (digest 002 Def 6.2 looks at full matches
+    """SES sets with Kleene variables, robust skip-till-next-match ([SES] Def 6.2 looks at full matches
     after the candidate) and RETURN projections."""
     assume(sliced(query))
     assert_slices_agree(match_rows, query, events, length)

@@ -53,7 +53,7 @@ def test_streamed_matches_equal_batch_cel_fragment(match_rows, query, arrival):
 @given(flat_seq_queries(strategies=("ALL", "STNM"), partition=False), arrivals("sase"))
 def test_streamed_matches_equal_batch_with_negation(match_rows, query, arrival):
     """A trailing negation holds a match back until the watermark passes its first event plus the window
-    (LANGUAGE.md §10.4)."""
+    (docs/language.md §10.4)."""
     assert_stream_agrees(match_rows, query, *arrival)
 
 
@@ -65,7 +65,7 @@ def test_streamed_matches_equal_batch_ses_fragment(match_rows, query, arrival):
 
 def test_a_match_waits_for_its_trailing_negation_scope():
     """SEQ(A a, B b, !C c) WITHIN 5: the match (0, 1) is final only once no C can come up to ts 0 + 5
-    (LANGUAGE.md §10.4); the timer asks to be called back when that may have changed."""
+    (docs/language.md §10.4); the timer asks to be called back when that may have changed."""
     events = [{"type": "A", "ts": 0, "v": 0, "id": 0}, {"type": "B", "ts": 1, "v": 0, "id": 0}]
     q = cepkit.parse("SEQ(A a, B b, !C c) WITHIN 5")
     split = plan_split(q)

@@ -1,9 +1,9 @@
-"""Shared fixtures for the widget tests: the farm-sensor stream of digest 004 §3 (Figure 1)."""
+"""Shared fixtures for the widget tests: the farm-sensor stream of [CEL] §2 (Figure 1)."""
 import pytest
 
 
 def farm_stream(first_type: str = "T") -> list:
-    """Digest 004 §3, Figure 1: three farm sensors; the type of position 0 is not recoverable (T or H)."""
+    """[CEL] §2, Figure 1: three farm sensors; the type of position 0 is not recoverable (T or H)."""
     types = [first_type, "T", "H", "H", "T", "T", "T", "H", "H"]
     ids = [2, 0, 0, 1, 1, 0, 1, 1, 0]
     values = [25, 45, 20, 25, 40, 42, 25, 70, 18]

@@ -1,5 +1,5 @@
 """AutomatonView without a browser, on automata compiled by ``cepkit.automaton`` from the formulas of
-digest 004 §3 over the farm-sensor stream of Figure 1."""
+[CEL] §2 over the farm-sensor stream of Figure 1."""
 import html
 
 import pytest
@@ -12,7 +12,7 @@ from cepkit.widgets.automaton_view import (TRACES, edge_label, fired_transitions
 from cepkit.widgets.graph_layout import dot_available
 from cel_formulas import PHI1, PHI3, FIGURE2
 
-# Digest 004 §3, "Figure 2 CEA": CEs that begin and end with an H and hold some T events above 40.
+# [CEL] §2, "Figure 2 CEA": CEs that begin and end with an H and hold some T events above 40.
 FIGURE2_OUTPUTS = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
 
 
@@ -70,8 +70,8 @@ def test_stepping_highlights_active_states_and_lists_partial_matches(farm):
     view.step = 4                                   # after H@3 (x): some run holds the partial match (3,)
     assert any((3,) in runs for runs in view.active().values())
     assert "<td>[3]</td>" in view.panel.value and "<td>[]</td>" in view.panel.value
-    view.step = 8                                   # after H@7 (z): digest 004 §3, ⟦φ3⟧ completes here,
-    # listed in output order (LANGUAGE.md §10.2), as the engine enumerates an event's matches since kleene3
+    view.step = 8                                   # after H@7 (z): [CEL] §2, ⟦φ3⟧ completes here,
+    # listed in output order (docs/language.md §10.2), as the engine enumerates an event's matches since kleene3
     assert "completed here</b>: [3, 4, 6, 7], [3, 4, 7], [3, 6, 7]" in view.panel.value
     finals = [s for s, runs in view.active().items() if runs and s in a.finals]
     assert set(view.trace("active states").text) >= {state_name(s) for s in finals} and finals

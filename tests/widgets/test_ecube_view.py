@@ -1,4 +1,4 @@
-"""ECubeView without a browser: the lattice of digest 000a Fig 4.1 (§4), its plan, and drill-down / roll-up
+"""ECubeView without a browser: the lattice of [LIU] Fig 4.1 (§4), its plan, and drill-down / roll-up
 through the buttons."""
 import pytest
 
@@ -115,7 +115,7 @@ def test_a_cube_that_has_run_is_shown_without_running_again():
 
 
 def test_each_relation_names_its_olap_operation():
-    """Digest 000a §7 item 1 and WE-3: an edge shows the concept replacements and insertions it stands for."""
+    """[LIU] Example 9: an edge shows the concept replacements and insertions it stands for."""
     view = ECubeView(QUERIES, EVENTS, HIERARCHY)
     hovers = dict(zip(zip(view.trace("relations").x, view.trace("relations").y), view.trace("relations").hovertext))
     texts = set(hovers.values())
@@ -164,7 +164,7 @@ def test_the_sliders_are_explained():
 
 
 def test_the_cost_model_explorer_redraws_a_what_if_plan():
-    """Digest §7 item 7: sliders for a type's rate (and Pt, P) re-plan live; nothing runs."""
+    """The cost-model explorer: sliders for a type's rate (and Pt, P) re-plan live; nothing runs."""
     view = ECubeView(QUERIES, EVENTS, HIERARCHY)
     ran = view.cube.last_plan
     view.rate_type.value = "T"

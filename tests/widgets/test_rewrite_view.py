@@ -1,4 +1,4 @@
-"""RewriteView without a browser: step through NEEL rewritings (digest 000b §3) by the model's traits."""
+"""RewriteView without a browser: step through NEEL rewritings ([LIU] §5.2) by the model's traits."""
 import cepkit
 from cepkit.widgets import RewriteView
 
@@ -57,7 +57,7 @@ def test_the_workbench_has_a_rewrite_tab():
 
 
 def test_given_events_both_forms_are_run_side_by_side():
-    """Digest 000b §9 item 3: the query and its normal form on the same stream."""
+    """The query and its normal form on the same stream."""
     events = [{"type": t, "ts": ts} for ts, t in enumerate(["Recycle", "Washing", "Sharpening", "Checking",
                                                              "Operating", "Recycle", "Washing", "Operating"])]
     view = RewriteView(Q1, events=events)

@@ -1,4 +1,4 @@
-"""StrategyCompare on the worked examples of digest 004 §3 ("Selection strategies on S"); its one figure,
+"""StrategyCompare on the worked examples of [CEL] §2 ("Selection strategies on S"); its one figure,
 its table, background runs and Cancel."""
 import time
 

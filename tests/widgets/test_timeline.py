@@ -10,7 +10,7 @@ from cepkit.widgets import MatchTimeline
 from cepkit.widgets.figures import FIGURE_CONFIG
 from cepkit.widgets.timeline import PALETTE, late_positions
 
-# Digest 004 §3: the outputs of φ1 on the Figure 1 stream, with their bindings.
+# [CEL] §2: the outputs of φ1 on the Figure 1 stream, with their bindings.
 PHI1 = [cepkit.Match.of({"x": 1, "y": 2}), cepkit.Match.of({"x": 1, "y": 8}), cepkit.Match.of({"x": 5, "y": 8})]
 
 
@@ -86,7 +86,7 @@ def test_set_matches_sends_a_new_figure_whole(farm):
 
 
 def test_kleene_bindings_show_on_each_of_their_events(farm):
-    # digest 004 §3, φ3: {3,4,6,7} with y iterating over 4 and 6
+    # [CEL] §2, φ3: {3,4,6,7} with y iterating over 4 and 6
     timeline = MatchTimeline(farm, [cepkit.Match.of({"x": 3, "y": (4, 6), "z": 7})])
     texts = [t for t in timeline.trace("match #0").hovertext if t]
     assert texts[1].startswith("match #0 · y") and "y = (4, 6)" in texts[1]
@@ -178,7 +178,7 @@ def test_late_events_are_those_below_an_earlier_arrivals_ts():
 
 
 def test_retractions_are_withdrawn_and_late_insertions_starred():
-    # Aggressive out-of-order mode (digest 000a §2): A@1, C@5 arrive, then a late B@3. SEQ(A, !B, C) emitted
+    # Aggressive out-of-order mode ([LIU] ch. 3): A@1, C@5 arrive, then a late B@3. SEQ(A, !B, C) emitted
     # (0, 1) at once and withdraws it when B arrives; SEQ(A, B, C)-like results that use B are late insertions.
     events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}]
     emitted = cepkit.Match.of({"a": 0, "c": 1})
@@ -200,7 +200,7 @@ def test_no_matches(farm):
 
 
 def test_the_stack_engines_aggressive_mode_draws_retractions_and_late_insertions():
-    # digest 000a §2: A@1 and C@5 arrive, then the late B@3 and B@4, then C@6
+    # [LIU] ch. 3: A@1 and C@5 arrive, then the late B@3 and B@4, then C@6
     events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}, {"type": "B", "ts": 4},
               {"type": "C", "ts": 6}]
     negated = cepkit.match("SEQ(A a, !B b, C c) WITHIN 10", events, engine="stack", disorder="aggressive")

@@ -125,7 +125,7 @@ def test_bad_picks_are_explained(farm):
 
 
 def test_strategy_picker(farm):
-    # digest 004 §3: NXT(φ1) = {1,2}, {1,8}
+    # [CEL] §2: NXT(φ1) = {1,2}, {1,8}
     wb = Workbench(farm, query=PHI1, strategy="NEXT")
     wb.run()
     assert wb.matches.positions() == [(1, 2), (1, 8)]

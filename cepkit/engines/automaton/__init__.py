@@ -1,4 +1,4 @@
-"""The ``automaton`` engine: CEL compiled to complex event automata (digest 004, seed "Foundations of
+"""The ``automaton`` engine: CEL compiled to complex event automata ([CEL], seed "Foundations of
 Complex Event Processing", Bucchi, Grez, Riveros, Ugarte, PVLDB 2018).
 
 The stages, one module each (as in CORE, the authors' later engine):
@@ -42,7 +42,7 @@ class AutomatonEngine(Engine):
     })
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
-                   "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms (digest 004)")
+                   "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms ([CEL])")
 
     def compile(self, query: Query, **options) -> Plan:
         from .plan import build_plan

@@ -1,4 +1,4 @@
-"""Unary CEL to a complex event automaton (digest 004 §4, Figure 3; Theorem 3, Appendix C.2).
+"""Unary CEL to a complex event automaton ([CEL] §5, Figure 3; Theorem 3, Appendix C.2).
 
 The pipeline, one function per stage:
 
@@ -61,7 +61,7 @@ class Transition:
 @dataclass(frozen=True)
 class CEA:
     """A complex event automaton with states ``0..n_states-1``; a run accepts when it reaches a final
-    state by a • transition (digest 004 §5)."""
+    state by a • transition ([CEL] §6-7)."""
     n_states: int
     initial: int
     finals: frozenset
@@ -333,7 +333,7 @@ def _pop_up(pattern, path, unsupported: Unsupported):
 
 def _push_down(node, pending: dict, unsupported: Unsupported):
     """Attach each pending literal (var -> [(literal, under a + since its filter)]) to the atoms defining
-    its variable. Below a ``+`` a literal holds of every iteration (LANGUAGE.md §10.6), which is a
+    its variable. Below a ``+`` a literal holds of every iteration (docs/language.md §10.6), which is a
     per-event test only when it is positive: ``not b.v > 5`` on a Kleene b says "some event", no atom can
     test that."""
     if isinstance(node, A.Filter):

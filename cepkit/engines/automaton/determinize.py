@@ -1,4 +1,4 @@
-"""Lazy I/O-determinization of a CEA, keyed by the letter of each event (digest 004 §5, Proposition 1).
+"""Lazy I/O-determinization of a CEA, keyed by the letter of each event ([CEL] §6-7, Proposition 1).
 
 The subset construction over minterms, done on demand: a deterministic state is a set S of CEA states,
 and reading a letter it has one ◦-successor δ(S, ◦) and, for each variable x, one •-successor δ(S, •x)
@@ -91,7 +91,7 @@ class Letters:
 class Moves:
     """Per letter and CEA state: the • moves ``(dst, var id)`` and the ◦ targets the letter enables. With
     ``sink``, NEXT and LAST's fresh final sink q_f (state ``n_states``) is entered by a •-copy of every •
-    transition into F (digest 004 §5, "Preprocess for NXT/LAST")."""
+    transition into F ([CEL] §6-7, "Preprocess for NXT/LAST")."""
 
     def __init__(self, cea: CEA, letters: Letters, sink: bool = False):
         self.cea = cea

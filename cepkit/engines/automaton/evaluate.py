@@ -1,7 +1,7 @@
 """Algorithm 1 (Evaluate) over the lazily determinized CEA, with windows, PARTITION BY and CONSUME BY.
 
 Per event t at position j, every active deterministic state S with its list of runs (a node) moves
-(digest 004 §5, Algorithm 4 NDetEvaluate, which is Algorithm 1 with the lists as persistent nodes)::
+([CEL] §6-7, Algorithm 4 NDetEvaluate, which is Algorithm 1 with the lists as persistent nodes)::
 
     marked[δ(S, •x)] ∪= Ext(j, x, node)      for each variable x a • move of S binds
     rest[δ(S, ◦)]    ∪= node
@@ -16,7 +16,7 @@ and limit. Events whose letter is ``none`` (they enable no • transition: irrel
 passed at all: the next relevant event carries their count as its ``gap`` and the kernel skips them in
 one move, as the none-letter step settles at once. Under PARTITION BY the events are processed partition
 by partition (``reset`` starts a sub-stream), which keeps STRICT and EVENTS windows on sub-stream
-indices as LANGUAGE.md §10.5 says. The incremental matcher keeps each partition's runs in a slot of a
+indices as docs/language.md §10.5 says. The incremental matcher keeps each partition's runs in a slot of a
 ``RunsTable``, which the kernel loads at the partition's first event of a batch and stores after its
 last: a micro-batch of many keys is one call, and a push is a batch of one event.
 
@@ -275,7 +275,7 @@ def window_limit_at(window, key: float) -> float:
 
 
 def partition_key(query, event) -> tuple:
-    """The PARTITION BY key of an event (a missing attribute is the key None, LANGUAGE.md §10.5)."""
+    """The PARTITION BY key of an event (a missing attribute is the key None, docs/language.md §10.5)."""
     return tuple(event.get(k) for k in query.partition_by)
 
 
@@ -301,7 +301,7 @@ class Inputs:
 
     ``order`` lists the positions the automaton reads, sub-stream after sub-stream (one per PARTITION
     BY key, in order of first appearance), each in stream order (None: every event in stream order), and
-    ``starts`` where each sub-stream begins in it; punctuation events are never read (LANGUAGE.md §6)
+    ``starts`` where each sub-stream begins in it; punctuation events are never read (docs/language.md §6)
     and take no place in a sub-stream. The kernel's events are made in ``batches`` of ``BATCH`` read
     events, their window keys and limits for the relevant events only.
     """
@@ -379,7 +379,7 @@ class Outputs:
 
     @property
     def ordered(self) -> bool:
-        """Whether every group of events ending at one position is in LANGUAGE.md §10.2 order, with no
+        """Whether every group of events ending at one position is in docs/language.md §10.2 order, with no
         two of them on the same positions."""
         return self.order and not self.counts[2]
 

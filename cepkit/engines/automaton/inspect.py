@@ -1,6 +1,6 @@
 """The public view of a compiled automaton, for people and widgets: ``cepkit.automaton(query)``.
 
-It shows the CEA of digest 004 §5 (states, transitions labelled ``predicate / mark``), the determinized
+It shows the CEA of [CEL] §6-7 (states, transitions labelled ``predicate / mark``), the determinized
 states discovered so far, and Algorithm 1 stepped event by event: after each event, the runs active in
 each state (as their partial complex events) and the matches completed. A run of the determinized
 automaton in state S = {q1, q2, …} is active in every CEA state of S.

@@ -1,4 +1,4 @@
-"""Persistent complex-event nodes: the data structure of Algorithm 1 (digest 004 §5 "Data structure").
+"""Persistent complex-event nodes: the data structure of Algorithm 1 ([CEL] §6-7 "Data structure").
 
 A node stands for a set of complex events, each a path down to the sink ⊥:
 
@@ -6,14 +6,14 @@ A node stands for a set of complex events, each a path down to the sink ⊥:
   ``pos``, bound to variable ``var``;
 - ``Union(left, right)`` (the paper's "append"): the events of both.
 
-Nodes are never changed once made (the digest's aliasing pitfall: no shared mutable lists), so handing a
+Nodes are never changed once made (no shared mutable lists: [CEL] §7.2's `append` rewrites a list's last cell, safe only under I/O-determinism), so handing a
 list of runs to another state is O(1). They live in an **arena** of parallel numpy arrays so the compiled
 kernel can make them; node 0 is ⊥. Each node also records ``start``, the largest *start key* among its
 events (the key of an event's first position: its time for a time window, its index in the sub-stream
 for an EVENTS window). An event of a node with ``now − start > limit`` cannot fit the window, and neither
 can any other event of that node: evaluation drops such runs, enumeration never enters such nodes, and
 ``compact`` reclaims them, so memory is bounded by the window rather than by the stream (the max-start
-pruning of tECS / CORE, digest 004 §5 "[beyond]"). Unions keep the child with the larger start on the
+pruning of tECS / CORE, [CEL] §6-7 "[beyond]"). Unions keep the child with the larger start on the
 left, so expired events sit at the right end of union chains and are cut off in one test.
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
@@ -111,7 +111,7 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     the sorted group written before them, the last position of that one, and whether ``_walk_back`` handed
     a group back); ``out_end[m]`` is where event m ends in ``out_pos``, ``out_emit[m]`` its root's ``emits``. With
     ``order``, the events of consecutive roots with the same ``emits`` (the lists one event completed: one
-    key and limit) are written in LANGUAGE.md §10.2 order: walked forward from their first positions
+    key and limit) are written in docs/language.md §10.2 order: walked forward from their first positions
     (``_forward_group``, with ``forward``, room for an arena at least this one's size), or enumerated
     backwards and sorted by keys (``_walk_back``): a group the forward walk cannot order, and the groups
     after one of fewer than ``SMALL`` events until one of at least that many (walking forward costs a
@@ -294,7 +294,7 @@ def forward_room(capacity: int) -> Forward:
 def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos,
                    n_events, spare, forward):
     """Write the events of roots ``first..last-1`` (one group: one emit position, key and limit) at
-    ``n_pos``/``n_events``, in LANGUAGE.md §10.2 order. Returns how many were written; 0 when this walk
+    ``n_pos``/``n_events``, in docs/language.md §10.2 order. Returns how many were written; 0 when this walk
     cannot order them (then nothing is written); -1 when the outputs are full.
 
     The walk from a root reads a match from its last position backwards, but §10.2 orders a group's

@@ -229,7 +229,7 @@ class AutomatonMatcher(IncrementalPlan):
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
         self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
-        # different events, yet are one (C, beta) (LANGUAGE.md §10.2), reported once, as the batch run does
+        # different events, yet are one (C, beta) (docs/language.md §10.2), reported once, as the batch run does
         self.projected = None if program.query.select is None else ReportedOnce(program.query.window_seconds)
         select = program.query.select
         # per variable id: (name, whether Kleene, whether RETURN keeps it); an unnamed position is kept

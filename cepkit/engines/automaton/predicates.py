@@ -1,8 +1,8 @@
-"""Unary predicates of a complex event automaton and the letters they make (digest 004 §5).
+"""Unary predicates of a complex event automaton and the letters they make ([CEL] §6-7).
 
 Every transition of a CEA carries a unary predicate (a ``Guard``: a type test and a condition on the
 event). The lazily determinized automaton reads, instead of an event, its **letter**: the bit vector of
-the distinct tests the guards are made of, each test evaluated once per event (digest 004 §5 "[beyond,
+the distinct tests the guards are made of, each test evaluated once per event ([CEL] §6-7 "[beyond,
 from the prototype] evaluate every predicate once per event into a bit vector"). Over a batch the tests
 are evaluated column-wise with numpy; conditions numpy cannot evaluate exactly as the language says
 (strings against numbers, booleans, values used as conditions) fall back to the reference semantics,

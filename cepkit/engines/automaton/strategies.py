@@ -1,4 +1,4 @@
-"""Selection strategies NEXT, LAST and MAX by their own algorithms over the CEA (digest 004 §5, Theorem 6,
+"""Selection strategies NEXT, LAST and MAX by their own algorithms over the CEA ([CEL] §6-7, Theorem 6,
 Appendix D.3), without determinization for NEXT and LAST.
 
 **NEXT and LAST** (Algorithms 5 and 6). The runs are kept as an ordered list of *classes* (runs sharing
@@ -13,7 +13,7 @@ transitions into F, makes the first class reaching it the one output at j.
 runs producing strict supersets of C. A • move gives U' = δ•(U), T' = δ•(T) \\ U'; a ◦ move
 U' = δ•(U) ∪ δ◦(U) ∪ δ•(T), T' = δ◦(T) \\ U'; C ∪ {j} is output when T' meets F and U' does not.
 
-**Windows** (LANGUAGE.md §10.3: strategies choose among the matches that fit the window). A better run
+**Windows** (docs/language.md §10.3: strategies choose among the matches that fit the window). A better run
 that starts earlier expires earlier, after which a worse one may be the best; so under a window a run is
 dropped only when a better run in the same state starts *at least as late* (it outlives it), a NEXT/LAST
 state may then hold a few runs with increasing starts, and MAX keys its lists by the start of C too, with

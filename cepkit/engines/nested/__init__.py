@@ -1,5 +1,5 @@
-"""The ``nested`` engine: NEEL nested iterative execution with sliding-view caching (digest 000b §2, §4, §6;
-seed 000 ch. 5, seed 001).
+"""The ``nested`` engine: NEEL nested iterative execution with sliding-view caching ([LIU] §5.1.3-5.1.4, §4, §6;
+[LIU] ch. 5, [CSV]).
 
 Nested SEQ / AND / OR with ``!`` and EXISTS over atoms or composites at any depth, windows, predicates
 (correlated with enclosing variables too), PARTITION BY, RETURN, ANY and concept hierarchies:
@@ -19,7 +19,7 @@ Options:
   ``"a"`` (A-CSV), ``"p"`` (P-CSV) or ``None`` (recompute per candidate, NEEL's baseline). All give the
   same matches; ``Matches.info["cache"]`` counts lookups, hits, partial and full computations.
 - ``rewrite``: ``True`` runs the NEEL normal form (``cepkit.rewrite``, a DNF whose disjuncts share their
-  SEQ prefixes, digest §4) when the rewriting exists and keeps every match; otherwise, and by default, the
+  SEQ prefixes, [LIU] §5.3) when the rewriting exists and keeps every match; otherwise, and by default, the
   nested plan runs. ``Matches.info["rewrite"]`` says which and why.
 
 A ``Matcher`` reports a match at its last event when every scope it reads is closed; a match waiting for a

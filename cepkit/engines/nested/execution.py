@@ -1,10 +1,10 @@
-"""Nested iterative execution (digest 000b §2; seed 000 §5.1.4): the outer query first, then each
+"""Nested iterative execution ([LIU] §5.1.4): the outer query first, then each
 sub-query over the constrained window its outer candidate gives it.
 
 Per sub-stream (one per PARTITION BY key), events are numbered in logical order. When the event at index
 ``j`` arrives, it *triggers* the root: the outer candidates are the root's results ending at ``j`` inside
 the window (``construct``: the WinSeq stacks, a result ending at each index kept once per operator, the
-shared SEQ prefixes too). Each candidate is then validated top down (``valid``), with LANGUAGE.md's
+shared SEQ prefixes too). Each candidate is then validated top down (``valid``), with docs/language.md's
 semantics (§2, §10.4, §10.11), which NEEL's Eqs 5.4-5.8 are:
 
 - a ``!``/``EXISTS`` item of a SEQ looks strictly between the nearest positive items left and right of it;
@@ -85,7 +85,7 @@ class SubStream:
         self.pending: list = []      # outer candidates waiting for an open scope
         self.stats = {"prefix_hits": 0}
 
-    # ------------------------------------------------------------------ windows (LANGUAGE.md §4, §10.4)
+    # ------------------------------------------------------------------ windows (docs/language.md §4, §10.4)
     @property
     def n(self) -> int:
         return len(self.events)
@@ -127,7 +127,7 @@ class SubStream:
     def results(self, op, end: int, start: int) -> list:
         """The results of ``op`` whose last index is ``end`` and first index at least ``start``. Operators of
         the positive context keep them per end index: a later request with a later start filters them
-        (interval containment, digest §5), an earlier start recomputes."""
+        (interval containment, [LIU] §5.6), an earlier start recomputes."""
         if end < start:
             return []
         if not op.memo:
@@ -293,7 +293,7 @@ class SubStream:
 
 def _between(items: dict, k: int, scope: Scope) -> Scope:
     """The scope of item k of a SEQ (item index -> its positive results in ``items``): strictly between the
-    nearest positive items on its left and right, else the enclosing ``scope``'s bounds (LANGUAGE.md §10.4)."""
+    nearest positive items on its left and right, else the enclosing ``scope``'s bounds (docs/language.md §10.4)."""
     left = max((j for j in items if j < k), default=None)
     right = min((j for j in items if j > k), default=None)
     return Scope(scope.lo if left is None else items[left].last, scope.hi if right is None else items[right].first,

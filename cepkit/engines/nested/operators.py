@@ -1,4 +1,4 @@
-"""The NEEL plan: one operator per expression (digest 000b §2, "plan generation"; seed 000 §5.1.3).
+"""The NEEL plan: one operator per expression ([LIU] §5.1.3, plan generation).
 
 A scoped pattern (``Query.scoped``: every condition where it is evaluated) becomes a tree of operators,
 ``WinSeq``, ``WinAnd``, ``WinOr`` over ``Leaf`` (one event type) and ``Select`` (a condition kept where it
@@ -6,7 +6,7 @@ is written). The ``!``/``EXISTS`` items of a SEQ or AND are *sub-queries*: their
 evaluated on demand over the constrained window their outer candidate gives them (``execution``).
 
 Identical sub-patterns (same tree, same variables) compile to one operator, so their results are built
-once and shared (digest §4: common sub-expressions; in a DNF the disjuncts' common SEQ prefixes, the
+once and shared ([LIU] §5.3: common sub-expressions; in a DNF the disjuncts' common SEQ prefixes, the
 PreCache of Ex 27, share one prefix operator too: ``WinSeq.prefixes``).
 """
 from __future__ import annotations

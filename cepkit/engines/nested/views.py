@@ -1,10 +1,10 @@
-"""Continuous Sliding Views: the results of a sub-query kept between outer candidates (digest 000b §6, [R]).
+"""Continuous Sliding Views: the results of a sub-query kept between outer candidates ([CSV] §3-6, [R]).
 
 An outer candidate asks a sub-query for its results strictly inside a *query interval* (QI), the
 constrained window its neighbours give it (Def 1; here as logical indices ``lo < i < hi``). A view answers
 with every result of the sub-query lying wholly inside the QI; the modes differ in what they keep:
 
-- ``None``: nothing; every lookup recomputes (NEEL's iterative nested execution, digest §2, problem P2);
+- ``None``: nothing; every lookup recomputes (NEEL's iterative nested execution, [LIU] §5.1.4, which rebuilds inner results per outer candidate);
 - ``"a"`` (A-CSV, §6.1): one result list and a ``right_bound``: every result ending at or before it is
   present. A QI reaching further expands the view to the QI's end, computing each new end index over the
   widest interval any QI can ask for (twice the window back), so some results are never used ([R] Ex 4);

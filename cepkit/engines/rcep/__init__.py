@@ -1,5 +1,5 @@
 """Engine ``rcep``: recomputation-based CEP for Kleene closure with complex predicates (Kammoun's thesis,
-seed 003; digest 003 §2).
+[RCEP] ch. 3).
 
 Partial-match engines keep every partial match that may still complete: with a Kleene variable under
 skip-till-any-match there are O(2^n) of them over n events of a window (Theorem 3). RCEP keeps only the
@@ -48,7 +48,7 @@ class RcepEngine(Engine):
     options = frozenset({"join"})
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("recomputation over the window's events: event trees, range queries, hybrid join into "
-                   "bitvectors and Kleene chain enumeration on each trigger, no partial matches (seed 003)")
+                   "bitvectors and Kleene chain enumeration on each trigger, no partial matches ([RCEP])")
 
     def compile(self, query, join: str = "hybrid") -> RcepPlan:
         """The plan of a SEQ of (Kleene) variables; ``QueryError`` naming other engines for anything else.

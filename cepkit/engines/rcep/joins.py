@@ -1,11 +1,11 @@
-"""Joins into bitvectors: the hybrid join (digest 003 §2.3, Algorithm 2) and the nested-loop join it is
+"""Joins into bitvectors: the hybrid join ([RCEP] §3.6.2, Algorithm 2, Algorithm 2) and the nested-loop join it is
 measured against (NLJoin, §6), plus the bit helpers of the enumeration.
 
 A join of an outer sequence E_i (earlier events) with an inner sequence E_j, both in time order, under
 ``outer φ inner`` gives one bitvector B_u per outer event u: bit v is set iff inner v comes after u and
 φ(u.A, v.A). In the hybrid join, when u *dominates* its successor u+1 in E_i (φ(u.A, (u+1).A), φ
 transitive), every inner event joined with u+1 also joins with u (Def. 10): B_u starts as a copy of
-B_(u+1) and only the other bits are tested. This is the digest's corrected Algorithm 2: the thesis limits
+B_(u+1) and only the other bits are tested. This is Algorithm 2 corrected (docs/references.md E18): the thesis limits
 the re-test to ``v <= start``, which misses bits that fail for u+1 but pass for u (§2.3, "Thesis bug").
 
 The kernels run compiled by numba when it is installed (the ``fast`` extra) and as plain Python
@@ -83,7 +83,7 @@ def hybrid_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
 
     ``outer`` and ``inner`` are (keys, valid, seq) arrays in time order; ``tested`` counts comparisons
     made, ``reused`` bits copied from a dominated successor, ``dominates[u]`` tells whether row u was
-    built from row u+1; ``blame`` as in ``nested_join``. Digest 003 §5 T3:
+    built from row u+1; ``blame`` as in ``nested_join``. [RCEP] Examples 3-4 (values reconstructed):
 
     >>> seq = np.arange(1, 8)
     >>> values = np.array([30., 25, 50, 40, 22, 15, 21]); valid = np.ones(7, bool)
@@ -125,7 +125,7 @@ def column_bits(matrix: np.ndarray) -> list:
 
 def kleene_subsets(mask: int) -> Iterator[list]:
     """Algorithm 3 (App. B.1): every non-empty subset of the set bits of ``mask``, in time order, by
-    counting i = 1 .. 2^b - 1; bit j of i selects the j-th set bit from the latest. Digest 003 §5 T4
+    counting i = 1 .. 2^b - 1; bit j of i selects the j-th set bit from the latest. [RCEP] Table B.1
     (Table B.1, over <b1, b2, b3>):
 
     >>> [[("b1", "b2", "b3")[k] for k in subset] for subset in kleene_subsets(0b111)]

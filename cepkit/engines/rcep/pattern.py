@@ -1,5 +1,5 @@
 """The RCEP reading of a query: a sequence of variables ``P = <p_1 .. p_k>`` and its predicates Θ
-(digest 003 §1.3), each conjunct sorted into the role the recomputation gives it.
+([RCEP] §3.4), each conjunct sorted into the role the recomputation gives it.
 
 A pattern of the fragment is a SEQ (or ``;`` chain) of items ``T x`` and ``T+ x`` (``(T AS x FILTER c)+``
 too: c then holds for each event of x), with conditions anywhere a FILTER, WHERE or condition item may put
@@ -7,7 +7,7 @@ them. Every conjunct of Θ lands in exactly one role:
 
 ``local``
     Θᶜ, a test on one event: a unary conjunct on a single variable, or on a Kleene variable a single
-    comparison (quantified per event, LANGUAGE.md §10.6). Step 1 of Algorithm 1: an event enters the
+    comparison (quantified per event, docs/language.md §10.6). Step 1 of Algorithm 1: an event enters the
     event tree of every variable whose local tests it passes.
 ``join``
     Θᵛ (i), ``f(x) φ g(y)`` between two variables: one comparison whose sides each read one variable's

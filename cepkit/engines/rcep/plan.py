@@ -1,4 +1,4 @@
-"""The recomputation plan (digest 003 §2): keep the window's events, never partial matches; on each event
+"""The recomputation plan ([RCEP] ch. 3): keep the window's events, never partial matches; on each event
 that can end a match (a *trigger*, one fitting the last variable p_k), recompute in one batch every
 match whose last event it is.
 
@@ -12,14 +12,14 @@ leaf, which holds the trigger"):
    nested-loop baseline); for each Kleene slot, its chain predicates (NEXT) as a self-join: the
    "can-follow" DAG;
 3. **enumeration** (§2.4, Algorithm 3): right to left, slot by slot; a Kleene slot takes every chain of
-   the DAG inside its allowed bits (a DFS over chains, the digest's exact alternative to path-wise power
+   the DAG inside its allowed bits (a DFS over chains, exact where path-wise power
    sets, which would need transitivity and de-duplication), and each bound event narrows the allowed bits
    of the earlier slots by its join column (∀ semantics); a branch stops when an earlier slot has no
    event left;
 4. residual conjuncts (FIRST, aggregates, ...) on each enumerated match (implicit condition 3), then the
    strategy among the matches ending at the trigger, CONSUME BY and RETURN.
 
-Nothing outlives a trigger but the trees, so ``Matches.info`` reports what the digest's experiments
+Nothing outlives a trigger but the trees, so ``Matches.info`` reports what [RCEP] §3.8's experiments
 measure: triggers, stored events (peak, per tree), range hits, join comparisons made and bits reused
 by dominance, chains grown and matches.
 """
@@ -52,7 +52,7 @@ JOINS = ("hybrid", "nested", "zorder")
 
 @dataclass
 class Stats:
-    """What one run measured (digest 003 §6): the ``info`` of the plan and of ``Matches``."""
+    """What one run measured ([RCEP] §3.8): the ``info`` of the plan and of ``Matches``."""
     triggers: int = 0
     range_hits: int = 0
     join_tested: int = 0
@@ -297,7 +297,7 @@ class RcepMatcher(IncrementalPlan):
         sets = {frozenset(m.positions) for m in found}
         if strategy == "MAX":
             kept = {c for c in sets if not any(beats("MAX", r, c) for r in sets)}
-        else:  # ≤next / ≤last are total orders (digest 004 Lemma 1): one best set
+        else:  # ≤next / ≤last are total orders ([CEL] Lemma 1): one best set
             best = next(iter(sets))
             for c in sets:
                 if beats(strategy, c, best):
@@ -307,7 +307,7 @@ class RcepMatcher(IncrementalPlan):
 
     def _consume(self, found: list, key, position: int) -> list:
         """CONSUME BY ANY / PARTITION: drop matches using a position at or before the last position of an
-        earlier reported match of the same scope (LANGUAGE.md §4, as the reference)."""
+        earlier reported match of the same scope (docs/language.md §4, as the reference)."""
         policy = self.plan.query.consume
         if policy in (None, "NONE") or not found:
             return found

@@ -1,4 +1,4 @@
-"""Skip-till-next-match on the recomputed matches (digest 003 §1.2 STN; LANGUAGE.md §5 ``STNM``).
+"""Skip-till-next-match on the recomputed matches ([RCEP] §2.3.3 STN; docs/language.md §5 ``STNM``).
 
 The language defines STNM as SES's Def 6.1 (``cepkit.semantics.stnm``): a match γ with events e1 .. en is
 disqualified when an event e outside γ, with e_i < e < e_(i+1), extends the prefix γ restricted to
@@ -7,14 +7,14 @@ the window): the "next fitting event" STNM may not skip. For a sequence of varia
 are one more event of e_i's variable (if it is Kleene) or the first event of the next variable; the
 candidates are exactly the stored events of those variables' trees (their local tests passed), so the
 recomputation has everything it needs at the trigger. With a Kleene last variable the full match is its
-own prefix (i = n, digest 002 §4.5): a later event within the window that extends the last variable
+own prefix (i = n, docs/decisions.md): a later event within the window that extends the last variable
 disqualifies it, so such a match is final only once the window from its first event has passed.
 
-The prefixes are judged on Θ ∪ Θ_eq⁺ (digest 002 §4.5, ``cepkit.lang.equalities``), as in the reference:
+The prefixes are judged on Θ ∪ Θ_eq⁺ (docs/references.md E11, ``cepkit.lang.equalities``), as in the reference:
 the equalities Θ's equalities imply between the variables, e.g. ``a.PID = c.PID`` from ``a.PID = b.PID``
 and ``b.PID = c.PID``, so an event that disagrees with the prefix on them never blocks.
 
-Digest 003 §5 T1: e18 = 401 blocks e19 = 400, so e16, e17, e19, e20 is not an STN match.
+[RCEP] Fig. 2.4: e18 = 401 blocks e19 = 400, so e16, e17, e19, e20 is not an STN match.
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ class SkipTillNext:
         written = [c for c, _ in self.conditions] + [c for slot in pattern.slots for c in slot.local]
         closure = transitive_equalities(written, {s.var for s in pattern.slots if s.kleene and s.var},
                                         {s.var for s in pattern.slots if s.var})
-        self.conditions += [(cond, None) for cond in closure]   # Θ_eq⁺ − Θ (digest 002 §4.5)
+        self.conditions += [(cond, None) for cond in closure]   # Θ_eq⁺ − Θ (docs/references.md E11)
         self.waits = pattern.slots[-1].kleene
 
     def blocked(self, trees, chosen: list) -> bool:

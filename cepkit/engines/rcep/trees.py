@@ -1,4 +1,4 @@
-"""Event trees: the events of one variable over the window, the only state RCEP keeps (digest 003 §2).
+"""Event trees: the events of one variable over the window, the only state RCEP keeps ([RCEP] ch. 3).
 
 The thesis keeps, per leaf ``E_i`` of the query tree, a B+tree keyed on the attribute value with the time
 as payload (§2.2): a range query costs O(log n + c) and its c hits are then sorted by time, O(c log c).

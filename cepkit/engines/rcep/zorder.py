@@ -1,5 +1,5 @@
 """Multi-dimensional joins in Z-order: Z-addresses, Z-regions and the region-dominance batch join
-(digest 003 §2.5-2.6, Def. 11, Lemmas 1-2, Theorem 1, Algorithm 4), with the bit helpers of §5 T5.
+([RCEP] §3.7.1-3.7.2, §3.7.3, Algorithm 4, Def. 11, Lemmas 1-2, Theorem 1, Algorithm 4), with the bit helpers of §5 T5.
 
 When two variables are joined on several predicates at once (``a.price < b.price and a.vol > b.vol``),
 each event is a point whose dimensions are its keys, plus its sequence number for the time order. Points
@@ -14,7 +14,7 @@ Choices (docs/rcep-engine.md):
   comparison ``< <= > >= = !=`` exactly and make all coordinates small non-negative integers, whatever the
   keys (floats, negative numbers);
 * a region's corners are the per-dimension minimum and maximum of its members (its bounding box), which
-  the digest's prefix corners (prefix then 0s / 1s) contain: tighter, so more blocks are decided whole;
+  a prefix region's corners (prefix then 0s / 1s) contain: tighter, so more blocks are decided whole;
 * one bit convention, ``extract(z, width, take, skip)``: the thesis writes it ``g_skip^take`` in
   chapter 3 and ``g_take^skip`` in chapter 4 (§2.6, "Fix one convention in our code").
 """
@@ -49,7 +49,7 @@ def interleave(coordinates, bits: int) -> int:
 
 def dis(a: int, b: int, width: int) -> int:
     """``Dis(z_i, z_j)``: how many leading bits two ``width``-bit addresses share (also the MSB similarity
-    ``h`` of Pi-CEP). Digest 003 §5 T5:
+    ``h`` of Pi-CEP). [RCEP] §3.7 and §4.3:
 
     >>> dis(0b10110001, 0b10111010, 8), dis(0b011000, 0b011011, 6)
     (4, 4)

@@ -1,4 +1,4 @@
-"""Engine ``ses``: sequenced event set patterns (Cadonna's thesis, seed 002; digest 002).
+"""Engine ``ses``: sequenced event set patterns (Cadonna's thesis, [SES]).
 
 A pattern is a sequence of sets of variables, ``SEQ({C c, P+ p, D d}, {B b})``: the events of a set may
 come in any order, the sets one after the other, all within the window. The engine compiles it into one
@@ -49,7 +49,7 @@ class SesEngine(Engine):
     options = frozenset({"two_phase", "robust", "automaton", "lookahead"})
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
     description = ("SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
-                   "partitioned / candidate windows, robust skip-till-next-match by backtracking (seed 002)")
+                   "partitioned / candidate windows, robust skip-till-next-match by backtracking ([SES])")
 
     def compile(self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses",
                 lookahead: bool = True) -> SesPlan:

@@ -1,7 +1,7 @@
-"""The pattern's conditions Θ, compiled to closures over bound events (digest 002 §1; LANGUAGE.md §3).
+"""The pattern's conditions Θ, compiled to closures over bound events ([SES] ch. 3; docs/language.md §3).
 
 Θ is split on top-level ``and`` into conjuncts θ. A binding β maps each variable (by index) to the tuple of
-its events in time order; a plain variable has one event. Following Def 3.2 and LANGUAGE.md rule 6, each
+its events in time order; a plain variable has one event. Following Def 3.2 and docs/language.md rule 6, each
 comparison is quantified on its own: it must hold for **every** event of each Kleene variable it mentions
 (every pair between two Kleene variables), and ``prev(v.A)`` / ``v[i-1].A`` ranges over the consecutive
 pairs of v, so it holds vacuously while v has one event. Nothing is ever passed to ``eval``.

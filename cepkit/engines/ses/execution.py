@@ -1,4 +1,4 @@
-"""Running the SES automaton over one match window: A(P, W) of digest 002 §5, the matches whose first
+"""Running the SES automaton over one match window: A(P, W) of [SES] ch. 5, the matches whose first
 event is W[0].
 
 * ``run_window`` is SESExec (Alg 2, §4.3). An automaton instance ñ = (q, β) reads the window event by
@@ -42,7 +42,7 @@ class Edge:
 class CompiledAutomaton:
     """An ``SesAutomaton`` with its conditions attached, states as bit masks over the variable indexes.
 
-    ``conjuncts`` are those of Θ ∪ Θ_eq⁺ (``SetPattern.theta``, digest 002 §4.5): a transition fires when
+    ``conjuncts`` are those of Θ ∪ Θ_eq⁺ (``SetPattern.theta``, docs/references.md E11): a transition fires when
     the conditions among its target's variables hold, which is also the pattern-prefix test of Def 6.1.
     """
 

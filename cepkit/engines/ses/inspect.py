@@ -1,4 +1,4 @@
-"""The SES automaton of a query, stepped through one match window (digest 002 §8, idea 2; Fig 4.6).
+"""The SES automaton of a query, stepped through one match window ([SES] §4.4, Fig 4.6).
 
 ``SesRun`` has the shape ``cepkit.widgets.AutomatonView`` draws: ``states``, ``initial``, ``finals``,
 ``transitions``, ``to_networkx()`` (every SES transition marks its event, •) and ``steps(events)``, which

@@ -1,4 +1,4 @@
-"""A query read as an SES pattern P = (⟨B1..Bk⟩, Θ, τ) (digest 002 §1, Def 3.1).
+"""A query read as an SES pattern P = (⟨B1..Bk⟩, Θ, τ) ([SES] ch. 3, Def 3.1).
 
 The language writes it ``PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE ... WITHIN 15 days``. A ``SEQ`` item that
 is a bare atom ``A a`` or ``A+ a`` is the singleton set ``{A a}``; a pattern that is a single set or atom is
@@ -7,7 +7,7 @@ WHERE, in FILTERs around the sequence, a set or an atom, and as items of SEQ/set
 are all one conjunction Θ. An atom without a variable is bound to a hidden one, so its event is part of the
 match's positions but not of its bindings.
 
-The transitive closure of Θ's equalities Θ_eq⁺ (digest 002 §4.5 [impl], ``cepkit.lang.equalities``) is
+The transitive closure of Θ's equalities Θ_eq⁺ (docs/references.md E11, ``cepkit.lang.equalities``) is
 added to Θ before compiling: with ``a.PID = b.PID`` and ``b.PID = c.PID`` it adds ``a.PID = c.PID``, and
 ``prev(p.PID) = p.PID`` for a Kleene p tied to another variable. These are implied by Θ, so Γ does not
 change; under STNM and ROBUST_STNM they are part of the conditions each pattern prefix is judged on
@@ -48,7 +48,7 @@ class SetPattern:
 
     @property
     def theta(self) -> tuple:
-        """Θ ∪ Θ_eq⁺, what the engine compiles (digest 002 §4.5)."""
+        """Θ ∪ Θ_eq⁺, what the engine compiles (docs/references.md E11)."""
         return self.conditions + self.closure
 
     @property

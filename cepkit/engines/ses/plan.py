@@ -188,7 +188,7 @@ class SesMatcher(IncrementalPlan):
         self.last_position = -1
         self.opened = self.evaluated = self.max_window = 0
         # RETURN keys already reported: the windows of two starts can hold matches that project to the same
-        # (C, beta), one match (LANGUAGE.md §10.2), reported once, when the first of those windows closes
+        # (C, beta), one match (docs/language.md §10.2), reported once, when the first of those windows closes
         self.projected = None if plan.select is None else ReportedOnce(plan.query.window_seconds)
 
     def push(self, event) -> list:
@@ -288,7 +288,7 @@ def _positions(found: list, v: int, kleene: bool) -> tuple:
 
 
 def _type_test(atom: A.Atom, hierarchy):
-    """Which event types the atom takes: any (ANY), or its type and the concepts below it (LANGUAGE.md §7;
+    """Which event types the atom takes: any (ANY), or its type and the concepts below it (docs/language.md §7;
     a hierarchy over an attribute does not classify types, as in the reference)."""
     if atom.type is None:
         return lambda t: True

@@ -1,4 +1,4 @@
-"""Match windows and phase 1 of the two-phase evaluation (digest 002 §5, Alg 3).
+"""Match windows and phase 1 of the two-phase evaluation ([SES] ch. 5, Alg 3).
 
 A match window starts at an event W[0] and holds every later event at most τ after it (Def 4.3); each is
 handed to A(P, W), the SES automaton, when its span is complete. Phase 1 calls A only for windows that
@@ -31,7 +31,7 @@ class Entry:
 
 
 class SummaryStatistics:
-    """The counters S of Def 5.2 as bit vectors (Ex 5.9), with the counter fix of the digest.
+    """The counters S of Def 5.2 as bit vectors (Ex 5.9), with the counter fix of docs/references.md E12.
 
     ``counters[v]`` counts the window's events satisfying Θ^p_v that arrived while every variable of v's
     previous set had a non-zero counter. ``status`` has bit v set while counter v is zero, so the window

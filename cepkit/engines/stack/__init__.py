@@ -1,5 +1,5 @@
 """The ``stack`` engine: SASE active-instance stacks for flat SEQ queries with negation, EXISTS, joins
-and windows, in order or out of order (digest 000a §1-2, seed 000 ch. 2-3).
+and windows, in order or out of order ([LIU] ch. 2, ch. 3, [LIU] ch. 2-3).
 
 ``run`` on an in-order stream is the columnar run (``batch``: the stacks as sorted arrays, construction
 as vectorized range joins); ``matcher()`` and the out-of-order modes push events one by one through the
@@ -12,7 +12,7 @@ stacks (``core``, ``modes``). Both give the same matches (docs/stack-engine.md).
 
 Out of order (``disorder=``): ``kslack`` with ``k``, ``conservative`` with ``max_delay`` and/or
 PUNCTUATION events, ``aggressive`` (optionally ``max_delay`` to bound its state). ``max_delay`` is one
-bound for every type, or (an extension of LANGUAGE.md §6) a mapping from event type to its own bound,
+bound for every type, or (an extension of docs/language.md §6) a mapping from event type to its own bound,
 each a number, a timedelta or text such as ``"2 min"``: ``max_delay={"A": 5, "B": "2 min"}`` promises no
 A arrives after an event whose ts exceeds its own by more than 5, no B by more than 120. A type missing
 from the mapping has no max-delay guarantee (only punctuations complete it) unless the key ``"*"`` bounds

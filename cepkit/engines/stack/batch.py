@@ -3,7 +3,7 @@ stream in (ts, position) order (``disorder="reject"``; issue 5, "orders of magni
 
 The incremental matcher (``modes.InOrderMatcher``) pays Python for every event: it tests the event,
 pushes it, purges the window and walks the stacks. A finite in-order stream is known at once, so this
-run does the same work per *query item* instead of per event (digest 000a §1.4, same matches):
+run does the same work per *query item* instead of per event ([LIU] §2.3, same matches):
 
 1. **Stacks.** Each positive slot's stack is the sorted array of the events that can take it (type
    test and unary conditions evaluated over whole columns, ``columns.Columns``); each negation store
@@ -18,9 +18,9 @@ run does the same work per *query item* instead of per event (digest 000a §1.4,
    arrays of event indices, one per bound slot, extended at once by the range each one may take
    (``_extend``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``,
    a ``searchsorted`` of the times), and at or above the last negative event before the successor (a
-   middle negation without correlated conditions: the "previous negative" of digest 000a §1.4's
+   middle negation without correlated conditions: the "previous negative" of [LIU] §2.3's
    ``NS[X]`` check; a middle EXISTS bounds it from above the same way). Joins run as soon as their variables are bound, vectorized; correlated and
-   edge negations count the negative events in their scope (LANGUAGE.md §10.4) with two
+   edge negations count the negative events in their scope (docs/language.md §10.4) with two
    ``searchsorted`` per row, or test their conditions on every (row, negative event) pair.
 4. **Results.** Matches are columns (``MatchArrays``) built once at the end, sorted by last position;
    ``emitted_at`` is when the incremental matcher would have emitted each one (a trailing negation waits
@@ -326,7 +326,7 @@ class ColumnarRun:
         return rows
 
     def _clear(self, rows: _Rows, j: int) -> np.ndarray:
-        """Per row: no event of negation ``j`` lies in its scope (LANGUAGE.md §10.4) and satisfies its
+        """Per row: no event of negation ``j`` lies in its scope (docs/language.md §10.4) and satisfies its
         correlated conditions; for an EXISTS item, some event does (a trailing one notes the first in
         ``rows.witness``)."""
         program, layout = self.program, self.layout
@@ -364,7 +364,7 @@ class ColumnarRun:
         return found
 
     def _skip_till_next_match(self, rows: _Rows) -> _Rows:
-        """SASE skip-till-next-match (digest 002 Def 6.1, as ``Core.next_match_ok``): no instance of slot
+        """SASE skip-till-next-match ([SES] Def 6.1, as ``Core.next_match_ok``): no instance of slot
         i+1 between the i-th and (i+1)-th events, within the window, extends the first i events."""
         program, layout = self.program, self.layout
         for i in range(program.n - 1):

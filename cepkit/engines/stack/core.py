@@ -1,4 +1,4 @@
-"""Stacks of one sub-stream, result construction, and the negation checks (digest 000a §1.4, §2.4).
+"""Stacks of one sub-stream, result construction, and the negation checks ([LIU] §2.3, §2.4).
 
 A ``Core`` serves one PARTITION BY sub-stream (or the whole stream). Inside it, each value of the
 equality partition (``program.hashed``) has a ``Partition``: one stack per positive slot and one store
@@ -234,7 +234,7 @@ class Core:
 
     # ------------------------------------------------------------------ skip-till-next-match
     def next_match_ok(self, part: Partition, chosen, binding) -> bool:
-        """SASE skip-till-next-match (digest 002 Def 6.1 on a flat SEQ): no event between the i-th and
+        """SASE skip-till-next-match ([SES] Def 6.1 on a flat SEQ): no event between the i-th and
         (i+1)-th events of the match could have extended its first i events to slot i+1. The stack of
         slot i+1 holds every candidate (an event enters it whenever slot i has an instance before it)."""
         program = self.program

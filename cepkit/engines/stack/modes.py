@@ -1,4 +1,4 @@
-"""How the stacks meet a stream: in order, and the three out-of-order modes (digest 000a §2).
+"""How the stacks meet a stream: in order, and the three out-of-order modes ([LIU] ch. 3).
 
 Each mode is an ``IncrementalPlan``: ``push`` takes the next arrival, ``close`` says the stream is
 complete. Each emission is a ``Match`` with ``sign`` and ``emitted_at``; a batch run logs them
@@ -18,11 +18,11 @@ mode          what it does                                                      
 ============  ==============================================================================  ============
 
 Whatever the mode, once the stream is complete the net output equals the in-order result over the
-stream sorted by (ts, position) (LANGUAGE.md §6); K-slack only when K covers every delay.
+stream sorted by (ts, position) (docs/language.md §6); K-slack only when K covers every delay.
 
-Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
+Choices where [LIU] ch. 3 is silent (all of them in ``docs/stack-engine.md``):
 
-- ``max_delay`` is one bound for every type (LANGUAGE.md §6) or, an extension, a mapping from type (or
+- ``max_delay`` is one bound for every type (docs/language.md §6) or, an extension, a mapping from type (or
   concept, or ``"*"`` for the others) to its own bound (``cepkit.runtime.delays.MaxDelay``): a type the mapping does not
   bound is completed by punctuations only; a concept's bound is the largest of the types below it.
 - Promises are checked: an event of type T with ts below ``clock - max_delay[T]``, or at or below a
@@ -32,7 +32,7 @@ Choices where the digest is silent (all of them in ``docs/stack-engine.md``):
 - A punctuation ``of`` a concept covers every type below it; a negated concept is complete once it or
   an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay`` (``"*"`` in a mapping).
 - ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
-  it (the digest's "delay bound K"); without it state grows with the stream.
+  it ([LIU] §3.6.2's delay bound K); without it state grows with the stream.
 - Under a time window and a ``max_delay`` the conservative and aggressive modes drop a PARTITION BY key
   once its last event is below their purge's reach (``forget_keys_after``), as the in-order mode does once
   its window has passed (``cepkit.runtime.expiry``); without a bound every key is kept.
@@ -87,7 +87,7 @@ class StackMatcher(EmissionLog, IncrementalPlan):
 
     def emit(self, chosen, sign: str = "+") -> list:
         """The emission of ``chosen`` (a one-element list), or none when it changes nothing: under RETURN
-        several matches project onto one (C, β) (LANGUAGE.md §4, §10.2: one entry per distinct (C, β)), which
+        several matches project onto one (C, β) (docs/language.md §4, §10.2: one entry per distinct (C, β)), which
         is emitted when its first match is and, in aggressive mode, retracted when its last one is."""
         found = self.program.to_match(chosen)
         if self.program.select is not None and not self.changes_output(found, sign, chosen):
@@ -351,7 +351,7 @@ class InOrderMatcher(StackMatcher):
 
 
 class KSlackMatcher(InOrderMatcher):
-    """K-slack (digest 000a §2.3): hold each event until the largest ts seen exceeds its ts by more than
+    """K-slack ([LIU] §3.5): hold each event until the largest ts seen exceeds its ts by more than
     K, then feed the in-order stacks in (ts, position) order. An event arriving after a later one was
     released cannot be placed and is dropped (``dropped`` lists their positions)."""
 
@@ -469,7 +469,7 @@ class _Held:
 
 
 class ConservativeMatcher(_OutOfOrderMatcher):
-    """Partial order guarantees (digest 000a §2.4): a match is output only once no late event can
+    """Partial order guarantees ([LIU] §3.6.1): a match is output only once no late event can
     invalidate it, so the output is permanently valid but unsorted.
 
     The holding set is not rescanned when a guarantee advances: each held match waits in the heap of
@@ -526,7 +526,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         return out
 
     def required(self, j: int, chosen) -> float:
-        """The ts through which negation ``j``'s type must be complete for ``chosen`` (digest §2.4 ``safe(r)``):
+        """The ts through which negation ``j``'s type must be complete for ``chosen`` ([LIU] §3.6.1, docs/references.md E1):
         the right neighbour's ts for a leading or middle scope, first ts + w for a trailing one (inf
         without a window: it waits for the end of the stream)."""
         program = self.program
@@ -588,7 +588,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
 
 
 class AggressiveMatcher(_OutOfOrderMatcher):
-    """Compensation (digest 000a §2.5): every match is emitted as soon as it is built; a late negative
+    """Compensation ([LIU] §3.6.2): every match is emitted as soon as it is built; a late negative
     event retracts (``-``) the emitted matches whose scope it falls in, a late positive one inserts
     (``+``) the matches it completes. Results are eventually valid; the net output converges."""
 
@@ -631,7 +631,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         return out
 
     def _blocked(self, core: Core, j: int, part, inst) -> list:
-        """The emitted, still valid matches that the negated ``inst`` falls in (the digest's spurious set:
+        """The emitted, still valid matches that the negated ``inst`` falls in ([LIU] §3.6.2's spurious set:
         positive matches around it that no stored negative blocks yet)."""
         program = self.program
         neg = program.negations[j]

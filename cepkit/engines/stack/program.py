@@ -1,12 +1,12 @@
 """A flat SEQ query compiled for the stacks: positive slots, negations between them, and where each
-condition is tested (digest 000a §1.4; negation bounds from digest 000b §1.2 and LANGUAGE.md §10.4).
+condition is tested ([LIU] §2.3; negation bounds from [LIU] §5.1.2 and docs/language.md §10.4).
 
 ``SEQ(A a, !B b, C c, D d) WHERE a.v = c.v and b.v > a.v WITHIN 10 s`` becomes
 
 - slots ``a`` (0), ``c`` (1), ``d`` (2): one active-instance stack each;
 - negation ``b`` in gap 1 (between slots 0 and 1; gap 0 is leading, gap 3 trailing); an ``EXISTS T x``
   item is a ``Negation`` with ``exists=True``: the same scope, with "some event" for "no event";
-- predicate scoping (digest 000b §1.2, "predicate scoping test", done by ``cepkit.lang.scope``): a
+- predicate scoping ([LIU] §5.1.2, "predicate scoping test", done by ``cepkit.lang.scope``): a
   conjunct that mentions a negated variable belongs to that negation ("there is no b with b.v > a.v");
   every other conjunct filters matches. Unary conjuncts filter events before they enter a stack or a negation store; the others are
   tested during construction as soon as their variables are bound;
@@ -111,7 +111,7 @@ class Program:
         self.slots = tuple(slots)
         self.negations = tuple(negations)
         self.joins = tuple(joins)
-        # STNM's prefix test: the joins of Θ ∪ Θ_eq⁺ (digest 002 §4.5)
+        # STNM's prefix test: the joins of Θ ∪ Θ_eq⁺ (docs/references.md E11)
         self.prefix_joins = self.joins if prefix_joins is None else tuple(prefix_joins)
         self.window_time = window_time          # seconds, or None
         self.window_events = window_events      # n for WITHIN n EVENTS, or None
@@ -126,7 +126,7 @@ class Program:
 
     def _order(self, anchor: int) -> tuple:
         """Construction from an instance at slot ``anchor``: forward to the last slot, then backward to
-        the first (digest 000a §2.4, "backward paths ⋈ forward paths"). Each join and negation check runs
+        the first ([LIU] §3.6.1, "backward paths ⋈ forward paths"). Each join and negation check runs
         at the first step where everything it needs is bound."""
         sequence = list(range(anchor, self.n)) + list(range(anchor - 1, -1, -1))
         done_joins, done_negs, bound, steps = set(), set(), set(), []
@@ -151,7 +151,7 @@ class Program:
     def scope(self, neg: Negation, chosen) -> tuple:
         """(low key, high key, low local position, high local position) of a negation's scope for the
         instances ``chosen`` (slot -> Instance); a negated event is in scope when its key lies strictly
-        between the keys and its local position between the positions, inclusive (LANGUAGE.md §10.4)."""
+        between the keys and its local position between the positions, inclusive (docs/language.md §10.4)."""
         first, last = chosen[0], chosen[self.n - 1]
         lo_l, hi_l = NEVER_LPOS
         if neg.gap == 0:     # leading: at or after (last ts - w), before the first event
@@ -233,7 +233,7 @@ def compile_program(query, unsupported) -> Program:
         else:
             joins.append(Join(slots, compile_condition(conj), conj))
 
-    # Under STNM too: an event that could extend a prefix satisfies Θ_eq⁺ (digest 002 §4.5), so it has
+    # Under STNM too: an event that could extend a prefix satisfies Θ_eq⁺ (docs/references.md E11), so it has
     # the prefix's key whenever the equalities tie every positive variable into one class.
     hash_attrs = _equality_partition(conjuncts, [c for *_, conds in negated for c in conds], positives,
                                      [atom for atom, *_ in negated])
@@ -257,7 +257,7 @@ def compile_program(query, unsupported) -> Program:
     if strategy not in ("ALL", "STRICT", "STNM"):
         raise unsupported(query.ast, f"the {query.strategy} strategy")
     prefix_joins = None
-    if strategy == "STNM":   # the prefix test of Def 6.1 judges Θ ∪ Θ_eq⁺ (digest 002 §4.5)
+    if strategy == "STNM":   # the prefix test of Def 6.1 judges Θ ∪ Θ_eq⁺ (docs/references.md E11)
         closure = transitive_equalities(conjuncts, variables=slot_of)
         prefix_joins = joins + [Join(frozenset(slot_of[v] for v in A.variables_in(c)), compile_condition(c), c)
                                 for c in closure]

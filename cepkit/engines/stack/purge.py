@@ -1,4 +1,4 @@
-"""Partial order guarantees and the purges they allow (digest 000a §2.4, Definition 1, Alg. 1-2).
+"""Partial order guarantees and the purges they allow ([LIU] §3.6.1, Definition 1, Alg. 1-2).
 
 A guarantee says how far the stream of one type is complete. A PUNCTUATION ``of`` T at ts p promises
 no more T (or types below concept T) with ts ≤ p; ``max_delay`` D promises, for every type, no more
@@ -8,11 +8,11 @@ a concept is complete when every type below it is). Both feed two questions:
 - is a negation scope complete, so a held match is safe to output (``complete_before``/``_through``);
 - can a stored instance never join a future match, so it may go (``purge``): an instance is purgeable
   when, for some slot before or after it, no stored instance can take that slot and no future one can
-  (Alg. 2, run per slot, not per type name, as the digest asks for repeated types; Alg. 1 is its case
+  (Alg. 2, run per slot, not per type name, as a repeated type needs; Alg. 1 is its case
   of one guarded slot, WE-12); and any instance below every positive slot's frontier minus the window
   is purgeable too.
 
-Boundaries follow the digest's corrections: a middle or leading scope needs the frontier at or above
+Boundaries follow docs/references.md E1: a middle or leading scope needs the frontier at or above
 the right neighbour's ts, a trailing one at or above (first ts + w) (WE-9); Alg. 2's forward test uses
 ``POG >= e.ts + W`` (WE-11).
 """

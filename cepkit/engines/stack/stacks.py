@@ -1,15 +1,15 @@
-"""Active-instance stacks with pointers (SASE, digest 000a §1.4) that also accept late insertions
+"""Active-instance stacks with pointers (SASE, [LIU] §2.3) that also accept late insertions
 (§2.4, "insert e into S[i] in ts order ... x.ptr = e").
 
 A ``Stack`` keeps instances sorted by their key ``(ts, arrival position)``: the logical order of
-LANGUAGE.md §10.1. Indices are *absolute*: the ``base`` instances purged from the bottom still count, so
+docs/language.md §10.1. Indices are *absolute*: the ``base`` instances purged from the bottom still count, so
 a pointer never needs fixing when the window purges.
 
 An instance's pointer ``rip`` (SASE's "most recent instance in the previous stack") is the absolute
 count of instances in the previous stack that precede it; backward construction visits exactly
 ``prev[rip-1], prev[rip-2], ...``. In order, that is the previous stack's size when the instance was
 pushed. A late insertion into stack i shifts by one the pointers of the later instances of stack i+1,
-which is the digest's pointer update with integer pointers.
+which is [LIU] §2.3's pointer update with integer pointers.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class Stack:
         return self._cut(cut)
 
     def remove(self, inst: Instance) -> None:
-        """Drop one instance from anywhere (a conservative purge, digest 000a §2.4 Alg. 1-2); the caller
+        """Drop one instance from anywhere (a conservative purge, [LIU] §3.6.1 Alg. 1-2); the caller
         shifts the next stack's pointers back, as for a late insertion."""
         i = bisect_left(self.keys, inst.key)
         del self.items[i]

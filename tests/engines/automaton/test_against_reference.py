@@ -38,7 +38,7 @@ def test_all_matches(query, events):
 @settings(max_examples=200, deadline=None)
 @given(unary_queries(strategies=STRATEGIES), streams())
 def test_selection_strategies(query, events):
-    """NEXT/LAST/MAX by Algorithms 5-7 (window-aware), STRICT by the STRICT construction (digest 004 §5)."""
+    """NEXT/LAST/MAX by Algorithms 5-7 (window-aware), STRICT by the STRICT construction ([CEL] §6-7)."""
     agrees(query, events)
 
 
@@ -118,7 +118,7 @@ def test_an_event_needing_more_room_than_compaction_frees_grows_the_arena(query,
 @given(unary_queries(windows=False, partition=False), streams(types=("A", "B"), max_size=8),
        st.sampled_from(["Event", "Root", "ANY"]))
 def test_hierarchy(query, events, concept):
-    """A concept stands for every type below it (LANGUAGE.md §7, §10.12)."""
+    """A concept stands for every type below it (docs/language.md §7, §10.12)."""
     hierarchy = {"Event": ["A", "B"], "Root": ["Event"]}
     query = query.replace("A AS", f"{concept} AS", 1)
     expected = cepkit.match(query, events, engine="reference", hierarchy=hierarchy)
@@ -135,7 +135,7 @@ def test_hierarchy(query, events, concept):
 @settings(max_examples=40, deadline=None)
 @given(events=streams(max_size=12))
 def test_consumption_counts_the_whole_match(query, events):
-    """CONSUME BY looks at the whole match, before RETURN projects it (digest 004 §6 Table 2; the
+    """CONSUME BY looks at the whole match, before RETURN projects it ([CEL] §8 Table 2; the
     reference's rule), also when a strategy chooses first and across partitions."""
     agrees(query, events)
 
@@ -155,7 +155,7 @@ def test_nested_selection_strategies(query, events):
     "SELECT NEXT a PATTERN A a ; B b",
 ])
 def test_matcher_reports_a_projected_match_once(query):
-    """RETURN projects (0, 1) and (0, 2) onto the same (C, β) = ({0}, a: 0): one match (LANGUAGE.md §10.2),
+    """RETURN projects (0, 1) and (0, 2) onto the same (C, β) = ({0}, a: 0): one match (docs/language.md §10.2),
     so the matcher must not report it again at the push of the second B (it did, once per extension)."""
     events = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1}, {"type": "B", "ts": 2}]
     if "x0" in query:

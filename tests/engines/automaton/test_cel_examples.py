@@ -1,5 +1,5 @@
-"""Every worked example of digest 004 (CEL and CEA) run on the automaton engine, on both readings of the
-lost type of position 0 of the running stream S (digest 004 §3: "every paper output must be identical")."""
+"""Every worked example of [CEL] (CEL and CEA) run on the automaton engine, on both readings of the
+lost type of position 0 of the running stream S ([CEL] §2: "every paper output must be identical")."""
 import pytest
 
 import cepkit
@@ -124,7 +124,7 @@ def test_figure2_automaton_shape():
 
 
 def test_matcher_reports_phi1_as_each_event_arrives():
-    """Matcher: push one event, get the matches it completes (digest 004 §7.1 contract)."""
+    """Matcher: push one event, get the matches it completes ([CEL] §9 contract)."""
     matcher = cepkit.Matcher(PHI1, engine="automaton")
     completed = {e["ts"]: [m.positions for m in matcher.push(e)]
                  for e in cel_fire_sensors().to_dict("records")}

@@ -1,4 +1,4 @@
-"""CEL to CEA (digest 004 §4): the fragment, the LP-normal rewrite (push-down, pop-up), the Thompson
+"""CEL to CEA ([CEL] §5): the fragment, the LP-normal rewrite (push-down, pop-up), the Thompson
 construction with ε-removal, STRICT, and lazy determinization."""
 import pytest
 from hypothesis import given, settings
@@ -55,7 +55,7 @@ def test_phi5_pop_up_leaves_no_conditional_filter():
 
 
 def test_a_filter_on_a_kleene_variable_holds_of_each_iteration():
-    """LANGUAGE.md §10.6: outside its +, b.v > 1 means every b; pushed onto the atom inside the +."""
+    """docs/language.md §10.6: outside its +, b.v > 1 means every b; pushed onto the atom inside the +."""
     assert lp("(A AS a ; B+ AS b) FILTER b.v > 1") == "A AS a ; (B AS b FILTER b.v > 1)+"
 
 
@@ -160,7 +160,7 @@ def test_lp_normal_keeps_bound_variables():
 
 
 def test_an_exponential_lp_normal_form_is_refused_not_computed():
-    """Theorem 2's pop-up can double the formula per conditional filter (digest 004 §4): past
+    """Theorem 2's pop-up can double the formula per conditional filter ([CEL] §5): past
     ``LP_NORMAL_LIMIT`` nodes the automaton refuses, naming the engines that can run the query."""
     query = "T AS x ; " + " ; ".join(f"((T AS y{i} FILTER x.tmp > {i}) OR (H AS y{i} FILTER x.tmp <= {i}))"
                                      for i in range(12))
@@ -202,7 +202,7 @@ def _counting_holds(patch) -> list:
 
 
 def test_each_predicate_is_evaluated_once_per_event():
-    """Digest 004 §5: the letter is the vector of the unary tests, each evaluated once per event. One
+    """[CEL] §6-7: the letter is the vector of the unary tests, each evaluated once per event. One
     condition used by three transitions (on a, b and c) is one test: a column numpy cannot compare
     exactly (strings mixed with numbers) falls back to one evaluation per event of a type using it (A or
     B, never C or D), in a batch run and in the matcher; a numeric column is evaluated column-wise only."""

@@ -1,7 +1,7 @@
 """The automaton writes each event's matches in order as it enumerates them and says so
 (``MatchArrays.sorted_within_last``), so ``Matches`` does not sort them again: whenever it says so, its rows,
 put in order of last position (a stable sort, as ``Matches`` does), are exactly the general ordering of the
-same matches (``output_order``, LANGUAGE.md §10.2: identity, order, each once). A group is walked forward
+same matches (``output_order``, docs/language.md §10.2: identity, order, each once). A group is walked forward
 from its first positions (``nodes._forward_group``); where two successors of a node share a position it is
 sorted by keys instead (``_write_group``); when neither can order it (ties on positions; shared positions
 and a span past a machine word) the kernel says nothing and the general ordering applies. Agreement with

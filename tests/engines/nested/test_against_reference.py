@@ -12,14 +12,14 @@ from strategies import assert_agrees, nested_queries, streams
 @settings(max_examples=60, deadline=None)
 @given(nested_queries(), streams(max_size=8), st.sampled_from(["a", "p", "b", None]))
 def test_every_caching_mode_gives_the_reference_matches(query, events, caching):
-    """Digest 000b §7: "results must equal the uncached nested baseline" — and the reference."""
+    """Every caching mode gives the uncached nested baseline's results ([CSV] §3) — and the reference's."""
     assert_agrees(query, events, "nested", caching=caching)
 
 
 @settings(max_examples=40, deadline=None)
 @given(nested_queries(), streams(max_size=8))
 def test_the_normal_form_gives_the_reference_matches(query, events):
-    """``rewrite=True`` runs the NEEL normal form when it exists and keeps every match (digest 000b §3)."""
+    """``rewrite=True`` runs the NEEL normal form when it exists and keeps every match ([LIU] §5.2)."""
     found = assert_agrees(query, events, "nested", rewrite=True)
     assert found.info["execution"] in ("nested", "normal form")
 

@@ -1,4 +1,4 @@
-"""Continuous Sliding Views (digest 000b §6, [R]) on their own and inside the engine: what each mode keeps,
+"""Continuous Sliding Views ([CSV] §3-6, [R]) on their own and inside the engine: what each mode keeps,
 when it computes, and what ``Matches.info`` reports; plus the engine's options, refusals and pickling."""
 import pickle
 
@@ -26,7 +26,7 @@ class Results:
 
 
 def test_a_csv_expands_its_right_bound_only_when_a_query_interval_reaches_past_it():
-    """Digest 000b §6.1, T22 ([R] Ex 1): ⟨r1,w12,o18⟩ has QI (1, 12), so the view holds every result up to 11;
+    """[CSV] §4, T22 ([R] Ex 1): ⟨r1,w12,o18⟩ has QI (1, 12), so the view holds every result up to 11;
     ⟨r1,w12,o20⟩ reuses it; ⟨r1,w16,o20⟩ has QI (1, 16) and expands the view to 15 — over the widest interval
     any QI may ask for (T25: some of those results are never used)."""
     sub = Results()
@@ -40,7 +40,7 @@ def test_a_csv_expands_its_right_bound_only_when_a_query_interval_reaches_past_i
 
 
 def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once():
-    """Digest 000b §6.2: a QI sticking out on the right of a VI computes the new end indices only; a left
+    """[CSV] §5: a QI sticking out on the right of a VI computes the new end indices only; a left
     overhang is computed from scratch; each tuple is stored under the first VI that produced it, so a lookup
     scans every overlapping VI (T26) and the containment of T31 (cache[1,10] ⊇ cache[1,5]) is a hit."""
     sub = Results()
@@ -57,7 +57,7 @@ def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once(
 
 
 def test_b_csv_computes_the_hull_of_a_triggers_intervals_once():
-    """Digest 000b §6.3 (Fig R17): the QIs of one outer trigger are merged into maximal intervals, computed
+    """[CSV] §6 (Fig R17): the QIs of one outer trigger are merged into maximal intervals, computed
     once; the lookups that follow are hits. VI bounds never decrease as triggers drift right (T30)."""
     sub = Results()
     view = make_view("b", sub, floor=lambda end: 0)
@@ -74,7 +74,7 @@ def test_b_csv_computes_the_hull_of_a_triggers_intervals_once():
 
 
 def test_no_caching_recomputes_every_lookup():
-    """Digest 000b §2, problem P2: the baseline rebuilds the inner results for every outer candidate."""
+    """[LIU] §5.1.3-5.1.4, problem P2: the baseline rebuilds the inner results for every outer candidate."""
     sub = Results()
     view = make_view(None, sub, floor=lambda end: 0)
     view.lookup(1, 6), view.lookup(1, 6)
@@ -93,7 +93,7 @@ def test_info_reports_the_plan_the_rewrite_and_the_caches():
 
 
 def test_shared_prefixes_are_built_once():
-    """Digest 000b §4 Ex 27 (PreCache): in the DNF of Q1 every disjunct starts with SEQ(R, W); the prefix is
+    """[LIU] §5.3-5.4 Ex 27 (PreCache): in the DNF of Q1 every disjunct starts with SEQ(R, W); the prefix is
     built once per end index and reused by the other disjuncts."""
     stream = cepkit.datasets.neel_hospital("q1_accept_no_disinfection")
     query = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"

@@ -1,5 +1,5 @@
-"""The worked examples of digest 000b §7 on the ``nested`` engine, under every caching mode and through the
-normal form: the same matches as the digest gives (and as the reference, tests/semantics/test_neel.py)."""
+"""The worked examples of [LIU] ch. 5 and [CSV] on the ``nested`` engine, under every caching mode and through
+the normal form: the same matches as the sources give (and as the reference, tests/semantics/test_neel.py)."""
 import pytest
 
 import cepkit
@@ -34,7 +34,7 @@ def events(spec, **attrs):
 
 
 def test_t1_ex17_sequence(nested):
-    """Digest 000b §7 T1 (Ex 17): SEQ(Recycle, Washing) over {r1, w2, w3} gives {r1,w2}, {r1,w3}."""
+    """[LIU] Ex 17: SEQ(Recycle, Washing) over {r1, w2, w3} gives {r1,w2}, {r1,w3}."""
     assert nested("SEQ(Recycle r, Washing w)", neel_hospital("ex17")) == [(0, 1), (0, 2)]
 
 
@@ -114,7 +114,7 @@ def test_t23_negated_and_between_neighbours(nested):
 
 
 @pytest.mark.parametrize("query, spec, expected", [
-    # LANGUAGE.md §10.4: leading / trailing scopes, EVENTS windows, nested SEQ bounds, AND clipping
+    # docs/language.md §10.4: leading / trailing scopes, EVENTS windows, nested SEQ bounds, AND clipping
     ("SEQ(!C c, A a, B b) WITHIN 5 s", "C0 A3 B6", [(1, 2)]),
     ("SEQ(!C c, A a, B b) WITHIN 5 s", "C1 A3 B6", []),
     ("SEQ(A a, B b, !C c) WITHIN 5 s", "A0 B2 C5", []),
@@ -130,5 +130,5 @@ def test_t23_negated_and_between_neighbours(nested):
     ("SEQ(A a, EXISTS B b, !X x, C c)", "A0 X1 B2 C3", []),               # EXISTS bounds nothing
 ])
 def test_scopes(nested, query, spec, expected):
-    """LANGUAGE.md §10.4 and §10.11 (the nested negation details), as tests/semantics/test_neel.py."""
+    """docs/language.md §10.4 and §10.11 (the nested negation details), as tests/semantics/test_neel.py."""
     assert nested(query, events(spec)) == expected

@@ -1,5 +1,5 @@
-"""The rcep engine against the reference: random Kleene queries with complex predicates (digest 003 §1.3,
-LANGUAGE.md §3) on random streams, every join method, the incremental matcher, sliding windows."""
+"""The rcep engine against the reference: random Kleene queries with complex predicates ([RCEP] §3.4,
+docs/language.md §3) on random streams, every join method, the incremental matcher, sliding windows."""
 import pickle
 
 import pytest
@@ -125,7 +125,7 @@ def test_plan_ignores_punctuation_and_uses_hierarchy_and_any():
 @given(st.lists(st.integers(0, 3), min_size=1, max_size=30))
 @settings(max_examples=30, deadline=None)
 def test_equal_timestamps_are_ordered_by_position(values):
-    """LANGUAGE.md §10.1: sequence uses (ts, position); a burst of equal ts is still a sequence."""
+    """docs/language.md §10.1: sequence uses (ts, position); a burst of equal ts is still a sequence."""
     events = [{"type": "AB"[v % 2], "ts": k // 4, "v": v} for k, v in enumerate(values)]
     assert_agrees("SEQ(A a, B+ b) WHERE prev(b.v) <= b.v and a.v <= first(b).v WITHIN 2", events, "rcep")
 
@@ -140,5 +140,5 @@ NESTED = ["(A a ; B+ b FILTER count(b) > 1) ; C c WITHIN 8",
 @given(st.sampled_from(NESTED), streams(max_size=14, values=4, ids=2))
 def test_nested_sequences_and_filters_flatten(query, events):
     """A SEQ inside a SEQ is the same sequence, and a FILTER around a sub-sequence or a whole iteration is a
-    condition on the match (an ``or`` there stays "all or all", LANGUAGE.md §10.6)."""
+    condition on the match (an ``or`` there stays "all or all", docs/language.md §10.6)."""
     assert_agrees(query, events, "rcep")

@@ -17,7 +17,7 @@ def roles(text):
 
 
 def test_each_conjunct_gets_one_role():
-    """Digest 003 §1.3: constant predicates Θᶜ are local tests, ``p_i.A φ p_j.A`` joins (oriented earlier
+    """[RCEP] §3.4: constant predicates Θᶜ are local tests, ``p_i.A φ p_j.A`` joins (oriented earlier
     variable first), NEXT chains; FIRST, aggregates and ``or`` over a Kleene variable are residual."""
     found = roles("SEQ(Stock a, Stock+ b, Stock c) WHERE a.v > 3 and b.v < 10 and b.v > a.v * 2 "
                   "and b[i].v > b[i-1].v and c.v >= first(b).w and count(b) > 2 and (b.v > 5 or b.v < 2)")

@@ -1,4 +1,5 @@
-"""The worked examples of digest 003 §5 (T1-T4) and the running queries of §1.4, on the ``rcep`` engine.
+"""The worked examples of [RCEP] (Fig. 2.4, Examples 2-4, Table B.1) and its running queries (§3.2), on the
+``rcep`` engine.
 
 T5-T7 (Z-order bit helpers, Z-regions, region dominance) are in ``test_zorder.py``; T8-T10 belong to the
 DEBS challenges, outside the engine.
@@ -142,7 +143,7 @@ def test_t3_t4_path_bitvector_and_bankers_table():
 
 
 def test_q2_credit_card_as_written():
-    """§1.4 Q2 as written (∀ semantics, the digest's reading): a big ``a`` followed by shrinking ``b``s, each
+    """§1.4 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s, each
     at most a fifth of it."""
     query = ("PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
              "WITHIN 30 min PARTITION BY cardID")
@@ -167,7 +168,7 @@ def test_q3_cardiac_with_a_constant_filter():
     assert len(found) > 0 and found == cepkit.match(query, stream, engine="reference")
 
 
-def test_match_conditions_as_the_digest_tightens_them():
+def test_match_conditions_as_tightened_in_errata_e20():
     """§1.3 "Tighten these in our spec": the thesis's condition 2 (each event of E_i has some later event in
     E_j) would let two Kleene variables interleave, and condition 3 bounds only adjacent gaps; here every
     event of a variable precedes every event of the next, and the whole match fits the window."""

@@ -1,4 +1,4 @@
-"""Z-order helpers and the region-dominance join (digest 003 §2.5-2.6; §5 T5-T7)."""
+"""Z-order helpers and the region-dominance join ([RCEP] §3.7.1-3.7.2, §3.7.3, Algorithm 4; §5 T5-T7)."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st

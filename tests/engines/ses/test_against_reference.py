@@ -21,7 +21,7 @@ RANDOM = settings(max_examples=60, deadline=None, suppress_health_check=[HealthC
 @given(set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")), events, st.booleans(),
        st.sampled_from(["backtrack", "filter"]), st.booleans())
 def test_agrees_with_the_reference(query, stream, two_phase, robust, lookahead):
-    """Same positions and bindings as the reference, whatever the evaluation path (digest 002 §5: the two-phase
+    """Same positions and bindings as the reference, whatever the evaluation path ([SES] ch. 5: the two-phase
     filter, partitions and candidates change nothing; §6: Alg 4, with or without the lookahead cut, and all+pp
     give the same RSTNM)."""
     assert_agrees(query, stream, "ses", two_phase=two_phase, robust=robust, lookahead=lookahead)
@@ -74,7 +74,7 @@ def test_plans_pickle(query, stream):
 
 def test_matcher_reports_a_projected_match_once():
     """RETURN x2 projects the matches of the windows starting at 0 and at 1 onto the same (C, β) ({3},
-    x2: 3): one match (LANGUAGE.md §10.2), reported when the first window closes, not again by ``close``
+    x2: 3): one match (docs/language.md §10.2), reported when the first window closes, not again by ``close``
     (found by differential fuzzing: the matcher reported it once per window)."""
     query = "PATTERN SEQ({C x0, C x1}, C x2) WITHIN 6 RETURN x2"
     events = [{"type": "C", "ts": t} for t in (1, 2, 7, 7, 8)]

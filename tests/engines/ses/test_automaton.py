@@ -1,4 +1,4 @@
-"""The SES automaton's construction (digest 002 §4.1-4.2, thesis §4.3) and the brute force of Ex 4.8."""
+"""The SES automaton's construction ([SES] Def 4.1, §4.3, thesis §4.3) and the brute force of Ex 4.8."""
 import math
 
 import networkx as nx

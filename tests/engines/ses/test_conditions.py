@@ -1,4 +1,4 @@
-"""SES conditions (digest 002 §1, LANGUAGE.md §3 and rule 6): quantification over Kleene variables, ``prev``,
+"""SES conditions ([SES] ch. 3, docs/language.md §3 and rule 6): quantification over Kleene variables, ``prev``,
 the monotone / property classes that drive the automaton, and the reference's value rules."""
 import pytest
 from hypothesis import given, settings

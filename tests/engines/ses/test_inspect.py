@@ -1,5 +1,5 @@
-"""``SesRun``: the SES automaton stepped through a match window, in the shape ``AutomatonView`` draws (digest
-002 §8 idea 2, Fig 4.6)."""
+"""``SesRun``: the SES automaton stepped through a match window, in the shape ``AutomatonView`` draws
+([SES] §4.4, Fig 4.6)."""
 import cepkit
 from cepkit.datasets import ses_chemo
 from cepkit.engines.ses.inspect import SesRun
@@ -11,7 +11,7 @@ P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PI
 
 def test_states_and_conditions():
     """The 9 states as the thesis writes them and each transition's Θδ: v's conditions with the variables
-    bound in its target (§4.2), e.g. Θ17 binding b after {c, p, d}. Θ is compiled with Θ_eq⁺ (digest 002
+    bound in its target (§4.2), e.g. Θ17 binding b after {c, p, d}. Θ is compiled with Θ_eq⁺ ([SES]
     §4.5: "Add the transitive closure Θ_eq⁺ to Θ before compiling"), so Θ17 holds the thesis's d.PID = b.PID
     and the implied c.PID = b.PID and p.PID = b.PID, and p's loops the implied prev(p.PID) = p.PID."""
     run = SesRun(P1)

@@ -1,4 +1,4 @@
-"""Reading queries as SES patterns (digest 002 Def 3.1), the implied equalities Θ_eq⁺ and the partition
+"""Reading queries as SES patterns ([SES] Def 3.1), the implied equalities Θ_eq⁺ and the partition
 attributes X (§4.5, Def 5.3), and the errors for everything outside the fragment."""
 import pytest
 
@@ -36,7 +36,7 @@ def test_anonymous_atoms_count_in_positions_only():
 
 
 def test_hierarchy_types():
-    """A concept stands for the types below it (LANGUAGE.md §7), in sets too; an attribute hierarchy does not
+    """A concept stands for the types below it (docs/language.md §7), in sets too; an attribute hierarchy does not
     classify types (docs/decisions.md, as in the reference)."""
     events = [{"type": t, "ts": i} for i, t in enumerate(["IBM", "MSFT", "IBM"])]
     hierarchy = {"Tech": ["IBM", "MSFT"]}
@@ -50,7 +50,7 @@ def test_hierarchy_types():
 
 @pytest.mark.parametrize("window", ["WITHIN 2 EVENTS", "WITHIN 2", ""])
 def test_punctuations_are_never_matched(window):
-    """PUNCTUATION events (LANGUAGE.md §6) are not events of the pattern's streams: ANY does not take them and
+    """PUNCTUATION events (docs/language.md §6) are not events of the pattern's streams: ANY does not take them and
     ``n EVENTS`` does not count them, as in the reference."""
     events = [{"type": "A", "ts": 0}, {"type": "PUNCTUATION", "of": "A", "ts": 1}, {"type": "B", "ts": 2}]
     query = f"SEQ({{ANY x}}, {{ANY y}}) {window}"

@@ -1,5 +1,5 @@
-"""The ``ses`` engine on every worked example of digest 002 §3 (and the §4.5 decisions), each citing its
-section. Matches are written as the thesis writes them, one string per match: ``"b=e12 c=e1 d=e5 p=e3+e10"``.
+"""The ``ses`` engine on every worked example of [SES] (and docs/references.md E10-E17), each citing its
+example. Matches are written as the thesis writes them, one string per match: ``"b=e12 c=e1 d=e5 p=e3+e10"``.
 """
 import pytest
 
@@ -315,8 +315,8 @@ def test_kleene_variable_in_the_last_set():
 
 
 def test_partition_invariance():
-    """Digest 002 §4.5, corrected as the digest says: "Add the transitive closure Θ_eq⁺ to Θ before compiling.
-    Γ is unchanged, and STNM and RSTNM become partition-invariant." Sets {a, c}, {b} with a.PID = b.PID and
+    """docs/references.md E11: the transitive closure Θ_eq⁺ is added to Θ before compiling; Γ is unchanged,
+    and STNM and ROBUST_STNM become partition-invariant. Sets {a, c}, {b} with a.PID = b.PID and
     b.PID = c.PID on A1 C2 C3 B4 (PIDs 1 2 1 1): the compiled Θ holds a.PID = c.PID, so c2 does not extend the
     prefix {a1}; STNM finds {a1, c3, b4} unpartitioned, as partitioned, as with a.PID = c.PID written out, as
     ROBUST_STNM and ALL, and every strategy's windows are partitioned on X = {PID} (Def 5.3), as in the

@@ -50,7 +50,7 @@ def test_incremental_matcher_agrees_with_batch(query, events):
 @settings(max_examples=120, deadline=None)
 @given(flat_seq_queries(exists=True, strategies=("ALL", "STRICT", "PARTITION_STRICT", "STNM")), streams(max_size=12))
 def test_exists_items_agree(query, events):
-    """EXISTS items (NEEL, digest 000b §1.2; LANGUAGE.md §2, §10.11): the negation scopes, with "some event"."""
+    """EXISTS items (NEEL, [LIU] §5.1.2; docs/language.md §2, §10.11): the negation scopes, with "some event"."""
     assert_agrees(query, events, "stack")
 
 
@@ -65,7 +65,7 @@ def test_an_attribute_hierarchy_does_not_classify_types():
 
 
 def test_equalities_through_a_negated_variable_do_not_partition_the_match():
-    """a.id = c.id and c.id = b.id belong to the negation (LANGUAGE.md §2): <a, b> with different ids
+    """a.id = c.id and c.id = b.id belong to the negation (docs/language.md §2): <a, b> with different ids
     matches, since no C can equal both. The stacks were once partitioned by id through c."""
     events = [{"type": "A", "id": 1}, {"type": "C", "id": 1}, {"type": "B", "id": 2}, {"type": "B", "id": 1}]
     for strategy in ("", "SELECT STNM * "):
@@ -75,7 +75,7 @@ def test_equalities_through_a_negated_variable_do_not_partition_the_match():
 
 
 def test_equal_projections_are_emitted_once():
-    """RETURN merges matches that project onto one (C, β) (LANGUAGE.md §4 RETURN, §10.2: one entry per
+    """RETURN merges matches that project onto one (C, β) (docs/language.md §4 RETURN, §10.2: one entry per
     distinct (C, β)): the matcher emits it once, with its first match, and in aggressive mode retracts it
     only when its last match is blocked. Found by fuzzing: <0, 1> and <0, 2> both gave x1 = 0 twice."""
     events = [{"type": "A", "ts": 0}, {"type": "A", "ts": 1}, {"type": "A", "ts": 2}]

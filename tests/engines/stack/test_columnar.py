@@ -26,7 +26,7 @@ def incremental(query, events):
 @given(flat_seq_queries(strategies=("ALL", "STRICT", "PARTITION_STRICT", "STNM"), exists=True), streams(max_size=14))
 def test_columnar_run_emits_what_the_incremental_matcher_emits_and_when(query, events):
     """Same matches, same ``emitted_at``: a trailing negation waits for its scope to pass, a trailing EXISTS
-    for its witness (LANGUAGE.md §10.11)."""
+    for its witness (docs/language.md §10.11)."""
     columnar = cepkit.match(query, events, engine="stack")
     expected = sorted((m.key, m.emitted_at) for m in incremental(query, events))
     assert sorted((m.key, m.emitted_at) for m in columnar.deltas) == expected
@@ -116,7 +116,7 @@ def test_vectorized_conditions_follow_the_closures(cond, values, data):
 
 def test_a_constant_division_by_zero_is_null_in_the_columnar_run():
     """Found by `make soak`: `0 / 0` between two literals raised ZeroDivisionError in numpy's place;
-    a division by zero is null (LANGUAGE.md §10), so the condition is false and `not` of it true."""
+    a division by zero is null (docs/language.md §10), so the condition is false and `not` of it true."""
     events = [{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1, "v": 0}]
     for cond, expected in (("0 / 0 = 1", []), ("not (0 / 0 = 1)", [(0, 1)]), ("a.v / 0 = 1", [])):
         query = f"SEQ(A a, B b) WHERE {cond}"
@@ -143,7 +143,7 @@ def test_equality_classes_follow_python_equality():
 @pytest.mark.parametrize("query", ["ANY WHERE true", "A WHERE 5", "SEQ(A, A) WHERE 1 = 1", "SEQ(A, A) WHERE null",
                                    "SEQ(A, !B, A) WHERE true", "SEQ(A, EXISTS B, A, 1 = 1)"])
 def test_conditions_binding_no_variable_are_tested_per_row(query):
-    """A condition over unnamed atoms binds no variable (LANGUAGE.md §2: `Type [AS] var`, §3: literals; a
+    """A condition over unnamed atoms binds no variable (docs/language.md §2: `Type [AS] var`, §3: literals; a
     null is false, docs/decisions.md "Nulls"): its column is one value broadcast to every row. Found by
     fuzzing (`ANY WHERE null` raised IndexError in the columnar run)."""
     events = [{"type": t, "ts": i} for i, t in enumerate("AABA")]

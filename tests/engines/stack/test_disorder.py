@@ -1,4 +1,4 @@
-"""Out-of-order modes (digest 000a §2, LANGUAGE.md §6): once the stream is complete, the net result of
+"""Out-of-order modes ([LIU] ch. 3, docs/language.md §6): once the stream is complete, the net result of
 every mode equals the in-order result over the stream sorted by (ts, position), on random streams with
 random bounded and unbounded delays; conservative output is permanently valid; K-slack with a too-small
 K loses exactly the matches of the events it had to drop. ``max_delay`` per event type (issue 5) at the
@@ -125,7 +125,7 @@ def test_matcher_pushes_insertions_and_retractions(query, case):
 
 
 def test_matcher_result_withdraws_retracted_matches_we13():
-    """Digest 000a WE-13 through a ``Matcher``: <a7,b11> is pushed at b11 and withdrawn at the late c9, so
+    """[LIU] WE-13 through a ``Matcher``: <a7,b11> is pushed at b11 and withdrawn at the late c9, so
     the Matcher's net result is empty, as ``cepkit.match``'s."""
     labels = "a3 c5 a7 b11 c9".split()
     matcher = cepkit.Matcher("SEQ(A a, !C c, B b) WITHIN 10", engine="stack", disorder="aggressive")
@@ -172,7 +172,7 @@ def test_a_punctuation_on_a_concept_covers_the_types_below_it():
 
 
 def test_conservative_waits_on_one_negation_scope_after_the_other():
-    """The holding set is a heap per negation (digest 000a §2.4 ``safe(r)``, one test per negation slot):
+    """The holding set is a heap per negation ([LIU] §3.6.1 ``safe(r)``, one test per negation slot):
     the match waits for ``POGNeg[C] >= b.ts`` and ``POGNeg[D] >= e.ts``, in whichever order they come."""
     query = "SEQ(A a, !C c, B b, !D d, E e) WITHIN 100"
     for first, second in (("C", "D"), ("D", "C")):

@@ -1,9 +1,9 @@
-"""Every worked example of digest 000a §1-2 (WE-1, WE-9 to WE-13), with the boundary readings the digest
-chose. Events are written as in the digest: ``a3`` is an A with ts 3."""
+"""Every worked example of [LIU] ch. 2, ch. 3 (WE-1, WE-9 to WE-13), with the boundary readings of docs/references.md
+E1-E2. Events are written as in the thesis: ``a3`` is an A with ts 3."""
 import cepkit
 from cepkit.runtime import Stream, get_engine
 
-from engines.stack.digest_streams import arrivals, labelled
+from engines.stack.labelled_streams import arrivals, labelled
 
 SEQ_ABNCD = "SEQ(A a, B b, !C c, D d) WITHIN 10"
 
@@ -50,7 +50,7 @@ def test_we9_conservative_holds_until_the_punctuation_then_emits_unsorted():
     assert labelled(m.positions(), WE9) == TRUTH_WE9
     emitted = [(labelled([d.positions], WE9).pop(), WE9.split()[d.emitted_at]) for d in m.deltas]
     # <a3,b6,d10> waits in the holding set until POG<C,10> (c5 is outside [6,10]); d8's match is safe at
-    # once because POGNeg[C] = 10 >= 8 (the digest's ">=" reading of Ex 6): output order d10, then d8.
+    # once because POGNeg[C] = 10 >= 8 (the ">=" reading of Ex 6, docs/references.md E1): output order d10, then d8.
     assert emitted == [(("a3", "b6", "d10"), "POG<C,10>"), (("a3", "b6", "d8"), "d8")]
 
 
@@ -97,7 +97,7 @@ def test_we10_late_positive_does_not_resurrect_blocked_matches():
 def test_we11_pog_set_purge_removes_a7():
     # SEQ(B,A,B,D,F) within 10, POGs <B,17> and <D,17> after b4: the backward pass finds b4/b6, the
     # forward pass finds b11 (checking = 11) and then no D in [11, 17]: a7 is purged. This needs the
-    # ">=" boundary of the forward test (POG >= e.ts + W), the digest's correction of the printed ">".
+    # ">=" boundary of the forward test (POG >= e.ts + W), docs/references.md E1, not the printed ">".
     text = WE10 + " POG<B,17> POG<D,17>"
     query = "SEQ(B b1, A a, B b2, D d, F f) WITHIN 10"
     before = matcher_after(query, WE10, disorder="conservative")
@@ -142,7 +142,7 @@ def test_we13_extension_late_a10_inserts():
     assert labelled(m.positions(), text) == {("a10", "b11")}
 
 
-# ----------------------------------------------------------------------------- digest 000b §1.2 (negation bounds)
+# ----------------------------------------------------------------------------- [LIU] §5.1.2 (negation bounds)
 def test_predicate_scoping_test_of_000b():
     # H = {a1(f=1), b2(f=2), c3(f=3), c0(f=0)}, c0 the last C: a conjunct that mentions the negated y goes
     # inside "there is no y with ..."; q1 returns {a1,c0} (no y with 1 <= y.f <= 0) but not {a1,c3} (b2

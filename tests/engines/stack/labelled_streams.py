@@ -1,5 +1,5 @@
-"""Streams written as in the digests: ``"a3 c5 b6"`` is an A at ts 3, a C at ts 5, a B at ts 6, arriving in
-that order; ``POG<C,10>`` is a punctuation promising no more C with ts ≤ 10 (digest 000a §2.4)."""
+"""Streams written as [LIU] writes them: ``"a3 c5 b6"`` is an A at ts 3, a C at ts 5, a B at ts 6, arriving in
+that order; ``POG<C,10>`` is a punctuation promising no more C with ts ≤ 10 ([LIU] §3.6.1)."""
 import re
 
 _POG = re.compile(r"POG<(\w+),(\d+)>")
