@@ -21,8 +21,12 @@ __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", 
 
 
 def __getattr__(name):
-    # Heavy or optional parts load on first use: cepkit.spark (PySpark), cepkit.datasets (pandas loaders).
-    if name in ("spark", "datasets"):
+    # Heavy or optional parts load on first use: cepkit.spark (PySpark), cepkit.datasets (pandas loaders),
+    # cepkit.sql / cepkit.match_recognize (row pattern recognition).
+    if name in ("spark", "datasets", "match_recognize"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "sql":  # MATCH_RECOGNIZE over pandas (docs/language.md §13)
+        from .match_recognize import sql
+        return sql
     raise AttributeError(f"module 'cepkit' has no attribute {name!r}")

@@ -1,0 +1,8 @@
+"""MATCH_RECOGNIZE (SQL:2016 row pattern recognition) over pandas and Spark: docs/language.md §13.
+
+``cepkit.sql(query, frames)`` runs it on pandas; ``cepkit.spark.sql`` on a Spark DataFrame.
+"""
+from .parser import parse
+from .run import find, output, sql
+
+__all__ = ["parse", "find", "output", "sql"]

@@ -1,0 +1,150 @@
+"""DEFINE conditions evaluated over whole columns, when a condition reads only its own row and rows at fixed
+offsets from it (PREV / NEXT): ``holds[row, var]`` for every row at once, SQL's three-valued logic kept as a
+value array and a null mask. The same rules as ``semantics.evaluate``, row by row (tests compare them).
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import numpy as np
+import pandas as pd
+
+from ..errors import QueryError
+from . import ast as A
+
+Values = Tuple[np.ndarray, np.ndarray]  # values, null mask
+
+
+def row_local(expr, var: str, subsets: Dict[str, Tuple[str, ...]]) -> bool:
+    """True when ``expr`` (the DEFINE of ``var``) reads only the row being classified and rows at fixed
+    offsets from it: then its value does not depend on how the other rows were mapped."""
+    if isinstance(expr, A.Literal):
+        return True
+    if isinstance(expr, A.Column):
+        return expr.var is None or var in subsets.get(expr.var, (expr.var,))
+    if isinstance(expr, A.Navigation):
+        return expr.kind in ("PREV", "NEXT") and row_local(expr.arg, var, subsets)
+    if isinstance(expr, (A.Aggregate, A.Classifier, A.MatchNumber)):
+        return False
+    if isinstance(expr, (A.Arith, A.Compare)):
+        return row_local(expr.left, var, subsets) and row_local(expr.right, var, subsets)
+    if isinstance(expr, (A.Negate, A.Not, A.IsNull)):
+        return row_local(expr.arg, var, subsets)
+    if isinstance(expr, (A.And, A.Or)):
+        return all(row_local(item, var, subsets) for item in expr.items)
+    if isinstance(expr, A.InList):
+        return row_local(expr.arg, var, subsets) and all(row_local(i, var, subsets) for i in expr.items)
+    return False
+
+
+class Columns:
+    """The sorted rows' columns as numpy arrays (nulls as a mask), and each row's partition bounds."""
+
+    def __init__(self, frame: pd.DataFrame, part_first: np.ndarray, part_end: np.ndarray, text: str = ""):
+        self.frame = frame
+        self.n = len(frame)
+        self.part_first = part_first
+        self.part_end = part_end
+        self.text = text
+        self._cache: Dict[str, Values] = {}
+
+    def column(self, name: str) -> Values:
+        if name not in self._cache:
+            series = self.frame[name]
+            null = series.isna().to_numpy()
+            if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
+                values = series.to_numpy(dtype=float, na_value=0.0) if null.any() else series.to_numpy()
+            else:
+                values = series.to_numpy(dtype=object)
+            self._cache[name] = (values, null)
+        return self._cache[name]
+
+    def holds(self, expr) -> np.ndarray:
+        """Where ``expr`` is true (null and false: not)."""
+        values, null = self.evaluate(expr, np.arange(self.n))
+        return np.asarray(values, dtype=bool) & ~null
+
+    def evaluate(self, expr, rows: np.ndarray) -> Values:
+        """``expr`` at each of ``rows`` (-1: outside the partition, every column null there)."""
+        n = rows.shape[0]
+        if isinstance(expr, A.Literal):
+            if expr.value is None:
+                return np.zeros(n), np.ones(n, bool)
+            return np.full(n, expr.value, dtype=object if isinstance(expr.value, str) else None), np.zeros(n, bool)
+        if isinstance(expr, A.Column):
+            values, null = self.column(expr.name)
+            inside = rows >= 0
+            safe = np.where(inside, rows, 0)
+            return values[safe], null[safe] | ~inside
+        if isinstance(expr, A.Navigation):
+            step = -expr.offset if expr.kind == "PREV" else expr.offset
+            safe = np.where(rows >= 0, rows, 0)
+            moved = rows + step
+            inside = (rows >= 0) & (moved >= self.part_first[safe]) & (moved < self.part_end[safe])
+            return self.evaluate(expr.arg, np.where(inside, moved, -1))
+        if isinstance(expr, A.Negate):
+            values, null = self.evaluate(expr.arg, rows)
+            return -values, null
+        if isinstance(expr, A.Arith):
+            (left, lnull), (right, rnull) = self.evaluate(expr.left, rows), self.evaluate(expr.right, rows)
+            self._numbers(left, lnull, expr.op)
+            self._numbers(right, rnull, expr.op)
+            null = lnull | rnull
+            left, right = np.where(null, 0, left).astype(float), np.where(null, 1, right).astype(float)
+            if expr.op in ("/", "%"):
+                zero = right == 0
+                null = null | zero
+                right = np.where(zero, 1, right)
+                return (left / right if expr.op == "/" else np.fmod(left, right)), null
+            result = {"+": np.add, "-": np.subtract, "*": np.multiply}[expr.op](left, right)
+            return result, null
+        if isinstance(expr, A.Compare):
+            (left, lnull), (right, rnull) = self.evaluate(expr.left, rows), self.evaluate(expr.right, rows)
+            null = lnull | rnull
+            self._comparable(left, right, null)
+            with np.errstate(invalid="ignore"):
+                result = {"=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal,
+                          ">": np.greater, ">=": np.greater_equal}[expr.op](
+                    np.where(null, _filler(left), left), np.where(null, _filler(right), right))
+            return np.asarray(result, dtype=bool), null
+        if isinstance(expr, A.Not):
+            values, null = self.evaluate(expr.arg, rows)
+            return ~np.asarray(values, dtype=bool), null
+        if isinstance(expr, A.IsNull):
+            _, null = self.evaluate(expr.arg, rows)
+            return (~null if expr.negated else null), np.zeros(rows.shape[0], bool)
+        if isinstance(expr, (A.And, A.Or)):
+            parts = [self.evaluate(item, rows) for item in expr.items]
+            trues = [np.asarray(v, dtype=bool) & ~m for v, m in parts]
+            falses = [~np.asarray(v, dtype=bool) & ~m for v, m in parts]
+            if isinstance(expr, A.And):
+                false = np.logical_or.reduce(falses)
+                true = np.logical_and.reduce(trues)
+                return true, ~true & ~false
+            true = np.logical_or.reduce(trues)
+            false = np.logical_and.reduce(falses)
+            return true, ~true & ~false
+        if isinstance(expr, A.InList):
+            eq = [self.evaluate(A.Compare("=", expr.arg, item), rows) for item in expr.items]
+            found = np.logical_or.reduce([v & ~m for v, m in eq])
+            unknown = np.logical_or.reduce([m for _, m in eq]) & ~found
+            return (found != expr.negated) & ~unknown, unknown
+        raise QueryError(f"{type(expr).__name__} cannot be evaluated row by row", self.text)
+
+    def _numbers(self, values, null, op):
+        if values.dtype == object and (~null).any():
+            sample = values[~null][0]
+            if isinstance(sample, str):
+                raise QueryError(f"{op!r} needs numbers, not the string {sample!r}", self.text)
+
+    def _comparable(self, left, right, null):
+        if (left.dtype == object) == (right.dtype == object) or null.all():
+            return
+        strings = left if left.dtype == object else right
+        sample = strings[~null][0] if (~null).any() else None
+        if isinstance(sample, str):
+            raise QueryError(f"cannot compare the string {sample!r} with a number", self.text)
+
+
+def _filler(values: np.ndarray):
+    return "" if values.dtype == object else 0

@@ -1,0 +1,124 @@
+"""The Pike VM (compiled and as plain Python) against the reference backtracking matcher, on random row
+patterns (every operator: concatenation, alternation, groups, greedy and reluctant quantifiers with
+bounds, anchors, exclusion, PERMUTE), random row-local DEFINE conditions with nulls, partitions, WITHIN and
+every AFTER MATCH SKIP mode."""
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cepkit.errors import QueryError
+from cepkit.match_recognize import find, kernel, output, parse
+
+VARS = ("A", "B", "C")
+CONDITIONS = ("v = {k}", "v > {k}", "v <= {k}", "v > PREV(v)", "v < PREV(v, 2)", "v IS NULL",
+              "v IS NOT NULL AND v <> {k}", "NOT (v = {k}) OR w = {k}", "v + w > {k}", "v IN ({k}, 3)",
+              "NEXT(v) = {k}", "{var}.v >= w")
+
+
+@st.composite
+def patterns(draw, depth=3):
+    if depth == 0:
+        return draw(st.sampled_from(VARS))
+    kind = draw(st.sampled_from(["var", "var", "concat", "alt", "quant", "quant", "group", "anchor", "exclude",
+                                 "permute", "empty"]))
+    if kind == "var":
+        return draw(st.sampled_from(VARS))
+    if kind == "concat":
+        return " ".join(draw(st.lists(patterns(depth - 1), min_size=2, max_size=3)))
+    if kind == "alt":
+        return "(" + " | ".join(draw(st.lists(patterns(depth - 1), min_size=2, max_size=3))) + ")"
+    if kind == "quant":
+        body = draw(patterns(depth - 1))
+        low = draw(st.integers(0, 2))
+        quant = draw(st.sampled_from(["*", "+", "?", "{%d}" % low, "{%d,}" % low, "{%d,%d}" % (low, low + 1),
+                                      "{,2}"]))
+        return f"({body}){quant}{draw(st.sampled_from(['', '?']))}"
+    if kind == "group":
+        return "(" + draw(patterns(depth - 1)) + ")"
+    if kind == "anchor":
+        return draw(st.sampled_from(["^", "$"]))
+    if kind == "exclude":
+        return "{- " + draw(patterns(depth - 1)) + " -}"
+    if kind == "permute":
+        return "PERMUTE(" + ", ".join(draw(st.lists(patterns(depth - 1), min_size=2, max_size=3))) + ")"
+    return "()"
+
+
+@st.composite
+def queries(draw):
+    pattern = draw(patterns())
+    used = [v for v in VARS if v in pattern]
+    defines = []
+    for var in used:
+        if draw(st.booleans()) or len(defines) == 0:
+            condition = draw(st.sampled_from(CONDITIONS)).format(k=draw(st.integers(0, 3)), var=var)
+            defines.append(f"{var} AS {condition}")
+    skip = draw(st.sampled_from(["", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP PAST LAST ROW"]
+                                + [f"AFTER MATCH SKIP TO {w} {v}" for v in used for w in ("FIRST", "LAST")]))
+    partition = draw(st.sampled_from(["", "PARTITION BY k"]))
+    within = draw(st.sampled_from(["", "WITHIN INTERVAL '3' SECOND"]))
+    if not defines:  # DEFINE needs one item; a variable of the pattern with a condition that always holds
+        defines = [f"{used[0]} AS TRUE"] if used else []
+    define = "DEFINE " + ", ".join(defines) if defines else ""
+    if not used:
+        pattern = f"{pattern} A"
+        define = "DEFINE A AS v >= 0"
+    return (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts MEASURES MATCH_NUMBER() AS n, "
+            f"CLASSIFIER() AS c ALL ROWS PER MATCH {skip} PATTERN ({pattern}) {within} {define})")
+
+
+@st.composite
+def frames(draw):
+    n = draw(st.integers(0, 9))
+    value = st.one_of(st.none(), st.integers(0, 3))
+    v = draw(st.lists(value, min_size=n, max_size=n))
+    w = draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+    k = draw(st.lists(st.sampled_from("xy"), min_size=n, max_size=n))
+    gaps = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
+    ts = pd.to_datetime(np.cumsum(gaps), unit="s")
+    return pd.DataFrame({"k": k, "ts": ts, "v": pd.array(v, dtype="Int64"), "w": w})
+
+
+def outcome(query, frame, matcher):
+    try:
+        return [[(m.number, m.start, m.rows, m.labels, m.excluded) for m in part]
+                for part in find(query, frame, matcher).matches]
+    except QueryError as err:
+        return str(err)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries(), frames())
+def test_vm_finds_what_the_reference_finds(text, frame):
+    query = parse(text)
+    assert outcome(query, frame, "vm") == outcome(query, frame, "reference")
+
+
+@pytest.fixture
+def python_kernel(monkeypatch):
+    """The kernel's plain-Python twin (the same function, not compiled)."""
+    compiled = kernel.match_partitions
+    monkeypatch.setattr(kernel, "match_partitions", getattr(compiled, "py_func", compiled))
+    for name in ("_grow", "_closure"):
+        monkeypatch.setattr(kernel, name, getattr(getattr(kernel, name), "py_func", getattr(kernel, name)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(queries(), frames())
+def test_the_kernels_python_twin_agrees(python_kernel, text, frame):
+    query = parse(text)
+    assert outcome(query, frame, "vm") == outcome(query, frame, "reference")
+
+
+@settings(max_examples=100, deadline=None)
+@given(queries(), frames())
+def test_output_rows_do_not_depend_on_the_matcher(text, frame):
+    query = parse(text)
+    try:
+        fast = output(find(query, frame, "vm"))
+    except QueryError:
+        return
+    pd.testing.assert_frame_equal(fast, output(find(query, frame, "reference")))
