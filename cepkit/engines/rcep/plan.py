@@ -39,6 +39,7 @@ from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
+from .batch import run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
@@ -102,9 +103,17 @@ class RcepPlan(Plan):
         # Key functions are closures: a plan travels (pickle, Spark) as what it was compiled from.
         return RcepPlan, (self.query, self.join)
 
-    def run(self, stream) -> list:
-        matcher = self.matcher()
+    def run(self, stream):
+        """Every match of a finite stream: by the columnar run (``batch``: every trigger in one kernel call,
+        ``MatchArrays`` out) when the query is all the kernel does, else through the matcher."""
         stream = Stream.from_any(stream)
+        if runs_columnar(self):
+            found = columnar_run(self, stream)
+            if found is not None:
+                matches, counters = found
+                self._stats = Stats(**counters)
+                return matches
+        matcher = self.matcher()
         if self.skip_till_next is not None:   # STNM releases waiting matches at irrelevant events too
             return [m for event in stream for m in matcher.push(event)] + matcher.close()
         return matcher.feed(stream) + matcher.close()

@@ -1,0 +1,154 @@
+"""The columnar run of a finite stream: every trigger recomputed in one ``kernel.recompute`` call, matches
+out as ``MatchArrays`` (no ``Event`` or ``Match`` object per event or per match).
+
+``RcepPlan.run`` takes it when the query's whole work is what the kernel does: the strategies ALL, STRICT
+and PARTITION_STRICT, no CONSUME BY, RETURN or STNM, no residual or per-event conditions, the hybrid or
+nested join, and join and chain keys that are numbers numpy computes exactly (``key_columns``). Anything
+else runs through ``RcepMatcher`` event by event, with the same matches.
+
+The layout: the stream's events (punctuation left out) grouped by PARTITION BY sub-stream, in order inside
+each (a stable argsort of the key codes); an event's index there is its *grouped index* g, and inside one
+sub-stream g - (the sub-stream's first g) is its sequence number. Each slot's *members* are the grouped
+indices of the events its type and local tests accept (``RcepPlan.accepted``, column-wise); the window of
+a match ending at g starts at ``window_lo[g]``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Optional
+
+import numpy as np
+
+from ...lang import ast as A
+from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.matches import AT_LAST, MatchArrays
+from ...runtime.unary import Columns, _vector_value
+from .joins import OP_CODES, TRANSITIVE
+from .keys import EXACT
+from .kernel import (STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute,
+                     window_starts)
+
+
+def runs_columnar(plan) -> bool:
+    """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream."""
+    query, pattern = plan.query, plan.pattern
+    return (query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT") and query.consume in (None, "NONE")
+            and query.select is None and plan.join in ("hybrid", "nested") and not pattern.residual
+            and not any(slot.per_event for slot in plan.slots))
+
+
+def key_columns(exprs: list, columns: Columns) -> Optional[tuple]:
+    """(values, valid) arrays, one row per key expression, over the whole stream; None when a key is not a
+    number numpy computes as the language does (strings, booleans, ``ts`` or ``type``, beyond 2^53)."""
+    n = len(columns.stream)
+    values, valid = np.zeros((len(exprs), n)), np.zeros((len(exprs), n), dtype=bool)
+    for k, expr in enumerate(exprs):
+        if any(isinstance(node, A.Attr) and node.attr in ("ts", "type") for node in expr.walk()):
+            return None
+        found = _vector_value(_plain(expr), columns)
+        if found is None or found[0] == "str":
+            return None
+        kind, value, ok = found
+        if kind == "null":
+            continue
+        value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
+        ok = np.broadcast_to(ok, (n,))
+        held = value[ok]
+        if not (np.isfinite(held).all() and (np.abs(held) < EXACT).all()):
+            return None
+        values[k], valid[k] = np.where(ok, value, 0.0), ok
+    return values, valid
+
+
+def _plain(expr: A.Expr) -> A.Expr:
+    """A key read from one event: ``prev(b.v)`` and ``b[i-1].v`` read the event they are given."""
+    if isinstance(expr, A.Prev):
+        return replace(expr.arg, index=None)
+    if isinstance(expr, A.Attr):
+        return replace(expr, index=None)
+    if isinstance(expr, A.Neg):
+        return replace(expr, arg=_plain(expr.arg))
+    if isinstance(expr, A.Arith):
+        return replace(expr, left=_plain(expr.left), right=_plain(expr.right))
+    return expr
+
+
+def run(plan, stream: Stream):
+    """(MatchArrays, counters) of the whole stream, or None when its keys keep it off the kernel."""
+    pattern, slots = plan.pattern, plan.slots
+    columns = Columns(stream)
+    exprs = [side for join in pattern.joins for side in (join.left, join.right)]
+    exprs += [side for chain in pattern.chains for side in (chain.previous, chain.current)]
+    keys = key_columns(exprs, columns)
+    if keys is None:
+        return None
+    read = ~stream.type_in({PUNCTUATION})
+    index = np.flatnonzero(read)
+    codes = stream.key_codes(plan.query.partition_by)[index]
+    order = np.argsort(codes, kind="stable")
+    grouped = index[order]                        # grouped index -> stream index
+    codes = codes[order]
+    group_start = np.searchsorted(codes, codes, "left").astype(np.int64)
+    g = np.arange(len(grouped), dtype=np.int64)
+    times = stream.times[grouped]
+    min_time = np.full(len(grouped), -np.inf)
+    min_index = np.zeros(len(grouped), dtype=np.int64)
+    if plan.window_seconds is not None:   # as RcepPlan.earliest: the reference's float slack
+        w = plan.window_seconds
+        min_time = times - w - 8 * np.spacing(np.maximum(max(1.0, w), np.abs(times)))
+    if plan.window_events is not None:
+        min_index = g - math.ceil(plan.window_events) + 1
+    window_lo = window_starts(group_start, times, min_time, min_index)
+    members, offsets = [], [0]
+    for k in range(len(slots)):
+        accepted = plan.accepted(k, columns, read)[grouped]
+        members.append(np.flatnonzero(accepted))
+        offsets.append(offsets[-1] + len(members[-1]))
+    members = np.concatenate(members).astype(np.int64)
+    offsets = np.asarray(offsets, dtype=np.int64)
+    values, valid = keys[0][:, grouped], keys[1][:, grouped]
+    pairs: dict = {}
+    for join in pattern.joins:
+        pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
+    names = [slot.var for slot in slots if slot.var is not None]
+    slot_var = np.array([names.index(slot.var) if slot.var is not None else -1 for slot in slots], dtype=np.int64)
+    joins, chains = pattern.joins, pattern.chains
+    ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
+    flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
+    found = recompute(
+        members, offsets, flags([slot.kleene for slot in slots]), slot_var, window_lo,
+        stream.position_of(grouped), values, valid,
+        ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
+        flags([j.op in TRANSITIVE for j in joins]), ints([2 * k for k in range(len(joins))]),
+        ints([2 * k + 1 for k in range(len(joins))]),
+        ints([pairs[j.left_slot, j.right_slot] for j in joins]), ints([r for r, _ in pairs]),
+        ints([s for _, s in pairs]), ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
+        flags([c.op in TRANSITIVE for c in chains]), ints([2 * len(joins) + 2 * k for k in range(len(chains))]),
+        ints([2 * len(joins) + 2 * k + 1 for k in range(len(chains))]), plan.join == "hybrid", plan.strict)
+    match_offsets, positions, variables, counters = found
+    kleene = [slot.kleene for slot in slots if slot.var is not None]
+    matches = MatchArrays.from_bindings(match_offsets, positions, variables, names, kleene, AT_LAST)
+    stats = {"triggers": int(counters[STAT_TRIGGERS]), "range_hits": int(counters[STAT_RANGE_HITS]),
+             "join_tested": int(counters[STAT_TESTED]), "join_reused": int(counters[STAT_REUSED]),
+             "chains": int(counters[STAT_CHAINS]), "matches": len(matches),
+             **_peaks(plan, members, offsets, window_lo)}
+    return matches, stats
+
+
+def _peaks(plan, members: np.ndarray, offsets: np.ndarray, window_lo: np.ndarray) -> dict:
+    """What ``RcepMatcher``'s trees would have held: per slot, the most of its events in one window when
+    one is inserted, and the most stored in one sub-stream (the kernel keeps no trees: stored is 0)."""
+    relevant = np.unique(members)
+    total = np.zeros(len(relevant), dtype=np.int64)
+    peaks = {}
+    for k in range(len(plan.slots)):
+        mine = members[offsets[k]:offsets[k + 1]]
+        if k == plan.last and not plan.slots[k].kleene:   # a lone trigger leaves its tree at once
+            held = np.isin(relevant, mine).astype(np.int64)
+        else:
+            held = np.searchsorted(mine, relevant, "right") - np.searchsorted(mine, window_lo[relevant], "left")
+        total += held
+        if len(mine):
+            peaks[k] = int(held[np.isin(relevant, mine)].max())
+    return {"stored": 0, "peak_stored": int(total.max(initial=0)), "tree_peaks": peaks}

@@ -1,0 +1,335 @@
+"""The recomputation of every trigger of a finite stream in one compiled call (digest 003 §2, batched).
+
+``RcepMatcher`` recomputes one trigger at a time in Python (``plan.Recomputation``). Over a whole stream the
+triggers are all known, so ``recompute`` runs the same four steps for each of them inside one kernel, over
+the stream's columns laid out by ``batch``:
+
+1. **range queries**: each slot's candidates are a contiguous run of its *member list* (the events its type
+   and local tests accept, grouped by PARTITION BY sub-stream, in order): those in the trigger's window and
+   before the latest candidate of the slot on its right (two binary searches);
+2. **joins into bitvectors**: per pair of joined slots, Algorithm 2 (``joins._hybrid_kernel``, dominance
+   reuse) or the nested loop, one predicate at a time, ANDed and packed into column bitsets of uint64 words
+   (bit u of column v: candidate u of the earlier slot joins candidate v of the later one); per Kleene slot
+   its chain predicates as a self-join, the can-follow DAG, as predecessor bitsets;
+3. **enumeration**: right to left with an explicit stack; binding an event ANDs its column into the allowed
+   words of every earlier joined slot (a branch stops when one is empty), a Kleene slot's chain grows
+   backwards along the DAG (every chain exactly once);
+4. the matches go into flat position / variable arrays (``MatchArrays.from_bindings``'s form).
+
+Written once in the subset of Python numba compiles: without numba (or with ``NUMBA_DISABLE_JIT=1``) the
+same functions run as Python, the pure-Python twin the tests compare.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .joins import _compiled, _hybrid_kernel, _phi
+
+STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
+
+
+@_compiled
+def window_starts(group_start, times, min_time, min_index):
+    """For each event (grouped order) the first index of its window: the first event of its sub-stream at
+    or after ``min_time`` and at or after index ``min_index``, and never after the event itself."""
+    n = len(times)
+    out = np.empty(n, dtype=np.int64)
+    for g in range(n):
+        lo, hi = max(group_start[g], min_index[g]), g
+        while lo < hi:                       # first index in [lo, g] whose time is >= min_time
+            mid = (lo + hi) // 2
+            if times[mid] < min_time[g]:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[g] = lo
+    return out
+
+
+@_compiled
+def _lower_bound(values, lo, hi, x):
+    """The first index in [lo, hi) whose value is >= x (hi when none)."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if values[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@_compiled
+def _next_bit(words, base, start, stop):
+    """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[base:]``; -1."""
+    i = start
+    while i < stop:
+        word = words[base + (i >> 6)] >> np.uint64(i & 63)
+        if word == 0:
+            i = ((i >> 6) + 1) << 6
+            continue
+        while (word & np.uint64(1)) == 0:
+            word >>= np.uint64(1)
+            i += 1
+        return i if i < stop else -1
+    return -1
+
+
+@_compiled
+def _pack_columns(matrix, out, base, words):
+    """Column bitsets of a boolean matrix: bit u of column v at ``out[base + v * words + u // 64]``."""
+    n, m = matrix.shape
+    for v in range(m):
+        for w in range(words):
+            out[base + v * words + w] = 0
+        for u in range(n):
+            if matrix[u, v]:
+                out[base + v * words + (u >> 6)] |= np.uint64(1) << np.uint64(u & 63)
+
+
+@_compiled
+def _nested_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op):
+    """NLJoin: every pair with inner after outer compared."""
+    n, m = len(outer_keys), len(inner_keys)
+    joined = np.zeros((n, m), dtype=np.bool_)
+    tested = 0
+    for u in range(n):
+        for v in range(m):
+            if inner_seq[v] > outer_seq[u]:
+                tested += 1
+                joined[u, v] = outer_valid[u] and inner_valid[v] and _phi(op, outer_keys[u], inner_keys[v])
+    return joined, tested
+
+
+@_compiled
+def _join(hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, stats):
+    """B[u, v] for one predicate between the events ``outer`` and ``inner`` (grouped indices, in order)."""
+    ok, ik = kval[left_key][outer], kval[right_key][inner]
+    ov, iv = kok[left_key][outer], kok[right_key][inner]
+    if hybrid:
+        joined, tested, reused, _ = _hybrid_kernel(ok, ov, outer, ik, iv, inner, op, transitive)
+        stats[STAT_REUSED] += reused
+    else:
+        joined, tested = _nested_kernel(ok, ov, outer, ik, iv, inner, op)
+    stats[STAT_TESTED] += tested
+    return joined
+
+
+@_compiled
+def _grow(array, size):
+    bigger = np.empty(max(size, 2 * len(array)), dtype=array.dtype)
+    bigger[:len(array)] = array
+    return bigger
+
+
+@_compiled
+def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, kval, kok,
+              join_left, join_right, join_op, join_transitive, join_left_key, join_right_key, join_pair,
+              pair_left, pair_right, chain_slot, chain_op, chain_transitive, chain_previous_key,
+              chain_current_key, hybrid, strict):
+    """Every match of every trigger (each member of the last slot), in one call.
+
+    ``members[member_offsets[s]:member_offsets[s+1]]``: the grouped indices of the events slot s may bind,
+    ascending; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
+    sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, g]`` / ``kok[k, g]`` (value, not
+    null) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
+    (``chain_*``). Returns (offsets, match positions, their variable ids, stats).
+    """
+    n_slots = len(member_offsets) - 1
+    last = n_slots - 1
+    n_pairs = len(pair_left)
+    stats = np.zeros(6, dtype=np.int64)
+    out_offsets = np.zeros(1024, dtype=np.int64)
+    out_positions = np.empty(4096, dtype=np.int64)
+    out_variables = np.empty(4096, dtype=np.int64)
+    n_out, n_written = 0, 0
+    first = np.zeros(n_slots, dtype=np.int64)     # candidates of slot s: members[first[s]:first[s]+count[s]]
+    count = np.zeros(n_slots, dtype=np.int64)
+    words = np.zeros(n_slots, dtype=np.int64)
+    word_base = np.zeros(n_slots + 1, dtype=np.int64)
+    column_base = np.zeros(n_pairs + 1, dtype=np.int64)
+    columns = np.zeros(64, dtype=np.uint64)
+    dag_base = np.zeros(n_slots + 1, dtype=np.int64)
+    dag = np.zeros(64, dtype=np.uint64)
+    allow = np.zeros((8, 8), dtype=np.uint64)
+    bound_slot = np.zeros(8, dtype=np.int64)
+    bound_row = np.zeros(8, dtype=np.int64)
+    # frames of the depth-first enumeration: kind 0 picks the end of a slot among rows [cursor, stop),
+    # kind 1 grows the chain of a Kleene slot whose head is the binding below it (cursor -1: not yet
+    # tried stopping it there)
+    frame_kind = np.zeros(8, dtype=np.int64)
+    frame_slot = np.zeros(8, dtype=np.int64)
+    frame_cursor = np.zeros(8, dtype=np.int64)
+    frame_stop = np.zeros(8, dtype=np.int64)
+    frame_depth = np.zeros(8, dtype=np.int64)
+    for t in range(member_offsets[last], member_offsets[last + 1]):
+        stats[STAT_TRIGGERS] += 1
+        trigger = members[t]
+        lo = window_lo[trigger]
+        # 1. range queries, right to left
+        if kleene[last]:
+            first[last] = _lower_bound(members, member_offsets[last], t, lo)
+        else:
+            first[last] = t
+        count[last] = t + 1 - first[last]
+        empty = False
+        for s in range(last - 1, -1, -1):
+            upper = members[first[s + 1] + count[s + 1] - 1]      # the latest candidate on its right
+            a = _lower_bound(members, member_offsets[s], member_offsets[s + 1], lo)
+            b = _lower_bound(members, a, member_offsets[s + 1], upper)
+            first[s], count[s] = a, b - a
+            if b <= a:
+                empty = True
+                break
+            stats[STAT_RANGE_HITS] += b - a
+        if empty:
+            continue
+        total = 0
+        for s in range(n_slots):
+            words[s] = (count[s] + 63) >> 6
+            word_base[s] = total
+            total += words[s]
+        word_base[n_slots] = total
+        # 2. joins into column bitsets, one matrix per pair of slots
+        size = 0
+        for p in range(n_pairs):
+            column_base[p] = size
+            size += count[pair_right[p]] * words[pair_left[p]]
+        column_base[n_pairs] = size
+        if len(columns) < size:
+            columns = np.zeros(max(size, 2 * len(columns)), dtype=np.uint64)
+        for p in range(n_pairs):
+            r, s = pair_left[p], pair_right[p]
+            outer = members[first[r]:first[r] + count[r]]
+            inner = members[first[s]:first[s] + count[s]]
+            joined = np.ones((count[r], count[s]), dtype=np.bool_)
+            for j in range(len(join_pair)):
+                if join_pair[j] == p:
+                    joined &= _join(hybrid, join_op[j], join_transitive[j], kval, kok, join_left_key[j],
+                                    join_right_key[j], outer, inner, stats)
+            _pack_columns(joined, columns, column_base[p], words[r])
+        size = 0
+        for s in range(n_slots):
+            dag_base[s] = size
+            if kleene[s]:
+                size += count[s] * words[s]
+        dag_base[n_slots] = size
+        if len(dag) < size:
+            dag = np.zeros(max(size, 2 * len(dag)), dtype=np.uint64)
+        for s in range(n_slots):
+            if not kleene[s]:
+                continue
+            rows = members[first[s]:first[s] + count[s]]
+            follows = np.ones((count[s], count[s]), dtype=np.bool_)
+            chained = False
+            for c in range(len(chain_slot)):
+                if chain_slot[c] == s:
+                    chained = True
+                    follows &= _join(hybrid, chain_op[c], chain_transitive[c], kval, kok, chain_previous_key[c],
+                                     chain_current_key[c], rows, rows, stats)
+            for u in range(count[s]):
+                for v in range(count[s]):
+                    if strict:
+                        follows[u, v] = follows[u, v] and rows[v] == rows[u] + 1
+                    elif not chained:
+                        follows[u, v] = u < v
+            _pack_columns(follows, dag, dag_base[s], words[s])
+        # 3. enumeration
+        depth_cap = 2
+        for s in range(n_slots):
+            depth_cap += count[s]
+        if allow.shape[0] < depth_cap or allow.shape[1] < total:
+            allow = np.zeros((max(depth_cap, allow.shape[0]), max(total, allow.shape[1])), dtype=np.uint64)
+        if len(bound_slot) < depth_cap:
+            bound_slot = np.zeros(depth_cap, dtype=np.int64)
+            bound_row = np.zeros(depth_cap, dtype=np.int64)
+        if len(frame_kind) < 2 * depth_cap:      # a binding pushes at most two frames
+            frame_kind = np.zeros(2 * depth_cap, dtype=np.int64)
+            frame_slot = np.zeros(2 * depth_cap, dtype=np.int64)
+            frame_cursor = np.zeros(2 * depth_cap, dtype=np.int64)
+            frame_stop = np.zeros(2 * depth_cap, dtype=np.int64)
+            frame_depth = np.zeros(2 * depth_cap, dtype=np.int64)
+        for s in range(n_slots):
+            for w in range(words[s]):
+                rest = count[s] - 64 * w
+                allow[0, word_base[s] + w] = (np.uint64(0xFFFFFFFFFFFFFFFF) if rest >= 64 else
+                                              (np.uint64(1) << np.uint64(rest)) - np.uint64(1))
+        top = 0                                   # the trigger ends the last slot
+        frame_kind[0], frame_slot[0], frame_depth[0] = 0, last, 0
+        frame_cursor[0], frame_stop[0] = count[last] - 1, count[last]
+        while top >= 0:
+            s, d = frame_slot[top], frame_depth[top]
+            if frame_kind[top] == 0:
+                row = _next_bit(allow[d], word_base[s], frame_cursor[top], frame_stop[top])
+            else:
+                head = bound_row[d - 1]
+                if frame_cursor[top] < 0:         # the chain as it is: go on to the slot before
+                    frame_cursor[top] = 0
+                    stats[STAT_CHAINS] += 1
+                    row = -2
+                else:
+                    row = frame_cursor[top]
+                    while True:
+                        row = _next_bit(allow[d], word_base[s], row, head)
+                        if row < 0:
+                            break
+                        w = dag_base[s] + head * words[s] + (row >> 6)
+                        if (dag[w] >> np.uint64(row & 63)) & np.uint64(1):
+                            break
+                        row += 1
+            if row == -1:
+                top -= 1
+                continue
+            if row == -2:                         # close slot s at the chain's head: slot s-1 next
+                next_slot, depth_next = s - 1, d
+                before = members[first[s] + bound_row[d - 1]]
+            else:
+                frame_cursor[top] = row + 1
+                # bind: narrow every earlier slot joined with s to the rows joining this one
+                allow[d + 1, :total] = allow[d, :total]
+                alive = True
+                for p in range(n_pairs):
+                    if pair_right[p] != s:
+                        continue
+                    r = pair_left[p]
+                    any_left = np.uint64(0)
+                    for w in range(words[r]):
+                        allow[d + 1, word_base[r] + w] &= columns[column_base[p] + row * words[r] + w]
+                        any_left |= allow[d + 1, word_base[r] + w]
+                    if any_left == 0:
+                        alive = False
+                        break
+                if not alive:
+                    continue
+                bound_slot[d], bound_row[d] = s, row
+                if kleene[s]:
+                    top += 1
+                    frame_kind[top], frame_slot[top], frame_depth[top], frame_cursor[top] = 1, s, d + 1, -1
+                    continue
+                next_slot, depth_next = s - 1, d + 1
+                before = members[first[s] + row]
+            if next_slot < 0:                     # 4. a match: the bindings, latest first
+                if n_written + depth_next > len(out_positions):
+                    out_positions = _grow(out_positions, n_written + depth_next)
+                    out_variables = _grow(out_variables, n_written + depth_next)
+                for i in range(depth_next):
+                    b = bound_slot[depth_next - 1 - i]
+                    out_positions[n_written + i] = positions[members[first[b] + bound_row[depth_next - 1 - i]]]
+                    out_variables[n_written + i] = slot_var[b]
+                n_written += depth_next
+                n_out += 1
+                if n_out + 1 > len(out_offsets):
+                    out_offsets = _grow(out_offsets, n_out + 1)
+                out_offsets[n_out] = n_written
+                continue
+            stop = _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before) \
+                - first[next_slot]
+            start = 0
+            if strict:   # the slot must end just before the next one starts
+                start = stop - 1
+                if stop == 0 or members[first[next_slot] + stop - 1] != before - 1:
+                    start = stop
+            top += 1
+            frame_kind[top], frame_slot[top], frame_depth[top] = 0, next_slot, depth_next
+            frame_cursor[top], frame_stop[top] = start, stop
+    stats[STAT_MATCHES] = n_out
+    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], stats
