@@ -2,11 +2,11 @@
 
 Four methods over one seeded stream of stock trades (the company hierarchy of Fig 4.10):
 
-- ``alone``: every query from scratch on the stack engine (the state of the art of §5);
+- ``alone``: every query from scratch on the stack engine (the state of the art of [LIU] §4.6);
 - ``top-down``: reuse only general-to-specific; ``bottom-up``: only specific-to-general;
 - ``chase``: Chase chooses among all exact edges (the default of ``cepkit.ECube``).
 
-Workloads, as in §5: *pattern* (W1-W3: a shared ``SEQ(.., INTC, !MSFT, FCF)`` of length 3-5 and its
+Workloads, as in [LIU] §4.6: *pattern* (W1-W3: a shared ``SEQ(.., INTC, !MSFT, FCF)`` of length 3-5 and its
 extensions by one ticker), *concept* (W4/W5: ``SEQ(Computer, Finance, Education)`` and its drill-downs), and
 two scaling runs: the number of extensions (queries) and the depth of the hierarchy (a chain of concepts
 above one ticker, each level a query); and the time Chase takes to plan the mixed workloads W7 and W8
@@ -67,7 +67,7 @@ def depth_workload(depth: int) -> tuple:
 
 
 def mixed_workloads() -> dict:
-    """W7 and W8 of §5 (RCM, unplaced in Fig 4.10, read as ROM; q19, printed as q18, left out)."""
+    """W7 and W8 of [LIU] §4.6 (RCM, unplaced in Fig 4.10, read as ROM; q19, printed as q18, left out)."""
     w7 = {"q20": "SEQ(DELL a, QQQ b, ANAT c)", "q21": "SEQ(DELL a, QQQ b, ANAT c, ROM d)",
           "q23": "SEQ(DELL a, QQQ b, ANAT c, OREL d)", "q24": "SEQ(DELL a, QQQ b, ANAT c, INTC d)",
           "q22": "SEQ(FCF x, DELL a, QQQ b, ANAT c)", "q25": "SEQ(DELL a, QQQ b, ANAT c, INTC d, EFC e)",

@@ -4,11 +4,11 @@ A synthetic ticker stream (the inetats traces of [LIU] §5.5 are not available):
 second, tickers drawn uniformly from ten symbols. Every row is one query on one stream, timed best of
 ``--repeat`` runs; ratios are against a baseline measured in the same run:
 
-- [D] §5.5 (Figs 5.9-5.11): the number of negated children (1-3), the length of a child (2-4) and the nesting
+- [LIU] §5.5 (Figs 5.9-5.11): the number of negated children (1-3), the length of a child (2-4) and the nesting
   depth (1-3) grow. ``ref/nested`` = reference time / nested time (on a shorter prefix: the reference is brute
   force), ``none/b`` = no caching / B-CSV, ``nested/nf`` = nested plan / normal form (``rewrite=True``, where
   the query has one).
-- [R] §4.6 and §8 (Figs R10, R18-R21): the window grows (20, 40, 60 s) and the negated sub-query is an AND;
+- [CSV] §4.6 and §8 (Figs R10, R18-R21): the window grows (20, 40, 60 s) and the negated sub-query is an AND;
   each caching mode against no caching (``x none``), with the view's counters.
 
 Run from the repository: ``python bench/nested.py`` (``--quick`` for a smoke run).
@@ -61,7 +61,7 @@ def depth_query(depth: int, window: int) -> str:
 
 
 def and_query(window: int) -> str:
-    """[R]'s Q1 shape: a negated AND between two positive neighbours."""
+    """[CSV]'s Q1 shape: a negated AND between two positive neighbours."""
     return f"SEQ(MSFT m, ORCL o, !AND(RIMM r, AMAT a, YHOO y), INTC i, QQQ q) WITHIN {window} s"
 
 
@@ -120,12 +120,12 @@ def main():
     with tqdm(total=9 + 4 * len(windows), desc="runs") as progress:
         neel = neel_rows(stream, prefix, 40, args.repeat, progress)
         csv = csv_rows(ticker_stream(n_csv), windows, args.repeat, progress)
-    print(f"\n[D] §5.5 shapes, window 40 s, {n} events (reference on the first {n_ref})")
+    print(f"\n[LIU] §5.5 shapes, window 40 s, {n} events (reference on the first {n_ref})")
     print(f"{'shape':<13} {'size':>4} {'matches':>7} {'ref/nested':>10} {'nested s':>9} {'none/b':>7} {'nested/nf':>9}")
     for shape, size, matches, ref_ratio, t_b, none_ratio, nf_ratio in neel:
         nf = f"{nf_ratio:8.1f}x" if nf_ratio is not None else "        –"
         print(f"{shape:<13} {size:>4} {matches:>7} {ref_ratio:>9.1f}x {t_b:>9.3f} {none_ratio:>6.1f}x {nf}")
-    print(f"\n[R] §8 shape: {and_query('w')}, {n_csv} events")
+    print(f"\n[CSV] §8 shape: {and_query('w')}, {n_csv} events")
     print(f"{'window':>6} {'caching':>7} {'matches':>7} {'seconds':>8} {'x none':>7} {'computed':>8} {'hits':>6} "
           f"{'view':>6}")
     for window, mode, matches, seconds, ratio, computed, hits, view in csv:

@@ -52,14 +52,14 @@ def stocks(n: int, companies: int = 10, seed: int = 0) -> Stream:
 
 
 def q2(window: int, threshold: int = 0) -> str:
-    """Q2 (§1.4) as written; ``threshold`` > 0 adds the low-selectivity filter on a."""
+    """Q2 ([RCEP] §3.2) as written; ``threshold`` > 0 adds the low-selectivity filter on a."""
     extra = f" and a.amount > {threshold}" if threshold else ""
     return (f"PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount{extra} "
             f"WITHIN {window} PARTITION BY cardID")
 
 
 def q1(window: int, first: bool) -> str:
-    """Q1 (§1.4), the inverted V: ``c.price < FIRST(b.price)``; with rising b the same as ``c.price <
+    """Q1 ([RCEP] §3.2), the inverted V: ``c.price < FIRST(b.price)``; with rising b the same as ``c.price <
     b.price`` for every b, the form the ses engine takes."""
     closing = "c.price < first(b).price" if first else "c.price < b.price"
     return (f"PATTERN SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price and "

@@ -80,7 +80,7 @@ def chained(variables: str) -> str:
 
 
 def p_onco(days: float) -> str:
-    """P_onco = ⟨{c,d},{p+,r+},{b,h}⟩ of one patient (§7, Ch. 5)."""
+    """P_onco = ⟨{c,d},{p+,r+},{b,h}⟩ of one patient ([SES] §5.4)."""
     return (f"PATTERN SEQ({{C c, D d}}, {{P+ p, R+ r}}, {{B b, H h}}) WHERE {chained(PID_CHAIN['P_onco'])} "
             f"WITHIN {days} days")
 
@@ -92,13 +92,13 @@ def p1(days: float) -> str:
 
 
 def p_nyse(ms: float) -> str:
-    """P_nyse = ⟨{a+,g+},{i+}⟩: AAPL and GOOG rising, then IBM falling (§7, Ch. 5)."""
+    """P_nyse = ⟨{a+,g+},{i+}⟩: AAPL and GOOG rising, then IBM falling ([SES] §5.4)."""
     return ("PATTERN SEQ({AAPL+ a, GOOG+ g}, {IBM+ i}) WHERE prev(a.P) < a.P and prev(g.P) < g.P and "
             f"prev(i.P) > i.P WITHIN {ms} ms")
 
 
 def p_rise(ms: float) -> str:
-    """Three or more rising GOOG trades, then one with a larger volume than each (P3 of §3.4)."""
+    """Three or more rising GOOG trades, then one with a larger volume than each (P3 of [SES] Fig. 6.1(a))."""
     return ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
             f"prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN {ms} ms")
 

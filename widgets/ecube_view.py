@@ -77,7 +77,7 @@ def lattice_drawing(graph: nx.DiGraph, extra: list):
 
 def relation_text(cube, general: str, specific: str) -> str:
     """The OLAP operation a lattice edge stands for ([LIU] §4.2): the concepts it refines and the
-    items it inserts, 1-based positions of the specific query (WE-3)."""
+    items it inserts, 1-based positions of the specific query ([LIU] Ex 9)."""
     data = cube.graph.edges[general, specific]
     g_items, s_items = cube.shapes[general].items, cube.shapes[specific].items
     embedding = data["refinement"].embedding

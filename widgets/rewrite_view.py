@@ -26,7 +26,7 @@ DIRECTIONS = (("NPDR2: first instance", "left"), ("NPDR1: last instance", "right
 OLD_COLOUR, NEW_COLOUR = "#ffd6d6", "#d6f5d6"
 CODE = ("<div style='font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap;word-break:normal;"
         "overflow-wrap:normal;line-height:1.5'>{}</div>")
-# What each rule does, in one line ([LIU] §5.2.3, §5.2.5, Rules 1-20, and the splice rule of §3.2 IMPL)
+# What each rule does, in one line ([LIU] §5.2.3, §5.2.5, Rules 1-20, and our splice rule)
 RULE_TEXT = {
     "FR1": "a SEQ inside a SEQ is spliced into it",
     "FR2": "a SEQ holding negations, inside a SEQ, is spliced into it",

@@ -129,8 +129,8 @@ _HOSPITAL = {  # name -> (where in [LIU] ch. 5, events as "Type<ts>")
     "q1_accept": ("Q1 (Fig 5.1), accepted", "Recycle1 Washing2 Operating3"),
     "q1_reject": ("Q1 (Fig 5.1), rejected", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
     "q1_accept_no_disinfection": ("Q1 (Fig 5.1), accepted without a disinfection", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
-    "q2_reject": ("Q2 (§5.2.2), rejected", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
-    "q2_accept": ("Q2 (§5.2.2), accepted", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
+    "q2_reject": ("Q2, [LIU] §5.2.2, rejected", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
+    "q2_accept": ("Q2, [LIU] §5.2.2, accepted", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
     "fig55_errata": ("Ex 29 and Fig 5.5, docs/references.md E7", "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
     "ex21": ("Ex 21", "Recycle1 Sharpening2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
 }
@@ -141,7 +141,7 @@ def neel_hospital(name: str) -> pd.DataFrame:
     Sharpening, Disinfection, Checking and Operating events of one tool, ts as in the thesis.
 
     ``name`` is one of: ``ex17``, ``ex18``, ``ex19`` (Ex 17-19), ``q1_accept``, ``q1_reject``,
-    ``q1_accept_no_disinfection`` (Q1 of Fig 5.1), ``q2_reject``, ``q2_accept`` (Q2 of §5.2.2),
+    ``q1_accept_no_disinfection`` (Q1 of Fig 5.1), ``q2_reject``, ``q2_accept`` (Q2 of [LIU] §5.2.2),
     ``fig55_errata`` (docs/references.md E7), ``ex21`` (Ex 21); ``ex20`` (Ex 20: Checking events with
     ``insType``, a Sharpening with ``insID``); ``rq1`` (the stream of [CSV] Fig 2: Recycle, Wash, Sharpen,
     Disinfect, Operate with ``id`` and ``roomID``).

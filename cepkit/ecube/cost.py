@@ -80,7 +80,7 @@ class Statistics:
         return Statistics(counts, length, self.duration, self.attribute, values)
 
     def drift(self, other: "Statistics") -> float:
-        """How far ``other`` has moved from these statistics (§3.5's trigger): the largest relative change of
+        """How far ``other`` has moved from these statistics ([LIU] §4.5's trigger): the largest relative change of
         a type's share of the stream (a type unseen here counts from a share of one event).
 
         >>> round(Statistics({"A": 50, "B": 50}, 100, 100.0).drift(Statistics({"A": 80, "B": 20}, 100, 100.0)), 3)
@@ -148,12 +148,12 @@ class CostModel:
         return self.partial_matches(shape)[-1] * self.units.P ** len(shape.conditions)
 
     def scratch_cost(self, shape: Shape) -> float:
-        """``C(q)`` [D]: every relevant event appended, every partial match visited."""
+        """``C(q)`` (ours): every relevant event appended, every partial match visited."""
         u = self.units
         relevant = sum(self.events(item) for item in shape.items)
         return relevant * u.C_app + sum(self.partial_matches(shape)) * u.C_access
 
-    # ------------------------------------------------------------------ reuse edges (§3.3)
+    # ------------------------------------------------------------------ reuse edges ([LIU] §4.4)
     def filter_concept(self, general: Shape, specific: Shape, rechecked: list) -> float:
         """g→s concept, Eq 4.4 ``|R_qi|·C_type·len(qi)``, plus Eq 4.5 for a coarser negation: each
         result's gap is checked against the new negated types ``rechecked``."""

@@ -75,7 +75,7 @@ class ECube:
 
     # ------------------------------------------------------------------ the lattice
     def add(self, name: str, query) -> Query:
-        """Add a query to the cube (re-plans at the next ``plan``/``run``, Ex §3.5)."""
+        """Add a query to the cube (re-plans at the next ``plan``/``run``, [LIU] §4.5)."""
         if name in self.queries or name == ROOT:
             raise ValueError(f"the cube already has a query named {name!r}")
         parsed = parse(query, self.hierarchy)
@@ -123,7 +123,7 @@ class ECube:
         """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given).
 
         ``directions`` limits reuse: ``{"g→s"}`` is [LIU] §4.6's *top-down* method, ``{"s→g"}`` *bottom-up*,
-        ``()`` every query alone (the state of the art of §5); the default lets Chase choose."""
+        ``()`` every query alone (the state of the art of [LIU] §4.6); the default lets Chase choose."""
         if statistics is None:
             if events is None:
                 if self.statistics is None:
@@ -148,7 +148,7 @@ class ECube:
 
     def adapt(self, events=None, *, statistics: Optional[Statistics] = None, theta: float = 0.25,
               gamma: float = 0.1) -> bool:
-        """Plan adaptation (§3.5): when the statistics of ``events`` (or the given ones) have drifted by more
+        """Plan adaptation ([LIU] §4.5): when the statistics of ``events`` (or the given ones) have drifted by more
         than ``theta`` from those the plan was made for (``Statistics.drift``), re-run Chase, and install the
         new plan only if it is predicted cheaper by more than ``gamma`` (relative), both plans costed on the
         new statistics. Returns True when the plan changed; ``run(events, keep_plan=True)`` then uses it."""
@@ -179,7 +179,7 @@ class ECube:
         for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``.
 
         By default the stream is measured and planned for; ``keep_plan`` evaluates the current plan instead
-        (a stream processed in segments, with ``adapt`` deciding when the plan changes, §3.5). ``only``
+        (a stream processed in segments, with ``adapt`` deciding when the plan changes, [LIU] §4.5). ``only``
         names the queries wanted: just they and their sources in the plan are computed."""
         stream = events if isinstance(events, Stream) else Stream.from_any(events)
         stream.require_order()

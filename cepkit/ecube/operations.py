@@ -1,4 +1,4 @@
-"""The E-Cube OLAP operations on queries ([LIU] §4.2, Ex 9; WE-3).
+"""The E-Cube OLAP operations on queries ([LIU] §4.2, Ex 9).
 
 Positions are 1-based, as in the text: ``pattern_drill_down(q3, [("!D", 2)])`` puts ``!D`` second;
 ``pattern_roll_up(q6, [("G", 1), ("A", 2)])`` removes the items at positions 1 and 2 of q6 (checking

@@ -4,7 +4,7 @@ virtual query v0 over the graph of every way to compute each query.
 The Chase graph has an edge v0 -> q (q from scratch) for every query and, for every lattice edge, a
 general-to-specific edge and a specific-to-general edge when an exact strategy exists (``reuse.py``),
 each weighted by the cost model. Edmonds' algorithm (``networkx.minimum_spanning_arborescence``) picks
-each query's cheapest source so that the whole plan is cheapest, cycles included (WE-4, Ex 10/11).
+each query's cheapest source so that the whole plan is cheapest, cycles included (Ex 10/11).
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Step:
 class Plan:
     """A chosen evaluation order: the candidate ``graph`` (with v0), the arborescence ``tree``, the
     ``steps`` in evaluation order, the plan's ``cost`` and the ``scratch_cost`` of running every query
-    alone (the state-of-the-art baseline of §5)."""
+    alone (the state-of-the-art baseline of [LIU] §4.6)."""
     graph: nx.DiGraph
     tree: nx.DiGraph
     steps: list

@@ -6,7 +6,7 @@ conditions under which that holds are checked when the strategy is offered (``of
 when they fail), so the planner only ever chooses exact edges.
 
 ==================  ======  ==========================================================================
-strategy            §3.3    what it does
+strategy     [LIU] §4.4    what it does
 ==================  ======  ==========================================================================
 ``Scratch``         --      the stack engine over the whole stream (Chase's edge from v0)
 ``FilterConcept``   (b)     g→s concept: re-read each general row against the finer types and values
@@ -19,7 +19,7 @@ strategy            §3.3    what it does
 ``UnionConcept``    (e)     s→g concept: the child's rows plus the pointer pairs it did not cover, one
                             delta query per combination of "child type / the rest" (Ex 16)
 ``ProjectPattern``  (d)     s→g pattern: the specific rows projected, plus the delta query with the
-                            added item negated, ``q3 = π(q6) ⊎ SEQ(G,A,!D,T)`` (Ex 15, WE-8)
+                            added item negated, ``q3 = π(q6) ⊎ SEQ(G,A,!D,T)`` (Ex 15)
 ``Via``             (c)(f)  both kinds: through the intermediate query that differs by one kind only
 ==================  ======  ==========================================================================
 
@@ -121,7 +121,7 @@ class Scratch:
 
 @dataclass(frozen=True)
 class FilterConcept:
-    """g→s concept (§3.3 b): a general row is a specific row when its events fit the finer items and,
+    """g→s concept ([LIU] §4.4.2): a general row is a specific row when its events fit the finer items and,
     for a coarser negation, no event of the newly negated types lies in its gap (Eq 4.5)."""
     general: Shape
     specific: Shape
@@ -148,7 +148,7 @@ class FilterConcept:
 
 @dataclass(frozen=True)
 class JoinPattern:
-    """g→s pattern (§3.3 a): the specific query over the general rows' events and the added items'
+    """g→s pattern ([LIU] §4.4.1): the specific query over the general rows' events and the added items'
     events; a match counts when its projection is a general row."""
     general: Shape
     specific: Shape
@@ -175,7 +175,7 @@ class JoinPattern:
 
 @dataclass(frozen=True)
 class UnionConcept:
-    """s→g concept (§3.3 e, Eq 4.8): the child's rows plus the rows of the delta queries, which put in
+    """s→g concept ([LIU] §4.4.5, Eq 4.8): the child's rows plus the rows of the delta queries, which put in
     at least one differing position the general item's *rest* (its types or values the child lacks)."""
     general: Shape
     specific: Shape
@@ -195,7 +195,7 @@ class UnionConcept:
 
 @dataclass(frozen=True)
 class ProjectPattern:
-    """s→g pattern (§3.3 d): the specific rows projected onto the general items, plus the general
+    """s→g pattern ([LIU] §4.4.4): the specific rows projected onto the general items, plus the general
     matches the added item missed: ``delta``, the general query with that item negated."""
     general: Shape
     specific: Shape
@@ -214,7 +214,7 @@ class ProjectPattern:
 
 @dataclass(frozen=True)
 class Via:
-    """Both kinds (§3.3 c and f, Eqs 4.6 and 4.9): two steps through an ``intermediate`` query."""
+    """Both kinds ([LIU] §4.4, Eqs 4.6 and 4.9): two steps through an ``intermediate`` query."""
     first: object
     second: object
     intermediate: Shape

@@ -2,7 +2,7 @@
 
 The query joins a cube with its first concept drill-down (the first positive item whose concept, type
 or attribute value, has children, refined to its first child). With ``reuse="children"`` (the default)
-the query is answered from the child's results, specific-to-general (§3.3 e, Eq 4.8): the child from
+the query is answered from the child's results, specific-to-general ([LIU] §4.4.5, Eq 4.8): the child from
 scratch, then its matches plus the delta queries of the pointer pairs it does not cover; a single query
 costs about what it costs alone this way (``C(q) − C(child) + C(child)``), and every answer exercises the
 reuse. ``reuse="plan"`` lets Chase choose by the cost model (for one query: from scratch). A query with no

@@ -72,7 +72,7 @@ def negated_vars(node) -> frozenset:
 
 
 def check_well_formed(query: A.QueryNode, text=None) -> None:
-    """Every condition mentions only variables bound around it (CEL §5), or negated in its own SEQ/AND; every
+    """Every condition mentions only variables bound around it ([CEL] §5.1), or negated in its own SEQ/AND; every
     SEQ/AND has a positive item."""
     defined = definitions(query.pattern)
 

@@ -1,7 +1,7 @@
 """NEEL rewriting to normal form, one rule per step ([LIU] §5.2).
 
 ``rewrite(query)`` flattens a nested query into a disjunction of flat SEQ/AND patterns (DNF, Def 20) by the
-rules of Tables 5.2-5.4, applied in the order of the flattening procedure (§3.4): flattening rules to a
+rules of Tables 5.2-5.4, applied in the order of the flattening procedure ([LIU] §5.2.7): flattening rules to a
 fixpoint (FR1-FR7), negation push-down over AND/OR, then over SEQ (NPDR1-NPDR7), then distribution
 (DR1-DR6), until the nesting measure α (Def 22) is 0 or no rule applies. Every application is a ``Step``:
 the rule, the sub-pattern before and after, where it stands in the whole query's text (for highlighting),
@@ -30,10 +30,10 @@ make the whole rewriting inexact. Rules whose preconditions fail are not applied
   Lcons (Table 5.5);
 - NPDR1/NPDR2 need primitive items (Ex 21: ``!SEQ(S, !D, C)``; Ex 22: a composite "last instance");
 - NPDR3/NPDR4 need simple predicates: a condition between two components of the negated AND has no
-  meaning once they are split ([R] §6.4, Fig 3), nor do two components that one event could match;
+  meaning once they are split ([CSV] §1.1, Fig 3), nor do two components that one event could match;
 - FR6 needs positive neighbours on both sides of the ``∃`` item, outside any AND, negation or iteration:
   otherwise the witness would move the bounds of another negation or of the window. In docs/language.md,
-  EXISTS bounds nothing (§10.11), so the chained-∃ reading of FR6 is not an equivalence; the
+  EXISTS bounds nothing (docs/language.md §10.11), so the chained-∃ reading of FR6 is not an equivalence; the
   projected form is.
 
 No confluence is claimed ([LIU] §5.2.8): ``direction="left"`` unrolls negated sequences by NPDR2 (first
@@ -406,14 +406,14 @@ def _negated(node, kind):
 
 
 def _simple(rw, core, conditions, what: str):
-    """Refuse conditions that relate two components of a negated composite ([R] §6.4)."""
+    """Refuse conditions that relate two components of a negated composite ([CSV] §1.1)."""
     own = set(definitions(core))
     conditions = [c for cond in conditions for c in A.conjuncts(cond)]
     for cond in conditions:
         mentioned = own & set(A.variables_in(cond))
         if len(mentioned) > 1:
             raise _Refused(f"{what}: the condition {show(cond)} relates {', '.join(sorted(mentioned))}, which the "
-                           "rewriting would split ([R] §6.4)")
+                           "rewriting would split ([CSV] §1.1)")
     placed = []
     for cond in conditions:
         mentioned = own & set(A.variables_in(cond))

@@ -8,7 +8,7 @@ engines consume:
   that ``SEQ``/``AND``;
 - each conjunct that mentions variables of a negation (``!``) or ``EXISTS`` moves inside it, into the
   innermost negation that sees all of its variables: "there is no b with ..." ([LIU] §5.1.2, the
-  predicate scoping test of §7.2.4). Every other conjunct stays where it was written and filters the
+  predicate scoping test of [LIU] §7.2.4). Every other conjunct stays where it was written and filters the
   match;
 - a conjunct that mentions variables of two unrelated negations belongs to neither: a ``QueryError``
   (rule 7), raised by ``cepkit.parse``.

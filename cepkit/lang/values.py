@@ -23,14 +23,14 @@ ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.
 
 
 def compare(op: str, a, b) -> bool:
-    """``a op b``, false when either is null (two-valued, §10); ``TypeError`` if they cannot be compared."""
+    """``a op b``, false when either is null (two-valued, docs/language.md §10); ``TypeError`` if they cannot be compared."""
     if a is None or b is None:
         return False
     return bool(COMPARE[op](a, b))
 
 
 def arith(op: str, a, b):
-    """``a op b`` on numbers, null when either is null or on a division by zero (no exception, §10)."""
+    """``a op b`` on numbers, null when either is null or on a division by zero (no exception, docs/language.md §10)."""
     if a is None or b is None:
         return None
     if op == "/" and b == 0:
@@ -39,7 +39,7 @@ def arith(op: str, a, b):
 
 
 def truthy(value) -> bool:
-    """Whether a value used as a condition holds: not null and true in Python's sense (§10)."""
+    """Whether a value used as a condition holds: not null and true in Python's sense (docs/language.md §10)."""
     return value is not None and bool(value)
 
 

@@ -6,11 +6,11 @@ An engine declares the out-of-order modes it supports (``Engine.disorder``); tho
 - ``kslack`` (``k``) and ``conservative`` (``max_delay``, one bound or one per type, and PUNCTUATION
   events) are reorder buffers. An event is released once no event that may still arrive precedes it in
   logical order (ts, then arrival position): K-slack once the largest ts seen exceeds its ts by more than
-  k (§2.3); conservative once every type the query reads is complete through its ts, by its bound or by a
-  punctuation (§2.4). Released events feed the engine's matcher in that order. An event arriving after a
+  k ([LIU] §3.5); conservative once every type the query reads is complete through its ts, by its bound or by a
+  punctuation ([LIU] §3.6.1). Released events feed the engine's matcher in that order. An event arriving after a
   later one was released cannot be placed: it is dropped and its position listed in ``info["dropped"]``,
   and the result is exactly the in-order result over the stream without it.
-- ``aggressive`` (§2.5, [RCEP]'s recomputation) feeds in-order arrivals straight to the matcher, which
+- ``aggressive`` ([LIU] §3.6.2, by [RCEP]'s recomputation) feeds in-order arrivals straight to the matcher, which
   emits what is final in order. A late event at ts t can only change the matches whose last event lies
   within w of t (every event and every negation scope of a match with last ts L lies in [L - w, L + w]);
   their events lie in [t - 2w, ...]. So the layer restarts the matcher on the stored events from t - 2w,
@@ -294,7 +294,7 @@ class _Buffer(Layer):
 
 
 class KSlackLayer(_Buffer):
-    """K-slack (§2.3): an event waits until the largest ts seen exceeds its ts by more than k."""
+    """K-slack ([LIU] §3.5): an event waits until the largest ts seen exceeds its ts by more than k."""
 
     def push(self, event) -> list:
         self.last_position = event.position
@@ -305,7 +305,7 @@ class KSlackLayer(_Buffer):
 
 
 class ConservativeLayer(_Buffer):
-    """Conservative (§2.4): an event waits until every type the query reads is complete through its ts,
+    """Conservative ([LIU] §3.6.1): an event waits until every type the query reads is complete through its ts,
     by ``max_delay`` (future events of type T have ts >= clock - max_delay[T]) or by a punctuation."""
 
     def __init__(self, plan: LayeredPlan):
@@ -330,7 +330,7 @@ class ConservativeLayer(_Buffer):
 
 
 class AggressiveLayer(Layer):
-    """Aggressive (§2.5) by recomputation: see the module docstring."""
+    """Aggressive ([LIU] §3.6.2) by recomputation: see the module docstring."""
 
     retracts = True
 

@@ -16,7 +16,7 @@ enumerates them by brute force, following docs/language.md §2:
 
 In a positive context, a derivation whose span already exceeds the window is dropped: every match
 containing it would too. Derivations of negated items are not windowed: they only have to lie inside
-their scope (§10.11).
+their scope (docs/language.md §10.11).
 
 Brute force grows exponentially with nested iteration (``((ANY+ a)+)+`` has (4^n − 1)/3 derivations over n
 events), so a ``Deriver`` spends at most ``budget`` steps (``SEARCH_BUDGET`` by default, docs/limits.md): a

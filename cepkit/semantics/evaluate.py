@@ -3,18 +3,18 @@
 It is the oracle every engine is tested against, written to be read: for tests and teaching on streams
 of a few dozen events, never for speed. ``evaluate(query, events)`` runs this pipeline:
 
-1. the stream in logical order (ts, then position; §10.1), punctuation events left out, split by
-   PARTITION BY (a null key is a key like any other; §10.5);
+1. the stream in logical order (ts, then position; docs/language.md §10.1), punctuation events left out, split by
+   PARTITION BY (a null key is a key like any other; docs/language.md §10.5);
 2. per sub-stream, phase 1 (``derivations``) enumerates every derivation of the pattern's positive
    structure that fits the window; phase 2 (``validity``) checks what needs the full environment:
    correlated filters, negations and EXISTS, nested strategies. Conditions were first put where they are
    evaluated by ``cepkit.lang.scope``;
-3. the top-level selection strategy among those matches (``strategies``, ``stnm``; §5, §10.3);
+3. the top-level selection strategy among those matches (``strategies``, ``stnm``; docs/language.md §5, §10.3);
 4. CONSUME BY ANY / PARTITION: matches are processed in output order, and a match is dropped when it uses
    a position at or before the last position of an earlier reported match of the same scope (the whole
    stream, or its partition); matches completing at the same position do not affect each other;
 5. projection (RETURN / SELECT vars): bindings restricted to those variables, C to their positions;
-   a match binding none of them is dropped; duplicates merge (§10.2).
+   a match binding none of them is dropped; duplicates merge (docs/language.md §10.2).
 
 Positions in the result are arrival positions. On a disordered stream the evaluator still works in
 logical order, so it gives the ground truth out-of-order engines converge to (docs/language.md §6).
@@ -128,7 +128,7 @@ class Evaluation:
         return matches
 
     def _select(self, matches: list, sub, deriver) -> list:
-        """The top-level strategy among the valid (windowed, filtered) matches (§10.3)."""
+        """The top-level strategy among the valid (windowed, filtered) matches (docs/language.md §10.3)."""
         strategy = self.query.strategy
         if strategy == "ALL":
             return matches

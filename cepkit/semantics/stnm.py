@@ -105,7 +105,7 @@ def ses_shape(pattern: A.Pattern) -> SesShape:
                 raise _NotSes(member)
     names = {e.atom.var for e in elements if e.atom.var}
     kleene = {e.atom.var for e in elements if e.kleene and e.atom.var}
-    closure = transitive_equalities((c for c, _ in conditions), kleene, names)   # Θ_eq⁺ − Θ, §4.5
+    closure = transitive_equalities((c for c, _ in conditions), kleene, names)   # Θ_eq⁺ − Θ, docs/references.md E11
     return SesShape(tuple(elements), tuple(conditions) + tuple((c, None) for c in closure))
 
 
@@ -162,7 +162,7 @@ class _Judge:
         events = sorted(d.positions)
         scope = self.stream.window_scope(events[0], events[-1])
         for i, ei in enumerate(events):
-            after = events[i + 1] if i + 1 < len(events) else scope.hi  # i = n: §4.5, within the window
+            after = events[i + 1] if i + 1 < len(events) else scope.hi  # i = n: docs/decisions.md, within the window
             prefix = tuple(tuple(j for j in idx if j <= ei) for idx in full)
             for e in range(ei + 1, after):
                 for extended in self._extensions(prefix, e):

@@ -1,6 +1,6 @@
 """Selection strategies (docs/language.md §5; [CEL] §4).
 
-Each strategy filters the ALL matches; it sees windowed, filtered matches (§10.3):
+Each strategy filters the ALL matches; it sees windowed, filtered matches (docs/language.md §10.3):
 
 - ``STRICT``: C is an interval of logical indices of the (sub-)stream; under PARTITION BY this is
   ``PARTITION_STRICT``.

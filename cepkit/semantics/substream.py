@@ -2,7 +2,7 @@
 
 The reference works on logical indices: the events of one partition (the whole stream without PARTITION
 BY) sorted by (ts, position), numbered 0, 1, ... Under PARTITION BY, ``WITHIN n EVENTS``, STRICT and the
-negation scopes therefore count positions of the sub-stream (§10.5).
+negation scopes therefore count positions of the sub-stream (docs/language.md §10.5).
 """
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class Substream:
         return bisect.bisect_left(self.times, self.times[last] - self.window.seconds - self.slack)
 
     def window_scope(self, first: int, last: int) -> Scope:
-        """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (§10.4):
+        """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (docs/language.md §10.4):
         from (last − w) up to (first + w), the whole stream without WITHIN."""
         n = len(self.events)
         if self.window is None:

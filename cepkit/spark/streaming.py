@@ -8,12 +8,12 @@ missing), and event-time timers that flush the matches of quiet keys and then dr
 
 Out-of-order events. The watermark delay is the query's out-of-order mode: ``disorder="kslack"`` with
 ``k=`` ([LIU] §3.5: hold events until the stream has moved k past them) or ``"conservative"`` with
-``max_delay=`` (§2.4, the same promise: nothing arrives more than that late) set the delay, ``delay=`` sets
+``max_delay=`` ([LIU] §3.6.1, the same promise: nothing arrives more than that late) set the delay, ``delay=`` sets
 it directly, and it is 0 otherwise (a per-type ``max_delay`` mapping sets the largest of its bounds, and
 needs a ``"*"`` bound or ``delay=``). Within the delay, events may arrive in any order and the matches equal
 those of the sorted stream (docs/language.md §6). Events later than that are dropped by Spark and counted
 in each progress report (``numRowsDroppedByWatermark``; ``late_events(query)`` adds them up). The
-aggressive mode (§2.5) would retract emitted matches, which an append-only stream of matches cannot do.
+aggressive mode ([LIU] §3.6.2) would retract emitted matches, which an append-only stream of matches cannot do.
 
 What a stream needs, besides what ``cepkit.spark.match`` needs: a ``ts`` column (event time; numeric ts
 count seconds and must not be negative), a position column of integers (reported in ``positions``: use a

@@ -37,7 +37,7 @@ def test_estimates_follow_table_4_1():
 
 
 def test_given_statistics_choose_the_regime():
-    """§5: general-to-specific pays when the general query's results are few (re-reading them is cheap);
+    """[LIU] §4.6: general-to-specific pays when the general query's results are few (re-reading them is cheap);
     when the child is rare, its results are cheap to compute alone and to merge up."""
     queries = {"general": "SEQ(Computer c, Finance f) WITHIN 10", "child": "SEQ(INTC c, Finance f) WITHIN 10"}
     cube = ECube(queries, COMPANIES)
@@ -117,7 +117,7 @@ REGIME_QUERIES = {"general": "SEQ(Computer c, Finance f) WITHIN 10", "child": "S
 
 
 def test_adaptation_installs_a_plan_only_past_theta_and_gamma():
-    """§3.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ."""
+    """[LIU] §4.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ."""
     cube = ECube(REGIME_QUERIES, COMPANIES)
     cube.plan(statistics=RARE_CHILD)
     assert cube.last_plan.step("general").source == "child"                    # bottom-up while INTC is rare

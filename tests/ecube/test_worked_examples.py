@@ -44,7 +44,7 @@ def relation(general, specific):
     return None if ref is None else ref.kind
 
 
-# ----------------------------------------------------------------------------- WE-2: relations (Defs 3-4)
+# ----------------------------------------------------------------------------- [LIU] Defs 3-4: relations
 @pytest.mark.parametrize("general, specific, kind", [
     ("q1", "q2", "concept"),      # TX >c D, OK >c T
     ("q4", "q7", "concept"),      # a coarser negation is stricter: !DBusStation >c !D
@@ -74,7 +74,7 @@ def test_we2_the_lattice_of_fig_4_1():
     assert not any("q5" in e for e in edges)
 
 
-# ----------------------------------------------------------------------------- WE-3: OLAP operations (Ex 9)
+# ----------------------------------------------------------------------------- [LIU] Ex 9: OLAP operations
 def test_we3_olap_operations():
     q = {name: cepkit.parse(text, HIERARCHY) for name, text in QUERIES.items()}
     assert pattern_drill_down(q["q3"], [("!D n", 2)]) == q["q7"]
@@ -94,7 +94,7 @@ def test_we3_operations_check_what_they_are_given():
         pattern_drill_down(q1, [("A", 4)])
 
 
-# ----------------------------------------------------------------------------- WE-4: Chase (Ex 10/11)
+# ----------------------------------------------------------------------------- [LIU] Ex 10/11: Chase
 WE4_FROM_V0 = {1: 10, 2: 9, 3: 12, 4: 13, 5: 9, 6: 15, 7: 14}
 WE4_BETWEEN = {(1, 2): 3, (2, 1): 11, (1, 3): 5, (3, 1): 12, (2, 5): 4, (5, 2): 10, (2, 6): 7, (6, 2): 9,
                (3, 6): 6, (6, 3): 8, (3, 4): 4, (4, 3): 4, (3, 7): 3, (7, 3): 6, (4, 7): 5, (7, 4): 2}
@@ -128,7 +128,7 @@ def test_we4_the_order_is_a_valid_chase_order():
     assert plan.cost == 33
 
 
-# ----------------------------------------------------------------------------- WE-5: online filtering (Ex 12)
+# ----------------------------------------------------------------------------- [LIU] Ex 12: online filtering
 def test_we5_no_general_match_means_no_work_for_the_specific_queries():
     stream = Stream.from_any(events(("G", 1), ("A", 2), ("D", 3)))        # no T: q3 finds nothing
     q3, q6 = (shape_of(cepkit.parse(QUERIES[q], HIERARCHY)) for q in ("q3", "q6"))
@@ -139,14 +139,14 @@ def test_we5_no_general_match_means_no_work_for_the_specific_queries():
     assert executor.evaluations == before
 
 
-# ----------------------------------------------------------------------------- WE-6: q1 <-> q2 (Ex 13/16)
+# ----------------------------------------------------------------------------- [LIU] Ex 13/16: q1 <-> q2
 WE6 = ecube_example("we6")
 
 
 def test_we6_q2_and_q1_and_the_delta():
     cube = ECube({"q1": QUERIES["q1"], "q2": QUERIES["q2"]}, HIERARCHY)
     results = cube.run(WE6)
-    assert results["q2"].positions() == [(0, 5), (3, 5)]                       # {dh10,ts33}, {dh16,ts33} [T]
+    assert results["q2"].positions() == [(0, 5), (3, 5)]                       # {dh10,ts33}, {dh16,ts33}, as printed
     assert len(results["q1"]) == 10
     delta = set(results["q1"].positions()) - set(results["q2"].positions())
     assert delta == {(0, 2), (0, 6), (1, 2), (1, 5), (1, 6), (3, 6), (4, 5), (4, 6)}   # docs/references.md E5
@@ -170,7 +170,7 @@ def test_we6_specific_to_general_walks_only_the_uncovered_pointer_pairs():
     assert [m.key for m in got] == [m.key for m in cube.results["q1"]]
 
 
-# ----------------------------------------------------------------------------- WE-7: q7 from q4 (Ex 14)
+# ----------------------------------------------------------------------------- [LIU] Ex 14: q7 from q4
 WE7 = ecube_example("we7")
 WE7_QUERIES = {q: QUERIES[q] + " WITHIN 3" for q in ("q3", "q4", "q6", "q7")}
 
@@ -193,7 +193,7 @@ def test_we7_q7_filters_q4_by_the_coarser_negation():
     assert cube.last_plan.step("q7").source in ("q3", "q4")       # reuse, never from scratch
 
 
-# ----------------------------------------------------------------------------- WE-8: q3 from q6 (Ex 15)
+# ----------------------------------------------------------------------------- [LIU] Ex 15: q3 from q6
 WE8 = ecube_example("we8")
 
 

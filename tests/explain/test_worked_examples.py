@@ -147,7 +147,7 @@ SEQ_ABNCD = "SEQ(A a, B b, !C c, D d) WITHIN 10"
 
 
 def test_we10_c5_blocks_the_late_b4():
-    """[LIU] WE-10: <a3, b4, d8> is rejected, c5 lies between b4 and d8."""
+    """[LIU] [LIU] Ex 3: <a3, b4, d8> is rejected, c5 lies between b4 and d8."""
     text = "a3 c5 b6 a7 d8 d10 b11 f17 b4"
     events = arrivals(text)
     position = {label: k for k, label in enumerate(text.split())}
@@ -163,7 +163,7 @@ def test_we10_c5_blocks_the_late_b4():
 
 
 def test_we13_both_matches_blocked():
-    """[LIU] WE-13 (in order): <a3, b11> is blocked by c5 (and c9), <a7, b11> by c9."""
+    """[LIU] Ex 7/8 (in order): <a3, b11> is blocked by c5 (and c9), <a7, b11> by c9."""
     text = "a3 c5 a7 b11 c9"
     events = arrivals(text)
     position = {label: k for k, label in enumerate(text.split())}

@@ -1,6 +1,6 @@
 """NEEL rewriting to normal form ([LIU] §5.2; ``cepkit.rewrite``): every rule on its example in the thesis, the
 golden trace of Ex 25, the exact NPDR1 form of Ex 29, the nesting measure (Ex 26), the normal forms
-(Ex 23/24), the refusals (T5, T7, T8, T29), and, on random nested queries, the normal form has the query's
+(Ex 23/24), the refusals ([LIU] §5.2.2, Ex 21, Ex 22; [CSV] Fig 3), and, on random nested queries, the normal form has the query's
 matches under the reference evaluator whenever every step is exact."""
 import pytest
 from hypothesis import given, settings
@@ -46,7 +46,7 @@ def events(spec):
     ("AND(AND(A a, !B b, C c), D d)", "FR4", "AND(A AS a, !B AS b, C AS c, D AS d)"),
     # FR5: OR(OR(E1..Ei), Ej..En) = OR(E1..En)
     ("OR(OR(A a, B b), C c)", "FR5", "A AS a OR B AS b OR C AS c"),
-    # FR6: an existential SEQ between positive neighbours becomes projected positive components (§1.2 IMPL)
+    # FR6: an existential SEQ between positive neighbours becomes projected positive components (the FR6 proof's reading)
     ("SEQ(A a, EXISTS SEQ(B b, C c), D d)", "FR6", "A AS a ; B AS b ; C AS c ; D AS d RETURN a, d"),
     # FR7: AND(∃AND(E1..), Ej..) = AND(E1.., Ej..) with the witness projected away
     ("AND(EXISTS AND(B b, C c), D d)", "FR7", "AND(B AS b, C AS c, D AS d) RETURN d"),
@@ -72,7 +72,7 @@ def test_distributive_rules(query, rule, expected):
 
 
 def test_dr4_distributes_a_disjunction_of_negations_in_an_and():
-    """[LIU] §5.2.4 DR4 (IMPL: on any disjunction of boolean items), after NPDR3 made one."""
+    """[LIU] §5.2.4 DR4 (ours: on any disjunction of boolean items), after NPDR3 made one."""
     assert rules("AND(A a, !AND(B b, C c))") == ["NPDR3", "DR4"]
     assert normal_form("AND(A a, !AND(B b, C c))") == "AND(A AS a, !B AS b) OR AND(A AS a, !C AS c)"
 
@@ -98,7 +98,7 @@ def test_ex25_golden_trace():
 
 
 def test_ex29_exact_npdr1_form_of_q1():
-    """[LIU] §5.3-5.4 Ex 29 ERRATA: NPDR1 (right to left) on Q1 gives the exact form with the last-instance
+    """[LIU] §5.3.2 Ex 29, docs/references.md E7: NPDR1 (right to left) on Q1 gives the exact form with the last-instance
     negations, SEQ(R,W,!C,O) ∨ Proj SEQ(R,W,!D,C,!C,O) ∨ Proj SEQ(R,W,!S,D,!D,C,!C,O), not Fig 5.5."""
     assert normal_form(Q1, direction="right") == (
         "SEQ(Recycle AS r, Washing AS w, !Checking AS c, Operating AS o) OR "
@@ -114,12 +114,12 @@ def test_ex29_exact_npdr1_form_of_q1():
                                     "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"])
 @pytest.mark.parametrize("direction", ["left", "right"])
 def test_both_unrollings_of_q1_keep_its_matches(stream, direction):
-    """[LIU] §5.2.8: no confluence, NPDR1 and NPDR2 give different, equivalent DNFs (T15, T16 streams)."""
+    """[LIU] §5.2.8: no confluence, NPDR1 and NPDR2 give different, equivalent DNFs (the streams of docs/references.md E7 and of Q1 of [LIU] Fig 5.1)."""
     same_matches(Q1, rewrite(Q1, direction=direction).result, events(stream))
 
 
 def test_npdr3_and_npdr5_split_a_negated_and_or():
-    """[LIU] §5.2.5 NPDR3 (!AND = ∨ of !) and NPDR5 (!OR = ∧ of !), then DR3 / the splice rule (§3.2 IMPL)."""
+    """[LIU] §5.2.5 NPDR3 (!AND = ∨ of !) and NPDR5 (!OR = ∧ of !), then DR3 / the splice rule (ours)."""
     assert rules("SEQ(A a, !AND(B b, C c), D d)") == ["NPDR3", "DR3"]
     assert rules("SEQ(A a, !OR(B b, C c), D d)") == ["NPDR5", "splice"]
     assert normal_form("SEQ(A a, !OR(B b, C c), D d)") == "SEQ(A AS a, !B AS b, !C AS c, D AS d)"
@@ -153,28 +153,28 @@ def test_npdr6_and_npdr7_make_an_existential_item_positive():
 
 # ----------------------------------------------------------------------------- what is not flattenable
 @pytest.mark.parametrize("query, reason", [
-    ("SEQ(A a, !SEQ(B b, !C c, D d), E e)", "for all"),                      # T5: needs "for all"
-    (Q4, "for all"),                                                         # T7 / Ex 21: naive NPDR1 is wrong
-    # T8 / Ex 22: FR1 dissolves the composite E, NPDR2 unrolls !E, and the trailing witness (its "last
+    ("SEQ(A a, !SEQ(B b, !C c, D d), E e)", "for all"),                      # [LIU] §5.2.2: needs "for all"
+    (Q4, "for all"),                                                         # Ex 21: naive NPDR1 is wrong
+    # Ex 22: FR1 dissolves the composite E, NPDR2 unrolls !E, and the trailing witness (its "last
     # instance") cannot become positive without moving the window: no (wrong) normal form
     ("SEQ(SEQ(C c, O o), !SEQ(C c2, O o2))", "positive neighbours"),
     ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-     "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes", "relates d, s"),  # T29 / [R] Fig 3
+     "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes", "relates d, s"),  # [CSV] Fig 3
     ("SEQ(A a, AND(B b, C c), D d)", "outside Lcons"),                       # SEQ(AND), Table 5.5
     ("SEQ(A a, !AND(B b, B c), D d)", "could match the same event"),
     ("SEQ(A a, (B b)+, C c)", "iterations"),
     ("SELECT MAX * PATTERN SEQ(A a, EXISTS SEQ(B b, C c), D d)", "selection strategy"),   # FR6 would change C
 ])
 def test_refusals_name_the_reason(query, reason):
-    """[LIU] §5.1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([R] Fig 3: predicates crossing the negation)."""
+    """[LIU] §5.1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([CSV] Fig 3: predicates crossing the negation)."""
     r = rewrite(query)
     assert not r.normal and r.result is None
     assert reason in r.reason
 
 
 def test_r_fig3_loses_no_predicate():
-    """[CSV] §1.1: rewriting [R]'s Q1 would drop s.roomID = d.roomID; the rewriter refuses instead, and
-    without the crossing predicate the rewriting is exact on the [R] Fig 2 stream (T21)."""
+    """[CSV] §1.1: rewriting [CSV]'s Q1 would drop s.roomID = d.roomID; the rewriter refuses instead, and
+    without the crossing predicate the rewriting is exact on the [CSV] Fig 2 stream ([CSV] Fig 2)."""
     from cepkit.datasets import neel_hospital
     simple = ("SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.id = r.id, d.id = r.id), Operate o, "
               "r.id = o.id) WITHIN 10 minutes")
@@ -185,14 +185,14 @@ def test_r_fig3_loses_no_predicate():
 
 # ----------------------------------------------------------------------------- measure and normal forms
 def test_ex26_nesting_measure():
-    """[LIU] §5.2.8 Ex 26 / T10: α(SEQ(SEQ(E1,!AND(E3,E4)),AND(E5,E6))) = 4, the inner part 3."""
+    """[LIU] §5.2.8 Ex 26: α(SEQ(SEQ(E1,!AND(E3,E4)),AND(E5,E6))) = 4, the inner part 3."""
     assert nesting(cepkit.parse("SEQ(SEQ(E1 a, !AND(E3 b, E4 c)), AND(E5 d, E6 e))").pattern) == 4
     assert nesting(cepkit.parse("SEQ(E1 a, !AND(E3 b, E4 c))").pattern) == 3
     assert nesting(cepkit.parse("SEQ(A a, !B b, C c)").pattern) == 0
 
 
 def test_ex23_ex24_normal_forms():
-    """[LIU] §5.2.6-5.2.7 Ex 23 (DNF) and Ex 24 (CNF) / T11; Th1: normal form iff α = 0."""
+    """[LIU] §5.2.6-5.2.7 Ex 23 (DNF) and Ex 24 (CNF); Th1: normal form iff α = 0."""
     dnf = cepkit.parse("SEQ(R r, W w) OR SEQ(R r, EXISTS W w, S s) OR SEQ(R r, !W w, S s)").pattern
     cnf = cepkit.parse("AND(SEQ(R r, W w), SEQ(R2 r2, EXISTS W w2, S s), SEQ(R3 r3, !W w3, S2 s2))").pattern
     assert is_dnf(dnf) and not is_cnf(dnf) and nesting(dnf) == 0

@@ -25,7 +25,7 @@ FORMS = [
     "SEQ(A a, !AND(B b, C c, b.id = c.id), D d, a.id = d.id)", "SEQ(A a, !(B b ; C c), D d)",
     "SEQ(A a, !OR(B b, C c), D d)", "AND(A a, !B b)", "SEQ(A a, !!B b)", "SEQ(A a, EXISTS !B b)",
     "SEQ(A a, !(a.v > 1))", "SEQ(A a, a.v)", "SEQ(A a, true)",
-    # strategies on sub-patterns (CEL §4)
+    # strategies on sub-patterns ([CEL] §4)
     "NEXT(A a ; B+ b) ; C c", "NXT(A a)", "MAX(A a ; B b)", "LAST(A a)", "STRICT(A a ; B b)", "STNM(A a)",
     "ROBUST_STNM(A a)", "ALL(A a)", "PARTITION_STRICT(A a)",
     # conditions: every operator, literal and Kleene form

@@ -49,12 +49,12 @@ def test_phi3_binds_the_iterated_variable_as_a_tuple(position0):
 
 
 def test_phi4_correlation_with_an_enclosing_variable(position0):
-    """[CEL] §2 φ4 (correlated, not unary): [derived] its output equals φ3's."""
+    """[CEL] §2 φ4 (correlated, not unary): (derived here) its output equals φ3's."""
     assert positions(PHI4, position0) == positions(PHI3, position0)
 
 
 def test_phi5_conditional_formula():
-    """[CEL] §2 φ5 [derived]: the eight outputs, plus four starting at 0 when position 0 is a T."""
+    """[CEL] §2 φ5 (derived here): the eight outputs, plus four starting at 0 when position 0 is a T."""
     base = {(1, 4), (1, 5), (1, 6), (5, 6), (4, 7), (6, 7), (4, 8), (6, 8)}
     assert set(positions(PHI5, "H")) == base
     assert set(positions(PHI5, "T")) == base | {(0, 2), (0, 3), (0, 7), (0, 8)}

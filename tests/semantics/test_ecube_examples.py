@@ -1,5 +1,5 @@
-"""The worked examples of [LIU] (§4) that the reference can run: stack evaluation (WE-1), concept
-hierarchies (WE-6..WE-8), and the in-order meaning of the out-of-order examples (WE-9, WE-10, WE-13): the
+"""The worked examples of [LIU] ch. 2-4 that the reference can run: stack evaluation (Ex 1), concept
+hierarchies (Ex 13-16), and the in-order meaning of the out-of-order examples (Ex 2-8): the
 reference evaluates in logical order whatever the arrival order, so its result is the ground truth the
 out-of-order modes converge to (docs/language.md §6)."""
 import cepkit
@@ -14,12 +14,12 @@ def named(query, name, hierarchy=None):
 
 
 def test_we1_stack_pointers_result():
-    """WE-1 (Fig 2.1, Ex 1): SEQ(G,A,T) gives <g1,a5,t15> and <g1,a6,t15>."""
+    """[LIU] Ex 1 (Fig 2.1): SEQ(G,A,T) gives <g1,a5,t15> and <g1,a6,t15>."""
     assert named("SEQ(G g, A a, T t)", "we1") == [("G1", "A5", "T15"), ("G1", "A6", "T15")]
 
 
 def test_we6_concept_refinement():
-    """WE-6 (Ex 13/16): q2 = SEQ(D, T) gives {dh10,ts33}, {dh16,ts33}; q1 = SEQ(TX, OK) has 10 results whose
+    """[LIU] Ex 13/16: q2 = SEQ(D, T) gives {dh10,ts33}, {dh16,ts33}; q1 = SEQ(TX, OK) has 10 results whose
     delta over q2 has the 8 listed."""
     q1 = named("SEQ(TX x, OK y)", "we6", ecube_cities())
     q2 = named("SEQ(D x, T y)", "we6", ecube_cities())
@@ -32,7 +32,7 @@ def test_we6_concept_refinement():
 
 
 def test_we7_negated_concepts():
-    """WE-7 (Ex 14), W = 3: q3, q4 = SEQ(G, !DBusStation, A, T), q7 = SEQ(G, !D, A, T) (a negated concept is
+    """[LIU] Ex 14, W = 3: q3, q4 = SEQ(G, !DBusStation, A, T), q7 = SEQ(G, !D, A, T) (a negated concept is
     stricter), q6 = ∅."""
     h = ecube_cities()
     assert named("SEQ(G g, A a, T t) WITHIN 3", "we7", h) == [("G1", "A3", "T4"), ("G5", "A7", "T8"),
@@ -43,7 +43,7 @@ def test_we7_negated_concepts():
 
 
 def test_we8_pattern_refinement_invariant():
-    """WE-8 (Ex 15): q6 = SEQ(G,A,D,T) gives {g1,a5,d10,t15}, {g1,a6,d10,t15}; q3 = π(q6) ⊎ SEQ(G,A,!D,T),
+    """[LIU] Ex 15: q6 = SEQ(G,A,D,T) gives {g1,a5,d10,t15}, {g1,a6,d10,t15}; q3 = π(q6) ⊎ SEQ(G,A,!D,T),
     the delta being {g1,a5,t8}, {g1,a6,t8}."""
     q6 = named("SEQ(G g, A a, D d, T t)", "we8")
     assert q6 == [("G1", "A5", "D10", "T15"), ("G1", "A6", "D10", "T15")]
@@ -55,20 +55,20 @@ def test_we8_pattern_refinement_invariant():
 
 
 def test_we9_ground_truth_ignores_the_punctuation():
-    """WE-9 (Fig 3.1(c), Ex 2 and 6), SEQ(A,B,!C,D) within 10: the true result is <a3,b6,d10> and <a3,b6,d8>
+    """[LIU] Ex 2 and 6 (Fig 3.1(c)), SEQ(A,B,!C,D) within 10: the true result is <a3,b6,d10> and <a3,b6,d8>
     (c5 lies outside [6, 10]); d17 is too far from a3; the punctuation is never matched."""
     assert named("SEQ(A a, B b, !C c, D d) WITHIN 10", "we9") == [("A3", "B6", "D10"), ("A3", "B6", "D8")]
 
 
 def test_we10_late_b4_is_blocked_by_c5():
-    """WE-10 (Fig 3.1(d), Ex 3): the late b4 would give <a3,b4,d8>, <a3,b4,d10>, both blocked by c5; the true
+    """[LIU] Ex 3 (Fig 3.1(d)): the late b4 would give <a3,b4,d8>, <a3,b4,d10>, both blocked by c5; the true
     result is {a3,b6,d8}, {a3,b6,d10}."""
     assert sorted(named("SEQ(A a, B b, !C c, D d) WITHIN 10", "we10")) == [("A3", "B6", "D10"), ("A3", "B6", "D8")]
 
 
 def test_we13_net_result_is_empty():
-    """WE-13 (Fig 3.1(a), Ex 7/8), SEQ(A,!C,B) within 10: <a3,b11> is blocked by c5 and <a7,b11> by the late
-    c9, so the net result is empty; a late a10 then gives {a10,b11} [D]."""
+    """[LIU] Ex 7/8 (Fig 3.1(a)), SEQ(A,!C,B) within 10: <a3,b11> is blocked by c5 and <a7,b11> by the late
+    c9, so the net result is empty; a late a10 then gives {a10,b11} (derived)."""
     assert named("SEQ(A a, !C c, B b) WITHIN 10", "we13") == []
     stream = ecube_example("we13")
     stream.loc[len(stream)] = {"type": "A", "ts": 10, "e": "A10"}

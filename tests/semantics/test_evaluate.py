@@ -6,7 +6,7 @@ import cepkit
 from cepkit.semantics import evaluate
 
 
-# ----------------------------------------------------------------------------- windows, §4 and §10.8
+# ----------------------------------------------------------------------------- windows, docs/language.md §4 and §10.8
 def test_time_window_is_inclusive_and_counts_seconds(reference, events):
     """WITHIN n unit: max ts − min ts <= n; a numeric ts counts seconds."""
     stream = events("A0 B60 B61")
@@ -16,7 +16,7 @@ def test_time_window_is_inclusive_and_counts_seconds(reference, events):
 
 
 def test_event_window_counts_positions(reference, events):
-    """§10.8: a match over n consecutive positions fits WITHIN n EVENTS and WITHIN n-1 (ts = position)."""
+    """docs/language.md §10.8: a match over n consecutive positions fits WITHIN n EVENTS and WITHIN n-1 (ts = position)."""
     stream = [{"type": t} for t in "AXB"]
     assert reference("A a ; B b WITHIN 3 EVENTS", stream) == [(0, 2)]
     assert reference("A a ; B b WITHIN 2 EVENTS", stream) == []
@@ -32,25 +32,25 @@ def test_window_with_fractional_units(reference):
 
 
 def test_unitless_window_on_datetimes_is_an_error():
-    """§10.8: WITHIN n without a unit is a QueryError over datetime ts."""
+    """docs/language.md §10.8: WITHIN n without a unit is a QueryError over datetime ts."""
     stream = pd.DataFrame({"type": ["A"], "ts": [pd.Timestamp("2020-01-01")]})
     with pytest.raises(cepkit.QueryError, match="needs a unit"):
         cepkit.match("A a WITHIN 5", stream, engine="reference")
 
 
 def test_equal_timestamps_are_ordered_by_position(reference, events):
-    """§10.1: sequence uses the logical order (ts, then position)."""
+    """docs/language.md §10.1: sequence uses the logical order (ts, then position)."""
     assert reference("A a ; B b", events("B1 A1 B1")) == [(1, 2)]
 
 
-# ----------------------------------------------------------------------------- partitions, §10.5
+# ----------------------------------------------------------------------------- partitions, docs/language.md §10.5
 def test_partition_by_keeps_whole_stream_positions_and_null_keys(reference):
     stream = [{"type": "A", "k": 1}, {"type": "A"}, {"type": "B", "k": 2}, {"type": "B", "k": 1}, {"type": "B"}]
     assert reference("A a ; B b PARTITION BY k", stream) == [(0, 3), (1, 4)]
 
 
 def test_event_windows_and_strict_count_sub_stream_positions(reference):
-    """§10.5: under PARTITION BY, WITHIN n EVENTS and STRICT count positions of the sub-stream."""
+    """docs/language.md §10.5: under PARTITION BY, WITHIN n EVENTS and STRICT count positions of the sub-stream."""
     stream = [{"type": "A", "k": 1}, {"type": "X", "k": 2}, {"type": "X", "k": 2}, {"type": "B", "k": 1}]
     assert reference("A a ; B b WITHIN 2 EVENTS PARTITION BY k", stream) == [(0, 3)]
     assert reference("SELECT PARTITION_STRICT * FROM S WHERE A a ; B b PARTITION BY k", stream) == [(0, 3)]
@@ -62,7 +62,7 @@ def test_partition_strict_needs_partition_by():
         cepkit.parse("SELECT PARTITION_STRICT * FROM S WHERE A a ; B b")
 
 
-# ----------------------------------------------------------------------------- consumption, §4
+# ----------------------------------------------------------------------------- consumption, docs/language.md §4
 def test_consume_by_any_drops_matches_overlapping_a_reported_one(reference, events):
     """CEL Table 2: after a match, partial matches are discarded; matches ending at the same position are not
     affected by each other."""
@@ -91,7 +91,7 @@ def test_select_projection_keeps_kleene_tuples(events):
 
 # ----------------------------------------------------------------------------- types and conditions
 def test_any_and_hierarchy_concepts(reference, events):
-    """§7 and §10.12: a concept matches its own type and every type below it, negated atoms included."""
+    """docs/language.md §7 and §10.12: a concept matches its own type and every type below it, negated atoms included."""
     stream = events("IBM0 MSFT1 XOM2")
     hierarchy = {"Stock": ["Tech", "Energy"], "Tech": ["IBM", "MSFT"], "Energy": ["XOM"]}
     assert reference("Tech a ; Energy b", stream, hierarchy=hierarchy) == [(0, 2), (1, 2)]

@@ -20,7 +20,7 @@ def test_positive_matches_are_reported_on_their_last_event(events):
 
 
 def test_trailing_negation_waits_for_an_event_beyond_its_scope(events):
-    """§10.4: the match is final once an event with ts > first + w has arrived, or at close()."""
+    """docs/language.md §10.4: the match is final once an event with ts > first + w has arrived, or at close()."""
     steps, closing, _ = pushes("SEQ(A a, B b, !C c) WITHIN 5 s", events("A0 B2 X5 X6"))
     assert steps == [(0, []), (1, []), (2, []), (3, [(0, 1)])] and closing == []
     steps, closing, _ = pushes("SEQ(A a, B b, !C c) WITHIN 5 s", events("A0 B2 C4 X9"))
@@ -35,7 +35,7 @@ def test_without_window_a_trailing_negation_waits_for_close(events):
 
 
 def test_trailing_exists_is_final_as_soon_as_a_witness_arrives(events):
-    """§10.11: a trailing EXISTS waits like a trailing negation, but a witness settles it."""
+    """docs/language.md §10.11: a trailing EXISTS waits like a trailing negation, but a witness settles it."""
     steps, closing, _ = pushes("SEQ(A a, EXISTS B b) WITHIN 3 s", events("A0 B2 X9"))
     assert steps == [(0, []), (1, [(0,)]), (2, [])]
 

@@ -47,7 +47,7 @@ def test_scoping_preserves_meaning(query, events):
 @settings(max_examples=40, deadline=None)
 @given(unary_queries(max_depth=2, partition=False, strategies=("ALL", "STRICT", "NEXT")), streams(max_size=8))
 def test_partition_by_is_evaluation_per_key(query, events):
-    """§4 and §10.5: PARTITION BY id is the union of the query over each id's sub-stream, positions mapped back."""
+    """docs/language.md §4 and §10.5: PARTITION BY id is the union of the query over each id's sub-stream, positions mapped back."""
     partitioned = keys(f"{query} PARTITION BY id", events)
     union = set()
     for key in {e["id"] for e in events}:

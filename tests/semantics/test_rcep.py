@@ -46,7 +46,7 @@ def test_water_contiguity():
 
 def test_water_skip_till_next_match(water_all):
     """[RCEP] Fig. 2.4: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
-    e16, e17, e19, e20, which STA finds; [derived] e20 completes e16, e17, e18 under STN."""
+    e16, e17, e19, e20, which STA finds; (derived here) e20 completes e16, e17, e18 under STN."""
     stream = rcep_water()
     stnm = names(cepkit.match(WATER, stream, engine="reference", strategy="STNM"), stream)
     assert ("e8", "e9", "e11", "e12", "e13", "e14", "e15") in stnm

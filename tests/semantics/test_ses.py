@@ -53,7 +53,7 @@ def test_chemo_p1_all_matches():
 
 @pytest.mark.parametrize("strategy", ["STNM", "ROBUST_STNM"])
 def test_chemo_p1_skip_till_next_match(strategy):
-    """[SES] Fig. 3.1, Ex 3.5 (STNM, 3 matches; Fig 3.2 shows the last) and [derived] RSTNM: the same 3; b/e14 is
+    """[SES] Fig. 3.1, Ex 3.5 (STNM, 3 matches; Fig 3.2 shows the last) and (derived here) RSTNM: the same 3; b/e14 is
     not STNM because e13 comes first."""
     expected = [chemo("e1", ("e3", "e10"), "e12", "e5"), chemo("e8", ("e9",), "e13", "e7"),
                 chemo("e8", ("e6", "e9"), "e13", "e7")]
@@ -61,7 +61,7 @@ def test_chemo_p1_skip_till_next_match(strategy):
 
 
 def test_chemo_p2_whole_stream():
-    """[SES] Fig. 3.1, P2 = (⟨{c,p+},{b}⟩, Θ, 15 d) [derived]: |Γ| = 11; STNM (and RSTNM) give 3 matches."""
+    """[SES] Fig. 3.1, P2 = (⟨{c,p+},{b}⟩, Θ, 15 d) (derived here): |Γ| = 11; STNM (and RSTNM) give 3 matches."""
     assert len(named(CHEMO_P2, ses_chemo(3))) == 11
     expected = [chemo("e1", ("e3", "e10"), "e12"), chemo("e8", ("e6", "e9"), "e13"), chemo("e8", ("e9",), "e13")]
     same(named(CHEMO_P2, ses_chemo(3), "STNM"), expected)
@@ -70,7 +70,7 @@ def test_chemo_p2_whole_stream():
 
 # ----------------------------------------------------------------------------- chemo, chapter 1
 def test_chemo_chapter1_skip_till_any_match():
-    """[SES] Fig. 1.4(b), Fig 1.6 [derived]: STAM gives 7 matches."""
+    """[SES] Fig. 1.4(b), Fig 1.6 (derived here): STAM gives 7 matches."""
     expected = [chemo("e1", ("e3",), "e8")] + [chemo("e6", p, b) for p in [("e5",), ("e7",), ("e5", "e7")]
                                                for b in ("e9", "e10")]
     same(named(CHEMO_CH1, ses_chemo(1)), expected)
@@ -78,7 +78,7 @@ def test_chemo_chapter1_skip_till_any_match():
 
 @pytest.mark.parametrize("strategy", ["STNM", "ROBUST_STNM"])
 def test_chemo_chapter1_skip_till_next_match(strategy):
-    """[SES] Fig. 1.4(b), Fig 1.5(b) [derived]: 3 matches; e8 is skipped (other patient), e9 preferred to e10."""
+    """[SES] Fig. 1.4(b), Fig 1.5(b) (derived here): 3 matches; e8 is skipped (other patient), e9 preferred to e10."""
     expected = [chemo("e1", ("e3",), "e8"), chemo("e6", ("e5", "e7"), "e9"), chemo("e6", ("e7",), "e9")]
     same(named(CHEMO_CH1, ses_chemo(1), strategy), expected)
 
@@ -125,7 +125,7 @@ STNM_P3 = [stock("e1", "e4", ("e5", "e6"), "e7"), stock("e3", "e4", ("e5", "e6")
 
 
 def test_stocks_p3_all_matches_with_the_fix():
-    """[SES] Fig. 6.1(a) [fix]: the thesis lists 9 matches, Def 3.2 gives 11 (adding {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7}
+    """[SES] Ex 6.5, docs/references.md E17: the thesis lists 9 matches, Def 3.2 gives 11 (adding {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7}
     and {s1/e3, s2/e5, s3/⟨e6⟩, s4/e7})."""
     found = named(STOCKS_P3, ses_stocks(6))
     listed = STNM_P3 + [stock(s1, "e4", s3, "e7") for s1 in ("e1", "e3") for s3 in (("e5",), ("e6",))] + \
@@ -149,7 +149,7 @@ def test_stocks_p3_robust_stnm_ex_6_5():
 @pytest.mark.parametrize("drop", [["e75"], []], ids=["without-e75", "with-e75"])
 def test_backtracking_trace_result_ex_6_10(drop):
     """[SES] Fig. 6.1(a), Ex 6.10/6.11: on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted) RSTNM accepts
-    {s1/e71, s2/e74, s3/⟨e76⟩, s4/e77}; [derived] with e75 included, the same."""
+    {s1/e71, s2/e74, s3/⟨e76⟩, s4/e77}; (derived here) with e75 included, the same."""
     stream = ses_stocks(6)
     stream = stream[stream["e"].isin(["e71", "e72", "e73", "e74", "e75", "e76", "e77", "e78"]) &
                     ~stream["e"].isin(drop)].reset_index(drop=True)

@@ -13,7 +13,7 @@ events (the key of an event's first position: its time for a time window, its in
 for an EVENTS window). An event of a node with ``now − start > limit`` cannot fit the window, and neither
 can any other event of that node: evaluation drops such runs, enumeration never enters such nodes, and
 ``compact`` reclaims them, so memory is bounded by the window rather than by the stream (the max-start
-pruning of tECS / CORE, [CEL] §6-7 "[beyond]"). Unions keep the child with the larger start on the
+pruning of tECS and CORE, later work beyond [CEL]). Unions keep the child with the larger start on the
 left, so expired events sit at the right end of union chains and are cut off in one test.
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
@@ -297,7 +297,7 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
     ``n_pos``/``n_events``, in docs/language.md §10.2 order. Returns how many were written; 0 when this walk
     cannot order them (then nothing is written); -1 when the outputs are full.
 
-    The walk from a root reads a match from its last position backwards, but §10.2 orders a group's
+    The walk from a root reads a match from its last position backwards, but docs/language.md §10.2 orders a group's
     matches (all ending at one position) as their ascending position tuples. So the group's part of the
     arena is collected once: the Ext nodes its roots reach inside the window (through Union chains), per
     node the nodes that follow it towards the root, in ascending position, and the start nodes (⊥ in

@@ -15,7 +15,7 @@ Nested SEQ / AND / OR with ``!`` and EXISTS over atoms or composites at any dept
 Options:
 
 - ``caching``: how a sub-query's results are kept between outer candidates: ``"b"`` (B-CSV, the default:
-  the query intervals of one trigger merged and computed once, the best of [R]'s §8 in time and memory),
+  the query intervals of one trigger merged and computed once, the best of [CSV] §8 in time and memory),
   ``"a"`` (A-CSV), ``"p"`` (P-CSV) or ``None`` (recompute per candidate, NEEL's baseline). All give the
   same matches; ``Matches.info["cache"]`` counts lookups, hits, partial and full computations.
 - ``rewrite``: ``True`` runs the NEEL normal form (``cepkit.rewrite``, a DNF whose disjuncts share their

@@ -5,7 +5,7 @@ Per sub-stream (one per PARTITION BY key), events are numbered in logical order.
 ``j`` arrives, it *triggers* the root: the outer candidates are the root's results ending at ``j`` inside
 the window (``construct``: the WinSeq stacks, a result ending at each index kept once per operator, the
 shared SEQ prefixes too). Each candidate is then validated top down (``valid``), with docs/language.md's
-semantics (§2, §10.4, §10.11), which NEEL's Eqs 5.4-5.8 are:
+semantics (docs/language.md §2, §10.4, §10.11), which NEEL's Eqs 5.4-5.8 are:
 
 - a ``!``/``EXISTS`` item of a SEQ looks strictly between the nearest positive items left and right of it;
   with none on one side, the bound comes from the enclosing SEQ's neighbours, then from the window
@@ -13,7 +13,7 @@ semantics (§2, §10.4, §10.11), which NEEL's Eqs 5.4-5.8 are:
   own events, clipped by the enclosing scope;
 - the sub-query's results in that interval come from its sliding view (``views``); a result is a witness
   when it uses none of the match's own events and its own conditions and nested items hold with the
-  enclosing bindings (the correlated predicates of [R] §6.4);
+  enclosing bindings (the correlated predicates of [CSV] §1.1);
 - a condition that mentions enclosing variables is checked here too.
 
 Checks are three-valued (``cepkit.semantics.truth``): while a scope's right end lies past the events seen

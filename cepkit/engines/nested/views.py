@@ -1,18 +1,18 @@
-"""Continuous Sliding Views: the results of a sub-query kept between outer candidates ([CSV] §3-6, [R]).
+"""Continuous Sliding Views: the results of a sub-query kept between outer candidates ([CSV] §3-6).
 
 An outer candidate asks a sub-query for its results strictly inside a *query interval* (QI), the
 constrained window its neighbours give it (Def 1; here as logical indices ``lo < i < hi``). A view answers
 with every result of the sub-query lying wholly inside the QI; the modes differ in what they keep:
 
 - ``None``: nothing; every lookup recomputes (NEEL's iterative nested execution, [LIU] §5.1.4, which rebuilds inner results per outer candidate);
-- ``"a"`` (A-CSV, §6.1): one result list and a ``right_bound``: every result ending at or before it is
+- ``"a"`` (A-CSV, [CSV] §4): one result list and a ``right_bound``: every result ending at or before it is
   present. A QI reaching further expands the view to the QI's end, computing each new end index over the
-  widest interval any QI can ask for (twice the window back), so some results are never used ([R] Ex 4);
-- ``"p"`` (P-CSV, §6.2): *view intervals*, each (lo, hi) holding every result inside it. A lookup scans
+  widest interval any QI can ask for (twice the window back), so some results are never used ([CSV] Ex 4);
+- ``"p"`` (P-CSV, [CSV] §5): *view intervals*, each (lo, hi) holding every result inside it. A lookup scans
   every VI overlapping the QI; a QI sticking out on the right of a VI extends it by the new end indices
   only; otherwise the QI is computed from scratch and becomes a VI. Each result is stored once, under the
   first VI that produced it;
-- ``"b"`` (B-CSV, §6.3): P-CSV's structure, but before an outer trigger's candidates are checked their QIs
+- ``"b"`` (B-CSV, [CSV] §6): P-CSV's structure, but before an outer trigger's candidates are checked their QIs
   are merged into maximal intervals (hulls), and only those are computed (``prepare``); VIs never overlap.
 
 Results are those of the sub-query's positive structure (closed conditions applied); what depends on the
@@ -157,7 +157,7 @@ class PassiveView(View):
 
     def purge(self, before):
         """Drop VIs wholly before ``before`` and, from the others, results starting before it: no later QI
-        reaches them, so each VI stays complete from ``before - 1`` on (the purge [R] leaves open, §6.2 IMPL)."""
+        reaches them, so each VI stays complete from ``before - 1`` on (the purge [CSV] §5.4 leaves open)."""
         kept = []
         for v in self.intervals:
             old = [r for r in v.results if r.first < before]

@@ -17,7 +17,7 @@ the engines that run them: OR, AND, negation, EXISTS, iterations of composite pa
 and ROBUST_STNM.
 
 Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse, one predicate at a time), "nested"
-(the NLJoin baseline of §6) or "zorder" (all predicates between two variables at once: Z-regions and
+(the NLJoin baseline of [RCEP] §3.8) or "zorder" (all predicates between two variables at once: Z-regions and
 region dominance, Algorithm 4, ``zorder``); all give the same matches. Choices the thesis leaves open are
 in ``docs/rcep-engine.md``.
 

@@ -1,12 +1,12 @@
 """Joins into bitvectors: the hybrid join ([RCEP] §3.6.2, Algorithm 2, Algorithm 2) and the nested-loop join it is
-measured against (NLJoin, §6), plus the bit helpers of the enumeration.
+measured against (NLJoin, [RCEP] §3.8), plus the bit helpers of the enumeration.
 
 A join of an outer sequence E_i (earlier events) with an inner sequence E_j, both in time order, under
 ``outer φ inner`` gives one bitvector B_u per outer event u: bit v is set iff inner v comes after u and
 φ(u.A, v.A). In the hybrid join, when u *dominates* its successor u+1 in E_i (φ(u.A, (u+1).A), φ
 transitive), every inner event joined with u+1 also joins with u (Def. 10): B_u starts as a copy of
 B_(u+1) and only the other bits are tested. This is Algorithm 2 corrected (docs/references.md E18): the thesis limits
-the re-test to ``v <= start``, which misses bits that fail for u+1 but pass for u (§2.3, "Thesis bug").
+the re-test to ``v <= start``, which misses bits that fail for u+1 but pass for u (docs/references.md E18).
 
 The kernels run compiled by numba when it is installed (the ``fast`` extra) and as plain Python
 otherwise; the same function either way. Keys that are not numbers (strings) take the nested-loop join
@@ -101,7 +101,7 @@ def hybrid_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
 
 
 def nested_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
-    """NLJoin, the baseline of §6: every pair compared (vectorised); same result as ``hybrid_join``.
+    """NLJoin, the baseline of [RCEP] §3.8: every pair compared (vectorised); same result as ``hybrid_join``.
     ``blame((u, v))`` names (position, attribute) for values that cannot be compared."""
     keys, valid, seq = outer
     inner_keys, inner_valid, inner_seq = inner

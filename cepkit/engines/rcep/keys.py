@@ -4,7 +4,7 @@ never ``eval``).
 
 ``f(x) φ g(y)`` is evaluated as ``key_f(event of x) φ key_g(event of y)``: every key is computed once per
 event when the event enters its tree ([RCEP] §3.5, Algorithm 1, step 1), never again per pair. A column of keys
-is float64 with a validity mask (null keys compare false, §10) while every key is a number a double holds
+is float64 with a validity mask (null keys compare false, docs/language.md §10) while every key is a number a double holds
 exactly; a string or a huge integer turns it into a column of Python objects compared value by value.
 """
 from __future__ import annotations

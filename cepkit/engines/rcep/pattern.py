@@ -11,19 +11,19 @@ them. Every conjunct of Θ lands in exactly one role:
     event tree of every variable whose local tests it passes.
 ``join``
     Θᵛ (i), ``f(x) φ g(y)`` between two variables: one comparison whose sides each read one variable's
-    own attributes. It must hold for every pair of their events (∀ semantics, §1.3), so it prunes by range
-    queries (§2.2) and is computed by the hybrid join (Algorithm 2, §2.3).
+    own attributes. It must hold for every pair of their events (∀ semantics, [RCEP] §3.4), so it prunes by range
+    queries ([RCEP] §3.6.1) and is computed by the hybrid join (Algorithm 2, [RCEP] §3.6.2).
 ``chain``
     Θᵛ (ii), ``f(prev(b)) φ g(b)`` (``prev(b.v) < b.v``, ``b[i].v > b[i-1].v``, RCEP's NEXT): every
     consecutive pair of b; computed as b's self-join, the "can-follow" DAG whose paths are the chains.
 
     A conjunct ``x.B φ first(b).A`` (or ``last``) is a join too when a chain on ``b.A`` orders b: if
     ``prev(b.A) < b.A``, first(b) is b's minimum, so ``c.price < first(b).price`` (Q1) holds exactly when c
-    is below every b. This gives the thesis's range on b from the trigger c (§5 T2).
+    is below every b. This gives the thesis's range on b from the trigger c ([RCEP] Example 2).
 ``residual``
     everything else (aggregates, ``first``/``last``/``b[k]`` such as RCEP's FIRST, ``or``/``not`` over a
-    Kleene variable, conjuncts on three variables): checked on each enumerated match (§2.4, implicit
-    condition 3), by the language's own evaluator ``cepkit.semantics.conditions.holds``.
+    Kleene variable, conjuncts on three variables): checked on each enumerated match (they depend on the
+    chosen subset), by the language's own evaluator ``cepkit.semantics.conditions.holds``.
 ``per_event``
     a condition written inside an iteration that is none of the above (e.g. an ``or`` correlating the
     current event with another variable): checked for each event of the Kleene variable on each match.
@@ -114,7 +114,7 @@ class KleenePattern:
                 chains.append(role[1])
             else:
                 residual.append(cond)
-        for cond in list(residual):   # FIRST / LAST on a monotone chain: a join after all (§2.2, T2)
+        for cond in list(residual):   # FIRST / LAST on a monotone chain: a join after all ([RCEP] Example 2)
             join = _extreme_as_join(cond, variables, chains)
             if join is not None:
                 residual.remove(cond)

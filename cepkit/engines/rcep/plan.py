@@ -2,16 +2,16 @@
 that can end a match (a *trigger*, one fitting the last variable p_k), recompute in one batch every
 match whose last event it is.
 
-Per trigger, in the order of the right-deep query tree (§2.3, "a static planner starts from the right-most
+Per trigger, in the order of the right-deep query tree ([RCEP] §3.6.2, "a static planner starts from the right-most
 leaf, which holds the trigger"):
 
-1. **range queries** (§2.2): the candidates of each slot, right to left, are the live events of its tree
+1. **range queries** ([RCEP] §3.6.1): the candidates of each slot, right to left, are the live events of its tree
    that come before the slot on its right and can join *some* candidate there: ``a.A < b.A`` for every
-   pair keeps the a with ``a.A < max(b.A)``, and against the trigger itself, ``a.A φ trigger.A`` (T2);
-2. **joins into bitvectors** (§2.3): for each join predicate between two slots, B = hybrid_join (or the
+   pair keeps the a with ``a.A < max(b.A)``, and against the trigger itself, ``a.A φ trigger.A`` ([RCEP] Example 2);
+2. **joins into bitvectors** ([RCEP] §3.6.2): for each join predicate between two slots, B = hybrid_join (or the
    nested-loop baseline); for each Kleene slot, its chain predicates (NEXT) as a self-join: the
    "can-follow" DAG;
-3. **enumeration** (§2.4, Algorithm 3): right to left, slot by slot; a Kleene slot takes every chain of
+3. **enumeration** ([RCEP] App. B.1, Algorithm 3): right to left, slot by slot; a Kleene slot takes every chain of
    the DAG inside its allowed bits (a DFS over chains, exact where path-wise power
    sets, which would need transitivity and de-duplication), and each bound event narrows the allowed bits
    of the earlier slots by its join column (∀ semantics); a branch stops when an earlier slot has no

@@ -1,14 +1,14 @@
 """Event trees: the events of one variable over the window, the only state RCEP keeps ([RCEP] ch. 3).
 
 The thesis keeps, per leaf ``E_i`` of the query tree, a B+tree keyed on the attribute value with the time
-as payload (§2.2): a range query costs O(log n + c) and its c hits are then sorted by time, O(c log c).
+as payload ([RCEP] §3.6.1): a range query costs O(log n + c) and its c hits are then sorted by time, O(c log c).
 Here a tree is a set of numpy columns in arrival order (arrival = time order in an in-order stream): the
 sequence number, the time and one ``KeyColumn`` per join key. A range query is one vectorised comparison
 over the window's slice; it reads n keys instead of log n nodes, at about a nanosecond each, and its hits
 come out already in time order, so no sort is needed. In Python this wins over any per-node structure
 until windows hold millions of events (docs/rcep-engine.md has the measurements).
 
-Sliding windows follow the CPU-friendly method (§2.7): an expired event is not deleted when it expires;
+Sliding windows follow the CPU-friendly method ([RCEP] §3.7.4): an expired event is not deleted when it expires;
 a window start pointer hides it (the time predicate of the thesis) and the columns are compacted once
 the expired prefix is as large as the live part, so memory stays within about twice the window, like the
 two trees of the logarithmic method, and each event is moved O(1) times amortised.
@@ -62,7 +62,7 @@ class EventTree:
 
     def expire(self, min_time: float, min_seq: int) -> None:
         """Hide events older than the window (time below ``min_time`` or sequence below ``min_seq``), and
-        compact once the hidden prefix is as large as the live part (§2.7, CPU-friendly)."""
+        compact once the hidden prefix is as large as the live part ([RCEP] §3.7.4, CPU-friendly)."""
         start, n = self.start, self.size
         if min_time > -np.inf:
             start += int(np.searchsorted(self.times[start:n], min_time, side="left"))

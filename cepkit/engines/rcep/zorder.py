@@ -1,5 +1,5 @@
 """Multi-dimensional joins in Z-order: Z-addresses, Z-regions and the region-dominance batch join
-([RCEP] §3.7.1-3.7.2, §3.7.3, Algorithm 4, Def. 11, Lemmas 1-2, Theorem 1, Algorithm 4), with the bit helpers of §5 T5.
+([RCEP] §3.7.1-3.7.3: Def. 11, Lemmas 1-2, Theorem 1, Algorithm 4), with the bit helpers of [RCEP] §3.7 and §4.3.
 
 When two variables are joined on several predicates at once (``a.price < b.price and a.vol > b.vol``),
 each event is a point whose dimensions are its keys, plus its sequence number for the time order. Points
@@ -16,7 +16,7 @@ Choices (docs/rcep-engine.md):
 * a region's corners are the per-dimension minimum and maximum of its members (its bounding box), which
   a prefix region's corners (prefix then 0s / 1s) contain: tighter, so more blocks are decided whole;
 * one bit convention, ``extract(z, width, take, skip)``: the thesis writes it ``g_skip^take`` in
-  chapter 3 and ``g_take^skip`` in chapter 4 (§2.6, "Fix one convention in our code").
+  chapter 3 and ``g_take^skip`` in chapter 4 ([RCEP] §3.7.3, "Fix one convention in our code").
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ LEMMA_ONE = {"<": ("max", "min"), "<=": ("max", "min"), ">": ("min", "max"), ">=
 
 def interleave(coordinates, bits: int) -> int:
     """The Z-address of a point: its coordinates' ``bits`` bits interleaved, the first dimension the most
-    significant at every level (§2.5, ``Interleave(t, A_1, ...)``).
+    significant at every level ([RCEP] §3.7.2, ``Interleave(t, A_1, ...)``).
 
     >>> format(interleave((0b011, 0b000), 3), "06b"), format(interleave((0b011, 0b010), 3), "06b")
     ('001010', '001110')
@@ -60,7 +60,7 @@ def dis(a: int, b: int, width: int) -> int:
 def extract(z: int, width: int, take: int, skip: int) -> int:
     """The bits of ``z`` (``width`` bits, from the most significant) read as: take ``take`` bits, skip
     ``skip`` bits, repeat. Chapter 3's ``g_2^1(110011) = 10`` is take 1, skip 2; chapter 4's
-    ``g_2^1(101101) = 1010`` is take 2, skip 1 (§5 T5):
+    ``g_2^1(101101) = 1010`` is take 2, skip 1 ([RCEP] §3.7 and §4.3):
 
     >>> format(extract(0b110011, 6, take=1, skip=2), "b"), format(extract(0b101101, 6, take=2, skip=1), "b")
     ('10', '1010')
@@ -83,7 +83,7 @@ def z_less(p, q) -> bool:
     """Whether point p comes before point q in Z-order, without interleaving (App. B.4, Algorithm 7): the
     dimension whose XOR has the highest set bit decides (the earlier dimension on a tie).
 
-    >>> z_less((0b011, 0b000), (0b011, 0b010))     # 001010 < 001110 (§5 T5)
+    >>> z_less((0b011, 0b000), (0b011, 0b010))     # 001010 < 001110 ([RCEP] §3.7 and §4.3)
     True
     """
     deciding, highest = 0, 0
@@ -94,10 +94,10 @@ def z_less(p, q) -> bool:
 
 
 def z_regions(distances, capacity: int) -> list:
-    """Z-regions of points sorted in Z-order, from the ``Dis`` of each point with the next (§2.5): a run
+    """Z-regions of points sorted in Z-order, from the ``Dis`` of each point with the next ([RCEP] §3.7.2): a run
     of more than ``capacity`` points (a leaf) is cut wherever neighbours share the fewest leading bits
     (the thesis splits a full leaf at its largest gap), and each part again until all fit. Returns lists
-    of indices. §5 T6 (Example 5), leaves of three:
+    of indices. [RCEP] Example 5, leaves of three:
 
     >>> z_regions([0, 2, 2, 0, 2, 2, 1, 3, 3], capacity=3)
     [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]

@@ -9,7 +9,7 @@ only over the filtered, partitioned candidate windows that can hold a match (``w
 Strategies: ALL (skip-till-any-match), STNM (Def 6.1) and ROBUST_STNM (Def 6.2, by backtracking). Options:
 
 ``two_phase`` (default True)
-    filter, partition and prune match windows before running the automaton (§5); results are the same.
+    filter, partition and prune match windows before running the automaton ([SES] ch. 5); results are the same.
 ``robust`` (default "backtrack")
     how ROBUST_STNM is computed: "backtrack" (Alg 4) or "filter" (all matches, then Def 6.2; Thm 6.2).
 ``lookahead`` (default True)
@@ -21,8 +21,8 @@ Strategies: ALL (skip-till-any-match), STNM (Def 6.1) and ROBUST_STNM (Def 6.2, 
 
 Decisions (``docs/decisions.md``): a WITHIN clause is optional, without one a match window runs to the end
 of the stream (so matches are emitted only by ``close``); a Kleene variable in the last set makes a shorter
-match give way to its extension under STNM and ROBUST_STNM (§4.5); the transitive closure Θ_eq⁺ of Θ's
-equalities is added to Θ before compiling (§4.5), as the reference does, so STNM and ROBUST_STNM are
+match give way to its extension under STNM and ROBUST_STNM (docs/decisions.md); the transitive closure Θ_eq⁺ of Θ's
+equalities is added to Θ before compiling (docs/references.md E11), as the reference does, so STNM and ROBUST_STNM are
 partition-invariant and every strategy's windows are partitioned on X (Def 5.3).
 
 >>> import cepkit

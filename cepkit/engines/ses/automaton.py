@@ -1,4 +1,4 @@
-"""The SES automaton N = (Q, Δ, qs, qf) of a set pattern ([SES] Def 4.1, §4.3, Def 4.1, thesis §4.3).
+"""The SES automaton N = (Q, Δ, qs, qf) of a set pattern ([SES] Def 4.1, §4.3).
 
 A state is the set of variables bound so far; qs = ∅ and qf = all variables. Each set Bi is translated on
 its own, one state per subset of its variables and, from each state q, one transition per variable

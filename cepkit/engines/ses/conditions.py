@@ -11,7 +11,7 @@ Two properties of a conjunct drive the automaton:
 * **monotone** (anti-monotone, strictly): appending an event to a Kleene variable can only turn θ from
   true to false. Comparisons, and their ``and``/``or``, are; a ``not`` over a Kleene variable is not
   (``not (p.v > 3)`` means "some p.v <= 3", which a later event may make true). Monotone conjuncts prune
-  automaton instances as soon as their variables are bound (the Θδ of §4.2); the others can only be judged
+  automaton instances as soon as their variables are bound (the Θδ of [SES] §4.3); the others can only be judged
   on the finished binding and when deciding whether an event *blocks* a skip (Def 6.1).
 * **property** (Θ^p_v): a conjunct on one variable without ``prev``. Monotone ones are necessary for every
   single event of v, so they filter events (Thm 5.1); they are *exact* per event unless a Kleene variable

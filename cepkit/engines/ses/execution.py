@@ -1,18 +1,18 @@
 """Running the SES automaton over one match window: A(P, W) of [SES] ch. 5, the matches whose first
 event is W[0].
 
-* ``run_window`` is SESExec (Alg 2, §4.3). An automaton instance ñ = (q, β) reads the window event by
+* ``run_window`` is SESExec ([SES] §4.5, Algorithm 2). An automaton instance ñ = (q, β) reads the window event by
   event; every transition whose condition Θδ holds on β ⊎ {v/⟨e⟩} fires (several: the instance branches).
   Under skip-till-any-match (``ALL``) the instance also keeps a copy that ignores the event; under
-  skip-till-next-match (``STNM``, Def 6.1) it ignores the event only when nothing fires [fix of §4.3: Alg 2
+  skip-till-next-match (``STNM``, Def 6.1) it ignores the event only when nothing fires [docs/references.md E10: Alg 2
   builds a new Ω′, it does not keep the old instances]. The start instance must bind W[0], so each match is
   found in exactly one window, the one starting at its earliest event.
-* ``run_window_robust`` is MatchBT (Alg 4, §6): robust skip-till-next-match (Def 6.2) by backtracking
+* ``run_window_robust`` is MatchBT ([SES] §6.4, Algorithm 4): robust skip-till-next-match (Def 6.2) by backtracking
   over the execution tree of Def 6.3, whose nodes (δ, c) say that the event at window position c fired δ.
 * ``robust_by_filter`` is the all+pp alternative of Thm 6.2: find Γ, then keep the matches no other match
   overtakes at some prefix.
 
-**Kleene variable in the last set (§4.5), decided:** a finished match is its own prefix. Under STNM and
+**Kleene variable in the last set (docs/decisions.md), decided:** a finished match is its own prefix. Under STNM and
 ROBUST_STNM a match is therefore not reported when a later event of the window extends a Kleene variable of
 the last set to another match (Alg 2 keeps looping in qf); ALL reports every match.
 

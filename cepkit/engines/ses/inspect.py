@@ -59,7 +59,7 @@ class SesRun:
         self.transitions = automaton.transitions
 
     def condition(self, transition) -> str:
-        """Θδ of a transition (§4.2): the conditions on its variable and the variables bound in its target."""
+        """Θδ of a transition ([SES] §4.3): the conditions on its variable and the variables bound in its target."""
         index = self.plan.index
         target = sum(1 << index[v] for v in transition.target)
         var = index[transition.var]

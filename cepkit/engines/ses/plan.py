@@ -49,7 +49,7 @@ class SesPlan(Plan):
         self.variables = pattern.variables
         self.index = {v: i for i, v in enumerate(self.variables)}
         self.arity = len(self.variables)
-        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.theta]   # Θ ∪ Θ_eq⁺ (§4.5)
+        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.theta]   # Θ ∪ Θ_eq⁺ (docs/references.md E11)
         self.satisfiable = all(c.holds(()) for c in conjuncts if not c.variables)
         self.conjuncts = conjuncts = [c for c in conjuncts if c.variables]
         self._types = [_type_test(pattern.atoms[v], query.hierarchy) for v in self.variables]
@@ -63,7 +63,7 @@ class SesPlan(Plan):
         window = pattern.window
         self.events_window = window is not None and window.events
         self.span = math.inf if window is None else (window.amount - 1 if window.events else window.seconds)
-        # Θ_eq⁺ is part of every prefix test, so every strategy's windows are partitioned on X (§4.5, Def 5.3)
+        # Θ_eq⁺ is part of every prefix test, so every strategy's windows are partitioned on X (docs/references.md E11, [SES] Def 5.3)
         self.partition_attributes = pattern.partition_attributes() if two_phase else ()
         self.select = None if query.select is None else tuple(dict.fromkeys(query.select))   # RETURN a, a: once
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]

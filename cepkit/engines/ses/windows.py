@@ -37,7 +37,7 @@ class SummaryStatistics:
     previous set had a non-zero counter. ``status`` has bit v set while counter v is zero, so the window
     meets (5.3) and (5.4) when ``status == 0``; ``previous[i]`` masks the variables of set i - 1.
 
-    [fix] The thesis decrements, on dequeue, every counter whose property the event satisfies, also
+    docs/references.md E12: the thesis decrements, on dequeue, every counter whose property the event satisfies, also
     those it never incremented: for ⟨{c, p+}, {b}⟩ and the window ⟨x1 B, x2 C, x3 P, x4 B⟩, dequeuing x1
     zeroes b's counter and the match {c/x2, p/x3, b/x4} is lost. Here each entry remembers the counters it
     raised, with their epoch: resetting a later set's counters (when a counter of an earlier set drops to

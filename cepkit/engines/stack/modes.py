@@ -9,12 +9,12 @@ mode          what it does                                                      
 ============  ==============================================================================  ============
 ``reject``    events arrive in (ts, position) order; a trailing negation waits for its scope  full
 ``kslack``    buffer events K behind the largest ts, release them in order to ``reject``      delayed
-              (§2.3); an event later than K is dropped and listed in ``dropped``
+              ([LIU] §3.5); an event later than K is dropped and listed in ``dropped``
 ``conservative``  build at once, hold a match until every negation scope is complete          delayed
-              (§2.4): from ``max_delay`` (one bound, or one per type) or PUNCTUATION events;  unsorted
+              ([LIU] §3.6.1): from ``max_delay`` (one bound, or one per type) or PUNCTUATION events;  unsorted
               purge by the window and Alg. 2; output only once safe
 ``aggressive``    emit at once; a late negative retracts (``-``) what it blocks, a late         convergent
-              positive inserts (``+``); §2.5
+              positive inserts (``+``); [LIU] §3.6.2
 ============  ==============================================================================  ============
 
 Whatever the mode, once the stream is complete the net output equals the in-order result over the
@@ -327,7 +327,7 @@ class InOrderMatcher(StackMatcher):
         core.sweep_touched(time_limit, lpos_limit)
 
     def close(self) -> list:
-        """A finite stream is complete: trailing scopes are judged on the events that exist (§10.4)."""
+        """A finite stream is complete: trailing scopes are judged on the events that exist (docs/language.md §10.4)."""
         tail = self._tail
         out = []
         if tail is not None and tail.stream is not None:    # after a micro-batch (nothing waits in the stacks)
@@ -474,7 +474,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
 
     The holding set is not rescanned when a guarantee advances: each held match waits in the heap of
     its first incomplete negation scope, keyed by the ts that negation's frontier must reach (the
-    right neighbour's ts, or first ts + w for a trailing one: ``safe(r)`` of §2.4). Frontiers only
+    right neighbour's ts, or first ts + w for a trailing one: ``safe(r)`` of [LIU] §3.6.1). Frontiers only
     grow, so an advance pops the satisfied tops and moves each popped match on to its next incomplete
     scope, or emits it: every match passes through each heap at most once."""
 
@@ -623,7 +623,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
             out.extend(self.emit(chosen))
         if self.reach_delay < math.inf:
             # A late event of the query's types has ts >= clock - (their largest max_delay); a match it
-            # reaches lies within 2w of it (§2.5).
+            # reaches lies within 2w of it ([LIU] §3.6.2).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
             self.purge_below(core, self.clock - self.reach_delay - reach)
             if self._live_by_time:     # every read type is complete below clock - reach_delay

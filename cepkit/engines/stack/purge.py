@@ -9,12 +9,12 @@ a concept is complete when every type below it is). Both feed two questions:
 - can a stored instance never join a future match, so it may go (``purge``): an instance is purgeable
   when, for some slot before or after it, no stored instance can take that slot and no future one can
   (Alg. 2, run per slot, not per type name, as a repeated type needs; Alg. 1 is its case
-  of one guarded slot, WE-12); and any instance below every positive slot's frontier minus the window
+  of one guarded slot, [LIU] Ex 4); and any instance below every positive slot's frontier minus the window
   is purgeable too.
 
 Boundaries follow docs/references.md E1: a middle or leading scope needs the frontier at or above
-the right neighbour's ts, a trailing one at or above (first ts + w) (WE-9); Alg. 2's forward test uses
-``POG >= e.ts + W`` (WE-11).
+the right neighbour's ts, a trailing one at or above (first ts + w) ([LIU] Ex 2 and 6); Alg. 2's forward test uses
+``POG >= e.ts + W`` ([LIU] Ex 5).
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Active-instance stacks with pointers (SASE, [LIU] §2.3) that also accept late insertions
-(§2.4, "insert e into S[i] in ts order ... x.ptr = e").
+([LIU] §3.6.1: a late event is inserted into its stack in ts order and the later pointers move to it).
 
 A ``Stack`` keeps instances sorted by their key ``(ts, arrival position)``: the logical order of
 docs/language.md §10.1. Indices are *absolute*: the ``base`` instances purged from the bottom still count, so

@@ -25,15 +25,15 @@ def positions(query, position0, strategy=None):
 
 
 def test_phi3_bindings(position0):
-    """§3 φ3: the filter on y sits inside the +; outside it y is the tuple of its positions."""
+    """[CEL] §2, φ3: the filter on y sits inside the +; outside it y is the tuple of its positions."""
     found = cepkit.match(PHI3, cel_fire_sensors(position0), engine="automaton")
     assert sorted(m.bindings["y"] for m in found) == [(4,), (4, 6), (6,)]
     assert {(m.bindings["x"], m.bindings["z"]) for m in found} == {(3, 7)}
 
 
 def test_phi4_is_outside_the_automaton(position0):
-    """§4: only unary formulas compile; correlation like φ4 is rejected, naming engines that can run it
-    (and ``auto`` gets it from one of them, with φ3's output, §3 [derived])."""
+    """[CEL] §5: only unary formulas compile; correlation like φ4 is rejected, naming engines that can run it
+    (and ``auto`` gets it from one of them, with φ3's output, derived)."""
     with pytest.raises(cepkit.QueryError) as err:
         cepkit.match(PHI4, cel_fire_sensors(position0), engine="automaton")
     assert "reference" in err.value.engines and "automaton" not in err.value.engines
@@ -49,20 +49,20 @@ def test_phi4_is_outside_the_automaton(position0):
     (PHI2, None, [(1, 2), (2, 5), (1, 8), (5, 8)]),               # [paper]: φ1's outputs plus {2,5}
     (PHI3, None, [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]),           # [paper]
     (PHI1, "STRICT", [(1, 2)]),                                   # [paper]
-    (PHI1, "NEXT", [(1, 2), (1, 8)]),                             # [paper]; full set [derived]
-    (PHI1, "LAST", [(1, 2), (5, 8)]),                             # [paper]; full set [derived]
-    (PHI1, "MAX", [(1, 2), (1, 8), (5, 8)]),                      # [paper]; full set [derived]
+    (PHI1, "NEXT", [(1, 2), (1, 8)]),                             # [paper]; full set (derived)
+    (PHI1, "LAST", [(1, 2), (5, 8)]),                             # [paper]; full set (derived)
+    (PHI1, "MAX", [(1, 2), (1, 8), (5, 8)]),                      # [paper]; full set (derived)
     (PHI3, "NEXT", [(3, 4, 6, 7)]),                               # [paper]
     (PHI3, "LAST", [(3, 4, 6, 7)]),                               # [paper]
     (PHI3, "MAX", [(3, 4, 6, 7)]),                                # [paper]
-    (PHI3, "STRICT", []),                                         # [derived]
-    (PHI2, "STRICT", [(1, 2)]),                                   # [derived]
-    (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),                     # [derived]
-    (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),                     # [derived]
-    (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),              # [derived]
+    (PHI3, "STRICT", []),                                         # (derived)
+    (PHI2, "STRICT", [(1, 2)]),                                   # (derived)
+    (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),                     # (derived)
+    (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),                     # (derived)
+    (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),              # (derived)
 ])
 def test_outputs_on_s(position0, query, strategy, expected):
-    """§3: φ1, φ2, φ3 and every row of "Selection strategies on S"."""
+    """[CEL] §2 and §4: φ1, φ2, φ3 and every row of "Selection strategies on S"."""
     assert positions(query, position0, strategy) == expected
 
 
@@ -71,13 +71,13 @@ def test_outputs_on_s(position0, query, strategy, expected):
     ("T AS x ; T AS x", "unsafe"),                              # unsafe, hence unsatisfiable
 ])
 def test_not_well_formed_and_unsafe_formulas_are_rejected(text, why):
-    """§5: a filter on a variable bound nowhere around it, and T AS x ; T AS x (unsatisfiable)."""
+    """[CEL] §5.1: a filter on a variable bound nowhere around it, and T AS x ; T AS x (unsatisfiable)."""
     with pytest.raises(cepkit.QueryError, match=why):
         cepkit.match(text, cel_fire_sensors(), engine="automaton")
 
 
 def test_phi5_conditional_filter(position0):
-    """§5 φ5 [derived]: "if x > 40 the next matched event is a T, otherwise an H" (Theorem 2's pop-up)."""
+    """[CEL] §5.2, φ5 (derived here): "if x > 40 the next matched event is a T, otherwise an H" (Theorem 2's pop-up)."""
     expected = {(1, 4), (1, 5), (1, 6), (5, 6), (4, 7), (6, 7), (4, 8), (6, 8)}
     if position0 == "T":
         expected |= {(0, 2), (0, 3), (0, 7), (0, 8)}
@@ -85,7 +85,7 @@ def test_phi5_conditional_filter(position0):
 
 
 def test_figure2_output():
-    """§3 Figure 2 [derived]: with pos 0 = T these ten; with pos 0 = H twelve more, all starting at 0."""
+    """[CEL] Figure 2 (derived here): with pos 0 = T these ten; with pos 0 = H twelve more, all starting at 0."""
     with_t = {(2, 3), (2, 7), (2, 5, 7), (3, 7), (3, 5, 7), (2, 8), (2, 5, 8), (3, 8), (3, 5, 8), (7, 8)}
     assert set(positions(FIGURE2, "T")) == with_t
     with_h = set(positions(FIGURE2, "H"))
@@ -93,8 +93,8 @@ def test_figure2_output():
 
 
 def test_figure2_automaton_evaluated_as_drawn():
-    """§3 Figure 2 built by hand (q0 -TRUE/◦-> q0, q0 -H/•-> q1, q1 -TRUE/◦-> q1, q1 -(T ∧ tmp>40)/•-> q1,
-    q1 -H/•-> q2 final) and run by the engine's lazy determinization and Algorithm 1: the [derived]
+    """[CEL] Figure 2 built by hand (q0 -TRUE/◦-> q0, q0 -H/•-> q1, q1 -TRUE/◦-> q1, q1 -(T ∧ tmp>40)/•-> q1,
+    q1 -H/•-> q2 final) and run by the engine's lazy determinization and Algorithm 1: the (derived)
     outputs, the same as the compiled FIGURE2 formula's on both readings of position 0."""
     h = Guard("H", frozenset({"H"}))
     t_hot = Guard("T", frozenset({"T"}), A.Compare(">", A.Attr(EVENT, "tmp"), A.Literal(40)))
@@ -113,7 +113,7 @@ def test_figure2_automaton_evaluated_as_drawn():
 
 
 def test_figure2_automaton_shape():
-    """§3 Figure 2: H/• into the loop state, (T ∧ tmp > 40)/• on it, H/• to the final state, TRUE/◦ skips."""
+    """[CEL] Figure 2: H/• into the loop state, (T ∧ tmp > 40)/• on it, H/• to the final state, TRUE/◦ skips."""
     a = cepkit.automaton("H AS x ; (T AS y FILTER y.tmp > 40)+ ; H AS z")
     labels = {(t.predicate, t.mark) for t in a.transitions}
     assert labels == {("TRUE", "◦"), ("H", "•"), ("T ∧ tmp > 40", "•")}

@@ -28,7 +28,7 @@ def compiled(text):
 
 
 def test_phi1_becomes_phi1_prime():
-    """§5 [recon]: φ1's LP-normal form is (T AS x FILTER x.tmp > 40 ∧ x.id = 0) ; (H AS y FILTER ...)."""
+    """[CEL] §5.2 (reconstructed): φ1's LP-normal form is (T AS x FILTER x.tmp > 40 ∧ x.id = 0) ; (H AS y FILTER ...)."""
     phi1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
     assert lp(phi1) == "(T AS x FILTER x.tmp > 40 and x.id = 0) ; (H AS y FILTER y.hum < 25 and y.id = 0)"
     assert lp(lp(phi1)) == lp(phi1)
@@ -42,7 +42,7 @@ def test_a_disjunction_over_two_variables_is_an_or_of_patterns():
 
 def test_phi5_pop_up_leaves_no_conditional_filter():
     """Theorem 2: the filters on x inside the OR pop up to the sequence binding x, then push down; the
-    rewritten formula means the same (§5 φ5)."""
+    rewritten formula means the same ([CEL] §5.2, φ5)."""
     phi5 = cepkit.parse("T AS x ; ((T AS y FILTER x.tmp > 40) OR (H AS y FILTER x.tmp <= 40))")
     rewritten = lp_normal(phi5)
     for f in rewritten.find_all(A.Filter):

@@ -1,4 +1,4 @@
-"""Memory is bounded by the window, never by the stream ([CEL] §6-7 "[beyond]": max-start pruning): on a
+"""Memory is bounded by the window, never by the stream (max-start pruning, from tECS and CORE, later work beyond [CEL]): on a
 long stream the node arena of A;B;C WITHIN 10 s stays the same size whether the stream is 20k or 200k
 events long, in a batch run and in the incremental matcher, for ALL and for NEXT."""
 import numpy as np

@@ -1,4 +1,4 @@
-"""Continuous Sliding Views ([CSV] §3-6, [R]) on their own and inside the engine: what each mode keeps,
+"""Continuous Sliding Views ([CSV] §3-6) on their own and inside the engine: what each mode keeps,
 when it computes, and what ``Matches.info`` reports; plus the engine's options, refusals and pickling."""
 import pickle
 
@@ -26,9 +26,9 @@ class Results:
 
 
 def test_a_csv_expands_its_right_bound_only_when_a_query_interval_reaches_past_it():
-    """[CSV] §4, T22 ([R] Ex 1): ⟨r1,w12,o18⟩ has QI (1, 12), so the view holds every result up to 11;
+    """[CSV] §4 ([CSV] Ex 1): ⟨r1,w12,o18⟩ has QI (1, 12), so the view holds every result up to 11;
     ⟨r1,w12,o20⟩ reuses it; ⟨r1,w16,o20⟩ has QI (1, 16) and expands the view to 15 — over the widest interval
-    any QI may ask for (T25: some of those results are never used)."""
+    any QI may ask for ([CSV] Ex 4: some of those results are never used)."""
     sub = Results()
     view = make_view("a", sub, floor=lambda end: 0)
     assert [(r.first, r.last) for r in view.lookup(1, 12)] == [(k - 1, k) for k in range(3, 12)]
@@ -42,7 +42,7 @@ def test_a_csv_expands_its_right_bound_only_when_a_query_interval_reaches_past_i
 def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once():
     """[CSV] §5: a QI sticking out on the right of a VI computes the new end indices only; a left
     overhang is computed from scratch; each tuple is stored under the first VI that produced it, so a lookup
-    scans every overlapping VI (T26) and the containment of T31 (cache[1,10] ⊇ cache[1,5]) is a hit."""
+    scans every overlapping VI ([CSV] §5.3.1) and the containment of [LIU] §5.6 (cache[1,10] ⊇ cache[1,5]) is a hit."""
     sub = Results()
     view = make_view("p", sub, floor=lambda end: 0)
     view.lookup(5, 10)
@@ -58,7 +58,7 @@ def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once(
 
 def test_b_csv_computes_the_hull_of_a_triggers_intervals_once():
     """[CSV] §6 (Fig R17): the QIs of one outer trigger are merged into maximal intervals, computed
-    once; the lookups that follow are hits. VI bounds never decrease as triggers drift right (T30)."""
+    once; the lookups that follow are hits. VI bounds never decrease as triggers drift right ([CSV] §6)."""
     sub = Results()
     view = make_view("b", sub, floor=lambda end: 0)
     view.prepare([(1, 6), (4, 9), (12, 15)])

@@ -75,7 +75,7 @@ def test_plans_pickle_and_rerun_from_scratch(query, events):
 
 @pytest.mark.parametrize("window", ["WITHIN 4 EVENTS", "WITHIN 3 s"])
 def test_memory_follows_the_sliding_window(window):
-    """§2.7: events leave the trees as the window slides (CPU-friendly: hidden, compacted in bulk), so the
+    """[RCEP] §3.7.4: events leave the trees as the window slides (CPU-friendly: hidden, compacted in bulk), so the
     stored events stay within about twice the window however long the stream."""
     query = f"SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) < b.v {window}"
     events = [{"type": "ABC"[k % 3], "ts": k, "v": (7 * k) % 10} for k in range(600)]
@@ -86,7 +86,7 @@ def test_memory_follows_the_sliding_window(window):
 
 
 def test_info_reports_what_the_experiments_measure():
-    """§6: triggers, stored events (per tree), range hits, join work (comparisons made, bits reused by
+    """[RCEP] §3.8: triggers, stored events (per tree), range hits, join work (comparisons made, bits reused by
     dominance), chains grown, matches."""
     query = "SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) > b.v and c.v < last(b).v WITHIN 20"
     events = [{"type": t, "ts": k, "v": v} for k, (t, v) in enumerate(
@@ -100,7 +100,7 @@ def test_info_reports_what_the_experiments_measure():
 
 
 def test_residual_and_per_event_conditions():
-    """Conditions no join expresses are checked on each enumerated match (§2.4, implicit condition 3): an
+    """Conditions no join expresses are checked on each enumerated match (predicates that depend on the chosen subset): an
     aggregate, ``or`` over a Kleene variable (all above or all below), a correlated ``or`` inside the
     iteration (per event)."""
     events = [{"type": t, "ts": k, "v": v, "id": i} for k, (t, v, i) in enumerate(

@@ -26,7 +26,7 @@ def test_each_conjunct_gets_one_role():
 
 
 def test_first_and_last_on_a_monotone_chain_become_joins():
-    """Q1's ``c.price < FIRST(b.price)`` with rising b: first(b) is b's minimum, so c is below every b (T2);
+    """Q1's ``c.price < FIRST(b.price)`` with rising b: first(b) is b's minimum, so c is below every b ([RCEP] Example 2);
     the other direction (c above the minimum) is only an existential and stays residual."""
     assert roles("SEQ(S a, S+ b, S c) WHERE prev(b.p) < b.p and c.p < first(b).p")["joins"] == [(1, ">", 2)]
     assert roles("SEQ(S a, S+ b, S c) WHERE prev(b.p) < b.p and c.p > first(b).p")["residual"] == 1

@@ -1,7 +1,7 @@
 """The worked examples of [RCEP] (Fig. 2.4, Examples 2-4, Table B.1) and its running queries (§3.2), on the
 ``rcep`` engine.
 
-T5-T7 (Z-order bit helpers, Z-regions, region dominance) are in ``test_zorder.py``; T8-T10 belong to the
+The Z-order bit helpers, Z-regions and region dominance (Examples 5-6) are in ``test_zorder.py``; chapters 4-6 belong to the
 DEBS challenges, outside the engine.
 """
 import numpy as np
@@ -40,7 +40,7 @@ def water_all(water):
 
 
 def test_t1_water_skip_till_any_match(water, water_all):
-    """§5 T1 [derived]: under the explicit reading (>= 3 rising volumes in one region, then an event with
+    """[RCEP] Fig. 2.4, counted here: under the explicit reading (>= 3 rising volumes in one region, then an event with
     pressure <= 1, window inclusive) STA gives 240 matches: 16 closing at e7, 54 at e15, 170 at e20; and
     it finds e16, e17, e19, e20, which STN misses. One trigger per closing event, nothing else kept."""
     closing = [water["e"].iloc[m.last] for m in water_all]
@@ -52,12 +52,12 @@ def test_t1_water_skip_till_any_match(water, water_all):
 
 
 def test_t1_strict_window(water):
-    """§5 T1 [derived]: with a strict "< 10" window (integer ts: WITHIN 9), 141 matches."""
+    """[RCEP] Fig. 2.4, counted here: with a strict "< 10" window (integer ts: WITHIN 9), 141 matches."""
     assert len(cepkit.match(WATER.replace("WITHIN 10", "WITHIN 9"), water, engine="rcep")) == 141
 
 
 def test_t1_contiguity(water):
-    """§5 T1: SC = e3..e7 (e0 would start it but the r2 event e1 is between); PC = e0, e3..e7 (the text's
+    """[RCEP] Fig. 2.4: SC = e3..e7 (e0 would start it but the r2 event e1 is between); PC = e0, e3..e7 (the text's
     "except e2" is a typo for e1) and e11..e15 (e10 breaks e8, e9)."""
     strict = names(cepkit.match(WATER.replace(" PARTITION BY region", ""), water, engine="rcep",
                                 strategy="STRICT"), water)
@@ -69,8 +69,8 @@ def test_t1_contiguity(water):
 
 
 def test_t1_skip_till_next_match(water, water_all):
-    """§5 T1: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
-    e16, e17, e19, e20, which STA finds; [derived] e20 completes e16, e17, e18 under STN."""
+    """[RCEP] Fig. 2.4: STN treats e10 as noise (e8, e9, e11..e15); e18 = 401 blocks e19 = 400, so STN misses
+    e16, e17, e19, e20, which STA finds; (derived here) e20 completes e16, e17, e18 under STN."""
     stnm = cepkit.match(WATER, water, engine="rcep", strategy="STNM")
     assert stnm == cepkit.match(WATER, water, engine="reference", strategy="STNM")
     found = names(stnm, water)
@@ -80,7 +80,7 @@ def test_t1_skip_till_next_match(water, water_all):
 
 
 def test_t2_range_queries_from_the_trigger():
-    """§5 T2 (Example 2): right-deep Q1, trigger c = (price 6, t 9), max price 18: b's range is [7, 18]
+    """[RCEP] Example 2: right-deep Q1, trigger c = (price 6, t 9), max price 18: b's range is [7, 18]
     (c.price < FIRST(b.price), b rising) and a's is [0, 17] (a.price < b.price, using max(b) = 18); the
     hits come out in time order."""
     q1 = ("SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price "
@@ -94,7 +94,7 @@ def test_t2_range_queries_from_the_trigger():
 
 
 def test_t3_hybrid_join_trace():
-    """§5 T3 (Example 3, [derived] data): outer <(1,30) (2,25) (3,50) (4,40)>, inner <(5,22) (6,15) (7,21)>,
+    """[RCEP] Example 3 (values reconstructed): outer <(1,30) (2,25) (3,50) (4,40)>, inner <(5,22) (6,15) (7,21)>,
     φ = '>': (4,40) joins all three; (3,50) ⊢ (4,40): reuse; (2,25) does not dominate (3,50): rescan, joins
     all three; (1,30) ⊢ (2,25): reuse."""
     t = np.arange(1, 8)
@@ -108,7 +108,7 @@ def test_t3_hybrid_join_trace():
 
 
 def test_t3_the_thesis_bug_is_fixed():
-    """§2.3 "Thesis bug": re-testing only up to the previous scan's start misses bits that fail for the
+    """docs/references.md E18: re-testing only up to the previous scan's start misses bits that fail for the
     successor but pass for the dominating event (φ = '>': e = 50, e'' = 40, inner 45)."""
     outer = (np.array([50., 40]), np.ones(2, dtype=bool), np.array([0, 1]))
     inner = (np.array([45.]), np.ones(1, dtype=bool), np.array([2]))
@@ -117,8 +117,8 @@ def test_t3_the_thesis_bug_is_fixed():
 
 
 def test_t3_kleene_self_join_dag_and_chains():
-    """§5 T3 (Example 4): the self-join DAG (1,30)->{2,5,6,7}, (2,25)->{5,6,7}, (3,50)->{4,5,6,7},
-    (4,40)->{5,6,7}, (5,22)->{6,7}; [derived] 11 chains from (1,30) with at least one follower, 41 strictly
+    """[RCEP] Example 4: the self-join DAG (1,30)->{2,5,6,7}, (2,25)->{5,6,7}, (3,50)->{4,5,6,7},
+    (4,40)->{5,6,7}, (5,22)->{6,7}; (derived here) 11 chains from (1,30) with at least one follower, 41 strictly
     decreasing non-empty subsequences (the DFS over chains has no duplicates to remove)."""
     stream = [{"type": "V", "ts": t, "value": v} for t, v in [(1, 30), (2, 25), (3, 50), (4, 40), (5, 22), (6, 15),
                                                              (7, 21)]]
@@ -132,7 +132,7 @@ def test_t3_kleene_self_join_dag_and_chains():
 
 
 def test_t3_t4_path_bitvector_and_bankers_table():
-    """§5 T3/T4: the path bitvector 0100110 (bit = t) selects (2,25), (5,22), (6,15): 7 subsets; Table B.1
+    """[RCEP] Example 4, Fig. B.1: the path bitvector 0100110 (bit = t) selects (2,25), (5,22), (6,15): 7 subsets; Table B.1
     over <b1, b2, b3> in counting order; Fig. B.1's 0100101 has 3 set bits, so 7 subsets too."""
     path = sum(1 << t for t in (2, 5, 6))
     assert list(kleene_subsets(path)) == [[6], [5], [5, 6], [2], [2, 6], [2, 5], [2, 5, 6]]
@@ -143,7 +143,7 @@ def test_t3_t4_path_bitvector_and_bankers_table():
 
 
 def test_q2_credit_card_as_written():
-    """§1.4 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s, each
+    """[RCEP] §3.2 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s, each
     at most a fifth of it."""
     query = ("PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
              "WITHIN 30 min PARTITION BY cardID")
@@ -157,7 +157,7 @@ def test_q2_credit_card_as_written():
 
 
 def test_q3_cardiac_with_a_constant_filter():
-    """§1.4 Q3: a.rate*2 < b.rate for every b, rising rates, b passive, per person, 10 min."""
+    """[RCEP] §3.2 Q3: a.rate*2 < b.rate for every b, rising rates, b passive, per person, 10 min."""
     query = ("PATTERN SEQ(Activity a, Activity+ b) WHERE a.rate * 2 < b.rate and b[i-1].rate < b[i].rate "
              "and b.kind = 'passive' WITHIN 10 min PARTITION BY personID")
     stream = [{"type": "Activity", "ts": 30 * k, "personID": k % 2, "rate": rate, "kind": kind}
@@ -169,7 +169,7 @@ def test_q3_cardiac_with_a_constant_filter():
 
 
 def test_match_conditions_as_tightened_in_errata_e20():
-    """§1.3 "Tighten these in our spec": the thesis's condition 2 (each event of E_i has some later event in
+    """docs/references.md E20: the thesis's condition 2 (each event of E_i has some later event in
     E_j) would let two Kleene variables interleave, and condition 3 bounds only adjacent gaps; here every
     event of a variable precedes every event of the next, and the whole match fits the window."""
     events = [{"type": t, "ts": ts} for t, ts in [("A", 0), ("B", 1), ("A", 2), ("B", 3)]]

@@ -1,4 +1,4 @@
-"""Z-order helpers and the region-dominance join ([RCEP] §3.7.1-3.7.2, §3.7.3, Algorithm 4; §5 T5-T7)."""
+"""Z-order helpers and the region-dominance join ([RCEP] §3.7, §4.3, Examples 5-6)."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -10,7 +10,7 @@ OPS = ["<", "<=", ">", ">=", "=", "!="]
 
 
 def test_t5_bit_helpers():
-    """§5 T5: Dis(10110001, 10111010) = 4; chapter 3's g_2^1(110011) = 10 (take 1, skip 2); chapter 4's
+    """[RCEP] §3.7 and §4.3: Dis(10110001, 10111010) = 4; chapter 3's g_2^1(110011) = 10 (take 1, skip 2); chapter 4's
     g_2^1(101101) = 1010 (take 2, skip 1); h(011000, 011011) = 4; 001010 < 001110 compared without
     interleaving (App. B.4)."""
     assert dis(0b10110001, 0b10111010, 8) == 4
@@ -23,7 +23,7 @@ def test_t5_bit_helpers():
 
 
 def test_t6_z_region_scan():
-    """§5 T6 (Example 5): Dis z1-z2 = 0, z2-z3 = 2, z4-z5 = 0, z5-z6 = z6-z7 = 2 (the others lost, chosen
+    """[RCEP] Example 5: Dis z1-z2 = 0, z2-z3 = 2, z4-z5 = 0, z5-z6 = z6-z7 = 2 (the others lost, chosen
     consistently), leaves of three: regions {z1}, {z2, z3, z4}, {z5, z6, z7}, {z8, z9, z10}; every point
     in exactly one region, in Z-order."""
     distances = [0, 2, 2, 0, 2, 2, 1, 3, 3]
@@ -33,7 +33,7 @@ def test_t6_z_region_scan():
 
 
 def test_t7_region_dominance():
-    """§5 T7 (Example 6, synthetic boxes): a.price < b.price and a.time > b.time; r3 dominates r2 fully
+    """[RCEP] Example 6 (synthetic boxes): a.price < b.price and a.time > b.time; r3 dominates r2 fully
     (lower prices, later times); r3 ~ r4 and r1 ~ r4 only partially; r2 against r1 not at all."""
     ops = ("<", ">")
     box = {"r1": ((10, 0), (30, 20)), "r2": ((50, 0), (60, 10)), "r3": ((20, 40), (40, 50)),
@@ -74,7 +74,7 @@ def test_region_join_is_the_pairwise_join(ops, data):
 
 
 def test_dominated_data_is_decided_by_blocks():
-    """§2.6 cost: on dominated data (every a below every b, and earlier) whole blocks are set at once and no
+    """[RCEP] §3.7.3 cost: on dominated data (every a below every b, and earlier) whole blocks are set at once and no
     pair is tested one by one."""
     outer = np.array([[t, p] for t, p in zip(range(0, 40), range(100, 140))], float)
     inner = np.array([[t, p] for t, p in zip(range(64, 104), range(500, 540))], float)

@@ -22,7 +22,7 @@ RANDOM = settings(max_examples=60, deadline=None, suppress_health_check=[HealthC
        st.sampled_from(["backtrack", "filter"]), st.booleans())
 def test_agrees_with_the_reference(query, stream, two_phase, robust, lookahead):
     """Same positions and bindings as the reference, whatever the evaluation path ([SES] ch. 5: the two-phase
-    filter, partitions and candidates change nothing; §6: Alg 4, with or without the lookahead cut, and all+pp
+    filter, partitions and candidates change nothing; [SES] §6.4: Algorithm 4, with or without the lookahead cut, and all+pp
     give the same RSTNM)."""
     assert_agrees(query, stream, "ses", two_phase=two_phase, robust=robust, lookahead=lookahead)
 

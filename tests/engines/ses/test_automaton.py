@@ -1,4 +1,4 @@
-"""The SES automaton's construction ([SES] Def 4.1, §4.3, thesis §4.3) and the brute force of Ex 4.8."""
+"""The SES automaton's construction ([SES] Def 4.1, §4.3) and the brute force of Ex 4.8."""
 import math
 
 import networkx as nx
@@ -48,7 +48,7 @@ def shape(kleene_flags):
 @settings(max_examples=40, deadline=None)
 @given(set_shapes)
 def test_size_of_the_automaton(kleene_flags):
-    """§4.2: Σ 2^|Bi| − (k−1) states; each set contributes |Bi|·2^(|Bi|−1) forward edges and 2^(|Bi|−1) loops per
+    """[SES] §4.3: Σ 2^|Bi| − (k−1) states; each set contributes |Bi|·2^(|Bi|−1) forward edges and 2^(|Bi|−1) loops per
     v+; the paths from qs to qf (loops aside) are the Π|Bi|! permutations the brute force runs separately."""
     sets, kleene = shape(kleene_flags)
     n = SesAutomaton.build(sets, kleene)
@@ -62,7 +62,7 @@ def test_size_of_the_automaton(kleene_flags):
 
 
 def test_brute_force_of_ex_4_8():
-    """Ex 4.8: ⟨{c,p,d},{b}⟩ expands into 6 sequences cdpb, cpdb, dcpb, dpcb, pcdb, pdcb ([fix]: the text prints
+    """Ex 4.8: ⟨{c,p,d},{b}⟩ expands into 6 sequences cdpb, cpdb, dcpb, dpcb, pcdb, pdcb (docs/references.md E13: the text prints
     the second as "c,p,c,b"); each chain lets p loop from its first binding until b."""
     chains = permutation_automata([("c", "p", "d"), ("b",)], kleene={"p"})
     assert sorted("".join(a.variables) for a in chains) == ["cdpb", "cpdb", "dcpb", "dpcb", "pcdb", "pdcb"]

@@ -11,8 +11,8 @@ P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PI
 
 def test_states_and_conditions():
     """The 9 states as the thesis writes them and each transition's Θδ: v's conditions with the variables
-    bound in its target (§4.2), e.g. Θ17 binding b after {c, p, d}. Θ is compiled with Θ_eq⁺ ([SES]
-    §4.5: "Add the transitive closure Θ_eq⁺ to Θ before compiling"), so Θ17 holds the thesis's d.PID = b.PID
+    bound in its target ([SES] §4.3), e.g. Θ17 binding b after {c, p, d}. Θ is compiled with Θ_eq⁺
+    (docs/references.md E11), so Θ17 holds the thesis's d.PID = b.PID
     and the implied c.PID = b.PID and p.PID = b.PID, and p's loops the implied prev(p.PID) = p.PID."""
     run = SesRun(P1)
     assert run.states == ["∅", "{c}", "{d}", "{p}", "{c,d}", "{c,p}", "{d,p}", "{c,d,p}", "{b,c,d,p}"]
@@ -26,7 +26,7 @@ def test_states_and_conditions():
 
 
 def test_stepping_window_w1_fig_4_6():
-    """§3.1 trace of W1 under STNM: after e1 the run is in {c}, after e3 in {c,p}, after e5 in {c,d,p}, after
+    """[SES] Fig. 4.6, the trace of W1 under STNM: after e1 the run is in {c}, after e3 in {c,p}, after e5 in {c,d,p}, after
     e10 still there (p loop), after e12 in qf, which completes {c/e1, p/⟨e3,e10⟩, d/e5, b/e12}."""
     chemo = ses_chemo(3)
     steps = list(SesRun(P1, strategy="STNM").steps(chemo.iloc[:13]))

@@ -1,5 +1,5 @@
 """Reading queries as SES patterns ([SES] Def 3.1), the implied equalities Θ_eq⁺ and the partition
-attributes X (§4.5, Def 5.3), and the errors for everything outside the fragment."""
+attributes X (docs/references.md E11, [SES] Def 5.3), and the errors for everything outside the fragment."""
 import pytest
 
 import cepkit
@@ -60,7 +60,7 @@ def test_punctuations_are_never_matched(window):
 
 
 def test_implied_equalities():
-    """§4.5: Θ_eq⁺ − Θ holds the missing pairs of each equality class and prev(v.A) = v.A for a Kleene v in one;
+    """docs/references.md E11: Θ_eq⁺ − Θ holds the missing pairs of each equality class and prev(v.A) = v.A for a Kleene v in one;
     X holds the attributes whose class covers every variable (Def 5.3)."""
     pattern = read("SEQ({C c, P+ p}, {B b}) WHERE c.PID = p.PID and p.PID = b.PID and c.room = b.room")
     assert [cepkit.pretty(c) for c in pattern.closure] == ["c.PID = b.PID", "prev(p.PID) = p.PID"]

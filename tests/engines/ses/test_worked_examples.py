@@ -40,7 +40,7 @@ def window_names(frame, positions) -> list:
     return [frame["e"].iloc[p] for p in positions]
 
 
-# ----------------------------------------------------------------------------- chemo, chapters 3-6 (§3.1)
+# ----------------------------------------------------------------------------- chemo, chapters 3-6 ([SES] Fig. 3.1)
 P1_ALL = ["b=e12 c=e1 d=e5 p=e3", "b=e12 c=e1 d=e5 p=e10", "b=e12 c=e1 d=e5 p=e3+e10"] + \
     [f"b={b} c=e8 d=e7 p={p}" for p in ("e6", "e9", "e11", "e6+e9") for b in ("e13", "e14")]
 P1_STNM = ["b=e12 c=e1 d=e5 p=e3+e10", "b=e13 c=e8 d=e7 p=e9", "b=e13 c=e8 d=e7 p=e6+e9"]
@@ -49,14 +49,14 @@ P1_STNM = ["b=e12 c=e1 d=e5 p=e3+e10", "b=e13 c=e8 d=e7 p=e9", "b=e13 c=e8 d=e7 
 @pytest.mark.parametrize("two_phase", [True, False], ids=["two-phase", "plain"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_chemo_p1(strategy, two_phase):
-    """§3.1: Γ of P1 has 11 matches (Ex 3.4; b/e15 is 19 days late, ⟨e6,e11⟩ and ⟨e9,e11⟩ do not rise); STNM
-    has 3 (Ex 3.5, one of them starting at e7, and b/e14 loses to e13); RSTNM the same 3 [derived]."""
+    """[SES] Ex 3.4-3.5: Γ of P1 has 11 matches (Ex 3.4; b/e15 is 19 days late, ⟨e6,e11⟩ and ⟨e9,e11⟩ do not rise); STNM
+    has 3 (Ex 3.5, one of them starting at e7, and b/e14 loses to e13); RSTNM the same 3 (derived)."""
     expected = P1_ALL if strategy == "ALL" else P1_STNM
     assert described(P1, ses_chemo(3), strategy, two_phase=two_phase) == sorted(expected)
 
 
 def test_chemo_match_windows_ex_4_5():
-    """§3.1, Ex 4.5: with τ = 15 days, W1 = ⟨e1..e13⟩ and W2 = ⟨e2..e14⟩, 13 events each (plain Alg 1)."""
+    """[SES] Ex 4.5: with τ = 15 days, W1 = ⟨e1..e13⟩ and W2 = ⟨e2..e14⟩, 13 events each (plain Alg 1)."""
     frame = ses_chemo(3)
     windows = plan_of(P1, two_phase=False).match_windows(Stream.from_any(frame)).set_index("start")
     assert window_names(frame, windows.loc[0, "positions"]) == [f"e{i}" for i in range(1, 14)]
@@ -64,7 +64,7 @@ def test_chemo_match_windows_ex_4_5():
 
 
 def test_chemo_w1_instance_fig_4_6():
-    """§3.1, trace of W1 (the Fig 4.6 instance) [derived]: e1 → {c}, e3 → {c,p}, e5 → {c,p,d}, e10 takes the p
+    """[SES] Fig. 4.6, the trace of W1 (derived here): e1 → {c}, e3 → {c,p}, e5 → {c,p,d}, e10 takes the p
     loop (111.5 < 116.5), e12 → {c,p,d,b}; every other event is ignored, e2 because {c} has no b-edge."""
     frame = ses_chemo(3)
     plan = plan_of(P1, two_phase=False)
@@ -85,7 +85,7 @@ def test_chemo_w1_instance_fig_4_6():
 
 
 def test_chemo_p2_and_the_calls_to_a():
-    """§3.1 P2 [derived]: |Γ| = 11, STNM 3 matches; §5 [derived]: the same 3 matches with 3 calls to A in the
+    """[SES] ch. 5, P2 (counted here): |Γ| = 11, STNM 3 matches; the same two-phase run: the same 3 matches with 3 calls to A in the
     two-phase evaluation, against 15 for the plain method."""
     frame = ses_chemo(3)
     assert len(described(P2, frame)) == 11
@@ -100,7 +100,7 @@ def test_chemo_p2_and_the_calls_to_a():
 
 
 def test_a_on_w1_and_w2_ex_5_3():
-    """§3.1, Ex 5.3: A(P2, W1) = {{c/e1, p/⟨e3,e10⟩, b/e12}} and A(P2, W2) = ∅, A being SESExec (Alg 2) on the
+    """[SES] Ex 5.3: A(P2, W1) = {{c/e1, p/⟨e3,e10⟩, b/e12}} and A(P2, W2) = ∅, A being SESExec (Alg 2) on the
     plain windows W1 = ⟨e1..e13⟩ and W2 = ⟨e2..e14⟩ of Ex 4.5 (W2 starts with the blood count e2)."""
     frame = ses_chemo(3)
     plan = plan_of(P2, two_phase=False)
@@ -117,8 +117,8 @@ def test_a_on_w1_and_w2_ex_5_3():
 
 
 def test_filtered_windows_ex_5_4_and_candidates_ex_5_5():
-    """§3.1, Ex 5.4: filtering keeps L ∈ {C, P, B}: W′1 = ⟨e1..e4, e6, e8..e13⟩ (11 events, as Ex 5.5 counts;
-    [fix] the text writes "..e12") and W′2 = ⟨e2..e4, e6, e8..e14⟩. Ex 5.5: W′1 is a candidate, W′2 is not,
+    """[SES] Ex 5.4 (docs/references.md E14): filtering keeps L ∈ {C, P, B}: W′1 = ⟨e1..e4, e6, e8..e13⟩ (11 events, as Ex 5.5 counts;
+    the text writes "..e12") and W′2 = ⟨e2..e4, e6, e8..e14⟩. Ex 5.5: W′1 is a candidate, W′2 is not,
     e2 being neither c nor p (5.2). Without the PID equalities, no partitioning gets in the way."""
     frame = ses_chemo(3)
     query = "PATTERN SEQ({C c, P+ p}, {B b}) WHERE prev(p.V) < p.V WITHIN 15 days"
@@ -131,7 +131,7 @@ def test_filtered_windows_ex_5_4_and_candidates_ex_5_5():
 
 
 def test_partitioned_windows_ex_5_8():
-    """§3.1, Ex 5.8: X = {PID}; W′1 splits into ⟨e1,e2,e3,e10,e12⟩ and ⟨e4,e6,e8,e9,e11,e13⟩ ([fix] the text
+    """[SES] Ex 5.8 (docs/references.md E15): X = {PID}; W′1 splits into ⟨e1,e2,e3,e10,e12⟩ and ⟨e4,e6,e8,e9,e11,e13⟩ (the text
     omits e13). Patient 2's own window runs on to e14 (19 − 6 ≤ 15 days)."""
     frame = ses_chemo(3)
     plan = plan_of(P2)
@@ -151,8 +151,8 @@ def p2_window():
 
 
 def test_summary_statistics_fig_5_4():
-    """§3.1, Fig 5.4 (patient 1): S as (c, p, b) and conditions 5.1-5.4 after each event; dequeuing e1 (when
-    e15 arrives, 22 − 3 > 15) zeroes c, which resets b. [fix] The figure's e9/e11 are e10/e12."""
+    """[SES] Fig. 5.4 (patient 1, docs/references.md E16): S as (c, p, b) and conditions 5.1-5.4 after each event; dequeuing e1 (when
+    e15 arrives, 22 − 3 > 15) zeroes c, which resets b. The figure's e9/e11 are e10/e12."""
     window, entries, _ = p2_window()
     rows = []
     for name in ("e1", "e2", "e3", "e10", "e12"):
@@ -166,7 +166,7 @@ def test_summary_statistics_fig_5_4():
 
 
 def test_bit_vectors_ex_5_9():
-    """§3.1, Ex 5.9: event vectors ē1 = 100, ē2 = 001, ē3 = 010; status s̄ = 111 at the start (1: the counter
+    """[SES] Ex 5.9: event vectors ē1 = 100, ē2 = 001, ē3 = 010; status s̄ = 111 at the start (1: the counter
     is zero) and 001 after e1..e3; previous-set masks b̄1 = 000, b̄2 = 110."""
     window, entries, _ = p2_window()
     stats = window.stats
@@ -179,7 +179,7 @@ def test_bit_vectors_ex_5_9():
 
 
 def test_counter_fix():
-    """§5 [fix]: on ⟨x1 B, x2 C, x3 P, x4 B⟩ the literal dequeue rule zeroes b's counter when x1 (which never
+    """docs/references.md E12: on ⟨x1 B, x2 C, x3 P, x4 B⟩ the literal dequeue rule zeroes b's counter when x1 (which never
     raised it) leaves, and the match {c/x2, p/x3, b/x4} is skipped; decrementing only raised counters keeps it."""
     events = [{"type": t, "ts": i, "PID": 1, "V": 1} for i, t in enumerate("BCPB")]
     query = P2.replace("15 days", "10")
@@ -194,7 +194,7 @@ def test_counter_fix():
 
 
 def test_greedy_stnm_misses_what_robust_stnm_keeps():
-    """§6, Thm 6.3 on the chemo stream [derived]: ask for a blood count at least 9 days after every rising
+    """[SES] Thm 6.3 on the chemo stream (derived here): ask for a blood count at least 9 days after every rising
     prednisone dose. STNM greedily extends p with e10 (patient 1) and e9 (patient 2), after which no count comes
     late enough, and finds nothing; RSTNM lets e10 and e9 block only if they lead to a match, and keeps
     {c/e1, p/⟨e3⟩, b/e12} and {c/e8, p/⟨e6⟩, b/e13}, as the reference does."""
@@ -207,14 +207,14 @@ def test_greedy_stnm_misses_what_robust_stnm_keeps():
             cepkit.match(nadir, frame, engine="reference", strategy=strategy)
 
 
-# ----------------------------------------------------------------------------- chemo, chapter 1 (§3.2)
+# ----------------------------------------------------------------------------- chemo, chapter 1 ([SES] Fig. 1.4(b))
 @pytest.mark.parametrize("strategy,expected", [
     ("ALL", ["b=e8 c=e1 p=e3"] + [f"b={b} c=e6 p={p}" for p in ("e5", "e7", "e5+e7") for b in ("e9", "e10")]),
     ("STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
     ("ROBUST_STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
 ])
 def test_chemo_chapter_1(strategy, expected):
-    """§3.2: STAM gives 7 matches (Fig 1.6 [derived]); STNM 3 (Fig 1.5(b) [derived]: e8 is another patient's,
+    """[SES] Figs 1.5-1.6: STAM gives 7 matches; STNM 3 (Fig 1.5(b): e8 is another patient's,
     e9 is preferred to e10), and RSTNM the same (checked against the reference)."""
     frame = ses_chemo(1)
     assert described(CHAPTER1, frame, strategy) == sorted(expected)
@@ -224,17 +224,17 @@ def test_chemo_chapter_1(strategy, expected):
 
 @pytest.mark.parametrize("strategy", ["STRICT", "PARTITION_STRICT"])
 def test_contiguity_is_left_to_other_engines(strategy):
-    """§3.2: (partitioned) contiguity is a strategy of the reference, not of SES's automaton; asking ses for it
+    """[SES] Fig. 1.4(c): (partitioned) contiguity is a strategy of the reference, not of SES's automaton; asking ses for it
     is a QueryError that names the engines that have it."""
     with pytest.raises(cepkit.QueryError, match="reference") as error:
         cepkit.match(CHAPTER1 + " PARTITION BY PID", ses_chemo(1), engine="ses", strategy=strategy)
     assert "ses" in str(error.value) and strategy in str(error.value)
 
 
-# ----------------------------------------------------------------------------- stocks (§3.3, §3.4)
+# ----------------------------------------------------------------------------- stocks ([SES] Figs 1.3, 6.1(a))
 @pytest.mark.parametrize("strategy", STRATEGIES)
 def test_stocks_chapter_1(strategy):
-    """§3.3: the unique match {g1/e1, i1/e2, g2/e4, i2/e3, g3/e6, i3/e5} under every strategy; the sequential
+    """[SES] Fig. 1.3: the unique match {g1/e1, i1/e2, g2/e4, i2/e3, g3/e6, i3/e5} under every strategy; the sequential
     pattern ⟨g1, i1, g2, i2, g3, i3⟩ (singleton sets) finds nothing."""
     frame = ses_stocks(1)
     assert described(STOCKS1, frame, strategy) == ["g1=e1 g2=e4 g3=e6 i1=e2 i2=e3 i3=e5"]
@@ -250,9 +250,9 @@ P3_STNM = ["s1=e1 s2=e4 s3=e5+e6 s4=e7", "s1=e3 s2=e4 s3=e5+e6 s4=e7", "s1=e4 s2
 
 @pytest.mark.parametrize("robust", ["backtrack", "filter"])
 def test_stocks_p3(robust):
-    """§3.4: STNM 3 matches (Ex 6.4; the e71 run fails, e72 taken greedily as s2); RSTNM adds {s1/e71, s2/e74,
+    """[SES] Ex 6.4-6.5: STNM 3 matches (Ex 6.4; the e71 run fails, e72 taken greedily as s2); RSTNM adds {s1/e71, s2/e74,
     s3/⟨e76⟩, s4/e77} (Ex 6.5; not s4/e78, e77 completes first); Γ has 11 matches, not the 9 the thesis
-    lists ([fix]: {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7} and {s1/e3, s2/e5, s3/⟨e6⟩, s4/e7} are missing there)."""
+    lists (docs/references.md E17: {s1/e1, s2/e5, s3/⟨e6⟩, s4/e7} and {s1/e3, s2/e5, s3/⟨e6⟩, s4/e7} are missing there)."""
     frame = ses_stocks(6)
     assert described(P3, frame, "STNM") == P3_STNM
     assert described(P3, frame, "ROBUST_STNM", robust=robust) == sorted(P3_STNM + ["s1=e71 s2=e74 s3=e76 s4=e77"])
@@ -263,7 +263,7 @@ def test_stocks_p3(robust):
 
 
 def test_stocks_p3_automaton_ex_6_6():
-    """§3.4, Ex 6.6: a chain ∅ → {s1} → {s1,s2} → {s1,s2,s3} → {s1..s4}; δ1, δ2, δ3 bind s1, s2, s3, δ4 is the
+    """[SES] Ex 6.6: a chain ∅ → {s1} → {s1,s2} → {s1,s2,s3} → {s1..s4}; δ1, δ2, δ3 bind s1, s2, s3, δ4 is the
     s3 self-loop, δ5 binds s4."""
     automaton = SesAutomaton.build([("s1",), ("s2",), ("s3",), ("s4",)], kleene={"s3"})
     assert [(t.label, sorted(t.source), t.var) for t in automaton.transitions] == [
@@ -273,10 +273,10 @@ def test_stocks_p3_automaton_ex_6_6():
 
 @pytest.mark.parametrize("omit", [["e75"], []], ids=["without-e75", "with-e75"])
 def test_backtracking_ex_6_10(omit):
-    """§3.4, Ex 6.10/6.11 on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted): (δ1,1) and (δ2,2) are added; the
+    """[SES] Ex 6.10/6.11 on W = ⟨e71,e72,e73,e74,e76,e77,e78⟩ (e75 omitted): (δ1,1) and (δ2,2) are added; the
     window ends unaccepted, so (δ2,2) is popped and the run resumes at W[3]; (δ2,4) and (δ3,5) follow; e77 fires
     δ4 and δ5, siblings (δ4,6) and (δ5,6); the δ5 branch is accepted, the δ4 branch is blocked by it (had it
-    backtracked, it would give s4/e78, which is not RSTNM). [derived] With e75, the same match. With the
+    backtracked, it would give s4/e78, which is not RSTNM). (derived here) With e75, the same match. With the
     lookahead cut (not in the thesis), neither (δ2,2) nor (δ4,6) is grown: no later trade could be s3 above
     645, nor s4 above e77's volume."""
     frame = ses_stocks(6)
@@ -297,9 +297,9 @@ def test_backtracking_ex_6_10(omit):
                          ("push", 5, 6), ("accept", 5, 6)]
 
 
-# ----------------------------------------------------------------------------- decisions (§4.5)
+# ----------------------------------------------------------------------------- decisions (docs/decisions.md)
 def test_kleene_variable_in_the_last_set():
-    """§4.5, decided (docs/decisions.md): a finished match is its own prefix, so under STNM and ROBUST_STNM a
+    """Decided (docs/decisions.md): a finished match is its own prefix, so under STNM and ROBUST_STNM a
     later event of the window extending a Kleene variable of the last set disqualifies it (Alg 2 keeps looping
     in qf); ALL keeps every match. On A1 B2 X3 X4 B5 with SEQ(A a, B+ b)."""
     events = [{"type": t, "ts": i + 1} for i, t in enumerate("ABXXB")]

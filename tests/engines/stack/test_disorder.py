@@ -125,7 +125,7 @@ def test_matcher_pushes_insertions_and_retractions(query, case):
 
 
 def test_matcher_result_withdraws_retracted_matches_we13():
-    """[LIU] WE-13 through a ``Matcher``: <a7,b11> is pushed at b11 and withdrawn at the late c9, so
+    """[LIU] Ex 7/8 through a ``Matcher``: <a7,b11> is pushed at b11 and withdrawn at the late c9, so
     the Matcher's net result is empty, as ``cepkit.match``'s."""
     labels = "a3 c5 a7 b11 c9".split()
     matcher = cepkit.Matcher("SEQ(A a, !C c, B b) WITHIN 10", engine="stack", disorder="aggressive")

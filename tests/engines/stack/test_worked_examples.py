@@ -1,4 +1,4 @@
-"""Every worked example of [LIU] ch. 2, ch. 3 (WE-1, WE-9 to WE-13), with the boundary readings of docs/references.md
+"""Every worked example of [LIU] ch. 2, ch. 3 (Examples 1-8), with the boundary readings of docs/references.md
 E1-E2. Events are written as in the thesis: ``a3`` is an A with ts 3."""
 import cepkit
 from cepkit.runtime import Stream, get_engine
@@ -27,7 +27,7 @@ def held_labels(matcher, slot, text):
             for inst in part.stacks[slot].items}
 
 
-# ----------------------------------------------------------------------------- WE-1 (§1.4, Fig 2.1, Ex 1)
+# ----------------------------------------------------------------------------- [LIU] §2.3 (Fig 2.1, Ex 1)
 def test_we1_pointers_and_depth_first_construction():
     text = "g1 a5 a6 t15"
     matcher = matcher_after("SEQ(G g, A a, T t)", text)
@@ -40,7 +40,7 @@ def test_we1_pointers_and_depth_first_construction():
                                                                           ("g1", "a6", "t15")}
 
 
-# ----------------------------------------------------------------------------- WE-9 (§2.4, Fig 3.1(c), Ex 2, 6)
+# ----------------------------------------------------------------------------- [LIU] §3.6.1 (Fig 3.1(c), Ex 2, 6)
 WE9 = "a3 c5 b6 d10 d17 POG<C,10> d8"
 TRUTH_WE9 = {("a3", "b6", "d8"), ("a3", "b6", "d10")}
 
@@ -78,7 +78,7 @@ def test_we9_naive_window_purge_would_lose_the_late_match():
     assert [(d.sign, labelled([d.positions], WE9).pop()) for d in late] == [("+", ("a3", "b6", "d8"))]
 
 
-# ----------------------------------------------------------------------------- WE-10 (§2.1 Obs 2, Fig 3.1(d), Ex 3)
+# ----------------------------------------------------------------------------- [LIU] §3.3 (Obs 2, Fig 3.1(d), Ex 3)
 WE10 = "a3 c5 b6 a7 d8 d10 b11 f17 b4"
 TRUTH_WE10 = {("a3", "b6", "d8"), ("a3", "b6", "d10")}
 
@@ -93,7 +93,7 @@ def test_we10_late_positive_does_not_resurrect_blocked_matches():
         assert labelled([d.positions for d in m.deltas], WE10) == TRUTH_WE10
 
 
-# ----------------------------------------------------------------------------- WE-11 (§2.4 Alg. 2, Ex 5)
+# ----------------------------------------------------------------------------- [LIU] §3.6.1 (Alg. 2, Ex 5)
 def test_we11_pog_set_purge_removes_a7():
     # SEQ(B,A,B,D,F) within 10, POGs <B,17> and <D,17> after b4: the backward pass finds b4/b6, the
     # forward pass finds b11 (checking = 11) and then no D in [11, 17]: a7 is purged. This needs the
@@ -109,7 +109,7 @@ def test_we11_pog_set_purge_removes_a7():
         run(query, " ".join(sorted(WE10.split(), key=lambda s: int(s[1:])))).positions() == []
 
 
-# ----------------------------------------------------------------------------- WE-12 (§2.4 Alg. 1, Ex 4)
+# ----------------------------------------------------------------------------- [LIU] §3.6.1 (Alg. 1, Ex 4)
 def test_we12_single_pog_purges_b1_when_no_a_is_held():
     # SEQ(A,B,!C,D) within 7 with only b1 and d2 in state: POG<A,1> purges b1 ("no A precedes b1 within
     # W"). The text also lists a0 as received, which would block the purge; we test the reading without it.
@@ -122,7 +122,7 @@ def test_we12_single_pog_purges_b1_when_no_a_is_held():
     assert held_labels(matcher_after(query, with_a0, disorder="conservative"), 1, with_a0) == {"b1"}
 
 
-# ----------------------------------------------------------------------------- WE-13 (§2.5, Fig 3.1(a), Ex 7/8)
+# ----------------------------------------------------------------------------- [LIU] §3.6.2 (Fig 3.1(a), Ex 7/8)
 def test_we13_aggressive_retracts_only_what_it_emitted():
     query = "SEQ(A a, !C c, B b) WITHIN 10"
     text = "a3 c5 a7 b11 c9"
