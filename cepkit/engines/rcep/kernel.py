@@ -1,4 +1,4 @@
-"""The recomputation of every trigger of a finite stream in one compiled call (digest 003 §2, batched).
+"""The recomputation of every trigger of a finite stream in one compiled call ([RCEP] ch. 3, batched).
 
 ``RcepMatcher`` recomputes one trigger at a time in Python (``plan.Recomputation``). Over a whole stream the
 triggers are all known, so ``recompute`` runs the same four steps for each of them inside one kernel, over

@@ -42,7 +42,7 @@ def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events):
 
 
 @pytest.mark.parametrize("join", ["hybrid", "nested"])
-def test_digest_shapes_at_size(join):
+def test_running_query_shapes_at_size(join):
     """Q1 (the inverted V, a chain and two joins) and Q2 (credit card, arithmetic in a join) over seeded
     streams of a few thousand events, partitioned: the kernel finds what the matcher finds."""
     rng = random.Random(3)
