@@ -12,9 +12,12 @@ Fragment: a SEQ of ``T x`` and ``T+ x`` items (ANY and hierarchy concepts as typ
 them (constant tests, joins between variables, ``prev``/``b[i-1]`` chains, ``first``/``last``/``b[k]``,
 aggregates), WITHIN (time or EVENTS), PARTITION BY, CONSUME BY, RETURN, and the strategies ALL, STRICT,
 PARTITION_STRICT, NEXT, LAST and MAX (each chooses among the matches ending at the trigger, which the
-recomputation has all at hand) and STNM (the thesis's STN, ``stnm``; not with CONSUME BY). Refused, naming
-the engines that run them: OR, AND, negation, EXISTS, iterations of composite patterns, nested strategies
-and ROBUST_STNM.
+recomputation has all at hand), STNM (the thesis's STN, ``stnm``) and ROBUST_STNM ([SES] Def 6.2, judged
+on the recomputed ALL matches), neither with CONSUME BY. Refused, naming the engines that run them: OR,
+AND, negation, EXISTS, iterations of composite patterns and nested strategies.
+
+``RcepPlan.run`` over a finite stream recomputes every trigger in one compiled call (``batch``,
+``kernel``) when the query is all the kernel does; otherwise, and in a ``Matcher``, trigger by trigger.
 
 Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse, one predicate at a time), "nested"
 (the NLJoin baseline of [RCEP] §3.8) or "zorder" (all predicates between two variables at once: Z-regions and
@@ -43,7 +46,7 @@ class RcepEngine(Engine):
         "sequence", "kleene", "nesting", "unary_conditions", "binary_conditions", "correlated_filters",
         "condition_items", "kleene_conditions", "aggregates", "time_window", "event_window", "partition",
         "consume", "projection", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT",
-        "strategy:NEXT", "strategy:LAST", "strategy:MAX", "strategy:STNM",
+        "strategy:NEXT", "strategy:LAST", "strategy:MAX", "strategy:STNM", "strategy:ROBUST_STNM",
     })
     options = frozenset({"join"})
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
@@ -62,8 +65,8 @@ class RcepEngine(Engine):
             KleenePattern.from_query(query)
         except NotRcepPattern as gap:
             raise self.unsupported(query, gap.node, gap.what) from None
-        if query.strategy == "STNM" and "consume" in query.features:
-            raise self.unsupported(query, query.features["consume"], "CONSUME BY under STNM")
+        if query.strategy in ("STNM", "ROBUST_STNM") and "consume" in query.features:
+            raise self.unsupported(query, query.features["consume"], f"CONSUME BY under {query.strategy}")
         return RcepPlan(query, join)
 
 

@@ -43,7 +43,7 @@ from .batch import run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
-from .stnm import SkipTillNext
+from .stnm import RobustSkipTillNext, SkipTillNext
 from .trees import EventTree
 from .zorder import region_join
 
@@ -96,7 +96,8 @@ class RcepPlan(Plan):
         self.window_seconds = query.window_seconds
         self.window_events = within.amount if within is not None and within.events else None
         self.strict = query.strategy in ("STRICT", "PARTITION_STRICT")
-        self.skip_till_next = SkipTillNext(self) if query.strategy == "STNM" else None
+        self.skip_till_next = (SkipTillNext(self) if query.strategy == "STNM" else
+                               RobustSkipTillNext(self) if query.strategy == "ROBUST_STNM" else None)
         self._stats = Stats()
 
     def __reduce__(self):
@@ -176,7 +177,8 @@ class _Partition:
 
 class RcepMatcher(IncrementalPlan):
     """Push events; each trigger returns the matches it ends, final at once, except under STNM with a
-    Kleene last variable, where a match waits until the window of its first event has passed (``stnm``)."""
+    Kleene last variable and under ROBUST_STNM, where a match waits until the window of its first event
+    has passed (``stnm``)."""
 
     def __init__(self, plan: RcepPlan):
         self.plan = plan
@@ -188,6 +190,7 @@ class RcepMatcher(IncrementalPlan):
         self.now: Optional[float] = None   # the pushed event's time (None at close)
         self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
         self.waiting: list = []     # STNM: (match, its events per slot, partition key, first sequence number)
+        self.judge = None if plan.skip_till_next is None else plan.skip_till_next.fresh()
         self.expiry = KeyExpiry(plan.window_seconds)   # drops a key's partition once its window passed
 
     def push(self, event) -> list:
@@ -263,7 +266,8 @@ class RcepMatcher(IncrementalPlan):
         return self._report(released + self._select([m for m, _ in found]), key, event.position)
 
     def close(self) -> list:
-        released, self.waiting = [m for m, _, _, _ in self.waiting], []
+        released = [m for m, chosen, _, _ in self.waiting if self.judge.final(chosen)] if self.waiting else []
+        self.waiting = []
         self.now = None
         return self._report(released, None, None)
 
@@ -276,7 +280,7 @@ class RcepMatcher(IncrementalPlan):
     def _skip_till_next(self, found: list, part: _Partition, key) -> list:
         """STNM at the trigger: drop the matches an event between their events blocks; with a Kleene last
         variable, keep the others waiting for a later extension (``stnm``)."""
-        judge, kept = self.plan.skip_till_next, []
+        judge, kept = self.judge, []
         for match, (chosen, first_seq) in found:
             if judge.blocked(part.trees, chosen):
                 continue
@@ -288,13 +292,16 @@ class RcepMatcher(IncrementalPlan):
 
     def _release(self, event, key, seq: int, extends_last: bool) -> list:
         """STNM matches made final by ``event`` (their window has passed); those it extends are dropped."""
-        judge, released, waiting = self.plan.skip_till_next, [], []
+        judge, released, waiting = self.judge, [], []
         for match, chosen, part_key, first_seq in self.waiting:
             mine = part_key == key
             if judge.closed(chosen, first_seq, event, seq if mine else None):
-                released.append(replace(match, emitted_at=event.position))
+                if judge.final(chosen):
+                    released.append(replace(match, emitted_at=event.position))
             elif not (mine and extends_last and judge.extends(chosen, event)):
                 waiting.append((match, chosen, part_key, first_seq))
+        if len(waiting) < len(self.waiting):
+            judge.retain(waiting)
         self.waiting = waiting
         return released
 

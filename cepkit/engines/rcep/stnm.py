@@ -15,6 +15,12 @@ the equalities Θ's equalities imply between the variables, e.g. ``a.PID = c.PID
 and ``b.PID = c.PID``, so an event that disagrees with the prefix on them never blocks.
 
 [RCEP] Fig. 2.4: e18 = 401 blocks e19 = 400, so e16, e17, e19, e20 is not an STN match.
+
+ROBUST_STNM ([SES] Def 6.2, absent from [RCEP]) blocks only with an event that extends the prefix into a
+prefix of some full (ALL) match, so it needs the matches, not the trees: ``RobustSkipTillNext`` keeps, for
+each prefix of every match recomputed so far, the earliest event a match binds right after it. Every such
+match starts with the same first event as the prefix, so it is recomputed before that event's window
+passes, when the waiting match is judged.
 """
 from __future__ import annotations
 
@@ -40,6 +46,17 @@ class SkipTillNext:
                                         {s.var for s in pattern.slots if s.var})
         self.conditions += [(cond, None) for cond in closure]   # Θ_eq⁺ − Θ (docs/references.md E11)
         self.waits = pattern.slots[-1].kleene
+
+    def fresh(self) -> "SkipTillNext":
+        """The judge of one matcher (this one keeps no state)."""
+        return self
+
+    def final(self, chosen: list) -> bool:
+        """Whether a match whose window has passed is reported (STNM judged it at its trigger)."""
+        return True
+
+    def retain(self, waiting: list) -> None:
+        """Called with the matches still waiting after some were released (this judge keeps nothing)."""
 
     def blocked(self, trees, chosen: list) -> bool:
         """Whether an event between two events of the match (``chosen``: (slot, events) left to right)
@@ -97,3 +114,52 @@ def _prefix(chosen: list, upto: int) -> list:
             out.append((s, kept))
     return out
 
+
+
+class RobustSkipTillNext(SkipTillNext):
+    """ROBUST_STNM ([SES] Def 6.2): a match γ = e1 .. en is disqualified when an event e, e_i < e < e_(i+1)
+    (or after e_n within the window), extends γ's prefix e1 .. ei into a prefix of some ALL match γ′. Such
+    a γ′ starts with γ's prefix and binds e right after it: γ is disqualified exactly when, for some i,
+    the earliest event any ALL match binds right after e1 .. ei comes before e_(i+1) (exists, for i = n).
+    Every match waits until the window of its first event has passed (each γ′ is found by then)."""
+
+    def __init__(self, plan):
+        super().__init__(plan)
+        self.waits = True
+        self.next_event: dict = {}   # first (slot, position) -> {prefix of (slot, position): earliest next}
+
+    def fresh(self) -> "RobustSkipTillNext":
+        return RobustSkipTillNext(self.plan)
+
+    def blocked(self, trees, chosen: list) -> bool:
+        """Never at the trigger: the match's prefixes join the index, the match waits (``final``)."""
+        pairs = _pairs(chosen)
+        index = self.next_event.setdefault(pairs[0], {})
+        for j in range(1, len(pairs)):
+            key, following = pairs[:j], pairs[j][0]
+            if following < index.get(key, math.inf):
+                index[key] = following
+        return False
+
+    def extends(self, chosen: list, event) -> bool:
+        return False
+
+    def final(self, chosen: list) -> bool:
+        """Whether no ALL match extends a prefix of the match by an event it skipped."""
+        pairs = _pairs(chosen)
+        index = self.next_event.get(pairs[0], {})
+        for i in range(1, len(pairs) + 1):
+            following = pairs[i][0] if i < len(pairs) else math.inf
+            if index.get(pairs[:i], math.inf) < following:
+                return False
+        return True
+
+    def retain(self, waiting: list) -> None:
+        """Forget the prefixes of first events no waiting match has (their windows have passed)."""
+        firsts = {_pairs(chosen)[0] for _, chosen, _, _ in waiting}
+        self.next_event = {first: index for first, index in self.next_event.items() if first in firsts}
+
+
+def _pairs(chosen: list) -> tuple:
+    """The match's (slot, position) pairs in order."""
+    return tuple(sorted((e.position, s) for s, events in chosen for e in events))

@@ -142,3 +142,26 @@ def test_nested_sequences_and_filters_flatten(query, events):
     """A SEQ inside a SEQ is the same sequence, and a FILTER around a sub-sequence or a whole iteration is a
     condition on the match (an ``or`` there stays "all or all", docs/language.md §10.6)."""
     assert_agrees(query, events, "rcep")
+
+
+@settings(max_examples=120, deadline=None)
+@given(kleene_queries(strategies=("ROBUST_STNM",)), streams(max_size=12, values=4, ids=2))
+def test_robust_skip_till_next_match_agrees_and_waits_for_the_window(query, events):
+    """ROBUST_STNM ([SES] Def 6.2) on the recomputed ALL matches: the reference's matches, and the ses
+    engine's where it runs the query; a match is reported once its window has passed, or at ``close``."""
+    assume("CONSUME" not in query)
+    assert_agrees(query, events, "rcep")
+    found = sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
+    try:
+        ses = sorted(m.key for m in cepkit.match(query, events, engine="ses"))
+    except cepkit.QueryError:
+        ses = found     # outside the ses fragment (aggregates, first/last, ...)
+    assert found == ses
+    matcher = cepkit.Matcher(query, engine="rcep")
+    reported = []
+    for position, event in enumerate(events):
+        new = matcher.push(event)
+        assert all(m.positions[-1] <= position for m in new)
+        reported += [m.key for m in new]
+    reported += [m.key for m in matcher.close()]
+    assert sorted(reported) == found

@@ -46,7 +46,7 @@ def test_conditions_inside_an_iteration_hold_per_event():
     ("(A a ; B b)+ ; C c", "iteration of a composite"),
     ("SEQ(AND(A a, B b), C c)", "and"),
     ("NEXT(A a ; B+ b) ; C c", "nested_strategy"),
-    ("SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b) WITHIN 5", "ROBUST_STNM"),
+    ("SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under ROBUST_STNM"),
     ("SELECT STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under STNM"),
 ])
 def test_refusals_name_the_engines_that_can(query, what):
