@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 import cepkit
 from cepkit.engines.automaton.evaluate import run_all
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from streams import best_of
 from cepkit.runtime.registry import get_engine
 

@@ -49,7 +49,7 @@ import pandas as pd
 
 import cepkit
 from cepkit.runtime.api import clear_plan_cache
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import select_engine
 from streams import best_of
 

@@ -52,7 +52,8 @@ import pandas as pd
 
 import cepkit
 import cepkit.spark.watermark as current
-from cepkit.runtime.matches import Match, MatchList
+from cepkit.runtime.match_list import MatchList
+from cepkit.runtime.match_record import Match
 from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, plan_split
 from end_to_end import frame_of
 

@@ -4,7 +4,7 @@ automaton's incremental matcher was the slowest per push, Python around the kern
 
 Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows), types A-D uniformly at random,
 one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
-each event through ``cepkit.runtime.events.make_event`` (what any push costs before an engine sees it);
+each event through ``cepkit.runtime.event_record.make_event`` (what any push costs before an engine sees it);
 ``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine).
 
     python bench/matcher.py                              # automaton, 50,000 events per row
@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 import cepkit
-from cepkit.runtime.events import make_event
+from cepkit.runtime.event_record import make_event
 
 ONE = "A a ; B b ; C c WITHIN 10 s"
 KEYED = ONE + " PARTITION BY id"

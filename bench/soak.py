@@ -9,7 +9,7 @@ Each (engine, keys) runs in its own process, so each RSS is its own. Reported:
 - **ev/s** over the events after warm-up (the first 10 %), and **first/last** the rates of the first and
   last fifths after warm-up (flat: close to 1);
 - **x feed**: ev/s over the same-run *feed* baseline, a loop that builds each event and passes it through
-  ``cepkit.runtime.events.make_event``, what any push costs before an engine sees it;
+  ``cepkit.runtime.event_record.make_event``, what any push costs before an engine sees it;
 - **RSS MB** after warm-up and at the end, and the largest growth between them (psutil); then RSS at every
   tenth of the run after warm-up (memory over events, per engine).
 
@@ -31,7 +31,7 @@ import numpy as np
 import psutil
 
 import cepkit
-from cepkit.runtime.events import make_event
+from cepkit.runtime.event_record import make_event
 
 QUERY = "A a ; B b ; C c WITHIN 10 s PARTITION BY id"
 ENGINES = ("automaton", "stack", "ses", "rcep", "nested")

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 import cepkit
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from streams import best_of
 
 UNFILTERED = "A a ; B b ; C c WITHIN 10 s"

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..runtime.events import PUNCTUATION
+from ..runtime.event_record import PUNCTUATION
 from .shape import Item, Shape
 
 

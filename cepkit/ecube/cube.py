@@ -22,7 +22,7 @@ from ..errors import QueryError
 from ..lang.hierarchy import as_hierarchy
 from ..lang.query import Query, parse
 from ..runtime.api import check_against_stream
-from ..runtime.events import Stream
+from ..runtime.stream import Stream
 from ..runtime.matches import Matches
 from . import operations
 from .cost import CostModel, Statistics, UnitCosts

@@ -38,7 +38,7 @@ from typing import Optional
 
 from ..errors import QueryError
 from ..lang.ast import variables_in
-from ..runtime.events import Stream
+from ..runtime.stream import Stream
 from ..runtime.registry import get_engine
 from .cost import CostModel
 from .lattice import Refinement

@@ -18,7 +18,7 @@ from ..lang import ast as A
 from ..lang.hierarchy import Hierarchy, concept_comparison, expand_attribute_concepts
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
-from ..runtime.matches import Match
+from ..runtime.match_record import Match
 
 FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms ([LIU] ch. 3-4), "
             "under strategy ALL")

@@ -20,7 +20,7 @@ Incremental use buffers the stream and answers at ``close()``: the plan needs th
 from __future__ import annotations
 
 from ..ecube import ECube, concept_drill_down, shape_of
-from ..runtime.events import Stream
+from ..runtime.stream import Stream
 from ..runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 
 QUERY, CHILD = "query", "drill_down"

@@ -28,7 +28,8 @@ from typing import Mapping, Optional
 from ..lang import ast as A
 from ..lang.printer import pretty
 from ..lang.query import parse
-from ..runtime.events import PUNCTUATION, Stream
+from ..runtime.event_record import PUNCTUATION
+from ..runtime.stream import Stream
 from ..semantics.conditions import holds, readings
 from ..semantics.derivations import Deriver, generating
 from ..semantics.evaluate import Evaluation

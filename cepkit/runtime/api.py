@@ -13,8 +13,12 @@ import pandas as pd
 from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
-from .events import Stream, is_arrow, make_event
-from .matches import MatchList, Matches, collector_paused, output_order
+from .event_record import make_event
+from .stream import Stream, is_arrow
+from .match_list import MatchList
+from .match_record import output_order
+from .matches import Matches
+from .python_objects import collector_paused
 from .registry import select_engine
 
 

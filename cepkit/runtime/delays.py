@@ -36,7 +36,7 @@ from typing import Optional
 
 from ..errors import EventError
 from ..lang.parser import parse_tree
-from .events import PUNCTUATION
+from .event_record import PUNCTUATION
 
 EVERY_OTHER_TYPE = "*"
 

@@ -41,9 +41,9 @@ from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.query import Query
 from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, punctuated_type, type_hierarchy
-from .events import PUNCTUATION, Event
+from .event_record import PUNCTUATION, Event
 from .expiry import window_horizon
-from .matches import Match
+from .match_record import Match
 from .registry import IncrementalPlan, Plan
 
 # Features under which an event of any type can change a match (contiguity, counted windows, ANY): with

@@ -15,7 +15,7 @@ import pandas as pd
 
 from ..errors import QueryError
 from ..lang.query import FEATURES, Query
-from .matches import output_order
+from .match_record import output_order
 
 DISORDER_MODES = ("reject", "kslack", "conservative", "aggressive")
 

@@ -6,7 +6,8 @@ from dataclasses import replace
 from typing import Optional
 
 from ..lang.query import FEATURES, Query
-from ..runtime.events import Event, Stream
+from ..runtime.event_record import Event
+from ..runtime.stream import Stream
 from ..runtime.registry import Engine, IncrementalPlan, Plan, register
 from .derivations import SEARCH_BUDGET
 from .evaluate import Evaluation

@@ -35,8 +35,8 @@ from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.hierarchy import expand_attribute_concepts
 from ..lang.query import Query, parse
-from ..runtime.events import Stream
-from ..runtime.matches import Match, output_order
+from ..runtime.stream import Stream
+from ..runtime.match_record import Match, output_order
 from .derivations import PUNCTUATION, SEARCH_BUDGET, BudgetExhausted, Derivation, Deriver
 from .stnm import STNM_STRATEGIES, check_stnm_shape, stnm_select
 from .strategies import RANKED, beats, is_interval

@@ -29,8 +29,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import EventError
 from ..runtime.api import prepare
-from ..runtime.events import is_arrow
-from ..runtime.matches import named_fields
+from ..runtime.stream import is_arrow
+from ..runtime.match_tables import named_fields
 from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
 from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,

@@ -18,7 +18,8 @@ from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query
 from ..runtime.api import check_against_stream
-from ..runtime.events import RESERVED, Stream
+from ..runtime.event_record import RESERVED
+from ..runtime.stream import Stream
 from .groups import LAST, POS, PREFIX, RANK, TS, EventColumns, Split, output_variables
 
 _NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)

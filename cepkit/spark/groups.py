@@ -45,8 +45,9 @@ import pandas as pd
 
 from ..lang.checks import definitions, negated_vars
 from ..lang.query import Query
-from ..runtime.events import Stream
-from ..runtime.matches import MatchArrays, Matches
+from ..runtime.stream import Stream
+from ..runtime.match_arrays import MatchArrays
+from ..runtime.matches import Matches
 from ..runtime.registry import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.

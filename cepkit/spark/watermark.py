@@ -37,8 +37,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from ..runtime.events import Stream
-from ..runtime.matches import MatchArrays, MatchList, pandas_binding, row_lists
+from ..runtime.stream import Stream
+from ..runtime.match_arrays import MatchArrays
+from ..runtime.match_list import MatchList
+from ..runtime.match_tables import pandas_binding
+from ..runtime.python_objects import row_lists
 from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split
 
 TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)

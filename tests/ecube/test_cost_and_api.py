@@ -4,7 +4,7 @@ import pytest
 
 import cepkit
 from cepkit.ecube import CostModel, ECube, Statistics, UnitCosts, shape_of
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 COMPANIES = {"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"]}
 

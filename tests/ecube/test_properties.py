@@ -15,7 +15,7 @@ from cepkit.ecube import ECube
 from cepkit.ecube.plan import ROOT
 from cepkit.lang import ast as A
 from cepkit.lang.printer import pretty
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.ecube.reuse import Executor
 
 LEAVES = ("A", "B", "C", "D", "E")

@@ -10,7 +10,7 @@ from cepkit.ecube import (ECube, chase, concept_drill_down, concept_roll_up, pat
 from cepkit.ecube.plan import ROOT, make_plan
 from cepkit.ecube.reuse import Executor, JoinPattern
 from cepkit.datasets import ecube_cities, ecube_example
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 # [LIU] Fig 4.2, reconstructed from Examples 9-16 (the figure is not printed): USA > {TX, OK}; TX > {D, A, G}; OK > {T, O}; each city > its stations.
 HIERARCHY = ecube_cities()

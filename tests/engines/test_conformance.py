@@ -14,7 +14,7 @@ import pytest
 
 import cepkit
 from cepkit.lang.query import FEATURES
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import registered, select_engine
 
 HIERARCHY = {"X": ["A", "C"]}

@@ -11,7 +11,7 @@ import cepkit
 from cepkit.explain import KINDS
 from cepkit.explain.near_misses import _clauses, _relaxed
 from cepkit.lang import ast as A
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 SETTINGS = settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 

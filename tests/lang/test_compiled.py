@@ -6,7 +6,7 @@ import cepkit
 from cepkit.lang import ast as A
 from cepkit.lang.compiled import blame, compile_condition, compile_value
 from cepkit.lang.parser import parse_tree
-from cepkit.runtime.events import Event
+from cepkit.runtime.event_record import Event
 from cepkit.semantics.conditions import holds
 
 

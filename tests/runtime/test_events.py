@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from cepkit import Event, EventError
-from cepkit.runtime.events import Stream, make_event
+from cepkit.runtime.event_record import make_event
+from cepkit.runtime.stream import Stream
 
 
 def test_dataframe_rows_become_events_without_null_attributes():

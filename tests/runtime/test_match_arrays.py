@@ -1,17 +1,16 @@
 """Matches built from columns (``MatchArrays``) are the matches ``output_order`` gives on ``Match`` objects:
 same identity, order, first occurrence kept; lazy ``Match`` objects equal eager ones; tables from the
 columns equal the tables built row by row (docs/language.md §10.2)."""
-import datetime as dt
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
 import cepkit
-from cepkit import Match, Matches, QueryError
-from cepkit.runtime.matches import AT_LAST, MatchArrays, output_order
+from cepkit import Match, Matches
+from cepkit.runtime.match_arrays import AT_LAST, MatchArrays
+from cepkit.runtime.match_record import output_order
 
 KLEENE = {"c", "d"}
 
@@ -67,9 +66,10 @@ def test_columns_give_the_output_order_of_match_objects(ms):
 @given(match_lists, st.integers(1, 3))
 def test_passes_over_rows_a_slice_at_a_time_give_the_same_tables(ms, size):
     """Passes over all the rows (``variables``, ``binding_columns``, ``in_output_order``) read slices of
-    ``matches.SLICE`` rows: slices of 1-3 rows give the same results. (Patched inside the test.)"""
+    ``row_arrays.SLICE`` rows: slices of 1-3 rows give the same results. (Patched inside the test.)"""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cepkit.runtime.matches, "SLICE", size)
+        for module in (cepkit.runtime.match_arrays, cepkit.runtime.matches):
+            patch.setattr(module, "SLICE", size)
         assert_output_order(ms)
         expected = [m for m in output_order(m for m in ms if m.sign == "+")]
         ordered = MatchArrays.from_matches(expected)
@@ -147,66 +147,3 @@ def test_engine_columns_from_bindings_name_positions_and_kleene_tuples():
     assert [described(m) for m in c] == [((0, 1, 2), [("a", 0), ("b", (1, 2))], "+", 2),
                                          ((3, 4), [("a", 4)], "+", 4)]
     assert [m.emitted_at for m in c.by_emission()] == [2, 4]
-
-
-EVENTS = pd.DataFrame({
-    "type": ["A", "B", "B", "C", "A", "B", "C"],
-    "ts": pd.to_datetime(["2024-01-01 00:00:00", "2024-01-01 00:00:01", "2024-01-01 00:00:02",
-                          "2024-01-01 00:00:03", "2024-01-01 00:00:04", "2024-01-01 00:00:05",
-                          "2024-01-01 00:00:06"]),
-    "v": [1.0, 2.0, None, 4.0, 5.0, 6.0, 7.0],
-    "name": ["x", None, "y", "z", "w", "u", "t"],
-})
-
-
-def test_fields_gather_the_bound_events_attributes_with_nulls_kleene_and_datetimes():
-    m = cepkit.match("A a ; B+ b ; C c WITHIN 10 s", EVENTS, engine="automaton")
-    table = m.to_pandas(fields=["a.v", "b.v", "c.ts", "b.name"])
-    for row in table.itertuples(index=False):
-        a, b, c = row.a, row.b, row.c
-        assert row._5 == EVENTS.v[a]
-        assert row._7 == EVENTS.ts[c] and isinstance(row._7, pd.Timestamp)
-        assert [x if x == x else None for x in getattr(row, "_6")] == [
-            None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
-        assert row._8 == [EVENTS.name[p] for p in b]
-    assert list(table.columns[-4:]) == ["a.v", "b.v", "c.ts", "b.name"]
-    arrow = m.to_arrow(fields=["a.v", "b.v", "c.ts"])
-    assert arrow.column("b.v").to_pylist() == [[None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
-                                               for b in table.b]
-    assert pa.types.is_timestamp(arrow.schema.field("c.ts").type)
-
-
-def test_fields_all_lists_each_variables_attributes_and_unbound_is_null():
-    m = cepkit.match("(A a OR B b) ; C c", EVENTS, engine="reference")
-    table = m.to_pandas(fields="all")
-    assert {"a.ts", "a.v", "a.name", "b.ts", "b.v", "b.name", "c.ts", "c.v", "c.name"} <= set(table.columns)
-    assert "c.type" not in table.columns
-    unbound = table[table.a.isna()]
-    assert len(unbound) and unbound["a.v"].isna().all() and unbound["a.ts"].isna().all()
-
-
-def test_an_unknown_field_names_what_exists():
-    m = cepkit.match("A a ; C c", EVENTS)
-    with pytest.raises(QueryError, match="bind a, c"):
-        m.to_pandas(fields=["x.v"])
-    with pytest.raises(QueryError, match="the events have type, ts, v, name"):
-        m.to_pandas(fields=["a.speed"])
-    with pytest.raises(QueryError, match="variable.attribute"):
-        m.to_arrow(fields="v")
-
-
-def test_empty_matches_and_a_stream_of_one_event():
-    for events in (EVENTS.iloc[:1], EVENTS.iloc[:0]):
-        m = cepkit.match("A a ; C c", events, engine="automaton")
-        assert len(m) == 0 and m.positions() == [] and list(m) == []
-        assert [a.tolist() for a in m.position_arrays()] == [[0], []]
-        assert list(m.to_pandas(fields=["a.v"]).columns) == ["match_id", "positions", "a.v"]
-        assert m.to_arrow().num_rows == 0
-    one = cepkit.match("A a", EVENTS.iloc[:1], engine="stack")
-    assert one.positions() == [(0,)] and one.to_pandas(fields="all")["a.v"].tolist() == [1.0]
-
-
-def test_fields_from_dicts_without_ts():
-    m = cepkit.match("A a ; B b", [{"type": "A", "x": 1}, {"type": "B", "when": dt.date(2024, 1, 1)}])
-    assert m.to_pandas(fields=["a.ts", "a.x", "b.when"]).iloc[0][["a.ts", "a.x", "b.when"]].tolist() == \
-        [0, 1, dt.date(2024, 1, 1)]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import cepkit
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.expiry import KeyExpiry
 from cepkit.runtime.registry import select_engine
 

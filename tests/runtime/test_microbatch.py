@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.errors import EventError, QueryError
-from cepkit.runtime.matches import MatchList
+from cepkit.runtime.match_list import MatchList
 from cepkit.runtime.registry import registered, select_engine
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
 from strategies import cel_queries, flat_seq_queries, kleene_queries, streams, unary_queries

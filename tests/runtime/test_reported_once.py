@@ -4,7 +4,8 @@ import random
 import pytest
 
 import cepkit
-from cepkit.runtime.matches import Match, ReportedOnce
+from cepkit.runtime.match_record import Match
+from cepkit.runtime.reported_once import ReportedOnce
 
 
 def test_a_key_is_reported_once_and_forgotten_a_window_after_its_report():

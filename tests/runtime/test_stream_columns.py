@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit import Event, EventError
-from cepkit.runtime.events import Column, Stream, _factorized, hashable_key
+from cepkit.runtime.attribute_columns import Column
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import registered
 from strategies import streams
 
@@ -117,72 +118,6 @@ def test_type_columns_of_every_dtype():
         assert cepkit.match("A a ; B b", pd.DataFrame({"type": types})).positions() == [(0, 1)]
 
 
-NULLS = (None, float("nan"), np.nan, pd.NA, pd.NaT)
-
-
-@st.composite
-def type_columns(draw):
-    """A type column's values: a few names, each row the name's one object or a fresh equal string (a
-    distinct object), some rows null of every kind; a step to read it strided or reversed."""
-    names = draw(st.lists(st.sampled_from(["A", "B", "type_c", "Δ", "", "long name " * 3]), min_size=1,
-                          max_size=5, unique=True))
-    rows = []
-    for _ in range(draw(st.integers(0, 40))):
-        k = draw(st.integers(-1, len(names) - 1))
-        if k < 0:
-            rows.append(draw(st.sampled_from(NULLS)))
-        else:
-            rows.append("".join(list(names[k])) if draw(st.booleans()) else names[k])
-    return rows, draw(st.sampled_from([1, 2, -1]))
-
-
-def _object_array(rows: list) -> np.ndarray:
-    out = np.empty(len(rows), dtype=object)
-    out[:] = rows
-    return out
-
-
-@settings(max_examples=150, deadline=None)
-@given(type_columns(), st.sampled_from([1 << 20, 7]), st.sampled_from([4096, 1]))
-def test_type_columns_factorize_as_pd_factorize(column, rows_at_once, few_objects):
-    """The type column's codes and names are pd.factorize's (first appearance, equal strings one code,
-    -1 for every kind of null) for object columns, strided or not, by address or by value, in slices or
-    not, and for categorical, Python string and Arrow string columns; a null is named at its position."""
-    rows, step = column
-    values = _object_array(rows + rows)[::step]
-    expected_codes, expected_names = pd.factorize(values)
-    first_null = next((i for i, v in enumerate(values.tolist()) if not isinstance(v, str)), None)
-    forms = [values, pd.Categorical(values), pd.array(values, dtype="string"),
-             pd.array(values, dtype="string[pyarrow]")]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(cepkit.runtime.events, "FACTORIZE_ROWS", rows_at_once)
-        patch.setattr(cepkit.runtime.events, "FEW_OBJECTS", few_objects)
-        for form in forms:
-            codes, names = _factorized(form) if not isinstance(form, pd.Categorical) else \
-                (form.codes, list(form.categories))
-            if isinstance(form, pd.Categorical):     # categories are sorted: compare the names per row
-                assert [names[c] if c >= 0 else None for c in codes] == \
-                    [expected_names[c] if c >= 0 else None for c in expected_codes]
-            else:
-                assert codes.dtype == np.int32 and codes.tolist() == expected_codes.tolist(), type(form)
-                assert names == list(expected_names) and all(type(n) is str for n in names)
-            frame = pd.DataFrame({"type": form})
-            if first_null is None:
-                assert list(Stream.from_any(frame).types) == values.tolist()
-            else:
-                with pytest.raises(EventError) as err:
-                    Stream.from_any(frame)
-                assert (err.value.position, err.value.field) == (first_null, "type")
-
-
-def test_a_type_that_is_not_a_string_is_named_at_its_position_by_address():
-    """Unhashable or numeric types in an object column: an EventError at the first one, not a TypeError."""
-    for bad in ([1], 3, 2.5, b"A", {"type": "A"}):
-        with pytest.raises(EventError) as err:
-            Stream.from_any(pd.DataFrame({"type": _object_array(["A", "B", bad, "A", bad])}))
-        assert (err.value.position, err.value.field) == (2, "type") and repr(bad) in str(err.value)
-
-
 def test_consecutive_positions_are_made_when_read():
     frame = pd.DataFrame({"type": ["A", "B", "A", "B"], "ts": [0.0, 1.0, 2.0, 3.0]}, index=[9, 8, 7, 6])
     stream = Stream.from_any(frame, first_position=5)
@@ -277,16 +212,6 @@ def test_the_constructor_keeps_events_positions_and_times():
     assert stream[0] is events[0] and stream.column("v").null.tolist() == [False, True]
 
 
-def test_columns_classify_how_their_values_compare():
-    assert Column.of_values([1, 2.5, None]).kind == "num"
-    assert Column.of_values([1, 10 ** 400]).kind == "other"          # float64 would overflow or round
-    assert Column.of_values([2 ** 53 + 1]).kind == "other" and Column.of_values([2 ** 53]).kind == "num"
-    assert Column.of_values(["x", None]).kind == "str" and Column.of_values([True]).kind == "bool"
-    assert Column.of_values([1, "x"]).kind == "other" and Column.of_values([[1], None]).kind == "other"
-    assert Column.of_values([None, math.nan]).null.all()
-    assert hashable_key([1, {"a": [2]}]) == hashable_key([1, {"a": [2]}]) != hashable_key((1, {"a": [2]}))
-
-
 BAD_EVENTS = [
     ([{"type": "A", "ts": 10 ** 400}], 0, "ts"),
     ([{"type": "A", "ts": 1j}], 0, "ts"),
@@ -327,7 +252,7 @@ def test_bad_events_are_event_errors_naming_position_and_field(events, position,
 
 def test_an_event_without_attributes_may_say_none():
     assert cepkit.match("A a", [Event("A", 0, None)]).positions() == [(0,)]
-    assert cepkit.runtime.events.make_event(Event("A", 0, None), 3).attrs == {}
+    assert cepkit.runtime.event_record.make_event(Event("A", 0, None), 3).attrs == {}
 
 
 @pytest.mark.parametrize("engine", ["reference", "stack", "ecube", "rcep", "nested", "ses"])

@@ -143,7 +143,7 @@ def test_plans_and_matchers_pickle(events):
     import pickle
 
     from cepkit.runtime import Stream, get_engine
-    from cepkit.runtime.events import make_event
+    from cepkit.runtime.event_record import make_event
 
     plan = get_engine("reference").compile(cepkit.parse("SEQ(A a, !B b, C c) WITHIN 5 s"))
     stream = Stream.from_any(events("A0 C1 A2 B3 C4"))

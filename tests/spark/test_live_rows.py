@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.lang import ast as A
 from cepkit.lang.printer import pretty
-from cepkit.runtime.matches import MatchArrays, MatchList
+from cepkit.runtime.match_arrays import MatchArrays
+from cepkit.runtime.match_list import MatchList
 from cepkit.spark.groups import LAST, POS, RANK, GroupMatcher, plan_split, whole_history
 from cepkit.spark.watermark import FED, TIME, Horizon, KeyBuffer, Live, advance
 from strategies import flat_seq_queries, streams, unary_queries

@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from ...runtime.events import PUNCTUATION
+from ...runtime.event_record import PUNCTUATION
 from ...runtime.unary import Columns
 from .determinize import UNKNOWN
 from . import kernel

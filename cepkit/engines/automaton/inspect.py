@@ -18,7 +18,7 @@ from typing import Optional
 import networkx as nx
 
 from ...lang.query import parse
-from ...runtime.events import Stream
+from ...runtime.stream import Stream
 from ...runtime.registry import get_engine
 
 PARTIALS_PER_STATE = 20   # partial matches listed per state in a Step (``truncated`` says when cut)

@@ -10,9 +10,13 @@ import pandas as pd
 from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
-from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
-from ...runtime.matches import AT_LAST, Match, MatchArrays, MatchList, ReportedOnce
+from ...runtime.match_arrays import AT_LAST, MatchArrays
+from ...runtime.match_list import MatchList
+from ...runtime.match_record import Match
+from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns
 from . import kernel

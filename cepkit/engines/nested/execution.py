@@ -26,7 +26,9 @@ import bisect
 import math
 from typing import Optional
 
-from ...runtime.matches import Match, ReportedOnce
+from ...runtime.match_record import Match
+
+from ...runtime.reported_once import ReportedOnce
 from ...semantics.conditions import holds
 from ...semantics.substream import Scope
 from ...semantics.truth import all3, any3, not3

@@ -32,9 +32,11 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
-from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry
-from ...runtime.matches import Match, ReportedOnce
+from ...runtime.match_record import Match
+from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns, unary_truth
 from ...semantics.conditions import holds

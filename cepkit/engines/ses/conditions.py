@@ -25,7 +25,7 @@ from typing import Callable, Mapping, Sequence
 from ...lang import ast as A
 from ...lang.compiled import compile_condition
 from ...lang.printer import pretty
-from ...runtime.events import Event
+from ...runtime.event_record import Event
 
 Binding = Sequence[tuple]  # var index -> tuple of Events (empty while unbound)
 

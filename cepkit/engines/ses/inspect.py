@@ -22,7 +22,7 @@ import networkx as nx
 
 from ...lang.printer import pretty
 from ...lang.query import parse
-from ...runtime.events import Stream
+from ...runtime.stream import Stream
 from ...runtime.registry import get_engine
 from .execution import run_window
 from .windows import Entry

@@ -19,8 +19,13 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import pretty
-from ...runtime.events import PUNCTUATION, Stream, hashable_key
-from ...runtime.matches import Match, MatchArrays, ReportedOnce, spread
+from ...runtime.attribute_columns import hashable_key
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.stream import Stream
+from ...runtime.match_arrays import MatchArrays
+from ...runtime.match_record import Match
+from ...runtime.reported_once import ReportedOnce
+from ...runtime.row_arrays import spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
 from .conditions import Conjunct

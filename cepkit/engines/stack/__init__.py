@@ -39,8 +39,8 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 """
 from __future__ import annotations
 
-from ...runtime.events import Stream
-from ...runtime.matches import MatchArrays
+from ...runtime.stream import Stream
+from ...runtime.match_arrays import MatchArrays
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher

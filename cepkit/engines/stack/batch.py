@@ -42,8 +42,10 @@ from functools import cached_property
 import numpy as np
 
 from ...lang import ast as A
-from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import AT_LAST, GrowingArray, MatchArrays
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.stream import Stream
+from ...runtime.growing_array import GrowingArray
+from ...runtime.match_arrays import AT_LAST, MatchArrays
 from .columns import Columns
 
 CHUNK = 8192   # anchors (instances of the last slot) extended together

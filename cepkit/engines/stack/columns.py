@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
-from ...runtime.events import EXACT_FLOAT, Stream, hashable_key
+from ...runtime.attribute_columns import EXACT_FLOAT, hashable_key
+from ...runtime.stream import Stream
 from .conditions import compile_condition
 
 _UFUNC = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,

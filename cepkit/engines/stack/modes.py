@@ -47,9 +47,10 @@ import itertools
 import math
 from collections import Counter
 
-from ...runtime.events import PUNCTUATION
+from ...runtime.event_record import PUNCTUATION
 from ...runtime.expiry import KeyExpiry, window_horizon
-from ...runtime.matches import Match, ReportedOnce
+from ...runtime.match_record import Match
+from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan
 from .core import SWEEP_EVERY, Core
 from ...runtime.disorder import EmissionLog

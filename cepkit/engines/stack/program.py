@@ -24,8 +24,8 @@ import networkx as nx
 from ...lang import ast as A
 from ...lang.equalities import attribute_equality, transitive_equalities
 from ...runtime.delays import type_hierarchy
-from ...runtime.events import PUNCTUATION
-from ...runtime.matches import Match
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.match_record import Match
 from .conditions import compile_condition
 
 NEVER_LPOS = (-math.inf, math.inf)

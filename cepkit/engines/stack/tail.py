@@ -34,9 +34,10 @@ from typing import Optional
 
 import numpy as np
 
-from ...runtime.events import Stream
+from ...runtime.stream import Stream
 from ...runtime.expiry import window_horizon
-from ...runtime.matches import Match, MatchList
+from ...runtime.match_list import MatchList
+from ...runtime.match_record import Match
 from .batch import ColumnarRun
 
 

@@ -9,7 +9,7 @@ from cepkit.engines.automaton.evaluate import run_all
 from cepkit.engines.automaton.plan import Program
 from cepkit.engines.automaton.predicates import EVENT, Guard
 from cepkit.lang import ast as A
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cel_formulas import PHI1, PHI2, PHI3, PHI4, PHI5, FIGURE2
 
 

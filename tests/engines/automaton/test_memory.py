@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 import cepkit
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import get_engine
 
 

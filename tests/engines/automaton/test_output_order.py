@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.engines.automaton import nodes
 from cepkit.engines.automaton.evaluate import Evaluator, Inputs, Outputs, run_all
-from cepkit.runtime.events import Stream
-from cepkit.runtime.matches import Matches, MatchArrays, output_order
+from cepkit.runtime.stream import Stream
+from cepkit.runtime.match_arrays import MatchArrays
+from cepkit.runtime.match_record import output_order
+from cepkit.runtime.matches import Matches
 from cepkit.runtime.registry import select_engine
 from strategies import assert_agrees, cel_queries, streams, unary_queries
 

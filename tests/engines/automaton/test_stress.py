@@ -15,7 +15,7 @@ import pytest
 
 import cepkit
 from cepkit.engines.automaton import evaluate, nodes, plan
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 POISON = 10**9
 EVENTS = int(os.environ.get("CEPKIT_STRESS_EVENTS", "2000"))

@@ -9,7 +9,7 @@ from strategies import assert_agrees, kleene_queries, streams
 
 import cepkit
 from cepkit.engines.rcep import RcepPlan
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 
 @settings(max_examples=250, deadline=None)

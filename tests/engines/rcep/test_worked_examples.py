@@ -11,7 +11,7 @@ import cepkit
 from cepkit.datasets import rcep_water
 from cepkit.engines.rcep import RcepPlan
 from cepkit.engines.rcep.joins import hybrid_join, kleene_subsets
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 
 WATER = ("PATTERN SEQ(Water+ b, Water c) WHERE b[i].vol > b[i-1].vol and count(b) >= 3 and c.pres <= 1 "
          "WITHIN 10 PARTITION BY region")

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from strategies import assert_agrees, set_query_variants, streams
 
 import cepkit
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import get_engine
 
 SES_TYPES = ("C", "P", "D", "B")

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.ses.conditions import Conjunct
-from cepkit.runtime.events import Event
+from cepkit.runtime.event_record import Event
 
 INDEX = {"p": 0, "q": 1, "a": 2}
 KLEENE = {"p", "q"}

@@ -8,7 +8,7 @@ from cepkit.datasets import ses_chemo, ses_stocks
 from cepkit.engines.ses import SesAutomaton, permutation_automata
 from cepkit.engines.ses.execution import run_window, run_window_robust
 from cepkit.engines.ses.windows import Entry, MatchWindow
-from cepkit.runtime.events import Stream
+from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import get_engine
 
 # P1 and P2 with Θ as the thesis writes it (Ex 3.2): the drug is the attribute L, not the event type.

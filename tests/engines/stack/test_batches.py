@@ -15,8 +15,8 @@ from cepkit.engines.stack.tail import refusal
 from cepkit.lang import ast as A
 from cepkit.lang.parser import parse_tree
 from cepkit.lang.printer import pretty
-from cepkit.runtime.events import Stream
-from cepkit.runtime.matches import MatchList
+from cepkit.runtime.stream import Stream
+from cepkit.runtime.match_list import MatchList
 from strategies import flat_seq_queries, streams
 
 STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "STNM")

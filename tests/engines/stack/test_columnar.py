@@ -7,7 +7,7 @@ from cepkit.engines.stack import batch
 from cepkit.engines.stack.columns import Columns
 from cepkit.engines.stack.conditions import compile_condition
 from cepkit.lang import ast as A
-from cepkit.runtime.events import Event
+from cepkit.runtime.event_record import Event
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -1,0 +1,49 @@
+"""One match as a Python object (``Match``: positions and bindings) and the output order of a list of
+them (docs/language.md §10.2)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Optional
+
+
+@dataclass(frozen=True)
+class Match:
+    """One match: ``positions`` (sorted tuple, the CEL complex event) and ``bindings`` (var -> position, or
+    tuple of positions for a Kleene variable). ``sign`` is "+" for a result, "-" for a retraction
+    (out-of-order aggressive mode); ``emitted_at`` is the arrival position after which it was emitted."""
+    positions: tuple
+    bindings: Mapping = field(default_factory=dict, hash=False, compare=False)
+    sign: str = "+"
+    emitted_at: Optional[int] = field(default=None, compare=False)
+
+    @property
+    def key(self) -> tuple:
+        """Identity of a match: its positions and bindings (docs/language.md §10.2)."""
+        return (self.positions, tuple(sorted(self.bindings.items())))
+
+    @property
+    def last(self) -> int:
+        return self.positions[-1] if self.positions else -1
+
+    def __eq__(self, other):
+        return isinstance(other, Match) and (self.key, self.sign) == (other.key, other.sign)
+
+    def __hash__(self):
+        return hash((self.key, self.sign))
+
+    @classmethod
+    def of(cls, bindings: Mapping, extra_positions: Iterable[int] = ()) -> "Match":
+        """A match from its bindings; positions are every bound position."""
+        positions = set(extra_positions)
+        for value in bindings.values():
+            positions.update(value if isinstance(value, tuple) else (value,))
+        return cls(tuple(sorted(positions)), dict(bindings))
+
+
+def output_order(matches: Iterable[Match]) -> list:
+    """De-duplicate by (positions, bindings) and order by (last position, positions, bindings): the
+    definition of docs/language.md §10.2 on ``Match`` objects (``MatchArrays.output_index`` does it on columns)."""
+    unique = {}
+    for m in matches:
+        unique.setdefault((m.key, m.sign), m)
+    return sorted(unique.values(), key=lambda m: (m.last, m.positions, m.key[1], m.sign))
