@@ -21,9 +21,9 @@ OUTSIDE = re.compile("|".join([
     r"\bseeds/|\bshared/(?:design|digests|seeds)|\.\./shared\b|/work/shared\b",
 ]))
 
-# Not the project's text: vendored code, the session log being retired (docs/status.md replaces it), and
+# Not the project's text: vendored code, and
 # this file, whose examples are the citations it forbids.
-EXEMPT = {"NOTES.md", "widgets/plotly-basic.min.js", "tests/test_citations.py"}
+EXEMPT = {"widgets/plotly-basic.min.js", "tests/test_citations.py"}
 
 
 def tracked_text_files():

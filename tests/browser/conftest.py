@@ -41,7 +41,7 @@ VIEWPORT = {"width": 1400, "height": 1000}
 # machine the page's one import of plotly.js (0.3-0.6 s for the basic bundle cepkit ships, 2.4-4.3 s at load
 # 7 for plotly.py's whole one: bench/plotly_import.py) can push an anywidget model made at the same moment past
 # that limit. Its first drawing is unaffected, but anywidget then drops that model's later
-# state updates (NOTES.md, "Figures"). Counted apart (``page.slow_widget_inits``, printed), not a script error.
+# state updates (docs/status.md, Widgets). Counted apart (``page.slow_widget_inits``, printed), not a script error.
 SLOW_WIDGET_INIT = "[anywidget] Failed to initialize model."
 
 

@@ -275,7 +275,7 @@ def test_the_automaton_matcher_allocates_nothing_per_event(monkeypatch):
     arena has reached its size: under 10 B/event over 10,000 events, less than one leaked int per event
     would add (the issue saw 30-50 B/event: the first compaction's new arena fell in its measured stretch).
     What remains is what tracemalloc pins on the numba call itself: 57-byte blocks, ~1 per 16 calls in a
-    process that ran other tests, fewer and levelling off in a fresh one (NOTES). A 256-node arena compacts
+    process that ran other tests, fewer and levelling off in a fresh one. A 256-node arena compacts
     every few hundred events, so compaction and every object made around the kernel call are inside the
     stretch measured."""
     import gc
