@@ -21,8 +21,9 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
-from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import AT_LAST, MatchArrays
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.events import Stream
+from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.unary import Columns, _vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
