@@ -22,7 +22,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
-from ...runtime.events import Stream
+from ...runtime.stream import Stream
 from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.unary import Columns, _vector_value
 from .joins import OP_CODES, TRANSITIVE

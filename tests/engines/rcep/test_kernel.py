@@ -14,8 +14,8 @@ from strategies import kleene_queries, streams
 import cepkit
 from cepkit.engines.rcep import RcepPlan
 from cepkit.engines.rcep.batch import runs_columnar
-from cepkit.runtime.events import Stream
-from cepkit.runtime.matches import MatchArrays
+from cepkit.runtime.stream import Stream
+from cepkit.runtime.match_arrays import MatchArrays
 
 COLUMNAR = ("ALL", "STRICT", "PARTITION_STRICT")
 
