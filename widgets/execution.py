@@ -1,4 +1,4 @@
-"""Running a query for a widget: the public API, a fallback to ``reference``, and progress on long runs.
+"""Running a query for a widget: the public API, a fallback to ``reference``, progress and Cancel on long runs.
 
 Widgets hold no engine logic. They run queries through ``cepkit.match`` / ``cepkit.Matcher`` and, when the
 chosen engine cannot run a query (a ``QueryError`` from engine selection), run it on ``reference``, the
@@ -6,12 +6,15 @@ language's meaning, and say so in ``Run.note``. Errors in the query itself (synt
 strategy that needs PARTITION BY) are raised before any engine is asked, so they are never "fallen back"
 from.
 
-Long runs report progress: a stream of ``PROGRESS_MIN_EVENTS`` events or more is pushed through
-``cepkit.Matcher`` in chunks, calling ``progress(done, total)`` after each. ``Matcher`` returns the same
-matches as ``cepkit.match`` (every engine's conformance suite checks it). Three cases run in one batch call
-instead: an engine without an incremental mode; ``reference``, whose incremental mode re-evaluates the
-whole prefix on each push (it is the meaning, brute force, not an engine for long streams); and the
-out-of-order modes, whose retractions only ``cepkit.match`` collects in ``Matches.deltas``.
+Long runs (``PROGRESS_MIN_EVENTS`` events or more, with a ``progress`` callback) go through the columnar
+path: the widget's ``Stream`` (built once per widget, never as ``Event`` objects) is cut into slices that
+``cepkit.Matcher.extend`` takes as columns, calling ``progress(done, total)`` after each; a slice is sized
+to take about ``SLICE_SECONDS``, so a ``Cancelled`` raised by ``progress`` (the Cancel button) stops the run
+within a second. ``Matcher`` returns the same matches as ``cepkit.match`` (every engine's conformance suite
+checks it). One call to ``cepkit.match`` runs instead (progress at its end only, Cancel when it returns) for
+an engine whose ``Matcher`` would push the slices event by event (``Matcher.columnar`` is False: slower
+than its batch run), for ``reference`` (the meaning, brute force), and for the out-of-order modes, whose
+retractions only ``cepkit.match`` collects in ``Matches.deltas``.
 """
 from __future__ import annotations
 
@@ -26,7 +29,13 @@ from cepkit.runtime import Stream
 STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM")
 ORACLE = "reference"
 PROGRESS_MIN_EVENTS = 2000
-PROGRESS_CHUNK = 500
+FIRST_SLICE = 2000          # events in the first slice of a long run; the next ones are sized by its speed
+SLICE_SECONDS = 0.25        # what a slice should take: a Cancel is heard between slices
+MAX_SLICE = 1_000_000
+
+
+class Cancelled(Exception):
+    """Raised from a run's progress callback when the user pressed Cancel; the run stops there."""
 
 
 @dataclass(frozen=True)
@@ -79,21 +88,30 @@ def _run_on(query, stream: Stream, engine: str, progress, options: dict) -> cepk
             matcher = cepkit.Matcher(query, engine=engine, schema=stream, **options)   # checked as match checks
         except NotImplementedError:                    # the engine has no incremental mode
             matcher = None
-        if matcher is not None and matcher.engine != ORACLE:
-            return _push_all(matcher, stream, progress)
+        if matcher is not None and matcher.engine != ORACLE and matcher.columnar:
+            return _push_slices(matcher, stream, progress)
+    if progress is not None:
+        progress(0, len(stream))
     matches = cepkit.match(query, stream, engine=engine, **options)
     if progress is not None:
         progress(len(stream), len(stream))
     return matches
 
 
-def _push_all(matcher: cepkit.Matcher, stream: Stream, progress) -> cepkit.Matches:
-    total = len(stream)
-    for start in range(0, total, PROGRESS_CHUNK):
-        matcher.extend(stream.events[start:start + PROGRESS_CHUNK])
-        progress(min(start + PROGRESS_CHUNK, total), total)
+def _push_slices(matcher: cepkit.Matcher, stream: Stream, progress) -> cepkit.Matches:
+    """``stream`` through ``matcher.extend`` a slice of columns at a time, each sized to take about
+    ``SLICE_SECONDS`` (by the speed of the slices before it), ``progress`` called after each."""
+    total, done, size = len(stream), 0, FIRST_SLICE
+    progress(0, total)
+    while done < total:
+        started = time.perf_counter()
+        matcher.extend(stream.take(slice(done, done + size)))
+        done = min(done + size, total)
+        progress(done, total)
+        took = max(time.perf_counter() - started, 1e-4)
+        size = int(min(max(size * SLICE_SECONDS / took, FIRST_SLICE), MAX_SLICE, size * 8))
     matcher.close()
     matches = matcher.result()
-    if matches.stream is None:     # a Matcher has seen events one by one; the fields of to_pandas read the stream
+    if matches.stream is None:     # a Matcher has seen the events a slice at a time; to_pandas reads the stream
         matches.stream = stream
     return matches

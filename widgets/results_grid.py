@@ -1,13 +1,17 @@
-"""``ResultsGrid``: the matches of a run as a data grid, one row per match, sortable, filterable, exportable.
+"""``ResultsGrid``: the matches of a run as a data grid, one row per match, searched, sorted, paged, exported.
 
-The grid is itables' ``ITable`` widget (DataTables in the browser; docs/decisions.md says why): sorting by
-any column, a search box and a filter per column, paging, a CSV button that exports the rows the filters
-keep, and ``selected_rows`` synced with the kernel, which is how a row picked here highlights its match on
-the timeline (``selected``) and a match clicked on the timeline picks its row.
+The grid is a ``PagedTable`` (docs/decisions.md says why not itables): the rows stay in the kernel and the page
+gets the rows on show, so it holds every match of a run (a year of flights, a million events) and its search
+and sort see every match; the line under it says which rows are on show of how many, and its CSV button
+downloads every match the search keeps (not the page). "to DataFrame" puts every match in a notebook
+variable. ``selected`` is the picked match's index, which is how a row picked here highlights its match on
+the timeline and a match clicked on the timeline pages the grid to its row.
 
 Columns: those of ``Matches.to_pandas(fields=...)`` (``match``, ``positions``, each variable's position(s) and
 the chosen ``fields`` of its events, ``x.origin``; a Kleene variable lists each of its events' values), plus
-``start`` and ``end`` (first and last event times) and each variable's type and ts.
+``start`` and ``end`` (first and last event times) and each variable's type and ts; times are in the
+timeline's time zone. The page's rows are built from the match arrays of those rows only; search, sort and
+export build the whole table once per run (and fields).
 """
 from __future__ import annotations
 
@@ -16,41 +20,81 @@ import keyword
 from typing import Iterable, Optional
 
 import ipywidgets as widgets
+import numpy as np
 import pandas as pd
 import traitlets
-from itables.widget import ITable
 
 import cepkit
 
-from .figures import format_value, full_width, plural
+from .figures import full_width, plural
+from .paged_table import PagedTable, TableData, cell_text
 from .timeline import EventCanvas
 
-MAX_ROWS = 5000            # rows sent to the browser; the frame (``frame``) has every match
-GRID_OPTIONS = {"select": {"style": "single"}, "buttons": ["pageLength", "csvHtml5"], "column_filters": "header",
-                "pageLength": 10, "lengthMenu": [10, 25, 100], "scrollX": True, "maxBytes": 0, "showIndex": False,
-                "classes": "display compact cell-border", "style": "width: 100%; margin: 0"}
+
+def _extremes(offsets: np.ndarray, flat: np.ndarray, values: np.ndarray) -> tuple:
+    """Per CSR row (``flat[offsets[i]:offsets[i+1]]`` are positions), the least and greatest of
+    ``values`` at its positions (NaN for an empty row)."""
+    n = len(offsets) - 1
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    full = offsets[1:] > offsets[:-1]
+    if full.any():
+        at = values[flat[offsets[0]:offsets[-1]]]
+        starts = (offsets[:-1] - offsets[0])[full]
+        low[full], high[full] = np.minimum.reduceat(at, starts), np.maximum.reduceat(at, starts)
+    return low, high
 
 
-def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = ()) -> pd.DataFrame:
-    """One row per match: ``Matches.to_pandas(fields=...)`` with the chosen ``fields`` of every variable, plus
-    start and end (in the canvas's time zone) and each variable's type and ts; lists shown as "4, 6"."""
+def _bound_lists(kind: str, value) -> list:
+    """A variable's positions per match as lists (empty when unbound), from ``Matches.binding_columns``."""
+    if kind == "kleene":
+        offsets, positions, bound = value
+        flat, bounds = positions.tolist(), offsets.tolist()
+        return [flat[a:b] if ok else [] for a, b, ok in zip(bounds[:-1], bounds[1:], bound.tolist())]
+    return [v if isinstance(v, list) else ([] if v is None else [v]) for v in value]
+
+
+def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=None) -> pd.DataFrame:
+    """One row per match (of ``rows``, match indices, when given): ``Matches.to_pandas(fields=...)`` with the
+    chosen ``fields`` of every variable, plus start and end and each variable's type and ts (times in the
+    canvas's time zone); Kleene variables' values as lists. Built from the match arrays (no ``Match``)."""
+    stream = canvas.stream
+    if rows is not None:
+        picked = np.asarray(rows, dtype=np.int64)
+        matches = cepkit.Matches(matches.arrays.take(picked), matches.engine, matches.query, stream=stream)
+    elif matches.stream is None:
+        matches = cepkit.Matches(matches.arrays, matches.engine, matches.query, stream=stream)
     variables = matches.variables()
     frame = matches.to_pandas(fields=[f"{v}.{f}" for v in variables for f in fields])
     empty = [c for c in frame.columns[len(variables) + 2:] if frame[c].isna().all()]
     frame = frame.drop(columns=empty).rename(columns={"match_id": "match"})   # y.tmp of an H: no such value
-    times, types = canvas.stream.times, canvas.stream.types
-    ordered = [canvas.logical(ps) for ps in frame["positions"]]
-    frame.insert(1, "start", [canvas.x[ps[0]] if ps else None for ps in ordered])
-    frame.insert(2, "end", [canvas.x[ps[-1]] if ps else None for ps in ordered])
-    for v in reversed(variables):
-        bound = [b if isinstance(b, (list, tuple)) else ([] if pd.isna(b) else [int(b)]) for b in frame[v]]
+    if rows is not None:
+        frame["match"] = picked
+    arrays = matches.arrays
+    low, high = _extremes(arrays.offsets, arrays.positions, stream.times)
+    frame.insert(1, "start", canvas.time_values(low))
+    frame.insert(2, "end", canvas.time_values(high))
+    types = stream.types
+    for v, (kind, value) in reversed(list(matches.binding_columns().items())):
         at = frame.columns.get_loc(v) + 1
-        frame.insert(at, f"{v}.ts", [", ".join(canvas.time_label(times[p]) for p in ps) for ps in bound])
-        frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in bound])
+        if kind == "single":
+            bound = value >= 0
+            where = np.where(bound, value, 0)
+            frame.insert(at, f"{v}.ts", canvas.time_values(np.where(bound, stream.times[where], np.nan)))
+            frame.insert(at, f"{v}.type", np.where(bound, types[where], None))
+        else:
+            lists = _bound_lists(kind, value)
+            x = canvas.x
+            frame.insert(at, f"{v}.ts", [[x[p] for p in ps] for ps in lists])
+            frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in lists])
+    return frame
+
+
+def joined(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its list cells as text ("4, 6"), as the grid shows them."""
+    frame = frame.copy()
     for column in frame.columns:
-        if frame[column].map(lambda value: isinstance(value, (list, tuple))).any():
-            frame[column] = frame[column].map(lambda value: ", ".join(format_value(x) for x in value)
-                                              if isinstance(value, (list, tuple)) else value)
+        if frame[column].dtype == object and frame[column].map(lambda v: isinstance(v, (list, tuple))).any():
+            frame[column] = frame[column].map(lambda v: cell_text(v) if isinstance(v, (list, tuple)) else v)
     return frame
 
 
@@ -69,12 +113,12 @@ class ResultsGrid(widgets.VBox):
         self.fields_picker.observe(lambda _: self._refill(), "value")
         self.export_name = widgets.Text(placeholder="variable name", layout=widgets.Layout(width="180px"))
         self.export_button = widgets.Button(description="to DataFrame", icon="table",
-                                            tooltip="put the rows in a pandas DataFrame variable of the notebook")
+                                            tooltip="put every match in a pandas DataFrame variable of the notebook")
         self.export_button.on_click(lambda _: self.export())
         self.message = widgets.HTML()
         self.note = widgets.HTML()
-        self.grid = ITable(pd.DataFrame({"match": []}), **GRID_OPTIONS)
-        self.grid.observe(self._on_grid_rows, "selected_rows")
+        self.grid = PagedTable(noun="match", nouns="matches", csv_name="matches.csv", layout=full_width())
+        self.grid.observe(self._on_grid_pick, "selected")
         fields_label = widgets.HTML("<small>fields</small>", layout=widgets.Layout(width="auto"))
         self.toolbar = widgets.HBox([fields_label, self.fields_picker, widgets.Box(layout=widgets.Layout(flex="1")),
                                      self.export_name, self.export_button],
@@ -104,8 +148,8 @@ class ResultsGrid(widgets.VBox):
         self._refill()
 
     def frame(self) -> pd.DataFrame:
-        """Every match as a row (not only the ``MAX_ROWS`` the grid shows)."""
-        return match_frame(self.canvas, self.matches, self.fields)
+        """Every match as a row, lists as text ("4, 6")."""
+        return joined(self.grid.data.whole())
 
     def export(self, name: Optional[str] = None) -> Optional[pd.DataFrame]:
         """Put ``frame()`` in the notebook's variable ``name`` (the name box by default); returns the frame."""
@@ -140,10 +184,11 @@ class ResultsGrid(widgets.VBox):
         self.message.value = f"<small style='color:{'#b00' if error else '#555'}'>{text}</small>"
 
     def _refill(self) -> None:
-        frame = match_frame(self.canvas, self.matches, self.fields).head(MAX_ROWS)
-        self.note.value = (f"<small>the grid lists the first {MAX_ROWS:,} of {len(self.matches):,} matches; "
-                           "export has them all</small>" if len(self.matches) > MAX_ROWS else "")
-        self.grid.update(frame if len(frame) else pd.DataFrame({"match": []}), selected_rows=[])
+        matches, canvas, fields = self.matches, self.canvas, self.fields
+        self.grid.set_data(TableData(len(matches), lambda: match_frame(canvas, matches, fields),
+                                     lambda ids: match_frame(canvas, matches, fields, ids)))
+        zone = f"times in {canvas.tz}" if canvas.tz else ""
+        self.note.value = f"<small>{zone}</small>" if zone else ""
         self._show_selection()
 
     @traitlets.observe("selected")
@@ -151,12 +196,9 @@ class ResultsGrid(widgets.VBox):
         self._show_selection()
 
     def _show_selection(self) -> None:
-        rows = [self.selected] if self.selected is not None and self.selected < MAX_ROWS else []
-        if list(self.grid.selected_rows) != rows:
-            self.grid.selected_rows = rows
+        if self.grid.selected != self.selected:
+            self.grid.show(self.selected)
 
-    def _on_grid_rows(self, change) -> None:
-        rows = change["new"]
-        picked = rows[0] if rows else None
-        if picked != self.selected:
-            self.selected = picked
+    def _on_grid_pick(self, change) -> None:
+        if change["new"] != self.selected:
+            self.selected = change["new"]

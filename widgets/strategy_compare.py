@@ -24,16 +24,12 @@ from plotly.subplots import make_subplots
 
 import cepkit
 
-from .execution import STRATEGIES, Run, as_stream, run_query
+from .execution import STRATEGIES, Cancelled, Run, as_stream, run_query
 from .figures import TABLE_CSS, PlotlyView, full_width, plural
 from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
 ROW_GAP_PX = 34           # between rows, room for a row's title
-
-
-class Cancelled(Exception):
-    """Raised from a run's progress callback when the user pressed Cancel."""
 
 
 class StrategyCompare(widgets.VBox):

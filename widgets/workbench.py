@@ -17,7 +17,8 @@ the match in the timeline and clicking a match in the timeline picks its row), a
   candidate clicked together on its event strip or typed as positions, and, from an empty result, the near
   misses in one click (``cepkit.why_not``).
 - *Engines*: the capability matrix ``cepkit.engines()``, the rows the query needs in bold.
-- *Events*: the stream in a paged grid.
+- *Events*: the stream in a grid paged from the kernel (every event, searchable); it pages to the picked
+  match's first event.
 
 Every run goes through ``execution.run_query``: an engine that cannot run the query hands it to
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
@@ -27,28 +28,28 @@ picked match's index (``selected_match`` / ``selected_events()`` give it), for v
 from __future__ import annotations
 
 import html
+import threading
 from typing import Callable, Optional
 
 import ipywidgets as widgets
 import pandas as pd
 import traitlets
-from itables.widget import ITable
 
 import cepkit
 from cepkit.runtime.api import check_against_stream
 
 from .automaton_view import AutomatonView
-from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, as_stream, run_query
+from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .explain_view import ExplainView
 from .figures import TABLE_CSS, full_width, plural
-from .results_grid import GRID_OPTIONS, ResultsGrid
+from .paged_table import PagedTable, TableData
+from .results_grid import ResultsGrid
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 
 TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Explain", "Engines", "Events")   # the tabs, in order
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
-EVENT_ROWS = 10_000        # rows of the Events grid (paged in the browser)
 CSS = TABLE_CSS + """<style>
 .cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
 .cepkit-stale { opacity: 0.45; filter: grayscale(1); }
@@ -112,11 +113,19 @@ class Workbench(widgets.VBox):
                                                 description="strategy")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
+        self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning",
+                                            tooltip="stop the run (within a second); the last run stays",
+                                            layout=widgets.Layout(display="none"))
+        self.cancel_button.on_click(lambda _: self.cancel())
+        self.running = False
+        self._cancelled = False
+        self._thread: Optional[threading.Thread] = None
         self.status = widgets.HTML()
         self.timeline = MatchTimeline(self.stream, tz=tz)
         self.results = ResultsGrid(self.timeline.canvas)
         self.results.layout.display = "none"                 # nothing to show before the first run
         self.automaton_view: Optional[AutomatonView] = None
+        self.events_table: Optional[PagedTable] = None
         self.strategy_compare: Optional[StrategyCompare] = None
         self._follow_pick: Optional[Callable] = None        # the Explain tab's view follows the picked match
         # title -> build(workbench) -> widget, for the tabs built when opened after a run (the costly ones wait
@@ -132,12 +141,13 @@ class Workbench(widgets.VBox):
             self._append_tab(title, kept.get(title))
         self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
-                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.progress],
+                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.cancel_button,
+                                        self.progress],
                                        layout=widgets.Layout(flex_flow="row wrap")),
                           self.status, self.results, self.tabs], layout=full_width())
         self.add_class("cepkit-workbench")
         self.editor.observe(self._on_text, "value")
-        self.run_button.on_click(lambda _: self.run())
+        self.run_button.on_click(lambda _: self.run(wait=False))
         self.results.observe(self._on_pick, "selected")
         self.timeline.observe(self._on_pick, "selected")
         self.tabs.observe(lambda _: self._refresh_tab(), "selected_index")
@@ -173,28 +183,86 @@ class Workbench(widgets.VBox):
         if self.last_run is not None:
             self._stale.add(title)
 
-    def run(self):
-        """Run the editor's query with the picked engine and strategy; returns the ``Run`` (None on error)."""
-        if self.query is None:
+    def run(self, wait: bool = True):
+        """Run the editor's query with the picked engine and strategy; returns the ``Run`` (None on error or
+        when cancelled). ``wait=False`` (the Run button) runs a long stream's query off the kernel's main
+        thread, so that Cancel is heard (``wait_run()`` joins it; the method then returns None). While it
+        runs, Run is disabled, Cancel shown, and the status says what runs (the last run's results greyed)."""
+        if self.query is None or self.running:
             return None
-        long_run = len(self.stream) >= PROGRESS_MIN_EVENTS
-        self.progress.layout.visibility = "visible" if long_run else "hidden"
-        self.progress.value, self.progress.max = 0, max(len(self.stream), 1)
+        strategy = self.strategy_picker.value
         try:
-            strategy = self.strategy_picker.value
             query = self.query if strategy == AS_WRITTEN else self.query.with_strategy(strategy)
-            run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
-                            progress=self._advance if long_run else None, **self.options)
-        except (cepkit.QueryError, cepkit.EventError) as err:
+        except cepkit.QueryError as err:
             self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return None
-        finally:
-            self.progress.layout.visibility = "hidden"
-        self.last_run, self.last_query, self.last_text = run, query, self.editor.value
+        long_run = len(self.stream) >= PROGRESS_MIN_EVENTS
+        self._begin(query, long_run)
+        if long_run and not wait:
+            self._thread = threading.Thread(target=self._execute, args=(query, long_run), name="Workbench.run",
+                                            daemon=True)
+            self._thread.start()
+            return None
+        return self._execute(query, long_run)
+
+    def cancel(self) -> None:
+        """Stop the run under way (between two slices of events: within a second); the last run stays."""
+        if self.running:
+            self._cancelled = True
+            self.cancel_button.disabled = True
+
+    def wait_run(self, timeout: Optional[float] = None) -> Optional["cepkit.widgets.Run"]:
+        """Wait for a run started with ``wait=False``; the last run (None before one)."""
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self.last_run
+
+    def _begin(self, query, long_run: bool) -> None:
+        self.running, self._cancelled = True, False
+        self.run_button.disabled = True
+        self.cancel_button.disabled = False
+        self.cancel_button.layout.display = None if long_run else "none"
+        self.status.value = (f"<span style='color:#555'>running on engine "
+                             f"<code>{html.escape(self.engine_picker.value)}</code>…</span>"
+                             + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else ""))
+        self.progress.layout.visibility = "visible" if long_run else "hidden"
+        self.progress.value, self.progress.max = 0, max(len(self.stream), 1)
+        if self.last_run is not None:
+            self.results.set_stale(True)
+            self.timeline.add_class("cepkit-stale")
+
+    def _execute(self, query, long_run: bool):
+        text = self.editor.value
+        try:
+            run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
+                            progress=self._advance if long_run else None, **self.options)
+        except Cancelled:
+            self._end()
+            done = self.progress.value
+            self.status.value = (f"<b>cancelled</b> after {done:,} of {plural(len(self.stream), 'event')}"
+                                 + (" · below: the last run, greyed" if self.last_run is not None else ""))
+            return None
+        except (cepkit.QueryError, cepkit.EventError) as err:
+            self._end()
+            self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+            return None
+        except BaseException:
+            self._end()
+            raise
+        self.last_run, self.last_query, self.last_text = run, query, text
+        self._end()
         self._show_results(run)
         self._stale |= set(self.tab_builders) - {"Events"}
         self._refresh_tab()
         return run
+
+    def _end(self) -> None:
+        self.running = False
+        self.progress.layout.visibility = "hidden"
+        self.cancel_button.layout.display = "none"
+        self.run_button.disabled = self.query is None
+        if self.last_run is not None:
+            self._on_text()
 
     def __repr__(self):
         found = len(self.matches) if self.matches is not None else None
@@ -217,8 +285,8 @@ class Workbench(widgets.VBox):
                 features = ", ".join(sorted(query.features)) or "none"
                 self.diagnostics.value = (f"<small style='color:#070'>✓ checked against the stream's columns · "
                                           f"strategy {query.strategy} · features: {html.escape(features)}</small>")
-        self.run_button.disabled = self.query is None
-        if self.last_run is not None:
+        self.run_button.disabled = self.query is None or self.running
+        if self.last_run is not None and not self.running:
             edited = text != self.last_text
             self.results.set_stale(edited)
             if edited:
@@ -229,7 +297,12 @@ class Workbench(widgets.VBox):
         self._engines_tab()
 
     def _advance(self, done: int, total: int) -> None:
+        if self._cancelled:
+            raise Cancelled()
         self.progress.max, self.progress.value = total, done
+        self.status.value = (f"<span style='color:#555'>running on engine <code>{html.escape(self.engine_picker.value)}"
+                             f"</code>: {done:,} of {plural(total, 'event')} ({done / max(total, 1):.0%})</span>"
+                             + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else ""))
 
     # ------------------------------------------------------------------ results
     @staticmethod
@@ -265,6 +338,7 @@ class Workbench(widgets.VBox):
         for view in (self.results, self.timeline):
             if view.selected != change["new"]:
                 view.selected = change["new"]
+        self._page_events()
 
     # ------------------------------------------------------------------ tabs
     def _append_tab(self, title: str, child) -> None:
@@ -324,11 +398,18 @@ class Workbench(widgets.VBox):
 
     def _events_tab(self):
         frame = self.stream.frame
-        note = (f"<small>the grid pages the first {EVENT_ROWS:,} of {len(frame):,} events</small>"
-                if len(frame) > EVENT_ROWS else "")
-        grid = ITable(frame.head(EVENT_ROWS).rename_axis("position").reset_index(),
-                      **{**GRID_OPTIONS, "select": False, "buttons": ["pageLength"]})
-        return widgets.VBox([widgets.HTML(note), grid], layout=full_width())
+        table = PagedTable(noun="event", selectable=False, layout=full_width())
+        table.set_data(TableData(len(frame), lambda: frame.rename_axis("position").reset_index()))
+        self.events_table = table
+        self._page_events()
+        return table
+
+    def _page_events(self) -> None:
+        """The Events grid shows the picked match's first event (picked in the grid)."""
+        table = self.events_table
+        match = self.selected_match
+        if table is not None and match is not None and match.positions:
+            table.show(int(self.timeline.canvas.logical(match.positions)[0]))
 
     def _engines_tab(self) -> None:
         matrix = self.capabilities

@@ -19,7 +19,7 @@ from .match_list import MatchList
 from .match_record import output_order
 from .matches import Matches
 from .python_objects import collector_paused
-from .registry import select_engine
+from .registry import IncrementalPlan, select_engine
 
 
 def prepare(query, strategy: Optional[str] = None, hierarchy=None) -> Query:
@@ -224,17 +224,28 @@ class Matcher:
         found = self._inc.push(e)
         return self._collect(output_order(found) if found else [])
 
+    @property
+    def columnar(self) -> bool:
+        """Whether the engine takes ``extend``'s micro-batches as columns (the automaton's kernel, the stack's
+        columnar run; a few queries still go event by event, see ``extend``). False: its ``extend`` pushes
+        a batch's events one by one, and a long finite stream runs faster through ``cepkit.match``."""
+        return type(self._inc).extend is not IncrementalPlan.extend
+
     def extend(self, events):
         """Push every event of ``events`` in order; the new matches of them all, as the pushes would return
         them (each event's in output order, event after event).
 
-        Dicts and Events are pushed one by one. A micro-batch as a DataFrame or a pyarrow Table goes to the
-        engine as columns (the automaton runs it through its kernel, the stack its columnar run over the events
+        Dicts and Events are pushed one by one. A micro-batch as a DataFrame, a pyarrow Table or a
+        ``Stream`` (a slice of a larger one, ``Stream.take``, whose first position is the next one this
+        matcher expects: no conversion at all) goes to the engine as columns (the automaton runs it through its kernel, the stack its columnar run over the events
         that can still matter and the batch; other engines push its events): it is
         checked as a whole first, with the errors pushing its rows one by one would raise (the same first
         position and field), and a batch with an error is not taken at all (docs/decisions.md). The
         result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects."""
-        if not (isinstance(events, pd.DataFrame) or is_arrow(events)):
+        if isinstance(events, Stream) and len(events) and int(events.position_of(0)) != self._position:
+            raise ValueError(f"the Stream's first event has position {int(events.position_of(0))}, but this "
+                             f"Matcher expects position {self._position} next")
+        if not (isinstance(events, (pd.DataFrame, Stream)) or is_arrow(events)):
             out = []
             for e in events:
                 out.extend(self.push(e))

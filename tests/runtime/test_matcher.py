@@ -127,3 +127,22 @@ def test_schema_judges_pushes_on_the_whole_stream():
     assert [m.positions for m in matcher.extend(events) + matcher.close()] == expected
     with pytest.raises(cepkit.QueryError, match="pressur"):
         cepkit.Matcher("FOG f ; RAIN r WHERE f.pressur < 1000", schema=events)
+
+
+def test_extend_takes_slices_of_a_stream_as_columns():
+    """A widget's Stream, cut with ``Stream.take(slice)``, goes through ``extend`` without conversion; a slice
+    that does not start at the next position is refused (issue 21)."""
+    from cepkit.runtime import Stream
+    events = [{"type": "AB"[i % 2], "ts": i, "v": i % 3} for i in range(60)]
+    stream = Stream.from_any(events)
+    query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 9"
+    matcher = cepkit.Matcher(query, engine="stack", schema=stream)
+    assert matcher.columnar
+    for start in range(0, 60, 25):
+        matcher.extend(stream.take(slice(start, start + 25)))
+    matcher.close()
+    assert matcher.result().positions() == cepkit.match(query, events, engine="reference").positions()
+    with pytest.raises(ValueError, match="first event has position 30, but this Matcher expects position 0"):
+        cepkit.Matcher(query, engine="stack").extend(stream.take(slice(30, 40)))
+    per_event = [e for e in cepkit.engines().index if e not in ("stack", "automaton", "reference")]
+    assert per_event and not cepkit.Matcher("A a ; B b", engine=per_event[0]).columnar

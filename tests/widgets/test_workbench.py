@@ -7,7 +7,7 @@ import pytest
 
 import cepkit
 from cepkit.widgets import Workbench
-from cepkit.widgets.execution import PROGRESS_CHUNK, PROGRESS_MIN_EVENTS, run_query
+from cepkit.widgets.execution import PROGRESS_MIN_EVENTS, Cancelled, run_query
 from cepkit.widgets.workbench import TABS
 from cel_formulas import PHI1
 
@@ -54,7 +54,7 @@ def test_run_fills_the_results_grid_and_the_timeline(farm):
                                                                      [5, 8, "T", "H"]]
     assert frame["start"].tolist() == [1, 1, 5] and frame["end"].tolist() == [2, 8, 8]
     assert "3 matches" in wb.status.value and wb.matches.engine in wb.status.value
-    assert wb.results.layout.display is None and "data_json" in wb.results.grid._dt_args
+    assert wb.results.layout.display is None and wb.results.grid.count == 3
     assert [list(t.x) for t in wb.timeline.match_traces()] == [[1, 2, None], [1, 8, None], [5, 8, None]]
     assert repr(wb) == f"Workbench(events=9, query={PHI1!r}, matches=3)"
 
@@ -73,16 +73,16 @@ def test_chosen_fields_become_columns_and_unknown_ones_are_explained(farm):
 def test_results_grid_and_timeline_select_together(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
-    wb.results.grid.selected_rows = [1]                            # a row picked in the browser
+    wb.results.grid.selected = 1                                   # a row picked in the browser
     assert wb.timeline.selected == 1 and wb.selected == 1 and "match #1" in wb.timeline.details.value
     assert wb.selected_match.positions == (1, 8)
     assert wb.selected_events()["type"].tolist() == ["T", "H"]
     wb.timeline.selected = 2
-    assert wb.results.grid.selected_rows == [2] and wb.selected == 2
+    assert wb.results.grid.selected == 2 and wb.selected == 2
     wb.timeline.selected = None
-    assert wb.results.grid.selected_rows == [] and wb.selected is None and wb.selected_events().empty
+    assert wb.results.grid.selected is None and wb.selected is None and wb.selected_events().empty
     wb.selected = 0                                                # picked from code (or by another view)
-    assert wb.results.grid.selected_rows == [0] and wb.timeline.selected == 0
+    assert wb.results.grid.selected == 0 and wb.timeline.selected == 0
     with pytest.raises(traitlets.TraitError, match="0..2"):
         wb.selected = 3
 
@@ -153,21 +153,57 @@ def test_errors_that_need_the_data_show_before_run(farm):
 
 
 def test_long_runs_show_progress_and_give_the_batch_result():
-    n = PROGRESS_MIN_EVENTS + 700
+    n = PROGRESS_MIN_EVENTS * 3 + 700
     events = pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
                            "v": [i // 3 % 5 for i in range(n // 3 * 3)]})
     query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
     oracle = cepkit.match(query, events, engine="reference").positions()
-    for engine in ["stack", "reference"]:           # stack pushes event by event; reference runs in one batch
+    for engine in ["stack", "reference"]:           # stack: slices of columns; reference: one batch
         seen = []
         run = run_query(query, events, engine=engine, progress=lambda done, total: seen.append((done, total)))
-        assert seen[-1] == (len(events), len(events))
-        assert len(seen) == (1 if engine == "reference" else -(-len(events) // PROGRESS_CHUNK))
+        assert seen[0] == (0, len(events)) and seen[-1] == (len(events), len(events))
+        assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+        assert len(seen) == 2 if engine == "reference" else len(seen) > 2     # slices: progress between them
         assert run.matches.positions() == oracle and len(oracle) == n // 3
     wb = Workbench(events, query=query)
     wb.run()
     assert wb.progress.value == wb.progress.max == len(events)
-    assert wb.progress.layout.visibility == "hidden"
+    assert wb.progress.layout.visibility == "hidden" and wb.cancel_button.layout.display == "none"
+
+
+def test_a_cancelled_run_stops_at_once_and_keeps_the_last_run():
+    n = PROGRESS_MIN_EVENTS * 5
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
+    calls = []
+
+    def cancel_at_second(done, total):
+        calls.append(done)
+        if len(calls) == 2:
+            raise Cancelled()
+    with pytest.raises(Cancelled):
+        run_query("SEQ(A a, B b) WITHIN 1", events, engine="stack", progress=cancel_at_second)
+    assert len(calls) == 2 and calls[1] < n                  # no slice pushed after the Cancel
+    wb = Workbench(events, query="SEQ(A a, B b) WITHIN 1")
+    first = wb.run()
+    states = []
+    wb.progress.observe(lambda change: states.append((wb.run_button.disabled, wb.cancel_button.layout.display,
+                                                      wb.status.value)), "value")
+    wb.progress.observe(lambda change: wb.cancel() if change["new"] > 0 else None, "value")
+    assert wb.run() is None                                  # cancelled after its first slice
+    assert states and all(disabled and shown is None and "running" in status and "</b> by engine" not in status
+                          for disabled, shown, status in states)
+    assert "cancelled" in wb.status.value and "last run" in wb.status.value
+    assert wb.last_run is first and not wb.running and not wb.run_button.disabled
+    assert wb.cancel_button.layout.display == "none"
+
+
+def test_the_run_button_runs_a_long_stream_in_the_background():
+    n = PROGRESS_MIN_EVENTS * 5
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
+    wb = Workbench(events, query="SEQ(A a, B b) WITHIN 1")
+    wb.run_button.click()
+    run = wb.wait_run(timeout=60)
+    assert run is not None and len(run.matches) == n // 2 and "5,000 matches</b> by engine" in wb.status.value
 
 
 def test_tabs_build_their_views_when_opened(farm):
@@ -178,8 +214,8 @@ def test_tabs_build_their_views_when_opened(farm):
     assert wb.strategy_compare.counts()["NEXT"] == 2
     assert "<b>sequence</b>" in wb.engines_table.value
     wb.tabs.selected_index = TABS.index("Events")
-    grid = wb.tabs.children[TABS.index("Events")].children[0].children[1]
-    assert "tmp" in grid._dt_args["table_html"] and len(grid._df) == len(farm)
+    grid = wb.tabs.children[TABS.index("Events")].children[0]
+    assert "tmp" in grid.columns and grid.count == len(farm) and grid is wb.events_table
 
 
 def test_a_tab_can_be_added(farm):
