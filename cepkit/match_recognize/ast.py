@@ -200,3 +200,40 @@ class Recognize:
 
     def subset(self, name: str) -> Optional[Tuple[str, ...]]:
         return dict(self.subsets).get(name)
+
+
+def children(node):
+    """An expression's or pattern's direct sub-nodes."""
+    for value in vars(node).values():
+        for item in value if isinstance(value, tuple) else (value,):
+            if hasattr(item, "__dataclass_fields__"):
+                yield item
+
+
+def walk(node):
+    """``node`` and every node under it."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(children(current))
+
+
+def innermost(expr):
+    """The expression under a chain of navigations: ``PREV(LAST(A.price), 2)`` -> ``A.price``."""
+    while isinstance(expr, Navigation):
+        expr = expr.arg
+    return expr
+
+
+def variables_of(expr) -> set:
+    """The variables an expression's columns name outside navigations (None: the universal variable)."""
+    names = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Column):
+            names.add(node.var)
+        elif not isinstance(node, Navigation):
+            stack.extend(children(node))
+    return names

@@ -49,14 +49,9 @@ class Columns:
         self._cache: Dict[str, Values] = {}
 
     def column(self, name: str) -> Values:
+        """A column's values (nulls filled with 0, "" or NaT) and null mask; ints stay ints, as in Python."""
         if name not in self._cache:
-            series = self.frame[name]
-            null = series.isna().to_numpy()
-            if pd.api.types.is_bool_dtype(series.dtype) or pd.api.types.is_numeric_dtype(series.dtype):
-                values = series.to_numpy(dtype=float, na_value=0.0) if null.any() else series.to_numpy()
-            else:
-                values = series.to_numpy(dtype=object)
-            self._cache[name] = (values, null)
+            self._cache[name] = as_values(self.frame[name])
         return self._cache[name]
 
     def holds(self, expr) -> np.ndarray:
@@ -82,15 +77,19 @@ class Columns:
             moved = rows + step
             inside = (rows >= 0) & (moved >= self.part_first[safe]) & (moved < self.part_end[safe])
             return self.evaluate(expr.arg, np.where(inside, moved, -1))
+        return self.combine(expr, lambda item: self.evaluate(item, rows))
+
+    def combine(self, expr, operand) -> Values:
+        """An operator's value from its operands' (``operand(item)`` -> Values): SQL's null rules."""
         if isinstance(expr, A.Negate):
-            values, null = self.evaluate(expr.arg, rows)
+            values, null = operand(expr.arg)
             return -values, null
         if isinstance(expr, A.Arith):
-            (left, lnull), (right, rnull) = self.evaluate(expr.left, rows), self.evaluate(expr.right, rows)
+            (left, lnull), (right, rnull) = operand(expr.left), operand(expr.right)
             self._numbers(left, lnull, expr.op)
             self._numbers(right, rnull, expr.op)
             null = lnull | rnull
-            left, right = np.where(null, 0, left).astype(float), np.where(null, 1, right).astype(float)
+            left, right = np.where(null, 0, left), np.where(null, 1, right)
             if expr.op in ("/", "%"):
                 zero = right == 0
                 null = null | zero
@@ -99,7 +98,7 @@ class Columns:
             result = {"+": np.add, "-": np.subtract, "*": np.multiply}[expr.op](left, right)
             return result, null
         if isinstance(expr, A.Compare):
-            (left, lnull), (right, rnull) = self.evaluate(expr.left, rows), self.evaluate(expr.right, rows)
+            (left, lnull), (right, rnull) = operand(expr.left), operand(expr.right)
             null = lnull | rnull
             self._comparable(left, right, null)
             with np.errstate(invalid="ignore"):
@@ -108,13 +107,13 @@ class Columns:
                     np.where(null, _filler(left), left), np.where(null, _filler(right), right))
             return np.asarray(result, dtype=bool), null
         if isinstance(expr, A.Not):
-            values, null = self.evaluate(expr.arg, rows)
+            values, null = operand(expr.arg)
             return ~np.asarray(values, dtype=bool), null
         if isinstance(expr, A.IsNull):
-            _, null = self.evaluate(expr.arg, rows)
-            return (~null if expr.negated else null), np.zeros(rows.shape[0], bool)
+            _, null = operand(expr.arg)
+            return (~null if expr.negated else null), np.zeros(null.shape[0], bool)
         if isinstance(expr, (A.And, A.Or)):
-            parts = [self.evaluate(item, rows) for item in expr.items]
+            parts = [operand(item) for item in expr.items]
             trues = [np.asarray(v, dtype=bool) & ~m for v, m in parts]
             falses = [~np.asarray(v, dtype=bool) & ~m for v, m in parts]
             if isinstance(expr, A.And):
@@ -125,7 +124,7 @@ class Columns:
             false = np.logical_and.reduce(falses)
             return true, ~true & ~false
         if isinstance(expr, A.InList):
-            eq = [self.evaluate(A.Compare("=", expr.arg, item), rows) for item in expr.items]
+            eq = [operand(A.Compare("=", expr.arg, item)) for item in expr.items]
             found = np.logical_or.reduce([v & ~m for v, m in eq])
             unknown = np.logical_or.reduce([m for _, m in eq]) & ~found
             return (found != expr.negated) & ~unknown, unknown
@@ -147,4 +146,41 @@ class Columns:
 
 
 def _filler(values: np.ndarray):
-    return "" if values.dtype == object else 0
+    if values.dtype == object:
+        return ""
+    return np.datetime64("NaT") if values.dtype.kind == "M" else 0
+
+
+def as_values(series: pd.Series) -> Values:
+    """A pandas column as (values, null mask): bools and ints (nullable or not) as int64/bool arrays with 0
+    where null, floats with NaN, datetimes as datetime64, anything else as objects."""
+    null = series.isna().to_numpy()
+    dtype = series.dtype
+    if pd.api.types.is_bool_dtype(dtype):
+        return series.to_numpy(dtype=bool, na_value=False), null
+    if pd.api.types.is_integer_dtype(dtype):
+        return series.to_numpy(dtype=np.int64, na_value=0), null
+    if pd.api.types.is_float_dtype(dtype):
+        return series.to_numpy(dtype=float, na_value=np.nan), null
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return series.to_numpy(dtype="datetime64[ns]"), null
+    return series.to_numpy(dtype=object), null
+
+
+def to_series(values: np.ndarray, null: np.ndarray) -> pd.Series:
+    """(values, null mask) as a pandas column: nullable Int64 / boolean where an int or bool column has
+    nulls, NaN / NaT / None otherwise."""
+    kind = values.dtype.kind
+    if not null.any():
+        return pd.Series(values)
+    if kind in "iu":
+        return pd.Series(pd.arrays.IntegerArray(values.astype(np.int64), null.copy()))
+    if kind == "b":
+        return pd.Series(pd.arrays.BooleanArray(values.astype(bool), null.copy()))
+    if kind == "f":
+        return pd.Series(np.where(null, np.nan, values))
+    if kind == "M":
+        return pd.Series(np.where(null, np.datetime64("NaT"), values))
+    out = values.astype(object).copy()
+    out[null] = None
+    return pd.Series(out, dtype=object)

@@ -391,17 +391,29 @@ def _check(query: A.Recognize, body: dict, text: str) -> None:
         seen.add(name)
     known = tuple(variables) + tuple(subsets)
     for _, expr in query.defines + query.measures:
-        for column in _columns(expr):
+        for column in (node for node in A.walk(expr) if isinstance(node, A.Column)):
             if column.var is not None and column.var not in known:
                 where = column.span or (None, None, None, None)
                 raise QueryError(f"{column.var!r} is not a pattern variable or subset"
                                  + did_you_mean(column.var, known), text, where[0], where[1], len(column.var))
     for _, expr in query.defines:
-        for node in _walk(expr):
-            if isinstance(node, A.Navigation) and node.final or isinstance(node, A.Aggregate) and node.final:
+        for node in A.walk(expr):
+            if isinstance(node, (A.Navigation, A.Aggregate, A.Classifier)) and node.final:
                 raise QueryError("FINAL is not allowed in DEFINE (a condition sees the match so far)", text)
-            if isinstance(node, A.MatchNumber):
-                pass
+    for _, expr in query.defines + query.measures:
+        for node in A.walk(expr):
+            if isinstance(node, (A.Navigation, A.Aggregate)) and node.arg is not None:
+                inner = A.innermost(node.arg) if isinstance(node, A.Navigation) else node.arg
+                for below in A.walk(inner):
+                    if isinstance(below, (A.Aggregate, A.Classifier, A.MatchNumber)) or (
+                            isinstance(below, A.Navigation) and below.kind in ("FIRST", "LAST")):
+                        what = below.kind if isinstance(below, A.Navigation) else type(below).__name__.upper()
+                        raise QueryError(f"{what} cannot stand inside the argument of "
+                                         f"{getattr(node, 'kind', getattr(node, 'func', ''))}: it reads rows of "
+                                         "its own", text)
+                if len(A.variables_of(inner)) > 1:
+                    raise QueryError("the argument of a navigation or aggregate must name one variable, not "
+                                     + ", ".join(sorted(str(v) for v in A.variables_of(inner))), text)
     if query.skip[0] in ("first", "last") and query.skip[1] not in known:
         raise QueryError(f"AFTER MATCH SKIP TO {query.skip[1]}: not a pattern variable or subset"
                          + did_you_mean(query.skip[1], known), text)
@@ -409,22 +421,6 @@ def _check(query: A.Recognize, body: dict, text: str) -> None:
     duplicate = next((m for m in names if names.count(m) > 1), None)
     if duplicate:
         raise QueryError(f"the measure {duplicate!r} is named twice", text)
-
-
-def _walk(expr):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        for value in vars(node).values() if hasattr(node, "__dataclass_fields__") else ():
-            if isinstance(value, tuple):
-                stack.extend(v for v in value if hasattr(v, "__dataclass_fields__"))
-            elif hasattr(value, "__dataclass_fields__"):
-                stack.append(value)
-
-
-def _columns(expr):
-    return [node for node in _walk(expr) if isinstance(node, A.Column)]
 
 
 def permutations(items):

@@ -2,8 +2,8 @@
 
 The rows are sorted by PARTITION BY and ORDER BY; the matches are found by the Pike VM (``kernel.py``) when
 every DEFINE reads only its own row and fixed offsets from it, else by the reference matcher
-(``semantics.py``); ``Result.info["matcher"]`` says which ran. Measures are evaluated by the reference's
-rules on the found matches.
+(``semantics.py``); ``Matched.info["matcher"]`` says which ran. Matches stay flat arrays, and measures are
+evaluated column-wise over every output row (``measures.py``).
 """
 from __future__ import annotations
 
@@ -16,22 +16,48 @@ import pandas as pd
 from ..errors import QueryError
 from . import ast as A
 from . import kernel as K
-from .columns import Columns, row_local
+from .columns import Columns, row_local, to_series
+from .measures import Measures
 from .parser import did_you_mean, parse
 from .program import compile_pattern
-from .semantics import At, Found, Frame, evaluate, find_matches
+from .semantics import Found, find_matches
 
 Frames = Union[pd.DataFrame, Mapping[str, Any]]
 
 
 @dataclass
 class Matched:
-    """The matches of a query over one sorted frame: per partition, its rows' range and its ``Found``s."""
+    """The matches of a query over its sorted rows, as flat arrays (rows are positions in ``rows``).
+
+    Per match: ``part``, ``number`` (MATCH_NUMBER), ``start`` (first row tried; an empty match's only
+    row), ``offset`` (its first index into the flat arrays; one more entry at the end). Flat, per mapped
+    row: ``flat_row``, ``flat_var`` (index into ``query.variables``), ``flat_excl`` (inside ``{- -}``)."""
     query: A.Recognize
     rows: pd.DataFrame  # sorted, index 0..n-1
     bounds: np.ndarray  # per partition: first row, one past the last
-    matches: List[List[Found]]
+    part: np.ndarray
+    number: np.ndarray
+    start: np.ndarray
+    offset: np.ndarray
+    flat_row: np.ndarray
+    flat_var: np.ndarray
+    flat_excl: np.ndarray
     info: Dict[str, Any] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.part)
+
+    def found(self) -> List[List[Found]]:
+        """Per partition, its matches as ``Found`` (rows counted from the partition's first row)."""
+        out: List[List[Found]] = [[] for _ in range(len(self.bounds))]
+        names = self.query.variables
+        for i in range(len(self.part)):
+            first = self.bounds[self.part[i], 0]
+            lo, hi = self.offset[i], self.offset[i + 1]
+            out[self.part[i]].append(Found(
+                int(self.number[i]), int(self.start[i] - first), tuple((self.flat_row[lo:hi] - first).tolist()),
+                tuple(names[v] for v in self.flat_var[lo:hi]), tuple(bool(x) for x in self.flat_excl[lo:hi])))
+        return out
 
 
 def resolve(query: A.Recognize, frames: Frames) -> pd.DataFrame:
@@ -53,22 +79,11 @@ def _check_columns(query: A.Recognize, frame: pd.DataFrame) -> None:
     names = [str(c) for c in frame.columns]
     wanted = list(query.partition) + [name for name, _ in query.order]
     for _, expr in query.defines + query.measures:
-        wanted += [node.name for node in _nodes(expr) if isinstance(node, A.Column)]
+        wanted += [node.name for node in A.walk(expr) if isinstance(node, A.Column)]
     for name in wanted:
         if name not in frame.columns:
             raise QueryError(f"no column {name!r} in {query.source}" + did_you_mean(name, names)
                              + "; the columns are " + ", ".join(names), query.text)
-
-
-def _nodes(expr):
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        yield node
-        for value in vars(node).values():
-            for item in value if isinstance(value, tuple) else (value,):
-                if hasattr(item, "__dataclass_fields__"):
-                    stack.append(item)
 
 
 def _sorted(query: A.Recognize, frame: pd.DataFrame) -> pd.DataFrame:
@@ -118,27 +133,34 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
         raise QueryError("the VM matcher needs DEFINE conditions that read only their own row and PREV / NEXT of "
                          "it; this query's run on the reference matcher", query.text)
     use_vm = matcher == "vm" or (matcher == "auto" and local)
-    if use_vm:
-        matches = _find_vm(query, rows, bounds, times)
-    else:
-        matches = []
-        for first, end in bounds:
-            part = rows.iloc[first:end]
-            columns = {str(c): part[c].tolist() for c in part.columns}
-            part_times = None if times is None else times[first:end]
-            matches.append(find_matches(query, columns, part_times))
-    return Matched(query, rows, bounds, matches, {"matcher": "vm" if use_vm else "reference",
-                                                  "partitions": len(bounds)})
+    arrays = _find_vm(query, rows, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
+    return Matched(query, rows, bounds, *arrays, info={"matcher": "vm" if use_vm else "reference",
+                                                        "partitions": len(bounds)})
 
 
-def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) -> List[List[Found]]:
+def _find_reference(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) -> tuple:
+    index = {v: i for i, v in enumerate(query.variables)}
+    part, number, start, offset, flat_row, flat_var, flat_excl = [], [], [], [0], [], [], []
+    for p, (first, end) in enumerate(bounds):
+        chunk = rows.iloc[first:end]
+        columns = {str(c): chunk[c].tolist() for c in chunk.columns}
+        for match in find_matches(query, columns, None if times is None else times[first:end]):
+            part.append(p)
+            number.append(match.number)
+            start.append(first + match.start)
+            flat_row.extend(first + r for r in match.rows)
+            flat_var.extend(index[v] for v in match.labels)
+            flat_excl.extend(match.excluded)
+            offset.append(len(flat_row))
+    ints = [np.asarray(x, dtype=np.int64) for x in (part, number, start, offset, flat_row, flat_var)]
+    return (*ints, np.asarray(flat_excl, dtype=np.int8))
+
+
+def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) -> tuple:
     variables = query.variables
     program = compile_pattern(query.pattern, variables, query.text)
-    n = len(rows)
-    part_first = np.repeat(bounds[:, 0], bounds[:, 1] - bounds[:, 0]) if n else np.empty(0, np.int64)
-    part_end = np.repeat(bounds[:, 1], bounds[:, 1] - bounds[:, 0]) if n else np.empty(0, np.int64)
-    columns = Columns(rows, part_first, part_end, query.text)
-    holds = np.ones((n, max(len(variables), 1)), dtype=np.uint8)
+    columns = _columns(query, rows, bounds)
+    holds = np.ones((len(rows), max(len(variables), 1)), dtype=np.uint8)
     for var, expr in query.defines:
         holds[:, variables.index(var)] = columns.holds(expr)
     subsets = dict(query.subsets)
@@ -150,88 +172,98 @@ def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) 
             skip_vars[variables.index(member)] = True
     within = 0 if query.within is None else int(query.within.value)
     times_arr = np.zeros(1, np.int64) if times is None else np.ascontiguousarray(times)
-    (status, failed, m_part, m_number, m_start, m_end, m_offset, flat_row, flat_var,
-     flat_excl) = K.match_partitions(program.op, program.a, program.b, holds, bounds, times_arr, within, kind,
-                                     skip_vars)
-    result: List[List[Found]] = [[] for _ in range(len(bounds))]
-    for i in range(len(m_part)):
-        part = int(m_part[i])
-        first = bounds[part, 0]
-        lo, hi = m_offset[i], m_offset[i + 1]
-        result[part].append(Found(int(m_number[i]), int(m_start[i] - first), tuple((flat_row[lo:hi] - first).tolist()),
-                                  tuple(variables[v] for v in flat_var[lo:hi]),
-                                  tuple(bool(x) for x in flat_excl[lo:hi])))
+    status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl = K.match_partitions(
+        program.op, program.a, program.b, holds, bounds, times_arr, within, kind, skip_vars)
     if status != K.OK:
-        match = result[int(m_part[failed])][-1]
         verb = "FIRST" if kind == K.SKIP_FIRST else "LAST"
         if status == K.NO_SKIP_ROW:
-            raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]}: match {match.number} maps no row to "
+            raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]}: match {number[failed]} maps no row to "
                              f"{query.skip[1]}", query.text)
-        raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]} lands on match {match.number}'s first row: "
-                         "the next match would start where this one did", query.text)
-    return result
+        raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]} lands on match {number[failed]}'s first "
+                         "row: the next match would start where this one did", query.text)
+    return part, number, start, offset, flat_row, flat_var, flat_excl
+
+
+def _columns(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray) -> Columns:
+    sizes = bounds[:, 1] - bounds[:, 0]
+    return Columns(rows, np.repeat(bounds[:, 0], sizes), np.repeat(bounds[:, 1], sizes), query.text)
 
 
 # ------------------------------------------------------------------ output rows
 def output(matched: Matched) -> pd.DataFrame:
-    """The query's output rows: one per match, or every row of every match (and the unmatched rows)."""
-    query, rows = matched.query, matched.rows
-    measure_names = [name for name, _ in query.measures]
-    records: List[Dict[str, Any]] = []
-    source_rows: List[int] = []
-    subsets = dict(query.subsets)
-    for (first, end), matches in zip(matched.bounds, matched.matches):
-        part = rows.iloc[first:end]
-        frame = Frame({str(c): part[c].tolist() for c in part.columns}, subsets, query.text)
-        covered = 0
-        for match in matches:
-            rows_, labels = list(match.rows), list(match.labels)
-            if query.rows == "one":
-                current = rows_[-1] if rows_ else None
-                at = At(rows_, labels, current, match.number, rows_, labels)
-                records.append({name: evaluate(expr, frame, at) for name, expr in query.measures})
-                source_rows.append(first + match.start)
-                continue
-            if query.empty == "unmatched":
-                for row in range(covered, match.start):
-                    records.append(dict.fromkeys(measure_names))
-                    source_rows.append(first + row)
-            covered = max(covered, match.end if rows_ else match.start + 1)
-            if not rows_:
-                if query.empty in ("show", "unmatched"):
-                    at = At([], [], None, match.number, [], [])
-                    records.append({name: evaluate(expr, frame, at) for name, expr in query.measures})
-                    source_rows.append(first + match.start)
-                continue
-            for i, (row, hidden) in enumerate(zip(rows_, match.excluded)):
-                if hidden:
-                    continue
-                at = At(rows_[:i + 1], labels[:i + 1], row, match.number, rows_, labels)
-                records.append({name: evaluate(expr, frame, at) for name, expr in query.measures})
-                source_rows.append(first + row)
-        if query.rows == "all" and query.empty == "unmatched":
-            for row in range(covered, end - first):
-                records.append(dict.fromkeys(measure_names))
-                source_rows.append(first + row)
-    measures = pd.DataFrame.from_records(records, columns=measure_names) if records else pd.DataFrame(
-        {name: pd.Series([], dtype=object) for name in measure_names})
-    taken = rows.iloc[source_rows].reset_index(drop=True)
-    order_names = [name for name, _ in query.order]
+    """The query's output rows: one per match, or every row of every match (and the unmatched rows), in the
+    order the matches were found; measures evaluated column-wise (``measures.py``)."""
+    query = matched.query
+    n_matches = len(matched)
+    offset = matched.offset
+    empty = offset[1:] == offset[:-1]
     if query.rows == "one":
-        parts = [taken[list(query.partition)], measures]
+        match = np.arange(n_matches)
+        end = offset[1:] - 1
+        source = matched.start
+        order = None
     else:
-        rest = [c for c in rows.columns if c not in query.partition and c not in order_names
-                and c not in measure_names]
-        parts = [taken[list(query.partition)], taken[order_names], measures, taken[rest]]
-    out = pd.concat([p.reset_index(drop=True) for p in parts], axis=1)
-    out = out.loc[:, ~out.columns.duplicated()]
-    if query.select is not None:
-        missing = [name for name in query.select if name not in out.columns]
-        if missing:
-            raise QueryError(f"SELECT {missing[0]}: not an output column" + did_you_mean(missing[0], out.columns)
-                             + "; the output columns are " + ", ".join(map(str, out.columns)), query.text)
-        out = out[list(query.select)]
-    return out
+        flat_match = np.repeat(np.arange(n_matches), np.diff(offset))
+        shown = matched.flat_excl == 0
+        pieces_match = [flat_match[shown]]
+        pieces_end = [np.flatnonzero(shown)]
+        pieces_source = [matched.flat_row[shown]]
+        if query.empty in ("show", "unmatched"):
+            pieces_match.append(np.flatnonzero(empty))
+            pieces_end.append(offset[:-1][empty] - 1)
+            pieces_source.append(matched.start[empty])
+        if query.empty == "unmatched":
+            lone = _unmatched_rows(matched, empty)
+            pieces_match.append(np.full(len(lone), -1, np.int64))
+            pieces_end.append(np.full(len(lone), -1, np.int64))
+            pieces_source.append(lone)
+        match, end, source = (np.concatenate(p) for p in (pieces_match, pieces_end, pieces_source))
+        # Found order: by partition, then the row a match starts at (an unmatched row at its own row), then
+        # the match's rows in order.
+        anchor = np.where(match >= 0, matched.start[np.clip(match, 0, None)] if n_matches else source, source)
+        within = np.where(match >= 0, end - offset[:-1][np.clip(match, 0, None)] if n_matches else 0, -1)
+        order = np.lexsort((within, anchor))
+    if order is not None:
+        match, end, source = match[order], end[order], source[order]
+    columns = _columns(query, matched.rows, matched.bounds)
+    measures = Measures(columns, query.variables, dict(query.subsets), matched.number, offset,
+                        matched.flat_row, matched.flat_var, match, end, query.text)
+    taken = matched.rows.iloc[source].reset_index(drop=True)
+    out = pd.DataFrame(index=pd.RangeIndex(len(source)))
+    for name in query.partition:
+        out[name] = taken[name]
+    if query.rows == "all":
+        for name, _ in query.order:
+            out[name] = taken[name]
+    for name, expr in query.measures:
+        out[name] = to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
+    if query.rows == "all":
+        for name in matched.rows.columns:
+            if name not in out.columns:
+                out[name] = taken[name]
+    return _select(query, out)
+
+
+def _unmatched_rows(matched: Matched, empty: np.ndarray) -> np.ndarray:
+    """Rows in no match (an empty match's row counts as shown), in order."""
+    n = len(matched.rows)
+    cover = np.zeros(n + 1, np.int64)
+    full = ~empty
+    np.add.at(cover, matched.start[full], 1)
+    np.add.at(cover, matched.flat_row[matched.offset[1:][full] - 1] + 1, -1)
+    covered = np.cumsum(cover[:-1]) > 0
+    covered[matched.start[empty]] = True
+    return np.flatnonzero(~covered)
+
+
+def _select(query: A.Recognize, out: pd.DataFrame) -> pd.DataFrame:
+    if query.select is None:
+        return out
+    missing = [name for name in query.select if name not in out.columns]
+    if missing:
+        raise QueryError(f"SELECT {missing[0]}: not an output column" + did_you_mean(missing[0], out.columns)
+                         + "; the output columns are " + ", ".join(map(str, out.columns)), query.text)
+    return out[list(query.select)]
 
 
 def sql(query: Union[str, A.Recognize], frames: Frames, *, matcher: str = "auto") -> pd.DataFrame:

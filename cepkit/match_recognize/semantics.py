@@ -17,6 +17,7 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+import numpy as np
 import pandas as pd
 
 from ..errors import QueryError
@@ -101,31 +102,19 @@ def _anchor(expr, frame: Frame, at: At) -> Optional[int]:
             return None
         row = base - expr.offset if expr.kind == "PREV" else base + expr.offset
         return row if 0 <= row < frame.n else None
-    variables = {c.var for c in _columns_outside_navigation(expr)}
+    variables = A.variables_of(expr)
     if len(variables) > 1:
         raise QueryError("a navigation's argument must refer to one variable: "
                          + ", ".join(sorted(str(v) for v in variables)), frame.text)
     var = next(iter(variables), None)
     if var is None:
-        return at.current
+        return at.current  # None in an empty match: no row
     rows = at.mapped(var, frame, final=False)
     return rows[-1] if rows else None
 
 
-def _columns_outside_navigation(expr):
-    if isinstance(expr, A.Column):
-        yield expr
-    elif isinstance(expr, A.Navigation):
-        return
-    elif hasattr(expr, "__dataclass_fields__"):
-        for value in vars(expr).values():
-            for item in value if isinstance(value, tuple) else (value,):
-                if hasattr(item, "__dataclass_fields__"):
-                    yield from _columns_outside_navigation(item)
-
-
 def _logical_row(nav: A.Navigation, frame: Frame, at: At) -> Optional[int]:
-    variables = {c.var for c in _columns_outside_navigation(nav.arg)}
+    variables = A.variables_of(nav.arg)
     if len(variables) > 1:
         raise QueryError(f"{nav.kind}'s argument must refer to one variable", frame.text)
     rows = at.mapped(next(iter(variables), None), frame, nav.final)
@@ -144,8 +133,11 @@ def evaluate(expr, frame: Frame, at: At, row: Optional[int] = None):
             row = _anchor(expr, frame, at)
         return None if row is None else frame.value(expr.name, row)
     if isinstance(expr, A.Navigation):
+        if row is not None:  # already placed on a row (under an aggregate or navigation): PREV / NEXT move
+            target = row - expr.offset if expr.kind == "PREV" else row + expr.offset
+            return evaluate(expr.arg, frame, at, target) if 0 <= target < frame.n else None
         target = _anchor(expr, frame, at)
-        return None if target is None else evaluate(expr.arg, frame, at, target)
+        return None if target is None else evaluate(A.innermost(expr), frame, at, target)
     if isinstance(expr, A.Aggregate):
         return _aggregate(expr, frame, at)
     if isinstance(expr, A.Classifier):
@@ -212,7 +204,7 @@ def compare(op: str, left, right, text: str = ""):
 def _aggregate(expr: A.Aggregate, frame: Frame, at: At):
     if expr.arg is None:
         return len(at.mapped(expr.var, frame, expr.final))
-    variables = {c.var for c in _columns_outside_navigation(expr.arg)}
+    variables = A.variables_of(expr.arg)
     if len(variables) > 1:
         raise QueryError(f"{expr.func}'s argument must refer to one variable", frame.text)
     rows = at.mapped(next(iter(variables), None), frame, expr.final)
@@ -350,3 +342,76 @@ def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, t
 
     done = m(pattern, start, False, lambda p: (list(rows), list(labels), list(excluded)))
     return done
+
+
+# ------------------------------------------------------------------ output rows, row by row
+def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List[List[Found]]) -> pd.DataFrame:
+    """The output rows as the standard describes them, one match and one row at a time: the meaning the
+    column-wise ``run.output`` is tested against. ``rows``: sorted; ``found``: per partition."""
+    from .columns import to_series
+
+    measure_names = [name for name, _ in query.measures]
+    records: List[Dict[str, Any]] = []
+    source_rows: List[int] = []
+    subsets = dict(query.subsets)
+    for (first, end), matches in zip(bounds, found):
+        part = rows.iloc[first:end]
+        frame = Frame({str(c): part[c].tolist() for c in part.columns}, subsets, query.text)
+
+        def emit(row: int, at: Optional[At]) -> None:
+            records.append({name: None if at is None else evaluate(expr, frame, at) for name, expr in query.measures})
+            source_rows.append(first + row)
+
+        covered = 0
+        for match in matches:
+            mapped, labels = list(match.rows), list(match.labels)
+            if query.rows == "one":
+                emit(match.start, At(mapped, labels, mapped[-1] if mapped else None, match.number, mapped, labels))
+                continue
+            if query.empty == "unmatched":
+                for row in range(covered, match.start):
+                    emit(row, None)
+            covered = max(covered, match.end if mapped else match.start + 1)
+            if not mapped:
+                if query.empty in ("show", "unmatched"):
+                    emit(match.start, At([], [], None, match.number, [], []))
+                continue
+            for i, (row, hidden) in enumerate(zip(mapped, match.excluded)):
+                if not hidden:
+                    emit(row, At(mapped[:i + 1], labels[:i + 1], row, match.number, mapped, labels))
+        if query.rows == "all" and query.empty == "unmatched":
+            for row in range(covered, end - first):
+                emit(row, None)
+    taken = rows.iloc[source_rows].reset_index(drop=True)
+    out = pd.DataFrame(index=pd.RangeIndex(len(source_rows)))
+    for name in query.partition:
+        out[name] = taken[name]
+    if query.rows == "all":
+        for name, _ in query.order:
+            out[name] = taken[name]
+    for name in measure_names:
+        out[name] = to_series(*_typed([r[name] for r in records])).to_numpy() if records else pd.Series(
+            [], dtype=object)
+    if query.rows == "all":
+        for name in rows.columns:
+            if name not in out.columns:
+                out[name] = taken[name]
+    if query.select is not None:
+        out = out[list(query.select)]
+    return out
+
+
+def _typed(values: List[Any]):
+    """Python values (None: null) as the (values, null mask) arrays the column-wise path makes."""
+    null = np.array([v is None for v in values], dtype=bool)
+    present = [v for v in values if v is not None]
+    if present and all(isinstance(v, (bool, np.bool_)) for v in present):
+        return np.array([bool(v) if v is not None else False for v in values]), null
+    if present and all(isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) for v in present):
+        return np.array([v if v is not None else 0 for v in values], dtype=np.int64), null
+    if present and all(isinstance(v, (int, float, np.number)) for v in present):
+        return np.array([v if v is not None else np.nan for v in values], dtype=float), null
+    if present and all(isinstance(v, pd.Timestamp) for v in present):
+        return np.array([v.to_datetime64() if v is not None else np.datetime64("NaT") for v in values],
+                        dtype="datetime64[ns]"), null
+    return np.array(values, dtype=object), null
