@@ -4,7 +4,7 @@ value array and a null mask. The same rules as ``semantics.evaluate``, row by ro
 """
 from __future__ import annotations
 
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import pandas as pd
@@ -56,28 +56,48 @@ class Columns:
 
     def holds(self, expr) -> np.ndarray:
         """Where ``expr`` is true (null and false: not)."""
-        values, null = self.evaluate(expr, np.arange(self.n))
+        values, null = self.evaluate(expr)
         return np.asarray(values, dtype=bool) & ~null
 
-    def evaluate(self, expr, rows: np.ndarray) -> Values:
-        """``expr`` at each of ``rows`` (-1: outside the partition, every column null there)."""
-        n = rows.shape[0]
+    def evaluate(self, expr, rows: Optional[np.ndarray] = None) -> Values:
+        """``expr`` at each of ``rows`` (-1: outside the partition, every column null there; None: every row
+        in order, read without copying)."""
+        n = self.n if rows is None else rows.shape[0]
         if isinstance(expr, A.Literal):
             if expr.value is None:
                 return np.zeros(n), np.ones(n, bool)
             return np.full(n, expr.value, dtype=object if isinstance(expr.value, str) else None), np.zeros(n, bool)
         if isinstance(expr, A.Column):
             values, null = self.column(expr.name)
+            if rows is None:
+                return values, null
             inside = rows >= 0
             safe = np.where(inside, rows, 0)
             return values[safe], null[safe] | ~inside
         if isinstance(expr, A.Navigation):
             step = -expr.offset if expr.kind == "PREV" else expr.offset
-            safe = np.where(rows >= 0, rows, 0)
-            moved = rows + step
-            inside = (rows >= 0) & (moved >= self.part_first[safe]) & (moved < self.part_end[safe])
+            if rows is None:
+                moved = np.arange(step, self.n + step)
+                inside = (moved >= self.part_first) & (moved < self.part_end)
+                if isinstance(expr.arg, A.Column):  # the common PREV(price): a shifted copy, no gather
+                    return self._shifted(expr.arg.name, step, inside)
+            else:
+                safe = np.where(rows >= 0, rows, 0)
+                moved = rows + step
+                inside = (rows >= 0) & (moved >= self.part_first[safe]) & (moved < self.part_end[safe])
             return self.evaluate(expr.arg, np.where(inside, moved, -1))
         return self.combine(expr, lambda item: self.evaluate(item, rows))
+
+    def _shifted(self, name: str, step: int, inside: np.ndarray) -> Values:
+        values, null = self.column(name)
+        out, out_null = np.empty_like(values), np.ones(self.n, bool)
+        if abs(step) < self.n:
+            if step >= 0:
+                out[:self.n - step], out_null[:self.n - step] = values[step:], null[step:]
+            else:
+                out[-step:], out_null[-step:] = values[:self.n + step], null[:self.n + step]
+        out[~inside] = _filler(values)
+        return out, out_null | ~inside
 
     def combine(self, expr, operand) -> Values:
         """An operator's value from its operands' (``operand(item)`` -> Values): SQL's null rules."""

@@ -75,22 +75,30 @@ def resolve(query: A.Recognize, frames: Frames) -> pd.DataFrame:
                     f"{type(frames).__name__}")
 
 
-def _check_columns(query: A.Recognize, frame: pd.DataFrame) -> None:
-    names = [str(c) for c in frame.columns]
+def check_columns(query: A.Recognize, names) -> None:
+    """A ``QueryError`` (with "did you mean") for a column the query reads that ``names`` lacks."""
+    names = [str(c) for c in names]
     wanted = list(query.partition) + [name for name, _ in query.order]
     for _, expr in query.defines + query.measures:
         wanted += [node.name for node in A.walk(expr) if isinstance(node, A.Column)]
     for name in wanted:
-        if name not in frame.columns:
+        if name not in names:
             raise QueryError(f"no column {name!r} in {query.source}" + did_you_mean(name, names)
                              + "; the columns are " + ", ".join(names), query.text)
 
 
 def _sorted(query: A.Recognize, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows by PARTITION BY, then ORDER BY, stably. Rows already in ORDER BY order (a log, a time series)
+    only need their partitions gathered: one stable argsort of the partition codes."""
     keys = list(query.partition) + [name for name, _ in query.order]
     ascending = [True] * len(query.partition) + [asc for _, asc in query.order]
     if not keys:
         return frame.reset_index(drop=True)
+    if len(query.order) == 1 and query.order[0][1] and frame[query.order[0][0]].is_monotonic_increasing:
+        if not query.partition:
+            return frame.reset_index(drop=True)
+        codes = frame.groupby(list(query.partition), sort=True, dropna=False).ngroup().to_numpy()
+        return frame.take(np.argsort(codes, kind="stable")).reset_index(drop=True)
     return frame.sort_values(keys, ascending=ascending, kind="stable").reset_index(drop=True)
 
 
@@ -121,7 +129,7 @@ def _times(query: A.Recognize, rows: pd.DataFrame) -> Optional[np.ndarray]:
 
 def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matched:
     """Sort the rows, split the partitions and find every match (``matcher``: "auto", "vm" or "reference")."""
-    _check_columns(query, frame)
+    check_columns(query, frame.columns)
     rows = _sorted(query, frame)
     bounds = _bounds(query, rows)
     times = _times(query, rows)

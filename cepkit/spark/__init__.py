@@ -25,8 +25,9 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   append-only stream cannot retract (``streaming``, ``watermark``).
 """
 from .batch import match
+from .recognize import sql
 from .groups import OneGroupWarning
 from .session import session
 from .streaming import late_events, match_stream
 
-__all__ = ["match", "match_stream", "late_events", "session", "OneGroupWarning"]
+__all__ = ["match", "match_stream", "late_events", "session", "sql", "OneGroupWarning"]

@@ -1,0 +1,58 @@
+"""MATCH_RECOGNIZE on Spark: the rows cepkit.sql gives locally, the schema known before any job, and
+errors before any job."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import cepkit
+from cepkit.errors import QueryError
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+
+QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
+    MEASURES FIRST(A.ts) AS start_ts, LAST(B.price) AS low, COUNT(B.*) AS falls, CLASSIFIER() AS last_var,
+             AVG(B.price) AS mean_b
+    {rows} PATTERN (A B+ C?) DEFINE B AS price < PREV(price), C AS price > PREV(price) + 3)"""
+
+
+def frame(n=600, keys=7, seed=1):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"id": rng.integers(0, keys, n), "ts": rng.permutation(n),
+                         "price": rng.integers(0, 20, n).astype(float)})
+
+
+def ordered(df, keys):
+    return df.sort_values(keys, kind="stable").reset_index(drop=True)
+
+
+@pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
+def test_spark_gives_the_local_rows(spark, rows):
+    data = frame()
+    query = QUERY.format(rows=rows)
+    local = cepkit.sql(query, data)
+    remote = cepkit.spark.sql(query, spark.createDataFrame(data)).toPandas()
+    assert list(remote.columns) == list(local.columns)
+    keys = ["id", "start_ts"] if rows.startswith("ONE") else ["id", "ts"]
+    local, remote = ordered(local, keys), ordered(remote, keys)
+    assert len(local) > 20
+    for name in local.columns:
+        assert local[name].astype(object).where(local[name].notna(), None).tolist() == \
+            remote[name].astype(object).where(remote[name].notna(), None).tolist(), name
+
+
+def test_errors_come_before_any_job(spark):
+    data = spark.createDataFrame(frame(20))
+    with pytest.raises(QueryError, match="no column 'prise'.*did you mean price"):
+        cepkit.spark.sql("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts PATTERN (A) "
+                         "DEFINE A AS prise > 1)", data)
+    with pytest.raises(QueryError, match="line 1, column"):
+        cepkit.spark.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B) DEFINE)", data)
+
+
+def test_without_partition_by_one_group_warns(spark):
+    data = frame(50, keys=1)
+    query = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A B+) " \
+            "DEFINE B AS price < PREV(price))"
+    with pytest.warns(cepkit.spark.OneGroupWarning):
+        remote = cepkit.spark.sql(query, spark.createDataFrame(data))
+    assert remote.toPandas()["n"].tolist() == cepkit.sql(query, data)["n"].tolist()
