@@ -44,9 +44,11 @@ def test_the_engines_table_is_current():
         "docs/language.md §11 is out of date: run `python tests/test_language_doc.py` to regenerate it")
 
 
-def test_every_section_of_the_reference_is_there():
+def test_the_sections_keep_their_numbers():
+    """The code cites "docs/language.md §N": sections 1-12 stay where they are; new ones follow them."""
     headings = [line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith("## ")]
-    assert [h.split(".")[0] for h in headings] == [f"## {n}" for n in range(1, 13)]
+    numbers = [h.split(".")[0] for h in headings]
+    assert len(numbers) >= 12 and numbers == [f"## {n}" for n in range(1, len(numbers) + 1)]
 
 
 if __name__ == "__main__":          # regenerate the table in place
