@@ -48,7 +48,8 @@ class QueryError(ValueError):
 class EventError(ValueError):
     """A bad event: names its position in the stream and the offending field."""
 
-    def __init__(self, position: int, field: str, message: str):
+    def __init__(self, position: Optional[int], field: str, message: str):
         self.position = position
         self.field = field
-        super().__init__(f"event at position {position}, field {field!r}: {message}")
+        where = "an event without a position" if position is None else f"event at position {position}"
+        super().__init__(f"{where}, field {field!r}: {message}")

@@ -32,9 +32,9 @@ from ..runtime.api import prepare
 from ..runtime.stream import is_arrow
 from ..runtime.match_tables import named_fields
 from ..runtime.registry import select_engine
-from .frames import Layout, null_keys
-from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, output_variables,
-                     plan_split, warn_single)
+from .frames import Layout, check_local_columns, null_keys
+from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, describe_row,
+                     output_variables, plan_split, warn_single)
 
 _PART = PREFIX + "part"     # the Spark partition a row sits in (after a global sort, or in a checkpoint)
 _ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
@@ -92,7 +92,7 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         events = events.withColumn(TS, layout.engine_ts())
     bad_ts = F.col(TS).isNull() if layout.ts_kind != "position" else F.lit(False)
     if layout.ts_kind == "number":
-        bad_ts = bad_ts | F.isnan(F.col(TS))
+        bad_ts = bad_ts | F.isnan(F.col(TS)) | F.abs(F.col(TS)).cast("double").eqNullSafe(F.lit(float("inf")))
     by_position = layout.ts_kind == "position" or coordinate is None
     events = events.localCheckpoint()    # read by the check, then by the sort or the grouping
     numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts,
@@ -108,12 +108,14 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     events, parts = numbered
     if layout.ts_kind == "position":
         events = events.withColumn(TS, F.col(POS))
-    for column, field, message in (("no_type", "type", "every event needs a type (this one is null)"),
-                                   ("no_ts", "ts", "ts is missing (null or NaN)")):
+    for column, field in (("no_type", "type"), ("no_ts", "ts")):
         bad = [row["offset"] + row[column] for row in parts if row[column] is not None]
         if bad:
             others = sum(row["bad_ts"] for row in parts) - 1 if field == "ts" else 0
-            raise EventError(min(bad), field, message + (f", as in {others} other event(s)" if others else ""))
+            row = events.where(F.col(POS) == min(bad)).drop(POS, TS).first()    # (a job, on this path only)
+            raise EventError(min(bad), field, f"{_bad_value(field, row[field])}"
+                                              f"{f', as in {others} other event(s)' if others else ''}; the row: "
+                                              f"{describe_row(row)}")
     # per partition distinct keys: the largest is a lower bound of the whole (enough to tell few keys from
     # many, which is all it decides)
     keys_seen = max((row["keys"] for row in parts), default=0) if keys else None
@@ -124,6 +126,15 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         first = min((row["first"] for row in parts if row["first"] is not None), default=0.0)
         last = max((row["last"] for row in parts if row["last"] is not None), default=0.0)
     return events.drop(_INPUT), first, last, keys_seen
+
+
+def _bad_value(field: str, value) -> str:
+    """Why a type or ts ``value`` cannot be an event's (``cepkit.runtime.events`` says it alike)."""
+    if field == "type":
+        return "every event needs a type (this one is null)"
+    if value is None or value != value:
+        return f"ts is missing ({'null' if value is None else 'NaN'})"
+    return f"ts must be finite, got {value!r}"
 
 
 def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tuple) -> Optional[tuple]:
@@ -244,6 +255,8 @@ def _spark_frame(events) -> DataFrame:
         return events
     if isinstance(events, pd.DataFrame) or is_arrow(events):
         from .session import session
+        if isinstance(events, pd.DataFrame):
+            check_local_columns(events)
         if is_arrow(events) and not hasattr(events, "to_batches"):   # a RecordBatch: Spark takes Tables
             import pyarrow as pa
             events = pa.Table.from_batches([events])

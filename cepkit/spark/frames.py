@@ -8,9 +8,11 @@ attribute (docs/language.md §1). Output: ``match_id``, ``positions`` (array<lon
 """
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Optional
 
+import numpy as np
 from pyspark.sql import Column, functions as F
 from pyspark.sql import types as T
 
@@ -20,10 +22,12 @@ from ..lang.query import Query
 from ..runtime.api import check_against_stream
 from ..runtime.event_record import RESERVED
 from ..runtime.stream import Stream
-from .groups import LAST, POS, PREFIX, RANK, TS, EventColumns, Split, output_variables
+from .groups import LAST, POS, PREFIX, RANK, TS, EventColumns, Split, describe_row, output_variables
 
 _NUMBER = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType, T.DecimalType)
 _DATETIME = (T.TimestampType, T.TimestampNTZType, T.DateType)
+# What a PARTITION BY key may hold: values that compare and hash alike in Spark and in pandas.
+_KEY = (*_NUMBER, *_DATETIME, T.StringType, T.BooleanType)
 
 
 @dataclass(frozen=True)
@@ -68,6 +72,7 @@ class Layout:
         check_against_stream(query, Stream([], ts_kind == "datetime"))
         attributes = tuple(name for name in fields if name not in RESERVED)
         read = _check_names(query, attributes)
+        _check_kinds(query, fields, read)
         layout = cls(schema, ts_kind, position if position in fields else None, attributes,
                      tuple(name for name in attributes if name in read))
         _check_outputs(query)
@@ -126,6 +131,48 @@ def _check_names(query: Query, attributes: tuple) -> set:
                                           f"{listing}", query.text)
             read.add(attr)
     return read
+
+
+def _check_kinds(query: Query, fields: dict, read: set) -> None:
+    """EventError for a column the schema shows cannot serve: a PARTITION BY key that is not a plain value
+    (arrays, maps, structs, variants: Spark cannot hash some of them, pandas none), a variant the query
+    reads (it holds values of mixed types, one per row)."""
+    for key in query.partition_by:
+        kind = fields[key].dataType
+        if not isinstance(kind, _KEY):
+            raise EventError(0, key, f"the PARTITION BY column {key!r} holds {kind.simpleString()}: a key must be "
+                                     "a number, string, boolean, date or timestamp (cast it, or take one of its "
+                                     "fields)")
+    for name in sorted(read):
+        kind = fields[name].dataType if name in fields else None
+        if isinstance(kind, T.VariantType):
+            raise EventError(0, name, f"the column {name!r} is a variant (a type per row): cast it to one type "
+                                      f"first, e.g. F.expr(\"try_variant_get({name}, '$', 'double')\")")
+
+
+def check_local_columns(frame) -> None:
+    """EventError for a pandas column whose values are of several kinds (numbers and strings, say), which a
+    Spark column cannot hold: locally such values compare as Python objects, on Spark ``createDataFrame``
+    would fail or, falling back, turn some of them into nulls. Names the column and the first row whose
+    value differs in kind from the column's first value."""
+    import pandas as pd
+
+    for name in frame.columns:
+        column = frame[name]
+        if column.dtype != object or pd.api.types.infer_dtype(column, skipna=True) not in ("mixed", "mixed-integer"):
+            continue
+        known = column[column.notna()]
+        kinds = known.map(lambda v: "number" if isinstance(v, numbers.Number) and not isinstance(v, bool)
+                          else type(v).__name__)
+        if kinds.nunique() < 2:
+            continue
+        at = int(np.flatnonzero((kinds != kinds.iloc[0]).to_numpy())[0])
+        row = frame.index.get_loc(known.index[at])
+        first = frame.index.get_loc(known.index[0])
+        raise EventError(row, str(name), f"the column {name!r} mixes {kinds.iloc[0]} values (row {first}: "
+                                         f"{describe_row(frame.iloc[first])}) and {kinds.iloc[at]} values (row "
+                                         f"{row}: {describe_row(frame.iloc[row])}); a Spark column holds one "
+                                         f"type: convert it first, e.g. df[{name!r}].astype(str)")
 
 
 def _check_outputs(query: Query) -> None:

@@ -182,6 +182,18 @@ def output_variables(query: Query) -> tuple:
     return tuple(v for v in definitions(query.pattern) if v not in negated)
 
 
+def describe_row(row) -> str:
+    """A row (a Spark Row, a mapping) as the text an error shows: its columns and values."""
+    items = row.asDict() if hasattr(row, "asDict") else dict(row)
+    return "{" + ", ".join(f"{name}: {plain(value)!r}" for name, value in items.items()
+                           if not str(name).startswith(PREFIX)) + "}"
+
+
+def plain(value):
+    """numpy scalars as Python values, so an error prints 2.0 rather than np.float64(2.0)."""
+    return value.item() if hasattr(value, "item") and getattr(value, "ndim", None) == 0 else value
+
+
 @dataclass(frozen=True)
 class EventColumns:
     """Where a group's pandas rows keep what the engine needs: ``attributes`` (column names) and how

@@ -40,7 +40,7 @@ from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import ROCKSDB_PROVIDER
-from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance
+from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals
 
 # The timestamp column Spark's watermark tracks: TIME + 1 µs. Spark drops a row as late when its event time
 # is <= the watermark W, and W starts at 0, so without the shift an event at ts 0 would be dropped in the
@@ -57,12 +57,14 @@ class _KeyMatcher(StatefulProcessor):
     """The stateful processor: one ``KeyBuffer`` per key, advanced by new rows and by timers, and the key's
     engine matcher (``watermark.Live``) kept in this worker between calls (rebuilt from the buffer if not)."""
 
-    def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list):
+    def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list,
+                 names: dict):
         self.matcher = matcher
         self.horizon = horizon
         self.received = received
         self.columns = columns
         self.output = output
+        self.names = names        # the internal columns' names for the user, in errors
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -73,6 +75,7 @@ class _KeyMatcher(StatefulProcessor):
         # Spark hands the rows over as namedtuples, which rename columns such as "_x" or "class": the input
         # columns are restored by position.
         new = pd.concat([frame.set_axis(self.received, axis=1)[self.columns] for frame in rows], ignore_index=True)
+        check_arrivals(new, self.names)
         yield from self._advance(key, new, timerValues)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
@@ -209,7 +212,11 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     spark = events.sparkSession
     if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
         spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)   # transformWithState keeps its state in RocksDB
-    time_us = F.col(TS) if layout.ts_kind == "datetime" else F.floor(F.col("ts") * F.lit(1_000_000))
+    if layout.ts_kind == "datetime":
+        time_us = F.col(TS)
+    else:           # NaN and infinities become null (a bad row, reported by the workers), not an overflow
+        finite = ~F.isnan(F.col("ts")) & (F.abs(F.col("ts").cast("double")) < F.lit(float("inf")))
+        time_us = F.when(finite, F.floor(F.col("ts") * F.lit(1_000_000)))
     prepared = (events.withColumn(TS, layout.engine_ts()).withColumn(POS, F.col(position).cast("long"))
                 .withColumn(TIME, time_us.cast("long")).withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1))
                 .withWatermark(_EVENT_TIME, watermark_delay))
@@ -221,7 +228,8 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     output = ["match_id", "positions", *output_variables(q), *keys]
     schema = layout.match_schema(q)
     out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
-    processor = _KeyMatcher(matcher, Horizon.of(split), prepared.columns, columns, output)
+    processor = _KeyMatcher(matcher, Horizon.of(split), prepared.columns, columns, output,
+                            {TS: "ts", POS: position})
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
 

@@ -37,12 +37,13 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from ..errors import EventError
 from ..runtime.stream import Stream
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.match_list import MatchList
 from ..runtime.match_tables import pandas_binding
 from ..runtime.python_objects import row_lists
-from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split
+from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split, describe_row, plain
 
 TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)
 SEQ = PREFIX + "seq"        # rank among the key's settled events (EVENTS windows only)
@@ -94,6 +95,32 @@ class KeyBuffer:
     def from_state(cls, blob: bytes, frontier, settled: int, emitted: int, fed: int = 0) -> "KeyBuffer":
         events = pa.ipc.open_stream(bytes(blob)).read_all().to_pandas()
         return cls(events, frontier, settled, emitted, fed)
+
+
+def check_arrivals(rows: pd.DataFrame, names: dict) -> None:
+    """EventError for the first of a micro-batch's ``rows`` (by position) that a stream cannot place: a null
+    type, a ts that is null, NaN or infinite (``TIME`` null), a negative ts (Spark's watermark starts at 0),
+    a null position. ``names`` maps the internal columns (``type``, ``TS``, ``POS``) to the user's names; the
+    error shows the row with them."""
+    time = rows[TIME]
+    problems = [(rows["type"].isna(), "type", lambda row: "every event needs a type (this one is null)"),
+                (rows[POS].isna(), POS, lambda row: "every event of a stream needs a position (this one is null)"),
+                (time.isna(), TS, lambda row: "ts is missing (null or NaN) or not finite"),
+                (time < 0, TS, lambda row: "a stream's ts must be >= 0 (Spark's watermark starts at 0), got "
+                                          f"{plain(row[TS])!r}")]
+    bad = np.zeros(len(rows), bool)
+    for flags, _, _ in problems:
+        bad |= flags.to_numpy(dtype=bool)
+    if not bad.any():
+        return
+    positions = rows[POS].to_numpy(dtype=float)
+    first = min(np.flatnonzero(bad), key=lambda i: (not np.isnan(positions[i]), positions[i]))
+    row = rows.iloc[first]
+    field, reason = next((f, why) for flags, f, why in problems if flags.iat[first])
+    shown = {names.get(c, c): (None if pd.isna(row[c]) else int(row[c]) if c == POS else row[c])
+             for c in rows.columns if c in names or not c.startswith(PREFIX)}
+    raise EventError(None if np.isnan(positions[first]) else int(positions[first]), names.get(field, field),
+                     f"{reason(row)}; the row: {describe_row(shown)}")
 
 
 class Live:

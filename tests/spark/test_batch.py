@@ -205,6 +205,13 @@ def test_jobs_run_by_sees_the_jobs_a_call_starts(spark):
     ("type string, ts timestamp", [("A", dt.datetime(2024, 1, 1))], "SEQ(A a, B b) WITHIN 2", cepkit.QueryError,
      "WITHIN needs a unit"),
     ("type string, ts long", [("A", 1)], "SEQ(A a, B b)) WITHIN 2", cepkit.QueryError, "line 1, column"),
+    # keys Spark cannot hash (maps, variants) or pandas cannot group (arrays, structs); a variant holds a type per row
+    ("type string, ts long, id array<long>", [("A", 1, [1])], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+     cepkit.EventError, "column 'id' holds array<bigint>: a key must be"),
+    ("type string, ts long, id map<string,long>", [("A", 1, {"x": 1})], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+     cepkit.EventError, "column 'id' holds map<string,bigint>"),
+    ("type string, ts long, id struct<x:long>", [("A", 1, (1,))], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+     cepkit.EventError, "column 'id' holds struct<x:bigint>"),
 ])
 def test_bad_input_fails_before_any_job(spark, columns, data, query, error, message):
     """Issue 3: a DataFrame without ``type``, a ``ts`` of the wrong type, or a query that does not fit the
@@ -217,23 +224,60 @@ def test_bad_input_fails_before_any_job(spark, columns, data, query, error, mess
     assert jobs_run_by(spark, call) == []
 
 
+@pytest.mark.parametrize("query, message", [
+    ("SEQ(A a, B b) WITHIN 2 PARTITION BY id", "column 'id' holds variant: a key must be"),
+    ("SEQ(A a, B b) WHERE a.id = 1 WITHIN 2", "column 'id' is a variant .a type per row.: cast it"),
+])
+def test_a_variant_column_is_refused_before_any_job(spark, query, message):
+    """A variant column (Spark 4) holds values of mixed types: as a key Spark cannot hash it, and the engines
+    would compare its values as text; the error says to cast it."""
+    df = spark.sql("""select 'A' as type, 1L as ts, parse_json('1') as id union all
+                      select 'B', 2L, parse_json('"x"')""")
+
+    def call():
+        with pytest.raises(cepkit.EventError, match=message):
+            cepkit.spark.match(query, df, engine="reference")
+    assert jobs_run_by(spark, call) == []
+
+
+def test_a_pandas_column_of_mixed_kinds_names_the_column_and_both_rows(spark):
+    """Locally mixed values compare as Python objects; a Spark column holds one type, and createDataFrame
+    would turn some into nulls: refused, before any job, with the first row of each kind."""
+    events = pd.DataFrame({"type": list("ABAB"), "ts": [1.0, 2, 3, 4], "id": [1, 2, "x", None]})
+
+    def call():
+        with pytest.raises(cepkit.EventError) as caught:
+            cepkit.spark.match("SEQ(A a, B b) WITHIN 5 PARTITION BY id", events, engine="reference")
+        assert (caught.value.field, caught.value.position) == ("id", 2)
+        assert "mixes number values (row 0: {type: 'A', ts: 1.0, id: 1})" in str(caught.value)
+        assert "str values (row 2: {type: 'A', ts: 3.0, id: 'x'})" in str(caught.value)
+        assert "astype(str)" in str(caught.value)
+    assert jobs_run_by(spark, call) == []
+
+
 def test_an_engine_without_the_feature_names_those_with_it(spark):
     df = spark.createDataFrame([("A", 1)], "type string, ts long")
     with pytest.raises(cepkit.QueryError, match="engines that support it: .*reference"):
         cepkit.spark.match("(A a ; B b)+ WITHIN 3", df, engine="stack")
 
 
-@pytest.mark.parametrize("rows, field, position", [
-    ([("A", 1.0), ("B", None), ("B", float("nan"))], "ts", 0),
-    ([("A", 1.0), (None, 2.0)], "type", 1),
+@pytest.mark.parametrize("rows, field, position, message", [
+    ([("A", 1.0, 1), ("B", None, 2), ("B", float("nan"), 3)], "ts", 0,
+     "ts is missing (null), as in 1 other event(s); the row: {type: 'B', ts: None, id: 2}"),
+    ([("A", 1.0, 1), ("B", float("inf"), 2)], "ts", 1, "ts must be finite, got inf; the row: {type: 'B', ts: inf, id: 2}"),
+    ([("A", 1.0, 1), (None, 2.0, 2)], "type", 1, "needs a type (this one is null); the row: {type: None, ts: 2.0, id: 2}"),
     # past the first of the numbering's range partitions: its offset is added
-    ([(None if i in (700, 900) else "A", float(i)) for i in range(1000)], "type", 700),
+    ([(None if i in (700, 900) else "A", float(i), i) for i in range(1000)], "type", 700,
+     "the row: {type: None, ts: 700.0, id: 700}"),
 ])
-def test_null_type_or_ts_is_reported_with_its_position(spark, rows, field, position):
-    df = spark.createDataFrame(rows, "type string, ts double")
+def test_null_type_or_ts_is_reported_with_its_position_and_row(spark, rows, field, position, message):
+    """A bad value the schema cannot show is found by the numbering's job: the error names the field, the
+    event's position in logical order and the row, with the columns the query reads."""
+    df = spark.createDataFrame(rows, "type string, ts double, id long")
     with pytest.raises(cepkit.EventError) as caught:
-        cepkit.spark.match("SEQ(A a, B b) WITHIN 2", df, engine="reference")
+        cepkit.spark.match("SEQ(A a, B b) WITHIN 2 PARTITION BY id", df, engine="reference")
     assert (caught.value.field, caught.value.position) == (field, position)
+    assert message in str(caught.value)
 
 
 # ----------------------------------------------------------------------------- numbering the events

@@ -77,3 +77,23 @@ def test_what_a_stream_cannot_do_is_said_before_it_starts(spark, tmp_path, query
     stream = spark.readStream.schema(SCHEMA).json(str(tmp_path))
     with pytest.raises(error, match=message):
         cepkit.spark.match_stream(query, stream, engine="reference", **options)
+
+
+def test_a_bad_row_stops_the_stream_with_its_position_and_row(spark, tmp_path):
+    """A row the schema cannot rule out (here a null ts) fails the stream in the worker that reads it: the
+    StreamingQueryException's message carries cepkit's EventError (field, position, the row), not only
+    the JVM's trace."""
+    source = tmp_path / "events"
+    source.mkdir()
+    rows = pd.DataFrame({"type": ["A", "B", "B"], "ts": [1.0, None, 3.0], "position": [0, 1, 2], "v": 0, "id": 1})
+    write_batch(source, "0", rows)
+    stream = spark.readStream.schema(SCHEMA).json(str(source))
+    query = (cepkit.spark.match_stream(QUERY, stream, engine="reference").writeStream.format("memory")
+             .queryName("bad_rows").outputMode("append").option("checkpointLocation", str(tmp_path / "ck")).start())
+    try:
+        with pytest.raises(Exception) as caught:
+            query.processAllAvailable()
+    finally:
+        query.stop()
+    assert ("EventError: event at position 1, field 'ts': ts is missing (null or NaN) or not finite; the row: "
+            "{type: 'B', v: 0, id: 1, ts: None, position: 1}") in str(caught.value)

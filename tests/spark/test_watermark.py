@@ -12,8 +12,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.spark.groups import POS, GroupMatcher, output_variables, plan_split, whole_history
-from cepkit.spark.watermark import SEQ, Horizon, KeyBuffer, advance
+from cepkit.spark.groups import POS, TS, GroupMatcher, output_variables, plan_split, whole_history
+from cepkit.spark.watermark import SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -123,3 +123,26 @@ def test_every_engine_streams_incrementally_and_survives_a_lost_matcher(match_ro
         assert_stream_agrees(match_rows, query, *arrival, engine=engine, restarts=restarts)
 
     check()
+
+
+@pytest.mark.parametrize("change, field, position, message", [
+    ({"type": None}, "type", 2, "needs a type (this one is null); the row: {type: None, v: 1, id: 0, ts: 2.0, seq: 2}"),
+    ({TIME: None}, "ts", 2, "ts is missing (null or NaN) or not finite"),
+    ({TIME: -1_000_000, TS: -1.0}, "ts", 2, "ts must be >= 0 (Spark's watermark starts at 0), got -1.0"),
+    ({POS: None}, "seq", None, "needs a position (this one is null); the row: {type: 'B', v: 1, id: 0, ts: 2.0, seq: None}"),
+])
+def test_a_bad_arrival_is_named_with_its_row(change, field, position, message):
+    """``match_stream``'s workers check each micro-batch before it touches the state: the first bad row
+    by position (one without a position first) names the user's column and shows the row."""
+    frame = stream_frame([{"type": t, "ts": float(i), "v": 1, "id": 0} for i, t in enumerate("ABBA")])
+    frame = frame.astype({POS: "float64", TIME: "float64"})       # as Arrow hands nullable longs to pandas
+    frame = frame.drop(columns="ts")       # the workers' rows: type, the attributes read, TS, POS, TIME
+    names = {TS: "ts", POS: "seq"}
+    check_arrivals(frame, names)
+    for column, value in change.items():
+        frame.loc[2, column] = value
+    frame.loc[3, "type"] = None               # a later bad row is not the one named
+    with pytest.raises(cepkit.EventError) as caught:
+        check_arrivals(frame.iloc[::-1], names)
+    assert (caught.value.field, caught.value.position) == (field, position)
+    assert message in str(caught.value)
