@@ -57,7 +57,7 @@ def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once(
 
 
 def test_b_csv_computes_the_hull_of_a_triggers_intervals_once():
-    """[CSV] §6 (Fig R17): the QIs of one outer trigger are merged into maximal intervals, computed
+    """[CSV] §6 (Fig 17): the QIs of one outer trigger are merged into maximal intervals, computed
     once; the lookups that follow are hits. VI bounds never decrease as triggers drift right ([CSV] §6)."""
     sub = Results()
     view = make_view("b", sub, floor=lambda end: 0)
