@@ -148,8 +148,8 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     found = plan.run(stream)   # MatchArrays, or Match objects (engines pause the collector while they build them)
     with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
         # the emission log is read on demand (``Matches.deltas``): it may need every Match object
-        return Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None), info=plan.info(),
-                       stream=stream)
+        return Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None),
+                       info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream)
 
 
 class Matcher:

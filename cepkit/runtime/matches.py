@@ -17,6 +17,16 @@ from .row_arrays import SLICE
 __all__ = ["Match", "Matches"]     # Match: the public path cepkit.runtime.matches.Match
 
 
+# Why each out-of-order mode drops an event (``Matches.dropped``), by the ``disorder`` option.
+DROP_REASONS = {
+    "kslack": "arrived after a later event had been released: more than k late",
+    "conservative": "arrived after a later event had been released: it broke its max_delay bound or came after "
+                    "its type's punctuation",
+    "aggressive": "older than max_delay behind the latest event: the stretch of stream it could change was "
+                  "forgotten",
+}
+
+
 class Matches(Sequence):
     """The matches of a query over a stream, in output order (docs/language.md §10.2).
 
@@ -65,6 +75,23 @@ class Matches(Sequence):
 
     def __len__(self):
         return len(self._columns)
+
+    @property
+    def dropped(self) -> pd.DataFrame:
+        """The events an out-of-order mode could not place (docs/language.md §6), one row each in arrival order:
+        ``position``, the event's own columns (``type``, ``ts``, attributes) when the stream is known, and
+        ``reason``. The result is exactly the in-order result over the stream without them. Empty in
+        order (``disorder="reject"`` refuses a late event instead) and when nothing was dropped."""
+        positions = np.sort(np.asarray(self.info.get("dropped", ()), np.int64))
+        reason = DROP_REASONS.get(self.info.get("disorder"), "it could not be placed in logical order")
+        if self.stream is not None and len(self.stream):
+            at = np.searchsorted(self.stream.positions, positions)
+            rows = self.stream.frame.iloc[at].reset_index(drop=True)
+        else:
+            rows = pd.DataFrame(index=pd.RangeIndex(len(positions)))
+        rows.insert(0, "position", positions)
+        rows["reason"] = reason
+        return rows
 
     def positions(self) -> list:
         """Each distinct set of positions once, in output order."""

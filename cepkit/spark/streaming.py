@@ -40,7 +40,8 @@ from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import ROCKSDB_PROVIDER
-from .watermark import SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals
+from .watermark import (KIND, LATE_COLUMNS, SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals, side_rows,
+                        split_late)
 
 # The timestamp column Spark's watermark tracks: TIME + 1 µs. Spark drops a row as late when its event time
 # is <= the watermark W, and W starts at 0, so without the shift an event at ts 0 would be dropped in the
@@ -51,6 +52,10 @@ _STATE = T.StructType([T.StructField("events", T.BinaryType()), T.StructField("f
                        T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType()),
                        T.StructField("fed", T.LongType())])
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
+# Under late="side", Spark's event-time column and the watermark delay are both shifted by a century: the
+# watermark (max event time - delay) is unchanged, but no row is ever Spark's "late" (event time <= watermark),
+# so late rows reach the processor, which tells them apart itself (TIME < watermark, ``split_late``).
+SIDE_SHIFT_US = 100 * 365 * 86_400 * 1_000_000
 
 
 class _KeyMatcher(StatefulProcessor):
@@ -58,13 +63,14 @@ class _KeyMatcher(StatefulProcessor):
     engine matcher (``watermark.Live``) kept in this worker between calls (rebuilt from the buffer if not)."""
 
     def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list,
-                 names: dict):
+                 names: dict, side: bool = False):
         self.matcher = matcher
         self.horizon = horizon
         self.received = received
         self.columns = columns
         self.output = output
         self.names = names        # the internal columns' names for the user, in errors
+        self.side = side          # late="side": late arrivals reach this processor and come out as rows
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -76,7 +82,10 @@ class _KeyMatcher(StatefulProcessor):
         # columns are restored by position.
         new = pd.concat([frame.set_axis(self.received, axis=1)[self.columns] for frame in rows], ignore_index=True)
         check_arrivals(new, self.names)
-        yield from self._advance(key, new, timerValues)
+        late = new.iloc[:0]
+        if self.side:
+            new, late = split_late(new, _watermark(timerValues))
+        yield from self._advance(key, new, timerValues, late)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
         yield from self._advance(key, None, timerValues)
@@ -92,10 +101,9 @@ class _KeyMatcher(StatefulProcessor):
             empty[SEQ] = pd.Series(dtype=float)
         return KeyBuffer(empty)
 
-    def _advance(self, key, new, timer_values):
+    def _advance(self, key, new, timer_values, late=()):
         watermark_ms = timer_values.getCurrentWatermarkInMs()
-        # Spark's watermark starts at 0 ms: until it moves, nothing has settled.
-        watermark = watermark_ms * 1000 if watermark_ms > 0 else -(2 ** 62)
+        watermark = _watermark(timer_values)
         key = tuple(key)
         found, buffer, timer, live = advance(self._load(new), new, watermark, self.matcher, self.horizon,
                                              self.lives.pop(key, None))
@@ -109,24 +117,50 @@ class _KeyMatcher(StatefulProcessor):
             self.state.clear()
         if timer is not None:
             self.handle.registerTimer(max(timer // 1000 + 1, watermark_ms + 1))
-        if len(found):
+        if self.side and (len(found) or len(late)):
+            yield side_rows(found, late, watermark, self.output, self.matcher.split.keys,
+                            self.matcher.columns.ts_kind == "datetime")
+        elif len(found):
             yield found[self.output]
 
 
-def _interval(value) -> str:
-    """A watermark delay for Spark: a number of seconds, a timedelta, or Spark's own text ("10 seconds")."""
+def _watermark(timer_values) -> int:
+    """The watermark in µs; Spark's starts at 0 ms, and until it moves nothing has settled (nor is late)."""
+    watermark_ms = timer_values.getCurrentWatermarkInMs()
+    return watermark_ms * 1000 if watermark_ms > 0 else -(2 ** 62)
+
+
+def _interval(value, shift_us: int = 0) -> str:
+    """A watermark delay for Spark: a number of seconds, a timedelta, or Spark's own text ("10 seconds"),
+    plus ``shift_us`` µs (text is then read by pandas' Timedelta)."""
     if isinstance(value, str):
-        return value
+        if not shift_us:
+            return value
+        try:
+            value = pd.Timedelta(value)
+        except ValueError:
+            raise ValueError(f"late='side' needs a delay in seconds, a timedelta or text pandas reads as one "
+                             f"('10 seconds'), not {value!r}") from None
     if isinstance(value, _dt.timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
         raise TypeError(f"a delay is a number of seconds >= 0, a timedelta or text such as '10 seconds', "
                         f"not {value!r}")
-    return f"{round(value * 1e6)} microseconds"
+    return f"{round(value * 1e6) + shift_us} microseconds"
 
 
-def _lateness(delay, options: dict) -> tuple:
-    """(watermark delay, engine options): the out-of-order mode becomes the watermark delay."""
+def _check_side_names(query) -> None:
+    """The side output's columns must not be a variable's or a key's (Spark's names ignore case)."""
+    taken = {KIND, *LATE_COLUMNS}
+    for name in (*output_variables(query), *query.partition_by):
+        if name.lower() in taken:
+            raise QueryError.at(query.variables.get(name, query.ast), f"{name!r} would share its output column "
+                                f"with late='side''s {name.lower()!r} column; rename it", query.text)
+
+
+def _lateness(delay, options: dict, shift_us: int = 0) -> tuple:
+    """(watermark delay, engine options): the out-of-order mode becomes the watermark delay (plus
+    ``shift_us`` µs, the event-time column's shift under late="side")."""
     options = dict(options)
     mode = options.pop("disorder", "reject")
     bound = {"kslack": "k", "conservative": "max_delay"}.get(mode)
@@ -144,7 +178,7 @@ def _lateness(delay, options: dict) -> tuple:
         if limit == math.inf and delay is None:
             raise ValueError("a per-type max_delay leaves some types unbounded (no '*' key), and Spark's "
                              "watermark is one delay for the whole stream: add '*' or give delay=")
-    return _interval(delay if delay is not None else limit if limit is not None else 0), options
+    return _interval(delay if delay is not None else limit if limit is not None else 0, shift_us), options
 
 
 def _check_streamable(query, layout: Layout, position: str) -> None:
@@ -167,7 +201,7 @@ def _check_streamable(query, layout: Layout, position: str) -> None:
 
 
 def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-                 *, position: str = "position", delay=None, **options) -> DataFrame:
+                 *, position: str = "position", delay=None, late: str = "drop", **options) -> DataFrame:
     """The matches of ``query`` over a streaming DataFrame of events, as an append-only streaming DataFrame.
 
     Parameters
@@ -184,15 +218,23 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     delay : float, timedelta or str, optional
         How late an event may arrive (Spark's watermark delay); by default ``k`` (``disorder="kslack"``),
         ``max_delay`` (``"conservative"``), else 0.
+    late : "drop" or "side"
+        What becomes of an event later than the watermark. ``"drop"``: Spark drops it and counts it
+        (``late_events``). ``"side"``: it comes out as a row of the same stream, with ``kind`` "late",
+        its key, ``late_type``, ``late_ts``, ``late_position`` and the ``watermark`` it missed (seconds,
+        or a timestamp for datetime ts), to audit or re-process; match rows then have ``kind`` "match".
+        Spark then drops nothing itself (its event-time column is shifted by ``SIDE_SHIFT_US``, and the
+        delay with it, so the watermark is the same): ``late_events`` counts 0, the late rows are the count.
     **options
         ``disorder`` and its bound, as above; the rest goes to the engine.
 
     Returns
     -------
     pyspark.sql.DataFrame
-        ``match_id`` (counted per key), ``positions``, one column per variable, the PARTITION BY columns.
-        A match appears once the watermark passes its last event (plus the window, for a query with a
-        trailing negation or a projection). Start it with ``writeStream.outputMode("append")``.
+        ``match_id`` (counted per key), ``positions``, one column per variable, the PARTITION BY columns
+        (with ``late="side"``: ``kind`` first and the late events' columns last). A match appears once the
+        watermark passes its last event (plus the window, for a query with a trailing negation or a
+        projection). Start it with ``writeStream.outputMode("append")``.
 
     Examples
     --------
@@ -204,7 +246,13 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     q = prepare(query, strategy, hierarchy)
     layout = Layout.of(events.schema, q, position)
     _check_streamable(q, layout, position)
-    watermark_delay, engine_options = _lateness(delay, options)
+    if late not in ("drop", "side"):
+        raise ValueError(f"late= is 'drop' (Spark drops late events and counts them) or 'side' (they come out "
+                         f"as rows of kind 'late'), not {late!r}")
+    side = late == "side"
+    if side:
+        _check_side_names(q)
+    watermark_delay, engine_options = _lateness(delay, options, SIDE_SHIFT_US if side else 0)
     chosen, _ = select_engine(q, engine, engine_options)
     split = plan_split(q)
     matcher = GroupMatcher(q, chosen.name, engine_options, layout.columns, split)
@@ -218,7 +266,8 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
         finite = ~F.isnan(F.col("ts")) & (F.abs(F.col("ts").cast("double")) < F.lit(float("inf")))
         time_us = F.when(finite, F.floor(F.col("ts") * F.lit(1_000_000)))
     prepared = (events.withColumn(TS, layout.engine_ts()).withColumn(POS, F.col(position).cast("long"))
-                .withColumn(TIME, time_us.cast("long")).withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1))
+                .withColumn(TIME, time_us.cast("long"))
+                .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1 + (SIDE_SHIFT_US if side else 0)))
                 .withWatermark(_EVENT_TIME, watermark_delay))
     keys = list(split.keys)
     if not keys:
@@ -228,8 +277,14 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     output = ["match_id", "positions", *output_variables(q), *keys]
     schema = layout.match_schema(q)
     out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
+    if side:
+        when = T.TimestampType() if layout.ts_kind == "datetime" else None
+        out_schema = T.StructType([
+            T.StructField(KIND, T.StringType()), *out_schema.fields, T.StructField("late_type", T.StringType()),
+            T.StructField("late_ts", when or layout.schema["ts"].dataType), T.StructField("late_position", T.LongType()),
+            T.StructField("watermark", when or T.DoubleType())])
     processor = _KeyMatcher(matcher, Horizon.of(split), prepared.columns, columns, output,
-                            {TS: "ts", POS: position})
+                            {TS: "ts", POS: position}, side)
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
 

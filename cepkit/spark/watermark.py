@@ -123,6 +123,38 @@ def check_arrivals(rows: pd.DataFrame, names: dict) -> None:
                      f"{reason(row)}; the row: {describe_row(shown)}")
 
 
+# The side output's columns (``match_stream(late="side")``): a row's kind ("match" or "late"), then, for a late
+# event, its type, ts and position and the watermark it missed (null in a match's row).
+KIND = "kind"
+LATE_COLUMNS = ("late_type", "late_ts", "late_position", "watermark")
+
+
+def split_late(rows: pd.DataFrame, watermark: int) -> tuple:
+    """(the rows on time, the rows later than ``watermark`` (µs)): the rows Spark would drop, TIME < W."""
+    late = (rows[TIME] < watermark).to_numpy()
+    if not late.any():
+        return rows, rows.iloc[:0]
+    return rows[~late].reset_index(drop=True), rows[late].reset_index(drop=True)
+
+
+def side_rows(found: pd.DataFrame, late: pd.DataFrame, watermark: int, output: list, keys: tuple,
+              datetime: bool) -> pd.DataFrame:
+    """The side output's rows of a call: the matches ``found`` (``output`` columns) as kind "match", then the
+    ``late`` arrivals as kind "late", each with its key, type, ts, position and the ``watermark`` (µs) it
+    missed; ts and watermark are UTC timestamps for datetime ts, else seconds."""
+    frames = []
+    if len(found):
+        frames.append(found[output].assign(**{KIND: "match"}, **{c: None for c in LATE_COLUMNS}))
+    if len(late):
+        ts = pd.to_datetime(late[TS], unit="us", utc=True) if datetime else late[TS]
+        mark = pd.Timestamp(watermark, unit="us", tz="UTC") if datetime else watermark / 1e6
+        frames.append(pd.DataFrame({KIND: "late", **{c: None for c in output if c not in keys},
+                                    **{k: late[k] for k in keys}, "late_type": late["type"], "late_ts": ts,
+                                    "late_position": late[POS].astype("int64"), "watermark": mark}))
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    return frame[[KIND, *output, *LATE_COLUMNS]]
+
+
 class Live:
     """A key's engine matcher in this worker: fed settled events in (ts, position) order, their ranks as
     positions (engines expect increasing positions; the stream's own may not be), matches mapped back."""

@@ -113,6 +113,37 @@ def test_kslack_loses_exactly_the_events_it_cannot_place(query, arrived, k):
     found = cepkit.match(query, arrived, engine=engine, disorder="kslack", k=k)
     assert found.info["dropped"] == dropped_by_kslack(arrived, k)
     assert keys(found) == truth(query, arrived, set(found.info["dropped"]))
+    dropped = found.dropped          # the same events as data: their rows, with the reason
+    assert list(dropped["position"]) == found.info["dropped"]
+    assert [(r["type"], r["ts"]) for r in dropped.to_dict("records")] == \
+        [(arrived[p]["type"], arrived[p]["ts"]) for p in found.info["dropped"]]
+    assert set(dropped["reason"]) <= {"arrived after a later event had been released: more than k late"}
+
+
+@pytest.mark.parametrize("engine, mode, options, reason", [
+    ("automaton", "kslack", {"k": 2}, "more than k late"),
+    ("stack", "kslack", {"k": 2}, "more than k late"),
+    ("automaton", "conservative", {"max_delay": 2}, "broke its max_delay bound"),
+    ("stack", "conservative", {"max_delay": 2}, "broke its max_delay bound"),
+    ("stack", "aggressive", {"max_delay": 2}, "the stretch of stream it could change was forgotten"),
+])
+def test_dropped_events_come_back_as_rows_with_the_reason(engine, mode, options, reason):
+    """``Matches.dropped``: the B at ts 1 arrives after ts 10 (8 late, the bound is 2); it is dropped, and
+    comes back as its row (attributes included) with why; the matches are those of the stream without it."""
+    arrived = [{"type": t, "ts": ts, "v": i} for i, (t, ts) in
+               enumerate([("A", 0), ("B", 5), ("A", 10), ("B", 1), ("B", 11), ("A", 12), ("B", 13)])]
+    found = cepkit.match("SEQ(A a, B b) WITHIN 3", arrived, engine=engine, disorder=mode, **options)
+    assert found.positions() == [(2, 4), (2, 6), (5, 6)]
+    dropped = found.dropped
+    assert list(dropped.columns) == ["position", "type", "ts", "v", "reason"]
+    assert dropped.drop(columns="reason").to_dict("records") == [{"position": 3, "type": "B", "ts": 1, "v": 3}]
+    assert reason in dropped["reason"].iat[0]
+    in_order = cepkit.match("SEQ(A a, B b) WITHIN 3", sorted(arrived, key=lambda e: e["ts"]), engine="reference")
+    assert cepkit.match("SEQ(A a, B b) WITHIN 3", arrived[:3] + arrived[4:], engine=engine, disorder=mode,
+                        **options).dropped.empty
+    assert len(in_order) == 4      # (0, 3) is found in order: the dropped B is what loses it
+    assert cepkit.match("SEQ(A a, B b) WITHIN 3", sorted(arrived, key=lambda e: e["ts"]),
+                        engine=engine).dropped.empty     # in order: nothing to drop
 
 
 def test_conservative_waits_for_the_types_the_query_reads():
