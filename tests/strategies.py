@@ -224,7 +224,7 @@ def assert_agrees(query: str, events, engine: str, **options):
 # ----------------------------------------------------------------------------- any syntax tree (tests/lang)
 # Every node kind in every place the grammar allows, with names that are never keywords. The trees are
 # syntactic: variables need not be defined (round-trip tests use ``cepkit.lang.parser.parse_tree``).
-SYNTAX_TYPES = ("A", "Stock", "T_1")
+SYNTAX_TYPES = ("A", "Stock", "T_1", "Structure Fire", "check-in", 'say "hi" \\ bye')   # (quoted: docs/language.md §2)
 SYNTAX_VARS = ("a", "b2", "_x")
 SYNTAX_ATTRS = ("v", "price", "PID")
 SYNTAX_UNITS = ("ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour",

@@ -50,9 +50,10 @@ class Run:
         return self.matches.engine
 
 
-def as_stream(events) -> Stream:
-    """Events (DataFrame, dicts, Events or a Stream) as one validated ``Stream``, converted once per widget."""
-    return Stream.from_any(events)
+def as_stream(events, type: Optional[str] = None, ts: Optional[str] = None) -> Stream:
+    """Events (DataFrame, dicts, Events or a Stream) as one validated ``Stream``, converted once per widget;
+    ``type``/``ts`` name the own columns of the type and time, as for ``cepkit.match``."""
+    return Stream.from_any(cepkit.as_events(events, type=type, ts=ts))
 
 
 def run_query(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,

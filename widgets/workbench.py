@@ -73,6 +73,8 @@ class Workbench(widgets.VBox):
         A concept hierarchy (docs/language.md §7) for parsing and matching.
     tz : str, optional
         Time zone of the timeline and the results' times for datetime ts (UTC by default).
+    type, ts : str, optional
+        The columns holding each event's type and time when not ``type`` and ``ts`` (as ``cepkit.match``).
     **options
         Passed to ``cepkit.match`` (e.g. ``disorder="aggressive"``).
 
@@ -89,8 +91,9 @@ class Workbench(widgets.VBox):
     selected = traitlets.Int(None, allow_none=True, help="index of the picked match of the last run, or None")
 
     def __init__(self, events, query: str = "", engine: str = "auto", strategy: Optional[str] = None,
-                 hierarchy=None, tz: Optional[str] = None, **options):
-        self.stream = as_stream(events)
+                 hierarchy=None, tz: Optional[str] = None, type: Optional[str] = None, ts: Optional[str] = None,
+                 **options):
+        self.stream = as_stream(events, type=type, ts=ts)
         self.hierarchy = hierarchy
         self.options = options
         self.query: Optional[cepkit.Query] = None

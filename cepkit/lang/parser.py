@@ -34,7 +34,8 @@ _STRATEGY_CANON = {"NXT": "NEXT"}
 
 # Friendly names for the terminals lark reports as expected.
 _TERMINAL_NAMES = {
-    "NAME": "a name", "KLEENE_TYPE": "a Kleene type (T+)", "SIGNED_NUMBER": "a number", "INT": "an integer",
+    "NAME": "a name", "KLEENE_TYPE": "a Kleene type (T+)", "QUOTED_KLEENE": "a quoted Kleene type (\"T\"+)",
+    "SIGNED_NUMBER": "a number", "INT": "an integer",
     "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'", "PLUS": "'+'",
     "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "CMP_OP": "a comparison", "UNIT": "a time unit",
     "EVENTS": "EVENTS", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "DOT": "'.'",
@@ -70,6 +71,11 @@ def _name(token) -> str:
     """A NAME token's text, without the backquotes that let a keyword be a name."""
     text = str(token)
     return text[1:-1] if text.startswith("`") else text
+
+
+def _unquoted(text: str) -> str:
+    """A quoted token's text without its quotes, each backslash escape read as the character it escapes."""
+    return re.sub(r"\\(.)", r"\1", text[1:-1])
 
 
 def _number(text: str):
@@ -185,6 +191,23 @@ class _ToAst:
         var = _name(children[1]) if len(children) > 1 else None
         return A.Plus(A.Atom(type_, var, span=self._span(meta)), span=self._span(meta))
 
+    def quoted_atom(self, meta, children):
+        var = _name(children[1]) if len(children) > 1 else None
+        return A.Atom(self._quoted(children[0], meta), var, span=self._span(meta))
+
+    def quoted_kleene_atom(self, meta, children):
+        var = _name(children[1]) if len(children) > 1 else None
+        atom = A.Atom(self._quoted(str(children[0])[:-1], meta), var, span=self._span(meta))
+        return A.Plus(atom, span=self._span(meta))
+
+    def _quoted(self, token, meta) -> str:
+        """A quoted type name's text (escapes read as in strings); an empty one is a QueryError."""
+        name = _unquoted(str(token))
+        if not name:
+            raise QueryError("a type name in quotes cannot be empty", self.text, *self.positions.at(meta.start_pos),
+                             len(str(token)))
+        return name
+
     def any_atom(self, meta, children):
         return A.Atom(None, _name(children[0]) if children else None, span=self._span(meta))
 
@@ -266,8 +289,7 @@ class _ToAst:
         return A.Duration(children[0].value, str(children[1]).lower(), span=self._span(meta))
 
     def string_lit(self, meta, children):
-        raw = str(children[0])[1:-1]
-        return A.Literal(re.sub(r"\\(.)", r"\1", raw), span=self._span(meta))
+        return A.Literal(_unquoted(str(children[0])), span=self._span(meta))
 
     def true_lit(self, meta, children):
         return A.Literal(True, span=self._span(meta))

@@ -7,6 +7,7 @@ notation (``SEQ(...)``) when they hold negations or conditions; parentheses are 
 from __future__ import annotations
 
 import math
+import re
 from numbers import Integral
 
 from . import ast as A
@@ -46,6 +47,16 @@ def _name(name: str) -> str:
     return f"`{name}`" if name.lower() in KEYWORDS else name
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _type_name(name: str) -> str:
+    """A type name: a keyword backquoted, any other name that is not an identifier in double quotes."""
+    if _IDENTIFIER.fullmatch(name):
+        return _name(name)
+    return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 class _Printer(Visitor):
     # ------------------------------------------------------------------ patterns: (text, precedence)
     def pat(self, node, min_prec: int) -> str:
@@ -53,7 +64,7 @@ class _Printer(Visitor):
         return f"({text})" if prec < min_prec else text
 
     def visit_atom(self, n: A.Atom):
-        type_ = _name(n.type) if n.type is not None else "ANY"
+        type_ = _type_name(n.type) if n.type is not None else "ANY"
         return (f"{type_} AS {_name(n.var)}" if n.var else type_), _P_PRIMARY
 
     def visit_seq(self, n: A.Seq):
@@ -75,7 +86,7 @@ class _Printer(Visitor):
     def visit_plus(self, n: A.Plus):
         inner = n.pattern
         if isinstance(inner, A.Atom) and inner.type is not None:
-            kleene = _name(inner.type) + "+"
+            kleene = _type_name(inner.type) + "+"
             return (f"{kleene} AS {_name(inner.var)}" if inner.var else kleene), _P_PLUS
         return self.pat(inner, _P_PRIMARY) + "+", _P_PLUS
 

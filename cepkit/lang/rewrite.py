@@ -145,8 +145,9 @@ def _located(root: A.QueryNode, path: tuple, node) -> tuple:
     text = show(root)
     marker, prefix = (_MARK, 0) if isinstance(node, A.Pattern) else (A.Not(_MARK), 1)
     marked = show(_replace_at(root, path, marker))
-    start = marked.index(_MARK.type) - prefix
-    return text, (start, start + len(text) - (len(marked) - len(_MARK.type) - prefix))
+    printed = show(_MARK)         # (quoted: the marker is no identifier)
+    start = marked.index(printed) - prefix
+    return text, (start, start + len(text) - (len(marked) - len(printed) - prefix))
 
 
 # ----------------------------------------------------------------------------- tree paths

@@ -13,6 +13,7 @@ import pandas as pd
 from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
+from .columns import as_event, as_events, renamed_fields
 from .event_record import make_event
 from .stream import Stream, is_arrow
 from .match_list import MatchList
@@ -125,21 +126,27 @@ def _types_of(atoms, query: Query):
     return frozenset(a.type for a in atoms)
 
 
-def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-          **options) -> Matches:
-    """All matches of ``query`` over ``events`` (a DataFrame, dicts or Events), in output order.
+def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
+          type: Optional[str] = None, ts: Optional[str] = None, **options) -> Matches:
+    """All matches of ``query`` over ``events`` (a DataFrame, a pyarrow Table, dicts or Events), in output
+    order. ``type=`` and ``ts=`` name the columns (or dict keys) that hold each event's type and time when
+    they are not ``type`` and ``ts``; a text ts is read as numbers or datetimes (``columns.as_events``).
 
     >>> import cepkit
     >>> cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).positions()
     [(0, 1), (0, 2)]
+    >>> clicks = [{"event_name": "view", "at": "2024-05-01 10:00"}, {"event_name": "buy", "at": "2024-05-01 10:02"}]
+    >>> cepkit.match("view v ; buy b WITHIN 5 min", clicks, type="event_name", ts="at").positions()
+    [(0, 1)]
     """
     key = _cache_key(query, strategy, hierarchy, engine, options)
     cached = _cached_plan(key)
     q = cached[0] if cached else prepare(query, strategy, hierarchy)
-    stream = Stream.from_any(events)
-    check_against_stream(q, stream)
-    if options.get("disorder", "reject") == "reject":
-        stream.require_order()
+    with renamed_fields(type=type, ts=ts):
+        stream = Stream.from_any(as_events(events, type=type, ts=ts))
+        check_against_stream(q, stream)
+        if options.get("disorder", "reject") == "reject":
+            stream.require_order()
     if cached:
         chosen, plan = cached[1:]
     else:
@@ -174,11 +181,15 @@ class Matcher:
     event of a type is taken as its schema). ``schema=`` (events, a DataFrame or a Stream; typically the
     whole finite stream about to be pushed) checks them at once, as ``match`` would, and judges later
     events on them and what was pushed (docs/decisions.md).
+
+    ``type=`` and ``ts=`` name the fields (columns of a batch) holding the type and time, as in ``match``.
     """
 
     def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-                 keep: bool = True, schema=None, **options):
+                 keep: bool = True, schema=None, *, type: Optional[str] = None, ts: Optional[str] = None,
+                 **options):
         self.query = prepare(query, strategy, hierarchy)
+        self.mapping = {"type": type, "ts": ts}     # the own columns of the events' type and ts (``match``'s)
         self.options = options
         chosen, plan = select_engine(self.query, engine, options)
         self.engine = chosen.name
@@ -190,7 +201,8 @@ class Matcher:
         self._reject_disorder = options.get("disorder", "reject") == "reject"
         self._seen = SeenData()
         if schema is not None:
-            known = Stream.from_any(schema)
+            with renamed_fields(**self.mapping):
+                known = Stream.from_any(as_events(schema, **self.mapping))
             check_against_stream(self.query, known)
             self._seen = SeenData.of(known)
         self._matches: list = []
@@ -212,9 +224,10 @@ class Matcher:
         return self._deltas
 
     def push(self, event) -> list:
-        e = make_event(event, self._position)
-        if self._reject_disorder and e.time < self._max_time:
-            raise _late(self._position, e.ts)
+        with renamed_fields(**self.mapping):
+            e = make_event(as_event(event, self._position, **self.mapping), self._position)
+            if self._reject_disorder and e.time < self._max_time:
+                raise _late(self._position, e.ts)
         learned = self._seen.with_event(e)
         if learned is not None:
             check_against_stream(self.query, learned)
@@ -263,15 +276,17 @@ class Matcher:
     def _checked(self, batch) -> Stream:
         """``batch`` as a Stream positioned after the events so far, judged as pushing its rows would judge
         them (``SeenData`` then knows them); the first row a push would reject raises, naming its position."""
-        try:
-            stream = Stream.from_any(batch, first_position=self._position)
-        except EventError as err:
-            rows = err.position - self._position      # the rows before it may fail a check first
-            if rows > 0:
-                head = batch.iloc[:rows] if isinstance(batch, pd.DataFrame) else batch.slice(0, rows)
-                self._judged(Stream.from_any(head, first_position=self._position))
-            raise
-        self._seen = self._judged(stream)
+        with renamed_fields(**self.mapping):
+            try:
+                batch = as_events(batch, first_position=self._position, **self.mapping)
+                stream = Stream.from_any(batch, first_position=self._position)
+            except EventError as err:
+                rows = err.position - self._position      # the rows before it may fail a check first
+                if rows > 0:
+                    head = batch.iloc[:rows] if isinstance(batch, pd.DataFrame) else batch.slice(0, rows)
+                    self._judged(Stream.from_any(as_events(head, **self.mapping), first_position=self._position))
+                raise
+            self._seen = self._judged(stream)
         return stream
 
     def _judged(self, stream: Stream) -> "SeenData":

@@ -16,6 +16,9 @@ def to_seconds(value, position: int) -> tuple:
     """(seconds, is_datetime) for a ts value; EventError unless it is a finite number or a datetime."""
     if value is None or isinstance(value, (bool, np.bool_)):
         raise EventError(position, "ts", f"expected a number or a datetime, got {value!r}")
+    if isinstance(value, str):
+        from .columns import text_time     # (a text ts: a number or a date, as the dict gave it)
+        value = text_time(value, position)
     if isinstance(value, (_dt.date, np.datetime64)):     # datetime, date, pd.Timestamp, NaT
         try:
             stamp = pd.Timestamp(value)
@@ -89,4 +92,7 @@ def frame_seconds(col: pd.Series, first_position: int) -> tuple:
             reason = "ts is missing (NaN)" if np.isnan(seconds[i]) else f"ts must be finite, got {seconds[i]!r}"
             raise EventError(first_position + i, "ts", reason)
         return seconds, False
+    from .columns import is_text, text_times       # (a text ts, as read_csv gives it)
+    if is_text(col):
+        return frame_seconds(text_times(col, "ts", first_position), first_position)
     return seconds_of_values(col.tolist(), first_position)

@@ -27,8 +27,9 @@ from pyspark.sql import DataFrame, functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from ..errors import EventError
+from ..errors import ColumnError, EventError
 from ..runtime.api import prepare
+from ..runtime.columns import check_columns
 from ..runtime.stream import is_arrow
 from ..runtime.match_tables import named_fields
 from ..runtime.registry import select_engine
@@ -265,8 +266,27 @@ def _spark_frame(events) -> DataFrame:
                     f"pyarrow Table, handed to cepkit.spark.session()), not {type(events).__name__}")
 
 
+def own_columns(df: DataFrame, type: Optional[str] = None, ts: Optional[str] = None) -> DataFrame:
+    """``df`` with the columns ``type=``/``ts=`` name renamed ``type`` and ``ts`` (``cepkit.as_events``'s
+    checks and errors), and a string ts read as timestamps (``to_timestamp``): a value that is not one is a
+    ``ColumnError`` naming the column and the value (one job, only for a string ts)."""
+    renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
+    check_columns(df.columns, renames)
+    if renames:
+        df = df.withColumnsRenamed({own: canonical for canonical, own in renames.items()})
+    if "ts" in df.columns and isinstance(df.schema["ts"].dataType, T.StringType):
+        parsed = F.try_to_timestamp(F.col("ts"))
+        bad = df.filter(F.col("ts").isNotNull() & parsed.isNull()).select("ts").first()
+        if bad is not None:
+            raise ColumnError(renames.get("ts", "ts"), f"{bad[0]!r} is neither a number nor a datetime (Spark's "
+                                                       "to_timestamp reads 'yyyy-MM-dd HH:mm:ss' and ISO 8601)")
+        df = df.withColumn("ts", parsed)
+    return df
+
+
 def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
-          position: str = "position", slice_length: Optional[float] = None, fields=None, **options) -> DataFrame:
+          position: str = "position", slice_length: Optional[float] = None, fields=None,
+          type: Optional[str] = None, ts: Optional[str] = None, **options) -> DataFrame:
     """All matches of ``query`` over the events of a Spark DataFrame, as a Spark DataFrame.
 
     Parameters
@@ -278,6 +298,9 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         DataFrame or pyarrow Table is made into one on ``cepkit.spark.session()``, rows in their order.
     engine, strategy, hierarchy, **options
         As for ``cepkit.match``; ``engine="auto"`` is resolved once, on the driver.
+    type, ts : str, optional
+        The columns holding the type and the time when they are not ``type`` and ``ts``, as for
+        ``cepkit.match``; a string ts is read with Spark's ``to_timestamp``.
     position : str
         The column that orders events with equal ts. Without it, ties keep the DataFrame's own row order
         (``monotonically_increasing_id``), which is the row order for ``createDataFrame`` and file reads.
@@ -337,7 +360,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     +--------+---------+---+---+
     """
     q = prepare(query, strategy, hierarchy)
-    df = _spark_frame(df)
+    df = own_columns(_spark_frame(df), type, ts)
     layout = Layout.of(df.schema, q, position)
     chosen, _ = select_engine(q, engine, options)
     split = plan_split(q)
