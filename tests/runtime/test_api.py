@@ -6,6 +6,7 @@ import pytest
 import cepkit
 from cepkit.datasets import cel_fire_sensors
 from cepkit.runtime import Match, registry
+from cepkit.runtime.api import clear_plan_cache
 from cepkit.runtime.registry import Engine, Plan
 
 FIRE = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
@@ -68,6 +69,7 @@ class _Refusing(Engine):
 @pytest.fixture
 def test_engines(monkeypatch):
     registry.registered()  # the built-ins first
+    clear_plan_cache()     # a plan an earlier test's call kept would skip the engines added here
     for engine in (_Echo(), _Refusing()):
         monkeypatch.setitem(registry._REGISTRY, engine.name, engine)
 
