@@ -11,6 +11,7 @@ from hypothesis import given, settings
 
 import cepkit
 from cepkit.errors import ColumnError, EventError
+from cepkit.runtime.stream import Stream
 from strategies import streams
 
 QUERY = "view v ; cart c ; buy b WITHIN 30 min PARTITION BY user_id"
@@ -98,7 +99,7 @@ def test_a_bad_text_time_is_one_line_naming_row_column_and_value():
 def test_text_times_of_each_kind(texts, expected):
     found = cepkit.match("A a ; B b", pd.DataFrame({"type": ["A", "B"], "ts": texts}))
     assert found.positions() == [(0, 1)]
-    assert cepkit.runtime.events.Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": texts})).times.tolist() \
+    assert Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": texts})).times.tolist() \
         == expected
 
 
