@@ -54,6 +54,7 @@ class EventError(ValueError):
         where = "an event without a position" if position is None else f"event at position {position}"
         super().__init__(f"{where}, field {field!r}: {message}")
 
+
 class ColumnError(EventError):
     """A column of the data that is missing, or named twice by a mapping (``type=``, ``ts=``): names the column
     and the columns there are. An ``EventError`` (every event lacks it), reported without a position."""
