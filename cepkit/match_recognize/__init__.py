@@ -2,7 +2,8 @@
 
 ``cepkit.sql(query, frames)`` runs it on pandas; ``cepkit.spark.sql`` on a Spark DataFrame.
 """
+from .explain import Explanation, why_not
 from .parser import parse
 from .run import find, output, sql
 
-__all__ = ["parse", "find", "output", "sql"]
+__all__ = ["parse", "find", "output", "sql", "why_not", "Explanation"]

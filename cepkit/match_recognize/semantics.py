@@ -264,24 +264,44 @@ def next_start(query: A.Recognize, match: Found) -> int:
     return target
 
 
-def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, times):
+@dataclass(frozen=True)
+class Attempt:
+    """One row tried as one variable: the mapping before it, and why it failed (None: it held)."""
+    row: int
+    var: str
+    rows: Tuple[int, ...]
+    labels: Tuple[str, ...]
+    failed: Optional[str]
+
+
+def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, times,
+              attempts: Optional[List[Attempt]] = None):
+    """The preferred mapping of the rows from ``start`` (rows, labels, excluded), or None. ``attempts``
+    collects every row tried as a variable, for ``why_not``."""
     rows: List[int] = []
     labels: List[str] = []
     excluded: List[bool] = []
 
     def holds(var: str, row: int) -> bool:
+        failed = _fails(var, row)
+        if attempts is not None:
+            attempts.append(Attempt(row, var, tuple(rows), tuple(labels), failed))
+        return failed is None
+
+    def _fails(var: str, row: int) -> Optional[str]:
         if within is not None and times is not None and not (times[row] - times[start] < within):
-            return False
+            return "outside WITHIN"
         condition = defines.get(var)
         if condition is None:
-            return True
+            return None
         rows.append(row)
         labels.append(var)
         try:
-            return evaluate(condition, frame, At(rows, labels, row, number)) is True
+            value = evaluate(condition, frame, At(rows, labels, row, number))
         finally:
             rows.pop()
             labels.pop()
+        return None if value is True else ("null" if value is None else "false")
 
     def m(node, pos: int, hidden: bool, k) -> Optional[Any]:
         # Continuation-passing backtracking: k(pos) continues the match after node; the first success wins.
