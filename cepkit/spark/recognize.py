@@ -29,6 +29,9 @@ def sql(query: Union[str, A.Recognize], frame):
     from ..match_recognize import sql as local_sql
 
     parsed = parse(query) if isinstance(query, str) else query
+    if frame.isStreaming:
+        raise QueryError("MATCH_RECOGNIZE runs on batch DataFrames; on a stream use cepkit.spark.match_stream "
+                         "with a cepkit query (docs/language.md §13)", parsed.text)
     schema = output_schema(parsed, frame.schema)
 
     def run(group):
