@@ -105,7 +105,7 @@ class KleenePattern:
         per_event = [[] for _ in reader.items]
         joins, chains, residual = [], [], []
         for cond in reader.conditions:
-            role = _role(cond, variables, kleene)
+            role = condition_role(cond, variables, kleene)
             if role[0] == "local":
                 local[variables[role[1]]].append(cond)
             elif role[0] == "join":
@@ -121,7 +121,7 @@ class KleenePattern:
                 joins.append(join)
         for k, (atom, _, inner) in enumerate(reader.items):
             for cond in inner:  # written inside the iteration: about each event of the slot
-                role = _role(cond, variables, kleene - {atom.var})
+                role = condition_role(cond, variables, kleene - {atom.var})
                 if role[0] == "local":
                     local[variables[role[1]]].append(cond)
                 elif role[0] == "join":
@@ -200,7 +200,7 @@ def _is_previous(expr: A.Expr) -> bool:
     return _reads(expr) == {"previous"}
 
 
-def _role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
+def condition_role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
     """("local", var) | ("join", Join) | ("chain", Chain) | ("residual",) for one conjunct."""
     names = A.variables_in(cond)
     if len(names) == 1 and names[0] not in kleene:

@@ -28,6 +28,7 @@ from ...runtime.reported_once import ReportedOnce
 from ...runtime.row_arrays import spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
+from .batch import run as columnar_run
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
 from .pattern import HIDDEN, SetPattern
@@ -162,8 +163,14 @@ class SesPlan(Plan):
                            kleene, emitted)
 
     def run(self, stream):
-        """The matches of ``stream``: as columns (``to_arrays``) without RETURN; with RETURN, ``Match``
+        """The matches of ``stream``: as columns without RETURN (by the columnar run, ``batch``, when the
+        query is all its kernel does, else ``to_arrays`` of the matcher's windows); with RETURN, ``Match``
         objects (the matcher reports each projection once)."""
+        stream = Stream.from_any(stream)
+        found = columnar_run(self, stream)
+        if found is not None:
+            matches, self._last_info = found
+            return matches
         matcher = SesMatcher(self, batch=[] if self.select is None else None)
         found = [m for event in stream for m in matcher.push(event)]
         found.extend(matcher.close())

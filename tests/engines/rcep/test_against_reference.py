@@ -25,14 +25,18 @@ def test_skip_till_next_match_agrees_and_waits_for_the_window(query, events):
     variable a match is reported only once its window has passed, or at ``close``."""
     assume("CONSUME" not in query)
     assert_agrees(query, events, "rcep")
+    assert _pushed(query, events) == sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
+
+
+def _pushed(query: str, events) -> list:
+    """The matches a ``Matcher`` reports, pushed one event at a time (none before its last event), sorted."""
     matcher = cepkit.Matcher(query, engine="rcep")
     reported = []
     for position, event in enumerate(events):
         new = matcher.push(event)
         assert all(m.positions[-1] <= position for m in new)
         reported += [m.key for m in new]
-    reported += [m.key for m in matcher.close()]
-    assert sorted(reported) == sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
+    return sorted(reported + [m.key for m in matcher.close()])
 
 
 @settings(max_examples=60, deadline=None)
@@ -157,11 +161,4 @@ def test_robust_skip_till_next_match_agrees_and_waits_for_the_window(query, even
     except cepkit.QueryError:
         ses = found     # outside the ses fragment (aggregates, first/last, ...)
     assert found == ses
-    matcher = cepkit.Matcher(query, engine="rcep")
-    reported = []
-    for position, event in enumerate(events):
-        new = matcher.push(event)
-        assert all(m.positions[-1] <= position for m in new)
-        reported += [m.key for m in new]
-    reported += [m.key for m in matcher.close()]
-    assert sorted(reported) == found
+    assert _pushed(query, events) == found

@@ -1,0 +1,167 @@
+"""The columnar run of a finite stream: every match window in one ``kernel.run_windows`` call, matches out
+as ``MatchArrays`` (no ``Entry``, ``Event`` or ``Match`` object per event or match).
+
+``SesPlan.run`` takes it under ALL without RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
+checks: a property of one variable (exact per event: evaluated column-wise into each event's variable
+mask, Thm 5.1), a chain ``f(prev(p)) φ g(p)`` on a Kleene variable, or a join ``f(x) φ g(y)`` between two
+variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (STNM,
+ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
+matches.
+
+Layout: the kept events (punctuation left out, and those fitting no variable) grouped by window key
+(PARTITION BY values, then the values of X), in order inside each group. A window's coordinate is the
+event's time, or its position in its PARTITION BY sub-stream (all its events count, filtered or not)
+under ``WITHIN n EVENTS``. A match is emitted, as by the matcher, at the first event (any partition for a
+time window, its sub-stream for ``n EVENTS``) past its W[0]'s window, else at the stream's last event.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ...runtime.events import PUNCTUATION, Stream
+from ...runtime.matches import MatchArrays
+from ...runtime.unary import Columns, unary_truth
+from ..rcep.batch import key_columns
+from ..rcep.joins import OP_CODES
+from ..rcep.pattern import condition_role
+from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
+
+
+class Layout:
+    """The kernel's reading of a plan's Θ: ``properties`` per variable, ``joins`` and ``chains``
+    (``rcep.pattern``'s roles, on variable indices), or None when some conjunct is none of them."""
+
+    @classmethod
+    def of(cls, plan) -> Optional["Layout"]:
+        if plan.strategy not in (None, "ALL") or plan.select is not None or not plan.satisfiable:
+            return None
+        index, kleene = plan.index, set(plan.pattern.kleene)
+        layout = cls()
+        layout.properties = [[] for _ in range(plan.arity)]
+        layout.joins, layout.chains = [], []
+        for conjunct in plan.conjuncts:
+            found = condition_role(conjunct.expr, index, kleene)
+            if found[0] == "local" and conjunct.exact_property:
+                layout.properties[index[found[1]]].append(conjunct.expr)
+            elif found[0] == "join":
+                layout.joins.append(found[1])
+            elif found[0] == "chain":
+                layout.chains.append(found[1])
+            else:
+                return None
+        return layout
+
+
+def moves(plan) -> np.ndarray:
+    """``moves[a, state, var]``: the target state mask of automaton a's transition, -1 where none."""
+    table = np.full((len(plan.compiled), 1 << plan.arity, plan.arity), -1, dtype=np.int64)
+    for a, automaton in enumerate(plan.compiled):
+        for source, edges in automaton.outgoing.items():
+            for edge in edges:
+                table[a, source, edge.var] = edge.target
+    return table
+
+
+def run(plan, stream: Stream) -> Optional[tuple]:
+    """(MatchArrays, info) of the whole stream, or None when the plan or the stream's keys keep it off the
+    kernel."""
+    layout = Layout.of(plan)
+    if layout is None:
+        return None
+    columns = Columns(stream)
+    exprs = [side for join in layout.joins for side in (join.left, join.right)]
+    exprs += [side for chain in layout.chains for side in (chain.previous, chain.current)]
+    keys = key_columns(exprs, columns)
+    if keys is None:
+        return None
+    query = plan.query
+    read = ~stream.type_in({PUNCTUATION})
+    fits = np.zeros(len(stream), dtype=np.int64)
+    for v, name in enumerate(plan.variables):
+        atom_type = plan.pattern.atoms[name].type
+        mask = read.copy()
+        if atom_type is not None:
+            hierarchy = query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
+            mask &= stream.type_in(hierarchy.covers(atom_type) if hierarchy else {atom_type})
+        for cond in layout.properties[v]:
+            mask = unary_truth(cond, name, columns, mask)
+        fits |= mask.astype(np.int64) << v
+    by = stream.key_codes(query.partition_by)
+    coord = stream.times
+    if plan.events_window:      # the position in the PARTITION BY sub-stream, every event counted
+        coord = np.zeros(len(stream))
+        index = np.flatnonzero(read)
+        order = np.argsort(by[index], kind="stable")
+        ranked = by[index][order]
+        seq = np.empty(len(index), dtype=np.int64)
+        seq[order] = np.arange(len(index)) - np.searchsorted(ranked, ranked, "left")
+        coord[index] = seq
+    kept = np.flatnonzero(fits != 0)
+    codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))[kept]
+    order = np.argsort(codes, kind="stable")
+    grouped = kept[order]
+    codes = codes[order]
+    group_end = np.searchsorted(codes, codes, "right").astype(np.int64)
+    vars_ = fits[grouped]
+    counts = np.zeros((plan.arity, len(grouped) + 1), dtype=np.int64)
+    for v in range(plan.arity):
+        np.cumsum(vars_ >> v & 1, out=counts[v, 1:])
+    values, valid = keys[0][:, grouped], keys[1][:, grouped]
+    ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
+    joins, chains = layout.joins, layout.chains
+    n_joins = len(joins)
+    found = run_windows(
+        np.ascontiguousarray(coord[grouped], dtype=np.float64), vars_, group_end, stream.position_of(grouped),
+        counts, moves(plan), (1 << plan.arity) - 1, plan.first_set, float(plan.span), values, valid,
+        ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
+        ints([2 * k for k in range(n_joins)]), ints([2 * k + 1 for k in range(n_joins)]),
+        ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
+        ints([2 * n_joins + 2 * k for k in range(len(chains))]), ints([2 * n_joins + 2 * k + 1 for k in range(len(chains))]))
+    offsets, positions, variables, starts, counters = found
+    visible = {plan.index[name]: k for k, name in enumerate(plan.visible)}
+    ids = np.array([visible.get(v, -1) for v in range(plan.arity)], dtype=np.int64)
+    kleene = [name in plan.pattern.kleene for name in plan.visible]
+    emitted = _emitted(plan, stream, coord, by, grouped[starts])
+    matches = MatchArrays.from_bindings(offsets, positions, ids[variables], plan.visible, kleene, emitted)
+    info = {"windows": len(grouped), "evaluated": int(counters[STAT_EVALUATED]),
+            "max_window": int(counters[STAT_MAX_WINDOW])}
+    return matches, info
+
+
+def _emitted(plan, stream: Stream, coord: np.ndarray, by: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The position at which the matcher emits a match whose W[0] is each of ``starts`` (stream indices):
+    the first event past the window (``coord - W[0] > τ``), else the stream's last event."""
+    n = len(stream)
+    last = stream.position_of(np.array([n - 1]))[0] if n else -1
+    if not np.isfinite(plan.span) or not len(starts):
+        return np.full(len(starts), last, dtype=np.int64)
+    if not plan.events_window:     # any event closes a time window, punctuation too
+        times = stream.times
+        past = np.searchsorted(times, times[starts] + plan.span, "right")
+        # the matcher's test is coord - W[0] > τ: step over ties the sum rounds away
+        while True:
+            early = (past < n) & ~(times[np.minimum(past, n - 1)] - times[starts] > plan.span)
+            if not early.any():
+                break
+            past[early] += 1
+        while True:
+            late = (past > starts + 1) & (times[past - 1] - times[starts] > plan.span)
+            if not late.any():
+                break
+            past[late] -= 1
+    else:                          # the (span + 1)-th event after W[0] in its PARTITION BY sub-stream
+        read = np.flatnonzero(~stream.type_in({PUNCTUATION}))
+        order = read[np.argsort(by[read], kind="stable")]
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = np.arange(len(order))
+        target = rank[starts] + int(plan.span) + 1
+        inside = (target < len(order))
+        inside[inside] &= by[order[target[inside]]] == by[starts[inside]]
+        past = np.full(len(starts), n)
+        past[inside] = order[target[inside]]
+    out = np.full(len(starts), last, dtype=np.int64)
+    found = past < n
+    out[found] = stream.position_of(past[found])
+    return out

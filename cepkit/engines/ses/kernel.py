@@ -1,0 +1,169 @@
+"""SESExec under skip-till-any-match ([SES] Alg 2) over every match window of a stream, in one compiled call.
+
+``SesMatcher`` builds an ``Entry`` per event and runs ``execution.run_window`` per candidate window in
+Python. Over a finite stream every window is known, so ``run_windows`` runs phase 1 and phase 2 of the
+two-phase evaluation ([SES] Alg 3) for all of them inside one kernel, over the columns ``batch`` lays out:
+
+* **phase 1**: the events are filtered (Thm 5.1: only those satisfying some variable's properties are
+  kept, column-wise), grouped by window key (PARTITION BY and X, Def 5.3); the window of each W[0] is a
+  contiguous run of its group (a binary search on the window coordinate), and A runs on it only when it
+  is a candidate: (5.1) at least as many events as variables, (5.2) W[0] fits a variable of B1 and
+  (5.3) every variable has an event in it (prefix counts per variable);
+* **phase 2**: A(P, W) is the automaton as a table ``moves[automaton, state, var]`` (target state mask, or
+  -1), so the SES automaton and the brute force's permutation automata run in the same loop. An instance
+  is a state and a node of an arena of bindings (variable, event, parent); an event fires every
+  transition whose conditions hold on the instance's binding with it (a chain against the variable's
+  previous event, a join against every bound event of the other variable, ∀), and under ALL every
+  instance also keeps its copy that skips it. Instances in the final state at the window's end are its
+  matches.
+
+The same functions run as Python without numba (the pure-Python twin the tests compare).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..rcep.joins import _compiled, _phi
+from ..rcep.kernel import _grow
+
+STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
+
+
+@_compiled
+def _fires(v, event, node, arena_var, arena_event, arena_parent, kval, kok, join_left, join_right, join_op,
+           join_left_key, join_right_key, chain_var, chain_op, chain_previous_key, chain_current_key):
+    """Whether binding ``event`` to variable ``v`` keeps every join and chain with the binding ending at
+    arena ``node`` (the transition's conditions Θδ, checked only on the pairs that use the new event)."""
+    previous_seen = False
+    while node >= 0:
+        x, e = arena_var[node], arena_event[node]
+        if x == v and not previous_seen:           # v's previous event: its chains
+            previous_seen = True
+            for c in range(len(chain_var)):
+                if chain_var[c] == v and not (kok[chain_previous_key[c], e] and kok[chain_current_key[c], event]
+                                              and _phi(chain_op[c], kval[chain_previous_key[c], e],
+                                                       kval[chain_current_key[c], event])):
+                    return False
+        for j in range(len(join_left)):
+            if join_left[j] == v and join_right[j] == x:
+                left, right = kval[join_left_key[j], event], kval[join_right_key[j], e]
+                ok = kok[join_left_key[j], event] and kok[join_right_key[j], e]
+            elif join_right[j] == v and join_left[j] == x:
+                left, right = kval[join_left_key[j], e], kval[join_right_key[j], event]
+                ok = kok[join_left_key[j], e] and kok[join_right_key[j], event]
+            else:
+                continue
+            if not (ok and _phi(join_op[j], left, right)):
+                return False
+        node = arena_parent[node]
+    return True
+
+
+@_compiled
+def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, kval, kok,
+                join_left, join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
+                chain_previous_key, chain_current_key):
+    """The matches of every match window (phase 1 and 2 above), ALL.
+
+    Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
+    of the variables whose properties the event satisfies), ``group_end`` (end of its group),
+    ``positions``; ``counts[v, g]``: events before g fitting variable v. Returns (offsets, positions,
+    variable indices, the W[0] of each match, stats).
+    """
+    n, arity = len(coord), counts.shape[0]
+    stats = np.zeros(3, dtype=np.int64)
+    out_offsets = np.zeros(1024, dtype=np.int64)
+    out_positions = np.empty(4096, dtype=np.int64)
+    out_variables = np.empty(4096, dtype=np.int64)
+    out_start = np.empty(1024, dtype=np.int64)
+    n_out, n_written = 0, 0
+    state = np.empty(256, dtype=np.int64)
+    node = np.empty(256, dtype=np.int64)
+    arena_var = np.empty(1024, dtype=np.int64)
+    arena_event = np.empty(1024, dtype=np.int64)
+    arena_parent = np.empty(1024, dtype=np.int64)
+    for g in range(n):
+        if not vars_[g] & first_set:
+            continue
+        lo, hi = g + 1, group_end[g]               # the window: events until the coordinate passes W[0] + τ
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if coord[mid] - coord[g] > span:
+                hi = mid
+            else:
+                lo = mid + 1
+        end = lo
+        if end - g < arity:                        # (5.1)
+            continue
+        complete = True
+        for v in range(arity):                     # (5.3)
+            if counts[v, end] - counts[v, g] == 0:
+                complete = False
+                break
+        if not complete:
+            continue
+        stats[STAT_EVALUATED] += 1
+        stats[STAT_MAX_WINDOW] = max(stats[STAT_MAX_WINDOW], end - g)
+        for a in range(moves.shape[0]):
+            size, used = 0, 0
+            for v in range(arity):                 # the start instances bind W[0]
+                if vars_[g] >> v & 1 and moves[a, 0, v] >= 0:
+                    if used >= len(arena_var):
+                        arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
+                        arena_parent = _grow(arena_parent, used + 1)
+                    arena_var[used], arena_event[used], arena_parent[used] = v, g, -1
+                    if size >= len(state):
+                        state, node = _grow(state, size + 1), _grow(node, size + 1)
+                    state[size], node[size] = moves[a, 0, v], used
+                    used += 1
+                    size += 1
+            for c in range(g + 1, end):
+                if size == 0:
+                    break
+                m = vars_[c]
+                if m == 0:
+                    continue
+                alive = size
+                for i in range(alive):
+                    q = state[i]
+                    for v in range(arity):
+                        target = moves[a, q, v]
+                        if not (m >> v & 1) or target < 0:
+                            continue
+                        if not _fires(v, c, node[i], arena_var, arena_event, arena_parent, kval, kok, join_left,
+                                      join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
+                                      chain_previous_key, chain_current_key):
+                            continue
+                        if used >= len(arena_var):
+                            arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
+                            arena_parent = _grow(arena_parent, used + 1)
+                        arena_var[used], arena_event[used], arena_parent[used] = v, c, node[i]
+                        if size >= len(state):
+                            state, node = _grow(state, size + 1), _grow(node, size + 1)
+                        state[size], node[size] = target, used
+                        used += 1
+                        size += 1
+            stats[STAT_INSTANCES] += size
+            for i in range(size):                  # the instances in qf: matches, events latest first
+                if state[i] != final:
+                    continue
+                length, k = 0, node[i]
+                while k >= 0:
+                    length += 1
+                    k = arena_parent[k]
+                if n_written + length > len(out_positions):
+                    out_positions = _grow(out_positions, n_written + length)
+                    out_variables = _grow(out_variables, n_written + length)
+                k = node[i]
+                for j in range(length - 1, -1, -1):
+                    out_positions[n_written + j] = positions[arena_event[k]]
+                    out_variables[n_written + j] = arena_var[k]
+                    k = arena_parent[k]
+                n_written += length
+                n_out += 1
+                if n_out + 1 > len(out_offsets):
+                    out_offsets = _grow(out_offsets, n_out + 1)
+                    out_start = _grow(out_start, n_out + 1)
+                out_offsets[n_out] = n_written
+                out_start[n_out - 1] = g
+    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], out_start[:n_out], stats

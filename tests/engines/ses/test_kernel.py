@@ -1,0 +1,92 @@
+"""The columnar run (``ses.batch``: every match window in one ``kernel.run_windows`` call) gives the matches,
+bindings and emission positions of the event-by-event matcher and the reference's matches, with the SES
+automaton and the brute force's permutation automata alike; its pure-Python twin (NUMBA_DISABLE_JIT=1,
+the same functions uncompiled) gives the compiled kernel's."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from strategies import set_query_variants, streams
+
+import cepkit
+from cepkit.engines.ses.batch import Layout
+from cepkit.runtime.events import Stream
+from cepkit.runtime.matches import MatchArrays
+from cepkit.runtime.registry import select_engine
+
+
+def _both(query: str, events, **options) -> tuple:
+    """(the plan, its run, the matcher's matches with their emission positions, the run's), sorted."""
+    _, plan = select_engine(cepkit.parse(query), "ses", options)
+    stream = Stream.from_any(events)
+    found = plan.run(stream)
+    matcher = plan.matcher()
+    pushed = [m for event in stream for m in matcher.push(event)] + matcher.close()
+    return plan, found, sorted((m.key, m.emitted_at) for m in pushed), sorted((m.key, m.emitted_at) for m in found)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(set_query_variants(strategies=("ALL",)), streams(types=("C", "P", "D", "B"), max_size=12, ids=2))
+def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events):
+    plan, found, pushed, columnar = _both(query, events)
+    assert columnar == pushed
+    assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
+    if Layout.of(plan) is not None and plan.select is None:
+        assert isinstance(found, MatchArrays) and "evaluated" in plan.info()
+
+
+def _chemo(n: int, patients: int, seed: int = 4) -> list:
+    rng = random.Random(seed)
+    return [{"type": rng.choice("CPDB"), "ts": i * 1800.0, "PID": rng.randrange(patients), "V": rng.randrange(50)}
+            for i in range(n)]
+
+
+@pytest.mark.parametrize("automaton", ["ses", "permutations"])
+def test_set_queries_at_size(automaton):
+    """Sets with a Kleene variable, a chain and joins, partitioned on X by Θ's equalities, over a few
+    thousand events: the kernel finds what the matcher finds, emitted where the matcher emits them."""
+    events = _chemo(3000, 5)
+    query = ("SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID and "
+             "prev(p.V) < p.V and c.V < b.V WITHIN 1 days")
+    plan, found, pushed, columnar = _both(query, events, automaton=automaton)
+    assert isinstance(found, MatchArrays) and len(found) > 50
+    assert columnar == pushed
+
+
+SCRIPT = """
+import json, sys
+import numpy as np
+import cepkit
+from cepkit.engines.ses import kernel
+rng = np.random.default_rng(5)
+events = [{"type": str(t), "ts": int(i // 2), "v": int(v), "id": int(k)}
+          for i, (t, v, k) in enumerate(zip(rng.choice(list("ABCD"), 300), rng.integers(0, 6, 300),
+                                            rng.integers(0, 3, 300)))]
+results = [[[m.positions, sorted(m.bindings.items()), m.emitted_at] for m in cepkit.match(q, events, engine="ses")]
+           for q in json.loads(sys.argv[1])]
+print(json.dumps({"compiled": hasattr(kernel.run_windows, "py_func"), "results": results}))
+"""
+
+TWIN_QUERIES = [
+    "A a ; B b ; C c WITHIN 4 s",
+    "SEQ({A a, B+ b}, C c) WHERE a.v < b.v and prev(b.v) <= b.v and a.id = c.id WITHIN 6 s",
+    "SEQ({A a, B b, D d}, C c) WHERE a.id = b.id and b.id = c.id and c.id = d.id WITHIN 8 EVENTS",
+    "SEQ(A+ a, B b) WHERE b.v > a.v * 2 - 3 WITHIN 3 s PARTITION BY id",
+]
+
+
+def _twin(env_extra: dict) -> dict:
+    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(TWIN_QUERIES)], env={**os.environ, **env_extra},
+                          capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout)
+
+
+def test_python_twin_gives_the_compiled_kernels_matches():
+    compiled, python = _twin({}), _twin({"NUMBA_DISABLE_JIT": "1"})
+    assert not python["compiled"]
+    assert python["results"] == compiled["results"]
+    assert all(python["results"])           # every query matched something
