@@ -39,9 +39,12 @@ def runs_columnar(plan) -> bool:
             and not any(slot.per_event for slot in plan.slots))
 
 
-def key_columns(exprs: list, columns: Columns) -> Optional[tuple]:
-    """(values, valid) arrays, one row per key expression, over the whole stream; None when a key is not a
-    number numpy computes as the language does (strings, booleans, ``ts`` or ``type``, beyond 2^53)."""
+def key_columns(joins: list, chains: list, columns: Columns) -> Optional[tuple]:
+    """(values, valid) arrays over the whole stream, one row per key: join j's sides are rows 2j and 2j+1,
+    then chain c's previous and current sides (``key_ids``); None when a key is not a number numpy
+    computes as the language does (strings, booleans, ``ts`` or ``type``, beyond 2^53)."""
+    exprs = [side for join in joins for side in (join.left, join.right)]
+    exprs += [side for chain in chains for side in (chain.previous, chain.current)]
     n = len(columns.stream)
     values, valid = np.zeros((len(exprs), n)), np.zeros((len(exprs), n), dtype=bool)
     for k, expr in enumerate(exprs):
@@ -62,6 +65,20 @@ def key_columns(exprs: list, columns: Columns) -> Optional[tuple]:
     return values, valid
 
 
+def key_ids(joins: list, chains: list) -> tuple:
+    """The rows of ``key_columns`` each side reads: (join left, join right, chain previous, chain current)."""
+    j, c = np.arange(len(joins), dtype=np.int64), np.arange(len(chains), dtype=np.int64)
+    return 2 * j, 2 * j + 1, 2 * len(joins) + 2 * c, 2 * len(joins) + 2 * c + 1
+
+
+def grouped(codes: np.ndarray) -> tuple:
+    """(order, first): the indices sorted by code, stably (each group keeps its order), and for each
+    sorted place the first place of its group (place - first: the rank inside the group)."""
+    order = np.argsort(codes, kind="stable")
+    ranked = codes[order]
+    return order, np.searchsorted(ranked, ranked, "left").astype(np.int64)
+
+
 def _plain(expr: A.Expr) -> A.Expr:
     """A key read from one event: ``prev(b.v)`` and ``b[i-1].v`` read the event they are given."""
     if isinstance(expr, A.Prev):
@@ -79,22 +96,17 @@ def run(plan, stream: Stream):
     """(MatchArrays, counters) of the whole stream, or None when its keys keep it off the kernel."""
     pattern, slots = plan.pattern, plan.slots
     columns = Columns(stream)
-    exprs = [side for join in pattern.joins for side in (join.left, join.right)]
-    exprs += [side for chain in pattern.chains for side in (chain.previous, chain.current)]
-    keys = key_columns(exprs, columns)
+    keys = key_columns(pattern.joins, pattern.chains, columns)
     if keys is None:
         return None
     read = ~stream.type_in({PUNCTUATION})
     index = np.flatnonzero(read)
-    codes = stream.key_codes(plan.query.partition_by)[index]
-    order = np.argsort(codes, kind="stable")
-    grouped = index[order]                        # grouped index -> stream index
-    codes = codes[order]
-    group_start = np.searchsorted(codes, codes, "left").astype(np.int64)
-    g = np.arange(len(grouped), dtype=np.int64)
-    times = stream.times[grouped]
-    min_time = np.full(len(grouped), -np.inf)
-    min_index = np.zeros(len(grouped), dtype=np.int64)
+    order, group_start = grouped(stream.key_codes(plan.query.partition_by)[index])
+    events = index[order]                         # grouped index -> stream index
+    g = np.arange(len(events), dtype=np.int64)
+    times = stream.times[events]
+    min_time = np.full(len(events), -np.inf)
+    min_index = np.zeros(len(events), dtype=np.int64)
     if plan.window_seconds is not None:   # as RcepPlan.earliest: the reference's float slack
         w = plan.window_seconds
         min_time = times - w - 8 * np.spacing(np.maximum(max(1.0, w), np.abs(times)))
@@ -103,12 +115,12 @@ def run(plan, stream: Stream):
     window_lo = window_starts(group_start, times, min_time, min_index)
     members, offsets = [], [0]
     for k in range(len(slots)):
-        accepted = plan.accepted(k, columns, read)[grouped]
+        accepted = plan.accepted(k, columns, read)[events]
         members.append(np.flatnonzero(accepted))
         offsets.append(offsets[-1] + len(members[-1]))
     members = np.concatenate(members).astype(np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    values, valid = keys[0][:, grouped], keys[1][:, grouped]
+    values, valid = keys[0][:, events], keys[1][:, events]
     pairs: dict = {}
     for join in pattern.joins:
         pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
@@ -117,16 +129,16 @@ def run(plan, stream: Stream):
     joins, chains = pattern.joins, pattern.chains
     ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
+    join_left_key, join_right_key, chain_previous_key, chain_current_key = key_ids(joins, chains)
     found = recompute(
         members, offsets, flags([slot.kleene for slot in slots]), slot_var, window_lo,
-        stream.position_of(grouped), values, valid,
+        stream.position_of(events), values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
-        flags([j.op in TRANSITIVE for j in joins]), ints([2 * k for k in range(len(joins))]),
-        ints([2 * k + 1 for k in range(len(joins))]),
+        flags([j.op in TRANSITIVE for j in joins]), join_left_key, join_right_key,
         ints([pairs[j.left_slot, j.right_slot] for j in joins]), ints([r for r, _ in pairs]),
         ints([s for _, s in pairs]), ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
-        flags([c.op in TRANSITIVE for c in chains]), ints([2 * len(joins) + 2 * k for k in range(len(chains))]),
-        ints([2 * len(joins) + 2 * k + 1 for k in range(len(chains))]), plan.join == "hybrid", plan.strict)
+        flags([c.op in TRANSITIVE for c in chains]), chain_previous_key, chain_current_key, plan.join == "hybrid",
+        plan.strict)
     match_offsets, positions, variables, counters = found
     kleene = [slot.kleene for slot in slots if slot.var is not None]
     matches = MatchArrays.from_bindings(match_offsets, positions, variables, names, kleene, AT_LAST)

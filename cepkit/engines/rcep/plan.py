@@ -41,7 +41,7 @@ from ...runtime.registry import IncrementalPlan, Plan
 from ...runtime.unary import Columns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
-from .batch import run as columnar_run, runs_columnar
+from .batch import grouped, run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern
@@ -214,12 +214,8 @@ class RcepMatcher(IncrementalPlan):
             len(plan.slots), len(stream))
         keys = stream.key_codes(plan.query.partition_by)
         seq = np.zeros(len(stream), dtype=np.int64)
-        read_keys = keys[read]
-        order = np.argsort(read_keys, kind="stable")
-        ranked = read_keys[order]
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order)) - np.searchsorted(ranked, ranked, "left")
-        seq[read] = rank
+        order, first = grouped(keys[read])
+        seq[np.flatnonzero(read)[order]] = np.arange(len(order)) - first
         relevant = np.flatnonzero(accepted.any(axis=0))
         found = []
         for i, event in zip(relevant.tolist(), stream.take(relevant)):

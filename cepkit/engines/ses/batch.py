@@ -20,10 +20,11 @@ from typing import Optional
 
 import numpy as np
 
-from ...runtime.events import PUNCTUATION, Stream
-from ...runtime.matches import MatchArrays
+from ...runtime.event_record import PUNCTUATION
+from ...runtime.stream import Stream
+from ...runtime.match_arrays import MatchArrays
 from ...runtime.unary import Columns, unary_truth
-from ..rcep.batch import key_columns
+from ..rcep.batch import grouped, key_columns, key_ids
 from ..rcep.joins import OP_CODES
 from ..rcep.pattern import condition_role
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
@@ -71,9 +72,7 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     if layout is None:
         return None
     columns = Columns(stream)
-    exprs = [side for join in layout.joins for side in (join.left, join.right)]
-    exprs += [side for chain in layout.chains for side in (chain.previous, chain.current)]
-    keys = key_columns(exprs, columns)
+    keys = key_columns(layout.joins, layout.chains, columns)
     if keys is None:
         return None
     query = plan.query
@@ -93,39 +92,35 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     if plan.events_window:      # the position in the PARTITION BY sub-stream, every event counted
         coord = np.zeros(len(stream))
         index = np.flatnonzero(read)
-        order = np.argsort(by[index], kind="stable")
-        ranked = by[index][order]
-        seq = np.empty(len(index), dtype=np.int64)
-        seq[order] = np.arange(len(index)) - np.searchsorted(ranked, ranked, "left")
-        coord[index] = seq
+        order, first = grouped(by[index])
+        coord[index[order]] = np.arange(len(index)) - first
     kept = np.flatnonzero(fits != 0)
     codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))[kept]
     order = np.argsort(codes, kind="stable")
-    grouped = kept[order]
+    events = kept[order]
     codes = codes[order]
     group_end = np.searchsorted(codes, codes, "right").astype(np.int64)
-    vars_ = fits[grouped]
-    counts = np.zeros((plan.arity, len(grouped) + 1), dtype=np.int64)
+    vars_ = fits[events]
+    counts = np.zeros((plan.arity, len(events) + 1), dtype=np.int64)
     for v in range(plan.arity):
         np.cumsum(vars_ >> v & 1, out=counts[v, 1:])
-    values, valid = keys[0][:, grouped], keys[1][:, grouped]
+    values, valid = keys[0][:, events], keys[1][:, events]
     ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
     joins, chains = layout.joins, layout.chains
-    n_joins = len(joins)
+    join_left_key, join_right_key, chain_previous_key, chain_current_key = key_ids(joins, chains)
     found = run_windows(
-        np.ascontiguousarray(coord[grouped], dtype=np.float64), vars_, group_end, stream.position_of(grouped),
+        np.ascontiguousarray(coord[events], dtype=np.float64), vars_, group_end, stream.position_of(events),
         counts, moves(plan), (1 << plan.arity) - 1, plan.first_set, float(plan.span), values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
-        ints([2 * k for k in range(n_joins)]), ints([2 * k + 1 for k in range(n_joins)]),
-        ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
-        ints([2 * n_joins + 2 * k for k in range(len(chains))]), ints([2 * n_joins + 2 * k + 1 for k in range(len(chains))]))
+        join_left_key, join_right_key, ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
+        chain_previous_key, chain_current_key)
     offsets, positions, variables, starts, counters = found
     visible = {plan.index[name]: k for k, name in enumerate(plan.visible)}
     ids = np.array([visible.get(v, -1) for v in range(plan.arity)], dtype=np.int64)
     kleene = [name in plan.pattern.kleene for name in plan.visible]
-    emitted = _emitted(plan, stream, coord, by, grouped[starts])
+    emitted = _emitted(plan, stream, coord, by, events[starts])
     matches = MatchArrays.from_bindings(offsets, positions, ids[variables], plan.visible, kleene, emitted)
-    info = {"windows": len(grouped), "evaluated": int(counters[STAT_EVALUATED]),
+    info = {"windows": len(events), "evaluated": int(counters[STAT_EVALUATED]),
             "max_window": int(counters[STAT_MAX_WINDOW])}
     return matches, info
 

@@ -1,15 +1,12 @@
 """The columnar run (``rcep.batch``: every trigger of a stream in one ``kernel.recompute`` call) gives the
 matches of the event-by-event matcher and of the reference; its pure-Python twin (NUMBA_DISABLE_JIT=1,
 the same functions uncompiled) gives the compiled kernel's."""
-import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
 from strategies import kleene_queries, streams
+from twins import assert_twins_agree
 
 import cepkit
 from cepkit.engines.rcep import RcepPlan
@@ -74,20 +71,6 @@ def test_keys_numpy_cannot_compute_take_the_matcher():
     assert sorted(m.positions for m in found) == [(0, 1), (0, 1, 2), (0, 2)]
 
 
-SCRIPT = """
-import json, sys
-import numpy as np
-import cepkit
-from cepkit.engines.rcep import kernel
-rng = np.random.default_rng(5)
-events = [{"type": str(t), "ts": int(i // 2), "v": int(v), "id": int(k)}
-          for i, (t, v, k) in enumerate(zip(rng.choice(list("ABC"), 300), rng.integers(0, 6, 300),
-                                            rng.integers(0, 3, 300)))]
-results = [[[m.positions, sorted(m.bindings.items())] for m in cepkit.match(q, events, engine="rcep")]
-           for q in json.loads(sys.argv[1])]
-print(json.dumps({"compiled": hasattr(kernel.recompute, "py_func"), "results": results}))
-"""
-
 TWIN_QUERIES = [
     "A a ; B b ; C c WITHIN 4 s",
     "SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) <= b.v and c.v < last(b).v WITHIN 6 s PARTITION BY id",
@@ -96,14 +79,5 @@ TWIN_QUERIES = [
 ]
 
 
-def _twin(env_extra: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(TWIN_QUERIES)], env={**os.environ, **env_extra},
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(done.stdout)
-
-
 def test_python_twin_gives_the_compiled_kernels_matches():
-    compiled, python = _twin({}), _twin({"NUMBA_DISABLE_JIT": "1"})
-    assert not python["compiled"]
-    assert python["results"] == compiled["results"]
-    assert all(python["results"])           # every query matched something
+    assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "recompute", TWIN_QUERIES)

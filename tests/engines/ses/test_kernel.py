@@ -2,20 +2,17 @@
 bindings and emission positions of the event-by-event matcher and the reference's matches, with the SES
 automaton and the brute force's permutation automata alike; its pure-Python twin (NUMBA_DISABLE_JIT=1,
 the same functions uncompiled) gives the compiled kernel's."""
-import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from strategies import set_query_variants, streams
+from twins import assert_twins_agree
 
 import cepkit
 from cepkit.engines.ses.batch import Layout
-from cepkit.runtime.events import Stream
-from cepkit.runtime.matches import MatchArrays
+from cepkit.runtime.stream import Stream
+from cepkit.runtime.match_arrays import MatchArrays
 from cepkit.runtime.registry import select_engine
 
 
@@ -57,20 +54,6 @@ def test_set_queries_at_size(automaton):
     assert columnar == pushed
 
 
-SCRIPT = """
-import json, sys
-import numpy as np
-import cepkit
-from cepkit.engines.ses import kernel
-rng = np.random.default_rng(5)
-events = [{"type": str(t), "ts": int(i // 2), "v": int(v), "id": int(k)}
-          for i, (t, v, k) in enumerate(zip(rng.choice(list("ABCD"), 300), rng.integers(0, 6, 300),
-                                            rng.integers(0, 3, 300)))]
-results = [[[m.positions, sorted(m.bindings.items()), m.emitted_at] for m in cepkit.match(q, events, engine="ses")]
-           for q in json.loads(sys.argv[1])]
-print(json.dumps({"compiled": hasattr(kernel.run_windows, "py_func"), "results": results}))
-"""
-
 TWIN_QUERIES = [
     "A a ; B b ; C c WITHIN 4 s",
     "SEQ({A a, B+ b}, C c) WHERE a.v < b.v and prev(b.v) <= b.v and a.id = c.id WITHIN 6 s",
@@ -79,14 +62,5 @@ TWIN_QUERIES = [
 ]
 
 
-def _twin(env_extra: dict) -> dict:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(TWIN_QUERIES)], env={**os.environ, **env_extra},
-                          capture_output=True, text=True, timeout=300, check=True)
-    return json.loads(done.stdout)
-
-
 def test_python_twin_gives_the_compiled_kernels_matches():
-    compiled, python = _twin({}), _twin({"NUMBA_DISABLE_JIT": "1"})
-    assert not python["compiled"]
-    assert python["results"] == compiled["results"]
-    assert all(python["results"])           # every query matched something
+    assert_twins_agree("ses", "cepkit.engines.ses.kernel", "run_windows", TWIN_QUERIES)
