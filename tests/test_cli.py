@@ -248,8 +248,6 @@ def test_a_hierarchy_that_is_not_concept_lists_is_a_usage_error(capsys, fire_csv
     assert status == 2 and "--hierarchy maps each concept to a list of its children" in err
 
 
-@pytest.mark.skipif(not hasattr(cepkit.runtime.events.Stream, "require_hashable"),
-                    reason="unhashable PARTITION BY values become EventErrors with the columnar Stream (issue 15)")
 def test_partition_by_a_nested_json_value(capsys, tmp_path):
     events = [{"type": "A", "ts": 0, "id": {"k": 1}}, {"type": "B", "ts": 1, "id": [1]}]
     (tmp_path / "nested.json").write_text(json.dumps(events))
