@@ -1,5 +1,6 @@
-"""Per-event rate of ``cepkit.Matcher(keep=False)``: ``push`` one event at a time and ``extend`` with lists
-of 1,000 events, for one key without PARTITION BY, one key with it, and 1,000 keys (issue 15: the
+"""Per-event rate of ``cepkit.Matcher(keep=False)``: ``push`` one event at a time (a dict), ``pusher`` (one
+event at a time as values of fixed columns: ``matcher.pusher(("type", "ts", "id"))``) and ``extend`` with
+lists of 1,000 events, for one key without PARTITION BY, one key with it, and 1,000 keys (issue 15: the
 automaton's incremental matcher was the slowest per push, Python around the kernel).
 
 Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows), types A-D uniformly at random,
@@ -9,7 +10,7 @@ each event through ``cepkit.runtime.event_record.make_event`` (what any push cos
 
     python bench/matcher.py                              # automaton, 50,000 events per row
     python bench/matcher.py --engines automaton stack --events 200000
-    python bench/matcher.py --profile                    # cProfile of the automaton's 1-key push row
+    python bench/matcher.py --profile                    # cProfile of the automaton's 1-key pusher row
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def stream(n: int, keys: int) -> list:
     return [{"type": t, "ts": float(i), "id": (i // 10) % keys} for i, t in enumerate(kinds)]
 
 
-def rate(engine: str, query: str, events: list, batched: bool) -> tuple:
+def rate(engine: str, query: str, events: list, call: str) -> tuple:
     """(events per wall second, per CPU second, matches) of one Matcher over ``events``; engine "feed":
     make_event only."""
     start, cpu = time.perf_counter(), time.process_time()
@@ -45,9 +46,13 @@ def rate(engine: str, query: str, events: list, batched: bool) -> tuple:
         return len(events) / (time.perf_counter() - start), len(events) / (time.process_time() - cpu), 0
     matcher = cepkit.Matcher(query, engine=engine, keep=False)
     found = 0
-    if batched:
+    if call == "extend":
         for at in range(0, len(events), EXTEND):
             found += len(matcher.extend(events[at:at + EXTEND]))
+    elif call == "pusher":
+        push = matcher.pusher(("type", "ts", "id"))
+        for e in events:
+            found += len(push(e["type"], e["ts"], e["id"]))
     else:
         for e in events:
             found += len(matcher.push(e))
@@ -63,10 +68,10 @@ def main() -> None:
     args = parser.parse_args()
     warm = stream(2000, 1)
     for engine in args.engines:
-        rate(engine, ONE, warm, False)       # compile the kernels (numba) outside the timings
+        rate(engine, ONE, warm, "pusher")       # compile the kernels (numba) outside the timings
     if args.profile:
         events = stream(args.events, 1)
-        cProfile.runctx("rate('automaton', ONE, events, False)", globals(), {"events": events}, "/tmp/matcher.prof")
+        cProfile.runctx("rate('automaton', ONE, events, 'pusher')", globals(), {"events": events}, "/tmp/matcher.prof")
         pstats.Stats("/tmp/matcher.prof").sort_stats("tottime").print_stats(25)
         return
     print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)
@@ -74,11 +79,11 @@ def main() -> None:
           flush=True)
     for label, query, keys in ROWS:
         events = stream(args.events, keys)
-        feed, _, _ = rate("feed", query, events, False)
+        feed, _, _ = rate("feed", query, events, "push")
         for engine in args.engines:
-            for batched in (False, True):
-                r, cpu, found = rate(engine, query, events, batched)
-                print(f"{engine:<10} {label:<20} {'extend' if batched else 'push':<7} {r:>9,.0f} {r / feed:>7.3f} "
+            for call in ("push", "pusher", "extend"):
+                r, cpu, found = rate(engine, query, events, call)
+                print(f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} "
                       f"{cpu:>9,.0f} {found:>8,}", flush=True)
 
 

@@ -14,7 +14,7 @@ from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
-from .event_record import make_event
+from .event_record import PUNCTUATION, Event, _is_null, make_event
 from .stream import Stream, is_arrow
 from .match_list import MatchList
 from .match_record import output_order
@@ -244,6 +244,23 @@ class Matcher:
         a batch's events one by one, and a long finite stream runs faster through ``cepkit.match``."""
         return type(self._inc).extend is not IncrementalPlan.extend
 
+    def pusher(self, columns) -> "Pusher":
+        """A ``push`` for events that all come as values of the same ``columns`` (which hold "type" and
+        "ts"), without a dict per event and the checks a dict needs on every push:
+
+        >>> m = Matcher("A a ; B b", engine="automaton")
+        >>> push = m.pusher(("type", "ts", "v"))
+        >>> push("A", 0, 1), [x.positions for x in push("B", 1.5, None)]
+        ([], [(0, 1)])
+
+        ``push(*values)`` returns exactly what ``push(dict(zip(columns, values)))`` would, raising the same
+        errors at the same positions (a None or NaN value is a missing attribute); it may be mixed with
+        ``push`` and ``extend``. An event whose type was not seen yet, or that carries an attribute its type
+        has not shown before, or whose ts is not an int or float goes through ``push`` (the schema is
+        learned there); the others skip it. The automaton also holds back the events that cannot complete
+        a match and runs them through its kernel with the next one that may (bench/matcher.py)."""
+        return Pusher(self, tuple(columns))
+
     def extend(self, events):
         """Push every event of ``events`` in order; the new matches of them all, as the pushes would return
         them (each event's in output order, event after event).
@@ -345,6 +362,74 @@ class Matcher:
         if not self.keep:
             raise ValueError(f"Matcher(keep=False) keeps no matches, so it has no {what}: use what push() and "
                              "close() return, or Matcher(keep=True)")
+
+
+class Pusher:
+    """``Matcher.pusher``'s push (see there): the checks of ``Matcher.push`` per event, cheap where the
+    types and attributes of the events are known already, then the engine's ``step`` (or its ``push``)."""
+
+    def __init__(self, matcher: Matcher, columns: tuple):
+        own = {canonical: name or canonical for canonical, name in matcher.mapping.items()}   # Matcher(type=, ts=)
+        for canonical, name in own.items():
+            if name not in columns:
+                raise ValueError(f"a pusher's columns hold {name!r} (the events' {canonical}): got {list(columns)}")
+            if canonical != name and canonical in columns:
+                raise ValueError(f"a pusher's column {canonical!r} while {canonical}={name!r} names another")
+        if len(set(columns)) != len(columns):
+            raise ValueError(f"a pusher's columns are distinct: got {list(columns)}")
+        self.matcher = matcher
+        self.columns = columns          # the events' own names, as ``push`` takes them
+        self._type_at, self._ts_at = columns.index(own["type"]), columns.index(own["ts"])
+        canonical = tuple("type" if i == self._type_at else "ts" if i == self._ts_at else name
+                          for i, name in enumerate(columns))
+        self._attributes = [(i, name) for i, name in enumerate(canonical) if name not in ("type", "ts")]
+        # type -> the columns (index) its events have not shown yet: an event showing one is pushed as a
+        # dict, so the Matcher learns it and checks the query against it; a type not in here too
+        self._unknown: dict = {}
+        self._step = matcher._inc.step(canonical)
+
+    def __call__(self, *values) -> list:
+        m = self.matcher
+        if len(values) != len(self.columns):
+            raise TypeError(f"push takes {len(self.columns)} values ({', '.join(self.columns)}), got {len(values)}")
+        type_, ts = values[self._type_at], values[self._ts_at]
+        if type(type_) is not str:
+            return self._pushed(values)
+        unknown = self._unknown.get(type_)
+        kind = type(ts)
+        if unknown is None or (kind is not float and kind is not int):
+            return self._pushed(values)
+        for i in unknown:
+            value = values[i]
+            if value is not None and not (type(value) is float and value != value):
+                return self._pushed(values)
+        time = float(ts)
+        if time - time != 0.0:              # NaN or infinite: push says why
+            return self._pushed(values)
+        position = m._position
+        if time < m._max_time:
+            if m._reject_disorder:
+                raise _late(position, ts)
+        else:
+            m._max_time = time
+        m._position = position + 1
+        step = self._step
+        if step is not None:
+            found = step(type_, time, values, position)
+        else:
+            attrs = {name: values[i] for i, name in self._attributes if not _is_null(values[i])}
+            found = m._inc.push(Event(type_, ts, attrs, position, time))
+            found = output_order(found) if found else found
+        return m._collect(found) if found else found
+
+    def _pushed(self, values) -> list:
+        """``Matcher.push`` of the event as a dict; afterwards its type is known with what ``SeenData`` knows."""
+        found = self.matcher.push(dict(zip(self.columns, values)))
+        type_ = values[self._type_at]
+        known = self.matcher._seen.by_type.get(type_)
+        if known is not None and type_ != PUNCTUATION and not self.matcher._seen.ts_is_datetime:
+            self._unknown[type_] = tuple(i for i, name in self._attributes if name not in known)
+        return found
 
 
 def _late(position: int, ts) -> EventError:

@@ -32,12 +32,23 @@ class Match:
         return hash((self.key, self.sign))
 
     @classmethod
+    def made(cls, positions: tuple, bindings: dict, emitted_at: Optional[int]) -> "Match":
+        """``Match(positions, bindings, "+", emitted_at)`` without the frozen dataclass's ``__init__``
+        (one ``object.__setattr__`` per field): an engine's per-push path makes one per match it returns."""
+        match = _new(cls)
+        match.__dict__.update(positions=positions, bindings=bindings, sign="+", emitted_at=emitted_at)
+        return match
+
+    @classmethod
     def of(cls, bindings: Mapping, extra_positions: Iterable[int] = ()) -> "Match":
         """A match from its bindings; positions are every bound position."""
         positions = set(extra_positions)
         for value in bindings.values():
             positions.update(value if isinstance(value, tuple) else (value,))
         return cls(tuple(sorted(positions)), dict(bindings))
+
+
+_new = object.__new__
 
 
 def output_order(matches: Iterable[Match]) -> list:

@@ -35,6 +35,13 @@ class IncrementalPlan(ABC):
         """The stream is complete: return the matches that were waiting for the future (trailing negation)."""
         return []
 
+    def step(self, columns: tuple):
+        """A faster ``push`` for ``cepkit.Matcher.pusher``: a callable ``step(type, time, values, position)``
+        taking an event as its type, its time in seconds, its values of ``columns`` and its position, already
+        checked, returning what ``push`` returns in output order; None (this default): the pusher builds an
+        ``Event`` and calls ``push``."""
+        return None
+
     def extend(self, stream):
         """Feed every event of ``stream`` (a ``Stream``; its positions are the events' positions) in order;
         return what pushing them one by one would, as ``cepkit.Matcher`` reports it: each push's matches in

@@ -503,11 +503,12 @@ class Evaluator:
             table.fit(rows)
         return _grown_runs(runs, rows)
 
-    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None) -> Runs:
-        """Feed ``batch``'s events to ``runs`` and return them (re-allocated when the automaton grew). A keyed
-        batch loads and stores its sub-streams' runs in ``table``, whose every slot compaction must keep:
-        ``lowers()`` gives each slot's lowest live start key."""
-        i, n = 0, len(batch.pos)
+    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None,
+            count: Optional[int] = None) -> Runs:
+        """Feed ``batch``'s events (its first ``count``; all by default) to ``runs`` and return them
+        (re-allocated when the automaton grew). A keyed batch loads and stores its sub-streams' runs in
+        ``table``, whose every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
+        i, n = 0, len(batch.pos) if count is None else count
         self.info[2:4] = 0
         compacted_at = -1   # the event at which the arena last filled up
         runs = self._fit(runs, table)

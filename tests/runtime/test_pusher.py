@@ -1,0 +1,152 @@
+"""``Matcher.pusher(columns)`` (issue 24): a push per event given as values, which returns exactly what
+``Matcher.push`` of the same event as a dict returns (matches, their order, ``emitted_at``), raises the same
+errors at the same positions, and may be mixed with ``push`` and ``extend``; on the automaton it holds back
+the events that cannot complete a match and runs them through the kernel with the next one that may."""
+import math
+
+import pandas as pd
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.errors import EventError, QueryError
+from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
+from strategies import cel_queries, flat_seq_queries, kleene_queries, streams
+
+COLUMNS = ("type", "ts", "v", "id")
+
+
+def outcome(found) -> list:
+    return [(m.key, m.sign, m.emitted_at) for m in found]
+
+
+def by_push(query, rows, engine, **options):
+    """(every push's and close's matches in order, the errors with the row they came at)."""
+    matcher = cepkit.Matcher(query, engine=engine, hierarchy=hierarchy_for(query), **options)
+    found, errors = [], []
+    for i, row in enumerate(rows):
+        try:
+            found += matcher.push({k: v for k, v in row.items() if v is not None})
+        except (EventError, QueryError) as err:
+            errors.append((i, type(err), str(err)))
+    return outcome(found + matcher.close()), errors, matcher
+
+
+def by_pusher(query, rows, engine, columns=COLUMNS, mixed=False, **options):
+    matcher = cepkit.Matcher(query, engine=engine, hierarchy=hierarchy_for(query), **options)
+    push = matcher.pusher(columns)
+    found, errors = [], []
+    for i, row in enumerate(rows):
+        try:
+            if mixed and i % 3 == 1:       # every third event as a dict, every tenth in a batch of one
+                found += matcher.push({k: v for k, v in row.items() if v is not None})
+            elif mixed and i % 10 == 2:
+                found += list(matcher.extend(pd.DataFrame([row], columns=list(columns))))
+            else:
+                found += push(*(row.get(c) for c in columns))
+        except (EventError, QueryError) as err:
+            errors.append((i, type(err), str(err)))
+    return outcome(found + matcher.close()), errors, matcher
+
+
+def runs(query, engine) -> bool:
+    try:
+        cepkit.Matcher(query, engine=engine, hierarchy=hierarchy_for(query))
+    except QueryError:
+        return False
+    return True
+
+
+def agree(query, rows, engine, **options):
+    expected, errors, pushed = by_push(query, rows, engine, **options)
+    for mixed in (False, True):
+        got, got_errors, matcher = by_pusher(query, rows, engine, mixed=mixed, **options)
+        assert got == expected, (query, mixed)
+        assert got_errors == errors
+        if pushed.keep:
+            assert matcher.result().positions() == pushed.result().positions()
+    return expected
+
+
+@pytest.mark.parametrize("engine", ["automaton", "stack", "reference"])
+@pytest.mark.parametrize("feature", sorted(EXAMPLES))
+def test_the_pusher_returns_what_push_returns_on_every_feature(engine, feature):
+    query = EXAMPLES[feature]
+    if not runs(query, engine):
+        pytest.skip(f"{engine} does not run {feature}")
+    rows = [{c: e.get(c) for c in COLUMNS} for e in EVENTS]
+    agree(query, rows, engine)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.one_of(cel_queries(), kleene_queries()), streams(max_size=25, null_one_in=4))
+def test_the_automaton_pusher_returns_what_push_returns(query, rows):
+    assume(runs(query, "automaton"))
+    agree(query, rows, "automaton")
+
+
+@settings(max_examples=60, deadline=None)
+@given(flat_seq_queries(), streams(max_size=20, null_one_in=4))
+def test_the_stack_pusher_returns_what_push_returns(query, rows):
+    assume(runs(query, "stack"))
+    agree(query, rows, "stack")
+
+
+def test_held_events_run_before_a_key_expires_and_before_anything_reads_the_runs():
+    """Gaps longer than the window (a key's state dropped while events are held), many keys, and
+    ``active`` read between pushes see the pushes' state."""
+    query = "A a ; B b ; C c WITHIN 3 s PARTITION BY id"
+    rows = [{"type": "ABCD"[(i // 3) % 4], "ts": i // 3 + 10.0 * (i // 40), "v": i, "id": i % 3}
+            for i in range(200)]
+    expected = agree(query, rows, "automaton")
+    assert expected
+    matcher = cepkit.Matcher(query, engine="automaton")
+    push = matcher.pusher(COLUMNS)
+    reference = cepkit.Matcher(query, engine="automaton")
+    for row in rows:
+        push(*(row[c] for c in COLUMNS))
+        reference.push(row)
+        assert matcher._inc.active(5) == reference._inc.active(5)
+    assert matcher.result().positions() == cepkit.match(query, rows).positions()
+
+
+def test_the_pusher_rejects_what_push_rejects_at_the_same_position():
+    matcher = cepkit.Matcher("A a ; B b WHERE b.v > 1", engine="automaton")
+    push = matcher.pusher(("type", "ts", "v"))
+    push("A", 0, 1)
+    with pytest.raises(EventError, match="position 1") as err:
+        push(3, 1, 2)
+    assert err.value.field == "type"
+    with pytest.raises(EventError, match="ts"):
+        push("A", math.nan, 2)
+    push("A", 5, 2)
+    with pytest.raises(EventError, match="earlier"):
+        push("B", 4, 2)
+    with pytest.raises(QueryError, match="unknown attribute 'v'"):
+        cepkit.Matcher("A a ; B b WHERE b.v > 1").pusher(("type", "ts", "w"))("B", 0, 1)
+    with pytest.raises(TypeError, match="3 values"):
+        push("A", 1)
+    with pytest.raises(ValueError, match="'ts'"):
+        matcher.pusher(("type", "v"))
+    assert [m.positions for m in push("B", 6, 2)] == [(0, 2), (1, 2)]
+
+
+def test_an_attribute_shown_late_is_checked_as_push_checks_it():
+    """``v`` is None on every A until one carries it: the query reads ``a.v``, so pushes of As without it
+    are checked (the type has no ``v`` yet: nothing to complain about, as ``match`` over them) and the
+    first one with it is learned."""
+    query = "A a ; B b WHERE a.v > 0"
+    rows = [{"type": "A", "ts": 0, "v": None, "id": 1}, {"type": "B", "ts": 1, "v": 1, "id": 1},
+            {"type": "A", "ts": 2, "v": 3, "id": 1}, {"type": "B", "ts": 3, "v": 1, "id": 1}]
+    assert agree(query, rows, "automaton") == agree(query, rows, "stack")
+
+
+def test_the_pusher_takes_the_events_own_type_and_ts_columns():
+    rows = [("A", 0.0, 1), ("C", 0.5, 2), ("B", 1.0, 1), ("B", 2.0, 1)]
+    matcher = cepkit.Matcher("A a ; B b", engine="automaton", type="kind", ts="time")
+    push = matcher.pusher(("kind", "time", "v"))
+    found = [m.positions for row in rows for m in push(*row)]
+    assert found == cepkit.match("A a ; B b", [dict(zip(("type", "ts", "v"), r)) for r in rows]).positions()
+    with pytest.raises(ValueError, match="'time'"):
+        matcher.pusher(("kind", "ts", "v"))
