@@ -112,7 +112,7 @@ def _push_slices(matcher: cepkit.Matcher, stream: Stream, progress) -> cepkit.Ma
         took = max(time.perf_counter() - started, 1e-4)
         size = int(min(max(size * SLICE_SECONDS / took, FIRST_SLICE), MAX_SLICE, size * 8))
     matcher.close()
-    matches = matcher.result()
-    if matches.stream is None:     # a Matcher has seen the events a slice at a time; to_pandas reads the stream
-        matches.stream = stream
-    return matches
+    # as cepkit.match returns them: in order, retraction-free (disorder="reject"), so with no deltas (the
+    # Matcher's would be every emission, made into Match objects when read), reading the stream for fields
+    found = matcher.result()
+    return cepkit.Matches(found.arrays, found.engine, found.query, stream=stream)

@@ -28,20 +28,7 @@ import cepkit
 
 from .figures import full_width, plural
 from .paged_table import PagedTable, TableData, cell_text
-from .timeline import EventCanvas
-
-
-def _extremes(offsets: np.ndarray, flat: np.ndarray, values: np.ndarray) -> tuple:
-    """Per CSR row (``flat[offsets[i]:offsets[i+1]]`` are positions), the least and greatest of
-    ``values`` at its positions (NaN for an empty row)."""
-    n = len(offsets) - 1
-    low, high = np.full(n, np.nan), np.full(n, np.nan)
-    full = offsets[1:] > offsets[:-1]
-    if full.any():
-        at = values[flat[offsets[0]:offsets[-1]]]
-        starts = (offsets[:-1] - offsets[0])[full]
-        low[full], high[full] = np.minimum.reduceat(at, starts), np.maximum.reduceat(at, starts)
-    return low, high
+from .timeline import EventCanvas, row_extremes
 
 
 def _bound_lists(kind: str, value) -> list:
@@ -70,7 +57,7 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
     if rows is not None:
         frame["match"] = picked
     arrays = matches.arrays
-    low, high = _extremes(arrays.offsets, arrays.positions, stream.times)
+    low, high = row_extremes(arrays.offsets, arrays.positions, stream.times)
     frame.insert(1, "start", canvas.time_values(low))
     frame.insert(2, "end", canvas.time_values(high))
     types = stream.types
@@ -83,8 +70,8 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
             frame.insert(at, f"{v}.type", np.where(bound, types[where], None))
         else:
             lists = _bound_lists(kind, value)
-            x = canvas.x
-            frame.insert(at, f"{v}.ts", [[x[p] for p in ps] for ps in lists])
+            flat = iter(canvas.x_of([p for ps in lists for p in ps]))
+            frame.insert(at, f"{v}.ts", [[next(flat) for _ in ps] for ps in lists])
             frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in lists])
     return frame
 

@@ -36,6 +36,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import traitlets
 
+import cepkit
+
 from .execution import as_stream
 from .figures import PlotlyView, format_value, full_width, plural
 
@@ -91,19 +93,43 @@ def check_time_zone(tz: Optional[str]) -> Optional[str]:
     return str(tz)
 
 
+def row_extremes(offsets: np.ndarray, flat: np.ndarray, values: np.ndarray) -> tuple:
+    """Per CSR row (``flat[offsets[i]:offsets[i+1]]`` are positions), the least and greatest of ``values``
+    at its positions (NaN for an empty row): each match's first and last time, from the match arrays.
+
+    >>> row_extremes(np.array([0, 2, 2, 3]), np.array([1, 0, 2]), np.array([5.0, 7.0, 9.0]))
+    (array([ 5., nan,  9.]), array([ 7., nan,  9.]))
+    """
+    n = len(offsets) - 1
+    low, high = np.full(n, np.nan), np.full(n, np.nan)
+    full = offsets[1:] > offsets[:-1]
+    if full.any():
+        at = values[flat[offsets[0]:offsets[-1]]]
+        starts = (offsets[:-1] - offsets[0])[full]
+        low[full], high[full] = np.minimum.reduceat(at, starts), np.maximum.reduceat(at, starts)
+    return low, high
+
+
 class EventCanvas:
     """Where a stream's events go on a figure and what their hovers say: x in a time zone, a lane per type.
 
-    ``MatchTimeline`` and ``StrategyCompare`` draw with it, so both place and describe events the same way.
+    ``MatchTimeline``, ``StrategyCompare``, ``ExplainView`` and the results grid place and describe events
+    with it, so all of them show times the same way (in ``tz``). Its columns are the stream's: no
+    ``Event`` object is made to draw (a million-event stream draws as fast as the events drawn).
     """
 
     def __init__(self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None):
         self.stream = stream
         self.tz = check_time_zone(tz) if stream.ts_is_datetime else None
-        self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types if types is not None else stream.types))}
-        self.late = late_positions(stream)
+        self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types if types is not None else
+                                                               pd.unique(stream.types)))}
         self._zone = zoneinfo.ZoneInfo(self.tz or "UTC")
-        self.x = self.time_values(stream.times)
+
+    @property
+    def late(self) -> frozenset:
+        if not hasattr(self, "_late"):
+            self._late = late_positions(self.stream)
+        return self._late
 
     def _wall_clock(self, seconds):
         """Datetimes on the clocks of ``tz`` (naive, so that plotly prints them as they are)."""
@@ -123,41 +149,79 @@ class EventCanvas:
     def time_values(self, seconds: np.ndarray):
         return self._wall_clock(seconds) if self.stream.ts_is_datetime else seconds
 
+    def x_values(self, seconds: np.ndarray) -> list:
+        """Figure x values of times in seconds: numbers, or wall-clock datetimes in ``tz`` as ISO text (what
+        plotly reads as dates, made in one numpy call rather than a Timestamp each)."""
+        if not self.stream.ts_is_datetime:
+            return np.asarray(seconds).tolist()
+        return np.datetime_as_string(self._wall_clock(seconds).to_numpy(), unit="ms").tolist()
+
+    def x_of(self, positions) -> list:
+        """The x of the events at ``positions`` (None stays None: a gap between polylines)."""
+        positions = list(positions)
+        known = [p for p in positions if p is not None]
+        values = iter(self.x_values(self.stream.times[np.asarray(known, dtype=np.int64)]))
+        return [None if p is None else next(values) for p in positions]
+
     def logical(self, positions) -> list:
         times = self.stream.times
         return sorted(positions, key=lambda p: (times[p], p))
 
+    def event_texts(self, positions) -> list:
+        """The hover text of each event at ``positions``: position, type, time in ``tz``, attributes."""
+        positions = np.asarray(list(positions), dtype=np.int64)
+        if not len(positions):
+            return []
+        frame = self.stream.frame.iloc[positions]
+        attributes = [c for c in frame.columns if c not in ("type", "ts")]
+        types, times = self.stream.types[positions], self.stream.times[positions]
+        texts = []
+        rows = frame[attributes].itertuples(index=False, name=None) if attributes else [()] * len(positions)
+        for p, event_type, seconds, values in zip(positions.tolist(), types, times.tolist(), rows):
+            attrs = "<br>".join(f"{html.escape(str(a))} = {html.escape(format_value(v))}"
+                                for a, v in zip(attributes, values) if not _missing(v))
+            head = f"position {p} · <b>{html.escape(str(event_type))}</b> · {html.escape(self.time_label(seconds))}"
+            texts.append(head + ("<br>" + attrs if attrs else ""))
+        return texts
+
     def event_text(self, position: int) -> str:
-        return event_text(self.stream[position], self.time_label(self.stream.times[position]))
+        return self.event_texts([position])[0]
 
     def events(self, positions) -> dict:
         """Scatter properties: one grey marker per event at ``positions`` (its position as customdata)."""
-        positions = [p for p in positions if self.stream[p].type in self.lanes]
-        return {"x": [self.x[p] for p in positions], "y": [self.lanes[self.stream[p].type] for p in positions],
-                "customdata": positions, "mode": "markers", "marker": {"size": 7, "color": COLORS["events"]},
-                "hovertext": [self.event_text(p) for p in positions], "hovertemplate": "%{hovertext}<extra></extra>"}
+        positions = np.asarray(list(positions), dtype=np.int64)
+        types = self.stream.types[positions]
+        keep = np.isin(types, list(self.lanes))
+        positions, types = positions[keep], types[keep]
+        return {"x": self.x_of(positions.tolist()), "y": [self.lanes[t] for t in types],
+                "customdata": positions.tolist(), "mode": "markers",
+                "marker": {"size": 7, "color": COLORS["events"]},
+                "hovertext": self.event_texts(positions), "hovertemplate": "%{hovertext}<extra></extra>"}
 
     def polylines(self, matches, indices, label: str, symbol: str = "circle", star_late: bool = False) -> dict:
         """Scatter properties for many matches in one trace: each a polyline, separated by None; customdata
         holds the match's index (``indices``), so a click tells which match it hit."""
-        xs, ys, texts, ids, symbols = [], [], [], [], []
+        types = self.stream.types
+        drawn, ys, heads, ids, symbols = [], [], [], [], []
+        late = self.late
         for k, match in zip(indices, matches):
             offset = OFFSETS[k % len(OFFSETS)]
             for p in self.logical(match.positions):
-                event_type = self.stream[p].type
+                event_type = types[p]
                 if event_type not in self.lanes:
                     continue
-                xs.append(self.x[p])
+                drawn.append(p)
                 ys.append(self.lanes[event_type] + offset)
                 names = ", ".join(bound_variables(match, p))
-                late = " (late event)" if p in self.late else ""
-                texts.append(f"{label} #{k} · {html.escape(names)}{late}<br>{html.escape(bindings_text(match))}"
-                             f"<br>{self.event_text(p)}")
+                heads.append(f"{label} #{k} · {html.escape(names)}{' (late event)' if p in late else ''}<br>"
+                             f"{html.escape(bindings_text(match))}<br>")
                 ids.append(k)
-                symbols.append("star" if star_late and p in self.late else symbol)
-            for column in (xs, ys, texts, ids, symbols):
+                symbols.append("star" if star_late and p in late else symbol)
+            for column in (drawn, ys, heads, ids, symbols):
                 column.append(None)
-        return {"x": xs, "y": ys, "mode": "lines+markers", "hovertext": texts, "customdata": ids,
+        texts = iter(self.event_texts([p for p in drawn if p is not None]))
+        hover = [None if p is None else head + next(texts) for p, head in zip(drawn, heads)]
+        return {"x": self.x_of(drawn), "y": ys, "mode": "lines+markers", "hovertext": hover, "customdata": ids,
                 "hovertemplate": "%{hovertext}<extra></extra>", "connectgaps": False,
                 "marker": {"size": 9, "symbol": [s or symbol for s in symbols]}}
 
@@ -167,6 +231,11 @@ class EventCanvas:
                 "range": None, "zeroline": False}
 
     def start_times(self, matches) -> np.ndarray:
+        """Each match's first time (from the match arrays when ``matches`` is a ``cepkit.Matches``)."""
+        if isinstance(matches, cepkit.Matches):
+            arrays = matches.arrays
+            low, _ = row_extremes(arrays.offsets, arrays.positions, self.stream.times)
+            return np.nan_to_num(low)
         times = self.stream.times
         return np.array([min(times[p] for p in m.positions) if m.positions else 0.0 for m in matches])
 
@@ -177,6 +246,13 @@ class EventCanvas:
         order = np.argsort(self.start_times(matches), kind="stable")
         picks = order[np.unique(np.linspace(0, len(matches) - 1, limit).round().astype(int))]
         return sorted(int(k) for k in picks)
+
+
+def _missing(value) -> bool:
+    try:
+        return value is None or bool(pd.isna(value))
+    except (TypeError, ValueError):      # a list or an array: a value
+        return False
 
 
 class MatchTimeline(widgets.VBox):
@@ -262,7 +338,8 @@ class MatchTimeline(widgets.VBox):
     def set_matches(self, matches: Iterable) -> None:
         """Draw other matches of the same stream (the figure is rebuilt whole and sent once)."""
         self.deltas = list(getattr(matches, "deltas", None) or [])
-        self.matches = [m for m in matches if m.sign == "+"]
+        # a Matches holds its net result as columns (indexing makes one Match): kept as it is
+        self.matches = matches if isinstance(matches, cepkit.Matches) else [m for m in matches if m.sign == "+"]
         self.selected = None
         self._redraw()
 
@@ -369,7 +446,7 @@ class MatchTimeline(widgets.VBox):
             props = self.canvas.polylines([self.matches[k] for k in ks], ks, "match")
             props["marker"]["color"] = color
             shared_legend = self.group_by is None and name == "matches"
-            traces.append(go.Scatter(name=name, meta="matches", line={"color": color, "width": 2},
+            traces.append(go.Scatter(_validate=False, name=name, meta="matches", line={"color": color, "width": 2},
                                      legendgroup="matches" if shared_legend else name,
                                      showlegend=not shared_legend or i == 0, **props))
         return traces
@@ -389,8 +466,8 @@ class MatchTimeline(widgets.VBox):
             notes.append(f"showing {len(drawn):,} of {len(self.matches):,} matches, spread evenly over their "
                          f"start times (max_matches={self.max_matches:,})")
         traces = [
-            go.Scatter(name="event density", **(self._density(used) if aggregate else {"x": [], "y": []})),
-            go.Scatter(name="events", **self.canvas.events(sorted(used) if aggregate else range(len(self.stream)))),
+            go.Scatter(_validate=False, name="event density", **(self._density(used) if aggregate else {"x": [], "y": []})),
+            go.Scatter(_validate=False, name="events", **self.canvas.events(sorted(used) if aggregate else range(len(self.stream)))),
             self._delta_trace("withdrawn", self.canvas.polylines(withdrawn, range(len(withdrawn)), "withdrawn",
                                                                  symbol="x"), "dash"),
             *self._match_traces(drawn),
@@ -399,7 +476,7 @@ class MatchTimeline(widgets.VBox):
             go.Scatter(name="selected", x=[], y=[], mode="lines+markers", showlegend=False,
                        hovertemplate="%{hovertext}<extra></extra>"),
         ]
-        self.figure = go.Figure(traces, self._layout(notes))
+        self.figure = go.Figure(traces, self._layout(notes), _validate=False)   # built right: 0.7 s to check
         self.notes, self.drawn = notes, drawn
         self._show_selected()
 
@@ -407,7 +484,7 @@ class MatchTimeline(widgets.VBox):
     def _delta_trace(name: str, props: dict, dash: str) -> go.Scatter:
         """Withdrawn results or late insertions (out-of-order modes); in the legend only when there are some."""
         props["marker"]["color"] = COLORS[name]
-        return go.Scatter(name=name, line={"color": COLORS[name], "dash": dash, "width": 2},
+        return go.Scatter(_validate=False, name=name, line={"color": COLORS[name], "dash": dash, "width": 2},
                           showlegend=bool(props["x"]), **props)
 
     def _bins(self) -> int:
@@ -416,26 +493,27 @@ class MatchTimeline(widgets.VBox):
     def _density(self, skip: set) -> dict:
         """Unmatched events aggregated per lane into equal time bins; marker area grows with the count."""
         times = self.stream.times
-        edges = np.linspace(times.min(), times.max(), self._bins() + 1)
+        bins = self._bins()
+        edges = np.linspace(times.min(), times.max(), bins + 1)
         keep = np.ones(len(times), dtype=bool)
         keep[list(skip)] = False
-        types = np.array(self.stream.types, dtype=object)
+        lane_of_code = np.array([self.lanes.get(t, -1) for t in self.stream.type_names], dtype=np.int64)
+        lanes = lane_of_code[self.stream.type_codes]
+        keep &= lanes >= 0
+        where = np.clip(np.searchsorted(edges, times[keep], side="right") - 1, 0, bins - 1)
+        counts = np.bincount(lanes[keep] * bins + where, minlength=len(self.lanes) * bins)
+        cells = np.flatnonzero(counts)
+        lane_at, bin_at = np.divmod(cells, bins)
         labels = [self.canvas.time_label(edge) for edge in edges]
-        middles = self.canvas.time_values((edges[:-1] + edges[1:]) / 2)
-        xs, ys, counts, texts = [], [], [], []
-        for name, lane in self.lanes.items():
-            count, _ = np.histogram(times[keep & (types == name)], bins=edges)
-            for i in np.nonzero(count)[0]:
-                lo, hi = labels[i], labels[i + 1]
-                xs.append(middles[i])
-                ys.append(lane)
-                counts.append(int(count[i]))
-                texts.append(f"{plural(int(count[i]), 'unmatched ' + html.escape(name) + ' event')}"
-                             f"<br>{lo} to {hi}")
-        peak = max(counts, default=1)
-        return {"x": xs, "y": ys, "mode": "markers", "hovertext": texts,
-                "hovertemplate": "%{hovertext}<extra></extra>",
-                "marker": {"size": [4 + 14 * (c / peak) ** 0.5 for c in counts], "color": COLORS["event density"]}}
+        middles = self.canvas.x_values((edges[:-1] + edges[1:]) / 2)
+        names = list(self.lanes)
+        found = counts[cells].tolist()
+        texts = [f"{plural(c, 'unmatched ' + html.escape(names[lane]) + ' event')}<br>{labels[i]} to {labels[i + 1]}"
+                 for c, lane, i in zip(found, lane_at.tolist(), bin_at.tolist())]
+        peak = max(found, default=1)
+        return {"x": [middles[i] for i in bin_at.tolist()], "y": lane_at.tolist(), "mode": "markers",
+                "hovertext": texts, "hovertemplate": "%{hovertext}<extra></extra>",
+                "marker": {"size": [4 + 14 * (c / peak) ** 0.5 for c in found], "color": COLORS["event density"]}}
 
     def _layout(self, notes: list) -> dict:
         heading = self.title or f"{plural(len(self.stream), 'event')} · {plural(len(self.matches), 'match', 'matches')}"

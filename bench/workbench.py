@@ -1,0 +1,70 @@
+"""The Workbench's Run on a long stream against ``cepkit.match`` on the same engine (issue 21).
+
+The baseline, measured in the same run, is what a notebook cell does: ``cepkit.match(query, stream,
+engine=...).positions()`` over the stream the widget holds (converted once, as the widget converts it). The
+widget's side is its own code path: ``Workbench.run()`` (the Run button's work: the query through
+``widgets.execution.run_query`` in slices with progress, then the status, the timeline and the first page
+of the results grid) and, apart, ``run_query`` alone (the engine part of it). Ratios are widget / baseline.
+
+    python bench/workbench.py [--events 1000000] [--engines automaton stack] [--repeat 3]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import pandas as pd
+
+import cepkit
+from cepkit.widgets import Workbench
+from cepkit.widgets.execution import as_stream, run_query
+
+QUERY = "SEQ(A a, B b, C c) WITHIN 10 s"
+
+
+def events(n: int, seed: int = 0) -> pd.DataFrame:
+    """``n`` events of types A..E, one every 0-2 s (datetimes), an attribute ``v``."""
+    rng = np.random.default_rng(seed)
+    seconds = np.cumsum(rng.integers(0, 3, n))
+    return pd.DataFrame({"type": rng.choice(list("ABCDE"), n),
+                         "ts": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(seconds, unit="s"),
+                         "v": rng.integers(0, 100, n)})
+
+
+def best(repeat: int, call) -> tuple:
+    """(best seconds of ``repeat`` calls, the last call's result)."""
+    seconds, result = float("inf"), None
+    for _ in range(repeat):
+        started = time.perf_counter()
+        result = call()
+        seconds = min(seconds, time.perf_counter() - started)
+    return seconds, result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--engines", nargs="+", default=["automaton", "stack"])
+    parser.add_argument("--query", default=QUERY)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    frame = events(args.events)
+    stream = as_stream(frame)
+    rows = []
+    for engine in args.engines:
+        match_s, found = best(args.repeat, lambda: cepkit.match(args.query, stream, engine=engine).positions())
+        query_s, run = best(args.repeat, lambda: run_query(args.query, stream, engine, progress=lambda d, t: None))
+        assert run.matches.positions() == found and run.engine == engine, "the widget found other matches"
+        workbench = Workbench(stream, query=args.query, engine=engine)
+        run_s, _ = best(args.repeat, workbench.run)
+        rows.append({"engine": engine, "events": args.events, "matches": len(found),
+                     "cepkit.match s": round(match_s, 3), "run_query s": round(query_s, 3),
+                     "Workbench.run s": round(run_s, 3), "run_query / match": round(query_s / match_s, 2),
+                     "Workbench.run / match": round(run_s / match_s, 2)})
+    print(f"query: {args.query}")
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
