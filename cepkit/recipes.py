@@ -130,19 +130,28 @@ def _funnel(seed: int = 3) -> tuple:
 
 
 # ----------------------------------------------------------------------------- sensor spikes
+def _series(rng, keys, planted, n: int, shape: list, low: float, high: float, wiggle: float) -> list:
+    """(key, i, value) for ``n`` readings per key: around a base drawn in [low, high), down, up, down... by
+    ``wiggle`` (so never three rising or falling in a row); a planted key has ``shape`` (offsets from the
+    base) once, at a random place."""
+    out = []
+    for key in keys:
+        base = float(rng.uniform(low, high))
+        at = int(rng.integers(3, n - len(shape))) if key in planted else -n
+        for i in range(n):
+            if at <= i < at + len(shape):
+                value = base + shape[i - at]
+            else:
+                value = base + (wiggle if i % 2 else -wiggle) + float(rng.uniform(-0.05, 0.05))
+            out.append((key, i, round(value, 2)))
+    return out
+
+
 def _spikes(seed: int = 4) -> tuple:
-    rng = np.random.default_rng(seed)
-    rows, planted = [], (2, 3)
-    for sensor in range(5):
-        base = rng.uniform(18, 24)
-        spike_at = int(rng.integers(5, 30)) if sensor in planted else -100
-        for i in range(40):                                     # a reading every 10 s
-            if spike_at <= i < spike_at + 5:                    # five readings, each higher
-                temp = base + 2.0 * (i - spike_at + 1)
-            else:                                               # background: up, down, up... (no run of 3)
-                temp = base + (0.3 if i % 2 else -0.3) + rng.uniform(-0.05, 0.05)
-            rows.append({"type": "Reading", "minute": i / 6, "sensor": sensor, "temp": round(float(temp), 2)})
-    return _frame(rows), planted
+    planted = (2, 3)            # five readings 10 s apart, each 2 degrees higher
+    readings = _series(np.random.default_rng(seed), range(5), planted, 40, [2.0, 4.0, 6.0, 8.0, 10.0], 18, 24, 0.3)
+    return _frame([{"type": "Reading", "minute": i / 6, "sensor": key, "temp": value}
+                   for key, i, value in readings]), planted
 
 
 # ----------------------------------------------------------------------------- SLA breach
@@ -188,19 +197,11 @@ def _logins(seed: int = 6) -> tuple:
 
 # ----------------------------------------------------------------------------- stock V-shape
 def _stocks(seed: int = 7) -> tuple:
-    rng = np.random.default_rng(seed)
-    rows, planted = [], ("ACME", "GLOBEX")
-    for symbol in ("ACME", "GLOBEX", "INITECH", "UMBRELLA"):
-        price = float(rng.uniform(50, 150))
-        dip_at = int(rng.integers(3, 24)) if symbol in planted else -100
-        shape = [0.0, -2.0, -4.0, 1.0, 3.0]                     # from the price before: down, down, up past it
-        for i in range(30):                                     # a tick every second
-            if dip_at <= i < dip_at + len(shape):
-                value = price + shape[i - dip_at]
-            else:                                               # background: down, up, down... by small steps
-                value = price + (0.2 if i % 2 else -0.2) + rng.uniform(-0.05, 0.05)
-            rows.append({"type": "Tick", "minute": i / 60, "symbol": symbol, "price": round(value, 2)})
-    return _frame(rows), planted
+    planted = ("ACME", "GLOBEX")    # a tick a second: down, down, then up past where it started
+    ticks = _series(np.random.default_rng(seed), ("ACME", "GLOBEX", "INITECH", "UMBRELLA"), planted, 30,
+                    [0.0, -2.0, -4.0, 1.0, 3.0], 50, 150, 0.2)
+    return _frame([{"type": "Tick", "minute": i / 60, "symbol": key, "price": value} for key, i, value in ticks]), \
+        planted
 
 
 # ----------------------------------------------------------------------------- SES chemotherapy
