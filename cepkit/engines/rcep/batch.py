@@ -40,17 +40,21 @@ def runs_columnar(plan) -> bool:
 
 
 def key_columns(joins: list, chains: list, columns: Columns) -> Optional[tuple]:
-    """(values, valid) arrays over the whole stream, one row per key: join j's sides are rows 2j and 2j+1,
-    then chain c's previous and current sides (``key_ids``); None when a key is not a number numpy
-    computes as the language does (strings, booleans, ``ts`` or ``type``, beyond 2^53)."""
-    exprs = [side for join in joins for side in (join.left, join.right)]
-    exprs += [side for chain in chains for side in (chain.previous, chain.current)]
+    """(values, valid, ids) over the whole stream: one row of values per distinct key (``x.v`` and ``y.v``
+    read the same column), and the rows each side reads, (join left, join right, chain previous, chain
+    current) arrays; None when a key is not a number numpy computes as the language does (strings,
+    booleans, ``ts`` or ``type``, beyond 2^53)."""
+    sides = [[join.left for join in joins], [join.right for join in joins],
+             [chain.previous for chain in chains], [chain.current for chain in chains]]
+    rows: dict = {}
+    ids = tuple(np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64)
+                for exprs in sides)
     n = len(columns.stream)
-    values, valid = np.zeros((len(exprs), n)), np.zeros((len(exprs), n), dtype=bool)
-    for k, expr in enumerate(exprs):
+    values, valid = np.zeros((len(rows), n)), np.zeros((len(rows), n), dtype=bool)
+    for expr, k in rows.items():
         if any(isinstance(node, A.Attr) and node.attr in ("ts", "type") for node in expr.walk()):
             return None
-        found = _vector_value(_plain(expr), columns)
+        found = _vector_value(expr, columns)
         if found is None or found[0] == "str":
             return None
         kind, value, ok = found
@@ -62,13 +66,7 @@ def key_columns(joins: list, chains: list, columns: Columns) -> Optional[tuple]:
         if not (np.isfinite(held).all() and (np.abs(held) < EXACT).all()):
             return None
         values[k], valid[k] = np.where(ok, value, 0.0), ok
-    return values, valid
-
-
-def key_ids(joins: list, chains: list) -> tuple:
-    """The rows of ``key_columns`` each side reads: (join left, join right, chain previous, chain current)."""
-    j, c = np.arange(len(joins), dtype=np.int64), np.arange(len(chains), dtype=np.int64)
-    return 2 * j, 2 * j + 1, 2 * len(joins) + 2 * c, 2 * len(joins) + 2 * c + 1
+    return values, valid, ids
 
 
 def grouped(codes: np.ndarray) -> tuple:
@@ -80,11 +78,12 @@ def grouped(codes: np.ndarray) -> tuple:
 
 
 def _plain(expr: A.Expr) -> A.Expr:
-    """A key read from one event: ``prev(b.v)`` and ``b[i-1].v`` read the event they are given."""
+    """A key read from one event, whichever variable names it: ``prev(b.v)`` and ``b[i-1].v`` read the
+    event they are given."""
     if isinstance(expr, A.Prev):
-        return replace(expr.arg, index=None)
+        return _plain(expr.arg)
     if isinstance(expr, A.Attr):
-        return replace(expr, index=None)
+        return replace(expr, var="", index=None)
     if isinstance(expr, A.Neg):
         return replace(expr, arg=_plain(expr.arg))
     if isinstance(expr, A.Arith):
@@ -121,6 +120,7 @@ def run(plan, stream: Stream):
     members = np.concatenate(members).astype(np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
     values, valid = keys[0][:, events], keys[1][:, events]
+    join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     pairs: dict = {}
     for join in pattern.joins:
         pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
@@ -129,7 +129,6 @@ def run(plan, stream: Stream):
     joins, chains = pattern.joins, pattern.chains
     ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
-    join_left_key, join_right_key, chain_previous_key, chain_current_key = key_ids(joins, chains)
     found = recompute(
         members, offsets, flags([slot.kleene for slot in slots]), slot_var, window_lo,
         stream.position_of(events), values, valid,

@@ -2,7 +2,7 @@
 as ``MatchArrays`` (no ``Entry``, ``Event`` or ``Match`` object per event or match).
 
 ``SesPlan.run`` takes it under ALL without RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
-checks: a property of one variable (exact per event: evaluated column-wise into each event's variable
+checks (the equalities on X, ``x.A = y.A``, hold in every window by its grouping): a property of one variable (exact per event: evaluated column-wise into each event's variable
 mask, Thm 5.1), a chain ``f(prev(p)) φ g(p)`` on a Kleene variable, or a join ``f(x) φ g(y)`` between two
 variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (STNM,
 ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
@@ -20,11 +20,12 @@ from typing import Optional
 
 import numpy as np
 
+from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
 from ...runtime.unary import Columns, unary_truth
-from ..rcep.batch import grouped, key_columns, key_ids
+from ..rcep.batch import grouped, key_columns
 from ..rcep.joins import OP_CODES
 from ..rcep.pattern import condition_role
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
@@ -44,6 +45,8 @@ class Layout:
         layout.joins, layout.chains = [], []
         for conjunct in plan.conjuncts:
             found = condition_role(conjunct.expr, index, kleene)
+            if _grouped_on(conjunct.expr, plan.partition_attributes):
+                continue    # the window's events agree on X, none null (``run``)
             if found[0] == "local" and conjunct.exact_property:
                 layout.properties[index[found[1]]].append(conjunct.expr)
             elif found[0] == "join":
@@ -55,14 +58,28 @@ class Layout:
         return layout
 
 
-def moves(plan) -> np.ndarray:
-    """``moves[a, state, var]``: the target state mask of automaton a's transition, -1 where none."""
-    table = np.full((len(plan.compiled), 1 << plan.arity, plan.arity), -1, dtype=np.int64)
-    for a, automaton in enumerate(plan.compiled):
+def _grouped_on(cond, attributes: tuple) -> bool:
+    """Whether ``cond`` is ``x.A = y.A`` (or ``prev(p.A) = p.A``) for an attribute A of X."""
+    if not (isinstance(cond, A.Compare) and cond.op == "="):
+        return False
+    sides = [side.arg if isinstance(side, A.Prev) else side for side in (cond.left, cond.right)]
+    return (all(isinstance(side, A.Attr) and side.index in (None, "i", "i-1") for side in sides)
+            and sides[0].attr == sides[1].attr and sides[0].attr in attributes)
+
+
+def moves(plan) -> tuple:
+    """(``moves[a, state, var]``: the target state of automaton a's transition, -1 where none; ``final[a]``).
+    States are numbered per automaton (the start state 0), so the brute force's k! sequential automata
+    take k + 1 rows each, not 2^k."""
+    automata = plan.compiled
+    numbers = [{mask: i for i, mask in enumerate(sorted(a.outgoing, key=lambda m: (m != 0, m)))} for a in automata]
+    table = np.full((len(automata), max(map(len, numbers)), plan.arity), -1, dtype=np.int32)
+    final = np.array([number[a.final] for a, number in zip(automata, numbers)], dtype=np.int64)
+    for a, (automaton, number) in enumerate(zip(automata, numbers)):
         for source, edges in automaton.outgoing.items():
             for edge in edges:
-                table[a, source, edge.var] = edge.target
-    return table
+                table[a, number[source], edge.var] = number[edge.target]
+    return table, final
 
 
 def run(plan, stream: Stream) -> Optional[tuple]:
@@ -87,6 +104,8 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         for cond in layout.properties[v]:
             mask = unary_truth(cond, name, columns, mask)
         fits |= mask.astype(np.int64) << v
+    for attr in plan.partition_attributes:     # a null on X joins nothing: no match has the event
+        fits[stream.column(attr).null] = 0
     by = stream.key_codes(query.partition_by)
     coord = stream.times
     if plan.events_window:      # the position in the PARTITION BY sub-stream, every event counted
@@ -107,10 +126,10 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     values, valid = keys[0][:, events], keys[1][:, events]
     ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
     joins, chains = layout.joins, layout.chains
-    join_left_key, join_right_key, chain_previous_key, chain_current_key = key_ids(joins, chains)
+    join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     found = run_windows(
         np.ascontiguousarray(coord[events], dtype=np.float64), vars_, group_end, stream.position_of(events),
-        counts, moves(plan), (1 << plan.arity) - 1, plan.first_set, float(plan.span), values, valid,
+        counts, *moves(plan), plan.first_set, float(plan.span), values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
         join_left_key, join_right_key, ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
         chain_previous_key, chain_current_key)

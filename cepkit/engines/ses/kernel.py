@@ -9,7 +9,7 @@ two-phase evaluation ([SES] Alg 3) for all of them inside one kernel, over the c
   contiguous run of its group (a binary search on the window coordinate), and A runs on it only when it
   is a candidate: (5.1) at least as many events as variables, (5.2) W[0] fits a variable of B1 and
   (5.3) every variable has an event in it (prefix counts per variable);
-* **phase 2**: A(P, W) is the automaton as a table ``moves[automaton, state, var]`` (target state mask, or
+* **phase 2**: A(P, W) is the automaton as a table ``moves[automaton, state, var]`` (target state, or
   -1), so the SES automaton and the brute force's permutation automata run in the same loop. An instance
   is a state and a node of an arena of bindings (variable, event, parent); an event fires every
   transition whose conditions hold on the instance's binding with it (a chain against the variable's
@@ -67,7 +67,8 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
-    ``positions``; ``counts[v, g]``: events before g fitting variable v. Returns (offsets, positions,
+    ``positions``; ``counts[v, g]``: events before g fitting variable v; ``moves`` and ``final`` as
+    ``batch.moves`` gives them. Returns (offsets, positions,
     variable indices, the W[0] of each match, stats).
     """
     n, arity = len(coord), counts.shape[0]
@@ -145,7 +146,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                         size += 1
             stats[STAT_INSTANCES] += size
             for i in range(size):                  # the instances in qf: matches, events latest first
-                if state[i] != final:
+                if state[i] != final[a]:
                     continue
                 length, k = 0, node[i]
                 while k >= 0:
