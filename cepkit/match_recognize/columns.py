@@ -47,6 +47,7 @@ class Columns:
         self.part_end = part_end
         self.text = text
         self._cache: Dict[str, Values] = {}
+        self._codes: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
 
     def column(self, name: str) -> Values:
         """A column's values (nulls filled with 0, "" or NaT) and null mask; ints stay ints, as in Python."""
@@ -86,7 +87,41 @@ class Columns:
                 moved = rows + step
                 inside = (rows >= 0) & (moved >= self.part_first[safe]) & (moved < self.part_end[safe])
             return self.evaluate(expr.arg, np.where(inside, moved, -1))
+        if isinstance(expr, (A.Compare, A.InList)):
+            fast = self._string_test(expr, rows)
+            if fast is not None:
+                return fast
         return self.combine(expr, lambda item: self.evaluate(item, rows))
+
+    def _string_test(self, expr, rows) -> Optional[Values]:
+        """``type = 'FOG'``, ``type <> 'FOG'``, ``type IN ('FOG', 'SNOW')`` on a column of strings: compared
+        once per distinct value (the column factorized), then read per row as codes."""
+        if isinstance(expr, A.Compare):
+            if expr.op not in ("=", "<>"):
+                return None
+            column, literal = (expr.left, expr.right) if isinstance(expr.left, A.Column) else (expr.right, expr.left)
+            items, negated = (literal,), expr.op == "<>"
+        else:
+            column, items, negated = expr.arg, expr.items, expr.negated
+        if not isinstance(column, A.Column) or not all(
+                isinstance(i, A.Literal) and isinstance(i.value, str) for i in items):
+            return None
+        values, null = self.column(column.name)
+        if values.dtype != object:
+            return None
+        if column.name not in self._codes:
+            codes, uniques = pd.factorize(values)
+            self._codes[column.name] = (codes, np.asarray(uniques, dtype=object))
+        codes, uniques = self._codes[column.name]
+        if any(not isinstance(u, str) for u in uniques):
+            return None  # mixed types: the general rules say which comparisons are errors
+        wanted = np.isin(uniques, [i.value for i in items])
+        hit = np.append(wanted, False)[codes]  # code -1 (null) reads the appended False
+        if rows is not None:
+            inside = rows >= 0
+            hit = np.where(inside, hit[np.where(inside, rows, 0)], False)
+            null = np.where(inside, null[np.where(inside, rows, 0)], True)
+        return (~hit if negated else hit), null.copy()
 
     def _shifted(self, name: str, step: int, inside: np.ndarray) -> Values:
         values, null = self.column(name)

@@ -19,7 +19,7 @@ from typing import Any, List, Optional, Tuple
 from ..errors import QueryError
 from . import ast as A
 from .parser import parse
-from .run import Frames, find, resolve
+from .run import Frames, find, resolve, within_times
 from .semantics import At, Attempt, Frame, _match_at, evaluate
 
 _PRECEDENCE = {A.Or: 1, A.And: 2, A.Not: 3, A.Compare: 4, A.IsNull: 4, A.InList: 4, A.Negate: 7}
@@ -95,7 +95,7 @@ def why_not(query, frames: Frames, start: int, end: Optional[int] = None, key: A
     partition ``key`` (a value, or a tuple for several PARTITION BY columns) are or are not a match."""
     parsed = parse(query) if isinstance(query, str) else query
     frame = resolve(parsed, frames)
-    matched = find(parsed, frame, "reference")
+    matched = find(parsed, frame)  # the matches (either matcher finds the same); the trace below is the reference's
     part = _partition(parsed, matched, key)
     first, stop = matched.bounds[part]
     if not 0 <= start < stop - first:
@@ -121,9 +121,8 @@ def why_not(query, frames: Frames, start: int, end: Optional[int] = None, key: A
     columns = {str(c): chunk[c].tolist() for c in chunk.columns}
     rows_frame = Frame(columns, dict(parsed.subsets), parsed.text)
     attempts: List[Attempt] = []
-    times = None
-    if parsed.within is not None:
-        times = chunk[parsed.order[0][0]].to_numpy().view("int64")
+    times = within_times(parsed, matched.rows)
+    times = None if times is None else times[first:stop]
     _match_at(parsed.pattern, rows_frame, dict(parsed.defines), start, 1,
               None if parsed.within is None else parsed.within.value, times, attempts)
     return Explanation("no match", _no_match(parsed, rows_frame, start, attempts), start, (), tuple(attempts))

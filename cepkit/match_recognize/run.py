@@ -111,7 +111,7 @@ def _bounds(query: A.Recognize, rows: pd.DataFrame) -> np.ndarray:
     return np.stack([starts, np.r_[starts[1:], n]], axis=1).astype(np.int64)
 
 
-def _times(query: A.Recognize, rows: pd.DataFrame) -> Optional[np.ndarray]:
+def within_times(query: A.Recognize, rows: pd.DataFrame) -> Optional[np.ndarray]:
     if query.within is None:
         return None
     if not query.order:
@@ -123,7 +123,8 @@ def _times(query: A.Recognize, rows: pd.DataFrame) -> Optional[np.ndarray]:
     if pd.api.types.is_datetime64_any_dtype(column.dtype) or pd.api.types.is_timedelta64_dtype(column.dtype):
         if column.isna().any():
             raise QueryError(f"WITHIN: the ORDER BY column {name!r} has nulls", query.text)
-        return column.to_numpy().view(np.int64)
+        kind = "timedelta64[ns]" if pd.api.types.is_timedelta64_dtype(column.dtype) else "datetime64[ns]"
+        return column.to_numpy(dtype=kind).view(np.int64)
     raise QueryError(f"WITHIN INTERVAL needs ORDER BY a timestamp column; {name!r} is {column.dtype}", query.text)
 
 
@@ -132,7 +133,7 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
     check_columns(query, frame.columns)
     rows = _sorted(query, frame)
     bounds = _bounds(query, rows)
-    times = _times(query, rows)
+    times = within_times(query, rows)
     subsets = dict(query.subsets)
     local = all(row_local(expr, var, subsets) for var, expr in query.defines)
     if matcher not in ("auto", "vm", "reference"):
@@ -249,7 +250,18 @@ def output(matched: Matched) -> pd.DataFrame:
         for name in matched.rows.columns:
             if name not in out.columns:
                 out[name] = taken[name]
-    return _select(query, out)
+    return _select(query, localized(query, matched.rows, out))
+
+
+def localized(query: A.Recognize, rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """Measures read from a time-zone aware column carry its zone (they are computed in UTC)."""
+    for name, expr in query.measures:
+        inner = A.innermost(expr.arg if isinstance(expr, A.Aggregate) and expr.arg is not None else expr)
+        if isinstance(inner, A.Column) and pd.api.types.is_datetime64_any_dtype(out[name].dtype):
+            zone = getattr(rows[inner.name].dtype, "tz", None)
+            if zone is not None and getattr(out[name].dtype, "tz", None) is None:
+                out[name] = out[name].dt.tz_localize("UTC").dt.tz_convert(zone)
+    return out
 
 
 def _unmatched_rows(matched: Matched, empty: np.ndarray) -> np.ndarray:

@@ -416,6 +416,9 @@ def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List
         for name in rows.columns:
             if name not in out.columns:
                 out[name] = taken[name]
+    from .run import localized
+
+    out = localized(query, rows, out)
     if query.select is not None:
         out = out[list(query.select)]
     return out
@@ -432,6 +435,7 @@ def _typed(values: List[Any]):
     if present and all(isinstance(v, (int, float, np.number)) for v in present):
         return np.array([v if v is not None else np.nan for v in values], dtype=float), null
     if present and all(isinstance(v, pd.Timestamp) for v in present):
-        return np.array([v.to_datetime64() if v is not None else np.datetime64("NaT") for v in values],
+        naive = [v.tz_convert(None) if v is not None and v.tzinfo is not None else v for v in values]
+        return np.array([v.to_datetime64() if v is not None else np.datetime64("NaT") for v in naive],
                         dtype="datetime64[ns]"), null
     return np.array(values, dtype=object), null

@@ -15,7 +15,8 @@ from cepkit.match_recognize.semantics import reference_output
 VARS = ("A", "B", "C")
 CONDITIONS = ("v = {k}", "v > {k}", "v <= {k}", "v > PREV(v)", "v < PREV(v, 2)", "v IS NULL",
               "v IS NOT NULL AND v <> {k}", "NOT (v = {k}) OR w = {k}", "v + w > {k}", "v IN ({k}, 3)",
-              "NEXT(v) = {k}", "{var}.v >= w")
+              "NEXT(v) = {k}", "{var}.v >= w", "s = 'a'", "s <> 'b' AND v > {k}", "s IN ('a', 'c')",
+              "PREV(s) NOT IN ('a')")
 
 
 @st.composite
@@ -92,7 +93,8 @@ def frames(draw):
     k = draw(st.lists(st.sampled_from("xy"), min_size=n, max_size=n))
     gaps = draw(st.lists(st.integers(0, 2), min_size=n, max_size=n))
     ts = pd.to_datetime(np.cumsum(gaps), unit="s")
-    return pd.DataFrame({"k": k, "ts": ts, "v": pd.array(v, dtype="Int64"), "w": w})
+    s = draw(st.lists(st.one_of(st.none(), st.sampled_from("abc")), min_size=n, max_size=n))
+    return pd.DataFrame({"k": k, "ts": ts, "v": pd.array(v, dtype="Int64"), "w": w, "s": s})
 
 
 def outcome(query, frame, matcher):
