@@ -183,7 +183,11 @@ class PagedTable(anywidget.AnyWidget):
           const tr = document.createElement("tr");
           tr.dataset.id = String(ids[i]);
           if (ids[i] === picked) tr.classList.add("cepkit-picked");
-          for (const cell of row) { const td = document.createElement("td"); td.textContent = cell; tr.append(td); }
+          for (const cell of row) {        // a short cell (a time, a name) on one line; the table scrolls sideways
+            const td = document.createElement("td"); td.textContent = cell;
+            if (cell.length <= 32) td.style.whiteSpace = "nowrap";
+            tr.append(td);
+          }
           if (model.get("selectable")) tr.onclick = () => {
             model.set("selected", model.get("selected") === ids[i] ? null : ids[i]); model.save_changes(); };
           body.append(tr);

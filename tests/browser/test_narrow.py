@@ -74,7 +74,7 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     outputs = page.locator(".jp-OutputArea-output")
     workbench = outputs.filter(has=page.locator("textarea")).first
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
-    budget.wait(workbench.locator("table.dataTable tbody tr").first, "the results grid's rows")
+    budget.wait(workbench.locator("table.cepkit-grid tbody tr").first, "the results grid's rows")
     views = {"workbench": workbench}
     for name, css in (("automaton", ".cepkit-automaton-view"), ("strategies", ".cepkit-strategy-compare"),
                       ("explain", ".cepkit-explain-view")):

@@ -47,9 +47,9 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     workbench.scroll_into_view_if_needed()
     timeline = workbench.locator(".js-plotly-plot").first
     assert dom.width_ratio(timeline) > 0.95
-    rows = workbench.locator("table.dataTable tbody tr")
+    rows = workbench.locator("table.cepkit-grid tbody tr")
     budget.wait(rows.first, "the results grid's rows")
-    assert rows.count() >= 1 and "No data" not in rows.first.inner_text()
+    assert rows.count() >= 1 and "no rows" not in rows.first.inner_text()
     rows.first.click()
     budget.wait(workbench.get_by_text(re.compile(r"match #\d+")), "the picked match's events under the timeline")
     dom.screenshot(page, workbench, artifacts / "widgets-workbench.png")
