@@ -59,6 +59,15 @@ CSS = TABLE_CSS + """<style>
 </style>"""
 
 
+def _type_text(name: str) -> str:
+    """An event type as a query writes it: as is, or in backquotes when it is not a plain name."""
+    try:
+        cepkit.parse(f"{name} AS x")
+        return name
+    except cepkit.QueryError:
+        return f"`{name}`"
+
+
 class Workbench(widgets.VBox):
     """A query editor, engine and strategy pickers, results and views over one stream of events.
 
@@ -276,7 +285,7 @@ class Workbench(widgets.VBox):
         text = self.editor.value
         self.query = None
         if not text.strip():
-            self.diagnostics.value = "<small>Type a query (docs/language.md), e.g. <code>T AS x ; H AS y</code>.</small>"
+            self.diagnostics.value = self._hint()
         else:
             try:
                 query = cepkit.parse(text, self.hierarchy)
@@ -286,8 +295,14 @@ class Workbench(widgets.VBox):
             else:
                 self.query = query
                 features = ", ".join(sorted(query.features)) or "none"
-                self.diagnostics.value = (f"<small style='color:#070'>✓ checked against the stream's columns · "
-                                          f"strategy {query.strategy} · features: {html.escape(features)}</small>")
+                warnings = cepkit.type_warnings(query, self.stream)
+                if warnings:        # it runs, but finds nothing of those types: said before Run, not after
+                    self.diagnostics.value = "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
+                                                     for w in warnings)
+                else:
+                    self.diagnostics.value = (f"<small style='color:#070'>✓ checked against the stream's types "
+                                              f"and columns · strategy {query.strategy} · features: "
+                                              f"{html.escape(features)}</small>")
         self.run_button.disabled = self.query is None or self.running
         if self.last_run is not None and not self.running:
             edited = text != self.last_text
@@ -298,6 +313,18 @@ class Workbench(widgets.VBox):
                 self.timeline.remove_class("cepkit-stale")
             self.status.value = self._status_text(self.last_run, edited)
         self._engines_tab()
+
+    def _hint(self) -> str:
+        """The empty editor's hint: where the language is described, and a query over the stream's own types."""
+        codes = pd.Series(self.stream.type_codes).value_counts().index[:2].tolist() if len(self.stream) else []
+        types = [str(self.stream.type_names[c]) for c in codes] or ["A", "B"]
+        first, second = types[0], types[-1] if len(types) > 1 else types[0]
+        example = html.escape(f"{_type_text(first)} AS x ; {_type_text(second)} AS y")
+        names = sorted(map(str, self.stream.type_names)) if len(self.stream) else []
+        listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
+        return ("<small>Type a query (the language: <code>docs/language.md</code>), e.g. "
+                f"<code>{example}</code>" + (f"; the stream's types: {html.escape(listed)}" if names else "")
+                + ".</small>")
 
     def _advance(self, done: int, total: int) -> None:
         if self._cancelled:

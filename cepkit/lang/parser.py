@@ -8,6 +8,7 @@ caret lands on the line ``caret_snippet`` shows.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from bisect import bisect_right
 from functools import lru_cache
@@ -353,6 +354,22 @@ def _expected(err: UnexpectedInput) -> str:
     return "; expected " + ", ".join(names)
 
 
+def _did_you_mean(err: UnexpectedToken, word: str) -> str:
+    """For a word where a keyword or a time unit was expected: the closest one the parser would take (a
+    misspelt ``WITHN``), or, after a number where a unit goes, every unit (``3 hrs``)."""
+    if not re.fullmatch(r"[A-Za-z_]\w*", word):
+        return ""
+    accepts = set(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
+    if "UNIT" in accepts:
+        units = sorted(A.TIME_UNITS, key=lambda u: (A.TIME_UNITS[u], len(u), u))
+        close = difflib.get_close_matches(word.lower(), units, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        return f"{hint} (the time units: {', '.join(units)})"
+    keywords = sorted({t.lstrip("_").upper() for t in accepts if t.lstrip("_").lower() in KEYWORDS})
+    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close and close[0] != word.upper() else ""
+
+
 def parse_tree(text: str) -> A.QueryNode:
     """Parse query text into a ``QueryNode`` (syntax and limits only; see ``cepkit.parse`` for the checks)."""
     positions = _Positions(text)
@@ -365,8 +382,8 @@ def parse_tree(text: str) -> A.QueryNode:
             raise QueryError("the query ends too early" + _expected(err), text, len(lines),
                              len(lines[-1]) + 1) from None
         if isinstance(err, UnexpectedToken):
-            raise QueryError(f"unexpected {str(token)!r}" + _expected(err), text, *positions.at(token.start_pos),
-                             len(str(token))) from None
+            raise QueryError(f"unexpected {str(token)!r}" + _expected(err) + _did_you_mean(err, str(token)), text,
+                             *positions.at(token.start_pos), len(str(token))) from None
         if isinstance(err, UnexpectedCharacters):
             raise QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + _expected(err), text,
                              *positions.at(err.pos_in_stream)) from None

@@ -117,6 +117,38 @@ def check_against_stream(query: Query, stream: Stream) -> None:
                                       f"{', '.join(sorted(known)) or 'no attributes'}", query.text)
 
 
+def type_warnings(query, events, hierarchy=None) -> list:
+    """What may make ``query`` find nothing in ``events`` though it runs: each event type it names that no
+    event has (a misspelling, or another case: ``FOG`` where the data says ``fog``), as a ``QueryError`` at
+    the type with the closest type the events have. Not an error: a type may be absent from one stream
+    and not another (``match`` runs such a query and finds what it finds).
+
+    >>> [w.reason for w in type_warnings("FOG f ; DELAYED_DEPARTUER d", [{"type": "fog"}, {"type": "DELAYED_DEPARTURE"}])]
+    ["no event of type 'FOG' in the stream; did you mean 'fog'?", "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
+    """
+    import difflib
+    query = prepare(query, None, hierarchy)
+    stream = events if isinstance(events, Stream) else Stream.from_any(events)
+    present = set(stream.type_names) if len(stream) else set()
+    if not present:
+        return []
+    names = sorted(present)
+    warnings, seen = [], set()
+    for atom in query.ast.pattern.find_all(A.Atom):
+        if atom.type is None or atom.type in seen:
+            continue
+        seen.add(atom.type)
+        covered = query.hierarchy.covers(atom.type) if query.hierarchy is not None else {atom.type}
+        if present & set(covered):
+            continue
+        close = [n for n in names if n.lower() == atom.type.lower()] or \
+            difflib.get_close_matches(atom.type, names, n=1, cutoff=0.6)
+        hint = (f"; did you mean {close[0]!r}?" if close else
+                f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}")
+        warnings.append(QueryError.at(atom, f"no event of type {atom.type!r} in the stream{hint}", query.text))
+    return warnings
+
+
 def _types_of(atoms, query: Query):
     """The event types a variable can bind (None: any type)."""
     if not atoms or any(a.type is None for a in atoms):

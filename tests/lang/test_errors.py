@@ -114,3 +114,33 @@ def test_a_hierarchy_with_a_cycle_is_a_query_error():
 def test_not_text_is_a_type_error():
     with pytest.raises(TypeError, match="a query is text or a Query"):
         cepkit.parse(42)
+
+
+def test_a_misspelt_keyword_gets_did_you_mean_and_a_wrong_unit_the_list_of_units():
+    """issue 21: ``WITHN`` got "..." and ``3 hrs`` no list of the units."""
+    with pytest.raises(QueryError) as err:
+        cepkit.parse("SEQ(A a, B b) WITHN 10 s")
+    assert err.value.reason.endswith("did you mean WITHIN?") and err.value.column == 15
+    with pytest.raises(QueryError) as err:
+        cepkit.parse("A a ; B b WHRE a.x = 1")
+    assert err.value.reason.endswith("did you mean WHERE?")
+    with pytest.raises(QueryError) as err:
+        cepkit.parse("A a ; B b WITHIN 3 hrs")
+    assert "did you mean 'hours'?" in err.value.reason
+    assert "(the time units: ms, s, sec, secs, second, seconds, min, mins, minute, minutes, h, hour, hours, d, " \
+           "day, days)" in err.value.reason
+    with pytest.raises(QueryError) as err:
+        cepkit.parse("A a ; B b WITHIN 3 fortnights")
+    assert "did you mean" not in err.value.reason and "the time units: ms" in err.value.reason
+
+
+def test_event_types_absent_from_the_stream_are_named_with_the_closest_one():
+    events = [{"type": "fog"}, {"type": "DELAYED_DEPARTURE"}, {"type": "STORM"}]
+    warnings = cepkit.type_warnings("SEQ(FOG f, !RAIN r, DELAYED_DEPARTUER d, ANY z)", events)
+    assert [w.reason for w in warnings] == [
+        "no event of type 'FOG' in the stream; did you mean 'fog'?",
+        "no event of type 'RAIN' in the stream; its types: DELAYED_DEPARTURE, STORM, fog",
+        "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
+    assert (warnings[0].line, warnings[0].column) == (1, 5)
+    hierarchy = cepkit.Hierarchy({"WEATHER": ["fog", "STORM"]})
+    assert cepkit.type_warnings("WEATHER w ; DELAYED_DEPARTURE d", events, hierarchy) == []

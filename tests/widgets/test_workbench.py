@@ -251,3 +251,21 @@ def test_options_reach_the_engine_and_retractions_reach_the_timeline():
     run = wb.run()
     assert run.engine != "reference" and len(run.matches) == 0 and run.matches.deltas
     assert len(wb.timeline.trace("withdrawn").x) == 3 and "1 withdrawn" in wb.timeline.figure.layout.title.text
+
+
+def test_a_misspelt_event_type_is_named_as_you_type_with_the_closest_one():
+    """issue 21: ``DELAYED_DEPARTUER`` (or ``FOG`` for ``fog``) showed the green check, ran, and found nothing."""
+    events = [{"type": "fog", "ts": 0}, {"type": "DELAYED_DEPARTURE", "ts": 1, "dep_delay": 90}]
+    wb = Workbench(events)
+    assert "docs/language.md" in wb.diagnostics.value and "LANGUAGE.md" not in wb.diagnostics.value
+    assert "<code>fog AS x ; DELAYED_DEPARTURE AS y</code>" in wb.diagnostics.value    # the stream's own types
+    wb.editor.value = "FOG f ; DELAYED_DEPARTUER d"
+    shown = wb.diagnostics.value
+    assert "✓" not in shown and "did you mean &#x27;fog&#x27;?" in shown
+    assert "did you mean &#x27;DELAYED_DEPARTURE&#x27;?" in shown and "^" in shown
+    wb.editor.value = "fog f ; DELAYED_DEPARTURE d WITHN 1 h"
+    assert "did you mean WITHIN?" in wb.diagnostics.value and wb.run_button.disabled
+    wb.editor.value = "fog f ; DELAYED_DEPARTURE d WITHIN 1 hrs"
+    assert "did you mean &#x27;hours&#x27;?" in wb.diagnostics.value and "the time units" in wb.diagnostics.value
+    wb.editor.value = "fog f ; DELAYED_DEPARTURE d"
+    assert "✓" in wb.diagnostics.value and len(wb.run().matches) == 1
