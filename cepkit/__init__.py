@@ -9,6 +9,7 @@ from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, match
 from .runtime.api import type_warnings  # event types a query names that the events lack (did you mean)
 from .runtime.columns import as_events, from_frames, from_wide  # the user's own columns and tables as events
+from .runtime.partial import funnel, partial_matches  # where a sequence stopped (cepkit.semantics.partial)
 from . import engines  # the built-in engines; calling it, cepkit.engines(), gives the capability matrix
 from .engines.automaton import automaton  # the compiled automaton of a query ([CEL]), for the widgets
 from .lang.rewrite import rewrite  # NEEL normal form with its step trace ([LIU] §5.2)
@@ -19,7 +20,8 @@ from .explain import Explanation, why_not
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
            "Matches", "engines", "match", "automaton", "ECube", "rewrite",
-           "explain", "why_not", "Explanation", "as_events", "from_frames", "from_wide", "type_warnings"]
+           "explain", "why_not", "Explanation", "as_events", "from_frames", "from_wide", "type_warnings",
+           "partial_matches", "funnel"]
 
 
 def __getattr__(name):

@@ -1,0 +1,58 @@
+"""``cepkit.partial_matches`` and ``cepkit.funnel``: what a sequence query reached where it did not complete
+(the definition: ``cepkit.semantics.partial``). Each prefix query runs on the engine asked for, over the
+stream built once."""
+from __future__ import annotations
+
+from typing import Optional
+
+import pandas as pd
+
+from ..semantics.partial import funnel_table, partial_table, steps_of
+from .api import match, prepare
+from .columns import as_events, renamed_fields
+from .stream import Stream
+
+
+def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) -> tuple:
+    q = prepare(query, None, hierarchy)
+    steps = steps_of(q)
+    with renamed_fields(type=type, ts=ts):
+        stream = Stream.from_any(as_events(events, type=type, ts=ts))
+    found = [match(prefix, stream, engine=engine, **options).positions() for prefix in steps.prefixes]
+    return steps, found, stream
+
+
+def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
+                    ts: Optional[str] = None, **options) -> pd.DataFrame:
+    """The candidates of a sequence query that did not complete: one row per event that starts the
+    sequence without starting a match, with the step it reached, the step it stopped before, the bindings
+    of the earliest way it got there and whether the stream went past its window (``timed_out``).
+
+    >>> import cepkit
+    >>> events = [{"type": "Visit", "ts": 0}, {"type": "Signup", "ts": 60}, {"type": "Visit", "ts": 100},
+    ...           {"type": "Purchase", "ts": 200}, {"type": "Visit", "ts": 5000}]
+    >>> print(cepkit.partial_matches("Visit v ; Signup s ; Purchase p WITHIN 10 min", events).to_string(index=False))
+     start  step stopped_before  v    s    p  timed_out
+         2     1              s  2 <NA> <NA>       True
+         4     1              s  4 <NA> <NA>      False
+
+    The visit at position 2 never saw a signup after it within 10 minutes, and the stream went on past
+    them; the one at 4 is still open when the stream ends.
+    """
+    steps, found, stream = _prefix_matches(query, events, engine, hierarchy, type, ts, options)
+    return partial_table(steps, found, stream.times)
+
+
+def funnel(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
+           ts: Optional[str] = None, **options) -> pd.DataFrame:
+    """Per step of a sequence query, how many candidates (events that can start it) got at least that far
+    within the window: the last row counts those that completed.
+
+    >>> import cepkit
+    >>> events = [{"type": "Visit", "ts": 0}, {"type": "Signup", "ts": 60}, {"type": "Visit", "ts": 100},
+    ...           {"type": "Purchase", "ts": 200}, {"type": "Visit", "ts": 5000}]
+    >>> cepkit.funnel("Visit v ; Signup s ; Purchase p WITHIN 10 min", events)[["variable", "candidates"]].values.tolist()
+    [['v', 3], ['s', 1], ['p', 1]]
+    """
+    steps, found, _ = _prefix_matches(query, events, engine, hierarchy, type, ts, options)
+    return funnel_table(steps, found)
