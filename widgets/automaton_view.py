@@ -202,12 +202,13 @@ class AutomatonView(widgets.VBox):
         (anything with ``states``, ``initial``, ``finals``, ``transitions``, ``to_networkx`` and ``steps``)
         is drawn as is.
     events : optional
-        The stream to step through (DataFrame, dicts or Events); only its first ``max_steps`` events.
+        The stream to step through (DataFrame, dicts or Events); ``max_steps`` of its events: the first ones,
+        or, with ``around`` (a match's positions) beyond them, those around it (opened at its first event).
     """
 
     step = traitlets.Int(0, help="events read so far: 0 is the start, k is after the event at position k-1")
 
-    def __init__(self, query, events=None, hierarchy=None, max_steps: int = 200):
+    def __init__(self, query, events=None, hierarchy=None, max_steps: int = 200, around=None):
         self.automaton = query if hasattr(query, "steps") else cepkit.automaton(query, hierarchy)
         self.drawing = automaton_drawing(self.automaton)
         self.edges = [(u, v, d["mark"]) for u, v, d in self.automaton.to_networkx().edges(data=True)]
@@ -220,10 +221,17 @@ class AutomatonView(widgets.VBox):
         children = [self.summary, self.plot]
         self.steps = []
         self.notes = []
+        start = 0
         if events is not None:
             stream = as_stream(events)
-            self.steps = list(itertools.islice(self.automaton.steps(stream.events), max_steps))
-            if len(stream) > max_steps:
+            start = self._first_step(stream, max_steps, around)
+            shown = stream.take(slice(start, start + max_steps))        # only these become Event objects
+            self.steps = list(itertools.islice(self.automaton.steps(shown), max_steps))
+            if start:
+                self.notes.append(f"stepping through events {start:,}-{start + len(self.steps) - 1:,} of "
+                                  f"{len(stream):,}, around the picked match, from the start state (runs begun "
+                                  "before them are not shown)")
+            elif len(stream) > max_steps:
                 self.notes.append(f"stepping through the first {max_steps} of {len(stream):,} events")
             children.append(self._controls())
         self.events = {step.position: step.event for step in self.steps}
@@ -231,6 +239,17 @@ class AutomatonView(widgets.VBox):
         super().__init__(children, layout=full_width())
         self.add_class("cepkit-automaton-view")
         self._show_step()
+        if start and around:       # open at the picked match's first event
+            self.step = min(max(int(min(around)) - start + 1, 0), len(self.steps))
+
+    @staticmethod
+    def _first_step(stream, max_steps: int, around) -> int:
+        """Where the stepped events begin: 0, or a quarter of ``max_steps`` before the positions ``around``
+        (a picked match) when they lie beyond the first ``max_steps`` events."""
+        if not around or len(stream) <= max_steps or max(around) < max_steps:
+            return 0
+        first = int(min(around)) - max_steps // 4
+        return max(0, min(first, len(stream) - max_steps))
 
     def trace(self, name: str):
         """The figure's trace called ``name`` (one of ``TRACES``)."""

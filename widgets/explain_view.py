@@ -36,6 +36,7 @@ class ExplainView(widgets.VBox):
     candidate : optional tuple of positions (or bindings dict) to explain first
     strategy, hierarchy : as for ``cepkit.explain``
     max_events : how many events the strip shows around the candidate
+    tz : the time zone of the strip's axis and hovers (as ``MatchTimeline``'s; UTC by default)
 
     Examples
     --------
@@ -50,13 +51,13 @@ class ExplainView(widgets.VBox):
     candidate = traitlets.Tuple(help="the positions being explained")
 
     def __init__(self, query, events, candidate=None, strategy: Optional[str] = None, hierarchy=None,
-                 max_events: int = 400):
+                 max_events: int = 400, tz: Optional[str] = None):
         self.query = cepkit.parse(query, hierarchy)
         self.stream = as_stream(events)
         self.strategy, self.hierarchy, self.max_events = strategy, hierarchy, max_events
         self.explanation = None
         self.near_misses = None
-        self.canvas = EventCanvas(self.stream)   # events placed and described as on the timeline
+        self.canvas = EventCanvas(self.stream, tz)   # events placed and described as on the timeline, in tz
         self.positions = widgets.Text(placeholder="positions, e.g. 1,8",
                                       description="candidate", continuous_update=False)
         self.clear = widgets.Button(description="Clear", layout={"flex": "none"})

@@ -370,13 +370,23 @@ class MatchTimeline(widgets.VBox):
             self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
             self.details.value = ("<small>Click a match's line to highlight it and list its events.</small>"
                                   if self.matches else "")
+            self.figure.layout.xaxis.update(range=None, autorange=True)
         else:
             props = self.canvas.polylines([self.matches[k]], [k], "selected match")
             props.update(line={"color": COLORS["selected"], "width": 4},
                          marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
             self.trace("selected").update(props, overwrite=True)
             self.details.value = self._match_table(k, self.matches[k])
+            self.figure.layout.xaxis.update(range=self.zoom(k), autorange=False)
         self.plot.show(self.figure)
+
+    def zoom(self, k: int) -> list:
+        """The x range the figure zooms to when match ``k`` is picked: its span and as much again on each side
+        (at least a thousandth of the stream's time range; double-click the plot for the whole range)."""
+        times = self.stream.times[list(self.matches[k].positions)]
+        whole = float(self.stream.times.max() - self.stream.times.min()) if len(self.stream) else 0.0
+        pad = max(float(times.max() - times.min()), whole / 1000, 1e-3)
+        return self.canvas.x_values(np.array([times.min() - pad, times.max() + pad]))
 
     def _match_table(self, k: int, match) -> str:
         rows = []

@@ -369,6 +369,9 @@ class Workbench(widgets.VBox):
             if view.selected != change["new"]:
                 view.selected = change["new"]
         self._page_events()
+        if self.last_run is not None:         # the automaton steps around the picked match: built again
+            self._stale.add("Automaton")
+            self._refresh_tab()
 
     # ------------------------------------------------------------------ tabs
     def _append_tab(self, title: str, child) -> None:
@@ -391,7 +394,9 @@ class Workbench(widgets.VBox):
 
     def _automaton_tab(self):
         try:
-            self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy)
+            match = self.selected_match
+            self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy,
+                                                around=match.positions if match is not None else None)
         except cepkit.QueryError as err:
             self.automaton_view = None
             return widgets.HTML("The automaton engine (CEL, [CEL]) cannot compile this query:"
@@ -412,7 +417,8 @@ class Workbench(widgets.VBox):
         strategy = self.strategy_picker.value
         view = ExplainView(cepkit.parse(self.last_text, self.hierarchy), self.stream,
                            None if self.selected_match is None else self.selected_match.positions,
-                           strategy=None if strategy == AS_WRITTEN else strategy, hierarchy=self.hierarchy)
+                           strategy=None if strategy == AS_WRITTEN else strategy, hierarchy=self.hierarchy,
+                           tz=self.timeline.tz)
         if not len(self.matches):
             view.misses_note.value = "<b>No match.</b> Press <i>Why not?</i> for the near misses."
         if self._follow_pick is not None:           # the view of the previous run stops following

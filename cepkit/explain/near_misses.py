@@ -6,7 +6,8 @@ dropped (a conjunct of a condition, a negation or EXISTS, the strategy, CONSUME 
 ``margin``, then two clauses, up to ``depth``. So a candidate's events always have the pattern's types and
 order, and pass every condition but those dropped: "every unary condition but one" at depth 1. The relaxed
 queries run on the fastest engine that supports them (``engine="auto"``); each candidate (at most ``budget``
-of them) is then judged by ``cepkit.explain``, the reference semantics. The answer's ``complete`` says
+of them, shared by the relaxations; a relaxation with more candidates than its share has them taken evenly
+over the whole stream, not its first ones) is then judged by ``cepkit.explain``, the reference semantics. The answer's ``complete`` says
 whether this bounded search saw every candidate it defines.
 """
 from __future__ import annotations
@@ -47,30 +48,51 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
     stopped = None
     deepest = min(depth, len(clauses))
     done = 0
+    offered = 0             # candidates the relaxed queries found, when more than the budget let be judged
     for k in range(1, deepest + 1):
-        for dropped in itertools.combinations(clauses, k):
-            for m in match(_relaxed(judge.query, dropped, margin), judge.stream):
+        relaxations = list(itertools.combinations(clauses, k))
+        for j, dropped in enumerate(relaxations):
+            candidates = match(_relaxed(judge.query, dropped, margin), judge.stream)
+            # the budget left is shared by the relaxations left at this depth; a relaxation with more
+            # candidates than its share has them taken evenly over the whole stream (output order is by
+            # position), not its first ones (the stream's first weeks)
+            share = max(budget - len(seen), 0) // (len(relaxations) - j)
+            picks = _spread(len(candidates), share)
+            if len(picks) < len(candidates):
+                offered += len(candidates)
+            for i in picks:
+                m = candidates[i]
                 if m.key in found or m.key in seen:
                     continue
-                if len(seen) >= budget:
-                    stopped = f"the budget of {budget} candidates was spent"
-                    break
                 seen.add(m.key)
                 explanation = judge.explain(dict(m.bindings))
                 if not explanation.is_match:
                     judged.append(explanation)
-            if stopped:
-                break
-        if stopped:
-            break
         done = k
-        if sum(len(e.failures) <= k for e in judged) >= limit:
-            break  # deeper relaxations only add candidates failing more than k clauses
+        if offered or sum(len(e.failures) <= k for e in judged) >= limit:
+            break  # deeper relaxations only add candidates failing more than k clauses (or the budget is spent)
     judged.sort(key=lambda e: (len(e.failures), sum(r.values.get("gap", 1.0) for r in e.failures), e.positions))
+    if offered:
+        stopped = (f"the budget of {budget} candidates was spent: those judged were taken evenly over the whole "
+                   f"stream from {offered:,}")
     complete = stopped is None and (done == len(clauses) or sum(len(e.failures) <= done for e in judged) >= limit)
     if stopped is None and not complete:
         stopped = f"only candidates failing at most {done} clause(s) were searched (depth={depth})"
     return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text)
+
+
+def _spread(n: int, most: int) -> list:
+    """Indices of at most ``most`` of ``n`` candidates, evenly spaced from the first to the last (all when
+    they fit).
+
+    >>> _spread(5, 9), _spread(10, 4), _spread(10, 0)
+    ([0, 1, 2, 3, 4], [0, 3, 6, 9], [])
+    """
+    if n <= most:
+        return list(range(n))
+    if most <= 0:
+        return []
+    return sorted({round(i * (n - 1) / max(most - 1, 1)) for i in range(most)})
 
 
 # ----------------------------------------------------------------------------- relaxations

@@ -269,3 +269,29 @@ def test_a_misspelt_event_type_is_named_as_you_type_with_the_closest_one():
     assert "did you mean &#x27;hours&#x27;?" in wb.diagnostics.value and "the time units" in wb.diagnostics.value
     wb.editor.value = "fog f ; DELAYED_DEPARTURE d"
     assert "✓" in wb.diagnostics.value and len(wb.run().matches) == 1
+
+
+def test_the_views_follow_the_picked_match_in_one_time_zone():
+    """issue 21: Automaton stepped the first 200 events and Events showed the first 10,000 whatever was picked,
+    the timeline did not zoom to the pick, and Explain showed UTC where the grid and timeline used ``tz``."""
+    n = 3000
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2),
+                           "ts": pd.date_range("2013-06-01", periods=n, freq="1min", tz="UTC")})
+    wb = Workbench(events, query="SEQ(A a, B b) WITHIN 2 min", tz="America/New_York")
+    wb.run()
+    wb.selected = 1200                                          # events 2400 and 2401
+    zoom = [pd.Timestamp(x) for x in wb.timeline.figure.layout.xaxis.range]
+    assert zoom[0] < pd.Timestamp("2013-06-02 12:00") < pd.Timestamp("2013-06-02 12:01") < zoom[1]   # EDT
+    assert zoom[1] - zoom[0] < pd.Timedelta("2h")
+    wb.tabs.selected_index = TABS.index("Automaton")
+    view = wb.automaton_view
+    assert view.steps[0].position <= 2400 < view.steps[-1].position and "around the picked match" in view.notes[0]
+    assert view.steps[view.step - 1].position == 2400                    # opened at the match's first event
+    wb.tabs.selected_index = TABS.index("Events")
+    assert 2400 in wb.events_table.ids and wb.events_table.selected == 2400
+    wb.tabs.selected_index = TABS.index("Explain")
+    explain = wb.tabs.children[TABS.index("Explain")].children[0]
+    assert explain.canvas.tz == "America/New_York" and "EDT" in explain.canvas.event_text(2400)
+    assert explain.plot.figure["layout"]["xaxis"]["title"]["text"] == "ts (America/New_York)"
+    wb.selected = None
+    assert wb.timeline.figure.layout.xaxis.autorange is True

@@ -1,0 +1,12 @@
+"""``cepkit.why_not`` on long streams: its bounded search samples the whole stream."""
+import cepkit
+
+
+def test_the_search_covers_the_whole_stream_not_its_first_candidates():
+    """issue 21: with more candidates than the budget, why_not judged the first ones (January of the flights
+    year) and missed a closer one later in the stream (May). Pair i has a.v = i: the closest is the last."""
+    events = [e for i in range(1000) for e in ({"type": "A", "ts": 2 * i, "v": i}, {"type": "B", "ts": 2 * i + 1})]
+    misses = cepkit.why_not("SEQ(A a, B b) WHERE a.v > 5000 WITHIN 1", events, limit=3, budget=50)
+    assert misses[0].positions == (1998, 1999) and not misses.complete
+    assert 0 < misses.searched <= 50 and "taken evenly over the whole stream from 1,000" in misses.summary()
+    assert max(p for m in misses for p in m.positions) == 1999
