@@ -33,6 +33,8 @@ def sql(query: Union[str, A.Recognize], frame):
         raise QueryError("MATCH_RECOGNIZE runs on batch DataFrames; on a stream use cepkit.spark.match_stream "
                          "with a cepkit query (docs/language.md §13)", parsed.text)
     schema = output_schema(parsed, frame.schema)
+    if parsed.rows == "one":  # only the columns the query reads travel through the shuffle
+        frame = frame.select(*[name for name in frame.columns if name in read_columns(parsed)])
 
     def run(group):
         return local_sql(parsed, group)[schema.fieldNames()]
@@ -44,6 +46,14 @@ def sql(query: Union[str, A.Recognize], frame):
     group = "__cepkit_group"  # groupBy(lit(0)) would read as a column ordinal
     return frame.withColumn(group, F.lit(0)).groupBy(group).applyInPandas(
         lambda rows: run(rows.drop(columns=group)), schema)
+
+
+def read_columns(query: A.Recognize) -> set:
+    """The input columns a query reads: partition and order keys, and every column its expressions name."""
+    names = set(query.partition) | {name for name, _ in query.order}
+    for _, expr in query.defines + query.measures:
+        names |= {node.name for node in A.walk(expr) if isinstance(node, A.Column)}
+    return names
 
 
 def output_schema(query: A.Recognize, schema):
