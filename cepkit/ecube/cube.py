@@ -225,7 +225,8 @@ class ECube:
             step = self.last_plan.step(name)
         info = {} if step is None else {"source": step.source, "method": step.method,
                                         "direction": step.direction, "cost": step.cost}
-        return Matches((shape.match_of(r) for r in self._rows[name]), "ecube", self.queries[name], info=info)
+        return Matches((shape.match_of(r) for r in self._rows[name]), "ecube", self.queries[name], info=info,
+                       limit=self.queries[name].ast.limit)
 
     def derive(self, target: str, source: str) -> Matches:
         """``target`` computed from the kept results of ``source`` along their lattice edge (g→s or
@@ -242,7 +243,8 @@ class ECube:
         rows = strategy.run(self._executor, self._rows[source])
         shape = self.shapes[target]
         return Matches((shape.match_of(r) for r in rows), "ecube", self.queries[target],
-                       info={"source": source, "method": strategy.method, "direction": strategy.direction})
+                       info={"source": source, "method": strategy.method, "direction": strategy.direction},
+                       limit=self.queries[target].ast.limit)
 
     # ------------------------------------------------------------------ OLAP operations (Ex 9)
     def drill_down(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:

@@ -27,7 +27,8 @@ from typing import Mapping, Optional
 
 from ..lang import ast as A
 from ..lang.printer import pretty
-from ..lang.query import parse
+from ..lang.query import Query, parse
+from ..runtime.api import match
 from ..runtime.event_record import PUNCTUATION
 from ..runtime.stream import Stream
 from ..semantics.conditions import holds, readings
@@ -66,6 +67,10 @@ class Judge:
     def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None):
         parsed = parse(query, hierarchy)  # its spans point into .text (with_strategy keeps the text too)
         self.text = parsed.text
+        # LIMIT n is judged last, on the whole result (``_limited``): every other clause on the query without it
+        self.limit = parsed.ast.limit
+        if self.limit is not None:
+            parsed = Query(replace(parsed.ast, limit=None), parsed.text, parsed.hierarchy)
         self.query = parsed.with_strategy(strategy) if strategy is not None else parsed
         self.strategy_given = strategy is not None
         self.stream = Stream.from_any(events)
@@ -93,7 +98,26 @@ class Judge:
             misfits = _Case(self, positions, bindings, None).misfits()
             return self._verdict(positions, bindings, False, [self._partition_reason(keys), *misfits])
         case = _Case(self, positions, bindings, keys[positions[0]])
-        return case.explain()
+        return self._limited(case.explain())
+
+    def _limited(self, explanation: Explanation) -> Explanation:
+        """Under LIMIT n, a match of the query without it is one only among its first n in output order
+        (docs/language.md §4): its rank is read from the whole result."""
+        if self.limit is None or not explanation.is_match:
+            return explanation
+        positions = explanation.positions
+        bindings = explanation.candidate if isinstance(explanation.candidate, Mapping) else None
+        found = match(self.query, self.stream)
+        rank = next(i for i, m in enumerate(found) if m.positions == positions and
+                    (bindings is None or _same_bindings(m.bindings, bindings)))
+        span = clause_span(self.text, "LIMIT")
+        if rank < self.limit:
+            reason = Reason("satisfied", f"it is match {rank + 1} in output order, LIMIT {self.limit} keeps it",
+                            span, positions, {"rank": rank + 1, "limit": self.limit})
+            return replace(explanation, reasons=[*explanation.reasons, reason])
+        reason = Reason("limit", f"it is match {rank + 1} in output order; LIMIT {self.limit} keeps the first "
+                                 f"{self.limit}", span, positions, {"rank": rank + 1, "limit": self.limit})
+        return replace(explanation, is_match=False, reasons=[*explanation.reasons, reason])
 
     def _normalized(self, candidate) -> tuple:
         """(sorted positions, bindings or None) of a candidate; ValueError for what cannot be one."""
@@ -639,3 +663,9 @@ def _subtree(d) -> list:
     for part in d.parts:
         out += _subtree(part)
     return out
+
+
+def _same_bindings(found: Mapping, given: Mapping) -> bool:
+    """Whether a match's bindings are the candidate's (a Kleene variable's positions as a tuple in both)."""
+    return {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in found.items()} == \
+        {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in given.items()}

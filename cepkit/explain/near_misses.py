@@ -41,8 +41,10 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
     judge = Judge(query, events, strategy, hierarchy)
-    clauses = _clauses(judge.query)
+    clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
     found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
+    if judge.limit is not None:      # the matches LIMIT leaves out are near misses (one clause failed)
+        found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit:]}
     seen: set = set()
     judged: list = []
     stopped = None
@@ -98,7 +100,8 @@ def _spread(n: int, most: int) -> list:
 # ----------------------------------------------------------------------------- relaxations
 def _clauses(query) -> list:
     """What a relaxed query may drop: ("condition", conjunct), ("negation", item), ("window",),
-    ("strategy",), ("consume",)."""
+    ("strategy",), ("consume",); ``why_not`` adds ("limit",) (the judge's query has no LIMIT: dropping it
+    changes nothing there, and the matches past it are judged)."""
     out = []
     for node in query.scoped.walk():
         if isinstance(node, A.Filter):

@@ -10,7 +10,7 @@ from typing import Mapping, Optional
 from ..errors import caret_snippet
 
 KINDS = ("type", "order", "condition", "window", "negation", "exists", "partition", "strategy", "consume",
-         "return", "satisfied")
+         "return", "limit", "satisfied")
 
 FAILED_COLOUR, SATISFIED_COLOUR = "#d62728", "#2ca02c"
 
@@ -136,7 +136,7 @@ def _line_column(text: str, span: tuple) -> tuple:
     return line, column, max(end - start, 1)
 
 
-_CLAUSES = r"WITHIN|PARTITION\s+BY|CONSUME\s+BY|RETURN|WHERE|FILTER|SELECT|FROM|PATTERN"
+_CLAUSES = r"WITHIN|PARTITION\s+BY|CONSUME\s+BY|RETURN|LIMIT|WHERE|FILTER|SELECT|FROM|PATTERN"
 
 
 def clause_span(text: str, keyword: str) -> Optional[tuple]:

@@ -244,6 +244,7 @@ class QueryNode(Node):
     partition_by: tuple = ()
     consume: Optional[str] = None          # "ANY" | "PARTITION" | "NONE"
     select: Optional[tuple] = None         # projected variables; None = all
+    limit: Optional[int] = None            # LIMIT n: the first n matches in output order; None = all
     strategy: Optional[str] = None         # SELECT <strategy>; None = ALL
     source: Optional[str] = None           # FROM name
     core_style: bool = False               # FROM ... WHERE <pattern> header (kept for printing)

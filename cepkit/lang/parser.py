@@ -24,7 +24,7 @@ from .limits import check_limits
 # The grammar's words that a name may not be where the parser could read a keyword (units excluded: no name
 # stands where a unit can): the printer backquotes such names. tests/lang/test_keywords.py checks the list.
 KEYWORDS = frozenset({
-    "select", "from", "where", "pattern", "within", "partition", "by", "consume", "return", "filter", "seq", "and",
+    "select", "from", "where", "pattern", "within", "partition", "by", "consume", "return", "limit", "filter", "seq", "and",
     "or", "not", "in", "as", "any", "exists", "true", "false", "null", "first", "last", "prev", "count", "max",
     "events", "all", "next", "nxt", "strict", "stnm", "robust_stnm", "partition_strict", "sum", "avg", "min",
     "none", "i",
@@ -169,6 +169,13 @@ class _ToAst:
 
     def consume(self, meta, children):
         return ("consume", str(children[0]).upper())
+
+    def limit(self, meta, children):
+        amount = children[0].value
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
+            raise QueryError.at(children[0], f"LIMIT takes a whole number of matches, 1 or more: got {amount!r}",
+                                self.text)
+        return ("limit", amount)
 
     def return_(self, meta, children):
         return ("select", tuple(_name(c) for c in children))

@@ -181,6 +181,8 @@ class _Printer(Visitor):
             parts.append("CONSUME BY " + q.consume)
         if q.select is not None and not head:
             parts.append("RETURN " + ", ".join(map(_name, q.select)))
+        if q.limit is not None:
+            parts.append(f"LIMIT {q.limit}")
         return " ".join(parts)
 
 

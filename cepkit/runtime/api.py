@@ -82,6 +82,14 @@ def _cache_key(query, strategy, hierarchy, engine, options) -> Optional[tuple]:
     return key
 
 
+def refuse_limit(query: Query, what: str, instead: str) -> None:
+    """The QueryError for a LIMIT where ``what`` cannot keep the first n matches in output order."""
+    if query.ast.limit is not None:
+        raise QueryError.at(query.ast, f"{what} does not run LIMIT ({what.split('.')[-1]} reports matches group by "
+                                       f"group, not in one output order): drop the LIMIT and {instead}; "
+                                       "cepkit.match and cepkit.Matcher run it on every engine", query.text)
+
+
 def check_against_stream(query: Query, stream: Stream) -> None:
     """Errors that need the data: unknown attributes, partition keys, and unit-less windows on datetime ts."""
     if stream.ts_is_datetime and query.within is not None and not query.within.events and query.within.unit is None:
@@ -188,7 +196,8 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
         # the emission log is read on demand (``Matches.deltas``): it may need every Match object
         return Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None),
-                       info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream)
+                       info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream,
+                       limit=q.ast.limit)
 
 
 class Matcher:
@@ -231,6 +240,12 @@ class Matcher:
         self._position = 0
         self._max_time = -math.inf
         self._reject_disorder = options.get("disorder", "reject") == "reject"
+        # LIMIT n: the matches still to report (None: no limit); at 0 the engine is fed no more events
+        self._left = self.query.ast.limit
+        if self._left is not None and options.get("disorder") == "aggressive":
+            raise QueryError.at(self.query.ast, "LIMIT in an incremental Matcher reports the first n matches it emits, "
+                                "which disorder='aggressive' may retract later: use cepkit.match, or another "
+                                "disorder mode", self.query.text)
         self._seen = SeenData()
         if schema is not None:
             with renamed_fields(**self.mapping):
@@ -266,7 +281,7 @@ class Matcher:
             self._seen = learned
         self._max_time = max(self._max_time, e.time)
         self._position += 1
-        found = self._inc.push(e)
+        found = self._inc.push(e) if self._left != 0 else []
         return self._collect(output_order(found) if found else [])
 
     @property
@@ -316,10 +331,10 @@ class Matcher:
         self._position += len(stream)
         if len(stream):
             self._max_time = max(self._max_time, float(stream.times.max()))
-        return self._collect(self._inc.extend(stream))
+        return self._collect(self._inc.extend(stream) if self._left != 0 else [])
 
     def close(self) -> list:
-        found = self._inc.close()
+        found = self._inc.close() if self._left != 0 else []
         return self._collect(output_order(found) if found else [])
 
     def _checked(self, batch) -> Stream:
@@ -356,6 +371,9 @@ class Matcher:
         """Log the new emissions (when kept); a retraction withdraws the match it names from the net result.
         A ``MatchList`` (a batch's matches as columns, never retractions) is kept as it is until someone
         reads ``matches`` or ``deltas``."""
+        if self._left is not None and new:      # LIMIT: the first n emitted, then nothing
+            new = new[:self._left]
+            self._left -= len(new)
         if not self.keep or not new:
             return new
         if isinstance(new, MatchList):
@@ -445,6 +463,8 @@ class Pusher:
         else:
             m._max_time = time
         m._position = position + 1
+        if m._left == 0:                    # LIMIT reached: the engine is fed no more events
+            return []
         step = self._step
         if step is not None:
             found = step(type_, time, values, position)

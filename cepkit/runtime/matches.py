@@ -34,10 +34,11 @@ class Matches(Sequence):
     emission in order, retractions included, while the sequence itself holds the net result. Built from
     columns (``MatchArrays``, or a list of ``Match`` turned into columns); ``Match`` objects are made when
     someone indexes or iterates. ``stream`` (the events matched) lets ``to_pandas(fields=...)`` add the
-    bound events' attributes.
+    bound events' attributes. ``limit`` keeps the first that many (the query's LIMIT).
     """
 
-    def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None):
+    def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None,
+                 limit: Optional[int] = None):
         columns = matches if isinstance(matches, MatchArrays) else MatchArrays.from_matches(list(matches))
         if (columns.sign < 0).any():
             columns = columns.take(columns.sign > 0)
@@ -47,6 +48,10 @@ class Matches(Sequence):
             order, self._new_positions = columns.output_index()
             in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()   # engines often sort already
             self._columns = columns if in_order else columns.take(order)
+        if limit is not None and len(self._columns) > limit:      # LIMIT n: the first n in output order
+            self._columns = self._columns.take(np.arange(limit))
+            if self._new_positions is not None:
+                self._new_positions = self._new_positions[:limit]
         self.engine = engine
         self.query = query
         self._deltas = deltas

@@ -88,8 +88,9 @@ class Evaluation:
         for key, members in self._partitions(ordered).items():
             events = [ordered[r] for r in members]
             found += self._evaluate_partition(key, events, members, clock, complete)
-        found = self._consume(found)
-        return self._project(f for f in found if f.truth is True)
+        found = self._project(f for f in self._consume(found) if f.truth is True)
+        limit = self.query.ast.limit
+        return found if limit is None else found[:limit]     # LIMIT n: the first n in output order
 
     def _partitions(self, ordered: list) -> dict:
         """partition key -> logical indices (in the whole stream) of its events; punctuations left out."""

@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from ..errors import ColumnError, EventError
-from ..runtime.api import prepare
+from ..runtime.api import prepare, refuse_limit
 from ..runtime.columns import check_columns
 from ..runtime.stream import is_arrow
 from ..runtime.match_tables import named_fields
@@ -360,6 +360,8 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     +--------+---------+---+---+
     """
     q = prepare(query, strategy, hierarchy)
+    refuse_limit(q, "cepkit.spark.match", "keep the first n rows of its result (in output order: "
+                                          "``.orderBy('match_id').limit(n)``)")
     df = own_columns(_spark_frame(df), type, ts)
     layout = Layout.of(df.schema, q, position)
     chosen, _ = select_engine(q, engine, options)

@@ -34,7 +34,7 @@ from pyspark.sql import types as T
 from pyspark.sql.streaming import StatefulProcessor
 
 from ..errors import EventError, QueryError
-from ..runtime.api import prepare
+from ..runtime.api import prepare, refuse_limit
 from ..runtime.delays import longest_delay, max_delay_option
 from ..runtime.registry import select_engine
 from .frames import Layout, null_keys
@@ -244,6 +244,8 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     >>> found.writeStream.format("console").outputMode("append").start()                                # doctest: +SKIP
     """
     q = prepare(query, strategy, hierarchy)
+    refuse_limit(q, "cepkit.spark.match_stream", "a stream's first n matches come from a Matcher, or take them "
+                                                 "from the sink")
     layout = Layout.of(events.schema, q, position)
     _check_streamable(q, layout, position)
     if late not in ("drop", "side"):

@@ -42,7 +42,7 @@ CASES = [
     ("(A a)+ ; A a", 1, 10, "A a", "defined once per query, except across OR branches"),
     ("SELECT PARTITION_STRICT * PATTERN A a ; B b", 1, 1, "SELECT PARTITION_STRICT * PATTERN A a ; B b",
      "PARTITION_STRICT needs PARTITION BY"),
-    ("A a ; B b WITHIN 10 fortnights", 1, 21, "fortnights", "expected CONSUME, EVENTS, PARTITION, RETURN, a time unit"),
+    ("A a ; B b WITHIN 10 fortnights", 1, 21, "fortnights", "expected CONSUME, EVENTS, LIMIT, PARTITION, RETURN, a time unit"),
     ("A a ; B b WITHIN ten minutes", 1, 18, "ten", "expected a number"),
     ("A a ; B b WITHIN 2.5 EVENTS", 1, 11, "WITHIN 2.5 EVENTS", "must be an integer >= 1"),
     ("A a ; B b WITHIN 0 EVENTS", 1, 11, "WITHIN 0 EVENTS", "must be an integer >= 1"),

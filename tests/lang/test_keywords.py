@@ -17,11 +17,12 @@ QUERIES = [
     "SELECT PARTITION_STRICT * PATTERN A a ; B b WITHIN 2 H PARTITION BY id",
     "A a ; B b WITHIN 3 SECONDS",
     "A a ; B b WITHIN 3 MS",
+    "A a ; B b WITHIN 3 s RETURN a LIMIT 2",
 ]
 KEYWORDS = {"select", "next", "nxt", "from", "where", "as", "filter", "within", "minutes", "partition", "by",
             "consume", "pattern", "seq", "and", "exists", "or", "any", "in", "not", "null", "true", "false",
             "events", "return", "first", "last", "prev", "count", "sum", "avg", "min", "max", "days", "strict",
-            "stnm", "robust_stnm", "all", "partition_strict", "h", "seconds", "ms"}
+            "stnm", "robust_stnm", "all", "partition_strict", "h", "seconds", "ms", "limit"}
 
 
 def respell(text: str, spell) -> str:

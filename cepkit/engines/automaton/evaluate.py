@@ -467,7 +467,10 @@ class Evaluator:
         self.collect = collect
         # room for many completed lists before the kernel returns to enumerate them: each return costs a
         # call of each kernel (tens of µs of argument unboxing), at 256 a third of A;B;C's run
-        self.roots = Roots(np.empty(ROOTS, np.int32), np.empty(ROOTS, np.int64), np.empty(ROOTS), np.empty(ROOTS),
+        # (with a ``limit``, at most that many: the kernel returns to have them enumerated, and stops once
+        # the outputs hold ``limit`` complex events)
+        size = ROOTS if limit is None else max(1, min(ROOTS, limit))
+        self.roots = Roots(np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size),
                            np.zeros(1, np.int64))
         self.outputs = Outputs(limit, order)
         self.info = np.zeros(5, np.int64)
@@ -530,6 +533,8 @@ class Evaluator:
                 runs = self._fit(runs, table)
             elif status == ROOTS_FULL:
                 self.outputs.take(self.arena, self.roots)
+                if self.outputs.truncated:      # LIMIT: the outputs hold enough, the events after are not read
+                    return runs
             else:
                 self.outputs.take(self.arena, self.roots)
                 # Full again at the same event: one event needs more free nodes than compaction left, so
@@ -631,12 +636,15 @@ def _none(program) -> int:
 
 def run_all(program, stream, collect: bool = True, limit: Optional[int] = None) -> Evaluator:
     """Algorithm 1 over a whole finite stream (every partition in turn); the evaluator holds the outputs
-    (the first ``limit`` or so complex events, when given; all of them otherwise)."""
+    (when ``limit`` is given, those of the first events whose complex events number at least ``limit``, the
+    events after them not read; all of them otherwise)."""
     inputs = Inputs(program, stream)
     evaluator = Evaluator(program, collect, limit)
     runs = evaluator.new_runs()
     for batch in inputs.batches(program.letters.none):
         runs = evaluator.run(batch, runs)
+        if evaluator.outputs.truncated:
+            break
     evaluator.finish()
     return evaluator
 

@@ -128,18 +128,33 @@ class AutomatonPlan(Plan):
         if program.ranked or (program.consume == "ANY" and program.query.partition_by):
             return self._replay(stream)
         chosen = [(sel.variables, {m.positions for m in sel.plan.run(stream)}) for sel in program.nested]
-        evaluator = run_all(program, stream)
-        self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
+        # LIMIT n: the first n matches in output order are among those of the first events whose matches
+        # number n, when every match is reported at its last position and sub-streams do not come one
+        # after another (no RETURN, no PARTITION BY; a nested selection filters matches afterwards)
+        stops = self.stops_early and not program.query.partition_by and not program.nested
+        evaluator = run_all(program, stream, limit=program.query.ast.limit if stops else None)
+        self.last_run = {"arena_nodes": len(evaluator.arena.pos), "stopped_early": evaluator.outputs.truncated}
         return program.matches(evaluator.outputs, chosen=chosen)[0]
+
+    @property
+    def stops_early(self) -> bool:
+        """Whether LIMIT stops the run early (the events after the first n matches not read)."""
+        return self.program.query.ast.limit is not None and self.program.query.select is None
 
     def _replay(self, stream) -> list:
         """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
-        partitions interleaved in stream order."""
+        partitions interleaved in stream order. Under LIMIT n (no RETURN) it stops at the event that brings
+        the matches to n: each event's matches end at it, so none found later comes first."""
         matcher = self.matcher()
         out = []
+        limit = self.program.query.ast.limit if self.stops_early else None
+        stopped = False
         for event in stream.events:
             out += matcher.push(event)
-        self.last_run = {"arena_nodes": matcher.arena_nodes}
+            if limit is not None and len(out) >= limit:
+                stopped = True
+                break
+        self.last_run = {"arena_nodes": matcher.arena_nodes, "stopped_early": stopped}
         return out
 
     def count(self, stream) -> int:
