@@ -6,21 +6,23 @@
 - ``StrategyCompare(query, events)``: the query under every selection strategy, side by side;
 - ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step ([LIU] §5.2);
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
+- ``FunnelView(query, events)``: candidates per step of a sequence and its partial matches (``cepkit.funnel``);
 - ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
 - ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``).
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
-``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain`` and ``cepkit.why_not``, and fall back to the
-``reference`` engine when the chosen engine cannot run a query.
+``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.funnel``, and fall
+back to the ``reference`` engine when the chosen engine cannot run a query.
 """
 from .automaton_view import AutomatonView
 from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
 from .explain_view import ExplainView
 from .figures import PlotlyView
+from .funnel_view import FunnelView
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "ExplainView", "MatchTimeline", "PlotlyView", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "MatchTimeline", "PlotlyView", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]

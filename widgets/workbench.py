@@ -12,6 +12,8 @@ the match in the timeline and clicking a match in the timeline picks its row), a
   compile it (its fragment is CEL, [CEL]).
 - *Strategies*: ``StrategyCompare`` of the query (seven runs, so it is computed when the tab is opened, off
   the kernel's main thread on long streams, with a Cancel button).
+- *Funnel*: ``FunnelView``: how many candidates reached each step of a sequence query within its window,
+  and every partial match (``cepkit.funnel``, ``cepkit.partial_matches``), or why the query has none.
 - *Rewrite*: ``RewriteView``, the query's NEEL rewriting to normal form, one rule per step ([LIU] §5.2).
 - *Explain*: ``ExplainView`` of the last run's query: the picked match explained clause by clause, any
   candidate clicked together on its event strip or typed as positions, and, from an empty result, the near
@@ -42,13 +44,14 @@ from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .explain_view import ExplainView
 from .figures import TABLE_CSS, full_width, plural
+from .funnel_view import FunnelView
 from .paged_table import PagedTable, TableData
 from .results_grid import ResultsGrid
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 
-TABS = ("Timeline", "Automaton", "Strategies", "Rewrite", "Explain", "Engines", "Events")   # the tabs, in order
+TABS = ("Timeline", "Automaton", "Strategies", "Funnel", "Rewrite", "Explain", "Engines", "Events")   # the tabs, in order
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
 CSS = TABLE_CSS + """<style>
 .cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
@@ -143,7 +146,8 @@ class Workbench(widgets.VBox):
         # title -> build(workbench) -> widget, for the tabs built when opened after a run (the costly ones wait
         # to be seen); Timeline and Engines are kept up to date as they are.
         self.tab_builders: dict = {"Automaton": Workbench._automaton_tab, "Strategies": Workbench._strategies_tab,
-                                   "Rewrite": Workbench._rewrite_tab, "Explain": Workbench._explain_tab,
+                                   "Funnel": Workbench._funnel_tab, "Rewrite": Workbench._rewrite_tab,
+                                   "Explain": Workbench._explain_tab,
                                    "Events": Workbench._events_tab}
         self.engines_table = widgets.HTML()
         self.tabs = widgets.Tab(layout=full_width())
@@ -431,6 +435,14 @@ class Workbench(widgets.VBox):
         self._follow_pick = follow
         self.observe(follow, "selected")
         return view
+
+    def _funnel_tab(self):
+        try:
+            return FunnelView(self.last_query, self.stream, self.engine_picker.value, self.hierarchy, **self.options)
+        except cepkit.QueryError as err:
+            if not err.engines:      # not a sequence of steps: the tab says why
+                raise
+            return FunnelView(self.last_query, self.stream, "auto", self.hierarchy, **self.options)
 
     def _events_tab(self):
         frame = self.stream.frame

@@ -22,6 +22,14 @@ def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) ->
     return steps, found, stream
 
 
+def progress(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
+             ts: Optional[str] = None, **options) -> tuple:
+    """(``funnel(...)``, ``partial_matches(...)``) from one run of the prefix queries (the Workbench's
+    Funnel tab shows both)."""
+    steps, found, stream = _prefix_matches(query, events, engine, hierarchy, type, ts, options)
+    return funnel_table(steps, found), partial_table(steps, found, stream.times)
+
+
 def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
                     ts: Optional[str] = None, **options) -> pd.DataFrame:
     """The candidates of a sequence query that did not complete: one row per event that starts the
