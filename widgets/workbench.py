@@ -22,6 +22,9 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 - *Events*: the stream in a grid paged from the kernel (every event, searchable); it pages to the picked
   match's first event.
 
+The templates list above Run fills the editor with a recipe's query (``cepkit.recipes``); ``code()`` gives the
+Python that reproduces the run and ``to_html(path)`` a standalone report of it (``export``).
+
 Every run goes through ``execution.run_query``: an engine that cannot run the query hands it to
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
 query re-checks it at once and greys the results ("edited since this run") until Run. ``selected`` is the
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import html
 import threading
+from pathlib import Path
 from typing import Callable, Optional
 
 import ipywidgets as widgets
@@ -38,11 +42,13 @@ import pandas as pd
 import traitlets
 
 import cepkit
+from cepkit import recipes
 from cepkit.runtime.api import check_against_stream
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .explain_view import ExplainView
+from .export import code_of, report_html
 from .figures import TABLE_CSS, full_width, plural
 from .funnel_view import FunnelView
 from .paged_table import PagedTable, TableData
@@ -126,6 +132,11 @@ class Workbench(widgets.VBox):
                                               description="engine")
         self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
                                                 description="strategy")
+        self.template_picker = widgets.Dropdown(
+            options=[("templates…", "")] + [(r.title, r.name) for r in recipes.RECIPES.values()], value="",
+            description="", tooltip="fill the editor with a recipe's query (cepkit.recipes)",
+            layout=widgets.Layout(width="auto"))
+        self.template_picker.observe(self._on_template, "value")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning",
@@ -157,8 +168,8 @@ class Workbench(widgets.VBox):
             self._append_tab(title, kept.get(title))
         self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
-                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button, self.cancel_button,
-                                        self.progress],
+                          widgets.HBox([self.engine_picker, self.strategy_picker, self.template_picker, self.run_button,
+                                        self.cancel_button, self.progress],
                                        layout=widgets.Layout(flex_flow="row wrap")),
                           self.status, self.results, self.tabs], layout=full_width())
         self.add_class("cepkit-workbench")
@@ -189,6 +200,21 @@ class Workbench(widgets.VBox):
     def results_frame(self) -> Optional[pd.DataFrame]:
         """The last run's matches as the results grid's rows (every match, the chosen fields)."""
         return self.results.frame() if self.last_run is not None else None
+
+    @classmethod
+    def from_recipe(cls, name: str, **kwargs) -> "Workbench":
+        """A workbench over a recipe's stream with its query in the editor (``cepkit.recipes``)."""
+        recipe = recipes.get(name)
+        return cls(recipe.events(), query=recipe.query, **kwargs)
+
+    def code(self) -> str:
+        """The Python that reproduces the editor's query, engine, strategy and options (``export.code_of``)."""
+        return code_of(self)
+
+    def to_html(self, path, title: str = "cepkit report") -> None:
+        """Write a standalone HTML report of the last run to ``path``: the query, the matches, the timeline and
+        the automaton, plotly.js inlined (``export.report_html``)."""
+        Path(path).write_text(report_html(self, title), encoding="utf-8")
 
     def add_tab(self, title: str, build: Callable) -> None:
         """A tab built by ``build(workbench)`` when it is opened after a run (and rebuilt after the next)."""
@@ -435,6 +461,11 @@ class Workbench(widgets.VBox):
         self._follow_pick = follow
         self.observe(follow, "selected")
         return view
+
+    def _on_template(self, change) -> None:
+        """A recipe picked in the templates list: its query fills the editor."""
+        if change["new"]:
+            self.editor.value = recipes.get(change["new"]).query
 
     def _funnel_tab(self):
         try:

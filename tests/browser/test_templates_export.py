@@ -1,0 +1,70 @@
+"""The Workbench's templates picker and its HTML report in headless Chromium, at 800 and 1,400 px: picking the
+fraud recipe fills the editor and Run shows its matches; the report written by ``to_html`` opens from disk
+with no script error, its timeline drawn and every match in its table. Screenshots:
+``test-artifacts/templates-<width>.png``, ``report-<width>.png``."""
+import re
+
+import pytest
+
+BUDGET_S = 240
+CELLS = [
+    """import cepkit
+from cepkit.recipes import get
+from cepkit.widgets import Workbench
+fraud = get("fraud")
+workbench = Workbench(fraud.events())
+workbench""",
+    """import time
+while workbench.running or workbench.last_run is None:   # the Run the test clicks
+    time.sleep(0.2)
+workbench.to_html("report.html", title="fraud")
+print("report written", len(workbench.matches))""",
+]
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_notebook, budget, dom, artifacts,
+                                                      width):
+    budget = budget(BUDGET_S)
+    page.set_viewport_size({"width": width, "height": 1000})
+    name = lab.write_notebook(f"templates-{width}.ipynb", CELLS[:1])
+    open_notebook(page, name, budget)
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).first
+    budget.wait(workbench.locator("textarea"), "the editor")
+    picker = workbench.locator("select").filter(has=page.locator("option", has_text="templates…"))
+    picker.select_option(label="Card testing: a tiny purchase, then a large one")
+    editor = workbench.locator("textarea")
+    budget.until(lambda: "small.amount < 5" in editor.input_value(), "the template in the editor", page)
+    run = workbench.get_by_role("button", name="Run")
+    budget.until(lambda: run.is_enabled(), "Run enabled", page)
+    run.click()
+    budget.wait(workbench.get_by_text(re.compile(r"3 matches by engine")), "the run's status")
+    assert workbench.locator("table.cepkit-grid tbody tr").count() == 3
+    dom.screenshot(page, workbench, artifacts / f"templates-{width}.png")
+    assert not page.script_errors, page.script_errors
+
+    # the report: written by the kernel, opened from disk in a page of its own
+    page.keyboard.press("Escape")
+    cell = page.locator(".jp-Notebook .jp-Cell").last
+    cell.click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")                 # a new cell below, with the export code, run in the same kernel
+    page.locator(".jp-Notebook .jp-Cell").last.locator(".cm-content").fill(CELLS[1])
+    page.keyboard.press("Shift+Enter")
+    budget.wait(page.get_by_text("report written 3"), "the report written")
+    report = chromium.new_page(viewport={"width": width, "height": 1000})
+    errors = []
+    report.on("pageerror", lambda error: errors.append(str(error)))
+    report.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    try:
+        report.goto((lab.root / "report.html").as_uri())
+        report.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
+        assert report.locator("table.results tbody tr").count() == 3
+        assert "small.amount < 5" in report.locator("pre.query").inner_text()
+        assert report.locator(".js-plotly-plot").count() == 2          # the timeline and the automaton
+        report.screenshot(path=str(artifacts / f"report-{width}.png"), full_page=True)
+        assert errors == []
+    finally:
+        report.close()

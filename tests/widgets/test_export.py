@@ -1,0 +1,49 @@
+"""The Workbench's templates (recipes), "copy as code" and standalone HTML report."""
+import cepkit
+from cepkit.recipes import get
+from cepkit.widgets import Workbench
+from cepkit.widgets import export
+
+
+def test_a_template_fills_the_editor_and_runs():
+    fraud = get("fraud")
+    wb = Workbench(fraud.events())
+    assert wb.run_button.disabled                       # an empty editor
+    wb.template_picker.value = "fraud"
+    assert wb.editor.value == fraud.query and not wb.run_button.disabled
+    wb.run()
+    assert [m.key for m in wb.matches] == [m.key for m in cepkit.match(fraud.query, fraud.events(), engine="reference")]
+    assert Workbench.from_recipe("brute_force").editor.value == get("brute_force").query
+
+
+def test_the_code_reproduces_the_run():
+    fraud = get("fraud")
+    wb = Workbench(fraud.events(), query=fraud.query, engine="stack", strategy="STNM")
+    wb.run()
+    scope = {"events": fraud.events()}
+    exec(wb.code(), scope)          # the test runs the generated code; cepkit itself never execs anything
+    assert [m.key for m in scope["matches"]] == [m.key for m in wb.matches]
+    assert "strategy='STNM'" in wb.code() and "engine='stack'" in wb.code()
+
+
+def test_the_report_holds_the_query_every_match_and_the_figures(tmp_path):
+    cart = get("abandoned_cart")
+    wb = Workbench(cart.events(), query=cart.query)
+    assert "Not run yet" in export.report_html(wb)
+    wb.run()
+    wb.to_html(tmp_path / "report.html")
+    page = (tmp_path / "report.html").read_text()
+    assert "SEQ(AddToCart a, !Checkout c)" in page and f"{len(wb.matches):,} matches by engine" in page
+    table = page[page.index('class="dataframe results"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr") == len(wb.matches) + 1          # a header row, then every match
+    assert page.count("Plotly.newPlot") == 1          # the timeline; the stack query has no automaton
+    assert "automaton engine" in page or "cannot" in page
+
+
+def test_a_long_result_is_cut_with_a_note(monkeypatch):
+    monkeypatch.setattr(export, "REPORT_ROWS", 2)
+    wb = Workbench.from_recipe("sensor_spike")
+    wb.run()
+    page = export.report_html(wb)
+    assert f"The first 2 of {len(wb.matches):,} matches" in page
