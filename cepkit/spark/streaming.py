@@ -85,6 +85,10 @@ class _KeyMatcher(StatefulProcessor):
         late = new.iloc[:0]
         if self.side:
             new, late = split_late(new, _watermark(timerValues))
+            if not len(new) and not self.state.exists():    # only late events of a key without state: no
+                yield side_rows(new.iloc[:0], late, _watermark(timerValues), self.output,   # state to make
+                                self.matcher.split.keys, self.matcher.columns.ts_kind == "datetime")
+                return
         yield from self._advance(key, new, timerValues, late)
 
     def handleExpiredTimer(self, key, timerValues, expiredTimerInfo):
