@@ -158,12 +158,16 @@ def punctuated_type(event) -> str:
     of = event.get("of")
     if not isinstance(of, str):
         raise EventError(event.position, "of", "a PUNCTUATION event needs an attribute 'of' naming the event "
-                                               "type it closes")
+                                               "type it closes (or '*': every type)")
     return of
 
 
+ALL_TYPES = "*"    # a punctuation ``of`` it closes every type at once (as ``"*"`` in a max_delay mapping)
+
+
 class Punctuations:
-    """The largest punctuated ts per type or concept, and what it promises (a concept covers its types)."""
+    """The largest punctuated ts per type or concept, and what it promises (a concept covers its types,
+    ``"*"`` every type, the ANY type included)."""
 
     def __init__(self, hierarchy=None):
         self.hierarchy = hierarchy
@@ -174,10 +178,12 @@ class Punctuations:
 
     def frontier(self, name: Optional[str]) -> float:
         """Largest ts through which events of type (or concept) ``name`` are complete, by punctuations on
-        it or on a concept above it; -inf if none (and for ``None``, the ANY type)."""
+        it, on a concept above it or on every type (``"*"``); -inf if none. ``None`` (the ANY type) is
+        complete through the ``"*"`` punctuations only."""
+        best = self.latest.get(ALL_TYPES, -math.inf)
         if name is None:
-            return -math.inf
-        best, todo, seen = -math.inf, [name], set()
+            return best
+        todo, seen = [name], set()
         while todo:
             current = todo.pop()
             if current in seen:

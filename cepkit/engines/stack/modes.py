@@ -30,7 +30,8 @@ Choices where [LIU] ch. 3 is silent (all of them in ``docs/stack-engine.md``):
   used for wrong output): the result is exact over the stream without it, the contract of K-slack, the
   out-of-order layer (``cepkit.runtime.disorder``) and Spark streams (docs/decisions.md).
 - A punctuation ``of`` a concept covers every type below it; a negated concept is complete once it or
-  an ancestor is punctuated; an ``ANY`` negation is only guarded by ``max_delay`` (``"*"`` in a mapping).
+  an ancestor is punctuated; a punctuation ``of`` ``"*"`` covers every type; an ``ANY`` negation is guarded
+  by ``max_delay`` (``"*"`` in a mapping) and by ``"*"`` punctuations.
 - ``aggressive`` keeps its state until ``max_delay`` (optional) says a late event can no longer reach
   it ([LIU] §3.6.2's delay bound K); without it state grows with the stream.
 - Under a time window and a ``max_delay`` the conservative and aggressive modes drop a PARTITION BY key
