@@ -268,14 +268,17 @@ def _spark_frame(events) -> DataFrame:
 
 def own_columns(df: DataFrame, type: Optional[str] = None, ts: Optional[str] = None) -> DataFrame:
     """``df`` with the columns ``type=``/``ts=`` name renamed ``type`` and ``ts`` (``cepkit.as_events``'s
-    checks and errors), and a string ts read as timestamps (``to_timestamp``): a value that is not one is a
-    ``ColumnError`` naming the column and the value (one job, only for a string ts)."""
+    checks and errors), and a string ts read as timestamps (``try_to_timestamp``): a value that is not one is
+    a ``ColumnError`` naming the column and the value (one job, only for a string ts; on a streaming
+    DataFrame it becomes a null ts, which stops the stream naming its row)."""
     renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
     check_columns(df.columns, renames)
     if renames:
         df = df.withColumnsRenamed({own: canonical for canonical, own in renames.items()})
     if "ts" in df.columns and isinstance(df.schema["ts"].dataType, T.StringType):
         parsed = F.try_to_timestamp(F.col("ts"))
+        if df.isStreaming:      # (no job on a stream: an unreadable ts is a null ts, a bad row for the workers)
+            return df.withColumn("ts", parsed)
         bad = df.filter(F.col("ts").isNotNull() & parsed.isNull()).select("ts").first()
         if bad is not None:
             raise ColumnError(renames.get("ts", "ts"), f"{bad[0]!r} is neither a number nor a datetime (Spark's "

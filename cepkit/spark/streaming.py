@@ -37,6 +37,7 @@ from ..errors import EventError, QueryError
 from ..runtime.api import prepare, refuse_limit
 from ..runtime.delays import longest_delay, max_delay_option
 from ..runtime.registry import select_engine
+from .batch import own_columns
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import ROCKSDB_PROVIDER
@@ -205,7 +206,8 @@ def _check_streamable(query, layout: Layout, position: str) -> None:
 
 
 def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-                 *, position: str = "position", delay=None, late: str = "drop", **options) -> DataFrame:
+                 *, position: str = "position", delay=None, late: str = "drop", type: Optional[str] = None,
+                 ts: Optional[str] = None, **options) -> DataFrame:
     """The matches of ``query`` over a streaming DataFrame of events, as an append-only streaming DataFrame.
 
     Parameters
@@ -219,6 +221,8 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
         As for ``cepkit.match``.
     position : str
         The column whose values are reported as positions (and order events with equal ts).
+    type, ts : str, optional
+        The columns holding the type and the time when not ``type`` and ``ts`` (as ``cepkit.spark.match``).
     delay : float, timedelta or str, optional
         How late an event may arrive (Spark's watermark delay); by default ``k`` (``disorder="kslack"``),
         ``max_delay`` (``"conservative"``), else 0.
@@ -250,6 +254,7 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     q = prepare(query, strategy, hierarchy)
     refuse_limit(q, "cepkit.spark.match_stream", "a stream's first n matches come from a Matcher, or take them "
                                                  "from the sink")
+    events = own_columns(events, type, ts)
     layout = Layout.of(events.schema, q, position)
     _check_streamable(q, layout, position)
     if late not in ("drop", "side"):

@@ -31,3 +31,24 @@ def test_a_missing_column_or_a_bad_time_names_the_column(spark):
     bad = spark.createDataFrame(CLICKS.assign(event_time=["2024-05-01 10:00:00", "soon", *CLICKS.event_time[2:]]))
     with pytest.raises(ColumnError, match="column 'event_time': 'soon' is neither a number nor a datetime"):
         cepkit.spark.match(QUERY, bad, type="event_name", ts="event_time")
+
+
+def test_a_stream_with_its_own_columns_gives_the_batch_matches(spark, tmp_path):
+    source = tmp_path / "events"
+    source.mkdir()
+    rows = CLICKS.assign(position=range(len(CLICKS)))
+    (source / "0.json").write_text(rows.to_json(orient="records", lines=True))
+    stream = spark.readStream.schema("event_name string, event_time string, user_id long, position long") \
+        .json(str(source))
+    found = cepkit.spark.match_stream(QUERY, stream, type="event_name", ts="event_time", disorder="kslack", k=1)
+    query = (found.writeStream.format("memory").queryName("own_columns").outputMode("append")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    try:
+        query.processAllAvailable()
+        beyond = {"event_name": "view", "event_time": "2024-05-01 13:00:00", "user_id": 1, "position": 6}
+        (source / "1.json").write_text(pd.DataFrame([beyond]).to_json(orient="records", lines=True))
+        query.processAllAvailable()
+        streamed = spark.sql("select positions from own_columns").toPandas()
+    finally:
+        query.stop()
+    assert [tuple(p) for p in streamed["positions"]] == [(0, 2, 4)]
