@@ -8,7 +8,11 @@
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
 - ``FunnelView(query, events)``: candidates per step of a sequence and its partial matches (``cepkit.funnel``);
 - ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
-- ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``).
+- ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``);
+- ``SparkWorkbench`` (``Workbench(spark_dataframe)``): the Workbench on a Spark session, the result paged from
+  Spark (``on_spark``);
+- ``LiveView``: matches drawn as a stream's batches arrive, bounded, with Stop (``LiveView.from_batches`` over a
+  local Matcher, ``LiveView.from_spark`` from Structured Streaming; ``replay`` makes batches of a DataFrame).
 
 Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``cepkit.Matcher``,
 ``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.funnel``, and fall
@@ -20,9 +24,12 @@ from .execution import STRATEGIES, Run, run_query
 from .explain_view import ExplainView
 from .figures import PlotlyView
 from .funnel_view import FunnelView
+from .live import LiveView, replay
+from .on_spark import SparkWorkbench
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "MatchTimeline", "PlotlyView", "RewriteView", "Run", "STRATEGIES", "StrategyCompare", "Workbench", "run_query"]
+__all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "LiveView", "MatchTimeline", "PlotlyView",
+           "RewriteView", "Run", "STRATEGIES", "SparkWorkbench", "StrategyCompare", "Workbench", "replay", "run_query"]

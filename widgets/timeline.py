@@ -343,6 +343,14 @@ class MatchTimeline(widgets.VBox):
         self.selected = None
         self._redraw()
 
+    def show_window(self, events, matches: Iterable, title: str = "") -> None:
+        """Live mode (``LiveView``): draw ``matches`` over other ``events``, the window of an endless stream
+        on show, titled ``title``; the time zone picked stays."""
+        self.stream = as_stream(events)
+        self.canvas = EventCanvas(self.stream, self.canvas.tz)
+        self.title = title
+        self.set_matches(matches)
+
     def __repr__(self):
         return f"MatchTimeline(events={len(self.stream)}, matches={len(self.matches)}, selected={self.selected})"
 

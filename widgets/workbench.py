@@ -49,6 +49,8 @@ from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .explain_view import ExplainView
 from .export import code_of, report_html
+from .live import LiveView
+from .on_spark import SPARK, SparkWorkbench, is_spark_frame, run_on_spark, spark_session_active
 from .figures import TABLE_CSS, full_width, plural
 from .funnel_view import FunnelView
 from .paged_table import PagedTable, TableData
@@ -108,6 +110,11 @@ class Workbench(widgets.VBox):
 
     selected = traitlets.Int(None, allow_none=True, help="index of the picked match of the last run, or None")
 
+    def __new__(cls, events=None, *args, **kwargs):
+        if is_spark_frame(events):      # the Workbench on Spark (on_spark.py): the result stays in Spark
+            return SparkWorkbench(events, *args, **kwargs)
+        return super().__new__(cls, events, *args, **kwargs)
+
     def __init__(self, events, query: str = "", engine: str = "auto", strategy: Optional[str] = None,
                  hierarchy=None, tz: Optional[str] = None, type: Optional[str] = None, ts: Optional[str] = None,
                  **options):
@@ -119,7 +126,8 @@ class Workbench(widgets.VBox):
         self.last_query: Optional[cepkit.Query] = None      # the query of the last run, strategy applied
         self.last_text: Optional[str] = None                # the editor's text at the last run
         self.capabilities = cepkit.engines()
-        if engine not in ("auto", *self.capabilities.index):
+        engines = ["auto", *self.capabilities.index, *([SPARK] if spark_session_active() else [])]
+        if engine not in engines:
             raise ValueError(f"unknown engine {engine!r}: choose 'auto' or one of {', '.join(self.capabilities.index)}")
         if strategy is not None and strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
@@ -128,7 +136,7 @@ class Workbench(widgets.VBox):
                                        layout=widgets.Layout(width="100%"))
         self.diagnostics = widgets.HTML()
         self.diagnostics.add_class("cepkit-diagnostics")
-        self.engine_picker = widgets.Dropdown(options=["auto", *self.capabilities.index], value=engine,
+        self.engine_picker = widgets.Dropdown(options=engines, value=engine,
                                               description="engine")
         self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
                                                 description="strategy")
@@ -146,6 +154,7 @@ class Workbench(widgets.VBox):
         self.running = False
         self._cancelled = False
         self._thread: Optional[threading.Thread] = None
+        self._spark_job = None                               # the cepkit.spark.Job of a run on Spark
         self.status = widgets.HTML()
         self.timeline = MatchTimeline(self.stream, tz=tz)
         self.results = ResultsGrid(self.timeline.canvas)
@@ -225,6 +234,22 @@ class Workbench(widgets.VBox):
         if self.last_run is not None:
             self._stale.add(title)
 
+    def live(self, batches, delay: float = 0, view: Optional[dict] = None) -> LiveView:
+        """The editor's query (engine and strategy picked) run live over ``batches`` (DataFrames of events,
+        e.g. ``live.replay(events, every="6h", speed=...)``) in a *Live* tab: a ``LiveView`` (``view``: its
+        bounds), returned to be ``run()`` or ``start()``ed."""
+        if self.query is None:
+            raise ValueError("the editor's query does not parse: " + html.unescape(self.diagnostics.value))
+        strategy = self.strategy_picker.value
+        engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
+        view = LiveView.from_batches(self.query.text, batches, engine, delay, self.hierarchy, view,
+                                     **({} if strategy == AS_WRITTEN else {"strategy": strategy}), **self.options)
+        if "Live" not in self._tab_titles:
+            self._append_tab("Live", view)
+        self.tabs.children = [view if t == "Live" else c for t, c in zip(self._tab_titles, self.tabs.children)]
+        self.tabs.selected_index = self._tab_titles.index("Live")
+        return view
+
     def run(self, wait: bool = True):
         """Run the editor's query with the picked engine and strategy; returns the ``Run`` (None on error or
         when cancelled). ``wait=False`` (the Run button) runs a long stream's query off the kernel's main
@@ -238,7 +263,7 @@ class Workbench(widgets.VBox):
         except cepkit.QueryError as err:
             self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return None
-        long_run = len(self.stream) >= PROGRESS_MIN_EVENTS
+        long_run = self.engine_picker.value == SPARK or len(self.stream) >= PROGRESS_MIN_EVENTS
         self._begin(query, long_run)
         if long_run and not wait:
             self._thread = threading.Thread(target=self._execute, args=(query, long_run), name="Workbench.run",
@@ -252,6 +277,8 @@ class Workbench(widgets.VBox):
         if self.running:
             self._cancelled = True
             self.cancel_button.disabled = True
+            if self._spark_job is not None:     # a run on Spark: its Spark jobs are interrupted
+                self._spark_job.cancel()
 
     def wait_run(self, timeout: Optional[float] = None) -> Optional["cepkit.widgets.Run"]:
         """Wait for a run started with ``wait=False``; the last run (None before one)."""
@@ -260,7 +287,7 @@ class Workbench(widgets.VBox):
         return self.last_run
 
     def _begin(self, query, long_run: bool) -> None:
-        self.running, self._cancelled = True, False
+        self.running, self._cancelled, self._spark_job = True, False, None
         self.run_button.disabled = True
         self.cancel_button.disabled = False
         self.cancel_button.layout.display = None if long_run else "none"
@@ -276,13 +303,18 @@ class Workbench(widgets.VBox):
     def _execute(self, query, long_run: bool):
         text = self.editor.value
         try:
-            run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
-                            progress=self._advance if long_run else None, **self.options)
+            if self.engine_picker.value == SPARK:     # the active Spark session runs it (cepkit.spark.match)
+                run = run_on_spark(query, self.stream, progress=self._advance,
+                                   job_started=lambda job: setattr(self, "_spark_job", job), **self.options)
+            else:
+                run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
+                                progress=self._advance if long_run else None, **self.options)
         except Cancelled:
             self._end()
             done = self.progress.value
-            self.status.value = (f"<b>cancelled</b> after {done:,} of {plural(len(self.stream), 'event')}"
-                                 + (" · below: the last run, greyed" if self.last_run is not None else ""))
+            self.status.value = ("<b>cancelled</b>: the Spark jobs were interrupted" if self._spark_job is not None
+                                 else f"<b>cancelled</b> after {done:,} of {plural(len(self.stream), 'event')}")
+            self.status.value += " · below: the last run, greyed" if self.last_run is not None else ""
             return None
         except (cepkit.QueryError, cepkit.EventError) as err:
             self._end()
@@ -434,7 +466,8 @@ class Workbench(widgets.VBox):
         return self.automaton_view
 
     def _strategies_tab(self):
-        self.strategy_compare = StrategyCompare(self.last_query, self.stream, self.engine_picker.value,
+        engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
+        self.strategy_compare = StrategyCompare(self.last_query, self.stream, engine,
                                                 self.hierarchy, background=len(self.stream) >= PROGRESS_MIN_EVENTS,
                                                 tz=self.timeline.tz, **self.options)
         return self.strategy_compare

@@ -23,11 +23,16 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   out-of-order mode's bound becomes the watermark delay, later events are dropped and counted
   (``late_events``), ``match_id`` counts each key's matches, and the aggressive mode is refused since an
   append-only stream cannot retract (``streaming``, ``watermark``).
+* ``Job`` runs Spark work off the calling thread under a job tag, with its tasks' progress and a
+  ``cancel()`` (classic and Connect sessions alike); ``with_positions`` numbers events once, so that a
+  widget can run ``match`` on them and fetch a match's events by position (``jobs``, ``batch``).
 """
-from .batch import match
+from .batch import match, with_positions
 from .recognize import sql
 from .groups import OneGroupWarning
+from .jobs import Cancelled, Job, Progress, active_session
 from .session import session
 from .streaming import late_events, match_stream
 
-__all__ = ["match", "match_stream", "late_events", "session", "sql", "OneGroupWarning"]
+__all__ = ["match", "match_stream", "late_events", "session", "sql", "with_positions", "Job", "Progress", "Cancelled",
+           "active_session", "OneGroupWarning"]

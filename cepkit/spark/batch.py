@@ -402,3 +402,24 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
     result = result.select("match_id", "positions", *variables, *split.keys)
     return result if fields is None else _with_fields(result, numbered, fields, q, variables)
+
+
+def with_positions(df: DataFrame, position: str = "position") -> DataFrame:
+    """The events of ``df`` in logical order (ts, then the column ``position``, then the row order), with the
+    column ``position`` holding each event's position: the positions ``cepkit.spark.match`` reports.
+
+    Numbered once, ``match`` on the result reports the same positions and needs no sort (its rows are in
+    order), and the events of a match are a filter on ``position`` away, which is how a widget shows them.
+    The rows are checkpointed (computed once, then read from the executors' storage).
+
+    Examples
+    --------
+    >>> events = cepkit.spark.with_positions(spark.createDataFrame(frame))                 # doctest: +SKIP
+    >>> found = cepkit.spark.match("A a ; B b WITHIN 5 s", events)                          # doctest: +SKIP
+    >>> events.where(F.col("position").isin(found.first()["positions"])).toPandas()        # doctest: +SKIP
+    """
+    df = _spark_frame(df)
+    layout = Layout.of_events(df.schema, position)
+    numbered = _number_events(df, layout, None, ())[0]
+    columns = [c for c in df.columns if c != position]
+    return numbered.select(*columns, F.col(POS).alias(position))

@@ -47,6 +47,17 @@ class Layout:
     @classmethod
     def of(cls, schema: T.StructType, query: Query, position: str = "position") -> "Layout":
         """Check ``schema`` against ``query``; raise EventError (bad columns) or QueryError (unknown names)."""
+        events = cls.of_events(schema, position)
+        check_against_stream(query, Stream([], events.ts_kind == "datetime"))
+        read = _check_names(query, events.attributes)
+        _check_kinds(query, {f.name: f for f in schema.fields}, read)
+        _check_outputs(query)
+        return cls(schema, events.ts_kind, events.position, events.attributes,
+                   tuple(name for name in events.attributes if name in read))
+
+    @classmethod
+    def of_events(cls, schema: T.StructType, position: str = "position") -> "Layout":
+        """The roles of the columns of events, whatever the query; EventError for bad columns."""
         fields = {f.name: f for f in schema.fields}
         if "type" not in fields:
             raise EventError(0, "type", f"the DataFrame has no 'type' column (columns: {', '.join(fields)})")
@@ -69,14 +80,9 @@ class Layout:
         if position in fields and not isinstance(fields[position].dataType, (*_NUMBER, *_DATETIME, T.StringType)):
             raise EventError(0, position, f"the position column {position!r} must be orderable, not "
                                           f"{fields[position].dataType.simpleString()}")
-        check_against_stream(query, Stream([], ts_kind == "datetime"))
         attributes = tuple(name for name in fields if name not in RESERVED)
-        read = _check_names(query, attributes)
-        _check_kinds(query, fields, read)
-        layout = cls(schema, ts_kind, position if position in fields else None, attributes,
-                     tuple(name for name in attributes if name in read))
-        _check_outputs(query)
-        return layout
+        return cls(schema, ts_kind, position if position in fields else None, attributes)
+
     @property
     def columns(self) -> EventColumns:
         return EventColumns(self.used, self.ts_kind)

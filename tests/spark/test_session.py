@@ -1,5 +1,6 @@
 """``cepkit.spark.session()``: the active session, or a local one with cepkit's defaults; and the same batch
-match through Spark Connect (``$SPARK_REMOTE``), against a local Connect server started from pyspark."""
+match through Spark Connect (``$SPARK_REMOTE``), against a local Connect server started from pyspark (with
+the Workbench on Spark and a ``cepkit.spark.Job``'s progress and Cancel)."""
 import json
 import os
 import subprocess
@@ -75,6 +76,29 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     late = cepkit.spark.late_events(running)
     running.stop()
     print(json.dumps([sorted(list(map(int, p)) for p in streamed["positions"]), late]))
+    # The Workbench on this session (widgets.on_spark), and a Job's progress and Cancel through Connect.
+    import time
+    from widgets.on_spark import SparkWorkbench
+    wb = SparkWorkbench(spark.createDataFrame(events), query=sys.argv[1], engine="reference")
+    found = wb.run()
+    def slow(batches):
+        for batch in batches:
+            time.sleep(1)
+            yield batch
+    seen = []
+    job = cepkit.spark.Job(lambda: spark.range(0, 60, numPartitions=60).mapInPandas(slow, "id long").count(),
+                           spark, progress=seen.append).start()
+    deadline = time.monotonic() + 60
+    while not seen and time.monotonic() < deadline:
+        time.sleep(0.2)
+    asked = time.monotonic()
+    job.cancel()
+    try:
+        job.wait(30)
+    except cepkit.spark.Cancelled:
+        pass
+    print(json.dumps([found, [row[wb.grid.columns.index("positions")] for row in wb.grid.rows], len(seen), job.cancelled,
+                      time.monotonic() - asked]))
 """)
 
 
@@ -95,9 +119,12 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
-    warned, batch, (streamed, late) = [json.loads(line) for line in run.stdout.strip().splitlines()[-3:]]
+    lines = run.stdout.strip().splitlines()[-4:]
+    warned, batch, (streamed, late), (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
     assert warned == []                         # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
     expected = [list(p) for p in cepkit.match(query, events, engine="reference").positions()]
     assert batch == expected and expected
     assert streamed == sorted(expected) and late == 0     # match_stream too; the event at ts 0 is not late
+    assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]    # the Workbench
+    assert reports and cancelled and cancel_s < 5          # Connect's progress handler; interruptTag

@@ -1,0 +1,126 @@
+"""The Workbench on a local Spark session and a live timeline, in JupyterLab in headless Chromium.
+
+- Spark: ``Workbench(spark_dataframe)`` runs the tour's query on the flights of January 14 when *Run on Spark*
+  is clicked; its grid lists the same matches as ``cepkit.match`` locally; the count is shown; then a second
+  Workbench over a slow DataFrame (its partitions sleep) is run and *Cancel* stops its Spark jobs within 5 s.
+- Live: a ``LiveView`` fed in the background by a local Matcher over the replayed flights receives at least
+  five batches, its status line counts them, and its grid and timeline show the new matches as they come.
+
+No console errors in either. Screenshots (``test-artifacts/spark-workbench-*.png``, ``live-*.png``) at 1,400
+and 800 px.
+"""
+import re
+import time
+
+import pytest
+
+import cepkit
+
+TEXT = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin"""
+SETUP = f'''import cepkit
+from cepkit.widgets import LiveView, Workbench, replay
+TEXT = """{TEXT}"""
+events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
+fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)'''
+SPARK_CELLS = [SETUP, """import os, tempfile, time
+import cepkit.spark
+spark = cepkit.spark.session()
+on_spark = Workbench(spark.createDataFrame(fog_day), query=TEXT)
+on_spark""", """marker = os.path.join(tempfile.mkdtemp(), "slow")     # partitions sleep once it exists
+
+def slow(batches):
+    for batch in batches:
+        if os.path.exists(marker):
+            time.sleep(1)
+        yield batch
+
+base = spark.createDataFrame(fog_day).repartition(40)
+slow_wb = Workbench(base.mapInPandas(slow, base.schema), query=TEXT)
+open(marker, "w").close()
+slow_wb"""]
+LIVE_CELLS = [SETUP, """days = events[events.ts >= "2013-01-12"].reset_index(drop=True)
+live = LiveView.from_batches(TEXT, replay(days, every="6h", speed=21_600, batches=40))   # a batch a second
+live""", "live.start()"]
+BUDGET_S = 420
+CANCEL_S = 5
+NARROW = {"width": 800, "height": 1000}
+
+pytestmark = [pytest.mark.browser]
+
+
+def fog_day_positions() -> list:
+    events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
+    fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
+    return [", ".join(map(str, p)) for p in cepkit.match(TEXT, fog_day).positions()]
+
+
+def both_widths(page, dom, element, artifacts, name: str) -> None:
+    dom.screenshot(page, element, artifacts / f"{name}-1400.png")
+    page.set_viewport_size(NARROW)
+    try:
+        page.wait_for_timeout(500)
+        dom.screenshot(page, element, artifacts / f"{name}-800.png")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+@pytest.mark.spark
+@pytest.mark.xdist_group("spark")
+def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_notebook, budget, dom, artifacts):
+    budget = budget(BUDGET_S)
+    expected = fog_day_positions()
+    open_notebook(page, lab.write_notebook("spark-workbench.ipynb", SPARK_CELLS), budget)
+    first, slow = page.locator(".cepkit-spark-workbench").nth(0), page.locator(".cepkit-spark-workbench").nth(1)
+    budget.wait(first.get_by_role("button", name="Run on Spark"), "the Spark workbench's Run button")
+    first.get_by_role("button", name="Run on Spark").click()
+    budget.wait(first.locator(".cepkit-spark-status", has_text=f"{len(expected)} matches on Spark"),
+                "the Spark run's count")
+    grid = first.locator(".cepkit-paged-table")
+    budget.wait(grid.locator("tbody tr td").nth(1), "the grid's first page")
+    headers = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
+    assert "positions" in headers, headers
+    column = headers.index("positions")
+    rows = grid.locator("tbody tr").evaluate_all(f"rows => rows.map(r => r.cells[{column}].innerText.trim())")
+    assert rows == expected[:len(rows)] and len(rows) == min(10, len(expected))
+    assert f"of {len(expected)} matches" in grid.inner_text()
+    budget.wait(first.locator(".cepkit-spark-timeline .js-plotly-plot[data-drawn-at]"), "the sampled timeline")
+    both_widths(page, dom, first, artifacts, "spark-workbench")
+
+    slow.get_by_role("button", name="Run on Spark").click()
+    budget.wait(slow.locator(".widget-html", has_text="Spark tasks done"), "the slow run's progress")
+    slow.get_by_role("button", name="Cancel").click()
+    asked = time.monotonic()
+    budget.wait(slow.locator(".cepkit-spark-status", has_text="cancelled"), "the cancelled run's status")
+    assert time.monotonic() - asked < CANCEL_S
+    assert slow.get_by_role("button", name="Run on Spark").is_enabled()
+    dom.screenshot(page, slow, artifacts / "spark-workbench-cancelled.png")
+    assert not page.script_errors, page.script_errors
+
+
+@pytest.mark.xdist_group("browser")
+def test_a_live_timeline_receives_batches_and_shows_new_matches(lab, page, open_notebook, budget, dom, artifacts):
+    budget = budget(BUDGET_S)
+    open_notebook(page, lab.write_notebook("live.ipynb", LIVE_CELLS), budget)
+    view = page.locator(".cepkit-live").first
+
+    def batches() -> int:
+        text = view.locator(".cepkit-live-batches").inner_text() if view.locator(".cepkit-live-batches").count() else ""
+        found = re.match(r"([\d,]+) batch", text)
+        return int(found.group(1).replace(",", "")) if found else 0
+
+    def newest() -> int:
+        rows = view.locator(".cepkit-live-grid tr[data-match]")
+        return int(rows.first.get_attribute("data-match")) if rows.count() else -1
+
+    budget.until(lambda: newest() >= 0, "the first match in the live grid", page)
+    seen, title = newest(), view.locator(".gtitle").text_content()
+    budget.until(lambda: batches() >= 5 and newest() > seen, "five batches and newer matches", page)
+    assert view.locator(".gtitle").text_content() != title            # the timeline was redrawn
+    assert "matches so far, drawn: the last" in view.locator(".gtitle").text_content()
+    both_widths(page, dom, view, artifacts, "live")
+    view.get_by_role("button", name="Stop").click()
+    budget.wait(view.locator(".cepkit-live-stats", has_text="stopped"), "the view stopped")
+    assert not page.script_errors, page.script_errors

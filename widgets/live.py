@@ -1,0 +1,355 @@
+"""Live: matches drawn as a stream's batches arrive (``LiveView``), fed by a local ``cepkit.Matcher`` over an
+iterator of events or DataFrame batches (``LiveView.from_batches``), or by a Structured Streaming query
+(``LiveView.from_spark``: ``cepkit.spark.match_stream`` into the widget through ``foreachBatch``).
+
+What it shows, updated after every batch: a status line (batches, events, matches, events/s over the last
+batch and overall, the watermark, late and dropped events), a Stop button, a timeline (``MatchTimeline`` in
+live mode) and a grid of the latest matches, newest first.
+
+Memory stays flat on an endless stream: the view keeps the last ``last`` matches, a uniform sample
+(reservoir) of ``sample`` earlier ones, and the events those use plus the latest ``context`` events; every
+other event and match is let go. The timeline's title and the grid's caption say so. The local Matcher runs
+with ``keep=False`` (it keeps what its window needs, nothing more).
+
+``replay(events, every=..., speed=...)`` cuts a finite DataFrame (the flights year, say) into batches of
+``every`` of stream time, arriving ``speed`` times faster than they happened: a stream to watch.
+"""
+from __future__ import annotations
+
+import html
+import random
+import threading
+import time
+from collections import deque
+from typing import Iterable, Iterator, Optional
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+import cepkit
+
+from .figures import TABLE_CSS, format_value, full_width, plural
+from .on_spark import binding
+from .timeline import MatchTimeline, check_time_zone
+
+LAST = 30            # the latest matches kept and drawn
+SAMPLE = 20          # a uniform sample of the earlier matches, kept and drawn
+CONTEXT = 300        # the latest events kept (drawn as the stream's recent activity)
+GRID_ROWS = 10       # the latest matches listed in the grid
+
+
+def replay(events: pd.DataFrame, every="1h", speed: Optional[float] = None,
+           batches: Optional[int] = None) -> Iterator[pd.DataFrame]:
+    """``events`` (in ts order, datetime or numeric ts) as consecutive batches of ``every`` of stream time
+    (a pandas offset such as "6h" for datetimes, a number of seconds otherwise), each ``every / speed`` after
+    the one before (no wait without ``speed``); at most ``batches`` of them. Empty spans yield no batch."""
+    ts = events["ts"]
+    if pd.api.types.is_datetime64_any_dtype(ts):
+        step = pd.Timedelta(every)
+        keys = ((ts - ts.iloc[0]) // step).to_numpy()
+        seconds = step.total_seconds()
+    else:
+        seconds = float(every)
+        keys = ((ts - ts.iloc[0]) // seconds).to_numpy()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(events)]
+    for n, (a, b) in enumerate(zip(starts, ends)):
+        if batches is not None and n >= batches:
+            return
+        if n and speed:
+            time.sleep(seconds * (keys[a] - keys[starts[n - 1]]) / speed)
+        yield events.iloc[a:b]
+
+
+class LiveView(widgets.VBox):
+    """The matches of a stream as its batches arrive, in a bounded view with a Stop button.
+
+    Build it with ``from_batches`` (a local Matcher) or ``from_spark`` (Structured Streaming); a feed calls
+    ``add(events, matches, ...)`` per batch. ``run()`` feeds every batch in the calling thread (a notebook
+    cell that shows the view first sees it grow), ``start()`` in a background thread; Stop ends either.
+
+    Parameters
+    ----------
+    last, sample, context : int
+        The bounded view: the latest matches, a uniform sample of the earlier ones, the latest events.
+    tz : str, optional
+        Time zone of the timeline and the grid (UTC by default).
+    """
+
+    def __init__(self, *, last: int = LAST, sample: int = SAMPLE, context: int = CONTEXT, tz: Optional[str] = None,
+                 title: str = "live"):
+        self.last_n, self.sample_n, self.context_n = last, sample, context
+        self.tz = check_time_zone(tz)
+        self.heading = title
+        self.events = pd.DataFrame()             # kept events, indexed by their position in the stream
+        self.latest: deque = deque(maxlen=last)  # (match number, Match with stream positions)
+        self.earlier: list = []                  # reservoir sample of the matches that left ``latest``
+        self.batches = self.event_count = self.match_count = 0
+        self.late = self.dropped = 0
+        self.watermark = None
+        self.max_ts = None
+        self.rate = self.last_rate = 0.0
+        self.stopped = self.finished = False
+        self.on_stop = []                        # feeds' hooks: called once when Stop is pressed
+        self.queries = []                        # a Spark feed's streaming queries
+        self._random = random.Random(0)
+        self._started: Optional[float] = None
+        self._thread: Optional[threading.Thread] = None
+        self._feed: Optional[Iterator] = None
+        self.stats = widgets.HTML()
+        self.stats.add_class("cepkit-live-stats")
+        self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger")
+        self.stop_button.on_click(lambda _: self.stop())
+        self.timeline: Optional[MatchTimeline] = None
+        self.timeline_box = widgets.VBox(layout=full_width())
+        self.grid = widgets.HTML()
+        self.grid.add_class("cepkit-live-grid")
+        super().__init__([widgets.HTML(TABLE_CSS), widgets.HBox([self.stop_button, self.stats],
+                                                                 layout=widgets.Layout(align_items="center")),
+                          self.timeline_box, self.grid], layout=full_width())
+        self.add_class("cepkit-live")
+        self._show_stats()
+
+    # ------------------------------------------------------------------ feeds
+    @classmethod
+    def from_batches(cls, query, batches: Iterable, engine: str = "auto", delay: float = 0, hierarchy=None,
+                     view: Optional[dict] = None, **options) -> "LiveView":
+        """A view fed by a local ``cepkit.Matcher(keep=False)`` over ``batches``: DataFrames (or lists of
+        event dicts). An event more than ``delay`` seconds older than the latest ts seen is dropped (counted),
+        one within it is late (counted, and matched: the Matcher then runs with ``disorder="kslack"``)."""
+        live = cls(**(view or {}))
+        if delay:
+            options = {"disorder": "kslack", "k": delay, **options}
+        matcher = cepkit.Matcher(query, engine, hierarchy=hierarchy, keep=False, **options)
+        live.heading = f"live · {cepkit.parse(query, hierarchy).text.splitlines()[0][:80]} · engine {matcher.engine}"
+
+        def feed():
+            for batch in batches:
+                frame = batch if isinstance(batch, pd.DataFrame) else pd.DataFrame(list(batch))
+                frame = frame.reset_index(drop=True)
+                kept, late, dropped = live._judge(frame, delay)
+                started = time.perf_counter()
+                found = list(matcher.extend(kept))
+                first = live.event_count           # the Matcher numbers the events it took, from 0
+                live.add(kept.set_axis(range(first, first + len(kept))), found, late=late, dropped=dropped,
+                         seconds=time.perf_counter() - started)
+                yield
+            if not live.stopped:
+                live.add(pd.DataFrame(columns=["type", "ts"]), list(matcher.close()))
+        live._feed = feed()
+        return live
+
+    @classmethod
+    def from_spark(cls, query, events, engine: str = "auto", position: str = "position", delay=None,
+                   view: Optional[dict] = None, **options) -> "LiveView":
+        """A view fed by Structured Streaming: ``cepkit.spark.match_stream(query, events, ...)`` and the
+        events themselves, each into the view through ``foreachBatch`` (the driver runs it, in this process:
+        a classic session). Both streaming queries start now; Stop (or ``stop()``) stops them."""
+        import cepkit.spark
+        live = cls(**(view or {}))
+        live.heading = f"live on Spark · {cepkit.parse(query).text.splitlines()[0][:80]}"
+        lock = threading.Lock()
+        pending: dict = {"events": [], "matches": []}
+        variables: list = []
+
+        def on_events(batch, batch_id):
+            frame = batch.toPandas()
+            with lock:
+                pending["events"].append(frame.set_index(position).sort_index())
+
+        def on_matches(batch, batch_id):
+            rows = batch.toPandas()
+            found = []
+            for _, row in rows.iterrows():
+                bindings = {v: binding(row[v]) for v in variables if binding(row[v]) is not None}
+                found.append(cepkit.Match.of(bindings, [int(p) for p in row["positions"]]))
+            with lock:
+                events_now = pd.concat(pending["events"]) if pending["events"] else pd.DataFrame()
+                pending["events"].clear()
+            progress = matches_query.lastProgress or {}
+            watermark = (progress.get("eventTime") or {}).get("watermark")
+            dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+            live.add(events_now, found, watermark=watermark, dropped=dropped,
+                     rate=progress.get("processedRowsPerSecond"))
+
+        found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
+        variables.extend(c for c in found_stream.columns if c not in ("match_id", "positions")
+                         and c not in cepkit.parse(query).partition_by)
+        events_query = events.writeStream.foreachBatch(on_events).start()
+        matches_query = found_stream.writeStream.outputMode("append").foreachBatch(on_matches).start()
+        live.queries.extend([events_query, matches_query])
+        live.on_stop.append(lambda: [q.stop() for q in live.queries])
+        return live
+
+    # ------------------------------------------------------------------ public
+    def run(self, batches: Optional[int] = None) -> "LiveView":
+        """Feed the batches in this thread, all of them or ``batches`` more (a local feed)."""
+        if self._feed is None:
+            raise ValueError("this view has no local feed to run: build it with LiveView.from_batches")
+        for n, _ in enumerate(self._feed, start=1):
+            if self.stopped or (batches is not None and n >= batches):
+                break
+        else:
+            self.finished = True
+            self._show_stats()
+        return self
+
+    def start(self) -> "LiveView":
+        """Feed the batches in a background thread (a local feed); Stop ends it."""
+        self._thread = threading.Thread(target=self.run, name="LiveView", daemon=True)
+        self._thread.start()
+        return self
+
+    def wait(self, timeout: Optional[float] = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def stop(self) -> None:
+        """Stop feeding (the background thread ends after its batch; Spark's streaming queries stop)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self.stop_button.disabled = True
+        self.stop_button.description = "Stopped"
+        for hook in self.on_stop:
+            hook()
+        self._show_stats()
+
+    def add(self, events: pd.DataFrame, matches: list, watermark=None, late: int = 0, dropped: int = 0,
+            seconds: Optional[float] = None, rate: Optional[float] = None) -> None:
+        """One batch: its ``events`` (indexed by stream position) and the ``matches`` it completed (stream
+        positions); the feed's watermark (else the latest ts), the batch's late and dropped events, and how
+        long matching it took (or the feed's own events/s, ``rate``)."""
+        now = time.perf_counter()
+        self._started = self._started or now
+        self.batches += 1
+        self.event_count += len(events)
+        self.late += late
+        self.dropped += dropped
+        if len(events):
+            self.max_ts = events["ts"].max() if self.max_ts is None else max(self.max_ts, events["ts"].max())
+            self.events = pd.concat([self.events, events]) if len(self.events) else events.copy()
+        self.watermark = watermark if watermark is not None else self.max_ts
+        if rate is not None:
+            self.last_rate = float(rate)
+        elif seconds:
+            self.last_rate = len(events) / max(seconds, 1e-9)
+        self.rate = self.event_count / max(now - self._started, 1e-9) if self.batches > 1 else self.last_rate
+        for match in matches:
+            if len(self.latest) == self.latest.maxlen:
+                self._sample_out(self.latest[0])
+            self.latest.append((self.match_count, match))
+            self.match_count += 1
+        self._forget()
+        self._show_stats()
+        self._draw()
+
+    # ------------------------------------------------------------------ internals
+    def _judge(self, frame: pd.DataFrame, delay: float) -> tuple:
+        """(events kept, late ones, dropped ones): late arrive behind the latest ts seen, dropped by more
+        than ``delay`` seconds (they would reach the Matcher out of its order)."""
+        if not len(frame):
+            return frame, 0, 0
+        seconds = _seconds(frame["ts"])
+        behind = np.maximum.accumulate(np.r_[_seconds(pd.Series([self.max_ts]))[0] if self.max_ts is not None
+                                             else -np.inf, seconds])[:-1]
+        late = seconds < behind
+        drop = seconds < behind - delay
+        return frame[~drop].reset_index(drop=True), int(late.sum()), int(drop.sum())
+
+    def _sample_out(self, item) -> None:
+        """Reservoir sampling (algorithm R) of the matches leaving the latest ones: each earlier match is in
+        the sample with the same chance."""
+        seen = item[0] + 1
+        if len(self.earlier) < self.sample_n:
+            self.earlier.append(item)
+        else:
+            slot = self._random.randrange(seen)
+            if slot < self.sample_n:
+                self.earlier[slot] = item
+
+    def _forget(self) -> None:
+        """Keep the events of the kept matches and the latest ``context`` ones; let go of the rest."""
+        if not len(self.events):
+            return
+        needed = {p for _, m in (*self.latest, *self.earlier) for p in m.positions}
+        recent = self.events.index[-self.context_n:]
+        keep = self.events.index.isin(list(needed)) | self.events.index.isin(recent)
+        self.events = self.events[keep]
+
+    def _kept(self) -> list:
+        return sorted([*self.earlier, *self.latest], key=lambda item: item[0])
+
+    def _window(self) -> tuple:
+        """(the kept events, positions from 0, as a frame; the kept matches on them; their numbers)."""
+        frame = self.events.sort_index()
+        local = {int(p): i for i, p in enumerate(frame.index)}
+        kept = [(k, m) for k, m in self._kept() if all(p in local for p in m.positions)]
+        matches = []
+        for _, m in kept:
+            bindings = {v: tuple(local[p] for p in b) if isinstance(b, tuple) else local[b]
+                        for v, b in m.bindings.items()}
+            matches.append(cepkit.Match.of(bindings, [local[p] for p in m.positions]))
+        return frame.reset_index(drop=True), matches, [k for k, _ in kept]
+
+    def _draw(self) -> None:
+        if not len(self.events):
+            return
+        frame, matches, numbers = self._window()
+        earlier = len(self.earlier)
+        title = (f"{html.escape(self.heading)}<br><sup>{plural(self.match_count, 'match', 'matches')} so far, drawn: "
+                 f"the last {len(self.latest):,}"
+                 + (f" and a sample of {earlier:,} of the {self.match_count - len(self.latest):,} before" if earlier
+                    else "") + f" · {len(frame):,} events kept of {self.event_count:,}</sup>")
+        if self.timeline is None:
+            self.timeline = MatchTimeline(frame, matches, title=title, tz=self.tz, max_matches=max(len(matches), 1))
+            self.timeline.add_class("cepkit-live-timeline")
+            self.timeline_box.children = [self.timeline]
+        else:
+            self.timeline.max_matches = max(len(matches), 1)
+            self.timeline.show_window(frame, matches, title)
+        self._draw_grid(frame, matches, numbers)
+
+    def _draw_grid(self, frame: pd.DataFrame, matches: list, numbers: list) -> None:
+        rows = []
+        times = frame["ts"]
+        for k, m in list(zip(numbers, matches))[::-1][:GRID_ROWS]:
+            positions = list(m.positions)
+            start, end = self._time(times.iloc[positions[0]]), self._time(times.iloc[positions[-1]])
+            types = ", ".join(dict.fromkeys(str(frame["type"].iloc[p]) for p in positions))
+            bindings = ", ".join(f"{v}: {html.escape(str(frame['type'].iloc[b if isinstance(b, int) else b[0]]))}"
+                                 for v, b in m.bindings.items())
+            rows.append(f"<tr data-match='{k}'><td>{k:,}</td><td>{start}</td><td>{end}</td>"
+                        f"<td>{html.escape(types)}</td><td>{bindings}</td></tr>")
+        caption = (f"<small>the latest {min(GRID_ROWS, len(matches)):,} of {self.match_count:,} matches, newest "
+                   "first (the view keeps the last ones and a sample of the earlier ones)</small>")
+        zone = f" ({self.tz or 'UTC'})" if len(frame) and isinstance(times.iloc[0], pd.Timestamp) else ""
+        self.grid.value = (f"{caption}<div style='overflow-x: auto; max-width: 100%'><table class='cepkit-table' "
+                           f"style='white-space: nowrap'><tr><th>match</th><th>start{zone}</th><th>end{zone}</th>"
+                           f"<th>types</th><th>bindings</th></tr>{''.join(rows)}</table></div>")
+
+    def _time(self, value) -> str:
+        if isinstance(value, pd.Timestamp):
+            stamp = value.tz_localize("UTC") if value.tzinfo is None else value
+            return stamp.tz_convert(self.tz or "UTC").strftime("%Y-%m-%d %H:%M")
+        return format_value(value)
+
+    def _show_stats(self) -> None:
+        state = ("stopped" if self.stopped else "finished" if self.finished else "running" if self.batches
+                 else "waiting for the first batch")
+        watermark = html.escape(self._time(self.watermark)) if self.watermark is not None else "–"
+        if isinstance(self.watermark, pd.Timestamp):
+            watermark += f" {self.tz or 'UTC'}"
+        self.stats.value = (f"<small><b>{state}</b> · <span class='cepkit-live-batches'>{plural(self.batches, 'batch', 'batches')}</span>"
+                            f" · {plural(self.event_count, 'event')} · "
+                            f"<b>{plural(self.match_count, 'match', 'matches')}</b> · "
+                            f"{self.last_rate:,.0f} events/s (last batch), {self.rate:,.0f} overall · "
+                            f"watermark {watermark} · {self.late:,} late · {self.dropped:,} dropped</small>")
+
+
+def _seconds(ts: pd.Series) -> np.ndarray:
+    if pd.api.types.is_datetime64_any_dtype(ts) or isinstance(ts.iloc[0], pd.Timestamp):
+        return pd.to_datetime(ts, utc=True).astype("int64").to_numpy() / 1e9
+    return ts.astype(float).to_numpy()
+
