@@ -13,11 +13,14 @@ partial matches of the first k positive items.
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
+import numpy as np
+import pandas as pd
+
 from ..runtime.event_record import PUNCTUATION
+from ..runtime.stream import Stream
 from .shape import Item, Shape
 
 
@@ -49,17 +52,23 @@ class Statistics:
 
     @classmethod
     def measure(cls, stream, attribute: Optional[str] = None) -> "Statistics":
-        types, values = Counter(), Counter()
-        times = []
-        for event in stream:
-            if event.type == PUNCTUATION:
-                continue
-            types[event.type] += 1
-            times.append(event.time)
-            if attribute is not None:
-                values[(event.type, event.get(attribute))] += 1
-        duration = (max(times) - min(times)) if times else 0.0
-        return cls(dict(types), len(times), float(duration), attribute, dict(values))
+        """Count a ``Stream`` (or anything ``Stream.from_any`` takes) from its columns."""
+        if not isinstance(stream, Stream):
+            stream = Stream.from_any(stream)
+        names = np.asarray(stream.type_names, dtype=object)
+        real = np.asarray([t != PUNCTUATION for t in stream.type_names], bool)[stream.type_codes] if len(stream) \
+            else np.zeros(0, bool)
+        codes = stream.type_codes[real]
+        counts = np.bincount(codes, minlength=len(names))
+        types = {names[k]: int(n) for k, n in enumerate(counts) if n}
+        times = stream.times[real]
+        duration = float(times.max() - times.min()) if len(times) else 0.0
+        values = {}
+        if attribute is not None and len(codes):
+            column = stream.column(attribute).objects()[real]
+            frame = pd.DataFrame({"t": names[codes], "v": column})
+            values = {key: int(n) for key, n in frame.groupby(["t", "v"], dropna=False, sort=False).size().items()}
+        return cls(types, int(len(codes)), duration, attribute, values)
 
     def events_of(self, types: frozenset, item: Optional[Item] = None) -> float:
         """Events an item accepts in the whole stream (its types, and its values when it has some)."""

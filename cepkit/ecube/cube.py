@@ -225,7 +225,7 @@ class ECube:
             step = self.last_plan.step(name)
         info = {} if step is None else {"source": step.source, "method": step.method,
                                         "direction": step.direction, "cost": step.cost}
-        return Matches((shape.match_of(r) for r in self._rows[name]), "ecube", self.queries[name], info=info,
+        return Matches(shape.arrays_of(self._rows[name]), "ecube", self.queries[name], info=info,
                        limit=self.queries[name].ast.limit)
 
     def derive(self, target: str, source: str) -> Matches:
@@ -241,8 +241,7 @@ class ECube:
         if strategy is None:
             raise QueryError(f"no exact reuse computes {target} from {source} (reuse.py says when there is one)")
         rows = strategy.run(self._executor, self._rows[source])
-        shape = self.shapes[target]
-        return Matches((shape.match_of(r) for r in rows), "ecube", self.queries[target],
+        return Matches(self.shapes[target].arrays_of(rows), "ecube", self.queries[target],
                        info={"source": source, "method": strategy.method, "direction": strategy.direction},
                        limit=self.queries[target].ast.limit)
 

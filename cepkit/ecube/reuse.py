@@ -36,46 +36,123 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Optional
 
+import numpy as np
+import pandas as pd
+
 from ..errors import QueryError
 from ..lang.ast import variables_in
+from ..runtime.match_arrays import MatchArrays
+from ..runtime.registry import get_engine, select_engine
 from ..runtime.stream import Stream
-from ..runtime.registry import get_engine
 from .cost import CostModel
 from .lattice import Refinement
-from .shape import Item, Shape, condition_texts, rename
+from .shape import Item, Shape, condition_texts, in_output_order, output_order, rename
 
 MAX_DELTAS = 8   # UnionConcept: at most this many delta queries (3^|differing positions| − 1 at worst)
 
 
 class Executor:
-    """Runs shapes with an engine (``stack`` by default) over one stream, or over a part of it."""
+    """Runs shapes with an engine over one stream, or over a part of it, and returns their rows: an int64
+    array with one row per match and one column per positive item (its position), in output order
+    (docs/language.md §10.2), as every strategy below returns them. Rows are never turned into ``Match``
+    objects here: the strategies work on these arrays with numpy."""
 
     def __init__(self, stream: Stream, engine: str = "stack"):
         self.stream = stream
-        self.engine = get_engine(engine)
+        self.engine = engine
         self._plans: dict = {}
-        self._by_type: dict = {}
-        for event in stream:
-            self._by_type.setdefault(event.type, []).append(event.position)
+        self._accepted: dict = {}
         self.evaluations = 0     # engine runs
         self.events_read = 0     # events fed to the engine, over all runs
 
-    def evaluate(self, shape: Shape, positions=None) -> set:
-        """The rows of ``shape`` over the stream, or over the events at ``positions`` only."""
+    def _plan(self, shape: Shape):
         plan = self._plans.get(shape)
         if plan is None:
-            plan = self._plans[shape] = self.engine.compile(shape.query)
-        if positions is None:
-            part = self.stream
-        else:
-            part = Stream([self.stream[p] for p in sorted(positions)], self.stream.ts_is_datetime)
-        self.evaluations += 1
-        self.events_read += len(part)
-        return {m.positions for m in plan.run(part)}
+            if self.engine == "auto":       # the engine cepkit.match would choose
+                plan = select_engine(shape.query, "auto", {})[1]
+            else:
+                plan = get_engine(self.engine).compile(shape.query)
+            self._plans[shape] = plan
+        return plan
 
-    def positions_of(self, items) -> set:
-        """Positions of the events whose type some item accepts (a superset of what they match)."""
-        return {p for item in items for t in item.types for p in self._by_type.get(t, ())}
+    def evaluate(self, shape: Shape, part=None) -> np.ndarray:
+        """The rows of ``shape`` over the stream, or over the events where the mask ``part`` is True."""
+        stream = self.stream if part is None else self.stream.take(part)
+        self.evaluations += 1
+        self.events_read += len(stream)
+        return rows_of(self._plan(shape).run(stream), len(shape.positives))
+
+    def accepted(self, item: Item, attribute) -> np.ndarray:
+        """A mask over the stream: the events ``item`` accepts (types, and values of ``attribute``)."""
+        key = (item.types, item.values, item.excluded, attribute)
+        found = self._accepted.get(key)
+        if found is None:
+            found = self.stream.type_in(item.types)
+            if attribute is not None and (item.values is not None or item.excluded):
+                values, excluded = item.values, item.excluded     # as ``Item.accepts``: a null is None
+                ok = np.fromiter(((values is None or v in values) and v not in excluded
+                                  for v in self.stream.column(attribute).objects()), bool, len(self.stream))
+                found = found & ok
+            self._accepted[key] = found
+        return found
+
+    def typed(self, items) -> np.ndarray:
+        """A mask over the stream: the events whose type some item accepts (a superset of what they match)."""
+        mask = np.zeros(len(self.stream), bool)
+        for item in items:
+            mask |= self.stream.type_in(item.types)
+        return mask
+
+    def index(self, rows: np.ndarray) -> np.ndarray:
+        """Indices into the stream of the positions in ``rows``."""
+        return np.searchsorted(self.stream.positions, rows)
+
+    def covered(self, rows: np.ndarray) -> np.ndarray:
+        """A mask over the stream: the events some row holds."""
+        mask = np.zeros(len(self.stream), bool)
+        mask[self.index(rows.ravel())] = True
+        return mask
+
+
+def rows_of(found, width: int) -> np.ndarray:
+    """An engine's matches of a flat SEQ as an (n, width) int64 array of positions (one per positive item),
+    in output order."""
+    if isinstance(found, MatchArrays):
+        if (found.sign < 0).any():
+            found = found.take(found.sign > 0)
+        offsets = found.offsets
+        if len(offsets) > 1 and not (np.diff(offsets) == width).all():
+            raise AssertionError("a flat SEQ's matches hold one position per positive item")
+        rows = found.positions[offsets[0]:offsets[-1]].reshape(-1, width).copy()
+        return rows if found.in_output_order() else in_output_order(rows)
+    return in_output_order(np.asarray([m.positions for m in found if m.sign == "+"], np.int64).reshape(-1, width))
+
+
+def row_keys(*arrays) -> list:
+    """One int64 key per row of each (n_i, k) array, equal keys for equal rows across all of them."""
+    stacked = np.concatenate(arrays)
+    keys = np.zeros(len(stacked), np.int64)
+    for c in range(stacked.shape[1]):
+        column = stacked[:, c]
+        base = int(column.max()) + 1 if len(column) else 1
+        if len(keys) and int(keys.max()) >= (2 ** 62) // base:
+            keys = pd.factorize(keys)[0].astype(np.int64)
+        keys = keys * base + column
+    return np.split(keys, np.cumsum([len(a) for a in arrays])[:-1])
+
+
+def rows_in(rows: np.ndarray, others: np.ndarray) -> np.ndarray:
+    """A mask over ``rows``: the rows that are rows of ``others`` too (hashed, not sorted)."""
+    mine, theirs = row_keys(rows, others)
+    return pd.Series(mine).isin(theirs).to_numpy()
+
+
+def unique_rows(rows: np.ndarray) -> np.ndarray:
+    """``rows`` without repeats (first occurrences, in order)."""
+    if len(rows) < 2:
+        return rows
+    (keys,) = row_keys(rows)
+    return rows[~pd.Series(keys).duplicated().to_numpy()]
 
 
 def projection(general: Shape, specific: Shape, embedding: tuple) -> tuple:
@@ -115,7 +192,7 @@ class Scratch:
     def cost(self, model: CostModel) -> float:
         return model.scratch_cost(self.shape)
 
-    def run(self, executor: Executor, rows=None) -> set:
+    def run(self, executor: Executor, rows=None) -> np.ndarray:
         return executor.evaluate(self.shape)
 
 
@@ -135,15 +212,17 @@ class FilterConcept:
     def cost(self, model: CostModel) -> float:
         return model.filter_concept(self.general, self.specific, self.rechecked)
 
-    def run(self, executor: Executor, rows) -> set:
-        stream, attribute = executor.stream, self.specific.attribute
-        items = [self.specific.items[k] for k in self.specific.positives]
-        kept = {r for r in rows if all(item.accepts(stream[p], attribute) for item, p in zip(items, r))}
-        if not kept or not self.rechecked:
+    def run(self, executor: Executor, rows) -> np.ndarray:
+        attribute = self.specific.attribute
+        keep = np.ones(len(rows), bool)
+        for c, k in enumerate(self.specific.positives):
+            keep &= executor.accepted(self.specific.items[k], attribute)[executor.index(rows[:, c])]
+        kept = rows[keep]
+        if not len(kept) or not self.rechecked:
             return kept
         negated = [item for item in self.specific.items if not item.positive]
-        positions = {p for r in kept for p in r} | executor.positions_of(negated)
-        return kept & executor.evaluate(self.specific, positions)
+        checked = executor.evaluate(self.specific, executor.covered(kept) | executor.typed(negated))
+        return kept[rows_in(kept, checked)]
 
 
 @dataclass(frozen=True)
@@ -163,20 +242,97 @@ class JoinPattern:
     def cost(self, model: CostModel) -> float:
         return model.join_pattern(self.general, self.specific, self.added)
 
-    def run(self, executor: Executor, rows) -> set:
-        if not rows:
-            return set()    # online filtering (Ex 12): no general match, no specific one
+    def run(self, executor: Executor, rows) -> np.ndarray:
+        width = len(self.specific.positives)
+        if not len(rows):
+            return np.zeros((0, width), np.int64)   # online filtering (Ex 12): no general match, no specific one
+        if self.extends:
+            return extend_rows(executor, self.general, self.specific, self.embedding, rows)
         negated = [item for item in self.specific.items if not item.positive]
-        positions = {p for r in rows for p in r} | executor.positions_of(self.added + negated)
-        index = projection(self.general, self.specific, self.embedding)
-        rows = set(rows)
-        return {r for r in executor.evaluate(self.specific, positions) if tuple(r[i] for i in index) in rows}
+        found = executor.evaluate(self.specific, executor.covered(rows) | executor.typed(self.added + negated))
+        index = list(projection(self.general, self.specific, self.embedding))
+        return found[rows_in(found[:, index], rows)]
+
+    @property
+    def extends(self) -> bool:
+        """Whether the general rows can simply be extended (``extend_rows``): one added item, positive, with
+        no condition of its own, no PARTITION BY."""
+        if len(self.added) != 1 or not self.added[0].positive or self.specific.partition_by:
+            return False
+        mapping = Refinement("pattern", self.embedding).renaming(self.general, self.specific)
+        return condition_texts(self.specific.conditions) == \
+            condition_texts(rename(c, mapping) for c in self.general.conditions)
+
+
+def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: tuple, rows: np.ndarray):
+    """The specific rows of a one-item extension, built from the general rows with numpy: each general row
+    repeated once per event of the added item that lies between its neighbours in the row and, as a new
+    first or last item, fits the window (docs/language.md §5: max ts − min ts ≤ n). Exact when
+    ``keeps_negation_scopes`` holds: no general negation's scope changes."""
+    stream, times = executor.stream, executor.stream.times
+    (k,) = [k for k in range(len(specific.items)) if k not in embedding]
+    column = specific.positives.index(k)          # the added item's column; general columns keep their order
+    n, width = rows.shape
+    if column == width:          # the rows in order of their positions (see the end)
+        order = output_order(rows, lead=0)
+        rows = rows if order is None else rows[order]
+    candidates = np.flatnonzero(executor.accepted(specific.items[k], specific.attribute))
+    idx = executor.index(rows)
+    starts = np.searchsorted(candidates, idx[:, column - 1], "right") if column else np.zeros(n, np.int64)
+    stops = np.searchsorted(candidates, idx[:, column], "left") if column < width else \
+        np.full(n, len(candidates), np.int64)
+    within = specific.within
+    if within is not None and len(candidates) and column in (0, width):
+        w = within.seconds      # compared as the stack engine does: ts(first) ≥ ts(last) − w
+        near = times[candidates]
+        if column == width:      # a new last item e
+            stops = np.minimum(stops, _edge(near, times[idx[:, 0]], lambda e, f: f >= e - w, w, last=True))
+        else:                    # a new first item e
+            starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: e >= t - w, w, last=False))
+    counts = np.maximum(stops - starts, 0)
+    total = int(counts.sum())
+    general = np.repeat(np.arange(n), counts)                  # each specific row's general row
+    picked = np.arange(total) - np.repeat(np.cumsum(counts) - counts - starts, counts)   # and candidate
+    if column == width and total > 1:
+        # output order (docs/language.md §10.2) is by the new last event, then the general row's
+        # positions: the rows come grouped by general row, in that row order; a stable sort by the
+        # new event's rank (a radix sort for small ranks) finishes it
+        order = np.argsort(picked.astype(np.uint16) if len(candidates) < 2 ** 16 else picked, kind="stable")
+        general, picked = general[order], picked[order]
+    widened = np.zeros((n, width + 1), np.int64)               # the general rows with room for the new item
+    widened[:, [c for c in range(width + 1) if c != column]] = rows
+    out = np.take(widened, general, axis=0)                    # (a whole-row gather: numpy's fastest)
+    out[:, column] = stream.position_of(candidates)[picked]
+    return out if column == width else in_output_order(out)
+
+
+def _edge(near: np.ndarray, anchor: np.ndarray, fits, w: float, last: bool) -> np.ndarray:
+    """Per anchor, where the candidates (times ``near``, sorted) that ``fits(near, anchor)`` end (``last``:
+    they are a prefix; the first index that does not fit) or begin (a suffix; the first that fits). A
+    binary search on ``anchor ± w`` is fixed up with ``fits`` itself, so the float rounding is ``fits``'s."""
+    m = len(near)
+    if last:
+        edge = np.searchsorted(near, anchor + w, "right")
+        while (grow := (edge < m) & fits(near[np.minimum(edge, m - 1)], anchor)).any():
+            edge = edge + grow
+        while (shrink := (edge > 0) & ~fits(near[np.maximum(edge - 1, 0)], anchor)).any():
+            edge = edge - shrink
+    else:
+        edge = np.searchsorted(near, anchor - w, "left")
+        while (grow := (edge > 0) & fits(near[np.maximum(edge - 1, 0)], anchor)).any():
+            edge = edge - grow
+        while (shrink := (edge < m) & ~fits(near[np.minimum(edge, m - 1)], anchor)).any():
+            edge = edge + shrink
+    return edge
 
 
 @dataclass(frozen=True)
 class UnionConcept:
     """s→g concept ([LIU] §4.4.5, Eq 4.8): the child's rows plus the rows of the delta queries, which put in
-    at least one differing position the general item's *rest* (its types or values the child lacks)."""
+    at least one differing position the general item's *rest* (its types or values the child lacks).
+
+    The parts are disjoint (at each position the child's item and the complements accept disjoint sets of
+    events), so they are concatenated."""
     general: Shape
     specific: Shape
     deltas: tuple
@@ -186,17 +342,15 @@ class UnionConcept:
     def cost(self, model: CostModel) -> float:
         return model.union_concept(self.general, self.specific, list(self.deltas))
 
-    def run(self, executor: Executor, rows) -> set:
-        found = set(rows)
-        for delta in self.deltas:
-            found |= executor.evaluate(delta)
-        return found
+    def run(self, executor: Executor, rows) -> np.ndarray:
+        return in_output_order(np.concatenate([rows] + [executor.evaluate(delta) for delta in self.deltas]))
 
 
 @dataclass(frozen=True)
 class ProjectPattern:
-    """s→g pattern ([LIU] §4.4.4): the specific rows projected onto the general items, plus the general
-    matches the added item missed: ``delta``, the general query with that item negated."""
+    """s→g pattern ([LIU] §4.4.4): the specific rows projected onto the general items (once each), plus the
+    general matches the added item missed: ``delta``, the general query with that item negated (disjoint
+    from the projection: those have an event of the added item in the gap)."""
     general: Shape
     specific: Shape
     embedding: tuple
@@ -207,9 +361,9 @@ class ProjectPattern:
     def cost(self, model: CostModel) -> float:
         return model.project_pattern(self.general, self.specific, self.delta)
 
-    def run(self, executor: Executor, rows) -> set:
-        index = projection(self.general, self.specific, self.embedding)
-        return {tuple(r[i] for i in index) for r in rows} | executor.evaluate(self.delta)
+    def run(self, executor: Executor, rows) -> np.ndarray:
+        index = list(projection(self.general, self.specific, self.embedding))
+        return in_output_order(np.concatenate([unique_rows(rows[:, index]), executor.evaluate(self.delta)]))
 
 
 @dataclass(frozen=True)
@@ -224,7 +378,7 @@ class Via:
     def cost(self, model: CostModel) -> float:
         return self.first.cost(model) + self.second.cost(model)
 
-    def run(self, executor: Executor, rows) -> set:
+    def run(self, executor: Executor, rows) -> np.ndarray:
         return self.second.run(executor, self.first.run(executor, rows))
 
 

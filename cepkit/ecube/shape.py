@@ -13,12 +13,14 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Optional
 
+import numpy as np
+
 from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.hierarchy import Hierarchy, concept_comparison, expand_attribute_concepts
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
-from ..runtime.match_record import Match
+from ..runtime.match_arrays import MatchArrays
 
 FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms ([LIU] ch. 3-4), "
             "under strategy ALL")
@@ -82,7 +84,11 @@ class Shape:
 
     @cached_property
     def query(self) -> Query:
-        """The shape as a query the stack engine runs: concepts flattened into type sets."""
+        """The shape as a query the stack engine runs: the query it came from when that has no attribute
+        concepts (the stack engine reads type hierarchies) and no LIMIT, or its concepts flattened into type
+        sets and ``IN`` lists (an attribute hierarchy, a helper shape the strategies built)."""
+        if self.source is not None and self.attribute is None and self.source.ast.limit is None:
+            return self.source      # (with a LIMIT, the rows a strategy reuses must all be there)
         flat, atoms, extra = {}, [], []
         for item in self.items:
             if len(item.types) == 1:
@@ -106,10 +112,21 @@ class Shape:
     def _names(self) -> tuple:
         return tuple(self.items[k].var for k in self.positives)
 
-    def match_of(self, row: tuple) -> Match:
-        """The ``Match`` of a row (one position per positive item, increasing: a flat SEQ in order),
-        bindings named as in the query."""
-        return Match(tuple(row), {var: p for var, p in zip(self._names, row) if var is not None})
+    def arrays_of(self, rows: np.ndarray) -> MatchArrays:
+        """The matches of ``rows`` (an (n, k) array, one increasing position per positive item: a flat SEQ
+        in order, each distinct, in output order: ``in_output_order``) as columns, bindings named as in the
+        query; no ``Match`` object is made."""
+        n, width = rows.shape
+        ordered = {"sorted_within_last": True, "groups_in_order": True}     # and distinct: one row per match
+        named = [c for c, var in enumerate(self._names) if var is not None]
+        names = [self._names[c] for c in named]
+        offsets = np.arange(n + 1, dtype=np.int64) * width
+        flat = rows.reshape(-1)
+        if len(named) == width:
+            return MatchArrays(offsets, flat, offsets, flat, None, names, [False] * width,
+                               row_variables=np.arange(width), **ordered)
+        return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
+                           np.tile(np.arange(len(named)), n), names, [False] * len(named), **ordered)
 
     def with_items(self, items, conditions=None) -> "Shape":
         return replace(self, items=tuple(items), conditions=self.conditions if conditions is None
@@ -117,6 +134,32 @@ class Shape:
 
     def __str__(self):
         return "SEQ(" + ", ".join(str(i) for i in self.items) + ")"
+
+
+def in_output_order(rows: np.ndarray) -> np.ndarray:
+    """``rows`` in output order (docs/language.md §10.2): by last position, then positions."""
+    order = output_order(rows)
+    return rows if order is None else rows[order]
+
+
+def output_order(rows: np.ndarray, lead=None) -> Optional[np.ndarray]:
+    """The order that sorts the (n, k) rows by column ``lead`` (the last by default), then every column in
+    order; None when they are sorted already. One int64 key per row (the columns packed, re-ranked when
+    they would overflow), checked, then argsorted."""
+    if len(rows) < 2:
+        return None
+    width = rows.shape[1]
+    lead = width - 1 if lead is None else lead
+    keys = np.zeros(len(rows), np.int64)
+    for c in [lead, *(c for c in range(width) if c != lead)]:
+        column = rows[:, c]
+        base = int(column.max()) + 1
+        if int(keys.max()) >= (2 ** 62) // base:
+            keys = np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)   # ranks keep the order
+        keys = keys * base + column
+    if (keys[1:] >= keys[:-1]).all():
+        return None
+    return np.argsort(keys, kind="stable")
 
 
 def _sorted(values) -> list:
