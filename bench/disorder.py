@@ -35,7 +35,8 @@ from tqdm import tqdm
 import cepkit
 from cepkit.runtime import Matches, Stream
 from cepkit.runtime.disorder import layered
-from cepkit.runtime.registry import get_engine, registered, select_engine
+from cepkit.runtime.registry import get_engine, registered
+from cepkit.runtime.selection import select_engine
 from streams import best_of
 
 QUERY = "SEQ(A a, B b, !C c, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id WITHIN 10"

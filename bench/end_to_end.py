@@ -50,7 +50,7 @@ import pandas as pd
 import cepkit
 from cepkit.runtime.api import clear_plan_cache
 from cepkit.runtime.stream import Stream
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 from streams import best_of
 
 OPENCEP_EVENTS_PER_S = 8_000

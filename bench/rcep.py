@@ -30,7 +30,7 @@ import cepkit
 from cepkit.engines.rcep.joins import hybrid_join, nested_join
 from cepkit.engines.rcep.zorder import region_join
 from cepkit.runtime import Stream
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 
 
 def cards(n: int, cards_: int = 20, seed: int = 0) -> Stream:

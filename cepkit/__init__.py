@@ -6,7 +6,7 @@
 """
 from .errors import EventError, QueryError
 from .lang import Hierarchy, Query, parse, pretty
-from .runtime import Event, Match, Matcher, Matches, match
+from .runtime import Event, Match, Matcher, Matches, check, match
 from .runtime.api import type_warnings  # event types a query names that the events lack (did you mean)
 from .runtime.columns import as_events, from_frames, from_wide  # the user's own columns and tables as events
 from .runtime.partial import funnel, partial_matches  # where a sequence stopped (cepkit.semantics.partial)
@@ -19,7 +19,7 @@ from .explain import Explanation, why_not
 
 __version__ = "0.1.0"
 __all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
-           "Matches", "engines", "match", "automaton", "ECube", "rewrite",
+           "Matches", "engines", "match", "check", "automaton", "ECube", "rewrite",
            "explain", "why_not", "Explanation", "as_events", "from_frames", "from_wide", "type_warnings",
            "partial_matches", "funnel"]
 

@@ -43,7 +43,6 @@ import traitlets
 
 import cepkit
 from cepkit import recipes
-from cepkit.runtime.api import check_against_stream
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
@@ -350,8 +349,7 @@ class Workbench(widgets.VBox):
             self.diagnostics.value = self._hint()
         else:
             try:
-                query = cepkit.parse(text, self.hierarchy)
-                check_against_stream(query, self.stream)      # attributes, PARTITION BY keys, window units
+                query = cepkit.check(text, self.stream, hierarchy=self.hierarchy)   # attributes, keys, units
             except cepkit.QueryError as err:
                 self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             else:

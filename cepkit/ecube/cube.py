@@ -21,7 +21,7 @@ import networkx as nx
 from ..errors import QueryError
 from ..lang.hierarchy import as_hierarchy
 from ..lang.query import Query, parse
-from ..runtime.api import check_against_stream
+from ..runtime.api import check
 from ..runtime.stream import Stream
 from ..runtime.matches import Matches
 from . import operations
@@ -184,7 +184,7 @@ class ECube:
         stream = events if isinstance(events, Stream) else Stream.from_any(events)
         stream.require_order()
         for query in self.queries.values():
-            check_against_stream(query, stream)
+            check(query, stream)
         self._rows = {}
         self._executor = Executor(stream, self.engine)
         plan = self.last_plan

@@ -1,16 +1,15 @@
-"""The built-in engines. Importing this package registers every engine module found in it, plus the
-reference evaluator (``cepkit.semantics``); an engine is added by adding its module here.
+"""The built-in engines, one module or sub-package each, registered by name in
+``cepkit.runtime.registry.BUILTIN_ENGINES`` and imported when first asked for (``cepkit.semantics.engine``
+is the reference evaluator's); a new engine is a module here that calls ``register`` and a line in that
+table.
 
 The package is also the public function ``cepkit.engines()`` (the capability matrix): calling the module
 calls ``cepkit.runtime.registry.engines``. One name, no shadowing between the package and the function,
 so both ``cepkit.engines()`` and ``import cepkit.engines.automaton`` work.
 """
-import importlib
-import pkgutil
 import sys
 import types
 
-from .. import semantics  # noqa: F401  (registers "reference")
 from ..runtime.registry import engines as _capability_matrix
 
 
@@ -22,6 +21,3 @@ class _CallablePackage(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _CallablePackage
-
-for _module in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_module.name}")

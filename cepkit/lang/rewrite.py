@@ -301,7 +301,8 @@ class _Rewriter:
             v for v in definitions(query.pattern) if v in reported)
         self.project = False
 
-    def fresh(self, var: Optional[str]) -> Optional[str]:
+    def new_name(self, var: Optional[str]) -> Optional[str]:
+        """A variable name like ``var`` that the query does not use yet (None for None)."""
         if var is None:
             return None
         k = 1
@@ -313,7 +314,7 @@ class _Rewriter:
     def copy(self, node):
         """A copy of a primitive (atom and its filters) under a fresh variable."""
         core, conditions = _strip(node)
-        new = self.fresh(core.var)
+        new = self.new_name(core.var)
         rename = (lambda n: A.Attr(new, n.attr, n.index) if isinstance(n, A.Attr) and n.var == core.var
                   else A.Agg(n.func, new, n.attr) if isinstance(n, A.Agg) and n.var == core.var else n)
         out = A.Atom(core.type, new)

@@ -20,7 +20,8 @@ from .match_list import MatchList
 from .match_record import output_order
 from .matches import Matches
 from .python_objects import collector_paused
-from .registry import IncrementalPlan, select_engine
+from .registry import IncrementalPlan
+from .selection import select_engine
 
 
 def prepare(query, strategy: Optional[str] = None, hierarchy=None) -> Query:
@@ -90,8 +91,54 @@ def refuse_limit(query: Query, what: str, instead: str) -> None:
                                        "cepkit.match and cepkit.Matcher run it on every engine", query.text)
 
 
-def check_against_stream(query: Query, stream: Stream) -> None:
-    """Errors that need the data: unknown attributes, partition keys, and unit-less windows on datetime ts."""
+def check(query, events, strategy: Optional[str] = None, hierarchy=None) -> Query:
+    """Parse ``query`` and check it against ``events`` without matching: the errors ``cepkit.match``
+    would raise before running an engine.
+
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or ``Event``, or Stream
+        The events the query will run over.
+    strategy : str, optional
+        A selection strategy overriding the query's own.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+
+    Returns
+    -------
+    Query
+        The parsed query.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse, or names an attribute the events do not have (per event type), a
+        PARTITION BY key no event has, or a window without a unit over datetime ts.
+    EventError
+        An event is malformed (named by position and field), or a PARTITION BY value cannot be a key.
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> cepkit.check("A a FILTER a.v > 1", [{"type": "A", "v": 2}]).variables.keys()
+    dict_keys(['a'])
+    >>> cepkit.check("A a FILTER a.speed > 1", [{"type": "A", "v": 2}])
+    Traceback (most recent call last):
+    ...
+    cepkit.errors.QueryError: line 1, column 12: unknown attribute 'speed' of 'a': events of type A have v
+      A a FILTER a.speed > 1
+                 ^^^^^^^
+    """
+    q = prepare(query, strategy, hierarchy)
+    _check_against_stream(q, Stream.from_any(events))
+    return q
+
+
+def _check_against_stream(query: Query, stream) -> None:
+    """Errors that need the data: unknown attributes, partition keys, and unit-less windows on datetime ts
+    (``stream``: a ``Stream``, or what a ``Matcher`` has seen)."""
     if stream.ts_is_datetime and query.within is not None and not query.within.events and query.within.unit is None:
         raise QueryError.at(query.within, "WITHIN needs a unit (s, min, h, d...) or EVENTS when ts are datetimes",
                             query.text)
@@ -184,7 +231,7 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     q = cached[0] if cached else prepare(query, strategy, hierarchy)
     with renamed_fields(type=type, ts=ts):
         stream = Stream.from_any(as_events(events, type=type, ts=ts))
-        check_against_stream(q, stream)
+        _check_against_stream(q, stream)
         if options.get("disorder", "reject") == "reject":
             stream.require_order()
     if cached:
@@ -250,7 +297,7 @@ class Matcher:
         if schema is not None:
             with renamed_fields(**self.mapping):
                 known = Stream.from_any(as_events(schema, **self.mapping))
-            check_against_stream(self.query, known)
+            _check_against_stream(self.query, known)
             self._seen = SeenData.of(known)
         self._matches: list = []
         self._deltas: list = []
@@ -277,7 +324,7 @@ class Matcher:
                 raise _late(self._position, e.ts)
         learned = self._seen.with_event(e)
         if learned is not None:
-            check_against_stream(self.query, learned)
+            _check_against_stream(self.query, learned)
             self._seen = learned
         self._max_time = max(self._max_time, e.time)
         self._position += 1
@@ -359,7 +406,7 @@ class Matcher:
         late = stream.first_disorder(self._max_time) if self._reject_disorder else None
         seen = self._seen
         for learned in seen.learning(stream, len(stream) if late is None else late):
-            check_against_stream(self.query, learned)
+            _check_against_stream(self.query, learned)
             seen = learned
         if late is not None:
             raise _late(int(stream.position_of(late)), stream[late].ts)
@@ -491,7 +538,7 @@ def _late(position: int, ts) -> EventError:
 
 class SeenData:
     """What the events pushed into a ``Matcher`` so far (and its ``schema=`` events) say about the data, in
-    the shape ``check_against_stream`` reads from a ``Stream``: attribute names per event type (and, for
+    the shape ``_check_against_stream`` reads from a ``Stream``: attribute names per event type (and, for
     a variable of any type, a DataFrame's columns), whether a ts was a datetime, and (``len``) whether
     any event is known."""
 

@@ -1,4 +1,4 @@
-"""One attribute over a stream as a column (``Column``: values and a null mask) and how its values
+"""One attribute over a stream as a column (``AttributeColumn``: values and a null mask) and how its values
 compare; ``hashable_key``, a value as a dict key with Python's equality."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pandas as pd
 EXACT_FLOAT = 2 ** 53   # integers up to this size are exact in a float64
 
 
-class Column:
+class AttributeColumn:
     """One attribute over a stream: ``values`` (a numpy array whose items, read with ``tolist()``, are the
     values the events carry) and ``null`` (the events without it). ``kind`` says how its known values
     compare: "num" (real numbers exact in a float64: ``numbers`` holds them as float64, NaN where null),
@@ -24,7 +24,7 @@ class Column:
         self.values, self.null = values, null
 
     @classmethod
-    def of_series(cls, series: pd.Series) -> "Column":
+    def of_series(cls, series: pd.Series) -> "AttributeColumn":
         """A DataFrame column as it is: numpy numbers stay numpy, nullable dtypes become values + mask,
         anything else (strings, categories, datetimes) Python objects."""
         dtype = series.dtype
@@ -46,7 +46,7 @@ class Column:
         return cls(values, null)
 
     @classmethod
-    def of_values(cls, raw: list) -> "Column":
+    def of_values(cls, raw: list) -> "AttributeColumn":
         """The column of Python values ``raw`` (None or NaN: the event lacks the attribute)."""
         values = np.fromiter(raw, dtype=object, count=len(raw))
         null = np.asarray(pd.isna(values), dtype=bool)
@@ -55,25 +55,25 @@ class Column:
         return cls(values, null)
 
     @classmethod
-    def missing(cls, n: int) -> "Column":
+    def missing(cls, n: int) -> "AttributeColumn":
         return cls(np.full(n, None, dtype=object), np.ones(n, dtype=bool))
 
     def __len__(self):
         return len(self.values)
 
-    def take(self, index) -> "Column":
-        return Column(self.values[index], self.null[index])
+    def take(self, index) -> "AttributeColumn":
+        return AttributeColumn(self.values[index], self.null[index])
 
-    def followed_by(self, other: "Column") -> "Column":
+    def followed_by(self, other: "AttributeColumn") -> "AttributeColumn":
         """This column's rows, then ``other``'s, each value comparing as it did: one dtype stays that dtype,
         two numeric kinds ("num") meet as float64 (exact, NaN where null), anything else as Python objects
         (a bool never becomes a number)."""
         null = np.concatenate([self.null, other.null])
         if self.values.dtype == other.values.dtype:
-            return Column(np.concatenate([self.values, other.values]), null)
+            return AttributeColumn(np.concatenate([self.values, other.values]), null)
         if self.kind == other.kind == "num":
-            return Column(np.concatenate([self.numbers, other.numbers]), null)
-        return Column(np.concatenate([self.objects(), other.objects()]), null)
+            return AttributeColumn(np.concatenate([self.numbers, other.numbers]), null)
+        return AttributeColumn(np.concatenate([self.objects(), other.objects()]), null)
 
     @property
     def kind(self) -> str:

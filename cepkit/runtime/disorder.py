@@ -44,7 +44,7 @@ from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, pun
 from .event_record import PUNCTUATION, Event
 from .expiry import window_horizon
 from .match_record import Match
-from .registry import IncrementalPlan, Plan
+from .registry import IncrementalPlan, Plan, engines_supporting, get_engine, query_requirements
 
 # Features under which an event of any type can change a match (contiguity, counted windows, ANY): with
 # them the conservative buffer waits for every type, without them only for the types the query names.
@@ -95,7 +95,6 @@ def layered(engine, query: Query, mode: str, options: dict) -> "LayeredPlan":
     if mode == "aggressive":
         refusal = aggressive_refusal(query)
         if refusal is not None:
-            from .registry import engines_supporting, query_requirements
             others = [e.name for e in engines_supporting(query_requirements(query, {"disorder": mode}))
                       if e.name != engine.name and e.runs_disorder(query, mode)]
             node, what = refusal
@@ -159,7 +158,6 @@ class LayeredPlan(Plan):
                 "max_delay": self.max_delay, "options": self.options}
 
     def __setstate__(self, state):
-        from .registry import get_engine
         state = dict(state)
         self.__init__(get_engine(state.pop("engine")), **state)
 

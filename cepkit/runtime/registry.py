@@ -1,9 +1,14 @@
-"""Engines behind one interface, the registry, and ``engine="auto"``.
+"""Engines behind one interface, and the registry of them.
 
 An engine is a room with one door (docs/architecture.md): ``compile(query, **options) -> Plan``, then
 ``plan.run(stream) -> list[Match]`` or ``plan.matcher()`` for incremental use. It declares the query
-features (``cepkit.lang.FEATURES``) and out-of-order modes it supports; ``engine="auto"`` takes the
-best-ranked engine that supports everything the query uses.
+features (``cepkit.lang.FEATURES``) and out-of-order modes it supports; ``engine="auto"``
+(``cepkit.runtime.selection``) takes the best-ranked engine that supports everything the query uses.
+
+The registry is a leaf: it imports no engine. The built-in engines are named in ``BUILTIN_ENGINES``
+(name -> module), and a module is imported the first time its engine is asked for (the module registers
+its engine with ``register`` when imported); ``registered()`` imports them all. A new built-in engine is
+a module that calls ``register`` and a line in that table.
 """
 from __future__ import annotations
 
@@ -102,6 +107,17 @@ class Engine(ABC):
 
 _REGISTRY: Dict[str, Engine] = {}
 
+BUILTIN_ENGINES = {
+    "reference": "cepkit.semantics.engine",
+    "automaton": "cepkit.engines.automaton",
+    "stack": "cepkit.engines.stack",
+    "ses": "cepkit.engines.ses",
+    "rcep": "cepkit.engines.rcep",
+    "nested": "cepkit.engines.nested",
+    "ecube": "cepkit.engines.ecube",
+}
+"""The built-in engines: name -> the module that registers it when imported."""
+
 
 def register(engine: Engine) -> Engine:
     _REGISTRY[engine.name] = engine
@@ -109,19 +125,24 @@ def register(engine: Engine) -> Engine:
 
 
 def registered() -> List[Engine]:
-    _load_builtin()
+    """Every engine, built-in and registered, in order of rank (``engine="auto"`` tries them in turn)."""
+    for name in BUILTIN_ENGINES:
+        _load_builtin(name)
     return sorted(_REGISTRY.values(), key=lambda e: (e.rank, e.name))
 
 
 def get_engine(name: str) -> Engine:
-    _load_builtin()
+    """The engine called ``name`` (a built-in one's module is imported on first use)."""
+    _load_builtin(name)
     if name not in _REGISTRY:
         raise QueryError(f"unknown engine {name!r}; engines: {', '.join(e.name for e in registered())}")
     return _REGISTRY[name]
 
 
-def _load_builtin() -> None:
-    importlib.import_module("cepkit.engines")  # importing the package registers the built-in engines
+def _load_builtin(name: str) -> None:
+    module = BUILTIN_ENGINES.get(name)
+    if module is not None and name not in _REGISTRY:
+        importlib.import_module(module)     # the module registers its engine
 
 
 def query_requirements(query: Query, options: dict) -> dict:
@@ -135,57 +156,12 @@ def query_requirements(query: Query, options: dict) -> dict:
     return required
 
 
-def _supports(engine: Engine, required: Iterable[str]) -> bool:
+def supports(engine: Engine, required: Iterable[str]) -> bool:
     return all(f in engine.features or (f.startswith("disorder:") and f[9:] in engine.disorder) for f in required)
 
 
 def engines_supporting(required) -> List[Engine]:
-    return [e for e in registered() if _supports(e, required)]
-
-
-def select_engine(query: Query, name: str, options: dict) -> tuple:
-    """(engine, plan) for ``engine=name`` or the best one for ``"auto"``; QueryError if none can run it."""
-    required = query_requirements(query, options)
-    if name != "auto":
-        engine = get_engine(name)
-        missing = [f for f in required if not _supports(engine, [f])]
-        if missing:
-            feature = missing[0]
-            others = [e.name for e in engines_supporting(required)]
-            raise QueryError.at(required[feature], f"engine {engine.name!r} does not support {feature}",
-                                query.text, engines=others)
-        _check_options(engine, options)
-        return engine, _compile(engine, query, options)
-    first_error = None
-    for engine in engines_supporting(required):
-        try:
-            _check_options(engine, options)
-            return engine, _compile(engine, query, options)
-        except QueryError as err:
-            first_error = first_error or err
-    if first_error is not None:
-        raise first_error
-    raise QueryError.at(query.ast, "no engine supports this combination of features: " + ", ".join(required),
-                        query.text)
-
-
-def _compile(engine: Engine, query: Query, options: dict) -> Plan:
-    """The engine's own plan, or its in-order plan behind the out-of-order layer."""
-    mode = options.get("disorder", "reject")
-    if mode == "reject":
-        return engine.compile(query, **{k: v for k, v in options.items() if k != "disorder"})
-    if engine.runs_disorder(query, mode):
-        return engine.compile(query, **options)
-    from .disorder import layered
-    return layered(engine, query, mode, options)
-
-
-def _check_options(engine: Engine, options: dict) -> None:
-    accepted = set(engine.options) | ({"k", "max_delay"} if len(engine.disorder) > 1 else set())
-    unknown = set(options) - accepted - {"disorder"}
-    if unknown:
-        raise TypeError(f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-                        f"it takes: {', '.join(sorted(accepted)) or 'none'}")
+    return [e for e in registered() if supports(e, required)]
 
 
 def engines() -> pd.DataFrame:

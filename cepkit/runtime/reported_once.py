@@ -22,7 +22,7 @@ class ReportedOnce:
         self.keys: dict = {}                        # key -> time of its report
         self.order: collections.deque = collections.deque()   # (time, key) in report order
 
-    def fresh(self, found: list, now: Optional[float]) -> list:
+    def unreported(self, found: list, now: Optional[float]) -> list:
         """The matches of ``found`` not reported yet, remembered as reported at ``now`` (the pushed event's
         time; None at close); then what this push made impossible to report again is forgotten."""
         out = []

@@ -3,7 +3,7 @@
 A ``Stream`` is the one input every engine receives, held as columns (docs/decisions.md, "Stream as
 columns"): the type of each event as a code into the list of type names (``type_codes.py``), its time in
 seconds (``times``; datetime ts are converted, ``timestamps.py``), its ts as given, its position, and one
-``Column`` per attribute with a null mask (``attribute_columns.py``). A DataFrame's or an Arrow table's
+``AttributeColumn`` per attribute with a null mask (``attribute_columns.py``). A DataFrame's or an Arrow table's
 columns stay columns; dicts and ``Event``s are turned into columns once. Validation is vectorized and names
 the first bad position and field (``EventError``).
 
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import EventError
-from .attribute_columns import Column
+from .attribute_columns import AttributeColumn
 from .event_record import RESERVED, Event, event_parts, is_nan
 from .timestamps import frame_seconds, mixing_error, short_repr, to_seconds
 from .type_codes import frame_types
@@ -48,7 +48,7 @@ class Stream:
         codes, names = pd.factorize(np.fromiter(types, dtype=object, count=len(types)))
         positions = np.fromiter((e.position for e in events), dtype=np.int64, count=len(events))
         self._init(codes, names, times, pd.Series(ts, dtype=object), positions,
-                   {name: Column.of_values(values) for name, values in attrs.items()}, ts_is_datetime)
+                   {name: AttributeColumn.of_values(values) for name, values in attrs.items()}, ts_is_datetime)
         self.__dict__["events"] = events
 
     def _init(self, codes, names, times, ts, positions, attrs: dict, ts_is_datetime: bool, declared=(),
@@ -62,7 +62,7 @@ class Stream:
         else:
             self._first_position = None
             self.positions = positions                         # int64
-        self._attrs = attrs                                    # name -> Column
+        self._attrs = attrs                                    # name -> AttributeColumn
         self._declared = tuple(declared)                       # attribute columns of the source frame
         self._frame = frame
         self._type_masks: dict = {}
@@ -115,7 +115,7 @@ class Stream:
         else:
             ts, times, is_dt = None, np.arange(first_position, first_position + n, dtype=float), False
         declared = [c for c in columns if c not in RESERVED]
-        attrs = {c: Column.of_series(frame[c]) for c in declared}
+        attrs = {c: AttributeColumn.of_series(frame[c]) for c in declared}
         return cls._of_columns(codes, names, times, ts, first_position, attrs, is_dt, declared, frame)
 
     @classmethod
@@ -148,7 +148,7 @@ class Stream:
                     column[i] = v
         codes, names = pd.factorize(np.fromiter(types, dtype=object, count=n))
         return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), first_position,
-                               {name: Column.of_values(values) for name, values in attrs.items()}, bool(kind))
+                               {name: AttributeColumn.of_values(values) for name, values in attrs.items()}, bool(kind))
 
     def numbered(self, positions) -> "Stream":
         """The same events at ``positions`` (increasing): numbered by a caller that feeds an engine a part of
@@ -298,10 +298,10 @@ class Stream:
         """The attribute names that have a column."""
         return tuple(self._attrs)
 
-    def column(self, name: str) -> Column:
+    def column(self, name: str) -> AttributeColumn:
         """The attribute ``name`` over the stream (every event null when no event has it)."""
         found = self._attrs.get(name)
-        return found if found is not None else Column.missing(len(self))
+        return found if found is not None else AttributeColumn.missing(len(self))
 
     @property
     def frame(self) -> pd.DataFrame:

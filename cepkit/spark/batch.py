@@ -32,7 +32,7 @@ from ..runtime.api import prepare, refuse_limit
 from ..runtime.columns import check_columns
 from ..runtime.stream import is_arrow
 from ..runtime.match_tables import named_fields
-from ..runtime.registry import select_engine
+from ..runtime.selection import select_engine
 from .frames import Layout, check_local_columns, null_keys
 from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, describe_row,
                      output_variables, plan_split, warn_single)

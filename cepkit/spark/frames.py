@@ -19,7 +19,7 @@ from pyspark.sql import types as T
 from ..errors import EventError, QueryError
 from ..lang import ast as A
 from ..lang.query import Query
-from ..runtime.api import check_against_stream
+from ..runtime.api import check
 from ..runtime.event_record import RESERVED
 from ..runtime.stream import Stream
 from .groups import LAST, POS, PREFIX, RANK, TS, EventColumns, Split, describe_row, output_variables
@@ -48,7 +48,7 @@ class Layout:
     def of(cls, schema: T.StructType, query: Query, position: str = "position") -> "Layout":
         """Check ``schema`` against ``query``; raise EventError (bad columns) or QueryError (unknown names)."""
         events = cls.of_events(schema, position)
-        check_against_stream(query, Stream([], events.ts_kind == "datetime"))
+        check(query, Stream([], events.ts_kind == "datetime"))
         read = _check_names(query, events.attributes)
         _check_kinds(query, {f.name: f for f in schema.fields}, read)
         _check_outputs(query)

@@ -48,7 +48,7 @@ from ..lang.query import Query
 from ..runtime.stream import Stream
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.matches import Matches
-from ..runtime.registry import select_engine
+from ..runtime.selection import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
 PREFIX = "_cep_"

@@ -36,7 +36,7 @@ from pyspark.sql.streaming import StatefulProcessor
 from ..errors import EventError, QueryError
 from ..runtime.api import prepare, refuse_limit
 from ..runtime.delays import longest_delay, max_delay_option
-from ..runtime.registry import select_engine
+from ..runtime.selection import select_engine
 from .batch import own_columns
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history

@@ -15,7 +15,8 @@ import pytest
 import cepkit
 from cepkit.lang.query import FEATURES
 from cepkit.runtime.stream import Stream
-from cepkit.runtime.registry import registered, select_engine
+from cepkit.runtime.registry import registered
+from cepkit.runtime.selection import select_engine
 
 HIERARCHY = {"X": ["A", "C"]}
 # The attribute hierarchy's example classifies values of v instead of types (docs/language.md §7).

@@ -2,7 +2,7 @@
 and values as dict keys."""
 import math
 
-from cepkit.runtime.attribute_columns import Column, hashable_key
+from cepkit.runtime.attribute_columns import AttributeColumn as Column, hashable_key
 
 
 def test_columns_classify_how_their_values_compare():

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.lang import ast as A
 from cepkit.lang.printer import pretty
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 from cepkit.semantics import evaluate
 from strategies import dropped_by_kslack, cel_queries, kleene_queries, nested_queries, set_query_variants, shuffled_arrivals, streams
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 
 STREAM = [{"type": t, "ts": i, "id": i % 2, "v": i % 5} for i, t in enumerate("ABCABBCACBAC" * 3)]
 

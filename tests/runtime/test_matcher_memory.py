@@ -9,7 +9,7 @@ import pytest
 import cepkit
 from cepkit.runtime.stream import Stream
 from cepkit.runtime.expiry import KeyExpiry
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 
 N = 3000
 QUERY = "A a ; B b ; C c WITHIN 10 s PARTITION BY id"

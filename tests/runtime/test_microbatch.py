@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.errors import EventError, QueryError
 from cepkit.runtime.match_list import MatchList
-from cepkit.runtime.registry import registered, select_engine
+from cepkit.runtime.registry import registered
+from cepkit.runtime.selection import select_engine
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
 from strategies import cel_queries, flat_seq_queries, kleene_queries, streams, unary_queries
 

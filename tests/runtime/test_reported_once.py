@@ -11,16 +11,16 @@ from cepkit.runtime.reported_once import ReportedOnce
 def test_a_key_is_reported_once_and_forgotten_a_window_after_its_report():
     seen = ReportedOnce(window_seconds=5)
     a, b = Match((0,), {"x": 0}), Match((1,), {"x": 1})
-    assert seen.fresh([a, a], now=1.0) == [a]
-    assert seen.fresh([a, b], now=6.0) == [b]          # 6 - 5 = 1: a may still recur
+    assert seen.unreported([a, a], now=1.0) == [a]
+    assert seen.unreported([a, b], now=6.0) == [b]          # 6 - 5 = 1: a may still recur
     assert len(seen) == 2
-    assert seen.fresh([], now=6.5) == [] and len(seen) == 1   # a is forgotten, b (reported at 6) is kept
-    assert seen.fresh([b], now=None) == []               # close() never forgets
+    assert seen.unreported([], now=6.5) == [] and len(seen) == 1   # a is forgotten, b (reported at 6) is kept
+    assert seen.unreported([b], now=None) == []               # close() never forgets
 
 
 def test_without_a_time_window_every_key_is_kept():
     seen = ReportedOnce(window_seconds=None)
-    assert seen.fresh([Match((0,), {"x": 0})], now=0.0) and not seen.fresh([Match((0,), {"x": 0})], now=1e9)
+    assert seen.unreported([Match((0,), {"x": 0})], now=0.0) and not seen.unreported([Match((0,), {"x": 0})], now=1e9)
 
 
 QUERIES = {   # a projected-away variable makes several matches per reported key

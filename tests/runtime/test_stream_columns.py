@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit import Event, EventError
-from cepkit.runtime.attribute_columns import Column
+from cepkit.runtime.attribute_columns import AttributeColumn
 from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import registered
 from strategies import streams
@@ -103,7 +103,7 @@ def test_nullable_numeric_columns_keep_their_nulls_and_values(dtype):
     values = [True, None, False] if "bool" in dtype else [1.5, None, 2.5] if "Float" in dtype or "double" in dtype \
         else [1, None, 2]
     series = pd.Series(values, dtype=dtype)
-    column = Column.of_series(series)
+    column = AttributeColumn.of_series(series)
     assert column.null.tolist() == series.isna().tolist() == [False, True, False]
     events = list(Stream.from_any(pd.DataFrame({"type": ["A"] * 3, "x": series})))
     assert [e.attrs for e in events] == [{"x": values[0]}, {}, {"x": values[2]}]

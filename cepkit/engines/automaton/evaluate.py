@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ...runtime.event_record import PUNCTUATION
-from ...runtime.unary import Columns
+from ..unary import Columns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit

@@ -21,7 +21,7 @@ from ...lang.query import parse
 from ...runtime.stream import Stream
 from ...runtime.registry import get_engine
 
-PARTIALS_PER_STATE = 20   # partial matches listed per state in a Step (``truncated`` says when cut)
+PARTIALS_PER_STATE = 20   # partial matches listed per state in an AutomatonStep (``truncated`` says when cut)
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class Edge:
 
 
 @dataclass(frozen=True)
-class Step:
+class AutomatonStep:
     """The automaton after reading ``event`` (at ``position``): CEA state -> partial matches (position
     tuples; the empty tuple is a run that has marked nothing yet), at most ``PARTIALS_PER_STATE`` each
     (``truncated`` when some list was cut), and the matches the event completed."""
@@ -96,12 +96,12 @@ class Automaton:
         return graph
 
     def steps(self, events):
-        """One ``Step`` per event of ``events`` (a DataFrame, dicts or Events), by the plan's matcher."""
+        """One ``AutomatonStep`` per event of ``events`` (a DataFrame, dicts or Events), by the plan's matcher."""
         matcher = self.plan.matcher()
         for event in Stream.from_any(events).events:
             matches = matcher.push(event)
             active, truncated = matcher.active(PARTIALS_PER_STATE)
-            yield Step(event.position, event, active, truncated, matches)
+            yield AutomatonStep(event.position, event, active, truncated, matches)
 
     def determinized(self) -> tuple:
         """(states, moves) of the determinized automaton discovered so far (by ``steps`` and runs)."""

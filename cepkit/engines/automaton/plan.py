@@ -19,7 +19,7 @@ from ...runtime.match_list import MatchList
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
-from ...runtime.unary import Columns
+from ..unary import Columns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
@@ -280,7 +280,7 @@ class AutomatonMatcher(IncrementalPlan):
     def push(self, event) -> list:
         self._settle_steps()
         found = self._push(event)
-        return found if self.projected is None else self.projected.fresh(found, event.time)
+        return found if self.projected is None else self.projected.unreported(found, event.time)
 
     def extend(self, stream):
         """A micro-batch (a ``Stream``) as columns: letters computed column-wise, every PARTITION BY key's

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...lang.printer import _Printer
-from ...runtime.unary import Columns, unary_truth
+from ..unary import Columns, unary_truth
 from ...semantics.conditions import holds
 
 EVENT = "_event"  # the one variable of a guard's condition: the event the transition reads

@@ -367,7 +367,7 @@ class Execution:
                 match = self._match(part, r)
                 if match is not None:
                     found.append(match)
-        return self.reported.fresh(found, None if self.complete else self.clock)
+        return self.reported.unreported(found, None if self.complete else self.clock)
 
     def _match(self, part: SubStream, r: Partial) -> Optional[Match]:
         events = part.events

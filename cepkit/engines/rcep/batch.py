@@ -24,7 +24,7 @@ from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import AT_LAST, MatchArrays
-from ...runtime.unary import Columns, _vector_value
+from ..unary import Columns, vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
 from .kernel import (STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute,
@@ -54,7 +54,7 @@ def key_columns(joins: list, chains: list, columns: Columns) -> Optional[tuple]:
     for expr, k in rows.items():
         if any(isinstance(node, A.Attr) and node.attr in ("ts", "type") for node in expr.walk()):
             return None
-        found = _vector_value(expr, columns)
+        found = vector_value(expr, columns)
         if found is None or found[0] == "str":
             return None
         kind, value, ok = found

@@ -38,7 +38,7 @@ from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
-from ...runtime.unary import Columns, unary_truth
+from ..unary import Columns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
 from .batch import grouped, run as columnar_run, runs_columnar
@@ -138,7 +138,7 @@ class RcepPlan(Plan):
 
     # ------------------------------------------------------------------ per event
     def accepted(self, k: int, columns: Columns, read: np.ndarray) -> np.ndarray:
-        """``accepts`` over a whole stream (its ``runtime.unary.Columns``): type test and local tests of
+        """``accepts`` over a whole stream (its ``engines.unary.Columns``): type test and local tests of
         slot k, column-wise, on the events of ``read``."""
         types, slot = self.types[k], self.slots[k]
         mask = read if types is None else read & columns.type_in(types)
@@ -338,7 +338,7 @@ class RcepMatcher(IncrementalPlan):
             return found
         projected = [replace(Match.of({v: p for v, p in m.bindings.items() if v in select}), emitted_at=m.emitted_at)
                      for m in found]
-        return self.reported.fresh([m for m in projected if m.positions], self.now)
+        return self.reported.unreported([m for m in projected if m.positions], self.now)
 
 
 class Recomputation:

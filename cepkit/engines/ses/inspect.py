@@ -29,7 +29,7 @@ from .windows import Entry
 
 
 @dataclass(frozen=True)
-class Step:
+class SesStep:
     """The automaton after reading ``event`` (at ``position``): state -> partial matches (sorted position
     tuples), and the matches (position tuples) the event completed."""
     position: int
@@ -77,7 +77,7 @@ class SesRun:
         return graph
 
     def steps(self, events):
-        """One ``Step`` per event of the window ``events`` (a DataFrame, dicts or Events)."""
+        """One ``SesStep`` per event of the window ``events`` (a DataFrame, dicts or Events)."""
         stream = Stream.from_any(events)
         window = [Entry(e, e.time, self.plan.vars_of(e)) for e in stream]
         if not window:
@@ -97,4 +97,4 @@ class SesRun:
                 if label in self.finals and positions not in done:
                     done.add(positions)
                     completed.append(positions)
-            yield Step(entry.event.position, entry.event, active, matches=completed)
+            yield SesStep(entry.event.position, entry.event, active, matches=completed)

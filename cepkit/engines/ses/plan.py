@@ -205,11 +205,11 @@ class SesMatcher(IncrementalPlan):
 
     def push(self, event) -> list:
         found = self._push(event)
-        return found if self.projected is None else self.projected.fresh(found, event.time)
+        return found if self.projected is None else self.projected.unreported(found, event.time)
 
     def close(self) -> list:
         found = self._close()
-        return found if self.projected is None else self.projected.fresh(found, None)
+        return found if self.projected is None else self.projected.unreported(found, None)
 
     def _push(self, event) -> list:
         plan = self.plan

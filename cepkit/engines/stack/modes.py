@@ -236,7 +236,7 @@ class InOrderMatcher(StackMatcher):
 
     def changes_output(self, found: Match, sign: str, chosen) -> bool:
         """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""
-        return bool(self._reported.fresh([found], self._now))
+        return bool(self._reported.unreported([found], self._now))
 
     def feed(self, event) -> list:
         """Process one event known to be in order (K-slack calls this with released events)."""

@@ -77,7 +77,7 @@ class Join:
 
 
 @dataclass(frozen=True)
-class Step:
+class BindStep:
     """One step of construction from an anchor: bind ``slot`` walking ``forward`` (from slot-1) or
     backward (from slot+1, along the instance's pointer), then run ``joins`` and ``negations``."""
     slot: int
@@ -137,7 +137,7 @@ class Program:
                          and i not in done_negs)
             done_joins.update(id(j) for j in joins)
             done_negs.update(negs)
-            steps.append(Step(slot, k > 0 and slot > anchor, joins, negs))
+            steps.append(BindStep(slot, k > 0 and slot > anchor, joins, negs))
         return tuple(steps)
 
     def _negation_needs(self, neg: Negation) -> frozenset:

@@ -12,8 +12,8 @@ from cepkit.engines.automaton.determinize import LazyDeterminizer, Letters
 from cepkit.engines.automaton.predicates import Alphabet
 from cepkit.lang import ast as A
 from cepkit.lang.checks import bound
-from cepkit.runtime import unary
-from cepkit.runtime.registry import select_engine
+from cepkit.engines import unary
+from cepkit.runtime.selection import select_engine
 from strategies import cel_queries, unary_queries
 
 
@@ -197,7 +197,7 @@ def _counting_holds(patch) -> list:
         calls.append(events[0].position)
         return original(cond, env, events)
     patch.setattr(predicates, "holds", counted)
-    patch.setattr(unary, "holds", counted)      # the batch run's fallback (cepkit.runtime.unary)
+    patch.setattr(unary, "holds", counted)      # the batch run's fallback (cepkit.engines.unary)
     return calls
 
 

@@ -17,7 +17,7 @@ from cepkit.runtime.stream import Stream
 from cepkit.runtime.match_arrays import MatchArrays
 from cepkit.runtime.match_record import output_order
 from cepkit.runtime.matches import Matches
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 from strategies import assert_agrees, cel_queries, streams, unary_queries
 
 

@@ -114,7 +114,7 @@ def test_options_and_refusals():
 
 @pytest.mark.parametrize("options", [{"caching": "a"}, {"caching": None, "rewrite": True}])
 def test_plans_pickle_with_their_options(options):
-    from cepkit.runtime.registry import select_engine
+    from cepkit.runtime.selection import select_engine
     _, plan = select_engine(cepkit.parse("SEQ(A a, !SEQ(B b, C c), D d)"), "nested", options)
     clone = pickle.loads(pickle.dumps(plan))
     assert (clone.caching, clone.rewrite) == (plan.caching, plan.rewrite)

@@ -82,7 +82,7 @@ def vector_truth(cond: A.Expr, columns: Columns) -> Optional[np.ndarray]:
         inner = vector_truth(cond.arg, columns)
         return None if inner is None else ~inner
     if isinstance(cond, A.Compare):
-        left, right = _vector_value(cond.left, columns), _vector_value(cond.right, columns)
+        left, right = vector_value(cond.left, columns), vector_value(cond.right, columns)
         if left is None or right is None:
             return None
         (lkind, lval, lok), (rkind, rval, rok) = left, right
@@ -97,8 +97,8 @@ def vector_truth(cond: A.Expr, columns: Columns) -> Optional[np.ndarray]:
                 hit = np.asarray(COMPARE[cond.op](lval, rval), dtype=bool)
         return hit & lok & rok
     if isinstance(cond, A.In):
-        arg = _vector_value(cond.arg, columns)
-        values = [_vector_value(v, columns) for v in cond.values]
+        arg = vector_value(cond.arg, columns)
+        values = [vector_value(v, columns) for v in cond.values]
         if arg is None or any(v is None for v in values):
             return None
         kind, val, ok = arg
@@ -111,7 +111,7 @@ def vector_truth(cond: A.Expr, columns: Columns) -> Optional[np.ndarray]:
     return None
 
 
-def _vector_value(node, columns: Columns) -> Optional[tuple]:
+def vector_value(node, columns: Columns) -> Optional[tuple]:
     """(kind, values, present) of a value expression; scalars broadcast; None if not exactly vectorizable."""
     n = len(columns.stream)
     if isinstance(node, A.Literal):
@@ -128,12 +128,12 @@ def _vector_value(node, columns: Columns) -> Optional[tuple]:
     if isinstance(node, A.Attr) and node.index is None:
         return columns.column(node.attr)
     if isinstance(node, A.Neg):
-        inner = _vector_value(node.arg, columns)
+        inner = vector_value(node.arg, columns)
         if inner is None or inner[0] != "num":
             return None
         return "num", -inner[1], inner[2]
     if isinstance(node, A.Arith):
-        left, right = _vector_value(node.left, columns), _vector_value(node.right, columns)
+        left, right = vector_value(node.left, columns), vector_value(node.right, columns)
         if left is None or right is None or left[0] != "num" or right[0] != "num":
             return None
         (_, lval, lok), (_, rval, rok) = left, right
