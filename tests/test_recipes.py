@@ -7,7 +7,8 @@ import pytest
 import cepkit
 import cepkit.recipes
 from cepkit.recipes import RECIPES
-from cepkit.runtime.registry import registered, select_engine
+from cepkit.runtime.registry import registered
+from cepkit.runtime.selection import select_engine
 
 
 @functools.cache

@@ -15,7 +15,8 @@ from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
 from .event_record import PUNCTUATION, Event, _is_null, make_event
-from .stream import Stream, is_arrow
+from .columns import is_arrow
+from .stream import Stream
 from .match_list import MatchList
 from .match_record import output_order
 from .matches import Matches

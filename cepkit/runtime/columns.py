@@ -21,7 +21,13 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ColumnError, EventError
-from .stream import is_arrow
+
+
+def is_arrow(events) -> bool:
+    """Whether ``events`` is a pyarrow Table or RecordBatch (without importing pyarrow)."""
+    return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and \
+        hasattr(events, "schema")
+
 
 # Column names that often hold an event's type or time, for the hint when ``type``/``ts`` is missing.
 TYPE_HINTS = ("event_type", "event_name", "event", "eventtype", "eventname", "type_", "kind", "activity",

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..errors import EventError
 from .attribute_columns import AttributeColumn
+from .columns import is_arrow
 from .event_record import RESERVED, Event, event_parts, is_nan
 from .timestamps import frame_seconds, mixing_error, short_repr, to_seconds
 from .type_codes import frame_types
@@ -377,12 +378,6 @@ class Stream:
                 raise EventError(int(self.position_of(i)), name,
                                  f"PARTITION BY needs values that can be keys, got {type(value).__name__} "
                                  f"{short_repr(value)}") from None
-
-
-def is_arrow(events) -> bool:
-    """Whether ``events`` is a pyarrow Table or RecordBatch (without importing pyarrow)."""
-    return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and \
-        hasattr(events, "schema")
 
 
 def _duplicates(columns: pd.Index, first_position: int) -> None:

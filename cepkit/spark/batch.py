@@ -30,7 +30,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from ..errors import ColumnError, EventError
 from ..runtime.api import prepare, refuse_limit
 from ..runtime.columns import check_columns
-from ..runtime.stream import is_arrow
+from ..runtime.columns import is_arrow
 from ..runtime.match_tables import named_fields
 from ..runtime.selection import select_engine
 from .frames import Layout, check_local_columns, null_keys

@@ -5,7 +5,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import cepkit
-from cepkit.runtime.registry import registered, select_engine
+from cepkit.runtime.registry import registered
+from cepkit.runtime.selection import select_engine
 from strategies import streams
 
 FIRE, AID, CHECK = "Structure Fire", "Medical Aid", "check-in"

@@ -24,7 +24,7 @@ from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
-from ...runtime.unary import Columns, unary_truth
+from ..unary import Columns, unary_truth
 from ..rcep.batch import grouped, key_columns
 from ..rcep.joins import OP_CODES
 from ..rcep.pattern import condition_role

@@ -13,7 +13,7 @@ import cepkit
 from cepkit.engines.ses.batch import Layout
 from cepkit.runtime.stream import Stream
 from cepkit.runtime.match_arrays import MatchArrays
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 
 
 def _both(query: str, events, **options) -> tuple:
