@@ -239,3 +239,14 @@ def to_series(values: np.ndarray, null: np.ndarray) -> pd.Series:
     out = values.astype(object).copy()
     out[null] = None
     return pd.Series(out, dtype=object)
+
+
+def localized(query: A.Recognize, rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
+    """Measures read from a time-zone aware column carry its zone (they are computed in UTC)."""
+    for name, expr in query.measures:
+        inner = A.innermost(expr.arg if isinstance(expr, A.Aggregate) and expr.arg is not None else expr)
+        if isinstance(inner, A.Column) and pd.api.types.is_datetime64_any_dtype(out[name].dtype):
+            zone = getattr(rows[inner.name].dtype, "tz", None)
+            if zone is not None and getattr(out[name].dtype, "tz", None) is None:
+                out[name] = out[name].dt.tz_localize("UTC").dt.tz_convert(zone)
+    return out

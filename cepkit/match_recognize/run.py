@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import QueryError
 from . import ast as A
 from . import kernel as K
-from .columns import Columns, row_local, to_series
+from .columns import Columns, localized, row_local, to_series
 from .measures import Measures
 from .parser import did_you_mean, parse
 from .program import compile_pattern
@@ -251,17 +251,6 @@ def output(matched: Matched) -> pd.DataFrame:
             if name not in out.columns:
                 out[name] = taken[name]
     return _select(query, localized(query, matched.rows, out))
-
-
-def localized(query: A.Recognize, rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
-    """Measures read from a time-zone aware column carry its zone (they are computed in UTC)."""
-    for name, expr in query.measures:
-        inner = A.innermost(expr.arg if isinstance(expr, A.Aggregate) and expr.arg is not None else expr)
-        if isinstance(inner, A.Column) and pd.api.types.is_datetime64_any_dtype(out[name].dtype):
-            zone = getattr(rows[inner.name].dtype, "tz", None)
-            if zone is not None and getattr(out[name].dtype, "tz", None) is None:
-                out[name] = out[name].dt.tz_localize("UTC").dt.tz_convert(zone)
-    return out
 
 
 def _unmatched_rows(matched: Matched, empty: np.ndarray) -> np.ndarray:

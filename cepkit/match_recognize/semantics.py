@@ -416,7 +416,7 @@ def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List
         for name in rows.columns:
             if name not in out.columns:
                 out[name] = taken[name]
-    from .run import localized
+    from .columns import localized
 
     out = localized(query, rows, out)
     if query.select is not None:

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 import cepkit
-from cepkit.runtime.registry import select_engine
+from cepkit.runtime.selection import select_engine
 from strategies import flat_seq_queries, streams
 
 FUNNEL = "PATTERN SEQ(Visit v, Signup s, Purchase p) WHERE s.ts - v.ts <= 10 min WITHIN 1 h PARTITION BY user"

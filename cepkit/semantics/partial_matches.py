@@ -7,10 +7,10 @@ from typing import Optional
 
 import pandas as pd
 
-from ..semantics.partial import funnel_table, partial_table, steps_of
-from .api import match, prepare
-from .columns import as_events, renamed_fields
-from .stream import Stream
+from .partial import funnel_table, partial_table, steps_of
+from ..runtime.api import match, prepare
+from ..runtime.columns import as_events, renamed_fields
+from ..runtime.stream import Stream
 
 
 def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) -> tuple:
