@@ -30,7 +30,7 @@ def modules() -> dict:
 
 def _imported(tree: ast.Module, name: str, is_package: bool, module_level: bool):
     """(module, attribute or None) of each import statement: those run when the module is imported
-    (``module_level``; not under ``if TYPE_CHECKING``), or every one, function bodies included."""
+    (``module_level``), or every one, function bodies included; never those under ``if TYPE_CHECKING``."""
     def statements(body):
         for node in body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -43,8 +43,15 @@ def _imported(tree: ast.Module, name: str, is_package: bool, module_level: bool)
                 for handler in getattr(node, "handlers", []):
                     yield from statements(handler.body)
 
-    nodes = statements(tree.body) if module_level else \
-        (n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    def everywhere(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child
+            yield from everywhere(child)
+
+    nodes = statements(tree.body) if module_level else everywhere(tree)
     for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 import cepkit
-from cepkit.runtime.partial import progress
+from cepkit.semantics.partial_matches import progress
 
 from .figures import PlotlyView, full_width, plural
 from .paged_table import PagedTable, TableData
