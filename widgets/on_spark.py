@@ -22,7 +22,6 @@ import pandas as pd
 import traitlets
 
 import cepkit
-from cepkit.runtime.api import check_against_stream
 
 from .execution import STRATEGIES, Cancelled, Run
 from .explain_view import ExplainView
@@ -402,8 +401,7 @@ class SparkWorkbench(widgets.VBox):
             self.diagnostics.value = "<small>Type a query, e.g. <code>T AS x ; H AS y WITHIN 1 hour</code>.</small>"
         else:
             try:
-                query = cepkit.parse(text, self.hierarchy)
-                check_against_stream(query, self.schema)
+                query = cepkit.check(text, self.schema, hierarchy=self.hierarchy)
             except cepkit.QueryError as err:
                 self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             else:
