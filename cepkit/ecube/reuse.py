@@ -42,7 +42,8 @@ import pandas as pd
 from ..errors import QueryError
 from ..lang.ast import variables_in
 from ..runtime.match_arrays import MatchArrays
-from ..runtime.registry import get_engine, select_engine
+from ..runtime.registry import get_engine
+from ..runtime.selection import select_engine
 from ..runtime.stream import Stream
 from .cost import CostModel
 from .lattice import Refinement
