@@ -4,6 +4,7 @@ rows (the floor any engine pays) and the reference backtracking matcher (rows pe
 
     python bench/match_recognize.py [--rows 1000000] [--keys 100]
     python bench/match_recognize.py --spark      # the flights year: Spark local[2] beside cepkit.sql
+    python bench/match_recognize.py --flink PY   # PyFlink's MATCH_RECOGNIZE (PY: a python with apache-flink)
 
 CPU seconds of this process (``time.process_time``), best of 3: the machine is shared.
 """
@@ -72,13 +73,81 @@ def spark_side_by_side() -> None:
           f"{spark_s / local_s:.2f} | {spark_s / floor_s:.2f} |")
 
 
+# Flink takes no physical offsets (PREV) in DEFINE: the V-shape written with logical ones (LAST(B.price, 1),
+# the B before), which means the same here since the rows of A B+ C are contiguous. cepkit runs it on the
+# reference matcher (a DEFINE reading other variables' rows).
+FLINK_QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
+    MEASURES FIRST(A.ts) AS start_ts, LAST(B.price) AS low, C.price AS back, COUNT(B.price) AS falls
+    ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+    PATTERN (A B+ C)
+    DEFINE B AS (LAST(B.price, 1) IS NULL AND B.price < A.price) OR B.price < LAST(B.price, 1),
+           C AS C.price > LAST(B.price) + 5)"""
+
+FLINK_JOB = """
+import sys, time
+from pyflink.table import EnvironmentSettings, TableEnvironment
+csv, out, query = sys.argv[1], sys.argv[2], open(sys.argv[3]).read()
+env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+env.get_config().set("parallelism.default", "1")
+env.execute_sql(f\"\"\"CREATE TABLE t (id BIGINT, ts TIMESTAMP(3), price DOUBLE, WATERMARK FOR ts AS ts)
+    WITH ('connector' = 'filesystem', 'path' = '{csv}', 'format' = 'csv')\"\"\")
+start = time.perf_counter()
+with env.execute_sql(query).collect() as rows, open(out, "w") as sink:
+    for row in rows:
+        sink.write(f"{row[0]},{row[1].isoformat(sep=' ')},{row[2]!r},{row[3]!r},{row[4]}\\n")
+print(time.perf_counter() - start)
+"""
+
+
+def flink_side_by_side(python: str, n: int) -> None:
+    """The same rows and query through PyFlink's MATCH_RECOGNIZE (a subprocess in its own environment:
+    apache-flink pins its own pandas and pyarrow) and through ``cepkit.sql``: the rows out must be equal."""
+    import subprocess
+    import tempfile
+    from pathlib import Path
+
+    frame = rows(n, 20)
+    frame["ts"] = pd.Timestamp("2024-01-01") + pd.to_timedelta(frame["ts"], unit="s")
+    with tempfile.TemporaryDirectory() as tmp:
+        csv, out, query = Path(tmp, "rows.csv"), Path(tmp, "flink.csv"), Path(tmp, "query.sql")
+        frame.to_csv(csv, header=False, index=False, date_format="%Y-%m-%d %H:%M:%S")
+        query.write_text(FLINK_QUERY)
+        job = Path(tmp, "job.py")
+        job.write_text(FLINK_JOB)
+        start = time.perf_counter()
+        done = subprocess.run([python, str(job), str(csv), str(out), str(query)], capture_output=True, text=True)
+        flink_wall = time.perf_counter() - start
+        if done.returncode:
+            raise SystemExit(next((line for line in done.stderr.splitlines() if "Exception:" in line),
+                                  done.stderr[-3000:]))
+        flink_query_s = float(done.stdout.strip().splitlines()[-1])
+        flink = pd.read_csv(out, names=["id", "start_ts", "low", "back", "falls"], parse_dates=["start_ts"])
+    cepkit.sql(FLINK_QUERY, frame.head(1000))
+    local_s, local = best_of(3, lambda: cepkit.sql(FLINK_QUERY, frame))
+    key = ["id", "start_ts"]
+    flink = flink.sort_values(key).reset_index(drop=True)
+    local = local.sort_values(key).reset_index(drop=True)
+    same = len(flink) == len(local) and all(
+        np.allclose(flink[c].astype(float), local[c].astype(float)) if c not in key[1:] else
+        (flink[c].values == local[c].values).all() for c in flink.columns)
+    print("| rows | matches (Flink / cepkit) | same rows | PyFlink query s | PyFlink with JVM start s | "
+          "cepkit.sql s | Flink / cepkit |")
+    print("|---|---|---|---|---|---|---|")
+    print(f"| {n:,} | {len(flink):,} / {len(local):,} | {same} | {flink_query_s:.2f} | {flink_wall:.2f} | "
+          f"{local_s:.3f} | {flink_query_s / local_s:.0f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--slice", type=int, default=20_000, help="rows for the reference matcher")
     parser.add_argument("--spark", action="store_true", help="the flights year on Spark beside local")
+    parser.add_argument("--flink", metavar="PYTHON", help="a python with apache-flink: PyFlink beside cepkit")
     args = parser.parse_args()
+    if args.flink:
+        flink_side_by_side(args.flink, min(args.rows, 50_000))
+        return
     if args.spark:
         spark_side_by_side()
         return
