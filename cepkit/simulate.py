@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import numpy as np
@@ -147,16 +147,13 @@ class Scenario:
     drop_share: float = 0.0
     late_share: float = 0.0
     late_by: float = 0.0
-    _normalized: bool = field(default=False, repr=False)
 
-    def __post_init__(self):
-        if not self._normalized:
-            object.__setattr__(self, "duration", seconds(self.duration))
-            if self.duration <= 0:
-                raise ValueError(f"duration must be positive, got {self.duration!r} s")
-            if isinstance(self.start, str) or hasattr(self.start, "year"):
-                object.__setattr__(self, "start", _utc(self.start))
-            object.__setattr__(self, "_normalized", True)
+    def __post_init__(self):     # (also on ``dataclasses.replace``: every scenario is checked)
+        object.__setattr__(self, "duration", seconds(self.duration))
+        if not self.duration > 0:
+            raise ValueError(f"duration must be positive, got {self.duration!r} s")
+        if isinstance(self.start, str) or hasattr(self.start, "year"):
+            object.__setattr__(self, "start", _utc(self.start))
 
     def add(self, type: str, rate="1/s", **attributes) -> "Scenario":
         """Events of ``type`` at ``rate`` (per second, or ``"6/min"``), each attribute drawn from its

@@ -7,6 +7,7 @@
 - ``RewriteView(query)``: the NEEL rewriting to normal form, one rule per step ([LIU] §5.2);
 - ``ECubeView(cube, events)``: the E-Cube lattice, the evaluation plan and drill-down / roll-up;
 - ``FunnelView(query, events)``: candidates per step of a sequence and its partial matches (``cepkit.funnel``);
+- ``ScenarioView(scenario)``: a seeded ``cepkit.simulate.Scenario`` shaped with controls, opened in a Workbench;
 - ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
 - ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``);
 - ``SparkWorkbench`` (``Workbench(spark_dataframe)``): the Workbench on a Spark session, the result paged from
@@ -27,9 +28,11 @@ from .funnel_view import FunnelView
 from .live import LiveView, replay
 from .on_spark import SparkWorkbench
 from .rewrite_view import RewriteView
+from .scenario_view import ScenarioView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
 __all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "LiveView", "MatchTimeline", "PlotlyView",
-           "RewriteView", "Run", "STRATEGIES", "SparkWorkbench", "StrategyCompare", "Workbench", "replay", "run_query"]
+           "RewriteView", "Run", "STRATEGIES", "ScenarioView", "SparkWorkbench", "StrategyCompare", "Workbench",
+           "replay", "run_query"]
