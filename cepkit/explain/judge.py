@@ -25,6 +25,8 @@ import math
 from dataclasses import replace
 from typing import Mapping, Optional
 
+import numpy as np
+
 from ..lang import ast as A
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
@@ -76,14 +78,21 @@ class Judge:
         self.stream = Stream.from_any(events)
         self.evaluation = Evaluation(self.query)
         self.pattern = self.evaluation.pattern
-        order = self.stream.logical_order()
-        self.rank = {p: r for r, p in enumerate(order)}
-        self.partitions: dict = {}   # key -> its positions in logical order (punctuations left out)
-        for p in order:
-            event = self.stream[p]
-            if event.type != PUNCTUATION:
-                self.partitions.setdefault(self._key(event), []).append(p)
-        self._times = {key: [self.stream[p].time for p in members] for key, members in self.partitions.items()}
+        order = np.argsort(self.stream.times, kind="stable")     # logical order (docs/language.md §10.1)
+        self._rank = np.empty(len(order), dtype=np.int64)
+        self._rank[order] = np.arange(len(order))
+        self.rank = _Ranks(self._rank)
+        # key -> its positions in logical order (punctuations left out), from the columns: an Event is made
+        # for each partition's first event only (690k events: 0.3 s, not minutes)
+        kept = order[~self.stream.type_in(frozenset({PUNCTUATION}))[order]]
+        codes = self.stream.key_codes(self.query.partition_by)[kept] if self.query.partition_by else \
+            np.zeros(len(kept), dtype=np.int64)
+        grouped = kept[np.argsort(codes, kind="stable")]
+        bounds = np.flatnonzero(np.diff(np.sort(codes, kind="stable"))) + 1
+        self.partitions: dict = {}
+        for members in np.split(grouped, bounds) if len(grouped) else []:
+            self.partitions[self._key(self.stream[int(members[0])])] = members.tolist()
+        self._times = {key: self.stream.times[members].tolist() for key, members in self.partitions.items()}
 
     # ------------------------------------------------------------------ entry
     def explain(self, candidate) -> Explanation:
@@ -178,12 +187,25 @@ class Judge:
                 lo = bisect.bisect_left(times, min(self.stream[p].time for p in positions) - margin)
                 hi = bisect.bisect_right(times, max(self.stream[p].time for p in positions) + margin)
                 members = members[lo:hi]
-        return Stream([self.stream[p] for p in sorted(members)], self.stream.ts_is_datetime)
+        return self.stream.take(np.sort(np.asarray(members, dtype=np.int64)))   # columns, keeping positions
 
     def variant(self, **clauses):
         """The query with some clauses replaced (``strategy``/``consume``/``select``), for the ladder ALL ->
         strategy -> CONSUME BY -> RETURN."""
         return Evaluation(parse(replace(self.query.ast, **clauses), self.query.hierarchy))
+
+
+class _Ranks:
+    """position -> its place in logical order (what ``Judge.rank`` was as a dict), read from an array."""
+
+    def __init__(self, ranks: np.ndarray):
+        self._ranks = ranks
+
+    def __getitem__(self, p) -> int:
+        return int(self._ranks[p])
+
+    def get(self, p, default=None):
+        return int(self._ranks[p]) if 0 <= p < len(self._ranks) else default
 
 
 class _Case:
