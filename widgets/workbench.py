@@ -509,7 +509,9 @@ class Workbench(widgets.VBox):
     def _events_tab(self):
         frame = self.stream.frame
         table = PagedTable(noun="event", selectable=False, layout=full_width())
-        table.set_data(TableData(len(frame), lambda: frame.rename_axis("position").reset_index()))
+        with_positions = lambda rows: rows.rename_axis("position").reset_index()    # noqa: E731
+        table.set_data(TableData(len(frame), lambda: with_positions(frame),                    # search, sort
+                                 lambda ids: with_positions(frame.iloc[ids])))                 # a page
         self.events_table = table
         self._page_events()
         return table
