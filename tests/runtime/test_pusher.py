@@ -3,6 +3,7 @@
 errors at the same positions, and may be mixed with ``push`` and ``extend``; on the automaton it holds back
 the events that cannot complete a match and runs them through the kernel with the next one that may."""
 import math
+import random
 
 import pandas as pd
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import cepkit
+from cepkit.engines.automaton import nodes
 from cepkit.errors import EventError, QueryError
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
 from strategies import cel_queries, flat_seq_queries, kleene_queries, streams
@@ -150,3 +152,16 @@ def test_the_pusher_takes_the_events_own_type_and_ts_columns():
     assert found == cepkit.match("A a ; B b", [dict(zip(("type", "ts", "v"), r)) for r in rows]).positions()
     with pytest.raises(ValueError, match="'time'"):
         matcher.pusher(("kind", "ts", "v"))
+
+
+def test_held_events_meet_compactions_and_new_states_as_pushes_do(monkeypatch):
+    """20,000 events through Kleene queries with an arena of 16 nodes to start: it fills and is compacted
+    while events are held, and the automaton discovers states mid-batch; every push's matches equal
+    ``push``'s."""
+    monkeypatch.setattr(nodes, "CAPACITY", 16)
+    kinds = random.Random(7).choices("ABCD", k=20_000)
+    rows = [{"type": t, "ts": i / 3, "v": i % 5, "id": i % 2} for i, t in enumerate(kinds)]
+    for query in ("A+ a ; B b ; C c WITHIN 4 s", "(A a ; B+ b)+ ; C c WITHIN 3 s PARTITION BY id"):
+        expected, _, pushed = by_push(query, rows, "automaton", keep=False)
+        got, _, _ = by_pusher(query, rows, "automaton", keep=False)
+        assert got == expected and len(expected) > 1000

@@ -480,6 +480,7 @@ class Evaluator:
         # with the same ``kernel._signature`` uses it too) with or without a ``RunsTable``: every other
         # argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
+        self._held = None    # ``run_held``'s previous arguments
 
     @property
     def emitted(self) -> int:
@@ -511,20 +512,45 @@ class Evaluator:
         """Feed ``batch``'s events (its first ``count``; all by default) to ``runs`` and return them
         (re-allocated when the automaton grew). A keyed batch loads and stores its sub-streams' runs in
         ``table``, whose every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
-        i, n = 0, len(batch.pos) if count is None else count
         self.info[2:4] = 0
+        return self._drive(batch, runs, table, lowers, len(batch.pos) if count is None else count, None)
+
+    def run_held(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> Runs:
+        """``run`` for a caller that passes the same batch, runs and table call after call (the matcher's
+        held events, ``plan._Stepper``): while no array of the call was replaced (the automaton, arena,
+        scratch, runs and table grow by replacing them), the kernel is called at once with the previous
+        call's arguments, without ``run``'s checks; a status other than OK is answered as ``run`` does."""
+        held, det = self._held, self.table
+        if held is None or held[0] is not batch or held[1] is not runs or held[2] is not det.skip or \
+                held[3] is not det.move_var or held[4] is not det.final or held[5] is not self.arena or \
+                held[6] is not table.stored or held[7] is not self.scratch or self._batch is not batch:
+            runs = self.run(batch, runs, table, lowers, count)
+            self._held = (batch, runs, det.skip, det.move_var, det.final, self.arena, table.stored, self.scratch,
+                          det.arrays, _none(self.program))
+            return runs
+        status = self._advance(held[8], batch, 0, count, held[9], self.consume, runs, held[6], held[5], held[7],
+                               self.roots, self.collect, self.info)
+        if status == OK:           # (the kernel leaves ``info[3]`` at 0 after an OK)
+            return runs
+        self._held = None
+        return self._drive(batch, runs, table, lowers, count, status)
+
+    def _drive(self, batch: Batch, runs: Runs, table, lowers, n: int, status) -> Runs:
+        """The kernel over ``batch``'s events from ``info[2]`` (at its phase ``info[3]``) to ``n``, answering
+        what it asks for; ``status``: the answer of a call already made from there (None: none yet)."""
         compacted_at = -1   # the event at which the arena last filled up
         runs = self._fit(runs, table)
         while True:
-            args = (self.table.arrays, batch, i, n, _none(self.program), self.consume, runs,
-                    None if table is None else table.stored, self.arena, self.scratch, self.roots,
-                    self.collect, self.info)
-            if self._batch is not batch:
-                layout = kernel._signature(batch), table is None
-                if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
-                    self._advance, self._layout = kernel.entry(advance, args), layout
-                self._batch = batch
-            status = self._advance(*args)
+            if status is None:
+                args = (self.table.arrays, batch, int(self.info[2]), n, _none(self.program), self.consume, runs,
+                        None if table is None else table.stored, self.arena, self.scratch, self.roots,
+                        self.collect, self.info)
+                if self._batch is not batch:
+                    layout = kernel._signature(batch), table is None
+                    if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
+                        self._advance, self._layout = kernel.entry(advance, args), layout
+                    self._batch = batch
+                status = self._advance(*args)
             if status == OK:
                 return runs
             i = int(self.info[2])
@@ -542,6 +568,7 @@ class Evaluator:
                 self.compact(runs, float(batch.key[i] - batch.limit[i]), table, None if table is None else lowers(),
                              min_free=len(self.arena.pos) if i == compacted_at else 0)
                 compacted_at = i
+            status = None
 
     def compact(self, runs: Runs, lower: float, table: Optional["RunsTable"] = None, lowers=None,
                 min_free: int = 0) -> None:

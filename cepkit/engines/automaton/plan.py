@@ -606,11 +606,11 @@ class _Stepper:
         m, n = self.matcher, self.n
         self.n = 0
         evaluator = m.evaluator
-        m.runs = evaluator.run(self.batch, m.runs, m.table, m._lowers, n)
+        m.runs = evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
+        outputs = evaluator.outputs
         if evaluator.roots.n[0]:
             evaluator.finish()
-        outputs = evaluator.outputs
-        if not len(outputs):
+        elif not outputs.counts[1]:       # (nothing completed, nothing enumerated before a compaction)
             return []
         found, completed = _rows_as_matches(outputs, m.variables)
         outputs.clear()
