@@ -8,6 +8,8 @@ chemo-like and stock-like streams. Every table prints ratios against a baseline 
 5. two-phase evaluation on / off (Fig 5.5-5.7): P_set, P_seq, P_onco and P_nyse; calls to A and time; the
    gain as the stream grows.
 6. robust STNM, backtracking vs find-all-then-filter (Fig 6.7): time as the window grows.
+7. the SES automaton vs the brute force through ``cepkit.match`` (both in the columnar kernel), k = 1..8.
+8. the chemo-like set queries end to end from a DataFrame, events/s.
 
     python bench/ses.py            # the full run (several minutes)
     python bench/ses.py --quick    # small sizes, a smoke check
@@ -15,6 +17,7 @@ chemo-like and stock-like streams. Every table prints ratios against a baseline 
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import time
 
@@ -249,7 +252,56 @@ def backtracking(quick: bool, bar) -> None:
           ("window ms", "RSTNM", "all matches", "bt s", "Alg 4 s", "all+pp s", "Alg 4/bt", "all+pp/bt"), rows)
 
 
-SECTIONS = {"brute": (automaton_vs_brute_force, 8, 10), "reference": (versus_reference, 6, 9),
+def kernel_vs_brute_force(quick: bool, bar) -> None:
+    """[SES] Fig 4.12 through ``cepkit.match`` (ALL, the columnar kernel for both): the SES automaton
+    against the brute force's |B|! sequential automata, one set of k variables of one patient with rising
+    V, k = 1..8 (alternating C/P: not exclusive) and 1..6 (distinct drugs: exclusive), CPU seconds from a
+    DataFrame; a brute force past ``budget`` ends its row. Then a log-scale chart of the ratio."""
+    frame = chemo_like(500 if quick else 2000, patients=1).frame.astype({"ts": float})
+    budget = 5.0 if quick else 60.0
+    rows = []
+    for exclusive, top in ((False, 8), (True, 6)):
+        for k in range(1, (5 if quick else top) + 1):
+            query = one_set(k, exclusive, days=1.5, rising=True)
+            ses_s, found = _cpu(query, frame)
+            brute_s, brute_found = _cpu(query, frame, automaton="permutations")
+            assert brute_found == found
+            rows.append(("yes" if exclusive else "no", k, len(found), ses_s, brute_s, brute_s / ses_s))
+            bar.update()
+            if brute_s > budget:
+                break
+    table(f"7. SES automaton vs brute force through cepkit.match (ALL, kernel; one set of k, rising V, 1.5 days, "
+          f"{len(frame)} events)", ("exclusive", "k", "matches", "ses s", "brute s", "brute/ses"), rows)
+    print("\nbrute/ses, log scale (each # is a factor of 10^0.25)")
+    for exclusive, k, _, _, _, ratio in rows:
+        print(f"  exclusive={exclusive:3} k={k}  {'#' * max(0, round(4 * math.log10(ratio)))} {ratio:.1f}x")
+
+
+def set_throughput(quick: bool, bar) -> None:
+    """The chemo-like set queries end to end: ``cepkit.match(query, frame).positions()`` from a DataFrame of
+    n events over 200 patients, CPU seconds, best of three, and against the automaton engine's rate on
+    the plain sequence P_seq (the fastest engine of the sequences in bench/engines.py)."""
+    n = 20000 if quick else 400000
+    frame = chemo_like(n, patients=200).frame.astype({"ts": float})
+    rows = []
+    for name, query in (("P1", p1(10)), ("P_onco", p_onco(10)), ("P_set k=3", one_set(3, True, 20)),
+                        ("P_set k=5", one_set(5, True, 20)), ("P_seq k=3", sequence(3, 20))):
+        seconds = min(_cpu(query, frame)[0] for _ in range(3))
+        rows.append((name, len(cepkit.match(query, frame, engine="ses")), seconds, f"{n / seconds:.3g}"))
+        bar.update()
+    table(f"8. chemo-like set queries end to end ({n} events, 200 patients, ALL)",
+          ("pattern", "matches", "seconds", "events/s"), rows)
+
+
+def _cpu(query: str, frame, **options) -> tuple:
+    """(CPU seconds, positions) of ``cepkit.match(query, frame, engine="ses").positions()``."""
+    start = time.process_time()
+    found = cepkit.match(query, frame, engine="ses", **options).positions()
+    return time.process_time() - start, found
+
+
+SECTIONS = {"kernel": (kernel_vs_brute_force, 7, 14), "throughput": (set_throughput, 5, 5),
+            "brute": (automaton_vs_brute_force, 8, 10), "reference": (versus_reference, 6, 9),
             "window": (window_growth, 6, 10), "stream": (stream_growth, 6, 8), "two-phase": (two_phase, 14, 23),
             "backtracking": (backtracking, 3, 5)}
 

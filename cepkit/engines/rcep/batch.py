@@ -119,7 +119,7 @@ def run(plan, stream: Stream):
         offsets.append(offsets[-1] + len(members[-1]))
     members = np.concatenate(members).astype(np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    values, valid = keys[0][:, events], keys[1][:, events]
+    values, valid = keys[0][:, events[members]], keys[1][:, events[members]]   # per member
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     pairs: dict = {}
     for join in pattern.joins:

@@ -101,10 +101,11 @@ def _nested_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
 
 
 @_compiled
-def _join(hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, stats):
-    """B[u, v] for one predicate between the events ``outer`` and ``inner`` (grouped indices, in order)."""
-    ok, ik = kval[left_key][outer], kval[right_key][inner]
-    ov, iv = kok[left_key][outer], kok[right_key][inner]
+def _join(hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, outer_first, inner_first, stats):
+    """B[u, v] for one predicate between the candidates ``outer`` and ``inner`` (grouped indices, in order,
+    from member ``outer_first`` / ``inner_first`` on: their keys are slices of the members' key rows)."""
+    ok, ik = kval[left_key, outer_first:outer_first + len(outer)], kval[right_key, inner_first:inner_first + len(inner)]
+    ov, iv = kok[left_key, outer_first:outer_first + len(outer)], kok[right_key, inner_first:inner_first + len(inner)]
     if hybrid:
         joined, tested, reused, _ = _hybrid_kernel(ok, ov, outer, ik, iv, inner, op, transitive)
         stats[STAT_REUSED] += reused
@@ -130,8 +131,8 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
 
     ``members[member_offsets[s]:member_offsets[s+1]]``: the grouped indices of the events slot s may bind,
     ascending; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
-    sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, g]`` / ``kok[k, g]`` (value, not
-    null) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
+    sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, i]`` / ``kok[k, i]`` (value, not
+    null) of member i (so a slot's candidates' keys are one slice) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
     (``chain_*``). Returns (offsets, match positions, their variable ids, stats).
     """
     n_slots = len(member_offsets) - 1
@@ -201,11 +202,16 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
             r, s = pair_left[p], pair_right[p]
             outer = members[first[r]:first[r] + count[r]]
             inner = members[first[s]:first[s] + count[s]]
-            joined = np.ones((count[r], count[s]), dtype=np.bool_)
+            joined = np.ones((1, 1), dtype=np.bool_)
+            started = False
             for j in range(len(join_pair)):
                 if join_pair[j] == p:
-                    joined &= _join(hybrid, join_op[j], join_transitive[j], kval, kok, join_left_key[j],
-                                    join_right_key[j], outer, inner, stats)
+                    one = _join(hybrid, join_op[j], join_transitive[j], kval, kok, join_left_key[j],
+                                join_right_key[j], outer, inner, first[r], first[s], stats)
+                    if started:
+                        joined &= one
+                    else:
+                        joined, started = one, True
             _pack_columns(joined, columns, column_base[p], words[r])
         size = 0
         for s in range(n_slots):
@@ -223,9 +229,12 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
             chained = False
             for c in range(len(chain_slot)):
                 if chain_slot[c] == s:
-                    chained = True
-                    follows &= _join(hybrid, chain_op[c], chain_transitive[c], kval, kok, chain_previous_key[c],
-                                     chain_current_key[c], rows, rows, stats)
+                    one = _join(hybrid, chain_op[c], chain_transitive[c], kval, kok, chain_previous_key[c],
+                                chain_current_key[c], rows, rows, first[s], first[s], stats)
+                    if chained:
+                        follows &= one
+                    else:
+                        follows, chained = one, True
             for u in range(count[s]):
                 for v in range(count[s]):
                     if strict:
