@@ -53,6 +53,19 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
     n, m = len(outer_keys), len(inner_keys)
     joined = np.zeros((n, m), dtype=np.bool_)
     dominates = np.zeros(n, dtype=np.bool_)
+    tested, reused = hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid,
+                                 inner_seq, op, transitive)
+    return joined, tested, reused, dominates
+
+
+@_compiled
+def hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op,
+                transitive):
+    """Algorithm 2 into ``joined`` (n x m) and ``dominates`` (n), which it clears first: (tested, reused).
+    The recomputation kernel passes views of its scratch buffers (no allocation per trigger)."""
+    n, m = len(outer_keys), len(inner_keys)
+    joined[:, :] = False
+    dominates[:] = False
     tested = 0
     reused = 0
     for u in range(n - 1, -1, -1):
@@ -75,7 +88,7 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
                 if inner_valid[v]:
                     tested += 1
                     joined[u, v] = _phi(op, outer_keys[u], inner_keys[v])
-    return joined, tested, reused, dominates
+    return tested, reused
 
 
 def hybrid_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:

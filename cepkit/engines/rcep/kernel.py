@@ -7,7 +7,7 @@ the stream's columns laid out by ``batch``:
 1. **range queries**: each slot's candidates are a contiguous run of its *member list* (the events its type
    and local tests accept, grouped by PARTITION BY sub-stream, in order): those in the trigger's window and
    before the latest candidate of the slot on its right (two binary searches);
-2. **joins into bitvectors**: per pair of joined slots, Algorithm 2 (``joins._hybrid_kernel``, dominance
+2. **joins into bitvectors**: per pair of joined slots, Algorithm 2 (``joins.hybrid_into``, dominance
    reuse) or the nested loop, one predicate at a time, ANDed and packed into column bitsets of uint64 words
    (bit u of column v: candidate u of the earlier slot joins candidate v of the later one); per Kleene slot
    its chain predicates as a self-join, the can-follow DAG, as predecessor bitsets;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joins import _compiled, _hybrid_kernel, _phi
+from .joins import _compiled, _phi, hybrid_into
 
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
 
@@ -87,32 +87,41 @@ def _pack_columns(matrix, out, base, words):
 
 
 @_compiled
-def _nested_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op):
-    """NLJoin: every pair with inner after outer compared."""
+def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op):
+    """NLJoin into ``joined``: every pair with inner after outer compared; the comparisons made."""
     n, m = len(outer_keys), len(inner_keys)
-    joined = np.zeros((n, m), dtype=np.bool_)
     tested = 0
     for u in range(n):
         for v in range(m):
+            joined[u, v] = False
             if inner_seq[v] > outer_seq[u]:
                 tested += 1
                 joined[u, v] = outer_valid[u] and inner_valid[v] and _phi(op, outer_keys[u], inner_keys[v])
-    return joined, tested
+    return tested
 
 
 @_compiled
-def _join(hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, outer_first, inner_first, stats):
-    """B[u, v] for one predicate between the candidates ``outer`` and ``inner`` (grouped indices, in order,
-    from member ``outer_first`` / ``inner_first`` on: their keys are slices of the members' key rows)."""
+def _join(joined, dominates, hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, outer_first,
+          inner_first, stats):
+    """B[u, v] into ``joined`` for one predicate between the candidates ``outer`` and ``inner`` (grouped
+    indices, in order, from member ``outer_first`` / ``inner_first`` on: their keys are slices of the
+    members' key rows)."""
     ok, ik = kval[left_key, outer_first:outer_first + len(outer)], kval[right_key, inner_first:inner_first + len(inner)]
     ov, iv = kok[left_key, outer_first:outer_first + len(outer)], kok[right_key, inner_first:inner_first + len(inner)]
     if hybrid:
-        joined, tested, reused, _ = _hybrid_kernel(ok, ov, outer, ik, iv, inner, op, transitive)
+        tested, reused = hybrid_into(joined, dominates, ok, ov, outer, ik, iv, inner, op, transitive)
         stats[STAT_REUSED] += reused
     else:
-        joined, tested = _nested_kernel(ok, ov, outer, ik, iv, inner, op)
+        tested = _nested_into(joined, ok, ov, outer, ik, iv, inner, op)
     stats[STAT_TESTED] += tested
-    return joined
+
+
+@_compiled
+def _scratch(buffer, n, m):
+    """An n x m view of a scratch matrix (grown when too small)."""
+    if buffer.shape[0] < n or buffer.shape[1] < m:
+        buffer = np.zeros((max(n, buffer.shape[0]), max(m, buffer.shape[1])), dtype=np.bool_)
+    return buffer
 
 
 @_compiled
@@ -152,6 +161,9 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
     dag_base = np.zeros(n_slots + 1, dtype=np.int64)
     dag = np.zeros(64, dtype=np.uint64)
     allow = np.zeros((8, 8), dtype=np.uint64)
+    scratch_a = np.zeros((8, 8), dtype=np.bool_)      # join matrices, reused by every trigger
+    scratch_b = np.zeros((8, 8), dtype=np.bool_)
+    dominates = np.zeros(8, dtype=np.bool_)
     bound_slot = np.zeros(8, dtype=np.int64)
     bound_row = np.zeros(8, dtype=np.int64)
     # frames of the depth-first enumeration: kind 0 picks the end of a slot among rows [cursor, stop),
@@ -182,6 +194,16 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
                 empty = True
                 break
             stats[STAT_RANGE_HITS] += b - a
+        for j in range(len(join_left)):        # the trigger is in every match: an earlier slot joined with
+            if empty or join_right[j] != last:  # the last one needs a candidate joining it (T2's range)
+                continue
+            r, found = join_left[j], False
+            for u in range(first[r], first[r] + count[r]):
+                if kok[join_left_key[j], u] and kok[join_right_key[j], t] and _phi(
+                        join_op[j], kval[join_left_key[j], u], kval[join_right_key[j], t]):
+                    found = True
+                    break
+            empty = not found
         if empty:
             continue
         total = 0
@@ -202,16 +224,19 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
             r, s = pair_left[p], pair_right[p]
             outer = members[first[r]:first[r] + count[r]]
             inner = members[first[s]:first[s] + count[s]]
-            joined = np.ones((1, 1), dtype=np.bool_)
+            n_r, n_s = count[r], count[s]
+            scratch_a, scratch_b = _scratch(scratch_a, n_r, n_s), _scratch(scratch_b, n_r, n_s)
+            if len(dominates) < n_r:
+                dominates = np.zeros(2 * n_r, dtype=np.bool_)
+            joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
             started = False
             for j in range(len(join_pair)):
                 if join_pair[j] == p:
-                    one = _join(hybrid, join_op[j], join_transitive[j], kval, kok, join_left_key[j],
-                                join_right_key[j], outer, inner, first[r], first[s], stats)
+                    _join(one if started else joined, dominates[:n_r], hybrid, join_op[j], join_transitive[j], kval,
+                          kok, join_left_key[j], join_right_key[j], outer, inner, first[r], first[s], stats)
                     if started:
                         joined &= one
-                    else:
-                        joined, started = one, True
+                    started = True
             _pack_columns(joined, columns, column_base[p], words[r])
         size = 0
         for s in range(n_slots):
@@ -225,16 +250,22 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
             if not kleene[s]:
                 continue
             rows = members[first[s]:first[s] + count[s]]
-            follows = np.ones((count[s], count[s]), dtype=np.bool_)
+            n_s = count[s]
+            scratch_a, scratch_b = _scratch(scratch_a, n_s, n_s), _scratch(scratch_b, n_s, n_s)
+            if len(dominates) < n_s:
+                dominates = np.zeros(2 * n_s, dtype=np.bool_)
+            follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
             chained = False
             for c in range(len(chain_slot)):
                 if chain_slot[c] == s:
-                    one = _join(hybrid, chain_op[c], chain_transitive[c], kval, kok, chain_previous_key[c],
-                                chain_current_key[c], rows, rows, first[s], first[s], stats)
+                    _join(one if chained else follows, dominates[:n_s], hybrid, chain_op[c], chain_transitive[c],
+                          kval, kok, chain_previous_key[c], chain_current_key[c], rows, rows, first[s], first[s],
+                          stats)
                     if chained:
                         follows &= one
-                    else:
-                        follows, chained = one, True
+                    chained = True
+            if not chained:
+                follows[:, :] = True
             for u in range(count[s]):
                 for v in range(count[s]):
                     if strict:
