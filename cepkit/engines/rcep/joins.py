@@ -51,8 +51,8 @@ def _phi(op, a, b):
 @_compiled
 def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive):
     n, m = len(outer_keys), len(inner_keys)
-    joined = np.zeros((n, m), dtype=np.bool_)
-    dominates = np.zeros(n, dtype=np.bool_)
+    joined = np.empty((n, m), dtype=np.bool_)          # hybrid_into clears both
+    dominates = np.empty(n, dtype=np.bool_)
     tested, reused = hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid,
                                  inner_seq, op, transitive)
     return joined, tested, reused, dominates
