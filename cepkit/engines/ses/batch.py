@@ -8,8 +8,9 @@ variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anythi
 ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
 matches.
 
-Layout: the kept events (punctuation left out, and those fitting no variable) grouped by window key
-(PARTITION BY values, then the values of X), in order inside each group. A window's coordinate is the
+Layout: the kept events (punctuation left out, and with ``two_phase`` those fitting no variable) grouped
+by window key (PARTITION BY values, then the values of X), in order inside each group; without
+``two_phase`` every event opens a window over its sub-stream and A runs on each (Alg 1). A window's coordinate is the
 event's time, or its position in its PARTITION BY sub-stream (all its events count, filtered or not)
 under ``WITHIN n EVENTS``. A match is emitted, as by the matcher, at the first event (any partition for a
 time window, its sub-stream for ``n EVENTS``) past its W[0]'s window, else at the stream's last event.
@@ -113,7 +114,7 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         index = np.flatnonzero(read)
         order, first = grouped(by[index])
         coord[index[order]] = np.arange(len(index)) - first
-    kept = np.flatnonzero(fits != 0)
+    kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)   # Thm 5.1's filter
     codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))[kept]
     order = np.argsort(codes, kind="stable")
     events = kept[order]
@@ -129,7 +130,7 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     found = run_windows(
         np.ascontiguousarray(coord[events], dtype=np.float64), vars_, group_end, stream.position_of(events),
-        counts, *moves(plan), plan.first_set, float(plan.span), values, valid,
+        counts, *moves(plan), plan.first_set, float(plan.span), plan.two_phase, values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
         join_left_key, join_right_key, ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
         chain_previous_key, chain_current_key)

@@ -60,7 +60,7 @@ def _fires(v, event, node, arena_var, arena_event, arena_parent, kval, kok, join
 
 
 @_compiled
-def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, kval, kok,
+def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, two_phase, kval, kok,
                 join_left, join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
                 chain_previous_key, chain_current_key):
     """The matches of every match window (phase 1 and 2 above), ALL.
@@ -68,7 +68,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
     ``positions``; ``counts[v, g]``: events before g fitting variable v; ``moves`` and ``final`` as
-    ``batch.moves`` gives them. Returns (offsets, positions,
+    ``batch.moves`` gives them; without ``two_phase`` every window is evaluated (Alg 1). Returns (offsets, positions,
     variable indices, the W[0] of each match, stats).
     """
     n, arity = len(coord), counts.shape[0]
@@ -84,7 +84,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
     arena_event = np.empty(1024, dtype=np.int64)
     arena_parent = np.empty(1024, dtype=np.int64)
     for g in range(n):
-        if not vars_[g] & first_set:
+        if two_phase and not vars_[g] & first_set:   # (5.2); without two_phase A runs on every window (Alg 1)
             continue
         lo, hi = g + 1, group_end[g]               # the window: events until the coordinate passes W[0] + τ
         while lo < hi:
@@ -94,15 +94,16 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
             else:
                 lo = mid + 1
         end = lo
-        if end - g < arity:                        # (5.1)
-            continue
-        complete = True
-        for v in range(arity):                     # (5.3)
-            if counts[v, end] - counts[v, g] == 0:
-                complete = False
-                break
-        if not complete:
-            continue
+        if two_phase:
+            if end - g < arity:                    # (5.1)
+                continue
+            complete = True
+            for v in range(arity):                 # (5.3)
+                if counts[v, end] - counts[v, g] == 0:
+                    complete = False
+                    break
+            if not complete:
+                continue
         stats[STAT_EVALUATED] += 1
         stats[STAT_MAX_WINDOW] = max(stats[STAT_MAX_WINDOW], end - g)
         for a in range(moves.shape[0]):
