@@ -406,8 +406,11 @@ class SparkWorkbench(widgets.VBox):
                 self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             else:
                 self.query = query
-                self.diagnostics.value = ("<small style='color:#070'>✓ checked against the DataFrame's columns · "
-                                          f"strategy {query.strategy}</small>")
+                warnings = cepkit.type_warnings(query, self.schema)    # a type the DataFrame never has
+                self.diagnostics.value = ("".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
+                                                  for w in warnings) or
+                                          "<small style='color:#070'>✓ checked against the DataFrame's types and "
+                                          f"columns · strategy {query.strategy}</small>")
         self.run_button.disabled = self.query is None or (self.job is not None and not self.job.done)
 
 

@@ -93,6 +93,8 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     assert drawn["v"].tolist() == events["v"].iloc[list(last.positions)].tolist()
     wb.editor.value = "SEQ(A a, B b) WHERE a.nope < 1"
     assert wb.run_button.disabled and "nope" in wb.diagnostics.value
+    wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"         # runs, but the DataFrame has no D: said before Run
+    assert "⚠" in wb.diagnostics.value and "D" in wb.diagnostics.value
 
 
 def test_the_workbench_cancels_a_spark_run(spark, monkeypatch):
