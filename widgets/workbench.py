@@ -29,6 +29,10 @@ Every run goes through ``execution.run_query``: an engine that cannot run the qu
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
 query re-checks it at once and greys the results ("edited since this run") until Run. ``selected`` is the
 picked match's index (``selected_match`` / ``selected_events()`` give it), for views that explain it.
+
+Spark and live (``on_spark``, ``live``): ``Workbench(spark_dataframe)`` makes a ``SparkWorkbench``; with a
+Spark session active the engine picker offers ``spark`` (``run_on_spark``: progress and Cancel on Spark);
+``live(batches)`` runs the editor's query over arriving batches in a *Live* tab (``LiveView``).
 """
 from __future__ import annotations
 
