@@ -147,6 +147,9 @@ class LiveView(widgets.VBox):
         events themselves, each into the view through ``foreachBatch`` (the driver runs it, in this process:
         a classic session). Both streaming queries start now; Stop (or ``stop()``) stops them."""
         import cepkit.spark
+        if cepkit.spark.jobs.is_connect(events.sparkSession):
+            raise ValueError("LiveView.from_spark needs a classic Spark session: Spark Connect runs foreachBatch "
+                             "in a Python process of its server, which cannot reach this kernel's widgets")
         live = cls(**(view or {}))
         live.heading = f"live on Spark · {cepkit.parse(query).text.splitlines()[0][:80]}"
         lock = threading.Lock()
