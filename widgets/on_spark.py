@@ -347,6 +347,7 @@ class SparkWorkbench(widgets.VBox):
         title = (f"a sample of {drawn:,} of {self.count:,} matches, spread evenly over the whole result "
                  f"(match_id {self._sample_ids[0]:,} to {self._sample_ids[-1]:,}); only their events are drawn"
                  if drawn < self.count else f"all {self.count:,} matches (only their events are drawn)")
+        title += "<br><sup>matches and positions are numbered here among those drawn (the grid has the match_ids)</sup>"
         self.timeline = MatchTimeline(frame.drop(columns="position"), matches, title=title, tz=self.tz,
                                       max_matches=max(drawn, 1))
         self.timeline.add_class("cepkit-spark-timeline")
