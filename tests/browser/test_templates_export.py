@@ -41,7 +41,8 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     budget.until(lambda: run.is_enabled(), "Run enabled", page)
     run.click()
     budget.wait(workbench.get_by_text(re.compile(r"3 matches by engine")), "the run's status")
-    assert workbench.locator("table.cepkit-grid tbody tr").count() == 3
+    rows = workbench.locator("table.cepkit-grid tbody tr")
+    budget.until(lambda: rows.count() == 3 and "no rows" not in rows.first.inner_text(), "the grid's 3 rows", page)
     dom.screenshot(page, workbench, artifacts / f"templates-{width}.png")
     assert not page.script_errors, page.script_errors
 
