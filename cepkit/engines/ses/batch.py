@@ -107,7 +107,11 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         fits |= mask.astype(np.int64) << v
     for attr in plan.partition_attributes:     # a null on X joins nothing: no match has the event
         fits[stream.column(attr).null] = 0
-    by = stream.key_codes(query.partition_by)
+    try:
+        by = stream.key_codes(query.partition_by)
+        codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))
+    except TypeError:         # unhashable values (lists): the matcher hashes them by content, or says which
+        return None
     coord = stream.times
     if plan.events_window:      # the position in the PARTITION BY sub-stream, every event counted
         coord = np.zeros(len(stream))
@@ -115,7 +119,7 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         order, first = grouped(by[index])
         coord[index[order]] = np.arange(len(index)) - first
     kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)   # Thm 5.1's filter
-    codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))[kept]
+    codes = codes[kept]
     order = np.argsort(codes, kind="stable")
     events = kept[order]
     codes = codes[order]
