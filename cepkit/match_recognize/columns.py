@@ -241,6 +241,25 @@ def to_series(values: np.ndarray, null: np.ndarray) -> pd.Series:
     return pd.Series(out, dtype=object)
 
 
+def output_frame(query, rows: pd.DataFrame, source, measures: Dict[str, object]) -> pd.DataFrame:
+    """The output rows in the standard's column order: partition columns, (ALL ROWS: the ORDER BY columns,)
+    the measures, (ALL ROWS: the other input columns), read from ``rows`` at ``source``."""
+    taken = rows.iloc[source].reset_index(drop=True)
+    out = pd.DataFrame(index=pd.RangeIndex(len(source)))
+    for name in query.partition:
+        out[name] = taken[name]
+    if query.rows == "all":
+        for name, _ in query.order:
+            out[name] = taken[name]
+    for name, values in measures.items():
+        out[name] = values
+    if query.rows == "all":
+        for name in rows.columns:
+            if name not in out.columns:
+                out[name] = taken[name]
+    return localized(query, rows, out)
+
+
 def localized(query: A.Recognize, rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:
     """Measures read from a time-zone aware column carry its zone (they are computed in UTC)."""
     for name, expr in query.measures:

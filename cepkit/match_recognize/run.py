@@ -16,7 +16,7 @@ import pandas as pd
 from ..errors import QueryError
 from . import ast as A
 from . import kernel as K
-from .columns import Columns, localized, row_local, to_series
+from .columns import Columns, output_frame, row_local, to_series
 from .measures import Measures
 from .parser import did_you_mean, parse
 from .program import compile_pattern
@@ -237,20 +237,9 @@ def output(matched: Matched) -> pd.DataFrame:
     columns = _columns(query, matched.rows, matched.bounds)
     measures = Measures(columns, query.variables, dict(query.subsets), matched.number, offset,
                         matched.flat_row, matched.flat_var, match, end, query.text)
-    taken = matched.rows.iloc[source].reset_index(drop=True)
-    out = pd.DataFrame(index=pd.RangeIndex(len(source)))
-    for name in query.partition:
-        out[name] = taken[name]
-    if query.rows == "all":
-        for name, _ in query.order:
-            out[name] = taken[name]
-    for name, expr in query.measures:
-        out[name] = to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
-    if query.rows == "all":
-        for name in matched.rows.columns:
-            if name not in out.columns:
-                out[name] = taken[name]
-    return _select(query, localized(query, matched.rows, out))
+    values = {name: to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
+              for name, expr in query.measures}
+    return _select(query, output_frame(query, matched.rows, source, values))
 
 
 def _unmatched_rows(matched: Matched, empty: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..errors import QueryError
 from . import ast as A
+from .columns import output_frame, to_series
 from .parser import permutations
 
 
@@ -368,8 +369,6 @@ def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, t
 def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List[List[Found]]) -> pd.DataFrame:
     """The output rows as the standard describes them, one match and one row at a time: the meaning the
     column-wise ``run.output`` is tested against. ``rows``: sorted; ``found``: per partition."""
-    from .columns import to_series
-
     measure_names = [name for name, _ in query.measures]
     records: List[Dict[str, Any]] = []
     source_rows: List[int] = []
@@ -402,23 +401,9 @@ def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List
         if query.rows == "all" and query.empty == "unmatched":
             for row in range(covered, end - first):
                 emit(row, None)
-    taken = rows.iloc[source_rows].reset_index(drop=True)
-    out = pd.DataFrame(index=pd.RangeIndex(len(source_rows)))
-    for name in query.partition:
-        out[name] = taken[name]
-    if query.rows == "all":
-        for name, _ in query.order:
-            out[name] = taken[name]
-    for name in measure_names:
-        out[name] = to_series(*_typed([r[name] for r in records])).to_numpy() if records else pd.Series(
-            [], dtype=object)
-    if query.rows == "all":
-        for name in rows.columns:
-            if name not in out.columns:
-                out[name] = taken[name]
-    from .columns import localized
-
-    out = localized(query, rows, out)
+    values = {name: to_series(*_typed([r[name] for r in records])).to_numpy() if records
+              else pd.Series([], dtype=object) for name in measure_names}
+    out = output_frame(query, rows, source_rows, values)
     if query.select is not None:
         out = out[list(query.select)]
     return out
