@@ -7,6 +7,12 @@ widget's side is its own code path: ``Workbench.run()`` (the Run button's work: 
 of the results grid) and, apart, ``run_query`` alone (the engine part of it). Ratios are widget / baseline.
 
     python bench/workbench.py [--events 1000000] [--engines automaton stack] [--repeat 3]
+    python bench/workbench.py --flights [--strategies]    # the user's path on the 690k-event flights year
+
+``--flights`` times each step a user takes on ``cepkit.datasets.flights.flight_events()`` with the tour's
+query, once each (wall and CPU seconds; the baseline is ``cepkit.match`` in the same run): the Workbench
+made, Run, a match picked, the Automaton, Explain and Events tabs opened, one candidate explained, Why not?,
+and with ``--strategies`` the Strategies tab (minutes: see bench/README.md).
 """
 from __future__ import annotations
 
@@ -21,6 +27,10 @@ from cepkit.widgets import Workbench
 from cepkit.widgets.execution import as_stream, run_query
 
 QUERY = "SEQ(A a, B b, C c) WITHIN 10 s"
+TOUR_QUERY = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin"""
 
 
 def events(n: int, seed: int = 0) -> pd.DataFrame:
@@ -42,13 +52,48 @@ def best(repeat: int, call) -> tuple:
     return seconds, result
 
 
+def flights(strategies: bool) -> None:
+    from cepkit.widgets.workbench import TABS
+    events = cepkit.datasets.flights.flight_events()
+    rows = []
+
+    def step(name, call):
+        wall, cpu = time.perf_counter(), time.process_time()
+        result = call()
+        rows.append({"step": name, "wall s": round(time.perf_counter() - wall, 2),
+                     "CPU s": round(time.process_time() - cpu, 2)})
+        return result
+
+    wb = step("Workbench(events)", lambda: Workbench(events, query=TOUR_QUERY, tz="America/New_York"))
+    found = step("cepkit.match (baseline)", lambda: cepkit.match(TOUR_QUERY, wb.stream).positions())
+    run = step("Run", wb.run)
+    assert run.matches.positions() == found
+    step("pick a match", lambda: setattr(wb, "selected", len(found) // 2))
+    for tab in ("Automaton", "Explain", "Events"):
+        step(f"{tab} tab", lambda: setattr(wb.tabs, "selected_index", TABS.index(tab)))
+    view = wb.tabs.children[TABS.index("Explain")].children[0]
+    step("explain one candidate", lambda: view.explain(run.matches[5].positions))
+    misses = step("Why not?", view.show_near_misses)
+    if strategies:
+        def compare():
+            wb.tabs.selected_index = TABS.index("Strategies")
+            wb.strategy_compare.wait()
+        step("Strategies tab", compare)
+    print(f"{len(events):,} events, {len(found):,} matches; why_not: {misses.summary()}")
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--engines", nargs="+", default=["automaton", "stack"])
     parser.add_argument("--query", default=QUERY)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--flights", action="store_true", help="the user's path on the flights year")
+    parser.add_argument("--strategies", action="store_true", help="with --flights: the Strategies tab too")
     args = parser.parse_args()
+    if args.flights:
+        return flights(args.strategies)
     frame = events(args.events)
     stream = as_stream(frame)
     rows = []
