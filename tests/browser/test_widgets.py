@@ -53,6 +53,8 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     rows.first.click()
     budget.wait(workbench.get_by_text(re.compile(r"match #\d+")), "the picked match's events under the timeline")
     dom.screenshot(page, workbench, artifacts / "widgets-workbench.png")
+    rows.first.click()                   # picked again: unpicked, and the timeline zooms out to the whole stream
+    budget.wait(workbench.get_by_text("Click a match's line to highlight it"), "the pick cleared")
 
     # clicking a vertex of a match's line on the timeline picks that match: the one its hover label names
     timeline.scroll_into_view_if_needed()
