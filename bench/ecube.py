@@ -1,28 +1,34 @@
-"""E-Cube at small scale: the shapes of [LIU] §4.6 (Fig 4.11-4.14), measured here.
+"""E-Cube: the workloads of [LIU] §4.6 (Fig 4.11-4.14), measured against each query alone through
+``cepkit.match`` in the same run.
 
-Four methods over one seeded stream of stock trades (the company hierarchy of Fig 4.10):
+Methods, over one seeded stream of stock trades (the nine tickers of the company hierarchy, Fig 4.10):
 
-- ``alone``: every query from scratch on the stack engine (the state of the art of [LIU] §4.6);
-- ``top-down``: reuse only general-to-specific; ``bottom-up``: only specific-to-general;
-- ``chase``: Chase chooses among all exact edges (the default of ``cepkit.ECube``).
+- ``match``: every query alone through ``cepkit.match`` (its best engine, as a user calls it): the baseline;
+- ``alone``: the cube with no reuse; ``top-down``: only general-to-specific reuse; ``bottom-up``: only
+  specific-to-general; ``chase``: Chase chooses among all exact edges (the default of ``cepkit.ECube``).
 
-Workloads, as in [LIU] §4.6: *pattern* (W1-W3: a shared ``SEQ(.., INTC, !MSFT, FCF)`` of length 3-5 and its
-extensions by one ticker), *concept* (W4/W5: ``SEQ(Computer, Finance, Education)`` and its drill-downs), and
-two scaling runs: the number of extensions (queries) and the depth of the hierarchy (a chain of concepts
-above one ticker, each level a query); and the time Chase takes to plan the mixed workloads W7 and W8
-(lattice, cost model and arborescence). Times are wall-clock seconds of ``ECube.run`` (building the
-``Matches`` included), best of ``--repeat``, with each method's speed-up over ``alone`` measured in the same
-run; "read" is the load-independent part: the events the engine was fed over all its runs
-(``ECube.work``), as a share of what ``alone`` feeds it. Run from the repository::
+Two densities. *Thesis density* (``--thesis``): trades 0.5 ms apart (the text replays 2,000 per second),
+a 1 s window (integer ticks of 0.5 ms and ``WITHIN 2000``), W1-W3 (``SEQ(INTC a, !MSFT m, FCF b[, ROM e])`` and the longer shared prefixes) at several
+stream lengths, with Chase's planning time and the peak memory of its run (tracemalloc) beside the bytes of
+the results it keeps. Tickers are uniform here, so W2 and W3 grow combinatorially: they run at fewer
+trades. *Small scale*: trades 2 ms apart, a 20 ms window, W1-W5 and two scaling runs (more extensions,
+deeper hierarchies, the mixed W7 and W8), with every method; and Chase's planning time on the mixed workloads W7 and W8.
 
-    python bench/ecube.py [--events 4000] [--repeat 3]
+Times are wall-clock seconds of ``ECube.run`` (the ``Matches`` included) and of the ``cepkit.match`` calls,
+best of ``--repeat``; the ratio is the baseline's time over the method's (above 1: faster than each query
+alone). Run from the repository::
+
+    python bench/ecube.py [--events 4000] [--repeat 3] [--thesis-only | --small-only]
 """
 from __future__ import annotations
 
 import argparse
 import random
 import time
+import tracemalloc
 
+import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 import cepkit
@@ -31,22 +37,28 @@ METHODS = {"alone": (), "top-down": ("g→s",), "bottom-up": ("s→g",), "chase"
 COMPANIES = {"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"],
              "Education": ["EFC", "ANAT", "OREL"]}
 TICKERS = [t for kids in COMPANIES.values() for t in kids]
-WINDOW = " WITHIN 20 ms"
+WINDOW = " WITHIN 20"     # ts in ms (integers: no engine's float rounding at the window's edge)
 
 
-def trades(n: int, seed: int = 0, tickers=TICKERS) -> list:
-    """``n`` trades 2 ms apart (the paper replays 2000 tuples/s), tickers uniform, price 10..99."""
+def trades(n: int, seed: int = 0, tickers=TICKERS, gap: float = 2) -> pd.DataFrame:
+    """``n`` trades ``gap`` ticks apart (ms by default), tickers uniform, price 10..99."""
     rng = random.Random(seed)
-    return [{"type": rng.choice(tickers), "ts": i * 0.002, "price": rng.randrange(10, 100)} for i in range(n)]
+    return pd.DataFrame({"type": [rng.choice(tickers) for _ in range(n)], "ts": np.arange(n) * gap,
+                         "price": [rng.randrange(10, 100) for _ in range(n)]})
 
 
-def pattern_workload(length: int, extensions=("ROM", "EFC", "ANAT", "OREL")) -> dict:
-    """W1-W3: the shared SEQ(.., INTC, !MSFT, FCF) of ``length`` positives and one query per extension."""
-    prefix = ["QQQ q", "DELL d"][: length - 2][::-1]
-    shared = prefix + ["INTC i", "!MSFT m", "FCF f"]
-    queries = {"shared": "SEQ(" + ", ".join(shared) + ")" + WINDOW}
+THESIS = {1: (("ROM", "EFC", "ANAT", "OREL"), (4000, 10000, 20000)),
+          2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
+          3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500))}
+
+
+def pattern_workload(workload: int, extensions=("ROM", "EFC", "ANAT", "OREL"), window: str = WINDOW) -> dict:
+    """W1-W3 of [LIU] §4.6: the shared SEQ(INTC, !MSFT, FCF), SEQ(DELL, INTC, !MSFT, FCF) or
+    SEQ(QQQ, DELL, INTC, !MSFT, FCF), and one query per extension by a ticker."""
+    shared = [[], ["DELL d"], ["QQQ q", "DELL d"]][workload - 1] + ["INTC i", "!MSFT m", "FCF f"]
+    queries = {"shared": "SEQ(" + ", ".join(shared) + ")" + window}
     for ticker in extensions:
-        queries[f"+{ticker}"] = "SEQ(" + ", ".join(shared + [f"{ticker} x"]) + ")" + WINDOW
+        queries[f"+{ticker}"] = "SEQ(" + ", ".join(shared + [f"{ticker} x"]) + ")" + window
     return queries
 
 
@@ -99,10 +111,21 @@ def chase_times(events, repeat: int) -> list:
     return rows
 
 
-def measure(queries: dict, hierarchy, events, repeat: int) -> dict:
-    """method -> (best seconds, matches, events the engine read, plan summary)."""
-    out = {}
-    for method, directions in METHODS.items():
+def alone_through_match(queries: dict, hierarchy, events, repeat: int) -> tuple:
+    """(best seconds, matches) of every query alone through ``cepkit.match``."""
+    best, found = float("inf"), 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        found = sum(len(cepkit.match(text, events, hierarchy=hierarchy)) for text in queries.values())
+        best = min(best, time.perf_counter() - start)
+    return best, found
+
+
+def measure(queries: dict, hierarchy, events, repeat: int, methods=METHODS) -> dict:
+    """method -> (best seconds, matches, events the engine read, plan summary); "match" -> the baseline."""
+    out = {"match": (*alone_through_match(queries, hierarchy, events, repeat), None, "")}
+    for method in methods:
+        directions = METHODS[method]
         best = float("inf")
         for _ in range(repeat):
             cube = cepkit.ECube(queries, hierarchy)
@@ -112,45 +135,85 @@ def measure(queries: dict, hierarchy, events, repeat: int) -> dict:
         steps = ", ".join(f"{s.query}<-{s.source}" for s in cube.last_plan.steps if s.source)
         out[method] = (best, sum(len(m) for m in results.values()), cube.work["events_read"],
                        steps or "all from scratch")
+        del results, cube
     counts = {m: n for m, (_, n, _, _) in out.items()}
     assert len(set(counts.values())) == 1, f"methods disagree on the results: {counts}"
     return out
 
 
-def report(title: str, rows: list) -> None:
+def planning_and_memory(queries: dict, hierarchy, events) -> tuple:
+    """(ms Chase takes to plan, measuring included; peak MB of a Chase run; MB of the rows it keeps)."""
+    cube = cepkit.ECube(queries, hierarchy)
+    start = time.perf_counter()
+    cube.plan(events)
+    planning = (time.perf_counter() - start) * 1000
+    cube = cepkit.ECube(queries, hierarchy)
+    tracemalloc.start()
+    results = cube.run(events)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    kept = sum(len(m) * len(cube.shapes[q].positives) * 8 for q, m in results.items())
+    return planning, peak / 2 ** 20, kept / 2 ** 20
+
+
+def report(title: str, rows: list, methods=("top-down", "bottom-up", "chase")) -> None:
     print(f"\n### {title}\n")
-    print("| workload | queries | matches | alone | top-down | bottom-up | chase | chase's reuse |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| workload | queries | matches | each alone (cepkit.match) | " + " | ".join(methods) + " | chase's reuse |")
+    print("|---" * (5 + len(methods)) + "|")
     for label, n, result in rows:
-        alone, read = result["alone"][0], result["alone"][2]
-        cells = [f"{result[m][0]:.3f} s ({alone / result[m][0]:.1f}x), {result[m][2] / read:.2f} read"
-                 for m in ("top-down", "bottom-up", "chase")]
-        print(f"| {label} | {n} | {result['alone'][1]} | {alone:.3f} s, {read} read | " + " | ".join(cells)
+        base = result["match"][0]
+        cells = [f"{result[m][0]:.3f} s ({base / result[m][0]:.1f}x)" for m in methods]
+        print(f"| {label} | {n} | {result['match'][1]} | {base:.3f} s | " + " | ".join(cells)
               + f" | {result['chase'][3]} |")
+
+
+def thesis_density(repeat: int) -> None:
+    hierarchy = cepkit.Hierarchy(COMPANIES)
+    print("\n### Thesis density (Fig 4.11(a) / 4.13(a) workloads): 2,000 trades/s, 1 s window\n")
+    print("| workload | trades | matches | each alone (cepkit.match) | cube, no reuse | chase | Chase plans in "
+          "| chase's peak memory / results kept |")
+    print("|---|---|---|---|---|---|---|---|")
+    for workload, (extensions, sizes) in tqdm(THESIS.items(), desc="thesis density"):
+        name, queries = f"W{workload}", pattern_workload(workload, extensions, " WITHIN 2000")
+        for n in sizes:
+            events = trades(n, gap=1)           # ticks of 0.5 ms
+            result = measure(queries, hierarchy, events, repeat, methods=("alone", "chase"))
+            planning, peak, kept = planning_and_memory(queries, hierarchy, events)
+            base = result["match"][0]
+            print(f"| {name} | {n} | {result['match'][1]} | {base:.3f} s | "
+                  f"{result['alone'][0]:.3f} s ({base / result['alone'][0]:.1f}x) | "
+                  f"{result['chase'][0]:.3f} s ({base / result['chase'][0]:.1f}x) | {planning:.0f} ms | "
+                  f"{peak:.0f} MB / {kept:.0f} MB |", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=4000)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--thesis-only", action="store_true")
+    parser.add_argument("--small-only", action="store_true")
     args = parser.parse_args()
-    events = cepkit.runtime.Stream.from_any(trades(args.events))
+    if not args.small_only:
+        thesis_density(args.repeat)
+    if args.thesis_only:
+        return
+    events = trades(args.events)
     hierarchy = cepkit.Hierarchy(COMPANIES)
-    jobs = ([("pattern", f"W{length - 2} (shared length {length})", pattern_workload(length), hierarchy)
-             for length in (3, 4, 5)]
+    jobs = ([("pattern", f"W{w} (shared length {w + 2})", pattern_workload(w), hierarchy) for w in (1, 2, 3)]
             + [("concept", "W4/W5 (q16, q17, q18)", concept_workload(), hierarchy)]
-            + [("queries", f"shared length 3, {k} extensions", pattern_workload(3, TICKERS[:k]), hierarchy)
-               for k in (1, 2, 4, 8)])
+            + [("queries", f"shared length 3, {k} extensions", pattern_workload(1, TICKERS[:k]), hierarchy)
+               for k in (1, 2, 4, 8)]
+            + [("mixed", name, queries, hierarchy) for name, queries in mixed_workloads().items()])
     for depth in (2, 4, 6):
         queries, children = depth_workload(depth)
         jobs.append(("depth", f"hierarchy depth {depth}", queries, cepkit.Hierarchy(children)))
     sections: dict = {}
     for section, label, queries, h in tqdm(jobs, desc="workloads"):
         sections.setdefault(section, []).append((label, len(queries), measure(queries, h, events, args.repeat)))
-    print(f"\n{args.events} trades, 2 ms apart, window 20 ms; best of {args.repeat}; speed-up over alone in "
-          "parentheses; events read by the engine as a share of alone's")
+    print(f"\n{args.events} trades, 2 ms apart, window 20 ms; best of {args.repeat}; speed-up over each query "
+          "alone through cepkit.match in parentheses")
     titles = {"pattern": "Pattern workloads (Fig 4.11(a) / 4.13(a) shape)", "concept": "Concept workload (Fig 4.12(a))",
-              "queries": "More queries (pattern, shared length 3)",
+              "queries": "More queries (pattern, shared length 3)", "mixed": "Mixed workloads W7, W8",
               "depth": "Deeper hierarchies (one query per level, concept chain)"}
     for section, rows in sections.items():
         report(titles[section], rows)

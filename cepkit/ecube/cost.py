@@ -172,14 +172,21 @@ class CostModel:
             cost += self.events(item) * u.C_app + r * self.in_window(specific, item) * u.C_ct
         return cost
 
-    def join_pattern(self, general: Shape, specific: Shape, added: list) -> float:
-        """g→s pattern, Eqs 4.2-4.3: the added items' events are appended and joined with the general
-        results (``|R_qi|·Π|S_m|·Pt``), the results re-read once, negations checked per candidate."""
+    def join_pattern(self, general: Shape, specific: Shape, added: list, extends: bool) -> float:
+        """g→s pattern, Eqs 4.2-4.3 (ours where the text's join differs from what runs). ``extends``: each
+        general result is read and repeated per fitting event of the one added item, so the cost is
+        the results read and written, ``|R_qi|·C_access + |R_qj|·C_app``. Otherwise the specific query
+        runs over the part of the stream the general results and the added and negated items cover (its
+        scratch cost scaled by that part's share of its relevant events) and its matches are joined
+        with the general results (each visited once)."""
         u, r = self.units, self.results(general)
-        joined = r * math.prod(self.in_window(specific, i) * u.Pt for i in added if i.positive)
-        checks = sum(self.in_window(specific, i) for i in added if not i.positive) * joined * u.C_ct
-        appended = sum(self.events(i) for i in added) * u.C_app
-        return appended + r * u.C_type * len(general.items) + joined * u.C_access + checks + r
+        if extends:
+            return r * u.C_access + self.results(specific) * u.C_app
+        relevant = sum(self.events(item) for item in specific.items) or 1.0
+        part = r * len(general.positives) + sum(self.events(i) for i in added) + \
+            sum(self.events(i) for i in specific.items if not i.positive)
+        share = min(1.0, part / relevant)
+        return self.scratch_cost(specific) * share + (r + self.results(specific)) * u.C_access
 
     def union_concept(self, general: Shape, specific: Shape, deltas: list) -> float:
         """s→g concept, Eq 4.8 ``C(qi) − C(qj)``: only the pointer pairs the child did not cover are

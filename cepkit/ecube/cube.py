@@ -41,7 +41,8 @@ class ECube:
     ----------
     queries : mapping name -> query text or ``Query`` (a list is named q1, q2, ...)
     hierarchy : the concept hierarchy (of types, or of an attribute's values), or None
-    engine : the engine that evaluates from scratch and the delta queries (``stack``)
+    engine : the engine that evaluates from scratch and the delta queries (``auto``: the one ``cepkit.match``
+        would choose for each)
     units : the cost model's unit costs and default selectivities
 
     Examples
@@ -56,7 +57,7 @@ class ECube:
     {'q1': [(0, 2), (1, 2), (0, 3), (1, 3)], 'q2': [(0, 2), (0, 3)]}
     """
 
-    def __init__(self, queries, hierarchy=None, *, engine: str = "stack", units: UnitCosts = UnitCosts()):
+    def __init__(self, queries, hierarchy=None, *, engine: str = "auto", units: UnitCosts = UnitCosts()):
         self.hierarchy = as_hierarchy(hierarchy)
         self.engine = engine
         self.units = units

@@ -33,6 +33,7 @@ of the stream (``FilterConcept`` with a coarser negation, ``JoinPattern``) are n
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, replace
 from typing import Optional
 
@@ -58,7 +59,7 @@ class Executor:
     (docs/language.md §10.2), as every strategy below returns them. Rows are never turned into ``Match``
     objects here: the strategies work on these arrays with numpy."""
 
-    def __init__(self, stream: Stream, engine: str = "stack"):
+    def __init__(self, stream: Stream, engine: str = "auto"):
         self.stream = stream
         self.engine = engine
         self._plans: dict = {}
@@ -69,8 +70,10 @@ class Executor:
     def _plan(self, shape: Shape):
         plan = self._plans.get(shape)
         if plan is None:
-            if self.engine == "auto":       # the engine cepkit.match would choose
-                plan = select_engine(shape.query, "auto", {})[1]
+            if self.engine == "auto":       # the engine cepkit.match would choose (never the cube itself)
+                chosen, plan = select_engine(shape.query, "auto", {})
+                if chosen.name == "ecube":
+                    plan = get_engine("stack").compile(shape.query)
             else:
                 plan = get_engine(self.engine).compile(shape.query)
             self._plans[shape] = plan
@@ -241,7 +244,7 @@ class JoinPattern:
         return [item for k, item in enumerate(self.specific.items) if k not in self.embedding]
 
     def cost(self, model: CostModel) -> float:
-        return model.join_pattern(self.general, self.specific, self.added)
+        return model.join_pattern(self.general, self.specific, self.added, self.extends)
 
     def run(self, executor: Executor, rows) -> np.ndarray:
         width = len(self.specific.positives)
@@ -284,12 +287,13 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
         np.full(n, len(candidates), np.int64)
     within = specific.within
     if within is not None and len(candidates) and column in (0, width):
-        w = within.seconds      # compared as the stack engine does: ts(first) ≥ ts(last) − w
+        w = within.seconds      # compared as the reference does: max ts − min ts ≤ w, with its rounding slack
+        w = w + 8 * math.ulp(max(1.0, w, float(np.abs(times).max())))
         near = times[candidates]
         if column == width:      # a new last item e
-            stops = np.minimum(stops, _edge(near, times[idx[:, 0]], lambda e, f: f >= e - w, w, last=True))
+            stops = np.minimum(stops, _edge(near, times[idx[:, 0]], lambda e, f: e - f <= w, w, last=True))
         else:                    # a new first item e
-            starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: e >= t - w, w, last=False))
+            starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: t - e <= w, w, last=False))
     counts = np.maximum(stops - starts, 0)
     total = int(counts.sum())
     general = np.repeat(np.arange(n), counts)                  # each specific row's general row
