@@ -10,7 +10,7 @@ whose items hold arbitrary type sets, such as "TX but not Dallas".
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Optional
 
 import numpy as np
@@ -105,8 +105,7 @@ class Shape:
                     extra.append(A.BoolNot(A.In(attr, tuple(A.Literal(v) for v in _sorted(item.excluded)))))
         ast = A.QueryNode(pattern=A.Seq(tuple(atoms)), where=A.conjoin(self.conditions + tuple(extra)),
                           within=self.within, partition_by=self.partition_by)
-        hierarchy = Hierarchy({name: sorted(types) for types, name in flat.items()}) if flat else None
-        return parse(pretty(ast), hierarchy)
+        return _parsed(pretty(ast), tuple((name, tuple(sorted(types))) for types, name in flat.items()))
 
     @cached_property
     def _names(self) -> tuple:
@@ -134,6 +133,13 @@ class Shape:
 
     def __str__(self):
         return "SEQ(" + ", ".join(str(i) for i in self.items) + ")"
+
+
+@lru_cache(maxsize=1024)
+def _parsed(text: str, concepts: tuple) -> Query:
+    """A helper query parsed once per process (planning a cube parses its delta queries: ~5 ms each), under
+    the flat hierarchy of its ``concepts`` ((name, types) pairs)."""
+    return parse(text, Hierarchy({name: list(types) for name, types in concepts}) if concepts else None)
 
 
 def in_output_order(rows: np.ndarray) -> np.ndarray:
