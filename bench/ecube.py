@@ -7,7 +7,7 @@ Methods, over one seeded stream of stock trades (the nine tickers of the company
 - ``alone``: the cube with no reuse; ``top-down``: only general-to-specific reuse; ``bottom-up``: only
   specific-to-general; ``chase``: Chase chooses among all exact edges (the default of ``cepkit.ECube``).
 
-Two densities. *Thesis density* (``--thesis``): trades 0.5 ms apart (the text replays 2,000 per second),
+Two densities. *Thesis density* (alone: ``--thesis-only``): trades 0.5 ms apart (the text replays 2,000 per second),
 a 1 s window (integer ticks of 0.5 ms and ``WITHIN 2000``), W1-W3 (``SEQ(INTC a, !MSFT m, FCF b[, ROM e])`` and the longer shared prefixes) at several
 stream lengths, with Chase's planning time and the peak memory of its run (tracemalloc) beside the bytes of
 the results it keeps. Tickers are uniform here, so W2 and W3 grow combinatorially: they run at fewer
