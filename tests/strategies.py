@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.lang import ast as A
-from cepkit.lang.printer import pretty
+from cepkit.lang.printer import is_spelled_as_item, pretty
 
 TYPES = ("A", "B", "C")
 
@@ -283,8 +283,9 @@ def pattern_trees(max_leaves: int = 8):
                       st.one_of(st.none(), st.sampled_from(SYNTAX_VARS)))
 
     def extend(inner):
-        negatable = st.one_of(inner, condition_trees(3))
-        item = st.one_of(inner, inner, condition_trees(3), st.builds(A.Not, negatable),
+        item_conds = condition_trees(3).filter(is_spelled_as_item)   # a string alone there is a type name
+        negatable = st.one_of(inner, item_conds)
+        item = st.one_of(inner, inner, item_conds, st.builds(A.Not, negatable),
                          st.builds(A.Exists, negatable), st.builds(A.Not, st.builds(A.Not, inner)))
         items = st.lists(item, min_size=1, max_size=3).map(tuple)
         return st.one_of(
@@ -316,6 +317,7 @@ def query_trees(draw, max_leaves: int = 8):
         strategy=draw(st.one_of(st.none(), st.sampled_from(PATTERN_STRATEGIES))),
         source=draw(st.sampled_from(["S", "Stream1"])) if core_style else None,
         core_style=core_style,
+        limit=draw(st.one_of(st.none(), st.integers(1, 10 ** 6))),
     )
 
 

@@ -279,6 +279,11 @@ class _ToAst:
         left, op, right = children
         return A.Arith(str(op), left, right, span=self._span(meta))
 
+    def string_sum(self, meta, children):
+        text, op, right = children
+        return A.Arith(str(op), A.Literal(_unquoted(str(text)), span=self._tok_span(text)), right,
+                       span=self._span(meta))
+
     def neg(self, meta, children):
         arg = children[-1]
         if isinstance(arg, A.Literal) and isinstance(arg.value, (int, float)) and not isinstance(arg.value, bool):

@@ -57,6 +57,18 @@ def _type_name(name: str) -> str:
     return '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def is_spelled_as_item(cond: A.Expr) -> bool:
+    """Whether a condition can be written as an item of SEQ(...)/AND(...) or after ``!``: not when it starts
+    with a string that only ``,``, ``)`` or ``or`` follows, since the parser reads that string as a type name
+    (docs/language.md §12)."""
+    parent = None
+    while isinstance(cond, (A.Arith, A.Compare, A.In, A.BoolOp)):
+        parent, cond = cond, (cond.args[0] if isinstance(cond, A.BoolOp) else
+                              cond.arg if isinstance(cond, A.In) else cond.left)
+    leads = isinstance(cond, A.Literal) and isinstance(cond.value, str)
+    return not leads or not (parent is None or (isinstance(parent, A.BoolOp) and parent.op == "or"))
+
+
 class _Printer(Visitor):
     # ------------------------------------------------------------------ patterns: (text, precedence)
     def pat(self, node, min_prec: int) -> str:
@@ -99,14 +111,19 @@ class _Printer(Visitor):
         if isinstance(node, A.Exists):
             return "EXISTS " + self.neg_item(node.item)
         if isinstance(node, A.Expr):
-            return self.cond(node)
+            return self.item_cond(node)
         return self.pat(node, _P_FILTER)
+
+    def item_cond(self, node) -> str:
+        if not is_spelled_as_item(node):
+            raise ValueError(f"{node!r} has no spelling as an item: a string alone there is a type name")
+        return self.cond(node)
 
     def neg_item(self, node) -> str:
         if isinstance(node, (A.Not, A.Exists)):
             return self.item(node)
         if isinstance(node, A.Expr):
-            return "(" + self.cond(node) + ")"
+            return "(" + self.item_cond(node) + ")"
         return self.pat(node, _P_PRIMARY)
 
     # ------------------------------------------------------------------ conditions

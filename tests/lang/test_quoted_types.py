@@ -5,6 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import cepkit
+from cepkit.lang import ast as A
 from cepkit.runtime.registry import registered
 from cepkit.runtime.selection import select_engine
 from strategies import streams
@@ -77,3 +78,52 @@ def test_every_engine_agrees_with_the_reference_on_quoted_types(engine, text, ev
     expected = cepkit.match(text, events, engine="reference")
     got = cepkit.match(text, events, engine=engine)
     assert [m.key for m in got] == [m.key for m in expected]
+
+
+# A string then '+' inside SEQ(...) is a sum, not a quoted Kleene type, unless the '+' is attached and no value
+# follows it (the random round trip of tests/lang/test_roundtrip.py found '' + null).
+@pytest.mark.parametrize("text, printed", [
+    ("SEQ(A a, '' + null)", "SEQ(A AS a, '' + null)"),
+    ("SEQ(A a, 'x' + a.v > 1)", "SEQ(A AS a, 'x' + a.v > 1)"),
+    ("SEQ(A a, 'x'+a.v > 1)", "SEQ(A AS a, 'x' + a.v > 1)"),
+    ("SEQ(A a, 'x'+1 = count(a))", "SEQ(A AS a, 'x' + 1 = count(a))"),
+    ("AND(A a, 'a' + a.s = 'ab')", "AND(A AS a, 'a' + a.s = 'ab')"),
+    ("SEQ(A a, 'T'+ v)", "A AS a ; T+ AS v"),
+    ("SEQ(A a, \"T\"+, B b)", "A AS a ; T+ ; B AS b"),
+    ("SEQ(A a, 'check-in'+ -- a comment\n)", 'A AS a ; "check-in"+'),
+])
+def test_a_string_then_plus_in_an_item_is_a_sum_unless_attached(text, printed):
+    tree = cepkit.lang.parser.parse_tree(text)
+    assert cepkit.pretty(tree) == printed
+    assert cepkit.lang.parser.parse_tree(printed) == tree
+
+
+@pytest.mark.parametrize("text, column", [("SEQ('')", 5), ("SEQ(A a, \"\")", 10), ("SEQ(A a, ''+)", 10)])
+def test_an_empty_quoted_type_as_an_item_is_an_error_with_a_caret(text, column):
+    with pytest.raises(cepkit.QueryError) as err:
+        cepkit.lang.parser.parse_tree(text)
+    assert (err.value.line, err.value.column) == (1, column)
+    assert "cannot be empty" in str(err.value)
+
+
+def test_a_spaced_plus_after_a_string_wants_a_value():
+    with pytest.raises(cepkit.QueryError) as err:
+        cepkit.parse("SEQ(A a, 'T' +)")
+    assert (err.value.line, err.value.column) == (1, 15)
+
+
+@pytest.mark.parametrize("item", [
+    A.Literal("x"), A.Literal(""), A.BoolOp("or", (A.Literal("x"), A.Attr("a", "v"))), A.Not(A.Literal("x")),
+    A.BoolOp("and", (A.BoolOp("or", (A.Literal("x"), A.Literal(1))), A.Literal(2))),
+])
+def test_a_condition_item_led_by_a_lone_string_has_no_spelling(item):
+    # The parser reads such a string as a type name (docs/language.md §12): printing it would change the tree.
+    with pytest.raises(ValueError, match="no spelling"):
+        cepkit.pretty(A.Seq((A.Atom("A", "a"), item)))
+
+
+def test_random_query_trees_with_limit_round_trip_the_found_case():
+    tree = A.QueryNode(pattern=A.Seq((A.Atom("A", "a"), A.Arith("+", A.Literal(""), A.Literal(None)))), limit=3)
+    printed = cepkit.pretty(tree)
+    assert printed == "SEQ(A AS a, '' + null) LIMIT 3"
+    assert cepkit.lang.parser.parse_tree(printed) == tree
