@@ -30,12 +30,12 @@ from recovery import MODES, QUERIES, Run, make_events, match_keys  # noqa: E402
 import cepkit.spark  # noqa: E402
 
 
-def groups_of_cases() -> list:
-    """Every engine x mode, each case once, in groups of at most 4 queries per runner (local[2] runs them
+def groups_of_cases(size: int) -> list:
+    """Every engine x mode, each case once, in groups of ``size`` queries per runner (local[2] runs them
     side by side); sinks alternate between the file sink and foreachBatch."""
     cases = [[engine, mode, "files" if i % 2 == 0 else "foreach"]
              for i, (engine, mode) in enumerate((e, m) for m in MODES for e in QUERIES)]
-    return [cases[i:i + 4] for i in range(0, len(cases), 4)]
+    return [cases[i:i + size] for i in range(0, len(cases), size)]
 
 
 def main() -> None:
@@ -45,6 +45,7 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=12, help="micro-batches (one source file each)")
     parser.add_argument("--kills", type=int, default=4, help="kill points per group of cases")
     parser.add_argument("--groups", type=int, default=None, help="run only the first N groups")
+    parser.add_argument("--group-size", type=int, default=2, help="streaming queries per runner process")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--no-batch", action="store_true", help="skip the batch retry check")
     args = parser.parse_args()
@@ -53,10 +54,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     events = make_events(args.events, args.keys, args.seed)
     total_kills, rows = 0, []
-    groups = groups_of_cases()[:args.groups]
+    groups = groups_of_cases(args.group_size)[:args.groups]
     with tempfile.TemporaryDirectory(prefix="cepkit-recovery-") as folder:
         for g, cases in enumerate(groups):
-            run = Run(Path(folder) / f"group{g}", cases)
+            run = Run(Path(folder) / f"group{g}", cases, max_crashes=20)
             run.root.mkdir(parents=True)
             run.prepare(events, files=args.files, seed=args.seed)
             batches = sorted(rng.choice(np.arange(1, args.files - 1), args.kills, replace=args.kills > args.files - 2))
@@ -72,7 +73,7 @@ def main() -> None:
                                                       engine=case[0]).toPandas(), query)
                 lost, extra = sum((truth - committed).values()), sum((committed - truth).values())
                 rows.append({"engine": case[0], "mode": case[1], "sink": case[2], "matches": sum(truth.values()),
-                             "kills": len(run.kills), "lost": lost, "duplicated": extra, "group s": round(seconds)})
+                             "kills": len(run.kills), "crashes": run.crashes, "lost": lost, "duplicated": extra, "group s": round(seconds)})
                 print(rows[-1], flush=True)
             print("kill points:", run.kills, flush=True)
         table = pd.DataFrame(rows)

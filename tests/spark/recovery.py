@@ -85,6 +85,7 @@ class Run:
     events: pd.DataFrame = None
     kills: list = field(default_factory=list)      # (kind, batch it aimed at, seconds into the run)
     crashes: int = 0                                 # runs ended by a transient failure (``TRANSIENT``)
+    max_crashes: int = 5
 
     @property
     def config(self) -> Path:
@@ -126,7 +127,7 @@ class Run:
                                 stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True,
                                 cwd=self.root)
 
-    def kill_and_restart(self, points: list, timeout: float = 900) -> None:
+    def kill_and_restart(self, points: list, timeout: float = 1800) -> None:
         """For each point, ("boundary", b): kill once the watched case has committed batch b; ("inside", b):
         kill while batch b runs (its offsets written, its commit not yet), after a moment in it. The watched
         case is the first. Then one last run to the end. Raises if the runner fails on its own."""
@@ -180,7 +181,7 @@ class Run:
         settable; seen under a load of 15-20 on 2 cores), not cepkit's: the run restarts, as after a kill."""
         text = log_path.read_text(errors="replace")
         last = text[text.rfind("[recovery]") + 1:]          # since the last restart
-        if any(sign in last for sign in TRANSIENT) and self.crashes < 5:
+        if any(sign in last for sign in TRANSIENT) and self.crashes < self.max_crashes:
             with open(log_path, "a") as log:
                 log.write("\n[recovery] a transient failure: restarting\n")
             return True

@@ -48,7 +48,7 @@ def test_batch_tasks_failing_once_give_identical_results(tmp_path):
     run = Run(tmp_path, cases)
     run.prepare(make_events(3_000, 40, seed=5), files=2, seed=5)
     runner = run.start("batch", log=open(tmp_path / "batch.log", "wb"))
-    assert runner.wait(timeout=600) == 0, (tmp_path / "batch.log").read_text()[-3000:]
+    assert runner.wait(timeout=1200) == 0, (tmp_path / "batch.log").read_text()[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     for engine, _, _ in cases:
         assert results[engine]["rows"] > 50
