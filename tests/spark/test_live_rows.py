@@ -106,7 +106,7 @@ def streamed_rows(query: str, arrival, engine: str) -> None:
     q = cepkit.parse(query)
     assume(q.within is not None and not whole_history(q))
     try:
-        cepkit.runtime.registry.select_engine(q, engine, {})
+        cepkit.runtime.selection.select_engine(q, engine, {})
     except cepkit.QueryError:
         assume(False)
     events, jitter, batches, delay, restarts = arrival

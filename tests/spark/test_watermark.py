@@ -117,7 +117,7 @@ def test_every_engine_streams_incrementally_and_survives_a_lost_matcher(match_ro
     @given(STREAM_QUERIES[engine], arrivals("ses" if engine == "ses" else "cel"), st.sets(st.integers(0, 4)))
     def check(query, arrival, restarts):
         try:
-            cepkit.runtime.registry.select_engine(cepkit.parse(query), engine, {})
+            cepkit.runtime.selection.select_engine(cepkit.parse(query), engine, {})
         except cepkit.QueryError:
             return
         assert_stream_agrees(match_rows, query, *arrival, engine=engine, restarts=restarts)
