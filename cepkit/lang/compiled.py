@@ -33,12 +33,11 @@ False
 """
 from __future__ import annotations
 
-from numbers import Number
 from typing import Callable, Optional, Tuple
 
 from ..errors import EventError
 from . import ast as A
-from .values import ARITH, COMPARE, cannot_compare, not_a_number
+from .values import arith, cannot_compare, compare, is_number, member, not_a_number, truthy
 
 Reader = Callable[[object], object]                 # binding -> value
 Locator = Callable[[object], Optional[int]]         # binding -> position of the event read, or None
@@ -68,12 +67,9 @@ def compile_condition(expr: A.Expr, access: Access) -> Test:
         arg = compile_value(expr.arg, access)
         options = tuple(compile_value(v, access) for v in expr.values)
 
-        def is_in(b):
-            value = arg(b)
-            return value is not None and any(value == o(b) for o in options)
-        return is_in
+        return lambda b: member(arg(b), (o(b) for o in options))
     value = compile_value(expr, access)
-    return lambda b: bool(value(b))   # None is false
+    return lambda b: truthy(value(b))
 
 
 def compile_value(expr: A.Expr, access: Access) -> Callable[[object], object]:
@@ -117,17 +113,15 @@ def blame(expr: A.Expr, access: Access) -> Callable[[object], tuple]:
 
 def _compare(expr: A.Compare, access: Access) -> Test:
     left, right = compile_value(expr.left, access), compile_value(expr.right, access)
-    op, name, where = COMPARE[expr.op], expr.op, blame(expr, access)
+    op, where = expr.op, blame(expr, access)
 
-    def compare(b):
+    def compared(b):
         x, y = left(b), right(b)
-        if x is None or y is None:
-            return False
         try:
-            return bool(op(x, y))
+            return compare(op, x, y)
         except TypeError:
-            raise EventError(*where(b), cannot_compare(name, x, y)) from None
-    return compare
+            raise EventError(*where(b), cannot_compare(op, x, y)) from None
+    return compared
 
 
 def _negate(expr: A.Neg, access: Access):
@@ -137,7 +131,7 @@ def _negate(expr: A.Neg, access: Access):
         value = inner(b)
         if value is None:
             return None
-        if not isinstance(value, Number):
+        if not is_number(value):
             raise EventError(*where(b), not_a_number(value))
         return -value
     return negate
@@ -145,21 +139,16 @@ def _negate(expr: A.Neg, access: Access):
 
 def _arith(expr: A.Arith, access: Access):
     left, right = compile_value(expr.left, access), compile_value(expr.right, access)
-    op = _divide if expr.op == "/" else ARITH[expr.op]
+    op = expr.op
     left_where, right_where = blame(expr.left, access), blame(expr.right, access)
 
-    def arith(b):
+    def computed(b):
         x, y = left(b), right(b)
         if x is None or y is None:
             return None
-        if not isinstance(x, Number):
+        if not is_number(x):
             raise EventError(*left_where(b), not_a_number(x))
-        if not isinstance(y, Number):
+        if not is_number(y):
             raise EventError(*right_where(b), not_a_number(y))
-        return op(x, y)
-    return arith
-
-
-def _divide(x, y):
-    """``x / y``, null on a division by zero."""
-    return None if y == 0 else x / y
+        return arith(op, x, y)
+    return computed

@@ -9,7 +9,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-EXACT_FLOAT = 2 ** 53   # integers up to this size are exact in a float64
+from ..lang.values import EXACT_FLOAT  # integers up to this size are exact in a float64
 
 
 class AttributeColumn:

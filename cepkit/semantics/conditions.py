@@ -22,12 +22,11 @@ outside its iteration, to the tuple of its indices in order. The rules:
 from __future__ import annotations
 
 import itertools
-from numbers import Number
 from typing import Mapping, Optional, Sequence
 
 from ..errors import EventError
 from ..lang import ast as A
-from ..lang.values import arith, cannot_compare, compare, not_a_number, truthy
+from ..lang.values import arith, cannot_compare, compare, is_number, member, not_a_number, truthy
 
 
 def holds(cond: A.Expr, env: Mapping, events: Sequence) -> bool:
@@ -149,8 +148,7 @@ class _Predicate:
         if isinstance(node, A.Compare):
             return self._compare(node)
         if isinstance(node, A.In):
-            value = self.value(node.arg)
-            return value is not None and any(value == self.value(v) for v in node.values)
+            return member(self.value(node.arg), (self.value(v) for v in node.values))
         if isinstance(node, (A.BoolOp, A.BoolNot)):
             return holds(node, self.env, self.events)  # a parenthesized condition used as a value
         raise TypeError(f"not a condition node: {node!r}")
@@ -205,7 +203,7 @@ class _Predicate:
             raise EventError(position, field, cannot_compare(node.op, left, right)) from None
 
     def _number(self, value, node, index: Optional[int] = None):
-        if isinstance(value, Number):
+        if is_number(value):
             return value
         if index is None:
             position, field = self._blame(node)

@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from ...runtime.event_record import PUNCTUATION
-from ..unary import Columns
+from ..unary import StreamColumns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
@@ -309,7 +309,7 @@ class Inputs:
     def __init__(self, program, stream):
         self.stream = stream
         self.window = program.query.within
-        self.letter = program.letters.of_codes(program.alphabet.letters_of(Columns(stream)))
+        self.letter = program.letters.of_codes(program.alphabet.letters_of(StreamColumns(stream)))
         program.table.ensure_letters(len(program.letters))
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
         read = np.flatnonzero(~punctuation) if punctuation.any() else None

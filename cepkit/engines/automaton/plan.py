@@ -19,7 +19,7 @@ from ...runtime.match_list import MatchList
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
-from ..unary import Columns
+from ..unary import StreamColumns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
@@ -299,7 +299,7 @@ class AutomatonMatcher(IncrementalPlan):
         read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
         if not len(read):
             return []
-        letters = program.letters.of_codes(program.alphabet.letters_of(Columns(stream)))[read]
+        letters = program.letters.of_codes(program.alphabet.letters_of(StreamColumns(stream)))[read]
         program.table.ensure_letters(len(program.letters))
         if program.query.partition_by:
             groups, firsts = _first_appearance(stream.key_codes(program.query.partition_by)[read])

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...lang.printer import _Printer
-from ..unary import Columns, unary_truth
+from ..unary import StreamColumns, unary_truth
 from ...semantics.conditions import holds
 
 EVENT = "_event"  # the one variable of a guard's condition: the event the transition reads
@@ -115,8 +115,8 @@ class Alphabet:
         return any(types is None or event_type in types for types in self._scopes[cond])
 
     # ------------------------------------------------------------------ a whole stream
-    def letters_of(self, columns: "Columns") -> np.ndarray:
-        """The letter of every event of a stream (its ``Columns``; the smallest unsigned integers that
+    def letters_of(self, columns: "StreamColumns") -> np.ndarray:
+        """The letter of every event of a stream (its ``StreamColumns``; the smallest unsigned integers that
         hold a bit per test, Python ints past 63 tests), column-wise: the type tests once per distinct
         type, each condition once over its events (those whose type bits a guard using it accepts)."""
         stream = columns.stream

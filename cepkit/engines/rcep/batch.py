@@ -24,7 +24,7 @@ from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import AT_LAST, MatchArrays
-from ..unary import Columns, vector_value
+from ..unary import StreamColumns, vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
 from .kernel import (STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute,
@@ -39,7 +39,7 @@ def runs_columnar(plan) -> bool:
             and not any(slot.per_event for slot in plan.slots))
 
 
-def key_columns(joins: list, chains: list, columns: Columns) -> Optional[tuple]:
+def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
     """(values, valid, ids) over the whole stream: one row of values per distinct key (``x.v`` and ``y.v``
     read the same column), and the rows each side reads, (join left, join right, chain previous, chain
     current) arrays; None when a key is not a number numpy computes as the language does (strings,
@@ -94,7 +94,7 @@ def _plain(expr: A.Expr) -> A.Expr:
 def run(plan, stream: Stream):
     """(MatchArrays, counters) of the whole stream, or None when its keys keep it off the kernel."""
     pattern, slots = plan.pattern, plan.slots
-    columns = Columns(stream)
+    columns = StreamColumns(stream)
     keys = key_columns(pattern.joins, pattern.chains, columns)
     if keys is None:
         return None

@@ -38,7 +38,7 @@ from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
-from ..unary import Columns, unary_truth
+from ..unary import StreamColumns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
 from .batch import grouped, run as columnar_run, runs_columnar
@@ -137,8 +137,8 @@ class RcepPlan(Plan):
                 **({"blocks": dict(stats.blocks)} if self.join == "zorder" else {})}
 
     # ------------------------------------------------------------------ per event
-    def accepted(self, k: int, columns: Columns, read: np.ndarray) -> np.ndarray:
-        """``accepts`` over a whole stream (its ``engines.unary.Columns``): type test and local tests of
+    def accepted(self, k: int, columns: StreamColumns, read: np.ndarray) -> np.ndarray:
+        """``accepts`` over a whole stream (its ``engines.unary.StreamColumns``): type test and local tests of
         slot k, column-wise, on the events of ``read``."""
         types, slot = self.types[k], self.slots[k]
         mask = read if types is None else read & columns.type_in(types)
@@ -209,7 +209,7 @@ class RcepMatcher(IncrementalPlan):
         expiry is the same at the next accepted event). Not under STNM, whose releases need every event."""
         plan = self.plan
         read = ~stream.type_in({PUNCTUATION})
-        columns = Columns(stream)
+        columns = StreamColumns(stream)
         accepted = np.array([plan.accepted(k, columns, read) for k in range(len(plan.slots))]).reshape(
             len(plan.slots), len(stream))
         keys = stream.key_codes(plan.query.partition_by)

@@ -25,7 +25,7 @@ from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
-from ..unary import Columns, unary_truth
+from ..unary import StreamColumns, unary_truth
 from ..rcep.batch import grouped, key_columns
 from ..rcep.joins import OP_CODES
 from ..rcep.pattern import condition_role
@@ -89,7 +89,7 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     layout = Layout.of(plan)
     if layout is None:
         return None
-    columns = Columns(stream)
+    columns = StreamColumns(stream)
     keys = key_columns(layout.joins, layout.chains, columns)
     if keys is None:
         return None
