@@ -66,6 +66,14 @@ class StreamColumns:
             self._columns[attr] = found
         return found
 
+    def exact_column(self, node: A.Attr) -> tuple:
+        """``column`` of the attribute ``node`` reads when its known values are all numbers or all strings;
+        ``NotVectorizable`` otherwise (booleans, mixed kinds, huge integers: the reference decides them
+        event by event, on the events in scope only)."""
+        if node.attr not in ("ts", "type") and self.stream.column(node.attr).kind not in ("num", "str"):
+            raise NotVectorizable
+        return self.column(node.attr)
+
 
 def vector_truth(cond: A.Expr, columns: StreamColumns) -> Optional[np.ndarray]:
     """Whether ``cond`` holds of each event, column-wise; None when only the reference semantics can say.
@@ -74,7 +82,7 @@ def vector_truth(cond: A.Expr, columns: StreamColumns) -> Optional[np.ndarray]:
     and ``not`` of it is true.
     """
     try:
-        held = condition_values(cond, lambda node: columns.column(node.attr))
+        held = condition_values(cond, columns.exact_column)
     except NotVectorizable:
         return None
     return np.broadcast_to(np.asarray(held, dtype=bool), (len(columns.stream),))
@@ -84,7 +92,7 @@ def vector_value(node, columns: StreamColumns) -> Optional[tuple]:
     """(kind, values, present) of a value expression over the stream, kind "num" (float64), "str" (any
     other values) or "null" (the constant null); scalars broadcast; None if not exactly vectorizable."""
     try:
-        values, null, numeric = expression_values(node, lambda ref: columns.column(ref.attr))
+        values, null, numeric = expression_values(node, columns.exact_column)
     except NotVectorizable:
         return None
     n = len(columns.stream)
