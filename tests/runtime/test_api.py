@@ -5,7 +5,7 @@ import pytest
 
 import cepkit
 from cepkit.datasets import cel_fire_sensors
-from cepkit.runtime import Match, registry
+from cepkit.runtime import Match, registry, selection
 from cepkit.runtime.api import clear_plan_cache
 from cepkit.runtime.registry import Engine, Plan
 
@@ -104,7 +104,7 @@ def test_auto_agrees_with_the_capability_matrix():
         assert chosen in supporting, text
         for skipped in supporting[:supporting.index(chosen)]:
             with pytest.raises(cepkit.QueryError):
-                registry.select_engine(query, skipped, {})
+                selection.select_engine(query, skipped, {})
 
 
 def test_a_dataframe_column_that_is_null_everywhere_is_still_a_partition_key():

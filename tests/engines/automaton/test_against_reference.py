@@ -18,7 +18,7 @@ def assume_compiles(query):
     (Theorem 2's rewrite is exponential), which the engine refuses, naming the engines that can run it,
     rather than hang: such formulas are skipped (``test_lp_normal_limit`` checks the refusal)."""
     try:
-        cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})
+        cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", {})
     except cepkit.QueryError as err:
         assume("LP-normal form grows past" not in err.reason)
 
@@ -94,7 +94,7 @@ def test_each_complex_event_is_emitted_at_its_last_position(query, events):
     RETURN projects: the kernel's own emit positions are each row's last position."""
     assume_compiles(query)
     q = cepkit.parse(query)
-    _, plan = cepkit.runtime.registry.select_engine(q, "automaton", {})
+    _, plan = cepkit.runtime.selection.select_engine(q, "automaton", {})
     program = plan.program
     assume(not program.ranked and program.query.select is None)
     outputs = evaluate.run_all(program, cepkit.runtime.Stream.from_any(events)).outputs

@@ -82,7 +82,7 @@ def test_partitions_made_before_the_automaton_grew(tiny_poisoned_arenas):
     run of the same plan starts with room for every state the first one found."""
     query = "(A a OR B b) ; C+ c ; (D d OR A e) WITHIN 6 EVENTS PARTITION BY id"
     events = stream(EVENTS, keys=50, seed=3)
-    compiled = cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})[1]
+    compiled = cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", {})[1]
     first = keys_of(compiled.run(Stream.from_any(events)))
     assert compiled.program.table.skip.shape[0] > 8      # the table grew past the first runs' room
     assert keys_of(compiled.run(Stream.from_any(events))) == first
@@ -123,7 +123,7 @@ def test_keyed_micro_batches_on_tiny_poisoned_arenas(query, tiny_poisoned_arenas
     """A micro-batch runs its keys (40, each quiet past a time window between its events) in one kernel
     call, loading and storing each key's runs in the matcher's table: compaction in the middle of a batch
     keeps every key's stored runs. The batches give what pushing gives, in the same order."""
-    compiled = cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})[1]
+    compiled = cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", {})[1]
     got, pushed, _ = batches_and_pushes(compiled, stream(EVENTS, keys=40, seed=5))
     assert got and got == pushed
 
@@ -132,7 +132,7 @@ def test_keyed_micro_batches_while_the_automaton_grows(tiny_poisoned_arenas):
     """The automaton of a new plan grows in the middle of a batch: every slot of the table gets room for
     the new states (the kernel writes a run per state it reaches, unchecked)."""
     query = "(A a OR B b) ; C+ c ; (D d OR A e) WITHIN 6 EVENTS PARTITION BY id"
-    compiled = cepkit.runtime.registry.select_engine(cepkit.parse(query), "automaton", {})[1]
+    compiled = cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", {})[1]
     room = compiled.matcher().table.stored.state.shape[1]
     got, pushed, matcher = batches_and_pushes(compiled, stream(EVENTS, keys=50, seed=3))
     assert matcher.table.stored.state.shape[1] > room

@@ -71,7 +71,7 @@ def test_matcher_reports_at_each_trigger_what_the_batch_finds(query, events):
 @given(kleene_queries(), streams(max_size=10))
 def test_plans_pickle_and_rerun_from_scratch(query, events):
     """Spark ships plans and calls ``run`` once per group: a plan keeps no state between runs."""
-    _, plan = cepkit.runtime.registry.select_engine(cepkit.parse(query), "rcep", {})
+    _, plan = cepkit.runtime.selection.select_engine(cepkit.parse(query), "rcep", {})
     first = sorted(m.key for m in plan.run(Stream.from_any(events)))
     assert sorted(m.key for m in plan.run(Stream.from_any(events))) == first
     assert sorted(m.key for m in pickle.loads(pickle.dumps(plan)).run(Stream.from_any(events))) == first
