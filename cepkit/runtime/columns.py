@@ -89,7 +89,8 @@ def _frame(frame: pd.DataFrame, renames: dict, first_position: int = 0) -> pd.Da
         frame = frame.rename(columns={own: canonical for canonical, own in renames.items()}, copy=False)
     if "type" not in frame.columns:
         check_columns(columns, {"type": None})
-    if "ts" in frame.columns and is_text(frame["ts"]):
+    # A frame with two ts columns is refused by the Stream's duplicate check, naming them; leave it to that.
+    if "ts" in frame.columns and frame.columns.is_unique and is_text(frame["ts"]):
         frame = frame.assign(ts=text_times(frame["ts"], renames.get("ts", "ts"), first_position))
     return frame
 
