@@ -68,7 +68,8 @@ def report_html(workbench: "Workbench", title: str = "cepkit report") -> str:
             parts.append(f"<h2>Automaton</h2><pre class='note'>{html.escape(str(err))}</pre>")
     for name, figure in figures:
         parts += [f"<h2>{name}</h2>", pio.to_html(figure, full_html=False, include_plotlyjs=False,
-                                                 config=FIGURE_CONFIG, validate=False)]
+                                                 config=dict(FIGURE_CONFIG), validate=False)]  # a copy: to_html
+                                                                                              # adds "responsive"
     style = ("body{font-family:sans-serif;margin:1.5em;max-width:1400px} pre.query{background:#f4f4f4;padding:.6em;"
              "white-space:pre-wrap} table.results{border-collapse:collapse;font-size:13px} table.results td,"
              "table.results th{border-bottom:1px solid #ddd;padding:2px 8px;text-align:left} .note{color:#555}")
