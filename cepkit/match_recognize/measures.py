@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, Tuple
 
 import numpy as np
+import pandas as pd
 
 from ..errors import QueryError
 from . import ast as A
@@ -166,23 +167,8 @@ def _extreme(dtype, func: str):
 
 
 def _segmented_accumulate(ufunc, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``ufunc.accumulate`` restarted wherever ``starts`` is true."""
+    """``ufunc.accumulate`` (np.minimum / np.maximum) restarted wherever ``starts`` is true."""
     if not len(values):
         return values
-    out = values.copy()
-    bounds = np.flatnonzero(starts).tolist() + [len(values)]
-    if len(bounds) - 1 > 64:
-        # Many segments: one pass per doubling step (a segmented scan) instead of a Python loop per segment.
-        segment = np.cumsum(starts) - 1
-        step = 1
-        while step < len(values):
-            same = np.zeros(len(values), bool)
-            same[step:] = segment[step:] == segment[:-step]
-            shifted = np.empty_like(out)
-            shifted[step:] = out[:-step]
-            out = np.where(same, ufunc(out, np.where(same, shifted, out)), out)
-            step *= 2
-        return out
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        out[lo:hi] = ufunc.accumulate(values[lo:hi])
-    return out
+    groups = pd.Series(values).groupby(np.cumsum(starts))
+    return (groups.cummin() if ufunc is np.minimum else groups.cummax()).to_numpy(dtype=values.dtype)
