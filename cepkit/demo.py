@@ -100,7 +100,7 @@ def run_demo(months: Iterable[int] = (1,), airports: Optional[Iterable[str]] = N
 
     result["summary"] = summary.frame()
     print()
-    print(f"query:\n  " + text.replace("\n", "\n  "))
+    print("query:\n  " + text.replace("\n", "\n  "))
     print()
     print(result["summary"].to_string(index=False))
     print()

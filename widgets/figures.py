@@ -19,7 +19,6 @@ from typing import Any, Callable, Optional
 
 import anywidget
 import ipywidgets as widgets
-import plotly
 import plotly.graph_objects as go
 import traitlets
 

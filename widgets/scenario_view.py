@@ -3,7 +3,6 @@ each type's rate, late, tied and dropped shares) and open its stream in a ``Work
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
 
 import ipywidgets as widgets
 import numpy as np

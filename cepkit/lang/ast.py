@@ -10,7 +10,7 @@ condition. Conditions: Literal, Duration, Attr, Agg, Prev, Arith, Neg, Compare, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import Iterator, Optional, Union
+from typing import Iterator, Optional, TypeVar, Union
 
 Span = Optional[tuple]  # (line, column, end_line, end_column), 1-based
 
@@ -21,6 +21,9 @@ TIME_UNITS = {  # unit word -> seconds
     "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
     "h": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0,
 }
+
+
+N = TypeVar("N", bound="Node")  # find_all(A.Atom) yields Atoms
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class Node:
         for child in self.children():
             yield from child.walk()
 
-    def find_all(self, *types: type) -> Iterator["Node"]:
+    def find_all(self, *types: type[N]) -> Iterator[N]:
         return (n for n in self.walk() if isinstance(n, types))
 
     def transform(self, fn) -> "Node":

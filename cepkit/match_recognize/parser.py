@@ -198,7 +198,7 @@ class _ToAst(Transformer):
                          + ", ".join(FUNCTIONS), name)
         stars = [a for a in args if isinstance(a, tuple)]
         if stars and (func != "COUNT" or len(args) != 1):
-            raise _Error(f"'*' is an argument of COUNT only, alone: COUNT(*) or COUNT(var.*)", name)
+            raise _Error("'*' is an argument of COUNT only, alone: COUNT(*) or COUNT(var.*)", name)
         if semantics and func not in _NAVIGATION + _AGGREGATES + ("CLASSIFIER",):
             raise _Error(f"{semantics} applies to navigation, aggregates and CLASSIFIER, not {func}", name)
         if func in _NAVIGATION:

@@ -5,7 +5,7 @@ import datetime as _dt
 import math
 import threading
 from collections import OrderedDict
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
@@ -45,7 +45,7 @@ def _cached_plan(key) -> Optional[tuple]:
     its compiled parts and none of its run state (docs/decisions.md)."""
     cache = getattr(_plan_cache, "plans", None)
     hit = cache.get(key) if cache is not None and key is not None else None
-    if hit is None:
+    if cache is None or hit is None:
         return None
     cache.move_to_end(key)
     q, chosen, plan = hit
@@ -278,7 +278,8 @@ class Matcher:
                  keep: bool = True, schema=None, *, type: Optional[str] = None, ts: Optional[str] = None,
                  **options):
         self.query = prepare(query, strategy, hierarchy)
-        self.mapping = {"type": type, "ts": ts}     # the own columns of the events' type and ts (``match``'s)
+        # the own columns of the events' type and ts (``match``'s)
+        self.mapping: dict[str, Any] = {"type": type, "ts": ts}
         self.options = options
         chosen, plan = select_engine(self.query, engine, options)
         self.engine = chosen.name
@@ -393,7 +394,8 @@ class Matcher:
                 batch = as_events(batch, first_position=self._position, **self.mapping)
                 stream = Stream.from_any(batch, first_position=self._position)
             except EventError as err:
-                rows = err.position - self._position      # the rows before it may fail a check first
+                # the rows before it may fail a check first (an error about every row has no position)
+                rows = 0 if err.position is None else err.position - self._position
                 if rows > 0:
                     head = batch.iloc[:rows] if isinstance(batch, pd.DataFrame) else batch.slice(0, rows)
                     self._judged(Stream.from_any(as_events(head, **self.mapping), first_position=self._position))
@@ -478,13 +480,13 @@ class Pusher:
         self.matcher = matcher
         self.columns = columns          # the events' own names, as ``push`` takes them
         self._type_at, self._ts_at = columns.index(own["type"]), columns.index(own["ts"])
-        canonical = tuple("type" if i == self._type_at else "ts" if i == self._ts_at else name
-                          for i, name in enumerate(columns))
-        self._attributes = [(i, name) for i, name in enumerate(canonical) if name not in ("type", "ts")]
+        names = tuple("type" if i == self._type_at else "ts" if i == self._ts_at else name
+                      for i, name in enumerate(columns))
+        self._attributes = [(i, name) for i, name in enumerate(names) if name not in ("type", "ts")]
         # type -> the columns (index) its events have not shown yet: an event showing one is pushed as a
         # dict, so the Matcher learns it and checks the query against it; a type not in here too
         self._unknown: dict = {}
-        self._step = matcher._inc.step(canonical)
+        self._step = matcher._inc.step(names)
 
     def __call__(self, *values) -> list:
         m = self.matcher

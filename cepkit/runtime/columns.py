@@ -17,7 +17,6 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from typing import Optional, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..errors import ColumnError, EventError

@@ -18,7 +18,7 @@ __all__ = ["Match", "Matches"]     # Match: the public path cepkit.runtime.match
 
 
 # Why each out-of-order mode drops an event (``Matches.dropped``), by the ``disorder`` option.
-DROP_REASONS = {
+DROP_REASONS: dict[str | None, str] = {
     "kslack": "arrived after a later event had been released: more than k late",
     "conservative": "arrived after a later event had been released: it broke its max_delay bound or came after "
                     "its type's punctuation",
@@ -129,7 +129,7 @@ class Matches(Sequence):
                 first.setdefault(v, start + i)
             if len(first) == len(c.names):
                 break
-        return list(dict.fromkeys(str(c.names[v]) for v in sorted(first, key=first.get)))
+        return list(dict.fromkeys(str(c.names[v]) for v in sorted(first, key=first.__getitem__)))
 
     # ------------------------------------------------------------------ tables
     def binding_columns(self) -> dict:
@@ -210,7 +210,7 @@ class Matches(Sequence):
             return all(a.shape == b.shape and (a == b).all() for a, b in zip(mine, theirs))
         return NotImplemented
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # equal by value, so not hashable
 
     def _repr_html_(self):
         if len(self) <= 60:

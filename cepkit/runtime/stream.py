@@ -39,7 +39,7 @@ class Stream:
 
     def __init__(self, events: Iterable = (), ts_is_datetime: bool = False):
         events = list(events)
-        types, ts, attrs = [], [], {}
+        types, ts, attrs = [], [], {}  # type: list, list, dict[str, list]
         for i, e in enumerate(events):
             types.append(e.type)
             ts.append(e.ts)
@@ -59,7 +59,7 @@ class Stream:
         self.times = times                                     # seconds, float64
         self._ts = ts                                          # ts as given (a Series), None: the position
         if isinstance(positions, (int, np.integer)):          # consecutive from there: made when read
-            self._first_position = int(positions)
+            self._first_position: int | None = int(positions)
         else:
             self._first_position = None
             self.positions = positions                         # int64
@@ -124,7 +124,7 @@ class Stream:
         """Dicts or Events (re-positioned in order), turned into columns in one pass."""
         events = events if isinstance(events, list) else list(events)
         n = len(events)
-        types, ts, attrs = [None] * n, [None] * n, {}
+        types, ts, attrs = [None] * n, [None] * n, {}  # type: list, list, dict[str, list]
         seconds = np.empty(n)
         kind = None
         for i, raw in enumerate(events):
@@ -221,7 +221,9 @@ class Stream:
     def positions(self) -> np.ndarray:
         """The position of each event (int64); a stream built from columns holds consecutive positions as
         its first one and makes this array when it is first read (80 MB per 10M events)."""
-        return np.arange(self._first_position, self._first_position + len(self), dtype=np.int64)
+        first = self._first_position
+        assert first is not None  # otherwise the constructor stored the array itself
+        return np.arange(first, first + len(self), dtype=np.int64)
 
     def position_of(self, index) -> np.ndarray:
         """The positions of the events at ``index`` (indices into the stream), without making ``positions``
@@ -261,14 +263,11 @@ class Stream:
         ts = positions if self._ts is None else self._ts.iloc[rows].tolist()
         fields = [(name, column.values[rows].tolist(), column.null[rows].tolist())
                   for name, column in self._attrs.items()]
-        if fields:
-            attrs = [{} for _ in codes]
-            for name, values, null in fields:
-                for held, value, missing in zip(attrs, values, null):
-                    if not missing:
-                        held[name] = value
-        else:
-            attrs = [{} for _ in codes]
+        attrs: list[dict] = [{} for _ in codes]
+        for name, values, null in fields:
+            for held, value, missing in zip(attrs, values, null):
+                if not missing:
+                    held[name] = value
         return [Event(names[c], t, a, p, s) for c, t, a, p, s in zip(codes, ts, attrs, positions, times)]
 
     # ------------------------------------------------------------------ columns

@@ -1,6 +1,5 @@
 """why_not on MATCH_RECOGNIZE: the verdict agrees with the matches found, and the text names the row and
 the condition that failed."""
-import pandas as pd
 from hypothesis import HealthCheck, given, settings
 
 from cepkit.errors import QueryError

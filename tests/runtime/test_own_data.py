@@ -3,7 +3,6 @@ one table per event type (``from_frames``) and wide tables (``from_wide``), with
 the column."""
 import datetime as dt
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest

@@ -76,7 +76,7 @@ def test_the_cache_is_bounded_and_per_thread():
     for w in range(api.PLAN_CACHE_SIZE + 5):
         cepkit.match(f"A AS a ; B AS b WITHIN {w + 1} s", events, engine="automaton")
     assert len(api._plan_cache.plans) == api.PLAN_CACHE_SIZE
-    assert (f"A AS a ; B AS b WITHIN 1 s", None, None, "automaton", ()) not in api._plan_cache.plans
+    assert ("A AS a ; B AS b WITHIN 1 s", None, None, "automaton", ()) not in api._plan_cache.plans
     seen = []
     worker = threading.Thread(target=lambda: seen.append(getattr(api._plan_cache, "plans", None)))
     worker.start()

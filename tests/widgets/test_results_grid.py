@@ -5,7 +5,6 @@ import io
 import numpy as np
 import pandas as pd
 
-import cepkit
 from cepkit.widgets import Workbench
 from cepkit.widgets.paged_table import PagedTable, TableData
 

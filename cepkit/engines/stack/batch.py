@@ -93,7 +93,7 @@ class _Layout:
     def lo(self, last: np.ndarray) -> np.ndarray:
         """The lowest event index of the window of a match whose last event is each of ``last``: every
         event of the match, and of a leading negation's scope, lies at or above it."""
-        m, w, n, times = self.m, self.w, self.n, self.times
+        w, n, times = self.w, self.n, self.times
         lo = np.searchsorted(times, times[last] - w, "left") if w is not None else np.zeros(len(last), np.int64)
         if n is not None:   # local position last - n + 1, as an event index
             order, rank, start, _ = self._local(last)
