@@ -9,6 +9,8 @@
 - ``FunnelView(query, events)``: candidates per step of a sequence and its partial matches (``cepkit.funnel``);
 - ``ScenarioView(scenario)``: a seeded ``cepkit.simulate.Scenario`` shaped with controls, opened in a Workbench;
 - ``ExplainView(query, events)``: why a candidate is (not) a match, and the near misses (``cepkit.why_not``);
+- ``QueryEditor(text)``: the query editor (CodeMirror 6): colours, completion from the grammar and the stream,
+  the parse error underlined;
 - ``PlotlyView(figure)``: the plotly figure widget they all draw with (clicks reach Python via ``on_click``);
 - ``SparkWorkbench`` (``Workbench(spark_dataframe)``): the Workbench on a Spark session, the result paged from
   Spark (``on_spark``);
@@ -25,6 +27,7 @@ from .execution import STRATEGIES, Run, run_query
 from .explain_view import ExplainView
 from .figures import PlotlyView
 from .funnel_view import FunnelView
+from .editor import QueryEditor
 from .live import LiveView, replay
 from .on_spark import SparkWorkbench
 from .rewrite_view import RewriteView
@@ -34,5 +37,5 @@ from .timeline import MatchTimeline
 from .workbench import Workbench
 
 __all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "LiveView", "MatchTimeline", "PlotlyView",
-           "RewriteView", "Run", "STRATEGIES", "ScenarioView", "SparkWorkbench", "StrategyCompare", "Workbench",
+           "QueryEditor", "RewriteView", "Run", "STRATEGIES", "ScenarioView", "SparkWorkbench", "StrategyCompare", "Workbench",
            "replay", "run_query"]

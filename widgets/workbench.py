@@ -22,8 +22,10 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 - *Events*: the stream in a grid paged from the kernel (every event, searchable); it pages to the picked
   match's first event.
 
-The templates list above Run fills the editor with a recipe's query (``cepkit.recipes``); ``code()`` gives the
-Python that reproduces the run and ``to_html(path)`` a standalone report of it (``export``).
+The editor is a ``QueryEditor`` (CodeMirror: colours, completion of keywords and the stream's types and
+attributes, the parse error underlined). The templates list above Run fills it with a recipe's query
+(``cepkit.recipes``); ``code()`` gives the Python that reproduces the run (the *Copy as code* button shows it
+and copies it) and ``to_html(path)`` a standalone report of it (``export``).
 
 Every run goes through ``execution.run_query``: an engine that cannot run the query hands it to
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
@@ -50,6 +52,7 @@ from cepkit import recipes
 
 from .automaton_view import AutomatonView
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
+from .editor import QueryEditor
 from .explain_view import ExplainView
 from .export import code_of, report_html
 from .live import LiveView
@@ -134,9 +137,9 @@ class Workbench(widgets.VBox):
             raise ValueError(f"unknown engine {engine!r}: choose 'auto' or one of {', '.join(self.capabilities.index)}")
         if strategy is not None and strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-        self.editor = widgets.Textarea(value=query, rows=4, continuous_update=True,
-                                       placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
-                                       layout=widgets.Layout(width="100%"))
+        self.editor = QueryEditor(query, placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
+                                  layout=widgets.Layout(width="100%"))
+        self.editor.for_stream(self.stream)
         self.diagnostics = widgets.HTML()
         self.diagnostics.add_class("cepkit-diagnostics")
         self.engine_picker = widgets.Dropdown(options=engines, value=engine,
@@ -149,6 +152,10 @@ class Workbench(widgets.VBox):
             layout=widgets.Layout(width="auto"))
         self.template_picker.observe(self._on_template, "value")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
+        self.code_button = widgets.Button(description="Copy as code", icon="clipboard",
+                                          tooltip="the Python that reproduces this query and its options")
+        self.code_button.on_click(lambda _: self.show_code())
+        self.code_box = widgets.HTML()
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning",
                                             tooltip="stop the run (within a second); the last run stays",
@@ -181,9 +188,9 @@ class Workbench(widgets.VBox):
         self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
         super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
                           widgets.HBox([self.engine_picker, self.strategy_picker, self.template_picker, self.run_button,
-                                        self.cancel_button, self.progress],
+                                        self.cancel_button, self.progress, self.code_button],
                                        layout=widgets.Layout(flex_flow="row wrap")),
-                          self.status, self.results, self.tabs], layout=full_width())
+                          self.code_box, self.status, self.results, self.tabs], layout=full_width())
         self.add_class("cepkit-workbench")
         self.editor.observe(self._on_text, "value")
         self.run_button.on_click(lambda _: self.run(wait=False))
@@ -222,6 +229,20 @@ class Workbench(widgets.VBox):
     def code(self) -> str:
         """The Python that reproduces the editor's query, engine, strategy and options (``export.code_of``)."""
         return code_of(self)
+
+    def show_code(self) -> str:
+        """Copy as code: ``code()`` shown under the controls and put on the page's clipboard; returns it."""
+        code = self.code()
+        box = ("<div class='cepkit-scroll'><pre class='cepkit-code' style='background:#f6f8fa;padding:6px;"
+               "margin:2px 0;white-space:pre'>{}</pre></div><small>{}</small>")
+        self.code_box.value = box.format(html.escape(code), "copying to the clipboard…")
+
+        def copied(ok: bool) -> None:
+            note = "copied to the clipboard" if ok else "the page gave no clipboard: select the text and copy it"
+            self.code_box.value = box.format(html.escape(code), note)
+
+        self.editor.copy(code, copied)
+        return code
 
     def to_html(self, path, title: str = "cepkit report") -> None:
         """Write a standalone HTML report of the last run to ``path``: the query, the matches, the timeline and
@@ -349,17 +370,22 @@ class Workbench(widgets.VBox):
     def _on_text(self, change=None) -> None:
         text = self.editor.value
         self.query = None
+        if change is not None:
+            self.code_box.value = ""         # the code shown was the previous text's
         if not text.strip():
             self.diagnostics.value = self._hint()
+            self.editor.show(text)
         else:
             try:
                 query = cepkit.check(text, self.stream, hierarchy=self.hierarchy)   # attributes, keys, units
             except cepkit.QueryError as err:
                 self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+                self.editor.show(text, [err])
             else:
                 self.query = query
                 features = ", ".join(sorted(query.features)) or "none"
                 warnings = cepkit.type_warnings(query, self.stream)
+                self.editor.show(text, warnings=warnings)
                 if warnings:        # it runs, but finds nothing of those types: said before Run, not after
                     self.diagnostics.value = "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
                                                      for w in warnings)

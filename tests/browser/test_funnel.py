@@ -33,7 +33,7 @@ def test_the_funnel_tab_draws_the_steps_and_pages_every_partial_match(lab, page,
     budget.wait(printed, "the reference's funnel")
     counts, partial = re.search(r"expected \[(.*)\] (\d+)", printed.inner_text()).groups()
     counts = [int(c) for c in counts.split(",")]
-    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).first
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
     budget.wait(workbench.locator("table.cepkit-grid tbody tr").first, "the results grid's rows")
     workbench.locator(".lm-TabBar-tab", has_text="Funnel").click()
     view = workbench.locator(".cepkit-funnel")

@@ -53,7 +53,7 @@ FILLED = """plot => {
 
 # Pairs of the workbench's buttons, dropdowns and text boxes whose boxes intersect.
 OVERLAPPING_CONTROLS = """root => {
-    const boxes = [...root.querySelectorAll('button, select, input, textarea, .widget-dropdown, .widget-text')]
+    const boxes = [...root.querySelectorAll('button, select, input, textarea, .cepkit-editor, .widget-dropdown, .widget-text')]
         .filter(e => e.offsetParent !== null).map(e => [e, e.getBoundingClientRect()])
         .filter(([, r]) => r.width > 0 && r.height > 0);
     const out = [];
@@ -72,7 +72,7 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     page.set_viewport_size(NARROW)
     open_notebook(page, lab.write_notebook("narrow-check.ipynb", CELLS), budget)
     outputs = page.locator(".jp-OutputArea-output")
-    workbench = outputs.filter(has=page.locator("textarea")).first
+    workbench = outputs.filter(has=page.locator(".cepkit-editor")).first
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
     budget.wait(workbench.locator("table.cepkit-grid tbody tr").first, "the results grid's rows")
     views = {"workbench": workbench}

@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 def test_the_grid_holds_searches_and_exports_every_match(lab, page, open_notebook, budget, dom, artifacts):
     budget = budget(BUDGET_S)
     open_notebook(page, lab.write_notebook("grid-check.ipynb", CELLS), budget)
-    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).first
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
     grid = workbench.locator(".cepkit-paged-table")
     rows = grid.locator("table.cepkit-grid tbody tr")
     budget.wait(rows.first, "the results grid's rows")

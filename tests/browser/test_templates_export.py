@@ -1,7 +1,9 @@
-"""The Workbench's templates picker and its HTML report in headless Chromium, at 800 and 1,400 px: picking the
-fraud recipe fills the editor and Run shows its matches; the report written by ``to_html`` opens from disk
-with no script error, its timeline drawn and every match in its table. Screenshots:
-``test-artifacts/templates-<width>.png``, ``report-<width>.png``."""
+"""The Workbench's query editor, templates picker, "copy as code" and HTML report in headless Chromium, at 800
+and 1,400 px: typing ``p.`` offers the stream's attributes of ``p``'s type; a misspelt keyword is underlined
+at its span; picking the fraud recipe fills the editor and Run shows its matches; "Copy as code" shows the
+Python of that run; the report written by ``to_html`` opens from disk with no script error, its timeline
+drawn and every match in its table. Screenshots: ``test-artifacts/editor-completion-<width>.png``,
+``editor-error-<width>.png``, ``templates-<width>.png``, ``report-<width>.png``."""
 import re
 
 import pytest
@@ -31,18 +33,46 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     page.set_viewport_size({"width": width, "height": 1000})
     name = lab.write_notebook(f"templates-{width}.ipynb", CELLS[:1])
     open_notebook(page, name, budget)
-    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).first
-    budget.wait(workbench.locator("textarea"), "the editor")
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
+    editor = workbench.locator(".cepkit-editor .cm-content")
+    budget.wait(editor, "the editor")
+
+    # completion: after "p." the attributes of Purchase events (ts, amount, card), as a person sees them
+    editor.click()
+    page.keyboard.type("Purchase p WHERE p.", delay=20)
+    options = page.locator(".cm-tooltip-autocomplete li")
+    budget.until(lambda: options.count() > 0, "the completion list", page)
+    offered = options.all_inner_texts()
+    assert any(o.startswith("amount") for o in offered) and any(o.startswith("card") for o in offered), offered
+    colour = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'WHERE');
+                                        return s ? getComputedStyle(s).color : null; }""")
+    assert colour == "rgb(130, 80, 223)", colour          # the keyword's colour (scripts/editor/editor.js)
+    dom.screenshot(page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-completion-{width}.png")
+    page.keyboard.press("Enter")             # the first option taken
+    budget.until(lambda: re.search(r"p\.\w+", editor.inner_text()), "the attribute completed", page)
+
+    # a misspelt keyword: underlined at its span, its message in the diagnostics line
+    page.keyboard.press("Control+a")
+    page.keyboard.type("Purchase p ; Purchase q WITHN 10 min", delay=10)
+    underline = workbench.locator(".cepkit-editor .cm-lintRange-error")
+    budget.until(lambda: underline.count() == 1 and underline.inner_text() == "WITHN", "the error underlined", page)
+    assert "WITHIN" in workbench.locator(".cepkit-diagnostics").inner_text()
+    dom.screenshot(page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-error-{width}.png")
+
     picker = workbench.locator("select").filter(has=page.locator("option", has_text="templates…"))
     picker.select_option(label="Card testing: a tiny purchase, then a large one")
-    editor = workbench.locator("textarea")
-    budget.until(lambda: "small.amount < 5" in editor.input_value(), "the template in the editor", page)
+    budget.until(lambda: "small.amount < 5" in editor.inner_text(), "the template in the editor", page)
+    budget.until(lambda: underline.count() == 0, "no error underlined", page)
     run = workbench.get_by_role("button", name="Run")
     budget.until(lambda: run.is_enabled(), "Run enabled", page)
     run.click()
     budget.wait(workbench.get_by_text(re.compile(r"3 matches by engine")), "the run's status")
     rows = workbench.locator("table.cepkit-grid tbody tr")
     budget.until(lambda: rows.count() == 3 and "no rows" not in rows.first.inner_text(), "the grid's 3 rows", page)
+    workbench.get_by_role("button", name="Copy as code").click()
+    code = workbench.locator("pre.cepkit-code")
+    budget.wait(code, "the code of the run")
+    assert "cepkit.match(QUERY, events" in code.inner_text() and "small.amount < 5" in code.inner_text()
     dom.screenshot(page, workbench, artifacts / f"templates-{width}.png")
     assert not page.script_errors, page.script_errors
 

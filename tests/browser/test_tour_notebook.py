@@ -33,7 +33,7 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, op
     assert not page.script_errors, page.script_errors
     dom.screenshot(page, timeline, artifacts / "01-tour-timeline.png")
     dom.screenshot(page, automaton, artifacts / "01-tour-automaton.png")
-    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator("textarea")).first
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
     dom.screenshot(page, workbench, artifacts / "01-tour-workbench.png")
     on_spark = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-spark-workbench")).last
     budget.wait(on_spark.locator(".cepkit-paged-table tbody tr td").nth(1), "the Spark workbench's grid")

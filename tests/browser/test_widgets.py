@@ -40,7 +40,7 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     budget = budget(BUDGET_S)
     open_notebook(page, lab.write_notebook("widgets-check.ipynb", CELLS), budget)
     outputs = page.locator(".jp-OutputArea-output")
-    workbench = outputs.filter(has=page.locator("textarea")).first
+    workbench = outputs.filter(has=page.locator(".cepkit-editor")).first
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
 
     # the workbench: a full-width timeline, a grid with rows; picking a row highlights its match
@@ -71,7 +71,7 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     budget.wait(workbench.locator("b", has_text=re.compile(rf"^match #{k}$")), f"match #{k} picked by a click")
 
     # a misspelled attribute: the error line at once, and no "✓"
-    editor = workbench.locator("textarea").first
+    editor = workbench.locator(".cepkit-editor .cm-content").first
     editor.fill(TOUR_QUERY.replace("d.dep_delay", "d.dep_dealy"))
     diagnostics = workbench.locator(".cepkit-diagnostics")
     budget.wait(diagnostics.get_by_text("unknown attribute"), "the error line for a misspelled attribute")
