@@ -9,7 +9,7 @@ from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, check, match
 from .runtime.api import type_warnings  # event types a query names that the events lack (did you mean)
 from .runtime.columns import as_events, from_frames, from_wide  # the user's own columns and tables as events
-from .semantics.partial_matches import funnel, partial_matches  # where a sequence stopped
+from .runtime.partial_matches import funnel, partial_matches  # where a sequence stopped
 from . import engines  # the built-in engines; calling it, cepkit.engines(), gives the capability matrix
 from .engines.automaton import automaton  # the compiled automaton of a query ([CEL]), for the widgets
 from .lang.rewrite import rewrite  # NEEL normal form with its step trace ([LIU] §5.2)

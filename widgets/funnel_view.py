@@ -1,6 +1,6 @@
 """``FunnelView``: how far a sequence query got over a stream: candidates per step as funnel bars, and
 every partial match (the step each candidate stopped at, its bindings, whether it timed out) in a paged
-table (``cepkit.funnel``, ``cepkit.partial_matches``; the definition is ``cepkit.semantics.partial``)."""
+table (``cepkit.funnel``, ``cepkit.partial_matches``; the definition is ``cepkit.runtime.partial``)."""
 from __future__ import annotations
 
 import html
@@ -9,7 +9,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 import cepkit
-from cepkit.semantics.partial_matches import progress
+from cepkit.runtime.partial_matches import progress
 
 from .figures import PlotlyView, full_width, plural
 from .paged_table import PagedTable, TableData

@@ -23,6 +23,7 @@ from .matches import Matches
 from .python_objects import collector_paused
 from .registry import IncrementalPlan
 from .selection import select_engine
+from .partial import matched_steps, partial_table, steps_of
 
 
 def prepare(query, strategy: Optional[str] = None, hierarchy=None) -> Query:
@@ -215,10 +216,15 @@ def _types_of(atoms, query: Query):
 
 
 def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
-          type: Optional[str] = None, ts: Optional[str] = None, **options) -> Matches:
+          type: Optional[str] = None, ts: Optional[str] = None, partial: bool = False, **options) -> Matches:
     """All matches of ``query`` over ``events`` (a DataFrame, a pyarrow Table, dicts or Events), in output
     order. ``type=`` and ``ts=`` name the columns (or dict keys) that hold each event's type and time when
     they are not ``type`` and ``ts``; a text ts is read as numbers or datetimes (``columns.as_events``).
+
+    ``partial=True`` also gives ``matches.partial``: each candidate of a sequence query that did not
+    complete, with the step it stopped before, the bindings it reached and whether its window closed before
+    the stream's end (``cepkit.partial_matches``; defined in ``cepkit.runtime.partial``), computed on the
+    same engine; a query it does not cover raises a QueryError saying why.
 
     >>> import cepkit
     >>> cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).positions()
@@ -226,6 +232,10 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     >>> clicks = [{"event_name": "view", "at": "2024-05-01 10:00"}, {"event_name": "buy", "at": "2024-05-01 10:02"}]
     >>> cepkit.match("view v ; buy b WITHIN 5 min", clicks, type="event_name", ts="at").positions()
     [(0, 1)]
+    >>> found = cepkit.match("A a ; B b ; C c WITHIN 3", [{"type": t, "ts": i} for i, t in enumerate("ABACAAB")],
+    ...                      partial=True)
+    >>> found.positions(), found.partial[["start", "step", "stopped_before", "a", "b", "timed_out"]].values.tolist()
+    ([(0, 1, 3)], [[2, 1, 'b', 2, <NA>, True], [4, 2, 'c', 4, 6, False], [5, 2, 'c', 5, 6, False]])
     """
     key = _cache_key(query, strategy, hierarchy, engine, options)
     cached = _cached_plan(key)
@@ -240,12 +250,23 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     else:
         chosen, plan = select_engine(q, engine, options)
         _keep_plan(key, q, chosen, plan)
+    steps = steps_of(q) if partial else None          # a query partial matches do not cover: said before the run
     found = plan.run(stream)   # MatchArrays, or Match objects (engines pause the collector while they build them)
     with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
         # the emission log is read on demand (``Matches.deltas``): it may need every Match object
-        return Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None),
-                       info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream,
-                       limit=q.ast.limit)
+        result = Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None),
+                         info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream,
+                         limit=q.ast.limit)
+    if steps is not None:
+        result.partial = partial_table(steps, prefix_matches(steps, stream, chosen.name, options), stream.times)
+    return result
+
+
+def prefix_matches(steps, stream: Stream, engine: str, options: dict) -> list:
+    """The matches of each prefix query Q_1..Q_n of ``steps`` over ``stream`` on ``engine``, as
+    ``cepkit.runtime.partial.matched_steps`` gives them (the partial matches' and the funnel's input)."""
+    return [matched_steps(steps, k, match(prefix, stream, engine=engine, **options))
+            for k, prefix in enumerate(steps.prefixes, start=1)]
 
 
 class Matcher:

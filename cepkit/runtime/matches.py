@@ -34,7 +34,8 @@ class Matches(Sequence):
     emission in order, retractions included, while the sequence itself holds the net result. Built from
     columns (``MatchArrays``, or a list of ``Match`` turned into columns); ``Match`` objects are made when
     someone indexes or iterates. ``stream`` (the events matched) lets ``to_pandas(fields=...)`` add the
-    bound events' attributes. ``limit`` keeps the first that many (the query's LIMIT).
+    bound events' attributes. ``limit`` keeps the first that many (the query's LIMIT). ``partial`` holds the
+    partial matches when ``match(..., partial=True)`` asked for them (else None).
     """
 
     def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None,
@@ -57,6 +58,7 @@ class Matches(Sequence):
         self._deltas = deltas
         self.info = info or {}
         self.stream = stream
+        self.partial: Optional[pd.DataFrame] = None
 
     @property
     def deltas(self) -> list:

@@ -29,7 +29,11 @@ def test_the_workbench_funnel_tab_follows_the_run_and_explains_a_refusal():
     wb.tabs.selected_index = TABS.index("Funnel")
     view = wb.tabs.children[TABS.index("Funnel")].children[0]
     assert isinstance(view, FunnelView) and view.funnel["candidates"].iloc[-1] == len(FUNNEL.planted)
-    wb.editor.value = "SEQ(Visit v, !Signup s, Purchase p) PARTITION BY user"
+    wb.editor.value = "SEQ(Visit v, !Signup s, Purchase p) PARTITION BY user"      # a negation: steps v and p
     wb.run()
     shown = wb.tabs.children[TABS.index("Funnel")].children[0]
-    assert "partial matches need a sequence of positive steps" in shown.value
+    assert shown.funnel["variable"].tolist() == ["v", "p"]
+    wb.editor.value = "SEQ(Visit v, EXISTS Signup s, Purchase p) PARTITION BY user"
+    wb.run()
+    shown = wb.tabs.children[TABS.index("Funnel")].children[0]
+    assert "partial matches need a sequence of steps" in shown.value

@@ -1,5 +1,5 @@
 """``cepkit.partial_matches`` and ``cepkit.funnel``: what a sequence query reached where it did not complete
-(the definition: ``cepkit.semantics.partial``). Each prefix query runs on the engine asked for, over the
+(the definition: ``cepkit.runtime.partial``). Each prefix query runs on the engine asked for, over the
 stream built once."""
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Optional
 import pandas as pd
 
 from .partial import funnel_table, partial_table, steps_of
-from ..runtime.api import match, prepare
-from ..runtime.columns import as_events, renamed_fields
-from ..runtime.stream import Stream
+from .api import prefix_matches, prepare
+from .columns import as_events, renamed_fields
+from .stream import Stream
 
 
 def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) -> tuple:
@@ -18,8 +18,7 @@ def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) ->
     steps = steps_of(q)
     with renamed_fields(type=type, ts=ts):
         stream = Stream.from_any(as_events(events, type=type, ts=ts))
-    found = [match(prefix, stream, engine=engine, **options).positions() for prefix in steps.prefixes]
-    return steps, found, stream
+    return steps, prefix_matches(steps, stream, engine, options), stream
 
 
 def progress(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
