@@ -552,6 +552,59 @@ def nested_queries(draw, types=TYPES, max_depth=3, correlated=True, windows=True
     return pretty(A.QueryNode(pattern=root, within=within, partition_by=part))
 
 
+@st.composite
+def shared_nested_queries(draw, types=TYPES, correlated=True, windows=True, partition=True):
+    """NEEL queries the nested engine can run shared ([LIU] §5.3): an OR of one or two SEQs of atoms (unary
+    filters sometimes) with ``!``/EXISTS items anywhere (edges too) over an atom, a SEQ of atoms with
+    ``!``/EXISTS between them (nested twice at most), an AND or an OR of atoms; sometimes a binary
+    condition between two positive atoms of the SEQ, or a negated atom's ``id`` equal to a positive one's
+    (a correlated sub-query, decorrelated per value)."""
+    names = _Names()
+
+    def atom(filtered=True):
+        var = names.fresh()
+        node = A.Atom(draw(st.sampled_from(types)), var)
+        return A.Filter(node, draw(unary_conditions(var))) if filtered and draw(st.integers(0, 3)) == 0 else node
+
+    def boolean(inner):
+        return A.Not(inner) if draw(st.booleans()) else A.Exists(inner)
+
+    def sub(depth):
+        kind = draw(st.sampled_from(["atom", "seq", "seq", "and", "or"] if depth < 2 else ["atom"]))
+        if kind == "atom":
+            return atom()
+        if kind in ("and", "or"):
+            return (A.And if kind == "and" else A.Or)(tuple(atom() for _ in range(draw(st.integers(2, 3)))))
+        items = [atom() for _ in range(draw(st.integers(2, 3)))]
+        if draw(st.booleans()):
+            items.insert(draw(st.integers(1, len(items) - 1)), boolean(sub(depth + 1)))
+        return A.Seq(tuple(items))
+
+    def seq():
+        positives = [atom() for _ in range(draw(st.integers(1, 3)))]
+        items = list(positives)
+        for _ in range(draw(st.integers(0, 2))):
+            inner = sub(0)
+            if correlated and draw(st.integers(0, 3)) == 0 and isinstance(inner, A.Atom):
+                other = draw(st.sampled_from(positives))
+                target = other.pattern.var if isinstance(other, A.Filter) else other.var
+                inner = A.Filter(inner, A.Compare("=", A.Attr(inner.var, "id"), A.Attr(target, "id")))
+            items.insert(draw(st.integers(0, len(items))), boolean(inner))
+        node = A.Seq(tuple(items))
+        if len(positives) > 1 and draw(st.integers(0, 3)) == 0:
+            a, b = [p.pattern.var if isinstance(p, A.Filter) else p.var for p in positives[:2]]
+            node = A.Filter(node, binary_condition(draw, a, b))
+        return node
+
+    branches = [seq() for _ in range(draw(st.integers(1, 2)))]
+    root = branches[0] if len(branches) == 1 else A.Or(tuple(branches))
+    within = None
+    if windows and draw(st.integers(0, 3)) > 0:
+        within = A.Window(draw(st.integers(1, 6)), draw(st.sampled_from([None, "EVENTS"])))
+    part = ("id",) if partition and draw(st.integers(0, 3)) == 0 else ()
+    return pretty(A.QueryNode(pattern=root, within=within, partition_by=part))
+
+
 def dropped_by_kslack(arrived, k):
     """Events K-slack cannot place: they arrive after an event with a larger (ts, position) was released,
     i.e. after one whose ts was already more than K below the largest ts seen."""

@@ -36,6 +36,10 @@ from ...runtime.expiry import KeyExpiry
 from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
+from .planner import (Choice, StreamStats, choose_directions, groups_of, label, nested_cost,
+                      shared_fixed_cost)
+from .shared import run_shared, top_branches
+from .summaries import SubQuery
 from .views import CACHING_MODES
 
 __all__ = ["NestedEngine", "NestedPlan"]
@@ -46,44 +50,132 @@ EMISSION = ("a Matcher reports a match at its last event when no scope it reads 
 PURGE_EVERY = 64   # triggers (or pushes) between two purges of the stacks and views
 
 
-class NestedPlan(Plan):
-    """A query compiled to NEEL operators (``operators``), possibly through its normal form. Pickles."""
+PLANS = ("auto", "shared", "nested", "normal form")
 
-    def __init__(self, query, caching="b", rewrite=False):
+
+class Form:
+    """One form of the query (as written, or its normal form) compiled to NEEL operators (``operators``),
+    with its sub-queries' summaries (``summaries``) and, where it has them, its shared SEQs (``shared``)."""
+
+    def __init__(self, query, caching):
+        self.query = query
+        self.caching = caching
+        builder = PlanBuilder()
+        self.root = builder.build(query.scoped)
+        builder.mark_top(self.root)
+        self.subqueries = tuple(builder.subqueries)
+        self.shared = {sub: SubQuery(sub, builder.nodes[sub]) for sub in self.subqueries}
+        self.branches, self.not_shared = top_branches(self.root, self.shared)
+        if caching is None:
+            self.branches, self.not_shared = None, "caching=None asks for NEEL's iterative baseline"
+
+
+class NestedPlan(Plan):
+    """A query compiled to NEEL operators, possibly through its normal form; ``run`` lets the Plan-Finder
+    (``planner``) choose between shared execution, nested execution and the normal form. Pickles."""
+
+    def __init__(self, query, plan="auto", caching="b", rewrite=False):
         self.original = query
+        self.plan = "normal form" if rewrite and plan == "auto" else plan
         self.caching = caching
         self.rewrite = rewrite
-        self.rewriting = neel_rewrite(query) if rewrite else None
-        use_normal_form = self.rewriting is not None and self.rewriting.normal and self.rewriting.exact
-        self.query = self.rewriting.result if use_normal_form else query
-        builder = PlanBuilder()
-        self.root = builder.build(self.query.scoped)
-        self.subqueries = tuple(builder.subqueries)
+        self.written = Form(query, caching)
+        self.rewriting = None
+        self.normal = None           # the normal form's Form, where it exists and keeps every match
+        if self.plan == "normal form" or (self.plan == "auto" and self.written.branches is None and caching):
+            self.rewriting = neel_rewrite(query)
+            if self.rewriting.normal and self.rewriting.exact:
+                self.normal = Form(self.rewriting.result, caching)
+        self.form = self.normal if self.plan == "normal form" and self.normal is not None else self.written
+        self.query = self.form.query
+        self.choice = Choice("nested", "not run yet")
         self._last = None
 
+    @property
+    def subqueries(self) -> tuple:
+        return self.form.subqueries
+
     def __getstate__(self):
-        return {"query": self.original, "caching": self.caching, "rewrite": self.rewrite}
+        return {"query": self.original, "plan": self.plan, "caching": self.caching, "rewrite": self.rewrite}
 
     def __setstate__(self, state):
         self.__init__(**state)
 
-    def run(self, stream) -> list:
-        execution = Execution(self, complete=True)
+    def _choose(self, execution) -> tuple:
+        """(form, Choice): the Plan-Finder's pick for this stream (``planner``)."""
+        written, normal = self.written, self.normal
+        if self.caching is None:
+            form = normal if self.plan == "normal form" and normal is not None else written
+            return form, Choice("normal form (nested)" if form is normal else "nested",
+                                "caching=None: NEEL's iterative nested execution, every sub-query recomputed "
+                                "per candidate (the baseline)")
+        if self.plan == "nested":
+            return written, Choice("nested", "asked for (plan='nested')")
+        stats = StreamStats.of(execution)
+        costs, options = {}, {}
+        forms = [("", written)]
+        if normal is not None and self.plan in ("auto", "normal form"):
+            forms.append(("normal form ", normal))
+        for prefix, form in forms:
+            if form.branches is not None:
+                directions, build = choose_directions(form.branches, stats)
+                cost = shared_fixed_cost(form.root, form.shared, stats) + build
+                options[prefix + "(shared)" if prefix else "shared"] = (form, directions)
+                costs[prefix + "(shared)" if prefix else "shared"] = round(cost)
+            if not (prefix and form.branches is not None):
+                name = prefix + "(nested)" if prefix else "nested"
+                options[name] = (form, None)
+                costs[name] = round(nested_cost(form.root, form.shared, stats, summarised=True))
+        allowed = {k: v for k, v in costs.items() if self.plan == "auto" or
+                   (self.plan == "shared" and k == "shared") or
+                   (self.plan == "normal form" and k.startswith("normal form"))}
+        if not allowed:   # plan='shared' where it is impossible, or a normal form that does not exist
+            allowed = {k: v for k, v in costs.items() if k == "nested"}
+        best = min(allowed, key=allowed.get)
+        form, directions = options[best]
+        others = ", ".join(f"{k} {v:,} µs" for k, v in sorted(costs.items(), key=lambda kv: kv[1]) if k != best)
+        why = [f"estimated {costs[best]:,} µs" + (f" against {others}" if others else "")]
+        if self.plan not in ("auto",) and not best.startswith(self.plan.split()[0]):
+            why.insert(0, f"plan={self.plan!r} cannot run: "
+                          f"{written.not_shared or (self.rewriting.reason if self.rewriting else '')}")
+        if form.branches is None or directions is None:
+            why.append(f"not shared: {form.not_shared}" if form.not_shared else "nested is cheaper here")
+        choice = Choice(best, "; ".join(why), costs)
+        if directions is not None:
+            names = [label(seq) for seq, _ in form.branches]
+            choice.directions = list(directions)
+            choice.groups = groups_of(form.branches, directions, names)
+        return form, choice
+
+    def run(self, stream):
+        execution = Execution(self.written, complete=True)
         located = [execution.add(event) for event in stream]
+        form, self.choice = self._choose(execution)
+        self.form, self.query = form, form.query
+        if form is not self.written:
+            execution = Execution(form, complete=True)
+            located = [execution.add(event) for event in stream]
+        self._last = execution
+        if self.choice.directions:
+            found, execution.shared_stats = run_shared(execution, form.branches, self.choice.directions)
+            return found
         found = []
         for k, (part, end) in enumerate(filter(None, located)):
             found += execution.settle(part, part.trigger(end))
             if k % PURGE_EVERY == PURGE_EVERY - 1:
                 part.purge(end)
-        self._last = execution
         return found
 
     def matcher(self) -> IncrementalPlan:
+        self.choice = Choice("normal form (nested)" if self.form is self.normal else "nested",
+                             "an incremental Matcher runs nested (shared execution needs the whole stream)")
         return NestedMatcher(self)
 
     def info(self) -> dict:
-        facts = {"execution": "normal form" if self.query is not self.original else "nested",
-                 "caching": self.caching, "subqueries": len(self.subqueries), "emits": EMISSION}
+        normal = self.form is self.normal and self.normal is not None
+        facts = {"execution": "normal form" if normal else "shared" if self.choice.directions else "nested",
+                 "plan": self.choice.as_dict(), "caching": self.caching, "subqueries": len(self.subqueries),
+                 "emits": EMISSION}
         if self.rewriting is not None:
             r = self.rewriting
             facts["rewrite"] = {"normal_form": r.normal_form, "steps": [s.rule for s in r.steps], "exact": r.exact,
@@ -101,7 +193,7 @@ class NestedMatcher(IncrementalPlan):
     again on every later event and reported once they hold."""
 
     def __init__(self, plan: NestedPlan):
-        self.execution = Execution(plan, complete=False)
+        self.execution = Execution(plan.form, complete=False)
         self.pushed = 0
         self.expiry = KeyExpiry(plan.query.window_seconds)   # drops a key's sub-stream once its window passed
 
@@ -154,10 +246,12 @@ class NestedEngine(Engine):
         "binary_conditions", "correlated_filters", "condition_items", "time_window", "event_window",
         "partition", "projection", "any_type", "hierarchy",
     })
-    options = frozenset({"caching", "rewrite"})
+    options = frozenset({"plan", "caching", "rewrite"})
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
 
-    def compile(self, query, caching="b", rewrite=False) -> NestedPlan:
+    def compile(self, query, plan="auto", caching="b", rewrite=False) -> NestedPlan:
+        if plan not in PLANS:
+            raise ValueError(f"plan is one of {', '.join(map(repr, PLANS))}, not {plan!r}")
         if caching not in CACHING_MODES:
             raise ValueError(f"caching is one of 'a' (A-CSV), 'p' (P-CSV), 'b' (B-CSV) or None, not {caching!r}")
         if not isinstance(rewrite, bool):
@@ -167,7 +261,7 @@ class NestedEngine(Engine):
                 raise self.unsupported(query, node, "a negated condition as an item")
             if isinstance(node, (A.Plus, A.Strategy)):
                 raise self.unsupported(query, node, "iteration or nested selection strategies")
-        return NestedPlan(query, caching, rewrite)
+        return NestedPlan(query, plan, caching, rewrite)
 
 
 register(NestedEngine())

@@ -33,6 +33,7 @@ from ...semantics.conditions import holds
 from ...semantics.substream import Scope
 from ...semantics.truth import all3, any3, not3
 from .operators import Leaf, Partial, Select, WinAnd, WinOr, WinSeq
+from .summaries import Summary
 from .views import make_view
 
 PUNCTUATION = "PUNCTUATION"
@@ -85,7 +86,8 @@ class SubStream:
         self.prefixes: dict = {}     # (prefix key, end) -> (start, results): shared SEQ prefixes (PreCache)
         self.views = {sub: make_view(run.caching, self._computer(sub), self.floor) for sub in run.subqueries}
         self.pending: list = []      # outer candidates waiting for an open scope
-        self.stats = {"prefix_hits": 0}
+        self.summaries: dict = {}    # (sub-query, correlation values) -> Summary (``summaries``)
+        self.stats = {"prefix_hits": 0, "summary_lookups": 0}
 
     # ------------------------------------------------------------------ windows (docs/language.md §4, §10.4)
     @property
@@ -170,11 +172,22 @@ class SubStream:
                 self.stats["prefix_hits"] += 1
                 return kept[1] if kept[0] == start else [c for c in kept[1] if c[0].first >= start]
         chains = []
+        gates = op.gates[k] if op.top and self.run.summarize else ()
         for r in self.results(op.parts[k], end, start):
             if k == 0:
                 chains.append((r,))
                 continue
-            for before in range(r.first - 1, start - 1, -1):
+            lowest, highest = start, r.first - 1
+            for b in gates:     # a gap's !/EXISTS prunes here when its sub-query has a summary
+                summary = self.summary(b.sub, {})
+                if summary is None or self.run.shared[b.sub].refs:
+                    continue
+                latest = summary.latest(r.first, start)   # the latest first of a witness before r
+                if b.negations % 2:
+                    lowest = max(lowest, latest)
+                else:
+                    highest = min(highest, latest - 1)
+            for before in range(highest, lowest - 1, -1):
                 chains += [c + (r,) for c in self._chains(op, k - 1, before, start)]
         if memo:
             self.prefixes[(op.prefixes[k], end)] = (start, chains)
@@ -217,18 +230,28 @@ class SubStream:
                      *(self.boolean(b, and_scope, inner_env, own) for b in op.booleans)])
 
     def _valid_seq(self, op: WinSeq, r: Partial, env, scope: Scope, own):
-        items = dict(zip(op.positions, r.parts))
+        parts = r.parts
 
         def checks():
-            for k, part in items.items():
-                yield self.valid(part, env, _between(items, k, scope), own)
-            for b in op.booleans:
-                yield self.boolean(b, _between(items, b.index, scope), env, own)
+            for k, sides in op.part_sides:
+                yield self.valid(parts[k], env, _between(parts, sides, scope), own)
+            for b, sides in zip(op.booleans, op.boolean_sides):
+                yield self.boolean(b, _between(parts, sides, scope), env, own)
 
         return all3(checks())
 
     def boolean(self, b, scope: Scope, env: dict, own: frozenset):
-        """``!``/``EXISTS`` item ``b`` over ``scope``: whether (no) witness of its sub-query lies inside."""
+        """``!``/``EXISTS`` item ``b`` over ``scope``: whether (no) witness of its sub-query lies inside: from
+        its summary when it has one and none of the candidate's own events lies in the scope, else from its
+        view, each witness validated with the enclosing bindings."""
+        summary = self.summary(b.sub, env) if self.run.summarize else None
+        if summary is not None:
+            hi = min(scope.hi, self.n)
+            if not any(scope.lo < p < hi for p in own):
+                self.stats["summary_lookups"] += 1
+                found = True if summary.exists(scope.lo, hi) else (None if scope.open else False)
+                return not3(found) if b.negations % 2 else found
+
         def witnesses():
             for w in self.views[b.sub].lookup(scope.lo, min(scope.hi, self.n)):
                 if not w.positions & own:
@@ -239,6 +262,29 @@ class SubStream:
         found = any3(witnesses())
         return not3(found) if b.negations % 2 else found
 
+    def summary(self, sub, env: dict) -> Optional[Summary]:
+        """The summary of a sub-query (per distinct value of the enclosing attributes it reads), or None."""
+        shared = self.run.shared.get(sub)
+        if shared is None or shared.refs is None:
+            return None
+        key: tuple = (sub,)
+        op = sub
+        if shared.refs:
+            if not all(r.var in env for r in shared.refs):
+                return None
+            values = tuple(self.events[env[r.var]].get(r.attr) for r in shared.refs)
+            try:
+                op = shared.op_for(values)
+            except TypeError:   # an unhashable value
+                return None
+            if op is None:
+                return None
+            key = (sub, values)
+        found = self.summaries.get(key)
+        if found is None:
+            found = self.summaries[key] = Summary(self, op)
+        return found
+
     def scopes_of(self, r: Partial, scope: Scope) -> list:
         """(sub-query, lo, hi) of the root candidate's own ``!``/``EXISTS`` items (for B-CSV's hulls)."""
         op = r.op
@@ -246,8 +292,7 @@ class SubStream:
             r = r.parts[0]
             op = r.op
         if isinstance(op, WinSeq):
-            items = dict(zip(op.positions, r.parts))
-            scopes = [(b.sub, _between(items, b.index, scope)) for b in op.booleans]
+            scopes = [(b.sub, _between(r.parts, sides, scope)) for b, sides in zip(op.booleans, op.boolean_sides)]
         elif isinstance(op, WinAnd):
             scopes = [(b.sub, self.window_scope(r.first, r.last).meet(scope)) for b in op.booleans]
         else:
@@ -265,7 +310,8 @@ class SubStream:
                 for sub, lo, hi in self.scopes_of(r, scope):
                     wanted.setdefault(sub, []).append((lo, hi))
             for sub, intervals in wanted.items():
-                self.views[sub].prepare(intervals)
+                if self.run.shared[sub].refs is None:   # a summarised sub-query needs no view
+                    self.views[sub].prepare(intervals)
         return [(r, self.valid(r, {}, scope, r.positions)) for r, scope in zip(candidates, scopes)]
 
     def recheck(self) -> list:
@@ -289,16 +335,19 @@ class SubStream:
         self.prefixes = {k: v for k, v in self.prefixes.items() if k[1] >= before}
         for view in self.views.values():
             view.purge(before)
+        for summary in self.summaries.values():
+            summary.purge(before)
+        self.summaries = {k: s for k, s in self.summaries.items() if s.covered > before}
         self.events.drop_before(before)
         self.times.drop_before(before)
 
 
-def _between(items: dict, k: int, scope: Scope) -> Scope:
-    """The scope of item k of a SEQ (item index -> its positive results in ``items``): strictly between the
-    nearest positive items on its left and right, else the enclosing ``scope``'s bounds (docs/language.md §10.4)."""
-    left = max((j for j in items if j < k), default=None)
-    right = min((j for j in items if j > k), default=None)
-    return Scope(scope.lo if left is None else items[left].last, scope.hi if right is None else items[right].first,
+def _between(parts: tuple, sides: tuple, scope: Scope) -> Scope:
+    """The scope of an item of a SEQ whose positive results are ``parts``: strictly between the nearest
+    positive items on its left and right (``sides``: their part numbers, ``WinSeq.part_sides``), else the
+    enclosing ``scope``'s bounds (docs/language.md §10.4)."""
+    left, right = sides
+    return Scope(scope.lo if left is None else parts[left].last, scope.hi if right is None else parts[right].first,
                  scope.open if right is None else False)
 
 
@@ -323,7 +372,9 @@ class Execution:
         self.plan = plan
         self.root = plan.root
         self.subqueries = plan.subqueries
+        self.shared = plan.shared
         self.caching = plan.caching
+        self.summarize = plan.caching is not None
         self.window = plan.query.within
         self.partition_by = plan.query.partition_by
         self.select = plan.query.select
@@ -333,6 +384,7 @@ class Execution:
         self.slack = 0.0
         self.magnitude = 0.0
         self.parts: dict = {}
+        self.shared_stats: dict = {}     # counters of a shared run (``shared``)
         self.reported = ReportedOnce(plan.query.window_seconds)   # a match key is reported once
 
     def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
@@ -381,9 +433,13 @@ class Execution:
         return Match(tuple(sorted(positions)), bindings)
 
     def stats(self) -> dict:
-        totals = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0, "view_size": 0, "prefix_hits": 0}
+        totals = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0, "view_size": 0, "prefix_hits": 0,
+                  "summary_lookups": 0, "summary_computed": 0}
+        totals.update(self.shared_stats)
         for part in self.parts.values():
             totals["prefix_hits"] += part.stats["prefix_hits"]
+            totals["summary_lookups"] += part.stats["summary_lookups"]
+            totals["summary_computed"] += sum(s.computed for s in part.summaries.values())
             for view in part.views.values():
                 for k, v in view.stats.items():
                     totals[k] += v

@@ -77,6 +77,22 @@ class WinSeq(Operator):
     positions: tuple         # their indices among the SEQ's items
     booleans: tuple          # Boolean items
     prefixes: tuple = ()     # shared prefix keys, one per positive item (``parts[:k+1]``)
+    top: bool = False        # only ever a match of the whole query (``PlanBuilder.mark_top``)
+
+    def __post_init__(self):
+        at = self.positions
+
+        def sides(k):     # (nearest positive part on the left, on the right) of item k, as part numbers
+            left = max((j for j, p in enumerate(at) if p < k), default=None)
+            right = min((j for j, p in enumerate(at) if p > k), default=None)
+            return left, right
+
+        self.part_sides = tuple((j, sides(p)) for j, (p, op) in enumerate(zip(at, self.parts))
+                                if not isinstance(op, Leaf))
+        self.boolean_sides = tuple(sides(b.index) for b in self.booleans)
+        # the ``!``/``EXISTS`` items strictly between part k-1 and part k (``gates[k]``)
+        self.gates = tuple(tuple(b for b in self.booleans if k and at[k - 1] < b.index < at[k])
+                           for k in range(len(at)))
 
 
 
@@ -99,6 +115,7 @@ class PlanBuilder:
     def __init__(self):
         self.shared: dict = {}          # (pattern node, positive context) -> operator
         self.subqueries: list = []      # every sub-query operator, outermost first
+        self.nodes: dict = {}           # sub-query operator -> its pattern (``summaries.SubQuery``)
 
     def build(self, node: A.Pattern, positive: bool = True) -> Operator:
         key = (node, positive)
@@ -132,6 +149,33 @@ class PlanBuilder:
         op.memo = positive
         return op
 
+    def mark_top(self, root: Operator) -> None:
+        """Mark the SEQs whose results are only ever matches of the whole query (the root, through OR and
+        conditions): no enclosing candidate's events can lie in their gaps, so a gap's ``!``/``EXISTS`` may
+        prune their chains while they are built (``execution.SubStream._chains``); their prefix keys then
+        include the gaps' items."""
+        top, stack = [], [root]
+        while stack:
+            op = stack.pop()
+            if isinstance(op, WinOr):
+                stack += op.branches
+            elif isinstance(op, Select):
+                stack.append(op.child)
+            elif isinstance(op, WinSeq):
+                top.append(op)
+        inner: set = set()
+        stack = [c for op in self.shared.values() if isinstance(op, (WinSeq, WinAnd))
+                 for c in (*op.parts, *(b.sub for b in op.booleans))]
+        while stack:     # everything below an item of a SEQ/AND
+            op = stack.pop()
+            if op not in inner:
+                inner.add(op)
+                stack += _below(op)
+        for op in top:
+            if op not in inner:
+                op.top = True
+                op.prefixes = tuple((op.parts[:k + 1], op.gates[:k + 1]) for k in range(len(op.parts)))
+
     def _boolean(self, index: int, item) -> Boolean:
         negations = 0
         while isinstance(item, (A.Not, A.Exists)):
@@ -140,4 +184,15 @@ class PlanBuilder:
         sub = self.build(item, positive=False)
         if sub not in self.subqueries:
             self.subqueries.append(sub)
+            self.nodes[sub] = item
         return Boolean(index, negations, sub)
+
+
+def _below(op: Operator) -> list:
+    if isinstance(op, (WinSeq, WinAnd)):
+        return [*op.parts, *(b.sub for b in op.booleans)]
+    if isinstance(op, WinOr):
+        return list(op.branches)
+    if isinstance(op, Select):
+        return [op.child]
+    return []

@@ -84,9 +84,11 @@ def test_no_caching_recomputes_every_lookup():
 def test_info_reports_the_plan_the_rewrite_and_the_caches():
     stream = cepkit.datasets.neel_hospital("q1_accept_no_disinfection")
     query = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
-    info = cepkit.match(query, stream, engine="nested").info
+    info = cepkit.match(query, stream, engine="nested", plan="nested").info
     assert info["execution"] == "nested" and info["caching"] == "b" and info["rewrite"] is None
-    assert info["subqueries"] == 1 and info["cache"]["lookups"] == 1
+    assert info["subqueries"] == 1 and info["cache"]["summary_lookups"] == 1 and info["cache"]["lookups"] == 0
+    info = cepkit.match(query, stream, engine="nested", caching=None).info
+    assert info["execution"] == "nested" and info["cache"]["lookups"] == 1
     info = cepkit.match(query, stream, engine="nested", rewrite=True).info
     assert info["execution"] == "normal form" and info["rewrite"]["steps"][0] == "NPDR2"
     assert info["rewrite"]["normal_form"].startswith("SEQ(Recycle AS r, Washing AS w, !Sharpening AS s")
@@ -97,7 +99,8 @@ def test_shared_prefixes_are_built_once():
     built once per end index and reused by the other disjuncts."""
     stream = cepkit.datasets.neel_hospital("q1_accept_no_disinfection")
     query = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
-    assert cepkit.match(query, stream, engine="nested", rewrite=True).info["cache"]["prefix_hits"] > 0
+    found = cepkit.match(query, stream, engine="nested", plan="normal form", caching=None)
+    assert found.info["execution"] == "normal form" and found.info["cache"]["prefix_hits"] > 0
 
 
 def test_options_and_refusals():
