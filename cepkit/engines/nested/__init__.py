@@ -1,5 +1,5 @@
-"""The ``nested`` engine: NEEL nested iterative execution with sliding-view caching ([LIU] §5.1.3-5.1.4, §4, §6;
-[LIU] ch. 5, [CSV]).
+"""The ``nested`` engine: NEEL nested queries, run shared, nested or through their normal form ([LIU] ch. 5:
+§5.1.3-5.1.4, §5.3-5.6; [CSV]).
 
 Nested SEQ / AND / OR with ``!`` and EXISTS over atoms or composites at any depth, windows, predicates
 (correlated with enclosing variables too), PARTITION BY, RETURN, ANY and concept hierarchies:
@@ -9,18 +9,23 @@ Nested SEQ / AND / OR with ``!`` and EXISTS over atoms or composites at any dept
 >>> events = [{"type": t, "ts": ts} for t, ts in [("Recycle", 1), ("Washing", 2), ("Sharpening", 3),
 ...           ("Checking", 4), ("Operating", 5)]]
 >>> m = cepkit.match(q, events, engine="nested")
->>> m.positions(), m.info["execution"], m.info["caching"]
-([(0, 1, 4)], 'nested', 'b')
+>>> m.positions(), m.info["execution"], m.info["plan"]["directions"]
+([(0, 1, 4)], 'shared', ['suffix'])
 
 Options:
 
-- ``caching``: how a sub-query's results are kept between outer candidates: ``"b"`` (B-CSV, the default:
-  the query intervals of one trigger merged and computed once, the best of [CSV] §8 in time and memory),
-  ``"a"`` (A-CSV), ``"p"`` (P-CSV) or ``None`` (recompute per candidate, NEEL's baseline). All give the
-  same matches; ``Matches.info["cache"]`` counts lookups, hits, partial and full computations.
-- ``rewrite``: ``True`` runs the NEEL normal form (``cepkit.rewrite``, a DNF whose disjuncts share their
-  SEQ prefixes, [LIU] §5.3) when the rewriting exists and keeps every match; otherwise, and by default, the
-  nested plan runs. ``Matches.info["rewrite"]`` says which and why.
+- ``plan``: ``"auto"`` (default: the Plan-Finder, ``planner``, picks the cheapest on the stream's
+  statistics), ``"shared"`` (every sub-query once as a column, the SEQs built as columns: ``shared``),
+  ``"nested"`` (nested iterative execution, each candidate checked against its sub-queries) or
+  ``"normal form"`` (``cepkit.rewrite``'s DNF, run shared or nested, where it exists and keeps every
+  match). ``Matches.info["plan"]`` says which ran and why, with the estimates, each SEQ's direction and
+  the groups of SEQs that share their construction.
+- ``caching``: how a nested plan keeps a sub-query's results between outer candidates: ``"b"`` (B-CSV,
+  the default: the query intervals of one trigger merged and computed once), ``"a"`` (A-CSV), ``"p"``
+  (P-CSV); a sub-query with a summary (``summaries``) is answered from it in every mode. ``None`` is NEEL's
+  iterative baseline: every sub-query recomputed per candidate, no summary, no sharing. All give the same
+  matches; ``Matches.info["cache"]`` counts lookups, hits, computations, summary lookups, shared columns.
+- ``rewrite``: ``True`` is ``plan="normal form"``. ``Matches.info["rewrite"]`` gives the rewriting.
 
 A ``Matcher`` reports a match at its last event when every scope it reads is closed; a match waiting for a
 trailing ``!``/EXISTS scope is reported once an event past its window arrives (time after first + w, or

@@ -154,15 +154,7 @@ class PlanBuilder:
         conditions): no enclosing candidate's events can lie in their gaps, so a gap's ``!``/``EXISTS`` may
         prune their chains while they are built (``execution.SubStream._chains``); their prefix keys then
         include the gaps' items."""
-        top, stack = [], [root]
-        while stack:
-            op = stack.pop()
-            if isinstance(op, WinOr):
-                stack += op.branches
-            elif isinstance(op, Select):
-                stack.append(op.child)
-            elif isinstance(op, WinSeq):
-                top.append(op)
+        top = top_seqs(root)
         inner: set = set()
         stack = [c for op in self.shared.values() if isinstance(op, (WinSeq, WinAnd))
                  for c in (*op.parts, *(b.sub for b in op.booleans))]
@@ -186,6 +178,20 @@ class PlanBuilder:
             self.subqueries.append(sub)
             self.nodes[sub] = item
         return Boolean(index, negations, sub)
+
+
+def top_seqs(root: Operator) -> list:
+    """The SEQs at the top of a plan: the root, or reached from it through OR and conditions only."""
+    out, stack = [], [root]
+    while stack:
+        op = stack.pop()
+        if isinstance(op, WinOr):
+            stack += op.branches
+        elif isinstance(op, Select):
+            stack.append(op.child)
+        elif isinstance(op, WinSeq):
+            out.append(op)
+    return out
 
 
 def _below(op: Operator) -> list:

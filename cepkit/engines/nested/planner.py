@@ -43,7 +43,7 @@ import math
 from dataclasses import dataclass, field
 import numpy as np
 
-from .operators import Leaf, Select, WinOr, WinSeq
+from .operators import Leaf, Select, WinOr, WinSeq, top_seqs
 
 C_EVENT = 3.0        # nested: one trigger of the root per event
 C_CANDIDATE = 8.0    # nested: one outer candidate built and validated; shared: one condition check per row
@@ -181,7 +181,7 @@ def groups_of(branches: list, directions: tuple, names: list) -> list:
 def nested_cost(root, shared: dict, stats: StreamStats, summarised: bool) -> float:
     """Nested iterative execution: a trigger per event, then every positive candidate and its lookups."""
     total = C_EVENT * stats.n
-    for seq in _seqs(root):
+    for seq in top_seqs(root):
         candidates = stats.rows(seq.parts)
         per = C_CANDIDATE
         gap = stats.per_window / (len(seq.parts) + 1)
@@ -194,7 +194,7 @@ def nested_cost(root, shared: dict, stats: StreamStats, summarised: bool) -> flo
 
 def shared_fixed_cost(root, shared: dict, stats: StreamStats) -> float:
     """Masks and summaries: a column per atom and per sub-query over the stream."""
-    atoms = sum(len(seq.parts) for seq in _seqs(root))
+    atoms = sum(len(seq.parts) for seq in top_seqs(root))
     return C_COLUMN * stats.n * (atoms + 4 * len(shared)) + 0.3 * stats.n
 
 
@@ -212,17 +212,3 @@ def label(op) -> str:
         items[b.index if isinstance(op, WinSeq) else len(items)] = ("!" if b.negations % 2 else "EXISTS ") + label(b.sub)
     kind = "SEQ" if isinstance(op, WinSeq) else "AND"
     return f"{kind}({', '.join(items[k] for k in sorted(items))})"
-
-
-def _seqs(root) -> list:
-    out, stack = [], [root]
-    while stack:
-        op = stack.pop()
-        if isinstance(op, WinOr):
-            stack += op.branches
-        elif isinstance(op, Select):
-            stack.append(op.child)
-        elif isinstance(op, WinSeq):
-            out.append(op)
-    return out
-
