@@ -1,5 +1,5 @@
 """Shared execution, summaries, decorrelation and the Plan-Finder of the ``nested`` engine ([LIU] §5.3-5.6,
-[CSV] Ex 3) against the reference evaluator, on random queries and the digests' worked examples."""
+[CSV] Ex 3) against the reference evaluator, on random queries and the worked examples of [LIU] §5.3-5.6."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
