@@ -1,11 +1,11 @@
 """The columnar run of a finite stream: every match window in one ``kernel.run_windows`` call, matches out
 as ``MatchArrays`` (no ``Entry``, ``Event`` or ``Match`` object per event or match).
 
-``SesPlan.run`` takes it under ALL without RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
+``SesPlan.run`` takes it under ALL and STNM without RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
 checks (the equalities on X, ``x.A = y.A``, hold in every window by its grouping): a property of one variable (exact per event: evaluated column-wise into each event's variable
 mask, Thm 5.1), a chain ``f(prev(p)) φ g(p)`` on a Kleene variable, or a join ``f(x) φ g(y)`` between two
-variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (STNM,
-ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
+variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (ROBUST_STNM,
+non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
 matches.
 
 Layout: the kept events (punctuation left out, and with ``two_phase`` those fitting no variable) grouped
@@ -38,7 +38,7 @@ class Layout:
 
     @classmethod
     def of(cls, plan) -> Optional["Layout"]:
-        if plan.strategy not in (None, "ALL") or plan.select is not None or not plan.satisfiable:
+        if plan.strategy not in (None, "ALL", "STNM") or plan.select is not None or not plan.satisfiable:
             return None
         index, kleene = plan.index, set(plan.pattern.kleene)
         layout = cls()
@@ -134,7 +134,8 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     found = run_windows(
         np.ascontiguousarray(coord[events], dtype=np.float64), vars_, group_end, stream.position_of(events),
-        counts, *moves(plan), plan.first_set, float(plan.span), plan.two_phase, values, valid,
+        counts, *moves(plan), plan.first_set, float(plan.span), plan.two_phase, plan.strategy != "STNM",
+        values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
         join_left_key, join_right_key, ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
         chain_previous_key, chain_current_key)

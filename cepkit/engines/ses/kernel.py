@@ -1,4 +1,4 @@
-"""SESExec under skip-till-any-match ([SES] Alg 2) over every match window of a stream, in one compiled call.
+"""SESExec ([SES] Alg 2) under skip-till-any-match or skip-till-next-match over every match window of a stream, in one compiled call.
 
 ``SesMatcher`` builds an ``Entry`` per event and runs ``execution.run_window`` per candidate window in
 Python. Over a finite stream every window is known, so ``run_windows`` runs phase 1 and phase 2 of the
@@ -13,9 +13,9 @@ two-phase evaluation ([SES] Alg 3) for all of them inside one kernel, over the c
   -1), so the SES automaton and the brute force's permutation automata run in the same loop. An instance
   is a state and a node of an arena of bindings (variable, event, parent); an event fires every
   transition whose conditions hold on the instance's binding with it (a chain against the variable's
-  previous event, a join against every bound event of the other variable, ∀), and under ALL every
-  instance also keeps its copy that skips it. Instances in the final state at the window's end are its
-  matches.
+  previous event, a join against every bound event of the other variable, ∀); under ALL every
+  instance also keeps its copy that skips it, under STNM (Def 6.1, Alg 2's greedy run) only an instance
+  on which nothing fired does. Instances in the final state at the window's end are its matches.
 
 The same functions run as Python without numba (the pure-Python twin the tests compare).
 """
@@ -60,10 +60,10 @@ def _fires(v, event, node, arena_var, arena_event, arena_parent, kval, kok, join
 
 
 @_compiled
-def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, two_phase, kval, kok,
-                join_left, join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
+def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, two_phase, keep_skips,
+                kval, kok, join_left, join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
                 chain_previous_key, chain_current_key):
-    """The matches of every match window (phase 1 and 2 above), ALL.
+    """The matches of every match window (phase 1 and 2 above): ALL with ``keep_skips``, else STNM.
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
@@ -125,9 +125,10 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                 m = vars_[c]
                 if m == 0:
                     continue
-                alive = size
+                alive, dropped = size, 0
                 for i in range(alive):
                     q = state[i]
+                    fired = False
                     for v in range(arity):
                         target = moves[a, q, v]
                         if not (m >> v & 1) or target < 0:
@@ -145,6 +146,17 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                         state[size], node[size] = target, used
                         used += 1
                         size += 1
+                        fired = True
+                    if fired and not keep_skips:   # STNM: only an instance nothing fired on skips the event
+                        state[i] = -1
+                        dropped += 1
+                if dropped:
+                    kept = 0
+                    for i in range(size):
+                        if state[i] >= 0:
+                            state[kept], node[kept] = state[i], node[i]
+                            kept += 1
+                    size = kept
             stats[STAT_INSTANCES] += size
             for i in range(size):                  # the instances in qf: matches, events latest first
                 if state[i] != final[a]:

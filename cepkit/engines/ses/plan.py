@@ -40,7 +40,8 @@ class SesPlan(Plan):
 
     ``strategy`` is "ALL", "STNM" or "ROBUST_STNM"; ``robust`` chooses how ROBUST_STNM is found
     ("backtrack": Alg 4, with the ``lookahead`` cut unless it is False; "filter": all matches then Def 6.2);
-    ``automaton`` "permutations" runs the brute force of Ex 4.8 instead of the SES automaton (ALL only).
+    ``automaton`` "permutations" runs the brute force of Ex 4.8 instead of the SES automaton (ALL, or each
+    permutation greedily under STNM: the engine's docstring).
     """
 
     def __init__(self, query, pattern: SetPattern, two_phase: bool = True, robust: str = "backtrack",

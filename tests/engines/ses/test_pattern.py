@@ -113,13 +113,13 @@ def test_features_it_does_not_declare(text, feature):
 
 
 def test_bad_options():
-    """Engine options are checked: unknown values, the brute force under STNM, unknown names."""
+    """Engine options are checked: unknown values, the brute force under ROBUST_STNM, unknown names."""
     query = "SEQ({A a, B b}, C c)"
     with pytest.raises(ValueError, match="robust="):
         cepkit.match(query, [], engine="ses", robust="guess")
     with pytest.raises(ValueError, match="automaton="):
         cepkit.match(query, [], engine="ses", automaton="nfa")
-    with pytest.raises(ValueError, match="ALL matches only"):
-        cepkit.match(query, [], engine="ses", automaton="permutations", strategy="STNM")
+    with pytest.raises(ValueError, match="ALL or STNM only"):
+        cepkit.match(query, [], engine="ses", automaton="permutations", strategy="ROBUST_STNM")
     with pytest.raises(TypeError, match="does not take option"):
         cepkit.match(query, [], engine="ses", speed=11)
