@@ -129,8 +129,10 @@ def run(plan, stream: Stream):
     joins, chains = pattern.joins, pattern.chains
     ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
+    triggers = np.arange(offsets[-2], offsets[-1], dtype=np.int64)
+    triggers = triggers[np.argsort(events[members[triggers]], kind="stable")]     # in stream order
     found = recompute(
-        members, offsets, flags([slot.kleene for slot in slots]), slot_var, window_lo,
+        members, offsets, triggers, flags([slot.kleene for slot in slots]), slot_var, window_lo,
         stream.position_of(events), values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
         flags([j.op in TRANSITIVE for j in joins]), join_left_key, join_right_key,
@@ -138,9 +140,11 @@ def run(plan, stream: Stream):
         ints([s for _, s in pairs]), ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
         flags([c.op in TRANSITIVE for c in chains]), chain_previous_key, chain_current_key, plan.join == "hybrid",
         plan.strict)
-    match_offsets, positions, variables, counters = found
+    match_offsets, positions, variables, counters, distinct = found
     kleene = [slot.kleene for slot in slots if slot.var is not None]
-    matches = MatchArrays.from_bindings(match_offsets, positions, variables, names, kleene, AT_LAST)
+    # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
+    matches = MatchArrays.from_bindings(match_offsets, positions, variables, names, kleene, AT_LAST,
+                                        sorted_within_last=bool(distinct), groups_in_order=True)
     stats = {"triggers": int(counters[STAT_TRIGGERS]), "range_hits": int(counters[STAT_RANGE_HITS]),
              "join_tested": int(counters[STAT_TESTED]), "join_reused": int(counters[STAT_REUSED]),
              "chains": int(counters[STAT_CHAINS]), "matches": len(matches),
@@ -150,17 +154,24 @@ def run(plan, stream: Stream):
 
 def _peaks(plan, members: np.ndarray, offsets: np.ndarray, window_lo: np.ndarray) -> dict:
     """What ``RcepMatcher``'s trees would have held: per slot, the most of its events in one window when
-    one is inserted, and the most stored in one sub-stream (the kernel keeps no trees: stored is 0)."""
-    relevant = np.unique(members)
-    total = np.zeros(len(relevant), dtype=np.int64)
+    one is inserted, and the most stored in one sub-stream (the kernel keeps no trees: stored is 0). By
+    prefix counts over the grouped events (a window is a run of its sub-stream), no sort or hash."""
+    n = len(window_lo)
+    relevant = np.zeros(n, dtype=bool)
+    relevant[members] = True
+    total = np.zeros(n, dtype=np.int64)
     peaks = {}
+    g = np.arange(n)
     for k in range(len(plan.slots)):
-        mine = members[offsets[k]:offsets[k + 1]]
+        mine = np.zeros(n, dtype=bool)
+        mine[members[offsets[k]:offsets[k + 1]]] = True
         if k == plan.last and not plan.slots[k].kleene:   # a lone trigger leaves its tree at once
-            held = np.isin(relevant, mine).astype(np.int64)
+            held = mine.astype(np.int64)
         else:
-            held = np.searchsorted(mine, relevant, "right") - np.searchsorted(mine, window_lo[relevant], "left")
+            before = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(mine, out=before[1:])
+            held = before[g + 1] - before[window_lo]
         total += held
-        if len(mine):
-            peaks[k] = int(held[np.isin(relevant, mine)].max())
-    return {"stored": 0, "peak_stored": int(total.max(initial=0)), "tree_peaks": peaks}
+        if mine.any():
+            peaks[k] = int(held[mine].max())
+    return {"stored": 0, "peak_stored": int(total[relevant].max(initial=0)), "tree_peaks": peaks}

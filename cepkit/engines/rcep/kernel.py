@@ -132,17 +132,81 @@ def _grow(array, size):
 
 
 @_compiled
-def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, kval, kok,
+def _row_less(offsets, positions, i, j):
+    """Whether row i's positions come before row j's as tuples do (a prefix first)."""
+    a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
+    while a < a_end and b < b_end:
+        if positions[a] != positions[b]:
+            return positions[a] < positions[b]
+        a += 1
+        b += 1
+    return a == a_end and b < b_end
+
+
+@_compiled
+def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_positions, scratch_variables):
+    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (a
+    merge sort of row numbers, then the rows moved); False when two of them have the same positions."""
+    m = end - begin
+    for i in range(m):
+        order[i] = begin + i
+    width = 1
+    while width < m:                       # bottom-up merge sort, stable
+        for lo in range(0, m, 2 * width):
+            mid, hi = min(lo + width, m), min(lo + 2 * width, m)
+            i, j, k = lo, mid, lo
+            while i < mid and j < hi:
+                if _row_less(offsets, positions, order[j], order[i]):
+                    spare[k] = order[j]
+                    j += 1
+                else:
+                    spare[k] = order[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                spare[k] = order[i]
+                i += 1
+                k += 1
+            while j < hi:
+                spare[k] = order[j]
+                j += 1
+                k += 1
+        for i in range(m):
+            order[i] = spare[i]
+        width *= 2
+    distinct = True
+    for i in range(1, m):
+        if not _row_less(offsets, positions, order[i - 1], order[i]):
+            distinct = False
+    base, at = offsets[begin], 0
+    for i in range(m):
+        r = order[i]
+        for x in range(offsets[r], offsets[r + 1]):
+            scratch_positions[at], scratch_variables[at] = positions[x], variables[x]
+            at += 1
+        spare[i] = offsets[r + 1] - offsets[r]
+    for x in range(at):
+        positions[base + x], variables[base + x] = scratch_positions[x], scratch_variables[x]
+    for i in range(m):
+        offsets[begin + i + 1] = offsets[begin + i] + spare[i]
+    return distinct
+
+
+@_compiled
+def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_lo, positions, kval, kok,
               join_left, join_right, join_op, join_transitive, join_left_key, join_right_key, join_pair,
               pair_left, pair_right, chain_slot, chain_op, chain_transitive, chain_previous_key,
               chain_current_key, hybrid, strict):
-    """Every match of every trigger (each member of the last slot), in one call.
+    """Every match of every trigger (each member of the last slot), in one call; each trigger's matches
+    in order of their positions (docs/language.md §10.2 among rows ending at one event).
 
     ``members[member_offsets[s]:member_offsets[s+1]]``: the grouped indices of the events slot s may bind,
-    ascending; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
+    ascending; ``trigger_order``: the last slot's member indices in the order to recompute them (stream
+    order: the matches then come out in output order, docs/language.md §10.2); ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
     sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, i]`` / ``kok[k, i]`` (value, not
     null) of member i (so a slot's candidates' keys are one slice) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
-    (``chain_*``). Returns (offsets, match positions, their variable ids, stats).
+    (``chain_*``). Returns (offsets, match positions, their variable ids, stats, whether no trigger found two
+    matches with the same positions).
     """
     n_slots = len(member_offsets) - 1
     last = n_slots - 1
@@ -174,8 +238,14 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
     frame_cursor = np.zeros(8, dtype=np.int64)
     frame_stop = np.zeros(8, dtype=np.int64)
     frame_depth = np.zeros(8, dtype=np.int64)
-    for t in range(member_offsets[last], member_offsets[last + 1]):
+    order = np.zeros(64, dtype=np.int64)             # sorting one trigger's matches
+    spare = np.zeros(64, dtype=np.int64)
+    scratch_positions = np.zeros(256, dtype=np.int64)
+    scratch_variables = np.zeros(256, dtype=np.int64)
+    distinct = True
+    for t in trigger_order:
         stats[STAT_TRIGGERS] += 1
+        row_begin = n_out
         trigger = members[t]
         lo = window_lo[trigger]
         # 1. range queries, right to left
@@ -371,5 +441,15 @@ def recompute(members, member_offsets, kleene, slot_var, window_lo, positions, k
             top += 1
             frame_kind[top], frame_slot[top], frame_depth[top] = 0, next_slot, depth_next
             frame_cursor[top], frame_stop[top] = start, stop
+        if n_out - row_begin > 1:
+            m, cells = n_out - row_begin, out_offsets[n_out] - out_offsets[row_begin]
+            if len(order) < m:
+                order, spare = np.zeros(2 * m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64)
+            if len(scratch_positions) < cells:
+                scratch_positions = np.zeros(2 * cells, dtype=np.int64)
+                scratch_variables = np.zeros(2 * cells, dtype=np.int64)
+            if not _sort_rows(out_offsets, out_positions, out_variables, row_begin, n_out, order, spare,
+                              scratch_positions, scratch_variables):
+                distinct = False
     stats[STAT_MATCHES] = n_out
-    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], stats
+    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], stats, distinct
