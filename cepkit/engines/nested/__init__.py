@@ -38,6 +38,7 @@ from dataclasses import replace
 from ...lang import ast as A
 from ...lang.rewrite import rewrite as neel_rewrite
 from ...runtime.expiry import KeyExpiry
+from ...runtime.stream import Stream
 from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
@@ -152,18 +153,26 @@ class NestedPlan(Plan):
             choice.groups = groups_of(form.branches, directions, names)
         return form, choice
 
+    @staticmethod
+    def _execution(form, stream, columns: bool) -> Execution:
+        """A batch execution with every event added (as the Stream's columns where ``columns``)."""
+        execution = Execution(form, complete=True)
+        located = execution.add_stream(stream) if columns and isinstance(stream, Stream) else None
+        execution.located = execution.add_all(stream) if located is None else located
+        return execution
+
     def run(self, stream):
-        execution = Execution(self.written, complete=True)
-        located = [execution.add(event) for event in stream]
+        execution = self._execution(self.written, stream, columns=self.written.branches is not None)
         form, self.choice = self._choose(execution)
         self.form, self.query = form, form.query
-        if form is not self.written:
-            execution = Execution(form, complete=True)
-            located = [execution.add(event) for event in stream]
+        shared = bool(self.choice.directions)
+        if form is not self.written or not shared and any(p.stream is not None for p in execution.parts.values()):
+            execution = self._execution(form, stream, columns=shared)
         self._last = execution
-        if self.choice.directions:
+        if shared:
             found, execution.shared_stats = run_shared(execution, form.branches, self.choice.directions)
             return found
+        located = execution.located
         found = []
         for k, (part, end) in enumerate(filter(None, located)):
             found += execution.settle(part, part.trigger(end))

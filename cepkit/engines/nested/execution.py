@@ -26,7 +26,10 @@ import bisect
 import math
 from typing import Optional
 
+import numpy as np
+
 from ...runtime.match_record import Match
+from ...runtime.stream import Stream
 
 from ...runtime.reported_once import ReportedOnce
 from ...semantics.conditions import holds
@@ -73,6 +76,23 @@ class Suffix:
             self.start += cut
 
 
+class _Events:
+    """A ``Stream``'s events by index, made (all at once, by the stream) when one is first read."""
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: Stream):
+        self.stream = stream
+
+    def __len__(self) -> int:
+        return len(self.stream)
+
+    def __getitem__(self, index):
+        return self.stream.events[index]
+
+    def __delitem__(self, index):
+        raise TypeError("a batch run's events are not purged")
+
+
 class SubStream:
     """One partition's events in logical order, its operators' stacks and its sub-queries' views. Under a
     window only the events a later match or witness may still use are kept (``purge``): indices stay those
@@ -87,12 +107,25 @@ class SubStream:
         self.views = {sub: make_view(run.caching, self._computer(sub), self.floor) for sub in run.subqueries}
         self.pending: list = []      # outer candidates waiting for an open scope
         self.summaries: dict = {}    # (sub-query, correlation values) -> Summary (``summaries``)
+        self.stream: Optional[Stream] = None   # the batch Stream these events are, when they are all of it
         self.stats = {"prefix_hits": 0, "summary_lookups": 0}
 
     # ------------------------------------------------------------------ windows (docs/language.md §4, §10.4)
     @property
     def n(self) -> int:
         return len(self.events)
+
+    def type_column(self, start: int, stop: int) -> np.ndarray:
+        """The types of events start..stop-1 (an object array)."""
+        if self.stream is not None:
+            return self.stream.types[start:stop]
+        return np.array([self.events[i].type for i in range(start, stop)], dtype=object)
+
+    def position_column(self) -> np.ndarray:
+        """Each kept event's position in the whole stream."""
+        if self.stream is not None:
+            return self.stream.position_of(np.arange(self.n))
+        return np.asarray([e.position for e in self.events.items], np.int64)
 
     def earliest(self, last: int) -> int:
         """The smallest index i such that events i..last fit the window."""
@@ -385,6 +418,7 @@ class Execution:
         self.magnitude = 0.0
         self.parts: dict = {}
         self.shared_stats: dict = {}     # counters of a shared run (``shared``)
+        self.located: list = []          # a batch run's (sub-stream, index) per event (``add_all``)
         self.reported = ReportedOnce(plan.query.window_seconds)   # a match key is reported once
 
     def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
@@ -399,6 +433,40 @@ class Execution:
         self.magnitude = max(self.magnitude, abs(event.time))
         w = self.window.seconds if self.window is not None and not self.window.events else 0.0
         self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))  # times are floats: allow their rounding
+        return self._place(event)
+
+    def add_all(self, events) -> list:
+        """``add`` for every event of a batch run, at once: [(sub-stream, index) or None]."""
+        events = list(events)
+        if not events:
+            return []
+        times = [e.time for e in events]
+        self.clock = max(self.clock, max(times))
+        self.magnitude = max(self.magnitude, max(map(abs, times)))
+        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
+        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
+        if self.partition_by or self.parts or any(e.type == PUNCTUATION for e in events):
+            return [self._place(e) for e in events]
+        part = self.parts[()] = SubStream(self)
+        part.events.items, part.times.items = events, times
+        return [(part, i) for i in range(len(events))]
+
+    def add_stream(self, stream: Stream) -> Optional[list]:
+        """A batch run's whole ``Stream`` as one sub-stream whose columns the shared plan reads directly
+        (its ``Event`` objects are made only if something asks for one); None where it needs splitting (a
+        PARTITION BY, punctuations): then ``add_all``."""
+        if self.partition_by or self.parts or not len(stream) or PUNCTUATION in stream.type_names:
+            return None
+        times = stream.times
+        self.clock = max(self.clock, float(times.max()))
+        self.magnitude = max(self.magnitude, float(np.abs(times).max()))
+        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
+        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
+        part = self.parts[()] = SubStream(self)
+        part.events.items, part.times.items, part.stream = _Events(stream), times.tolist(), stream
+        return [(part, i) for i in range(len(stream))]
+
+    def _place(self, event) -> Optional[tuple]:
         if event.type == PUNCTUATION:
             return None
         key = tuple(event.get(k) for k in self.partition_by)

@@ -62,11 +62,11 @@ class StreamStats:
 
     @classmethod
     def of(cls, execution) -> "StreamStats":
-        types = [e.type for part in execution.parts.values() for e in part.events.items]
-        n = len(types)
+        columns = [part.type_column(part.events.start, part.n) for part in execution.parts.values()]
+        n = sum(map(len, columns))
         if not n:
             return cls(0, {}, 0.0)
-        names, counts = np.unique(np.asarray(types, dtype=object), return_counts=True)
+        names, counts = np.unique(np.concatenate(columns), return_counts=True)
         shares = {t: c / n for t, c in zip(names, counts)}
         w = execution.window
         keys = max(1, len(execution.parts))
@@ -75,8 +75,8 @@ class StreamStats:
         elif w.events:
             per_window = min(w.amount, n / keys)
         else:
-            times = [t for part in execution.parts.values() for t in part.times.items]
-            span = max(times) - min(times)
+            span = max(p.times.items[-1] for p in execution.parts.values() if p.n) - \
+                min(p.times.items[0] for p in execution.parts.values() if p.n)
             per_window = min(n / keys, n / keys * w.seconds / span) if span > 0 else n / keys
         return cls(n, shares, max(per_window, 1.0))
 

@@ -210,7 +210,7 @@ def run_shared(execution, branches: list, directions: Optional[list] = None) -> 
         if not part.n:
             continue
         shared = SharedRun(part)
-        where = np.asarray([e.position for e in part.events.items], np.int64)
+        where = part.position_column()
         for (seq, conds), direction in zip(branches, directions):
             columns = shared.rows(seq, conds, direction)
             kept = [(c, _variable(p)) for c, p in zip(columns, seq.parts)

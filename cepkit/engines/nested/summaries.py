@@ -163,7 +163,7 @@ class Region:
     def __init__(self, part, r0: int, b: int):
         self.part, self.r0 = part, r0
         self.index = np.arange(r0, b, dtype=np.int64)
-        self.types = np.array([part.events[i].type for i in range(r0, b)], dtype=object)
+        self.types = part.type_column(r0, b)
         self.masks: dict = {}
         self.bests: dict = {}
 
