@@ -5,5 +5,6 @@
 from .explain import Explanation, why_not
 from .parser import parse
 from .run import find, output, sql
+from .stream import RowStream
 
-__all__ = ["parse", "find", "output", "sql", "why_not", "Explanation"]
+__all__ = ["parse", "find", "output", "sql", "why_not", "Explanation", "RowStream"]

@@ -64,13 +64,19 @@ def _closure(op, a, b, pc, node, pos, p0, p1, generation, mark, stack_pc, stack_
 
 
 @jit
-def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_vars):
+def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_vars, begin, open_end, horizon):
     """Every match of every partition. ``bounds``: each partition's first row and one past its last, in
-    the sorted rows; ``times`` (int64) and ``within`` (> 0 to apply): a row joins a match only when
-    ``times[row] - times[start] < within``; ``skip_vars``: the variables AFTER MATCH SKIP TO names.
+    the sorted rows; ``begin``: the row each partition's first match is tried at; ``times`` (int64) and
+    ``within`` (> 0 to apply): a row joins a match only when ``times[row] - times[start] < within``;
+    ``skip_vars``: the variables AFTER MATCH SKIP TO names.
+
+    ``open_end``: the partitions go on past their last row (a stream): a start row whose preferred match
+    could still change with the rows to come (a thread preferred over any match found wants the next row)
+    is undecided, and the partition stops there. Rows to come have times >= ``horizon[part]``, so under
+    WITHIN a thread whose window closed by then is dead, not waiting.
 
     Returns (status, the match where it failed, per match: partition, number, start, end, first flat index;
-    flat: row, variable, excluded)."""
+    flat: row, variable, excluded; per partition: the first start row not decided, its end if all were)."""
     n_prog = op.shape[0]
     cap = 1024
     m_part = np.empty(cap, np.int64)
@@ -98,12 +104,14 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
     stack_node = np.empty(2 * n_prog + 2, np.int64)
     path = np.empty(256, np.int64)
     generation = 0
+    next_start = np.empty(bounds.shape[0], np.int64)
 
     for part in range(bounds.shape[0]):
         p0 = bounds[part, 0]
         p1 = bounds[part, 1]
-        start = p0
+        start = begin[part]
         number = 1
+        undecided = False
         while start < p1:
             # ---- one start row: the threads of the Pike VM, in preferment order
             n_nodes = 0
@@ -124,7 +132,12 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                         matched_end = pos
                         break  # the threads after this one are less preferred
                     # CHAR
-                    if pos >= p1 or holds[pos, a[pc]] == 0:
+                    if pos >= p1:
+                        if open_end and not (within > 0 and horizon[part] - times[start] >= within):
+                            undecided = True
+                            break
+                        continue
+                    if holds[pos, a[pc]] == 0:
                         continue
                     if within > 0 and times[pos] - times[start] >= within:
                         continue
@@ -141,11 +154,15 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                     n_nodes += 1
                     n_n = _closure(op, a, b, pc + 1, new_node, pos + 1, p0, p1, generation, mark, stack_pc,
                                    stack_node, nlist_pc, nlist_node, n_n)
+                if undecided:
+                    break
                 for t in range(n_n):
                     clist_pc[t] = nlist_pc[t]
                     clist_node[t] = nlist_node[t]
                 n_c = n_n
                 pos += 1
+            if undecided:
+                break
             if matched == -2:
                 start += 1
                 continue
@@ -194,14 +211,12 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                 start = matched_end
             else:
                 target = first_skip_row if skip_kind == SKIP_FIRST else last_skip_row
-                if target < 0:
-                    return (NO_SKIP_ROW, n_matches - 1, m_part[:n_matches], m_number[:n_matches],
-                            m_start[:n_matches], m_end[:n_matches], m_offset[:n_matches + 1],
-                            flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat])
-                if target == start:
-                    return (SKIP_LOOPS, n_matches - 1, m_part[:n_matches], m_number[:n_matches],
-                            m_start[:n_matches], m_end[:n_matches], m_offset[:n_matches + 1],
-                            flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat])
+                if target < 0 or target == start:
+                    return (NO_SKIP_ROW if target < 0 else SKIP_LOOPS, n_matches - 1, m_part[:n_matches],
+                            m_number[:n_matches], m_start[:n_matches], m_end[:n_matches],
+                            m_offset[:n_matches + 1], flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat],
+                            next_start)
                 start = target
+        next_start[part] = start
     return (OK, -1, m_part[:n_matches], m_number[:n_matches], m_start[:n_matches], m_end[:n_matches],
-            m_offset[:n_matches + 1], flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat])
+            m_offset[:n_matches + 1], flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat], next_start)

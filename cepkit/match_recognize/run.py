@@ -20,7 +20,7 @@ from .columns import Columns, output_frame, row_local, to_series
 from .measures import Measures
 from .parser import did_you_mean, parse
 from .program import compile_pattern
-from .semantics import Found, find_matches
+from .semantics import Found, Frame, search
 
 Frames = Union[pd.DataFrame, Mapping[str, Any]]
 
@@ -143,29 +143,91 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
                          "it; this query's run on the reference matcher", query.text)
     use_vm = matcher == "vm" or (matcher == "auto" and local)
     arrays = _find_vm(query, rows, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
-    return Matched(query, rows, bounds, *arrays, info={"matcher": "vm" if use_vm else "reference",
-                                                        "partitions": len(bounds)})
+    return Matched(query, rows, bounds, *arrays[:-1], info={"matcher": "vm" if use_vm else "reference",
+                                                             "partitions": len(bounds)})
 
 
-def _find_reference(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) -> tuple:
+def find_open(query: A.Recognize, rows: pd.DataFrame, begin: int, horizon: Optional[int], first_number: int = 1
+              ) -> "tuple[Matched, int]":
+    """The decided matches of one partition of a stream: ``rows`` are its rows so far, sorted, more to come
+    with times (int64 as ``within_times`` gives them) of at least ``horizon`` (None: no more rows come, the
+    partition ends); matches are tried from row ``begin`` on and numbered from ``first_number``. Returns them
+    and the row where the next one is to be tried: the first start row whose outcome depends on rows to come
+    (docs/language.md §13, streams), or the partition's end.
+
+    DEFINE conditions that read NEXT rows past the last one make the rows they read undecided, and a match
+    whose MEASURES read NEXT rows past the last one waits for them."""
+    n = len(rows)
+    times = within_times(query, rows)
+    bounds = np.array([[0, n]], dtype=np.int64)
+    subsets = dict(query.subsets)
+    known = None
+    if all(row_local(expr, var, subsets) for var, expr in query.defines):
+        # The VM reads each row's DEFINE values before matching: those of the last rows, whose NEXT rows
+        # are still to come, are not known yet, and the VM's partition ends before them.
+        if horizon is not None:
+            known = max(n - reach(query.defines, "NEXT"), begin)
+            if known < n:
+                horizon = int(times[known]) if times is not None else known
+        arrays = _find_vm(query, rows, bounds, times, begin, horizon, known, first_number)
+        matcher = "vm"
+    else:   # the reference reads rows as it goes, and stops at the first one still to come
+        arrays = _find_reference(query, rows, bounds, times, begin, horizon, first_number)
+        matcher = "reference"
+    *found, next_start = arrays
+    part, number, start, offset, flat_row, flat_var, flat_excl = found
+    waits = reach(query.measures, "NEXT")
+    if waits and horizon is not None and len(part):  # a match whose measures read rows not yet here waits, and so do those after it
+        ends = start.copy()   # one past a match's last row; an empty match's own row
+        mapped = offset[1:] > offset[:-1]
+        ends[mapped] = flat_row[offset[1:][mapped] - 1] + 1
+        late = np.flatnonzero(ends + waits > n)
+        if len(late):
+            cut = int(late[0])
+            next_start = np.array([start[cut]])
+            part, number, start, offset = part[:cut], number[:cut], start[:cut], offset[:cut + 1]
+            flat_row, flat_var, flat_excl = (a[:offset[-1]] for a in (flat_row, flat_var, flat_excl))
+    matched = Matched(query, rows, np.array([[0, n]], dtype=np.int64), part, number + (first_number - 1), start,
+                      offset, flat_row, flat_var, flat_excl, info={"matcher": matcher, "partitions": 1})
+    return matched, int(next_start[0])
+
+
+def reach(items, kind: str) -> int:
+    """How many rows past (NEXT) or before (PREV) the row they are evaluated at the expressions of
+    ``items`` ((name, expression) pairs) may read, at most."""
+    def depth(node) -> int:
+        deeper = max((depth(child) for child in A.children(node)), default=0)
+        if isinstance(node, A.Navigation) and node.kind == kind:
+            return node.offset + deeper
+        return deeper
+    return max((depth(expr) for _, expr in items), default=0)
+
+
+def _find_reference(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, begin: int = 0,
+                    horizon: Optional[int] = None, first_number: int = 1) -> tuple:
     index = {v: i for i, v in enumerate(query.variables)}
     part, number, start, offset, flat_row, flat_var, flat_excl = [], [], [], [0], [], [], []
+    next_starts = []
+    subsets = dict(query.subsets)
     for p, (first, end) in enumerate(bounds):
         chunk = rows.iloc[first:end]
-        columns = {str(c): chunk[c].tolist() for c in chunk.columns}
-        for match in find_matches(query, columns, None if times is None else times[first:end]):
+        frame = Frame({str(c): chunk[c].tolist() for c in chunk.columns}, subsets, query.text, horizon)
+        matches, resume = search(query, frame, None if times is None else times[first:end], begin, first_number)
+        next_starts.append(first + resume)
+        for match in matches:
             part.append(p)
-            number.append(match.number)
+            number.append(match.number - first_number + 1)
             start.append(first + match.start)
             flat_row.extend(first + r for r in match.rows)
             flat_var.extend(index[v] for v in match.labels)
             flat_excl.extend(match.excluded)
             offset.append(len(flat_row))
     ints = [np.asarray(x, dtype=np.int64) for x in (part, number, start, offset, flat_row, flat_var)]
-    return (*ints, np.asarray(flat_excl, dtype=np.int8))
+    return (*ints, np.asarray(flat_excl, dtype=np.int8), np.asarray(next_starts, dtype=np.int64))
 
 
-def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) -> tuple:
+def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, begin: int = 0,
+             horizon: Optional[int] = None, known: Optional[int] = None, first_number: int = 1) -> tuple:
     variables = query.variables
     program = compile_pattern(query.pattern, variables, query.text)
     columns = _columns(query, rows, bounds)
@@ -181,16 +243,20 @@ def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times) 
             skip_vars[variables.index(member)] = True
     within = 0 if query.within is None else int(query.within.value)
     times_arr = np.zeros(1, np.int64) if times is None else np.ascontiguousarray(times)
-    status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl = K.match_partitions(
-        program.op, program.a, program.b, holds, bounds, times_arr, within, kind, skip_vars)
+    opened = horizon is not None
+    ends = bounds if known is None else np.array([[bounds[0, 0], known]], dtype=np.int64)
+    status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl, next_start = K.match_partitions(
+        program.op, program.a, program.b, holds, ends, times_arr, within, kind, skip_vars,
+        np.ascontiguousarray(bounds[:, 0]) + begin, opened, np.full(len(bounds), horizon if opened else 0, np.int64))
     if status != K.OK:
         verb = "FIRST" if kind == K.SKIP_FIRST else "LAST"
+        number = number + (first_number - 1)
         if status == K.NO_SKIP_ROW:
             raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]}: match {number[failed]} maps no row to "
                              f"{query.skip[1]}", query.text)
         raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]} lands on match {number[failed]}'s first "
                          "row: the next match would start where this one did", query.text)
-    return part, number, start, offset, flat_row, flat_var, flat_excl
+    return part, number, start, offset, flat_row, flat_var, flat_excl, next_start
 
 
 def _columns(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray) -> Columns:

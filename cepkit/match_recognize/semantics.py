@@ -43,14 +43,31 @@ class Found:
 
 
 # ------------------------------------------------------------------ expressions
-class Frame:
-    """A partition's rows as columns (lists), its length, and the row pattern's subsets."""
+class Undecided(Exception):
+    """A stream's partition goes on past its last row, and the outcome being sought depends on rows to come."""
 
-    def __init__(self, columns: Dict[str, Sequence[Any]], subsets: Dict[str, Tuple[str, ...]], text: str = ""):
+
+class Frame:
+    """A partition's rows as columns (lists), its length, and the row pattern's subsets.
+
+    ``horizon``: None for a partition that ends at its last row; for one that goes on (a stream), the time
+    (int64, as ``times``) before which no row is to come: reading past the last row raises ``Undecided``."""
+
+    def __init__(self, columns: Dict[str, Sequence[Any]], subsets: Dict[str, Tuple[str, ...]], text: str = "",
+                 horizon: Optional[int] = None):
         self.columns = columns
         self.n = len(next(iter(columns.values()))) if columns else 0
         self.subsets = subsets
         self.text = text
+        self.horizon = horizon
+
+    def row(self, row: int) -> Optional[int]:
+        """``row`` if the partition has it, None if it has none there, ``Undecided`` if it may have it later."""
+        if 0 <= row < self.n:
+            return row
+        if row >= self.n and self.horizon is not None:
+            raise Undecided
+        return None
 
     def value(self, name: str, row: int):
         column = self.columns.get(name)
@@ -101,8 +118,7 @@ def _anchor(expr, frame: Frame, at: At) -> Optional[int]:
         base = _anchor(expr.arg, frame, at)
         if base is None:
             return None
-        row = base - expr.offset if expr.kind == "PREV" else base + expr.offset
-        return row if 0 <= row < frame.n else None
+        return frame.row(base - expr.offset if expr.kind == "PREV" else base + expr.offset)
     variables = A.variables_of(expr)
     if len(variables) > 1:
         raise QueryError("a navigation's argument must refer to one variable: "
@@ -135,8 +151,8 @@ def evaluate(expr, frame: Frame, at: At, row: Optional[int] = None):
         return None if row is None else frame.value(expr.name, row)
     if isinstance(expr, A.Navigation):
         if row is not None:  # already placed on a row (under an aggregate or navigation): PREV / NEXT move
-            target = row - expr.offset if expr.kind == "PREV" else row + expr.offset
-            return evaluate(expr.arg, frame, at, target) if 0 <= target < frame.n else None
+            target = frame.row(row - expr.offset if expr.kind == "PREV" else row + expr.offset)
+            return None if target is None else evaluate(expr.arg, frame, at, target)
         target = _anchor(expr, frame, at)
         return None if target is None else evaluate(A.innermost(expr), frame, at, target)
     if isinstance(expr, A.Aggregate):
@@ -228,13 +244,23 @@ def find_matches(query: A.Recognize, columns: Dict[str, Sequence[Any]], times: O
 
     ``times``: the first ORDER BY column as int64 nanoseconds, for ``WITHIN`` (a match's rows lie less than
     the interval after its first row, Flink's rule)."""
-    frame = Frame(columns, dict(query.subsets), query.text)
+    return search(query, Frame(columns, dict(query.subsets), query.text), times)[0]
+
+
+def search(query: A.Recognize, frame: Frame, times: Optional[Sequence[Any]] = None, begin: int = 0,
+           number: int = 1) -> Tuple[List[Found], int]:
+    """The matches of one partition tried from row ``begin`` on (numbered from ``number``), and the row the
+    next match is to be tried at: the partition's end, or for an open partition (a stream) the first start
+    row whose outcome depends on rows to come."""
     defines = dict(query.defines)
+    within = None if query.within is None else query.within.value
     found: List[Found] = []
-    start, number = 0, 1
+    start = begin
     while start < frame.n:
-        within = None if query.within is None else query.within.value
-        result = _match_at(query.pattern, frame, defines, start, number, within, times)
+        try:
+            result = _match_at(query.pattern, frame, defines, start, number, within, times)
+        except Undecided:
+            return found, start
         if result is None:
             start += 1
             continue
@@ -243,7 +269,7 @@ def find_matches(query: A.Recognize, columns: Dict[str, Sequence[Any]], times: O
         found.append(match)
         number += 1
         start = next_start(query, match)
-    return found
+    return found, start
 
 
 def next_start(query: A.Recognize, match: Found) -> int:
@@ -307,7 +333,13 @@ def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, t
     def m(node, pos: int, hidden: bool, k) -> Optional[Any]:
         # Continuation-passing backtracking: k(pos) continues the match after node; the first success wins.
         if isinstance(node, A.Var):
-            if pos >= frame.n or not holds(node.name, pos):
+            if pos >= frame.n:
+                window_closed = within is not None and times is not None and frame.horizon is not None and (
+                    frame.horizon - times[start] >= within)
+                if frame.horizon is not None and not window_closed:
+                    raise Undecided  # a preferred mapping may go on with the rows to come
+                return None
+            if not holds(node.name, pos):
                 return None
             rows.append(pos)
             labels.append(node.name)
