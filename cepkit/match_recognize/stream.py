@@ -60,18 +60,21 @@ class Partition:
         return self.rows.iloc[:len(self.rows) - self.held]
 
 
-def advance(query: A.Recognize, part: Partition, new: Optional[pd.DataFrame], watermark: Any = None
-            ) -> Tuple[pd.DataFrame, Partition]:
+def advance(query: A.Recognize, part: Partition, new: Optional[pd.DataFrame], watermark: Any = None, *,
+            clock: Optional[str] = None, horizon: Optional[int] = None) -> Tuple[pd.DataFrame, Partition]:
     """Take a partition's new rows and the watermark (an ORDER BY value: rows before it are settled; None:
-    every row is); return the output rows of the matches now decided and what the partition keeps."""
+    every row is); return the output rows of the matches now decided and what the partition keeps.
+
+    ``clock``: the column the watermark is compared with, when not the first ORDER BY column (Spark's event
+    time in UTC microseconds); ``horizon``: then the watermark as ``within_times`` counts time."""
     waiting = part.rows.iloc[len(part.rows) - part.held:]
     if new is not None and len(new):
         waiting = pd.concat([waiting, new], ignore_index=True)
-    settled, waiting = _settle(query, part.settled, waiting, watermark)
+    settled, waiting = _settle(query, part.settled, waiting, watermark, clock or query.order[0][0])
     if part.begin >= len(settled):
         return _empty(query, part.rows), Partition(pd.concat([settled, waiting], ignore_index=True), len(waiting),
                                                    part.begin, part.number)
-    horizon = _horizon(query, settled, watermark)
+    horizon = _horizon(query, settled, watermark if horizon is None else horizon)
     matched, resume = find_open(query, settled, part.begin, horizon, part.number)
     return _kept(query, matched, settled, waiting, resume, part.number)
 
@@ -86,12 +89,12 @@ def close(query: A.Recognize, part: Partition) -> Tuple[pd.DataFrame, Partition]
     return out, Partition(rows.iloc[:0], 0, 0, part.number + len(matched))
 
 
-def _settle(query: A.Recognize, settled: pd.DataFrame, waiting: pd.DataFrame, watermark):
+def _settle(query: A.Recognize, settled: pd.DataFrame, waiting: pd.DataFrame, watermark, clock: str):
     """(settled rows, rows still waiting): the waiting rows before the watermark join the settled ones, sorted."""
     if watermark is None:
         ready = np.ones(len(waiting), dtype=bool)
     else:
-        ready = (waiting[query.order[0][0]] < watermark).to_numpy(dtype=bool)
+        ready = (waiting[clock] < watermark).to_numpy(dtype=bool)
     if not ready.any():
         return settled, waiting
     fresh = _sorted(query, waiting[ready])
@@ -105,7 +108,7 @@ def _horizon(query: A.Recognize, settled: pd.DataFrame, watermark) -> int:
     last = int(within_times(query, settled.iloc[-1:])[0])
     if watermark is None:
         return last
-    return max(last, int(pd.Timestamp(watermark).value))
+    return max(last, watermark if isinstance(watermark, (int, np.integer)) else int(pd.Timestamp(watermark).value))
 
 
 def _kept(query, matched, settled, waiting, resume: int, number: int) -> Tuple[pd.DataFrame, Partition]:

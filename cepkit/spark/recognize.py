@@ -17,9 +17,13 @@ from ..match_recognize.run import check_columns
 from .groups import OneGroupWarning
 
 
-def sql(query: Union[str, A.Recognize], frame):
+def sql(query: Union[str, A.Recognize], frame, *, delay=None):
     """Run a ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query over a Spark DataFrame (the query's FROM name
     is not looked up: ``frame`` is the table); returns a Spark DataFrame, lazily.
+
+    On a streaming DataFrame the result streams too (append mode, ONE ROW PER MATCH): each match comes out
+    once no row to come could change it. ORDER BY's first column is then the event time (a timestamp), and
+    ``delay`` (seconds, a timedelta or Spark's text, default 0) how late a row may arrive: Spark's watermark.
 
     >>> out = cepkit.spark.sql("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts "
     ...                        "PATTERN (A B+) DEFINE B AS v > PREV(v))", spark.table("t"))  # doctest: +SKIP
@@ -29,10 +33,13 @@ def sql(query: Union[str, A.Recognize], frame):
     from ..match_recognize import sql as local_sql
 
     parsed = parse(query) if isinstance(query, str) else query
-    if frame.isStreaming:
-        raise QueryError("MATCH_RECOGNIZE runs on batch DataFrames; on a stream use cepkit.spark.match_stream "
-                         "with a cepkit query (docs/language.md §13)", parsed.text)
     schema = output_schema(parsed, frame.schema)
+    if frame.isStreaming:
+        from .recognize_stream import stream
+
+        return stream(parsed, frame, schema, delay)
+    if delay is not None:
+        raise ValueError("delay= is for a streaming DataFrame (Spark's watermark); this one is at rest")
     if parsed.rows == "one":  # only the columns the query reads travel through the shuffle
         frame = frame.select(*[name for name in frame.columns if name in read_columns(parsed)])
 

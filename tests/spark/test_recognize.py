@@ -56,3 +56,47 @@ def test_without_partition_by_one_group_warns(spark):
     with pytest.warns(cepkit.spark.OneGroupWarning):
         remote = cepkit.spark.sql(query, spark.createDataFrame(data))
     assert remote.toPandas()["n"].tolist() == cepkit.sql(query, data)["n"].tolist()
+
+
+STREAM_QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
+    MEASURES FIRST(A.ts) AS start_ts, LAST(B.price) AS low, COUNT(B.*) AS falls, MATCH_NUMBER() AS n
+    PATTERN (A B+ C) WITHIN INTERVAL '40' SECOND
+    DEFINE B AS price < PREV(price), C AS price > PREV(price) + 3)"""
+
+
+def test_a_stream_gives_the_rows_at_rest(spark, tmp_path):
+    """Rows arrive as files, up to 5 s out of order within each; a row far past the rest moves the watermark
+    beyond every window. The streamed rows are the batch query's rows (minus none: every attempt is closed)."""
+    import json
+
+    rng = np.random.default_rng(3)
+    n = 400
+    rows = pd.DataFrame({"id": rng.integers(0, 4, n), "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(
+        np.arange(n) * 2, unit="s"), "price": rng.integers(0, 20, n).astype(float)})
+    beyond = pd.DataFrame({"id": [0], "ts": [rows.ts.max() + pd.Timedelta(hours=1)], "price": [0.0]})
+    source = tmp_path / "rows"
+    source.mkdir()
+    arrival = rows.iloc[np.argsort(np.arange(n) * 2 + rng.uniform(0, 5, n), kind="stable")]
+    for i, part in enumerate([*(arrival.iloc[c] for c in np.array_split(np.arange(n), 4)), beyond]):
+        staging = source / f".{i}.tmp"
+        staging.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n"
+                                   for r in part.to_dict("records")))
+        staging.rename(source / f"{i}.json")
+    stream = spark.readStream.schema("id long, ts timestamp, price double").option("maxFilesPerTrigger", 1) \
+        .json(str(source))
+    found = cepkit.spark.sql(STREAM_QUERY, stream, delay=5)
+    query = (found.writeStream.format("memory").queryName("recognized").outputMode("append")
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query.awaitTermination(240)
+    streamed = spark.sql("select * from recognized").toPandas()
+    local = cepkit.sql(STREAM_QUERY, pd.concat([rows, beyond], ignore_index=True))
+    assert len(local) > 10
+    assert list(streamed.columns) == list(local.columns)
+    keys = ["id", "n"]
+    assert ordered(streamed, keys).to_dict("records") == ordered(local, keys).to_dict("records")
+
+
+def test_a_stream_refuses_all_rows_per_match_before_it_starts(spark, tmp_path):
+    stream = spark.readStream.schema("id long, ts timestamp, price double").json(str(tmp_path))
+    with pytest.raises(QueryError, match="ONE ROW PER MATCH only"):
+        cepkit.spark.sql(QUERY.format(rows="ALL ROWS PER MATCH"), stream)
