@@ -37,7 +37,7 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
     if frame.isStreaming:
         from .recognize_stream import stream
 
-        return stream(parsed, frame, schema, delay)
+        return stream(parsed, frame, schema, delay, read_columns(parsed))
     if delay is not None:
         raise ValueError("delay= is for a streaming DataFrame (Spark's watermark); this one is at rest")
     if parsed.rows == "one":  # only the columns the query reads travel through the shuffle

@@ -23,7 +23,6 @@ from ..errors import QueryError
 from ..match_recognize import ast as A
 from ..match_recognize.stream import Partition, advance, check_streamable
 from .groups import PREFIX
-from .recognize import read_columns
 from .session import ROCKSDB_PROVIDER
 from .streaming import _interval
 
@@ -97,8 +96,9 @@ class _Recognizer(StatefulProcessor):
             self.handle.registerTimer(max(min(due) // 1000 + 1, watermark_ms + 1))
 
 
-def stream(query: A.Recognize, frame: DataFrame, schema, delay) -> DataFrame:
-    """The streaming DataFrame of ``query``'s output rows over the streaming ``frame`` (see the module)."""
+def stream(query: A.Recognize, frame: DataFrame, schema, delay, read: set) -> DataFrame:
+    """The streaming DataFrame of ``query``'s output rows over the streaming ``frame`` (see the module);
+    ``schema``: the output's, ``read``: the input columns the query reads."""
     check_streamable(query)
     order = query.order[0][0]
     if not isinstance(frame.schema[order].dataType, (T.TimestampType, T.TimestampNTZType)):
@@ -113,7 +113,7 @@ def stream(query: A.Recognize, frame: DataFrame, schema, delay) -> DataFrame:
                 .withWatermark(_EVENT_TIME, _interval(0 if delay is None else delay)))
     if not keys:
         prepared = prepared.withColumn(_GROUP, F.lit(0))
-    columns = [name for name in frame.columns if name in read_columns(query)] + [_CLOCK]
+    columns = [name for name in frame.columns if name in read] + [_CLOCK]
     processor = _Recognizer(query, prepared.columns, columns, schema.fieldNames(),
                             spark.conf.get("spark.sql.session.timeZone"))
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
