@@ -16,7 +16,7 @@ from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.match_list import MatchList
-from ...runtime.match_record import Match
+from ...runtime.match_record import Match, output_order
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ..unary import StreamColumns
@@ -146,8 +146,12 @@ class AutomatonPlan(Plan):
         partitions interleaved in stream order. Under LIMIT n (no RETURN) it stops at the event that brings
         the matches to n: each event's matches end at it, so none found later comes first."""
         matcher = self.matcher()
-        out = []
         limit = self.program.query.ast.limit if self.stops_early else None
+        if limit is None:       # one micro-batch (the keys still interleaved in stream order)
+            out = list(matcher.extend(stream))
+            self.last_run = {"arena_nodes": matcher.arena_nodes, "stopped_early": False}
+            return out
+        out = []
         stopped = False
         for event in stream.events:
             out += matcher.push(event)
@@ -286,13 +290,14 @@ class AutomatonMatcher(IncrementalPlan):
         """A micro-batch (a ``Stream``) as columns: letters computed column-wise, every PARTITION BY key's
         events through the kernel in one call (key after key, each from its runs in the ``RunsTable``,
         stored back after its last event), the matches as a ``MatchList`` equal to what pushing the events
-        one by one returns (each event's matches in output order, event after event). Strategies, nested
-        selections, RETURN and CONSUME BY ANY across keys need a Python step per event or match (or the
-        keys interleaved): they push event by event, as does a batch out of time order (the key expiry
-        below assumes order)."""
+        one by one returns (each event's matches in output order, event after event). NEXT, LAST and MAX
+        step their selectors in Python, but only at the events they read (``_select_batch``), the
+        letters, keys and gaps computed column-wise as for the kernel. Nested selections, RETURN and
+        CONSUME BY ANY across keys need a Python step per event or match (or the keys interleaved): they
+        push event by event, as does a batch out of time order (the key expiry below assumes order)."""
         self._settle_steps()
         program = self.program
-        if program.ranked or self.nested or self.projected is not None or stream.first_disorder() is not None \
+        if self.nested or self.projected is not None or stream.first_disorder() is not None \
                 or (program.consume == "ANY" and program.query.partition_by):
             return super().extend(stream)
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
@@ -307,12 +312,16 @@ class AutomatonMatcher(IncrementalPlan):
         else:
             groups, keys = np.zeros(len(read), np.int64), [()]
         batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
-        if len(batch.kernel.pos):
+        if program.ranked:
+            found = self._select_batch(batch, keys)
+        elif len(batch.kernel.pos):
             self.runs = self.evaluator.run(batch.kernel, self.runs, self.table, self._lowers)
         self._settle(keys, batch)
         last = np.argsort(batch.last_event, kind="stable")       # keys in the order of their last event
         self.expiry.touch_all([keys[g] for g in last.tolist()], stream.times[read[batch.last_event[last]]].tolist())
         self._drop(self.expiry.expired(float(stream.times[read[-1]])))
+        if program.ranked:
+            return found
         self.evaluator.finish()
         outputs = self.evaluator.outputs
         if not len(outputs):
@@ -327,9 +336,11 @@ class AutomatonMatcher(IncrementalPlan):
         """Each key's part left as ``push`` leaves it after the batch (``_KeyedBatch``'s facts): a key that is
         new or whose window passed in the batch (``push``'s key expiry drops it) has a new part, whose
         runs start afresh unless its last sub-stream read an event."""
-        parts = self.parts
+        parts, ranked = self.parts, self.program.ranked
         for key, part, slot, continued, ends_read, count, gap, lower in zip(keys, batch.parts, *batch.facts):
-            if not continued:
+            if ranked:       # ``_select_batch`` made the part of a sub-stream that read an event
+                part = parts[key] if continued or ends_read else self._fresh_part(key)
+            elif not continued:
                 if part is not None:
                     del parts[key]                  # dropped and made again, as ``push`` would
                 part = parts[key] = _Part(slot)
@@ -338,7 +349,8 @@ class AutomatonMatcher(IncrementalPlan):
             else:
                 part.gap += count - part.count
             part.count = count
-        self.table.restart(batch.restarted)
+        if not ranked:
+            self.table.restart(batch.restarted)
 
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -448,6 +460,30 @@ class AutomatonMatcher(IncrementalPlan):
         return lowers
 
     # ------------------------------------------------------------------ NEXT, LAST, MAX
+    def _select_batch(self, batch: "_KeyedBatch", keys: list) -> list:
+        """A micro-batch's read events through their keys' selectors, in stream order: what ``_push`` does
+        for them, its per-event facts (sub-stream, gap, window key) taken from ``batch``; the events no
+        letter reads only count (in ``_settle``)."""
+        read = batch.kernel
+        order = np.argsort(batch.rows, kind="stable")
+        found: list = []
+        for position, letter, window_key, limit, gap, reset, load, g in zip(
+                *(a[order].tolist() for a in (read.pos, read.letter, read.key, read.limit, read.gap, read.reset,
+                                              read.load, batch.groups))):
+            key = keys[g]
+            # the first event of a sub-stream begun in the batch (a new key, or its window passed): a new part
+            part = self._fresh_part(key) if reset and not load else self.parts[key]
+            part.lower = window_key - limit
+            completed = self._select(part, key, letter, position, window_key, limit, gap)
+            found += output_order(completed) if len(completed) > 1 else completed
+        return found
+
+    def _fresh_part(self, key) -> _Part:
+        """``key``'s sub-stream starts afresh (new, or its window passed): a new selector, nothing reported."""
+        self.reported.pop(key, None)
+        part = self.parts[key] = _Part(self._fresh())
+        return part
+
     def _select(self, part: _Part, key, letter, position, window_key, limit, gap) -> list:
         program, chosen = self.program, part.state
         none = program.letters.none
@@ -641,10 +677,11 @@ class _KeyedBatch:
         last_row = np.r_[first_row[1:], n] - 1
         self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
         self.parts = parts = [matcher.parts.get(key) for key in keys]
-        slots, count, gap = np.array([(p.state, p.count, p.gap) if p is not None else (-1, 0, 0) for p in parts],
-                                     np.int64).reshape(len(parts), 3).T
+        ranked = program.ranked        # a part holds a selector, no slot
+        slots, count, gap = np.array([(0 if ranked else p.state, p.count, p.gap) if p is not None else (-1, 0, 0)
+                                      for p in parts], np.int64).reshape(len(parts), 3).T
         exists = slots >= 0
-        if not exists.all():                                     # new keys: slots of runs not started
+        if not exists.all() and not ranked:                      # new keys: slots of runs not started
             slots[~exists] = matcher.table.take(int(np.count_nonzero(~exists)))
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
@@ -670,6 +707,7 @@ class _KeyedBatch:
         from_start = sub - np.where(carried[k], carried_count[k] - gap[g[k]], 0)
         window = program.query.within
         key = window_keys(window, sub, t, k)
+        self.rows, self.groups = (k if order is None else order[k]), g[k]    # each read event's row and key
         self.kernel = Batch((positions if order is None else positions[order])[k].astype(np.int64),
                             letter[k].astype(np.int32), key, window_limit(window, key),
                             np.where(same, after_previous, from_start).astype(np.int64), ~same, slots[g[k]],
