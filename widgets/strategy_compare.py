@@ -19,6 +19,8 @@ import time
 from typing import Iterable, Optional
 
 import ipywidgets as widgets
+import numpy as np
+import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
@@ -154,10 +156,12 @@ class StrategyCompare(widgets.VBox):
 
     def _figure(self):
         """(traces, layout) of one figure, a row per strategy that ran, sharing the time axis."""
-        used = {p for run in self.runs.values() for m in run.matches for p in m.positions}
-        types = [t for t in dict.fromkeys(self.stream.types)
-                 if not used or t in {self.stream[p].type for p in used}]
-        canvas = EventCanvas(self.stream, self.tz, types)
+        # the lanes: the types some match uses, in the stream's order (from the match arrays: no Match made)
+        used = np.concatenate([run.matches.position_arrays()[1] for run in self.runs.values()])
+        codes = pd.unique(self.stream.type_codes)
+        if len(used):
+            codes = codes[np.isin(codes, self.stream.type_codes[used])]
+        canvas = EventCanvas(self.stream, self.tz, [self.stream.type_names[c] for c in codes])
         lanes = max(len(canvas.lanes), 1)
         row_px = 26 + 22 * lanes
         strategies = list(self.runs)
@@ -168,7 +172,7 @@ class StrategyCompare(widgets.VBox):
         show_events = len(self.stream) <= self.max_events
         notes = []
         for row, strategy in enumerate(strategies, start=1):
-            matches = list(self.runs[strategy].matches)
+            matches = self.runs[strategy].matches      # only the drawn ones are made Match objects
             if show_events:
                 figure.add_trace(go.Scatter(name="events", legendgroup="events", showlegend=row == 1,
                                             **canvas.events(range(len(self.stream)))), row=row, col=1)
@@ -200,9 +204,11 @@ class StrategyCompare(widgets.VBox):
                 cells = ("–", "–", f"<span style='color:#b00'>{html.escape(self.errors[strategy].reason)}</span>")
             elif strategy in self.runs:
                 run = self.runs[strategy]
-                positions = run.matches.positions()
-                shown = ", ".join(str(p) for p in positions[:SHOWN_POSITIONS])
-                more = f", … ({len(positions):,} in all)" if len(positions) > SHOWN_POSITIONS else ""
+                offsets, flat = run.matches.position_arrays()     # distinct position sets, as columns
+                distinct = len(offsets) - 1
+                shown = ", ".join(str(tuple(flat[offsets[i]:offsets[i + 1]].tolist()))
+                                  for i in range(min(distinct, SHOWN_POSITIONS)))
+                more = f", … ({distinct:,} in all)" if distinct > SHOWN_POSITIONS else ""
                 note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
                 cells = (f"{len(run.matches):,}", html.escape(run.engine), f"{shown}{more}{note}")
             else:
