@@ -23,6 +23,7 @@ import traitlets
 
 import cepkit
 
+from .diagnostics import check_text
 from .execution import STRATEGIES, Cancelled, Run
 from .explain_view import ExplainView
 from .figures import TABLE_CSS, format_value, full_width, plural
@@ -347,9 +348,9 @@ class SparkWorkbench(widgets.VBox):
         title = (f"a sample of {drawn:,} of {self.count:,} matches, spread evenly over the whole result "
                  f"(match_id {self._sample_ids[0]:,} to {self._sample_ids[-1]:,}); only their events are drawn"
                  if drawn < self.count else f"all {self.count:,} matches (only their events are drawn)")
-        title += "<br><sup>matches and positions are numbered here among those drawn (the grid has the match_ids)</sup>"
         self.timeline = MatchTimeline(frame.drop(columns="position"), matches, title=title, tz=self.tz,
-                                      max_matches=max(drawn, 1))
+                                      max_matches=max(drawn, 1),
+                                      numbering=(self._sample_ids, frame["position"].astype(int).tolist()))
         self.timeline.add_class("cepkit-spark-timeline")
         self.timeline.observe(self._on_timeline_pick, "selected")
         self.timeline_box.children = [self.timeline]
@@ -396,22 +397,8 @@ class SparkWorkbench(widgets.VBox):
 
     # ------------------------------------------------------------------ editor
     def _on_text(self, change=None) -> None:
-        text = self.editor.value
-        self.query = None
-        if not text.strip():
-            self.diagnostics.value = "<small>Type a query, e.g. <code>T AS x ; H AS y WITHIN 1 hour</code>.</small>"
-        else:
-            try:
-                query = cepkit.check(text, self.schema, hierarchy=self.hierarchy)
-            except cepkit.QueryError as err:
-                self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
-            else:
-                self.query = query
-                warnings = cepkit.type_warnings(query, self.schema)    # a type the DataFrame never has
-                self.diagnostics.value = ("".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
-                                                  for w in warnings) or
-                                          "<small style='color:#070'>✓ checked against the DataFrame's types and "
-                                          f"columns · strategy {query.strategy}</small>")
+        checked = check_text(self.editor.value, self.schema, self.hierarchy, of="the DataFrame's")
+        self.query, self.diagnostics.value = checked.query, checked.html
         self.run_button.disabled = self.query is None or (self.job is not None and not self.job.done)
 
 

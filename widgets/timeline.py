@@ -118,8 +118,12 @@ class EventCanvas:
     ``Event`` object is made to draw (a million-event stream draws as fast as the events drawn).
     """
 
-    def __init__(self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None):
+    def __init__(self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None,
+                 numbering: Optional[tuple] = None):
         self.stream = stream
+        # (the number shown for each match index, the position shown for each event) when the stream drawn
+        # is a part of a larger one (a sample of a Spark result): hovers then name the larger one's
+        self.numbering = numbering
         self.tz = check_time_zone(tz) if stream.ts_is_datetime else None
         self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types if types is not None else
                                                                pd.unique(stream.types)))}
@@ -180,9 +184,17 @@ class EventCanvas:
         for p, event_type, seconds, values in zip(positions.tolist(), types, times.tolist(), rows):
             attrs = "<br>".join(f"{html.escape(str(a))} = {html.escape(format_value(v))}"
                                 for a, v in zip(attributes, values) if not _missing(v))
-            head = f"position {p} · <b>{html.escape(str(event_type))}</b> · {html.escape(self.time_label(seconds))}"
+            head = f"position {self.position_label(p)} · <b>{html.escape(str(event_type))}</b> · {html.escape(self.time_label(seconds))}"
             texts.append(head + ("<br>" + attrs if attrs else ""))
         return texts
+
+    def match_label(self, k: int) -> int:
+        """The number match ``k`` is shown with (its index, or its number in the larger result)."""
+        return k if self.numbering is None else self.numbering[0][k]
+
+    def position_label(self, p: int) -> int:
+        """The position the event at ``p`` is shown with (its own, or its position in the larger stream)."""
+        return p if self.numbering is None else self.numbering[1][p]
 
     def event_text(self, position: int) -> str:
         return self.event_texts([position])[0]
@@ -213,7 +225,7 @@ class EventCanvas:
                 drawn.append(p)
                 ys.append(self.lanes[event_type] + offset)
                 names = ", ".join(bound_variables(match, p))
-                heads.append(f"{label} #{k} · {html.escape(names)}{' (late event)' if p in late else ''}<br>"
+                heads.append(f"{label} #{self.match_label(k)} · {html.escape(names)}{' (late event)' if p in late else ''}<br>"
                              f"{html.escape(bindings_text(match))}<br>")
                 ids.append(k)
                 symbols.append("star" if star_late and p in late else symbol)
@@ -272,6 +284,9 @@ class MatchTimeline(widgets.VBox):
     group_by : str or callable, optional
         Colour matches by group: an attribute of the match's first event (e.g. ``"origin"``) or a function
         of the match; the legend then shows and hides each group. Without it, each match has its own colour.
+    numbering : (match numbers, event positions), optional
+        When ``events`` and ``matches`` are a part of a larger result (a sample of a Spark result): the
+        number each match is shown with and the position each event is shown with (default: their own).
 
     Examples
     --------
@@ -288,14 +303,15 @@ class MatchTimeline(widgets.VBox):
 
     def __init__(self, events, matches: Iterable = (), *, max_events: int = 2000, max_matches: int = 300,
                  height: Optional[int] = None, title: str = "", tz: Optional[str] = None,
-                 group_by: Union[str, Callable, None] = None):
+                 group_by: Union[str, Callable, None] = None, numbering: Optional[tuple] = None):
         self.stream = as_stream(events)
         for name, value in (("max_events", max_events), ("max_matches", max_matches)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a whole number >= 1, got {value!r}")
         self.max_events, self.max_matches, self.title, self.height = max_events, max_matches, title, height
         self.group_by = self._check_group_by(group_by)
-        self.canvas = EventCanvas(self.stream, tz)
+        self.numbering = numbering
+        self.canvas = EventCanvas(self.stream, tz, numbering=numbering)
         self.figure = go.Figure()
         self.plot = PlotlyView()
         self.plot.on_click(self._clicked)
@@ -401,11 +417,11 @@ class MatchTimeline(widgets.VBox):
         for p in self.canvas.logical(match.positions):
             event = self.stream[p]
             attrs = ", ".join(f"{a} = {format_value(v)}" for a, v in event.attrs.items())
-            rows.append(f"<tr><td>{p}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
+            rows.append(f"<tr><td>{self.canvas.position_label(p)}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
                         f"<td>{html.escape(event.type)}</td>"
                         f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
                         f"<td>{html.escape(attrs)}</td></tr>")
-        return (f"<b>match #{k}</b>: {html.escape(bindings_text(match))}"
+        return (f"<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
                 "<table class='cepkit-table'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
                 f"<th>attributes</th></tr>{''.join(rows)}</table>")
 
@@ -417,7 +433,7 @@ class MatchTimeline(widgets.VBox):
             self.zone_error.value = f"<span style='color:#b00'>{html.escape(str(err))}</span>"
             return
         self.zone_error.value = ""
-        self.canvas = EventCanvas(self.stream, tz)
+        self.canvas = EventCanvas(self.stream, tz, numbering=self.numbering)
         selected = self.selected
         self._redraw()
         self.selected = selected
@@ -448,7 +464,7 @@ class MatchTimeline(widgets.VBox):
             for k, match in zip(indices, matches):
                 slots.setdefault(k % len(PALETTE), []).append(k)
             single = len(indices) <= len(PALETTE)
-            groups = [(f"match #{ks[0]}" if single else "matches", PALETTE[slot], ks)
+            groups = [(f"match #{self.canvas.match_label(ks[0])}" if single else "matches", PALETTE[slot], ks)
                       for slot, ks in sorted(slots.items())]
         else:
             labels = [self._group_of(m) for m in matches]

@@ -51,6 +51,7 @@ import cepkit
 from cepkit import recipes
 
 from .automaton_view import AutomatonView
+from .diagnostics import check_text
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .editor import QueryEditor
 from .explain_view import ExplainView
@@ -74,15 +75,6 @@ CSS = TABLE_CSS + """<style>
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; min-width: 0; max-width: none; }
 </style>"""
-
-
-def _type_text(name: str) -> str:
-    """An event type as a query writes it: as is, or in backquotes when it is not a plain name."""
-    try:
-        cepkit.parse(f"{name} AS x")
-        return name
-    except cepkit.QueryError:
-        return f"`{name}`"
 
 
 class Workbench(widgets.VBox):
@@ -369,30 +361,11 @@ class Workbench(widgets.VBox):
     # ------------------------------------------------------------------ editor
     def _on_text(self, change=None) -> None:
         text = self.editor.value
-        self.query = None
         if change is not None:
             self.code_box.value = ""         # the code shown was the previous text's
-        if not text.strip():
-            self.diagnostics.value = self._hint()
-            self.editor.show(text)
-        else:
-            try:
-                query = cepkit.check(text, self.stream, hierarchy=self.hierarchy)   # attributes, keys, units
-            except cepkit.QueryError as err:
-                self.diagnostics.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
-                self.editor.show(text, [err])
-            else:
-                self.query = query
-                features = ", ".join(sorted(query.features)) or "none"
-                warnings = cepkit.type_warnings(query, self.stream)
-                self.editor.show(text, warnings=warnings)
-                if warnings:        # it runs, but finds nothing of those types: said before Run, not after
-                    self.diagnostics.value = "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
-                                                     for w in warnings)
-                else:
-                    self.diagnostics.value = (f"<small style='color:#070'>✓ checked against the stream's types "
-                                              f"and columns · strategy {query.strategy} · features: "
-                                              f"{html.escape(features)}</small>")
+        checked = check_text(text, self.stream, self.hierarchy)
+        self.query, self.diagnostics.value = checked.query, checked.html
+        self.editor.show(text, checked.errors, warnings=checked.warnings)
         self.run_button.disabled = self.query is None or self.running
         if self.last_run is not None and not self.running:
             edited = text != self.last_text
@@ -403,18 +376,6 @@ class Workbench(widgets.VBox):
                 self.timeline.remove_class("cepkit-stale")
             self.status.value = self._status_text(self.last_run, edited)
         self._engines_tab()
-
-    def _hint(self) -> str:
-        """The empty editor's hint: where the language is described, and a query over the stream's own types."""
-        codes = pd.Series(self.stream.type_codes).value_counts().index[:2].tolist() if len(self.stream) else []
-        types = [str(self.stream.type_names[c]) for c in codes] or ["A", "B"]
-        first, second = types[0], types[-1] if len(types) > 1 else types[0]
-        example = html.escape(f"{_type_text(first)} AS x ; {_type_text(second)} AS y")
-        names = sorted(map(str, self.stream.type_names)) if len(self.stream) else []
-        listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-        return ("<small>Type a query (the language: <code>docs/language.md</code>), e.g. "
-                f"<code>{example}</code>" + (f"; the stream's types: {html.escape(listed)}" if names else "")
-                + ".</small>")
 
     def _advance(self, done: int, total: int) -> None:
         if self._cancelled:

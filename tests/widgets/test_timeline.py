@@ -59,6 +59,18 @@ def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
         timeline.selected = 3
 
 
+def test_a_part_of_a_larger_result_is_numbered_as_the_larger_one(farm):
+    """A sample (the Spark Workbench's: some matches of a Spark result, only their events) names each match
+    by its number in the whole result and each event by its position in the whole stream."""
+    ids, positions = [7, 120, 4031], [100 + 10 * p for p in range(len(farm))]
+    timeline = MatchTimeline(farm, PHI1, numbering=(ids, positions))
+    assert [t.name for t in timeline.match_traces()] == ["match #7", "match #120", "match #4031"]
+    assert timeline.match_traces()[1].hovertext[0].startswith("match #120")
+    assert "position 110 ·" in timeline.trace("events").hovertext[1]
+    timeline.selected = 2
+    assert "match #4031" in timeline.details.value and "<td>150</td><td>x</td><td>T</td>" in timeline.details.value
+
+
 def test_clicking_a_match_selects_it_and_an_event_does_not(farm, click):
     timeline = MatchTimeline(farm, PHI1)
     names = [t["name"] for t in timeline.plot.figure["data"]]
