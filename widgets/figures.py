@@ -73,6 +73,7 @@ BUNDLED_TRACES = frozenset({"scatter", "bar", "pie"})
 def bundle_version(source: bytes) -> str:
     """The version in a plotly.js bundle's header.
 
+    >>> import plotly
     >>> bundle_version(PLOTLY_BUNDLE.read_bytes()) == plotly.offline.get_plotlyjs_version()
     True
     """
