@@ -91,6 +91,9 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     last = local[len(local) - 1]
     drawn = wb.timeline.stream.frame.iloc[list(wb.timeline.matches[-1].positions)]
     assert drawn["v"].tolist() == events["v"].iloc[list(last.positions)].tolist()
+    # the sample is numbered as the whole result: match_ids and positions in the DataFrame's events
+    assert wb.timeline.match_traces()[-1].name == f"match #{len(local) - 1}"
+    assert f"position {last.positions[0]} ·" in wb.timeline.match_traces()[-1].hovertext[0]
     wb.editor.value = "SEQ(A a, B b) WHERE a.nope < 1"
     assert wb.run_button.disabled and "nope" in wb.diagnostics.value
     wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"         # runs, but the DataFrame has no D: said before Run
