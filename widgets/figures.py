@@ -178,6 +178,18 @@ class PlotlyView(anywidget.AnyWidget):
       }
     }
 
+    // The modebar saves the figure as drawn: PNG (plotly's camera) and SVG (a button of cepkit's), named
+    // after its title; in the page, with no kernel round trip (docs/decisions.md, "Figure export").
+    function withExport(Plotly, config, layout) {
+      const title = titleOf(layout);
+      const filename = ((title && new DOMParser().parseFromString(title.text.split(/<br/i)[0], "text/html")
+        .body.textContent) || "cepkit-figure").trim().replace(/[^\w.-]+/g, "-").slice(0, 60) || "cepkit-figure";
+      const svg = { name: "cepkit-svg", title: "Download plot as an SVG", icon: Plotly.Icons.disk,
+                    click: (gd) => Plotly.downloadImage(gd, { format: "svg", filename }) };
+      return { ...config, toImageButtonOptions: { format: "png", filename, ...config.toImageButtonOptions },
+               modeBarButtonsToAdd: [...(config.modeBarButtonsToAdd || []), svg] };
+    }
+
     async function render({ model, el }) {
       el.classList.add("cepkit-plotly");
       el.style.minWidth = "0";
@@ -200,7 +212,7 @@ class PlotlyView(anywidget.AnyWidget):
         plot.style.height = `${height}px`;
         plot.style.width = `${drawn}px`;
         await Plotly.react(plot, data, { ...layout, ...narrow, width: drawn, height, autosize: false },
-                           model.get("config"));
+                           withExport(Plotly, model.get("config"), layout));
         plot.dataset.drawnAt = String(Date.now());   // when the page last drew it (the browser tests read it)
         if (!listening) {
           listening = true;

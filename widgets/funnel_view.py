@@ -15,6 +15,20 @@ from .figures import PlotlyView, full_width, plural
 from .paged_table import PagedTable, TableData
 
 
+def funnel_figure(funnel) -> go.Figure:
+    """``cepkit.funnel``'s table as horizontal bars, the first step on top, each with its count and share."""
+    labels = [f"{k}. {html.escape(str(t))} {v}" for k, v, t in
+              zip(funnel["step"], funnel["variable"], funnel["type"])]
+    counts = funnel["candidates"].tolist()
+    texts = [f"{n:,} ({share:.0%})" for n, share in zip(counts, funnel["share"])]
+    # a funnel drawn as horizontal bars, the first step on top (the page's plotly.js bundle has bar)
+    return go.Figure(go.Bar(y=labels, x=counts, orientation="h", text=texts, textposition="auto",
+                            marker={"color": "#4c78a8"}, hovertemplate="%{y}: %{x} candidates<extra></extra>"),
+                   {"height": 90 + 50 * len(labels), "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
+                    "yaxis": {"autorange": "reversed", "automargin": True},
+                    "xaxis": {"title": {"text": "candidates reaching the step"}, "rangemode": "tozero"}})
+
+
 class FunnelView(widgets.VBox):
     """The funnel and the partial matches of ``query`` over ``events``.
 
@@ -26,17 +40,7 @@ class FunnelView(widgets.VBox):
 
     def __init__(self, query, events, engine: str = "auto", hierarchy=None, **options):
         self.funnel, self.partial = progress(query, events, engine=engine, hierarchy=hierarchy, **options)
-        labels = [f"{k}. {html.escape(str(t))} {v}" for k, v, t in
-                  zip(self.funnel["step"], self.funnel["variable"], self.funnel["type"])]
-        counts = self.funnel["candidates"].tolist()
-        texts = [f"{n:,} ({share:.0%})" for n, share in zip(counts, self.funnel["share"])]
-        # a funnel drawn as horizontal bars, the first step on top (the page's plotly.js bundle has bar)
-        figure = go.Figure(go.Bar(y=labels, x=counts, orientation="h", text=texts, textposition="auto",
-                                  marker={"color": "#4c78a8"}, hovertemplate="%{y}: %{x} candidates<extra></extra>"),
-                           {"height": 90 + 50 * len(labels), "margin": {"l": 10, "r": 10, "t": 10, "b": 30},
-                            "yaxis": {"autorange": "reversed", "automargin": True},
-                            "xaxis": {"title": {"text": "candidates reaching the step"}, "rangemode": "tozero"}})
-        self.figure = PlotlyView(figure)
+        self.figure = PlotlyView(funnel_figure(self.funnel))
         candidates = int(self.funnel["candidates"].iloc[0])
         completed = int(self.funnel["candidates"].iloc[-1])
         timed_out = int(self.partial["timed_out"].sum())

@@ -25,7 +25,8 @@ the match in the timeline and clicking a match in the timeline picks its row), a
 The editor is a ``QueryEditor`` (CodeMirror: colours, completion of keywords and the stream's types and
 attributes, the parse error underlined). The templates list above Run fills it with a recipe's query
 (``cepkit.recipes``); ``code()`` gives the Python that reproduces the run (the *Copy as code* button shows it
-and copies it) and ``to_html(path)`` a standalone report of it (``export``).
+and copies it), ``to_html(path)`` a standalone report of it and ``save_figures(directory)`` its figures as
+SVG/PNG files (``export``).
 
 Every run goes through ``execution.run_query``: an engine that cannot run the query hands it to
 ``reference``, and the status line says so. The results and the views always show the last run: editing the
@@ -55,7 +56,7 @@ from .diagnostics import check_text
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .editor import QueryEditor
 from .explain_view import ExplainView
-from .export import code_of, report_html
+from .export import code_of, report_html, save_workbench_figures
 from .live import LiveView
 from .on_spark import SPARK, SparkWorkbench, is_spark_frame, run_on_spark, spark_session_active
 from .figures import TABLE_CSS, full_width, plural
@@ -240,6 +241,12 @@ class Workbench(widgets.VBox):
         """Write a standalone HTML report of the last run to ``path``: the query, the matches, the timeline and
         the automaton, plotly.js inlined (``export.report_html``)."""
         Path(path).write_text(report_html(self, title), encoding="utf-8")
+
+    def save_figures(self, directory, format: str = "svg", **kwargs) -> list:
+        """Write the last run's figures (timeline, automaton, funnel: those the query has) to ``directory`` as
+        ``svg``, ``png`` or ``pdf`` files, with kaleido (``export.save_workbench_figures``); the paths. In the
+        notebook each figure's modebar saves PNG and SVG too."""
+        return save_workbench_figures(self, directory, format, **kwargs)
 
     def add_tab(self, title: str, build: Callable) -> None:
         """A tab built by ``build(workbench)`` when it is opened after a run (and rebuilt after the next)."""

@@ -1,8 +1,9 @@
-"""The Workbench's query editor, templates picker, "copy as code" and HTML report in headless Chromium, at 800
-and 1,400 px: typing ``p.`` offers the stream's attributes of ``p``'s type; a misspelt keyword is underlined
-at its span; picking the fraud recipe fills the editor and Run shows its matches; "Copy as code" shows the
-Python of that run; the report written by ``to_html`` opens from disk with no script error, its timeline
-drawn and every match in its table. Screenshots: ``test-artifacts/editor-completion-<width>.png``,
+"""The Workbench's query editor, templates picker, figure download, "copy as code" and HTML report in
+headless Chromium, at 800 and 1,400 px: typing ``p.`` offers the stream's attributes of ``p``'s type; a
+misspelt keyword is underlined at its span; picking the fraud recipe fills the editor and Run shows its
+matches; the timeline's modebar saves it as SVG; "Copy as code" shows the Python of that run; the report
+written by ``to_html`` opens from disk with no script error, its timeline, automaton and funnel drawn and
+every match in its table. Screenshots: ``test-artifacts/editor-completion-<width>.png``,
 ``editor-error-<width>.png``, ``templates-<width>.png``, ``report-<width>.png``."""
 import re
 
@@ -69,6 +70,12 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     budget.wait(workbench.get_by_text(re.compile(r"3 matches by engine")), "the run's status")
     rows = workbench.locator("table.cepkit-grid tbody tr")
     budget.until(lambda: rows.count() == 3 and "no rows" not in rows.first.inner_text(), "the grid's 3 rows", page)
+    timeline = workbench.locator(".js-plotly-plot").first          # the modebar's SVG button, in the page
+    timeline.hover()
+    with page.expect_download() as saved:
+        timeline.locator(".modebar-btn[data-title='Download plot as an SVG']").click()
+    svg = open(saved.value.path(), encoding="utf-8").read()
+    assert svg.lstrip().startswith("<svg") and "match #2" in svg and saved.value.suggested_filename.endswith(".svg")
     workbench.get_by_role("button", name="Copy as code").click()
     code = workbench.locator("pre.cepkit-code")
     budget.wait(code, "the code of the run")
@@ -94,7 +101,7 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
         report.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
         assert report.locator("table.results tbody tr").count() == 3
         assert "small.amount < 5" in report.locator("pre.query").inner_text()
-        assert report.locator(".js-plotly-plot").count() == 2          # the timeline and the automaton
+        assert report.locator(".js-plotly-plot").count() == 3          # the timeline, the automaton, the funnel
         report.screenshot(path=str(artifacts / f"report-{width}.png"), full_page=True)
         assert errors == []
     finally:

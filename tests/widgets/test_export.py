@@ -1,4 +1,6 @@
-"""The Workbench's templates (recipes), "copy as code" and standalone HTML report."""
+"""The Workbench's templates (recipes), "copy as code", standalone HTML report and figure files."""
+import pytest
+
 import cepkit
 from cepkit.recipes import get
 from cepkit.widgets import Workbench
@@ -37,8 +39,8 @@ def test_the_report_holds_the_query_every_match_and_the_figures(tmp_path):
     table = page[page.index('class="dataframe results"'):]
     table = table[:table.index("</table>")]
     assert table.count("<tr") == len(wb.matches) + 1          # a header row, then every match
-    assert page.count("Plotly.newPlot") == 1          # the timeline; the stack query has no automaton
-    assert "automaton engine" in page or "cannot" in page
+    assert page.count("Plotly.newPlot") == 2          # the timeline and the funnel; the stack query has no automaton
+    assert "<h2>Funnel</h2>" in page and "<h2>Automaton</h2><pre class='note'>" in page
 
 
 def test_a_long_result_is_cut_with_a_note(monkeypatch):
@@ -47,3 +49,25 @@ def test_a_long_result_is_cut_with_a_note(monkeypatch):
     wb.run()
     page = export.report_html(wb)
     assert f"The first 2 of {len(wb.matches):,} matches" in page
+
+
+def test_each_figure_is_written_as_svg_and_png(tmp_path):
+    wb = Workbench.from_recipe("fraud")
+    with pytest.raises(ValueError, match="before a run"):
+        wb.save_figures(tmp_path)
+    wb.run()
+    paths = wb.save_figures(tmp_path / "slides")
+    assert [p.name for p in paths] == ["timeline.svg", "automaton.svg", "funnel.svg"]
+    texts = [p.read_text() for p in paths]
+    assert all(t.lstrip().startswith("<svg") and "</svg>" in t for t in texts)
+    for step in ("Purchase", "small", "large"):            # each drawing holds what it draws
+        assert step in texts[2], step
+    assert "Purchase" in texts[0] and "match #2" in texts[0] and "q3" in texts[1]       # lanes, matches, states
+    funnel = cepkit.funnel(wb.last_query, wb.stream)
+    assert f"{funnel['candidates'].iloc[0]:,}" in texts[2]
+    [png] = export.save_figures([wb.timeline.plot], [tmp_path / "timeline.png"], scale=2)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    assert int.from_bytes(data[16:20], "big") == 2 * export.IMAGE_WIDTH      # the width, at scale 2
+    with pytest.raises(ValueError, match="ending in .svg, .png, .pdf"):
+        export.save_figure(wb.timeline.figure, tmp_path / "timeline.jpeg")
