@@ -30,11 +30,11 @@ from recovery import MODES, QUERIES, Run, make_events, match_keys  # noqa: E402
 import cepkit.spark  # noqa: E402
 
 
-def groups_of_cases(size: int) -> list:
+def groups_of_cases(size: int, engines) -> list:
     """Every engine x mode, each case once, in groups of ``size`` queries per runner (local[2] runs them
     side by side); sinks alternate between the file sink and foreachBatch."""
     cases = [[engine, mode, "files" if i % 2 == 0 else "foreach"]
-             for i, (engine, mode) in enumerate((e, m) for m in MODES for e in QUERIES)]
+             for i, (engine, mode) in enumerate((e, m) for m in MODES for e in engines)]
     return [cases[i:i + size] for i in range(0, len(cases), size)]
 
 
@@ -47,6 +47,8 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=None, help="run only the first N groups")
     parser.add_argument("--group-size", type=int, default=2, help="streaming queries per runner process")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--engines", nargs="+", default=list(QUERIES), choices=list(QUERIES),
+                        help="the engines to run (default: all that stream)")
     parser.add_argument("--no-batch", action="store_true", help="skip the batch retry check")
     args = parser.parse_args()
 
@@ -54,7 +56,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     events = make_events(args.events, args.keys, args.seed)
     total_kills, rows = 0, []
-    groups = groups_of_cases(args.group_size)[:args.groups]
+    groups = groups_of_cases(args.group_size, args.engines)[:args.groups]
     with tempfile.TemporaryDirectory(prefix="cepkit-recovery-") as folder:
         for g, cases in enumerate(groups):
             run = Run(Path(folder) / f"group{g}", cases, max_crashes=20)
@@ -81,7 +83,7 @@ def main() -> None:
         print(f"\n{total_kills} kill-and-restart points; lost {table['lost'].sum()}, duplicated "
               f"{table['duplicated'].sum()}")
         if not args.no_batch:
-            run = Run(Path(folder) / "batch", [[engine, "reject", "-"] for engine in QUERIES])
+            run = Run(Path(folder) / "batch", [[engine, "reject", "-"] for engine in args.engines])
             run.root.mkdir(parents=True)
             run.prepare(events, files=2, seed=args.seed)
             with open(run.root / "batch.log", "wb") as log:

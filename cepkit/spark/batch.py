@@ -43,6 +43,7 @@ _INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, aft
 _ORDER = PREFIX + "order"   # the order's columns (ts, the position column), numbered, in the order check
 _BAD = PREFIX + "bad"       # a null type or ts, in the order check
 _KEYS = PREFIX + "keys"     # the PARTITION BY key's hash, in the order check
+_SLICES_PER_PARTITION = 4   # time slices per shuffle partition, by default
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
@@ -95,7 +96,8 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     if layout.ts_kind == "number":
         bad_ts = bad_ts | F.isnan(F.col(TS)) | F.abs(F.col(TS)).cast("double").eqNullSafe(F.lit(float("inf")))
     by_position = layout.ts_kind == "position" or coordinate is None
-    events = events.localCheckpoint()    # read by the check, then by the sort or the grouping
+    if not rereadable(df):
+        events = events.localCheckpoint()    # read by the check, then by the sort or the grouping
     numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts,
                                   None if by_position else coordinate, keys)
     if numbered is None:
@@ -129,6 +131,33 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     return events.drop(_INPUT), first, last, keys_seen
 
 
+# The physical operators of a plan that reads the same rows into the same partitions each time it runs.
+_REREADABLE = frozenset({"FileSourceScanExec", "BatchScanExec", "RangeExec", "ProjectExec", "FilterExec"})
+
+
+def rereadable(df: DataFrame) -> bool:
+    """Whether every run of ``df`` gives the same rows in the same partitions, in the same order: files (or
+    ``spark.range``) read by a deterministic projection or filter (no shuffle, no local relation, whose ids
+    Spark may compute on the driver for one partition). Then the numbering's jobs and the matching may each
+    read the input again, instead of all reading a checkpoint of it (a copy of every event in the executors'
+    memory: 100 M events would not fit).
+    False on Spark Connect (no JVM plan to inspect) and whenever in doubt."""
+    try:
+        execution = df._jdf.queryExecution()
+        if not execution.optimizedPlan().deterministic():
+            return False
+        nodes = [execution.sparkPlan()]
+    except Exception:       # Spark Connect, or a plan Spark cannot build here: checkpoint
+        return False
+    while nodes:
+        node = nodes.pop()
+        if node.getClass().getSimpleName() not in _REREADABLE:
+            return False
+        children = node.children()
+        nodes.extend(children.apply(i) for i in range(children.size()))
+    return True
+
+
 def _bad_value(field: str, value) -> str:
     """Why a type or ts ``value`` cannot be an event's (``cepkit.runtime.events`` says it alike)."""
     if field == "type":
@@ -143,7 +172,7 @@ def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tu
     total order): a row's position is its partition's offset plus its row number there. ``events`` must be
     checkpointed, so that the check and the positions read the same partitions (partition ids and row
     numbers are read from the checkpoint: over a local relation Spark computes them on the driver, for one
-    partition, and then splits the rows). One job reads, per partition, its count, whether it is in order,
+    partition, and then splits the rows), or ``rereadable``. One job reads, per partition, its count, whether it is in order,
     its first and last order keys (the partitions must follow each other), the extent of ``coordinate`` and
     its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a null type or ts, which
     the sorted path reports with its position)."""
@@ -314,7 +343,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         with the events; the result is then sorted by ``match_id``.
     slice_length : float or timedelta, optional
         For a query cut into time slices: the slice length, in seconds (in events for ``WITHIN n EVENTS``).
-        By default about one slice per shuffle partition, each at least four times the overlap long. A
+        By default about four slices per shuffle partition, each at least four times the overlap long. A
         query without PARTITION BY but with a window is always sliced; one with PARTITION BY and a time
         window is sliced (every key in every slice) when it has fewer keys than shuffle partitions, or when
         ``slice_length`` is given; otherwise its keys are spread over the partitions.
@@ -378,12 +407,14 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         df.select(*(needed if fields is None else df.columns)), layout,
         None if split.axis == "position" else coordinate, split.keys if split.sliceable else ())
     events = numbered.withColumn(COORD, coordinate)
-    slices = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < slices):
+    partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < partitions):
         split = split.by_time()         # too few keys to keep the cores busy: cut the time axis instead
     if isinstance(slice_length, dt.timedelta):
         slice_length = slice_length.total_seconds()
-    split = split.with_length(first, last, slices, slice_length)
+    # Four slices per partition: slices reach partitions by the hash of their number, and a few hashed
+    # values share out unevenly (the first 8 slices land in 4 of 8 partitions).
+    split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
     if split.kind == "slices":
         first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
         events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
@@ -392,7 +423,9 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     keys = list(split.work_keys)
     shipped = ["type", *layout.used, *(["ts"] if "ts" in keys else []), TS, POS,
                *([HOME, SLICE] if split.kind == "slices" else [])]
-    grouped = events.repartition(*keys) if keys else events.repartition(1)     # the workers sort each group
+    # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
+    # cores (it does by size: the events of a few seconds' matching make a small shuffle).
+    grouped = events.repartition(partitions, *keys) if keys else events.repartition(1)  # the workers sort groups
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
     schema = layout.match_schema(q)
     # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that sampling the

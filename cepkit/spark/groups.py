@@ -205,7 +205,9 @@ class EventColumns:
         """The events as ``cepkit.match`` reads them: ``type``, ``ts``, attributes, in the group's order."""
         frame = rows[["type", *self.attributes]].reset_index(drop=True)
         ts = rows[TS].reset_index(drop=True)
-        frame.insert(1, "ts", pd.to_datetime(ts, unit="us", utc=True) if self.ts_kind == "datetime" else ts)
+        if self.ts_kind == "datetime":      # (a view of the microseconds: pd.to_datetime(unit=) takes 5x longer)
+            ts = pd.Series(pd.DatetimeIndex(ts.to_numpy(np.int64).view("datetime64[us]")).tz_localize("UTC"))
+        frame.insert(1, "ts", ts)
         return frame
 
 

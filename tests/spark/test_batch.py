@@ -321,3 +321,30 @@ def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, ar
     events = df.withColumn("_cep_input", F.monotonically_increasing_id()).withColumn(TS, F.col("ts")).localCheckpoint()
     as_given = _numbered_as_given(events, layout.order() + [F.col("_cep_input")], F.lit(False), None, ())
     assert (as_given is not None) == in_order
+
+
+@pytest.mark.parametrize("arrangement", ["sorted", "shuffled"])
+def test_files_are_read_again_rather_than_checkpointed(spark, tmp_path, match_rows, arrangement):
+    """Input read from files (or made by ``spark.range``) is read again by each job, not checkpointed
+    (``rereadable``); its matches equal the local ones whether the file is in logical order (numbered as
+    given) or the files are not (sorted). A local relation, a shuffle or a random column is checkpointed."""
+    from cepkit.spark.batch import rereadable
+
+    rng = np.random.default_rng(4)
+    frame = pd.DataFrame({"type": rng.choice(list("ABC"), 600), "ts": rng.permutation(600) * 0.5,
+                          "id": rng.integers(0, 4, 600)})
+    if arrangement == "sorted":
+        frame = frame.sort_values("ts").reset_index(drop=True)
+        frame.to_parquet(tmp_path / "events.parquet")
+    else:
+        frame.iloc[:300].to_parquet(tmp_path / "a.parquet")
+        frame.iloc[300:].to_parquet(tmp_path / "b.parquet")
+    df = spark.read.parquet(str(tmp_path))
+    assert rereadable(df) and rereadable(df.where("id > 0").select("type", "ts")) and rereadable(spark.range(3))
+    assert not rereadable(spark.createDataFrame(frame))
+    assert not rereadable(df.repartition(2)) and not rereadable(df.withColumn("r", F.rand()))
+    query = "SEQ(A a, B b) WHERE a.id = b.id WITHIN 20 s"
+    local = cepkit.match(query, frame.sort_values("ts").reset_index(drop=True), engine="stack")
+    found = cepkit.spark.match(query, df, engine="stack").toPandas()
+    assert len(local) > 20
+    assert match_rows(found, ["a", "b"]) == match_rows(local.to_pandas(), ["a", "b"])
