@@ -135,6 +135,13 @@ class EventCanvas:
             self._late = late_positions(self.stream)
         return self._late
 
+    @property
+    def in_order(self) -> bool:
+        """Whether the stream's times never decrease (no late event)."""
+        if not hasattr(self, "_in_order"):
+            self._in_order = self.stream.first_disorder() is None
+        return self._in_order
+
     def _wall_clock(self, seconds):
         """Datetimes on the clocks of ``tz`` (naive, so that plotly prints them as they are)."""
         stamps = pd.to_datetime(seconds, unit="s", utc=True)
@@ -246,6 +253,10 @@ class EventCanvas:
         """Each match's first time (from the match arrays when ``matches`` is a ``cepkit.Matches``)."""
         if isinstance(matches, cepkit.Matches):
             arrays = matches.arrays
+            if self.in_order and len(arrays.positions):   # a row's positions are sorted, times never decrease
+                first = arrays.offsets[:-1]
+                at = arrays.positions[np.minimum(first, len(arrays.positions) - 1)]
+                return np.where(arrays.offsets[1:] > first, self.stream.times[at], 0.0)
             low, _ = row_extremes(arrays.offsets, arrays.positions, self.stream.times)
             return np.nan_to_num(low)
         times = self.stream.times
