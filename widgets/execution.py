@@ -1,8 +1,9 @@
-"""Running a query for a widget: the public API, a fallback to ``reference``, progress and Cancel on long runs.
+"""Running a query for a widget: the public API, a fallback engine, progress and Cancel on long runs.
 
 Widgets hold no engine logic. They run queries through ``cepkit.match`` / ``cepkit.Matcher`` and, when the
-chosen engine cannot run a query (a ``QueryError`` from engine selection), run it on ``reference``, the
-language's meaning, and say so in ``Run.note``. Errors in the query itself (syntax, well-formedness, a
+chosen engine cannot run a query (a ``QueryError`` from engine selection), run it on the engine the
+registry picks for it (``engine="auto"``: the best-ranked that supports it, ``reference`` last), and say
+so in ``Run.note``. Errors in the query itself (syntax, well-formedness, a
 strategy that needs PARTITION BY) are raised before any engine is asked, so they are never "fallen back"
 from.
 
@@ -58,7 +59,8 @@ def as_stream(events, type: Optional[str] = None, ts: Optional[str] = None) -> S
 
 def run_query(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
               progress: Optional[Callable[[int, int], None]] = None, **options) -> Run:
-    """Run ``query`` over ``events`` on ``engine``, falling back to ``reference`` when that engine cannot.
+    """Run ``query`` over ``events`` on ``engine``, falling back to the registry's pick (``"auto"``; then
+    ``reference``) when that engine cannot.
 
     >>> run = run_query("A a ; B b", [{"type": "A"}, {"type": "B"}], engine="reference")
     >>> run.matches.positions(), run.engine, run.note
@@ -75,8 +77,9 @@ def run_query(query, events, engine: str = "auto", strategy: Optional[str] = Non
     except cepkit.QueryError as gap:
         if engine == ORACLE:
             raise
-        matches = _run_on(parsed, stream, ORACLE, progress, options)
-        note = f"engine {engine!r} could not run this query, so {ORACLE!r} did: {gap.reason}"
+        # the registry's pick (an STNM query on the stack, not the brute-force reference), reference last
+        matches = _run_on(parsed, stream, "auto" if engine != "auto" else ORACLE, progress, options)
+        note = f"engine {engine!r} could not run this query, so {matches.engine!r} did: {gap.reason}"
     return Run(matches, time.perf_counter() - started, note)
 
 

@@ -4,7 +4,7 @@ Seeing the same stream answered by ALL, NEXT, LAST, MAX, STRICT, STNM and ROBUST
 way to learn what a strategy does: a table gives each strategy's count, engine and first matches, and one
 figure has a row per strategy on a shared time axis (zooming one row zooms them all), showing which events
 each one picked. Only the event types some match uses get a lane. A strategy the query cannot take (a query
-error, not an engine gap, which falls back to ``reference``) is listed with its error instead of a row.
+error, not an engine gap, which runs on the engine the registry picks) is listed with its error instead of a row.
 
 Seven runs over a long stream take a while: ``background=True`` runs them off the kernel's main thread while
 the widget shows which strategy runs and how far it is, with a Cancel button; the figure is built once, when
@@ -43,7 +43,8 @@ class StrategyCompare(widgets.VBox):
         The query; its own strategy is replaced by each of ``strategies`` in turn.
     events : DataFrame, iterable of dicts or of ``cepkit.Event``
     engine : str
-        As for ``cepkit.match``; a strategy the engine lacks runs on ``reference`` (and the table says so).
+        As for ``cepkit.match``; a strategy the engine lacks runs on the engine the registry picks for it
+        (``"auto"``: STNM on the stack, ROBUST_STNM on ses; the table says so).
     strategies : iterable of str
         The strategies to compare (default: all seven).
     background : bool

@@ -103,3 +103,15 @@ def test_a_long_query_is_not_the_figure_title():
     compare = StrategyCompare(f"SEQ(A a, B b) WHERE {conditions}", [{"type": "A", "v": 0}, {"type": "B"}],
                               strategies=["ALL"])
     assert "a.v" not in compare.figure.layout.title.text and "a.v &lt; 29" in compare.table.value
+
+
+def test_a_strategy_the_engine_lacks_runs_on_the_registrys_pick(farm):
+    """STNM and ROBUST_STNM on the automaton's Workbench run where ``engine="auto"`` runs them (the stack, ses),
+    not on the brute-force reference, and the table names the engine that did."""
+    compare = StrategyCompare("SEQ(T x, H y)", farm, engine="automaton", strategies=["ALL", "STNM", "ROBUST_STNM"])
+    for strategy in ("STNM", "ROBUST_STNM"):
+        expected = cepkit.match("SEQ(T x, H y)", farm, strategy=strategy)
+        run = compare.runs[strategy]
+        assert run.engine == expected.engine != "reference" and "automaton" in run.note
+        assert run.matches.positions() == expected.positions()
+    assert compare.runs["ALL"].engine == "automaton" and not compare.runs["ALL"].note
