@@ -43,6 +43,8 @@ def code_of(workbench: "Workbench") -> str:
     """
     text = workbench.editor.value
     quoted = f"'''{text}'''" if "'''" not in text and not text.endswith("'") else repr(text)
+    if workbench.sql_notation:      # MATCH_RECOGNIZE: the events as a table (docs/language.md §13)
+        return "\n".join(["import cepkit", "", f"QUERY = {quoted}", "rows = cepkit.sql(QUERY, events)", "rows"])
     arguments = [f"engine={workbench.engine_picker.value!r}"]
     strategy = workbench.strategy_picker.value
     if strategy in cepkit.lang.ast.STRATEGIES:
@@ -61,6 +63,8 @@ def figures_of(workbench: "Workbench") -> tuple:
     if workbench.last_run is None:
         return [], []
     figures, missing = [("Timeline", workbench.timeline.figure)], []
+    if workbench.sql_notation and getattr(workbench.last_run, "rows", None) is not None:
+        return figures, missing          # MATCH_RECOGNIZE: no automaton, no funnel of cepkit's language
     try:
         automaton = cepkit.automaton(workbench.last_query, workbench.hierarchy)
         figures.append(("Automaton", automaton_figure(automaton, automaton_drawing(automaton))))
@@ -147,6 +151,12 @@ def report_html(workbench: "Workbench", title: str = "cepkit report") -> str:
         note = "" if len(rows) <= REPORT_ROWS else \
             f"<p class='note'>The first {REPORT_ROWS:,} of {len(rows):,} matches (the rest are left out).</p>"
         parts += ["<h2>Matches</h2>", note, shown.to_html(index=False, classes="results", border=0)]
+        sql_rows = getattr(run, "rows", None)          # a MATCH_RECOGNIZE run: its output rows
+        if sql_rows is not None:
+            cut = "" if len(sql_rows) <= REPORT_ROWS else \
+                f"<p class='note'>The first {REPORT_ROWS:,} of {len(sql_rows):,} rows (the rest are left out).</p>"
+            parts += ["<h2>SQL rows</h2>", cut,
+                      sql_rows.iloc[:REPORT_ROWS].to_html(index=False, classes="results", border=0)]
     for name, figure in figures:
         parts += [f"<h2>{name}</h2>", pio.to_html(figure, full_html=False, include_plotlyjs=False,
                                                  config=dict(FIGURE_CONFIG), validate=False)]  # a copy: to_html

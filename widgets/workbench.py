@@ -62,6 +62,7 @@ from .on_spark import SPARK, SparkWorkbench, is_spark_frame, run_on_spark, spark
 from .figures import TABLE_CSS, full_width, plural
 from .funnel_view import FunnelView
 from .paged_table import PagedTable, TableData
+from . import recognize
 from .results_grid import ResultsGrid
 from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
@@ -121,6 +122,7 @@ class Workbench(widgets.VBox):
         self.hierarchy = hierarchy
         self.options = options
         self.query: Optional[cepkit.Query] = None
+        self.sql_notation = False                          # the editor holds MATCH_RECOGNIZE (recognize.py)
         self.last_run = None
         self.last_query: Optional[cepkit.Query] = None      # the query of the last run, strategy applied
         self.last_text: Optional[str] = None                # the editor's text at the last run
@@ -282,11 +284,12 @@ class Workbench(widgets.VBox):
             return None
         strategy = self.strategy_picker.value
         try:
-            query = self.query if strategy == AS_WRITTEN else self.query.with_strategy(strategy)
+            query = self.query if strategy == AS_WRITTEN or self.sql_notation else self.query.with_strategy(strategy)
         except cepkit.QueryError as err:
             self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return None
-        long_run = self.engine_picker.value == SPARK or len(self.stream) >= PROGRESS_MIN_EVENTS
+        long_run = not self.sql_notation and (self.engine_picker.value == SPARK
+                                              or len(self.stream) >= PROGRESS_MIN_EVENTS)
         self._begin(query, long_run)
         if long_run and not wait:
             self._thread = threading.Thread(target=self._execute, args=(query, long_run), name="Workbench.run",
@@ -326,7 +329,9 @@ class Workbench(widgets.VBox):
     def _execute(self, query, long_run: bool):
         text = self.editor.value
         try:
-            if self.engine_picker.value == SPARK:     # the active Spark session runs it (cepkit.spark.match)
+            if self.sql_notation:                     # MATCH_RECOGNIZE over the events as a table
+                run = recognize.run(query, self.stream)
+            elif self.engine_picker.value == SPARK:   # the active Spark session runs it (cepkit.spark.match)
                 run = run_on_spark(query, self.stream, progress=self._advance,
                                    job_started=lambda job: setattr(self, "_spark_job", job), **self.options)
             else:
@@ -347,6 +352,8 @@ class Workbench(widgets.VBox):
             self._end()
             raise
         self.last_run, self.last_query, self.last_text = run, query, text
+        if isinstance(run, recognize.RecognizeRun) and "SQL rows" not in self.tab_builders:
+            self.add_tab("SQL rows", lambda wb: recognize.rows_view(wb.last_run))
         self._end()
         self._show_results(run)
         self._stale |= set(self.tab_builders) - {"Events"}
@@ -370,7 +377,10 @@ class Workbench(widgets.VBox):
         text = self.editor.value
         if change is not None:
             self.code_box.value = ""         # the code shown was the previous text's
-        checked = check_text(text, self.stream, self.hierarchy)
+        self.sql_notation = recognize.is_recognize(text)
+        self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation   # the standard fixes both
+        checked = (recognize.check_text(text, self.stream) if self.sql_notation
+                   else check_text(text, self.stream, self.hierarchy))
         self.query, self.diagnostics.value = checked.query, checked.html
         self.editor.show(text, checked.errors, warnings=checked.warnings)
         self.run_button.disabled = self.query is None or self.running
@@ -445,7 +455,10 @@ class Workbench(widgets.VBox):
         self._stale.discard(title)
         box = self.tabs.children[self._tab_titles.index(title)]
         try:
-            view = self.tab_builders[title](self)
+            if isinstance(self.last_run, recognize.RecognizeRun) and title in (*recognize.NOT_FOR_SQL, "Explain"):
+                view = self._sql_explain_tab() if title == "Explain" else recognize.not_for_sql(title)
+            else:
+                view = self.tab_builders[title](self)
         except cepkit.QueryError as err:
             view = widgets.HTML(f"<pre style='color:#b00'>{html.escape(str(err))}</pre>")
         box.children = [view]
@@ -491,6 +504,22 @@ class Workbench(widgets.VBox):
         self.observe(follow, "selected")
         return view
 
+    def _sql_explain_tab(self):
+        """A MATCH_RECOGNIZE run's Explain: why the rows from the picked match's (or an event's) row match."""
+        view = recognize.RecognizeExplain(self.last_run, self.stream)
+        if self.selected is not None:
+            view.explain_match(self.selected)
+        if self._follow_pick is not None:
+            self.unobserve(self._follow_pick, "selected")
+
+        def follow(change):
+            if change["new"] is not None:
+                view.explain_match(change["new"])
+
+        self._follow_pick = follow
+        self.observe(follow, "selected")
+        return view
+
     def _on_template(self, change) -> None:
         """A recipe picked in the templates list: its query fills the editor."""
         if change["new"]:
@@ -524,7 +553,7 @@ class Workbench(widgets.VBox):
     def _engines_tab(self) -> None:
         matrix = self.capabilities
         features = [c for c in matrix.columns if c not in ("rank", "description")]
-        used = set(self.query.features) if self.query is not None else set()
+        used = set(self.query.features) if self.query is not None and not self.sql_notation else set()
         head = "".join(f"<th class='mark'>{html.escape(e)}</th>" for e in matrix.index)
         rows = []
         for feature in features:

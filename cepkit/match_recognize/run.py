@@ -7,6 +7,7 @@ evaluated column-wise over every output row (``measures.py``).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Union
 
@@ -47,6 +48,26 @@ class Matched:
     def __len__(self) -> int:
         return len(self.part)
 
+    def as_matches(self, positions: np.ndarray, stream=None):
+        """The non-empty matches as ``cepkit.Matches`` over the stream the rows came from (``positions``:
+        each sorted row's position in it; each variable may bind several rows), in cepkit's output order
+        (docs/language.md §10.2), and for each the index of its match here: how a MATCH_RECOGNIZE run is
+        drawn on a timeline and picked like any other."""
+        from ..runtime.match_arrays import MatchArrays
+        from ..runtime.matches import Matches
+
+        lengths = np.diff(self.offset)
+        kept = np.flatnonzero(lengths > 0)
+        flat_match = np.repeat(np.arange(len(self)), lengths)
+        flat_position = np.asarray(positions, np.int64)[self.flat_row]
+        order = np.lexsort((flat_position, flat_match))          # each match's positions in stream order
+        offsets = np.concatenate([[0], np.cumsum(lengths[kept])])
+        names = self.query.variables
+        arrays = MatchArrays.from_bindings(offsets, flat_position[order], self.flat_var[order], names,
+                                           np.ones(len(names), bool))
+        rows, _ = arrays.output_index()
+        return Matches(arrays.take(rows), "match_recognize", stream=stream), kept[rows]
+
     def found(self) -> List[List[Found]]:
         """Per partition, its matches as ``Found`` (rows counted from the partition's first row)."""
         out: List[List[Found]] = [[] for _ in range(len(self.bounds))]
@@ -76,15 +97,36 @@ def resolve(query: A.Recognize, frames: Frames) -> pd.DataFrame:
 
 
 def check_columns(query: A.Recognize, names) -> None:
-    """A ``QueryError`` (with "did you mean") for a column the query reads that ``names`` lacks."""
+    """A ``QueryError`` (with "did you mean", and the line and column of the name) for a column the query
+    reads that ``names`` lacks."""
     names = [str(c) for c in names]
-    wanted = list(query.partition) + [name for name, _ in query.order]
+    wanted = [(name, None) for name in query.partition] + [(name, None) for name, _ in query.order]
     for _, expr in query.defines + query.measures:
-        wanted += [node.name for node in A.walk(expr) if isinstance(node, A.Column)]
-    for name in wanted:
+        wanted += [(node.name, node) for node in A.walk(expr) if isinstance(node, A.Column)]
+    for name, node in wanted:
         if name not in names:
+            line, column = _where(query.text, name, node)
             raise QueryError(f"no column {name!r} in {query.source}" + did_you_mean(name, names)
-                             + "; the columns are " + ", ".join(names), query.text)
+                             + "; the columns are " + ", ".join(names), query.text, line, column, len(name))
+
+
+def _where(text: str, name: str, node) -> tuple:
+    """(line, column) of a column's name in the query: from its node's span (a qualified name's span is its
+    variable's, the name follows the dot), else its first use as a whole word after MATCH_RECOGNIZE."""
+    span = getattr(node, "span", None)
+    if span is not None and span[0] is not None:
+        line, col = span[0], span[1]
+        if node.var is not None:
+            row = text.splitlines()[line - 1] if text else ""
+            dot = row.find(".", col - 1)
+            col = dot + 2 if dot >= 0 else col
+        return line, col
+    start = text.upper().find("MATCH_RECOGNIZE")
+    found = re.search(rf"\b{re.escape(name)}\b", text[max(start, 0):])
+    if found is None:
+        return None, None
+    at = max(start, 0) + found.start()
+    return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
 def _sorted(query: A.Recognize, frame: pd.DataFrame) -> pd.DataFrame:
