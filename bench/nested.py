@@ -1,15 +1,22 @@
-"""The ``nested`` engine on the experiment shapes of [LIU] §5.5, at a small scale.
+"""The ``nested`` engine on the experiment shapes of [LIU] §5.5 and [CSV] §8: its plans against NEEL's
+iterative nested execution.
 
-A synthetic ticker stream (the inetats traces of [LIU] §5.5 are not available): one trade per
-second, tickers drawn uniformly from ten symbols. Every row is one query on one stream, timed best of
-``--repeat`` runs; ratios are against a baseline measured in the same run:
+A synthetic ticker stream (the inetats traces of [LIU] §5.5 are not available): one trade per second,
+tickers drawn uniformly from ten symbols, so a 40 s window holds 40 trades as [LIU]'s 10 ms at 4,000 trades
+per second does. Every row is one query on one stream, timed best of ``--repeat`` runs through
+``cepkit.match``; ratios are against a baseline measured in the same run:
 
-- [LIU] §5.5 (Figs 5.9-5.11): the number of negated children (1-3), the length of a child (2-4) and the nesting
-  depth (1-3) grow. ``ref/nested`` = reference time / nested time (on a shorter prefix: the reference is brute
-  force), ``none/b`` = no caching / B-CSV, ``nested/nf`` = nested plan / normal form (``rewrite=True``, where
-  the query has one).
-- [CSV] §4.6 and §8 (Figs R10, R18-R21): the window grows (20, 40, 60 s) and the negated sub-query is an AND;
-  each caching mode against no caching (``x none``), with the view's counters.
+- [LIU] §5.5 (Figs 5.9-5.11): the number of negated children (1-3), the length of a child (2-4), the nesting
+  depth (1-3). ``iter s`` = iterative nested execution (``caching=None``: every sub-query recomputed per
+  candidate, the thesis's baseline); ``plan s`` = what the Plan-Finder chose (``plan``); ``nested s`` = the
+  nested plan with summaries and B-CSV views; ``nf s`` = the normal form. Every plan's matches equal the
+  reference's on the first ``n_ref`` events and each other's on the whole stream.
+- [CSV] §8 (Figs R10a-c): a negated AND between positive neighbours, windows 100 / 500 / 1000 s over
+  trades every 5 s among 30 symbols; each caching mode against none, nested (views and summaries) and as
+  the Plan-Finder runs it.
+- Flat queries on ``nested`` against the ``stack`` engine; [LIU] §5.5's complex workload E1-E7
+  (``match_workload``) against its queries run one by one.
+- ``--full``: 1,000,000 trades from a DataFrame, the Plan-Finder's plan, events per second end to end.
 
 Run from the repository: ``python bench/nested.py`` (``--quick`` for a smoke run).
 """
@@ -19,18 +26,27 @@ import argparse
 import random
 import time
 
+import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 import cepkit
+from cepkit.engines.nested.workload import match_workload
 from cepkit.runtime import Stream
 
 TICKERS = ("MSFT", "ORCL", "IPIX", "INTC", "RIMM", "AMAT", "YHOO", "DELL", "CSCO", "QQQ")
 CHILDREN = ["!SEQ(RIMM r1, AMAT a1)", "!SEQ(YHOO y2, DELL d2)", "!SEQ(CSCO c3, QQQ q3)"]
+WORKLOAD = ["SEQ(MSFT m, !IPIX x, ORCL o, INTC i)", "SEQ(MSFT m, !QQQ x, ORCL o, INTC i)",
+            "SEQ(MSFT m, !RIMM x, ORCL o, INTC i)", "SEQ(RIMM r, DELL d, AMAT a, MSFT m, ORCL o)",
+            "SEQ(IPIX p, DELL d, AMAT a, MSFT m, ORCL o)", "SEQ(CSCO c, !RIMM x, YHOO y, QQQ q)",
+            "SEQ(CSCO c, !IPIX x, RIMM r, YHOO y, QQQ q)"]
 
 
-def ticker_stream(n: int, seed: int = 0) -> Stream:
+def ticker_stream(n: int, seed: int = 0, every: float = 1.0, others: int = 0) -> Stream:
     rng = random.Random(seed)
-    return Stream.from_any([{"type": rng.choice(TICKERS), "ts": i, "price": rng.randrange(100)} for i in range(n)])
+    symbols = TICKERS + tuple(f"X{k}" for k in range(others))
+    return Stream.from_any([{"type": rng.choice(symbols), "ts": i * every, "price": rng.randrange(100)}
+                            for i in range(n)])
 
 
 def children_query(k: int, window: int) -> str:
@@ -60,16 +76,16 @@ def depth_query(depth: int, window: int) -> str:
     return f"SEQ(MSFT m, {inner}, ORCL o, INTC i) WITHIN {window} s"
 
 
-def and_query(window: int) -> str:
+def and_query(window) -> str:
     """[CSV]'s Q1 shape: a negated AND between two positive neighbours."""
     return f"SEQ(MSFT m, ORCL o, !AND(RIMM r, AMAT a, YHOO y), INTC i, QQQ q) WITHIN {window} s"
 
 
-def timed(query, stream, repeat: int, **options):
+def timed(query, stream, repeat: int, engine="nested", **options):
     best = None
     for _ in range(repeat):
         start = time.perf_counter()
-        found = cepkit.match(query, stream, **options)
+        found = cepkit.match(query, stream, engine=engine, **options)
         elapsed = time.perf_counter() - start
         best = elapsed if best is None else min(best, elapsed)
     return best, found
@@ -81,15 +97,17 @@ def neel_rows(stream, prefix, window, repeat, progress):
     shapes += [("child length", n, length_query(n, window)) for n in (2, 3, 4)]
     shapes += [("depth", d, depth_query(d, window)) for d in (1, 2, 3)]
     for shape, size, query in shapes:
-        t_ref, ref = timed(query, prefix, 1, engine="reference")
-        t_prefix, on_prefix = timed(query, prefix, repeat, engine="nested")
-        assert on_prefix == ref, query
-        t_b, b = timed(query, stream, repeat, engine="nested", caching="b")
-        t_none, none = timed(query, stream, repeat, engine="nested", caching=None)
-        t_nf, nf = timed(query, stream, repeat, engine="nested", rewrite=True)
-        assert none == b == nf, query
+        ref = cepkit.match(query, prefix, engine="reference")
+        for options in ({"caching": None}, {}, {"plan": "nested"}, {"plan": "normal form"}):
+            assert cepkit.match(query, prefix, engine="nested", **options) == ref, (query, options)
+        t_iter, it = timed(query, stream, repeat, caching=None)
+        t_plan, auto = timed(query, stream, repeat)
+        t_nested, nested = timed(query, stream, repeat, plan="nested")
+        t_nf, nf = timed(query, stream, repeat, plan="normal form")
+        assert it == auto == nested == nf, query
         normal = nf.info["execution"] == "normal form"
-        rows.append((shape, size, len(b), t_ref / t_prefix, t_b, t_none / t_b, (t_b / t_nf) if normal else None))
+        rows.append((shape, size, len(auto), t_iter, auto.info["plan"]["chosen"], t_plan, t_nested,
+                     t_nf if normal else None))
         progress.update()
     return rows
 
@@ -100,36 +118,108 @@ def csv_rows(stream, windows, repeat, progress):
         query = and_query(window)
         times, found = {}, {}
         for mode in (None, "a", "p", "b"):
-            times[mode], found[mode] = timed(query, stream, repeat, engine="nested", caching=mode)
+            times[mode, "nested"], found[mode] = timed(query, stream, repeat, caching=mode, plan="nested")
+            times[mode, "plan"], auto = timed(query, stream, repeat, caching=mode)
+            assert found[mode] == found[None] == auto, query
             progress.update()
-        assert all(found[m] == found[None] for m in found), query
+        base = times[None, "nested"]
         for mode in (None, "a", "p", "b"):
             cache = found[mode].info["cache"]
-            rows.append((window, str(mode), len(found[mode]), times[mode], times[None] / times[mode],
-                         cache["computed"], cache["hits"], cache["view_size"]))
+            rows.append((window, str(mode), len(found[mode]), times[mode, "nested"], base / times[mode, "nested"],
+                         times[mode, "plan"], base / times[mode, "plan"], cache["computed"],
+                         cache["summary_lookups"]))
+    return rows
+
+
+def flat_rows(stream, repeat):
+    rows = []
+    for query in ("SEQ(MSFT m, ORCL o, IPIX p, INTC i) WITHIN 40 s", "SEQ(MSFT m, !IPIX x, ORCL o, INTC i) WITHIN 40 s",
+                  "SEQ(MSFT m, ORCL o, INTC i, m.price < o.price) WITHIN 40 s"):
+        t_stack, stack = timed(query, stream, repeat, engine="stack")
+        t_nested, nested = timed(query, stream, repeat)
+        assert stack == nested, query
+        rows.append((query, len(nested), t_stack, t_nested, t_nested / t_stack, nested.info["plan"]["chosen"]))
+    return rows
+
+
+def workload_row(stream, window, repeat):
+    queries = [f"{q} WITHIN {window} s" for q in WORKLOAD]
+    best = {}
+    for name, run in (("workload", lambda: match_workload(queries, stream)),
+                      ("alone", lambda: [cepkit.match(q, stream, engine="nested") for q in queries]),
+                      ("iterative", lambda: [cepkit.match(q, stream, engine="nested", caching=None) for q in queries])):
+        for _ in range(repeat):
+            start = time.perf_counter()
+            found = run()
+            elapsed = time.perf_counter() - start
+            best[name] = min(best.get(name, elapsed), elapsed)
+        best[name + " found"] = found
+    assert best["workload found"] == best["alone found"] == best["iterative found"]
+    plan = best["workload found"][0].info["plan"]
+    return (sum(map(len, best["workload found"])), best["iterative"], best["alone"], best["workload"],
+            plan["groups"], best["workload found"][0].info["cache"]["shared_hits"])
+
+
+def full_rows(n: int):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"type": rng.choice(TICKERS, n), "ts": np.arange(n, dtype=np.int64),
+                          "price": rng.integers(0, 100, n)})
+    rows = []
+    for query in (children_query(3, 40), length_query(4, 40), depth_query(3, 40)):
+        start = time.perf_counter()
+        found = cepkit.match(query, frame, engine="nested")
+        positions = found.positions()
+        elapsed = time.perf_counter() - start
+        rows.append((query, len(positions), elapsed, n / elapsed, found.info["plan"]["chosen"]))
     return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--full", action="store_true", help="also 1,000,000 trades end to end")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    n, n_csv, n_ref, windows = (600, 400, 150, (20, 40)) if args.quick else (4000, 1500, 400, (20, 40, 60))
+    n, n_csv, n_ref, n_flat, windows = ((600, 400, 150, 2000, (100, 200)) if args.quick
+                                        else (4000, 2000, 400, 20000, (100, 500, 1000)))
     stream, prefix = ticker_stream(n), ticker_stream(n_ref)
     with tqdm(total=9 + 4 * len(windows), desc="runs") as progress:
         neel = neel_rows(stream, prefix, 40, args.repeat, progress)
-        csv = csv_rows(ticker_stream(n_csv), windows, args.repeat, progress)
-    print(f"\n[LIU] §5.5 shapes, window 40 s, {n} events (reference on the first {n_ref})")
-    print(f"{'shape':<13} {'size':>4} {'matches':>7} {'ref/nested':>10} {'nested s':>9} {'none/b':>7} {'nested/nf':>9}")
-    for shape, size, matches, ref_ratio, t_b, none_ratio, nf_ratio in neel:
-        nf = f"{nf_ratio:8.1f}x" if nf_ratio is not None else "        –"
-        print(f"{shape:<13} {size:>4} {matches:>7} {ref_ratio:>9.1f}x {t_b:>9.3f} {none_ratio:>6.1f}x {nf}")
-    print(f"\n[CSV] §8 shape: {and_query('w')}, {n_csv} events")
-    print(f"{'window':>6} {'caching':>7} {'matches':>7} {'seconds':>8} {'x none':>7} {'computed':>8} {'hits':>6} "
-          f"{'view':>6}")
-    for window, mode, matches, seconds, ratio, computed, hits, view in csv:
-        print(f"{window:>6} {mode:>7} {matches:>7} {seconds:>8.3f} {ratio:>6.1f}x {computed:>8} {hits:>6} {view:>6}")
+        csv = csv_rows(ticker_stream(n_csv, every=5.0, others=20), windows, args.repeat, progress)
+    flat = flat_rows(ticker_stream(n_flat), args.repeat)
+    workload = workload_row(stream, 40, args.repeat)
+
+    print(f"\n[LIU] §5.5 shapes, window 40 s, {n} events (every plan equals the reference on the first {n_ref})")
+    print(f"{'shape':<13} {'size':>4} {'matches':>7} {'iter s':>7} {'plan':>21} {'plan s':>7} {'iter/plan':>9} "
+          f"{'nested s':>8} {'iter/nested':>11} {'nf s':>7} {'iter/nf':>7}")
+    for shape, size, matches, t_iter, plan, t_plan, t_nested, t_nf in neel:
+        nf = f"{t_nf:>7.3f} {t_iter / t_nf:>6.1f}x" if t_nf is not None else f"{'–':>7} {'–':>7}"
+        print(f"{shape:<13} {size:>4} {matches:>7} {t_iter:>7.3f} {plan:>21} {t_plan:>7.3f} {t_iter / t_plan:>8.1f}x "
+              f"{t_nested:>8.3f} {t_iter / t_nested:>10.1f}x {nf}")
+    children = [r[3] / r[5] for r in neel if r[0] == "children"]
+    print(f"children: iter/plan {sum(children) / len(children):.1f}x on average")
+
+    print(f"\n[CSV] §8 shape: {and_query('w')}, {n_csv} trades every 5 s among 30 symbols")
+    print(f"{'window':>6} {'caching':>7} {'matches':>7} {'nested s':>8} {'x none':>7} {'plan s':>7} {'x none':>7} "
+          f"{'computed':>8} {'summary':>7}")
+    for window, mode, matches, t_nested, ratio, t_plan, ratio_plan, computed, summary in csv:
+        print(f"{window:>6} {mode:>7} {matches:>7} {t_nested:>8.3f} {ratio:>6.1f}x {t_plan:>7.3f} {ratio_plan:>6.1f}x "
+              f"{computed:>8} {summary:>7}")
+
+    print(f"\nFlat queries, {n_flat} events: nested (its plan) against the stack engine")
+    print(f"{'query':<62} {'matches':>7} {'stack s':>7} {'nested s':>8} {'nested/stack':>12} plan")
+    for query, matches, t_stack, t_nested, ratio, plan in flat:
+        print(f"{query:<62} {matches:>7} {t_stack:>7.3f} {t_nested:>8.3f} {ratio:>11.1f}x {plan}")
+
+    matches, t_iter, t_alone, t_work, groups, hits = workload
+    print(f"\n[LIU] §5.5 complex workload E1-E7, window 40 s, {n} events: {matches} matches")
+    print(f"iterative one by one {t_iter:.3f} s, Plan-Finder one by one {t_alone:.3f} s, workload {t_work:.3f} s: "
+          f"{t_iter / t_work:.1f}x / {t_alone / t_work:.1f}x; groups {groups}, {hits} shared columns reused")
+
+    if args.full:
+        print("\n1,000,000 trades from a DataFrame, cepkit.match(...).positions(), the Plan-Finder's plan")
+        for query, matches, elapsed, rate, plan in full_rows(1_000_000):
+            print(f"{query:<80} {matches:>8} {elapsed:>7.2f} s {rate:>10,.0f} ev/s {plan}")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ from typing import Optional
 
 import numpy as np
 
+from ...lang import ast as A
 from ...runtime.match_arrays import MatchArrays
 from ...semantics.conditions import holds
 from .operators import Select, WinOr, WinSeq
@@ -165,12 +166,18 @@ class SharedRun:
                 lo, hi = last, self._window_hi(first)
             found = (hi > lo + 1) & (self.reach_before(b.sub, np.maximum(hi, 0)) > lo)
             keep &= ~found if b.negations % 2 else found
-        if conds and keep.any():
-            names = [_variable(p) for p in seq.parts]
+        names = [_variable(p) for p in seq.parts]
+        for cond in conds:
+            if not keep.any():
+                break
+            at = dict(zip(names, columns))
+            test = _column_test(cond, at, self.part.stream) if self.part.stream is not None else None
+            if test is not None:
+                keep &= test
+                continue
             events = self.part.events
             for i in np.flatnonzero(keep):
-                env = {v: int(c[i]) for v, c in zip(names, columns) if v}
-                keep[i] = all(holds(cond, env, events) for cond in conds)
+                keep[i] = holds(cond, {v: int(c[i]) for v, c in at.items() if v}, events)
         return [c[keep] for c in columns]
 
     def _window_lo(self, last: np.ndarray) -> np.ndarray:
@@ -190,6 +197,45 @@ class SharedRun:
         return np.searchsorted(self.times, self.times[first] + w.seconds + self.part.run.slack, "right")
 
 
+_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
+            "!=": np.not_equal}
+
+
+def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:
+    """A condition over rows as one boolean column, where it is comparisons (and/or/not) of numeric
+    attributes and numbers: a null compares false, ``!=`` too (the value rules of docs/language.md);
+    None where it is anything else (the rows are then checked one by one)."""
+    if isinstance(cond, A.BoolOp):
+        parts = [_column_test(a, at, stream) for a in cond.args]
+        if any(p is None for p in parts):
+            return None
+        return np.logical_and.reduce(parts) if cond.op == "and" else np.logical_or.reduce(parts)
+    if isinstance(cond, A.BoolNot):
+        inner = _column_test(cond.arg, at, stream)
+        return None if inner is None else ~inner
+    if not isinstance(cond, A.Compare) or cond.op not in _COMPARE:
+        return None
+    sides = [_numbers(x, at, stream) for x in (cond.left, cond.right)]
+    if any(x is None for x in sides):
+        return None
+    left, right = sides
+    with np.errstate(invalid="ignore"):
+        return _COMPARE[cond.op](left, right) & ~np.isnan(left) & ~np.isnan(right)
+
+
+def _numbers(node, at: dict, stream):
+    """An operand as float64 per row (NaN: null), or None where it is not a plain number."""
+    if isinstance(node, A.Literal):
+        value = node.value
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2 ** 53:
+            return np.float64(value)
+        return None
+    if isinstance(node, A.Attr) and node.index is None and node.var in at and node.attr not in ("ts", "type"):
+        numbers = stream.column(node.attr).numbers
+        return None if numbers is None else numbers[at[node.var]]
+    return None
+
+
 def _join(events: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple:
     """Each row r joined with ``events[start[r]:stop[r]]``: (the joined events, the row of each)."""
     counts = np.maximum(stop - start, 0)
@@ -198,35 +244,55 @@ def _join(events: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple:
     return events[start[rows] + within], rows
 
 
-def run_shared(execution, branches: list, directions: Optional[list] = None) -> tuple:
-    """Every sub-stream's matches of ``branches`` (``top_branches``) as one ``MatchArrays``, and counters."""
-    select = execution.select
-    names: dict = {}
-    offsets, positions, variables = [np.zeros(1, np.int64)], [], []
-    total = 0
-    stats = {"shared_hits": 0, "rows_built": 0}
+def run_shared(execution, branches: list, directions: Optional[list] = None, owners: Optional[list] = None,
+               selects: Optional[list] = None) -> tuple:
+    """Every sub-stream's matches of ``branches`` (``top_branches``) as ``MatchArrays``, and counters: one
+    for all, or, with ``owners`` (a query number per branch) and ``selects`` (each query's RETURN), a list
+    with one per query (a workload: ``workload``)."""
     directions = directions or ["suffix"] * len(branches)
+    owned = owners or [0] * len(branches)
+    selects = selects or [execution.select]
+    out = [_Rows() for _ in selects]
+    stats = {"shared_hits": 0, "rows_built": 0}
     for part in execution.parts.values():
         if not part.n:
             continue
         shared = SharedRun(part)
         where = part.position_column()
-        for (seq, conds), direction in zip(branches, directions):
+        for (seq, conds), direction, owner in zip(branches, directions, owned):
+            select = selects[owner]
             columns = shared.rows(seq, conds, direction)
             kept = [(c, _variable(p)) for c, p in zip(columns, seq.parts)
                     if select is None or _variable(p) in select]
-            if not kept or not len(kept[0][0]):
-                continue
-            width, count = len(kept), len(kept[0][0])
-            positions.append(where[np.stack([c for c, _ in kept], axis=1)].ravel())
-            ids = np.array([names.setdefault(v, len(names)) if v else -1 for _, v in kept], np.int64)
-            variables.append(np.tile(ids, count))
-            offsets.append(total + width * np.arange(1, count + 1, dtype=np.int64))
-            total += width * count
+            out[owner].add(where, kept)
         for k in stats:
             stats[k] += shared.stats[k]
-    if not positions:
-        return MatchArrays.from_bindings(np.zeros(1, np.int64), [], [], [], []), stats
-    return MatchArrays.from_bindings(np.concatenate(offsets), np.concatenate(positions), np.concatenate(variables),
-                                     list(names), [False] * len(names)), stats
+    found = [rows.arrays() for rows in out]
+    return (found if owners else found[0]), stats
 
+
+class _Rows:
+    """Matches gathered as the CSR columns of a ``MatchArrays``."""
+
+    def __init__(self):
+        self.names: dict = {}
+        self.offsets, self.positions, self.variables = [np.zeros(1, np.int64)], [], []
+        self.total = 0
+
+    def add(self, where: np.ndarray, kept: list) -> None:
+        """Rows of one SEQ: ``kept`` = [(column of indices, variable)] for the positions it reports."""
+        if not kept or not len(kept[0][0]):
+            return
+        width, count = len(kept), len(kept[0][0])
+        self.positions.append(where[np.stack([c for c, _ in kept], axis=1)].ravel())
+        ids = np.array([self.names.setdefault(v, len(self.names)) if v else -1 for _, v in kept], np.int64)
+        self.variables.append(np.tile(ids, count))
+        self.offsets.append(self.total + width * np.arange(1, count + 1, dtype=np.int64))
+        self.total += width * count
+
+    def arrays(self) -> MatchArrays:
+        if not self.positions:
+            return MatchArrays.from_bindings(np.zeros(1, np.int64), [], [], [], [])
+        return MatchArrays.from_bindings(np.concatenate(self.offsets), np.concatenate(self.positions),
+                                         np.concatenate(self.variables), list(self.names),
+                                         [False] * len(self.names))
