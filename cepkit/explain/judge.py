@@ -52,8 +52,37 @@ RULES = {  # why a ranked strategy prefers a rival (docs/language.md §5, [CEL] 
 def explain(query, events, candidate, strategy: Optional[str] = None, hierarchy=None) -> Explanation:
     """Whether ``candidate`` is a match of ``query`` over ``events``, with the reasons clause by clause.
 
-    ``candidate`` is a tuple of positions, or bindings ``{"x": 1, "y": 8}`` (a list for a Kleene variable).
+    Parameters
+    ----------
+    query : str or Query
+        The query text, or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+        The events, as ``cepkit.match`` takes them.
+    candidate : tuple of int or dict
+        A tuple of positions, or bindings ``{"x": 1, "y": 8}`` (a list for a Kleene variable).
+    strategy : str, optional
+        A selection strategy overriding the query's own.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
 
+    Returns
+    -------
+    Explanation
+        ``is_match``, and ``reasons``: each clause passed or failed, pointing into the query text.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse.
+    ValueError
+        The candidate names a position the stream lacks, or a variable the query lacks.
+
+    See Also
+    --------
+    why_not : the near misses, when there is no candidate to ask about.
+
+    Examples
+    --------
     >>> import cepkit
     >>> phi1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
     >>> e = cepkit.explain(phi1, cepkit.datasets.cel_fire_sensors(), (1, 5))

@@ -32,6 +32,43 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
     ``margin`` widens the window of the relaxed queries (0.5: half the window again); ``depth`` is the most
     clauses dropped at once; ``budget`` the most candidates judged.
 
+    Parameters
+    ----------
+    query : str or Query
+        The query text, or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+        The events, as ``cepkit.match`` takes them.
+    limit : int, default 10
+        The most near misses returned.
+    strategy : str, optional
+        A selection strategy overriding the query's own.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+    margin : float, default 0.5
+        How much the relaxed queries widen the window (0.5: half the window again).
+    depth : int, default 2
+        The most clauses dropped at once.
+    budget : int, default 300
+        The most candidates judged.
+
+    Returns
+    -------
+    NearMisses
+        A list of ``Explanation``, fewest failed clauses first, with ``complete``.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse.
+    ValueError
+        ``limit`` is below 1.
+
+    See Also
+    --------
+    cepkit.explain : one candidate, clause by clause.
+
+    Examples
+    --------
     >>> import cepkit
     >>> misses = cepkit.why_not("SEQ(T x, H y) WHERE x.tmp > 44 and y.hum < 19 and x.id = y.id",
     ...                         cepkit.datasets.cel_fire_sensors(), limit=2)

@@ -375,8 +375,33 @@ def _select(query: A.Recognize, out: pd.DataFrame) -> pd.DataFrame:
 def sql(query: Union[str, A.Recognize], frames: Frames, *, matcher: str = "auto") -> pd.DataFrame:
     """Run a ``SELECT ... FROM t MATCH_RECOGNIZE (...)`` query over pandas (docs/language.md §13).
 
-    ``frames``: the DataFrame (or pyarrow Table) the query reads, or a mapping of table names to them.
+    Parameters
+    ----------
+    query : str or Recognize
+        The query text, or a parsed one (``cepkit.match_recognize.parse``).
+    frames : DataFrame, pyarrow Table, or mapping of str to them
+        The table the query reads, or a mapping of table names to tables.
+    matcher : {"auto", "vm", "reference"}, default "auto"
+        The compiled matcher ("vm", when the DEFINE conditions allow it) or the reference one.
 
+    Returns
+    -------
+    pandas.DataFrame
+        One row per match (``ONE ROW PER MATCH``) or per matched row (``ALL ROWS PER MATCH``), the
+        selected columns and measures.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse (line, column, caret), reads a table or column that does not exist (did
+        you mean), or asks the VM for a condition it cannot run.
+    TypeError
+        ``frames`` is not a DataFrame, a Table or a mapping of them.
+    ValueError
+        ``matcher`` is not one of the three.
+
+    Examples
+    --------
     >>> import pandas as pd, cepkit
     >>> prices = pd.DataFrame({"day": range(6), "price": [5, 3, 2, 4, 6, 1]})
     >>> cepkit.sql('''

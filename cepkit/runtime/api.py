@@ -180,6 +180,27 @@ def type_warnings(query, events, hierarchy=None) -> list:
     the type with the closest type the events have. Not an error: a type may be absent from one stream
     and not another (``match`` runs such a query and finds what it finds).
 
+    Parameters
+    ----------
+    query : str or Query
+        The query text, or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+        The events, as ``cepkit.match`` takes them.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to (a type covered by a present one is no warning).
+
+    Returns
+    -------
+    list of QueryError
+        One per absent type, pointing at it in the query, with the closest present type.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse.
+
+    Examples
+    --------
     >>> [w.reason for w in type_warnings("FOG f ; DELAYED_DEPARTUER d", [{"type": "fog"}, {"type": "DELAYED_DEPARTURE"}])]
     ["no event of type 'FOG' in the stream; did you mean 'fog'?", "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
     """
@@ -217,15 +238,49 @@ def _types_of(atoms, query: Query):
 
 def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
           type: Optional[str] = None, ts: Optional[str] = None, partial: bool = False, **options) -> Matches:
-    """All matches of ``query`` over ``events`` (a DataFrame, a pyarrow Table, dicts or Events), in output
-    order. ``type=`` and ``ts=`` name the columns (or dict keys) that hold each event's type and time when
-    they are not ``type`` and ``ts``; a text ts is read as numbers or datetimes (``columns.as_events``).
+    """All matches of ``query`` over ``events``, in output order (docs/language.md §10.2).
 
-    ``partial=True`` also gives ``matches.partial``: each candidate of a sequence query that did not
-    complete, with the step it stopped before, the bindings it reached and whether its window closed before
-    the stream's end (``cepkit.partial_matches``; defined in ``cepkit.runtime.partial``), computed on the
-    same engine; a query it does not cover raises a QueryError saying why.
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or ``Event``, or Stream
+        The events, one row each: a ``type`` column, an optional ``ts`` (numbers, datetimes or text read as
+        either; the position when absent) and one column per attribute.
+    engine : str, default "auto"
+        The engine to run (``cepkit.engines()`` lists them); "auto" takes the first that supports the query.
+    strategy : str, optional
+        A selection strategy overriding the query's own (docs/language.md §5).
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to (docs/language.md §7).
+    type, ts : str, optional
+        The columns (or dict keys) holding each event's type and time, when they are not ``type`` and ``ts``.
+    partial : bool, default False
+        Also give ``matches.partial``: each candidate of a sequence query that did not complete, with the
+        step it stopped before, the bindings it reached and whether its window closed before the stream's
+        end (``cepkit.partial_matches``; defined in ``cepkit.runtime.partial``), computed on the same engine.
+    **options
+        ``disorder=`` ("reject", "kslack", "conservative", "aggressive") with ``k=`` or ``max_delay=`` for
+        an out-of-order stream (docs/language.md §6); other options are the engine's.
 
+    Returns
+    -------
+    Matches
+        The matches as columns (``positions()``, ``to_pandas()``, ``to_arrow()``), ``Match`` objects on
+        indexing; ``engine`` names the engine that ran.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse (line, column and caret), names an attribute or PARTITION BY key the
+        events lack, or needs a feature the engine lacks (naming the engines that have it); with
+        ``partial=True``, a query partial matches do not cover (saying why).
+    EventError
+        An event is malformed (named by position and field), or the stream is out of order under
+        ``disorder="reject"``.
+
+    Examples
+    --------
     >>> import cepkit
     >>> cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).positions()
     [(0, 1), (0, 2)]
@@ -272,10 +327,39 @@ def prefix_matches(steps, stream: Stream, engine: str, options: dict) -> list:
 class Matcher:
     """Incremental matching: ``push`` one event at a time, get the matches it made final.
 
-    >>> m = Matcher("A a ; B b", engine="reference")
-    >>> m.push({"type": "A", "ts": 0}), [x.positions for x in m.push({"type": "B", "ts": 1})]
-    ([], [(0, 1)])
+    Parameters
+    ----------
+    query : str or Query
+        The query text, or a parsed ``Query``.
+    engine : str, default "auto"
+        The engine, as in ``cepkit.match``.
+    strategy : str, optional
+        A selection strategy overriding the query's own.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+    keep : bool, default True
+        Keep the matches (``matches``, ``deltas``, ``result()``); False for endless streams (below).
+    schema : events, DataFrame or Stream, optional
+        Events to check the query against at once, as ``cepkit.match`` would (below).
+    type, ts : str, optional
+        The fields (columns of a batch) holding the type and time, as in ``cepkit.match``.
+    **options
+        ``disorder=`` with ``k=`` or ``max_delay=``, as in ``cepkit.match``.
 
+    Raises
+    ------
+    QueryError
+        The query does not parse, or does not fit ``schema``, or has ``LIMIT`` with
+        ``disorder="aggressive"``; later, a push whose event shows the query does not fit the data.
+    EventError
+        (from ``push`` and ``extend``) a malformed event, or a late one under ``disorder="reject"``.
+
+    See Also
+    --------
+    cepkit.match : the whole stream at once.
+
+    Notes
+    -----
     In an out-of-order mode that retracts (``disorder="aggressive"``), ``push`` also returns retractions
     (``sign="-"``); ``matches`` and ``result()`` hold the net result, ``deltas`` (and ``result().deltas``)
     every emission in order.
@@ -293,6 +377,14 @@ class Matcher:
     events on them and what was pushed (docs/decisions.md).
 
     ``type=`` and ``ts=`` name the fields (columns of a batch) holding the type and time, as in ``match``.
+
+    Examples
+    --------
+    >>> m = Matcher("A a ; B b", engine="reference")
+    >>> m.push({"type": "A", "ts": 0}), [x.positions for x in m.push({"type": "B", "ts": 1})]
+    ([], [(0, 1)])
+    >>> [x.positions for x in m.close()], len(m.result())
+    ([], 1)
     """
 
     def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
@@ -341,6 +433,31 @@ class Matcher:
         return self._deltas
 
     def push(self, event) -> list:
+        """Feed one event; the matches it made final (and, under ``disorder="aggressive"``, retractions).
+
+        Parameters
+        ----------
+        event : dict or Event
+            The next event: ``type``, ``ts`` (the position when absent) and its attributes.
+
+        Returns
+        -------
+        list of Match
+            The new emissions, in output order.
+
+        Raises
+        ------
+        EventError
+            The event is malformed, or earlier than an earlier one under ``disorder="reject"``.
+        QueryError
+            The event shows the query does not fit the data (an attribute its type lacks).
+
+        Examples
+        --------
+        >>> m = Matcher("A a ; B b")
+        >>> m.push({"type": "A", "ts": 0}), [x.positions for x in m.push({"type": "B", "ts": 1})]
+        ([], [(0, 1)])
+        """
         with renamed_fields(**self.mapping):
             e = make_event(as_event(event, self._position, **self.mapping), self._position)
             if self._reject_disorder and e.time < self._max_time:
@@ -362,33 +479,83 @@ class Matcher:
         return type(self._inc).extend is not IncrementalPlan.extend
 
     def pusher(self, columns) -> "Pusher":
-        """A ``push`` for events that all come as values of the same ``columns`` (which hold "type" and
-        "ts"), without a dict per event and the checks a dict needs on every push:
+        """A ``push`` for events that all come as values of the same ``columns``, without a dict per event
+        and the checks a dict needs on every push.
 
-        >>> m = Matcher("A a ; B b", engine="automaton")
-        >>> push = m.pusher(("type", "ts", "v"))
-        >>> push("A", 0, 1), [x.positions for x in push("B", 1.5, None)]
-        ([], [(0, 1)])
+        Parameters
+        ----------
+        columns : sequence of str
+            The fields of every event, in the order the values come; they hold "type" and "ts" (or the
+            ``type=``/``ts=`` names).
 
+        Returns
+        -------
+        Pusher
+            ``push(*values)``, returning what ``Matcher.push`` would.
+
+        Raises
+        ------
+        ValueError
+            ``columns`` lack the type or ts, or repeat a name.
+
+        Notes
+        -----
         ``push(*values)`` returns exactly what ``push(dict(zip(columns, values)))`` would, raising the same
         errors at the same positions (a None or NaN value is a missing attribute); it may be mixed with
         ``push`` and ``extend``. An event whose type was not seen yet, or that carries an attribute its type
         has not shown before, or whose ts is not an int or float goes through ``push`` (the schema is
         learned there); the others skip it. The automaton also holds back the events that cannot complete
-        a match and runs them through its kernel with the next one that may (bench/matcher.py)."""
+        a match and runs them through its kernel with the next one that may (bench/matcher.py).
+
+        Examples
+        --------
+        >>> m = Matcher("A a ; B b", engine="automaton")
+        >>> push = m.pusher(("type", "ts", "v"))
+        >>> push("A", 0, 1), [x.positions for x in push("B", 1.5, None)]
+        ([], [(0, 1)])
+        """
         return Pusher(self, tuple(columns))
 
     def extend(self, events):
         """Push every event of ``events`` in order; the new matches of them all, as the pushes would return
         them (each event's in output order, event after event).
 
+        Parameters
+        ----------
+        events : iterable of dicts or Events, DataFrame, pyarrow Table or Stream
+            The next events; a DataFrame, Table or Stream goes to the engine as a micro-batch (below).
+
+        Returns
+        -------
+        list of Match or MatchList
+            The new emissions.
+
+        Raises
+        ------
+        EventError
+            An event is malformed or late, as pushing it would raise (the batch is then not taken).
+        QueryError
+            An event shows the query does not fit the data.
+        ValueError
+            A Stream's first position is not the next one this matcher expects.
+
+        Notes
+        -----
         Dicts and Events are pushed one by one. A micro-batch as a DataFrame, a pyarrow Table or a
         ``Stream`` (a slice of a larger one, ``Stream.take``, whose first position is the next one this
         matcher expects: no conversion at all) goes to the engine as columns (the automaton runs it through its kernel, the stack its columnar run over the events
         that can still matter and the batch; other engines push its events): it is
         checked as a whole first, with the errors pushing its rows one by one would raise (the same first
         position and field), and a batch with an error is not taken at all (docs/decisions.md). The
-        result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects."""
+        result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects.
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> m = Matcher("A a ; B b")
+        >>> [x.positions for x in m.extend(pd.DataFrame({"type": ["A", "B", "B"], "ts": [0, 1, 2]}))]
+        [(0, 1), (0, 2)]
+        """
         if isinstance(events, Stream) and len(events) and int(events.position_of(0)) != self._position:
             raise ValueError(f"the Stream's first event has position {int(events.position_of(0))}, but this "
                              f"Matcher expects position {self._position} next")
@@ -404,6 +571,20 @@ class Matcher:
         return self._collect(self._inc.extend(stream) if self._left != 0 else [])
 
     def close(self) -> list:
+        """End the stream: the matches that were waiting for more events (a trailing negation, a
+        conservative out-of-order mode).
+
+        Returns
+        -------
+        list of Match
+            The last emissions, in output order.
+
+        Examples
+        --------
+        >>> m = Matcher("SEQ(A a, B b, !C c) WITHIN 2")       # a C may still come until ts 2
+        >>> m.extend([{"type": "A", "ts": 0}, {"type": "B", "ts": 1}]), [x.positions for x in m.close()]
+        ([], [(0, 1)])
+        """
         found = self._inc.close() if self._left != 0 else []
         return self._collect(output_order(found) if found else [])
 
@@ -472,6 +653,25 @@ class Matcher:
         self._columns.clear()
 
     def result(self) -> Matches:
+        """The net result so far, as ``cepkit.match`` returns it (``keep=True`` only).
+
+        Returns
+        -------
+        Matches
+            The kept matches, with every emission in ``deltas``.
+
+        Raises
+        ------
+        ValueError
+            The Matcher was made with ``keep=False``.
+
+        Examples
+        --------
+        >>> m = Matcher("A a ; B b")
+        >>> _ = m.extend([{"type": "A", "ts": 0}, {"type": "B", "ts": 1}])
+        >>> m.result().positions()
+        [(0, 1)]
+        """
         self._require_kept("result()")
         if self._columns and not self._matches and not self._deltas:   # every match came as columns
             self._columns[:] = [MatchList.joined(self._columns)]

@@ -36,6 +36,37 @@ class Matches(Sequence):
     someone indexes or iterates. ``stream`` (the events matched) lets ``to_pandas(fields=...)`` add the
     bound events' attributes. ``limit`` keeps the first that many (the query's LIMIT). ``partial`` holds the
     partial matches when ``match(..., partial=True)`` asked for them (else None).
+
+    Parameters
+    ----------
+    matches : MatchArrays or iterable of Match
+        The matches, in any order (sorted here; retractions dropped).
+    engine : str
+        The engine that found them.
+    query : Query, optional
+        The query (the variables no match binds still get a column).
+    deltas : list of Match or callable, optional
+        Every emission in order, or a function making that list when first read.
+    info : dict, optional
+        The engine's run facts (``dropped`` events, the ``disorder`` mode...).
+    stream : Stream, optional
+        The events matched, for ``fields=`` and ``dropped``.
+    limit : int, optional
+        Keep the first that many matches.
+
+    See Also
+    --------
+    cepkit.match : makes them.
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> events = [{"type": "A", "v": 1}, {"type": "B", "v": 2}, {"type": "B", "v": 3}]
+    >>> found = cepkit.match("A a ; B+ b", events)
+    >>> found
+    Matches(engine='automaton', [(0, 1), (0, 1, 2), (0, 2)])
+    >>> len(found), found[1].positions
+    (3, (0, 1, 2))
     """
 
     def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None,
@@ -101,13 +132,40 @@ class Matches(Sequence):
         return rows
 
     def positions(self) -> list:
-        """Each distinct set of positions once, in output order."""
+        """Each distinct set of positions once, in output order.
+
+        Returns
+        -------
+        list of tuple of int
+            The positions of each match's events, ascending.
+
+        Examples
+        --------
+        >>> import cepkit
+        >>> cepkit.match("A a ; B+ b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).positions()
+        [(0, 1), (0, 1, 2), (0, 2)]
+        """
         return self._distinct().position_tuples()
 
     def position_arrays(self) -> tuple:
         """``positions()`` as numpy arrays, with no Python object per match: ``(offsets, flat)``, the i-th
         tuple being ``flat[offsets[i]:offsets[i + 1]]``. With many matches ``positions()`` spends most of
-        its time making tuples and ints (bench/README.md, end to end); this is the same result without."""
+        its time making tuples and ints (bench/README.md, end to end); this is the same result without.
+
+        Returns
+        -------
+        offsets : numpy.ndarray
+            int64, one more than the matches; starts at 0.
+        flat : numpy.ndarray
+            int64, every match's positions one after the other.
+
+        Examples
+        --------
+        >>> import cepkit
+        >>> offsets, flat = cepkit.match("A a ; B+ b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).position_arrays()
+        >>> offsets.tolist(), flat.tolist()
+        ([0, 2, 5, 7], [0, 1, 0, 1, 2, 0, 2])
+        """
         distinct = self._distinct()
         offsets = distinct.offsets
         if offsets[0]:              # rows taken out of larger arrays (views, like ``flat``, otherwise)
@@ -142,7 +200,35 @@ class Matches(Sequence):
         """One row per match: match_id, positions, one column per variable (its position, or the list of
         a Kleene variable's positions); ``fields`` adds the bound events' attributes: ``["d.dep_delay",
         "w.ts"]`` (a list per match for a Kleene variable, null where the variable is unbound) or
-        ``"all"`` (every variable's ts, its events' attributes, and its type when it binds several)."""
+        ``"all"`` (every variable's ts, its events' attributes, and its type when it binds several).
+
+        Parameters
+        ----------
+        fields : list of str or "all", optional
+            ``"variable.attribute"`` names of the bound events' values to add as columns.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per match, in output order.
+
+        Raises
+        ------
+        QueryError
+            A field names a variable or attribute that does not exist (with the ones that do).
+        ValueError
+            ``fields`` is given but these Matches carry no stream.
+
+        Examples
+        --------
+        >>> import cepkit
+        >>> events = [{"type": "A", "v": 1}, {"type": "B", "v": 2}, {"type": "B", "v": 3}]
+        >>> cepkit.match("A a ; B+ b", events).to_pandas(fields=["b.v"])
+           match_id  positions  a       b     b.v
+        0         0     [0, 1]  0     [1]     [2]
+        1         1  [0, 1, 2]  0  [1, 2]  [2, 3]
+        2         2     [0, 2]  0     [2]     [3]
+        """
         c = self._columns
         variables = self.variables()
         if not len(c):
@@ -159,7 +245,32 @@ class Matches(Sequence):
 
     def to_arrow(self, fields=None):
         """The same table as ``to_pandas`` as a ``pyarrow.Table`` (lists as Arrow lists, nulls as nulls),
-        built from the columns without Python objects per match."""
+        built from the columns without Python objects per match.
+
+        Parameters
+        ----------
+        fields : list of str or "all", optional
+            As in ``to_pandas``.
+
+        Returns
+        -------
+        pyarrow.Table
+            One row per match, in output order.
+
+        Raises
+        ------
+        QueryError
+            A field names a variable or attribute that does not exist.
+        ValueError
+            ``fields`` is given but these Matches carry no stream.
+
+        Examples
+        --------
+        >>> import cepkit
+        >>> table = cepkit.match("A a ; B+ b", [{"type": "A"}, {"type": "B"}, {"type": "B"}]).to_arrow()
+        >>> table.column_names, table.num_rows
+        (['match_id', 'positions', 'a', 'b'], 3)
+        """
         import pyarrow as pa
         c = self._columns
         bindings = self.binding_columns()

@@ -35,6 +35,24 @@ class Stream:
     Build one with ``Stream.from_any(events)`` from a pandas DataFrame, a pyarrow Table, an iterable of
     dicts or of ``Event``. ``Stream(events)`` wraps ``Event``s that already carry their positions and
     times (an engine's sub-stream). ``ts_is_datetime`` tells whether the ts are datetimes.
+
+    Parameters
+    ----------
+    events : iterable of Event
+        Events carrying their positions and times.
+    ts_is_datetime : bool, default False
+        Whether their ts are datetimes.
+
+    See Also
+    --------
+    Stream.from_any : the usual way to build one.
+
+    Examples
+    --------
+    >>> from cepkit.runtime.stream import Stream
+    >>> stream = Stream.from_any([{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1.5}])
+    >>> len(stream), stream.type_names, stream.times.tolist(), stream.attributes
+    (2, ['A', 'B'], [0.0, 1.5], ('v',))
     """
 
     def __init__(self, events: Iterable = (), ts_is_datetime: bool = False):
@@ -78,8 +96,33 @@ class Stream:
     # ------------------------------------------------------------------ building
     @classmethod
     def from_any(cls, events, first_position: int = 0) -> "Stream":
-        """A stream from a DataFrame, a pyarrow Table, dicts or Events (or a Stream, returned as is);
-        positions start at ``first_position``."""
+        """A stream from a DataFrame, a pyarrow Table, dicts or Events (or a Stream, returned as is).
+
+        Parameters
+        ----------
+        events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+            One event per row: ``type``, an optional ``ts`` (the position when absent), attributes.
+        first_position : int, default 0
+            The position of the first event; the others follow.
+
+        Returns
+        -------
+        Stream
+            The events as columns.
+
+        Raises
+        ------
+        EventError
+            An event is malformed: its position and the field (no type, a non-finite or mixed ts,
+            duplicate columns).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> stream = Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": [3, 4]}), first_position=10)
+        >>> stream.positions.tolist(), stream.type_names
+        ([10, 11], ['A', 'B'])
+        """
         if isinstance(events, Stream):
             return events
         if isinstance(events, pd.DataFrame):

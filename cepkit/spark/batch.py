@@ -324,6 +324,7 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     Parameters
     ----------
     query : str or Query
+        The query text, or a parsed ``Query``.
     df : pyspark.sql.DataFrame
         Events: a string column ``type``, an optional ``ts`` (number of seconds, timestamp or date), an
         optional tie-breaking column named by ``position``; every other column is an attribute. A pandas
@@ -367,17 +368,17 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
         Before any job: no ``type`` column, a ``ts`` that is neither a number nor a timestamp. After
         numbering: a null type or ts.
 
+    Warns
+    -----
+    OneGroupWarning
+        When the query cannot be split (no PARTITION BY and no WITHIN, or CONSUME BY...).
+
     Notes
     -----
     Input already in logical order (files written sorted by ts, say) is numbered by its row numbers after
     one check job; other input is sorted first. The matching runs a Spark partition's events at once in a
     Python worker (one engine run per time slice, else one for all its keys): more shuffle partitions make
     smaller runs.
-
-    Warns
-    -----
-    OneGroupWarning
-        When the query cannot be split (no PARTITION BY and no WITHIN, or CONSUME BY...).
 
     Examples
     --------

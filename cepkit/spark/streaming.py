@@ -244,6 +244,16 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
         watermark passes its last event (plus the window, for a query with a trailing negation or a
         projection). Start it with ``writeStream.outputMode("append")``.
 
+    Raises
+    ------
+    QueryError
+        Before the stream starts: a query that does not parse, has no WITHIN, has LIMIT, or cannot keep
+        bounded state; a feature the engine lacks.
+    EventError
+        No ``ts`` column, or no integer ``position`` column.
+    ValueError
+        ``late`` is neither "drop" nor "side".
+
     Examples
     --------
     >>> events = spark.readStream.schema("type string, ts double, position long, id long").json(path)  # doctest: +SKIP
