@@ -15,25 +15,34 @@ import { setDiagnostics, lintGutter } from "@codemirror/lint";
 import { tags } from "@lezer/highlight";
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
+const UNITS = ["ms", "s", "min", "h", "d"];     // the grammar's UNIT, one spelling each (docs/language.md)
+const UNIT_WORDS = /^(ms|seconds|second|secs|sec|s|minutes|minute|mins|min|hours|hour|h|days|day|d|events)$/i;
 
 // The language's tokens (cepkit/lang/grammar.lark): comments (# ..., -- ...), strings (a quoted type or a
 // value), numbers with their unit, keywords, variables before '.', event types, operators.
 function cepkitLanguage(model) {
   return StreamLanguage.define({
     name: "cepkit",
-    token(stream) {
+    startState: () => ({ afterNumber: false }),
+    token(stream, state) {
       if (stream.eatSpace()) return null;
+      const afterNumber = state.afterNumber;
+      state.afterNumber = false;
       if (stream.match("#") || stream.match(/^--(?=\s|$)/)) { stream.skipToEnd(); return "comment"; }
       if (stream.match(/^'([^'\\]|\\.)*'?/) || stream.match(/^"([^"\\]|\\.)*"?/)) {
         const next = /^\s*(?:as\s+)?([A-Za-z_][A-Za-z0-9_]*)/i.exec(stream.string.slice(stream.pos));
         const typed = stream.match(/^\+/, false) || (next && !model.get("keywords").includes(next[1].toLowerCase()));
         return typed ? "typeName" : "string";   // "Structure Fire" f is a type, a.name = 'x' AND ... a value
       }
-      if (stream.match(/^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?/) || stream.match(/^\.[0-9]+/)) return "number";
+      if (stream.match(/^[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?/) || stream.match(/^\.[0-9]+/)) {
+        state.afterNumber = true;
+        return "number";
+      }
       if (stream.match(/^`[A-Za-z_][A-Za-z0-9_]*`/)) return "typeName";
       const word = stream.match(NAME);
       if (word) {
         const text = word[0];
+        if (afterNumber && UNIT_WORDS.test(text)) return "unit";     // 10 min, 5 EVENTS
         if (stream.peek() === ".") return "variableName";
         const keywords = model.get("keywords");
         if (keywords.includes(text.toLowerCase())) return "keyword";
@@ -54,6 +63,7 @@ const colours = HighlightStyle.define([
   { tag: tags.variableName, color: "#953800" },
   { tag: tags.string, color: "#0a3069" },
   { tag: tags.number, color: "#116329" },
+  { tag: tags.unit, color: "#116329", fontStyle: "italic" },
   { tag: tags.comment, color: "#6e7781", fontStyle: "italic" },
   { tag: tags.operator, color: "#cf222e" },
 ]);
@@ -93,6 +103,17 @@ function completer(model) {
                                         detail: type !== undefined ? `of ${type}` : "attribute" })),
         validFor: /^[A-Za-z0-9_]*$/,
       };
+    }
+    const unit = context.matchBefore(/\b[0-9]+(\.[0-9]*)?\s+[A-Za-z]*$/);
+    const typed = unit ? unit.text.match(/[A-Za-z]*$/)[0].toLowerCase() : "";
+    if (unit && [...UNITS, "events"].some((u) => u.startsWith(typed))) {
+      // after a number: a time unit, or EVENTS after WITHIN (rather than the keywords: "5 m" is no MAX)
+      const from = context.pos - typed.length;
+      const within = /\bwithin\s+[0-9.]+\s+[A-Za-z]*$/i.test(context.state.sliceDoc(Math.max(0, unit.from - 8), context.pos));
+      if (!typed && !context.explicit) return null;
+      return { from, options: [...UNITS.map((u) => ({ label: u, type: "unit", detail: "time unit" })),
+                               ...(within ? [{ label: "EVENTS", type: "keyword", detail: "a count window" }] : [])],
+               validFor: /^[A-Za-z]*$/ };
     }
     const word = context.matchBefore(/["A-Za-z_][A-Za-z0-9_ -]*$/);
     const plain = context.matchBefore(/[A-Za-z_][A-Za-z0-9_]*$/);

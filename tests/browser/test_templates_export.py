@@ -54,10 +54,18 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
 
     # a misspelt keyword: underlined at its span, its message in the diagnostics line
     page.keyboard.press("Control+a")
-    page.keyboard.type("Purchase p ; Purchase q WITHN 10 min", delay=10)
+    page.keyboard.type("Purchase p ; Purchase q WITHN 10 m", delay=10)
+    labels = page.locator(".cm-tooltip-autocomplete .cm-completionLabel")
+    budget.until(lambda: labels.count() > 0, "the units after a number", page)
+    assert set(labels.all_inner_texts()) == {"ms", "min"}, labels.all_inner_texts()      # no MAX, no MIN()
+    page.keyboard.type("in", delay=10)
+    page.keyboard.press("Escape")
     underline = workbench.locator(".cepkit-editor .cm-lintRange-error")
     budget.until(lambda: underline.count() == 1 and underline.inner_text() == "WITHN", "the error underlined", page)
     assert "WITHIN" in workbench.locator(".cepkit-diagnostics").inner_text()
+    unit = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'min');
+                                      return s ? getComputedStyle(s).fontStyle : null; }""")
+    assert unit == "italic", unit                          # "10 min": a unit, not the MIN aggregate
     dom.screenshot(page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-error-{width}.png")
 
     picker = workbench.locator("select").filter(has=page.locator("option", has_text="templates…"))
