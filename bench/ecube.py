@@ -23,74 +23,21 @@ alone). Run from the repository::
 from __future__ import annotations
 
 import argparse
-import random
 import time
 import tracemalloc
 
-import numpy as np
-import pandas as pd
 from tqdm import tqdm
 
 import cepkit
+from cepkit.ecube.workloads import (COMPANIES, TICKERS, concept_workload, depth_workload, mixed_workloads,
+                                    pattern_workload, trades)
 
 METHODS = {"alone": (), "top-down": ("g→s",), "bottom-up": ("s→g",), "chase": ("g→s", "s→g")}
-COMPANIES = {"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"],
-             "Education": ["EFC", "ANAT", "OREL"]}
-TICKERS = [t for kids in COMPANIES.values() for t in kids]
-WINDOW = " WITHIN 20"     # ts in ms (integers: no engine's float rounding at the window's edge)
-
-
-def trades(n: int, seed: int = 0, tickers=TICKERS, gap: float = 2) -> pd.DataFrame:
-    """``n`` trades ``gap`` ticks apart (ms by default), tickers uniform, price 10..99."""
-    rng = random.Random(seed)
-    return pd.DataFrame({"type": [rng.choice(tickers) for _ in range(n)], "ts": np.arange(n) * gap,
-                         "price": [rng.randrange(10, 100) for _ in range(n)]})
 
 
 THESIS = {1: (("ROM", "EFC", "ANAT", "OREL"), (4000, 10000, 20000)),
           2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
           3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500))}
-
-
-def pattern_workload(workload: int, extensions=("ROM", "EFC", "ANAT", "OREL"), window: str = WINDOW) -> dict:
-    """W1-W3 of [LIU] §4.6: the shared SEQ(INTC, !MSFT, FCF), SEQ(DELL, INTC, !MSFT, FCF) or
-    SEQ(QQQ, DELL, INTC, !MSFT, FCF), and one query per extension by a ticker."""
-    shared = [[], ["DELL d"], ["QQQ q", "DELL d"]][workload - 1] + ["INTC i", "!MSFT m", "FCF f"]
-    queries = {"shared": "SEQ(" + ", ".join(shared) + ")" + window}
-    for ticker in extensions:
-        queries[f"+{ticker}"] = "SEQ(" + ", ".join(shared + [f"{ticker} x"]) + ")" + window
-    return queries
-
-
-def concept_workload() -> dict:
-    """W4/W5: q16 and its concept drill-downs."""
-    return {"q16": "SEQ(Computer c, Finance f, Education e)" + WINDOW,
-            "q17": "SEQ(Computer c, Finance f, EFC e)" + WINDOW,
-            "q18": "SEQ(Computer c, QQQ f, EFC e)" + WINDOW}
-
-
-def depth_workload(depth: int) -> tuple:
-    """A chain of ``depth`` concepts L1 > L2 > ... > INTC (each level also holding one more ticker), and
-    one query per level: SEQ(Lk c, FCF f)."""
-    children = {f"L{k}": [f"L{k + 1}", TICKERS[(k + 3) % len(TICKERS)]] for k in range(1, depth)}
-    children[f"L{depth}"] = ["INTC", "DELL"]
-    queries = {f"L{k}": f"SEQ(L{k} c, FCF f)" + WINDOW for k in range(1, depth + 1)}
-    return queries, children
-
-
-def mixed_workloads() -> dict:
-    """W7 and W8 of [LIU] §4.6 (RCM, unplaced in Fig 4.10, read as ROM; q19, printed as q18, left out)."""
-    w7 = {"q20": "SEQ(DELL a, QQQ b, ANAT c)", "q21": "SEQ(DELL a, QQQ b, ANAT c, ROM d)",
-          "q23": "SEQ(DELL a, QQQ b, ANAT c, OREL d)", "q24": "SEQ(DELL a, QQQ b, ANAT c, INTC d)",
-          "q22": "SEQ(FCF x, DELL a, QQQ b, ANAT c)", "q25": "SEQ(DELL a, QQQ b, ANAT c, INTC d, EFC e)",
-          "q26": "SEQ(Computer a, Finance b, ANAT c)", "q27": "SEQ(DELL a, Finance b, ANAT c)",
-          "q28": "SEQ(QQQ x, DELL a, Finance b, ANAT c)", "q16": "SEQ(Computer a, Finance b, Education c)"}
-    w8 = {"q16": "SEQ(Computer a, Finance b, Education c)", "q29": "SEQ(Computer a, Finance b, OREL c)",
-          "q30": "SEQ(INTC a, QQQ b, Education c)", "q31": "SEQ(INTC a, QQQ b, EFC c)",
-          "q32": "SEQ(MSFT x, INTC a, QQQ b, EFC c)", "q33": "SEQ(INTC a, QQQ b, EFC c, DELL d)",
-          "q34": "SEQ(Computer a, ROM b, Education c)", "q35": "SEQ(Computer a, ROM b, ANAT c)",
-          "q36": "SEQ(INTC a, ROM b, ANAT c)"}
-    return {name: {q: text + WINDOW for q, text in w.items()} for name, w in (("W7", w7), ("W8", w8))}
 
 
 def chase_times(events, repeat: int) -> list:

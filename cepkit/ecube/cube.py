@@ -30,6 +30,7 @@ from .lattice import lattice, refinement
 from .plan import ROOT, Plan, make_plan
 from .reuse import Executor, Scratch, offer_general_to_specific, offer_specific_to_general
 from .shape import shape_of
+from .streaming import StreamingCube
 
 REUSE_DIRECTIONS = ("g→s", "s→g")
 
@@ -214,6 +215,26 @@ class ECube:
         if self._executor is None:
             return {"evaluations": 0, "events_read": 0}
         return {"evaluations": self._executor.evaluations, "events_read": self._executor.events_read}
+
+    @property
+    def rows(self) -> dict:
+        """name -> the kept rows of each computed query: an (n, k) int64 array, one position per positive
+        item, in output order (what ``results`` wraps as ``Matches``)."""
+        return dict(self._rows)
+
+    def resumed(self, stream: Stream, rows: dict) -> "ECube":
+        """A copy of this cube (queries, plan, statistics) whose kept results over ``stream`` are ``rows``
+        (name -> rows, as ``rows``): a streaming cube answers a drill-down over the stream so far with it."""
+        other = ECube(self.queries, self.hierarchy, engine=self.engine, units=self.units)
+        other._rows = dict(rows)
+        other._executor = Executor(stream, self.engine)
+        other.statistics, other.last_plan, other._directions = self.statistics, self.last_plan, self._directions
+        return other
+
+    def stream(self, *, keep: bool = True, theta: float = 0.25, gamma: float = 0.1) -> StreamingCube:
+        """This cube over an endless stream in micro-batches: ``push`` / ``extend`` report each query's matches
+        as they become final; ``keep=False`` for bounded memory (``cepkit.ecube.streaming``)."""
+        return StreamingCube(self, keep=keep, theta=theta, gamma=gamma)
 
     @property
     def results(self) -> dict:

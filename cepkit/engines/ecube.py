@@ -15,11 +15,20 @@ concept to refine runs from scratch. ``Matches.info["plan"]`` lists what was com
 >>> m.positions(), m.info["plan"]
 ([(0, 2), (1, 2), (0, 3), (1, 3)], ['drill_down: scratch', 'query: s→g from drill_down (union_concept)'])
 
-Incremental use buffers the stream and answers at ``close()``: the plan needs the stream's statistics.
+Incremental use (``cepkit.Matcher``, Spark streaming) runs the plan over the kept events at each micro-batch
+and reports each match once its last event is closed (``cepkit.ecube.incremental``); a query without a
+window answers at ``close()``.
 """
 from __future__ import annotations
 
+import datetime
+
+import numpy as np
+
 from ..ecube import ECube, concept_drill_down, shape_of
+from ..ecube.incremental import KeptEvents, Reach
+from ..runtime.match_list import MatchList
+from ..runtime.matches import Matches
 from ..runtime.stream import Stream
 from ..runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 
@@ -67,6 +76,10 @@ class EcubePlan(Plan):
         return ECube(queries, self.query.hierarchy)
 
     def run(self, stream) -> list:
+        return list(self.matches(stream))
+
+    def matches(self, stream) -> Matches:
+        """The query's ``Matches`` over ``stream`` (columns: no ``Match`` object made)."""
         cube = self.cube()
         if self.reuse == "children" and CHILD in cube.queries:
             cube.run(stream, only=[CHILD], directions=())
@@ -76,28 +89,53 @@ class EcubePlan(Plan):
         else:
             matches = cube.run(stream, only=[QUERY])[QUERY]     # the drill-down only if the query reuses it
             self._steps = [str(s) for s in cube.last_plan.steps if s.query in cube.results]
-        return list(matches)
+        return matches
 
     def matcher(self) -> IncrementalPlan:
-        return _BufferedMatcher(self)
+        return _KeptMatcher(self)
 
     def info(self) -> dict:
         return {"plan": self._steps, "reuse": self.reuse}
 
 
-class _BufferedMatcher(IncrementalPlan):
-    answers_at_close = True
+class _KeptMatcher(IncrementalPlan):
+    """Micro-batches through the batch plan: each ``extend`` (or ``push``) runs it over the kept events and
+    reports the matches whose last event closes (``cepkit.ecube.incremental``): final matches, each once, as
+    soon as no later event can change them. Without a window nothing is final before ``close``."""
 
     def __init__(self, plan: EcubePlan):
         self.plan = plan
-        self.events: list = []
+        self.kept = KeptEvents(Reach.of([plan.query]))
+
+    @property
+    def answers_at_close(self) -> bool:
+        return self.kept.reach is None
 
     def push(self, event) -> list:
-        self.events.append(event)
-        return []
+        return self.extend(Stream([event], isinstance(event.ts, datetime.datetime)))
+
+    def extend(self, stream):
+        kept = self.kept.add(stream)
+        found = self._report(kept, self._closing())
+        self.kept.forget()
+        return found
 
     def close(self) -> list:
-        return self.plan.run(Stream(self.events))
+        return self._report(self.kept.stream, self._closing(final=True))
+
+    def _closing(self, final: bool = False) -> np.ndarray:
+        (closing,) = self.kept.settle(final).values()      # one query: one lookahead
+        return closing
+
+    def _report(self, stream, closing: np.ndarray):
+        """The matches over ``stream`` whose last event is at one of the ``closing`` positions, in output
+        order (they close in that order)."""
+        if not len(closing):
+            return []
+        arrays = self.plan.matches(stream).arrays
+        last = arrays.positions[arrays.offsets[1:] - 1]
+        rows = np.flatnonzero(np.isin(last, closing))
+        return MatchList(arrays.take(rows)) if len(rows) else []
 
 
 class EcubeEngine(Engine):

@@ -204,18 +204,19 @@ def test_aggressive_refuses_what_it_cannot_bound():
     assert cepkit.match("SEQ(A a, B b)", events, disorder="aggressive").engine == "stack"
 
 
-def test_ecube_answers_at_close_in_every_mode():
+def test_ecube_in_every_mode():
     hierarchy = {"X": ["A", "C"]}
     events = [{"type": "B", "ts": 3}, {"type": "A", "ts": 1}, {"type": "C", "ts": 2}, {"type": "B", "ts": 4}]
     expected = [m.positions for m in evaluate("SEQ(X x, B b) WITHIN 5", events, hierarchy=hierarchy)]
     for options in ({"disorder": "kslack", "k": 3}, {"disorder": "conservative"}, {"disorder": "aggressive"}):
         found = cepkit.match("SEQ(X x, B b) WITHIN 5", events, engine="ecube", hierarchy=hierarchy, **options)
-        assert found.positions() == expected and {d.emitted_at for d in found.deltas} == {3}
+        assert found.positions() == expected
+        assert all(d.sign == "+" and d.emitted_at >= max(d.positions) for d in found.deltas)
 
 
 def test_ecube_keeps_every_rank_over_a_long_stream():
-    """ecube answers at close, naming events from the stream's start: the layer must not trim their ranks
-    (it did once the stream passed two windows and 64 events: a RuntimeError, 2026-11-27)."""
+    """The layer keeps the ranks a match ecube reports may name, over a stream past two windows and 64 events
+    (a RuntimeError once, when ecube answered at close)."""
     hierarchy = {"X": ["A", "C"]}
     events = [{"type": "ABC"[i % 3], "ts": i * 0.5} for i in range(400)]
     arrivals = events[1:] + events[:1]          # the first event arrives last, 200 s late

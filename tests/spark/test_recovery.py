@@ -24,9 +24,10 @@ def expected(spark, run: Run, engine: str) -> collections.Counter:
 
 def test_killed_streams_commit_every_match_once(spark, tmp_path):
     """10,000 events over 150 keys in 5 micro-batches; two streaming queries in one process (a file sink and
-    foreachBatch by batch id, two out-of-order modes), killed after batch 1 commits and inside batch 3,
+    foreachBatch by batch id, two out-of-order modes; ecube, which once lost the matches its rebuilt
+    matchers had not reported), killed after batch 1 commits and inside batch 3,
     then run to the end. (Every engine and mode, 20+ kill points: bench/spark_recovery.py.)"""
-    cases = [["stack", "conservative", "files"], ["nested", "kslack", "foreach"]]
+    cases = [["stack", "conservative", "files"], ["nested", "kslack", "foreach"], ["ecube", "reject", "files"]]
     run = Run(tmp_path, cases)
     run.prepare(make_events(10_000, 150, seed=3), files=5, seed=3)
     run.kill_and_restart([("boundary", 1), ("inside", 3)])

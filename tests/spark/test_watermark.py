@@ -104,6 +104,7 @@ STREAM_QUERIES = {   # per engine, a fragment it runs (each has a window: a stre
     "automaton": unary_queries(strategies=("ALL", "NEXT", "STRICT"), partition=False, max_depth=2),
     "stack": flat_seq_queries(strategies=("ALL", "STNM"), partition=False),
     "nested": flat_seq_queries(partition=False),
+    "ecube": flat_seq_queries(partition=False),
     "ses": set_query_variants(),
     "rcep": unary_queries(partition=False, max_depth=2),
 }

@@ -2,6 +2,9 @@
 in a cube, Chase choosing scratch or specific-to-general reuse)."""
 import pickle
 
+import numpy as np
+import pandas as pd
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -9,6 +12,7 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.engines.ecube import first_drill_down
 from cepkit.runtime.registry import get_engine
+from cepkit.runtime.stream import Stream
 
 HIERARCHY = {"TX": ["D", "A", "G"], "OK": ["T"], "D": ["DBusStation", "DHospital"]}
 PLACES = cepkit.Hierarchy({"TX": ["Dallas", "Austin"], "OK": ["Tulsa"]}, attribute="loc")
@@ -52,14 +56,57 @@ def test_queries_outside_the_fragment_are_refused_naming_engines(query, what):
     assert "reference" in err.value.engines and "^" in str(err.value)
 
 
-def test_the_plan_pickles_and_the_matcher_answers_at_close():
-    query = cepkit.parse("SEQ(TX x, !D n, OK y) WITHIN 5", HIERARCHY)
-    events = [{"type": t, "ts": i} for i, t in enumerate(["A", "D", "T", "G", "T"])]
+@pytest.mark.parametrize("text, wait", [("SEQ(TX x, !D n, OK y) WITHIN 5", 0), ("SEQ(TX x, OK y, !D n) WITHIN 5", 5)])
+def test_the_plan_pickles_and_the_matcher_reports_matches_once_final(text, wait):
+    """The matcher reports a match as soon as no later event can change it: at its last event, or once an
+    event is more than the window past it (a trailing negation); each once, all of the reference's."""
+    query = cepkit.parse(text, HIERARCHY)
+    events = [{"type": t, "ts": i} for i, t in enumerate(["A", "G", "T", "D", "T", "A", "T"] + ["A"] * 6)]
     plan = get_engine("ecube").compile(query)
     assert pickle.loads(pickle.dumps(plan)).query == query
     matcher = cepkit.Matcher(query, engine="ecube")
-    assert all(matcher.push(e) == [] for e in events)
-    assert [m.key for m in matcher.close()] == [m.key for m in cepkit.match(query, events, engine="reference")]
+    reported = {}
+    for i, e in enumerate(events):
+        for m in matcher.push(e):
+            assert m.key not in reported
+            reported[m.key] = i
+    expected = [m.key for m in cepkit.match(query, events, engine="reference")]
+    assert sorted(reported) == sorted(expected) and len(expected) >= 3
+    for (positions, _), at in reported.items():
+        assert at == max(positions) + wait + (1 if wait else 0)
+    assert matcher.close() == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
+       st.lists(st.tuples(st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]),
+                          st.integers(0, 2), st.integers(0, 1)), max_size=14),
+       st.sampled_from([" WITHIN 3", " WITHIN 3 EVENTS", " WITHIN 2 PARTITION BY id",
+                        " WITHIN 3 EVENTS PARTITION BY id"]),
+       st.lists(st.integers(1, 5), min_size=1, max_size=6), st.integers(0, 8))
+def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt_matcher(items, events, window,
+                                                                                         cuts, rebuild_at):
+    """Events in micro-batches (``Matcher.extend``): every match reported once, no later one than the
+    reference's; a matcher rebuilt from the last events of another (a Spark worker restarting from its
+    state: fed again, what it reports then dropped) reports exactly what the first would have."""
+    if all(i.startswith("!") for i in items):
+        items = items + ["OK"]
+    text = "SEQ(" + ", ".join(f"{i} x{k}" for k, i in enumerate(items)) + ")" + window
+    stream = [{"type": t, "ts": float(k + gap), "id": key} for k, (t, gap, key) in enumerate(events)]
+    for k in range(1, len(stream)):    # ts increase, with gaps
+        stream[k]["ts"] = max(stream[k]["ts"], stream[k - 1]["ts"])
+    expected = sorted(m.key for m in cepkit.match(text, stream, hierarchy=HIERARCHY, engine="reference"))
+    whole = Stream.from_frame(pd.DataFrame(stream, columns=["type", "ts", "id"]))
+    plan = get_engine("ecube").compile(cepkit.parse(text, HIERARCHY))
+    bounds = [b for b in np.cumsum([0] + cuts * len(stream)) if b < len(stream)] + [len(stream)]
+    matcher, got = plan.matcher(), []
+    for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
+        if k == rebuild_at:       # a new matcher, fed again the last 12 events (more than 2 windows here)
+            matcher = plan.matcher()
+            matcher.extend(whole.take(slice(max(0, a - 12), a)))
+        got += [m.key for m in matcher.extend(whole.take(slice(a, b)))]
+    got += [m.key for m in matcher.close()]
+    assert sorted(got) == expected
 
 
 @settings(max_examples=40, deadline=None)
