@@ -113,7 +113,7 @@ class KeptEvents:
                 times = self.stream.times
                 closing = open_ & (times < window_horizon(float(times[-1]), r)) if r else open_
             else:
-                closing = open_ & (self._later_in_key() >= r)
+                closing = open_ & (self.stream.later_in_key(self.reach.keys) >= r)
             closed |= closing
             out[r] = self.stream.position_of(np.flatnonzero(closing))
         return out
@@ -134,20 +134,8 @@ class KeptEvents:
             self.complete_from = max(self.complete_from, horizon)
             keep = slice(start, None)
         else:
-            keep = self._later_in_key() < reach.window + reach.lookahead + 1
+            keep = self.stream.later_in_key(self.reach.keys) < reach.window + reach.lookahead + 1
             if keep.all():
                 return
         self.stream = stream.take(keep)
         self.closed = {r: c[keep] for r, c in self.closed.items()}
-
-    def _later_in_key(self) -> np.ndarray:
-        """Per kept event, how many kept events of its PARTITION BY sub-stream come after it."""
-        stream = self.stream
-        if not self.reach.keys:
-            return np.arange(len(stream))[::-1]
-        codes = stream.key_codes(self.reach.keys)
-        counts = np.bincount(codes)
-        order = np.argsort(codes, kind="stable")
-        rank = np.empty(len(codes), dtype=np.int64)
-        rank[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
-        return counts[codes] - 1 - rank

@@ -403,6 +403,18 @@ class Stream:
             combined = pd.factorize(combined)[0]
         return combined
 
+    def later_in_key(self, names) -> np.ndarray:
+        """Per event, how many events with its values of ``names`` (a PARTITION BY key; none: the whole
+        stream) come after it."""
+        if not names:
+            return np.arange(len(self))[::-1]
+        codes = self.key_codes(names)
+        counts = np.bincount(codes)
+        order = np.argsort(codes, kind="stable")
+        rank = np.empty(len(codes), dtype=np.int64)
+        rank[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
+        return counts[codes] - 1 - rank
+
     def require_hashable(self, name: str) -> None:
         """EventError at the first event whose ``name`` cannot be a PARTITION BY key (a list, a dict...)."""
         column = self._attrs.get(name)

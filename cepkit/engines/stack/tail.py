@@ -102,7 +102,7 @@ class Tail:
         if program.trailing and program.window_time is not None:
             anchors[np.searchsorted(kept.times, window_horizon(now, program.window_time), "left"):] = True
         elif program.trailing and self.keyed:
-            anchors[:len(kept)] = self._later_in_key(kept) < program.window_events - 1
+            anchors[:len(kept)] = kept.later_in_key(self.program.partition_by) < program.window_events - 1
         elif program.trailing:
             anchors[max(0, len(kept) - (program.window_events - 1)):] = True
         return anchors
@@ -110,21 +110,12 @@ class Tail:
     def cut(self, stream: Stream, now: float) -> Stream:
         """What of ``stream`` (the tail and a batch, ``now`` the latest ts) the next batch may need."""
         if self.keyed:
-            return stream.take(self._later_in_key(stream) < self.events)
+            return stream.take(stream.later_in_key(self.program.partition_by) < self.events)
         if self.reach is not None:
             start = int(np.searchsorted(stream.times, window_horizon(now, self.reach), "left"))
         else:
             start = max(0, len(stream) - self.events)
         return stream.take(slice(start, None)) if start else stream
-
-    def _later_in_key(self, stream: Stream) -> np.ndarray:
-        """Per event, how many events of its PARTITION BY key come after it in ``stream``."""
-        codes = stream.key_codes(self.program.partition_by)
-        counts = np.bincount(codes)
-        order = np.argsort(codes, kind="stable")
-        rank = np.empty(len(codes), dtype=np.int64)
-        rank[order] = np.arange(len(codes)) - np.repeat(np.cumsum(counts) - counts, counts)
-        return counts[codes] - 1 - rank
 
 
 def batch_matches(program, tail: Tail, batch: Stream, now: float):
