@@ -45,6 +45,17 @@ def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type
 
     The visit at position 2 never saw a signup after it within 10 minutes, and the stream went on past
     them; the one at 4 is still open when the stream ends.
+
+    A step may be an iteration (``T+ x``: its binding is the tuple of its events) or a negation: one between
+    two steps holds from the step after it; a leading or trailing one is the last step, the absence
+    (``!T``), so the partial matches of an abandoned-cart query are the carts that were checked out:
+
+    >>> cart = "SEQ(AddToCart a, !Checkout c) WITHIN 30 min"
+    >>> shop = [{"type": "AddToCart", "ts": 0}, {"type": "Checkout", "ts": 60}, {"type": "AddToCart", "ts": 120}]
+    >>> cepkit.partial_matches(cart, shop)[["start", "step", "stopped_before", "a"]].values.tolist()
+    [[0, 1, 'c', 0]]
+
+    Nested patterns, EXISTS, other strategies and CONSUME BY are refused with a ``QueryError`` at the part.
     """
     steps, found, stream = _prefix_matches(query, events, engine, hierarchy, type, ts, options)
     return partial_table(steps, found, stream.times)
