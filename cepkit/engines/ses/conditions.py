@@ -19,6 +19,7 @@ Two properties of a conjunct drive the automaton:
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable, Mapping, Sequence
 
@@ -41,7 +42,12 @@ class _Leaf:
         slot = {n: j for j, n in enumerate(names)}
         self.uses_prev = frozenset(index[n.arg.var if isinstance(n, A.Prev) else n.var] for n in expr.walk()
                                    if isinstance(n, A.Prev) or (isinstance(n, A.Attr) and n.index == "i-1"))
-        self.fn = compile_condition(expr, _slots(slot))   # one assignment -> bool
+        self._slot = slot
+
+    @functools.cached_property
+    def fn(self):
+        """One assignment -> bool, compiled when first evaluated (a batch run in the kernel never is)."""
+        return compile_condition(self.expr, _slots(self._slot))
 
     def _choices(self, events: tuple, var: int) -> list:
         if var in self.uses_prev:

@@ -54,14 +54,13 @@ class CompiledAutomaton:
         self.outgoing: dict = {m: () for m in mask.values()}
         self.firing_vars: dict = {m: 0 for m in mask.values()}   # vars of a state's transitions, as a mask
 
-        def attached(pool, target, var, test):
-            return tuple(c for c in pool if test(c) and var in c.variables and c.mask & ~target == 0)
-
+        prunes = [[c for c in conjuncts if c.monotone and not c.exact_property and v in c.variables]
+                  for v in range(self.arity)]
+        settles = [c for c in conjuncts if not c.monotone]
         for t in automaton.transitions:
             target, var = mask[t.target], index[t.var]
-            edge = Edge(t.number, var, target,
-                        attached(conjuncts, target, var, lambda c: c.monotone and not c.exact_property),
-                        tuple(c for c in conjuncts if not c.monotone and c.mask & ~target == 0))
+            edge = Edge(t.number, var, target, tuple(c for c in prunes[var] if c.mask & ~target == 0),
+                        tuple(c for c in settles if c.mask & ~target == 0))
             self.outgoing[mask[t.source]] += (edge,)
             self.firing_vars[mask[t.source]] |= 1 << var
         self.final_checks = tuple(c for c in conjuncts if not c.monotone)
