@@ -72,9 +72,13 @@ def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[t
 def grouped(codes: np.ndarray) -> tuple:
     """(order, first): the indices sorted by code, stably (each group keeps its order), and for each
     sorted place the first place of its group (place - first: the rank inside the group)."""
+    if len(codes) and codes.min() >= 0 and codes.max() < 2 ** 16:
+        codes = codes.astype(np.uint16)      # numpy's stable sort of 16-bit keys is a radix sort
     order = np.argsort(codes, kind="stable")
     ranked = codes[order]
-    return order, np.searchsorted(ranked, ranked, "left").astype(np.int64)
+    change = np.ones(len(ranked), dtype=bool)
+    change[1:] = ranked[1:] != ranked[:-1]
+    return order, np.maximum.accumulate(np.where(change, np.arange(len(ranked)), 0)).astype(np.int64)
 
 
 def _plain(expr: A.Expr) -> A.Expr:
@@ -131,8 +135,14 @@ def run(plan, stream: Stream):
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
     triggers = np.arange(offsets[-2], offsets[-1], dtype=np.int64)
     triggers = triggers[np.argsort(events[members[triggers]], kind="stable")]     # in stream order
+    window_first = np.empty((len(slots), len(triggers)), dtype=np.int64)  # each slot's range query's start
+    starts = window_lo[members[triggers]]
+    for k in range(len(slots)):          # the members of slot k before each grouped index, by prefix counts
+        before = np.zeros(len(events) + 1, dtype=np.int64)
+        before[members[offsets[k]:offsets[k + 1]] + 1] = 1     # a slot's members are distinct
+        window_first[k] = offsets[k] + np.cumsum(before)[starts]
     found = recompute(
-        members, offsets, triggers, flags([slot.kleene for slot in slots]), slot_var, window_lo,
+        members, offsets, triggers, window_first, flags([slot.kleene for slot in slots]), slot_var, window_lo,
         stream.position_of(events), values, valid,
         ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
         flags([j.op in TRANSITIVE for j in joins]), join_left_key, join_right_key,

@@ -59,6 +59,17 @@ def _lower_bound(values, lo, hi, x):
 
 
 @_compiled
+def _gallop(values, lo, hi, x):
+    """``_lower_bound`` for an answer near ``lo``: steps of 1, 2, 4... then a binary search."""
+    step, top = 1, lo
+    while top < hi and values[top] < x:
+        lo = top + 1
+        top = lo + step
+        step *= 2
+    return _lower_bound(values, lo, min(top, hi), x)
+
+
+@_compiled
 def _next_bit(words, base, start, stop):
     """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[base:]``; -1."""
     i = start
@@ -193,7 +204,55 @@ def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_
 
 
 @_compiled
-def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_lo, positions, kval, kok,
+def _join_column(members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval,
+                 kok, stats):
+    """Column ``inner`` (a member index) of pair p's matrix as one word: bit u for outer candidate u
+    (member ``outer_first + u``) before it satisfying every predicate of the pair (a nested loop over one
+    column, for the enumeration's lazy reads)."""
+    word = np.uint64(0)
+    for u in range(outer_count):
+        outer = outer_first + u
+        if members[outer] >= members[inner]:
+            break
+        ok = True
+        for j in range(len(join_pair)):
+            if join_pair[j] != p:
+                continue
+            stats[STAT_TESTED] += 1
+            if not (kok[join_left_key[j], outer] and kok[join_right_key[j], inner]
+                    and _phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], inner])):
+                ok = False
+                break
+        if ok:
+            word |= np.uint64(1) << np.uint64(u)
+    return word
+
+
+@_compiled
+def _chain_column(members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval,
+                  kok, strict, stats):
+    """Column ``head`` of Kleene slot s's can-follow DAG as one word: bit u for candidate u that may come
+    just before it in the chain (every chain predicate of the slot; STRICT: the event just before)."""
+    word = np.uint64(0)
+    current = slot_first + head
+    for u in range(head):
+        previous = slot_first + u
+        ok = not strict or members[current] == members[previous] + 1
+        for c in range(len(chain_slot)):
+            if not ok:
+                break
+            if chain_slot[c] != s:
+                continue
+            stats[STAT_TESTED] += 1
+            ok = (kok[chain_previous_key[c], previous] and kok[chain_current_key[c], current]
+                  and _phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current]))
+        if ok:
+            word |= np.uint64(1) << np.uint64(u)
+    return word
+
+
+@_compiled
+def recompute(members, member_offsets, trigger_order, window_first, kleene, slot_var, window_lo, positions, kval, kok,
               join_left, join_right, join_op, join_transitive, join_left_key, join_right_key, join_pair,
               pair_left, pair_right, chain_slot, chain_op, chain_transitive, chain_previous_key,
               chain_current_key, hybrid, strict):
@@ -202,7 +261,8 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
 
     ``members[member_offsets[s]:member_offsets[s+1]]``: the grouped indices of the events slot s may bind,
     ascending; ``trigger_order``: the last slot's member indices in the order to recompute them (stream
-    order: the matches then come out in output order, docs/language.md §10.2); ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
+    order: the matches then come out in output order, docs/language.md §10.2); ``window_first[s, i]``: the
+    first member of slot s in the window of trigger ``trigger_order[i]``; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
     sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, i]`` / ``kok[k, i]`` (value, not
     null) of member i (so a slot's candidates' keys are one slice) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
     (``chain_*``). Returns (offsets, match positions, their variable ids, stats, whether no trigger found two
@@ -222,8 +282,10 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
     word_base = np.zeros(n_slots + 1, dtype=np.int64)
     column_base = np.zeros(n_pairs + 1, dtype=np.int64)
     columns = np.zeros(64, dtype=np.uint64)
+    column_ready = np.zeros(64, dtype=np.bool_)
     dag_base = np.zeros(n_slots + 1, dtype=np.int64)
     dag = np.zeros(64, dtype=np.uint64)
+    dag_ready = np.zeros(64, dtype=np.bool_)
     allow = np.zeros((8, 8), dtype=np.uint64)
     scratch_a = np.zeros((8, 8), dtype=np.bool_)      # join matrices, reused by every trigger
     scratch_b = np.zeros((8, 8), dtype=np.bool_)
@@ -243,22 +305,21 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
     scratch_positions = np.zeros(256, dtype=np.int64)
     scratch_variables = np.zeros(256, dtype=np.int64)
     distinct = True
-    for t in trigger_order:
+    for i_trigger in range(len(trigger_order)):
+        t = trigger_order[i_trigger]
         stats[STAT_TRIGGERS] += 1
         row_begin = n_out
-        trigger = members[t]
-        lo = window_lo[trigger]
         # 1. range queries, right to left
         if kleene[last]:
-            first[last] = _lower_bound(members, member_offsets[last], t, lo)
+            first[last] = window_first[last, i_trigger]
         else:
             first[last] = t
         count[last] = t + 1 - first[last]
         empty = False
         for s in range(last - 1, -1, -1):
             upper = members[first[s + 1] + count[s + 1] - 1]      # the latest candidate on its right
-            a = _lower_bound(members, member_offsets[s], member_offsets[s + 1], lo)
-            b = _lower_bound(members, a, member_offsets[s + 1], upper)
+            a = window_first[s, i_trigger]
+            b = _gallop(members, a, member_offsets[s + 1], upper)
             first[s], count[s] = a, b - a
             if b <= a:
                 empty = True
@@ -282,7 +343,12 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
             word_base[s] = total
             total += words[s]
         word_base[n_slots] = total
-        # 2. joins into column bitsets, one matrix per pair of slots
+        # 2. joins into column bitsets, one matrix per pair of slots; with every slot's candidates in one
+        # word, only the columns the enumeration reads, when it first reads them (``lazy``)
+        lazy = hybrid
+        for s in range(n_slots):
+            if count[s] > 64:
+                lazy = False
         size = 0
         for p in range(n_pairs):
             column_base[p] = size
@@ -290,7 +356,8 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
         column_base[n_pairs] = size
         if len(columns) < size:
             columns = np.zeros(max(size, 2 * len(columns)), dtype=np.uint64)
-        for p in range(n_pairs):
+            column_ready = np.zeros(len(columns), dtype=np.bool_)
+        for p in range(n_pairs if not lazy else 0):
             r, s = pair_left[p], pair_right[p]
             outer = members[first[r]:first[r] + count[r]]
             inner = members[first[s]:first[s] + count[s]]
@@ -316,8 +383,12 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
         dag_base[n_slots] = size
         if len(dag) < size:
             dag = np.zeros(max(size, 2 * len(dag)), dtype=np.uint64)
+            dag_ready = np.zeros(len(dag), dtype=np.bool_)
+        if lazy:
+            column_ready[:column_base[n_pairs]] = False
+            dag_ready[:size] = False
         for s in range(n_slots):
-            if not kleene[s]:
+            if not kleene[s] or lazy:
                 continue
             rows = members[first[s]:first[s] + count[s]]
             n_s = count[s]
@@ -334,14 +405,13 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
                     if chained:
                         follows &= one
                     chained = True
-            if not chained:
-                follows[:, :] = True
-            for u in range(count[s]):
-                for v in range(count[s]):
-                    if strict:
-                        follows[u, v] = follows[u, v] and rows[v] == rows[u] + 1
-                    elif not chained:
-                        follows[u, v] = u < v
+            if strict or not chained:
+                for u in range(count[s]):
+                    for v in range(count[s]):
+                        if strict:
+                            follows[u, v] = (follows[u, v] or not chained) and rows[v] == rows[u] + 1
+                        else:
+                            follows[u, v] = u < v
             _pack_columns(follows, dag, dag_base[s], words[s])
         # 3. enumeration
         depth_cap = 2
@@ -372,6 +442,12 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
                 row = _next_bit(allow[d], word_base[s], frame_cursor[top], frame_stop[top])
             else:
                 head = bound_row[d - 1]
+                if lazy and not dag_ready[dag_base[s] + head]:
+                    dag[dag_base[s] + head] = _chain_column(members, first[s], head, s, chain_slot, chain_op,
+                                                            chain_previous_key, chain_current_key, kval, kok,
+                                                            strict, stats) if len(chain_slot) or strict else \
+                        (np.uint64(1) << np.uint64(head)) - np.uint64(1)
+                    dag_ready[dag_base[s] + head] = True
                 if frame_cursor[top] < 0:         # the chain as it is: go on to the slot before
                     frame_cursor[top] = 0
                     stats[STAT_CHAINS] += 1
@@ -401,6 +477,11 @@ def recompute(members, member_offsets, trigger_order, kleene, slot_var, window_l
                     if pair_right[p] != s:
                         continue
                     r = pair_left[p]
+                    if lazy and not column_ready[column_base[p] + row]:
+                        columns[column_base[p] + row] = _join_column(members, first[r], count[r], first[s] + row, p,
+                                                                     join_pair, join_op, join_left_key,
+                                                                     join_right_key, kval, kok, stats)
+                        column_ready[column_base[p] + row] = True
                     any_left = np.uint64(0)
                     for w in range(words[r]):
                         allow[d + 1, word_base[r] + w] &= columns[column_base[p] + row * words[r] + w]

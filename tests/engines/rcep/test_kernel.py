@@ -60,6 +60,10 @@ def test_running_query_shapes_at_size(join):
          "WITHIN 60 PARTITION BY cardID", cards),
         ("SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
          "WITHIN 30 EVENTS PARTITION BY company", stocks),
+        # past 64 candidates a slot's matrices are Algorithm 2's, whole (below, columns read lazily)
+        ("SEQ(Card a, Card b) WHERE a.amount >= b.amount * 5 WITHIN 600 PARTITION BY cardID", cards),
+        ("SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
+         "WITHIN 300 EVENTS PARTITION BY company", stocks),
     ]:
         found, columnar, pushed = _both(query, events, join)
         assert isinstance(found, MatchArrays) and len(found) > 100
