@@ -5,16 +5,20 @@ triggers are all known, so ``recompute`` runs the same four steps for each of th
 the stream's columns laid out by ``batch``:
 
 1. **range queries**: each slot's candidates are a contiguous run of its *member list* (the events its type
-   and local tests accept, grouped by PARTITION BY sub-stream, in order): those in the trigger's window and
-   before the latest candidate of the slot on its right (two binary searches);
+   and local tests accept, grouped by PARTITION BY sub-stream, in order): those in the trigger's window
+   (its first member given, from prefix counts) and before the latest candidate of the slot on its right
+   (a galloping search);
 2. **joins into bitvectors**: per pair of joined slots, Algorithm 2 (``joins.hybrid_into``, dominance
    reuse) or the nested loop, one predicate at a time, ANDed and packed into column bitsets of uint64 words
    (bit u of column v: candidate u of the earlier slot joins candidate v of the later one); per Kleene slot
-   its chain predicates as a self-join, the can-follow DAG, as predecessor bitsets;
+   its chain predicates as a self-join, the can-follow DAG, as predecessor bitsets; when every slot has at
+   most 64 candidates (most triggers of a small window), only the columns the enumeration reads, each
+   computed by a nested loop when first read, since whole matrices would cost more than it reads;
 3. **enumeration**: right to left with an explicit stack; binding an event ANDs its column into the allowed
    words of every earlier joined slot (a branch stops when one is empty), a Kleene slot's chain grows
    backwards along the DAG (every chain exactly once);
-4. the matches go into flat position / variable arrays (``MatchArrays.from_bindings``'s form).
+4. the matches go into flat position / variable arrays (``MatchArrays.from_bindings``'s form); the triggers
+   run in stream order and each one's matches are sorted, so the rows come in output order.
 
 Written once in the subset of Python numba compiles: without numba (or with ``NUMBA_DISABLE_JIT=1``) the
 same functions run as Python, the pure-Python twin the tests compare.
