@@ -204,7 +204,24 @@ class _Printer(Visitor):
 
 
 def pretty(node) -> str:
-    """Print a query, pattern or condition as parseable text."""
+    """Print a query, pattern or condition as parseable text.
+
+    Parameters
+    ----------
+    node : QueryNode, Pattern, Expr or pattern item
+        A node of a parsed query (``Query.ast`` and its parts).
+
+    Returns
+    -------
+    str
+        Text that ``cepkit.parse`` reads back as the same node.
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> cepkit.pretty(cepkit.parse("T x ; H y WITHIN 5").ast)
+    'T AS x ; H AS y WITHIN 5'
+    """
     printer = _Printer()
     if isinstance(node, A.QueryNode):
         return printer.visit(node)

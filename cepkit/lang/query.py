@@ -109,8 +109,31 @@ def _fields(node) -> dict:
 
 
 def parse(text, hierarchy=None) -> Query:
-    """Parse and check a query (docs/language.md); raises ``cepkit.QueryError`` with line, column and caret.
+    """Parse and check a query (docs/language.md).
 
+    Parameters
+    ----------
+    text : str, Query or QueryNode
+        The query text; a ``Query`` is returned as it is (with ``hierarchy`` if another is given), an AST
+        is printed and parsed again.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+
+    Returns
+    -------
+    Query
+        The checked query: its AST, text, hierarchy and ``variables``.
+
+    Raises
+    ------
+    QueryError
+        The text does not parse or the query is ill-formed: line, column and caret, and "did you mean"
+        where one fits.
+    TypeError
+        ``text`` is neither text nor a query.
+
+    Examples
+    --------
     >>> parse("(T AS x ; H AS y) FILTER x.tmp > 40").variables.keys()
     dict_keys(['x', 'y'])
     """

@@ -615,6 +615,31 @@ def rewrite(query, hierarchy=None, direction: str = "left", max_steps: int = 200
     sequences. A query outside Lcons, or whose rules' preconditions fail, gives ``result=None`` and the
     ``reason``; the steps up to there are kept.
 
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+    direction : {"left", "right"}, default "left"
+        NPDR2 (first instance) or NPDR1 (last instance) for negated sequences.
+    max_steps : int, default 200
+        The most rewriting steps taken.
+
+    Returns
+    -------
+    Rewriting
+        ``result`` (the normal form, or None), ``steps`` (rule, old and new text), ``reason``.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse.
+    ValueError
+        ``direction`` is neither "left" nor "right".
+
+    Examples
+    --------
     >>> r = rewrite("SEQ(A a, !OR(B b, C c), D d)")
     >>> [(s.rule, s.old, s.new) for s in r.steps]
     [('NPDR5', '!(B AS b OR C AS c)', '(!B AS b ∧ !C AS c)'), ('splice', 'SEQ(A AS a, (!B AS b ∧ !C AS c), D AS d)', 'SEQ(A AS a, !B AS b, !C AS c, D AS d)')]

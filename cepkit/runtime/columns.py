@@ -40,13 +40,35 @@ def as_events(data, type: Optional[str] = None, ts: Optional[str] = None, first_
     datetimes: a DataFrame (renamed, its columns not copied), a pyarrow Table, or a list of dicts (a Stream
     or ``cepkit.Event`` objects are returned as they are: they are events already).
 
+    Parameters
+    ----------
+    data : DataFrame, pyarrow Table, list of dicts, Stream or Events
+        The user's events.
+    type, ts : str, optional
+        The columns (or dict keys) holding each event's type and time, when they are not ``type`` and ``ts``.
+    first_position : int, default 0
+        The position of the first row, for the errors.
+
+    Returns
+    -------
+    DataFrame, pyarrow Table or list
+        The same kind of data, with ``type`` and ``ts`` named so.
+
+    Raises
+    ------
+    ColumnError
+        A missing column, or a mapping that would leave two ``type`` (or ``ts``) columns: it names the
+        columns there are (and the likeliest one).
+    EventError
+        A text ts that is neither a number nor a date and time, named by position (the rows counted from
+        ``first_position``).
+
+    Examples
+    --------
     >>> frame = pd.DataFrame({"event_name": ["view", "buy"], "event_time": ["2024-05-01 10:00", "2024-05-01 10:05"]})
     >>> as_events(frame, type="event_name", ts="event_time").dtypes.to_dict()
     {'type': dtype('O'), 'ts': datetime64[ns, UTC]}
-
-    A missing column, or a mapping that would leave two ``type`` (or ``ts``) columns, is a ``ColumnError``
-    naming the columns there are (and the likeliest one); a bad text ts an ``EventError`` naming its
-    position (the rows counted from ``first_position``)."""
+    """
     renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
     if isinstance(data, pd.DataFrame):
         return _frame(data, renames, first_position)
@@ -212,6 +234,28 @@ def from_frames(frames: Mapping, ts="ts") -> pd.DataFrame:
     type, its time from the column ``ts`` (or ``ts={type: column}`` per table), its other columns its
     attributes; the events sorted by time, equal times in the order of ``frames`` then of the rows.
 
+    Parameters
+    ----------
+    frames : mapping of str to DataFrame
+        One table per event type.
+    ts : str or mapping of str to str, default "ts"
+        The time column of every table, or of each by type.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The events: ``type``, ``ts``, then the tables' columns (null where a table lacks one).
+
+    Raises
+    ------
+    ColumnError
+        A table lacks its time column or has its own ``type`` column; some tables' times are dates and
+        others' numbers.
+    ValueError
+        ``frames`` is empty, or a key is not a string or a value not a DataFrame.
+
+    Examples
+    --------
     >>> logins = pd.DataFrame({"at": [1, 5], "user": ["ann", "bob"]})
     >>> buys = pd.DataFrame({"at": [3], "user": ["ann"], "amount": [9.5]})
     >>> from_frames({"Login": logins, "Buy": buys}, ts="at")[["type", "ts", "user"]].values.tolist()
@@ -262,6 +306,30 @@ def from_wide(frame: pd.DataFrame, events, keep: Optional[Sequence[str]] = None)
     column's name is then the type). A null time is an event that did not happen: it makes no event.
     Events are sorted by time, equal times in row order, then in the order of ``events``.
 
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        One row per entity.
+    events : mapping of str to str, or list of str
+        ``{type: time column}``, or the time columns (each named as its type).
+    keep : list of str, optional
+        The columns to carry as attributes (default: every column that is not a time column).
+
+    Returns
+    -------
+    pandas.DataFrame
+        The events: ``type``, ``ts``, then the attributes.
+
+    Raises
+    ------
+    ColumnError
+        A time or ``keep`` column is missing, the table has a ``type`` or ``ts`` column of its own, or
+        some time columns hold dates and others numbers.
+    ValueError
+        ``frame`` is not a DataFrame, or ``events`` is empty.
+
+    Examples
+    --------
     >>> orders = pd.DataFrame({"order": [1, 2], "placed": [0, 2], "shipped": [4, None]})
     >>> from_wide(orders, {"Placed": "placed", "Shipped": "shipped"}).values.tolist()
     [['Placed', 0.0, 1], ['Placed', 2.0, 2], ['Shipped', 4.0, 1]]

@@ -35,6 +35,40 @@ def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type
     sequence without starting a match, with the step it reached, the step it stopped before, the bindings
     of the earliest way it got there and whether the stream went past its window (``timed_out``).
 
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+        The events, as ``cepkit.match`` takes them.
+    engine : str, default "auto"
+        The engine, as in ``cepkit.match``.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+    type, ts : str, optional
+        The columns (or dict keys) holding each event's type and time, when they are not ``type`` and ``ts``.
+    **options
+        As in ``cepkit.match``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``start``, ``step``, ``stopped_before``, one column per variable (its position, null when not
+        reached) and ``timed_out``.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse, is not a sequence this covers (saying why), or does not fit the data.
+    EventError
+        An event is malformed (named by position and field).
+
+    See Also
+    --------
+    funnel : how many candidates reached each step.
+
+    Examples
+    --------
     >>> import cepkit
     >>> events = [{"type": "Visit", "ts": 0}, {"type": "Signup", "ts": 60}, {"type": "Visit", "ts": 100},
     ...           {"type": "Purchase", "ts": 200}, {"type": "Visit", "ts": 5000}]
@@ -66,6 +100,40 @@ def funnel(query, events, engine: str = "auto", hierarchy=None, *, type: Optiona
     """Per step of a sequence query, how many candidates (events that can start it) got at least that far
     within the window: the last row counts those that completed.
 
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    events : DataFrame, pyarrow Table, iterable of dicts or Event, or Stream
+        The events, as ``cepkit.match`` takes them.
+    engine : str, default "auto"
+        The engine, as in ``cepkit.match``.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+    type, ts : str, optional
+        The columns (or dict keys) holding each event's type and time, when they are not ``type`` and ``ts``.
+    **options
+        As in ``cepkit.match``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per step: ``step``, ``variable``, ``type``, the ``candidates`` that got that far and their
+        ``share`` of the first step's.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse, is not a sequence this covers (saying why), or does not fit the data.
+    EventError
+        An event is malformed (named by position and field).
+
+    See Also
+    --------
+    partial_matches : each candidate that did not complete.
+
+    Examples
+    --------
     >>> import cepkit
     >>> events = [{"type": "Visit", "ts": 0}, {"type": "Signup", "ts": 60}, {"type": "Visit", "ts": 100},
     ...           {"type": "Purchase", "ts": 200}, {"type": "Visit", "ts": 5000}]

@@ -127,7 +127,33 @@ class Automaton:
 
 
 def automaton(query, hierarchy=None) -> Automaton:
-    """The automaton engine's compiled automaton for ``query``; raises ``cepkit.QueryError`` (naming the
-    engines that can run it) when the query is outside the automaton's fragment."""
+    """The automaton engine's compiled automaton for ``query`` ([CEL]), for drawing and inspection.
+
+    Parameters
+    ----------
+    query : str or Query
+        The query text (docs/language.md), or a parsed ``Query``.
+    hierarchy : Hierarchy or mapping, optional
+        The type hierarchy the query's types refer to.
+
+    Returns
+    -------
+    Automaton
+        Its ``states``, ``initial`` state, ``finals``, ``transitions`` (``Edge``s with their predicate,
+        mark and variable) and ``to_networkx()``.
+
+    Raises
+    ------
+    QueryError
+        The query does not parse, or is outside the automaton's fragment (naming the engines that can
+        run it).
+
+    Examples
+    --------
+    >>> import cepkit
+    >>> a = cepkit.automaton("A a ; B b")
+    >>> len(a.states), a.initial, a.finals
+    (4, 0, {3})
+    """
     q = parse(query, hierarchy)
     return Automaton(q, get_engine("automaton").compile(q))
