@@ -16,16 +16,22 @@ an item typed in to insert) and press *drill down* / *roll up*: the cube adds th
 the kept results at no cost, answers it, and the drawing updates. The sliders explore the cost model
 ([LIU] Table 4.1): Pt, the condition selectivity P and one type's rate; the plan Chase would choose under
 them is drawn (nothing runs) until *the plan that ran* brings the real one back. Only the public API is used:
-``cepkit.ECube`` (``run``, ``graph``, ``last_plan``, ``drill_down``, ``roll_up``).
+``cepkit.ECube`` (``run``, ``graph``, ``last_plan``, ``drill_down``, ``roll_up``, ``stream``).
+
+``ECubeView.from_batches(cube, batches)`` is the same view over a stream in micro-batches
+(``ECube.stream``): the counts and the plan update after every batch, with a ``LiveView`` of the stream
+below.
 """
 from __future__ import annotations
 
 import dataclasses
 import html
+import time
 from typing import Optional
 
 import ipywidgets as widgets
 import networkx as nx
+import pandas as pd
 import plotly.graph_objects as go
 
 import cepkit
@@ -33,6 +39,7 @@ import cepkit
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
 from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
+from .live import LiveView
 
 ROOT = "v0"
 TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
@@ -123,6 +130,9 @@ class ECubeView(widgets.VBox):
             self.results = self.cube.results
         else:
             raise ValueError("ECubeView needs events, or a cube that has run")
+        self.counts = {name: len(m) for name, m in self.results.items()}
+        self.streaming: Optional[cepkit.ecube.StreamingCube] = None     # set by ``from_batches``
+        self.live: Optional[LiveView] = None
         self.figure = self._empty_figure()
         self.plot = PlotlyView()
         wide = {"description_width": "initial"}
@@ -169,6 +179,67 @@ class ECubeView(widgets.VBox):
         self.add_class("cepkit-ecube-view")
         self._redraw()
 
+    @classmethod
+    def from_batches(cls, cube, batches, *, keep: bool = False, show: Optional[str] = None,
+                     view: Optional[dict] = None) -> "ECubeView":
+        """A view of ``cube`` over a stream in micro-batches (DataFrames or lists of event dicts, e.g.
+        ``cepkit.widgets.live.replay``), fed through ``cube.stream(keep=keep)``: the first batch now, the others
+        by ``run()`` (this thread) or ``start()`` (a background thread; Stop ends either). After each batch the
+        table and the hovers count every query's matches so far, the plan is redrawn as Chase adapts it, and
+        a ``LiveView`` below (status, timeline, the latest matches of query ``show``, by default the first)
+        shows the stream. Drill-down and roll-up answer while the stream runs (``StreamingCube.drill_down``)."""
+        stream = cube.stream(keep=keep)
+        batches = iter(batches)
+        first = _frame(next(batches, []))
+        found = stream.extend(first)
+        self = cls(cube)
+        self.streaming = stream
+        self.counts = {name: len(m) for name, m in found.items()}
+        shown = show or next(iter(cube.queries))
+        self.live = LiveView(title=f"stream · {shown}: {cube.queries[shown].text.splitlines()[0][:80]}",
+                             **(view or {}))
+        self.live.add(first.set_axis(range(len(first))), list(found[shown]))
+
+        def feed():
+            for batch in batches:
+                frame = _frame(batch)
+                start = self.streaming.events
+                started = time.perf_counter()
+                new = self.streaming.extend(frame)
+                for name, m in new.items():
+                    self.counts[name] = self.counts.get(name, 0) + len(m)
+                self.live.add(frame.set_axis(range(start, start + len(frame))), list(new.get(shown, [])),
+                              seconds=time.perf_counter() - started)
+                self._redraw()
+                yield
+            if not self.live.stopped:
+                for name, m in self.streaming.close().items():
+                    self.counts[name] = self.counts.get(name, 0) + len(m)
+                self._redraw()
+        self.live._feed = feed()
+        self.children = (*self.children, self.live)
+        self._redraw()
+        return self
+
+    def run(self, batches: Optional[int] = None) -> "ECubeView":
+        """Feed the stream's batches in this thread, all of them or ``batches`` more (``from_batches``)."""
+        self._require_live().run(batches)
+        return self
+
+    def start(self) -> "ECubeView":
+        """Feed the stream's batches in a background thread; Stop ends it."""
+        self._require_live().start()
+        return self
+
+    def _require_live(self) -> LiveView:
+        if self.live is None:
+            raise ValueError("this view has no stream to feed: build it with ECubeView.from_batches")
+        return self.live
+
+    @property
+    def _so_far(self) -> str:
+        return " so far" if self.streaming is not None else ""
+
     def trace(self, name: str):
         """The figure's trace called ``name`` (one of ``TRACES``)."""
         return self.figure.data[TRACES.index(name)]
@@ -205,14 +276,15 @@ class ECubeView(widgets.VBox):
         name = self.query_picker.value
         typed = self.insert.value.strip()
         try:
+            target = self.streaming if self.streaming is not None else self.cube
             if method == "drill_down" and typed:
-                found = self.cube.drill_down(name, pattern=[parse_insertion(typed)])
+                found = target.drill_down(name, pattern=[parse_insertion(typed)])
             else:
                 chosen = self.operations(name).get(self.operation.value)
                 if chosen is None or chosen[0] != method:
                     self.status.value = f"<span style='color:#b00'>pick a {method.replace('_', '-')} operation</span>"
                     return None
-                found = getattr(self.cube, method)(name, **chosen[1])
+                found = getattr(target, method)(name, **chosen[1])
         except (cepkit.QueryError, ValueError) as err:
             self.status.value = f"<span style='color:#b00'>{html.escape(str(err))}</span>"
             return None
@@ -220,7 +292,11 @@ class ECubeView(widgets.VBox):
         step = self.cube.last_plan.step(new)
         self.status.value = (f"<b>{html.escape(new)}</b> = <code>{html.escape(str(found.query))}</code>: "
                              f"{len(found)} matches, {html.escape(self._how(step))}")
-        self.results = self.cube.results
+        if self.streaming is None:
+            self.results = self.cube.results
+            self.counts = {n: len(m) for n, m in self.results.items()}
+        else:
+            self.counts[new] = len(found) if new not in self.counts else self.counts[new]
         self.what_if_plan = None
         self.insert.value = ""
         self.query_picker.options = list(self.cube.queries)
@@ -354,12 +430,18 @@ class ECubeView(widgets.VBox):
             return "v0: evaluation from scratch"
         step = self.cube.last_plan.step(name)
         return (f"<b>{html.escape(name)}</b>: {html.escape(str(self.cube.queries[name]))}<br>"
-                f"{len(self.results[name])} matches; {html.escape(self._how(step))}")
+                f"{self.counts.get(name, 0)} matches{self._so_far}; {html.escape(self._how(step))}")
 
     def _table(self) -> str:
         rows = "".join(
             f"<tr><td><b>{html.escape(s.query)}</b></td><td><code>{html.escape(str(self.cube.queries[s.query]))}"
-            f"</code></td><td>{len(self.results[s.query])}</td><td>{html.escape(self._how(s))}</td></tr>"
+            f"</code></td><td>{self.counts.get(s.query, 0)}</td><td>{html.escape(self._how(s))}</td></tr>"
             for s in self.cube.last_plan.steps)
-        return (f"{TABLE_CSS}<table class='cepkit-table cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches</th>"
+        return (f"{TABLE_CSS}<table class='cepkit-table cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches{self._so_far}</th>"
                 f"<th>computed</th></tr>{rows}</table>")
+
+
+def _frame(batch) -> pd.DataFrame:
+    """A batch as a DataFrame numbered from 0 (a list of event dicts, or a slice of a larger frame)."""
+    frame = batch if isinstance(batch, pd.DataFrame) else pd.DataFrame(list(batch))
+    return frame.reset_index(drop=True)

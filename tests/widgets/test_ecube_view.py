@@ -178,3 +178,25 @@ def test_the_cost_model_explorer_redraws_a_what_if_plan():
     assert view.what_if_plan is not plan
     view.reset.click()
     assert view.what_if_plan is None and view.figure.layout.title.text.startswith("plan cost")
+
+
+def test_a_streaming_cube_view_updates_as_batches_arrive():
+    """``ECubeView.from_batches``: the counts after every batch are the matches so far (at the end, the batch
+    cube's), the LiveView below shows the stream, and a drill-down answers while it runs."""
+    from cepkit.ecube.workloads import COMPANIES, concept_workload, trades
+    from cepkit.widgets.live import replay
+    hierarchy = cepkit.Hierarchy(COMPANIES)
+    events = trades(600, seed=5)
+    view = ECubeView.from_batches(cepkit.ECube(concept_workload(), hierarchy), replay(events, every=400))   # 200 trades each
+    assert view.live.batches == 1 and "matches so far" in view.table.value
+    view.run(1)
+    assert view.live.batches == 2 and view.live.event_count == 400
+    batch = cepkit.ECube(concept_workload(), hierarchy).run(events[:400])
+    assert all(0 < view.counts[n] <= len(batch[n]) for n in batch)
+    view.query_picker.value = "q17"
+    view.operation.value = "3: EFC → Education (concept roll-up)"
+    assert view.apply("roll_up") is not None          # lands on q16: its matches so far
+    view.run()
+    whole = cepkit.ECube(concept_workload(), hierarchy).run(events)
+    assert view.counts == {n: len(m) for n, m in whole.items()}
+    assert view.live.finished and f">{len(whole['q16'])}<" in view.table.value
