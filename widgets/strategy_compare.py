@@ -32,6 +32,7 @@ from .timeline import PALETTE, EventCanvas
 
 SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
 ROW_GAP_PX = 34           # between rows, room for a row's title
+NOTES_PER_LINE = 4        # "NEXT: 150 of 1,192 drawn" notes per line of the figure's subtitle
 
 
 class StrategyCompare(widgets.VBox):
@@ -188,13 +189,18 @@ class StrategyCompare(widgets.VBox):
         figure.update_xaxes(title_text=canvas.axis_title, row=n, col=1)
         for annotation in figure.layout.annotations:
             annotation.update(x=0, xanchor="left", font={"size": 13})
+        # a line of the subtitle per NOTES_PER_LINE strategies sampled (all seven on one line overran 1,400 px)
+        lines = ["; ".join(notes[i:i + NOTES_PER_LINE]) for i in range(0, len(notes), NOTES_PER_LINE)]
         if not show_events:
-            notes.insert(0, f"the {len(self.stream):,} events are not drawn, only the matches")
-        subtitle = f"<br><sup>{html.escape('; '.join(notes))}</sup>" if notes else ""
+            lines.insert(0, f"the {len(self.stream):,} events are not drawn, only the matches")
+        subtitle = "".join(f"<br><sup>{html.escape(line)}</sup>" for line in lines)
         layout = figure.layout.to_plotly_json()
-        layout.update(height=height, margin={"l": 60, "r": 20, "t": 70 if subtitle else 50, "b": 40},
+        extra = 16 * max(len(lines) - 1, 0)            # the subtitle's lines after its first
+        # the title hangs from the top (plotly centres it in the margin: more lines ran into the first row)
+        layout.update(height=height + extra, margin={"l": 60, "r": 20, "t": (70 if lines else 50) + extra, "b": 40},
                       title={"text": f"each strategy's matches on a shared time axis{subtitle}",
-                             "font": {"size": 13}, "x": 0.01, "xanchor": "left"},
+                             "font": {"size": 13}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
+                             "yanchor": "top", "pad": {"t": 8}},
                       hovermode="closest", hoverlabel={"align": "left"}, showlegend=False)
         return list(figure.data), layout
 
