@@ -12,7 +12,7 @@ of the results grid) and, apart, ``run_query`` alone (the engine part of it). Ra
 ``--flights`` times each step a user takes on ``cepkit.datasets.flights.flight_events()`` with the tour's
 query, once each (wall and CPU seconds; the baseline is ``cepkit.match`` in the same run): the Workbench
 made, Run, a match picked, the Automaton, Explain and Events tabs opened, one candidate explained, Why not?,
-and with ``--strategies`` the Strategies tab (minutes: see bench/README.md).
+and with ``--strategies`` the Strategies tab (each strategy's run listed after the table).
 """
 from __future__ import annotations
 
@@ -81,6 +81,11 @@ def flights(strategies: bool) -> None:
         step("Strategies tab", compare)
     print(f"{len(events):,} events, {len(found):,} matches; why_not: {misses.summary()}")
     print(pd.DataFrame(rows).to_string(index=False))
+    if strategies:
+        compare = wb.strategy_compare
+        print("Strategies tab, each run (wall s): " + ", ".join(
+            f"{s} {r.seconds:.2f} ({r.engine}, {len(r.matches):,})" for s, r in compare.runs.items())
+              + "".join(f"; {s}: {e.reason.split(' (')[0]}" for s, e in compare.errors.items()))
 
 
 def main() -> None:
