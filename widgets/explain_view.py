@@ -178,6 +178,14 @@ class ExplainView(widgets.VBox):
         start = min(max(middle - self.max_events // 2, 0), n - self.max_events)
         return range(start, start + self.max_events)
 
+    def _part_shown(self) -> str:
+        """The title's second line when the strip shows part of the stream (else nothing)."""
+        n, shown = len(self.stream), self._shown
+        if not shown or len(shown) >= n:
+            return ""
+        return (f"<br><sup>positions {shown[0]:,} to {shown[-1]:,} of the {n:,} events "
+                f"(the {len(shown):,} around the candidate)</sup>")
+
     def _draw(self) -> None:
         """The strip, drawn whole each time the candidate changes."""
         self._shown = list(self._window())
@@ -186,10 +194,11 @@ class ExplainView(widgets.VBox):
         events.marker = {"size": [13 if p in chosen else 8 for p in self._shown],
                          "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
                          "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
-        layout = {"height": 150 + 30 * len(self.canvas.lanes), "margin": {"l": 60, "r": 20, "t": 40, "b": 40},
+        layout = {"height": 150 + 30 * len(self.canvas.lanes),
+                  "margin": {"l": 60, "r": 20, "t": 55 if len(self._shown) < len(self.stream) else 40, "b": 40},
                   "showlegend": False, "hovermode": "closest", "hoverlabel": {"align": "left"},
                   "title": {"text": "the candidate's events in red: click an event to add or remove it (hover for its "
-                                    "attributes)", "font": {"size": 13},
+                                    "attributes)" + self._part_shown(), "font": {"size": 13},
                             "x": 0.01, "xanchor": "left"},
                   "xaxis": {"title": {"text": self.canvas.axis_title}},
                   "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}}}

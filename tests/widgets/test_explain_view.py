@@ -60,6 +60,11 @@ def test_a_long_stream_shows_the_events_around_the_candidate():
     view = ExplainView("SEQ(A a, B b) WITHIN 3", events, (1501, 1502), max_events=100)
     assert len(view._shown) == 100 and 1501 in view._shown
     assert view.explanation.is_match
+    # the strip says it shows part of the stream, and which part
+    assert "positions 1,451 to 1,550 of the 2,000 events (the 100 around the candidate)" in \
+        view.figure.layout.title.text
+    whole = ExplainView("SEQ(A a, B b) WITHIN 3", events[:50], (1, 2))
+    assert "<sup>" not in whole.figure.layout.title.text
 
 
 def test_workbench_explain_tab_follows_the_picked_match_and_offers_why_not():
