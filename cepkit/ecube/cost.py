@@ -117,9 +117,14 @@ class CostModel:
     def __init__(self, statistics: Statistics, units: UnitCosts = UnitCosts()):
         self.stats = statistics
         self.units = units
+        self._events: dict = {}       # item -> events (Chase's graph asks for each many times)
+        self._partial: dict = {}      # shape -> partial matches
 
     def events(self, item: Item) -> float:
-        return self.stats.events_of(item.types, item)
+        found = self._events.get(item)
+        if found is None:
+            found = self._events[item] = self.stats.events_of(item.types, item)
+        return found
 
     def in_window(self, shape: Shape, item: Item) -> float:
         """``|S_i|``: events of the item in one window."""
@@ -130,6 +135,12 @@ class CostModel:
         (the last one anchors, each earlier one is among its window's ``|S_i|``, ordered with ``Pt``),
         thinned by the negations between them: none of ``|S_x|`` events may fall in the gap, each with
         probability ``Pt·Pt`` (Eq 4.3's ``1 − Pt(m,k)·Pt(k,n)`` per event)."""
+        found = self._partial.get(shape)
+        if found is None:
+            found = self._partial[shape] = self._partial_matches(shape)
+        return list(found)
+
+    def _partial_matches(self, shape: Shape) -> list:
         u, out, earlier = self.units, [], 1.0
         positives = [shape.items[k] for k in shape.positives]
         negations_after = self._negations_by_gap(shape)

@@ -65,6 +65,8 @@ class ECube:
         self.queries: dict = {}
         self.shapes: dict = {}
         self._graph: Optional[nx.DiGraph] = None
+        self._offer_cache: dict = {}   # (general, specific) -> the reuse strategies offered along the edge
+        self._compiled: dict = {}      # shape -> a compiled engine plan never run (``Executor``)
         self._rows: dict = {}          # name -> rows of the last run (kept results)
         self._executor: Optional[Executor] = None
         self.statistics: Optional[Statistics] = None
@@ -112,14 +114,22 @@ class ECube:
                 graph.add_edge(ROOT, name, cost=scratch.cost(model), method="scratch", direction="scratch",
                                kind=None, strategy=scratch)
         for general, specific, data in self.graph.edges(data=True):
-            ref = data["refinement"]
-            for source, target, strategy in (
-                    (general, specific, offer_general_to_specific(self.shapes[general], self.shapes[specific], ref)),
-                    (specific, general, offer_specific_to_general(self.shapes[general], self.shapes[specific], ref))):
+            for source, target, strategy in self._offers(general, specific, data["refinement"]):
                 if strategy is not None and strategy.direction in directions:
                     graph.add_edge(source, target, cost=strategy.cost(model), method=strategy.method,
                                    direction=strategy.direction, kind=data["kind"], strategy=strategy)
         return graph
+
+    def _offers(self, general: str, specific: str, ref) -> tuple:
+        """The exact reuse strategies along a lattice edge, both ways (they depend on the queries only, so
+        they are made once per edge: a streaming cube re-plans every batch)."""
+        key = (general, specific)
+        found = self._offer_cache.get(key)
+        if found is None:
+            g, s = self.shapes[general], self.shapes[specific]
+            found = self._offer_cache[key] = ((general, specific, offer_general_to_specific(g, s, ref)),
+                                              (specific, general, offer_specific_to_general(g, s, ref)))
+        return found
 
     def plan(self, events=None, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> Plan:
         """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given).
@@ -188,7 +198,7 @@ class ECube:
         for query in self.queries.values():
             check(query, stream)
         self._rows = {}
-        self._executor = Executor(stream, self.engine)
+        self._executor = Executor(stream, self.engine, self._compiled)
         plan = self.last_plan
         if not keep_plan or plan is None or set(plan.order) != set(self.shapes) or \
                 any(s.direction == "cached" for s in plan.steps):
@@ -227,7 +237,7 @@ class ECube:
         (name -> rows, as ``rows``): a streaming cube answers a drill-down over the stream so far with it."""
         other = ECube(self.queries, self.hierarchy, engine=self.engine, units=self.units)
         other._rows = dict(rows)
-        other._executor = Executor(stream, self.engine)
+        other._executor = Executor(stream, self.engine, self._compiled)
         other.statistics, other.last_plan, other._directions = self.statistics, self.last_plan, self._directions
         return other
 

@@ -31,6 +31,17 @@ def chase(graph: nx.DiGraph, root: str = ROOT) -> nx.DiGraph:
     # networkx turns a weight w into (2·max − min + 1 − w): beyond 2**53 the + 1 is lost, every weight becomes 0
     # and no edge is taken (a long chain's costs reach 1e16 and more; an overflowing one inf). Edmonds' choice
     # only depends on sums of weights, so it runs on the costs scaled into [0, 1] (inf and nan as the largest).
+    # An edge dearer than its target's edge from the root is never in a minimum arborescence (swapping it for
+    # the root's keeps a tree, v0 having no incoming edge): left out, Edmonds runs on what may pay, and not at
+    # all when nothing does (a small stream, or queries with nothing to share).
+    alone = {v: _finite(cost) for _, v, cost in graph.out_edges(root, data="cost")}
+    kept = [(u, v) for u, v, cost in graph.edges(data="cost") if u == root or _finite(cost) <= alone.get(v, math.inf)]
+    if all(u == root for u, _ in kept) and len(alone) == graph.number_of_nodes() - 1:
+        tree = nx.DiGraph()
+        tree.add_nodes_from(graph.nodes(data=True))
+        tree.add_edges_from((root, v, graph.edges[root, v]) for v in alone)
+        return tree
+    graph = graph.edge_subgraph(kept).copy()
     bounded = {(u, v): _finite(cost) for u, v, cost in graph.edges(data="cost")}
     top = max(bounded.values(), default=1.0) or 1.0
     scaled = graph.copy()

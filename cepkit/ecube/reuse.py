@@ -59,16 +59,21 @@ class Executor:
     (docs/language.md §10.2), as every strategy below returns them. Rows are never turned into ``Match``
     objects here: the strategies work on these arrays with numpy."""
 
-    def __init__(self, stream: Stream, engine: str = "auto"):
+    def __init__(self, stream: Stream, engine: str = "auto", compiled: Optional[dict] = None):
         self.stream = stream
         self.engine = engine
         self._plans: dict = {}
+        # shape -> a compiled plan never run (``Plan.fresh``), shared by the executors of one cube: compiling
+        # costs as much as a small stream's matching, and a streaming cube runs every batch
+        self._compiled = {} if compiled is None else compiled
         self._accepted: dict = {}
         self.evaluations = 0     # engine runs
         self.events_read = 0     # events fed to the engine, over all runs
 
     def _plan(self, shape: Shape):
         plan = self._plans.get(shape)
+        if plan is None and shape in self._compiled:
+            plan = self._plans[shape] = self._compiled[shape].fresh()
         if plan is None:
             if self.engine == "auto":       # the engine cepkit.match would choose (never the cube itself)
                 chosen, plan = select_engine(shape.query, "auto", {})
@@ -77,6 +82,9 @@ class Executor:
             else:
                 plan = get_engine(self.engine).compile(shape.query)
             self._plans[shape] = plan
+            unrun = plan.fresh()
+            if unrun is not None:
+                self._compiled[shape] = unrun
         return plan
 
     def evaluate(self, shape: Shape, part=None) -> np.ndarray:
