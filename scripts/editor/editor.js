@@ -91,14 +91,16 @@ function completer(model) {
     const keywords = model.get("keywords"), types = model.get("types"), attributes = model.get("attributes");
     const text = context.state.doc.toString();
     const vars = bindings(text, types);
-    const dotted = context.matchBefore(/[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z0-9_]*$/);
-    if (dotted) {       // v.attr: the attributes of v's type (of every type when v is unknown)
-      const [variable] = dotted.text.split(".");
+    // v.attr, b[i].attr, b[1].attr, first(b).attr, last(b).attr, prev(b.attr): the attributes of the
+    // variable's type (of every type when it is not bound yet)
+    const dotted = context.matchBefore(/(?:[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]\n]*\])?|\(\s*[A-Za-z_][A-Za-z0-9_]*\s*\))\.[A-Za-z0-9_]*$/);
+    if (dotted) {
+      const variable = /[A-Za-z_][A-Za-z0-9_]*/.exec(dotted.text)[0];
       const type = vars[variable];
       const names = type !== undefined ? attributes[type] || []
         : [...new Set(Object.values(attributes).flat())].sort();
       return {
-        from: dotted.from + variable.length + 1,
+        from: dotted.from + dotted.text.lastIndexOf(".") + 1,
         options: names.map((name) => ({ label: name, type: "property",
                                         detail: type !== undefined ? `of ${type}` : "attribute" })),
         validFor: /^[A-Za-z0-9_]*$/,
