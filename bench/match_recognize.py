@@ -3,7 +3,7 @@ MEASURES, the output DataFrame), beside baselines measured in the same run: pand
 rows (the floor any engine pays) and the reference backtracking matcher (rows per second on a slice).
 
     python bench/match_recognize.py [--rows 1000000] [--keys 100]
-    python bench/match_recognize.py --spark      # the flights year: Spark local[2] beside cepkit.sql
+    python bench/match_recognize.py --spark [--copies 4]   # the flights year: Spark local[2] beside cepkit.sql
     python bench/match_recognize.py --flink PY   # PyFlink's MATCH_RECOGNIZE (PY: a python with apache-flink)
 
 CPU seconds of this process (``time.process_time``), best of 3: the machine is shared.
@@ -45,13 +45,14 @@ FLIGHTS = """SELECT * FROM flights MATCH_RECOGNIZE (PARTITION BY origin ORDER BY
     DEFINE W AS type IN ('FOG', 'STORM', 'SNOW'), D AS type = 'DELAYED_DEPARTURE')"""
 
 
-def spark_side_by_side() -> None:
-    """The flights year (weather and departures): Spark on local[2] against cepkit.sql in this process, wall
-    clock, best of 3 after a warm-up run of each (the first Spark job starts the Python workers)."""
+def spark_side_by_side(copies: int = 1) -> None:
+    """The flights year (weather and departures; ``copies`` times over, as ``flight_events(replicate=)``
+    makes it): Spark on local[2] against cepkit.sql in this process, wall clock, best of 3 after a warm-up
+    run of each (the first Spark job starts the Python workers)."""
     import cepkit.spark
     from cepkit.spark.recognize import read_columns
 
-    year = cepkit.datasets.flight_events()
+    year = cepkit.datasets.flight_events(replicate=copies)
     frame = year[year.type.isin(["FOG", "STORM", "SNOW", "RAIN", "FAIR", "DELAYED_DEPARTURE", "ON_TIME_DEPARTURE"])]
     spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "2"})
     remote = spark.createDataFrame(frame).cache()
@@ -66,10 +67,10 @@ def spark_side_by_side() -> None:
     spark_s, rows = best_of(3, lambda: cepkit.spark.sql(FLIGHTS, remote).collect())
     floor_s, _ = best_of(3, floor)
     assert len(rows) == len(local)
-    print("| rows | matches | cepkit.sql s | cepkit.spark.sql s | Spark's group floor s | spark / local | "
+    print("| copies | rows | matches | cepkit.sql s | cepkit.spark.sql s | Spark's group floor s | spark / local | "
           "spark / floor |")
-    print("|---|---|---|---|---|---|---|")
-    print(f"| {len(frame):,} | {len(local)} | {local_s:.2f} | {spark_s:.2f} | {floor_s:.2f} | "
+    print("|---|---|---|---|---|---|---|---|")
+    print(f"| {copies} | {len(frame):,} | {len(local)} | {local_s:.2f} | {spark_s:.2f} | {floor_s:.2f} | "
           f"{spark_s / local_s:.2f} | {spark_s / floor_s:.2f} |")
 
 
@@ -143,13 +144,14 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--slice", type=int, default=20_000, help="rows for the reference matcher")
     parser.add_argument("--spark", action="store_true", help="the flights year on Spark beside local")
+    parser.add_argument("--copies", type=int, default=1, help="with --spark: the year this many times over")
     parser.add_argument("--flink", metavar="PYTHON", help="a python with apache-flink: PyFlink beside cepkit")
     args = parser.parse_args()
     if args.flink:
         flink_side_by_side(args.flink, min(args.rows, 50_000))
         return
     if args.spark:
-        spark_side_by_side()
+        spark_side_by_side(args.copies)
         return
     frame = rows(args.rows, args.keys)
     clock = time.process_time
