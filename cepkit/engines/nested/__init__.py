@@ -92,10 +92,20 @@ class NestedPlan(Plan):
             self.rewriting = neel_rewrite(query)
             if self.rewriting.normal and self.rewriting.exact:
                 self.normal = Form(self.rewriting.result, caching)
+        self._unrun()
+
+    def _unrun(self) -> None:
         self.form = self.normal if self.plan == "normal form" and self.normal is not None else self.written
         self.query = self.form.query
         self.choice = Choice("nested", "not run yet")
         self._last = None
+
+    def fresh(self) -> "NestedPlan":
+        """The same compiled forms (operators, summaries' analysis, rewriting), no run state."""
+        plan = object.__new__(NestedPlan)
+        plan.__dict__.update(self.__dict__)
+        plan._unrun()
+        return plan
 
     @property
     def subqueries(self) -> tuple:
@@ -157,8 +167,8 @@ class NestedPlan(Plan):
     def _execution(form, stream, columns: bool) -> Execution:
         """A batch execution with every event added (as the Stream's columns where ``columns``)."""
         execution = Execution(form, complete=True)
-        located = execution.add_stream(stream) if columns and isinstance(stream, Stream) else None
-        execution.located = execution.add_all(stream) if located is None else located
+        if not (columns and isinstance(stream, Stream) and execution.add_stream(stream)):
+            execution.located = execution.add_all(stream)
         return execution
 
     def run(self, stream):

@@ -115,6 +115,20 @@ class SubStream:
     def n(self) -> int:
         return len(self.events)
 
+    def type_mask(self, name: str, start: int, stop: int) -> np.ndarray:
+        """Whether each of events start..stop-1 has type ``name`` (no hierarchy)."""
+        if self.stream is not None:
+            return self.stream.type_in((name,))[start:stop]
+        return self.type_column(start, stop) == name
+
+    def type_counts(self) -> dict:
+        """type -> number of kept events."""
+        if self.stream is not None:
+            counts = np.bincount(self.stream.type_codes, minlength=len(self.stream.type_names))
+            return {t: int(c) for t, c in zip(self.stream.type_names, counts) if c}
+        names, counts = np.unique(self.type_column(self.events.start, self.n), return_counts=True)
+        return dict(zip(names, counts.tolist()))
+
     def type_column(self, start: int, stop: int) -> np.ndarray:
         """The types of events start..stop-1 (an object array)."""
         if self.stream is not None:
@@ -451,12 +465,12 @@ class Execution:
         part.events.items, part.times.items = events, times
         return [(part, i) for i in range(len(events))]
 
-    def add_stream(self, stream: Stream) -> Optional[list]:
+    def add_stream(self, stream: Stream) -> bool:
         """A batch run's whole ``Stream`` as one sub-stream whose columns the shared plan reads directly
-        (its ``Event`` objects are made only if something asks for one); None where it needs splitting (a
+        (its ``Event`` objects are made only if something asks for one); False where it needs splitting (a
         PARTITION BY, punctuations): then ``add_all``."""
         if self.partition_by or self.parts or not len(stream) or PUNCTUATION in stream.type_names:
-            return None
+            return False
         times = stream.times
         self.clock = max(self.clock, float(times.max()))
         self.magnitude = max(self.magnitude, float(np.abs(times).max()))
@@ -464,7 +478,7 @@ class Execution:
         self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
         part = self.parts[()] = SubStream(self)
         part.events.items, part.times.items, part.stream = _Events(stream), times.tolist(), stream
-        return [(part, i) for i in range(len(stream))]
+        return True
 
     def _place(self, event) -> Optional[tuple]:
         if event.type == PUNCTUATION:

@@ -41,7 +41,6 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
-import numpy as np
 
 from .operators import Leaf, Select, WinOr, WinSeq, top_seqs
 
@@ -62,12 +61,14 @@ class StreamStats:
 
     @classmethod
     def of(cls, execution) -> "StreamStats":
-        columns = [part.type_column(part.events.start, part.n) for part in execution.parts.values()]
-        n = sum(map(len, columns))
+        counts: dict = {}
+        for part in execution.parts.values():
+            for t, c in part.type_counts().items():
+                counts[t] = counts.get(t, 0) + c
+        n = sum(counts.values())
         if not n:
             return cls(0, {}, 0.0)
-        names, counts = np.unique(np.concatenate(columns), return_counts=True)
-        shares = {t: c / n for t, c in zip(names, counts)}
+        shares = {t: c / n for t, c in counts.items()}
         w = execution.window
         keys = max(1, len(execution.parts))
         if w is None:

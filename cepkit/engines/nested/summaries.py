@@ -93,6 +93,8 @@ class SubQuery:
     def op_for(self, values: tuple):
         """The sub-query with the enclosing attributes replaced by ``values`` (None: not independent)."""
         if values not in self._ops:
+            if len(self._ops) >= 4096:     # a plan kept by cepkit.match's cache: bound what it remembers
+                self._ops.clear()
             constants = dict(zip(self.refs, values))
             node = self.node.transform(lambda n: A.Literal(constants[n]) if n in constants else n)
             op = PlanBuilder().build(node, positive=False)
@@ -163,7 +165,6 @@ class Region:
     def __init__(self, part, r0: int, b: int):
         self.part, self.r0 = part, r0
         self.index = np.arange(r0, b, dtype=np.int64)
-        self.types = part.type_column(r0, b)
         self.masks: dict = {}
         self.bests: dict = {}
 
@@ -176,10 +177,10 @@ class Region:
             if op.type is None:
                 found = np.ones(len(self.index), bool)
             elif self.part.run.hierarchy is None:
-                found = self.types == op.type
+                found = self.part.type_mask(op.type, self.r0, self.r0 + len(self.index))
             else:
-                found = np.fromiter((self.part.run.type_matches(op.type, t) for t in self.types), bool,
-                                    len(self.types))
+                types = self.part.type_column(self.r0, self.r0 + len(self.index))
+                found = np.fromiter((self.part.run.type_matches(op.type, t) for t in types), bool, len(types))
         elif isinstance(op, WinOr):
             masks = [self.mask(b) for b in op.branches]
             if all(m is not None for m in masks):

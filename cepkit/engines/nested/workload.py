@@ -69,7 +69,7 @@ def match_workload(queries, events, caching="b") -> list:
     results: dict = {}
     if branches:
         execution = Execution(workload, complete=True)
-        if execution.add_stream(stream) is None:
+        if not execution.add_stream(stream):
             execution.add_all(stream)
         stats = StreamStats.of(execution)
         directions, cost = choose_directions(branches, stats)
