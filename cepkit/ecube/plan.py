@@ -42,11 +42,36 @@ def chase(graph: nx.DiGraph, root: str = ROOT) -> nx.DiGraph:
         tree.add_edges_from((root, v, graph.edges[root, v]) for v in alone)
         return tree
     graph = graph.edge_subgraph(kept).copy()
+    cheapest = _cheapest_parents(graph, root)
+    if cheapest is not None:        # no cycle among the cheapest incoming edges: they are the arborescence
+        tree = nx.DiGraph()
+        tree.add_nodes_from(graph.nodes(data=True))
+        tree.add_edges_from((u, v, graph.edges[u, v]) for v, u in cheapest.items())
+        return tree
     bounded = {(u, v): _finite(cost) for u, v, cost in graph.edges(data="cost")}
     top = max(bounded.values(), default=1.0) or 1.0
     scaled = graph.copy()
     nx.set_edge_attributes(scaled, {edge: cost / top for edge, cost in bounded.items()}, "chase_weight")
     return nx.minimum_spanning_arborescence(scaled, attr="chase_weight", preserve_attrs=True)
+
+
+def _cheapest_parents(graph: nx.DiGraph, root: str) -> Optional[dict]:
+    """Each node's cheapest incoming edge's source (ties: the root, then the earlier node), or None when
+    those edges make a cycle (Edmonds then contracts it; without one they are the minimum arborescence)."""
+    rank = {n: k for k, n in enumerate(graph.nodes)}
+    rank[root] = -1
+    parent = {}
+    for v in graph.nodes:
+        if v != root:
+            parent[v] = min(graph.in_edges(v, data="cost"), key=lambda e: (_finite(e[2]), rank[e[0]]))[0]
+    for v in parent:
+        seen = set()
+        while v != root:
+            if v in seen:
+                return None
+            seen.add(v)
+            v = parent[v]
+    return parent
 
 
 def _finite(cost: float) -> float:

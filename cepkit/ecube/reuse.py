@@ -44,7 +44,7 @@ from ..errors import QueryError
 from ..lang.ast import variables_in
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.registry import get_engine
-from ..runtime.selection import select_engine
+from ..runtime.api import compiled
 from ..runtime.stream import Stream
 from .cost import CostModel
 from .lattice import Refinement
@@ -76,7 +76,7 @@ class Executor:
             plan = self._plans[shape] = self._compiled[shape].fresh()
         if plan is None:
             if self.engine == "auto":       # the engine cepkit.match would choose (never the cube itself)
-                chosen, plan = select_engine(shape.query, "auto", {})
+                chosen, plan = compiled(shape.query)
                 if chosen.name == "ecube":
                     plan = get_engine("stack").compile(shape.query)
             else:

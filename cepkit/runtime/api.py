@@ -85,6 +85,19 @@ def _cache_key(query, strategy, hierarchy, engine, options) -> Optional[tuple]:
     return key
 
 
+def compiled(query: Query, engine: str = "auto") -> tuple:
+    """(engine, plan) for a parsed ``query`` through ``cepkit.match``'s plan cache, keyed by its text and
+    hierarchy as a ``cepkit.match`` call with that text would be: a plan never run, sharing compiled parts
+    (E-Cube compiles its queries and helper queries this way)."""
+    key = _cache_key(query.text, None, query.hierarchy, engine, {})
+    cached = _cached_plan(key)
+    if cached:
+        return cached[1:]
+    chosen, plan = select_engine(query, engine, {})
+    _keep_plan(key, query, chosen, plan)
+    return chosen, plan
+
+
 def refuse_limit(query: Query, what: str, instead: str) -> None:
     """The QueryError for a LIMIT where ``what`` cannot keep the first n matches in output order."""
     if query.ast.limit is not None:
