@@ -44,7 +44,7 @@ def cuts_of(n: int, sizes: list) -> list:
     return list(zip(bounds[:-1], bounds[1:]))
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases(), st.lists(st.integers(1, 5), min_size=1, max_size=5), st.booleans())
 def test_after_every_batch_the_reported_matches_are_the_batch_cubes_final_ones(case, sizes, keep):
     hierarchy, queries, events = case
