@@ -61,6 +61,7 @@ class EcubePlan(Plan):
         self.reuse = reuse
         shape_of(query, lambda node, what: engine.unsupported(query, node, what))
         self._steps = []
+        self._cube = None
 
     def __getstate__(self):
         return {"query": self.query, "reuse": self.reuse}
@@ -69,11 +70,15 @@ class EcubePlan(Plan):
         self.__init__(EcubeEngine(), **state)
 
     def cube(self) -> ECube:
-        queries = {QUERY: self.query}
-        child = first_drill_down(self.query)
-        if child is not None:
-            queries[CHILD] = child
-        return ECube(queries, self.query.hierarchy)
+        """The query's cube, made once (its lattice, reuse strategies and compiled plans serve every run: an
+        incremental matcher runs it at every micro-batch)."""
+        if self._cube is None:
+            queries = {QUERY: self.query}
+            child = first_drill_down(self.query)
+            if child is not None:
+                queries[CHILD] = child
+            self._cube = ECube(queries, self.query.hierarchy)
+        return self._cube
 
     def run(self, stream) -> list:
         return list(self.matches(stream))
