@@ -59,18 +59,51 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
 
 
 @_compiled
+def _compare_row(row, key, inner_keys, inner_valid, start, op):
+    """``row[v]`` = inner v valid and φ(key, its key) for v from ``start`` on, False before; one loop per φ
+    (no branch inside, so the compiler vectorises it); the comparisons made."""
+    m = len(inner_keys)
+    for v in range(start):
+        row[v] = False
+    tested = 0
+    if op == 0:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key < inner_keys[v])
+    elif op == 1:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key <= inner_keys[v])
+    elif op == 2:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key > inner_keys[v])
+    elif op == 3:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key >= inner_keys[v])
+    elif op == 4:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key == inner_keys[v])
+    else:
+        for v in range(start, m):
+            row[v] = inner_valid[v] & (key != inner_keys[v])
+    for v in range(start, m):
+        tested += inner_valid[v]
+    return tested
+
+
+@_compiled
 def hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op,
                 transitive):
-    """Algorithm 2 into ``joined`` (n x m) and ``dominates`` (n), which it clears first: (tested, reused).
-    The recomputation kernel passes views of its scratch buffers (no allocation per trigger)."""
+    """Algorithm 2 into ``joined`` (n x m) and ``dominates`` (n), every cell written: (tested, reused).
+    Both sides in time order; a row that does not dominate its successor compares the inner events after
+    it, from the first one (a binary search: the merge-style scan's stopping point). The recomputation
+    kernel passes views of its scratch buffers (no allocation per trigger)."""
     n, m = len(outer_keys), len(inner_keys)
-    joined[:, :] = False
     dominates[:] = False
     tested = 0
     reused = 0
     for u in range(n - 1, -1, -1):
         if not outer_valid[u]:
-            continue  # a null key joins nothing
+            joined[u, :] = False      # a null key joins nothing
+            continue
         if (transitive and u < n - 1 and outer_valid[u + 1]
                 and _phi(op, outer_keys[u], outer_keys[u + 1])):   # u dominates its successor
             dominates[u] = True
@@ -81,13 +114,17 @@ def hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_key
                 elif inner_seq[v] > outer_seq[u] and inner_valid[v]:    # test only the other bits
                     tested += 1
                     joined[u, v] = _phi(op, outer_keys[u], inner_keys[v])
+                else:
+                    joined[u, v] = False
         else:
-            for v in range(m - 1, -1, -1):                             # merge-style scan from the end
-                if inner_seq[v] <= outer_seq[u]:
-                    break
-                if inner_valid[v]:
-                    tested += 1
-                    joined[u, v] = _phi(op, outer_keys[u], inner_keys[v])
+            lo, hi = 0, m                  # the first inner event after u
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if inner_seq[mid] <= outer_seq[u]:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            tested += _compare_row(joined[u], outer_keys[u], inner_keys, inner_valid, lo, op)
     return tested, reused
 
 
