@@ -17,6 +17,8 @@ complex workload E1-E7 of [LIU] §5.5, Fig 5.12). The others run alone, nested.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from ...lang.query import Query, parse
 from ...runtime.columns import as_events
 from ...runtime.matches import Matches
@@ -37,7 +39,7 @@ class _Workload:
             if (q.within, q.partition_by, q.hierarchy) != (first.within, first.partition_by, first.hierarchy):
                 raise ValueError("a workload's queries share one WITHIN, PARTITION BY and hierarchy "
                                  f"({first.text!r} and {q.text!r} differ)")
-        self.query, self.caching = first, caching
+        self.queries, self.query, self.caching = queries, first, caching
         builder = PlanBuilder()
         self.roots = [builder.build(q.scoped) for q in queries]
         for root in self.roots:
@@ -47,16 +49,26 @@ class _Workload:
         self.shared = {sub: SubQuery(sub, builder.nodes[sub]) for sub in self.subqueries}
 
 
+@lru_cache(maxsize=16)
+def _compiled(texts: tuple, caching) -> _Workload:
+    """A workload given as query texts, compiled once (it holds no run state, as ``cepkit.match``'s plans)."""
+    return _Workload([parse(t) for t in texts], caching)
+
+
 def match_workload(queries, events, caching="b") -> list:
     """The ``Matches`` of each query over ``events`` (a DataFrame, Arrow table, dicts or a Stream), in order.
     ``info["plan"]`` (the same for every query run shared) gives the directions and the groups of queries
     that share construction, as ``Q1``, ``Q2``, ... by their place in ``queries``."""
     from . import NestedEngine      # the engine registers itself; compiled alone for the queries not shared
-    queries = [q if isinstance(q, Query) else parse(q) for q in queries]
     if not queries:
         return []
+    if all(isinstance(q, str) for q in queries):
+        workload = _compiled(tuple(queries), caching)
+        queries = workload.queries
+    else:
+        queries = [q if isinstance(q, Query) else parse(q) for q in queries]
+        workload = _Workload(queries, caching)
     stream = events if isinstance(events, Stream) else Stream.from_any(as_events(events))
-    workload = _Workload(queries, caching)
     branches, owners, alone = [], [], {}
     for k, (q, root) in enumerate(zip(queries, workload.roots)):
         found, why = top_branches(root, workload.shared)
