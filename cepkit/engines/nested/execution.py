@@ -40,6 +40,7 @@ from .summaries import Summary
 from .views import make_view
 
 PUNCTUATION = "PUNCTUATION"
+KEYS_AS_COLUMNS = 1000    # PARTITION BY keys a batch run splits the Stream's columns into (more: Event objects)
 
 
 class Suffix:
@@ -466,18 +467,28 @@ class Execution:
         return [(part, i) for i in range(len(events))]
 
     def add_stream(self, stream: Stream) -> bool:
-        """A batch run's whole ``Stream`` as one sub-stream whose columns the shared plan reads directly
-        (its ``Event`` objects are made only if something asks for one); False where it needs splitting (a
-        PARTITION BY, punctuations): then ``add_all``."""
-        if self.partition_by or self.parts or not len(stream) or PUNCTUATION in stream.type_names:
+        """A batch run's whole ``Stream`` as sub-streams (one, or one per PARTITION BY key) whose columns the
+        shared plan reads directly (their ``Event`` objects are made only if something asks for one); False
+        with punctuations or more than ``KEYS_AS_COLUMNS`` keys: then ``add_all``."""
+        if self.parts or not len(stream) or PUNCTUATION in stream.type_names:
             return False
+        groups: list = [((), None)]
+        if self.partition_by:
+            codes = stream.key_codes(self.partition_by)
+            if codes.max() >= KEYS_AS_COLUMNS:
+                return False
+            order = np.argsort(codes, kind="stable")
+            cuts = np.flatnonzero(np.diff(codes[order])) + 1
+            groups = [(("key", int(codes[rows[0]])), rows) for rows in np.split(order, cuts)]
         times = stream.times
         self.clock = max(self.clock, float(times.max()))
         self.magnitude = max(self.magnitude, float(np.abs(times).max()))
         w = self.window.seconds if self.window is not None and not self.window.events else 0.0
         self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
-        part = self.parts[()] = SubStream(self)
-        part.events.items, part.times.items, part.stream = _Events(stream), times.tolist(), stream
+        for key, rows in groups:
+            sub = stream if rows is None else stream.take(rows)
+            part = self.parts[key] = SubStream(self)
+            part.events.items, part.times.items, part.stream = _Events(sub), sub.times.tolist(), sub
         return True
 
     def _place(self, event) -> Optional[tuple]:
