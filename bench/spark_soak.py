@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import threading
 import time
@@ -27,8 +28,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from pyspark.errors import StreamingQueryException
 
-import cepkit.spark
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "spark"))
+from recovery import TRANSIENT  # noqa: E402
+
+import cepkit.spark  # noqa: E402
 
 QUERY = "SEQ(A a, B b) WHERE a.v <= b.v WITHIN 10 s PARTITION BY id"
 
@@ -115,20 +120,31 @@ def main() -> None:
         schema = "type string, ts double, position long, v long, id long"
         stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(root / "source"))
         found = cepkit.spark.match_stream(QUERY, stream, engine=args.engine, delay=1)
-        query = (found.writeStream.format("parquet").option("path", str(root / "sink"))
-                 .option("checkpointLocation", str(root / "checkpoint")).outputMode("append").start())
         started = time.perf_counter()
-        rows = []
-        watcher = threading.Thread(target=watch, args=(query, rows, out, started), daemon=True)
-        watcher.start()
-        try:
-            query.processAllAvailable()         # every file read, and the no-data batch after the last
-        finally:
-            query.stop()
-            watcher.join()
+        rows: list = []
+        restarts = 0
+        while True:
+            query = (found.writeStream.format("parquet").option("path", str(root / "sink"))
+                     .option("checkpointLocation", str(root / "checkpoint")).outputMode("append").start())
+            watcher = threading.Thread(target=watch, args=(query, rows, out, started), daemon=True)
+            watcher.start()
+            try:
+                query.processAllAvailable()         # every file read, and the no-data batch after the last
+                break
+            except StreamingQueryException as error:
+                # Spark's own 10-s limit on a Python worker connecting back, under load: restart on the
+                # checkpoint, as a production job's supervisor would
+                if not any(sign in str(error) for sign in TRANSIENT) or restarts >= 20:
+                    raise
+                restarts += 1
+                print(f"[soak] restart {restarts} on the checkpoint: {str(error).splitlines()[0][:160]}", flush=True)
+            finally:
+                query.stop()
+                watcher.join()
         report(rows[:-1] if rows and not rows[-1]["rows"] else rows)
         matches = spark.read.parquet(str(root / "sink")).count()
         summary = {"events": args.events, "keys": args.keys, "live": args.live, "batches": len(rows),
+                   "restarts": restarts,
                    "matches": matches, "seconds": round(time.perf_counter() - started, 1),
                    "events/s": round(args.events / (time.perf_counter() - started))}
         print(summary)
