@@ -107,11 +107,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100_000, help="events per micro-batch")
     parser.add_argument("--engine", default="stack")
     parser.add_argument("--partitions", type=int, default=4, help="spark.sql.shuffle.partitions")
+    parser.add_argument("--write-buffer-mb", type=int, default=None,
+                        help="RocksDB's memtable size per column family (Spark's default: RocksDB's 64 MB); "
+                             "a small one shows the memtables' flushes within a short run")
     parser.add_argument("--out", default="spark_soak.jsonl")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
 
-    spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": str(args.partitions)})
+    conf = {"spark.sql.shuffle.partitions": str(args.partitions)}
+    if args.write_buffer_mb:
+        conf["spark.sql.streaming.stateStore.rocksdb.writeBufferSizeMB"] = str(args.write_buffer_mb)
+    spark = cepkit.spark.session("local[2]", **conf)
     out = open(args.out, "w")
     with tempfile.TemporaryDirectory(prefix="cepkit-spark-soak-") as folder:
         root = Path(folder)
