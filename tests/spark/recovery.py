@@ -222,9 +222,25 @@ def _stream(config: dict) -> None:
         queries.append(writer.queryName(case_name(engine, mode, sink).replace("-", "_")).start())
     for query in queries:
         query.processAllAvailable()
+        settled(query)
     for query in queries:
         query.stop()
     spark.stop()
+
+
+def settled(query, timeout: float = 600) -> None:
+    """Wait for the batch without data that follows the last file: ``processAllAvailable`` returns once the
+    data is read, but the watermark moved by the last batch flushes the last matches only in the next one
+    (a run stopped before it has not lost them: they come out when the query runs again). Settled when no
+    batch runs and the last one, if any in this run, read no rows, twice a second apart."""
+    deadline, calm = time.monotonic() + timeout, 0
+    while calm < 2:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{query.name}: no batch without data within {timeout} s")
+        progress = query.lastProgress
+        idle = not query.status["isTriggerActive"] and (progress is None or progress["numInputRows"] == 0)
+        calm = calm + 1 if idle else 0
+        time.sleep(1)
 
 
 def _batch(config: dict) -> None:
