@@ -41,12 +41,14 @@ class AutomatonEngine(Engine):
         "nested_strategy",
     })
     disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
+    options = frozenset({"enumeration"})     # "ordered" (default) or "constant-delay" (plan.build_plan)
     description = ("CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
                    "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms ([CEL])")
 
     def compile(self, query: Query, **options) -> Plan:
         from .plan import build_plan
-        return build_plan(query, lambda node, what: self.unsupported(query, node, what))
+        return build_plan(query, lambda node, what: self.unsupported(query, node, what),
+                          options.get("enumeration", "ordered"))
 
 
 register(AutomatonEngine())

@@ -40,7 +40,8 @@ from ..unary import StreamColumns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
-from .nodes import BOTTOM, NONE, compact, count_roots, enumerate_roots, forward_room, new_arena, put_ext, put_union
+from .nodes import (BOTTOM, NONE, compact, count_roots, enumerate_cursor, enumerate_roots, forward_room, new_arena,
+                    new_cursor, put_ext, put_union, UNION_ROOM)
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
@@ -139,7 +140,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 break
             first_move = move_start[state, letter]
             for m in range(first_move, first_move + move_count[state, letter]):
-                if fresh + 2 > capacity:
+                if fresh + 1 + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
                 dst = move_dst[m]
@@ -155,7 +156,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 else:
                     marked[dst] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
                                             marked[dst], extended)
-                    fresh += 1
+                    fresh = marked[dst] + 1
             if status != OK:
                 break
             if target >= 0:
@@ -164,13 +165,13 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                         touched[n_touched] = target
                         n_touched += 1
                     rest[target] = node
-                elif fresh + 1 > capacity:
+                elif fresh + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
                 else:
                     rest[target] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
                                              rest[target], node)
-                    fresh += 1
+                    fresh = rest[target] + 1
         n_new = 0
         roots_before = n_roots
         if status == OK:
@@ -180,13 +181,13 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     node = rest[state]
                 elif rest[state] == NONE:
                     node = marked[state]
-                elif fresh + 1 > capacity:
+                elif fresh + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
                 else:
                     node = put_union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
                                      rest[state])
-                    fresh += 1
+                    fresh = node + 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1
                 if final[state] and marked[state] != NONE:
@@ -357,9 +358,11 @@ class Outputs:
     ``order``, the events one event completed are sorted by their positions as they are written, so
     ``ordered`` tells ``Matches`` it need not sort them again (``MatchArrays.sorted_within_last``)."""
 
-    def __init__(self, limit: Optional[int] = None, order: bool = True):
+    def __init__(self, limit: Optional[int] = None, order: bool = True, constant_delay: bool = False):
         self.limit = limit
-        self.order = order
+        self.order = order and not constant_delay
+        # one complex event per ``cursor_next`` (``enumeration="constant-delay"``), unordered: ``Matches`` sorts
+        self.cursor = new_cursor(new_arena(1)) if constant_delay else None
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
         self.var = np.empty(1 << 12, np.int32)     # MatchArrays keeps int32 ids as they are: no conversion
@@ -423,6 +426,10 @@ class Outputs:
                    count_only: bool) -> int:
         """``nodes.enumerate_roots`` into the buffers, through its machine code for these argument types
         (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
+        if self.cursor is not None and not count_only:
+            self.cursor = new_cursor(arena, self.cursor)
+            return enumerate_cursor(arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos,
+                                    self.var, self.end, self.emits, counts, self.cursor)
         args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos, self.var, self.end,
                 self.emits, counts, cap, order, self.spare, self.forward, count_only)
         if self._entry is None:
@@ -472,7 +479,7 @@ class Evaluator:
         size = ROOTS if limit is None else max(1, min(ROOTS, limit))
         self.roots = Roots(np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size),
                            np.zeros(1, np.int64))
-        self.outputs = Outputs(limit, order)
+        self.outputs = Outputs(limit, order, program.enumeration == "constant-delay")
         self.info = np.zeros(5, np.int64)
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")

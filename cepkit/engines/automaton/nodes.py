@@ -17,7 +17,9 @@ pruning of tECS and CORE, later work beyond [CEL]). Unions keep the child with t
 left, so expired events sit at the right end of union chains and are cut off in one test.
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
-enters leads to at least one output (output-linear delay). To write the complex events one event completed
+enters leads to at least one output. ``put_union`` keeps left spines short (at most 2 unions without a
+window), so between two outputs the walk takes one pop and a bounded number of steps per position it
+writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_next`` is the walk one output at a time). To write the complex events one event completed
 in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
 from __future__ import annotations
@@ -63,11 +65,37 @@ def put_ext(node_pos, node_var, node_left, node_right, node_start, at, pos, var,
 
 
 @jit(inline=True)
+def spine(node_pos, node_var, node):
+    """The unions on ``node``'s left spine: the steps from it to its first Ext node (or ⊥) going left."""
+    return node_var[node] if node_pos[node] == UNION else 0
+
+
+UNION_ROOM = 2   # the nodes ``put_union`` may take
+
+
+@jit(inline=True)
 def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """Union(a, b) written at ``at`` (the caller checked the room), the child with the later start first."""
+    """Union(a, b) written at ``at`` (the caller checked the room for ``UNION_ROOM`` nodes); returns its id,
+    after which the next node is free (``at`` or ``at + 1``). The child with the later start goes first
+    (window pruning), on equal starts the one with the shorter left spine (the constant-delay bound,
+    docs/automaton-engine.md); a union's ``var`` holds its own spine's length. A list holding ⊥ (the
+    initial state's, which a Kleene iteration enters again) starts at infinity and so always goes first:
+    its union with ``b`` is made Union(⊥, Union(rest, b)) rather than growing its spine at every event."""
     if node_start[a] < node_start[b]:
         a, b = b, a
-    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -1, a, b
+    if node_pos[a] == UNION and node_left[a] == BOTTOM and b != BOTTOM:
+        inner = _put_pair(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
+        return _put_pair(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
+    return _put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+
+
+@jit(inline=True)
+def _put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """``put_union``'s one node: Union(a, b) at ``at``, its children in order."""
+    ka, kb = node_start[a], node_start[b]
+    if ka < kb or (ka == kb and spine(node_pos, node_var, b) < spine(node_pos, node_var, a)):
+        a, b = b, a
+    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, 1 + spine(node_pos, node_var, a), a, b
     node_start[at] = node_start[a]
     return at
 
@@ -92,10 +120,103 @@ def union(arena, a, b):
         return a
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     at = node_used[0]
-    if at >= node_pos.shape[0]:
+    if at + UNION_ROOM > node_pos.shape[0]:
         return FULL
-    node_used[0] = at + 1
-    return put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    node_used[0] = node + 1
+    return node
+
+
+Cursor = namedtuple("Cursor", "node depth path_pos path_var state")
+Cursor.__doc__ = ("A resumable depth-first walk (``cursor_open``, ``cursor_next``): pending right children and the "
+                  "path depth each continues at; the path (positions and variables, from the last position back); "
+                  "``state``: (pending children, the depth the last output's new part starts at).")
+
+
+def new_cursor(arena: Arena, cursor: Optional[Cursor] = None) -> Cursor:
+    """``cursor`` if it has room for walks in ``arena`` (a path enters a node at most once, and at most one
+    pending child per node of a path), else a new one."""
+    bound = int(arena.used[0]) + 1
+    if cursor is not None and len(cursor.node) >= bound:
+        return cursor
+    bound = max(bound, 2 * len(cursor.node) if cursor is not None else 64)
+    return Cursor(np.empty(bound, np.int32), np.empty(bound, np.int64), np.empty(bound, np.int64),
+                  np.empty(bound, np.int32), np.zeros(2, np.int64))
+
+
+@jit
+def cursor_open(arena, cursor, root, key, limit):
+    """Start walking the complex events of ``root`` that fit the window (``key − start ≤ limit``)."""
+    node_start = arena[4]
+    stack_node, stack_depth, _, _, state = cursor
+    state[0], state[1] = 0, 0
+    if root != NONE and key - node_start[root] <= limit:
+        stack_node[0], stack_depth[0] = root, 0
+        state[0] = 1
+
+
+@jit
+def cursor_next(arena, cursor, key, limit):
+    """The next complex event of the walk ``cursor_open`` started: its size n, its positions and variables
+    in ``path_pos[:n]``, ``path_var[:n]`` from its last position back (``state[1]``: the first index that
+    differs from the previous event's); -1 when there is none.
+
+    The delay: popping the pending child is one step; going down from it, every Ext node met is a position
+    written, and between two of them (or before ⊥) at most the left spine of one node, which
+    ``put_union`` keeps short (docs/automaton-engine.md, "Constant-delay enumeration"). Every node entered
+    fits the window (a union's left child starts at least as late as it), so it leads to an output."""
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
+    stack_node, stack_depth, path_pos, path_var, state = cursor
+    sp = state[0]
+    if sp == 0:
+        return -1
+    sp -= 1
+    node, depth = stack_node[sp], stack_depth[sp]
+    state[1] = depth
+    while node != BOTTOM:
+        if node_pos[node] == UNION:
+            right = node_right[node]
+            if key - node_start[right] <= limit:
+                stack_node[sp], stack_depth[sp] = right, depth
+                sp += 1
+        else:
+            path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
+            depth += 1
+        node = node_left[node]
+    state[0] = sp
+    return depth
+
+
+@jit
+def enumerate_cursor(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
+                     cursor):
+    """``enumerate_roots`` without order, one complex event per ``cursor_next``: the constant-delay mode
+    (``enumeration="constant-delay"``). Returns the first root not written because a buffer is full
+    (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind; ``counts`` as
+    ``enumerate_roots``'s."""
+    _, _, path_pos, path_var, _ = cursor
+    n_pos, n_events = counts[0], counts[1]
+    group_root, group_pos, group_events = first, n_pos, n_events
+    for r in range(first, last):
+        if r > first and emits[r] != emits[r - 1]:
+            group_root, group_pos, group_events = r, n_pos, n_events
+        key, limit = keys[r], limits[r]
+        cursor_open(arena, cursor, roots[r], key, limit)
+        while True:
+            size = cursor_next(arena, cursor, key, limit)
+            if size < 0:
+                break
+            if n_pos + size > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                counts[0], counts[1] = group_pos, group_events
+                return group_root
+            for k in range(size):
+                out_pos[n_pos + k] = path_pos[size - 1 - k]
+                out_var[n_pos + k] = path_var[size - 1 - k]
+            n_pos += size
+            out_end[n_events], out_emit[n_events] = n_pos, emits[r]
+            n_events += 1
+    counts[0], counts[1] = n_pos, n_events
+    return last
 
 
 SMALL = 32   # a group with fewer events is sorted by keys (cheaper there than collecting it to walk forward)
@@ -627,7 +748,8 @@ def _live(arena, roots, lowers):
 @jit
 def _copy_live(arena, loosest, target, remap):
     """Copy the live nodes into ``target`` (oldest first, so children precede parents), collapsing unions
-    with one live child; ``remap`` gets each old id's new id."""
+    with one live child (a kept union's children are ordered again, as ``put_union`` does: a collapsed
+    child's start or spine may differ); ``remap`` gets each old id's new id."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     new_pos, new_var, new_left, new_right, new_start, new_used = target
     n = 0
@@ -643,10 +765,17 @@ def _copy_live(arena, loosest, target, remap):
             if not (keep_a and keep_b):
                 remap[node] = remap[a] if keep_a else remap[b]
                 continue
-            new_left[n], new_right[n] = remap[a], remap[b]
-        else:
-            new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE
-            new_right[n] = NONE
+            a, b = remap[a], remap[b]
+            ka, kb = new_start[a], new_start[b]
+            if ka < kb or (ka == kb and spine(new_pos, new_var, b) < spine(new_pos, new_var, a)):
+                a, b = b, a
+            new_left[n], new_right[n] = a, b
+            new_pos[n], new_var[n], new_start[n] = UNION, 1 + spine(new_pos, new_var, a), node_start[node]
+            remap[node] = n
+            n += 1
+            continue
+        new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE
+        new_right[n] = NONE
         new_pos[n], new_var[n], new_start[n] = node_pos[node], node_var[node], node_start[node]
         remap[node] = n
         n += 1

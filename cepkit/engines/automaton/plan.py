@@ -30,10 +30,19 @@ from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
 
 
-def build_plan(query, unsupported) -> "AutomatonPlan":
-    """Compile ``query`` (``unsupported(node, what)`` makes the error for what the automaton cannot run)."""
+ENUMERATIONS = ("ordered", "constant-delay")
+
+
+def build_plan(query, unsupported, enumeration: str = "ordered") -> "AutomatonPlan":
+    """Compile ``query`` (``unsupported(node, what)`` makes the error for what the automaton cannot run).
+    ``enumeration``: "ordered" writes each event's matches in output order as it enumerates them;
+    "constant-delay" enumerates one at a time with a bounded delay (``nodes.cursor_next``), and ``Matches``
+    orders them."""
+    if enumeration not in ENUMERATIONS:
+        raise ValueError(f"enumeration={enumeration!r}: expected one of {', '.join(map(repr, ENUMERATIONS))}")
     cea, nested = compile_query(query, unsupported)
-    return AutomatonPlan(Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested)))
+    return AutomatonPlan(Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested),
+                                 enumeration))
 
 
 class Selection:
@@ -52,8 +61,9 @@ class Program:
     determinized automaton (shared by every run of the plan, so discovered states are kept), and the
     nested selections whose choices filter its matches."""
 
-    def __init__(self, query, cea: CEA, nested: tuple = ()):
+    def __init__(self, query, cea: CEA, nested: tuple = (), enumeration: str = "ordered"):
         self.query = query
+        self.enumeration = enumeration
         self.cea = cea
         self.nested = nested
         self.alphabet = Alphabet(cea.guards)
@@ -180,7 +190,7 @@ class AutomatonPlan(Plan):
         return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
                 "tests": len(p.alphabet), "letters": len(p.letters),
                 "determinized_states": len(p.det.subsets), "determinized_transitions": len(p.det.moves),
-                "strategy": p.query.strategy, "kernel": kernel.name(), **self.last_run}
+                "strategy": p.query.strategy, "kernel": kernel.name(), "enumeration": p.enumeration, **self.last_run}
 
 
 class Chosen:

@@ -1,0 +1,131 @@
+"""The constant-delay enumeration (``enumeration="constant-delay"``, docs/automaton-engine.md,
+"Constant-delay enumeration"): the reference's matches, bindings included, on random formulas and streams;
+the bound it rests on (without a window every union node's left spine has at most 2 unions, so a walk
+meets an Ext node or ⊥ within 2 steps of any node), checked over the whole arena after random runs; and
+the cursor's walk against the engine's other enumeration."""
+import pytest
+from hypothesis import assume, given, settings
+
+import cepkit
+from cepkit.engines.automaton import evaluate, nodes
+from cepkit.runtime.stream import Stream
+from strategies import assert_agrees, cel_queries, streams, unary_queries
+
+from .test_against_reference import assume_compiles
+
+
+def program_of(query: str, **options):
+    _, plan = cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", options)
+    return plan.program
+
+
+@settings(max_examples=60, deadline=None)
+@given(cel_queries(), streams())
+def test_agrees_with_the_reference(query, events):
+    """Every clause (windows, PARTITION BY, CONSUME BY, RETURN, strategies): the same matches and bindings,
+    ``Matches`` ordering what the cursor enumerated."""
+    assume_compiles(query)
+    got = assert_agrees(query, events, "automaton", enumeration="constant-delay")
+    assert got.info["enumeration"] == "constant-delay"
+
+
+@settings(max_examples=40, deadline=None)
+@given(cel_queries(), streams())
+def test_agrees_with_a_tiny_arena(query, events):
+    """Compaction at every few nodes re-orders the unions it keeps: the matches stay the reference's."""
+    assume_compiles(query)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(nodes, "CAPACITY", 16)
+        assert_agrees(query, events, "automaton", enumeration="constant-delay")
+
+
+def max_spine(arena) -> int:
+    used = int(arena.used[0])
+    unions = arena.pos[:used] == nodes.UNION
+    return int(arena.var[:used][unions].max()) if unions.any() else 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(unary_queries(windows=False, partition=False), streams(types=("A", "B", "C"), max_size=16))
+def test_without_a_window_every_left_spine_has_at_most_two_unions(query, events):
+    """The bound argued in docs/automaton-engine.md: each ◦ move leads into a state whose ◦ moves loop,
+    so a state's new list unions at most its own old list with lists made one event before by • moves
+    (spine ≤ 1), and ``put_union`` puts the shorter spine on the left when the starts are equal (always,
+    without a window). Checked on every union node of the arena, with the spine each records recomputed."""
+    assume_compiles(query)
+    program = program_of(query)
+    assume(not program.ranked)
+    arena = evaluate.run_all(program, Stream.from_any(events)).arena
+    used = int(arena.used[0])
+    for node in range(used):
+        if arena.pos[node] == nodes.UNION:
+            steps, walk = 0, node
+            while arena.pos[walk] == nodes.UNION:
+                steps, walk = steps + 1, arena.left[walk]
+            assert steps == arena.var[node]
+    assert max_spine(arena) <= 2, query
+
+
+def test_the_bound_on_the_benchmark_streams():
+    """The two queries of bench/constant_delay.py over A^n B and (A A B)^k C: spines of at most 2 unions,
+    and the cursor's walk meets at most 2 unions beyond one per position it writes."""
+    for query, types in (("A+ a ; B b", ["A"] * 200 + ["B"]), ("(A+ a ; B b)+ ; C c", ["A", "A", "B"] * 60 + ["C"])):
+        program = program_of(query, enumeration="constant-delay")
+        events = [{"type": t, "ts": i} for i, t in enumerate(types)]
+        evaluator = run(program, events)
+        arena, roots = evaluator.arena, evaluator.roots
+        assert max_spine(arena) <= 2
+        cursor = nodes.new_cursor(arena)
+        for r in range(int(roots.n[0])):
+            key, limit = roots.key[r], roots.limit[r]
+            nodes.cursor_open(arena, cursor, roots.node[r], key, limit)
+            for _ in range(2000):
+                sp = int(cursor.state[0])
+                if sp == 0:
+                    break
+                node, unions = cursor.node[sp - 1], 0
+                while node != nodes.BOTTOM:
+                    unions += arena.pos[node] == nodes.UNION
+                    node = arena.left[node]
+                size = nodes.cursor_next(arena, cursor, key, limit)
+                assert unions <= 2 * (size - cursor.state[1] + 1)
+
+
+def run(program, events, outputs=None):
+    """Algorithm 1 over ``events``, the matches enumerated into ``outputs`` (the evaluator's own if None)."""
+    evaluator = evaluate.Evaluator(program)
+    if outputs is not None:
+        evaluator.outputs = outputs
+    runs = evaluator.new_runs()
+    for batch in evaluate.Inputs(program, Stream.from_any(events)).batches(program.letters.none):
+        runs = evaluator.run(batch, runs)
+    return evaluator
+
+
+@settings(max_examples=40, deadline=None)
+@given(cel_queries(strategies=("ALL", "STRICT")), streams())
+def test_the_cursor_walks_what_the_unordered_walk_walks(query, events):
+    """Root by root, ``cursor_next`` yields the complex events ``enumerate_roots`` writes unordered, in the
+    same order (both are the depth-first walk, left child first)."""
+    assume_compiles(query)
+    program = program_of(query)
+    assume(not program.ranked)
+    walks = []
+    for constant_delay in (False, True):
+        evaluator = run(program, events, evaluate.Outputs(order=False, constant_delay=constant_delay))
+        evaluator.finish()
+        offsets, positions, variables, emits = evaluator.outputs.arrays()
+        walks.append((offsets.tolist(), positions.tolist(), variables.tolist(), emits.tolist()))
+    assert walks[0] == walks[1]
+
+
+def test_an_unknown_enumeration_is_refused():
+    with pytest.raises(ValueError, match="constant-delay"):
+        cepkit.match("A a ; B b", [{"type": "A"}], engine="automaton", enumeration="fast")
+
+
+def test_info_names_the_enumeration():
+    events = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1}]
+    assert cepkit.match("A a ; B b", events, engine="automaton").info["enumeration"] == "ordered"
+    found = cepkit.match("A a ; B b", events, engine="automaton", enumeration="constant-delay")
+    assert found.positions() == [(0, 1)] and found.info["enumeration"] == "constant-delay"
