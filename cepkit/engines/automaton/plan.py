@@ -190,7 +190,9 @@ class AutomatonPlan(Plan):
         return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
                 "tests": len(p.alphabet), "letters": len(p.letters),
                 "determinized_states": len(p.det.subsets), "determinized_transitions": len(p.det.moves),
-                "strategy": p.query.strategy, "kernel": kernel.name(), "enumeration": p.enumeration, **self.last_run}
+                "strategy": p.query.strategy, "kernel": kernel.name(), "enumeration": p.enumeration,
+                # NEXT/LAST/MAX inside the pattern: run alone, then filtering (docs/automaton-engine.md)
+                "nested_selection": "filter" if p.nested else None, **self.last_run}
 
 
 class Chosen:

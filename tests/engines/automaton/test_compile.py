@@ -236,3 +236,13 @@ def test_a_constant_condition_that_cannot_be_evaluated_goes_to_another_engine():
         assert cepkit.match(query, events).positions() == expected == []
     with pytest.raises(cepkit.EventError):
         cepkit.match(query, [{"type": "A"}])
+
+
+def test_info_says_which_plan_ran_a_nested_selection():
+    """A NEXT/LAST/MAX inside a pattern runs by filtering (docs/automaton-engine.md): ``info`` says so,
+    and says nothing for a pattern without one; the matches are the reference's."""
+    events = [{"type": t, "ts": i} for i, t in enumerate("AABAB")]
+    nested = cepkit.match("NEXT(A a ; B b) ; B c", events, engine="automaton")
+    assert nested.info["nested_selection"] == "filter"
+    assert nested.positions() == cepkit.match("NEXT(A a ; B b) ; B c", events, engine="reference").positions()
+    assert cepkit.match("A a ; B b", events, engine="automaton").info["nested_selection"] is None
