@@ -57,7 +57,7 @@ def _timed(arena, cursor, root, key, limit, cap, cycles, written, steps):
     """Enumerate up to ``cap`` matches of ``root``; per match the cycles of its ``cursor_next``, the
     positions it wrote and its union nodes and pops beyond one per position written."""
     node_pos, node_left = arena[0], arena[2]
-    stack_node, stack_depth, _, _, state = cursor
+    stack_node, _, _, _, state = cursor
     cursor_open(arena, cursor, root, key, limit)
     n = 0
     while n < cap:
@@ -65,7 +65,7 @@ def _timed(arena, cursor, root, key, limit, cap, cycles, written, steps):
         sp = state[0]
         if sp == 0:
             break
-        node, depth = stack_node[sp - 1], stack_depth[sp - 1]
+        node = stack_node[sp - 1]
         unions = 0
         while node != 0:
             if node_pos[node] == UNION:

@@ -41,7 +41,7 @@ from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
 from .nodes import (BOTTOM, NONE, compact, count_roots, enumerate_cursor, enumerate_roots, forward_room, new_arena,
-                    new_cursor, put_ext, put_union, UNION_ROOM)
+                    new_cursor, put_ext, put_initial, put_union, UNION_ROOM)
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
 ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
@@ -140,7 +140,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 break
             first_move = move_start[state, letter]
             for m in range(first_move, first_move + move_count[state, letter]):
-                if fresh + 1 + UNION_ROOM > capacity:
+                if fresh + 2 > capacity:
                     status = ARENA_FULL
                     break
                 dst = move_dst[m]
@@ -156,7 +156,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 else:
                     marked[dst] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
                                             marked[dst], extended)
-                    fresh = marked[dst] + 1
+                    fresh += 1
             if status != OK:
                 break
             if target >= 0:
@@ -168,10 +168,14 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 elif fresh + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
+                elif target == 0:       # the initial state: its list holds ⊥ (``nodes.put_initial``)
+                    rest[target] = put_initial(node_pos, node_var, node_left, node_right, node_start, fresh,
+                                               rest[target], node)
+                    fresh = rest[target] + 1
                 else:
                     rest[target] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
                                              rest[target], node)
-                    fresh = rest[target] + 1
+                    fresh += 1
         n_new = 0
         roots_before = n_roots
         if status == OK:
@@ -187,7 +191,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 else:
                     node = put_union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
                                      rest[state])
-                    fresh = node + 1
+                    fresh += 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1
                 if final[state] and marked[state] != NONE:

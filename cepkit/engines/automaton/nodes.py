@@ -65,38 +65,45 @@ def put_ext(node_pos, node_var, node_left, node_right, node_start, at, pos, var,
 
 
 @jit(inline=True)
-def spine(node_pos, node_var, node):
-    """The unions on ``node``'s left spine: the steps from it to its first Ext node (or ⊥) going left."""
-    return node_var[node] if node_pos[node] == UNION else 0
+def spine(node_var, node):
+    """The unions on ``node``'s left spine: the steps from it to its first Ext node (or ⊥) going left. A
+    union's ``var`` holds ``-1 − spine`` (an Ext's holds its variable, ⊥'s -1): one array read."""
+    return max(0, -1 - node_var[node])
 
 
-UNION_ROOM = 2   # the nodes ``put_union`` may take
+UNION_ROOM = 2   # the nodes ``put_initial`` may take (``put_union``: 1)
 
 
 @jit(inline=True)
 def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """Union(a, b) written at ``at`` (the caller checked the room for ``UNION_ROOM`` nodes); returns its id,
-    after which the next node is free (``at`` or ``at + 1``). The child with the later start goes first
-    (window pruning), on equal starts the one with the shorter left spine (the constant-delay bound,
-    docs/automaton-engine.md); a union's ``var`` holds its own spine's length. A list holding ⊥ (the
-    initial state's, which a Kleene iteration enters again) starts at infinity and so always goes first:
-    its union with ``b`` is made Union(⊥, Union(rest, b)) rather than growing its spine at every event."""
+    """Union(a, b) written at ``at`` (the caller checked the room); returns ``at``. The child with the later start goes first (window pruning), on
+    equal starts the one with the shorter left spine (the constant-delay bound, docs/automaton-engine.md)."""
+    return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+
+
+@jit
+def put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """``put_union`` for the initial state's list, which holds ⊥ and which a Kleene iteration enters again
+    (``A+``: after an A the run is back in the initial state). ⊥ starts at infinity, so that list always
+    goes first whatever its spine: its union with ``b`` is made Union(⊥, Union(rest, b)) (``at`` and
+    ``at + 1``) rather than growing its spine at every event. Not inlined: inlined at the kernel's call
+    sites, the rare case made the event loop ~30% slower."""
     if node_start[a] < node_start[b]:
         a, b = b, a
-    if node_pos[a] == UNION and node_left[a] == BOTTOM and b != BOTTOM:
-        inner = _put_pair(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
-        return _put_pair(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
-    return _put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    if node_start[a] == np.inf and b != BOTTOM and node_pos[a] == UNION and node_left[a] == BOTTOM:
+        inner = put_pair(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
+        return put_pair(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
+    return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
 @jit(inline=True)
-def _put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """``put_union``'s one node: Union(a, b) at ``at``, its children in order."""
+def put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """One Union(a, b) node at ``at``, its children in ``put_union``'s order (compaction's too)."""
     ka, kb = node_start[a], node_start[b]
-    if ka < kb or (ka == kb and spine(node_pos, node_var, b) < spine(node_pos, node_var, a)):
-        a, b = b, a
-    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, 1 + spine(node_pos, node_var, a), a, b
-    node_start[at] = node_start[a]
+    if ka < kb or (ka == kb and spine(node_var, b) < spine(node_var, a)):
+        a, b, ka = b, a, kb
+    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -2 - spine(node_var, a), a, b
+    node_start[at] = ka
     return at
 
 
@@ -122,7 +129,7 @@ def union(arena, a, b):
     at = node_used[0]
     if at + UNION_ROOM > node_pos.shape[0]:
         return FULL
-    node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    node = put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b)
     node_used[0] = node + 1
     return node
 
@@ -155,6 +162,15 @@ def cursor_open(arena, cursor, root, key, limit):
         state[0] = 1
 
 
+@jit(inline=True)
+def _keep_right(right, node_start, key, limit, stack_node, stack_depth, sp, depth):
+    """A walk's pending right child ``right``, pushed when it fits the window; the new stack size."""
+    if key - node_start[right] <= limit:
+        stack_node[sp], stack_depth[sp] = right, depth
+        sp += 1
+    return sp
+
+
 @jit
 def cursor_next(arena, cursor, key, limit):
     """The next complex event of the walk ``cursor_open`` started: its size n, its positions and variables
@@ -175,10 +191,7 @@ def cursor_next(arena, cursor, key, limit):
     state[1] = depth
     while node != BOTTOM:
         if node_pos[node] == UNION:
-            right = node_right[node]
-            if key - node_start[right] <= limit:
-                stack_node[sp], stack_depth[sp] = right, depth
-                sp += 1
+            sp = _keep_right(node_right[node], node_start, key, limit, stack_node, stack_depth, sp, depth)
         else:
             path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
             depth += 1
@@ -321,10 +334,7 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
             # down the left children to the sink, keeping each right child that fits for later
             while node != BOTTOM:
                 if node_pos[node] == UNION:
-                    right = node_right[node]
-                    if key - node_start[right] <= limit:
-                        stack_node[sp], stack_depth[sp] = right, depth
-                        sp += 1
+                    sp = _keep_right(node_right[node], node_start, key, limit, stack_node, stack_depth, sp, depth)
                     node = node_left[node]
                 else:
                     p = node_pos[node]
@@ -765,13 +775,7 @@ def _copy_live(arena, loosest, target, remap):
             if not (keep_a and keep_b):
                 remap[node] = remap[a] if keep_a else remap[b]
                 continue
-            a, b = remap[a], remap[b]
-            ka, kb = new_start[a], new_start[b]
-            if ka < kb or (ka == kb and spine(new_pos, new_var, b) < spine(new_pos, new_var, a)):
-                a, b = b, a
-            new_left[n], new_right[n] = a, b
-            new_pos[n], new_var[n], new_start[n] = UNION, 1 + spine(new_pos, new_var, a), node_start[node]
-            remap[node] = n
+            remap[node] = put_pair(new_pos, new_var, new_left, new_right, new_start, n, remap[a], remap[b])
             n += 1
             continue
         new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE

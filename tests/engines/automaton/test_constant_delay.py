@@ -42,7 +42,7 @@ def test_agrees_with_a_tiny_arena(query, events):
 def max_spine(arena) -> int:
     used = int(arena.used[0])
     unions = arena.pos[:used] == nodes.UNION
-    return int(arena.var[:used][unions].max()) if unions.any() else 0
+    return int((-1 - arena.var[:used][unions]).max()) if unions.any() else 0
 
 
 @settings(max_examples=100, deadline=None)
@@ -62,7 +62,7 @@ def test_without_a_window_every_left_spine_has_at_most_two_unions(query, events)
             steps, walk = 0, node
             while arena.pos[walk] == nodes.UNION:
                 steps, walk = steps + 1, arena.left[walk]
-            assert steps == arena.var[node]
+            assert steps == -1 - arena.var[node]
     assert max_spine(arena) <= 2, query
 
 
