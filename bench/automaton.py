@@ -18,6 +18,7 @@ window (10 s, 100 s, 1000 s) and variant it reports, on one core:
     python bench/automaton.py            # full run (about 15 minutes on a shared 2-core machine)
     python bench/automaton.py --quick    # 100k events, windows 10 s and 1000 s
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,7 +36,7 @@ from cepkit.runtime.stream import Stream
 from streams import best_of
 from cepkit.runtime.registry import get_engine
 
-QUERIES = {   # [CEL] §8, Table 1; ``atom(type, var)`` writes one (filtered) atom
+QUERIES = {  # [CEL] §8, Table 1; ``atom(type, var)`` writes one (filtered) atom
     "Q1": lambda atom: f"{atom('A', 'a')} ; {atom('B', 'b')} ; {atom('C', 'c')}",
     "Q2": lambda atom: f"{atom('A', 'a')} ; {atom('B', 'b')} ; {atom('C', 'c')} ; {atom('D', 'd')}",
     "Q3": lambda atom: f"({atom('A', 'a')} OR {atom('B', 'b')} OR {atom('C', 'c')}) ; {atom('D', 'd')}",
@@ -43,12 +44,13 @@ QUERIES = {   # [CEL] §8, Table 1; ``atom(type, var)`` writes one (filtered) at
     "Q5": lambda atom: f"({atom('A', 'a')})+ ; ({atom('B', 'b')})+ ; {atom('C', 'c')}",
     "Q6": lambda atom: f"(({atom('A', 'a')})+ ; {atom('B', 'b')})+ ; {atom('C', 'c')}",
 }
-NODE_BYTES = 8 + 4 + 4 + 4 + 8      # pos, var, left, right, start
+NODE_BYTES = 8 + 4 + 4 + 4 + 8  # pos, var, left, right, start
 
 
 def query_text(name: str, window: int, filtered: bool) -> str:
     def atom(t: str, var: str) -> str:
         return f"({t} AS {var} FILTER {var}.v < 10)" if filtered else f"{t} AS {var}"
+
     return f"{QUERIES[name](atom)} WITHIN {window} s"
 
 
@@ -78,7 +80,7 @@ def brute_force_abc(stream: Stream, window: float) -> int:
             recent.popleft()
         if e.type == "C":
             a_seen = 0
-            for r in recent:                       # A before B before C: count (A, B) pairs in order
+            for r in recent:  # A before B before C: count (A, B) pairs in order
                 if r.type == "A":
                     a_seen += 1
                 elif r.type == "B":
@@ -105,7 +107,7 @@ def main() -> None:
     stream = make_stream(n)
     prefix, short = stream[:2000], stream[:100_000]
     engine = get_engine("automaton")
-    cepkit.match("A a ; B b", prefix, engine="automaton")          # compile the kernels before timing
+    cepkit.match("A a ; B b", prefix, engine="automaton")  # compile the kernels before timing
     bare_s, _ = best_of(3, lambda: bare_loop(stream))
     bare_rate = n / bare_s
     rows = []
@@ -121,15 +123,22 @@ def main() -> None:
         peak = tracemalloc.get_traced_memory()[1]
         tracemalloc.stop()
         run_s, matches, truncated = enumerate_first(plan.program, stream, args.max_matches)
-        row = {"query": name, "filter": "10%" if filtered else "-", "window": window,
-               "update ev/s": n / update_s, "x bare loop": (n / update_s) / bare_rate,
-               "run ev/s": None if truncated else n / run_s, "matches": f"{matches:,}" + ("+" if truncated else ""),
-               "enum matches/s": matches / (run_s - update_s) if matches >= 10_000 else None,
-               "arena MB": arena_bytes / 1e6, "peak MB": peak / 1e6}
-        if name == "Q1" and not filtered:    # on at most 100k events: it is O(window) per event
+        row = {
+            "query": name,
+            "filter": "10%" if filtered else "-",
+            "window": window,
+            "update ev/s": n / update_s,
+            "x bare loop": (n / update_s) / bare_rate,
+            "run ev/s": None if truncated else n / run_s,
+            "matches": f"{matches:,}" + ("+" if truncated else ""),
+            "enum matches/s": matches / (run_s - update_s) if matches >= 10_000 else None,
+            "arena MB": arena_bytes / 1e6,
+            "peak MB": peak / 1e6,
+        }
+        if name == "Q1" and not filtered:  # on at most 100k events: it is O(window) per event
             brute_s, brute_count = best_of(1, lambda: brute_force_abc(short, window))
             row["x brute force"] = (n / update_s) / (len(short) / brute_s)
-            if not truncated and len(short) == n:     # every match enumerated: both count the same
+            if not truncated and len(short) == n:  # every match enumerated: both count the same
                 assert brute_count == matches, (brute_count, matches)
         if window == 10:
             ref_s, expected = best_of(1, lambda: cepkit.match(text, prefix, engine="reference"))
@@ -140,11 +149,13 @@ def main() -> None:
     table = pd.DataFrame(rows)
     print(f"\nbare Python loop: {bare_rate:,.0f} events/s over {n:,} events")
     with pd.option_context("display.width", 200, "display.max_columns", 20):
-        print(table.to_string(index=False, float_format=lambda v: f"{v:,.1f}" if abs(v) < 100 else f"{v:,.0f}",
-                              na_rep="-"))
+        print(
+            table.to_string(
+                index=False, float_format=lambda v: f"{v:,.1f}" if abs(v) < 100 else f"{v:,.0f}", na_rep="-"
+            )
+        )
     q1 = table[(table["query"] == "Q1") & (table["filter"] == "-")].set_index("window")["update ev/s"]
-    print(f"\nQ1 update cost, window {windows[-1]} s vs {windows[0]} s: "
-          f"{q1[windows[0]] / q1[windows[-1]]:.2f}x slower")
+    print(f"\nQ1 update cost, window {windows[-1]} s vs {windows[0]} s: {q1[windows[0]] / q1[windows[-1]]:.2f}x slower")
     strategies(short if not args.quick else stream)
 
 
@@ -159,8 +170,15 @@ def strategies(stream: Stream) -> None:
             plan = get_engine("automaton").compile(query)
             plan.run(stream[:1000])
             seconds, found = best_of(1, lambda: plan.run(stream))
-            rows.append({"query": name, "strategy": strategy, "events": len(stream), "matches": len(found),
-                         "run ev/s": len(stream) / seconds})
+            rows.append(
+                {
+                    "query": name,
+                    "strategy": strategy,
+                    "events": len(stream),
+                    "matches": len(found),
+                    "run ev/s": len(stream) / seconds,
+                }
+            )
     print(f"\nselection strategies, window 10 s, {len(stream):,} events")
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:,.0f}"))
 

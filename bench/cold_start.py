@@ -8,6 +8,7 @@ on a warm cache, measured in the same run.
 
     python bench/cold_start.py             # --repeat 1; --events N for a larger first stream
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,7 +19,7 @@ import sys
 import tempfile
 import time
 
-QUERY = "A a ; B b ; C c WITHIN 10 s"   # one every engine here runs; "auto" picks the automaton
+QUERY = "A a ; B b ; C c WITHIN 10 s"  # one every engine here runs; "auto" picks the automaton
 
 FIRST = """
 import json, sys, time
@@ -64,8 +65,13 @@ def run(code: str, cache: str) -> dict:
 def warm(cache: str) -> list:
     env = {**os.environ, "NUMBA_CACHE_DIR": cache}
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", "import time, cepkit.warmup as w; w.warm_up(); "
-                           "print(time.process_time())"], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import time, cepkit.warmup as w; w.warm_up(); print(time.process_time())"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [time.perf_counter() - t0, float(done.stdout.split()[-1])]
 
 
@@ -97,17 +103,23 @@ def main(argv=None) -> None:
     rows = [("import cepkit", best(warmed[engines[0]], "import"), None)]
     for engine in engines:
         name = f"{engine} ({warmed[engine][0]['engine']})" if engine == "auto" else engine
-        rows += [(f"{name}: first, clean cache", best(cold[engine], "first"), cold[engine][0]["compiled"]),
-                 (f"{name}: first, after warmup", best(warmed[engine], "first"), warmed[engine][0]["compiled"]),
-                 (f"{name}: second call", best(warmed[engine], "second"), None)]
+        rows += [
+            (f"{name}: first, clean cache", best(cold[engine], "first"), cold[engine][0]["compiled"]),
+            (f"{name}: first, after warmup", best(warmed[engine], "first"), warmed[engine][0]["compiled"]),
+            (f"{name}: second call", best(warmed[engine], "second"), None),
+        ]
     rows.append(("cepkit warmup (whole run)", [min(w[0] for w in warmups), min(w[1] for w in warmups)], None))
-    print(f"{QUERY!r}, {args.events} events, best of {args.repeat} fresh processes; "
-          f"ratio: CPU against {engines[0]}'s first call after warmup")
+    print(
+        f"{QUERY!r}, {args.events} events, best of {args.repeat} fresh processes; "
+        f"ratio: CPU against {engines[0]}'s first call after warmup"
+    )
     print(f"| {'':38} | {'wall s':>7} | {'CPU s':>6} | {'x':>6} | {'compiled':>8} |")
     print(f"|{'-' * 40}|{'-' * 9}|{'-' * 8}|{'-' * 8}|{'-' * 10}|")
     for name, (wall, cpu), compiled in rows:
-        print(f"| {name:38} | {wall:7.2f} | {cpu:6.2f} | {cpu / base[1]:6.1f} | "
-              f"{'' if compiled is None else compiled:>8} |")
+        print(
+            f"| {name:38} | {wall:7.2f} | {cpu:6.2f} | {cpu / base[1]:6.1f} | "
+            f"{'' if compiled is None else compiled:>8} |"
+        )
 
 
 if __name__ == "__main__":

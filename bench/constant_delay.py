@@ -18,6 +18,7 @@ beyond one per position written (the quantity the bound is about: at most the le
     python bench/constant_delay.py            # n = 10 .. 100,000 (about 1 minute)
     python bench/constant_delay.py --quick    # n = 10 .. 10,000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,24 +32,32 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from cepkit.engines.automaton.evaluate import Evaluator, Inputs
-from cepkit.engines.automaton.nodes import (UNION, cursor_next, cursor_open, enumerate_cursor, enumerate_roots,
-                                           forward_room,
-                                           new_cursor)
+from cepkit.engines.automaton.nodes import (
+    UNION,
+    cursor_next,
+    cursor_open,
+    enumerate_cursor,
+    enumerate_roots,
+    forward_room,
+    new_cursor,
+)
 from cepkit.lang import parse
 from cepkit.runtime.registry import get_engine
 from cepkit.runtime.stream import Stream
 
-OUTPUTS = 100_000     # matches timed per stream
-POSITIONS = 20_000_000   # positions written for the totals
+OUTPUTS = 100_000  # matches timed per stream
+POSITIONS = 20_000_000  # positions written for the totals
 REPEATS = 5
 
 
 @intrinsic
 def _cycles(typingctx):
     def codegen(context, builder, signature, args):
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(64), []),
-                                            "llvm.readcyclecounter")
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter"
+        )
         return builder.call(fn, [])
+
     return types.int64(), codegen
 
 
@@ -105,7 +114,7 @@ def measure(query: str, n: int) -> dict:
     root, key, limit = int(roots.node[int(roots.n[0]) - 1]), float(roots.key[0]), float(roots.limit[0])
     cursor = new_cursor(arena)
     runs = []
-    for _ in range(REPEATS):     # per match the least disturbed of the runs: the walk is the same each time
+    for _ in range(REPEATS):  # per match the least disturbed of the runs: the walk is the same each time
         cycles, written, steps = (np.empty(OUTPUTS, np.int64) for _ in range(3))
         start = time.perf_counter()
         got = _timed(arena, cursor, root, key, limit, OUTPUTS, cycles, written, steps)
@@ -120,10 +129,18 @@ def measure(query: str, n: int) -> dict:
     positions, cap = _first_positions(arena, cursor, root, key, limit, got)
     cursor_time = _best(lambda: _write(enumerate_cursor, arena, root, key, limit, cap, positions, cursor))
     walk_time = _best(lambda: _write(enumerate_roots, arena, root, key, limit, cap, positions, None))
-    return {"query": query, "n": n, "matches": got, "longest": int(_longest(arena, cursor, root, key, limit, got)),
-            "max ns": round(float(delay.max()), 1), "p99 ns": round(float(np.percentile(delay, 99)), 1),
-            "max steps": int((steps - written).max()), "ns/position": round(per_position, 2),
-            "written": cap, "total vs walk": round(cursor_time / walk_time, 2)}
+    return {
+        "query": query,
+        "n": n,
+        "matches": got,
+        "longest": int(_longest(arena, cursor, root, key, limit, got)),
+        "max ns": round(float(delay.max()), 1),
+        "p99 ns": round(float(np.percentile(delay, 99)), 1),
+        "max steps": int((steps - written).max()),
+        "ns/position": round(per_position, 2),
+        "written": cap,
+        "total vs walk": round(cursor_time / walk_time, 2),
+    }
 
 
 @njit
@@ -158,8 +175,20 @@ def _write(kernel, arena, root, key, limit, cap, positions, cursor):
     out_pos, out_var = np.empty(positions, np.int64), np.empty(positions, np.int32)
     out_end, out_emit = np.empty(cap, np.int64), np.empty(cap, np.int64)
     counts = np.zeros(6, np.int64)
-    args = (arena, np.array([root], np.int32), np.array([key]), np.array([limit]), np.zeros(1, np.int64), 0, 1,
-            out_pos, out_var, out_end, out_emit, counts)
+    args = (
+        arena,
+        np.array([root], np.int32),
+        np.array([key]),
+        np.array([limit]),
+        np.zeros(1, np.int64),
+        0,
+        1,
+        out_pos,
+        out_var,
+        out_end,
+        out_emit,
+        counts,
+    )
     if cursor is not None:
         kernel(*args, cursor)
     else:
@@ -189,9 +218,11 @@ def main() -> None:
     for row in table.itertuples(index=False):
         print("| " + " | ".join(f"{v:,}" if isinstance(v, (int, np.integer)) else str(v) for v in row) + " |")
     for query, part in table.groupby("query", sort=False):
-        print(f"{query}: max delay spread {part['max ns'].max() / part['max ns'].min():.2f}x, "
-              f"p99 spread {part['p99 ns'].max() / part['p99 ns'].min():.2f}x over matches of "
-              f"{part['longest'].min()} to {part['longest'].max()} events")
+        print(
+            f"{query}: max delay spread {part['max ns'].max() / part['max ns'].min():.2f}x, "
+            f"p99 spread {part['p99 ns'].max() / part['p99 ns'].min():.2f}x over matches of "
+            f"{part['longest'].min()} to {part['longest'].max()} events"
+        )
 
 
 if __name__ == "__main__":

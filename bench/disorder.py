@@ -22,6 +22,7 @@ final matches missing / not in the truth; ``-`` = retractions sent.
     python bench/disorder.py --quick    # smaller streams and grid
     python bench/disorder.py --engines-only --events 3000   # only the engines behind the layer
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,12 +85,13 @@ def through_layer(query: str, engine: str, stream: Stream, **options) -> Matches
     return Matches(found, engine, q, deltas=plan.deltas(), info=plan.info())
 
 
-def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, query: str = QUERY, engine: str = "stack",
-            **options) -> dict:
+def measure(
+    stream: Stream, truth: set, clock: np.ndarray, repeat: int, query: str = QUERY, engine: str = "stack", **options
+) -> dict:
     if engine == "stack+layer":
-        run = lambda: through_layer(query, "stack", stream, **options)   # noqa: E731
+        run = lambda: through_layer(query, "stack", stream, **options)  # noqa: E731
     else:
-        run = lambda: cepkit.match(query, stream, engine=engine, **options)   # noqa: E731
+        run = lambda: cepkit.match(query, stream, engine=engine, **options)  # noqa: E731
     seconds, found = best_of(repeat, run)
     net = {m.key for m in found}
     first_out = {}
@@ -99,12 +101,16 @@ def measure(stream: Stream, truth: set, clock: np.ndarray, repeat: int, query: s
     times = stream.times
     latency = [clock[first_out[m.key]] - max(times[p] for p in m.positions) for m in found]
     wait = [clock[first_out[m.key]] - clock[max(m.positions)] for m in found]
-    return {"throughput": len(stream) / seconds, "state": found.info["peak_state"],
-            "latency": statistics.fmean(latency) if latency else 0.0,
-            "wait": statistics.fmean(wait) if wait else 0.0,
-            "p95": float(np.percentile(latency, 95)) if latency else 0.0,
-            "lost": len(truth - net), "wrong": len(net - truth),
-            "retractions": sum(d.sign == "-" for d in found.deltas)}
+    return {
+        "throughput": len(stream) / seconds,
+        "state": found.info["peak_state"],
+        "latency": statistics.fmean(latency) if latency else 0.0,
+        "wait": statistics.fmean(wait) if wait else 0.0,
+        "p95": float(np.percentile(latency, 95)) if latency else 0.0,
+        "lost": len(truth - net),
+        "wrong": len(net - truth),
+        "retractions": sum(d.sign == "-" for d in found.deltas),
+    }
 
 
 def main() -> None:
@@ -128,9 +134,17 @@ def sorted_truth(query: str, engine: str, arrived: list, repeat: int) -> tuple:
     in_order = cepkit.match(query, sorted_stream, engine=engine)
     seconds, incremental = best_of(repeat, lambda: in_order_incremental(query, engine, sorted_stream))
     assert sorted(m.key for m in incremental) == sorted(m.key for m in in_order)
-    truth = {(tuple(sorted(order[i] for i in m.positions)),
-              tuple(sorted((v, tuple(order[i] for i in x) if isinstance(x, tuple) else order[x])
-                           for v, x in m.bindings.items()))) for m in in_order}
+    truth = {
+        (
+            tuple(sorted(order[i] for i in m.positions)),
+            tuple(
+                sorted(
+                    (v, tuple(order[i] for i in x) if isinstance(x, tuple) else order[x]) for v, x in m.bindings.items()
+                )
+            ),
+        )
+        for m in in_order
+    }
     return stream, truth, n / seconds
 
 
@@ -156,29 +170,46 @@ def engines_table(n: int, repeat: int) -> None:
             for engine in tqdm(engines, desc=f"{label}, delay {windows} W"):
                 stream, truth, base = sorted_truth(query, engine.split("+")[0], arrived, repeat)
                 clock = np.maximum.accumulate(stream.times)
-                for mode, options in {"kslack": {"disorder": "kslack", "k": bound},
-                                      "conservative": {"disorder": "conservative", "max_delay": bound},
-                                      "aggressive": {"disorder": "aggressive", "max_delay": bound}}.items():
+                for mode, options in {
+                    "kslack": {"disorder": "kslack", "k": bound},
+                    "conservative": {"disorder": "conservative", "max_delay": bound},
+                    "aggressive": {"disorder": "aggressive", "max_delay": bound},
+                }.items():
                     row = measure(stream, truth, clock, repeat, query, engine, **options)
-                    rows.append({"workload": label, "engine": engine, "delay_windows": windows, "mode": mode,
-                                 "baseline": base, "matches": len(truth), **row})
-    print(f"\n{n} events per stream, 25 % late by up to D windows; latency in stream seconds; "
-          "ratio = throughput / the engine's in-order incremental matcher")
+                    rows.append(
+                        {
+                            "workload": label,
+                            "engine": engine,
+                            "delay_windows": windows,
+                            "mode": mode,
+                            "baseline": base,
+                            "matches": len(truth),
+                            **row,
+                        }
+                    )
+    print(
+        f"\n{n} events per stream, 25 % late by up to D windows; latency in stream seconds; "
+        "ratio = throughput / the engine's in-order incremental matcher"
+    )
     for label, query, _ in WORKLOADS:
         print(f"  {label}: {query}")
-    print(f"{'workload':11} {'engine':12} {'D/W':>3} {'mode':13} {'matches':>7} {'latency':>8} {'wait':>6} "
-          f"{'state':>6} {'ev/s':>8} {'in-order':>8} {'ratio':>6} {'lost':>5} {'wrong':>5} {'-':>5}")
+    print(
+        f"{'workload':11} {'engine':12} {'D/W':>3} {'mode':13} {'matches':>7} {'latency':>8} {'wait':>6} "
+        f"{'state':>6} {'ev/s':>8} {'in-order':>8} {'ratio':>6} {'lost':>5} {'wrong':>5} {'-':>5}"
+    )
     for r in rows:
-        print(f"{r['workload']:11} {r['engine']:12} {r['delay_windows']:3d} {r['mode']:13} {r['matches']:7d} "
-              f"{r['latency']:8.1f} {r['wait']:6.1f} {r['state']:6d} {r['throughput']:8.0f} {r['baseline']:8.0f} "
-              f"{r['throughput'] / r['baseline']:6.2f} {r['lost']:5d} {r['wrong']:5d} {r['retractions']:5d}")
+        print(
+            f"{r['workload']:11} {r['engine']:12} {r['delay_windows']:3d} {r['mode']:13} {r['matches']:7d} "
+            f"{r['latency']:8.1f} {r['wait']:6.1f} {r['state']:6d} {r['throughput']:8.0f} {r['baseline']:8.0f} "
+            f"{r['throughput'] / r['baseline']:6.2f} {r['lost']:5d} {r['wrong']:5d} {r['retractions']:5d}"
+        )
 
 
 def stack_grid(args) -> None:
     """The stack engine's own modes over the grid of late shares and delays (and bench/disorder.png)."""
     n = args.events or (4000 if args.quick else 20000)
     shares = [0.0, 0.25, 0.5] if args.quick else [0.0, 0.1, 0.25, 0.5]
-    delays = [1, 10] if args.quick else [1, 5, 10]       # in windows
+    delays = [1, 10] if args.quick else [1, 5, 10]  # in windows
     rows = []
     with tqdm(total=len(shares) * len(delays), desc="disorder grid") as bar:
         for windows in delays:
@@ -187,22 +218,39 @@ def stack_grid(args) -> None:
                 bound = observed_delay(arrived)
                 stream, truth, base = sorted_truth(QUERY, "stack", arrived, args.repeat)
                 clock = np.maximum.accumulate(stream.times)
-                modes = {"kslack K=bound": {"disorder": "kslack", "k": bound},
-                         "kslack K=W": {"disorder": "kslack", "k": WINDOW},
-                         "conservative": {"disorder": "conservative", "max_delay": bound},
-                         "aggressive": {"disorder": "aggressive", "max_delay": bound}}
+                modes = {
+                    "kslack K=bound": {"disorder": "kslack", "k": bound},
+                    "kslack K=W": {"disorder": "kslack", "k": WINDOW},
+                    "conservative": {"disorder": "conservative", "max_delay": bound},
+                    "aggressive": {"disorder": "aggressive", "max_delay": bound},
+                }
                 for mode, options in modes.items():
                     row = measure(stream, truth, clock, args.repeat, **options)
-                    rows.append({"delay_windows": windows, "late_share": share, "mode": mode, "bound": bound,
-                                 "baseline": base, "matches": len(truth), **row})
+                    rows.append(
+                        {
+                            "delay_windows": windows,
+                            "late_share": share,
+                            "mode": mode,
+                            "bound": bound,
+                            "baseline": base,
+                            "matches": len(truth),
+                            **row,
+                        }
+                    )
                 bar.update()
-    print(f"\n{QUERY}\n{n} events per stream; latency in stream seconds; ratio = throughput / in-order incremental matcher")
-    print(f"{'D/W':>4} {'late':>5} {'mode':16} {'latency':>8} {'p95':>7} {'wait':>6} {'state':>7} {'ev/s':>8} {'ratio':>6} "
-          f"{'lost':>6} {'wrong':>6} {'-':>6}")
+    print(
+        f"\n{QUERY}\n{n} events per stream; latency in stream seconds; ratio = throughput / in-order incremental matcher"
+    )
+    print(
+        f"{'D/W':>4} {'late':>5} {'mode':16} {'latency':>8} {'p95':>7} {'wait':>6} {'state':>7} {'ev/s':>8} {'ratio':>6} "
+        f"{'lost':>6} {'wrong':>6} {'-':>6}"
+    )
     for r in rows:
-        print(f"{r['delay_windows']:4d} {r['late_share']:5.2f} {r['mode']:16} {r['latency']:8.1f} {r['p95']:7.1f} {r['wait']:6.1f} "
-              f"{r['state']:7d} {r['throughput']:8.0f} {r['throughput'] / r['baseline']:6.2f} {r['lost']:6d} "
-              f"{r['wrong']:6d} {r['retractions']:6d}")
+        print(
+            f"{r['delay_windows']:4d} {r['late_share']:5.2f} {r['mode']:16} {r['latency']:8.1f} {r['p95']:7.1f} {r['wait']:6.1f} "
+            f"{r['state']:7d} {r['throughput']:8.0f} {r['throughput'] / r['baseline']:6.2f} {r['lost']:6d} "
+            f"{r['wrong']:6d} {r['retractions']:6d}"
+        )
     plot(rows, HERE / "disorder.png")
 
 
@@ -212,28 +260,52 @@ def plot(rows: list, path: pathlib.Path) -> None:
     from plotly.subplots import make_subplots
 
     delays = sorted({r["delay_windows"] for r in rows})
-    metrics = [("latency", "mean latency (stream s)"), ("wait", "mean wait (stream s)"),
-               ("state", "peak state (instances)"),
-               ("ratio", "throughput / in-order")]
-    fig = make_subplots(rows=len(metrics), cols=len(delays), shared_xaxes=True,
-                        column_titles=[f"delay up to {d} window(s)" for d in delays],
-                        row_titles=[label for _, label in metrics])
-    colors = {"kslack K=bound": "#1f77b4", "kslack K=W": "#aec7e8", "conservative": "#2ca02c",
-              "aggressive": "#d62728"}
+    metrics = [
+        ("latency", "mean latency (stream s)"),
+        ("wait", "mean wait (stream s)"),
+        ("state", "peak state (instances)"),
+        ("ratio", "throughput / in-order"),
+    ]
+    fig = make_subplots(
+        rows=len(metrics),
+        cols=len(delays),
+        shared_xaxes=True,
+        column_titles=[f"delay up to {d} window(s)" for d in delays],
+        row_titles=[label for _, label in metrics],
+    )
+    colors = {"kslack K=bound": "#1f77b4", "kslack K=W": "#aec7e8", "conservative": "#2ca02c", "aggressive": "#d62728"}
     for col, windows in enumerate(delays, start=1):
         for mode, color in colors.items():
             mine = [r for r in rows if r["delay_windows"] == windows and r["mode"] == mode]
             xs = [r["late_share"] for r in mine]
-            values = {"latency": [r["latency"] for r in mine], "wait": [r["wait"] for r in mine],
-                      "state": [r["state"] for r in mine],
-                      "ratio": [r["throughput"] / r["baseline"] for r in mine]}
+            values = {
+                "latency": [r["latency"] for r in mine],
+                "wait": [r["wait"] for r in mine],
+                "state": [r["state"] for r in mine],
+                "ratio": [r["throughput"] / r["baseline"] for r in mine],
+            }
             for row, (key, _) in enumerate(metrics, start=1):
-                fig.add_trace(go.Scatter(x=xs, y=values[key], name=mode, legendgroup=mode, mode="lines+markers",
-                                         line={"color": color}, showlegend=(row == 1 and col == 1)),
-                              row=row, col=col)
+                fig.add_trace(
+                    go.Scatter(
+                        x=xs,
+                        y=values[key],
+                        name=mode,
+                        legendgroup=mode,
+                        mode="lines+markers",
+                        line={"color": color},
+                        showlegend=(row == 1 and col == 1),
+                    ),
+                    row=row,
+                    col=col,
+                )
     fig.update_xaxes(title_text="share of late events", row=len(metrics))
-    fig.update_layout(title=f"stack engine out-of-order modes: {QUERY}", width=1200, height=1000,
-                      template="plotly_white", title_font_size=12)
+    fig.update_layout(
+        title=f"stack engine out-of-order modes: {QUERY}",
+        width=1200,
+        height=1000,
+        template="plotly_white",
+        title_font_size=12,
+    )
     fig.write_image(str(path))
     print(f"plot: {path}")
 

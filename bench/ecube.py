@@ -20,6 +20,7 @@ alone). Run from the repository::
 
     python bench/ecube.py [--events 4000] [--repeat 3] [--thesis-only | --small-only]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,15 +30,24 @@ import tracemalloc
 from tqdm import tqdm
 
 import cepkit
-from cepkit.ecube.workloads import (COMPANIES, TICKERS, concept_workload, depth_workload, mixed_workloads,
-                                    pattern_workload, trades)
+from cepkit.ecube.workloads import (
+    COMPANIES,
+    TICKERS,
+    concept_workload,
+    depth_workload,
+    mixed_workloads,
+    pattern_workload,
+    trades,
+)
 
 METHODS = {"alone": (), "top-down": ("g→s",), "bottom-up": ("s→g",), "chase": ("g→s", "s→g")}
 
 
-THESIS = {1: (("ROM", "EFC", "ANAT", "OREL"), (4000, 10000, 20000)),
-          2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
-          3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500))}
+THESIS = {
+    1: (("ROM", "EFC", "ANAT", "OREL"), (4000, 10000, 20000)),
+    2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
+    3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500)),
+}
 
 
 def chase_times(events, repeat: int) -> list:
@@ -53,8 +63,9 @@ def chase_times(events, repeat: int) -> list:
             plan = cube.plan(statistics=stats)
             best = min(best, time.perf_counter() - start)
         reuse = ", ".join(f"{s.query}<-{s.source} ({s.direction})" for s in plan.steps if s.source)
-        rows.append((name, len(queries), cube.graph.number_of_edges(), plan.graph.number_of_edges(), best * 1000,
-                     reuse))
+        rows.append(
+            (name, len(queries), cube.graph.number_of_edges(), plan.graph.number_of_edges(), best * 1000, reuse)
+        )
     return rows
 
 
@@ -80,8 +91,12 @@ def measure(queries: dict, hierarchy, events, repeat: int, methods=METHODS) -> d
             results = cube.run(events, directions=directions)
             best = min(best, time.perf_counter() - start)
         steps = ", ".join(f"{s.query}<-{s.source}" for s in cube.last_plan.steps if s.source)
-        out[method] = (best, sum(len(m) for m in results.values()), cube.work["events_read"],
-                       steps or "all from scratch")
+        out[method] = (
+            best,
+            sum(len(m) for m in results.values()),
+            cube.work["events_read"],
+            steps or "all from scratch",
+        )
         del results, cube
     counts = {m: n for m, (_, n, _, _) in out.items()}
     assert len(set(counts.values())) == 1, f"methods disagree on the results: {counts}"
@@ -100,7 +115,7 @@ def planning_and_memory(queries: dict, hierarchy, events) -> tuple:
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     kept = sum(len(m) * len(cube.shapes[q].positives) * 8 for q, m in results.items())
-    return planning, peak / 2 ** 20, kept / 2 ** 20
+    return planning, peak / 2**20, kept / 2**20
 
 
 def report(title: str, rows: list, methods=("top-down", "bottom-up", "chase")) -> None:
@@ -110,27 +125,35 @@ def report(title: str, rows: list, methods=("top-down", "bottom-up", "chase")) -
     for label, n, result in rows:
         base = result["match"][0]
         cells = [f"{result[m][0]:.3f} s ({base / result[m][0]:.1f}x)" for m in methods]
-        print(f"| {label} | {n} | {result['match'][1]} | {base:.3f} s | " + " | ".join(cells)
-              + f" | {result['chase'][3]} |")
+        print(
+            f"| {label} | {n} | {result['match'][1]} | {base:.3f} s | "
+            + " | ".join(cells)
+            + f" | {result['chase'][3]} |"
+        )
 
 
 def thesis_density(repeat: int) -> None:
     hierarchy = cepkit.Hierarchy(COMPANIES)
     print("\n### Thesis density (Fig 4.11(a) / 4.13(a) workloads): 2,000 trades/s, 1 s window\n")
-    print("| workload | trades | matches | each alone (cepkit.match) | cube, no reuse | chase | Chase plans in "
-          "| chase's peak memory / results kept |")
+    print(
+        "| workload | trades | matches | each alone (cepkit.match) | cube, no reuse | chase | Chase plans in "
+        "| chase's peak memory / results kept |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for workload, (extensions, sizes) in tqdm(THESIS.items(), desc="thesis density"):
         name, queries = f"W{workload}", pattern_workload(workload, extensions, " WITHIN 2000")
         for n in sizes:
-            events = trades(n, gap=1)           # ticks of 0.5 ms
+            events = trades(n, gap=1)  # ticks of 0.5 ms
             result = measure(queries, hierarchy, events, repeat, methods=("alone", "chase"))
             planning, peak, kept = planning_and_memory(queries, hierarchy, events)
             base = result["match"][0]
-            print(f"| {name} | {n} | {result['match'][1]} | {base:.3f} s | "
-                  f"{result['alone'][0]:.3f} s ({base / result['alone'][0]:.1f}x) | "
-                  f"{result['chase'][0]:.3f} s ({base / result['chase'][0]:.1f}x) | {planning:.0f} ms | "
-                  f"{peak:.0f} MB / {kept:.0f} MB |", flush=True)
+            print(
+                f"| {name} | {n} | {result['match'][1]} | {base:.3f} s | "
+                f"{result['alone'][0]:.3f} s ({base / result['alone'][0]:.1f}x) | "
+                f"{result['chase'][0]:.3f} s ({base / result['chase'][0]:.1f}x) | {planning:.0f} ms | "
+                f"{peak:.0f} MB / {kept:.0f} MB |",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -146,22 +169,32 @@ def main() -> None:
         return
     events = trades(args.events)
     hierarchy = cepkit.Hierarchy(COMPANIES)
-    jobs = ([("pattern", f"W{w} (shared length {w + 2})", pattern_workload(w), hierarchy) for w in (1, 2, 3)]
-            + [("concept", "W4/W5 (q16, q17, q18)", concept_workload(), hierarchy)]
-            + [("queries", f"shared length 3, {k} extensions", pattern_workload(1, TICKERS[:k]), hierarchy)
-               for k in (1, 2, 4, 8)]
-            + [("mixed", name, queries, hierarchy) for name, queries in mixed_workloads().items()])
+    jobs = (
+        [("pattern", f"W{w} (shared length {w + 2})", pattern_workload(w), hierarchy) for w in (1, 2, 3)]
+        + [("concept", "W4/W5 (q16, q17, q18)", concept_workload(), hierarchy)]
+        + [
+            ("queries", f"shared length 3, {k} extensions", pattern_workload(1, TICKERS[:k]), hierarchy)
+            for k in (1, 2, 4, 8)
+        ]
+        + [("mixed", name, queries, hierarchy) for name, queries in mixed_workloads().items()]
+    )
     for depth in (2, 4, 6):
         queries, children = depth_workload(depth)
         jobs.append(("depth", f"hierarchy depth {depth}", queries, cepkit.Hierarchy(children)))
     sections: dict = {}
     for section, label, queries, h in tqdm(jobs, desc="workloads"):
         sections.setdefault(section, []).append((label, len(queries), measure(queries, h, events, args.repeat)))
-    print(f"\n{args.events} trades, 2 ms apart, window 20 ms; best of {args.repeat}; speed-up over each query "
-          "alone through cepkit.match in parentheses")
-    titles = {"pattern": "Pattern workloads (Fig 4.11(a) / 4.13(a) shape)", "concept": "Concept workload (Fig 4.12(a))",
-              "queries": "More queries (pattern, shared length 3)", "mixed": "Mixed workloads W7, W8",
-              "depth": "Deeper hierarchies (one query per level, concept chain)"}
+    print(
+        f"\n{args.events} trades, 2 ms apart, window 20 ms; best of {args.repeat}; speed-up over each query "
+        "alone through cepkit.match in parentheses"
+    )
+    titles = {
+        "pattern": "Pattern workloads (Fig 4.11(a) / 4.13(a) shape)",
+        "concept": "Concept workload (Fig 4.12(a))",
+        "queries": "More queries (pattern, shared length 3)",
+        "mixed": "Mixed workloads W7, W8",
+        "depth": "Deeper hierarchies (one query per level, concept chain)",
+    }
     for section, rows in sections.items():
         report(titles[section], rows)
     print("\n### Chase on the mixed workloads (the text: 16 ms)\n")

@@ -11,6 +11,7 @@ the streaming matches with the batch cube's.
 
     python bench/ecube_stream.py --events 10000000 --batch 50000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,14 +28,18 @@ from cepkit.ecube.workloads import COMPANIES, TICKERS, pattern_workload
 def batch_of(k: int, size: int, gap: int = 2) -> pd.DataFrame:
     """The ``k``-th batch of ``size`` trades (seeded by ``k``), ``gap`` ms apart, after the batches before."""
     rng = np.random.default_rng(k)
-    return pd.DataFrame({"type": pd.Categorical.from_codes(rng.integers(0, len(TICKERS), size), TICKERS),
-                         "ts": (np.arange(size, dtype=np.int64) + k * size) * gap,
-                         "price": rng.integers(10, 100, size)})
+    return pd.DataFrame(
+        {
+            "type": pd.Categorical.from_codes(rng.integers(0, len(TICKERS), size), TICKERS),
+            "ts": (np.arange(size, dtype=np.int64) + k * size) * gap,
+            "price": rng.integers(10, 100, size),
+        }
+    )
 
 
 def rss_mb() -> float:
     with open(f"/proc/{os.getpid()}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2 ** 20
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def main() -> None:
@@ -48,13 +53,14 @@ def main() -> None:
     hierarchy = cepkit.Hierarchy(COMPANIES)
     queries = pattern_workload(1)
 
-    whole = pd.concat([batch_of(k, args.batch) for k in range(max(1, args.baseline // args.batch))],
-                      ignore_index=True)
+    whole = pd.concat([batch_of(k, args.batch) for k in range(max(1, args.baseline // args.batch))], ignore_index=True)
     start = time.perf_counter()
     found = cepkit.ECube(queries, hierarchy).run(whole)
     batch_rate = len(whole) / (time.perf_counter() - start)
-    print(f"baseline: batch ECube.run over {len(whole):,} events: {batch_rate:,.0f} events/s, "
-          f"{sum(len(m) for m in found.values()):,} matches")
+    print(
+        f"baseline: batch ECube.run over {len(whole):,} events: {batch_rate:,.0f} events/s, "
+        f"{sum(len(m) for m in found.values()):,} matches"
+    )
 
     checked = pd.concat([batch_of(k, args.batch) for k in range(args.check)], ignore_index=True)
     expected = cepkit.ECube(queries, hierarchy).run(checked)
@@ -80,8 +86,11 @@ def main() -> None:
                     assert sorted(got[name]) == sorted(expected[name].positions()), name
         if (k + 1) % args.every == 0 or k == batches - 1:
             rate = (k + 1) * args.batch / (time.perf_counter() - start)
-            print(f"| {(k + 1) * args.batch:,} | {rss_mb():.0f} | {len(live.kept.stream):,} | {reported:,} | "
-                  f"{rate:,.0f} | {rate / batch_rate:.2f} |", flush=True)
+            print(
+                f"| {(k + 1) * args.batch:,} | {rss_mb():.0f} | {len(live.kept.stream):,} | {reported:,} | "
+                f"{rate:,.0f} | {rate / batch_rate:.2f} |",
+                flush=True,
+            )
     reported += sum(len(m) for m in live.close().values())
     print(f"matches: {reported:,}; plan changes after the first: {live.replans}")
 

@@ -32,6 +32,7 @@ each of ``position_arrays()``, ``to_arrow()``, ``positions()`` and ``to_pandas()
     python bench/end_to_end.py --profile          # where the e2e time goes on A;B;C, W=10 s, 200k
     python bench/end_to_end.py --filtered-rows --memory 0   # Q1, Q2 with the 10 % filter, 200k and 1M
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,14 +55,19 @@ from cepkit.runtime.selection import select_engine
 from streams import best_of
 
 OPENCEP_EVENTS_PER_S = 8_000
-SEQUENCES = {"Q1": "ABC", "Q2": "ABCD"}        # CEL paper Table 1: A;B;C and A;B;C;D
-FILTER = 10                                     # x.v < 10 on every atom: 10 % of the events
+SEQUENCES = {"Q1": "ABC", "Q2": "ABCD"}  # CEL paper Table 1: A;B;C and A;B;C;D
+FILTER = 10  # x.v < 10 on every atom: 10 % of the events
 
 
 def frame_of(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(np.array(list("ABCD"), dtype=object), n),
-                         "ts": np.arange(n, dtype=float), "v": rng.integers(0, 100, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(np.array(list("ABCD"), dtype=object), n),
+            "ts": np.arange(n, dtype=float),
+            "v": rng.integers(0, 100, n),
+        }
+    )
 
 
 def atom(t: str, var: str, filtered: bool) -> str:
@@ -72,11 +78,13 @@ def query_text(name: str, window: int, filtered: bool) -> str:
     if name in SEQUENCES:
         body = " ; ".join(atom(t, t.lower(), filtered) for t in SEQUENCES[name])
     elif name == "Q3":
-        body = f"({atom('A', 'a', filtered)} OR {atom('B', 'b', filtered)} OR {atom('C', 'c', filtered)}) ; " \
-               f"{atom('D', 'd', filtered)}"
+        body = (
+            f"({atom('A', 'a', filtered)} OR {atom('B', 'b', filtered)} OR {atom('C', 'c', filtered)}) ; "
+            f"{atom('D', 'd', filtered)}"
+        )
     elif name == "Q4":
         body = f"({atom('A', 'a', filtered)})+ ; {atom('B', 'b', filtered)}"
-    else:   # Q5
+    else:  # Q5
         body = f"({atom('A', 'a', filtered)})+ ; ({atom('B', 'b', filtered)})+ ; {atom('C', 'c', filtered)}"
     return f"{body} WITHIN {window} s"
 
@@ -100,7 +108,7 @@ def brute_sequence(types, ts, values, order: str, window: float, filtered: bool)
     def extend(level: int, before: int, start: int, suffix: tuple):
         candidates = lists[level]
         lo = bisect.bisect_left(candidates, start)
-        for i in candidates[lo:bisect.bisect_left(candidates, before)]:
+        for i in candidates[lo : bisect.bisect_left(candidates, before)]:
             if level == 0:
                 out.append((i,) + suffix)
             else:
@@ -119,7 +127,7 @@ def brute_or(types, ts, values, window: float, filtered: bool) -> list:
     out = []
     for k in by_type.get("D", []):
         start = bisect.bisect_left(ts, ts[k] - window)
-        out += [(i, k) for i in firsts[bisect.bisect_left(firsts, start):bisect.bisect_left(firsts, k)]]
+        out += [(i, k) for i in firsts[bisect.bisect_left(firsts, start) : bisect.bisect_left(firsts, k)]]
     return out
 
 
@@ -135,13 +143,13 @@ def brute_kleene(types, ts, values, window: float, filtered: bool, two: bool) ->
     out = []
     for k in by_type.get("C" if two else "B", []):
         start = bisect.bisect_left(ts, ts[k] - window)
-        a_in = a_list[bisect.bisect_left(a_list, start):bisect.bisect_left(a_list, k)]
+        a_in = a_list[bisect.bisect_left(a_list, start) : bisect.bisect_left(a_list, k)]
         if not two:
             out += [s + (k,) for s in _subsets(a_in)]
             continue
-        b_in = b_list[bisect.bisect_left(b_list, start):bisect.bisect_left(b_list, k)]
+        b_in = b_list[bisect.bisect_left(b_list, start) : bisect.bisect_left(b_list, k)]
         for bs in _subsets(b_in):
-            before = a_in[:bisect.bisect_left(a_in, bs[0])]
+            before = a_in[: bisect.bisect_left(a_in, bs[0])]
             out += [s + bs + (k,) for s in _subsets(before)]
     return out
 
@@ -174,18 +182,28 @@ def measure(name: str, engine: str, frame: pd.DataFrame, window: int, filtered: 
     brute_s, brute_found = best_of(1, lambda: brute(name, lists, window, filtered))
     assert len(brute_found) == len(positions), (name, engine, window, filtered, len(brute_found), len(positions))
     e2e = match_s + positions_s
-    return {"query": name + (" 10%" if filtered else ""), "W": window, "events": n, "engine": engine,
-            "matches": len(found), "e2e pos ev/s": n / e2e, "e2e arrays ev/s": n / (match_s + arrays_s),
-            "e2e pandas ev/s": n / (match_s + pandas_s),
-            "kernel ev/s": n / kernel_s, "update ev/s": n / count_s if count_s else None,
-            "e2e/kernel": e2e / kernel_s, "x brute": brute_s / e2e, "x OpenCEP": n / e2e / OPENCEP_EVENTS_PER_S,
-            "µs/match e2e": 1e6 * e2e / max(len(found), 1),
-            "µs/match arrays": 1e6 * (match_s + arrays_s) / max(len(found), 1),
-            "µs/match arrays cold": 1e6 * (cold_s + arrays_s) / max(len(found), 1),
-            "µs/match brute": 1e6 * brute_s / max(len(found), 1)}
+    return {
+        "query": name + (" 10%" if filtered else ""),
+        "W": window,
+        "events": n,
+        "engine": engine,
+        "matches": len(found),
+        "e2e pos ev/s": n / e2e,
+        "e2e arrays ev/s": n / (match_s + arrays_s),
+        "e2e pandas ev/s": n / (match_s + pandas_s),
+        "kernel ev/s": n / kernel_s,
+        "update ev/s": n / count_s if count_s else None,
+        "e2e/kernel": e2e / kernel_s,
+        "x brute": brute_s / e2e,
+        "x OpenCEP": n / e2e / OPENCEP_EVENTS_PER_S,
+        "µs/match e2e": 1e6 * e2e / max(len(found), 1),
+        "µs/match arrays": 1e6 * (match_s + arrays_s) / max(len(found), 1),
+        "µs/match arrays cold": 1e6 * (cold_s + arrays_s) / max(len(found), 1),
+        "µs/match brute": 1e6 * brute_s / max(len(found), 1),
+    }
 
 
-AFTER_MATCH = ("position_arrays", "to_arrow", "positions", "to_pandas")    # what a user calls next
+AFTER_MATCH = ("position_arrays", "to_arrow", "positions", "to_pandas")  # what a user calls next
 
 
 class PeakRSS:
@@ -220,6 +238,7 @@ class PeakRSS:
         if self.resettable:
             return self._status("VmHWM")
         import resource
+
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
@@ -227,6 +246,7 @@ def _settle() -> None:
     """Free what can be freed and give the C heap's free pages back, so that RSS counts live memory."""
     import ctypes
     import gc
+
     gc.collect()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
@@ -254,8 +274,14 @@ def memory_probe(rows: int, filtered: bool, engine: str, then: str, stages: bool
         getattr(warm, name)()
     del warm
     frame_bytes = int(frame.memory_usage().sum())
-    out = {"rows": rows, "query": text, "engine": engine, "then": then, "frame MB": frame_bytes / 1e6,
-           "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6}
+    out = {
+        "rows": rows,
+        "query": text,
+        "engine": engine,
+        "then": then,
+        "frame MB": frame_bytes / 1e6,
+        "frame deep MB": int(frame.memory_usage(deep=True).sum()) / 1e6,
+    }
     _settle()
     rss = PeakRSS()
     base = rss.now()
@@ -264,28 +290,41 @@ def memory_probe(rows: int, filtered: bool, engine: str, then: str, stages: bool
         return _memory_stages(frame, text, engine, rss, base, out)
     start = time.perf_counter()
     found = cepkit.match(text, frame, engine=engine)
-    out.update({"matches": len(found), "match peak MB": (rss.peak() - base) / 1e6,
-                "match held MB": (rss.now() - base) / 1e6, "match seconds": time.perf_counter() - start})
+    out.update(
+        {
+            "matches": len(found),
+            "match peak MB": (rss.peak() - base) / 1e6,
+            "match held MB": (rss.now() - base) / 1e6,
+            "match seconds": time.perf_counter() - start,
+        }
+    )
     if then:
         start = time.perf_counter()
         result = getattr(found, then)()
         out["then seconds"] = time.perf_counter() - start
         del result
     peak = rss.peak() - base
-    out.update({"peak growth MB": peak / 1e6, "x frame": peak / frame_bytes,
-                "x frame deep": peak / (out["frame deep MB"] * 1e6), "peak reset": rss.resettable})
+    out.update(
+        {
+            "peak growth MB": peak / 1e6,
+            "x frame": peak / frame_bytes,
+            "x frame deep": peak / (out["frame deep MB"] * 1e6),
+            "peak reset": rss.resettable,
+        }
+    )
     print(json.dumps(out))
 
 
 def _memory_stages(frame, text, engine, rss, base, out) -> None:
     import tracemalloc
     from cepkit.runtime.matches import Matches
+
     frame_bytes = out["frame MB"] * 1e6
     tracemalloc.start()
     held = {}
 
     def stage(name, fn):
-        if name in ("positions", "to_pandas"):   # millions of Python objects: tracing them would cost GBs
+        if name in ("positions", "to_pandas"):  # millions of Python objects: tracing them would cost GBs
             tracemalloc.stop()
         traced = tracemalloc.get_traced_memory()[0] if tracemalloc.is_tracing() else None
         tracemalloc.reset_peak()
@@ -294,18 +333,29 @@ def _memory_stages(frame, text, engine, rss, base, out) -> None:
         result = fn()
         seconds = time.perf_counter() - start
         peak = rss.peak() - base
-        print(json.dumps({**out, "stage": name, "peak MB": peak / 1e6, "x frame": peak / frame_bytes,
-                          "held after MB": (rss.now() - base) / 1e6,
-                          "traced peak MB": None if traced is None else
-                          (tracemalloc.get_traced_memory()[1] - traced) / 1e6, "seconds": seconds}), flush=True)
+        print(
+            json.dumps(
+                {
+                    **out,
+                    "stage": name,
+                    "peak MB": peak / 1e6,
+                    "x frame": peak / frame_bytes,
+                    "held after MB": (rss.now() - base) / 1e6,
+                    "traced peak MB": None if traced is None else (tracemalloc.get_traced_memory()[1] - traced) / 1e6,
+                    "seconds": seconds,
+                }
+            ),
+            flush=True,
+        )
         return result
 
     q = cepkit.parse(text)
     held["stream"] = stage("Stream.from_any", lambda: Stream.from_any(frame))
     chosen, plan = select_engine(q, engine, {})
     held["found"] = stage("plan.run", lambda: plan.run(held["stream"]))
-    held["matches"] = stage("Matches", lambda: Matches(held.pop("found"), chosen.name, q, info=plan.info(),
-                                                       stream=held["stream"]))
+    held["matches"] = stage(
+        "Matches", lambda: Matches(held.pop("found"), chosen.name, q, info=plan.info(), stream=held["stream"])
+    )
     _settle()
     for name in AFTER_MATCH:
         stage(name, getattr(held["matches"], name))
@@ -314,12 +364,24 @@ def _memory_stages(frame, text, engine, rss, base, out) -> None:
 
 def memory(rows: int, filtered: bool, engine: str = "automaton", then: str = "", stages: bool = False) -> list:
     """``memory_probe`` in a subprocess: its JSON lines, or the error."""
-    done = subprocess.run([sys.executable, __file__, "--memory-probe", str(rows), "--engine", engine]
-                          + ["--filtered"] * filtered + ["--then", then] * bool(then) + ["--stages"] * stages,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--memory-probe", str(rows), "--engine", engine]
+        + ["--filtered"] * filtered
+        + ["--then", then] * bool(then)
+        + ["--stages"] * stages,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
-        return [{"rows": rows, "query": query_text("Q1", 10, filtered), "engine": engine, "then": then,
-                 "error": done.stderr.strip().splitlines()[-1:]}]
+        return [
+            {
+                "rows": rows,
+                "query": query_text("Q1", 10, filtered),
+                "engine": engine,
+                "then": then,
+                "error": done.stderr.strip().splitlines()[-1:],
+            }
+        ]
     return [json.loads(line) for line in done.stdout.strip().splitlines() if line.startswith("{")]
 
 
@@ -336,15 +398,32 @@ def memory_table(rows: int, engines=("automaton", "stack")) -> pd.DataFrame:
     table = pd.DataFrame(lines)
     table["query"] = table["query"].map(lambda t: "A;B;C 10%" if "FILTER" in t else "A;B;C")
     table["then"] = table["then"].replace("", "(match alone)")
-    return table[[c for c in ("engine", "query", "then", "matches", "match peak MB", "match held MB",
-                              "peak growth MB", "x frame", "x frame deep", "match seconds", "then seconds",
-                              "error") if c in table]]
+    return table[
+        [
+            c
+            for c in (
+                "engine",
+                "query",
+                "then",
+                "matches",
+                "match peak MB",
+                "match held MB",
+                "peak growth MB",
+                "x frame",
+                "x frame deep",
+                "match seconds",
+                "then seconds",
+                "error",
+            )
+            if c in table
+        ]
+    ]
 
 
 def profile(rows: int) -> None:
     frame = frame_of(rows)
     text = query_text("Q1", 10, False)
-    cepkit.match(text, frame.head(10_000), engine="automaton").positions()     # compile the kernels
+    cepkit.match(text, frame.head(10_000), engine="automaton").positions()  # compile the kernels
     profiler = cProfile.Profile()
     profiler.enable()
     cepkit.match(text, frame, engine="automaton").positions()
@@ -356,17 +435,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200k events, W=10 s, a few queries")
     parser.add_argument("--profile", action="store_true", help="cProfile one e2e call (A;B;C, W=10 s, 200k)")
-    parser.add_argument("--filtered-rows", action="store_true",
-                        help="only the 10 %% filter rows of Q1 and Q2, W=10 s, 200k and 1M events (input-bound)")
+    parser.add_argument(
+        "--filtered-rows",
+        action="store_true",
+        help="only the 10 %% filter rows of Q1 and Q2, W=10 s, 200k and 1M events (input-bound)",
+    )
     parser.add_argument("--memory", type=int, default=None, help="rows of the peak-memory run (0: none)")
-    parser.add_argument("--memory-probe", type=int, default=None,
-                        help="one memory measurement over this many rows (a fresh process: run one at a time)")
+    parser.add_argument(
+        "--memory-probe",
+        type=int,
+        default=None,
+        help="one memory measurement over this many rows (a fresh process: run one at a time)",
+    )
     parser.add_argument("--filtered", action="store_true", help="--memory-probe: the 10 %% filter on every atom")
     parser.add_argument("--engine", default="automaton", help="--memory-probe: the engine")
-    parser.add_argument("--then", default="", choices=("",) + AFTER_MATCH,
-                        help="--memory-probe: what is called on the result of cepkit.match (held with it)")
-    parser.add_argument("--stages", action="store_true",
-                        help="--memory-probe: the stages of cepkit.match and each call after it, one by one")
+    parser.add_argument(
+        "--then",
+        default="",
+        choices=("",) + AFTER_MATCH,
+        help="--memory-probe: what is called on the result of cepkit.match (held with it)",
+    )
+    parser.add_argument(
+        "--stages",
+        action="store_true",
+        help="--memory-probe: the stages of cepkit.match and each call after it, one by one",
+    )
     args = parser.parse_args()
     if args.memory_probe:
         return memory_probe(args.memory_probe, args.filtered, args.engine, args.then, args.stages)
@@ -379,24 +472,32 @@ def main() -> None:
     if args.filtered_rows:
         cases = [("Q1", 10, True), ("Q2", 10, True)]
     frames = {n: frame_of(n) for n in sizes}
-    cepkit.match(query_text("Q1", 10, False), frames[sizes[0]].head(5000), engine="automaton")   # compile
+    cepkit.match(query_text("Q1", 10, False), frames[sizes[0]].head(5000), engine="automaton")  # compile
     rows = []
     for n in sizes:
         for name, window, filtered in cases:
             for engine in ("automaton", "stack"):
                 if engine == "stack" and name == "Q3":
-                    continue              # OR: not in the stack engine's fragment
+                    continue  # OR: not in the stack engine's fragment
                 rows.append(measure(name, engine, frames[n], window, filtered, 2 if n > 200_000 else 5))
-                print(pd.DataFrame(rows[-1:]).to_string(index=False, header=len(rows) == 1,
-                                                        float_format=lambda x: f"{x:,.3g}"), flush=True)
-    kleene = [("Q4", 30, 2_000), ("Q5", 10, 2_000)] if args.quick else \
-        [("Q4", 30, 2_000), ("Q4", 10, 200_000), ("Q5", 10, 2_000), ("Q5", 10, 200_000)]
+                print(
+                    pd.DataFrame(rows[-1:]).to_string(
+                        index=False, header=len(rows) == 1, float_format=lambda x: f"{x:,.3g}"
+                    ),
+                    flush=True,
+                )
+    kleene = (
+        [("Q4", 30, 2_000), ("Q5", 10, 2_000)]
+        if args.quick
+        else [("Q4", 30, 2_000), ("Q4", 10, 200_000), ("Q5", 10, 2_000), ("Q5", 10, 200_000)]
+    )
     if args.filtered_rows:
         kleene = []
     for name, window, n in kleene:
         rows.append(measure(name, "automaton", frame_of(n), window, False, 5))
-        print(pd.DataFrame(rows[-1:]).to_string(index=False, header=False, float_format=lambda x: f"{x:,.3g}"),
-              flush=True)
+        print(
+            pd.DataFrame(rows[-1:]).to_string(index=False, header=False, float_format=lambda x: f"{x:,.3g}"), flush=True
+        )
     table = pd.DataFrame(rows)
     table["brute/e2e per match"] = table["µs/match brute"] / table["µs/match e2e"]
     table["brute/arrays per match"] = table["µs/match brute"] / table["µs/match arrays"]

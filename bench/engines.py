@@ -6,6 +6,7 @@ call, untimed, pays parsing and compiling). The positions are checked equal acro
 
     python bench/engines.py [--events 20000] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,17 +36,20 @@ def main() -> None:
     args = parser.parse_args()
     frame = frame_of(args.events)
     frame["id"] = frame["v"] % 5
-    print(f"{args.events} events (types A-D uniform, one per second), best of {args.repeat} in CPU seconds, "
-          f"load {open('/proc/loadavg').read().split()[0]}")
-    print(f"{'query':44} {'engine':10} {'matches':>8} {'seconds':>8} {'events/s':>10} {'µs/match':>9} "
-          f"{'x fastest':>9}")
+    print(
+        f"{args.events} events (types A-D uniform, one per second), best of {args.repeat} in CPU seconds, "
+        f"load {open('/proc/loadavg').read().split()[0]}"
+    )
+    print(f"{'query':44} {'engine':10} {'matches':>8} {'seconds':>8} {'events/s':>10} {'µs/match':>9} {'x fastest':>9}")
     for text in QUERIES:
         required = query_requirements(cepkit.parse(text), {})
         rows, expected = [], None
         for engine in engines_supporting(required):
+
             def call(name=engine.name):
                 return cepkit.match(text, frame, engine=name).positions()
-            call()      # untimed: parsing, compiling and numba's first call are paid once per session
+
+            call()  # untimed: parsing, compiling and numba's first call are paid once per session
             seconds, found = best_of(args.repeat, call, clock=time.process_time)
             if expected is None:
                 expected = found
@@ -54,8 +58,10 @@ def main() -> None:
         fastest = min(s for _, _, s in rows)
         for name, matches, seconds in sorted(rows, key=lambda r: r[2]):
             per_match = f"{seconds / matches * 1e6:9.3g}" if matches else f"{'-':>9}"
-            print(f"{text:44} {name:10} {matches:8d} {seconds:8.3f} {args.events / seconds:10.3g} {per_match} "
-                  f"{seconds / fastest:9.1f}")
+            print(
+                f"{text:44} {name:10} {matches:8d} {seconds:8.3f} {args.events / seconds:10.3g} {per_match} "
+                f"{seconds / fastest:9.1f}"
+            )
 
 
 if __name__ == "__main__":

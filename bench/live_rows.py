@@ -30,6 +30,7 @@ directory first on ``sys.path``), the sides taking turns for ``--rounds`` rounds
 
     python bench/live_rows.py --spark /tmp/base --events 200000 --batch 40000 --engines automaton
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,10 +58,12 @@ from cepkit.runtime.match_record import Match
 from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, plan_split
 from end_to_end import frame_of
 
-QUERIES = (("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
-           ("A+;B W=10 s", "A+ a ; B b WITHIN 10 s"),
-           ("(A|B);C W=10 s", "(A AS a OR B AS b) ; C c WITHIN 10 s"),
-           ("A;B;C W=10 s by id", "A a ; B b ; C c WITHIN 10 s PARTITION BY id"))
+QUERIES = (
+    ("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
+    ("A+;B W=10 s", "A+ a ; B b WITHIN 10 s"),
+    ("(A|B);C W=10 s", "(A AS a OR B AS b) ; C c WITHIN 10 s"),
+    ("A;B;C W=10 s by id", "A a ; B b ; C c WITHIN 10 s PARTITION BY id"),
+)
 COLUMNS = EventColumns(("v", "id"), "number")
 DELAY_US = 2_000_000
 
@@ -68,12 +71,16 @@ DELAY_US = 2_000_000
 def baseline(revision: str):
     """The revision's ``cepkit/spark/watermark.py`` as a module of this checkout's ``cepkit.spark``."""
     root = pathlib.Path(__file__).resolve().parent.parent
-    source = subprocess.run(["git", "-C", str(root), "show", f"{revision}:cepkit/spark/watermark.py"],
-                            check=True, capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "-C", str(root), "show", f"{revision}:cepkit/spark/watermark.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     spec = importlib.util.spec_from_loader("cepkit.spark._baseline_watermark", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cepkit.spark"
-    sys.modules[spec.name] = module         # (dataclasses look their module up)
+    sys.modules[spec.name] = module  # (dataclasses look their module up)
     exec(compile(source, f"{revision}:cepkit/spark/watermark.py", "exec"), module.__dict__)
     return module
 
@@ -91,9 +98,9 @@ def calls(frame: pd.DataFrame, batch: int) -> list:
     """(new rows, watermark) of each call: micro-batches, then a watermark past everything."""
     out = []
     for at in range(0, len(frame), batch):
-        chunk = frame.iloc[at:at + batch]
+        chunk = frame.iloc[at : at + batch]
         out.append((chunk, int(chunk[current.TIME].max()) - DELAY_US))
-    return out + [(None, 2 ** 62)]
+    return out + [(None, 2**62)]
 
 
 def streamed(module, matcher: GroupMatcher, frame: pd.DataFrame, batch: int, record=None) -> list:
@@ -102,9 +109,11 @@ def streamed(module, matcher: GroupMatcher, frame: pd.DataFrame, batch: int, rec
     buffer, live, out = module.KeyBuffer(frame.iloc[:0].copy()), None, []
     original = module.Live.rows
     if record is not None:
+
         def rows(self, found, events):
             record.append((self, found, events))
             return original(self, found, events)
+
         module.Live.rows = rows
     try:
         for new, watermark in calls(frame, batch):
@@ -151,12 +160,20 @@ def measure(old, query: str, engine: str, frame: pd.DataFrame, batch: int, repea
         def run():
             for live, found, events in copies.pop():
                 module.Live.rows(live, found, events)
+
         return run
+
     rows_new, rows_old = timed(rows_of(current), repeat), timed(rows_of(old), repeat)
     advance_new = timed(lambda: streamed(current, matcher, frame, batch), repeat)
     advance_old = timed(lambda: streamed(old, matcher, frame, batch), repeat)
-    return {"matches": matches, "found": "/".join(sorted(kinds)), "rows_old": rows_old, "rows_new": rows_new,
-            "advance_old": advance_old, "advance_new": advance_new}
+    return {
+        "matches": matches,
+        "found": "/".join(sorted(kinds)),
+        "rows_old": rows_old,
+        "rows_new": rows_new,
+        "advance_old": advance_old,
+        "advance_new": advance_new,
+    }
 
 
 SPARK_QUERIES = (("A;B;C W=10 s by id", QUERIES[3][1]), ("A+;B W=10 s by id", "A+ a ; B b WITHIN 10 s PARTITION BY id"))
@@ -166,9 +183,10 @@ SCHEMA = "type string, ts double, v long, id long, position long"
 def spark_side(args) -> None:
     """One side of ``--spark``: a JSON line per query (wall seconds, matches)."""
     import cepkit.spark
+
     spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false"})
     workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
-    assert workers == [cepkit.__file__], (workers, cepkit.__file__)    # the workers run this side's cepkit
+    assert workers == [cepkit.__file__], (workers, cepkit.__file__)  # the workers run this side's cepkit
     for name, query in [("warm-up", SPARK_QUERIES[0][1])] + list(SPARK_QUERIES):
         folder = pathlib.Path(args.data) / ("warm" if name == "warm-up" else "events")
         counts = []
@@ -176,8 +194,12 @@ def spark_side(args) -> None:
         stream = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(folder))
         found = cepkit.spark.match_stream(query, stream, engine=args.engines[0])
         start = time.perf_counter()
-        running = (found.writeStream.foreachBatch(lambda batch, _: counts.append(batch.count()))
-                   .option("checkpointLocation", str(run)).trigger(availableNow=True).start())
+        running = (
+            found.writeStream.foreachBatch(lambda batch, _: counts.append(batch.count()))
+            .option("checkpointLocation", str(run))
+            .trigger(availableNow=True)
+            .start()
+        )
         running.awaitTermination()
         seconds = time.perf_counter() - start
         print("RESULT " + json.dumps({"query": name, "seconds": seconds, "matches": sum(counts)}), flush=True)
@@ -193,35 +215,46 @@ def spark_against(args) -> None:
         for name, rows in (("events", frame), ("warm", frame.iloc[:2_000])):
             (pathlib.Path(folder) / name).mkdir()
             for at in range(0, len(rows), args.batch):
-                rows.iloc[at:at + args.batch].to_parquet(pathlib.Path(folder) / name / f"{at:012d}.parquet")
+                rows.iloc[at : at + args.batch].to_parquet(pathlib.Path(folder) / name / f"{at:012d}.parquet")
         times, matches = {}, {}
         sides = [("this", None), ("base", args.spark)]
         for r in range(args.rounds):
-            for label, checkout in (sides if r % 2 == 0 else sides[::-1]):
+            for label, checkout in sides if r % 2 == 0 else sides[::-1]:
                 env = dict(os.environ)
                 paths = [checkout, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
                 env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
                 for old in pathlib.Path(folder).glob("checkpoint-*"):
                     shutil.rmtree(old)
-                command = [sys.executable, os.path.abspath(__file__), "--side", "--data", folder,
-                           "--engines", args.engines[0]]
+                command = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--side",
+                    "--data",
+                    folder,
+                    "--engines",
+                    args.engines[0],
+                ]
                 done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
                 if done.returncode:
                     raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
                 for line in done.stdout.splitlines():
                     if line.startswith("RESULT "):
-                        row = json.loads(line[len("RESULT "):])
+                        row = json.loads(line[len("RESULT ") :])
                         times.setdefault((label, row["query"]), []).append(row["seconds"])
                         matches.setdefault(row["query"], set()).add(row["matches"])
                 print(f"round {r} {label} done", flush=True)
-    print(f"{args.events} events in files of {args.batch} (one per micro-batch), {args.keys} keys, "
-          f"{args.engines[0]}, wall s, {args.rounds} rounds")
+    print(
+        f"{args.events} events in files of {args.batch} (one per micro-batch), {args.keys} keys, "
+        f"{args.engines[0]}, wall s, {args.rounds} rounds"
+    )
     for name, _ in SPARK_QUERIES:
-        assert len(matches[name]) == 1, matches[name]          # both sides found as many matches
+        assert len(matches[name]) == 1, matches[name]  # both sides found as many matches
         base, this = times["base", name], times["this", name]
-        print(f"{name:22} matches {matches[name].pop():>8}  base {' '.join(f'{t:.1f}' for t in base)}  "
-              f"this {' '.join(f'{t:.1f}' for t in this)}  best base/this {min(base) / min(this):.2f}  "
-              f"median {statistics.median(base) / statistics.median(this):.2f}")
+        print(
+            f"{name:22} matches {matches[name].pop():>8}  base {' '.join(f'{t:.1f}' for t in base)}  "
+            f"this {' '.join(f'{t:.1f}' for t in this)}  best base/this {min(base) / min(this):.2f}  "
+            f"median {statistics.median(base) / statistics.median(this):.2f}"
+        )
 
 
 def main() -> None:
@@ -246,15 +279,17 @@ def main() -> None:
     if args.profile:
         q = cepkit.parse(QUERIES[1][1])
         matcher = GroupMatcher(q, "automaton", {}, COLUMNS, plan_split(q))
-        streamed(current, matcher, frame, args.batch)        # (compiles and warms up first)
+        streamed(current, matcher, frame, args.batch)  # (compiles and warms up first)
         profile = cProfile.Profile()
         profile.runcall(streamed, current, matcher, frame, args.batch)
         pstats.Stats(profile).sort_stats("tottime").print_stats(30)
         return
     old = baseline(args.against)
     print(f"{args.events} events, batches of {args.batch}, CPU s best of {args.repeat}; baseline {args.against}")
-    print(f"{'query':22} {'engine':10} {'matches':>8} {'found':>10} {'rows old':>9} {'rows new':>9} {'x':>6} "
-          f"{'adv old':>8} {'adv new':>8} {'x':>6}")
+    print(
+        f"{'query':22} {'engine':10} {'matches':>8} {'found':>10} {'rows old':>9} {'rows new':>9} {'x':>6} "
+        f"{'adv old':>8} {'adv new':>8} {'x':>6}"
+    )
     for name, query in QUERIES:
         for engine in args.engines:
             try:
@@ -262,9 +297,12 @@ def main() -> None:
             except cepkit.QueryError:
                 continue
             r = measure(old, query, engine, frame, args.batch, args.repeat)
-            print(f"{name:22} {engine:10} {r['matches']:>8} {r['found']:>10} {r['rows_old']:>9.3f} "
-                  f"{r['rows_new']:>9.3f} {r['rows_old'] / r['rows_new']:>6.1f} {r['advance_old']:>8.3f} "
-                  f"{r['advance_new']:>8.3f} {r['advance_old'] / r['advance_new']:>6.1f}", flush=True)
+            print(
+                f"{name:22} {engine:10} {r['matches']:>8} {r['found']:>10} {r['rows_old']:>9.3f} "
+                f"{r['rows_new']:>9.3f} {r['rows_old'] / r['rows_new']:>6.1f} {r['advance_old']:>8.3f} "
+                f"{r['advance_new']:>8.3f} {r['advance_old'] / r['advance_new']:>6.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

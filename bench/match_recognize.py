@@ -8,6 +8,7 @@ rows (the floor any engine pays) and the reference backtracking matcher (rows pe
 
 CPU seconds of this process (``time.process_time``), best of 3: the machine is shared.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,8 +36,9 @@ QUERIES = {
 
 def rows(n: int, keys: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"id": rng.integers(0, keys, n), "ts": np.arange(n),
-                         "price": (100 + rng.normal(0, 5, n)).round(2)})
+    return pd.DataFrame(
+        {"id": rng.integers(0, keys, n), "ts": np.arange(n), "price": (100 + rng.normal(0, 5, n)).round(2)}
+    )
 
 
 FLIGHTS = """SELECT * FROM flights MATCH_RECOGNIZE (PARTITION BY origin ORDER BY ts
@@ -67,11 +69,15 @@ def spark_side_by_side(copies: int = 1) -> None:
     spark_s, rows = best_of(3, lambda: cepkit.spark.sql(FLIGHTS, remote).collect())
     floor_s, _ = best_of(3, floor)
     assert len(rows) == len(local)
-    print("| copies | rows | matches | cepkit.sql s | cepkit.spark.sql s | Spark's group floor s | spark / local | "
-          "spark / floor |")
+    print(
+        "| copies | rows | matches | cepkit.sql s | cepkit.spark.sql s | Spark's group floor s | spark / local | "
+        "spark / floor |"
+    )
     print("|---|---|---|---|---|---|---|---|")
-    print(f"| {copies} | {len(frame):,} | {len(local)} | {local_s:.2f} | {spark_s:.2f} | {floor_s:.2f} | "
-          f"{spark_s / local_s:.2f} | {spark_s / floor_s:.2f} |")
+    print(
+        f"| {copies} | {len(frame):,} | {len(local)} | {local_s:.2f} | {spark_s:.2f} | {floor_s:.2f} | "
+        f"{spark_s / local_s:.2f} | {spark_s / floor_s:.2f} |"
+    )
 
 
 # Flink takes no physical offsets (PREV) in DEFINE: the V-shape written with logical ones (LAST(B.price, 1),
@@ -119,8 +125,9 @@ def flink_side_by_side(python: str, n: int) -> None:
         done = subprocess.run([python, str(job), str(csv), str(out), str(query)], capture_output=True, text=True)
         flink_wall = time.perf_counter() - start
         if done.returncode:
-            raise SystemExit(next((line for line in done.stderr.splitlines() if "Exception:" in line),
-                                  done.stderr[-3000:]))
+            raise SystemExit(
+                next((line for line in done.stderr.splitlines() if "Exception:" in line), done.stderr[-3000:])
+            )
         flink_query_s = float(done.stdout.strip().splitlines()[-1])
         flink = pd.read_csv(out, names=["id", "start_ts", "low", "back", "falls"], parse_dates=["start_ts"])
     cepkit.sql(FLINK_QUERY, frame.head(1000))
@@ -129,13 +136,20 @@ def flink_side_by_side(python: str, n: int) -> None:
     flink = flink.sort_values(key).reset_index(drop=True)
     local = local.sort_values(key).reset_index(drop=True)
     same = len(flink) == len(local) and all(
-        np.allclose(flink[c].astype(float), local[c].astype(float)) if c not in key[1:] else
-        (flink[c].values == local[c].values).all() for c in flink.columns)
-    print("| rows | matches (Flink / cepkit) | same rows | PyFlink query s | PyFlink with JVM start s | "
-          "cepkit.sql s | Flink / cepkit |")
+        np.allclose(flink[c].astype(float), local[c].astype(float))
+        if c not in key[1:]
+        else (flink[c].values == local[c].values).all()
+        for c in flink.columns
+    )
+    print(
+        "| rows | matches (Flink / cepkit) | same rows | PyFlink query s | PyFlink with JVM start s | "
+        "cepkit.sql s | Flink / cepkit |"
+    )
     print("|---|---|---|---|---|---|---|")
-    print(f"| {n:,} | {len(flink):,} / {len(local):,} | {same} | {flink_query_s:.2f} | {flink_wall:.2f} | "
-          f"{local_s:.3f} | {flink_query_s / local_s:.0f}x |")
+    print(
+        f"| {n:,} | {len(flink):,} / {len(local):,} | {same} | {flink_query_s:.2f} | {flink_wall:.2f} | "
+        f"{local_s:.3f} | {flink_query_s / local_s:.0f}x |"
+    )
 
 
 def main() -> None:
@@ -166,8 +180,10 @@ def main() -> None:
         part = frame.head(args.slice)
         ref_s, _ = best_of(1, lambda: find(parse(text), part, "reference"), clock)
         vm_s, _ = best_of(3, lambda: find(parse(text), part, "vm"), clock)
-        print(f"| {name} | {len(matched):,} | {len(out):,} | {seconds:.3f} | {args.rows / seconds / 1e6:.2f} M | "
-              f"{sort_s / seconds:.2f} | {ref_s / vm_s:.0f}x |")
+        print(
+            f"| {name} | {len(matched):,} | {len(out):,} | {seconds:.3f} | {args.rows / seconds / 1e6:.2f} M | "
+            f"{sort_s / seconds:.2f} | {ref_s / vm_s:.0f}x |"
+        )
 
 
 if __name__ == "__main__":

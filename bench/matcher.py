@@ -12,6 +12,7 @@ each event through ``cepkit.runtime.event_record.make_event`` (what any push cos
     python bench/matcher.py --engines automaton stack --events 200000
     python bench/matcher.py --profile                    # cProfile of the automaton's 1-key pusher row
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,7 +49,7 @@ def rate(engine: str, query: str, events: list, call: str) -> tuple:
     found = 0
     if call == "extend":
         for at in range(0, len(events), EXTEND):
-            found += len(matcher.extend(events[at:at + EXTEND]))
+            found += len(matcher.extend(events[at : at + EXTEND]))
     elif call == "pusher":
         push = matcher.pusher(("type", "ts", "id"))
         for e in events:
@@ -68,23 +69,27 @@ def main() -> None:
     args = parser.parse_args()
     warm = stream(2000, 1)
     for engine in args.engines:
-        rate(engine, ONE, warm, "pusher")       # compile the kernels (numba) outside the timings
+        rate(engine, ONE, warm, "pusher")  # compile the kernels (numba) outside the timings
     if args.profile:
         events = stream(args.events, 1)
         cProfile.runctx("rate('automaton', ONE, events, 'pusher')", globals(), {"events": events}, "/tmp/matcher.prof")
         pstats.Stats("/tmp/matcher.prof").sort_stats("tottime").print_stats(25)
         return
     print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)
-    print(f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'matches':>8}",
-          flush=True)
+    print(
+        f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'matches':>8}",
+        flush=True,
+    )
     for label, query, keys in ROWS:
         events = stream(args.events, keys)
         feed, _, _ = rate("feed", query, events, "push")
         for engine in args.engines:
             for call in ("push", "pusher", "extend"):
                 r, cpu, found = rate(engine, query, events, call)
-                print(f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} "
-                      f"{cpu:>9,.0f} {found:>8,}", flush=True)
+                print(
+                    f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} {cpu:>9,.0f} {found:>8,}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

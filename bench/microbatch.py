@@ -19,6 +19,7 @@ clock on a shared machine); the match counts of every row are checked equal. Rat
     python bench/microbatch.py --profile              # cProfile of extend, 1k batches, A;B;C, automaton
     python bench/microbatch.py --profile --engines stack     # the same on the stack engine
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,13 @@ import cepkit
 from end_to_end import frame_of
 from streams import best_of
 
-QUERIES = (("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
-           ("A+;B W=10 s", "A+ a ; B b WITHIN 10 s"),
-           ("A;B;C W=10 s by id", "A a ; B b ; C c WITHIN 10 s PARTITION BY id"),
-           ("A;!C;B W=10 s", "SEQ(A a, !C c, B b) WITHIN 10 s"),           # the stack's (auto's pick for negation)
-           ("A;B;!C W=10 s", "SEQ(A a, B b, !C c) WITHIN 10 s"))           # matches wait across batches
+QUERIES = (
+    ("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
+    ("A+;B W=10 s", "A+ a ; B b WITHIN 10 s"),
+    ("A;B;C W=10 s by id", "A a ; B b ; C c WITHIN 10 s PARTITION BY id"),
+    ("A;!C;B W=10 s", "SEQ(A a, !C c, B b) WITHIN 10 s"),  # the stack's (auto's pick for negation)
+    ("A;B;!C W=10 s", "SEQ(A a, B b, !C c) WITHIN 10 s"),
+)  # matches wait across batches
 BATCHES = (1_000, 10_000)
 
 
@@ -42,7 +45,7 @@ def runs(engine: str, query: str) -> bool:
     try:
         cepkit.Matcher(query, engine=engine)
         return True
-    except cepkit.QueryError:       # outside the engine's fragment (the stack has no Kleene, the automaton no negation)
+    except cepkit.QueryError:  # outside the engine's fragment (the stack has no Kleene, the automaton no negation)
         return False
 
 
@@ -56,7 +59,7 @@ def extended(query: str, engine: str, frame, size: int, keep: bool) -> int:
     matcher = cepkit.Matcher(query, engine=engine, keep=keep)
     found = 0
     for at in range(0, len(frame), size):
-        found += len(matcher.extend(frame.iloc[at:at + size]))
+        found += len(matcher.extend(frame.iloc[at : at + size]))
     return found + len(matcher.close())
 
 
@@ -79,7 +82,7 @@ def main() -> None:
     frame = stream(args.events, args.keys)
     rows = frame.to_dict("records")
     warm = frame.iloc[:5000]
-    for engine in args.engines:       # compile the kernels (numba) outside the timings
+    for engine in args.engines:  # compile the kernels (numba) outside the timings
         for _, query in QUERIES:
             if not runs(engine, query):
                 continue
@@ -87,28 +90,43 @@ def main() -> None:
             extended(query, engine, warm, 1000, False)
     if args.profile:
         query = QUERIES[0][1]
-        cProfile.runctx("extended(query, engine, frame, 1000, False)", globals(),
-                        {"query": query, "frame": frame, "engine": args.engines[0]}, "/tmp/microbatch.prof")
+        cProfile.runctx(
+            "extended(query, engine, frame, 1000, False)",
+            globals(),
+            {"query": query, "frame": frame, "engine": args.engines[0]},
+            "/tmp/microbatch.prof",
+        )
         pstats.Stats("/tmp/microbatch.prof").sort_stats("tottime").print_stats(25)
         return
     print(f"{args.events:,} events, {args.keys} keys; CPU seconds, best of {args.repeat}", flush=True)
-    print(f"{'query':<20} {'engine':<10} {'call':<16} {'seconds':>8} {'ev/s':>11} {'/match':>7} {'push/x':>7} "
-          f"{'matches':>8}", flush=True)
+    print(
+        f"{'query':<20} {'engine':<10} {'call':<16} {'seconds':>8} {'ev/s':>11} {'/match':>7} {'push/x':>7} "
+        f"{'matches':>8}",
+        flush=True,
+    )
     for label, query in QUERIES:
         for engine in (e for e in args.engines if runs(e, query)):
             calls = [("match", lambda: len(cepkit.match(query, frame, engine=engine)), args.repeat)]
             for size in BATCHES:
                 for keep in (False, True):
-                    calls.append((f"extend {size // 1000}k" + (" keep" if keep else ""),
-                                  lambda size=size, keep=keep: extended(query, engine, frame, size, keep), args.repeat))
+                    calls.append(
+                        (
+                            f"extend {size // 1000}k" + (" keep" if keep else ""),
+                            lambda size=size, keep=keep: extended(query, engine, frame, size, keep),
+                            args.repeat,
+                        )
+                    )
             calls.append(("push", lambda: pushed(query, engine, rows), 1))
             timed = [(name, *best_of(repeat, call, clock=time.process_time)) for name, call, repeat in calls]
             counts = {found for _, _, found in timed}
             assert len(counts) == 1, (label, engine, timed)
             match_time, push_time = timed[0][1], timed[-1][1]
             for name, seconds, found in timed:
-                print(f"{label:<20} {engine:<10} {name:<16} {seconds:8.3f} {args.events / seconds:11,.0f} "
-                      f"{seconds / match_time:7.2f} {push_time / seconds:7.1f} {found:8,}", flush=True)
+                print(
+                    f"{label:<20} {engine:<10} {name:<16} {seconds:8.3f} {args.events / seconds:11,.0f} "
+                    f"{seconds / match_time:7.2f} {push_time / seconds:7.1f} {found:8,}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

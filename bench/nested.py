@@ -20,6 +20,7 @@ per second does. Every row is one query on one stream, timed best of ``--repeat`
 
 Run from the repository: ``python bench/nested.py`` (``--quick`` for a smoke run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,17 +37,23 @@ from cepkit.runtime import Stream
 
 TICKERS = ("MSFT", "ORCL", "IPIX", "INTC", "RIMM", "AMAT", "YHOO", "DELL", "CSCO", "QQQ")
 CHILDREN = ["!SEQ(RIMM r1, AMAT a1)", "!SEQ(YHOO y2, DELL d2)", "!SEQ(CSCO c3, QQQ q3)"]
-WORKLOAD = ["SEQ(MSFT m, !IPIX x, ORCL o, INTC i)", "SEQ(MSFT m, !QQQ x, ORCL o, INTC i)",
-            "SEQ(MSFT m, !RIMM x, ORCL o, INTC i)", "SEQ(RIMM r, DELL d, AMAT a, MSFT m, ORCL o)",
-            "SEQ(IPIX p, DELL d, AMAT a, MSFT m, ORCL o)", "SEQ(CSCO c, !RIMM x, YHOO y, QQQ q)",
-            "SEQ(CSCO c, !IPIX x, RIMM r, YHOO y, QQQ q)"]
+WORKLOAD = [
+    "SEQ(MSFT m, !IPIX x, ORCL o, INTC i)",
+    "SEQ(MSFT m, !QQQ x, ORCL o, INTC i)",
+    "SEQ(MSFT m, !RIMM x, ORCL o, INTC i)",
+    "SEQ(RIMM r, DELL d, AMAT a, MSFT m, ORCL o)",
+    "SEQ(IPIX p, DELL d, AMAT a, MSFT m, ORCL o)",
+    "SEQ(CSCO c, !RIMM x, YHOO y, QQQ q)",
+    "SEQ(CSCO c, !IPIX x, RIMM r, YHOO y, QQQ q)",
+]
 
 
 def ticker_stream(n: int, seed: int = 0, every: float = 1.0, others: int = 0) -> Stream:
     rng = random.Random(seed)
     symbols = TICKERS + tuple(f"X{k}" for k in range(others))
-    return Stream.from_any([{"type": rng.choice(symbols), "ts": i * every, "price": rng.randrange(100)}
-                            for i in range(n)])
+    return Stream.from_any(
+        [{"type": rng.choice(symbols), "ts": i * every, "price": rng.randrange(100)} for i in range(n)]
+    )
 
 
 def children_query(k: int, window: int) -> str:
@@ -69,7 +76,7 @@ def length_query(length: int, window: int) -> str:
 def depth_query(depth: int, window: int) -> str:
     """Negations nested ``depth`` deep inside SEQ(MSFT, …, ORCL, INTC) (Fig 5.11)."""
     inner = "!SEQ(YHOO y, DELL d)"
-    for outer in [("RIMM r", "AMAT a"), ("IPIX p", "QQQ q")][:depth - 1]:
+    for outer in [("RIMM r", "AMAT a"), ("IPIX p", "QQQ q")][: depth - 1]:
         inner = f"!SEQ({outer[0]}, {inner}, {outer[1]})"
     if depth == 1:
         inner = "!SEQ(IPIX p, QQQ q)"
@@ -106,8 +113,9 @@ def neel_rows(stream, prefix, window, repeat, progress):
         t_nf, nf = timed(query, stream, repeat, plan="normal form")
         assert it == auto == nested == nf, query
         normal = nf.info["execution"] == "normal form"
-        rows.append((shape, size, len(auto), t_iter, auto.info["plan"]["chosen"], t_plan, t_nested,
-                     t_nf if normal else None))
+        rows.append(
+            (shape, size, len(auto), t_iter, auto.info["plan"]["chosen"], t_plan, t_nested, t_nf if normal else None)
+        )
         progress.update()
     return rows
 
@@ -125,16 +133,29 @@ def csv_rows(stream, windows, repeat, progress):
         base = times[None, "nested"]
         for mode in (None, "a", "p", "b"):
             cache = found[mode].info["cache"]
-            rows.append((window, str(mode), len(found[mode]), times[mode, "nested"], base / times[mode, "nested"],
-                         times[mode, "plan"], base / times[mode, "plan"], cache["computed"],
-                         cache["summary_lookups"]))
+            rows.append(
+                (
+                    window,
+                    str(mode),
+                    len(found[mode]),
+                    times[mode, "nested"],
+                    base / times[mode, "nested"],
+                    times[mode, "plan"],
+                    base / times[mode, "plan"],
+                    cache["computed"],
+                    cache["summary_lookups"],
+                )
+            )
     return rows
 
 
 def flat_rows(stream, repeat):
     rows = []
-    for query in ("SEQ(MSFT m, ORCL o, IPIX p, INTC i) WITHIN 40 s", "SEQ(MSFT m, !IPIX x, ORCL o, INTC i) WITHIN 40 s",
-                  "SEQ(MSFT m, ORCL o, INTC i, m.price < o.price) WITHIN 40 s"):
+    for query in (
+        "SEQ(MSFT m, ORCL o, IPIX p, INTC i) WITHIN 40 s",
+        "SEQ(MSFT m, !IPIX x, ORCL o, INTC i) WITHIN 40 s",
+        "SEQ(MSFT m, ORCL o, INTC i, m.price < o.price) WITHIN 40 s",
+    ):
         t_stack, stack = timed(query, stream, repeat, engine="stack")
         t_nested, nested = timed(query, stream, repeat)
         assert stack == nested, query
@@ -146,9 +167,11 @@ def workload_row(stream, big, window, repeat):
     """E1-E7: as a workload, one by one through the Plan-Finder, one by one iteratively (on ``stream``); the
     first two again on ``big``, where sharing outweighs the per-query overhead."""
     queries = [f"{q} WITHIN {window} s" for q in WORKLOAD]
-    runs = {"workload": lambda s: match_workload(queries, s),
-            "alone": lambda s: [cepkit.match(q, s, engine="nested") for q in queries],
-            "iterative": lambda s: [cepkit.match(q, s, engine="nested", caching=None) for q in queries]}
+    runs = {
+        "workload": lambda s: match_workload(queries, s),
+        "alone": lambda s: [cepkit.match(q, s, engine="nested") for q in queries],
+        "iterative": lambda s: [cepkit.match(q, s, engine="nested", caching=None) for q in queries],
+    }
     best, found = {}, {}
     for events, names in ((stream, runs), (big, ("workload", "alone"))):
         for name in names:
@@ -161,14 +184,23 @@ def workload_row(stream, big, window, repeat):
     assert found["workload", n] == found["alone", n] == found["iterative", n]
     assert found["workload", m] == found["alone", m]
     first = found["workload", n][0]
-    return (sum(map(len, found["workload", n])), best["iterative", n], best["alone", n], best["workload", n],
-            best["alone", m], best["workload", m], first.info["plan"]["groups"], first.info["cache"]["shared_hits"])
+    return (
+        sum(map(len, found["workload", n])),
+        best["iterative", n],
+        best["alone", n],
+        best["workload", n],
+        best["alone", m],
+        best["workload", m],
+        first.info["plan"]["groups"],
+        first.info["cache"]["shared_hits"],
+    )
 
 
 def full_rows(n: int):
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame({"type": rng.choice(TICKERS, n), "ts": np.arange(n, dtype=np.int64),
-                          "price": rng.integers(0, 100, n)})
+    frame = pd.DataFrame(
+        {"type": rng.choice(TICKERS, n), "ts": np.arange(n, dtype=np.int64), "price": rng.integers(0, 100, n)}
+    )
     rows = []
     for query in (children_query(3, 40), length_query(4, 40), depth_query(3, 40)):
         start = time.perf_counter()
@@ -185,8 +217,9 @@ def main():
     parser.add_argument("--full", action="store_true", help="also 1,000,000 trades end to end")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    n, n_csv, n_ref, n_flat, windows = ((600, 400, 150, 2000, (100, 200)) if args.quick
-                                        else (4000, 2000, 400, 20000, (100, 500, 1000)))
+    n, n_csv, n_ref, n_flat, windows = (
+        (600, 400, 150, 2000, (100, 200)) if args.quick else (4000, 2000, 400, 20000, (100, 500, 1000))
+    )
     stream, prefix = ticker_stream(n), ticker_stream(n_ref)
     with tqdm(total=9 + 4 * len(windows), desc="runs") as progress:
         neel = neel_rows(stream, prefix, 40, args.repeat, progress)
@@ -195,21 +228,29 @@ def main():
     workload = workload_row(stream, ticker_stream(10 * n_flat // 2, seed=1), 40, args.repeat)
 
     print(f"\n[LIU] §5.5 shapes, window 40 s, {n} events (every plan equals the reference on the first {n_ref})")
-    print(f"{'shape':<13} {'size':>4} {'matches':>7} {'iter s':>7} {'plan':>21} {'plan s':>7} {'iter/plan':>9} "
-          f"{'nested s':>8} {'iter/nested':>11} {'nf s':>7} {'iter/nf':>7}")
+    print(
+        f"{'shape':<13} {'size':>4} {'matches':>7} {'iter s':>7} {'plan':>21} {'plan s':>7} {'iter/plan':>9} "
+        f"{'nested s':>8} {'iter/nested':>11} {'nf s':>7} {'iter/nf':>7}"
+    )
     for shape, size, matches, t_iter, plan, t_plan, t_nested, t_nf in neel:
         nf = f"{t_nf:>7.3f} {t_iter / t_nf:>6.1f}x" if t_nf is not None else f"{'–':>7} {'–':>7}"
-        print(f"{shape:<13} {size:>4} {matches:>7} {t_iter:>7.3f} {plan:>21} {t_plan:>7.3f} {t_iter / t_plan:>8.1f}x "
-              f"{t_nested:>8.3f} {t_iter / t_nested:>10.1f}x {nf}")
+        print(
+            f"{shape:<13} {size:>4} {matches:>7} {t_iter:>7.3f} {plan:>21} {t_plan:>7.3f} {t_iter / t_plan:>8.1f}x "
+            f"{t_nested:>8.3f} {t_iter / t_nested:>10.1f}x {nf}"
+        )
     children = [r[3] / r[5] for r in neel if r[0] == "children"]
     print(f"children: iter/plan {sum(children) / len(children):.1f}x on average")
 
     print(f"\n[CSV] §8 shape: {and_query('w')}, {n_csv} trades every 5 s among 30 symbols")
-    print(f"{'window':>6} {'caching':>7} {'matches':>7} {'nested s':>8} {'x none':>7} {'plan s':>7} {'x none':>7} "
-          f"{'computed':>8} {'summary':>7}")
+    print(
+        f"{'window':>6} {'caching':>7} {'matches':>7} {'nested s':>8} {'x none':>7} {'plan s':>7} {'x none':>7} "
+        f"{'computed':>8} {'summary':>7}"
+    )
     for window, mode, matches, t_nested, ratio, t_plan, ratio_plan, computed, summary in csv:
-        print(f"{window:>6} {mode:>7} {matches:>7} {t_nested:>8.3f} {ratio:>6.1f}x {t_plan:>7.3f} {ratio_plan:>6.1f}x "
-              f"{computed:>8} {summary:>7}")
+        print(
+            f"{window:>6} {mode:>7} {matches:>7} {t_nested:>8.3f} {ratio:>6.1f}x {t_plan:>7.3f} {ratio_plan:>6.1f}x "
+            f"{computed:>8} {summary:>7}"
+        )
 
     print(f"\nFlat queries, {n_flat} events: nested (its plan) against the stack engine")
     print(f"{'query':<62} {'matches':>7} {'stack s':>7} {'nested s':>8} {'nested/stack':>12} plan")
@@ -218,10 +259,14 @@ def main():
 
     matches, t_iter, t_alone, t_work, t_alone_big, t_work_big, groups, hits = workload
     print(f"\n[LIU] §5.5 complex workload E1-E7, window 40 s, {n} events: {matches} matches")
-    print(f"iterative one by one {t_iter:.3f} s, Plan-Finder one by one {t_alone:.3f} s, workload {t_work:.3f} s: "
-          f"{t_iter / t_work:.1f}x / {t_alone / t_work:.1f}x; groups {groups}, {hits} shared columns reused")
-    print(f"on {10 * n_flat // 2} events: one by one {t_alone_big:.3f} s, workload {t_work_big:.3f} s: "
-          f"{t_alone_big / t_work_big:.1f}x")
+    print(
+        f"iterative one by one {t_iter:.3f} s, Plan-Finder one by one {t_alone:.3f} s, workload {t_work:.3f} s: "
+        f"{t_iter / t_work:.1f}x / {t_alone / t_work:.1f}x; groups {groups}, {hits} shared columns reused"
+    )
+    print(
+        f"on {10 * n_flat // 2} events: one by one {t_alone_big:.3f} s, workload {t_work_big:.3f} s: "
+        f"{t_alone_big / t_work_big:.1f}x"
+    )
 
     if args.full:
         print("\n1,000,000 trades from a DataFrame, cepkit.match(...).positions(), the Plan-Finder's plan")

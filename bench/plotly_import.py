@@ -4,6 +4,7 @@ module) in headless Chromium, each in a fresh page, alternating. The whole bundl
 
     python bench/plotly_import.py [--repeat 5]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,8 +30,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    bundles = {"whole (plotly.py)": Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
-               "basic (cepkit)": PLOTLY_BUNDLE}
+    bundles = {
+        "whole (plotly.py)": Path(plotly.__file__).parent / "package_data" / "plotly.min.js",
+        "basic (cepkit)": PLOTLY_BUNDLE,
+    }
     sources = {name: path.read_text() for name, path in bundles.items()}
     times: dict = {name: [] for name in bundles}
     with sync_playwright() as p:
@@ -45,8 +48,10 @@ def main() -> None:
         browser.close()
     print(f"{'bundle':<18} {'MB':>5} {'median ms':>10}  all ms")
     for name, path in bundles.items():
-        print(f"{name:<18} {path.stat().st_size / 1e6:5.1f} {statistics.median(times[name]):10.0f}  "
-              f"{[round(t) for t in times[name]]}")
+        print(
+            f"{name:<18} {path.stat().st_size / 1e6:5.1f} {statistics.median(times[name]):10.0f}  "
+            f"{[round(t) for t in times[name]]}"
+        )
     whole, basic = (statistics.median(t) for t in times.values())
     print(f"whole / basic: {whole / basic:.1f}x")
 

@@ -19,6 +19,7 @@ Every table prints ratios against a baseline measured in the same run.
     python bench/rcep.py            # the full run (a few minutes)
     python bench/rcep.py --quick    # small sizes, a smoke check
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,8 +41,9 @@ from cepkit.runtime.selection import select_engine
 def cards(n: int, cards_: int = 20, seed: int = 0) -> pd.DataFrame:
     """R-CCD-like: one transaction a second over ``cards_`` cards, amounts uniform in 1..999."""
     rng = random.Random(seed)
-    return pd.DataFrame([{"type": "Card", "ts": i, "cardID": rng.randrange(cards_),
-                          "amount": rng.randrange(1, 1000)} for i in range(n)])
+    return pd.DataFrame(
+        [{"type": "Card", "ts": i, "cardID": rng.randrange(cards_), "amount": rng.randrange(1, 1000)} for i in range(n)]
+    )
 
 
 def stocks(n: int, companies: int = 10, seed: int = 0) -> pd.DataFrame:
@@ -58,16 +60,20 @@ def stocks(n: int, companies: int = 10, seed: int = 0) -> pd.DataFrame:
 def q2(window: int, threshold: int = 0) -> str:
     """Q2 ([RCEP] §3.2) as written; ``threshold`` > 0 adds the low-selectivity filter on a."""
     extra = f" and a.amount > {threshold}" if threshold else ""
-    return (f"PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount{extra} "
-            f"WITHIN {window} PARTITION BY cardID")
+    return (
+        f"PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount{extra} "
+        f"WITHIN {window} PARTITION BY cardID"
+    )
 
 
 def q1(window: int, first: bool) -> str:
     """Q1 ([RCEP] §3.2), the inverted V: ``c.price < FIRST(b.price)``; with rising b the same as ``c.price <
     b.price`` for every b, the form the ses engine takes."""
     closing = "c.price < first(b).price" if first else "c.price < b.price"
-    return (f"PATTERN SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price and "
-            f"{closing} WITHIN {window} PARTITION BY company")
+    return (
+        f"PATTERN SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price and "
+        f"{closing} WITHIN {window} PARTITION BY company"
+    )
 
 
 def run(query: str, frame: pd.DataFrame, engine: str, budget: float, **options) -> dict:
@@ -98,7 +104,7 @@ def peak_memory(query: str, frame: pd.DataFrame, engine: str, budget: float) -> 
     matches dropped (the state it keeps: trees for rcep, partial matches for ses), as the thesis polls
     RSS (tracemalloc sees Python objects and numpy arrays)."""
     _, plan = select_engine(cepkit.parse(query), engine, {})
-    events = list(Stream.from_any(frame))     # the events exist before the count starts
+    events = list(Stream.from_any(frame))  # the events exist before the count starts
     tracemalloc.start()
     matcher, start = plan.matcher(), time.perf_counter()
     for event in events:
@@ -107,7 +113,7 @@ def peak_memory(query: str, frame: pd.DataFrame, engine: str, budget: float) -> 
             break
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    return peak / 2 ** 20
+    return peak / 2**20
 
 
 def table(title: str, header: tuple, rows: list) -> None:
@@ -122,9 +128,10 @@ def window_growth(quick: bool, bar) -> None:
     """Q2 over 20,000 transactions; Q1 over 3,000 ticks (its matches grow to 750,000 at 200 events)."""
     budget = 5.0 if quick else 20.0
     windows = (25, 50) if quick else (25, 50, 100, 200)
-    for name, stream, text in (("Q2 credit card", cards(600 if quick else 20000), lambda w: (q2(w), q2(w))),
-                               ("Q1 stock inverted V", stocks(600 if quick else 3000),
-                                lambda w: (q1(w, True), q1(w, False)))):
+    for name, stream, text in (
+        ("Q2 credit card", cards(600 if quick else 20000), lambda w: (q2(w), q2(w))),
+        ("Q1 stock inverted V", stocks(600 if quick else 3000), lambda w: (q1(w, True), q1(w, False))),
+    ):
         n = len(stream)
         rows = []
         for w in windows:
@@ -133,12 +140,35 @@ def window_growth(quick: bool, bar) -> None:
             other = run(other_query, stream, "ses", budget)
             memory = peak_memory(rcep_query, stream, "rcep", 5.0), peak_memory(other_query, stream, "ses", 5.0)
             other_rate = f"{other['rate']:.0f}" + (" (cut)" if other["cut"] else "")
-            rows.append((w, mine["matches"], f"{mine['rate']:.0f}", other_rate, mine["rate"] / other["rate"],
-                         memory[0], memory[1], memory[1] / memory[0], mine["info"].get("peak_stored", "")))
+            rows.append(
+                (
+                    w,
+                    mine["matches"],
+                    f"{mine['rate']:.0f}",
+                    other_rate,
+                    mine["rate"] / other["rate"],
+                    memory[0],
+                    memory[1],
+                    memory[1] / memory[0],
+                    mine["info"].get("peak_stored", ""),
+                )
+            )
             bar.update(1)
-        table(f"{name}: {n} events, rcep vs ses as the window grows (events; ratio = rcep / ses)",
-              ("window", "matches", "rcep ev/s", "ses ev/s", "speed-up", "rcep MB", "ses MB", "ses/rcep memory",
-               "rcep stored"), rows)
+        table(
+            f"{name}: {n} events, rcep vs ses as the window grows (events; ratio = rcep / ses)",
+            (
+                "window",
+                "matches",
+                "rcep ev/s",
+                "ses ev/s",
+                "speed-up",
+                "rcep MB",
+                "ses MB",
+                "ses/rcep memory",
+                "rcep stored",
+            ),
+            rows,
+        )
 
 
 def selectivity(quick: bool, bar) -> None:
@@ -149,11 +179,22 @@ def selectivity(quick: bool, bar) -> None:
         for threshold in (0, 500, 900, 990):
             mine = run(q2(w, threshold), stream, "rcep", budget)
             other = run(q2(w, threshold), stream, "ses", budget)
-            rows.append((w, f"a.amount > {threshold}", mine["matches"] / n, f"{mine['rate']:.0f}",
-                         f"{other['rate']:.0f}", mine["rate"] / other["rate"]))
+            rows.append(
+                (
+                    w,
+                    f"a.amount > {threshold}",
+                    mine["matches"] / n,
+                    f"{mine['rate']:.0f}",
+                    f"{other['rate']:.0f}",
+                    mine["rate"] / other["rate"],
+                )
+            )
             bar.update(1)
-    table(f"Q2 selectivity (matches per event) at two windows, {n} events (ratio = rcep / ses)",
-          ("window", "filter on a", "selectivity", "rcep ev/s", "ses ev/s", "speed-up"), rows)
+    table(
+        f"Q2 selectivity (matches per event) at two windows, {n} events (ratio = rcep / ses)",
+        ("window", "filter on a", "selectivity", "rcep ev/s", "ses ev/s", "speed-up"),
+        rows,
+    )
 
 
 def synthetic(n: int, dims: int, dominated: bool, seed: int = 0) -> tuple:
@@ -171,8 +212,14 @@ def join_all(method: str, dims: int, outer, outer_seq, inner, inner_seq) -> tupl
     valid = np.ones(len(outer), dtype=bool)
     if method == "zorder":
         stats: dict = {}
-        joined = region_join(("<",) * (dims + 1), np.column_stack([outer_seq, outer]), valid,
-                             np.column_stack([inner_seq, inner]), valid, stats)
+        joined = region_join(
+            ("<",) * (dims + 1),
+            np.column_stack([outer_seq, outer]),
+            valid,
+            np.column_stack([inner_seq, inner]),
+            valid,
+            stats,
+        )
         return joined, stats["tested"]
     join = hybrid_join if method == "hybrid" else nested_join
     joined, work = None, 0
@@ -193,26 +240,37 @@ def join_methods(quick: bool, bar) -> None:
                 timings, work, bits = {}, {}, {}
                 for method in ("nested", "hybrid", "zorder"):
                     best = float("inf")
-                    for _ in range(3):      # best of three in CPU time: the machine is shared
+                    for _ in range(3):  # best of three in CPU time: the machine is shared
                         start = time.process_time()
                         joined, work[method] = join_all(method, dims, outer, outer_seq, inner, inner_seq)
                         best = min(best, time.process_time() - start)
                     timings[method], bits[method] = best, int(joined.sum())
                 assert bits["nested"] == bits["hybrid"] == bits["zorder"]
-                rows.append(("dominated" if dominated else "independent", dims, n, timings["nested"] * 1e3,
-                             timings["nested"] / timings["hybrid"], timings["nested"] / timings["zorder"],
-                             work["hybrid"] / max(1, work["nested"]), work["zorder"] / max(1, work["nested"])))
+                rows.append(
+                    (
+                        "dominated" if dominated else "independent",
+                        dims,
+                        n,
+                        timings["nested"] * 1e3,
+                        timings["nested"] / timings["hybrid"],
+                        timings["nested"] / timings["zorder"],
+                        work["hybrid"] / max(1, work["nested"]),
+                        work["zorder"] / max(1, work["nested"]),
+                    )
+                )
                 bar.update(1)
-    table("Join methods, n x n tuples (speed-up and comparisons made, relative to the nested-loop join)",
-          ("data", "predicates", "n", "nested ms", "hybrid speed-up", "zorder speed-up", "hybrid tests",
-           "zorder tests"), rows)
+    table(
+        "Join methods, n x n tuples (speed-up and comparisons made, relative to the nested-loop join)",
+        ("data", "predicates", "n", "nested ms", "hybrid speed-up", "zorder speed-up", "hybrid tests", "zorder tests"),
+        rows,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
     quick = parser.parse_args().quick
-    for engine in ("rcep", "ses"):                           # compile the numba kernels before timing
+    for engine in ("rcep", "ses"):  # compile the numba kernels before timing
         cepkit.match(q2(10), cards(50), engine=engine)
     steps = (2 * 2 if quick else 2 * 4) + 8 + 2 * 3 * (2 if quick else 3)
     with tqdm(total=steps, desc="rcep bench") as bar:

@@ -6,6 +6,7 @@ engine authors how long a differential test stream may be; speed is not the refe
     python bench/reference.py            # sizes 100 .. 1600
     python bench/reference.py --quick    # sizes 50 .. 200
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,7 +35,9 @@ def main() -> None:
     with tqdm(total=len(sizes) * len(QUERIES), desc="reference") as bar:
         for name, query in QUERIES.items():
             strategy = "STNM" if name.startswith("stnm") else None
-            cepkit.match(query, uniform_stream(20, ids=5), engine="reference", strategy=strategy)  # warm up: parse, imports
+            cepkit.match(
+                query, uniform_stream(20, ids=5), engine="reference", strategy=strategy
+            )  # warm up: parse, imports
             base = None
             for n in sizes:
                 stream = uniform_stream(n, ids=5)

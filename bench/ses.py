@@ -15,6 +15,7 @@ chemo-like and stock-like streams. Every table prints ratios against a baseline 
     python bench/ses.py            # the full run (several minutes)
     python bench/ses.py --quick    # small sizes, a smoke check
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ from cepkit.engines.ses.windows import Entry
 from cepkit.runtime import Stream
 from cepkit.runtime.registry import get_engine
 
-DRUGS = "CPDRHB"     # C, P, D, R: drugs; H: hemoglobin, B: blood count (chemo-like types)
+DRUGS = "CPDRHB"  # C, P, D, R: drugs; H: hemoglobin, B: blood count (chemo-like types)
 MORE = DRUGS + "GL"  # G: glucose, L: leukocytes, for sets of up to 8 exclusive variables (section 7)
 PID_CHAIN = {"P_onco": "cdprbh", "P1": "cpdb"}
 DAY = 86400.0
@@ -86,26 +87,34 @@ def chained(variables: str) -> str:
 
 def p_onco(days: float) -> str:
     """P_onco = ⟨{c,d},{p+,r+},{b,h}⟩ of one patient ([SES] §5.4)."""
-    return (f"PATTERN SEQ({{C c, D d}}, {{P+ p, R+ r}}, {{B b, H h}}) WHERE {chained(PID_CHAIN['P_onco'])} "
-            f"WITHIN {days} days")
+    return (
+        f"PATTERN SEQ({{C c, D d}}, {{P+ p, R+ r}}, {{B b, H h}}) WHERE {chained(PID_CHAIN['P_onco'])} "
+        f"WITHIN {days} days"
+    )
 
 
 def p1(days: float) -> str:
     """The running example P1 = ⟨{c,p+,d},{b}⟩ with rising p doses."""
-    return (f"PATTERN SEQ({{C c, P+ p, D d}}, {{B b}}) WHERE {chained(PID_CHAIN['P1'])} and prev(p.V) < p.V "
-            f"WITHIN {days} days")
+    return (
+        f"PATTERN SEQ({{C c, P+ p, D d}}, {{B b}}) WHERE {chained(PID_CHAIN['P1'])} and prev(p.V) < p.V "
+        f"WITHIN {days} days"
+    )
 
 
 def p_nyse(ms: float) -> str:
     """P_nyse = ⟨{a+,g+},{i+}⟩: AAPL and GOOG rising, then IBM falling ([SES] §5.4)."""
-    return ("PATTERN SEQ({AAPL+ a, GOOG+ g}, {IBM+ i}) WHERE prev(a.P) < a.P and prev(g.P) < g.P and "
-            f"prev(i.P) > i.P WITHIN {ms} ms")
+    return (
+        "PATTERN SEQ({AAPL+ a, GOOG+ g}, {IBM+ i}) WHERE prev(a.P) < a.P and prev(g.P) < g.P and "
+        f"prev(i.P) > i.P WITHIN {ms} ms"
+    )
 
 
 def p_rise(ms: float) -> str:
     """Three or more rising GOOG trades, then one with a larger volume than each (P3 of [SES] Fig. 6.1(a))."""
-    return ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
-            f"prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN {ms} ms")
+    return (
+        "PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
+        f"prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN {ms} ms"
+    )
 
 
 def timed(query: str, stream: Stream, **options) -> tuple:
@@ -128,8 +137,10 @@ def greedy_a(query: str, stream: Stream) -> tuple:
     union is not the set pattern's STNM (each permutation is greedy on its own), so only the cost compares."""
     ses = get_engine("ses").compile(cepkit.parse("SELECT STNM * " + query), two_phase=False)
     brute = get_engine("ses").compile(cepkit.parse(query), two_phase=False, automaton="permutations")
-    windows = [[Entry(stream[p], stream[p].time, ses.vars_of(stream[p])) for p in positions]
-               for positions in ses.match_windows(stream)["positions"]]
+    windows = [
+        [Entry(stream[p], stream[p].time, ses.vars_of(stream[p])) for p in positions]
+        for positions in ses.match_windows(stream)["positions"]
+    ]
     seconds = []
     for automata in (ses.compiled, brute.compiled):
         start = time.perf_counter()
@@ -152,47 +163,62 @@ def automaton_vs_brute_force(quick: bool, bar) -> None:
             greedy.append(("yes" if exclusive else "no", k, ses_a, brute_a, f"{brute_a / ses_a:.1f}x"))
             bar.update()
     title = f"one set {{v1..vk}} of one patient, rising V, 1.5 days, {len(stream)} events"
-    table(f"1. SES automaton vs brute force, greedy A (Alg 2, Python) on every window ({title}); through "
-          "cepkit.match: section 7", ("exclusive", "k", "ses A s", "brute A s", "brute/ses"), greedy)
+    table(
+        f"1. SES automaton vs brute force, greedy A (Alg 2, Python) on every window ({title}); through "
+        "cepkit.match: section 7",
+        ("exclusive", "k", "ses A s", "brute A s", "brute/ses"),
+        greedy,
+    )
 
 
 def versus_reference(quick: bool, bar) -> None:
     """The engine against the brute-force oracle on the same queries and streams."""
     rows = []
-    for n in ((30, 60) if quick else (30, 60, 90)):
+    for n in (30, 60) if quick else (30, 60, 90):
         chemo, stocks = chemo_like(n, patients=2), stock_like(n, symbols=("GOOG", "IBM"), seed=1)
-        for name, query, stream in (("P1 ALL", p1(3), chemo), ("P1 STNM", "SELECT STNM * " + p1(3), chemo),
-                                    ("rise RSTNM", "SELECT ROBUST_STNM * " + p_rise(100), stocks)):
+        for name, query, stream in (
+            ("P1 ALL", p1(3), chemo),
+            ("P1 STNM", "SELECT STNM * " + p1(3), chemo),
+            ("rise RSTNM", "SELECT ROBUST_STNM * " + p_rise(100), stocks),
+        ):
             ses_s, found, _ = timed(query, stream, engine="ses")
-            ref_s, ref_found, _ = timed(query, stream, engine="reference", budget=10 ** 8)
+            ref_s, ref_found, _ = timed(query, stream, engine="reference", budget=10**8)
             assert ref_found == found, (name, n)
             rows.append((name, n, found, ses_s, ref_s, f"{ref_s / ses_s:.0f}x"))
             bar.update()
-    table("2. SES engine vs the reference evaluator", ("query", "events", "matches", "ses s", "reference s",
-                                                       "ref/ses"), rows)
+    table(
+        "2. SES engine vs the reference evaluator",
+        ("query", "events", "matches", "ses s", "reference s", "ref/ses"),
+        rows,
+    )
 
 
 def window_growth(quick: bool, bar) -> None:
     """Fig 4.13: time per event grows linearly with the largest window |Ŵ| for exclusive variables."""
     stream = stock_like(4000 if quick else 20000)
     rows, base = [], None
-    for ms in ((25, 50, 100) if quick else (25, 50, 100, 200, 400)):
+    for ms in (25, 50, 100) if quick else (25, 50, 100, 200, 400):
         for strategy in ("STNM", "ROBUST_STNM"):
             seconds, found, info = timed(p_rise(ms), stream, engine="ses", strategy=strategy)
             base = base or {}
             base.setdefault(strategy, seconds)
             rows.append((strategy, ms, info["max_window"], found, seconds, f"{seconds / base[strategy]:.1f}x"))
             bar.update()
-    table(f"3. window size: rising GOOG pattern over {len(stream)} trades",
-          ("strategy", "window ms", "max |W|", "matches", "seconds", "x smallest"), rows)
+    table(
+        f"3. window size: rising GOOG pattern over {len(stream)} trades",
+        ("strategy", "window ms", "max |W|", "matches", "seconds", "x smallest"),
+        rows,
+    )
 
 
 def stream_growth(quick: bool, bar) -> None:
     """Fig 4.14: roughly linear in the stream size."""
     rows, base = [], {}
-    for n in ((2500, 5000, 10000) if quick else (10000, 20000, 40000, 80000)):
-        for name, query, stream in (("P1 STNM", "SELECT STNM * " + p1(10), chemo_like(n, patients=50)),
-                                    ("rise RSTNM", "SELECT ROBUST_STNM * " + p_rise(100), stock_like(n))):
+    for n in (2500, 5000, 10000) if quick else (10000, 20000, 40000, 80000):
+        for name, query, stream in (
+            ("P1 STNM", "SELECT STNM * " + p1(10), chemo_like(n, patients=50)),
+            ("rise RSTNM", "SELECT ROBUST_STNM * " + p_rise(100), stock_like(n)),
+        ):
             seconds, found, _ = timed(query, stream, engine="ses")
             base.setdefault(name, seconds / n)
             rows.append((name, n, found, seconds, f"{n / seconds:.0f}", f"{seconds / n / base[name]:.2f}x"))
@@ -216,17 +242,23 @@ def two_phase(quick: bool, bar) -> None:
         assert off_found == found, name
         rows.append((name, found, off["evaluated"], on["evaluated"], off_s, on_s, f"{off_s / on_s:.1f}x"))
         bar.update()
-    table(f"5. two-phase evaluation (ALL; chemo-like {len(chemo)} events / 100 patients, stock-like {len(stocks)})",
-          ("pattern", "matches", "A calls off", "A calls on", "off s", "on s", "off/on"), rows)
+    table(
+        f"5. two-phase evaluation (ALL; chemo-like {len(chemo)} events / 100 patients, stock-like {len(stocks)})",
+        ("pattern", "matches", "A calls off", "A calls on", "off s", "on s", "off/on"),
+        rows,
+    )
     rows = []
-    for n in ((750, 1500) if quick else (1500, 3000, 6000)):
+    for n in (750, 1500) if quick else (1500, 3000, 6000):
         stream = chemo_like(n, patients=100)
         on_s, found, _ = timed(one_set(3, True, 20), stream, engine="ses")
         off_s, _, _ = timed(one_set(3, True, 20), stream, engine="ses", two_phase=False)
         rows.append((n, found, off_s, on_s, f"{off_s / on_s:.1f}x"))
         bar.update()
-    table("5b. two-phase gain as the stream grows (P_set k=3, 20 days)", ("events", "matches", "off s", "on s",
-                                                                        "off/on"), rows)
+    table(
+        "5b. two-phase gain as the stream grows (P_set k=3, 20 days)",
+        ("events", "matches", "off s", "on s", "off/on"),
+        rows,
+    )
 
 
 def backtracking(quick: bool, bar) -> None:
@@ -235,7 +267,7 @@ def backtracking(quick: bool, bar) -> None:
     rising run that fails late."""
     stream = stock_like(1500 if quick else 5000, symbols=("GOOG", "IBM"))
     rows = []
-    for ms in ((20, 40, 60) if quick else (20, 40, 60, 80, 100)):
+    for ms in (20, 40, 60) if quick else (20, 40, 60, 80, 100):
         query = "SELECT ROBUST_STNM * " + p_rise(ms)
         bt_s, found, _ = timed(query, stream, engine="ses")
         plain_s, plain_found, _ = timed(query, stream, engine="ses", lookahead=False)
@@ -244,8 +276,11 @@ def backtracking(quick: bool, bar) -> None:
         assert pp_found == plain_found == found
         rows.append((ms, found, all_found, bt_s, plain_s, pp_s, f"{plain_s / bt_s:.1f}x", f"{pp_s / bt_s:.1f}x"))
         bar.update()
-    table(f"6. robust STNM: backtracking vs find-all-then-filter ({len(stream)} GOOG/IBM trades)",
-          ("window ms", "RSTNM", "all matches", "bt s", "Alg 4 s", "all+pp s", "Alg 4/bt", "all+pp/bt"), rows)
+    table(
+        f"6. robust STNM: backtracking vs find-all-then-filter ({len(stream)} GOOG/IBM trades)",
+        ("window ms", "RSTNM", "all matches", "bt s", "Alg 4 s", "all+pp s", "Alg 4/bt", "all+pp/bt"),
+        rows,
+    )
 
 
 def kernel_vs_brute_force(quick: bool, bar) -> None:
@@ -260,8 +295,10 @@ def kernel_vs_brute_force(quick: bool, bar) -> None:
     brute force would pass ``budget`` CPU seconds at k + 1 (its time grows about k-fold) is the last of its
     series. Then a log-scale chart of the ratios."""
     rows = []
-    for mode, n, cases in (("STNM", 3000 if quick else 30000, ((True, 6 if quick else 8), (False, 5 if quick else 6))),
-                           ("ALL", 500 if quick else 2000, ((True, 5 if quick else 6), (False, 5 if quick else 8)))):
+    for mode, n, cases in (
+        ("STNM", 3000 if quick else 30000, ((True, 6 if quick else 8), (False, 5 if quick else 6))),
+        ("ALL", 500 if quick else 2000, ((True, 5 if quick else 6), (False, 5 if quick else 8))),
+    ):
         frame = chemo_like(n, patients=1, types=MORE).frame.astype({"ts": float})
         budget = 5.0 if quick else 120.0
         for exclusive, top in cases:
@@ -270,15 +307,28 @@ def kernel_vs_brute_force(quick: bool, bar) -> None:
                 ses_s, found = min(_cpu(query, frame) for _ in range(3))
                 brute_s, brute_found = _cpu(query, frame, automaton="permutations")
                 assert set(found) <= set(brute_found) if mode == "STNM" else brute_found == found
-                rows.append((mode, n, "yes" if exclusive else "no", k, len(found), len(brute_found), ses_s, brute_s,
-                             brute_s / ses_s))
+                rows.append(
+                    (
+                        mode,
+                        n,
+                        "yes" if exclusive else "no",
+                        k,
+                        len(found),
+                        len(brute_found),
+                        ses_s,
+                        brute_s,
+                        brute_s / ses_s,
+                    )
+                )
                 bar.update()
                 if brute_s * (k + 1) > budget:
                     break
-    table("7. SES automaton vs brute force through cepkit.match (kernel; one set of k, rising V, 1.5 days, one "
-          "patient; 7a STNM = Alg 2's greedy run, 7b ALL)",
-          ("strategy", "events", "exclusive", "k", "ses matches", "brute matches", "ses s", "brute s", "brute/ses"),
-          rows)
+    table(
+        "7. SES automaton vs brute force through cepkit.match (kernel; one set of k, rising V, 1.5 days, one "
+        "patient; 7a STNM = Alg 2's greedy run, 7b ALL)",
+        ("strategy", "events", "exclusive", "k", "ses matches", "brute matches", "ses s", "brute s", "brute/ses"),
+        rows,
+    )
     print("\nbrute/ses, log scale (each # is a factor of 10^0.25)")
     for mode, _, exclusive, k, _, _, _, _, ratio in rows:
         print(f"  {mode:4} exclusive={exclusive:3} k={k}  {'#' * max(0, round(4 * math.log10(ratio)))} {ratio:.1f}x")
@@ -290,17 +340,26 @@ def set_throughput(quick: bool, bar) -> None:
     on X, Def 5.3) and with PARTITION BY PID, under ALL and STNM."""
     n = 20000 if quick else 400000
     frame = chemo_like(n, patients=200).frame.astype({"ts": float})
-    by_pid = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE prev(p.V) < p.V WITHIN 10 days PARTITION BY PID")
+    by_pid = "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE prev(p.V) < p.V WITHIN 10 days PARTITION BY PID"
     rows = []
-    for name, query in (("P1", p1(10)), ("P1 by PID", by_pid), ("P1 STNM", "SELECT STNM * " + p1(10)),
-                        ("P1 by PID STNM", "SELECT STNM * " + by_pid), ("P_onco", p_onco(10)),
-                        ("P_set k=3", one_set(3, True, 20)), ("P_set k=5", one_set(5, True, 20)),
-                        ("P_seq k=3", sequence(3, 20))):
+    for name, query in (
+        ("P1", p1(10)),
+        ("P1 by PID", by_pid),
+        ("P1 STNM", "SELECT STNM * " + p1(10)),
+        ("P1 by PID STNM", "SELECT STNM * " + by_pid),
+        ("P_onco", p_onco(10)),
+        ("P_set k=3", one_set(3, True, 20)),
+        ("P_set k=5", one_set(5, True, 20)),
+        ("P_seq k=3", sequence(3, 20)),
+    ):
         seconds, found = min(_cpu(query, frame) for _ in range(3))
         rows.append((name, len(found), seconds, f"{n / seconds:.3g}"))
         bar.update()
-    table(f"8. chemo-like set queries end to end ({n} events, 200 patients; ALL unless STNM)",
-          ("pattern", "matches", "seconds", "events/s"), rows)
+    table(
+        f"8. chemo-like set queries end to end ({n} events, 200 patients; ALL unless STNM)",
+        ("pattern", "matches", "seconds", "events/s"),
+        rows,
+    )
 
 
 def _cpu(query: str, frame, **options) -> tuple:
@@ -310,10 +369,16 @@ def _cpu(query: str, frame, **options) -> tuple:
     return time.process_time() - start, found
 
 
-SECTIONS = {"kernel": (kernel_vs_brute_force, 21, 29), "throughput": (set_throughput, 8, 8),
-            "brute": (automaton_vs_brute_force, 8, 10), "reference": (versus_reference, 6, 9),
-            "window": (window_growth, 6, 10), "stream": (stream_growth, 6, 8), "two-phase": (two_phase, 14, 23),
-            "backtracking": (backtracking, 3, 5)}
+SECTIONS = {
+    "kernel": (kernel_vs_brute_force, 21, 29),
+    "throughput": (set_throughput, 8, 8),
+    "brute": (automaton_vs_brute_force, 8, 10),
+    "reference": (versus_reference, 6, 9),
+    "window": (window_growth, 6, 10),
+    "stream": (stream_growth, 6, 8),
+    "two-phase": (two_phase, 14, 23),
+    "backtracking": (backtracking, 3, 5),
+}
 
 
 def main() -> None:
@@ -322,7 +387,7 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(SECTIONS), action="append", help="run these sections only")
     args = parser.parse_args()
     chosen = args.only or list(SECTIONS)
-    timed(p1(5), chemo_like(50, patients=2), engine="ses")   # warm up: imports and the grammar
+    timed(p1(5), chemo_like(50, patients=2), engine="ses")  # warm up: imports and the grammar
     with tqdm(total=sum(SECTIONS[s][1 if args.quick else 2] for s in chosen), desc="ses bench") as bar:
         for name in chosen:
             SECTIONS[name][0](args.quick, bar)

@@ -19,6 +19,7 @@ Each (engine, keys) runs in its own process, so each RSS is its own. Reported:
     python bench/soak.py --disorder conservative  # the stack's own mode, the other engines' layer
     python bench/soak.py --one stack --events 10000000 --keys 1 --progress   # one run, samples as it goes
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,8 @@ from cepkit.runtime.event_record import make_event
 QUERY = "A a ; B b ; C c WITHIN 10 s PARTITION BY id"
 ENGINES = ("automaton", "stack", "ses", "rcep", "nested")
 CHUNK = 10_000
-BURST = 10       # events in a row with the same key
-SAMPLES = 20     # RSS samples after warm-up
+BURST = 10  # events in a row with the same key
+SAMPLES = 20  # RSS samples after warm-up
 
 
 def events(n: int, keys: int, seed: int = 0):
@@ -63,7 +64,7 @@ def soak(engine: str, n: int, keys: int, disorder: str = "reject", progress: boo
     if push is None:
         options = {"disorder": disorder, **DELAY_OPTIONS[disorder]} if disorder != "reject" else {}
         matcher = cepkit.Matcher(QUERY, engine=engine, keep=False, **options)
-        push = lambda e, i: matcher.push(e)   # noqa: E731
+        push = lambda e, i: matcher.push(e)  # noqa: E731
     warmup = n // 10
     marks = {warmup + (n - warmup) * k // SAMPLES for k in range(SAMPLES + 1)}
     times, rss, found = {}, {}, 0
@@ -71,27 +72,42 @@ def soak(engine: str, n: int, keys: int, disorder: str = "reject", progress: boo
         if i in marks:
             times[i], rss[i] = time.perf_counter(), process.memory_info().rss / 2**20
             if progress:
-                print(json.dumps({"engine": engine, "events": i, "seconds": times[i], "rss": rss[i],
-                                  "matches": found}), file=sys.stderr, flush=True)
+                print(
+                    json.dumps({"engine": engine, "events": i, "seconds": times[i], "rss": rss[i], "matches": found}),
+                    file=sys.stderr,
+                    flush=True,
+                )
         out = push(event, i)
         found += len(out) if isinstance(out, list) else 0
     if engine != "feed":
-        found += len(matcher.close())     # what waits for its window (ses) comes out at the end
+        found += len(matcher.close())  # what waits for its window (ses) comes out at the end
     times[n], rss[n] = time.perf_counter(), process.memory_info().rss / 2**20
     points = sorted(times)
     fifth = max(1, len(points) // 5)
-    rate = lambda a, b: (b - a) / (times[b] - times[a])   # noqa: E731
-    return {"engine": engine, "keys": keys, "events": n, "matches": found,
-            "ev_s": rate(points[0], n), "first": rate(points[0], points[fifth]),
-            "last": rate(points[-1 - fifth], n),
-            "rss_warm": rss[points[0]], "rss_end": rss[n], "rss_growth": max(rss.values()) - rss[points[0]],
-            "rss_over_events": [(i, rss[i]) for i in points]}
+    rate = lambda a, b: (b - a) / (times[b] - times[a])  # noqa: E731
+    return {
+        "engine": engine,
+        "keys": keys,
+        "events": n,
+        "matches": found,
+        "ev_s": rate(points[0], n),
+        "first": rate(points[0], points[fifth]),
+        "last": rate(points[-1 - fifth], n),
+        "rss_warm": rss[points[0]],
+        "rss_end": rss[n],
+        "rss_growth": max(rss.values()) - rss[points[0]],
+        "rss_over_events": [(i, rss[i]) for i in points],
+    }
 
 
 def run_one(engine: str, n: int, keys: int, disorder: str = "reject") -> dict:
     """One soak in a fresh process (its own RSS)."""
-    done = subprocess.run([sys.executable, __file__, "--one", engine, "--events", str(n), "--keys", str(keys),
-                           "--disorder", disorder], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, __file__, "--one", engine, "--events", str(n), "--keys", str(keys), "--disorder", disorder],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -101,10 +117,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="200,000 events per run")
     parser.add_argument("--engines", nargs="+", default=list(ENGINES))
     parser.add_argument("--keys", type=int, nargs="+", default=[1, 100_000])
-    parser.add_argument("--disorder", default="reject", choices=sorted(DELAY_OPTIONS),
-                        help="an out-of-order mode (k / max_delay 3 s; the stream stays in order)")
-    parser.add_argument("--progress", action="store_true",
-                        help="with --one: each RSS sample as a JSON line on stderr (watch a long soak, or cut it)")
+    parser.add_argument(
+        "--disorder",
+        default="reject",
+        choices=sorted(DELAY_OPTIONS),
+        help="an out-of-order mode (k / max_delay 3 s; the stream stays in order)",
+    )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="with --one: each RSS sample as a JSON line on stderr (watch a long soak, or cut it)",
+    )
     parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args()
     n = 200_000 if args.quick else args.events
@@ -113,8 +136,10 @@ def main() -> None:
         return
     mode = "" if args.disorder == "reject" else f", disorder={args.disorder!r} {DELAY_OPTIONS[args.disorder]}"
     print(f"{QUERY!r}, {n:,} events per run, Matcher(keep=False){mode}", flush=True)
-    header = (f"{'engine':<10} {'keys':>7} {'matches':>10} {'ev/s':>8} {'x feed':>7} {'first':>7} {'last':>7} "
-              f"{'RSS warm':>9} {'RSS end':>8} {'growth':>7}")
+    header = (
+        f"{'engine':<10} {'keys':>7} {'matches':>10} {'ev/s':>8} {'x feed':>7} {'first':>7} {'last':>7} "
+        f"{'RSS warm':>9} {'RSS end':>8} {'growth':>7}"
+    )
     print(header, flush=True)
     series = []
     for keys in args.keys:
@@ -122,9 +147,12 @@ def main() -> None:
         for engine in args.engines:
             r = run_one(engine, n, keys, args.disorder)
             series.append(r)
-            print(f"{engine:<10} {keys:>7,} {r['matches']:>10,} {r['ev_s']:>8,.0f} {r['ev_s'] / feed['ev_s']:>7.3f} "
-                  f"{r['first']:>7,.0f} {r['last']:>7,.0f} {r['rss_warm']:>9.1f} {r['rss_end']:>8.1f} "
-                  f"{r['rss_growth']:>7.1f}", flush=True)
+            print(
+                f"{engine:<10} {keys:>7,} {r['matches']:>10,} {r['ev_s']:>8,.0f} {r['ev_s'] / feed['ev_s']:>7.3f} "
+                f"{r['first']:>7,.0f} {r['last']:>7,.0f} {r['rss_warm']:>9.1f} {r['rss_end']:>8.1f} "
+                f"{r['rss_growth']:>7.1f}",
+                flush=True,
+            )
     print("\nRSS MB over events (after warm-up, every tenth of the run):", flush=True)
     for r in series:
         points = r["rss_over_events"][::2]

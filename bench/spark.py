@@ -17,6 +17,7 @@ rounds, on the same Parquet files; both sides' positions must equal the local en
 
     python bench/spark.py --copies 4 --against /tmp/base --rounds 3
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,7 @@ def fingerprint(positions) -> str:
 
 def spark_session(engine: str):
     spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "8"})
-    warm = flight_events(months=[1], airports=["LGA"])       # starts Spark's Python workers; not measured
+    warm = flight_events(months=[1], airports=["LGA"])  # starts Spark's Python workers; not measured
     cepkit.spark.match(QUERIES["origin"], spark.createDataFrame(warm), engine=engine).count()
     return spark
 
@@ -72,7 +73,7 @@ def side(args, months) -> None:
     """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, fingerprint)."""
     spark = spark_session(args.engine)
     workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
-    assert workers == [cepkit.__file__], (workers, cepkit.__file__)    # the workers run this side's cepkit
+    assert workers == [cepkit.__file__], (workers, cepkit.__file__)  # the workers run this side's cepkit
     for k, path in parquet_files(args.data, args.copies, months).items():
         frame = spark.read.parquet(path)
         for name, query in QUERIES.items():
@@ -83,8 +84,19 @@ def side(args, months) -> None:
                     start = time.perf_counter()
                     found = cepkit.spark.match(query, frame, engine=args.engine).toPandas()
                     times.append(time.perf_counter() - start)
-            print("RESULT " + json.dumps({"query": name, "copies": k, "times": times, "matches": len(found),
-                                          "fingerprint": fingerprint(found["positions"])}), flush=True)
+            print(
+                "RESULT "
+                + json.dumps(
+                    {
+                        "query": name,
+                        "copies": k,
+                        "times": times,
+                        "matches": len(found),
+                        "fingerprint": fingerprint(found["positions"]),
+                    }
+                ),
+                flush=True,
+            )
     spark.stop()
 
 
@@ -102,13 +114,24 @@ def against(args, months) -> None:
         times = {}
         sides = [("this", None), ("base", args.against)]
         for r in tqdm(range(args.rounds), desc="rounds"):
-            for label, checkout in (sides if r % 2 == 0 else sides[::-1]):
+            for label, checkout in sides if r % 2 == 0 else sides[::-1]:
                 env = dict(os.environ)
                 if checkout:
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
-                command = [sys.executable, os.path.abspath(__file__), "--side", "--data", folder, "--engine",
-                           args.engine, "--repeat", str(args.repeat), "--copies", *map(str, copies),
-                           *(["--quick"] if args.quick else [])]
+                command = [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--side",
+                    "--data",
+                    folder,
+                    "--engine",
+                    args.engine,
+                    "--repeat",
+                    str(args.repeat),
+                    "--copies",
+                    *map(str, copies),
+                    *(["--quick"] if args.quick else []),
+                ]
                 # run elsewhere: Spark's Python workers (python -m) put the working directory first on sys.path
                 done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
                 if done.returncode:
@@ -116,19 +139,23 @@ def against(args, months) -> None:
                 out = done.stdout
                 for line in out.splitlines():
                     if line.startswith("RESULT "):
-                        row = json.loads(line[len("RESULT "):])
+                        row = json.loads(line[len("RESULT ") :])
                         key = (row["query"], row["copies"])
                         assert (row["matches"], row["fingerprint"]) == local[key], (label, key, row, local[key])
                         times.setdefault((label, *key), []).extend(row["times"])
-    print(f"\n{'query':8} {'copies':>6} {'matches':>8} {'base best':>9} {'this best':>9} {'base/this':>9} "
-          f"{'base median':>11} {'this median':>11} {'base/this':>9}   (seconds; {args.rounds} rounds x "
-          f"{args.repeat} runs per side)")
+    print(
+        f"\n{'query':8} {'copies':>6} {'matches':>8} {'base best':>9} {'this best':>9} {'base/this':>9} "
+        f"{'base median':>11} {'this median':>11} {'base/this':>9}   (seconds; {args.rounds} rounds x "
+        f"{args.repeat} runs per side)"
+    )
     for k in copies:
         for name in QUERIES:
             base, this = times["base", name, k], times["this", name, k]
-            print(f"{name:8} {k:>6} {local[name, k][0]:>8} {min(base):>9.1f} {min(this):>9.1f} "
-                  f"{min(base) / min(this):>9.2f} {statistics.median(base):>11.1f} {statistics.median(this):>11.1f} "
-                  f"{statistics.median(base) / statistics.median(this):>9.2f}")
+            print(
+                f"{name:8} {k:>6} {local[name, k][0]:>8} {min(base):>9.1f} {min(this):>9.1f} "
+                f"{min(base) / min(this):>9.2f} {statistics.median(base):>11.1f} {statistics.median(this):>11.1f} "
+                f"{statistics.median(base) / statistics.median(this):>9.2f}"
+            )
     for (label, name, k), runs in sorted(times.items()):
         print(f"  {label} {name} {k}x: " + " ".join(f"{t:.1f}" for t in runs))
 
@@ -139,8 +166,9 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=None, help="replication factors (default 1 2 4)")
     parser.add_argument("--engine", default="auto", help="the engine both sides run (default: auto)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is kept (default 2)")
-    parser.add_argument("--against", metavar="CHECKOUT", help="Spark only: this cepkit against CHECKOUT's "
-                                                                "(default copies: 4)")
+    parser.add_argument(
+        "--against", metavar="CHECKOUT", help="Spark only: this cepkit against CHECKOUT's (default copies: 4)"
+    )
     parser.add_argument("--rounds", type=int, default=3, help="with --against: turns per side (default 3)")
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
@@ -159,13 +187,15 @@ def main() -> None:
         for k in copies:
             events = flight_events(months=months, replicate=k)
             path = str(Path(folder) / f"flights_x{k}.parquet")
-            events.to_parquet(path, index=False, coerce_timestamps="us")   # Spark reads µs, not ns
+            events.to_parquet(path, index=False, coerce_timestamps="us")  # Spark reads µs, not ns
             frame = spark.read.parquet(path)
             for name, query in QUERIES.items():
                 local_s, local = best_of(args.repeat, lambda: cepkit.match(query, events, engine=args.engine))
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
-                    spark_s, found = best_of(args.repeat, lambda: cepkit.spark.match(query, frame, engine=args.engine).toPandas())
+                    spark_s, found = best_of(
+                        args.repeat, lambda: cepkit.spark.match(query, frame, engine=args.engine).toPandas()
+                    )
                 assert len(found) == len(local), (name, k, len(found), len(local))
                 if k == 1:
                     assert [tuple(p) for p in found["positions"]] == local.positions(), name
@@ -173,11 +203,15 @@ def main() -> None:
                 bar.update()
 
     spark_1x = {name: s for name, k, _, _, _, s, _ in rows if k == copies[0]}
-    print(f"\n{'query':8} {'copies':>6} {'events':>9} {'engine':>9} {'local s':>8} {'spark s':>8} "
-          f"{'spark/local':>11} {'spark/1x':>8} {'matches':>8}")
+    print(
+        f"\n{'query':8} {'copies':>6} {'events':>9} {'engine':>9} {'local s':>8} {'spark s':>8} "
+        f"{'spark/local':>11} {'spark/1x':>8} {'matches':>8}"
+    )
     for name, k, n, engine, local_s, spark_s, matches in rows:
-        print(f"{name:8} {k:>6} {n:>9} {engine:>9} {local_s:>8.1f} {spark_s:>8.1f} {spark_s / local_s:>11.2f} "
-              f"{spark_s / spark_1x[name]:>8.2f} {matches:>8}")
+        print(
+            f"{name:8} {k:>6} {n:>9} {engine:>9} {local_s:>8.1f} {spark_s:>8.1f} {spark_s / local_s:>11.2f} "
+            f"{spark_s / spark_1x[name]:>8.2f} {matches:>8}"
+        )
 
 
 if __name__ == "__main__":

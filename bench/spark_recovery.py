@@ -12,6 +12,7 @@ every task of two stages failing on its first attempt, against a run without fai
 
 The harness is tests/spark/recovery.py (tests/spark/test_recovery.py runs a few kill points of it).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,9 +34,11 @@ import cepkit.spark  # noqa: E402
 def groups_of_cases(size: int, engines) -> list:
     """Every engine x mode, each case once, in groups of ``size`` queries per runner (local[2] runs them
     side by side); sinks alternate between the file sink and foreachBatch."""
-    cases = [[engine, mode, "files" if i % 2 == 0 else "foreach"]
-             for i, (engine, mode) in enumerate((e, m) for m in MODES for e in engines)]
-    return [cases[i:i + size] for i in range(0, len(cases), size)]
+    cases = [
+        [engine, mode, "files" if i % 2 == 0 else "foreach"]
+        for i, (engine, mode) in enumerate((e, m) for m in MODES for e in engines)
+    ]
+    return [cases[i : i + size] for i in range(0, len(cases), size)]
 
 
 def main() -> None:
@@ -47,8 +50,13 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=None, help="run only the first N groups")
     parser.add_argument("--group-size", type=int, default=2, help="streaming queries per runner process")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--engines", nargs="+", default=list(QUERIES), choices=list(QUERIES),
-                        help="the engines to run (default: all that stream)")
+    parser.add_argument(
+        "--engines",
+        nargs="+",
+        default=list(QUERIES),
+        choices=list(QUERIES),
+        help="the engines to run (default: all that stream)",
+    )
     parser.add_argument("--no-batch", action="store_true", help="skip the batch retry check")
     args = parser.parse_args()
 
@@ -56,7 +64,7 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     events = make_events(args.events, args.keys, args.seed)
     total_kills, rows = 0, []
-    groups = groups_of_cases(args.group_size, args.engines)[:args.groups]
+    groups = groups_of_cases(args.group_size, args.engines)[: args.groups]
     with tempfile.TemporaryDirectory(prefix="cepkit-recovery-") as folder:
         for g, cases in enumerate(groups):
             run = Run(Path(folder) / f"group{g}", cases, max_crashes=20)
@@ -71,17 +79,31 @@ def main() -> None:
             for case in cases:
                 query = QUERIES[case[0]]
                 committed = match_keys(run.committed(spark, tuple(case)), query)
-                truth = match_keys(cepkit.spark.match(query, spark.createDataFrame(run.events),
-                                                      engine=case[0]).toPandas(), query)
+                truth = match_keys(
+                    cepkit.spark.match(query, spark.createDataFrame(run.events), engine=case[0]).toPandas(), query
+                )
                 lost, extra = sum((truth - committed).values()), sum((committed - truth).values())
-                rows.append({"engine": case[0], "mode": case[1], "sink": case[2], "matches": sum(truth.values()),
-                             "kills": len(run.kills), "crashes": run.crashes, "lost": lost, "duplicated": extra, "group s": round(seconds)})
+                rows.append(
+                    {
+                        "engine": case[0],
+                        "mode": case[1],
+                        "sink": case[2],
+                        "matches": sum(truth.values()),
+                        "kills": len(run.kills),
+                        "crashes": run.crashes,
+                        "lost": lost,
+                        "duplicated": extra,
+                        "group s": round(seconds),
+                    }
+                )
                 print(rows[-1], flush=True)
             print("kill points:", run.kills, flush=True)
         table = pd.DataFrame(rows)
         print(table.to_markdown(index=False))
-        print(f"\n{total_kills} kill-and-restart points; lost {table['lost'].sum()}, duplicated "
-              f"{table['duplicated'].sum()}")
+        print(
+            f"\n{total_kills} kill-and-restart points; lost {table['lost'].sum()}, duplicated "
+            f"{table['duplicated'].sum()}"
+        )
         if not args.no_batch:
             run = Run(Path(folder) / "batch", [[engine, "reject", "-"] for engine in args.engines])
             run.root.mkdir(parents=True)

@@ -16,6 +16,7 @@ the largest state per quarter of the batches, and the largest after the first qu
     nice -n 10 .venv/bin/python bench/spark_soak.py                      # the full size: 10M events, 1M keys
     nice -n 10 .venv/bin/python bench/spark_soak.py --events 2000000 --keys 200000 --live 2000 --batch 50000
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,8 +46,15 @@ def write_events(folder: Path, events: int, keys: int, live: int, batch: int, se
     for start in range(0, events, batch):
         i = np.arange(start, min(start + batch, events))
         first_live = (i * (keys - live) // max(events - 1, 1)).astype(np.int64)
-        frame = pd.DataFrame({"type": rng.choice(np.array(list("ABC")), len(i)), "ts": i / 100.0, "position": i,
-                              "v": rng.integers(0, 5, len(i)), "id": first_live + rng.integers(0, live, len(i))})
+        frame = pd.DataFrame(
+            {
+                "type": rng.choice(np.array(list("ABC")), len(i)),
+                "ts": i / 100.0,
+                "position": i,
+                "v": rng.integers(0, 5, len(i)),
+                "id": first_live + rng.integers(0, live, len(i)),
+            }
+        )
         frame.to_parquet(folder / f"{files:06d}.parquet", index=False)
         files += 1
     return files
@@ -64,14 +72,16 @@ def watch(query, rows: list, out, started: float) -> None:
             last = progress.batchId
             state = progress.stateOperators[0] if progress.stateOperators else None
             custom = dict(state.customMetrics) if state is not None else {}
-            row = {"batch": progress.batchId, "rows": progress.numInputRows,
-                   "seconds": round(progress.batchDuration / 1000, 2),
-                   "elapsed": round(time.perf_counter() - started, 1),
-                   "state_rows": state.numRowsTotal if state else None,
-                   "state_mb": round(state.memoryUsedBytes / 2**20, 2) if state else None,
-                   "sst_mb": round(custom["rocksdbSstFileSize"] / 2**20, 2) if "rocksdbSstFileSize" in custom
-                   else None,
-                   "late": state.numRowsDroppedByWatermark if state else None}
+            row = {
+                "batch": progress.batchId,
+                "rows": progress.numInputRows,
+                "seconds": round(progress.batchDuration / 1000, 2),
+                "elapsed": round(time.perf_counter() - started, 1),
+                "state_rows": state.numRowsTotal if state else None,
+                "state_mb": round(state.memoryUsedBytes / 2**20, 2) if state else None,
+                "sst_mb": round(custom["rocksdbSstFileSize"] / 2**20, 2) if "rocksdbSstFileSize" in custom else None,
+                "late": state.numRowsDroppedByWatermark if state else None,
+            }
             rows.append(row)
             print(row, flush=True)
             out.write(json.dumps(row) + "\n")
@@ -86,17 +96,20 @@ def report(rows: list) -> None:
     stopped growing: the last three quarters' largest state against the first quarter's."""
     if len(rows) < 8:
         return
-    quarters = [rows[len(rows) * q // 4: len(rows) * (q + 1) // 4] for q in range(4)]
-    print("\n| quarter of the batches | batches | state rows (max) | state memory MB (max) | RocksDB SST MB (max) |"
-          "\n|---|---|---|---|---|")
+    quarters = [rows[len(rows) * q // 4 : len(rows) * (q + 1) // 4] for q in range(4)]
+    print(
+        "\n| quarter of the batches | batches | state rows (max) | state memory MB (max) | RocksDB SST MB (max) |"
+        "\n|---|---|---|---|---|"
+    )
     for q, part in enumerate(quarters):
-        print(f"| {q + 1} | {part[0]['batch']}-{part[-1]['batch']} | "
-              f"{max(r['state_rows'] or 0 for r in part):,} | {max(r['state_mb'] or 0 for r in part):.1f} | "
-              f"{max(r['sst_mb'] or 0 for r in part):.1f} |")
+        print(
+            f"| {q + 1} | {part[0]['batch']}-{part[-1]['batch']} | "
+            f"{max(r['state_rows'] or 0 for r in part):,} | {max(r['state_mb'] or 0 for r in part):.1f} | "
+            f"{max(r['sst_mb'] or 0 for r in part):.1f} |"
+        )
     first = max(r["state_rows"] or 0 for r in quarters[0])
-    later = max(r["state_rows"] or 0 for r in rows[len(rows) // 4:])
-    print(f"\nstate rows: at most {first:,} in the first quarter, {later:,} after it "
-          f"({later / max(first, 1):.2f}x)")
+    later = max(r["state_rows"] or 0 for r in rows[len(rows) // 4 :])
+    print(f"\nstate rows: at most {first:,} in the first quarter, {later:,} after it ({later / max(first, 1):.2f}x)")
 
 
 def main() -> None:
@@ -107,9 +120,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=100_000, help="events per micro-batch")
     parser.add_argument("--engine", default="stack")
     parser.add_argument("--partitions", type=int, default=4, help="spark.sql.shuffle.partitions")
-    parser.add_argument("--write-buffer-mb", type=int, default=None,
-                        help="RocksDB's memtable size per column family (Spark's default: RocksDB's 64 MB); "
-                             "a small one shows the memtables' flushes within a short run")
+    parser.add_argument(
+        "--write-buffer-mb",
+        type=int,
+        default=None,
+        help="RocksDB's memtable size per column family (Spark's default: RocksDB's 64 MB); "
+        "a small one shows the memtables' flushes within a short run",
+    )
     parser.add_argument("--out", default="spark_soak.jsonl")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
@@ -130,12 +147,17 @@ def main() -> None:
         rows: list = []
         restarts = 0
         while True:
-            query = (found.writeStream.format("parquet").option("path", str(root / "sink"))
-                     .option("checkpointLocation", str(root / "checkpoint")).outputMode("append").start())
+            query = (
+                found.writeStream.format("parquet")
+                .option("path", str(root / "sink"))
+                .option("checkpointLocation", str(root / "checkpoint"))
+                .outputMode("append")
+                .start()
+            )
             watcher = threading.Thread(target=watch, args=(query, rows, out, started), daemon=True)
             watcher.start()
             try:
-                query.processAllAvailable()         # every file read, and the no-data batch after the last
+                query.processAllAvailable()  # every file read, and the no-data batch after the last
                 break
             except StreamingQueryException as error:
                 # Spark's own 10-s limit on a Python worker connecting back, under load: restart on the
@@ -149,10 +171,16 @@ def main() -> None:
                 watcher.join()
         report(rows[:-1] if rows and not rows[-1]["rows"] else rows)
         matches = spark.read.parquet(str(root / "sink")).count()
-        summary = {"events": args.events, "keys": args.keys, "live": args.live, "batches": len(rows),
-                   "restarts": restarts,
-                   "matches": matches, "seconds": round(time.perf_counter() - started, 1),
-                   "events/s": round(args.events / (time.perf_counter() - started))}
+        summary = {
+            "events": args.events,
+            "keys": args.keys,
+            "live": args.live,
+            "batches": len(rows),
+            "restarts": restarts,
+            "matches": matches,
+            "seconds": round(time.perf_counter() - started, 1),
+            "events/s": round(args.events / (time.perf_counter() - started)),
+        }
         print(summary)
         out.write(json.dumps(summary) + "\n")
 

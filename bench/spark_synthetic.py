@@ -13,6 +13,7 @@ Before it, the same generator's first ``--check`` events are matched by Spark an
     nice -n 10 .venv/bin/python bench/spark_synthetic.py --events 20000000                 # ~10 min here
     nice -n 10 .venv/bin/python bench/spark_synthetic.py --events 100000000 --driver-memory 2g   # the full run
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ import cepkit
 import cepkit.spark
 
 QUERY = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 10 s PARTITION BY k"
-RATE = 1000.0       # events per second of event time
+RATE = 1000.0  # events per second of event time
 
 
 def synthetic(spark, events: int, keys: int, partitions: int, seed: int = 1):
@@ -35,9 +36,14 @@ def synthetic(spark, events: int, keys: int, partitions: int, seed: int = 1):
 
     def draw(salt: int, n: int):
         return F.pmod(F.xxhash64(F.col("id"), F.lit(seed * 100 + salt)), F.lit(n))
+
     types = F.array(*[F.lit(t) for t in "ABCD"])
-    return rows.select(F.element_at(types, (draw(1, 4) + 1).cast("int")).alias("type"),
-                       (F.col("id") / F.lit(RATE)).alias("ts"), draw(2, 100).alias("v"), draw(3, keys).alias("k"))
+    return rows.select(
+        F.element_at(types, (draw(1, 4) + 1).cast("int")).alias("type"),
+        (F.col("id") / F.lit(RATE)).alias("ts"),
+        draw(2, 100).alias("v"),
+        draw(3, keys).alias("k"),
+    )
 
 
 class PeakMemory:
@@ -73,41 +79,49 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000_000)
     parser.add_argument("--keys", type=int, default=1_000)
-    parser.add_argument("--shuffle", type=int, default=None, help="spark.sql.shuffle.partitions (default: "
-                                                                  "events / 1M, at least 8)")
+    parser.add_argument(
+        "--shuffle", type=int, default=None, help="spark.sql.shuffle.partitions (default: events / 1M, at least 8)"
+    )
     parser.add_argument("--driver-memory", default="2g", help="spark.driver.memory (local mode: the executor)")
     parser.add_argument("--check", type=int, default=1_000_000, help="events compared with the local engine")
     parser.add_argument("--engine", default="auto")
     args = parser.parse_args()
 
     shuffle = args.shuffle or max(8, args.events // 1_000_000)
-    spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": str(shuffle),
-                                                "spark.driver.memory": args.driver_memory})
+    spark = cepkit.spark.session(
+        "local[2]", **{"spark.sql.shuffle.partitions": str(shuffle), "spark.driver.memory": args.driver_memory}
+    )
     cores = spark.sparkContext.defaultParallelism
 
     sample = synthetic(spark, args.check, args.keys, 2)
     frame = sample.toPandas()
-    cepkit.match(QUERY, frame.head(10_000), engine=args.engine)      # compiles the engine: not measured
+    cepkit.match(QUERY, frame.head(10_000), engine=args.engine)  # compiles the engine: not measured
     start = time.perf_counter()
     local = cepkit.match(QUERY, frame, engine=args.engine)
     local_s = time.perf_counter() - start
     found = cepkit.spark.match(QUERY, sample, engine=args.engine).toPandas()
     assert [tuple(p) for p in found["positions"]] == local.positions(), "Spark and the local engine differ"
-    print(f"check: {args.check:,} events, {len(local):,} matches equal; local engine {local_s:.1f} s, "
-          f"{args.check / local_s:,.0f} events/s", flush=True)
+    print(
+        f"check: {args.check:,} events, {len(local):,} matches equal; local engine {local_s:.1f} s, "
+        f"{args.check / local_s:,.0f} events/s",
+        flush=True,
+    )
 
     peak = PeakMemory()
     start = time.perf_counter()
-    matches = cepkit.spark.match(QUERY, synthetic(spark, args.events, args.keys, max(cores, shuffle // 4)),
-                                 engine=args.engine).count()
+    matches = cepkit.spark.match(
+        QUERY, synthetic(spark, args.events, args.keys, max(cores, shuffle // 4)), engine=args.engine
+    ).count()
     seconds = time.perf_counter() - start
     peak.stop()
     rate = args.events / seconds
-    print(f"\n| events | keys | shuffle partitions | matches | seconds | events/s | events/s per core | local "
-          f"events/s (1 core) | peak JVM RSS | peak Python workers RSS |\n|---|---|---|---|---|---|---|---|---|---|\n"
-          f"| {args.events:,} | {args.keys:,} | {shuffle} | {matches:,} | {seconds:.0f} | {rate:,.0f} | "
-          f"{rate / cores:,.0f} | {args.check / local_s:,.0f} | {peak.jvm / 2**30:.1f} GiB | "
-          f"{peak.workers / 2**30:.1f} GiB |")
+    print(
+        f"\n| events | keys | shuffle partitions | matches | seconds | events/s | events/s per core | local "
+        f"events/s (1 core) | peak JVM RSS | peak Python workers RSS |\n|---|---|---|---|---|---|---|---|---|---|\n"
+        f"| {args.events:,} | {args.keys:,} | {shuffle} | {matches:,} | {seconds:.0f} | {rate:,.0f} | "
+        f"{rate / cores:,.0f} | {args.check / local_s:,.0f} | {peak.jvm / 2**30:.1f} GiB | "
+        f"{peak.workers / 2**30:.1f} GiB |"
+    )
     spark.stop()
 
 

@@ -13,6 +13,7 @@ columns (what an irrelevant row should cost). ``--profile ENGINE`` prints a cPro
     python bench/stream_columns.py               # automaton, stack, rcep (rcep on 1/10 of the events)
     python bench/stream_columns.py --profile automaton
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,13 @@ FILTERED = "(A a FILTER a.v < 10) ; (B b FILTER b.v < 10) ; (C c FILTER c.v < 10
 
 def make_frame(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(np.array(list("ABCD"), dtype=object), n),
-                         "ts": np.arange(n, dtype=np.int64), "v": rng.integers(0, 100, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(np.array(list("ABCD"), dtype=object), n),
+            "ts": np.arange(n, dtype=np.int64),
+            "v": rng.integers(0, 100, n),
+        }
+    )
 
 
 def numpy_pass(frame: pd.DataFrame) -> int:
@@ -46,8 +52,10 @@ def main() -> None:
     parser.add_argument("--profile", metavar="ENGINE", help="cProfile the filtered call on this engine")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the stream sizes")
     args = parser.parse_args()
-    workloads = [("A;B;C W=10 s", UNFILTERED, int(200_000 * args.scale)),
-                 ("10 % filter", FILTERED, int(1_000_000 * args.scale))]
+    workloads = [
+        ("A;B;C W=10 s", UNFILTERED, int(200_000 * args.scale)),
+        ("10 % filter", FILTERED, int(1_000_000 * args.scale)),
+    ]
     if args.profile:
         frame = make_frame(workloads[1][2])
         cepkit.match(FILTERED, frame.iloc[:1000], engine=args.profile).positions()
@@ -61,13 +69,22 @@ def main() -> None:
         base_s, _ = best_of(3, lambda: numpy_pass(frame))
         stream_s, _ = best_of(3, lambda: Stream.from_any(frame))
         for engine in ("automaton", "stack", "rcep"):
-            part = frame if engine != "rcep" else frame.iloc[:n // 10]
-            cepkit.match(query, part.iloc[:1000], engine=engine).positions()     # compile kernels first
-            seconds, found = best_of(1 if engine == "rcep" else 2,
-                                     lambda: cepkit.match(query, part, engine=engine).positions())
-            rows.append({"workload": label, "engine": engine, "events": len(part), "matches": len(found),
-                         "from_any ev/s": n / stream_s, "match ev/s": len(part) / seconds,
-                         "x numpy pass": (len(part) / seconds) / (n / base_s)})
+            part = frame if engine != "rcep" else frame.iloc[: n // 10]
+            cepkit.match(query, part.iloc[:1000], engine=engine).positions()  # compile kernels first
+            seconds, found = best_of(
+                1 if engine == "rcep" else 2, lambda: cepkit.match(query, part, engine=engine).positions()
+            )
+            rows.append(
+                {
+                    "workload": label,
+                    "engine": engine,
+                    "events": len(part),
+                    "matches": len(found),
+                    "from_any ev/s": n / stream_s,
+                    "match ev/s": len(part) / seconds,
+                    "x numpy pass": (len(part) / seconds) / (n / base_s),
+                }
+            )
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:,.3f}" if v < 10 else f"{v:,.0f}"))
 

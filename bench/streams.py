@@ -1,4 +1,5 @@
 """Seeded synthetic streams and the best-of-k timer shared by the benchmarks (run them from the repository: ``python bench/x.py``)."""
+
 from __future__ import annotations
 
 import random
@@ -10,8 +11,9 @@ from cepkit.runtime import Stream
 def uniform_stream(n: int, seed: int = 0, ids: int = 5, types: str = "ABCD") -> Stream:
     """One event per second, types uniformly from ``types``, ``id`` in 0..ids-1, ``v`` in 0..99."""
     rng = random.Random(seed)
-    return Stream.from_any([{"type": rng.choice(types), "ts": i, "id": rng.randrange(ids), "v": rng.randrange(100)}
-                            for i in range(n)])
+    return Stream.from_any(
+        [{"type": rng.choice(types), "ts": i, "id": rng.randrange(ids), "v": rng.randrange(100)} for i in range(n)]
+    )
 
 
 def best_of(k: int, fn, clock=time.perf_counter) -> tuple:

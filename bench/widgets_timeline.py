@@ -5,6 +5,7 @@ stream's length): every event its own marker. The ratios say what aggregation bu
 
     python bench/widgets_timeline.py [--sizes 1000 10000 100000] [--repeat 3]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -18,13 +19,19 @@ import cepkit
 from cepkit.widgets import MatchTimeline
 
 TYPES = ("FAIR", "RAIN", "STORM", "DELAYED_DEPARTURE", "ON_TIME_DEPARTURE")
-MATCHES = 300          # as many as the timeline draws by default
+MATCHES = 300  # as many as the timeline draws by default
 
 
 def stream(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(TYPES, n), "ts": np.cumsum(rng.integers(1, 60, n)),
-                         "origin": rng.choice(["EWR", "JFK", "LGA"], n), "dep_delay": rng.integers(-10, 200, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(TYPES, n),
+            "ts": np.cumsum(rng.integers(1, 60, n)),
+            "origin": rng.choice(["EWR", "JFK", "LGA"], n),
+            "dep_delay": rng.integers(-10, 200, n),
+        }
+    )
 
 
 def matches(n: int) -> list:
@@ -52,9 +59,17 @@ def main() -> None:
         events, found = stream(n), matches(n)
         every_s, every_bytes = measure(events, found, n, args.repeat)
         binned_s, binned_bytes = measure(events, found, 2000, args.repeat)
-        rows.append({"events": n, "every event: s": round(every_s, 3), "every event: KB": every_bytes // 1024,
-                     "aggregated: s": round(binned_s, 3), "aggregated: KB": binned_bytes // 1024,
-                     "time ratio": round(every_s / binned_s, 2), "payload ratio": round(every_bytes / binned_bytes, 2)})
+        rows.append(
+            {
+                "events": n,
+                "every event: s": round(every_s, 3),
+                "every event: KB": every_bytes // 1024,
+                "aggregated: s": round(binned_s, 3),
+                "aggregated: KB": binned_bytes // 1024,
+                "time ratio": round(every_s / binned_s, 2),
+                "payload ratio": round(every_bytes / binned_bytes, 2),
+            }
+        )
     print(pd.DataFrame(rows).to_string(index=False))
 
 

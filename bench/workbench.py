@@ -14,6 +14,7 @@ query, once each (wall and CPU seconds; the baseline is ``cepkit.match`` in the 
 made, Run, a match picked, the Automaton, Explain and Events tabs opened, one candidate explained, Why not?,
 and with ``--strategies`` the Strategies tab (each strategy's run listed after the table).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,9 +38,13 @@ def events(n: int, seed: int = 0) -> pd.DataFrame:
     """``n`` events of types A..E, one every 0-2 s (datetimes), an attribute ``v``."""
     rng = np.random.default_rng(seed)
     seconds = np.cumsum(rng.integers(0, 3, n))
-    return pd.DataFrame({"type": rng.choice(list("ABCDE"), n),
-                         "ts": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(seconds, unit="s"),
-                         "v": rng.integers(0, 100, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCDE"), n),
+            "ts": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(seconds, unit="s"),
+            "v": rng.integers(0, 100, n),
+        }
+    )
 
 
 def best(repeat: int, call) -> tuple:
@@ -54,14 +59,16 @@ def best(repeat: int, call) -> tuple:
 
 def flights(strategies: bool) -> None:
     from cepkit.widgets.workbench import TABS
+
     events = cepkit.datasets.flights.flight_events()
     rows = []
 
     def step(name, call):
         wall, cpu = time.perf_counter(), time.process_time()
         result = call()
-        rows.append({"step": name, "wall s": round(time.perf_counter() - wall, 2),
-                     "CPU s": round(time.process_time() - cpu, 2)})
+        rows.append(
+            {"step": name, "wall s": round(time.perf_counter() - wall, 2), "CPU s": round(time.process_time() - cpu, 2)}
+        )
         return result
 
     wb = step("Workbench(events)", lambda: Workbench(events, query=TOUR_QUERY, tz="America/New_York"))
@@ -75,17 +82,21 @@ def flights(strategies: bool) -> None:
     step("explain one candidate", lambda: view.explain(run.matches[5].positions))
     misses = step("Why not?", view.show_near_misses)
     if strategies:
+
         def compare():
             wb.tabs.selected_index = TABS.index("Strategies")
             wb.strategy_compare.wait()
+
         step("Strategies tab", compare)
     print(f"{len(events):,} events, {len(found):,} matches; why_not: {misses.summary()}")
     print(pd.DataFrame(rows).to_string(index=False))
     if strategies:
         compare = wb.strategy_compare
-        print("Strategies tab, each run (wall s): " + ", ".join(
-            f"{s} {r.seconds:.2f} ({r.engine}, {len(r.matches):,})" for s, r in compare.runs.items())
-              + "".join(f"; {s}: {e.reason.split(' (')[0]}" for s, e in compare.errors.items()))
+        print(
+            "Strategies tab, each run (wall s): "
+            + ", ".join(f"{s} {r.seconds:.2f} ({r.engine}, {len(r.matches):,})" for s, r in compare.runs.items())
+            + "".join(f"; {s}: {e.reason.split(' (')[0]}" for s, e in compare.errors.items())
+        )
 
 
 def main() -> None:
@@ -108,10 +119,18 @@ def main() -> None:
         assert run.matches.positions() == found and run.engine == engine, "the widget found other matches"
         workbench = Workbench(stream, query=args.query, engine=engine)
         run_s, _ = best(args.repeat, workbench.run)
-        rows.append({"engine": engine, "events": args.events, "matches": len(found),
-                     "cepkit.match s": round(match_s, 3), "run_query s": round(query_s, 3),
-                     "Workbench.run s": round(run_s, 3), "run_query / match": round(query_s / match_s, 2),
-                     "Workbench.run / match": round(run_s / match_s, 2)})
+        rows.append(
+            {
+                "engine": engine,
+                "events": args.events,
+                "matches": len(found),
+                "cepkit.match s": round(match_s, 3),
+                "run_query s": round(query_s, 3),
+                "Workbench.run s": round(run_s, 3),
+                "run_query / match": round(query_s / match_s, 2),
+                "Workbench.run / match": round(run_s / match_s, 2),
+            }
+        )
     print(f"query: {args.query}")
     print(pd.DataFrame(rows).to_string(index=False))
 

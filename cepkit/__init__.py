@@ -4,6 +4,7 @@
 >>> cepkit.match("T AS x ; H AS y", [{"type": "T"}, {"type": "H"}]).positions()
 [(0, 1)]
 """
+
 from .errors import EventError, QueryError
 from .lang import Hierarchy, Query, parse, pretty
 from .runtime import Event, Match, Matcher, Matches, check, match
@@ -18,10 +19,33 @@ from . import explain  # cepkit.explain(query, events, candidate): why is this a
 from .explain import Explanation, why_not
 
 __version__ = "0.1.0"
-__all__ = ["EventError", "QueryError", "Hierarchy", "Query", "parse", "pretty", "Event", "Match", "Matcher",
-           "Matches", "engines", "match", "check", "automaton", "ECube", "rewrite",
-           "explain", "why_not", "Explanation", "as_events", "from_frames", "from_wide", "type_warnings",
-           "partial_matches", "funnel"]
+__all__ = [
+    "EventError",
+    "QueryError",
+    "Hierarchy",
+    "Query",
+    "parse",
+    "pretty",
+    "Event",
+    "Match",
+    "Matcher",
+    "Matches",
+    "engines",
+    "match",
+    "check",
+    "automaton",
+    "ECube",
+    "rewrite",
+    "explain",
+    "why_not",
+    "Explanation",
+    "as_events",
+    "from_frames",
+    "from_wide",
+    "type_warnings",
+    "partial_matches",
+    "funnel",
+]
 
 
 def __getattr__(name):
@@ -29,8 +53,10 @@ def __getattr__(name):
     # cepkit.sql / cepkit.match_recognize (row pattern recognition).
     if name in ("spark", "datasets", "match_recognize"):
         import importlib
+
         return importlib.import_module(f"{__name__}.{name}")
     if name == "sql":  # MATCH_RECOGNIZE over pandas (docs/language.md §13)
         from .match_recognize import sql
+
         return sql
     raise AttributeError(f"module 'cepkit' has no attribute {name!r}")

@@ -1,4 +1,5 @@
 """``python -m cepkit ...``: the same as the ``cepkit`` command."""
+
 from .cli import main
 
 raise SystemExit(main())

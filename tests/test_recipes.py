@@ -1,5 +1,6 @@
 """cepkit.recipes: each recipe finds exactly the cases its stream plants, and every engine able to run its
 query gives the reference evaluator's matches on it (docs/recipes.md, notebooks/11-recipes.ipynb)."""
+
 import functools
 
 import pytest
@@ -26,8 +27,12 @@ def test_the_reference_finds_exactly_the_planted_cases(name):
     assert recipe.finds.endswith(".") and recipe.title
 
 
-ENGINE_RUNS = [pytest.param(name, engine.name, id=f"{name}-{engine.name}") for name in sorted(RECIPES)
-               for engine in registered() if engine.name != "reference"]
+ENGINE_RUNS = [
+    pytest.param(name, engine.name, id=f"{name}-{engine.name}")
+    for name in sorted(RECIPES)
+    for engine in registered()
+    if engine.name != "reference"
+]
 
 
 @pytest.mark.parametrize("name, engine", ENGINE_RUNS)
@@ -36,7 +41,7 @@ def test_every_engine_that_runs_a_recipe_gives_the_references_matches(name, engi
     try:
         select_engine(cepkit.parse(recipe.query), engine, {})
     except cepkit.QueryError:
-        return      # this engine lacks a feature of the query (the conformance suite checks the refusal)
+        return  # this engine lacks a feature of the query (the conformance suite checks the refusal)
     got = recipe.run(engine=engine)
     assert [m.key for m in got] == [m.key for m in reference(name)]
 
@@ -63,6 +68,7 @@ def test_gallery_and_get():
 def test_docs_recipes_md_runs_and_shows_every_recipe():
     import doctest
     from pathlib import Path
+
     page = Path(__file__).parents[1] / "docs" / "recipes.md"
     result = doctest.testfile(str(page), module_relative=False)
     assert result.failed == 0 and result.attempted >= 4

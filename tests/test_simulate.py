@@ -1,5 +1,6 @@
 """cepkit.simulate: seeded scenarios reproduce, their rates and distributions are what was asked, and the
 injected disorder is bounded (the bound the conservative out-of-order mode relies on)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -11,9 +12,17 @@ from cepkit.simulate import Scenario, choice, constant, integers, lognormal, nor
 
 
 def shop(seed=1, duration="2 h"):
-    return (Scenario(seed=seed, duration=duration)
-            .add("Login", rate="30/min", user=choice(range(50)))
-            .add("Purchase", rate=0.1, user=choice(range(50)), amount=lognormal(3, 1), channel=choice(["web", "app"], p=[0.8, 0.2])))
+    return (
+        Scenario(seed=seed, duration=duration)
+        .add("Login", rate="30/min", user=choice(range(50)))
+        .add(
+            "Purchase",
+            rate=0.1,
+            user=choice(range(50)),
+            amount=lognormal(3, 1),
+            channel=choice(["web", "app"], p=[0.8, 0.2]),
+        )
+    )
 
 
 def test_the_same_seed_gives_the_same_stream_and_another_seed_another():
@@ -45,14 +54,15 @@ def test_in_order_without_disorder_and_on_the_clock():
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 10 ** 6), share=st.floats(0.01, 0.9), by=st.floats(0.1, 100))
+@given(seed=st.integers(0, 10**6), share=st.floats(0.01, 0.9), by=st.floats(0.1, 100))
 def test_late_events_are_late_by_at_most_the_bound(seed, share, by):
     events = Scenario(seed=seed, duration=600).add("A", rate=2).add("B", rate=1).late(share, by=by).events()
     ts = events["ts"].to_numpy()
     lateness = np.maximum.accumulate(ts) - ts
     assert lateness.max() <= by + 1e-9
-    assert sorted(ts.tolist()) == sorted(Scenario(seed=seed, duration=600).add("A", rate=2).add("B", rate=1)
-                                         .late(share, by=by).events()["ts"].tolist())   # reproducible
+    assert sorted(ts.tolist()) == sorted(
+        Scenario(seed=seed, duration=600).add("A", rate=2).add("B", rate=1).late(share, by=by).events()["ts"].tolist()
+    )  # reproducible
 
 
 def test_late_share_and_what_the_conservative_mode_makes_of_it():
@@ -63,8 +73,9 @@ def test_late_share_and_what_the_conservative_mode_makes_of_it():
     query = "SEQ(A a, B b) WITHIN 5 s PARTITION BY id"
     expected = cepkit.match(query, ordered)
     got = cepkit.match(query, disordered, disorder="conservative", max_delay=20)
-    assert sorted(map(tuple, (sorted(disordered["ts"].iloc[list(m.positions)]) for m in got))) == \
-        sorted(map(tuple, (sorted(ordered["ts"].iloc[list(m.positions)]) for m in expected)))
+    assert sorted(map(tuple, (sorted(disordered["ts"].iloc[list(m.positions)]) for m in got))) == sorted(
+        map(tuple, (sorted(ordered["ts"].iloc[list(m.positions)]) for m in expected))
+    )
 
 
 def test_ties_drops_and_bursts():

@@ -2,6 +2,7 @@
 kernel they call in the cache and compile nothing (issue 22's cold start). Both runs use numba's default
 cache (``__pycache__`` beside the sources), which ``scripts/setup.sh`` fills at install: seconds here; a
 clean checkout compiles once (~40 s of CPU), as its first tests would anyway."""
+
 import json
 import os
 import subprocess
@@ -38,8 +39,9 @@ FIRST_QUERIES = textwrap.dedent("""
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900,
-                          env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=900, env={**os.environ, **env}
+    )
 
 
 @pytest.mark.skipif(not kernel.COMPILED, reason="numba is not installed or NUMBA_DISABLE_JIT is set")
@@ -49,14 +51,19 @@ def test_after_warmup_the_first_queries_compile_nothing():
     first = _run(FIRST_QUERIES)
     assert first.returncode == 0, first.stderr
     found = json.loads(first.stdout.strip().splitlines()[-1])
-    assert "automaton" in found["engines"].values()     # the default choice compiles kernels: it was warmed
+    assert "automaton" in found["engines"].values()  # the default choice compiles kernels: it was warmed
     assert found["compiled"] == []
 
 
 def test_the_warmup_command_runs_every_engine_with_kernels():
     """Without numba the same command only runs the queries (the pure-Python path), quickly."""
-    done = subprocess.run([sys.executable, "-m", "cepkit", "warmup"], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "NUMBA_DISABLE_JIT": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "cepkit", "warmup"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "NUMBA_DISABLE_JIT": "1"},
+    )
     assert done.returncode == 0, done.stderr
     engines = {line.split()[0] for line in done.stdout.splitlines()}
     assert engines == {"automaton", "rcep", "ses", "recognize"}

@@ -1,4 +1,5 @@
 """The pure-Python twin of a numba kernel: the same script run compiled and with NUMBA_DISABLE_JIT=1."""
+
 import json
 import os
 import subprocess
@@ -22,10 +23,16 @@ print(json.dumps({"compiled": hasattr(getattr(kernel, sys.argv[4]), "py_func"), 
 def assert_twins_agree(engine: str, module: str, kernel: str, queries: list) -> None:
     """``cepkit.match`` of each query (on a seeded 300-event stream) gives the same matches, bindings and
     emission positions with ``module.kernel`` compiled and run as Python, and every query matches."""
+
     def run(env_extra: dict) -> dict:
-        done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(queries), engine, module, kernel],
-                              env={**os.environ, **env_extra}, capture_output=True, text=True, timeout=300,
-                              check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", SCRIPT, json.dumps(queries), engine, module, kernel],
+            env={**os.environ, **env_extra},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
         return json.loads(done.stdout)
 
     compiled, python = run({}), run({"NUMBA_DISABLE_JIT": "1"})

@@ -21,6 +21,7 @@ Widgets hold no engine logic: they call ``cepkit.parse``, ``cepkit.match``, ``ce
 ``cepkit.engines``, ``cepkit.automaton``, ``cepkit.explain``, ``cepkit.why_not`` and ``cepkit.funnel``, and fall
 back to the ``reference`` engine when the chosen engine cannot run a query.
 """
+
 from .automaton_view import AutomatonView
 from .ecube_view import ECubeView
 from .execution import STRATEGIES, Run, run_query
@@ -36,6 +37,22 @@ from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 from .workbench import Workbench
 
-__all__ = ["AutomatonView", "ECubeView", "ExplainView", "FunnelView", "LiveView", "MatchTimeline", "PlotlyView",
-           "QueryEditor", "RewriteView", "Run", "STRATEGIES", "ScenarioView", "SparkWorkbench", "StrategyCompare", "Workbench",
-           "replay", "run_query"]
+__all__ = [
+    "AutomatonView",
+    "ECubeView",
+    "ExplainView",
+    "FunnelView",
+    "LiveView",
+    "MatchTimeline",
+    "PlotlyView",
+    "QueryEditor",
+    "RewriteView",
+    "Run",
+    "STRATEGIES",
+    "ScenarioView",
+    "SparkWorkbench",
+    "StrategyCompare",
+    "Workbench",
+    "replay",
+    "run_query",
+]

@@ -11,6 +11,7 @@ states light up, the transitions a run took on that event are drawn thick and or
 entered ringed, and the panel lists the partial matches (position lists, with their PARTITION BY key) each
 state holds and the matches completed at that event. Step 0 is the state before any event.
 """
+
 from __future__ import annotations
 
 import html
@@ -29,16 +30,24 @@ from .figures import TABLE_CSS, PlotlyView, full_width
 from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
 from .timeline import event_text
 
-TRACES = ("• transitions", "◦ transitions", "fired transitions", "transition labels", "final states", "states",
-          "active states", "entered states")
+TRACES = (
+    "• transitions",
+    "◦ transitions",
+    "fired transitions",
+    "transition labels",
+    "final states",
+    "states",
+    "active states",
+    "entered states",
+)
 MARK_STYLE = {"•": {"color": "#1f3b57", "dash": "solid"}, "◦": {"color": "#8c96a0", "dash": "dot"}}
 FIRED_COLOR, ENTERED_COLOR = "#e07000", "#c0392b"
 FONT_SIZE = 12
-LABEL_LINE = 18           # characters per line of an edge label (it wraps at spaces)
-LABEL_LINES = 3           # lines at most; the rest is cut (…), the hover shows it whole
-SHOWN_PARTIALS = 8        # partial matches listed per state
-RING = 4                  # points between a final state's two rings
-START_ARROW = 34          # points: the length of the "start" arrow
+LABEL_LINE = 18  # characters per line of an edge label (it wraps at spaces)
+LABEL_LINES = 3  # lines at most; the rest is cut (…), the hover shows it whole
+SHOWN_PARTIALS = 8  # partial matches listed per state
+RING = 4  # points between a final state's two rings
+START_ARROW = 34  # points: the length of the "start" arrow
 START = START_ARROW + 44  # points left of the drawing for the "start" arrow and its label
 # Text keeps its size when plotly shrinks a figure to its container, so a drawing wider than a notebook's
 # output (about 900 px beside JupyterLab's file browser) would crowd its labels: it is laid top to bottom
@@ -115,50 +124,114 @@ def automaton_figure(automaton, drawing) -> go.Figure:
     figure = go.Figure()
     for mark in ("•", "◦"):
         style = MARK_STYLE[mark]
-        figure.add_scatter(name=f"{mark} transitions", mode="lines", hoverinfo="skip",
-                           line={"color": style["color"], "dash": style["dash"], "width": 1.4},
-                           **edge_lines(p for p, (*_, d) in zip(drawing.edges, edges) if d["mark"] == mark))
-    figure.add_scatter(name="fired transitions", mode="lines", hoverinfo="skip", x=[], y=[],
-                       line={"color": FIRED_COLOR, "width": 4})
-    figure.add_scatter(name="transition labels", mode="text", textposition="middle center",
-                       textfont={"size": FONT_SIZE, "family": FONT, "color": "#1f3b57"},
-                       x=[p.label[0] for p in drawing.edges], y=[p.label[1] for p in drawing.edges],
-                       text=[edge_label(d["predicate"], d["mark"]).replace("\n", "<br>") for *_, d in edges],
-                       hovertext=[html.escape(d.get("label") or f"{d['predicate']} / {d['mark']}") for *_, d in edges],
-                       hovertemplate="%{hovertext}<extra></extra>")
+        figure.add_scatter(
+            name=f"{mark} transitions",
+            mode="lines",
+            hoverinfo="skip",
+            line={"color": style["color"], "dash": style["dash"], "width": 1.4},
+            **edge_lines(p for p, (*_, d) in zip(drawing.edges, edges) if d["mark"] == mark),
+        )
+    figure.add_scatter(
+        name="fired transitions", mode="lines", hoverinfo="skip", x=[], y=[], line={"color": FIRED_COLOR, "width": 4}
+    )
+    figure.add_scatter(
+        name="transition labels",
+        mode="text",
+        textposition="middle center",
+        textfont={"size": FONT_SIZE, "family": FONT, "color": "#1f3b57"},
+        x=[p.label[0] for p in drawing.edges],
+        y=[p.label[1] for p in drawing.edges],
+        text=[edge_label(d["predicate"], d["mark"]).replace("\n", "<br>") for *_, d in edges],
+        hovertext=[html.escape(d.get("label") or f"{d['predicate']} / {d['mark']}") for *_, d in edges],
+        hovertemplate="%{hovertext}<extra></extra>",
+    )
     states = list(graph.nodes)
     finals = [s for s in states if s in automaton.finals]
     node = drawing.nodes
-    figure.add_scatter(name="final states", mode="markers", hoverinfo="skip",
-                       x=[node[s].x for s in finals], y=[node[s].y for s in finals],
-                       marker={"size": [node[s].size for s in finals], "color": "white",
-                               "line": {"color": "#1f3b57", "width": 1.5}})
-    figure.add_scatter(name="states", mode="markers+text", text=[state_name(s) for s in states],
-                       x=[node[s].x for s in states], y=[node[s].y for s in states],
-                       textfont={"size": FONT_SIZE, "family": FONT}, hovertext=[_state_hover(automaton, s) for s in states],
-                       hovertemplate="%{hovertext}<extra></extra>",
-                       marker={"size": [_inner(drawing, automaton, s) for s in states], "color": "#f2f5f8",
-                               "line": {"color": "#1f3b57", "width": 1.5}})
-    figure.add_scatter(name="active states", mode="markers+text", x=[], y=[], text=[], hoverinfo="skip",
-                       textfont={"size": FONT_SIZE, "family": FONT},
-                       marker={"color": "#ffb000", "line": {"color": "#7a4f00", "width": 1.5}})
-    figure.add_scatter(name="entered states", mode="markers", x=[], y=[], hoverinfo="skip",
-                       marker={"color": "rgba(0,0,0,0)", "line": {"color": ENTERED_COLOR, "width": 3}})
-    arrows = [dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], arrowcolor=MARK_STYLE[d["mark"]]["color"])
-              for p, (*_, d) in zip(drawing.edges, edges)]
+    figure.add_scatter(
+        name="final states",
+        mode="markers",
+        hoverinfo="skip",
+        x=[node[s].x for s in finals],
+        y=[node[s].y for s in finals],
+        marker={"size": [node[s].size for s in finals], "color": "white", "line": {"color": "#1f3b57", "width": 1.5}},
+    )
+    figure.add_scatter(
+        name="states",
+        mode="markers+text",
+        text=[state_name(s) for s in states],
+        x=[node[s].x for s in states],
+        y=[node[s].y for s in states],
+        textfont={"size": FONT_SIZE, "family": FONT},
+        hovertext=[_state_hover(automaton, s) for s in states],
+        hovertemplate="%{hovertext}<extra></extra>",
+        marker={
+            "size": [_inner(drawing, automaton, s) for s in states],
+            "color": "#f2f5f8",
+            "line": {"color": "#1f3b57", "width": 1.5},
+        },
+    )
+    figure.add_scatter(
+        name="active states",
+        mode="markers+text",
+        x=[],
+        y=[],
+        text=[],
+        hoverinfo="skip",
+        textfont={"size": FONT_SIZE, "family": FONT},
+        marker={"color": "#ffb000", "line": {"color": "#7a4f00", "width": 1.5}},
+    )
+    figure.add_scatter(
+        name="entered states",
+        mode="markers",
+        x=[],
+        y=[],
+        hoverinfo="skip",
+        marker={"color": "rgba(0,0,0,0)", "line": {"color": ENTERED_COLOR, "width": 3}},
+    )
+    arrows = [
+        dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], arrowcolor=MARK_STYLE[d["mark"]]["color"])
+        for p, (*_, d) in zip(drawing.edges, edges)
+    ]
     start = node[automaton.initial]
-    arrows.append(dict(x=start.x - start.size / 2, y=start.y, ax=start.x - start.size / 2 - START_ARROW, ay=start.y,
-                       text="start", xanchor="right", arrowcolor="#1f3b57"))
+    arrows.append(
+        dict(
+            x=start.x - start.size / 2,
+            y=start.y,
+            ax=start.x - start.size / 2 - START_ARROW,
+            ay=start.y,
+            text="start",
+            xanchor="right",
+            arrowcolor="#1f3b57",
+        )
+    )
     margin = {"l": 10, "r": 10, "t": 10, "b": 10}
     figure.update_layout(
-        annotations=[dict(xref="x", yref="y", axref="x", ayref="y", showarrow=True, arrowhead=2, arrowsize=1,
-                          arrowwidth=1.4, **{"text": "", **a}) for a in arrows],
-        showlegend=False, plot_bgcolor="white", hovermode="closest", dragmode=False,
-        height=int(drawing.height) + margin["t"] + margin["b"], margin=margin, font={"family": FONT},
+        annotations=[
+            dict(
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                showarrow=True,
+                arrowhead=2,
+                arrowsize=1,
+                arrowwidth=1.4,
+                **{"text": "", **a},
+            )
+            for a in arrows
+        ],
+        showlegend=False,
+        plot_bgcolor="white",
+        hovermode="closest",
+        dragmode=False,
+        height=int(drawing.height) + margin["t"] + margin["b"],
+        margin=margin,
+        font={"family": FONT},
         xaxis={"visible": False, "range": [-START, drawing.width], "fixedrange": True},
-        yaxis={"visible": False, "range": [0, drawing.height], "scaleanchor": "x", "scaleratio": 1,
-               "fixedrange": True})
-    figure.update_traces(cliponaxis=False)      # a circle at the drawing's edge spills into the margin, not cut
+        yaxis={"visible": False, "range": [0, drawing.height], "scaleanchor": "x", "scaleratio": 1, "fixedrange": True},
+    )
+    figure.update_traces(cliponaxis=False)  # a circle at the drawing's edge spills into the margin, not cut
     return figure
 
 
@@ -180,11 +253,17 @@ def automaton_drawing(automaton):
     """``graph_drawing`` of an automaton: states named, transitions labelled, final states ringed; left to
     right, or top to bottom when that fits ``MAX_WIDTH`` better."""
     graph = automaton.to_networkx()
+
     def drawing(rankdir):
-        return graph_drawing({s: state_name(s) for s in graph.nodes},
-                             [(u, v, edge_label(d["predicate"], d["mark"])) for u, v, d in graph.edges(data=True)],
-                             rankdir=rankdir, source=automaton.initial, fontsize=FONT_SIZE,
-                             rings=frozenset(automaton.finals))
+        return graph_drawing(
+            {s: state_name(s) for s in graph.nodes},
+            [(u, v, edge_label(d["predicate"], d["mark"])) for u, v, d in graph.edges(data=True)],
+            rankdir=rankdir,
+            source=automaton.initial,
+            fontsize=FONT_SIZE,
+            rings=frozenset(automaton.finals),
+        )
+
     across = drawing("LR")
     if across.width + START <= MAX_WIDTH:
         return across
@@ -225,12 +304,14 @@ class AutomatonView(widgets.VBox):
         if events is not None:
             stream = as_stream(events)
             start = self._first_step(stream, max_steps, around)
-            shown = stream.take(slice(start, start + max_steps))        # only these become Event objects
+            shown = stream.take(slice(start, start + max_steps))  # only these become Event objects
             self.steps = list(itertools.islice(self.automaton.steps(shown), max_steps))
             if start:
-                self.notes.append(f"stepping through events {start:,}-{start + len(self.steps) - 1:,} of "
-                                  f"{len(stream):,}, around the picked match, from the start state (runs begun "
-                                  "before them are not shown)")
+                self.notes.append(
+                    f"stepping through events {start:,}-{start + len(self.steps) - 1:,} of "
+                    f"{len(stream):,}, around the picked match, from the start state (runs begun "
+                    "before them are not shown)"
+                )
             elif len(stream) > max_steps:
                 self.notes.append(f"stepping through the first {max_steps} of {len(stream):,} events")
             children.append(self._controls())
@@ -239,7 +320,7 @@ class AutomatonView(widgets.VBox):
         super().__init__(children, layout=full_width())
         self.add_class("cepkit-automaton-view")
         self._show_step()
-        if start and around:       # open at the picked match's first event
+        if start and around:  # open at the picked match's first event
             self.step = min(max(int(min(around)) - start + 1, 0), len(self.steps))
 
     @staticmethod
@@ -256,15 +337,23 @@ class AutomatonView(widgets.VBox):
         return self.figure.data[TRACES.index(name)]
 
     def __repr__(self):
-        return (f"AutomatonView(states={len(self.automaton.states)}, transitions={len(self.automaton.transitions)}, "
-                f"step={self.step}/{len(self.steps)})")
+        return (
+            f"AutomatonView(states={len(self.automaton.states)}, transitions={len(self.automaton.transitions)}, "
+            f"step={self.step}/{len(self.steps)})"
+        )
 
     # ------------------------------------------------------------------ controls
     def _controls(self) -> widgets.HBox:
         last = len(self.steps)
-        self.slider = widgets.IntSlider(value=0, min=0, max=last, description="events read",
-                                        style={"description_width": "initial"}, continuous_update=True,
-                                        layout={"width": "420px"})
+        self.slider = widgets.IntSlider(
+            value=0,
+            min=0,
+            max=last,
+            description="events read",
+            style={"description_width": "initial"},
+            continuous_update=True,
+            layout={"width": "420px"},
+        )
         self.play = widgets.Play(value=0, min=0, max=last, interval=800, description="play")
         self.back = widgets.Button(description="◀ step", layout={"width": "80px", "flex": "none"})
         self.forward = widgets.Button(description="step ▶", layout={"width": "80px", "flex": "none"})
@@ -272,8 +361,9 @@ class AutomatonView(widgets.VBox):
         widgets.link((self.slider, "value"), (self, "step"))
         self.back.on_click(lambda _: self._move(-1))
         self.forward.on_click(lambda _: self._move(+1))
-        return widgets.HBox([self.play, self.back, self.slider, self.forward],
-                            layout={"flex_flow": "row wrap"})     # in a narrow output, on two rows
+        return widgets.HBox(
+            [self.play, self.back, self.slider, self.forward], layout={"flex_flow": "row wrap"}
+        )  # in a narrow output, on two rows
 
     def _move(self, delta: int) -> None:
         self.step = min(max(self.step + delta, 0), len(self.steps))
@@ -302,24 +392,35 @@ class AutomatonView(widgets.VBox):
         """Indices (in ``self.edges``) of the transitions runs took on the last event read."""
         if self.step == 0:
             return []
-        runs = [{s: [_positions_of(r) for r in rs] for s, rs in self.active(k).items()} for k in (self.step - 1, self.step)]
+        runs = [
+            {s: [_positions_of(r) for r in rs] for s, rs in self.active(k).items()} for k in (self.step - 1, self.step)
+        ]
         return fired_transitions(self.edges, *runs, self.steps[self.step - 1].position, self.automaton.initial)
 
     def entered(self) -> list:
         """States a run entered on the last event (a ◦ loop, which leaves a run where it was, enters nothing)."""
-        heads = {self.edges[k][1] for k in self.fired() if not (self.edges[k][0] == self.edges[k][1]
-                                                                 and self.edges[k][2] == "◦")}
+        heads = {
+            self.edges[k][1]
+            for k in self.fired()
+            if not (self.edges[k][0] == self.edges[k][1] and self.edges[k][2] == "◦")
+        }
         return [s for s in self.drawing.nodes if s in heads]
 
     def _show_step(self) -> None:
         node = self.drawing.nodes
         active = [s for s, partial in self.active().items() if partial]
         entered = self.entered()
-        self.trace("active states").update(x=[node[s].x for s in active], y=[node[s].y for s in active],
-                                           text=[state_name(s) for s in active],
-                                           marker={"size": [_inner(self.drawing, self.automaton, s) for s in active]})
-        self.trace("entered states").update(x=[node[s].x for s in entered], y=[node[s].y for s in entered],
-                                            marker={"size": [node[s].size + 6 for s in entered]})
+        self.trace("active states").update(
+            x=[node[s].x for s in active],
+            y=[node[s].y for s in active],
+            text=[state_name(s) for s in active],
+            marker={"size": [_inner(self.drawing, self.automaton, s) for s in active]},
+        )
+        self.trace("entered states").update(
+            x=[node[s].x for s in entered],
+            y=[node[s].y for s in entered],
+            marker={"size": [node[s].size + 6 for s in entered]},
+        )
         self.trace("fired transitions").update(**edge_lines(self.drawing.edges[k] for k in self.fired()))
         self.plot.show(self.figure)
         self.panel.value = self._step_html() if self.steps else ""
@@ -327,11 +428,13 @@ class AutomatonView(widgets.VBox):
     def _summary(self) -> str:
         a = self.automaton
         finals = ", ".join(sorted((state_name(s) for s in a.finals), key=natural_key))
-        return (f"<b>{len(a.states)} states, {len(a.transitions)} transitions</b>; initial "
-                f"{html.escape(state_name(a.initial))}, final {html.escape(finals) or 'none'}. Solid: • marks the "
-                "event; dotted: ◦ skips it. While stepping: <span style='color:#b87800'>●</span> active states, "
-                f"<span style='color:{FIRED_COLOR}'>▬</span> transitions taken on the last event, "
-                f"<span style='color:{ENTERED_COLOR}'>○</span> states they entered.")
+        return (
+            f"<b>{len(a.states)} states, {len(a.transitions)} transitions</b>; initial "
+            f"{html.escape(state_name(a.initial))}, final {html.escape(finals) or 'none'}. Solid: • marks the "
+            "event; dotted: ◦ skips it. While stepping: <span style='color:#b87800'>●</span> active states, "
+            f"<span style='color:{FIRED_COLOR}'>▬</span> transitions taken on the last event, "
+            f"<span style='color:{ENTERED_COLOR}'>○</span> states they entered."
+        )
 
     def _run(self, found) -> str:
         positions = _positions_of(found)
@@ -349,7 +452,9 @@ class AutomatonView(widgets.VBox):
             head = f"<b>after event {step.position}</b>: {event_text(step.event)}{notes}"
             completed = step.matches
             truncated = bool(step.truncated)
-            moves = [f"{state_name(u)} → {state_name(v)} ({mark})" for u, v, mark in (self.edges[k] for k in self.fired())]
+            moves = [
+                f"{state_name(u)} → {state_name(v)} ({mark})" for u, v, mark in (self.edges[k] for k in self.fired())
+            ]
             taken = f"<br>taken: {html.escape(', '.join(moves))}" if moves else "<br>no run took a transition"
         rows = []
         for state, partial in sorted(self.active().items(), key=lambda item: natural_key(state_name(item[0]))):
@@ -357,10 +462,17 @@ class AutomatonView(widgets.VBox):
                 continue
             shown = ", ".join(self._run(p) for p in partial[:SHOWN_PARTIALS])
             more = f" … and {len(partial) - SHOWN_PARTIALS} more" if len(partial) > SHOWN_PARTIALS else ""
-            rows.append(f"<tr><td>{html.escape(state_name(state))}</td><td class='num'>{len(partial)}</td><td>{shown}{more}</td></tr>")
-        table = (f"{TABLE_CSS}<table class='cepkit-table cepkit-active'><tr><th>active state</th><th class='num'>"
-                 f"runs</th><th>partial matches (positions)</th></tr>{''.join(rows)}</table>")
-        done = (f"<b>completed here</b>: {', '.join(self._run(c) for c in completed)}" if completed
-                else "no match completes here")
+            rows.append(
+                f"<tr><td>{html.escape(state_name(state))}</td><td class='num'>{len(partial)}</td><td>{shown}{more}</td></tr>"
+            )
+        table = (
+            f"{TABLE_CSS}<table class='cepkit-table cepkit-active'><tr><th>active state</th><th class='num'>"
+            f"runs</th><th>partial matches (positions)</th></tr>{''.join(rows)}</table>"
+        )
+        done = (
+            f"<b>completed here</b>: {', '.join(self._run(c) for c in completed)}"
+            if completed
+            else "no match completes here"
+        )
         cut = "<br><small>(the engine truncated the partial-match lists of this step)</small>" if truncated else ""
         return f"{head}{taken}{table}{done}{cut}"

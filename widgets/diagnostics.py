@@ -3,6 +3,7 @@ query checked against the events' types and columns (``cepkit.check``: line and 
 you mean" for keywords and units), event types the events never have named with the closest one
 (``cepkit.type_warnings``), and the empty editor's hint (where the language is described, an example over
 the events' own types)."""
+
 from __future__ import annotations
 
 import html
@@ -16,6 +17,7 @@ import cepkit
 class Checked(NamedTuple):
     """What the editor shows of its text: the query (None when it does not check), the diagnostics line
     (HTML), and the ``QueryError``s the editor underlines."""
+
     query: Optional[cepkit.Query]
     html: str
     errors: tuple = ()
@@ -33,16 +35,20 @@ def check_text(text: str, schema, hierarchy=None, of: str = "the stream's") -> C
     if not text.strip():
         return Checked(None, hint(schema))
     try:
-        query = cepkit.check(text, schema, hierarchy=hierarchy)     # attributes, keys, units
+        query = cepkit.check(text, schema, hierarchy=hierarchy)  # attributes, keys, units
     except cepkit.QueryError as err:
         return Checked(None, f"<pre style='color:#b00'>{html.escape(str(err))}</pre>", (err,))
     warnings = tuple(cepkit.type_warnings(query, schema))
-    if warnings:        # it runs, but finds nothing of those types: said before Run, not after
-        return Checked(query, "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>"
-                                      for w in warnings), (), warnings)
+    if warnings:  # it runs, but finds nothing of those types: said before Run, not after
+        return Checked(
+            query, "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>" for w in warnings), (), warnings
+        )
     features = ", ".join(sorted(query.features)) or "none"
-    return Checked(query, f"<small style='color:#070'>✓ checked against {of} types and columns · strategy "
-                          f"{query.strategy} · features: {html.escape(features)}</small>")
+    return Checked(
+        query,
+        f"<small style='color:#070'>✓ checked against {of} types and columns · strategy "
+        f"{query.strategy} · features: {html.escape(features)}</small>",
+    )
 
 
 def hint(schema) -> str:
@@ -54,9 +60,10 @@ def hint(schema) -> str:
     example = html.escape(f"{type_text(first)} AS x ; {type_text(second)} AS y")
     names = sorted(map(str, schema.type_names)) if len(schema) else []
     listed = ", ".join(names[:12]) + (", ..." if len(names) > 12 else "")
-    return ("<small>Type a query (the language: <code>docs/language.md</code>), e.g. "
-            f"<code>{example}</code>" + (f"; the events' types: {html.escape(listed)}" if names else "")
-            + ".</small>")
+    return (
+        "<small>Type a query (the language: <code>docs/language.md</code>), e.g. "
+        f"<code>{example}</code>" + (f"; the events' types: {html.escape(listed)}" if names else "") + ".</small>"
+    )
 
 
 def type_text(name: str) -> str:

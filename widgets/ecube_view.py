@@ -22,6 +22,7 @@ them is drawn (nothing runs) until *the plan that ran* brings the real one back.
 (``ECube.stream``): the counts and the plan update after every batch, with a ``LiveView`` of the stream
 below.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -42,16 +43,27 @@ from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
 from .live import LiveView
 
 ROOT = "v0"
-TRACES = ("concept edges", "pattern edges", "both edges", "candidate edges", "candidate labels", "plan edges",
-          "plan labels", "relations", "queries")
+TRACES = (
+    "concept edges",
+    "pattern edges",
+    "both edges",
+    "candidate edges",
+    "candidate labels",
+    "plan edges",
+    "plan labels",
+    "relations",
+    "queries",
+)
 KIND_COLOR = {"concept": "#7fa7c9", "pattern": "#c9a27f", "both": "#a58fc0"}
 PLAN_COLOR = "#e07000"
 FONT_SIZE = 12
-HELP = ("<small>Cost model ([LIU] Table 4.1), explored without running anything: <b>Pt</b> is the "
-        "time-order selectivity, the chance that an event of one item comes before one of the next (½ for "
-        "random order); <b>P</b> is the selectivity of one condition between two items (1 = no condition); "
-        "<b>× rate</b> scales how often the chosen type occurs. The plan Chase would choose under them is "
-        "drawn; <i>the plan that ran</i> brings the real one back.</small>")
+HELP = (
+    "<small>Cost model ([LIU] Table 4.1), explored without running anything: <b>Pt</b> is the "
+    "time-order selectivity, the chance that an event of one item comes before one of the next (½ for "
+    "random order); <b>P</b> is the selectivity of one condition between two items (1 = no condition); "
+    "<b>× rate</b> scales how often the chosen type occurs. The plan Chase would choose under them is "
+    "drawn; <i>the plan that ran</i> brings the real one back.</small>"
+)
 
 
 def lattice_layout(graph: nx.DiGraph) -> dict:
@@ -77,8 +89,9 @@ def lattice_drawing(graph: nx.DiGraph, extra: list):
             loose.add(len(edges))
             edges.append((u, v, label))
     names = [ROOT, *graph.nodes]
-    drawing = graph_drawing({n: n for n in names}, edges, rankdir="TB", source=ROOT, fontsize=FONT_SIZE,
-                            loose=frozenset(loose))
+    drawing = graph_drawing(
+        {n: n for n in names}, edges, rankdir="TB", source=ROOT, fontsize=FONT_SIZE, loose=frozenset(loose)
+    )
     return drawing, edges, {(u, v): drawing.edges[k] for k, (u, v, _) in enumerate(edges)}
 
 
@@ -88,8 +101,9 @@ def relation_text(cube, general: str, specific: str) -> str:
     data = cube.graph.edges[general, specific]
     g_items, s_items = cube.shapes[general].items, cube.shapes[specific].items
     embedding = data["refinement"].embedding
-    parts = [f"{g_items[g]} → {s_items[s]} at {s + 1}" for g, s in enumerate(embedding)
-             if not g_items[g].same_as(s_items[s])]
+    parts = [
+        f"{g_items[g]} → {s_items[s]} at {s + 1}" for g, s in enumerate(embedding) if not g_items[g].same_as(s_items[s])
+    ]
     parts += [f"insert {item} at {k + 1}" for k, item in enumerate(s_items) if k not in embedding]
     return f"{general} → {specific} ({data['kind']} drill-down): " + "; ".join(parts)
 
@@ -107,8 +121,9 @@ def parse_insertion(text: str) -> tuple:
     """
     item, _, position = text.strip().rpartition(" ")
     if not item.strip() or not position.isdigit() or int(position) < 1:
-        raise ValueError('type an item and the 1-based position to insert it at, e.g. "!D 2" or "D d 3" '
-                         f'(got "{text.strip()}")')
+        raise ValueError(
+            f'type an item and the 1-based position to insert it at, e.g. "!D 2" or "D d 3" (got "{text.strip()}")'
+        )
     return item.strip(), int(position)
 
 
@@ -131,33 +146,59 @@ class ECubeView(widgets.VBox):
         else:
             raise ValueError("ECubeView needs events, or a cube that has run")
         self.counts = {name: len(m) for name, m in self.results.items()}
-        self.streaming: Optional[cepkit.ecube.StreamingCube] = None     # set by ``from_batches``
+        self.streaming: Optional[cepkit.ecube.StreamingCube] = None  # set by ``from_batches``
         self.live: Optional[LiveView] = None
         self.figure = self._empty_figure()
         self.plot = PlotlyView()
         wide = {"description_width": "initial"}
-        self.query_picker = widgets.Dropdown(description="query", options=list(self.cube.queries), style=wide,
-                                             layout={"width": "max-content"})
+        self.query_picker = widgets.Dropdown(
+            description="query", options=list(self.cube.queries), style=wide, layout={"width": "max-content"}
+        )
         self.operation = widgets.Dropdown(description="operation", style=wide, layout={"width": "max-content"})
-        self.insert = widgets.Text(placeholder="item and position, e.g. !D 2", description="or insert", style=wide,
-                                   layout={"width": "280px"})
+        self.insert = widgets.Text(
+            placeholder="item and position, e.g. !D 2", description="or insert", style=wide, layout={"width": "280px"}
+        )
         self.drill_button = widgets.Button(description="drill down", icon="arrow-down", layout={"width": "auto"})
         self.roll_button = widgets.Button(description="roll up", icon="arrow-up", layout={"width": "auto"})
-        self.show_candidates = widgets.Checkbox(description="every candidate edge (Chase's graph)", value=False,
-                                                indent=False, layout={"width": "auto"})
-        self.show_cached = widgets.Checkbox(description="kept results' arrows (cached, cost 0)", value=False,
-                                            indent=False, layout={"width": "auto"})
-        self.what_if_plan = None        # a plan under the sliders' statistics and costs, when they moved
+        self.show_candidates = widgets.Checkbox(
+            description="every candidate edge (Chase's graph)", value=False, indent=False, layout={"width": "auto"}
+        )
+        self.show_cached = widgets.Checkbox(
+            description="kept results' arrows (cached, cost 0)", value=False, indent=False, layout={"width": "auto"}
+        )
+        self.what_if_plan = None  # a plan under the sliders' statistics and costs, when they moved
         units, types = self.cube.units, sorted(self.cube.statistics.type_counts)
-        self.pt = widgets.FloatSlider(value=units.Pt, min=0.05, max=0.95, step=0.05, description="Pt", style=wide,
-                                      tooltip="time-order selectivity: the chance an event of one item comes "
-                                              "before one of the next")
-        self.selectivity = widgets.FloatSlider(value=units.P, min=0.05, max=1.0, step=0.05, description="P",
-                                               style=wide, tooltip="selectivity of one condition between two items")
-        self.rate_type = widgets.Dropdown(options=types, description="rate of", style=wide,
-                                          layout={"width": "max-content"})
-        self.rate = widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.1, description="× rate",
-                                           style=wide, tooltip="how often the chosen type occurs, scaled")
+        self.pt = widgets.FloatSlider(
+            value=units.Pt,
+            min=0.05,
+            max=0.95,
+            step=0.05,
+            description="Pt",
+            style=wide,
+            tooltip="time-order selectivity: the chance an event of one item comes before one of the next",
+        )
+        self.selectivity = widgets.FloatSlider(
+            value=units.P,
+            min=0.05,
+            max=1.0,
+            step=0.05,
+            description="P",
+            style=wide,
+            tooltip="selectivity of one condition between two items",
+        )
+        self.rate_type = widgets.Dropdown(
+            options=types, description="rate of", style=wide, layout={"width": "max-content"}
+        )
+        self.rate = widgets.FloatLogSlider(
+            value=1.0,
+            base=10,
+            min=-1,
+            max=1,
+            step=0.1,
+            description="× rate",
+            style=wide,
+            tooltip="how often the chosen type occurs, scaled",
+        )
         self.reset = widgets.Button(description="the plan that ran", icon="undo", layout={"width": "auto"})
         for control in (self.pt, self.selectivity, self.rate_type, self.rate):
             control.observe(lambda _: self.explore(), names="value")
@@ -170,18 +211,21 @@ class ECubeView(widgets.VBox):
         self.drill_button.on_click(lambda _: self.apply("drill_down"))
         self.roll_button.on_click(lambda _: self.apply("roll_up"))
         wrap = widgets.Layout(flex_flow="row wrap", align_items="center")
-        controls = widgets.HBox([self.query_picker, self.operation, self.insert, self.drill_button,
-                                 self.roll_button], layout=wrap)
+        controls = widgets.HBox(
+            [self.query_picker, self.operation, self.insert, self.drill_button, self.roll_button], layout=wrap
+        )
         toggles = widgets.HBox([self.show_cached, self.show_candidates], layout=wrap)
         explorer = widgets.HBox([self.pt, self.selectivity, self.rate_type, self.rate, self.reset], layout=wrap)
-        super().__init__([self.plot, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table],
-                         layout=full_width())
+        super().__init__(
+            [self.plot, controls, toggles, explorer, widgets.HTML(HELP), self.status, self.table], layout=full_width()
+        )
         self.add_class("cepkit-ecube-view")
         self._redraw()
 
     @classmethod
-    def from_batches(cls, cube, batches, *, keep: bool = False, show: Optional[str] = None,
-                     view: Optional[dict] = None) -> "ECubeView":
+    def from_batches(
+        cls, cube, batches, *, keep: bool = False, show: Optional[str] = None, view: Optional[dict] = None
+    ) -> "ECubeView":
         """A view of ``cube`` over a stream in micro-batches (DataFrames or lists of event dicts, e.g.
         ``cepkit.widgets.live.replay``), fed through ``cube.stream(keep=keep)``: the first batch now, the others
         by ``run()`` (this thread) or ``start()`` (a background thread; Stop ends either). After each batch the
@@ -196,8 +240,7 @@ class ECubeView(widgets.VBox):
         self.streaming = stream
         self.counts = {name: len(m) for name, m in found.items()}
         shown = show or next(iter(cube.queries))
-        self.live = LiveView(title=f"stream · {shown}: {cube.queries[shown].text.splitlines()[0][:80]}",
-                             **(view or {}))
+        self.live = LiveView(title=f"stream · {shown}: {cube.queries[shown].text.splitlines()[0][:80]}", **(view or {}))
         self.live.add(first.set_axis(range(len(first))), list(found[shown]))
 
         def feed():
@@ -208,14 +251,18 @@ class ECubeView(widgets.VBox):
                 new = self.streaming.extend(frame)
                 for name, m in new.items():
                     self.counts[name] = self.counts.get(name, 0) + len(m)
-                self.live.add(frame.set_axis(range(start, start + len(frame))), list(new.get(shown, [])),
-                              seconds=time.perf_counter() - started)
+                self.live.add(
+                    frame.set_axis(range(start, start + len(frame))),
+                    list(new.get(shown, [])),
+                    seconds=time.perf_counter() - started,
+                )
                 self._redraw()
                 yield
             if not self.live.stopped:
                 for name, m in self.streaming.close().items():
                     self.counts[name] = self.counts.get(name, 0) + len(m)
                 self._redraw()
+
         self.live._feed = feed()
         self.children = (*self.children, self.live)
         self._redraw()
@@ -260,11 +307,15 @@ class ECubeView(widgets.VBox):
             concepts = (item.concept,) if hierarchy is None or hierarchy.attribute is None else item.value_concepts
             for concept in concepts if hierarchy is not None else ():
                 for child in hierarchy.children.get(concept, ()):
-                    out[f"{position}: {concept} → {child} (concept drill-down)"] = \
-                        ("drill_down", {"concept": [(concept, child, position)]})
+                    out[f"{position}: {concept} → {child} (concept drill-down)"] = (
+                        "drill_down",
+                        {"concept": [(concept, child, position)]},
+                    )
                 for parent in hierarchy.parents(concept):
-                    out[f"{position}: {concept} → {parent} (concept roll-up)"] = \
-                        ("roll_up", {"concept": [(concept, parent, position)]})
+                    out[f"{position}: {concept} → {parent} (concept roll-up)"] = (
+                        "roll_up",
+                        {"concept": [(concept, parent, position)]},
+                    )
             positives = sum(i.positive for i in items)
             if len(items) > 1 and (not item.positive or positives > 1):
                 text = ("" if item.positive else "!") + item.concept
@@ -290,8 +341,10 @@ class ECubeView(widgets.VBox):
             return None
         new = next(n for n, q in self.cube.queries.items() if q == found.query)
         step = self.cube.last_plan.step(new)
-        self.status.value = (f"<b>{html.escape(new)}</b> = <code>{html.escape(str(found.query))}</code>: "
-                             f"{len(found)} matches, {html.escape(self._how(step))}")
+        self.status.value = (
+            f"<b>{html.escape(new)}</b> = <code>{html.escape(str(found.query))}</code>: "
+            f"{len(found)} matches, {html.escape(self._how(step))}"
+        )
         if self.streaming is None:
             self.results = self.cube.results
             self.counts = {n: len(m) for n, m in self.results.items()}
@@ -317,8 +370,10 @@ class ECubeView(widgets.VBox):
         self.what_if_plan = self.cube.what_if(statistics, units)
         plan = self.what_if_plan
         reuse = ", ".join(f"{s.query}←{s.source} ({s.direction})" for s in plan.steps if s.source) or "none"
-        self.status.value = (f"<b>what-if plan</b> (not run): cost {plan.cost:.4g}, each alone "
-                             f"{plan.scratch_cost:.4g}; reuse: {html.escape(reuse)}")
+        self.status.value = (
+            f"<b>what-if plan</b> (not run): cost {plan.cost:.4g}, each alone "
+            f"{plan.scratch_cost:.4g}; reuse: {html.escape(reuse)}"
+        )
         self._draw_plan()
         return plan
 
@@ -331,26 +386,59 @@ class ECubeView(widgets.VBox):
     def _empty_figure(self) -> go.Figure:
         figure = go.Figure()
         for kind in ("concept", "pattern", "both"):
-            figure.add_scatter(name=f"{kind} edges", mode="lines", hoverinfo="skip",
-                               line={"color": KIND_COLOR[kind], "width": 1.5,
-                                     "dash": "solid" if kind == "concept" else "dash" if kind == "pattern" else "dot"})
-        figure.add_scatter(name="candidate edges", mode="lines", hoverinfo="skip",
-                           line={"color": "#f0b27a", "width": 1, "dash": "dot"})
+            figure.add_scatter(
+                name=f"{kind} edges",
+                mode="lines",
+                hoverinfo="skip",
+                line={
+                    "color": KIND_COLOR[kind],
+                    "width": 1.5,
+                    "dash": "solid" if kind == "concept" else "dash" if kind == "pattern" else "dot",
+                },
+            )
+        figure.add_scatter(
+            name="candidate edges", mode="lines", hoverinfo="skip", line={"color": "#f0b27a", "width": 1, "dash": "dot"}
+        )
         text = {"size": FONT_SIZE, "family": FONT}
-        figure.add_scatter(name="candidate labels", mode="text", textposition="middle center",
-                           textfont={**text, "color": "#b9770e"}, hoverinfo="skip")
+        figure.add_scatter(
+            name="candidate labels",
+            mode="text",
+            textposition="middle center",
+            textfont={**text, "color": "#b9770e"},
+            hoverinfo="skip",
+        )
         figure.add_scatter(name="plan edges", mode="lines", hoverinfo="skip", line={"color": PLAN_COLOR, "width": 3})
-        figure.add_scatter(name="plan labels", mode="text", textposition="middle center",
-                           textfont={**text, "color": "#7a3d00"}, hoverinfo="skip")
-        figure.add_scatter(name="relations", mode="markers", hovertemplate="%{hovertext}<extra></extra>",
-                           marker={"size": 9, "color": "#9aa7b4", "symbol": "diamond"})
-        figure.add_scatter(name="queries", mode="markers+text", textposition="middle center", textfont=text,
-                           hovertemplate="%{hovertext}<extra></extra>",
-                           marker={"color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 1.5}})
-        figure.update_layout(showlegend=False, plot_bgcolor="white", hovermode="closest", dragmode=False,
-                             margin={"l": 10, "r": 10, "t": 40, "b": 10}, font={"family": FONT},
-                             xaxis={"visible": False, "fixedrange": True},
-                             yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1, "fixedrange": True})
+        figure.add_scatter(
+            name="plan labels",
+            mode="text",
+            textposition="middle center",
+            textfont={**text, "color": "#7a3d00"},
+            hoverinfo="skip",
+        )
+        figure.add_scatter(
+            name="relations",
+            mode="markers",
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker={"size": 9, "color": "#9aa7b4", "symbol": "diamond"},
+        )
+        figure.add_scatter(
+            name="queries",
+            mode="markers+text",
+            textposition="middle center",
+            textfont=text,
+            hovertemplate="%{hovertext}<extra></extra>",
+            marker={"color": "#f2f5f8", "line": {"color": "#1f3b57", "width": 1.5}},
+        )
+        figure.update_layout(
+            showlegend=False,
+            plot_bgcolor="white",
+            hovermode="closest",
+            dragmode=False,
+            margin={"l": 10, "r": 10, "t": 40, "b": 10},
+            font={"family": FONT},
+            xaxis={"visible": False, "fixedrange": True},
+            yaxis={"visible": False, "scaleanchor": "x", "scaleratio": 1, "fixedrange": True},
+        )
         figure.update_traces(cliponaxis=False)  # a node at the drawing's edge spills into the margin, not cut
         return figure
 
@@ -362,8 +450,11 @@ class ECubeView(widgets.VBox):
     def plan_edges(self) -> list:
         """``[(source, query, label)]`` of the plan drawn; a query kept from the run (cached, cost 0) only
         when ``show_cached`` is ticked."""
-        return [(s.source or ROOT, s.query, f"{s.direction} {s.cost:.3g}") for s in self.shown_plan.steps
-                if s.direction != "cached" or self.show_cached.value]
+        return [
+            (s.source or ROOT, s.query, f"{s.direction} {s.cost:.3g}")
+            for s in self.shown_plan.steps
+            if s.direction != "cached" or self.show_cached.value
+        ]
 
     def candidate_edges(self) -> list:
         """``[(source, query, label)]`` of Chase's graph ([LIU] §4.3) that the plan did not take;
@@ -371,8 +462,11 @@ class ECubeView(widgets.VBox):
         if not self.show_candidates.value:
             return []
         taken = {(u, v) for u, v, _ in self.plan_edges()}
-        return [(u, v, f"{d['direction']} {d['cost']:.3g}") for u, v, d in self.shown_plan.graph.edges(data=True)
-                if d["direction"] != "cached" and (u, v) not in taken]
+        return [
+            (u, v, f"{d['direction']} {d['cost']:.3g}")
+            for u, v, d in self.shown_plan.graph.edges(data=True)
+            if d["direction"] != "cached" and (u, v) not in taken
+        ]
 
     def _draw_plan(self) -> None:
         """Lay the lattice, the plan and the candidate edges out together (so dot places every label) and
@@ -383,29 +477,57 @@ class ECubeView(widgets.VBox):
         self.drawing = drawing
         on_plan = {(u, v) for u, v, _ in plan}
         for kind in ("concept", "pattern", "both"):
-            self.trace(f"{kind} edges").update(**edge_lines(paths[u, v] for u, v, k in cube.graph.edges(data="kind")
-                                                        if k == kind and (u, v) not in on_plan))
+            self.trace(f"{kind} edges").update(
+                **edge_lines(
+                    paths[u, v] for u, v, k in cube.graph.edges(data="kind") if k == kind and (u, v) not in on_plan
+                )
+            )
         for name, edges in (("plan", plan), ("candidate", candidates)):
             self.trace(f"{name} edges").update(**edge_lines(paths[u, v] for u, v, _ in edges))
-            self.trace(f"{name} labels").update(x=[paths[u, v].label[0] for u, v, _ in edges],
-                                                y=[paths[u, v].label[1] for u, v, _ in edges],
-                                                text=[label for *_, label in edges])
+            self.trace(f"{name} labels").update(
+                x=[paths[u, v].label[0] for u, v, _ in edges],
+                y=[paths[u, v].label[1] for u, v, _ in edges],
+                text=[label for *_, label in edges],
+            )
         lattice = list(cube.graph.edges)
-        self.trace("relations").update(x=[paths[e].middle[0] for e in lattice], y=[paths[e].middle[1] for e in lattice],
-                                       hovertext=[relation_text(cube, u, v) for u, v in lattice])
+        self.trace("relations").update(
+            x=[paths[e].middle[0] for e in lattice],
+            y=[paths[e].middle[1] for e in lattice],
+            hovertext=[relation_text(cube, u, v) for u, v in lattice],
+        )
         names = [ROOT] + list(cube.queries)
         node = drawing.nodes
-        self.trace("queries").update(x=[node[n].x for n in names], y=[node[n].y for n in names], text=names,
-                                     marker={"size": [node[n].size for n in names]},
-                                     hovertext=[self._hover(n) for n in names])
+        self.trace("queries").update(
+            x=[node[n].x for n in names],
+            y=[node[n].y for n in names],
+            text=names,
+            marker={"size": [node[n].size for n in names]},
+            hovertext=[self._hover(n) for n in names],
+        )
         self.figure.layout.annotations = [
-            dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], xref="x", yref="y", axref="x",
-                 ayref="y", showarrow=True, arrowhead=2, arrowsize=1, arrowwidth=2, arrowcolor=PLAN_COLOR, text="")
-            for p in (paths[u, v] for u, v, _ in plan)]
+            dict(
+                x=p.tip[0],
+                y=p.tip[1],
+                ax=p.points[-1][0],
+                ay=p.points[-1][1],
+                xref="x",
+                yref="y",
+                axref="x",
+                ayref="y",
+                showarrow=True,
+                arrowhead=2,
+                arrowsize=1,
+                arrowwidth=2,
+                arrowcolor=PLAN_COLOR,
+                text="",
+            )
+            for p in (paths[u, v] for u, v, _ in plan)
+        ]
         what = "what-if plan" if self.what_if_plan is not None else "plan"
         shown = self.shown_plan
-        self.figure.layout.title = (f"{what} cost {shown.cost:.4g} (each query alone: {shown.scratch_cost:.4g}); "
-                                    "orange: evaluation order")
+        self.figure.layout.title = (
+            f"{what} cost {shown.cost:.4g} (each query alone: {shown.scratch_cost:.4g}); orange: evaluation order"
+        )
         margin = self.figure.layout.margin
         self.figure.layout.height = int(drawing.height) + margin.t + margin.b
         self.figure.layout.xaxis.range = [0, drawing.width]
@@ -429,16 +551,21 @@ class ECubeView(widgets.VBox):
         if name == ROOT:
             return "v0: evaluation from scratch"
         step = self.cube.last_plan.step(name)
-        return (f"<b>{html.escape(name)}</b>: {html.escape(str(self.cube.queries[name]))}<br>"
-                f"{self.counts.get(name, 0)} matches{self._so_far}; {html.escape(self._how(step))}")
+        return (
+            f"<b>{html.escape(name)}</b>: {html.escape(str(self.cube.queries[name]))}<br>"
+            f"{self.counts.get(name, 0)} matches{self._so_far}; {html.escape(self._how(step))}"
+        )
 
     def _table(self) -> str:
         rows = "".join(
             f"<tr><td><b>{html.escape(s.query)}</b></td><td><code>{html.escape(str(self.cube.queries[s.query]))}"
             f"</code></td><td>{self.counts.get(s.query, 0)}</td><td>{html.escape(self._how(s))}</td></tr>"
-            for s in self.cube.last_plan.steps)
-        return (f"{TABLE_CSS}<table class='cepkit-table cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches{self._so_far}</th>"
-                f"<th>computed</th></tr>{rows}</table>")
+            for s in self.cube.last_plan.steps
+        )
+        return (
+            f"{TABLE_CSS}<table class='cepkit-table cepkit-ecube'><tr><th>query</th><th>pattern</th><th>matches{self._so_far}</th>"
+            f"<th>computed</th></tr>{rows}</table>"
+        )
 
 
 def _frame(batch) -> pd.DataFrame:

@@ -9,6 +9,7 @@ The JavaScript is ``cepkit-editor.js``, shipped in the package (bundled from ``s
 CodeMirror's npm packages by ``scripts/build-editor.sh``): no CDN at run time. docs/decisions.md ("The query
 editor") says why CodeMirror through anywidget.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -52,9 +53,9 @@ class QueryEditor(anywidget.AnyWidget):
     keywords = traitlets.List(traitlets.Unicode(), COMPLETED_KEYWORDS).tag(sync=True)
     types = traitlets.List(traitlets.Unicode(), help="the stream's event types (completion, colour)").tag(sync=True)
     attributes = traitlets.Dict(help="event type -> its attributes (completion after 'v.')").tag(sync=True)
-    diagnostics = traitlets.Dict({"text": "", "items": []},
-                                 help="{'text': the text judged, 'items': [{line, column, width, severity, "
-                                      "message}]}").tag(sync=True)
+    diagnostics = traitlets.Dict(
+        {"text": "", "items": []}, help="{'text': the text judged, 'items': [{line, column, width, severity, message}]}"
+    ).tag(sync=True)
 
     def __init__(self, value: str = "", **kwargs):
         super().__init__(value=value, **kwargs)
@@ -70,10 +71,12 @@ class QueryEditor(anywidget.AnyWidget):
     def show(self, text: str, errors: Iterable = (), warnings: Iterable = ()) -> None:
         """Underline ``errors`` (red) and ``warnings`` (amber), ``QueryError``s of ``text``; those without a
         line and column are not drawn (the Workbench's diagnostics line says them)."""
-        items = [{"line": e.line, "column": e.column, "width": max(e.width, 1), "severity": severity,
-                  "message": e.reason}
-                 for severity, found in (("error", errors), ("warning", warnings)) for e in found
-                 if isinstance(e, cepkit.QueryError) and e.line is not None and e.column is not None]
+        items = [
+            {"line": e.line, "column": e.column, "width": max(e.width, 1), "severity": severity, "message": e.reason}
+            for severity, found in (("error", errors), ("warning", warnings))
+            for e in found
+            if isinstance(e, cepkit.QueryError) and e.line is not None and e.column is not None
+        ]
         self.diagnostics = {"text": text, "items": items}
 
     def copy(self, text: str, done: Optional[Callable[[bool], None]] = None) -> None:

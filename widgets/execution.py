@@ -17,6 +17,7 @@ an engine whose ``Matcher`` would push the slices event by event (``Matcher.colu
 than its batch run), for ``reference`` (the meaning, brute force), and for the out-of-order modes, whose
 retractions only ``cepkit.match`` collects in ``Matches.deltas``.
 """
+
 from __future__ import annotations
 
 import time
@@ -30,8 +31,8 @@ from cepkit.runtime import Stream
 STRATEGIES = ("ALL", "NEXT", "LAST", "MAX", "STRICT", "STNM", "ROBUST_STNM")
 ORACLE = "reference"
 PROGRESS_MIN_EVENTS = 2000
-FIRST_SLICE = 2000          # events in the first slice of a long run; the next ones are sized by its speed
-SLICE_SECONDS = 0.25        # what a slice should take: a Cancel is heard between slices
+FIRST_SLICE = 2000  # events in the first slice of a long run; the next ones are sized by its speed
+SLICE_SECONDS = 0.25  # what a slice should take: a Cancel is heard between slices
 MAX_SLICE = 1_000_000
 
 
@@ -42,6 +43,7 @@ class Cancelled(Exception):
 @dataclass(frozen=True)
 class Run:
     """The outcome of one widget run: the matches, wall time, and why another engine ran it, if one did."""
+
     matches: cepkit.Matches
     seconds: float
     note: str = ""
@@ -57,8 +59,15 @@ def as_stream(events, type: Optional[str] = None, ts: Optional[str] = None) -> S
     return Stream.from_any(cepkit.as_events(events, type=type, ts=ts))
 
 
-def run_query(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-              progress: Optional[Callable[[int, int], None]] = None, **options) -> Run:
+def run_query(
+    query,
+    events,
+    engine: str = "auto",
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    progress: Optional[Callable[[int, int], None]] = None,
+    **options,
+) -> Run:
     """Run ``query`` over ``events`` on ``engine``, falling back to the registry's pick (``"auto"``; then
     ``reference``) when that engine cannot.
 
@@ -68,7 +77,7 @@ def run_query(query, events, engine: str = "auto", strategy: Optional[str] = Non
     """
     parsed = cepkit.parse(query, hierarchy)
     if strategy is not None:
-        parsed = parsed.with_strategy(strategy)       # raises for a strategy the query cannot take
+        parsed = parsed.with_strategy(strategy)  # raises for a strategy the query cannot take
     stream = as_stream(events)
     started = time.perf_counter()
     try:
@@ -84,13 +93,14 @@ def run_query(query, events, engine: str = "auto", strategy: Optional[str] = Non
 
 
 def _run_on(query, stream: Stream, engine: str, progress, options: dict) -> cepkit.Matches:
-    incremental = (progress is not None and len(stream) >= PROGRESS_MIN_EVENTS
-                   and options.get("disorder", "reject") == "reject")
+    incremental = (
+        progress is not None and len(stream) >= PROGRESS_MIN_EVENTS and options.get("disorder", "reject") == "reject"
+    )
     if incremental:
-        stream.require_order()                         # the same EventError cepkit.match raises
+        stream.require_order()  # the same EventError cepkit.match raises
         try:
-            matcher = cepkit.Matcher(query, engine=engine, schema=stream, **options)   # checked as match checks
-        except NotImplementedError:                    # the engine has no incremental mode
+            matcher = cepkit.Matcher(query, engine=engine, schema=stream, **options)  # checked as match checks
+        except NotImplementedError:  # the engine has no incremental mode
             matcher = None
         if matcher is not None and matcher.engine != ORACLE and matcher.columnar:
             return _push_slices(matcher, stream, progress)

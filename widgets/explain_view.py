@@ -8,6 +8,7 @@ the events around the candidate (``max_events`` of them). A click on an event, l
 to the candidate or takes it out. The widget only calls ``cepkit.explain``, ``cepkit.why_not`` and
 ``cepkit.match``.
 """
+
 from __future__ import annotations
 
 import html
@@ -50,19 +51,29 @@ class ExplainView(widgets.VBox):
 
     candidate = traitlets.Tuple(help="the positions being explained")
 
-    def __init__(self, query, events, candidate=None, strategy: Optional[str] = None, hierarchy=None,
-                 max_events: int = 400, tz: Optional[str] = None):
+    def __init__(
+        self,
+        query,
+        events,
+        candidate=None,
+        strategy: Optional[str] = None,
+        hierarchy=None,
+        max_events: int = 400,
+        tz: Optional[str] = None,
+    ):
         self.query = cepkit.parse(query, hierarchy)
         self.stream = as_stream(events)
         self.strategy, self.hierarchy, self.max_events = strategy, hierarchy, max_events
         self.explanation = None
         self.near_misses = None
-        self.canvas = EventCanvas(self.stream, tz)   # events placed and described as on the timeline, in tz
-        self.positions = widgets.Text(placeholder="positions, e.g. 1,8",
-                                      description="candidate", continuous_update=False)
+        self.canvas = EventCanvas(self.stream, tz)  # events placed and described as on the timeline, in tz
+        self.positions = widgets.Text(
+            placeholder="positions, e.g. 1,8", description="candidate", continuous_update=False
+        )
         self.clear = widgets.Button(description="Clear", layout={"flex": "none"})
-        self.why = widgets.Button(description="Why not?", tooltip="near misses: candidates failing fewest clauses",
-                                  layout={"flex": "none"})
+        self.why = widgets.Button(
+            description="Why not?", tooltip="near misses: candidates failing fewest clauses", layout={"flex": "none"}
+        )
         self.verdict = widgets.HTML()
         self.text = widgets.HTML()
         self.reasons = widgets.HTML()
@@ -74,9 +85,18 @@ class ExplainView(widgets.VBox):
         self.clear.on_click(lambda _: setattr(self, "candidate", ()))
         self.why.on_click(lambda _: self.show_near_misses())
         self.misses.observe(self._picked, "value")
-        super().__init__([widgets.HBox([self.positions, self.clear, self.why], layout={"flex_flow": "row wrap"}),
-                          self.plot, self.verdict,
-                          self.text, self.reasons, self.misses_note, self.misses], layout=full_width())
+        super().__init__(
+            [
+                widgets.HBox([self.positions, self.clear, self.why], layout={"flex_flow": "row wrap"}),
+                self.plot,
+                self.verdict,
+                self.text,
+                self.reasons,
+                self.misses_note,
+                self.misses,
+            ],
+            layout=full_width(),
+        )
         self.add_class("cepkit-explain-view")
         self._shown: list = []
         if candidate is not None:
@@ -99,8 +119,9 @@ class ExplainView(widgets.VBox):
 
     def show_near_misses(self, limit: int = 10):
         """Run ``cepkit.why_not`` and list its near misses (picking one explains it)."""
-        self.near_misses = cepkit.why_not(self.query, self.stream, limit=limit, strategy=self.strategy,
-                                          hierarchy=self.hierarchy)
+        self.near_misses = cepkit.why_not(
+            self.query, self.stream, limit=limit, strategy=self.strategy, hierarchy=self.hierarchy
+        )
         self.misses_note.value = f"<small>{html.escape(self.near_misses.summary())}</small>"
         self.misses.options = [(self._row(e), k) for k, e in enumerate(self.near_misses)]
         self.misses.value = None
@@ -120,8 +141,9 @@ class ExplainView(widgets.VBox):
             self.text.value = self._query_html(None)
         elif self.explanation is None or self.explanation.positions != self.candidate:
             try:
-                self.explanation = cepkit.explain(self.query, self.stream, self.candidate, self.strategy,
-                                                  self.hierarchy)
+                self.explanation = cepkit.explain(
+                    self.query, self.stream, self.candidate, self.strategy, self.hierarchy
+                )
             except ValueError as err:
                 self.explanation = None
                 self.verdict.value = f"<span style='color:{CHOSEN}'>{html.escape(str(err))}</span>"
@@ -141,7 +163,7 @@ class ExplainView(widgets.VBox):
             self.candidate = chosen
 
     def _clicked(self, click) -> None:
-        if click.customdata is not None:          # the strip's events carry their position
+        if click.customdata is not None:  # the strip's events carry their position
             self.toggle(int(click.customdata))
 
     def _picked(self, change) -> None:
@@ -156,8 +178,11 @@ class ExplainView(widgets.VBox):
         colour = "#2ca02c" if explanation.is_match else CHOSEN
         self.verdict.value = f"<b style='color:{colour};font-size:110%'>{html.escape(explanation.verdict())}</b>"
         self.text.value = self._query_html(explanation)
-        rows = "".join(f"<li><b style='color:{'#2ca02c' if not r.failed else CHOSEN}'>{html.escape(r.kind)}</b> "
-                       f"{html.escape(r.message)}</li>" for r in explanation.reasons)
+        rows = "".join(
+            f"<li><b style='color:{'#2ca02c' if not r.failed else CHOSEN}'>{html.escape(r.kind)}</b> "
+            f"{html.escape(r.message)}</li>"
+            for r in explanation.reasons
+        )
         self.reasons.value = f"<ul style='margin-top:0'>{rows}</ul>"
 
     def _query_html(self, explanation) -> str:
@@ -183,24 +208,36 @@ class ExplainView(widgets.VBox):
         n, shown = len(self.stream), self._shown
         if not shown or len(shown) >= n:
             return ""
-        return (f"<br><sup>positions {shown[0]:,} to {shown[-1]:,} of the {n:,} events "
-                f"(the {len(shown):,} around the candidate)</sup>")
+        return (
+            f"<br><sup>positions {shown[0]:,} to {shown[-1]:,} of the {n:,} events "
+            f"(the {len(shown):,} around the candidate)</sup>"
+        )
 
     def _draw(self) -> None:
         """The strip, drawn whole each time the candidate changes."""
         self._shown = list(self._window())
         chosen = set(self.candidate)
         events = go.Scatter(name="events", **self.canvas.events(self._shown))
-        events.marker = {"size": [13 if p in chosen else 8 for p in self._shown],
-                         "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
-                         "symbol": ["diamond" if p in chosen else "circle" for p in self._shown]}
-        layout = {"height": 150 + 30 * len(self.canvas.lanes),
-                  "margin": {"l": 60, "r": 20, "t": 55 if len(self._shown) < len(self.stream) else 40, "b": 40},
-                  "showlegend": False, "hovermode": "closest", "hoverlabel": {"align": "left"},
-                  "title": {"text": "the candidate's events in red: click an event to add or remove it (hover for its "
-                                    "attributes)" + self._part_shown(), "font": {"size": 13},
-                            "x": 0.01, "xanchor": "left"},
-                  "xaxis": {"title": {"text": self.canvas.axis_title}},
-                  "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}}}
+        events.marker = {
+            "size": [13 if p in chosen else 8 for p in self._shown],
+            "color": [CHOSEN if p in chosen else OTHER for p in self._shown],
+            "symbol": ["diamond" if p in chosen else "circle" for p in self._shown],
+        }
+        layout = {
+            "height": 150 + 30 * len(self.canvas.lanes),
+            "margin": {"l": 60, "r": 20, "t": 55 if len(self._shown) < len(self.stream) else 40, "b": 40},
+            "showlegend": False,
+            "hovermode": "closest",
+            "hoverlabel": {"align": "left"},
+            "title": {
+                "text": "the candidate's events in red: click an event to add or remove it (hover for its "
+                "attributes)" + self._part_shown(),
+                "font": {"size": 13},
+                "x": 0.01,
+                "xanchor": "left",
+            },
+            "xaxis": {"title": {"text": self.canvas.axis_title}},
+            "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}},
+        }
         self.figure = go.Figure([events], layout)
         self.plot.show(self.figure)

@@ -8,6 +8,7 @@ default sizing drew figures 0 px high. ``PlotlyView`` has the figure as synced s
 time, after a page reload too, draws what the kernel holds), plotly.js is sent once per kernel and imported
 once per page (``PlotlyJS``), and the view sizes the plot itself: the layout's height, the container's width.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,10 +25,12 @@ import traitlets
 
 # plotly's modebar without the cloud ("Share", "Edit in Chart Studio") and the lasso/box selections, which
 # cepkit's views do not use.
-FIGURE_CONFIG = {"displaylogo": False,
-                 "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio", "lasso2d", "select2d"]}
-DEFAULT_HEIGHT = 450      # px, for a figure whose layout names no height (plotly's own default)
-NARROW = 600              # px: a plot narrower than this has its legend above it, not beside it
+FIGURE_CONFIG = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["sendDataToCloud", "editInChartStudio", "lasso2d", "select2d"],
+}
+DEFAULT_HEIGHT = 450  # px, for a figure whose layout names no height (plotly's own default)
+NARROW = 600  # px: a plot narrower than this has its legend above it, not beside it
 
 # Tables in cepkit's HTML widgets (counts, capabilities, a match's events): one rule between rows, padded cells,
 # numbers right-aligned.
@@ -93,6 +96,7 @@ def plotly_js() -> PlotlyJS:
 @dataclass(frozen=True)
 class Click:
     """A point clicked in a ``PlotlyView``: its trace's index and name, its index in that trace, its customdata."""
+
     curve: int
     index: int
     customdata: Any
@@ -119,8 +123,11 @@ class PlotlyView(anywidget.AnyWidget):
 
     figure = traitlets.Dict(help="the plotly JSON of the figure on show: data and layout").tag(sync=True)
     config = traitlets.Dict(FIGURE_CONFIG).tag(sync=True)
-    min_width = traitlets.Int(0, help="px; in a narrower output the plot keeps this width and scrolls sideways "
-                                      "(a drawing whose labels have a fixed size)").tag(sync=True)
+    min_width = traitlets.Int(
+        0,
+        help="px; in a narrower output the plot keeps this width and scrolls sideways "
+        "(a drawing whose labels have a fixed size)",
+    ).tag(sync=True)
     plotly = traitlets.Instance(PlotlyJS).tag(sync=True, **widgets.widget_serialization)
 
     _esm = r"""
@@ -249,9 +256,11 @@ class PlotlyView(anywidget.AnyWidget):
         """Draw ``figure`` (a ``go.Figure`` or its plotly JSON dict) in place of the one on show."""
         figure = json.loads(figure.to_json()) if isinstance(figure, go.Figure) else dict(figure)
         missing = {trace.get("type", "scatter") for trace in figure.get("data", [])} - BUNDLED_TRACES
-        if missing:     # the page would draw nothing and say nothing
-            raise ValueError(f"trace type {', '.join(sorted(missing))} is not in cepkit's plotly.js bundle "
-                             f"(it has {', '.join(sorted(BUNDLED_TRACES))})")
+        if missing:  # the page would draw nothing and say nothing
+            raise ValueError(
+                f"trace type {', '.join(sorted(missing))} is not in cepkit's plotly.js bundle "
+                f"(it has {', '.join(sorted(BUNDLED_TRACES))})"
+            )
         self.figure = figure
 
     def on_click(self, callback: Callable[[Click], None], remove: bool = False) -> None:
@@ -261,8 +270,11 @@ class PlotlyView(anywidget.AnyWidget):
     def _on_message(self, _, content, buffers) -> None:
         if isinstance(content, dict) and content.get("event") == "click":
             for point in content.get("points", []):
-                self._click_callbacks(Click(int(point["curve"]), int(point["index"]), point.get("customdata"),
-                                            str(point.get("trace") or "")))
+                self._click_callbacks(
+                    Click(
+                        int(point["curve"]), int(point["index"]), point.get("customdata"), str(point.get("trace") or "")
+                    )
+                )
 
     def __repr__(self):
         layout = self.figure.get("layout", {})

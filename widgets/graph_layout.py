@@ -19,6 +19,7 @@ node, and each label at the middle of its edge (labels may then touch):
 3. *Crossing reduction.* Inside each layer nodes are ordered by the barycenter of their neighbours in the
    adjacent layer, sweeping down and up a few times.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,15 +31,16 @@ from typing import Optional
 import networkx as nx
 import numpy as np
 
-FONT = "Helvetica, Arial, sans-serif"    # the widgets' text font; dot measures labels in Helvetica
+FONT = "Helvetica, Arial, sans-serif"  # the widgets' text font; dot measures labels in Helvetica
 # dot measures text a little larger than the browser draws it, so labels keep a margin around them
 DOT_FONT_SCALE = 1.15
-CHAR_WIDTH = 0.62                        # em per character, the fallback's estimate of a label's width
+CHAR_WIDTH = 0.62  # em per character, the fallback's estimate of a label's width
 
 
 @dataclass(frozen=True)
 class Node:
     """A node's centre and diameter, in points."""
+
     x: float
     y: float
     size: float
@@ -48,6 +50,7 @@ class Node:
 class EdgePath:
     """An edge as a polyline from its tail's border to its arrow's base, the arrow's tip, and the centre of
     its label (None for an unlabelled edge)."""
+
     points: np.ndarray
     tip: tuple
     label: Optional[tuple]
@@ -60,11 +63,12 @@ class EdgePath:
 @dataclass(frozen=True)
 class Drawing:
     """A laid-out graph, in points with y upwards: ``nodes`` by name, ``edges`` in the order given."""
+
     nodes: dict
     edges: list
     width: float
     height: float
-    engine: str          # "dot" or "layered"
+    engine: str  # "dot" or "layered"
 
 
 def edge_lines(paths) -> dict:
@@ -81,8 +85,15 @@ def dot_available() -> bool:
     return shutil.which("dot") is not None
 
 
-def graph_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, fontsize: int = 12,
-                  rings: frozenset = frozenset(), loose: frozenset = frozenset()) -> Drawing:
+def graph_drawing(
+    nodes: dict,
+    edges: list,
+    rankdir: str = "LR",
+    source=None,
+    fontsize: int = 12,
+    rings: frozenset = frozenset(),
+    loose: frozenset = frozenset(),
+) -> Drawing:
     """Lay out ``nodes`` (name -> label) and ``edges`` ([(tail, head, label or "")]): by ``dot`` when it is
     installed, else by the layered fallback from ``source`` (the first node, which dot puts first too, by
     default). Labels may hold line breaks (``\\n``); nodes in ``rings`` are drawn double-ringed (final
@@ -96,7 +107,7 @@ def graph_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, fo
         try:
             return dot_drawing(nodes, edges, rankdir, fontsize, rings, loose, source)
         except (OSError, subprocess.SubprocessError, ValueError, KeyError):
-            pass                    # a dot that fails is no worse than a missing one: draw the fallback
+            pass  # a dot that fails is no worse than a missing one: draw the fallback
     return layered_drawing(nodes, edges, rankdir, source, fontsize, rings, loose)
 
 
@@ -105,32 +116,57 @@ def _quote(text: str) -> str:
     return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def dot_source(nodes: dict, edges: list, rankdir: str, fontsize: int, rings: frozenset = frozenset(),
-               loose: frozenset = frozenset(), source=None) -> str:
+def dot_source(
+    nodes: dict,
+    edges: list,
+    rankdir: str,
+    fontsize: int,
+    rings: frozenset = frozenset(),
+    loose: frozenset = frozenset(),
+    source=None,
+) -> str:
     size = round(fontsize * DOT_FONT_SCALE, 1)
     ids = {name: f"n{k}" for k, name in enumerate(nodes)}
-    lines = [f"digraph {{ graph [rankdir={rankdir} nodesep=0.3 ranksep=0.35 pad=0.1]",
-             f'node [shape=circle fontname="Helvetica" fontsize={size} margin=0.02]',
-             f'edge [fontname="Helvetica" fontsize={size} arrowsize=0.8]']
-    lines += [f"{ids[n]} [label={_quote(label)}{' shape=doublecircle' if n in rings else ''}]"
-              for n, label in nodes.items()]
-    lines += [f'{ids[u]} -> {ids[v]} [id="e{k}" label={_quote(label)}{" constraint=false" if k in loose else ""}]'
-              for k, (u, v, label) in enumerate(edges)]
+    lines = [
+        f"digraph {{ graph [rankdir={rankdir} nodesep=0.3 ranksep=0.35 pad=0.1]",
+        f'node [shape=circle fontname="Helvetica" fontsize={size} margin=0.02]',
+        f'edge [fontname="Helvetica" fontsize={size} arrowsize=0.8]',
+    ]
+    lines += [
+        f"{ids[n]} [label={_quote(label)}{' shape=doublecircle' if n in rings else ''}]" for n, label in nodes.items()
+    ]
+    lines += [
+        f'{ids[u]} -> {ids[v]} [id="e{k}" label={_quote(label)}{" constraint=false" if k in loose else ""}]'
+        for k, (u, v, label) in enumerate(edges)
+    ]
     lines.append(f"{{rank=min; {ids[next(iter(nodes)) if source is None else source]}}}")
     return "\n".join(lines + ["}"])
 
 
-def dot_drawing(nodes: dict, edges: list, rankdir: str = "LR", fontsize: int = 12, rings: frozenset = frozenset(),
-                loose: frozenset = frozenset(), source=None) -> Drawing:
+def dot_drawing(
+    nodes: dict,
+    edges: list,
+    rankdir: str = "LR",
+    fontsize: int = 12,
+    rings: frozenset = frozenset(),
+    loose: frozenset = frozenset(),
+    source=None,
+) -> Drawing:
     """The layout ``dot -Tjson0`` computes (raises ``OSError`` or ``CalledProcessError`` when dot fails)."""
-    done = subprocess.run(["dot", "-Tjson0"], input=dot_source(nodes, edges, rankdir, fontsize, rings, loose, source),
-                          capture_output=True, text=True, timeout=30, check=True)
+    done = subprocess.run(
+        ["dot", "-Tjson0"],
+        input=dot_source(nodes, edges, rankdir, fontsize, rings, loose, source),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     graph = json.loads(done.stdout)
     names = {f"n{k}": name for k, name in enumerate(nodes)}
     placed = {}
     for obj in graph.get("objects", []):
         if "pos" not in obj:
-            continue                # the rank=min subgraph
+            continue  # the rank=min subgraph
         x, y = _point(obj["pos"])
         placed[names[obj["name"]]] = Node(x, y, float(obj["width"]) * 72)
     paths = {}
@@ -155,8 +191,8 @@ def _spline(pos: str, samples: int = 8) -> tuple:
     t = np.linspace(0, 1, samples)[:, None]
     pieces = [control[:1]]
     for k in range(0, len(control) - 3, 3):
-        p0, p1, p2, p3 = control[k:k + 4]
-        pieces.append(((1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * p1 + 3 * (1 - t) * t ** 2 * p2 + t ** 3 * p3)[1:])
+        p0, p1, p2, p3 = control[k : k + 4]
+        pieces.append(((1 - t) ** 3 * p0 + 3 * (1 - t) ** 2 * t * p1 + 3 * (1 - t) * t**2 * p2 + t**3 * p3)[1:])
     points = np.vstack(pieces)
     return points, tip if tip is not None else tuple(points[-1])
 
@@ -169,8 +205,15 @@ def natural_width(figure) -> int:
 
 
 # ---------------------------------------------------------------------------------------------- fallback
-def layered_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, fontsize: int = 12,
-                    rings: frozenset = frozenset(), loose: frozenset = frozenset()) -> Drawing:
+def layered_drawing(
+    nodes: dict,
+    edges: list,
+    rankdir: str = "LR",
+    source=None,
+    fontsize: int = 12,
+    rings: frozenset = frozenset(),
+    loose: frozenset = frozenset(),
+) -> Drawing:
     """The fallback without ``dot``: ``layered_layout`` spaced for the labels (layers left to right, or top
     to bottom for ``rankdir="TB"``), straight edges, arcs for parallel and backward ones, loops above their
     node, each label at the middle of its edge."""
@@ -178,10 +221,13 @@ def layered_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, 
     graph.add_nodes_from(nodes)
     graph.add_edges_from((u, v) for k, (u, v, _) in enumerate(edges) if k not in loose)
     grid = layered_layout(graph, next(iter(nodes)) if source is None else source)
+
     def width(text) -> float:
         return CHAR_WIDTH * fontsize * max(map(len, str(text).split("\n")))
-    sizes = {n: max(2.2 * fontsize, width(label) + 1.2 * fontsize) + (8 if n in rings else 0)
-             for n, label in nodes.items()}
+
+    sizes = {
+        n: max(2.2 * fontsize, width(label) + 1.2 * fontsize) + (8 if n in rings else 0) for n, label in nodes.items()
+    }
     longest = max([width(label) for *_, label in edges] or [0])
     along, across = max(sizes.values()) + longest + 40, max(sizes.values()) + 3 * fontsize
     if rankdir == "TB":
@@ -199,8 +245,9 @@ def layered_drawing(nodes: dict, edges: list, rankdir: str = "LR", source=None, 
             skips = grid[v][0] - grid[u][0] != 1
             bend = 0.25 * k + (0.2 if skips else 0.0)
             points = _arc(centres[u], centres[v], -bend if (u, v) != tuple(sorted((u, v), key=str)) else bend)
-            inside = ((np.hypot(*(points - centres[u]).T) < sizes[u] / 2)
-                      | (np.hypot(*(points - centres[v]).T) < sizes[v] / 2))
+            inside = (np.hypot(*(points - centres[u]).T) < sizes[u] / 2) | (
+                np.hypot(*(points - centres[v]).T) < sizes[v] / 2
+            )
             points = points[~inside]
         paths.append((points, label))
     low = np.min(list(centres.values()), axis=0) - max(sizes.values()) - longest / 2
@@ -219,7 +266,7 @@ def _arc(p0, p2, bend: float, samples: int = 25) -> np.ndarray:
     chord = p2 - p0
     control = (p0 + p2) / 2 + bend * np.array([-chord[1], chord[0]])
     t = np.linspace(0, 1, samples)[:, None]
-    return (1 - t) ** 2 * p0 + 2 * (1 - t) * t * control + t ** 2 * p2
+    return (1 - t) ** 2 * p0 + 2 * (1 - t) * t * control + t**2 * p2
 
 
 def _loop(centre, radius: float, k: int, samples: int = 25) -> np.ndarray:
@@ -228,7 +275,6 @@ def _loop(centre, radius: float, k: int, samples: int = 25) -> np.ndarray:
     angles = np.linspace(-np.pi / 3, 4 * np.pi / 3, samples)
     x, y = centre
     return np.column_stack([x + r * np.cos(angles), y + radius + r * (1 + np.sin(angles)) - r * 0.9])
-
 
 
 def back_edges(graph: nx.DiGraph, source) -> set:

@@ -14,6 +14,7 @@ with ``keep=False`` (it keeps what its window needs, nothing more).
 ``replay(events, every=..., speed=...)`` cuts a finite DataFrame (the flights year, say) into batches of
 ``every`` of stream time, arriving ``speed`` times faster than they happened: a stream to watch.
 """
+
 from __future__ import annotations
 
 import html
@@ -33,14 +34,15 @@ from .figures import TABLE_CSS, format_value, full_width, plural
 from .on_spark import binding
 from .timeline import MatchTimeline, check_time_zone
 
-LAST = 30            # the latest matches kept and drawn
-SAMPLE = 20          # a uniform sample of the earlier matches, kept and drawn
-CONTEXT = 300        # the latest events kept (drawn as the stream's recent activity)
-GRID_ROWS = 10       # the latest matches listed in the grid
+LAST = 30  # the latest matches kept and drawn
+SAMPLE = 20  # a uniform sample of the earlier matches, kept and drawn
+CONTEXT = 300  # the latest events kept (drawn as the stream's recent activity)
+GRID_ROWS = 10  # the latest matches listed in the grid
 
 
-def replay(events: pd.DataFrame, every="1h", speed: Optional[float] = None,
-           batches: Optional[int] = None) -> Iterator[pd.DataFrame]:
+def replay(
+    events: pd.DataFrame, every="1h", speed: Optional[float] = None, batches: Optional[int] = None
+) -> Iterator[pd.DataFrame]:
     """``events`` (in ts order, datetime or numeric ts) as consecutive batches of ``every`` of stream time
     (a pandas offset such as "6h" for datetimes, a number of seconds otherwise), each ``every / speed`` after
     the one before (no wait without ``speed``); at most ``batches`` of them. Empty spans yield no batch."""
@@ -77,22 +79,29 @@ class LiveView(widgets.VBox):
         Time zone of the timeline and the grid (UTC by default).
     """
 
-    def __init__(self, *, last: int = LAST, sample: int = SAMPLE, context: int = CONTEXT, tz: Optional[str] = None,
-                 title: str = "live"):
+    def __init__(
+        self,
+        *,
+        last: int = LAST,
+        sample: int = SAMPLE,
+        context: int = CONTEXT,
+        tz: Optional[str] = None,
+        title: str = "live",
+    ):
         self.last_n, self.sample_n, self.context_n = last, sample, context
         self.tz = check_time_zone(tz)
         self.heading = title
-        self.events = pd.DataFrame()             # kept events, indexed by their position in the stream
+        self.events = pd.DataFrame()  # kept events, indexed by their position in the stream
         self.latest: deque = deque(maxlen=last)  # (match number, Match with stream positions)
-        self.earlier: list = []                  # reservoir sample of the matches that left ``latest``
+        self.earlier: list = []  # reservoir sample of the matches that left ``latest``
         self.batches = self.event_count = self.match_count = 0
         self.late = self.dropped = 0
         self.watermark = None
         self.max_ts = None
         self.rate = self.last_rate = 0.0
         self.stopped = self.finished = False
-        self.on_stop = []                        # feeds' hooks: called once when Stop is pressed
-        self.queries = []                        # a Spark feed's streaming queries
+        self.on_stop = []  # feeds' hooks: called once when Stop is pressed
+        self.queries = []  # a Spark feed's streaming queries
         self._random = random.Random(0)
         self._started: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
@@ -105,16 +114,30 @@ class LiveView(widgets.VBox):
         self.timeline_box = widgets.VBox(layout=full_width())
         self.grid = widgets.HTML()
         self.grid.add_class("cepkit-live-grid")
-        super().__init__([widgets.HTML(TABLE_CSS), widgets.HBox([self.stop_button, self.stats],
-                                                                 layout=widgets.Layout(align_items="center")),
-                          self.timeline_box, self.grid], layout=full_width())
+        super().__init__(
+            [
+                widgets.HTML(TABLE_CSS),
+                widgets.HBox([self.stop_button, self.stats], layout=widgets.Layout(align_items="center")),
+                self.timeline_box,
+                self.grid,
+            ],
+            layout=full_width(),
+        )
         self.add_class("cepkit-live")
         self._show_stats()
 
     # ------------------------------------------------------------------ feeds
     @classmethod
-    def from_batches(cls, query, batches: Iterable, engine: str = "auto", delay: float = 0, hierarchy=None,
-                     view: Optional[dict] = None, **options) -> "LiveView":
+    def from_batches(
+        cls,
+        query,
+        batches: Iterable,
+        engine: str = "auto",
+        delay: float = 0,
+        hierarchy=None,
+        view: Optional[dict] = None,
+        **options,
+    ) -> "LiveView":
         """A view fed by a local ``cepkit.Matcher(keep=False)`` over ``batches``: DataFrames (or lists of
         event dicts). An event more than ``delay`` seconds older than the latest ts seen is dropped (counted),
         one within it is late (counted, and matched: the Matcher then runs with ``disorder="kslack"``)."""
@@ -131,25 +154,42 @@ class LiveView(widgets.VBox):
                 kept, late, dropped = live._judge(frame, delay)
                 started = time.perf_counter()
                 found = list(matcher.extend(kept))
-                first = live.event_count           # the Matcher numbers the events it took, from 0
-                live.add(kept.set_axis(range(first, first + len(kept))), found, late=late, dropped=dropped,
-                         seconds=time.perf_counter() - started)
+                first = live.event_count  # the Matcher numbers the events it took, from 0
+                live.add(
+                    kept.set_axis(range(first, first + len(kept))),
+                    found,
+                    late=late,
+                    dropped=dropped,
+                    seconds=time.perf_counter() - started,
+                )
                 yield
             if not live.stopped:
                 live.add(pd.DataFrame(columns=["type", "ts"]), list(matcher.close()))
+
         live._feed = feed()
         return live
 
     @classmethod
-    def from_spark(cls, query, events, engine: str = "auto", position: str = "position", delay=None,
-                   view: Optional[dict] = None, **options) -> "LiveView":
+    def from_spark(
+        cls,
+        query,
+        events,
+        engine: str = "auto",
+        position: str = "position",
+        delay=None,
+        view: Optional[dict] = None,
+        **options,
+    ) -> "LiveView":
         """A view fed by Structured Streaming: ``cepkit.spark.match_stream(query, events, ...)`` and the
         events themselves, each into the view through ``foreachBatch`` (the driver runs it, in this process:
         a classic session). Both streaming queries start now; Stop (or ``stop()``) stops them."""
         import cepkit.spark
+
         if cepkit.spark.jobs.is_connect(events.sparkSession):
-            raise ValueError("LiveView.from_spark needs a classic Spark session: Spark Connect runs foreachBatch "
-                             "in a Python process of its server, which cannot reach this kernel's widgets")
+            raise ValueError(
+                "LiveView.from_spark needs a classic Spark session: Spark Connect runs foreachBatch "
+                "in a Python process of its server, which cannot reach this kernel's widgets"
+            )
         live = cls(**(view or {}))
         live.heading = f"live on Spark · {cepkit.parse(query).text.splitlines()[0][:80]}"
         lock = threading.Lock()
@@ -173,12 +213,16 @@ class LiveView(widgets.VBox):
             progress = matches_query.lastProgress or {}
             watermark = (progress.get("eventTime") or {}).get("watermark")
             dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
-            live.add(events_now, found, watermark=watermark, dropped=dropped,
-                     rate=progress.get("processedRowsPerSecond"))
+            live.add(
+                events_now, found, watermark=watermark, dropped=dropped, rate=progress.get("processedRowsPerSecond")
+            )
 
         found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
-        variables.extend(c for c in found_stream.columns if c not in ("match_id", "positions")
-                         and c not in cepkit.parse(query).partition_by)
+        variables.extend(
+            c
+            for c in found_stream.columns
+            if c not in ("match_id", "positions") and c not in cepkit.parse(query).partition_by
+        )
         events_query = events.writeStream.foreachBatch(on_events).start()
         matches_query = found_stream.writeStream.outputMode("append").foreachBatch(on_matches).start()
         live.queries.extend([events_query, matches_query])
@@ -219,8 +263,16 @@ class LiveView(widgets.VBox):
             hook()
         self._show_stats()
 
-    def add(self, events: pd.DataFrame, matches: list, watermark=None, late: int = 0, dropped: int = 0,
-            seconds: Optional[float] = None, rate: Optional[float] = None) -> None:
+    def add(
+        self,
+        events: pd.DataFrame,
+        matches: list,
+        watermark=None,
+        late: int = 0,
+        dropped: int = 0,
+        seconds: Optional[float] = None,
+        rate: Optional[float] = None,
+    ) -> None:
         """One batch: its ``events`` (indexed by stream position) and the ``matches`` it completed (stream
         positions); the feed's watermark (else the latest ts), the batch's late and dropped events, and how
         long matching it took (or the feed's own events/s, ``rate``)."""
@@ -255,8 +307,9 @@ class LiveView(widgets.VBox):
         if not len(frame):
             return frame, 0, 0
         seconds = _seconds(frame["ts"])
-        behind = np.maximum.accumulate(np.r_[_seconds(pd.Series([self.max_ts]))[0] if self.max_ts is not None
-                                             else -np.inf, seconds])[:-1]
+        behind = np.maximum.accumulate(
+            np.r_[_seconds(pd.Series([self.max_ts]))[0] if self.max_ts is not None else -np.inf, seconds]
+        )[:-1]
         late = seconds < behind
         drop = seconds < behind - delay
         return frame[~drop].reset_index(drop=True), int(late.sum()), int(drop.sum())
@@ -277,7 +330,7 @@ class LiveView(widgets.VBox):
         if not len(self.events):
             return
         needed = {p for _, m in (*self.latest, *self.earlier) for p in m.positions}
-        recent = self.events.index[-self.context_n:]
+        recent = self.events.index[-self.context_n :]
         keep = self.events.index.isin(list(needed)) | self.events.index.isin(recent)
         self.events = self.events[keep]
 
@@ -291,8 +344,9 @@ class LiveView(widgets.VBox):
         kept = [(k, m) for k, m in self._kept() if all(p in local for p in m.positions)]
         matches = []
         for _, m in kept:
-            bindings = {v: tuple(local[p] for p in b) if isinstance(b, tuple) else local[b]
-                        for v, b in m.bindings.items()}
+            bindings = {
+                v: tuple(local[p] for p in b) if isinstance(b, tuple) else local[b] for v, b in m.bindings.items()
+            }
             matches.append(cepkit.Match.of(bindings, [local[p] for p in m.positions]))
         return frame.reset_index(drop=True), matches, [k for k, _ in kept]
 
@@ -301,10 +355,12 @@ class LiveView(widgets.VBox):
             return
         frame, matches, numbers = self._window()
         earlier = len(self.earlier)
-        title = (f"{html.escape(self.heading)}<br><sup>{plural(self.match_count, 'match', 'matches')} so far, drawn: "
-                 f"the last {len(self.latest):,}"
-                 + (f" and a sample of {earlier:,} of the {self.match_count - len(self.latest):,} before" if earlier
-                    else "") + f" · {len(frame):,} events kept of {self.event_count:,}</sup>")
+        title = (
+            f"{html.escape(self.heading)}<br><sup>{plural(self.match_count, 'match', 'matches')} so far, drawn: "
+            f"the last {len(self.latest):,}"
+            + (f" and a sample of {earlier:,} of the {self.match_count - len(self.latest):,} before" if earlier else "")
+            + f" · {len(frame):,} events kept of {self.event_count:,}</sup>"
+        )
         if self.timeline is None:
             self.timeline = MatchTimeline(frame, matches, title=title, tz=self.tz, max_matches=max(len(matches), 1))
             self.timeline.add_class("cepkit-live-timeline")
@@ -321,16 +377,24 @@ class LiveView(widgets.VBox):
             positions = list(m.positions)
             start, end = self._time(times.iloc[positions[0]]), self._time(times.iloc[positions[-1]])
             types = ", ".join(dict.fromkeys(str(frame["type"].iloc[p]) for p in positions))
-            bindings = ", ".join(f"{v}: {html.escape(str(frame['type'].iloc[b if isinstance(b, int) else b[0]]))}"
-                                 for v, b in m.bindings.items())
-            rows.append(f"<tr data-match='{k}'><td>{k:,}</td><td>{start}</td><td>{end}</td>"
-                        f"<td>{html.escape(types)}</td><td>{bindings}</td></tr>")
-        caption = (f"<small>the latest {min(GRID_ROWS, len(matches)):,} of {self.match_count:,} matches, newest "
-                   "first (the view keeps the last ones and a sample of the earlier ones)</small>")
+            bindings = ", ".join(
+                f"{v}: {html.escape(str(frame['type'].iloc[b if isinstance(b, int) else b[0]]))}"
+                for v, b in m.bindings.items()
+            )
+            rows.append(
+                f"<tr data-match='{k}'><td>{k:,}</td><td>{start}</td><td>{end}</td>"
+                f"<td>{html.escape(types)}</td><td>{bindings}</td></tr>"
+            )
+        caption = (
+            f"<small>the latest {min(GRID_ROWS, len(matches)):,} of {self.match_count:,} matches, newest "
+            "first (the view keeps the last ones and a sample of the earlier ones)</small>"
+        )
         zone = f" ({self.tz or 'UTC'})" if len(frame) and isinstance(times.iloc[0], pd.Timestamp) else ""
-        self.grid.value = (f"{caption}<div style='overflow-x: auto; max-width: 100%'><table class='cepkit-table' "
-                           f"style='white-space: nowrap'><tr><th>match</th><th>start{zone}</th><th>end{zone}</th>"
-                           f"<th>types</th><th>bindings</th></tr>{''.join(rows)}</table></div>")
+        self.grid.value = (
+            f"{caption}<div style='overflow-x: auto; max-width: 100%'><table class='cepkit-table' "
+            f"style='white-space: nowrap'><tr><th>match</th><th>start{zone}</th><th>end{zone}</th>"
+            f"<th>types</th><th>bindings</th></tr>{''.join(rows)}</table></div>"
+        )
 
     def _time(self, value) -> str:
         if isinstance(value, pd.Timestamp):
@@ -339,20 +403,28 @@ class LiveView(widgets.VBox):
         return format_value(value)
 
     def _show_stats(self) -> None:
-        state = ("stopped" if self.stopped else "finished" if self.finished else "running" if self.batches
-                 else "waiting for the first batch")
+        state = (
+            "stopped"
+            if self.stopped
+            else "finished"
+            if self.finished
+            else "running"
+            if self.batches
+            else "waiting for the first batch"
+        )
         watermark = html.escape(self._time(self.watermark)) if self.watermark is not None else "–"
         if isinstance(self.watermark, pd.Timestamp):
             watermark += f" {self.tz or 'UTC'}"
-        self.stats.value = (f"<small><b>{state}</b> · <span class='cepkit-live-batches'>{plural(self.batches, 'batch', 'batches')}</span>"
-                            f" · {plural(self.event_count, 'event')} · "
-                            f"<b>{plural(self.match_count, 'match', 'matches')}</b> · "
-                            f"{self.last_rate:,.0f} events/s (last batch), {self.rate:,.0f} overall · "
-                            f"watermark {watermark} · {self.late:,} late · {self.dropped:,} dropped</small>")
+        self.stats.value = (
+            f"<small><b>{state}</b> · <span class='cepkit-live-batches'>{plural(self.batches, 'batch', 'batches')}</span>"
+            f" · {plural(self.event_count, 'event')} · "
+            f"<b>{plural(self.match_count, 'match', 'matches')}</b> · "
+            f"{self.last_rate:,.0f} events/s (last batch), {self.rate:,.0f} overall · "
+            f"watermark {watermark} · {self.late:,} late · {self.dropped:,} dropped</small>"
+        )
 
 
 def _seconds(ts: pd.Series) -> np.ndarray:
     if pd.api.types.is_datetime64_any_dtype(ts) or isinstance(ts.iloc[0], pd.Timestamp):
         return pd.to_datetime(ts, utc=True).astype("int64").to_numpy() / 1e9
     return ts.astype(float).to_numpy()
-

@@ -10,6 +10,7 @@ when it is shown, with the fields chosen; searching, sorting or exporting it fet
 the timeline draws a sample of matches spread over the whole result (its title says it is a sample), and
 picking a match fetches the events of its time span to explain it locally (``ExplainView``).
 """
+
 from __future__ import annotations
 
 import html
@@ -30,9 +31,9 @@ from .figures import TABLE_CSS, format_value, full_width, plural
 from .paged_table import PagedTable, TableData
 from .timeline import MatchTimeline
 
-SPARK = "spark"            # the engine picker's choice that runs the query on the active Spark session
-SAMPLE = 300               # matches the timeline draws, spread over the whole result
-EXPLAIN_SPAN = 2000        # at most this many events around a picked match are fetched to explain it
+SPARK = "spark"  # the engine picker's choice that runs the query on the active Spark session
+SAMPLE = 300  # matches the timeline draws, spread over the whole result
+EXPLAIN_SPAN = 2000  # at most this many events around a picked match are fetched to explain it
 AS_WRITTEN = "as written"
 
 
@@ -45,9 +46,11 @@ def is_spark_frame(value) -> bool:
 def spark_session_active() -> bool:
     """Whether a Spark session is active (then the engine picker offers ``SPARK``); never starts one."""
     import sys
-    if "pyspark" not in sys.modules:       # nobody started Spark in this process
+
+    if "pyspark" not in sys.modules:  # nobody started Spark in this process
         return False
     import cepkit.spark
+
     return cepkit.spark.active_session() is not None
 
 
@@ -57,13 +60,16 @@ def run_on_spark(query, stream, engine: str = "auto", progress=None, job_started
     the Spark tasks; ``job_started(job)`` receives the ``cepkit.spark.Job`` (whose ``cancel()`` makes this
     raise ``execution.Cancelled``)."""
     import cepkit.spark
+
     spark = cepkit.spark.active_session()
 
     def work():
         found = cepkit.spark.match(query, spark.createDataFrame(stream.frame), engine, **options)
         return found.toPandas()
-    job = cepkit.spark.Job(work, spark, progress=None if progress is None else
-                           (lambda p: progress(p.done, max(p.total, 1))))
+
+    job = cepkit.spark.Job(
+        work, spark, progress=None if progress is None else (lambda p: progress(p.done, max(p.total, 1)))
+    )
     if job_started is not None:
         job_started(job)
     try:
@@ -71,10 +77,17 @@ def run_on_spark(query, stream, engine: str = "auto", progress=None, job_started
     except cepkit.spark.Cancelled as stop:
         raise Cancelled(str(stop)) from None
     variables = [c for c in rows.columns if c not in ("match_id", "positions", *query.partition_by)]
-    found = [cepkit.Match.of({v: binding(row[v]) for v in variables if binding(row[v]) is not None},
-                             [int(p) for p in row["positions"]]) for _, row in rows.iterrows()]
-    return Run(cepkit.Matches(found, f"{SPARK} ({engine})", query, stream=stream), job.seconds,
-               f"ran on Spark ({type(spark).__module__.split('.')[2]} session)")
+    found = [
+        cepkit.Match.of(
+            {v: binding(row[v]) for v in variables if binding(row[v]) is not None}, [int(p) for p in row["positions"]]
+        )
+        for _, row in rows.iterrows()
+    ]
+    return Run(
+        cepkit.Matches(found, f"{SPARK} ({engine})", query, stream=stream),
+        job.seconds,
+        f"ran on Spark ({type(spark).__module__.split('.')[2]} session)",
+    )
 
 
 def binding(value):
@@ -100,62 +113,108 @@ class SparkWorkbench(widgets.VBox):
 
     selected = traitlets.Int(None, allow_none=True, help="match_id of the picked match, or None")
 
-    def __init__(self, df, query: str = "", engine: str = "auto", strategy: Optional[str] = None,
-                 hierarchy=None, tz: Optional[str] = None, sample: int = SAMPLE, **options):
+    def __init__(
+        self,
+        df,
+        query: str = "",
+        engine: str = "auto",
+        strategy: Optional[str] = None,
+        hierarchy=None,
+        tz: Optional[str] = None,
+        sample: int = SAMPLE,
+        **options,
+    ):
         import cepkit.spark
+
         self.df, self.spark = df, df.sparkSession
         self.hierarchy, self.tz, self.options = hierarchy, tz, options
         self.sample = sample
         self.schema = _types_and_columns(df)
         self.attributes = sorted(str(c) for c in self.schema.frame.columns if c not in ("type", "ts", "position"))
-        self.events = None          # the events numbered by cepkit.spark.with_positions (at the first run)
-        self.result = None          # the last run's matches: cepkit.spark.match's DataFrame, in match_id order
+        self.events = None  # the events numbered by cepkit.spark.with_positions (at the first run)
+        self.result = None  # the last run's matches: cepkit.spark.match's DataFrame, in match_id order
         self.count = 0
         self.query: Optional[cepkit.Query] = None
         self.last_query: Optional[cepkit.Query] = None
         self.job = None
         self.seconds = 0.0
-        self.editor = widgets.Textarea(value=query, rows=4, continuous_update=True,
-                                       layout=widgets.Layout(width="100%"))
+        self.editor = widgets.Textarea(value=query, rows=4, continuous_update=True, layout=widgets.Layout(width="100%"))
         self.diagnostics = widgets.HTML()
         engines = list(cepkit.engines().index)
         if engine not in ("auto", *engines):
             raise ValueError(f"unknown engine {engine!r}: choose 'auto' or one of {', '.join(engines)}")
         self.engine_picker = widgets.Dropdown(options=["auto", *engines], value=engine, description="engine")
-        self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
-                                                description="strategy")
+        self.strategy_picker = widgets.Dropdown(
+            options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN, description="strategy"
+        )
         self.run_button = widgets.Button(description="Run on Spark", button_style="primary", icon="play")
-        self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning",
-                                            layout=widgets.Layout(display="none"))
+        self.cancel_button = widgets.Button(
+            description="Cancel", icon="stop", button_style="warning", layout=widgets.Layout(display="none")
+        )
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
         self.progress_text = widgets.HTML()
-        self.status = widgets.HTML(f"<small>events: a Spark DataFrame ({html.escape(_session_kind(self.spark))} "
-                                   "session); press Run</small>")
+        self.status = widgets.HTML(
+            f"<small>events: a Spark DataFrame ({html.escape(_session_kind(self.spark))} session); press Run</small>"
+        )
         self.status.add_class("cepkit-spark-status")
-        self.fields_picker = widgets.TagsInput(value=[], allowed_tags=self.attributes, allow_duplicates=False,
-                                               placeholder="add a field (attribute)",
-                                               layout=widgets.Layout(width="50%", min_width="220px"))
+        self.fields_picker = widgets.TagsInput(
+            value=[],
+            allowed_tags=self.attributes,
+            allow_duplicates=False,
+            placeholder="add a field (attribute)",
+            layout=widgets.Layout(width="50%", min_width="220px"),
+        )
         self.grid = PagedTable(noun="match", nouns="matches", csv_name="matches.csv", layout=full_width())
-        self.results = widgets.VBox([
-            widgets.HBox([widgets.HTML("<small>fields</small>"), self.fields_picker],
-                         layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap")),
-            self.grid], layout=full_width())
+        self.results = widgets.VBox(
+            [
+                widgets.HBox(
+                    [widgets.HTML("<small>fields</small>"), self.fields_picker],
+                    layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"),
+                ),
+                self.grid,
+            ],
+            layout=full_width(),
+        )
         self.results.add_class("cepkit-spark-results")
         self.results.layout.display = "none"
         self.timeline_box = widgets.VBox(layout=full_width())
-        self.explain_box = widgets.VBox([widgets.HTML("<small>Pick a match in the grid or on the timeline: its "
-                                                      "events are fetched from Spark and explained.</small>")],
-                                        layout=full_width())
+        self.explain_box = widgets.VBox(
+            [
+                widgets.HTML(
+                    "<small>Pick a match in the grid or on the timeline: its "
+                    "events are fetched from Spark and explained.</small>"
+                )
+            ],
+            layout=full_width(),
+        )
         self.timeline: Optional[MatchTimeline] = None
         self.explain_view: Optional[ExplainView] = None
         self._sample_ids: list = []
-        self.tabs = widgets.Tab([self.timeline_box, self.explain_box], titles=("Timeline", "Explain"),
-                                layout=full_width())
-        super().__init__([widgets.HTML(TABLE_CSS), self.editor, self.diagnostics,
-                          widgets.HBox([self.engine_picker, self.strategy_picker, self.run_button,
-                                        self.cancel_button, self.progress, self.progress_text],
-                                       layout=widgets.Layout(flex_flow="row wrap", align_items="center")),
-                          self.status, self.results, self.tabs], layout=full_width())
+        self.tabs = widgets.Tab(
+            [self.timeline_box, self.explain_box], titles=("Timeline", "Explain"), layout=full_width()
+        )
+        super().__init__(
+            [
+                widgets.HTML(TABLE_CSS),
+                self.editor,
+                self.diagnostics,
+                widgets.HBox(
+                    [
+                        self.engine_picker,
+                        self.strategy_picker,
+                        self.run_button,
+                        self.cancel_button,
+                        self.progress,
+                        self.progress_text,
+                    ],
+                    layout=widgets.Layout(flex_flow="row wrap", align_items="center"),
+                ),
+                self.status,
+                self.results,
+                self.tabs,
+            ],
+            layout=full_width(),
+        )
         self.add_class("cepkit-workbench")
         self.add_class("cepkit-spark-workbench")
         self.editor.observe(self._on_text, "value")
@@ -175,14 +234,17 @@ class SparkWorkbench(widgets.VBox):
     def fields(self, names: Iterable[str]) -> None:
         unknown = [n for n in names if n not in self.attributes]
         if unknown:
-            raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
-                             f"{', '.join(self.attributes) or 'no attributes'}")
+            raise ValueError(
+                f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
+                f"{', '.join(self.attributes) or 'no attributes'}"
+            )
         self.fields_picker.value = list(names)
 
     def run(self, wait: bool = True):
         """Run the editor's query on Spark. With ``wait`` (from code) returns when done: the match count, or
         None if it failed or was cancelled; without (the Run button) returns the running ``Job`` at once."""
         import cepkit.spark
+
         if self.query is None or (self.job is not None and not self.job.done):
             return None
         strategy = self.strategy_picker.value
@@ -205,6 +267,7 @@ class SparkWorkbench(widgets.VBox):
     def page_rows(self, ids) -> pd.DataFrame:
         """The grid's rows of the matches ``ids`` (match_ids), fetched from Spark with their events."""
         from pyspark.sql import functions as F
+
         ids = [int(i) for i in ids]
         rows = self.result.where(F.col("match_id").isin(ids)).toPandas().set_index("match_id", drop=False)
         return self._rows_frame(rows.loc[ids].reset_index(drop=True))
@@ -214,6 +277,7 @@ class SparkWorkbench(widgets.VBox):
         positions among them; the position the first of them has in the whole stream). Beyond
         ``EXPLAIN_SPAN`` events, only the match's own events are fetched."""
         from pyspark.sql import functions as F
+
         row = self.result.where(F.col("match_id") == int(match_id)).select("positions").first()
         positions = [int(p) for p in row["positions"]]
         low, high = min(positions), max(positions)
@@ -248,6 +312,7 @@ class SparkWorkbench(widgets.VBox):
         """In the job's thread: number the events (first run), match, count, and fetch the timeline's sample."""
         import cepkit.spark
         from pyspark.sql import functions as F
+
         if self.events is None:
             self.events = cepkit.spark.with_positions(self.df)
         found = cepkit.spark.match(query, self.events, engine, **self.options)
@@ -258,14 +323,16 @@ class SparkWorkbench(widgets.VBox):
 
     def _finish(self, job, query):
         import cepkit.spark
+
         try:
             result = job.wait()
         except cepkit.spark.Cancelled:
             self._running(False)
-            self.status.value = (f"<b>cancelled</b> after {job.seconds:.1f} s: the Spark jobs were interrupted"
-                                 + (" · the grid still shows the previous run" if self.result is not None else ""))
+            self.status.value = f"<b>cancelled</b> after {job.seconds:.1f} s: the Spark jobs were interrupted" + (
+                " · the grid still shows the previous run" if self.result is not None else ""
+            )
             return None
-        except Exception as err:       # noqa: BLE001 -- shown to the user, as a local run's errors are
+        except Exception as err:  # noqa: BLE001 -- shown to the user, as a local run's errors are
             self._running(False)
             self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return None
@@ -276,13 +343,19 @@ class SparkWorkbench(widgets.VBox):
         self._draw_sample(result["sample"])
         self.results.layout.display = None if self.count else "none"
         self.explain_view = None
-        self.explain_box.children = [widgets.HTML("<small>Pick a match in the grid or on the timeline: its events "
-                                                  "are fetched from Spark and explained.</small>")]
+        self.explain_box.children = [
+            widgets.HTML(
+                "<small>Pick a match in the grid or on the timeline: its events "
+                "are fetched from Spark and explained.</small>"
+            )
+        ]
         self._running(False)
-        self.status.value = (f"<b>{plural(self.count, 'match', 'matches')}</b> on Spark "
-                             f"({html.escape(_session_kind(self.spark))} session, engine "
-                             f"<code>{html.escape(self.engine_picker.value)}</code>) in {job.seconds:.1f} s · "
-                             "the grid pages through them, fetching each page from Spark")
+        self.status.value = (
+            f"<b>{plural(self.count, 'match', 'matches')}</b> on Spark "
+            f"({html.escape(_session_kind(self.spark))} session, engine "
+            f"<code>{html.escape(self.engine_picker.value)}</code>) in {job.seconds:.1f} s · "
+            "the grid pages through them, fetching each page from Spark"
+        )
         return self.count
 
     # ------------------------------------------------------------------ views
@@ -297,12 +370,17 @@ class SparkWorkbench(widgets.VBox):
         """The grid's rows: match, start, end, positions, each variable's position, type, ts and chosen fields
         (the bound events fetched from Spark by position)."""
         from pyspark.sql import functions as F
+
         if not len(rows):
             return pd.DataFrame({"match": []})
         variables = [c for c in rows.columns if c not in ("match_id", "positions", *self.last_query.partition_by)]
         wanted = sorted({int(p) for ps in rows["positions"] for p in ps})
-        events = (self.events.where(F.col("position").isin(wanted)).select("position", "type", "ts", *self.fields)
-                  .toPandas().set_index("position"))
+        events = (
+            self.events.where(F.col("position").isin(wanted))
+            .select("position", "type", "ts", *self.fields)
+            .toPandas()
+            .set_index("position")
+        )
         out = pd.DataFrame({"match": rows["match_id"].astype(int)})
         out["start"] = [self._time(events.at[int(min(ps)), "ts"]) for ps in rows["positions"]]
         out["end"] = [self._time(events.at[int(max(ps)), "ts"]) for ps in rows["positions"]]
@@ -327,6 +405,7 @@ class SparkWorkbench(widgets.VBox):
     def _draw_sample(self, sample: Optional[pd.DataFrame]) -> None:
         """The timeline of a sample of matches spread evenly over the result (their events only)."""
         from pyspark.sql import functions as F
+
         if sample is None or not len(sample):
             self.timeline, self._sample_ids = None, []
             self.timeline_box.children = [widgets.HTML("<small>no match to draw</small>")]
@@ -345,12 +424,20 @@ class SparkWorkbench(widgets.VBox):
             matches.append(cepkit.Match.of(bindings, [local[int(p)] for p in row["positions"]]))
         self._sample_ids = [int(k) for k in sample["match_id"]]
         drawn = len(self._sample_ids)
-        title = (f"a sample of {drawn:,} of {self.count:,} matches, spread evenly over the whole result "
-                 f"(match_id {self._sample_ids[0]:,} to {self._sample_ids[-1]:,}); only their events are drawn"
-                 if drawn < self.count else f"all {self.count:,} matches (only their events are drawn)")
-        self.timeline = MatchTimeline(frame.drop(columns="position"), matches, title=title, tz=self.tz,
-                                      max_matches=max(drawn, 1),
-                                      numbering=(self._sample_ids, frame["position"].astype(int).tolist()))
+        title = (
+            f"a sample of {drawn:,} of {self.count:,} matches, spread evenly over the whole result "
+            f"(match_id {self._sample_ids[0]:,} to {self._sample_ids[-1]:,}); only their events are drawn"
+            if drawn < self.count
+            else f"all {self.count:,} matches (only their events are drawn)"
+        )
+        self.timeline = MatchTimeline(
+            frame.drop(columns="position"),
+            matches,
+            title=title,
+            tz=self.tz,
+            max_matches=max(drawn, 1),
+            numbering=(self._sample_ids, frame["position"].astype(int).tolist()),
+        )
         self.timeline.add_class("cepkit-spark-timeline")
         self.timeline.observe(self._on_timeline_pick, "selected")
         self.timeline_box.children = [self.timeline]
@@ -388,11 +475,17 @@ class SparkWorkbench(widgets.VBox):
             return
         frame, candidate, first = self.match_events(self.selected)
         strategy = self.strategy_picker.value
-        self.explain_view = ExplainView(self.last_query.text, frame, candidate,
-                                        strategy=None if strategy == AS_WRITTEN else strategy,
-                                        hierarchy=self.hierarchy)
-        note = (f"<small>match {self.selected:,}: its {plural(len(frame), 'event')} fetched from Spark "
-                f"(positions {first:,} onwards, shown from 0)</small>")
+        self.explain_view = ExplainView(
+            self.last_query.text,
+            frame,
+            candidate,
+            strategy=None if strategy == AS_WRITTEN else strategy,
+            hierarchy=self.hierarchy,
+        )
+        note = (
+            f"<small>match {self.selected:,}: its {plural(len(frame), 'event')} fetched from Spark "
+            f"(positions {first:,} onwards, shown from 0)</small>"
+        )
         self.explain_box.children = [widgets.HTML(note), self.explain_view]
 
     # ------------------------------------------------------------------ editor
@@ -406,6 +499,7 @@ def _types_and_columns(df):
     """A Stream of one event per type of ``df``, each column's first non-null value for that type: what the
     editor checks a query's attributes against (one Spark job)."""
     from pyspark.sql import functions as F
+
     others = [c for c in df.columns if c != "type"]
     firsts = df.groupBy("type").agg(*[F.first(F.col(f"`{c}`"), ignorenulls=True).alias(c) for c in others])
     return cepkit.runtime.Stream.from_any(firsts.orderBy("type").toPandas())
@@ -413,4 +507,5 @@ def _types_and_columns(df):
 
 def _session_kind(spark) -> str:
     import cepkit.spark
+
     return "Spark Connect" if cepkit.spark.jobs.is_connect(spark) else "classic"

@@ -9,6 +9,7 @@ under the table says which rows are on show of how many ("rows 11–20 of 139 ma
 page) to the browser as a download. ``selected`` is the picked row's id (a row of the whole table, not of
 the page); setting it from Python pages to that row (``show``). docs/decisions.md says why not itables.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -45,6 +46,7 @@ class TableData:
     """The rows behind a ``PagedTable``: ``frame()`` every row (typed, built when first needed: sorting,
     searching or exporting need it), ``page(ids)`` the page's rows as the page shows them (by default
     ``frame()``'s rows as text), and ``size`` the number of rows. A row's id is its place in ``frame()``."""
+
     size: int
     frame: Callable[[], pd.DataFrame]
     page: Optional[Callable[[np.ndarray], pd.DataFrame]] = None
@@ -232,7 +234,7 @@ class PagedTable(anywidget.AnyWidget):
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
         self.data = TableData(0, lambda: pd.DataFrame())
-        self.order: Optional[np.ndarray] = None      # the ids the search keeps, in the order shown (None: all)
+        self.order: Optional[np.ndarray] = None  # the ids the search keeps, in the order shown (None: all)
         self.on_msg(self._on_message)
 
     # ------------------------------------------------------------------ public
@@ -271,9 +273,11 @@ class PagedTable(anywidget.AnyWidget):
             return f"no {nouns}" if not self.count else f"no row of {self.count:,} {nouns} contains {self.search!r}"
         first = self.page * self.page_size + 1
         last = min(first + self.page_size - 1, self.total)
-        of = (f"{self.total:,} {self.noun if self.total == 1 else nouns} the search keeps, of {self.count:,}"
-              if self.total < self.count
-              else f"{self.count:,} {self.noun if self.count == 1 else nouns}")
+        of = (
+            f"{self.total:,} {self.noun if self.total == 1 else nouns} the search keeps, of {self.count:,}"
+            if self.total < self.count
+            else f"{self.count:,} {self.noun if self.count == 1 else nouns}"
+        )
         return f"rows {first:,}–{last:,} of {of}"
 
     def __repr__(self):
@@ -297,8 +301,11 @@ class PagedTable(anywidget.AnyWidget):
                     ids = ids[hit]
                 if self.sort and self.sort in whole.columns:
                     key = sort_key(whole[self.sort].iloc[ids]).reset_index(drop=True)
-                    ids = ids[key.sort_values(ascending=not self.descending, kind="stable",
-                                              na_position="last").index.to_numpy()]
+                    ids = ids[
+                        key.sort_values(
+                            ascending=not self.descending, kind="stable", na_position="last"
+                        ).index.to_numpy()
+                    ]
                 self.order = ids
             finally:
                 self.busy = ""
@@ -312,7 +319,7 @@ class PagedTable(anywidget.AnyWidget):
     def _fill(self) -> None:
         pages = max(1, -(-self.total // self.page_size))
         if self.page >= pages:
-            self.page = pages - 1           # observed: fills again
+            self.page = pages - 1  # observed: fills again
             return
         start = self.page * self.page_size
         stop = min(start + self.page_size, self.total)

@@ -8,6 +8,7 @@ ONE ROW or ALL ROWS PER MATCH) in the "SQL rows" tab. Explain says, for the pick
 why the rows from there are (or are not) a match (``cepkit.match_recognize.why_not``). The engine and
 strategy pickers do not apply: the standard fixes both (AFTER MATCH SKIP and the pattern's preferment).
 """
+
 from __future__ import annotations
 
 import html
@@ -27,8 +28,8 @@ from .execution import Run
 from .figures import full_width, plural
 from .paged_table import PagedTable, TableData
 
-POSITION = "__cepkit_position"      # each row's position in the Workbench's stream, carried through the sort
-NOT_FOR_SQL = ("Automaton", "Strategies", "Funnel", "Rewrite")   # tabs of cepkit's own language only
+POSITION = "__cepkit_position"  # each row's position in the Workbench's stream, carried through the sort
+NOT_FOR_SQL = ("Automaton", "Strategies", "Funnel", "Rewrite")  # tabs of cepkit's own language only
 
 
 def is_recognize(text: str) -> bool:
@@ -44,14 +45,18 @@ def check_text(text: str, stream) -> Checked:
         mr.run.check_columns(query, stream.frame.columns)
     except cepkit.QueryError as err:
         return Checked(None, f"<pre style='color:#b00'>{html.escape(str(err))}</pre>", (err,))
-    return Checked(query, "<small style='color:#070'>✓ MATCH_RECOGNIZE (SQL row pattern recognition, "
-                          "docs/language.md §13) over the events' columns: checked</small>")
+    return Checked(
+        query,
+        "<small style='color:#070'>✓ MATCH_RECOGNIZE (SQL row pattern recognition, "
+        "docs/language.md §13) over the events' columns: checked</small>",
+    )
 
 
 @dataclass(frozen=True)
 class RecognizeRun(Run):
     """A MATCH_RECOGNIZE run: ``matches`` (the non-empty ones, as cepkit ``Matches``), the query's output
     ``rows``, and ``found`` (per match of ``matches``, its index among the query's matches)."""
+
     query: Optional[object] = None
     rows: Optional[pd.DataFrame] = None
     matched: Optional[object] = None
@@ -67,9 +72,11 @@ def run(query, stream) -> RecognizeRun:
     matches, found = matched.as_matches(matched.rows[POSITION].to_numpy(), stream)
     seconds = time.perf_counter() - started
     empty = len(matched) - len(matches)
-    note = (f"MATCH_RECOGNIZE ({matched.info['matcher']} matcher): {plural(len(rows), 'output row')} in the "
-            "SQL rows tab" + (f"; {plural(empty, 'empty match', 'empty matches')} there only (no rows to draw)"
-                              if empty else ""))
+    note = (
+        f"MATCH_RECOGNIZE ({matched.info['matcher']} matcher): {plural(len(rows), 'output row')} in the "
+        "SQL rows tab"
+        + (f"; {plural(empty, 'empty match', 'empty matches')} there only (no rows to draw)" if empty else "")
+    )
     return RecognizeRun(matches, seconds, note, query, rows, matched, found)
 
 
@@ -87,12 +94,15 @@ class RecognizeExplain(widgets.VBox):
     def __init__(self, last: RecognizeRun, stream):
         self.last = last
         self.stream = stream
-        self.position = widgets.BoundedIntText(value=0, min=0, max=max(len(stream) - 1, 0), description="event",
-                                               layout=widgets.Layout(width="180px"))
+        self.position = widgets.BoundedIntText(
+            value=0, min=0, max=max(len(stream) - 1, 0), description="event", layout=widgets.Layout(width="180px")
+        )
         self.button = widgets.Button(description="Why (not)?", icon="question")
         self.button.on_click(lambda _: self.explain_position(self.position.value))
-        self.text = widgets.HTML("<small>Pick a match, or give an event's position and press <i>Why (not)?</i>: "
-                                 "what the rows from there map to, or the condition that fails.</small>")
+        self.text = widgets.HTML(
+            "<small>Pick a match, or give an event's position and press <i>Why (not)?</i>: "
+            "what the rows from there map to, or the condition that fails.</small>"
+        )
         super().__init__([widgets.HBox([self.position, self.button]), self.text], layout=full_width())
 
     def explain_match(self, i: int) -> None:
@@ -130,12 +140,16 @@ class RecognizeExplain(widgets.VBox):
             self.text.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return
         where = "" if key is None else f" of partition {html.escape(str(key))}"
-        self.text.value = (f"<small>from the event at position {position}: row {start}{where} in ORDER BY order "
-                           "(the rows below are counted so)</small>"
-                           f"<pre>{html.escape(str(explanation))}</pre>")
+        self.text.value = (
+            f"<small>from the event at position {position}: row {start}{where} in ORDER BY order "
+            "(the rows below are counted so)</small>"
+            f"<pre>{html.escape(str(explanation))}</pre>"
+        )
 
 
 def not_for_sql(title: str) -> widgets.Widget:
-    return widgets.HTML(f"<small>The {html.escape(title)} tab shows queries in cepkit's own language; a "
-                        "MATCH_RECOGNIZE query's matches are on the Timeline, its output rows in the SQL rows tab, "
-                        "and Explain says why rows are or are not a match.</small>")
+    return widgets.HTML(
+        f"<small>The {html.escape(title)} tab shows queries in cepkit's own language; a "
+        "MATCH_RECOGNIZE query's matches are on the Timeline, its output rows in the SQL rows tab, "
+        "and Explain says why rows are or are not a match.</small>"
+    )

@@ -13,6 +13,7 @@ the chosen ``fields`` of its events, ``x.origin``; a Kleene variable lists each 
 timeline's time zone. The page's rows are built from the match arrays of those rows only; search, sort and
 export build the whole table once per run (and fields).
 """
+
 from __future__ import annotations
 
 import html
@@ -52,8 +53,8 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
         matches = cepkit.Matches(matches.arrays, matches.engine, matches.query, stream=stream)
     variables = matches.variables()
     frame = matches.to_pandas(fields=[f"{v}.{f}" for v in variables for f in fields])
-    empty = [c for c in frame.columns[len(variables) + 2:] if frame[c].isna().all()]
-    frame = frame.drop(columns=empty).rename(columns={"match_id": "match"})   # y.tmp of an H: no such value
+    empty = [c for c in frame.columns[len(variables) + 2 :] if frame[c].isna().all()]
+    frame = frame.drop(columns=empty).rename(columns={"match_id": "match"})  # y.tmp of an H: no such value
     if rows is not None:
         frame["match"] = picked
     arrays = matches.arrays
@@ -94,22 +95,36 @@ class ResultsGrid(widgets.VBox):
         self.canvas = canvas
         self.matches = cepkit.Matches([], "none")
         self.attributes = sorted(str(c) for c in canvas.stream.frame.columns if c not in ("type", "ts"))
-        self.fields_picker = widgets.TagsInput(value=[], allowed_tags=self.attributes, allow_duplicates=False,
-                                               placeholder="add a field (attribute)",
-                                               layout=widgets.Layout(width="50%", min_width="220px"))
+        self.fields_picker = widgets.TagsInput(
+            value=[],
+            allowed_tags=self.attributes,
+            allow_duplicates=False,
+            placeholder="add a field (attribute)",
+            layout=widgets.Layout(width="50%", min_width="220px"),
+        )
         self.fields_picker.observe(lambda _: self._refill(), "value")
         self.export_name = widgets.Text(placeholder="variable name", layout=widgets.Layout(width="180px"))
-        self.export_button = widgets.Button(description="to DataFrame", icon="table",
-                                            tooltip="put every match in a pandas DataFrame variable of the notebook")
+        self.export_button = widgets.Button(
+            description="to DataFrame",
+            icon="table",
+            tooltip="put every match in a pandas DataFrame variable of the notebook",
+        )
         self.export_button.on_click(lambda _: self.export())
         self.message = widgets.HTML()
         self.note = widgets.HTML()
         self.grid = PagedTable(noun="match", nouns="matches", csv_name="matches.csv", layout=full_width())
         self.grid.observe(self._on_grid_pick, "selected")
         fields_label = widgets.HTML("<small>fields</small>", layout=widgets.Layout(width="auto"))
-        self.toolbar = widgets.HBox([fields_label, self.fields_picker, widgets.Box(layout=widgets.Layout(flex="1")),
-                                     self.export_name, self.export_button],
-                                    layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"))
+        self.toolbar = widgets.HBox(
+            [
+                fields_label,
+                self.fields_picker,
+                widgets.Box(layout=widgets.Layout(flex="1")),
+                self.export_name,
+                self.export_button,
+            ],
+            layout=widgets.Layout(width="100%", align_items="center", flex_flow="row wrap"),
+        )
         super().__init__([self.toolbar, self.message, self.note, self.grid], layout=full_width())
         self.add_class("cepkit-results")
         self.fields = list(fields)
@@ -124,8 +139,10 @@ class ResultsGrid(widgets.VBox):
         names = list(names)
         unknown = [n for n in names if n not in self.attributes]
         if unknown:
-            raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
-                             f"{', '.join(self.attributes) or 'no attributes'}")
+            raise ValueError(
+                f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
+                f"{', '.join(self.attributes) or 'no attributes'}"
+            )
         self.fields_picker.value = names
 
     def set_matches(self, matches: "cepkit.Matches") -> None:
@@ -142,11 +159,14 @@ class ResultsGrid(widgets.VBox):
         """Put ``frame()`` in the notebook's variable ``name`` (the name box by default); returns the frame."""
         name = (name if name is not None else self.export_name.value).strip()
         if not name.isidentifier() or keyword.iskeyword(name):
-            self._say(f"{name!r} is not a Python variable name: use letters, digits and _ "
-                      "(not starting with a digit)", error=True)
+            self._say(
+                f"{name!r} is not a Python variable name: use letters, digits and _ (not starting with a digit)",
+                error=True,
+            )
             return None
         try:
             from IPython import get_ipython
+
             shell = get_ipython()
         except ImportError:
             shell = None
@@ -155,8 +175,10 @@ class ResultsGrid(widgets.VBox):
             self._say("no notebook kernel to put the variable in: use the workbench's results_frame()", error=True)
             return frame
         shell.user_ns[name] = frame
-        self._say(f"<code>{html.escape(name)}</code> holds the {plural(len(frame), 'row')} × "
-                  f"{plural(len(frame.columns), 'column')}")
+        self._say(
+            f"<code>{html.escape(name)}</code> holds the {plural(len(frame), 'row')} × "
+            f"{plural(len(frame.columns), 'column')}"
+        )
         return frame
 
     def set_stale(self, stale: bool) -> None:
@@ -172,8 +194,13 @@ class ResultsGrid(widgets.VBox):
 
     def _refill(self) -> None:
         matches, canvas, fields = self.matches, self.canvas, self.fields
-        self.grid.set_data(TableData(len(matches), lambda: match_frame(canvas, matches, fields),
-                                     lambda ids: match_frame(canvas, matches, fields, ids)))
+        self.grid.set_data(
+            TableData(
+                len(matches),
+                lambda: match_frame(canvas, matches, fields),
+                lambda ids: match_frame(canvas, matches, fields, ids),
+            )
+        )
         zone = f"times in {canvas.tz}" if canvas.tz else ""
         self.note.value = f"<small>{zone}</small>" if zone else ""
         self._show_selection()

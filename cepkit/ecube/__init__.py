@@ -6,6 +6,7 @@ evaluates it with general-to-specific and specific-to-general reuse (``.run(even
 drill-down / roll-up from the kept results; ``.stream()`` runs it over an endless stream in micro-batches
 (``StreamingCube``). ``docs/ecube.md`` explains the choices.
 """
+
 from .cost import CostModel, Statistics, UnitCosts
 from .cube import ECube
 from .lattice import Refinement, lattice, refinement
@@ -14,6 +15,24 @@ from .plan import ROOT, Plan, Step, chase
 from .shape import Item, Shape, shape_of
 from .streaming import StreamingCube
 
-__all__ = ["ECube", "StreamingCube", "Plan", "Step", "chase", "ROOT", "Statistics", "UnitCosts", "CostModel", "Refinement",
-           "refinement", "lattice", "Shape", "Item", "shape_of", "concept_drill_down", "concept_roll_up",
-           "pattern_drill_down", "pattern_roll_up"]
+__all__ = [
+    "ECube",
+    "StreamingCube",
+    "Plan",
+    "Step",
+    "chase",
+    "ROOT",
+    "Statistics",
+    "UnitCosts",
+    "CostModel",
+    "Refinement",
+    "refinement",
+    "lattice",
+    "Shape",
+    "Item",
+    "shape_of",
+    "concept_drill_down",
+    "concept_roll_up",
+    "pattern_drill_down",
+    "pattern_roll_up",
+]

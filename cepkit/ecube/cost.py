@@ -10,6 +10,7 @@ The text gives no formula for evaluating a query from scratch; ``scratch_cost`` 
 cepkit uses its own estimate ([LIU] gives none): ``NumRE·C_app + Σ_k |R_k|·C_access``, where ``|R_k|`` counts the
 partial matches of the first k positive items.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,12 +28,13 @@ from .shape import Item, Shape
 @dataclass(frozen=True)
 class UnitCosts:
     """Unit costs and default selectivities (Table 4.1)."""
+
     C_type: float = 0.25
     C_access: float = 1.0
     C_app: float = 1.0
     C_ct: float = 0.25
-    Pt: float = 0.5          # time-order selectivity of a pair of items
-    P: float = 0.5           # selectivity of one condition (the text's P(Ei, Ej), 1 without conditions)
+    Pt: float = 0.5  # time-order selectivity of a pair of items
+    P: float = 0.5  # selectivity of one condition (the text's P(Ei, Ej), 1 without conditions)
 
 
 @dataclass
@@ -44,11 +46,12 @@ class Statistics:
     >>> s.events_of(frozenset({"A", "B"}))
     15.0
     """
+
     type_counts: dict
     length: int
     duration: float
     attribute: Optional[str] = None
-    value_counts: dict = field(default_factory=dict)     # (type, value) -> count, for the attribute
+    value_counts: dict = field(default_factory=dict)  # (type, value) -> count, for the attribute
 
     @classmethod
     def measure(cls, stream, attribute: Optional[str] = None) -> "Statistics":
@@ -56,8 +59,11 @@ class Statistics:
         if not isinstance(stream, Stream):
             stream = Stream.from_any(stream)
         names = np.asarray(stream.type_names, dtype=object)
-        real = np.asarray([t != PUNCTUATION for t in stream.type_names], bool)[stream.type_codes] if len(stream) \
+        real = (
+            np.asarray([t != PUNCTUATION for t in stream.type_names], bool)[stream.type_codes]
+            if len(stream)
             else np.zeros(0, bool)
+        )
         codes = stream.type_codes[real]
         counts = np.bincount(codes, minlength=len(names))
         types = {names[k]: int(n) for k, n in enumerate(counts) if n}
@@ -74,8 +80,13 @@ class Statistics:
         """Events an item accepts in the whole stream (its types, and its values when it has some)."""
         if item is None or self.attribute is None or (item.values is None and not item.excluded):
             return float(sum(self.type_counts.get(t, 0) for t in types))
-        return float(sum(n for (t, v), n in self.value_counts.items()
-                         if t in types and (item.values is None or v in item.values) and v not in item.excluded))
+        return float(
+            sum(
+                n
+                for (t, v), n in self.value_counts.items()
+                if t in types and (item.values is None or v in item.values) and v not in item.excluded
+            )
+        )
 
     def scaled(self, event_type: str, factor: float) -> "Statistics":
         """These statistics with ``event_type``'s events multiplied by ``factor`` (a what-if rate).
@@ -95,11 +106,18 @@ class Statistics:
         >>> round(Statistics({"A": 50, "B": 50}, 100, 100.0).drift(Statistics({"A": 80, "B": 20}, 100, 100.0)), 3)
         0.6
         """
+
         def share(stats, t):
             return stats.type_counts.get(t, 0) / stats.length if stats.length else 0.0
+
         floor = 1 / self.length if self.length else 1.0
-        return max((abs(share(other, t) - share(self, t)) / max(share(self, t), floor)
-                    for t in set(self.type_counts) | set(other.type_counts)), default=0.0)
+        return max(
+            (
+                abs(share(other, t) - share(self, t)) / max(share(self, t), floor)
+                for t in set(self.type_counts) | set(other.type_counts)
+            ),
+            default=0.0,
+        )
 
     def window_fraction(self, shape: Shape) -> float:
         """The share of the stream one window holds (TW relative to the stream)."""
@@ -117,8 +135,8 @@ class CostModel:
     def __init__(self, statistics: Statistics, units: UnitCosts = UnitCosts()):
         self.stats = statistics
         self.units = units
-        self._events: dict = {}       # item -> events (Chase's graph asks for each many times)
-        self._partial: dict = {}      # shape -> partial matches
+        self._events: dict = {}  # item -> events (Chase's graph asks for each many times)
+        self._partial: dict = {}  # shape -> partial matches
 
     def events(self, item: Item) -> float:
         found = self._events.get(item)
@@ -194,8 +212,11 @@ class CostModel:
         if extends:
             return r * u.C_access + self.results(specific) * u.C_app
         relevant = sum(self.events(item) for item in specific.items) or 1.0
-        part = r * len(general.positives) + sum(self.events(i) for i in added) + \
-            sum(self.events(i) for i in specific.items if not i.positive)
+        part = (
+            r * len(general.positives)
+            + sum(self.events(i) for i in added)
+            + sum(self.events(i) for i in specific.items if not i.positive)
+        )
         share = min(1.0, part / relevant)
         return self.scratch_cost(specific) * share + (r + self.results(specific)) * u.C_access
 

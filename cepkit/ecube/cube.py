@@ -12,6 +12,7 @@ The design, in short:
 
 Every query's result is exactly what it gives alone (``cepkit.match``), whichever edges the plan takes.
 """
+
 from __future__ import annotations
 
 from typing import Mapping, Optional
@@ -65,15 +66,14 @@ class ECube:
         self.queries: dict = {}
         self.shapes: dict = {}
         self._graph: Optional[nx.DiGraph] = None
-        self._offer_cache: dict = {}   # (general, specific) -> the reuse strategies offered along the edge
-        self._compiled: dict = {}      # shape -> a compiled engine plan never run (``Executor``)
-        self._rows: dict = {}          # name -> rows of the last run (kept results)
+        self._offer_cache: dict = {}  # (general, specific) -> the reuse strategies offered along the edge
+        self._compiled: dict = {}  # shape -> a compiled engine plan never run (``Executor``)
+        self._rows: dict = {}  # name -> rows of the last run (kept results)
         self._executor: Optional[Executor] = None
         self.statistics: Optional[Statistics] = None
         self.last_plan: Optional[Plan] = None
         self._directions = REUSE_DIRECTIONS
-        named = queries.items() if isinstance(queries, Mapping) else \
-            ((f"q{i}", q) for i, q in enumerate(queries, 1))
+        named = queries.items() if isinstance(queries, Mapping) else ((f"q{i}", q) for i, q in enumerate(queries, 1))
         for name, query in named:
             self.add(name, query)
 
@@ -96,8 +96,9 @@ class ECube:
         return self._graph
 
     # ------------------------------------------------------------------ planning
-    def candidates(self, statistics: Statistics, directions=REUSE_DIRECTIONS, kept: bool = True,
-                   units: Optional[UnitCosts] = None) -> nx.DiGraph:
+    def candidates(
+        self, statistics: Statistics, directions=REUSE_DIRECTIONS, kept: bool = True, units: Optional[UnitCosts] = None
+    ) -> nx.DiGraph:
         """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result unless ``kept`` is False) and every
         exact reuse edge in ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``,
         ``kind`` and the ``strategy`` object; costed with ``units`` (default: the cube's)."""
@@ -108,16 +109,29 @@ class ECube:
             scratch = Scratch(shape)
             graph.add_node(name, scratch=scratch.cost(model), results=model.results(shape))
             if kept and name in self._rows:
-                graph.add_edge(ROOT, name, cost=0.0, method="cached", direction="cached", kind=None,
-                               strategy=None)
+                graph.add_edge(ROOT, name, cost=0.0, method="cached", direction="cached", kind=None, strategy=None)
             else:
-                graph.add_edge(ROOT, name, cost=scratch.cost(model), method="scratch", direction="scratch",
-                               kind=None, strategy=scratch)
+                graph.add_edge(
+                    ROOT,
+                    name,
+                    cost=scratch.cost(model),
+                    method="scratch",
+                    direction="scratch",
+                    kind=None,
+                    strategy=scratch,
+                )
         for general, specific, data in self.graph.edges(data=True):
             for source, target, strategy in self._offers(general, specific, data["refinement"]):
                 if strategy is not None and strategy.direction in directions:
-                    graph.add_edge(source, target, cost=strategy.cost(model), method=strategy.method,
-                                   direction=strategy.direction, kind=data["kind"], strategy=strategy)
+                    graph.add_edge(
+                        source,
+                        target,
+                        cost=strategy.cost(model),
+                        method=strategy.method,
+                        direction=strategy.direction,
+                        kind=data["kind"],
+                        strategy=strategy,
+                    )
         return graph
 
     def _offers(self, general: str, specific: str, ref) -> tuple:
@@ -127,8 +141,10 @@ class ECube:
         found = self._offer_cache.get(key)
         if found is None:
             g, s = self.shapes[general], self.shapes[specific]
-            found = self._offer_cache[key] = ((general, specific, offer_general_to_specific(g, s, ref)),
-                                              (specific, general, offer_specific_to_general(g, s, ref)))
+            found = self._offer_cache[key] = (
+                (general, specific, offer_general_to_specific(g, s, ref)),
+                (specific, general, offer_specific_to_general(g, s, ref)),
+            )
         return found
 
     def plan(self, events=None, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> Plan:
@@ -144,22 +160,22 @@ class ECube:
             else:
                 statistics = Statistics.measure(Stream.from_any(events), self._attribute)
         self._directions = tuple(directions)
-        self.statistics = statistics            # what the plan was made for (adapt compares with it)
+        self.statistics = statistics  # what the plan was made for (adapt compares with it)
         self.last_plan = self._chase(self.candidates(statistics, directions))
         return self.last_plan
 
-    def what_if(self, statistics: Statistics, units: Optional[UnitCosts] = None,
-                directions=REUSE_DIRECTIONS) -> Plan:
+    def what_if(self, statistics: Statistics, units: Optional[UnitCosts] = None, directions=REUSE_DIRECTIONS) -> Plan:
         """The plan Chase would choose, every query from nothing kept, under other ``statistics`` and/or
         ``units`` (a cost-model explorer); the cube and its plan are unchanged."""
         return self._chase(self.candidates(statistics, directions, kept=False, units=units))
 
     def _chase(self, graph: nx.DiGraph) -> Plan:
-        declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}   # ties in declaration order
+        declared = {name: k for k, name in enumerate([ROOT, *self.shapes])}  # ties in declaration order
         return make_plan(graph, order_key=declared.__getitem__)
 
-    def adapt(self, events=None, *, statistics: Optional[Statistics] = None, theta: float = 0.25,
-              gamma: float = 0.1) -> bool:
+    def adapt(
+        self, events=None, *, statistics: Optional[Statistics] = None, theta: float = 0.25, gamma: float = 0.1
+    ) -> bool:
         """Plan adaptation ([LIU] §4.5): when the statistics of ``events`` (or the given ones) have drifted by more
         than ``theta`` from those the plan was made for (``Statistics.drift``), re-run Chase, and install the
         new plan only if it is predicted cheaper by more than ``gamma`` (relative), both plans costed on the
@@ -185,8 +201,15 @@ class ECube:
         return self.hierarchy.attribute if self.hierarchy is not None else None
 
     # ------------------------------------------------------------------ evaluation
-    def run(self, events, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS,
-            keep_plan: bool = False, only=None) -> dict:
+    def run(
+        self,
+        events,
+        *,
+        statistics: Optional[Statistics] = None,
+        directions=REUSE_DIRECTIONS,
+        keep_plan: bool = False,
+        only=None,
+    ) -> dict:
         """Every query's matches over ``events`` (in order), evaluated along the plan (``directions`` as
         for ``plan``); the results are kept for ``drill_down`` / ``roll_up``. Returns name -> ``Matches``.
 
@@ -200,8 +223,12 @@ class ECube:
         self._rows = {}
         self._executor = Executor(stream, self.engine, self._compiled)
         plan = self.last_plan
-        if not keep_plan or plan is None or set(plan.order) != set(self.shapes) or \
-                any(s.direction == "cached" for s in plan.steps):
+        if (
+            not keep_plan
+            or plan is None
+            or set(plan.order) != set(self.shapes)
+            or any(s.direction == "cached" for s in plan.steps)
+        ):
             self.statistics = statistics or Statistics.measure(stream, self._attribute)
             plan = self.plan(statistics=self.statistics, directions=directions)
         self._execute(plan, only)
@@ -255,10 +282,18 @@ class ECube:
         shape, step = self.shapes[name], None
         if self.last_plan is not None and name in self.last_plan.order:
             step = self.last_plan.step(name)
-        info = {} if step is None else {"source": step.source, "method": step.method,
-                                        "direction": step.direction, "cost": step.cost}
-        return Matches(shape.arrays_of(self._rows[name]), "ecube", self.queries[name], info=info,
-                       limit=self.queries[name].ast.limit)
+        info = (
+            {}
+            if step is None
+            else {"source": step.source, "method": step.method, "direction": step.direction, "cost": step.cost}
+        )
+        return Matches(
+            shape.arrays_of(self._rows[name]),
+            "ecube",
+            self.queries[name],
+            info=info,
+            limit=self.queries[name].ast.limit,
+        )
 
     def derive(self, target: str, source: str) -> Matches:
         """``target`` computed from the kept results of ``source`` along their lattice edge (g→s or
@@ -273,22 +308,26 @@ class ECube:
         if strategy is None:
             raise QueryError(f"no exact reuse computes {target} from {source} (reuse.py says when there is one)")
         rows = strategy.run(self._executor, self._rows[source])
-        return Matches(self.shapes[target].arrays_of(rows), "ecube", self.queries[target],
-                       info={"source": source, "method": strategy.method, "direction": strategy.direction},
-                       limit=self.queries[target].ast.limit)
+        return Matches(
+            self.shapes[target].arrays_of(rows),
+            "ecube",
+            self.queries[target],
+            info={"source": source, "method": strategy.method, "direction": strategy.direction},
+            limit=self.queries[target].ast.limit,
+        )
 
     # ------------------------------------------------------------------ OLAP operations (Ex 9)
     def drill_down(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
         """Refine query ``name`` (``concept``: (concept, finer, position) steps; ``pattern``: (item,
         position) insertions) and answer it from the kept results where the lattice allows."""
-        return self._olap(name, (operations.concept_drill_down, concept), (operations.pattern_drill_down, pattern),
-                          as_name)
+        return self._olap(
+            name, (operations.concept_drill_down, concept), (operations.pattern_drill_down, pattern), as_name
+        )
 
     def roll_up(self, name: str, *, concept=(), pattern=(), as_name: Optional[str] = None) -> Matches:
         """Generalise query ``name`` (``concept``: (concept, coarser, position) steps; ``pattern``: (item,
         position) removals) and answer it from the kept results where the lattice allows."""
-        return self._olap(name, (operations.concept_roll_up, concept), (operations.pattern_roll_up, pattern),
-                          as_name)
+        return self._olap(name, (operations.concept_roll_up, concept), (operations.pattern_roll_up, pattern), as_name)
 
     def _olap(self, name: str, concept_step: tuple, pattern_step: tuple, as_name: Optional[str]) -> Matches:
         """Apply the (operation, arguments) steps that have arguments to query ``name``, then answer it."""
@@ -304,7 +343,7 @@ class ECube:
         if existing is None:
             existing = as_name or self._fresh_name(name)
             self.add(existing, query)
-        if existing not in self._rows:      # new, or added since the run
+        if existing not in self._rows:  # new, or added since the run
             self._execute(self.plan(statistics=self.statistics, directions=self._directions))
         return self._matches(existing)
 
@@ -319,4 +358,4 @@ class ECube:
             raise ValueError("run the cube on a stream first: drill-down and roll-up reuse its results")
 
     def __repr__(self):
-        return f"ECube({ {n: str(q) for n, q in self.queries.items()} !r})"
+        return f"ECube({ {n: str(q) for n, q in self.queries.items()}!r})"

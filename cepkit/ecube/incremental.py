@@ -24,6 +24,7 @@ The rule "final when its last event is closed" is a function of the events fed, 
 cut into batches, so a matcher rebuilt from the kept events of another (a Spark worker after a restart,
 ``cepkit.spark.watermark``) reports exactly what the first would have from then on.
 """
+
 from __future__ import annotations
 
 import math
@@ -50,6 +51,7 @@ class Reach:
     """How far back a match looks (``window``, the largest) and how far ahead it waits (``lookaheads``, one
     per query: 0 or its window), for the queries of one stream: ``axis`` "time" (seconds) or "position"
     (events of a PARTITION BY sub-stream, ``keys``)."""
+
     axis: str
     window: float
     lookaheads: tuple
@@ -87,7 +89,7 @@ class KeptEvents:
         self.reach = reach
         self.stream: Optional[Stream] = None
         self.closed = {r: np.zeros(0, bool) for r in (reach.lookaheads if reach else (0.0,))}
-        self.complete_from = -math.inf      # time axis: no event at or after this was forgotten
+        self.complete_from = -math.inf  # time axis: no event at or after this was forgotten
 
     def add(self, batch: Stream) -> Stream:
         """Append ``batch`` (in order after what was fed) to the kept events; return them."""

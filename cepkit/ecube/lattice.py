@@ -13,6 +13,7 @@ Both queries must share window and partition, and the general query's conditions
 one's (renamed along the alignment) minus those that mention the items the specific query adds: the
 [LIU] ch. 4 assumes the same window and predicates in every query (§4.7).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -28,13 +29,17 @@ from .shape import Shape, condition_texts, rename
 class Refinement:
     """How a general query refines into a specific one: ``kind`` and the ``embedding`` (general item
     index -> specific item index)."""
+
     kind: str
     embedding: tuple
 
     def renaming(self, general: Shape, specific: Shape) -> dict:
         """General variable -> the aligned specific variable."""
-        return {general.items[g].var: specific.items[s].var for g, s in enumerate(self.embedding)
-                if general.items[g].var is not None}
+        return {
+            general.items[g].var: specific.items[s].var
+            for g, s in enumerate(self.embedding)
+            if general.items[g].var is not None
+        }
 
     def added(self, specific: Shape) -> tuple:
         """Indices of the specific query's items that the general one lacks."""
@@ -66,8 +71,11 @@ def refinement(general: Shape, specific: Shape) -> Optional[Refinement]:
     >>> refinement(q1, q3)
     Refinement(kind='both', embedding=(0, 2))
     """
-    if (general.within, general.partition_by, general.attribute) != \
-            (specific.within, specific.partition_by, specific.attribute):
+    if (general.within, general.partition_by, general.attribute) != (
+        specific.within,
+        specific.partition_by,
+        specific.attribute,
+    ):
         return None
     if len(general.items) > len(specific.items) or general == specific:
         return None
@@ -76,7 +84,7 @@ def refinement(general: Shape, specific: Shape) -> Optional[Refinement]:
         ref = Refinement("", embedding)
         mapping = ref.renaming(general, specific)
         if any(mapping.get(v) is None for c in general.conditions for v in variables_in(c)):
-            continue    # a condition on an item the specific query leaves unnamed cannot be carried over
+            continue  # a condition on an item the specific query leaves unnamed cannot be carried over
         renamed = condition_texts(rename(c, mapping) for c in general.conditions)
         added_vars = {specific.items[k].var for k in ref.added(specific)} - {None}
         extra = [c for c in specific.conditions if condition_texts([c]) - renamed]

@@ -14,6 +14,7 @@ replaced the same way.
 >>> str(concept_drill_down(cepkit.parse("SEQ(TX, OK)", h), [("TX", "D", 1), ("OK", "T", 2)]))
 'D ; T'
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -36,8 +37,7 @@ def _parts(query: Query) -> tuple:
     for node in nodes:
         if isinstance(node, A.Expr):
             conditions.extend(A.conjuncts(node))
-        elif isinstance(node, (A.Atom, A.Not)) and isinstance(node.item if isinstance(node, A.Not) else node,
-                                                               A.Atom):
+        elif isinstance(node, (A.Atom, A.Not)) and isinstance(node.item if isinstance(node, A.Not) else node, A.Atom):
             items.append(node)
         else:
             raise QueryError.at(node, "E-Cube operations take a flat SEQ of atoms and negated atoms", query.text)
@@ -45,8 +45,7 @@ def _parts(query: Query) -> tuple:
 
 
 def _rebuild(query: Query, items, conditions) -> Query:
-    ast = replace(query.ast, pattern=A.Seq(tuple(items)), where=A.conjoin(conditions), core_style=False,
-                  source=None)
+    ast = replace(query.ast, pattern=A.Seq(tuple(items)), where=A.conjoin(conditions), core_style=False, source=None)
     return parse(pretty(ast), query.hierarchy)
 
 
@@ -104,12 +103,18 @@ def _replace_concept(query: Query, steps, finer: bool) -> Query:
             node = replace(atom, type=new)
             current[k] = A.Not(node) if isinstance(current[k], A.Not) else node
             continue
-        hits = [i for i, c in enumerate(conditions)
-                if (found := concept_comparison(c, hierarchy, leaves=True)) is not None
-                and found[0].var == atom.var and found[1] == (old,) and not found[2]]
+        hits = [
+            i
+            for i, c in enumerate(conditions)
+            if (found := concept_comparison(c, hierarchy, leaves=True)) is not None
+            and found[0].var == atom.var
+            and found[1] == (old,)
+            and not found[2]
+        ]
         if not hits:
-            raise QueryError(f"no condition {atom.var}.{hierarchy.attribute} = {old!r} at position {position} "
-                             f"of {query}")
+            raise QueryError(
+                f"no condition {atom.var}.{hierarchy.attribute} = {old!r} at position {position} of {query}"
+            )
         conditions[hits[0]] = A.Compare("=", A.Attr(atom.var, hierarchy.attribute), A.Literal(new))
     return _rebuild(query, current, conditions)
 

@@ -6,6 +6,7 @@ general-to-specific edge and a specific-to-general edge when an exact strategy e
 each weighted by the cost model. Edmonds' algorithm (``networkx.minimum_spanning_arborescence``) picks
 each query's cheapest source so that the whole plan is cheapest, cycles included (Ex 10/11).
 """
+
 from __future__ import annotations
 
 import math
@@ -43,7 +44,7 @@ def chase(graph: nx.DiGraph, root: str = ROOT) -> nx.DiGraph:
         return tree
     graph = graph.edge_subgraph(kept).copy()
     cheapest = _cheapest_parents(graph, root)
-    if cheapest is not None:        # no cycle among the cheapest incoming edges: they are the arborescence
+    if cheapest is not None:  # no cycle among the cheapest incoming edges: they are the arborescence
         tree = nx.DiGraph()
         tree.add_nodes_from(graph.nodes(data=True))
         tree.add_edges_from((u, v, graph.edges[u, v]) for v, u in cheapest.items())
@@ -81,10 +82,11 @@ def _finite(cost: float) -> float:
 @dataclass(frozen=True)
 class Step:
     """How one query is computed: from ``source`` (None: from scratch) by ``strategy`` at ``cost``."""
+
     query: str
     source: Optional[str]
     method: str
-    direction: str          # "scratch", "g→s", "s→g" or "cached"
+    direction: str  # "scratch", "g→s", "s→g" or "cached"
     cost: float
     strategy: object = None
 
@@ -98,6 +100,7 @@ class Plan:
     """A chosen evaluation order: the candidate ``graph`` (with v0), the arborescence ``tree``, the
     ``steps`` in evaluation order, the plan's ``cost`` and the ``scratch_cost`` of running every query
     alone (the state-of-the-art baseline of [LIU] §4.6)."""
+
     graph: nx.DiGraph
     tree: nx.DiGraph
     steps: list
@@ -131,8 +134,16 @@ def make_plan(graph: nx.DiGraph, order_key=None) -> Plan:
     order = [n for n in nx.lexicographical_topological_sort(tree, key=order_key) if n != ROOT]
     steps = []
     for name in order:
-        (source, _), = tree.in_edges(name)
+        ((source, _),) = tree.in_edges(name)
         data = tree.edges[source, name]
-        steps.append(Step(name, None if source == ROOT else source, data["method"], data["direction"],
-                          data["cost"], data["strategy"]))
+        steps.append(
+            Step(
+                name,
+                None if source == ROOT else source,
+                data["method"],
+                data["direction"],
+                data["cost"],
+                data["strategy"],
+            )
+        )
     return Plan(graph, tree, steps)

@@ -30,6 +30,7 @@ general item when it has a leading or trailing negation, since that would narrow
 of the stream (``FilterConcept`` with a coarser negation, ``JoinPattern``) are not offered under
 ``WITHIN n EVENTS``, whose positions count every event.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -50,7 +51,7 @@ from .cost import CostModel
 from .lattice import Refinement
 from .shape import Item, Shape, condition_texts, in_output_order, output_order, rename
 
-MAX_DELTAS = 8   # UnionConcept: at most this many delta queries (3^|differing positions| − 1 at worst)
+MAX_DELTAS = 8  # UnionConcept: at most this many delta queries (3^|differing positions| − 1 at worst)
 
 
 class Executor:
@@ -67,15 +68,15 @@ class Executor:
         # costs as much as a small stream's matching, and a streaming cube runs every batch
         self._compiled = {} if compiled is None else compiled
         self._accepted: dict = {}
-        self.evaluations = 0     # engine runs
-        self.events_read = 0     # events fed to the engine, over all runs
+        self.evaluations = 0  # engine runs
+        self.events_read = 0  # events fed to the engine, over all runs
 
     def _plan(self, shape: Shape):
         plan = self._plans.get(shape)
         if plan is None and shape in self._compiled:
             plan = self._plans[shape] = self._compiled[shape].fresh()
         if plan is None:
-            if self.engine == "auto":       # the engine cepkit.match would choose (never the cube itself)
+            if self.engine == "auto":  # the engine cepkit.match would choose (never the cube itself)
                 chosen, plan = compiled(shape.query)
                 if chosen.name == "ecube":
                     plan = get_engine("stack").compile(shape.query)
@@ -104,9 +105,15 @@ class Executor:
         if found is None:
             found = self.stream.type_in(item.types)
             if attribute is not None and (item.values is not None or item.excluded):
-                values, excluded = item.values, item.excluded     # as ``Item.accepts``: a null is None
-                ok = np.fromiter(((values is None or v in values) and v not in excluded
-                                  for v in self.stream.column(attribute).objects()), bool, len(self.stream))
+                values, excluded = item.values, item.excluded  # as ``Item.accepts``: a null is None
+                ok = np.fromiter(
+                    (
+                        (values is None or v in values) and v not in excluded
+                        for v in self.stream.column(attribute).objects()
+                    ),
+                    bool,
+                    len(self.stream),
+                )
                 found = found & ok
             self._accepted[key] = found
         return found
@@ -138,7 +145,7 @@ def rows_of(found, width: int) -> np.ndarray:
         offsets = found.offsets
         if len(offsets) > 1 and not (np.diff(offsets) == width).all():
             raise AssertionError("a flat SEQ's matches hold one position per positive item")
-        rows = found.positions[offsets[0]:offsets[-1]].reshape(-1, width).copy()
+        rows = found.positions[offsets[0] : offsets[-1]].reshape(-1, width).copy()
         return rows if found.in_output_order() else in_output_order(rows)
     return in_output_order(np.asarray([m.positions for m in found if m.sign == "+"], np.int64).reshape(-1, width))
 
@@ -150,7 +157,7 @@ def row_keys(*arrays) -> list:
     for c in range(stacked.shape[1]):
         column = stacked[:, c]
         base = int(column.max()) + 1 if len(column) else 1
-        if len(keys) and int(keys.max()) >= (2 ** 62) // base:
+        if len(keys) and int(keys.max()) >= (2**62) // base:
             keys = pd.factorize(keys)[0].astype(np.int64)
         keys = keys * base + column
     return np.split(keys, np.cumsum([len(a) for a in arrays])[:-1])
@@ -200,6 +207,7 @@ def keeps_negation_scopes(general: Shape, specific: Shape, embedding: tuple) -> 
 @dataclass(frozen=True)
 class Scratch:
     """The query alone, from scratch."""
+
     shape: Shape
     method = "scratch"
     direction = "scratch"
@@ -215,6 +223,7 @@ class Scratch:
 class FilterConcept:
     """g→s concept ([LIU] §4.4.2): a general row is a specific row when its events fit the finer items and,
     for a coarser negation, no event of the newly negated types lies in its gap (Eq 4.5)."""
+
     general: Shape
     specific: Shape
     method = "filter_concept"
@@ -244,6 +253,7 @@ class FilterConcept:
 class JoinPattern:
     """g→s pattern ([LIU] §4.4.1): the specific query over the general rows' events and the added items'
     events; a match counts when its projection is a general row."""
+
     general: Shape
     specific: Shape
     embedding: tuple
@@ -260,7 +270,7 @@ class JoinPattern:
     def run(self, executor: Executor, rows) -> np.ndarray:
         width = len(self.specific.positives)
         if not len(rows):
-            return np.zeros((0, width), np.int64)   # online filtering (Ex 12): no general match, no specific one
+            return np.zeros((0, width), np.int64)  # online filtering (Ex 12): no general match, no specific one
         if self.extends:
             return extend_rows(executor, self.general, self.specific, self.embedding, rows)
         negated = [item for item in self.specific.items if not item.positive]
@@ -275,8 +285,9 @@ class JoinPattern:
         if len(self.added) != 1 or not self.added[0].positive or self.specific.partition_by:
             return False
         mapping = Refinement("pattern", self.embedding).renaming(self.general, self.specific)
-        return condition_texts(self.specific.conditions) == \
-            condition_texts(rename(c, mapping) for c in self.general.conditions)
+        return condition_texts(self.specific.conditions) == condition_texts(
+            rename(c, mapping) for c in self.general.conditions
+        )
 
 
 def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: tuple, rows: np.ndarray):
@@ -286,38 +297,39 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
     ``keeps_negation_scopes`` holds: no general negation's scope changes."""
     stream, times = executor.stream, executor.stream.times
     (k,) = [k for k in range(len(specific.items)) if k not in embedding]
-    column = specific.positives.index(k)          # the added item's column; general columns keep their order
+    column = specific.positives.index(k)  # the added item's column; general columns keep their order
     n, width = rows.shape
-    if column == width:          # the rows in order of their positions (see the end)
+    if column == width:  # the rows in order of their positions (see the end)
         order = output_order(rows, lead=0)
         rows = rows if order is None else rows[order]
     candidates = np.flatnonzero(executor.accepted(specific.items[k], specific.attribute))
     idx = executor.index(rows)
     starts = np.searchsorted(candidates, idx[:, column - 1], "right") if column else np.zeros(n, np.int64)
-    stops = np.searchsorted(candidates, idx[:, column], "left") if column < width else \
-        np.full(n, len(candidates), np.int64)
+    stops = (
+        np.searchsorted(candidates, idx[:, column], "left") if column < width else np.full(n, len(candidates), np.int64)
+    )
     within = specific.within
     if within is not None and len(candidates) and column in (0, width):
-        w = within.seconds      # compared as the reference does: max ts − min ts ≤ w, with its rounding slack
+        w = within.seconds  # compared as the reference does: max ts − min ts ≤ w, with its rounding slack
         w = w + 8 * math.ulp(max(1.0, w, float(np.abs(times).max())))
         near = times[candidates]
-        if column == width:      # a new last item e
+        if column == width:  # a new last item e
             stops = np.minimum(stops, _edge(near, times[idx[:, 0]], lambda e, f: e - f <= w, w, last=True))
-        else:                    # a new first item e
+        else:  # a new first item e
             starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: t - e <= w, w, last=False))
     counts = np.maximum(stops - starts, 0)
     total = int(counts.sum())
-    general = np.repeat(np.arange(n), counts)                  # each specific row's general row
-    picked = np.arange(total) - np.repeat(np.cumsum(counts) - counts - starts, counts)   # and candidate
+    general = np.repeat(np.arange(n), counts)  # each specific row's general row
+    picked = np.arange(total) - np.repeat(np.cumsum(counts) - counts - starts, counts)  # and candidate
     if column == width and total > 1:
         # output order (docs/language.md §10.2) is by the new last event, then the general row's
         # positions: the rows come grouped by general row, in that row order; a stable sort by the
         # new event's rank (a radix sort for small ranks) finishes it
-        order = np.argsort(picked.astype(np.uint16) if len(candidates) < 2 ** 16 else picked, kind="stable")
+        order = np.argsort(picked.astype(np.uint16) if len(candidates) < 2**16 else picked, kind="stable")
         general, picked = general[order], picked[order]
-    widened = np.zeros((n, width + 1), np.int64)               # the general rows with room for the new item
+    widened = np.zeros((n, width + 1), np.int64)  # the general rows with room for the new item
     widened[:, [c for c in range(width + 1) if c != column]] = rows
-    out = np.take(widened, general, axis=0)                    # (a whole-row gather: numpy's fastest)
+    out = np.take(widened, general, axis=0)  # (a whole-row gather: numpy's fastest)
     out[:, column] = stream.position_of(candidates)[picked]
     return out if column == width else in_output_order(out)
 
@@ -349,6 +361,7 @@ class UnionConcept:
 
     The parts are disjoint (at each position the child's item and the complements accept disjoint sets of
     events), so they are concatenated."""
+
     general: Shape
     specific: Shape
     deltas: tuple
@@ -367,6 +380,7 @@ class ProjectPattern:
     """s→g pattern ([LIU] §4.4.4): the specific rows projected onto the general items (once each), plus the
     general matches the added item missed: ``delta``, the general query with that item negated (disjoint
     from the projection: those have an event of the added item in the gap)."""
+
     general: Shape
     specific: Shape
     embedding: tuple
@@ -385,6 +399,7 @@ class ProjectPattern:
 @dataclass(frozen=True)
 class Via:
     """Both kinds ([LIU] §4.4, Eqs 4.6 and 4.9): two steps through an ``intermediate`` query."""
+
     first: object
     second: object
     intermediate: Shape
@@ -435,8 +450,9 @@ def intermediate(general: Shape, specific: Shape, ref: Refinement) -> Shape:
     under the general conditions (renamed): a concept refinement of ``general``, a pattern
     generalisation of ``specific``."""
     mapping = ref.renaming(general, specific)
-    return specific.with_items([specific.items[s] for s in ref.embedding],
-                               [rename(c, mapping) for c in general.conditions])
+    return specific.with_items(
+        [specific.items[s] for s in ref.embedding], [rename(c, mapping) for c in general.conditions]
+    )
 
 
 def complements(general: Item, specific: Item) -> list:
@@ -447,11 +463,9 @@ def complements(general: Item, specific: Item) -> list:
     if specific.values is not None and general.values != specific.values:
         label = f"{specific.label}∖values"
         if general.values is None:
-            out.append(replace(general, types=specific.types, excluded=general.excluded | specific.values,
-                               label=label))
+            out.append(replace(general, types=specific.types, excluded=general.excluded | specific.values, label=label))
         else:
-            out.append(replace(general, types=specific.types, values=general.values - specific.values,
-                               label=label))
+            out.append(replace(general, types=specific.types, values=general.values - specific.values, label=label))
     return out
 
 
@@ -467,7 +481,7 @@ def concept_deltas(general: Shape, specific: Shape) -> Optional[tuple]:
             return None
         else:
             differing = True
-            choices.append([replace(s, var=g.var)] + complements(g, s))   # the general query's names
+            choices.append([replace(s, var=g.var)] + complements(g, s))  # the general query's names
     combos = [c for c in itertools.product(*choices) if any(not i.same_as(s) for i, s in zip(c, specific.items))]
     if not differing or len(combos) > MAX_DELTAS:
         return None
@@ -488,12 +502,14 @@ def pattern_delta(general: Shape, specific: Shape, ref: Refinement) -> Optional[
     before = sum(1 for s in ref.embedding if s < k)
     negated = replace(item, positive=False, var=inverse.get(item.var, item.var))
     own = condition_texts(rename(c, ref.renaming(general, specific)) for c in general.conditions)
-    carried = [rename(c, inverse) for c in specific.conditions
-               if condition_texts([c]) - own and item.var in variables_in(c)]
-    delta = general.with_items(general.items[:before] + (negated,) + general.items[before:],
-                               general.conditions + tuple(carried))
+    carried = [
+        rename(c, inverse) for c in specific.conditions if condition_texts([c]) - own and item.var in variables_in(c)
+    ]
+    delta = general.with_items(
+        general.items[:before] + (negated,) + general.items[before:], general.conditions + tuple(carried)
+    )
     try:
-        delta.query          # rule 7: a conjunct over two negations cannot be carried
+        delta.query  # rule 7: a conjunct over two negations cannot be carried
     except QueryError:
         return None
     return delta

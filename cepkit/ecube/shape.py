@@ -7,6 +7,7 @@ flat set of types it covers, every attribute concept an ``IN`` list (docs/langua
 strategies build their helper queries (the s→g deltas, the intermediate of a two-step edge) as shapes
 whose items hold arbitrary type sets, such as "TX but not Dallas".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
@@ -22,8 +23,7 @@ from ..lang.printer import pretty
 from ..lang.query import Query, parse
 from ..runtime.match_arrays import MatchArrays
 
-FRAGMENT = ("E-Cube evaluates flat SEQ queries of typed atoms and negated atoms ([LIU] ch. 3-4), "
-            "under strategy ALL")
+FRAGMENT = "E-Cube evaluates flat SEQ queries of typed atoms and negated atoms ([LIU] ch. 3-4), under strategy ALL"
 
 
 @dataclass(frozen=True)
@@ -32,14 +32,15 @@ class Item:
 
     ``values`` is None when any value is accepted; ``excluded`` lists values it must not have (only the
     complements built by the specific-to-general deltas use it)."""
+
     positive: bool
     var: Optional[str]
-    label: str                                  # the concept as written (for plans and widgets)
+    label: str  # the concept as written (for plans and widgets)
     types: frozenset
     values: Optional[frozenset] = None
     excluded: frozenset = frozenset()
-    concept: Optional[str] = field(default=None, compare=False)          # the type as written
-    value_concepts: tuple = field(default=(), compare=False)            # attribute concepts as written
+    concept: Optional[str] = field(default=None, compare=False)  # the type as written
+    value_concepts: tuple = field(default=(), compare=False)  # attribute concepts as written
 
     def covers(self, other: "Item") -> bool:
         """Every event ``other`` accepts, this item accepts too (Def 2: an instance belongs to every
@@ -59,8 +60,12 @@ class Item:
         return (self.values is None or value in self.values) and value not in self.excluded
 
     def same_as(self, other: "Item") -> bool:
-        return (self.positive, self.types, self.values, self.excluded) == \
-            (other.positive, other.types, other.values, other.excluded)
+        return (self.positive, self.types, self.values, self.excluded) == (
+            other.positive,
+            other.types,
+            other.values,
+            other.excluded,
+        )
 
     def __str__(self):
         return ("" if self.positive else "!") + self.label
@@ -70,6 +75,7 @@ class Item:
 class Shape:
     """A query in the E-Cube fragment. ``conditions`` are the conjuncts other than attribute concepts,
     with attribute concepts of ``!=`` already spelled out."""
+
     items: tuple
     conditions: tuple = ()
     within: Optional[A.Window] = None
@@ -88,7 +94,7 @@ class Shape:
         concepts (the stack engine reads type hierarchies) and no LIMIT, or its concepts flattened into type
         sets and ``IN`` lists (an attribute hierarchy, a helper shape the strategies built)."""
         if self.source is not None and self.attribute is None and self.source.ast.limit is None:
-            return self.source      # (with a LIMIT, the rows a strategy reuses must all be there)
+            return self.source  # (with a LIMIT, the rows a strategy reuses must all be there)
         flat, atoms, extra = {}, [], []
         for item in self.items:
             if len(item.types) == 1:
@@ -103,8 +109,12 @@ class Shape:
                     extra.append(A.In(attr, tuple(A.Literal(v) for v in _sorted(item.values))))
                 if item.excluded:
                     extra.append(A.BoolNot(A.In(attr, tuple(A.Literal(v) for v in _sorted(item.excluded)))))
-        ast = A.QueryNode(pattern=A.Seq(tuple(atoms)), where=A.conjoin(self.conditions + tuple(extra)),
-                          within=self.within, partition_by=self.partition_by)
+        ast = A.QueryNode(
+            pattern=A.Seq(tuple(atoms)),
+            where=A.conjoin(self.conditions + tuple(extra)),
+            within=self.within,
+            partition_by=self.partition_by,
+        )
         return _parsed(pretty(ast), tuple((name, tuple(sorted(types))) for types, name in flat.items()))
 
     @cached_property
@@ -116,20 +126,33 @@ class Shape:
         in order, each distinct, in output order: ``in_output_order``) as columns, bindings named as in the
         query; no ``Match`` object is made."""
         n, width = rows.shape
-        ordered = {"sorted_within_last": True, "groups_in_order": True}     # and distinct: one row per match
+        ordered = {"sorted_within_last": True, "groups_in_order": True}  # and distinct: one row per match
         named = [c for c, var in enumerate(self._names) if var is not None]
         names = [self._names[c] for c in named]
         offsets = np.arange(n + 1, dtype=np.int64) * width
         flat = rows.reshape(-1)
         if len(named) == width:
-            return MatchArrays(offsets, flat, offsets, flat, None, names, [False] * width,
-                               row_variables=np.arange(width), **ordered)
-        return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
-                           np.tile(np.arange(len(named)), n), names, [False] * len(named), **ordered)
+            return MatchArrays(
+                offsets, flat, offsets, flat, None, names, [False] * width, row_variables=np.arange(width), **ordered
+            )
+        return MatchArrays(
+            offsets,
+            flat,
+            np.arange(n + 1, dtype=np.int64) * len(named),
+            rows[:, named].reshape(-1),
+            np.tile(np.arange(len(named)), n),
+            names,
+            [False] * len(named),
+            **ordered,
+        )
 
     def with_items(self, items, conditions=None) -> "Shape":
-        return replace(self, items=tuple(items), conditions=self.conditions if conditions is None
-                       else tuple(conditions), source=None)
+        return replace(
+            self,
+            items=tuple(items),
+            conditions=self.conditions if conditions is None else tuple(conditions),
+            source=None,
+        )
 
     def __str__(self):
         return "SEQ(" + ", ".join(str(i) for i in self.items) + ")"
@@ -160,8 +183,8 @@ def output_order(rows: np.ndarray, lead=None) -> Optional[np.ndarray]:
     for c in [lead, *(c for c in range(width) if c != lead)]:
         column = rows[:, c]
         base = int(column.max()) + 1
-        if int(keys.max()) >= (2 ** 62) // base:
-            keys = np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)   # ranks keep the order
+        if int(keys.max()) >= (2**62) // base:
+            keys = np.unique(keys, return_inverse=True)[1].reshape(-1).astype(np.int64)  # ranks keep the order
         keys = keys * base + column
     if (keys[1:] >= keys[:-1]).all():
         return None
@@ -175,15 +198,17 @@ def _sorted(values) -> list:
 def shape_of(query: Query, refuse=None) -> Shape:
     """The E-Cube shape of a parsed query; outside the fragment, the error ``refuse(node, what)`` builds
     (by default a ``QueryError`` with a caret; the ``ecube`` engine passes ``Engine.unsupported``)."""
+
     def fail(node, what):
-        return refuse(node, what) if refuse is not None else QueryError.at(node, f"{FRAGMENT}: {what}",
-                                                                           query.text)
+        return refuse(node, what) if refuse is not None else QueryError.at(node, f"{FRAGMENT}: {what}", query.text)
 
     hierarchy = query.hierarchy
     if query.strategy != "ALL":
         raise fail(query.ast, f"the {query.strategy} strategy")
-    for what, present in (("CONSUME BY", query.consume not in (None, "NONE")),
-                          ("RETURN / SELECT of variables", query.select is not None)):
+    for what, present in (
+        ("CONSUME BY", query.consume not in (None, "NONE")),
+        ("RETURN / SELECT of variables", query.select is not None),
+    ):
         if present:
             raise fail(query.ast, what)
     pattern, conjuncts = strip_filters(query.scoped)
@@ -206,7 +231,7 @@ def shape_of(query: Query, refuse=None) -> Shape:
 
     values, labels, conditions = {}, {}, []
     for conj in conjuncts:
-        found = concept_comparison(conj, hierarchy, leaves=True)   # a leaf is the finest concept
+        found = concept_comparison(conj, hierarchy, leaves=True)  # a leaf is the finest concept
         if found is not None and not found[2] and found[0].index is None:
             var = found[0].var
             covered = frozenset().union(*(hierarchy.covers(c) for c in found[1]))
@@ -219,10 +244,12 @@ def shape_of(query: Query, refuse=None) -> Shape:
     for positive, atom in atoms:
         types = type_hierarchy.covers(atom.type) if type_hierarchy is not None else frozenset({atom.type})
         written = tuple(c for concepts in labels.get(atom.var, ()) for c in concepts)
-        label = atom.type + "".join(f"[{hierarchy.attribute}={'|'.join(map(str, concepts))}]"
-                                    for concepts in labels.get(atom.var, ()))
-        items.append(Item(positive, atom.var, label, types, values.get(atom.var), concept=atom.type,
-                          value_concepts=written))
+        label = atom.type + "".join(
+            f"[{hierarchy.attribute}={'|'.join(map(str, concepts))}]" for concepts in labels.get(atom.var, ())
+        )
+        items.append(
+            Item(positive, atom.var, label, types, values.get(atom.var), concept=atom.type, value_concepts=written)
+        )
     attribute = hierarchy.attribute if hierarchy is not None else None
     return Shape(tuple(items), tuple(conditions), query.within, tuple(query.partition_by), attribute, query)
 
@@ -238,10 +265,12 @@ def strip_filters(node) -> tuple:
 
 def rename(expr: A.Expr, mapping: dict) -> A.Expr:
     """``expr`` with its variables renamed (``mapping``: old -> new)."""
+
     def fn(node):
         if isinstance(node, (A.Attr, A.Agg)) and node.var in mapping:
             return replace(node, var=mapping[node.var])
         return node
+
     return expr.transform(fn)
 
 

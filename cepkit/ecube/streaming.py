@@ -15,6 +15,7 @@ windows) and the last run's rows are held, memory stays flat, the matches go to 
 a drill-down or roll-up then answers over the kept events (its ``info["complete_from"]`` says from which
 time its matches are complete) and the new query is evaluated with the others from the next batch on.
 """
+
 from __future__ import annotations
 
 import math
@@ -64,23 +65,25 @@ class StreamingCube:
         self.theta, self.gamma = theta, gamma
         reach = Reach.of(cube.queries.values())
         if reach is None:
-            raise ValueError("a streaming cube needs every query to have a WITHIN window (all time windows, or "
-                             "all EVENTS windows over the same PARTITION BY): without one a match may hold any "
-                             "earlier event, and nothing is final before the stream ends")
+            raise ValueError(
+                "a streaming cube needs every query to have a WITHIN window (all time windows, or "
+                "all EVENTS windows over the same PARTITION BY): without one a match may hold any "
+                "earlier event, and nothing is final before the stream ends"
+            )
         # every event kept until a match waiting a window after it could be final: a query added while the
         # stream runs (a drill-down inserting a trailing negation) finds what its matches read
         self.kept = KeptEvents(replace(reach, lookaheads=tuple(sorted({*reach.lookaheads, reach.window}))))
         self.batches = 0
         self.events = 0
-        self.replans = 0                  # plans installed after the first (adaptation)
-        self.listeners: list = []         # called with (this cube, the batch's new matches) after each batch
+        self.replans = 0  # plans installed after the first (adaptation)
+        self.listeners: list = []  # called with (this cube, the batch's new matches) after each batch
         self._last_time = -math.inf
-        self._final: dict = {name: [] for name in cube.queries}     # keep=True: final rows, batch after batch
-        self._history: Optional[Stream] = None                      # keep=True: every event
-        self._open: dict = {}            # name -> the last run's rows whose last event is not closed
-        self._waiting: dict = {}         # lookahead -> positions of the kept events not closed yet
+        self._final: dict = {name: [] for name in cube.queries}  # keep=True: final rows, batch after batch
+        self._history: Optional[Stream] = None  # keep=True: every event
+        self._open: dict = {}  # name -> the last run's rows whose last event is not closed
+        self._waiting: dict = {}  # lookahead -> positions of the kept events not closed yet
         self._complete_from = -math.inf  # the last run's: matches whose window starts here are exact
-        self._stream: Optional[Stream] = None    # the last run's events
+        self._stream: Optional[Stream] = None  # the last run's events
 
     # ------------------------------------------------------------------ feeding
     def push(self, event) -> dict:
@@ -92,12 +95,18 @@ class StreamingCube:
         the ``Matches`` that became final (each reported once over the whole stream)."""
         batch = Stream.from_any(events, first_position=self.events)
         if not len(batch):
-            return self._report({name: np.zeros((0, len(s.positives)), np.int64) for name, s in self.cube.shapes.items()})
+            return self._report(
+                {name: np.zeros((0, len(s.positives)), np.int64) for name, s in self.cube.shapes.items()}
+            )
         batch.require_order()
         if batch.times[0] < self._last_time:
-            raise EventError(self.events, "ts", f"the batch starts at {batch.times[0]!r}, before the previous "
-                                                f"batch's last event ({self._last_time!r}): a streaming cube "
-                                                "takes its events in time order")
+            raise EventError(
+                self.events,
+                "ts",
+                f"the batch starts at {batch.times[0]!r}, before the previous "
+                f"batch's last event ({self._last_time!r}): a streaming cube "
+                "takes its events in time order",
+            )
         if not self.batches:
             for query in self.cube.queries.values():
                 check(query, batch)
@@ -145,16 +154,22 @@ class StreamingCube:
         return found
 
     def _matches(self, name: str, rows: np.ndarray, **info) -> Matches:
-        return Matches(self.cube.shapes[name].arrays_of(rows), "ecube", self.cube.queries[name],
-                       info={"batches": self.batches, **info}, limit=self.cube.queries[name].ast.limit)
+        return Matches(
+            self.cube.shapes[name].arrays_of(rows),
+            "ecube",
+            self.cube.queries[name],
+            info={"batches": self.batches, **info},
+            limit=self.cube.queries[name].ast.limit,
+        )
 
     # ------------------------------------------------------------------ what is kept
     @property
     def results(self) -> dict:
         """name -> every final match so far (``keep=True`` only)."""
         if not self.keep:
-            raise ValueError("StreamingCube(keep=False) keeps no matches: use what extend() and close() "
-                             "return, or keep=True")
+            raise ValueError(
+                "StreamingCube(keep=False) keeps no matches: use what extend() and close() return, or keep=True"
+            )
         return {name: self._matches(name, self._final_rows(name)) for name in self.cube.shapes}
 
     def _final_rows(self, name: str) -> np.ndarray:
@@ -181,12 +196,13 @@ class StreamingCube:
 
     def _olap(self, operation: Callable) -> Matches:
         if not self.batches:
-            raise ValueError("extend the streaming cube with a batch first: drill-down and roll-up answer from "
-                             "what it keeps")
-        if self.keep:           # the whole stream so far: the final rows and the last run's open ones
+            raise ValueError(
+                "extend the streaming cube with a batch first: drill-down and roll-up answer from what it keeps"
+            )
+        if self.keep:  # the whole stream so far: the final rows and the last run's open ones
             rows = {n: np.concatenate([self._final_rows(n), self._open[n]]) for n in self.cube.shapes}
             cube = self.cube.resumed(self._history, rows)
-        else:                   # the kept events: the last run's rows
+        else:  # the kept events: the last run's rows
             cube = self.cube
         before = set(cube.queries)
         answer = operation(cube)
@@ -197,16 +213,19 @@ class StreamingCube:
         last = rows[:, -1]
         final = ~np.isin(last, self._waiting[lookahead(cube.queries[name])])
         info = {}
-        if not self.keep:       # matches whose window reaches before what was forgotten are not all there
+        if not self.keep:  # matches whose window reaches before what was forgotten are not all there
             reach = self.kept.reach
             if reach.axis != "time":
-                raise ValueError("under WITHIN n EVENTS, keep=False answers a new query from the next batch on "
-                                 "only (the kept events of each sub-stream do not tell where its windows start)")
+                raise ValueError(
+                    "under WITHIN n EVENTS, keep=False answers a new query from the next batch on "
+                    "only (the kept events of each sub-stream do not tell where its windows start)"
+                )
             stream = self._stream
             times = stream.times[np.searchsorted(stream.positions, last)]
             final &= window_horizon(times, reach.window) >= self._complete_from
             info["complete_from"] = self._complete_from
         if self.keep and name not in before:
             self._final[name] = [in_output_order(rows[final])]
-        return self._matches(name, rows[final], source=answer.info.get("source"),
-                             method=answer.info.get("method"), **info)
+        return self._matches(
+            name, rows[final], source=answer.info.get("source"), method=answer.info.get("method"), **info
+        )

@@ -4,6 +4,7 @@ bench/ecube.py, bench/ecube_stream.py, the tests and notebook 09.
 Trades of the nine tickers of the company hierarchy (Fig 4.10: Computer, Finance, Education, three tickers
 each), ``ts`` in integer ticks so that no engine's float rounding meets a window's edge.
 """
+
 from __future__ import annotations
 
 import random
@@ -11,18 +12,26 @@ import random
 import numpy as np
 import pandas as pd
 
-COMPANIES = {"Computer": ["DELL", "INTC", "MSFT"], "Finance": ["QQQ", "FCF", "ROM"],
-             "Education": ["EFC", "ANAT", "OREL"]}
+COMPANIES = {
+    "Computer": ["DELL", "INTC", "MSFT"],
+    "Finance": ["QQQ", "FCF", "ROM"],
+    "Education": ["EFC", "ANAT", "OREL"],
+}
 TICKERS = [t for kids in COMPANIES.values() for t in kids]
-WINDOW = " WITHIN 20"     # ts in ms (integers: no engine's float rounding at the window's edge)
+WINDOW = " WITHIN 20"  # ts in ms (integers: no engine's float rounding at the window's edge)
 
 
 def trades(n: int, seed: int = 0, tickers=TICKERS, gap: float = 2, start: int = 0) -> pd.DataFrame:
     """``n`` trades ``gap`` ticks apart (ms by default) from tick ``start * gap``, tickers uniform, price
     10..99."""
     rng = random.Random(seed)
-    return pd.DataFrame({"type": [rng.choice(tickers) for _ in range(n)], "ts": (np.arange(n) + start) * gap,
-                         "price": [rng.randrange(10, 100) for _ in range(n)]})
+    return pd.DataFrame(
+        {
+            "type": [rng.choice(tickers) for _ in range(n)],
+            "ts": (np.arange(n) + start) * gap,
+            "price": [rng.randrange(10, 100) for _ in range(n)],
+        }
+    )
 
 
 def pattern_workload(workload: int, extensions=("ROM", "EFC", "ANAT", "OREL"), window: str = WINDOW) -> dict:
@@ -37,9 +46,11 @@ def pattern_workload(workload: int, extensions=("ROM", "EFC", "ANAT", "OREL"), w
 
 def concept_workload(window: str = WINDOW) -> dict:
     """W4/W5: q16 and its concept drill-downs."""
-    return {"q16": "SEQ(Computer c, Finance f, Education e)" + window,
-            "q17": "SEQ(Computer c, Finance f, EFC e)" + window,
-            "q18": "SEQ(Computer c, QQQ f, EFC e)" + window}
+    return {
+        "q16": "SEQ(Computer c, Finance f, Education e)" + window,
+        "q17": "SEQ(Computer c, Finance f, EFC e)" + window,
+        "q18": "SEQ(Computer c, QQQ f, EFC e)" + window,
+    }
 
 
 def depth_workload(depth: int, window: str = WINDOW) -> tuple:
@@ -53,16 +64,29 @@ def depth_workload(depth: int, window: str = WINDOW) -> tuple:
 
 def mixed_workloads(window: str = WINDOW) -> dict:
     """W7 and W8 (RCM, unplaced in Fig 4.10, read as ROM; q19, printed as q18, left out)."""
-    w7 = {"q20": "SEQ(DELL a, QQQ b, ANAT c)", "q21": "SEQ(DELL a, QQQ b, ANAT c, ROM d)",
-          "q23": "SEQ(DELL a, QQQ b, ANAT c, OREL d)", "q24": "SEQ(DELL a, QQQ b, ANAT c, INTC d)",
-          "q22": "SEQ(FCF x, DELL a, QQQ b, ANAT c)", "q25": "SEQ(DELL a, QQQ b, ANAT c, INTC d, EFC e)",
-          "q26": "SEQ(Computer a, Finance b, ANAT c)", "q27": "SEQ(DELL a, Finance b, ANAT c)",
-          "q28": "SEQ(QQQ x, DELL a, Finance b, ANAT c)", "q16": "SEQ(Computer a, Finance b, Education c)"}
-    w8 = {"q16": "SEQ(Computer a, Finance b, Education c)", "q29": "SEQ(Computer a, Finance b, OREL c)",
-          "q30": "SEQ(INTC a, QQQ b, Education c)", "q31": "SEQ(INTC a, QQQ b, EFC c)",
-          "q32": "SEQ(MSFT x, INTC a, QQQ b, EFC c)", "q33": "SEQ(INTC a, QQQ b, EFC c, DELL d)",
-          "q34": "SEQ(Computer a, ROM b, Education c)", "q35": "SEQ(Computer a, ROM b, ANAT c)",
-          "q36": "SEQ(INTC a, ROM b, ANAT c)"}
+    w7 = {
+        "q20": "SEQ(DELL a, QQQ b, ANAT c)",
+        "q21": "SEQ(DELL a, QQQ b, ANAT c, ROM d)",
+        "q23": "SEQ(DELL a, QQQ b, ANAT c, OREL d)",
+        "q24": "SEQ(DELL a, QQQ b, ANAT c, INTC d)",
+        "q22": "SEQ(FCF x, DELL a, QQQ b, ANAT c)",
+        "q25": "SEQ(DELL a, QQQ b, ANAT c, INTC d, EFC e)",
+        "q26": "SEQ(Computer a, Finance b, ANAT c)",
+        "q27": "SEQ(DELL a, Finance b, ANAT c)",
+        "q28": "SEQ(QQQ x, DELL a, Finance b, ANAT c)",
+        "q16": "SEQ(Computer a, Finance b, Education c)",
+    }
+    w8 = {
+        "q16": "SEQ(Computer a, Finance b, Education c)",
+        "q29": "SEQ(Computer a, Finance b, OREL c)",
+        "q30": "SEQ(INTC a, QQQ b, Education c)",
+        "q31": "SEQ(INTC a, QQQ b, EFC c)",
+        "q32": "SEQ(MSFT x, INTC a, QQQ b, EFC c)",
+        "q33": "SEQ(INTC a, QQQ b, EFC c, DELL d)",
+        "q34": "SEQ(Computer a, ROM b, Education c)",
+        "q35": "SEQ(Computer a, ROM b, ANAT c)",
+        "q36": "SEQ(INTC a, ROM b, ANAT c)",
+    }
     return {name: {q: text + window for q, text in w.items()} for name, w in (("W7", w7), ("W8", w8))}
 
 

@@ -7,6 +7,7 @@ The package is also the public function ``cepkit.engines()`` (the capability mat
 calls ``cepkit.runtime.registry.engines``. One name, no shadowing between the package and the function,
 so both ``cepkit.engines()`` and ``import cepkit.engines.automaton`` work.
 """
+
 import sys
 import types
 

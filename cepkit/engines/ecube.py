@@ -19,6 +19,7 @@ Incremental use (``cepkit.Matcher``, Spark streaming) runs the plan over the kep
 and reports each match once its last event is closed (``cepkit.ecube.incremental``); a query without a
 window answers at ``close()``.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -44,7 +45,7 @@ def first_drill_down(query):
     for position, item in enumerate(shape_of(query).items, 1):
         if hierarchy.attribute is None:
             concept = item.concept
-        else:   # one attribute concept written on the item (x.loc = 'TX')
+        else:  # one attribute concept written on the item (x.loc = 'TX')
             concept = item.value_concepts[0] if len(item.value_concepts) == 1 else None
         if item.positive and concept is not None and hierarchy.children.get(concept):
             return concept_drill_down(query, [(concept, hierarchy.children[concept][0], position)])
@@ -89,10 +90,12 @@ class EcubePlan(Plan):
         if self.reuse == "children" and CHILD in cube.queries:
             cube.run(stream, only=[CHILD], directions=())
             matches = cube.derive(QUERY, CHILD)
-            self._steps = [f"{CHILD}: scratch", f"{QUERY}: {matches.info['direction']} from {CHILD} "
-                                                f"({matches.info['method']})"]
+            self._steps = [
+                f"{CHILD}: scratch",
+                f"{QUERY}: {matches.info['direction']} from {CHILD} ({matches.info['method']})",
+            ]
         else:
-            matches = cube.run(stream, only=[QUERY])[QUERY]     # the drill-down only if the query reuses it
+            matches = cube.run(stream, only=[QUERY])[QUERY]  # the drill-down only if the query reuses it
             self._steps = [str(s) for s in cube.last_plan.steps if s.query in cube.results]
         return matches
 
@@ -129,7 +132,7 @@ class _KeptMatcher(IncrementalPlan):
         return self._report(self.kept.stream, self._closing(final=True))
 
     def _closing(self, final: bool = False) -> np.ndarray:
-        (closing,) = self.kept.settle(final).values()      # one query: one lookahead
+        (closing,) = self.kept.settle(final).values()  # one query: one lookahead
         return closing
 
     def _report(self, stream, closing: np.ndarray):
@@ -146,14 +149,27 @@ class _KeptMatcher(IncrementalPlan):
 class EcubeEngine(Engine):
     name = "ecube"
     rank = 60
-    description = ("E-Cube: a concept query answered from its drill-down's results (s→g), or as Chase plans "
-                   "(reuse='plan'); flat SEQ with negation, conditions, windows, type and attribute hierarchies")
-    features = frozenset({
-        "sequence", "negation", "unary_conditions", "binary_conditions", "correlated_filters",
-        "condition_items", "time_window", "event_window", "partition", "hierarchy", "attribute_hierarchy",
-    })
+    description = (
+        "E-Cube: a concept query answered from its drill-down's results (s→g), or as Chase plans "
+        "(reuse='plan'); flat SEQ with negation, conditions, windows, type and attribute hierarchies"
+    )
+    features = frozenset(
+        {
+            "sequence",
+            "negation",
+            "unary_conditions",
+            "binary_conditions",
+            "correlated_filters",
+            "condition_items",
+            "time_window",
+            "event_window",
+            "partition",
+            "hierarchy",
+            "attribute_hierarchy",
+        }
+    )
     options = frozenset({"reuse"})
-    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
+    disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
 
     def compile(self, query, reuse: str = "children") -> EcubePlan:
         return EcubePlan(self, query, reuse)

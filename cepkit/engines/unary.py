@@ -7,6 +7,7 @@ exactly as the language says (ordering strings against numbers, a bare non-numer
 condition, indexed or aggregated attributes) falls back to the reference semantics,
 ``cepkit.semantics.conditions.holds``, event by event on the events in scope only, so both paths agree.
 """
+
 from __future__ import annotations
 
 from typing import Optional

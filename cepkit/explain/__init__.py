@@ -4,6 +4,7 @@
 The package is callable, so ``cepkit.explain(query, events, candidate)`` is ``judge.explain`` (like
 ``cepkit.engines()``): the function and its package share the name the issue gives them.
 """
+
 import sys
 import types
 

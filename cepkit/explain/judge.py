@@ -18,6 +18,7 @@ On a large stream only the candidate's neighbourhood is evaluated: its partition
 events within twice the window of it, which holds everything a verdict can depend on (negation scopes,
 rivals with the same last event, skipped events), except under CONSUME BY, judged on the whole stream.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -107,15 +108,18 @@ class Judge:
         self.stream = Stream.from_any(events)
         self.evaluation = Evaluation(self.query)
         self.pattern = self.evaluation.pattern
-        order = np.argsort(self.stream.times, kind="stable")     # logical order (docs/language.md §10.1)
+        order = np.argsort(self.stream.times, kind="stable")  # logical order (docs/language.md §10.1)
         self._rank = np.empty(len(order), dtype=np.int64)
         self._rank[order] = np.arange(len(order))
         self.rank = _Ranks(self._rank)
         # key -> its positions in logical order (punctuations left out), from the columns: an Event is made
         # for each partition's first event only (690k events: 0.3 s, not minutes)
         kept = order[~self.stream.type_in(frozenset({PUNCTUATION}))[order]]
-        codes = self.stream.key_codes(self.query.partition_by)[kept] if self.query.partition_by else \
-            np.zeros(len(kept), dtype=np.int64)
+        codes = (
+            self.stream.key_codes(self.query.partition_by)[kept]
+            if self.query.partition_by
+            else np.zeros(len(kept), dtype=np.int64)
+        )
         grouped = kept[np.argsort(codes, kind="stable")]
         bounds = np.flatnonzero(np.diff(np.sort(codes, kind="stable"))) + 1
         self.partitions: dict = {}
@@ -128,11 +132,21 @@ class Judge:
         positions, bindings = self._normalized(candidate)
         punctuations = [p for p in positions if self.stream[p].type == PUNCTUATION]
         if punctuations:
-            return self._verdict(positions, bindings, False, [Reason(
-                "type", f"event {punctuations[0]} is a PUNCTUATION event: punctuations are never matched",
-                None, (punctuations[0],))])
+            return self._verdict(
+                positions,
+                bindings,
+                False,
+                [
+                    Reason(
+                        "type",
+                        f"event {punctuations[0]} is a PUNCTUATION event: punctuations are never matched",
+                        None,
+                        (punctuations[0],),
+                    )
+                ],
+            )
         keys = {p: self._key(self.stream[p]) for p in positions}
-        if len(set(keys.values())) > 1:   # and, read across partitions, do the events fit the pattern at all?
+        if len(set(keys.values())) > 1:  # and, read across partitions, do the events fit the pattern at all?
             misfits = _Case(self, positions, bindings, None).misfits()
             return self._verdict(positions, bindings, False, [self._partition_reason(keys), *misfits])
         case = _Case(self, positions, bindings, keys[positions[0]])
@@ -146,15 +160,28 @@ class Judge:
         positions = explanation.positions
         bindings = explanation.candidate if isinstance(explanation.candidate, Mapping) else None
         found = match(self.query, self.stream)
-        rank = next(i for i, m in enumerate(found) if m.positions == positions and
-                    (bindings is None or _same_bindings(m.bindings, bindings)))
+        rank = next(
+            i
+            for i, m in enumerate(found)
+            if m.positions == positions and (bindings is None or _same_bindings(m.bindings, bindings))
+        )
         span = clause_span(self.text, "LIMIT")
         if rank < self.limit:
-            reason = Reason("satisfied", f"it is match {rank + 1} in output order, LIMIT {self.limit} keeps it",
-                            span, positions, {"rank": rank + 1, "limit": self.limit})
+            reason = Reason(
+                "satisfied",
+                f"it is match {rank + 1} in output order, LIMIT {self.limit} keeps it",
+                span,
+                positions,
+                {"rank": rank + 1, "limit": self.limit},
+            )
             return replace(explanation, reasons=[*explanation.reasons, reason])
-        reason = Reason("limit", f"it is match {rank + 1} in output order; LIMIT {self.limit} keeps the first "
-                                 f"{self.limit}", span, positions, {"rank": rank + 1, "limit": self.limit})
+        reason = Reason(
+            "limit",
+            f"it is match {rank + 1} in output order; LIMIT {self.limit} keeps the first {self.limit}",
+            span,
+            positions,
+            {"rank": rank + 1, "limit": self.limit},
+        )
         return replace(explanation, is_match=False, reasons=[*explanation.reasons, reason])
 
     def _normalized(self, candidate) -> tuple:
@@ -165,10 +192,14 @@ class Judge:
             bindings = {}
             for var, value in candidate.items():
                 if var not in variables:
-                    raise ValueError(f"the query has no variable {var!r} (its variables: {', '.join(sorted(variables))})")
+                    raise ValueError(
+                        f"the query has no variable {var!r} (its variables: {', '.join(sorted(variables))})"
+                    )
                 if isinstance(value, (list, tuple)):
                     if var not in self.query.kleene_variables:
-                        raise ValueError(f"{var!r} is not a Kleene variable: bind it to one position, not {list(value)}")
+                        raise ValueError(
+                            f"{var!r} is not a Kleene variable: bind it to one position, not {list(value)}"
+                        )
                     bindings[var] = tuple(int(p) for p in value)
                 else:
                     bindings[var] = (int(value),) if var in self.query.kleene_variables else int(value)
@@ -192,9 +223,14 @@ class Judge:
         (k1, p1), (k2, p2) = list(by_key.items())[:2]
         names = ", ".join(self.query.partition_by)
         show = lambda key: ", ".join(f"{a} = {_fmt(v)}" for a, v in zip(self.query.partition_by, key))
-        return Reason("partition", f"event {p1} has {show(k1)} but event {p2} has {show(k2)}: under PARTITION BY "
-                                   f"{names} a match lies in one partition", clause_span(self.text, r"PARTITION\s+BY"),
-                      (p1, p2), {"keys": {p1: k1, p2: k2}})
+        return Reason(
+            "partition",
+            f"event {p1} has {show(k1)} but event {p2} has {show(k2)}: under PARTITION BY "
+            f"{names} a match lies in one partition",
+            clause_span(self.text, r"PARTITION\s+BY"),
+            (p1, p2),
+            {"keys": {p1: k1, p2: k2}},
+        )
 
     def _verdict(self, positions, bindings, is_match, reasons) -> Explanation:
         return Explanation(self.text, bindings if bindings is not None else positions, positions, is_match, reasons)
@@ -210,13 +246,13 @@ class Judge:
             if within.events:
                 where = [members.index(p) for p in positions]
                 n = 2 * math.ceil(within.amount) + 1
-                members = members[max(0, min(where) - n):max(where) + n + 1]
+                members = members[max(0, min(where) - n) : max(where) + n + 1]
             else:
                 times, margin = self._times[key], 2 * within.seconds + 1
                 lo = bisect.bisect_left(times, min(self.stream[p].time for p in positions) - margin)
                 hi = bisect.bisect_right(times, max(self.stream[p].time for p in positions) + margin)
                 members = members[lo:hi]
-        return self.stream.take(np.sort(np.asarray(members, dtype=np.int64)))   # columns, keeping positions
+        return self.stream.take(np.sort(np.asarray(members, dtype=np.int64)))  # columns, keeping positions
 
     def variant(self, **clauses):
         """The query with some clauses replaced (``strategy``/``consume``/``select``), for the ladder ALL ->
@@ -247,8 +283,10 @@ class _Case:
             self.local = Stream([judge.stream[p] for p in positions], judge.stream.ts_is_datetime)
         else:
             self.local = judge.neighbourhood(positions, key)
-        order = sorted((e for e in self.local if e.type != PUNCTUATION and (key is None or judge._key(e) == key)),
-                       key=lambda e: (e.time, e.position))
+        order = sorted(
+            (e for e in self.local if e.type != PUNCTUATION and (key is None or judge._key(e) == key)),
+            key=lambda e: (e.time, e.position),
+        )
         self.sub = Substream(order, judge.query.within, math.inf, True)
         self.index = {e.position: i for i, e in enumerate(order)}
         self._runs: dict = {}
@@ -286,8 +324,14 @@ class _Case:
         if candidate is None:
             candidate = self.positions
         if shown == [] and not is_match:  # cannot happen when the hooks agree with the reference: say so
-            shown = [Reason("strategy", "not reported by the reference evaluator, for a reason explain cannot "
-                                        "name (please report this query)", None)]
+            shown = [
+                Reason(
+                    "strategy",
+                    "not reported by the reference evaluator, for a reason explain cannot "
+                    "name (please report this query)",
+                    None,
+                )
+            ]
         return Explanation(self.text, candidate, self.positions, is_match, shown)
 
     # ------------------------------------------------------------------ the reference's matches
@@ -330,8 +374,10 @@ class _Case:
 
     def _bindings(self, d) -> dict:
         events = self.sub.events
-        return {var: tuple(events[i].position for i in v) if isinstance(v, tuple) else events[v].position
-                for var, v in d.bindings.items()}
+        return {
+            var: tuple(events[i].position for i in v) if isinstance(v, tuple) else events[v].position
+            for var, v in d.bindings.items()
+        }
 
     def _phase2(self, d) -> tuple:
         """(truth, reasons) of a derivation: phase 2 of the reference, with its hooks, and the window."""
@@ -351,19 +397,23 @@ class _Case:
         first, last = self.sub.events[d.first], self.sub.events[d.last]
         span = node_span(within, self.text)
         fits = self.sub.fits(d.first, d.last)
-        written = self.text[span[0]:span[1]] if span else pretty_window(within)
+        written = self.text[span[0] : span[1]] if span else pretty_window(within)
         if within.events:
             count = d.last - d.first + 1
             where = "sub-stream (partition)" if self.judge.query.partition_by else "stream"
-            message = (f"the match spans {count} consecutive events of the {where}, from event {first.position} to "
-                       f"event {last.position}: {'within' if fits else 'more than'} {written}")
+            message = (
+                f"the match spans {count} consecutive events of the {where}, from event {first.position} to "
+                f"event {last.position}: {'within' if fits else 'more than'} {written}"
+            )
             values = {"span": count, "limit": within.amount}
         else:
             seconds = last.time - first.time
             scale = within.seconds / within.amount if within.amount else 1.0
             unit = f" {within.unit}" if within.unit else ""
-            message = (f"span {_fmt(round(seconds / scale, 3))}{unit} {'<=' if fits else '>'} {written}, from "
-                       f"event {first.position} at ts {first.ts} to event {last.position} at ts {last.ts}")
+            message = (
+                f"span {_fmt(round(seconds / scale, 3))}{unit} {'<=' if fits else '>'} {written}, from "
+                f"event {first.position} at ts {first.ts} to event {last.position} at ts {last.ts}"
+            )
             values = {"span": seconds, "limit": within.seconds}
         if not fits:
             values["gap"] = min((values["span"] - values["limit"]) / max(values["limit"], 1.0), 1.0)
@@ -373,11 +423,16 @@ class _Case:
     def _structure_satisfied(self, d) -> Reason:
         atoms = []
         for var, value in self._bindings(d).items():
-            shown = ", ".join(f"{p} ({self.judge.stream[p].type})" for p in (value if isinstance(value, tuple) else (value,)))
+            shown = ", ".join(
+                f"{p} ({self.judge.stream[p].type})" for p in (value if isinstance(value, tuple) else (value,))
+            )
             atoms.append(f"{var} = event {shown}" if not isinstance(value, tuple) else f"{var} = events {shown}")
-        return Reason("satisfied", "the events bind the pattern in order: " + ("; ".join(atoms) or
-                                                                               str(self.positions)),
-                      node_span(self.judge.query.pattern, self.text), self.positions)
+        return Reason(
+            "satisfied",
+            "the events bind the pattern in order: " + ("; ".join(atoms) or str(self.positions)),
+            node_span(self.judge.query.pattern, self.text),
+            self.positions,
+        )
 
     def _structure(self) -> list:
         """Why the candidate's events bind no derivation of the pattern."""
@@ -385,15 +440,25 @@ class _Case:
         if best:
             return best
         what = "these bindings" if self.bindings is not None else f"the {len(self.positions)} events {self.positions}"
-        return [Reason("type", f"the pattern cannot bind {what}: no assignment of them to its event variables "
-                               "uses each event once", node_span(self.judge.query.pattern, self.text), self.positions)]
+        return [
+            Reason(
+                "type",
+                f"the pattern cannot bind {what}: no assignment of them to its event variables uses each event once",
+                node_span(self.judge.query.pattern, self.text),
+                self.positions,
+            )
+        ]
 
     def misfits(self) -> list:
         """The fewest type and order problems over the ways to assign the candidate's events to the pattern's
         variables (none when some assignment fits, or when there is no assignment at all)."""
         if self.bindings is not None:
-            assignments = [{var: tuple(self.index[p] for p in v) if isinstance(v, tuple) else self.index[v]
-                            for var, v in self.bindings.items()}]
+            assignments = [
+                {
+                    var: tuple(self.index[p] for p in v) if isinstance(v, tuple) else self.index[v]
+                    for var, v in self.bindings.items()
+                }
+            ]
         else:
             wanted = frozenset(self.index[p] for p in self.positions)
             relaxed = _Relaxed(self.sub, self.judge.query.hierarchy, wanted) if len(wanted) <= 12 else None
@@ -407,27 +472,45 @@ class _Case:
         deriver = Deriver(self.sub, self.judge.query.hierarchy)
         for atom in _positive_atoms(self.judge.pattern):
             value = assignment.get(atom.var) if atom.var else None
-            for i in (value if isinstance(value, tuple) else () if value is None else (value,)):
+            for i in value if isinstance(value, tuple) else () if value is None else (value,):
                 if not deriver.type_matches(atom.type, events[i].type):
                     below = " or a type below it" if self.judge.query.hierarchy is not None else ""
-                    reasons.append(Reason("type", f"event {events[i].position} has type {events[i].type}; "
-                                                  f"`{self._source(atom)}` needs {atom.type}{below}",
-                                          node_span(atom, self.text), (events[i].position,),
-                                          {"type": events[i].type, "needs": atom.type}))
+                    reasons.append(
+                        Reason(
+                            "type",
+                            f"event {events[i].position} has type {events[i].type}; "
+                            f"`{self._source(atom)}` needs {atom.type}{below}",
+                            node_span(atom, self.text),
+                            (events[i].position,),
+                            {"type": events[i].type, "needs": atom.type},
+                        )
+                    )
         for var, value in assignment.items():
             if isinstance(value, tuple) and list(value) != sorted(set(value)):
                 shown = tuple(events[i].position for i in value)
-                reasons.append(Reason("order", f"the events of Kleene variable {var}, {shown}, are not in order",
-                                      node_span(self.judge.query.variables.get(var), self.text), shown))
+                reasons.append(
+                    Reason(
+                        "order",
+                        f"the events of Kleene variable {var}, {shown}, are not in order",
+                        node_span(self.judge.query.variables.get(var), self.text),
+                        shown,
+                    )
+                )
         for seq in self.judge.pattern.find_all(A.Seq):
             items = generating(seq.items)
             spans = [self._indices(item, assignment) for item in items]
             for (left, l_idx), (right, r_idx) in zip(zip(items, spans), zip(items[1:], spans[1:])):
                 if l_idx and r_idx and max(l_idx) >= min(r_idx):
                     lp, rp = events[max(l_idx)].position, events[min(r_idx)].position
-                    reasons.append(Reason("order", f"`{self._source(left)}` (event {lp}) must come before "
-                                                   f"`{self._source(right)}` (event {rp}) in the sequence",
-                                          node_span(seq, self.text), (lp, rp)))
+                    reasons.append(
+                        Reason(
+                            "order",
+                            f"`{self._source(left)}` (event {lp}) must come before "
+                            f"`{self._source(right)}` (event {rp}) in the sequence",
+                            node_span(seq, self.text),
+                            (lp, rp),
+                        )
+                    )
         return reasons
 
     @staticmethod
@@ -440,7 +523,7 @@ class _Case:
 
     def _source(self, node) -> str:
         span = node_span(node, self.text)
-        return self.text[span[0]:span[1]] if span else pretty(node)
+        return self.text[span[0] : span[1]] if span else pretty(node)
 
     # ------------------------------------------------------------------ strategy, consume, return
     def _selection(self, d, is_match: bool, projected: list) -> list:
@@ -459,18 +542,34 @@ class _Case:
             consume_span = clause_span(self.text, r"CONSUME\s+BY")
             if not member(self.run(select=None)):
                 return [self._consume_reason(d, consume_span)]
-            reasons.append(Reason("satisfied", f"no earlier match consumes it (CONSUME BY {query.consume})", consume_span))
+            reasons.append(
+                Reason("satisfied", f"no earlier match consumes it (CONSUME BY {query.consume})", consume_span)
+            )
         if query.select is not None:
             return_span = clause_span(self.text, "RETURN") or clause_span(self.text, "SELECT")
             kept = {v: b for v, b in bindings.items() if v in query.select}
             flat = tuple(sorted({p for b in kept.values() for p in (b if isinstance(b, tuple) else (b,))}))
             if is_match:
-                reasons.append(Reason("satisfied", f"reported as {flat}: the projection on {', '.join(query.select)} "
-                                                   f"of the match {tuple(sorted(own))}", return_span, flat))
+                reasons.append(
+                    Reason(
+                        "satisfied",
+                        f"reported as {flat}: the projection on {', '.join(query.select)} "
+                        f"of the match {tuple(sorted(own))}",
+                        return_span,
+                        flat,
+                    )
+                )
             elif not projected:
-                reasons.append(Reason("return", f"a match, but projected: the query returns only "
-                                                f"{', '.join(query.select)}, so it is reported as {flat}",
-                                      return_span, flat, {"reported": flat}))
+                reasons.append(
+                    Reason(
+                        "return",
+                        f"a match, but projected: the query returns only "
+                        f"{', '.join(query.select)}, so it is reported as {flat}",
+                        return_span,
+                        flat,
+                        {"reported": flat},
+                    )
+                )
         return reasons
 
     def _strategy_reason(self, d, strategy: str, span) -> Reason:
@@ -480,9 +579,14 @@ class _Case:
         if strategy in ("STRICT", "PARTITION_STRICT"):
             gaps = [events[i].position for i in range(d.first, d.last + 1) if i not in mine]
             within = " of its partition" if self.judge.query.partition_by else ""
-            return Reason("strategy", f"valid under ALL, but {strategy} needs contiguous events{within}: event "
-                                      f"{gaps[0]} lies between and is not part of the match", span, tuple(gaps),
-                          {"between": tuple(gaps)})
+            return Reason(
+                "strategy",
+                f"valid under ALL, but {strategy} needs contiguous events{within}: event "
+                f"{gaps[0]} lies between and is not part of the match",
+                span,
+                tuple(gaps),
+                {"between": tuple(gaps)},
+            )
         if strategy in RANKED:
             kept = set(m.positions for m in self.run(consume=None, select=None))
             rivals = self.run(strategy=None, consume=None, select=None)
@@ -494,9 +598,14 @@ class _Case:
                     difference = theirs ^ mine
                     e = events[min(difference) if strategy == "NEXT" else max(difference)].position
                     rule = RULES[strategy].format(e=e, rival=rival.positions)
-                    return Reason("strategy", f"valid under ALL, but {strategy} keeps {rival.positions} instead: both "
-                                              f"end at event {events[d.last].position}, and {rule}", span,
-                                  rival.positions, {"preferred": rival.positions})
+                    return Reason(
+                        "strategy",
+                        f"valid under ALL, but {strategy} keeps {rival.positions} instead: both "
+                        f"end at event {events[d.last].position}, and {rule}",
+                        span,
+                        rival.positions,
+                        {"preferred": rival.positions},
+                    )
         if strategy in STNM_STRATEGIES:
             deriver = Deriver(self.sub, self.judge.query.hierarchy)
             matches = self.judge.evaluation.valid_matches(self.sub, deriver)
@@ -507,11 +616,16 @@ class _Case:
                 prefix = {el.atom.var: show(idx) for el, idx in zip(shape.elements, extended) if idx}
                 into = "a prefix of another match" if strategy == "ROBUST_STNM" else "a prefix of the pattern"
                 rule = "Def 6.2" if strategy == "ROBUST_STNM" else "Def 6.1"
-                return Reason("strategy", f"valid under ALL, but {strategy} drops it: it skips event "
-                                          f"{events[e].position} ({events[e].type}), which extends the match's prefix "
-                                          f"into {into} ({prefix}); skip-till-next-match may not skip it "
-                                          f"([SES] {rule})", span, (events[e].position,),
-                              {"skipped": events[e].position})
+                return Reason(
+                    "strategy",
+                    f"valid under ALL, but {strategy} drops it: it skips event "
+                    f"{events[e].position} ({events[e].type}), which extends the match's prefix "
+                    f"into {into} ({prefix}); skip-till-next-match may not skip it "
+                    f"([SES] {rule})",
+                    span,
+                    (events[e].position,),
+                    {"skipped": events[e].position},
+                )
         return Reason("strategy", f"valid under ALL, but not selected by {strategy}", span)
 
     def _consume_reason(self, d, span) -> Reason:
@@ -523,9 +637,14 @@ class _Case:
             same = policy == "ANY" or self.judge._key(self.judge.stream[earlier.positions[0]]) == self.key
             if first <= ends < last and same:
                 end = max(earlier.positions, key=rank.get)
-                return Reason("consume", f"consumed: the earlier match {earlier.positions} ends at event {end}, "
-                                         f"inside this match's span, and CONSUME BY {policy} discards what it used",
-                              span, earlier.positions, {"consumed_by": earlier.positions})
+                return Reason(
+                    "consume",
+                    f"consumed: the earlier match {earlier.positions} ends at event {end}, "
+                    f"inside this match's span, and CONSUME BY {policy} discards what it used",
+                    span,
+                    earlier.positions,
+                    {"consumed_by": earlier.positions},
+                )
         return Reason("consume", f"consumed by an earlier match (CONSUME BY {policy})", span)
 
 
@@ -556,7 +675,9 @@ def _gap(conjunct, read) -> float:
     if not isinstance(conjunct, A.Compare):
         return 1.0
     seen = {id(node): value for node, value, _ in read}
-    sides = [side.value if isinstance(side, A.Literal) else seen.get(id(side)) for side in (conjunct.left, conjunct.right)]
+    sides = [
+        side.value if isinstance(side, A.Literal) else seen.get(id(side)) for side in (conjunct.left, conjunct.right)
+    ]
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in sides):
         return 1.0
     left, right = sides
@@ -604,6 +725,7 @@ class _Relaxed(_Restricted):
 class _Recorder(Checker):
     """Phase 2 of the reference, exhaustive, noting for the candidate's own derivation (not for witnesses or
     rivals) each condition with its values, each negation and EXISTS with its witness, each nested strategy."""
+
     exhaustive = True
 
     def __init__(self, stream, deriver, case: _Case):
@@ -657,8 +779,13 @@ class _Recorder(Checker):
         text = self.case._source(conjunct)
         message = f"`{text}` {'holds' if ok else 'is false'}" + (": " + ", ".join(seen) if seen else "")
         extra = {} if ok else {"gap": _gap(conjunct, read)}
-        return Reason("satisfied" if ok else "condition", message, node_span(conjunct, self.case.text),
-                      tuple(dict.fromkeys(where)), {**values, **extra})
+        return Reason(
+            "satisfied" if ok else "condition",
+            message,
+            node_span(conjunct, self.case.text),
+            tuple(dict.fromkeys(where)),
+            {**values, **extra},
+        )
 
     def holds(self, item, scope, env, own):
         if not (self._recording and isinstance(item, (A.Not, A.Exists))):
@@ -667,27 +794,40 @@ class _Recorder(Checker):
         negated = isinstance(item, A.Not)
         witness = None
         if truth is (not negated) and isinstance(item.item, A.Pattern):
-            witness = next((w for w, t in self._quietly(lambda: list(self.witnesses(item.item, scope, env, own)))
-                            if t is True), None)
+            witness = next(
+                (w for w, t in self._quietly(lambda: list(self.witnesses(item.item, scope, env, own))) if t is True),
+                None,
+            )
         self.reasons.append(self._negation(item, truth, scope, witness))
         return truth
 
     def _negation(self, item, truth, scope, witness) -> Reason:
         events = self.stream.events
-        where = " ".join([f"after event {events[scope.lo].position}" if scope.lo >= 0 else "from the stream's start",
-                          f"and before event {events[scope.hi].position}" if scope.hi < len(events)
-                          else "up to the stream's end"])
+        where = " ".join(
+            [
+                f"after event {events[scope.lo].position}" if scope.lo >= 0 else "from the stream's start",
+                f"and before event {events[scope.hi].position}" if scope.hi < len(events) else "up to the stream's end",
+            ]
+        )
         text = self.case._source(item)
         kind = "negation" if isinstance(item, A.Not) else "exists"
         span = node_span(item, self.case.text)
         if witness is not None:
-            shown = ", ".join(f"event {events[i].position} ({self._attributes(item, i)})" for i in sorted(witness.positions))
+            shown = ", ".join(
+                f"event {events[i].position} ({self._attributes(item, i)})" for i in sorted(witness.positions)
+            )
             positions = tuple(events[i].position for i in sorted(witness.positions))
             if kind == "negation":
-                return Reason(kind, f"{shown} lies {where} and matches `{text}`: the negation is violated", span,
-                              positions, {"witness": positions})
-            return Reason("satisfied", f"{shown} lies {where} and witnesses `{text}`", span, positions,
-                          {"witness": positions})
+                return Reason(
+                    kind,
+                    f"{shown} lies {where} and matches `{text}`: the negation is violated",
+                    span,
+                    positions,
+                    {"witness": positions},
+                )
+            return Reason(
+                "satisfied", f"{shown} lies {where} and witnesses `{text}`", span, positions, {"witness": positions}
+            )
         if kind == "negation":
             return Reason("satisfied", f"no match of `{text}` lies {where}", span)
         return Reason(kind, f"no match of `{text}` lies {where}: EXISTS has no witness", span)
@@ -703,9 +843,14 @@ class _Recorder(Checker):
         before = sum(r.failed for r in self.reasons)
         truth = super().visit_strategy(node, d, ctx)
         if self._recording and truth is False and sum(r.failed for r in self.reasons) == before:
-            self.reasons.append(Reason("strategy", f"`{self.case._source(node)}` drops this sub-match: another "
-                                                   f"match of it is preferred in the same place",
-                                       node_span(node, self.case.text)))
+            self.reasons.append(
+                Reason(
+                    "strategy",
+                    f"`{self.case._source(node)}` drops this sub-match: another "
+                    f"match of it is preferred in the same place",
+                    node_span(node, self.case.text),
+                )
+            )
         return truth
 
 
@@ -718,5 +863,6 @@ def _subtree(d) -> list:
 
 def _same_bindings(found: Mapping, given: Mapping) -> bool:
     """Whether a match's bindings are the candidate's (a Kleene variable's positions as a tuple in both)."""
-    return {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in found.items()} == \
-        {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in given.items()}
+    return {k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in found.items()} == {
+        k: tuple(v) if isinstance(v, (list, tuple)) else v for k, v in given.items()
+    }

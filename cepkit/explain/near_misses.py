@@ -10,6 +10,7 @@ of them, shared by the relaxations; a relaxation with more candidates than its s
 over the whole stream, not its first ones) is then judged by ``cepkit.explain``, the reference semantics. The answer's ``complete`` says
 whether this bounded search saw every candidate it defines.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -24,8 +25,16 @@ from .judge import Judge
 from .report import NearMisses
 
 
-def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hierarchy=None, margin: float = 0.5,
-            depth: int = 2, budget: int = 300) -> NearMisses:
+def why_not(
+    query,
+    events,
+    limit: int = 10,
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    margin: float = 0.5,
+    depth: int = 2,
+    budget: int = 300,
+) -> NearMisses:
     """The near misses of ``query`` over ``events``: up to ``limit`` ``Explanation``s, fewest failed clauses
     first (then those closest to passing: a comparison's values, a window's excess, relative), with ``.complete`` telling whether the bounded search was exhaustive.
 
@@ -80,14 +89,14 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
     judge = Judge(query, events, strategy, hierarchy)
     clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
     found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
-    if judge.limit is not None:      # the matches LIMIT leaves out are near misses (one clause failed)
-        found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit:]}
+    if judge.limit is not None:  # the matches LIMIT leaves out are near misses (one clause failed)
+        found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit :]}
     seen: set = set()
     judged: list = []
     stopped = None
     deepest = min(depth, len(clauses))
     done = 0
-    offered = 0             # candidates the relaxed queries found, when more than the budget let be judged
+    offered = 0  # candidates the relaxed queries found, when more than the budget let be judged
     for k in range(1, deepest + 1):
         relaxations = list(itertools.combinations(clauses, k))
         for j, dropped in enumerate(relaxations):
@@ -112,8 +121,10 @@ def why_not(query, events, limit: int = 10, strategy: Optional[str] = None, hier
             break  # deeper relaxations only add candidates failing more than k clauses (or the budget is spent)
     judged.sort(key=lambda e: (len(e.failures), sum(r.values.get("gap", 1.0) for r in e.failures), e.positions))
     if offered:
-        stopped = (f"the budget of {budget} candidates was spent: those judged were taken evenly over the whole "
-                   f"stream from {offered:,}")
+        stopped = (
+            f"the budget of {budget} candidates was spent: those judged were taken evenly over the whole "
+            f"stream from {offered:,}"
+        )
     complete = stopped is None and (done == len(clauses) or sum(len(e.failures) <= done for e in judged) >= limit)
     if stopped is None and not complete:
         stopped = f"only candidates failing at most {done} clause(s) were searched (depth={depth})"

@@ -1,5 +1,6 @@
 """What ``cepkit.explain`` and ``cepkit.why_not`` return: reasons pointing into the query text, and their
 rendering for a terminal (carets, like a ``QueryError``) and for Jupyter (the query text underlined)."""
+
 from __future__ import annotations
 
 import html
@@ -9,8 +10,20 @@ from typing import Mapping, Optional
 
 from ..errors import caret_snippet
 
-KINDS = ("type", "order", "condition", "window", "negation", "exists", "partition", "strategy", "consume",
-         "return", "limit", "satisfied")
+KINDS = (
+    "type",
+    "order",
+    "condition",
+    "window",
+    "negation",
+    "exists",
+    "partition",
+    "strategy",
+    "consume",
+    "return",
+    "limit",
+    "satisfied",
+)
 
 FAILED_COLOUR, SATISFIED_COLOUR = "#d62728", "#2ca02c"
 
@@ -24,6 +37,7 @@ class Reason:
     ``events`` the positions it is about; ``values`` what was read (e.g. ``{"x.tmp": 35}``), so a reason can
     be checked again by whoever doubts it.
     """
+
     kind: str
     message: str
     span: Optional[tuple] = None
@@ -42,6 +56,7 @@ class Explanation:
     ``candidate`` holds the bindings judged (var -> position, or tuple of positions for a Kleene variable),
     or the positions when no binding of them to the pattern exists; ``positions`` the sorted positions.
     """
+
     query: str
     candidate: object
     positions: tuple
@@ -76,10 +91,15 @@ class Explanation:
 
     def _repr_html_(self):
         colour = SATISFIED_COLOUR if self.is_match else FAILED_COLOUR
-        items = "".join(f"<li><b style='color:{SATISFIED_COLOUR if not r.failed else FAILED_COLOUR}'>"
-                        f"{html.escape(r.kind)}</b>: {html.escape(r.message)}</li>" for r in self.reasons)
-        return (f"<div class='cepkit-explanation'><p><b style='color:{colour}'>{html.escape(self.verdict())}</b></p>"
-                f"<pre style='white-space:pre-wrap'>{self.query_html()}</pre><ul>{items}</ul></div>")
+        items = "".join(
+            f"<li><b style='color:{SATISFIED_COLOUR if not r.failed else FAILED_COLOUR}'>"
+            f"{html.escape(r.kind)}</b>: {html.escape(r.message)}</li>"
+            for r in self.reasons
+        )
+        return (
+            f"<div class='cepkit-explanation'><p><b style='color:{colour}'>{html.escape(self.verdict())}</b></p>"
+            f"<pre style='white-space:pre-wrap'>{self.query_html()}</pre><ul>{items}</ul></div>"
+        )
 
 
 class NearMisses(list):
@@ -89,8 +109,7 @@ class NearMisses(list):
     how many candidates were judged.
     """
 
-    def __init__(self, explanations, complete: bool, stopped: Optional[str] = None, searched: int = 0,
-                 query: str = ""):
+    def __init__(self, explanations, complete: bool, stopped: Optional[str] = None, searched: int = 0, query: str = ""):
         super().__init__(explanations)
         self.complete = complete
         self.stopped = stopped
@@ -99,8 +118,10 @@ class NearMisses(list):
 
     def summary(self) -> str:
         n, judged = len(self), self.searched
-        head = (f"{n:,} near {'miss' if n == 1 else 'misses'} among {judged:,} "
-                f"{'candidate' if judged == 1 else 'candidates'} judged")
+        head = (
+            f"{n:,} near {'miss' if n == 1 else 'misses'} among {judged:,} "
+            f"{'candidate' if judged == 1 else 'candidates'} judged"
+        )
         return head + ("; the search was exhaustive" if self.complete else f"; stopped early: {self.stopped}")
 
     def __str__(self):
@@ -145,7 +166,7 @@ def clause_span(text: str, keyword: str) -> Optional[tuple]:
     found = re.search(rf"\b{keyword}\b", text, re.IGNORECASE)
     if found is None:
         return None
-    after = re.search(rf"\b(?:{_CLAUSES})\b", text[found.end():], re.IGNORECASE)
+    after = re.search(rf"\b(?:{_CLAUSES})\b", text[found.end() :], re.IGNORECASE)
     end = found.end() + after.start() if after else len(text)
     return found.start(), len(text[:end].rstrip())
 
@@ -171,9 +192,12 @@ def underlined(text: str, reasons) -> str:
         while j < len(text) and colours[j] == colours[i]:
             j += 1
         chunk = html.escape(text[i:j])
-        out.append(chunk if colours[i] is None else
-                   f"<u style='text-decoration-color:{colours[i]};text-decoration-thickness:2px;"
-                   f"color:{colours[i]}'>{chunk}</u>")
+        out.append(
+            chunk
+            if colours[i] is None
+            else f"<u style='text-decoration-color:{colours[i]};text-decoration-thickness:2px;"
+            f"color:{colours[i]}'>{chunk}</u>"
+        )
         i = j
     return "".join(out)
 

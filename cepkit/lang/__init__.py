@@ -1,4 +1,5 @@
 """The cepkit language: grammar, AST, parser, printer, checks (docs/language.md)."""
+
 from . import ast
 from .hierarchy import Hierarchy
 from .printer import pretty

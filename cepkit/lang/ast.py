@@ -7,6 +7,7 @@ equality: ``parse(pretty(q)) == q`` holds although the printed text differs from
 Patterns: Atom, Seq, And, Or, Filter, Plus, Strategy; items of Seq/And may also be Not, Exists or a
 condition. Conditions: Literal, Duration, Attr, Agg, Prev, Arith, Neg, Compare, In, BoolOp, BoolNot.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
@@ -17,9 +18,22 @@ Span = Optional[tuple]  # (line, column, end_line, end_column), 1-based
 STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX", "STNM", "ROBUST_STNM")
 AGGREGATES = ("count", "sum", "avg", "min", "max")
 TIME_UNITS = {  # unit word -> seconds
-    "ms": 0.001, "s": 1.0, "sec": 1.0, "secs": 1.0, "second": 1.0, "seconds": 1.0,
-    "min": 60.0, "mins": 60.0, "minute": 60.0, "minutes": 60.0,
-    "h": 3600.0, "hour": 3600.0, "hours": 3600.0, "d": 86400.0, "day": 86400.0, "days": 86400.0,
+    "ms": 0.001,
+    "s": 1.0,
+    "sec": 1.0,
+    "secs": 1.0,
+    "second": 1.0,
+    "seconds": 1.0,
+    "min": 60.0,
+    "mins": 60.0,
+    "minute": 60.0,
+    "minutes": 60.0,
+    "h": 3600.0,
+    "hour": 3600.0,
+    "hours": 3600.0,
+    "d": 86400.0,
+    "day": 86400.0,
+    "days": 86400.0,
 }
 
 
@@ -92,6 +106,7 @@ class Literal(Expr):
 @dataclass(frozen=True)
 class Duration(Expr):
     """``15 days``; its value in seconds is ``seconds``."""
+
     amount: float
     unit: str
 
@@ -104,6 +119,7 @@ class Duration(Expr):
 class Attr(Expr):
     """``x.attr``; on a Kleene variable ``index`` picks one event: an int k (``b[k]``, 1-based),
     ``"i"`` / ``"i-1"`` (SASE's current / previous iteration), ``"first"`` or ``"last"``."""
+
     var: str
     attr: str
     index: Union[int, str, None] = None
@@ -112,6 +128,7 @@ class Attr(Expr):
 @dataclass(frozen=True)
 class Agg(Expr):
     """``count(b)``, ``sum(b.v)``, ``avg(b.v)``, ``min(b.v)``, ``max(b.v)``."""
+
     func: str
     var: str
     attr: Optional[str] = None
@@ -120,6 +137,7 @@ class Agg(Expr):
 @dataclass(frozen=True)
 class Prev(Expr):
     """``prev(b.v)``: the value of the previous event of Kleene variable b (SES ``prev``)."""
+
     arg: Attr
 
 
@@ -167,6 +185,7 @@ class Pattern(Node):
 @dataclass(frozen=True)
 class Atom(Pattern):
     """``T AS x``: one event of type T (or below concept T); ``type`` None means ANY."""
+
     type: Optional[str]
     var: Optional[str] = None
 
@@ -174,12 +193,14 @@ class Atom(Pattern):
 @dataclass(frozen=True)
 class Seq(Pattern):
     """``SEQ(...)`` / ``p ; q``; items are patterns, Not, Exists or conditions."""
+
     items: tuple
 
 
 @dataclass(frozen=True)
 class And(Pattern):
     """``AND(...)`` / SES set ``{...}``: all items, any order, distinct events."""
+
     items: tuple
 
 
@@ -197,12 +218,14 @@ class Filter(Pattern):
 @dataclass(frozen=True)
 class Plus(Pattern):
     """Iteration ``p+``; ``B+ b`` is ``Plus(Atom("B", "b"))``."""
+
     pattern: Pattern
 
 
 @dataclass(frozen=True)
 class Strategy(Pattern):
     """A selection strategy applied to a sub-pattern, e.g. ``NEXT(A a ; B+ b)``."""
+
     name: str
     pattern: Pattern
 
@@ -210,12 +233,14 @@ class Strategy(Pattern):
 @dataclass(frozen=True)
 class Not(Node):
     """``!item`` inside SEQ/AND (NEEL negation)."""
+
     item: Node
 
 
 @dataclass(frozen=True)
 class Exists(Node):
     """``EXISTS item`` inside SEQ/AND."""
+
     item: Node
 
 
@@ -223,6 +248,7 @@ class Exists(Node):
 @dataclass(frozen=True)
 class Window(Node):
     """``WITHIN n unit`` (unit None: the ts's own scale) or ``WITHIN n EVENTS`` (unit "EVENTS")."""
+
     amount: float
     unit: Optional[str] = None
 
@@ -241,16 +267,17 @@ class Window(Node):
 @dataclass(frozen=True)
 class QueryNode(Node):
     """A whole query: a pattern and its clauses (docs/language.md §4)."""
+
     pattern: Pattern
     where: Optional[Expr] = None
     within: Optional[Window] = None
     partition_by: tuple = ()
-    consume: Optional[str] = None          # "ANY" | "PARTITION" | "NONE"
-    select: Optional[tuple] = None         # projected variables; None = all
-    limit: Optional[int] = None            # LIMIT n: the first n matches in output order; None = all
-    strategy: Optional[str] = None         # SELECT <strategy>; None = ALL
-    source: Optional[str] = None           # FROM name
-    core_style: bool = False               # FROM ... WHERE <pattern> header (kept for printing)
+    consume: Optional[str] = None  # "ANY" | "PARTITION" | "NONE"
+    select: Optional[tuple] = None  # projected variables; None = all
+    limit: Optional[int] = None  # LIMIT n: the first n matches in output order; None = all
+    strategy: Optional[str] = None  # SELECT <strategy>; None = ALL
+    source: Optional[str] = None  # FROM name
+    core_style: bool = False  # FROM ... WHERE <pattern> header (kept for printing)
 
 
 def variables_in(expr: Node) -> tuple:

@@ -2,6 +2,7 @@
 
 Each check raises ``QueryError`` located at the offending node (docs/language.md §2, §8, §10 rules 7, 10, 11).
 """
+
 from __future__ import annotations
 
 from . import ast as A
@@ -81,9 +82,12 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             if isinstance(n, (A.Attr, A.Agg)) and n.var not in visible:
                 if n.var not in defined:
                     raise QueryError.at(n, f"unknown variable {n.var!r}", text)
-                raise QueryError.at(n, f"variable {n.var!r} is not bound where this condition stands "
-                                       "(a filter may use only variables of its own pattern or enclosing ones)",
-                                    text)
+                raise QueryError.at(
+                    n,
+                    f"variable {n.var!r} is not bound where this condition stands "
+                    "(a filter may use only variables of its own pattern or enclosing ones)",
+                    text,
+                )
 
     def visit(node, outer: frozenset):
         if isinstance(node, A.Filter):
@@ -91,8 +95,12 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
             check_expr(node.cond, outer | bound(node.pattern) | negated_vars(node.pattern))
         elif isinstance(node, (A.Seq, A.And)):
             if not any(isinstance(item, A.Pattern) for item in node.items):  # NEEL ([LIU] §5.1.1)
-                raise QueryError.at(node, f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
-                                          "positive item: negations, EXISTS and conditions add no events", text)
+                raise QueryError.at(
+                    node,
+                    f"{'SEQ' if isinstance(node, A.Seq) else 'AND'} needs at least one "
+                    "positive item: negations, EXISTS and conditions add no events",
+                    text,
+                )
             inner = outer | bound(node)  # once per SEQ: per item, a long chain would take quadratic time
             scope = inner | negated_vars(node)
             for item in node.items:
@@ -121,6 +129,6 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
         raise QueryError.at(query, "PARTITION_STRICT needs PARTITION BY", text)
     window = query.within
     if window is not None and window.events and (window.amount < 1 or window.amount != int(window.amount)):
-        raise QueryError.at(window, f"WITHIN n EVENTS counts whole events: n must be an integer >= 1, "
-                                    f"not {window.amount}", text)
-
+        raise QueryError.at(
+            window, f"WITHIN n EVENTS counts whole events: n must be an integer >= 1, not {window.amount}", text
+        )

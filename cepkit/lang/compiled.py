@@ -31,6 +31,7 @@ True
 >>> test({"a": Event("A", 0, {"v": 1}), "b": Event("B", 1, {"v": 0})})    # 1 / 0 is null
 False
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional, Tuple
@@ -39,8 +40,8 @@ from ..errors import EventError
 from . import ast as A
 from .values import arith, cannot_compare, compare, is_number, member, not_a_number, truthy
 
-Reader = Callable[[object], object]                 # binding -> value
-Locator = Callable[[object], Optional[int]]         # binding -> position of the event read, or None
+Reader = Callable[[object], object]  # binding -> value
+Locator = Callable[[object], Optional[int]]  # binding -> position of the event read, or None
 Access = Callable[[A.Expr], Tuple[Reader, Locator]]
 Test = Callable[[object], bool]
 
@@ -87,7 +88,7 @@ def compile_value(expr: A.Expr, access: Access) -> Callable[[object], object]:
         return _arith(expr, access)
     if isinstance(expr, (A.Compare, A.In, A.BoolOp, A.BoolNot)):
         return compile_condition(expr, access)
-    read, _ = access(expr)    # Attr, Prev; the accessor raises TypeError on what its engine lacks
+    read, _ = access(expr)  # Attr, Prev; the accessor raises TypeError on what its engine lacks
     return read
 
 
@@ -108,6 +109,7 @@ def blame(expr: A.Expr, access: Access) -> Callable[[object], tuple]:
             if position is not None:
                 return position, attr
         return -1, "?"
+
     return where
 
 
@@ -121,6 +123,7 @@ def _compare(expr: A.Compare, access: Access) -> Test:
             return compare(op, x, y)
         except TypeError:
             raise EventError(*where(b), cannot_compare(op, x, y)) from None
+
     return compared
 
 
@@ -134,6 +137,7 @@ def _negate(expr: A.Neg, access: Access):
         if not is_number(value):
             raise EventError(*where(b), not_a_number(value))
         return -value
+
     return negate
 
 
@@ -151,4 +155,5 @@ def _arith(expr: A.Arith, access: Access):
         if not is_number(y):
             raise EventError(*right_where(b), not_a_number(y))
         return arith(op, x, y)
+
     return computed

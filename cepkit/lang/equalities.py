@@ -12,6 +12,7 @@ differs from the prefix's never blocks, and STNM / ROBUST_STNM are partition-inv
 
 The partition attributes X of Def 5.3 are the attributes A whose equalities connect every variable.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional
@@ -45,10 +46,16 @@ def equality_link(cond) -> Optional[tuple]:
 def attribute_equality(cond, variables=None) -> Optional[tuple]:
     """((var, attr), (var, attr)) for a plain equality between two different variables' attributes (both
     among ``variables``, when given)."""
-    if (isinstance(cond, A.Compare) and cond.op == "=" and isinstance(cond.left, A.Attr)
-            and isinstance(cond.right, A.Attr) and cond.left.index is None and cond.right.index is None
-            and cond.left.var != cond.right.var
-            and (variables is None or (cond.left.var in variables and cond.right.var in variables))):
+    if (
+        isinstance(cond, A.Compare)
+        and cond.op == "="
+        and isinstance(cond.left, A.Attr)
+        and isinstance(cond.right, A.Attr)
+        and cond.left.index is None
+        and cond.right.index is None
+        and cond.left.var != cond.right.var
+        and (variables is None or (cond.left.var in variables and cond.right.var in variables))
+    ):
         return (cond.left.var, cond.left.attr), (cond.right.var, cond.right.attr)
     return None
 
@@ -81,7 +88,7 @@ def transitive_equalities(conditions: Iterable, kleene=frozenset(), variables=No
     for component in sorted(nx.connected_components(graph), key=lambda c: min(map(order.__getitem__, c))):
         nodes = sorted(component, key=order.__getitem__)
         for i, left in enumerate(nodes):
-            for right in nodes[i + 1:]:
+            for right in nodes[i + 1 :]:
                 if left[0] != right[0] and not graph.has_edge(left, right):
                     added.append(A.Compare("=", A.Attr(*left), A.Attr(*right)))
         for var, attr in nodes:
@@ -100,7 +107,9 @@ def partition_attributes(conditions: Iterable, variables) -> tuple:
     found = []
     for attr in sorted({attr for _, attr in graph.nodes}):
         nodes = [(v, attr) for v in names]
-        if all(n in graph for n in nodes) and len({frozenset(nx.node_connected_component(graph, n))
-                                                    for n in nodes}) == 1:
+        if (
+            all(n in graph for n in nodes)
+            and len({frozenset(nx.node_connected_component(graph, n)) for n in nodes}) == 1
+        ):
             found.append(attr)
     return tuple(found)

@@ -5,6 +5,7 @@ floor < building): a comparison ``x.loc = 'TX'`` (or ``IN``, or ``!=``) with a c
 holds when the value is the concept or any value below it (docs/decisions.md, "Attribute hierarchies").
 ``expand_attribute_concepts`` rewrites such comparisons into plain ones, so evaluators need no new rule.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -91,8 +92,12 @@ def concept_comparison(node, hierarchy: Optional[Hierarchy], leaves: bool = Fals
         for attr, other in ((node.left, node.right), (node.right, node.left)):
             if is_attr(attr) and is_concept(other):
                 return attr, (other.value,), node.op == "!="
-    if isinstance(node, A.In) and is_attr(node.arg) and any(is_concept(v) for v in node.values) and \
-            all(isinstance(v, A.Literal) for v in node.values):
+    if (
+        isinstance(node, A.In)
+        and is_attr(node.arg)
+        and any(is_concept(v) for v in node.values)
+        and all(isinstance(v, A.Literal) for v in node.values)
+    ):
         return node.arg, tuple(v.value for v in node.values), False
     return None
 

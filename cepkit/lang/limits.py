@@ -14,6 +14,7 @@ cepkit.errors.QueryError: line 1, column 5: number out of range: numbers must li
   A a WITHIN 1e309
       ^^^^^^^^^^^^
 """
+
 from __future__ import annotations
 
 import math
@@ -30,7 +31,7 @@ operator is one level (a sum of n terms is n levels deep; parentheses alone add 
 MAX_NUMBER = sys.float_info.max
 """The largest magnitude of a number in a query (ints beyond 2**53 stay exact, but must fit a float)."""
 
-MAX_EVENT_WINDOW = 10 ** 15
+MAX_EVENT_WINDOW = 10**15
 """The largest n of ``WITHIN n EVENTS`` (engines add it to int64 positions)."""
 
 
@@ -41,9 +42,13 @@ def check_limits(node: A.Node, text: Optional[str] = None) -> None:
     while stack:
         current, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise QueryError.at(current, f"the query nests deeper than {MAX_DEPTH} levels here (each nested "
-                                         "pattern, 'not', unary minus and arithmetic operator is a level; a sum "
-                                         "of n terms is n levels deep): write it flatter (docs/limits.md)", text)
+            raise QueryError.at(
+                current,
+                f"the query nests deeper than {MAX_DEPTH} levels here (each nested "
+                "pattern, 'not', unary minus and arithmetic operator is a level; a sum "
+                "of n terms is n levels deep): write it flatter (docs/limits.md)",
+                text,
+            )
         _check_values(current, text)
         level = 0 if isinstance(current, A.QueryNode) else 1
         stack.extend((child, depth + level) for child in current.children())
@@ -55,21 +60,31 @@ def _check_values(node: A.Node, text: Optional[str]) -> None:
     elif isinstance(node, A.Duration):
         _check_number(node, node.amount, text)
         if not math.isfinite(node.amount * A.TIME_UNITS[node.unit.lower()]):
-            raise QueryError.at(node, f"duration out of range: a duration must be at most {MAX_NUMBER:.1e} seconds "
-                                      "(docs/limits.md)", text)
+            raise QueryError.at(
+                node,
+                f"duration out of range: a duration must be at most {MAX_NUMBER:.1e} seconds (docs/limits.md)",
+                text,
+            )
     elif isinstance(node, A.Window):
         _check_number(node, node.amount, text)
         if node.events:
             if node.amount > MAX_EVENT_WINDOW:
-                raise QueryError.at(node, "event window out of range: WITHIN n EVENTS counts at most 10**15 "
-                                          "events (docs/limits.md)", text)
+                raise QueryError.at(
+                    node,
+                    "event window out of range: WITHIN n EVENTS counts at most 10**15 events (docs/limits.md)",
+                    text,
+                )
         elif not math.isfinite(node.seconds):
-            raise QueryError.at(node, f"time window out of range: a window must be at most {MAX_NUMBER:.1e} "
-                                      "seconds (docs/limits.md)", text)
+            raise QueryError.at(
+                node,
+                f"time window out of range: a window must be at most {MAX_NUMBER:.1e} seconds (docs/limits.md)",
+                text,
+            )
 
 
 def _check_number(node: A.Node, value, text: Optional[str]) -> None:
     if isinstance(value, float) and math.isfinite(value) or isinstance(value, int) and abs(value) <= MAX_NUMBER:
         return
-    raise QueryError.at(node, f"number out of range: numbers must lie within ±{MAX_NUMBER:.1e} (the float range; "
-                              "docs/limits.md)", text)
+    raise QueryError.at(
+        node, f"number out of range: numbers must lie within ±{MAX_NUMBER:.1e} (the float range; docs/limits.md)", text
+    )

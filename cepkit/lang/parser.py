@@ -6,6 +6,7 @@ depth, number sizes): any text gives a tree or a ``QueryError`` with a caret, ne
 Positions count lines as ``str.splitlines`` does (``\\r``, ``\\r\\n``, ``\\u2028``... each end a line), so the
 caret lands on the line ``caret_snippet`` shows.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -23,25 +24,85 @@ from .limits import check_limits
 
 # The grammar's words that a name may not be where the parser could read a keyword (units excluded: no name
 # stands where a unit can): the printer backquotes such names. tests/lang/test_keywords.py checks the list.
-KEYWORDS = frozenset({
-    "select", "from", "where", "pattern", "within", "partition", "by", "consume", "return", "limit", "filter", "seq", "and",
-    "or", "not", "in", "as", "any", "exists", "true", "false", "null", "first", "last", "prev", "count", "max",
-    "events", "all", "next", "nxt", "strict", "stnm", "robust_stnm", "partition_strict", "sum", "avg", "min",
-    "none", "i",
-})
+KEYWORDS = frozenset(
+    {
+        "select",
+        "from",
+        "where",
+        "pattern",
+        "within",
+        "partition",
+        "by",
+        "consume",
+        "return",
+        "limit",
+        "filter",
+        "seq",
+        "and",
+        "or",
+        "not",
+        "in",
+        "as",
+        "any",
+        "exists",
+        "true",
+        "false",
+        "null",
+        "first",
+        "last",
+        "prev",
+        "count",
+        "max",
+        "events",
+        "all",
+        "next",
+        "nxt",
+        "strict",
+        "stnm",
+        "robust_stnm",
+        "partition_strict",
+        "sum",
+        "avg",
+        "min",
+        "none",
+        "i",
+    }
+)
 
 _CMP_CANON = {"==": "=", "<>": "!="}
 _STRATEGY_CANON = {"NXT": "NEXT"}
 
 # Friendly names for the terminals lark reports as expected.
 _TERMINAL_NAMES = {
-    "NAME": "a name", "KLEENE_TYPE": "a Kleene type (T+)", "QUOTED_KLEENE": "a quoted Kleene type (\"T\"+)",
-    "SIGNED_NUMBER": "a number", "INT": "an integer",
-    "STRING": "a string", "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "SEMICOLON": "';'", "PLUS": "'+'",
-    "MINUS": "'-'", "STAR": "'*'", "SLASH": "'/'", "CMP_OP": "a comparison", "UNIT": "a time unit",
-    "EVENTS": "EVENTS", "LBRACE": "'{'", "RBRACE": "'}'", "LSQB": "'['", "RSQB": "']'", "DOT": "'.'",
-    "BANG": "'!'", "STRATEGY_NAME": "a strategy", "CONSUME_POLICY": "ANY, PARTITION or NONE",
-    "$END": "the end of the query", "AGG_NAME": "an aggregate", "LAST": "LAST", "MAX": "MAX",
+    "NAME": "a name",
+    "KLEENE_TYPE": "a Kleene type (T+)",
+    "QUOTED_KLEENE": 'a quoted Kleene type ("T"+)',
+    "SIGNED_NUMBER": "a number",
+    "INT": "an integer",
+    "STRING": "a string",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "SEMICOLON": "';'",
+    "PLUS": "'+'",
+    "MINUS": "'-'",
+    "STAR": "'*'",
+    "SLASH": "'/'",
+    "CMP_OP": "a comparison",
+    "UNIT": "a time unit",
+    "EVENTS": "EVENTS",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "DOT": "'.'",
+    "BANG": "'!'",
+    "STRATEGY_NAME": "a strategy",
+    "CONSUME_POLICY": "ANY, PARTITION or NONE",
+    "$END": "the end of the query",
+    "AGG_NAME": "an aggregate",
+    "LAST": "LAST",
+    "MAX": "MAX",
 }
 
 
@@ -120,8 +181,14 @@ class _ToAst:
         where = rest.pop(0) if rest and isinstance(rest[0], tuple) and rest[0][0] == "where" else None
         clauses = rest.pop(0)
         select = clauses.pop("select", select)
-        return A.QueryNode(pattern=pattern, where=where[1] if where else None, strategy=strategy, select=select,
-                           span=self._span(meta), **clauses)
+        return A.QueryNode(
+            pattern=pattern,
+            where=where[1] if where else None,
+            strategy=strategy,
+            select=select,
+            span=self._span(meta),
+            **clauses,
+        )
 
     def core_query(self, meta, children):
         select = strategy = None
@@ -131,8 +198,16 @@ class _ToAst:
         source, pattern, where = rest.pop(0)
         clauses = rest.pop(0)
         select = clauses.pop("select", select)
-        return A.QueryNode(pattern=pattern, where=where, strategy=strategy, select=select, source=source,
-                           core_style=True, span=self._span(meta), **clauses)
+        return A.QueryNode(
+            pattern=pattern,
+            where=where,
+            strategy=strategy,
+            select=select,
+            source=source,
+            core_style=True,
+            span=self._span(meta),
+            **clauses,
+        )
 
     def source_where(self, meta, children):
         name, pattern, *cond = children
@@ -173,8 +248,9 @@ class _ToAst:
     def limit(self, meta, children):
         amount = children[0].value
         if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
-            raise QueryError.at(children[0], f"LIMIT takes a whole number of matches, 1 or more: got {amount!r}",
-                                self.text)
+            raise QueryError.at(
+                children[0], f"LIMIT takes a whole number of matches, 1 or more: got {amount!r}", self.text
+            )
         return ("limit", amount)
 
     def return_(self, meta, children):
@@ -212,8 +288,9 @@ class _ToAst:
         """A quoted type name's text (escapes read as in strings); an empty one is a QueryError."""
         name = _unquoted(str(token))
         if not name:
-            raise QueryError("a type name in quotes cannot be empty", self.text, *self.positions.at(meta.start_pos),
-                             len(str(token)))
+            raise QueryError(
+                "a type name in quotes cannot be empty", self.text, *self.positions.at(meta.start_pos), len(str(token))
+            )
         return name
 
     def any_atom(self, meta, children):
@@ -281,8 +358,9 @@ class _ToAst:
 
     def string_sum(self, meta, children):
         text, op, right = children
-        return A.Arith(str(op), A.Literal(_unquoted(str(text)), span=self._tok_span(text)), right,
-                       span=self._span(meta))
+        return A.Arith(
+            str(op), A.Literal(_unquoted(str(text)), span=self._tok_span(text)), right, span=self._span(meta)
+        )
 
     def neg(self, meta, children):
         arg = children[-1]
@@ -329,8 +407,9 @@ class _ToAst:
     def index_i_minus(self, meta, children):
         k = int(children[-1])
         if k != 1:
-            raise QueryError(f"only b[i] and b[i-1] are supported, not b[i-{k}]", self.text,
-                             *self.positions.at(meta.start_pos))
+            raise QueryError(
+                f"only b[i] and b[i-1] are supported, not b[i-{k}]", self.text, *self.positions.at(meta.start_pos)
+            )
         return "i-1"
 
     def first_attr(self, meta, children):
@@ -357,8 +436,9 @@ def _expected(err: UnexpectedInput) -> str:
     # ``accepts`` (what the parser would really take next) is exact; ``expected`` also lists the lookaheads
     # of merged LALR states, which would suggest ')' or '}' where none can stand.
     terminals = getattr(err, "accepts", None) or getattr(err, "expected", None) or getattr(err, "allowed", None)
-    names = sorted({_TERMINAL_NAMES.get(t, t.lstrip("_").upper() if t.startswith("_") else repr(t))
-                    for t in terminals or ()})
+    names = sorted(
+        {_TERMINAL_NAMES.get(t, t.lstrip("_").upper() if t.startswith("_") else repr(t)) for t in terminals or ()}
+    )
     if not names:
         return ""
     if len(names) > 8:
@@ -391,14 +471,22 @@ def parse_tree(text: str) -> A.QueryNode:
         token = getattr(err, "token", None)
         if isinstance(err, UnexpectedEOF) or (token is not None and token.type == "$END"):
             lines = text.splitlines() or [""]
-            raise QueryError("the query ends too early" + _expected(err), text, len(lines),
-                             len(lines[-1]) + 1) from None
+            raise QueryError(
+                "the query ends too early" + _expected(err), text, len(lines), len(lines[-1]) + 1
+            ) from None
         if isinstance(err, UnexpectedToken):
-            raise QueryError(f"unexpected {str(token)!r}" + _expected(err) + _did_you_mean(err, str(token)), text,
-                             *positions.at(token.start_pos), len(str(token))) from None
+            raise QueryError(
+                f"unexpected {str(token)!r}" + _expected(err) + _did_you_mean(err, str(token)),
+                text,
+                *positions.at(token.start_pos),
+                len(str(token)),
+            ) from None
         if isinstance(err, UnexpectedCharacters):
-            raise QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + _expected(err), text,
-                             *positions.at(err.pos_in_stream)) from None
+            raise QueryError(
+                f"unexpected character {text[err.pos_in_stream]!r}" + _expected(err),
+                text,
+                *positions.at(err.pos_in_stream),
+            ) from None
         raise
     query = _ToAst(text).transform(tree)
     check_limits(query, text)

@@ -4,6 +4,7 @@ Type and variable names that are keywords print in backquotes (`` `PATTERN` AS a
 backquoted word as a name wherever it stands. Patterns print in CEL notation (``A a ; B b``) when their items are plain patterns and in SASE/NEEL
 notation (``SEQ(...)``) when they hold negations or conditions; parentheses are added by precedence.
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,10 @@ def is_spelled_as_item(cond: A.Expr) -> bool:
     (docs/language.md §12)."""
     parent = None
     while isinstance(cond, (A.Arith, A.Compare, A.In, A.BoolOp)):
-        parent, cond = cond, (cond.args[0] if isinstance(cond, A.BoolOp) else
-                              cond.arg if isinstance(cond, A.In) else cond.left)
+        parent, cond = (
+            cond,
+            (cond.args[0] if isinstance(cond, A.BoolOp) else cond.arg if isinstance(cond, A.In) else cond.left),
+        )
     leads = isinstance(cond, A.Literal) and isinstance(cond.value, str)
     return not leads or not (parent is None or (isinstance(parent, A.BoolOp) and parent.op == "or"))
 

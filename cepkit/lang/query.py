@@ -1,4 +1,5 @@
 """``cepkit.parse`` and the ``Query`` it returns: the AST plus what engines need to know about it."""
+
 from __future__ import annotations
 
 from dataclasses import fields
@@ -16,12 +17,37 @@ from .scope import scoped
 
 # The feature vocabulary engines declare support for (see cepkit.engines()).
 FEATURES = (
-    "sequence", "or", "and", "kleene", "nested_kleene", "negation", "exists", "nested_negation", "nesting",
-    "unary_conditions", "binary_conditions", "correlated_filters", "condition_items", "kleene_conditions",
-    "aggregates", "time_window", "event_window", "partition", "consume", "projection", "any_type", "hierarchy",
+    "sequence",
+    "or",
+    "and",
+    "kleene",
+    "nested_kleene",
+    "negation",
+    "exists",
+    "nested_negation",
+    "nesting",
+    "unary_conditions",
+    "binary_conditions",
+    "correlated_filters",
+    "condition_items",
+    "kleene_conditions",
+    "aggregates",
+    "time_window",
+    "event_window",
+    "partition",
+    "consume",
+    "projection",
+    "any_type",
+    "hierarchy",
     "attribute_hierarchy",
-    "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT", "strategy:LAST", "strategy:MAX",
-    "strategy:STNM", "strategy:ROBUST_STNM", "nested_strategy",
+    "strategy:STRICT",
+    "strategy:PARTITION_STRICT",
+    "strategy:NEXT",
+    "strategy:LAST",
+    "strategy:MAX",
+    "strategy:STNM",
+    "strategy:ROBUST_STNM",
+    "nested_strategy",
 )
 
 
@@ -169,8 +195,11 @@ def _features(query: Query) -> dict:
         if isinstance(node, A.Atom):
             if node.type is None:
                 add("any_type", node)
-            elif query.hierarchy is not None and query.hierarchy.attribute is None and \
-                    len(query.hierarchy.covers(node.type)) > 1:
+            elif (
+                query.hierarchy is not None
+                and query.hierarchy.attribute is None
+                and len(query.hierarchy.covers(node.type)) > 1
+            ):
                 add("hierarchy", node)
             return
         if isinstance(node, A.Expr):
@@ -178,8 +207,7 @@ def _features(query: Query) -> dict:
                 add("attribute_hierarchy", comparison)
             # Arity is per conjunct: CEL's `x.tmp > 40 and y.hum < 25` is two unary filters ([CEL]).
             for conjunct in A.conjuncts(node):
-                add("binary_conditions" if len(set(A.variables_in(conjunct))) > 1 else "unary_conditions",
-                    conjunct)
+                add("binary_conditions" if len(set(A.variables_in(conjunct))) > 1 else "unary_conditions", conjunct)
             mentioned = set(A.variables_in(node))
             if mentioned - scope:
                 add("correlated_filters", node)
@@ -242,4 +270,3 @@ def _features(query: Query) -> dict:
         if node.name != "ALL":
             add("strategy:" + node.name, node)
     return found
-

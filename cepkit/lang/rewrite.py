@@ -47,6 +47,7 @@ a sketch).
 >>> print(r.normal_form)
 SEQ(R AS r, W AS w, !S AS s, O AS o) OR SEQ(R AS r, W AS w, !S AS s_1, S AS s, !C AS c, O AS o) RETURN r, w, o
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
@@ -64,6 +65,7 @@ __all__ = ["BoolItems", "Step", "Rewriting", "rewrite", "nesting", "is_dnf", "is
 class BoolItems(A.Node):
     """NEEL's ``Bool ∨ Bool`` / ``Bool ∧ Bool`` (Table 5.1): negated and existential items joined by
     ``op`` ("or" | "and"), made by NPDR1-5 and removed by DR3/DR4 and the splice rule."""
+
     op: str
     items: tuple
 
@@ -73,6 +75,7 @@ class Step:
     """One rule application. ``old``/``new`` are the rewritten sub-pattern; ``before``/``after`` the whole
     query; ``span``/``span_after`` the (start, end) character offsets of the rewritten part in each;
     ``nesting`` is α after the step; ``exact`` whether the step keeps every match (docs/language.md)."""
+
     rule: str
     old: str
     new: str
@@ -87,10 +90,11 @@ class Step:
 @dataclass(frozen=True)
 class Rewriting:
     """The outcome of ``rewrite``: the steps and, when α reached 0, the normal form as a ``Query``."""
+
     query: Query
-    start: str                  # the scoped query the first step starts from
+    start: str  # the scoped query the first step starts from
     steps: tuple
-    result: Optional[Query]     # None: not flattenable (see ``reason``)
+    result: Optional[Query]  # None: not flattenable (see ``reason``)
     reason: Optional[str] = None
 
     @property
@@ -145,7 +149,7 @@ def _located(root: A.QueryNode, path: tuple, node) -> tuple:
     text = show(root)
     marker, prefix = (_MARK, 0) if isinstance(node, A.Pattern) else (A.Not(_MARK), 1)
     marked = show(_replace_at(root, path, marker))
-    printed = show(_MARK)         # (quoted: the marker is no identifier)
+    printed = show(_MARK)  # (quoted: the marker is no identifier)
     start = marked.index(printed) - prefix
     return text, (start, start + len(text) - (len(marked) - len(printed) - prefix))
 
@@ -161,8 +165,9 @@ def _children(node) -> list:
         if isinstance(value, (A.Pattern, A.Not, A.Exists, BoolItems)):
             out.append(((f.name, None), value))
         elif isinstance(value, tuple):
-            out += [((f.name, k), v) for k, v in enumerate(value)
-                    if isinstance(v, (A.Pattern, A.Not, A.Exists, BoolItems))]
+            out += [
+                ((f.name, k), v) for k, v in enumerate(value) if isinstance(v, (A.Pattern, A.Not, A.Exists, BoolItems))
+            ]
     return out
 
 
@@ -248,7 +253,8 @@ def _flat(node) -> bool:
     """A SEQ/AND whose items are primitive, ``!``/``∃`` of primitive, or conditions."""
     core = _strip(node)[0]
     return isinstance(core, (A.Seq, A.And)) and all(
-        isinstance(i, A.Expr) or _is_primitive(_polar(i)) for i in core.items)
+        isinstance(i, A.Expr) or _is_primitive(_polar(i)) for i in core.items
+    )
 
 
 def is_dnf(pattern) -> bool:
@@ -262,7 +268,8 @@ def is_cnf(pattern) -> bool:
     """``E AND … AND E`` over flat SEQs (Def 20, Ex 24)."""
     core = _strip(pattern)[0]
     return isinstance(core, A.And) and all(
-        isinstance(i, A.Expr) or _flat(i) or _is_primitive(_polar(i)) for i in core.items)
+        isinstance(i, A.Expr) or _flat(i) or _is_primitive(_polar(i)) for i in core.items
+    )
 
 
 # ----------------------------------------------------------------------------- rules
@@ -273,7 +280,7 @@ class _Refused(Exception):
 @dataclass(frozen=True)
 class _Rule:
     name: str
-    apply: Callable     # (rewriter, node, ancestors) -> new node, (rule name, new node) or None; may raise _Refused
+    apply: Callable  # (rewriter, node, ancestors) -> new node, (rule name, new node) or None; may raise _Refused
 
 
 INEXACT_UNDER_WINDOW = ("NPDR4", "NPDR7")
@@ -285,8 +292,11 @@ between two events of the match, or at its edge, inside every witness's window).
 def _exact(rw: "_Rewriter", rule: str, ancestors: tuple) -> bool:
     if rule not in INEXACT_UNDER_WINDOW or rw.query.within is None:
         return True
-    return bool(ancestors) and isinstance(ancestors[-1], A.Seq) and all(
-        isinstance(a, (A.Seq, A.Or, A.Filter)) for a in ancestors)
+    return (
+        bool(ancestors)
+        and isinstance(ancestors[-1], A.Seq)
+        and all(isinstance(a, (A.Seq, A.Or, A.Filter)) for a in ancestors)
+    )
 
 
 class _Rewriter:
@@ -297,8 +307,9 @@ class _Rewriter:
         self.direction = direction
         self.names = set(definitions(query.pattern))
         reported = {v for branch in _branches(query.pattern) for v in bound(branch)}
-        self.select = query.select if query.select is not None else tuple(
-            v for v in definitions(query.pattern) if v in reported)
+        self.select = (
+            query.select if query.select is not None else tuple(v for v in definitions(query.pattern) if v in reported)
+        )
         self.project = False
 
     def new_name(self, var: Optional[str]) -> Optional[str]:
@@ -315,8 +326,13 @@ class _Rewriter:
         """A copy of a primitive (atom and its filters) under a fresh variable."""
         core, conditions = _strip(node)
         new = self.new_name(core.var)
-        rename = (lambda n: A.Attr(new, n.attr, n.index) if isinstance(n, A.Attr) and n.var == core.var
-                  else A.Agg(n.func, new, n.attr) if isinstance(n, A.Agg) and n.var == core.var else n)
+        rename = lambda n: (
+            A.Attr(new, n.attr, n.index)
+            if isinstance(n, A.Attr) and n.var == core.var
+            else A.Agg(n.func, new, n.attr)
+            if isinstance(n, A.Agg) and n.var == core.var
+            else n
+        )
         out = A.Atom(core.type, new)
         for cond in conditions:
             out = A.Filter(out, cond.transform(rename))
@@ -350,16 +366,18 @@ def _wrap(node, conditions):
 def _flatten_same(kind, name: str, with_booleans: Optional[str] = None):
     """FR1/FR2 (SEQ), FR3/FR4 (AND), FR5 (OR): the inner items take the place of the inner composite; its
     conditions filter the outer one. ``with_booleans`` names the rule when the inner one holds ``!``/``∃``."""
+
     def apply(rw, node, ancestors):
         if not isinstance(node, kind):
             return None
         for k, item in enumerate(node.items):
             core, conditions = _strip(item)
             if isinstance(core, kind) and not (kind is A.Or and conditions):
-                items = node.items[:k] + core.items + node.items[k + 1:]
+                items = node.items[:k] + core.items + node.items[k + 1 :]
                 rule = with_booleans if with_booleans and any(_is_bool(i) for i in core.items) else name
                 return rule, _wrap(type(node)(items, span=node.span), conditions)
         return None
+
     return apply
 
 
@@ -374,26 +392,34 @@ def _flatten_exists(kind, inner_kind):
             core, conditions = _strip(item.item)
             where = f"{'SEQ' if kind is A.Seq else 'AND'}(… {show(item)} …)"
             if any(isinstance(a, (A.And, A.Not, A.Exists, A.Plus, A.Strategy, BoolItems)) for a in ancestors):
-                raise _Refused(f"{where} stands inside an AND, a negation or an iteration: its witness would "
-                               "change their bounds")
-            if kind is A.Seq and (k == 0 or k == len(node.items) - 1 or _is_bool(node.items[k - 1])
-                                  or _is_bool(node.items[k + 1])):
-                raise _Refused(f"{where} needs positive neighbours on both sides: EXISTS bounds nothing "
-                               "(docs/language.md §10.11), a positive witness would")
+                raise _Refused(
+                    f"{where} stands inside an AND, a negation or an iteration: its witness would change their bounds"
+                )
+            if kind is A.Seq and (
+                k == 0 or k == len(node.items) - 1 or _is_bool(node.items[k - 1]) or _is_bool(node.items[k + 1])
+            ):
+                raise _Refused(
+                    f"{where} needs positive neighbours on both sides: EXISTS bounds nothing "
+                    "(docs/language.md §10.11), a positive witness would"
+                )
             if kind is A.And and (ancestors or rw.query.within is not None):
-                raise _Refused(f"{where} in a nested or windowed AND: a positive witness would move the AND's "
-                               "window")
+                raise _Refused(f"{where} in a nested or windowed AND: a positive witness would move the AND's window")
             if rw.query.strategy != "ALL" or rw.query.consume not in (None, "NONE"):
-                raise _Refused(f"{where}: the witness would join the complex events that the selection strategy "
-                               "or CONSUME BY compares")
+                raise _Refused(
+                    f"{where}: the witness would join the complex events that the selection strategy "
+                    "or CONSUME BY compares"
+                )
             unnamed = [a for a in rw.query.pattern.find_all(A.Atom) if a.var is None]
             if unnamed:
-                raise _Refused(f"{where}: flattening projects the witness away, which needs a variable on "
-                               f"every atom ({show(unnamed[0])} has none)")
+                raise _Refused(
+                    f"{where}: flattening projects the witness away, which needs a variable on "
+                    f"every atom ({show(unnamed[0])} has none)"
+                )
             rw.project = True
-            items = node.items[:k] + core.items + node.items[k + 1:]
+            items = node.items[:k] + core.items + node.items[k + 1 :]
             return _wrap(type(node)(items, span=node.span), conditions)
         return None
+
     return apply
 
 
@@ -414,8 +440,10 @@ def _simple(rw, core, conditions, what: str):
     for cond in conditions:
         mentioned = own & set(A.variables_in(cond))
         if len(mentioned) > 1:
-            raise _Refused(f"{what}: the condition {show(cond)} relates {', '.join(sorted(mentioned))}, which the "
-                           "rewriting would split ([CSV] §1.1)")
+            raise _Refused(
+                f"{what}: the condition {show(cond)} relates {', '.join(sorted(mentioned))}, which the "
+                "rewriting would split ([CSV] §1.1)"
+            )
     placed = []
     for cond in conditions:
         mentioned = own & set(A.variables_in(cond))
@@ -451,13 +479,16 @@ def _npdr_and(rw, node, ancestors):
     for a in range(len(prims)):
         for b in range(a + 1, len(prims)):
             if rw.overlapping(prims[a], prims[b]):
-                raise _Refused(f"{what}: {show(prims[a])} and {show(prims[b])} could match the same event, "
-                               "so splitting the AND changes its meaning")
+                raise _Refused(
+                    f"{what}: {show(prims[a])} and {show(prims[b])} could match the same event, "
+                    "so splitting the AND changes its meaning"
+                )
     if not positives:
         raise _Refused(f"{what}: AND needs a positive item")
     rule = "NPDR4" if len(positives) < len(items) else "NPDR3"
-    flipped = tuple(A.Not(i) if not _is_bool(i) else (A.Exists(i.item) if isinstance(i, A.Not) else A.Not(i.item))
-                    for i in items)
+    flipped = tuple(
+        A.Not(i) if not _is_bool(i) else (A.Exists(i.item) if isinstance(i, A.Not) else A.Not(i.item)) for i in items
+    )
     return rule, (BoolItems("or", flipped) if len(flipped) > 1 else flipped[0])
 
 
@@ -474,6 +505,7 @@ def _npdr_or(rw, node, ancestors):
 
 def _npdr_exists_inside(kind):
     """NPDR6/NPDR7: ``!SEQ(.., ∃Ei, ..) = !SEQ(.., Ei, ..)`` (the same with AND)."""
+
     def apply(rw, node, ancestors):
         found = _negated(node, kind)
         if found is None:
@@ -485,8 +517,9 @@ def _npdr_exists_inside(kind):
         if sum(_is_bool(i) for i in core.items) > 1:
             raise _Refused(f"!{show(core)}: a positive witness would re-bound the other negations")
         k = exists[0]
-        items = core.items[:k] + (core.items[k].item,) + core.items[k + 1:]
+        items = core.items[:k] + (core.items[k].item,) + core.items[k + 1 :]
         return A.Not(_wrap(kind(items, span=core.span), conditions), span=node.span)
+
     return apply
 
 
@@ -498,7 +531,7 @@ def _npdr_seq(rw, node, ancestors):
     core, conditions = found
     what = f"!{show(core)}"
     if any(_is_bool(i) for i in core.items):
-        raise _Refused(f"{what}: a negation inside a negated SEQ needs \"for all\" ([LIU] §5.2.2)")
+        raise _Refused(f'{what}: a negation inside a negated SEQ needs "for all" ([LIU] §5.2.2)')
     if any(not _is_primitive(i) for i in core.items):
         raise _Refused(f"{what}: NPDR1/2 need primitive items ([LIU] §5.2.5, Ex 21/22)")
     items, rest = _push_down(core, _simple(rw, core, conditions, what))
@@ -510,11 +543,11 @@ def _npdr_seq(rw, node, ancestors):
     def negate(part):
         return A.Not(part[0] if len(part) == 1 else A.Seq(tuple(part)))
 
-    if rw.direction == "left":      # !E1 ∨ ∃SEQ(!E1', E1, !SEQ(E2..Ei))
+    if rw.direction == "left":  # !E1 ∨ ∃SEQ(!E1', E1, !SEQ(E2..Ei))
         first = items[0]
         witness = A.Seq((A.Not(rw.copy(first)), first, negate(items[1:])))
         return BoolItems("or", (A.Not(first), A.Exists(witness)))
-    last = items[-1]                # !Ei ∨ ∃SEQ(!SEQ(E1..Ei−1), Ei, !Ei')
+    last = items[-1]  # !Ei ∨ ∃SEQ(!SEQ(E1..Ei−1), Ei, !Ei')
     witness = A.Seq((negate(items[:-1]), last, A.Not(rw.copy(last))))
     return BoolItems("or", (A.Not(last), A.Exists(witness)))
 
@@ -525,7 +558,7 @@ def _splice(rw, node, ancestors):
         return None
     for k, item in enumerate(node.items):
         if isinstance(item, BoolItems) and item.op == "and":
-            return type(node)(node.items[:k] + item.items + node.items[k + 1:], span=node.span)
+            return type(node)(node.items[:k] + item.items + node.items[k + 1 :], span=node.span)
     return None
 
 
@@ -537,24 +570,24 @@ def _distribute(kind, test):
         for k, item in enumerate(node.items):
             options = test(item)
             if options is not None:
-                return A.Or(tuple(kind(node.items[:k] + (o,) + node.items[k + 1:]) for o in options),
-                            span=node.span)
+                return A.Or(tuple(kind(node.items[:k] + (o,) + node.items[k + 1 :]) for o in options), span=node.span)
         return None
+
     return apply
 
 
-def _or_item(item):         # DR1/DR2
+def _or_item(item):  # DR1/DR2
     core, conditions = _strip(item)
     if isinstance(core, A.Or):
         return tuple(_wrap(b, conditions) for b in core.items)
     return None
 
 
-def _disjunction(item):     # DR3/DR4
+def _disjunction(item):  # DR3/DR4
     return item.items if isinstance(item, BoolItems) and item.op == "or" else None
 
 
-def _exists_or(item):       # DR5/DR6
+def _exists_or(item):  # DR5/DR6
     if isinstance(item, A.Exists) and isinstance(item.item, A.Or):
         return tuple(A.Exists(b) for b in item.item.items)
     return None
@@ -566,8 +599,10 @@ def _lcons(rw, node, ancestors):
         for item in node.items:
             core = _strip(_polar(item) if isinstance(item, A.Exists) else item)[0]
             if not isinstance(item, A.Not) and isinstance(core, A.And):
-                raise _Refused(f"SEQ(… {show(item)} …): AND(X, Y) is not SEQ(X, Y) ∨ SEQ(Y, X) (overlapping "
-                               "intervals), so SEQ(AND) is outside Lcons")
+                raise _Refused(
+                    f"SEQ(… {show(item)} …): AND(X, Y) is not SEQ(X, Y) ∨ SEQ(Y, X) (overlapping "
+                    "intervals), so SEQ(AND) is outside Lcons"
+                )
     if isinstance(node, A.And):
         for item in node.items:
             if isinstance(item, (A.Not, A.Exists)) and isinstance(_strip(item.item)[0], A.Seq):
@@ -648,8 +683,14 @@ def rewrite(query, hierarchy=None, direction: str = "left", max_steps: int = 200
         raise ValueError(f"direction is 'left' (NPDR2) or 'right' (NPDR1), not {direction!r}")
     query = parse(query, hierarchy)
     rw = _Rewriter(query, direction)
-    root = A.QueryNode(pattern=query.scoped, within=query.within, partition_by=query.partition_by,
-                       consume=query.consume, select=query.select, strategy=query.ast.strategy)
+    root = A.QueryNode(
+        pattern=query.scoped,
+        within=query.within,
+        partition_by=query.partition_by,
+        consume=query.consume,
+        select=query.select,
+        strategy=query.ast.strategy,
+    )
     start, steps, reason = show(root), [], None
     try:
         while nesting(root) > 0 and len(steps) < max_steps:
@@ -664,8 +705,11 @@ def rewrite(query, hierarchy=None, direction: str = "left", max_steps: int = 200
     except _Refused as refusal:
         reason = str(refusal)
     if reason is None and nesting(root) > 0:
-        reason = (f"no rule applies within {max_steps} steps" if len(steps) >= max_steps
-                  else f"α is still {nesting(root)} and no rule applies")
+        reason = (
+            f"no rule applies within {max_steps} steps"
+            if len(steps) >= max_steps
+            else f"α is still {nesting(root)} and no rule applies"
+        )
     result = None
     if reason is None:
         result = Query(root, None, query.hierarchy)

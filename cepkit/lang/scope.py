@@ -18,6 +18,7 @@ engines consume:
 >>> print(pretty(scoped(parse_tree("SEQ(A x, !B y, C z, x.f <= y.f and y.f <= z.f and x.f < z.f)"))))
 SEQ(A AS x, !(B AS y FILTER x.f <= y.f and y.f <= z.f), C AS z) FILTER x.f < z.f
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -61,10 +62,13 @@ class _Scoper(A.Visitor):
 
     # ------------------------------------------------------------------ negations receive conditions
     def visit_not(self, node, moved):
-        if isinstance(node.item, A.Expr):   # the grammar lets '!'/EXISTS take a condition item: no meaning
+        if isinstance(node.item, A.Expr):  # the grammar lets '!'/EXISTS take a condition item: no meaning
             word = "EXISTS" if isinstance(node, A.Exists) else "!"
-            raise QueryError.at(node, f"{word} must apply to a pattern, not to a condition (write the condition "
-                                      "as a filter, or 'not ...')", self.text)
+            raise QueryError.at(
+                node,
+                f"{word} must apply to a pattern, not to a condition (write the condition as a filter, or 'not ...')",
+                self.text,
+            )
         item = self.place(node.item, moved)
         extra = moved.get(id(node), ())
         if extra:
@@ -108,12 +112,20 @@ class _Scoper(A.Visitor):
         deepest_var, deepest = max(mentioned, key=lambda vc: len(vc[1]))
         for var, chain in mentioned:
             if chain is _AMBIGUOUS or deepest is _AMBIGUOUS:
-                raise QueryError.at(conjunct, f"variable {var!r} is defined in several negations (OR branches); "
-                                              "write this condition inside the negation it belongs to", self.text)
-            if list(map(id, deepest[:len(chain)])) != list(map(id, chain)):
-                raise QueryError.at(conjunct, f"this condition mentions {var!r} and {deepest_var!r}, variables of "
-                                              "two different negations, so it belongs to neither (docs/language.md §10 "
-                                              "rule 7); write it inside one of them", self.text)
+                raise QueryError.at(
+                    conjunct,
+                    f"variable {var!r} is defined in several negations (OR branches); "
+                    "write this condition inside the negation it belongs to",
+                    self.text,
+                )
+            if list(map(id, deepest[: len(chain)])) != list(map(id, chain)):
+                raise QueryError.at(
+                    conjunct,
+                    f"this condition mentions {var!r} and {deepest_var!r}, variables of "
+                    "two different negations, so it belongs to neither (docs/language.md §10 "
+                    "rule 7); write it inside one of them",
+                    self.text,
+                )
         return deepest[-1]
 
 

@@ -11,6 +11,7 @@ with the messages below.
 >>> compare("<", 1, 2), compare("!=", None, 2), arith("/", 1, 0), arith("+", None, 1), truthy(0)
 (True, False, None, None, False)
 """
+
 from __future__ import annotations
 
 import operator
@@ -20,8 +21,14 @@ import numpy as np
 
 from . import ast as A
 
-COMPARE = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-           ">=": operator.ge}
+COMPARE = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 """The comparison operators of the language, by symbol: one table so every evaluator agrees."""
 
 ARITH = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
@@ -78,7 +85,7 @@ def not_a_number(value) -> str:
 # values are Python objects, on which numpy applies Python's own operators element by element. What
 # numpy cannot decide as the rules say raises ``NotVectorizable``: the caller evaluates event by event.
 
-EXACT_FLOAT = 2 ** 53   # integers up to this size are exact in a float64
+EXACT_FLOAT = 2**53  # integers up to this size are exact in a float64
 
 
 class NotVectorizable(Exception):
@@ -120,7 +127,7 @@ def condition_values(cond, leaf):
         for option in cond.values:
             held = np.logical_or(held, compare_values("=", arg, expression_values(option, leaf)))
         return held
-    values, null, numeric = expression_values(cond, leaf)     # a bare value: not null and truthy
+    values, null, numeric = expression_values(cond, leaf)  # a bare value: not null and truthy
     if not numeric:
         raise NotVectorizable
     return np.logical_and(np.logical_not(null), values != 0)
@@ -159,7 +166,7 @@ def compare_values(op: str, left: tuple, right: tuple):
             mask = np.broadcast_to(known, held.shape)
             held[mask] = np.asarray(COMPARE[op](_pick(x, mask), _pick(y, mask)), dtype=bool)
         except TypeError:
-            raise NotVectorizable from None   # e.g. a string ordered against a number: the caller blames
+            raise NotVectorizable from None  # e.g. a string ordered against a number: the caller blames
         return held
 
 

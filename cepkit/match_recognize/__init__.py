@@ -2,6 +2,7 @@
 
 ``cepkit.sql(query, frames)`` runs it on pandas; ``cepkit.spark.sql`` on a Spark DataFrame.
 """
+
 from .explain import Explanation, why_not
 from .parser import parse
 from .run import find, output, sql

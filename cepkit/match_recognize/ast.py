@@ -4,6 +4,7 @@ A tree of its own, not cepkit's pattern AST: row pattern recognition is another 
 expressions over the rows of a partition, one preferred match per start, contiguous rows) whose
 meaning differs from cepkit's skip-till-any-match patterns (docs/language.md §13).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ Span = Tuple[int, int, int, int]  # line, column, end line, end column (1-based)
 @dataclass(frozen=True)
 class Var:
     """A row pattern variable: one row for which the variable's DEFINE condition holds."""
+
     name: str
     span: Optional[Span] = field(default=None, compare=False)
 
@@ -28,12 +30,14 @@ class Concat:
 @dataclass(frozen=True)
 class Alt:
     """Alternatives, preferred from left to right."""
+
     items: Tuple[Any, ...]
 
 
 @dataclass(frozen=True)
 class Quant:
     """``body`` repeated ``low`` to ``high`` times (``high`` None: unbounded); greedy prefers more."""
+
     body: Any
     low: int
     high: Optional[int]
@@ -43,18 +47,21 @@ class Quant:
 @dataclass(frozen=True)
 class Anchor:
     """``^`` (the partition's first row) or ``$`` (after its last row)."""
+
     kind: str
 
 
 @dataclass(frozen=True)
 class Exclude:
     """``{- body -}``: matched as usual, left out of ALL ROWS PER MATCH."""
+
     body: Any
 
 
 @dataclass(frozen=True)
 class Permute:
     """``PERMUTE(a, b, ...)``: every order, preferred in the lexicographic order of the listed items."""
+
     items: Tuple[Any, ...]
 
 
@@ -72,6 +79,7 @@ class Literal:
 @dataclass(frozen=True)
 class Column:
     """``var.name`` (``var`` None: the universal variable, every row of the match)."""
+
     var: Optional[str]
     name: str
     span: Optional[Span] = field(default=None, compare=False)
@@ -81,6 +89,7 @@ class Column:
 class Navigation:
     """PREV / NEXT (physical: ``offset`` rows from the row the argument points at) and FIRST / LAST
     (logical: the ``offset``-th row of the argument's variable from the match's first or last such row)."""
+
     kind: str
     arg: Any
     offset: int
@@ -91,6 +100,7 @@ class Navigation:
 class Aggregate:
     """COUNT / SUM / AVG / MIN / MAX over the rows of ``var`` (None: every row of the match). ``arg`` None is
     ``COUNT(*)`` / ``COUNT(var.*)``."""
+
     func: str
     arg: Any
     var: Optional[str]
@@ -100,6 +110,7 @@ class Aggregate:
 @dataclass(frozen=True)
 class Classifier:
     """CLASSIFIER(): the variable the current row is mapped to."""
+
     final: bool = False
 
 
@@ -161,6 +172,7 @@ class Recognize:
     """``SELECT ... FROM source MATCH_RECOGNIZE (...)``. ``select`` None is ``*``; ``rows`` is "one" or
     "all"; ``empty`` is "show", "omit" or "unmatched"; ``skip`` is ("past_last",), ("next_row",),
     ("first", var) or ("last", var); ``within`` is a pandas Timedelta or None."""
+
     source: str
     select: Optional[Tuple[str, ...]]
     partition: Tuple[str, ...]

@@ -2,6 +2,7 @@
 offsets from it (PREV / NEXT): ``holds[row, var]`` for every row at once, SQL's three-valued logic kept as a
 value array and a null mask. The same rules as ``semantics.evaluate``, row by row (tests compare them).
 """
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Tuple
@@ -104,7 +105,8 @@ class Columns:
         else:
             column, items, negated = expr.arg, expr.items, expr.negated
         if not isinstance(column, A.Column) or not all(
-                isinstance(i, A.Literal) and isinstance(i.value, str) for i in items):
+            isinstance(i, A.Literal) and isinstance(i.value, str) for i in items
+        ):
             return None
         values, null = self.column(column.name)
         if values.dtype != object:
@@ -128,9 +130,9 @@ class Columns:
         out, out_null = np.empty_like(values), np.ones(self.n, bool)
         if abs(step) < self.n:
             if step >= 0:
-                out[:self.n - step], out_null[:self.n - step] = values[step:], null[step:]
+                out[: self.n - step], out_null[: self.n - step] = values[step:], null[step:]
             else:
-                out[-step:], out_null[-step:] = values[:self.n + step], null[:self.n + step]
+                out[-step:], out_null[-step:] = values[: self.n + step], null[: self.n + step]
         out[~inside] = _filler(values)
         return out, out_null | ~inside
 
@@ -157,9 +159,14 @@ class Columns:
             null = lnull | rnull
             self._comparable(left, right, null)
             with np.errstate(invalid="ignore"):
-                result = {"=": np.equal, "<>": np.not_equal, "<": np.less, "<=": np.less_equal,
-                          ">": np.greater, ">=": np.greater_equal}[expr.op](
-                    np.where(null, _filler(left), left), np.where(null, _filler(right), right))
+                result = {
+                    "=": np.equal,
+                    "<>": np.not_equal,
+                    "<": np.less,
+                    "<=": np.less_equal,
+                    ">": np.greater,
+                    ">=": np.greater_equal,
+                }[expr.op](np.where(null, _filler(left), left), np.where(null, _filler(right), right))
             return np.asarray(result, dtype=bool), null
         if isinstance(expr, A.Not):
             values, null = operand(expr.arg)

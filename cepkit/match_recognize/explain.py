@@ -11,6 +11,7 @@ row 2 is inside match 1 (rows 1..2); AFTER MATCH SKIP PAST LAST ROW resumes the 
 row 3 starts no match.
 The furthest attempt reached row 3: DOWN there is false (price < PREV(price): 4 < 4).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -33,10 +34,12 @@ def _precedence(expr) -> int:
 
 def to_text(expr) -> str:
     """An expression as MATCH_RECOGNIZE text (parentheses only where precedence needs them)."""
+
     def wrap(child, parent, right=False):
         text = to_text(child)
         tighter = _precedence(child) > _precedence(parent) or (
-            not right and _precedence(child) == _precedence(parent) and isinstance(parent, (A.Arith, A.And, A.Or)))
+            not right and _precedence(child) == _precedence(parent) and isinstance(parent, (A.Arith, A.And, A.Or))
+        )
         return text if tighter else f"({text})"
 
     if isinstance(expr, A.Literal):
@@ -80,6 +83,7 @@ def to_text(expr) -> str:
 class Explanation:
     """The verdict on the rows from ``start`` ("match", "other match", "inside a match", "no match") and the
     text saying why; ``attempts``: every row tried as a variable from ``start``."""
+
     verdict: str
     text: str
     start: int
@@ -104,27 +108,53 @@ def why_not(query, frames: Frames, start: int, end: Optional[int] = None, key: A
     for match in found:
         if match.start == start:
             if end is None or (match.rows and match.rows[-1] == end):
-                return Explanation("match", f"rows {_span(match.rows, start)} are match {match.number}: "
-                                   + _mapping(match.rows, match.labels) + ".", start, match.rows, ())
-            return Explanation("other match", f"row {start} starts match {match.number}, rows "
-                               f"{_span(match.rows, start)} ({_mapping(match.rows, match.labels)}): the first "
-                               "mapping in the pattern's preferment order (alternatives left to right, greedy "
-                               "quantifiers longest first) wins, so no match ends at row "
-                               f"{end}.", start, match.rows, ())
+                return Explanation(
+                    "match",
+                    f"rows {_span(match.rows, start)} are match {match.number}: "
+                    + _mapping(match.rows, match.labels)
+                    + ".",
+                    start,
+                    match.rows,
+                    (),
+                )
+            return Explanation(
+                "other match",
+                f"row {start} starts match {match.number}, rows "
+                f"{_span(match.rows, start)} ({_mapping(match.rows, match.labels)}): the first "
+                "mapping in the pattern's preferment order (alternatives left to right, greedy "
+                "quantifiers longest first) wins, so no match ends at row "
+                f"{end}.",
+                start,
+                match.rows,
+                (),
+            )
     for match in found:
         if match.start < start < match.end:
-            return Explanation("inside a match", f"row {start} is inside match {match.number} (rows "
-                               f"{_span(match.rows, match.start)}); AFTER MATCH SKIP "
-                               f"{_skip(parsed)} resumes the search at row {_resume(found, match)}.",
-                               start, match.rows, ())
+            return Explanation(
+                "inside a match",
+                f"row {start} is inside match {match.number} (rows "
+                f"{_span(match.rows, match.start)}); AFTER MATCH SKIP "
+                f"{_skip(parsed)} resumes the search at row {_resume(found, match)}.",
+                start,
+                match.rows,
+                (),
+            )
     chunk = matched.rows.iloc[first:stop]
     columns = {str(c): chunk[c].tolist() for c in chunk.columns}
     rows_frame = Frame(columns, dict(parsed.subsets), parsed.text)
     attempts: List[Attempt] = []
     times = within_times(parsed, matched.rows)
     times = None if times is None else times[first:stop]
-    _match_at(parsed.pattern, rows_frame, dict(parsed.defines), start, 1,
-              None if parsed.within is None else parsed.within.value, times, attempts)
+    _match_at(
+        parsed.pattern,
+        rows_frame,
+        dict(parsed.defines),
+        start,
+        1,
+        None if parsed.within is None else parsed.within.value,
+        times,
+        attempts,
+    )
     return Explanation("no match", _no_match(parsed, rows_frame, start, attempts), start, (), tuple(attempts))
 
 
@@ -151,8 +181,7 @@ def _mapping(rows, labels) -> str:
 
 def _skip(query: A.Recognize) -> str:
     kind = query.skip[0]
-    return {"past_last": "PAST LAST ROW", "next_row": "TO NEXT ROW"}.get(
-        kind, f"TO {kind.upper()} {query.skip[-1]}")
+    return {"past_last": "PAST LAST ROW", "next_row": "TO NEXT ROW"}.get(kind, f"TO {kind.upper()} {query.skip[-1]}")
 
 
 def _resume(found, match) -> int:
@@ -162,15 +191,13 @@ def _resume(found, match) -> int:
 
 def _no_match(query: A.Recognize, frame: Frame, start: int, attempts: List[Attempt]) -> str:
     if not attempts:
-        return (f"row {start} starts no match: the pattern cannot begin there (an anchor, or the end of the "
-                "partition).")
+        return f"row {start} starts no match: the pattern cannot begin there (an anchor, or the end of the partition)."
     furthest = max(a.row for a in attempts)
     at = [a for a in attempts if a.row == furthest]
     reached = max((a for a in at), key=lambda a: len(a.rows))
     lines = [f"row {start} starts no match."]
     if reached.rows:
-        lines.append(f"The furthest attempt mapped {_mapping(reached.rows, reached.labels)}, then at row "
-                     f"{furthest}:")
+        lines.append(f"The furthest attempt mapped {_mapping(reached.rows, reached.labels)}, then at row {furthest}:")
     else:
         lines.append(f"The furthest attempt reached row {furthest}:")
     reasons = []
@@ -182,8 +209,11 @@ def _no_match(query: A.Recognize, frame: Frame, start: int, attempts: List[Attem
         if attempt.failed == "outside WITHIN" or condition is None:
             reasons.append(f"{attempt.var} is outside the WITHIN interval")
             continue
-        shown = _values(condition, frame, At(list(attempt.rows) + [attempt.row],
-                                              list(attempt.labels) + [attempt.var], attempt.row, 1))
+        shown = _values(
+            condition,
+            frame,
+            At(list(attempt.rows) + [attempt.row], list(attempt.labels) + [attempt.var], attempt.row, 1),
+        )
         reasons.append(f"{attempt.var} there is {attempt.failed} ({to_text(condition)}: {shown})")
     unique = list(dict.fromkeys(reasons))
     if len(lines) == 2 and len(unique) == 1 and not reached.rows:
@@ -198,7 +228,8 @@ def _values(condition, frame: Frame, at: At) -> str:
         return f"{_show(left)} {condition.op} {_show(right)}"
     if isinstance(condition, (A.And, A.Or)):
         return (" AND " if isinstance(condition, A.And) else " OR ").join(
-            _values(item, frame, at) for item in condition.items)
+            _values(item, frame, at) for item in condition.items
+        )
     return _show(evaluate(condition, frame, at))
 
 

@@ -7,6 +7,7 @@ start row runs the threads in preferment order; the first thread to reach MATCH 
 it, and a thread before it that matches later replaces it: the match a backtracking matcher finds first.
 The threads' paths share an arena of (row, variable, excluded, parent) nodes, reset per start row.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,7 +22,7 @@ OK, NO_SKIP_ROW, SKIP_LOOPS = range(3)
 @jit
 def _grow(array, size):
     bigger = np.empty(max(2 * array.shape[0], size), array.dtype)
-    bigger[:array.shape[0]] = array
+    bigger[: array.shape[0]] = array
     return bigger
 
 
@@ -118,8 +119,9 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
             matched = -2  # -2: no match; -1: an empty path; else the last node of the path
             matched_end = start
             generation += 1
-            n_c = _closure(op, a, b, 0, -1, start, p0, p1, generation, mark, stack_pc, stack_node, clist_pc,
-                           clist_node, 0)
+            n_c = _closure(
+                op, a, b, 0, -1, start, p0, p1, generation, mark, stack_pc, stack_node, clist_pc, clist_node, 0
+            )
             pos = start
             while n_c > 0:
                 n_n = 0
@@ -152,8 +154,23 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                     node_parent[n_nodes] = node
                     new_node = n_nodes
                     n_nodes += 1
-                    n_n = _closure(op, a, b, pc + 1, new_node, pos + 1, p0, p1, generation, mark, stack_pc,
-                                   stack_node, nlist_pc, nlist_node, n_n)
+                    n_n = _closure(
+                        op,
+                        a,
+                        b,
+                        pc + 1,
+                        new_node,
+                        pos + 1,
+                        p0,
+                        p1,
+                        generation,
+                        mark,
+                        stack_pc,
+                        stack_node,
+                        nlist_pc,
+                        nlist_node,
+                        n_n,
+                    )
                 if undecided:
                     break
                 for t in range(n_n):
@@ -212,11 +229,31 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
             else:
                 target = first_skip_row if skip_kind == SKIP_FIRST else last_skip_row
                 if target < 0 or target == start:
-                    return (NO_SKIP_ROW if target < 0 else SKIP_LOOPS, n_matches - 1, m_part[:n_matches],
-                            m_number[:n_matches], m_start[:n_matches], m_end[:n_matches],
-                            m_offset[:n_matches + 1], flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat],
-                            next_start)
+                    return (
+                        NO_SKIP_ROW if target < 0 else SKIP_LOOPS,
+                        n_matches - 1,
+                        m_part[:n_matches],
+                        m_number[:n_matches],
+                        m_start[:n_matches],
+                        m_end[:n_matches],
+                        m_offset[: n_matches + 1],
+                        flat_row[:n_flat],
+                        flat_var[:n_flat],
+                        flat_excl[:n_flat],
+                        next_start,
+                    )
                 start = target
         next_start[part] = start
-    return (OK, -1, m_part[:n_matches], m_number[:n_matches], m_start[:n_matches], m_end[:n_matches],
-            m_offset[:n_matches + 1], flat_row[:n_flat], flat_var[:n_flat], flat_excl[:n_flat], next_start)
+    return (
+        OK,
+        -1,
+        m_part[:n_matches],
+        m_number[:n_matches],
+        m_start[:n_matches],
+        m_end[:n_matches],
+        m_offset[: n_matches + 1],
+        flat_row[:n_flat],
+        flat_var[:n_flat],
+        flat_excl[:n_flat],
+        next_start,
+    )

@@ -6,6 +6,7 @@ call per match.
 An output row is (a match, a prefix end): the flat index of the last mapped row it sees (its own row under
 running semantics in ALL ROWS PER MATCH, the match's last row otherwise; ``offset - 1`` for an empty match).
 """
+
 from __future__ import annotations
 
 from typing import Dict, Tuple
@@ -22,9 +23,19 @@ from .columns import Columns, Values
 class Measures:
     """Evaluates measures for output rows ``(match[j], end[j])`` (match -1: an unmatched row, all null)."""
 
-    def __init__(self, columns: Columns, variables: Tuple[str, ...], subsets: Dict[str, Tuple[str, ...]],
-                 number: np.ndarray, offset: np.ndarray, flat_row: np.ndarray, flat_var: np.ndarray,
-                 match: np.ndarray, end: np.ndarray, text: str = ""):
+    def __init__(
+        self,
+        columns: Columns,
+        variables: Tuple[str, ...],
+        subsets: Dict[str, Tuple[str, ...]],
+        number: np.ndarray,
+        offset: np.ndarray,
+        flat_row: np.ndarray,
+        flat_var: np.ndarray,
+        match: np.ndarray,
+        end: np.ndarray,
+        text: str = "",
+    ):
         self.columns = columns
         self.variables = variables
         self.subsets = subsets
@@ -50,8 +61,11 @@ class Measures:
     def _variable(self, expr):
         names = A.variables_of(expr)
         if len(names) > 1:
-            raise QueryError("an expression under navigation or aggregation must name one variable, not "
-                             + ", ".join(sorted(str(n) for n in names)), self.text)
+            raise QueryError(
+                "an expression under navigation or aggregation must name one variable, not "
+                + ", ".join(sorted(str(n) for n in names)),
+                self.text,
+            )
         return next(iter(names), None)
 
     # ---- rows a reference points at
@@ -82,8 +96,9 @@ class Measures:
             positions, first, stop = self._window(self._variable(expr.arg), expr.final or final)
             k = first + expr.offset if expr.kind == "FIRST" else stop - 1 - expr.offset
             ok = (k >= first) & (k < stop)
-            return np.where(ok, self.flat_row[positions[np.clip(k, 0, max(len(positions) - 1, 0))]]
-                            if len(positions) else -1, -1)
+            return np.where(
+                ok, self.flat_row[positions[np.clip(k, 0, max(len(positions) - 1, 0))]] if len(positions) else -1, -1
+            )
         if isinstance(expr, A.Navigation):
             base = self._rows(expr.arg, final or expr.final)
             safe = np.where(base >= 0, base, 0)
@@ -108,8 +123,11 @@ class Measures:
             at = self._upto(expr.final)
             empty = at < self.lo
             names = np.array(self.variables + ("",), dtype=object)
-            ids = np.where(empty, len(self.variables), self.flat_var[np.clip(at, 0, None)] if len(self.flat_var)
-                           else len(self.variables))
+            ids = np.where(
+                empty,
+                len(self.variables),
+                self.flat_var[np.clip(at, 0, None)] if len(self.flat_var) else len(self.variables),
+            )
             return names[ids], empty
         if isinstance(expr, A.Aggregate):
             return self._aggregate(expr)

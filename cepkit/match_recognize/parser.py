@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE text -> ``ast.Recognize``: the lark grammar (``grammar.lark``), one transformer, and the
 checks a query must pass before it runs (variables defined, names known), each error with a caret."""
+
 from __future__ import annotations
 
 import difflib
@@ -21,19 +22,65 @@ _AGGREGATES = ("COUNT", "SUM", "AVG", "MIN", "MAX")
 UNITS = {"MILLISECOND": "ms", "SECOND": "s", "MINUTE": "min", "HOUR": "h", "DAY": "D"}
 
 _KEYWORDS = {
-    "_SELECT": "SELECT", "_FROM": "FROM", "_MATCH_RECOGNIZE": "MATCH_RECOGNIZE", "_PARTITION": "PARTITION",
-    "_ORDER": "ORDER", "_MEASURES": "MEASURES", "_ONE": "ONE", "_ALL": "ALL", "_AFTER": "AFTER",
-    "_PATTERN": "PATTERN", "_WITHIN": "WITHIN", "_SUBSET": "SUBSET", "_DEFINE": "DEFINE", "_BY": "BY",
-    "_ROW": "ROW", "_ROWS": "ROWS", "_PER": "PER", "_MATCH": "MATCH", "_SKIP": "SKIP", "_PAST": "PAST",
-    "_LAST": "LAST", "_FIRST": "FIRST", "_NEXT": "NEXT", "_TO": "TO", "_SHOW": "SHOW", "_OMIT": "OMIT",
-    "_WITH": "WITH", "_EMPTY": "EMPTY", "_MATCHES": "MATCHES", "_UNMATCHED": "UNMATCHED", "_AS": "AS",
-    "_INTERVAL": "INTERVAL", "_PERMUTE": "PERMUTE", "_AND": "AND", "_OR": "OR", "_NOT": "NOT", "_IS": "IS",
-    "_IN": "IN", "DIRECTION": "ASC or DESC", "SEMANTICS": "RUNNING or FINAL", "NULL": "NULL",
+    "_SELECT": "SELECT",
+    "_FROM": "FROM",
+    "_MATCH_RECOGNIZE": "MATCH_RECOGNIZE",
+    "_PARTITION": "PARTITION",
+    "_ORDER": "ORDER",
+    "_MEASURES": "MEASURES",
+    "_ONE": "ONE",
+    "_ALL": "ALL",
+    "_AFTER": "AFTER",
+    "_PATTERN": "PATTERN",
+    "_WITHIN": "WITHIN",
+    "_SUBSET": "SUBSET",
+    "_DEFINE": "DEFINE",
+    "_BY": "BY",
+    "_ROW": "ROW",
+    "_ROWS": "ROWS",
+    "_PER": "PER",
+    "_MATCH": "MATCH",
+    "_SKIP": "SKIP",
+    "_PAST": "PAST",
+    "_LAST": "LAST",
+    "_FIRST": "FIRST",
+    "_NEXT": "NEXT",
+    "_TO": "TO",
+    "_SHOW": "SHOW",
+    "_OMIT": "OMIT",
+    "_WITH": "WITH",
+    "_EMPTY": "EMPTY",
+    "_MATCHES": "MATCHES",
+    "_UNMATCHED": "UNMATCHED",
+    "_AS": "AS",
+    "_INTERVAL": "INTERVAL",
+    "_PERMUTE": "PERMUTE",
+    "_AND": "AND",
+    "_OR": "OR",
+    "_NOT": "NOT",
+    "_IS": "IS",
+    "_IN": "IN",
+    "DIRECTION": "ASC or DESC",
+    "SEMANTICS": "RUNNING or FINAL",
+    "NULL": "NULL",
 }
 _TERMINALS = {
-    "NAME": "a name", "STRING": "a string", "NUMBER": "a number", "INT": "an integer", "CMP": "a comparison",
-    "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "$END": "the end of the query", "STAR_Q": "'*'",
-    "PLUS_Q": "'+'", "QMARK": "'?'", "CLOSE_Q": "'}'", "LBRACE": "'{'", "VBAR": "'|'", "SEMICOLON": "';'",
+    "NAME": "a name",
+    "STRING": "a string",
+    "NUMBER": "a number",
+    "INT": "an integer",
+    "CMP": "a comparison",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "COMMA": "','",
+    "$END": "the end of the query",
+    "STAR_Q": "'*'",
+    "PLUS_Q": "'+'",
+    "QMARK": "'?'",
+    "CLOSE_Q": "'}'",
+    "LBRACE": "'{'",
+    "VBAR": "'|'",
+    "SEMICOLON": "';'",
 }
 
 
@@ -194,8 +241,11 @@ class _ToAst(Transformer):
         func = str(name).upper()
         final = semantics == "FINAL"
         if func not in FUNCTIONS:
-            raise _Error(f"unknown function {str(name)!r}{did_you_mean(str(name), FUNCTIONS)}; the functions are "
-                         + ", ".join(FUNCTIONS), name)
+            raise _Error(
+                f"unknown function {str(name)!r}{did_you_mean(str(name), FUNCTIONS)}; the functions are "
+                + ", ".join(FUNCTIONS),
+                name,
+            )
         stars = [a for a in args if isinstance(a, tuple)]
         if stars and (func != "COUNT" or len(args) != 1):
             raise _Error("'*' is an argument of COUNT only, alone: COUNT(*) or COUNT(var.*)", name)
@@ -206,8 +256,12 @@ class _ToAst(Transformer):
                 raise _Error(f"{func} takes an expression and an optional offset: {func}(A.price, 1)", name)
             offset = 1 if func in ("PREV", "NEXT") else 0
             if len(args) == 2:
-                if not (isinstance(args[1], A.Literal) and isinstance(args[1].value, int)
-                        and not isinstance(args[1].value, bool) and args[1].value >= 0):
+                if not (
+                    isinstance(args[1], A.Literal)
+                    and isinstance(args[1].value, int)
+                    and not isinstance(args[1].value, bool)
+                    and args[1].value >= 0
+                ):
                     raise _Error(f"{func}'s offset must be a whole number >= 0", name)
                 offset = args[1].value
             return A.Navigation(func, args[0], offset, final)
@@ -287,8 +341,9 @@ class _ToAst(Transformer):
         text = str(amount)[1:-1].strip()
         key = str(unit).upper().rstrip("S")
         if key not in UNITS:
-            raise _Error(f"unknown time unit {str(unit)!r}{did_you_mean(key, UNITS)}; the units are "
-                         + ", ".join(UNITS), unit)
+            raise _Error(
+                f"unknown time unit {str(unit)!r}{did_you_mean(key, UNITS)}; the units are " + ", ".join(UNITS), unit
+            )
         try:
             value = float(text)
         except ValueError:
@@ -326,14 +381,12 @@ def _unexpected(err: UnexpectedInput, text: str) -> QueryError:
         lines = text.splitlines() or [""]
         return QueryError("the query ends too early" + expected, text, len(lines), len(lines[-1]) + 1)
     if isinstance(err, UnexpectedCharacters):
-        return QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + expected, text, err.line,
-                          err.column)
+        return QueryError(f"unexpected character {text[err.pos_in_stream]!r}" + expected, text, err.line, err.column)
     hint = ""
     if token is not None and token.type == "NAME":
         keywords = [_KEYWORDS[t] for t in accepts if t in _KEYWORDS and " " not in _KEYWORDS[t]]
         hint = did_you_mean(str(token), keywords)
-    return QueryError(f"unexpected {str(token)!r}{hint}" + expected, text, err.line, err.column,
-                      len(str(token)))
+    return QueryError(f"unexpected {str(token)!r}{hint}" + expected, text, err.line, err.column, len(str(token)))
 
 
 def parse(text: str) -> A.Recognize:
@@ -361,11 +414,21 @@ def parse(text: str) -> A.Recognize:
         raise
     rows, empty = body.get("rows", ("one", "show"))
     query = A.Recognize(
-        source=source, select=select, partition=body.get("partition", ()), order=body.get("order", ()),
-        measures=body.get("measures", ()), rows=rows, empty=empty, skip=body.get("skip", ("past_last",)),
-        pattern=body["pattern"], within=body.get("within"),
+        source=source,
+        select=select,
+        partition=body.get("partition", ()),
+        order=body.get("order", ()),
+        measures=body.get("measures", ()),
+        rows=rows,
+        empty=empty,
+        skip=body.get("skip", ("past_last",)),
+        pattern=body["pattern"],
+        within=body.get("within"),
         subsets=tuple((n, m) for n, m, _ in body.get("subset", ())),
-        defines=tuple((n, e) for n, e, _ in body["define"]), alias=alias, text=text)
+        defines=tuple((n, e) for n, e, _ in body["define"]),
+        alias=alias,
+        text=text,
+    )
     _check(query, body, text)
     return query
 
@@ -375,17 +438,28 @@ def _check(query: A.Recognize, body: dict, text: str) -> None:
     subsets = dict(query.subsets)
     for name, members, token in body.get("subset", ()):
         if name in variables:
-            raise QueryError(f"SUBSET {name} has the name of a pattern variable", text, token.line, token.column,
-                             len(str(token)))
+            raise QueryError(
+                f"SUBSET {name} has the name of a pattern variable", text, token.line, token.column, len(str(token))
+            )
         for member in members:
             if member not in variables:
-                raise QueryError(f"SUBSET {name} lists {member!r}, which is not in the pattern"
-                                 + did_you_mean(member, variables), text, token.line, token.column, len(str(token)))
+                raise QueryError(
+                    f"SUBSET {name} lists {member!r}, which is not in the pattern" + did_you_mean(member, variables),
+                    text,
+                    token.line,
+                    token.column,
+                    len(str(token)),
+                )
     seen = set()
     for name, _, token in body["define"]:
         if name not in variables:
-            raise QueryError(f"DEFINE {name}: {name!r} is not a variable of the pattern"
-                             + did_you_mean(name, variables), text, token.line, token.column, len(str(token)))
+            raise QueryError(
+                f"DEFINE {name}: {name!r} is not a variable of the pattern" + did_you_mean(name, variables),
+                text,
+                token.line,
+                token.column,
+                len(str(token)),
+            )
         if name in seen:
             raise QueryError(f"{name} is defined twice", text, token.line, token.column, len(str(token)))
         seen.add(name)
@@ -394,8 +468,13 @@ def _check(query: A.Recognize, body: dict, text: str) -> None:
         for column in (node for node in A.walk(expr) if isinstance(node, A.Column)):
             if column.var is not None and column.var not in known:
                 where = column.span or (None, None, None, None)
-                raise QueryError(f"{column.var!r} is not a pattern variable or subset"
-                                 + did_you_mean(column.var, known), text, where[0], where[1], len(column.var))
+                raise QueryError(
+                    f"{column.var!r} is not a pattern variable or subset" + did_you_mean(column.var, known),
+                    text,
+                    where[0],
+                    where[1],
+                    len(column.var),
+                )
     for _, expr in query.defines:
         for node in A.walk(expr):
             if isinstance(node, (A.Navigation, A.Aggregate, A.Classifier)) and node.final:
@@ -406,17 +485,27 @@ def _check(query: A.Recognize, body: dict, text: str) -> None:
                 inner = A.innermost(node.arg) if isinstance(node, A.Navigation) else node.arg
                 for below in A.walk(inner):
                     if isinstance(below, (A.Aggregate, A.Classifier, A.MatchNumber)) or (
-                            isinstance(below, A.Navigation) and below.kind in ("FIRST", "LAST")):
+                        isinstance(below, A.Navigation) and below.kind in ("FIRST", "LAST")
+                    ):
                         what = below.kind if isinstance(below, A.Navigation) else type(below).__name__.upper()
-                        raise QueryError(f"{what} cannot stand inside the argument of "
-                                         f"{getattr(node, 'kind', getattr(node, 'func', ''))}: it reads rows of "
-                                         "its own", text)
+                        raise QueryError(
+                            f"{what} cannot stand inside the argument of "
+                            f"{getattr(node, 'kind', getattr(node, 'func', ''))}: it reads rows of "
+                            "its own",
+                            text,
+                        )
                 if len(A.variables_of(inner)) > 1:
-                    raise QueryError("the argument of a navigation or aggregate must name one variable, not "
-                                     + ", ".join(sorted(str(v) for v in A.variables_of(inner))), text)
+                    raise QueryError(
+                        "the argument of a navigation or aggregate must name one variable, not "
+                        + ", ".join(sorted(str(v) for v in A.variables_of(inner))),
+                        text,
+                    )
     if query.skip[0] in ("first", "last") and query.skip[1] not in known:
-        raise QueryError(f"AFTER MATCH SKIP TO {query.skip[1]}: not a pattern variable or subset"
-                         + did_you_mean(query.skip[1], known), text)
+        raise QueryError(
+            f"AFTER MATCH SKIP TO {query.skip[1]}: not a pattern variable or subset"
+            + did_you_mean(query.skip[1], known),
+            text,
+        )
     names = [m for m, _ in query.measures]
     duplicate = next((m for m in names if names.count(m) > 1), None)
     if duplicate:

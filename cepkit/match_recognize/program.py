@@ -7,6 +7,7 @@ is 1 inside ``{- -}``), SPLIT (try ``a``, then ``b``), JMP ``a``, START (``^``),
 Quantifiers are unrolled to their bounds and an unbounded loop's empty iteration dies at the loop head,
 the rule the reference's matcher follows too.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,8 +42,9 @@ def compile_pattern(pattern, variables: Tuple[str, ...], text: str = "") -> Prog
 
     def emit(op, a=0, b=0) -> int:
         if len(code) >= MAX_INSTRUCTIONS:
-            raise QueryError(f"the pattern unrolls to more than {MAX_INSTRUCTIONS} steps: lower its quantifiers' "
-                             "bounds", text)
+            raise QueryError(
+                f"the pattern unrolls to more than {MAX_INSTRUCTIONS} steps: lower its quantifiers' bounds", text
+            )
         code.append([op, a, b])
         return len(code) - 1
 

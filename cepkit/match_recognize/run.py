@@ -5,6 +5,7 @@ every DEFINE reads only its own row and fixed offsets from it, else by the refer
 (``semantics.py``); ``Matched.info["matcher"]`` says which ran. Matches stay flat arrays, and measures are
 evaluated column-wise over every output row (``measures.py``).
 """
+
 from __future__ import annotations
 
 import re
@@ -33,6 +34,7 @@ class Matched:
     Per match: ``part``, ``number`` (MATCH_NUMBER), ``start`` (first row tried; an empty match's only
     row), ``offset`` (its first index into the flat arrays; one more entry at the end). Flat, per mapped
     row: ``flat_row``, ``flat_var`` (index into ``query.variables``), ``flat_excl`` (inside ``{- -}``)."""
+
     query: A.Recognize
     rows: pd.DataFrame  # sorted, index 0..n-1
     bounds: np.ndarray  # per partition: first row, one past the last
@@ -60,11 +62,12 @@ class Matched:
         kept = np.flatnonzero(lengths > 0)
         flat_match = np.repeat(np.arange(len(self)), lengths)
         flat_position = np.asarray(positions, np.int64)[self.flat_row]
-        order = np.lexsort((flat_position, flat_match))          # each match's positions in stream order
+        order = np.lexsort((flat_position, flat_match))  # each match's positions in stream order
         offsets = np.concatenate([[0], np.cumsum(lengths[kept])])
         names = self.query.variables
-        arrays = MatchArrays.from_bindings(offsets, flat_position[order], self.flat_var[order], names,
-                                           np.ones(len(names), bool))
+        arrays = MatchArrays.from_bindings(
+            offsets, flat_position[order], self.flat_var[order], names, np.ones(len(names), bool)
+        )
         rows, _ = arrays.output_index()
         return Matches(arrays.take(rows), "match_recognize", stream=stream), kept[rows]
 
@@ -75,9 +78,15 @@ class Matched:
         for i in range(len(self.part)):
             first = self.bounds[self.part[i], 0]
             lo, hi = self.offset[i], self.offset[i + 1]
-            out[self.part[i]].append(Found(
-                int(self.number[i]), int(self.start[i] - first), tuple((self.flat_row[lo:hi] - first).tolist()),
-                tuple(names[v] for v in self.flat_var[lo:hi]), tuple(bool(x) for x in self.flat_excl[lo:hi])))
+            out[self.part[i]].append(
+                Found(
+                    int(self.number[i]),
+                    int(self.start[i] - first),
+                    tuple((self.flat_row[lo:hi] - first).tolist()),
+                    tuple(names[v] for v in self.flat_var[lo:hi]),
+                    tuple(bool(x) for x in self.flat_excl[lo:hi]),
+                )
+            )
         return out
 
 
@@ -89,11 +98,18 @@ def resolve(query: A.Recognize, frames: Frames) -> pd.DataFrame:
         return frames.to_pandas()
     if isinstance(frames, Mapping):
         if query.source not in frames:
-            raise QueryError(f"FROM {query.source}: no such table" + did_you_mean(query.source, frames)
-                             + "; the tables are " + ", ".join(map(str, frames)), query.text)
+            raise QueryError(
+                f"FROM {query.source}: no such table"
+                + did_you_mean(query.source, frames)
+                + "; the tables are "
+                + ", ".join(map(str, frames)),
+                query.text,
+            )
         return resolve(query, frames[query.source])
-    raise TypeError(f"cepkit.sql takes a pandas DataFrame, a pyarrow Table, or a mapping of names to them, not "
-                    f"{type(frames).__name__}")
+    raise TypeError(
+        f"cepkit.sql takes a pandas DataFrame, a pyarrow Table, or a mapping of names to them, not "
+        f"{type(frames).__name__}"
+    )
 
 
 def check_columns(query: A.Recognize, names) -> None:
@@ -106,8 +122,16 @@ def check_columns(query: A.Recognize, names) -> None:
     for name, node in wanted:
         if name not in names:
             line, column = _where(query.text, name, node)
-            raise QueryError(f"no column {name!r} in {query.source}" + did_you_mean(name, names)
-                             + "; the columns are " + ", ".join(names), query.text, line, column, len(name))
+            raise QueryError(
+                f"no column {name!r} in {query.source}"
+                + did_you_mean(name, names)
+                + "; the columns are "
+                + ", ".join(names),
+                query.text,
+                line,
+                column,
+                len(name),
+            )
 
 
 def _where(text: str, name: str, node) -> tuple:
@@ -122,7 +146,7 @@ def _where(text: str, name: str, node) -> tuple:
             col = dot + 2 if dot >= 0 else col
         return line, col
     start = text.upper().find("MATCH_RECOGNIZE")
-    found = re.search(rf"\b{re.escape(name)}\b", text[max(start, 0):])
+    found = re.search(rf"\b{re.escape(name)}\b", text[max(start, 0) :])
     if found is None:
         return None, None
     at = max(start, 0) + found.start()
@@ -181,16 +205,21 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
     if matcher not in ("auto", "vm", "reference"):
         raise ValueError(f"matcher is 'auto', 'vm' or 'reference', not {matcher!r}")
     if matcher == "vm" and not local:
-        raise QueryError("the VM matcher needs DEFINE conditions that read only their own row and PREV / NEXT of "
-                         "it; this query's run on the reference matcher", query.text)
+        raise QueryError(
+            "the VM matcher needs DEFINE conditions that read only their own row and PREV / NEXT of "
+            "it; this query's run on the reference matcher",
+            query.text,
+        )
     use_vm = matcher == "vm" or (matcher == "auto" and local)
     arrays = _find_vm(query, rows, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
-    return Matched(query, rows, bounds, *arrays[:-1], info={"matcher": "vm" if use_vm else "reference",
-                                                             "partitions": len(bounds)})
+    return Matched(
+        query, rows, bounds, *arrays[:-1], info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds)}
+    )
 
 
-def find_open(query: A.Recognize, rows: pd.DataFrame, begin: int, horizon: Optional[int], first_number: int = 1
-              ) -> "tuple[Matched, int]":
+def find_open(
+    query: A.Recognize, rows: pd.DataFrame, begin: int, horizon: Optional[int], first_number: int = 1
+) -> "tuple[Matched, int]":
     """The decided matches of one partition of a stream: ``rows`` are its rows so far, sorted, more to come
     with times (int64 as ``within_times`` gives them) of at least ``horizon`` (None: no more rows come, the
     partition ends); matches are tried from row ``begin`` on and numbered from ``first_number``. Returns them
@@ -213,40 +242,62 @@ def find_open(query: A.Recognize, rows: pd.DataFrame, begin: int, horizon: Optio
                 horizon = int(times[known]) if times is not None else known
         arrays = _find_vm(query, rows, bounds, times, begin, horizon, known, first_number)
         matcher = "vm"
-    else:   # the reference reads rows as it goes, and stops at the first one still to come
+    else:  # the reference reads rows as it goes, and stops at the first one still to come
         arrays = _find_reference(query, rows, bounds, times, begin, horizon, first_number)
         matcher = "reference"
     *found, next_start = arrays
     part, number, start, offset, flat_row, flat_var, flat_excl = found
     waits = reach(query.measures, "NEXT")
-    if waits and horizon is not None and len(part):  # a match whose measures read rows not yet here waits, and so do those after it
-        ends = start.copy()   # one past a match's last row; an empty match's own row
+    if (
+        waits and horizon is not None and len(part)
+    ):  # a match whose measures read rows not yet here waits, and so do those after it
+        ends = start.copy()  # one past a match's last row; an empty match's own row
         mapped = offset[1:] > offset[:-1]
         ends[mapped] = flat_row[offset[1:][mapped] - 1] + 1
         late = np.flatnonzero(ends + waits > n)
         if len(late):
             cut = int(late[0])
             next_start = np.array([start[cut]])
-            part, number, start, offset = part[:cut], number[:cut], start[:cut], offset[:cut + 1]
-            flat_row, flat_var, flat_excl = (a[:offset[-1]] for a in (flat_row, flat_var, flat_excl))
-    matched = Matched(query, rows, np.array([[0, n]], dtype=np.int64), part, number + (first_number - 1), start,
-                      offset, flat_row, flat_var, flat_excl, info={"matcher": matcher, "partitions": 1})
+            part, number, start, offset = part[:cut], number[:cut], start[:cut], offset[: cut + 1]
+            flat_row, flat_var, flat_excl = (a[: offset[-1]] for a in (flat_row, flat_var, flat_excl))
+    matched = Matched(
+        query,
+        rows,
+        np.array([[0, n]], dtype=np.int64),
+        part,
+        number + (first_number - 1),
+        start,
+        offset,
+        flat_row,
+        flat_var,
+        flat_excl,
+        info={"matcher": matcher, "partitions": 1},
+    )
     return matched, int(next_start[0])
 
 
 def reach(items, kind: str) -> int:
     """How many rows past (NEXT) or before (PREV) the row they are evaluated at the expressions of
     ``items`` ((name, expression) pairs) may read, at most."""
+
     def depth(node) -> int:
         deeper = max((depth(child) for child in A.children(node)), default=0)
         if isinstance(node, A.Navigation) and node.kind == kind:
             return node.offset + deeper
         return deeper
+
     return max((depth(expr) for _, expr in items), default=0)
 
 
-def _find_reference(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, begin: int = 0,
-                    horizon: Optional[int] = None, first_number: int = 1) -> tuple:
+def _find_reference(
+    query: A.Recognize,
+    rows: pd.DataFrame,
+    bounds: np.ndarray,
+    times,
+    begin: int = 0,
+    horizon: Optional[int] = None,
+    first_number: int = 1,
+) -> tuple:
     index = {v: i for i, v in enumerate(query.variables)}
     part, number, start, offset, flat_row, flat_var, flat_excl = [], [], [], [0], [], [], []
     next_starts = []
@@ -268,8 +319,16 @@ def _find_reference(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, 
     return (*ints, np.asarray(flat_excl, dtype=np.int8), np.asarray(next_starts, dtype=np.int64))
 
 
-def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, begin: int = 0,
-             horizon: Optional[int] = None, known: Optional[int] = None, first_number: int = 1) -> tuple:
+def _find_vm(
+    query: A.Recognize,
+    rows: pd.DataFrame,
+    bounds: np.ndarray,
+    times,
+    begin: int = 0,
+    horizon: Optional[int] = None,
+    known: Optional[int] = None,
+    first_number: int = 1,
+) -> tuple:
     variables = query.variables
     program = compile_pattern(query.pattern, variables, query.text)
     columns = _columns(query, rows, bounds)
@@ -278,8 +337,9 @@ def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, 
         holds[:, variables.index(var)] = columns.holds(expr)
     subsets = dict(query.subsets)
     skip_vars = np.zeros(max(len(variables), 1), np.bool_)
-    kind = {"past_last": K.SKIP_PAST_LAST, "next_row": K.SKIP_NEXT_ROW, "first": K.SKIP_FIRST,
-            "last": K.SKIP_LAST}[query.skip[0]]
+    kind = {"past_last": K.SKIP_PAST_LAST, "next_row": K.SKIP_NEXT_ROW, "first": K.SKIP_FIRST, "last": K.SKIP_LAST}[
+        query.skip[0]
+    ]
     if kind in (K.SKIP_FIRST, K.SKIP_LAST):
         for member in subsets.get(query.skip[1], (query.skip[1],)):
             skip_vars[variables.index(member)] = True
@@ -288,16 +348,32 @@ def _find_vm(query: A.Recognize, rows: pd.DataFrame, bounds: np.ndarray, times, 
     opened = horizon is not None
     ends = bounds if known is None else np.array([[bounds[0, 0], known]], dtype=np.int64)
     status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl, next_start = K.match_partitions(
-        program.op, program.a, program.b, holds, ends, times_arr, within, kind, skip_vars,
-        np.ascontiguousarray(bounds[:, 0]) + begin, opened, np.full(len(bounds), horizon if opened else 0, np.int64))
+        program.op,
+        program.a,
+        program.b,
+        holds,
+        ends,
+        times_arr,
+        within,
+        kind,
+        skip_vars,
+        np.ascontiguousarray(bounds[:, 0]) + begin,
+        opened,
+        np.full(len(bounds), horizon if opened else 0, np.int64),
+    )
     if status != K.OK:
         verb = "FIRST" if kind == K.SKIP_FIRST else "LAST"
         number = number + (first_number - 1)
         if status == K.NO_SKIP_ROW:
-            raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]}: match {number[failed]} maps no row to "
-                             f"{query.skip[1]}", query.text)
-        raise QueryError(f"AFTER MATCH SKIP TO {verb} {query.skip[1]} lands on match {number[failed]}'s first "
-                         "row: the next match would start where this one did", query.text)
+            raise QueryError(
+                f"AFTER MATCH SKIP TO {verb} {query.skip[1]}: match {number[failed]} maps no row to {query.skip[1]}",
+                query.text,
+            )
+        raise QueryError(
+            f"AFTER MATCH SKIP TO {verb} {query.skip[1]} lands on match {number[failed]}'s first "
+            "row: the next match would start where this one did",
+            query.text,
+        )
     return part, number, start, offset, flat_row, flat_var, flat_excl, next_start
 
 
@@ -343,10 +419,22 @@ def output(matched: Matched) -> pd.DataFrame:
     if order is not None:
         match, end, source = match[order], end[order], source[order]
     columns = _columns(query, matched.rows, matched.bounds)
-    measures = Measures(columns, query.variables, dict(query.subsets), matched.number, offset,
-                        matched.flat_row, matched.flat_var, match, end, query.text)
-    values = {name: to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
-              for name, expr in query.measures}
+    measures = Measures(
+        columns,
+        query.variables,
+        dict(query.subsets),
+        matched.number,
+        offset,
+        matched.flat_row,
+        matched.flat_var,
+        match,
+        end,
+        query.text,
+    )
+    values = {
+        name: to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
+        for name, expr in query.measures
+    }
     return _select(query, output_frame(query, matched.rows, source, values))
 
 
@@ -367,8 +455,13 @@ def _select(query: A.Recognize, out: pd.DataFrame) -> pd.DataFrame:
         return out
     missing = [name for name in query.select if name not in out.columns]
     if missing:
-        raise QueryError(f"SELECT {missing[0]}: not an output column" + did_you_mean(missing[0], out.columns)
-                         + "; the output columns are " + ", ".join(map(str, out.columns)), query.text)
+        raise QueryError(
+            f"SELECT {missing[0]}: not an output column"
+            + did_you_mean(missing[0], out.columns)
+            + "; the output columns are "
+            + ", ".join(map(str, out.columns)),
+            query.text,
+        )
     return out[list(query.select)]
 
 

@@ -10,6 +10,7 @@ which look at other rows of the match (``A.price`` inside B's condition, FIRST /
 >>> [m.rows for m in find_matches(q, {"v": [3, 1, 2, 4, 0, 5]})]
 [(1, 2, 3), (4, 5)]
 """
+
 from __future__ import annotations
 
 import math
@@ -30,6 +31,7 @@ from .parser import permutations
 class Found:
     """One match of a partition: its number, first row, the rows it maps (partition positions, in order),
     each row's variable, and whether the row is excluded from ALL ROWS PER MATCH (``{- -}``)."""
+
     number: int
     start: int
     rows: Tuple[int, ...]
@@ -53,8 +55,13 @@ class Frame:
     ``horizon``: None for a partition that ends at its last row; for one that goes on (a stream), the time
     (int64, as ``times``) before which no row is to come: reading past the last row raises ``Undecided``."""
 
-    def __init__(self, columns: Dict[str, Sequence[Any]], subsets: Dict[str, Tuple[str, ...]], text: str = "",
-                 horizon: Optional[int] = None):
+    def __init__(
+        self,
+        columns: Dict[str, Sequence[Any]],
+        subsets: Dict[str, Tuple[str, ...]],
+        text: str = "",
+        horizon: Optional[int] = None,
+    ):
         self.columns = columns
         self.n = len(next(iter(columns.values()))) if columns else 0
         self.subsets = subsets
@@ -88,6 +95,7 @@ def _is_null(value) -> bool:
 class At:
     """Where an expression is evaluated: the mapping so far (rows and variables, in row order), the row that
     plain column references read (``current``), and the match's number."""
+
     rows: List[int]
     labels: List[str]
     current: int
@@ -96,8 +104,9 @@ class At:
     final_labels: Optional[List[str]] = None
 
     def mapped(self, var: Optional[str], frame: Frame, final: bool) -> List[int]:
-        rows, labels = (self.final_rows, self.final_labels) if final and self.final_rows is not None else (
-            self.rows, self.labels)
+        rows, labels = (
+            (self.final_rows, self.final_labels) if final and self.final_rows is not None else (self.rows, self.labels)
+        )
         members = frame.members(var)
         if members is None:
             return list(rows) if final else [r for r in rows if r <= self.current]
@@ -105,8 +114,14 @@ class At:
 
 
 _ARITH: Dict[str, Callable] = {"+": operator.add, "-": operator.sub, "*": operator.mul}
-_CMP: Dict[str, Callable] = {"=": operator.eq, "<>": operator.ne, "<": operator.lt, "<=": operator.le,
-                             ">": operator.gt, ">=": operator.ge}
+_CMP: Dict[str, Callable] = {
+    "=": operator.eq,
+    "<>": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 
 
 def _anchor(expr, frame: Frame, at: At) -> Optional[int]:
@@ -121,8 +136,10 @@ def _anchor(expr, frame: Frame, at: At) -> Optional[int]:
         return frame.row(base - expr.offset if expr.kind == "PREV" else base + expr.offset)
     variables = A.variables_of(expr)
     if len(variables) > 1:
-        raise QueryError("a navigation's argument must refer to one variable: "
-                         + ", ".join(sorted(str(v) for v in variables)), frame.text)
+        raise QueryError(
+            "a navigation's argument must refer to one variable: " + ", ".join(sorted(str(v) for v in variables)),
+            frame.text,
+        )
     var = next(iter(variables), None)
     if var is None:
         return at.current  # None in an empty match: no row
@@ -158,8 +175,9 @@ def evaluate(expr, frame: Frame, at: At, row: Optional[int] = None):
     if isinstance(expr, A.Aggregate):
         return _aggregate(expr, frame, at)
     if isinstance(expr, A.Classifier):
-        rows, labels = (at.final_rows, at.final_labels) if expr.final and at.final_rows is not None else (
-            at.rows, at.labels)
+        rows, labels = (
+            (at.final_rows, at.final_labels) if expr.final and at.final_rows is not None else (at.rows, at.labels)
+        )
         current = rows[-1] if expr.final and rows else at.current
         for r, v in zip(rows, labels):
             if r == current:
@@ -238,8 +256,9 @@ def _aggregate(expr: A.Aggregate, frame: Frame, at: At):
 
 
 # ------------------------------------------------------------------ the matcher
-def find_matches(query: A.Recognize, columns: Dict[str, Sequence[Any]], times: Optional[Sequence[Any]] = None
-                 ) -> List[Found]:
+def find_matches(
+    query: A.Recognize, columns: Dict[str, Sequence[Any]], times: Optional[Sequence[Any]] = None
+) -> List[Found]:
     """Every match of one partition (its rows already in ORDER BY order), in the order they are found.
 
     ``times``: the first ORDER BY column as int64 nanoseconds, for ``WITHIN`` (a match's rows lie less than
@@ -247,8 +266,9 @@ def find_matches(query: A.Recognize, columns: Dict[str, Sequence[Any]], times: O
     return search(query, Frame(columns, dict(query.subsets), query.text), times)[0]
 
 
-def search(query: A.Recognize, frame: Frame, times: Optional[Sequence[Any]] = None, begin: int = 0,
-           number: int = 1) -> Tuple[List[Found], int]:
+def search(
+    query: A.Recognize, frame: Frame, times: Optional[Sequence[Any]] = None, begin: int = 0, number: int = 1
+) -> Tuple[List[Found], int]:
     """The matches of one partition tried from row ``begin`` on (numbered from ``number``), and the row the
     next match is to be tried at: the partition's end, or for an open partition (a stream) the first start
     row whose outcome depends on rows to come."""
@@ -282,18 +302,24 @@ def next_start(query: A.Recognize, match: Found) -> int:
     members = dict(query.subsets).get(query.skip[1], (query.skip[1],))
     rows = [r for r, v in zip(match.rows, match.labels) if v in members]
     if not rows:
-        raise QueryError(f"AFTER MATCH SKIP TO {kind.upper()} {query.skip[1]}: match {match.number} maps no row "
-                         f"to {query.skip[1]}", query.text)
+        raise QueryError(
+            f"AFTER MATCH SKIP TO {kind.upper()} {query.skip[1]}: match {match.number} maps no row to {query.skip[1]}",
+            query.text,
+        )
     target = rows[0] if kind == "first" else rows[-1]
     if target == match.start:
-        raise QueryError(f"AFTER MATCH SKIP TO {kind.upper()} {query.skip[1]} lands on match {match.number}'s "
-                         "first row: the next match would start where this one did", query.text)
+        raise QueryError(
+            f"AFTER MATCH SKIP TO {kind.upper()} {query.skip[1]} lands on match {match.number}'s "
+            "first row: the next match would start where this one did",
+            query.text,
+        )
     return target
 
 
 @dataclass(frozen=True)
 class Attempt:
     """One row tried as one variable: the mapping before it, and why it failed (None: it held)."""
+
     row: int
     var: str
     rows: Tuple[int, ...]
@@ -301,8 +327,9 @@ class Attempt:
     failed: Optional[str]
 
 
-def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, times,
-              attempts: Optional[List[Attempt]] = None):
+def _match_at(
+    pattern, frame: Frame, defines, start: int, number: int, within, times, attempts: Optional[List[Attempt]] = None
+):
     """The preferred mapping of the rows from ``start`` (rows, labels, excluded), or None. ``attempts``
     collects every row tried as a variable, for ``why_not``."""
     rows: List[int] = []
@@ -334,8 +361,12 @@ def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, t
         # Continuation-passing backtracking: k(pos) continues the match after node; the first success wins.
         if isinstance(node, A.Var):
             if pos >= frame.n:
-                window_closed = within is not None and times is not None and frame.horizon is not None and (
-                    frame.horizon - times[start] >= within)
+                window_closed = (
+                    within is not None
+                    and times is not None
+                    and frame.horizon is not None
+                    and (frame.horizon - times[start] >= within)
+                )
                 if frame.horizon is not None and not window_closed:
                     raise Undecided  # a preferred mapping may go on with the rows to come
                 return None
@@ -383,8 +414,12 @@ def _match_at(pattern, frame: Frame, defines, start: int, number: int, within, t
         def more():
             if not can_more:
                 return None
-            return m(node.body, pos, hidden,
-                     lambda p: None if (unbounded_part and p == pos) else _repeat(node, count + 1, p, hidden, k))
+            return m(
+                node.body,
+                pos,
+                hidden,
+                lambda p: None if (unbounded_part and p == pos) else _repeat(node, count + 1, p, hidden, k),
+            )
 
         def stop():
             return k(pos) if can_stop else None
@@ -429,12 +464,14 @@ def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List
                 continue
             for i, (row, hidden) in enumerate(zip(mapped, match.excluded)):
                 if not hidden:
-                    emit(row, At(mapped[:i + 1], labels[:i + 1], row, match.number, mapped, labels))
+                    emit(row, At(mapped[: i + 1], labels[: i + 1], row, match.number, mapped, labels))
         if query.rows == "all" and query.empty == "unmatched":
             for row in range(covered, end - first):
                 emit(row, None)
-    values = {name: to_series(*_typed([r[name] for r in records])).to_numpy() if records
-              else pd.Series([], dtype=object) for name in measure_names}
+    values = {
+        name: to_series(*_typed([r[name] for r in records])).to_numpy() if records else pd.Series([], dtype=object)
+        for name in measure_names
+    }
     out = output_frame(query, rows, source_rows, values)
     if query.select is not None:
         out = out[list(query.select)]
@@ -453,6 +490,7 @@ def _typed(values: List[Any]):
         return np.array([v if v is not None else np.nan for v in values], dtype=float), null
     if present and all(isinstance(v, pd.Timestamp) for v in present):
         naive = [v.tz_convert(None) if v is not None and v.tzinfo is not None else v for v in values]
-        return np.array([v.to_datetime64() if v is not None else np.datetime64("NaT") for v in naive],
-                        dtype="datetime64[ns]"), null
+        return np.array(
+            [v.to_datetime64() if v is not None else np.datetime64("NaT") for v in naive], dtype="datetime64[ns]"
+        ), null
     return np.array(values, dtype=object), null

@@ -17,6 +17,7 @@ match before the match is decided, and Flink's MATCH_RECOGNIZE makes the same ch
 or ``$`` (a stream has no last row, and its first row is long gone); the first ORDER BY column, ascending,
 is the event time.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,13 +35,18 @@ def check_streamable(query: A.Recognize) -> None:
     """A ``QueryError`` for what a stream cannot run: ALL ROWS PER MATCH, anchors, no ORDER BY, or an
     ORDER BY whose first column is not ascending."""
     if query.rows != "one":
-        raise QueryError("a stream gives ONE ROW PER MATCH only: ALL ROWS PER MATCH would show rows before their "
-                         "match is decided; run it on the data at rest (cepkit.sql, cepkit.spark.sql on a batch "
-                         "DataFrame)", query.text)
+        raise QueryError(
+            "a stream gives ONE ROW PER MATCH only: ALL ROWS PER MATCH would show rows before their "
+            "match is decided; run it on the data at rest (cepkit.sql, cepkit.spark.sql on a batch "
+            "DataFrame)",
+            query.text,
+        )
     anchors = [node.kind for node in A.walk(query.pattern) if isinstance(node, A.Anchor)]
     if anchors:
-        raise QueryError(f"a stream has no first or last row: the anchor {anchors[0]} cannot be matched; run it on "
-                         "the data at rest", query.text)
+        raise QueryError(
+            f"a stream has no first or last row: the anchor {anchors[0]} cannot be matched; run it on the data at rest",
+            query.text,
+        )
     if not query.order or not query.order[0][1]:
         raise QueryError("a stream needs ORDER BY its event time, ascending, first", query.text)
 
@@ -50,6 +56,7 @@ class Partition:
     """What one partition of a stream keeps between batches: its settled rows from ``keep`` rows before the
     next start row on (sorted), then its rows not settled yet (``held`` of them, unsorted); the start row's
     index ``begin`` in ``rows`` and the next MATCH_NUMBER."""
+
     rows: pd.DataFrame
     held: int = 0
     begin: int = 0
@@ -57,23 +64,31 @@ class Partition:
 
     @property
     def settled(self) -> pd.DataFrame:
-        return self.rows.iloc[:len(self.rows) - self.held]
+        return self.rows.iloc[: len(self.rows) - self.held]
 
 
-def advance(query: A.Recognize, part: Partition, new: Optional[pd.DataFrame], watermark: Any = None, *,
-            clock: Optional[str] = None, horizon: Optional[int] = None) -> Tuple[pd.DataFrame, Partition]:
+def advance(
+    query: A.Recognize,
+    part: Partition,
+    new: Optional[pd.DataFrame],
+    watermark: Any = None,
+    *,
+    clock: Optional[str] = None,
+    horizon: Optional[int] = None,
+) -> Tuple[pd.DataFrame, Partition]:
     """Take a partition's new rows and the watermark (an ORDER BY value: rows before it are settled; None:
     every row is); return the output rows of the matches now decided and what the partition keeps.
 
     ``clock``: the column the watermark is compared with, when not the first ORDER BY column (Spark's event
     time in UTC microseconds); ``horizon``: then the watermark as ``within_times`` counts time."""
-    waiting = part.rows.iloc[len(part.rows) - part.held:]
+    waiting = part.rows.iloc[len(part.rows) - part.held :]
     if new is not None and len(new):
         waiting = pd.concat([waiting, new], ignore_index=True)
     settled, waiting = _settle(query, part.settled, waiting, watermark, clock or query.order[0][0])
     if part.begin >= len(settled):
-        return _empty(query, part.rows), Partition(pd.concat([settled, waiting], ignore_index=True), len(waiting),
-                                                   part.begin, part.number)
+        return _empty(query, part.rows), Partition(
+            pd.concat([settled, waiting], ignore_index=True), len(waiting), part.begin, part.number
+        )
     horizon = _horizon(query, settled, watermark if horizon is None else horizon)
     matched, resume = find_open(query, settled, part.begin, horizon, part.number)
     return _kept(query, matched, settled, waiting, resume, part.number)
@@ -149,7 +164,7 @@ class RowStream:
         check_streamable(query)
         self.query = query
         self.partitions: dict = {}
-        self.columns: Optional[pd.DataFrame] = None   # no rows, the input's columns: the output's shape
+        self.columns: Optional[pd.DataFrame] = None  # no rows, the input's columns: the output's shape
 
     def push(self, rows: pd.DataFrame, watermark: Any = None) -> pd.DataFrame:
         check_columns(self.query, rows.columns)
@@ -177,8 +192,10 @@ class RowStream:
         if not self.query.partition:
             return [((), rows)]
         keys = list(self.query.partition)
-        return [(key if isinstance(key, tuple) else (key,), group.reset_index(drop=True))
-                for key, group in rows.groupby(keys, sort=True, dropna=False)]
+        return [
+            (key if isinstance(key, tuple) else (key,), group.reset_index(drop=True))
+            for key, group in rows.groupby(keys, sort=True, dropna=False)
+        ]
 
     def _combine(self, outs) -> pd.DataFrame:
         outs = [out for out in outs if len(out)]

@@ -1,4 +1,5 @@
 """The public entry points: ``cepkit.match`` (batch) and ``cepkit.Matcher`` (incremental)."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -32,7 +33,7 @@ def prepare(query, strategy: Optional[str] = None, hierarchy=None) -> Query:
     return q.with_strategy(strategy) if strategy is not None else q
 
 
-PLAN_CACHE_SIZE = 32          # compiled queries kept per thread by ``cepkit.match``
+PLAN_CACHE_SIZE = 32  # compiled queries kept per thread by ``cepkit.match``
 _plan_cache = threading.local()
 
 
@@ -101,9 +102,13 @@ def compiled(query: Query, engine: str = "auto") -> tuple:
 def refuse_limit(query: Query, what: str, instead: str) -> None:
     """The QueryError for a LIMIT where ``what`` cannot keep the first n matches in output order."""
     if query.ast.limit is not None:
-        raise QueryError.at(query.ast, f"{what} does not run LIMIT ({what.split('.')[-1]} reports matches group by "
-                                       f"group, not in one output order): drop the LIMIT and {instead}; "
-                                       "cepkit.match and cepkit.Matcher run it on every engine", query.text)
+        raise QueryError.at(
+            query.ast,
+            f"{what} does not run LIMIT ({what.split('.')[-1]} reports matches group by "
+            f"group, not in one output order): drop the LIMIT and {instead}; "
+            "cepkit.match and cepkit.Matcher run it on every engine",
+            query.text,
+        )
 
 
 def check(query, events, strategy: Optional[str] = None, hierarchy=None) -> Query:
@@ -155,16 +160,21 @@ def _check_against_stream(query: Query, stream) -> None:
     """Errors that need the data: unknown attributes, partition keys, and unit-less windows on datetime ts
     (``stream``: a ``Stream``, or what a ``Matcher`` has seen)."""
     if stream.ts_is_datetime and query.within is not None and not query.within.events and query.within.unit is None:
-        raise QueryError.at(query.within, "WITHIN needs a unit (s, min, h, d...) or EVENTS when ts are datetimes",
-                            query.text)
+        raise QueryError.at(
+            query.within, "WITHIN needs a unit (s, min, h, d...) or EVENTS when ts are datetimes", query.text
+        )
     if not len(stream):
         return
     all_attrs = stream.attributes_of()
     for key in query.partition_by:
         if key not in all_attrs and key not in ("type", "ts"):
-            raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the events have: "
-                                           f"{', '.join(sorted(all_attrs)) or 'no attributes'}", query.text)
-        if isinstance(stream, Stream):      # (a Matcher's SeenData holds no values)
+            raise QueryError.at(
+                query.ast,
+                f"unknown attribute {key!r} in PARTITION BY; the events have: "
+                f"{', '.join(sorted(all_attrs)) or 'no attributes'}",
+                query.text,
+            )
+        if isinstance(stream, Stream):  # (a Matcher's SeenData holds no values)
             stream.require_hashable(key)
     atoms: dict = {}  # var -> every Atom defining it (a name may be defined in several OR branches)
     for atom in query.ast.pattern.find_all(A.Atom):
@@ -183,8 +193,12 @@ def _check_against_stream(query: Query, stream) -> None:
             continue  # no event of those types in this stream: nothing to check against
         if attr not in known:
             what = f"events of type {', '.join(sorted(types))}" if types is not None else "the events"
-            raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: {what} have "
-                                      f"{', '.join(sorted(known)) or 'no attributes'}", query.text)
+            raise QueryError.at(
+                node,
+                f"unknown attribute {attr!r} of {node.var!r}: {what} have "
+                f"{', '.join(sorted(known)) or 'no attributes'}",
+                query.text,
+            )
 
 
 def type_warnings(query, events, hierarchy=None) -> list:
@@ -218,6 +232,7 @@ def type_warnings(query, events, hierarchy=None) -> list:
     ["no event of type 'FOG' in the stream; did you mean 'fog'?", "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
     """
     import difflib
+
     query = prepare(query, None, hierarchy)
     stream = events if isinstance(events, Stream) else Stream.from_any(events)
     present = set(stream.type_names) if len(stream) else set()
@@ -232,10 +247,14 @@ def type_warnings(query, events, hierarchy=None) -> list:
         covered = query.hierarchy.covers(atom.type) if query.hierarchy is not None else {atom.type}
         if present & set(covered):
             continue
-        close = [n for n in names if n.lower() == atom.type.lower()] or \
-            difflib.get_close_matches(atom.type, names, n=1, cutoff=0.6)
-        hint = (f"; did you mean {close[0]!r}?" if close else
-                f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}")
+        close = [n for n in names if n.lower() == atom.type.lower()] or difflib.get_close_matches(
+            atom.type, names, n=1, cutoff=0.6
+        )
+        hint = (
+            f"; did you mean {close[0]!r}?"
+            if close
+            else f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
+        )
         warnings.append(QueryError.at(atom, f"no event of type {atom.type!r} in the stream{hint}", query.text))
     return warnings
 
@@ -249,8 +268,18 @@ def _types_of(atoms, query: Query):
     return frozenset(a.type for a in atoms)
 
 
-def match(query, events, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
-          type: Optional[str] = None, ts: Optional[str] = None, partial: bool = False, **options) -> Matches:
+def match(
+    query,
+    events,
+    engine: str = "auto",
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    partial: bool = False,
+    **options,
+) -> Matches:
     """All matches of ``query`` over ``events``, in output order (docs/language.md §10.2).
 
     Parameters
@@ -318,13 +347,19 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
     else:
         chosen, plan = select_engine(q, engine, options)
         _keep_plan(key, q, chosen, plan)
-    steps = steps_of(q) if partial else None          # a query partial matches do not cover: said before the run
-    found = plan.run(stream)   # MatchArrays, or Match objects (engines pause the collector while they build them)
-    with collector_paused():   # not around the run: an engine's cyclic garbage must still be collected
+    steps = steps_of(q) if partial else None  # a query partial matches do not cover: said before the run
+    found = plan.run(stream)  # MatchArrays, or Match objects (engines pause the collector while they build them)
+    with collector_paused():  # not around the run: an engine's cyclic garbage must still be collected
         # the emission log is read on demand (``Matches.deltas``): it may need every Match object
-        result = Matches(found, chosen.name, q, deltas=getattr(plan, "deltas", None),
-                         info={**plan.info(), "disorder": options.get("disorder", "reject")}, stream=stream,
-                         limit=q.ast.limit)
+        result = Matches(
+            found,
+            chosen.name,
+            q,
+            deltas=getattr(plan, "deltas", None),
+            info={**plan.info(), "disorder": options.get("disorder", "reject")},
+            stream=stream,
+            limit=q.ast.limit,
+        )
     if steps is not None:
         result.partial = partial_table(steps, prefix_matches(steps, stream, chosen.name, options), stream.times)
     return result
@@ -333,8 +368,10 @@ def match(query, events, engine: str = "auto", strategy: Optional[str] = None, h
 def prefix_matches(steps, stream: Stream, engine: str, options: dict) -> list:
     """The matches of each prefix query Q_1..Q_n of ``steps`` over ``stream`` on ``engine``, as
     ``cepkit.runtime.partial.matched_steps`` gives them (the partial matches' and the funnel's input)."""
-    return [matched_steps(steps, k, match(prefix, stream, engine=engine, **options))
-            for k, prefix in enumerate(steps.prefixes, start=1)]
+    return [
+        matched_steps(steps, k, match(prefix, stream, engine=engine, **options))
+        for k, prefix in enumerate(steps.prefixes, start=1)
+    ]
 
 
 class Matcher:
@@ -400,9 +437,19 @@ class Matcher:
     ([], 1)
     """
 
-    def __init__(self, query, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-                 keep: bool = True, schema=None, *, type: Optional[str] = None, ts: Optional[str] = None,
-                 **options):
+    def __init__(
+        self,
+        query,
+        engine: str = "auto",
+        strategy: Optional[str] = None,
+        hierarchy=None,
+        keep: bool = True,
+        schema=None,
+        *,
+        type: Optional[str] = None,
+        ts: Optional[str] = None,
+        **options,
+    ):
         self.query = prepare(query, strategy, hierarchy)
         # the own columns of the events' type and ts (``match``'s)
         self.mapping: dict[str, Any] = {"type": type, "ts": ts}
@@ -418,9 +465,13 @@ class Matcher:
         # LIMIT n: the matches still to report (None: no limit); at 0 the engine is fed no more events
         self._left = self.query.ast.limit
         if self._left is not None and options.get("disorder") == "aggressive":
-            raise QueryError.at(self.query.ast, "LIMIT in an incremental Matcher reports the first n matches it emits, "
-                                "which disorder='aggressive' may retract later: use cepkit.match, or another "
-                                "disorder mode", self.query.text)
+            raise QueryError.at(
+                self.query.ast,
+                "LIMIT in an incremental Matcher reports the first n matches it emits, "
+                "which disorder='aggressive' may retract later: use cepkit.match, or another "
+                "disorder mode",
+                self.query.text,
+            )
         self._seen = SeenData()
         if schema is not None:
             with renamed_fields(**self.mapping):
@@ -429,7 +480,7 @@ class Matcher:
             self._seen = SeenData.of(known)
         self._matches: list = []
         self._deltas: list = []
-        self._columns: list = []     # MatchLists kept as columns, after everything in the two lists
+        self._columns: list = []  # MatchLists kept as columns, after everything in the two lists
 
     @property
     def matches(self) -> list:
@@ -570,8 +621,10 @@ class Matcher:
         [(0, 1), (0, 2)]
         """
         if isinstance(events, Stream) and len(events) and int(events.position_of(0)) != self._position:
-            raise ValueError(f"the Stream's first event has position {int(events.position_of(0))}, but this "
-                             f"Matcher expects position {self._position} next")
+            raise ValueError(
+                f"the Stream's first event has position {int(events.position_of(0))}, but this "
+                f"Matcher expects position {self._position} next"
+            )
         if not (isinstance(events, (pd.DataFrame, Stream)) or is_arrow(events)):
             out = []
             for e in events:
@@ -636,8 +689,8 @@ class Matcher:
         """Log the new emissions (when kept); a retraction withdraws the match it names from the net result.
         A ``MatchList`` (a batch's matches as columns, never retractions) is kept as it is until someone
         reads ``matches`` or ``deltas``."""
-        if self._left is not None and new:      # LIMIT: the first n emitted, then nothing
-            new = new[:self._left]
+        if self._left is not None and new:  # LIMIT: the first n emitted, then nothing
+            new = new[: self._left]
             self._left -= len(new)
         if not self.keep or not new:
             return new
@@ -686,7 +739,7 @@ class Matcher:
         [(0, 1)]
         """
         self._require_kept("result()")
-        if self._columns and not self._matches and not self._deltas:   # every match came as columns
+        if self._columns and not self._matches and not self._deltas:  # every match came as columns
             self._columns[:] = [MatchList.joined(self._columns)]
             joined = self._columns[0]
             return Matches(joined.arrays, self.engine, self.query, deltas=lambda: list(joined))
@@ -694,8 +747,10 @@ class Matcher:
 
     def _require_kept(self, what: str) -> None:
         if not self.keep:
-            raise ValueError(f"Matcher(keep=False) keeps no matches, so it has no {what}: use what push() and "
-                             "close() return, or Matcher(keep=True)")
+            raise ValueError(
+                f"Matcher(keep=False) keeps no matches, so it has no {what}: use what push() and "
+                "close() return, or Matcher(keep=True)"
+            )
 
 
 class Pusher:
@@ -703,7 +758,7 @@ class Pusher:
     types and attributes of the events are known already, then the engine's ``step`` (or its ``push``)."""
 
     def __init__(self, matcher: Matcher, columns: tuple):
-        own = {canonical: name or canonical for canonical, name in matcher.mapping.items()}   # Matcher(type=, ts=)
+        own = {canonical: name or canonical for canonical, name in matcher.mapping.items()}  # Matcher(type=, ts=)
         for canonical, name in own.items():
             if name not in columns:
                 raise ValueError(f"a pusher's columns hold {name!r} (the events' {canonical}): got {list(columns)}")
@@ -712,10 +767,11 @@ class Pusher:
         if len(set(columns)) != len(columns):
             raise ValueError(f"a pusher's columns are distinct: got {list(columns)}")
         self.matcher = matcher
-        self.columns = columns          # the events' own names, as ``push`` takes them
+        self.columns = columns  # the events' own names, as ``push`` takes them
         self._type_at, self._ts_at = columns.index(own["type"]), columns.index(own["ts"])
-        names = tuple("type" if i == self._type_at else "ts" if i == self._ts_at else name
-                      for i, name in enumerate(columns))
+        names = tuple(
+            "type" if i == self._type_at else "ts" if i == self._ts_at else name for i, name in enumerate(columns)
+        )
         self._attributes = [(i, name) for i, name in enumerate(names) if name not in ("type", "ts")]
         # type -> the columns (index) its events have not shown yet: an event showing one is pushed as a
         # dict, so the Matcher learns it and checks the query against it; a type not in here too
@@ -738,7 +794,7 @@ class Pusher:
             if value is not None and not (type(value) is float and value != value):
                 return self._pushed(values)
         time = float(ts)
-        if time - time != 0.0:              # NaN or infinite: push says why
+        if time - time != 0.0:  # NaN or infinite: push says why
             return self._pushed(values)
         position = m._position
         if time < m._max_time:
@@ -747,7 +803,7 @@ class Pusher:
         else:
             m._max_time = time
         m._position = position + 1
-        if m._left == 0:                    # LIMIT reached: the engine is fed no more events
+        if m._left == 0:  # LIMIT reached: the engine is fed no more events
             return []
         step = self._step
         if step is not None:
@@ -769,8 +825,9 @@ class Pusher:
 
 
 def _late(position: int, ts) -> EventError:
-    return EventError(position, "ts", f"ts {ts!r} is earlier than an earlier event's; choose an out-of-order mode "
-                                      "with disorder=")
+    return EventError(
+        position, "ts", f"ts {ts!r} is earlier than an earlier event's; choose an out-of-order mode with disorder="
+    )
 
 
 class SeenData:
@@ -786,9 +843,12 @@ class SeenData:
 
     @classmethod
     def of(cls, stream: Stream) -> "SeenData":
-        types = {stream.type_names[code] for code in np.unique(stream.type_codes).tolist()}   # (no Event per row)
-        return cls({t: stream.attributes_of(frozenset({t})) for t in types}, stream.ts_is_datetime,
-                   frozenset(stream.attributes_of()))
+        types = {stream.type_names[code] for code in np.unique(stream.type_codes).tolist()}  # (no Event per row)
+        return cls(
+            {t: stream.attributes_of(frozenset({t})) for t in types},
+            stream.ts_is_datetime,
+            frozenset(stream.attributes_of()),
+        )
 
     def __len__(self) -> int:
         return len(self.by_type)
@@ -824,7 +884,7 @@ class SeenData:
         codes, names = stream.type_codes[:stop], stream.type_names
         if stream.ts_is_datetime <= self.ts_is_datetime and self._knows(names, stream.attributes):
             return []
-        new: dict = {}      # row -> type -> attributes first seen there
+        new: dict = {}  # row -> type -> attributes first seen there
         present, first = np.unique(codes, return_index=True)
         for code, row in zip(present.tolist(), first.tolist()):
             if names[code] not in self.by_type:
@@ -832,7 +892,7 @@ class SeenData:
         known = [self.by_type.get(names[code], ()) for code in present.tolist()]
         for attr in stream.attributes:
             if all(attr in names_of_type for names_of_type in known):
-                continue     # every type here has it already (the usual batch: nothing to find per row)
+                continue  # every type here has it already (the usual batch: nothing to find per row)
             has = np.flatnonzero(~stream.column(attr).null[:stop])
             carrying, first = np.unique(codes[has], return_index=True)
             for code, row in zip(carrying.tolist(), has[first].tolist()):

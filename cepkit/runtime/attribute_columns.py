@@ -1,5 +1,6 @@
 """One attribute over a stream as a column (``AttributeColumn``: values and a null mask) and how its values
 compare; ``hashable_key``, a value as a dict key with Python's equality."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -18,7 +19,8 @@ class AttributeColumn:
     compare: "num" (real numbers exact in a float64: ``numbers`` holds them as float64, NaN where null),
     "str" (strings), "bool", or "other" (mixed kinds, huge integers, lists...: compared as Python objects).
     """
-    __slots__ = ("values", "null", "__dict__")   # __dict__: the cached classification
+
+    __slots__ = ("values", "null", "__dict__")  # __dict__: the cached classification
 
     def __init__(self, values: np.ndarray, null: np.ndarray):
         self.values, self.null = values, null
@@ -34,9 +36,9 @@ class AttributeColumn:
         if isinstance(dtype, np.dtype) and kind == "f":
             values = series.to_numpy()
             return cls(values, np.isnan(values))
-        if kind in "iufb" and getattr(dtype, "numpy_dtype", None) is not None:   # Int64, Float64, boolean...
+        if kind in "iufb" and getattr(dtype, "numpy_dtype", None) is not None:  # Int64, Float64, boolean...
             fill = {"b": False, "f": np.nan}.get(kind, 0)
-            null = np.asarray(series.array.isna(), dtype=bool)     # (its mask: no Series made, as isna() would)
+            null = np.asarray(series.array.isna(), dtype=bool)  # (its mask: no Series made, as isna() would)
             return cls(series.to_numpy(dtype=dtype.numpy_dtype, na_value=fill), null)
         null = series.isna().to_numpy()
         values = series.to_numpy(dtype=object)
@@ -129,7 +131,7 @@ def _exact_floats(known: np.ndarray) -> Optional[np.ndarray]:
         floats = known.astype(float)
     except (OverflowError, TypeError, ValueError):
         return None
-    big = np.abs(floats) >= EXACT_FLOAT   # where a double may have rounded the value
+    big = np.abs(floats) >= EXACT_FLOAT  # where a double may have rounded the value
     if big.any() and not all(float(f) == v for f, v in zip(floats[big].tolist(), known[big].tolist())):
         return None
     return floats

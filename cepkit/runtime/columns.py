@@ -9,6 +9,7 @@ it. Text timestamps (what ``read_csv`` gives) are read as numbers when the colum
 else as datetimes; a value that breaks the rule is an ``EventError`` naming its row, the column and the
 value. ``from_frames`` and ``from_wide`` build one in-order stream from several tables.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -24,15 +25,37 @@ from ..errors import ColumnError, EventError
 
 def is_arrow(events) -> bool:
     """Whether ``events`` is a pyarrow Table or RecordBatch (without importing pyarrow)."""
-    return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and \
-        hasattr(events, "schema")
+    return type(events).__module__.startswith("pyarrow") and hasattr(events, "to_pandas") and hasattr(events, "schema")
 
 
 # Column names that often hold an event's type or time, for the hint when ``type``/``ts`` is missing.
-TYPE_HINTS = ("event_type", "event_name", "event", "eventtype", "eventname", "type_", "kind", "activity",
-              "action", "name", "concept:name", "label", "category")
-TS_HINTS = ("timestamp", "time", "event_time", "datetime", "date", "time:timestamp", "created_at",
-            "occurred_at", "at", "when")
+TYPE_HINTS = (
+    "event_type",
+    "event_name",
+    "event",
+    "eventtype",
+    "eventname",
+    "type_",
+    "kind",
+    "activity",
+    "action",
+    "name",
+    "concept:name",
+    "label",
+    "category",
+)
+TS_HINTS = (
+    "timestamp",
+    "time",
+    "event_time",
+    "datetime",
+    "date",
+    "time:timestamp",
+    "created_at",
+    "occurred_at",
+    "at",
+    "when",
+)
 
 
 def as_events(data, type: Optional[str] = None, ts: Optional[str] = None, first_position: int = 0):
@@ -123,9 +146,12 @@ def check_columns(columns: Sequence, renames: dict) -> None:
         if own is None or own not in columns:
             raise ColumnError(own or canonical, _missing(columns, canonical, own))
         if canonical in columns:
-            raise ColumnError(canonical, f"the data has a {canonical!r} column and {canonical}={own!r} names "
-                                         f"another: drop or rename {canonical!r} first (or leave {canonical}= "
-                                         f"out to use it)")
+            raise ColumnError(
+                canonical,
+                f"the data has a {canonical!r} column and {canonical}={own!r} names "
+                f"another: drop or rename {canonical!r} first (or leave {canonical}= "
+                f"out to use it)",
+            )
 
 
 def _missing(columns: Sequence, canonical: str, own: Optional[str]) -> str:
@@ -135,8 +161,9 @@ def _missing(columns: Sequence, canonical: str, own: Optional[str]) -> str:
     shown = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
     hints = TYPE_HINTS if canonical == "type" else TS_HINTS
     if own is not None:
-        close = [n for n in names if n.lower() == own.lower()] or \
-            sorted(difflib.get_close_matches(own, names, n=3, cutoff=0.6), key=lambda n: n.lower() not in hints)
+        close = [n for n in names if n.lower() == own.lower()] or sorted(
+            difflib.get_close_matches(own, names, n=3, cutoff=0.6), key=lambda n: n.lower() not in hints
+        )
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"no column {own!r} for {canonical}= (columns: {shown}){hint}"
     likely = [n for n in names if n.lower() in hints]
@@ -165,8 +192,7 @@ def _record(raw, renames: dict, position: int):
     out = {}
     for key, value in raw.items():
         if key in renames and key not in inverse:
-            raise EventError(position, key, f"the event has a {key!r} field and {key}={renames[key]!r} names "
-                                            "another")
+            raise EventError(position, key, f"the event has a {key!r} field and {key}={renames[key]!r} names another")
         out[inverse.get(key, key)] = value
     return out
 
@@ -195,15 +221,17 @@ def text_times(column: pd.Series, name: str = "ts", first_position: int = 0) -> 
     first = int(present.argmax())
     numeric = not pd.isna(numbers.iloc[first])
     parsed = numbers if numeric else dates
-    bad = (parsed.isna().to_numpy() & present)
+    bad = parsed.isna().to_numpy() & present
     if bad.any():
         row = int(bad.argmax())
         value = column.iloc[row]
-        kind = "a datetime" if not pd.isna(dates.iloc[row]) else \
-            "a number" if not pd.isna(numbers.iloc[row]) else None
-        reason = f"{value!r} is neither a number nor a datetime" if kind is None else \
-            f"{value!r} is {kind}, but the ts of event {first_position + first} is " \
+        kind = "a datetime" if not pd.isna(dates.iloc[row]) else "a number" if not pd.isna(numbers.iloc[row]) else None
+        reason = (
+            f"{value!r} is neither a number nor a datetime"
+            if kind is None
+            else f"{value!r} is {kind}, but the ts of event {first_position + first} is "
             f"{'a number' if numeric else 'a datetime'} (a stream's ts are all numbers or all datetimes)"
+        )
         raise EventError(first_position + row, name, reason)
     return parsed.set_axis(index)
 
@@ -217,7 +245,7 @@ def _dates(column: pd.Series) -> pd.Series:
     for fmt in (None, "mixed"):
         if int(best.isna().sum()) == missing:
             break
-        with warnings.catch_warnings():      # (pandas warns when it cannot infer one format)
+        with warnings.catch_warnings():  # (pandas warns when it cannot infer one format)
             warnings.simplefilter("ignore")
             try:
                 other = pd.to_datetime(column, utc=True, errors="coerce", format=fmt)
@@ -271,8 +299,11 @@ def from_frames(frames: Mapping, ts="ts") -> pd.DataFrame:
             raise ValueError(f"from_frames: {name!r} is a {type(frame).__name__}, not a DataFrame")
         column = ts.get(name, "ts") if isinstance(ts, Mapping) else ts
         if "type" in frame.columns:
-            raise ColumnError("type", f"the table of {name!r} has its own 'type' column: from_frames takes the "
-                                      "type from the table's key; drop or rename it")
+            raise ColumnError(
+                "type",
+                f"the table of {name!r} has its own 'type' column: from_frames takes the "
+                "type from the table's key; drop or rename it",
+            )
         if column not in frame.columns:
             raise ColumnError(column, f"(table {name!r}) " + _missing(list(frame.columns), "ts", column))
         part = frame.rename(columns={column: "ts"}, copy=False) if column != "ts" else frame
@@ -344,13 +375,13 @@ def from_wide(frame: pd.DataFrame, events, keep: Optional[Sequence[str]] = None)
             raise ColumnError(column, f"(events of type {name!r}) " + _missing(list(frame.columns), "ts", column))
     for reserved in ("type", "ts"):
         if reserved in frame.columns and reserved not in kinds.values():
-            raise ColumnError(reserved, f"the table has a {reserved!r} column, which from_wide makes from "
-                                        "events=: drop or rename it")
+            raise ColumnError(
+                reserved, f"the table has a {reserved!r} column, which from_wide makes from events=: drop or rename it"
+            )
     attributes = list(keep) if keep is not None else [c for c in frame.columns if c not in kinds.values()]
     for column in attributes:
         if column not in frame.columns:
-            raise ColumnError(column, f"keep= names {column!r}, which the table lacks (columns: "
-                                      f"{list(frame.columns)})")
+            raise ColumnError(column, f"keep= names {column!r}, which the table lacks (columns: {list(frame.columns)})")
     parts = []
     for name, column in kinds.items():
         times = frame[column]
@@ -359,7 +390,7 @@ def from_wide(frame: pd.DataFrame, events, keep: Optional[Sequence[str]] = None)
         part = frame[attributes].assign(type=name, ts=times)[["type", "ts", *attributes]]
         parts.append(part[times.notna().to_numpy()])
     _one_kind(parts, "some time columns hold dates and others numbers")
-    joined = pd.concat(parts)      # kind after kind; the index, the rows, orders equal times by row
+    joined = pd.concat(parts)  # kind after kind; the index, the rows, orders equal times by row
     joined["ts"] = joined["ts"].infer_objects()
     return joined.rename_axis("_row").sort_values(["ts", "_row"], kind="stable").reset_index(drop=True)
 
@@ -376,6 +407,7 @@ def text_time(value: str, position: int):
     except (ValueError, OverflowError):
         stamp = None
     if stamp is None or stamp is pd.NaT:
-        raise EventError(position, "ts", f"the text {value!r} is neither a number nor a date and time "
-                                         "(e.g. '2024-05-01 12:30:00')")
+        raise EventError(
+            position, "ts", f"the text {value!r} is neither a number nor a date and time (e.g. '2024-05-01 12:30:00')"
+        )
     return stamp if stamp.tzinfo is not None else stamp.tz_localize("UTC")

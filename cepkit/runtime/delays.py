@@ -26,6 +26,7 @@ after an event (of any type) whose ts exceeds the A's by more than 5, and no B m
 ``Punctuations`` holds the other guarantee: a PUNCTUATION event ``of`` T at ts p promises no more T (or types
 below concept T) with ts <= p.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -67,15 +68,18 @@ def max_delay_option(value):
     if not isinstance(value, Mapping):
         return delay_seconds(value, "max_delay")
     if not value:
-        raise ValueError("max_delay={} bounds no type: name event types (or '*' for all others), or leave "
-                         "max_delay out to rely on punctuations")
+        raise ValueError(
+            "max_delay={} bounds no type: name event types (or '*' for all others), or leave "
+            "max_delay out to rely on punctuations"
+        )
     out = {}
     for name, bound in value.items():
         if not isinstance(name, str) or not name:
             raise TypeError(f"max_delay's keys are event type names (or '*' for every other type), not {name!r}")
         if name == PUNCTUATION:
-            raise ValueError(f"max_delay[{PUNCTUATION!r}]: punctuations are promises, not events; they need "
-                             "no delay bound")
+            raise ValueError(
+                f"max_delay[{PUNCTUATION!r}]: punctuations are promises, not events; they need no delay bound"
+            )
         out[name] = delay_seconds(bound, f"max_delay[{name!r}]")
     return out
 
@@ -126,12 +130,12 @@ class MaxDelay:
         return best
 
     def _resolve(self, name: Optional[str]) -> float:
-        if name is None:   # ANY covers every type: the largest bound, if "*" leaves no type unbounded
+        if name is None:  # ANY covers every type: the largest bound, if "*" leaves no type unbounded
             return longest_delay(self.value)
         bound = self._promised(name)
         children = self.hierarchy.children.get(name, ()) if self.hierarchy is not None else ()
-        if children:   # complete when every type below is (hierarchies are acyclic); "*" covers the
-            return min(bound, max(self.of(child) for child in children))   # leaves, not the concept
+        if children:  # complete when every type below is (hierarchies are acyclic); "*" covers the
+            return min(bound, max(self.of(child) for child in children))  # leaves, not the concept
         return bound if bound < math.inf else self.value.get(EVERY_OTHER_TYPE, math.inf)
 
     def worst(self, names) -> float:
@@ -157,12 +161,15 @@ def punctuated_type(event) -> str:
     """The type (or concept) a PUNCTUATION event closes; ``EventError`` when it names none."""
     of = event.get("of")
     if not isinstance(of, str):
-        raise EventError(event.position, "of", "a PUNCTUATION event needs an attribute 'of' naming the event "
-                                               "type it closes (or '*': every type)")
+        raise EventError(
+            event.position,
+            "of",
+            "a PUNCTUATION event needs an attribute 'of' naming the event type it closes (or '*': every type)",
+        )
     return of
 
 
-ALL_TYPES = "*"    # a punctuation ``of`` it closes every type at once (as ``"*"`` in a max_delay mapping)
+ALL_TYPES = "*"  # a punctuation ``of`` it closes every type at once (as ``"*"`` in a max_delay mapping)
 
 
 class Punctuations:
@@ -171,7 +178,7 @@ class Punctuations:
 
     def __init__(self, hierarchy=None):
         self.hierarchy = hierarchy
-        self.latest: dict = {}     # type or concept -> largest punctuated ts
+        self.latest: dict = {}  # type or concept -> largest punctuated ts
 
     def punctuate(self, of: str, time: float) -> None:
         self.latest[of] = max(self.latest.get(of, -math.inf), time)

@@ -28,6 +28,7 @@ was output); a batch run logs them: ``plan.deltas()`` / ``Matches.deltas``, as f
 ``info`` has ``peak_state`` / ``state`` (events held by the layer: buffer, or stored stretch),
 ``emissions``, ``dropped`` and, for aggressive, ``replays`` and ``replayed`` (events re-fed).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -70,12 +71,18 @@ def delay_options(mode: str, k=None, max_delay=None) -> tuple:
 def aggressive_refusal(query: Query):
     """``(node, what)`` when the stretch a late event touches is not bounded in time, else None."""
     if query.consume in ("ANY", "PARTITION"):
-        return query.features.get("consume", query.ast), "CONSUME BY with disorder='aggressive' (a late " \
-            "event would change which later matches are consumed, without bound)"
+        return (
+            query.features.get("consume", query.ast),
+            "CONSUME BY with disorder='aggressive' (a late "
+            "event would change which later matches are consumed, without bound)",
+        )
     if query.window_seconds is None:
         node = query.within if query.within is not None else query.ast
-        return node, "disorder='aggressive' without a time window: a late event is re-evaluated over the " \
-            "windows it can touch (WITHIN n s bounds them; an EVENTS window or none does not)"
+        return (
+            node,
+            "disorder='aggressive' without a time window: a late event is re-evaluated over the "
+            "windows it can touch (WITHIN n s bounds them; an EVENTS window or none does not)",
+        )
     return None
 
 
@@ -95,8 +102,11 @@ def layered(engine, query: Query, mode: str, options: dict) -> "LayeredPlan":
     if mode == "aggressive":
         refusal = aggressive_refusal(query)
         if refusal is not None:
-            others = [e.name for e in engines_supporting(query_requirements(query, {"disorder": mode}))
-                      if e.name != engine.name and e.runs_disorder(query, mode)]
+            others = [
+                e.name
+                for e in engines_supporting(query_requirements(query, {"disorder": mode}))
+                if e.name != engine.name and e.runs_disorder(query, mode)
+            ]
             node, what = refusal
             raise QueryError.at(node, f"engine {engine.name!r} does not support {what}", query.text, engines=others)
     return LayeredPlan(engine, query, mode, k, max_delay, options)
@@ -112,8 +122,8 @@ class EmissionLog:
     it gives; shared by this layer and the stack engine's own out-of-order matchers. A matcher fed an
     endless stream never asks for it, so its memory does not grow with the output."""
 
-    retracts = False      # only an aggressive mode withdraws (and may re-insert) matches
-    emissions = None      # every emission in order, once ``keep_log`` asked for it
+    retracts = False  # only an aggressive mode withdraws (and may re-insert) matches
+    emissions = None  # every emission in order, once ``keep_log`` asked for it
 
     def keep_log(self):
         self.emissions = []
@@ -154,15 +164,23 @@ class LayeredPlan(Plan):
         self._last = None
 
     def __getstate__(self):
-        return {"engine": self.engine.name, "query": self.query, "mode": self.mode, "k": self.k,
-                "max_delay": self.max_delay, "options": self.options}
+        return {
+            "engine": self.engine.name,
+            "query": self.query,
+            "mode": self.mode,
+            "k": self.k,
+            "max_delay": self.max_delay,
+            "options": self.options,
+        }
 
     def __setstate__(self, state):
         state = dict(state)
         self.__init__(get_engine(state.pop("engine")), **state)
 
     def matcher(self) -> "Layer":
-        return {"kslack": KSlackLayer, "conservative": ConservativeLayer, "aggressive": AggressiveLayer}[self.mode](self)
+        return {"kslack": KSlackLayer, "conservative": ConservativeLayer, "aggressive": AggressiveLayer}[self.mode](
+            self
+        )
 
     def run(self, stream) -> list:
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
@@ -195,9 +213,9 @@ class Layer(EmissionLog, IncrementalPlan):
     def restart(self) -> None:
         """A fresh matcher of the engine, fed from rank 0."""
         self.inner = self.plan.inner.matcher()
-        self.first_rank = 0           # the ranks below it were forgotten (``trim``)
-        self.arrival = array("q")     # release rank - first_rank -> arrival position
-        self.times = array("d")       # release rank - first_rank -> time
+        self.first_rank = 0  # the ranks below it were forgotten (``trim``)
+        self.arrival = array("q")  # release rank - first_rank -> arrival position
+        self.times = array("d")  # release rank - first_rank -> time
 
     def feed(self, event) -> list:
         """Give the matcher the next event in logical order; its matches as (Match, ts of the last event)."""
@@ -229,13 +247,21 @@ class Layer(EmissionLog, IncrementalPlan):
         arrival, times, first, at = self.arrival, self.times, self.first_rank, self.emitted_at
         out = []
         for m in found:
-            if m.positions and m.positions[0] < first:   # never expected: a negative index would be silently wrong
-                raise RuntimeError(f"the out-of-order layer forgot rank {m.positions[0]} of a match the engine "
-                                   f"emitted at arrival {at} (ranks below {first} were dropped)")
-            bindings = {v: tuple(arrival[p - first] for p in x) if isinstance(x, tuple) else arrival[x - first]
-                        for v, x in m.bindings.items()}
-            out.append((Match(tuple(sorted(arrival[p - first] for p in m.positions)), bindings, m.sign, at),
-                        max(times[p - first] for p in m.positions)))
+            if m.positions and m.positions[0] < first:  # never expected: a negative index would be silently wrong
+                raise RuntimeError(
+                    f"the out-of-order layer forgot rank {m.positions[0]} of a match the engine "
+                    f"emitted at arrival {at} (ranks below {first} were dropped)"
+                )
+            bindings = {
+                v: tuple(arrival[p - first] for p in x) if isinstance(x, tuple) else arrival[x - first]
+                for v, x in m.bindings.items()
+            }
+            out.append(
+                (
+                    Match(tuple(sorted(arrival[p - first] for p in m.positions)), bindings, m.sign, at),
+                    max(times[p - first] for p in m.positions),
+                )
+            )
         return out
 
     @property
@@ -252,8 +278,12 @@ class Layer(EmissionLog, IncrementalPlan):
         return 0
 
     def info(self) -> dict:
-        return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
-                "emissions": self.emitted, "dropped": list(self.dropped)}
+        return {
+            "peak_state": max(self.peak_state, self.state_size()),
+            "state": self.state_size(),
+            "emissions": self.emitted,
+            "dropped": list(self.dropped),
+        }
 
 
 class _Buffer(Layer):
@@ -267,7 +297,7 @@ class _Buffer(Layer):
 
     def arrive(self, event) -> list:
         key = (event.time, event.position)
-        if key < self.released:    # a later event was released already: this one cannot be placed
+        if key < self.released:  # a later event was released already: this one cannot be placed
             self.dropped.append(event.position)
             return []
         self.clock = max(self.clock, event.time)
@@ -322,8 +352,7 @@ class ConservativeLayer(_Buffer):
         return self.arrive(event)
 
     def bound(self) -> tuple:
-        complete = min(max(self.clock - self.delays.of(name), self.punctuations.frontier(name))
-                       for name in self.names)
+        complete = min(max(self.clock - self.delays.of(name), self.punctuations.frontier(name)) for name in self.names)
         return (complete, math.inf)
 
 
@@ -340,18 +369,21 @@ class AggressiveLayer(Layer):
         hierarchy = type_hierarchy(query)
         self.delays = MaxDelay(plan.max_delay, hierarchy)
         names = read_types(query)
-        self.reads = None if names is None else frozenset().union(
-            *(hierarchy.covers(n) if hierarchy is not None else {n} for n in names))
+        self.reads = (
+            None
+            if names is None
+            else frozenset().union(*(hierarchy.covers(n) if hierarchy is not None else {n} for n in names))
+        )
         self.reach = self.delays.worst(names) if names is not None else self.delays.of(None)
         self.at_close = getattr(self.inner, "answers_at_close", False)
-        self.keys: list = []          # the stored events' (ts, position), sorted
-        self.events: list = []        # the stored events, in the same order
-        self.forgotten = -math.inf    # events with ts below this were dropped from the store
+        self.keys: list = []  # the stored events' (ts, position), sorted
+        self.events: list = []  # the stored events, in the same order
+        self.forgotten = -math.inf  # events with ts below this were dropped from the store
         self.clock = -math.inf
         self.horizon = (-math.inf, -1)
-        self.floor = -math.inf        # the matcher's matches ending before this lack their left context
-        self.live: dict = {}          # whole-match key -> (Match, ts of its last event): emitted, not retracted
-        self.shown: dict = {}         # under RETURN: projected key -> [live matches behind it, latest ts]
+        self.floor = -math.inf  # the matcher's matches ending before this lack their left context
+        self.live: dict = {}  # whole-match key -> (Match, ts of its last event): emitted, not retracted
+        self.shown: dict = {}  # under RETURN: projected key -> [live matches behind it, latest ts]
         self.replays = self.replayed = self.pushes = 0
 
     def margin(self, time: float) -> float:
@@ -363,7 +395,7 @@ class AggressiveLayer(Layer):
         if event.type == PUNCTUATION:
             return []
         t = event.time
-        if t - 2 * self.window - 2 * self.margin(t) < self.forgotten:   # its stretch is no longer stored
+        if t - 2 * self.window - 2 * self.margin(t) < self.forgotten:  # its stretch is no longer stored
             self.dropped.append(event.position)
             return []
         key = (t, event.position)
@@ -380,7 +412,7 @@ class AggressiveLayer(Layer):
         elif not late:
             out = self.accept(self.feed(event))
         elif self.reads is not None and event.type not in self.reads:
-            out = []    # no match can read it; the matcher never needs it either
+            out = []  # no match can read it; the matcher never needs it either
         else:
             out = self.replay(t)
         self.forget()
@@ -440,7 +472,7 @@ class AggressiveLayer(Layer):
         if self.reach == math.inf or self.at_close:
             return
         w, margin = self.window, self.margin(self.clock)
-        oldest = self.clock - self.reach - w - margin       # the earliest floor of a future replay
+        oldest = self.clock - self.reach - w - margin  # the earliest floor of a future replay
         cut = bisect.bisect_left(self.keys, (oldest - w - margin, -math.inf))
         if cut > 64 and cut * 2 > len(self.keys):
             self.forgotten = oldest - w - margin

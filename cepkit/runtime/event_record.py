@@ -1,5 +1,6 @@
 """One event (docs/language.md §1): the ``Event`` record and its validation as it enters a stream (a
 type that is a string, a ts that is a finite number or a datetime)."""
+
 from __future__ import annotations
 
 import math
@@ -24,6 +25,7 @@ class Event:
     ``Matcher.push``), where a bad one gets an ``EventError`` naming its position (a type that is not a
     string, a ts that is not a finite number or datetime); ``attrs=None`` means no attributes.
     """
+
     type: str
     ts: Any = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
@@ -59,8 +61,9 @@ def make_event(raw, position: int) -> Event:
     if ts is None:
         ts = position
     seconds = raw.time if isinstance(raw, Event) and not is_nan(raw.time) else to_seconds(ts, position)[0]
-    return Event(type_, ts, {k: v for k, v in attrs.items() if k not in RESERVED and not _is_null(v)},
-                 position, seconds)
+    return Event(
+        type_, ts, {k: v for k, v in attrs.items() if k not in RESERVED and not _is_null(v)}, position, seconds
+    )
 
 
 def is_nan(value) -> bool:

@@ -7,6 +7,7 @@ comes back starts afresh, as a new key would. Under ``WITHIN n EVENTS`` (or no w
 dropped: its next event, however late, may join its last events; each engine keeps a quiet key's state
 bounded by its window (its engine's doc says what is kept).
 """
+
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -21,7 +22,7 @@ class KeyExpiry:
 
     def __init__(self, window_seconds: Optional[float]):
         self.window = window_seconds
-        self.last: OrderedDict = OrderedDict()     # key -> time of its last event
+        self.last: OrderedDict = OrderedDict()  # key -> time of its last event
 
     def touch(self, key, time: float) -> None:
         """``key`` had an event at ``time``. Out of order (a late event) its last time stays the largest;

@@ -1,4 +1,5 @@
 """An array written at its end whose final length is known only once it is all written."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,17 +19,17 @@ class GrowingArray:
         end = self.used + len(values)
         if end > len(self._buffer):
             self._grow(max(end, 2 * len(self._buffer)))
-        self._buffer[self.used:end] = values
+        self._buffer[self.used : end] = values
         self.used = end
 
     def _grow(self, size: int) -> None:
-        buffer, self._buffer = self._buffer, None       # (numpy resizes an array nothing else refers to)
+        buffer, self._buffer = self._buffer, None  # (numpy resizes an array nothing else refers to)
         buffer.flags.writeable = False
         try:
             buffer.resize(size, refcheck=True)
         except ValueError:
             grown = np.empty(size, buffer.dtype)
-            grown[:self.used] = buffer[:self.used]
+            grown[: self.used] = buffer[: self.used]
             buffer = grown
         buffer.flags.writeable = True
         self._buffer = buffer
@@ -36,4 +37,4 @@ class GrowingArray:
     @property
     def array(self) -> np.ndarray:
         """What was written (a view)."""
-        return self._buffer[:self.used]
+        return self._buffer[: self.used]

@@ -1,5 +1,6 @@
 """Many matches as columns (``MatchArrays``): what fast engines return, in any order and possibly
 repeated; ``Match`` objects are a lazy view made when someone indexes or iterates."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -10,7 +11,7 @@ from .match_record import Match
 from .python_objects import collector_paused, row_tuples, shared_ints
 from .row_arrays import SLICE, every, gather, lex_order, padded, same_as_previous, sort_words
 
-AT_LAST = "last"    # ``MatchArrays(emitted_at=AT_LAST)``: each row was emitted at its last position
+AT_LAST = "last"  # ``MatchArrays(emitted_at=AT_LAST)``: each row was emitted at its last position
 
 
 def _variable_ids(ids) -> np.ndarray:
@@ -44,9 +45,22 @@ class MatchArrays(Sequence):
     does the stack's columnar run (``take`` forgets both).
     """
 
-    def __init__(self, offsets, positions, bound_offsets, bound_positions, bound_variables, names,
-                 kleene, emitted_at=None, sign=None, objects: Optional[list] = None, sorted_within_last=False,
-                 row_variables=None, groups_in_order=False):
+    def __init__(
+        self,
+        offsets,
+        positions,
+        bound_offsets,
+        bound_positions,
+        bound_variables,
+        names,
+        kleene,
+        emitted_at=None,
+        sign=None,
+        objects: Optional[list] = None,
+        sorted_within_last=False,
+        row_variables=None,
+        groups_in_order=False,
+    ):
         self.offsets = np.asarray(offsets, np.int64)
         self.positions = np.asarray(positions, np.int64)
         self.bound_offsets = np.asarray(bound_offsets, np.int64)
@@ -56,8 +70,13 @@ class MatchArrays(Sequence):
         self.names = tuple(names)
         self.kleene = np.asarray(kleene, bool).reshape(len(self.names))
         n = len(self.offsets) - 1
-        self._emitted_at = None if isinstance(emitted_at, str) and emitted_at == AT_LAST else \
-            np.full(n, -1, np.int64) if emitted_at is None else np.asarray(emitted_at, np.int64)
+        self._emitted_at = (
+            None
+            if isinstance(emitted_at, str) and emitted_at == AT_LAST
+            else np.full(n, -1, np.int64)
+            if emitted_at is None
+            else np.asarray(emitted_at, np.int64)
+        )
         self.sign = np.ones(n, np.int8) if sign is None else np.asarray(sign, np.int8)
         self._objects = objects
         self.sorted_within_last = sorted_within_last
@@ -65,13 +84,13 @@ class MatchArrays(Sequence):
 
     @property
     def bound_variables(self) -> np.ndarray:
-        if self._bound_variables is None:           # rows of one shape: made when first read
+        if self._bound_variables is None:  # rows of one shape: made when first read
             self._bound_variables = np.tile(self.row_variables, len(self))
         return self._bound_variables
 
     @property
     def emitted_at(self) -> np.ndarray:
-        if self._emitted_at is None:                # AT_LAST: made when first read
+        if self._emitted_at is None:  # AT_LAST: made when first read
             self._emitted_at = self.positions[self.offsets[1:] - 1]
         return self._emitted_at
 
@@ -80,8 +99,17 @@ class MatchArrays(Sequence):
         return int(self.positions[self.offsets[i + 1] - 1] if self._emitted_at is None else self._emitted_at[i])
 
     @classmethod
-    def from_bindings(cls, offsets, positions, variables, names, kleene, emitted_at=None,
-                      sorted_within_last=False, groups_in_order=False) -> "MatchArrays":
+    def from_bindings(
+        cls,
+        offsets,
+        positions,
+        variables,
+        names,
+        kleene,
+        emitted_at=None,
+        sorted_within_last=False,
+        groups_in_order=False,
+    ) -> "MatchArrays":
         """Rows of (position, variable id) pairs in position order (-1: a position no variable names), as
         an automaton run enumerates them: the positions are the row, the named ones its bindings."""
         positions = np.asarray(positions, np.int64)
@@ -89,21 +117,51 @@ class MatchArrays(Sequence):
         offsets = np.asarray(offsets, np.int64)
         if every(variables, lambda part: part >= 0):
             width, n = cls.width(offsets), len(offsets) - 1
-            pattern = variables[offsets[0]:offsets[0] + (width or 0)]
+            pattern = variables[offsets[0] : offsets[0] + (width or 0)]
             if width and not np.asarray(kleene, bool)[pattern].any():
-                rows = variables[offsets[0]:offsets[-1]].reshape(n, width)
+                rows = variables[offsets[0] : offsets[-1]].reshape(n, width)
                 if every(rows, lambda part: part == pattern):
-                    return cls(offsets, positions, offsets, positions, None, names, kleene, emitted_at,
-                               sorted_within_last=sorted_within_last, row_variables=pattern.copy(),
-                               groups_in_order=groups_in_order)
-            return cls(offsets, positions, offsets, positions, variables, names, kleene, emitted_at,
-                       sorted_within_last=sorted_within_last, groups_in_order=groups_in_order)
+                    return cls(
+                        offsets,
+                        positions,
+                        offsets,
+                        positions,
+                        None,
+                        names,
+                        kleene,
+                        emitted_at,
+                        sorted_within_last=sorted_within_last,
+                        row_variables=pattern.copy(),
+                        groups_in_order=groups_in_order,
+                    )
+            return cls(
+                offsets,
+                positions,
+                offsets,
+                positions,
+                variables,
+                names,
+                kleene,
+                emitted_at,
+                sorted_within_last=sorted_within_last,
+                groups_in_order=groups_in_order,
+            )
         named = variables >= 0
         row = np.repeat(np.arange(len(offsets) - 1), offsets[1:] - offsets[:-1])
         bound_offsets = np.zeros(len(offsets), np.int64)
         np.cumsum(np.bincount(row[named], minlength=len(offsets) - 1), out=bound_offsets[1:])
-        return cls(offsets, positions, bound_offsets, positions[named], variables[named], names, kleene, emitted_at,
-                   sorted_within_last=sorted_within_last, groups_in_order=groups_in_order)
+        return cls(
+            offsets,
+            positions,
+            bound_offsets,
+            positions[named],
+            variables[named],
+            names,
+            kleene,
+            emitted_at,
+            sorted_within_last=sorted_within_last,
+            groups_in_order=groups_in_order,
+        )
 
     @classmethod
     def from_matches(cls, matches: list) -> "MatchArrays":
@@ -124,8 +182,18 @@ class MatchArrays(Sequence):
             bound_offsets.append(len(bound_positions))
         emitted = [-1 if m.emitted_at is None else m.emitted_at for m in matches]
         sign = [1 if m.sign == "+" else -1 for m in matches]
-        return cls(offsets, positions, bound_offsets, bound_positions, bound_variables, [n for n, _ in ids],
-                   [k for _, k in ids], emitted, sign, objects=list(matches))
+        return cls(
+            offsets,
+            positions,
+            bound_offsets,
+            bound_positions,
+            bound_variables,
+            [n for n, _ in ids],
+            [k for _, k in ids],
+            emitted,
+            sign,
+            objects=list(matches),
+        )
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -138,26 +206,45 @@ class MatchArrays(Sequence):
         offsets, flat = gather(self.offsets, rows)
         positions = self.positions[flat]
         if self.bound_offsets is self.offsets and self.bound_positions is self.positions:
-            bound_offsets, bound_flat, bound_positions = offsets, flat, positions   # every position is bound
+            bound_offsets, bound_flat, bound_positions = offsets, flat, positions  # every position is bound
         else:
             bound_offsets, bound_flat = gather(self.bound_offsets, rows)
             bound_positions = self.bound_positions[bound_flat]
         objects = None if self._objects is None else [self._objects[i] for i in rows.tolist()]
         variables = None if self._bound_variables is None else self._bound_variables[bound_flat]
         emitted = AT_LAST if self._emitted_at is None else self._emitted_at[rows]
-        return MatchArrays(offsets, positions, bound_offsets, bound_positions, variables, self.names, self.kleene,
-                           emitted, self.sign[rows], objects, row_variables=self.row_variables)
+        return MatchArrays(
+            offsets,
+            positions,
+            bound_offsets,
+            bound_positions,
+            variables,
+            self.names,
+            self.kleene,
+            emitted,
+            self.sign[rows],
+            objects,
+            row_variables=self.row_variables,
+        )
 
     def copy(self) -> "MatchArrays":
         """The same rows in arrays of their own (an engine's columns may be views of buffers it reuses)."""
         offsets, positions = self.offsets.copy(), self.positions.copy()
         shared = self.bound_offsets is self.offsets and self.bound_positions is self.positions
-        return MatchArrays(offsets, positions, offsets if shared else self.bound_offsets.copy(),
-                           positions if shared else self.bound_positions.copy(),
-                           None if self._bound_variables is None else self._bound_variables.copy(),
-                           self.names, self.kleene, AT_LAST if self._emitted_at is None else self._emitted_at.copy(),
-                           self.sign.copy(), sorted_within_last=self.sorted_within_last,
-                           row_variables=self.row_variables, groups_in_order=self.groups_in_order)
+        return MatchArrays(
+            offsets,
+            positions,
+            offsets if shared else self.bound_offsets.copy(),
+            positions if shared else self.bound_positions.copy(),
+            None if self._bound_variables is None else self._bound_variables.copy(),
+            self.names,
+            self.kleene,
+            AT_LAST if self._emitted_at is None else self._emitted_at.copy(),
+            self.sign.copy(),
+            sorted_within_last=self.sorted_within_last,
+            row_variables=self.row_variables,
+            groups_in_order=self.groups_in_order,
+        )
 
     def by_emission(self) -> "MatchArrays":
         """The rows ordered by ``emitted_at`` (ties keep their order): a run's log of emissions."""
@@ -196,8 +283,12 @@ class MatchArrays(Sequence):
 
     def _match(self, i: int) -> Match:
         e = self._emitted(i)
-        return Match(tuple(self.positions[self.offsets[i]:self.offsets[i + 1]].tolist()), self._binding_dict(i),
-                     "+" if self.sign[i] > 0 else "-", None if e < 0 else e)
+        return Match(
+            tuple(self.positions[self.offsets[i] : self.offsets[i + 1]].tolist()),
+            self._binding_dict(i),
+            "+" if self.sign[i] > 0 else "-",
+            None if e < 0 else e,
+        )
 
     def position_tuples(self) -> list:
         """Each row's positions as a tuple of Python ints, a slice of rows at a time (what is made beside
@@ -216,9 +307,9 @@ class MatchArrays(Sequence):
     def _tuples(self, start: int, stop: int) -> list:
         """Rows ``start:stop`` as tuples: the rows of each length as a matrix whose columns become lists
         zipped into tuples (in C), over ints shared where positions repeat (``shared_ints``)."""
-        offsets = self.offsets[start:stop + 1]
+        offsets = self.offsets[start : stop + 1]
         first = int(offsets[0])
-        positions = shared_ints(self.positions[first:int(offsets[-1])])
+        positions = shared_ints(self.positions[first : int(offsets[-1])])
         width = self.width(offsets)
         if width is not None:
             return row_tuples(positions.reshape(stop - start, width))
@@ -237,7 +328,7 @@ class MatchArrays(Sequence):
             return 0
         first = int(offsets[1] - offsets[0])
         for start in range(0, len(offsets) - 1, SLICE):
-            part = offsets[start:start + SLICE + 1]
+            part = offsets[start : start + SLICE + 1]
             if (part[1:] - part[:-1] != first).any():
                 return None
         return first
@@ -249,9 +340,13 @@ class MatchArrays(Sequence):
         if self.row_variables is not None:
             same_variables, pattern = True, self.row_variables
         else:
-            pattern = self.bound_variables[:width or 0]
-            same_variables = width is not None and n and not self.kleene.any() and \
-                (self.bound_variables.reshape(n, width) == pattern).all()
+            pattern = self.bound_variables[: width or 0]
+            same_variables = (
+                width is not None
+                and n
+                and not self.kleene.any()
+                and (self.bound_variables.reshape(n, width) == pattern).all()
+            )
         if same_variables:
             names = [self.names[v] for v in pattern.tolist()]
             bound = row_tuples(self.bound_positions.reshape(n, width))
@@ -278,8 +373,8 @@ class MatchArrays(Sequence):
                 out[name] = ("mixed", [list(v) if isinstance(v, tuple) else v for v in values])
             elif kinds == {False}:
                 columns = [] if self.row_variables is None else np.flatnonzero(np.isin(self.row_variables, ids))
-                if len(columns) == 1:       # rows of one shape: one column of their bindings
-                    rows = self.bound_positions[self.bound_offsets[0]:self.bound_offsets[-1]]
+                if len(columns) == 1:  # rows of one shape: one column of their bindings
+                    rows = self.bound_positions[self.bound_offsets[0] : self.bound_offsets[-1]]
                     out[name] = ("single", rows.reshape(n, len(self.row_variables))[:, columns[0]].copy())
                     continue
                 at = np.full(n, -1, np.int64)
@@ -294,7 +389,7 @@ class MatchArrays(Sequence):
                 np.cumsum(np.bincount(rows, minlength=n), out=offsets[1:])
                 bound = np.zeros(n, bool)
                 bound[rows] = True
-                empty = positions < 0           # the empty tuple's marker entry
+                empty = positions < 0  # the empty tuple's marker entry
                 if empty.any():
                     np.cumsum(np.bincount(rows[~empty], minlength=n), out=offsets[1:])
                     positions = positions[~empty]
@@ -310,9 +405,9 @@ class MatchArrays(Sequence):
             return False
         if self.groups_in_order:
             return True
-        before = -1                 # a slice of rows at a time: no array as long as the rows
+        before = -1  # a slice of rows at a time: no array as long as the rows
         for start in range(0, len(self), SLICE):
-            last = self.positions[self.offsets[start + 1:start + SLICE + 1] - 1]
+            last = self.positions[self.offsets[start + 1 : start + SLICE + 1] - 1]
             if last[0] < before or (last[1:] < last[:-1]).any():
                 return False
             before = last[-1]
@@ -331,8 +426,9 @@ class MatchArrays(Sequence):
         if self.sorted_within_last:
             return np.argsort(self.positions[self.offsets[1:] - 1], kind="stable"), np.ones(n, bool)
         lengths = self.offsets[1:] - self.offsets[:-1]
-        last = np.where(lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions)
-                        else -1, -1)
+        last = np.where(
+            lengths > 0, self.positions[np.maximum(self.offsets[1:] - 1, 0)] if len(self.positions) else -1, -1
+        )
         words = sort_words(last, padded(self.offsets, self.positions, -1))
         order = lex_order(words, n)
         tie = same_as_previous(words, order)
@@ -358,8 +454,11 @@ class MatchArrays(Sequence):
         offsets, flat = gather(self.bound_offsets, rows)
         position, var = self.bound_positions[flat], self.bound_variables[flat]
         row = np.repeat(np.arange(len(rows)), offsets[1:] - offsets[:-1])
-        rank = np.unique(np.asarray(self.names, dtype=object), return_inverse=True)[1].reshape(-1)[var] \
-            if self.names else var
+        rank = (
+            np.unique(np.asarray(self.names, dtype=object), return_inverse=True)[1].reshape(-1)[var]
+            if self.names
+            else var
+        )
         order = np.lexsort((rank, row))
         position, var, rank, row = position[order], var[order], rank[order], row[order]
         first = np.ones(len(var), bool)
@@ -383,9 +482,9 @@ def _bound_entries(c: MatchArrays, ids: list):
     rows at a time, in row order."""
     offsets = c.bound_offsets
     for start in range(0, len(c), SLICE):
-        bounds = offsets[start:start + SLICE + 1]
+        bounds = offsets[start : start + SLICE + 1]
         first = int(bounds[0])
-        variables = c.bound_variables[first:int(bounds[-1])]
+        variables = c.bound_variables[first : int(bounds[-1])]
         hit = variables == ids[0] if len(ids) == 1 else np.isin(variables, ids)
         entries = np.flatnonzero(hit)
         rows = np.searchsorted(bounds, entries + first, "right") - 1 + start

@@ -1,4 +1,5 @@
 """A micro-batch's matches held as columns and read as a list of ``Match`` objects."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -65,17 +66,27 @@ class MatchList(Sequence):
             return np.concatenate(out)
 
         def flat(values: list, offsets: list) -> np.ndarray:
-            return np.concatenate([v[o[0]:o[-1]] for v, o in zip(values, offsets)])
+            return np.concatenate([v[o[0] : o[-1]] for v, o in zip(values, offsets)])
 
         bounds = [a.bound_offsets for a in arrays]
         # the columns left to be made when read stay so when every part left them
         pattern = first.row_variables
-        lazy = pattern is not None and all(a._bound_variables is None and a.row_variables is not None and
-                                           np.array_equal(a.row_variables, pattern) for a in arrays)
+        lazy = pattern is not None and all(
+            a._bound_variables is None and a.row_variables is not None and np.array_equal(a.row_variables, pattern)
+            for a in arrays
+        )
         at_last = all(a._emitted_at is None for a in arrays)
-        return MatchList(MatchArrays(
-            stacked([a.offsets for a in arrays]), flat([a.positions for a in arrays], [a.offsets for a in arrays]),
-            stacked(bounds), flat([a.bound_positions for a in arrays], bounds),
-            None if lazy else flat([a.bound_variables for a in arrays], bounds), first.names, first.kleene,
-            AT_LAST if at_last else np.concatenate([a.emitted_at for a in arrays]),
-            np.concatenate([a.sign for a in arrays]), row_variables=pattern if lazy else None))
+        return MatchList(
+            MatchArrays(
+                stacked([a.offsets for a in arrays]),
+                flat([a.positions for a in arrays], [a.offsets for a in arrays]),
+                stacked(bounds),
+                flat([a.bound_positions for a in arrays], bounds),
+                None if lazy else flat([a.bound_variables for a in arrays], bounds),
+                first.names,
+                first.kleene,
+                AT_LAST if at_last else np.concatenate([a.emitted_at for a in arrays]),
+                np.concatenate([a.sign for a in arrays]),
+                row_variables=pattern if lazy else None,
+            )
+        )

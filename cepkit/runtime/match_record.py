@@ -1,5 +1,6 @@
 """One match as a Python object (``Match``: positions and bindings) and the output order of a list of
 them (docs/language.md §10.2)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ class Match:
     """One match: ``positions`` (sorted tuple, the CEL complex event) and ``bindings`` (var -> position, or
     tuple of positions for a Kleene variable). ``sign`` is "+" for a result, "-" for a retraction
     (out-of-order aggressive mode); ``emitted_at`` is the arrival position after which it was emitted."""
+
     positions: tuple
     bindings: Mapping = field(default_factory=dict, hash=False, compare=False)
     sign: str = "+"

@@ -1,5 +1,6 @@
 """Matches as tables: the columns of each variable's bindings as pandas and Arrow give them, and the
 bound events' attributes (``Matches.to_pandas(fields=...)``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,11 +17,14 @@ def named_fields(fields, variables: list, attributes: list) -> list:
     for label in [fields] if isinstance(fields, str) else fields:
         name, dot, attr = str(label).partition(".")
         if not dot or name not in variables:
-            raise QueryError(f"unknown field {label!r}: fields are written variable.attribute, and the "
-                             f"matches bind {', '.join(variables) or 'no variable'}")
+            raise QueryError(
+                f"unknown field {label!r}: fields are written variable.attribute, and the "
+                f"matches bind {', '.join(variables) or 'no variable'}"
+            )
         if attr not in attributes:
-            raise QueryError(f"unknown attribute {attr!r} in field {label!r}: the events have "
-                             f"{', '.join(map(str, attributes))}")
+            raise QueryError(
+                f"unknown attribute {attr!r} in field {label!r}: the events have {', '.join(map(str, attributes))}"
+            )
         out.append((str(label), name, attr))
     return out
 
@@ -39,6 +43,7 @@ def pandas_binding(kind: str, value):
 def arrow_binding(kind: str, value):
     """A variable's column as ``to_arrow`` gives it: nulls where unbound, Arrow lists for a Kleene one."""
     import pyarrow as pa
+
     if kind == "single":
         return pa.array(value, mask=value < 0)
     if kind == "kleene":
@@ -64,8 +69,7 @@ def shown_attributes(events: pd.DataFrame, binding) -> list:
     elif kind == "kleene":
         bound = value[1]
     else:
-        bound = np.array([p for v in value if v is not None for p in (v if isinstance(v, list) else [v])],
-                         np.int64)
+        bound = np.array([p for v in value if v is not None for p in (v if isinstance(v, list) else [v])], np.int64)
     seen = events.iloc[np.unique(bound)]
     attrs = ["ts"] + [a for a in events.columns if a not in ("type", "ts") and seen[a].notna().any()]
     return attrs + (["type"] if seen["type"].nunique() > 1 else [])
@@ -79,6 +83,7 @@ def field_values(stream, binding, attr: str, arrow: bool):
         values = column.array.take(value, allow_fill=True)
         if arrow:
             import pyarrow as pa
+
             return pa.array(values, from_pandas=True)
         return values
     if kind == "kleene":
@@ -86,12 +91,15 @@ def field_values(stream, binding, attr: str, arrow: bool):
         values = column.take(positions)
         if arrow:
             import pyarrow as pa
-            return pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(values.array, from_pandas=True),
-                                                 mask=pa.array(~bound))
+
+            return pa.LargeListArray.from_arrays(
+                pa.array(offsets), pa.array(values.array, from_pandas=True), mask=pa.array(~bound)
+            )
         return [v if b else None for v, b in zip(row_lists(offsets, values.tolist()), bound.tolist())]
     flat = column.tolist()
     out = [[flat[p] for p in v] if isinstance(v, list) else (None if v is None else flat[v]) for v in value]
     if arrow:
         import pyarrow as pa
+
         return pa.array(out)
     return out

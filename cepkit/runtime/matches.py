@@ -1,5 +1,6 @@
 """The result of a query over a stream: ``Matches`` (ordered, de-duplicated, built from the columns of a
 ``MatchArrays``; ``Match`` objects are a lazy view made only when someone indexes or iterates)."""
+
 from __future__ import annotations
 
 from typing import Optional, Sequence
@@ -9,21 +10,19 @@ import pandas as pd
 
 from .match_arrays import MatchArrays
 from .match_record import Match
-from .match_tables import (arrow_binding, event_frame, field_values, named_fields, pandas_binding,
-                           shown_attributes)
+from .match_tables import arrow_binding, event_frame, field_values, named_fields, pandas_binding, shown_attributes
 from .python_objects import row_lists
 from .row_arrays import SLICE
 
-__all__ = ["Match", "Matches"]     # Match: the public path cepkit.runtime.matches.Match
+__all__ = ["Match", "Matches"]  # Match: the public path cepkit.runtime.matches.Match
 
 
 # Why each out-of-order mode drops an event (``Matches.dropped``), by the ``disorder`` option.
 DROP_REASONS: dict[str | None, str] = {
     "kslack": "arrived after a later event had been released: more than k late",
     "conservative": "arrived after a later event had been released: it broke its max_delay bound or came after "
-                    "its type's punctuation",
-    "aggressive": "older than max_delay behind the latest event: the stretch of stream it could change was "
-                  "forgotten",
+    "its type's punctuation",
+    "aggressive": "older than max_delay behind the latest event: the stretch of stream it could change was forgotten",
 }
 
 
@@ -69,18 +68,26 @@ class Matches(Sequence):
     (3, (0, 1, 2))
     """
 
-    def __init__(self, matches, engine: str, query=None, deltas=None, info: Optional[dict] = None, stream=None,
-                 limit: Optional[int] = None):
+    def __init__(
+        self,
+        matches,
+        engine: str,
+        query=None,
+        deltas=None,
+        info: Optional[dict] = None,
+        stream=None,
+        limit: Optional[int] = None,
+    ):
         columns = matches if isinstance(matches, MatchArrays) else MatchArrays.from_matches(list(matches))
         if (columns.sign < 0).any():
             columns = columns.take(columns.sign > 0)
-        if columns.in_output_order():     # no index to make and check (0.5 ms per 200k rows)
+        if columns.in_output_order():  # no index to make and check (0.5 ms per 200k rows)
             self._columns, self._new_positions = columns, None
         else:
             order, self._new_positions = columns.output_index()
-            in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()   # engines often sort already
+            in_order = len(order) == len(columns) and (order[1:] > order[:-1]).all()  # engines often sort already
             self._columns = columns if in_order else columns.take(order)
-        if limit is not None and len(self._columns) > limit:      # LIMIT n: the first n in output order
+        if limit is not None and len(self._columns) > limit:  # LIMIT n: the first n in output order
             self._columns = self._columns.take(np.arange(limit))
             if self._new_positions is not None:
                 self._new_positions = self._new_positions[:limit]
@@ -168,12 +175,12 @@ class Matches(Sequence):
         """
         distinct = self._distinct()
         offsets = distinct.offsets
-        if offsets[0]:              # rows taken out of larger arrays (views, like ``flat``, otherwise)
-            return offsets - offsets[0], distinct.positions[offsets[0]:offsets[-1]]
-        return offsets, distinct.positions[:offsets[-1]]
+        if offsets[0]:  # rows taken out of larger arrays (views, like ``flat``, otherwise)
+            return offsets - offsets[0], distinct.positions[offsets[0] : offsets[-1]]
+        return offsets, distinct.positions[: offsets[-1]]
 
     def _distinct(self) -> MatchArrays:
-        if self._new_positions is None or self._new_positions.all():    # None: every row's positions new
+        if self._new_positions is None or self._new_positions.all():  # None: every row's positions new
             return self._columns
         return self._columns.take(self._new_positions)
 
@@ -182,9 +189,9 @@ class Matches(Sequence):
         c = self._columns
         if c.row_variables is not None:
             return list(dict.fromkeys(str(c.names[v]) for v in c.row_variables.tolist())) if len(c) else []
-        first: dict = {}            # id -> where it first appears (ids, not names: no string per entry)
-        for start in range(0, len(c.bound_variables), SLICE):       # (most often the first slice has them all)
-            ids, at = np.unique(c.bound_variables[start:start + SLICE], return_index=True)
+        first: dict = {}  # id -> where it first appears (ids, not names: no string per entry)
+        for start in range(0, len(c.bound_variables), SLICE):  # (most often the first slice has them all)
+            ids, at = np.unique(c.bound_variables[start : start + SLICE], return_index=True)
             for v, i in zip(ids.tolist(), at.tolist()):
                 first.setdefault(v, start + i)
             if len(first) == len(c.names):
@@ -272,10 +279,13 @@ class Matches(Sequence):
         (['match_id', 'positions', 'a', 'b'], 3)
         """
         import pyarrow as pa
+
         c = self._columns
         bindings = self.binding_columns()
-        columns = {"match_id": pa.array(np.arange(len(c), dtype=np.int64)),
-                   "positions": pa.LargeListArray.from_arrays(pa.array(c.offsets), pa.array(c.positions))}
+        columns = {
+            "match_id": pa.array(np.arange(len(c), dtype=np.int64)),
+            "positions": pa.LargeListArray.from_arrays(pa.array(c.offsets), pa.array(c.positions)),
+        }
         for name, (kind, value) in bindings.items():
             columns[name] = arrow_binding(kind, value)
         if fields is not None:
@@ -286,18 +296,23 @@ class Matches(Sequence):
     def _fields(self, fields, bindings: dict) -> list:
         """(label, variable, attribute) per requested field; QueryError for one that does not exist."""
         if self.stream is None:
-            raise ValueError("these Matches carry no stream, so fields= has no events to read: use "
-                             "cepkit.match(query, events).to_pandas(fields=...)")
+            raise ValueError(
+                "these Matches carry no stream, so fields= has no events to read: use "
+                "cepkit.match(query, events).to_pandas(fields=...)"
+            )
         events = event_frame(self.stream)
         variables = self.variables()
-        if self.query is not None:     # a variable no match binds has null fields
+        if self.query is not None:  # a variable no match binds has null fields
             select = self.query.select
             variables += [v for v in self.query.variables if v not in variables and (select is None or v in select)]
         for name in variables:
             bindings.setdefault(name, ("single", np.full(len(self), -1, np.int64)))
         if isinstance(fields, str) and fields == "all":
-            return [(f"{name}.{attr}", name, attr) for name in variables for attr in shown_attributes(
-                events, bindings[name])]
+            return [
+                (f"{name}.{attr}", name, attr)
+                for name in variables
+                for attr in shown_attributes(events, bindings[name])
+            ]
         return named_fields(fields, variables, list(events.columns))
 
     # ------------------------------------------------------------------ display and comparison
@@ -310,12 +325,21 @@ class Matches(Sequence):
     def _identity(self) -> tuple:
         """The (positions, bindings) of every match in order, as arrays that compare across name tables."""
         c = self._columns
-        names = np.asarray(c.names, dtype=object)[c.bound_variables].astype(str) if len(c.bound_variables) \
+        names = (
+            np.asarray(c.names, dtype=object)[c.bound_variables].astype(str)
+            if len(c.bound_variables)
             else np.zeros(0, str)
+        )
         row = np.repeat(np.arange(len(c)), c.bound_offsets[1:] - c.bound_offsets[:-1])
         order = np.lexsort((names, row))
-        return (c.offsets, c.positions, c.bound_offsets, names[order], c.kleene[c.bound_variables][order],
-                c.bound_positions[order])
+        return (
+            c.offsets,
+            c.positions,
+            c.bound_offsets,
+            names[order],
+            c.kleene[c.bound_variables][order],
+            c.bound_positions[order],
+        )
 
     def __eq__(self, other):
         if isinstance(other, Matches):

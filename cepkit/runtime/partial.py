@@ -20,6 +20,7 @@ The *funnel* counts, for each step k, the candidates whose step is at least k.
 Each Q_k is a query like any other, so any engine that runs the query computes the partial matches
 (``cepkit.partial_matches(..., engine=...)``), and the reference evaluator defines them.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,9 +38,10 @@ from ..lang.query import Query
 class Step:
     """One step of a sequence: an event (``T x``), an iteration (``T+ x``: at least one event), or the absence
     that an edge negation asks for (``!T x`` first or last in the sequence: no such event in its scope)."""
-    var: str                 # the variable (for an absence without one, ``!T``)
+
+    var: str  # the variable (for an absence without one, ``!T``)
     type: Optional[str]
-    kind: str = "event"      # "event", "kleene" or "absence"
+    kind: str = "event"  # "event", "kleene" or "absence"
 
     @property
     def label(self) -> str:
@@ -51,8 +53,9 @@ class Step:
 @dataclass(frozen=True)
 class Steps:
     """A sequence query cut into its steps and the prefix queries Q_1..Q_n."""
+
     steps: tuple
-    prefixes: tuple          # Query Q_k for k = 1..n (the last is the query itself, conditions regrouped)
+    prefixes: tuple  # Query Q_k for k = 1..n (the last is the query itself, conditions regrouped)
 
     @property
     def variables(self) -> tuple:
@@ -79,8 +82,7 @@ def steps_of(query: Query) -> Steps:
     which only the whole sequence fixes: each is a step of its own after the positive ones, the absence."""
     node = query.ast
     if (node.strategy or "ALL") != "ALL":
-        raise QueryError.at(node, f"partial matches are defined for the ALL strategy, not {node.strategy}",
-                            query.text)
+        raise QueryError.at(node, f"partial matches are defined for the ALL strategy, not {node.strategy}", query.text)
     if node.consume not in (None, "NONE"):
         raise QueryError.at(node, "partial matches are not defined with CONSUME BY", query.text)
     conds = list(A.conjuncts(node.where))
@@ -88,7 +90,7 @@ def steps_of(query: Query) -> Steps:
     while isinstance(pattern, A.Filter):
         conds += A.conjuncts(pattern.cond)
         pattern = pattern.pattern
-    entries = []             # (item of the sequence, its Step)
+    entries = []  # (item of the sequence, its Step)
     for item in pattern.items if isinstance(pattern, A.Seq) else (pattern,):
         if isinstance(item, A.Expr):
             conds += A.conjuncts(item)
@@ -101,22 +103,28 @@ def steps_of(query: Query) -> Steps:
             atom = item.item
             entries.append((item, Step(atom.var or f"!{atom.type or 'ANY'}", atom.type, "absence")))
         else:
-            what = "a step without a variable" if isinstance(item, A.Atom) else "a sequence of steps (T x ; U+ y ; " \
-                "!V z ; ...) whose iterations filter only their own variable"
-            raise QueryError.at(item if isinstance(item, A.Node) else node,
-                                f"partial matches need {what}: each step an event type and a variable", query.text)
+            what = (
+                "a step without a variable"
+                if isinstance(item, A.Atom)
+                else "a sequence of steps (T x ; U+ y ; !V z ; ...) whose iterations filter only their own variable"
+            )
+            raise QueryError.at(
+                item if isinstance(item, A.Node) else node,
+                f"partial matches need {what}: each step an event type and a variable",
+                query.text,
+            )
     positive = [i for i, (_, step) in enumerate(entries) if step.kind != "absence"]
     if not positive:
         raise QueryError.at(node, "partial matches need a positive step", query.text)
     edges = [i for i, (_, step) in enumerate(entries) if step.kind == "absence" and not positive[0] < i < positive[-1]]
-    order = positive + sorted(edges, key=lambda i: (i > positive[-1], i))   # the positive steps, then absences
+    order = positive + sorted(edges, key=lambda i: (i > positive[-1], i))  # the positive steps, then absences
     if len(order) < 2:
         raise QueryError.at(node, "partial matches need a sequence of at least two steps", query.text)
     prefixes = []
     for k in range(1, len(order) + 1):
         taken = set(order[:k])
         known = {entries[i][1].var for i in taken}
-        for i, (item, step) in enumerate(entries):        # the middle negations this prefix can hold
+        for i, (item, step) in enumerate(entries):  # the middle negations this prefix can hold
             if i in taken or step.kind != "absence" or i in edges or not any(j > i for j in taken & set(positive)):
                 continue
             related = {v for c in conds if step.var in A.variables_in(c) for v in A.variables_in(c)} - {step.var}
@@ -125,8 +133,12 @@ def steps_of(query: Query) -> Steps:
         known = {entries[i][1].var for i in taken}
         kept = tuple(c for c in conds if set(A.variables_in(c)) <= known)
         items = tuple(entries[i][0] for i in sorted(taken))
-        ast = A.QueryNode(pattern=A.Seq(items) if len(items) > 1 else items[0], where=A.conjoin(kept),
-                          within=node.within, partition_by=node.partition_by)
+        ast = A.QueryNode(
+            pattern=A.Seq(items) if len(items) > 1 else items[0],
+            where=A.conjoin(kept),
+            within=node.within,
+            partition_by=node.partition_by,
+        )
         prefixes.append(Query(ast, hierarchy=query.hierarchy))
     return Steps(tuple(entries[i][1] for i in order), tuple(prefixes))
 
@@ -162,7 +174,7 @@ def partial_table(steps: Steps, found: list, times: np.ndarray) -> pd.DataFrame:
     an iteration; null where not reached), ``timed_out``. One row per candidate that did not complete, by
     start."""
     n = len(steps.steps)
-    best: dict = {}            # start -> (step, earliest positions, their bindings)
+    best: dict = {}  # start -> (step, earliest positions, their bindings)
     for k, matches in enumerate(found, start=1):
         for positions, bindings in matches:
             start = _start(bindings)
@@ -187,9 +199,14 @@ def partial_table(steps: Steps, found: list, times: np.ndarray) -> pd.DataFrame:
         rows.append(row)
     columns = ["start", "step", "stopped_before", *steps.bound, "timed_out"]
     table = pd.DataFrame(rows, columns=columns)
-    return table.astype({"start": "int64", "step": "int64", "timed_out": bool,
-                         **{s.var: "Int64" if s.kind == "event" else object for s in steps.steps
-                            if s.kind != "absence"}})
+    return table.astype(
+        {
+            "start": "int64",
+            "step": "int64",
+            "timed_out": bool,
+            **{s.var: "Int64" if s.kind == "event" else object for s in steps.steps if s.kind != "absence"},
+        }
+    )
 
 
 def funnel_table(steps: Steps, found: list) -> pd.DataFrame:
@@ -198,10 +215,12 @@ def funnel_table(steps: Steps, found: list) -> pd.DataFrame:
     candidates."""
     starts = [{_start(bindings) for _, bindings in matches} for matches in found]
     first = len(starts[0]) or 1
-    return pd.DataFrame({
-        "step": range(1, len(steps.steps) + 1),
-        "variable": steps.variables,
-        "type": [s.label for s in steps.steps],
-        "candidates": [len(s) for s in starts],
-        "share": [len(s) / first for s in starts],
-    })
+    return pd.DataFrame(
+        {
+            "step": range(1, len(steps.steps) + 1),
+            "variable": steps.variables,
+            "type": [s.label for s in steps.steps],
+            "candidates": [len(s) for s in starts],
+            "share": [len(s) / first for s in starts],
+        }
+    )

@@ -1,6 +1,7 @@
 """``cepkit.partial_matches`` and ``cepkit.funnel``: what a sequence query reached where it did not complete
 (the definition: ``cepkit.runtime.partial``). Each prefix query runs on the engine asked for, over the
 stream built once."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -21,16 +22,32 @@ def _prefix_matches(query, events, engine: str, hierarchy, type, ts, options) ->
     return steps, prefix_matches(steps, stream, engine, options), stream
 
 
-def progress(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
-             ts: Optional[str] = None, **options) -> tuple:
+def progress(
+    query,
+    events,
+    engine: str = "auto",
+    hierarchy=None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> tuple:
     """(``funnel(...)``, ``partial_matches(...)``) from one run of the prefix queries (the Workbench's
     Funnel tab shows both)."""
     steps, found, stream = _prefix_matches(query, events, engine, hierarchy, type, ts, options)
     return funnel_table(steps, found), partial_table(steps, found, stream.times)
 
 
-def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
-                    ts: Optional[str] = None, **options) -> pd.DataFrame:
+def partial_matches(
+    query,
+    events,
+    engine: str = "auto",
+    hierarchy=None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> pd.DataFrame:
     """The candidates of a sequence query that did not complete: one row per event that starts the
     sequence without starting a match, with the step it reached, the step it stopped before, the bindings
     of the earliest way it got there and whether the stream went past its window (``timed_out``).
@@ -95,8 +112,16 @@ def partial_matches(query, events, engine: str = "auto", hierarchy=None, *, type
     return partial_table(steps, found, stream.times)
 
 
-def funnel(query, events, engine: str = "auto", hierarchy=None, *, type: Optional[str] = None,
-           ts: Optional[str] = None, **options) -> pd.DataFrame:
+def funnel(
+    query,
+    events,
+    engine: str = "auto",
+    hierarchy=None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> pd.DataFrame:
     """Per step of a sequence query, how many candidates (events that can start it) got at least that far
     within the window: the last row counts those that completed.
 

@@ -1,5 +1,6 @@
 """Making many Python objects from arrays at once: tuples and lists of rows, ints shared where values
 repeat, and the cyclic garbage collector paused meanwhile."""
+
 from __future__ import annotations
 
 import contextlib

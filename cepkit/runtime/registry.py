@@ -10,6 +10,7 @@ The registry is a leaf: it imports no engine. The built-in engines are named in 
 its engine with ``register`` when imported); ``registered()`` imports them all. A new built-in engine is
 a module that calls ``register`` and a line in that table.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -28,8 +29,8 @@ DISORDER_MODES = ("reject", "kslack", "conservative", "aggressive")
 class IncrementalPlan(ABC):
     """Push events one at a time; get the matches that became final."""
 
-    answers_at_close = False    # True: matches only come out of ``close`` (the out-of-order layer then
-                                # re-evaluates nothing before the stream is complete)
+    answers_at_close = False  # True: matches only come out of ``close`` (the out-of-order layer then
+    # re-evaluates nothing before the stream is complete)
 
     @abstractmethod
     def push(self, event) -> list:
@@ -84,10 +85,10 @@ class Plan(ABC):
 
 class Engine(ABC):
     name: str = ""
-    rank: int = 100                           # engine="auto" prefers lower ranks
-    features: frozenset = frozenset()         # query features supported (cepkit.lang.FEATURES)
-    disorder: frozenset = frozenset({"reject"})   # out-of-order modes: its own, or through runtime.disorder
-    options: frozenset = frozenset()          # keyword options accepted besides disorder (and k, max_delay)
+    rank: int = 100  # engine="auto" prefers lower ranks
+    features: frozenset = frozenset()  # query features supported (cepkit.lang.FEATURES)
+    disorder: frozenset = frozenset({"reject"})  # out-of-order modes: its own, or through runtime.disorder
+    options: frozenset = frozenset()  # keyword options accepted besides disorder (and k, max_delay)
     description: str = ""
 
     def runs_disorder(self, query: Query, mode: str) -> bool:
@@ -142,7 +143,7 @@ def get_engine(name: str) -> Engine:
 def _load_builtin(name: str) -> None:
     module = BUILTIN_ENGINES.get(name)
     if module is not None and name not in _REGISTRY:
-        importlib.import_module(module)     # the module registers its engine
+        importlib.import_module(module)  # the module registers its engine
 
 
 def query_requirements(query: Query, options: dict) -> dict:

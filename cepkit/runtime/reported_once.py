@@ -1,4 +1,5 @@
 """The RETURN keys an incremental matcher has reported (docs/language.md §10.2)."""
+
 from __future__ import annotations
 
 import collections
@@ -19,8 +20,8 @@ class ReportedOnce:
 
     def __init__(self, window_seconds: Optional[float] = None):
         self.window = window_seconds
-        self.keys: dict = {}                        # key -> time of its report
-        self.order: collections.deque = collections.deque()   # (time, key) in report order
+        self.keys: dict = {}  # key -> time of its report
+        self.order: collections.deque = collections.deque()  # (time, key) in report order
 
     def unreported(self, found: list, now: Optional[float]) -> list:
         """The matches of ``found`` not reported yet, remembered as reported at ``now`` (the pushed event's

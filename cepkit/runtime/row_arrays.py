@@ -1,11 +1,12 @@
 """Rows held as arrays (CSR: ``offsets`` and flat ``values``, row i being
 ``values[offsets[i]:offsets[i + 1]]``): gathering rows, padding them into a matrix, and packing integer sort
 keys into few words so that one ``argsort`` or a short ``lexsort`` orders many rows."""
+
 from __future__ import annotations
 
 import numpy as np
 
-SLICE = 1 << 18     # rows read at once where a pass over all the rows needs arrays of its own
+SLICE = 1 << 18  # rows read at once where a pass over all the rows needs arrays of its own
 
 
 def gather(offsets: np.ndarray, rows: np.ndarray) -> tuple:
@@ -28,10 +29,10 @@ def padded(offsets: np.ndarray, values: np.ndarray, fill: int) -> np.ndarray:
     lengths = offsets[1:] - offsets[:-1]
     width = int(lengths.max(initial=0))
     if n and (lengths == width).all():
-        return values[offsets[0]:offsets[-1]].reshape(n, width)
+        return values[offsets[0] : offsets[-1]].reshape(n, width)
     out = np.full((n, width), fill, np.int64)
     rows = np.repeat(np.arange(n), lengths)
-    out[rows, np.arange(len(rows)) - np.repeat(offsets[:-1] - offsets[0], lengths)] = values[offsets[0]:offsets[-1]]
+    out[rows, np.arange(len(rows)) - np.repeat(offsets[:-1] - offsets[0], lengths)] = values[offsets[0] : offsets[-1]]
     return out
 
 
@@ -47,8 +48,11 @@ def sort_words(first: np.ndarray, rest: np.ndarray) -> list:
     # each column made contiguous once (a wide matrix's columns are strided): later passes read it fast
     columns = [(first, int(first.min()), int(first.max()))]
     columns += [(col, int(lows[j]), int(highs[j])) for col, j in zip(rest.T[varying], varying)]
-    columns = [c for k, c in enumerate(columns)
-               if c[1] < c[2] and not (k and c[0][0] == first[0] and np.array_equal(c[0], first))]
+    columns = [
+        c
+        for k, c in enumerate(columns)
+        if c[1] < c[2] and not (k and c[0][0] == first[0] and np.array_equal(c[0], first))
+    ]
     words, word, span = [], None, 1
     for col, low, high in columns:
         width = high - low + 1
@@ -92,4 +96,4 @@ def every(array: np.ndarray, test) -> bool:
     """Whether ``test(part).all()`` for each part of ``array`` (along its first axis), a few MB at a time:
     no boolean array as long as ``array``."""
     step = max(1, (1 << 20) // max(1, array[:1].size))
-    return all(bool(test(array[start:start + step]).all()) for start in range(0, len(array), step))
+    return all(bool(test(array[start : start + step]).all()) for start in range(0, len(array), step))

@@ -1,6 +1,7 @@
 """``engine=``: the engine that runs a query (by name, or ``"auto"``: the best-ranked one that supports
 everything the query uses), its options checked, its plan put behind the out-of-order layer
 (``cepkit.runtime.disorder``) when it does not run the requested mode itself."""
+
 from __future__ import annotations
 
 from ..errors import QueryError
@@ -18,8 +19,9 @@ def select_engine(query: Query, name: str, options: dict) -> tuple:
         if missing:
             feature = missing[0]
             others = [e.name for e in engines_supporting(required)]
-            raise QueryError.at(required[feature], f"engine {engine.name!r} does not support {feature}",
-                                query.text, engines=others)
+            raise QueryError.at(
+                required[feature], f"engine {engine.name!r} does not support {feature}", query.text, engines=others
+            )
         _check_options(engine, options)
         return engine, _compile(engine, query, options)
     first_error = None
@@ -31,8 +33,9 @@ def select_engine(query: Query, name: str, options: dict) -> tuple:
             first_error = first_error or err
     if first_error is not None:
         raise first_error
-    raise QueryError.at(query.ast, "no engine supports this combination of features: " + ", ".join(required),
-                        query.text)
+    raise QueryError.at(
+        query.ast, "no engine supports this combination of features: " + ", ".join(required), query.text
+    )
 
 
 def _compile(engine: Engine, query: Query, options: dict) -> Plan:
@@ -49,5 +52,7 @@ def _check_options(engine: Engine, options: dict) -> None:
     accepted = set(engine.options) | ({"k", "max_delay"} if len(engine.disorder) > 1 else set())
     unknown = set(options) - accepted - {"disorder"}
     if unknown:
-        raise TypeError(f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-                        f"it takes: {', '.join(sorted(accepted)) or 'none'}")
+        raise TypeError(
+            f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
+            f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+        )

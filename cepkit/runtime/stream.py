@@ -12,6 +12,7 @@ them all once and keeps them), with their null attributes left out, so an event'
 exactly the fields it has. Engines that walk events one by one read that view; the columnar engines
 read ``type_codes``, ``times`` and ``column(name)``.
 """
+
 from __future__ import annotations
 
 import math
@@ -66,23 +67,31 @@ class Stream:
         times = np.fromiter((e.time for e in events), dtype=float, count=len(events))
         codes, names = pd.factorize(np.fromiter(types, dtype=object, count=len(types)))
         positions = np.fromiter((e.position for e in events), dtype=np.int64, count=len(events))
-        self._init(codes, names, times, pd.Series(ts, dtype=object), positions,
-                   {name: AttributeColumn.of_values(values) for name, values in attrs.items()}, ts_is_datetime)
+        self._init(
+            codes,
+            names,
+            times,
+            pd.Series(ts, dtype=object),
+            positions,
+            {name: AttributeColumn.of_values(values) for name, values in attrs.items()},
+            ts_is_datetime,
+        )
         self.__dict__["events"] = events
 
-    def _init(self, codes, names, times, ts, positions, attrs: dict, ts_is_datetime: bool, declared=(),
-              frame=None) -> None:
-        self.type_codes = codes.astype(np.int32, copy=False)   # code of each event's type
-        self.type_names = list(names)                          # the type of each code
-        self.times = times                                     # seconds, float64
-        self._ts = ts                                          # ts as given (a Series), None: the position
-        if isinstance(positions, (int, np.integer)):          # consecutive from there: made when read
+    def _init(
+        self, codes, names, times, ts, positions, attrs: dict, ts_is_datetime: bool, declared=(), frame=None
+    ) -> None:
+        self.type_codes = codes.astype(np.int32, copy=False)  # code of each event's type
+        self.type_names = list(names)  # the type of each code
+        self.times = times  # seconds, float64
+        self._ts = ts  # ts as given (a Series), None: the position
+        if isinstance(positions, (int, np.integer)):  # consecutive from there: made when read
             self._first_position: int | None = int(positions)
         else:
             self._first_position = None
-            self.positions = positions                         # int64
-        self._attrs = attrs                                    # name -> AttributeColumn
-        self._declared = tuple(declared)                       # attribute columns of the source frame
+            self.positions = positions  # int64
+        self._attrs = attrs  # name -> AttributeColumn
+        self._declared = tuple(declared)  # attribute columns of the source frame
         self._frame = frame
         self._type_masks: dict = {}
         self.ts_is_datetime = bool(ts_is_datetime)
@@ -135,11 +144,20 @@ class Stream:
     def from_arrow(cls, table, first_position: int = 0) -> "Stream":
         """A pyarrow Table or RecordBatch: integer and boolean columns with nulls keep their kind."""
         import pyarrow as pa
-        nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
-                    pa.int64(): pd.Int64Dtype(), pa.uint8(): pd.UInt8Dtype(), pa.uint16(): pd.UInt16Dtype(),
-                    pa.uint32(): pd.UInt32Dtype(), pa.uint64(): pd.UInt64Dtype(), pa.bool_(): pd.BooleanDtype()}
+
+        nullable = {
+            pa.int8(): pd.Int8Dtype(),
+            pa.int16(): pd.Int16Dtype(),
+            pa.int32(): pd.Int32Dtype(),
+            pa.int64(): pd.Int64Dtype(),
+            pa.uint8(): pd.UInt8Dtype(),
+            pa.uint16(): pd.UInt16Dtype(),
+            pa.uint32(): pd.UInt32Dtype(),
+            pa.uint64(): pd.UInt64Dtype(),
+            pa.bool_(): pd.BooleanDtype(),
+        }
         names = list(table.schema.names)
-        if len(set(names)) < len(names):     # to_pandas would merge them silently
+        if len(set(names)) < len(names):  # to_pandas would merge them silently
             _duplicates(pd.Index(names), first_position)
         return cls.from_frame(table.to_pandas(types_mapper=nullable.get), first_position)
 
@@ -149,12 +167,11 @@ class Stream:
         columns = frame.columns
         _duplicates(columns, first_position)
         if "type" not in columns:
-            raise EventError(first_position, "type",
-                             f"the DataFrame has no 'type' column (columns: {list(columns)})")
+            raise EventError(first_position, "type", f"the DataFrame has no 'type' column (columns: {list(columns)})")
         n = len(frame)
         codes, names = frame_types(frame["type"], first_position)
         if "ts" in columns:
-            ts = frame["ts"]            # read by place (``iloc``) only: its index need not be reset (a copy)
+            ts = frame["ts"]  # read by place (``iloc``) only: its index need not be reset (a copy)
             times, is_dt = frame_seconds(ts, first_position)
         else:
             ts, times, is_dt = None, np.arange(first_position, first_position + n, dtype=float), False
@@ -191,15 +208,30 @@ class Stream:
                         column = attrs[name] = [None] * n
                     column[i] = v
         codes, names = pd.factorize(np.fromiter(types, dtype=object, count=n))
-        return cls._of_columns(codes, names, seconds, pd.Series(ts, dtype=object), first_position,
-                               {name: AttributeColumn.of_values(values) for name, values in attrs.items()}, bool(kind))
+        return cls._of_columns(
+            codes,
+            names,
+            seconds,
+            pd.Series(ts, dtype=object),
+            first_position,
+            {name: AttributeColumn.of_values(values) for name, values in attrs.items()},
+            bool(kind),
+        )
 
     def numbered(self, positions) -> "Stream":
         """The same events at ``positions`` (increasing): numbered by a caller that feeds an engine a part of
         a larger stream (a Spark key's ranks). Without a ts column the ts are these positions."""
-        return Stream._of_columns(self.type_codes, self.type_names, self.times, self._ts,
-                                  np.asarray(positions, np.int64), self._attrs, self.ts_is_datetime, self._declared,
-                                  self._frame)
+        return Stream._of_columns(
+            self.type_codes,
+            self.type_names,
+            self.times,
+            self._ts,
+            np.asarray(positions, np.int64),
+            self._attrs,
+            self.ts_is_datetime,
+            self._declared,
+            self._frame,
+        )
 
     def take(self, index) -> "Stream":
         """The events at ``index`` (indices into this stream, a mask, or a slice: its columns are then
@@ -211,9 +243,16 @@ class Stream:
             if index.dtype == bool:
                 index = picked = np.flatnonzero(index)
         ts = None if self._ts is None else self._ts.iloc[index].reset_index(drop=True)
-        stream = Stream._of_columns(self.type_codes[index], self.type_names, self.times[index], ts,
-                                    self.position_of(picked), {k: c.take(index) for k, c in self._attrs.items()},
-                                    self.ts_is_datetime, self._declared)
+        stream = Stream._of_columns(
+            self.type_codes[index],
+            self.type_names,
+            self.times[index],
+            ts,
+            self.position_of(picked),
+            {k: c.take(index) for k, c in self._attrs.items()},
+            self.ts_is_datetime,
+            self._declared,
+        )
         if "events" in self.__dict__:
             events = self.__dict__["events"]
             stream.__dict__["events"] = [events[i] for i in picked.tolist()]
@@ -234,21 +273,29 @@ class Stream:
         names = list(code_of)
         recode = np.asarray([code_of[t] for t in other.type_names], dtype=np.int32)
         codes = np.concatenate([self.type_codes, recode[other.type_codes] if len(recode) else other.type_codes])
-        attrs = {name: self.column(name).followed_by(other.column(name))
-                 for name in dict.fromkeys(self.attributes + other.attributes)}
-        if self._ts is None and other._ts is None:     # both: the ts are the positions, which are kept
+        attrs = {
+            name: self.column(name).followed_by(other.column(name))
+            for name in dict.fromkeys(self.attributes + other.attributes)
+        }
+        if self._ts is None and other._ts is None:  # both: the ts are the positions, which are kept
             ts = None
-        else:       # (numpy's concatenation: pandas' costs ~10x more on a micro-batch)
+        else:  # (numpy's concatenation: pandas' costs ~10x more on a micro-batch)
             first, second = self._ts_values(), other._ts_values()
             if isinstance(first, pd.api.extensions.ExtensionArray) and first.dtype == second.dtype:
                 # tz-aware datetimes: as numpy they would be an object array of Timestamps (7 s per 1M)
                 ts = pd.concat([pd.Series(first), pd.Series(second)], ignore_index=True)
             else:
                 ts = pd.Series(np.concatenate([np.asarray(first), np.asarray(second)]), copy=False)
-        return Stream._of_columns(codes, names, np.concatenate([self.times, other.times]), ts,
-                                  np.concatenate([self.position_of(np.arange(len(self))),
-                                                  other.position_of(np.arange(len(other)))]),
-                                  attrs, self.ts_is_datetime, dict.fromkeys(self._declared + other._declared))
+        return Stream._of_columns(
+            codes,
+            names,
+            np.concatenate([self.times, other.times]),
+            ts,
+            np.concatenate([self.position_of(np.arange(len(self))), other.position_of(np.arange(len(other)))]),
+            attrs,
+            self.ts_is_datetime,
+            dict.fromkeys(self._declared + other._declared),
+        )
 
     def _ts_values(self) -> np.ndarray:
         """The ts as given (the positions where the stream has no ts column)."""
@@ -304,8 +351,9 @@ class Stream:
             start, stop, step = rows.indices(len(self))
             positions = list(range(self._first_position + start, self._first_position + stop, step))
         ts = positions if self._ts is None else self._ts.iloc[rows].tolist()
-        fields = [(name, column.values[rows].tolist(), column.null[rows].tolist())
-                  for name, column in self._attrs.items()]
+        fields = [
+            (name, column.values[rows].tolist(), column.null[rows].tolist()) for name, column in self._attrs.items()
+        ]
         attrs: list[dict] = [{} for _ in codes]
         for name, values, null in fields:
             for held, value, missing in zip(attrs, values, null):
@@ -317,8 +365,7 @@ class Stream:
     @cached_property
     def types(self) -> np.ndarray:
         """The type of each event (an object array)."""
-        return np.asarray(self.type_names, dtype=object)[self.type_codes] if len(self) else \
-            np.zeros(0, dtype=object)
+        return np.asarray(self.type_names, dtype=object)[self.type_codes] if len(self) else np.zeros(0, dtype=object)
 
     def type_in(self, types) -> np.ndarray:
         """Whether each event's type is one of ``types`` (kept: engines ask the same question often)."""
@@ -326,7 +373,7 @@ class Stream:
         found = self._type_masks.get(types)
         if found is None:
             codes = [k for k, name in enumerate(self.type_names) if name in types]
-            if not codes:           # (zeros are pages the system maps when written, and they never are)
+            if not codes:  # (zeros are pages the system maps when written, and they never are)
                 found = np.zeros(len(self), dtype=bool)
             elif len(codes) == 1:
                 found = self.type_codes == codes[0]
@@ -351,8 +398,9 @@ class Stream:
         """The events as a DataFrame (type, ts, attributes), in arrival order."""
         if self._frame is None:
             ts = pd.Series(self.positions) if self._ts is None else self._ts
-            self._frame = pd.DataFrame({"type": self.types, "ts": ts.to_numpy(),
-                                        **{k: c.objects() for k, c in self._attrs.items()}})
+            self._frame = pd.DataFrame(
+                {"type": self.types, "ts": ts.to_numpy(), **{k: c.objects() for k, c in self._attrs.items()}}
+            )
         elif not isinstance(self._frame.index, pd.RangeIndex) or self._frame.index.start != 0:
             self._frame = self._frame.reset_index(drop=True)
         return self._frame
@@ -370,10 +418,13 @@ class Stream:
         index = self.first_disorder()
         if index is not None:
             earlier = int(np.argmax(self.times[:index] > self.times[index]))
-            raise EventError(int(self.position_of(index)), "ts",
-                             f"the stream is out of order: ts {self[index].ts!r} comes after ts "
-                             f"{self[earlier].ts!r} at position {int(self.position_of(earlier))}; sort it, or "
-                             "choose an out-of-order mode with disorder=")
+            raise EventError(
+                int(self.position_of(index)),
+                "ts",
+                f"the stream is out of order: ts {self[index].ts!r} comes after ts "
+                f"{self[earlier].ts!r} at position {int(self.position_of(earlier))}; sort it, or "
+                "choose an out-of-order mode with disorder=",
+            )
 
     def logical_order(self) -> list:
         """Indices sorted by (time, index): the order sequence and windows use (docs/language.md §10.1)."""
@@ -429,13 +480,15 @@ class Stream:
             try:
                 hash(value)
             except TypeError:
-                raise EventError(int(self.position_of(i)), name,
-                                 f"PARTITION BY needs values that can be keys, got {type(value).__name__} "
-                                 f"{short_repr(value)}") from None
+                raise EventError(
+                    int(self.position_of(i)),
+                    name,
+                    f"PARTITION BY needs values that can be keys, got {type(value).__name__} {short_repr(value)}",
+                ) from None
 
 
 def _duplicates(columns: pd.Index, first_position: int) -> None:
-    if columns.is_unique:       # (cached by the Index, which a micro-batch's slice shares with its frame)
+    if columns.is_unique:  # (cached by the Index, which a micro-batch's slice shares with its frame)
         return
     twice = columns[columns.duplicated()]
     if len(twice):

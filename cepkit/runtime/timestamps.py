@@ -1,5 +1,6 @@
 """An event's ts as seconds: numbers and datetimes (one kind per stream), validated one by one or a
 DataFrame column at a time, a bad one named by its position (``EventError``)."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -17,9 +18,10 @@ def to_seconds(value, position: int) -> tuple:
     if value is None or isinstance(value, (bool, np.bool_)):
         raise EventError(position, "ts", f"expected a number or a datetime, got {value!r}")
     if isinstance(value, str):
-        from .columns import text_time     # (a text ts: a number or a date, as the dict gave it)
+        from .columns import text_time  # (a text ts: a number or a date, as the dict gave it)
+
         value = text_time(value, position)
-    if isinstance(value, (_dt.date, np.datetime64)):     # datetime, date, pd.Timestamp, NaT
+    if isinstance(value, (_dt.date, np.datetime64)):  # datetime, date, pd.Timestamp, NaT
         try:
             stamp = pd.Timestamp(value)
         except (ValueError, OverflowError) as err:
@@ -29,8 +31,9 @@ def to_seconds(value, position: int) -> tuple:
         if stamp.tzinfo is None:
             stamp = stamp.tz_localize("UTC")
         return stamp.timestamp(), True
-    if isinstance(value, (int, float, Decimal, np.integer, np.floating)) or \
-            (hasattr(value, "__float__") and not isinstance(value, (complex, np.complexfloating, str))):
+    if isinstance(value, (int, float, Decimal, np.integer, np.floating)) or (
+        hasattr(value, "__float__") and not isinstance(value, (complex, np.complexfloating, str))
+    ):
         try:
             seconds = float(value)
         except (OverflowError, TypeError, ValueError):
@@ -50,8 +53,9 @@ def short_repr(value) -> str:
 
 def mixing_error(position: int, is_datetime: bool) -> EventError:
     now, before = ("a datetime", "numbers") if is_datetime else ("a number", "datetimes")
-    return EventError(position, "ts", f"ts is {now} but earlier ts are {before}: one stream's ts are all numbers "
-                                      "or all datetimes")
+    return EventError(
+        position, "ts", f"ts is {now} but earlier ts are {before}: one stream's ts are all numbers or all datetimes"
+    )
 
 
 def seconds_of_values(values: list, first_position: int) -> tuple:
@@ -92,7 +96,8 @@ def frame_seconds(col: pd.Series, first_position: int) -> tuple:
             reason = "ts is missing (NaN)" if np.isnan(seconds[i]) else f"ts must be finite, got {seconds[i]!r}"
             raise EventError(first_position + i, "ts", reason)
         return seconds, False
-    from .columns import is_text, text_times       # (a text ts, as read_csv gives it)
+    from .columns import is_text, text_times  # (a text ts, as read_csv gives it)
+
     if is_text(col):
         return frame_seconds(text_times(col, "ts", first_position), first_position)
     return seconds_of_values(col.tolist(), first_position)

@@ -1,5 +1,6 @@
 """The type column of a stream as int32 codes into the list of type names, a slice at a time, a bad
 type named by its position (``EventError``)."""
+
 from __future__ import annotations
 
 import ctypes
@@ -11,8 +12,8 @@ import pandas as pd
 
 from ..errors import EventError
 
-FACTORIZE_ROWS = 1 << 20     # rows factorized at once: pandas' codes are int64, the stream keeps int32
-FEW_OBJECTS = 4096           # distinct objects in a slice up to which they are merged by value one by one
+FACTORIZE_ROWS = 1 << 20  # rows factorized at once: pandas' codes are int64, the stream keeps int32
+FEW_OBJECTS = 4096  # distinct objects in a slice up to which they are merged by value one by one
 
 
 def factorized_types(values) -> tuple:
@@ -31,7 +32,7 @@ def factorized_types(values) -> tuple:
         addresses = _addresses(values)
         numbering = _address_numbering()
     codes = np.empty(len(values), np.int32)
-    known: dict = {}                # type -> its code
+    known: dict = {}  # type -> its code
     for start in range(0, len(values), FACTORIZE_ROWS):
         stop = min(start + FACTORIZE_ROWS, len(values))
         part, uniques, in_place = codes[start:stop], None, False
@@ -42,14 +43,14 @@ def factorized_types(values) -> tuple:
             else:
                 part, firsts = pd.factorize(addresses[start:stop])
                 complete = len(firsts) <= FEW_OBJECTS
-            if complete:           # (``values`` holds the objects: their addresses stay theirs)
+            if complete:  # (``values`` holds the objects: their addresses stay theirs)
                 uniques = [ctypes.cast(int(a), ctypes.py_object).value for a in firsts.tolist()]
         if uniques is None:
             part, uniques = pd.factorize(values[start:stop])
         ids = [known.setdefault(u, len(known)) if isinstance(u, str) else -1 for u in uniques]
         if in_place and ids == list(range(len(ids))):
-            continue               # numbered in place, as the whole column numbers them
-        codes[start:stop] = np.array(ids + [-1], dtype=np.int32)[part]    # (-1, a null, reads the last -1)
+            continue  # numbered in place, as the whole column numbers them
+        codes[start:stop] = np.array(ids + [-1], dtype=np.int32)[part]  # (-1, a null, reads the last -1)
     return codes, list(known)
 
 
@@ -88,7 +89,7 @@ def _address_numbering():
     """``_number_addresses`` compiled, or None without numba (the ``fast`` extra) or with its JIT off."""
     try:
         import numba
-    except ImportError:   # pragma: no cover - numba is in the dev/bench/fast extras
+    except ImportError:  # pragma: no cover - numba is in the dev/bench/fast extras
         return None
     if numba.config.DISABLE_JIT:
         return None
@@ -99,9 +100,16 @@ def _addresses(values: np.ndarray) -> np.ndarray:
     """The addresses of an object array's items: a read-only intp view of its references, strides and
     all (it holds ``values``, so each address stays its object's). An array interface, not a ctypes
     array: ctypes keeps a new array type for every length it is asked for."""
-    holder = SimpleNamespace(values=values, __array_interface__={
-        "data": (values.ctypes.data, True), "shape": values.shape, "strides": values.strides,
-        "typestr": np.dtype(np.intp).str, "version": 3})
+    holder = SimpleNamespace(
+        values=values,
+        __array_interface__={
+            "data": (values.ctypes.data, True),
+            "shape": values.shape,
+            "strides": values.strides,
+            "typestr": np.dtype(np.intp).str,
+            "version": 3,
+        },
+    )
     return np.asarray(holder)
 
 
@@ -111,7 +119,7 @@ def frame_types(col: pd.Series, first_position: int) -> tuple:
     if isinstance(col.dtype, pd.CategoricalDtype):
         codes, names = col.cat.codes.to_numpy(), list(col.cat.categories)
         bad_codes = [k for k, name in enumerate(names) if not isinstance(name, str)]
-    else:   # (an Arrow-backed string column is dictionary-encoded by Arrow, not turned into objects)
+    else:  # (an Arrow-backed string column is dictionary-encoded by Arrow, not turned into objects)
         codes, names = factorized_types(col.to_numpy() if isinstance(col.dtype, np.dtype) else col.array)
     bad = codes < 0
     if bad_codes:

@@ -19,6 +19,7 @@ outside its iteration, to the tuple of its indices in order. The rules:
 - Ordering values that cannot be ordered (a string against a number) is an ``EventError`` naming the
   event and attribute.
 """
+
 from __future__ import annotations
 
 import itertools

@@ -25,6 +25,7 @@ position held or copied by a derivation is one, and so is each check and compari
 ``BudgetExhausted``. The walks are loops, not recursion, so long chains and long iterations never reach
 Python's recursion limit.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -57,12 +58,13 @@ class Derivation:
     """How ``node`` matches: positions C (logical indices), bindings β (var -> index or tuple), and the
     sub-derivations (Seq/And: one per generating item, in item order; Or/Filter/Strategy: one; Plus:
     one per iteration; Atom: none)."""
+
     node: A.Pattern
     positions: frozenset
     bindings: Mapping
     parts: tuple = ()
-    first: int = field(init=False)   # min C
-    last: int = field(init=False)    # max C
+    first: int = field(init=False)  # min C
+    last: int = field(init=False)  # max C
 
     def __post_init__(self):
         object.__setattr__(self, "first", min(self.positions))
@@ -85,8 +87,8 @@ class Deriver(A.Visitor):
     def __init__(self, stream: Substream, hierarchy=None, budget: Optional[int] = SEARCH_BUDGET):
         self.stream = stream
         self.hierarchy = hierarchy
-        self.budget = budget          # None: no limit
-        self.spent = 0                # steps so far: positions held or copied by derivations, and phase 2's checks
+        self.budget = budget  # None: no limit
+        self.spent = 0  # steps so far: positions held or copied by derivations, and phase 2's checks
         self._memo: dict = {}
         self._closed: dict = {}
 
@@ -121,13 +123,19 @@ class Deriver(A.Visitor):
             return False
         if pattern_type is None or pattern_type == event_type:
             return True
-        return self.hierarchy is not None and self.hierarchy.attribute is None and \
-            self.hierarchy.matches(pattern_type, event_type)
+        return (
+            self.hierarchy is not None
+            and self.hierarchy.attribute is None
+            and self.hierarchy.matches(pattern_type, event_type)
+        )
 
     def visit_atom(self, node: A.Atom, lo, hi, windowed):
         events = self.stream.events
-        found = [Derivation(node, frozenset((i,)), {node.var: i} if node.var else {})
-                 for i in range(lo, hi) if self.type_matches(node.type, events[i].type)]
+        found = [
+            Derivation(node, frozenset((i,)), {node.var: i} if node.var else {})
+            for i in range(lo, hi)
+            if self.type_matches(node.type, events[i].type)
+        ]
         self.charge(node, len(found))
         return found
 
@@ -140,8 +148,9 @@ class Deriver(A.Visitor):
 
     def _combinations(self, node, lo, hi, windowed, ordered: bool) -> list:
         """One derivation per generating item: each after the previous (SEQ) or on distinct events (AND)."""
-        options = [sorted(self.derive(item, lo, hi, windowed), key=lambda d: d.first)
-                   for item in generating(node.items)]
+        options = [
+            sorted(self.derive(item, lo, hi, windowed), key=lambda d: d.first) for item in generating(node.items)
+        ]
         firsts = [[d.first for d in option] for option in options]
         out = []
         if not options:
@@ -176,13 +185,16 @@ class Deriver(A.Visitor):
             if k + 1 == len(options):
                 self._collect(node, out, _combine(node, chosen + (d,)))
             else:
-                self.charge(node, k + 1)   # a partial combination costs its copy
+                self.charge(node, k + 1)  # a partial combination costs its copy
                 pending.append([chosen + (d,), used | d.positions, *span, start(k + 1, span[1])])
         return out
 
     def visit_or(self, node: A.Or, lo, hi, windowed):
-        return [Derivation(node, d.positions, d.bindings, (d,))
-                for branch in node.items for d in self.derive(branch, lo, hi, windowed)]
+        return [
+            Derivation(node, d.positions, d.bindings, (d,))
+            for branch in node.items
+            for d in self.derive(branch, lo, hi, windowed)
+        ]
 
     def visit_plus(self, node: A.Plus, lo, hi, windowed):
         body = sorted(self.derive(node.pattern, lo, hi, windowed), key=lambda d: d.first)
@@ -239,8 +251,12 @@ def _iterations(node: A.Plus, chain: Optional[Derivation], d: Derivation) -> Der
     body becomes the tuple of its positions across iterations, flattened. Built from the chain's own
     derivation, so a chain of k iterations costs its last one, not k."""
     if chain is None:
-        return Derivation(node, d.positions, {var: value if isinstance(value, tuple) else (value,)
-                                              for var, value in d.bindings.items()}, (d,))
+        return Derivation(
+            node,
+            d.positions,
+            {var: value if isinstance(value, tuple) else (value,) for var, value in d.bindings.items()},
+            (d,),
+        )
     bindings = dict(chain.bindings)
     for var, value in d.bindings.items():
         bindings[var] = bindings.get(var, ()) + (value if isinstance(value, tuple) else (value,))

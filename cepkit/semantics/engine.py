@@ -1,5 +1,6 @@
 """The ``reference`` engine: the reference evaluator behind the engine interface (rank 1000: ``auto``
 picks it only when no other engine can run a query)."""
+
 from __future__ import annotations
 
 from dataclasses import replace

@@ -26,6 +26,7 @@ first + n for ``n EVENTS``), or when the stream is closed; without WITHIN, only 
 strategies and CONSUME BY wait for the matches they compare with. ``ReferencePlan.matcher()``
 re-evaluates the prefix on every push and reports the matches that became final.
 """
+
 from __future__ import annotations
 
 import math
@@ -48,11 +49,12 @@ from .validity import Checker
 @dataclass
 class _Found:
     """A match of one sub-stream, its truth so far, and where it lives."""
+
     derivation: Derivation
     truth: Truth
     partition: tuple
-    events: list       # the sub-stream's events, indexed by the derivation's logical indices
-    ranks: list        # logical index in the sub-stream -> logical index in the whole stream
+    events: list  # the sub-stream's events, indexed by the derivation's logical indices
+    ranks: list  # logical index in the sub-stream -> logical index in the whole stream
 
     @property
     def span(self) -> tuple:
@@ -66,7 +68,7 @@ class Evaluation:
 
     def __init__(self, query: Query, budget: Optional[int] = SEARCH_BUDGET):
         self.query = query
-        self.budget = budget   # positions in derivations per partition (docs/limits.md); None: no limit
+        self.budget = budget  # positions in derivations per partition (docs/limits.md); None: no limit
         # An attribute hierarchy's concepts in conditions mean "the value or any value below it" (docs/language.md §7).
         self.pattern = expand_attribute_concepts(query.scoped, query.hierarchy)
         for strategy, node in self._strategies():
@@ -90,7 +92,7 @@ class Evaluation:
             found += self._evaluate_partition(key, events, members, clock, complete)
         found = self._project(f for f in self._consume(found) if f.truth is True)
         limit = self.query.ast.limit
-        return found if limit is None else found[:limit]     # LIMIT n: the first n in output order
+        return found if limit is None else found[:limit]  # LIMIT n: the first n in output order
 
     def _partitions(self, ordered: list) -> dict:
         """partition key -> logical indices (in the whole stream) of its events; punctuations left out."""
@@ -107,11 +109,14 @@ class Evaluation:
         try:
             selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
         except BudgetExhausted as err:
-            raise QueryError.at(err.node, f"the reference evaluator's search budget is spent: this pattern takes more "
-                                          f"than {err.budget:,} steps over this stream (events held in partial matches, "
-                                          "and checks of them: the reference enumerates them all); run it on another "
-                                          "engine (automaton), on fewer events, or raise budget= (docs/limits.md)",
-                                          self.query.text) from None
+            raise QueryError.at(
+                err.node,
+                f"the reference evaluator's search budget is spent: this pattern takes more "
+                f"than {err.budget:,} steps over this stream (events held in partial matches, "
+                "and checks of them: the reference enumerates them all); run it on another "
+                "engine (automaton), on fewer events, or raise budget= (docs/limits.md)",
+                self.query.text,
+            ) from None
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
     def valid_matches(self, sub: Substream, deriver: Deriver) -> list:
@@ -139,9 +144,10 @@ class Evaluation:
             by_last: dict = {}
             for d, t in matches:
                 by_last.setdefault(d.last, []).append((d, t))
-            return [(d, all3([t, *(not3(rt) for r, rt in by_last[d.last] if beats(strategy, r.positions,
-                                                                                   d.positions))]))
-                    for d, t in matches]
+            return [
+                (d, all3([t, *(not3(rt) for r, rt in by_last[d.last] if beats(strategy, r.positions, d.positions))]))
+                for d, t in matches
+            ]
         return stnm_select(strategy, matches, sub, deriver.type_matches)
 
     def _consume(self, found: list) -> list:
@@ -151,8 +157,9 @@ class Evaluation:
         found = sorted(found, key=lambda f: (f.span[1], sorted(f.ranks[i] for i in f.derivation.positions)))
         for k, f in enumerate(found):
             first, last = f.span
-            earlier = [e for e in found[:k] if first <= e.span[1] < last
-                       and (policy == "ANY" or e.partition == f.partition)]
+            earlier = [
+                e for e in found[:k] if first <= e.span[1] < last and (policy == "ANY" or e.partition == f.partition)
+            ]
             f.truth = all3([f.truth, *(not3(e.truth) for e in earlier)])
         return found
 
@@ -163,14 +170,23 @@ class Evaluation:
         out = {}
         for f in found:
             d, events = f.derivation, f.events
-            bindings = {var: (tuple(events[i].position for i in value) if isinstance(value, tuple)
-                              else (events[value].position,) if var in kleene else events[value].position)
-                        for var, value in d.bindings.items() if select is None or var in select}
+            bindings = {
+                var: (
+                    tuple(events[i].position for i in value)
+                    if isinstance(value, tuple)
+                    else (events[value].position,)
+                    if var in kleene
+                    else events[value].position
+                )
+                for var, value in d.bindings.items()
+                if select is None or var in select
+            }
             if select is None:
                 positions = {events[i].position for i in d.positions}
             else:
-                positions = {p for value in bindings.values()
-                             for p in (value if isinstance(value, tuple) else (value,))}
+                positions = {
+                    p for value in bindings.values() for p in (value if isinstance(value, tuple) else (value,))
+                }
             if positions:
                 match = Match(tuple(sorted(positions)), bindings)
                 out.setdefault(match.key, match)

@@ -29,6 +29,7 @@ them anyway, so only which prefixes block changes: on A1 C2 C3 B4 (PIDs 1 2 1 1)
 {B b})``, ``a.PID = b.PID and b.PID = c.PID``, c2 no longer extends the prefix {a1}, and STNM finds
 {a1, c3, b4} with or without ``PARTITION BY PID``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ STNM_STRATEGIES = ("STNM", "ROBUST_STNM")
 @dataclass(frozen=True)
 class Element:
     """One variable of an SES pattern: its atom, whether it is Kleene (``v+``), and its set's number."""
+
     atom: A.Atom
     kleene: bool
     set_index: int
@@ -55,6 +57,7 @@ class Element:
 class SesShape:
     """A pattern read as ⟨B1 … Bk⟩: its elements and its conditions, each with the variable it is checked
     per event for (a condition inside a ``+``) or None; Θ_eq⁺ − Θ is among them (docs/references.md E11)."""
+
     elements: tuple
     conditions: tuple
 
@@ -67,9 +70,13 @@ def check_stnm_shape(pattern: A.Pattern, query) -> SesShape:
     try:
         return ses_shape(pattern)
     except _NotSes as err:
-        raise QueryError.at(err.node, "STNM and ROBUST_STNM are defined on sequences of sets of events and "
-                                      "Kleene events ([SES] Def 6.1), like SEQ({A a, B+ b}, C c); this "
-                                      "is not one", query.text) from None
+        raise QueryError.at(
+            err.node,
+            "STNM and ROBUST_STNM are defined on sequences of sets of events and "
+            "Kleene events ([SES] Def 6.1), like SEQ({A a, B+ b}, C c); this "
+            "is not one",
+            query.text,
+        ) from None
 
 
 class _NotSes(Exception):
@@ -92,7 +99,7 @@ def ses_shape(pattern: A.Pattern) -> SesShape:
     elements = []
     for k, group in enumerate(sets):
         group = strip(group)
-        for member in (generating(group.items) if isinstance(group, A.And) else [group]):
+        for member in generating(group.items) if isinstance(group, A.And) else [group]:
             member = strip(member)
             if isinstance(member, A.Plus):
                 atom = strip(member.pattern, per_event=_var_of(member.pattern))
@@ -105,7 +112,7 @@ def ses_shape(pattern: A.Pattern) -> SesShape:
                 raise _NotSes(member)
     names = {e.atom.var for e in elements if e.atom.var}
     kleene = {e.atom.var for e in elements if e.kleene and e.atom.var}
-    closure = transitive_equalities((c for c, _ in conditions), kleene, names)   # Θ_eq⁺ − Θ, docs/references.md E11
+    closure = transitive_equalities((c for c, _ in conditions), kleene, names)  # Θ_eq⁺ − Θ, docs/references.md E11
     return SesShape(tuple(elements), tuple(conditions) + tuple((c, None) for c in closure))
 
 
@@ -175,7 +182,7 @@ class _Judge:
         event_type = self.stream.events[e].type
         for k, element in enumerate(self.shape.elements):
             if (not prefix[k] or element.kleene) and self.type_matches(element.atom.type, event_type):
-                yield prefix[:k] + (prefix[k] + (e,),) + prefix[k + 1:]
+                yield prefix[:k] + (prefix[k] + (e,),) + prefix[k + 1 :]
 
     def _prefix_match(self, assign: tuple) -> bool:
         """Whether ``assign`` matches a pattern prefix ⟨B1 … B(m−1), B̂m⟩ (Def 6.1, with Θ̂)."""
@@ -191,8 +198,11 @@ class _Judge:
         used = [i for k in bound for i in assign[k]]
         if not self.stream.fits(min(used), max(used)):
             return False
-        env = {elements[k].atom.var: (assign[k] if elements[k].kleene else assign[k][0])
-               for k in bound if elements[k].atom.var}
+        env = {
+            elements[k].atom.var: (assign[k] if elements[k].kleene else assign[k][0])
+            for k in bound
+            if elements[k].atom.var
+        }
         return bound_conditions_hold(self.shape.conditions, env, self.stream.events)
 
 
@@ -209,8 +219,9 @@ def stnm_blocker(strategy: str, d, matches: list, stream, type_matches):
     """Why a top-level STNM / ROBUST_STNM drops match ``d``: (e, extended prefix) for the first skipped event
     that disqualifies it, or None (for ``cepkit.explain``)."""
     judge = _Judge(ses_shape(d.node), matches, stream, type_matches)
-    return next(((e, extended) for e, extended, verdict in judge.skipped(d, strategy == "ROBUST_STNM")
-                 if verdict is True), None)
+    return next(
+        ((e, extended) for e, extended, verdict in judge.skipped(d, strategy == "ROBUST_STNM") if verdict is True), None
+    )
 
 
 def stnm_keep(strategy: str, d, truth: Truth, rivals: list, stream, type_matches) -> Truth:

@@ -9,6 +9,7 @@ Each strategy filters the ALL matches; it sees windowed, filtered matches (docs/
   of them, with C1 ≤next C2 iff C1 = C2 or min(C1 △ C2) ∈ C1 (Lemma 1: a total order, so at most one C
   per position); LAST the same with max(C1 △ C2) ∈ C1; MAX keeps C when no C' is a strict superset.
 """
+
 from __future__ import annotations
 
 from typing import Iterable

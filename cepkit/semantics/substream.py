@@ -4,6 +4,7 @@ The reference works on logical indices: the events of one partition (the whole s
 BY) sorted by (ts, position), numbered 0, 1, ... Under PARTITION BY, ``WITHIN n EVENTS``, STRICT and the
 negation scopes therefore count positions of the sub-stream (docs/language.md §10.5).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -18,6 +19,7 @@ from ..lang import ast as A
 class Scope:
     """The logical indices strictly between ``lo`` and ``hi``; ``open`` when events yet to arrive may still
     fall inside it (its right end is the end of the stream so far)."""
+
     lo: int
     hi: int
     open: bool = False

@@ -4,6 +4,7 @@ A check over a stream prefix is ``True`` or ``False`` when no later event can ch
 when it depends on events yet to come (a trailing negation whose scope is still open). Over a complete
 stream every check is ``True`` or ``False``. A ``Matcher`` reports a match once it is definitely ``True``.
 """
+
 from __future__ import annotations
 
 from typing import Iterable, Optional

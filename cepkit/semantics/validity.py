@@ -18,6 +18,7 @@ What phase 1 could not decide needs the enclosing bindings or neighbours, known 
 Every check answers in three-valued logic (``cepkit.semantics.truth``): ``None`` while a scope is still
 open on an incomplete stream.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ from .truth import Truth, all3, any3, not3
 class Context:
     """What a sub-derivation sees from around it: the enclosing bindings, the bounds a negation without a
     positive neighbour takes, and the positions of the match (which never block its own negations)."""
+
     env: Mapping
     scope: Scope
     own: frozenset
@@ -47,19 +49,20 @@ class Checker(A.Visitor):
     ``exhaustive`` checks every item of a SEQ/AND/iteration and the pattern under a failed filter even once
     the answer is known to be False (same answers, more work): ``cepkit.explain`` lists every failed clause.
     """
+
     exhaustive = False
 
     def __init__(self, stream: Substream, deriver: Deriver):
         self.stream = stream
         self.deriver = deriver
-        self._by_last: dict = {}   # id(pattern) -> {last position: its derivations}, see _ending_at
+        self._by_last: dict = {}  # id(pattern) -> {last position: its derivations}, see _ending_at
 
     def valid(self, d: Derivation) -> Truth:
         """Whether a whole-pattern derivation is a match: its negation scopes end at the window."""
         return self.check(d, Context({}, self.stream.window_scope(d.first, d.last), d.positions))
 
     def check(self, d: Derivation, ctx: Context) -> Truth:
-        self.deriver.charge(d.node, 1)    # a check is a step of the search budget (a rival set may be huge)
+        self.deriver.charge(d.node, 1)  # a check is a step of the search budget (a rival set may be huge)
         return self.visit(d.node, d, ctx)
 
     # ------------------------------------------------------------------ nodes
@@ -94,9 +97,11 @@ class Checker(A.Visitor):
             """Between the nearest positive items left and right of item k, else the inherited bounds."""
             left = max((j for j in parts if j < k), default=None)
             right = min((j for j in parts if j > k), default=None)
-            return Scope(ctx.scope.lo if left is None else parts[left].last,
-                         ctx.scope.hi if right is None else parts[right].first,
-                         ctx.scope.open if right is None else False)
+            return Scope(
+                ctx.scope.lo if left is None else parts[left].last,
+                ctx.scope.hi if right is None else parts[right].first,
+                ctx.scope.open if right is None else False,
+            )
 
         def results():
             for k, item in enumerate(node.items):
@@ -112,8 +117,12 @@ class Checker(A.Visitor):
         scope = self.stream.window_scope(d.first, d.last).meet(ctx.scope)
         inner = Context(env, scope, ctx.own)
         booleans = (item for item in node.items if not isinstance(item, A.Pattern))
-        return all3([*(self.check(part, inner) for part in d.parts),
-                     *(self.holds(item, scope, env, ctx.own) for item in booleans)])
+        return all3(
+            [
+                *(self.check(part, inner) for part in d.parts),
+                *(self.holds(item, scope, env, ctx.own) for item in booleans),
+            ]
+        )
 
     def visit_strategy(self, node: A.Strategy, d, ctx):
         """``SEL(p)`` inside a larger pattern: d's own match of p must hold, and no better match of p ending at
@@ -127,10 +136,9 @@ class Checker(A.Visitor):
             rivals = [(c, self.check(c, self._beside(ctx, c))) for c in self.deriver.derive(node.pattern)]
             return stnm_keep(node.name, inner, self.check(inner, ctx), rivals, self.stream, self.deriver.type_matches)
         rivals = self._ending_at(node.pattern).get(d.last, ())
-        self.deriver.charge(node, len(rivals))   # d is compared with each: a step each (LAST(((ANY OR ANY)+)+))
+        self.deriver.charge(node, len(rivals))  # d is compared with each: a step each (LAST(((ANY OR ANY)+)+))
         better = rank_better(node.name, inner, rivals)
-        return all3([self.check(inner, ctx),
-                     *(not3(self.check(c, self._beside(ctx, c))) for c in better)])
+        return all3([self.check(inner, ctx), *(not3(self.check(c, self._beside(ctx, c))) for c in better)])
 
     def _ending_at(self, pattern) -> dict:
         """The derivations of ``pattern`` by last position, grouped once per pattern (a ranked strategy compares

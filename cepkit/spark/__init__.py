@@ -27,6 +27,7 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   ``cancel()`` (classic and Connect sessions alike); ``with_positions`` numbers events once, so that a
   widget can run ``match`` on them and fetch a match's events by position (``jobs``, ``batch``).
 """
+
 from .batch import match, with_positions
 from .recognize import sql
 from .groups import OneGroupWarning
@@ -34,5 +35,16 @@ from .jobs import Cancelled, Job, Progress, active_session
 from .session import session
 from .streaming import late_events, match_stream
 
-__all__ = ["match", "match_stream", "late_events", "session", "sql", "with_positions", "Job", "Progress", "Cancelled",
-           "active_session", "OneGroupWarning"]
+__all__ = [
+    "match",
+    "match_stream",
+    "late_events",
+    "session",
+    "sql",
+    "with_positions",
+    "Job",
+    "Progress",
+    "Cancelled",
+    "active_session",
+    "OneGroupWarning",
+]

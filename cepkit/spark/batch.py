@@ -14,6 +14,7 @@ The steps, each a plain Spark operation:
 Steps 2 and 5 need global ranks, so ``match`` runs its jobs when called and returns a DataFrame read from
 a local checkpoint; showing or collecting it runs no matching again.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -34,16 +35,29 @@ from ..runtime.columns import is_arrow
 from ..runtime.match_tables import named_fields
 from ..runtime.selection import select_engine
 from .frames import Layout, check_local_columns, null_keys
-from .groups import (COORD, HOME, LAST, POS, PREFIX, RANK, SLICE, TS, GroupMatcher, describe_row,
-                     output_variables, plan_split, warn_single)
+from .groups import (
+    COORD,
+    HOME,
+    LAST,
+    POS,
+    PREFIX,
+    RANK,
+    SLICE,
+    TS,
+    GroupMatcher,
+    describe_row,
+    output_variables,
+    plan_split,
+    warn_single,
+)
 
-_PART = PREFIX + "part"     # the Spark partition a row sits in (after a global sort, or in a checkpoint)
-_ROW = PREFIX + "row"       # monotonically_increasing_id: partition index in the high bits, row in the low 33
-_INPUT = PREFIX + "input"   # the input's own row order: the last tie-break, after ts and the position column
-_ORDER = PREFIX + "order"   # the order's columns (ts, the position column), numbered, in the order check
-_BAD = PREFIX + "bad"       # a null type or ts, in the order check
-_KEYS = PREFIX + "keys"     # the PARTITION BY key's hash, in the order check
-_SLICES_PER_PARTITION = 4   # time slices per shuffle partition, by default
+_PART = PREFIX + "part"  # the Spark partition a row sits in (after a global sort, or in a checkpoint)
+_ROW = PREFIX + "row"  # monotonically_increasing_id: partition index in the high bits, row in the low 33
+_INPUT = PREFIX + "input"  # the input's own row order: the last tie-break, after ts and the position column
+_ORDER = PREFIX + "order"  # the order's columns (ts, the position column), numbered, in the order check
+_BAD = PREFIX + "bad"  # a null type or ts, in the order check
+_KEYS = PREFIX + "keys"  # the PARTITION BY key's hash, in the order check
+_SLICES_PER_PARTITION = 4  # time slices per shuffle partition, by default
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
@@ -57,8 +71,12 @@ def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -
     the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute. ``stats``
     ride on the counting job, so checks of the data cost no pass of their own.
     """
-    ordered = (df.orderBy(*order).withColumn(_PART, F.spark_partition_id())
-               .withColumn(_ROW, F.monotonically_increasing_id()).localCheckpoint())
+    ordered = (
+        df.orderBy(*order)
+        .withColumn(_PART, F.spark_partition_id())
+        .withColumn(_ROW, F.monotonically_increasing_id())
+        .localCheckpoint()
+    )
     parts = ordered.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect()
     return _numbered(ordered, parts, name)
 
@@ -68,8 +86,7 @@ def _numbered(rows: DataFrame, parts: list, name: str) -> tuple:
     ``row_in_partition()``; ``parts``, a row per partition with its ``count``, as dicts in partition order
     with their ``offset``)."""
     parts = sorted(parts, key=lambda row: row[_PART])
-    offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts),
-                                                                          initial=0)))
+    offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts), initial=0)))
     parts = [{**row.asDict(), "offset": offsets[row[_PART]]} for row in parts]
     table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
     offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
@@ -97,14 +114,21 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         bad_ts = bad_ts | F.isnan(F.col(TS)) | F.abs(F.col(TS)).cast("double").eqNullSafe(F.lit(float("inf")))
     by_position = layout.ts_kind == "position" or coordinate is None
     if not rereadable(df):
-        events = events.localCheckpoint()    # read by the check, then by the sort or the grouping
-    numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts,
-                                  None if by_position else coordinate, keys)
+        events = events.localCheckpoint()  # read by the check, then by the sort or the grouping
+    numbered = _numbered_as_given(
+        events,
+        layout.order() + [F.col(_INPUT)],
+        F.col("type").isNull() | bad_ts,
+        None if by_position else coordinate,
+        keys,
+    )
     if numbered is None:
-        stats = [F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
-                 F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"),
-                 F.sum(bad_ts.cast("long")).alias("bad_ts"),
-                 F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys")]
+        stats = [
+            F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
+            F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"),
+            F.sum(bad_ts.cast("long")).alias("bad_ts"),
+            F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys"),
+        ]
         if not by_position:
             stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
         numbered = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
@@ -115,10 +139,14 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
         bad = [row["offset"] + row[column] for row in parts if row[column] is not None]
         if bad:
             others = sum(row["bad_ts"] for row in parts) - 1 if field == "ts" else 0
-            row = events.where(F.col(POS) == min(bad)).drop(POS, TS).first()    # (a job, on this path only)
-            raise EventError(min(bad), field, f"{_bad_value(field, row[field])}"
-                                              f"{f', as in {others} other event(s)' if others else ''}; the row: "
-                                              f"{describe_row(row)}")
+            row = events.where(F.col(POS) == min(bad)).drop(POS, TS).first()  # (a job, on this path only)
+            raise EventError(
+                min(bad),
+                field,
+                f"{_bad_value(field, row[field])}"
+                f"{f', as in {others} other event(s)' if others else ''}; the row: "
+                f"{describe_row(row)}",
+            )
     # per partition distinct keys: the largest is a lower bound of the whole (enough to tell few keys from
     # many, which is all it decides)
     keys_seen = max((row["keys"] for row in parts), default=0) if keys else None
@@ -147,7 +175,7 @@ def rereadable(df: DataFrame) -> bool:
         if not execution.optimizedPlan().deterministic():
             return False
         nodes = [execution.sparkPlan()]
-    except Exception:       # Spark Connect, or a plan Spark cannot build here: checkpoint
+    except Exception:  # Spark Connect, or a plan Spark cannot build here: checkpoint
         return False
     while nodes:
         node = nodes.pop()
@@ -177,20 +205,40 @@ def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tu
     its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a null type or ts, which
     the sorted path reports with its position)."""
     scanned = events.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
-    shipped = [F.col(_PART), bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)],
-               (coordinate if coordinate is not None else F.lit(None)).cast("double").alias(COORD),
-               (F.xxhash64(*keys) if keys else F.lit(None)).cast("long").alias(_KEYS)]
+    shipped = [
+        F.col(_PART),
+        bad.alias(_BAD),
+        *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)],
+        (coordinate if coordinate is not None else F.lit(None)).cast("double").alias(COORD),
+        (F.xxhash64(*keys) if keys else F.lit(None)).cast("long").alias(_KEYS),
+    ]
     shipped = scanned.select(*shipped)
-    ends = [T.StructField(f"{end}{i}", shipped.schema[f"{_ORDER}{i}"].dataType)
-            for i in range(len(order)) for end in ("first", "last")]
-    schema = T.StructType([T.StructField(_PART, T.IntegerType()), T.StructField("count", T.LongType()),
-                           T.StructField("ordered", T.BooleanType()), T.StructField("first", T.DoubleType()),
-                           T.StructField("last", T.DoubleType()), T.StructField("keys", T.LongType()), *ends])
-    parts = sorted(shipped.mapInArrow(functools.partial(order_summary, width=len(order),
-                                                        schema=to_arrow_schema(schema)), schema).collect(),
-                   key=lambda row: row[_PART])
-    ends = [(tuple(row[f"first{i}"] for i in range(len(order))), tuple(row[f"last{i}"] for i in range(len(order))))
-            for row in parts]
+    ends = [
+        T.StructField(f"{end}{i}", shipped.schema[f"{_ORDER}{i}"].dataType)
+        for i in range(len(order))
+        for end in ("first", "last")
+    ]
+    schema = T.StructType(
+        [
+            T.StructField(_PART, T.IntegerType()),
+            T.StructField("count", T.LongType()),
+            T.StructField("ordered", T.BooleanType()),
+            T.StructField("first", T.DoubleType()),
+            T.StructField("last", T.DoubleType()),
+            T.StructField("keys", T.LongType()),
+            *ends,
+        ]
+    )
+    parts = sorted(
+        shipped.mapInArrow(
+            functools.partial(order_summary, width=len(order), schema=to_arrow_schema(schema)), schema
+        ).collect(),
+        key=lambda row: row[_PART],
+    )
+    ends = [
+        (tuple(row[f"first{i}"] for i in range(len(order))), tuple(row[f"last{i}"] for i in range(len(order))))
+        for row in parts
+    ]
     if not all(row["ordered"] for row in parts) or any(b[1] > a[0] for a, b in zip(ends[1:], ends)):
         return None
     scanned, parts = _numbered(scanned, parts, POS)
@@ -211,9 +259,14 @@ def order_summary(batches, width: int, schema):
         part = batch.column(_PART)[0].as_py()
         count += batch.num_rows
         keys = [batch.column(f"{_ORDER}{i}") for i in range(width)]
-        ordered = ordered and not pc.any(batch.column(_BAD)).as_py() and not any(
-            column.null_count or (pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py())
-            for column in keys)
+        ordered = (
+            ordered
+            and not pc.any(batch.column(_BAD)).as_py()
+            and not any(
+                column.null_count or (pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py())
+                for column in keys
+            )
+        )
         if ordered:
             head = tuple(column[0].as_py() for column in keys)
             ordered = last is None or not head < last
@@ -236,9 +289,16 @@ def order_summary(batches, width: int, schema):
     if part is None:
         return
     keys = len(np.unique(np.concatenate(hashes))) if hashes else 0
-    row = {_PART: part, "count": count, "ordered": ordered, "first": low, "last": high, "keys": keys,
-           **{f"first{i}": first[i] if ordered else None for i in range(width)},
-           **{f"last{i}": last[i] if ordered else None for i in range(width)}}
+    row = {
+        _PART: part,
+        "count": count,
+        "ordered": ordered,
+        "first": low,
+        "last": high,
+        "keys": keys,
+        **{f"first{i}": first[i] if ordered else None for i in range(width)},
+        **{f"last{i}": last[i] if ordered else None for i in range(width)},
+    }
     yield pa.RecordBatch.from_pylist([row], schema=schema)
 
 
@@ -247,8 +307,9 @@ def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: 
     join per variable on its position; a Kleene variable's array is exploded, joined and collected back in
     order. ``"all"``: every variable's ts and attributes, then the columns null in every match dropped
     (and ``v.type`` unless v binds several types), as locally."""
-    attributes = [c for c in events.columns if not c.startswith(PREFIX)] + (["ts"] if "ts" not in events.columns
-                                                                            else [])
+    attributes = [c for c in events.columns if not c.startswith(PREFIX)] + (
+        ["ts"] if "ts" not in events.columns else []
+    )
     if isinstance(fields, str) and fields == "all":
         wanted = [(f"{v}.{a}", v, a) for v in variables for a in ["ts", *(a for a in attributes if a != "ts")]]
     else:
@@ -264,15 +325,18 @@ def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: 
             continue
         index, gathered = PREFIX + "i", PREFIX + "gathered"
         exploded = found.select("match_id", F.posexplode(var).alias(index, at)).join(side, at)
-        lists = exploded.groupBy("match_id").agg(F.sort_array(F.collect_list(
-            F.struct(index, *[F.col(f"`{label}`") for label, _ in labels]))).alias(gathered))
-        found = found.join(lists.select("match_id", *[F.col(gathered)[label].alias(label) for label, _ in labels]),
-                           "match_id", "left")
+        lists = exploded.groupBy("match_id").agg(
+            F.sort_array(F.collect_list(F.struct(index, *[F.col(f"`{label}`") for label, _ in labels]))).alias(gathered)
+        )
+        found = found.join(
+            lists.select("match_id", *[F.col(gathered)[label].alias(label) for label, _ in labels]), "match_id", "left"
+        )
     found = found.select(*columns, *[F.col(f"`{label}`") for label, _, _ in wanted]).orderBy("match_id")
     if isinstance(fields, str) and fields == "all":
-        counts = found.agg(*[F.count(F.col(f"`{label}`")).alias(label) for label, _, _ in wanted],
-                           *[F.countDistinct(F.col(f"`{label}`")).alias(label + "#") for label, _, a in wanted
-                             if a == "type"]).first()
+        counts = found.agg(
+            *[F.count(F.col(f"`{label}`")).alias(label) for label, _, _ in wanted],
+            *[F.countDistinct(F.col(f"`{label}`")).alias(label + "#") for label, _, a in wanted if a == "type"],
+        ).first()
         dropped = [label for label, _, a in wanted if not counts[label] or (a == "type" and counts[label + "#"] < 2)]
         found = found.drop(*dropped)
     return found
@@ -285,14 +349,18 @@ def _spark_frame(events) -> DataFrame:
         return events
     if isinstance(events, pd.DataFrame) or is_arrow(events):
         from .session import session
+
         if isinstance(events, pd.DataFrame):
             check_local_columns(events)
-        if is_arrow(events) and not hasattr(events, "to_batches"):   # a RecordBatch: Spark takes Tables
+        if is_arrow(events) and not hasattr(events, "to_batches"):  # a RecordBatch: Spark takes Tables
             import pyarrow as pa
+
             events = pa.Table.from_batches([events])
         return session().createDataFrame(events)
-    raise TypeError(f"cepkit.spark.match takes the events as a Spark DataFrame (or a pandas DataFrame or "
-                    f"pyarrow Table, handed to cepkit.spark.session()), not {type(events).__name__}")
+    raise TypeError(
+        f"cepkit.spark.match takes the events as a Spark DataFrame (or a pandas DataFrame or "
+        f"pyarrow Table, handed to cepkit.spark.session()), not {type(events).__name__}"
+    )
 
 
 def own_columns(df: DataFrame, type: Optional[str] = None, ts: Optional[str] = None) -> DataFrame:
@@ -306,19 +374,33 @@ def own_columns(df: DataFrame, type: Optional[str] = None, ts: Optional[str] = N
         df = df.withColumnsRenamed({own: canonical for canonical, own in renames.items()})
     if "ts" in df.columns and isinstance(df.schema["ts"].dataType, T.StringType):
         parsed = F.try_to_timestamp(F.col("ts"))
-        if df.isStreaming:      # (no job on a stream: an unreadable ts is a null ts, a bad row for the workers)
+        if df.isStreaming:  # (no job on a stream: an unreadable ts is a null ts, a bad row for the workers)
             return df.withColumn("ts", parsed)
         bad = df.filter(F.col("ts").isNotNull() & parsed.isNull()).select("ts").first()
         if bad is not None:
-            raise ColumnError(renames.get("ts", "ts"), f"{bad[0]!r} is neither a number nor a datetime (Spark's "
-                                                       "to_timestamp reads 'yyyy-MM-dd HH:mm:ss' and ISO 8601)")
+            raise ColumnError(
+                renames.get("ts", "ts"),
+                f"{bad[0]!r} is neither a number nor a datetime (Spark's "
+                "to_timestamp reads 'yyyy-MM-dd HH:mm:ss' and ISO 8601)",
+            )
         df = df.withColumn("ts", parsed)
     return df
 
 
-def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None, *,
-          position: str = "position", slice_length: Optional[float] = None, fields=None,
-          type: Optional[str] = None, ts: Optional[str] = None, **options) -> DataFrame:
+def match(
+    query,
+    df: DataFrame,
+    engine: str = "auto",
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    *,
+    position: str = "position",
+    slice_length: Optional[float] = None,
+    fields=None,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> DataFrame:
     """All matches of ``query`` over the events of a Spark DataFrame, as a Spark DataFrame.
 
     Parameters
@@ -393,24 +475,34 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     +--------+---------+---+---+
     """
     q = prepare(query, strategy, hierarchy)
-    refuse_limit(q, "cepkit.spark.match", "keep the first n rows of its result (in output order: "
-                                          "``.orderBy('match_id').limit(n)``)")
+    refuse_limit(
+        q,
+        "cepkit.spark.match",
+        "keep the first n rows of its result (in output order: ``.orderBy('match_id').limit(n)``)",
+    )
     df = own_columns(_spark_frame(df), type, ts)
     layout = Layout.of(df.schema, q, position)
     chosen, _ = select_engine(q, engine, options)
     split = plan_split(q)
     warn_single(split)
 
-    needed = ["type", *(["ts"] if layout.ts_kind != "position" else []), *layout.used,
-              *([layout.position] if layout.position and layout.position not in layout.used else [])]
+    needed = [
+        "type",
+        *(["ts"] if layout.ts_kind != "position" else []),
+        *layout.used,
+        *([layout.position] if layout.position and layout.position not in layout.used else []),
+    ]
     coordinate = layout.coordinate(split)
     numbered, first, last, keys_seen = _number_events(
-        df.select(*(needed if fields is None else df.columns)), layout,
-        None if split.axis == "position" else coordinate, split.keys if split.sliceable else ())
+        df.select(*(needed if fields is None else df.columns)),
+        layout,
+        None if split.axis == "position" else coordinate,
+        split.keys if split.sliceable else (),
+    )
     events = numbered.withColumn(COORD, coordinate)
     partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < partitions):
-        split = split.by_time()         # too few keys to keep the cores busy: cut the time axis instead
+        split = split.by_time()  # too few keys to keep the cores busy: cut the time axis instead
     if isinstance(slice_length, dt.timedelta):
         slice_length = slice_length.total_seconds()
     # Four slices per partition: slices reach partitions by the hash of their number, and a few hashed
@@ -422,8 +514,14 @@ def match(query, df: DataFrame, engine: str = "auto", strategy: Optional[str] = 
     events = null_keys(events, split.keys)
 
     keys = list(split.work_keys)
-    shipped = ["type", *layout.used, *(["ts"] if "ts" in keys else []), TS, POS,
-               *([HOME, SLICE] if split.kind == "slices" else [])]
+    shipped = [
+        "type",
+        *layout.used,
+        *(["ts"] if "ts" in keys else []),
+        TS,
+        POS,
+        *([HOME, SLICE] if split.kind == "slices" else []),
+    ]
     # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
     # cores (it does by size: the events of a few seconds' matching make a small shuffle).
     grouped = events.repartition(partitions, *keys) if keys else events.repartition(1)  # the workers sort groups

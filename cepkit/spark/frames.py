@@ -6,6 +6,7 @@ time zone read as UTC, or a date), optionally a tie-breaking position column; ev
 attribute (docs/language.md §1). Output: ``match_id``, ``positions`` (array<long>), one column per variable
 (long, or array<long> for a Kleene variable), and the PARTITION BY columns.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -38,6 +39,7 @@ class Layout:
     the tie-breaking column, if the DataFrame has it; ``attributes`` are all the other columns, ``used`` those
     the query reads (its conditions and PARTITION BY): only they travel to the engines.
     """
+
     schema: T.StructType
     ts_kind: str
     position: Optional[str]
@@ -52,8 +54,13 @@ class Layout:
         read = _check_names(query, events.attributes)
         _check_kinds(query, {f.name: f for f in schema.fields}, read)
         _check_outputs(query)
-        return cls(schema, events.ts_kind, events.position, events.attributes,
-                   tuple(name for name in events.attributes if name in read))
+        return cls(
+            schema,
+            events.ts_kind,
+            events.position,
+            events.attributes,
+            tuple(name for name in events.attributes if name in read),
+        )
 
     @classmethod
     def of_events(cls, schema: T.StructType, position: str = "position") -> "Layout":
@@ -62,8 +69,9 @@ class Layout:
         if "type" not in fields:
             raise EventError(0, "type", f"the DataFrame has no 'type' column (columns: {', '.join(fields)})")
         if not isinstance(fields["type"].dataType, T.StringType):
-            raise EventError(0, "type", "the 'type' column must hold strings, not "
-                                        f"{fields['type'].dataType.simpleString()}")
+            raise EventError(
+                0, "type", f"the 'type' column must hold strings, not {fields['type'].dataType.simpleString()}"
+            )
         ts_kind = "position"
         if "ts" in fields:
             kind = fields["ts"].dataType
@@ -72,14 +80,18 @@ class Layout:
             elif isinstance(kind, _NUMBER):
                 ts_kind = "number"
             else:
-                raise EventError(0, "ts", f"the 'ts' column must hold numbers (seconds) or timestamps, not "
-                                          f"{kind.simpleString()}")
+                raise EventError(
+                    0, "ts", f"the 'ts' column must hold numbers (seconds) or timestamps, not {kind.simpleString()}"
+                )
         internal = [name for name in fields if name.startswith(PREFIX)]
         if internal:
             raise EventError(0, internal[0], f"column names starting with {PREFIX!r} are reserved for cepkit")
         if position in fields and not isinstance(fields[position].dataType, (*_NUMBER, *_DATETIME, T.StringType)):
-            raise EventError(0, position, f"the position column {position!r} must be orderable, not "
-                                          f"{fields[position].dataType.simpleString()}")
+            raise EventError(
+                0,
+                position,
+                f"the position column {position!r} must be orderable, not {fields[position].dataType.simpleString()}",
+            )
         attributes = tuple(name for name in fields if name not in RESERVED)
         return cls(schema, ts_kind, position if position in fields else None, attributes)
 
@@ -112,8 +124,11 @@ class Layout:
         """The schema ``GroupMatcher`` writes: LAST, RANK, positions, the variables, the partition keys."""
         kleene = query.kleene_variables
         position_list = T.ArrayType(T.LongType())
-        out = [T.StructField(LAST, T.LongType()), T.StructField(RANK, T.LongType()),
-               T.StructField("positions", position_list)]
+        out = [
+            T.StructField(LAST, T.LongType()),
+            T.StructField(RANK, T.LongType()),
+            T.StructField("positions", position_list),
+        ]
         out += [T.StructField(v, position_list if v in kleene else T.LongType()) for v in output_variables(query)]
         out += [self.schema[k] for k in query.partition_by]
         return T.StructType(out)
@@ -125,16 +140,18 @@ def _check_names(query: Query, attributes: tuple) -> set:
     listing = ", ".join(attributes) or "no attribute columns"
     for key in query.partition_by:
         if key not in known:
-            raise QueryError.at(query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has "
-                                           f"{listing}", query.text)
+            raise QueryError.at(
+                query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has {listing}", query.text
+            )
     read = set(query.partition_by)
     roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
     for node in (n for root in roots for n in root.walk()):
         attr = getattr(node, "attr", None)
         if isinstance(node, (A.Attr, A.Agg)) and attr is not None:
             if attr not in known:
-                raise QueryError.at(node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has "
-                                          f"{listing}", query.text)
+                raise QueryError.at(
+                    node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has {listing}", query.text
+                )
             read.add(attr)
     return read
 
@@ -146,14 +163,22 @@ def _check_kinds(query: Query, fields: dict, read: set) -> None:
     for key in query.partition_by:
         kind = fields[key].dataType
         if not isinstance(kind, _KEY):
-            raise EventError(0, key, f"the PARTITION BY column {key!r} holds {kind.simpleString()}: a key must be "
-                                     "a number, string, boolean, date or timestamp (cast it, or take one of its "
-                                     "fields)")
+            raise EventError(
+                0,
+                key,
+                f"the PARTITION BY column {key!r} holds {kind.simpleString()}: a key must be "
+                "a number, string, boolean, date or timestamp (cast it, or take one of its "
+                "fields)",
+            )
     for name in sorted(read):
         kind = fields[name].dataType if name in fields else None
         if isinstance(kind, T.VariantType):
-            raise EventError(0, name, f"the column {name!r} is a variant (a type per row): cast it to one type "
-                                      f"first, e.g. F.expr(\"try_variant_get({name}, '$', 'double')\")")
+            raise EventError(
+                0,
+                name,
+                f"the column {name!r} is a variant (a type per row): cast it to one type "
+                f"first, e.g. F.expr(\"try_variant_get({name}, '$', 'double')\")",
+            )
 
 
 def check_local_columns(frame) -> None:
@@ -168,17 +193,22 @@ def check_local_columns(frame) -> None:
         if column.dtype != object or pd.api.types.infer_dtype(column, skipna=True) not in ("mixed", "mixed-integer"):
             continue
         known = column[column.notna()]
-        kinds = known.map(lambda v: "number" if isinstance(v, numbers.Number) and not isinstance(v, bool)
-                          else type(v).__name__)
+        kinds = known.map(
+            lambda v: "number" if isinstance(v, numbers.Number) and not isinstance(v, bool) else type(v).__name__
+        )
         if kinds.nunique() < 2:
             continue
         at = int(np.flatnonzero((kinds != kinds.iloc[0]).to_numpy())[0])
         row = frame.index.get_loc(known.index[at])
         first = frame.index.get_loc(known.index[0])
-        raise EventError(row, str(name), f"the column {name!r} mixes {kinds.iloc[0]} values (row {first}: "
-                                         f"{describe_row(frame.iloc[first])}) and {kinds.iloc[at]} values (row "
-                                         f"{row}: {describe_row(frame.iloc[row])}); a Spark column holds one "
-                                         f"type: convert it first, e.g. df[{name!r}].astype(str)")
+        raise EventError(
+            row,
+            str(name),
+            f"the column {name!r} mixes {kinds.iloc[0]} values (row {first}: "
+            f"{describe_row(frame.iloc[first])}) and {kinds.iloc[at]} values (row "
+            f"{row}: {describe_row(frame.iloc[row])}); a Spark column holds one "
+            f"type: convert it first, e.g. df[{name!r}].astype(str)",
+        )
 
 
 def _check_outputs(query: Query) -> None:
@@ -186,8 +216,12 @@ def _check_outputs(query: Query) -> None:
     taken = {"match_id", "positions", *(k.lower() for k in query.partition_by)}
     for var in output_variables(query):
         if var.lower() in taken:
-            raise QueryError.at(query.variables.get(var, query.ast), f"variable {var!r} would share its output "
-                                "column with a PARTITION BY column or match_id/positions; rename it", query.text)
+            raise QueryError.at(
+                query.variables.get(var, query.ast),
+                f"variable {var!r} would share its output "
+                "column with a PARTITION BY column or match_id/positions; rename it",
+                query.text,
+            )
         taken.add(var.lower())
 
 

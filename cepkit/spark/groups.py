@@ -33,6 +33,7 @@ Three ways to split (``plan_split``):
   around a sub-pattern (it compares sub-matches that need not lie in the window). Under PARTITION BY these
   still run per key, except ``CONSUME BY ANY``, which couples the keys.
 """
+
 from __future__ import annotations
 
 import math
@@ -52,24 +53,47 @@ from ..runtime.selection import select_engine
 
 # Internal columns travel with the events; the prefix keeps them apart from attributes.
 PREFIX = "_cep_"
-POS = PREFIX + "pos"        # the event's position in the whole stream (docs/language.md §1)
-TS = PREFIX + "ts"          # ts for the engine: epoch microseconds (datetime ts), the number, or POS
-COORD = PREFIX + "coord"    # where the event lies on the slicing axis: seconds, or POS for EVENTS windows
-SLICE = PREFIX + "slice"    # the slice a copy of the event belongs to
-HOME = PREFIX + "home"      # the slice that owns matches ending at this event
-LAST = PREFIX + "last"      # a match's last position, for the output order
-RANK = PREFIX + "rank"      # a match's rank in its group's output order (ties between equal positions)
+POS = PREFIX + "pos"  # the event's position in the whole stream (docs/language.md §1)
+TS = PREFIX + "ts"  # ts for the engine: epoch microseconds (datetime ts), the number, or POS
+COORD = PREFIX + "coord"  # where the event lies on the slicing axis: seconds, or POS for EVENTS windows
+SLICE = PREFIX + "slice"  # the slice a copy of the event belongs to
+HOME = PREFIX + "home"  # the slice that owns matches ending at this event
+LAST = PREFIX + "last"  # a match's last position, for the output order
+RANK = PREFIX + "rank"  # a match's rank in its group's output order (ties between equal positions)
 
 # Features that only ever look back from a match's last event (see the module docstring).
-_LOOK_BACK_ONLY = frozenset({
-    "sequence", "or", "and", "kleene", "nested_kleene", "nesting", "unary_conditions", "binary_conditions",
-    "correlated_filters", "condition_items", "kleene_conditions", "aggregates", "time_window", "event_window",
-    "partition", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT",
-    "strategy:LAST", "strategy:MAX", "strategy:STNM",
-})
+_LOOK_BACK_ONLY = frozenset(
+    {
+        "sequence",
+        "or",
+        "and",
+        "kleene",
+        "nested_kleene",
+        "nesting",
+        "unary_conditions",
+        "binary_conditions",
+        "correlated_filters",
+        "condition_items",
+        "kleene_conditions",
+        "aggregates",
+        "time_window",
+        "event_window",
+        "partition",
+        "any_type",
+        "hierarchy",
+        "strategy:STRICT",
+        "strategy:PARTITION_STRICT",
+        "strategy:NEXT",
+        "strategy:LAST",
+        "strategy:MAX",
+        "strategy:STNM",
+    }
+)
 # Features whose outcome depends on the whole history, and why: no slicing.
-_WHOLE_HISTORY = {"consume": "CONSUME BY makes each match depend on all earlier ones",
-                  "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window"}
+_WHOLE_HISTORY = {
+    "consume": "CONSUME BY makes each match depend on all earlier ones",
+    "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window",
+}
 
 
 class OneGroupWarning(UserWarning):
@@ -85,6 +109,7 @@ class Split:
     starts) and ``pad`` (a few ulps added to the borders so rounding never drops an event a slice needs).
     ``sliceable`` tells whether a PARTITION BY query may be cut into time slices too.
     """
+
     kind: str
     keys: tuple = ()
     reason: str = ""
@@ -147,8 +172,11 @@ def plan_split(query: Query) -> Split:
     bounds = {}
     if query.within is not None:
         window = query.within.amount - 1 if query.within.events else query.within.seconds
-        bounds = {"axis": "position" if query.within.events else "time", "window": float(window),
-                  "lookahead": 0.0 if features <= _LOOK_BACK_ONLY else float(window)}
+        bounds = {
+            "axis": "position" if query.within.events else "time",
+            "window": float(window),
+            "lookahead": 0.0 if features <= _LOOK_BACK_ONLY else float(window),
+        }
     history = whole_history(query)
     if keys and query.consume != "ANY":
         timed = query.within is not None and not query.within.events
@@ -156,8 +184,9 @@ def plan_split(query: Query) -> Split:
     if keys:
         return Split("single", keys, "CONSUME BY ANY discards partial matches of every partition", **bounds)
     if query.within is None:
-        return Split("single", reason="the query has neither PARTITION BY nor WITHIN, so a match may span the "
-                                      "whole stream")
+        return Split(
+            "single", reason="the query has neither PARTITION BY nor WITHIN, so a match may span the whole stream"
+        )
     if history:
         return Split("single", reason="; ".join(history), **bounds)
     return Split("slices", **bounds, sliceable=True)
@@ -170,8 +199,12 @@ def whole_history(query: Query) -> list:
 
 def warn_single(split: Split) -> None:
     if split.kind == "single":
-        warnings.warn(f"the query runs as one group on one core: {split.reason}; add PARTITION BY or WITHIN to "
-                      "spread it over the cluster", OneGroupWarning, stacklevel=3)
+        warnings.warn(
+            f"the query runs as one group on one core: {split.reason}; add PARTITION BY or WITHIN to "
+            "spread it over the cluster",
+            OneGroupWarning,
+            stacklevel=3,
+        )
 
 
 def output_variables(query: Query) -> tuple:
@@ -185,8 +218,11 @@ def output_variables(query: Query) -> tuple:
 def describe_row(row) -> str:
     """A row (a Spark Row, a mapping) as the text an error shows: its columns and values."""
     items = row.asDict() if hasattr(row, "asDict") else dict(row)
-    return "{" + ", ".join(f"{name}: {plain(value)!r}" for name, value in items.items()
-                           if not str(name).startswith(PREFIX)) + "}"
+    return (
+        "{"
+        + ", ".join(f"{name}: {plain(value)!r}" for name, value in items.items() if not str(name).startswith(PREFIX))
+        + "}"
+    )
 
 
 def plain(value):
@@ -198,6 +234,7 @@ def plain(value):
 class EventColumns:
     """Where a group's pandas rows keep what the engine needs: ``attributes`` (column names) and how
     ``TS`` encodes ts: ``"datetime"`` (epoch microseconds), ``"number"`` or ``"position"`` (no ts column)."""
+
     attributes: tuple
     ts_kind: str
 
@@ -205,7 +242,7 @@ class EventColumns:
         """The events as ``cepkit.match`` reads them: ``type``, ``ts``, attributes, in the group's order."""
         frame = rows[["type", *self.attributes]].reset_index(drop=True)
         ts = rows[TS].reset_index(drop=True)
-        if self.ts_kind == "datetime":      # (a view of the microseconds: pd.to_datetime(unit=) takes 5x longer)
+        if self.ts_kind == "datetime":  # (a view of the microseconds: pd.to_datetime(unit=) takes 5x longer)
             ts = pd.Series(pd.DatetimeIndex(ts.to_numpy(np.int64).view("datetime64[us]")).tz_localize("UTC"))
         frame.insert(1, "ts", ts)
         return frame
@@ -259,15 +296,16 @@ class GroupMatcher:
         slices it is read from the HOME and SLICE columns. A group may hold several PARTITION BY keys: the
         engine partitions them itself, and each match takes its key from its last event.
         """
-        arrays = Matches(self.plan.run(Stream.from_frame(self.columns.engine_frame(rows))), self.engine,
-                         self.query).arrays
+        arrays = Matches(
+            self.plan.run(Stream.from_frame(self.columns.engine_frame(rows))), self.engine, self.query
+        ).arrays
         if owned is None and self.split.kind == "slices":
             owned = rows[HOME].to_numpy() == rows[SLICE].iat[0]
         last = arrays.positions[arrays.offsets[1:] - 1] if len(arrays) else np.zeros(0, np.int64)
         rank = np.arange(len(arrays))
         if owned is not None and not owned[last].all():
             rank = np.flatnonzero(owned[last])
-            arrays, last = arrays.take(rank), last[rank]      # a subsequence of rows in output order keeps it
+            arrays, last = arrays.take(rank), last[rank]  # a subsequence of rows in output order keeps it
         positions = rows[POS].to_numpy(dtype=np.int64)
         mapped = self.stream_bindings(arrays, positions.__getitem__)
         return positions[last], rank, arrays.offsets, positions[arrays.positions], mapped, last
@@ -290,8 +328,17 @@ class GroupMatcher:
                 offsets, flat, present = value
                 mapped[var] = (kind, (offsets, position(flat), present))
             else:
-                mapped[var] = (kind, [None if v is None else position(np.asarray(v, np.int64)).tolist()
-                                      if isinstance(v, list) else int(position(v)) for v in value])
+                mapped[var] = (
+                    kind,
+                    [
+                        None
+                        if v is None
+                        else position(np.asarray(v, np.int64)).tolist()
+                        if isinstance(v, list)
+                        else int(position(v))
+                        for v in value
+                    ],
+                )
         return mapped
 
     def unbound(self, var: str, n: int) -> tuple:
@@ -304,17 +351,24 @@ class GroupMatcher:
         """``match_columns`` as a ``pyarrow.RecordBatch`` of ``schema`` (``mapInArrow``): Arrow lists and
         nulls straight from the arrays, no Python object per match."""
         import pyarrow as pa
+
         last, rank, offsets, positions, bindings, at = self.match_columns(rows)
-        columns = [pa.array(last, pa.int64()), pa.array(rank, pa.int64()),
-                   pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(positions, pa.int64()))]
+        columns = [
+            pa.array(last, pa.int64()),
+            pa.array(rank, pa.int64()),
+            pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(positions, pa.int64())),
+        ]
         for var in self.variables:
             kind, value = bindings[var]
             if kind == "single":
                 columns.append(pa.array(value, pa.int64(), mask=value < 0))
             elif kind == "kleene":
                 offsets, bound, present = value
-                columns.append(pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), pa.array(bound, pa.int64()),
-                                                        mask=pa.array(~present)))
+                columns.append(
+                    pa.ListArray.from_arrays(
+                        pa.array(offsets, pa.int32()), pa.array(bound, pa.int64()), mask=pa.array(~present)
+                    )
+                )
             else:
                 columns.append(pa.array(value, schema.field(var).type))
         for key in self.split.keys:
@@ -339,11 +393,14 @@ class GroupMatcher:
     def arrow(self, schema):
         """A ``mapInArrow`` body writing ``schema``: the Arrow batches of one Spark partition in (read as one
         pandas frame), an Arrow batch of matches per group out."""
+
         def body(batches):
             import pyarrow as pa
+
             batches = list(batches)
             for rows in self.groups(pa.Table.from_batches(batches).to_pandas() if batches else pd.DataFrame()):
                 found = self.match_batch(rows, schema)
                 if found.num_rows:
                     yield found
+
         return body

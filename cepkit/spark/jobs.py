@@ -11,6 +11,7 @@ like the tag): the status tracker finds the jobs by it, and ``cancelJobGroup`` c
 >>> job = cepkit.spark.Job(lambda: cepkit.spark.match(query, df).count(), progress=print)   # doctest: +SKIP
 >>> job.start().wait()                                                                        # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import threading
@@ -19,7 +20,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-POLL_S = 0.25       # how often the status tracker of a classic session is read
+POLL_S = 0.25  # how often the status tracker of a classic session is read
 
 
 class Cancelled(Exception):
@@ -30,6 +31,7 @@ class Cancelled(Exception):
 class Progress:
     """Where a job stands: tasks of its stages done and known so far (a later stage adds to ``total``), and
     the stages known; ``text`` says it in words."""
+
     done: int
     total: int
     stages: int
@@ -54,6 +56,7 @@ def active_session():
     if found is None:
         try:
             from pyspark.sql.connect.session import SparkSession as ConnectSession
+
             found = ConnectSession.getActiveSession()
         except ImportError:
             found = None
@@ -85,7 +88,7 @@ class Job:
         self.error: Optional[BaseException] = None
         self.cancelled = False
         self.seconds: Optional[float] = None
-        self._stages: dict = {}          # stage id -> (completed tasks, tasks)
+        self._stages: dict = {}  # stage id -> (completed tasks, tasks)
         self._last: Optional[Progress] = None
         self._thread: Optional[threading.Thread] = None
         self._finished = threading.Event()
@@ -140,12 +143,12 @@ class Job:
         handler = self._connect_progress if connect and self.on_progress is not None else None
         try:
             self.spark.addTag(self.tag)
-            if not connect:     # the status tracker finds jobs by group (a thread-local property, as the tag)
+            if not connect:  # the status tracker finds jobs by group (a thread-local property, as the tag)
                 self.spark.sparkContext.setJobGroup(self.tag, "cepkit", interruptOnCancel=True)
             if handler is not None:
                 self.spark.registerProgressHandler(handler)
             self.result = self.work()
-        except BaseException as error:         # noqa: BLE001 -- handed to wait(), which raises it
+        except BaseException as error:  # noqa: BLE001 -- handed to wait(), which raises it
             self.error = error
         finally:
             if handler is not None:
@@ -154,7 +157,7 @@ class Job:
                 self.spark.removeTag(self.tag)
                 if not connect:
                     self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-            except Exception:                  # noqa: BLE001 -- a stopped session: nothing left to untag
+            except Exception:  # noqa: BLE001 -- a stopped session: nothing left to untag
                 pass
             self.seconds = time.perf_counter() - self._started
             self._finished.set()
@@ -179,7 +182,7 @@ class Job:
                         if stage is not None:
                             self._stages[stage_id] = (stage.numCompletedTasks, stage.numTasks)
                 self._report()
-            except Exception:                  # noqa: BLE001 -- the session stopped under the poller
+            except Exception:  # noqa: BLE001 -- the session stopped under the poller
                 return
 
     def _connect_progress(self, stages, inflight_tasks, operation_id, done) -> None:

@@ -5,6 +5,7 @@ Each partition of PARTITION BY is one pandas group (``groupBy(...).applyInPandas
 one group (a ``OneGroupWarning`` says so). The output schema is known before any job runs: it follows from
 the query and the input schema (``output_schema``).
 """
+
 from __future__ import annotations
 
 import warnings
@@ -48,11 +49,15 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
 
     if parsed.partition:
         return frame.groupBy(*parsed.partition).applyInPandas(run, schema)
-    warnings.warn("a MATCH_RECOGNIZE query without PARTITION BY runs as one group on one core",
-                  OneGroupWarning, stacklevel=2)
+    warnings.warn(
+        "a MATCH_RECOGNIZE query without PARTITION BY runs as one group on one core", OneGroupWarning, stacklevel=2
+    )
     group = "__cepkit_group"  # groupBy(lit(0)) would read as a column ordinal
-    return frame.withColumn(group, F.lit(0)).groupBy(group).applyInPandas(
-        lambda rows: run(rows.drop(columns=group)), schema)
+    return (
+        frame.withColumn(group, F.lit(0))
+        .groupBy(group)
+        .applyInPandas(lambda rows: run(rows.drop(columns=group)), schema)
+    )
 
 
 def read_columns(query: A.Recognize) -> set:
@@ -73,8 +78,10 @@ def output_schema(query: A.Recognize, schema):
 
     def column(name: str):
         if name not in fields:
-            raise QueryError(f"no column {name!r}" + did_you_mean(name, fields) + "; the columns are "
-                             + ", ".join(fields), query.text)
+            raise QueryError(
+                f"no column {name!r}" + did_you_mean(name, fields) + "; the columns are " + ", ".join(fields),
+                query.text,
+            )
         return fields[name]
 
     def numeric(kind):
@@ -87,8 +94,15 @@ def output_schema(query: A.Recognize, schema):
             return typed(A.innermost(expr))
         if isinstance(expr, A.Literal):
             value = expr.value
-            return (T.BooleanType() if isinstance(value, bool) else T.LongType() if isinstance(value, int)
-                    else T.DoubleType() if isinstance(value, float) else T.StringType())
+            return (
+                T.BooleanType()
+                if isinstance(value, bool)
+                else T.LongType()
+                if isinstance(value, int)
+                else T.DoubleType()
+                if isinstance(value, float)
+                else T.StringType()
+            )
         if isinstance(expr, (A.MatchNumber,)):
             return T.LongType()
         if isinstance(expr, A.Classifier):

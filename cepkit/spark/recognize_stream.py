@@ -11,6 +11,7 @@ undecided when the stream stops (a greedy ``B+`` that a next row could extend, a
 Time: Spark hands timestamps to pandas in the session time zone (``spark.sql.session.timeZone``), as for
 the batch query; the watermark is compared with each row's UTC instant, kept beside it.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -26,11 +27,17 @@ from .groups import PREFIX
 from .session import ROCKSDB_PROVIDER
 from .streaming import _interval
 
-_CLOCK = PREFIX + "clock_us"          # the row's UTC instant in microseconds: what the watermark is compared with
-_EVENT_TIME = PREFIX + "event_time"   # the clock + 1 µs: Spark drops exactly the rows already settled past
-_GROUP = PREFIX + "group"             # the one key of a query without PARTITION BY
-_STATE = T.StructType([T.StructField("rows", T.BinaryType()), T.StructField("held", T.LongType()),
-                       T.StructField("begin", T.LongType()), T.StructField("number", T.LongType())])
+_CLOCK = PREFIX + "clock_us"  # the row's UTC instant in microseconds: what the watermark is compared with
+_EVENT_TIME = PREFIX + "event_time"  # the clock + 1 µs: Spark drops exactly the rows already settled past
+_GROUP = PREFIX + "group"  # the one key of a query without PARTITION BY
+_STATE = T.StructType(
+    [
+        T.StructField("rows", T.BinaryType()),
+        T.StructField("held", T.LongType()),
+        T.StructField("begin", T.LongType()),
+        T.StructField("number", T.LongType()),
+    ]
+)
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 
@@ -39,8 +46,8 @@ class _Recognizer(StatefulProcessor):
 
     def __init__(self, query: A.Recognize, received: list, columns: list, output: list, time_zone: str):
         self.query = query
-        self.received = received      # the columns Spark sends, in order
-        self.columns = columns        # those the query reads, and the clock
+        self.received = received  # the columns Spark sends, in order
+        self.columns = columns  # those the query reads, and the clock
         self.output = output
         self.time_zone = time_zone
 
@@ -65,8 +72,8 @@ class _Recognizer(StatefulProcessor):
         if watermark_ms > 0:
             local = pd.Timestamp(watermark_ms, unit="ms", tz="UTC").tz_convert(self.time_zone).tz_localize(None)
             out, part = advance(self.query, part, new, watermark_ms * 1000, clock=_CLOCK, horizon=local.value)
-        else:   # Spark's watermark starts at 0: until it moves, nothing is settled
-            out, part = advance(self.query, part, new, -(2 ** 62), clock=_CLOCK)
+        else:  # Spark's watermark starts at 0: until it moves, nothing is settled
+            out, part = advance(self.query, part, new, -(2**62), clock=_CLOCK)
         self._save(part, watermark_ms)
         if len(out):
             yield out[self.output]
@@ -88,7 +95,7 @@ class _Recognizer(StatefulProcessor):
             self.handle.deleteTimer(old)
         due = []  # when the watermark settles the next waiting row, and closes the open attempt's window
         if part.held:
-            due.append(int(part.rows[_CLOCK].iloc[-part.held:].min()))
+            due.append(int(part.rows[_CLOCK].iloc[-part.held :].min()))
         settled = len(part.rows) - part.held
         if self.query.within is not None and part.begin < settled:
             due.append(int(part.rows[_CLOCK].iloc[part.begin]) + int(self.query.within.value) // 1000)
@@ -102,19 +109,26 @@ def stream(query: A.Recognize, frame: DataFrame, schema, delay, read: set) -> Da
     check_streamable(query)
     order = query.order[0][0]
     if not isinstance(frame.schema[order].dataType, (T.TimestampType, T.TimestampNTZType)):
-        raise QueryError(f"a stream needs ORDER BY its event time, a timestamp column; {order!r} is "
-                         f"{frame.schema[order].dataType.simpleString()}", query.text)
+        raise QueryError(
+            f"a stream needs ORDER BY its event time, a timestamp column; {order!r} is "
+            f"{frame.schema[order].dataType.simpleString()}",
+            query.text,
+        )
     spark = frame.sparkSession
     if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
-        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)   # transformWithState keeps its state in RocksDB
+        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)  # transformWithState keeps its state in RocksDB
     keys = list(query.partition)
-    prepared = (frame.withColumn(_CLOCK, F.unix_micros(F.col(order).cast("timestamp")))
-                .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(_CLOCK) + 1))
-                .withWatermark(_EVENT_TIME, _interval(0 if delay is None else delay)))
+    prepared = (
+        frame.withColumn(_CLOCK, F.unix_micros(F.col(order).cast("timestamp")))
+        .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(_CLOCK) + 1))
+        .withWatermark(_EVENT_TIME, _interval(0 if delay is None else delay))
+    )
     if not keys:
         prepared = prepared.withColumn(_GROUP, F.lit(0))
     columns = [name for name in frame.columns if name in read] + [_CLOCK]
-    processor = _Recognizer(query, prepared.columns, columns, schema.fieldNames(),
-                            spark.conf.get("spark.sql.session.timeZone"))
+    processor = _Recognizer(
+        query, prepared.columns, columns, schema.fieldNames(), spark.conf.get("spark.sql.session.timeZone")
+    )
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime")
+        statefulProcessor=processor, outputStructType=schema, outputMode="Append", timeMode="EventTime"
+    )

@@ -6,6 +6,7 @@ Connect, e.g. ``sc://host:15002`` or ``local[2]`` to start a local Connect serve
 ``**conf`` as usual; cepkit only adds defaults for what is left unset (through Spark Connect, its session
 settings unless ``**conf`` gives them: the client cannot read the server's ``spark-defaults.conf``).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -25,14 +26,14 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 # Session settings, for a new classic session and a new Spark Connect session alike.
 _SESSION_DEFAULTS = {
-    "spark.sql.session.timeZone": "UTC",            # timestamps print as they are stored
+    "spark.sql.session.timeZone": "UTC",  # timestamps print as they are stored
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
 }
 # For a new classic session only: a Connect server refuses to change these (and warns).
 _CLASSIC_DEFAULTS = {
     "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",        # its carriage returns garble notebook output
+    "spark.ui.showConsoleProgress": "false",  # its carriage returns garble notebook output
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
 }
 
@@ -66,7 +67,7 @@ def _defaults(remote: bool) -> dict:
     if remote:
         return dict(_SESSION_DEFAULTS)
     defaults = {**_SESSION_DEFAULTS, **_CLASSIC_DEFAULTS, "spark.driver.memory": _driver_memory()}
-    if os.environ.get("NUMBA_CACHE_DIR"):   # the executors' workers read the kernels the driver's cache holds
+    if os.environ.get("NUMBA_CACHE_DIR"):  # the executors' workers read the kernels the driver's cache holds
         defaults["spark.executorEnv.NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     preset = _preset()
     return {key: value for key, value in defaults.items() if key not in preset}

@@ -21,6 +21,7 @@ sequence number, such as a Kafka offset, that follows (ts) order where ts tie), 
 bounds the state. Queries whose matches depend on the whole history (CONSUME BY, a strategy on a
 sub-pattern) are rejected: run them with ``cepkit.spark.match`` on the data at rest.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -41,17 +42,22 @@ from .batch import own_columns
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import ROCKSDB_PROVIDER
-from .watermark import (KIND, LATE_COLUMNS, SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals, side_rows,
-                        split_late)
+from .watermark import KIND, LATE_COLUMNS, SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals, side_rows, split_late
 
 # The timestamp column Spark's watermark tracks: TIME + 1 µs. Spark drops a row as late when its event time
 # is <= the watermark W, and W starts at 0, so without the shift an event at ts 0 would be dropped in the
 # first batch; with it, the rows Spark drops are exactly those with TIME < W, the events ``advance`` settles.
 _EVENT_TIME = PREFIX + "event_time"
-_GROUP = PREFIX + "group"             # the one key of a query without PARTITION BY
-_STATE = T.StructType([T.StructField("events", T.BinaryType()), T.StructField("frontier", T.LongType()),
-                       T.StructField("settled", T.LongType()), T.StructField("emitted", T.LongType()),
-                       T.StructField("fed", T.LongType())])
+_GROUP = PREFIX + "group"  # the one key of a query without PARTITION BY
+_STATE = T.StructType(
+    [
+        T.StructField("events", T.BinaryType()),
+        T.StructField("frontier", T.LongType()),
+        T.StructField("settled", T.LongType()),
+        T.StructField("emitted", T.LongType()),
+        T.StructField("fed", T.LongType()),
+    ]
+)
 _PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 # Under late="side", Spark's event-time column and the watermark delay are both shifted by a century: the
 # watermark (max event time - delay) is unchanged, but no row is ever Spark's "late" (event time <= watermark),
@@ -63,20 +69,28 @@ class _KeyMatcher(StatefulProcessor):
     """The stateful processor: one ``KeyBuffer`` per key, advanced by new rows and by timers, and the key's
     engine matcher (``watermark.Live``) kept in this worker between calls (rebuilt from the buffer if not)."""
 
-    def __init__(self, matcher: GroupMatcher, horizon: Horizon, received: list, columns: list, output: list,
-                 names: dict, side: bool = False):
+    def __init__(
+        self,
+        matcher: GroupMatcher,
+        horizon: Horizon,
+        received: list,
+        columns: list,
+        output: list,
+        names: dict,
+        side: bool = False,
+    ):
         self.matcher = matcher
         self.horizon = horizon
         self.received = received
         self.columns = columns
         self.output = output
-        self.names = names        # the internal columns' names for the user, in errors
-        self.side = side          # late="side": late arrivals reach this processor and come out as rows
+        self.names = names  # the internal columns' names for the user, in errors
+        self.side = side  # late="side": late arrivals reach this processor and come out as rows
 
     def init(self, handle) -> None:
         self.handle = handle
         self.state = handle.getValueState("cepkit", _STATE)
-        self.lives: dict = {}      # key -> the engine's incremental matcher of that key, in this worker
+        self.lives: dict = {}  # key -> the engine's incremental matcher of that key, in this worker
 
     def handleInputRows(self, key, rows, timerValues):
         # Spark hands the rows over as namedtuples, which rename columns such as "_x" or "class": the input
@@ -86,9 +100,15 @@ class _KeyMatcher(StatefulProcessor):
         late = new.iloc[:0]
         if self.side:
             new, late = split_late(new, _watermark(timerValues))
-            if not len(new) and not self.state.exists():    # only late events of a key without state: no
-                yield side_rows(new.iloc[:0], late, _watermark(timerValues), self.output,   # state to make
-                                self.matcher.split.keys, self.matcher.columns.ts_kind == "datetime")
+            if not len(new) and not self.state.exists():  # only late events of a key without state: no
+                yield side_rows(
+                    new.iloc[:0],
+                    late,
+                    _watermark(timerValues),
+                    self.output,  # state to make
+                    self.matcher.split.keys,
+                    self.matcher.columns.ts_kind == "datetime",
+                )
                 return
         yield from self._advance(key, new, timerValues, late)
 
@@ -110,8 +130,9 @@ class _KeyMatcher(StatefulProcessor):
         watermark_ms = timer_values.getCurrentWatermarkInMs()
         watermark = _watermark(timer_values)
         key = tuple(key)
-        found, buffer, timer, live = advance(self._load(new), new, watermark, self.matcher, self.horizon,
-                                             self.lives.pop(key, None))
+        found, buffer, timer, live = advance(
+            self._load(new), new, watermark, self.matcher, self.horizon, self.lives.pop(key, None)
+        )
         if live is not None:
             self.lives[key] = live
         for old in list(self.handle.listTimers()):
@@ -123,8 +144,9 @@ class _KeyMatcher(StatefulProcessor):
         if timer is not None:
             self.handle.registerTimer(max(timer // 1000 + 1, watermark_ms + 1))
         if self.side and (len(found) or len(late)):
-            yield side_rows(found, late, watermark, self.output, self.matcher.split.keys,
-                            self.matcher.columns.ts_kind == "datetime")
+            yield side_rows(
+                found, late, watermark, self.output, self.matcher.split.keys, self.matcher.columns.ts_kind == "datetime"
+            )
         elif len(found):
             yield found[self.output]
 
@@ -132,7 +154,7 @@ class _KeyMatcher(StatefulProcessor):
 def _watermark(timer_values) -> int:
     """The watermark in µs; Spark's starts at 0 ms, and until it moves nothing has settled (nor is late)."""
     watermark_ms = timer_values.getCurrentWatermarkInMs()
-    return watermark_ms * 1000 if watermark_ms > 0 else -(2 ** 62)
+    return watermark_ms * 1000 if watermark_ms > 0 else -(2**62)
 
 
 def _interval(value, shift_us: int = 0) -> str:
@@ -144,13 +166,14 @@ def _interval(value, shift_us: int = 0) -> str:
         try:
             value = pd.Timedelta(value)
         except ValueError:
-            raise ValueError(f"late='side' needs a delay in seconds, a timedelta or text pandas reads as one "
-                             f"('10 seconds'), not {value!r}") from None
+            raise ValueError(
+                f"late='side' needs a delay in seconds, a timedelta or text pandas reads as one "
+                f"('10 seconds'), not {value!r}"
+            ) from None
     if isinstance(value, _dt.timedelta):
         value = value.total_seconds()
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or value < 0:
-        raise TypeError(f"a delay is a number of seconds >= 0, a timedelta or text such as '10 seconds', "
-                        f"not {value!r}")
+        raise TypeError(f"a delay is a number of seconds >= 0, a timedelta or text such as '10 seconds', not {value!r}")
     return f"{round(value * 1e6) + shift_us} microseconds"
 
 
@@ -159,8 +182,11 @@ def _check_side_names(query) -> None:
     taken = {KIND, *LATE_COLUMNS}
     for name in (*output_variables(query), *query.partition_by):
         if name.lower() in taken:
-            raise QueryError.at(query.variables.get(name, query.ast), f"{name!r} would share its output column "
-                                f"with late='side''s {name.lower()!r} column; rename it", query.text)
+            raise QueryError.at(
+                query.variables.get(name, query.ast),
+                f"{name!r} would share its output column with late='side''s {name.lower()!r} column; rename it",
+                query.text,
+            )
 
 
 def _lateness(delay, options: dict, shift_us: int = 0) -> tuple:
@@ -170,19 +196,24 @@ def _lateness(delay, options: dict, shift_us: int = 0) -> tuple:
     mode = options.pop("disorder", "reject")
     bound = {"kslack": "k", "conservative": "max_delay"}.get(mode)
     if mode == "aggressive":
-        raise ValueError("disorder='aggressive' retracts emitted matches, which an append-only stream of "
-                         "matches cannot do; use disorder='kslack' with k= (or delay=) instead")
+        raise ValueError(
+            "disorder='aggressive' retracts emitted matches, which an append-only stream of "
+            "matches cannot do; use disorder='kslack' with k= (or delay=) instead"
+        )
     if mode not in ("reject", "kslack", "conservative"):
         raise ValueError(f"unknown disorder mode {mode!r}; a stream takes 'reject', 'kslack' or 'conservative'")
     limit = options.pop(bound, None) if bound else None
     if bound and limit is None and delay is None:
-        raise ValueError(f"disorder={mode!r} in a stream needs {bound}= (or delay=): the longest an event may "
-                         "arrive late")
-    if bound == "max_delay" and limit is not None:   # per-type bounds: the watermark waits for the latest
+        raise ValueError(
+            f"disorder={mode!r} in a stream needs {bound}= (or delay=): the longest an event may arrive late"
+        )
+    if bound == "max_delay" and limit is not None:  # per-type bounds: the watermark waits for the latest
         limit = longest_delay(max_delay_option(limit))
         if limit == math.inf and delay is None:
-            raise ValueError("a per-type max_delay leaves some types unbounded (no '*' key), and Spark's "
-                             "watermark is one delay for the whole stream: add '*' or give delay=")
+            raise ValueError(
+                "a per-type max_delay leaves some types unbounded (no '*' key), and Spark's "
+                "watermark is one delay for the whole stream: add '*' or give delay="
+            )
     return _interval(delay if delay is not None else limit if limit is not None else 0, shift_us), options
 
 
@@ -190,24 +221,44 @@ def _check_streamable(query, layout: Layout, position: str) -> None:
     if layout.ts_kind == "position":
         raise EventError(0, "ts", "a stream needs event time: give the events a 'ts' column")
     if layout.position is None:
-        raise EventError(0, position, f"a stream needs a position column {position!r} (an increasing sequence "
-                                      "number such as a Kafka offset): positions cannot be counted across "
-                                      "micro-batches and partitions")
+        raise EventError(
+            0,
+            position,
+            f"a stream needs a position column {position!r} (an increasing sequence "
+            "number such as a Kafka offset): positions cannot be counted across "
+            "micro-batches and partitions",
+        )
     kind = layout.schema[position].dataType
     if not isinstance(kind, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
         raise EventError(0, position, f"the position column must hold integers, not {kind.simpleString()}")
     if query.within is None:
-        raise QueryError.at(query.ast, "a streaming query needs WITHIN: the window bounds the state kept per "
-                                       "key", query.text)
+        raise QueryError.at(
+            query.ast, "a streaming query needs WITHIN: the window bounds the state kept per key", query.text
+        )
     reasons = whole_history(query)
     if reasons:
-        raise QueryError.at(query.ast, f"a streaming query cannot keep bounded state here: {'; '.join(reasons)}; "
-                                       "run cepkit.spark.match on the data at rest", query.text)
+        raise QueryError.at(
+            query.ast,
+            f"a streaming query cannot keep bounded state here: {'; '.join(reasons)}; "
+            "run cepkit.spark.match on the data at rest",
+            query.text,
+        )
 
 
-def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optional[str] = None, hierarchy=None,
-                 *, position: str = "position", delay=None, late: str = "drop", type: Optional[str] = None,
-                 ts: Optional[str] = None, **options) -> DataFrame:
+def match_stream(
+    query,
+    events: DataFrame,
+    engine: str = "auto",
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    *,
+    position: str = "position",
+    delay=None,
+    late: str = "drop",
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> DataFrame:
     """The matches of ``query`` over a streaming DataFrame of events, as an append-only streaming DataFrame.
 
     Parameters
@@ -262,14 +313,17 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     >>> found.writeStream.format("console").outputMode("append").start()                                # doctest: +SKIP
     """
     q = prepare(query, strategy, hierarchy)
-    refuse_limit(q, "cepkit.spark.match_stream", "a stream's first n matches come from a Matcher, or take them "
-                                                 "from the sink")
+    refuse_limit(
+        q, "cepkit.spark.match_stream", "a stream's first n matches come from a Matcher, or take them from the sink"
+    )
     events = own_columns(events, type, ts)
     layout = Layout.of(events.schema, q, position)
     _check_streamable(q, layout, position)
     if late not in ("drop", "side"):
-        raise ValueError(f"late= is 'drop' (Spark drops late events and counts them) or 'side' (they come out "
-                         f"as rows of kind 'late'), not {late!r}")
+        raise ValueError(
+            f"late= is 'drop' (Spark drops late events and counts them) or 'side' (they come out "
+            f"as rows of kind 'late'), not {late!r}"
+        )
     side = late == "side"
     if side:
         _check_side_names(q)
@@ -280,16 +334,19 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
 
     spark = events.sparkSession
     if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
-        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)   # transformWithState keeps its state in RocksDB
+        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)  # transformWithState keeps its state in RocksDB
     if layout.ts_kind == "datetime":
         time_us = F.col(TS)
-    else:           # NaN and infinities become null (a bad row, reported by the workers), not an overflow
+    else:  # NaN and infinities become null (a bad row, reported by the workers), not an overflow
         finite = ~F.isnan(F.col("ts")) & (F.abs(F.col("ts").cast("double")) < F.lit(float("inf")))
         time_us = F.when(finite, F.floor(F.col("ts") * F.lit(1_000_000)))
-    prepared = (events.withColumn(TS, layout.engine_ts()).withColumn(POS, F.col(position).cast("long"))
-                .withColumn(TIME, time_us.cast("long"))
-                .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1 + (SIDE_SHIFT_US if side else 0)))
-                .withWatermark(_EVENT_TIME, watermark_delay))
+    prepared = (
+        events.withColumn(TS, layout.engine_ts())
+        .withColumn(POS, F.col(position).cast("long"))
+        .withColumn(TIME, time_us.cast("long"))
+        .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1 + (SIDE_SHIFT_US if side else 0)))
+        .withWatermark(_EVENT_TIME, watermark_delay)
+    )
     keys = list(split.keys)
     if not keys:
         prepared = prepared.withColumn(_GROUP, F.lit(0))
@@ -300,14 +357,22 @@ def match_stream(query, events: DataFrame, engine: str = "auto", strategy: Optio
     out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
     if side:
         when = T.TimestampType() if layout.ts_kind == "datetime" else None
-        out_schema = T.StructType([
-            T.StructField(KIND, T.StringType()), *out_schema.fields, T.StructField("late_type", T.StringType()),
-            T.StructField("late_ts", when or layout.schema["ts"].dataType), T.StructField("late_position", T.LongType()),
-            T.StructField("watermark", when or T.DoubleType())])
-    processor = _KeyMatcher(matcher, Horizon.of(split), prepared.columns, columns, output,
-                            {TS: "ts", POS: position}, side)
+        out_schema = T.StructType(
+            [
+                T.StructField(KIND, T.StringType()),
+                *out_schema.fields,
+                T.StructField("late_type", T.StringType()),
+                T.StructField("late_ts", when or layout.schema["ts"].dataType),
+                T.StructField("late_position", T.LongType()),
+                T.StructField("watermark", when or T.DoubleType()),
+            ]
+        )
+    processor = _KeyMatcher(
+        matcher, Horizon.of(split), prepared.columns, columns, output, {TS: "ts", POS: position}, side
+    )
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
-        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime")
+        statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime"
+    )
 
 
 def late_events(streaming_query) -> int:
@@ -316,5 +381,6 @@ def late_events(streaming_query) -> int:
     Spark keeps the last ``spark.sql.streaming.numRecentProgressUpdates`` (100) reports; a long-running
     query should read ``numRowsDroppedByWatermark`` from a ``StreamingQueryListener`` instead.
     """
-    return sum(op.numRowsDroppedByWatermark for progress in streaming_query.recentProgress
-               for op in progress.stateOperators)
+    return sum(
+        op.numRowsDroppedByWatermark for progress in streaming_query.recentProgress for op in progress.stateOperators
+    )

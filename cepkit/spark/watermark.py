@@ -26,6 +26,7 @@ never closed (its waiting matches wait for events).
 Time is in epoch microseconds; a few microseconds of slack absorb the engines' float rounding (a wider
 retention or a later emission never changes a result).
 """
+
 from __future__ import annotations
 
 import io
@@ -45,9 +46,9 @@ from ..runtime.match_tables import pandas_binding
 from ..runtime.python_objects import row_lists
 from .groups import LAST, POS, PREFIX, RANK, TS, GroupMatcher, Split, describe_row, plain
 
-TIME = PREFIX + "time"      # ts in epoch microseconds (numeric ts: seconds x 1e6)
-SEQ = PREFIX + "seq"        # rank among the key's settled events (EVENTS windows only)
-FED = PREFIX + "fed"        # the rank under which a settled event was fed to the matcher (NaN: not yet)
+TIME = PREFIX + "time"  # ts in epoch microseconds (numeric ts: seconds x 1e6)
+SEQ = PREFIX + "seq"  # rank among the key's settled events (EVENTS windows only)
+FED = PREFIX + "fed"  # the rank under which a settled event was fed to the matcher (NaN: not yet)
 _SLACK_US = 2
 
 
@@ -57,6 +58,7 @@ class Horizon:
 
     ``window`` and ``lookahead`` are in microseconds on the time axis and in events on the position axis.
     """
+
     axis: str
     window: int
     lookahead: int
@@ -77,6 +79,7 @@ class KeyBuffer:
     """A key's state: buffered events (``events``: unsettled ones, and the fed ones a match may still
     read), the largest watermark seen, the number of settled events so far (EVENTS windows), of matches
     emitted (the next ``match_id``) and of events fed to the matcher (the next rank)."""
+
     events: pd.DataFrame
     frontier: Optional[int] = None
     settled: int = 0
@@ -103,11 +106,16 @@ def check_arrivals(rows: pd.DataFrame, names: dict) -> None:
     a null position. ``names`` maps the internal columns (``type``, ``TS``, ``POS``) to the user's names; the
     error shows the row with them."""
     time = rows[TIME]
-    problems = [(rows["type"].isna(), "type", lambda row: "every event needs a type (this one is null)"),
-                (rows[POS].isna(), POS, lambda row: "every event of a stream needs a position (this one is null)"),
-                (time.isna(), TS, lambda row: "ts is missing (null or NaN) or not finite"),
-                (time < 0, TS, lambda row: "a stream's ts must be >= 0 (Spark's watermark starts at 0), got "
-                                          f"{plain(row[TS])!r}")]
+    problems = [
+        (rows["type"].isna(), "type", lambda row: "every event needs a type (this one is null)"),
+        (rows[POS].isna(), POS, lambda row: "every event of a stream needs a position (this one is null)"),
+        (time.isna(), TS, lambda row: "ts is missing (null or NaN) or not finite"),
+        (
+            time < 0,
+            TS,
+            lambda row: f"a stream's ts must be >= 0 (Spark's watermark starts at 0), got {plain(row[TS])!r}",
+        ),
+    ]
     bad = np.zeros(len(rows), bool)
     for flags, _, _ in problems:
         bad |= flags.to_numpy(dtype=bool)
@@ -117,10 +125,16 @@ def check_arrivals(rows: pd.DataFrame, names: dict) -> None:
     first = min(np.flatnonzero(bad), key=lambda i: (not np.isnan(positions[i]), positions[i]))
     row = rows.iloc[first]
     field, reason = next((f, why) for flags, f, why in problems if flags.iat[first])
-    shown = {names.get(c, c): (None if pd.isna(row[c]) else int(row[c]) if c == POS else row[c])
-             for c in rows.columns if c in names or not c.startswith(PREFIX)}
-    raise EventError(None if np.isnan(positions[first]) else int(positions[first]), names.get(field, field),
-                     f"{reason(row)}; the row: {describe_row(shown)}")
+    shown = {
+        names.get(c, c): (None if pd.isna(row[c]) else int(row[c]) if c == POS else row[c])
+        for c in rows.columns
+        if c in names or not c.startswith(PREFIX)
+    }
+    raise EventError(
+        None if np.isnan(positions[first]) else int(positions[first]),
+        names.get(field, field),
+        f"{reason(row)}; the row: {describe_row(shown)}",
+    )
 
 
 # The side output's columns (``match_stream(late="side")``): a row's kind ("match" or "late"), then, for a late
@@ -137,8 +151,9 @@ def split_late(rows: pd.DataFrame, watermark: int) -> tuple:
     return rows[~late].reset_index(drop=True), rows[late].reset_index(drop=True)
 
 
-def side_rows(found: pd.DataFrame, late: pd.DataFrame, watermark: int, output: list, keys: tuple,
-              datetime: bool) -> pd.DataFrame:
+def side_rows(
+    found: pd.DataFrame, late: pd.DataFrame, watermark: int, output: list, keys: tuple, datetime: bool
+) -> pd.DataFrame:
     """The side output's rows of a call: the matches ``found`` (``output`` columns) as kind "match", then the
     ``late`` arrivals as kind "late", each with its key, type, ts, position and the ``watermark`` (µs) it
     missed; ts and watermark are UTC timestamps for datetime ts, else seconds."""
@@ -148,9 +163,19 @@ def side_rows(found: pd.DataFrame, late: pd.DataFrame, watermark: int, output: l
     if len(late):
         ts = pd.to_datetime(late[TS], unit="us", utc=True) if datetime else late[TS]
         mark = pd.Timestamp(watermark, unit="us", tz="UTC") if datetime else watermark / 1e6
-        frames.append(pd.DataFrame({KIND: "late", **{c: None for c in output if c not in keys},
-                                    **{k: late[k] for k in keys}, "late_type": late["type"], "late_ts": ts,
-                                    "late_position": late[POS].astype("int64"), "watermark": mark}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    KIND: "late",
+                    **{c: None for c in output if c not in keys},
+                    **{k: late[k] for k in keys},
+                    "late_type": late["type"],
+                    "late_ts": ts,
+                    "late_position": late[POS].astype("int64"),
+                    "watermark": mark,
+                }
+            )
+        )
     frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
     return frame[[KIND, *output, *LATE_COLUMNS]]
 
@@ -162,8 +187,8 @@ class Live:
     def __init__(self, matcher: GroupMatcher):
         self.group = matcher
         self.inner = matcher.plan.matcher()
-        self.fed = 0          # the next rank it expects: a matcher that missed a call is not used again
-        self.empty = pd.DataFrame(columns=matcher.output_columns)    # copied: making one costs ~0.3 ms
+        self.fed = 0  # the next rank it expects: a matcher that missed a call is not used again
+        self.empty = pd.DataFrame(columns=matcher.output_columns)  # copied: making one costs ~0.3 ms
 
     def feed(self, rows: pd.DataFrame, ranks: np.ndarray):
         """The matches the matcher reports while it reads ``rows`` (ranked ``ranks``), given to it as one
@@ -184,7 +209,7 @@ class Live:
         found = [f for f in found if len(f)]
         if not found:
             return self.empty.copy()
-        at = np.flatnonzero(events[FED].notna().to_numpy())          # the fed events, which matches read
+        at = np.flatnonzero(events[FED].notna().to_numpy())  # the fed events, which matches read
         ranks = events[FED].to_numpy()[at].astype(np.int64)
         first = int(ranks.min())
         row_of = np.full(int(ranks.max()) + 1 - first, -1, np.int64)
@@ -197,8 +222,10 @@ class Live:
                 raise RuntimeError("a match reads an event no longer in its key's buffer")
             return row_of[rank]
 
-        frames = [self._frame(f.arrays if isinstance(f, MatchList) else MatchArrays.from_matches(f), events, event)
-                  for f in found]
+        frames = [
+            self._frame(f.arrays if isinstance(f, MatchList) else MatchArrays.from_matches(f), events, event)
+            for f in found
+        ]
         frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
         frame.insert(1, RANK, np.arange(len(frame)))
         return frame
@@ -213,8 +240,10 @@ class Live:
 
         start, stop = int(arrays.offsets[0]), int(arrays.offsets[-1])
         lasts = event(arrays.positions[arrays.offsets[1:] - 1])
-        columns = {LAST: positions[lasts],
-                   "positions": row_lists(arrays.offsets - start, position(arrays.positions[start:stop]).tolist())}
+        columns = {
+            LAST: positions[lasts],
+            "positions": row_lists(arrays.offsets - start, position(arrays.positions[start:stop]).tolist()),
+        }
         for var, (kind, value) in group.stream_bindings(arrays, position).items():
             if kind == "single":
                 columns[var] = pd.arrays.IntegerArray(np.maximum(value, 0), value < 0)
@@ -225,8 +254,14 @@ class Live:
         return pd.DataFrame(columns)
 
 
-def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matcher: GroupMatcher,
-            horizon: Horizon, live: Optional[Live] = None) -> tuple:
+def advance(
+    buffer: KeyBuffer,
+    new: Optional[pd.DataFrame],
+    watermark: int,
+    matcher: GroupMatcher,
+    horizon: Horizon,
+    live: Optional[Live] = None,
+) -> tuple:
     """Take a key's new events and the watermark (epoch µs); return (final matches, buffer, next timer, the
     key's ``Live`` matcher or None once closed).
 
@@ -235,18 +270,17 @@ def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matc
     the previous call returned for this key, or None: then it is rebuilt from the buffer's fed events.
     """
     # (a frame of its own: the FED column below is written in place)
-    events = buffer.events.copy() if new is None or not len(new) else \
-        pd.concat([buffer.events, new], ignore_index=True)
+    events = buffer.events.copy() if new is None or not len(new) else pd.concat([buffer.events, new], ignore_index=True)
     if FED not in events.columns:
         events[FED] = np.nan
-    order = np.lexsort((events[POS].to_numpy(), events[TS].to_numpy()))     # (stable: ties keep their order)
-    if (order != np.arange(len(order))).any():        # events most often arrive in order: no copy then
+    order = np.lexsort((events[POS].to_numpy(), events[TS].to_numpy()))  # (stable: ties keep their order)
+    if (order != np.arange(len(order))).any():  # events most often arrive in order: no copy then
         events = events.take(order).reset_index(drop=True)
     settled = (events[TIME] < watermark).to_numpy()
     fed = events[FED].notna().to_numpy()
     if live is None or live.fed != buffer.fed:
         live = Live(matcher)
-        live.feed(events[fed], events[FED][fed].to_numpy())   # reported before: only the state is wanted
+        live.feed(events[fed], events[FED][fed].to_numpy())  # reported before: only the state is wanted
     fresh = settled & ~fed
     live.fed = buffer.fed
     next_rank = buffer.fed + int(fresh.sum())
@@ -262,9 +296,9 @@ def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matc
     frontier = watermark if buffer.frontier is None else max(buffer.frontier, watermark)
     times = events[TIME].to_numpy(dtype=float)
     last_fed = times[fed].max() if fed.any() else -np.inf
-    scope = horizon.window + horizon.slack    # a waiting match's scope ends within w of its first event
+    scope = horizon.window + horizon.slack  # a waiting match's scope ends within w of its first event
     closing = horizon.axis == "time" and fed.any() and last_fed + scope < frontier
-    if closing:          # every waiting scope is complete: report what waits, and forget the fed events
+    if closing:  # every waiting scope is complete: report what waits, and forget the fed events
         found.append(live.close())
     rows = live.rows(found, events)
     rows.insert(0, "match_id", np.arange(buffer.emitted, buffer.emitted + len(rows), dtype=np.int64))
@@ -277,9 +311,13 @@ def advance(buffer: KeyBuffer, new: Optional[pd.DataFrame], watermark: int, matc
         keep = ~fed | (events[FED].to_numpy() >= next_rank - 2 * horizon.window - horizon.lookahead - 1)
     kept = events[keep].reset_index(drop=True)
     unsettled = times[~settled]
-    timers = list(unsettled[:1])          # sorted by ts: the earliest event still to settle
+    timers = list(unsettled[:1])  # sorted by ts: the earliest event still to settle
     if horizon.axis == "time" and not closing and fed.any():
-        timers.append(last_fed + scope)    # when the matcher can be closed
+        timers.append(last_fed + scope)  # when the matcher can be closed
     timer = int(min(timers)) if timers else None
-    return (rows, KeyBuffer(kept, frontier, count, buffer.emitted + len(rows), next_rank),
-            timer, None if closing else live)
+    return (
+        rows,
+        KeyBuffer(kept, frontier, count, buffer.emitted + len(rows), next_rank),
+        timer,
+        None if closing else live,
+    )

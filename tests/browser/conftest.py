@@ -16,6 +16,7 @@ Fixtures:
 Without ``/usr/bin/chromium`` (``make test`` installs it) or playwright, every test using them is skipped with
 the reason. Screenshots go to ``test-artifacts/`` (``ARTIFACTS``).
 """
+
 import json
 import os
 import re
@@ -34,8 +35,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 VIEWPORT = {"width": 1400, "height": 1000}
 # anywidget 0.11 logs this when a model's ES module is not bound 2 s after the model was made; on a loaded
 # machine the page's one import of plotly.js (0.3-0.6 s for the basic bundle cepkit ships, 2.4-4.3 s at load
@@ -65,8 +73,10 @@ def lab_settings(directory: Path) -> None:
     """Render every cell (no windowing, so figures below the fold exist) and keep the news popup away."""
     settings = {
         "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
-                                                                             "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
     }
     for name, values in settings.items():
         path = directory / name
@@ -92,17 +102,23 @@ class Lab:
         """Stop every kernel (a notebook's kernel would otherwise keep its memory and its Spark session, and
         a busy one the CPU the next test needs); fails if one is still there."""
         for kernel in self.kernels():
-            urllib.request.urlopen(urllib.request.Request(
-                f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"), timeout=30)
+            urllib.request.urlopen(
+                urllib.request.Request(f"{self.base}/api/kernels/{kernel['id']}?token={self.token}", method="DELETE"),
+                timeout=30,
+            )
         left = self.kernels()
         assert not left, f"kernels still running after their test: {left}"
 
     def write_notebook(self, name: str, cells: list) -> str:
         """A notebook of code ``cells`` (strings) beside the copied ones; returns its name."""
         import nbformat
+
         notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                           "language": "python"}
+        notebook.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3 (ipykernel)",
+            "language": "python",
+        }
         nbformat.write(notebook, self.root / name)
         return name
 
@@ -116,17 +132,35 @@ def lab(tmp_path_factory):
         shutil.copy(notebook, root / notebook.name)
     lab_settings(root / "settings")
     port, token = free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
-           "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"), "PYSPARK_PYTHON": sys.executable,
-           "SPARK_LOCAL_IP": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "JUPYTERLAB_SETTINGS_DIR": str(root / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(root / "workspaces"),
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+    }
     log = open(root / "jupyter.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}"],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+        cwd=root,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 120     # a loaded machine (2 cores, several test runs)
+        deadline = time.monotonic() + 120  # a loaded machine (2 cores, several test runs)
         while True:
             try:
                 urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
@@ -167,12 +201,13 @@ def page(chromium, lab, request):
     def console(message):
         if message.type == "error":
             (page.slow_widget_inits if message.text == SLOW_WIDGET_INIT else page.script_errors).append(message.text)
+
     page.on("pageerror", lambda error: page.script_errors.append(str(error)))
     page.on("console", console)
     try:
         yield page
     finally:
-        if page.slow_widget_inits:                  # kept where a person looks: test-artifacts/
+        if page.slow_widget_inits:  # kept where a person looks: test-artifacts/
             with open(ARTIFACTS / "slow-widget-inits.txt", "a") as log:
                 log.write(f"{request.node.name}: {len(page.slow_widget_inits)} x {SLOW_WIDGET_INIT!r}\n")
         try:
@@ -197,6 +232,7 @@ class Budget:
 
     def wait(self, locator, step: str, state: str = "visible") -> None:
         from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         try:
             locator.wait_for(timeout=self.ms(step), state=state)
         except PlaywrightTimeout:
@@ -225,13 +261,16 @@ def _run_all_cells(page) -> None:
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
 
 
-SHOWN_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"     # the notebook on show
+SHOWN_NOTEBOOK = ".jp-NotebookPanel:not(.lm-mod-hidden)"  # the notebook on show
 
 
 def _cells_pending(page) -> int:
     """Code cells of the notebook on show not yet executed or still running (prompt ``[ ]:`` or ``[*]:``)."""
-    return page.evaluate("""() => [...document.querySelectorAll('%s .jp-CodeCell .jp-InputArea-prompt')]
-        .filter(p => !/\\[\\d+\\]/.test(p.textContent)).length""" % SHOWN_NOTEBOOK)
+    return page.evaluate(
+        """() => [...document.querySelectorAll('%s .jp-CodeCell .jp-InputArea-prompt')]
+        .filter(p => !/\\[\\d+\\]/.test(p.textContent)).length"""
+        % SHOWN_NOTEBOOK
+    )
 
 
 def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
@@ -240,10 +279,13 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
     _run_all_cells(page)
 
     def started():
-        return page.locator(f"{SHOWN_NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt").filter(
-            has_text=re.compile(r"\[[*\d]+\]")).count()
+        return (
+            page.locator(f"{SHOWN_NOTEBOOK} .jp-CodeCell .jp-InputArea-prompt")
+            .filter(has_text=re.compile(r"\[[*\d]+\]"))
+            .count()
+        )
 
-    try:                                   # Run All is sometimes lost in headless JupyterLab; retry once, if no cell started
+    try:  # Run All is sometimes lost in headless JupyterLab; retry once, if no cell started
         budget.until(started, "Run All", page, poll_ms=250, limit_s=15)
     except TimeoutError:
         _run_all_cells(page)
@@ -253,6 +295,7 @@ def _open_notebook(page, lab: Lab, notebook: str, budget: Budget) -> None:
         if error.count():
             pytest.fail(f"{notebook} raised:\n{error.first.inner_text()[-2000:]}")
         return _cells_pending(page) == 0
+
     budget.until(done, f"every cell of {notebook} to run", page, poll_ms=500)
 
 
@@ -292,17 +335,28 @@ def hits_circle(text, circle, slack: float = 1.5) -> bool:
 
 
 def centred_on(text, circle) -> bool:
-    return abs((text[0] + text[2] - circle[0] - circle[2]) / 2) < 2 and abs((text[1] + text[3] - circle[1] - circle[3]) / 2) < 2
+    return (
+        abs((text[0] + text[2] - circle[0] - circle[2]) / 2) < 2
+        and abs((text[1] + text[3] - circle[1] - circle[3]) / 2) < 2
+    )
 
 
 def collisions(figure: dict) -> list:
     """Pairs of texts that overlap (a text drawn twice at one place, an active state's name, counts once),
     and texts that reach into a node they are not the name of."""
     texts = list({(t["text"], tuple(round(v) for v in t["box"])): t for t in figure["texts"]}.values())
-    found = [(a["text"], b["text"]) for i, a in enumerate(texts) for b in texts[i + 1:]
-             if overlap(a["box"], b["box"]) and not (a["text"] == b["text"] and overlap(a["box"], b["box"], 0))]
-    found += [(t["text"], "a node") for t in texts for c in figure["nodes"]
-              if not centred_on(t["box"], c) and hits_circle(t["box"], c)]
+    found = [
+        (a["text"], b["text"])
+        for i, a in enumerate(texts)
+        for b in texts[i + 1 :]
+        if overlap(a["box"], b["box"]) and not (a["text"] == b["text"] and overlap(a["box"], b["box"], 0))
+    ]
+    found += [
+        (t["text"], "a node")
+        for t in texts
+        for c in figure["nodes"]
+        if not centred_on(t["box"], c) and hits_circle(t["box"], c)
+    ]
     return found
 
 
@@ -320,13 +374,16 @@ class Dom:
     def undrawn_figures(page, min_height: float = 100) -> list:
         """Figures on show that a person would see as missing: a cepkit ``PlotlyView`` with no plot drawn in it,
         or any plotly plot under ``min_height`` px high (text of each, for the failure message)."""
-        return page.evaluate("""min => [...document.querySelectorAll('.cepkit-plotly, .js-plotly-plot')]
+        return page.evaluate(
+            """min => [...document.querySelectorAll('.cepkit-plotly, .js-plotly-plot')]
             .filter(e => e.offsetParent !== null)                          // on show
             .filter(e => !(e.classList.contains('js-plotly-plot') && e.closest('.cepkit-plotly')))
             .filter(e => {
                 const plot = e.classList.contains('js-plotly-plot') ? e : e.querySelector('.js-plotly-plot');
                 return !plot || !plot.querySelector('.main-svg') || plot.getBoundingClientRect().height < min; })
-            .map(e => (e.innerText || '(no text)').slice(0, 80))""", min_height)
+            .map(e => (e.innerText || '(no text)').slice(0, 80))""",
+            min_height,
+        )
 
     @staticmethod
     def width_ratio(element) -> float:

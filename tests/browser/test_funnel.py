@@ -2,6 +2,7 @@
 recipe, opening the tab draws one bar per step with its count, says how many candidates completed and
 stopped, and pages every partial match; nothing spills past the output's right edge and the page logs no
 script error. Screenshots: ``test-artifacts/funnel-800.png``, ``funnel-1400.png``."""
+
 import re
 
 import pytest
@@ -24,8 +25,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 @pytest.mark.parametrize("width", [800, 1400])
-def test_the_funnel_tab_draws_the_steps_and_pages_every_partial_match(lab, page, open_notebook, budget, dom,
-                                                                       artifacts, width):
+def test_the_funnel_tab_draws_the_steps_and_pages_every_partial_match(
+    lab, page, open_notebook, budget, dom, artifacts, width
+):
     budget = budget(BUDGET_S)
     page.set_viewport_size({"width": width, "height": 1000})
     open_notebook(page, lab.write_notebook(f"funnel-{width}.ipynb", CELLS), budget)

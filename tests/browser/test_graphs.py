@@ -5,6 +5,7 @@ headless Chromium (``conftest.py``). Each widget is screenshotted into ``test-ar
 checked in the DOM as a person would by eye: no text of the automaton and lattice drawings overlaps another
 text or a node it does not belong to, every figure fills its output's width, the toggle labels are whole.
 """
+
 import json
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 NOTEBOOK = "graphs-widgets.ipynb"
 BUDGET_S = 240
 
-pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]   # one JupyterLab, beside no other
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]  # one JupyterLab, beside no other
 CELLS = [
     """import cepkit
 import numpy as np
@@ -57,12 +58,19 @@ rewrite.step = 2
 rewrite""",
 ]
 
+
 @pytest.fixture
 def widgets_notebook(lab):
-    cells = [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
-             for source in CELLS]
-    notebook = {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
-                                                            "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5}
+    cells = [
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
+        for source in CELLS
+    ]
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
     (lab.root / NOTEBOOK).write_text(json.dumps(notebook))
     return NOTEBOOK
 
@@ -70,11 +78,21 @@ def widgets_notebook(lab):
 def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_notebook, budget, dom, artifacts):
     clock = budget(BUDGET_S)
     open_notebook(page, widgets_notebook, clock)
-    views = {"automaton": page.locator(".cepkit-automaton-view"), "ecube": page.locator(".cepkit-ecube-view"),
-             "rewrite": page.locator(".cepkit-rewrite-view")}
-    clock.until(lambda: views["automaton"].count() == 3 and views["ecube"].count() == 1
-                and views["rewrite"].count() == 1 and page.locator(".js-plotly-plot .scatterlayer").count() >= 4,
-                "the five widgets and their four figures", page)
+    views = {
+        "automaton": page.locator(".cepkit-automaton-view"),
+        "ecube": page.locator(".cepkit-ecube-view"),
+        "rewrite": page.locator(".cepkit-rewrite-view"),
+    }
+    clock.until(
+        lambda: (
+            views["automaton"].count() == 3
+            and views["ecube"].count() == 1
+            and views["rewrite"].count() == 1
+            and page.locator(".js-plotly-plot .scatterlayer").count() >= 4
+        ),
+        "the five widgets and their four figures",
+        page,
+    )
     assert not [e for e in page.script_errors if "Error" in e], page.script_errors
     names = ["tour", "farm", "ses"]
     problems, blank = {}, []
@@ -86,15 +104,16 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
         assert figure["texts"], name
         if figure["width"] < 0.97 * figure["output"]:
             problems[name] = f"the figure is {figure['width']:.0f} px wide in a {figure['output']:.0f} px output"
-        if figure["height"] < 100:                   # every drawing here is taller
+        if figure["height"] < 100:  # every drawing here is taller
             blank.append(name)
         if dom.collisions(figure):
             problems.setdefault(name, dom.collisions(figure))
     assert not problems, problems
     assert not blank, f"figures drawn under 100 px high: {blank}"
-    assert "origin=JFK" in views["automaton"].first.inner_text()           # runs with their partition key
+    assert "origin=JFK" in views["automaton"].first.inner_text()  # runs with their partition key
     rewrite = views["rewrite"].first
     dom.screenshot(page, rewrite, artifacts / "graphs-rewrite.png")
     cut = rewrite.locator(".widget-toggle-button").evaluate_all(
-        "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)")
+        "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)"
+    )
     assert not cut, f"toggle labels cut: {cut}"

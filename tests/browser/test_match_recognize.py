@@ -2,12 +2,14 @@
 the notation (a misspelt column underlined, "did you mean" under it), Run shows the matches in the grid and
 on the timeline, the SQL rows tab pages the query's output rows, Explain says why the picked match's rows
 are a match. Screenshots: ``test-artifacts/match-recognize-<width>.png``, ``match-recognize-rows-<width>.png``."""
+
 import re
 
 import pytest
 
 BUDGET_S = 240
-CELLS = ["""import numpy as np, pandas as pd
+CELLS = [
+    """import numpy as np, pandas as pd
 import cepkit
 from cepkit.widgets import Workbench
 rng = np.random.default_rng(1)
@@ -19,7 +21,8 @@ QUERY = '''SELECT * FROM prices MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
 expected = cepkit.sql(QUERY.replace("prise", "price"), prices)
 workbench = Workbench(prices, query=QUERY)
 print("expected rows", len(expected))
-workbench"""]
+workbench"""
+]
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -42,7 +45,7 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
     assert "did you mean price?" in workbench.locator(".cepkit-diagnostics").inner_text()
     run = workbench.get_by_role("button", name="Run")
     assert run.is_disabled()
-    underline.dblclick()                    # the word selected, then typed over
+    underline.dblclick()  # the word selected, then typed over
     page.keyboard.type("price", delay=10)
     budget.until(lambda: run.is_enabled(), "Run enabled", page)
     assert "MATCH_RECOGNIZE" in workbench.locator(".cepkit-diagnostics").inner_text()
@@ -51,7 +54,7 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
     budget.wait(workbench.get_by_text(re.compile(r"\d+ match(es)? by engine match_recognize")), "the run's status")
     status = workbench.get_by_text(re.compile(r"by engine match_recognize")).inner_text()
     shown = int(re.search(r"(\d+) match", status)[1])
-    assert shown == expected                # no empty matches here: one output row per match
+    assert shown == expected  # no empty matches here: one output row per match
     assert f"{expected} output rows" in workbench.inner_text()
     info = workbench.locator(".cepkit-results").get_by_text(re.compile(r"of \d+ matches"))
     budget.until(lambda: f"of {expected} matches" in info.inner_text(), "the grid's count", page)
@@ -60,12 +63,13 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
 
     workbench.get_by_role("tab", name="SQL rows").click()
     rows_info = workbench.get_by_text(re.compile(r"of \d+ rows"))
-    budget.until(lambda: rows_info.count() and f"of {expected} rows" in rows_info.first.inner_text(),
-                 "the SQL rows' count", page)
-    assert "falls" in workbench.inner_text()          # a measure's column
+    budget.until(
+        lambda: rows_info.count() and f"of {expected} rows" in rows_info.first.inner_text(), "the SQL rows' count", page
+    )
+    assert "falls" in workbench.inner_text()  # a measure's column
     dom.screenshot(page, workbench, artifacts / f"match-recognize-rows-{width}.png")
 
-    workbench.locator("table.cepkit-grid tbody tr").first.click()      # pick the grid's first match
+    workbench.locator("table.cepkit-grid tbody tr").first.click()  # pick the grid's first match
     workbench.get_by_role("tab", name="Explain").click()
     budget.until(lambda: re.search(r"are match \d+", workbench.inner_text()), "Explain of the picked match", page)
     assert not page.script_errors, page.script_errors

@@ -12,6 +12,7 @@ machine; the bound is scaled by the load average per core above 1 (on 2 shared c
 gets a tenth of a core), and the figures are written to ``test-artifacts/million-render.txt``. Screenshots:
 ``test-artifacts/million-*.png`` at 1,400 and 800 px.
 """
+
 import json
 import os
 import time
@@ -19,7 +20,7 @@ import time
 import pytest
 
 BUDGET_S = 420
-RENDER_S = 3.0          # on a quiet machine; scaled by the load per core above 1 (the page's CPU share shrinks)
+RENDER_S = 3.0  # on a quiet machine; scaled by the load per core above 1 (the page's CPU share shrinks)
 N = 1_000_000
 CELLS = [
     f"""import json, threading, time
@@ -76,7 +77,7 @@ def test_a_million_events_render_within_3_s_of_their_computation(lab, page, open
     # Run: the timeline (a sample of the matches, the unmatched events binned, said in its title) and the grid
     grid_rows = workbench.locator(".cepkit-paged-table tbody tr")
     budget.wait(grid_rows.first, "the results grid's first page")
-    late["grid"] = page.evaluate("Date.now()") - kernel_time(page, "run")      # an upper bound
+    late["grid"] = page.evaluate("Date.now()") - kernel_time(page, "run")  # an upper bound
     timeline = workbench.locator(".js-plotly-plot[data-drawn-at]").first
     budget.wait(timeline, "the timeline drawn")
     late["timeline"] = drawn_at(timeline) - kernel_time(page, "run")
@@ -94,7 +95,7 @@ def test_a_million_events_render_within_3_s_of_their_computation(lab, page, open
         budget.until(lambda: kernel_time(page, tab), f"the kernel's time of the {tab} tab", page)
         late[tab] = drawn_at(plot) - kernel_time(page, tab)
         print(f"{tab}: {time.monotonic() - clicked:.1f} s from the click to the figure")
-        if tab == "Explain":        # the strip shows the events around the candidate, and says so
+        if tab == "Explain":  # the strip shows the events around the candidate, and says so
             assert f"of the {N:,} events" in workbench.locator(f"{view} .gtitle").first.text_content()
         dom.screenshot(page, workbench, artifacts / f"million-{tab.lower()}-1400.png")
     table = workbench.locator(".cepkit-strategy-compare table").first.inner_text()
@@ -108,7 +109,8 @@ def test_a_million_events_render_within_3_s_of_their_computation(lab, page, open
     bound = RENDER_S * max(1.0, load)
     (artifacts / "million-render.txt").write_text(
         f"load per core {load:.1f}, bound {bound:.1f} s\n"
-        + "".join(f"{view}: {ms / 1000:.2f} s after its computation\n" for view, ms in late.items()))
+        + "".join(f"{view}: {ms / 1000:.2f} s after its computation\n" for view, ms in late.items())
+    )
     print(late, f"load per core {load:.1f}")
     assert all(ms < bound * 1000 for ms in late.values()), (late, bound)
     assert not page.script_errors, page.script_errors

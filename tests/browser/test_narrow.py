@@ -4,6 +4,7 @@ a drawing wider than the output scroll inside themselves), the timeline fills it
 it, the automaton's labels do not crowd one another, and the workbench's controls do not lie on one another.
 Screenshots: ``test-artifacts/narrow-*.png``.
 """
+
 import pytest
 
 NARROW = {"width": 800, "height": 900}
@@ -76,14 +77,17 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     budget.wait(workbench.locator(".js-plotly-plot"), "the workbench's timeline")
     budget.wait(workbench.locator("table.cepkit-grid tbody tr").first, "the results grid's rows")
     views = {"workbench": workbench}
-    for name, css in (("automaton", ".cepkit-automaton-view"), ("strategies", ".cepkit-strategy-compare"),
-                      ("explain", ".cepkit-explain-view")):
+    for name, css in (
+        ("automaton", ".cepkit-automaton-view"),
+        ("strategies", ".cepkit-strategy-compare"),
+        ("explain", ".cepkit-explain-view"),
+    ):
         views[name] = outputs.filter(has=page.locator(css)).last
         budget.wait(views[name].locator(".js-plotly-plot"), f"the {name} figure")
 
     for name, output in views.items():
         output.scroll_into_view_if_needed()
-        page.wait_for_timeout(500)                         # a redraw at the width just seen
+        page.wait_for_timeout(500)  # a redraw at the width just seen
         dom.screenshot(page, output, artifacts / f"narrow-{name}.png")
         assert output.evaluate(CUT_AT_THE_RIGHT) == [], name
         plot = output.locator(".js-plotly-plot").first

@@ -5,16 +5,18 @@ width, and a screenshot of each output that holds a figure or a widget goes to `
 what they look like. Notebook 10's ``ExplainView`` is also used: clicking an event on its strip takes it out of
 the candidate, clicking it again puts it back. The tour (Spark) has its own test, ``test_tour_notebook.py``.
 """
+
 import re
 from pathlib import Path
 
 import pytest
 
-NOTEBOOKS = sorted(p.name for p in (Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb")
-                   if not p.name.startswith("01-"))
-BUDGET_S = 240                   # per notebook, from opening the page (2 cores shared with Spark tests)
-MIN_WIDTH_RATIO = 0.95           # a figure fills at least this much of its output's width
-CHOSEN = "rgb(214, 39, 40)"      # ExplainView's red: the candidate's events on the strip
+NOTEBOOKS = sorted(
+    p.name for p in (Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb") if not p.name.startswith("01-")
+)
+BUDGET_S = 240  # per notebook, from opening the page (2 cores shared with Spark tests)
+MIN_WIDTH_RATIO = 0.95  # a figure fills at least this much of its output's width
+CHOSEN = "rgb(214, 39, 40)"  # ExplainView's red: the candidate's events on the strip
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -39,7 +41,9 @@ def check_explain_view(page, budget, dom, artifacts):
     def red_points():
         return output.locator(".js-plotly-plot .scatterlayer path.point").evaluate_all(
             f"""points => points.filter(p => p.style.fill === '{CHOSEN}').map(p => {{
-                const r = p.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})""")
+                const r = p.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})"""
+        )
+
     red = red_points()
     assert len(red) == 2, f"the candidate's two events drawn red on the strip, found {len(red)}"
     page.mouse.move(*red[1])
@@ -69,6 +73,7 @@ def test_notebook_runs_and_its_figures_fill_their_outputs(notebook, page, open_n
     def every_figure_drawn():
         undrawn[:] = dom.undrawn_figures(page)
         return not undrawn
+
     try:
         budget.until(every_figure_drawn, "every figure drawn", page, limit_s=60)
     except TimeoutError:

@@ -3,6 +3,7 @@ itables' ``update()`` kept 819 of the flights year's 2,957 matches and dropped i
 it says how many rows it shows of how many, its search finds the last match, its CSV button downloads every
 match after each run, and it reads at 1,400 and 800 px. Screenshots: ``test-artifacts/grid-*.png``.
 """
+
 import re
 
 import pytest
@@ -58,13 +59,15 @@ def test_the_grid_holds_searches_and_exports_every_match(lab, page, open_noteboo
         assert len(lines) == N + 1 and lines[0].startswith("match,start,end,positions")
         if run == 0:
             workbench.get_by_role("button", name=re.compile("Run")).click()
-            budget.wait(workbench.locator(".widget-html", has_text=re.compile(r"3,000 matches\s*by engine")),
-                        "the second run's status")
+            budget.wait(
+                workbench.locator(".widget-html", has_text=re.compile(r"3,000 matches\s*by engine")),
+                "the second run's status",
+            )
             budget.wait(grid.get_by_text(f"rows 1–10 of {N:,} matches"), "the grid after the second run")
 
     page.set_viewport_size({"width": 800, "height": 900})
     page.wait_for_timeout(500)
     dom.screenshot(page, grid, artifacts / "grid-800.png")
     box, output = grid.bounding_box(), workbench.bounding_box()
-    assert box["x"] + box["width"] <= output["x"] + output["width"] + 1        # not cut at the right
+    assert box["x"] + box["width"] <= output["x"] + output["width"] + 1  # not cut at the right
     assert not page.script_errors, page.script_errors

@@ -1,6 +1,7 @@
 """ScenarioView in JupyterLab in headless Chromium, at 800 and 1,400 px: changing a rate updates the summary,
 "Open in a Workbench" shows the scenario's stream in a Workbench, and Run there lists the matches cepkit.match
 gives. Screenshots: ``test-artifacts/scenario-<width>.png``."""
+
 import re
 
 import pytest

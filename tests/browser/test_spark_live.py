@@ -9,6 +9,7 @@
 No console errors in either. Screenshots (``test-artifacts/spark-workbench-*.png``, ``live-*.png``) at 1,400
 and 800 px.
 """
+
 import re
 import time
 
@@ -25,11 +26,14 @@ from cepkit.widgets import LiveView, Workbench, replay
 TEXT = """{TEXT}"""
 events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
 fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)'''
-SPARK_CELLS = [SETUP, """import os, tempfile, time
+SPARK_CELLS = [
+    SETUP,
+    """import os, tempfile, time
 import cepkit.spark
 spark = cepkit.spark.session()
 on_spark = Workbench(spark.createDataFrame(fog_day), query=TEXT)
-on_spark""", """marker = os.path.join(tempfile.mkdtemp(), "slow")     # partitions sleep once it exists
+on_spark""",
+    """marker = os.path.join(tempfile.mkdtemp(), "slow")     # partitions sleep once it exists
 
 def slow(batches):
     for batch in batches:
@@ -40,10 +44,15 @@ def slow(batches):
 base = spark.createDataFrame(fog_day).repartition(40)
 slow_wb = Workbench(base.mapInPandas(slow, base.schema), query=TEXT)
 open(marker, "w").close()
-slow_wb"""]
-LIVE_CELLS = [SETUP, """days = events[events.ts >= "2013-01-12"].reset_index(drop=True)
+slow_wb""",
+]
+LIVE_CELLS = [
+    SETUP,
+    """days = events[events.ts >= "2013-01-12"].reset_index(drop=True)
 live = LiveView.from_batches(TEXT, replay(days, every="6h", speed=21_600, batches=40))   # a batch a second
-live""", "live.start()"]
+live""",
+    "live.start()",
+]
 BUDGET_S = 420
 CANCEL_S = 5
 NARROW = {"width": 800, "height": 1000}
@@ -76,15 +85,16 @@ def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_note
     first, slow = page.locator(".cepkit-spark-workbench").nth(0), page.locator(".cepkit-spark-workbench").nth(1)
     budget.wait(first.get_by_role("button", name="Run on Spark"), "the Spark workbench's Run button")
     first.get_by_role("button", name="Run on Spark").click()
-    budget.wait(first.locator(".cepkit-spark-status", has_text=f"{len(expected)} matches on Spark"),
-                "the Spark run's count")
+    budget.wait(
+        first.locator(".cepkit-spark-status", has_text=f"{len(expected)} matches on Spark"), "the Spark run's count"
+    )
     grid = first.locator(".cepkit-paged-table")
     budget.wait(grid.locator("tbody tr td").nth(1), "the grid's first page")
     headers = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
     assert "positions" in headers, headers
     column = headers.index("positions")
     rows = grid.locator("tbody tr").evaluate_all(f"rows => rows.map(r => r.cells[{column}].innerText.trim())")
-    assert rows == expected[:len(rows)] and len(rows) == min(10, len(expected))
+    assert rows == expected[: len(rows)] and len(rows) == min(10, len(expected))
     assert f"of {len(expected)} matches" in grid.inner_text()
     budget.wait(first.locator(".cepkit-spark-timeline .js-plotly-plot[data-drawn-at]"), "the sampled timeline")
     both_widths(page, dom, first, artifacts, "spark-workbench")
@@ -118,7 +128,7 @@ def test_a_live_timeline_receives_batches_and_shows_new_matches(lab, page, open_
     budget.until(lambda: newest() >= 0, "the first match in the live grid", page)
     seen, title = newest(), view.locator(".gtitle").text_content()
     budget.until(lambda: batches() >= 5 and newest() > seen, "five batches and newer matches", page)
-    assert view.locator(".gtitle").text_content() != title            # the timeline was redrawn
+    assert view.locator(".gtitle").text_content() != title  # the timeline was redrawn
     assert "matches so far, drawn: the last" in view.locator(".gtitle").text_content()
     both_widths(page, dom, view, artifacts, "live")
     view.get_by_role("button", name="Stop").click()

@@ -5,6 +5,7 @@ matches; the timeline's modebar saves it as SVG; "Copy as code" shows the Python
 written by ``to_html`` opens from disk with no script error, its timeline, automaton and funnel drawn and
 every match in its table. Screenshots: ``test-artifacts/editor-completion-<width>.png``,
 ``editor-error-<width>.png``, ``templates-<width>.png``, ``report-<width>.png``."""
+
 import re
 
 import pytest
@@ -28,8 +29,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 @pytest.mark.parametrize("width", [800, 1400])
-def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_notebook, budget, dom, artifacts,
-                                                      width):
+def test_a_template_fills_the_editor_runs_and_exports(
+    lab, chromium, page, open_notebook, budget, dom, artifacts, width
+):
     budget = budget(BUDGET_S)
     page.set_viewport_size({"width": width, "height": 1000})
     name = lab.write_notebook(f"templates-{width}.ipynb", CELLS[:1])
@@ -47,11 +49,13 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     assert any(o.startswith("amount") for o in offered) and any(o.startswith("card") for o in offered), offered
     colour = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'WHERE');
                                         return s ? getComputedStyle(s).color : null; }""")
-    assert colour == "rgb(130, 80, 223)", colour          # the keyword's colour (scripts/editor/editor.js)
-    dom.screenshot(page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-completion-{width}.png")
-    page.keyboard.press("Enter")             # the first option taken
+    assert colour == "rgb(130, 80, 223)", colour  # the keyword's colour (scripts/editor/editor.js)
+    dom.screenshot(
+        page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-completion-{width}.png"
+    )
+    page.keyboard.press("Enter")  # the first option taken
     budget.until(lambda: re.search(r"p\.\w+", editor.inner_text()), "the attribute completed", page)
-    page.keyboard.press("Control+a")         # an iteration's event: b[i].
+    page.keyboard.press("Control+a")  # an iteration's event: b[i].
     page.keyboard.type("Purchase+ b WHERE b[i].", delay=20)
     budget.until(lambda: any(o.startswith("amount") for o in options.all_inner_texts()), "amount for b[i].", page)
     page.keyboard.press("Escape")
@@ -68,7 +72,7 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     assert "WITHIN" in workbench.locator(".cepkit-diagnostics").inner_text()
     unit = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'min');
                                       return s ? getComputedStyle(s).fontStyle : null; }""")
-    assert unit == "italic", unit                          # "10 min": a unit, not the MIN aggregate
+    assert unit == "italic", unit  # "10 min": a unit, not the MIN aggregate
     dom.screenshot(page, workbench.locator(".cepkit-editor").locator(".."), artifacts / f"editor-error-{width}.png")
 
     picker = workbench.locator("select").filter(has=page.locator("option", has_text="templates…"))
@@ -81,7 +85,7 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     budget.wait(workbench.get_by_text(re.compile(r"3 matches by engine")), "the run's status")
     rows = workbench.locator("table.cepkit-grid tbody tr")
     budget.until(lambda: rows.count() == 3 and "no rows" not in rows.first.inner_text(), "the grid's 3 rows", page)
-    timeline = workbench.locator(".js-plotly-plot").first          # the modebar's SVG button, in the page
+    timeline = workbench.locator(".js-plotly-plot").first  # the modebar's SVG button, in the page
     timeline.hover()
     with page.expect_download() as saved:
         timeline.locator(".modebar-btn[data-title='Download plot as an SVG']").click()
@@ -99,7 +103,7 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
     cell = page.locator(".jp-Notebook .jp-Cell").last
     cell.click()
     page.keyboard.press("Escape")
-    page.keyboard.press("b")                 # a new cell below, with the export code, run in the same kernel
+    page.keyboard.press("b")  # a new cell below, with the export code, run in the same kernel
     page.locator(".jp-Notebook .jp-Cell").last.locator(".cm-content").fill(CELLS[1])
     page.keyboard.press("Shift+Enter")
     budget.wait(page.get_by_text("report written 3"), "the report written")
@@ -112,7 +116,7 @@ def test_a_template_fills_the_editor_runs_and_exports(lab, chromium, page, open_
         report.wait_for_selector(".js-plotly-plot .main-svg", timeout=30000)
         assert report.locator("table.results tbody tr").count() == 3
         assert "small.amount < 5" in report.locator("pre.query").inner_text()
-        assert report.locator(".js-plotly-plot").count() == 3          # the timeline, the automaton, the funnel
+        assert report.locator(".js-plotly-plot").count() == 3  # the timeline, the automaton, the funnel
         report.screenshot(path=str(artifacts / f"report-{width}.png"), full_page=True)
         assert errors == []
     finally:

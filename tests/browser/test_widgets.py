@@ -7,16 +7,17 @@ How long after the engines finished the page drew it (issue 12 asks under 5 s) i
 taken as the cell's start plus ``compare.seconds``, so the time also counts parsing the query and converting
 the events (an upper bound). Screenshots of each widget go to ``test-artifacts/widgets-*.png``.
 """
+
 import json
 import re
 
 import pytest
 
-BUDGET_S = 480                   # the seven runs over 29k events take most of it on a loaded machine
-TOUR_QUERY = '''PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+BUDGET_S = 480  # the seven runs over 29k events take most of it on a loaded machine
+TOUR_QUERY = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
 WHERE d.dep_delay >= 60
 WITHIN 3 hours
-PARTITION BY origin'''
+PARTITION BY origin"""
 CELLS = [
     f"""import time
 import cepkit
@@ -53,7 +54,7 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     rows.first.click()
     budget.wait(workbench.get_by_text(re.compile(r"match #\d+")), "the picked match's events under the timeline")
     dom.screenshot(page, workbench, artifacts / "widgets-workbench.png")
-    rows.first.click()                   # picked again: unpicked, and the timeline zooms out to the whole stream
+    rows.first.click()  # picked again: unpicked, and the timeline zooms out to the whole stream
     budget.wait(workbench.get_by_text("Click a match's line to highlight it"), "the pick cleared")
 
     # clicking a vertex of a match's line on the timeline picks that match: the one its hover label names
@@ -85,8 +86,8 @@ def test_workbench_and_strategy_compare_in_the_browser(lab, page, open_notebook,
     finished_ms, ran = int(said.group(1)), int(said.group(2))
     compare = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="STRICT").first
     budget.wait(compare, "the comparison figure drawn")
-    assert ran == 5             # STNM and ROBUST_STNM are for sequences of sets: the table gives their error
-    assert compare.locator(".scatterlayer .trace").count() == ran                # a row per strategy that ran
+    assert ran == 5  # STNM and ROBUST_STNM are for sequences of sets: the table gives their error
+    assert compare.locator(".scatterlayer .trace").count() == ran  # a row per strategy that ran
     assert compare.bounding_box()["height"] > ran * 40 and dom.width_ratio(compare) > 0.95
     render_s = (int(compare.get_attribute("data-drawn-at")) - finished_ms) / 1000
     (artifacts / "timings.json").write_text(json.dumps({"strategy_compare_render_s": round(render_s, 2)}))

@@ -1,4 +1,5 @@
 """The papers' example streams (cepkit.datasets.examples): shape, provenance, and use as streams."""
+
 import inspect
 import re
 
@@ -15,8 +16,7 @@ STREAMS = {
     "ses_chemo 1": lambda: examples.ses_chemo(1),
     "ses_stocks 1": lambda: examples.ses_stocks(1),
     "ses_stocks 6": lambda: examples.ses_stocks(6),
-    **{f"neel_hospital {n}": (lambda n=n: examples.neel_hospital(n))
-       for n in [*examples._HOSPITAL, "ex20", "rq1"]},
+    **{f"neel_hospital {n}": (lambda n=n: examples.neel_hospital(n)) for n in [*examples._HOSPITAL, "ex20", "rq1"]},
     "neel_predicate_scoping": examples.neel_predicate_scoping,
     **{f"ecube_example {n}": (lambda n=n: examples.ecube_example(n)) for n in examples._ECUBE},
     "rcep_water": examples.rcep_water,
@@ -37,9 +37,16 @@ def test_every_function_cites_its_source():
             assert re.search(r"\[(CEL|LIU|CSV|SES|RCEP)\]", function.__doc__), name
 
 
-@pytest.mark.parametrize("call", [lambda: examples.cel_fire_sensors("X"), lambda: examples.ses_chemo(2),
-                                  lambda: examples.ses_stocks(3), lambda: examples.neel_hospital("nope"),
-                                  lambda: examples.ecube_example("we99")])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: examples.cel_fire_sensors("X"),
+        lambda: examples.ses_chemo(2),
+        lambda: examples.ses_stocks(3),
+        lambda: examples.neel_hospital("nope"),
+        lambda: examples.ecube_example("we99"),
+    ],
+)
 def test_unknown_variants_are_rejected(call):
     with pytest.raises(ValueError):
         call()

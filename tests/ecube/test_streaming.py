@@ -2,6 +2,7 @@
 ``ECube``'s over the stream so far whose last event is closed (no later event can change them), each once;
 after ``close``, all of them. Random cubes and cuts (hypothesis), the workloads of [LIU] §4.6, drill-down and
 roll-up while the stream runs, bounded memory with ``keep=False``."""
+
 import sys
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def final_rows(cube: ECube, events: list, name: str) -> set:
     within = query.within
     if within.events:
         keys = [tuple(e.get(k) for k in query.partition_by) for e in events]
-        later = [sum(1 for k in keys[i + 1:] if k == keys[i]) for i in range(len(events))]
+        later = [sum(1 for k in keys[i + 1 :] if k == keys[i]) for i in range(len(events))]
         return {r for r in rows if later[r[-1]] >= within.amount - 1}
     now = events[-1]["ts"]
     return {r for r in rows if events[r[-1]]["ts"] + within.seconds < now - TOLERANCE * max(1, abs(now))}
@@ -76,18 +77,22 @@ def test_every_workload_streams_as_the_batch_cube(workload):
     events = trades(800, seed=7).to_dict("records")
     cube, live = ECube(queries, hierarchy), ECube(queries, hierarchy).stream()
     for a in range(0, len(events), 90):
-        live.extend(pd.DataFrame(events[a:a + 90]))
+        live.extend(pd.DataFrame(events[a : a + 90]))
         results = live.results
         for name in queries:
-            assert set(results[name].positions()) == final_rows(cube, events[:a + 90], name), (workload, name, a)
+            assert set(results[name].positions()) == final_rows(cube, events[: a + 90], name), (workload, name, a)
     live.close()
     batch = cube.run(events)
     assert {n: m.positions() for n, m in live.results.items()} == {n: m.positions() for n, m in batch.items()}
     assert sum(len(m) for m in batch.values()) > 10
 
 
-OPERATIONS = [("drill_down", {"concept": [("Computer", "INTC", 1)]}), ("drill_down", {"pattern": [("!QQQ", 2)]}),
-              ("roll_up", {"pattern": [("Finance", 2)]}), ("roll_up", {"pattern": [("Computer", 1)]})]
+OPERATIONS = [
+    ("drill_down", {"concept": [("Computer", "INTC", 1)]}),
+    ("drill_down", {"pattern": [("!QQQ", 2)]}),
+    ("roll_up", {"pattern": [("Finance", 2)]}),
+    ("roll_up", {"pattern": [("Computer", 1)]}),
+]
 
 
 @pytest.mark.parametrize("keep", [True, False])
@@ -98,12 +103,14 @@ def test_drill_down_and_roll_up_while_the_stream_runs(method, args, keep):
     starts after what the cube forgot (``complete_from``). From then on the new query streams with the others: in the end it has
     every match of the batch cube."""
     hierarchy = cepkit.Hierarchy(COMPANIES)
-    queries = {"q16": "SEQ(Computer c, Finance f, Education e) WITHIN 20",
-               "q17": "SEQ(Computer c, Finance f, EFC e) WITHIN 20"}
+    queries = {
+        "q16": "SEQ(Computer c, Finance f, Education e) WITHIN 20",
+        "q17": "SEQ(Computer c, Finance f, EFC e) WITHIN 20",
+    }
     events = trades(600, seed=3).to_dict("records")
     live = ECube(queries, hierarchy).stream(keep=keep)
     for a in range(0, 300, 100):
-        live.extend(events[a:a + 100])
+        live.extend(events[a : a + 100])
     answer = getattr(live, method)("q17", **args)
     name = next(n for n in live.cube.queries if n not in queries)
     cube = ECube(queries, hierarchy)
@@ -116,10 +123,10 @@ def test_drill_down_and_roll_up_while_the_stream_runs(method, args, keep):
     else:
         start = answer.info["complete_from"]
         assert start > 0 and got == {r for r in expected if events[r[-1]]["ts"] - 20 > start - 1e-6}
-        assert len(got) < len(expected)      # part of the stream is gone, and the answer says so
+        assert len(got) < len(expected)  # part of the stream is gone, and the answer says so
     later = set()
     for a in range(300, 600, 100):
-        later |= set(live.extend(events[a:a + 100])[name].positions())
+        later |= set(live.extend(events[a : a + 100])[name].positions())
     later |= set(live.close()[name].positions())
     whole = ECube({**queries, name: cube.queries[name]}, hierarchy).run(events)[name]
     assert got | later == set(whole.positions()) - (expected - got) and not got & later
@@ -128,8 +135,13 @@ def test_drill_down_and_roll_up_while_the_stream_runs(method, args, keep):
 
 def test_an_operation_landing_on_a_query_of_the_cube_answers_its_final_matches():
     hierarchy = cepkit.Hierarchy(COMPANIES)
-    live = ECube({"q16": "SEQ(Computer c, Finance f, Education e) WITHIN 20",
-                  "q17": "SEQ(Computer c, Finance f, EFC e) WITHIN 20"}, hierarchy).stream()
+    live = ECube(
+        {
+            "q16": "SEQ(Computer c, Finance f, Education e) WITHIN 20",
+            "q17": "SEQ(Computer c, Finance f, EFC e) WITHIN 20",
+        },
+        hierarchy,
+    ).stream()
     live.extend(trades(200, seed=4))
     got = live.roll_up("q17", concept=[("EFC", "Education", 3)])
     assert got.positions() == live.results["q16"].positions() and len(got) > 10
@@ -146,7 +158,7 @@ def test_keep_false_holds_about_two_windows_of_events():
         found = live.extend(trades(250, seed=k, start=250 * k))
         most = max(most, len(live.kept.stream))
         assert sum(len(m) for m in found.values()) > 0
-    assert most <= 250 + 2 * 10 + 2        # a batch and two windows of 10 trades (2 ms apart, 20 ms)
+    assert most <= 250 + 2 * 10 + 2  # a batch and two windows of 10 trades (2 ms apart, 20 ms)
     with pytest.raises(ValueError, match="keeps no matches"):
         live.results
 

@@ -6,6 +6,7 @@ to run the query. Where it runs, its incremental matcher ends with the batch res
 match before the match's last event, its plan survives pickling (Spark ships plans) and the input
 events are left untouched.
 """
+
 import copy
 import pickle
 
@@ -59,9 +60,19 @@ EXAMPLES = {
 
 EVENTS = [
     {"type": t, "ts": ts, "v": v, "id": i}
-    for t, ts, v, i in [("A", 0, 1, 0), ("C", 1, 3, 1), ("A", 1, 2, 0), ("B", 2, 2, 1), ("B", 4, 0, 0),
-                        ("C", 5, 4, 0), ("A", 6, 3, 1), ("B", 7, 5, 1), ("C", 7, 1, 1), ("B", 9, 3, 0),
-                        ("C", 12, 2, 0)]
+    for t, ts, v, i in [
+        ("A", 0, 1, 0),
+        ("C", 1, 3, 1),
+        ("A", 1, 2, 0),
+        ("B", 2, 2, 1),
+        ("B", 4, 0, 0),
+        ("C", 5, 4, 0),
+        ("A", 6, 3, 1),
+        ("B", 7, 5, 1),
+        ("C", 7, 1, 1),
+        ("B", 9, 3, 0),
+        ("C", 12, 2, 0),
+    ]
 ]
 
 
@@ -101,7 +112,7 @@ def test_runs_like_the_reference_or_refuses_clearly(engine, feature):
     query = EXAMPLES[feature]
     got = _run_or_refuse(engine, query)
     if got is None:  # refused clearly (checked above); a declared feature may still be refused in a case
-        return       # the engine's compile rejects, e.g. binary conditions that PARTITION BY cannot express
+        return  # the engine's compile rejects, e.g. binary conditions that PARTITION BY cannot express
     expected = cepkit.match(query, EVENTS, engine="reference", hierarchy=hierarchy_for(query))
     assert got.engine == engine
     assert got.positions() == expected.positions(), query
@@ -181,8 +192,11 @@ def _runnable_out_of_order(engine: str, mode: str) -> list:
     for feature, query in sorted(EXAMPLES.items()):
         query = windowed(query) if mode == "aggressive" else query
         try:
-            select_engine(cepkit.parse(query, hierarchy=hierarchy_for(query)), engine,
-                          {"disorder": mode, **({"k": 1} if mode == "kslack" else {})})
+            select_engine(
+                cepkit.parse(query, hierarchy=hierarchy_for(query)),
+                engine,
+                {"disorder": mode, **({"k": 1} if mode == "kslack" else {})},
+            )
         except cepkit.QueryError:
             continue
         out.append(query)
@@ -207,9 +221,17 @@ def reference_over(query, arrived, skip=()):
     """The reference's matches over ``arrived`` minus positions ``skip``, with arrival positions."""
     kept = [p for p in range(len(arrived)) if p not in skip]
     found = evaluate(query, [arrived[p] for p in kept], hierarchy=hierarchy_for(query))
-    back = [(tuple(sorted(kept[i] for i in m.positions)),
-             tuple(sorted((v, tuple(kept[i] for i in x) if isinstance(x, tuple) else kept[x])
-                          for v, x in m.bindings.items()))) for m in found]
+    back = [
+        (
+            tuple(sorted(kept[i] for i in m.positions)),
+            tuple(
+                sorted(
+                    (v, tuple(kept[i] for i in x) if isinstance(x, tuple) else kept[x]) for v, x in m.bindings.items()
+                )
+            ),
+        )
+        for m in found
+    ]
     return sorted(back)
 
 
@@ -224,15 +246,18 @@ def test_every_engine_runs_every_out_of_order_mode_like_the_reference(engine, mo
     @given(st.sampled_from(queries), disordered_streams(), st.sampled_from(["exact", "short"]))
     def check(query, case, bound):
         arrived, delay, _ = case
-        slack = delay if bound == "exact" else max(0, delay - 2)   # a short bound makes the mode drop events
-        options = {"kslack": {"k": slack}, "conservative": {"max_delay": slack},
-                   "aggressive": {"max_delay": slack} if bound == "short" else {}}[mode]
+        slack = delay if bound == "exact" else max(0, delay - 2)  # a short bound makes the mode drop events
+        options = {
+            "kslack": {"k": slack},
+            "conservative": {"max_delay": slack},
+            "aggressive": {"max_delay": slack} if bound == "short" else {},
+        }[mode]
         got = cepkit.match(query, arrived, engine=engine, hierarchy=hierarchy_for(query), disorder=mode, **options)
         dropped = got.info.get("dropped", [])
         assert bound == "short" or dropped == [], (query, arrived)
         assert sorted(m.key for m in got) == reference_over(query, arrived, set(dropped)), (query, arrived, options)
         live = set()
-        for d in got.deltas:     # never before its events arrived; a retraction withdraws a live match
+        for d in got.deltas:  # never before its events arrived; a retraction withdraws a live match
             assert d.emitted_at is not None and d.emitted_at >= max(d.positions), d
             if d.sign == "+":
                 assert d.key not in live
@@ -250,8 +275,9 @@ def test_every_engine_runs_every_out_of_order_mode_like_the_reference(engine, mo
 def test_out_of_order_modes_stay_right_past_the_layers_trimming(engine, mode):
     """Long enough for the out-of-order layer to forget old ranks (more than 64 events older than two
     windows): the short streams above never reach it, and ecube once failed there."""
-    queries = [q for q in map(windowed, _runnable_out_of_order(engine, mode))
-               if cepkit.parse(q).window_seconds is not None][:6]
+    queries = [
+        q for q in map(windowed, _runnable_out_of_order(engine, mode)) if cepkit.parse(q).window_seconds is not None
+    ][:6]
 
     @settings(max_examples=3, deadline=None)
     @given(st.sampled_from(queries), st.data())
@@ -259,8 +285,7 @@ def test_out_of_order_modes_stay_right_past_the_layers_trimming(engine, mode):
         events = data.draw(streams(types=("A", "B", "C"), min_size=150, max_size=170, ties=False))
         arrived = shuffled_arrivals(events, data.draw, 3)
         options = {"kslack": {"k": 12}, "conservative": {"max_delay": 12}, "aggressive": {}}[mode]
-        got = cepkit.match(query, arrived, engine=engine, hierarchy=hierarchy_for(query), disorder=mode,
-                           **options)
+        got = cepkit.match(query, arrived, engine=engine, hierarchy=hierarchy_for(query), disorder=mode, **options)
         assert got.info.get("dropped", []) in ([], None)
         assert sorted(m.key for m in got) == reference_over(query, arrived), (query, arrived)
 
@@ -271,7 +296,7 @@ def test_out_of_order_modes_stay_right_past_the_layers_trimming(engine, mode):
 def test_aggressive_without_a_time_window_is_refused_clearly(engine):
     query = "A a ; B b"
     if get_engine(engine).runs_disorder(cepkit.parse(query), "aggressive"):
-        return   # the engine's own aggressive mode needs no window (the stack's compensation)
+        return  # the engine's own aggressive mode needs no window (the stack's compensation)
     events = [{"type": "B", "ts": 2}, {"type": "A", "ts": 1}]
     with pytest.raises(cepkit.QueryError, match="time window") as err:
         cepkit.match(query, events, engine=engine, disorder="aggressive")

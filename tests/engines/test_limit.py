@@ -1,5 +1,6 @@
 """LIMIT n (issue 24): the first n matches in output order (docs/language.md §4), on every engine against the
 reference, the automaton stopping its run early; the Matcher's first n emissions; explain and why_not."""
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -23,14 +24,20 @@ def runs(query, engine, hierarchy=None) -> bool:
 
 
 def test_limit_parses_prints_and_reads_back():
-    for text in ("SELECT NEXT * PATTERN A a ; B b WITHIN 3 s PARTITION BY id RETURN a LIMIT 5",
-                 "SELECT a FROM S WHERE A a ; B b WHERE a.v > 1 CONSUME BY ANY LIMIT 1", "A a limit 70000"):
+    for text in (
+        "SELECT NEXT * PATTERN A a ; B b WITHIN 3 s PARTITION BY id RETURN a LIMIT 5",
+        "SELECT a FROM S WHERE A a ; B b WHERE a.v > 1 CONSUME BY ANY LIMIT 1",
+        "A a limit 70000",
+    ):
         q = cepkit.parse(text)
         assert q.ast.limit in (5, 1, 70000)
         assert cepkit.parse(pretty(q.ast)) == q
-    for text, message, column in [("A a LIMIT 0", "got 0", 11), ("A a LIMIT 2.5", "got 2.5", 11),
-                                  ("A a LIMIT x", "expected a number", 11),
-                                  ("A a LIMIT 2 WITHIN 3 s", "unexpected 'WITHIN'", 13)]:
+    for text, message, column in [
+        ("A a LIMIT 0", "got 0", 11),
+        ("A a LIMIT 2.5", "got 2.5", 11),
+        ("A a LIMIT x", "expected a number", 11),
+        ("A a LIMIT 2 WITHIN 3 s", "unexpected 'WITHIN'", 13),
+    ]:
         with pytest.raises(QueryError, match=message) as err:
             cepkit.parse(text)
         assert err.value.column == column
@@ -119,7 +126,7 @@ def test_explain_and_why_not_name_the_limit():
     cut = cepkit.explain(query, events, {"a": 2, "b": 3})
     assert not cut.is_match and [r.kind for r in cut.failures] == ["limit"]
     assert cut.failures[0].values == {"rank": 3, "limit": 2}
-    assert cut.failures[0].span == (10, 17)      # "LIMIT 2"
+    assert cut.failures[0].span == (10, 17)  # "LIMIT 2"
     misses = cepkit.why_not(query, events, limit=10)
     assert misses.complete
     assert {m.positions for m in misses} == {m for m in cepkit.match("A a ; B b", events).positions()[2:]}
@@ -128,5 +135,6 @@ def test_explain_and_why_not_name_the_limit():
 
 def test_spark_refuses_limit_and_says_what_runs_it():
     from cepkit.runtime.api import prepare, refuse_limit
+
     with pytest.raises(QueryError, match="cepkit.match and cepkit.Matcher run it"):
         refuse_limit(prepare("A a ; B b LIMIT 2"), "cepkit.spark.match", "take .limit(n)")

@@ -1,4 +1,5 @@
 """``cepkit explain`` on the command line (in process, through ``cepkit.cli.main``)."""
+
 import json
 
 import pytest

@@ -1,6 +1,7 @@
 """``cepkit.explain`` against the reference, on random queries and streams: the verdict is "the candidate is
 among the reference's matches" for every candidate of a small stream, and every reason it states is true
 when checked again on the events."""
+
 import itertools
 
 from hypothesis import HealthCheck, given, settings
@@ -55,8 +56,13 @@ def recheck(reason, explanation, stream, parsed, query, events):
         start, end = reason.span
         assert 0 <= start < end <= len(parsed.text)
     values = reason.values
-    if reason.kind in ("condition", "satisfied") and reason.events and "span" not in values and \
-            "witness" not in values and values:
+    if (
+        reason.kind in ("condition", "satisfied")
+        and reason.events
+        and "span" not in values
+        and "witness" not in values
+        and values
+    ):
         # each value read from an attribute is that event's attribute
         for label, value in values.items():
             if "." in label and "(" not in label and "[" not in label:
@@ -90,8 +96,10 @@ def recheck(reason, explanation, stream, parsed, query, events):
     if reason.kind == "strategy" and "skipped" in values:
         assert values["skipped"] not in explanation.positions
     if reason.kind == "consume":
-        assert values["consumed_by"] in cepkit.match(query, events, engine="reference").positions() or \
-            parsed.select is not None
+        assert (
+            values["consumed_by"] in cepkit.match(query, events, engine="reference").positions()
+            or parsed.select is not None
+        )
 
 
 @SETTINGS
@@ -107,8 +115,10 @@ def test_negation_queries(query, events):
 
 
 @SETTINGS
-@given(set_queries(strategies=("ALL", "STNM", "ROBUST_STNM"), max_sets=2, max_set_size=2),
-       streams(types=("C", "P", "D", "B"), max_size=6))
+@given(
+    set_queries(strategies=("ALL", "STNM", "ROBUST_STNM"), max_sets=2, max_set_size=2),
+    streams(types=("C", "P", "D", "B"), max_size=6),
+)
 def test_stnm_queries(query, events):
     check_verdicts(query, events)
 

@@ -1,4 +1,5 @@
 """``cepkit.why_not`` on long streams: its bounded search samples the whole stream."""
+
 import cepkit
 
 

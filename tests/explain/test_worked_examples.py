@@ -1,5 +1,6 @@
 """``cepkit.explain`` on the papers' worked examples: CEL φ1 on the fire sensors ([CEL] §2), SES's
 STNM examples ([SES] Figs 3.1, 6.1(a)), the stack engine's negation examples ([LIU] ch. 2, ch. 3)."""
+
 import pytest
 
 import cepkit
@@ -36,13 +37,15 @@ def test_phi1_not_a_match_event_5_is_a_temperature():
 
 
 def test_phi1_failed_conditions_with_the_values_seen():
-    e = cepkit.explain(PHI1, cel_fire_sensors(), {"x": 4, "y": 7})   # sensor 1: 40 is not above 40
+    e = cepkit.explain(PHI1, cel_fire_sensors(), {"x": 4, "y": 7})  # sensor 1: 40 is not above 40
     assert not e.is_match
     failed = {underlined(e, r): r.message for r in e.failures}
-    assert failed == {"x.tmp > 40": "`x.tmp > 40` is false: x.tmp = 40 (event 4)",
-                      "y.hum < 25": "`y.hum < 25` is false: y.hum = 70 (event 7)",
-                      "x.id = 0": "`x.id = 0` is false: x.id = 1 (event 4)",
-                      "y.id = 0": "`y.id = 0` is false: y.id = 1 (event 7)"}
+    assert failed == {
+        "x.tmp > 40": "`x.tmp > 40` is false: x.tmp = 40 (event 4)",
+        "y.hum < 25": "`y.hum < 25` is false: y.hum = 70 (event 7)",
+        "x.id = 0": "`x.id = 0` is false: x.id = 1 (event 4)",
+        "y.id = 0": "`y.id = 0` is false: y.id = 1 (event 7)",
+    }
 
 
 @pytest.mark.parametrize("strategy, candidate, preferred", [("NEXT", (5, 8), (1, 8)), ("LAST", (1, 8), (5, 8))])
@@ -83,15 +86,17 @@ def test_a_candidate_across_partitions_also_hears_what_else_is_wrong():
     e = cepkit.explain(q, cel_fire_sensors(), (1, 4))
     assert [r.kind for r in e.reasons] == ["partition", "type"]
     assert e.reasons[1].message == "event 4 has type T; `H y` needs H" and underlined(e, e.reasons[1]) == "H y"
-    e = cepkit.explain(q, cel_fire_sensors(), {"x": 3, "y": 1})      # H then T, bound the wrong way round
+    e = cepkit.explain(q, cel_fire_sensors(), {"x": 3, "y": 1})  # H then T, bound the wrong way round
     assert [r.kind for r in e.reasons] == ["partition", "type", "type", "order"]
-    e = cepkit.explain(q, cel_fire_sensors(), (1, 3))                # T then H: only the partition is wrong
+    e = cepkit.explain(q, cel_fire_sensors(), (1, 3))  # T then H: only the partition is wrong
     assert [r.kind for r in e.reasons] == ["partition"]
 
 
 # ----------------------------------------------------------------------------- [SES], SES STNM
-CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
-            "and prev(p.V) < p.V WITHIN 15 days")
+CHEMO_P1 = (
+    "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+    "and prev(p.V) < p.V WITHIN 15 days"
+)
 
 
 def chemo_positions(stream, *names):
@@ -117,8 +122,12 @@ def test_chemo_rising_prev_condition_fails_with_both_values():
     """[SES] Fig. 3.1 Ex 3.4: <e6, e11> and <e9, e11> do not rise: prev(p.V) < p.V is false."""
     stream = ses_chemo(3)
     names = stream["e"].tolist()
-    bindings = {"c": names.index("e8"), "p": [names.index("e9"), names.index("e11")], "d": names.index("e7"),
-                "b": names.index("e13")}
+    bindings = {
+        "c": names.index("e8"),
+        "p": [names.index("e9"), names.index("e11")],
+        "d": names.index("e7"),
+        "b": names.index("e13"),
+    }
     e = cepkit.explain(CHEMO_P1, stream, bindings)
     assert not e.is_match
     (reason,) = e.failures
@@ -130,11 +139,18 @@ def test_chemo_rising_prev_condition_fails_with_both_values():
 def test_stocks_stnm_ex_6_4_run_of_e71_fails():
     """[SES] Fig. 6.1(a) Ex 6.4: the run starting at e71 is not an STNM match (e72 taken greedily as s2); ROBUST_STNM
     (Ex 6.5) accepts {s1/e71, s2/e74, s3/<e76>, s4/e77}."""
-    query = ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
-             "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms")
+    query = (
+        "PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
+        "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms"
+    )
     stream = ses_stocks(6)
     names = stream["e"].tolist()
-    bindings = {"s1": names.index("e71"), "s2": names.index("e74"), "s3": [names.index("e76")], "s4": names.index("e77")}
+    bindings = {
+        "s1": names.index("e71"),
+        "s2": names.index("e74"),
+        "s3": [names.index("e76")],
+        "s4": names.index("e77"),
+    }
     assert cepkit.explain(query, stream, bindings, strategy="ROBUST_STNM").is_match
     e = cepkit.explain(query, stream, bindings, strategy="STNM")
     assert not e.is_match
@@ -156,8 +172,9 @@ def test_we10_c5_blocks_the_late_b4():
     (reason,) = e.reasons
     assert reason.kind == "negation" and reason.values["witness"] == (position["c5"],)
     assert underlined(e, reason) == "!C c"
-    assert reason.message.startswith(f"event {position['c5']} (C) lies after event {position['b4']} and before "
-                                     f"event {position['d8']}")
+    assert reason.message.startswith(
+        f"event {position['c5']} (C) lies after event {position['b4']} and before event {position['d8']}"
+    )
     kept = cepkit.explain(SEQ_ABNCD, events, (position["a3"], position["b6"], position["d8"]))
     assert kept.is_match and any(r.message.startswith("no match of `!C c` lies") for r in kept.reasons)
 

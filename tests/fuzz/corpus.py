@@ -4,6 +4,7 @@ text that parses, extracted once into ``queries.json``), their mutations, and ma
 ``CEPKIT_FUZZ_SIZE`` sets how many mutations a run draws (a small fixed slice in ``make test``, thousands
 in ``make fuzz``); ``CEPKIT_FUZZ_SEED`` picks them (fixed by default, so ``make test`` is repeatable).
 """
+
 from __future__ import annotations
 
 import ast
@@ -20,15 +21,73 @@ from cepkit.lang.parser import parse_tree
 ROOT = Path(__file__).resolve().parents[2]
 SIZE = int(os.environ.get("CEPKIT_FUZZ_SIZE", "60"))
 SEED = int(os.environ.get("CEPKIT_FUZZ_SEED", "15"))
-TIME_LIMIT = int(os.environ.get("CEPKIT_FUZZ_TIME_LIMIT", "20"))   # seconds per parse or engine run
+TIME_LIMIT = int(os.environ.get("CEPKIT_FUZZ_TIME_LIMIT", "20"))  # seconds per parse or engine run
 
 # Splinters mutations insert: keywords, punctuation, edge numbers, every line break, quotes and junk.
 SPLINTERS = (
-    "SEQ(", "AND(", "OR(", "{", "}", "(", ")", ",", ";", "+", "!", "FILTER", "WHERE", "WITHIN", "EVENTS", "s",
-    "PARTITION BY id", "CONSUME BY ANY", "RETURN a", "SELECT NEXT *", "PATTERN", "NEXT(", "MAX(", "LAST(", "ANY",
-    "not", "and", "or", "IN (1, 2)", "a.v", "b[i].v", "count(b)", "prev(b.v)", "1e309", "9" * 320, "-", "0.5",
-    "9999999999999999999", "'x'", '"', "'", "`", "`SEQ`", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x85",
-    "\u2028", "#", "-- ", "@", "\x00", "é", "A a", "B+ b", "ANY+ x", "EXISTS", "=", "<=", "!=",
+    "SEQ(",
+    "AND(",
+    "OR(",
+    "{",
+    "}",
+    "(",
+    ")",
+    ",",
+    ";",
+    "+",
+    "!",
+    "FILTER",
+    "WHERE",
+    "WITHIN",
+    "EVENTS",
+    "s",
+    "PARTITION BY id",
+    "CONSUME BY ANY",
+    "RETURN a",
+    "SELECT NEXT *",
+    "PATTERN",
+    "NEXT(",
+    "MAX(",
+    "LAST(",
+    "ANY",
+    "not",
+    "and",
+    "or",
+    "IN (1, 2)",
+    "a.v",
+    "b[i].v",
+    "count(b)",
+    "prev(b.v)",
+    "1e309",
+    "9" * 320,
+    "-",
+    "0.5",
+    "9999999999999999999",
+    "'x'",
+    '"',
+    "'",
+    "`",
+    "`SEQ`",
+    "\n",
+    "\r",
+    "\r\n",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x85",
+    "\u2028",
+    "#",
+    "-- ",
+    "@",
+    "\x00",
+    "é",
+    "A a",
+    "B+ b",
+    "ANY+ x",
+    "EXISTS",
+    "=",
+    "<=",
+    "!=",
 )
 
 
@@ -71,8 +130,12 @@ def written_queries() -> tuple:
 
 def extract_queries() -> tuple:
     """Every distinct query text in tests/, docs/ and notebooks/ (and the README) that parses."""
-    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "notebooks").glob("*.ipynb")),
-             *sorted(p for p in (ROOT / "tests").rglob("*.py") if "fuzz" not in p.parts)]
+    paths = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "notebooks").glob("*.ipynb")),
+        *sorted(p for p in (ROOT / "tests").rglob("*.py") if "fuzz" not in p.parts),
+    ]
     found = set()
     for path in paths:
         for text in _queries_of(path):
@@ -125,8 +188,9 @@ def damaged_files(size: int = SIZE, seed: int = SEED) -> list:
     rng = random.Random(seed)
     out = []
     for _ in range(size):
-        suffix, good = rng.choice([(".csv", GOOD_CSV), (".json", GOOD_JSON), (".jsonl", GOOD_JSONL),
-                                   (".parquet", GOOD_CSV)])
+        suffix, good = rng.choice(
+            [(".csv", GOOD_CSV), (".json", GOOD_JSON), (".jsonl", GOOD_JSONL), (".parquet", GOOD_CSV)]
+        )
         data = bytearray(good)
         for _ in range(rng.randint(1, 4)):
             k = rng.randrange(len(data) + 1)

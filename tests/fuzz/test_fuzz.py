@@ -5,6 +5,7 @@ Each text goes through ``parse``, the printer's round trip, and every engine on 
 under a time limit (``signal.alarm``; a call past it fails with the query text). ``make test`` runs a fixed
 slice in seconds; ``make fuzz`` runs thousands of fresh mutations (``CEPKIT_FUZZ_SIZE``/``CEPKIT_FUZZ_SEED``).
 """
+
 from __future__ import annotations
 
 import signal
@@ -35,6 +36,7 @@ class TooSlow(Exception):
 def time_limit(what: str, seconds: int = TIME_LIMIT):
     def expire(*_):
         raise TooSlow(f"more than {seconds} s: {what}")
+
     previous = signal.signal(signal.SIGALRM, expire)
     signal.alarm(seconds)
     try:
@@ -94,19 +96,35 @@ def test_the_corpus_covers_the_written_queries():
     assert len(written_queries()) > 500
 
 
-@pytest.mark.parametrize("text", [
-    "A a FILTER " + "(" * 250 + "a.v > 1" + ")" * 250, "A a FILTER " + "not " * 400 + "a.v > 1",
-    "A a FILTER " + "-" * 500 + "a.v > 1", "A a FILTER " + " + ".join(["a.v"] * 1000) + " > 1",
-    "a WITHIN 1e309 EVENTS", "b WITHIN " + "9" * 310, "b WITHIN 9999999999999999999 EVENTS",
-    "SEQ(B a, SEQ(a.v = 1))", " ; ".join(f"A a{i}" for i in range(87)), "((ANY+ a)+)+", "COUNT",
-    "A a ;\r B b FILTER c.v > 1", "SEQ(PATTERN a, B b)", "A a WITHIN 1e309",
-    # found by make fuzz: the stack's RETURN of a negated variable only, rcep's constant filter in a +
-    "PATTERN SEQ(!A  x1, A x2) RETURN x1", "(ANY FILTER null)+", "(ANY FILTER a.v > 1 or true)+ ; A a",
-    # found by 20,000 grammar trees: a Kleene name bound to one event in another OR branch (the reference
-    # could not sort its matches), ses's duplicate RETURN names, phase 2 of the reference past its budget
-    "FROM S WHERE A+ AS a OR ANY AS a ; ANY OR SEQ(A)", "SELECT b2, b2 FROM S WHERE T_1 AS b2",
-    "T_1+ AS a PARTITION BY v, v RETURN a, a, a", "FROM S WHERE LAST(((ANY OR ANY)+)+) CONSUME BY ANY",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A a FILTER " + "(" * 250 + "a.v > 1" + ")" * 250,
+        "A a FILTER " + "not " * 400 + "a.v > 1",
+        "A a FILTER " + "-" * 500 + "a.v > 1",
+        "A a FILTER " + " + ".join(["a.v"] * 1000) + " > 1",
+        "a WITHIN 1e309 EVENTS",
+        "b WITHIN " + "9" * 310,
+        "b WITHIN 9999999999999999999 EVENTS",
+        "SEQ(B a, SEQ(a.v = 1))",
+        " ; ".join(f"A a{i}" for i in range(87)),
+        "((ANY+ a)+)+",
+        "COUNT",
+        "A a ;\r B b FILTER c.v > 1",
+        "SEQ(PATTERN a, B b)",
+        "A a WITHIN 1e309",
+        # found by make fuzz: the stack's RETURN of a negated variable only, rcep's constant filter in a +
+        "PATTERN SEQ(!A  x1, A x2) RETURN x1",
+        "(ANY FILTER null)+",
+        "(ANY FILTER a.v > 1 or true)+ ; A a",
+        # found by 20,000 grammar trees: a Kleene name bound to one event in another OR branch (the reference
+        # could not sort its matches), ses's duplicate RETURN names, phase 2 of the reference past its budget
+        "FROM S WHERE A+ AS a OR ANY AS a ; ANY OR SEQ(A)",
+        "SELECT b2, b2 FROM S WHERE T_1 AS b2",
+        "T_1+ AS a PARTITION BY v, v RETURN a, a, a",
+        "FROM S WHERE LAST(((ANY OR ANY)+)+) CONSUME BY ANY",
+    ],
+)
 def test_the_issues_reproducers(text):
     through_everything(text)
 

@@ -1,4 +1,5 @@
 """The syntax tree (issue 2, item 2): immutable, hashable, compared without source spans, with a visitor."""
+
 import dataclasses
 
 import pytest

@@ -1,5 +1,6 @@
 """The shared condition compiler (cepkit.lang.compiled): the value rules of docs/language.md §10, the same as
 the reference evaluator's, over a binding shape given by an accessor."""
+
 import pytest
 
 import cepkit
@@ -31,27 +32,27 @@ def binding(a: dict, b: dict) -> dict:
 
 CASES = [  # condition, a's attributes, b's attributes, truth
     ("a.v + 1 < b.v", {"v": 1}, {"v": 3}, True),
-    ("a.v + 1 < b.v", {}, {"v": 3}, False),               # null in arithmetic: null, compared: false
-    ("not (a.v + 1 < b.v)", {}, {"v": 3}, True),          # not of a false comparison
-    ("a.v != b.v", {"v": None}, {"v": 3}, False),         # != with null is false too
-    ("a.v / b.v = 0", {"v": 1}, {"v": 0}, False),         # division by zero is null
+    ("a.v + 1 < b.v", {}, {"v": 3}, False),  # null in arithmetic: null, compared: false
+    ("not (a.v + 1 < b.v)", {}, {"v": 3}, True),  # not of a false comparison
+    ("a.v != b.v", {"v": None}, {"v": 3}, False),  # != with null is false too
+    ("a.v / b.v = 0", {"v": 1}, {"v": 0}, False),  # division by zero is null
     ("not (a.v / b.v = 0)", {"v": 1}, {"v": 0}, True),
     ("a.v / b.v = 0.5", {"v": 1}, {"v": 2}, True),
     ("-a.v < 0", {"v": 2}, {}, True),
     ("-a.v < 0", {}, {}, False),
     ("a.v IN (1, 2, b.v)", {"v": 5}, {"v": 5}, True),
     ("a.v IN (1, 2, b.v)", {"v": 5}, {"v": 6}, False),
-    ("a.v IN (1, null)", {}, {}, False),                    # null IN (...) is false, even with a null option
+    ("a.v IN (1, null)", {}, {}, False),  # null IN (...) is false, even with a null option
     ("not (a.v IN (1, null))", {}, {}, True),
-    ("a.f", {"f": 0}, {}, False),                           # bare values: truthy and not null
+    ("a.f", {"f": 0}, {}, False),  # bare values: truthy and not null
     ("a.f", {"f": "x"}, {}, True),
     ("a.f", {}, {}, False),
     ("a.v = 1 and (b.v = 2 or b.v = 3)", {"v": 1}, {"v": 3}, True),
     ("a.v = 1 and b.v = 2 and a.w = 4", {"v": 1, "w": 4}, {"v": 2}, True),
     ("a.v = 2 or b.v = 2 or a.w = 4", {"v": 1, "w": 5}, {"v": 1}, False),
-    ("(a.v < b.v) = true", {"v": 1}, {"v": 2}, True),      # a condition used as a value
-    ("a.s = 3", {"s": "x"}, {}, False),                     # equality across kinds: no error
-    ("a.d < 2 min", {"d": 100}, {}, True),                  # durations are seconds
+    ("(a.v < b.v) = true", {"v": 1}, {"v": 2}, True),  # a condition used as a value
+    ("a.s = 3", {"s": "x"}, {}, False),  # equality across kinds: no error
+    ("a.d < 2 min", {"d": 100}, {}, True),  # durations are seconds
 ]
 
 
@@ -70,19 +71,24 @@ def test_values():
     assert compile_value(where("prev(a.v) = 0").left, access)({"a_prev": Event("A", 1, {"v": 9})}) == 9
 
 
-@pytest.mark.parametrize("text, a, b, position, field, message", [
-    ("a.v < b.v", {"v": "x"}, {"v": 1}, 3, "v", "cannot compare 'x' (str) < 1 (int)"),
-    ("b.w >= a.v", {"v": "x"}, {"w": 1}, 7, "w", "cannot compare 1 (int) >= 'x' (str)"),
-    ("a.v + b.w > 0", {"v": 1}, {"w": "x"}, 7, "w", "expected a number, got 'x' (str)"),   # the operand
-    ("a.v * b.w > 0", {"v": "x"}, {"w": 2}, 3, "v", "expected a number, got 'x' (str)"),
-    ("-a.s < 0", {"s": "x"}, {}, 3, "s", "expected a number, got 'x' (str)"),
-    ("a.v - 'x' > 0", {"v": 1}, {}, -1, "?", "expected a number, got 'x' (str)"),          # a literal
-    ("'x' < 1", {}, {}, -1, "?", "cannot compare 'x' (str) < 1 (int)"),
-])
+@pytest.mark.parametrize(
+    "text, a, b, position, field, message",
+    [
+        ("a.v < b.v", {"v": "x"}, {"v": 1}, 3, "v", "cannot compare 'x' (str) < 1 (int)"),
+        ("b.w >= a.v", {"v": "x"}, {"w": 1}, 7, "w", "cannot compare 1 (int) >= 'x' (str)"),
+        ("a.v + b.w > 0", {"v": 1}, {"w": "x"}, 7, "w", "expected a number, got 'x' (str)"),  # the operand
+        ("a.v * b.w > 0", {"v": "x"}, {"w": 2}, 3, "v", "expected a number, got 'x' (str)"),
+        ("-a.s < 0", {"s": "x"}, {}, 3, "s", "expected a number, got 'x' (str)"),
+        ("a.v - 'x' > 0", {"v": 1}, {}, -1, "?", "expected a number, got 'x' (str)"),  # a literal
+        ("'x' < 1", {}, {}, -1, "?", "cannot compare 'x' (str) < 1 (int)"),
+    ],
+)
 def test_errors_name_position_and_field_as_the_reference(text, a, b, position, field, message):
     cond, bound = where(text), binding(a, b)
-    for evaluate in (lambda: compile_condition(cond, access)(bound),
-                     lambda: holds(cond, {"a": 0, "b": 1}, [bound["a"], bound["b"]])):
+    for evaluate in (
+        lambda: compile_condition(cond, access)(bound),
+        lambda: holds(cond, {"a": 0, "b": 1}, [bound["a"], bound["b"]]),
+    ):
         with pytest.raises(cepkit.EventError) as err:
             evaluate()
         assert (err.value.position, err.value.field) == (position, field)
@@ -108,9 +114,11 @@ def test_every_engine_blames_the_offending_operand():
 
     cond = where("a.v + b.w > 0")
     a, b = Event("A", 3, {"v": 1}, position=3), Event("B", 7, {"w": "x"}, position=7)
-    evaluations = [lambda: stack_condition(cond)({"a": a, "b": b}),
-                   lambda: Conjunct(cond, {"a": 0, "b": 1}, frozenset()).holds(((a,), (b,))),
-                   lambda: holds(cond, {"a": 0, "b": 1}, [a, b])]
+    evaluations = [
+        lambda: stack_condition(cond)({"a": a, "b": b}),
+        lambda: Conjunct(cond, {"a": 0, "b": 1}, frozenset()).holds(((a,), (b,))),
+        lambda: holds(cond, {"a": 0, "b": 1}, [a, b]),
+    ]
     for evaluate in evaluations:
         with pytest.raises(cepkit.EventError) as err:
             evaluate()

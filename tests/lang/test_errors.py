@@ -1,5 +1,6 @@
 """Bad queries raise ``cepkit.QueryError`` (a ValueError) naming the line and column, with the offending
 text and a caret under it (docs/language.md §8; issue 2: malformed query, unknown variable, unknown attribute)."""
+
 import pandas as pd
 import pytest
 
@@ -20,7 +21,7 @@ def assert_points_at(err: QueryError, line: int, column: int, underlined: str):
     source, carets = caret_lines(err)
     start = len(carets) - len(carets.lstrip(" "))
     assert start == column - 1
-    assert source[start:len(carets)] == underlined
+    assert source[start : len(carets)] == underlined
     assert set(carets[start:]) == {"^"}
 
 
@@ -40,9 +41,20 @@ CASES = [
     # CEL calls this one safe (vdef+ leaves out iterated variables, [CEL] §5); the language still
     # defines each name once (docs/language.md §10 rule 11).
     ("(A a)+ ; A a", 1, 10, "A a", "defined once per query, except across OR branches"),
-    ("SELECT PARTITION_STRICT * PATTERN A a ; B b", 1, 1, "SELECT PARTITION_STRICT * PATTERN A a ; B b",
-     "PARTITION_STRICT needs PARTITION BY"),
-    ("A a ; B b WITHIN 10 fortnights", 1, 21, "fortnights", "expected CONSUME, EVENTS, LIMIT, PARTITION, RETURN, a time unit"),
+    (
+        "SELECT PARTITION_STRICT * PATTERN A a ; B b",
+        1,
+        1,
+        "SELECT PARTITION_STRICT * PATTERN A a ; B b",
+        "PARTITION_STRICT needs PARTITION BY",
+    ),
+    (
+        "A a ; B b WITHIN 10 fortnights",
+        1,
+        21,
+        "fortnights",
+        "expected CONSUME, EVENTS, LIMIT, PARTITION, RETURN, a time unit",
+    ),
     ("A a ; B b WITHIN ten minutes", 1, 18, "ten", "expected a number"),
     ("A a ; B b WITHIN 2.5 EVENTS", 1, 11, "WITHIN 2.5 EVENTS", "must be an integer >= 1"),
     ("A a ; B b WITHIN 0 EVENTS", 1, 11, "WITHIN 0 EVENTS", "must be an integer >= 1"),
@@ -127,8 +139,10 @@ def test_a_misspelt_keyword_gets_did_you_mean_and_a_wrong_unit_the_list_of_units
     with pytest.raises(QueryError) as err:
         cepkit.parse("A a ; B b WITHIN 3 hrs")
     assert "did you mean 'hours'?" in err.value.reason
-    assert "(the time units: ms, s, sec, secs, second, seconds, min, mins, minute, minutes, h, hour, hours, d, " \
-           "day, days)" in err.value.reason
+    assert (
+        "(the time units: ms, s, sec, secs, second, seconds, min, mins, minute, minutes, h, hour, hours, d, "
+        "day, days)" in err.value.reason
+    )
     with pytest.raises(QueryError) as err:
         cepkit.parse("A a ; B b WITHIN 3 fortnights")
     assert "did you mean" not in err.value.reason and "the time units: ms" in err.value.reason
@@ -140,7 +154,8 @@ def test_event_types_absent_from_the_stream_are_named_with_the_closest_one():
     assert [w.reason for w in warnings] == [
         "no event of type 'FOG' in the stream; did you mean 'fog'?",
         "no event of type 'RAIN' in the stream; its types: DELAYED_DEPARTURE, STORM, fog",
-        "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
+        "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?",
+    ]
     assert (warnings[0].line, warnings[0].column) == (1, 5)
     hierarchy = cepkit.Hierarchy({"WEATHER": ["fog", "STORM"]})
     assert cepkit.type_warnings("WEATHER w ; DELAYED_DEPARTURE d", events, hierarchy) == []

@@ -1,4 +1,5 @@
 """docs/language.md §9: the examples that must parse and mean what their source paper says."""
+
 import pytest
 
 import cepkit
@@ -8,12 +9,18 @@ from cepkit.lang import ast as A
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
 PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
 CORE = "SELECT NEXT * FROM S WHERE T AS x ; H AS y FILTER x.tmp > 40"
-NEEL = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-        "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
-SES = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
-       "and b.V < 5000 WITHIN 15 days")
-SASE = ("PATTERN SEQ(A a, B+ b, C c) WHERE b[i].price > b[i-1].price and avg(b.price) > a.price "
-        "WITHIN 100 EVENTS PARTITION BY symbol")
+NEEL = (
+    "PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+    "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes"
+)
+SES = (
+    "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+    "and b.V < 5000 WITHIN 15 days"
+)
+SASE = (
+    "PATTERN SEQ(A a, B+ b, C c) WHERE b[i].price > b[i-1].price and avg(b.price) > a.price "
+    "WITHIN 100 EVENTS PARTITION BY symbol"
+)
 
 
 def test_every_example_of_section_9_parses():

@@ -1,4 +1,5 @@
 """``Query.features``: the vocabulary engines declare (``cepkit.lang.FEATURES``), each found where it is used."""
+
 import pytest
 
 import cepkit
@@ -30,9 +31,13 @@ USES = {
     "hierarchy": ("A a ; Stock s", "Stock s"),
     "attribute_hierarchy": ("A a ; B b WHERE b.sector = 'Tech'", "b.sector = 'Tech'"),
     "nested_strategy": ("NEXT(A a ; B b) ; C c", "NEXT(A a ; B b)"),
-    **{f"strategy:{name}": (f"SELECT {name} * PATTERN A a ; B b PARTITION BY id",
-                            f"SELECT {name} * PATTERN A a ; B b PARTITION BY id")
-       for name in ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX", "STNM", "ROBUST_STNM")},
+    **{
+        f"strategy:{name}": (
+            f"SELECT {name} * PATTERN A a ; B b PARTITION BY id",
+            f"SELECT {name} * PATTERN A a ; B b PARTITION BY id",
+        )
+        for name in ("STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX", "STNM", "ROBUST_STNM")
+    },
 }
 HIERARCHY = {"Stock": ["IBM", "MSFT"]}
 SECTORS = cepkit.Hierarchy({"Tech": ["Software", "Chips"]}, attribute="sector")
@@ -49,23 +54,28 @@ def test_feature_is_found_and_located(feature):
     assert feature in query.features
     line, column, end_line, end_column = query.features[feature].span
     assert (line, end_line) == (1, 1)
-    assert text[column - 1:end_column - 1] == located
+    assert text[column - 1 : end_column - 1] == located
 
 
-@pytest.mark.parametrize("text, features", [
-    # [CEL] §2, φ1: a conjunction of unary filters, the CEL fragment the automaton compiles; arity is per
-    # conjunct (a conjunct relating two variables, or a disjunction over two, is binary).
-    ("(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)",
-     {"sequence", "unary_conditions"}),
-    ("(T AS x ; H AS y) FILTER (x.tmp > 40 or y.hum < 25)", {"sequence", "binary_conditions"}),
-    ("(T AS x ; H AS y) FILTER x.tmp > 40 and x.id = y.id", {"sequence", "unary_conditions", "binary_conditions"}),
-    ("SEQ(A a)", set()),
-    ("A a", set()),
-    ("A a ; B b CONSUME BY NONE", {"sequence"}),
-    ("SELECT ALL * A a ; B b", {"sequence"}),
-    ("NXT(A a) ; B b", {"sequence", "nested_strategy", "strategy:NEXT"}),
-    ("A a ; Stock s", {"sequence"}),  # no hierarchy given: Stock is a plain type
-])
+@pytest.mark.parametrize(
+    "text, features",
+    [
+        # [CEL] §2, φ1: a conjunction of unary filters, the CEL fragment the automaton compiles; arity is per
+        # conjunct (a conjunct relating two variables, or a disjunction over two, is binary).
+        (
+            "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)",
+            {"sequence", "unary_conditions"},
+        ),
+        ("(T AS x ; H AS y) FILTER (x.tmp > 40 or y.hum < 25)", {"sequence", "binary_conditions"}),
+        ("(T AS x ; H AS y) FILTER x.tmp > 40 and x.id = y.id", {"sequence", "unary_conditions", "binary_conditions"}),
+        ("SEQ(A a)", set()),
+        ("A a", set()),
+        ("A a ; B b CONSUME BY NONE", {"sequence"}),
+        ("SELECT ALL * A a ; B b", {"sequence"}),
+        ("NXT(A a) ; B b", {"sequence", "nested_strategy", "strategy:NEXT"}),
+        ("A a ; Stock s", {"sequence"}),  # no hierarchy given: Stock is a plain type
+    ],
+)
 def test_exact_feature_sets(text, features):
     assert set(cepkit.parse(text).features) == features
 

@@ -1,4 +1,5 @@
 """docs/language.md §2: keywords are case-insensitive; type and attribute names are case-sensitive."""
+
 import re
 
 import pytest
@@ -19,16 +20,56 @@ QUERIES = [
     "A a ; B b WITHIN 3 MS",
     "A a ; B b WITHIN 3 s RETURN a LIMIT 2",
 ]
-KEYWORDS = {"select", "next", "nxt", "from", "where", "as", "filter", "within", "minutes", "partition", "by",
-            "consume", "pattern", "seq", "and", "exists", "or", "any", "in", "not", "null", "true", "false",
-            "events", "return", "first", "last", "prev", "count", "sum", "avg", "min", "max", "days", "strict",
-            "stnm", "robust_stnm", "all", "partition_strict", "h", "seconds", "ms", "limit"}
+KEYWORDS = {
+    "select",
+    "next",
+    "nxt",
+    "from",
+    "where",
+    "as",
+    "filter",
+    "within",
+    "minutes",
+    "partition",
+    "by",
+    "consume",
+    "pattern",
+    "seq",
+    "and",
+    "exists",
+    "or",
+    "any",
+    "in",
+    "not",
+    "null",
+    "true",
+    "false",
+    "events",
+    "return",
+    "first",
+    "last",
+    "prev",
+    "count",
+    "sum",
+    "avg",
+    "min",
+    "max",
+    "days",
+    "strict",
+    "stnm",
+    "robust_stnm",
+    "all",
+    "partition_strict",
+    "h",
+    "seconds",
+    "ms",
+    "limit",
+}
 
 
 def respell(text: str, spell) -> str:
     """``text`` with every keyword respelled by ``spell``; names (types, variables, attributes) untouched."""
-    return re.sub(r"[A-Za-z_]+", lambda m: spell(m.group(0)) if m.group(0).lower() in KEYWORDS else m.group(0),
-                  text)
+    return re.sub(r"[A-Za-z_]+", lambda m: spell(m.group(0)) if m.group(0).lower() in KEYWORDS else m.group(0), text)
 
 
 def mixed_case(word: str) -> str:

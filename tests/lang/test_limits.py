@@ -3,6 +3,7 @@
 The limits (cepkit.lang.limits, docs/limits.md), line breaks other than ``\\n``, keywords used as names, the
 caret under ``strategy=``, and the printer on numbers at the edge of the float range.
 """
+
 import pytest
 
 import cepkit
@@ -24,17 +25,20 @@ def test_parentheses_alone_add_no_depth():
     assert query == cepkit.parse("A a FILTER a.v > 1")
 
 
-@pytest.mark.parametrize("text, where", [
-    ("A a FILTER " + "not " * 400 + "a.v > 1", "not "),
-    ("A a FILTER " + "-" * 500 + "a.v > 1", "-"),
-    ("A a FILTER " + " + ".join(["a.v"] * 1000) + " > 1", "a.v"),
-    ("SEQ(" * 150 + "A a" + ")" * 150, "SEQ("),
-    ("A a" + "+" * 300, "A a"),
-])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        ("A a FILTER " + "not " * 400 + "a.v > 1", "not "),
+        ("A a FILTER " + "-" * 500 + "a.v > 1", "-"),
+        ("A a FILTER " + " + ".join(["a.v"] * 1000) + " > 1", "a.v"),
+        ("SEQ(" * 150 + "A a" + ")" * 150, "SEQ("),
+        ("A a" + "+" * 300, "A a"),
+    ],
+)
 def test_nesting_beyond_the_limit_is_a_query_error_with_a_caret(text, where):
     err = error_of(text)
     assert f"nests deeper than {MAX_DEPTH} levels" in err.reason
-    assert err.line == 1 and text[err.column - 1:].startswith(where)
+    assert err.line == 1 and text[err.column - 1 :].startswith(where)
 
 
 def test_nesting_up_to_the_limit_parses_and_round_trips():
@@ -54,11 +58,18 @@ def test_a_tree_built_too_deep_is_refused_before_printing():
 
 
 # ----------------------------------------------------------------------------- numbers
-@pytest.mark.parametrize("text, column", [
-    ("a WITHIN 1e309 EVENTS", 3), ("A a WITHIN 1e309", 5), ("b WITHIN " + "9" * 310, 3),
-    ("A a WITHIN " + "9" * 400, 5), ("A a FILTER a.v > 1e309", 18), ("A a FILTER a.v > -" + "9" * 400, 18),
-    ("A a FILTER a.t > 1e305 days", 18),
-])
+@pytest.mark.parametrize(
+    "text, column",
+    [
+        ("a WITHIN 1e309 EVENTS", 3),
+        ("A a WITHIN 1e309", 5),
+        ("b WITHIN " + "9" * 310, 3),
+        ("A a WITHIN " + "9" * 400, 5),
+        ("A a FILTER a.v > 1e309", 18),
+        ("A a FILTER a.v > -" + "9" * 400, 18),
+        ("A a FILTER a.t > 1e305 days", 18),
+    ],
+)
 def test_numbers_beyond_the_float_range_are_query_errors(text, column):
     err = error_of(text)
     assert "out of range" in err.reason and (err.line, err.column) == (1, column)
@@ -74,8 +85,12 @@ def test_huge_windows_never_overflow(engine):
 
 
 def test_exact_ints_and_the_largest_floats_round_trip():
-    for text in ["A a FILTER a.v = 100000000000000000000000000001", "A a FILTER a.v < 1.7976931348623157e+308",
-                 "A a WITHIN 1e300", f"A a WITHIN {MAX_EVENT_WINDOW} EVENTS"]:
+    for text in [
+        "A a FILTER a.v = 100000000000000000000000000001",
+        "A a FILTER a.v < 1.7976931348623157e+308",
+        "A a WITHIN 1e300",
+        f"A a WITHIN {MAX_EVENT_WINDOW} EVENTS",
+    ]:
         tree = parse_tree(text)
         assert parse_tree(pretty(tree)) == tree
         assert "inf" not in pretty(tree)
@@ -87,8 +102,9 @@ def test_the_printer_refuses_non_finite_numbers():
 
 
 # ----------------------------------------------------------------------------- line breaks
-@pytest.mark.parametrize("newline", ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85",
-                                     "\u2028", "\u2029"])
+@pytest.mark.parametrize(
+    "newline", ["\n", "\r", "\r\n", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+)
 def test_every_line_break_counts_as_str_splitlines_counts_it(newline):
     text = f"A a ;{newline} B b FILTER c.v > 1"
     err = error_of(text)
@@ -108,10 +124,20 @@ def test_the_end_of_the_text_is_on_its_last_line():
 # ----------------------------------------------------------------------------- keywords as names
 def test_every_word_of_the_grammar_but_the_units_is_a_keyword():
     import re
+
     words = set()
     for terminal in _parser().terminals:
-        if terminal.name in ("UNIT", "NAME", "KLEENE_TYPE", "COMMENT", "WS", "STRING", "QUOTED_KLEENE",
-                             "SIGNED_NUMBER", "INT"):
+        if terminal.name in (
+            "UNIT",
+            "NAME",
+            "KLEENE_TYPE",
+            "COMMENT",
+            "WS",
+            "STRING",
+            "QUOTED_KLEENE",
+            "SIGNED_NUMBER",
+            "INT",
+        ):
             continue
         pattern = re.sub(r"\\.|\(\?i:", "", terminal.pattern.value)  # escapes (\b, \s) and the case flag
         words |= {w.lower() for w in re.findall(r"[A-Za-z_]+", pattern)}
@@ -120,9 +146,13 @@ def test_every_word_of_the_grammar_but_the_units_is_a_keyword():
 
 @pytest.mark.parametrize("word", sorted(KEYWORDS))
 def test_a_keyword_used_as_a_name_prints_backquoted_and_reads_back(word):
-    tree = A.QueryNode(pattern=A.Seq((A.Atom(word, word), A.Plus(A.Atom(word, "b")),
-                                      A.Compare(">", A.Attr(word, word), A.Agg("count", word)))),
-                       select=(word,), partition_by=("id",))
+    tree = A.QueryNode(
+        pattern=A.Seq(
+            (A.Atom(word, word), A.Plus(A.Atom(word, "b")), A.Compare(">", A.Attr(word, word), A.Agg("count", word)))
+        ),
+        select=(word,),
+        partition_by=("id",),
+    )
     assert parse_tree(pretty(tree)) == tree
 
 

@@ -2,6 +2,7 @@
 golden trace of Ex 25, the exact NPDR1 form of Ex 29, the nesting measure (Ex 26), the normal forms
 (Ex 23/24), the refusals ([LIU] §5.2.2, Ex 21, Ex 22; [CSV] Fig 3), and, on random nested queries, the normal form has the query's
 matches under the reference evaluator whenever every step is exact."""
+
 import pytest
 from hypothesis import given, settings
 
@@ -9,9 +10,9 @@ import cepkit
 from cepkit.lang.rewrite import RULES, is_cnf, is_dnf, nesting, rewrite
 from strategies import nested_queries, streams
 
-Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"   # [LIU] §5.1, Fig 5.1
-Q4 = "SEQ(Recycle r, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"             # Ex 21
-EX25 = "SEQ(E1 e1, !SEQ(E2 e2, E3 e3), E4 e4, SEQ(!AND(E5 e5, E6 e6), E7 e7))"                  # Ex 25 (Q6)
+Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"  # [LIU] §5.1, Fig 5.1
+Q4 = "SEQ(Recycle r, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"  # Ex 21
+EX25 = "SEQ(E1 e1, !SEQ(E2 e2, E3 e3), E4 e4, SEQ(!AND(E5 e5, E6 e6), E7 e7))"  # Ex 25 (Q6)
 
 
 def rules(query, **kwargs):
@@ -31,26 +32,29 @@ def same_matches(original, rewritten, events):
 
 
 def events(spec):
-    """"A0 X1 B2" -> event dicts (type, ts from the digits)."""
-    return [{"type": t.rstrip("0123456789"), "ts": int(t[len(t.rstrip("0123456789")):])} for t in spec.split()]
+    """ "A0 X1 B2" -> event dicts (type, ts from the digits)."""
+    return [{"type": t.rstrip("0123456789"), "ts": int(t[len(t.rstrip("0123456789")) :])} for t in spec.split()]
 
 
 # ----------------------------------------------------------------------------- flattening rules (Table 5.2)
-@pytest.mark.parametrize("query, rule, expected", [
-    # FR1: SEQ(SEQ(E1..Ei, P), Ej..En) = SEQ(E1..En, P)
-    ("SEQ(SEQ(A a, B b, a.v = b.v), C c)", "FR1", "A AS a ; B AS b ; C AS c FILTER a.v = b.v"),
-    # FR2, [LIU] §5.2.3's own example: SEQ(A, SEQ(B, C, !D), E, F)
-    ("SEQ(A a, SEQ(B b, C c, !D d), E e, F f)", "FR2", "SEQ(A AS a, B AS b, C AS c, !D AS d, E AS e, F AS f)"),
-    # FR3 / FR4: AND inside AND (FR4 keeps the inner negation)
-    ("AND(AND(A a, B b), C c)", "FR3", "AND(A AS a, B AS b, C AS c)"),
-    ("AND(AND(A a, !B b, C c), D d)", "FR4", "AND(A AS a, !B AS b, C AS c, D AS d)"),
-    # FR5: OR(OR(E1..Ei), Ej..En) = OR(E1..En)
-    ("OR(OR(A a, B b), C c)", "FR5", "A AS a OR B AS b OR C AS c"),
-    # FR6: an existential SEQ between positive neighbours becomes projected positive components (the FR6 proof's reading)
-    ("SEQ(A a, EXISTS SEQ(B b, C c), D d)", "FR6", "A AS a ; B AS b ; C AS c ; D AS d RETURN a, d"),
-    # FR7: AND(∃AND(E1..), Ej..) = AND(E1.., Ej..) with the witness projected away
-    ("AND(EXISTS AND(B b, C c), D d)", "FR7", "AND(B AS b, C AS c, D AS d) RETURN d"),
-])
+@pytest.mark.parametrize(
+    "query, rule, expected",
+    [
+        # FR1: SEQ(SEQ(E1..Ei, P), Ej..En) = SEQ(E1..En, P)
+        ("SEQ(SEQ(A a, B b, a.v = b.v), C c)", "FR1", "A AS a ; B AS b ; C AS c FILTER a.v = b.v"),
+        # FR2, [LIU] §5.2.3's own example: SEQ(A, SEQ(B, C, !D), E, F)
+        ("SEQ(A a, SEQ(B b, C c, !D d), E e, F f)", "FR2", "SEQ(A AS a, B AS b, C AS c, !D AS d, E AS e, F AS f)"),
+        # FR3 / FR4: AND inside AND (FR4 keeps the inner negation)
+        ("AND(AND(A a, B b), C c)", "FR3", "AND(A AS a, B AS b, C AS c)"),
+        ("AND(AND(A a, !B b, C c), D d)", "FR4", "AND(A AS a, !B AS b, C AS c, D AS d)"),
+        # FR5: OR(OR(E1..Ei), Ej..En) = OR(E1..En)
+        ("OR(OR(A a, B b), C c)", "FR5", "A AS a OR B AS b OR C AS c"),
+        # FR6: an existential SEQ between positive neighbours becomes projected positive components (the FR6 proof's reading)
+        ("SEQ(A a, EXISTS SEQ(B b, C c), D d)", "FR6", "A AS a ; B AS b ; C AS c ; D AS d RETURN a, d"),
+        # FR7: AND(∃AND(E1..), Ej..) = AND(E1.., Ej..) with the witness projected away
+        ("AND(EXISTS AND(B b, C c), D d)", "FR7", "AND(B AS b, C AS c, D AS d) RETURN d"),
+    ],
+)
 def test_flattening_rules(query, rule, expected):
     """[LIU] §5.2.3, FR1-FR7."""
     assert rules(query)[0] == rule
@@ -58,13 +62,19 @@ def test_flattening_rules(query, rule, expected):
 
 
 # ----------------------------------------------------------------------------- distribution (Table 5.3)
-@pytest.mark.parametrize("query, rule, expected", [
-    ("SEQ(A a, OR(B b, C c), D d)", "DR1", "A AS a ; B AS b ; D AS d OR A AS a ; C AS c ; D AS d"),
-    ("AND(A a, OR(B b, C c))", "DR2", "AND(A AS a, B AS b) OR AND(A AS a, C AS c)"),
-    ("SEQ(A a, EXISTS OR(B b, C c), D d)", "DR5",
-     "SEQ(A AS a, EXISTS B AS b, D AS d) OR SEQ(A AS a, EXISTS C AS c, D AS d)"),
-    ("AND(A a, EXISTS OR(B b, C c))", "DR6", "AND(A AS a, EXISTS B AS b) OR AND(A AS a, EXISTS C AS c)"),
-])
+@pytest.mark.parametrize(
+    "query, rule, expected",
+    [
+        ("SEQ(A a, OR(B b, C c), D d)", "DR1", "A AS a ; B AS b ; D AS d OR A AS a ; C AS c ; D AS d"),
+        ("AND(A a, OR(B b, C c))", "DR2", "AND(A AS a, B AS b) OR AND(A AS a, C AS c)"),
+        (
+            "SEQ(A a, EXISTS OR(B b, C c), D d)",
+            "DR5",
+            "SEQ(A AS a, EXISTS B AS b, D AS d) OR SEQ(A AS a, EXISTS C AS c, D AS d)",
+        ),
+        ("AND(A a, EXISTS OR(B b, C c))", "DR6", "AND(A AS a, EXISTS B AS b) OR AND(A AS a, EXISTS C AS c)"),
+    ],
+)
 def test_distributive_rules(query, rule, expected):
     """[LIU] §5.2.4, DR1/DR2/DR5/DR6 (DR3 is in Ex 25, DR4 below)."""
     assert rules(query) == [rule]
@@ -91,7 +101,8 @@ def test_ex25_golden_trace():
         "SEQ(E1 AS e1, !E2 AS e2, E4 AS e4, !E5 AS e5, E7 AS e7) OR "
         "SEQ(E1 AS e1, !E2 AS e2, E4 AS e4, !E6 AS e6, E7 AS e7) OR "
         "SEQ(E1 AS e1, !E2 AS e2_1, E2 AS e2, !E3 AS e3, E4 AS e4, !E5 AS e5, E7 AS e7) OR "
-        "SEQ(E1 AS e1, !E2 AS e2_1, E2 AS e2, !E3 AS e3, E4 AS e4, !E6 AS e6, E7 AS e7) RETURN e1, e4, e7")
+        "SEQ(E1 AS e1, !E2 AS e2_1, E2 AS e2, !E3 AS e3, E4 AS e4, !E6 AS e6, E7 AS e7) RETURN e1, e4, e7"
+    )
     assert [s.nesting for s in r.steps][-1] == 0 and r.exact and is_dnf(r.result.pattern)
     for types in (["E1", "E2", "E3", "E4", "E5", "E7"], ["E1", "E2", "E4", "E6", "E7"], ["E1", "E3", "E2", "E4", "E7"]):
         same_matches(EX25, r.result, [{"type": t, "ts": ts} for ts, t in enumerate(types)])
@@ -104,14 +115,21 @@ def test_ex29_exact_npdr1_form_of_q1():
         "SEQ(Recycle AS r, Washing AS w, !Checking AS c, Operating AS o) OR "
         "SEQ(Recycle AS r, Washing AS w, !Disinfection AS d, Checking AS c, !Checking AS c_1, Operating AS o) OR "
         "SEQ(Recycle AS r, Washing AS w, !Sharpening AS s, Disinfection AS d, !Disinfection AS d_1, Checking AS c, "
-        "!Checking AS c_1, Operating AS o) RETURN r, w, o")
+        "!Checking AS c_1, Operating AS o) RETURN r, w, o"
+    )
     assert rules(Q1, direction="right")[:2] == ["NPDR1", "NPDR1"]
     assert rules(Q1)[:2] == ["NPDR2", "NPDR2"]
 
 
-@pytest.mark.parametrize("stream", ["Recycle1 Washing2 Operating3", "Recycle1 Washing2 Sharpening3 Disinfection4 "
-                                    "Checking5 Operating6", "Recycle1 Washing2 Sharpening3 Checking4 Operating5",
-                                    "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7"])
+@pytest.mark.parametrize(
+    "stream",
+    [
+        "Recycle1 Washing2 Operating3",
+        "Recycle1 Washing2 Sharpening3 Disinfection4 Checking5 Operating6",
+        "Recycle1 Washing2 Sharpening3 Checking4 Operating5",
+        "Recycle1 Washing2 Checking3 Sharpening4 Disinfection5 Checking6 Operating7",
+    ],
+)
 @pytest.mark.parametrize("direction", ["left", "right"])
 def test_both_unrollings_of_q1_keep_its_matches(stream, direction):
     """[LIU] §5.2.8: no confluence, NPDR1 and NPDR2 give different, equivalent DNFs (the streams of docs/references.md E7 and of Q1 of [LIU] Fig 5.1)."""
@@ -134,11 +152,11 @@ def test_npdr4_flips_the_polarity_and_is_exact_without_a_window():
     assert r.normal_form == "SEQ(A AS a, !B AS b, D AS d) OR SEQ(A AS a, EXISTS C AS c, D AS d)"
     for stream in ["A0 B1 D2", "A0 B1 C2 D3", "A0 C1 D2", "C0 A1 B2 D3"]:
         same_matches(query, r.result, events(stream))
-    windowed = query + " WITHIN 2"      # in a SEQ the scope lies inside every witness's window: still exact
+    windowed = query + " WITHIN 2"  # in a SEQ the scope lies inside every witness's window: still exact
     assert rewrite(windowed).exact
     for stream in ["A0 B1 D2", "A0 B1 C2 D3", "A0 C1 B2 D3", "C0 A1 B2 D3", "A0 B1 C3 D2"]:
         same_matches(windowed, rewrite(windowed).result, sorted(events(stream), key=lambda e: e["ts"]))
-    assert not rewrite("AND(A a, !AND(B b, !C c)) WITHIN 5").exact   # the AND's scope spans two windows
+    assert not rewrite("AND(A a, !AND(B b, !C c)) WITHIN 5").exact  # the AND's scope spans two windows
 
 
 def test_npdr6_and_npdr7_make_an_existential_item_positive():
@@ -152,19 +170,25 @@ def test_npdr6_and_npdr7_make_an_existential_item_positive():
 
 
 # ----------------------------------------------------------------------------- what is not flattenable
-@pytest.mark.parametrize("query, reason", [
-    ("SEQ(A a, !SEQ(B b, !C c, D d), E e)", "for all"),                      # [LIU] §5.2.2: needs "for all"
-    (Q4, "for all"),                                                         # Ex 21: naive NPDR1 is wrong
-    # Ex 22: FR1 dissolves the composite E, NPDR2 unrolls !E, and the trailing witness (its "last
-    # instance") cannot become positive without moving the window: no (wrong) normal form
-    ("SEQ(SEQ(C c, O o), !SEQ(C c2, O o2))", "positive neighbours"),
-    ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-     "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes", "relates d, s"),  # [CSV] Fig 3
-    ("SEQ(A a, AND(B b, C c), D d)", "outside Lcons"),                       # SEQ(AND), Table 5.5
-    ("SEQ(A a, !AND(B b, B c), D d)", "could match the same event"),
-    ("SEQ(A a, (B b)+, C c)", "iterations"),
-    ("SELECT MAX * PATTERN SEQ(A a, EXISTS SEQ(B b, C c), D d)", "selection strategy"),   # FR6 would change C
-])
+@pytest.mark.parametrize(
+    "query, reason",
+    [
+        ("SEQ(A a, !SEQ(B b, !C c, D d), E e)", "for all"),  # [LIU] §5.2.2: needs "for all"
+        (Q4, "for all"),  # Ex 21: naive NPDR1 is wrong
+        # Ex 22: FR1 dissolves the composite E, NPDR2 unrolls !E, and the trailing witness (its "last
+        # instance") cannot become positive without moving the window: no (wrong) normal form
+        ("SEQ(SEQ(C c, O o), !SEQ(C c2, O o2))", "positive neighbours"),
+        (
+            "PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+            "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes",
+            "relates d, s",
+        ),  # [CSV] Fig 3
+        ("SEQ(A a, AND(B b, C c), D d)", "outside Lcons"),  # SEQ(AND), Table 5.5
+        ("SEQ(A a, !AND(B b, B c), D d)", "could match the same event"),
+        ("SEQ(A a, (B b)+, C c)", "iterations"),
+        ("SELECT MAX * PATTERN SEQ(A a, EXISTS SEQ(B b, C c), D d)", "selection strategy"),  # FR6 would change C
+    ],
+)
 def test_refusals_name_the_reason(query, reason):
     """[LIU] §5.1.1 (Lcons), §3.3 (Ex 21, Ex 22), §6.4 ([CSV] Fig 3: predicates crossing the negation)."""
     r = rewrite(query)
@@ -176,8 +200,11 @@ def test_r_fig3_loses_no_predicate():
     """[CSV] §1.1: rewriting [CSV]'s Q1 would drop s.roomID = d.roomID; the rewriter refuses instead, and
     without the crossing predicate the rewriting is exact on the [CSV] Fig 2 stream ([CSV] Fig 2)."""
     from cepkit.datasets import neel_hospital
-    simple = ("SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.id = r.id, d.id = r.id), Operate o, "
-              "r.id = o.id) WITHIN 10 minutes")
+
+    simple = (
+        "SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.id = r.id, d.id = r.id), Operate o, "
+        "r.id = o.id) WITHIN 10 minutes"
+    )
     r = rewrite(simple)
     assert r.normal and r.exact and [s.rule for s in r.steps] == ["NPDR3", "DR3"]
     same_matches(simple, r.result, neel_hospital("rq1"))

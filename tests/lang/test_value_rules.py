@@ -4,6 +4,7 @@ a whole stream, ``cepkit.engines.stack.columns`` for rows of partial matches). O
 one event and random events whose attributes are numbers, strings, booleans, huge integers or missing
 (null), all four give the same verdicts, or all raise an ``EventError``; and where the shared column
 rules (``condition_values``) decide without falling back, they agree with the reference too."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -18,8 +19,13 @@ from cepkit.runtime.stream import Stream
 from cepkit.semantics.conditions import holds
 
 ATTRIBUTES = ("v", "w", "s")
-VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, 2 ** 60, 2 ** 53]),
-                   st.sampled_from(["x", "y", ""]), st.booleans())
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.sampled_from([0.5, -1.5, 2.0, 2**60, 2**53]),
+    st.sampled_from(["x", "y", ""]),
+    st.booleans(),
+)
 
 
 def literal(value) -> str:
@@ -103,22 +109,29 @@ def test_the_four_evaluators_agree_on_values_with_nulls(text, rows):
         held = condition_values(cond, lambda node: columns.column(node.attr))
     except NotVectorizable:
         return
-    assert reference != "EventError", text     # the column rules never decide what the reference refuses
+    assert reference != "EventError", text  # the column rules never decide what the reference refuses
     assert np.broadcast_to(held, (n,)).tolist() == reference, text
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("a.v < 2", [True, False, False, False]),          # null: false
-    ("NOT (a.v < 2)", [False, True, True, True]),       # and not of it true
-    ("a.v / 0 = a.v / 0", [False] * 4),                  # a division by zero is null
-    ("a.v != null", [False] * 4),                       # a comparison with null is false, != too
-    ("a.s < 'b'", [True, False, False, True]),           # strings order, a missing string is null
-    ("a.v IN (1, 3)", [True, False, True, False]),
-    ("a.v - 2", [True, False, True, False]),             # a bare value: not null and not zero
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a.v < 2", [True, False, False, False]),  # null: false
+        ("NOT (a.v < 2)", [False, True, True, True]),  # and not of it true
+        ("a.v / 0 = a.v / 0", [False] * 4),  # a division by zero is null
+        ("a.v != null", [False] * 4),  # a comparison with null is false, != too
+        ("a.s < 'b'", [True, False, False, True]),  # strings order, a missing string is null
+        ("a.v IN (1, 3)", [True, False, True, False]),
+        ("a.v - 2", [True, False, True, False]),  # a bare value: not null and not zero
+    ],
+)
 def test_the_rules_on_worked_values(text, expected):
-    rows = [{"type": "A", "v": 1, "s": "a"}, {"type": "A", "v": 2}, {"type": "A", "v": 3, "s": "c"},
-            {"type": "A", "s": "a"}]
+    rows = [
+        {"type": "A", "v": 1, "s": "a"},
+        {"type": "A", "v": 2},
+        {"type": "A", "v": 3, "s": "c"},
+        {"type": "A", "s": "a"},
+    ]
     rows[3]["v"] = None
     cond = parse(f"A a FILTER {text}").ast.pattern.cond
     stream = Stream.from_any(rows)

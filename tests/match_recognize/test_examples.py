@@ -2,6 +2,7 @@
 literature (the V-shape over a ticker, empty matches, exclusion, PERMUTE, reluctant quantifiers, SKIP
 variants, Flink's WITHIN), each written as our own case with its expected rows worked out by hand from the
 standard's rules (docs/language.md §13), and run on both matchers."""
+
 import pandas as pd
 import pytest
 
@@ -10,11 +11,13 @@ from cepkit.errors import QueryError
 
 MATCHERS = ["auto", "reference"]
 
-TICKER = pd.DataFrame({
-    "symbol": ["ACME"] * 20,
-    "day": list(range(1, 21)),
-    "price": [12, 17, 19, 21, 25, 12, 15, 20, 24, 25, 19, 15, 25, 25, 14, 12, 14, 24, 23, 22],
-})
+TICKER = pd.DataFrame(
+    {
+        "symbol": ["ACME"] * 20,
+        "day": list(range(1, 21)),
+        "price": [12, 17, 19, 21, 25, 12, 15, 20, 24, 25, 19, 15, 25, 25, 14, 12, 14, 24, 23, 22],
+    }
+)
 
 V_SHAPE = """
 SELECT * FROM ticker MATCH_RECOGNIZE (
@@ -45,19 +48,30 @@ def test_v_shape_all_rows_per_match_running_and_final(matcher):
     query = V_SHAPE.replace(
         "MEASURES STRT.day AS start_day, LAST(DOWN.day) AS bottom_day, LAST(UP.day) AS end_day",
         "MEASURES LAST(DOWN.day) AS bottom, FINAL LAST(UP.day) AS end_day, MATCH_NUMBER() AS n, "
-        "CLASSIFIER() AS var, COUNT(*) AS len, FINAL COUNT(*) AS total").replace(
-        "ONE ROW PER MATCH", "ALL ROWS PER MATCH")
+        "CLASSIFIER() AS var, COUNT(*) AS len, FINAL COUNT(*) AS total",
+    ).replace("ONE ROW PER MATCH", "ALL ROWS PER MATCH")
     out = cepkit.sql(query, TICKER, matcher=matcher)
     assert list(out.columns) == ["symbol", "day", "bottom", "end_day", "n", "var", "len", "total", "price"]
-    got = [(r.day, r.n, r.var, None if pd.isna(r.bottom) else int(r.bottom), r.end_day, r.len, r.total)
-           for r in out.itertuples()]
+    got = [
+        (r.day, r.n, r.var, None if pd.isna(r.bottom) else int(r.bottom), r.end_day, r.len, r.total)
+        for r in out.itertuples()
+    ]
     assert got == [
-        (5, 1, "STRT", None, 10, 1, 6), (6, 1, "DOWN", 6, 10, 2, 6), (7, 1, "UP", 6, 10, 3, 6),
-        (8, 1, "UP", 6, 10, 4, 6), (9, 1, "UP", 6, 10, 5, 6), (10, 1, "UP", 6, 10, 6, 6),
-        (10, 2, "STRT", None, 13, 1, 4), (11, 2, "DOWN", 11, 13, 2, 4), (12, 2, "DOWN", 12, 13, 3, 4),
+        (5, 1, "STRT", None, 10, 1, 6),
+        (6, 1, "DOWN", 6, 10, 2, 6),
+        (7, 1, "UP", 6, 10, 3, 6),
+        (8, 1, "UP", 6, 10, 4, 6),
+        (9, 1, "UP", 6, 10, 5, 6),
+        (10, 1, "UP", 6, 10, 6, 6),
+        (10, 2, "STRT", None, 13, 1, 4),
+        (11, 2, "DOWN", 11, 13, 2, 4),
+        (12, 2, "DOWN", 12, 13, 3, 4),
         (13, 2, "UP", 12, 13, 4, 4),
-        (14, 3, "STRT", None, 18, 1, 5), (15, 3, "DOWN", 15, 18, 2, 5), (16, 3, "DOWN", 16, 18, 3, 5),
-        (17, 3, "UP", 16, 18, 4, 5), (18, 3, "UP", 16, 18, 5, 5),
+        (14, 3, "STRT", None, 18, 1, 5),
+        (15, 3, "DOWN", 15, 18, 2, 5),
+        (16, 3, "DOWN", 16, 18, 3, 5),
+        (17, 3, "UP", 16, 18, 4, 5),
+        (18, 3, "UP", 16, 18, 5, 5),
     ]
 
 
@@ -79,8 +93,10 @@ def test_skip_to_next_row_gives_overlapping_matches(matcher):
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_reluctant_quantifiers_prefer_fewer_rows(matcher):
     data = pd.DataFrame({"t": range(6), "v": [1, 1, 1, 1, 1, 1]})
-    greedy = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES COUNT(A.*) AS a, COUNT(B.*) AS b " \
-             "PATTERN (A+ B*) DEFINE A AS v = 1, B AS v = 1)"
+    greedy = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES COUNT(A.*) AS a, COUNT(B.*) AS b "
+        "PATTERN (A+ B*) DEFINE A AS v = 1, B AS v = 1)"
+    )
     assert rows(cepkit.sql(greedy, data, matcher=matcher)) == [(6, 0)]
     reluctant = greedy.replace("A+ B*", "A+? B*")
     assert rows(cepkit.sql(reluctant, data, matcher=matcher)) == [(1, 5)]
@@ -91,16 +107,20 @@ def test_reluctant_quantifiers_prefer_fewer_rows(matcher):
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_alternation_prefers_the_left_branch(matcher):
     data = pd.DataFrame({"t": range(3), "v": [1, 1, 1]})
-    query = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH " \
-            "PATTERN ((B | A)+) DEFINE A AS v = 1, B AS v = 1)"
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH "
+        "PATTERN ((B | A)+) DEFINE A AS v = 1, B AS v = 1)"
+    )
     assert cepkit.sql(query, data, matcher=matcher)["c"].tolist() == ["B", "B", "B"]
 
 
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_empty_matches_shown_omitted_and_unmatched_rows(matcher):
     data = pd.DataFrame({"t": range(4), "v": [0, 1, 0, 1]})
-    base = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES MATCH_NUMBER() AS n, COUNT(*) AS c {rows} " \
-           "PATTERN (A*) DEFINE A AS v = 1)"
+    base = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES MATCH_NUMBER() AS n, COUNT(*) AS c {rows} "
+        "PATTERN (A*) DEFINE A AS v = 1)"
+    )
     one = cepkit.sql(base.format(rows="ONE ROW PER MATCH"), data, matcher=matcher)
     # t=0: an empty match; t=1: A; t=2: empty; t=3: A.
     assert rows(one) == [(1, 0), (2, 1), (3, 0), (4, 1)]
@@ -111,14 +131,20 @@ def test_empty_matches_shown_omitted_and_unmatched_rows(matcher):
     plus = base.replace("A*", "A+")
     unmatched = cepkit.sql(plus.format(rows="ALL ROWS PER MATCH WITH UNMATCHED ROWS"), data, matcher=matcher)
     assert [(r.t, None if pd.isna(r.n) else int(r.n)) for r in unmatched.itertuples()] == [
-        (0, None), (1, 1), (2, None), (3, 2)]
+        (0, None),
+        (1, 1),
+        (2, None),
+        (3, 2),
+    ]
 
 
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_exclusion_hides_rows_from_all_rows_per_match(matcher):
     data = pd.DataFrame({"t": range(4), "v": [1, 2, 3, 9]})
-    query = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c, FINAL COUNT(*) AS n " \
-            "ALL ROWS PER MATCH PATTERN (A {- B+ -} C) DEFINE A AS v = 1, B AS v < 9, C AS v = 9)"
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c, FINAL COUNT(*) AS n "
+        "ALL ROWS PER MATCH PATTERN (A {- B+ -} C) DEFINE A AS v = 1, B AS v < 9, C AS v = 9)"
+    )
     out = cepkit.sql(query, data, matcher=matcher)
     assert rows(out[["t", "c", "n"]]) == [(0, "A", 4), (3, "C", 4)]
 
@@ -126,8 +152,10 @@ def test_exclusion_hides_rows_from_all_rows_per_match(matcher):
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_permute_prefers_the_listed_order(matcher):
     data = pd.DataFrame({"t": range(4), "v": [2, 1, 1, 2]})
-    query = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH " \
-            "PATTERN (PERMUTE(A, B)) DEFINE A AS v = 1, B AS v = 2)"
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES CLASSIFIER() AS c ALL ROWS PER MATCH "
+        "PATTERN (PERMUTE(A, B)) DEFINE A AS v = 1, B AS v = 2)"
+    )
     assert rows(cepkit.sql(query, data, matcher=matcher)[["t", "c"]]) == [(0, "B"), (1, "A"), (2, "A"), (3, "B")]
 
 
@@ -154,8 +182,12 @@ def test_conditions_on_other_variables_run_on_the_reference_matcher():
 
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_within_bounds_a_match_in_time(matcher):
-    data = pd.DataFrame({"ts": pd.to_datetime(["2024-01-01 00:00", "2024-01-01 00:04", "2024-01-01 00:09",
-                                                "2024-01-01 00:12"]), "kind": ["a", "b", "b", "b"]})
+    data = pd.DataFrame(
+        {
+            "ts": pd.to_datetime(["2024-01-01 00:00", "2024-01-01 00:04", "2024-01-01 00:09", "2024-01-01 00:12"]),
+            "kind": ["a", "b", "b", "b"],
+        }
+    )
     query = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(B.*) AS bs
         PATTERN (A B+) WITHIN INTERVAL '10' MINUTE DEFINE A AS kind = 'a', B AS kind = 'b')"""
     # 00:12 is 12 minutes after A: outside; 00:09 is inside (Flink: less than the interval after the start).
@@ -171,15 +203,17 @@ def test_errors_name_line_column_and_suggest():
     with pytest.raises(QueryError, match="did you mean A"):
         cepkit.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A B) DEFINE B AS v > AA.v)", data)
     with pytest.raises(QueryError, match="did you mean MINUTE"):
-        cepkit.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A) WITHIN INTERVAL '1' MINUT "
-                   "DEFINE A AS v > 0)", data)
+        cepkit.sql(
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A) WITHIN INTERVAL '1' MINUT DEFINE A AS v > 0)", data
+        )
     with pytest.raises(QueryError, match="no column 'vv'.*did you mean v"):
         cepkit.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A) DEFINE A AS vv > 0)", data)
     with pytest.raises(QueryError, match="no such table.*did you mean ticker"):
-        cepkit.sql("SELECT * FROM tickr MATCH_RECOGNIZE (ORDER BY t PATTERN (A) DEFINE A AS v > 0)",
-                   {"ticker": data})
+        cepkit.sql("SELECT * FROM tickr MATCH_RECOGNIZE (ORDER BY t PATTERN (A) DEFINE A AS v > 0)", {"ticker": data})
     with pytest.raises(QueryError, match="not a variable of the pattern"):
         cepkit.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A) DEFINE B AS v > 0)", data)
     with pytest.raises(QueryError, match="lands on match 1's first row"):
-        cepkit.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t AFTER MATCH SKIP TO FIRST A PATTERN (A) "
-                   "DEFINE A AS v > 0)", data)
+        cepkit.sql(
+            "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t AFTER MATCH SKIP TO FIRST A PATTERN (A) DEFINE A AS v > 0)",
+            data,
+        )

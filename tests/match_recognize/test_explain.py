@@ -1,5 +1,6 @@
 """why_not on MATCH_RECOGNIZE: the verdict agrees with the matches found, and the text names the row and
 the condition that failed."""
+
 from hypothesis import HealthCheck, given, settings
 
 from cepkit.errors import QueryError
@@ -33,8 +34,10 @@ def test_a_partition_must_be_named():
 
 
 def test_expressions_print_back_to_what_parses():
-    query = parse("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A B) DEFINE B AS NOT (v + 1) * 2 > "
-                  "PREV(A.v, 2) AND (w IS NOT NULL OR v IN (1, 'x')) AND -v <> FIRST(A.v))")
+    query = parse(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A B) DEFINE B AS NOT (v + 1) * 2 > "
+        "PREV(A.v, 2) AND (w IS NOT NULL OR v IN (1, 'x')) AND -v <> FIRST(A.v))"
+    )
     condition = query.define("B")
     again = parse(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t PATTERN (A B) DEFINE B AS {to_text(condition)})")
     assert again.define("B") == condition

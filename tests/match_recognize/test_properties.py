@@ -2,6 +2,7 @@
 patterns (every operator: concatenation, alternation, groups, greedy and reluctant quantifiers with
 bounds, anchors, exclusion, PERMUTE), random row-local DEFINE conditions with nulls, partitions, WITHIN and
 every AFTER MATCH SKIP mode."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,18 +14,35 @@ from cepkit.match_recognize import find, kernel, output, parse
 from cepkit.match_recognize.semantics import reference_output
 
 VARS = ("A", "B", "C")
-CONDITIONS = ("v = {k}", "v > {k}", "v <= {k}", "v > PREV(v)", "v < PREV(v, 2)", "v IS NULL",
-              "v IS NOT NULL AND v <> {k}", "NOT (v = {k}) OR w = {k}", "v + w > {k}", "v IN ({k}, 3)",
-              "NEXT(v) = {k}", "{var}.v >= w", "s = 'a'", "s <> 'b' AND v > {k}", "s IN ('a', 'c')",
-              "PREV(s) NOT IN ('a')")
+CONDITIONS = (
+    "v = {k}",
+    "v > {k}",
+    "v <= {k}",
+    "v > PREV(v)",
+    "v < PREV(v, 2)",
+    "v IS NULL",
+    "v IS NOT NULL AND v <> {k}",
+    "NOT (v = {k}) OR w = {k}",
+    "v + w > {k}",
+    "v IN ({k}, 3)",
+    "NEXT(v) = {k}",
+    "{var}.v >= w",
+    "s = 'a'",
+    "s <> 'b' AND v > {k}",
+    "s IN ('a', 'c')",
+    "PREV(s) NOT IN ('a')",
+)
 
 
 @st.composite
 def patterns(draw, depth=3):
     if depth == 0:
         return draw(st.sampled_from(VARS))
-    kind = draw(st.sampled_from(["var", "var", "concat", "alt", "quant", "quant", "group", "anchor", "exclude",
-                                 "permute", "empty"]))
+    kind = draw(
+        st.sampled_from(
+            ["var", "var", "concat", "alt", "quant", "quant", "group", "anchor", "exclude", "permute", "empty"]
+        )
+    )
     if kind == "var":
         return draw(st.sampled_from(VARS))
     if kind == "concat":
@@ -34,8 +52,7 @@ def patterns(draw, depth=3):
     if kind == "quant":
         body = draw(patterns(depth - 1))
         low = draw(st.integers(0, 2))
-        quant = draw(st.sampled_from(["*", "+", "?", "{%d}" % low, "{%d,}" % low, "{%d,%d}" % (low, low + 1),
-                                      "{,2}"]))
+        quant = draw(st.sampled_from(["*", "+", "?", "{%d}" % low, "{%d,}" % low, "{%d,%d}" % (low, low + 1), "{,2}"]))
         return f"({body}){quant}{draw(st.sampled_from(['', '?']))}"
     if kind == "group":
         return "(" + draw(patterns(depth - 1)) + ")"
@@ -48,11 +65,35 @@ def patterns(draw, depth=3):
     return "()"
 
 
-MEASURES = ("MATCH_NUMBER()", "CLASSIFIER()", "FINAL CLASSIFIER()", "{var}.v", "v", "w + 1", "FIRST({var}.w)",
-            "LAST({var}.v, 1)", "FINAL LAST({var}.w)", "PREV({var}.w)", "NEXT(w, 2)", "PREV(LAST({var}.v), 1)",
-            "COUNT(*)", "COUNT({var}.*)", "FINAL COUNT(*)", "COUNT({var}.v)", "SUM({var}.w)", "AVG(w)",
-            "MIN({var}.v)", "FINAL MAX(v)", "SUM(PREV(w))", "{var}.v > w", "U.w", "LAST(U.v)", "COUNT(U.*)",
-            "v IS NULL OR w = 2", "w / (v - 1)")
+MEASURES = (
+    "MATCH_NUMBER()",
+    "CLASSIFIER()",
+    "FINAL CLASSIFIER()",
+    "{var}.v",
+    "v",
+    "w + 1",
+    "FIRST({var}.w)",
+    "LAST({var}.v, 1)",
+    "FINAL LAST({var}.w)",
+    "PREV({var}.w)",
+    "NEXT(w, 2)",
+    "PREV(LAST({var}.v), 1)",
+    "COUNT(*)",
+    "COUNT({var}.*)",
+    "FINAL COUNT(*)",
+    "COUNT({var}.v)",
+    "SUM({var}.w)",
+    "AVG(w)",
+    "MIN({var}.v)",
+    "FINAL MAX(v)",
+    "SUM(PREV(w))",
+    "{var}.v > w",
+    "U.w",
+    "LAST(U.v)",
+    "COUNT(U.*)",
+    "v IS NULL OR w = 2",
+    "w / (v - 1)",
+)
 
 
 @st.composite
@@ -64,8 +105,12 @@ def queries(draw):
         if draw(st.booleans()) or len(defines) == 0:
             condition = draw(st.sampled_from(CONDITIONS)).format(k=draw(st.integers(0, 3)), var=var)
             defines.append(f"{var} AS {condition}")
-    skip = draw(st.sampled_from(["", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP PAST LAST ROW"]
-                                + [f"AFTER MATCH SKIP TO {w} {v}" for v in used for w in ("FIRST", "LAST")]))
+    skip = draw(
+        st.sampled_from(
+            ["", "AFTER MATCH SKIP TO NEXT ROW", "AFTER MATCH SKIP PAST LAST ROW"]
+            + [f"AFTER MATCH SKIP TO {w} {v}" for v in used for w in ("FIRST", "LAST")]
+        )
+    )
     partition = draw(st.sampled_from(["", "PARTITION BY k"]))
     within = draw(st.sampled_from(["", "WITHIN INTERVAL '3' SECOND"]))
     if not defines:  # DEFINE needs one item; a variable of the pattern with a condition that always holds
@@ -78,10 +123,20 @@ def queries(draw):
     chosen = draw(st.lists(st.sampled_from(MEASURES), min_size=1, max_size=4))
     measures = ", ".join(f"{m.format(var=draw(st.sampled_from(names)))} AS m{i}" for i, m in enumerate(chosen))
     subset = "SUBSET U = (" + ", ".join(names[:2]) + ")"
-    rows = draw(st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
-                                 "ALL ROWS PER MATCH WITH UNMATCHED ROWS"]))
-    return (f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts MEASURES {measures} {rows} {skip} "
-            f"PATTERN ({pattern}) {within} {subset} {define})")
+    rows = draw(
+        st.sampled_from(
+            [
+                "ONE ROW PER MATCH",
+                "ALL ROWS PER MATCH",
+                "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+                "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+            ]
+        )
+    )
+    return (
+        f"SELECT * FROM t MATCH_RECOGNIZE ({partition} ORDER BY ts MEASURES {measures} {rows} {skip} "
+        f"PATTERN ({pattern}) {within} {subset} {define})"
+    )
 
 
 @st.composite
@@ -99,8 +154,10 @@ def frames(draw):
 
 def outcome(query, frame, matcher):
     try:
-        return [[(m.number, m.start, m.rows, m.labels, m.excluded) for m in part]
-                for part in find(query, frame, matcher).found()]
+        return [
+            [(m.number, m.start, m.rows, m.labels, m.excluded) for m in part]
+            for part in find(query, frame, matcher).found()
+        ]
     except QueryError as err:
         return str(err)
 
@@ -121,8 +178,9 @@ def python_kernel(monkeypatch):
         monkeypatch.setattr(kernel, name, getattr(getattr(kernel, name), "py_func", getattr(kernel, name)))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(queries(), frames())
 def test_the_kernels_python_twin_agrees(python_kernel, text, frame):
     query = parse(text)

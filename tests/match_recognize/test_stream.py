@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE over a stream (``cepkit/match_recognize/stream.py``): the rows out of every batch and
 the close are the batch query's rows, however the rows are cut into batches, on both matchers."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -14,8 +15,11 @@ from .test_properties import frames, queries
 
 def streamable(text: str) -> str:
     """The query as a stream takes it: one row per match, no anchors."""
-    for rows in ("ALL ROWS PER MATCH WITH UNMATCHED ROWS", "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
-                 "ALL ROWS PER MATCH"):
+    for rows in (
+        "ALL ROWS PER MATCH WITH UNMATCHED ROWS",
+        "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+        "ALL ROWS PER MATCH",
+    ):
         text = text.replace(rows, "ONE ROW PER MATCH")
     return text.replace("^", "A").replace("$", "B")
 
@@ -77,7 +81,7 @@ def test_a_stream_out_of_order_within_the_watermark_gives_the_batch_rows(text, f
     batches = [frame.iloc[a:b] for a, b in zip([0, *cuts], [*cuts, len(frame)])]
     seed = data.draw(st.integers(0, 2**16))
     batches = [b.sample(frac=1, random_state=seed) for b in batches]
-    watermarks = [min((b.ts.min() for b in batches[i + 1:] if len(b)), default=None) for i in range(len(batches))]
+    watermarks = [min((b.ts.min() for b in batches[i + 1 :] if len(b)), default=None) for i in range(len(batches))]
     watermarks = [frame.ts.max() + pd.Timedelta(days=1) if w is None and len(frame) else w for w in watermarks]
     same(stream_outcome(query, batches, watermarks), batch_outcome(query, frame))
 
@@ -88,10 +92,10 @@ def test_a_match_comes_out_when_it_is_decided():
         PATTERN (DOWN+ UP+) DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price))""")
     stream = RowStream(query)
     first = stream.push(pd.DataFrame({"id": 1, "ts": [1, 2, 3, 4], "price": [5, 3, 2, 4]}))
-    assert first.empty                      # UP+ may go on with the next row
+    assert first.empty  # UP+ may go on with the next row
     second = stream.push(pd.DataFrame({"id": 1, "ts": [5, 6], "price": [6, 1]}))
     assert second.to_dict("records") == [{"id": 1, "top": 2, "back": 5, "n": 1}]
-    assert stream.partitions[(1,)].rows.ts.tolist() == [5, 6]   # PREV's row before the next start, and it
+    assert stream.partitions[(1,)].rows.ts.tolist() == [5, 6]  # PREV's row before the next start, and it
     assert stream.close().empty
 
 
@@ -101,14 +105,17 @@ def test_within_decides_when_the_watermark_passes_the_window():
     at = lambda s: pd.Timestamp("2024-01-01") + pd.Timedelta(seconds=s)  # noqa: E731
     stream = RowStream(query)
     assert stream.push(pd.DataFrame({"ts": [at(0), at(1), at(2)], "v": [0, 1, 1]}), at(3)).empty
-    out = stream.push(pd.DataFrame({"ts": [at(12)], "v": [5]}), at(11))   # no row to come joins the window
+    out = stream.push(pd.DataFrame({"ts": [at(12)], "v": [5]}), at(11))  # no row to come joins the window
     assert out.bs.tolist() == [2]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("ALL ROWS PER MATCH PATTERN (A)", "ONE ROW PER MATCH only"),
-    ("PATTERN (^A)", r"anchor \^"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("ALL ROWS PER MATCH PATTERN (A)", "ONE ROW PER MATCH only"),
+        ("PATTERN (^A)", r"anchor \^"),
+    ],
+)
 def test_what_a_stream_refuses(text, message):
     with pytest.raises(QueryError, match=message):
         RowStream(parse(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts {text} DEFINE A AS v > 0)"))

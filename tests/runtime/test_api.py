@@ -1,5 +1,6 @@
 """The public API of issue 2 (item 4): ``cepkit.match`` and ``Matches``, ``cepkit.Matcher``, ``engine="auto"``
 and the engine registry (docs/architecture.md, "Public API"; docs/language.md §1 on disordered input)."""
+
 import pandas as pd
 import pytest
 
@@ -17,8 +18,11 @@ def test_the_done_when_call_of_issue_2_as_positions_matches_and_a_frame():
     found = cepkit.match(FIRE, cel_fire_sensors(), engine="reference")
     assert found.positions() == [(1, 2), (1, 8), (5, 8)]
     assert found.engine == "reference"
-    assert [(m.positions, m.bindings) for m in found] == [((1, 2), {"x": 1, "y": 2}), ((1, 8), {"x": 1, "y": 8}),
-                                                          ((5, 8), {"x": 5, "y": 8})]
+    assert [(m.positions, m.bindings) for m in found] == [
+        ((1, 2), {"x": 1, "y": 2}),
+        ((1, 8), {"x": 1, "y": 8}),
+        ((5, 8), {"x": 5, "y": 8}),
+    ]
     frame = found.to_pandas()
     assert frame["positions"].tolist() == [[1, 2], [1, 8], [5, 8]]
     assert frame["x"].tolist() == [1, 1, 5] and frame["y"].tolist() == [2, 8, 8]
@@ -52,6 +56,7 @@ class _EchoPlan(Plan):
 
 class _Echo(Engine):
     """Runs sequences only; ranks before every built-in engine."""
+
     name, rank, features = "test-echo", -1, frozenset({"sequence"})
 
     def compile(self, query, **options):
@@ -60,6 +65,7 @@ class _Echo(Engine):
 
 class _Refusing(Engine):
     """Claims every feature, ranks first, and refuses every query at compile time."""
+
     name, rank, features = "test-refusing", -2, frozenset(cepkit.lang.FEATURES)
 
     def compile(self, query, **options):
@@ -69,7 +75,7 @@ class _Refusing(Engine):
 @pytest.fixture
 def test_engines(monkeypatch):
     registry.registered()  # the built-ins first
-    clear_plan_cache()     # a plan an earlier test's call kept would skip the engines added here
+    clear_plan_cache()  # a plan an earlier test's call kept would skip the engines added here
     for engine in (_Echo(), _Refusing()):
         monkeypatch.setitem(registry._REGISTRY, engine.name, engine)
 
@@ -78,7 +84,7 @@ def test_auto_takes_the_first_engine_by_rank_that_supports_the_query_and_compile
     events = [{"type": "A"}, {"type": "B"}]
     found = cepkit.match("A a ; B b", events)
     assert found.engine == "test-echo" and found.positions() == [(0, 1)]  # test-refusing refused: fall through
-    negation = cepkit.match("SEQ(A a, !C c, B b)", events)                 # test-echo lacks negation
+    negation = cepkit.match("SEQ(A a, !C c, B b)", events)  # test-echo lacks negation
     assert negation.engine not in ("test-echo", "test-refusing") and negation.positions() == [(0, 1)]
     assert cepkit.Matcher("SEQ(A a, !C c, B b)").engine == negation.engine
 
@@ -96,13 +102,20 @@ def test_auto_agrees_with_the_capability_matrix():
     an engine ranked before it may only be skipped by refusing the query (a QueryError at compile time)."""
     matrix = cepkit.engines().sort_values("rank")
     events = [{"type": t, "ts": k, "v": k} for k, t in enumerate("ABCAB")]
-    for text in [FIRE, "A a ; B b", "SEQ(A a, !C c, B b)", "SEQ(A a, B+ b, C c) WHERE b[i].v > b[i-1].v",
-                 "SEQ(A a, EXISTS C c, B b) WITHIN 3 EVENTS", "AND(A a, B b)", "SEQ(A a, AND(B b, C c))"]:
+    for text in [
+        FIRE,
+        "A a ; B b",
+        "SEQ(A a, !C c, B b)",
+        "SEQ(A a, B+ b, C c) WHERE b[i].v > b[i-1].v",
+        "SEQ(A a, EXISTS C c, B b) WITHIN 3 EVENTS",
+        "AND(A a, B b)",
+        "SEQ(A a, AND(B b, C c))",
+    ]:
         query = cepkit.parse(text)
         supporting = [name for name, row in matrix.iterrows() if all(row[f] for f in query.features)]
         chosen = cepkit.match(query, cel_fire_sensors() if text == FIRE else events).engine
         assert chosen in supporting, text
-        for skipped in supporting[:supporting.index(chosen)]:
+        for skipped in supporting[: supporting.index(chosen)]:
             with pytest.raises(cepkit.QueryError):
                 selection.select_engine(query, skipped, {})
 

@@ -1,4 +1,5 @@
 """Streams from every accepted input, and bad events named by position and field (docs/language.md §1)."""
+
 import datetime as dt
 
 import numpy as np
@@ -37,15 +38,18 @@ def test_events_and_dicts_mix():
     assert [(e.type, e.position, e.get("v"), e.get("ts")) for e in s] == [("A", 0, 1, 5.0), ("B", 1, 2, 6.0)]
 
 
-@pytest.mark.parametrize("events, position, field", [
-    ([{"type": "A"}, {"ts": 3}], 1, "type"),
-    ([{"type": "A"}, {"type": 7}], 1, "type"),
-    ([{"type": "A", "ts": 1}, {"type": "B", "ts": "soon"}], 1, "ts"),
-    ([{"type": "A", "ts": True}], 0, "ts"),
-    (pd.DataFrame({"type": ["A", None]}), 1, "type"),
-    (pd.DataFrame({"kind": ["A"]}), 0, "type"),
-    (pd.DataFrame({"type": ["A", "B"], "ts": [1.0, np.nan]}), 1, "ts"),
-])
+@pytest.mark.parametrize(
+    "events, position, field",
+    [
+        ([{"type": "A"}, {"ts": 3}], 1, "type"),
+        ([{"type": "A"}, {"type": 7}], 1, "type"),
+        ([{"type": "A", "ts": 1}, {"type": "B", "ts": "soon"}], 1, "ts"),
+        ([{"type": "A", "ts": True}], 0, "ts"),
+        (pd.DataFrame({"type": ["A", None]}), 1, "type"),
+        (pd.DataFrame({"kind": ["A"]}), 0, "type"),
+        (pd.DataFrame({"type": ["A", "B"], "ts": [1.0, np.nan]}), 1, "ts"),
+    ],
+)
 def test_bad_events_name_position_and_field(events, position, field):
     with pytest.raises(EventError) as err:
         Stream.from_any(events)
@@ -69,6 +73,7 @@ def test_make_event_keeps_input_unmutated():
 
 def test_a_variable_of_several_or_branches_may_use_the_attributes_of_each_branch():
     import cepkit
+
     events = [{"type": "Checking", "insType": "scalpels"}, {"type": "Sharpening", "insID": 15}]
     q = "OR(Checking c FILTER c.insType = 'scalpels', Sharpening c FILTER c.insID = 15)"
     assert cepkit.match(q, events, engine="reference").positions() == [(0,), (1,)]

@@ -31,14 +31,24 @@ def matches(draw):
 
 
 match_lists = st.lists(matches(), max_size=25).flatmap(
-    lambda ms: st.lists(st.sampled_from(ms), max_size=40) if ms else st.just([]))   # repeats, in any order
+    lambda ms: st.lists(st.sampled_from(ms), max_size=40) if ms else st.just([])
+)  # repeats, in any order
 
 
 def columns_only(ms: list) -> MatchArrays:
     """The columns of ``ms`` with no Match object kept: every Match is built from the arrays."""
     c = MatchArrays.from_matches(ms)
-    return MatchArrays(c.offsets, c.positions, c.bound_offsets, c.bound_positions, c.bound_variables, c.names,
-                       c.kleene, c.emitted_at, c.sign)
+    return MatchArrays(
+        c.offsets,
+        c.positions,
+        c.bound_offsets,
+        c.bound_positions,
+        c.bound_variables,
+        c.names,
+        c.kleene,
+        c.emitted_at,
+        c.sign,
+    )
 
 
 def described(m: Match) -> tuple:
@@ -50,9 +60,17 @@ def rows_table(expected: list) -> pd.DataFrame:
     variables = []
     for m in expected:
         variables += [v for v in m.bindings if v not in variables]
-    rows = [{"match_id": i, "positions": list(m.positions),
-             **{v: (list(m.bindings[v]) if isinstance(m.bindings.get(v), tuple) else m.bindings.get(v))
-                for v in variables}} for i, m in enumerate(expected)]
+    rows = [
+        {
+            "match_id": i,
+            "positions": list(m.positions),
+            **{
+                v: (list(m.bindings[v]) if isinstance(m.bindings.get(v), tuple) else m.bindings.get(v))
+                for v in variables
+            },
+        }
+        for i, m in enumerate(expected)
+    ]
     return pd.DataFrame(rows, columns=["match_id", "positions", *variables])
 
 
@@ -83,15 +101,18 @@ def test_passes_over_rows_a_slice_at_a_time_give_the_same_tables(ms, size):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.integers(0, 30), min_size=3, max_size=3, unique=True), max_size=12),
-       st.permutations(["a", "b", "c"]), st.sampled_from([[2, 0, 1], [0, 0, 1]]))
+@given(
+    st.lists(st.lists(st.integers(0, 30), min_size=3, max_size=3, unique=True), max_size=12),
+    st.permutations(["a", "b", "c"]),
+    st.sampled_from([[2, 0, 1], [0, 0, 1]]),
+)
 def test_columns_made_when_read_equal_given_ones(rows, names, pattern):
     """``emitted_at=AT_LAST`` and ``row_variables`` (columns an engine leaves to be made when read) give
     what the same columns written out give: Match objects, tables, variables, takes, the emission log."""
     rows = [sorted(r) for r in rows]
     n = len(rows)
     offsets, flat = np.arange(n + 1) * 3, np.array(rows, np.int64).reshape(-1)
-    ids = np.array(pattern, np.int32)      # (a variable named twice in a row: the later position binds it)
+    ids = np.array(pattern, np.int32)  # (a variable named twice in a row: the later position binds it)
     given_ = MatchArrays(offsets, flat, offsets, flat, np.tile(ids, n), names, [False] * 3, flat[2::3])
     lazy = MatchArrays(offsets, flat, offsets, flat, None, names, [False] * 3, AT_LAST, row_variables=ids)
     assert lazy._bound_variables is None and lazy._emitted_at is None
@@ -120,7 +141,8 @@ def assert_output_order(ms):
         pd.testing.assert_frame_equal(got.to_pandas(), rows_table(expected))
         assert got.to_arrow().to_pylist() == [
             {k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()}
-            for row in rows_table(expected).astype(object).to_dict("records")]
+            for row in rows_table(expected).astype(object).to_dict("records")
+        ]
     assert Matches(ms, "t") == Matches(columns_only(ms), "t") == Matches(expected, "t")
 
 
@@ -129,9 +151,9 @@ def assert_output_order(ms):
 def test_lazy_matches_equal_eager_ones_one_at_a_time(ms):
     expected = output_order(m for m in ms if m.sign == "+")
     got = Matches(columns_only(ms), "t")
-    for i in reversed(range(len(got))):       # indexing first, without building the others
+    for i in reversed(range(len(got))):  # indexing first, without building the others
         assert described(got[i]) == described(expected[i])
-        assert got[i] is got[i]                  # cached
+        assert got[i] is got[i]  # cached
     assert [described(m) for m in got[1:3]] == [described(m) for m in expected[1:3]]
 
 
@@ -144,6 +166,5 @@ def test_matches_from_match_objects_keep_the_objects():
 def test_engine_columns_from_bindings_name_positions_and_kleene_tuples():
     # rows (0 a, 1 b, 2 b) and (3 unnamed, 4 a): b is Kleene
     c = MatchArrays.from_bindings([0, 3, 5], [0, 1, 2, 3, 4], [0, 1, 1, -1, 0], ("a", "b"), [False, True], [2, 4])
-    assert [described(m) for m in c] == [((0, 1, 2), [("a", 0), ("b", (1, 2))], "+", 2),
-                                         ((3, 4), [("a", 4)], "+", 4)]
+    assert [described(m) for m in c] == [((0, 1, 2), [("a", 0), ("b", (1, 2))], "+", 2), ((3, 4), [("a", 4)], "+", 4)]
     assert [m.emitted_at for m in c.by_emission()] == [2, 4]

@@ -1,5 +1,6 @@
 """Matches as tables with the bound events' attributes (``to_pandas(fields=...)``, ``to_arrow``,
 ``cepkit.runtime.match_tables``): nulls, Kleene lists, datetimes, unknown fields named."""
+
 import datetime as dt
 
 import pandas as pd
@@ -9,14 +10,24 @@ import pytest
 import cepkit
 from cepkit import QueryError
 
-EVENTS = pd.DataFrame({
-    "type": ["A", "B", "B", "C", "A", "B", "C"],
-    "ts": pd.to_datetime(["2024-01-01 00:00:00", "2024-01-01 00:00:01", "2024-01-01 00:00:02",
-                          "2024-01-01 00:00:03", "2024-01-01 00:00:04", "2024-01-01 00:00:05",
-                          "2024-01-01 00:00:06"]),
-    "v": [1.0, 2.0, None, 4.0, 5.0, 6.0, 7.0],
-    "name": ["x", None, "y", "z", "w", "u", "t"],
-})
+EVENTS = pd.DataFrame(
+    {
+        "type": ["A", "B", "B", "C", "A", "B", "C"],
+        "ts": pd.to_datetime(
+            [
+                "2024-01-01 00:00:00",
+                "2024-01-01 00:00:01",
+                "2024-01-01 00:00:02",
+                "2024-01-01 00:00:03",
+                "2024-01-01 00:00:04",
+                "2024-01-01 00:00:05",
+                "2024-01-01 00:00:06",
+            ]
+        ),
+        "v": [1.0, 2.0, None, 4.0, 5.0, 6.0, 7.0],
+        "name": ["x", None, "y", "z", "w", "u", "t"],
+    }
+)
 
 
 def test_fields_gather_the_bound_events_attributes_with_nulls_kleene_and_datetimes():
@@ -27,12 +38,14 @@ def test_fields_gather_the_bound_events_attributes_with_nulls_kleene_and_datetim
         assert row._5 == EVENTS.v[a]
         assert row._7 == EVENTS.ts[c] and isinstance(row._7, pd.Timestamp)
         assert [x if x == x else None for x in getattr(row, "_6")] == [
-            None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
+            None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b
+        ]
         assert row._8 == [EVENTS.name[p] for p in b]
     assert list(table.columns[-4:]) == ["a.v", "b.v", "c.ts", "b.name"]
     arrow = m.to_arrow(fields=["a.v", "b.v", "c.ts"])
-    assert arrow.column("b.v").to_pylist() == [[None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b]
-                                               for b in table.b]
+    assert arrow.column("b.v").to_pylist() == [
+        [None if pd.isna(EVENTS.v[p]) else EVENTS.v[p] for p in b] for b in table.b
+    ]
     assert pa.types.is_timestamp(arrow.schema.field("c.ts").type)
 
 
@@ -68,5 +81,8 @@ def test_empty_matches_and_a_stream_of_one_event():
 
 def test_fields_from_dicts_without_ts():
     m = cepkit.match("A a ; B b", [{"type": "A", "x": 1}, {"type": "B", "when": dt.date(2024, 1, 1)}])
-    assert m.to_pandas(fields=["a.ts", "a.x", "b.when"]).iloc[0][["a.ts", "a.x", "b.when"]].tolist() == \
-        [0, 1, dt.date(2024, 1, 1)]
+    assert m.to_pandas(fields=["a.ts", "a.x", "b.when"]).iloc[0][["a.ts", "a.x", "b.when"]].tolist() == [
+        0,
+        1,
+        dt.date(2024, 1, 1),
+    ]

@@ -1,5 +1,6 @@
 """``cepkit.Matcher`` on endless streams (issue 15): ``keep=False`` returns the matches and retains none, and
 a push makes the data checks ``cepkit.match`` makes, judged on the events pushed so far."""
+
 import datetime as dt
 
 import pytest
@@ -33,8 +34,7 @@ def test_keep_false_still_returns_retractions():
     """Aggressive mode: a late C withdraws <a0, b1>; the caller gets the retraction, nothing is kept."""
     events = [{"type": "A", "ts": 0}, {"type": "B", "ts": 2}, {"type": "C", "ts": 1}]
     matcher = cepkit.Matcher("SEQ(A a, !C c, B b) WITHIN 10", engine="stack", disorder="aggressive", keep=False)
-    assert [(m.positions, m.sign) for m in matcher.extend(events) + matcher.close()] == [((0, 1), "+"),
-                                                                                          ((0, 1), "-")]
+    assert [(m.positions, m.sign) for m in matcher.extend(events) + matcher.close()] == [((0, 1), "+"), ((0, 1), "-")]
 
 
 def test_a_batch_run_logs_emissions_an_incremental_matcher_does_not():
@@ -57,8 +57,16 @@ EPOCH = dt.datetime(2024, 1, 1)
 def checked_queries(draw) -> str:
     """Queries reading attributes the events may lack, partitioned by one, with windows of every kind."""
     a_attr, b_attr = draw(st.sampled_from(ATTRIBUTES)), draw(st.sampled_from(ATTRIBUTES))
-    query = draw(st.sampled_from([f"A a ; B b WHERE a.{a_attr} < b.{b_attr}", f"A a ; ANY x WHERE x.{b_attr} > 1",
-                                  f"(A a FILTER a.{a_attr} > 0) ; B b", "A a ; B b"]))
+    query = draw(
+        st.sampled_from(
+            [
+                f"A a ; B b WHERE a.{a_attr} < b.{b_attr}",
+                f"A a ; ANY x WHERE x.{b_attr} > 1",
+                f"(A a FILTER a.{a_attr} > 0) ; B b",
+                "A a ; B b",
+            ]
+        )
+    )
     query += draw(st.sampled_from(["", " WITHIN 5", " WITHIN 5 s", " WITHIN 3 EVENTS"]))
     key = draw(st.sampled_from([None, *ATTRIBUTES]))
     return query + (f" PARTITION BY {key}" if key else "")
@@ -80,7 +88,7 @@ def first_rejected_prefix(query, events):
     """(i, message) for the shortest prefix events[:i + 1] that ``match`` rejects with a QueryError."""
     for i in range(len(events)):
         try:
-            cepkit.match(query, events[:i + 1], engine="reference")
+            cepkit.match(query, events[: i + 1], engine="reference")
         except cepkit.QueryError as err:
             return i, str(err)
     return None
@@ -116,8 +124,12 @@ def test_a_rejected_event_is_not_part_of_the_stream():
 def test_schema_judges_pushes_on_the_whole_stream():
     """The first FOG lacks ``pressure``, a later one has it: ``match`` accepts the stream, so a Matcher
     given the stream as ``schema=`` does too; without it, the first FOG is all it knows of FOG."""
-    events = [{"type": "FOG", "ts": 0, "visib": 1}, {"type": "RAIN", "ts": 1},
-              {"type": "FOG", "ts": 2, "pressure": 990}, {"type": "RAIN", "ts": 3}]
+    events = [
+        {"type": "FOG", "ts": 0, "visib": 1},
+        {"type": "RAIN", "ts": 1},
+        {"type": "FOG", "ts": 2, "pressure": 990},
+        {"type": "RAIN", "ts": 3},
+    ]
     query = "FOG f ; RAIN r WHERE f.pressure < 1000"
     expected = cepkit.match(query, events).positions()
     assert expected == [(2, 3)]
@@ -133,6 +145,7 @@ def test_extend_takes_slices_of_a_stream_as_columns():
     """A widget's Stream, cut with ``Stream.take(slice)``, goes through ``extend`` without conversion; a slice
     that does not start at the next position is refused (issue 21)."""
     from cepkit.runtime import Stream
+
     events = [{"type": "AB"[i % 2], "ts": i, "v": i % 3} for i in range(60)]
     stream = Stream.from_any(events)
     query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 9"

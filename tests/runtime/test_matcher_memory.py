@@ -1,6 +1,7 @@
 """Bounded state on endless streams (issue 15): under a time window each engine's incremental matcher drops
 a PARTITION BY key's state once its window has passed (``cepkit.runtime.expiry``), and what it reports
 is still exactly what ``cepkit.match`` finds. Counted in live keys and state objects, not in bytes."""
+
 from collections import Counter
 
 import numpy as np
@@ -19,11 +20,13 @@ def rotating_keys(n: int = N, every: int = 10, seed: int = 0) -> list:
     """Types A-D, ts = position, and a partition key that changes every ``every`` events (a sensor or user
     id stream): only a window's worth of keys is ever live."""
     rng = np.random.default_rng(seed)
-    return [{"type": str(t), "ts": i, "id": i // every, "v": int(v)}
-            for i, (t, v) in enumerate(zip(rng.choice(list("ABCD"), n), rng.integers(0, 10, n)))]
+    return [
+        {"type": str(t), "ts": i, "id": i // every, "v": int(v)}
+        for i, (t, v) in enumerate(zip(rng.choice(list("ABCD"), n), rng.integers(0, 10, n)))
+    ]
 
 
-LIVE_KEYS = {   # engine -> its matcher's per-key state
+LIVE_KEYS = {  # engine -> its matcher's per-key state
     "automaton": lambda m: m.parts,
     "stack": lambda m: m.cores,
     "ses": lambda m: m.windows,
@@ -60,8 +63,13 @@ def test_return_keys_reported_once_are_forgotten_a_window_later(engine):
     query = "A a ; B b ; C c WITHIN 10 s PARTITION BY id RETURN a, c"
     events = rotating_keys()
     inc, _, found = run(query, engine, events)
-    reported = {"automaton": lambda: inc.projected, "ses": lambda: inc.projected, "rcep": lambda: inc.reported,
-                "nested": lambda: inc.execution.reported, "stack": lambda: inc._reported}[engine]()
+    reported = {
+        "automaton": lambda: inc.projected,
+        "ses": lambda: inc.projected,
+        "rcep": lambda: inc.reported,
+        "nested": lambda: inc.execution.reported,
+        "stack": lambda: inc._reported,
+    }[engine]()
     assert len(found) > 50 and len(reported) <= 20
     assert found == sorted(m.key for m in cepkit.match(query, events, engine=engine))
 
@@ -69,9 +77,19 @@ def test_return_keys_reported_once_are_forgotten_a_window_later(engine):
 @pytest.mark.parametrize("engine", sorted(LIVE_KEYS))
 def test_a_key_that_comes_back_after_its_window_starts_afresh(engine):
     """Key 0, then key 1 for longer than the window, then key 0 again: no match joins the two visits of 0."""
-    events = [{"type": t, "ts": ts, "id": k} for t, ts, k in
-              [("A", 0, 0), ("B", 1, 0), ("A", 2, 1), ("B", 30, 1), ("C", 31, 0), ("A", 32, 0), ("B", 33, 0),
-               ("C", 34, 0)]]
+    events = [
+        {"type": t, "ts": ts, "id": k}
+        for t, ts, k in [
+            ("A", 0, 0),
+            ("B", 1, 0),
+            ("A", 2, 1),
+            ("B", 30, 1),
+            ("C", 31, 0),
+            ("A", 32, 0),
+            ("B", 33, 0),
+            ("C", 34, 0),
+        ]
+    ]
     inc, _, found = run(QUERY, engine, events)
     assert [m[0] for m in found] == [(5, 6, 7)]
     assert found == sorted(m.key for m in cepkit.match(QUERY, events, engine=engine))
@@ -117,21 +135,25 @@ def one_endless_key(n: int, seed: int = 1) -> list:
     (no candidate for a while, so a cached view falls behind the stream)."""
     rng = np.random.default_rng(seed)
     types = rng.choice(list("ABCD"), n)
-    types[n // 3: n // 3 + 200] = "D"
+    types[n // 3 : n // 3 + 200] = "D"
     return [{"type": str(t), "ts": i, "id": 0} for i, t in enumerate(types)]
 
 
 @pytest.mark.parametrize("caching", ["a", "p", "b", None])
-@pytest.mark.parametrize("query", [
-    "SEQ(A a, !B b, C c) WITHIN 10 s PARTITION BY id",
-    "SEQ(A a, C c, !SEQ(B b, D d)) WITHIN 10 s",          # trailing: candidates wait for their scope
-    "SEQ(A a, EXISTS B b, C c) WITHIN 12 EVENTS PARTITION BY id",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SEQ(A a, !B b, C c) WITHIN 10 s PARTITION BY id",
+        "SEQ(A a, C c, !SEQ(B b, D d)) WITHIN 10 s",  # trailing: candidates wait for their scope
+        "SEQ(A a, EXISTS B b, C c) WITHIN 12 EVENTS PARTITION BY id",
+    ],
+)
 def test_the_nested_matcher_keeps_a_window_of_one_endless_key(query, caching):
     """The sub-stream of a key drops the events no candidate or witness can reach (more than twice the
     window back, or before a pending candidate's reach): with one key for 3,000 events at most about two
     windows and a purge period of them are kept, and the matches are the reference's."""
     from cepkit.engines.nested import PURGE_EVERY
+
     events = one_endless_key(N)
     inc = select_engine(cepkit.parse(query), "nested", {"caching": caching})[1].matcher()
     found, most = [], 0
@@ -152,8 +174,10 @@ def late_by_at_most(events: list, delay: float, seed: int = 2) -> list:
 
 
 @pytest.mark.parametrize("disorder", ["conservative", "aggressive"])
-@pytest.mark.parametrize("query", [QUERY, "SEQ(A a, !D d, B b, C c) WITHIN 10 s PARTITION BY id",
-                                   "SEQ(A a, B b, !D d) WITHIN 10 s PARTITION BY id"])
+@pytest.mark.parametrize(
+    "query",
+    [QUERY, "SEQ(A a, !D d, B b, C c) WITHIN 10 s PARTITION BY id", "SEQ(A a, B b, !D d) WITHIN 10 s PARTITION BY id"],
+)
 def test_the_stack_out_of_order_modes_drop_a_key_past_their_purge(query, disorder):
     """With ``max_delay`` the conservative and aggressive modes purge instances a bounded time below the
     clock; a key whose last event lies below that reach is dropped, unless (conservative) it holds
@@ -172,9 +196,14 @@ def test_the_stack_out_of_order_modes_drop_a_key_past_their_purge(query, disorde
 
 
 @pytest.mark.parametrize("disorder", ["conservative", "aggressive"])
-@pytest.mark.parametrize("query", ["A a ; B b ; C c WITHIN 10 s RETURN a, c",
-                                   "SEQ(A a, !D d, B b, C c) WITHIN 10 s RETURN b, c",
-                                   "SEQ(A a, B b, !D d) WITHIN 10 s RETURN a"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "A a ; B b ; C c WITHIN 10 s RETURN a, c",
+        "SEQ(A a, !D d, B b, C c) WITHIN 10 s RETURN b, c",
+        "SEQ(A a, B b, !D d) WITHIN 10 s RETURN a",
+    ],
+)
 def test_the_stack_out_of_order_modes_forget_return_keys_past_their_horizon(query, disorder):
     """Under RETURN the conservative and aggressive modes count each projected key's live matches; a key
     is forgotten once every type the query reads is complete past its earliest event plus the window
@@ -221,15 +250,20 @@ def in_time_order(query: str, arrived: list) -> list:
     the net result of every out-of-order mode."""
     order = sorted(range(len(arrived)), key=lambda p: (arrived[p]["ts"], p))
     found = cepkit.match(query, [arrived[p] for p in order], engine="reference")
-    return sorted((tuple(sorted(order[i] for i in m.positions)), tuple(sorted((v, order[i]) for v, i in m.bindings.items())))
-                  for m in found)
+    return sorted(
+        (tuple(sorted(order[i] for i in m.positions)), tuple(sorted((v, order[i]) for v, i in m.bindings.items())))
+        for m in found
+    )
 
 
-@pytest.mark.parametrize("query", [
-    "NEXT(A a ; B b) ; C c WITHIN 10 s PARTITION BY id",
-    "A a ; LAST(B b ; C c) WITHIN 12 EVENTS PARTITION BY id",
-    "MAX(A a ; B b) ; C c WITHIN 10 s",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "NEXT(A a ; B b) ; C c WITHIN 10 s PARTITION BY id",
+        "A a ; LAST(B b ; C c) WITHIN 12 EVENTS PARTITION BY id",
+        "MAX(A a ; B b) ; C c WITHIN 10 s",
+    ],
+)
 @pytest.mark.parametrize("stream", ["rotating", "one key"])
 def test_the_automaton_forgets_chosen_sub_matches_past_the_window(query, stream):
     """A nested NEXT/LAST/MAX keeps the sub-matches it chose only while a match may still contain one (a
@@ -250,8 +284,10 @@ def test_the_automaton_forgets_chosen_sub_matches_past_the_window(query, stream)
 
 
 @pytest.mark.parametrize("engine", ["automaton", "ses", "rcep", "nested"])
-@pytest.mark.parametrize("disorder, options, late", [("kslack", {"k": 3}, 3), ("conservative", {"max_delay": 3}, 3),
-                                                     ("aggressive", {"max_delay": 3}, 0)])
+@pytest.mark.parametrize(
+    "disorder, options, late",
+    [("kslack", {"k": 3}, 3), ("conservative", {"max_delay": 3}, 3), ("aggressive", {"max_delay": 3}, 0)],
+)
 def test_the_out_of_order_layer_keeps_the_ranks_of_a_window(engine, disorder, options, late):
     """The layer maps the engine's release ranks back to arrival positions: under a time window only the
     ranks of the last two windows are needed, so ~2,000 events leave a few dozen (plus the trim's slack),
@@ -282,10 +318,11 @@ def test_the_automaton_matcher_allocates_nothing_per_event(monkeypatch):
     import tracemalloc
 
     from cepkit.engines.automaton import nodes
+
     monkeypatch.setattr(nodes, "CAPACITY", 256)
     matcher = cepkit.Matcher(QUERY, engine="automaton", keep=False)
     events = one_endless_key(23000)
-    tracemalloc.start()     # from the start: what the state frees then is counted as freed
+    tracemalloc.start()  # from the start: what the state frees then is counted as freed
     try:
         for e in events[:13000]:
             matcher.push(e)

@@ -1,10 +1,18 @@
 """Matches: one entry per distinct (C, β), ordered by (max C, C) (docs/language.md §10.2)."""
+
 from cepkit import Match, Matches
 
 
 def test_output_order_and_deduplication():
-    ms = Matches([Match((1, 8), {"x": 1, "y": 8}), Match((1, 2), {"x": 1, "y": 2}),
-                  Match((5, 8), {"x": 5, "y": 8}), Match((1, 2), {"x": 1, "y": 2})], engine="test")
+    ms = Matches(
+        [
+            Match((1, 8), {"x": 1, "y": 8}),
+            Match((1, 2), {"x": 1, "y": 2}),
+            Match((5, 8), {"x": 5, "y": 8}),
+            Match((1, 2), {"x": 1, "y": 2}),
+        ],
+        engine="test",
+    )
     assert ms.positions() == [(1, 2), (1, 8), (5, 8)]
     assert len(ms) == 3 and ms.engine == "test"
 

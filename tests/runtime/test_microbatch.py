@@ -2,6 +2,7 @@
 batch, then ``close``, gives exactly what pushing the same events one by one gives (the matches, their
 order, ``emitted_at``, deltas and the kept result), on every engine (the automaton's columnar batch and the
 per-event default), with the same errors at the same positions, a rejected batch taken not at all."""
+
 import datetime as dt
 
 import numpy as np
@@ -25,8 +26,10 @@ FORMS = ("frame", "arrow", "categorical", "string", "datetime")
 
 def as_batch(rows: list, form: str):
     """The rows as a micro-batch of the given form (the type column's dtype, Arrow, datetime ts)."""
-    frame = pd.DataFrame(rows, columns=sorted({k for r in rows for k in r}, key=["type", "ts", "v", "id"].index)
-                         if rows else ["type", "ts"])
+    frame = pd.DataFrame(
+        rows,
+        columns=sorted({k for r in rows for k in r}, key=["type", "ts", "v", "id"].index) if rows else ["type", "ts"],
+    )
     if form == "arrow":
         return pa.Table.from_pandas(frame, preserve_index=False)
     if form == "categorical":
@@ -89,13 +92,14 @@ def extended_by_batches(query, rows, cuts, form, rejected, **options):
 def assert_same(query, rows, cuts, form, keep=True, **options):
     try:
         cepkit.Matcher(query, hierarchy=hierarchy_for(query), **options)
-    except QueryError:      # outside the engine's fragment (a random query's LP-normal form too large...)
+    except QueryError:  # outside the engine's fragment (a random query's LP-normal form too large...)
         return []
     expected, push_errors, pushed = pushed_one_by_one(query, rows, form, keep=keep, **options)
-    got, batch_errors, extended = extended_by_batches(query, rows, cuts, form, {i for i, *_ in push_errors},
-                                                      keep=keep, **options)
+    got, batch_errors, extended = extended_by_batches(
+        query, rows, cuts, form, {i for i, *_ in push_errors}, keep=keep, **options
+    )
     assert outcome(got) == outcome(expected), (query, rows, cuts, form)
-    assert batch_errors == push_errors      # the same rows rejected, with the same errors and positions
+    assert batch_errors == push_errors  # the same rows rejected, with the same errors and positions
     if keep:
         assert outcome(extended.deltas) == outcome(pushed.deltas)
         assert outcome(extended.matches) == outcome(pushed.matches)
@@ -106,8 +110,7 @@ def assert_same(query, rows, cuts, form, keep=True, **options):
 
 # ----------------------------------------------------------------------------- every engine, every feature
 ENGINES = [e.name for e in registered()]
-SPLITS = {"one batch": [], "batches of one": list(range(1, 11)), "an empty batch": [0, 4, 4, 7],
-          "uneven": [2, 3, 9]}
+SPLITS = {"one batch": [], "batches of one": list(range(1, 11)), "an empty batch": [0, 4, 4, 7], "uneven": [2, 3, 9]}
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -141,7 +144,7 @@ def rows_and_cuts(draw, max_size=40, late=False):
     return rows, cuts
 
 
-COLUMNAR = unary_queries(strategies=("ALL", "STRICT", "PARTITION_STRICT"))   # what the kernel takes as a batch
+COLUMNAR = unary_queries(strategies=("ALL", "STRICT", "PARTITION_STRICT"))  # what the kernel takes as a batch
 
 
 @settings(max_examples=200, deadline=None)
@@ -161,8 +164,7 @@ def test_late_events_and_data_errors_are_rejected_as_push_rejects_them(query, da
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.sampled_from(["stack", "reference"]), flat_seq_queries(max_len=3), rows_and_cuts(max_size=14),
-       st.booleans())
+@given(st.sampled_from(["stack", "reference"]), flat_seq_queries(max_len=3), rows_and_cuts(max_size=14), st.booleans())
 def test_per_event_engines_random_queries_and_batches(engine, query, data, keep):
     rows, cuts = data
     assert_same(query, rows, cuts, "frame", keep=keep, engine=engine)
@@ -202,20 +204,31 @@ def many_keys_and_cuts(draw):
     ts, rows = 0, []
     for _ in range(n):
         ts += draw(st.sampled_from([0, 0, 1, 1, 2, 3, 12]))
-        row = {"type": draw(st.sampled_from("ABCD")), "ts": ts, "v": draw(st.integers(0, 5)),
-               "id": draw(st.integers(0, 15))}
+        row = {
+            "type": draw(st.sampled_from("ABCD")),
+            "ts": ts,
+            "v": draw(st.integers(0, 5)),
+            "id": draw(st.integers(0, 15)),
+        }
         if draw(st.integers(0, 29)) == 0:
-            del row["id"]                     # the key None
+            del row["id"]  # the key None
         rows.append(row)
     return rows, draw(st.lists(st.integers(0, n), max_size=14))
 
 
-KEYED = st.one_of(unary_queries(types=("A", "B", "C", "D"), strategies=("ALL", "STRICT", "PARTITION_STRICT"))
-                  .filter(lambda q: "PARTITION BY" in q),
-                  st.sampled_from(["A a ; B b WITHIN 8 s PARTITION BY id CONSUME BY PARTITION",
-                                   "A a ; B+ b ; C c WITHIN 5 EVENTS PARTITION BY id",
-                                   "(A a OR B b) ; C+ c ; D d WITHIN 6 s PARTITION BY id",
-                                   "A+ a ; B b PARTITION BY id"]))
+KEYED = st.one_of(
+    unary_queries(types=("A", "B", "C", "D"), strategies=("ALL", "STRICT", "PARTITION_STRICT")).filter(
+        lambda q: "PARTITION BY" in q
+    ),
+    st.sampled_from(
+        [
+            "A a ; B b WITHIN 8 s PARTITION BY id CONSUME BY PARTITION",
+            "A a ; B+ b ; C c WITHIN 5 EVENTS PARTITION BY id",
+            "(A a OR B b) ; C+ c ; D d WITHIN 6 s PARTITION BY id",
+            "A+ a ; B b PARTITION BY id",
+        ]
+    ),
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -234,13 +247,24 @@ def test_windows_and_keys_carry_across_batches():
     and restarts) in batches of 1k-ish rows: the columnar path equals pushing, including EVENTS windows."""
     rng = np.random.default_rng(7)
     n = 3000
-    frame = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)).astype(float),
-                          "id": rng.integers(0, 8, n), "v": rng.integers(0, 10, n)})
+    frame = pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": np.cumsum(rng.integers(0, 3, n)).astype(float),
+            "id": rng.integers(0, 8, n),
+            "v": rng.integers(0, 10, n),
+        }
+    )
     rows = frame.to_dict("records")
     cuts = sorted(rng.choice(n, 4, replace=False).tolist())
-    for query in ("A a ; B b ; C c WITHIN 10 s PARTITION BY id", "A a ; B+ b ; C c WITHIN 8 EVENTS PARTITION BY id",
-                  "(A a FILTER a.v > 3) ; B b ; C c WITHIN 30 s", "SELECT STRICT * PATTERN A a ; B b WITHIN 10 s",
-                  "A a ; B b WITHIN 20 s PARTITION BY id CONSUME BY PARTITION", "A+ a ; B b WITHIN 6 s"):
+    for query in (
+        "A a ; B b ; C c WITHIN 10 s PARTITION BY id",
+        "A a ; B+ b ; C c WITHIN 8 EVENTS PARTITION BY id",
+        "(A a FILTER a.v > 3) ; B b ; C c WITHIN 30 s",
+        "SELECT STRICT * PATTERN A a ; B b WITHIN 10 s",
+        "A a ; B b WITHIN 20 s PARTITION BY id CONSUME BY PARTITION",
+        "A+ a ; B b WITHIN 6 s",
+    ):
         assert assert_same(query, rows, cuts, "frame", engine="automaton"), query
 
 
@@ -248,8 +272,7 @@ def test_a_batch_of_punctuations_and_an_empty_batch():
     matcher = cepkit.Matcher("A a ; B b WITHIN 5 s", engine="automaton")
     assert matcher.extend(pd.DataFrame({"type": [], "ts": []})) == []
     assert matcher.extend(pd.DataFrame({"type": ["A", "PUNCTUATION"], "ts": [0, 1]})) == []
-    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["PUNCTUATION", "B"], "ts": [2, 3]}))] \
-        == [(0, 3)]
+    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["PUNCTUATION", "B"], "ts": [2, 3]}))] == [(0, 3)]
 
 
 # ----------------------------------------------------------------------------- errors
@@ -297,11 +320,17 @@ def test_a_batch_of_known_types_and_columns_still_learns_what_a_later_batch_brin
     rows); a later batch's new column on a known type is still learned, and its first event of a new type
     (lacking ``c.v``) still raises where push raises."""
     query = "A a ; B b ; C c WHERE c.v > 0 WITHIN 10 s"
-    rows = [{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1, "v": 2},      # everything new
-            {"type": "A", "ts": 2, "v": 3}, {"type": "B", "ts": 3, "v": 4},      # nothing new
-            {"type": "A", "ts": 4, "v": 5, "id": 1}, {"type": "B", "ts": 5, "v": 6},   # A has an id now
-            {"type": "B", "ts": 6, "v": 7}, {"type": "C", "ts": 7, "id": 2},     # the first C, without v
-            {"type": "C", "ts": 8, "v": 1, "id": 3}]
+    rows = [
+        {"type": "A", "ts": 0, "v": 1},
+        {"type": "B", "ts": 1, "v": 2},  # everything new
+        {"type": "A", "ts": 2, "v": 3},
+        {"type": "B", "ts": 3, "v": 4},  # nothing new
+        {"type": "A", "ts": 4, "v": 5, "id": 1},
+        {"type": "B", "ts": 5, "v": 6},  # A has an id now
+        {"type": "B", "ts": 6, "v": 7},
+        {"type": "C", "ts": 7, "id": 2},  # the first C, without v
+        {"type": "C", "ts": 8, "v": 1, "id": 3},
+    ]
     assert_same(query, rows, [2, 4, 6, 8], form)
     pushed = pushed_one_by_one(query, rows, form)[2]
     extended = extended_by_batches(query, rows, [2, 4, 6, 8], form, {7})[2]
@@ -324,7 +353,9 @@ def test_a_batch_with_two_columns_of_one_name_is_rejected_at_its_first_row():
     with pytest.raises(EventError) as err:
         matcher.extend(pd.DataFrame([["A", 2, 3, 4]], columns=["type", "ts", "v", "v"]))
     assert (err.value.position, err.value.field) == (2, "v")
-    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["B"], "ts": [3]}))] == [(0, 2)]   # (the rejected row never happened)
+    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["B"], "ts": [3]}))] == [
+        (0, 2)
+    ]  # (the rejected row never happened)
 
 
 def test_unhashable_keys_are_event_errors_naming_the_row():
@@ -347,14 +378,27 @@ def test_a_match_list_reads_as_the_list_it_stands_for():
 
 
 @pytest.mark.parametrize("engine", ["automaton", "stack", "ses"])
-@pytest.mark.parametrize("mode", [{"disorder": "kslack", "k": 3}, {"disorder": "conservative", "max_delay": 3},
-                                  {"disorder": "aggressive", "max_delay": 3}])
+@pytest.mark.parametrize(
+    "mode",
+    [
+        {"disorder": "kslack", "k": 3},
+        {"disorder": "conservative", "max_delay": 3},
+        {"disorder": "aggressive", "max_delay": 3},
+    ],
+)
 def test_out_of_order_modes_extend_as_they_push(engine, mode):
     """Late rows are the modes' business, not errors: the batch goes through the mode's matcher (the
     out-of-order layer or the stack's own) event by event, retractions included."""
     rng = np.random.default_rng(3)
-    rows = [{"type": "ABC"[int(rng.integers(0, 3))], "ts": max(0, i - int(rng.integers(0, 3))),
-             "v": int(rng.integers(0, 5)), "id": int(rng.integers(0, 2))} for i in range(60)]
+    rows = [
+        {
+            "type": "ABC"[int(rng.integers(0, 3))],
+            "ts": max(0, i - int(rng.integers(0, 3))),
+            "v": int(rng.integers(0, 5)),
+            "id": int(rng.integers(0, 2)),
+        }
+        for i in range(60)
+    ]
     found = []
     for query in ("SEQ(A a, B b, C c) WITHIN 6 s PARTITION BY id", "SEQ(A a, !C c, B b) WITHIN 5 s"):
         try:

@@ -1,6 +1,7 @@
 """The user's own data as it comes (issue 26): columns named otherwise (``type=``, ``ts=``), text timestamps,
 one table per event type (``from_frames``) and wide tables (``from_wide``), with one-line errors naming
 the column."""
+
 import datetime as dt
 
 import pandas as pd
@@ -14,12 +15,20 @@ from cepkit.runtime.stream import Stream
 from strategies import streams
 
 QUERY = "view v ; cart c ; buy b WITHIN 30 min PARTITION BY user_id"
-CLICKS = pd.DataFrame({
-    "event_name": ["view", "view", "cart", "cart", "buy", "buy"],
-    "event_time": ["2024-05-01 10:00:00", "2024-05-01 10:01:00", "2024-05-01 10:05:00", "2024-05-01 10:06:00",
-                   "2024-05-01 10:20:00", "2024-05-01 11:00:00"],
-    "user_id": [1, 2, 1, 2, 1, 2],
-})
+CLICKS = pd.DataFrame(
+    {
+        "event_name": ["view", "view", "cart", "cart", "buy", "buy"],
+        "event_time": [
+            "2024-05-01 10:00:00",
+            "2024-05-01 10:01:00",
+            "2024-05-01 10:05:00",
+            "2024-05-01 10:06:00",
+            "2024-05-01 10:20:00",
+            "2024-05-01 11:00:00",
+        ],
+        "user_id": [1, 2, 1, 2, 1, 2],
+    }
+)
 
 
 def canonical(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,8 +68,10 @@ def test_a_matcher_takes_the_same_mapping_pushed_or_in_batches():
 def test_a_missing_column_names_the_columns_and_the_likeliest():
     with pytest.raises(ColumnError) as err:
         cepkit.match(QUERY, CLICKS, type="event", ts="event_time")
-    assert str(err.value) == ("column 'event': no column 'event' for type= (columns: 'event_name', 'event_time', "
-                              "'user_id'); did you mean 'event_name'?")
+    assert str(err.value) == (
+        "column 'event': no column 'event' for type= (columns: 'event_name', 'event_time', "
+        "'user_id'); did you mean 'event_name'?"
+    )
     with pytest.raises(ColumnError, match="did you mean 'event_time'"):
         cepkit.match(QUERY, CLICKS, type="event_name", ts="Event_Time")
     with pytest.raises(ColumnError, match="pass type='event_name' to read the type from it"):
@@ -74,32 +85,34 @@ def test_two_likely_columns_are_ambiguous_and_a_mapped_column_cannot_leave_two()
     with pytest.raises(ColumnError, match="the data has a 'type' column and type='event_name' names another"):
         cepkit.match(QUERY, both.assign(type="view"), type="event_name", ts="event_time")
     with pytest.raises(EventError, match="the event has a 'type' field and type='event_name'"):
-        cepkit.match(QUERY, [{"type": "view", "event_name": "view", "event_time": 0}], type="event_name",
-                     ts="event_time")
+        cepkit.match(
+            QUERY, [{"type": "view", "event_name": "view", "event_time": 0}], type="event_name", ts="event_time"
+        )
 
 
 def test_a_bad_text_time_is_one_line_naming_row_column_and_value():
     bad = CLICKS.assign(event_time=CLICKS["event_time"].where(CLICKS.index != 3, "yesterday"))
     with pytest.raises(EventError) as err:
         cepkit.match(QUERY, bad, type="event_name", ts="event_time")
-    assert str(err.value) == ("event at position 3, field 'event_time': 'yesterday' is neither a number nor a "
-                              "datetime")
+    assert str(err.value) == ("event at position 3, field 'event_time': 'yesterday' is neither a number nor a datetime")
     assert err.value.__cause__ is None and (err.value.__context__ is None or err.value.__suppress_context__)
     numbers_then_date = pd.DataFrame({"type": ["A", "B"], "ts": ["5", "2024-01-01"]})
     with pytest.raises(EventError, match="position 1, field 'ts': '2024-01-01' is a datetime, but the ts of event 0"):
         cepkit.match("A a ; B b", numbers_then_date)
 
 
-@pytest.mark.parametrize("texts, expected", [
-    (["2024-05-01T10:00:00Z", "2024-05-01T10:00:05Z"], [1714557600.0, 1714557605.0]),
-    (["05/01/2024 10:00", "05/01/2024 10:00:05"], [1714557600.0, 1714557605.0]),
-    (["1.5", "7"], [1.5, 7.0]),
-])
+@pytest.mark.parametrize(
+    "texts, expected",
+    [
+        (["2024-05-01T10:00:00Z", "2024-05-01T10:00:05Z"], [1714557600.0, 1714557605.0]),
+        (["05/01/2024 10:00", "05/01/2024 10:00:05"], [1714557600.0, 1714557605.0]),
+        (["1.5", "7"], [1.5, 7.0]),
+    ],
+)
 def test_text_times_of_each_kind(texts, expected):
     found = cepkit.match("A a ; B b", pd.DataFrame({"type": ["A", "B"], "ts": texts}))
     assert found.positions() == [(0, 1)]
-    assert Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": texts})).times.tolist() \
-        == expected
+    assert Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": texts})).times.tolist() == expected
 
 
 def test_other_errors_about_the_time_name_the_users_column():
@@ -116,10 +129,16 @@ def test_from_frames_orders_by_time_then_table_then_row():
     buys = pd.DataFrame({"at": [3, 0], "user": ["ann", "bob"], "amount": [9.5, 2.0]})
     joined = cepkit.from_frames({"Login": logins, "Buy": buys}, ts="at")
     assert joined[["type", "ts", "user"]].values.tolist() == [
-        ["Buy", 0, "bob"], ["Login", 1, "ann"], ["Login", 3, "cid"], ["Buy", 3, "ann"], ["Login", 5, "bob"]]
+        ["Buy", 0, "bob"],
+        ["Login", 1, "ann"],
+        ["Login", 3, "cid"],
+        ["Buy", 3, "ann"],
+        ["Login", 5, "bob"],
+    ]
     assert joined["amount"].isna().tolist() == [False, True, True, False, True]
-    per_table = cepkit.from_frames({"Login": logins.rename(columns={"at": "t"}), "Buy": buys}, ts={"Login": "t",
-                                                                                                 "Buy": "at"})
+    per_table = cepkit.from_frames(
+        {"Login": logins.rename(columns={"at": "t"}), "Buy": buys}, ts={"Login": "t", "Buy": "at"}
+    )
     pd.testing.assert_frame_equal(per_table, joined)
 
 
@@ -153,12 +172,22 @@ def test_tables_split_by_type_join_back_into_the_same_matches(events):
 
 # ----------------------------------------------------------------------------- wide tables
 def test_from_wide_makes_an_event_per_time_and_none_for_a_null():
-    orders = pd.DataFrame({"order": [1, 2, 3], "placed": ["2024-01-01 09:00", "2024-01-01 09:30", "2024-01-01 10:00"],
-                           "shipped": ["2024-01-02 09:00", None, "2024-01-01 10:00"], "city": ["Oslo", "Rome", "Kyiv"]})
+    orders = pd.DataFrame(
+        {
+            "order": [1, 2, 3],
+            "placed": ["2024-01-01 09:00", "2024-01-01 09:30", "2024-01-01 10:00"],
+            "shipped": ["2024-01-02 09:00", None, "2024-01-01 10:00"],
+            "city": ["Oslo", "Rome", "Kyiv"],
+        }
+    )
     events = cepkit.from_wide(orders, {"Placed": "placed", "Shipped": "shipped"})
     assert events[["type", "order", "city"]].values.tolist() == [
-        ["Placed", 1, "Oslo"], ["Placed", 2, "Rome"], ["Placed", 3, "Kyiv"], ["Shipped", 3, "Kyiv"],
-        ["Shipped", 1, "Oslo"]]
+        ["Placed", 1, "Oslo"],
+        ["Placed", 2, "Rome"],
+        ["Placed", 3, "Kyiv"],
+        ["Shipped", 3, "Kyiv"],
+        ["Shipped", 1, "Oslo"],
+    ]
     assert events["ts"].dt.tz is not None
     late = cepkit.match("Placed p ; Shipped s WITHIN 1 h PARTITION BY order", events)
     assert late.positions() == [(2, 3)]

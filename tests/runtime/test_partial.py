@@ -1,6 +1,7 @@
 """Timed-out partial matches and funnels (cepkit.runtime.partial): worked examples by hand, the definition's
 invariants, every able engine against the reference on random sequences (plain, with negations, with
 iterations), ``match(..., partial=True)``, and clear refusals."""
+
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -15,10 +16,21 @@ from strategies import TYPES, flat_seq_queries, streams, unary_conditions
 FUNNEL = "PATTERN SEQ(Visit v, Signup s, Purchase p) WHERE s.ts - v.ts <= 10 min WITHIN 1 h PARTITION BY user"
 # user 1 completes; 2 signs up too late for the 10 minutes; 3 signs up in time, buys after the hour;
 # 4 and 5 only visit, and the stream ends inside their hours (open, not timed out)
-EVENTS = pd.DataFrame([
-    ("Visit", 0, 1), ("Visit", 60, 2), ("Signup", 120, 1), ("Visit", 180, 3), ("Signup", 300, 3),
-    ("Signup", 1500, 2), ("Purchase", 1800, 1), ("Purchase", 4000, 3), ("Visit", 4100, 4), ("Visit", 5900, 5)],
-    columns=["type", "ts", "user"])
+EVENTS = pd.DataFrame(
+    [
+        ("Visit", 0, 1),
+        ("Visit", 60, 2),
+        ("Signup", 120, 1),
+        ("Visit", 180, 3),
+        ("Signup", 300, 3),
+        ("Signup", 1500, 2),
+        ("Purchase", 1800, 1),
+        ("Purchase", 4000, 3),
+        ("Visit", 4100, 4),
+        ("Visit", 5900, 5),
+    ],
+    columns=["type", "ts", "user"],
+)
 
 
 def test_the_worked_funnel_by_hand():
@@ -30,8 +42,11 @@ def test_the_worked_funnel_by_hand():
         {"start": 9, "step": 1, "stopped_before": "s", "v": 9, "s": None, "p": None, "timed_out": False},
     ]
     funnel = cepkit.funnel(FUNNEL, EVENTS)
-    assert funnel[["variable", "type", "candidates"]].values.tolist() == [["v", "Visit", 5], ["s", "Signup", 2],
-                                                                         ["p", "Purchase", 1]]
+    assert funnel[["variable", "type", "candidates"]].values.tolist() == [
+        ["v", "Visit", 5],
+        ["s", "Signup", 2],
+        ["p", "Purchase", 1],
+    ]
     assert funnel["share"].tolist() == [1.0, 0.4, 0.2]
 
 
@@ -41,7 +56,7 @@ def test_match_gives_them_with_its_matches_on_the_same_engine():
         assert found.engine == engine and len(found) == 1
         pd.testing.assert_frame_equal(found.partial, cepkit.partial_matches(FUNNEL, EVENTS, engine="reference"))
     assert cepkit.match(FUNNEL, EVENTS).partial is None
-    with pytest.raises(cepkit.QueryError, match="ALL strategy"):       # said before any run
+    with pytest.raises(cepkit.QueryError, match="ALL strategy"):  # said before any run
         cepkit.match(FUNNEL, EVENTS, strategy="NEXT", partial=True)
 
 
@@ -71,10 +86,15 @@ def kleene_sequences(draw, max_len=3):
     if draw(st.booleans()):
         left, right = draw(st.permutations(names))[:2]
         conds.append(A.Compare(draw(st.sampled_from(["=", "<", ">"])), A.Attr(left, "v"), A.Attr(right, "v")))
-    within = A.Window(draw(st.integers(1, 6)), draw(st.sampled_from([None, "EVENTS"]))) if draw(st.booleans()) \
-        else None
-    return cepkit.pretty(A.QueryNode(pattern=A.Seq(tuple(items)), where=A.conjoin(conds), within=within,
-                                     partition_by=("id",) if draw(st.booleans()) else ()))
+    within = A.Window(draw(st.integers(1, 6)), draw(st.sampled_from([None, "EVENTS"]))) if draw(st.booleans()) else None
+    return cepkit.pretty(
+        A.QueryNode(
+            pattern=A.Seq(tuple(items)),
+            where=A.conjoin(conds),
+            within=within,
+            partition_by=("id",) if draw(st.booleans()) else (),
+        )
+    )
 
 
 def check_against_the_reference(query, events):
@@ -88,7 +108,7 @@ def check_against_the_reference(query, events):
         try:
             select_engine(cepkit.parse(query), engine, {})
         except cepkit.QueryError:
-            continue        # a feature of the query this engine lacks
+            continue  # a feature of the query this engine lacks
         pd.testing.assert_frame_equal(cepkit.partial_matches(query, events, engine=engine), expected)
         pd.testing.assert_frame_equal(cepkit.funnel(query, events, engine=engine), funnel)
     steps = steps_of(cepkit.parse(query))
@@ -102,8 +122,10 @@ def check_against_the_reference(query, events):
     for k in range(1, len(counts)):
         assert (expected["step"] == k).sum() == counts[k - 1] - counts[k]
     first = steps.bound[0]
-    starts = {m.bindings[first] if not isinstance(m.bindings[first], tuple) else m.bindings[first][0]
-              for m in cepkit.match(query, events, engine="reference")}
+    starts = {
+        m.bindings[first] if not isinstance(m.bindings[first], tuple) else m.bindings[first][0]
+        for m in cepkit.match(query, events, engine="reference")
+    }
     assert counts[-1] == len(starts)
     for row in expected.itertuples():
         at = getattr(row, first)
@@ -124,7 +146,7 @@ def test_with_negations_too(query, events):
     try:
         steps_of(cepkit.parse(query))
     except cepkit.QueryError:
-        assume(False)       # one step only
+        assume(False)  # one step only
     check_against_the_reference(query, events)
 
 
@@ -136,36 +158,60 @@ def test_with_iterations_too(query, events):
 
 def test_an_abandoned_cart_stops_at_its_absence_and_an_iteration_binds_its_events():
     cart = "SEQ(AddToCart a, Pay p, !Checkout c) WITHIN 30 min PARTITION BY user"
-    events = pd.DataFrame([("AddToCart", 0, 1), ("Pay", 60, 1), ("Checkout", 120, 1),      # checked out
-                           ("AddToCart", 200, 2), ("Pay", 300, 2),                          # abandoned: a match
-                           ("AddToCart", 400, 3)], columns=["type", "ts", "user"])        # never paid
+    events = pd.DataFrame(
+        [
+            ("AddToCart", 0, 1),
+            ("Pay", 60, 1),
+            ("Checkout", 120, 1),  # checked out
+            ("AddToCart", 200, 2),
+            ("Pay", 300, 2),  # abandoned: a match
+            ("AddToCart", 400, 3),
+        ],
+        columns=["type", "ts", "user"],
+    )  # never paid
     table = cepkit.partial_matches(cart, events)
     assert table[["start", "step", "stopped_before", "a", "p"]].astype(object).values.tolist() == [
-        [0, 2, "c", 0, 1], [5, 1, "p", 5, pd.NA]]
-    assert "c" not in table.columns             # a negated variable binds nothing
+        [0, 2, "c", 0, 1],
+        [5, 1, "p", 5, pd.NA],
+    ]
+    assert "c" not in table.columns  # a negated variable binds nothing
     assert cepkit.funnel(cart, events)[["variable", "type", "candidates"]].values.tolist() == [
-        ["a", "AddToCart", 3], ["p", "Pay", 2], ["c", "!Checkout", 1]]
+        ["a", "AddToCart", 3],
+        ["p", "Pay", 2],
+        ["c", "!Checkout", 1],
+    ]
     rising = "SEQ(Low l, High+ h, Alarm x) WITHIN 10"
     events = [{"type": t, "ts": i} for i, t in enumerate(["Low", "High", "High", "Low", "Alarm", "Low"])]
     table = cepkit.partial_matches(rising, events)
     assert table.to_dict("records") == [
         {"start": 3, "step": 1, "stopped_before": "h", "l": 3, "h": None, "x": None, "timed_out": False},
-        {"start": 5, "step": 1, "stopped_before": "h", "l": 5, "h": None, "x": None, "timed_out": False}]
+        {"start": 5, "step": 1, "stopped_before": "h", "l": 5, "h": None, "x": None, "timed_out": False},
+    ]
     assert cepkit.funnel(rising, events)["type"].tolist() == ["Low", "High+", "Alarm"]
-    events[4]["type"] = "Low"                   # no alarm: the first low reached its highs, (1,) the earliest
+    events[4]["type"] = "Low"  # no alarm: the first low reached its highs, (1,) the earliest
     assert cepkit.partial_matches(rising, events).iloc[0].to_dict() == {
-        "start": 0, "step": 2, "stopped_before": "x", "l": 0, "h": (1,), "x": None, "timed_out": False}
+        "start": 0,
+        "step": 2,
+        "stopped_before": "x",
+        "l": 0,
+        "h": (1,),
+        "x": None,
+        "timed_out": False,
+    }
 
 
-@pytest.mark.parametrize("query, says", [
-    ("A a ; (B b OR C c)", "partial matches need a sequence of steps"),
-    ("SEQ(A a, !(B b ; C c), D d)", "partial matches need a sequence of steps"),
-    ("SEQ(A a, (B b FILTER b.v > a.v)+, C c)", "iterations filter only their own variable"),
-    ("SEQ(A a, EXISTS B b, C c)", "partial matches need a sequence of steps"),
-    ("SELECT NEXT * PATTERN A a ; B b", "for the ALL strategy, not NEXT"),
-    ("A a", "at least two steps"),
-    ("A a ; B b CONSUME BY ANY", "not defined with CONSUME BY"),
-])
+@pytest.mark.parametrize(
+    "query, says",
+    [
+        ("A a ; (B b OR C c)", "partial matches need a sequence of steps"),
+        ("SEQ(A a, !(B b ; C c), D d)", "partial matches need a sequence of steps"),
+        ("SEQ(A a, (B b FILTER b.v > a.v)+, C c)", "iterations filter only their own variable"),
+        ("SEQ(A a, EXISTS B b, C c)", "partial matches need a sequence of steps"),
+        ("SELECT NEXT * PATTERN A a ; B b", "for the ALL strategy, not NEXT"),
+        ("A a", "at least two steps"),
+        ("A a ; B b CONSUME BY ANY", "not defined with CONSUME BY"),
+    ],
+)
 def test_other_queries_are_refused_with_a_caret(query, says):
     with pytest.raises(cepkit.QueryError, match=says) as err:
         cepkit.partial_matches(query, [{"type": "A"}])

@@ -1,5 +1,6 @@
 """``cepkit.match``'s plan cache: a repeated query is compiled once per thread, and what it hands out
 gives exactly what a fresh compile gives, with no run state shared between calls."""
+
 import threading
 
 import numpy as np
@@ -14,8 +15,9 @@ KLEENE = "(A AS a)+ ; B AS b WITHIN 5 s"
 
 def frame(n: int, seed: int) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.arange(n, dtype=float),
-                         "v": rng.integers(0, 10, n)})
+    return pd.DataFrame(
+        {"type": rng.choice(list("ABC"), n), "ts": np.arange(n, dtype=float), "v": rng.integers(0, 10, n)}
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -26,13 +28,19 @@ def empty_cache():
 
 
 @pytest.mark.parametrize("engine", ["automaton", "auto", "reference"])
-@pytest.mark.parametrize("text", [KLEENE, "A AS a ; (B AS b FILTER b.v < 5) ; C AS c WITHIN 4 s",
-                                  "(A AS a)+ ; (B AS b)+ ; C AS c WITHIN 30 s PARTITION BY v"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        KLEENE,
+        "A AS a ; (B AS b FILTER b.v < 5) ; C AS c WITHIN 4 s",
+        "(A AS a)+ ; (B AS b)+ ; C AS c WITHIN 30 s PARTITION BY v",
+    ],
+)
 def test_cached_calls_equal_a_fresh_compile(engine, text):
     found = 0
     for seed in range(3):
         events = frame(60, seed)
-        fresh = cepkit.match(cepkit.parse(text), events, engine=engine)       # a Query: never cached
+        fresh = cepkit.match(cepkit.parse(text), events, engine=engine)  # a Query: never cached
         first = cepkit.match(text, events, engine=engine)
         again = cepkit.match(text, events, engine=engine)
         assert fresh.positions() == first.positions() == again.positions()
@@ -48,14 +56,14 @@ def test_each_call_gets_its_own_plan_and_run_state():
     kept = api._plan_cache.plans[(KLEENE, None, None, "automaton", ())]
     plans = [api._cached_plan((KLEENE, None, None, "automaton", ()))[2] for _ in range(2)]
     assert plans[0] is not plans[1] and kept[2] not in plans
-    assert plans[0].program is plans[1].program is kept[2].program      # the compiled part is shared
+    assert plans[0].program is plans[1].program is kept[2].program  # the compiled part is shared
     on_big = cepkit.match(KLEENE, big, engine="automaton")
     on_small = cepkit.match(KLEENE, small, engine="automaton")
     # each result keeps the facts of its own run, not the latest call's
     assert on_big.info["arena_nodes"] >= on_small.info["arena_nodes"]
     assert on_small.positions() == cepkit.match(cepkit.parse(KLEENE), small, engine="automaton").positions()
     assert on_big.positions() == cepkit.match(cepkit.parse(KLEENE), big, engine="automaton").positions()
-    assert kept[2].last_run == {}                                          # the kept plan is never run
+    assert kept[2].last_run == {}  # the kept plan is never run
 
 
 def test_matchers_of_a_cached_query_do_not_share_runs():
@@ -66,9 +74,12 @@ def test_matchers_of_a_cached_query_do_not_share_runs():
         one.push(e)
     for e in events:
         two.push(e)
-    assert [m.positions for m in two.matches] == cepkit.match(KLEENE, pd.DataFrame(events), engine="automaton").positions()
-    assert [m.positions for m in one.matches] == cepkit.match(KLEENE, pd.DataFrame(events[:100]),
-                                                              engine="automaton").positions()
+    assert [m.positions for m in two.matches] == cepkit.match(
+        KLEENE, pd.DataFrame(events), engine="automaton"
+    ).positions()
+    assert [m.positions for m in one.matches] == cepkit.match(
+        KLEENE, pd.DataFrame(events[:100]), engine="automaton"
+    ).positions()
 
 
 def test_the_cache_is_bounded_and_per_thread():
@@ -89,10 +100,14 @@ def test_uncacheable_calls_still_run():
     expected = cepkit.match(KLEENE, events, engine="automaton").positions()
     # a list option is unhashable: compiled every call
     assert api._cache_key(KLEENE, None, None, "automaton", {"disorder": ["x"]}) is None
-    assert cepkit.match(KLEENE, events, engine="automaton", disorder="conservative",
-                        max_delay="0 s").positions() == expected
-    assert cepkit.match(KLEENE, events, engine="automaton", disorder="conservative",
-                        max_delay="0 s").positions() == expected
+    assert (
+        cepkit.match(KLEENE, events, engine="automaton", disorder="conservative", max_delay="0 s").positions()
+        == expected
+    )
+    assert (
+        cepkit.match(KLEENE, events, engine="automaton", disorder="conservative", max_delay="0 s").positions()
+        == expected
+    )
 
 
 def test_errors_are_not_cached():
@@ -113,7 +128,7 @@ def test_clear_plan_cache_compiles_again_and_keeps_results():
     assert getattr(api._plan_cache, "plans", None) is None
     after = cepkit.match(KLEENE, events, engine="automaton")
     again = api._plan_cache.plans[(KLEENE, None, None, "automaton", ())]
-    assert again[2].program is not kept[2].program           # compiled anew, not the forgotten plan
+    assert again[2].program is not kept[2].program  # compiled anew, not the forgotten plan
     assert after.positions() == before.positions() and len(after) > 0
     api.clear_plan_cache()
-    api.clear_plan_cache()                                     # clearing an empty cache is harmless
+    api.clear_plan_cache()  # clearing an empty cache is harmless

@@ -3,6 +3,7 @@ conservative mode it completes every type the query reads (the ANY type too) thr
 at the punctuation instead of at ``close`` (with an EVENTS window and no ``max_delay`` nothing else
 completes a type), an event at or below it is dropped and listed, and the net result is the reference's
 over the stream without the dropped events."""
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -45,12 +46,13 @@ def test_an_events_window_releases_at_each_star_punctuation(engine):
     each, at_close, matcher = pushed("A a ; B b WITHIN 3 EVENTS", stream, engine)
     assert each == [[], [], [], [(0, 1)], [], [], [(4, 5)]] and at_close == []
     named = ev("A1 B3 D6") + [{"type": "PUNCTUATION", "ts": 6, "of": "A"}]
-    assert pushed("A a ; B b WITHIN 3 EVENTS", named, engine)[0] == [[], [], [], []]    # B still open
+    assert pushed("A a ; B b WITHIN 3 EVENTS", named, engine)[0] == [[], [], [], []]  # B still open
 
 
 @pytest.mark.parametrize("engine", ["stack", "nested"])
-@pytest.mark.parametrize("query, released", [("SEQ(A a, B b, !C c, D d) WITHIN 10", (0, 1, 2)),
-                                             ("SEQ(A a, !ANY x, B b) WITHIN 10", (0, 1))])
+@pytest.mark.parametrize(
+    "query, released", [("SEQ(A a, B b, !C c, D d) WITHIN 10", (0, 1, 2)), ("SEQ(A a, !ANY x, B b) WITHIN 10", (0, 1))]
+)
 def test_a_negation_scope_closes_at_a_star_punctuation(engine, query, released):
     """A negated ANY was only completed by ``max_delay``; a late event below the punctuation is dropped."""
     stream = ev("A1 B3 D6") + [every(6), {"type": "C", "ts": 4}]
@@ -78,6 +80,6 @@ def test_star_punctuations_keep_the_result_exact(data, engine):
     for i, e in enumerate(arrived):
         stream.append(e)
         if i % 4 == 3:
-            stream.append(every(max(x["ts"] for x in arrived[:i + 1]) - data.draw(st.integers(0, 4))))
+            stream.append(every(max(x["ts"] for x in arrived[: i + 1]) - data.draw(st.integers(0, 4))))
     result = cepkit.match(query, stream, engine=engine, disorder="conservative")
     assert keys(result) == truth(query, stream, skip=set(result.info.get("dropped", ())))

@@ -2,6 +2,7 @@
 ``Matcher.push`` of the same event as a dict returns (matches, their order, ``emitted_at``), raises the same
 errors at the same positions, and may be mixed with ``push`` and ``extend``; on the automaton it holds back
 the events that cannot complete a match and runs them through the kernel with the next one that may."""
+
 import math
 import random
 
@@ -41,7 +42,7 @@ def by_pusher(query, rows, engine, columns=COLUMNS, mixed=False, **options):
     found, errors = [], []
     for i, row in enumerate(rows):
         try:
-            if mixed and i % 3 == 1:       # every third event as a dict, every tenth in a batch of one
+            if mixed and i % 3 == 1:  # every third event as a dict, every tenth in a batch of one
                 found += matcher.push({k: v for k, v in row.items() if v is not None})
             elif mixed and i % 10 == 2:
                 found += list(matcher.extend(pd.DataFrame([row], columns=list(columns))))
@@ -99,8 +100,7 @@ def test_held_events_run_before_a_key_expires_and_before_anything_reads_the_runs
     """Gaps longer than the window (a key's state dropped while events are held), many keys, and
     ``active`` read between pushes see the pushes' state."""
     query = "A a ; B b ; C c WITHIN 3 s PARTITION BY id"
-    rows = [{"type": "ABCD"[(i // 3) % 4], "ts": i // 3 + 10.0 * (i // 40), "v": i, "id": i % 3}
-            for i in range(200)]
+    rows = [{"type": "ABCD"[(i // 3) % 4], "ts": i // 3 + 10.0 * (i // 40), "v": i, "id": i % 3} for i in range(200)]
     expected = agree(query, rows, "automaton")
     assert expected
     matcher = cepkit.Matcher(query, engine="automaton")
@@ -139,8 +139,12 @@ def test_an_attribute_shown_late_is_checked_as_push_checks_it():
     are checked (the type has no ``v`` yet: nothing to complain about, as ``match`` over them) and the
     first one with it is learned."""
     query = "A a ; B b WHERE a.v > 0"
-    rows = [{"type": "A", "ts": 0, "v": None, "id": 1}, {"type": "B", "ts": 1, "v": 1, "id": 1},
-            {"type": "A", "ts": 2, "v": 3, "id": 1}, {"type": "B", "ts": 3, "v": 1, "id": 1}]
+    rows = [
+        {"type": "A", "ts": 0, "v": None, "id": 1},
+        {"type": "B", "ts": 1, "v": 1, "id": 1},
+        {"type": "A", "ts": 2, "v": 3, "id": 1},
+        {"type": "B", "ts": 3, "v": 1, "id": 1},
+    ]
     assert agree(query, rows, "automaton") == agree(query, rows, "stack")
 
 

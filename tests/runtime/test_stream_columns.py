@@ -1,6 +1,7 @@
 """Streams as columns (issue 11) and the event checks of issue 15: every input form (dicts, Events, a
 DataFrame, a pyarrow Table, categorical and string type columns, nullable dtypes) gives the same stream
 and the same matches on every engine; every bad event is an EventError naming its position and field."""
+
 import datetime as dt
 import math
 
@@ -19,25 +20,44 @@ from cepkit.runtime.registry import registered
 from strategies import streams
 
 ENGINES = [e.name for e in registered()]
-QUERIES = ["A a ; B b", "A a FILTER a.v > 1", "A a ; B b FILTER a.v = b.v", "A a ; (B b FILTER b.v >= a.v)+ ; C c",
-           "SEQ(A a, !B b, C c) WHERE a.id = c.id", "SEQ(A a, B+ b) WHERE prev(b.v) < b.v and count(b) > 1",
-           "A a ; B b WITHIN 3 s", "A a ; B b WITHIN 3 EVENTS", "A a ; B b PARTITION BY id",
-           "SELECT PARTITION_STRICT * PATTERN A a ; B b PARTITION BY id", "SELECT NEXT * PATTERN A a ; B b",
-           "A a ; ANY x ; C c FILTER x.v < c.v WITHIN 4 EVENTS", "(A a OR B b) ; C c FILTER c.id IN (0, 2)"]
+QUERIES = [
+    "A a ; B b",
+    "A a FILTER a.v > 1",
+    "A a ; B b FILTER a.v = b.v",
+    "A a ; (B b FILTER b.v >= a.v)+ ; C c",
+    "SEQ(A a, !B b, C c) WHERE a.id = c.id",
+    "SEQ(A a, B+ b) WHERE prev(b.v) < b.v and count(b) > 1",
+    "A a ; B b WITHIN 3 s",
+    "A a ; B b WITHIN 3 EVENTS",
+    "A a ; B b PARTITION BY id",
+    "SELECT PARTITION_STRICT * PATTERN A a ; B b PARTITION BY id",
+    "SELECT NEXT * PATTERN A a ; B b",
+    "A a ; ANY x ; C c FILTER x.v < c.v WITHIN 4 EVENTS",
+    "(A a OR B b) ; C c FILTER c.id IN (0, 2)",
+]
 
 
 def _forms(events: list) -> dict:
     """The same events as dicts, Events, a DataFrame and an Arrow table (null attributes left out)."""
     columns = sorted({k for e in events for k in e} - {"type", "ts"})
-    rows = {"type": [e["type"] for e in events], "ts": [e["ts"] for e in events],
-            **{c: [e.get(c) for e in events] for c in columns}}
-    return {"dicts": events,
-            "events": [Event(e["type"], e["ts"], {k: v for k, v in e.items() if k not in ("type", "ts")})
-                       for e in events],
-            "frame": pd.DataFrame(rows, columns=["type", "ts", *columns]),
-            "categorical": pd.DataFrame({**rows, "type": pd.Categorical(rows["type"])}, columns=["type", "ts", *columns]),
-            "arrow": pa.table({"type": pa.array(rows["type"], pa.string()), "ts": pa.array(rows["ts"], pa.int64()),
-                               **{c: pa.array(rows[c], pa.int64()) for c in columns}})}
+    rows = {
+        "type": [e["type"] for e in events],
+        "ts": [e["ts"] for e in events],
+        **{c: [e.get(c) for e in events] for c in columns},
+    }
+    return {
+        "dicts": events,
+        "events": [Event(e["type"], e["ts"], {k: v for k, v in e.items() if k not in ("type", "ts")}) for e in events],
+        "frame": pd.DataFrame(rows, columns=["type", "ts", *columns]),
+        "categorical": pd.DataFrame({**rows, "type": pd.Categorical(rows["type"])}, columns=["type", "ts", *columns]),
+        "arrow": pa.table(
+            {
+                "type": pa.array(rows["type"], pa.string()),
+                "ts": pa.array(rows["ts"], pa.int64()),
+                **{c: pa.array(rows[c], pa.int64()) for c in columns},
+            }
+        ),
+    }
 
 
 def _outcome(query, events, engine):
@@ -65,7 +85,7 @@ def test_every_input_form_gives_the_same_matches(events, query, engine):
     for name, form in forms.items():
         got = _outcome(query, form, engine)
         if isinstance(expected, tuple) and "unknown attribute" in expected[1] and name != "dicts":
-            continue   # a DataFrame's column null in every row is a known attribute (docs/language.md §10.5)
+            continue  # a DataFrame's column null in every row is a known attribute (docs/language.md §10.5)
         assert got == expected, (name, query, engine)
 
 
@@ -77,15 +97,23 @@ def test_every_input_form_gives_the_same_events(events):
         stream = Stream.from_any(form)
         seen.append([(e.type, e.ts, e.time, e.position, dict(e.attrs)) for e in stream])
         assert [stream[i] for i in range(len(stream))] == list(stream), name
-        assert list(stream.types) == [e["type"] for e in events] and stream.times.tolist() == \
-            [float(e["ts"]) for e in events]
+        assert list(stream.types) == [e["type"] for e in events] and stream.times.tolist() == [
+            float(e["ts"]) for e in events
+        ]
     assert all(s == seen[0] for s in seen[1:])
 
 
 def test_integer_columns_give_integers_and_nullable_columns_leave_nulls_out():
-    frame = pd.DataFrame({"type": ["A", "B"], "ts": [1, 2], "n": pd.array([3, None], dtype="Int64"),
-                          "b": pd.array([True, None], dtype="boolean"), "s": pd.array(["x", None], dtype="string"),
-                          "f": [0.5, np.nan]})
+    frame = pd.DataFrame(
+        {
+            "type": ["A", "B"],
+            "ts": [1, 2],
+            "n": pd.array([3, None], dtype="Int64"),
+            "b": pd.array([True, None], dtype="boolean"),
+            "s": pd.array(["x", None], dtype="string"),
+            "f": [0.5, np.nan],
+        }
+    )
     a, b = Stream.from_any(frame)
     assert a.attrs == {"n": 3, "b": True, "s": "x", "f": 0.5} and type(a.attrs["n"]) is int and type(a.ts) is int
     assert b.attrs == {} and b.ts == 2
@@ -95,13 +123,19 @@ def test_integer_columns_give_integers_and_nullable_columns_leave_nulls_out():
     assert stream.attributes_of() == {"n", "b", "s", "f"} and stream.attributes_of(frozenset({"B"})) == set()
 
 
-@pytest.mark.parametrize("dtype", ["Int64", "UInt8", "Float64", "boolean", "int64[pyarrow]", "double[pyarrow]",
-                                   "bool[pyarrow]"])
+@pytest.mark.parametrize(
+    "dtype", ["Int64", "UInt8", "Float64", "boolean", "int64[pyarrow]", "double[pyarrow]", "bool[pyarrow]"]
+)
 def test_nullable_numeric_columns_keep_their_nulls_and_values(dtype):
     """A nullable numeric column's nulls come from its mask (no Series made): the same as ``isna``, and the
     events leave them out."""
-    values = [True, None, False] if "bool" in dtype else [1.5, None, 2.5] if "Float" in dtype or "double" in dtype \
+    values = (
+        [True, None, False]
+        if "bool" in dtype
+        else [1.5, None, 2.5]
+        if "Float" in dtype or "double" in dtype
         else [1, None, 2]
+    )
     series = pd.Series(values, dtype=dtype)
     column = AttributeColumn.of_series(series)
     assert column.null.tolist() == series.isna().tolist() == [False, True, False]
@@ -111,8 +145,12 @@ def test_nullable_numeric_columns_keep_their_nulls_and_values(dtype):
 
 
 def test_type_columns_of_every_dtype():
-    for types in (pd.Categorical(["A", "B", "A"]), pd.array(["A", "B", "A"], dtype="string"),
-                  pd.array(["A", "B", "A"], dtype="string[pyarrow]"), np.array(["A", "B", "A"])):
+    for types in (
+        pd.Categorical(["A", "B", "A"]),
+        pd.array(["A", "B", "A"], dtype="string"),
+        pd.array(["A", "B", "A"], dtype="string[pyarrow]"),
+        np.array(["A", "B", "A"]),
+    ):
         stream = Stream.from_any(pd.DataFrame({"type": types}))
         assert list(stream.types) == ["A", "B", "A"] and stream.type_in({"A"}).tolist() == [True, False, True]
         assert cepkit.match("A a ; B b", pd.DataFrame({"type": types})).positions() == [(0, 1)]
@@ -123,7 +161,7 @@ def test_consecutive_positions_are_made_when_read():
     stream = Stream.from_any(frame, first_position=5)
     assert "positions" not in stream.__dict__
     assert stream.position_of(np.array([3, 0])).tolist() == [8, 5] and stream[2].position == 7
-    assert [e.ts for e in stream] == [0.0, 1.0, 2.0, 3.0]           # ts by place, whatever the index
+    assert [e.ts for e in stream] == [0.0, 1.0, 2.0, 3.0]  # ts by place, whatever the index
     part = stream.take(np.array([1, 3]))
     assert "positions" not in stream.__dict__ and part.positions.tolist() == [6, 8]
     assert stream.positions.tolist() == [5, 6, 7, 8] and stream.position_of(1) == 6
@@ -131,11 +169,13 @@ def test_consecutive_positions_are_made_when_read():
 
 def test_datetime_ts_of_every_form_give_the_same_matches():
     stamps = pd.to_datetime(["2013-01-01 00:00:00", "2013-01-01 00:00:02", "2013-01-01 00:00:09"])
-    forms = [pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps}),
-             pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.tz_localize("Europe/Paris").tz_convert("UTC")}),
-             pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.astype("datetime64[s]")}),
-             [{"type": t, "ts": s.to_pydatetime()} for t, s in zip("ABB", stamps)],
-             pa.table({"type": ["A", "B", "B"], "ts": pa.array(stamps)})]
+    forms = [
+        pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps}),
+        pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.tz_localize("Europe/Paris").tz_convert("UTC")}),
+        pd.DataFrame({"type": ["A", "B", "B"], "ts": stamps.astype("datetime64[s]")}),
+        [{"type": t, "ts": s.to_pydatetime()} for t, s in zip("ABB", stamps)],
+        pa.table({"type": ["A", "B", "B"], "ts": pa.array(stamps)}),
+    ]
     for form in forms:
         stream = Stream.from_any(form)
         assert stream.ts_is_datetime and (stream.times - stream.times[0]).tolist() == [0.0, 2.0, 9.0]
@@ -145,8 +185,9 @@ def test_datetime_ts_of_every_form_give_the_same_matches():
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_one_event_and_no_event(engine):
-    empty = pd.DataFrame({"type": pd.Series([], dtype=object), "ts": pd.Series([], dtype=float),
-                          "v": pd.Series([], dtype=float)})
+    empty = pd.DataFrame(
+        {"type": pd.Series([], dtype=object), "ts": pd.Series([], dtype=float), "v": pd.Series([], dtype=float)}
+    )
     assert cepkit.match("A a FILTER a.v > 1", empty, engine=engine).positions() == []
     assert cepkit.match("A a", pd.DataFrame({"type": []}), engine=engine).positions() == []
     one = pd.DataFrame({"type": ["A"], "ts": [3.5], "v": [2]})
@@ -157,7 +198,7 @@ def test_one_event_and_no_event(engine):
 def test_the_lazy_view_is_built_once_and_slices_keep_positions():
     stream = Stream.from_any([{"type": "A", "ts": i, "v": i} for i in range(5)])
     assert "events" not in stream.__dict__ and stream[-1].attrs == {"v": 4}
-    assert stream[1] is not stream[1]            # built on demand until someone iterates
+    assert stream[1] is not stream[1]  # built on demand until someone iterates
     events = list(stream)
     assert stream[1] is stream.events[1] and events == stream.events
     part = stream.take(np.array([1, 3]))
@@ -168,8 +209,14 @@ def test_the_lazy_view_is_built_once_and_slices_keep_positions():
 
 
 @settings(max_examples=80, deadline=None)
-@given(streams_with_nulls(), streams_with_nulls(), st.sampled_from(["dicts", "frame", "arrow", "categorical"]),
-       st.sampled_from(["dicts", "frame", "arrow", "categorical"]), st.integers(0, 3), st.integers(0, 100))
+@given(
+    streams_with_nulls(),
+    streams_with_nulls(),
+    st.sampled_from(["dicts", "frame", "arrow", "categorical"]),
+    st.sampled_from(["dicts", "frame", "arrow", "categorical"]),
+    st.integers(0, 3),
+    st.integers(0, 100),
+)
 def test_followed_by_joins_two_streams_keeping_positions_types_and_nulls(first, second, form, other_form, cut, gap):
     """The events of both, in turn, each at its own position, with its type, ts and attributes (a value
     compares as it did: an int read back as a float is the same number), whatever form each side came in."""
@@ -177,8 +224,9 @@ def test_followed_by_joins_two_streams_keeping_positions_types_and_nulls(first, 
     tail = Stream.from_any(_forms(second)[other_form], first_position=len(first) + gap)
     joined = head.followed_by(tail)
     expected = list(head) + list(tail)
-    assert [(e.type, e.ts, e.attrs, e.position, e.time) for e in joined] == \
-        [(e.type, e.ts, e.attrs, e.position, e.time) for e in expected]
+    assert [(e.type, e.ts, e.attrs, e.position, e.time) for e in joined] == [
+        (e.type, e.ts, e.attrs, e.position, e.time) for e in expected
+    ]
     assert joined.positions.tolist() == [e.position for e in expected]
     for name in ("v", "id"):
         assert joined.column(name).null.tolist() == [name not in e.attrs for e in expected]
@@ -188,10 +236,13 @@ def test_followed_by_joins_two_streams_keeping_positions_types_and_nulls(first, 
 def test_followed_by_keeps_what_values_are():
     """A bool stays a bool beside numbers; two dtypes of numbers meet as exact floats; strings beside
     numbers are objects; datetime ts cannot follow numeric ones."""
-    first = Stream.from_any(pd.DataFrame({"type": ["A", "B"], "ts": [0, 1], "flag": [True, False], "v": [1, 2],
-                                          "s": ["x", "y"]}))
-    second = Stream.from_any(pd.DataFrame({"type": ["B", "C"], "ts": [2, 3], "flag": [1, 0], "v": [2.5, None],
-                                           "s": [1, 2]}), first_position=2)
+    first = Stream.from_any(
+        pd.DataFrame({"type": ["A", "B"], "ts": [0, 1], "flag": [True, False], "v": [1, 2], "s": ["x", "y"]})
+    )
+    second = Stream.from_any(
+        pd.DataFrame({"type": ["B", "C"], "ts": [2, 3], "flag": [1, 0], "v": [2.5, None], "s": [1, 2]}),
+        first_position=2,
+    )
     joined = first.followed_by(second)
     assert [e.attrs["flag"] for e in joined] == [True, False, 1, 0]
     assert [type(e.attrs["flag"]) for e in joined] == [bool, bool, int, int]
@@ -213,7 +264,7 @@ def test_the_constructor_keeps_events_positions_and_times():
 
 
 BAD_EVENTS = [
-    ([{"type": "A", "ts": 10 ** 400}], 0, "ts"),
+    ([{"type": "A", "ts": 10**400}], 0, "ts"),
     ([{"type": "A", "ts": 1j}], 0, "ts"),
     ([{"type": "A", "ts": pd.NaT}], 0, "ts"),
     ([{"type": "A", "ts": np.datetime64("NaT")}], 0, "ts"),
@@ -232,7 +283,7 @@ BAD_EVENTS = [
     (pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2020-01-01", None])}), 1, "ts"),
     (pd.DataFrame({"type": ["A", "B"], "ts": pd.array([1, None], dtype="Int64")}), 1, "ts"),
     (pd.DataFrame({"type": ["A", "B"], "ts": [0, pd.Timestamp("2020-01-01")]}, dtype=object), 1, "ts"),
-    (pd.DataFrame({"type": ["A", "B"], "ts": [0, 10 ** 400]}, dtype=object), 1, "ts"),
+    (pd.DataFrame({"type": ["A", "B"], "ts": [0, 10**400]}, dtype=object), 1, "ts"),
     (pd.DataFrame([["A", "B", 0]], columns=["type", "type", "ts"]), 0, "type"),
     (pd.DataFrame([["A", 0, 1]], columns=["type", "ts", "ts"]), 0, "ts"),
     (pd.DataFrame({"type": pd.Categorical(["A", None])}), 1, "type"),
@@ -257,11 +308,19 @@ def test_an_event_without_attributes_may_say_none():
 
 @pytest.mark.parametrize("engine", ["reference", "stack", "ecube", "rcep", "nested", "ses"])
 def test_huge_integers_and_lists_compare_as_python_does(engine):
-    huge = [{"type": "A", "ts": 0, "v": 10 ** 400}, {"type": "B", "ts": 1, "v": 1.5},
-            {"type": "B", "ts": 2, "v": 10 ** 401}, {"type": "B", "ts": 3, "v": 10 ** 400}]
+    huge = [
+        {"type": "A", "ts": 0, "v": 10**400},
+        {"type": "B", "ts": 1, "v": 1.5},
+        {"type": "B", "ts": 2, "v": 10**401},
+        {"type": "B", "ts": 3, "v": 10**400},
+    ]
     lists = [{"type": "A", "ts": 0, "v": [1]}, {"type": "B", "ts": 1, "v": [1]}, {"type": "B", "ts": 2, "v": [2]}]
-    for query, events in (("SEQ(A a, B b) WHERE a.v < b.v", huge), ("SEQ(A a, B b) WHERE a.v = b.v", huge),
-                          ("SEQ(A a, B b) WHERE a.v = b.v", lists), ("SEQ(A a, B b) WHERE a.v < b.v", lists)):
+    for query, events in (
+        ("SEQ(A a, B b) WHERE a.v < b.v", huge),
+        ("SEQ(A a, B b) WHERE a.v = b.v", huge),
+        ("SEQ(A a, B b) WHERE a.v = b.v", lists),
+        ("SEQ(A a, B b) WHERE a.v < b.v", lists),
+    ):
         expected = cepkit.match(query, events, engine="reference").positions()
         assert expected and cepkit.match(query, events, engine=engine).positions() == expected, query
     assert cepkit.match("SEQ(A a, B b) WHERE a.v > 5", huge, engine=engine).positions() == [(0, 1), (0, 2), (0, 3)]

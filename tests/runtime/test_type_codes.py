@@ -1,6 +1,7 @@
 """A stream's type column as int32 codes (``cepkit.runtime.type_codes``): the codes and names of
 pd.factorize for every form of column, in slices or not, by address or by value; a bad type named at its
 position."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +21,9 @@ NULLS = (None, float("nan"), np.nan, pd.NA, pd.NaT)
 def type_columns(draw):
     """A type column's values: a few names, each row the name's one object or a fresh equal string (a
     distinct object), some rows null of every kind; a step to read it strided or reversed."""
-    names = draw(st.lists(st.sampled_from(["A", "B", "type_c", "Δ", "", "long name " * 3]), min_size=1,
-                          max_size=5, unique=True))
+    names = draw(
+        st.lists(st.sampled_from(["A", "B", "type_c", "Δ", "", "long name " * 3]), min_size=1, max_size=5, unique=True)
+    )
     rows = []
     for _ in range(draw(st.integers(0, 40))):
         k = draw(st.integers(-1, len(names) - 1))
@@ -48,17 +50,23 @@ def test_type_columns_factorize_as_pd_factorize(column, rows_at_once, few_object
     values = _object_array(rows + rows)[::step]
     expected_codes, expected_names = pd.factorize(values)
     first_null = next((i for i, v in enumerate(values.tolist()) if not isinstance(v, str)), None)
-    forms = [values, pd.Categorical(values), pd.array(values, dtype="string"),
-             pd.array(values, dtype="string[pyarrow]")]
+    forms = [
+        values,
+        pd.Categorical(values),
+        pd.array(values, dtype="string"),
+        pd.array(values, dtype="string[pyarrow]"),
+    ]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cepkit.runtime.type_codes, "FACTORIZE_ROWS", rows_at_once)
         patch.setattr(cepkit.runtime.type_codes, "FEW_OBJECTS", few_objects)
         for form in forms:
-            codes, names = factorized_types(form) if not isinstance(form, pd.Categorical) else \
-                (form.codes, list(form.categories))
-            if isinstance(form, pd.Categorical):     # categories are sorted: compare the names per row
-                assert [names[c] if c >= 0 else None for c in codes] == \
-                    [expected_names[c] if c >= 0 else None for c in expected_codes]
+            codes, names = (
+                factorized_types(form) if not isinstance(form, pd.Categorical) else (form.codes, list(form.categories))
+            )
+            if isinstance(form, pd.Categorical):  # categories are sorted: compare the names per row
+                assert [names[c] if c >= 0 else None for c in codes] == [
+                    expected_names[c] if c >= 0 else None for c in expected_codes
+                ]
             else:
                 assert codes.dtype == np.int32 and codes.tolist() == expected_codes.tolist(), type(form)
                 assert names == list(expected_names) and all(type(n) is str for n in names)

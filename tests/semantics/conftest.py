@@ -8,7 +8,7 @@ def _events(spec: str, **attrs):
     out = []
     for k, token in enumerate(spec.split()):
         head = token.rstrip("0123456789")
-        event = {"type": head, "ts": int(token[len(head):])}
+        event = {"type": head, "ts": int(token[len(head) :])}
         event.update({name: values[k] for name, values in attrs.items()})
         out.append(event)
     return out
@@ -22,6 +22,8 @@ def events():
 @pytest.fixture
 def reference():
     """``reference(query, events, **kw)`` -> positions() of the reference engine."""
+
     def run(query, events, **kwargs):
         return cepkit.match(query, events, engine="reference", **kwargs).positions()
+
     return run

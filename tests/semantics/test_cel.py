@@ -1,4 +1,5 @@
 """The worked examples of CEL ([CEL] §2), on both readings of position 0 of the running stream S."""
+
 import pytest
 
 import cepkit
@@ -21,8 +22,11 @@ def position0(request):
 
 
 def test_done_criterion_of_issue_2():
-    assert cepkit.match("(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)",
-                        cepkit.datasets.cel_fire_sensors(), engine="reference").positions() == [(1, 2), (1, 8), (5, 8)]
+    assert cepkit.match(
+        "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)",
+        cepkit.datasets.cel_fire_sensors(),
+        engine="reference",
+    ).positions() == [(1, 2), (1, 8), (5, 8)]
 
 
 def test_phi1_fire_at_sensor_0(position0):
@@ -86,8 +90,9 @@ STRATEGY_TABLE = [  # [CEL] §2, "Selection strategies on S"
 ]
 
 
-@pytest.mark.parametrize("strategy, query, expected", STRATEGY_TABLE,
-                         ids=[f"{s}-{i}" for i, (s, _, _) in enumerate(STRATEGY_TABLE)])
+@pytest.mark.parametrize(
+    "strategy, query, expected", STRATEGY_TABLE, ids=[f"{s}-{i}" for i, (s, _, _) in enumerate(STRATEGY_TABLE)]
+)
 def test_strategy_table(strategy, query, expected, position0):
     """[CEL] §2 strategy table: as a strategy= override, as SELECT <strategy> and as SEL(φ)."""
     assert positions(query, position0, strategy=strategy) == expected

@@ -2,6 +2,7 @@
 hierarchies (Ex 13-16), and the in-order meaning of the out-of-order examples (Ex 2-8): the
 reference evaluates in logical order whatever the arrival order, so its result is the ground truth the
 out-of-order modes converge to (docs/language.md §6)."""
+
 import cepkit
 from cepkit.datasets import ecube_cities, ecube_example
 from cepkit.semantics import evaluate
@@ -26,17 +27,26 @@ def test_we6_concept_refinement():
     assert q2 == [("DHospital10", "TShelter33"), ("DHospital16", "TShelter33")]
     assert len(q1) == 10 and set(q2) <= set(q1)
     assert set(q1) - set(q2) == {
-        ("DHospital10", "OHospital15"), ("DHospital10", "OShelter38"), ("AHospital12", "OHospital15"),
-        ("AHospital12", "TShelter33"), ("AHospital12", "OShelter38"), ("DHospital16", "OShelter38"),
-        ("AShelter18", "TShelter33"), ("AShelter18", "OShelter38")}
+        ("DHospital10", "OHospital15"),
+        ("DHospital10", "OShelter38"),
+        ("AHospital12", "OHospital15"),
+        ("AHospital12", "TShelter33"),
+        ("AHospital12", "OShelter38"),
+        ("DHospital16", "OShelter38"),
+        ("AShelter18", "TShelter33"),
+        ("AShelter18", "OShelter38"),
+    }
 
 
 def test_we7_negated_concepts():
     """[LIU] Ex 14, W = 3: q3, q4 = SEQ(G, !DBusStation, A, T), q7 = SEQ(G, !D, A, T) (a negated concept is
     stricter), q6 = ∅."""
     h = ecube_cities()
-    assert named("SEQ(G g, A a, T t) WITHIN 3", "we7", h) == [("G1", "A3", "T4"), ("G5", "A7", "T8"),
-                                                              ("G9", "A10", "T11")]
+    assert named("SEQ(G g, A a, T t) WITHIN 3", "we7", h) == [
+        ("G1", "A3", "T4"),
+        ("G5", "A7", "T8"),
+        ("G9", "A10", "T11"),
+    ]
     assert named("SEQ(G g, !DBusStation x, A a, T t) WITHIN 3", "we7", h) == [("G5", "A7", "T8"), ("G9", "A10", "T11")]
     assert named("SEQ(G g, !D x, A a, T t) WITHIN 3", "we7", h) == [("G9", "A10", "T11")]
     assert named("SEQ(G g, A a, D d, T t) WITHIN 3", "we7", h) == []

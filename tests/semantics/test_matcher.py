@@ -1,5 +1,6 @@
 """The reference's incremental plan: re-evaluation of the prefix, matches reported once final
 (cepkit.semantics.evaluate, docs/decisions.md)."""
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -59,9 +60,14 @@ def test_emitted_at_is_the_arrival_of_the_event_that_settled_it(events):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.one_of(flat_seq_queries(strategies=("ALL", "NEXT", "STRICT")),
-                 unary_queries(strategies=("ALL", "LAST", "MAX"), max_depth=2)),
-       streams(max_size=8), st.sampled_from([None, "ANY"]))
+@given(
+    st.one_of(
+        flat_seq_queries(strategies=("ALL", "NEXT", "STRICT")),
+        unary_queries(strategies=("ALL", "LAST", "MAX"), max_depth=2),
+    ),
+    streams(max_size=8),
+    st.sampled_from([None, "ANY"]),
+)
 def test_incremental_reports_exactly_the_batch_matches(query, events, consume):
     """Pushing event by event then closing reports the batch result, each match once, never a match the
     complete stream does not have (three-valued finality is sound)."""

@@ -1,4 +1,5 @@
 """NEEL negation, EXISTS and AND ([LIU] §5.1.2 and §7; docs/language.md §2, §10.4, §10.7, §10.11)."""
+
 import pytest
 
 import cepkit
@@ -7,8 +8,10 @@ from cepkit.datasets import neel_hospital, neel_predicate_scoping
 Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
 Q2 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"
 Q4 = "SEQ(Recycle r, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"
-R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-        "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
+R_Q1 = (
+    "PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+    "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes"
+)
 
 
 def test_ex17_sequence(reference):
@@ -33,8 +36,10 @@ def test_ex20_or_over_the_window_ending_at_8(reference):
     query = "OR(Checking c FILTER c.insType = 'scalpels', Sharpening s FILTER s.insID = 15)"
     stream = neel_hospital("ex20")
     in_window = stream[stream["ts"].between(4, 8)]
-    assert [tuple(in_window["e"].iloc[list(p)]) for p in reference(query, in_window.reset_index(drop=True))] == \
-        [("Checking6",), ("Sharpening8",)]
+    assert [tuple(in_window["e"].iloc[list(p)]) for p in reference(query, in_window.reset_index(drop=True))] == [
+        ("Checking6",),
+        ("Sharpening8",),
+    ]
     assert reference(query, stream) == [(1,), (2,), (3,)]  # the whole stream: c2 too
 
 
@@ -70,8 +75,9 @@ def test_t15_figure_5_5_errata(reference):
     assert reference(Q1, neel_hospital("fig55_errata")) == []
 
 
-@pytest.mark.parametrize("name, expected", [("q1_accept", [(0, 1, 2)]), ("q1_reject", []),
-                                            ("q1_accept_no_disinfection", [(0, 1, 4)])])
+@pytest.mark.parametrize(
+    "name, expected", [("q1_accept", [(0, 1, 2)]), ("q1_reject", []), ("q1_accept_no_disinfection", [(0, 1, 4)])]
+)
 def test_t16_q1(reference, name, expected):
     """[LIU] Fig 5.1, Q1 accepts r1,w2,o3, rejects r1,w2,s3,d4,c5,o6, accepts r1,w2,s3,c4,o5."""
     assert reference(Q1, neel_hospital(name)) == expected
@@ -110,8 +116,8 @@ def test_t23_negated_and_between_neighbours(reference, events):
 def test_leading_negation_looks_back_from_the_last_event(reference, events):
     """docs/language.md §10.4: a leading !p finds no match at or after (last ts − w) and before the first event."""
     query = "SEQ(!C c, A a, B b) WITHIN 5 s"
-    assert reference(query, events("C0 A3 B6")) == [(1, 2)]   # scope [1, 3): c0 is outside
-    assert reference(query, events("C1 A3 B6")) == []         # at (last − w) exactly: inside
+    assert reference(query, events("C0 A3 B6")) == [(1, 2)]  # scope [1, 3): c0 is outside
+    assert reference(query, events("C1 A3 B6")) == []  # at (last − w) exactly: inside
     assert reference("SEQ(!C c, A a, B b)", events("C0 A3 B6")) == []  # no WITHIN: from the stream's start
 
 
@@ -192,7 +198,7 @@ def test_conditions_on_negated_variables_in_where(reference, events):
     """docs/language.md §10.7: conditions mentioning negated variables, in WHERE or as items, belong to that negation."""
     query = "SEQ(A a, !B b, C c) WHERE b.v = a.v and a.v > 0"
     stream = events("A0 B1 C2", v=[1, 2, 0])
-    assert reference(query, stream) == [(0, 2)]             # b1 has another v: it does not block
+    assert reference(query, stream) == [(0, 2)]  # b1 has another v: it does not block
     assert reference(query, events("A0 B1 C2", v=[1, 1, 0])) == []
 
 

@@ -1,4 +1,5 @@
 """Properties the reference's meaning must have, on random streams and queries (tests/strategies.py)."""
+
 from dataclasses import replace
 
 from hypothesis import given, settings
@@ -53,8 +54,10 @@ def test_partition_by_is_evaluation_per_key(query, events):
     for key in {e["id"] for e in events}:
         positions = [k for k, e in enumerate(events) if e["id"] == key]
         for m in cepkit.match(query, [events[k] for k in positions], engine="reference"):
-            bindings = {v: tuple(positions[i] for i in p) if isinstance(p, tuple) else positions[p]
-                        for v, p in m.bindings.items()}
+            bindings = {
+                v: tuple(positions[i] for i in p) if isinstance(p, tuple) else positions[p]
+                for v, p in m.bindings.items()
+            }
             union.add(cepkit.Match(tuple(positions[i] for i in m.positions), bindings).key)
     assert partitioned == union
 

@@ -1,11 +1,14 @@
 """RCEP's worked examples ([RCEP] Fig. 2.4, Examples 3-4) and Kleene conditions / aggregates (docs/language.md §3)."""
+
 import pytest
 
 import cepkit
 from cepkit.datasets import rcep_water
 
-WATER = ("PATTERN SEQ(Water+ b, Water c) WHERE b[i].vol > b[i-1].vol and count(b) >= 3 and c.pres <= 1 "
-         "WITHIN 10 PARTITION BY region")
+WATER = (
+    "PATTERN SEQ(Water+ b, Water c) WHERE b[i].vol > b[i-1].vol and count(b) >= 3 and c.pres <= 1 "
+    "WITHIN 10 PARTITION BY region"
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +38,9 @@ def test_water_contiguity():
     """[RCEP] Fig. 2.4: SC = e3..e7 (e0 would start it but the r2 event e1 is between); PC = e0, e3..e7 and
     e11..e15 (e10 breaks e8, e9)."""
     stream = rcep_water()
-    strict = names(cepkit.match(WATER.replace(" PARTITION BY region", ""), stream, engine="reference",
-                                strategy="STRICT"), stream)
+    strict = names(
+        cepkit.match(WATER.replace(" PARTITION BY region", ""), stream, engine="reference", strategy="STRICT"), stream
+    )
     assert ("e3", "e4", "e5", "e6", "e7") in strict and not any("e0" in m for m in strict)
     partitioned = names(cepkit.match(WATER, stream, engine="reference", strategy="PARTITION_STRICT"), stream)
     assert ("e0", "e3", "e4", "e5", "e6", "e7") in partitioned
@@ -57,8 +61,9 @@ def test_water_skip_till_next_match(water_all):
 def test_kleene_chains_of_the_hybrid_join_example(reference):
     """[RCEP] Examples 3-4 (values reconstructed): over (1,30) (2,25) (3,50) (4,40) (5,22) (6,15) (7,21), 11 decreasing chains
     start at (1,30) with at least one follower, and 41 strictly decreasing non-empty subsequences exist."""
-    stream = [{"type": "V", "ts": t, "value": v} for t, v in [(1, 30), (2, 25), (3, 50), (4, 40), (5, 22), (6, 15),
-                                                             (7, 21)]]
+    stream = [
+        {"type": "V", "ts": t, "value": v} for t, v in [(1, 30), (2, 25), (3, 50), (4, 40), (5, 22), (6, 15), (7, 21)]
+    ]
     chains = "SEQ(V a, V+ b) WHERE a.ts = 1 and a.value > first(b).value and prev(b.value) > b.value"
     assert len(reference(chains, stream)) == 11
     assert len(reference("V+ b WHERE b[i].value < b[i-1].value", stream)) == 41
@@ -67,13 +72,16 @@ def test_kleene_chains_of_the_hybrid_join_example(reference):
 def test_credit_card_query_q2(reference):
     """[RCEP] §3.2 Q2 as written (∀ semantics): a big ``a`` followed by shrinking ``b``s each at most a fifth
     of it: a.amount >= b.amount * 5 and b.amount > NEXT(b.amount)."""
-    query = ("PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
-             "WITHIN 30 min PARTITION BY cardID")
-    stream = [{"type": "Card", "ts": 60 * k, "cardID": 1, "amount": amount}
-              for k, amount in enumerate([500, 90, 80, 95, 70])]
+    query = (
+        "PATTERN SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
+        "WITHIN 30 min PARTITION BY cardID"
+    )
+    stream = [
+        {"type": "Card", "ts": 60 * k, "cardID": 1, "amount": amount} for k, amount in enumerate([500, 90, 80, 95, 70])
+    ]
     found = reference(query, stream)
     assert len(found) == 9 and all(p[0] == 0 for p in found)  # only 500 is five times every follower
-    assert (0, 1, 2, 4) in found and (0, 1, 3) not in found    # 90 > 80 > 70; 90 < 95 breaks the chain
+    assert (0, 1, 2, 4) in found and (0, 1, 3) not in found  # 90 > 80 > 70; 90 < 95 breaks the chain
 
 
 def test_aggregates_first_and_indexed_access(reference, events):
@@ -81,10 +89,12 @@ def test_aggregates_first_and_indexed_access(reference, events):
     stream = events("A0 B1 B2 B3 C4", price=[10, 8, 12, 15, 0])
     rising = "SEQ(A a, B+ b, C c) WHERE b[i].price > b[i-1].price and avg(b.price) > a.price"
     assert reference(rising, stream) == [(0, 1, 2, 3, 4), (0, 1, 3, 4), (0, 2, 3, 4), (0, 2, 4), (0, 3, 4)]
-    assert reference("SEQ(A a, B+ b, C c) WHERE count(b) = 2 and last(b).price = 15 and b[1].price < 10",
-                     stream) == [(0, 1, 3, 4)]
-    assert reference("SEQ(A a, B+ b, C c) WHERE sum(b.price) = 35 and min(b.price) = 8 and max(b.price) = 15",
-                     stream) == [(0, 1, 2, 3, 4)]
+    assert reference("SEQ(A a, B+ b, C c) WHERE count(b) = 2 and last(b).price = 15 and b[1].price < 10", stream) == [
+        (0, 1, 3, 4)
+    ]
+    assert reference(
+        "SEQ(A a, B+ b, C c) WHERE sum(b.price) = 35 and min(b.price) = 8 and max(b.price) = 15", stream
+    ) == [(0, 1, 2, 3, 4)]
 
 
 def test_each_comparison_is_quantified_on_its_own(reference, events):

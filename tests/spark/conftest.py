@@ -2,6 +2,7 @@
 grouped on one xdist worker, docs/testing.md) and skipped, with the reason, when no Java is installed. The
 pure pandas parts of ``cepkit.spark`` (grouping, slicing, watermark buffers) are tested without Spark, in the
 same folder."""
+
 import os
 import shutil
 
@@ -9,8 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-              "spark.sql.session.timeZone": "UTC", "spark.ui.enabled": "false"}
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.ui.enabled": "false",
+}
 
 
 @pytest.fixture(scope="session")
@@ -18,6 +23,7 @@ def spark():
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17 or 21: no `java` on PATH and no JAVA_HOME")
     import cepkit.spark
+
     session = cepkit.spark.session("local[2]", **SPARK_CONF)
     yield session
     session.stop()
@@ -28,6 +34,7 @@ def _match_rows(frame: pd.DataFrame, variables) -> list:
         if isinstance(value, (list, tuple, np.ndarray)):
             return tuple(int(v) for v in value)
         return None if value is None or pd.isna(value) else int(value)
+
     return [(plain(row["positions"]), tuple(plain(row[v]) for v in variables)) for _, row in frame.iterrows()]
 
 

@@ -1,5 +1,6 @@
 """One key's events driven through ``cepkit.spark.watermark`` in pure pandas, as ``match_stream``'s stateful
 processor drives them (shared by test_watermark.py and test_live_rows.py)."""
+
 import numpy as np
 import pandas as pd
 
@@ -18,8 +19,9 @@ def stream_frame(events: list) -> pd.DataFrame:
     return frame
 
 
-def run_stream(query: str, events: list, arrival_jitter: list, batches: int, delay: int, engine: str = "reference",
-               restarts=()) -> pd.DataFrame:
+def run_stream(
+    query: str, events: list, arrival_jitter: list, batches: int, delay: int, engine: str = "reference", restarts=()
+) -> pd.DataFrame:
     """Feed one key's events in micro-batches; return every emitted match (checking the state on the way).
     Before the calls numbered in ``restarts`` the worker's matcher is lost (it is rebuilt from the buffer)."""
     q = cepkit.parse(query)
@@ -37,21 +39,22 @@ def run_stream(query: str, events: list, arrival_jitter: list, batches: int, del
         chunk = arrival.iloc[rows]
         if len(chunk):
             highest = max(highest or 0, int(chunk[TIME].max()))
-        watermark = highest - delay * 1_000_000 if highest is not None else -(2 ** 62)
-        found, buffer, timer, live = advance(buffer, chunk, watermark, matcher, horizon,
-                                             None if call in restarts else live)
+        watermark = highest - delay * 1_000_000 if highest is not None else -(2**62)
+        found, buffer, timer, live = advance(
+            buffer, chunk, watermark, matcher, horizon, None if call in restarts else live
+        )
         emitted.append(found)
         kept = buffer.events
         if horizon.axis == "time" and buffer.frontier is not None:
             settled = kept[TIME] < buffer.frontier
             oldest = buffer.frontier - 3 * horizon.window - 2 * horizon.slack
-            assert (kept[TIME][settled] >= oldest).all()        # the state holds a few windows of events
+            assert (kept[TIME][settled] >= oldest).all()  # the state holds a few windows of events
         if timer is not None:
             assert timer >= watermark
-    found, buffer, timer, live = advance(buffer, None, 2 ** 62, matcher, horizon, live)
+    found, buffer, timer, live = advance(buffer, None, 2**62, matcher, horizon, live)
     emitted.append(found)
     if horizon.axis == "time":
-        assert buffer.events.empty and timer is None and live is None   # a quiet key's state is dropped
+        assert buffer.events.empty and timer is None and live is None  # a quiet key's state is dropped
     out = pd.concat([found for found in emitted if len(found)] or [found], ignore_index=True)
     assert list(out["match_id"]) == list(range(len(out)))
     return out

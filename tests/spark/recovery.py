@@ -18,6 +18,7 @@ fail 3 times) twice per case: as is, and with every task of the input's first st
 stage failing on its first attempt (each failure leaves a marker file, so the retries are counted); it
 writes whether the two results are equal, row for row.
 """
+
 from __future__ import annotations
 
 import collections
@@ -37,16 +38,30 @@ SCHEMA = "type string, ts double, position long, v long, id long"
 NEGATION = "SEQ(A a, !C c, B b) WHERE a.v <= b.v WITHIN 4 s PARTITION BY id"
 KLEENE = "SEQ(A a, B+ b, C c) WHERE a.v <= 2 WITHIN 3 s PARTITION BY id"
 # The query each engine runs (the richest of the two its fragment has).
-QUERIES = {"reference": NEGATION, "automaton": KLEENE, "stack": NEGATION, "ses": KLEENE, "rcep": KLEENE,
-           "nested": NEGATION, "ecube": NEGATION}
+QUERIES = {
+    "reference": NEGATION,
+    "automaton": KLEENE,
+    "stack": NEGATION,
+    "ses": KLEENE,
+    "rcep": KLEENE,
+    "nested": NEGATION,
+    "ecube": NEGATION,
+}
 DELAY = 2.0
 # How each out-of-order mode that streams sets the watermark delay (``match_stream``).
-MODES = {"reject": {"delay": DELAY}, "kslack": {"disorder": "kslack", "k": DELAY},
-         "conservative": {"disorder": "conservative", "max_delay": DELAY}}
+MODES = {
+    "reject": {"delay": DELAY},
+    "kslack": {"disorder": "kslack", "k": DELAY},
+    "conservative": {"disorder": "conservative", "max_delay": DELAY},
+}
 # Spark's own failures to start a Python worker in time: a runner that ends with one is restarted.
 TRANSIENT = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
-SPARK_CONF = {"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2", "spark.ui.enabled": "false",
-              "spark.sql.session.timeZone": "UTC"}
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
 
 
 def case_name(engine: str, mode: str, sink: str) -> str:
@@ -63,9 +78,12 @@ def match_keys(frame: pd.DataFrame, query: str) -> collections.Counter:
         if isinstance(value, (list, tuple)) or hasattr(value, "tolist"):
             return tuple(int(v) for v in value)
         return None if value is None or pd.isna(value) else int(value)
+
     variables = list(output_variables(cepkit.parse(query)))
-    return collections.Counter((plain(row["positions"]), tuple(plain(row[v]) for v in variables), int(row["id"]))
-                               for _, row in frame.iterrows())
+    return collections.Counter(
+        (plain(row["positions"]), tuple(plain(row[v]) for v in variables), int(row["id"]))
+        for _, row in frame.iterrows()
+    )
 
 
 def make_events(n: int, keys: int, seed: int) -> pd.DataFrame:
@@ -73,18 +91,26 @@ def make_events(n: int, keys: int, seed: int) -> pd.DataFrame:
     is each event's rank by (ts, position), so batch positions are the stream's."""
     rng = np.random.default_rng(seed)
     ts = np.sort(rng.uniform(0, n / keys, n)).round(3)
-    return pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": ts, "position": np.arange(n),
-                         "v": rng.integers(0, 5, n), "id": rng.integers(0, keys, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABC"), n),
+            "ts": ts,
+            "position": np.arange(n),
+            "v": rng.integers(0, 5, n),
+            "id": rng.integers(0, keys, n),
+        }
+    )
 
 
 @dataclass
 class Run:
     """A recovery run's folder: the source files, the config, and per case a checkpoint and a sink."""
+
     root: Path
-    cases: list                      # (engine, mode, sink) triples; sink is "files" or "foreach"
+    cases: list  # (engine, mode, sink) triples; sink is "files" or "foreach"
     events: pd.DataFrame = None
-    kills: list = field(default_factory=list)      # (kind, batch it aimed at, seconds into the run)
-    crashes: int = 0                                 # runs ended by a transient failure (``TRANSIENT``)
+    kills: list = field(default_factory=list)  # (kind, batch it aimed at, seconds into the run)
+    crashes: int = 0  # runs ended by a transient failure (``TRANSIENT``)
     max_crashes: int = 5
 
     @property
@@ -95,11 +121,13 @@ class Run:
         """The source: ``events`` in a disordered arrival order, cut into ``files`` micro-batches, and a
         last event far past the others (it moves the watermark past every match)."""
         rng = np.random.default_rng(seed + 1)
-        beyond = pd.DataFrame([{"type": "Z", "ts": float(events["ts"].max() + 100), "position": len(events),
-                                "v": 0, "id": 0}])
+        beyond = pd.DataFrame(
+            [{"type": "Z", "ts": float(events["ts"].max() + 100), "position": len(events), "v": 0, "id": 0}]
+        )
         self.events = pd.concat([events, beyond], ignore_index=True)
-        arrival = events.iloc[np.argsort(events["ts"].to_numpy() + rng.uniform(0, 0.9 * DELAY, len(events)),
-                                         kind="stable")]
+        arrival = events.iloc[
+            np.argsort(events["ts"].to_numpy() + rng.uniform(0, 0.9 * DELAY, len(events)), kind="stable")
+        ]
         source = self.root / "source"
         source.mkdir(parents=True, exist_ok=True)
         chunks = np.array_split(np.arange(len(arrival)), files)
@@ -123,9 +151,13 @@ class Run:
         return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
 
     def start(self, mode: str = "stream", log=None) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, __file__, mode, str(self.config)], stdout=log or subprocess.DEVNULL,
-                                stderr=subprocess.STDOUT if log else subprocess.DEVNULL, start_new_session=True,
-                                cwd=self.root)
+        return subprocess.Popen(
+            [sys.executable, __file__, mode, str(self.config)],
+            stdout=log or subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.root,
+        )
 
     def kill_and_restart(self, points: list, timeout: float = 1800) -> None:
         """For each point, ("boundary", b): kill once the watched case has committed batch b; ("inside", b):
@@ -141,9 +173,11 @@ class Run:
                     while True:
                         if runner.poll() is not None:
                             if not self._transient(log_path):
-                                raise RuntimeError(f"the runner ended before the kill point {kind} {batch} "
-                                                   f"(exit {runner.returncode}): {tail(log_path)}")
-                            self.crashes += 1          # a worker timed out under load: restart, as after a kill
+                                raise RuntimeError(
+                                    f"the runner ended before the kill point {kind} {batch} "
+                                    f"(exit {runner.returncode}): {tail(log_path)}"
+                                )
+                            self.crashes += 1  # a worker timed out under load: restart, as after a kill
                             runner = self.start(log=log)
                         committed, offered = self.batches(watched, "commits"), self.batches(watched, "offsets")
                         if kind == "boundary" and batch in committed:
@@ -151,7 +185,7 @@ class Run:
                         if kind == "inside" and batch in offered and batch not in committed:
                             time.sleep(0.3)
                             break
-                        if kind == "inside" and batch in committed:      # the batch went by: kill in the next
+                        if kind == "inside" and batch in committed:  # the batch went by: kill in the next
                             batch += 1
                         if time.monotonic() - started > timeout:
                             raise TimeoutError(f"no kill point {kind} {batch} within {timeout} s: {tail(log_path)}")
@@ -180,7 +214,7 @@ class Run:
         """Whether the runner's last failure is Spark's own time-out starting a Python worker (10 s, not
         settable; seen under a load of 15-20 on 2 cores), not cepkit's: the run restarts, as after a kill."""
         text = log_path.read_text(errors="replace")
-        last = text[text.rfind("[recovery]") + 1:]          # since the last restart
+        last = text[text.rfind("[recovery]") + 1 :]  # since the last restart
         if any(sign in last for sign in TRANSIENT) and self.crashes < self.max_crashes:
             with open(log_path, "a") as log:
                 log.write("\n[recovery] a transient failure: restarting\n")
@@ -202,12 +236,13 @@ def tail(path: Path, lines: int = 30) -> str:
 # ----------------------------------------------------------------------------- the runner (a process of its own)
 def _stream(config: dict) -> None:
     import cepkit.spark
+
     spark = cepkit.spark.session("local[2]", **SPARK_CONF)
     root = Path(config["root"])
     queries = []
     for engine, mode, sink in config["cases"]:
         folder = root / case_name(engine, mode, sink)
-        source = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source")))
+        source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source"))
         found = cepkit.spark.match_stream(QUERIES[engine], source, engine=engine, **MODES[mode])
         writer = found.writeStream.outputMode("append").option("checkpointLocation", str(folder / "checkpoint"))
         if sink == "files":
@@ -218,6 +253,7 @@ def _stream(config: dict) -> None:
             def write(batch, batch_id, target=target):
                 # idempotent by batch id: a batch run again after a failure overwrites its own folder
                 batch.write.mode("overwrite").parquet(f"{target}/batch_id={batch_id}")
+
             writer = writer.foreachBatch(write)
         queries.append(writer.queryName(case_name(engine, mode, sink).replace("-", "_")).start())
     for query in queries:
@@ -268,6 +304,7 @@ def _batch(config: dict) -> None:
             def failing(batches):
                 fail_first("matching")
                 yield from body(batches)
+
             return failing
 
     def failing_input(batches):
@@ -286,8 +323,11 @@ def _batch(config: dict) -> None:
             got = cepkit.spark.match(query, failing, engine=engine).toPandas()
         finally:
             batch_module.GroupMatcher = plain_matcher
-        results[engine] = {"rows": len(got), "failures": len(list(markers.iterdir())) - before,
-                           "equal": got.to_json() == expected.to_json()}
+        results[engine] = {
+            "rows": len(got),
+            "failures": len(list(markers.iterdir())) - before,
+            "equal": got.to_json() == expected.to_json(),
+        }
     (root / "results.json").write_text(json.dumps(results))
     spark.stop()
 

@@ -1,5 +1,6 @@
 """``cepkit.spark.match`` gives the local positions and bindings: on the papers' worked examples, on random
 queries over partitioned random streams, across time slices; bad input fails before any job runs."""
+
 import datetime as dt
 import uuid
 import warnings
@@ -24,29 +25,38 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 PHI1 = "(T AS x ; H AS y) FILTER (x.tmp > 40 and y.hum < 25 and x.id = 0 and y.id = 0)"
 PHI3 = "(H AS x ; (T AS y FILTER y.id = 1)+ ; H AS z) FILTER (x.hum < 30 and z.hum > 60 and x.id = 1 and z.id = 1)"
-CHEMO_P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
-            "and prev(p.V) < p.V WITHIN 15 days")
-STOCKS_P3 = ("PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
-             "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms")
-R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-        "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
+CHEMO_P1 = (
+    "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+    "and prev(p.V) < p.V WITHIN 15 days"
+)
+STOCKS_P3 = (
+    "PATTERN SEQ({GOOG s1}, {GOOG s2}, {GOOG+ s3}, {GOOG s4}) WHERE s1.P < s2.P and s2.P < s3.P and "
+    "prev(s3.P) < s3.P and s1.V < s4.V and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms"
+)
+R_Q1 = (
+    "PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+    "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes"
+)
 
 
 @pytest.fixture(scope="session")
 def same_as_local(spark, match_rows):
     """``same_as_local(query, events, ...)``: Spark's rows equal ``cepkit.match(...).to_pandas()`` (match ids,
     positions, bindings, in order); returns them."""
+
     def check(query, events: pd.DataFrame, engine="reference", slice_length=None, **kwargs) -> pd.DataFrame:
         local = cepkit.match(query, events, engine=engine, **kwargs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", OneGroupWarning)
-            found = cepkit.spark.match(query, spark.createDataFrame(events), engine=engine,
-                                       slice_length=slice_length, **kwargs).toPandas()
+            found = cepkit.spark.match(
+                query, spark.createDataFrame(events), engine=engine, slice_length=slice_length, **kwargs
+            ).toPandas()
         variables = list(output_variables(cepkit.parse(query)))
         assert list(found["match_id"]) == list(range(len(found)))
         expected = match_rows(local.to_pandas().reindex(columns=["positions", *variables]), variables)
         assert match_rows(found, variables) == expected, query
         return found
+
     return check
 
 
@@ -104,9 +114,13 @@ def frame_of(events: list) -> pd.DataFrame:
 
 
 @settings(max_examples=6, deadline=None)
-@given(streams(min_size=1, max_size=24, ids=3),
-       st.one_of(unary_queries(strategies=("ALL", "NEXT", "PARTITION_STRICT"), max_depth=2),
-                 flat_seq_queries(strategies=("ALL", "STNM"))))
+@given(
+    streams(min_size=1, max_size=24, ids=3),
+    st.one_of(
+        unary_queries(strategies=("ALL", "NEXT", "PARTITION_STRICT"), max_depth=2),
+        flat_seq_queries(strategies=("ALL", "STNM")),
+    ),
+)
 def test_random_queries_on_partitioned_streams(same_as_local, events, query):
     """Issue 3: Spark batch results equal local ``cepkit.match`` on random queries, one group per key."""
     assume("PARTITION BY" in query)
@@ -119,9 +133,17 @@ def test_time_slices_on_spark(same_as_local, length):
     """The slices cut by Spark (``F.floor`` on the same formula) give the local matches, whatever their size,
     also with every key of a PARTITION BY query in each slice."""
     rng = np.random.default_rng(3)
-    events = frame_of([{"type": t, "ts": int(ts), "v": int(v), "id": int(k)}
-                       for t, ts, v, k in zip(rng.choice(list("ABC"), 40), np.cumsum(rng.integers(0, 3, 40)),
-                                              rng.integers(0, 5, 40), rng.integers(0, 3, 40))])
+    events = frame_of(
+        [
+            {"type": t, "ts": int(ts), "v": int(v), "id": int(k)}
+            for t, ts, v, k in zip(
+                rng.choice(list("ABC"), 40),
+                np.cumsum(rng.integers(0, 3, 40)),
+                rng.integers(0, 5, 40),
+                rng.integers(0, 3, 40),
+            )
+        ]
+    )
     same_as_local("SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 4", events, slice_length=length)
     same_as_local("SEQ(A a, B+ b) WITHIN 5 EVENTS", events, slice_length=length)
     found = same_as_local("SEQ(A a, !C c, B b) WITHIN 4 PARTITION BY id", events, slice_length=length)
@@ -144,7 +166,7 @@ def test_timestamp_kinds_and_the_position_column(spark, match_rows):
     assert [tuple(p) for p in found["positions"]] == [(0, 1)]
     ties = spark.createDataFrame(pd.DataFrame({"type": ["B", "A"], "ts": [5, 5], "position": [1, 0]}))
     found = cepkit.spark.match("SEQ(A a, B b) WITHIN 1", ties, engine="reference").toPandas()
-    assert match_rows(found, ["a", "b"]) == [((0, 1), (0, 1))]   # the A comes first: its position column is 0
+    assert match_rows(found, ["a", "b"]) == [((0, 1), (0, 1))]  # the A comes first: its position column is 0
 
 
 def test_without_ts_positions_are_the_row_order(same_as_local):
@@ -153,11 +175,13 @@ def test_without_ts_positions_are_the_row_order(same_as_local):
 
 
 def test_schema_of_the_matches(spark):
-    df = spark.createDataFrame(frame_of([{"type": "A", "ts": 0, "v": 1, "id": 2},
-                                         {"type": "B", "ts": 1, "v": 1, "id": 2}]))
+    df = spark.createDataFrame(
+        frame_of([{"type": "A", "ts": 0, "v": 1, "id": 2}, {"type": "B", "ts": 1, "v": 1, "id": 2}])
+    )
     found = cepkit.spark.match("SEQ(A a, B+ b) WITHIN 3 PARTITION BY id", df, engine="reference")
-    assert found.schema.simpleString() == ("struct<match_id:bigint,positions:array<bigint>,a:bigint,"
-                                           "b:array<bigint>,id:bigint>")
+    assert found.schema.simpleString() == (
+        "struct<match_id:bigint,positions:array<bigint>,a:bigint,b:array<bigint>,id:bigint>"
+    )
     assert found.collect()[0].asDict() == {"match_id": 0, "positions": [0, 1], "a": 0, "b": [1], "id": 2}
 
 
@@ -165,6 +189,7 @@ def test_a_local_frame_is_handed_to_the_session(spark, match_rows):
     """A pandas DataFrame, a pyarrow Table or RecordBatch gives what its Spark DataFrame gives; other things
     are refused by name (a pandas frame used to fail on ``.schema``)."""
     import pyarrow as pa
+
     events = pd.DataFrame({"type": list("ABCAB"), "ts": [0.0, 1, 2, 3, 4], "v": [1, 2, 3, 4, 5]})
     query = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 10"
     expected = match_rows(cepkit.spark.match(query, spark.createDataFrame(events)).toPandas(), ["a", "b"])
@@ -195,24 +220,57 @@ def test_jobs_run_by_sees_the_jobs_a_call_starts(spark):
     assert jobs_run_by(spark, df.count, group="cepkit-control") != []
 
 
-@pytest.mark.parametrize("columns, data, query, error, message", [
-    ("kind string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "no 'type' column"),
-    ("type long, ts long", [(1, 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "must hold strings"),
-    ("type string, ts long, v long", [("A", 1, 1)], "SEQ(A a, B b) WHERE a.w > 1 WITHIN 2", cepkit.QueryError,
-     "unknown attribute 'w' of 'a'"),
-    ("type string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2 PARTITION BY room", cepkit.QueryError,
-     "unknown attribute 'room' in PARTITION BY"),
-    ("type string, ts timestamp", [("A", dt.datetime(2024, 1, 1))], "SEQ(A a, B b) WITHIN 2", cepkit.QueryError,
-     "WITHIN needs a unit"),
-    ("type string, ts long", [("A", 1)], "SEQ(A a, B b)) WITHIN 2", cepkit.QueryError, "line 1, column"),
-    # keys Spark cannot hash (maps, variants) or pandas cannot group (arrays, structs); a variant holds a type per row
-    ("type string, ts long, id array<long>", [("A", 1, [1])], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
-     cepkit.EventError, "column 'id' holds array<bigint>: a key must be"),
-    ("type string, ts long, id map<string,long>", [("A", 1, {"x": 1})], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
-     cepkit.EventError, "column 'id' holds map<string,bigint>"),
-    ("type string, ts long, id struct<x:long>", [("A", 1, (1,))], "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
-     cepkit.EventError, "column 'id' holds struct<x:bigint>"),
-])
+@pytest.mark.parametrize(
+    "columns, data, query, error, message",
+    [
+        ("kind string, ts long", [("A", 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "no 'type' column"),
+        ("type long, ts long", [(1, 1)], "SEQ(A a, B b) WITHIN 2", cepkit.EventError, "must hold strings"),
+        (
+            "type string, ts long, v long",
+            [("A", 1, 1)],
+            "SEQ(A a, B b) WHERE a.w > 1 WITHIN 2",
+            cepkit.QueryError,
+            "unknown attribute 'w' of 'a'",
+        ),
+        (
+            "type string, ts long",
+            [("A", 1)],
+            "SEQ(A a, B b) WITHIN 2 PARTITION BY room",
+            cepkit.QueryError,
+            "unknown attribute 'room' in PARTITION BY",
+        ),
+        (
+            "type string, ts timestamp",
+            [("A", dt.datetime(2024, 1, 1))],
+            "SEQ(A a, B b) WITHIN 2",
+            cepkit.QueryError,
+            "WITHIN needs a unit",
+        ),
+        ("type string, ts long", [("A", 1)], "SEQ(A a, B b)) WITHIN 2", cepkit.QueryError, "line 1, column"),
+        # keys Spark cannot hash (maps, variants) or pandas cannot group (arrays, structs); a variant holds a type per row
+        (
+            "type string, ts long, id array<long>",
+            [("A", 1, [1])],
+            "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+            cepkit.EventError,
+            "column 'id' holds array<bigint>: a key must be",
+        ),
+        (
+            "type string, ts long, id map<string,long>",
+            [("A", 1, {"x": 1})],
+            "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+            cepkit.EventError,
+            "column 'id' holds map<string,bigint>",
+        ),
+        (
+            "type string, ts long, id struct<x:long>",
+            [("A", 1, (1,))],
+            "SEQ(A a, B b) WITHIN 2 PARTITION BY id",
+            cepkit.EventError,
+            "column 'id' holds struct<x:bigint>",
+        ),
+    ],
+)
 def test_bad_input_fails_before_any_job(spark, columns, data, query, error, message):
     """Issue 3: a DataFrame without ``type``, a ``ts`` of the wrong type, or a query that does not fit the
     columns gets a clear error before any Spark job runs."""
@@ -221,6 +279,7 @@ def test_bad_input_fails_before_any_job(spark, columns, data, query, error, mess
     def call():
         with pytest.raises(error, match=message):
             cepkit.spark.match(query, df, engine="reference")
+
     assert jobs_run_by(spark, call) == []
 
 
@@ -232,10 +291,13 @@ def test_a_text_ts_that_is_no_time_is_named_with_its_value(spark):
         cepkit.spark.match("SEQ(A a, B b) WITHIN 2", df, engine="reference")
 
 
-@pytest.mark.parametrize("query, message", [
-    ("SEQ(A a, B b) WITHIN 2 PARTITION BY id", "column 'id' holds variant: a key must be"),
-    ("SEQ(A a, B b) WHERE a.id = 1 WITHIN 2", "column 'id' is a variant .a type per row.: cast it"),
-])
+@pytest.mark.parametrize(
+    "query, message",
+    [
+        ("SEQ(A a, B b) WITHIN 2 PARTITION BY id", "column 'id' holds variant: a key must be"),
+        ("SEQ(A a, B b) WHERE a.id = 1 WITHIN 2", "column 'id' is a variant .a type per row.: cast it"),
+    ],
+)
 def test_a_variant_column_is_refused_before_any_job(spark, query, message):
     """A variant column (Spark 4) holds values of mixed types: as a key Spark cannot hash it, and the engines
     would compare its values as text; the error says to cast it."""
@@ -245,6 +307,7 @@ def test_a_variant_column_is_refused_before_any_job(spark, query, message):
     def call():
         with pytest.raises(cepkit.EventError, match=message):
             cepkit.spark.match(query, df, engine="reference")
+
     assert jobs_run_by(spark, call) == []
 
 
@@ -260,6 +323,7 @@ def test_a_pandas_column_of_mixed_kinds_names_the_column_and_both_rows(spark):
         assert "mixes number values (row 0: {type: 'A', ts: 1.0, id: 1})" in str(caught.value)
         assert "str values (row 2: {type: 'A', ts: 3.0, id: 'x'})" in str(caught.value)
         assert "astype(str)" in str(caught.value)
+
     assert jobs_run_by(spark, call) == []
 
 
@@ -269,15 +333,36 @@ def test_an_engine_without_the_feature_names_those_with_it(spark):
         cepkit.spark.match("(A a ; B b)+ WITHIN 3", df, engine="stack")
 
 
-@pytest.mark.parametrize("rows, field, position, message", [
-    ([("A", 1.0, 1), ("B", None, 2), ("B", float("nan"), 3)], "ts", 0,
-     "ts is missing (null), as in 1 other event(s); the row: {type: 'B', ts: None, id: 2}"),
-    ([("A", 1.0, 1), ("B", float("inf"), 2)], "ts", 1, "ts must be finite, got inf; the row: {type: 'B', ts: inf, id: 2}"),
-    ([("A", 1.0, 1), (None, 2.0, 2)], "type", 1, "needs a type (this one is null); the row: {type: None, ts: 2.0, id: 2}"),
-    # past the first of the numbering's range partitions: its offset is added
-    ([(None if i in (700, 900) else "A", float(i), i) for i in range(1000)], "type", 700,
-     "the row: {type: None, ts: 700.0, id: 700}"),
-])
+@pytest.mark.parametrize(
+    "rows, field, position, message",
+    [
+        (
+            [("A", 1.0, 1), ("B", None, 2), ("B", float("nan"), 3)],
+            "ts",
+            0,
+            "ts is missing (null), as in 1 other event(s); the row: {type: 'B', ts: None, id: 2}",
+        ),
+        (
+            [("A", 1.0, 1), ("B", float("inf"), 2)],
+            "ts",
+            1,
+            "ts must be finite, got inf; the row: {type: 'B', ts: inf, id: 2}",
+        ),
+        (
+            [("A", 1.0, 1), (None, 2.0, 2)],
+            "type",
+            1,
+            "needs a type (this one is null); the row: {type: None, ts: 2.0, id: 2}",
+        ),
+        # past the first of the numbering's range partitions: its offset is added
+        (
+            [(None if i in (700, 900) else "A", float(i), i) for i in range(1000)],
+            "type",
+            700,
+            "the row: {type: None, ts: 700.0, id: 700}",
+        ),
+    ],
+)
 def test_null_type_or_ts_is_reported_with_its_position_and_row(spark, rows, field, position, message):
     """A bad value the schema cannot show is found by the numbering's job: the error names the field, the
     event's position in logical order and the row, with the columns the query reads."""
@@ -291,8 +376,10 @@ def test_null_type_or_ts_is_reported_with_its_position_and_row(spark, rows, fiel
 # ----------------------------------------------------------------------------- numbering the events
 @pytest.mark.parametrize("arrangement", ["sorted", "as drawn", "partitions swapped"])
 @settings(max_examples=3, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["p", "q", "r", None])), min_size=1, max_size=14),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["p", "q", "r", None])), min_size=1, max_size=14),
+    st.booleans(),
+)
 def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, arrangement, rows, with_position):
     """The events' positions are their ranks by (ts, the position column, row order), whether the input
     was already in that order (numbered by its row numbers, after a check job) or not (globally sorted);
@@ -302,22 +389,22 @@ def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, ar
     if arrangement == "sorted":
         frame = frame.sort_values(["ts", "position"], kind="stable", na_position="first")
     elif arrangement == "partitions swapped":
-        frame = pd.concat([frame.iloc[len(frame) // 2:], frame.iloc[:len(frame) // 2]])
+        frame = pd.concat([frame.iloc[len(frame) // 2 :], frame.iloc[: len(frame) // 2]])
     frame = frame.reset_index(drop=True)
     frame.insert(2, "row", range(len(frame)))
     if not with_position:
         frame = frame.drop(columns="position")
     order = ["ts", "position", "row"] if with_position else ["ts", "row"]
     expected = list(frame.sort_values(order, na_position="first")["row"])
-    df = spark.createDataFrame(frame, "type string, ts long, row long" + (", position string" if with_position
-                                                                          else ""))
+    df = spark.createDataFrame(frame, "type string, ts long, row long" + (", position string" if with_position else ""))
     query = cepkit.parse("SEQ(A a, A b) WITHIN 2")
     layout = Layout.of(df.schema, query)
     numbered = _number_events(df, layout, None, ())[0].orderBy(POS).toPandas()
     assert list(numbered[POS]) == list(range(len(frame)))
     assert list(numbered["row"]) == expected
     in_order = frame.equals(frame.sort_values(order, na_position="first")) and not (
-        with_position and frame["position"].isna().any())
+        with_position and frame["position"].isna().any()
+    )
     events = df.withColumn("_cep_input", F.monotonically_increasing_id()).withColumn(TS, F.col("ts")).localCheckpoint()
     as_given = _numbered_as_given(events, layout.order() + [F.col("_cep_input")], F.lit(False), None, ())
     assert (as_given is not None) == in_order
@@ -331,8 +418,9 @@ def test_files_are_read_again_rather_than_checkpointed(spark, tmp_path, match_ro
     from cepkit.spark.batch import rereadable
 
     rng = np.random.default_rng(4)
-    frame = pd.DataFrame({"type": rng.choice(list("ABC"), 600), "ts": rng.permutation(600) * 0.5,
-                          "id": rng.integers(0, 4, 600)})
+    frame = pd.DataFrame(
+        {"type": rng.choice(list("ABC"), 600), "ts": rng.permutation(600) * 0.5, "id": rng.integers(0, 4, 600)}
+    )
     if arrangement == "sorted":
         frame = frame.sort_values("ts").reset_index(drop=True)
         frame.to_parquet(tmp_path / "events.parquet")

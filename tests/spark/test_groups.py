@@ -1,5 +1,6 @@
 """How queries split into groups, and the time slicing that never loses nor duplicates a match at a slice
 border (``cepkit.spark.groups``), checked in pure pandas against the reference engine, without Spark."""
+
 import warnings
 
 import numpy as np
@@ -14,14 +15,32 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 import cepkit
 from cepkit.spark.frames import Layout
-from cepkit.spark.groups import (HOME, LAST, POS, RANK, SLICE, TS, EventColumns, GroupMatcher, OneGroupWarning,
-                                 output_variables, plan_split, warn_single)
+from cepkit.spark.groups import (
+    HOME,
+    LAST,
+    POS,
+    RANK,
+    SLICE,
+    TS,
+    EventColumns,
+    GroupMatcher,
+    OneGroupWarning,
+    output_variables,
+    plan_split,
+    warn_single,
+)
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 COLUMNS = EventColumns(("v", "id"), "number")
 # the events' Spark schema, for the Arrow schema ``cepkit.spark.match`` gives the workers (no session needed)
-EVENT_SCHEMA = T.StructType([T.StructField("type", T.StringType()), T.StructField("ts", T.DoubleType()),
-                             T.StructField("v", T.LongType()), T.StructField("id", T.LongType())])
+EVENT_SCHEMA = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("ts", T.DoubleType()),
+        T.StructField("v", T.LongType()),
+        T.StructField("id", T.LongType()),
+    ]
+)
 
 
 def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
@@ -36,14 +55,17 @@ def run_in_slices(query: str, events: list, length: float) -> pd.DataFrame:
     split = split.with_length(coord.min(), coord.max(), slices=1, length=length)
     first, last, home = split.slice_span(coord, np.floor)
     frame[HOME] = home
-    copies = [frame.iloc[[i]].assign(**{SLICE: k}) for i in range(len(frame))
-              for k in range(int(first[i]), int(last[i]) + 1)]
+    copies = [
+        frame.iloc[[i]].assign(**{SLICE: k}) for i in range(len(frame)) for k in range(int(first[i]), int(last[i]) + 1)
+    ]
     matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
-    shuffled = pd.concat(copies).sample(frac=1, random_state=len(copies))     # a Spark partition's rows
+    shuffled = pd.concat(copies).sample(frac=1, random_state=len(copies))  # a Spark partition's rows
     schema = to_arrow_schema(Layout.of(EVENT_SCHEMA, q).match_schema(q))
     # the Arrow batches the workers write (``match_batch``), read back as pandas with nullable integers
-    found = [matcher.match_batch(group, schema).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-             for group in matcher.groups(shuffled)]
+    found = [
+        matcher.match_batch(group, schema).to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+        for group in matcher.groups(shuffled)
+    ]
     out = pd.concat(found, ignore_index=True)
     order = sorted(range(len(out)), key=lambda i: (out[LAST][i], tuple(out["positions"][i]), out[RANK][i]))
     return out.iloc[order].reset_index(drop=True)
@@ -65,9 +87,11 @@ lengths = st.one_of(st.integers(1, 12), st.floats(0.3, 15, allow_nan=False))
 
 
 @settings(max_examples=30, deadline=None)
-@given(streams(min_size=1, max_size=12, ties=True),
-       unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT", "PARTITION_STRICT"), max_depth=2),
-       lengths)
+@given(
+    streams(min_size=1, max_size=12, ties=True),
+    unary_queries(strategies=("ALL", "NEXT", "LAST", "MAX", "STRICT", "PARTITION_STRICT"), max_depth=2),
+    lengths,
+)
 def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, length):
     """Issue 3: time slicing never loses or duplicates a match at slice borders, whatever the slice length
     (shorter than the window too); strategies compare windowed matches (docs/language.md §10.3); under PARTITION
@@ -77,9 +101,7 @@ def test_slices_give_every_match_once_cel_fragment(match_rows, events, query, le
 
 
 @settings(max_examples=30, deadline=None)
-@given(streams(min_size=1, max_size=12, ties=True),
-       flat_seq_queries(strategies=("ALL", "STRICT", "STNM")),
-       lengths)
+@given(streams(min_size=1, max_size=12, ties=True), flat_seq_queries(strategies=("ALL", "STRICT", "STNM")), lengths)
 def test_slices_give_every_match_once_with_negation(match_rows, events, query, length):
     """Leading and trailing negations look up to a window beyond the match (docs/language.md §10.4): slices
     receive a window of events on both sides."""
@@ -88,9 +110,11 @@ def test_slices_give_every_match_once_with_negation(match_rows, events, query, l
 
 
 @settings(max_examples=25, deadline=None)
-@given(streams(types=("C", "P", "D", "B"), min_size=1, max_size=10),
-       set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
-       lengths)
+@given(
+    streams(types=("C", "P", "D", "B"), min_size=1, max_size=10),
+    set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+    lengths,
+)
 def test_slices_give_every_match_once_ses_fragment(match_rows, events, query, length):
     """SES sets with Kleene variables, robust skip-till-next-match ([SES] Def 6.2 looks at full matches
     after the candidate) and RETURN projections."""
@@ -105,25 +129,29 @@ def test_a_match_on_a_slice_border_is_reported_by_its_owner_only():
     assert [tuple(p) for p in found["positions"]] == [(0, 1), (0, 3), (2, 3), (2, 5), (4, 5), (4, 7), (6, 7)]
 
 
-@pytest.mark.parametrize("query, kind, lookahead", [
-    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "partition", 0.0),
-    ("SEQ(A a, B b) WITHIN 4 EVENTS PARTITION BY id", "partition", 0.0),
-    ("SEQ(A a, B b) WITHIN 5 s", "slices", 0.0),
-    ("SEQ(A a, !B b, C c) WITHIN 5 s", "slices", 5.0),
-    ("SEQ(A a, B b) WITHIN 5 s RETURN a", "slices", 5.0),
-    ("SEQ(A a, B b) WITHIN 4 EVENTS", "slices", 0.0),
-    ("SEQ(A a, B b)", "single", None),
-    ("SEQ(A a, B b) WITHIN 5 s CONSUME BY ANY", "single", None),
-    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY PARTITION", "partition", 5.0),
-    ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY ANY", "single", None),
-    ("NEXT(A a ; B+ b) ; C c WITHIN 5 s", "single", None),
-])
+@pytest.mark.parametrize(
+    "query, kind, lookahead",
+    [
+        ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "partition", 0.0),
+        ("SEQ(A a, B b) WITHIN 4 EVENTS PARTITION BY id", "partition", 0.0),
+        ("SEQ(A a, B b) WITHIN 5 s", "slices", 0.0),
+        ("SEQ(A a, !B b, C c) WITHIN 5 s", "slices", 5.0),
+        ("SEQ(A a, B b) WITHIN 5 s RETURN a", "slices", 5.0),
+        ("SEQ(A a, B b) WITHIN 4 EVENTS", "slices", 0.0),
+        ("SEQ(A a, B b)", "single", None),
+        ("SEQ(A a, B b) WITHIN 5 s CONSUME BY ANY", "single", None),
+        ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY PARTITION", "partition", 5.0),
+        ("SEQ(A a, B b) WITHIN 5 s PARTITION BY id CONSUME BY ANY", "single", None),
+        ("NEXT(A a ; B+ b) ; C c WITHIN 5 s", "single", None),
+    ],
+)
 def test_plan_split(query, kind, lookahead):
     split = plan_split(cepkit.parse(query))
     assert split.kind == kind
     # Time slices serve PARTITION BY too, except for EVENTS windows (sub-stream positions) and history.
-    assert split.sliceable == (kind == "slices" or (kind == "partition" and "EVENTS" not in query
-                                                    and "CONSUME" not in query))
+    assert split.sliceable == (
+        kind == "slices" or (kind == "partition" and "EVENTS" not in query and "CONSUME" not in query)
+    )
     if kind != "single":
         assert split.lookahead == lookahead
     if "EVENTS" in query:
@@ -145,8 +173,11 @@ def test_default_slice_length_keeps_the_overlap_small():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.integers(0, 3), max_size=30), st.randoms(use_true_random=False),
-       st.sampled_from(["SEQ(A a, B b) WITHIN 5 s", "SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "SEQ(A a, B b)"]))
+@given(
+    st.lists(st.integers(0, 3), max_size=30),
+    st.randoms(use_true_random=False),
+    st.sampled_from(["SEQ(A a, B b) WITHIN 5 s", "SEQ(A a, B b) WITHIN 5 s PARTITION BY id", "SEQ(A a, B b)"]),
+)
 def test_groups_are_a_partitions_rows_sorted_by_position(slices, rng, query):
     """A Spark partition's rows come in any order: one group per slice, else one of all the rows, each
     sorted by position, every row in exactly one group."""

@@ -1,6 +1,7 @@
 """``cepkit.spark.Job`` (a Spark run with progress and Cancel), ``cepkit.spark.with_positions`` (events numbered
 once, as ``match`` numbers them), and the Workbench on Spark (``widgets.on_spark``): the same matches as
 ``cepkit.match``, a result paged from Spark, a sampled timeline, a picked match explained, Cancel."""
+
 import time
 
 import numpy as np
@@ -17,16 +18,24 @@ QUERY = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 4 s PARTITION BY id"
 
 def small_stream(n: int = 60, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.sort(rng.integers(0, n // 2, n)).astype(float),
-                         "id": rng.integers(0, 3, n), "v": rng.integers(0, 10, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABC"), n),
+            "ts": np.sort(rng.integers(0, n // 2, n)).astype(float),
+            "id": rng.integers(0, 3, n),
+            "v": rng.integers(0, 10, n),
+        }
+    )
 
 
 def slow_count(spark, seconds: int = 60):
     """A Spark job of ``seconds`` one-second tasks (two at a time on local[2])."""
+
     def slow(batches):
         for batch in batches:
             time.sleep(1)
             yield batch
+
     return lambda: spark.range(0, seconds, numPartitions=seconds).mapInPandas(slow, "id long").count()
 
 
@@ -34,7 +43,7 @@ def test_with_positions_numbers_events_as_match_does(spark):
     events = small_stream()
     shuffled = spark.createDataFrame(events.sample(frac=1, random_state=1).reset_index(names="position"))
     numbered = cepkit.spark.with_positions(shuffled).toPandas()
-    assert numbered["position"].tolist() == list(range(len(events)))       # in logical order, numbered
+    assert numbered["position"].tolist() == list(range(len(events)))  # in logical order, numbered
     assert numbered.drop(columns="position").equals(events.astype(numbered.drop(columns="position").dtypes))
     found = cepkit.spark.match(QUERY, cepkit.spark.with_positions(shuffled)).toPandas()
     expected = cepkit.match(QUERY, events).positions()
@@ -43,8 +52,9 @@ def test_with_positions_numbers_events_as_match_does(spark):
 
 def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
     seen = []
-    job = cepkit.spark.Job(lambda: cepkit.spark.match(QUERY, spark.createDataFrame(small_stream())).count(),
-                           spark, progress=seen.append)
+    job = cepkit.spark.Job(
+        lambda: cepkit.spark.match(QUERY, spark.createDataFrame(small_stream())).count(), spark, progress=seen.append
+    )
     assert job.start().wait(120) == len(cepkit.match(QUERY, small_stream()))
     assert seen and seen[-1].total >= seen[-1].done > 0 and "Spark tasks done" in seen[-1].text
 
@@ -57,7 +67,7 @@ def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
     with pytest.raises(cepkit.spark.Cancelled):
         job.wait(5)
     assert time.monotonic() - asked < 5 and job.cancelled
-    assert spark.range(3).count() == 3                  # the session is still usable
+    assert spark.range(3).count() == 3  # the session is still usable
 
 
 def test_the_workbench_on_spark_pages_samples_and_explains(spark):
@@ -77,17 +87,17 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     wb.fields = ["v"]
     column = wb.grid.columns.index("b.v")
     assert [row[column] for row in wb.grid.rows] == [str(events.v[m.bindings["b"]]) for m in list(local)[:10]]
-    wb.selected = 12                                    # on the second page: the grid pages to it
+    wb.selected = 12  # on the second page: the grid pages to it
     assert wb.grid.page == 1 and wb.grid.selected == 12
-    wb.grid.search = "A"                                # the whole result, fetched once
+    wb.grid.search = "A"  # the whole result, fetched once
     assert wb.grid.total == len(local)
-    wb.tabs.selected_index = 1                          # Explain: the match's events fetched from Spark
+    wb.tabs.selected_index = 1  # Explain: the match's events fetched from Spark
     assert wb.explain_view.explanation.is_match
     frame, candidate, first = wb.match_events(12)
     assert [p + first for p in candidate] == list(local[12].positions)
     assert frame["v"].iloc[list(candidate)].tolist() == events["v"].iloc[list(local[12].positions)].tolist()
     assert len(wb.timeline.matches) == 5 and "a sample of 5 of" in wb.timeline.figure.layout.title.text
-    assert wb._sample_ids[0] == 0 and wb._sample_ids[-1] == len(local) - 1      # across the whole result
+    assert wb._sample_ids[0] == 0 and wb._sample_ids[-1] == len(local) - 1  # across the whole result
     last = local[len(local) - 1]
     drawn = wb.timeline.stream.frame.iloc[list(wb.timeline.matches[-1].positions)]
     assert drawn["v"].tolist() == events["v"].iloc[list(last.positions)].tolist()
@@ -96,7 +106,7 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     assert f"position {last.positions[0]} ·" in wb.timeline.match_traces()[-1].hovertext[0]
     wb.editor.value = "SEQ(A a, B b) WHERE a.nope < 1"
     assert wb.run_button.disabled and "nope" in wb.diagnostics.value
-    wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"         # runs, but the DataFrame has no D: said before Run
+    wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"  # runs, but the DataFrame has no D: said before Run
     assert "⚠" in wb.diagnostics.value and "D" in wb.diagnostics.value
 
 
@@ -138,7 +148,7 @@ def test_a_live_view_follows_a_structured_streaming_query(spark, tmp_path):
     source.mkdir()
     stream = spark.readStream.schema("type string, ts double, id long, v long, position long").json(str(source))
     live = LiveView.from_spark(QUERY, stream, view={"last": 5, "sample": 3})
-    later = pd.DataFrame([{"type": "Z", "ts": 1000.0, "id": 0, "v": 0, "position": 120}])   # moves the watermark
+    later = pd.DataFrame([{"type": "Z", "ts": 1000.0, "id": 0, "v": 0, "position": 120}])  # moves the watermark
     for number, batch in enumerate([events.iloc[:60], events.iloc[60:], later]):
         batch.to_json(source / f"{number}.json", orient="records", lines=True)
         for query in live.queries:
@@ -148,5 +158,5 @@ def test_a_live_view_follows_a_structured_streaming_query(spark, tmp_path):
     assert live.match_count == len(expected) > 8 and live.batches >= 2
     assert {m.positions for _, m in (*live.latest, *live.earlier)} <= set(expected.positions())
     assert len(live.latest) == 5 and len(live.earlier) == 3 and len(live.timeline.matches) == 8
-    assert "stopped" in live.stats.value and "watermark 19" in live.stats.value   # 1000 s: 1970-01-01 00:16:40
+    assert "stopped" in live.stats.value and "watermark 19" in live.stats.value  # 1000 s: 1970-01-01 00:16:40
     assert not any(query.isActive for query in live.queries)

@@ -2,6 +2,7 @@
 frame must be the one a dict per ``Match`` gave (dtypes included), whatever the engine returned (a
 ``MatchList``, a list, both in one call). Pure pandas: the keys' buffers driven as Spark drives them
 (``key_streams.run_stream``), every call's rows checked against the per-match construction."""
+
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
@@ -87,10 +88,12 @@ def checked_rows(calls: list):
 
 def windowed(queries):
     """The queries, with a window where they had none (a stream needs one: it bounds the buffers)."""
+
     def window(drawn):
         text, amount, unit = drawn
         node = cepkit.parse(text).ast
         return text if node.within is not None else pretty(replace(node, within=A.Window(amount, unit)))
+
     return st.tuples(queries, st.integers(4, 12), st.sampled_from([None, "EVENTS"])).map(window)
 
 
@@ -140,15 +143,24 @@ def test_kleene_or_and_keys_in_one_call():
     """One worked case of every column kind: a Kleene list, an OR variable left unbound (None), singles
     as Int64 with <NA>, the key of each match's last event, and the ranks' positions (not the ranks)."""
     query = "(A+ a OR B b) ; C c WITHIN 10 s PARTITION BY id"
-    events = [{"type": t, "ts": i, "v": 0, "id": k} for i, (t, k) in enumerate(
-        [("A", 1), ("A", 1), ("B", 2), ("C", 1), ("C", 2)])]
+    events = [
+        {"type": t, "ts": i, "v": 0, "id": k}
+        for i, (t, k) in enumerate([("A", 1), ("A", 1), ("B", 2), ("C", 1), ("C", 2)])
+    ]
     calls = []
     with checked_rows(calls):
         out = run_stream(query, events, np.zeros(len(events)), 1, 0, "automaton")
     assert "rows of MatchList" in set.union(*[facts for facts, _ in calls])
     got = sorted(zip(out["positions"].map(tuple), out["a"], out["b"].astype(object), out["c"], out["id"]), key=repr)
-    assert got == sorted([((0, 1, 3), [0, 1], pd.NA, 3, 1), ((0, 3), [0], pd.NA, 3, 1), ((1, 3), [1], pd.NA, 3, 1),
-                          ((2, 4), None, 2, 4, 2)], key=repr)
+    assert got == sorted(
+        [
+            ((0, 1, 3), [0, 1], pd.NA, 3, 1),
+            ((0, 3), [0], pd.NA, 3, 1),
+            ((1, 3), [1], pd.NA, 3, 1),
+            ((2, 4), None, 2, 4, 2),
+        ],
+        key=repr,
+    )
     assert str(out["b"].dtype) == "Int64" and out["a"].dtype == object
 
 

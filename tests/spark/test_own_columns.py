@@ -1,5 +1,6 @@
 """``cepkit.spark.match(..., type=, ts=)``: a Spark DataFrame with its own column names and a string time gives
 the local matches; a missing column or an unreadable time fails before any matching job, naming the column."""
+
 import pandas as pd
 import pytest
 
@@ -9,12 +10,20 @@ from cepkit.errors import ColumnError
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-CLICKS = pd.DataFrame({
-    "event_name": ["view", "view", "cart", "cart", "buy", "buy"],
-    "event_time": ["2024-05-01 10:00:00", "2024-05-01 10:01:00", "2024-05-01 10:05:00", "2024-05-01 10:06:00",
-                   "2024-05-01 10:20:00", "2024-05-01 11:00:00"],
-    "user_id": [1, 2, 1, 2, 1, 2],
-})
+CLICKS = pd.DataFrame(
+    {
+        "event_name": ["view", "view", "cart", "cart", "buy", "buy"],
+        "event_time": [
+            "2024-05-01 10:00:00",
+            "2024-05-01 10:01:00",
+            "2024-05-01 10:05:00",
+            "2024-05-01 10:06:00",
+            "2024-05-01 10:20:00",
+            "2024-05-01 11:00:00",
+        ],
+        "user_id": [1, 2, 1, 2, 1, 2],
+    }
+)
 QUERY = "view v ; cart c ; buy b WITHIN 30 min PARTITION BY user_id"
 
 
@@ -38,11 +47,17 @@ def test_a_stream_with_its_own_columns_gives_the_batch_matches(spark, tmp_path):
     source.mkdir()
     rows = CLICKS.assign(position=range(len(CLICKS)))
     (source / "0.json").write_text(rows.to_json(orient="records", lines=True))
-    stream = spark.readStream.schema("event_name string, event_time string, user_id long, position long") \
-        .json(str(source))
+    stream = spark.readStream.schema("event_name string, event_time string, user_id long, position long").json(
+        str(source)
+    )
     found = cepkit.spark.match_stream(QUERY, stream, type="event_name", ts="event_time", disorder="kslack", k=1)
-    query = (found.writeStream.format("memory").queryName("own_columns").outputMode("append")
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).start())
+    query = (
+        found.writeStream.format("memory")
+        .queryName("own_columns")
+        .outputMode("append")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .start()
+    )
     try:
         query.processAllAvailable()
         beyond = {"event_name": "view", "event_time": "2024-05-01 13:00:00", "user_id": 1, "position": 6}

@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE on Spark: the rows cepkit.sql gives locally, the schema known before any job, and
 errors before any job."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,8 +18,9 @@ QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
 
 def frame(n=600, keys=7, seed=1):
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"id": rng.integers(0, keys, n), "ts": rng.permutation(n),
-                         "price": rng.integers(0, 20, n).astype(float)})
+    return pd.DataFrame(
+        {"id": rng.integers(0, keys, n), "ts": rng.permutation(n), "price": rng.integers(0, 20, n).astype(float)}
+    )
 
 
 def ordered(df, keys):
@@ -36,23 +38,28 @@ def test_spark_gives_the_local_rows(spark, rows):
     local, remote = ordered(local, keys), ordered(remote, keys)
     assert len(local) > 20
     for name in local.columns:
-        assert local[name].astype(object).where(local[name].notna(), None).tolist() == \
-            remote[name].astype(object).where(remote[name].notna(), None).tolist(), name
+        assert (
+            local[name].astype(object).where(local[name].notna(), None).tolist()
+            == remote[name].astype(object).where(remote[name].notna(), None).tolist()
+        ), name
 
 
 def test_errors_come_before_any_job(spark):
     data = spark.createDataFrame(frame(20))
     with pytest.raises(QueryError, match="no column 'prise'.*did you mean price"):
-        cepkit.spark.sql("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts PATTERN (A) "
-                         "DEFINE A AS prise > 1)", data)
+        cepkit.spark.sql(
+            "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts PATTERN (A) DEFINE A AS prise > 1)", data
+        )
     with pytest.raises(QueryError, match="line 1, column"):
         cepkit.spark.sql("SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B) DEFINE)", data)
 
 
 def test_without_partition_by_one_group_warns(spark):
     data = frame(50, keys=1)
-    query = "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A B+) " \
-            "DEFINE B AS price < PREV(price))"
+    query = (
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts MEASURES COUNT(*) AS n PATTERN (A B+) "
+        "DEFINE B AS price < PREV(price))"
+    )
     with pytest.warns(cepkit.spark.OneGroupWarning):
         remote = cepkit.spark.sql(query, spark.createDataFrame(data))
     assert remote.toPandas()["n"].tolist() == cepkit.sql(query, data)["n"].tolist()
@@ -71,22 +78,35 @@ def test_a_stream_gives_the_rows_at_rest(spark, tmp_path):
 
     rng = np.random.default_rng(3)
     n = 400
-    rows = pd.DataFrame({"id": rng.integers(0, 4, n), "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(
-        np.arange(n) * 2, unit="s"), "price": rng.integers(0, 20, n).astype(float)})
+    rows = pd.DataFrame(
+        {
+            "id": rng.integers(0, 4, n),
+            "ts": pd.Timestamp("2024-01-01") + pd.to_timedelta(np.arange(n) * 2, unit="s"),
+            "price": rng.integers(0, 20, n).astype(float),
+        }
+    )
     beyond = pd.DataFrame({"id": [0], "ts": [rows.ts.max() + pd.Timedelta(hours=1)], "price": [0.0]})
     source = tmp_path / "rows"
     source.mkdir()
     arrival = rows.iloc[np.argsort(np.arange(n) * 2 + rng.uniform(0, 5, n), kind="stable")]
     for i, part in enumerate([*(arrival.iloc[c] for c in np.array_split(np.arange(n), 4)), beyond]):
         staging = source / f".{i}.tmp"
-        staging.write_text("".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n"
-                                   for r in part.to_dict("records")))
+        staging.write_text(
+            "".join(json.dumps({**r, "ts": r["ts"].isoformat()}) + "\n" for r in part.to_dict("records"))
+        )
         staging.rename(source / f"{i}.json")
-    stream = spark.readStream.schema("id long, ts timestamp, price double").option("maxFilesPerTrigger", 1) \
-        .json(str(source))
+    stream = (
+        spark.readStream.schema("id long, ts timestamp, price double").option("maxFilesPerTrigger", 1).json(str(source))
+    )
     found = cepkit.spark.sql(STREAM_QUERY, stream, delay=5)
-    query = (found.writeStream.format("memory").queryName("recognized").outputMode("append")
-             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    query = (
+        found.writeStream.format("memory")
+        .queryName("recognized")
+        .outputMode("append")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
     query.awaitTermination(240)
     streamed = spark.sql("select * from recognized").toPandas()
     local = cepkit.sql(STREAM_QUERY, pd.concat([rows, beyond], ignore_index=True))

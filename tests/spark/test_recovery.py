@@ -2,6 +2,7 @@
 from its checkpoint, commits exactly the matches batch ``cepkit.spark.match`` finds: none lost, none twice;
 batch jobs whose tasks fail once and are retried give identical results (``recovery.py`` has the harness;
 bench/spark_recovery.py runs every engine and mode with 20+ kill points)."""
+
 import collections
 import json
 import sys
@@ -38,8 +39,9 @@ def test_killed_streams_commit_every_match_once(spark, tmp_path):
         truth = expected(spark, run, engine)
         assert sum(truth.values()) > 100
         assert max(committed.values()) == 1, f"{case}: a match committed twice"
-        assert committed == truth, f"{case}: lost {sum((truth - committed).values())}, extra " \
-                                   f"{sum((committed - truth).values())}"
+        assert committed == truth, (
+            f"{case}: lost {sum((truth - committed).values())}, extra {sum((committed - truth).values())}"
+        )
 
 
 def test_batch_tasks_failing_once_give_identical_results(tmp_path):
@@ -53,5 +55,5 @@ def test_batch_tasks_failing_once_give_identical_results(tmp_path):
     results = json.loads((tmp_path / "results.json").read_text())
     for engine, _, _ in cases:
         assert results[engine]["rows"] > 50
-        assert results[engine]["failures"] >= 2, results        # both stages failed at least once
+        assert results[engine]["failures"] >= 2, results  # both stages failed at least once
         assert results[engine]["equal"], results

@@ -1,6 +1,7 @@
 """``cepkit.spark.session()``: the active session, or a local one with cepkit's defaults; and the same batch
 match through Spark Connect (``$SPARK_REMOTE``), against a local Connect server started from pyspark (with
 the Workbench on Spark and a ``cepkit.spark.Job``'s progress and Cancel)."""
+
 import json
 import os
 import subprocess
@@ -35,8 +36,9 @@ def test_new_sessions_leave_spark_defaults_conf_and_connect_servers_their_settin
     override the file); a Spark Connect session gets only settings a Connect client may change."""
     from cepkit.spark.session import _CLASSIC_DEFAULTS, _SESSION_DEFAULTS, _defaults
 
-    (tmp_path / "spark-defaults.conf").write_text("# cluster settings\nspark.driver.memory   16g\n"
-                                                  "spark.sql.session.timeZone=Europe/Paris\n\n")
+    (tmp_path / "spark-defaults.conf").write_text(
+        "# cluster settings\nspark.driver.memory   16g\nspark.sql.session.timeZone=Europe/Paris\n\n"
+    )
     monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
     classic = _defaults(remote=False)
     assert "spark.driver.memory" not in classic and "spark.sql.session.timeZone" not in classic
@@ -57,7 +59,7 @@ def test_executors_share_the_drivers_numba_cache(tmp_path, monkeypatch):
     assert not any("NUMBA" in key for key in _defaults(remote=False))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "kernels"))
     assert _defaults(remote=False)["spark.executorEnv.NUMBA_CACHE_DIR"] == str(tmp_path / "kernels")
-    assert not any("NUMBA" in key for key in _defaults(remote=True))   # a Connect server keeps its own
+    assert not any("NUMBA" in key for key in _defaults(remote=True))  # a Connect server keeps its own
 
 
 CONNECT_SCRIPT = textwrap.dedent(f"""
@@ -120,11 +122,20 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     query = "SEQ(A a, B b) WITHIN 5 PARTITION BY id"
     script = tmp_path / "connect_match.py"
     script.write_text(CONNECT_SCRIPT)
-    env = {**os.environ, "SPARK_REMOTE": "local[2]",
-           "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "SPARK_REMOTE": "local[2]",
+        "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]),
+    }
     try:
-        run = subprocess.run([sys.executable, str(script), query], capture_output=True, text=True, env=env,
-                             timeout=CONNECT_TIMEOUT_S, cwd=tmp_path)
+        run = subprocess.run(
+            [sys.executable, str(script), query],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=CONNECT_TIMEOUT_S,
+            cwd=tmp_path,
+        )
     except subprocess.TimeoutExpired:
         pytest.skip(f"a local Spark Connect server did not answer within {CONNECT_TIMEOUT_S} s")
     if READY not in run.stdout:
@@ -133,10 +144,10 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     assert "pyspark.sql.connect" in run.stdout
     lines = run.stdout.strip().splitlines()[-4:]
     warned, batch, (streamed, late), (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
-    assert warned == []                         # no setting a Connect server refuses
+    assert warned == []  # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
     expected = [list(p) for p in cepkit.match(query, events, engine="reference").positions()]
     assert batch == expected and expected
-    assert streamed == sorted(expected) and late == 0     # match_stream too; the event at ts 0 is not late
-    assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]    # the Workbench
-    assert reports and cancelled and cancel_s < 5          # Connect's progress handler; interruptTag
+    assert streamed == sorted(expected) and late == 0  # match_stream too; the event at ts 0 is not late
+    assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
+    assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag

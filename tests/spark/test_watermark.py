@@ -2,6 +2,7 @@
 drives them: micro-batches in a disordered arrival order, a watermark trailing the largest ts by the
 allowed delay, then a last watermark past everything. The matches emitted along the way must be the
 reference's matches of the sorted stream, each once, while the buffer keeps about one window of events."""
+
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from strategies import flat_seq_queries, set_query_variants, streams, unary_quer
 sys.path.insert(0, str(Path(__file__).parent))
 from key_streams import COLUMNS, run_stream, stream_frame  # noqa: E402
 
+
 def assert_stream_agrees(match_rows, query, events, jitter, batches, delay, engine="reference", restarts=()):
     q = cepkit.parse(query)
     assume(q.within is not None and not q.partition_by and not whole_history(q))
@@ -29,8 +31,10 @@ def assert_stream_agrees(match_rows, query, events, jitter, batches, delay, engi
         events = events + [{"type": "Z", "ts": last + 1, "v": 0, "id": 0}] * int(q.within.amount)
         jitter = np.concatenate([jitter, np.zeros(int(q.within.amount))])
     variables = list(output_variables(q))
-    expected = match_rows(cepkit.match(query, events, engine="reference").to_pandas()
-                          .reindex(columns=["positions", *variables]), variables)
+    expected = match_rows(
+        cepkit.match(query, events, engine="reference").to_pandas().reindex(columns=["positions", *variables]),
+        variables,
+    )
     got = match_rows(run_stream(query, events, jitter, batches, delay, engine, restarts), variables)
     assert sorted(got, key=repr) == sorted(expected, key=repr), query
 
@@ -86,9 +90,9 @@ def test_event_windows_keep_the_last_events_whatever_their_age():
     frame = stream_frame([{"type": t, "ts": 100 * i, "v": 0, "id": 0} for i, t in enumerate("ABXXAB")])
     empty = frame.iloc[:0].copy()
     empty[SEQ] = pd.Series(dtype=float)
-    found, buffer, _, _ = advance(KeyBuffer(empty), frame, 2 ** 62, matcher, horizon)
+    found, buffer, _, _ = advance(KeyBuffer(empty), frame, 2**62, matcher, horizon)
     assert [list(p) for p in found["positions"]] == [[0, 1], [4, 5]]
-    assert list(buffer.events[POS]) == [1, 2, 3, 4, 5] and buffer.settled == 6   # the last 2w + r + 1 (w = 2, r = 0)
+    assert list(buffer.events[POS]) == [1, 2, 3, 4, 5] and buffer.settled == 6  # the last 2w + r + 1 (w = 2, r = 0)
 
 
 def test_buffers_survive_the_state_store_round_trip():
@@ -100,7 +104,7 @@ def test_buffers_survive_the_state_store_round_trip():
     assert (back.frontier, back.settled, back.emitted, back.fed) == (7, 3, 2, 5)
 
 
-STREAM_QUERIES = {   # per engine, a fragment it runs (each has a window: a stream needs one)
+STREAM_QUERIES = {  # per engine, a fragment it runs (each has a window: a stream needs one)
     "automaton": unary_queries(strategies=("ALL", "NEXT", "STRICT"), partition=False, max_depth=2),
     "stack": flat_seq_queries(strategies=("ALL", "STNM"), partition=False),
     "nested": flat_seq_queries(partition=False),
@@ -114,6 +118,7 @@ STREAM_QUERIES = {   # per engine, a fragment it runs (each has a window: a stre
 def test_every_engine_streams_incrementally_and_survives_a_lost_matcher(match_rows, engine):
     """The engine's own incremental matcher behind the watermark, once kept between calls and once lost
     before some calls (another worker, a restart): rebuilt from the buffer, it emits each match once."""
+
     @settings(max_examples=15, deadline=None)
     @given(STREAM_QUERIES[engine], arrivals("ses" if engine == "ses" else "cel"), st.sets(st.integers(0, 4)))
     def check(query, arrival, restarts):
@@ -126,23 +131,36 @@ def test_every_engine_streams_incrementally_and_survives_a_lost_matcher(match_ro
     check()
 
 
-@pytest.mark.parametrize("change, field, position, message", [
-    ({"type": None}, "type", 2, "needs a type (this one is null); the row: {type: None, v: 1, id: 0, ts: 2.0, seq: 2}"),
-    ({TIME: None}, "ts", 2, "ts is missing (null or NaN) or not finite"),
-    ({TIME: -1_000_000, TS: -1.0}, "ts", 2, "ts must be >= 0 (Spark's watermark starts at 0), got -1.0"),
-    ({POS: None}, "seq", None, "needs a position (this one is null); the row: {type: 'B', v: 1, id: 0, ts: 2.0, seq: None}"),
-])
+@pytest.mark.parametrize(
+    "change, field, position, message",
+    [
+        (
+            {"type": None},
+            "type",
+            2,
+            "needs a type (this one is null); the row: {type: None, v: 1, id: 0, ts: 2.0, seq: 2}",
+        ),
+        ({TIME: None}, "ts", 2, "ts is missing (null or NaN) or not finite"),
+        ({TIME: -1_000_000, TS: -1.0}, "ts", 2, "ts must be >= 0 (Spark's watermark starts at 0), got -1.0"),
+        (
+            {POS: None},
+            "seq",
+            None,
+            "needs a position (this one is null); the row: {type: 'B', v: 1, id: 0, ts: 2.0, seq: None}",
+        ),
+    ],
+)
 def test_a_bad_arrival_is_named_with_its_row(change, field, position, message):
     """``match_stream``'s workers check each micro-batch before it touches the state: the first bad row
     by position (one without a position first) names the user's column and shows the row."""
     frame = stream_frame([{"type": t, "ts": float(i), "v": 1, "id": 0} for i, t in enumerate("ABBA")])
-    frame = frame.astype({POS: "float64", TIME: "float64"})       # as Arrow hands nullable longs to pandas
-    frame = frame.drop(columns="ts")       # the workers' rows: type, the attributes read, TS, POS, TIME
+    frame = frame.astype({POS: "float64", TIME: "float64"})  # as Arrow hands nullable longs to pandas
+    frame = frame.drop(columns="ts")  # the workers' rows: type, the attributes read, TS, POS, TIME
     names = {TS: "ts", POS: "seq"}
     check_arrivals(frame, names)
     for column, value in change.items():
         frame.loc[2, column] = value
-    frame.loc[3, "type"] = None               # a later bad row is not the one named
+    frame.loc[3, "type"] = None  # a later bad row is not the one named
     with pytest.raises(cepkit.EventError) as caught:
         check_arrivals(frame.iloc[::-1], names)
     assert (caught.value.field, caught.value.position) == (field, position)
@@ -151,6 +169,7 @@ def test_a_bad_arrival_is_named_with_its_row(change, field, position, message):
 
 class _Handle:
     """Spark's stateful handle as ``match_stream``'s processor uses it, in memory (no JVM)."""
+
     def __init__(self):
         self.value, self.timers = None, set()
 
@@ -169,6 +188,7 @@ class _Handle:
 
             def clear(self):
                 handle.value = None
+
         return State()
 
     def listTimers(self):
@@ -193,6 +213,7 @@ def test_late_side_rows_and_no_state_for_a_key_that_only_came_late():
     """``late="side"``'s processor: arrivals before the watermark come out as "late" rows with it, the
     others are matched; a key whose only arrivals are late gets no state (it would never be cleared)."""
     from cepkit.spark.streaming import _KeyMatcher
+
     q = cepkit.parse("SEQ(A a, B b) WITHIN 5 s PARTITION BY id")
     split = plan_split(q)
     matcher = GroupMatcher(q, "reference", {}, COLUMNS, split)
@@ -204,12 +225,19 @@ def test_late_side_rows_and_no_state_for_a_key_that_only_came_late():
     rows = list(processor.handleInputRows((7,), [late_only], _At(10_000)))
     assert processor.handle.value is None and processor.handle.timers == set()
     assert len(rows) == 1 and rows[0]["kind"].tolist() == ["late"]
-    assert rows[0][["id", "late_type", "late_ts", "late_position", "watermark"]].values.tolist() == [[7, "A", 1.0, 0, 10.0]]
+    assert rows[0][["id", "late_type", "late_ts", "late_position", "watermark"]].values.tolist() == [
+        [7, "A", 1.0, 0, 10.0]
+    ]
     assert rows[0][["match_id", "positions", "a", "b"]].isna().all().all()
-    mixed = stream_frame([{"type": "A", "ts": 11.0, "v": 0, "id": 7}, {"type": "B", "ts": 12.0, "v": 0, "id": 7},
-                          {"type": "B", "ts": 2.0, "v": 0, "id": 7}])[columns]
+    mixed = stream_frame(
+        [
+            {"type": "A", "ts": 11.0, "v": 0, "id": 7},
+            {"type": "B", "ts": 12.0, "v": 0, "id": 7},
+            {"type": "B", "ts": 2.0, "v": 0, "id": 7},
+        ]
+    )[columns]
     rows = list(processor.handleInputRows((7,), [mixed], _At(10_000)))
-    assert [r["kind"].tolist() for r in rows] == [["late"]]          # the A and B wait for the watermark
+    assert [r["kind"].tolist() for r in rows] == [["late"]]  # the A and B wait for the watermark
     assert processor.handle.value is not None
     rows = list(processor.handleExpiredTimer((7,), _At(20_000), None))
     assert [r["kind"].tolist() for r in rows] == [["match"]] and list(rows[0]["positions"].iloc[0]) == [0, 1]

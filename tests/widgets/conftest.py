@@ -1,4 +1,5 @@
 """Shared fixtures for the widget tests: the farm-sensor stream of [CEL] §2 (Figure 1)."""
+
 import pytest
 
 
@@ -7,8 +8,10 @@ def farm_stream(first_type: str = "T") -> list:
     types = [first_type, "T", "H", "H", "T", "T", "T", "H", "H"]
     ids = [2, 0, 0, 1, 1, 0, 1, 1, 0]
     values = [25, 45, 20, 25, 40, 42, 25, 70, 18]
-    return [{"type": t, "ts": i, "id": n, ("tmp" if t == "T" else "hum"): v}
-            for i, (t, n, v) in enumerate(zip(types, ids, values))]
+    return [
+        {"type": t, "ts": i, "id": n, ("tmp" if t == "T" else "hum"): v}
+        for i, (t, n, v) in enumerate(zip(types, ids, values))
+    ]
 
 
 @pytest.fixture
@@ -27,9 +30,20 @@ def click_point(plot, curve: int, index: int) -> None:
     sends on plotly_click, built from the figure the view was sent."""
     trace = plot.figure["data"][curve]
     customdata = trace.get("customdata")
-    plot._handle_custom_msg({"event": "click", "points": [{
-        "curve": curve, "index": index, "customdata": customdata[index] if customdata is not None else None,
-        "trace": trace.get("name", "")}]}, [])
+    plot._handle_custom_msg(
+        {
+            "event": "click",
+            "points": [
+                {
+                    "curve": curve,
+                    "index": index,
+                    "customdata": customdata[index] if customdata is not None else None,
+                    "trace": trace.get("name", ""),
+                }
+            ],
+        },
+        [],
+    )
 
 
 @pytest.fixture

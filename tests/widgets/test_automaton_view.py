@@ -1,5 +1,6 @@
 """AutomatonView without a browser, on automata compiled by ``cepkit.automaton`` from the formulas of
 [CEL] §2 over the farm-sensor stream of Figure 1."""
+
 import html
 
 import pytest
@@ -7,8 +8,7 @@ import traitlets
 
 import cepkit
 from cepkit.widgets import AutomatonView
-from cepkit.widgets.automaton_view import (TRACES, edge_label, fired_transitions, natural_key, run_text,
-                                          state_name)
+from cepkit.widgets.automaton_view import TRACES, edge_label, fired_transitions, natural_key, run_text, state_name
 from cepkit.widgets.graph_layout import dot_available
 from cel_formulas import PHI1, PHI3, FIGURE2
 
@@ -42,8 +42,9 @@ def test_states_transitions_and_marks_are_drawn():
     assert separators(view.trace("• transitions")) == marked > 0
     assert separators(view.trace("◦ transitions")) == len(a.transitions) - marked > 0
     labels = view.trace("transition labels")
-    assert sorted(html.unescape(h) for h in labels.hovertext) == sorted(f"{t.predicate} / {t.mark}"
-                                                                        for t in a.transitions)
+    assert sorted(html.unescape(h) for h in labels.hovertext) == sorted(
+        f"{t.predicate} / {t.mark}" for t in a.transitions
+    )
     assert_labels_show_their_hover(labels)
     assert view.trace("◦ transitions").line.dash == "dot"
     assert any(ann.text == "start" for ann in view.figure.layout.annotations)
@@ -67,10 +68,10 @@ def test_stepping_highlights_active_states_and_lists_partial_matches(farm):
     a = view.automaton
     assert view.step == 0 and list(view.trace("active states").text) == [state_name(a.initial)]
     assert "no event read yet" in view.panel.value
-    view.step = 4                                   # after H@3 (x): some run holds the partial match (3,)
+    view.step = 4  # after H@3 (x): some run holds the partial match (3,)
     assert any((3,) in runs for runs in view.active().values())
     assert "<td>[3]</td>" in view.panel.value and "<td>[]</td>" in view.panel.value
-    view.step = 8                                   # after H@7 (z): [CEL] §2, ⟦φ3⟧ completes here,
+    view.step = 8  # after H@7 (z): [CEL] §2, ⟦φ3⟧ completes here,
     # listed in output order (docs/language.md §10.2), as the engine enumerates an event's matches since kleene3
     assert "completed here</b>: [3, 4, 6, 7], [3, 4, 7], [3, 6, 7]" in view.panel.value
     finals = [s for s, runs in view.active().items() if runs and s in a.finals]
@@ -115,8 +116,10 @@ def test_a_query_outside_cel_is_a_query_error_naming_engines():
     assert err.value.engines and "automaton" not in err.value.engines
 
 
-TOUR = ("(STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d "
-        "WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin")
+TOUR = (
+    "(STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d "
+    "WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin"
+)
 
 
 def text_box(x, y, text, size=12):
@@ -140,8 +143,9 @@ def test_dot_places_labels_clear_of_each_other_and_of_states(query):
     assert view.drawing.engine == "dot"
     labels = view.trace("transition labels")
     boxes = [text_box(x, y, text) for x, y, text in zip(labels.x, labels.y, labels.text)]
-    assert not [(labels.text[i], labels.text[j]) for i in range(len(boxes)) for j in range(i)
-                if overlap(boxes[i], boxes[j])]
+    assert not [
+        (labels.text[i], labels.text[j]) for i in range(len(boxes)) for j in range(i) if overlap(boxes[i], boxes[j])
+    ]
     for box in boxes:
         for node in view.drawing.nodes.values():
             nearest = min(max(node.x, box[0]), box[2]), min(max(node.y, box[1]), box[3])
@@ -151,12 +155,19 @@ def test_dot_places_labels_clear_of_each_other_and_of_states(query):
 def test_state_circles_fit_their_names_and_the_figure_fits_the_drawing(monkeypatch):
     from cepkit.engines.ses.inspect import SesRun
     from cepkit.datasets import ses_chemo
-    view = AutomatonView(SesRun("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID "
-                                "and d.PID = b.PID WITHIN 15 days", strategy="STNM"), ses_chemo(3).iloc[:13])
+
+    view = AutomatonView(
+        SesRun(
+            "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID "
+            "and d.PID = b.PID WITHIN 15 days",
+            strategy="STNM",
+        ),
+        ses_chemo(3).iloc[:13],
+    )
     sizes = dict(zip(view.trace("states").text, view.trace("states").marker.size))
     assert sizes["{b,c,d,p}"] > 12 * 0.55 * len("{b,c,d,p}") and sizes["{b,c,d,p}"] > min(sizes.values())
     layout = view.figure.layout
-    assert layout.width is None and layout.yaxis.scaleanchor == "x"                # the width is the output's
+    assert layout.width is None and layout.yaxis.scaleanchor == "x"  # the width is the output's
     assert layout.height == int(view.drawing.height) + layout.margin.t + layout.margin.b
     assert tuple(layout.yaxis.range) == (0, view.drawing.height)
 
@@ -171,20 +182,24 @@ def test_without_dot_the_layered_layout_draws_it(monkeypatch):
 
 def test_natural_sort_of_state_names():
     assert sorted(["q10", "q2", "q1", "{b,c,d,p}", "{b}"], key=natural_key) == ["q1", "q2", "q10", "{b,c,d,p}", "{b}"]
-    view = AutomatonView("T AS a ; T AS b ; T AS c ; T AS d ; T AS e ; T AS f ; T AS g ; T AS h ; T AS i ; T AS j",
-                         [{"type": "T", "ts": i} for i in range(12)])
+    view = AutomatonView(
+        "T AS a ; T AS b ; T AS c ; T AS d ; T AS e ; T AS f ; T AS g ; T AS h ; T AS i ; T AS j",
+        [{"type": "T", "ts": i} for i in range(12)],
+    )
     view.step = 11
     rows = [row.split("</td>")[0] for row in view.panel.value.split("<tr><td>")[1:]]
     assert "q10" in rows and rows == sorted(rows, key=natural_key) and rows.index("q2") < rows.index("q10")
 
 
 def test_runs_are_position_lists_with_their_partition_key():
-    events = [{"type": t, "ts": 60 * i, "origin": o, "dep_delay": 90}
-              for i, (t, o) in enumerate([("FOG", "JFK"), ("STORM", "LGA"), ("DELAYED_DEPARTURE", "JFK")])]
+    events = [
+        {"type": t, "ts": 60 * i, "origin": o, "dep_delay": 90}
+        for i, (t, o) in enumerate([("FOG", "JFK"), ("STORM", "LGA"), ("DELAYED_DEPARTURE", "JFK")])
+    ]
     view = AutomatonView(TOUR, events)
     view.step = 2
     assert "[0] origin=JFK" in view.panel.value and "[1] origin=LGA" in view.panel.value
-    assert "<td>[]</td>" in view.panel.value                           # the empty run has no key yet
+    assert "<td>[]</td>" in view.panel.value  # the empty run has no key yet
     view.step = 3
     assert "completed here</b>: [0, 2] origin=JFK" in view.panel.value
     assert run_text(()) == "[]" and run_text((7,)) == "[7]"
@@ -194,21 +209,21 @@ def test_the_transition_that_fired_and_the_states_entered_are_highlighted(farm):
     view = AutomatonView(PHI3, farm)
     a = view.automaton
     assert view.fired() == [] and not view.trace("fired transitions").x
-    view.step = 4                                   # H@3 (hum 25, id 1) is x: q0 -•-> q1, q0 loops ◦
+    view.step = 4  # H@3 (hum 25, id 1) is x: q0 -•-> q1, q0 loops ◦
     fired = [view.edges[k] for k in view.fired()]
     assert (0, 1, "•") in fired and (0, 0, "◦") in fired
-    assert view.entered() == [1]                    # the ◦ self-loop enters nothing
+    assert view.entered() == [1]  # the ◦ self-loop enters nothing
     assert list(view.trace("entered states").x) == [view.drawing.nodes[1].x]
     assert view.trace("fired transitions").x.count(None) == len(fired)
     assert "taken: q0 → q0 (◦), q0 → q1 (•)" in view.panel.value
-    view.step = 8                                   # H@7 (z) completes: some • edge into the final state fired
+    view.step = 8  # H@7 (z) completes: some • edge into the final state fired
     assert any(v in a.finals and mark == "•" for _, v, mark in (view.edges[k] for k in view.fired()))
 
 
 def test_fired_transitions_follow_the_runs():
     edges = [(0, 0, "◦"), (0, 1, "•"), (1, 1, "•"), (1, 2, "◦")]
     assert fired_transitions(edges, {0: [()], 1: [(2,)]}, {0: [()], 1: [(2, 5)], 2: [(2,)]}, 5, 0) == [0, 2, 3]
-    assert fired_transitions(edges, {0: [()]}, {0: [()]}, 5, 0) == [0]      # the event was skipped
+    assert fired_transitions(edges, {0: [()]}, {0: [()]}, 5, 0) == [0]  # the event was skipped
 
 
 def test_edge_labels_wrap_at_spaces_and_keep_the_mark():

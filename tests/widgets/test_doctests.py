@@ -3,6 +3,7 @@
 The modules are found by looking for examples in their source, so a module that gains examples is checked
 without editing this list, and each test asserts that examples actually ran.
 """
+
 import doctest
 import importlib
 from pathlib import Path

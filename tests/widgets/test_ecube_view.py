@@ -1,5 +1,6 @@
 """ECubeView without a browser: the lattice of [LIU] Fig 4.1 (§4), its plan, and drill-down / roll-up
 through the buttons."""
+
 import pytest
 
 import cepkit
@@ -8,8 +9,9 @@ from cepkit.widgets.ecube_view import ROOT, TRACES, lattice_layout, parse_insert
 
 HIERARCHY = {"TX": ["D", "A", "G"], "OK": ["T", "OKC"], "D": ["DBusStation", "DHospital"]}
 QUERIES = {"q1": "SEQ(TX x, OK y)", "q2": "SEQ(D x, T y)", "q3": "SEQ(G g, A a, T t)", "q6": "SEQ(G g, A a, D d, T t)"}
-EVENTS = [{"type": t, "ts": i} for i, t in enumerate(
-    ["G", "DHospital", "A", "G", "A", "OKC", "DBusStation", "T", "A", "T"])]
+EVENTS = [
+    {"type": t, "ts": i} for i, t in enumerate(["G", "DHospital", "A", "G", "A", "OKC", "DBusStation", "T", "A", "T"])
+]
 
 
 def segments(trace) -> int:
@@ -22,7 +24,7 @@ def test_the_lattice_and_the_plan_are_drawn():
     assert [t.name for t in view.figure.data] == list(TRACES)
     assert list(view.trace("queries").text) == [ROOT, *QUERIES]
     planned = {(s.source or ROOT, s.query) for s in cube.last_plan.steps}
-    kinds = [k for u, v, k in cube.graph.edges(data="kind") if (u, v) not in planned]   # a plan arrow replaces its line
+    kinds = [k for u, v, k in cube.graph.edges(data="kind") if (u, v) not in planned]  # a plan arrow replaces its line
     for kind in ("concept", "pattern", "both"):
         assert segments(view.trace(f"{kind} edges")) == kinds.count(kind)
     assert segments(view.trace("plan edges")) == len(QUERIES) == len(view.figure.layout.annotations)
@@ -30,8 +32,10 @@ def test_the_lattice_and_the_plan_are_drawn():
     assert all(label.split()[0] in ("scratch", "g→s", "s→g") for label in view.trace("plan labels").text)
     assert "plan cost" in view.figure.layout.title.text
     for name in QUERIES:
-        assert f"{len(cepkit.match(QUERIES[name], EVENTS, hierarchy=HIERARCHY))} matches" in \
-            view.trace("queries").hovertext[list(view.trace("queries").text).index(name)]
+        assert (
+            f"{len(cepkit.match(QUERIES[name], EVENTS, hierarchy=HIERARCHY))} matches"
+            in view.trace("queries").hovertext[list(view.trace("queries").text).index(name)]
+        )
     assert repr(view).startswith("ECubeView(queries=4")
 
 
@@ -47,7 +51,7 @@ def test_the_operations_offered_follow_the_hierarchy():
     ops = view.operations("q1")
     assert "1: TX → D (concept drill-down)" in ops and "2: OK → T (concept drill-down)" in ops
     assert "1: remove TX (pattern roll-up)" in ops
-    assert not any("roll-up" in label and "concept" in label for label in ops)    # TX and OK are roots
+    assert not any("roll-up" in label and "concept" in label for label in ops)  # TX and OK are roots
     assert "1: D → TX (concept roll-up)" in view.operations("q2")
 
 
@@ -62,12 +66,12 @@ def test_the_drill_down_button_adds_the_query_re_plans_and_redraws():
     assert [m.key for m in view.results[new]] == [m.key for m in expected]
     assert list(view.trace("queries").text)[-1] == new
     kept = [s for s in view.cube.last_plan.steps if s.direction == "cached"]
-    assert len(kept) == 4 and segments(view.trace("plan edges")) == 1      # "cached 0" arrows hidden...
+    assert len(kept) == 4 and segments(view.trace("plan edges")) == 1  # "cached 0" arrows hidden...
     assert not any(label.startswith("cached") for label in view.trace("plan labels").text)
-    view.show_cached.value = True                                           # ...unless asked for
+    view.show_cached.value = True  # ...unless asked for
     assert segments(view.trace("plan edges")) == 5 and "cached 0" in view.trace("plan labels").text
     step = view.cube.last_plan.step(new)
-    assert step.source is not None and "g→s" in view.status.value     # answered from a kept result
+    assert step.source is not None and "g→s" in view.status.value  # answered from a kept result
 
 
 def test_a_typed_insertion_and_a_roll_up():
@@ -79,7 +83,7 @@ def test_a_typed_insertion_and_a_roll_up():
     view.query_picker.value = "q6"
     view.operation.value = "3: remove D (pattern roll-up)"
     view.roll_button.click()
-    assert view.query_picker.value == "q3"          # the roll-up is q3 itself: answered from its results
+    assert view.query_picker.value == "q3"  # the roll-up is q3 itself: answered from its results
     assert "kept from the run" in view.status.value
 
 
@@ -95,7 +99,9 @@ def test_a_mismatched_button_or_a_bad_item_says_so():
     for typed in ("foo", "!D x", "!D 0", "3"):
         view.insert.value = typed
         view.drill_button.click()
-        assert "type an item and the 1-based position" in view.status.value and "invalid literal" not in view.status.value
+        assert (
+            "type an item and the 1-based position" in view.status.value and "invalid literal" not in view.status.value
+        )
     assert len(view.cube.queries) == 4
 
 
@@ -133,25 +139,34 @@ def test_the_candidate_edges_of_chase_show_on_demand():
     # every edge of Chase's graph is drawn and labelled once: the plan's as plan arrows, the others dotted
     assert segments(view.trace("candidate edges")) + len(QUERIES) == graph.number_of_edges()
     assert sorted([*view.trace("candidate labels").text, *view.trace("plan labels").text]) == sorted(
-        f"{d['direction']} {d['cost']:.3g}" for _, _, d in graph.edges(data=True))
+        f"{d['direction']} {d['cost']:.3g}" for _, _, d in graph.edges(data=True)
+    )
     view.show_candidates.value = False
     assert segments(view.trace("candidate edges")) == 0
 
 
 def test_dot_places_every_label_clear_of_the_others_and_sizes_the_figure():
     from cepkit.widgets.graph_layout import dot_available
+
     if not dot_available():
         pytest.skip("Graphviz dot is not installed")
     view = ECubeView(QUERIES, EVENTS, HIERARCHY)
     view.show_candidates.value = True
     assert view.drawing.engine == "dot"
-    labels = [(x, y, t) for name in ("plan labels", "candidate labels")
-              for x, y, t in zip(view.trace(name).x, view.trace(name).y, view.trace(name).text)]
+    labels = [
+        (x, y, t)
+        for name in ("plan labels", "candidate labels")
+        for x, y, t in zip(view.trace(name).x, view.trace(name).y, view.trace(name).text)
+    ]
     boxes = [(x - 3.5 * len(t), y - 7, x + 3.5 * len(t), y + 7) for x, y, t in labels]
-    assert not [(a, b) for i, a in enumerate(boxes) for b in boxes[:i]
-                if min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])]
+    assert not [
+        (a, b)
+        for i, a in enumerate(boxes)
+        for b in boxes[:i]
+        if min(a[2], b[2]) > max(a[0], b[0]) and min(a[3], b[3]) > max(a[1], b[1])
+    ]
     layout = view.figure.layout
-    assert layout.width is None and layout.yaxis.scaleanchor == "x"                # the width is the output's
+    assert layout.width is None and layout.yaxis.scaleanchor == "x"  # the width is the output's
     assert layout.height == int(view.drawing.height) + layout.margin.t + layout.margin.b
     names = list(view.trace("queries").text)
     assert all(size >= 6.5 * len(name) for name, size in zip(names, view.trace("queries").marker.size))
@@ -171,7 +186,7 @@ def test_the_cost_model_explorer_redraws_a_what_if_plan():
     view.rate.value = 10.0
     plan = view.what_if_plan
     assert plan is not None and view.cube.last_plan is ran and "what-if plan" in view.status.value
-    assert plan.scratch_cost > ran.scratch_cost          # ten times the T events cost more everywhere
+    assert plan.scratch_cost > ran.scratch_cost  # ten times the T events cost more everywhere
     assert list(view.trace("plan labels").text) == [f"{s.direction} {s.cost:.3g}" for s in plan.steps]
     assert view.figure.layout.title.text.startswith("what-if plan")
     view.pt.value = 0.2
@@ -185,9 +200,12 @@ def test_a_streaming_cube_view_updates_as_batches_arrive():
     cube's), the LiveView below shows the stream, and a drill-down answers while it runs."""
     from cepkit.ecube.workloads import COMPANIES, concept_workload, trades
     from cepkit.widgets.live import replay
+
     hierarchy = cepkit.Hierarchy(COMPANIES)
     events = trades(600, seed=5)
-    view = ECubeView.from_batches(cepkit.ECube(concept_workload(), hierarchy), replay(events, every=400))   # 200 trades each
+    view = ECubeView.from_batches(
+        cepkit.ECube(concept_workload(), hierarchy), replay(events, every=400)
+    )  # 200 trades each
     assert view.live.batches == 1 and "matches so far" in view.table.value
     view.run(1)
     assert view.live.batches == 2 and view.live.event_count == 400
@@ -195,7 +213,7 @@ def test_a_streaming_cube_view_updates_as_batches_arrive():
     assert all(0 < view.counts[n] <= len(batch[n]) for n in batch)
     view.query_picker.value = "q17"
     view.operation.value = "3: EFC → Education (concept roll-up)"
-    assert view.apply("roll_up") is not None          # lands on q16: its matches so far
+    assert view.apply("roll_up") is not None  # lands on q16: its matches so far
     view.run()
     whole = cepkit.ECube(concept_workload(), hierarchy).run(events)
     assert view.counts == {n: len(m) for n, m in whole.items()}

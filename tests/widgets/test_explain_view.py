@@ -1,5 +1,6 @@
 """``ExplainView``: candidates built by clicks on the strip's events, typed positions or a near miss; verdict,
 reasons, query text."""
+
 import pytest
 
 import cepkit
@@ -23,7 +24,7 @@ def test_clicking_events_builds_the_candidate_and_explains_it(click_event):
     assert view.candidate == (1, 5) and view.positions.value == "1,5"
     assert "is not a match" in view.verdict.value
     assert "event 5 has type T; `H AS y` needs H" in view.reasons.value
-    assert "<u " in view.text.value and ">H AS y</u>" in view.text.value     # the failing atom underlined
+    assert "<u " in view.text.value and ">H AS y</u>" in view.text.value  # the failing atom underlined
     click(view, 5)
     click(view, 2)
     assert view.explanation.is_match and "is a match" in view.verdict.value
@@ -61,8 +62,9 @@ def test_a_long_stream_shows_the_events_around_the_candidate():
     assert len(view._shown) == 100 and 1501 in view._shown
     assert view.explanation.is_match
     # the strip says it shows part of the stream, and which part
-    assert "positions 1,451 to 1,550 of the 2,000 events (the 100 around the candidate)" in \
-        view.figure.layout.title.text
+    assert (
+        "positions 1,451 to 1,550 of the 2,000 events (the 100 around the candidate)" in view.figure.layout.title.text
+    )
     whole = ExplainView("SEQ(A a, B b) WITHIN 3", events[:50], (1, 2))
     assert "<sup>" not in whole.figure.layout.title.text
 

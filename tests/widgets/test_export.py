@@ -1,4 +1,5 @@
 """The Workbench's templates (recipes), "copy as code", standalone HTML report and figure files."""
+
 import pytest
 
 import cepkit
@@ -10,7 +11,7 @@ from cepkit.widgets import export
 def test_a_template_fills_the_editor_and_runs():
     fraud = get("fraud")
     wb = Workbench(fraud.events())
-    assert wb.run_button.disabled                       # an empty editor
+    assert wb.run_button.disabled  # an empty editor
     wb.template_picker.value = "fraud"
     assert wb.editor.value == fraud.query and not wb.run_button.disabled
     wb.run()
@@ -23,7 +24,7 @@ def test_the_code_reproduces_the_run():
     wb = Workbench(fraud.events(), query=fraud.query, engine="stack", strategy="STNM")
     wb.run()
     scope = {"events": fraud.events()}
-    exec(wb.code(), scope)          # the test runs the generated code; cepkit itself never execs anything
+    exec(wb.code(), scope)  # the test runs the generated code; cepkit itself never execs anything
     assert [m.key for m in scope["matches"]] == [m.key for m in wb.matches]
     assert "strategy='STNM'" in wb.code() and "engine='stack'" in wb.code()
 
@@ -36,10 +37,10 @@ def test_the_report_holds_the_query_every_match_and_the_figures(tmp_path):
     wb.to_html(tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text()
     assert "SEQ(AddToCart a, !Checkout c)" in page and f"{len(wb.matches):,} matches by engine" in page
-    table = page[page.index('class="dataframe results"'):]
-    table = table[:table.index("</table>")]
-    assert table.count("<tr") == len(wb.matches) + 1          # a header row, then every match
-    assert page.count("Plotly.newPlot") == 2          # the timeline and the funnel; the stack query has no automaton
+    table = page[page.index('class="dataframe results"') :]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr") == len(wb.matches) + 1  # a header row, then every match
+    assert page.count("Plotly.newPlot") == 2  # the timeline and the funnel; the stack query has no automaton
     assert "<h2>Funnel</h2>" in page and "<h2>Automaton</h2><pre class='note'>" in page
 
 
@@ -60,14 +61,14 @@ def test_each_figure_is_written_as_svg_and_png(tmp_path):
     assert [p.name for p in paths] == ["timeline.svg", "automaton.svg", "funnel.svg"]
     texts = [p.read_text() for p in paths]
     assert all(t.lstrip().startswith("<svg") and "</svg>" in t for t in texts)
-    for step in ("Purchase", "small", "large"):            # each drawing holds what it draws
+    for step in ("Purchase", "small", "large"):  # each drawing holds what it draws
         assert step in texts[2], step
-    assert "Purchase" in texts[0] and "match #2" in texts[0] and "q3" in texts[1]       # lanes, matches, states
+    assert "Purchase" in texts[0] and "match #2" in texts[0] and "q3" in texts[1]  # lanes, matches, states
     funnel = cepkit.funnel(wb.last_query, wb.stream)
     assert f"{funnel['candidates'].iloc[0]:,}" in texts[2]
     [png] = export.save_figures([wb.timeline.plot], [tmp_path / "timeline.png"], scale=2)
     data = png.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert int.from_bytes(data[16:20], "big") == 2 * export.IMAGE_WIDTH      # the width, at scale 2
+    assert int.from_bytes(data[16:20], "big") == 2 * export.IMAGE_WIDTH  # the width, at scale 2
     with pytest.raises(ValueError, match="ending in .svg, .png, .pdf"):
         export.save_figure(wb.timeline.figure, tmp_path / "timeline.jpeg")

@@ -1,4 +1,5 @@
 """``PlotlyView`` without a browser: the state the page draws from, plotly.js shared by every view, clicks."""
+
 import plotly
 import plotly.graph_objects as go
 import pytest
@@ -14,14 +15,14 @@ def test_every_view_refers_to_one_plotly_js_holding_the_library():
     # the basic bundle, of the plotly.js version plotly.py draws for (scripts/update-plotly-js.sh)
     assert plotly_js().version == "basic-" + plotly.offline.get_plotlyjs_version()
     state = first.get_state()
-    assert state["plotly"] == f"IPY_MODEL_{plotly_js().model_id}" and "source" not in state   # sent once, not per view
+    assert state["plotly"] == f"IPY_MODEL_{plotly_js().model_id}" and "source" not in state  # sent once, not per view
 
 
 def test_a_trace_type_outside_the_bundle_is_refused_with_what_it_has():
     view = PlotlyView(go.Figure(go.Scatter(y=[1])))
     with pytest.raises(ValueError, match="heatmap is not in cepkit's plotly.js bundle .*bar, pie, scatter"):
         view.show(go.Figure(go.Heatmap(z=[[1]])))
-    assert view.figure["data"][0]["type"] == "scatter"     # the figure on show is kept
+    assert view.figure["data"][0]["type"] == "scatter"  # the figure on show is kept
 
 
 def test_show_sends_the_figure_whole_as_plotly_json():
@@ -39,7 +40,7 @@ def test_clicks_reach_every_callback_until_removed(click):
     heard = []
     view.on_click(heard.append)
     click(view, 0, 1)
-    view._handle_custom_msg({"event": "other"}, [])                  # other messages are ignored
+    view._handle_custom_msg({"event": "other"}, [])  # other messages are ignored
     view.on_click(heard.append, remove=True)
     click(view, 0, 0)
     assert heard == [Click(curve=0, index=1, customdata=8, trace="a")]

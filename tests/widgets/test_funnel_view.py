@@ -1,6 +1,7 @@
 """The Funnel tab: ``FunnelView`` shows cepkit.funnel's counts in its figure and every partial match in its
 table, the same as the reference's; in the Workbench it follows the last run, and a query that is no
 sequence of steps says why."""
+
 import cepkit
 from cepkit.recipes import get
 from cepkit.widgets import FunnelView, Workbench
@@ -18,7 +19,7 @@ def test_the_view_shows_the_references_funnel_and_every_partial_match():
     trace = view.figure.figure["data"][0]
     assert trace["type"] == "bar" and list(trace["x"]) == expected["candidates"].tolist()
     assert [label.split()[-1] for label in trace["y"]] == ["v", "s", "p"]
-    assert view.table.count == len(view.partial) > 0          # every row is in the table, paged
+    assert view.table.count == len(view.partial) > 0  # every row is in the table, paged
     completed = int(expected["candidates"].iloc[-1])
     assert f"{completed} completed, {len(view.partial)} stopped" in view.summary.value
 
@@ -29,7 +30,7 @@ def test_the_workbench_funnel_tab_follows_the_run_and_explains_a_refusal():
     wb.tabs.selected_index = TABS.index("Funnel")
     view = wb.tabs.children[TABS.index("Funnel")].children[0]
     assert isinstance(view, FunnelView) and view.funnel["candidates"].iloc[-1] == len(FUNNEL.planted)
-    wb.editor.value = "SEQ(Visit v, !Signup s, Purchase p) PARTITION BY user"      # a negation: steps v and p
+    wb.editor.value = "SEQ(Visit v, !Signup s, Purchase p) PARTITION BY user"  # a negation: steps v and p
     wb.run()
     shown = wb.tabs.children[TABS.index("Funnel")].children[0]
     assert shown.funnel["variable"].tolist() == ["v", "p"]

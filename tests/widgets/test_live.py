@@ -1,6 +1,7 @@
 """``LiveView`` fed by a local Matcher over batches: every match of ``cepkit.match`` arrives, in order; the view
 stays bounded (the last matches, a sample of the earlier ones, their events); late and dropped events are
 counted; Stop ends a background feed; ``replay`` cuts a stream into batches of stream time."""
+
 import numpy as np
 import pandas as pd
 
@@ -12,8 +13,14 @@ QUERY = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 5 s PARTITION BY id"
 
 def stream(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(list("ABC"), n), "ts": np.sort(rng.uniform(0, n / 4, n)),
-                         "id": rng.integers(0, 4, n), "v": rng.integers(0, 10, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABC"), n),
+            "ts": np.sort(rng.uniform(0, n / 4, n)),
+            "id": rng.integers(0, 4, n),
+            "v": rng.integers(0, 10, n),
+        }
+    )
 
 
 def test_every_match_arrives_and_the_view_stays_bounded():
@@ -21,13 +28,13 @@ def test_every_match_arrives_and_the_view_stays_bounded():
     expected = cepkit.match(QUERY, events)
     live = LiveView.from_batches(QUERY, replay(events, every=25), view={"last": 10, "sample": 5, "context": 50})
     live.run()
-    assert live.finished and live.batches == len(list(replay(events, every=25))) + 1    # and the closing one
+    assert live.finished and live.batches == len(list(replay(events, every=25))) + 1  # and the closing one
     assert live.match_count == len(expected) > 100
     assert [m.positions for _, m in live.latest] == expected.positions()[-10:]
     assert len(live.earlier) == 5 and all(k < len(expected) - 10 for k, _ in live.earlier)
     assert all(m.positions == expected[k].positions for k, m in live.earlier)
     kept = {p for _, m in (*live.latest, *live.earlier) for p in m.positions}
-    assert len(live.events) <= len(kept) + 50 < 200             # not the 4,000 events
+    assert len(live.events) <= len(kept) + 50 < 200  # not the 4,000 events
     assert live.events.loc[sorted(kept), "v"].tolist() == events.v.iloc[sorted(kept)].tolist()
     title = live.timeline.figure.layout.title.text
     assert f"{len(expected)} matches so far, drawn: the last 10 and a sample of 5 of the {len(expected) - 10}" in title
@@ -42,7 +49,7 @@ def test_late_events_are_counted_and_those_beyond_the_delay_dropped():
     batches = [events.iloc[:3], events.iloc[3:]]
     live = LiveView.from_batches(QUERY, batches, delay=3)
     live.run()
-    assert (live.late, live.dropped) == (2, 1)           # ts 9 arrives after 10 (late, kept); ts 2 after 12
+    assert (live.late, live.dropped) == (2, 1)  # ts 9 arrives after 10 (late, kept); ts 2 after 12
     assert live.event_count == 5 and "2 late · 1 dropped" in live.stats.value
     assert live.match_count == len(cepkit.match(QUERY, events.drop(index=5).sort_values("ts", kind="stable")))
 
@@ -53,6 +60,7 @@ def test_stop_ends_a_background_feed():
         while True:
             yield stream(50, seed=n).assign(ts=lambda f: f.ts + 20 * n)
             n += 1
+
     live = LiveView.from_batches(QUERY, endless()).start()
     while live.batches < 3:
         live.wait(0.05)
@@ -65,12 +73,13 @@ def test_stop_ends_a_background_feed():
 def test_replay_cuts_batches_of_stream_time():
     events = cepkit.datasets.flight_events(months=[1], kinds=["weather"])
     batches = list(replay(events, every="6h", batches=4))
-    assert len(batches) == 4 and pd.concat(batches).equals(events.iloc[:sum(map(len, batches))])
+    assert len(batches) == 4 and pd.concat(batches).equals(events.iloc[: sum(map(len, batches))])
     assert all(b.ts.max() - b.ts.min() < pd.Timedelta("6h") for b in batches)
 
 
 def test_the_workbench_runs_its_query_live_in_a_tab():
     from widgets import Workbench
+
     events = stream(600)
     wb = Workbench(events.head(10), query=QUERY, strategy="NEXT")
     live = wb.live(replay(events, every=20), view={"last": 5})

@@ -1,13 +1,13 @@
 """MATCH_RECOGNIZE in the Workbench: the editor checks it, Run finds the rows ``cepkit.sql`` finds, the
 timeline and grid show its matches, the SQL rows tab its output rows, Explain why rows match or not."""
+
 import pandas as pd
 import pytest
 
 import cepkit
 from cepkit.widgets import Workbench
 
-PRICES = pd.DataFrame({"type": "P", "ts": range(10), "id": [1, 2] * 5,
-                       "price": [5, 9, 3, 8, 2, 7, 4, 8, 6, 1]})
+PRICES = pd.DataFrame({"type": "P", "ts": range(10), "id": [1, 2] * 5, "price": [5, 9, 3, 8, 2, 7, 4, 8, 6, 1]})
 QUERY = """SELECT * FROM prices MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
     MEASURES FIRST(DOWN.ts) AS top, LAST(UP.ts) AS back, COUNT(DOWN.*) AS falls
     PATTERN (DOWN+ UP+) DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price))"""
@@ -26,7 +26,7 @@ def test_a_match_recognize_query_runs_in_the_workbench():
     pd.testing.assert_frame_equal(run.rows, expected)
     assert len(expected) == 2
     # the matches on the timeline and in the grid: each one's events, by position in the stream
-    assert wb.matches.positions() == [(3, 5, 7), (2, 4, 6, 8)]    # in output order: by last event
+    assert wb.matches.positions() == [(3, 5, 7), (2, 4, 6, 8)]  # in output order: by last event
     assert wb.results.grid.count == 2
     assert tab(wb, "SQL rows").count == 2
     assert "Automaton tab shows queries in cepkit's own language" in tab(wb, "Automaton").value
@@ -39,7 +39,7 @@ def test_explain_follows_the_picked_match_and_says_why_not_for_an_event():
     explain = tab(wb, "Explain")
     wb.selected = 1
     assert "are match 1" in explain.text.value and "position 2: row 1 of partition 1" in explain.text.value
-    explain.explain_position(0)          # id 1 at ts 0: no row before it for DOWN's PREV
+    explain.explain_position(0)  # id 1 at ts 0: no row before it for DOWN's PREV
     assert "starts no match" in explain.text.value
 
 

@@ -1,5 +1,6 @@
 """The results grid holds, pages, searches, sorts and exports every match, however many (issue 21: itables'
 ``update()`` kept 64 KB of rows, 819 of 2,957 flight matches, and dropped its CSV button)."""
+
 import io
 
 import numpy as np
@@ -8,7 +9,7 @@ import pandas as pd
 from cepkit.widgets import Workbench
 from cepkit.widgets.paged_table import PagedTable, TableData
 
-N = 3000            # matches: ~100 bytes of JSON each, far beyond 64 KB
+N = 3000  # matches: ~100 bytes of JSON each, far beyond 64 KB
 
 
 def many_matches() -> tuple:
@@ -22,7 +23,7 @@ def csv_of(table: PagedTable) -> pd.DataFrame:
     sent = []
     table.send = lambda content, buffers=None: sent.append((content, buffers))
     table._handle_custom_msg({"event": "csv"}, [])
-    (content, buffers), = sent
+    ((content, buffers),) = sent
     assert content == {"event": "csv", "name": table.csv_name}
     return pd.read_csv(io.BytesIO(buffers[0]))
 
@@ -36,19 +37,19 @@ def test_the_grid_holds_pages_and_searches_every_match():
     assert len(grid.rows) == grid.page_size and grid.info_text == f"rows 1–10 of {N:,} matches"
     grid.page_size = 100
     seen = []
-    for page in range(N // 100):                 # every match is on some page, in order
+    for page in range(N // 100):  # every match is on some page, in order
         grid.page = page
         seen += grid.ids
     assert seen == list(range(N))
     assert grid.info_text == f"rows {N - 99:,}–{N:,} of {N:,} matches"
     wb.results.fields = ["v"]
     grid = wb.results.grid
-    grid.search = "102999"                      # the last match: beyond what a 64 KB grid held
+    grid.search = "102999"  # the last match: beyond what a 64 KB grid held
     assert grid.ids == [N - 1] and grid.total == 1
     assert grid.info_text == "rows 1–1 of 1 match the search keeps, of 3,000"
     columns = grid.columns
     assert grid.rows[0][columns.index("a.v")] == "102999"
-    assert grid.rows[0][columns.index("start")] == "2012-12-31 22:19:56"   # New York, not UTC
+    assert grid.rows[0][columns.index("start")] == "2012-12-31 22:19:56"  # New York, not UTC
     grid.search = ""
     grid.sort, grid.descending = "a.v", True
     assert grid.ids[:3] == [N - 1, N - 2, N - 3]
@@ -57,15 +58,15 @@ def test_the_grid_holds_pages_and_searches_every_match():
 def test_csv_exports_every_match_after_every_run_not_the_page():
     events, query = many_matches()
     wb = Workbench(events, query=query)
-    for _ in range(2):                           # the button is there after each run, not only the first
+    for _ in range(2):  # the button is there after each run, not only the first
         wb.run()
         assert wb.results.grid.csv_name
         exported = csv_of(wb.results.grid)
         assert len(exported) == N and exported["match"].tolist() == list(range(N))
-    wb.results.grid.search = "B"                 # every row binds a B: all kept
+    wb.results.grid.search = "B"  # every row binds a B: all kept
     assert len(csv_of(wb.results.grid)) == N
     wb.results.fields = ["v"]
-    wb.results.grid.search = "10299"             # 102990..102999
+    wb.results.grid.search = "10299"  # 102990..102999
     assert sorted(csv_of(wb.results.grid)["a.v"]) == list(range(102990, 103000))
 
 
@@ -76,7 +77,7 @@ def test_picking_on_the_timeline_pages_the_grid_to_the_match():
     wb.timeline.selected = 1234
     grid = wb.results.grid
     assert grid.selected == 1234 and 1234 in grid.ids and grid.page == 123
-    grid.selected = 7                            # a row clicked in the page
+    grid.selected = 7  # a row clicked in the page
     assert wb.selected == 7 and wb.timeline.selected == 7
 
 
@@ -87,7 +88,7 @@ def test_the_events_tab_pages_every_event_and_follows_the_pick():
     wb.tabs.selected_index = wb.tabs.titles.index("Events")
     table = wb.events_table
     assert table.count == len(events) and table.columns[:3] == ["position", "type", "ts"]
-    wb.selected = 2000                            # match 2000 is events 4000, 4001
+    wb.selected = 2000  # match 2000 is events 4000, 4001
     assert table.selected == 4000 and 4000 in table.ids
 
 

@@ -1,4 +1,5 @@
 """RewriteView without a browser: step through NEEL rewritings ([LIU] §5.2) by the model's traits."""
+
 import cepkit
 from cepkit.widgets import RewriteView
 
@@ -49,6 +50,7 @@ def test_an_inexact_step_is_flagged():
 def test_the_workbench_has_a_rewrite_tab():
     from cepkit.widgets import Workbench
     from cepkit.widgets.workbench import TABS
+
     wb = Workbench([{"type": "A", "ts": 0}, {"type": "D", "ts": 1}], query="SEQ(A a, !OR(B b, C c), D d)")
     wb.run()
     wb.tabs.selected_index = TABS.index("Rewrite")
@@ -58,8 +60,12 @@ def test_the_workbench_has_a_rewrite_tab():
 
 def test_given_events_both_forms_are_run_side_by_side():
     """The query and its normal form on the same stream."""
-    events = [{"type": t, "ts": ts} for ts, t in enumerate(["Recycle", "Washing", "Sharpening", "Checking",
-                                                             "Operating", "Recycle", "Washing", "Operating"])]
+    events = [
+        {"type": t, "ts": ts}
+        for ts, t in enumerate(
+            ["Recycle", "Washing", "Sharpening", "Checking", "Operating", "Recycle", "Washing", "Operating"]
+        )
+    ]
     view = RewriteView(Q1, events=events)
     assert "On 8 events: the query 4 matches, the normal form 4: the same matches." in view.summary.value
 
@@ -67,6 +73,7 @@ def test_given_events_both_forms_are_run_side_by_side():
 def test_every_rule_has_a_one_line_description_shown_with_it():
     from cepkit.lang.rewrite import RULES
     from cepkit.widgets.rewrite_view import RULE_TEXT
+
     assert set(RULES) <= set(RULE_TEXT) and all("\n" not in text for text in RULE_TEXT.values())
     view = RewriteView(EX25)
     for k, step in enumerate(view.rewriting.steps, 1):
@@ -81,4 +88,4 @@ def test_long_queries_print_one_branch_per_line_and_never_break_words():
     shown = view.summary.value
     assert shown.count("<br>OR ") == branches - 1 == 3 and "<br>RETURN e1, e4, e7" in shown
     assert "word-break:normal" in shown and "break-all" not in shown
-    assert view.direction.style.button_width == "auto"                  # toggle labels are not cut
+    assert view.direction.style.button_width == "auto"  # toggle labels are not cut

@@ -1,12 +1,16 @@
 """ScenarioView: its controls make the scenario they show, and its stream reaches a Workbench whole."""
+
 import dataclasses
 
 import cepkit
 from cepkit.simulate import Scenario, choice, uniform
 from cepkit.widgets import ScenarioView
 
-SHOP = (Scenario(seed=3, duration=1800).add("AddToCart", rate="2/min", user=choice(range(10)))
-        .add("Checkout", rate="1/min", user=choice(range(10)), total=uniform(5, 90)))
+SHOP = (
+    Scenario(seed=3, duration=1800)
+    .add("AddToCart", rate="2/min", user=choice(range(10)))
+    .add("Checkout", rate="1/min", user=choice(range(10)), total=uniform(5, 90))
+)
 QUERY = "PATTERN SEQ(AddToCart a, !Checkout c) WITHIN 5 min PARTITION BY user"
 
 

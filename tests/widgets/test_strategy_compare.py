@@ -1,5 +1,6 @@
 """StrategyCompare on the worked examples of [CEL] §2 ("Selection strategies on S"); its one figure,
 its table, background runs and Cancel."""
+
 import time
 
 import pandas as pd
@@ -13,8 +14,13 @@ from cel_formulas import PHI1, PHI3
 def test_phi1_under_each_cel_strategy(farm_either):
     compare = StrategyCompare(PHI1, farm_either, strategies=("ALL", "STRICT", "NEXT", "LAST", "MAX"))
     positions = {s: set(run.matches.positions()) for s, run in compare.runs.items()}
-    assert positions == {"ALL": {(1, 2), (1, 8), (5, 8)}, "STRICT": {(1, 2)}, "NEXT": {(1, 2), (1, 8)},
-                         "LAST": {(1, 2), (5, 8)}, "MAX": {(1, 2), (1, 8), (5, 8)}}
+    assert positions == {
+        "ALL": {(1, 2), (1, 8), (5, 8)},
+        "STRICT": {(1, 2)},
+        "NEXT": {(1, 2), (1, 8)},
+        "LAST": {(1, 2), (5, 8)},
+        "MAX": {(1, 2), (1, 8), (5, 8)},
+    }
     assert compare.counts() == {"ALL": 3, "STRICT": 1, "NEXT": 2, "LAST": 2, "MAX": 3}
 
 
@@ -33,11 +39,11 @@ def test_one_figure_a_row_per_strategy_on_a_shared_time_axis_agreeing_with_the_o
     rows = [t for t in compare.figure.data if t.name in compare.runs]
     assert [t.name for t in rows] == list(cepkit.widgets.STRATEGIES)
     assert {t.xaxis for t in rows} == {f"x{i}" if i > 1 else "x" for i in range(1, 8)}
-    assert all(layout[f"xaxis{i}"].matches == "x7" for i in range(1, 7))           # zoom one, zoom all
+    assert all(layout[f"xaxis{i}"].matches == "x7" for i in range(1, 7))  # zoom one, zoom all
     for strategy, trace in zip(compare.runs, rows):
         oracle = cepkit.match(PHI1, farm, engine="reference", strategy=strategy)
         assert compare.runs[strategy].matches.positions() == oracle.positions()
-        assert sum(x is None for x in trace.x) == len(oracle)                      # one polyline per match
+        assert sum(x is None for x in trace.x) == len(oracle)  # one polyline per match
         assert f"<td><b>{strategy}</b></td><td class='num'>{len(oracle)}</td>" in compare.table.value
     titles = [a.text for a in layout.annotations]
     assert "<b>STRICT</b>: 1 match (" in titles[4] and "<b>ALL</b>: 3 matches (" in titles[0]
@@ -68,8 +74,9 @@ def test_progress_counts_strategies_and_hides_when_done(farm):
 
 
 def long_stream(n: int = 4500) -> pd.DataFrame:
-    return pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
-                         "v": [i // 3 % 5 for i in range(n // 3 * 3)]})
+    return pd.DataFrame(
+        {"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3), "v": [i // 3 % 5 for i in range(n // 3 * 3)]}
+    )
 
 
 def test_background_runs_report_progress_and_give_the_same_counts():
@@ -77,17 +84,17 @@ def test_background_runs_report_progress_and_give_the_same_counts():
     query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
     compare = StrategyCompare(query, events, strategies=["ALL", "NEXT"], background=True)
     compare.wait(120)
-    assert compare.counts() == {s: len(cepkit.match(query, events, strategy=s))
-                                for s in ("ALL", "NEXT")}
+    assert compare.counts() == {s: len(cepkit.match(query, events, strategy=s)) for s in ("ALL", "NEXT")}
     assert compare.figure is not None and not compare.cancelled
 
 
 def test_cancel_stops_and_keeps_what_finished():
     events = long_stream(30000)
-    compare = StrategyCompare("SEQ(A a, B b) WHERE a.v = b.v WITHIN 4", events,
-                              strategies=["ALL", "NEXT", "LAST", "MAX"], background=True)
+    compare = StrategyCompare(
+        "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4", events, strategies=["ALL", "NEXT", "LAST", "MAX"], background=True
+    )
     deadline = time.monotonic() + 60
-    while not compare.runs and time.monotonic() < deadline:      # let one strategy finish
+    while not compare.runs and time.monotonic() < deadline:  # let one strategy finish
         time.sleep(0.05)
     compare.cancel()
     compare.wait(60)
@@ -95,13 +102,13 @@ def test_cancel_stops_and_keeps_what_finished():
     assert "not run" in compare.table.value
 
 
-
 def test_a_long_query_is_not_the_figure_title():
     """The table above the figure shows the query (wrapped by the page); a long one in the figure's one-line
     title ran off its right edge (notebook 03's SES query)."""
     conditions = " and ".join(f"a.v < {k}" for k in range(30))
-    compare = StrategyCompare(f"SEQ(A a, B b) WHERE {conditions}", [{"type": "A", "v": 0}, {"type": "B"}],
-                              strategies=["ALL"])
+    compare = StrategyCompare(
+        f"SEQ(A a, B b) WHERE {conditions}", [{"type": "A", "v": 0}, {"type": "B"}], strategies=["ALL"]
+    )
     assert "a.v" not in compare.figure.layout.title.text and "a.v &lt; 29" in compare.table.value
 
 

@@ -1,5 +1,6 @@
 """MatchTimeline without a browser: traces, colours and groups, selection (set or clicked), sampling,
 aggregation, time zones, retractions."""
+
 import pandas as pd
 import pytest
 import traitlets
@@ -26,8 +27,16 @@ def drawn_matches(timeline) -> set:
 
 def test_lanes_follow_first_appearance_and_every_event_is_drawn(farm):
     timeline = MatchTimeline(farm, PHI1)
-    assert [t.name for t in timeline.figure.data] == ["event density", "events", "withdrawn", "match #0",
-                                                     "match #1", "match #2", "late insertions", "selected"]
+    assert [t.name for t in timeline.figure.data] == [
+        "event density",
+        "events",
+        "withdrawn",
+        "match #0",
+        "match #1",
+        "match #2",
+        "late insertions",
+        "selected",
+    ]
     assert timeline.figure.layout.yaxis.ticktext == ("T", "H")
     events = timeline.trace("events")
     assert list(events.x) == list(range(9))
@@ -40,7 +49,7 @@ def test_each_match_is_a_polyline_through_its_events_in_order(farm):
     traces = timeline.match_traces()
     assert [list(t.x) for t in traces] == [[1, 2, None], [1, 8, None], [5, 8, None]]
     assert [list(t.customdata) for t in traces] == [[0, 0, None], [1, 1, None], [2, 2, None]]
-    assert len({t.line.color for t in traces}) == 3                   # a colour per match
+    assert len({t.line.color for t in traces}) == 3  # a colour per match
     # matches sharing an event (8) are drawn apart, each near its events' lanes
     y_of_8 = [y for t in traces for x, y in points(t) if x == 8]
     assert len(set(y_of_8)) == 2 and all(abs(y - 1) < 0.3 for y in y_of_8)
@@ -79,7 +88,7 @@ def test_clicking_a_match_selects_it_and_an_event_does_not(farm, click):
     click(timeline.plot, names.index("match #1"), 1)
     assert timeline.selected == 1
     selected = timeline.plot.figure["data"][names.index("selected")]
-    assert [x for x in selected["x"] if x is not None] == [1, 8]       # the page was sent the highlighted match
+    assert [x for x in selected["x"] if x is not None] == [1, 8]  # the page was sent the highlighted match
     click(timeline.plot, names.index("selected"), 0)
     assert timeline.selected == 1
 
@@ -109,7 +118,7 @@ def test_many_events_are_aggregated_and_the_title_says_so():
     events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
     matches = [cepkit.Match.of({"a": 10, "b": 11}), cepkit.Match.of({"a": 4000, "b": 4001})]
     timeline = MatchTimeline(events, matches, max_events=1000)
-    assert sorted(timeline.trace("events").x) == [10, 11, 4000, 4001]      # matched events stay individual
+    assert sorted(timeline.trace("events").x) == [10, 11, 4000, 4001]  # matched events stay individual
     density = timeline.trace("event density")
     assert 0 < len(density.x) <= 1000
     counted = sum(int(t.split()[0]) for t in density.hovertext)
@@ -118,13 +127,13 @@ def test_many_events_are_aggregated_and_the_title_says_so():
 
 
 def test_many_matches_are_sampled_over_the_whole_time_range_and_the_title_says_so(farm):
-    matches = [cepkit.Match.of({"x": i}) for i in reversed(range(9))]       # match k starts at ts 8 - k
+    matches = [cepkit.Match.of({"x": i}) for i in reversed(range(9))]  # match k starts at ts 8 - k
     timeline = MatchTimeline(farm, matches, max_matches=4)
     starts = sorted(8 - k for k in drawn_matches(timeline))
-    assert len(starts) == 4 and starts[0] == 0 and starts[-1] == 8         # both ends of the range
+    assert len(starts) == 4 and starts[0] == 0 and starts[-1] == 8  # both ends of the range
     assert "showing 4 of 9 matches, spread evenly" in timeline.figure.layout.title.text
     undrawn = next(k for k in range(9) if k not in drawn_matches(timeline))
-    timeline.selected = undrawn                # an undrawn match can still be selected
+    timeline.selected = undrawn  # an undrawn match can still be selected
     assert [x for x, _ in points(timeline.trace("selected"))] == [8 - undrawn]
 
 
@@ -158,7 +167,7 @@ def test_a_time_zone_moves_the_axis_to_its_clocks_and_a_bad_one_is_explained():
     events = pd.DataFrame({"type": ["A", "B"], "ts": pd.to_datetime(["2013-01-01 05:00", "2013-07-01 06:30"])})
     timeline = MatchTimeline(events, [cepkit.Match.of({"a": 0, "b": 1})], tz="America/New_York")
     x = [pd.Timestamp(v) for v in timeline.trace("events").x]
-    assert x == [pd.Timestamp("2013-01-01 00:00"), pd.Timestamp("2013-07-01 02:30")]     # EST, then EDT
+    assert x == [pd.Timestamp("2013-01-01 00:00"), pd.Timestamp("2013-07-01 02:30")]  # EST, then EDT
     assert "EDT" in timeline.trace("events").hovertext[1]
     assert timeline.figure.layout.xaxis.title.text == "ts (America/New_York)"
     timeline.zone.value = "Mars/Olympus"
@@ -175,7 +184,7 @@ def test_hovers_round_numbers_and_the_modebar_has_no_cloud_buttons():
     assert "v = 6.905<" in timeline.trace("match #0").hovertext[0] + "<"
     assert "sendDataToCloud" in FIGURE_CONFIG["modeBarButtonsToRemove"]
     assert timeline.plot.config == FIGURE_CONFIG
-    assert "withdrawn" not in timeline.figure.layout.title.text                   # no "· 0 withdrawn"
+    assert "withdrawn" not in timeline.figure.layout.title.text  # no "· 0 withdrawn"
     assert timeline.figure.layout.title.text == "1 event · 1 match"
 
 
@@ -200,7 +209,7 @@ def test_retractions_are_withdrawn_and_late_insertions_starred():
     timeline = MatchTimeline(events, matches)
     assert [x for x, _ in points(timeline.trace("withdrawn"))] == [1, 5]
     late = timeline.trace("late insertions")
-    assert [x for x, _ in points(late)] == [1, 3, 5]                          # logical order: A@1, B@3, C@5
+    assert [x for x, _ in points(late)] == [1, 3, 5]  # logical order: A@1, B@3, C@5
     assert [s for s, x in zip(late.marker.symbol, late.x) if x is not None] == ["circle", "star", "circle"]
     assert "1 withdrawn" in timeline.figure.layout.title.text
     assert len(timeline.matches) == 1
@@ -213,15 +222,20 @@ def test_no_matches(farm):
 
 def test_the_stack_engines_aggressive_mode_draws_retractions_and_late_insertions():
     # [LIU] ch. 3: A@1 and C@5 arrive, then the late B@3 and B@4, then C@6
-    events = [{"type": "A", "ts": 1}, {"type": "C", "ts": 5}, {"type": "B", "ts": 3}, {"type": "B", "ts": 4},
-              {"type": "C", "ts": 6}]
+    events = [
+        {"type": "A", "ts": 1},
+        {"type": "C", "ts": 5},
+        {"type": "B", "ts": 3},
+        {"type": "B", "ts": 4},
+        {"type": "C", "ts": 6},
+    ]
     negated = cepkit.match("SEQ(A a, !B b, C c) WITHIN 10", events, engine="stack", disorder="aggressive")
     timeline = MatchTimeline(events, negated)
-    assert len(timeline.matches) == 0                                # (0, 1) was emitted, then withdrawn
+    assert len(timeline.matches) == 0  # (0, 1) was emitted, then withdrawn
     assert [x for x, _ in points(timeline.trace("withdrawn"))] == [1, 5]
     positive = cepkit.match("SEQ(A a, B b, C c) WITHIN 10", events, engine="stack", disorder="aggressive")
     timeline = MatchTimeline(events, positive)
     late = timeline.trace("late insertions")
-    assert sum(x is None for x in late.x) == len(positive.deltas) == 4   # every delta uses a late B
+    assert sum(x is None for x in late.x) == len(positive.deltas) == 4  # every delta uses a late B
     starred = {x for x, s in zip(late.x, late.marker.symbol) if s == "star"}
     assert starred == {3, 4}

@@ -1,4 +1,5 @@
 """Workbench without a browser: type in the editor, pick, press Run through the model, read the widgets."""
+
 import re
 import keyword
 
@@ -35,7 +36,7 @@ def test_attributes_are_checked_against_the_stream_as_you_type(farm):
     wb.editor.value = "T AS x FILTER x.tmpp > 40"
     assert wb.run_button.disabled
     assert "unknown attribute &#x27;tmpp&#x27;" in wb.diagnostics.value and "✓" not in wb.diagnostics.value
-    assert "tmp" in wb.diagnostics.value and "^" in wb.diagnostics.value             # what the events have
+    assert "tmp" in wb.diagnostics.value and "^" in wb.diagnostics.value  # what the events have
     wb.editor.value = "T AS x FILTER x.tmp > 40"
     assert not wb.run_button.disabled and "✓" in wb.diagnostics.value and "color:#b00" not in wb.diagnostics.value
 
@@ -51,8 +52,11 @@ def test_run_fills_the_results_grid_and_the_timeline(farm):
     assert wb.matches.positions() == cepkit.match(PHI1, farm, engine="reference").positions()
     frame = wb.results_frame()
     assert frame["positions"].tolist() == ["1, 2", "1, 8", "5, 8"]
-    assert frame[["x", "y", "x.type", "y.type"]].values.tolist() == [[1, 2, "T", "H"], [1, 8, "T", "H"],
-                                                                     [5, 8, "T", "H"]]
+    assert frame[["x", "y", "x.type", "y.type"]].values.tolist() == [
+        [1, 2, "T", "H"],
+        [1, 8, "T", "H"],
+        [5, 8, "T", "H"],
+    ]
     assert frame["start"].tolist() == [1, 1, 5] and frame["end"].tolist() == [2, 8, 8]
     assert "3 matches" in wb.status.value and wb.matches.engine in wb.status.value
     assert wb.results.layout.display is None and wb.results.grid.count == 3
@@ -66,7 +70,7 @@ def test_chosen_fields_become_columns_and_unknown_ones_are_explained(farm):
     wb.results.fields = ["tmp", "id"]
     frame = wb.results_frame()
     assert frame["x.tmp"].tolist() == [45, 45, 42] and frame["y.id"].tolist() == [0, 0, 0]
-    assert "y.tmp" not in frame.columns                            # H events have no tmp
+    assert "y.tmp" not in frame.columns  # H events have no tmp
     with pytest.raises(ValueError, match="unknown field.*'pressure'.*the events have"):
         wb.results.fields = ["pressure"]
 
@@ -74,7 +78,7 @@ def test_chosen_fields_become_columns_and_unknown_ones_are_explained(farm):
 def test_results_grid_and_timeline_select_together(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
-    wb.results.grid.selected = 1                                   # a row picked in the browser
+    wb.results.grid.selected = 1  # a row picked in the browser
     assert wb.timeline.selected == 1 and wb.selected == 1 and "match #1" in wb.timeline.details.value
     assert wb.selected_match.positions == (1, 8)
     assert wb.selected_events()["type"].tolist() == ["T", "H"]
@@ -82,7 +86,7 @@ def test_results_grid_and_timeline_select_together(farm):
     assert wb.results.grid.selected == 2 and wb.selected == 2
     wb.timeline.selected = None
     assert wb.results.grid.selected is None and wb.selected is None and wb.selected_events().empty
-    wb.selected = 0                                                # picked from code (or by another view)
+    wb.selected = 0  # picked from code (or by another view)
     assert wb.results.grid.selected == 0 and wb.timeline.selected == 0
     with pytest.raises(traitlets.TraitError, match="0..2"):
         wb.selected = 3
@@ -111,6 +115,7 @@ def test_export_puts_the_rows_in_a_notebook_variable_and_refuses_bad_names(farm,
 
     class Shell:
         user_ns = namespace
+
     monkeypatch.setattr("IPython.get_ipython", lambda: Shell)
     wb.results.export_name.value = "rows"
     wb.results.export_button.click()
@@ -157,16 +162,17 @@ def test_errors_that_need_the_data_show_before_run(farm):
 
 def test_long_runs_show_progress_and_give_the_batch_result():
     n = PROGRESS_MIN_EVENTS * 3 + 700
-    events = pd.DataFrame({"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3),
-                           "v": [i // 3 % 5 for i in range(n // 3 * 3)]})
+    events = pd.DataFrame(
+        {"type": ["A", "B", "C"] * (n // 3), "ts": range(n // 3 * 3), "v": [i // 3 % 5 for i in range(n // 3 * 3)]}
+    )
     query = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4"
     oracle = cepkit.match(query, events, engine="reference").positions()
-    for engine in ["stack", "reference"]:           # stack: slices of columns; reference: one batch
+    for engine in ["stack", "reference"]:  # stack: slices of columns; reference: one batch
         seen = []
         run = run_query(query, events, engine=engine, progress=lambda done, total: seen.append((done, total)))
         assert seen[0] == (0, len(events)) and seen[-1] == (len(events), len(events))
         assert [d for d, _ in seen] == sorted(d for d, _ in seen)
-        assert len(seen) == 2 if engine == "reference" else len(seen) > 2     # slices: progress between them
+        assert len(seen) == 2 if engine == "reference" else len(seen) > 2  # slices: progress between them
         assert run.matches.positions() == oracle and len(oracle) == n // 3
     wb = Workbench(events, query=query)
     wb.run()
@@ -183,18 +189,23 @@ def test_a_cancelled_run_stops_at_once_and_keeps_the_last_run():
         calls.append(done)
         if len(calls) == 2:
             raise Cancelled()
+
     with pytest.raises(Cancelled):
         run_query("SEQ(A a, B b) WITHIN 1", events, engine="stack", progress=cancel_at_second)
-    assert len(calls) == 2 and calls[1] < n                  # no slice pushed after the Cancel
+    assert len(calls) == 2 and calls[1] < n  # no slice pushed after the Cancel
     wb = Workbench(events, query="SEQ(A a, B b) WITHIN 1")
     first = wb.run()
     states = []
-    wb.progress.observe(lambda change: states.append((wb.run_button.disabled, wb.cancel_button.layout.display,
-                                                      wb.status.value)), "value")
+    wb.progress.observe(
+        lambda change: states.append((wb.run_button.disabled, wb.cancel_button.layout.display, wb.status.value)),
+        "value",
+    )
     wb.progress.observe(lambda change: wb.cancel() if change["new"] > 0 else None, "value")
-    assert wb.run() is None                                  # cancelled after its first slice
-    assert states and all(disabled and shown is None and "running" in status and "</b> by engine" not in status
-                          for disabled, shown, status in states)
+    assert wb.run() is None  # cancelled after its first slice
+    assert states and all(
+        disabled and shown is None and "running" in status and "</b> by engine" not in status
+        for disabled, shown, status in states
+    )
     assert "cancelled" in wb.status.value and "last run" in wb.status.value
     assert wb.last_run is first and not wb.running and not wb.run_button.disabled
     assert wb.cancel_button.layout.display == "none"
@@ -212,7 +223,7 @@ def test_the_run_button_runs_a_long_stream_in_the_background():
 def test_tabs_build_their_views_when_opened(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
-    assert wb.strategy_compare is None                      # seven runs wait until the tab is opened
+    assert wb.strategy_compare is None  # seven runs wait until the tab is opened
     wb.tabs.selected_index = TABS.index("Strategies")
     assert wb.strategy_compare.counts()["NEXT"] == 2
     assert "<b>sequence</b>" in wb.engines_table.value
@@ -261,7 +272,7 @@ def test_a_misspelt_event_type_is_named_as_you_type_with_the_closest_one():
     events = [{"type": "fog", "ts": 0}, {"type": "DELAYED_DEPARTURE", "ts": 1, "dep_delay": 90}]
     wb = Workbench(events)
     assert set(re.findall(r"[\w/.-]+\.md", wb.diagnostics.value)) == {"docs/language.md"}  # the only page named
-    assert "<code>fog AS x ; DELAYED_DEPARTURE AS y</code>" in wb.diagnostics.value    # the stream's own types
+    assert "<code>fog AS x ; DELAYED_DEPARTURE AS y</code>" in wb.diagnostics.value  # the stream's own types
     wb.editor.value = "FOG f ; DELAYED_DEPARTUER d"
     shown = wb.diagnostics.value
     assert "✓" not in shown and "did you mean &#x27;fog&#x27;?" in shown
@@ -278,18 +289,19 @@ def test_the_views_follow_the_picked_match_in_one_time_zone():
     """issue 21: Automaton stepped the first 200 events and Events showed the first 10,000 whatever was picked,
     the timeline did not zoom to the pick, and Explain showed UTC where the grid and timeline used ``tz``."""
     n = 3000
-    events = pd.DataFrame({"type": ["A", "B"] * (n // 2),
-                           "ts": pd.date_range("2013-06-01", periods=n, freq="1min", tz="UTC")})
+    events = pd.DataFrame(
+        {"type": ["A", "B"] * (n // 2), "ts": pd.date_range("2013-06-01", periods=n, freq="1min", tz="UTC")}
+    )
     wb = Workbench(events, query="SEQ(A a, B b) WITHIN 2 min", tz="America/New_York")
     wb.run()
-    wb.selected = 1200                                          # events 2400 and 2401
+    wb.selected = 1200  # events 2400 and 2401
     zoom = [pd.Timestamp(x) for x in wb.timeline.figure.layout.xaxis.range]
-    assert zoom[0] < pd.Timestamp("2013-06-02 12:00") < pd.Timestamp("2013-06-02 12:01") < zoom[1]   # EDT
+    assert zoom[0] < pd.Timestamp("2013-06-02 12:00") < pd.Timestamp("2013-06-02 12:01") < zoom[1]  # EDT
     assert zoom[1] - zoom[0] < pd.Timedelta("2h")
     wb.tabs.selected_index = TABS.index("Automaton")
     view = wb.automaton_view
     assert view.steps[0].position <= 2400 < view.steps[-1].position and "around the picked match" in view.notes[0]
-    assert view.steps[view.step - 1].position == 2400                    # opened at the match's first event
+    assert view.steps[view.step - 1].position == 2400  # opened at the match's first event
     wb.tabs.selected_index = TABS.index("Events")
     assert 2400 in wb.events_table.ids and wb.events_table.selected == 2400
     wb.tabs.selected_index = TABS.index("Explain")

@@ -18,6 +18,7 @@ The stages, one module each (as in CORE, the authors' later engine):
 ...              engine="automaton").positions()
 [(1, 2), (1, 8), (5, 8)]
 """
+
 from __future__ import annotations
 
 from ...lang.query import Query
@@ -28,27 +29,49 @@ from .inspect import Automaton, automaton
 class AutomatonEngine(Engine):
     name = "automaton"
     rank = 10
-    features = frozenset({
-        "sequence", "or", "kleene", "nested_kleene", "nesting", "unary_conditions", "condition_items",
-        # binary conditions: only equalities PARTITION BY guarantees; compile rejects the others
-        "binary_conditions",
-        # unary filters on an enclosing variable (CEL φ5): Theorem 2's pop-up
-        "correlated_filters",
-        "time_window", "event_window", "partition", "consume", "projection", "any_type", "hierarchy",
-        "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:NEXT", "strategy:LAST", "strategy:MAX",
-        # STRICT(...) inside a pattern (linear, Theorem 4); NEXT/LAST/MAX inside one filter the matches
-        # (compile.nested_selections says when)
-        "nested_strategy",
-    })
-    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
-    options = frozenset({"enumeration"})     # "ordered" (default) or "constant-delay" (plan.build_plan)
-    description = ("CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
-                   "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms ([CEL])")
+    features = frozenset(
+        {
+            "sequence",
+            "or",
+            "kleene",
+            "nested_kleene",
+            "nesting",
+            "unary_conditions",
+            "condition_items",
+            # binary conditions: only equalities PARTITION BY guarantees; compile rejects the others
+            "binary_conditions",
+            # unary filters on an enclosing variable (CEL φ5): Theorem 2's pop-up
+            "correlated_filters",
+            "time_window",
+            "event_window",
+            "partition",
+            "consume",
+            "projection",
+            "any_type",
+            "hierarchy",
+            "strategy:STRICT",
+            "strategy:PARTITION_STRICT",
+            "strategy:NEXT",
+            "strategy:LAST",
+            "strategy:MAX",
+            # STRICT(...) inside a pattern (linear, Theorem 4); NEXT/LAST/MAX inside one filter the matches
+            # (compile.nested_selections says when)
+            "nested_strategy",
+        }
+    )
+    disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
+    options = frozenset({"enumeration"})  # "ordered" (default) or "constant-delay" (plan.build_plan)
+    description = (
+        "CEL compiled to a complex event automaton, lazily determinized; constant update per event, "
+        "output-linear enumeration, NEXT/LAST/MAX/STRICT algorithms ([CEL])"
+    )
 
     def compile(self, query: Query, **options) -> Plan:
         from .plan import build_plan
-        return build_plan(query, lambda node, what: self.unsupported(query, node, what),
-                          options.get("enumeration", "ordered"))
+
+        return build_plan(
+            query, lambda node, what: self.unsupported(query, node, what), options.get("enumeration", "ordered")
+        )
 
 
 register(AutomatonEngine())

@@ -23,6 +23,7 @@ positions only.
 >>> print(cepkit.pretty(lp_normal(q)))
 (T AS x FILTER x.tmp > 40 and x.id = 0) ; (H AS y FILTER y.hum < 25 and y.id = 0)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -51,6 +52,7 @@ RANKED = ("NEXT", "LAST", "MAX")
 class Transition:
     """``src --guard/mark--> dst``; ``mark`` True is • (the event joins the complex event), False is ◦.
     ``var`` is the variable a • transition binds (None for ◦ and for anonymous atoms)."""
+
     src: int
     dst: int
     guard: Guard
@@ -62,6 +64,7 @@ class Transition:
 class CEA:
     """A complex event automaton with states ``0..n_states-1``; a run accepts when it reaches a final
     state by a • transition ([CEL] §6-7)."""
+
     n_states: int
     initial: int
     finals: frozenset
@@ -100,8 +103,7 @@ def check_fragment(query, unsupported: Unsupported) -> None:
         if isinstance(node, A.Agg):
             raise unsupported(node, "aggregates")
         if isinstance(node, A.Prev) or (isinstance(node, A.Attr) and node.index is not None):
-            raise unsupported(node, "conditions between iterations of a Kleene variable (prev, b[i], first, "
-                                    "last)")
+            raise unsupported(node, "conditions between iterations of a Kleene variable (prev, b[i], first, last)")
 
 
 def nested_selections(query, unsupported: Unsupported) -> tuple:
@@ -171,8 +173,10 @@ def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pa
     """The query's pattern (WHERE and condition items included) in LP-normal form: every filter is a
     ``Filter(Atom, condition on the atom's variable)``. None when the pattern can never match."""
     if unsupported is None:
+
         def unsupported(node, what):
             return QueryError.at(node, f"the automaton cannot run {what}", query.text)
+
     pattern = _split_filters(query.scoped, set(query.partition_by), unsupported)
     while pattern is not None:
         path = _conditional_filter(pattern)
@@ -180,8 +184,11 @@ def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pa
             break
         pattern = _pop_up(pattern, path, unsupported)
         if pattern is not None and sum(1 for _ in pattern.walk()) > LP_NORMAL_LIMIT:
-            raise unsupported(query.ast.pattern, f"this formula: its LP-normal form grows past {LP_NORMAL_LIMIT} "
-                                                 "nodes (each conditional filter can double it, Theorem 2)")
+            raise unsupported(
+                query.ast.pattern,
+                f"this formula: its LP-normal form grows past {LP_NORMAL_LIMIT} "
+                "nodes (each conditional filter can double it, Theorem 2)",
+            )
     if pattern is None:
         return None
     return _push_down(pattern, {}, unsupported)
@@ -193,18 +200,21 @@ def _literal_var(lit: A.Expr) -> str:
 
 def _split_filters(pattern: A.Pattern, partition_keys: set, unsupported: Unsupported) -> Optional[A.Pattern]:
     """Every ``ψ FILTER c`` as an OR over the disjuncts of c, each a chain of one-literal filters."""
+
     def split(node):
         if not isinstance(node, A.Filter):
             return node
         branches = []
         for conjunction in _dnf(_partition_equalities(node.cond, partition_keys)):
             branch = node.pattern
-            for lit in reversed(conjunction):          # the first literal ends up outermost
+            for lit in reversed(conjunction):  # the first literal ends up outermost
                 predicate = lit.arg if isinstance(lit, A.BoolNot) else lit
                 names = A.variables_in(predicate)
                 if len(names) > 1:
-                    raise unsupported(predicate, "conditions between two variables (correlation); only equality "
-                                                 "on a PARTITION BY attribute is")
+                    raise unsupported(
+                        predicate,
+                        "conditions between two variables (correlation); only equality on a PARTITION BY attribute is",
+                    )
                 if not names:
                     if not _constant_holds(lit, unsupported):
                         branch = _Unsat()
@@ -228,13 +238,24 @@ def _constant_holds(literal, unsupported) -> bool:
 
 def _partition_equalities(cond: A.Expr, keys: set) -> A.Expr:
     """``x.k = y.k`` with k a PARTITION BY attribute compares two equal values: ``x.k = x.k and y.k = y.k``."""
+
     def rewrite(node):
-        if (isinstance(node, A.Compare) and node.op == "=" and isinstance(node.left, A.Attr)
-                and isinstance(node.right, A.Attr) and node.left.attr == node.right.attr
-                and node.left.attr in keys and node.left.var != node.right.var):
-            return A.BoolOp("and", tuple(A.Compare("=", side, side, span=node.span)
-                                         for side in (node.left, node.right)), span=node.span)
+        if (
+            isinstance(node, A.Compare)
+            and node.op == "="
+            and isinstance(node.left, A.Attr)
+            and isinstance(node.right, A.Attr)
+            and node.left.attr == node.right.attr
+            and node.left.attr in keys
+            and node.left.var != node.right.var
+        ):
+            return A.BoolOp(
+                "and",
+                tuple(A.Compare("=", side, side, span=node.span) for side in (node.left, node.right)),
+                span=node.span,
+            )
         return node
+
     return cond.transform(rewrite)
 
 
@@ -258,6 +279,7 @@ def _dnf(cond: A.Expr) -> list:
 
 def _simplify(node) -> Optional[A.Pattern]:
     """Remove unsatisfiable sub-patterns: a sequence or iteration with one has no match; an OR drops it."""
+
     def step(n):
         if isinstance(n, A.Or):
             items = tuple(i for i in n.items if not isinstance(i, _Unsat))
@@ -269,6 +291,7 @@ def _simplify(node) -> Optional[A.Pattern]:
         if isinstance(n, (A.Plus, A.Filter, A.Strategy)) and isinstance(n.pattern, _Unsat):
             return _Unsat()
         return n
+
     out = node.transform(step)
     return None if isinstance(out, _Unsat) else out
 
@@ -344,8 +367,11 @@ def _push_down(node, pending: dict, unsupported: Unsupported):
         lits = pending.get(node.var, ()) if node.var else ()
         for lit, under_plus in lits:
             if under_plus and isinstance(lit, A.BoolNot):
-                raise unsupported(lit, f"a negated condition on Kleene variable {node.var!r} outside its "
-                                       "iteration (it asks for some event, not each)")
+                raise unsupported(
+                    lit,
+                    f"a negated condition on Kleene variable {node.var!r} outside its "
+                    "iteration (it asks for some event, not each)",
+                )
         cond = A.conjoin(dict.fromkeys(lit for lit, _ in lits))
         return node if cond is None else A.Filter(node, cond, span=node.span)
     if isinstance(node, A.Plus):
@@ -363,8 +389,8 @@ class _EpsilonCEA:
     def __init__(self, hierarchy):
         self.hierarchy = hierarchy
         self.n_states = 0
-        self.edges: list = []     # (src, dst, guard, mark, var)
-        self.eps: list = []       # (src, dst)
+        self.edges: list = []  # (src, dst, guard, mark, var)
+        self.eps: list = []  # (src, dst)
 
     def state(self) -> int:
         self.n_states += 1
@@ -375,7 +401,7 @@ class _EpsilonCEA:
         if isinstance(node, (A.Atom, A.Filter)):
             atom, cond = (node.pattern, node.cond) if isinstance(node, A.Filter) else (node, None)
             q_in, q_out = self.state(), self.state()
-            self.edges.append((q_in, q_in, Guard(), False, None))             # skip anything before it
+            self.edges.append((q_in, q_in, Guard(), False, None))  # skip anything before it
             self.edges.append((q_in, q_out, self._guard(atom, cond), True, atom.var))
             return q_in, q_out
         if isinstance(node, A.Seq):
@@ -395,12 +421,12 @@ class _EpsilonCEA:
             return i, o
         if node.name in STRICT:
             return self._strict(node.pattern)
-        return self.build(node.pattern)       # ALL, or NEXT/LAST/MAX applied to the matches (Program)
+        return self.build(node.pattern)  # ALL, or NEXT/LAST/MAX applied to the matches (Program)
 
     def _guard(self, atom: A.Atom, cond) -> Guard:
         if atom.type is None:
             types = None
-        elif self.hierarchy is not None and self.hierarchy.attribute is None:   # a concept of event types
+        elif self.hierarchy is not None and self.hierarchy.attribute is None:  # a concept of event types
             types = frozenset(self.hierarchy.covers(atom.type))
         else:
             types = frozenset({atom.type})
@@ -416,8 +442,10 @@ class _EpsilonCEA:
         self.n_states += 2 * inner.n_states
         for src, dst, guard, mark, var in inner.edges:
             if mark:
-                self.edges += [(base0 + src, base1 + dst, guard, mark, var),
-                               (base1 + src, base1 + dst, guard, mark, var)]
+                self.edges += [
+                    (base0 + src, base1 + dst, guard, mark, var),
+                    (base1 + src, base1 + dst, guard, mark, var),
+                ]
             else:
                 self.edges.append((base0 + src, base0 + dst, guard, mark, var))
         for src, dst in inner.eps:
@@ -480,8 +508,12 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
                 todo.append(src)
     kept = [p for p in order if p in useful or p == initial]
     number = {p: i for i, p in enumerate(kept)}
-    transitions = tuple(Transition(number[p], number[dst], guard, mark, var if mark else None)
-                        for p in kept for dst, guard, mark, var in delta[p] if dst in number)
+    transitions = tuple(
+        Transition(number[p], number[dst], guard, mark, var if mark else None)
+        for p in kept
+        for dst, guard, mark, var in delta[p]
+        if dst in number
+    )
     return CEA(len(kept), 0, frozenset(number[p] for p in kept if p in finals), transitions)
 
 
@@ -493,4 +525,3 @@ def compile_query(query, unsupported: Unsupported) -> tuple:
     nested = nested_selections(query, unsupported)
     pattern = lp_normal(query, unsupported)
     return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT), nested
-

@@ -13,6 +13,7 @@ enables no • transition is ``none``: such an event can only be skipped (the ``
 ``DetTable`` keeps the discovered part as numpy arrays for the compiled kernel, which asks for a missing
 entry by returning to Python (``fill``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,8 @@ import pandas as pd
 from .compile import CEA
 from .predicates import Alphabet
 
-UNKNOWN, DEAD = -1, -2   # table entries: not computed yet / no successor
-SLICE = 1 << 20          # events whose letters are looked up at once
+UNKNOWN, DEAD = -1, -2  # table entries: not computed yet / no successor
+SLICE = 1 << 20  # events whose letters are looked up at once
 
 
 class Letters:
@@ -31,7 +32,7 @@ class Letters:
     def __init__(self, cea: CEA, alphabet: Alphabet):
         self.cea = cea
         self.alphabet = alphabet
-        self.enabled: list = []        # letter id -> frozenset of enabled transition indices
+        self.enabled: list = []  # letter id -> frozenset of enabled transition indices
         self._by_enabled: dict = {}
         self._by_code: dict = {}
         # with type tests only, an event's letter is its type's: one lookup per event (the matcher's path)
@@ -47,8 +48,7 @@ class Letters:
         code = int(code)
         letter = self._by_code.get(code)
         if letter is None:
-            enabled = frozenset(i for i, t in enumerate(self.cea.transitions)
-                                if self.alphabet.holds(t.guard, code))
+            enabled = frozenset(i for i, t in enumerate(self.cea.transitions) if self.alphabet.holds(t.guard, code))
             letter = self._by_enabled.setdefault(enabled, len(self.enabled))
             if letter == len(self.enabled):
                 self.enabled.append(enabled)
@@ -65,7 +65,8 @@ class Letters:
             # and for indexing), 8 bytes per event where the codes take 1 or 2
             def slices():
                 for start in range(0, len(codes), SLICE):
-                    yield start, codes[start:start + SLICE].astype(np.intp, copy=False)
+                    yield start, codes[start : start + SLICE].astype(np.intp, copy=False)
+
             size = int(codes.max()) + 1
             present = np.flatnonzero(sum(np.bincount(part, minlength=size) for _, part in slices()))
             table = np.zeros(size, dtype=np.int32)
@@ -73,7 +74,7 @@ class Letters:
             # the smallest integers that hold the letter ids (the kernel reads int32 a batch at a time)
             out = np.empty(len(codes), np.min_scalar_type(-int(table.max()) - 1))
             for start, part in slices():
-                out[start:start + len(part)] = table[part]
+                out[start : start + len(part)] = table[part]
             return out
         inverse, unique = pd.factorize(codes)
         ids = np.array([self.of_code(c) for c in unique], dtype=np.int32)
@@ -134,7 +135,7 @@ class LazyDeterminizer:
         self.subsets: list = []
         self._index: dict = {}
         self.initial = self.state_of(frozenset({cea.initial}))
-        self.moves: dict = {}          # (subset id, letter) -> (◦ target or DEAD, ((var id, • target), ...))
+        self.moves: dict = {}  # (subset id, letter) -> (◦ target or DEAD, ((var id, • target), ...))
 
     def state_of(self, subset: frozenset) -> int:
         if subset not in self._index:
@@ -156,8 +157,10 @@ class LazyDeterminizer:
                 for dst, var in marks_of.get(q, ()):
                     marks.setdefault(var, set()).add(dst)
             target = self.state_of(frozenset(skip)) if skip else DEAD
-            self.moves[key] = (target, tuple((var, self.state_of(frozenset(dsts)))
-                                             for var, dsts in sorted(marks.items())))
+            self.moves[key] = (
+                target,
+                tuple((var, self.state_of(frozenset(dsts))) for var, dsts in sorted(marks.items())),
+            )
         return self.moves[key]
 
 
@@ -185,8 +188,7 @@ class DetTable:
 
     @property
     def arrays(self) -> tuple:
-        return (self.skip, self.move_start, self.move_count, self.move_var, self.move_dst, self.final,
-                self.settled)
+        return (self.skip, self.move_start, self.move_count, self.move_var, self.move_dst, self.final, self.settled)
 
     def fill(self, state: int, letter: int) -> None:
         """Compute δ(state, letter) into the arrays (growing them for new states or letters)."""
@@ -232,11 +234,11 @@ class DetTable:
 
 def _grown(array: np.ndarray, size: int) -> np.ndarray:
     out = np.zeros(size, dtype=array.dtype)
-    out[:len(array)] = array
+    out[: len(array)] = array
     return out
 
 
 def _grown2(array: np.ndarray, rows: int, cols: int, fill) -> np.ndarray:
     out = np.full((rows, cols), fill, dtype=array.dtype)
-    out[:array.shape[0], :array.shape[1]] = array
+    out[: array.shape[0], : array.shape[1]] = array
     return out

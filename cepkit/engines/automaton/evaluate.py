@@ -26,6 +26,7 @@ Decisions the spec leaves open, written down here:
   whole stream, or of that partition) is dropped; the matches completing at that event are all reported.
 - A time window holds when ``last ts − first ts ≤ w`` up to the same float tolerance the reference uses.
 """
+
 from __future__ import annotations
 
 import math
@@ -40,23 +41,38 @@ from ..unary import StreamColumns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
-from .nodes import (BOTTOM, NONE, compact, count_roots, enumerate_cursor, enumerate_roots, forward_room, new_arena,
-                    new_cursor, put_ext, put_initial, put_union, UNION_ROOM)
+from .nodes import (
+    BOTTOM,
+    NONE,
+    compact,
+    count_roots,
+    enumerate_cursor,
+    enumerate_roots,
+    forward_room,
+    new_arena,
+    new_cursor,
+    put_ext,
+    put_initial,
+    put_union,
+    UNION_ROOM,
+)
 
 OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
-ROOTS = 1 << 13   # completed lists of matches held before they are enumerated
-BATCH = 1 << 18   # events read from a finite stream per batch of the kernel's inputs
+ROOTS = 1 << 13  # completed lists of matches held before they are enumerated
+BATCH = 1 << 18  # events read from a finite stream per batch of the kernel's inputs
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset slot load")
-Batch.__doc__ = ("Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
-                 "just before (gap), whether a new sub-stream starts (reset); for a run with a ``RunsTable`` "
-                 "the slot of each event's sub-stream, and whether a sub-stream's runs are loaded from it at "
-                 "its reset (``load``) rather than started afresh (empty otherwise: ``UNKEYED``).")
+Batch.__doc__ = (
+    "Events for the kernel: position, letter, window key and limit, irrelevant events skipped "
+    "just before (gap), whether a new sub-stream starts (reset); for a run with a ``RunsTable`` "
+    "the slot of each event's sub-stream, and whether a sub-stream's runs are loaded from it at "
+    "its reset (``load``) rather than started afresh (empty otherwise: ``UNKEYED``)."
+)
 Runs = namedtuple("Runs", "state node n")
 Runs.__doc__ = "The active deterministic states and their lists of runs (nodes); ``n[0]`` are in use."
 Stored = namedtuple("Stored", "state node n")
 Stored.__doc__ = "Lists of runs of many sub-streams, one row (slot) each: ``state[s, :n[s]]``, ``node[s, :n[s]]``."
-UNKEYED = (np.zeros(0, np.int64), np.zeros(0, bool))      # ``Batch.slot`` and ``load`` of a batch without slots
+UNKEYED = (np.zeros(0, np.int64), np.zeros(0, bool))  # ``Batch.slot`` and ``load`` of a batch without slots
 Roots = namedtuple("Roots", "node emit key limit n")
 Roots.__doc__ = "Lists of complex events completed at ``emit``, waiting to be enumerated."
 Scratch = namedtuple("Scratch", "marked rest touched new_state new_node")
@@ -74,7 +90,7 @@ def _grown_runs(runs: Runs, capacity: int) -> Runs:
     if len(runs.state) >= capacity:
         return runs
     state, node = np.empty(capacity, np.int32), np.empty(capacity, np.int32)
-    state[:len(runs.state)], node[:len(runs.node)] = runs.state, runs.node
+    state[: len(runs.state)], node[: len(runs.node)] = runs.state, runs.node
     return Runs(state, node, runs.n)
 
 
@@ -126,13 +142,13 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
         letter = none if in_gap else ev_letter[i]
         pos = -1 if in_gap else ev_pos[i]
         key, limit = ev_key[i], ev_limit[i]
-        fresh = used                                   # nodes made by this step start here
+        fresh = used  # nodes made by this step start here
         n_touched = 0
         emitted = 0
         for k in range(n_runs):
             state, node = run_state[k], run_node[k]
             if key - node_start[node] > limit:
-                continue                               # every run of this list starts before the window
+                continue  # every run of this list starts before the window
             target = skip[state, letter]
             if target == UNKNOWN:
                 info[0], info[1] = state, letter
@@ -145,8 +161,9 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     break
                 dst = move_dst[m]
                 # the runs of this list, marking the event as the move's variable
-                extended = put_ext(node_pos, node_var, node_left, node_right, node_start, fresh, pos, move_var[m],
-                                   node, key)
+                extended = put_ext(
+                    node_pos, node_var, node_left, node_right, node_start, fresh, pos, move_var[m], node, key
+                )
                 fresh += 1
                 if marked[dst] == NONE:
                     if rest[dst] == NONE:
@@ -154,8 +171,9 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                         n_touched += 1
                     marked[dst] = extended
                 else:
-                    marked[dst] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
-                                            marked[dst], extended)
+                    marked[dst] = put_union(
+                        node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst], extended
+                    )
                     fresh += 1
             if status != OK:
                 break
@@ -168,13 +186,15 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 elif fresh + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
-                elif target == 0:       # the initial state: its list holds ⊥ (``nodes.put_initial``)
-                    rest[target] = put_initial(node_pos, node_var, node_left, node_right, node_start, fresh,
-                                               rest[target], node)
+                elif target == 0:  # the initial state: its list holds ⊥ (``nodes.put_initial``)
+                    rest[target] = put_initial(
+                        node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node
+                    )
                     fresh = rest[target] + 1
                 else:
-                    rest[target] = put_union(node_pos, node_var, node_left, node_right, node_start, fresh,
-                                             rest[target], node)
+                    rest[target] = put_union(
+                        node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node
+                    )
                     fresh += 1
         n_new = 0
         roots_before = n_roots
@@ -189,8 +209,9 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     status = ARENA_FULL
                     break
                 else:
-                    node = put_union(node_pos, node_var, node_left, node_right, node_start, fresh, marked[state],
-                                     rest[state])
+                    node = put_union(
+                        node_pos, node_var, node_left, node_right, node_start, fresh, marked[state], rest[state]
+                    )
                     fresh += 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1
@@ -334,7 +355,7 @@ class Inputs:
         """The kernel's events in sub-stream order, ``BATCH`` read events at a time (a whole 10M-event
         stream's would take ~30 bytes per event at once); those reading the ``none`` letter are left out
         and counted in the next relevant event's gap."""
-        previous = -1                                  # the last kept event, across batches
+        previous = -1  # the last kept event, across batches
         for first in range(0, self.length, BATCH):
             last = min(first + BATCH, self.length)
             order = np.arange(first, last) if self.order is None else self.order[first:last]
@@ -342,17 +363,24 @@ class Inputs:
             picked = np.flatnonzero(letter != none) if none is not None else np.arange(len(letter))
             if not len(picked):
                 continue
-            kept = picked + first                      # indices into the whole order
+            kept = picked + first  # indices into the whole order
             group_start = self.starts[np.searchsorted(self.starts, kept, "right") - 1]
-            sub_index = kept - group_start             # the event's index in its sub-stream
-            before = np.r_[previous, kept[:-1]]        # the kept event before each kept one
+            sub_index = kept - group_start  # the event's index in its sub-stream
+            before = np.r_[previous, kept[:-1]]  # the kept event before each kept one
             previous = int(kept[-1])
-            reset = before < group_start               # the first kept event of its sub-stream
+            reset = before < group_start  # the first kept event of its sub-stream
             gap = np.where(reset, sub_index, kept - before - 1)
             positions = order[picked].astype(np.int64, copy=False)
             key = window_keys(self.window, sub_index, self.stream.times, positions)
-            yield Batch(positions, letter[picked].astype(np.int32, copy=False), key, window_limit(self.window, key),
-                        gap.astype(np.int64, copy=False), reset, *UNKEYED)
+            yield Batch(
+                positions,
+                letter[picked].astype(np.int32, copy=False),
+                key,
+                window_limit(self.window, key),
+                gap.astype(np.int64, copy=False),
+                reset,
+                *UNKEYED,
+            )
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -369,7 +397,7 @@ class Outputs:
         self.cursor = new_cursor(new_arena(1)) if constant_delay else None
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
-        self.var = np.empty(1 << 12, np.int32)     # MatchArrays keeps int32 ids as they are: no conversion
+        self.var = np.empty(1 << 12, np.int32)  # MatchArrays keeps int32 ids as they are: no conversion
         # each event's end, after a leading 0: the CSR offsets without a copy (the kernel writes ``end``)
         self.ends = np.zeros(1 + (1 << 10), np.int64)
         self.end = self.ends[1:]
@@ -378,7 +406,7 @@ class Outputs:
         # whether the backward walk last handed a group back
         self.counts = np.zeros(6, np.int64)
         self.spare = _spare(self.pos, self.end)
-        self.forward = forward_room(0)           # sized by the arena at the first ordered enumeration
+        self.forward = forward_room(0)  # sized by the arena at the first ordered enumeration
         self._entry = None
 
     def __len__(self):
@@ -421,21 +449,52 @@ class Outputs:
                 # by ``end`` and writes both (doubled separately, ``end`` outgrew ``emits`` by one slot, and a
                 # later take wrote past ``emits``)
                 self.emits = _grown(self.emits, after, events)
-                self.ends = _grown(self.ends, 1 + after, 1 + len(self.emits))[:1 + len(self.emits)]
+                self.ends = _grown(self.ends, 1 + after, 1 + len(self.emits))[: 1 + len(self.emits)]
                 self.end = self.ends[1:]
                 self.spare = _spare(self.pos, self.end)
         roots.n[0] = 0
 
-    def _enumerate(self, arena, roots: Roots, first: int, last: int, counts, cap: int, order: bool,
-                   count_only: bool) -> int:
+    def _enumerate(
+        self, arena, roots: Roots, first: int, last: int, counts, cap: int, order: bool, count_only: bool
+    ) -> int:
         """``nodes.enumerate_roots`` into the buffers, through its machine code for these argument types
         (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
         if self.cursor is not None and not count_only:
             self.cursor = new_cursor(arena, self.cursor)
-            return enumerate_cursor(arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos,
-                                    self.var, self.end, self.emits, counts, self.cursor)
-        args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last, self.pos, self.var, self.end,
-                self.emits, counts, cap, order, self.spare, self.forward, count_only)
+            return enumerate_cursor(
+                arena,
+                roots.node,
+                roots.key,
+                roots.limit,
+                roots.emit,
+                first,
+                last,
+                self.pos,
+                self.var,
+                self.end,
+                self.emits,
+                counts,
+                self.cursor,
+            )
+        args = (
+            arena,
+            roots.node,
+            roots.key,
+            roots.limit,
+            roots.emit,
+            first,
+            last,
+            self.pos,
+            self.var,
+            self.end,
+            self.emits,
+            counts,
+            cap,
+            order,
+            self.spare,
+            self.forward,
+            count_only,
+        )
         if self._entry is None:
             self._entry = kernel.entry(enumerate_roots, args)
         return self._entry(*args)
@@ -444,8 +503,8 @@ class Outputs:
         """(offsets, positions, variable ids, emit position per complex event): the events as CSR rows,
         views of the buffers (valid until the next ``clear``)."""
         n = len(self)
-        offsets = self.ends[:n + 1]
-        return offsets, self.pos[:offsets[-1]], self.var[:offsets[-1]], self.emits[:n]
+        offsets = self.ends[: n + 1]
+        return offsets, self.pos[: offsets[-1]], self.var[: offsets[-1]], self.emits[:n]
 
     def clear(self) -> None:
         self.counts[:] = 0
@@ -481,8 +540,9 @@ class Evaluator:
         # (with a ``limit``, at most that many: the kernel returns to have them enumerated, and stops once
         # the outputs hold ``limit`` complex events)
         size = ROOTS if limit is None else max(1, min(ROOTS, limit))
-        self.roots = Roots(np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size),
-                           np.zeros(1, np.int64))
+        self.roots = Roots(
+            np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size), np.zeros(1, np.int64)
+        )
         self.outputs = Outputs(limit, order, program.enumeration == "constant-delay")
         self.info = np.zeros(5, np.int64)
         self.scratch = self._scratch(self.table.skip.shape[0])
@@ -491,7 +551,7 @@ class Evaluator:
         # with the same ``kernel._signature`` uses it too) with or without a ``RunsTable``: every other
         # argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
-        self._held = None    # ``run_held``'s previous arguments
+        self._held = None  # ``run_held``'s previous arguments
 
     @property
     def emitted(self) -> int:
@@ -500,8 +560,13 @@ class Evaluator:
 
     @staticmethod
     def _scratch(n: int) -> Scratch:
-        return Scratch(np.full(n, NONE, np.int32), np.full(n, NONE, np.int32), np.empty(n, np.int32),
-                       np.empty(n, np.int32), np.empty(n, np.int32))
+        return Scratch(
+            np.full(n, NONE, np.int32),
+            np.full(n, NONE, np.int32),
+            np.empty(n, np.int32),
+            np.empty(n, np.int32),
+            np.empty(n, np.int32),
+        )
 
     def new_runs(self) -> Runs:
         return new_runs(len(self.scratch.marked))
@@ -518,8 +583,9 @@ class Evaluator:
             table.fit(rows)
         return _grown_runs(runs, rows)
 
-    def run(self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None,
-            count: Optional[int] = None) -> Runs:
+    def run(
+        self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None, count: Optional[int] = None
+    ) -> Runs:
         """Feed ``batch``'s events (its first ``count``; all by default) to ``runs`` and return them
         (re-allocated when the automaton grew). A keyed batch loads and stores its sub-streams' runs in
         ``table``, whose every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
@@ -532,16 +598,48 @@ class Evaluator:
         scratch, runs and table grow by replacing them), the kernel is called at once with the previous
         call's arguments, without ``run``'s checks; a status other than OK is answered as ``run`` does."""
         held, det = self._held, self.table
-        if held is None or held[0] is not batch or held[1] is not runs or held[2] is not det.skip or \
-                held[3] is not det.move_var or held[4] is not det.final or held[5] is not self.arena or \
-                held[6] is not table.stored or held[7] is not self.scratch or self._batch is not batch:
+        if (
+            held is None
+            or held[0] is not batch
+            or held[1] is not runs
+            or held[2] is not det.skip
+            or held[3] is not det.move_var
+            or held[4] is not det.final
+            or held[5] is not self.arena
+            or held[6] is not table.stored
+            or held[7] is not self.scratch
+            or self._batch is not batch
+        ):
             runs = self.run(batch, runs, table, lowers, count)
-            self._held = (batch, runs, det.skip, det.move_var, det.final, self.arena, table.stored, self.scratch,
-                          det.arrays, _none(self.program))
+            self._held = (
+                batch,
+                runs,
+                det.skip,
+                det.move_var,
+                det.final,
+                self.arena,
+                table.stored,
+                self.scratch,
+                det.arrays,
+                _none(self.program),
+            )
             return runs
-        status = self._advance(held[8], batch, 0, count, held[9], self.consume, runs, held[6], held[5], held[7],
-                               self.roots, self.collect, self.info)
-        if status == OK:           # (the kernel leaves ``info[3]`` at 0 after an OK)
+        status = self._advance(
+            held[8],
+            batch,
+            0,
+            count,
+            held[9],
+            self.consume,
+            runs,
+            held[6],
+            held[5],
+            held[7],
+            self.roots,
+            self.collect,
+            self.info,
+        )
+        if status == OK:  # (the kernel leaves ``info[3]`` at 0 after an OK)
             return runs
         self._held = None
         return self._drive(batch, runs, table, lowers, count, status)
@@ -549,16 +647,28 @@ class Evaluator:
     def _drive(self, batch: Batch, runs: Runs, table, lowers, n: int, status) -> Runs:
         """The kernel over ``batch``'s events from ``info[2]`` (at its phase ``info[3]``) to ``n``, answering
         what it asks for; ``status``: the answer of a call already made from there (None: none yet)."""
-        compacted_at = -1   # the event at which the arena last filled up
+        compacted_at = -1  # the event at which the arena last filled up
         runs = self._fit(runs, table)
         while True:
             if status is None:
-                args = (self.table.arrays, batch, int(self.info[2]), n, _none(self.program), self.consume, runs,
-                        None if table is None else table.stored, self.arena, self.scratch, self.roots,
-                        self.collect, self.info)
+                args = (
+                    self.table.arrays,
+                    batch,
+                    int(self.info[2]),
+                    n,
+                    _none(self.program),
+                    self.consume,
+                    runs,
+                    None if table is None else table.stored,
+                    self.arena,
+                    self.scratch,
+                    self.roots,
+                    self.collect,
+                    self.info,
+                )
                 if self._batch is not batch:
                     layout = kernel._signature(batch), table is None
-                    if layout != self._layout:     # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
+                    if layout != self._layout:  # (finding it again costs ~0.1 ms, a micro-batch's worth of work)
                         self._advance, self._layout = kernel.entry(advance, args), layout
                     self._batch = batch
                 status = self._advance(*args)
@@ -570,19 +680,25 @@ class Evaluator:
                 runs = self._fit(runs, table)
             elif status == ROOTS_FULL:
                 self.outputs.take(self.arena, self.roots)
-                if self.outputs.truncated:      # LIMIT: the outputs hold enough, the events after are not read
+                if self.outputs.truncated:  # LIMIT: the outputs hold enough, the events after are not read
                     return runs
             else:
                 self.outputs.take(self.arena, self.roots)
                 # Full again at the same event: one event needs more free nodes than compaction left, so
                 # make the arena grow (otherwise the kernel and compaction would take turns forever).
-                self.compact(runs, float(batch.key[i] - batch.limit[i]), table, None if table is None else lowers(),
-                             min_free=len(self.arena.pos) if i == compacted_at else 0)
+                self.compact(
+                    runs,
+                    float(batch.key[i] - batch.limit[i]),
+                    table,
+                    None if table is None else lowers(),
+                    min_free=len(self.arena.pos) if i == compacted_at else 0,
+                )
                 compacted_at = i
             status = None
 
-    def compact(self, runs: Runs, lower: float, table: Optional["RunsTable"] = None, lowers=None,
-                min_free: int = 0) -> None:
+    def compact(
+        self, runs: Runs, lower: float, table: Optional["RunsTable"] = None, lowers=None, min_free: int = 0
+    ) -> None:
         """Reclaim every node no run reaches inside its window: ``runs`` (lowest live start ``lower``) and
         each slot of ``table`` (``lowers``: one per slot); the arena grows until at least ``min_free`` nodes
         are free. A run whose every event starts before its window is dropped from its list: its node is
@@ -592,11 +708,12 @@ class Evaluator:
         roots, starts = [runs.node[:k]], [np.full(k, lower)]
         if table is not None:
             stored = table.stored
-            slot, column = np.nonzero(np.arange(stored.state.shape[1]) < stored.n[:, None])   # slot by slot
+            slot, column = np.nonzero(np.arange(stored.state.shape[1]) < stored.n[:, None])  # slot by slot
             roots.append(stored.node[slot, column])
             starts.append(lowers[slot])
-        self.arena, new_ids = compact(self.arena, np.concatenate(roots).astype(np.int32), np.concatenate(starts),
-                                      min_free)
+        self.arena, new_ids = compact(
+            self.arena, np.concatenate(roots).astype(np.int32), np.concatenate(starts), min_free
+        )
         kept = new_ids[:k] != NONE
         n_kept = int(np.count_nonzero(kept))
         runs.state[:n_kept] = runs.state[:k][kept]
@@ -608,7 +725,7 @@ class Evaluator:
             states = stored.state[slot[kept], column[kept]]
             slot = slot[kept]
             n = np.bincount(slot, minlength=len(stored.n))
-            column = np.arange(len(slot)) - (np.cumsum(n) - n)[slot]       # each kept run's place in its row
+            column = np.arange(len(slot)) - (np.cumsum(n) - n)[slot]  # each kept run's place in its row
             stored.state[slot, column], stored.node[slot, column] = states, ids[kept]
             stored.n[:] = n
 
@@ -634,8 +751,8 @@ class RunsTable:
             more = max(rows, count - len(self.free))
             self.stored = Stored(*(np.concatenate([a, np.zeros((more, *a.shape[1:]), a.dtype)]) for a in self.stored))
             self.free[:0] = range(rows + more - 1, rows - 1, -1)
-        slots = self.free[len(self.free) - count:]
-        del self.free[len(self.free) - count:]
+        slots = self.free[len(self.free) - count :]
+        del self.free[len(self.free) - count :]
         self.restart(slots)
         return slots
 
@@ -652,7 +769,7 @@ class RunsTable:
         """Room for ``columns`` runs per slot (one per state of the automaton), more than it has."""
         state, node, n = self.stored
         grown = [np.empty((len(n), columns), np.int32) for _ in range(2)]
-        grown[0][:, :state.shape[1]], grown[1][:, :node.shape[1]] = state, node
+        grown[0][:, : state.shape[1]], grown[1][:, : node.shape[1]] = state, node
         self.stored = Stored(grown[0], grown[1], n)
 
     def runs(self, slot: int) -> tuple:
@@ -691,13 +808,18 @@ def partial_events(arena, nodes, lowers, cap: int) -> list:
     """The complex events of each node (partial matches, as position tuples) whose start key is at least
     its lower bound, at most ``cap`` per node."""
     n = len(nodes)
-    roots = Roots(np.asarray(nodes, np.int32), np.arange(n, dtype=np.int64), np.zeros(n),
-                  -np.asarray(lowers, np.float64), np.array([n], np.int64))
+    roots = Roots(
+        np.asarray(nodes, np.int32),
+        np.arange(n, dtype=np.int64),
+        np.zeros(n),
+        -np.asarray(lowers, np.float64),
+        np.array([n], np.int64),
+    )
     outputs = Outputs(order=False)
     outputs.take(arena, roots, cap)
     per_node = [[] for _ in range(n)]
     offsets, positions, _, node_index = outputs.arrays()
     flat, bounds = positions.tolist(), offsets.tolist()
     for k, node in enumerate(node_index.tolist()):
-        per_node[node].append(tuple(flat[bounds[k]:bounds[k + 1]]))
+        per_node[node].append(tuple(flat[bounds[k] : bounds[k + 1]]))
     return per_node

@@ -10,6 +10,7 @@ automaton in state S = {q1, q2, …} is active in every CEA state of S.
 >>> [(t.src, t.dst, t.predicate, t.mark) for t in a.transitions][:3]
 [(0, 0, 'TRUE', '◦'), (0, 1, 'H', '•'), (1, 2, 'TRUE', '◦')]
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,12 +22,13 @@ from ...lang.query import parse
 from ...runtime.stream import Stream
 from ...runtime.registry import get_engine
 
-PARTIALS_PER_STATE = 20   # partial matches listed per state in an AutomatonStep (``truncated`` says when cut)
+PARTIALS_PER_STATE = 20  # partial matches listed per state in an AutomatonStep (``truncated`` says when cut)
 
 
 @dataclass(frozen=True)
 class Edge:
     """A transition ``src --predicate/mark--> dst``; ``var`` is the variable a • transition binds."""
+
     src: int
     dst: int
     predicate: str
@@ -43,6 +45,7 @@ class AutomatonStep:
     """The automaton after reading ``event`` (at ``position``): CEA state -> partial matches (position
     tuples; the empty tuple is a run that has marked nothing yet), at most ``PARTIALS_PER_STATE`` each
     (``truncated`` when some list was cut), and the matches the event completed."""
+
     position: int
     event: object
     active: dict
@@ -53,6 +56,7 @@ class AutomatonStep:
 @dataclass(frozen=True)
 class DetState:
     """A state of the lazily determinized automaton: the set of CEA states its runs are in."""
+
     id: int
     states: frozenset
     final: bool
@@ -62,6 +66,7 @@ class DetState:
 class DetEdge:
     """A discovered move: reading a letter (the non-TRUE predicates the event satisfies), mark ``◦`` or
     ``•x`` (binding x)."""
+
     src: int
     dst: int
     letter: str
@@ -79,12 +84,13 @@ class Automaton:
         self.states = list(range(cea.n_states))
         self.initial = cea.initial
         self.finals = set(cea.finals)
-        self.transitions = [Edge(t.src, t.dst, str(t.guard), "•" if t.mark else "◦", t.var)
-                            for t in cea.transitions]
+        self.transitions = [Edge(t.src, t.dst, str(t.guard), "•" if t.mark else "◦", t.var) for t in cea.transitions]
 
     def __repr__(self):
-        return (f"Automaton({str(self.query)!r}: {len(self.states)} states, {len(self.transitions)} transitions, "
-                f"{len(self.plan.program.det.subsets)} determinized so far)")
+        return (
+            f"Automaton({str(self.query)!r}: {len(self.states)} states, {len(self.transitions)} transitions, "
+            f"{len(self.plan.program.det.subsets)} determinized so far)"
+        )
 
     def to_networkx(self) -> nx.MultiDiGraph:
         """States with ``initial``/``final`` flags, transitions with ``predicate``, ``mark``, ``label``, ``var``."""
@@ -118,8 +124,11 @@ class Automaton:
 
     def _letter(self, letter: int) -> str:
         cea = self.plan.program.cea
-        guards = dict.fromkeys(str(cea.transitions[i].guard) for i in sorted(self.plan.program.letters.enabled[letter])
-                               if not cea.transitions[i].guard.is_true)
+        guards = dict.fromkeys(
+            str(cea.transitions[i].guard)
+            for i in sorted(self.plan.program.letters.enabled[letter])
+            if not cea.transitions[i].guard.is_true
+        )
         return " | ".join(guards) or "(no predicate holds)"
 
     def info(self) -> dict:

@@ -5,6 +5,7 @@ Every kernel function is written once, in the subset of Python numba compiles, a
 give identical results; the Python one is just slower. ``cache=True`` keeps the machine code between
 sessions (in ``__pycache__``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,11 +29,11 @@ def jit(fn=None, *, inline: bool = False):
 
 
 def name() -> str:
-    """"numba" or "python": which implementation the kernels run on."""
+    """ "numba" or "python": which implementation the kernels run on."""
     return "numba" if COMPILED else "python"
 
 
-_entries: dict = {}     # (kernel, signature of the arguments) -> machine code
+_entries: dict = {}  # (kernel, signature of the arguments) -> machine code
 
 
 def entry(kernel, args: tuple):

@@ -22,6 +22,7 @@ window), so between two outputs the walk takes one pop and a bounded number of s
 writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_next`` is the walk one output at a time). To write the complex events one event completed
 in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
+
 from __future__ import annotations
 
 from collections import namedtuple
@@ -31,22 +32,28 @@ import numpy as np
 
 from .kernel import jit
 
-BOTTOM = 0       # the sink ⊥: the empty complex event
-NONE = -1        # no node (an empty list of runs)
-FULL = -3        # what ``ext`` and ``union`` return when the arena is full
-UNION = -2       # ``pos`` of a union node
-SINK = -1        # ``pos`` of ⊥
+BOTTOM = 0  # the sink ⊥: the empty complex event
+NONE = -1  # no node (an empty list of runs)
+FULL = -3  # what ``ext`` and ``union`` return when the arena is full
+UNION = -2  # ``pos`` of a union node
+SINK = -1  # ``pos`` of ⊥
 
 Arena = namedtuple("Arena", "pos var left right start used")
 Arena.__doc__ = "Parallel node arrays; ``used[0]`` nodes are allocated."
 
-CAPACITY = 1 << 16   # nodes of a new arena (it doubles while compaction leaves it more than half full)
+CAPACITY = 1 << 16  # nodes of a new arena (it doubles while compaction leaves it more than half full)
 
 
 def new_arena(capacity: Optional[int] = None) -> Arena:
     capacity = capacity or CAPACITY
-    arena = Arena(np.empty(capacity, np.int64), np.empty(capacity, np.int32), np.empty(capacity, np.int32),
-                  np.empty(capacity, np.int32), np.empty(capacity, np.float64), np.zeros(1, np.int64))
+    arena = Arena(
+        np.empty(capacity, np.int64),
+        np.empty(capacity, np.int32),
+        np.empty(capacity, np.int32),
+        np.empty(capacity, np.int32),
+        np.empty(capacity, np.float64),
+        np.zeros(1, np.int64),
+    )
     arena.pos[BOTTOM] = SINK
     arena.var[BOTTOM] = -1
     arena.left[BOTTOM] = NONE
@@ -71,7 +78,7 @@ def spine(node_var, node):
     return max(0, -1 - node_var[node])
 
 
-UNION_ROOM = 2   # the nodes ``put_initial`` may take (``put_union``: 1)
+UNION_ROOM = 2  # the nodes ``put_initial`` may take (``put_union``: 1)
 
 
 @jit(inline=True)
@@ -135,9 +142,11 @@ def union(arena, a, b):
 
 
 Cursor = namedtuple("Cursor", "node depth path_pos path_var state")
-Cursor.__doc__ = ("A resumable depth-first walk (``cursor_open``, ``cursor_next``): pending right children and the "
-                  "path depth each continues at; the path (positions and variables, from the last position back); "
-                  "``state``: (pending children, the depth the last output's new part starts at).")
+Cursor.__doc__ = (
+    "A resumable depth-first walk (``cursor_open``, ``cursor_next``): pending right children and the "
+    "path depth each continues at; the path (positions and variables, from the last position back); "
+    "``state``: (pending children, the depth the last output's new part starts at)."
+)
 
 
 def new_cursor(arena: Arena, cursor: Optional[Cursor] = None) -> Cursor:
@@ -147,8 +156,13 @@ def new_cursor(arena: Arena, cursor: Optional[Cursor] = None) -> Cursor:
     if cursor is not None and len(cursor.node) >= bound:
         return cursor
     bound = max(bound, 2 * len(cursor.node) if cursor is not None else 64)
-    return Cursor(np.empty(bound, np.int32), np.empty(bound, np.int64), np.empty(bound, np.int64),
-                  np.empty(bound, np.int32), np.zeros(2, np.int64))
+    return Cursor(
+        np.empty(bound, np.int32),
+        np.empty(bound, np.int64),
+        np.empty(bound, np.int64),
+        np.empty(bound, np.int32),
+        np.zeros(2, np.int64),
+    )
 
 
 @jit
@@ -201,8 +215,9 @@ def cursor_next(arena, cursor, key, limit):
 
 
 @jit
-def enumerate_cursor(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
-                     cursor):
+def enumerate_cursor(
+    arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cursor
+):
     """``enumerate_roots`` without order, one complex event per ``cursor_next``: the constant-delay mode
     (``enumeration="constant-delay"``). Returns the first root not written because a buffer is full
     (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind; ``counts`` as
@@ -232,12 +247,29 @@ def enumerate_cursor(arena, roots, keys, limits, emits, first, last, out_pos, ou
     return last
 
 
-SMALL = 32   # a group with fewer events is sorted by keys (cheaper there than collecting it to walk forward)
+SMALL = 32  # a group with fewer events is sorted by keys (cheaper there than collecting it to walk forward)
 
 
 @jit
-def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
-                    cap, order, spare, forward, count_only):
+def enumerate_roots(
+    arena,
+    roots,
+    keys,
+    limits,
+    emits,
+    first,
+    last,
+    out_pos,
+    out_var,
+    out_end,
+    out_emit,
+    counts,
+    cap,
+    order,
+    spare,
+    forward,
+    count_only,
+):
     """Write the complex events of ``roots[first:last]`` that fit their window (``keys[r] − start ≤
     limits[r]``), at most ``cap`` per root without ``order`` (0: all), each as positions and variables in order.
 
@@ -258,42 +290,132 @@ def enumerate_roots(arena, roots, keys, limits, emits, first, last, out_pos, out
     the roots need.
     """
     if not order:
-        return _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts,
-                          cap, False, spare, count_only, 0, True)
+        return _walk_back(
+            arena,
+            roots,
+            keys,
+            limits,
+            emits,
+            first,
+            last,
+            out_pos,
+            out_var,
+            out_end,
+            out_emit,
+            counts,
+            cap,
+            False,
+            spare,
+            count_only,
+            0,
+            True,
+        )
     keyed = False
-    forward_only = False    # the keys could not sort a small group: they will not sort its neighbours either
+    forward_only = False  # the keys could not sort a small group: they will not sort its neighbours either
     group_root = first
     while group_root < last:
         if keyed:
-            stop = _walk_back(arena, roots, keys, limits, emits, group_root, last, out_pos, out_var, out_end,
-                              out_emit, counts, 0, True, spare, False, SMALL, False)
-            if not counts[5]:           # it finished, or a buffer filled up (``stop`` says which)
+            stop = _walk_back(
+                arena,
+                roots,
+                keys,
+                limits,
+                emits,
+                group_root,
+                last,
+                out_pos,
+                out_var,
+                out_end,
+                out_emit,
+                counts,
+                0,
+                True,
+                spare,
+                False,
+                SMALL,
+                False,
+            )
+            if not counts[5]:  # it finished, or a buffer filled up (``stop`` says which)
                 return stop
-            group_root = stop           # a big group, or one the keys cannot sort: forward
+            group_root = stop  # a big group, or one the keys cannot sort: forward
         group_end = group_root + 1
         while group_end < last and emits[group_end] == emits[group_root]:
             group_end += 1
         n_events = counts[1]
-        done = _forward_group(arena, roots, keys[group_root], limits[group_root], emits[group_root], group_root,
-                              group_end, out_pos, out_var, out_end, out_emit, counts[0], n_events, spare, forward)
+        done = _forward_group(
+            arena,
+            roots,
+            keys[group_root],
+            limits[group_root],
+            emits[group_root],
+            group_root,
+            group_end,
+            out_pos,
+            out_var,
+            out_end,
+            out_emit,
+            counts[0],
+            n_events,
+            spare,
+            forward,
+        )
         if done < 0:
             return group_root
         if done > 0:
             counts[0], counts[1] = out_end[n_events + done - 1], n_events + done
             _follow(counts, out_pos[counts[0] - 1])
-        elif _walk_back(arena, roots, keys, limits, emits, group_root, group_end, out_pos, out_var, out_end,
-                        out_emit, counts, 0, True, spare, False, 0, True) < group_end:
+        elif (
+            _walk_back(
+                arena,
+                roots,
+                keys,
+                limits,
+                emits,
+                group_root,
+                group_end,
+                out_pos,
+                out_var,
+                out_end,
+                out_emit,
+                counts,
+                0,
+                True,
+                spare,
+                False,
+                0,
+                True,
+            )
+            < group_end
+        ):
             return group_root
         small = counts[1] - n_events < SMALL
-        forward_only = forward_only or (keyed and small)    # (keyed here: the keyed walk handed it back)
+        forward_only = forward_only or (keyed and small)  # (keyed here: the keyed walk handed it back)
         keyed = small and not forward_only
         group_root = group_end
     return last
 
 
 @jit
-def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cap,
-               order, spare, count_only, big, settle):
+def _walk_back(
+    arena,
+    roots,
+    keys,
+    limits,
+    emits,
+    first,
+    last,
+    out_pos,
+    out_var,
+    out_end,
+    out_emit,
+    counts,
+    cap,
+    order,
+    spare,
+    count_only,
+    big,
+    settle,
+):
     """``enumerate_roots`` by depth-first walks from the roots, each match read from its last position
     backwards; with ``order``, each group is enumerated into ``spare`` and moved to the outputs sorted
     by keys (``_write_group``). A group of ``big`` events (0: any size), or one the keys cannot sort
@@ -318,8 +440,20 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
         if r > first and emits[r] != emits[r - 1]:
-            if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order,
-                                settle, spare, counts):
+            if not _close_group(
+                out_pos,
+                out_var,
+                out_end,
+                out_emit,
+                group_events,
+                n_events,
+                group_pos,
+                n_pos,
+                order,
+                settle,
+                spare,
+                counts,
+            ):
                 counts[0], counts[1], counts[5] = group_pos, group_events, 1
                 return group_root
             group_root, group_pos, group_events = r, n_pos, n_events
@@ -371,8 +505,9 @@ def _walk_back(arena, roots, keys, limits, emits, first, last, out_pos, out_var,
                 break
             sp -= 1
             node, depth = stack_node[sp], stack_depth[sp]
-    if not _close_group(out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, settle,
-                        spare, counts):
+    if not _close_group(
+        out_pos, out_var, out_end, out_emit, group_events, n_events, group_pos, n_pos, order, settle, spare, counts
+    ):
         counts[0], counts[1], counts[5] = group_pos, group_events, 1
         return group_root
     counts[0], counts[1], counts[5] = n_pos, n_events, 0
@@ -405,9 +540,11 @@ def _follow(counts, hi):
 
 
 Forward = namedtuple("Forward", "seen child pos var last head stack stack_next path_pos path_var group")
-Forward.__doc__ = ("Room for ``_forward_group``: per arena node the group that last reached it and its local id "
-                   "(``group << 32 | id``); per local id its child list, position, variable, whether it ends a "
-                   "match and its first successor; a stack and a path; ``group[0]`` numbers the groups walked.")
+Forward.__doc__ = (
+    "Room for ``_forward_group``: per arena node the group that last reached it and its local id "
+    "(``group << 32 | id``); per local id its child list, position, variable, whether it ends a "
+    "match and its first successor; a stack and a path; ``group[0]`` numbers the groups walked."
+)
 
 
 def forward_room(capacity: int) -> Forward:
@@ -415,15 +552,25 @@ def forward_room(capacity: int) -> Forward:
     ``capacity + 1``; a stack, down a Union chain or forward, holds at most one entry per node of a path,
     and one more). Made once and kept while the arena does not grow: the walk only reads what it wrote
     for the group it walks (a node's ``seen`` names the group that gave it its local id)."""
-    return Forward(np.full(capacity, -1, np.int64), np.empty(capacity + 1, np.int32), np.empty(capacity + 1, np.int64),
-                   np.empty(capacity + 1, np.int32), np.empty(capacity + 1, np.bool_), np.empty(capacity + 1, np.int64),
-                   np.empty(capacity + 2, np.int64), np.empty(capacity + 2, np.int64),
-                   np.empty(capacity + 1, np.int64), np.empty(capacity + 1, np.int32), np.zeros(1, np.int64))
+    return Forward(
+        np.full(capacity, -1, np.int64),
+        np.empty(capacity + 1, np.int32),
+        np.empty(capacity + 1, np.int64),
+        np.empty(capacity + 1, np.int32),
+        np.empty(capacity + 1, np.bool_),
+        np.empty(capacity + 1, np.int64),
+        np.empty(capacity + 2, np.int64),
+        np.empty(capacity + 2, np.int64),
+        np.empty(capacity + 1, np.int64),
+        np.empty(capacity + 1, np.int32),
+        np.zeros(1, np.int64),
+    )
 
 
 @jit(inline=True)
-def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos,
-                   n_events, spare, forward):
+def _forward_group(
+    arena, roots, key, limit, emit, first, last, out_pos, out_var, out_end, out_emit, n_pos, n_events, spare, forward
+):
     """Write the events of roots ``first..last-1`` (one group: one emit position, key and limit) at
     ``n_pos``/``n_events``, in docs/language.md §10.2 order. Returns how many were written; 0 when this walk
     cannot order them (then nothing is written); -1 when the outputs are full.
@@ -443,11 +590,11 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
     group[0] += 1
     g = group[0]
     following, targets = spare[0], spare[1]  # per edge: the next edge of its list, the node it leads to
-    is_last[0], head[0] = False, -1        # local id 0 precedes every match: its list holds the starts
+    is_last[0], head[0] = False, -1  # local id 0 precedes every match: its list holds the starts
     n_local = 1
     n_edges = 0
     hi = -1
-    expanding = -1      # the local id whose child list is walked; -1 while walking the roots' lists
+    expanding = -1  # the local id whose child list is walked; -1 while walking the roots' lists
     r = first
     while True:
         if expanding < 0 and r < last:
@@ -469,7 +616,7 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
             node = stack[sp]
             if node == BOTTOM:
                 if expanding < 0:
-                    return 0                          # an empty match
+                    return 0  # an empty match
                 source = 0
             elif node_pos[node] == UNION:
                 right = node_right[node]
@@ -492,7 +639,7 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
                     n_local += 1
                 if expanding < 0:
                     if is_last[source] or (hi >= 0 and local_pos[source] != hi):
-                        return 0                      # a match twice, or matches ending at two positions
+                        return 0  # a match twice, or matches ending at two positions
                     is_last[source] = True
                     hi = local_pos[source]
                     continue
@@ -505,7 +652,7 @@ def _forward_group(arena, roots, key, limit, emit, first, last, out_pos, out_var
             while at >= 0 and local_pos[targets[at]] < p:
                 before, at = at, following[at]
             if at >= 0 and local_pos[targets[at]] == p:
-                return 0                              # two successors on one position
+                return 0  # two successors on one position
             targets[n_edges], following[n_edges] = expanding, at
             if before < 0:
                 head[source] = n_edges
@@ -549,7 +696,7 @@ def count_roots(arena, roots, keys, limits, emits, first, last, counts):
     counts its events and their positions once, from its children's (a walk would pay per path)."""
     node_pos, _, node_left, node_right, node_start, node_used = arena
     n_nodes = node_used[0]
-    group = np.full(n_nodes, -1, np.int64)          # the group whose counts a node holds
+    group = np.full(n_nodes, -1, np.int64)  # the group whose counts a node holds
     events = np.empty(n_nodes, np.int64)
     positions = np.empty(n_nodes, np.int64)
     # node ids; a negative entry, -(id + 1): its children are done. A node is expanded once per group
@@ -614,8 +761,8 @@ def _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare)
     size = out_end[last - 1] - start if n else 0
     index_bits = _sort_keys(spare_pos, out_end, first, last, start, spare_key, spare_root)
     if index_bits < 0:
-        out_pos[start:start + size] = spare_pos[:size]
-        out_var[start:start + size] = spare_var[:size]
+        out_pos[start : start + size] = spare_pos[:size]
+        out_var[start : start + size] = spare_var[:size]
         return n == 0 or (n == 1 and size > 0)
     words = spare_key[:n]
     low = (1 << index_bits) - 1
@@ -626,7 +773,7 @@ def _write_group(out_pos, out_var, out_end, out_emit, first, last, start, spare)
         for k in range(begin, out_end[m] - start):
             out_pos[at], out_var[at] = spare_pos[k], spare_var[k]
             at += 1
-        spare_root[j] = at                   # the sorted events' ends and roots, written once all are read
+        spare_root[j] = at  # the sorted events' ends and roots, written once all are read
         words[j] = out_emit[m]
     for j in range(n):
         out_end[first + j] = spare_root[j]
@@ -658,7 +805,7 @@ def _sort_keys(positions, out_end, first, last, start, words, other):
     if span + index_bits > 62:
         return -1
     top = (1 << (span + 1)) - 1
-    for j in range(n):                   # ascending words: descending keys (bit 0, hi, is in all), then index
+    for j in range(n):  # ascending words: descending keys (bit 0, hi, is in all), then index
         words[j] = (((top - words[j]) >> 1) << index_bits) | j
     sorted_words = words[:n]
     if n <= 16:
@@ -718,7 +865,7 @@ def _radix_pass(source, target, shift, digit, count):
 @jit
 def _grow_i32(a):
     b = np.empty(2 * a.shape[0], np.int32)
-    b[:a.shape[0]] = a
+    b[: a.shape[0]] = a
     return b
 
 
@@ -743,7 +890,7 @@ def _live(arena, roots, lowers):
             if sp + 2 > stack.shape[0]:
                 stack = _grow_i32(stack)
                 bigger = np.empty(2 * bounds.shape[0], np.float64)
-                bigger[:bounds.shape[0]] = bounds
+                bigger[: bounds.shape[0]] = bounds
                 bounds = bigger
             if node_pos[node] == UNION:
                 stack[sp], bounds[sp] = node_left[node], lower
@@ -791,7 +938,7 @@ def compact(arena: Arena, roots: np.ndarray, lowers: np.ndarray, min_free: int =
     for root r). Returns (new arena, new ids of ``roots``); the arena doubles while more than half of it
     is live or fewer than ``min_free`` nodes are free."""
     loosest = _live(arena, roots, lowers)
-    loosest[BOTTOM] = -np.inf       # ⊥ stays node 0
+    loosest[BOTTOM] = -np.inf  # ⊥ stays node 0
     live = int(np.count_nonzero(loosest != np.inf))
     capacity = len(arena.pos)
     while live > capacity // 2 or capacity - live < min_free:

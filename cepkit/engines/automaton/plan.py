@@ -1,5 +1,6 @@
 """The automaton engine's plan: a compiled query run over a finite stream (``run``) or event by event
 (``matcher``). ALL and STRICT run Algorithm 1 in the kernel; NEXT, LAST and MAX their own algorithms."""
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,20 @@ from ..unary import StreamColumns
 from . import kernel
 from .compile import CEA, compile_query
 from .determinize import DetTable, LazyDeterminizer, Letters, Moves
-from .evaluate import (Batch, Evaluator, Outputs, Roots, RunsTable, partial_events, partition_key, partition_keys,
-                       run_all, window_keys, window_limit, window_limit_at)
+from .evaluate import (
+    Batch,
+    Evaluator,
+    Outputs,
+    Roots,
+    RunsTable,
+    partial_events,
+    partition_key,
+    partition_keys,
+    run_all,
+    window_keys,
+    window_limit,
+    window_limit_at,
+)
 from .nodes import compact, new_arena
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
@@ -41,8 +54,9 @@ def build_plan(query, unsupported, enumeration: str = "ordered") -> "AutomatonPl
     if enumeration not in ENUMERATIONS:
         raise ValueError(f"enumeration={enumeration!r}: expected one of {', '.join(map(repr, ENUMERATIONS))}")
     cea, nested = compile_query(query, unsupported)
-    return AutomatonPlan(Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested),
-                                 enumeration))
+    return AutomatonPlan(
+        Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested), enumeration)
+    )
 
 
 class Selection:
@@ -51,8 +65,11 @@ class Selection:
 
     def __init__(self, query, node: A.Strategy, unsupported):
         self.variables = frozenset(definitions(node.pattern))
-        sub = Query(A.QueryNode(pattern=node.pattern, within=query.within, partition_by=query.partition_by,
-                                strategy=node.name), None, query.hierarchy)
+        sub = Query(
+            A.QueryNode(pattern=node.pattern, within=query.within, partition_by=query.partition_by, strategy=node.name),
+            None,
+            query.hierarchy,
+        )
         self.plan = build_plan(sub, unsupported)
 
 
@@ -80,7 +97,7 @@ class Program:
         sub-match of a nested selection (``chosen``: (variables, chosen position tuples)) is not one the
         selection chose is left out; RETURN keeps the positions of its variables only. The columns may be
         views of the outputs' buffers: read them before the outputs are cleared."""
-        if not len(outputs):            # the matcher's common case: nothing completed at this event
+        if not len(outputs):  # the matcher's common case: nothing completed at this event
             return [], False
         offsets, positions, var_ids, emitted = outputs.arrays()
         n = len(emitted)
@@ -92,18 +109,22 @@ class Program:
         # projects that one away): the column is made only if someone reads it
         at = AT_LAST if self.query.select is None else emitted
         if not chosen and self.query.select is None and after < 0:
-            return MatchArrays.from_bindings(offsets, positions, var_ids, names, kleene, at,
-                                             sorted_within_last, outputs.in_order), True
+            return MatchArrays.from_bindings(
+                offsets, positions, var_ids, names, kleene, at, sorted_within_last, outputs.in_order
+            ), True
         keep = positions[offsets[:-1]] > after
         if not keep.any():
             return [], False
         completed = True
         for variables, picked in chosen:
-            inside = np.array([name in variables for name in names] + [False])[var_ids]   # -1: unnamed
+            inside = np.array([name in variables for name in names] + [False])[var_ids]  # -1: unnamed
             flat, bounds = positions.tolist(), offsets.tolist()
             for row in np.flatnonzero(keep).tolist():
-                sub = tuple(p for p, hit in zip(flat[bounds[row]:bounds[row + 1]], inside[bounds[row]:bounds[row + 1]])
-                            if hit)
+                sub = tuple(
+                    p
+                    for p, hit in zip(flat[bounds[row] : bounds[row + 1]], inside[bounds[row] : bounds[row + 1]])
+                    if hit
+                )
                 keep[row] = not sub or sub in picked
         row = np.repeat(np.arange(n), offsets[1:] - offsets[:-1])
         entry = keep[row]
@@ -114,9 +135,15 @@ class Program:
         nonempty = counts > 0
         kept_offsets = np.zeros(int(nonempty.sum()) + 1, np.int64)
         np.cumsum(counts[nonempty], out=kept_offsets[1:])
-        return MatchArrays.from_bindings(kept_offsets, positions[entry], var_ids[entry], names, kleene,
-                                         AT_LAST if self.query.select is None else emitted[nonempty],
-                                         sorted_within_last), completed
+        return MatchArrays.from_bindings(
+            kept_offsets,
+            positions[entry],
+            var_ids[entry],
+            names,
+            kleene,
+            AT_LAST if self.query.select is None else emitted[nonempty],
+            sorted_within_last,
+        ), completed
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of one pushed event (``window_keys`` for one event, in Python floats: arrays of one
@@ -130,7 +157,7 @@ class Program:
 class AutomatonPlan(Plan):
     def __init__(self, program: Program):
         self.program = program
-        self.last_run: dict = {}     # the arena of the latest run: its size bounds the memory it used
+        self.last_run: dict = {}  # the arena of the latest run: its size bounds the memory it used
 
     def run(self, stream) -> list:
         stream = Stream.from_any(stream)
@@ -157,7 +184,7 @@ class AutomatonPlan(Plan):
         the matches to n: each event's matches end at it, so none found later comes first."""
         matcher = self.matcher()
         limit = self.program.query.ast.limit if self.stops_early else None
-        if limit is None:       # one micro-batch (the keys still interleaved in stream order)
+        if limit is None:  # one micro-batch (the keys still interleaved in stream order)
             out = list(matcher.extend(stream))
             self.last_run = {"arena_nodes": matcher.arena_nodes, "stopped_early": False}
             return out
@@ -187,12 +214,20 @@ class AutomatonPlan(Plan):
 
     def info(self) -> dict:
         p = self.program
-        return {"cea_states": p.cea.n_states, "cea_transitions": len(p.cea.transitions),
-                "tests": len(p.alphabet), "letters": len(p.letters),
-                "determinized_states": len(p.det.subsets), "determinized_transitions": len(p.det.moves),
-                "strategy": p.query.strategy, "kernel": kernel.name(), "enumeration": p.enumeration,
-                # NEXT/LAST/MAX inside the pattern: run alone, then filtering (docs/automaton-engine.md)
-                "nested_selection": "filter" if p.nested else None, **self.last_run}
+        return {
+            "cea_states": p.cea.n_states,
+            "cea_transitions": len(p.cea.transitions),
+            "tests": len(p.alphabet),
+            "letters": len(p.letters),
+            "determinized_states": len(p.det.subsets),
+            "determinized_transitions": len(p.det.moves),
+            "strategy": p.query.strategy,
+            "kernel": kernel.name(),
+            "enumeration": p.enumeration,
+            # NEXT/LAST/MAX inside the pattern: run alone, then filtering (docs/automaton-engine.md)
+            "nested_selection": "filter" if p.nested else None,
+            **self.last_run,
+        }
 
 
 class Chosen:
@@ -206,7 +241,7 @@ class Chosen:
 
     def __init__(self):
         self.positions: set = set()
-        self.by_key: dict = {}      # key -> deque of (window key when chosen, positions)
+        self.by_key: dict = {}  # key -> deque of (window key when chosen, positions)
 
     def __contains__(self, positions: tuple) -> bool:
         return positions in self.positions
@@ -233,10 +268,10 @@ class _Part:
     """One partition's state in the incremental matcher."""
 
     def __init__(self, state):
-        self.state = state     # its slot of the matcher's RunsTable (ALL, STRICT) or a strategy selector
-        self.count = 0         # events of this partition so far (its sub-stream index)
-        self.gap = 0           # irrelevant events since its last relevant one
-        self.lower = -np.inf   # smallest live start key, as of its last event
+        self.state = state  # its slot of the matcher's RunsTable (ALL, STRICT) or a strategy selector
+        self.count = 0  # events of this partition so far (its sub-stream index)
+        self.gap = 0  # irrelevant events since its last relevant one
+        self.lower = -np.inf  # smallest live start key, as of its last event
 
 
 class AutomatonMatcher(IncrementalPlan):
@@ -245,23 +280,32 @@ class AutomatonMatcher(IncrementalPlan):
     def __init__(self, program: Program):
         self.program = program
         self.parts: dict = {}
-        self.expiry = KeyExpiry(program.query.window_seconds)   # drops a key's part once its window passed
+        self.expiry = KeyExpiry(program.query.window_seconds)  # drops a key's part once its window passed
         if program.ranked:
             self.arena = new_arena()
-            self.roots = Roots(np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8),
-                               np.zeros(1, np.int64))
-            self.outputs = Outputs(order=False)      # a push's few matches: Matcher orders them
-            self.reported: dict = {}     # consume scope -> last position at which a match was reported
+            self.roots = Roots(
+                np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8), np.zeros(1, np.int64)
+            )
+            self.outputs = Outputs(order=False)  # a push's few matches: Matcher orders them
+            self.reported: dict = {}  # consume scope -> last position at which a match was reported
         else:
             # each event's matches sorted as enumerated (a push's few cost nothing; a micro-batch's are
             # then in output order per event without a sort in Python: ``extend``)
             self.evaluator = Evaluator(program)
-            self.table = RunsTable(len(self.evaluator.scratch.marked))     # each key's runs
-            self.runs = self.evaluator.new_runs()     # the runs the kernel advances, loaded from the table
+            self.table = RunsTable(len(self.evaluator.scratch.marked))  # each key's runs
+            self.runs = self.evaluator.new_runs()  # the runs the kernel advances, loaded from the table
             # the one-event batch each push fills in (made once: eight arrays per push cost more than the
             # kernel): it loads its key's runs and stores them back
-            self.batch = Batch(np.zeros(1, np.int64), np.zeros(1, np.int32), np.zeros(1), np.zeros(1),
-                               np.zeros(1, np.int64), np.ones(1, bool), np.zeros(1, np.int64), np.ones(1, bool))
+            self.batch = Batch(
+                np.zeros(1, np.int64),
+                np.zeros(1, np.int32),
+                np.zeros(1),
+                np.zeros(1),
+                np.zeros(1, np.int64),
+                np.ones(1, bool),
+                np.zeros(1, np.int64),
+                np.ones(1, bool),
+            )
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
         self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
@@ -270,9 +314,11 @@ class AutomatonMatcher(IncrementalPlan):
         select = program.query.select
         # per variable id: (name, whether Kleene, whether RETURN keeps it); an unnamed position is kept
         # only without RETURN (id -1: the last entry)
-        self.variables = [(name, name in program.query.kleene_variables, select is None or name in select)
-                          for name in program.cea.variables] + [(None, False, select is None)]
-        self.steppers: list = []    # the per-event steps of ``Matcher.pusher`` (``_Stepper``)
+        self.variables = [
+            (name, name in program.query.kleene_variables, select is None or name in select)
+            for name in program.cea.variables
+        ] + [(None, False, select is None)]
+        self.steppers: list = []  # the per-event steps of ``Matcher.pusher`` (``_Stepper``)
 
     def step(self, columns: tuple):
         """A step for events given as values of ``columns`` (``cepkit.Matcher.pusher``): ``step(type, time,
@@ -280,8 +326,12 @@ class AutomatonMatcher(IncrementalPlan):
         None where only ``push`` can (strategies, nested selections, RETURN, CONSUME BY ANY under
         PARTITION BY: a Python step per event or match, or keys interleaved)."""
         program = self.program
-        if program.ranked or self.nested or self.projected is not None or \
-                (program.consume == "ANY" and program.query.partition_by):
+        if (
+            program.ranked
+            or self.nested
+            or self.projected is not None
+            or (program.consume == "ANY" and program.query.partition_by)
+        ):
             return None
         self.steppers.append(_Stepper(self, columns))
         return self.steppers[-1]
@@ -309,8 +359,12 @@ class AutomatonMatcher(IncrementalPlan):
         push event by event, as does a batch out of time order (the key expiry below assumes order)."""
         self._settle_steps()
         program = self.program
-        if self.nested or self.projected is not None or stream.first_disorder() is not None \
-                or (program.consume == "ANY" and program.query.partition_by):
+        if (
+            self.nested
+            or self.projected is not None
+            or stream.first_disorder() is not None
+            or (program.consume == "ANY" and program.query.partition_by)
+        ):
             return super().extend(stream)
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
         read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
@@ -329,7 +383,7 @@ class AutomatonMatcher(IncrementalPlan):
         elif len(batch.kernel.pos):
             self.runs = self.evaluator.run(batch.kernel, self.runs, self.table, self._lowers)
         self._settle(keys, batch)
-        last = np.argsort(batch.last_event, kind="stable")       # keys in the order of their last event
+        last = np.argsort(batch.last_event, kind="stable")  # keys in the order of their last event
         self.expiry.touch_all([keys[g] for g in last.tolist()], stream.times[read[batch.last_event[last]]].tolist())
         self._drop(self.expiry.expired(float(stream.times[read[-1]])))
         if program.ranked:
@@ -338,7 +392,7 @@ class AutomatonMatcher(IncrementalPlan):
         outputs = self.evaluator.outputs
         if not len(outputs):
             return []
-        found = program.matches(outputs)[0]          # views of the outputs' buffers: copied before clearing
+        found = program.matches(outputs)[0]  # views of the outputs' buffers: copied before clearing
         # each event's rows are sorted as enumerated; events (key after key) are put in order unless in order
         found = found.copy() if found.in_output_order() else found.take(found.output_index()[0])
         outputs.clear()
@@ -350,11 +404,11 @@ class AutomatonMatcher(IncrementalPlan):
         runs start afresh unless its last sub-stream read an event."""
         parts, ranked = self.parts, self.program.ranked
         for key, part, slot, continued, ends_read, count, gap, lower in zip(keys, batch.parts, *batch.facts):
-            if ranked:       # ``_select_batch`` made the part of a sub-stream that read an event
+            if ranked:  # ``_select_batch`` made the part of a sub-stream that read an event
                 part = parts[key] if continued or ends_read else self._fresh_part(key)
             elif not continued:
                 if part is not None:
-                    del parts[key]                  # dropped and made again, as ``push`` would
+                    del parts[key]  # dropped and made again, as ``push`` would
                 part = parts[key] = _Part(slot)
             if ends_read:
                 part.lower, part.gap = lower, gap
@@ -394,8 +448,14 @@ class AutomatonMatcher(IncrementalPlan):
         if program.ranked:
             return self._select(part, key, letter, event.position, window_key, limit, gap)
         batch = self.batch
-        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0], batch.slot[0] = \
-            event.position, letter, window_key, limit, gap, part.state
+        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0], batch.slot[0] = (
+            event.position,
+            letter,
+            window_key,
+            limit,
+            gap,
+            part.state,
+        )
         self.runs = self.evaluator.run(batch, self.runs, self.table, self._lowers)
         outputs = self.evaluator.outputs
         if self.evaluator.roots.n[0]:
@@ -403,8 +463,9 @@ class AutomatonMatcher(IncrementalPlan):
         if not len(outputs):
             return []
         if self.nested:
-            found, completed = program.matches(outputs, chosen=[(variables, picked)
-                                                                for variables, _, picked in self.nested])
+            found, completed = program.matches(
+                outputs, chosen=[(variables, picked) for variables, _, picked in self.nested]
+            )
             found = list(found)
         else:
             found, completed = _rows_as_matches(outputs, self.variables)
@@ -425,7 +486,7 @@ class AutomatonMatcher(IncrementalPlan):
         program = self.program
         if not self.parts:
             return {program.cea.initial: [()]}, False
-        held = []      # (CEA states, node, lowest live start key)
+        held = []  # (CEA states, node, lowest live start key)
         for part in self.parts.values():
             if program.ranked:
                 held += [({state}, node, part.lower) for state, node in part.state.entries()]
@@ -480,8 +541,11 @@ class AutomatonMatcher(IncrementalPlan):
         order = np.argsort(batch.rows, kind="stable")
         found: list = []
         for position, letter, window_key, limit, gap, reset, load, g in zip(
-                *(a[order].tolist() for a in (read.pos, read.letter, read.key, read.limit, read.gap, read.reset,
-                                              read.load, batch.groups))):
+            *(
+                a[order].tolist()
+                for a in (read.pos, read.letter, read.key, read.limit, read.gap, read.reset, read.load, batch.groups)
+            )
+        ):
             key = keys[g]
             # the first event of a sub-stream begun in the batch (a new key, or its window passed): a new part
             part = self._fresh_part(key) if reset and not load else self.parts[key]
@@ -532,7 +596,7 @@ class AutomatonMatcher(IncrementalPlan):
         at = 0
         for s in states:
             k = len(s.nodes())
-            s.remap(new_ids[at:at + k])
+            s.remap(new_ids[at : at + k])
             at += k
 
 
@@ -554,8 +618,8 @@ class _Stepper:
         program = matcher.program
         self.letters = program.letters
         self.none = program.letters.none
-        self.by_type = program.letters._by_type      # None: letters read conditions, an Event per event
-        self.completing: dict = {}                   # letter -> whether it may complete a match
+        self.by_type = program.letters._by_type  # None: letters read conditions, an Event per event
+        self.completing: dict = {}  # letter -> whether it may complete a match
         within = program.query.within
         self.window = None if within is None else ("events" if within.events else "time")
         self.w = None if within is None else (float(math.ceil(within.amount) - 1) if within.events else within.seconds)
@@ -564,22 +628,31 @@ class _Stepper:
         self.key_at = [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
         self.columns = columns
         size = self.SIZE
-        self.batch = Batch(np.zeros(size, np.int64), np.zeros(size, np.int32), np.zeros(size), np.zeros(size),
-                           np.zeros(size, np.int64), np.zeros(size, bool), np.zeros(size, np.int64), np.zeros(size, bool))
+        self.batch = Batch(
+            np.zeros(size, np.int64),
+            np.zeros(size, np.int32),
+            np.zeros(size),
+            np.zeros(size),
+            np.zeros(size, np.int64),
+            np.zeros(size, bool),
+            np.zeros(size, np.int64),
+            np.zeros(size, bool),
+        )
         # item writes through memoryviews cost a third of numpy's
-        self.pos, self.letter, self.key, self.limit, self.gap, self.reset, self.slot, self.load = \
-            (memoryview(a) for a in self.batch)
+        self.pos, self.letter, self.key, self.limit, self.gap, self.reset, self.slot, self.load = (
+            memoryview(a) for a in self.batch
+        )
         self.n = 0
         self.last_slot = -1
 
     def __call__(self, type_: str, time: float, values, position: int) -> list:
         m = self.matcher
         if self.n == 0 and len(m.steppers) > 1:
-            m._settle_steps()         # another pusher's events come first
+            m._settle_steps()  # another pusher's events come first
         expiry = m.expiry
         if expiry.window is not None and expiry.last:
             horizon = time - expiry.window - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
-            if next(iter(expiry.last.values())) < horizon:          # a key's window has passed
+            if next(iter(expiry.last.values())) < horizon:  # a key's window has passed
                 if self.n:
                     self.flush()
                 m._drop(expiry.expired(time))
@@ -602,12 +675,18 @@ class _Stepper:
         elif window == "time":
             window_key = time
             scale = abs(time)
-            limit = self.w + 8 * math.ulp(scale if scale > self.floor else self.floor)   # ``window_limit_at``
+            limit = self.w + 8 * math.ulp(scale if scale > self.floor else self.floor)  # ``window_limit_at``
         else:
             window_key, limit = float(sub_index), self.w
         part.lower = window_key - limit
         n, slot = self.n, part.state
-        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = position, letter, window_key, limit, part.gap
+        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = (
+            position,
+            letter,
+            window_key,
+            limit,
+            part.gap,
+        )
         fresh = slot != self.last_slot or not n
         self.reset[n], self.load[n], self.slot[n] = fresh, fresh, slot
         self.last_slot = slot
@@ -636,8 +715,11 @@ class _Stepper:
     def _letter(self, type_: str, time: float, values, position: int) -> int:
         """The event's letter, through an ``Event`` (conditions, or a type met for the first time), and
         whether it may complete a match: one of its • transitions enters a final state."""
-        attrs = {name: v for name, v in zip(self.columns, values)
-                 if name not in ("type", "ts") and v is not None and not _is_null(v)}
+        attrs = {
+            name: v
+            for name, v in zip(self.columns, values)
+            if name not in ("type", "ts") and v is not None and not _is_null(v)
+        }
         letter = self.letters.of_event(Event(type_, time, attrs, position, time))
         self.matcher.program.table.ensure_letters(len(self.letters))
         return letter
@@ -645,8 +727,9 @@ class _Stepper:
     def _completes(self, letter: int) -> bool:
         """Whether an event of ``letter`` may complete a match: one of its • transitions enters a final state."""
         cea = self.matcher.program.cea
-        completes = self.completing[letter] = any(cea.transitions[i].mark and cea.transitions[i].dst in cea.finals
-                                                  for i in self.letters.enabled[letter])
+        completes = self.completing[letter] = any(
+            cea.transitions[i].mark and cea.transitions[i].dst in cea.finals for i in self.letters.enabled[letter]
+        )
         return completes
 
     def flush(self) -> list:
@@ -658,7 +741,7 @@ class _Stepper:
         outputs = evaluator.outputs
         if evaluator.roots.n[0]:
             evaluator.finish()
-        elif not outputs.counts[1]:       # (nothing completed, nothing enumerated before a compaction)
+        elif not outputs.counts[1]:  # (nothing completed, nothing enumerated before a compaction)
             return []
         found, completed = _rows_as_matches(outputs, m.variables)
         outputs.clear()
@@ -683,22 +766,27 @@ class _KeyedBatch:
 
     def __init__(self, matcher: "AutomatonMatcher", times, positions, letters, groups, keys: list):
         program = matcher.program
-        order = np.argsort(groups, kind="stable") if len(keys) > 1 else None    # None: one key, in order
+        order = np.argsort(groups, kind="stable") if len(keys) > 1 else None  # None: one key, in order
         n, t, g = len(groups), times if order is None else times[order], groups if order is None else groups[order]
-        first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])       # key g's rows: first..last
+        first_row = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])  # key g's rows: first..last
         last_row = np.r_[first_row[1:], n] - 1
         self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
         self.parts = parts = [matcher.parts.get(key) for key in keys]
-        ranked = program.ranked        # a part holds a selector, no slot
-        slots, count, gap = np.array([(0 if ranked else p.state, p.count, p.gap) if p is not None else (-1, 0, 0)
-                                      for p in parts], np.int64).reshape(len(parts), 3).T
+        ranked = program.ranked  # a part holds a selector, no slot
+        slots, count, gap = (
+            np.array(
+                [(0 if ranked else p.state, p.count, p.gap) if p is not None else (-1, 0, 0) for p in parts], np.int64
+            )
+            .reshape(len(parts), 3)
+            .T
+        )
         exists = slots >= 0
-        if not exists.all() and not ranked:                      # new keys: slots of runs not started
+        if not exists.all() and not ranked:  # new keys: slots of runs not started
             slots[~exists] = matcher.table.take(int(np.count_nonzero(~exists)))
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
         w = program.query.window_seconds
-        if w is not None:     # as ``KeyExpiry.expired`` drops a key whose last event is below the horizon
+        if w is not None:  # as ``KeyExpiry.expired`` drops a key whose last event is below the horizon
             horizon = window_horizon(t, w)
             restart[1:] = t[:-1] < horizon[1:]
             before = np.array([matcher.expiry.last.get(key, -np.inf) for key in keys])
@@ -711,19 +799,25 @@ class _KeyedBatch:
         sub_index = np.arange(n) - np.flatnonzero(starts)[segment] + carried_count
         letter = letters if order is None else letters[order]
         none = program.letters.none
-        k = np.flatnonzero(letter != none) if none is not None else np.arange(n)    # the rows the kernel reads
-        same = np.zeros(len(k), bool)              # the kernel's previous event is in the same sub-stream
+        k = np.flatnonzero(letter != none) if none is not None else np.arange(n)  # the rows the kernel reads
+        same = np.zeros(len(k), bool)  # the kernel's previous event is in the same sub-stream
         same[1:] = segment[k[1:]] == segment[k[:-1]]
         sub = sub_index[k]
         after_previous = sub - np.r_[0, sub[:-1]] - 1
         from_start = sub - np.where(carried[k], carried_count[k] - gap[g[k]], 0)
         window = program.query.within
         key = window_keys(window, sub, t, k)
-        self.rows, self.groups = (k if order is None else order[k]), g[k]    # each read event's row and key
-        self.kernel = Batch((positions if order is None else positions[order])[k].astype(np.int64),
-                            letter[k].astype(np.int32), key, window_limit(window, key),
-                            np.where(same, after_previous, from_start).astype(np.int64), ~same, slots[g[k]],
-                            ~same & carried[k])
+        self.rows, self.groups = (k if order is None else order[k]), g[k]  # each read event's row and key
+        self.kernel = Batch(
+            (positions if order is None else positions[order])[k].astype(np.int64),
+            letter[k].astype(np.int32),
+            key,
+            window_limit(window, key),
+            np.where(same, after_previous, from_start).astype(np.int64),
+            ~same,
+            slots[g[k]],
+            ~same & carried[k],
+        )
         # per key, after its last read event (its last entry of ``kernel``)
         entries = np.searchsorted(g[k], np.arange(len(keys) + 1))
         has = entries[1:] > entries[:-1]
@@ -733,8 +827,14 @@ class _KeyedBatch:
         continued = carried[last_row]
         count = sub_index[last_row] + 1
         lower = self.kernel.key[last_entry] - self.kernel.limit[last_entry] if len(k) else np.zeros(len(keys))
-        self.facts = (slots.tolist(), continued.tolist(), ends_read.tolist(), count.tolist(),
-                      (count - 1 - sub_index[last_read]).tolist(), lower.tolist())
+        self.facts = (
+            slots.tolist(),
+            continued.tolist(),
+            ends_read.tolist(),
+            count.tolist(),
+            (count - 1 - sub_index[last_read]).tolist(),
+            lower.tolist(),
+        )
         self.restarted = slots[~continued & ~ends_read]
 
 
@@ -762,10 +862,11 @@ def _rows_as_matches(outputs: Outputs, variables: list, after: int = -1) -> tupl
             continue
         completed = True
         ids = var_ids[first:last]
-        if plain and -1 not in ids:     # every position bound once, kept: the common case, without a loop
+        if plain and -1 not in ids:  # every position bound once, kept: the common case, without a loop
             kept = positions[first:last]
-            found.append(Match.made(tuple(kept), dict(zip(map(names.__getitem__, ids), kept)),
-                                    emit if emit >= 0 else None))
+            found.append(
+                Match.made(tuple(kept), dict(zip(map(names.__getitem__, ids), kept)), emit if emit >= 0 else None)
+            )
             continue
         kept, bindings = [], {}
         for p, v in zip(positions[first:last], ids):

@@ -8,6 +8,7 @@ are evaluated column-wise with numpy; conditions numpy cannot evaluate exactly a
 (strings against numbers, booleans, values used as conditions) fall back to the reference semantics,
 ``cepkit.semantics.conditions.holds``, event by event, so both paths give the same letters.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ EVENT = "_event"  # the one variable of a guard's condition: the event the trans
 class Guard:
     """The unary predicate of a transition: ``type`` as written (None: any type), the event types it
     accepts (``types``; None: any) and a condition on the event (variable ``EVENT``; None: TRUE)."""
+
     type: Optional[str] = None
     types: Optional[frozenset] = None
     cond: Optional[A.Expr] = None
@@ -56,8 +58,7 @@ def render(cond: A.Expr) -> str:
 def on_event(cond: A.Expr, var: str) -> A.Expr:
     """``cond`` (about variable ``var`` only) rewritten about ``EVENT``, so equal tests on different
     variables share one bit."""
-    return cond.transform(lambda n: A.Attr(EVENT, n.attr, n.index) if isinstance(n, A.Attr) and n.var == var
-                          else n)
+    return cond.transform(lambda n: A.Attr(EVENT, n.attr, n.index) if isinstance(n, A.Attr) and n.var == var else n)
 
 
 class Alphabet:
@@ -68,7 +69,7 @@ class Alphabet:
     """
 
     def __init__(self, guards: Sequence[Guard]):
-        self.tests: list = []            # ("type", frozenset) | ("cond", Expr)
+        self.tests: list = []  # ("type", frozenset) | ("cond", Expr)
         index: dict = {}
         self.masks: dict = {}
         for guard in guards:
@@ -89,8 +90,9 @@ class Alphabet:
                 scope = self._scopes.setdefault(guard.cond, set())
                 scope.add(guard.types)
                 bits = self._scope_bits.get(guard.cond, 0)
-                self._scope_bits[guard.cond] = None if bits is None or guard.types is None else \
-                    bits | 1 << index[("type", guard.types)]
+                self._scope_bits[guard.cond] = (
+                    None if bits is None or guard.types is None else bits | 1 << index[("type", guard.types)]
+                )
 
     def __len__(self):
         return len(self.tests)
@@ -121,21 +123,27 @@ class Alphabet:
         type, each condition once over its events (those whose type bits a guard using it accepts)."""
         stream = columns.stream
         n = len(stream)
-        dtype = next((t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if len(self.tests) <= 8 * t().itemsize),
-                     object)
+        dtype = next(
+            (t for t in (np.uint8, np.uint16, np.uint32, np.uint64) if len(self.tests) <= 8 * t().itemsize), object
+        )
         codes, types = columns.type_codes
-        by_type = [sum(1 << i for i, (kind, payload) in enumerate(self.tests) if kind == "type" and t in payload)
-                   for t in types]
+        by_type = [
+            sum(1 << i for i, (kind, payload) in enumerate(self.tests) if kind == "type" and t in payload)
+            for t in types
+        ]
         letters = np.array(by_type, dtype=dtype)[codes] if n else np.zeros(0, dtype=dtype)
         for i, (kind, payload) in enumerate(self.tests):
             if kind == "cond":
                 bits = self._scope_bits[payload]
-                scope = np.ones(n, dtype=bool) if bits is None else \
-                    np.asarray((letters & (bits if dtype is object else dtype(bits))) != 0, dtype=bool)
+                scope = (
+                    np.ones(n, dtype=bool)
+                    if bits is None
+                    else np.asarray((letters & (bits if dtype is object else dtype(bits))) != 0, dtype=bool)
+                )
                 hit = self._condition(payload, columns, scope, stream)
                 if dtype is object:
                     letters[hit] |= 1 << i
-                else:      # (a shifted 0/1 column: no gather and scatter of the events that hit)
+                else:  # (a shifted 0/1 column: no gather and scatter of the events that hit)
                     letters |= hit.astype(dtype) << dtype(i)
         return letters
 

@@ -23,6 +23,7 @@ and the algorithms are exactly the paper's.
 **CONSUME BY** applies after selection, as the reference does: a selected match is reported only if it
 starts after the last position at which a match was reported (in its scope).
 """
+
 from __future__ import annotations
 
 import math
@@ -99,8 +100,7 @@ class Maximal:
     def __init__(self, moves: Moves, arena_ref, empty_start: float):
         self.moves = moves
         self.arena_ref = arena_ref
-        self.groups = {(empty_start, frozenset({moves.cea.initial}), frozenset()):
-                       {moves.cea.initial: BOTTOM}}
+        self.groups = {(empty_start, frozenset({moves.cea.initial}), frozenset()): {moves.cea.initial: BOTTOM}}
 
     def step(self, letter: int, pos: int, key: float, limit: float) -> list:
         arena = self.arena_ref()
@@ -159,8 +159,9 @@ class Maximal:
         self.groups = {k: {p: int(next(it)) for p in entries} for k, entries in self.groups.items()}
 
     def states(self):
-        return {p for entries in self.groups.values() for p in entries} | \
-            {p for (_, _, supers) in self.groups for p, _ in supers}
+        return {p for entries in self.groups.values() for p in entries} | {
+            p for (_, _, supers) in self.groups for p, _ in supers
+        }
 
 
 def _moved(supers: dict, moves: dict, target) -> dict:
@@ -187,4 +188,3 @@ def selector(program, arena_ref):
 def free_nodes_needed(selector_state, moves: Moves) -> int:
     """An upper bound on the nodes one event can make (so the arena never fills mid-event)."""
     return 4 * max(1, len(selector_state.nodes())) * (1 + moves.cea.n_states)
-

@@ -31,6 +31,7 @@ A ``Matcher`` reports a match at its last event when every scope it reads is clo
 trailing ``!``/EXISTS scope is reported once an event past its window arrives (time after first + w, or
 index first + n for ``n EVENTS``), or at ``close()``; without WITHIN, at ``close()``.
 """
+
 from __future__ import annotations
 
 from dataclasses import replace
@@ -42,18 +43,19 @@ from ...runtime.stream import Stream
 from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
-from .planner import (Choice, StreamStats, choose_directions, groups_of, label, nested_cost,
-                      shared_fixed_cost)
+from .planner import Choice, StreamStats, choose_directions, groups_of, label, nested_cost, shared_fixed_cost
 from .shared import run_shared, top_branches
 from .summaries import SubQuery
 from .views import CACHING_MODES
 
 __all__ = ["NestedEngine", "NestedPlan"]
 
-EMISSION = ("a Matcher reports a match at its last event when no scope it reads is open; one waiting for a "
-            "trailing !/EXISTS once that scope decides (at the latest when an event past its window arrives), "
-            "or at close(); without WITHIN at close()")
-PURGE_EVERY = 64   # triggers (or pushes) between two purges of the stacks and views
+EMISSION = (
+    "a Matcher reports a match at its last event when no scope it reads is open; one waiting for a "
+    "trailing !/EXISTS once that scope decides (at the latest when an event past its window arrives), "
+    "or at close(); without WITHIN at close()"
+)
+PURGE_EVERY = 64  # triggers (or pushes) between two purges of the stacks and views
 
 
 PLANS = ("auto", "shared", "nested", "normal form")
@@ -87,7 +89,7 @@ class NestedPlan(Plan):
         self.rewrite = rewrite
         self.written = Form(query, caching)
         self.rewriting = None
-        self.normal = None           # the normal form's Form, where it exists and keeps every match
+        self.normal = None  # the normal form's Form, where it exists and keeps every match
         if self.plan == "normal form" or (self.plan == "auto" and self.written.branches is None and caching):
             self.rewriting = neel_rewrite(query)
             if self.rewriting.normal and self.rewriting.exact:
@@ -122,9 +124,11 @@ class NestedPlan(Plan):
         written, normal = self.written, self.normal
         if self.caching is None:
             form = normal if self.plan == "normal form" and normal is not None else written
-            return form, Choice("normal form (nested)" if form is normal else "nested",
-                                "caching=None: NEEL's iterative nested execution, every sub-query recomputed "
-                                "per candidate (the baseline)")
+            return form, Choice(
+                "normal form (nested)" if form is normal else "nested",
+                "caching=None: NEEL's iterative nested execution, every sub-query recomputed "
+                "per candidate (the baseline)",
+            )
         if self.plan == "nested":
             return written, Choice("nested", "asked for (plan='nested')")
         stats = StreamStats.of(execution)
@@ -142,18 +146,25 @@ class NestedPlan(Plan):
                 name = prefix + "(nested)" if prefix else "nested"
                 options[name] = (form, None)
                 costs[name] = round(nested_cost(form.root, form.shared, stats, summarised=True))
-        allowed = {k: v for k, v in costs.items() if self.plan == "auto" or
-                   (self.plan == "shared" and k == "shared") or
-                   (self.plan == "normal form" and k.startswith("normal form"))}
-        if not allowed:   # plan='shared' where it is impossible, or a normal form that does not exist
+        allowed = {
+            k: v
+            for k, v in costs.items()
+            if self.plan == "auto"
+            or (self.plan == "shared" and k == "shared")
+            or (self.plan == "normal form" and k.startswith("normal form"))
+        }
+        if not allowed:  # plan='shared' where it is impossible, or a normal form that does not exist
             allowed = {k: v for k, v in costs.items() if k == "nested"}
         best = min(allowed, key=allowed.get)
         form, directions = options[best]
         others = ", ".join(f"{k} {v:,} µs" for k, v in sorted(costs.items(), key=lambda kv: kv[1]) if k != best)
         why = [f"estimated {costs[best]:,} µs" + (f" against {others}" if others else "")]
         if self.plan not in ("auto",) and not best.startswith(self.plan.split()[0]):
-            why.insert(0, f"plan={self.plan!r} cannot run: "
-                          f"{written.not_shared or (self.rewriting.reason if self.rewriting else '')}")
+            why.insert(
+                0,
+                f"plan={self.plan!r} cannot run: "
+                f"{written.not_shared or (self.rewriting.reason if self.rewriting else '')}",
+            )
         if form.branches is None or directions is None:
             why.append(f"not shared: {form.not_shared}" if form.not_shared else "nested is cheaper here")
         choice = Choice(best, "; ".join(why), costs)
@@ -191,20 +202,33 @@ class NestedPlan(Plan):
         return found
 
     def matcher(self) -> IncrementalPlan:
-        self.choice = Choice("normal form (nested)" if self.form is self.normal else "nested",
-                             "an incremental Matcher runs nested (shared execution needs the whole stream)")
+        self.choice = Choice(
+            "normal form (nested)" if self.form is self.normal else "nested",
+            "an incremental Matcher runs nested (shared execution needs the whole stream)",
+        )
         return NestedMatcher(self)
 
     def info(self) -> dict:
         normal = self.form is self.normal and self.normal is not None
-        facts = {"execution": "normal form" if normal else "shared" if self.choice.directions else "nested",
-                 "plan": self.choice.as_dict(), "caching": self.caching, "subqueries": len(self.subqueries),
-                 "emits": EMISSION}
+        facts = {
+            "execution": "normal form" if normal else "shared" if self.choice.directions else "nested",
+            "plan": self.choice.as_dict(),
+            "caching": self.caching,
+            "subqueries": len(self.subqueries),
+            "emits": EMISSION,
+        }
         if self.rewriting is not None:
             r = self.rewriting
-            facts["rewrite"] = {"normal_form": r.normal_form, "steps": [s.rule for s in r.steps], "exact": r.exact,
-                                "reason": r.reason if not r.normal else None if r.exact
-                                else "a step does not keep every match under WITHIN (NPDR4/NPDR7)"}
+            facts["rewrite"] = {
+                "normal_form": r.normal_form,
+                "steps": [s.rule for s in r.steps],
+                "exact": r.exact,
+                "reason": r.reason
+                if not r.normal
+                else None
+                if r.exact
+                else "a step does not keep every match under WITHIN (NPDR4/NPDR7)",
+            }
         else:
             facts["rewrite"] = None
         if self._last is not None:
@@ -219,7 +243,7 @@ class NestedMatcher(IncrementalPlan):
     def __init__(self, plan: NestedPlan):
         self.execution = Execution(plan.form, complete=False)
         self.pushed = 0
-        self.expiry = KeyExpiry(plan.query.window_seconds)   # drops a key's sub-stream once its window passed
+        self.expiry = KeyExpiry(plan.query.window_seconds)  # drops a key's sub-stream once its window passed
 
     def push(self, event) -> list:
         execution = self.execution
@@ -262,16 +286,34 @@ class NestedMatcher(IncrementalPlan):
 class NestedEngine(Engine):
     name = "nested"
     rank = 50
-    description = ("NEEL nested iterative execution: nested SEQ/AND/OR with ! and EXISTS at any depth, "
-                   "sub-queries over constrained windows with sliding-view caching (A-/P-/B-CSV), shared "
-                   "SEQ prefixes, optional rewriting to the NEEL normal form")
-    features = frozenset({
-        "sequence", "or", "and", "negation", "exists", "nested_negation", "nesting", "unary_conditions",
-        "binary_conditions", "correlated_filters", "condition_items", "time_window", "event_window",
-        "partition", "projection", "any_type", "hierarchy",
-    })
+    description = (
+        "NEEL nested iterative execution: nested SEQ/AND/OR with ! and EXISTS at any depth, "
+        "sub-queries over constrained windows with sliding-view caching (A-/P-/B-CSV), shared "
+        "SEQ prefixes, optional rewriting to the NEEL normal form"
+    )
+    features = frozenset(
+        {
+            "sequence",
+            "or",
+            "and",
+            "negation",
+            "exists",
+            "nested_negation",
+            "nesting",
+            "unary_conditions",
+            "binary_conditions",
+            "correlated_filters",
+            "condition_items",
+            "time_window",
+            "event_window",
+            "partition",
+            "projection",
+            "any_type",
+            "hierarchy",
+        }
+    )
     options = frozenset({"plan", "caching", "rewrite"})
-    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
+    disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
 
     def compile(self, query, plan="auto", caching="b", rewrite=False) -> NestedPlan:
         if plan not in PLANS:

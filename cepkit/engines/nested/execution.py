@@ -20,6 +20,7 @@ Checks are three-valued (``cepkit.semantics.truth``): while a scope's right end 
 so far, a candidate is *pending*; it is checked again on later events and reported once it holds, at the
 latest when its window has passed or the stream is closed.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -40,12 +41,13 @@ from .summaries import Summary
 from .views import make_view
 
 PUNCTUATION = "PUNCTUATION"
-KEYS_AS_COLUMNS = 1000    # PARTITION BY keys a batch run splits the Stream's columns into (more: Event objects)
+KEYS_AS_COLUMNS = 1000  # PARTITION BY keys a batch run splits the Stream's columns into (more: Event objects)
 
 
 class Suffix:
     """The items of an append-only list from index ``start`` on, read by their index in the whole list: the
     earlier ones were dropped once nothing could read them (a sub-stream's events before its window)."""
+
     __slots__ = ("items", "start")
 
     def __init__(self):
@@ -79,6 +81,7 @@ class Suffix:
 
 class _Events:
     """A ``Stream``'s events by index, made (all at once, by the stream) when one is first read."""
+
     __slots__ = ("stream",)
 
     def __init__(self, stream: Stream):
@@ -103,12 +106,12 @@ class SubStream:
         self.run = run
         self.events = Suffix()
         self.times = Suffix()
-        self.stacks: dict = {}       # (operator, end) -> (start, results): results ending at end, first >= start
-        self.prefixes: dict = {}     # (prefix key, end) -> (start, results): shared SEQ prefixes (PreCache)
+        self.stacks: dict = {}  # (operator, end) -> (start, results): results ending at end, first >= start
+        self.prefixes: dict = {}  # (prefix key, end) -> (start, results): shared SEQ prefixes (PreCache)
         self.views = {sub: make_view(run.caching, self._computer(sub), self.floor) for sub in run.subqueries}
-        self.pending: list = []      # outer candidates waiting for an open scope
-        self.summaries: dict = {}    # (sub-query, correlation values) -> Summary (``summaries``)
-        self.stream: Optional[Stream] = None   # the batch Stream these events are, when they are all of it
+        self.pending: list = []  # outer candidates waiting for an open scope
+        self.summaries: dict = {}  # (sub-query, correlation values) -> Summary (``summaries``)
+        self.stream: Optional[Stream] = None  # the batch Stream these events are, when they are all of it
         self.stats = {"prefix_hits": 0, "summary_lookups": 0}
 
     # ------------------------------------------------------------------ windows (docs/language.md §4, §10.4)
@@ -203,7 +206,9 @@ class SubStream:
                 inner = [r for r in inner if holds(op.cond, r.bindings, self.events)]
             return [Partial(op, r.positions, r.bindings, (r,)) for r in inner]
         if isinstance(op, WinOr):
-            return [Partial(op, r.positions, r.bindings, (r,)) for b in op.branches for r in self.results(b, end, start)]
+            return [
+                Partial(op, r.positions, r.bindings, (r,)) for b in op.branches for r in self.results(b, end, start)
+            ]
         if isinstance(op, WinSeq):
             return [_combine(op, chain) for chain in self._chains(op, len(op.parts) - 1, end, start)]
         if isinstance(op, WinAnd):
@@ -226,11 +231,11 @@ class SubStream:
                 chains.append((r,))
                 continue
             lowest, highest = start, r.first - 1
-            for b in gates:     # a gap's !/EXISTS prunes here when its sub-query has a summary
+            for b in gates:  # a gap's !/EXISTS prunes here when its sub-query has a summary
                 summary = self.summary(b.sub, {})
                 if summary is None or self.run.shared[b.sub].refs:
                     continue
-                latest = summary.latest(r.first, start)   # the latest first of a witness before r
+                latest = summary.latest(r.first, start)  # the latest first of a witness before r
                 if b.negations % 2:
                     lowest = max(lowest, latest)
                 else:
@@ -251,8 +256,12 @@ class SubStream:
                 for j, options in enumerate(earlier):
                     if j == k:
                         continue
-                    combos = [(chosen + (r,), used | r.positions) for chosen, used in combos
-                              for r in options if not r.positions & used]
+                    combos = [
+                        (chosen + (r,), used | r.positions)
+                        for chosen, used in combos
+                        for r in options
+                        if not r.positions & used
+                    ]
                 out += [_combine(op, _in_part_order(chosen, k)) for chosen, _ in combos]
         return out
 
@@ -274,8 +283,12 @@ class SubStream:
         if isinstance(op, WinSeq):
             return self._valid_seq(op, r, inner_env, scope, own)
         and_scope = self.window_scope(r.first, r.last).meet(scope)
-        return all3([*(self.valid(p, inner_env, and_scope, own) for p in r.parts),
-                     *(self.boolean(b, and_scope, inner_env, own) for b in op.booleans)])
+        return all3(
+            [
+                *(self.valid(p, inner_env, and_scope, own) for p in r.parts),
+                *(self.boolean(b, and_scope, inner_env, own) for b in op.booleans),
+            ]
+        )
 
     def _valid_seq(self, op: WinSeq, r: Partial, env, scope: Scope, own):
         parts = r.parts
@@ -323,7 +336,7 @@ class SubStream:
             values = tuple(self.events[env[r.var]].get(r.attr) for r in shared.refs)
             try:
                 op = shared.op_for(values)
-            except TypeError:   # an unhashable value
+            except TypeError:  # an unhashable value
                 return None
             if op is None:
                 return None
@@ -358,7 +371,7 @@ class SubStream:
                 for sub, lo, hi in self.scopes_of(r, scope):
                     wanted.setdefault(sub, []).append((lo, hi))
             for sub, intervals in wanted.items():
-                if self.run.shared[sub].refs is None:   # a summarised sub-query needs no view
+                if self.run.shared[sub].refs is None:  # a summarised sub-query needs no view
                     self.views[sub].prepare(intervals)
         return [(r, self.valid(r, {}, scope, r.positions)) for r, scope in zip(candidates, scopes)]
 
@@ -395,8 +408,11 @@ def _between(parts: tuple, sides: tuple, scope: Scope) -> Scope:
     positive items on its left and right (``sides``: their part numbers, ``WinSeq.part_sides``), else the
     enclosing ``scope``'s bounds (docs/language.md §10.4)."""
     left, right = sides
-    return Scope(scope.lo if left is None else parts[left].last, scope.hi if right is None else parts[right].first,
-                 scope.open if right is None else False)
+    return Scope(
+        scope.lo if left is None else parts[left].last,
+        scope.hi if right is None else parts[right].first,
+        scope.open if right is None else False,
+    )
 
 
 def _in_part_order(chosen: tuple, k: int) -> tuple:
@@ -432,9 +448,9 @@ class Execution:
         self.slack = 0.0
         self.magnitude = 0.0
         self.parts: dict = {}
-        self.shared_stats: dict = {}     # counters of a shared run (``shared``)
-        self.located: list = []          # a batch run's (sub-stream, index) per event (``add_all``)
-        self.reported = ReportedOnce(plan.query.window_seconds)   # a match key is reported once
+        self.shared_stats: dict = {}  # counters of a shared run (``shared``)
+        self.located: list = []  # a batch run's (sub-stream, index) per event (``add_all``)
+        self.reported = ReportedOnce(plan.query.window_seconds)  # a match key is reported once
 
     def type_matches(self, pattern_type: Optional[str], event_type: str) -> bool:
         if pattern_type is None or pattern_type == event_type:
@@ -526,8 +542,17 @@ class Execution:
         return Match(tuple(sorted(positions)), bindings)
 
     def stats(self) -> dict:
-        totals = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0, "view_size": 0, "prefix_hits": 0,
-                  "summary_lookups": 0, "summary_computed": 0}
+        totals = {
+            "lookups": 0,
+            "hits": 0,
+            "partial": 0,
+            "full": 0,
+            "computed": 0,
+            "view_size": 0,
+            "prefix_hits": 0,
+            "summary_lookups": 0,
+            "summary_computed": 0,
+        }
         totals.update(self.shared_stats)
         for part in self.parts.values():
             totals["prefix_hits"] += part.stats["prefix_hits"]

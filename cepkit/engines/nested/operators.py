@@ -9,6 +9,7 @@ Identical sub-patterns (same tree, same variables) compile to one operator, so t
 once and shared ([LIU] §5.3: common sub-expressions; in a DNF the disjuncts' common SEQ prefixes, the
 PreCache of Ex 27, share one prefix operator too: ``WinSeq.prefixes``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from ...lang.checks import bound
 class Partial:
     """A result of an operator: its positions (logical indices of one sub-stream), bindings (var ->
     index), and the results of its children (SEQ/AND: one per positive item; OR/Select: one)."""
+
     op: "Operator"
     positions: frozenset
     bindings: dict
@@ -43,12 +45,13 @@ class Partial:
 class Operator:
     """A node of the plan. ``memo`` says whether its results are kept per end index (positive context);
     sub-query operators are cached by their sliding view instead (``views``)."""
+
     memo = True
 
 
 @dataclass(eq=False)
 class Leaf(Operator):
-    type: Optional[str]      # None: ANY
+    type: Optional[str]  # None: ANY
     var: Optional[str]
 
 
@@ -56,16 +59,17 @@ class Leaf(Operator):
 class Select(Operator):
     """A condition on its child's results: checked when built if ``closed`` (it mentions only the child's
     variables), else by the validation, once the enclosing bindings are known (CEL φ4)."""
+
     child: Operator
     cond: A.Expr
     closed: bool
-
 
 
 @dataclass(frozen=True)
 class Boolean:
     """A ``!``/``EXISTS`` item at ``index`` among its SEQ/AND's items: ``negations`` counts the ``!`` in its
     chain (``!!X`` is ``EXISTS X``), ``sub`` is the sub-query's operator."""
+
     index: int
     negations: int
     sub: Operator
@@ -73,27 +77,26 @@ class Boolean:
 
 @dataclass(eq=False)
 class WinSeq(Operator):
-    parts: tuple             # operators of the positive items, in order
-    positions: tuple         # their indices among the SEQ's items
-    booleans: tuple          # Boolean items
-    prefixes: tuple = ()     # shared prefix keys, one per positive item (``parts[:k+1]``)
-    top: bool = False        # only ever a match of the whole query (``PlanBuilder.mark_top``)
+    parts: tuple  # operators of the positive items, in order
+    positions: tuple  # their indices among the SEQ's items
+    booleans: tuple  # Boolean items
+    prefixes: tuple = ()  # shared prefix keys, one per positive item (``parts[:k+1]``)
+    top: bool = False  # only ever a match of the whole query (``PlanBuilder.mark_top``)
 
     def __post_init__(self):
         at = self.positions
 
-        def sides(k):     # (nearest positive part on the left, on the right) of item k, as part numbers
+        def sides(k):  # (nearest positive part on the left, on the right) of item k, as part numbers
             left = max((j for j, p in enumerate(at) if p < k), default=None)
             right = min((j for j, p in enumerate(at) if p > k), default=None)
             return left, right
 
-        self.part_sides = tuple((j, sides(p)) for j, (p, op) in enumerate(zip(at, self.parts))
-                                if not isinstance(op, Leaf))
+        self.part_sides = tuple(
+            (j, sides(p)) for j, (p, op) in enumerate(zip(at, self.parts)) if not isinstance(op, Leaf)
+        )
         self.boolean_sides = tuple(sides(b.index) for b in self.booleans)
         # the ``!``/``EXISTS`` items strictly between part k-1 and part k (``gates[k]``)
-        self.gates = tuple(tuple(b for b in self.booleans if k and at[k - 1] < b.index < at[k])
-                           for k in range(len(at)))
-
+        self.gates = tuple(tuple(b for b in self.booleans if k and at[k - 1] < b.index < at[k]) for k in range(len(at)))
 
 
 @dataclass(eq=False)
@@ -102,20 +105,18 @@ class WinAnd(Operator):
     booleans: tuple
 
 
-
 @dataclass(eq=False)
 class WinOr(Operator):
     branches: tuple
-
 
 
 class PlanBuilder:
     """Compiles a scoped pattern, sharing identical sub-patterns (hash-consing on the frozen AST)."""
 
     def __init__(self):
-        self.shared: dict = {}          # (pattern node, positive context) -> operator
-        self.subqueries: list = []      # every sub-query operator, outermost first
-        self.nodes: dict = {}           # sub-query operator -> its pattern (``summaries.SubQuery``)
+        self.shared: dict = {}  # (pattern node, positive context) -> operator
+        self.subqueries: list = []  # every sub-query operator, outermost first
+        self.nodes: dict = {}  # sub-query operator -> its pattern (``summaries.SubQuery``)
 
     def build(self, node: A.Pattern, positive: bool = True) -> Operator:
         key = (node, positive)
@@ -127,8 +128,9 @@ class PlanBuilder:
         if isinstance(node, A.Atom):
             op = Leaf(node.type, node.var)
         elif isinstance(node, A.Filter):
-            op = Select(self.build(node.pattern, positive), node.cond,
-                        set(A.variables_in(node.cond)) <= bound(node.pattern))
+            op = Select(
+                self.build(node.pattern, positive), node.cond, set(A.variables_in(node.cond)) <= bound(node.pattern)
+            )
         elif isinstance(node, A.Or):
             op = WinOr(tuple(self.build(b, positive) for b in node.items))
         elif isinstance(node, (A.Seq, A.And)):
@@ -140,8 +142,12 @@ class PlanBuilder:
                 elif isinstance(item, (A.Not, A.Exists)):
                     booleans.append(self._boolean(k, item))
             if isinstance(node, A.Seq):
-                op = WinSeq(tuple(parts), tuple(indices), tuple(booleans),
-                            tuple(tuple(parts[:k + 1]) for k in range(len(parts))))
+                op = WinSeq(
+                    tuple(parts),
+                    tuple(indices),
+                    tuple(booleans),
+                    tuple(tuple(parts[: k + 1]) for k in range(len(parts))),
+                )
             else:
                 op = WinAnd(tuple(parts), tuple(booleans))
         else:
@@ -156,9 +162,13 @@ class PlanBuilder:
         include the gaps' items."""
         top = top_seqs(root)
         inner: set = set()
-        stack = [c for op in self.shared.values() if isinstance(op, (WinSeq, WinAnd))
-                 for c in (*op.parts, *(b.sub for b in op.booleans))]
-        while stack:     # everything below an item of a SEQ/AND
+        stack = [
+            c
+            for op in self.shared.values()
+            if isinstance(op, (WinSeq, WinAnd))
+            for c in (*op.parts, *(b.sub for b in op.booleans))
+        ]
+        while stack:  # everything below an item of a SEQ/AND
             op = stack.pop()
             if op not in inner:
                 inner.add(op)
@@ -166,7 +176,7 @@ class PlanBuilder:
         for op in top:
             if op not in inner:
                 op.top = True
-                op.prefixes = tuple((op.parts[:k + 1], op.gates[:k + 1]) for k in range(len(op.parts)))
+                op.prefixes = tuple((op.parts[: k + 1], op.gates[: k + 1]) for k in range(len(op.parts)))
 
     def _boolean(self, index: int, item) -> Boolean:
         negations = 0

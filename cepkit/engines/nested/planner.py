@@ -36,6 +36,7 @@ the sum of ``rows`` over the distinct partial columns they build), and beyond th
 uniform choice and flips one SEQ at a time while that lowers the cost. The groups reported are the SEQs
 that share a partial column.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -44,17 +45,18 @@ from dataclasses import dataclass, field
 
 from .operators import Leaf, Select, WinOr, WinSeq, top_seqs
 
-C_EVENT = 3.0        # nested: one trigger of the root per event
-C_CANDIDATE = 8.0    # nested: one outer candidate built and validated; shared: one condition check per row
-C_LOOKUP = 1.5       # a summary lookup
-C_WITNESS = 2.0      # one event of a scope scanned through a view
-C_COLUMN = 0.02      # one element of a numpy column
-EXHAUSTIVE = 10      # SEQs whose 2^d directions are all tried
+C_EVENT = 3.0  # nested: one trigger of the root per event
+C_CANDIDATE = 8.0  # nested: one outer candidate built and validated; shared: one condition check per row
+C_LOOKUP = 1.5  # a summary lookup
+C_WITNESS = 2.0  # one event of a scope scanned through a view
+C_COLUMN = 0.02  # one element of a numpy column
+EXHAUSTIVE = 10  # SEQs whose 2^d directions are all tried
 
 
 @dataclass
 class StreamStats:
     """What the cost model reads from the stream: its size, each type's share, events per window."""
+
     n: int
     shares: dict
     per_window: float
@@ -76,8 +78,9 @@ class StreamStats:
         elif w.events:
             per_window = min(w.amount, n / keys)
         else:
-            span = max(p.times.items[-1] for p in execution.parts.values() if p.n) - \
-                min(p.times.items[0] for p in execution.parts.values() if p.n)
+            span = max(p.times.items[-1] for p in execution.parts.values() if p.n) - min(
+                p.times.items[0] for p in execution.parts.values() if p.n
+            )
             per_window = min(n / keys, n / keys * w.seconds / span) if span > 0 else n / keys
         return cls(n, shares, max(per_window, 1.0))
 
@@ -98,12 +101,13 @@ class StreamStats:
         estimate = self.n * self.share(parts[-1])
         for p in parts[:-1]:
             estimate *= self.share(p) * self.per_window
-        return estimate / math.factorial(k) / 2 ** gates
+        return estimate / math.factorial(k) / 2**gates
 
 
 @dataclass
 class Choice:
     """The plan that ran and why (``Matches.info["plan"]``)."""
+
     plan: str
     why: str
     costs: dict = field(default_factory=dict)
@@ -111,17 +115,22 @@ class Choice:
     groups: list = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"chosen": self.plan, "why": self.why, "costs": self.costs, "directions": self.directions,
-                "groups": self.groups}
+        return {
+            "chosen": self.plan,
+            "why": self.why,
+            "costs": self.costs,
+            "directions": self.directions,
+            "groups": self.groups,
+        }
 
 
 def _keys(seq: WinSeq, direction: str) -> list:
     """The partial columns a SEQ builds in one direction: (key, parts, number of gap items)."""
     last = len(seq.parts) - 1
     if direction == "suffix":
-        spans = [(seq.parts[k:], seq.gates[k + 1:]) for k in range(last + 1)]
+        spans = [(seq.parts[k:], seq.gates[k + 1 :]) for k in range(last + 1)]
         return [(("suffix", p, g), p, sum(map(len, g))) for p, g in spans]
-    spans = [(seq.parts[:k + 1], seq.gates[:k + 1]) for k in range(last + 1)]
+    spans = [(seq.parts[: k + 1], seq.gates[: k + 1]) for k in range(last + 1)]
     return [(("prefix", p, g), p, sum(map(len, g))) for p, g in spans]
 
 
@@ -149,7 +158,7 @@ def choose_directions(branches: list, stats: StreamStats) -> tuple:
     while improved:
         improved = False
         for i in range(d):
-            flipped = best[:i] + ({"suffix": "prefix", "prefix": "suffix"}[best[i]],) + best[i + 1:]
+            flipped = best[:i] + ({"suffix": "prefix", "prefix": "suffix"}[best[i]],) + best[i + 1 :]
             c = shared_cost(branches, flipped, stats)
             if c < cost:
                 best, cost, improved = flipped, c, True
@@ -170,7 +179,7 @@ def groups_of(branches: list, directions: tuple, names: list) -> list:
     for i, ((seq, _), direction) in enumerate(zip(branches, directions)):
         for key, parts, _ in _keys(seq, direction):
             if len(parts) < 2 and len(branches) > 1 and key in owner:
-                continue   # one item alone is an atom's events, not construction worth calling shared
+                continue  # one item alone is an atom's events, not construction worth calling shared
             j = owner.setdefault(key, i)
             parent[find(i)] = find(j)
     clusters: dict = {}
@@ -207,9 +216,14 @@ def label(op) -> str:
         return label(op.child) + " [cond]"
     if isinstance(op, WinOr):
         return f"OR({', '.join(map(label, op.branches))})"
-    items = dict(zip(op.positions, map(label, op.parts))) if isinstance(op, WinSeq) else \
-        dict(enumerate(map(label, op.parts)))
+    items = (
+        dict(zip(op.positions, map(label, op.parts)))
+        if isinstance(op, WinSeq)
+        else dict(enumerate(map(label, op.parts)))
+    )
     for b in op.booleans:
-        items[b.index if isinstance(op, WinSeq) else len(items)] = ("!" if b.negations % 2 else "EXISTS ") + label(b.sub)
+        items[b.index if isinstance(op, WinSeq) else len(items)] = ("!" if b.negations % 2 else "EXISTS ") + label(
+            b.sub
+        )
     kind = "SEQ" if isinstance(op, WinSeq) else "AND"
     return f"{kind}({', '.join(items[k] for k in sorted(items))})"

@@ -18,6 +18,7 @@ disjuncts), each ``!``/``EXISTS`` a sub-query with a summary (``summaries``):
 
 The result is a ``MatchArrays``: no ``Match`` object is made unless someone reads one.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -35,7 +36,7 @@ def top_branches(root, shared: dict) -> tuple:
     """([(SEQ, conditions)], None) when the query can run shared: an OR (or one) of SEQs of single events,
     each under closed conditions, every ``!``/``EXISTS`` over a sub-query with a summary; else (None, why)."""
     out = []
-    for op in (root.branches if isinstance(root, WinOr) else (root,)):
+    for op in root.branches if isinstance(root, WinOr) else (root,):
         conds = []
         while isinstance(op, Select) and op.closed:
             conds.append(op.cond)
@@ -47,11 +48,15 @@ def top_branches(root, shared: dict) -> tuple:
         for b in op.booleans:
             refs = shared[b.sub].refs
             if refs is None:
-                return None, ("a !/EXISTS sub-query's results depend on their scope or the candidate (an edge "
-                              "!/EXISTS or an AND's inside it)")
+                return None, (
+                    "a !/EXISTS sub-query's results depend on their scope or the candidate (an edge "
+                    "!/EXISTS or an AND's inside it)"
+                )
             if refs:
-                return None, (f"a !/EXISTS sub-query is correlated ({', '.join(f'{r.var}.{r.attr}' for r in refs)}): "
-                              "it is decorrelated per candidate value instead")
+                return None, (
+                    f"a !/EXISTS sub-query is correlated ({', '.join(f'{r.var}.{r.attr}' for r in refs)}): "
+                    "it is decorrelated per candidate value instead"
+                )
         out.append((op, tuple(conds)))
     return out, None
 
@@ -81,23 +86,23 @@ class SharedRun:
         else:
             self.latest = np.searchsorted(self.times, self.times + w.seconds + run.slack, "right") - 1
         self.reaches: dict = {}
-        self.built: dict = {}      # (direction, items, gaps) -> columns: shared by SEQs with that suffix/prefix
+        self.built: dict = {}  # (direction, items, gaps) -> columns: shared by SEQs with that suffix/prefix
         self.stats = {"shared_hits": 0, "rows_built": 0}
 
     def reach_before(self, sub, hi: np.ndarray) -> np.ndarray:
         """The latest first index of a witness of ``sub`` ending before each ``hi`` (-1: none)."""
         if sub not in self.reaches:
             summary = self.part.summary(sub, {})
-            summary.latest(self.n, -1)           # covers every end index
+            summary.latest(self.n, -1)  # covers every end index
             column = np.full(self.n + 1, -1, np.int64)
-            column[1 + summary.start:] = summary.reach
+            column[1 + summary.start :] = summary.reach
             self.reaches[sub] = column
         return self.reaches[sub][hi]
 
     def suffix(self, seq: WinSeq, k: int) -> list:
         """Columns [p_k, ..., p_last] of the chains of items k..last of ``seq`` (gaps checked), built right
         to left from the last item's events."""
-        key = ("suffix", seq.parts[k:], seq.gates[k + 1:])
+        key = ("suffix", seq.parts[k:], seq.gates[k + 1 :])
         if key in self.built:
             self.stats["shared_hits"] += 1
             return self.built[key]
@@ -123,7 +128,7 @@ class SharedRun:
     def prefix(self, seq: WinSeq, k: int) -> list:
         """Columns [p_0, ..., p_k] of the chains of items 0..k of ``seq`` (gaps checked), built left to
         right from the first item's events."""
-        key = ("prefix", seq.parts[:k + 1], seq.gates[:k + 1])
+        key = ("prefix", seq.parts[: k + 1], seq.gates[: k + 1])
         if key in self.built:
             self.stats["shared_hits"] += 1
             return self.built[key]
@@ -159,10 +164,10 @@ class SharedRun:
         at = seq.positions
         for b in seq.booleans:
             if at[0] < b.index < at[-1]:
-                continue                       # a gap: checked while building
-            if b.index < at[0]:                # (last - w, first)
+                continue  # a gap: checked while building
+            if b.index < at[0]:  # (last - w, first)
                 lo, hi = self._window_lo(last), first
-            else:                              # (last, first + w)
+            else:  # (last, first + w)
                 lo, hi = last, self._window_hi(first)
             found = (hi > lo + 1) & (self.reach_before(b.sub, np.maximum(hi, 0)) > lo)
             keep &= ~found if b.negations % 2 else found
@@ -197,8 +202,14 @@ class SharedRun:
         return np.searchsorted(self.times, self.times[first] + w.seconds + self.part.run.slack, "right")
 
 
-_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
-            "!=": np.not_equal}
+_COMPARE = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "=": np.equal,
+    "!=": np.not_equal,
+}
 
 
 def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:
@@ -227,7 +238,7 @@ def _numbers(node, at: dict, stream):
     """An operand as float64 per row (NaN: null), or None where it is not a plain number."""
     if isinstance(node, A.Literal):
         value = node.value
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2 ** 53:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53:
             return np.float64(value)
         return None
     if isinstance(node, A.Attr) and node.index is None and node.var in at and node.attr not in ("ts", "type"):
@@ -244,8 +255,13 @@ def _join(events: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple:
     return events[start[rows] + within], rows
 
 
-def run_shared(execution, branches: list, directions: Optional[list] = None, owners: Optional[list] = None,
-               selects: Optional[list] = None) -> tuple:
+def run_shared(
+    execution,
+    branches: list,
+    directions: Optional[list] = None,
+    owners: Optional[list] = None,
+    selects: Optional[list] = None,
+) -> tuple:
     """Every sub-stream's matches of ``branches`` (``top_branches``) as ``MatchArrays``, and counters: one
     for all, or, with ``owners`` (a query number per branch) and ``selects`` (each query's RETURN), a list
     with one per query (a workload: ``workload``)."""
@@ -262,8 +278,7 @@ def run_shared(execution, branches: list, directions: Optional[list] = None, own
         for (seq, conds), direction, owner in zip(branches, directions, owned):
             select = selects[owner]
             columns = shared.rows(seq, conds, direction)
-            kept = [(c, _variable(p)) for c, p in zip(columns, seq.parts)
-                    if select is None or _variable(p) in select]
+            kept = [(c, _variable(p)) for c, p in zip(columns, seq.parts) if select is None or _variable(p) in select]
             out[owner].add(where, kept)
         for k in stats:
             stats[k] += shared.stats[k]
@@ -293,6 +308,10 @@ class _Rows:
     def arrays(self) -> MatchArrays:
         if not self.positions:
             return MatchArrays.from_bindings(np.zeros(1, np.int64), [], [], [], [])
-        return MatchArrays.from_bindings(np.concatenate(self.offsets), np.concatenate(self.positions),
-                                         np.concatenate(self.variables), list(self.names),
-                                         [False] * len(self.names))
+        return MatchArrays.from_bindings(
+            np.concatenate(self.offsets),
+            np.concatenate(self.positions),
+            np.concatenate(self.variables),
+            list(self.names),
+            [False] * len(self.names),
+        )

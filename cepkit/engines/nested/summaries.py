@@ -32,6 +32,7 @@ on (no scope reaches further back, so a result starting earlier is never a witne
 [CSV] Ex 3's correlated view) is rebuilt with those values as constants, once per distinct tuple of values,
 and summarised like an independent one; the candidate looks its values up and joins back.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -93,7 +94,7 @@ class SubQuery:
     def op_for(self, values: tuple):
         """The sub-query with the enclosing attributes replaced by ``values`` (None: not independent)."""
         if values not in self._ops:
-            if len(self._ops) >= 4096:     # a plan kept by cepkit.match's cache: bound what it remembers
+            if len(self._ops) >= 4096:  # a plan kept by cepkit.match's cache: bound what it remembers
                 self._ops.clear()
             constants = dict(zip(self.refs, values))
             node = self.node.transform(lambda n: A.Literal(constants[n]) if n in constants else n)
@@ -147,7 +148,7 @@ class Summary:
         r0 = min(a, max(part.events.start, part.floor(a)))
         best = Region(part, r0, b).best(self.op)
         if best is not None:
-            return best[a - r0:].copy()
+            return best[a - r0 :].copy()
         out = np.full(b - a, -1, np.int64)
         for e in range(a, b):
             top = -1
@@ -240,7 +241,7 @@ class Region:
         if op.booleans or any(m is None for m in masks):
             return None
         if len(masks) > 1 and np.any(np.sum(masks, axis=0) > 1):
-            return None   # an event matching two parts: the latest events need not be distinct
+            return None  # an event matching two parts: the latest events need not be distinct
         latest = [np.concatenate([[-1], np.maximum.accumulate(np.where(m, self.index, -1))[:-1]]) for m in masks]
         out = np.full(len(self.index), -1, np.int64)
         for k, m in enumerate(masks):

@@ -21,6 +21,7 @@ so a cached result serves every candidate. All modes give the same matches (test
 ``lookups``, ``hits`` (answered with no computation), ``partial`` (a view extended by new end indices),
 ``full`` (computed from scratch), ``computed`` (end indices computed).
 """
+
 from __future__ import annotations
 
 from typing import Callable, Optional
@@ -34,7 +35,7 @@ class View:
 
     def __init__(self, compute: Callable, floor: Callable):
         self.compute = compute
-        self.floor = floor           # end index -> the smallest start any QI may need for results ending there
+        self.floor = floor  # end index -> the smallest start any QI may need for results ending there
         self.stats = {"lookups": 0, "hits": 0, "partial": 0, "full": 0, "computed": 0}
 
     def _ends(self, lo: int, hi: int, start: int) -> list:
@@ -97,6 +98,7 @@ def _inside(by_end: dict, lo: int, hi: int, first_end: int):
 
 class ViewInterval:
     """P-CSV/B-CSV: every result with lo < first and last < hi is present (in this VI or an earlier one)."""
+
     __slots__ = ("lo", "hi", "by_end")
 
     def __init__(self, lo: int, hi: int):
@@ -142,7 +144,7 @@ class PassiveView(View):
             self._fill(left, range(left.hi, hi), left.lo + 1)
             left.hi = hi
             return False
-        self.stats["full"] += 1   # a left overhang cannot be patched (joins run right to left): from scratch
+        self.stats["full"] += 1  # a left overhang cannot be patched (joins run right to left): from scratch
         vi = ViewInterval(lo, hi)
         self._fill(vi, range(lo + 1, hi), lo + 1)
         self.intervals.append(vi)

@@ -15,6 +15,7 @@ complex workload E1-E7 of [LIU] §5.5, Fig 5.12). The others run alone, nested.
 >>> found[0].info["plan"]["groups"]
 [['Q1', 'Q2']]
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -37,8 +38,10 @@ class _Workload:
         first = queries[0]
         for q in queries[1:]:
             if (q.within, q.partition_by, q.hierarchy) != (first.within, first.partition_by, first.hierarchy):
-                raise ValueError("a workload's queries share one WITHIN, PARTITION BY and hierarchy "
-                                 f"({first.text!r} and {q.text!r} differ)")
+                raise ValueError(
+                    "a workload's queries share one WITHIN, PARTITION BY and hierarchy "
+                    f"({first.text!r} and {q.text!r} differ)"
+                )
         self.queries, self.query, self.caching = queries, first, caching
         builder = PlanBuilder()
         self.roots = [builder.build(q.scoped) for q in queries]
@@ -59,7 +62,8 @@ def match_workload(queries, events, caching="b") -> list:
     """The ``Matches`` of each query over ``events`` (a DataFrame, Arrow table, dicts or a Stream), in order.
     ``info["plan"]`` (the same for every query run shared) gives the directions and the groups of queries
     that share construction, as ``Q1``, ``Q2``, ... by their place in ``queries``."""
-    from . import NestedEngine      # the engine registers itself; compiled alone for the queries not shared
+    from . import NestedEngine  # the engine registers itself; compiled alone for the queries not shared
+
     if not queries:
         return []
     if all(isinstance(q, str) for q in queries):
@@ -87,15 +91,26 @@ def match_workload(queries, events, caching="b") -> list:
         directions, cost = choose_directions(branches, stats)
         names = [f"Q{shared_queries[o] + 1}" for o in owners]
         groups = [sorted(set(g), key=lambda q: int(q[1:])) for g in groups_of(branches, directions, names)]
-        found, counters = run_shared(execution, branches, list(directions), owners,
-                                     [queries[k].select for k in shared_queries])
-        plan = {"chosen": "shared", "why": f"a workload of {len(shared_queries)} queries planned together, "
-                f"estimated {round(cost):,} µs to build", "costs": {"shared": round(cost)},
-                "directions": list(directions), "groups": groups}
+        found, counters = run_shared(
+            execution, branches, list(directions), owners, [queries[k].select for k in shared_queries]
+        )
+        plan = {
+            "chosen": "shared",
+            "why": f"a workload of {len(shared_queries)} queries planned together, "
+            f"estimated {round(cost):,} µs to build",
+            "costs": {"shared": round(cost)},
+            "directions": list(directions),
+            "groups": groups,
+        }
         for o, k in enumerate(shared_queries):
-            results[k] = Matches(found[o], "nested", queries[k], info={"execution": "shared", "plan": plan,
-                                                                       "cache": counters}, stream=stream,
-                                 limit=queries[k].ast.limit)
+            results[k] = Matches(
+                found[o],
+                "nested",
+                queries[k],
+                info={"execution": "shared", "plan": plan, "cache": counters},
+                stream=stream,
+                limit=queries[k].ast.limit,
+            )
     for k, why in alone.items():
         compiled = NestedEngine().compile(queries[k], caching=caching)
         found = compiled.run(stream)

@@ -32,6 +32,7 @@ in ``docs/rcep-engine.md``.
 >>> len(found), found.info["triggers"]
 (240, 3)
 """
+
 from __future__ import annotations
 
 from ...runtime.registry import DISORDER_MODES, Engine, register
@@ -42,16 +43,39 @@ from .plan import JOINS, RcepPlan
 class RcepEngine(Engine):
     name = "rcep"
     rank = 40
-    features = frozenset({
-        "sequence", "kleene", "nesting", "unary_conditions", "binary_conditions", "correlated_filters",
-        "condition_items", "kleene_conditions", "aggregates", "time_window", "event_window", "partition",
-        "consume", "projection", "any_type", "hierarchy", "strategy:STRICT", "strategy:PARTITION_STRICT",
-        "strategy:NEXT", "strategy:LAST", "strategy:MAX", "strategy:STNM", "strategy:ROBUST_STNM",
-    })
+    features = frozenset(
+        {
+            "sequence",
+            "kleene",
+            "nesting",
+            "unary_conditions",
+            "binary_conditions",
+            "correlated_filters",
+            "condition_items",
+            "kleene_conditions",
+            "aggregates",
+            "time_window",
+            "event_window",
+            "partition",
+            "consume",
+            "projection",
+            "any_type",
+            "hierarchy",
+            "strategy:STRICT",
+            "strategy:PARTITION_STRICT",
+            "strategy:NEXT",
+            "strategy:LAST",
+            "strategy:MAX",
+            "strategy:STNM",
+            "strategy:ROBUST_STNM",
+        }
+    )
     options = frozenset({"join"})
-    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
-    description = ("recomputation over the window's events: event trees, range queries, hybrid join into "
-                   "bitvectors and Kleene chain enumeration on each trigger, no partial matches ([RCEP])")
+    disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
+    description = (
+        "recomputation over the window's events: event trees, range queries, hybrid join into "
+        "bitvectors and Kleene chain enumeration on each trigger, no partial matches ([RCEP])"
+    )
 
     def compile(self, query, join: str = "hybrid") -> RcepPlan:
         """The plan of a SEQ of (Kleene) variables; ``QueryError`` naming other engines for anything else.

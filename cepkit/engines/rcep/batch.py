@@ -12,6 +12,7 @@ sub-stream g - (the sub-stream's first g) is its sequence number. Each slot's *m
 indices of the events its type and local tests accept (``RcepPlan.accepted``, column-wise); the window of
 a match ending at g starts at ``window_lo[g]``.
 """
+
 from __future__ import annotations
 
 import math
@@ -27,16 +28,20 @@ from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ..unary import StreamColumns, vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
-from .kernel import (STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute,
-                     window_starts)
+from .kernel import STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute, window_starts
 
 
 def runs_columnar(plan) -> bool:
     """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream."""
     query, pattern = plan.query, plan.pattern
-    return (query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT") and query.consume in (None, "NONE")
-            and query.select is None and plan.join in ("hybrid", "nested") and not pattern.residual
-            and not any(slot.per_event for slot in plan.slots))
+    return (
+        query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT")
+        and query.consume in (None, "NONE")
+        and query.select is None
+        and plan.join in ("hybrid", "nested")
+        and not pattern.residual
+        and not any(slot.per_event for slot in plan.slots)
+    )
 
 
 def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
@@ -44,11 +49,16 @@ def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[t
     read the same column), and the rows each side reads, (join left, join right, chain previous, chain
     current) arrays; None when a key is not a number numpy computes as the language does (strings,
     booleans, ``ts`` or ``type``, beyond 2^53)."""
-    sides = [[join.left for join in joins], [join.right for join in joins],
-             [chain.previous for chain in chains], [chain.current for chain in chains]]
+    sides = [
+        [join.left for join in joins],
+        [join.right for join in joins],
+        [chain.previous for chain in chains],
+        [chain.current for chain in chains],
+    ]
     rows: dict = {}
-    ids = tuple(np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64)
-                for exprs in sides)
+    ids = tuple(
+        np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64) for exprs in sides
+    )
     n = len(columns.stream)
     values, valid = np.zeros((len(rows), n)), np.zeros((len(rows), n), dtype=bool)
     for expr, k in rows.items():
@@ -72,8 +82,8 @@ def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[t
 def grouped(codes: np.ndarray) -> tuple:
     """(order, first): the indices sorted by code, stably (each group keeps its order), and for each
     sorted place the first place of its group (place - first: the rank inside the group)."""
-    if len(codes) and codes.min() >= 0 and codes.max() < 2 ** 16:
-        codes = codes.astype(np.uint16)      # numpy's stable sort of 16-bit keys is a radix sort
+    if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
+        codes = codes.astype(np.uint16)  # numpy's stable sort of 16-bit keys is a radix sort
     order = np.argsort(codes, kind="stable")
     ranked = codes[order]
     change = np.ones(len(ranked), dtype=bool)
@@ -105,12 +115,12 @@ def run(plan, stream: Stream):
     read = ~stream.type_in({PUNCTUATION})
     index = np.flatnonzero(read)
     order, group_start = grouped(stream.key_codes(plan.query.partition_by)[index])
-    events = index[order]                         # grouped index -> stream index
+    events = index[order]  # grouped index -> stream index
     g = np.arange(len(events), dtype=np.int64)
     times = stream.times[events]
     min_time = np.full(len(events), -np.inf)
     min_index = np.zeros(len(events), dtype=np.int64)
-    if plan.window_seconds is not None:   # as RcepPlan.earliest: the reference's float slack
+    if plan.window_seconds is not None:  # as RcepPlan.earliest: the reference's float slack
         w = plan.window_seconds
         min_time = times - w - 8 * np.spacing(np.maximum(max(1.0, w), np.abs(times)))
     if plan.window_events is not None:
@@ -123,7 +133,7 @@ def run(plan, stream: Stream):
         offsets.append(offsets[-1] + len(members[-1]))
     members = np.concatenate(members).astype(np.int64)
     offsets = np.asarray(offsets, dtype=np.int64)
-    values, valid = keys[0][:, events[members]], keys[1][:, events[members]]   # per member
+    values, valid = keys[0][:, events[members]], keys[1][:, events[members]]  # per member
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     pairs: dict = {}
     for join in pattern.joins:
@@ -131,34 +141,66 @@ def run(plan, stream: Stream):
     names = [slot.var for slot in slots if slot.var is not None]
     slot_var = np.array([names.index(slot.var) if slot.var is not None else -1 for slot in slots], dtype=np.int64)
     joins, chains = pattern.joins, pattern.chains
-    ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
+    ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
     triggers = np.arange(offsets[-2], offsets[-1], dtype=np.int64)
-    triggers = triggers[np.argsort(events[members[triggers]], kind="stable")]     # in stream order
+    triggers = triggers[np.argsort(events[members[triggers]], kind="stable")]  # in stream order
     window_first = np.empty((len(slots), len(triggers)), dtype=np.int64)  # each slot's range query's start
     starts = window_lo[members[triggers]]
-    for k in range(len(slots)):          # the members of slot k before each grouped index, by prefix counts
+    for k in range(len(slots)):  # the members of slot k before each grouped index, by prefix counts
         before = np.zeros(len(events) + 1, dtype=np.int64)
-        before[members[offsets[k]:offsets[k + 1]] + 1] = 1     # a slot's members are distinct
+        before[members[offsets[k] : offsets[k + 1]] + 1] = 1  # a slot's members are distinct
         window_first[k] = offsets[k] + np.cumsum(before)[starts]
     found = recompute(
-        members, offsets, triggers, window_first, flags([slot.kleene for slot in slots]), slot_var, window_lo,
-        stream.position_of(events), values, valid,
-        ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
-        flags([j.op in TRANSITIVE for j in joins]), join_left_key, join_right_key,
-        ints([pairs[j.left_slot, j.right_slot] for j in joins]), ints([r for r, _ in pairs]),
-        ints([s for _, s in pairs]), ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
-        flags([c.op in TRANSITIVE for c in chains]), chain_previous_key, chain_current_key, plan.join == "hybrid",
-        plan.strict)
+        members,
+        offsets,
+        triggers,
+        window_first,
+        flags([slot.kleene for slot in slots]),
+        slot_var,
+        window_lo,
+        stream.position_of(events),
+        values,
+        valid,
+        ints([j.left_slot for j in joins]),
+        ints([j.right_slot for j in joins]),
+        ints([OP_CODES[j.op] for j in joins]),
+        flags([j.op in TRANSITIVE for j in joins]),
+        join_left_key,
+        join_right_key,
+        ints([pairs[j.left_slot, j.right_slot] for j in joins]),
+        ints([r for r, _ in pairs]),
+        ints([s for _, s in pairs]),
+        ints([c.slot for c in chains]),
+        ints([OP_CODES[c.op] for c in chains]),
+        flags([c.op in TRANSITIVE for c in chains]),
+        chain_previous_key,
+        chain_current_key,
+        plan.join == "hybrid",
+        plan.strict,
+    )
     match_offsets, positions, variables, counters, distinct = found
     kleene = [slot.kleene for slot in slots if slot.var is not None]
     # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
-    matches = MatchArrays.from_bindings(match_offsets, positions, variables, names, kleene, AT_LAST,
-                                        sorted_within_last=bool(distinct), groups_in_order=True)
-    stats = {"triggers": int(counters[STAT_TRIGGERS]), "range_hits": int(counters[STAT_RANGE_HITS]),
-             "join_tested": int(counters[STAT_TESTED]), "join_reused": int(counters[STAT_REUSED]),
-             "chains": int(counters[STAT_CHAINS]), "matches": len(matches),
-             **_peaks(plan, members, offsets, window_lo)}
+    matches = MatchArrays.from_bindings(
+        match_offsets,
+        positions,
+        variables,
+        names,
+        kleene,
+        AT_LAST,
+        sorted_within_last=bool(distinct),
+        groups_in_order=True,
+    )
+    stats = {
+        "triggers": int(counters[STAT_TRIGGERS]),
+        "range_hits": int(counters[STAT_RANGE_HITS]),
+        "join_tested": int(counters[STAT_TESTED]),
+        "join_reused": int(counters[STAT_REUSED]),
+        "chains": int(counters[STAT_CHAINS]),
+        "matches": len(matches),
+        **_peaks(plan, members, offsets, window_lo),
+    }
     return matches, stats
 
 
@@ -174,8 +216,8 @@ def _peaks(plan, members: np.ndarray, offsets: np.ndarray, window_lo: np.ndarray
     g = np.arange(n)
     for k in range(len(plan.slots)):
         mine = np.zeros(n, dtype=bool)
-        mine[members[offsets[k]:offsets[k + 1]]] = True
-        if k == plan.last and not plan.slots[k].kleene:   # a lone trigger leaves its tree at once
+        mine[members[offsets[k] : offsets[k + 1]]] = True
+        if k == plan.last and not plan.slots[k].kleene:  # a lone trigger leaves its tree at once
             held = mine.astype(np.int64)
         else:
             before = np.zeros(n + 1, dtype=np.int64)

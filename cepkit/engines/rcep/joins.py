@@ -12,6 +12,7 @@ The kernels run compiled by numba when it is installed (the ``fast`` extra) and 
 otherwise; the same function either way. Keys that are not numbers (strings) take the nested-loop join
 with the language's comparison, value by value.
 """
+
 from __future__ import annotations
 
 from typing import Iterator
@@ -51,10 +52,11 @@ def _phi(op, a, b):
 @_compiled
 def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive):
     n, m = len(outer_keys), len(inner_keys)
-    joined = np.empty((n, m), dtype=np.bool_)          # hybrid_into clears both
+    joined = np.empty((n, m), dtype=np.bool_)  # hybrid_into clears both
     dominates = np.empty(n, dtype=np.bool_)
-    tested, reused = hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid,
-                                 inner_seq, op, transitive)
+    tested, reused = hybrid_into(
+        joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive
+    )
     return joined, tested, reused, dominates
 
 
@@ -90,8 +92,9 @@ def _compare_row(row, key, inner_keys, inner_valid, start, op):
 
 
 @_compiled
-def hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op,
-                transitive):
+def hybrid_into(
+    joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive
+):
     """Algorithm 2 into ``joined`` (n x m) and ``dominates`` (n), every cell written: (tested, reused).
     Both sides in time order; a row that does not dominate its successor compares the inner events after
     it, from the first one (a binary search: the merge-style scan's stopping point). The recomputation
@@ -102,22 +105,23 @@ def hybrid_into(joined, dominates, outer_keys, outer_valid, outer_seq, inner_key
     reused = 0
     for u in range(n - 1, -1, -1):
         if not outer_valid[u]:
-            joined[u, :] = False      # a null key joins nothing
+            joined[u, :] = False  # a null key joins nothing
             continue
-        if (transitive and u < n - 1 and outer_valid[u + 1]
-                and _phi(op, outer_keys[u], outer_keys[u + 1])):   # u dominates its successor
+        if (
+            transitive and u < n - 1 and outer_valid[u + 1] and _phi(op, outer_keys[u], outer_keys[u + 1])
+        ):  # u dominates its successor
             dominates[u] = True
             for v in range(m):
                 if joined[u + 1, v]:
                     joined[u, v] = True
                     reused += 1
-                elif inner_seq[v] > outer_seq[u] and inner_valid[v]:    # test only the other bits
+                elif inner_seq[v] > outer_seq[u] and inner_valid[v]:  # test only the other bits
                     tested += 1
                     joined[u, v] = _phi(op, outer_keys[u], inner_keys[v])
                 else:
                     joined[u, v] = False
         else:
-            lo, hi = 0, m                  # the first inner event after u
+            lo, hi = 0, m  # the first inner event after u
             while lo < hi:
                 mid = (lo + hi) // 2
                 if inner_seq[mid] <= outer_seq[u]:
@@ -146,8 +150,16 @@ def hybrid_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
     inner_keys, inner_valid, inner_seq = inner
     if keys.dtype == object or inner_keys.dtype == object:
         return nested_join(op, outer, inner, blame)
-    return _hybrid_kernel(keys.astype(np.float64), valid, seq, inner_keys.astype(np.float64), inner_valid,
-                          inner_seq, OP_CODES[op], op in TRANSITIVE)
+    return _hybrid_kernel(
+        keys.astype(np.float64),
+        valid,
+        seq,
+        inner_keys.astype(np.float64),
+        inner_valid,
+        inner_seq,
+        OP_CODES[op],
+        op in TRANSITIVE,
+    )
 
 
 def nested_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
@@ -156,8 +168,7 @@ def nested_join(op: str, outer: tuple, inner: tuple, blame=None) -> tuple:
     keys, valid, seq = outer
     inner_keys, inner_valid, inner_seq = inner
     after = inner_seq[None, :] > seq[:, None]
-    joined = compare_arrays(op, keys[:, None], valid[:, None], inner_keys[None, :], inner_valid[None, :],
-                            blame) & after
+    joined = compare_arrays(op, keys[:, None], valid[:, None], inner_keys[None, :], inner_valid[None, :], blame) & after
     return joined, int(after.sum()), 0, np.zeros(len(keys), dtype=bool)
 
 
@@ -181,7 +192,7 @@ def kleene_subsets(mask: int) -> Iterator[list]:
     >>> [[("b1", "b2", "b3")[k] for k in subset] for subset in kleene_subsets(0b111)]
     [['b3'], ['b2'], ['b2', 'b3'], ['b1'], ['b1', 'b3'], ['b1', 'b2'], ['b1', 'b2', 'b3']]
     """
-    members = list(bits(mask))[::-1]   # latest first: bit 0 of the counter selects the latest event
+    members = list(bits(mask))[::-1]  # latest first: bit 0 of the counter selects the latest event
     for i in range(1, 1 << len(members)):
         yield sorted(members[j] for j in bits(i))
 

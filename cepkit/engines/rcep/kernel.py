@@ -23,6 +23,7 @@ the stream's columns laid out by ``batch``:
 Written once in the subset of Python numba compiles: without numba (or with ``NUMBA_DISABLE_JIT=1``) the
 same functions run as Python, the pure-Python twin the tests compare.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,7 +41,7 @@ def window_starts(group_start, times, min_time, min_index):
     out = np.empty(n, dtype=np.int64)
     for g in range(n):
         lo, hi = max(group_start[g], min_index[g]), g
-        while lo < hi:                       # first index in [lo, g] whose time is >= min_time
+        while lo < hi:  # first index in [lo, g] whose time is >= min_time
             mid = (lo + hi) // 2
             if times[mid] < min_time[g]:
                 lo = mid + 1
@@ -116,13 +117,33 @@ def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_v
 
 
 @_compiled
-def _join(joined, dominates, hybrid, op, transitive, kval, kok, left_key, right_key, outer, inner, outer_first,
-          inner_first, stats):
+def _join(
+    joined,
+    dominates,
+    hybrid,
+    op,
+    transitive,
+    kval,
+    kok,
+    left_key,
+    right_key,
+    outer,
+    inner,
+    outer_first,
+    inner_first,
+    stats,
+):
     """B[u, v] into ``joined`` for one predicate between the candidates ``outer`` and ``inner`` (grouped
     indices, in order, from member ``outer_first`` / ``inner_first`` on: their keys are slices of the
     members' key rows)."""
-    ok, ik = kval[left_key, outer_first:outer_first + len(outer)], kval[right_key, inner_first:inner_first + len(inner)]
-    ov, iv = kok[left_key, outer_first:outer_first + len(outer)], kok[right_key, inner_first:inner_first + len(inner)]
+    ok, ik = (
+        kval[left_key, outer_first : outer_first + len(outer)],
+        kval[right_key, inner_first : inner_first + len(inner)],
+    )
+    ov, iv = (
+        kok[left_key, outer_first : outer_first + len(outer)],
+        kok[right_key, inner_first : inner_first + len(inner)],
+    )
     if hybrid:
         tested, reused = hybrid_into(joined, dominates, ok, ov, outer, ik, iv, inner, op, transitive)
         stats[STAT_REUSED] += reused
@@ -142,7 +163,7 @@ def _scratch(buffer, n, m):
 @_compiled
 def _grow(array, size):
     bigger = np.empty(max(size, 2 * len(array)), dtype=array.dtype)
-    bigger[:len(array)] = array
+    bigger[: len(array)] = array
     return bigger
 
 
@@ -166,7 +187,7 @@ def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_
     for i in range(m):
         order[i] = begin + i
     width = 1
-    while width < m:                       # bottom-up merge sort, stable
+    while width < m:  # bottom-up merge sort, stable
         for lo in range(0, m, 2 * width):
             mid, hi = min(lo + width, m), min(lo + 2 * width, m)
             i, j, k = lo, mid, lo
@@ -208,8 +229,9 @@ def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_
 
 
 @_compiled
-def _join_column(members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval,
-                 kok, stats):
+def _join_column(
+    members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
+):
     """Column ``inner`` (a member index) of pair p's matrix as one word: bit u for outer candidate u
     (member ``outer_first + u``) before it satisfying every predicate of the pair (a nested loop over one
     column, for the enumeration's lazy reads)."""
@@ -223,8 +245,11 @@ def _join_column(members, outer_first, outer_count, inner, p, join_pair, join_op
             if join_pair[j] != p:
                 continue
             stats[STAT_TESTED] += 1
-            if not (kok[join_left_key[j], outer] and kok[join_right_key[j], inner]
-                    and _phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], inner])):
+            if not (
+                kok[join_left_key[j], outer]
+                and kok[join_right_key[j], inner]
+                and _phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], inner])
+            ):
                 ok = False
                 break
         if ok:
@@ -233,8 +258,9 @@ def _join_column(members, outer_first, outer_count, inner, p, join_pair, join_op
 
 
 @_compiled
-def _chain_column(members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval,
-                  kok, strict, stats):
+def _chain_column(
+    members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval, kok, strict, stats
+):
     """Column ``head`` of Kleene slot s's can-follow DAG as one word: bit u for candidate u that may come
     just before it in the chain (every chain predicate of the slot; STRICT: the event just before)."""
     word = np.uint64(0)
@@ -248,18 +274,45 @@ def _chain_column(members, slot_first, head, s, chain_slot, chain_op, chain_prev
             if chain_slot[c] != s:
                 continue
             stats[STAT_TESTED] += 1
-            ok = (kok[chain_previous_key[c], previous] and kok[chain_current_key[c], current]
-                  and _phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current]))
+            ok = (
+                kok[chain_previous_key[c], previous]
+                and kok[chain_current_key[c], current]
+                and _phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current])
+            )
         if ok:
             word |= np.uint64(1) << np.uint64(u)
     return word
 
 
 @_compiled
-def recompute(members, member_offsets, trigger_order, window_first, kleene, slot_var, window_lo, positions, kval, kok,
-              join_left, join_right, join_op, join_transitive, join_left_key, join_right_key, join_pair,
-              pair_left, pair_right, chain_slot, chain_op, chain_transitive, chain_previous_key,
-              chain_current_key, hybrid, strict):
+def recompute(
+    members,
+    member_offsets,
+    trigger_order,
+    window_first,
+    kleene,
+    slot_var,
+    window_lo,
+    positions,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_transitive,
+    join_left_key,
+    join_right_key,
+    join_pair,
+    pair_left,
+    pair_right,
+    chain_slot,
+    chain_op,
+    chain_transitive,
+    chain_previous_key,
+    chain_current_key,
+    hybrid,
+    strict,
+):
     """Every match of every trigger (each member of the last slot), in one call; each trigger's matches
     in order of their positions (docs/language.md §10.2 among rows ending at one event).
 
@@ -280,7 +333,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
     out_positions = np.empty(4096, dtype=np.int64)
     out_variables = np.empty(4096, dtype=np.int64)
     n_out, n_written = 0, 0
-    first = np.zeros(n_slots, dtype=np.int64)     # candidates of slot s: members[first[s]:first[s]+count[s]]
+    first = np.zeros(n_slots, dtype=np.int64)  # candidates of slot s: members[first[s]:first[s]+count[s]]
     count = np.zeros(n_slots, dtype=np.int64)
     words = np.zeros(n_slots, dtype=np.int64)
     word_base = np.zeros(n_slots + 1, dtype=np.int64)
@@ -291,7 +344,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
     dag = np.zeros(64, dtype=np.uint64)
     dag_ready = np.zeros(64, dtype=np.bool_)
     allow = np.zeros((8, 8), dtype=np.uint64)
-    scratch_a = np.zeros((8, 8), dtype=np.bool_)      # join matrices, reused by every trigger
+    scratch_a = np.zeros((8, 8), dtype=np.bool_)  # join matrices, reused by every trigger
     scratch_b = np.zeros((8, 8), dtype=np.bool_)
     dominates = np.zeros(8, dtype=np.bool_)
     bound_slot = np.zeros(8, dtype=np.int64)
@@ -304,7 +357,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
     frame_cursor = np.zeros(8, dtype=np.int64)
     frame_stop = np.zeros(8, dtype=np.int64)
     frame_depth = np.zeros(8, dtype=np.int64)
-    order = np.zeros(64, dtype=np.int64)             # sorting one trigger's matches
+    order = np.zeros(64, dtype=np.int64)  # sorting one trigger's matches
     spare = np.zeros(64, dtype=np.int64)
     scratch_positions = np.zeros(256, dtype=np.int64)
     scratch_variables = np.zeros(256, dtype=np.int64)
@@ -321,7 +374,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
         count[last] = t + 1 - first[last]
         empty = False
         for s in range(last - 1, -1, -1):
-            upper = members[first[s + 1] + count[s + 1] - 1]      # the latest candidate on its right
+            upper = members[first[s + 1] + count[s + 1] - 1]  # the latest candidate on its right
             a = window_first[s, i_trigger]
             b = _gallop(members, a, member_offsets[s + 1], upper)
             first[s], count[s] = a, b - a
@@ -329,13 +382,16 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
                 empty = True
                 break
             stats[STAT_RANGE_HITS] += b - a
-        for j in range(len(join_left)):        # the trigger is in every match: an earlier slot joined with
+        for j in range(len(join_left)):  # the trigger is in every match: an earlier slot joined with
             if empty or join_right[j] != last:  # the last one needs a candidate joining it (T2's range)
                 continue
             r, found = join_left[j], False
             for u in range(first[r], first[r] + count[r]):
-                if kok[join_left_key[j], u] and kok[join_right_key[j], t] and _phi(
-                        join_op[j], kval[join_left_key[j], u], kval[join_right_key[j], t]):
+                if (
+                    kok[join_left_key[j], u]
+                    and kok[join_right_key[j], t]
+                    and _phi(join_op[j], kval[join_left_key[j], u], kval[join_right_key[j], t])
+                ):
                     found = True
                     break
             empty = not found
@@ -363,8 +419,8 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             column_ready = np.zeros(len(columns), dtype=np.bool_)
         for p in range(n_pairs if not lazy else 0):
             r, s = pair_left[p], pair_right[p]
-            outer = members[first[r]:first[r] + count[r]]
-            inner = members[first[s]:first[s] + count[s]]
+            outer = members[first[r] : first[r] + count[r]]
+            inner = members[first[s] : first[s] + count[s]]
             n_r, n_s = count[r], count[s]
             scratch_a, scratch_b = _scratch(scratch_a, n_r, n_s), _scratch(scratch_b, n_r, n_s)
             if len(dominates) < n_r:
@@ -373,8 +429,22 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             started = False
             for j in range(len(join_pair)):
                 if join_pair[j] == p:
-                    _join(one if started else joined, dominates[:n_r], hybrid, join_op[j], join_transitive[j], kval,
-                          kok, join_left_key[j], join_right_key[j], outer, inner, first[r], first[s], stats)
+                    _join(
+                        one if started else joined,
+                        dominates[:n_r],
+                        hybrid,
+                        join_op[j],
+                        join_transitive[j],
+                        kval,
+                        kok,
+                        join_left_key[j],
+                        join_right_key[j],
+                        outer,
+                        inner,
+                        first[r],
+                        first[s],
+                        stats,
+                    )
                     if started:
                         joined &= one
                     started = True
@@ -389,12 +459,12 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             dag = np.zeros(max(size, 2 * len(dag)), dtype=np.uint64)
             dag_ready = np.zeros(len(dag), dtype=np.bool_)
         if lazy:
-            column_ready[:column_base[n_pairs]] = False
+            column_ready[: column_base[n_pairs]] = False
             dag_ready[:size] = False
         for s in range(n_slots):
             if not kleene[s] or lazy:
                 continue
-            rows = members[first[s]:first[s] + count[s]]
+            rows = members[first[s] : first[s] + count[s]]
             n_s = count[s]
             scratch_a, scratch_b = _scratch(scratch_a, n_s, n_s), _scratch(scratch_b, n_s, n_s)
             if len(dominates) < n_s:
@@ -403,9 +473,22 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             chained = False
             for c in range(len(chain_slot)):
                 if chain_slot[c] == s:
-                    _join(one if chained else follows, dominates[:n_s], hybrid, chain_op[c], chain_transitive[c],
-                          kval, kok, chain_previous_key[c], chain_current_key[c], rows, rows, first[s], first[s],
-                          stats)
+                    _join(
+                        one if chained else follows,
+                        dominates[:n_s],
+                        hybrid,
+                        chain_op[c],
+                        chain_transitive[c],
+                        kval,
+                        kok,
+                        chain_previous_key[c],
+                        chain_current_key[c],
+                        rows,
+                        rows,
+                        first[s],
+                        first[s],
+                        stats,
+                    )
                     if chained:
                         follows &= one
                     chained = True
@@ -426,7 +509,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
         if len(bound_slot) < depth_cap:
             bound_slot = np.zeros(depth_cap, dtype=np.int64)
             bound_row = np.zeros(depth_cap, dtype=np.int64)
-        if len(frame_kind) < 2 * depth_cap:      # a binding pushes at most two frames
+        if len(frame_kind) < 2 * depth_cap:  # a binding pushes at most two frames
             frame_kind = np.zeros(2 * depth_cap, dtype=np.int64)
             frame_slot = np.zeros(2 * depth_cap, dtype=np.int64)
             frame_cursor = np.zeros(2 * depth_cap, dtype=np.int64)
@@ -435,9 +518,10 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
         for s in range(n_slots):
             for w in range(words[s]):
                 rest = count[s] - 64 * w
-                allow[0, word_base[s] + w] = (np.uint64(0xFFFFFFFFFFFFFFFF) if rest >= 64 else
-                                              (np.uint64(1) << np.uint64(rest)) - np.uint64(1))
-        top = 0                                   # the trigger ends the last slot
+                allow[0, word_base[s] + w] = (
+                    np.uint64(0xFFFFFFFFFFFFFFFF) if rest >= 64 else (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+                )
+        top = 0  # the trigger ends the last slot
         frame_kind[0], frame_slot[0], frame_depth[0] = 0, last, 0
         frame_cursor[0], frame_stop[0] = count[last] - 1, count[last]
         while top >= 0:
@@ -447,12 +531,26 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             else:
                 head = bound_row[d - 1]
                 if lazy and not dag_ready[dag_base[s] + head]:
-                    dag[dag_base[s] + head] = _chain_column(members, first[s], head, s, chain_slot, chain_op,
-                                                            chain_previous_key, chain_current_key, kval, kok,
-                                                            strict, stats) if len(chain_slot) or strict else \
-                        (np.uint64(1) << np.uint64(head)) - np.uint64(1)
+                    dag[dag_base[s] + head] = (
+                        _chain_column(
+                            members,
+                            first[s],
+                            head,
+                            s,
+                            chain_slot,
+                            chain_op,
+                            chain_previous_key,
+                            chain_current_key,
+                            kval,
+                            kok,
+                            strict,
+                            stats,
+                        )
+                        if len(chain_slot) or strict
+                        else (np.uint64(1) << np.uint64(head)) - np.uint64(1)
+                    )
                     dag_ready[dag_base[s] + head] = True
-                if frame_cursor[top] < 0:         # the chain as it is: go on to the slot before
+                if frame_cursor[top] < 0:  # the chain as it is: go on to the slot before
                     frame_cursor[top] = 0
                     stats[STAT_CHAINS] += 1
                     row = -2
@@ -469,7 +567,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             if row == -1:
                 top -= 1
                 continue
-            if row == -2:                         # close slot s at the chain's head: slot s-1 next
+            if row == -2:  # close slot s at the chain's head: slot s-1 next
                 next_slot, depth_next = s - 1, d
                 before = members[first[s] + bound_row[d - 1]]
             else:
@@ -482,9 +580,20 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
                         continue
                     r = pair_left[p]
                     if lazy and not column_ready[column_base[p] + row]:
-                        columns[column_base[p] + row] = _join_column(members, first[r], count[r], first[s] + row, p,
-                                                                     join_pair, join_op, join_left_key,
-                                                                     join_right_key, kval, kok, stats)
+                        columns[column_base[p] + row] = _join_column(
+                            members,
+                            first[r],
+                            count[r],
+                            first[s] + row,
+                            p,
+                            join_pair,
+                            join_op,
+                            join_left_key,
+                            join_right_key,
+                            kval,
+                            kok,
+                            stats,
+                        )
                         column_ready[column_base[p] + row] = True
                     any_left = np.uint64(0)
                     for w in range(words[r]):
@@ -502,7 +611,7 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
                     continue
                 next_slot, depth_next = s - 1, d + 1
                 before = members[first[s] + row]
-            if next_slot < 0:                     # 4. a match: the bindings, latest first
+            if next_slot < 0:  # 4. a match: the bindings, latest first
                 if n_written + depth_next > len(out_positions):
                     out_positions = _grow(out_positions, n_written + depth_next)
                     out_variables = _grow(out_variables, n_written + depth_next)
@@ -516,10 +625,11 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
                     out_offsets = _grow(out_offsets, n_out + 1)
                 out_offsets[n_out] = n_written
                 continue
-            stop = _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before) \
-                - first[next_slot]
+            stop = (
+                _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before) - first[next_slot]
+            )
             start = 0
-            if strict:   # the slot must end just before the next one starts
+            if strict:  # the slot must end just before the next one starts
                 start = stop - 1
                 if stop == 0 or members[first[next_slot] + stop - 1] != before - 1:
                     start = stop
@@ -533,8 +643,17 @@ def recompute(members, member_offsets, trigger_order, window_first, kleene, slot
             if len(scratch_positions) < cells:
                 scratch_positions = np.zeros(2 * cells, dtype=np.int64)
                 scratch_variables = np.zeros(2 * cells, dtype=np.int64)
-            if not _sort_rows(out_offsets, out_positions, out_variables, row_begin, n_out, order, spare,
-                              scratch_positions, scratch_variables):
+            if not _sort_rows(
+                out_offsets,
+                out_positions,
+                out_variables,
+                row_begin,
+                n_out,
+                order,
+                spare,
+                scratch_positions,
+                scratch_variables,
+            ):
                 distinct = False
     stats[STAT_MATCHES] = n_out
-    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], stats, distinct
+    return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], stats, distinct

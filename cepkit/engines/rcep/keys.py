@@ -7,6 +7,7 @@ event when the event enters its tree ([RCEP] §3.5, Algorithm 1, step 1), never 
 is float64 with a validity mask (null keys compare false, docs/language.md §10) while every key is a number a double holds
 exactly; a string or a huge integer turns it into a column of Python objects compared value by value.
 """
+
 from __future__ import annotations
 
 from typing import Callable
@@ -18,9 +19,15 @@ from ...lang import ast as A
 from ...lang.compiled import compile_value
 from ...lang.values import cannot_compare, compare
 
-NUMPY_COMPARE = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
-                 "!=": np.not_equal}
-EXACT = 2 ** 53  # integers below this in magnitude are exact as doubles
+NUMPY_COMPARE = {
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "=": np.equal,
+    "!=": np.not_equal,
+}
+EXACT = 2**53  # integers below this in magnitude are exact as doubles
 
 
 def key_function(expr: A.Expr) -> Callable:
@@ -73,9 +80,9 @@ class KeyColumn:
 
     def grow(self, capacity: int) -> None:
         values = np.zeros(capacity, dtype=self.values.dtype)
-        values[:len(self.values)] = self.values
+        values[: len(self.values)] = self.values
         valid = np.zeros(capacity, dtype=bool)
-        valid[:len(self.valid)] = self.valid
+        valid[: len(self.valid)] = self.valid
         self.values, self.valid = values, valid
 
     def shift(self, start: int, stop: int) -> None:

@@ -28,6 +28,7 @@ them. Every conjunct of Θ lands in exactly one role:
     a condition written inside an iteration that is none of the above (e.g. an ``or`` correlating the
     current event with another variable): checked for each event of the Kleene variable on each match.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ class NotRcepPattern(Exception):
 class Slot:
     """One variable ``p_i`` of the sequence: its atom, whether it is Kleene (``T+ x``), its local tests
     and the per-event conditions written inside its iteration."""
+
     atom: A.Atom
     kleene: bool
     local: tuple = ()
@@ -64,6 +66,7 @@ class Slot:
 @dataclass(frozen=True)
 class Join:
     """``left(x) op right(y)`` between slots ``left_slot`` < ``right_slot``, for every pair of events."""
+
     left_slot: int
     right_slot: int
     op: str
@@ -75,6 +78,7 @@ class Join:
 @dataclass(frozen=True)
 class Chain:
     """``previous op current`` over consecutive events of Kleene slot ``slot`` (RCEP's NEXT)."""
+
     slot: int
     op: str
     previous: A.Expr
@@ -85,6 +89,7 @@ class Chain:
 @dataclass(frozen=True)
 class KleenePattern:
     """``P`` and Θ sorted into roles (module docstring)."""
+
     slots: tuple
     joins: tuple
     chains: tuple
@@ -114,7 +119,7 @@ class KleenePattern:
                 chains.append(role[1])
             else:
                 residual.append(cond)
-        for cond in list(residual):   # FIRST / LAST on a monotone chain: a join after all ([RCEP] Example 2)
+        for cond in list(residual):  # FIRST / LAST on a monotone chain: a join after all ([RCEP] Example 2)
             join = _extreme_as_join(cond, variables, chains)
             if join is not None:
                 residual.remove(cond)
@@ -128,8 +133,10 @@ class KleenePattern:
                     joins.append(role[1])
                 else:
                     per_event[k].append(cond)
-        slots = tuple(Slot(atom, is_kleene, tuple(local[k]), tuple(per_event[k]))
-                      for k, (atom, is_kleene, _) in enumerate(reader.items))
+        slots = tuple(
+            Slot(atom, is_kleene, tuple(local[k]), tuple(per_event[k]))
+            for k, (atom, is_kleene, _) in enumerate(reader.items)
+        )
         return cls(slots, tuple(joins), tuple(chains), tuple(residual))
 
 
@@ -238,8 +245,10 @@ def _extreme_as_join(cond: A.Expr, variables: dict, chains: list) -> Optional[Jo
         if len(others) != 1 or others[0] == picked.var:
             continue
         for chain in chains:
-            if chain.slot != variables[picked.var] or not (_reads_only(chain.previous, picked.var, picked.attr)
-                                                            and _reads_only(chain.current, picked.var, picked.attr)):
+            if chain.slot != variables[picked.var] or not (
+                _reads_only(chain.previous, picked.var, picked.attr)
+                and _reads_only(chain.current, picked.var, picked.attr)
+            ):
                 continue
             if chain.op == "!=":
                 continue  # orders nothing

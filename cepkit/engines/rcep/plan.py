@@ -23,6 +23,7 @@ Nothing outlives a trigger but the trees, so ``Matches.info`` reports what [RCEP
 measure: triggers, stored events (peak, per tree), range hits, join comparisons made and bits reused
 by dominance, chains grown and matches.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,6 +57,7 @@ JOINS = ("hybrid", "nested", "zorder")
 @dataclass
 class Stats:
     """What one run measured ([RCEP] §3.8): the ``info`` of the plan and of ``Matches``."""
+
     triggers: int = 0
     range_hits: int = 0
     join_tested: int = 0
@@ -65,7 +67,7 @@ class Stats:
     stored: int = 0
     peak_stored: int = 0
     tree_peaks: dict = field(default_factory=dict)
-    blocks: dict = field(default_factory=dict)   # region pairs decided "full" / "partial" / "none" (zorder)
+    blocks: dict = field(default_factory=dict)  # region pairs decided "full" / "partial" / "none" (zorder)
 
 
 class RcepPlan(Plan):
@@ -82,10 +84,12 @@ class RcepPlan(Plan):
         self.slots = pattern.slots
         self.last = len(self.slots) - 1
         hierarchy = query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
-        self.types = [None if s.atom.type is None else
-                      (hierarchy.covers(s.atom.type) if hierarchy else frozenset({s.atom.type})) for s in self.slots]
+        self.types = [
+            None if s.atom.type is None else (hierarchy.covers(s.atom.type) if hierarchy else frozenset({s.atom.type}))
+            for s in self.slots
+        ]
         self.key_functions = [{} for _ in self.slots]
-        self.key_attributes = {}   # key name -> the attribute an error about the outer side names
+        self.key_attributes = {}  # key name -> the attribute an error about the outer side names
         for j, join_ in enumerate(pattern.joins):
             self.key_functions[join_.left_slot][("join", j)] = key_function(join_.left)
             self.key_functions[join_.right_slot][("join", j)] = key_function(join_.right)
@@ -98,8 +102,13 @@ class RcepPlan(Plan):
         self.window_seconds = query.window_seconds
         self.window_events = within.amount if within is not None and within.events else None
         self.strict = query.strategy in ("STRICT", "PARTITION_STRICT")
-        self.skip_till_next = (SkipTillNext(self) if query.strategy == "STNM" else
-                               RobustSkipTillNext(self) if query.strategy == "ROBUST_STNM" else None)
+        self.skip_till_next = (
+            SkipTillNext(self)
+            if query.strategy == "STNM"
+            else RobustSkipTillNext(self)
+            if query.strategy == "ROBUST_STNM"
+            else None
+        )
         self._stats = Stats()
 
     def __reduce__(self):
@@ -117,24 +126,31 @@ class RcepPlan(Plan):
                 self._stats = Stats(**counters)
                 return matches
         matcher = self.matcher()
-        if self.skip_till_next is not None:   # STNM releases waiting matches at irrelevant events too
+        if self.skip_till_next is not None:  # STNM releases waiting matches at irrelevant events too
             return [m for event in stream for m in matcher.push(event)] + matcher.close()
         return matcher.feed(stream) + matcher.close()
 
     def matcher(self) -> "RcepMatcher":
         matcher = RcepMatcher(self)
-        self._stats = matcher.stats   # info() reports the latest run or matcher
+        self._stats = matcher.stats  # info() reports the latest run or matcher
         return matcher
 
     def info(self) -> dict:
         stats = self._stats
         names = [s.var or f"#{k}" for k, s in enumerate(self.slots)]
-        return {"join": self.join, "triggers": stats.triggers, "stored": stats.stored,
-                "peak_stored": stats.peak_stored,
-                "tree_peaks": {names[k]: peak for k, peak in sorted(stats.tree_peaks.items())},
-                "range_hits": stats.range_hits, "join_tested": stats.join_tested,
-                "join_reused": stats.join_reused, "chains": stats.chains, "matches": stats.matches,
-                **({"blocks": dict(stats.blocks)} if self.join == "zorder" else {})}
+        return {
+            "join": self.join,
+            "triggers": stats.triggers,
+            "stored": stats.stored,
+            "peak_stored": stats.peak_stored,
+            "tree_peaks": {names[k]: peak for k, peak in sorted(stats.tree_peaks.items())},
+            "range_hits": stats.range_hits,
+            "join_tested": stats.join_tested,
+            "join_reused": stats.join_reused,
+            "chains": stats.chains,
+            "matches": stats.matches,
+            **({"blocks": dict(stats.blocks)} if self.join == "zorder" else {}),
+        }
 
     # ------------------------------------------------------------------ per event
     def accepted(self, k: int, columns: StreamColumns, read: np.ndarray) -> np.ndarray:
@@ -174,7 +190,7 @@ class _Partition:
 
     def __init__(self, plan: RcepPlan):
         self.trees = [EventTree(fns) for fns in plan.key_functions]
-        self.count = 0     # events of this sub-stream so far: the next sequence number
+        self.count = 0  # events of this sub-stream so far: the next sequence number
 
 
 class RcepMatcher(IncrementalPlan):
@@ -186,14 +202,14 @@ class RcepMatcher(IncrementalPlan):
         self.plan = plan
         self.partitions: dict = {}
         self.stats = Stats()
-        self.consumed: dict = {}    # CONSUME BY scope -> last position of the latest reported match
+        self.consumed: dict = {}  # CONSUME BY scope -> last position of the latest reported match
         # projected matches already reported (RETURN may repeat them), forgotten a window later
         self.reported = ReportedOnce(plan.window_seconds)
-        self.now: Optional[float] = None   # the pushed event's time (None at close)
+        self.now: Optional[float] = None  # the pushed event's time (None at close)
         self.last_recomputation = None  # the latest trigger's Recomputation, to look inside (notebook 08)
-        self.waiting: list = []     # STNM: (match, its events per slot, partition key, first sequence number)
+        self.waiting: list = []  # STNM: (match, its events per slot, partition key, first sequence number)
         self.judge = None if plan.skip_till_next is None else plan.skip_till_next.fresh()
-        self.expiry = KeyExpiry(plan.window_seconds)   # drops a key's partition once its window passed
+        self.expiry = KeyExpiry(plan.window_seconds)  # drops a key's partition once its window passed
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -211,7 +227,8 @@ class RcepMatcher(IncrementalPlan):
         read = ~stream.type_in({PUNCTUATION})
         columns = StreamColumns(stream)
         accepted = np.array([plan.accepted(k, columns, read) for k in range(len(plan.slots))]).reshape(
-            len(plan.slots), len(stream))
+            len(plan.slots), len(stream)
+        )
         keys = stream.key_codes(plan.query.partition_by)
         seq = np.zeros(len(stream), dtype=np.int64)
         order, first = grouped(keys[read])
@@ -227,7 +244,7 @@ class RcepMatcher(IncrementalPlan):
         there (None: the next one)."""
         self.now = event.time
         plan, stats = self.plan, self.stats
-        for gone in self.expiry.expired(event.time):   # its STNM waiting matches are released below
+        for gone in self.expiry.expired(event.time):  # its STNM waiting matches are released below
             stats.stored -= sum(tree.live for tree in self.partitions.pop(gone).trees)
             self.consumed.pop(gone, None)
         self.expiry.touch(key, event.time)
@@ -252,13 +269,13 @@ class RcepMatcher(IncrementalPlan):
             return self._report(released, key, event.position)
         stats.triggers += 1
         if any(not part.trees[k].live for k in range(plan.last)):
-            found = []    # a variable before the last has no event in the window: no match can end here
+            found = []  # a variable before the last has no event in the window: no match can end here
         else:
             self.last_recomputation = recomputation = Recomputation(plan, part, stats)
             found = recomputation.matches()
         if plan.skip_till_next is not None:
             found = self._skip_till_next(found, part, key)
-        elif not plan.slots[plan.last].kleene:   # a single last variable: the trigger is never needed again
+        elif not plan.slots[plan.last].kleene:  # a single last variable: the trigger is never needed again
             part.trees[plan.last].pop()
             stats.stored -= 1
         return self._report(released + self._select([m for m, _ in found]), key, event.position)
@@ -336,8 +353,10 @@ class RcepMatcher(IncrementalPlan):
         select = self.plan.query.select
         if select is None:
             return found
-        projected = [replace(Match.of({v: p for v, p in m.bindings.items() if v in select}), emitted_at=m.emitted_at)
-                     for m in found]
+        projected = [
+            replace(Match.of({v: p for v, p in m.bindings.items() if v in select}), emitted_at=m.emitted_at)
+            for m in found
+        ]
         return self.reported.unreported([m for m in projected if m.positions], self.now)
 
 
@@ -378,10 +397,13 @@ class Recomputation:
     def candidates(self) -> dict:
         """variable -> positions of its candidate events (empty when a range query emptied a slot)."""
         names = [slot.var or f"#{k}" for k, slot in enumerate(self.slots)]
-        out = {names[k]: [self.trees[k].events[row].position for row in rows] if rows is not None else []
-               for k, rows in enumerate(self.rows) if k != self.last}
+        out = {
+            names[k]: [self.trees[k].events[row].position for row in rows] if rows is not None else []
+            for k, rows in enumerate(self.rows)
+            if k != self.last
+        }
         out[names[self.last]] = [self.trees[self.last].events[row].position for row in self.rows[self.last][:-1]]
-        out[names[self.last]].append(self.trigger.position)   # a single last variable's trigger is gone
+        out[names[self.last]].append(self.trigger.position)  # a single last variable's trigger is gone
         return {name: out[name] for name in names}
 
     def dag(self, var: str):
@@ -405,8 +427,7 @@ class Recomputation:
         self.trigger = last_tree.events[trigger]
         self.predecessors = {}
         self.rows = [None] * len(self.slots)
-        self.rows[self.last] = (last_tree.rows(trigger + 1) if self.slots[self.last].kleene
-                                else np.array([trigger]))
+        self.rows[self.last] = last_tree.rows(trigger + 1) if self.slots[self.last].kleene else np.array([trigger])
         for s in range(self.last - 1, -1, -1):
             tree = self.trees[s]
             right = self.rows[s + 1]
@@ -433,7 +454,7 @@ class Recomputation:
         if not len(right):
             return np.zeros(len(rows), dtype=bool)
         if keys.dtype == object or right.dtype == object or join.op == "!=":
-            return np.ones(len(rows), dtype=bool)     # no cheap bound: the join decides
+            return np.ones(len(rows), dtype=bool)  # no cheap bound: the join decides
         if join.op == "=":
             return np.isin(keys, right) & valid
         bound = right.max() if join.op in ("<", "<=") else right.min()
@@ -457,13 +478,14 @@ class Recomputation:
         pairs: dict = {}
         for j, join in enumerate(self.plan.pattern.joins):
             pairs.setdefault((join.left_slot, join.right_slot), []).append((join.op, ("join", j), ("join", j)))
-        self.columns = {(r, s): column_bits(self._join_pair(r, s, predicates))
-                        for (r, s), predicates in pairs.items()}
+        self.columns = {(r, s): column_bits(self._join_pair(r, s, predicates)) for (r, s), predicates in pairs.items()}
         self.earlier = [[r for r in range(s) if (r, s) in self.columns] for s in range(len(self.slots))]
         chained = {chain.slot for chain in self.plan.pattern.chains}
         # Kleene slots whose chains are any subset of their allowed events: Algorithm 3 enumerates them
-        self.free = [slot.kleene and s not in chained and not self.earlier[s] and not self.plan.strict
-                     for s, slot in enumerate(self.slots)]
+        self.free = [
+            slot.kleene and s not in chained and not self.earlier[s] and not self.plan.strict
+            for s, slot in enumerate(self.slots)
+        ]
         for s, slot in enumerate(self.slots):
             if slot.kleene:
                 self.predecessors[s] = self._chain_dag(s)
@@ -478,11 +500,14 @@ class Recomputation:
         if self.plan.join == "zorder" and numeric:
             outer_seq, inner_seq = sides[0][1][2], sides[0][2][2]
             blocks: dict = {}
-            joined = region_join(("<",) + tuple(op for op, _, _ in sides),
-                                 np.stack([outer_seq] + [a[0] for _, a, _ in sides], axis=1).astype(float),
-                                 np.logical_and.reduce([a[1] for _, a, _ in sides]),
-                                 np.stack([inner_seq] + [b[0] for _, _, b in sides], axis=1).astype(float),
-                                 np.logical_and.reduce([b[1] for _, _, b in sides]), blocks)
+            joined = region_join(
+                ("<",) + tuple(op for op, _, _ in sides),
+                np.stack([outer_seq] + [a[0] for _, a, _ in sides], axis=1).astype(float),
+                np.logical_and.reduce([a[1] for _, a, _ in sides]),
+                np.stack([inner_seq] + [b[0] for _, _, b in sides], axis=1).astype(float),
+                np.logical_and.reduce([b[1] for _, _, b in sides]),
+                blocks,
+            )
             stats.join_tested += blocks["tested"]
             for kind in ("full", "partial", "none"):
                 stats.blocks[kind] = stats.blocks.get(kind, 0) + blocks[kind]
@@ -501,15 +526,19 @@ class Recomputation:
         predecessor bitsets; under STRICT only the event just before may precede."""
         seq = self.trees[s].seq[self.rows[s]]
         n = len(seq)
-        chains = [(chain.op, ("previous", c), ("current", c))
-                  for c, chain in enumerate(self.plan.pattern.chains) if chain.slot == s]
+        chains = [
+            (chain.op, ("previous", c), ("current", c))
+            for c, chain in enumerate(self.plan.pattern.chains)
+            if chain.slot == s
+        ]
         if chains:
             predecessors = column_bits(self._join_pair(s, s, chains))
         else:
             predecessors = [(1 << v) - 1 for v in range(n)]  # any earlier event
         if self.plan.strict:
-            predecessors = [p & (1 << (v - 1)) if v and seq[v - 1] == seq[v] - 1 else 0
-                            for v, p in enumerate(predecessors)]
+            predecessors = [
+                p & (1 << (v - 1)) if v and seq[v - 1] == seq[v] - 1 else 0 for v, p in enumerate(predecessors)
+            ]
         return predecessors
 
     # ------------------------------------------------------------------ 3. enumeration
@@ -521,7 +550,7 @@ class Recomputation:
             return
         mask = allowed[s] & self._before(s, next_first)
         if s == self.last:
-            ends = 1 << (len(self.rows[s]) - 1) if self.slots[s].kleene else mask   # the trigger
+            ends = 1 << (len(self.rows[s]) - 1) if self.slots[s].kleene else mask  # the trigger
         else:
             ends = mask & self._last_before(s, next_first) if self.plan.strict else mask
         if self.free[s]:
@@ -617,9 +646,13 @@ class Recomputation:
                 env[var] = indices if self.slots[s].kleene else indices[0]
         if not all(holds(cond, env, events) for cond in self.plan.pattern.residual):
             return False
-        return all(holds(cond, env, events) if self.slots[s].var is None   # no variable: a constant condition
-                   else all(holds(cond, {**env, self.slots[s].var: i}, events) for i in env[self.slots[s].var])
-                   for s, _ in chosen for cond in self.slots[s].per_event)
+        return all(
+            holds(cond, env, events)
+            if self.slots[s].var is None  # no variable: a constant condition
+            else all(holds(cond, {**env, self.slots[s].var: i}, events) for i in env[self.slots[s].var])
+            for s, _ in chosen
+            for cond in self.slots[s].per_event
+        )
 
 
 __all__ = ["RcepPlan", "RcepMatcher", "Stats"]

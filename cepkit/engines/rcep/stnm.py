@@ -22,6 +22,7 @@ each prefix of every match recomputed so far, the earliest event a match binds r
 match starts with the same first event as the prefix, so it is recomputed before that event's window
 passes, when the waiting match is judged.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,13 +39,17 @@ class SkipTillNext:
         self.plan = plan
         pattern = plan.pattern
         # every condition but the local tests, which the trees' events passed one by one
-        self.conditions = ([(j.cond, None) for j in pattern.joins] + [(c.cond, None) for c in pattern.chains]
-                           + [(r, None) for r in pattern.residual]
-                           + [(cond, slot.var) for slot in pattern.slots for cond in slot.per_event])
+        self.conditions = (
+            [(j.cond, None) for j in pattern.joins]
+            + [(c.cond, None) for c in pattern.chains]
+            + [(r, None) for r in pattern.residual]
+            + [(cond, slot.var) for slot in pattern.slots for cond in slot.per_event]
+        )
         written = [c for c, _ in self.conditions] + [c for slot in pattern.slots for c in slot.local]
-        closure = transitive_equalities(written, {s.var for s in pattern.slots if s.kleene and s.var},
-                                        {s.var for s in pattern.slots if s.var})
-        self.conditions += [(cond, None) for cond in closure]   # Θ_eq⁺ − Θ (docs/references.md E11)
+        closure = transitive_equalities(
+            written, {s.var for s in pattern.slots if s.kleene and s.var}, {s.var for s in pattern.slots if s.var}
+        )
+        self.conditions += [(cond, None) for cond in closure]  # Θ_eq⁺ − Θ (docs/references.md E11)
         self.waits = pattern.slots[-1].kleene
 
     def fresh(self) -> "SkipTillNext":
@@ -67,7 +72,7 @@ class SkipTillNext:
             prefix = _prefix(chosen, event.position)
             for k in ([s] if self.plan.slots[s].kleene else []) + ([s + 1] if s + 1 < len(chosen) else []):
                 tree = trees[k]
-                for e in tree.events[tree.start:]:
+                for e in tree.events[tree.start :]:
                     if event.position < e.position < following.position and self._fits(prefix, k, e):
                         return True
         return False
@@ -115,7 +120,6 @@ def _prefix(chosen: list, upto: int) -> list:
     return out
 
 
-
 class RobustSkipTillNext(SkipTillNext):
     """ROBUST_STNM ([SES] Def 6.2): a match γ = e1 .. en is disqualified when an event e, e_i < e < e_(i+1)
     (or after e_n within the window), extends γ's prefix e1 .. ei into a prefix of some ALL match γ′. Such
@@ -126,7 +130,7 @@ class RobustSkipTillNext(SkipTillNext):
     def __init__(self, plan):
         super().__init__(plan)
         self.waits = True
-        self.next_event: dict = {}   # first (slot, position) -> {prefix of (slot, position): earliest next}
+        self.next_event: dict = {}  # first (slot, position) -> {prefix of (slot, position): earliest next}
 
     def fresh(self) -> "RobustSkipTillNext":
         return RobustSkipTillNext(self.plan)

@@ -13,6 +13,7 @@ a window start pointer hides it (the time predicate of the thesis) and the colum
 the expired prefix is as large as the live part, so memory stays within about twice the window, like the
 two trees of the logarithmic method, and each event is moved O(1) times amortised.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,7 +29,7 @@ class EventTree:
     """
 
     def __init__(self, key_functions: dict, capacity: int = 64):
-        self.key_functions = key_functions          # key name -> event -> value
+        self.key_functions = key_functions  # key name -> event -> value
         self.events: list = []
         self.seq = np.zeros(capacity, dtype=np.int64)
         self.times = np.zeros(capacity)
@@ -84,7 +85,7 @@ class EventTree:
 
     def before(self, seq: int) -> int:
         """The row after the last live event with sequence number below ``seq``."""
-        return self.start + int(np.searchsorted(self.seq[self.start:self.size], seq, side="left"))
+        return self.start + int(np.searchsorted(self.seq[self.start : self.size], seq, side="left"))
 
     def rows(self, stop: int) -> np.ndarray:
         """Row numbers of the live events before row ``stop``, oldest first."""

@@ -18,6 +18,7 @@ Choices (docs/rcep-engine.md):
 * one bit convention, ``extract(z, width, take, skip)``: the thesis writes it ``g_skip^take`` in
   chapter 3 and ``g_take^skip`` in chapter 4 ([RCEP] §3.7.3, "Fix one convention in our code").
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,8 +29,14 @@ from .keys import NUMPY_COMPARE
 LEAF = 64
 """Points per Z-region at most (a leaf of the thesis's B+tree)."""
 
-LEMMA_ONE = {"<": ("max", "min"), "<=": ("max", "min"), ">": ("min", "max"), ">=": ("min", "max"),
-             "=": None, "!=": None}
+LEMMA_ONE = {
+    "<": ("max", "min"),
+    "<=": ("max", "min"),
+    ">": ("min", "max"),
+    ">=": ("min", "max"),
+    "=": None,
+    "!=": None,
+}
 """φ -> (corner of r, corner of r') to test for full dominance (Lemma 1); Lemma 2 swaps the corners."""
 
 
@@ -102,10 +109,11 @@ def z_regions(distances, capacity: int) -> list:
     >>> z_regions([0, 2, 2, 0, 2, 2, 1, 3, 3], capacity=3)
     [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
     """
-    def split(lo: int, hi: int) -> list:        # points lo..hi-1; distances[i] is between i and i+1
+
+    def split(lo: int, hi: int) -> list:  # points lo..hi-1; distances[i] is between i and i+1
         if hi - lo <= capacity:
             return [list(range(lo, hi))]
-        gap = min(distances[lo:hi - 1])
+        gap = min(distances[lo : hi - 1])
         cuts = [lo] + [i + 1 for i in range(lo, hi - 1) if distances[i] == gap] + [hi]
         return [region for a, b in zip(cuts, cuts[1:]) for region in split(a, b)]
 
@@ -113,7 +121,7 @@ def z_regions(distances, capacity: int) -> list:
 
 
 def dominance(ops, lower, upper, other_lower, other_upper) -> str:
-    """"full" (Lemma 1: every pair of points of the two boxes joins), "none" (Lemma 2 fails on some
+    """ "full" (Lemma 1: every pair of points of the two boxes joins), "none" (Lemma 2 fails on some
     dimension: no pair joins) or "partial", for ``r φ_k r'`` on each dimension k."""
     full = True
     for k, op in enumerate(ops):
@@ -130,7 +138,7 @@ def dominance(ops, lower, upper, other_lower, other_upper) -> str:
             full = full and holds
             continue
         mine, theirs = LEMMA_ONE[op]
-        if not compare(corners[0][theirs], corners[1][mine]):   # Lemma 2 fails: even the best pair fails
+        if not compare(corners[0][theirs], corners[1][mine]):  # Lemma 2 fails: even the best pair fails
             return "none"
         full = full and bool(compare(corners[0][mine], corners[1][theirs]))
     return "full" if full else "partial"
@@ -150,11 +158,18 @@ def z_addresses(points: np.ndarray, bits: int) -> list:
 def rank_encode(outer: np.ndarray, inner: np.ndarray) -> tuple:
     """Dense ranks of both sides' values of one dimension, together: comparisons are kept exactly."""
     values, ranks = np.unique(np.concatenate([outer, inner]), return_inverse=True)
-    return ranks[:len(outer)], ranks[len(outer):], max(1, int(len(values) - 1).bit_length())
+    return ranks[: len(outer)], ranks[len(outer) :], max(1, int(len(values) - 1).bit_length())
 
 
-def region_join(ops, outer: np.ndarray, outer_valid: np.ndarray, inner: np.ndarray, inner_valid: np.ndarray,
-                stats: dict = None, capacity: int = LEAF) -> np.ndarray:
+def region_join(
+    ops,
+    outer: np.ndarray,
+    outer_valid: np.ndarray,
+    inner: np.ndarray,
+    inner_valid: np.ndarray,
+    stats: dict = None,
+    capacity: int = LEAF,
+) -> np.ndarray:
     """Algorithm 4: B[u, v] = every ``outer[u, k] ops[k] inner[v, k]`` (points as rows, one column per
     dimension, numbers; a row with a null never joins), over Z-regions of at most ``capacity`` points.
     ``stats`` (if given) counts region pairs "full", "partial", "none" and the pairs "tested" one by one.
@@ -182,14 +197,15 @@ def region_join(ops, outer: np.ndarray, outer_valid: np.ndarray, inner: np.ndarr
         order = sorted(range(len(rows)), key=z.__getitem__)
         distances = [dis(z[a], z[b], width) for a, b in zip(order, order[1:])]
         regions = [np.array([order[i] for i in region]) for region in z_regions(distances, capacity)]
-        sides.append([(rows[r], points[r].min(axis=0).tolist(), points[r].max(axis=0).tolist(), points[r])
-                      for r in regions])
+        sides.append(
+            [(rows[r], points[r].min(axis=0).tolist(), points[r].max(axis=0).tolist(), points[r]) for r in regions]
+        )
     for rows, lower, upper, points in sides[0]:
         for other_rows, other_lower, other_upper, other_points in sides[1]:
             kind = dominance(ops, lower, upper, other_lower, other_upper)
             stats[kind] += 1
             if kind == "full":
-                joined[np.ix_(rows, other_rows)] = True         # setBits on the whole block
+                joined[np.ix_(rows, other_rows)] = True  # setBits on the whole block
             elif kind == "partial":
                 block = np.ones((len(rows), len(other_rows)), dtype=bool)
                 for k, op in enumerate(ops):

@@ -33,6 +33,7 @@ partition-invariant and every strategy's windows are partitioned on X (Def 5.3).
 >>> cepkit.match("SEQ({A a, B b}, {C c}) WITHIN 5", events, engine="ses").positions()
 [(0, 1, 2)]
 """
+
 from __future__ import annotations
 
 from ...runtime.registry import DISORDER_MODES, Engine, register
@@ -44,18 +45,37 @@ from .plan import SesPlan
 class SesEngine(Engine):
     name = "ses"
     rank = 30
-    features = frozenset({
-        "sequence", "and", "kleene", "nesting", "unary_conditions", "binary_conditions", "kleene_conditions",
-        "condition_items", "correlated_filters", "time_window", "event_window", "partition", "projection",
-        "any_type", "hierarchy", "strategy:STNM", "strategy:ROBUST_STNM",
-    })
+    features = frozenset(
+        {
+            "sequence",
+            "and",
+            "kleene",
+            "nesting",
+            "unary_conditions",
+            "binary_conditions",
+            "kleene_conditions",
+            "condition_items",
+            "correlated_filters",
+            "time_window",
+            "event_window",
+            "partition",
+            "projection",
+            "any_type",
+            "hierarchy",
+            "strategy:STNM",
+            "strategy:ROBUST_STNM",
+        }
+    )
     options = frozenset({"two_phase", "robust", "automaton", "lookahead"})
-    disorder = frozenset(DISORDER_MODES)   # through cepkit.runtime.disorder
-    description = ("SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
-                   "partitioned / candidate windows, robust skip-till-next-match by backtracking ([SES])")
+    disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
+    description = (
+        "SES automaton over match windows: sets of variables with Kleene +, two-phase filtered / "
+        "partitioned / candidate windows, robust skip-till-next-match by backtracking ([SES])"
+    )
 
-    def compile(self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses",
-                lookahead: bool = True) -> SesPlan:
+    def compile(
+        self, query, two_phase: bool = True, robust: str = "backtrack", automaton: str = "ses", lookahead: bool = True
+    ) -> SesPlan:
         """The plan of a set pattern; ``QueryError`` naming other engines for anything outside it.
         Out-of-order modes run the plan's matcher behind ``cepkit.runtime.disorder``."""
         for feature, node in query.features.items():
@@ -70,10 +90,13 @@ class SesEngine(Engine):
         if automaton not in ("ses", "permutations"):
             raise ValueError(f"automaton= must be 'ses' or 'permutations', not {automaton!r}")
         if automaton == "permutations" and query.strategy not in ("ALL", "STNM"):
-            raise ValueError("automaton='permutations' (the brute force of Ex 4.8) runs under ALL or STNM only; "
-                             f"use automaton='ses' for {query.strategy}")
-        return SesPlan(query, pattern, two_phase=bool(two_phase), robust=robust, automaton=automaton,
-                       lookahead=bool(lookahead))
+            raise ValueError(
+                "automaton='permutations' (the brute force of Ex 4.8) runs under ALL or STNM only; "
+                f"use automaton='ses' for {query.strategy}"
+            )
+        return SesPlan(
+            query, pattern, two_phase=bool(two_phase), robust=robust, automaton=automaton, lookahead=bool(lookahead)
+        )
 
 
 register(SesEngine())

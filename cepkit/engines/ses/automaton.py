@@ -14,6 +14,7 @@ P1 = ⟨{c, p+, d}, {b}⟩ that gives the 9 states and the 17 transitions Θ1..�
 
 The automaton is structure only; conditions are attached when a plan compiles it (``execution``).
 """
+
 from __future__ import annotations
 
 import itertools
@@ -26,6 +27,7 @@ import networkx as nx
 @dataclass(frozen=True)
 class Transition:
     """δ = (q, v, Θδ): from state ``source``, bind the event to ``var`` (a self-loop when ``var`` ∈ q)."""
+
     number: int
     source: frozenset
     var: str
@@ -70,8 +72,10 @@ class SesAutomaton:
         kleene = frozenset(kleene)
         states, moves, bound = [frozenset()], [], frozenset()
         for members in sets:
-            subsets = sorted((frozenset(c) for r in range(len(members) + 1)
-                              for c in itertools.combinations(members, r)), key=_subset_key)
+            subsets = sorted(
+                (frozenset(c) for r in range(len(members) + 1) for c in itertools.combinations(members, r)),
+                key=_subset_key,
+            )
             for q in subsets:
                 state = bound | q
                 if q:
@@ -105,8 +109,13 @@ class SesAutomaton:
         as keyed edges carrying ``var``, ``number`` and ``label``."""
         graph = nx.MultiDiGraph()
         for state in self.states:
-            graph.add_node(state, depth=len(state), label="".join(sorted(state)) or "∅",
-                           start=state == self.start, final=state == self.final)
+            graph.add_node(
+                state,
+                depth=len(state),
+                label="".join(sorted(state)) or "∅",
+                start=state == self.start,
+                final=state == self.final,
+            )
         for t in self.transitions:
             graph.add_edge(t.source, t.target, key=t.number, var=t.var, number=t.number, label=t.label)
         return graph
@@ -127,5 +136,6 @@ def permutation_automata(sets: Sequence[Sequence[str]], kleene: Iterable[str]) -
     >>> [" ".join(a.variables) for a in permutation_automata([("c", "p", "d"), ("b",)], kleene={"p"})]
     ['c p d b', 'c d p b', 'p c d b', 'p d c b', 'd c p b', 'd p c b']
     """
-    return [SesAutomaton.chain(orders, kleene)
-            for orders in itertools.product(*(itertools.permutations(s) for s in sets))]
+    return [
+        SesAutomaton.chain(orders, kleene) for orders in itertools.product(*(itertools.permutations(s) for s in sets))
+    ]

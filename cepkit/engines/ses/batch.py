@@ -15,6 +15,7 @@ event's time, or its position in its PARTITION BY sub-stream (all its events cou
 under ``WITHIN n EVENTS``. A match is emitted, as by the matcher, at the first event (any partition for a
 time window, its sub-stream for ``n EVENTS``) past its W[0]'s window, else at the stream's last event.
 """
+
 from __future__ import annotations
 
 from typing import Optional
@@ -47,7 +48,7 @@ class Layout:
         for conjunct in plan.conjuncts:
             found = condition_role(conjunct.expr, index, kleene)
             if _grouped_on(conjunct.expr, plan.partition_attributes):
-                continue    # the window's events agree on X, none null (``run``)
+                continue  # the window's events agree on X, none null (``run``)
             if found[0] == "local" and conjunct.exact_property:
                 layout.properties[index[found[1]]].append(conjunct.expr)
             elif found[0] == "join":
@@ -64,8 +65,11 @@ def _grouped_on(cond, attributes: tuple) -> bool:
     if not (isinstance(cond, A.Compare) and cond.op == "="):
         return False
     sides = [side.arg if isinstance(side, A.Prev) else side for side in (cond.left, cond.right)]
-    return (all(isinstance(side, A.Attr) and side.index in (None, "i", "i-1") for side in sides)
-            and sides[0].attr == sides[1].attr and sides[0].attr in attributes)
+    return (
+        all(isinstance(side, A.Attr) and side.index in (None, "i", "i-1") for side in sides)
+        and sides[0].attr == sides[1].attr
+        and sides[0].attr in attributes
+    )
 
 
 def moves(plan) -> tuple:
@@ -105,20 +109,20 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         for cond in layout.properties[v]:
             mask = unary_truth(cond, name, columns, mask)
         fits |= mask.astype(np.int64) << v
-    for attr in plan.partition_attributes:     # a null on X joins nothing: no match has the event
+    for attr in plan.partition_attributes:  # a null on X joins nothing: no match has the event
         fits[stream.column(attr).null] = 0
     try:
         by = stream.key_codes(query.partition_by)
         codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))
-    except TypeError:         # unhashable values (lists): the matcher hashes them by content, or says which
+    except TypeError:  # unhashable values (lists): the matcher hashes them by content, or says which
         return None
     coord = stream.times
-    if plan.events_window:      # the position in the PARTITION BY sub-stream, every event counted
+    if plan.events_window:  # the position in the PARTITION BY sub-stream, every event counted
         coord = np.zeros(len(stream))
         index = np.flatnonzero(read)
         order, first = grouped(by[index])
         coord[index[order]] = np.arange(len(index)) - first
-    kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)   # Thm 5.1's filter
+    kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)  # Thm 5.1's filter
     codes = codes[kept]
     order = np.argsort(codes, kind="stable")
     events = kept[order]
@@ -129,24 +133,43 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     for v in range(plan.arity):
         np.cumsum(vars_ >> v & 1, out=counts[v, 1:])
     values, valid = keys[0][:, events], keys[1][:, events]
-    ints = lambda values: np.array(values, dtype=np.int64)   # noqa: E731
+    ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     joins, chains = layout.joins, layout.chains
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     found = run_windows(
-        np.ascontiguousarray(coord[events], dtype=np.float64), vars_, group_end, stream.position_of(events),
-        counts, *moves(plan), plan.first_set, float(plan.span), plan.two_phase, plan.strategy != "STNM",
-        values, valid,
-        ints([j.left_slot for j in joins]), ints([j.right_slot for j in joins]), ints([OP_CODES[j.op] for j in joins]),
-        join_left_key, join_right_key, ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]),
-        chain_previous_key, chain_current_key)
+        np.ascontiguousarray(coord[events], dtype=np.float64),
+        vars_,
+        group_end,
+        stream.position_of(events),
+        counts,
+        *moves(plan),
+        plan.first_set,
+        float(plan.span),
+        plan.two_phase,
+        plan.strategy != "STNM",
+        values,
+        valid,
+        ints([j.left_slot for j in joins]),
+        ints([j.right_slot for j in joins]),
+        ints([OP_CODES[j.op] for j in joins]),
+        join_left_key,
+        join_right_key,
+        ints([c.slot for c in chains]),
+        ints([OP_CODES[c.op] for c in chains]),
+        chain_previous_key,
+        chain_current_key,
+    )
     offsets, positions, variables, starts, counters = found
     visible = {plan.index[name]: k for k, name in enumerate(plan.visible)}
     ids = np.array([visible.get(v, -1) for v in range(plan.arity)], dtype=np.int64)
     kleene = [name in plan.pattern.kleene for name in plan.visible]
     emitted = _emitted(plan, stream, coord, by, events[starts])
     matches = MatchArrays.from_bindings(offsets, positions, ids[variables], plan.visible, kleene, emitted)
-    info = {"windows": len(events), "evaluated": int(counters[STAT_EVALUATED]),
-            "max_window": int(counters[STAT_MAX_WINDOW])}
+    info = {
+        "windows": len(events),
+        "evaluated": int(counters[STAT_EVALUATED]),
+        "max_window": int(counters[STAT_MAX_WINDOW]),
+    }
     return matches, info
 
 
@@ -157,7 +180,7 @@ def _emitted(plan, stream: Stream, coord: np.ndarray, by: np.ndarray, starts: np
     last = stream.position_of(np.array([n - 1]))[0] if n else -1
     if not np.isfinite(plan.span) or not len(starts):
         return np.full(len(starts), last, dtype=np.int64)
-    if not plan.events_window:     # any event closes a time window, punctuation too
+    if not plan.events_window:  # any event closes a time window, punctuation too
         times = stream.times
         past = np.searchsorted(times, times[starts] + plan.span, "right")
         # the matcher's test is coord - W[0] > τ: step over ties the sum rounds away
@@ -171,13 +194,13 @@ def _emitted(plan, stream: Stream, coord: np.ndarray, by: np.ndarray, starts: np
             if not late.any():
                 break
             past[late] -= 1
-    else:                          # the (span + 1)-th event after W[0] in its PARTITION BY sub-stream
+    else:  # the (span + 1)-th event after W[0] in its PARTITION BY sub-stream
         read = np.flatnonzero(~stream.type_in({PUNCTUATION}))
         order = read[np.argsort(by[read], kind="stable")]
         rank = np.empty(n, dtype=np.int64)
         rank[order] = np.arange(len(order))
         target = rank[starts] + int(plan.span) + 1
-        inside = (target < len(order))
+        inside = target < len(order)
         inside[inside] &= by[order[target[inside]]] == by[starts[inside]]
         past = np.full(len(starts), n)
         past[inside] = order[target[inside]]

@@ -17,6 +17,7 @@ Two properties of a conjunct drive the automaton:
   single event of v, so they filter events (Thm 5.1); they are *exact* per event unless a Kleene variable
   is combined with ``or`` (``p.v > 5 or p.v < 2`` means all above 5 or all below 2).
 """
+
 from __future__ import annotations
 
 import functools
@@ -40,8 +41,11 @@ class _Leaf:
         names = list(A.variables_in(expr))
         self.vars = tuple(index[n] for n in names)
         slot = {n: j for j, n in enumerate(names)}
-        self.uses_prev = frozenset(index[n.arg.var if isinstance(n, A.Prev) else n.var] for n in expr.walk()
-                                   if isinstance(n, A.Prev) or (isinstance(n, A.Attr) and n.index == "i-1"))
+        self.uses_prev = frozenset(
+            index[n.arg.var if isinstance(n, A.Prev) else n.var]
+            for n in expr.walk()
+            if isinstance(n, A.Prev) or (isinstance(n, A.Attr) and n.index == "i-1")
+        )
         self._slot = slot
 
     @functools.cached_property
@@ -56,7 +60,7 @@ class _Leaf:
 
     def _all(self, choices: list) -> bool:
         """Whether every assignment (one slot from each list of choices) satisfies the leaf."""
-        if all(len(c) == 1 for c in choices):     # the usual case: one event each, one assignment
+        if all(len(c) == 1 for c in choices):  # the usual case: one event each, one assignment
             return self.fn(tuple(c[0] for c in choices))
         return all(self.fn(slots) for slots in itertools.product(*choices))
 
@@ -81,12 +85,14 @@ class _Leaf:
 def _slots(slot: Mapping[str, int]):
     """How ``cepkit.lang.compiled`` reads an attribute from the slots: ``v.A`` the event, ``prev(v.A)`` and
     ``v[i-1].A`` the previous event of the j-th variable's slot."""
+
     def access(expr: A.Expr) -> tuple:
         if not isinstance(expr, (A.Attr, A.Prev)):
             raise TypeError(f"not a value expression: {type(expr).__name__}")  # Agg: not SES
         ref = expr.arg if isinstance(expr, A.Prev) else expr
         j, attr, k = slot[ref.var], ref.attr, 0 if isinstance(expr, A.Prev) or ref.index == "i-1" else 1
         return (lambda s: s[j][k].get(attr)), (lambda s: s[j][k].position)
+
     return access
 
 
@@ -126,8 +132,7 @@ class Conjunct:
         self._leaf = leaves[0] if len(leaves) == 1 and leaves[0].expr is expr else None
         has_prev = any(leaf.uses_prev for leaf in leaves)
         self.property = len(self.variables) == 1 and not has_prev and self.monotone
-        self.exact_property = self.property and not (kleene_here and any(n.op == "or"
-                                                                         for n in expr.find_all(A.BoolOp)))
+        self.exact_property = self.property and not (kleene_here and any(n.op == "or" for n in expr.find_all(A.BoolOp)))
 
     def holds_extended(self, binding: Binding, var: int) -> bool:
         """θ on ``binding`` whose ``var`` just received its last event; earlier events were checked before."""

@@ -20,6 +20,7 @@ Conditions that are not monotone (a ``not`` over a Kleene variable, see ``condit
 instance early: they are checked when an instance is accepted and when deciding whether an event blocks a
 skip, which is exactly Def 6.1's "γ̂ ⊎ {v/e} is a match of the pattern prefix P̂".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -32,11 +33,12 @@ from .automaton import SesAutomaton
 class Edge:
     """A transition compiled for execution: variable and target as bit masks, and the checks of Θδ that
     the event's property bits (``Entry.vars``) do not already cover."""
+
     number: int
     var: int
     target: int
-    prune: tuple       # monotone conjuncts of Θ mentioning var, all of whose variables are bound in the target
-    settle: tuple      # non-monotone conjuncts all of whose variables are bound in the target
+    prune: tuple  # monotone conjuncts of Θ mentioning var, all of whose variables are bound in the target
+    settle: tuple  # non-monotone conjuncts all of whose variables are bound in the target
 
 
 class CompiledAutomaton:
@@ -52,20 +54,27 @@ class CompiledAutomaton:
         self.final = (1 << self.arity) - 1
         mask = {state: sum(1 << index[v] for v in state) for state in automaton.states}
         self.outgoing: dict = {m: () for m in mask.values()}
-        self.firing_vars: dict = {m: 0 for m in mask.values()}   # vars of a state's transitions, as a mask
+        self.firing_vars: dict = {m: 0 for m in mask.values()}  # vars of a state's transitions, as a mask
 
-        prunes = [[c for c in conjuncts if c.monotone and not c.exact_property and v in c.variables]
-                  for v in range(self.arity)]
+        prunes = [
+            [c for c in conjuncts if c.monotone and not c.exact_property and v in c.variables]
+            for v in range(self.arity)
+        ]
         settles = [c for c in conjuncts if not c.monotone]
         for t in automaton.transitions:
             target, var = mask[t.target], index[t.var]
-            edge = Edge(t.number, var, target, tuple(c for c in prunes[var] if c.mask & ~target == 0),
-                        tuple(c for c in settles if c.mask & ~target == 0))
+            edge = Edge(
+                t.number,
+                var,
+                target,
+                tuple(c for c in prunes[var] if c.mask & ~target == 0),
+                tuple(c for c in settles if c.mask & ~target == 0),
+            )
             self.outgoing[mask[t.source]] += (edge,)
             self.firing_vars[mask[t.source]] |= 1 << var
         self.final_checks = tuple(c for c in conjuncts if not c.monotone)
         self._necessary = tuple(c for c in conjuncts if c.monotone and not c.exact_property)
-        self._needs: dict = {}        # (state, var) -> conditions var must meet with the state's variables
+        self._needs: dict = {}  # (state, var) -> conditions var must meet with the state's variables
 
     def completable(self, state: int, binding: tuple, window: Sequence, start: int) -> bool:
         """A necessary condition for β to complete with events from ``window[start:]``: every unbound
@@ -77,11 +86,14 @@ class CompiledAutomaton:
             checks = self._needs.get((state, var))
             if checks is None:
                 reach = state | 1 << var
-                checks = self._needs[state, var] = tuple(c for c in self._necessary if var in c.variables
-                                                             and c.mask & ~reach == 0)
-            before, after = binding[:var], binding[var + 1:]
-            if not any(entry.vars >> var & 1 and _holds_all(checks, before + ((entry.event,),) + after, var)
-                       for entry in window[start:]):
+                checks = self._needs[state, var] = tuple(
+                    c for c in self._necessary if var in c.variables and c.mask & ~reach == 0
+                )
+            before, after = binding[:var], binding[var + 1 :]
+            if not any(
+                entry.vars >> var & 1 and _holds_all(checks, before + ((entry.event,),) + after, var)
+                for entry in window[start:]
+            ):
                 return False
         return True
 
@@ -94,7 +106,7 @@ class CompiledAutomaton:
         for edge in self.outgoing[state]:
             if entry.vars >> edge.var & 1:
                 v = edge.var
-                extended = binding[:v] + (binding[v] + (event,),) + binding[v + 1:]
+                extended = binding[:v] + (binding[v] + (event,),) + binding[v + 1 :]
                 if _holds_all(edge.prune, extended, v):
                     fired.append((edge, extended))
         return fired
@@ -114,8 +126,7 @@ def _holds_all(conjuncts: tuple, binding: tuple, var: int) -> bool:
     return True
 
 
-def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
-               trace: Optional[list] = None) -> list:
+def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool, trace: Optional[list] = None) -> list:
     """SESExec (Alg 2): the bindings of the matches starting at ``window[0]``.
 
     ``keep_skips`` True is skip-till-any-match; False is skip-till-next-match. ``trace``, if given,
@@ -142,19 +153,21 @@ def run_window(automaton: CompiledAutomaton, window: Sequence, keep_skips: bool,
 
 class _Node:
     """A node (δ, c) of the execution tree (Def 6.3) and the instance it leads to."""
+
     __slots__ = ("number", "c", "state", "binding", "scan", "children", "at", "next_child", "ok")
 
     def __init__(self, number: int, c: int, state: int, binding: tuple):
         self.number, self.c, self.state, self.binding = number, c, state, binding
-        self.scan = c + 1          # next window position to read
-        self.children = None       # the siblings fired by the event at window position ``at``
+        self.scan = c + 1  # next window position to read
+        self.children = None  # the siblings fired by the event at window position ``at``
         self.at = -1
         self.next_child = 0
-        self.ok = False            # its subtree produced a match
+        self.ok = False  # its subtree produced a match
 
 
-def run_window_robust(automaton: CompiledAutomaton, window: Sequence, trace: Optional[list] = None,
-                      lookahead: bool = True) -> list:
+def run_window_robust(
+    automaton: CompiledAutomaton, window: Sequence, trace: Optional[list] = None, lookahead: bool = True
+) -> list:
     """MatchBT (Alg 4): robust skip-till-next-match (Def 6.2) by backtracking.
 
     The instance runs greedily; when it ends the window outside qf, its last node (δ, c) is popped: the
@@ -187,15 +200,14 @@ def run_window_robust(automaton: CompiledAutomaton, window: Sequence, trace: Opt
     return found
 
 
-def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found: list, trace,
-             lookahead: bool) -> None:
-    stack = [root]                                     # iterative: a Kleene run may be longer than the
-    while stack:                                       # interpreter's recursion limit
+def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found: list, trace, lookahead: bool) -> None:
+    stack = [root]  # iterative: a Kleene run may be longer than the
+    while stack:  # interpreter's recursion limit
         node = stack[-1]
         if node.children is None:
             node.at, node.children = _next_firing(automaton, window, node, trace, lookahead)
             node.next_child = 0
-            if node.children is None:                  # end of the window
+            if node.children is None:  # end of the window
                 node.ok = automaton.accepts(node.state, node.binding)
                 if node.ok:
                     found.append(node.binding)
@@ -209,12 +221,12 @@ def _explore(automaton: CompiledAutomaton, window: Sequence, root: _Node, found:
             stack.append(child)
             continue
         failed = [child for child in node.children if not child.ok]
-        if len(failed) < len(node.children):          # a sibling led to a match: the others are blocked
+        if len(failed) < len(node.children):  # a sibling led to a match: the others are blocked
             node.ok = True
             for child in failed:
                 _log(trace, "blocked", child)
             stack.pop()
-        else:                                          # every sibling failed: the event is noise here
+        else:  # every sibling failed: the event is noise here
             _log(trace, "backtrack", failed[-1])
             node.scan, node.children = node.at + 1, None
 
@@ -246,6 +258,7 @@ def robust_by_filter(bindings: Sequence[tuple]) -> list:
     A match γ with events e1..en (time order) is disqualified when, for some i, another match shares
     its prefix e1..ei and continues with an event earlier than e(i+1), or (i = n) continues at all.
     """
+
     def steps(binding):
         return tuple(sorted(((e.position, var) for var, events in enumerate(binding) for e in events)))
 
@@ -255,5 +268,8 @@ def robust_by_filter(bindings: Sequence[tuple]) -> list:
         for i in range(1, len(s)):
             key = s[:i]
             earliest_next[key] = min(earliest_next.get(key, s[i][0]), s[i][0])
-    return [b for b, s in zip(bindings, sequences)
-            if s not in earliest_next and all(earliest_next[s[:i]] == s[i][0] for i in range(1, len(s)))]
+    return [
+        b
+        for b, s in zip(bindings, sequences)
+        if s not in earliest_next and all(earliest_next[s[:i]] == s[i][0] for i in range(1, len(s)))
+    ]

@@ -13,6 +13,7 @@ the partial matches of every active state and the matches that event completed.
 >>> [(s.position, s.active, s.matches) for s in run.steps(events)][-1]
 (2, {'{a,b,c}': [(0, 1, 2)]}, [(0, 1, 2)])
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .windows import Entry
 class SesStep:
     """The automaton after reading ``event`` (at ``position``): state -> partial matches (sorted position
     tuples), and the matches (position tuples) the event completed."""
+
     position: int
     event: object
     active: dict
@@ -71,9 +73,15 @@ class SesRun:
         for state in self.states:
             graph.add_node(state, initial=state == self.initial, final=state in self.finals)
         for t in self.transitions:
-            graph.add_edge(state_label(t.source), state_label(t.target), key=t.number, var=t.var, mark="•",
-                           predicate=f"{t.label} {t.var}",
-                           label=f"{t.label} = ({state_label(t.source)}, {t.var}, Θδ): {self.condition(t)}")
+            graph.add_edge(
+                state_label(t.source),
+                state_label(t.target),
+                key=t.number,
+                var=t.var,
+                mark="•",
+                predicate=f"{t.label} {t.var}",
+                label=f"{t.label} = ({state_label(t.source)}, {t.var}, Θδ): {self.condition(t)}",
+            )
         return graph
 
     def steps(self, events):
@@ -84,7 +92,7 @@ class SesRun:
             return
         trace: list = []
         run_window(self.plan.compiled[0], window, keep_skips=self.plan.strategy == "ALL", trace=trace)
-        after = dict(trace)                            # A stops early once no instance is left
+        after = dict(trace)  # A stops early once no instance is left
         names = self.plan.variables
         done = set()
         for c, entry in enumerate(window):

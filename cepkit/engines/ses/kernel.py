@@ -19,6 +19,7 @@ two-phase evaluation ([SES] Alg 3) for all of them inside one kernel, over the c
 
 The same functions run as Python without numba (the pure-Python twin the tests compare).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,19 +31,38 @@ STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
 
 
 @_compiled
-def _fires(v, event, node, arena_var, arena_event, arena_parent, kval, kok, join_left, join_right, join_op,
-           join_left_key, join_right_key, chain_var, chain_op, chain_previous_key, chain_current_key):
+def _fires(
+    v,
+    event,
+    node,
+    arena_var,
+    arena_event,
+    arena_parent,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_left_key,
+    join_right_key,
+    chain_var,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+):
     """Whether binding ``event`` to variable ``v`` keeps every join and chain with the binding ending at
     arena ``node`` (the transition's conditions Θδ, checked only on the pairs that use the new event)."""
     previous_seen = False
     while node >= 0:
         x, e = arena_var[node], arena_event[node]
-        if x == v and not previous_seen:           # v's previous event: its chains
+        if x == v and not previous_seen:  # v's previous event: its chains
             previous_seen = True
             for c in range(len(chain_var)):
-                if chain_var[c] == v and not (kok[chain_previous_key[c], e] and kok[chain_current_key[c], event]
-                                              and _phi(chain_op[c], kval[chain_previous_key[c], e],
-                                                       kval[chain_current_key[c], event])):
+                if chain_var[c] == v and not (
+                    kok[chain_previous_key[c], e]
+                    and kok[chain_current_key[c], event]
+                    and _phi(chain_op[c], kval[chain_previous_key[c], e], kval[chain_current_key[c], event])
+                ):
                     return False
         for j in range(len(join_left)):
             if join_left[j] == v and join_right[j] == x:
@@ -60,9 +80,30 @@ def _fires(v, event, node, arena_var, arena_event, arena_parent, kval, kok, join
 
 
 @_compiled
-def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_set, span, two_phase, keep_skips,
-                kval, kok, join_left, join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
-                chain_previous_key, chain_current_key):
+def run_windows(
+    coord,
+    vars_,
+    group_end,
+    positions,
+    counts,
+    moves,
+    final,
+    first_set,
+    span,
+    two_phase,
+    keep_skips,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_left_key,
+    join_right_key,
+    chain_var,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+):
     """The matches of every match window (phase 1 and 2 above): ALL with ``keep_skips``, else STNM.
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
@@ -84,9 +125,9 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
     arena_event = np.empty(1024, dtype=np.int64)
     arena_parent = np.empty(1024, dtype=np.int64)
     for g in range(n):
-        if two_phase and not vars_[g] & first_set:   # (5.2); without two_phase A runs on every window (Alg 1)
+        if two_phase and not vars_[g] & first_set:  # (5.2); without two_phase A runs on every window (Alg 1)
             continue
-        lo, hi = g + 1, group_end[g]               # the window: events until the coordinate passes W[0] + τ
+        lo, hi = g + 1, group_end[g]  # the window: events until the coordinate passes W[0] + τ
         while lo < hi:
             mid = (lo + hi) // 2
             if coord[mid] - coord[g] > span:
@@ -95,10 +136,10 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                 lo = mid + 1
         end = lo
         if two_phase:
-            if end - g < arity:                    # (5.1)
+            if end - g < arity:  # (5.1)
                 continue
             complete = True
-            for v in range(arity):                 # (5.3)
+            for v in range(arity):  # (5.3)
                 if counts[v, end] - counts[v, g] == 0:
                     complete = False
                     break
@@ -108,7 +149,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
         stats[STAT_MAX_WINDOW] = max(stats[STAT_MAX_WINDOW], end - g)
         for a in range(moves.shape[0]):
             size, used = 0, 0
-            for v in range(arity):                 # the start instances bind W[0]
+            for v in range(arity):  # the start instances bind W[0]
                 if vars_[g] >> v & 1 and moves[a, 0, v] >= 0:
                     if used >= len(arena_var):
                         arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
@@ -133,9 +174,25 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                         target = moves[a, q, v]
                         if not (m >> v & 1) or target < 0:
                             continue
-                        if not _fires(v, c, node[i], arena_var, arena_event, arena_parent, kval, kok, join_left,
-                                      join_right, join_op, join_left_key, join_right_key, chain_var, chain_op,
-                                      chain_previous_key, chain_current_key):
+                        if not _fires(
+                            v,
+                            c,
+                            node[i],
+                            arena_var,
+                            arena_event,
+                            arena_parent,
+                            kval,
+                            kok,
+                            join_left,
+                            join_right,
+                            join_op,
+                            join_left_key,
+                            join_right_key,
+                            chain_var,
+                            chain_op,
+                            chain_previous_key,
+                            chain_current_key,
+                        ):
                             continue
                         if used >= len(arena_var):
                             arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
@@ -147,7 +204,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                         used += 1
                         size += 1
                         fired = True
-                    if fired and not keep_skips:   # STNM: only an instance nothing fired on skips the event
+                    if fired and not keep_skips:  # STNM: only an instance nothing fired on skips the event
                         state[i] = -1
                         dropped += 1
                 if dropped:
@@ -158,7 +215,7 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                             kept += 1
                     size = kept
             stats[STAT_INSTANCES] += size
-            for i in range(size):                  # the instances in qf: matches, events latest first
+            for i in range(size):  # the instances in qf: matches, events latest first
                 if state[i] != final[a]:
                     continue
                 length, k = 0, node[i]
@@ -180,4 +237,4 @@ def run_windows(coord, vars_, group_end, positions, counts, moves, final, first_
                     out_start = _grow(out_start, n_out + 1)
                 out_offsets[n_out] = n_written
                 out_start[n_out - 1] = g
-    return out_offsets[:n_out + 1], out_positions[:n_written], out_variables[:n_written], out_start[:n_out], stats
+    return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], out_start[:n_out], stats

@@ -14,6 +14,7 @@ change; under STNM and ROBUST_STNM they are part of the conditions each pattern 
 (Def 6.1 / 6.2, as in the reference evaluator), so an event that disagrees with the prefix on an
 attribute of X never blocks, and the windows of every strategy are partitioned on X (Def 5.3).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -39,6 +40,7 @@ class SetPattern:
     """P = (⟨B1..Bk⟩, Θ, τ): ``sets`` of variable names in pattern order, the Kleene variables, each
     variable's atom (its type), the conjuncts of Θ as written, the implied equalities Θ_eq⁺ − Θ (compiled
     with them: ``theta``) and the window."""
+
     sets: tuple
     kleene: frozenset
     atoms: dict
@@ -114,8 +116,13 @@ class _Reader:
         kleene = isinstance(node, A.Plus)
         atom = node.pattern if kleene else node
         if not isinstance(atom, A.Atom):
-            what = {A.Not: "negation", A.Exists: "EXISTS", A.Or: "OR", A.Strategy: "a nested strategy",
-                    A.Filter: "a FILTER inside an iteration"}.get(type(atom), "this nesting")
+            what = {
+                A.Not: "negation",
+                A.Exists: "EXISTS",
+                A.Or: "OR",
+                A.Strategy: "a nested strategy",
+                A.Filter: "a FILTER inside an iteration",
+            }.get(type(atom), "this nesting")
             if kleene and isinstance(atom, (A.Seq, A.And, A.Plus)):
                 what = "iteration of a composite pattern (SES iterates single variables: T+ v)"
             raise NotSesPattern(atom, what)

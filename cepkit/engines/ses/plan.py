@@ -7,6 +7,7 @@ time), or when the stream is closed; its matches are emitted then, by ``push`` o
 ``two_phase`` the windows are filtered, partitioned and pruned to candidates (``windows``); without it
 every event opens a window over the whole (PARTITION BY) sub-stream, as in Alg 1.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -44,8 +45,15 @@ class SesPlan(Plan):
     permutation greedily under STNM: the engine's docstring).
     """
 
-    def __init__(self, query, pattern: SetPattern, two_phase: bool = True, robust: str = "backtrack",
-                 automaton: str = "ses", lookahead: bool = True):
+    def __init__(
+        self,
+        query,
+        pattern: SetPattern,
+        two_phase: bool = True,
+        robust: str = "backtrack",
+        automaton: str = "ses",
+        lookahead: bool = True,
+    ):
         self.query = query
         self.pattern = pattern
         self.strategy = query.strategy
@@ -56,12 +64,13 @@ class SesPlan(Plan):
         self.variables = pattern.variables
         self.index = {v: i for i, v in enumerate(self.variables)}
         self.arity = len(self.variables)
-        conjuncts = [Conjunct(c, self.index, pattern.kleene) for c in pattern.theta]   # Θ ∪ Θ_eq⁺ (docs/references.md E11)
+        conjuncts = [
+            Conjunct(c, self.index, pattern.kleene) for c in pattern.theta
+        ]  # Θ ∪ Θ_eq⁺ (docs/references.md E11)
         self.satisfiable = all(c.holds(()) for c in conjuncts if not c.variables)
         self.conjuncts = conjuncts = [c for c in conjuncts if c.variables]
         self._types = [_type_test(pattern.atoms[v], query.hierarchy) for v in self.variables]
-        self._properties = [tuple(c for c in conjuncts if c.property and c.variables == {i})
-                            for i in range(self.arity)]
+        self._properties = [tuple(c for c in conjuncts if c.property and c.variables == {i}) for i in range(self.arity)]
         self.automaton = SesAutomaton.build(pattern.sets, pattern.kleene)
         runs = permutation_automata(pattern.sets, pattern.kleene) if automaton == "permutations" else [self.automaton]
         self.compiled = [CompiledAutomaton(a, conjuncts, self.index) for a in runs]
@@ -72,7 +81,7 @@ class SesPlan(Plan):
         self.span = math.inf if window is None else (window.amount - 1 if window.events else window.seconds)
         # Θ_eq⁺ is part of every prefix test, so every strategy's windows are partitioned on X (docs/references.md E11, [SES] Def 5.3)
         self.partition_attributes = pattern.partition_attributes() if two_phase else ()
-        self.select = None if query.select is None else tuple(dict.fromkeys(query.select))   # RETURN a, a: once
+        self.select = None if query.select is None else tuple(dict.fromkeys(query.select))  # RETURN a, a: once
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
 
@@ -85,8 +94,7 @@ class SesPlan(Plan):
         """The bit mask of variables whose properties Θ^p_v (type included) the event satisfies."""
         mask = 0
         for v in range(self.arity):
-            if self._types[v](event.type) and all(c.holds_for_event(event, self.arity)
-                                                 for c in self._properties[v]):
+            if self._types[v](event.type) and all(c.holds_for_event(event, self.arity) for c in self._properties[v]):
                 mask |= 1 << v
         return mask
 
@@ -146,7 +154,7 @@ class SesPlan(Plan):
         np.cumsum(np.sum(entries, axis=0) if entries else np.zeros(n, np.int64), out=bound_offsets[1:])
         bound_positions = np.full(bound_offsets[-1], -1, np.int64)
         bound_variables = np.empty(bound_offsets[-1], np.int64)
-        before = bound_offsets[:-1].copy()            # where each match's next variable starts
+        before = bound_offsets[:-1].copy()  # where each match's next variable starts
         for k, ((lengths, flat), count) in enumerate(zip(bound, entries)):
             bound_variables[spread(before, count)] = k
             bound_positions[spread(before, lengths)] = flat
@@ -156,12 +164,14 @@ class SesPlan(Plan):
         offsets = np.zeros(n + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
         flat = np.concatenate([flat for _, flat in bound + hidden] + [np.zeros(0, np.int64)])
-        rows = np.concatenate([np.repeat(np.arange(n), lengths) for lengths, _ in bound + hidden] +
-                              [np.zeros(0, np.int64)])
+        rows = np.concatenate(
+            [np.repeat(np.arange(n), lengths) for lengths, _ in bound + hidden] + [np.zeros(0, np.int64)]
+        )
         stride = int(flat.max(initial=0)) + 1
         positions = np.sort(rows * stride + flat) - np.repeat(np.arange(n) * stride, lengths)
-        return MatchArrays(offsets, positions, bound_offsets, bound_positions, bound_variables, self.visible,
-                           kleene, emitted)
+        return MatchArrays(
+            offsets, positions, bound_offsets, bound_positions, bound_variables, self.visible, kleene, emitted
+        )
 
     def run(self, stream):
         """The matches of ``stream``: as columns without RETURN (by the columnar run, ``batch``, when the
@@ -181,10 +191,16 @@ class SesPlan(Plan):
     def info(self) -> dict:
         """Automaton size, the partition attributes X, the added equalities, and window counts of the last
         ``run``: ``windows`` opened, ``evaluated`` (calls to A), ``max_window`` (largest |W| evaluated)."""
-        return {"strategy": self.strategy, "states": len(self.automaton.states),
-                "transitions": len(self.automaton.transitions), "automata": len(self.compiled),
-                "two_phase": self.two_phase, "partition_attributes": self.partition_attributes,
-                "closure": [pretty(c) for c in self.pattern.closure], **self._last_info}
+        return {
+            "strategy": self.strategy,
+            "states": len(self.automaton.states),
+            "transitions": len(self.automaton.transitions),
+            "automata": len(self.compiled),
+            "two_phase": self.two_phase,
+            "partition_attributes": self.partition_attributes,
+            "closure": [pretty(c) for c in self.pattern.closure],
+            **self._last_info,
+        }
 
 
 class SesMatcher(IncrementalPlan):
@@ -192,11 +208,11 @@ class SesMatcher(IncrementalPlan):
 
     def __init__(self, plan: SesPlan, log: Optional[list] = None, batch: Optional[list] = None):
         self.plan = plan
-        self.log = log                    # if a list: one row per closed window (``SesPlan.match_windows``)
-        self.batch = batch                # if a list: (bindings, emitted_at) per window, no Match (``run``)
-        self.windows: dict = {}           # window key -> MatchWindow
-        self.clocks: dict = {}            # clock -> heap of (W[0] coordinate, tie, window key)
-        self.substream: dict = {}         # PARTITION BY key -> events seen (EVENTS coordinates)
+        self.log = log  # if a list: one row per closed window (``SesPlan.match_windows``)
+        self.batch = batch  # if a list: (bindings, emitted_at) per window, no Match (``run``)
+        self.windows: dict = {}  # window key -> MatchWindow
+        self.clocks: dict = {}  # clock -> heap of (W[0] coordinate, tie, window key)
+        self.substream: dict = {}  # PARTITION BY key -> events seen (EVENTS coordinates)
         self._tie = itertools.count()
         self.last_position = -1
         self.opened = self.evaluated = self.max_window = 0
@@ -215,8 +231,8 @@ class SesMatcher(IncrementalPlan):
     def _push(self, event) -> list:
         plan = self.plan
         self.last_position = event.position
-        if event.type == PUNCTUATION:          # never matched nor counted, as in the reference; its time
-            return [] if plan.events_window else self._expire(None, event.time)     # still closes windows
+        if event.type == PUNCTUATION:  # never matched nor counted, as in the reference; its time
+            return [] if plan.events_window else self._expire(None, event.time)  # still closes windows
         key = tuple(event.get(a) for a in plan.query.partition_by)
         if plan.events_window:
             clock, coord = key, self.substream.get(key, 0)
@@ -226,7 +242,7 @@ class SesMatcher(IncrementalPlan):
         found = self._expire(clock, coord)
         vars_ = plan.vars_of(event)
         if plan.two_phase and not vars_:
-            return found                                        # filtered out (Thm 5.1)
+            return found  # filtered out (Thm 5.1)
         window_key = key + tuple(hashable_key(event.get(a)) for a in plan.partition_attributes)
         window = self.windows.get((clock, window_key))
         if window is None:
@@ -264,7 +280,7 @@ class SesMatcher(IncrementalPlan):
             found.extend(self._evaluate_front(window, window_key))
             if len(window):
                 self._schedule(clock, window_key, window.front.coord)
-            else:        # nothing left of this key (and partition attributes): forget it, a new event opens anew
+            else:  # nothing left of this key (and partition attributes): forget it, a new event opens anew
                 del self.windows[(clock, window_key)]
         return found
 
@@ -283,9 +299,15 @@ class SesMatcher(IncrementalPlan):
             else:
                 found = [plan.to_match(b, self.last_position) for b in bindings]
         if self.log is not None:
-            self.log.append({"start": window.front.event.position, "key": window_key,
-                             "positions": [e.event.position for e in window.entries], "evaluated": candidate,
-                             "matches": [m.positions for m in found]})
+            self.log.append(
+                {
+                    "start": window.front.event.position,
+                    "key": window_key,
+                    "positions": [e.event.position for e in window.entries],
+                    "evaluated": candidate,
+                    "matches": [m.positions for m in found],
+                }
+            )
         window.popleft()
         return found
 

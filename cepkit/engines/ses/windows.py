@@ -11,6 +11,7 @@ can hold a match:
   of B1, (5.3)/(5.4) every variable has an event, after events of every variable of the previous set. The
   last two are kept up to date by the summary statistics of Def 5.2 as bit vectors (Ex 5.9).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -20,6 +21,7 @@ from typing import Optional, Sequence
 class Entry:
     """An event in a match window: its window coordinate (time, or position in its sub-stream for an
     EVENTS window), the bit mask of variables whose properties it satisfies, and the counters it raised."""
+
     __slots__ = ("event", "coord", "vars", "raised")
 
     def __init__(self, event, coord: float, vars: int):
@@ -132,11 +134,14 @@ class MatchWindow:
         present = 0
         for entry in w:
             present |= entry.vars
-        return (len(w) >= self.arity, bool(w) and bool(w[0].vars & self.first_set),
-                present == (1 << self.arity) - 1, self.stats.complete)
+        return (
+            len(w) >= self.arity,
+            bool(w) and bool(w[0].vars & self.first_set),
+            present == (1 << self.arity) - 1,
+            self.stats.complete,
+        )
 
     @property
     def candidate(self) -> bool:
         """Whether A must run on this window: (5.1), (5.2) and all counters > 0."""
-        return (len(self.entries) >= self.arity and bool(self.entries[0].vars & self.first_set)
-                and self.stats.complete)
+        return len(self.entries) >= self.arity and bool(self.entries[0].vars & self.first_set) and self.stats.complete

@@ -37,6 +37,7 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 >>> [(d.sign, d.positions, d.emitted_at) for d in m.deltas], m.positions()
 ([('+', (0, 1), 1), ('-', (0, 1), 2)], [])
 """
+
 from __future__ import annotations
 
 from ...runtime.stream import Stream
@@ -50,7 +51,7 @@ from .program import compile_program
 
 __all__ = ["StackEngine", "StackPlan"]
 
-OWN_MODES = ("kslack", "conservative", "aggressive")   # the modes ``modes`` runs (the layer runs the rest)
+OWN_MODES = ("kslack", "conservative", "aggressive")  # the modes ``modes`` runs (the layer runs the rest)
 
 
 class StackPlan(Plan):
@@ -102,8 +103,12 @@ class StackPlan(Plan):
         return list(self._last.emissions) if self._last is not None else []
 
     def info(self) -> dict:
-        facts = {"disorder": self.disorder, "slots": self.program.n, "negations": len(self.program.negations),
-                 "equality_partitioned": self.program.hashed}
+        facts = {
+            "disorder": self.disorder,
+            "slots": self.program.n,
+            "negations": len(self.program.negations),
+            "equality_partitioned": self.program.hashed,
+        }
         if self._last is not None:
             facts.update(self._last.info())
         return facts
@@ -112,13 +117,30 @@ class StackPlan(Plan):
 class StackEngine(Engine):
     name = "stack"
     rank = 20
-    description = ("SASE active-instance stacks with pointers: flat SEQ with negation and EXISTS (leading, "
-                   "middle, trailing), join predicates, windows; K-slack, conservative and aggressive out-of-order modes")
-    features = frozenset({
-        "sequence", "negation", "exists", "unary_conditions", "binary_conditions", "correlated_filters",
-        "condition_items", "time_window", "event_window", "partition", "any_type", "hierarchy",
-        "strategy:STRICT", "strategy:PARTITION_STRICT", "strategy:STNM", "projection",
-    })
+    description = (
+        "SASE active-instance stacks with pointers: flat SEQ with negation and EXISTS (leading, "
+        "middle, trailing), join predicates, windows; K-slack, conservative and aggressive out-of-order modes"
+    )
+    features = frozenset(
+        {
+            "sequence",
+            "negation",
+            "exists",
+            "unary_conditions",
+            "binary_conditions",
+            "correlated_filters",
+            "condition_items",
+            "time_window",
+            "event_window",
+            "partition",
+            "any_type",
+            "hierarchy",
+            "strategy:STRICT",
+            "strategy:PARTITION_STRICT",
+            "strategy:STNM",
+            "projection",
+        }
+    )
     disorder = frozenset({"reject", "kslack", "conservative", "aggressive"})
     options = frozenset({"k", "max_delay"})
 

@@ -35,6 +35,7 @@ Anchors are processed in chunks of ``CHUNK`` so memory stays bounded by the part
 >>> [(m.bindings, m.emitted_at) for m in run.matches()], run.info()
 ([({'a': 2, 'b': 3}, 3)], {'run': 'columnar', 'peak_state': 4, 'partial_matches': 1})
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -48,7 +49,7 @@ from ...runtime.growing_array import GrowingArray
 from ...runtime.match_arrays import AT_LAST, MatchArrays
 from .columns import Columns
 
-CHUNK = 8192   # anchors (instances of the last slot) extended together
+CHUNK = 8192  # anchors (instances of the last slot) extended together
 
 
 class _Layout:
@@ -61,12 +62,12 @@ class _Layout:
         self.w, self.n = program.window_time, program.window_events
         self.substream = np.zeros(m, dtype=np.int64)
         everything = np.arange(m) if program.partition_by else None
-        for key in program.partition_by:   # one sub-stream per distinct key tuple; a null key is a key too
+        for key in program.partition_by:  # one sub-stream per distinct key tuple; a null key is a key too
             codes = table.codes([(key, everything)])[0]
             codes[codes < 0] = codes.max(initial=-1) + 1
             self.substream = np.unique(self.substream * (codes.max(initial=0) + 1) + codes, return_inverse=True)[1]
             self.substream = self.substream.reshape(-1).astype(np.int64)
-        self._grouped = None   # without PARTITION BY, the stream is its one sub-stream
+        self._grouped = None  # without PARTITION BY, the stream is its one sub-stream
         if program.partition_by:
             # order: events grouped by sub-stream, in order; rank: where each event sits in it; start/stop:
             # its sub-stream's range there (rank - start is the local position)
@@ -95,7 +96,7 @@ class _Layout:
         event of the match, and of a leading negation's scope, lies at or above it."""
         w, n, times = self.w, self.n, self.times
         lo = np.searchsorted(times, times[last] - w, "left") if w is not None else np.zeros(len(last), np.int64)
-        if n is not None:   # local position last - n + 1, as an event index
+        if n is not None:  # local position last - n + 1, as an event index
             order, rank, start, _ = self._local(last)
             lo = np.maximum(lo, self._event(order, np.maximum(rank - (n - 1), start)))
         return lo
@@ -118,7 +119,7 @@ class _Layout:
         m, w, n, times = self.m, self.w, self.n, self.times
         deadline = np.searchsorted(times, times[first] + w, "right") if w is not None else np.full(len(first), m)
         nth = np.full(len(first), m)
-        if n is not None:   # local position first + n - 1, as an event index
+        if n is not None:  # local position first + n - 1, as an event index
             order, rank, _, stop = self._local(first)
             ahead = rank + (n - 1)
             nth = np.where(ahead < stop, self._event(order, np.minimum(ahead, m - 1)), m)
@@ -133,11 +134,12 @@ class _Layout:
 
 class _Store:
     """A stack or negation store: event indices and their groups, sorted by ``group * stride + index``."""
+
     __slots__ = ("index", "group", "key", "stride", "grouped")
 
     def __init__(self, index: np.ndarray, group: np.ndarray, stride: int):
         self.grouped = bool(group.any())
-        key = group * stride + index if self.grouped else index       # one group: the index is the key
+        key = group * stride + index if self.grouped else index  # one group: the index is the key
         if len(key) > 1 and (key[1:] < key[:-1]).any():
             order = np.argsort(key, kind="stable")
             index, group, key = index[order], group[order], key[order]
@@ -176,6 +178,7 @@ def _ranges(first: np.ndarray, stop: np.ndarray) -> tuple:
 class _Rows:
     """Partial matches, one per row: an event index per bound slot, the equality group, the sub-stream,
     and per trailing EXISTS item the index of its first witness (when the matcher would emit)."""
+
     __slots__ = ("slots", "group", "substream", "witness")
 
     def __init__(self, slots: dict, group: np.ndarray, substream: np.ndarray, witness=None):
@@ -186,8 +189,12 @@ class _Rows:
 
     def take(self, which) -> "_Rows":
         """The rows ``which`` (a mask or row numbers, repeats allowed)."""
-        return _Rows({s: v[which] for s, v in self.slots.items()}, self.group[which], self.substream[which],
-                     {j: v[which] for j, v in self.witness.items()})
+        return _Rows(
+            {s: v[which] for s, v in self.slots.items()},
+            self.group[which],
+            self.substream[which],
+            {j: v[which] for j, v in self.witness.items()},
+        )
 
 
 class ColumnarRun:
@@ -210,8 +217,9 @@ class ColumnarRun:
         self.partial_matches = 0
         self.found: list = []
         # a middle negation (or EXISTS) without correlated conditions bounds the range of its left neighbour
-        self.bounding = {j for j, neg in enumerate(program.negations)
-                         if 0 < neg.gap < program.n and neg.residual_cond is None}
+        self.bounding = {
+            j for j, neg in enumerate(program.negations) if 0 < neg.gap < program.n and neg.residual_cond is None
+        }
         self._build_stores()
 
     # ------------------------------------------------------------------ stacks and stores
@@ -232,24 +240,26 @@ class ColumnarRun:
         tied = [g.hash_attr is not None for g in program.negations]
         if program.hashed:
             # group = (sub-stream, value of the equality class), numbered densely; null joins nothing
-            wanted = [(s.hash_attr, ix) for ix, s in zip(slot_index, program.slots)] + \
-                     [(g.hash_attr, ix) for ix, g, t in zip(neg_index, program.negations, tied) if t]
+            wanted = [(s.hash_attr, ix) for ix, s in zip(slot_index, program.slots)] + [
+                (g.hash_attr, ix) for ix, g, t in zip(neg_index, program.negations, tied) if t
+            ]
             codes = iter(self.table.codes(wanted))
             slot_classed = [_known(ix, next(codes)) for ix in slot_index]
             neg_classed = [_known(ix, next(codes)) if t else (ix, None) for ix, t in zip(neg_index, tied)]
             width = 1 + max(int(c.max(initial=0)) for _, c in slot_classed + neg_classed if c is not None)
-            pairs = [(ix, substream[ix] * width + code) for ix, code in slot_classed + neg_classed
-                     if code is not None]
+            pairs = [(ix, substream[ix] * width + code) for ix, code in slot_classed + neg_classed if code is not None]
             dense = np.unique(np.concatenate([p for _, p in pairs])) if pairs else np.zeros(0, np.int64)
             slot_index = [ix for ix, _ in slot_classed]
             slot_groups = [np.searchsorted(dense, substream[ix] * width + code) for ix, code in slot_classed]
             neg_index = [ix for ix, _ in neg_classed]
-            neg_groups = [np.searchsorted(dense, substream[ix] * width + code) if code is not None
-                          else substream[ix] for ix, code in neg_classed]
+            neg_groups = [
+                np.searchsorted(dense, substream[ix] * width + code) if code is not None else substream[ix]
+                for ix, code in neg_classed
+            ]
         elif program.partition_by:
             slot_groups = [substream[ix] for ix in slot_index]
             neg_groups = [substream[ix] for ix in neg_index]
-        else:       # one sub-stream: zeros, which take no memory until written (never)
+        else:  # one sub-stream: zeros, which take no memory until written (never)
             slot_groups = [np.zeros(len(ix), np.int64) for ix in slot_index]
             neg_groups = [np.zeros(len(ix), np.int64) for ix in neg_index]
         self.stacks = [_Store(ix, g, self.stride) for ix, g in zip(slot_index, slot_groups)]
@@ -267,8 +277,8 @@ class ColumnarRun:
             index, group = index[chosen], group[chosen]
         results = _Results(program, self.layout, self.stream, ordered=not anchors.grouped, open_end=self.open_end)
         for start in range(0, len(index), CHUNK):
-            chunk = index[start:start + CHUNK]
-            rows = _Rows({n - 1: chunk}, group[start:start + CHUNK], self.layout.substream[chunk])
+            chunk = index[start : start + CHUNK]
+            rows = _Rows({n - 1: chunk}, group[start : start + CHUNK], self.layout.substream[chunk])
             for k, step in enumerate(steps):
                 if k:
                     rows = self._extend(rows, step.slot)
@@ -297,20 +307,20 @@ class ColumnarRun:
         """Bind ``slot`` (backward: slot + 1 is bound) to every instance its range allows."""
         program, layout = self.program, self.layout
         right = rows.slots[slot + 1]
-        lo = layout.lo(rows.slots[program.n - 1])     # the window's start (0 without a window)
+        lo = layout.lo(rows.slots[program.n - 1])  # the window's start (0 without a window)
         hi = right - 1
         for j in self.bounding:
             neg = program.negations[j]
             if neg.gap == slot + 1:
                 group = rows.group if neg.hash_attr is not None else rows.substream
                 latest = self.stores[j].last_before(group, right)
-                if neg.exists:   # below the last witness before ``right``
+                if neg.exists:  # below the last witness before ``right``
                     hi = np.minimum(hi, latest - 1)
-                else:            # at or above the last negative event before ``right`` (it may be the neighbour)
+                else:  # at or above the last negative event before ``right`` (it may be the neighbour)
                     lo = np.maximum(lo, latest)
-        if program.strategy == "STRICT":              # exactly the previous event of the sub-stream
+        if program.strategy == "STRICT":  # exactly the previous event of the sub-stream
             previous = layout.previous[right]
-            lo, hi = np.maximum(lo, previous), np.minimum(hi, previous)   # (-1, none: an empty range)
+            lo, hi = np.maximum(lo, previous), np.minimum(hi, previous)  # (-1, none: an empty range)
         stack = self.stacks[slot]
         first, stop = stack.span(rows.group, lo, hi)
         row_of, pick = _ranges(first, stop)
@@ -333,11 +343,11 @@ class ColumnarRun:
         ``rows.witness``)."""
         program, layout = self.program, self.layout
         neg, store, chosen = program.negations[j], self.stores[j], rows.slots
-        if neg.gap == 0:              # leading: from the window's start to the first event
+        if neg.gap == 0:  # leading: from the window's start to the first event
             lo, hi = layout.lo(chosen[program.n - 1]), chosen[0] - 1
-        elif neg.gap == program.n:    # trailing: from the last event to the window's end
+        elif neg.gap == program.n:  # trailing: from the last event to the window's end
             lo, hi = chosen[program.n - 1] + 1, layout.hi(chosen[0])
-        else:                         # middle: strictly between the neighbours
+        else:  # middle: strictly between the neighbours
             lo, hi = chosen[neg.gap - 1] + 1, chosen[neg.gap] - 1
         group = rows.group if neg.hash_attr is not None else rows.substream
         first, stop = store.span(group, lo, hi)
@@ -361,7 +371,7 @@ class ColumnarRun:
             binding[var] = store.index[pick]
         hit = self.table.test(cond, binding, len(row_of))
         found = np.full(len(rows), -1)
-        hit_rows, at = np.unique(row_of[hit], return_index=True)   # pairs are by row, then by index
+        hit_rows, at = np.unique(row_of[hit], return_index=True)  # pairs are by row, then by index
         found[hit_rows] = store.index[pick[hit]][at]
         return found
 
@@ -376,8 +386,9 @@ class ColumnarRun:
             lo, hi = chosen[i] + 1, np.minimum(chosen[i + 1] - 1, layout.hi(chosen[0]))
             store = self.stacks[i + 1]
             first, stop = store.span(rows.substream, lo, hi)
-            rows = rows.take(self._first_satisfying(rows, first, stop, store, program.slots[i + 1].var,
-                                                    A.conjoin(joins)) < 0)
+            rows = rows.take(
+                self._first_satisfying(rows, first, stop, store, program.slots[i + 1].var, A.conjoin(joins)) < 0
+            )
         return rows
 
 
@@ -394,10 +405,10 @@ class _Results:
         select = program.select
         self.kept = [s for s, slot in enumerate(program.slots) if select is None or slot.var in select]
         self.named = [k for k, s in enumerate(self.kept) if program.slots[s].var is not None]
-        self.positions = GrowingArray(np.int64)     # row after row, a position per kept slot
+        self.positions = GrowingArray(np.int64)  # row after row, a position per kept slot
         # emitted at the last event, unless a trailing item makes it wait or RETURN leaves that one out
         self.emitted = GrowingArray(np.int64) if program.trailing or select is not None else None
-        self.last = None if ordered else GrowingArray(np.int64)     # each row's last event
+        self.last = None if ordered else GrowingArray(np.int64)  # each row's last event
 
     def add(self, rows: _Rows) -> None:
         program, layout, n = self.program, self.layout, self.program.n
@@ -411,7 +422,7 @@ class _Results:
             if self.open_end:
                 waiting = emitted >= len(self.stream)
             emitted = np.minimum(emitted, len(self.stream) - 1)
-        elif program.trailing:   # only EXISTS items trailing: final when the last of their witnesses arrives
+        elif program.trailing:  # only EXISTS items trailing: final when the last of their witnesses arrives
             emitted = np.max([rows.witness[j] for j in program.trailing], axis=0)
         else:
             emitted = chosen[n - 1]
@@ -427,13 +438,13 @@ class _Results:
     def matches(self):
         program = self.program
         if not self.positions.used:
-            return []   # (RETURN of negated variables only: every match projects to nothing, as in the reference)
+            return []  # (RETURN of negated variables only: every match projects to nothing, as in the reference)
         width, named = len(self.kept), self.named
         rows, at = self.positions.array.reshape(-1, width), AT_LAST if self.emitted is None else self.emitted.array
         if self.last is not None:
             order = np.argsort(self.last.array, kind="stable")
             rows, at = rows[order], at if self.emitted is None else at[order]
-        if program.select is not None:      # equal projections are one match, emitted with the first of them
+        if program.select is not None:  # equal projections are one match, emitted with the first of them
             _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
             earliest = np.full(len(first), np.iinfo(np.int64).max)
             np.minimum.at(earliest, group.reshape(-1), at)
@@ -445,12 +456,32 @@ class _Results:
         names, kleene = [program.slots[self.kept[k]].var for k in named], np.zeros(len(named), bool)
         # the rows are in output order (each chunk sorted, groups by last position; see the class) and
         # distinct (each binds its own events to the slots in order), unless RETURN projected them
-        if len(named) == width:     # every kept slot is named: the bindings are the positions
-            return MatchArrays(offsets, flat, offsets, flat, None, names, kleene, at, sorted_within_last=program.select
-                               is None, groups_in_order=True, row_variables=ids)
-        return MatchArrays(offsets, flat, np.arange(n + 1, dtype=np.int64) * len(named), rows[:, named].reshape(-1),
-                           np.tile(ids, n), names, kleene, at, sorted_within_last=program.select is None,
-                           groups_in_order=True)
+        if len(named) == width:  # every kept slot is named: the bindings are the positions
+            return MatchArrays(
+                offsets,
+                flat,
+                offsets,
+                flat,
+                None,
+                names,
+                kleene,
+                at,
+                sorted_within_last=program.select is None,
+                groups_in_order=True,
+                row_variables=ids,
+            )
+        return MatchArrays(
+            offsets,
+            flat,
+            np.arange(n + 1, dtype=np.int64) * len(named),
+            rows[:, named].reshape(-1),
+            np.tile(ids, n),
+            names,
+            kleene,
+            at,
+            sorted_within_last=program.select is None,
+            groups_in_order=True,
+        )
 
 
 def without_punctuation(stream: Stream) -> Stream:

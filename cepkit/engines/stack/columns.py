@@ -17,6 +17,7 @@ ordering a string against a number) is evaluated row by row by the compiled clos
 >>> table.test(parse("A a ; B b WHERE a.v + 1 < b.v").where, rows)
 array([ True, False])
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -56,16 +57,16 @@ class Columns(StreamColumns):
         known = [~null[index] for (_, null, _), index in columns]
         numeric = all(is_numeric for (_, _, is_numeric), _ in columns)
         joined = [values[index][mask] for ((values, _, _), index), mask in zip(columns, known)]
-        if not numeric:       # Python's equality, as a dict's (1 = 1.0); pandas hashes objects that way
+        if not numeric:  # Python's equality, as a dict's (1 = 1.0); pandas hashes objects that way
             joined = [values.astype(object) for values in joined]
         joined = np.concatenate(joined) if joined else np.zeros(0)
         try:
             inverse = pd.factorize(joined)[0]
-        except TypeError:     # unhashable values (lists, dicts): numbered by their contents
+        except TypeError:  # unhashable values (lists, dicts): numbered by their contents
             inverse = pd.factorize(np.fromiter(map(hashable_key, joined), dtype=object, count=len(joined)))[0]
         start = 0
         for codes, mask in zip(out, known):
-            codes[mask] = inverse[start:start + int(mask.sum())]
+            codes[mask] = inverse[start : start + int(mask.sum())]
             start += int(mask.sum())
         return out
 
@@ -75,6 +76,7 @@ class Columns(StreamColumns):
         over unnamed atoms: ``SEQ(A, B) WHERE 1 = 2``)."""
         if size is None:
             size = len(next(iter(rows.values()))) if rows else 1
+
         def leaf(node):
             values, null, numeric = self.column(node.attr)
             at = rows[node.var]
@@ -93,5 +95,10 @@ class Columns(StreamColumns):
         test, events = test[1], self.stream.events
         names = list(rows)
         columns = [rows[v].tolist() for v in names]
-        return np.fromiter((test({v: events[i] for v, i in zip(names, row)}) for row in zip(*columns)),
-                           dtype=bool, count=size) if names else np.full(size, test({}))
+        return (
+            np.fromiter(
+                (test({v: events[i] for v, i in zip(names, row)}) for row in zip(*columns)), dtype=bool, count=size
+            )
+            if names
+            else np.full(size, test({}))
+        )

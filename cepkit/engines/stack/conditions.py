@@ -19,6 +19,7 @@ True
 >>> test({"a": Event("A", 0, {}), "b": Event("B", 1, {"v": 3})})
 False
 """
+
 from __future__ import annotations
 
 from typing import Callable, Mapping
@@ -26,7 +27,7 @@ from typing import Callable, Mapping
 from ...lang import ast as A
 from ...lang import compiled
 
-Binding = Mapping[str, object]   # var -> cepkit.Event
+Binding = Mapping[str, object]  # var -> cepkit.Event
 Test = Callable[[Binding], bool]
 Value = Callable[[Binding], object]
 

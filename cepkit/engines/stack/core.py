@@ -10,17 +10,19 @@ the new instance at the last slot and the walk is SASE's backward DFS; a late ev
 anchors the walk wherever it was inserted. Joins and negation scopes are tested as soon as their
 variables are bound; windows and STRICT prune the walk, since stacks are sorted by (ts, position).
 """
+
 from __future__ import annotations
 
 import math
 
 from .stacks import Instance, Stack
 
-SWEEP_EVERY = 1024   # events between purges of partitions that saw no event (time windows)
+SWEEP_EVERY = 1024  # events between purges of partitions that saw no event (time windows)
 
 
 class Partition:
     """The stacks and negation stores of one equality-partition value."""
+
     __slots__ = ("stacks", "negs")
 
     def __init__(self, n: int, shared: list):
@@ -38,7 +40,7 @@ class Partition:
         stacks[slot].insert(inst)
         if slot + 1 < len(stacks):
             nxt = stacks[slot + 1]
-            for later in nxt.items[nxt.after(inst.key):]:
+            for later in nxt.items[nxt.after(inst.key) :]:
                 later.rip += 1
 
     def remove(self, slot: int, inst: Instance) -> None:
@@ -47,7 +49,7 @@ class Partition:
         stacks[slot].remove(inst)
         if slot + 1 < len(stacks):
             nxt = stacks[slot + 1]
-            for later in nxt.items[nxt.after(inst.key):]:
+            for later in nxt.items[nxt.after(inst.key) :]:
                 later.rip -= 1
 
 
@@ -64,7 +66,7 @@ class Core:
         self.parts: dict = {}
         self.shared = [None if neg.hash_attr is not None else Stack() for neg in program.negations]
         self.next_lpos = 0
-        self.touched: set = set()   # partitions that saw the current event: the ones to purge now
+        self.touched: set = set()  # partitions that saw the current event: the ones to purge now
 
     def partition(self, value) -> Partition:
         part = self.parts.get(value)
@@ -108,16 +110,16 @@ class Core:
             if program.hashed:
                 value = event.get(spec.hash_attr)
                 if value is None:
-                    continue    # a null never equals anything: it cannot join
+                    continue  # a null never equals anything: it cannot join
                 part = self.partition(value)
             else:
                 part = self.partition(None)
             if self.ordered and slot > 0 and not part.stacks[slot - 1].items:
-                continue        # SASE: nothing can precede it in this slot
+                continue  # SASE: nothing can precede it in this slot
             inst = Instance(event, lpos)
             part.insert(slot, inst, self.ordered)
             if self.ordered and slot < program.n - 1:
-                continue        # in order, only an instance at the last slot completes matches
+                continue  # in order, only an instance at the last slot completes matches
             found.extend((part, chosen) for chosen in self.construct(part, slot, inst))
         return found
 
@@ -130,7 +132,7 @@ class Core:
         slots, stacks = program.slots, part.stacks
         window, span = program.window_time, program.window_events
         strict = program.strategy == "STRICT"
-        later = program.trailing_exists if self.ordered else ()   # in order, their witnesses are yet to come
+        later = program.trailing_exists if self.ordered else ()  # in order, their witnesses are yet to come
         chosen = [None] * program.n
         binding = {}
         results = []
@@ -146,18 +148,19 @@ class Core:
 
         def visit(k: int, tmin: float, tmax: float, lmin: int, lmax: int) -> None:
             if k == len(steps):
-                if (program.strategy != "STNM" or self.next_match_ok(part, chosen, binding)) and \
-                        (accept is None or accept(chosen, binding)):
+                if (program.strategy != "STNM" or self.next_match_ok(part, chosen, binding)) and (
+                    accept is None or accept(chosen, binding)
+                ):
                     results.append(tuple(chosen))
                 return
             step = steps[k]
             slot, var = step.slot, slots[step.slot].var
             stack = stacks[slot]
             items = stack.items
-            if step.forward:    # later instances, oldest first
+            if step.forward:  # later instances, oldest first
                 source = chosen[slot - 1]
                 indices = range(stack.after(source.key), len(items))
-            else:               # SASE: from the pointer down to the bottom, newest first
+            else:  # SASE: from the pointer down to the bottom, newest first
                 source = chosen[slot + 1]
                 indices = range(source.rip - stack.base - 1, -1, -1)
             for index in indices:
@@ -198,8 +201,10 @@ class Core:
         if neg.residual is None and lo_l == -math.inf and hi_l == math.inf:
             return (start < stop) == neg.exists
         # the store is this partition's: the equalities of the equality partition hold already
-        found = any(lo_l <= entry.lpos <= hi_l and self._correlated(neg, neg.residual, binding, entry)
-                    for entry in store.items[start:stop])
+        found = any(
+            lo_l <= entry.lpos <= hi_l and self._correlated(neg, neg.residual, binding, entry)
+            for entry in store.items[start:stop]
+        )
         return found == neg.exists
 
     def blocks(self, j: int, chosen, entry: Instance) -> bool:
@@ -286,8 +291,9 @@ class Core:
         self.touched.clear()
         for value, part in list(self.parts.items()):
             self.purge(part, time_limit, lpos_limit)
-            if not any(part.stacks) and all(store is shared or not store
-                                            for store, shared in zip(part.negs, self.shared)):
+            if not any(part.stacks) and all(
+                store is shared or not store for store, shared in zip(part.negs, self.shared)
+            ):
                 del self.parts[value]
         for store in self.shared:
             if store is not None:
@@ -305,6 +311,8 @@ class Core:
     def size(self) -> int:
         """Instances held (stacks and negation stores): the engine's state."""
         shared = sum(len(s) for s in self.shared if s is not None)
-        own = sum(sum(len(s) for s in p.stacks) + sum(len(s) for s, sh in zip(p.negs, self.shared) if sh is None)
-                  for p in self.parts.values())
+        own = sum(
+            sum(len(s) for s in p.stacks) + sum(len(s) for s, sh in zip(p.negs, self.shared) if sh is None)
+            for p in self.parts.values()
+        )
         return shared + own

@@ -41,6 +41,7 @@ Choices where [LIU] ch. 3 is silent (all of them in ``docs/stack-engine.md``):
   is forgotten once every type the query reads is complete past its earliest event plus the window
   (``forget_settled_keys``), as the in-order mode forgets a reported key a window later (``ReportedOnce``).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -73,8 +74,8 @@ class StackMatcher(EmissionLog, IncrementalPlan):
         self.last_position = -1
         self.peak_state = 0
         self._arrivals = 0
-        self._live: Counter = Counter()      # under RETURN: projected key -> matches emitted and not retracted
-        self._live_by_time: list = []       # heap of (earliest projected ts, seq, key) of the keys in ``_live``
+        self._live: Counter = Counter()  # under RETURN: projected key -> matches emitted and not retracted
+        self._live_by_time: list = []  # heap of (earliest projected ts, seq, key) of the keys in ``_live``
         self._live_seq = itertools.count()
 
     def key_of(self, event) -> tuple:
@@ -143,13 +144,17 @@ class StackMatcher(EmissionLog, IncrementalPlan):
             self.peak_state = max(self.peak_state, self.state_size())
 
     def info(self) -> dict:
-        return {"peak_state": max(self.peak_state, self.state_size()), "state": self.state_size(),
-                "emissions": self.emitted}
+        return {
+            "peak_state": max(self.peak_state, self.state_size()),
+            "state": self.state_size(),
+            "emissions": self.emitted,
+        }
 
 
 class _Pending:
     """A match waiting for its trailing scope: to pass without a negated event, and to hold a witness of
     each trailing EXISTS item (``missing`` lists those not yet seen)."""
+
     __slots__ = ("chosen", "deadline", "lpos_deadline", "alive", "missing")
 
     def __init__(self, chosen, deadline, lpos_deadline, missing):
@@ -172,7 +177,7 @@ class InOrderMatcher(StackMatcher):
     def __init__(self, program, batches: bool = True):
         super().__init__(program)
         self._start_over()
-        self._now = -math.inf                                 # the time of the event being fed (the latest)
+        self._now = -math.inf  # the time of the event being fed (the latest)
         # the events a micro-batch may need (None: batches go event by event)
         self._tail = Tail(program) if batches and refusal(program) is None else None
 
@@ -180,10 +185,10 @@ class InOrderMatcher(StackMatcher):
         """Empty stacks, nothing waiting: a new matcher's state."""
         self.cores = {}
         self._expiry = KeyExpiry(self.program.window_time)
-        self._reported = ReportedOnce(self.program.window_time)   # under RETURN: keys emitted, a window's worth
-        self._by_time: list = []            # (deadline ts, seq, pending) over all sub-streams
-        self._by_lpos: dict = {}            # core -> [(deadline local position, seq, pending)]
-        self._waiting: dict = {}            # core -> [pending] (a trailing negation may still block them)
+        self._reported = ReportedOnce(self.program.window_time)  # under RETURN: keys emitted, a window's worth
+        self._by_time: list = []  # (deadline ts, seq, pending) over all sub-streams
+        self._by_lpos: dict = {}  # core -> [(deadline local position, seq, pending)]
+        self._waiting: dict = {}  # core -> [pending] (a trailing negation may still block them)
         self._seq = itertools.count()
 
     def push(self, event) -> list:
@@ -197,13 +202,17 @@ class InOrderMatcher(StackMatcher):
     def extend(self, stream):
         """A micro-batch as columns (``tail``): what pushing its events returns, as a ``MatchList``."""
         tail = self._tail
-        if tail is None or self.emissions is not None or stream.first_disorder(self._now) is not None or \
-                (tail.stream is not None and tail.stream.ts_is_datetime != stream.ts_is_datetime):
+        if (
+            tail is None
+            or self.emissions is not None
+            or stream.first_disorder(self._now) is not None
+            or (tail.stream is not None and tail.stream.ts_is_datetime != stream.ts_is_datetime)
+        ):
             return super().extend(stream)
         stream = without_punctuation(stream)
         if not len(stream):
             return []
-        if tail.stream is None:     # the stacks are let go: the batch's matches come from the tail's columns
+        if tail.stream is None:  # the stacks are let go: the batch's matches come from the tail's columns
             self._start_over()
         found = batch_matches(self.program, tail, stream, self._now)
         self._now = max(self._now, float(stream.times[-1]))
@@ -228,7 +237,7 @@ class InOrderMatcher(StackMatcher):
             self._track(event)
             self.feed(event)
         self.emitted = emitted
-        if tail.closed_at is not None:      # a close released (or dropped) what waited then
+        if tail.closed_at is not None:  # a close released (or dropped) what waited then
             for waiting in self._waiting.values():
                 for pending in waiting:
                     if pending.chosen[-1].event.position <= tail.closed_at:
@@ -243,12 +252,12 @@ class InOrderMatcher(StackMatcher):
         program = self.program
         self._now = event.time
         out = self._release_by_time(event.time)
-        for gone in self._expiry.expired(event.time):   # its waiting matches were released just above
+        for gone in self._expiry.expired(event.time):  # its waiting matches were released just above
             core = self.cores.pop(gone)
             self._waiting.pop(core, None)
             self._by_lpos.pop(core, None)
         key = self.key_of(event)
-        if self._tail is not None:      # a later micro-batch may need it
+        if self._tail is not None:  # a later micro-batch may need it
             self._tail.keep(event, key)
         self._expiry.touch(key, event.time)
         core = self.core_of(event, key)
@@ -288,7 +297,7 @@ class InOrderMatcher(StackMatcher):
         deadline, lpos_deadline = self.program.deadline(chosen)
         pending = _Pending(chosen, deadline, lpos_deadline, self.program.trailing_exists)
         waiting = self._waiting.setdefault(core, [])
-        if len(waiting) % 64 == 63:     # drop released and blocked ones now and then
+        if len(waiting) % 64 == 63:  # drop released and blocked ones now and then
             waiting[:] = [p for p in waiting if p.alive]
         waiting.append(pending)
         if deadline < math.inf:
@@ -332,7 +341,7 @@ class InOrderMatcher(StackMatcher):
         """A finite stream is complete: trailing scopes are judged on the events that exist (docs/language.md §10.4)."""
         tail = self._tail
         out = []
-        if tail is not None and tail.stream is not None:    # after a micro-batch (nothing waits in the stacks)
+        if tail is not None and tail.stream is not None:  # after a micro-batch (nothing waits in the stacks)
             out = waiting_at_close(self.program, tail, self._now, self.last_position)
         for waiting in self._waiting.values():
             for pending in waiting:
@@ -341,7 +350,7 @@ class InOrderMatcher(StackMatcher):
         self._by_time.clear()
         self._by_lpos.clear()
         if tail is not None:
-            tail.closed_at = self.last_position     # what waited is out: never emitted again
+            tail.closed_at = self.last_position  # what waited is out: never emitted again
         return out
 
     def state_size(self) -> int:
@@ -406,9 +415,9 @@ class _OutOfOrderMatcher(StackMatcher):
         super().__init__(program)
         self.max_delay = MaxDelay(max_delay, hierarchy)
         self.clock = -math.inf
-        self.horizon = (-math.inf, -1)     # the largest key that has arrived
-        self._expiry = KeyExpiry(None)     # a mode whose purge has a reach sets it (``forget_keys_after``)
-        self.dropped: list = []            # arrival positions of the events that broke their promise
+        self.horizon = (-math.inf, -1)  # the largest key that has arrived
+        self._expiry = KeyExpiry(None)  # a mode whose purge has a reach sets it (``forget_keys_after``)
+        self.dropped: list = []  # arrival positions of the events that broke their promise
         # the types whose late events can change the output: positive or negated
         self.read_types = [slot.node.type for slot in program.slots] + [neg.atom.type for neg in program.negations]
 
@@ -463,6 +472,7 @@ class _OutOfOrderMatcher(StackMatcher):
 
 class _Held:
     """A match in the conservative holding set; ``alive`` until emitted or blocked by a late negative."""
+
     __slots__ = ("chosen", "alive")
 
     def __init__(self, chosen):
@@ -485,11 +495,11 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         self.guarantees = PurgeByGuarantees(program, hierarchy, self.max_delay)
         # a future match holds a future positive event, whose ts is at least clock - (its slot's bound)
         self.slot_delay = self.max_delay.worst(slot.node.type for slot in program.slots)
-        self.held: dict = {}                                  # core -> [_Held]: the holding set
-        self.waiting = [[] for _ in program.negations]        # per negation: heap of (required ts, seq, _Held)
+        self.held: dict = {}  # core -> [_Held]: the holding set
+        self.waiting = [[] for _ in program.negations]  # per negation: heap of (required ts, seq, _Held)
         self._seq = itertools.count()
         if self.max_delay.bounded:
-            self.forget_keys_after(self.slot_delay + (program.window_time or 0.0))   # ``purge_below``'s reach
+            self.forget_keys_after(self.slot_delay + (program.window_time or 0.0))  # ``purge_below``'s reach
 
     def holds(self, core: Core) -> bool:
         """A late negative of a key may still block the key's held matches: the core stays while any does."""
@@ -505,7 +515,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
             out = self._release_safe()
             self.guarantees.purge(self.cores.values(), self.clock)
             return out
-        if event.time <= self.guarantees.frontier(event.type):   # a punctuation promised no such event
+        if event.time <= self.guarantees.frontier(event.type):  # a punctuation promised no such event
             self.dropped.append(event.position)
             return []
         arrived = self.arrive(event)
@@ -552,7 +562,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
             if not self.complete(j, time):
                 if new:
                     waiting = self.held.setdefault(core, [])
-                    if len(waiting) % 64 == 63:     # forget the emitted and blocked ones now and then
+                    if len(waiting) % 64 == 63:  # forget the emitted and blocked ones now and then
                         waiting[:] = [h for h in waiting if h.alive]
                     waiting.append(held)
                 if time < math.inf:
@@ -599,7 +609,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
     def __init__(self, program, max_delay=None, hierarchy=None):
         super().__init__(program, max_delay, hierarchy)
         self.reach_delay = self.max_delay.worst(self.read_types)
-        self.forget_keys_after(self.reach_delay + 2 * (program.window_time or 0.0))   # ``purge_below``'s reach
+        self.forget_keys_after(self.reach_delay + 2 * (program.window_time or 0.0))  # ``purge_below``'s reach
 
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -628,7 +638,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
             # reaches lies within 2w of it ([LIU] §3.6.2).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
             self.purge_below(core, self.clock - self.reach_delay - reach)
-            if self._live_by_time:     # every read type is complete below clock - reach_delay
+            if self._live_by_time:  # every read type is complete below clock - reach_delay
                 self.forget_settled_keys(math.nextafter(self.clock - self.reach_delay, -math.inf))
         return out
 
@@ -642,9 +652,9 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         anchor = min(gap, program.n - 1)
         parts = [part] if part is not None else list(core.parts.values())
         found = []
-        if gap == program.n:   # trailing: the last event precedes it, the first (so the last) is within w
+        if gap == program.n:  # trailing: the last event precedes it, the first (so the last) is within w
             lo, hi = (inst.time - w, -1), inst.key
-        else:                  # leading or middle: the slot after the gap follows it within w
+        else:  # leading or middle: the slot after the gap follows it within w
             lo, hi = inst.key, (inst.time + w, math.inf)
         for p in parts:
             for x in p.stacks[anchor].between(lo, hi):

@@ -13,6 +13,7 @@ condition is tested ([LIU] §2.3; negation bounds from [LIU] §5.1.2 and docs/la
 - equality predicates that link every positive variable (``a.id = c.id and c.id = d.id``) partition
   the stacks by that value, so construction only visits instances that can join.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,6 +36,7 @@ NEVER_LPOS = (-math.inf, math.inf)
 class Slot:
     """A positive item: variable, accepted types (None: ANY), unary filter (``cond``, compiled as
     ``test``), equality-partition attribute."""
+
     var: Optional[str]
     types: Optional[frozenset]
     test: Optional[Callable]
@@ -52,6 +54,7 @@ class Negation:
     mention positive variables too and need the slots ``needs`` (``own`` and ``correlated_conds`` are
     the same conditions as trees). ``residual`` (tree ``residual_cond``) is ``correlated`` without the
     equalities the equality partition implies: enough when reading the match's own partition's store."""
+
     var: Optional[str]
     types: Optional[frozenset]
     gap: int
@@ -71,6 +74,7 @@ class Negation:
 @dataclass(frozen=True)
 class Join:
     """A conjunct over several positive variables (or none), tested once ``slots`` are all bound."""
+
     slots: frozenset
     test: Callable
     cond: Optional[A.Expr] = None
@@ -80,6 +84,7 @@ class Join:
 class BindStep:
     """One step of construction from an anchor: bind ``slot`` walking ``forward`` (from slot-1) or
     backward (from slot+1, along the instance's pointer), then run ``joins`` and ``negations``."""
+
     slot: int
     forward: bool
     joins: tuple
@@ -106,16 +111,17 @@ class _Orders:
 class Program:
     """Everything the stacks need to know about one query; built by ``compile_program``."""
 
-    def __init__(self, slots, negations, joins, window_time, window_events, strategy, partition_by, select,
-                 prefix_joins=None):
+    def __init__(
+        self, slots, negations, joins, window_time, window_events, strategy, partition_by, select, prefix_joins=None
+    ):
         self.slots = tuple(slots)
         self.negations = tuple(negations)
         self.joins = tuple(joins)
         # STNM's prefix test: the joins of Θ ∪ Θ_eq⁺ (docs/references.md E11)
         self.prefix_joins = self.joins if prefix_joins is None else tuple(prefix_joins)
-        self.window_time = window_time          # seconds, or None
-        self.window_events = window_events      # n for WITHIN n EVENTS, or None
-        self.strategy = strategy                # "ALL", "STRICT" or "STNM"
+        self.window_time = window_time  # seconds, or None
+        self.window_events = window_events  # n for WITHIN n EVENTS, or None
+        self.strategy = strategy  # "ALL", "STRICT" or "STNM"
         self.partition_by = tuple(partition_by)
         self.select = select
         self.n = len(self.slots)
@@ -133,15 +139,16 @@ class Program:
         for k, slot in enumerate(sequence):
             bound.add(slot)
             joins = tuple(j for j in self.joins if j.slots <= bound and id(j) not in done_joins)
-            negs = tuple(i for i, n in enumerate(self.negations) if self._negation_needs(n) <= bound
-                         and i not in done_negs)
+            negs = tuple(
+                i for i, n in enumerate(self.negations) if self._negation_needs(n) <= bound and i not in done_negs
+            )
             done_joins.update(id(j) for j in joins)
             done_negs.update(negs)
             steps.append(BindStep(slot, k > 0 and slot > anchor, joins, negs))
         return tuple(steps)
 
     def _negation_needs(self, neg: Negation) -> frozenset:
-        if neg.gap in (0, self.n):   # the leading/trailing scope is bounded by both ends of the match
+        if neg.gap in (0, self.n):  # the leading/trailing scope is bounded by both ends of the match
             around = {0, self.n - 1}
         else:
             around = {neg.gap - 1, neg.gap}
@@ -154,12 +161,12 @@ class Program:
         between the keys and its local position between the positions, inclusive (docs/language.md §10.4)."""
         first, last = chosen[0], chosen[self.n - 1]
         lo_l, hi_l = NEVER_LPOS
-        if neg.gap == 0:     # leading: at or after (last ts - w), before the first event
+        if neg.gap == 0:  # leading: at or after (last ts - w), before the first event
             hi = first.key
             lo = (last.time - self.window_time, -1) if self.window_time is not None else (-math.inf, -1)
             if self.window_events is not None:
                 lo_l = last.lpos - self.window_events + 1
-        elif neg.gap == self.n:   # trailing: after the last event, at or before (first ts + w)
+        elif neg.gap == self.n:  # trailing: after the last event, at or before (first ts + w)
             lo = last.key
             hi = (first.time + self.window_time, math.inf) if self.window_time is not None else (math.inf, 0)
             if self.window_events is not None:
@@ -235,37 +242,69 @@ def compile_program(query, unsupported) -> Program:
 
     # Under STNM too: an event that could extend a prefix satisfies Θ_eq⁺ (docs/references.md E11), so it has
     # the prefix's key whenever the equalities tie every positive variable into one class.
-    hash_attrs = _equality_partition(conjuncts, [c for *_, conds in negated for c in conds], positives,
-                                     [atom for atom, *_ in negated])
-    slots = [Slot(atom.var, types_of(atom), _test(unary.get(atom.var, ())), hash_attrs.get(atom.var), atom,
-                  A.conjoin(unary.get(atom.var, ()))) for atom in positives]
+    hash_attrs = _equality_partition(
+        conjuncts, [c for *_, conds in negated for c in conds], positives, [atom for atom, *_ in negated]
+    )
+    slots = [
+        Slot(
+            atom.var,
+            types_of(atom),
+            _test(unary.get(atom.var, ())),
+            hash_attrs.get(atom.var),
+            atom,
+            A.conjoin(unary.get(atom.var, ())),
+        )
+        for atom in positives
+    ]
     negations = []
     for atom, gap, node, conds in negated:
         own = [c for c in conds if not set(A.variables_in(c)) & set(slot_of)]
         correlated = [c for c in conds if set(A.variables_in(c)) & set(slot_of)]
         needs = frozenset(slot_of[v] for c in correlated for v in A.variables_in(c) if v in slot_of)
         implied = _implied_equalities(atom.var, hash_attrs)
-        residual = [c for c in correlated if not (isinstance(c, A.Compare) and c.op == "=" and
-                                                  (c.left, c.right) in implied)]
-        negations.append(Negation(atom.var, types_of(atom), gap, _test(own), _test(correlated),
-                                  needs, hash_attrs.get(atom.var), atom, node, A.conjoin(own), tuple(correlated),
-                                  exists=isinstance(node, A.Exists), residual=_test(residual),
-                                  residual_cond=A.conjoin(residual)))
+        residual = [
+            c for c in correlated if not (isinstance(c, A.Compare) and c.op == "=" and (c.left, c.right) in implied)
+        ]
+        negations.append(
+            Negation(
+                atom.var,
+                types_of(atom),
+                gap,
+                _test(own),
+                _test(correlated),
+                needs,
+                hash_attrs.get(atom.var),
+                atom,
+                node,
+                A.conjoin(own),
+                tuple(correlated),
+                exists=isinstance(node, A.Exists),
+                residual=_test(residual),
+                residual_cond=A.conjoin(residual),
+            )
+        )
 
     within = query.within
     strategy = {"PARTITION_STRICT": "STRICT"}.get(query.strategy, query.strategy)
     if strategy not in ("ALL", "STRICT", "STNM"):
         raise unsupported(query.ast, f"the {query.strategy} strategy")
     prefix_joins = None
-    if strategy == "STNM":   # the prefix test of Def 6.1 judges Θ ∪ Θ_eq⁺ (docs/references.md E11)
+    if strategy == "STNM":  # the prefix test of Def 6.1 judges Θ ∪ Θ_eq⁺ (docs/references.md E11)
         closure = transitive_equalities(conjuncts, variables=slot_of)
-        prefix_joins = joins + [Join(frozenset(slot_of[v] for v in A.variables_in(c)), compile_condition(c), c)
-                                for c in closure]
-    return Program(slots, negations, joins,
-                   window_time=query.window_seconds,
-                   window_events=int(within.amount) if within is not None and within.events else None,
-                   strategy=strategy, partition_by=query.partition_by, select=query.select,
-                   prefix_joins=prefix_joins)
+        prefix_joins = joins + [
+            Join(frozenset(slot_of[v] for v in A.variables_in(c)), compile_condition(c), c) for c in closure
+        ]
+    return Program(
+        slots,
+        negations,
+        joins,
+        window_time=query.window_seconds,
+        window_events=int(within.amount) if within is not None and within.events else None,
+        strategy=strategy,
+        partition_by=query.partition_by,
+        select=query.select,
+        prefix_joins=prefix_joins,
+    )
 
 
 def _implied_equalities(var, hash_attrs: dict) -> set:

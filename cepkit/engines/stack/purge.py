@@ -16,6 +16,7 @@ Boundaries follow docs/references.md E1: a middle or leading scope needs the fro
 the right neighbour's ts, a trailing one at or above (first ts + w) ([LIU] Ex 2 and 6); Alg. 2's forward test uses
 ``POG >= e.ts + W`` ([LIU] Ex 5).
 """
+
 from __future__ import annotations
 
 import math
@@ -72,18 +73,18 @@ class PurgeByGuarantees:
         """Alg. 2 for one instance: walk the slots before it (backward) and after it (forward); a slot whose
         future is closed and whose stored candidates are all out of reach makes ``inst`` useless."""
         stacks = part.stacks
-        upper = inst.key                               # backward: slot s must precede ``upper``
+        upper = inst.key  # backward: slot s must precede ``upper``
         for s in range(slot - 1, -1, -1):
-            if frontiers[s] >= upper[0]:               # no future slot-s event before ``upper``
+            if frontiers[s] >= upper[0]:  # no future slot-s event before ``upper``
                 i, j = stacks[s].span((inst.time - w, -1), upper)
                 if i >= j:
                     return True
-                upper = stacks[s].keys[j - 1]          # the latest candidate is the weakest bound
-        lower = inst.key                               # forward: slot s must follow ``lower``
+                upper = stacks[s].keys[j - 1]  # the latest candidate is the weakest bound
+        lower = inst.key  # forward: slot s must follow ``lower``
         for s in range(slot + 1, len(stacks)):
-            if frontiers[s] >= inst.time + w:          # no future slot-s event within the window
+            if frontiers[s] >= inst.time + w:  # no future slot-s event within the window
                 i, j = stacks[s].span(lower, (inst.time + w, math.inf))
                 if i >= j:
                     return True
-                lower = stacks[s].keys[i]              # the earliest candidate is the weakest bound
+                lower = stacks[s].keys[i]  # the earliest candidate is the weakest bound
         return False

@@ -11,6 +11,7 @@ count of instances in the previous stack that precede it; backward construction 
 pushed. A late insertion into stack i shifts by one the pointers of the later instances of stack i+1,
 which is [LIU] §2.3's pointer update with integer pointers.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -18,13 +19,14 @@ from bisect import bisect_left, bisect_right
 
 class Instance:
     """An event held in a stack or a negation store: its key, local position and pointer."""
+
     __slots__ = ("event", "time", "key", "lpos", "rip")
 
     def __init__(self, event, lpos: int, rip: int = 0):
         self.event = event
         self.time = event.time
         self.key = (event.time, event.position)
-        self.lpos = lpos   # position in the (PARTITION BY) sub-stream: EVENTS windows and STRICT count these
+        self.lpos = lpos  # position in the (PARTITION BY) sub-stream: EVENTS windows and STRICT count these
         self.rip = rip
 
     def __repr__(self):
@@ -33,6 +35,7 @@ class Instance:
 
 class Stack:
     """Instances sorted by key; ``items[i]`` has absolute index ``base + i``."""
+
     __slots__ = ("items", "keys", "base")
 
     def __init__(self):

@@ -25,6 +25,7 @@ of their sub-stream) on.
 
 Where this cannot be exact the batch goes event by event (``refusal``).
 """
+
 from __future__ import annotations
 
 from collections import deque
@@ -60,12 +61,12 @@ class Tail:
         self.program = program
         w, n = program.window_time, program.window_events
         doubled = bool(program.trailing) and any(neg.gap == 0 for neg in program.negations)
-        self.reach = None if w is None else (2 * w if doubled else w)          # seconds kept before now
-        self.events = None if n is None else (2 if doubled else 1) * (n - 1)   # events kept per sub-stream
-        self.keyed = n is not None and bool(program.partition_by)              # EVENTS windows per key
-        self.recent = {} if self.keyed else deque(maxlen=self.events)         # (per key) the pushed events
+        self.reach = None if w is None else (2 * w if doubled else w)  # seconds kept before now
+        self.events = None if n is None else (2 if doubled else 1) * (n - 1)  # events kept per sub-stream
+        self.keyed = n is not None and bool(program.partition_by)  # EVENTS windows per key
+        self.recent = {} if self.keyed else deque(maxlen=self.events)  # (per key) the pushed events
         self.stream: Optional[Stream] = None
-        self.closed_at = None       # the last position when ``close`` was called (a push or batch may follow)
+        self.closed_at = None  # the last position when ``close`` was called (a push or batch may follow)
 
     def keep(self, event, key: tuple) -> None:
         """A pushed event (``key``: its PARTITION BY key) joins the tail; what is past the reach leaves it."""
@@ -86,8 +87,9 @@ class Tail:
         """The tail as a Stream (its pushed events turned into columns the first time)."""
         if self.stream is None:
             recent = self.recent
-            events = sorted(chain.from_iterable(recent.values()), key=attrgetter("position")) if self.keyed \
-                else list(recent)
+            events = (
+                sorted(chain.from_iterable(recent.values()), key=attrgetter("position")) if self.keyed else list(recent)
+            )
             self.stream = Stream(events, ts_is_datetime)
             recent.clear()
         return self.stream
@@ -98,13 +100,13 @@ class Tail:
         still wait for a trailing item."""
         program = self.program
         anchors = np.zeros(len(kept) + batch, dtype=bool)
-        anchors[len(kept):] = True
+        anchors[len(kept) :] = True
         if program.trailing and program.window_time is not None:
-            anchors[np.searchsorted(kept.times, window_horizon(now, program.window_time), "left"):] = True
+            anchors[np.searchsorted(kept.times, window_horizon(now, program.window_time), "left") :] = True
         elif program.trailing and self.keyed:
-            anchors[:len(kept)] = kept.later_in_key(self.program.partition_by) < program.window_events - 1
+            anchors[: len(kept)] = kept.later_in_key(self.program.partition_by) < program.window_events - 1
         elif program.trailing:
-            anchors[max(0, len(kept) - (program.window_events - 1)):] = True
+            anchors[max(0, len(kept) - (program.window_events - 1)) :] = True
         return anchors
 
     def cut(self, stream: Stream, now: float) -> Stream:
@@ -128,11 +130,11 @@ def batch_matches(program, tail: Tail, batch: Stream, now: float):
     tail.stream = tail.cut(both, max(now, float(batch.times[-1])))
     if not len(found):
         return []
-    if not program.trailing:        # emitted at their last event, all in the batch: in output order already
+    if not program.trailing:  # emitted at their last event, all in the batch: in output order already
         return MatchList(found)
     at = found.emitted_at
-    emitted = at >= batch.position_of(0)                 # not before the batch, nor still waiting (-1)
-    if tail.closed_at is not None:                        # nor released by a close already
+    emitted = at >= batch.position_of(0)  # not before the batch, nor still waiting (-1)
+    if tail.closed_at is not None:  # nor released by a close already
         emitted &= found.positions[found.offsets[1:] - 1] > tail.closed_at
     rows = np.flatnonzero(emitted)
     return MatchList(found.take(rows[np.argsort(at[rows], kind="stable")])) if len(rows) else []
@@ -148,7 +150,7 @@ def waiting_at_close(program, tail: Tail, now: float, last_position: int) -> lis
     if not len(found):
         return []
     waiting = found.emitted_at < 0
-    if tail.closed_at is not None:      # an earlier close released what waited then
+    if tail.closed_at is not None:  # an earlier close released what waited then
         waiting &= found.positions[found.offsets[1:] - 1] > tail.closed_at
     waiting = found.take(np.flatnonzero(waiting))
     return [Match(m.positions, m.bindings, "+", last_position) for m in waiting]

@@ -2,6 +2,7 @@
 its fragment over random small streams (equal timestamps included): nested ``+``, OR, unary filters,
 windows, PARTITION BY and every strategy; then every clause at once; its incremental matcher agrees with
 its batch run; and node compaction (forced at every few nodes) changes nothing."""
+
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -115,8 +116,11 @@ def test_an_event_needing_more_room_than_compaction_frees_grows_the_arena(query,
 
 
 @settings(max_examples=60, deadline=None)
-@given(unary_queries(windows=False, partition=False), streams(types=("A", "B"), max_size=8),
-       st.sampled_from(["Event", "Root", "ANY"]))
+@given(
+    unary_queries(windows=False, partition=False),
+    streams(types=("A", "B"), max_size=8),
+    st.sampled_from(["Event", "Root", "ANY"]),
+)
 def test_hierarchy(query, events, concept):
     """A concept stands for every type below it (docs/language.md §7, §10.12)."""
     hierarchy = {"Event": ["A", "B"], "Root": ["Event"]}
@@ -126,12 +130,15 @@ def test_hierarchy(query, events, concept):
     assert [m.key for m in got] == [m.key for m in expected]
 
 
-@pytest.mark.parametrize("query", [
-    "SELECT NEXT c PATTERN A a ; B b ; C c CONSUME BY ANY",
-    "SELECT MAX b PATTERN A+ a ; B b WITHIN 4 s PARTITION BY id CONSUME BY PARTITION",
-    "SELECT LAST * PATTERN A a ; (B b OR C c) PARTITION BY id CONSUME BY ANY",
-    "A a ; B+ b ; C c PARTITION BY id CONSUME BY ANY RETURN c",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT NEXT c PATTERN A a ; B b ; C c CONSUME BY ANY",
+        "SELECT MAX b PATTERN A+ a ; B b WITHIN 4 s PARTITION BY id CONSUME BY PARTITION",
+        "SELECT LAST * PATTERN A a ; (B b OR C c) PARTITION BY id CONSUME BY ANY",
+        "A a ; B+ b ; C c PARTITION BY id CONSUME BY ANY RETURN c",
+    ],
+)
 @settings(max_examples=40, deadline=None)
 @given(events=streams(max_size=12))
 def test_consumption_counts_the_whole_match(query, events):
@@ -148,12 +155,15 @@ def test_nested_selection_strategies(query, events):
     agrees(query, events)
 
 
-@pytest.mark.parametrize("query", [
-    "PATTERN SEQ(A a, B b) RETURN a",
-    "PATTERN SEQ(A a, B+ b) RETURN a",
-    "(B AS x0 OR B AS x2)+ WITHIN 4 s RETURN x0",
-    "SELECT NEXT a PATTERN A a ; B b",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "PATTERN SEQ(A a, B b) RETURN a",
+        "PATTERN SEQ(A a, B+ b) RETURN a",
+        "(B AS x0 OR B AS x2)+ WITHIN 4 s RETURN x0",
+        "SELECT NEXT a PATTERN A a ; B b",
+    ],
+)
 def test_matcher_reports_a_projected_match_once(query):
     """RETURN projects (0, 1) and (0, 2) onto the same (C, β) = ({0}, a: 0): one match (docs/language.md §10.2),
     so the matcher must not report it again at the push of the second B (it did, once per extension)."""

@@ -1,5 +1,6 @@
 """Every worked example of [CEL] (CEL and CEA) run on the automaton engine, on both readings of the
 lost type of position 0 of the running stream S ([CEL] §2: "every paper output must be identical")."""
+
 import pytest
 
 import cepkit
@@ -43,33 +44,39 @@ def test_phi4_is_outside_the_automaton(position0):
     assert auto.positions() == positions(PHI3, position0)
 
 
-@pytest.mark.parametrize("query, strategy, expected", [
-    (PHI1, None, [(1, 2), (1, 8), (5, 8)]),                       # [paper]
-    (PHI1.replace("< 25", "<= 25"), None, [(1, 2), (1, 8), (5, 8)]),   # [paper]: "≤ 25" gives the same
-    (PHI2, None, [(1, 2), (2, 5), (1, 8), (5, 8)]),               # [paper]: φ1's outputs plus {2,5}
-    (PHI3, None, [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]),           # [paper]
-    (PHI1, "STRICT", [(1, 2)]),                                   # [paper]
-    (PHI1, "NEXT", [(1, 2), (1, 8)]),                             # [paper]; full set (derived)
-    (PHI1, "LAST", [(1, 2), (5, 8)]),                             # [paper]; full set (derived)
-    (PHI1, "MAX", [(1, 2), (1, 8), (5, 8)]),                      # [paper]; full set (derived)
-    (PHI3, "NEXT", [(3, 4, 6, 7)]),                               # [paper]
-    (PHI3, "LAST", [(3, 4, 6, 7)]),                               # [paper]
-    (PHI3, "MAX", [(3, 4, 6, 7)]),                                # [paper]
-    (PHI3, "STRICT", []),                                         # (derived)
-    (PHI2, "STRICT", [(1, 2)]),                                   # (derived)
-    (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),                     # (derived)
-    (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),                     # (derived)
-    (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),              # (derived)
-])
+@pytest.mark.parametrize(
+    "query, strategy, expected",
+    [
+        (PHI1, None, [(1, 2), (1, 8), (5, 8)]),  # [paper]
+        (PHI1.replace("< 25", "<= 25"), None, [(1, 2), (1, 8), (5, 8)]),  # [paper]: "≤ 25" gives the same
+        (PHI2, None, [(1, 2), (2, 5), (1, 8), (5, 8)]),  # [paper]: φ1's outputs plus {2,5}
+        (PHI3, None, [(3, 4, 6, 7), (3, 4, 7), (3, 6, 7)]),  # [paper]
+        (PHI1, "STRICT", [(1, 2)]),  # [paper]
+        (PHI1, "NEXT", [(1, 2), (1, 8)]),  # [paper]; full set (derived)
+        (PHI1, "LAST", [(1, 2), (5, 8)]),  # [paper]; full set (derived)
+        (PHI1, "MAX", [(1, 2), (1, 8), (5, 8)]),  # [paper]; full set (derived)
+        (PHI3, "NEXT", [(3, 4, 6, 7)]),  # [paper]
+        (PHI3, "LAST", [(3, 4, 6, 7)]),  # [paper]
+        (PHI3, "MAX", [(3, 4, 6, 7)]),  # [paper]
+        (PHI3, "STRICT", []),  # (derived)
+        (PHI2, "STRICT", [(1, 2)]),  # (derived)
+        (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),  # (derived)
+        (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),  # (derived)
+        (PHI2, "MAX", [(1, 2), (2, 5), (1, 8), (5, 8)]),  # (derived)
+    ],
+)
 def test_outputs_on_s(position0, query, strategy, expected):
     """[CEL] §2 and §4: φ1, φ2, φ3 and every row of "Selection strategies on S"."""
     assert positions(query, position0, strategy) == expected
 
 
-@pytest.mark.parametrize("text, why", [
-    ("T AS x FILTER y.tmp > 40", "unknown variable 'y'"),       # not well-formed: y bound nowhere around it
-    ("T AS x ; T AS x", "unsafe"),                              # unsafe, hence unsatisfiable
-])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ("T AS x FILTER y.tmp > 40", "unknown variable 'y'"),  # not well-formed: y bound nowhere around it
+        ("T AS x ; T AS x", "unsafe"),  # unsafe, hence unsatisfiable
+    ],
+)
 def test_not_well_formed_and_unsafe_formulas_are_rejected(text, why):
     """[CEL] §5.1: a filter on a variable bound nowhere around it, and T AS x ; T AS x (unsatisfiable)."""
     with pytest.raises(cepkit.QueryError, match=why):
@@ -98,9 +105,18 @@ def test_figure2_automaton_evaluated_as_drawn():
     outputs, the same as the compiled FIGURE2 formula's on both readings of position 0."""
     h = Guard("H", frozenset({"H"}))
     t_hot = Guard("T", frozenset({"T"}), A.Compare(">", A.Attr(EVENT, "tmp"), A.Literal(40)))
-    figure2 = CEA(3, 0, frozenset({2}), (
-        Transition(0, 0, Guard(), False), Transition(0, 1, h, True, "x"), Transition(1, 1, Guard(), False),
-        Transition(1, 1, t_hot, True, "y"), Transition(1, 2, h, True, "z")))
+    figure2 = CEA(
+        3,
+        0,
+        frozenset({2}),
+        (
+            Transition(0, 0, Guard(), False),
+            Transition(0, 1, h, True, "x"),
+            Transition(1, 1, Guard(), False),
+            Transition(1, 1, t_hot, True, "y"),
+            Transition(1, 2, h, True, "z"),
+        ),
+    )
     program = Program(cepkit.parse(FIGURE2), figure2)
     found = {}
     for position0 in ("T", "H"):
@@ -126,6 +142,5 @@ def test_figure2_automaton_shape():
 def test_matcher_reports_phi1_as_each_event_arrives():
     """Matcher: push one event, get the matches it completes ([CEL] §9 contract)."""
     matcher = cepkit.Matcher(PHI1, engine="automaton")
-    completed = {e["ts"]: [m.positions for m in matcher.push(e)]
-                 for e in cel_fire_sensors().to_dict("records")}
+    completed = {e["ts"]: [m.positions for m in matcher.push(e)] for e in cel_fire_sensors().to_dict("records")}
     assert completed == {0: [], 1: [], 2: [(1, 2)], 3: [], 4: [], 5: [], 6: [], 7: [], 8: [(1, 8), (5, 8)]}

@@ -1,5 +1,6 @@
 """CEL to CEA ([CEL] §5): the fragment, the LP-normal rewrite (push-down, pop-up), the Thompson
 construction with ε-removal, STRICT, and lazy determinization."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,6 +25,7 @@ def lp(text, hierarchy=None):
 def compiled(text):
     def unsupported(node, what):
         return cepkit.QueryError(what)
+
     return compile_query(cepkit.parse(text), unsupported)[0]
 
 
@@ -36,8 +38,10 @@ def test_phi1_becomes_phi1_prime():
 
 def test_a_disjunction_over_two_variables_is_an_or_of_patterns():
     """CEL sugar: φ FILTER (P ∨ P') := (φ FILTER P) OR (φ FILTER P')."""
-    assert lp("(A AS a ; B AS b) FILTER (a.v > 1 or b.v < 2)") == \
-        "(A AS a FILTER a.v > 1) ; B AS b OR A AS a ; (B AS b FILTER b.v < 2)"
+    assert (
+        lp("(A AS a ; B AS b) FILTER (a.v > 1 or b.v < 2)")
+        == "(A AS a FILTER a.v > 1) ; B AS b OR A AS a ; (B AS b FILTER b.v < 2)"
+    )
 
 
 def test_phi5_pop_up_leaves_no_conditional_filter():
@@ -50,8 +54,10 @@ def test_phi5_pop_up_leaves_no_conditional_filter():
         assert set(A.variables_in(f.cond)) == {f.pattern.var}
     for position0 in ("T", "H"):
         stream = cel_fire_sensors(position0)
-        assert cepkit.match(cepkit.pretty(rewritten), stream, engine="reference").positions() == \
-            cepkit.match(phi5, stream, engine="reference").positions()
+        assert (
+            cepkit.match(cepkit.pretty(rewritten), stream, engine="reference").positions()
+            == cepkit.match(phi5, stream, engine="reference").positions()
+        )
 
 
 def test_a_filter_on_a_kleene_variable_holds_of_each_iteration():
@@ -60,8 +66,10 @@ def test_a_filter_on_a_kleene_variable_holds_of_each_iteration():
 
 
 def test_partition_equalities_become_unary():
-    assert lp("(A AS a ; B AS b) FILTER a.id = b.id PARTITION BY id") == \
-        "(A AS a FILTER a.id = a.id) ; (B AS b FILTER b.id = b.id)"
+    assert (
+        lp("(A AS a ; B AS b) FILTER a.id = b.id PARTITION BY id")
+        == "(A AS a FILTER a.id = a.id) ; (B AS b FILTER b.id = b.id)"
+    )
 
 
 def test_constant_conditions_are_decided_at_compile_time():
@@ -70,21 +78,24 @@ def test_constant_conditions_are_decided_at_compile_time():
     assert cepkit.match("A a ; B b FILTER 1 > 2", [{"type": "A"}, {"type": "B"}], engine="automaton").positions() == []
 
 
-@pytest.mark.parametrize("text, what", [
-    ("AND(A a, B b)", "AND"),
-    ("SEQ(A a, !B b, C c)", "negation"),
-    ("SEQ(A a, EXISTS B b, C c)", "EXISTS"),
-    ("A a ; B b FILTER a.v = b.v", "two variables"),
-    ("A a ; B b FILTER a.id = b.id", "two variables"),                 # no PARTITION BY to guarantee it
-    ("SEQ(A a, B+ b) WHERE count(b) > 1", "aggregates"),
-    ("SEQ(A a, B+ b) WHERE prev(b.v) < b.v", "kleene_conditions"),
-    ("(NEXT(A a ; B b) ; C c)+", "inside an iteration"),
-    ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "under SELECT LAST"),
-    ("NEXT(A ; B b) ; C c", "without a variable"),
-    ("(NEXT(A a ; B b) ; C c) OR D a", "also defined outside"),
-    ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
-    ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
-])
+@pytest.mark.parametrize(
+    "text, what",
+    [
+        ("AND(A a, B b)", "AND"),
+        ("SEQ(A a, !B b, C c)", "negation"),
+        ("SEQ(A a, EXISTS B b, C c)", "EXISTS"),
+        ("A a ; B b FILTER a.v = b.v", "two variables"),
+        ("A a ; B b FILTER a.id = b.id", "two variables"),  # no PARTITION BY to guarantee it
+        ("SEQ(A a, B+ b) WHERE count(b) > 1", "aggregates"),
+        ("SEQ(A a, B+ b) WHERE prev(b.v) < b.v", "kleene_conditions"),
+        ("(NEXT(A a ; B b) ; C c)+", "inside an iteration"),
+        ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "under SELECT LAST"),
+        ("NEXT(A ; B b) ; C c", "without a variable"),
+        ("(NEXT(A a ; B b) ; C c) OR D a", "also defined outside"),
+        ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
+        ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
+    ],
+)
 def test_outside_the_fragment_names_the_engines_that_can(text, what):
     with pytest.raises(cepkit.QueryError) as err:
         cepkit.match(text, [{"type": "A", "v": 1, "id": 0}], engine="automaton")
@@ -162,8 +173,9 @@ def test_lp_normal_keeps_bound_variables():
 def test_an_exponential_lp_normal_form_is_refused_not_computed():
     """Theorem 2's pop-up can double the formula per conditional filter ([CEL] §5): past
     ``LP_NORMAL_LIMIT`` nodes the automaton refuses, naming the engines that can run the query."""
-    query = "T AS x ; " + " ; ".join(f"((T AS y{i} FILTER x.tmp > {i}) OR (H AS y{i} FILTER x.tmp <= {i}))"
-                                     for i in range(12))
+    query = "T AS x ; " + " ; ".join(
+        f"((T AS y{i} FILTER x.tmp > {i}) OR (H AS y{i} FILTER x.tmp <= {i}))" for i in range(12)
+    )
     with pytest.raises(cepkit.QueryError, match="LP-normal form grows past") as err:
         cepkit.match(query, cepkit.datasets.cel_fire_sensors(), engine="automaton")
     assert "reference" in err.value.engines
@@ -178,7 +190,7 @@ def test_auto_chooses_the_automaton_for_its_fragment(query):
     parsed = cepkit.parse(query)
     try:
         engine, _ = select_engine(parsed, "auto", {})
-    except cepkit.QueryError as err:       # only when every engine refuses (not expected)
+    except cepkit.QueryError as err:  # only when every engine refuses (not expected)
         raise AssertionError(err) from err
     if engine.name != "automaton":
         with pytest.raises(cepkit.QueryError, match="LP-normal form grows past"):
@@ -196,8 +208,9 @@ def _counting_holds(patch) -> list:
     def counted(cond, env, events):
         calls.append(events[0].position)
         return original(cond, env, events)
+
     patch.setattr(predicates, "holds", counted)
-    patch.setattr(unary, "holds", counted)      # the batch run's fallback (cepkit.engines.unary)
+    patch.setattr(unary, "holds", counted)  # the batch run's fallback (cepkit.engines.unary)
     return calls
 
 

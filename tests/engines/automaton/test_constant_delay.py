@@ -3,6 +3,7 @@
 the bound it rests on (without a window every union node's left spine has at most 2 unions, so a walk
 meets an Ext node or ⊥ within 2 steps of any node), checked over the whole arena after random runs; and
 the cursor's walk against the engine's other enumeration."""
+
 import pytest
 from hypothesis import assume, given, settings
 

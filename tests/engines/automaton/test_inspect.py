@@ -1,4 +1,5 @@
 """``cepkit.automaton``: the public view of the compiled automaton the widgets draw and step."""
+
 import networkx as nx
 import pytest
 
@@ -12,8 +13,10 @@ def test_states_transitions_and_graph():
     a = cepkit.automaton(PHI1)
     assert a.states == list(range(len(a.states))) and a.initial == 0 and a.finals <= set(a.states)
     assert {t.mark for t in a.transitions} == {"•", "◦"}
-    assert {t.predicate for t in a.transitions if t.mark == "•"} == {"T ∧ tmp > 40 and id = 0",
-                                                                      "H ∧ hum < 25 and id = 0"}
+    assert {t.predicate for t in a.transitions if t.mark == "•"} == {
+        "T ∧ tmp > 40 and id = 0",
+        "H ∧ hum < 25 and id = 0",
+    }
     graph = a.to_networkx()
     assert isinstance(graph, nx.MultiDiGraph)
     assert graph.nodes[a.initial]["initial"] and all(graph.nodes[f]["final"] for f in a.finals)
@@ -27,7 +30,7 @@ def test_steps_follow_the_matcher():
     steps = list(a.steps(cel_fire_sensors()))
     assert [s.position for s in steps] == list(range(9))
     assert [[m.positions for m in s.matches] for s in steps] == [[], [], [(1, 2)], [], [], [], [], [], [(1, 8), (5, 8)]]
-    assert all(() in s.active[a.initial] for s in steps)            # the run that has marked nothing yet
+    assert all(() in s.active[a.initial] for s in steps)  # the run that has marked nothing yet
     after_1 = {p for partial in steps[1].active.values() for p in partial}
     assert (1,) in after_1 and not steps[1].truncated
 

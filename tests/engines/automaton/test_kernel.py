@@ -1,5 +1,6 @@
 """The pure-Python fallback (no numba, or NUMBA_DISABLE_JIT=1) runs the very same kernel functions and
 gives identical matches; the compiled kernel is used when numba is installed."""
+
 import json
 import os
 import subprocess
@@ -33,8 +34,14 @@ print(json.dumps({"kernel": kernel.name(), "results": results}))
 
 def _run(env_extra: dict) -> dict:
     env = {**os.environ, **env_extra}
-    done = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(QUERIES)], env=env, capture_output=True,
-                          text=True, timeout=300, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(QUERIES)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     return json.loads(done.stdout)
 
 
@@ -44,10 +51,9 @@ def test_python_fallback_gives_identical_matches():
     assert python["kernel"] == "python"
     assert compiled["kernel"] == kernel.name()
     assert python["results"] == compiled["results"]
-    assert all(python["results"])          # every query matched something
+    assert all(python["results"])  # every query matched something
 
 
 def test_numba_is_used_when_installed():
     assert kernel.name() == ("numba" if kernel.numba is not None else "python")
-    assert cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}], engine="automaton").info["kernel"] == \
-        kernel.name()
+    assert cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}], engine="automaton").info["kernel"] == kernel.name()

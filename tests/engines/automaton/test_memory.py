@@ -1,6 +1,7 @@
 """Memory is bounded by the window, never by the stream (max-start pruning, from tECS and CORE, later work beyond [CEL]): on a
 long stream the node arena of A;B;C WITHIN 10 s stays the same size whether the stream is 20k or 200k
 events long, in a batch run and in the incremental matcher, for ALL and for NEXT."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,8 +13,9 @@ from cepkit.runtime.registry import get_engine
 
 def uniform_stream(n: int, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.arange(n, dtype=float),
-                         "id": rng.integers(0, 3, n)})
+    return pd.DataFrame(
+        {"type": rng.choice(list("ABCD"), n), "ts": np.arange(n, dtype=float), "id": rng.integers(0, 3, n)}
+    )
 
 
 @pytest.mark.parametrize("query", ["A a ; B b ; C c WITHIN 10 s", "A+ a ; B b WITHIN 10 EVENTS PARTITION BY id"])

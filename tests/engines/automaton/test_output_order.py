@@ -6,6 +6,7 @@ from its first positions (``nodes._forward_group``); where two successors of a n
 sorted by keys instead (``_write_group``); when neither can order it (ties on positions; shared positions
 and a span past a machine word) the kernel says nothing and the general ordering applies. Agreement with
 the reference is ``test_against_reference``'s."""
+
 import numpy as np
 from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
@@ -57,9 +58,25 @@ def forward_walks(query: str, events) -> list:
         last = first + 1
         while last < n and roots.emit[last] == roots.emit[first]:
             last += 1
-        done.append(nodes._forward_group(evaluator.arena, roots.node, roots.key[first], roots.limit[first],
-                                         roots.emit[first], first, last, outputs.pos, outputs.var, outputs.end,
-                                         outputs.emits, 0, 0, outputs.spare, forward))
+        done.append(
+            nodes._forward_group(
+                evaluator.arena,
+                roots.node,
+                roots.key[first],
+                roots.limit[first],
+                roots.emit[first],
+                first,
+                last,
+                outputs.pos,
+                outputs.var,
+                outputs.end,
+                outputs.emits,
+                0,
+                0,
+                outputs.spare,
+                forward,
+            )
+        )
         first = last
     return done
 
@@ -100,9 +117,11 @@ def test_enumeration_order_with_every_clause(query, events):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.sampled_from(["A+ a ; B b", "A+ a ; B+ b ; C c", "(A a ; B b)+ ; C c", "(A+ a OR B b) ; C c"]),
-       st.sampled_from(["", " WITHIN 6 s", " WITHIN 5 EVENTS", " PARTITION BY id", " WITHIN 9 s PARTITION BY id"]),
-       streams(max_size=16, ids=2))
+@given(
+    st.sampled_from(["A+ a ; B b", "A+ a ; B+ b ; C c", "(A a ; B b)+ ; C c", "(A+ a OR B b) ; C c"]),
+    st.sampled_from(["", " WITHIN 6 s", " WITHIN 5 EVENTS", " PARTITION BY id", " WITHIN 9 s PARTITION BY id"]),
+    streams(max_size=16, ids=2),
+)
 def test_kleene_queries_are_sorted_in_the_kernel(pattern, clauses, events):
     """The Kleene shapes of issue 11 keep the promise (nothing there ties on positions or spans a word)."""
     rows = drawn_rows(pattern + clauses, events)
@@ -111,9 +130,11 @@ def test_kleene_queries_are_sorted_in_the_kernel(pattern, clauses, events):
 
 
 @settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["A+ a ; B b", "A+ a ; B+ b ; C c", "A a ; B b ; C c"]),
-       st.sampled_from(["", " WITHIN 40 s", " WITHIN 70 EVENTS", " PARTITION BY id"]),
-       streams(types=("A", "B", "C") + ("D",) * 9, min_size=60, max_size=90, ties=False, ids=2))
+@given(
+    st.sampled_from(["A+ a ; B b", "A+ a ; B+ b ; C c", "A a ; B b ; C c"]),
+    st.sampled_from(["", " WITHIN 40 s", " WITHIN 70 EVENTS", " PARTITION BY id"]),
+    streams(types=("A", "B", "C") + ("D",) * 9, min_size=60, max_size=90, ties=False, ids=2),
+)
 def test_spans_past_a_word_are_walked_forward(pattern, clauses, events):
     """Sparse streams: matches spanning more than 62 positions, windows cutting some starts off."""
     rows = drawn_rows(pattern + clauses, events)
@@ -129,7 +150,7 @@ def test_the_bench_kleene_query_is_sorted_and_agrees_with_the_reference():
     rows = batch_rows(query, events)
     assert rows.sorted_within_last and rows.groups_in_order and len(rows) > 100
     check_promise(rows)
-    copied = rows.copy()                    # the same rows in arrays of their own: the same promises
+    copied = rows.copy()  # the same rows in arrays of their own: the same promises
     assert copied.sorted_within_last and copied.groups_in_order
     check_promise(copied)
     assert_agrees(query, events, "automaton")
@@ -147,8 +168,11 @@ def test_ties_on_positions_are_left_to_the_general_ordering():
 
 def test_a_span_past_a_word_is_walked_forward():
     """The forward walk needs no key: matches spanning more than 62 positions are written in order too."""
-    events = [{"type": "A", "ts": 0}] + [{"type": "C", "ts": i} for i in range(1, 70)] + \
-        [{"type": "A", "ts": 70}, {"type": "B", "ts": 71}]
+    events = (
+        [{"type": "A", "ts": 0}]
+        + [{"type": "C", "ts": i} for i in range(1, 70)]
+        + [{"type": "A", "ts": 70}, {"type": "B", "ts": 71}]
+    )
     wide = batch_rows("A a ; B b", events)
     assert wide.sorted_within_last and [m.positions for m in wide] == [(0, 71), (70, 71)]
     check_promise(wide)
@@ -165,7 +189,7 @@ def test_after_small_groups_a_span_past_a_word_is_walked_forward_too():
     assert_agrees("A a ; B b", events, "automaton")
 
 
-SHARED = "A x ; ((A a ; C c) OR (A b ; D d)) ; B e"    # an A after x may be a (then C) or b (then D)
+SHARED = "A x ; ((A a ; C c) OR (A b ; D d)) ; B e"  # an A after x may be a (then C) or b (then D)
 
 
 def test_successors_on_one_position_are_sorted_by_keys():
@@ -193,7 +217,7 @@ def test_partitions_come_group_by_group_and_are_put_in_order_of_last_position():
     query = "A+ a ; B b PARTITION BY id"
     rows = batch_rows(query, events)
     last = [m.positions[-1] for m in rows]
-    assert rows.sorted_within_last and last != sorted(last)      # sub-stream after sub-stream
+    assert rows.sorted_within_last and last != sorted(last)  # sub-stream after sub-stream
     assert not rows.groups_in_order
     check_promise(rows)
     assert_agrees(query, events, "automaton")
@@ -211,12 +235,12 @@ def test_outputs_say_unordered_when_a_group_cannot_be_keyed():
 def test_big_groups_are_walked_forward_or_radix_sorted():
     """Big groups are walked forward, also after small groups (sorted by keys); one the walk leaves to
     the keys is radix-sorted (128 events or more); ties on positions still fall back."""
-    dense = [{"type": t, "ts": i} for i, t in enumerate("CAACAAAADAAAB")]       # 9 As: 511 subsets, one group
+    dense = [{"type": t, "ts": i} for i, t in enumerate("CAACAAAADAAAB")]  # 9 As: 511 subsets, one group
     rows = batch_rows("A+ a ; B b", dense)
     assert rows.sorted_within_last and len(rows) == 511
     assert forward_walks("A+ a ; B b", dense) == [511]
     check_promise(rows)
-    spread = [{"type": t, "ts": i} for i, t in enumerate("AB" * 20 + "C")]    # 210 events on 40 positions
+    spread = [{"type": t, "ts": i} for i, t in enumerate("AB" * 20 + "C")]  # 210 events on 40 positions
     rows = batch_rows("A a ; B b ; C c", spread)
     assert rows.sorted_within_last and len(rows) == 210
     check_promise(rows)
@@ -227,15 +251,16 @@ def test_big_groups_are_walked_forward_or_radix_sorted():
     assert rows.sorted_within_last and len(rows) == 370
     check_promise(rows)
     after_small = [{"type": t, "ts": i} for i, t in enumerate("AB")] + [{**e, "ts": e["ts"] + 2} for e in dense]
-    rows = batch_rows("A+ a ; B b", after_small)              # sorted by keys until the big group, walked forward
+    rows = batch_rows("A+ a ; B b", after_small)  # sorted by keys until the big group, walked forward
     assert rows.sorted_within_last and len(rows) == 1 + 1023
     check_promise(rows)
-    shared_after_small = [{"type": t, "ts": i} for i, t in enumerate("AACB")] + \
-        [{**e, "ts": e["ts"] + 4} for e in shared]
+    shared_after_small = [{"type": t, "ts": i} for i, t in enumerate("AACB")] + [
+        {**e, "ts": e["ts"] + 4} for e in shared
+    ]
     rows = batch_rows(query, shared_after_small)
     assert rows.sorted_within_last and len(rows) > 370
     check_promise(rows)
-    tied = [{"type": t, "ts": i} for i, t in enumerate("AAAAAB")]            # 3^5 - 1 events, ties on positions
+    tied = [{"type": t, "ts": i} for i, t in enumerate("AAAAAB")]  # 3^5 - 1 events, ties on positions
     rows = batch_rows("(A a OR A b)+ ; B c", tied)
     assert forward_walks("(A a OR A b)+ ; B c", tied) == [0]
     assert not rows.sorted_within_last and len(rows) == 242

@@ -3,6 +3,7 @@ the letters, keys, sub-stream indices and gaps column-wise and steps the selecto
 letter reads (``_select_batch``). Checked against pushing the same events one by one (the same matches,
 order and ``emitted_at``, batch cuts anywhere, keys whose window passes within a batch or between two)
 and against the reference (``cepkit.match``, which now runs the ranked strategies as one batch)."""
+
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,9 +16,11 @@ RANKED = ("NEXT", "LAST", "MAX")
 KEYED_RANKED = st.one_of(
     unary_queries(types=("A", "B", "C", "D"), strategies=RANKED).filter(lambda q: "PARTITION BY" in q),
     cel_queries(types=("A", "B", "C", "D"), strategies=RANKED),
-    st.sampled_from([f"SELECT {s} * PATTERN A a ; B b WITHIN 8 s PARTITION BY id CONSUME BY PARTITION"
-                     for s in RANKED] + [f"SELECT {s} * PATTERN A a ; B+ b ; C c WITHIN 5 EVENTS PARTITION BY id"
-                                         for s in RANKED]))
+    st.sampled_from(
+        [f"SELECT {s} * PATTERN A a ; B b WITHIN 8 s PARTITION BY id CONSUME BY PARTITION" for s in RANKED]
+        + [f"SELECT {s} * PATTERN A a ; B+ b ; C c WITHIN 5 EVENTS PARTITION BY id" for s in RANKED]
+    ),
+)
 
 
 @settings(max_examples=40, deadline=None)
@@ -35,7 +38,7 @@ def test_ranked_strategies_in_one_batch_agree_with_the_reference(query, data):
     try:
         expected = cepkit.match(query, rows, engine="reference")
         got = cepkit.match(query, rows, engine="automaton")
-    except cepkit.QueryError:      # outside the automaton's fragment
+    except cepkit.QueryError:  # outside the automaton's fragment
         return
     assert got.positions() == expected.positions(), (query, rows)
     assert [m.key for m in got] == [m.key for m in expected], (query, rows)
@@ -50,5 +53,6 @@ def test_a_key_that_comes_back_after_its_window_starts_afresh_within_one_batch()
     assert sorted(cepkit.match(wide, frame, engine="automaton").positions()) == [(0, 3), (1, 4)]
     matcher = cepkit.Matcher(wide.replace("30 s", "10 s"), engine="automaton")
     assert matcher.extend(frame) == []
-    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["A", "B"], "ts": [23, 24], "id": [1, 1]}))] \
-        == [(5, 6)]
+    assert [m.positions for m in matcher.extend(pd.DataFrame({"type": ["A", "B"], "ts": [23, 24], "id": [1, 1]}))] == [
+        (5, 6)
+    ]

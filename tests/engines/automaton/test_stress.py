@@ -7,6 +7,7 @@ match instead of depending on what the allocator left there. This is how the seg
 15 was found: compaction left a run whose events had all left the window with node NONE (-1), and the
 kernel read ``start[-1]`` (numba wraps negative indices), the last, unwritten slot of the new arena.
 Run longer with ``CEPKIT_STRESS_EVENTS`` (docs/testing.md)."""
+
 import os
 
 import numpy as np
@@ -45,8 +46,14 @@ clean_arena = nodes.new_arena
 def stream(n: int, keys: int, seed: int = 0) -> pd.DataFrame:
     """Types A-D, ``keys`` partition keys, ts = position // 2 (equal timestamps included)."""
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.arange(n) // 2, "v": rng.integers(0, 10, n),
-                         "id": rng.integers(0, keys, n)})
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": np.arange(n) // 2,
+            "v": rng.integers(0, 10, n),
+            "id": rng.integers(0, keys, n),
+        }
+    )
 
 
 @pytest.fixture
@@ -84,7 +91,7 @@ def test_partitions_made_before_the_automaton_grew(tiny_poisoned_arenas):
     events = stream(EVENTS, keys=50, seed=3)
     compiled = cepkit.runtime.selection.select_engine(cepkit.parse(query), "automaton", {})[1]
     first = keys_of(compiled.run(Stream.from_any(events)))
-    assert compiled.program.table.skip.shape[0] > 8      # the table grew past the first runs' room
+    assert compiled.program.table.skip.shape[0] > 8  # the table grew past the first runs' room
     assert keys_of(compiled.run(Stream.from_any(events))) == first
     matcher = compiled.matcher()
     pushed = [m for e in Stream.from_any(events).events for m in matcher.push(e)]
@@ -98,7 +105,7 @@ def test_outputs_keep_room_for_every_event_they_count():
     rows = [{"type": "AB"[i % 3 == 2], "ts": i // 4} for i in range(1500)]
     matcher = cepkit.Matcher("A a ; B b WITHIN 30 s", engine="automaton")
     for a in range(0, len(rows), 500):
-        found = matcher.extend(pd.DataFrame(rows[a:a + 500]))
+        found = matcher.extend(pd.DataFrame(rows[a : a + 500]))
         outputs = matcher._inc.evaluator.outputs
         assert len(outputs.end) == len(outputs.emits) and len(found) > 2048
     assert matcher.result() == cepkit.match("A a ; B b WITHIN 30 s", rows, engine="automaton")
@@ -110,15 +117,18 @@ def batches_and_pushes(compiled, events, size: int = 300) -> tuple:
     matcher = compiled.matcher()
     got = []
     for a in range(0, len(events), size):
-        got += matcher.extend(Stream.from_any(events.iloc[a:a + size], first_position=a))
+        got += matcher.extend(Stream.from_any(events.iloc[a : a + size], first_position=a))
     got += matcher.close()
     pusher = compiled.fresh().matcher()
     pushed = [m for e in Stream.from_any(events).events for m in pusher.push(e)] + pusher.close()
     return [(m.key, m.emitted_at) for m in got], [(m.key, m.emitted_at) for m in pushed], matcher
 
 
-@pytest.mark.parametrize("query", [q for q in QUERIES if "PARTITION BY" in q and "NEXT" not in q] +
-                         ["A a ; B b WITHIN 30 s PARTITION BY id CONSUME BY PARTITION"])
+@pytest.mark.parametrize(
+    "query",
+    [q for q in QUERIES if "PARTITION BY" in q and "NEXT" not in q]
+    + ["A a ; B b WITHIN 30 s PARTITION BY id CONSUME BY PARTITION"],
+)
 def test_keyed_micro_batches_on_tiny_poisoned_arenas(query, tiny_poisoned_arenas):
     """A micro-batch runs its keys (40, each quiet past a time window between its events) in one kernel
     call, loading and storing each key's runs in the matcher's table: compaction in the middle of a batch

@@ -1,5 +1,6 @@
 """The ``ecube`` engine: one query through the E-Cube machinery (the query and its first concept drill-down
 in a cube, Chase choosing scratch or specific-to-general reuse)."""
+
 import pickle
 
 import numpy as np
@@ -29,9 +30,10 @@ def test_a_concept_query_runs_with_its_drill_down():
     events = [{"type": t, "ts": i} for i, t in enumerate(["DHospital", "A", "T", "G", "T"])]
     got = cepkit.match("SEQ(TX x, OK y)", events, hierarchy=HIERARCHY, engine="ecube")
     assert got.engine == "ecube"
-    assert got.positions() == cepkit.match("SEQ(TX x, OK y)", events, hierarchy=HIERARCHY,
-                                           engine="reference").positions()
-    assert len(got.info["plan"]) == 2       # the query and its drill-down SEQ(D x, OK y)
+    assert (
+        got.positions() == cepkit.match("SEQ(TX x, OK y)", events, hierarchy=HIERARCHY, engine="reference").positions()
+    )
+    assert len(got.info["plan"]) == 2  # the query and its drill-down SEQ(D x, OK y)
     assert str(first_drill_down(cepkit.parse("SEQ(TX x, OK y)", HIERARCHY))) == "D AS x ; OK AS y"
 
 
@@ -40,16 +42,21 @@ def test_attribute_hierarchies_run_on_the_stack_engine_through_ecube():
     query = "SEQ(Move a, Move b) WHERE a.loc = 'TX' and b.loc = 'OK'"
     got = cepkit.match(query, events, hierarchy=PLACES, engine="ecube")
     assert got.positions() == [(0, 1), (0, 3), (2, 3)]
-    assert first_drill_down(cepkit.parse(query, PLACES)).where == cepkit.parse(
-        "Move a ; Move b WHERE a.loc = 'Dallas' and b.loc = 'OK'").where
+    assert (
+        first_drill_down(cepkit.parse(query, PLACES)).where
+        == cepkit.parse("Move a ; Move b WHERE a.loc = 'Dallas' and b.loc = 'OK'").where
+    )
 
 
-@pytest.mark.parametrize("query, what", [
-    ("SEQ(A a, B+ b)", "kleene"),
-    ("A a OR B b", "or"),
-    ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
-    ("SEQ(A a, ANY x)", "any_type"),
-])
+@pytest.mark.parametrize(
+    "query, what",
+    [
+        ("SEQ(A a, B+ b)", "kleene"),
+        ("A a OR B b", "or"),
+        ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
+        ("SEQ(A a, ANY x)", "any_type"),
+    ],
+)
 def test_queries_outside_the_fragment_are_refused_naming_engines(query, what):
     with pytest.raises(cepkit.QueryError, match=what) as err:
         cepkit.match(query, [{"type": "A"}], engine="ecube")
@@ -78,14 +85,23 @@ def test_the_plan_pickles_and_the_matcher_reports_matches_once_final(text, wait)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
-       st.lists(st.tuples(st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]),
-                          st.integers(0, 2), st.integers(0, 1)), max_size=14),
-       st.sampled_from([" WITHIN 3", " WITHIN 3 EVENTS", " WITHIN 2 PARTITION BY id",
-                        " WITHIN 3 EVENTS PARTITION BY id"]),
-       st.lists(st.integers(1, 5), min_size=1, max_size=6), st.integers(0, 8))
-def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt_matcher(items, events, window,
-                                                                                         cuts, rebuild_at):
+@given(
+    st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
+    st.lists(
+        st.tuples(
+            st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]),
+            st.integers(0, 2),
+            st.integers(0, 1),
+        ),
+        max_size=14,
+    ),
+    st.sampled_from([" WITHIN 3", " WITHIN 3 EVENTS", " WITHIN 2 PARTITION BY id", " WITHIN 3 EVENTS PARTITION BY id"]),
+    st.lists(st.integers(1, 5), min_size=1, max_size=6),
+    st.integers(0, 8),
+)
+def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt_matcher(
+    items, events, window, cuts, rebuild_at
+):
     """Events in micro-batches (``Matcher.extend``): every match reported once, no later one than the
     reference's; a matcher rebuilt from the last events of another (a Spark worker restarting from its
     state: fed again, what it reports then dropped) reports exactly what the first would have."""
@@ -93,7 +109,7 @@ def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt
         items = items + ["OK"]
     text = "SEQ(" + ", ".join(f"{i} x{k}" for k, i in enumerate(items)) + ")" + window
     stream = [{"type": t, "ts": float(k + gap), "id": key} for k, (t, gap, key) in enumerate(events)]
-    for k in range(1, len(stream)):    # ts increase, with gaps
+    for k in range(1, len(stream)):  # ts increase, with gaps
         stream[k]["ts"] = max(stream[k]["ts"], stream[k - 1]["ts"])
     expected = sorted(m.key for m in cepkit.match(text, stream, hierarchy=HIERARCHY, engine="reference"))
     whole = Stream.from_frame(pd.DataFrame(stream, columns=["type", "ts", "id"]))
@@ -101,7 +117,7 @@ def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt
     bounds = [b for b in np.cumsum([0] + cuts * len(stream)) if b < len(stream)] + [len(stream)]
     matcher, got = plan.matcher(), []
     for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:])):
-        if k == rebuild_at:       # a new matcher, fed again the last 12 events (more than 2 windows here)
+        if k == rebuild_at:  # a new matcher, fed again the last 12 events (more than 2 windows here)
             matcher = plan.matcher()
             matcher.extend(whole.take(slice(max(0, a - 12), a)))
         got += [m.key for m in matcher.extend(whole.take(slice(a, b)))]
@@ -110,9 +126,11 @@ def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
-       st.lists(st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]), max_size=9),
-       st.sampled_from(["", " WITHIN 4", " WITHIN 3 EVENTS"]))
+@given(
+    st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
+    st.lists(st.sampled_from(["DBusStation", "DHospital", "A", "G", "T", "TX", "OK"]), max_size=9),
+    st.sampled_from(["", " WITHIN 4", " WITHIN 3 EVENTS"]),
+)
 def test_random_concept_queries_agree_with_the_reference(items, types, window):
     if not any(not i.startswith("!") for i in items):
         items = items + ["OK"]
@@ -137,14 +155,18 @@ def test_reuse_children_answers_from_the_drill_down_and_plan_lets_chase_choose()
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["Move", "Stop"]), min_size=1, max_size=3),
-       st.lists(st.sampled_from([None, "TX", "OK", "Dallas", "Tulsa"]), min_size=3, max_size=3),
-       st.lists(st.tuples(st.sampled_from(["Move", "Stop"]), st.sampled_from(["Dallas", "Austin", "Tulsa", "Paris"])),
-                max_size=8),
-       st.booleans())
+@given(
+    st.lists(st.sampled_from(["Move", "Stop"]), min_size=1, max_size=3),
+    st.lists(st.sampled_from([None, "TX", "OK", "Dallas", "Tulsa"]), min_size=3, max_size=3),
+    st.lists(
+        st.tuples(st.sampled_from(["Move", "Stop"]), st.sampled_from(["Dallas", "Austin", "Tulsa", "Paris"])),
+        max_size=8,
+    ),
+    st.booleans(),
+)
 def test_random_attribute_concept_queries_agree_with_the_reference(types, places, events, negate_middle):
     items = [("!" if negate_middle and k == 1 and len(types) == 3 else "") + f"{t} x{k}" for k, t in enumerate(types)]
-    conds = [f"x{k}.loc = '{p}'" for k, p in enumerate(places[:len(types)]) if p]
+    conds = [f"x{k}.loc = '{p}'" for k, p in enumerate(places[: len(types)]) if p]
     text = "SEQ(" + ", ".join(items) + ")" + (" WHERE " + " and ".join(conds) if conds else "") + " WITHIN 4"
     stream = [{"type": t, "ts": k, "loc": loc} for k, (t, loc) in enumerate(events)]
     expected = cepkit.match(text, stream, hierarchy=PLACES, engine="reference")

@@ -1,6 +1,7 @@
 """The ``nested`` engine against the reference evaluator on random NEEL queries (``nested_queries``: SEQ / AND /
 OR at any depth, ``!`` and EXISTS over composites, correlated predicates, windows, PARTITION BY) and random
 streams: every caching mode, the normal form, and the incremental matcher give the reference's matches."""
+
 import pytest
 from hypothesis import given, settings, strategies as st
 

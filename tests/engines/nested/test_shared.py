@@ -1,5 +1,6 @@
 """Shared execution, summaries, decorrelation and the Plan-Finder of the ``nested`` engine ([LIU] §5.3-5.6,
 [CSV] Ex 3) against the reference evaluator, on random queries and the worked examples of [LIU] §5.3-5.6."""
+
 import re
 
 import numpy as np
@@ -20,7 +21,7 @@ def _events(labels: str, **attrs):
     out = []
     for label in labels.split():
         kind = label.rstrip("0123456789")
-        event = {"type": kind, "ts": int(label[len(kind):])}
+        event = {"type": kind, "ts": int(label[len(kind) :])}
         event.update({k: v[len(out)] for k, v in attrs.items()})
         out.append(event)
     return out
@@ -41,7 +42,7 @@ def test_conditions_on_columns_treat_nulls_as_the_reference_does(query, events):
     """Shared execution tests conditions on several variables as columns: a null compares false."""
     try:
         cepkit.match(query, events, engine="reference")
-    except cepkit.QueryError as error:      # an attribute no event carries: the same error from both
+    except cepkit.QueryError as error:  # an attribute no event carries: the same error from both
         with pytest.raises(cepkit.QueryError, match=re.escape(str(error).splitlines()[0][:40])):
             cepkit.match(query, events, engine="nested")
         return
@@ -69,7 +70,7 @@ def test_range_max_is_the_maximum_of_each_range(values, data):
     n = len(values)
     lo = np.asarray(data.draw(st.lists(st.integers(-3, n), min_size=n, max_size=n)), np.int64)
     hi = np.asarray(data.draw(st.lists(st.integers(-1, n - 1), min_size=n, max_size=n)), np.int64)
-    expected = [max(values[max(a, 0):b + 1], default=-1) if max(a, 0) <= b else -1 for a, b in zip(lo, hi)]
+    expected = [max(values[max(a, 0) : b + 1], default=-1) if max(a, 0) <= b else -1 for a, b in zip(lo, hi)]
     assert _range_max(values, lo, hi).tolist() == expected
 
 
@@ -81,7 +82,7 @@ def test_suffix_clustering_builds_a_common_suffix_once():
     found = assert_agrees(query, events, "nested", plan="shared")
     plan, cache = found.info["plan"], found.info["cache"]
     assert plan["chosen"] == "shared" and plan["directions"] == ["suffix", "suffix"]
-    assert len(plan["groups"]) == 1 and len(plan["groups"][0]) == 2        # one cluster: both queries
+    assert len(plan["groups"]) == 1 and len(plan["groups"][0]) == 2  # one cluster: both queries
     # the second query finds (W,S,D,C) built: 2 rows for each of the first's 5 columns, 2 for its own O
     assert cache["shared_hits"] == 1 and cache["rows_built"] == 5 * 2 + 2
     assert found.positions() == [(0, 2, 3, 4, 5), (1, 2, 3, 4, 5), (0, 2, 3, 4, 6), (1, 2, 3, 4, 6)]
@@ -102,8 +103,11 @@ def test_the_plan_finder_never_picks_a_dearer_grouping_than_either_uniform_one()
     """The search over directions (2^d, [LIU] §5.4's partitions bounded as docs/nested-engine.md explains)
     is exhaustive up to 10 SEQs and a descent beyond; its choice is never dearer than all-suffix or
     all-prefix."""
-    ops = NestedEngine().compile(prepare(
-        "OR(" + ", ".join(f"SEQ(A a, B b, C c{k}, {t} d)" for k, t in enumerate("ABCABCABCABCA")) + ") WITHIN 5 s"))
+    ops = NestedEngine().compile(
+        prepare(
+            "OR(" + ", ".join(f"SEQ(A a, B b, C c{k}, {t} d)" for k, t in enumerate("ABCABCABCABCA")) + ") WITHIN 5 s"
+        )
+    )
     branches = ops.written.branches
     stats = StreamStats(1000, {"A": 0.5, "B": 0.3, "C": 0.2}, 20.0)
     for d in (3, 12):
@@ -116,8 +120,9 @@ def test_decorrelation_summarises_once_per_distinct_value():
     """[LIU] §5.6 / [CSV] Ex 3: a sub-query correlated with r.id is computed once per distinct r.id (a
     summary per value) and joined back; values 10 and 25 give two."""
     query = "SEQ(Recycle r, !SEQ(Sharpen s, Disinfect d, s.id = r.id), Operate o) WITHIN 30 s"
-    events = _events("Recycle1 Recycle2 Sharpen3 Disinfect10 Operate11 Recycle12 Operate20",
-                     id=[10, 25, 10, 10, 10, 25, 10])
+    events = _events(
+        "Recycle1 Recycle2 Sharpen3 Disinfect10 Operate11 Recycle12 Operate20", id=[10, 25, 10, 10, 10, 25, 10]
+    )
     found = assert_agrees(query, events, "nested")
     assert found.info["plan"]["chosen"] == "nested" and "decorrelated" in found.info["plan"]["why"]
     matcher = cepkit.Matcher(query, engine="nested")
@@ -145,8 +150,11 @@ def test_info_says_which_plan_ran_and_why():
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.lists(shared_nested_queries(windows=False, partition=False), min_size=1, max_size=3),
-       streams(max_size=9), st.sampled_from(["b", None]))
+@given(
+    st.lists(shared_nested_queries(windows=False, partition=False), min_size=1, max_size=3),
+    streams(max_size=9),
+    st.sampled_from(["b", None]),
+)
 def test_a_workload_gives_each_query_its_reference_matches(queries, events, caching):
     for query, found in zip(queries, match_workload(queries, events, caching=caching)):
         expected = cepkit.match(query, events, engine="reference")
@@ -156,18 +164,23 @@ def test_a_workload_gives_each_query_its_reference_matches(queries, events, cach
 def test_the_complex_workload_shares_suffixes_across_queries():
     """[LIU] §5.5 (Fig 5.12): E1-E3 share the suffix (ORCL, INTC), E4-E5 (DELL, AMAT, MSFT, ORCL), E6-E7
     (YHOO, QQQ); each query's matches are the reference's, and the shared columns are built once."""
-    workload = ["SEQ(MSFT m, !IPIX x, ORCL o, INTC i)", "SEQ(MSFT m, !QQQ x, ORCL o, INTC i)",
-                "SEQ(MSFT m, !RIMM x, ORCL o, INTC i)", "SEQ(RIMM r, DELL d, AMAT a, MSFT m, ORCL o)",
-                "SEQ(IPIX p, DELL d, AMAT a, MSFT m, ORCL o)",
-                "SEQ(CSCO c, !RIMM x, YHOO y, QQQ q) RETURN c, y, q",
-                "SEQ(CSCO c, !IPIX x, RIMM r, YHOO y, QQQ q) RETURN c, y, q"]
-    workload = [q.replace(")", ") WITHIN 8 s", 1) if "RETURN" not in q else q.replace(") RETURN", ") WITHIN 8 s RETURN")
-                for q in workload]
+    workload = [
+        "SEQ(MSFT m, !IPIX x, ORCL o, INTC i)",
+        "SEQ(MSFT m, !QQQ x, ORCL o, INTC i)",
+        "SEQ(MSFT m, !RIMM x, ORCL o, INTC i)",
+        "SEQ(RIMM r, DELL d, AMAT a, MSFT m, ORCL o)",
+        "SEQ(IPIX p, DELL d, AMAT a, MSFT m, ORCL o)",
+        "SEQ(CSCO c, !RIMM x, YHOO y, QQQ q) RETURN c, y, q",
+        "SEQ(CSCO c, !IPIX x, RIMM r, YHOO y, QQQ q) RETURN c, y, q",
+    ]
+    workload = [
+        q.replace(")", ") WITHIN 8 s", 1) if "RETURN" not in q else q.replace(") RETURN", ") WITHIN 8 s RETURN")
+        for q in workload
+    ]
     rng = np.random.default_rng(5)
     tickers = ["MSFT", "ORCL", "IPIX", "INTC", "RIMM", "AMAT", "YHOO", "DELL", "CSCO", "QQQ"]
     # every ticker once per 10 events (equal shares: the Plan-Finder's choice does not hang on noise)
-    events = [{"type": t, "ts": k} for k, t in enumerate(np.concatenate([rng.permutation(tickers)
-                                                                         for _ in range(30)]))]
+    events = [{"type": t, "ts": k} for k, t in enumerate(np.concatenate([rng.permutation(tickers) for _ in range(30)]))]
     found = match_workload(workload, events)
     for query, got in zip(workload, found):
         assert [m.key for m in got] == [m.key for m in cepkit.match(query, events, engine="reference")]

@@ -1,5 +1,6 @@
 """Continuous Sliding Views ([CSV] §3-6) on their own and inside the engine: what each mode keeps,
 when it computes, and what ``Matches.info`` reports; plus the engine's options, refusals and pickling."""
+
 import pickle
 
 import pytest
@@ -46,9 +47,9 @@ def test_p_csv_extends_a_view_interval_to_the_right_and_stores_each_result_once(
     sub = Results()
     view = make_view("p", sub, floor=lambda end: 0)
     view.lookup(5, 10)
-    view.lookup(5, 14)                      # right overhang: ends 10..13 only
+    view.lookup(5, 14)  # right overhang: ends 10..13 only
     assert [end for end, _ in sub.calls] == list(range(6, 14)) and view.stats["partial"] == 1
-    found = view.lookup(2, 8)               # left overhang: from scratch, only new tuples stored
+    found = view.lookup(2, 8)  # left overhang: from scratch, only new tuples stored
     assert sorted(r.key for r in found) == [(3, 4), (4, 5), (5, 6), (6, 7)]
     assert view.size() == len({r.key for v in view.intervals for r in v.results})
     before = len(sub.calls)
@@ -118,6 +119,7 @@ def test_options_and_refusals():
 @pytest.mark.parametrize("options", [{"caching": "a"}, {"caching": None, "rewrite": True}])
 def test_plans_pickle_with_their_options(options):
     from cepkit.runtime.selection import select_engine
+
     _, plan = select_engine(cepkit.parse("SEQ(A a, !SEQ(B b, C c), D d)"), "nested", options)
     clone = pickle.loads(pickle.dumps(plan))
     assert (clone.caching, clone.rewrite) == (plan.caching, plan.rewrite)

@@ -1,5 +1,6 @@
 """The worked examples of [LIU] ch. 5 and [CSV] on the ``nested`` engine, under every caching mode and through
 the normal form: the same matches as the sources give (and as the reference, tests/semantics/test_neel.py)."""
+
 import pytest
 
 import cepkit
@@ -8,8 +9,10 @@ from cepkit.datasets import neel_hospital, neel_predicate_scoping
 Q1 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
 Q2 = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"
 Q4 = "SEQ(Recycle r, !SEQ(Sharpening s, !Disinfection d, Checking c), Operating o)"
-R_Q1 = ("PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
-        "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes")
+R_Q1 = (
+    "PATTERN SEQ(Recycle r, Wash w, !AND(Sharpen s, Disinfect d, s.roomID = d.roomID, s.id = r.id, "
+    "d.id = r.id), Operate o, r.id = o.id, r.id = w.id) WITHIN 10 minutes"
+)
 
 MODES = [{"caching": mode} for mode in ("a", "p", "b", None)] + [{"rewrite": True}]
 
@@ -17,10 +20,12 @@ MODES = [{"caching": mode} for mode in ("a", "p", "b", None)] + [{"rewrite": Tru
 @pytest.fixture(params=MODES, ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()))
 def nested(request):
     """``nested(query, events)`` -> positions() of the nested engine with one set of options."""
+
     def run(query, events):
         found = cepkit.match(query, events, engine="nested", **request.param)
         assert found.engine == "nested"
         return found.positions()
+
     return run
 
 
@@ -29,7 +34,7 @@ def events(spec, **attrs):
     out = []
     for k, token in enumerate(spec.split()):
         head = token.rstrip("0123456789")
-        out.append({"type": head, "ts": int(token[len(head):]), **{a: v[k] for a, v in attrs.items()}})
+        out.append({"type": head, "ts": int(token[len(head) :]), **{a: v[k] for a, v in attrs.items()}})
     return out
 
 
@@ -85,8 +90,9 @@ def test_t15_figure_5_5_errata(nested):
     assert nested(Q1, neel_hospital("fig55_errata")) == []
 
 
-@pytest.mark.parametrize("name, expected", [("q1_accept", [(0, 1, 2)]), ("q1_reject", []),
-                                            ("q1_accept_no_disinfection", [(0, 1, 4)])])
+@pytest.mark.parametrize(
+    "name, expected", [("q1_accept", [(0, 1, 2)]), ("q1_reject", []), ("q1_accept_no_disinfection", [(0, 1, 4)])]
+)
 def test_t16_q1(nested, name, expected):
     """[LIU] Fig 5.1, Q1 accepts r1,w2,o3, rejects r1,w2,s3,d4,c5,o6, accepts r1,w2,s3,c4,o5."""
     assert nested(Q1, neel_hospital(name)) == expected
@@ -113,22 +119,25 @@ def test_t23_negated_and_between_neighbours(nested):
     assert nested("SEQ(R r, !AND(S s, D d), W w, O o)", events("R1 S3 W12 D14 O18")) == [(0, 2, 4)]
 
 
-@pytest.mark.parametrize("query, spec, expected", [
-    # docs/language.md §10.4: leading / trailing scopes, EVENTS windows, nested SEQ bounds, AND clipping
-    ("SEQ(!C c, A a, B b) WITHIN 5 s", "C0 A3 B6", [(1, 2)]),
-    ("SEQ(!C c, A a, B b) WITHIN 5 s", "C1 A3 B6", []),
-    ("SEQ(A a, B b, !C c) WITHIN 5 s", "A0 B2 C5", []),
-    ("SEQ(A a, B b, !C c) WITHIN 5 s", "A0 B2 C6", [(0, 1)]),
-    ("SEQ(A a, B b, !C c) WITHIN 3 EVENTS", "A0 B1 X2 C3", [(0, 1)]),
-    ("SEQ(A a, SEQ(!X x, B b), C c)", "A0 X1 B2 C3", []),
-    ("SEQ(A a, SEQ(!X x, B b), C c)", "X0 A1 B2 C3", [(1, 2, 3)]),
-    ("SEQ(X x, AND(A a, B b, !C c), Y y)", "C0 X1 A2 B3 Y4 C5", [(1, 2, 3, 4)]),
-    ("AND(A a, B b, !C c) WITHIN 4 s", "C0 A3 B5", [(1, 2)]),
-    ("AND(A a, !A b)", "A0", [(0,)]),                                    # docs/language.md §10.11: own events never block
-    ("SEQ(A a, !SEQ(B b, C c), D d)", "B0 A1 C2 D3", [(1, 3)]),          # a negated composite lies inside
-    ("SEQ(A a, !OR(B b, C c), D d)", "A0 C1 D2", []),
-    ("SEQ(A a, EXISTS B b, !X x, C c)", "A0 X1 B2 C3", []),               # EXISTS bounds nothing
-])
+@pytest.mark.parametrize(
+    "query, spec, expected",
+    [
+        # docs/language.md §10.4: leading / trailing scopes, EVENTS windows, nested SEQ bounds, AND clipping
+        ("SEQ(!C c, A a, B b) WITHIN 5 s", "C0 A3 B6", [(1, 2)]),
+        ("SEQ(!C c, A a, B b) WITHIN 5 s", "C1 A3 B6", []),
+        ("SEQ(A a, B b, !C c) WITHIN 5 s", "A0 B2 C5", []),
+        ("SEQ(A a, B b, !C c) WITHIN 5 s", "A0 B2 C6", [(0, 1)]),
+        ("SEQ(A a, B b, !C c) WITHIN 3 EVENTS", "A0 B1 X2 C3", [(0, 1)]),
+        ("SEQ(A a, SEQ(!X x, B b), C c)", "A0 X1 B2 C3", []),
+        ("SEQ(A a, SEQ(!X x, B b), C c)", "X0 A1 B2 C3", [(1, 2, 3)]),
+        ("SEQ(X x, AND(A a, B b, !C c), Y y)", "C0 X1 A2 B3 Y4 C5", [(1, 2, 3, 4)]),
+        ("AND(A a, B b, !C c) WITHIN 4 s", "C0 A3 B5", [(1, 2)]),
+        ("AND(A a, !A b)", "A0", [(0,)]),  # docs/language.md §10.11: own events never block
+        ("SEQ(A a, !SEQ(B b, C c), D d)", "B0 A1 C2 D3", [(1, 3)]),  # a negated composite lies inside
+        ("SEQ(A a, !OR(B b, C c), D d)", "A0 C1 D2", []),
+        ("SEQ(A a, EXISTS B b, !X x, C c)", "A0 X1 B2 C3", []),  # EXISTS bounds nothing
+    ],
+)
 def test_scopes(nested, query, spec, expected):
     """docs/language.md §10.4 and §10.11 (the nested negation details), as tests/semantics/test_neel.py."""
     assert nested(query, events(spec)) == expected

@@ -1,5 +1,6 @@
 """The rcep engine against the reference: random Kleene queries with complex predicates ([RCEP] §3.4,
 docs/language.md §3) on random streams, every join method, the incremental matcher, sliding windows."""
+
 import pickle
 
 import pytest
@@ -93,8 +94,12 @@ def test_info_reports_what_the_experiments_measure():
     """[RCEP] §3.8: triggers, stored events (per tree), range hits, join work (comparisons made, bits reused by
     dominance), chains grown, matches."""
     query = "SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) > b.v and c.v < last(b).v WITHIN 20"
-    events = [{"type": t, "ts": k, "v": v} for k, (t, v) in enumerate(
-        [("A", 1), ("B", 9), ("B", 8), ("A", 2), ("B", 7), ("B", 5), ("C", 3), ("B", 4), ("C", 1)])]
+    events = [
+        {"type": t, "ts": k, "v": v}
+        for k, (t, v) in enumerate(
+            [("A", 1), ("B", 9), ("B", 8), ("A", 2), ("B", 7), ("B", 5), ("C", 3), ("B", 4), ("C", 1)]
+        )
+    ]
     found = cepkit.match(query, events, engine="rcep")
     info = found.info
     assert found == cepkit.match(query, events, engine="reference")
@@ -111,11 +116,15 @@ def test_residual_and_per_event_conditions():
     """Conditions no join expresses are checked on each enumerated match (predicates that depend on the chosen subset): an
     aggregate, ``or`` over a Kleene variable (all above or all below), a correlated ``or`` inside the
     iteration (per event)."""
-    events = [{"type": t, "ts": k, "v": v, "id": i} for k, (t, v, i) in enumerate(
-        [("A", 3, 0), ("B", 5, 1), ("B", 1, 0), ("B", 6, 1), ("C", 0, 0)])]
-    for query in ["SEQ(A a, B+ b, C c) WHERE sum(b.v) > 6 and avg(b.v) < 5",
-                  "SEQ(A a, B+ b, C c) WHERE b.v > 4 or b.v < 2",
-                  "SEQ(A a, (B b FILTER b.v > a.v or b.id = 0)+, C c)"]:
+    events = [
+        {"type": t, "ts": k, "v": v, "id": i}
+        for k, (t, v, i) in enumerate([("A", 3, 0), ("B", 5, 1), ("B", 1, 0), ("B", 6, 1), ("C", 0, 0)])
+    ]
+    for query in [
+        "SEQ(A a, B+ b, C c) WHERE sum(b.v) > 6 and avg(b.v) < 5",
+        "SEQ(A a, B+ b, C c) WHERE b.v > 4 or b.v < 2",
+        "SEQ(A a, (B b FILTER b.v > a.v or b.id = 0)+, C c)",
+    ]:
         found = cepkit.match(query, events, engine="rcep")
         assert len(found) and found == cepkit.match(query, events, engine="reference"), query
 
@@ -138,10 +147,12 @@ def test_equal_timestamps_are_ordered_by_position(values):
     assert_agrees("SEQ(A a, B+ b) WHERE prev(b.v) <= b.v and a.v <= first(b).v WITHIN 2", events, "rcep")
 
 
-NESTED = ["(A a ; B+ b FILTER count(b) > 1) ; C c WITHIN 8",
-          "((A a ; B b) FILTER a.v < b.v) ; C+ c WITHIN 6",
-          "SEQ(SEQ(A a, B+ b, a.v < b.v), C c) WITHIN 6",
-          "(A+ a FILTER a.v > 1 or a.v < 1) ; B b WITHIN 5"]
+NESTED = [
+    "(A a ; B+ b FILTER count(b) > 1) ; C c WITHIN 8",
+    "((A a ; B b) FILTER a.v < b.v) ; C+ c WITHIN 6",
+    "SEQ(SEQ(A a, B+ b, a.v < b.v), C c) WITHIN 6",
+    "(A+ a FILTER a.v > 1 or a.v < 1) ; B b WITHIN 5",
+]
 
 
 @settings(max_examples=20, deadline=None)
@@ -163,6 +174,6 @@ def test_robust_skip_till_next_match_agrees_and_waits_for_the_window(query, even
     try:
         ses = sorted(m.key for m in cepkit.match(query, events, engine="ses"))
     except cepkit.QueryError:
-        ses = found     # outside the ses fragment (aggregates, first/last, ...)
+        ses = found  # outside the ses fragment (aggregates, first/last, ...)
     assert found == ses
     assert _pushed(query, events) == found

@@ -1,6 +1,7 @@
 """The columnar run (``rcep.batch``: every trigger of a stream in one ``kernel.recompute`` call) gives the
 matches of the event-by-event matcher and of the reference; its pure-Python twin (NUMBA_DISABLE_JIT=1,
 the same functions uncompiled) gives the compiled kernel's."""
+
 import random
 
 import pytest
@@ -51,19 +52,32 @@ def test_running_query_shapes_at_size(join):
         k = rng.randrange(5)
         price[k] += rng.choice((-1, 1)) * rng.randrange(1, 4)
         stocks.append({"type": "Stock", "ts": i, "company": k, "price": price[k]})
-    cards = [{"type": "Card", "ts": i, "cardID": rng.randrange(8), "amount": rng.randrange(1, 1000)}
-             for i in range(1500)]
+    cards = [
+        {"type": "Card", "ts": i, "cardID": rng.randrange(8), "amount": rng.randrange(1, 1000)} for i in range(1500)
+    ]
     for query, events in [
-        ("SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price and "
-         "c.price < first(b).price WITHIN 40 PARTITION BY company", stocks),
-        ("SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
-         "WITHIN 60 PARTITION BY cardID", cards),
-        ("SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
-         "WITHIN 30 EVENTS PARTITION BY company", stocks),
+        (
+            "SEQ(Stock a, Stock+ b, Stock c) WHERE a.price < b.price and prev(b.price) < b.price and "
+            "c.price < first(b).price WITHIN 40 PARTITION BY company",
+            stocks,
+        ),
+        (
+            "SEQ(Card a, Card+ b) WHERE a.amount >= b.amount * 5 and prev(b.amount) > b.amount "
+            "WITHIN 60 PARTITION BY cardID",
+            cards,
+        ),
+        (
+            "SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
+            "WITHIN 30 EVENTS PARTITION BY company",
+            stocks,
+        ),
         # past 64 candidates a slot's matrices are Algorithm 2's, whole (below, columns read lazily)
         ("SEQ(Card a, Card b) WHERE a.amount >= b.amount * 5 WITHIN 600 PARTITION BY cardID", cards),
-        ("SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
-         "WITHIN 300 EVENTS PARTITION BY company", stocks),
+        (
+            "SELECT STRICT * PATTERN SEQ(Stock a, Stock+ b) WHERE b[i].price > b[i-1].price and a.price < b.price "
+            "WITHIN 300 EVENTS PARTITION BY company",
+            stocks,
+        ),
     ]:
         found, columnar, pushed = _both(query, events, join)
         assert isinstance(found, MatchArrays) and len(found) > 100

@@ -1,4 +1,5 @@
 """How the rcep engine reads a query (``cepkit.engines.rcep.pattern``) and what it refuses."""
+
 import pytest
 
 import cepkit
@@ -19,10 +20,17 @@ def roles(text):
 def test_each_conjunct_gets_one_role():
     """[RCEP] §3.4: constant predicates Θᶜ are local tests, ``p_i.A φ p_j.A`` joins (oriented earlier
     variable first), NEXT chains; FIRST, aggregates and ``or`` over a Kleene variable are residual."""
-    found = roles("SEQ(Stock a, Stock+ b, Stock c) WHERE a.v > 3 and b.v < 10 and b.v > a.v * 2 "
-                  "and b[i].v > b[i-1].v and c.v >= first(b).w and count(b) > 2 and (b.v > 5 or b.v < 2)")
-    assert found == {"local": {"a": 1, "b": 1}, "joins": [(0, "<", 1)], "chains": [(1, "<")], "residual": 3,
-                     "per_event": {}}
+    found = roles(
+        "SEQ(Stock a, Stock+ b, Stock c) WHERE a.v > 3 and b.v < 10 and b.v > a.v * 2 "
+        "and b[i].v > b[i-1].v and c.v >= first(b).w and count(b) > 2 and (b.v > 5 or b.v < 2)"
+    )
+    assert found == {
+        "local": {"a": 1, "b": 1},
+        "joins": [(0, "<", 1)],
+        "chains": [(1, "<")],
+        "residual": 3,
+        "per_event": {},
+    }
 
 
 def test_first_and_last_on_a_monotone_chain_become_joins():
@@ -35,20 +43,24 @@ def test_first_and_last_on_a_monotone_chain_become_joins():
 
 
 def test_conditions_inside_an_iteration_hold_per_event():
-    found = roles("SEQ(A a, (B b FILTER b.v > 1 or b.id = 0)+, (C c FILTER c.v > a.v)+, "
-                  "(D d FILTER d.v > a.v or d.id = 0)+)")
+    found = roles(
+        "SEQ(A a, (B b FILTER b.v > 1 or b.id = 0)+, (C c FILTER c.v > a.v)+, (D d FILTER d.v > a.v or d.id = 0)+)"
+    )
     assert found["local"] == {"b": 1} and found["joins"] == [(0, "<", 2)] and found["per_event"] == {"d": 1}
 
 
-@pytest.mark.parametrize("query, what", [
-    ("A a OR B b", "or"),
-    ("SEQ(A a, !B b, C c)", "negation"),
-    ("(A a ; B b)+ ; C c", "iteration of a composite"),
-    ("SEQ(AND(A a, B b), C c)", "and"),
-    ("NEXT(A a ; B+ b) ; C c", "nested_strategy"),
-    ("SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under ROBUST_STNM"),
-    ("SELECT STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under STNM"),
-])
+@pytest.mark.parametrize(
+    "query, what",
+    [
+        ("A a OR B b", "or"),
+        ("SEQ(A a, !B b, C c)", "negation"),
+        ("(A a ; B b)+ ; C c", "iteration of a composite"),
+        ("SEQ(AND(A a, B b), C c)", "and"),
+        ("NEXT(A a ; B+ b) ; C c", "nested_strategy"),
+        ("SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under ROBUST_STNM"),
+        ("SELECT STNM * PATTERN SEQ(A a, B+ b) WITHIN 5 CONSUME BY ANY", "CONSUME BY under STNM"),
+    ],
+)
 def test_refusals_name_the_engines_that_can(query, what):
     with pytest.raises(cepkit.QueryError, match=what) as refused:
         cepkit.match(query, [{"type": "A"}], engine="rcep")

@@ -1,10 +1,10 @@
 """Z-order helpers and the region-dominance join ([RCEP] §3.7, §4.3, Examples 5-6)."""
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cepkit.engines.rcep.zorder import (dis, dominance, extract, interleave, region_join, z_regions,
-                                        z_less)
+from cepkit.engines.rcep.zorder import dis, dominance, extract, interleave, region_join, z_regions, z_less
 
 OPS = ["<", "<=", ">", ">=", "=", "!="]
 
@@ -17,7 +17,7 @@ def test_t5_bit_helpers():
     assert extract(0b110011, 6, take=1, skip=2) == 0b10
     assert extract(0b101101, 6, take=2, skip=1) == 0b1010
     assert dis(0b011000, 0b011011, 6) == 4
-    first, second = (0b011, 0b000), (0b011, 0b010)      # the two points of 001010 and 001110
+    first, second = (0b011, 0b000), (0b011, 0b010)  # the two points of 001010 and 001110
     assert (interleave(first, 3), interleave(second, 3)) == (0b001010, 0b001110)
     assert z_less(first, second) and not z_less(second, first)
 
@@ -36,8 +36,7 @@ def test_t7_region_dominance():
     """[RCEP] Example 6 (synthetic boxes): a.price < b.price and a.time > b.time; r3 dominates r2 fully
     (lower prices, later times); r3 ~ r4 and r1 ~ r4 only partially; r2 against r1 not at all."""
     ops = ("<", ">")
-    box = {"r1": ((10, 0), (30, 20)), "r2": ((50, 0), (60, 10)), "r3": ((20, 40), (40, 50)),
-           "r4": ((25, 15), (70, 45))}
+    box = {"r1": ((10, 0), (30, 20)), "r2": ((50, 0), (60, 10)), "r3": ((20, 40), (40, 50)), "r4": ((25, 15), (70, 45))}
     assert dominance(ops, *box["r3"], *box["r2"]) == "full"
     assert dominance(ops, *box["r3"], *box["r4"]) == "partial"
     assert dominance(ops, *box["r1"], *box["r4"]) == "partial"
@@ -67,8 +66,14 @@ def test_region_join_is_the_pairwise_join(ops, data):
     joined = region_join(tuple(ops), outer, outer_valid, inner, inner_valid, stats, capacity)
     expected = outer_valid[:, None] & inner_valid[None, :]
     for k, op in enumerate(ops):
-        expected &= {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal, "=": np.equal,
-                     "!=": np.not_equal}[op](outer[:, k][:, None], inner[:, k][None, :])
+        expected &= {
+            "<": np.less,
+            "<=": np.less_equal,
+            ">": np.greater,
+            ">=": np.greater_equal,
+            "=": np.equal,
+            "!=": np.not_equal,
+        }[op](outer[:, k][:, None], inner[:, k][None, :])
     assert (joined == expected).all()
     assert stats["tested"] <= expected.size
 

@@ -1,6 +1,7 @@
 """The ``ses`` engine against the reference evaluator on random set patterns and streams (hypothesis), and its
 own evaluation paths against each other: two-phase on/off, backtracking vs all+pp (Thm 6.2), the SES
 automaton vs the brute force of Ex 4.8, incremental vs batch, and a plan's pickle round trip."""
+
 import copy
 import pickle
 
@@ -18,8 +19,13 @@ RANDOM = settings(max_examples=60, deadline=None, suppress_health_check=[HealthC
 
 
 @RANDOM
-@given(set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")), events, st.booleans(),
-       st.sampled_from(["backtrack", "filter"]), st.booleans())
+@given(
+    set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+    events,
+    st.booleans(),
+    st.sampled_from(["backtrack", "filter"]),
+    st.booleans(),
+)
 def test_agrees_with_the_reference(query, stream, two_phase, robust, lookahead):
     """Same positions and bindings as the reference, whatever the evaluation path ([SES] ch. 5: the two-phase
     filter, partitions and candidates change nothing; [SES] §6.4: Algorithm 4, with or without the lookahead cut, and all+pp
@@ -39,8 +45,10 @@ def test_the_brute_force_finds_the_same_matches(query, stream):
 @given(set_query_variants(), events)
 def test_stnm_within_robust_stnm_within_all(query, stream):
     """Thm 6.1: Γ_stnm ⊆ Γ_rstnm ⊆ Γ."""
-    keys = {s: {m.key for m in cepkit.match(query, stream, engine="ses", strategy=s)}
-            for s in ("STNM", "ROBUST_STNM", "ALL")}
+    keys = {
+        s: {m.key for m in cepkit.match(query, stream, engine="ses", strategy=s)}
+        for s in ("STNM", "ROBUST_STNM", "ALL")
+    }
     assert keys["STNM"] <= keys["ROBUST_STNM"] <= keys["ALL"]
 
 
@@ -54,8 +62,9 @@ def test_incremental_agrees_with_batch(query, stream, data):
     matcher = cepkit.Matcher(query, engine="ses")
     pushed = [m for event in stream[:cut] for m in matcher.push(event)]
     closed = matcher.close()
-    assert sorted(m.key for m in pushed + closed) == sorted(m.key for m in cepkit.match(query, stream[:cut],
-                                                                                        engine="ses"))
+    assert sorted(m.key for m in pushed + closed) == sorted(
+        m.key for m in cepkit.match(query, stream[:cut], engine="ses")
+    )
     matcher = cepkit.Matcher(query, engine="ses")
     pushed = {m.key for event in stream for m in matcher.push(event)}
     assert pushed <= {m.key for m in cepkit.match(query, stream, engine="ses")}

@@ -1,4 +1,5 @@
 """The SES automaton's construction ([SES] Def 4.1, §4.3) and the brute force of Ex 4.8."""
+
 import math
 
 import networkx as nx
@@ -14,8 +15,24 @@ def test_p1_states_and_transitions_ex_4_4():
     n = SesAutomaton.build([("c", "p", "d"), ("b",)], kleene={"p"})
     assert ["".join(sorted(q)) for q in n.states] == ["", "c", "d", "p", "cd", "cp", "dp", "cdp", "bcdp"]
     assert [("".join(sorted(t.source)), t.var) for t in n.transitions] == [
-        ("", "c"), ("", "d"), ("", "p"), ("c", "d"), ("c", "p"), ("d", "c"), ("d", "p"), ("p", "c"), ("p", "d"),
-        ("p", "p"), ("cd", "p"), ("cp", "d"), ("cp", "p"), ("dp", "c"), ("dp", "p"), ("cdp", "p"), ("cdp", "b")]
+        ("", "c"),
+        ("", "d"),
+        ("", "p"),
+        ("c", "d"),
+        ("c", "p"),
+        ("d", "c"),
+        ("d", "p"),
+        ("p", "c"),
+        ("p", "d"),
+        ("p", "p"),
+        ("cd", "p"),
+        ("cp", "d"),
+        ("cp", "p"),
+        ("dp", "c"),
+        ("dp", "p"),
+        ("cdp", "p"),
+        ("cdp", "b"),
+    ]
     assert [t.number for t in n.transitions] == list(range(1, 18))
     assert n.start == frozenset() and n.final == frozenset("cpdb")
 
@@ -24,7 +41,8 @@ def test_a_single_set_in_isolation_ex_4_2():
     """Ex 4.2: ⟨{b}⟩ alone has two states, ∅ and {b}, and the single transition (∅, b, Θ)."""
     n = SesAutomaton.build([("b",)], kleene=())
     assert n.states == (frozenset(), frozenset("b")) and [(t.source, t.var) for t in n.transitions] == [
-        (frozenset(), "b")]
+        (frozenset(), "b")
+    ]
 
 
 set_shapes = st.lists(st.lists(st.booleans(), min_size=1, max_size=3), min_size=1, max_size=3)
@@ -68,7 +86,13 @@ def test_brute_force_of_ex_4_8():
     assert sorted("".join(a.variables) for a in chains) == ["cdpb", "cpdb", "dcpb", "dpcb", "pcdb", "pdcb"]
     cpdb = next(a for a in chains if a.variables == ("c", "p", "d", "b"))
     assert [("".join(sorted(t.source)), t.var) for t in cpdb.transitions] == [
-        ("", "c"), ("c", "p"), ("cp", "p"), ("cp", "d"), ("cdp", "p"), ("cdp", "b")]
+        ("", "c"),
+        ("c", "p"),
+        ("cp", "p"),
+        ("cp", "d"),
+        ("cdp", "p"),
+        ("cdp", "b"),
+    ]
 
 
 def test_graph_for_views():

@@ -1,5 +1,6 @@
 """SES conditions ([SES] ch. 3, docs/language.md §3 and rule 6): quantification over Kleene variables, ``prev``,
 the monotone / property classes that drive the automaton, and the reference's value rules."""
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -50,8 +51,9 @@ def test_classes():
     assert not conjunct("prev(p.v) < p.v").property and not conjunct("p.v < q.v").property
 
 
-leaf_texts = st.sampled_from(["p.v < q.v", "prev(p.v) < p.v", "p.v + a.v > q.v", "p.v != a.v", "q.v IN (1, 2)",
-                              "p.v * 2 >= q.v - a.v"])
+leaf_texts = st.sampled_from(
+    ["p.v < q.v", "prev(p.v) < p.v", "p.v + a.v > q.v", "p.v != a.v", "q.v IN (1, 2)", "p.v * 2 >= q.v - a.v"]
+)
 values = st.lists(st.integers(0, 4), min_size=1, max_size=4)
 
 
@@ -82,13 +84,16 @@ def test_one_quantifier_per_comparison_agrees_with_the_reference():
     assert cepkit.match(some, stream, engine="ses").positions() == [(0, 1, 2), (1, 2)]
 
 
-@pytest.mark.parametrize("condition,expected", [
-    ("a.v < b.w", [(0, 2)]),                # the first b has no w: null, false
-    ("not a.v < b.w", [(0, 1)]),            # two-valued: not of it is true
-    ("a.v / 0 = a.v / 0", []),              # division by zero is null
-    ("a.v + 1 = b.v", [(0, 1)]),
-    ("a.ts < b.ts and a.type = 'A' and b.ts > 1", [(0, 2)]),
-])
+@pytest.mark.parametrize(
+    "condition,expected",
+    [
+        ("a.v < b.w", [(0, 2)]),  # the first b has no w: null, false
+        ("not a.v < b.w", [(0, 1)]),  # two-valued: not of it is true
+        ("a.v / 0 = a.v / 0", []),  # division by zero is null
+        ("a.v + 1 = b.v", [(0, 1)]),
+        ("a.ts < b.ts and a.type = 'A' and b.ts > 1", [(0, 2)]),
+    ],
+)
 def test_value_rules(condition, expected):
     """Nulls and arithmetic as the reference has them (docs/decisions.md, Nulls)."""
     stream = [{"type": "A", "ts": 0, "v": 1}, {"type": "B", "ts": 1, "v": 2}, {"type": "B", "ts": 2, "v": 3, "w": 5}]

@@ -1,12 +1,15 @@
 """``SesRun``: the SES automaton stepped through a match window, in the shape ``AutomatonView`` draws
 ([SES] §4.4, Fig 4.6)."""
+
 import cepkit
 from cepkit.datasets import ses_chemo
 from cepkit.engines.ses.inspect import SesRun
 from cepkit.widgets import AutomatonView
 
-P1 = ("PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
-      "and prev(p.V) < p.V WITHIN 15 days")
+P1 = (
+    "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE c.PID = p.PID and p.PID = d.PID and d.PID = b.PID "
+    "and prev(p.V) < p.V WITHIN 15 days"
+)
 
 
 def test_states_and_conditions():

@@ -2,6 +2,7 @@
 bindings and emission positions of the event-by-event matcher and the reference's matches, with the SES
 automaton and the brute force's permutation automata alike; its pure-Python twin (NUMBA_DISABLE_JIT=1,
 the same functions uncompiled) gives the compiled kernel's."""
+
 import random
 
 import pytest
@@ -38,8 +39,10 @@ def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events):
 
 def _chemo(n: int, patients: int, seed: int = 4) -> list:
     rng = random.Random(seed)
-    return [{"type": rng.choice("CPDB"), "ts": i * 1800.0, "PID": rng.randrange(patients), "V": rng.randrange(50)}
-            for i in range(n)]
+    return [
+        {"type": rng.choice("CPDB"), "ts": i * 1800.0, "PID": rng.randrange(patients), "V": rng.randrange(50)}
+        for i in range(n)
+    ]
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -60,8 +63,10 @@ def test_set_queries_at_size(automaton, strategy):
     """Sets with a Kleene variable, a chain and joins, partitioned on X by Θ's equalities, over a few
     thousand events: the kernel finds what the matcher finds, emitted where the matcher emits them."""
     events = _chemo(3000, 5)
-    query = (f"SELECT {strategy} * PATTERN SEQ({{C c, P+ p, D d}}, {{B b}}) WHERE c.PID = p.PID and "
-             "p.PID = d.PID and d.PID = b.PID and prev(p.V) < p.V and c.V < b.V WITHIN 1 days")
+    query = (
+        f"SELECT {strategy} * PATTERN SEQ({{C c, P+ p, D d}}, {{B b}}) WHERE c.PID = p.PID and "
+        "p.PID = d.PID and d.PID = b.PID and prev(p.V) < p.V and c.V < b.V WITHIN 1 days"
+    )
     plan, found, pushed, columnar = _both(query, events, automaton=automaton)
     assert isinstance(found, MatchArrays) and len(found) > 20
     assert columnar == pushed

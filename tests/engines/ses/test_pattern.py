@@ -1,5 +1,6 @@
 """Reading queries as SES patterns ([SES] Def 3.1), the implied equalities Θ_eq⁺ and the partition
 attributes X (docs/references.md E11, [SES] Def 5.3), and the errors for everything outside the fragment."""
+
 import pytest
 
 import cepkit
@@ -44,7 +45,7 @@ def test_hierarchy_types():
     found = cepkit.match(query, events, engine="ses", hierarchy=hierarchy)
     assert found.positions() == [(0, 1), (0, 2), (1, 2)]
     assert found == cepkit.match(query, events, engine="reference", hierarchy=hierarchy)
-    on_attribute = cepkit.Hierarchy(hierarchy, attribute="sector")   # classifies an attribute, not types
+    on_attribute = cepkit.Hierarchy(hierarchy, attribute="sector")  # classifies an attribute, not types
     assert cepkit.match(query, events, engine="ses", hierarchy=on_attribute).positions() == []
 
 
@@ -76,21 +77,26 @@ def test_implied_equalities():
 
 def test_equality_links():
     """The equalities that tie an attribute across variables, or across a Kleene variable's events."""
+
     def link(text):
         return equality_link(cepkit.parse(f"SEQ(A+ a, B b) WHERE {text}").where)
+
     assert link("a.x = b.x") == ("x", "a", "b")
     assert link("prev(a.x) = a.x") == link("a.x = a[i-1].x") == ("x", "a", "a")
     assert link("a.x = b.y") is link("a.x < b.x") is link("a.x = 1") is link("prev(a.x) = b.x") is None
 
 
-@pytest.mark.parametrize("text,what", [
-    ("SEQ(A a, (B b ; C c)+)", "iteration of a composite pattern"),
-    ("SEQ(A a, (B b FILTER b.v > 1)+)", "a FILTER inside an iteration"),
-    ("SEQ({A a, SEQ(B b, C c)}, D d)", "this nesting"),
-    ("SEQ(A+ a, B b) WHERE first(a).v > 1", "first(), last() and b[k]"),
-    ("SEQ(A a, B b) WHERE prev(a.v) < b.v", "not a Kleene variable"),
-    ("SEQ(A a, B b) WHERE (a.v > 1 or b.v > 1) = true", "a condition used as a value"),
-])
+@pytest.mark.parametrize(
+    "text,what",
+    [
+        ("SEQ(A a, (B b ; C c)+)", "iteration of a composite pattern"),
+        ("SEQ(A a, (B b FILTER b.v > 1)+)", "a FILTER inside an iteration"),
+        ("SEQ({A a, SEQ(B b, C c)}, D d)", "this nesting"),
+        ("SEQ(A+ a, B b) WHERE first(a).v > 1", "first(), last() and b[k]"),
+        ("SEQ(A a, B b) WHERE prev(a.v) < b.v", "not a Kleene variable"),
+        ("SEQ(A a, B b) WHERE (a.v > 1 or b.v > 1) = true", "a condition used as a value"),
+    ],
+)
 def test_outside_the_fragment(text, what):
     """A pattern the engine cannot run is a QueryError at the culprit, naming the engines that can; with
     engine="auto" the query falls through to one of them."""
@@ -101,10 +107,16 @@ def test_outside_the_fragment(text, what):
     assert cepkit.match(text, [{"type": "A"}]).engine != "ses"
 
 
-@pytest.mark.parametrize("text,feature", [
-    ("SEQ(A a, !B b, C c)", "negation"), ("A a OR B b", "or"), ("SEQ(A+ a, B b) WHERE count(a) > 1", "aggregates"),
-    ("SELECT NEXT * PATTERN SEQ(A a, B b)", "strategy:NEXT"), ("SEQ(A a, B b) CONSUME BY ANY", "consume"),
-])
+@pytest.mark.parametrize(
+    "text,feature",
+    [
+        ("SEQ(A a, !B b, C c)", "negation"),
+        ("A a OR B b", "or"),
+        ("SEQ(A+ a, B b) WHERE count(a) > 1", "aggregates"),
+        ("SELECT NEXT * PATTERN SEQ(A a, B b)", "strategy:NEXT"),
+        ("SEQ(A a, B b) CONSUME BY ANY", "consume"),
+    ],
+)
 def test_features_it_does_not_declare(text, feature):
     """Features outside ``SesEngine.features`` are refused before compiling, with the engines that have them."""
     with pytest.raises(cepkit.QueryError, match=f"does not support {feature}") as error:

@@ -1,6 +1,7 @@
 """The ``ses`` engine on every worked example of [SES] (and docs/references.md E10-E17), each citing its
 example. Matches are written as the thesis writes them, one string per match: ``"b=e12 c=e1 d=e5 p=e3+e10"``.
 """
+
 import pytest
 
 import cepkit
@@ -12,15 +13,21 @@ from cepkit.runtime.stream import Stream
 from cepkit.runtime.registry import get_engine
 
 # P1 and P2 with Θ as the thesis writes it (Ex 3.2): the drug is the attribute L, not the event type.
-P1 = ("PATTERN SEQ({ANY c, ANY+ p, ANY d}, {ANY b}) WHERE c.L = 'C' and p.L = 'P' and d.L = 'D' and b.L = 'B' "
-      "and c.PID = p.PID and p.PID = d.PID and d.PID = b.PID and prev(p.V) < p.V WITHIN 15 days")
+P1 = (
+    "PATTERN SEQ({ANY c, ANY+ p, ANY d}, {ANY b}) WHERE c.L = 'C' and p.L = 'P' and d.L = 'D' and b.L = 'B' "
+    "and c.PID = p.PID and p.PID = d.PID and d.PID = b.PID and prev(p.V) < p.V WITHIN 15 days"
+)
 P2 = "PATTERN SEQ({C c, P+ p}, {B b}) WHERE c.PID = p.PID and p.PID = b.PID and prev(p.V) < p.V WITHIN 15 days"
 CHAPTER1 = "PATTERN SEQ({C c, P+ p}, {B b}) WHERE c.PID = p.PID and p.PID = b.PID WITHIN 15 days"
-STOCKS1 = ("PATTERN SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3}) "
-           "WHERE g1.P < g2.P and g2.P < g3.P and i1.P < i2.P and i2.P < i3.P WITHIN 100 ms")
-P3 = ("PATTERN SEQ({ANY s1}, {ANY s2}, {ANY+ s3}, {ANY s4}) WHERE s1.S = 'GOOG' and s2.S = 'GOOG' and "
-      "s3.S = 'GOOG' and s4.S = 'GOOG' and s1.P < s2.P and s2.P < s3.P and prev(s3.P) < s3.P and s1.V < s4.V "
-      "and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms")
+STOCKS1 = (
+    "PATTERN SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3}) "
+    "WHERE g1.P < g2.P and g2.P < g3.P and i1.P < i2.P and i2.P < i3.P WITHIN 100 ms"
+)
+P3 = (
+    "PATTERN SEQ({ANY s1}, {ANY s2}, {ANY+ s3}, {ANY s4}) WHERE s1.S = 'GOOG' and s2.S = 'GOOG' and "
+    "s3.S = 'GOOG' and s4.S = 'GOOG' and s1.P < s2.P and s2.P < s3.P and prev(s3.P) < s3.P and s1.V < s4.V "
+    "and s2.V < s4.V and s3.V < s4.V WITHIN 100 ms"
+)
 STRATEGIES = ["ALL", "STNM", "ROBUST_STNM"]
 
 
@@ -28,8 +35,13 @@ def described(query, frame, strategy="ALL", **options) -> list:
     """The ses engine's matches, each as the thesis names them, sorted."""
     names = frame["e"].tolist()
     found = cepkit.match(query, frame, engine="ses", strategy=strategy, **options)
-    return sorted(" ".join(f"{var}={'+'.join(names[i] for i in value) if isinstance(value, tuple) else names[value]}"
-                           for var, value in sorted(m.bindings.items())) for m in found)
+    return sorted(
+        " ".join(
+            f"{var}={'+'.join(names[i] for i in value) if isinstance(value, tuple) else names[value]}"
+            for var, value in sorted(m.bindings.items())
+        )
+        for m in found
+    )
 
 
 def plan_of(query, **options):
@@ -41,8 +53,9 @@ def window_names(frame, positions) -> list:
 
 
 # ----------------------------------------------------------------------------- chemo, chapters 3-6 ([SES] Fig. 3.1)
-P1_ALL = ["b=e12 c=e1 d=e5 p=e3", "b=e12 c=e1 d=e5 p=e10", "b=e12 c=e1 d=e5 p=e3+e10"] + \
-    [f"b={b} c=e8 d=e7 p={p}" for p in ("e6", "e9", "e11", "e6+e9") for b in ("e13", "e14")]
+P1_ALL = ["b=e12 c=e1 d=e5 p=e3", "b=e12 c=e1 d=e5 p=e10", "b=e12 c=e1 d=e5 p=e3+e10"] + [
+    f"b={b} c=e8 d=e7 p={p}" for p in ("e6", "e9", "e11", "e6+e9") for b in ("e13", "e14")
+]
 P1_STNM = ["b=e12 c=e1 d=e5 p=e3+e10", "b=e13 c=e8 d=e7 p=e9", "b=e13 c=e8 d=e7 p=e6+e9"]
 
 
@@ -73,9 +86,13 @@ def test_chemo_w1_instance_fig_4_6():
     trace: list = []
     run_window(plan.compiled[0], window, keep_skips=False, trace=trace)
     c, p, d, b = (1 << plan.index[v] for v in "cpdb")
-    steps = {"e1": (c, ["e1"], [], [], []), "e3": (c | p, ["e1"], ["e3"], [], []),
-             "e5": (c | p | d, ["e1"], ["e3"], ["e5"], []), "e10": (c | p | d, ["e1"], ["e3", "e10"], ["e5"], []),
-             "e12": (c | p | d | b, ["e1"], ["e3", "e10"], ["e5"], ["e12"])}
+    steps = {
+        "e1": (c, ["e1"], [], [], []),
+        "e3": (c | p, ["e1"], ["e3"], [], []),
+        "e5": (c | p | d, ["e1"], ["e3"], ["e5"], []),
+        "e10": (c | p | d, ["e1"], ["e3", "e10"], ["e5"], []),
+        "e12": (c | p | d | b, ["e1"], ["e3", "e10"], ["e5"], ["e12"]),
+    }
     current = None
     for position, instances in trace:
         current = steps.get(frame["e"].iloc[position], current)
@@ -108,9 +125,11 @@ def test_a_on_w1_and_w2_ex_5_3():
     names = frame["e"].tolist()
 
     def a(first, last):
-        window = [Entry(e, e.time, plan.vars_of(e)) for e in events[first - 1:last]]
-        return [{v: [names[e.position] for e in b[plan.index[v]]] for v in "cpb"}
-                for b in run_window(plan.compiled[0], window, keep_skips=False)]
+        window = [Entry(e, e.time, plan.vars_of(e)) for e in events[first - 1 : last]]
+        return [
+            {v: [names[e.position] for e in b[plan.index[v]]] for v in "cpb"}
+            for b in run_window(plan.compiled[0], window, keep_skips=False)
+        ]
 
     assert a(1, 13) == [{"c": ["e1"], "p": ["e3", "e10"], "b": ["e12"]}]
     assert a(2, 14) == []
@@ -123,10 +142,12 @@ def test_filtered_windows_ex_5_4_and_candidates_ex_5_5():
     frame = ses_chemo(3)
     query = "PATTERN SEQ({C c, P+ p}, {B b}) WHERE prev(p.V) < p.V WITHIN 15 days"
     windows = plan_of(query).match_windows(Stream.from_any(frame)).set_index("start")
-    assert window_names(frame, windows.loc[0, "positions"]) == ["e1", "e2", "e3", "e4", "e6"] + \
-        [f"e{i}" for i in range(8, 14)]
-    assert window_names(frame, windows.loc[1, "positions"]) == ["e2", "e3", "e4", "e6"] + \
-        [f"e{i}" for i in range(8, 15)]
+    assert window_names(frame, windows.loc[0, "positions"]) == ["e1", "e2", "e3", "e4", "e6"] + [
+        f"e{i}" for i in range(8, 14)
+    ]
+    assert window_names(frame, windows.loc[1, "positions"]) == ["e2", "e3", "e4", "e6"] + [
+        f"e{i}" for i in range(8, 15)
+    ]
     assert windows.loc[0, "evaluated"] and not windows.loc[1, "evaluated"]
 
 
@@ -161,8 +182,14 @@ def test_summary_statistics_fig_5_4():
     window.popleft()
     rows.append((tuple(window.stats.counters), window.conditions()))
     F, T = False, True
-    assert rows == [((1, 0, 0), (F, T, F, F)), ((1, 0, 0), (F, T, F, F)), ((1, 1, 0), (T, T, T, F)),
-                    ((1, 2, 0), (T, T, T, F)), ((1, 2, 1), (T, T, T, T)), ((0, 2, 0), (T, F, F, F))]
+    assert rows == [
+        ((1, 0, 0), (F, T, F, F)),
+        ((1, 0, 0), (F, T, F, F)),
+        ((1, 1, 0), (T, T, T, F)),
+        ((1, 2, 0), (T, T, T, F)),
+        ((1, 2, 1), (T, T, T, T)),
+        ((0, 2, 0), (T, F, F, F)),
+    ]
 
 
 def test_bit_vectors_ex_5_9():
@@ -203,16 +230,20 @@ def test_greedy_stnm_misses_what_robust_stnm_keeps():
     assert described(nadir, frame, "STNM") == []
     assert described(nadir, frame, "ROBUST_STNM") == ["b=e12 c=e1 p=e3", "b=e13 c=e8 p=e6"]
     for strategy in STRATEGIES:
-        assert cepkit.match(nadir, frame, engine="ses", strategy=strategy) == \
-            cepkit.match(nadir, frame, engine="reference", strategy=strategy)
+        assert cepkit.match(nadir, frame, engine="ses", strategy=strategy) == cepkit.match(
+            nadir, frame, engine="reference", strategy=strategy
+        )
 
 
 # ----------------------------------------------------------------------------- chemo, chapter 1 ([SES] Fig. 1.4(b))
-@pytest.mark.parametrize("strategy,expected", [
-    ("ALL", ["b=e8 c=e1 p=e3"] + [f"b={b} c=e6 p={p}" for p in ("e5", "e7", "e5+e7") for b in ("e9", "e10")]),
-    ("STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
-    ("ROBUST_STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
-])
+@pytest.mark.parametrize(
+    "strategy,expected",
+    [
+        ("ALL", ["b=e8 c=e1 p=e3"] + [f"b={b} c=e6 p={p}" for p in ("e5", "e7", "e5+e7") for b in ("e9", "e10")]),
+        ("STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
+        ("ROBUST_STNM", ["b=e8 c=e1 p=e3", "b=e9 c=e6 p=e5+e7", "b=e9 c=e6 p=e7"]),
+    ],
+)
 def test_chemo_chapter_1(strategy, expected):
     """[SES] Figs 1.5-1.6: STAM gives 7 matches; STNM 3 (Fig 1.5(b): e8 is another patient's,
     e9 is preferred to e10), and RSTNM the same (checked against the reference)."""
@@ -238,8 +269,10 @@ def test_stocks_chapter_1(strategy):
     pattern ⟨g1, i1, g2, i2, g3, i3⟩ (singleton sets) finds nothing."""
     frame = ses_stocks(1)
     assert described(STOCKS1, frame, strategy) == ["g1=e1 g2=e4 g3=e6 i1=e2 i2=e3 i3=e5"]
-    sequential = STOCKS1.replace("SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3})",
-                                 "SEQ(GOOG g1, IBM i1, GOOG g2, IBM i2, GOOG g3, IBM i3)")
+    sequential = STOCKS1.replace(
+        "SEQ({GOOG g1, IBM i1}, {GOOG g2, IBM i2}, {GOOG g3, IBM i3})",
+        "SEQ(GOOG g1, IBM i1, GOOG g2, IBM i2, GOOG g3, IBM i3)",
+    )
     assert described(sequential, frame, strategy) == []
     # covering every interleaving with sequential patterns takes 2!·2!·2! = 8 of them (the brute force's)
     assert len(permutation_automata([("g1", "i1"), ("g2", "i2"), ("g3", "i3")], kleene=())) == 8
@@ -256,8 +289,11 @@ def test_stocks_p3(robust):
     frame = ses_stocks(6)
     assert described(P3, frame, "STNM") == P3_STNM
     assert described(P3, frame, "ROBUST_STNM", robust=robust) == sorted(P3_STNM + ["s1=e71 s2=e74 s3=e76 s4=e77"])
-    listed = P3_STNM + [f"s1={s1} s2=e4 s3={s3} s4=e7" for s1 in ("e1", "e3") for s3 in ("e5", "e6")] + \
-        [f"s1=e71 s2=e74 s3=e76 s4={s4}" for s4 in ("e77", "e78")]
+    listed = (
+        P3_STNM
+        + [f"s1={s1} s2=e4 s3={s3} s4=e7" for s1 in ("e1", "e3") for s3 in ("e5", "e6")]
+        + [f"s1=e71 s2=e74 s3=e76 s4={s4}" for s4 in ("e77", "e78")]
+    )
     missing = ["s1=e1 s2=e5 s3=e6 s4=e7", "s1=e3 s2=e5 s3=e6 s4=e7"]
     assert described(P3, frame) == sorted(listed + missing)
 
@@ -267,8 +303,12 @@ def test_stocks_p3_automaton_ex_6_6():
     s3 self-loop, δ5 binds s4."""
     automaton = SesAutomaton.build([("s1",), ("s2",), ("s3",), ("s4",)], kleene={"s3"})
     assert [(t.label, sorted(t.source), t.var) for t in automaton.transitions] == [
-        ("δ1", [], "s1"), ("δ2", ["s1"], "s2"), ("δ3", ["s1", "s2"], "s3"), ("δ4", ["s1", "s2", "s3"], "s3"),
-        ("δ5", ["s1", "s2", "s3"], "s4")]
+        ("δ1", [], "s1"),
+        ("δ2", ["s1"], "s2"),
+        ("δ3", ["s1", "s2"], "s3"),
+        ("δ4", ["s1", "s2", "s3"], "s3"),
+        ("δ5", ["s1", "s2", "s3"], "s4"),
+    ]
 
 
 @pytest.mark.parametrize("omit", [["e75"], []], ids=["without-e75", "with-e75"])
@@ -289,12 +329,28 @@ def test_backtracking_ex_6_10(omit):
         window = [Entry(e, e.time, plan.vars_of(e)) for e in Stream.from_any(frame)]
         trace: list = []
         run_window_robust(plan.compiled[0], window, trace, lookahead=False)
-        assert trace == [("push", 1, 1), ("push", 2, 2), ("backtrack", 2, 2), ("push", 2, 4), ("push", 3, 5),
-                         ("push", 4, 6), ("push", 5, 6), ("accept", 5, 6), ("blocked", 4, 6)]
+        assert trace == [
+            ("push", 1, 1),
+            ("push", 2, 2),
+            ("backtrack", 2, 2),
+            ("push", 2, 4),
+            ("push", 3, 5),
+            ("push", 4, 6),
+            ("push", 5, 6),
+            ("accept", 5, 6),
+            ("blocked", 4, 6),
+        ]
         trace = []
         run_window_robust(plan.compiled[0], window, trace)
-        assert trace == [("push", 1, 1), ("cut", 2, 2), ("push", 2, 4), ("push", 3, 5), ("cut", 4, 6),
-                         ("push", 5, 6), ("accept", 5, 6)]
+        assert trace == [
+            ("push", 1, 1),
+            ("cut", 2, 2),
+            ("push", 2, 4),
+            ("push", 3, 5),
+            ("cut", 4, 6),
+            ("push", 5, 6),
+            ("accept", 5, 6),
+        ]
 
 
 # ----------------------------------------------------------------------------- decisions (docs/decisions.md)
@@ -308,10 +364,11 @@ def test_kleene_variable_in_the_last_set():
     for strategy in ("STNM", "ROBUST_STNM"):
         assert cepkit.match(query, events, engine="ses", strategy=strategy).positions() == [(0, 1, 4)]
     assert cepkit.match(query.replace("10", "3"), events, engine="ses", strategy="STNM").positions() == [(0, 1)]
-    for text in (query, query.replace("10", "3")):   # the reference decides the same (docs/decisions.md)
+    for text in (query, query.replace("10", "3")):  # the reference decides the same (docs/decisions.md)
         for strategy in STRATEGIES:
-            assert cepkit.match(text, events, engine="ses", strategy=strategy) == \
-                cepkit.match(text, events, engine="reference", strategy=strategy)
+            assert cepkit.match(text, events, engine="ses", strategy=strategy) == cepkit.match(
+                text, events, engine="reference", strategy=strategy
+            )
 
 
 def test_partition_invariance():

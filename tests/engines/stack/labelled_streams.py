@@ -1,5 +1,6 @@
 """Streams written as [LIU] writes them: ``"a3 c5 b6"`` is an A at ts 3, a C at ts 5, a B at ts 6, arriving in
 that order; ``POG<C,10>`` is a punctuation promising no more C with ts ≤ 10 ([LIU] §3.6.1)."""
+
 import re
 
 _POG = re.compile(r"POG<(\w+),(\d+)>")
@@ -19,5 +20,4 @@ def arrivals(text: str) -> list:
 def labelled(matches, text: str) -> set:
     """Each match (a tuple of positions) as its events' labels in ts order (``("a3", "b6", "d10")``)."""
     names = text.split()
-    return {tuple(names[p] for p in sorted(positions, key=lambda p: (int(names[p][1:]), p)))
-            for positions in matches}
+    return {tuple(names[p] for p in sorted(positions, key=lambda p: (int(names[p][1:]), p))) for positions in matches}

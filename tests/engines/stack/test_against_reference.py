@@ -1,6 +1,7 @@
 """The stack engine agrees with the reference evaluator on random flat SEQ queries with negation (leading,
 middle, trailing), unary and join predicates, windows, PARTITION BY and the strategies ALL, STRICT,
 PARTITION_STRICT and STNM; and its incremental matcher agrees with its batch run."""
+
 import cepkit
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,8 +22,11 @@ def test_strategies_agree(query, events):
 
 
 @settings(max_examples=100, deadline=None)
-@given(flat_seq_queries(joins=False, negation=False, max_len=3), streams(types=("A", "B"), max_size=10),
-       st.sampled_from([None, "Event", "Root"]))
+@given(
+    flat_seq_queries(joins=False, negation=False, max_len=3),
+    streams(types=("A", "B"), max_size=10),
+    st.sampled_from([None, "Event", "Root"]),
+)
 def test_hierarchy_and_any_agree(query, events, concept):
     # Atoms of type A also match the concept "Event" (A, B below it); "ANY" is every type.
     hierarchy = {"Event": ["A", "B"], "Root": ["Event"]}
@@ -86,5 +90,5 @@ def test_equal_projections_are_emitted_once():
     assert [(d.key, d.emitted_at) for d in cepkit.match(query, events, engine="stack").deltas] == pushed
     late = [{"type": "A", "ts": 0}, {"type": "B", "ts": 2}, {"type": "B", "ts": 1}, {"type": "C", "ts": 1.5}]
     got = cepkit.match("SEQ(A x1, !C c, B x2) RETURN x1", late, engine="stack", disorder="aggressive")
-    assert [(d.sign, d.positions) for d in got.deltas] == [("+", (0,))]    # <0, 2> still holds after C
+    assert [(d.sign, d.positions) for d in got.deltas] == [("+", (0,))]  # <0, 2> still holds after C
     assert got.positions() == [(0,)]

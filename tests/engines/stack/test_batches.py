@@ -2,6 +2,7 @@
 batch through ``Matcher.extend`` returns exactly what pushing its rows one by one returns (the matches,
 their order, ``emitted_at``), ``close`` too, with pushes and batches mixed in any order; the kept result is
 ``cepkit.match``'s and the reference's; the events kept between batches stay within the window."""
+
 from dataclasses import replace
 
 import numpy as np
@@ -44,12 +45,17 @@ def rows_and_plan(draw, max_size=40):
     n = len(rows)
     cuts = sorted(draw(st.lists(st.integers(0, n), max_size=8)))
     bounds = [0, *cuts, n]
-    ways = draw(st.lists(st.sampled_from(["extend"] * 4 + ["push"] * 2 + ["extend close", "push close"]),
-                         min_size=len(bounds) - 1, max_size=len(bounds) - 1))
+    ways = draw(
+        st.lists(
+            st.sampled_from(["extend"] * 4 + ["push"] * 2 + ["extend close", "push close"]),
+            min_size=len(bounds) - 1,
+            max_size=len(bounds) - 1,
+        )
+    )
     return rows, list(zip(bounds[:-1], bounds[1:], ways))
 
 
-SCHEMA = pd.DataFrame({"type": list("ABCD"), "ts": 0, "v": 0, "id": 0})   # every type has v and id: no data check fails
+SCHEMA = pd.DataFrame({"type": list("ABCD"), "ts": 0, "v": 0, "id": 0})  # every type has v and id: no data check fails
 
 
 def frame(rows: list) -> pd.DataFrame:
@@ -75,7 +81,9 @@ def fed(query, rows, plan):
     found = []
     for start, stop, way in plan:
         if way.startswith("push"):
-            found += [m for row in rows[start:stop] for m in matcher.push({k: v for k, v in row.items() if v is not None})]
+            found += [
+                m for row in rows[start:stop] for m in matcher.push({k: v for k, v in row.items() if v is not None})
+            ]
         else:
             got = matcher.extend(frame(rows[start:stop]))
             assert isinstance(got, (list, MatchList))
@@ -117,22 +125,27 @@ def test_batches_of_windowed_queries_give_what_pushes_give(query, data):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.one_of(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True), windowed_queries()),
-       rows_and_plan(max_size=30))
+@given(
+    st.one_of(flat_seq_queries(max_len=3, strategies=STRATEGIES, exists=True), windowed_queries()),
+    rows_and_plan(max_size=30),
+)
 def test_the_kept_result_is_match_and_the_reference(query, data):
     rows, plan = data
     rows = [{k: v for k, v in r.items() if v is not None} for r in rows]
     try:
         expected = cepkit.match(query, rows, engine="stack")
-    except cepkit.QueryError:    # an attribute no event of its type has: the data check (the batches have SCHEMA)
+    except cepkit.QueryError:  # an attribute no event of its type has: the data check (the batches have SCHEMA)
         return
-    _, matcher = fed(query, rows, [(a, b, "extend") for a, b, _ in plan])   # (no close before the end)
+    _, matcher = fed(query, rows, [(a, b, "extend") for a, b, _ in plan])  # (no close before the end)
     assert matcher.result() == expected
-    assert matcher.result().positions() == expected.positions() == \
-        cepkit.match(query, rows, engine="reference").positions()
+    assert (
+        matcher.result().positions()
+        == expected.positions()
+        == cepkit.match(query, rows, engine="reference").positions()
+    )
 
 
-QUERIES = {   # query -> whether its batches run as columns
+QUERIES = {  # query -> whether its batches run as columns
     "SEQ(A a, !C c, B b) WITHIN 10 s": True,
     "SEQ(A a, B b, !C c) WITHIN 4 s PARTITION BY id": True,
     "SEQ(!D d, A a, B b, !C c) WITHIN 5 s": True,
@@ -152,8 +165,14 @@ def test_a_long_stream_in_batches_keeps_a_bounded_tail(query):
     between batches never outgrow the window's reach (twice the window, or 2(n - 1) events per key)."""
     rng = np.random.default_rng(11)
     n = 5000
-    rows = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)),
-                         "v": rng.integers(0, 4, n), "id": rng.integers(0, 3, n)}).to_dict("records")
+    rows = pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": np.cumsum(rng.integers(0, 3, n)),
+            "v": rng.integers(0, 4, n),
+            "id": rng.integers(0, 3, n),
+        }
+    ).to_dict("records")
     cuts = np.sort(rng.choice(n, 60, replace=False)).tolist()
     bounds = [0, *cuts, n]
     plan = [(a, b, "push" if k % 7 == 3 else "extend") for k, (a, b) in enumerate(zip(bounds[:-1], bounds[1:]))]
@@ -168,8 +187,8 @@ def test_a_long_stream_in_batches_keeps_a_bounded_tail(query):
             assert isinstance(got, MatchList) or got == []
             tail = matcher._inc._tail.stream
             most = max(most, len(tail))
-            assert matcher._inc.info()["state"] == len(tail)     # the stacks are let go; the tail is the state
-            if program.window_time is not None:   # ts 0-2 apart: at most 2w + 1 seconds' worth of events
+            assert matcher._inc.info()["state"] == len(tail)  # the stacks are let go; the tail is the state
+            if program.window_time is not None:  # ts 0-2 apart: at most 2w + 1 seconds' worth of events
                 assert tail.times[0] >= tail.times[-1] - 2 * program.window_time - 1e-6
             else:
                 keys = len(set(tail.column("id").values.tolist())) if program.partition_by else 1
@@ -194,8 +213,20 @@ def test_push_after_a_batch_rebuilds_the_stacks_from_the_tail():
 
 def test_close_after_a_batch_releases_what_still_waits():
     matcher = cepkit.Matcher("SEQ(A a, B b, !C c) WITHIN 5 s", engine="stack")
-    assert matcher.extend(frame([{"type": "A", "ts": 0}, {"type": "B", "ts": 1}, {"type": "C", "ts": 2},
-                                 {"type": "A", "ts": 3}, {"type": "B", "ts": 4}])) == []
+    assert (
+        matcher.extend(
+            frame(
+                [
+                    {"type": "A", "ts": 0},
+                    {"type": "B", "ts": 1},
+                    {"type": "C", "ts": 2},
+                    {"type": "A", "ts": 3},
+                    {"type": "B", "ts": 4},
+                ]
+            )
+        )
+        == []
+    )
     assert [(m.positions, m.emitted_at) for m in matcher.close()] == [((0, 4), 4), ((3, 4), 4)]
 
 
@@ -203,10 +234,22 @@ def test_events_after_a_close_match_on_and_what_waited_then_stays_out():
     """A close releases what waits; later batches and pushes go on matching (with the events before the
     close too), and never release what the close released."""
     query = "SEQ(A a, B b, !C c) WITHIN 5 s"
-    rows = [{"type": "A", "ts": 0}, {"type": "B", "ts": 1}, {"type": "A", "ts": 2}, {"type": "B", "ts": 3},
-            {"type": "D", "ts": 4}, {"type": "D", "ts": 9}, {"type": "B", "ts": 10}, {"type": "D", "ts": 16}]
-    for ways in (["extend", "extend", "push"], ["extend", "push", "push"], ["push", "extend", "extend"],
-                 ["extend", "extend", "extend"]):
+    rows = [
+        {"type": "A", "ts": 0},
+        {"type": "B", "ts": 1},
+        {"type": "A", "ts": 2},
+        {"type": "B", "ts": 3},
+        {"type": "D", "ts": 4},
+        {"type": "D", "ts": 9},
+        {"type": "B", "ts": 10},
+        {"type": "D", "ts": 16},
+    ]
+    for ways in (
+        ["extend", "extend", "push"],
+        ["extend", "push", "push"],
+        ["push", "extend", "extend"],
+        ["extend", "extend", "extend"],
+    ):
         plan = [(0, 2, ways[0] + " close"), (2, 4, ways[1]), (4, 8, ways[2])]
         expected = assert_fed_as_pushed(query, rows, plan)
         assert [(m.positions, m.emitted_at) for m in expected] == [((0, 1), 1), ((0, 3), 5), ((2, 3), 5)]
@@ -224,15 +267,21 @@ def test_batches_build_no_event_objects(query, monkeypatch):
     """A batch stays columns from the DataFrame to the ``MatchList``: no ``Event`` is built for any row."""
     rng = np.random.default_rng(5)
     n = 600
-    rows = pd.DataFrame({"type": rng.choice(list("ABCD"), n), "ts": np.cumsum(rng.integers(0, 3, n)),
-                         "v": rng.integers(0, 4, n), "id": rng.integers(0, 3, n)})
-    expected, _ = pushed(query, rows.to_dict("records"))   # (no close before the end)
+    rows = pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": np.cumsum(rng.integers(0, 3, n)),
+            "v": rng.integers(0, 4, n),
+            "id": rng.integers(0, 3, n),
+        }
+    )
+    expected, _ = pushed(query, rows.to_dict("records"))  # (no close before the end)
 
     def no_events(self, rows):
         raise AssertionError("an Event was built")
 
     monkeypatch.setattr(Stream, "_build", no_events)
     matcher = cepkit.Matcher(query, engine="stack", schema=SCHEMA)
-    found = [m for start in range(0, n, 150) for m in matcher.extend(rows.iloc[start:start + 150])]
+    found = [m for start in range(0, n, 150) for m in matcher.extend(rows.iloc[start : start + 150])]
     monkeypatch.undo()
     assert outcome(found + matcher.close()) == outcome(expected) and expected

@@ -1,5 +1,6 @@
 """The columnar in-order run (``cepkit.engines.stack.batch``) against the incremental stacks and the
 reference, and its vectorized conditions (``columns``) against the compiled closures."""
+
 import cepkit
 import numpy as np
 import pytest
@@ -38,57 +39,74 @@ def test_columnar_run_emits_what_the_incremental_matcher_emits_and_when(query, e
 def test_small_chunks_give_the_same_matches(query, events):
     whole = cepkit.match(query, events, engine="stack")
     chunk = batch.CHUNK
-    batch.CHUNK = 2   # anchors are extended two at a time: every chunk boundary is exercised
+    batch.CHUNK = 2  # anchors are extended two at a time: every chunk boundary is exercised
     try:
         assert_agrees(query, events, "stack")
         # each chunk's rows are written out as they are made: the same emissions in the same order
-        assert [(m.key, m.emitted_at) for m in cepkit.match(query, events, engine="stack").deltas] == \
-            [(m.key, m.emitted_at) for m in whole.deltas]
+        assert [(m.key, m.emitted_at) for m in cepkit.match(query, events, engine="stack").deltas] == [
+            (m.key, m.emitted_at) for m in whole.deltas
+        ]
     finally:
         batch.CHUNK = chunk
 
 
 def test_punctuations_take_no_position_in_order():
-    events = [{"type": "A", "ts": 1, "id": 1}, {"type": "PUNCTUATION", "of": "A", "ts": 1},
-              {"type": "B", "ts": 2, "id": 1}, {"type": "B", "ts": 3, "id": 2}]
+    events = [
+        {"type": "A", "ts": 1, "id": 1},
+        {"type": "PUNCTUATION", "of": "A", "ts": 1},
+        {"type": "B", "ts": 2, "id": 1},
+        {"type": "B", "ts": 3, "id": 2},
+    ]
     m = cepkit.match("SEQ(A a, B b) WITHIN 2 EVENTS PARTITION BY id", events, engine="stack")
     assert m.positions() == [(0, 2)]
 
 
 def test_a_long_stream_with_wide_windows_and_many_partitions_agrees_with_the_stacks():
     rng = np.random.default_rng(5)
-    events = [{"type": "ABCD"[rng.integers(4)], "ts": int(t), "id": int(rng.integers(40)), "v": int(rng.integers(9))}
-              for t in np.cumsum(rng.integers(0, 3, 3000))]
-    query = ("SEQ(A a, !C c, B b, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id and a.v < d.v "
-             "WITHIN 30 PARTITION BY v")
-    assert sorted(m.key for m in cepkit.match(query, events, engine="stack")) == \
-        sorted(m.key for m in incremental(query, events))
+    events = [
+        {"type": "ABCD"[rng.integers(4)], "ts": int(t), "id": int(rng.integers(40)), "v": int(rng.integers(9))}
+        for t in np.cumsum(rng.integers(0, 3, 3000))
+    ]
+    query = (
+        "SEQ(A a, !C c, B b, D d) WHERE a.id = b.id and b.id = d.id and c.id = a.id and a.v < d.v "
+        "WITHIN 30 PARTITION BY v"
+    )
+    assert sorted(m.key for m in cepkit.match(query, events, engine="stack")) == sorted(
+        m.key for m in incremental(query, events)
+    )
 
 
 # ----------------------------------------------------------------------------- vectorized conditions
-VALUES = st.one_of(st.none(), st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, 2 ** 60, True, False]),
-                   st.sampled_from(["a", "b", ""]))
+VALUES = st.one_of(
+    st.none(),
+    st.integers(-3, 3),
+    st.sampled_from([0.5, -1.5, 2.0, 2**60, True, False]),
+    st.sampled_from(["a", "b", ""]),
+)
 OPERANDS = st.one_of(
-    st.builds(A.Attr, st.sampled_from(["x", "y"]), st.sampled_from(["v", "w", "ts"])),
-    st.builds(A.Literal, VALUES))
+    st.builds(A.Attr, st.sampled_from(["x", "y"]), st.sampled_from(["v", "w", "ts"])), st.builds(A.Literal, VALUES)
+)
 
 
 def _values(depth=2):
     if depth == 0:
         return OPERANDS
     inner = _values(depth - 1)
-    return st.one_of(OPERANDS, st.builds(A.Arith, st.sampled_from("+-*/"), inner, inner),
-                     st.builds(A.Neg, inner))
+    return st.one_of(OPERANDS, st.builds(A.Arith, st.sampled_from("+-*/"), inner, inner), st.builds(A.Neg, inner))
 
 
 CONDITIONS = st.recursive(
-    st.one_of(st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _values(), _values()),
-              st.builds(A.In, _values(1), st.lists(st.builds(A.Literal, VALUES), min_size=1, max_size=3).map(tuple)),
-              _values(1)),
-    lambda inner: st.one_of(st.builds(A.BoolOp, st.sampled_from(["and", "or"]),
-                                      st.lists(inner, min_size=2, max_size=2).map(tuple)),
-                            st.builds(A.BoolNot, inner)),
-    max_leaves=4)
+    st.one_of(
+        st.builds(A.Compare, st.sampled_from(["=", "!=", "<", "<=", ">", ">="]), _values(), _values()),
+        st.builds(A.In, _values(1), st.lists(st.builds(A.Literal, VALUES), min_size=1, max_size=3).map(tuple)),
+        _values(1),
+    ),
+    lambda inner: st.one_of(
+        st.builds(A.BoolOp, st.sampled_from(["and", "or"]), st.lists(inner, min_size=2, max_size=2).map(tuple)),
+        st.builds(A.BoolNot, inner),
+    ),
+    max_leaves=4,
+)
 
 
 def _event(position, values):
@@ -102,8 +120,10 @@ def test_vectorized_conditions_follow_the_closures(cond, values, data):
     """Same truth values as the closures on every row, or the same EventError (nulls, mixed kinds, big
     integers, booleans, division by zero)."""
     events = [_event(p, v) for p, v in enumerate(values)]
-    rows = {var: np.array(data.draw(st.lists(st.integers(0, len(events) - 1), min_size=3, max_size=3)))
-            for var in ("x", "y")}
+    rows = {
+        var: np.array(data.draw(st.lists(st.integers(0, len(events) - 1), min_size=3, max_size=3)))
+        for var in ("x", "y")
+    }
     closure = compile_condition(cond)
     try:
         expected = [closure({var: events[i] for var, i in zip(rows, row)}) for row in zip(*rows.values())]
@@ -133,19 +153,34 @@ def test_unorderable_values_name_the_event_in_the_columnar_run():
 
 def test_equality_classes_follow_python_equality():
     """1, 1.0 and True are one equality-partition value, as in the stacks' dict (a null joins nothing)."""
-    events = [{"type": "A", "ts": 0, "k": 1}, {"type": "A", "ts": 1, "k": True}, {"type": "A", "ts": 2},
-              {"type": "B", "ts": 3, "k": 1.0}, {"type": "B", "ts": 4, "k": "1"}]
+    events = [
+        {"type": "A", "ts": 0, "k": 1},
+        {"type": "A", "ts": 1, "k": True},
+        {"type": "A", "ts": 2},
+        {"type": "B", "ts": 3, "k": 1.0},
+        {"type": "B", "ts": 4, "k": "1"},
+    ]
     m = cepkit.match("SEQ(A a, B b) WHERE a.k = b.k", events, engine="stack")
     assert m.positions() == [(0, 3), (1, 3)]
-    assert m.info["partial_matches"] == 2   # b4's class ("1") has no A: only b3 is extended
+    assert m.info["partial_matches"] == 2  # b4's class ("1") has no A: only b3 is extended
 
 
-@pytest.mark.parametrize("query", ["ANY WHERE true", "A WHERE 5", "SEQ(A, A) WHERE 1 = 1", "SEQ(A, A) WHERE null",
-                                   "SEQ(A, !B, A) WHERE true", "SEQ(A, EXISTS B, A, 1 = 1)"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "ANY WHERE true",
+        "A WHERE 5",
+        "SEQ(A, A) WHERE 1 = 1",
+        "SEQ(A, A) WHERE null",
+        "SEQ(A, !B, A) WHERE true",
+        "SEQ(A, EXISTS B, A, 1 = 1)",
+    ],
+)
 def test_conditions_binding_no_variable_are_tested_per_row(query):
     """A condition over unnamed atoms binds no variable (docs/language.md §2: `Type [AS] var`, §3: literals; a
     null is false, docs/decisions.md "Nulls"): its column is one value broadcast to every row. Found by
     fuzzing (`ANY WHERE null` raised IndexError in the columnar run)."""
     events = [{"type": t, "ts": i} for i, t in enumerate("AABA")]
-    assert [m.key for m in cepkit.match(query, events, engine="stack")] == \
-        [m.key for m in cepkit.match(query, events, engine="reference")]
+    assert [m.key for m in cepkit.match(query, events, engine="stack")] == [
+        m.key for m in cepkit.match(query, events, engine="reference")
+    ]

@@ -1,5 +1,6 @@
 """Bad input gets a clear error: queries outside the fragment name the engines that can run them, options are
 checked; an event breaking its out-of-order promise is dropped and counted (one contract for every mode)."""
+
 import pickle
 
 import cepkit
@@ -23,8 +24,14 @@ def test_negated_composite_is_refused_naming_the_engines_that_support_it():
     assert err.value.line == 1 and err.value.column == 10
 
 
-@pytest.mark.parametrize("query", ["SEQ(A a, B b) WITHIN 3 EVENTS", "SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5",
-                                   "SEQ(A a, EXISTS C c, B b) WITHIN 5"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SEQ(A a, B b) WITHIN 3 EVENTS",
+        "SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5",
+        "SEQ(A a, EXISTS C c, B b) WITHIN 5",
+    ],
+)
 @pytest.mark.parametrize("disorder", ["kslack", "conservative", "aggressive"])
 def test_what_the_own_modes_refuse_runs_behind_the_out_of_order_layer(query, disorder):
     """EVENTS windows, STNM and EXISTS out of order (the own modes refuse them): the stack's in-order matcher behind cepkit.runtime.disorder
@@ -37,7 +44,7 @@ def test_what_the_own_modes_refuse_runs_behind_the_out_of_order_layer(query, dis
         return
     found = cepkit.match(query, events, engine="stack", disorder=disorder, **options)
     own = get_engine("stack").runs_disorder(cepkit.parse(query), disorder)
-    assert own == (disorder == "kslack" and "EXISTS" in query)   # the own K-slack runs EXISTS
+    assert own == (disorder == "kslack" and "EXISTS" in query)  # the own K-slack runs EXISTS
     assert found.info.get("disorder_layer", False) != own and found.info["dropped"] == []
     assert found.positions() == [m.positions for m in cepkit.semantics.evaluate(query, events)]
 
@@ -57,8 +64,12 @@ def test_a_broken_max_delay_promise_drops_the_event_and_counts_it():
 
 
 def test_a_broken_punctuation_promise_drops_the_event_and_counts_it():
-    events = [{"type": "PUNCTUATION", "of": "A", "ts": 5}, {"type": "A", "ts": 5}, {"type": "A", "ts": 6},
-              {"type": "B", "ts": 7}]
+    events = [
+        {"type": "PUNCTUATION", "of": "A", "ts": 5},
+        {"type": "A", "ts": 5},
+        {"type": "A", "ts": 6},
+        {"type": "B", "ts": 7},
+    ]
     found = cepkit.match("SEQ(A a, B b)", events, engine="stack", disorder="conservative")
     assert found.info["dropped"] == [1] and found.positions() == [(2, 3)]
 
@@ -81,8 +92,10 @@ def test_options_are_checked():
 def test_delays_accept_durations():
     events = [{"type": "A", "ts": 0}, {"type": "B", "ts": 200}, {"type": "A", "ts": 100}]
     for k in ("2 min", 120):
-        assert cepkit.match("SEQ(A a, B b)", events, engine="stack", disorder="kslack", k=k).positions() == \
-            [(0, 1), (1, 2)]
+        assert cepkit.match("SEQ(A a, B b)", events, engine="stack", disorder="kslack", k=k).positions() == [
+            (0, 1),
+            (1, 2),
+        ]
 
 
 def test_unorderable_values_name_the_event():
@@ -93,8 +106,9 @@ def test_unorderable_values_name_the_event():
 
 
 def test_plans_pickle():
-    plan = get_engine("stack").compile(cepkit.parse("SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 5"),
-                                       disorder="aggressive", max_delay=3)
+    plan = get_engine("stack").compile(
+        cepkit.parse("SEQ(A a, !C c, B b) WHERE a.v < b.v WITHIN 5"), disorder="aggressive", max_delay=3
+    )
     clone = pickle.loads(pickle.dumps(plan))
     stream = cepkit.runtime.Stream.from_any([{"type": "A", "ts": 1, "v": 1}, {"type": "B", "ts": 3, "v": 2}])
     assert [m.key for m in clone.run(stream)] == [m.key for m in plan.run(stream)] != []

@@ -1,5 +1,6 @@
 """Every worked example of [LIU] ch. 2, ch. 3 (Examples 1-8), with the boundary readings of docs/references.md
 E1-E2. Events are written as in the thesis: ``a3`` is an A with ts 3."""
+
 import cepkit
 from cepkit.runtime import Stream, get_engine
 
@@ -23,8 +24,12 @@ def matcher_after(query, text, **options):
 
 def held_labels(matcher, slot, text):
     names = text.split()
-    return {names[inst.event.position] for core in matcher.cores.values() for part in core.parts.values()
-            for inst in part.stacks[slot].items}
+    return {
+        names[inst.event.position]
+        for core in matcher.cores.values()
+        for part in core.parts.values()
+        for inst in part.stacks[slot].items
+    }
 
 
 # ----------------------------------------------------------------------------- [LIU] §2.3 (Fig 2.1, Ex 1)
@@ -33,11 +38,10 @@ def test_we1_pointers_and_depth_first_construction():
     matcher = matcher_after("SEQ(G g, A a, T t)", text)
     (part,) = matcher.cores[()].parts.values()
     g_stack, a_stack, t_stack = part.stacks
-    assert [i.rip for i in a_stack.items] == [1, 1]          # a5 -> g1, a6 -> g1
+    assert [i.rip for i in a_stack.items] == [1, 1]  # a5 -> g1, a6 -> g1
     (t15,) = t_stack.items
-    assert a_stack.items[t15.rip - 1].event.ts == 6          # t15.ptr = a6, the top of the A stack
-    assert labelled(run("SEQ(G g, A a, T t)", text).positions(), text) == {("g1", "a5", "t15"),
-                                                                          ("g1", "a6", "t15")}
+    assert a_stack.items[t15.rip - 1].event.ts == 6  # t15.ptr = a6, the top of the A stack
+    assert labelled(run("SEQ(G g, A a, T t)", text).positions(), text) == {("g1", "a5", "t15"), ("g1", "a6", "t15")}
 
 
 # ----------------------------------------------------------------------------- [LIU] §3.6.1 (Fig 3.1(c), Ex 2, 6)
@@ -104,9 +108,12 @@ def test_we11_pog_set_purge_removes_a7():
     assert "a7" in held_labels(before, 1, WE10)
     after = matcher_after(query, text, disorder="conservative")
     assert "a7" not in held_labels(after, 1, text)
-    assert "a3" not in held_labels(after, 1, text)   # nothing after a3 within 10 can be a D after a B either
-    assert run(query, text, disorder="conservative").positions() == \
-        run(query, " ".join(sorted(WE10.split(), key=lambda s: int(s[1:])))).positions() == []
+    assert "a3" not in held_labels(after, 1, text)  # nothing after a3 within 10 can be a D after a B either
+    assert (
+        run(query, text, disorder="conservative").positions()
+        == run(query, " ".join(sorted(WE10.split(), key=lambda s: int(s[1:])))).positions()
+        == []
+    )
 
 
 # ----------------------------------------------------------------------------- [LIU] §3.6.1 (Alg. 1, Ex 4)
@@ -117,7 +124,7 @@ def test_we12_single_pog_purges_b1_when_no_a_is_held():
     text = "b1 d2 POG<A,1>"
     matcher = matcher_after(query, text, disorder="conservative")
     assert held_labels(matcher, 1, text) == set()
-    assert held_labels(matcher, 2, text) == {"d2"}   # d2 is kept: no guarantee about B
+    assert held_labels(matcher, 2, text) == {"d2"}  # d2 is kept: no guarantee about B
     with_a0 = "a0 b1 d2 POG<A,1>"
     assert held_labels(matcher_after(query, with_a0, disorder="conservative"), 1, with_a0) == {"b1"}
 
@@ -147,8 +154,12 @@ def test_predicate_scoping_test_of_000b():
     # H = {a1(f=1), b2(f=2), c3(f=3), c0(f=0)}, c0 the last C: a conjunct that mentions the negated y goes
     # inside "there is no y with ..."; q1 returns {a1,c0} (no y with 1 <= y.f <= 0) but not {a1,c3} (b2
     # blocks it); q2 adds x.f <= z.f, an outer filter, and so loses {a1,c0}.
-    events = [{"type": "A", "ts": 1, "f": 1}, {"type": "B", "ts": 2, "f": 2}, {"type": "C", "ts": 3, "f": 3},
-              {"type": "C", "ts": 4, "f": 0}]
+    events = [
+        {"type": "A", "ts": 1, "f": 1},
+        {"type": "B", "ts": 2, "f": 2},
+        {"type": "C", "ts": 3, "f": 3},
+        {"type": "C", "ts": 4, "f": 0},
+    ]
     q1 = "SEQ(A x, !B y, C z, x.f <= y.f and y.f <= z.f)"
     assert cepkit.match(q1, events, engine="stack").positions() == [(0, 3)]
     assert cepkit.match(q1 + " WHERE x.f <= z.f", events, engine="stack").positions() == []
