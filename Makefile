@@ -21,6 +21,7 @@ lint:
 	@scripts/setup.sh test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy
+	$(VENV)/bin/ruff format --check .
 
 # ruff's formatter over the tree ([tool.ruff.format]).
 format:

@@ -100,7 +100,10 @@ def test_makefile_targets_set_up_first():
     # make test runs the style gate first (make lint, which sets up), so CI runs it too
     assert re.search(r"^test: lint\n\t\$\(VENV\)/bin/python -m pytest -n 2", makefile, re.M)
     assert re.search(
-        r"^lint:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/ruff check \.\n\t\$\(VENV\)/bin/mypy$", makefile, re.M
+        r"^lint:\n\t@scripts/setup.sh test\n\t\$\(VENV\)/bin/ruff check \.\n\t\$\(VENV\)/bin/mypy\n"
+        r"\t\$\(VENV\)/bin/ruff format --check \.$",
+        makefile,
+        re.M,
     )
 
 
