@@ -25,6 +25,7 @@ import traitlets
 import cepkit
 
 from .diagnostics import check_text
+from .editor import QueryEditor
 from .execution import STRATEGIES, Cancelled, Run
 from .explain_view import ExplainView
 from .figures import TABLE_CSS, format_value, full_width, plural
@@ -138,7 +139,8 @@ class SparkWorkbench(widgets.VBox):
         self.last_query: Optional[cepkit.Query] = None
         self.job = None
         self.seconds = 0.0
-        self.editor = widgets.Textarea(value=query, rows=4, continuous_update=True, layout=widgets.Layout(width="100%"))
+        self.editor = QueryEditor(query, layout=widgets.Layout(width="100%"))
+        self.editor.for_stream(self.schema)  # completion: the DataFrame's types and each one's columns
         self.diagnostics = widgets.HTML()
         engines = list(cepkit.engines().index)
         if engine not in ("auto", *engines):
@@ -490,8 +492,10 @@ class SparkWorkbench(widgets.VBox):
 
     # ------------------------------------------------------------------ editor
     def _on_text(self, change=None) -> None:
-        checked = check_text(self.editor.value, self.schema, self.hierarchy, of="the DataFrame's")
+        text = self.editor.value
+        checked = check_text(text, self.schema, self.hierarchy, of="the DataFrame's")
         self.query, self.diagnostics.value = checked.query, checked.html
+        self.editor.show(text, checked.errors, warnings=checked.warnings)
         self.run_button.disabled = self.query is None or (self.job is not None and not self.job.done)
 
 

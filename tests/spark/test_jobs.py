@@ -106,6 +106,9 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     assert f"position {last.positions[0]} ·" in wb.timeline.match_traces()[-1].hovertext[0]
     wb.editor.value = "SEQ(A a, B b) WHERE a.nope < 1"
     assert wb.run_button.disabled and "nope" in wb.diagnostics.value
+    # the same code editor as the local Workbench: the DataFrame's types and columns complete, errors underlined
+    assert {"A", "B"} <= set(wb.editor.types) and "v" in wb.editor.attributes["A"]
+    assert [d["severity"] for d in wb.editor.diagnostics["items"]] == ["error"]
     wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"  # runs, but the DataFrame has no D: said before Run
     assert "⚠" in wb.diagnostics.value and "D" in wb.diagnostics.value
 
