@@ -112,7 +112,10 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     except cepkit.spark.Cancelled:
         pass
     print(json.dumps([found, [row[wb.grid.columns.index("positions")] for row in wb.grid.rows], len(seen), job.cancelled,
-                      time.monotonic() - asked]))
+                      time.monotonic() - asked]), flush=True)
+    # The local Connect server pyspark started keeps threads that hold the interpreter open: leave at once.
+    spark.stop()
+    os._exit(0)
 """)
 
 
@@ -136,7 +139,10 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
             timeout=CONNECT_TIMEOUT_S,
             cwd=tmp_path,
         )
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as late:
+        said = late.stdout.decode() if isinstance(late.stdout, bytes) else (late.stdout or "")
+        if READY in said:  # the server answered: a script that hangs is a failure, not a missing server
+            pytest.fail(f"the Connect script did not finish within {CONNECT_TIMEOUT_S} s; it printed:\n{said}")
         pytest.skip(f"a local Spark Connect server did not answer within {CONNECT_TIMEOUT_S} s")
     if READY not in run.stdout:
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
