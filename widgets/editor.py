@@ -19,11 +19,14 @@ import anywidget
 import traitlets
 
 import cepkit
+from cepkit import match_recognize
 from cepkit.lang.parser import KEYWORDS
 
 EDITOR_BUNDLE = Path(__file__).parent / "cepkit-editor.js"
-# The words completion offers: the grammar's keywords ("i", the index of a Kleene step, is no word to offer).
-COMPLETED_KEYWORDS = sorted(KEYWORDS - {"i"})
+# The words completion offers: the grammar's keywords ("i", the index of a Kleene step, is no word to offer),
+# and MATCH_RECOGNIZE, the word that turns the editor to the SQL notation; in that notation, its own words.
+COMPLETED_KEYWORDS = sorted((KEYWORDS - {"i"}) | {"match_recognize"})
+SQL_KEYWORDS = sorted(match_recognize.KEYWORDS)
 
 
 class QueryEditor(anywidget.AnyWidget):
@@ -67,6 +70,10 @@ class QueryEditor(anywidget.AnyWidget):
         names = sorted(map(str, stream.type_names)) if len(stream) else []
         self.attributes = {name: ["ts", *sorted(stream.attributes_of(frozenset({name})))] for name in names}
         self.types = names
+
+    def use_notation(self, sql: bool) -> None:
+        """Complete and colour MATCH_RECOGNIZE's words (``sql``) or cepkit's."""
+        self.keywords = SQL_KEYWORDS if sql else COMPLETED_KEYWORDS
 
     def show(self, text: str, errors: Iterable = (), warnings: Iterable = ()) -> None:
         """Underline ``errors`` (red) and ``warnings`` (amber), ``QueryError``s of ``text``; those without a

@@ -465,6 +465,7 @@ class Workbench(widgets.VBox):
         if change is not None:
             self.code_box.value = ""  # the code shown was the previous text's
         self.sql_notation = recognize.is_recognize(text)
+        self.editor.use_notation(self.sql_notation)
         self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation  # the standard fixes both
         checked = (
             recognize.check_text(text, self.stream)

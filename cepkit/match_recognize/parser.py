@@ -64,6 +64,19 @@ _KEYWORDS = {
     "SEMANTICS": "RUNNING or FINAL",
     "NULL": "NULL",
 }
+# The notation's words, lower case, for an editor's completion and colours: keywords, functions, units.
+KEYWORDS = frozenset(
+    word.lower()
+    for word in (
+        *(w for w in _KEYWORDS.values() if " " not in w),
+        "ASC",
+        "DESC",
+        "RUNNING",
+        "FINAL",
+        *FUNCTIONS,
+        *UNITS,
+    )
+)
 _TERMINALS = {
     "NAME": "a name",
     "STRING": "a string",

@@ -60,10 +60,25 @@ def test_a_template_fills_the_editor_runs_and_exports(
     budget.until(lambda: any(o.startswith("amount") for o in options.all_inner_texts()), "amount for b[i].", page)
     page.keyboard.press("Escape")
 
+    # in MATCH_RECOGNIZE text the notation's words (MEASURES); back in cepkit's text, cepkit's (CONSUME)
+    labels = page.locator(".cm-tooltip-autocomplete .cm-completionLabel")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("SELECT * FROM events MATCH_RECOGNIZE (ORDER BY ts ME", delay=10)
+
+    def offered(word):  # asked again until the kernel has switched the editor's words
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+Space")
+        return word in labels.all_inner_texts()
+
+    budget.until(lambda: offered("MEASURES"), "MEASURES offered in SQL text", page)
+    page.keyboard.press("Control+a")
+    page.keyboard.type("A a CO", delay=10)
+    budget.until(lambda: offered("CONSUME"), "CONSUME offered in cepkit text", page)
+    page.keyboard.press("Escape")
+
     # a misspelt keyword: underlined at its span, its message in the diagnostics line
     page.keyboard.press("Control+a")
     page.keyboard.type("Purchase p ; Purchase q WITHN 10 m", delay=10)
-    labels = page.locator(".cm-tooltip-autocomplete .cm-completionLabel")
     budget.until(lambda: set(labels.all_inner_texts()) == {"ms", "min"}, "the units after a number (no MAX)", page)
     page.keyboard.type("in", delay=10)
     page.keyboard.press("Escape")

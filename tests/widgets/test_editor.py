@@ -4,6 +4,7 @@ tests/browser/test_templates_export.py."""
 
 from cepkit.recipes import get
 from cepkit.widgets import QueryEditor, Workbench
+from cepkit import match_recognize
 from cepkit.widgets.editor import COMPLETED_KEYWORDS
 from cepkit.lang.parser import KEYWORDS
 
@@ -13,7 +14,20 @@ def test_completion_knows_the_streams_types_and_each_types_attributes():
     assert wb.editor.types == ["Alarm", "Structure Fire"]
     assert wb.editor.attributes == {"Alarm": ["ts", "zone"], "Structure Fire": ["ts", "units"]}
     assert {"pattern", "within", "partition", "seq"} <= set(wb.editor.keywords) == set(COMPLETED_KEYWORDS)
-    assert set(COMPLETED_KEYWORDS) == KEYWORDS - {"i"}
+    assert set(COMPLETED_KEYWORDS) == (KEYWORDS - {"i"}) | {"match_recognize"}
+
+
+def test_completion_offers_the_notation_the_editor_holds():
+    wb = Workbench([{"type": "A", "ts": 1, "v": 3}], query="A a ; B b")
+    assert "within" in wb.editor.keywords and "measures" not in wb.editor.keywords
+    assert "match_recognize" in wb.editor.keywords  # the word that switches to the SQL notation
+    wb.editor.value = "SELECT * FROM events MATCH_RECOGNIZE (ORDER BY ts PATTERN (A) DEFINE A AS v > 1)"
+    assert wb.sql_notation
+    assert {"measures", "define", "pattern", "prev", "classifier", "interval", "minute"} <= set(wb.editor.keywords)
+    assert set(wb.editor.keywords) == match_recognize.KEYWORDS
+    assert "consume" not in wb.editor.keywords  # cepkit's words are not offered in SQL text
+    wb.editor.value = "A a ; B b"
+    assert "within" in wb.editor.keywords and "measures" not in wb.editor.keywords
 
 
 def test_a_parse_error_is_underlined_at_its_span_and_cleared_when_fixed():
