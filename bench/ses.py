@@ -299,7 +299,7 @@ def kernel_vs_brute_force(quick: bool, bar) -> None:
         ("STNM", 3000 if quick else 30000, ((True, 6 if quick else 8), (False, 5 if quick else 6))),
         ("ALL", 500 if quick else 2000, ((True, 5 if quick else 6), (False, 5 if quick else 8))),
     ):
-        frame = chemo_like(n, patients=1, types=MORE).frame.astype({"ts": float})
+        frame = chemo_like(n, patients=1, types=MORE).frame.infer_objects().astype({"ts": float})
         budget = 5.0 if quick else 120.0
         for exclusive, top in cases:
             for k in range(1, top + 1):
@@ -339,7 +339,7 @@ def set_throughput(quick: bool, bar) -> None:
     n events over 200 patients, CPU seconds, best of three; P1 with Θ's PID equalities (windows partitioned
     on X, Def 5.3) and with PARTITION BY PID, under ALL and STNM."""
     n = 20000 if quick else 400000
-    frame = chemo_like(n, patients=200).frame.astype({"ts": float})
+    frame = chemo_like(n, patients=200).frame.infer_objects().astype({"ts": float})
     by_pid = "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE prev(p.V) < p.V WITHIN 10 days PARTITION BY PID"
     rows = []
     for name, query in (

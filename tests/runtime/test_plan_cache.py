@@ -27,7 +27,7 @@ def empty_cache():
     api.clear_plan_cache()
 
 
-@pytest.mark.parametrize("engine", ["automaton", "auto", "reference"])
+@pytest.mark.parametrize("engine", ["automaton", "auto", "reference", "ses"])
 @pytest.mark.parametrize(
     "text",
     [
@@ -64,6 +64,20 @@ def test_each_call_gets_its_own_plan_and_run_state():
     assert on_small.positions() == cepkit.match(cepkit.parse(KLEENE), small, engine="automaton").positions()
     assert on_big.positions() == cepkit.match(cepkit.parse(KLEENE), big, engine="automaton").positions()
     assert kept[2].last_run == {}  # the kept plan is never run
+
+
+def test_a_cached_ses_plan_shares_its_automata_not_its_run():
+    """The SES plan's fresh copy keeps the compiled automata and the kernel's layout (no compile on a
+    repeated call), and each result its own run's window counts."""
+    query = "SEQ({A a, B b}, C c) WHERE a.v < b.v WITHIN 5 s"
+    small, big = frame(30, 1), frame(3000, 2)
+    cepkit.match(query, small, engine="ses")
+    kept = api._plan_cache.plans[(query, None, None, "ses", ())][2]
+    plan = api._cached_plan((query, None, None, "ses", ()))[2]
+    assert plan is not kept and plan.compiled is kept.compiled and plan.layout is kept.layout is not None
+    on_big, on_small = cepkit.match(query, big, engine="ses"), cepkit.match(query, small, engine="ses")
+    assert on_big.info["windows"] > on_small.info["windows"] and "windows" not in kept.info()
+    assert on_big.positions() == cepkit.match(cepkit.parse(query), big, engine="ses").positions()
 
 
 def test_matchers_of_a_cached_query_do_not_share_runs():

@@ -35,7 +35,9 @@ from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
 
 class Layout:
     """The kernel's reading of a plan's Θ: ``properties`` per variable, ``joins`` and ``chains``
-    (``rcep.pattern``'s roles, on variable indices), or None when some conjunct is none of them."""
+    (``rcep.pattern``'s roles, on variable indices), or None when some conjunct is none of them; and
+    what the kernel takes of the plan whatever the stream (``moves``, the joins' and chains' slots and
+    operators, the shown variables' ids), computed once per plan (``SesPlan.layout``)."""
 
     @classmethod
     def of(cls, plan) -> Optional["Layout"]:
@@ -57,6 +59,18 @@ class Layout:
                 layout.chains.append(found[1])
             else:
                 return None
+        layout.moves, layout.final = moves(plan)
+        ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
+        joins, chains = layout.joins, layout.chains
+        layout.slots = (
+            ints([j.left_slot for j in joins]),
+            ints([j.right_slot for j in joins]),
+            ints([OP_CODES[j.op] for j in joins]),
+        )
+        layout.chain_slots = (ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]))
+        visible = {plan.index[name]: k for k, name in enumerate(plan.visible)}
+        layout.ids = ints([visible.get(v, -1) for v in range(plan.arity)])
+        layout.kleene = [name in plan.pattern.kleene for name in plan.visible]
         return layout
 
 
@@ -90,7 +104,7 @@ def moves(plan) -> tuple:
 def run(plan, stream: Stream) -> Optional[tuple]:
     """(MatchArrays, info) of the whole stream, or None when the plan or the stream's keys keep it off the
     kernel."""
-    layout = Layout.of(plan)
+    layout = plan.layout
     if layout is None:
         return None
     columns = StreamColumns(stream)
@@ -133,8 +147,6 @@ def run(plan, stream: Stream) -> Optional[tuple]:
     for v in range(plan.arity):
         np.cumsum(vars_ >> v & 1, out=counts[v, 1:])
     values, valid = keys[0][:, events], keys[1][:, events]
-    ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
-    joins, chains = layout.joins, layout.chains
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     found = run_windows(
         np.ascontiguousarray(coord[events], dtype=np.float64),
@@ -142,29 +154,24 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         group_end,
         stream.position_of(events),
         counts,
-        *moves(plan),
+        layout.moves,
+        layout.final,
         plan.first_set,
         float(plan.span),
         plan.two_phase,
         plan.strategy != "STNM",
         values,
         valid,
-        ints([j.left_slot for j in joins]),
-        ints([j.right_slot for j in joins]),
-        ints([OP_CODES[j.op] for j in joins]),
+        *layout.slots,
         join_left_key,
         join_right_key,
-        ints([c.slot for c in chains]),
-        ints([OP_CODES[c.op] for c in chains]),
+        *layout.chain_slots,
         chain_previous_key,
         chain_current_key,
     )
     offsets, positions, variables, starts, counters = found
-    visible = {plan.index[name]: k for k, name in enumerate(plan.visible)}
-    ids = np.array([visible.get(v, -1) for v in range(plan.arity)], dtype=np.int64)
-    kleene = [name in plan.pattern.kleene for name in plan.visible]
     emitted = _emitted(plan, stream, coord, by, events[starts])
-    matches = MatchArrays.from_bindings(offsets, positions, ids[variables], plan.visible, kleene, emitted)
+    matches = MatchArrays.from_bindings(offsets, positions, layout.ids[variables], plan.visible, layout.kleene, emitted)
     info = {
         "windows": len(events),
         "evaluated": int(counters[STAT_EVALUATED]),

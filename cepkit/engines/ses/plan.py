@@ -29,7 +29,7 @@ from ...runtime.reported_once import ReportedOnce
 from ...runtime.row_arrays import spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
-from .batch import run as columnar_run
+from .batch import Layout, run as columnar_run
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
 from .pattern import HIDDEN, SetPattern
@@ -84,6 +84,14 @@ class SesPlan(Plan):
         self.select = None if query.select is None else tuple(dict.fromkeys(query.select))  # RETURN a, a: once
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
+        self.layout: Optional[Layout] = Layout.of(self)  # the columnar run's reading, None: it cannot take the plan
+
+    def fresh(self) -> "SesPlan":
+        """The same compiled automata, conditions and kernel layout, no run statistics (``cepkit.match``'s
+        plan cache: a repeated query is neither parsed nor compiled again)."""
+        plan = object.__new__(SesPlan)  # not copy.copy: it would go through __reduce__ and compile again
+        plan.__dict__.update(self.__dict__, _last_info={})
+        return plan
 
     def __reduce__(self):
         # Compiled conditions are closures: a plan travels (pickle, Spark) as what it was compiled from.
