@@ -37,7 +37,7 @@ def check_text(text: str, schema, hierarchy=None, of: str = "the stream's") -> C
     try:
         query = cepkit.check(text, schema, hierarchy=hierarchy)  # attributes, keys, units
     except cepkit.QueryError as err:
-        return Checked(None, f"<pre style='color:#b00'>{html.escape(str(err))}</pre>", (err,))
+        return Checked(None, error_html(err), (err,))
     warnings = tuple(cepkit.type_warnings(query, schema))
     if warnings:  # it runs, but finds nothing of those types: said before Run, not after
         return Checked(
@@ -49,6 +49,27 @@ def check_text(text: str, schema, hierarchy=None, of: str = "the stream's") -> C
         f"<small style='color:#070'>✓ checked against {of} types and columns · strategy "
         f"{query.strategy} · features: {html.escape(features)}</small>",
     )
+
+
+def error_html(err: Exception) -> str:
+    """An error as the widgets show it: its message wrapped between words, and a query's source line with its
+    caret kept whole (scrolled sideways if too wide, never wrapped, so the caret stays under its column).
+
+    >>> print(error_html(cepkit.QueryError("unexpected 'WITHN'", "A a WITHN 3", 1, 5, 5)))  # doctest: +ELLIPSIS
+    <div style='color:#b00'><pre style='white-space:pre-wrap;...'>line 1, column 5: unexpected &#x27;WITHN&#x27;</pre><pre style='white-space:pre;...'>  A a WITHN 3
+          ^^^^^</pre></div>
+    """
+    lines = str(err).split("\n")
+    located = isinstance(err, cepkit.QueryError) and None not in (err.line, err.column, err.text)
+    snippet, rest = (lines[1:3], lines[:1] + lines[3:]) if located else ([], lines)
+    wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;margin:0"
+    whole = "white-space:pre;overflow-x:auto;margin:0"
+    parts = [f"<pre style='{wrapped}'>{html.escape(rest[0])}</pre>"]
+    if snippet:
+        parts.append(f"<pre style='{whole}'>{html.escape(chr(10).join(snippet))}</pre>")
+    if rest[1:]:
+        parts.append(f"<pre style='{wrapped}'>{html.escape(chr(10).join(rest[1:]))}</pre>")
+    return "<div style='color:#b00'>" + "".join(parts) + "</div>"
 
 
 def hint(schema) -> str:

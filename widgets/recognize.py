@@ -23,7 +23,7 @@ import pandas as pd
 import cepkit
 from cepkit import match_recognize as mr
 
-from .diagnostics import Checked
+from .diagnostics import Checked, error_html
 from .execution import Run
 from .figures import full_width, plural
 from .paged_table import PagedTable, TableData
@@ -44,7 +44,7 @@ def check_text(text: str, stream) -> Checked:
         query = mr.parse(text)
         mr.run.check_columns(query, stream.frame.columns)
     except cepkit.QueryError as err:
-        return Checked(None, f"<pre style='color:#b00'>{html.escape(str(err))}</pre>", (err,))
+        return Checked(None, error_html(err), (err,))
     return Checked(
         query,
         "<small style='color:#070'>✓ MATCH_RECOGNIZE (SQL row pattern recognition, "
@@ -137,7 +137,7 @@ class RecognizeExplain(widgets.VBox):
         try:
             explanation = mr.why_not(self.last.query, frame, start=start, key=key)
         except cepkit.QueryError as err:
-            self.text.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+            self.text.value = error_html(err)
             return
         where = "" if key is None else f" of partition {html.escape(str(key))}"
         self.text.value = (

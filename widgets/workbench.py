@@ -53,7 +53,7 @@ import cepkit
 from cepkit import recipes
 
 from .automaton_view import AutomatonView
-from .diagnostics import check_text
+from .diagnostics import check_text, error_html
 from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
 from .editor import QueryEditor
 from .explain_view import ExplainView
@@ -83,7 +83,7 @@ AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's
 CSS = (
     TABLE_CSS
     + """<style>
-.cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; }
+.cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }
 .cepkit-stale { opacity: 0.45; filter: grayscale(1); }
 /* a narrow output (800 px window, sidebar open): tabs keep their whole titles and wrap onto a second row */
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
@@ -354,7 +354,7 @@ class Workbench(widgets.VBox):
         try:
             query = self.query if strategy == AS_WRITTEN or self.sql_notation else self.query.with_strategy(strategy)
         except cepkit.QueryError as err:
-            self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+            self.status.value = error_html(err)
             return None
         long_run = not self.sql_notation and (
             self.engine_picker.value == SPARK or len(self.stream) >= PROGRESS_MIN_EVENTS
@@ -433,7 +433,7 @@ class Workbench(widgets.VBox):
             return None
         except (cepkit.QueryError, cepkit.EventError) as err:
             self._end()
-            self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+            self.status.value = error_html(err)
             return None
         except BaseException:
             self._end()
@@ -556,7 +556,7 @@ class Workbench(widgets.VBox):
             else:
                 view = self.tab_builders[title](self)
         except cepkit.QueryError as err:
-            view = widgets.HTML(f"<pre style='color:#b00'>{html.escape(str(err))}</pre>")
+            view = widgets.HTML(error_html(err))
         box.children = [view]
 
     def _automaton_tab(self):

@@ -85,6 +85,10 @@ def test_a_template_fills_the_editor_runs_and_exports(
     underline = workbench.locator(".cepkit-editor .cm-lintRange-error")
     budget.until(lambda: underline.count() == 1 and underline.inner_text() == "WITHN", "the error underlined", page)
     assert "WITHIN" in workbench.locator(".cepkit-diagnostics").inner_text()
+    message, snippet = (workbench.locator(".cepkit-diagnostics pre").nth(i) for i in (0, 1))
+    # the message wraps between words (JupyterLab's pre breaks anywhere); the caret line never wraps
+    assert message.evaluate("el => getComputedStyle(el).wordBreak") == "normal"
+    assert snippet.evaluate("el => getComputedStyle(el).whiteSpace") == "pre" and "^^^^^" in snippet.inner_text()
     unit = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'min');
                                       return s ? getComputedStyle(s).fontStyle : null; }""")
     assert unit == "italic", unit  # "10 min": a unit, not the MIN aggregate
