@@ -28,7 +28,7 @@ from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ..unary import StreamColumns, vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
-from .kernel import STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, recompute, window_starts
+from .kernel import STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, layout, recompute
 
 
 def runs_columnar(plan) -> bool:
@@ -113,27 +113,22 @@ def run(plan, stream: Stream):
     if keys is None:
         return None
     read = ~stream.type_in({PUNCTUATION})
-    index = np.flatnonzero(read)
-    order, group_start = grouped(stream.key_codes(plan.query.partition_by)[index])
-    events = index[order]  # grouped index -> stream index
-    g = np.arange(len(events), dtype=np.int64)
-    times = stream.times[events]
-    min_time = np.full(len(events), -np.inf)
-    min_index = np.zeros(len(events), dtype=np.int64)
-    if plan.window_seconds is not None:  # as RcepPlan.earliest: the reference's float slack
-        w = plan.window_seconds
-        min_time = times - w - 8 * np.spacing(np.maximum(max(1.0, w), np.abs(times)))
-    if plan.window_events is not None:
-        min_index = g - math.ceil(plan.window_events) + 1
-    window_lo = window_starts(group_start, times, min_time, min_index)
-    members, offsets = [], [0]
+    codes = stream.key_codes(plan.query.partition_by)
+    codes = np.where(read, codes, -1)
+    accepted = np.empty((len(slots), len(stream)), dtype=bool)
     for k in range(len(slots)):
-        accepted = plan.accepted(k, columns, read)[events]
-        members.append(np.flatnonzero(accepted))
-        offsets.append(offsets[-1] + len(members[-1]))
-    members = np.concatenate(members).astype(np.int64)
-    offsets = np.asarray(offsets, dtype=np.int64)
-    values, valid = keys[0][:, events[members]], keys[1][:, events[members]]  # per member
+        accepted[k] = plan.accepted(k, columns, read)
+    events, window_lo, members, offsets, triggers, window_first, values, valid, peaks, peak_stored = layout(
+        codes,
+        int(codes.max(initial=-1)) + 1,
+        accepted,
+        np.ascontiguousarray(stream.times, dtype=np.float64),
+        np.nan if plan.window_seconds is None else float(plan.window_seconds),
+        -1 if plan.window_events is None else math.ceil(plan.window_events),
+        not slots[-1].kleene,
+        keys[0],
+        keys[1],
+    )
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     pairs: dict = {}
     for join in pattern.joins:
@@ -143,14 +138,6 @@ def run(plan, stream: Stream):
     joins, chains = pattern.joins, pattern.chains
     ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
-    triggers = np.arange(offsets[-2], offsets[-1], dtype=np.int64)
-    triggers = triggers[np.argsort(events[members[triggers]], kind="stable")]  # in stream order
-    window_first = np.empty((len(slots), len(triggers)), dtype=np.int64)  # each slot's range query's start
-    starts = window_lo[members[triggers]]
-    for k in range(len(slots)):  # the members of slot k before each grouped index, by prefix counts
-        before = np.zeros(len(events) + 1, dtype=np.int64)
-        before[members[offsets[k] : offsets[k + 1]] + 1] = 1  # a slot's members are distinct
-        window_first[k] = offsets[k] + np.cumsum(before)[starts]
     found = recompute(
         members,
         offsets,
@@ -199,31 +186,8 @@ def run(plan, stream: Stream):
         "join_reused": int(counters[STAT_REUSED]),
         "chains": int(counters[STAT_CHAINS]),
         "matches": len(matches),
-        **_peaks(plan, members, offsets, window_lo),
+        "stored": 0,  # the kernel keeps no trees: what RcepMatcher's would have held at most
+        "peak_stored": int(peak_stored),
+        "tree_peaks": {k: int(peak) for k, peak in enumerate(peaks.tolist()) if peak >= 0},
     }
     return matches, stats
-
-
-def _peaks(plan, members: np.ndarray, offsets: np.ndarray, window_lo: np.ndarray) -> dict:
-    """What ``RcepMatcher``'s trees would have held: per slot, the most of its events in one window when
-    one is inserted, and the most stored in one sub-stream (the kernel keeps no trees: stored is 0). By
-    prefix counts over the grouped events (a window is a run of its sub-stream), no sort or hash."""
-    n = len(window_lo)
-    relevant = np.zeros(n, dtype=bool)
-    relevant[members] = True
-    total = np.zeros(n, dtype=np.int64)
-    peaks = {}
-    g = np.arange(n)
-    for k in range(len(plan.slots)):
-        mine = np.zeros(n, dtype=bool)
-        mine[members[offsets[k] : offsets[k + 1]]] = True
-        if k == plan.last and not plan.slots[k].kleene:  # a lone trigger leaves its tree at once
-            held = mine.astype(np.int64)
-        else:
-            before = np.zeros(n + 1, dtype=np.int64)
-            np.cumsum(mine, out=before[1:])
-            held = before[g + 1] - before[window_lo]
-        total += held
-        if mine.any():
-            peaks[k] = int(held[mine].max())
-    return {"stored": 0, "peak_stored": int(total[relevant].max(initial=0)), "tree_peaks": peaks}

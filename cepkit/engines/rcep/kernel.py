@@ -34,21 +34,130 @@ STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATC
 
 
 @_compiled
-def window_starts(group_start, times, min_time, min_index):
-    """For each event (grouped order) the first index of its window: the first event of its sub-stream at
-    or after ``min_time`` and at or after index ``min_index``, and never after the event itself."""
-    n = len(times)
-    out = np.empty(n, dtype=np.int64)
+def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_alone, kval_stream, kok_stream):
+    """Everything ``recompute`` reads, from the stream's columns in one pass each (no sort, no per-slot
+    array over the stream): ``codes`` (a PARTITION BY code per read event, -1 for punctuation, below
+    ``n_codes``), ``accepted[s, i]`` (slot s takes stream event i), ``times``; a time window
+    ``window_seconds`` (NaN: none; the reference's float slack, as ``RcepPlan.earliest``) and an EVENTS
+    window ``window_events`` (0: none); ``last_alone``: the last slot is not Kleene (a trigger leaves its
+    tree at once); the join and chain keys per stream event.
+
+    Returns (events, window_lo, members, offsets, triggers, window_first, kval, kok, peaks, peak_stored):
+    ``events[g]`` the stream index of grouped index g (read events by sub-stream, each in order),
+    ``window_lo[g]`` the first grouped index of the window of a match ending at g, each slot's members
+    (grouped indices, ascending, slot s at ``offsets[s]:offsets[s+1]``), the last slot's members in stream
+    order (``triggers``, member indices) with each slot's first member in their windows
+    (``window_first[s, i]``), the keys per member, and what ``RcepMatcher``'s trees would have held at
+    most: per slot (-1: never used) and all together."""
+    n_stream = len(codes)
+    n_slots = accepted.shape[0]
+    last = n_slots - 1
+    # 1. counting sort of the read events by code, stable: the sub-streams one after the other
+    group_size = np.zeros(n_codes + 1, dtype=np.int64)
+    for i in range(n_stream):
+        if codes[i] >= 0:
+            group_size[codes[i] + 1] += 1
+    for c in range(n_codes):
+        group_size[c + 1] += group_size[c]
+    n = group_size[n_codes]
+    events = np.empty(n, dtype=np.int64)
+    grouped_of = np.full(n_stream, -1, dtype=np.int64)
+    fill = group_size[:n_codes].copy()
+    for i in range(n_stream):
+        c = codes[i]
+        if c >= 0:
+            events[fill[c]] = i
+            grouped_of[i] = fill[c]
+            fill[c] += 1
+    # 2. window starts: a pointer per sub-stream, stepped back where the float slack makes min_time dip
+    window_lo = np.empty(n, dtype=np.int64)
+    timed = not np.isnan(window_seconds)
+    for c in range(n_codes):
+        begin, end = group_size[c], group_size[c + 1]
+        lo = begin
+        for g in range(begin, end):
+            t = times[events[g]]
+            min_time = -np.inf
+            if timed:
+                min_time = t - window_seconds - 8 * np.spacing(max(max(1.0, window_seconds), abs(t)))
+            min_index = begin
+            if window_events > 0:
+                min_index = max(begin, g - window_events + 1)
+            lo = max(lo, min_index)
+            while lo < g and times[events[lo]] < min_time:
+                lo += 1
+            while lo > min_index and times[events[lo - 1]] >= min_time:
+                lo -= 1
+            window_lo[g] = lo
+    # 3. members per slot, in grouped order
+    offsets = np.zeros(n_slots + 1, dtype=np.int64)
     for g in range(n):
-        lo, hi = max(group_start[g], min_index[g]), g
-        while lo < hi:  # first index in [lo, g] whose time is >= min_time
-            mid = (lo + hi) // 2
-            if times[mid] < min_time[g]:
-                lo = mid + 1
-            else:
-                hi = mid
-        out[g] = lo
-    return out
+        for s in range(n_slots):
+            if accepted[s, events[g]]:
+                offsets[s + 1] += 1
+    for s in range(n_slots):
+        offsets[s + 1] += offsets[s]
+    members = np.empty(offsets[n_slots], dtype=np.int64)
+    at = offsets[:n_slots].copy()
+    for g in range(n):
+        for s in range(n_slots):
+            if accepted[s, events[g]]:
+                members[at[s]] = g
+                at[s] += 1
+    # 4. per grouped index, each slot's members in its window ([first, count)): the triggers' range
+    # starts and the trees' sizes, by pointers that move forward with the window
+    n_triggers = offsets[n_slots] - offsets[last]
+    first_of_trigger = np.empty((n_slots, n_triggers), dtype=np.int64)  # in member order
+    peaks = np.full(n_slots, -1, dtype=np.int64)
+    peak_stored = 0
+    pointer = offsets[:n_slots].copy()  # first member of s at or after window_lo[g]
+    count = offsets[:n_slots].copy()  # first member of s after g
+    for g in range(n):
+        total, relevant = 0, False
+        for s in range(n_slots):
+            begin, end = offsets[s], offsets[s + 1]
+            while pointer[s] < end and members[pointer[s]] < window_lo[g]:
+                pointer[s] += 1
+            while pointer[s] > begin and members[pointer[s] - 1] >= window_lo[g]:
+                pointer[s] -= 1
+            mine = count[s] < end and members[count[s]] == g
+            if mine:
+                count[s] += 1
+                relevant = True
+            held = count[s] - pointer[s]
+            if s == last and last_alone:
+                held = 1 if mine else 0
+            total += held
+            if mine and held > peaks[s]:
+                peaks[s] = held
+        if relevant and total > peak_stored:
+            peak_stored = total
+        if count[last] > offsets[last] and members[count[last] - 1] == g:
+            for s in range(n_slots):
+                first_of_trigger[s, count[last] - 1 - offsets[last]] = pointer[s]
+    # 5. the triggers in stream order
+    triggers = np.empty(n_triggers, dtype=np.int64)
+    window_first = np.empty((n_slots, n_triggers), dtype=np.int64)
+    trigger_of = np.full(n, -1, dtype=np.int64)
+    for k in range(n_triggers):
+        trigger_of[members[offsets[last] + k]] = k
+    k = 0
+    for i in range(n_stream):
+        g = grouped_of[i]
+        if g >= 0 and trigger_of[g] >= 0:
+            triggers[k] = offsets[last] + trigger_of[g]
+            for s in range(n_slots):
+                window_first[s, k] = first_of_trigger[s, trigger_of[g]]
+            k += 1
+    # 6. the keys per member
+    n_keys = kval_stream.shape[0]
+    kval = np.empty((n_keys, len(members)))
+    kok = np.empty((n_keys, len(members)), dtype=np.bool_)
+    for r in range(n_keys):
+        for m in range(len(members)):
+            kval[r, m] = kval_stream[r, events[members[m]]]
+            kok[r, m] = kok_stream[r, events[members[m]]]
+    return events, window_lo, members, offsets, triggers, window_first, kval, kok, peaks, peak_stored
 
 
 @_compiled
