@@ -56,6 +56,9 @@ class StrategyCompare(widgets.VBox):
         as grey markers when there are at most ``max_events``.
     tz : str, optional
         Time zone of the axis for datetime ts (as ``MatchTimeline``).
+    runs : dict, optional
+        Runs already made (strategy -> ``Run`` of this query under it, on ``engine``, with these options), shown
+        rather than run again: the Workbench passes its last run.
 
     Examples
     --------
@@ -77,6 +80,7 @@ class StrategyCompare(widgets.VBox):
         max_matches: int = 150,
         max_events: int = 600,
         tz: Optional[str] = None,
+        runs: Optional[dict] = None,
         **options,
     ):
         self.query = cepkit.parse(query, hierarchy)
@@ -87,6 +91,7 @@ class StrategyCompare(widgets.VBox):
         self.engine, self.hierarchy, self.options = engine, hierarchy, options
         self.max_matches, self.max_events, self.tz = max_matches, max_events, tz
         self.runs: dict = {}
+        self._made = dict(runs or {})
         self.errors: dict = {}
         self.cancelled = False
         self.seconds = None  # wall time of the runs
@@ -141,7 +146,7 @@ class StrategyCompare(widgets.VBox):
                 self._now = f"running <b>{html.escape(strategy)}</b> ({i + 1} of {len(self.strategies)})"
                 self.status.value = self._now
                 try:
-                    self.runs[strategy] = run_query(
+                    self.runs[strategy] = self._made.get(strategy) or run_query(
                         self.query,
                         self.stream,
                         self.engine,

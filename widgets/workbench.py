@@ -574,6 +574,8 @@ class Workbench(widgets.VBox):
 
     def _strategies_tab(self):
         engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
+        # the last run is this query under its own strategy, on this engine: shown, not run again
+        ran = {} if engine != self.engine_picker.value else {self.last_query.ast.strategy or "ALL": self.last_run}
         self.strategy_compare = StrategyCompare(
             self.last_query,
             self.stream,
@@ -581,6 +583,7 @@ class Workbench(widgets.VBox):
             self.hierarchy,
             background=len(self.stream) >= PROGRESS_MIN_EVENTS,
             tz=self.timeline.tz,
+            runs=ran,
             **self.options,
         )
         return self.strategy_compare

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import cepkit
-from cepkit.widgets import Workbench
+from cepkit.widgets import StrategyCompare, Workbench
 from cepkit.widgets.execution import PROGRESS_MIN_EVENTS, Cancelled, run_query
 from cepkit.widgets.workbench import TABS
 from cel_formulas import PHI1
@@ -227,6 +227,12 @@ def test_tabs_build_their_views_when_opened(farm):
     wb.tabs.selected_index = TABS.index("Strategies")
     assert wb.strategy_compare.counts()["NEXT"] == 2
     assert "<b>sequence</b>" in wb.engines_table.value
+    assert wb.strategy_compare.runs["ALL"] is wb.last_run  # the run the Workbench made, not made again
+    counts = wb.strategy_compare.counts()
+    assert counts == StrategyCompare(PHI1, farm).counts()
+    wb.strategy_picker.value = "NEXT"
+    wb.run()  # the Strategies tab is open: built again at once
+    assert wb.strategy_compare.runs["NEXT"] is wb.last_run and wb.strategy_compare.counts() == counts
     wb.tabs.selected_index = TABS.index("Events")
     grid = wb.tabs.children[TABS.index("Events")].children[0]
     assert "tmp" in grid.columns and grid.count == len(farm) and grid is wb.events_table

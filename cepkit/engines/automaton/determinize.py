@@ -121,8 +121,17 @@ class Moves:
 
     def settled(self, states, none: int) -> bool:
         """Whether an irrelevant event leaves every state where it is (a gap then acts as one step)."""
-        marks, skips = self(none)
-        return all(not marks.get(q) and skips.get(q) == [q] for q in states)
+        return self.inert(none).issuperset(states)
+
+    def inert(self, letter: int) -> frozenset:
+        """The states ``letter`` leaves where they are: no • move, their one ◦ move a loop."""
+        key = ("inert", letter)
+        if key not in self._cache:
+            marks, skips = self(letter)
+            self._cache[key] = frozenset(
+                q for q in range(self.cea.n_states) if not marks.get(q) and skips.get(q) == [q]
+            )
+        return self._cache[key]
 
 
 class LazyDeterminizer:

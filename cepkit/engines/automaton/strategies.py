@@ -32,6 +32,7 @@ from .determinize import Moves
 from .nodes import BOTTOM, NONE, ext, union
 
 RANKED = ("NEXT", "LAST", "MAX")
+NO_START = -math.inf  # the start of no run
 
 
 class Ranked:
@@ -101,6 +102,9 @@ class Maximal:
         self.moves = moves
         self.arena_ref = arena_ref
         self.groups = {(empty_start, frozenset({moves.cea.initial}), frozenset()): {moves.cea.initial: BOTTOM}}
+        # a superset run in a state with no transition (a final state ending the pattern) never moves again:
+        # U forgets it after the step that made it, so groups differing only by it are one
+        self.ends = frozenset(q for q, out in enumerate(moves.cea.outgoing) if not out)
 
     def step(self, letter: int, pos: int, key: float, limit: float) -> list:
         arena = self.arena_ref()
@@ -109,39 +113,61 @@ class Maximal:
         new: dict = {}
         roots = []
 
+        ends = self.ends
+
         def add(start, entries, supersets):
-            group = new.setdefault((start, frozenset(entries), frozenset(supersets.items())), {})
+            kept = frozenset((q, s) for q, s in supersets.items() if q not in ends)
+            group = new.setdefault((start, frozenset(entries), kept), {})
             for p, n in entries.items():
                 group[p] = union(arena, group.get(p, NONE), n)
 
-        for (start, _, supers), entries in self.groups.items():
+        inert = self.moves.inert(letter)
+        for group_key, entries in self.groups.items():
+            start, states, supers = group_key
             if key - start > limit:
                 continue
-            supers = dict(supers)
+            if states <= inert and all(q in inert for q, _ in supers):
+                # every run stays where it is: the • move has nothing, the ◦ move gives the group back (its
+                # T states have no superset run starting at or after its start: add() filtered them so)
+                if group_key in new:
+                    group = new[group_key]
+                    for p, n in entries.items():
+                        group[p] = union(arena, group.get(p, NONE), n)
+                else:
+                    new[group_key] = entries
+                continue
             started = min(start, key)
+            # the superset runs' moves: u_mark (those marking j), u_skip (every one), the latest start per state
+            u_mark: dict = {}
+            u_skip: dict = {}
+            for q, s in supers:
+                for dst, _ in marks.get(q, ()):
+                    if u_mark.get(dst, NO_START) < s:
+                        u_mark[dst] = s
+                for dst in skips.get(q, ()):
+                    if u_skip.get(dst, NO_START) < s:
+                        u_skip[dst] = s
+            for p, s in u_mark.items():
+                if u_skip.get(p, NO_START) < s:
+                    u_skip[p] = s
             # • move: C ∪ {j}; supersets are the superset runs that mark j too
-            u_mark = _moved(supers, marks, lambda dst_var: dst_var[0])
             t_mark: dict = {}
             for q, node in entries.items():
                 for dst, var in marks.get(q, ()):
                     t_mark[dst] = union(arena, t_mark.get(dst, NONE), ext(arena, pos, var, node, key))
-            t_mark = {p: n for p, n in t_mark.items() if u_mark.get(p, -math.inf) < started}
+                    if u_skip.get(dst, NO_START) < started:  # for the ◦ move: C's runs that mark j
+                        u_skip[dst] = started
+            t_mark = {p: n for p, n in t_mark.items() if u_mark.get(p, NO_START) < started}
             if t_mark:
                 add(started, t_mark, u_mark)
                 if pos >= 0 and not any(f in u_mark and key - u_mark[f] <= limit for f in finals):
                     roots += [n for p, n in t_mark.items() if p in finals]
             # ◦ move: C stays; supersets are every superset run, and C's runs that mark j
-            u_skip = _moved(supers, marks, lambda dst_var: dst_var[0])
-            for p, s in _moved(supers, skips, lambda dst: dst).items():
-                u_skip[p] = max(u_skip.get(p, -math.inf), s)
-            for q in entries:
-                for dst, _ in marks.get(q, ()):
-                    u_skip[dst] = max(u_skip.get(dst, -math.inf), started)
             t_skip: dict = {}
             for q, node in entries.items():
                 for dst in skips.get(q, ()):
                     t_skip[dst] = union(arena, t_skip.get(dst, NONE), node)
-            t_skip = {p: n for p, n in t_skip.items() if u_skip.get(p, -math.inf) < start}
+            t_skip = {p: n for p, n in t_skip.items() if u_skip.get(p, NO_START) < start}
             if t_skip:
                 add(start, t_skip, u_skip)
         self.groups = new
@@ -162,16 +188,6 @@ class Maximal:
         return {p for entries in self.groups.values() for p in entries} | {
             p for (_, _, supers) in self.groups for p, _ in supers
         }
-
-
-def _moved(supers: dict, moves: dict, target) -> dict:
-    """state -> latest superset start, after the superset runs in ``supers`` take ``moves``."""
-    out: dict = {}
-    for q, s in supers.items():
-        for move in moves.get(q, ()):
-            p = target(move)
-            out[p] = max(out.get(p, -math.inf), s)
-    return out
 
 
 def selector(program, arena_ref):
