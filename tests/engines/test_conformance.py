@@ -145,6 +145,21 @@ def test_matcher_reports_each_match_once_no_earlier_than_its_last_event(engine, 
 
 
 @pytest.mark.parametrize("engine, query", RUNNABLE)
+@pytest.mark.parametrize("size", [1, 4])
+def test_micro_batches_emit_what_pushes_emit(engine, query, size):
+    """``Matcher.extend`` with DataFrames of ``size`` events: the same emissions (match and the event
+    that emitted it, in order) as pushing the events one by one."""
+    hierarchy = hierarchy_for(query)
+    pushed = cepkit.Matcher(query, engine=engine, hierarchy=hierarchy)
+    expected = [m for event in EVENTS for m in pushed.push(event)] + pushed.close()
+    fed = cepkit.Matcher(query, engine=engine, hierarchy=hierarchy)
+    frame = pd.DataFrame(EVENTS)
+    got = [m for start in range(0, len(EVENTS), size) for m in fed.extend(frame.iloc[start : start + size])]
+    got += fed.close()
+    assert [(m.key, m.emitted_at) for m in got] == [(m.key, m.emitted_at) for m in expected]
+
+
+@pytest.mark.parametrize("engine, query", RUNNABLE)
 def test_plans_pickle_and_leave_events_untouched(engine, query):
     frame = pd.DataFrame(EVENTS)
     frame_before, events_before = frame.copy(), copy.deepcopy(EVENTS)

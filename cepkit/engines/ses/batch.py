@@ -101,59 +101,100 @@ def moves(plan) -> tuple:
     return table, final
 
 
+class Columns:
+    """What the kernel reads of a stream, column-wise: ``fits`` (per event, the mask of the variables
+    whose properties it satisfies; 0 for punctuation and, on X, for a null), ``read`` (not punctuation),
+    ``by`` (PARTITION BY codes), ``codes`` (window keys: PARTITION BY, then X) and the join and chain keys
+    (``rcep.batch.key_columns``)."""
+
+    @classmethod
+    def of(cls, plan, stream: Stream) -> Optional["Columns"]:
+        """None when the stream's keys keep it off the kernel (strings in a join, unhashable values)."""
+        layout = plan.layout
+        columns = StreamColumns(stream)
+        keys = key_columns(layout.joins, layout.chains, columns)
+        if keys is None:
+            return None
+        query = plan.query
+        read = ~stream.type_in({PUNCTUATION})
+        fits = np.zeros(len(stream), dtype=np.int64)
+        for v, name in enumerate(plan.variables):
+            atom_type = plan.pattern.atoms[name].type
+            mask = read.copy()
+            if atom_type is not None:
+                hierarchy = (
+                    query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
+                )
+                mask &= stream.type_in(hierarchy.covers(atom_type) if hierarchy else {atom_type})
+            for cond in layout.properties[v]:
+                mask = unary_truth(cond, name, columns, mask)
+            fits |= mask.astype(np.int64) << v
+        for attr in plan.partition_attributes:  # a null on X joins nothing: no match has the event
+            fits[stream.column(attr).null] = 0
+        try:
+            by = stream.key_codes(query.partition_by)
+            codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))
+        except TypeError:  # unhashable values (lists): the matcher hashes them by content, or says which
+            return None
+        found = cls()
+        found.stream, found.keys, found.read, found.fits, found.by, found.codes = stream, keys, read, fits, by, codes
+        found.kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)  # Thm 5.1's filter
+        return found
+
+
+def substream_positions(by: np.ndarray, read: np.ndarray, before: Optional[np.ndarray] = None) -> np.ndarray:
+    """Each event's position in its PARTITION BY sub-stream (``by``: codes; every ``read`` event counted,
+    punctuation not, and NaN), after ``before[code]`` events of each sub-stream already seen."""
+    coord = np.full(len(by), np.nan)
+    index = np.flatnonzero(read)
+    order, first = grouped(by[index])
+    rank = np.arange(len(index)) - first
+    if before is not None:
+        rank += before[by[index[order]]]
+    coord[index[order]] = rank
+    return coord
+
+
 def run(plan, stream: Stream) -> Optional[tuple]:
     """(MatchArrays, info) of the whole stream, or None when the plan or the stream's keys keep it off the
     kernel."""
-    layout = plan.layout
-    if layout is None:
+    if plan.layout is None:
         return None
-    columns = StreamColumns(stream)
-    keys = key_columns(layout.joins, layout.chains, columns)
-    if keys is None:
+    columns = Columns.of(plan, stream)
+    if columns is None:
         return None
-    query = plan.query
-    read = ~stream.type_in({PUNCTUATION})
-    fits = np.zeros(len(stream), dtype=np.int64)
-    for v, name in enumerate(plan.variables):
-        atom_type = plan.pattern.atoms[name].type
-        mask = read.copy()
-        if atom_type is not None:
-            hierarchy = query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
-            mask &= stream.type_in(hierarchy.covers(atom_type) if hierarchy else {atom_type})
-        for cond in layout.properties[v]:
-            mask = unary_truth(cond, name, columns, mask)
-        fits |= mask.astype(np.int64) << v
-    for attr in plan.partition_attributes:  # a null on X joins nothing: no match has the event
-        fits[stream.column(attr).null] = 0
-    try:
-        by = stream.key_codes(query.partition_by)
-        codes = stream.key_codes(tuple(query.partition_by) + tuple(plan.partition_attributes))
-    except TypeError:  # unhashable values (lists): the matcher hashes them by content, or says which
-        return None
-    coord = stream.times
-    if plan.events_window:  # the position in the PARTITION BY sub-stream, every event counted
-        coord = np.zeros(len(stream))
-        index = np.flatnonzero(read)
-        order, first = grouped(by[index])
-        coord[index[order]] = np.arange(len(index)) - first
-    kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)  # Thm 5.1's filter
-    codes = codes[kept]
+    coord = substream_positions(columns.by, columns.read) if plan.events_window else stream.times
+    last = int(stream.position_of(np.array([len(stream) - 1]))[0]) if len(stream) else -1
+    matches, info, _ = evaluate(plan, columns, coord, last)
+    return matches, info
+
+
+def evaluate(plan, columns: Columns, coord: np.ndarray, last: int, final: bool = True) -> tuple:
+    """(MatchArrays, info, open) of the kept events' windows that are closed (an event of their clock lies
+    past W[0] + τ: the match is emitted at it) or, when ``final``, all of them (emitted at ``last``, the
+    position of the last event seen); ``open`` lists the kept events whose windows are not closed, in
+    stream order (none when ``final``): an incremental matcher keeps them with the next micro-batch."""
+    stream, layout = columns.stream, plan.layout
+    past = _closing(plan, columns, coord, columns.kept)
+    closed = past < len(stream)
+    codes = columns.codes[columns.kept]
     order = np.argsort(codes, kind="stable")
-    events = kept[order]
+    events = columns.kept[order]
     codes = codes[order]
     group_end = np.searchsorted(codes, codes, "right").astype(np.int64)
-    vars_ = fits[events]
+    vars_ = columns.fits[events]
     counts = np.zeros((plan.arity, len(events) + 1), dtype=np.int64)
     for v in range(plan.arity):
         np.cumsum(vars_ >> v & 1, out=counts[v, 1:])
-    values, valid = keys[0][:, events], keys[1][:, events]
-    join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
+    values, valid = columns.keys[0][:, events], columns.keys[1][:, events]
+    join_left_key, join_right_key, chain_previous_key, chain_current_key = columns.keys[2]
     found = run_windows(
         np.ascontiguousarray(coord[events], dtype=np.float64),
         vars_,
         group_end,
         stream.position_of(events),
         counts,
+        closed[order] | final,
         layout.moves,
         layout.final,
         plan.first_set,
@@ -170,23 +211,26 @@ def run(plan, stream: Stream) -> Optional[tuple]:
         chain_current_key,
     )
     offsets, positions, variables, starts, counters = found
-    emitted = _emitted(plan, stream, coord, by, events[starts])
+    at = past[order][starts]
+    emitted = np.full(len(starts), last, dtype=np.int64)
+    emitted[at < len(stream)] = stream.position_of(at[at < len(stream)])
     matches = MatchArrays.from_bindings(offsets, positions, layout.ids[variables], plan.visible, layout.kleene, emitted)
     info = {
         "windows": len(events),
         "evaluated": int(counters[STAT_EVALUATED]),
         "max_window": int(counters[STAT_MAX_WINDOW]),
     }
-    return matches, info
+    return matches, info, (np.zeros(0, np.int64) if final else columns.kept[~closed])
 
 
-def _emitted(plan, stream: Stream, coord: np.ndarray, by: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The position at which the matcher emits a match whose W[0] is each of ``starts`` (stream indices):
-    the first event past the window (``coord - W[0] > τ``), else the stream's last event."""
-    n = len(stream)
-    last = stream.position_of(np.array([n - 1]))[0] if n else -1
+def _closing(plan, columns: Columns, coord: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The stream index of the event that closes the window of each of ``starts`` (stream indices, in
+    order): the first event past the window (``coord - W[0] > τ``: any event, punctuation too, for a time
+    window; the (τ + 1)-th of its PARTITION BY sub-stream after W[0] for ``n EVENTS``); the stream's
+    length where none does yet."""
+    stream, n = columns.stream, len(columns.stream)
     if not np.isfinite(plan.span) or not len(starts):
-        return np.full(len(starts), last, dtype=np.int64)
+        return np.full(len(starts), n, dtype=np.int64)
     if not plan.events_window:  # any event closes a time window, punctuation too
         times = stream.times
         past = np.searchsorted(times, times[starts] + plan.span, "right")
@@ -201,17 +245,12 @@ def _emitted(plan, stream: Stream, coord: np.ndarray, by: np.ndarray, starts: np
             if not late.any():
                 break
             past[late] -= 1
-    else:  # the (span + 1)-th event after W[0] in its PARTITION BY sub-stream
-        read = np.flatnonzero(~stream.type_in({PUNCTUATION}))
-        order = read[np.argsort(by[read], kind="stable")]
-        rank = np.empty(n, dtype=np.int64)
-        rank[order] = np.arange(len(order))
-        target = rank[starts] + int(plan.span) + 1
-        inside = target < len(order)
-        inside[inside] &= by[order[target[inside]]] == by[starts[inside]]
-        past = np.full(len(starts), n)
-        past[inside] = order[target[inside]]
-    out = np.full(len(starts), last, dtype=np.int64)
-    found = past < n
-    out[found] = stream.position_of(past[found])
-    return out
+        return past
+    # sub-stream positions are consecutive within a sub-stream: look (code, W[0]'s + τ + 1) up
+    read = np.flatnonzero(columns.read)
+    stride = int(coord[read].max()) + int(plan.span) + 2
+    keys = columns.by[read] * stride + coord[read].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    wanted = columns.by[starts] * stride + coord[starts].astype(np.int64) + int(plan.span) + 1
+    place = np.minimum(np.searchsorted(keys[order], wanted), len(read) - 1)
+    return np.where(keys[order][place] == wanted, read[order][place], n).astype(np.int64)

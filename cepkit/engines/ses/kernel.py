@@ -86,6 +86,7 @@ def run_windows(
     group_end,
     positions,
     counts,
+    todo,
     moves,
     final,
     first_set,
@@ -108,8 +109,8 @@ def run_windows(
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
-    ``positions``; ``counts[v, g]``: events before g fitting variable v; ``moves`` and ``final`` as
-    ``batch.moves`` gives them; without ``two_phase`` every window is evaluated (Alg 1). Returns (offsets, positions,
+    ``positions``; ``counts[v, g]``: events before g fitting variable v; ``todo``: the W[0]s whose window
+    is closed (the others wait for more events); ``moves`` and ``final`` as ``batch.moves`` gives them; without ``two_phase`` every window is evaluated (Alg 1). Returns (offsets, positions,
     variable indices, the W[0] of each match, stats).
     """
     n, arity = len(coord), counts.shape[0]
@@ -125,6 +126,8 @@ def run_windows(
     arena_event = np.empty(1024, dtype=np.int64)
     arena_parent = np.empty(1024, dtype=np.int64)
     for g in range(n):
+        if not todo[g]:
+            continue
         if two_phase and not vars_[g] & first_set:  # (5.2); without two_phase A runs on every window (Alg 1)
             continue
         lo, hi = g + 1, group_end[g]  # the window: events until the coordinate passes W[0] + τ

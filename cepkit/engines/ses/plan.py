@@ -24,12 +24,13 @@ from ...runtime.attribute_columns import hashable_key
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
+from ...runtime.match_list import MatchList
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.row_arrays import spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
-from .batch import Layout, run as columnar_run
+from .batch import Columns, Layout, evaluate, run as columnar_run, substream_positions
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
 from .pattern import HIDDEN, SetPattern
@@ -212,7 +213,15 @@ class SesPlan(Plan):
 
 
 class SesMatcher(IncrementalPlan):
-    """Incremental Alg 1 / Alg 3: ``push`` returns the matches of the windows the event completed."""
+    """Incremental Alg 1 / Alg 3: ``push`` returns the matches of the windows the event completed.
+
+    The open windows are held in one of two forms. ``push`` keeps them as ``MatchWindow``s of ``Entry``
+    objects and runs A in Python when a window closes. ``extend`` (a micro-batch, when the plan is one the
+    kernel runs: ``SesPlan.layout``) keeps them as columns: ``_tail``, a ``Stream`` of the kept events
+    whose windows are still open, with their coordinates; the tail and the batch go through
+    ``batch.evaluate`` together, which runs every window the batch closes in the kernel and leaves the
+    still open ones as the next tail. Switching from one to the other converts the open windows (at most
+    the events of one window span per window key)."""
 
     def __init__(self, plan: SesPlan, log: Optional[list] = None, batch: Optional[list] = None):
         self.plan = plan
@@ -223,22 +232,110 @@ class SesMatcher(IncrementalPlan):
         self.substream: dict = {}  # PARTITION BY key -> events seen (EVENTS coordinates)
         self._tie = itertools.count()
         self.last_position = -1
+        self._now = -math.inf  # the latest time seen
+        self._tail: Optional[Stream] = None  # the open windows as columns (``extend``), or None
+        self._tail_coord = np.zeros(0)
         self.opened = self.evaluated = self.max_window = 0
         # RETURN keys already reported: the windows of two starts can hold matches that project to the same
         # (C, beta), one match (docs/language.md §10.2), reported once, when the first of those windows closes
         self.projected = None if plan.select is None else ReportedOnce(plan.query.window_seconds)
 
     def push(self, event) -> list:
+        if self._tail is not None:
+            self._to_windows()
         found = self._push(event)
         return found if self.projected is None else self.projected.unreported(found, event.time)
 
     def close(self) -> list:
+        if self._tail is not None:
+            tail, coord = self._tail, self._tail_coord
+            self._tail = None
+            columns = Columns.of(self.plan, tail)
+            if columns is not None:
+                matches, info, _ = evaluate(self.plan, columns, coord, self.last_position)
+                self._count(info)
+                return _pushed_order(matches)
+            self._to_windows(tail, coord)
         found = self._close()
         return found if self.projected is None else self.projected.unreported(found, None)
+
+    def extend(self, stream):
+        """A micro-batch as columns: the open windows (``_tail``) and the batch through the kernel
+        (``batch.evaluate``), every window the batch closes evaluated there; the matches as a ``MatchList``
+        in the order pushing the events one by one returns them. Event by event (``push``) when the plan
+        or the batch is not one the kernel runs, for ``match_windows``' log, and out of time order."""
+        plan = self.plan
+        if (
+            plan.layout is None
+            or self.log is not None
+            or self.batch is not None
+            or not len(stream)
+            or stream.first_disorder(self._now) is not None
+        ):
+            return super().extend(stream)
+        if self._tail is None:
+            self._to_columns(stream.ts_is_datetime)
+        tail, tail_coord = self._tail, self._tail_coord
+        try:
+            combined = tail.followed_by(stream)
+        except ValueError:  # datetime ts after numeric ones: pushed, so the error is the push's
+            return super().extend(stream)
+        columns = Columns.of(plan, combined)
+        if columns is None:
+            return super().extend(stream)
+        coord = combined.times
+        if plan.events_window:
+            coord = np.concatenate([tail_coord, self._substream_positions(stream)])
+        self.last_position = int(stream.position_of(np.array([len(stream) - 1]))[0])
+        self._now = max(self._now, float(stream.times[-1]))
+        matches, info, still_open = evaluate(plan, columns, coord, self.last_position, final=False)
+        self.opened += int(np.count_nonzero(columns.kept >= len(tail)))
+        self._count(info)
+        self._tail, self._tail_coord = combined.take(still_open), coord[still_open]
+        return MatchList(_pushed_order(matches))
+
+    def _substream_positions(self, stream: Stream) -> np.ndarray:
+        """The batch's events' positions in their PARTITION BY sub-streams, after the events seen before
+        (``substream``, which this counts them into); NaN for punctuation."""
+        partition_by = self.plan.query.partition_by
+        by = stream.key_codes(partition_by)
+        read = ~stream.type_in({PUNCTUATION})
+        codes, first, counts = np.unique(by[read], return_index=True, return_counts=True)
+        before = np.zeros(len(codes) and int(codes[-1]) + 1, dtype=np.int64)
+        for code, i, count in zip(codes.tolist(), np.flatnonzero(read)[first].tolist(), counts.tolist()):
+            key = tuple(stream[i].get(a) for a in partition_by)
+            before[code] = self.substream.get(key, 0)
+            self.substream[key] = before[code] + count
+        return substream_positions(by, read, before)
+
+    def _count(self, info: dict) -> None:
+        self.evaluated += info["evaluated"]
+        self.max_window = max(self.max_window, info["max_window"])
+
+    def _to_columns(self, ts_is_datetime: bool) -> None:
+        """The open windows' entries as the columnar tail (``extend``)."""
+        entries = sorted(
+            (e for window in self.windows.values() for e in window.entries), key=lambda e: e.event.position
+        )
+        self._tail = Stream([e.event for e in entries], ts_is_datetime=ts_is_datetime)
+        self._tail_coord = np.array([e.coord for e in entries], dtype=float)
+        self.windows.clear()
+        self.clocks.clear()
+
+    def _to_windows(self, tail: Optional[Stream] = None, coord=None) -> None:
+        """The columnar tail back as ``MatchWindow``s (``push``)."""
+        if tail is None:
+            tail, coord = self._tail, self._tail_coord
+        self._tail = None
+        plan = self.plan
+        for event, at in zip(tail, coord.tolist()):
+            key = tuple(event.get(a) for a in plan.query.partition_by)
+            self._enter(event, key, key if plan.events_window else None, at, plan.vars_of(event))
 
     def _push(self, event) -> list:
         plan = self.plan
         self.last_position = event.position
+        self._now = max(self._now, event.time)
         if event.type == PUNCTUATION:  # never matched nor counted, as in the reference; its time
             return [] if plan.events_window else self._expire(None, event.time)  # still closes windows
         key = tuple(event.get(a) for a in plan.query.partition_by)
@@ -251,16 +348,20 @@ class SesMatcher(IncrementalPlan):
         vars_ = plan.vars_of(event)
         if plan.two_phase and not vars_:
             return found  # filtered out (Thm 5.1)
+        self._enter(event, key, clock, coord, vars_)
+        self.opened += 1
+        return found
+
+    def _enter(self, event, key: tuple, clock, coord: float, vars_: int) -> None:
+        """Append a kept event to its window (PARTITION BY ``key``, then its values of X)."""
+        plan = self.plan
         window_key = key + tuple(hashable_key(event.get(a)) for a in plan.partition_attributes)
         window = self.windows.get((clock, window_key))
         if window is None:
             window = self.windows[(clock, window_key)] = MatchWindow(plan.sets, plan.first_set, plan.arity)
-        entry = Entry(event, coord, vars_)
-        window.append(entry)
-        self.opened += 1
+        window.append(Entry(event, coord, vars_))
         if len(window) == 1:
-            self._schedule(clock, window_key, entry.coord)
-        return found
+            self._schedule(clock, window_key, coord)
 
     def _close(self) -> list:
         found = []
@@ -318,6 +419,13 @@ class SesMatcher(IncrementalPlan):
             )
         window.popleft()
         return found
+
+
+def _pushed_order(matches: MatchArrays) -> MatchArrays:
+    """The matches in the order pushing their events returns them: by the event that emitted them, each
+    event's in output order (docs/language.md §10.2)."""
+    order, _ = matches.output_index()
+    return matches.take(order[np.argsort(matches.emitted_at[order], kind="stable")])
 
 
 def _positions(found: list, v: int, kleene: bool) -> tuple:
