@@ -16,15 +16,17 @@ Choices (docs/rcep-engine.md):
 * a region's corners are the per-dimension minimum and maximum of its members (its bounding box), which
   a prefix region's corners (prefix then 0s / 1s) contain: tighter, so more blocks are decided whole;
 * one bit convention, ``extract(z, width, take, skip)``: the thesis writes it ``g_skip^take`` in
-  chapter 3 and ``g_take^skip`` in chapter 4 ([RCEP] §3.7.3, "Fix one convention in our code").
+  chapter 3 and ``g_take^skip`` in chapter 4 ([RCEP] §3.7.3, "Fix one convention in our code");
+* the join runs compiled (``_region_join``, numba, as the recomputation kernel); an address that would
+  not fit 62 bits drops each coordinate's low bits: the Z-order only groups points into regions, and a
+  region's corners are still its members' bounding box, so the join stays exact.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...lang.values import COMPARE
-from .keys import NUMPY_COMPARE
+from .joins import OP_CODES, _compiled, _phi
 
 LEAF = 64
 """Points per Z-region at most (a leaf of the thesis's B+tree)."""
@@ -109,50 +111,168 @@ def z_regions(distances, capacity: int) -> list:
     >>> z_regions([0, 2, 2, 0, 2, 2, 1, 3, 3], capacity=3)
     [[0], [1, 2, 3], [4, 5, 6], [7, 8, 9]]
     """
+    cuts = _cut_regions(np.asarray(distances, dtype=np.int64), capacity).tolist()
+    return [list(range(a, b)) for a, b in zip(cuts, cuts[1:])]
 
-    def split(lo: int, hi: int) -> list:  # points lo..hi-1; distances[i] is between i and i+1
+
+@_compiled
+def _cut_regions(distances, capacity):
+    """``z_regions`` as the region starts, in Z-order, then the number of points (an explicit stack)."""
+    n = len(distances) + 1
+    cuts = np.empty(n + 1, dtype=np.int64)
+    count = 0
+    stack_lo, stack_hi = np.empty(n + 1, dtype=np.int64), np.empty(n + 1, dtype=np.int64)
+    pieces = np.empty(n + 1, dtype=np.int64)
+    stack_lo[0], stack_hi[0], top = 0, n, 1
+    while top:
+        top -= 1
+        lo, hi = stack_lo[top], stack_hi[top]
         if hi - lo <= capacity:
-            return [list(range(lo, hi))]
-        gap = min(distances[lo : hi - 1])
-        cuts = [lo] + [i + 1 for i in range(lo, hi - 1) if distances[i] == gap] + [hi]
-        return [region for a, b in zip(cuts, cuts[1:]) for region in split(a, b)]
-
-    return split(0, len(distances) + 1)
+            cuts[count] = lo
+            count += 1
+            continue
+        gap = distances[lo]
+        for i in range(lo, hi - 1):
+            gap = min(gap, distances[i])
+        pieces[0], k = lo, 1
+        for i in range(lo, hi - 1):
+            if distances[i] == gap:
+                pieces[k] = i + 1
+                k += 1
+        pieces[k] = hi
+        for p in range(k - 1, -1, -1):  # the first piece on top: the regions come out in Z-order
+            stack_lo[top], stack_hi[top] = pieces[p], pieces[p + 1]
+            top += 1
+    cuts[count] = n
+    return cuts[: count + 1]
 
 
 def dominance(ops, lower, upper, other_lower, other_upper) -> str:
     """ "full" (Lemma 1: every pair of points of the two boxes joins), "none" (Lemma 2 fails on some
     dimension: no pair joins) or "partial", for ``r φ_k r'`` on each dimension k."""
+    codes = np.array([OP_CODES[op] for op in ops], dtype=np.int64)
+    boxes = [np.asarray(corner, dtype=np.float64) for corner in (lower, upper, other_lower, other_upper)]
+    return ("none", "partial", "full")[_dominance(codes, *boxes)]
+
+
+@_compiled
+def _dominance(ops, lower, upper, other_lower, other_upper):
+    """``dominance`` as 0 (none), 1 (partial) or 2 (full), φ as ``OP_CODES``."""
     full = True
-    for k, op in enumerate(ops):
-        compare = COMPARE[op]
-        corners = {"min": lower[k], "max": upper[k]}, {"min": other_lower[k], "max": other_upper[k]}
-        if op in ("=", "!="):
-            single = lower[k] == upper[k] and other_lower[k] == other_upper[k]
-            overlap = lower[k] <= other_upper[k] and other_lower[k] <= upper[k]
-            holds = single and compare(lower[k], other_lower[k])
-            if op == "=" and not overlap:
-                return "none"
-            if op == "!=" and single and not holds:
-                return "none"
+    for k in range(len(ops)):
+        op, lo, hi, other_lo, other_hi = ops[k], lower[k], upper[k], other_lower[k], other_upper[k]
+        if op >= 4:  # = and !=: full only between two single values, none when they cannot meet
+            single = lo == hi and other_lo == other_hi
+            holds = single and _phi(op, lo, other_lo)
+            if op == 4 and not (lo <= other_hi and other_lo <= hi):
+                return 0
+            if op == 5 and single and not holds:
+                return 0
             full = full and holds
-            continue
-        mine, theirs = LEMMA_ONE[op]
-        if not compare(corners[0][theirs], corners[1][mine]):  # Lemma 2 fails: even the best pair fails
-            return "none"
-        full = full and bool(compare(corners[0][mine], corners[1][theirs]))
-    return "full" if full else "partial"
+        elif op <= 1:  # < <=: the best pair is r's min against r''s max, the worst r's max against its min
+            if not _phi(op, lo, other_hi):
+                return 0
+            full = full and _phi(op, hi, other_lo)
+        else:  # > >=: the other way round
+            if not _phi(op, hi, other_lo):
+                return 0
+            full = full and _phi(op, lo, other_hi)
+    return 2 if full else 1
 
 
-def z_addresses(points: np.ndarray, bits: int) -> list:
-    """``interleave`` of every row of an integer array, vectorised while the address fits 62 bits."""
-    if bits * points.shape[1] > 62:
-        return [interleave(p, bits) for p in points]
-    z = np.zeros(len(points), dtype=np.int64)
-    for level in range(bits - 1, -1, -1):
-        for k in range(points.shape[1]):
-            z = (z << 1) | ((points[:, k] >> level) & 1)
-    return z.tolist()
+@_compiled
+def _regions(points, bits, capacity):
+    """One side's points (rank-encoded, one row each) in Z-order and cut into Z-regions: (order, region
+    starts then the number of points, each region's lower and upper corners). Addresses as
+    ``interleave``, over the ``bits`` high bits of each coordinate that fit 62 bits together."""
+    n, d = points.shape
+    kept = min(bits, 62 // d)
+    shift = bits - kept
+    z = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        for level in range(kept - 1, -1, -1):
+            for k in range(d):
+                z[i] = (z[i] << 1) | ((points[i, k] >> (level + shift)) & 1)
+    order = np.argsort(z, kind="mergesort")
+    distances = np.empty(max(n - 1, 0), dtype=np.int64)
+    for i in range(n - 1):
+        differ, length = z[order[i]] ^ z[order[i + 1]], 0
+        while differ:
+            differ >>= 1
+            length += 1
+        distances[i] = kept * d - length  # dis(): the leading bits the two addresses share
+    cuts = _cut_regions(distances, capacity)
+    lower = np.empty((len(cuts) - 1, d), dtype=np.int64)
+    upper = np.empty((len(cuts) - 1, d), dtype=np.int64)
+    for r in range(len(cuts) - 1):
+        for k in range(d):
+            lower[r, k], upper[r, k] = points[order[cuts[r]], k], points[order[cuts[r]], k]
+        for i in range(cuts[r] + 1, cuts[r + 1]):
+            for k in range(d):
+                lower[r, k] = min(lower[r, k], points[order[i], k])
+                upper[r, k] = max(upper[r, k], points[order[i], k])
+    return order, cuts, lower, upper
+
+
+@_compiled
+def _narrow(block, key, column, op):
+    """``block[j] &= φ(key, column[j])``: one branch-free loop per φ (the compiler vectorises it)."""
+    if op == 0:
+        for j in range(len(block)):
+            block[j] &= key < column[j]
+    elif op == 1:
+        for j in range(len(block)):
+            block[j] &= key <= column[j]
+    elif op == 2:
+        for j in range(len(block)):
+            block[j] &= key > column[j]
+    elif op == 3:
+        for j in range(len(block)):
+            block[j] &= key >= column[j]
+    elif op == 4:
+        for j in range(len(block)):
+            block[j] &= key == column[j]
+    else:
+        for j in range(len(block)):
+            block[j] &= key != column[j]
+
+
+@_compiled
+def _region_join(ops, outer, inner, bits, capacity):
+    """Algorithm 4 over rank-encoded points (every row valid): (B, [full, partial, none, tested]). The
+    inner points are copied in Z-order, one row per dimension, so that a partial block compares an outer
+    point with a region's points in one loop per predicate."""
+    joined = np.zeros((len(outer), len(inner)), dtype=np.bool_)
+    counts = np.zeros(4, dtype=np.int64)
+    outer_order, outer_cuts, outer_lower, outer_upper = _regions(outer, bits, capacity)
+    inner_order, inner_cuts, inner_lower, inner_upper = _regions(inner, bits, capacity)
+    d = len(ops)
+    by_z = np.empty((d, len(inner)), dtype=np.int64)
+    for j in range(len(inner)):
+        for k in range(d):
+            by_z[k, j] = inner[inner_order[j], k]
+    block = np.empty(len(inner), dtype=np.bool_)
+    for r in range(len(outer_cuts) - 1):
+        for q in range(len(inner_cuts) - 1):
+            kind = _dominance(ops, outer_lower[r], outer_upper[r], inner_lower[q], inner_upper[q])
+            counts[2 - kind] += 1
+            if kind == 0:
+                continue
+            lo, hi = inner_cuts[q], inner_cuts[q + 1]
+            for i in range(outer_cuts[r], outer_cuts[r + 1]):
+                u = outer_order[i]
+                if kind == 2:  # setBits on the whole block
+                    for j in range(lo, hi):
+                        joined[u, inner_order[j]] = True
+                    continue
+                counts[3] += hi - lo
+                tests = block[: hi - lo]
+                tests[:] = True
+                for k in range(d):
+                    _narrow(tests, outer[u, k], by_z[k, lo:hi], ops[k])
+                for j in range(hi - lo):
+                    joined[u, inner_order[lo + j]] = tests[j]
+    return joined, counts
 
 
 def rank_encode(outer: np.ndarray, inner: np.ndarray) -> tuple:
@@ -183,33 +303,21 @@ def region_join(
     for key in ("full", "partial", "none", "tested"):
         stats.setdefault(key, 0)
     n, m = len(outer), len(inner)
-    joined = np.zeros((n, m), dtype=bool)
     outer_rows, inner_rows = np.flatnonzero(outer_valid), np.flatnonzero(inner_valid)
     if not len(outer_rows) or not len(inner_rows):
-        return joined
+        return np.zeros((n, m), dtype=bool)
     encoded = [rank_encode(outer[outer_rows, k], inner[inner_rows, k]) for k in range(len(ops))]
-    bits = max(e[2] for e in encoded)
-    width = bits * len(ops)
-    sides = []
-    for rows, index in ((outer_rows, 0), (inner_rows, 1)):
-        points = np.stack([e[index] for e in encoded], axis=1).astype(np.int64)
-        z = z_addresses(points, bits)
-        order = sorted(range(len(rows)), key=z.__getitem__)
-        distances = [dis(z[a], z[b], width) for a, b in zip(order, order[1:])]
-        regions = [np.array([order[i] for i in region]) for region in z_regions(distances, capacity)]
-        sides.append(
-            [(rows[r], points[r].min(axis=0).tolist(), points[r].max(axis=0).tolist(), points[r]) for r in regions]
-        )
-    for rows, lower, upper, points in sides[0]:
-        for other_rows, other_lower, other_upper, other_points in sides[1]:
-            kind = dominance(ops, lower, upper, other_lower, other_upper)
-            stats[kind] += 1
-            if kind == "full":
-                joined[np.ix_(rows, other_rows)] = True  # setBits on the whole block
-            elif kind == "partial":
-                block = np.ones((len(rows), len(other_rows)), dtype=bool)
-                for k, op in enumerate(ops):
-                    block &= NUMPY_COMPARE[op](points[:, k][:, None], other_points[:, k][None, :])
-                joined[np.ix_(rows, other_rows)] = block
-                stats["tested"] += block.size
+    found, counts = _region_join(
+        np.array([OP_CODES[op] for op in ops], dtype=np.int64),
+        np.stack([e[0] for e in encoded], axis=1).astype(np.int64),
+        np.stack([e[1] for e in encoded], axis=1).astype(np.int64),
+        max(e[2] for e in encoded),
+        capacity,
+    )
+    for key, count in zip(("full", "partial", "none", "tested"), counts.tolist()):
+        stats[key] += count
+    if len(outer_rows) == n and len(inner_rows) == m:
+        return found
+    joined = np.zeros((n, m), dtype=bool)
+    joined[np.ix_(outer_rows, inner_rows)] = found
     return joined
