@@ -542,6 +542,67 @@ def nested_selection_queries(draw, types=TYPES):
     )
 
 
+def _renamed(pattern, prefix):
+    """``pattern`` with every variable prefixed (patterns drawn apart reuse the same names)."""
+    return pattern.transform(
+        lambda n: (
+            A.Atom(n.type, prefix + n.var)
+            if isinstance(n, A.Atom) and n.var
+            else A.Attr(prefix + n.var, n.attr, n.index)
+            if isinstance(n, A.Attr)
+            else n
+        )
+    )
+
+
+@st.composite
+def selection_everywhere_queries(draw, types=TYPES):
+    """NEXT/LAST(φ) (MAX now and then) wherever a pattern may hold one: before, after or beside other
+    items, inside ``+``, around another selection, with a condition inside φ on a variable outside it, a
+    WHERE on φ's variables, under every top-level strategy, CONSUME BY and PARTITION BY; a window one time
+    in five (where [CEL] Theorem 4's closure does not apply and the filtering plan or a refusal does)."""
+    names = st.sampled_from(["NEXT", "NEXT", "LAST", "LAST", "MAX"])
+    inner = draw(unary_patterns(types, max_depth=2))
+    if draw(st.integers(0, 3)) == 0:  # a selection inside φ
+        deeper = A.Strategy(draw(names), _renamed(draw(unary_patterns(types, max_depth=1)), "z"))
+        inner = A.Seq((deeper, inner) if draw(st.booleans()) else (inner, deeper))
+    outer = _renamed(draw(unary_patterns(types, max_depth=2, kleene=False)), "y")
+    from cepkit.lang.checks import bound
+
+    if draw(st.integers(0, 3)) == 0 and bound(outer):  # a condition inside φ on an enclosing variable
+        var = draw(st.sampled_from(sorted(bound(outer))))
+        inner = A.Filter(inner, A.Compare(">", A.Attr(var, "v"), A.Literal(draw(st.integers(0, 4)))))
+    chosen = A.Strategy(draw(names), inner)
+    shape = draw(st.sampled_from(["before", "after", "or", "plus", "plus inside"]))
+    if shape == "before":
+        pattern = A.Seq((chosen, outer))
+    elif shape == "after":
+        pattern = A.Seq((outer, chosen))
+    elif shape == "or":
+        pattern = A.Or((A.Seq((chosen, A.Atom(draw(st.sampled_from(types)), "w"))), outer))
+    elif shape == "plus":
+        pattern = A.Plus(A.Seq((chosen, A.Atom(draw(st.sampled_from(types)), "w"))))
+    else:
+        pattern = A.Seq((outer, A.Plus(chosen)))
+    if any(isinstance(n, A.Attr) and n.var.startswith("y") for n in inner.walk()) and shape not in ("before", "after"):
+        pattern = A.Seq((outer, chosen))  # the enclosing variable must be bound around φ
+    where = None
+    if shape in ("before", "after") and bound(inner) and draw(st.booleans()):
+        var = draw(st.sampled_from(sorted(bound(inner))))
+        where = A.Compare(">", A.Attr(var, "v"), A.Literal(draw(st.integers(0, 4))))
+    within = A.Window(draw(st.integers(1, 8)), draw(st.sampled_from([None, "EVENTS"])))
+    return pretty(
+        A.QueryNode(
+            pattern=pattern,
+            where=where,
+            within=within if draw(st.integers(0, 4)) == 0 else None,
+            partition_by=("id",) if draw(st.booleans()) else (),
+            consume=draw(st.sampled_from([None, None, "ANY", "PARTITION"])),
+            strategy=draw(st.sampled_from([None, None, "NEXT", "LAST", "MAX", "STRICT"])),
+        )
+    )
+
+
 # ----------------------------------------------------------------------------- Kleene with complex predicates (RCEP)
 def _plain_value(draw, var):
     """``x.v``, ``x.v * 2`` or ``x.v + 1``: one side of a join, read from one event."""

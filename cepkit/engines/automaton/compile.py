@@ -27,7 +27,7 @@ positions only.
 from __future__ import annotations
 
 import itertools
-from collections import deque
+from collections import deque, namedtuple
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Optional
@@ -46,6 +46,7 @@ Unsupported = Callable[[A.Node, str], QueryError]
 TOP_STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 STRICT = ("STRICT", "PARTITION_STRICT")
 RANKED = ("NEXT", "LAST", "MAX")
+CLOSED = ("NEXT", "LAST")  # nested, compiled by the closure where it applies (``nested_selections``)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,26 @@ class Transition:
     guard: Guard
     mark: bool
     var: Optional[str] = None
+    # inside nested NEXT/LAST(φ) compiled by the closure: per enclosing selection k, the transition of
+    # φ's automaton this one takes, (k, its source state, its edge), which k's tracker allows or not
+    origin: tuple = ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """A NEXT/LAST(φ) inside the pattern, as [CEL] Theorem 4's closure sees it: φ's own CEA A_φ over the
+    ε-CEA's states, ``moves[r]`` the transitions of state r as (edge, target or ``SINK``, mark, guard,
+    inner) where ``inner`` lists (k', source) for each selection k' nested inside φ that must allow the
+    edge too. ``initial`` is the fresh entry (a run of φ that has marked nothing); ``SINK`` is [CEL]'s
+    q_f, entered by the copies of the • transitions that complete a match of φ."""
+
+    key: int
+    name: str
+    initial: int
+    moves: dict
+
+
+SINK = -1
 
 
 @dataclass(frozen=True)
@@ -69,6 +90,7 @@ class CEA:
     initial: int
     finals: frozenset
     transitions: tuple
+    selections: tuple = ()  # nested NEXT/LAST compiled by the closure, innermost first (``closure.py``)
 
     @cached_property
     def outgoing(self) -> tuple:
@@ -80,7 +102,9 @@ class CEA:
 
     @cached_property
     def guards(self) -> tuple:
-        return tuple(dict.fromkeys(t.guard for t in self.transitions))
+        """The transitions' guards, then those only the selections' trackers read."""
+        inner = (move[3] for sel in self.selections for moves in sel.moves.values() for move in moves)
+        return tuple(dict.fromkeys([*(t.guard for t in self.transitions), *inner]))
 
     @cached_property
     def variables(self) -> tuple:
@@ -107,29 +131,49 @@ def check_fragment(query, unsupported: Unsupported) -> None:
 
 
 def nested_selections(query, unsupported: Unsupported) -> tuple:
-    """The NEXT/LAST/MAX sub-patterns of ``query`` (one of each), checked.
+    """How the NEXT/LAST/MAX sub-patterns of ``query`` run: ("closure", ()), ("filter", the sub-patterns,
+    one of each, checked) or (None, ()) when there is none.
 
-    For a unary sub-pattern φ, SEL(φ) stands for a set of φ's matches fixed by the stream alone: those
-    SEL chooses among every match of φ that fits the window (the reference's rivals), whatever surrounds
-    it. The automaton runs φ's automaton inside the pattern and keeps a match only if its sub-match of φ,
-    read from the bindings of φ's variables, is one SEL chose (``plan.Program.nested``). That needs every
-    atom of φ named by a variable used nowhere else, φ not inside a ``+`` (its variables would collect
-    several sub-matches), no condition inside φ on a variable outside it, no nested selection inside φ,
-    and a result no later step depends on (a top-level NEXT/LAST/MAX or CONSUME BY would need the
-    filtered matches while the automaton runs).
+    SEL(φ) chooses among every match of φ over the whole stream that fits the window (the reference's
+    rivals), whatever surrounds it. **The closure** ([CEL] Theorem 4, ``Selection``, ``closure.py``) runs
+    φ's automaton A_φ inside the pattern's, each of its transitions allowed at an event only when SEL's
+    tracker (the ranked classes of every run of A_φ from the stream's start, a deterministic function of
+    the stream) says the run taking it is the best one reaching its target: the selection is then part of
+    the letters, and the pattern's automaton is evaluated as any other. It applies to NEXT and LAST
+    without a window, wherever they stand (inside ``+``, nested, under any strategy but STRICT, with
+    CONSUME BY and PARTITION BY). Under a window a better run that starts earlier may leave the window
+    before the end of φ's match, so the best run of a state depends on its start, which a letter cannot
+    carry; MAX needs the pair (T, U) of the run's own complex event, a state of the run, not of the stream;
+    STRICT around the selection would copy A_φ. Those run by **filtering**: φ alone under SEL next to the
+    pattern's automaton, whose matches are kept only if their sub-match of φ, read from the bindings of φ's
+    variables, is one SEL chose (``plan.Program.nested``). That needs every atom of φ named by a variable
+    used nowhere else, φ not inside a ``+`` (its variables would collect several sub-matches), no
+    condition inside φ on a variable outside it, no nested selection inside φ, and a result no later step
+    depends on (a top-level NEXT/LAST/MAX or CONSUME BY would need the filtered matches while the
+    automaton runs).
     """
-    found = []
+    found = []  # (node, inside a +, inside another selection)
+    closure = query.within is None and query.strategy not in STRICT
 
-    def visit(node, under_plus: bool):
-        if isinstance(node, A.Strategy) and node.name in RANKED:
-            _check_selection(query, node, under_plus, unsupported)
-            found.append(node)
-            return
+    def visit(node, under_plus: bool, under_strict: bool, under_selection: bool):
+        nonlocal closure
+        ranked = isinstance(node, A.Strategy) and node.name in RANKED
+        if ranked:
+            found.append((node, under_plus, under_selection))
+            closure = closure and node.name in CLOSED and not under_strict
+        under_strict = under_strict or (isinstance(node, A.Strategy) and node.name in STRICT)
         for child in _pattern_children(node):
-            visit(child, under_plus or isinstance(node, A.Plus))
+            visit(child, under_plus or isinstance(node, A.Plus), under_strict, under_selection or ranked)
 
-    visit(query.scoped, False)
-    return tuple(dict.fromkeys(found))
+    visit(query.scoped, False, False, False)
+    if not found:
+        return None, ()
+    if closure:
+        return "closure", ()
+    outermost = [(node, under_plus) for node, under_plus, inner in found if not inner]
+    for node, under_plus in outermost:
+        _check_selection(query, node, under_plus, unsupported)
+    return "filter", tuple(dict.fromkeys(node for node, _ in outermost))
 
 
 def _check_selection(query, node: A.Strategy, under_plus: bool, unsupported: Unsupported) -> None:
@@ -169,9 +213,11 @@ class _Unsat(A.Pattern):
 LP_NORMAL_LIMIT = 2000  # nodes: beyond this the exponential rewrite is refused, so compiling never hangs
 
 
-def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pattern]:
+def lp_normal(query, unsupported: Optional[Unsupported] = None, closure: bool = False) -> Optional[A.Pattern]:
     """The query's pattern (WHERE and condition items included) in LP-normal form: every filter is a
-    ``Filter(Atom, condition on the atom's variable)``. None when the pattern can never match."""
+    ``Filter(Atom, condition on the atom's variable)``. None when the pattern can never match. With
+    ``closure`` (nested NEXT/LAST compiled by the closure), a literal pushed into a selection from outside
+    it is told apart (``_Layered``): the selection chooses among φ's matches without it."""
     if unsupported is None:
 
         def unsupported(node, what):
@@ -191,7 +237,7 @@ def lp_normal(query, unsupported: Optional[Unsupported] = None) -> Optional[A.Pa
             )
     if pattern is None:
         return None
-    return _push_down(pattern, {}, unsupported)
+    return _push_down(pattern, {}, unsupported, closure)
 
 
 def _literal_var(lit: A.Expr) -> str:
@@ -351,58 +397,122 @@ def _pop_up(pattern, path, unsupported: Unsupported):
     rho, inner = _at(pattern, path[:depth]), path[depth:]
     taken = A.Filter(_replace(rho, inner, target.pattern), target.cond, span=target.span)
     skipped = _replace(rho, inner, _Unsat())
+    if any(_is_ranked(_at(pattern, path[:d])) for d in range(depth, len(path))):
+        # inside NEXT/LAST/MAX(φ) the filter decides φ's rivals too: with P false φ's matches are the
+        # other branches', so the branch for P false must not run when P holds (it would choose among fewer)
+        cond = target.cond
+        skipped = A.Filter(skipped, cond.arg if isinstance(cond, A.BoolNot) else A.BoolNot(cond), span=target.span)
     return _simplify(_replace(pattern, path[:depth], A.Or((taken, skipped), span=rho.span)))
 
 
-def _push_down(node, pending: dict, unsupported: Unsupported):
-    """Attach each pending literal (var -> [(literal, under a + since its filter)]) to the atoms defining
-    its variable. Below a ``+`` a literal holds of every iteration (docs/language.md §10.6), which is a
-    per-event test only when it is positive: ``not b.v > 5`` on a Kleene b says "some event", no atom can
-    test that."""
+def _is_ranked(node) -> bool:
+    return isinstance(node, A.Strategy) and node.name in RANKED
+
+
+@dataclass(frozen=True)
+class _Layered(A.Filter):
+    """An atom's filter some of whose literals were pushed into nested selections from outside them:
+    ``layers`` pairs each literal with how many it crossed. Such a literal applies to the match, not to
+    the rivals the crossed selections choose among (select, then filter)."""
+
+    layers: tuple = ()
+
+    @property
+    def key(self) -> str:
+        return "filter"
+
+    def cond_within(self, depth: int) -> Optional[A.Expr]:
+        """The literals a selection sees that has ``depth`` more selections between it and the atom."""
+        return A.conjoin(dict.fromkeys(lit for lit, crossed in self.layers if crossed <= depth))
+
+
+def _push_down(node, pending: dict, unsupported: Unsupported, closure: bool = False):
+    """Attach each pending literal (var -> [(literal, under a + since its filter, selections crossed)]) to
+    the atoms defining its variable. Below a ``+`` a literal holds of every iteration (docs/language.md
+    §10.6), which is a per-event test only when it is positive: ``not b.v > 5`` on a Kleene b says "some
+    event", no atom can test that. With ``closure`` the nested selections a literal is pushed into are
+    counted (``_Layered``)."""
     if isinstance(node, A.Filter):
         var = _literal_var(node.cond)
-        pending = {**pending, var: pending.get(var, ()) + ((node.cond, False),)}
-        return _push_down(node.pattern, pending, unsupported)
+        pending = {**pending, var: pending.get(var, ()) + ((node.cond, False, 0),)}
+        return _push_down(node.pattern, pending, unsupported, closure)
+    if closure and _is_ranked(node):
+        pending = {var: tuple((lit, plus, crossed + 1) for lit, plus, crossed in lits) for var, lits in pending.items()}
     if isinstance(node, A.Atom):
         lits = pending.get(node.var, ()) if node.var else ()
-        for lit, under_plus in lits:
+        for lit, under_plus, _ in lits:
             if under_plus and isinstance(lit, A.BoolNot):
                 raise unsupported(
                     lit,
                     f"a negated condition on Kleene variable {node.var!r} outside its "
                     "iteration (it asks for some event, not each)",
                 )
-        cond = A.conjoin(dict.fromkeys(lit for lit, _ in lits))
-        return node if cond is None else A.Filter(node, cond, span=node.span)
+        cond = A.conjoin(dict.fromkeys(lit for lit, _, _ in lits))
+        if cond is None:
+            return node
+        if any(crossed for _, _, crossed in lits):
+            layers = tuple((lit, crossed) for lit, _, crossed in lits)
+            return _Layered(node, cond, layers=layers, span=node.span)
+        return A.Filter(node, cond, span=node.span)
     if isinstance(node, A.Plus):
-        pending = {var: tuple((lit, True) for lit, _ in lits) for var, lits in pending.items()}
-    children = [_push_down(child, pending, unsupported) for child in _pattern_children(node)]
+        pending = {var: tuple((lit, True, crossed) for lit, _, crossed in lits) for var, lits in pending.items()}
+    children = [_push_down(child, pending, unsupported, closure) for child in _pattern_children(node)]
     for i, child in enumerate(children):
         node = _with_child(node, i, child)
     return node
 
 
 # ----------------------------------------------------------------------------- 3. Thompson construction
-class _EpsilonCEA:
-    """A CEA with ε-transitions under construction (Appendix C.2)."""
+_Edge = namedtuple("_Edge", "src dst guard mark var sels tracked ids fresh exits")
+_Edge.__doc__ = """An ε-CEA transition. ``sels``: the closure's selections around it, outermost first, and
+``tracked`` the guard each of their trackers reads (without the literals pushed in from outside it);
+``ids``: which transition of each one's A_φ it is (None: its own index; a copy made for a selection is
+the original for the selections inside that one); ``fresh``: those whose fresh entry is its source (a run
+of φ that has marked nothing); ``exits``: those whose match of φ it completes (a copy into the
+selection's exit: [CEL]'s q_f)."""
 
-    def __init__(self, hierarchy):
+
+def _ident(e: _Edge, index: int, j: int) -> int:
+    """Which transition of the A_φ of ``e.sels[j]`` the edge at ``index`` is."""
+    return index if e.ids[j] is None else e.ids[j]
+
+
+class _EpsilonCEA:
+    """A CEA with ε-transitions under construction (Appendix C.2). With ``closure``, NEXT/LAST(φ) is
+    built as [CEL] Theorem 4's closure (``_select``)."""
+
+    def __init__(self, hierarchy, closure: bool = False, stack: tuple = (), selections: Optional[list] = None):
         self.hierarchy = hierarchy
+        self.closure = closure
         self.n_states = 0
-        self.edges: list = []  # (src, dst, guard, mark, var)
+        self.edges: list = []  # _Edge
         self.eps: list = []  # (src, dst)
+        self.stack = list(stack)  # the selections being built around the current node
+        self.selections = [] if selections is None else selections  # (name, entry, exit, depth) per key
 
     def state(self) -> int:
         self.n_states += 1
         return self.n_states - 1
+
+    def edge(self, src, dst, guard, mark, var, tracked=None) -> None:
+        sels = tuple(self.stack)
+        tracked = (guard,) * len(sels) if tracked is None else tracked
+        self.edges.append(
+            _Edge(src, dst, guard, mark, var, sels, tracked, (None,) * len(sels), frozenset(), frozenset())
+        )
 
     def build(self, node) -> tuple:
         """(in, out) of the sub-automaton for ``node``."""
         if isinstance(node, (A.Atom, A.Filter)):
             atom, cond = (node.pattern, node.cond) if isinstance(node, A.Filter) else (node, None)
             q_in, q_out = self.state(), self.state()
-            self.edges.append((q_in, q_in, Guard(), False, None))  # skip anything before it
-            self.edges.append((q_in, q_out, self._guard(atom, cond), True, atom.var))
+            self.edge(q_in, q_in, Guard(), False, None)  # skip anything before it
+            guard = self._guard(atom, cond)
+            tracked = None
+            if isinstance(node, _Layered):
+                depth = len(self.stack)
+                tracked = tuple(self._guard(atom, node.cond_within(depth - 1 - j)) for j in range(depth))
+            self.edge(q_in, q_out, guard, True, atom.var, tracked)
             return q_in, q_out
         if isinstance(node, A.Seq):
             parts = [self.build(item) for item in node.items]
@@ -421,6 +531,8 @@ class _EpsilonCEA:
             return i, o
         if node.name in STRICT:
             return self._strict(node.pattern)
+        if self.closure and node.name in CLOSED:
+            return self._select(node)
         return self.build(node.pattern)  # ALL, or NEXT/LAST/MAX applied to the matches (Program)
 
     def _guard(self, atom: A.Atom, cond) -> Guard:
@@ -435,56 +547,110 @@ class _EpsilonCEA:
     def _strict(self, pattern) -> tuple:
         """STRICT(φ) (Theorem 4): copy 0 has marked nothing yet and may skip; copy 1 has marked and may
         only mark, so the complex event is an interval."""
-        inner = _EpsilonCEA(self.hierarchy)
+        inner = _EpsilonCEA(self.hierarchy, self.closure, self.stack, self.selections)
         i, o = inner.build(pattern)
         base0 = self.n_states
         base1 = base0 + inner.n_states
         self.n_states += 2 * inner.n_states
-        for src, dst, guard, mark, var in inner.edges:
-            if mark:
+        for e in inner.edges:
+            if e.mark:
                 self.edges += [
-                    (base0 + src, base1 + dst, guard, mark, var),
-                    (base1 + src, base1 + dst, guard, mark, var),
+                    e._replace(src=base0 + e.src, dst=base1 + e.dst),
+                    e._replace(src=base1 + e.src, dst=base1 + e.dst),
                 ]
             else:
-                self.edges.append((base0 + src, base0 + dst, guard, mark, var))
+                self.edges.append(e._replace(src=base0 + e.src, dst=base0 + e.dst))
         for src, dst in inner.eps:
             self.eps += [(base0 + src, base0 + dst), (base1 + src, base1 + dst)]
         return base0 + i, base1 + o
 
+    def _select(self, node: A.Strategy) -> tuple:
+        """NEXT/LAST(φ) as [CEL] Theorem 4's closure: φ's sub-automaton (its edges tagged with this
+        selection, ``key``), entered only through a fresh state f (copies of the edges leaving φ's
+        in-state: a run that has marked nothing, whatever else reaches that state later) and left only
+        through an exit x (copies of the • edges that complete a match of φ). φ's out-state leads nowhere:
+        the run either stays inside φ or leaves through x, which the tracker allows only for the best
+        match of φ ending at that event."""
+        key = len(self.selections)
+        self.selections.append(None)
+        first = len(self.edges)
+        self.stack.append(key)
+        i, o = self.build(node.pattern)
+        self.stack.pop()
+        entry, leave = self.state(), self.state()
+        depth = len(self.stack)  # this selection's place in the edges' ``sels``
 
-def thompson(pattern: Optional[A.Pattern], hierarchy=None, strict: bool = False) -> CEA:
+        def copy(index: int, e: _Edge, **change) -> None:
+            # a new transition for this selection and those around it, the same one for those inside
+            ids = (None,) * (depth + 1) + tuple(_ident(e, index, j) for j in range(depth + 1, len(e.sels)))
+            self.edges.append(e._replace(ids=ids, **change))
+
+        starts = self._closure([i])
+        for index in range(first, len(self.edges)):
+            e = self.edges[index]
+            if e.src in starts:
+                copy(index, e, src=entry, fresh=e.fresh | {key})
+        ends = self._closure([o], backwards=True)
+        for index in range(first, len(self.edges)):
+            e = self.edges[index]
+            if e.mark and e.dst in ends:
+                copy(index, e, dst=leave, exits=e.exits | {key})
+        self.selections[key] = (node.name, entry, leave, len(self.stack))
+        return entry, leave
+
+    def _closure(self, states, backwards: bool = False) -> set:
+        """The states reachable from ``states`` by ε-transitions (reaching them, with ``backwards``)."""
+        follow: dict = {}
+        for src, dst in self.eps:
+            a, b = (dst, src) if backwards else (src, dst)
+            follow.setdefault(a, []).append(b)
+        seen, todo = set(states), list(states)
+        while todo:
+            for q in follow.get(todo.pop(), ()):
+                if q not in seen:
+                    seen.add(q)
+                    todo.append(q)
+        return seen
+
+
+def thompson(pattern: Optional[A.Pattern], hierarchy=None, strict: bool = False, closure: bool = False) -> CEA:
     """The trimmed, ε-free CEA of an LP-normal pattern (None: the empty automaton); ``strict`` wraps the
-    whole pattern in STRICT."""
+    whole pattern in STRICT; ``closure`` compiles nested NEXT/LAST by [CEL] Theorem 4's closure."""
     if pattern is None:
         return CEA(1, 0, frozenset(), ())
     if strict:
         pattern = A.Strategy("STRICT", pattern)
-    eps_cea = _EpsilonCEA(hierarchy)
+    eps_cea = _EpsilonCEA(hierarchy, closure)
     q_in, q_out = eps_cea.build(pattern)
     return _remove_epsilon(eps_cea, q_in, q_out)
 
 
 def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
     """δ'(p) = ⋃ δ(p') over p' ∈ ε*(p); F' = {p : ε*(p) ∋ final}; then keep the states both reachable
-    and co-reachable, renumbered in breadth-first order from the initial state (which becomes 0)."""
+    and co-reachable, renumbered in breadth-first order from the initial state (which becomes 0). A
+    transition inside a closure's selection k records (k, the state of A_φ it leaves, its edge): that
+    state is p itself, or k's fresh entry for the entry's copies."""
     n = eps_cea.n_states
-    eps_out = [[] for _ in range(n)]
-    for src, dst in eps_cea.eps:
-        eps_out[src].append(dst)
-    closure = []
-    for p in range(n):
-        seen, todo = {p}, [p]
-        while todo:
-            for q in eps_out[todo.pop()]:
-                if q not in seen:
-                    seen.add(q)
-                    todo.append(q)
-        closure.append(seen)
+    closure = [eps_cea._closure([p]) for p in range(n)]
     out = [[] for _ in range(n)]
-    for src, dst, guard, mark, var in eps_cea.edges:
-        out[src].append((dst, guard, mark, var))
-    delta = [list(dict.fromkeys(e for p2 in sorted(closure[p]) for e in out[p2])) for p in range(n)]
+    for index, e in enumerate(eps_cea.edges):
+        out[e.src].append(index)
+    entries = {key: entry for key, (_, entry, _, _) in enumerate(eps_cea.selections)}
+
+    def origin(p, e, index) -> tuple:
+        return tuple((k, entries[k] if k in e.fresh else p, _ident(e, index, j)) for j, k in enumerate(e.sels))
+
+    delta = [
+        list(
+            dict.fromkeys(
+                (e.dst, e.guard, e.mark, e.var, origin(p, e, index))
+                for p2 in sorted(closure[p])
+                for index in out[p2]
+                for e in (eps_cea.edges[index],)
+            )
+        )
+        for p in range(n)
+    ]
     finals = {p for p in range(n) if final in closure[p]}
 
     order, seen = [], {initial}
@@ -509,19 +675,55 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
     kept = [p for p in order if p in useful or p == initial]
     number = {p: i for i, p in enumerate(kept)}
     transitions = tuple(
-        Transition(number[p], number[dst], guard, mark, var if mark else None)
+        Transition(number[p], number[dst], guard, mark, var if mark else None, tags)
         for p in kept
-        for dst, guard, mark, var in delta[p]
+        for dst, guard, mark, var, tags in delta[p]
         if dst in number
     )
-    return CEA(len(kept), 0, frozenset(number[p] for p in kept if p in finals), transitions)
+    return CEA(
+        len(kept),
+        0,
+        frozenset(number[p] for p in kept if p in finals),
+        transitions,
+        _selections(eps_cea, closure),
+    )
+
+
+def _selections(eps_cea: _EpsilonCEA, closure: list) -> tuple:
+    """Each closure selection's A_φ (``Selection``), innermost first: its states are its fresh entry and
+    the targets of its edges; a state's moves are the edges leaving its ε-closure (the entry's: its own)."""
+    found = []
+    for key, (name, entry, _, depth) in enumerate(eps_cea.selections):
+        edges = [(index, e) for index, e in enumerate(eps_cea.edges) if key in e.sels]
+        states = {entry} | {e.dst for _, e in edges if key not in e.exits}
+        moves = {}
+        for r in sorted(states):
+            sources = {entry} if r == entry else closure[r]
+            moves[r] = tuple(
+                (
+                    _ident(e, index, e.sels.index(key)),
+                    SINK if key in e.exits else e.dst,
+                    e.mark,
+                    e.tracked[e.sels.index(key)],
+                    tuple(
+                        (k, eps_cea.selections[k][1] if k in e.fresh else r, _ident(e, index, j))
+                        for j, k in enumerate(e.sels)
+                        if j > e.sels.index(key)
+                    ),
+                )
+                for index, e in edges
+                if e.src in sources
+            )
+        found.append((-depth, key, Selection(key, name, entry, moves)))
+    return tuple(sel for _, _, sel in sorted(found))
 
 
 def compile_query(query, unsupported: Unsupported) -> tuple:
-    """Check, rewrite to LP-normal form and build the CEA of ``query``; returns it with the nested
-    selections (top strategies NEXT/LAST/MAX are applied by their algorithms over this CEA, STRICT by the
-    STRICT construction, nested NEXT/LAST/MAX by filtering the matches)."""
+    """Check, rewrite to LP-normal form and build the CEA of ``query``; returns it, how nested
+    NEXT/LAST/MAX run ("closure", "filter" or None) and those the filtering plan runs (top strategies
+    NEXT/LAST/MAX are applied by their algorithms over this CEA, STRICT by the STRICT construction)."""
     check_fragment(query, unsupported)
-    nested = nested_selections(query, unsupported)
-    pattern = lp_normal(query, unsupported)
-    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT), nested
+    how, nested = nested_selections(query, unsupported)
+    closure = how == "closure"
+    pattern = lp_normal(query, unsupported, closure)
+    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT, closure=closure), how, nested

@@ -49,10 +49,15 @@ class Letters:
         letter = self._by_code.get(code)
         if letter is None:
             enabled = frozenset(i for i, t in enumerate(self.cea.transitions) if self.alphabet.holds(t.guard, code))
-            letter = self._by_enabled.setdefault(enabled, len(self.enabled))
-            if letter == len(self.enabled):
-                self.enabled.append(enabled)
-            self._by_code[code] = letter
+            letter = self._by_code[code] = self.of_enabled(enabled)
+        return letter
+
+    def of_enabled(self, enabled: frozenset) -> int:
+        """The letter id of a set of enabled transitions (the closure's letters, ``closure.py``, enable
+        fewer transitions than the code alone)."""
+        letter = self._by_enabled.setdefault(enabled, len(self.enabled))
+        if letter == len(self.enabled):
+            self.enabled.append(enabled)
         return letter
 
     def of_codes(self, codes: np.ndarray) -> np.ndarray:

@@ -37,7 +37,6 @@ import numpy as np
 import pandas as pd
 
 from ...runtime.event_record import PUNCTUATION
-from ..unary import StreamColumns
 from .determinize import UNKNOWN
 from . import kernel
 from .kernel import jit
@@ -335,7 +334,7 @@ class Inputs:
     def __init__(self, program, stream):
         self.stream = stream
         self.window = program.query.within
-        self.letter = program.letters.of_codes(program.alphabet.letters_of(StreamColumns(stream)))
+        self.letter = program.letter_ids(stream)
         program.table.ensure_letters(len(program.letters))
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
         read = np.flatnonzero(~punctuation) if punctuation.any() else None

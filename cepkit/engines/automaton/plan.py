@@ -39,6 +39,7 @@ from .evaluate import (
     window_limit_at,
 )
 from .nodes import compact, new_arena
+from .closure import Closure
 from .predicates import Alphabet
 from .strategies import RANKED, free_nodes_needed, selector
 
@@ -53,9 +54,9 @@ def build_plan(query, unsupported, enumeration: str = "ordered") -> "AutomatonPl
     orders them."""
     if enumeration not in ENUMERATIONS:
         raise ValueError(f"enumeration={enumeration!r}: expected one of {', '.join(map(repr, ENUMERATIONS))}")
-    cea, nested = compile_query(query, unsupported)
+    cea, how, nested = compile_query(query, unsupported)
     return AutomatonPlan(
-        Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested), enumeration)
+        Program(query, cea, tuple(Selection(query, node, unsupported) for node in nested), enumeration, how)
     )
 
 
@@ -76,15 +77,19 @@ class Selection:
 class Program:
     """Everything compiled from one query: its CEA, the tests and letters it reads, the lazily
     determinized automaton (shared by every run of the plan, so discovered states are kept), and the
-    nested selections whose choices filter its matches."""
+    nested selections: compiled by the closure (``closure``: the trackers that make the letters) or run
+    alone, their choices filtering its matches (``nested``); ``how`` says which ("closure", "filter" or
+    None)."""
 
-    def __init__(self, query, cea: CEA, nested: tuple = (), enumeration: str = "ordered"):
+    def __init__(self, query, cea: CEA, nested: tuple = (), enumeration: str = "ordered", how=None):
         self.query = query
         self.enumeration = enumeration
         self.cea = cea
         self.nested = nested
+        self.how = how
         self.alphabet = Alphabet(cea.guards)
         self.letters = Letters(cea, self.alphabet)
+        self.closure = Closure(cea, self.alphabet, self.letters) if cea.selections else None
         self.det = LazyDeterminizer(cea, self.letters)
         self.table = DetTable(self.det)
         self.moves = Moves(cea, self.letters, sink=query.strategy in ("NEXT", "LAST"))
@@ -144,6 +149,22 @@ class Program:
             AT_LAST if self.query.select is None else emitted[nonempty],
             sorted_within_last,
         ), completed
+
+    def letter_ids(self, stream) -> np.ndarray:
+        """The letter of every event of a finite stream (punctuations' are left unset: never read), each
+        sub-stream's trackers from their start when nested selections run by the closure."""
+        codes = self.alphabet.letters_of(StreamColumns(stream))
+        if self.closure is None:
+            return self.letters.of_codes(codes)
+        read = np.flatnonzero(~stream.type_in(frozenset({PUNCTUATION})))
+        if self.query.partition_by:
+            slots = pd.factorize(stream.key_codes(self.query.partition_by)[read])[0]
+        else:
+            slots = np.zeros(len(read), np.int64)
+        states = np.full(int(slots.max()) + 1 if len(slots) else 1, self.closure.initial, np.int32)
+        out = np.zeros(len(stream), np.int32)
+        out[read] = self.closure.letters_of(codes[read], slots, states)
+        return out
 
     def key_of(self, event, sub_index: int) -> float:
         """The window key of one pushed event (``window_keys`` for one event, in Python floats: arrays of one
@@ -224,8 +245,10 @@ class AutomatonPlan(Plan):
             "strategy": p.query.strategy,
             "kernel": kernel.name(),
             "enumeration": p.enumeration,
-            # NEXT/LAST/MAX inside the pattern: run alone, then filtering (docs/automaton-engine.md)
-            "nested_selection": "filter" if p.nested else None,
+            # NEXT/LAST/MAX inside the pattern: "closure" (the trackers make the letters) or "filter" (run
+            # alone, then filtering), docs/automaton-engine.md
+            "nested_selection": p.how,
+            **({"tracker_states": len(p.closure)} if p.closure is not None else {}),
             **self.last_run,
         }
 
@@ -319,6 +342,7 @@ class AutomatonMatcher(IncrementalPlan):
             for name in program.cea.variables
         ] + [(None, False, select is None)]
         self.steppers: list = []  # the per-event steps of ``Matcher.pusher`` (``_Stepper``)
+        self.trackers: dict = {}  # PARTITION BY key -> its closure trackers' state (nested NEXT/LAST)
 
     def step(self, columns: tuple):
         """A step for events given as values of ``columns`` (``cepkit.Matcher.pusher``): ``step(type, time,
@@ -329,6 +353,7 @@ class AutomatonMatcher(IncrementalPlan):
         if (
             program.ranked
             or self.nested
+            or program.closure is not None
             or self.projected is not None
             or (program.consume == "ANY" and program.query.partition_by)
         ):
@@ -361,6 +386,7 @@ class AutomatonMatcher(IncrementalPlan):
         program = self.program
         if (
             self.nested
+            or program.closure is not None
             or self.projected is not None
             or stream.first_disorder() is not None
             or (program.consume == "ANY" and program.query.partition_by)
@@ -435,7 +461,11 @@ class AutomatonMatcher(IncrementalPlan):
         window_key = program.key_of(event, sub_index)
         for _, matcher, chosen in self.nested:
             chosen.add(key, window_key, matcher.push(event))
-        letter = program.letters.of_event(event)
+        if program.closure is None:
+            letter = program.letters.of_event(event)
+        else:  # the key's trackers read every event of its sub-stream
+            state = self.trackers.get(key, program.closure.initial)
+            self.trackers[key], letter = program.closure.step(state, program.alphabet.letter_of(event))
         program.table.ensure_letters(len(program.letters))
         if letter == program.letters.none:
             part.gap += 1

@@ -88,10 +88,11 @@ def test_constant_conditions_are_decided_at_compile_time():
         ("A a ; B b FILTER a.id = b.id", "two variables"),  # no PARTITION BY to guarantee it
         ("SEQ(A a, B+ b) WHERE count(b) > 1", "aggregates"),
         ("SEQ(A a, B+ b) WHERE prev(b.v) < b.v", "kleene_conditions"),
-        ("(NEXT(A a ; B b) ; C c)+", "inside an iteration"),
-        ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "under SELECT LAST"),
-        ("NEXT(A ; B b) ; C c", "without a variable"),
-        ("(NEXT(A a ; B b) ; C c) OR D a", "also defined outside"),
+        # where the closure does not apply (MAX, a window), the filtering plan's refusals
+        ("(MAX(A a ; B b) ; C c)+", "inside an iteration"),
+        ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c WITHIN 5 s", "under SELECT LAST"),
+        ("MAX(A ; B b) ; C c", "without a variable"),
+        ("(NEXT(A a ; B b) ; C c) OR D a WITHIN 5 EVENTS", "also defined outside"),
         ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
         ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
     ],
@@ -252,10 +253,16 @@ def test_a_constant_condition_that_cannot_be_evaluated_goes_to_another_engine():
 
 
 def test_info_says_which_plan_ran_a_nested_selection():
-    """A NEXT/LAST/MAX inside a pattern runs by filtering (docs/automaton-engine.md): ``info`` says so,
-    and says nothing for a pattern without one; the matches are the reference's."""
+    """A NEXT/LAST inside a pattern without a window is compiled by the closure, MAX or one under a window
+    runs by filtering (docs/automaton-engine.md): ``info`` says which, and says nothing for a pattern
+    without one; the matches are the reference's."""
     events = [{"type": t, "ts": i} for i, t in enumerate("AABAB")]
-    nested = cepkit.match("NEXT(A a ; B b) ; B c", events, engine="automaton")
-    assert nested.info["nested_selection"] == "filter"
-    assert nested.positions() == cepkit.match("NEXT(A a ; B b) ; B c", events, engine="reference").positions()
+    for query, how in [
+        ("NEXT(A a ; B b) ; B c", "closure"),
+        ("MAX(A a ; B b) ; B c", "filter"),
+        ("NEXT(A a ; B b) ; B c WITHIN 3", "filter"),
+    ]:
+        nested = cepkit.match(query, events, engine="automaton")
+        assert nested.info["nested_selection"] == how
+        assert nested.positions() == cepkit.match(query, events, engine="reference").positions()
     assert cepkit.match("A a ; B b", events, engine="automaton").info["nested_selection"] is None

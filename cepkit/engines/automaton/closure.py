@@ -1,0 +1,184 @@
+"""NEXT/LAST(φ) inside a pattern by [CEL] Theorem 4's closure: the selection becomes part of the letters.
+
+SEL(φ) keeps a match of φ when it is the best (docs/language.md §5: ≤next-least, ≤last-least) among every
+match of φ ending at the same position, over the whole stream. The closure's states are (p, T̄): p a state
+of φ's automaton A_φ, T̄ the *classes* of every run of A_φ from the stream's start, best first, each the set
+of states its best runs reach (runs with equal rank have the same complex event, [CEL] Lemma 1). T̄ does
+not depend on the run, only on the stream: it is a deterministic automaton over the events (the
+**tracker**, one per selection, per PARTITION BY key), and a transition of A_φ is allowed at an event
+when the run taking it is the best reaching its target (its class claims the target before any worse
+class: [CEL] Algorithms 5 and 6, which the tracker runs without nodes). A run that only took allowed
+transitions is the best run of its state; one that leaves φ through its exit (a copy of the • transition
+completing a match, [CEL]'s sink q_f) is the best match of φ ending there.
+
+So the pattern's CEA (``compile._select``: φ's sub-automaton entered through a fresh state, a run of φ
+that has marked nothing, the worst class, and left through the exit) reads, at each event, the letter of
+the transitions both the event's tests and the trackers allow (``Closure.step``): a letter like any other,
+lazily determinized and evaluated by Algorithm 1, with its update time and output-linear enumeration;
+nothing is enumerated to be dropped. The trackers of nested selections run innermost first: an outer
+selection's A_φ reads the inner one's allowed transitions. The pair (tracker states, the event's test
+bits) -> (next tracker states, letter) is memoized in tables a compiled loop reads (``transduce``),
+returning to Python on a missing entry, as the determinized table does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .compile import CEA, SINK
+from .determinize import Letters
+from .kernel import jit
+from .predicates import Alphabet
+
+MISSING = -1
+
+
+class Tracker:
+    """One selection's ranked classes (``compile.Selection``): a state is a tuple of frozensets of A_φ's
+    states, best first, the last holding the fresh entry (the runs that have marked nothing)."""
+
+    def __init__(self, selection, alphabet: Alphabet):
+        self.key = selection.key
+        self.last = selection.name == "LAST"
+        self.entry = selection.initial
+        self.moves = {
+            r: tuple((index, dst, mark, alphabet.masks[guard], inner) for index, dst, mark, guard, inner in moves)
+            for r, moves in selection.moves.items()
+        }
+        self.start = (frozenset({self.entry}),)
+
+    def step(self, classes: tuple, code: int, allowed: dict) -> tuple:
+        """(the classes after an event with test bits ``code``, the transitions (source, edge) of A_φ it
+        allows); ``allowed`` holds those of the selections nested inside φ (already stepped).
+
+        NEXT ([CEL] Algorithm 5): class by class, its • successors before its ◦ successors; LAST
+        (Algorithm 6): every class's • successors, then every class's ◦ successors. A target goes to the
+        first class reaching it; the sink (a match of φ completed) too, so only the best match passes."""
+        marks, skips = [], []
+        for cls in classes:
+            marked: dict = {}
+            skipped: dict = {}
+            for r in cls:
+                for index, dst, mark, mask, inner in self.moves[r]:
+                    if code & mask != mask:
+                        continue
+                    if inner and any((src, edge) not in allowed[k] for k, src, edge in inner):
+                        continue
+                    (marked if mark else skipped).setdefault(dst, []).append((r, index))
+            marks.append(marked)
+            skips.append(skipped)
+        order = marks + skips if self.last else [moves for pair in zip(marks, skips) for moves in pair]
+        seen: set = set()
+        mine: set = set()
+        new = []
+        for targets in order:
+            claimed = [dst for dst in targets if dst not in seen]
+            seen.update(claimed)
+            for dst in claimed:
+                mine.update(targets[dst])
+            new.append(frozenset(claimed) - {SINK})
+        # both orders end with the ◦ successors of the last class: the runs that have still marked nothing
+        fresh = new.pop() | {self.entry}
+        return tuple(c for c in new if c) + (fresh,), frozenset(mine)
+
+
+class Closure:
+    """Every closure selection of a CEA: the letter each event reads given the trackers' states."""
+
+    def __init__(self, cea: CEA, alphabet: Alphabet, letters: Letters):
+        self.trackers = [Tracker(sel, alphabet) for sel in cea.selections]
+        self.letters = letters
+        self.origins = [(i, t.origin) for i, t in enumerate(cea.transitions) if t.origin]
+        self.states: list = []  # state id -> one tracker state per selection
+        self._state_ids: dict = {}
+        self.initial = self._intern(tuple(t.start for t in self.trackers))
+        self._steps: dict = {}  # (state id, code) -> (next state id, letter id)
+        self.codes: list = []  # code id -> code (the columns of the tables)
+        self._code_ids: dict = {}
+        self.next_state = np.full((8, 8), MISSING, np.int32)
+        self.letter = np.full((8, 8), MISSING, np.int32)
+
+    def __len__(self):
+        """The tracker states found so far (the closure's T̄ that occurred)."""
+        return len(self.states)
+
+    def _intern(self, state: tuple) -> int:
+        found = self._state_ids.setdefault(state, len(self.states))
+        if found == len(self.states):
+            self.states.append(state)
+        return found
+
+    def step(self, state: int, code) -> tuple:
+        """(next state id, letter id) of an event with test bits ``code`` read in tracker state ``state``."""
+        code = int(code)
+        hit = self._steps.get((state, code))
+        if hit is None:
+            allowed: dict = {}
+            new = []
+            for tracker, classes in zip(self.trackers, self.states[state]):
+                after, allowed[tracker.key] = tracker.step(classes, code, allowed)
+                new.append(after)
+            base = self.letters.of_code(code)
+            enabled = self.letters.enabled[base]
+            blocked = frozenset(
+                i
+                for i, origin in self.origins
+                if i in enabled and any((src, index) not in allowed[k] for k, src, index in origin)
+            )
+            letter = self.letters.of_enabled(enabled - blocked) if blocked else base
+            hit = self._steps[(state, code)] = (self._intern(tuple(new)), letter)
+        return hit
+
+    def _code_id(self, code) -> int:
+        code = int(code)
+        found = self._code_ids.setdefault(code, len(self.codes))
+        if found == len(self.codes):
+            self.codes.append(code)
+        return found
+
+    def letters_of(self, codes: np.ndarray, slots: np.ndarray, states: np.ndarray) -> np.ndarray:
+        """The letter of each event (``codes``, its test bits; ``slots``, its sub-stream), in stream order;
+        ``states`` (one tracker state per slot) is advanced in place."""
+        out = np.empty(len(codes), np.int32)
+        if not len(codes):
+            return out
+        inverse, unique = pd.factorize(codes)
+        dense = np.array([self._code_id(c) for c in unique], np.int64)[inverse]
+        slots = np.ascontiguousarray(slots, np.int64)
+        i = 0
+        while True:
+            i = transduce(dense, slots, states, self.next_state, self.letter, out, i)
+            if i < 0:
+                return out
+            state, code = int(states[slots[i]]), int(dense[i])
+            after, letter = self.step(state, self.codes[code])
+            if state >= self.next_state.shape[0] or code >= self.next_state.shape[1]:
+                self._grow(state + 1, code + 1)
+            self.next_state[state, code], self.letter[state, code] = after, letter
+
+    def _grow(self, rows: int, columns: int) -> None:
+        shape = tuple(max(2 * old, new) for old, new in zip(self.next_state.shape, (rows, columns)))
+        for name in ("next_state", "letter"):
+            table = np.full(shape, MISSING, np.int32)
+            old = getattr(self, name)
+            table[: old.shape[0], : old.shape[1]] = old
+            setattr(self, name, table)
+
+
+@jit
+def transduce(codes, slots, states, next_state, letters, out, first):
+    """Events ``first..``: each reads its letter and moves its slot's tracker state through the tables;
+    returns the index of the first event whose entry is missing (or outside the tables), -1 at the end."""
+    rows, columns = next_state.shape
+    for i in range(first, codes.shape[0]):
+        slot = slots[i]
+        state, code = states[slot], codes[i]
+        if state >= rows or code >= columns:
+            return i
+        after = next_state[state, code]
+        if after == MISSING:
+            return i
+        out[i] = letters[state, code]
+        states[slot] = after
+    return -1

@@ -1,0 +1,81 @@
+"""NEXT/LAST(φ) inside a pattern compiled by [CEL] Theorem 4's closure (docs/automaton-engine.md,
+``closure.py``): the selection becomes part of the letters, so it runs wherever φ stands (inside ``+``,
+around another selection, with conditions on enclosing variables, under every top-level strategy and
+CONSUME BY), always agreeing with the reference."""
+
+import pytest
+from hypothesis import assume, given, settings
+
+import cepkit
+from strategies import assert_agrees, selection_everywhere_queries, streams
+
+
+def ev(text: str, **columns) -> list:
+    """``"A1 B2"``: events of type A at ts 1, B at ts 2 (one letter, then the ts)."""
+    return [
+        {"type": tok[0], "ts": int(tok[1:]), **{k: v[i] for k, v in columns.items()}}
+        for i, tok in enumerate(text.split())
+    ]
+
+
+def runs_by_closure(query: str) -> bool:
+    """Where the closure applies (no window; NEXT and LAST only; no STRICT around them)."""
+    parsed = cepkit.parse(query)
+    names = [n.name for n in parsed.ast.pattern.walk() if isinstance(n, cepkit.lang.ast.Strategy)]
+    return parsed.within is None and "MAX" not in names and "STRICT" not in names + [parsed.strategy]
+
+
+@settings(max_examples=150, deadline=None)
+@given(selection_everywhere_queries(), streams())
+def test_agrees_with_the_reference_wherever_the_selection_stands(query, events):
+    """The closure compiles every query it applies to (none is refused) and finds the reference's matches;
+    the others run by filtering or are refused, naming the engines that can run them."""
+    if not runs_by_closure(query):
+        try:
+            cepkit.match(query, [], engine="automaton")
+        except cepkit.QueryError:
+            assume(False)
+    got = assert_agrees(query, events, "automaton")
+    if runs_by_closure(query):
+        assert got.info["nested_selection"] == "closure"
+
+
+@pytest.mark.parametrize(
+    "query, stream, expected",
+    [
+        # refused by the filtering plan: inside +, nested, under a top strategy, CONSUME BY, outer conditions
+        # the second iteration's rivals include (A1, B6), which starts inside the first: no two iterations
+        ("(NEXT(A a ; B b) ; C c)+", "A1 A2 B3 C4 A5 B6 C7", [(0, 2, 3), (0, 2, 6), (0, 5, 6)]),
+        ("NEXT(LAST(A a ; B b) ; C c) ; D d", "A1 A2 B3 C4 A5 B6 C7 D8", None),
+        ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c", "A1 A2 B3 A4 B5 C6", None),
+        ("NEXT(A a ; B b) ; C c CONSUME BY ANY", "A1 B2 C3 A4 B5 C6 C7", None),
+        ("A x ; LAST((B b FILTER x.v > 2) OR C c) ; D d", "A0 B1 C2 D3 A4 B5 D6", None),
+        ("A a ; LAST(B+ b ; C c) ; D d PARTITION BY id", "A1 A2 B3 B4 B5 C6 C7 D8 D9", None),
+    ],
+)
+def test_queries_the_filtering_plan_refused(query, stream, expected):
+    events = ev(stream, v=list(range(len(stream.split()))), id=[i % 2 for i in range(len(stream.split()))])
+    got = assert_agrees(query, events, "automaton")
+    assert got.info["nested_selection"] == "closure"
+    assert len(got) > 0
+    if expected is not None:
+        assert got.positions() == expected
+
+
+def test_a_window_keeps_the_filtering_plan():
+    """Under a window a better run of φ may leave the window before φ's match ends, so the tracker's
+    classes (one run per state) are not enough: the filtering plan runs, and says so."""
+    events = ev("A1 A3 B5 C6")
+    got = assert_agrees("NEXT(A a ; B b) ; C c WITHIN 3", events, "automaton")
+    assert got.info["nested_selection"] == "filter"
+    assert got.positions() == [(1, 2, 3)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(selection_everywhere_queries(), streams(max_size=12))
+def test_the_matcher_agrees_with_the_run(query, events):
+    """Pushed event by event (each key's trackers in the matcher), the same matches as the batch run."""
+    assume(runs_by_closure(query))
+    matcher = cepkit.Matcher(query, engine="automaton")
+    pushed = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
+    assert sorted(pushed) == sorted(m.key for m in cepkit.match(query, events, engine="automaton"))
