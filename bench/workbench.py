@@ -18,6 +18,7 @@ and with ``--strategies`` the Strategies tab (each strategy's run listed after t
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
@@ -89,6 +90,10 @@ def flights(strategies: bool) -> None:
 
         step("Strategies tab", compare)
     print(f"{len(events):,} events, {len(found):,} matches; why_not: {misses.summary()}")
+    plot = wb.timeline.plot
+    print(
+        f"the timeline's figure: {len(json.dumps(plot.figure)) / 1024:.0f} KB of JSON, sent as {len(plot.packed) / 1024:.0f} KB (gzipped)"
+    )
     print(pd.DataFrame(rows).to_string(index=False))
     if strategies:
         compare = wb.strategy_compare

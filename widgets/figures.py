@@ -11,6 +11,7 @@ once per page (``PlotlyJS``), and the view sizes the plot itself: the layout's h
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import Any, Callable, Optional
 import anywidget
 import ipywidgets as widgets
 import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
 import traitlets
 
 # plotly's modebar without the cloud ("Share", "Edit in Chart Studio") and the lasso/box selections, which
@@ -121,7 +123,10 @@ class PlotlyView(anywidget.AnyWidget):
     Click(curve=0, index=1, customdata=8, trace='')
     """
 
-    figure = traitlets.Dict(help="the plotly JSON of the figure on show: data and layout").tag(sync=True)
+    figure = traitlets.Dict(help="the plotly JSON of the figure on show: data and layout")
+    # what the page gets of ``figure``: its JSON gzipped, one binary buffer (hover texts repeat: a year's
+    # timeline is 541 KB of JSON and ~60 KB sent); the page inflates it with DecompressionStream
+    packed = traitlets.Bytes(b"", help="the figure's JSON, gzipped, as sent to the page").tag(sync=True)
     config = traitlets.Dict(FIGURE_CONFIG).tag(sync=True)
     min_width = traitlets.Int(
         0,
@@ -209,9 +214,20 @@ class PlotlyView(anywidget.AnyWidget):
       el.append(header, plot);
       let Plotly = null, width = 0, listening = false, closed = false, queue = Promise.resolve();
 
+      let inflated = null, inflatedFrom = null;   // the figure last inflated, and the buffer it came from
+      const figureOf = async () => {
+        const packed = model.get("packed");
+        if (packed !== inflatedFrom) {
+          inflatedFrom = packed;
+          inflated = !packed || !packed.byteLength ? {} : JSON.parse(await new Response(
+            new Blob([packed]).stream().pipeThrough(new DecompressionStream("gzip"))).text());
+        }
+        return inflated;
+      };
+
       const draw = async () => {
         if (!Plotly || width <= 0 || closed) return;
-        const { data = [], layout = {} } = model.get("figure");
+        const { data = [], layout = {} } = await figureOf();
         const height = layout.height || __DEFAULT_HEIGHT__, drawn = Math.max(width, model.get("min_width"));
         const title = drawn < __NARROW__ ? titleOf(layout) : null;
         const narrow = drawn < __NARROW__ ? narrowed(layout, title) : {};
@@ -235,7 +251,7 @@ class PlotlyView(anywidget.AnyWidget):
         if (seen > 0 && seen !== width) { width = seen; redraw(); }
       });
       observer.observe(el);
-      model.on("change:figure", redraw);
+      model.on("change:packed", redraw);
       model.on("change:config", redraw);
       model.on("change:min_width", redraw);
       Plotly = await plotlyOf(model);
@@ -262,6 +278,10 @@ class PlotlyView(anywidget.AnyWidget):
                 f"(it has {', '.join(sorted(BUNDLED_TRACES))})"
             )
         self.figure = figure
+
+    @traitlets.observe("figure")
+    def _pack(self, change) -> None:
+        self.packed = gzip.compress(to_json_plotly(change["new"]).encode(), compresslevel=6, mtime=0)
 
     def on_click(self, callback: Callable[[Click], None], remove: bool = False) -> None:
         """Call ``callback(Click)`` for each point clicked (``remove=True`` stops calling it)."""

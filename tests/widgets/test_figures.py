@@ -1,5 +1,8 @@
 """``PlotlyView`` without a browser: the state the page draws from, plotly.js shared by every view, clicks."""
 
+import gzip
+import json
+
 import plotly
 import plotly.graph_objects as go
 import pytest
@@ -33,6 +36,17 @@ def test_show_sends_the_figure_whole_as_plotly_json():
     view.show({"data": [{"type": "bar", "y": [5]}], "layout": {}})
     assert view.figure["data"][0]["type"] == "bar"
     assert repr(view) == "PlotlyView(traces=1, height=450)"
+
+
+def test_the_page_gets_the_figure_gzipped_in_one_binary_buffer():
+    hovers = [f"position {i} · <b>DELAYED_DEPARTURE</b> · 2013-05-20 14:00:00 EDT<br>origin = JFK" for i in range(2000)]
+    view = PlotlyView(go.Figure(go.Scatter(x=list(range(2000)), y=[0] * 2000, hovertext=hovers, name="a")))
+    state = view.get_state()
+    assert "figure" not in state and state["packed"] is view.packed  # the bytes go as a buffer, not as JSON
+    assert json.loads(gzip.decompress(view.packed)) == view.figure
+    assert len(view.packed) * 10 < len(json.dumps(view.figure))
+    view.show({"data": [{"type": "scatter", "y": [float("nan"), 1.0]}], "layout": {}})
+    assert json.loads(gzip.decompress(view.packed))["data"][0]["y"] == [None, 1.0]  # JSON.parse reads it
 
 
 def test_clicks_reach_every_callback_until_removed(click):
