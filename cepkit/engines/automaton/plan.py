@@ -379,14 +379,14 @@ class AutomatonMatcher(IncrementalPlan):
         stored back after its last event), the matches as a ``MatchList`` equal to what pushing the events
         one by one returns (each event's matches in output order, event after event). NEXT, LAST and MAX
         step their selectors in Python, but only at the events they read (``_select_batch``), the
-        letters, keys and gaps computed column-wise as for the kernel. Nested selections, RETURN and
-        CONSUME BY ANY across keys need a Python step per event or match (or the keys interleaved): they
-        push event by event, as does a batch out of time order (the key expiry below assumes order)."""
+        letters, keys and gaps computed column-wise as for the kernel (each key's closure trackers, for
+        nested NEXT/LAST, carried from batch to batch). Nested selections by filtering, RETURN and CONSUME
+        BY ANY across keys need a Python step per event or match (or the keys interleaved): they push
+        event by event, as does a batch out of time order (the key expiry below assumes order)."""
         self._settle_steps()
         program = self.program
         if (
             self.nested
-            or program.closure is not None
             or self.projected is not None
             or stream.first_disorder() is not None
             or (program.consume == "ANY" and program.query.partition_by)
@@ -396,13 +396,20 @@ class AutomatonMatcher(IncrementalPlan):
         read = np.flatnonzero(~punctuation) if punctuation.any() else np.arange(len(stream))
         if not len(read):
             return []
-        letters = program.letters.of_codes(program.alphabet.letters_of(StreamColumns(stream)))[read]
-        program.table.ensure_letters(len(program.letters))
+        codes = program.alphabet.letters_of(StreamColumns(stream))[read]
         if program.query.partition_by:
             groups, firsts = _first_appearance(stream.key_codes(program.query.partition_by)[read])
             keys = partition_keys(program.query, stream, read[firsts])
         else:
             groups, keys = np.zeros(len(read), np.int64), [()]
+        if program.closure is None:
+            letters = program.letters.of_codes(codes)
+        else:  # each key's trackers go on from where its last push or batch left them
+            initial = program.closure.initial
+            states = np.array([self.trackers.get(key, initial) for key in keys], np.int32)
+            letters = program.closure.letters_of(codes, groups, states)
+            self.trackers.update(zip(keys, states.tolist()))
+        program.table.ensure_letters(len(program.letters))
         batch = _KeyedBatch(self, stream.times[read], stream.position_of(read), letters, groups, keys)
         if program.ranked:
             found = self._select_batch(batch, keys)

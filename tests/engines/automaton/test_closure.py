@@ -8,6 +8,7 @@ from hypothesis import assume, given, settings
 
 import cepkit
 from strategies import assert_agrees, selection_everywhere_queries, streams
+from tests.runtime.test_microbatch import assert_same, many_keys_and_cuts
 
 
 def ev(text: str, **columns) -> list:
@@ -79,3 +80,13 @@ def test_the_matcher_agrees_with_the_run(query, events):
     matcher = cepkit.Matcher(query, engine="automaton")
     pushed = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
     assert sorted(pushed) == sorted(m.key for m in cepkit.match(query, events, engine="automaton"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(selection_everywhere_queries(types=("A", "B", "C", "D")), many_keys_and_cuts())
+def test_micro_batches_extend_as_they_push(query, data):
+    """``Matcher.extend`` carries each key's trackers from batch to batch: cut anywhere, the same matches
+    as pushing the events one by one."""
+    assume(runs_by_closure(query))
+    rows, cuts = data
+    assert_same(query, rows, cuts, "frame", engine="automaton")
