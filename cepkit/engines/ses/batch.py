@@ -1,12 +1,13 @@
 """The columnar run of a finite stream: every match window in one ``kernel.run_windows`` call, matches out
 as ``MatchArrays`` (no ``Entry``, ``Event`` or ``Match`` object per event or match).
 
-``SesPlan.run`` takes it under ALL and STNM without RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
+``SesPlan.run`` takes it under ALL, STNM and ROBUST_STNM (by backtracking, ``robust="backtrack"``) without
+RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
 checks (the equalities on X, ``x.A = y.A``, hold in every window by its grouping): a property of one variable (exact per event: evaluated column-wise into each event's variable
 mask, Thm 5.1), a chain ``f(prev(p)) φ g(p)`` on a Kleene variable, or a join ``f(x) φ g(y)`` between two
-variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (ROBUST_STNM,
-non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
-matches.
+variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (RETURN, all+pp
+ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
+matches. ``evaluate`` also runs a micro-batch with the windows an incremental matcher keeps open.
 
 Layout: the kept events (punctuation left out, and with ``two_phase`` those fitting no variable) grouped
 by window key (PARTITION BY values, then the values of X), in order inside each group; without
@@ -41,7 +42,12 @@ class Layout:
 
     @classmethod
     def of(cls, plan) -> Optional["Layout"]:
-        if plan.strategy not in (None, "ALL", "STNM") or plan.select is not None or not plan.satisfiable:
+        robust = plan.strategy == "ROBUST_STNM" and plan.robust == "backtrack"  # "filter" stays in Python
+        if (
+            (plan.strategy not in (None, "ALL", "STNM") and not robust)
+            or plan.select is not None
+            or not plan.satisfiable
+        ):
             return None
         index, kleene = plan.index, set(plan.pattern.kleene)
         layout = cls()
@@ -200,7 +206,9 @@ def evaluate(plan, columns: Columns, coord: np.ndarray, last: int, final: bool =
         plan.first_set,
         float(plan.span),
         plan.two_phase,
-        plan.strategy != "STNM",
+        plan.strategy in (None, "ALL"),
+        plan.strategy == "ROBUST_STNM",
+        plan.lookahead,
         values,
         valid,
         *layout.slots,

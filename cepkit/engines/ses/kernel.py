@@ -15,7 +15,8 @@ two-phase evaluation ([SES] Alg 3) for all of them inside one kernel, over the c
   transition whose conditions hold on the instance's binding with it (a chain against the variable's
   previous event, a join against every bound event of the other variable, ∀); under ALL every
   instance also keeps its copy that skips it, under STNM (Def 6.1, Alg 2's greedy run) only an instance
-  on which nothing fired does. Instances in the final state at the window's end are its matches.
+  on which nothing fired does. Instances in the final state at the window's end are its matches. Under
+  ROBUST_STNM (Def 6.2) ``_robust`` runs Alg 4's backtracking over the same arena, as a tree.
 
 The same functions run as Python without numba (the pure-Python twin the tests compare).
 """
@@ -28,6 +29,12 @@ from ..rcep.joins import _compiled, _phi
 from ..rcep.kernel import _grow
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
+# the fields of a node of ``_robust``'s execution tree (rows of ``tree``): the binding (variable, window
+# event, parent node, bound variables as a mask), the automaton state, the next event to read, the event
+# its children fired on, its children's nodes [CLO, CHI) (CLO -1: not looked for yet), the next child to
+# explore, and whether its subtree led to a match
+VAR, EVENT, PARENT, BOUND, STATE, SCAN, AT, CLO, CHI, NEXT, OK = range(11)
+TREE_FIELDS = 11
 
 
 @_compiled
@@ -93,6 +100,8 @@ def run_windows(
     span,
     two_phase,
     keep_skips,
+    robust,
+    lookahead,
     kval,
     kok,
     join_left,
@@ -105,7 +114,8 @@ def run_windows(
     chain_previous_key,
     chain_current_key,
 ):
-    """The matches of every match window (phase 1 and 2 above): ALL with ``keep_skips``, else STNM.
+    """The matches of every match window (phase 1 and 2 above): ALL with ``keep_skips``, ROBUST_STNM
+    with ``robust`` (``_robust``: Alg 4's backtracking, with the ``lookahead`` cut), else STNM.
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
@@ -125,6 +135,7 @@ def run_windows(
     arena_var = np.empty(1024, dtype=np.int64)
     arena_event = np.empty(1024, dtype=np.int64)
     arena_parent = np.empty(1024, dtype=np.int64)
+    tree = np.empty((TREE_FIELDS, 1024 if robust else 1), dtype=np.int64)  # ``_robust``'s nodes
     for g in range(n):
         if not todo[g]:
             continue
@@ -150,6 +161,36 @@ def run_windows(
                 continue
         stats[STAT_EVALUATED] += 1
         stats[STAT_MAX_WINDOW] = max(stats[STAT_MAX_WINDOW], end - g)
+        if robust:
+            found = _robust(
+                g,
+                end,
+                vars_,
+                positions,
+                moves,
+                final[0],
+                lookahead,
+                tree,
+                out_offsets,
+                out_positions,
+                out_variables,
+                out_start,
+                n_out,
+                n_written,
+                kval,
+                kok,
+                join_left,
+                join_right,
+                join_op,
+                join_left_key,
+                join_right_key,
+                chain_var,
+                chain_op,
+                chain_previous_key,
+                chain_current_key,
+            )
+            tree, out_offsets, out_positions, out_variables, out_start, n_out, n_written = found
+            continue
         for a in range(moves.shape[0]):
             size, used = 0, 0
             for v in range(arity):  # the start instances bind W[0]
@@ -241,3 +282,152 @@ def run_windows(
                 out_offsets[n_out] = n_written
                 out_start[n_out - 1] = g
     return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], out_start[:n_out], stats
+
+
+@_compiled
+def _node(tree, top, var, event, parent, state):
+    """Node ``top`` of the tree (grown if full): ``var`` bound to ``event`` after ``parent``'s binding."""
+    if top >= tree.shape[1]:
+        bigger = np.empty((TREE_FIELDS, 2 * tree.shape[1]), dtype=np.int64)
+        bigger[:, : tree.shape[1]] = tree
+        tree = bigger
+    tree[VAR, top], tree[EVENT, top], tree[PARENT, top], tree[STATE, top] = var, event, parent, state
+    tree[BOUND, top] = (tree[BOUND, parent] if parent >= 0 else 0) | (1 << var)
+    tree[SCAN, top], tree[CLO, top], tree[OK, top] = event + 1, -1, 0
+    return tree
+
+
+@_compiled
+def _completable(node, start, end, arity, vars_, tree, kval, kok, joins, chains):
+    """Whether every variable ``node``'s binding leaves unbound has an event in [start, end) it could take
+    next (its properties, and its joins with the bound variables): ``CompiledAutomaton.completable``."""
+    bound = tree[BOUND, node]
+    for v in range(arity):
+        if bound >> v & 1:
+            continue
+        found = False
+        for c in range(start, end):
+            if vars_[c] >> v & 1 and _fires(
+                v, c, node, tree[VAR], tree[EVENT], tree[PARENT], kval, kok, *joins, *chains
+            ):
+                found = True
+                break
+        if not found:
+            return False
+    return True
+
+
+@_compiled
+def _robust(
+    g,
+    end,
+    vars_,
+    positions,
+    moves,
+    final,
+    lookahead,
+    tree,
+    out_offsets,
+    out_positions,
+    out_variables,
+    out_start,
+    n_out,
+    n_written,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_left_key,
+    join_right_key,
+    chain_var,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+):
+    """MatchBT ([SES] Alg 4) on the window [g, end) of the SES automaton (``moves[0]``), as
+    ``execution.run_window_robust``: a depth-first search of the execution tree (Def 6.3) from each
+    transition W[0] fires. A node's children are the transitions fired by the first event from its
+    ``SCAN`` on that fires any (with ``lookahead``, and may still complete); a node with none is accepted
+    if in qf; a node none of whose children led to a match re-reads from after their event (the event is
+    noise there). The subtree of a finished node is freed (nodes are allocated on top of the tree, so a
+    node's subtree is everything above its children). Returns the tree and the output buffers."""
+    arity = moves.shape[2]
+    joins = (join_left, join_right, join_op, join_left_key, join_right_key)
+    chains = (chain_var, chain_op, chain_previous_key, chain_current_key)
+    stack = np.empty(end - g + 2, dtype=np.int64)  # a path of the tree: one node per event at most
+    for v0 in range(arity):
+        if not (vars_[g] >> v0 & 1) or moves[0, 0, v0] < 0:
+            continue
+        tree = _node(tree, 0, v0, g, -1, moves[0, 0, v0])
+        top = 1
+        if lookahead and not _completable(0, g + 1, end, arity, vars_, tree, kval, kok, joins, chains):
+            continue
+        stack[0], depth = 0, 1
+        while depth > 0:
+            x = stack[depth - 1]
+            if tree[CLO, x] < 0:  # its children: the first event that fires a transition (that may complete)
+                tree[CLO, x] = top
+                at = end
+                for c in range(tree[SCAN, x], end):
+                    m = vars_[c]
+                    if m == 0:
+                        continue
+                    q = tree[STATE, x]
+                    for v in range(arity):
+                        target = moves[0, q, v]
+                        if not (m >> v & 1) or target < 0:
+                            continue
+                        if not _fires(v, c, x, tree[VAR], tree[EVENT], tree[PARENT], kval, kok, *joins, *chains):
+                            continue
+                        tree = _node(tree, top, v, c, x, target)
+                        if lookahead and not _completable(
+                            top, c + 1, end, arity, vars_, tree, kval, kok, joins, chains
+                        ):
+                            continue  # cut: the node is not kept
+                        top += 1
+                    if top > tree[CLO, x]:
+                        at = c
+                        break
+                tree[AT, x], tree[CHI, x], tree[NEXT, x] = at, top, tree[CLO, x]
+                if at == end:  # the end of the window: a match if in qf
+                    if tree[STATE, x] == final:
+                        tree[OK, x] = 1
+                        length, k = 0, x
+                        while k >= 0:
+                            length += 1
+                            k = tree[PARENT, k]
+                        if n_written + length > len(out_positions):
+                            out_positions = _grow(out_positions, n_written + length)
+                            out_variables = _grow(out_variables, n_written + length)
+                        k = x
+                        for j in range(length - 1, -1, -1):
+                            out_positions[n_written + j] = positions[tree[EVENT, k]]
+                            out_variables[n_written + j] = tree[VAR, k]
+                            k = tree[PARENT, k]
+                        n_written += length
+                        n_out += 1
+                        if n_out + 1 > len(out_offsets):
+                            out_offsets = _grow(out_offsets, n_out + 1)
+                            out_start = _grow(out_start, n_out + 1)
+                        out_offsets[n_out] = n_written
+                        out_start[n_out - 1] = g
+                    top = tree[CLO, x]
+                    depth -= 1
+                    continue
+            if tree[NEXT, x] < tree[CHI, x]:
+                stack[depth] = tree[NEXT, x]
+                tree[NEXT, x] += 1
+                depth += 1
+                continue
+            ok = False
+            for child in range(tree[CLO, x], tree[CHI, x]):
+                if tree[OK, child]:
+                    ok = True
+            top = tree[CLO, x]  # its subtree is done with
+            if ok:  # a sibling led to a match: the others are blocked
+                tree[OK, x] = 1
+                depth -= 1
+            else:  # every child failed: their event is noise here
+                tree[SCAN, x], tree[CLO, x] = tree[AT, x] + 1, -1
+    return tree, out_offsets, out_positions, out_variables, out_start, n_out, n_written

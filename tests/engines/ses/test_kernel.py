@@ -1,17 +1,17 @@
 """The columnar run (``ses.batch``: every match window in one ``kernel.run_windows`` call) gives the matches,
 bindings and emission positions of the event-by-event matcher and the reference's matches, with the SES
 automaton and the brute force's permutation automata alike; its pure-Python twin (NUMBA_DISABLE_JIT=1,
-the same functions uncompiled) gives the compiled kernel's."""
+the same functions uncompiled) gives the compiled kernel's, ROBUST_STNM's backtracking included."""
 
 import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from strategies import set_query_variants, streams
 from twins import assert_twins_agree
 
 import cepkit
-from cepkit.engines.ses.batch import Layout
 from cepkit.runtime.stream import Stream
 from cepkit.runtime.match_arrays import MatchArrays
 from cepkit.runtime.selection import select_engine
@@ -27,13 +27,19 @@ def _both(query: str, events, **options) -> tuple:
     return plan, found, sorted((m.key, m.emitted_at) for m in pushed), sorted((m.key, m.emitted_at) for m in found)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(set_query_variants(strategies=("ALL", "STNM")), streams(types=("C", "P", "D", "B"), max_size=12, ids=2))
-def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events):
-    plan, found, pushed, columnar = _both(query, events)
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+    streams(types=("C", "P", "D", "B"), max_size=12, ids=2),
+    st.booleans(),
+)
+def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events, lookahead):
+    """ROBUST_STNM included: the kernel's backtracking (``kernel._robust``) against the matcher's
+    (``execution.run_window_robust``), with and without the lookahead cut."""
+    plan, found, pushed, columnar = _both(query, events, lookahead=lookahead)
     assert columnar == pushed
     assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
-    if Layout.of(plan) is not None and plan.select is None:
+    if plan.layout is not None:
         assert isinstance(found, MatchArrays) and "evaluated" in plan.info()
 
 
@@ -57,8 +63,10 @@ def test_brute_force_under_stnm_runs_each_permutation_greedily(query, events):
     assert ses <= {m.key for m in found}
 
 
-@pytest.mark.parametrize("strategy", ["ALL", "STNM"])
-@pytest.mark.parametrize("automaton", ["ses", "permutations"])
+@pytest.mark.parametrize(
+    "strategy, automaton",
+    [("ALL", "ses"), ("STNM", "ses"), ("ROBUST_STNM", "ses"), ("ALL", "permutations"), ("STNM", "permutations")],
+)
 def test_set_queries_at_size(automaton, strategy):
     """Sets with a Kleene variable, a chain and joins, partitioned on X by Θ's equalities, over a few
     thousand events: the kernel finds what the matcher finds, emitted where the matcher emits them."""
@@ -78,6 +86,8 @@ TWIN_QUERIES = [
     "SEQ({A a, B b, D d}, C c) WHERE a.id = b.id and b.id = c.id and c.id = d.id WITHIN 8 EVENTS",
     "SEQ(A+ a, B b) WHERE b.v > a.v * 2 - 3 WITHIN 3 s PARTITION BY id",
     "SELECT STNM * PATTERN SEQ({A a, B+ b, D d}, C c) WHERE prev(b.v) < b.v and a.id = d.id WITHIN 6 s",
+    "SELECT ROBUST_STNM * PATTERN SEQ({A a, B+ b}, {C c, D+ d}) WHERE prev(b.v) < b.v and a.v < c.v WITHIN 5 s",
+    "SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b, C c) WHERE prev(b.v) < b.v and b.v < c.v WITHIN 8 EVENTS",
 ]
 
 
