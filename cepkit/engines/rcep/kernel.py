@@ -289,19 +289,76 @@ def _row_less(offsets, positions, i, j):
 
 
 @_compiled
-def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_positions, scratch_variables):
-    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (a
-    merge sort of row numbers, then the rows moved); False when two of them have the same positions."""
+def _before(offsets, positions, keys, full, i, j):
+    """Whether row i comes before row j: by their keys, or, when equal and not ``full`` (rows longer than
+    the key), by their positions (``_row_less``)."""
+    if keys[i] != keys[j]:
+        return keys[i] < keys[j]
+    return not full and _row_less(offsets, positions, i, j)
+
+
+@_compiled
+def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells, order, spare, counts, held, moved):
+    """``order[:end - begin]``: rows ``begin:end`` by their keys, a least-significant-digit-first radix
+    sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes); rows with equal
+    keys, when not ``full``, then by their positions (an insertion sort of each such run)."""
     m = end - begin
+    digits = 1 << key_bits
+    mask = np.uint64(digits - 1)
     for i in range(m):
         order[i] = begin + i
+        held[i] = keys[begin + i]
+    for p in range(key_cells):
+        shift = np.uint64(p * key_bits)
+        counts[: digits + 1] = 0
+        for i in range(m):
+            counts[((held[i] >> shift) & mask) + np.uint64(1)] += 1
+        if counts[((held[0] >> shift) & mask) + np.uint64(1)] == m:
+            continue  # one digit for every row: the pass would change nothing
+        for k in range(digits):
+            counts[k + 1] += counts[k]
+        for i in range(m):
+            digit = (held[i] >> shift) & mask
+            at = counts[digit]
+            spare[at], moved[at] = order[i], held[i]
+            counts[digit] += 1
+        for i in range(m):
+            order[i], held[i] = spare[i], moved[i]
+    if not full:
+        i = 0
+        while i < m:
+            j = i + 1
+            while j < m and held[j] == held[i]:
+                j += 1
+            for x in range(i + 1, j):  # insertion sort of the run, stable
+                row, y = order[x], x
+                while y > i and _row_less(offsets, positions, row, order[y - 1]):
+                    order[y] = order[y - 1]
+                    y -= 1
+                order[y] = row
+            i = j
+
+
+@_compiled
+def _sort_rows(
+    offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
+):
+    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (a
+    merge sort of row numbers by their ``keys``, unless ``ordered``: ``order`` holds them, by
+    ``_radix_order``; then the rows moved); False when two of them have the same positions."""
+    m = end - begin
+    if not ordered:
+        for i in range(m):
+            order[i] = begin + i
     width = 1
-    while width < m:  # bottom-up merge sort, stable
+    while width < m and not ordered:  # bottom-up merge sort, stable
         for lo in range(0, m, 2 * width):
             mid, hi = min(lo + width, m), min(lo + 2 * width, m)
+            if mid >= hi or not _before(offsets, positions, keys, full, order[mid], order[mid - 1]):
+                continue  # the two runs are in order already
             i, j, k = lo, mid, lo
             while i < mid and j < hi:
-                if _row_less(offsets, positions, order[j], order[i]):
+                if _before(offsets, positions, keys, full, order[j], order[i]):
                     spare[k] = order[j]
                     j += 1
                 else:
@@ -312,12 +369,8 @@ def _sort_rows(offsets, positions, variables, begin, end, order, spare, scratch_
                 spare[k] = order[i]
                 i += 1
                 k += 1
-            while j < hi:
-                spare[k] = order[j]
-                j += 1
-                k += 1
-        for i in range(m):
-            order[i] = spare[i]
+            for x in range(lo, k):
+                order[x] = spare[x]
         width *= 2
     distinct = True
     for i in range(1, m):
@@ -469,12 +522,25 @@ def recompute(
     order = np.zeros(64, dtype=np.int64)  # sorting one trigger's matches
     spare = np.zeros(64, dtype=np.int64)
     scratch_positions = np.zeros(256, dtype=np.int64)
+    # per match, the first cells' places in its trigger's window (1 + g - its first g) packed in
+    # ``key_bits`` each, the first cell highest: an unsigned key in the matches' order (rows end at the
+    # trigger, so two rows differ before one of them ends and the zeros past a row's end never decide)
+    row_keys = np.zeros(1024, dtype=np.uint64)
+    held = np.zeros(64, dtype=np.uint64)  # radix sort buffers
+    moved = np.zeros(64, dtype=np.uint64)
+    counts = np.zeros(257, dtype=np.int64)
     scratch_variables = np.zeros(256, dtype=np.int64)
     distinct = True
     for i_trigger in range(len(trigger_order)):
         t = trigger_order[i_trigger]
         stats[STAT_TRIGGERS] += 1
         row_begin = n_out
+        window_begin = window_lo[members[t]]
+        key_bits = 1
+        while (1 << key_bits) <= members[t] - window_begin + 1:
+            key_bits += 1
+        key_cells = 64 // key_bits
+        full = True  # every row of this trigger fits its key
         # 1. range queries, right to left
         if kleene[last]:
             first[last] = window_first[last, i_trigger]
@@ -724,10 +790,21 @@ def recompute(
                 if n_written + depth_next > len(out_positions):
                     out_positions = _grow(out_positions, n_written + depth_next)
                     out_variables = _grow(out_variables, n_written + depth_next)
+                key = np.uint64(0)
                 for i in range(depth_next):
                     b = bound_slot[depth_next - 1 - i]
-                    out_positions[n_written + i] = positions[members[first[b] + bound_row[depth_next - 1 - i]]]
+                    g = members[first[b] + bound_row[depth_next - 1 - i]]
+                    out_positions[n_written + i] = positions[g]
                     out_variables[n_written + i] = slot_var[b]
+                    if i < key_cells:
+                        key = (key << np.uint64(key_bits)) | np.uint64(g - window_begin + 1)
+                if depth_next < key_cells:
+                    key <<= np.uint64(key_bits * (key_cells - depth_next))
+                else:
+                    full = full and depth_next <= key_cells
+                if n_out >= len(row_keys):
+                    row_keys = _grow(row_keys, n_out + 1)
+                row_keys[n_out] = key
                 n_written += depth_next
                 n_out += 1
                 if n_out + 1 > len(out_offsets):
@@ -752,12 +829,36 @@ def recompute(
             if len(scratch_positions) < cells:
                 scratch_positions = np.zeros(2 * cells, dtype=np.int64)
                 scratch_variables = np.zeros(2 * cells, dtype=np.int64)
+            radix = (1 << key_bits) <= 4 * m
+            if radix:
+                if len(held) < m:
+                    held, moved = np.zeros(2 * m, dtype=np.uint64), np.zeros(2 * m, dtype=np.uint64)
+                if len(counts) < (1 << key_bits) + 1:
+                    counts = np.zeros((1 << key_bits) + 1, dtype=np.int64)
+                _radix_order(
+                    out_offsets,
+                    out_positions,
+                    row_keys,
+                    row_begin,
+                    n_out,
+                    full,
+                    key_bits,
+                    key_cells,
+                    order,
+                    spare,
+                    counts,
+                    held,
+                    moved,
+                )
             if not _sort_rows(
                 out_offsets,
                 out_positions,
                 out_variables,
                 row_begin,
                 n_out,
+                row_keys,
+                full,
+                radix,
                 order,
                 spare,
                 scratch_positions,
