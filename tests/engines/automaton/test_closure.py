@@ -7,6 +7,8 @@ import pytest
 from hypothesis import assume, given, settings
 
 import cepkit
+from cel_formulas import PHI1, PHI2, PHI3
+from cepkit.datasets import cel_fire_sensors
 from strategies import assert_agrees, selection_everywhere_queries, streams
 from tests.runtime.test_microbatch import assert_same, many_keys_and_cuts
 
@@ -90,3 +92,27 @@ def test_micro_batches_extend_as_they_push(query, data):
     assume(runs_by_closure(query))
     rows, cuts = data
     assert_same(query, rows, cuts, "frame", engine="automaton")
+
+
+@pytest.mark.parametrize("position0", ["T", "H"])
+@pytest.mark.parametrize(
+    "formula, name, expected",
+    [
+        (PHI1, "NEXT", [(1, 2), (1, 8)]),  # [CEL] §3's strategies on S: [paper], full sets derived
+        (PHI1, "LAST", [(1, 2), (5, 8)]),
+        (PHI2, "NEXT", [(1, 2), (2, 5), (1, 8)]),
+        (PHI2, "LAST", [(1, 2), (2, 5), (5, 8)]),
+        (PHI3, "NEXT", [(3, 4, 6, 7)]),
+        (PHI3, "LAST", [(3, 4, 6, 7)]),
+    ],
+)
+def test_the_papers_strategies_as_sub_patterns(formula, name, expected, position0):
+    """[CEL]'s strategy examples on the running stream S, the strategy written around the formula (a
+    sub-pattern, compiled by the closure) give the paper's outputs; followed by any later event, each
+    output extends to every later position."""
+    events = cel_fire_sensors(position0)
+    got = cepkit.match(f"{name}({formula})", events, engine="automaton")
+    assert got.info["nested_selection"] == "closure"
+    assert got.positions() == expected
+    later = cepkit.match(f"{name}({formula}) ; ANY w", events, engine="automaton").positions()
+    assert sorted(later) == sorted(c + (w,) for c in expected for w in range(c[-1] + 1, len(events)))
