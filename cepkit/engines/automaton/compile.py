@@ -12,8 +12,9 @@ The pipeline, one function per stage:
    defining its variable. Equality correlations that PARTITION BY already guarantees (``x.id = y.id``
    with ``PARTITION BY id``) hold of equal values, so they become ``x.id = x.id and y.id = y.id``.
 3. ``thompson``: the ε-CEA of Appendix C.2, one in- and one out-state per sub-pattern; STRICT
-   sub-patterns become a ◦-copy and a •-copy switching at the first • (Theorem 4); ε-removal and trimming
-   give the CEA A = (Q, Δ, q0, F) with Δ ⊆ Q × U × {•, ◦} × Q.
+   sub-patterns become a ◦-copy and a •-copy switching at the first • (Theorem 4), nested NEXT/LAST
+   sub-patterns Theorem 4's closure where it applies (``nested_selections``, ``_EpsilonCEA._select``,
+   ``closure.py``); ε-removal and trimming give the CEA A = (Q, Δ, q0, F) with Δ ⊆ Q × U × {•, ◦} × Q.
 
 Each marking transition remembers the variable it binds, so matches carry bindings although CEL outputs
 positions only.
