@@ -14,11 +14,14 @@ the results it keeps. Tickers are uniform here, so W2 and W3 grow combinatoriall
 trades. *Small scale*: trades 2 ms apart, a 20 ms window, W1-W5 and two scaling runs (more extensions,
 deeper hierarchies, the mixed W7 and W8), with every method; and Chase's planning time on the mixed workloads W7 and W8.
 
-Times are wall-clock seconds of ``ECube.run`` (the ``Matches`` included) and of the ``cepkit.match`` calls,
-best of ``--repeat``; the ratio is the baseline's time over the method's (above 1: faster than each query
-alone). Run from the repository::
+Times are CPU seconds of the process (``time.process_time``: the machine is shared) of ``ECube.run`` (the
+``Matches`` included) and of the ``cepkit.match`` calls, best of ``--repeat``; the ratio is the baseline's
+time over the method's (above 1: faster than each query alone). A fresh ``ECube`` per run: its planning is
+inside its time. The skewed tape (``workloads.SKEWED``: large caps most, the workloads' small tickers 2-5 %
+each) runs W1-W3 at 20,000 trades. ``--calibrate`` fits the fixed cost of an engine run
+(``UnitCosts.C_eval``, ``cost.MEASURED``) on this machine. Run from the repository::
 
-    python bench/ecube.py [--events 4000] [--repeat 3] [--thesis-only | --small-only]
+    python bench/ecube.py [--events 4000] [--repeat 3] [--thesis-only | --small-only | --calibrate]
 """
 
 from __future__ import annotations
@@ -27,11 +30,17 @@ import argparse
 import time
 import tracemalloc
 
+import numpy as np
+
 from tqdm import tqdm
 
 import cepkit
+from cepkit.ecube.cost import CostModel, Statistics, UnitCosts
+from cepkit.ecube.reuse import Executor, ProjectPattern, UnionConcept, Via
+from cepkit.runtime.stream import Stream
 from cepkit.ecube.workloads import (
     COMPANIES,
+    SKEWED,
     TICKERS,
     concept_workload,
     depth_workload,
@@ -48,6 +57,8 @@ THESIS = {
     2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
     3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500)),
 }
+SKEWED_TRADES = 20000
+clock = time.process_time
 
 
 def chase_times(events, repeat: int) -> list:
@@ -59,9 +70,9 @@ def chase_times(events, repeat: int) -> list:
         stats = stats or cepkit.ecube.Statistics.measure(events)
         best = float("inf")
         for _ in range(repeat):
-            start = time.perf_counter()
+            start = clock()
             plan = cube.plan(statistics=stats)
-            best = min(best, time.perf_counter() - start)
+            best = min(best, clock() - start)
         reuse = ", ".join(f"{s.query}<-{s.source} ({s.direction})" for s in plan.steps if s.source)
         rows.append(
             (name, len(queries), cube.graph.number_of_edges(), plan.graph.number_of_edges(), best * 1000, reuse)
@@ -73,9 +84,9 @@ def alone_through_match(queries: dict, hierarchy, events, repeat: int) -> tuple:
     """(best seconds, matches) of every query alone through ``cepkit.match``."""
     best, found = float("inf"), 0
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         found = sum(len(cepkit.match(text, events, hierarchy=hierarchy)) for text in queries.values())
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best, found
 
 
@@ -87,9 +98,9 @@ def measure(queries: dict, hierarchy, events, repeat: int, methods=METHODS) -> d
         best = float("inf")
         for _ in range(repeat):
             cube = cepkit.ECube(queries, hierarchy)
-            start = time.perf_counter()
+            start = clock()
             results = cube.run(events, directions=directions)
-            best = min(best, time.perf_counter() - start)
+            best = min(best, clock() - start)
         steps = ", ".join(f"{s.query}<-{s.source}" for s in cube.last_plan.steps if s.source)
         out[method] = (
             best,
@@ -106,9 +117,9 @@ def measure(queries: dict, hierarchy, events, repeat: int, methods=METHODS) -> d
 def planning_and_memory(queries: dict, hierarchy, events) -> tuple:
     """(ms Chase takes to plan, measuring included; peak MB of a Chase run; MB of the rows it keeps)."""
     cube = cepkit.ECube(queries, hierarchy)
-    start = time.perf_counter()
+    start = clock()
     cube.plan(events)
-    planning = (time.perf_counter() - start) * 1000
+    planning = (clock() - start) * 1000
     cube = cepkit.ECube(queries, hierarchy)
     tracemalloc.start()
     results = cube.run(events)
@@ -124,9 +135,9 @@ def report(title: str, rows: list, methods=("top-down", "bottom-up", "chase")) -
     print("|---" * (5 + len(methods)) + "|")
     for label, n, result in rows:
         base = result["match"][0]
-        cells = [f"{result[m][0]:.3f} s ({base / result[m][0]:.1f}x)" for m in methods]
+        cells = [f"{result[m][0] * 1e3:.1f} ms ({base / result[m][0]:.1f}x)" for m in methods]
         print(
-            f"| {label} | {n} | {result['match'][1]} | {base:.3f} s | "
+            f"| {label} | {n} | {result['match'][1]} | {base * 1e3:.1f} ms | "
             + " | ".join(cells)
             + f" | {result['chase'][3]} |"
         )
@@ -140,20 +151,71 @@ def thesis_density(repeat: int) -> None:
         "| chase's peak memory / results kept |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for workload, (extensions, sizes) in tqdm(THESIS.items(), desc="thesis density"):
-        name, queries = f"W{workload}", pattern_workload(workload, extensions, " WITHIN 2000")
-        for n in sizes:
-            events = trades(n, gap=1)  # ticks of 0.5 ms
-            result = measure(queries, hierarchy, events, repeat, methods=("alone", "chase"))
-            planning, peak, kept = planning_and_memory(queries, hierarchy, events)
-            base = result["match"][0]
-            print(
-                f"| {name} | {n} | {result['match'][1]} | {base:.3f} s | "
-                f"{result['alone'][0]:.3f} s ({base / result['alone'][0]:.1f}x) | "
-                f"{result['chase'][0]:.3f} s ({base / result['chase'][0]:.1f}x) | {planning:.0f} ms | "
-                f"{peak:.0f} MB / {kept:.0f} MB |",
-                flush=True,
-            )
+    runs = [(w, n, None) for w, (_, sizes) in THESIS.items() for n in sizes]
+    runs += [(w, SKEWED_TRADES, SKEWED) for w in THESIS]
+    for workload, n, weights in tqdm(runs, desc="thesis density"):
+        name = f"W{workload}" + (" skewed" if weights else "")
+        queries = pattern_workload(workload, THESIS[workload][0], " WITHIN 2000")
+        events = trades(n, gap=1, weights=weights)  # ticks of 0.5 ms
+        result = measure(queries, hierarchy, events, repeat, methods=("alone", "chase"))
+        planning, peak, kept = planning_and_memory(queries, hierarchy, events)
+        base = result["match"][0]
+        print(
+            f"| {name} | {n} | {result['match'][1]} | {base:.3f} s | "
+            f"{result['alone'][0]:.3f} s ({base / result['alone'][0]:.1f}x) | "
+            f"{result['chase'][0]:.3f} s ({base / result['chase'][0]:.1f}x) | {planning:.0f} ms | "
+            f"{peak:.0f} MB / {kept:.0f} MB |",
+            flush=True,
+        )
+
+
+def calibrate(repeat: int) -> None:
+    """Fit each engine run's CPU time as ``a + b·scratch_cost`` (Table 4.1's units) over the workloads'
+    queries and helper queries at small scale; ``a / b`` is ``UnitCosts.C_eval`` in cost units."""
+    points = []
+    for events, workloads in (
+        (
+            trades(4000),
+            [pattern_workload(1), concept_workload(), *mixed_workloads().values()],
+        ),
+        (trades(20000), [concept_workload()]),
+    ):
+        stream = Stream.from_any(events)
+        model = CostModel(Statistics.measure(stream), UnitCosts())
+        for queries in workloads + [depth_workload(d) for d in (2, 4)]:
+            queries, children = queries if isinstance(queries, tuple) else (queries, COMPANIES)
+            cube = cepkit.ECube(queries, cepkit.Hierarchy(children))
+            compiled: dict = {}
+            for shape in helper_shapes(cube):
+                best = float("inf")
+                for _ in range(repeat + 1):
+                    executor = Executor(stream, "auto", compiled)
+                    start = clock()
+                    executor.evaluate(shape)
+                    best = min(best, clock() - start)
+                points.append((model.scratch_cost(shape), best))
+    cost, seconds = np.asarray(points).T
+    weight = 1 / seconds  # relative errors: the small runs, where the fixed cost shows, count as much
+    a, b = np.linalg.lstsq(np.c_[np.ones_like(cost), cost] * weight[:, None], seconds * weight, rcond=None)[0]
+    print(f"{len(points)} engine runs: {a * 1e6:.0f} µs + {b * 1e9:.0f} ns per cost unit; C_eval = {a / b:.0f}")
+
+
+def helper_shapes(cube) -> set:
+    """The cube's queries and every helper query its reuse strategies run (deltas)."""
+    found = set(cube.shapes.values())
+
+    def walk(strategy):
+        if isinstance(strategy, UnionConcept):
+            found.update(strategy.deltas)
+        elif isinstance(strategy, ProjectPattern):
+            found.add(strategy.delta)
+        elif isinstance(strategy, Via):
+            walk(strategy.first)
+            walk(strategy.second)
+
+    for _, _, strategy in cube.candidates(Statistics({}, 1, 1.0)).edges(data="strategy"):
+        walk(strategy)
+    return found
 
 
 def main() -> None:
@@ -162,7 +224,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--thesis-only", action="store_true")
     parser.add_argument("--small-only", action="store_true")
+    parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
+    if args.calibrate:
+        calibrate(args.repeat)
+        return
     if not args.small_only:
         thesis_density(args.repeat)
     if args.thesis_only:

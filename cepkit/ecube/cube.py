@@ -26,7 +26,7 @@ from ..runtime.api import check
 from ..runtime.stream import Stream
 from ..runtime.matches import Matches
 from . import operations
-from .cost import CostModel, Statistics, UnitCosts
+from .cost import MEASURED, CostModel, Statistics, UnitCosts
 from .lattice import lattice, refinement
 from .plan import ROOT, Plan, make_plan
 from .reuse import Executor, Scratch, offer_general_to_specific, offer_specific_to_general
@@ -45,7 +45,8 @@ class ECube:
     hierarchy : the concept hierarchy (of types, or of an attribute's values), or None
     engine : the engine that evaluates from scratch and the delta queries (``auto``: the one ``cepkit.match``
         would choose for each)
-    units : the cost model's unit costs and default selectivities
+    units : the cost model's unit costs and default selectivities (default: Table 4.1's with the fixed cost
+        of an engine run measured, ``cepkit.ecube.cost.MEASURED``)
 
     Examples
     --------
@@ -59,14 +60,13 @@ class ECube:
     {'q1': [(0, 2), (1, 2), (0, 3), (1, 3)], 'q2': [(0, 2), (0, 3)]}
     """
 
-    def __init__(self, queries, hierarchy=None, *, engine: str = "auto", units: UnitCosts = UnitCosts()):
+    def __init__(self, queries, hierarchy=None, *, engine: str = "auto", units: UnitCosts = MEASURED):
         self.hierarchy = as_hierarchy(hierarchy)
         self.engine = engine
         self.units = units
         self.queries: dict = {}
         self.shapes: dict = {}
         self._graph: Optional[nx.DiGraph] = None
-        self._offer_cache: dict = {}  # (general, specific) -> the reuse strategies offered along the edge
         self._compiled: dict = {}  # shape -> a compiled engine plan never run (``Executor``)
         self._rows: dict = {}  # name -> rows of the last run (kept results)
         self._executor: Optional[Executor] = None
@@ -121,7 +121,11 @@ class ECube:
                     strategy=scratch,
                 )
         for general, specific, data in self.graph.edges(data=True):
-            for source, target, strategy in self._offers(general, specific, data["refinement"]):
+            g, s, ref = self.shapes[general], self.shapes[specific], data["refinement"]
+            for source, target, strategy in (
+                (general, specific, offer_general_to_specific(g, s, ref)),
+                (specific, general, offer_specific_to_general(g, s, ref)),
+            ):
                 if strategy is not None and strategy.direction in directions:
                     graph.add_edge(
                         source,
@@ -133,19 +137,6 @@ class ECube:
                         strategy=strategy,
                     )
         return graph
-
-    def _offers(self, general: str, specific: str, ref) -> tuple:
-        """The exact reuse strategies along a lattice edge, both ways (they depend on the queries only, so
-        they are made once per edge: a streaming cube re-plans every batch)."""
-        key = (general, specific)
-        found = self._offer_cache.get(key)
-        if found is None:
-            g, s = self.shapes[general], self.shapes[specific]
-            found = self._offer_cache[key] = (
-                (general, specific, offer_general_to_specific(g, s, ref)),
-                (specific, general, offer_specific_to_general(g, s, ref)),
-            )
-        return found
 
     def plan(self, events=None, *, statistics: Optional[Statistics] = None, directions=REUSE_DIRECTIONS) -> Plan:
         """The optimal evaluation order for ``events`` (measured) or ``statistics`` (given).

@@ -17,6 +17,7 @@ one's (renamed along the alignment) minus those that mention the items the speci
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Optional
 
 import networkx as nx
@@ -61,8 +62,10 @@ def _embeddings(general: Shape, specific: Shape, g: int = 0, s: int = 0) -> Iter
                 yield (k,) + rest
 
 
+@lru_cache(maxsize=4096)
 def refinement(general: Shape, specific: Shape) -> Optional[Refinement]:
-    """The refinement from ``general`` to ``specific``, or None when the lattice has no such edge.
+    """The refinement from ``general`` to ``specific``, or None when the lattice has no such edge (decided
+    once per process and pair: a fresh cube over the same queries builds its lattice from these).
 
     >>> import cepkit
     >>> from cepkit.ecube.shape import shape_of
@@ -103,12 +106,18 @@ def lattice(shapes: dict) -> nx.DiGraph:
     """The refinement relations between named shapes as a DiGraph: an edge general -> specific for
     every pair related by concept, pattern or both (attributes ``kind`` and ``refinement``)."""
     graph = nx.DiGraph()
-    for name, shape in shapes.items():
-        graph.add_node(name, shape=shape, label=str(shape))
-    for general_name, general in shapes.items():
-        for specific_name, specific in shapes.items():
-            if general_name != specific_name:
-                ref = refinement(general, specific)
-                if ref is not None:
-                    graph.add_edge(general_name, specific_name, kind=ref.kind, refinement=ref)
+    graph.add_nodes_from((name, {"shape": shape, "label": str(shape)}) for name, shape in shapes.items())
+    graph.add_edges_from((g, s, {"kind": ref.kind, "refinement": ref}) for g, s, ref in _related(tuple(shapes.items())))
     return graph
+
+
+@lru_cache(maxsize=256)
+def _related(named: tuple) -> tuple:
+    """(general name, specific name, refinement) of every related pair of the (name, shape) pairs, once per
+    process and workload (every fresh cube over the same queries)."""
+    return tuple(
+        (g, s, ref)
+        for g, general in named
+        for s, specific in named
+        if g != s and (ref := refinement(general, specific)) is not None
+    )

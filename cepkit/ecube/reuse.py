@@ -36,6 +36,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
@@ -43,6 +44,7 @@ import pandas as pd
 
 from ..errors import QueryError
 from ..lang.ast import variables_in
+from ..engines.automaton.kernel import jit
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.registry import get_engine
 from ..runtime.api import compiled
@@ -68,6 +70,7 @@ class Executor:
         # costs as much as a small stream's matching, and a streaming cube runs every batch
         self._compiled = {} if compiled is None else compiled
         self._accepted: dict = {}
+        self._identity: Optional[bool] = None  # whether the stream's positions are 0..n-1 (``index``)
         self.evaluations = 0  # engine runs
         self.events_read = 0  # events fed to the engine, over all runs
 
@@ -126,8 +129,12 @@ class Executor:
         return mask
 
     def index(self, rows: np.ndarray) -> np.ndarray:
-        """Indices into the stream of the positions in ``rows``."""
-        return np.searchsorted(self.stream.positions, rows)
+        """Indices into the stream of the positions in ``rows`` (the positions themselves when the stream is
+        numbered 0..n-1: its positions increase, so they are then the indices)."""
+        if self._identity is None:
+            positions = self.stream.positions
+            self._identity = not len(positions) or (positions[0] == 0 and positions[-1] == len(positions) - 1)
+        return rows if self._identity else np.searchsorted(self.stream.positions, rows)
 
     def covered(self, rows: np.ndarray) -> np.ndarray:
         """A mask over the stream: the events some row holds."""
@@ -212,8 +219,10 @@ class Scratch:
     method = "scratch"
     direction = "scratch"
 
+    evaluations = 1  # engine runs (``UnitCosts.C_eval`` each)
+
     def cost(self, model: CostModel) -> float:
-        return model.scratch_cost(self.shape)
+        return model.scratch_cost(self.shape) + model.fixed(self.evaluations)
 
     def run(self, executor: Executor, rows=None) -> np.ndarray:
         return executor.evaluate(self.shape)
@@ -233,8 +242,12 @@ class FilterConcept:
     def rechecked(self) -> list:
         return [s for g, s in zip(self.general.items, self.specific.items) if not s.positive and not g.same_as(s)]
 
+    @property
+    def evaluations(self) -> int:
+        return 1 if self.rechecked else 0
+
     def cost(self, model: CostModel) -> float:
-        return model.filter_concept(self.general, self.specific, self.rechecked)
+        return model.filter_concept(self.general, self.specific, self.rechecked) + model.fixed(self.evaluations)
 
     def run(self, executor: Executor, rows) -> np.ndarray:
         attribute = self.specific.attribute
@@ -264,8 +277,12 @@ class JoinPattern:
     def added(self) -> list:
         return [item for k, item in enumerate(self.specific.items) if k not in self.embedding]
 
+    @property
+    def evaluations(self) -> int:
+        return 0 if self.extends else 1
+
     def cost(self, model: CostModel) -> float:
-        return model.join_pattern(self.general, self.specific, self.added, self.extends)
+        return model.join_pattern(self.general, self.specific, self.added, self.extends) + model.fixed(self.evaluations)
 
     def run(self, executor: Executor, rows) -> np.ndarray:
         width = len(self.specific.positives)
@@ -319,19 +336,39 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
             starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: t - e <= w, w, last=False))
     counts = np.maximum(stops - starts, 0)
     total = int(counts.sum())
+    added = stream.position_of(candidates)
+    if column == width:
+        # output order (docs/language.md §10.2) is by the new last event, then the general row's positions:
+        # a counting sort by the new event, the general rows visited in their order, in one compiled pass
+        some = counts > 0
+        m = len(candidates) + 1
+        covering = np.cumsum(np.bincount(starts[some], minlength=m) - np.bincount(stops[some], minlength=m))
+        first = np.concatenate(([0], np.cumsum(covering[:-1])))  # where candidate j's rows begin
+        out = np.empty((total, width + 1), np.int64)
+        _scatter_extended(rows, starts, stops, added, first, out)
+        return out
     general = np.repeat(np.arange(n), counts)  # each specific row's general row
     picked = np.arange(total) - np.repeat(np.cumsum(counts) - counts - starts, counts)  # and candidate
-    if column == width and total > 1:
-        # output order (docs/language.md §10.2) is by the new last event, then the general row's
-        # positions: the rows come grouped by general row, in that row order; a stable sort by the
-        # new event's rank (a radix sort for small ranks) finishes it
-        order = np.argsort(picked.astype(np.uint16) if len(candidates) < 2**16 else picked, kind="stable")
-        general, picked = general[order], picked[order]
     widened = np.zeros((n, width + 1), np.int64)  # the general rows with room for the new item
     widened[:, [c for c in range(width + 1) if c != column]] = rows
     out = np.take(widened, general, axis=0)  # (a whole-row gather: numpy's fastest)
-    out[:, column] = stream.position_of(candidates)[picked]
-    return out if column == width else in_output_order(out)
+    out[:, column] = added[picked]
+    return in_output_order(out)
+
+
+@jit
+def _scatter_extended(rows, starts, stops, added, first, out):
+    """``out``: each general row r, with ``added[j]`` appended, for j in ``starts[r]..stops[r]-1``, grouped by
+    j (candidate j's rows from ``first[j]`` on) and in row order within a group: a stable counting sort."""
+    width = rows.shape[1]
+    fill = first.copy()
+    for r in range(rows.shape[0]):
+        for j in range(starts[r], stops[r]):
+            k = fill[j]
+            fill[j] = k + 1
+            for c in range(width):
+                out[k, c] = rows[r, c]
+            out[k, width] = added[j]
 
 
 def _edge(near: np.ndarray, anchor: np.ndarray, fits, w: float, last: bool) -> np.ndarray:
@@ -368,8 +405,12 @@ class UnionConcept:
     method = "union_concept"
     direction = "s→g"
 
+    @property
+    def evaluations(self) -> int:
+        return len(self.deltas)
+
     def cost(self, model: CostModel) -> float:
-        return model.union_concept(self.general, self.specific, list(self.deltas))
+        return model.union_concept(self.general, self.specific, list(self.deltas)) + model.fixed(self.evaluations)
 
     def run(self, executor: Executor, rows) -> np.ndarray:
         return in_output_order(np.concatenate([rows] + [executor.evaluate(delta) for delta in self.deltas]))
@@ -388,8 +429,10 @@ class ProjectPattern:
     method = "project_pattern"
     direction = "s→g"
 
+    evaluations = 1
+
     def cost(self, model: CostModel) -> float:
-        return model.project_pattern(self.general, self.specific, self.delta)
+        return model.project_pattern(self.general, self.specific, self.delta) + model.fixed(self.evaluations)
 
     def run(self, executor: Executor, rows) -> np.ndarray:
         index = list(projection(self.general, self.specific, self.embedding))
@@ -406,6 +449,10 @@ class Via:
     direction: str
     method = "via"
 
+    @property
+    def evaluations(self) -> int:
+        return self.first.evaluations + self.second.evaluations
+
     def cost(self, model: CostModel) -> float:
         return self.first.cost(model) + self.second.cost(model)
 
@@ -414,8 +461,10 @@ class Via:
 
 
 # ----------------------------------------------------------------------------- offers
+@lru_cache(maxsize=4096)
 def offer_general_to_specific(general: Shape, specific: Shape, ref: Refinement):
-    """The g→s strategy for a lattice edge, or None when none is exact here."""
+    """The g→s strategy for a lattice edge, or None when none is exact here (made once per process and edge:
+    every fresh cube over the same queries plans with them)."""
     events_window = specific.within is not None and specific.within.events
     if ref.kind == "concept":
         step = FilterConcept(general, specific)
@@ -429,8 +478,9 @@ def offer_general_to_specific(general: Shape, specific: Shape, ref: Refinement):
     return None if first is None else Via(first, JoinPattern(middle, specific, ref.embedding), middle, "g→s")
 
 
+@lru_cache(maxsize=4096)
 def offer_specific_to_general(general: Shape, specific: Shape, ref: Refinement):
-    """The s→g strategy for a lattice edge, or None when none is exact here."""
+    """The s→g strategy for a lattice edge, or None when none is exact here (made once per process and edge)."""
     if ref.kind == "concept":
         deltas = concept_deltas(general, specific)
         return None if deltas is None else UnionConcept(general, specific, deltas)

@@ -67,6 +67,16 @@ class Item:
             other.excluded,
         )
 
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.positive, self.var, self.label, self.types, self.values, self.excluded))
+
+    def __hash__(self):  # cached: the cost model and the planner's caches look items up many times
+        return self._hash
+
+    def __getstate__(self):  # a str's hash differs between processes: never pickle the cached one
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def __str__(self):
         return ("" if self.positive else "!") + self.label
 
@@ -116,6 +126,15 @@ class Shape:
             partition_by=self.partition_by,
         )
         return _parsed(pretty(ast), tuple((name, tuple(sorted(types))) for types, name in flat.items()))
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash((self.items, self.conditions, self.within, self.partition_by, self.attribute))
+
+    def __hash__(self):  # cached: shapes key the planner's caches
+        return self._hash
+
+    __getstate__ = Item.__getstate__
 
     @cached_property
     def _names(self) -> tuple:

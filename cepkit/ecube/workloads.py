@@ -21,13 +21,26 @@ TICKERS = [t for kids in COMPANIES.values() for t in kids]
 WINDOW = " WITHIN 20"  # ts in ms (integers: no engine's float rounding at the window's edge)
 
 
-def trades(n: int, seed: int = 0, tickers=TICKERS, gap: float = 2, start: int = 0) -> pd.DataFrame:
-    """``n`` trades ``gap`` ticks apart (ms by default) from tick ``start * gap``, tickers uniform, price
-    10..99."""
+# A skewed tape (shares of the trades, in %): large caps outside the hierarchy (AAPL, IBM, ORCL) and MSFT
+# trade most, the workloads' other tickers 2-5 % each, so that W1-W3 stay within memory at 20,000 trades
+SKEWED = {
+    **{"AAPL": 20, "IBM": 18, "ORCL": 15, "MSFT": 25, "INTC": 5, "QQQ": 3, "DELL": 3, "FCF": 3},
+    **{"ROM": 2, "EFC": 2, "ANAT": 2, "OREL": 2},
+}
+
+
+def trades(n: int, seed: int = 0, tickers=TICKERS, gap: float = 2, start: int = 0, weights=None) -> pd.DataFrame:
+    """``n`` trades ``gap`` ticks apart (ms by default) from tick ``start * gap``, tickers uniform or drawn
+    with ``weights`` (ticker -> weight, e.g. ``SKEWED``), price 10..99."""
     rng = random.Random(seed)
+    if weights is not None:
+        tickers = list(weights)
+        kinds = rng.choices(tickers, [weights[t] for t in tickers], k=n)
+    else:
+        kinds = [rng.choice(tickers) for _ in range(n)]
     return pd.DataFrame(
         {
-            "type": [rng.choice(tickers) for _ in range(n)],
+            "type": kinds,
             "ts": (np.arange(n) + start) * gap,
             "price": [rng.randrange(10, 100) for _ in range(n)],
         }

@@ -28,6 +28,7 @@ import numpy as np
 
 from ..ecube import ECube, concept_drill_down, shape_of
 from ..ecube.incremental import KeptEvents, Reach
+from ..ecube.reuse import Executor
 from ..runtime.match_list import MatchList
 from ..runtime.matches import Matches
 from ..runtime.stream import Stream
@@ -84,18 +85,19 @@ class EcubePlan(Plan):
     def run(self, stream) -> list:
         return list(self.matches(stream))
 
-    def matches(self, stream) -> Matches:
-        """The query's ``Matches`` over ``stream`` (columns: no ``Match`` object made)."""
+    def matches(self, stream, keep_plan: bool = False) -> Matches:
+        """The query's ``Matches`` over ``stream`` (columns: no ``Match`` object made); ``keep_plan``: along the
+        plan of the last run (the incremental matcher, run per micro-batch, plans once)."""
         cube = self.cube()
         if self.reuse == "children" and CHILD in cube.queries:
-            cube.run(stream, only=[CHILD], directions=())
+            cube.run(stream, only=[CHILD], directions=(), keep_plan=keep_plan)
             matches = cube.derive(QUERY, CHILD)
             self._steps = [
                 f"{CHILD}: scratch",
                 f"{QUERY}: {matches.info['direction']} from {CHILD} ({matches.info['method']})",
             ]
         else:
-            matches = cube.run(stream, only=[QUERY])[QUERY]  # the drill-down only if the query reuses it
+            matches = cube.run(stream, only=[QUERY], keep_plan=keep_plan)[QUERY]  # the drill-down if reused
             self._steps = [str(s) for s in cube.last_plan.steps if s.query in cube.results]
         return matches
 
@@ -114,21 +116,41 @@ class _KeptMatcher(IncrementalPlan):
     def __init__(self, plan: EcubePlan):
         self.plan = plan
         self.kept = KeptEvents(Reach.of([plan.query]))
+        shape = shape_of(plan.query)
+        self._last = (shape.items[shape.positives[-1]], shape.attribute)  # what a match's last event fits
+        # with no lookahead an event closes as it comes, so one no match can end at reports nothing: pushed,
+        # it waits here (up to ``HELD`` events) and joins the kept events with the next push that may
+        self._held: list = []
+        self._holds = self.kept.reach is not None and self.kept.reach.lookahead == 0
+
+    HELD = 1024
 
     @property
     def answers_at_close(self) -> bool:
         return self.kept.reach is None
 
     def push(self, event) -> list:
-        return self.extend(Stream([event], isinstance(event.ts, datetime.datetime)))
+        if self._holds and not self._last[0].accepts(event, self._last[1]) and len(self._held) < self.HELD:
+            self._held.append(event)
+            return []
+        events, self._held = self._held + [event], []
+        return self.extend(Stream(events, isinstance(event.ts, datetime.datetime)))
+
+    def _release(self) -> None:
+        """The held events into the kept ones (they close as they come; none ends a match)."""
+        if self._held:
+            events, self._held = self._held, []
+            self.extend(Stream(events, isinstance(events[0].ts, datetime.datetime)))
 
     def extend(self, stream):
+        self._release()
         kept = self.kept.add(stream)
         found = self._report(kept, self._closing())
         self.kept.forget()
         return found
 
     def close(self) -> list:
+        self._release()
         return self._report(self.kept.stream, self._closing(final=True))
 
     def _closing(self, final: bool = False) -> np.ndarray:
@@ -138,9 +160,12 @@ class _KeptMatcher(IncrementalPlan):
     def _report(self, stream, closing: np.ndarray):
         """The matches over ``stream`` whose last event is at one of the ``closing`` positions, in output
         order (they close in that order)."""
+        if len(closing):  # a match ends at an event its last positive item accepts: else no run is needed
+            ends = Executor(stream).accepted(*self._last)
+            closing = closing[ends[np.searchsorted(stream.positions, closing)]]
         if not len(closing):
             return []
-        arrays = self.plan.matches(stream).arrays
+        arrays = self.plan.matches(stream, keep_plan=True).arrays
         last = arrays.positions[arrays.offsets[1:] - 1]
         rows = np.flatnonzero(np.isin(last, closing))
         return MatchList(arrays.take(rows)) if len(rows) else []

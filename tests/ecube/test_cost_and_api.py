@@ -121,8 +121,9 @@ REGIME_QUERIES = {"general": "SEQ(Computer c, Finance f) WITHIN 10", "child": "S
 
 
 def test_adaptation_installs_a_plan_only_past_theta_and_gamma():
-    """[LIU] §4.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ."""
-    cube = ECube(REGIME_QUERIES, COMPANIES)
+    """[LIU] §4.5: re-plan when a rate drifts past θ; switch only for a predicted gain above γ (Table 4.1's
+    units: no fixed cost per evaluation, the regimes the text describes)."""
+    cube = ECube(REGIME_QUERIES, COMPANIES, units=UnitCosts())
     cube.plan(statistics=RARE_CHILD)
     assert cube.last_plan.step("general").source == "child"  # bottom-up while INTC is rare
     assert not cube.adapt(statistics=RARE_CHILD)  # no drift
@@ -131,6 +132,19 @@ def test_adaptation_installs_a_plan_only_past_theta_and_gamma():
     assert cube.adapt(statistics=BUSY_CHILD)
     assert cube.last_plan.step("child").source == "general" and cube.statistics is BUSY_CHILD
     assert not cube.adapt(statistics=RARE_CHILD)  # back: the busy plan is near-optimal there too (< γ)
+
+
+def test_the_fixed_cost_of_an_evaluation_makes_small_reuse_not_pay():
+    """Each engine run a strategy makes costs ``C_eval`` more (0 in Table 4.1): with it, a specific-to-general
+    union of a rare child and its delta queries no longer beats the general query alone."""
+    cube = ECube(REGIME_QUERIES, COMPANIES, units=UnitCosts())
+    union = cube.plan(statistics=RARE_CHILD).step("general")
+    assert union.source == "child" and union.strategy.evaluations == len(union.strategy.deltas) == 1
+    fixed = UnitCosts(C_eval=1e4)
+    plain, charged = CostModel(RARE_CHILD, UnitCosts()), CostModel(RARE_CHILD, fixed)
+    assert union.strategy.cost(charged) - union.strategy.cost(plain) == pytest.approx(1e4)
+    assert cube.what_if(RARE_CHILD, units=fixed).step("general").source is None
+    assert ECube(REGIME_QUERIES, COMPANIES).units == cepkit.ecube.cost.MEASURED
 
 
 def test_segments_keep_their_plan_and_stay_exact():
@@ -150,7 +164,7 @@ def test_segments_keep_their_plan_and_stay_exact():
 def test_only_the_wanted_queries_and_their_sources_are_computed():
     events = [{"type": t, "ts": i} for i, t in enumerate(["INTC", "QQQ", "DELL", "FCF", "INTC", "ROM"])]
     queries = {**REGIME_QUERIES, "other": "SEQ(QQQ q, ROM r) WITHIN 10"}
-    cube = ECube(queries, COMPANIES)
+    cube = ECube(queries, COMPANIES, units=UnitCosts())
     got = cube.run(events, statistics=RARE_CHILD, only=["general"])
     assert set(got) == {"general", "child"}  # general is derived from child under RARE_CHILD
     cube.run(events, statistics=BUSY_CHILD, only=["general"])

@@ -125,6 +125,35 @@ def test_micro_batches_report_the_reference_s_matches_once_and_survive_a_rebuilt
     assert sorted(got) == expected
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
+    st.lists(st.tuples(st.sampled_from(["DBusStation", "A", "G", "T", "TX", "OK"]), st.integers(0, 2)), max_size=16),
+    st.sampled_from([" WITHIN 3", " WITHIN 3 EVENTS", " WITHIN 2 PARTITION BY id"]),
+    st.integers(1, 4),
+)
+def test_pushed_events_report_each_match_at_its_last_event(items, events, window, held):
+    """Pushed one by one: an event no match can end at waits in the matcher (up to ``HELD`` of them, here
+    1-4) without a run; every match of the reference's is reported once, at its last event when no negation
+    trails it, and the held events are part of every later run."""
+    if all(i.startswith("!") for i in items):
+        items = items + ["OK"]
+    text = "SEQ(" + ", ".join(f"{i} x{k}" for k, i in enumerate(items)) + ")" + window
+    stream = [{"type": t, "ts": k, "id": key} for k, (t, key) in enumerate(events)]
+    expected = sorted(m.key for m in cepkit.match(text, stream, hierarchy=HIERARCHY, engine="reference"))
+    matcher = cepkit.Matcher(text, engine="ecube", hierarchy=HIERARCHY)
+    matcher._inc.HELD = held
+    got = {}
+    for k, event in enumerate(stream):
+        for m in matcher.push(event):
+            assert m.key not in got
+            got[m.key] = k
+    closed = [m.key for m in matcher.close()]
+    assert sorted([*got, *closed]) == expected
+    if not items[-1].startswith("!"):
+        assert not closed and all(at == max(positions) for (positions, _), at in got.items())
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     st.lists(st.sampled_from(["TX", "OK", "D", "A", "T", "!D", "!OK"]), min_size=1, max_size=3),
