@@ -125,17 +125,16 @@ def run_windows(
     """
     n, arity = len(coord), counts.shape[0]
     stats = np.zeros(3, dtype=np.int64)
-    out_offsets = np.zeros(1024, dtype=np.int64)
-    out_positions = np.empty(4096, dtype=np.int64)
-    out_variables = np.empty(4096, dtype=np.int64)
-    out_start = np.empty(1024, dtype=np.int64)
-    n_out, n_written = 0, 0
+    # the matches so far (``_emit``): offsets, positions, variables, W[0] of each, matches, positions
+    out = (np.zeros(1024, np.int64), np.empty(4096, np.int64), np.empty(4096, np.int64), np.empty(1024, np.int64), 0, 0)
     state = np.empty(256, dtype=np.int64)
     node = np.empty(256, dtype=np.int64)
     arena_var = np.empty(1024, dtype=np.int64)
     arena_event = np.empty(1024, dtype=np.int64)
     arena_parent = np.empty(1024, dtype=np.int64)
     tree = np.empty((TREE_FIELDS, 1024 if robust else 1), dtype=np.int64)  # ``_robust``'s nodes
+    joins = (join_left, join_right, join_op, join_left_key, join_right_key)
+    chains = (chain_var, chain_op, chain_previous_key, chain_current_key)
     for g in range(n):
         if not todo[g]:
             continue
@@ -171,25 +170,13 @@ def run_windows(
                 final[0],
                 lookahead,
                 tree,
-                out_offsets,
-                out_positions,
-                out_variables,
-                out_start,
-                n_out,
-                n_written,
+                out,
                 kval,
                 kok,
-                join_left,
-                join_right,
-                join_op,
-                join_left_key,
-                join_right_key,
-                chain_var,
-                chain_op,
-                chain_previous_key,
-                chain_current_key,
+                joins,
+                chains,
             )
-            tree, out_offsets, out_positions, out_variables, out_start, n_out, n_written = found
+            tree, out = found
             continue
         for a in range(moves.shape[0]):
             size, used = 0, 0
@@ -218,25 +205,7 @@ def run_windows(
                         target = moves[a, q, v]
                         if not (m >> v & 1) or target < 0:
                             continue
-                        if not _fires(
-                            v,
-                            c,
-                            node[i],
-                            arena_var,
-                            arena_event,
-                            arena_parent,
-                            kval,
-                            kok,
-                            join_left,
-                            join_right,
-                            join_op,
-                            join_left_key,
-                            join_right_key,
-                            chain_var,
-                            chain_op,
-                            chain_previous_key,
-                            chain_current_key,
-                        ):
+                        if not _fires(v, c, node[i], arena_var, arena_event, arena_parent, kval, kok, *joins, *chains):
                             continue
                         if used >= len(arena_var):
                             arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
@@ -262,26 +231,34 @@ def run_windows(
             for i in range(size):  # the instances in qf: matches, events latest first
                 if state[i] != final[a]:
                     continue
-                length, k = 0, node[i]
-                while k >= 0:
-                    length += 1
-                    k = arena_parent[k]
-                if n_written + length > len(out_positions):
-                    out_positions = _grow(out_positions, n_written + length)
-                    out_variables = _grow(out_variables, n_written + length)
-                k = node[i]
-                for j in range(length - 1, -1, -1):
-                    out_positions[n_written + j] = positions[arena_event[k]]
-                    out_variables[n_written + j] = arena_var[k]
-                    k = arena_parent[k]
-                n_written += length
-                n_out += 1
-                if n_out + 1 > len(out_offsets):
-                    out_offsets = _grow(out_offsets, n_out + 1)
-                    out_start = _grow(out_start, n_out + 1)
-                out_offsets[n_out] = n_written
-                out_start[n_out - 1] = g
-    return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], out_start[:n_out], stats
+                out = _emit(node[i], g, arena_var, arena_event, arena_parent, positions, out)
+    offsets, positions, variables, starts, n_out, n_written = out
+    return offsets[: n_out + 1], positions[:n_written], variables[:n_written], starts[:n_out], stats
+
+
+@_compiled
+def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
+    """``out`` with the match whose binding ends at arena ``node`` appended (its events in order, and W[0]
+    ``g``): (offsets, positions, variables, W[0] of each, matches, positions written), grown if full."""
+    offsets, written, variables, starts, n_out, n_written = out
+    length, k = 0, node
+    while k >= 0:
+        length += 1
+        k = arena_parent[k]
+    if n_written + length > len(written):
+        written, variables = _grow(written, n_written + length), _grow(variables, n_written + length)
+    k = node
+    for j in range(length - 1, -1, -1):
+        written[n_written + j] = positions[arena_event[k]]
+        variables[n_written + j] = arena_var[k]
+        k = arena_parent[k]
+    n_written += length
+    n_out += 1
+    if n_out + 1 > len(offsets):
+        offsets, starts = _grow(offsets, n_out + 1), _grow(starts, n_out + 1)
+    offsets[n_out] = n_written
+    starts[n_out - 1] = g
+    return offsets, written, variables, starts, n_out, n_written
 
 
 @_compiled
@@ -327,23 +304,11 @@ def _robust(
     final,
     lookahead,
     tree,
-    out_offsets,
-    out_positions,
-    out_variables,
-    out_start,
-    n_out,
-    n_written,
+    out,
     kval,
     kok,
-    join_left,
-    join_right,
-    join_op,
-    join_left_key,
-    join_right_key,
-    chain_var,
-    chain_op,
-    chain_previous_key,
-    chain_current_key,
+    joins,
+    chains,
 ):
     """MatchBT ([SES] Alg 4) on the window [g, end) of the SES automaton (``moves[0]``), as
     ``execution.run_window_robust``: a depth-first search of the execution tree (Def 6.3) from each
@@ -351,10 +316,8 @@ def _robust(
     ``SCAN`` on that fires any (with ``lookahead``, and may still complete); a node with none is accepted
     if in qf; a node none of whose children led to a match re-reads from after their event (the event is
     noise there). The subtree of a finished node is freed (nodes are allocated on top of the tree, so a
-    node's subtree is everything above its children). Returns the tree and the output buffers."""
+    node's subtree is everything above its children). Returns the tree and ``out`` (``_emit``)."""
     arity = moves.shape[2]
-    joins = (join_left, join_right, join_op, join_left_key, join_right_key)
-    chains = (chain_var, chain_op, chain_previous_key, chain_current_key)
     stack = np.empty(end - g + 2, dtype=np.int64)  # a path of the tree: one node per event at most
     for v0 in range(arity):
         if not (vars_[g] >> v0 & 1) or moves[0, 0, v0] < 0:
@@ -393,25 +356,7 @@ def _robust(
                 if at == end:  # the end of the window: a match if in qf
                     if tree[STATE, x] == final:
                         tree[OK, x] = 1
-                        length, k = 0, x
-                        while k >= 0:
-                            length += 1
-                            k = tree[PARENT, k]
-                        if n_written + length > len(out_positions):
-                            out_positions = _grow(out_positions, n_written + length)
-                            out_variables = _grow(out_variables, n_written + length)
-                        k = x
-                        for j in range(length - 1, -1, -1):
-                            out_positions[n_written + j] = positions[tree[EVENT, k]]
-                            out_variables[n_written + j] = tree[VAR, k]
-                            k = tree[PARENT, k]
-                        n_written += length
-                        n_out += 1
-                        if n_out + 1 > len(out_offsets):
-                            out_offsets = _grow(out_offsets, n_out + 1)
-                            out_start = _grow(out_start, n_out + 1)
-                        out_offsets[n_out] = n_written
-                        out_start[n_out - 1] = g
+                        out = _emit(x, g, tree[VAR], tree[EVENT], tree[PARENT], positions, out)
                     top = tree[CLO, x]
                     depth -= 1
                     continue
@@ -430,4 +375,4 @@ def _robust(
                 depth -= 1
             else:  # every child failed: their event is noise here
                 tree[SCAN, x], tree[CLO, x] = tree[AT, x] + 1, -1
-    return tree, out_offsets, out_positions, out_variables, out_start, n_out, n_written
+    return tree, out
