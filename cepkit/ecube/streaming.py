@@ -179,6 +179,14 @@ class StreamingCube:
             self._final[name] = [rows]
         return in_output_order(rows)
 
+    def field_at(self, positions: np.ndarray, field: str) -> np.ndarray:
+        """The values of ``field`` of the events at stream ``positions`` (an array of any shape) that the last
+        batch's run read: every event of a match it reported (``cepkit.spark.cube_stream`` maps positions to
+        its position column with it)."""
+        stream = self._stream
+        index = np.searchsorted(stream.positions, positions)
+        return np.asarray(stream.column(field).objects(), object)[index]
+
     @property
     def plan(self):
         """The plan the cube evaluates now (Chase's, adapted along the stream)."""
