@@ -2,7 +2,7 @@
 out as ``MatchArrays`` (no ``Event`` or ``Match`` object per event or per match).
 
 ``RcepPlan.run`` takes it when the query's whole work is what the kernel does: the strategies ALL, STRICT
-and PARTITION_STRICT, no CONSUME BY, RETURN or STNM, no residual or per-event conditions, the hybrid or
+and PARTITION_STRICT, and NEXT, LAST and MAX (``kernel.ranked`` over each trigger's matches), no CONSUME BY, RETURN or STNM, no residual or per-event conditions, the hybrid or
 nested join, and join and chain keys that are numbers numpy computes exactly (``key_columns``). Anything
 else runs through ``RcepMatcher`` event by event, with the same matches.
 
@@ -28,14 +28,24 @@ from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ..unary import StreamColumns, vector_value
 from .joins import OP_CODES, TRANSITIVE
 from .keys import EXACT
-from .kernel import STAT_CHAINS, STAT_RANGE_HITS, STAT_REUSED, STAT_TESTED, STAT_TRIGGERS, layout, recompute
+from .kernel import (
+    RANKED_CODES,
+    STAT_CHAINS,
+    STAT_RANGE_HITS,
+    STAT_REUSED,
+    STAT_TESTED,
+    STAT_TRIGGERS,
+    layout,
+    ranked,
+    recompute,
+)
 
 
 def runs_columnar(plan) -> bool:
     """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream."""
     query, pattern = plan.query, plan.pattern
     return (
-        query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT")
+        query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT", *RANKED_CODES)
         and query.consume in (None, "NONE")
         and query.select is None
         and plan.join in ("hybrid", "nested")
@@ -167,6 +177,13 @@ def run(plan, stream: Stream):
         plan.strict,
     )
     match_offsets, positions, variables, counters, distinct = found
+    if plan.query.strategy in RANKED_CODES:  # the strategy among each trigger's matches, all at hand
+        keep = ranked(match_offsets, positions, RANKED_CODES[plan.query.strategy])
+        lengths = np.diff(match_offsets)
+        cells = np.repeat(keep, lengths)
+        positions, variables = positions[cells], variables[cells]
+        match_offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+        np.cumsum(lengths[keep], out=match_offsets[1:])
     kleene = [slot.kleene for slot in slots if slot.var is not None]
     # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
     matches = MatchArrays.from_bindings(

@@ -867,3 +867,62 @@ def recompute(
                 distinct = False
     stats[STAT_MATCHES] = n_out
     return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], stats, distinct
+
+
+RANKED_CODES = {"NEXT": 0, "LAST": 1, "MAX": 2}
+
+
+@_compiled
+def _subset(positions, a, a_end, b, b_end):
+    """Whether the sorted positions ``a:a_end`` are all among ``b:b_end``."""
+    while a < a_end:
+        while b < b_end and positions[b] < positions[a]:
+            b += 1
+        if b == b_end or positions[b] != positions[a]:
+            return False
+        a += 1
+        b += 1
+    return True
+
+
+@_compiled
+def ranked(offsets, positions, strategy):
+    """Which rows a ranked strategy keeps (``RANKED_CODES``) among the matches ending at each trigger
+    (consecutive rows with the same last position, each group in output order): NEXT the first (the
+    smallest differing position is in it: [CEL] ≤next), LAST the one holding the largest position where
+    rows differ, MAX those no other row's set strictly contains; with the rows of the same positions as a
+    kept one (as ``RcepMatcher._select``)."""
+    n = len(offsets) - 1
+    keep = np.zeros(n, dtype=np.bool_)
+    begin = 0
+    while begin < n:
+        end = begin + 1
+        while end < n and positions[offsets[end + 1] - 1] == positions[offsets[begin + 1] - 1]:
+            end += 1
+        best = begin
+        if strategy == 1:  # LAST: compare from the end, the row with the later differing position wins
+            for r in range(begin + 1, end):
+                a, b = offsets[r + 1] - 1, offsets[best + 1] - 1
+                while a >= offsets[r] and b >= offsets[best] and positions[a] == positions[b]:
+                    a -= 1
+                    b -= 1
+                if b < offsets[best] or (a >= offsets[r] and positions[a] > positions[b]):
+                    if a >= offsets[r]:
+                        best = r
+        for r in range(begin, end):
+            if strategy == 2:
+                keep[r] = True
+                for q in range(begin, end):
+                    longer = offsets[q + 1] - offsets[q] > offsets[r + 1] - offsets[r]
+                    if longer and _subset(positions, offsets[r], offsets[r + 1], offsets[q], offsets[q + 1]):
+                        keep[r] = False
+                        break
+            else:
+                same = offsets[r + 1] - offsets[r] == offsets[best + 1] - offsets[best]
+                for x in range(offsets[r + 1] - offsets[r]):
+                    if not same:
+                        break
+                    same = positions[offsets[r] + x] == positions[offsets[best] + x]
+                keep[r] = same
+        begin = end
+    return keep

@@ -15,7 +15,7 @@ from cepkit.engines.rcep.batch import runs_columnar
 from cepkit.runtime.stream import Stream
 from cepkit.runtime.match_arrays import MatchArrays
 
-COLUMNAR = ("ALL", "STRICT", "PARTITION_STRICT")
+COLUMNAR = ("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 
 
 def _both(query: str, events, join: str = "hybrid") -> tuple:
@@ -97,6 +97,9 @@ TWIN_QUERIES = [
     "SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) <= b.v and c.v < last(b).v WITHIN 6 s PARTITION BY id",
     "SELECT STRICT * PATTERN SEQ(A a, B+ b) WHERE a.v != b.v WITHIN 8 EVENTS",
     "SEQ(A+ a, B b) WHERE b.v > a.v * 2 - 3 WITHIN 3 s",
+    "SELECT NEXT * PATTERN SEQ(A a, B+ b, C c) WHERE a.v < b.v WITHIN 6 s PARTITION BY id",
+    "SELECT LAST * PATTERN SEQ(A+ a, B+ b) WHERE a.v <= b.v WITHIN 5 s",
+    "SELECT MAX * PATTERN SEQ(A a, B+ b) WHERE prev(b.v) < b.v WITHIN 6 s",
 ]
 
 
