@@ -154,7 +154,9 @@ class ECubeView(widgets.VBox):
         self.query_picker = widgets.Dropdown(
             description="query", options=list(self.cube.queries), style=wide, layout={"width": "max-content"}
         )
-        self.operation = widgets.Dropdown(description="operation", style=wide, layout={"width": "max-content"})
+        self.operation = widgets.Dropdown(
+            description="operation", style=wide, layout={"width": "max-content", "max_width": "calc(100% - 4px)"}
+        )  # long labels: in a narrow output, cut (its margins are 2 px) rather than past the edge
         self.insert = widgets.Text(
             placeholder="item and position, e.g. !D 2", description="or insert", style=wide, layout={"width": "280px"}
         )
