@@ -6,7 +6,9 @@ automaton's incremental matcher was the slowest per push, Python around the kern
 Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows), types A-D uniformly at random,
 one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
 each event through ``cepkit.runtime.event_record.make_event`` (what any push costs before an engine sees it);
-``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine).
+``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine);
+``/push`` is the row's rate over ``push``'s in the same run; ``same`` says whether the matches equal
+``cepkit.match``'s over the same events (positions and bindings, in output order).
 
     python bench/matcher.py                              # automaton, 50,000 events per row
     python bench/matcher.py --engines automaton stack --events 200000
@@ -44,20 +46,20 @@ def rate(engine: str, query: str, events: list, call: str) -> tuple:
     if engine == "feed":
         for i, e in enumerate(events):
             make_event(e, i)
-        return len(events) / (time.perf_counter() - start), len(events) / (time.process_time() - cpu), 0
+        return len(events) / (time.perf_counter() - start), len(events) / (time.process_time() - cpu), []
     matcher = cepkit.Matcher(query, engine=engine, keep=False)
-    found = 0
+    found: list = []
     if call == "extend":
         for at in range(0, len(events), EXTEND):
-            found += len(matcher.extend(events[at : at + EXTEND]))
+            found += matcher.extend(events[at : at + EXTEND])
     elif call == "pusher":
         push = matcher.pusher(("type", "ts", "id"))
         for e in events:
-            found += len(push(e["type"], e["ts"], e["id"]))
+            found += push(e["type"], e["ts"], e["id"])
     else:
         for e in events:
-            found += len(matcher.push(e))
-    found += len(matcher.close())
+            found += matcher.push(e)
+    found += matcher.close()
     return len(events) / (time.perf_counter() - start), len(events) / (time.process_time() - cpu), found
 
 
@@ -77,17 +79,23 @@ def main() -> None:
         return
     print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)
     print(
-        f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'matches':>8}",
+        f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'/push':>6} "
+        f"{'matches':>8} same",
         flush=True,
     )
     for label, query, keys in ROWS:
         events = stream(args.events, keys)
         feed, _, _ = rate("feed", query, events, "push")
         for engine in args.engines:
+            expected = [(m.positions, m.bindings) for m in cepkit.match(query, events, engine=engine)]
+            base = None
             for call in ("push", "pusher", "extend"):
                 r, cpu, found = rate(engine, query, events, call)
+                base = cpu if base is None else base
+                same = [(m.positions, m.bindings) for m in found] == expected
                 print(
-                    f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} {cpu:>9,.0f} {found:>8,}",
+                    f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} {cpu:>9,.0f} {cpu / base:>6.2f} "
+                    f"{len(found):>8,} {'yes' if same else 'NO'}",
                     flush=True,
                 )
 

@@ -38,7 +38,13 @@ class Match:
         """``Match(positions, bindings, "+", emitted_at)`` without the frozen dataclass's ``__init__``
         (one ``object.__setattr__`` per field): an engine's per-push path makes one per match it returns."""
         match = _new(cls)
-        match.__dict__.update(positions=positions, bindings=bindings, sign="+", emitted_at=emitted_at)
+        fields = match.__dict__  # (item by item: a third cheaper than ``update`` with keywords)
+        fields["positions"], fields["bindings"], fields["sign"], fields["emitted_at"] = (
+            positions,
+            bindings,
+            "+",
+            emitted_at,
+        )
         return match
 
     @classmethod

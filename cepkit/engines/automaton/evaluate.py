@@ -56,7 +56,7 @@ from .nodes import (
     UNION_ROOM,
 )
 
-OK, MISS, ARENA_FULL, ROOTS_FULL = 0, 1, 2, 3
+OK, MISS, ARENA_FULL, ROOTS_FULL, ENUMERATE = 0, 1, 2, 3, 4
 ROOTS = 1 << 13  # completed lists of matches held before they are enumerated
 BATCH = 1 << 18  # events read from a finite stream per batch of the kernel's inputs
 
@@ -248,6 +248,122 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
     return status
 
 
+@jit
+def advance_enumerate(
+    table, batch, count, none, consume, runs, stored, arena, scratch, roots, info, out, counts, order
+):
+    """``advance`` over a keyed batch's events ``0..count-1``, then, when it returns OK, the complex events
+    completed enumerated (``enumerate_roots``, each event's sorted with ``order``) and packed (``pack_outputs``) in the
+    same call: ``out`` holds ``Outputs``' buffers, spare, forward room and packed row. The incremental
+    matcher's held events (``plan._Stepper``): one compiled call per event that may complete a match
+    instead of two, and one list for Python to read. Returns the packed length (0: nothing completed),
+    or ``-status`` when ``advance`` needs Python (its roots then wait in ``roots``), or ``-ENUMERATE``
+    when a buffer filled up (the roots not enumerated moved to the front of ``roots``, ``roots.n[0]``
+    of them, for ``Outputs.take`` to grow the buffers and enumerate them)."""
+    status = advance(table, batch, 0, count, none, consume, runs, stored, arena, scratch, roots, True, info)
+    n = roots[4][0]
+    if status != OK:
+        return -status
+    out_pos, out_var, out_end, out_emit, spare, forward, flat = out
+    if n == 0:
+        return pack_outputs(out_pos, out_var, out_end, out_emit, counts, flat) if counts[1] else 0
+    node, emit, key, limit = roots[0], roots[1], roots[2], roots[3]
+    done = enumerate_roots(
+        arena,
+        node,
+        key,
+        limit,
+        emit,
+        0,
+        n,
+        out_pos,
+        out_var,
+        out_end,
+        out_emit,
+        counts,
+        0,
+        order,
+        spare,
+        forward,
+        False,
+    )
+    if done < n:
+        for r in range(done, n):
+            node[r - done], emit[r - done], key[r - done], limit[r - done] = node[r], emit[r], key[r], limit[r]
+        roots[4][0] = n - done
+        return -ENUMERATE
+    roots[4][0] = 0
+    return pack_outputs(out_pos, out_var, out_end, out_emit, counts, flat)
+
+
+@jit
+def pack_outputs(out_pos, out_var, out_end, out_emit, counts, flat):
+    """The outputs' complex events into ``flat`` (room for two words per event and per position), each
+    as its emit position, its length k, its k positions and its k variables; the outputs are emptied.
+    Returns the length written: Python reads one list (``tolist`` of one slice) instead of four."""
+    at, start = 0, 0
+    for e in range(counts[1]):
+        end = out_end[e]
+        k = end - start
+        flat[at], flat[at + 1] = out_emit[e], k
+        for j in range(k):
+            flat[at + 2 + j] = out_pos[start + j]
+            flat[at + 2 + k + j] = out_var[start + j]
+        at += 2 + 2 * k
+        start = end
+    counts[:] = 0
+    return at
+
+
+HELD = "table batch none consume runs stored arena scratch roots info out counts order"
+if kernel.COMPILED:
+    from numba.core import types as _types
+    from numba.experimental import structref
+
+    class _HeldType(_types.StructRef):
+        def preprocess_fields(self, fields):
+            return tuple((name, _types.unliteral(t)) for name, t in fields)
+
+    structref.register(_HeldType)
+
+    class Held(structref.StructRefProxy):
+        """``advance_enumerate``'s arguments but the count, as one object (a numba structref): numba's
+        wrapper unboxes one pointer per call instead of the ~58 arrays of the tuples (~3.5 µs a call)."""
+
+    structref.define_constructor(Held, _HeldType, HELD.split())
+    structref.define_boxing(_HeldType, Held)
+else:  # pragma: no cover - the pure-Python run
+    Held = namedtuple("Held", HELD)
+
+
+@jit
+def new_held(table, batch, none, consume, runs, stored, arena, scratch, roots, info, out, counts, order):
+    """A ``Held`` of these arguments (made in compiled code: numba's proxy would compile its constructor
+    in every process)."""
+    return Held(table, batch, none, consume, runs, stored, arena, scratch, roots, info, out, counts, order)
+
+
+@jit
+def advance_held(held, count):
+    """``advance_enumerate`` of the arguments ``held`` holds, over its batch's first ``count`` events."""
+    return advance_enumerate(
+        held.table,
+        held.batch,
+        count,
+        held.none,
+        held.consume,
+        held.runs,
+        held.stored,
+        held.arena,
+        held.scratch,
+        held.roots,
+        held.info,
+        held.out,
+        held.counts,
+        held.order,
+    )
+
+
 @jit(inline=True)
 def _store(run_state, run_node, n_runs, stored, slot):
     stored_state, stored_node, stored_n = stored
@@ -405,7 +521,10 @@ class Outputs:
         # whether the backward walk last handed a group back
         self.counts = np.zeros(6, np.int64)
         self.spare = _spare(self.pos, self.end)
-        self.forward = forward_room(0)  # sized by the arena at the first ordered enumeration
+        self.flat = np.empty(2 * (len(self.pos) + len(self.emits)), np.int64)  # ``packed``'s room
+        self._pack = None
+        # sized by the arena at the first enumeration: the forward walk's room, and the backward walk's
+        self.forward = forward_room(0)
         self._entry = None
 
     def __len__(self):
@@ -426,7 +545,7 @@ class Outputs:
     def take(self, arena, roots: Roots, cap: int = 0) -> None:
         """Enumerate ``roots`` into the buffers (growing them) and empty ``roots``."""
         n_roots = int(roots.n[0])
-        if self.order and len(self.forward.seen) < len(arena.pos):
+        if len(self.forward.seen) < len(arena.pos):
             self.forward = forward_room(len(arena.pos))
         done = 0
         while done < n_roots and not self.truncated:
@@ -451,6 +570,7 @@ class Outputs:
                 self.ends = _grown(self.ends, 1 + after, 1 + len(self.emits))[: 1 + len(self.emits)]
                 self.end = self.ends[1:]
                 self.spare = _spare(self.pos, self.end)
+                self.flat = np.empty(2 * (len(self.pos) + len(self.emits)), np.int64)
         roots.n[0] = 0
 
     def _enumerate(
@@ -508,6 +628,17 @@ class Outputs:
     def clear(self) -> None:
         self.counts[:] = 0
 
+    def packed(self) -> list:
+        """The complex events held, as one list (``pack_outputs``: per event its emit position, its length k,
+        its k positions, its k variables), and the outputs emptied: a push's few events read without the
+        four arrays of ``arrays``."""
+        if not self.counts[1]:
+            return []
+        args = (self.pos, self.var, self.end, self.emits, self.counts, self.flat)
+        if self._pack is None:
+            self._pack = kernel.entry(pack_outputs, args)
+        return self.flat[: self._pack(*args)].tolist()
+
 
 def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
     """Room to sort one group of events (positions, variables; two words per event), or for the forward
@@ -550,7 +681,8 @@ class Evaluator:
         # with the same ``kernel._signature`` uses it too) with or without a ``RunsTable``: every other
         # argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
-        self._held = None  # ``run_held``'s previous arguments
+        self._held = None  # ``run_held``'s entry point and arguments
+        self._entry = None  # (signature, ``advance_enumerate``'s entry point for it)
 
     @property
     def emitted(self) -> int:
@@ -591,12 +723,14 @@ class Evaluator:
         self.info[2:4] = 0
         return self._drive(batch, runs, table, lowers, len(batch.pos) if count is None else count, None)
 
-    def run_held(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> Runs:
-        """``run`` for a caller that passes the same batch, runs and table call after call (the matcher's
-        held events, ``plan._Stepper``): while no array of the call was replaced (the automaton, arena,
-        scratch, runs and table grow by replacing them), the kernel is called at once with the previous
-        call's arguments, without ``run``'s checks; a status other than OK is answered as ``run`` does."""
-        held, det = self._held, self.table
+    def run_held(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> tuple:
+        """``run``, ``finish`` and ``Outputs.packed`` for a caller that passes the same batch, runs and table
+        call after call (the matcher's held events, ``plan._Stepper``): while no array of the call was
+        replaced (the automaton, arena, scratch, runs, table and outputs grow by replacing them), one
+        compiled call (``advance_held``) with the previous call's arguments, held in one ``Held``; a status
+        other than OK is answered as ``run`` does. Returns (the runs, the complex events completed as
+        ``Outputs.packed`` returns them)."""
+        held, det, outputs = self._held, self.table, self.outputs
         if (
             held is None
             or held[0] is not batch
@@ -604,44 +738,43 @@ class Evaluator:
             or held[2] is not det.skip
             or held[3] is not det.move_var
             or held[4] is not det.final
-            or held[5] is not self.arena
-            or held[6] is not table.stored
+            or held[5] is not table.stored
+            or held[6] is not self.arena
             or held[7] is not self.scratch
-            or self._batch is not batch
+            or held[8] is not outputs.pos
+            or held[9] is not outputs.flat
         ):
             runs = self.run(batch, runs, table, lowers, count)
-            self._held = (
-                batch,
-                runs,
-                det.skip,
-                det.move_var,
-                det.final,
-                self.arena,
-                table.stored,
-                self.scratch,
+            self.finish()
+            args = (
                 det.arrays,
+                batch,
                 _none(self.program),
+                self.consume,
+                runs,
+                table.stored,
+                self.arena,
+                self.scratch,
+                self.roots,
+                self.info,
+                (outputs.pos, outputs.var, outputs.end, outputs.emits, outputs.spare, outputs.forward, outputs.flat),
+                outputs.counts,
+                outputs.order,
             )
-            return runs
-        status = self._advance(
-            held[8],
-            batch,
-            0,
-            count,
-            held[9],
-            self.consume,
-            runs,
-            held[6],
-            held[5],
-            held[7],
-            self.roots,
-            self.collect,
-            self.info,
-        )
-        if status == OK:  # (the kernel leaves ``info[3]`` at 0 after an OK)
-            return runs
-        self._held = None
-        return self._drive(batch, runs, table, lowers, count, status)
+            state = new_held(*args)
+            if self._entry is None or self._entry[0] != kernel._signature(args):
+                self._entry = (kernel._signature(args), kernel.entry(advance_held, (state, count)))
+            self._held = (batch, runs, det.skip, det.move_var, det.final, table.stored, self.arena, self.scratch)
+            self._held += (outputs.pos, outputs.flat, self._entry[1], state)
+            return runs, outputs.packed()
+        packed = held[10](held[11], count)
+        if packed >= 0:
+            return runs, outputs.flat[:packed].tolist() if packed else []
+        if packed != -ENUMERATE:
+            self._held = None
+            runs = self._drive(batch, runs, table, lowers, count, -packed)
+        self.finish()
+        return runs, outputs.packed()
 
     def _drive(self, batch: Batch, runs: Runs, table, lowers, n: int, status) -> Runs:
         """The kernel over ``batch``'s events from ``info[2]`` (at its phase ``info[3]``) to ``n``, answering

@@ -309,6 +309,7 @@ def enumerate_roots(
             count_only,
             0,
             True,
+            forward,
         )
     keyed = False
     forward_only = False  # the keys could not sort a small group: they will not sort its neighbours either
@@ -334,6 +335,7 @@ def enumerate_roots(
                 False,
                 SMALL,
                 False,
+                forward,
             )
             if not counts[5]:  # it finished, or a buffer filled up (``stop`` says which)
                 return stop
@@ -384,6 +386,7 @@ def enumerate_roots(
                 False,
                 0,
                 True,
+                forward,
             )
             < group_end
         ):
@@ -415,6 +418,7 @@ def _walk_back(
     count_only,
     big,
     settle,
+    forward,
 ):
     """``enumerate_roots`` by depth-first walks from the roots, each match read from its last position
     backwards; with ``order``, each group is enumerated into ``spare`` and moved to the outputs sorted
@@ -424,16 +428,23 @@ def _walk_back(
     buffer filled up (then the root returned is before ``last``)."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     # a path enters a node at most once, so neither the path nor the pending right children outgrow the
-    # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower)
+    # arena: sized once (re-binding a growing array inside the loop made numba's walk several times slower).
+    # With ``forward`` room for this arena, its per-group arrays (no group of ``_forward_group`` is open
+    # here): allocating them per call cost more than a push's whole walk (an arena's worth is past malloc's
+    # mmap threshold: a system call and page faults per call)
     bound = node_used[0] + 1
-    stack_node = np.empty(bound, np.int32)
-    stack_depth = np.empty(bound, np.int64)
-    path_pos = np.empty(bound, np.int64)
-    path_var = np.empty(bound, np.int32)
     # with ``order``, each prefix's sort key (``_write_group``) relative to the path's first (latest)
     # position, made on the way down rather than re-read from the positions: -1 once it does not fit a word.
     # Only the empty prefix's is read before it is written (not zeroed: this runs per group, sized by the arena)
-    path_key = np.empty(bound + 1, np.int64)
+    if forward.child.shape[0] >= bound:
+        stack_node, stack_depth, path_pos, path_var = forward.child, forward.stack, forward.path_pos, forward.path_var
+        path_key = forward.stack_next
+    else:
+        stack_node = np.empty(bound, np.int32)
+        stack_depth = np.empty(bound, np.int64)
+        path_pos = np.empty(bound, np.int64)
+        path_var = np.empty(bound, np.int32)
+        path_key = np.empty(bound + 1, np.int64)
     path_key[0] = 0
     spare_pos, spare_var, spare_key = spare[0], spare[1], spare[2]
     n_pos, n_events = counts[0], counts[1]

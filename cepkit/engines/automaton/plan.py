@@ -337,10 +337,13 @@ class AutomatonMatcher(IncrementalPlan):
         select = program.query.select
         # per variable id: (name, whether Kleene, whether RETURN keeps it); an unnamed position is kept
         # only without RETURN (id -1: the last entry)
-        self.variables = [
-            (name, name in program.query.kleene_variables, select is None or name in select)
-            for name in program.cea.variables
-        ] + [(None, False, select is None)]
+        self.variables = RowShape(
+            [
+                (name, name in program.query.kleene_variables, select is None or name in select)
+                for name in program.cea.variables
+            ]
+            + [(None, False, select is None)]
+        )
         self.steppers: list = []  # the per-event steps of ``Matcher.pusher`` (``_Stepper``)
         self.trackers: dict = {}  # PARTITION BY key -> its closure trackers' state (nested NEXT/LAST)
 
@@ -504,9 +507,9 @@ class AutomatonMatcher(IncrementalPlan):
                 outputs, chosen=[(variables, picked) for variables, _, picked in self.nested]
             )
             found = list(found)
+            outputs.clear()
         else:
-            found, completed = _rows_as_matches(outputs, self.variables)
-        outputs.clear()
+            found, completed = _rows_as_matches(outputs.packed(), self.variables)
         if completed and program.consume == "ANY":
             self.table.restart([other.state for other in self.parts.values()])
         return found
@@ -616,8 +619,7 @@ class AutomatonMatcher(IncrementalPlan):
         self.roots.n[0] = n
         self.outputs.take(self.arena, self.roots)
         scope = () if program.consume == "ANY" else key
-        found, reported = _rows_as_matches(self.outputs, self.variables, self.reported.get(scope, -1))
-        self.outputs.clear()
+        found, reported = _rows_as_matches(self.outputs.packed(), self.variables, self.reported.get(scope, -1))
         if program.consume is not None and reported:
             self.reported[scope] = position
         return found
@@ -655,28 +657,36 @@ class _Stepper:
         program = matcher.program
         self.letters = program.letters
         self.none = program.letters.none
-        self.by_type = program.letters._by_type  # None: letters read conditions, an Event per event
+        # type -> (its letter, whether it may complete a match); None: letters read conditions, an Event per event
+        self.by_type = {} if program.letters._by_type is not None else None
         self.completing: dict = {}  # letter -> whether it may complete a match
         within = program.query.within
         self.window = None if within is None else ("events" if within.events else "time")
         self.w = None if within is None else (float(math.ceil(within.amount) - 1) if within.events else within.seconds)
         self.floor = 1.0 if self.w is None else max(self.w, 1.0)
+        self.low, self.high, self.limit_now = 1.0, 0.0, math.inf  # (``_limit_at``: none yet)
+        self.last = matcher.expiry.last
         self.keyed = bool(program.query.partition_by)
         self.key_at = [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
         self.columns = columns
         size = self.SIZE
+        # a held event's sub-stream is loaded from its slot exactly when it starts one: ``load`` is ``reset``.
+        # With one key every held event has the same slot (a new part comes after a flush): ``slot`` is
+        # filled with it and ``reset`` is True at the first only; with keys both are written per event
+        reset = np.zeros(size, bool)
+        reset[0] = True
         self.batch = Batch(
             np.zeros(size, np.int64),
             np.zeros(size, np.int32),
             np.zeros(size),
             np.zeros(size),
             np.zeros(size, np.int64),
-            np.zeros(size, bool),
+            reset,
             np.zeros(size, np.int64),
-            np.zeros(size, bool),
+            reset,
         )
         # item writes through memoryviews cost a third of numpy's
-        self.pos, self.letter, self.key, self.limit, self.gap, self.reset, self.slot, self.load = (
+        self.pos, self.letter, self.key, self.limit, self.gap, self.reset, self.slot, _ = (
             memoryview(a) for a in self.batch
         )
         self.n = 0
@@ -684,39 +694,59 @@ class _Stepper:
 
     def __call__(self, type_: str, time: float, values, position: int) -> list:
         m = self.matcher
-        if self.n == 0 and len(m.steppers) > 1:
+        n = self.n
+        if n == 0 and len(m.steppers) > 1:
             m._settle_steps()  # another pusher's events come first
-        expiry = m.expiry
-        if expiry.window is not None and expiry.last:
-            horizon = time - expiry.window - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
-            if next(iter(expiry.last.values())) < horizon:  # a key's window has passed
-                if self.n:
+        last = self.last  # ``m.expiry.last``: events come in time order, so a key's last time is its latest
+        if self.window == "time" and last:
+            horizon = time - self.w - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
+            if next(iter(last.values())) < horizon:  # a key's window has passed (``KeyExpiry.expired``)
+                if n:
                     self.flush()
-                m._drop(expiry.expired(time))
-        key = self._key(type_, time, values) if self.keyed else ()
-        expiry.touch(key, time)
+                    n = 0
+                m._drop(m.expiry.expired(time))
+        if self.keyed:
+            key = self._key(type_, time, values)
+            if self.window == "time":
+                last[key] = time
+                last.move_to_end(key)
+        else:
+            key = ()
+            if self.window == "time":
+                last[key] = time  # (the only key: no order to keep)
         part = m.parts.get(key)
         if part is None:
             part = m.parts[key] = _Part(m._fresh())
         sub_index = part.count
         part.count = sub_index + 1
-        letter = self.by_type.get(type_) if self.by_type is not None else None
-        if letter is None:
-            letter = self._letter(type_, time, values, position)
+        known = self.by_type.get(type_) if self.by_type is not None else None
+        letter, completes = self._letter(type_, time, values, position) if known is None else known
         if letter == self.none:
             part.gap += 1
             return []
         window = self.window
-        if window is None:
-            window_key, limit = 0.0, math.inf
-        elif window == "time":
+        if window == "time":
             window_key = time
-            scale = abs(time)
-            limit = self.w + 8 * math.ulp(scale if scale > self.floor else self.floor)  # ``window_limit_at``
+            scale = time if time > 0.0 else -time
+            if not self.low <= scale < self.high:  # ``window_limit_at``'s ulp, the same over a binade
+                self._limit_at(scale)
+            limit = self.limit_now
+        elif window is None:
+            window_key, limit = 0.0, math.inf
         else:
             window_key, limit = float(sub_index), self.w
         part.lower = window_key - limit
-        n, slot = self.n, part.state
+        slot = part.state
+        if self.keyed:
+            fresh = slot != self.last_slot or not n
+            self.reset[n], self.slot[n] = fresh, slot
+            self.last_slot = slot
+        elif slot != self.last_slot:  # one key, a new part: its slot for every held event
+            if n:  # (none of the held events completes a match: nothing to return)
+                self.flush()
+                n = 0
+            self.batch.slot.fill(slot)
+            self.last_slot = slot
         self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = (
             position,
             letter,
@@ -724,17 +754,20 @@ class _Stepper:
             limit,
             part.gap,
         )
-        fresh = slot != self.last_slot or not n
-        self.reset[n], self.load[n], self.slot[n] = fresh, fresh, slot
-        self.last_slot = slot
         part.gap = 0
         self.n = n + 1
-        completes = self.completing.get(letter)
-        if completes is None:
-            completes = self._completes(letter)
-        if completes or self.n == self.SIZE:
+        if completes or n + 1 == self.SIZE:
             return self.flush()
         return []
+
+    def _limit_at(self, scale: float) -> None:
+        """The window's limit for keys of absolute value ``scale`` (``window_limit_at``), and the range of
+        scales with the same one (``math.ulp`` is constant over a binade, and below ``floor``)."""
+        at = scale if scale > self.floor else self.floor
+        self.limit_now = self.w + 8 * math.ulp(at)
+        mantissa, exponent = math.frexp(at)  # at = mantissa · 2**exponent, 0.5 <= mantissa < 1
+        self.low = 0.0 if at == self.floor else math.ldexp(0.5, exponent)
+        self.high = math.ldexp(1.0, exponent)
 
     def _key(self, type_: str, time: float, values) -> tuple:
         """The PARTITION BY key of the event, as ``partition_key`` reads it from an ``Event``."""
@@ -749,7 +782,7 @@ class _Stepper:
                 out.append(None if value is None or _is_null(value) else value)
         return tuple(out)
 
-    def _letter(self, type_: str, time: float, values, position: int) -> int:
+    def _letter(self, type_: str, time: float, values, position: int) -> tuple:
         """The event's letter, through an ``Event`` (conditions, or a type met for the first time), and
         whether it may complete a match: one of its • transitions enters a final state."""
         attrs = {
@@ -759,29 +792,25 @@ class _Stepper:
         }
         letter = self.letters.of_event(Event(type_, time, attrs, position, time))
         self.matcher.program.table.ensure_letters(len(self.letters))
-        return letter
-
-    def _completes(self, letter: int) -> bool:
-        """Whether an event of ``letter`` may complete a match: one of its • transitions enters a final state."""
-        cea = self.matcher.program.cea
-        completes = self.completing[letter] = any(
-            cea.transitions[i].mark and cea.transitions[i].dst in cea.finals for i in self.letters.enabled[letter]
-        )
-        return completes
+        completes = self.completing.get(letter) if letter != self.none else False
+        if completes is None:
+            cea = self.matcher.program.cea
+            completes = self.completing[letter] = any(
+                cea.transitions[i].mark and cea.transitions[i].dst in cea.finals for i in self.letters.enabled[letter]
+            )
+        if self.by_type is not None:
+            self.by_type[type_] = (letter, completes)
+        return letter, completes
 
     def flush(self) -> list:
         """Run the held events through the kernel; the matches of the last one (no other completes any)."""
         m, n = self.matcher, self.n
         self.n = 0
         evaluator = m.evaluator
-        m.runs = evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
-        outputs = evaluator.outputs
-        if evaluator.roots.n[0]:
-            evaluator.finish()
-        elif not outputs.counts[1]:  # (nothing completed, nothing enumerated before a compaction)
+        m.runs, rows = evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
+        if not rows:
             return []
-        found, completed = _rows_as_matches(outputs, m.variables)
-        outputs.clear()
+        found, completed = _rows_as_matches(rows, m.variables)
         if completed and m.program.consume == "ANY":
             m.table.restart([other.state for other in m.parts.values()])
         return found
@@ -882,38 +911,54 @@ def _first_appearance(codes: np.ndarray) -> tuple:
     return groups.astype(np.int64), firsts
 
 
-def _rows_as_matches(outputs: Outputs, variables: list, after: int = -1) -> tuple:
-    """``Program.matches`` without nested selections for one push, built in Python: a push completes a few
-    complex events, for which ``MatchArrays``' column-wise building (made for millions of rows) costs far
-    more than it saves. (The ``Match`` objects of those starting after position ``after``; whether any
-    did.) ``variables``: (name, whether Kleene, whether kept) per variable id, the last for id -1 (unnamed,
-    in no binding); RETURN keeps its variables' positions only, and a row it projects all away is left out
-    (CONSUME BY still counts it)."""
-    offsets, positions, var_ids, emitted = (a.tolist() for a in outputs.arrays())
+class RowShape:
+    """What ``_rows_as_matches`` reads of a query's variables, found once per matcher: ``variables``, (name,
+    whether Kleene, whether RETURN keeps it) per variable id, the last for id -1 (unnamed, in no binding);
+    ``plain``: every variable named, kept and not Kleene, unnamed positions kept (no RETURN)."""
+
+    def __init__(self, variables: list):
+        self.variables = variables
+        self.plain = (
+            all(keep and not kleene and name is not None for name, kleene, keep in variables[:-1]) and variables[-1][2]
+        )
+        self.names = [name for name, _, _ in variables]
+
+
+def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
+    """``Program.matches`` without nested selections for one push, built in Python from ``Outputs.packed``'s
+    ``rows``: a push completes a few complex events, for which ``MatchArrays``' column-wise building (made
+    for millions of rows) costs far more than it saves. (The ``Match`` objects of those starting after
+    position ``after``; whether any did.) RETURN keeps its variables' positions only, and a row it
+    projects all away is left out (CONSUME BY still counts it)."""
     found, completed = [], False
-    plain = all(keep and not kleene and name is not None for name, kleene, keep in variables[:-1]) and variables[-1][2]
-    names = [name for name, _, _ in variables]
-    for row, emit in enumerate(emitted):
-        first, last = offsets[row], offsets[row + 1]
-        if positions[first] <= after:
+    variables, plain, names = shape.variables, shape.plain, shape.names
+    same_ids, same_names = None, None  # the variables of the last plain row, and their names
+    made = Match.made
+    at, end = 0, len(rows)
+    while at < end:
+        emit, k = rows[at], rows[at + 1]
+        first = at + 2
+        at = first + 2 * k
+        if rows[first] <= after:
             continue
         completed = True
-        ids = var_ids[first:last]
-        if plain and -1 not in ids:  # every position bound once, kept: the common case, without a loop
-            kept = positions[first:last]
-            found.append(
-                Match.made(tuple(kept), dict(zip(map(names.__getitem__, ids), kept)), emit if emit >= 0 else None)
-            )
+        emitted = emit if emit >= 0 else None
+        ids = rows[first + k : at]
+        if plain and (ids == same_ids or -1 not in ids):  # every position bound once, kept: without a loop
+            if ids != same_ids:
+                same_ids, same_names = ids, [names[v] for v in ids]
+            kept = tuple(rows[first : first + k])
+            found.append(made(kept, dict(zip(same_names, kept)), emitted))
             continue
         kept, bindings = [], {}
-        for p, v in zip(positions[first:last], ids):
+        for p, v in zip(rows[first : first + k], ids):
             name, kleene, keep = variables[v]
             if keep:
                 kept.append(p)
                 if name is not None:
                     bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
         if kept:
-            found.append(Match.made(tuple(kept), bindings, emit if emit >= 0 else None))
+            found.append(made(tuple(kept), bindings, emitted))
     return found, completed
 
 
