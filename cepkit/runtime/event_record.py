@@ -55,6 +55,28 @@ def _is_null(value) -> bool:
         return False
 
 
+def values_event(columns: tuple, type_: str, time: float, values, position: int) -> Event:
+    """The ``Event`` of a pusher's values of ``columns`` (``Matcher.pusher``: the type and ts checked, the
+    names canonical): a None or NaN value is a missing attribute."""
+    attrs = {name: v for name, v in zip(columns, values) if name not in RESERVED and v is not None and not _is_null(v)}
+    return Event(type_, time, attrs, position, time)
+
+
+def values_key(key_at: list, type_: str, time: float, values) -> tuple:
+    """The PARTITION BY key of a pusher's event, as ``Event.get`` reads it: ``key_at`` holds (name, index of
+    its column or None) per key attribute; a None, NaN or absent value is None."""
+    out = []
+    for name, at in key_at:
+        if name == "type":
+            out.append(type_)
+        elif name == "ts":
+            out.append(time)
+        else:
+            value = None if at is None else values[at]
+            out.append(None if value is None or _is_null(value) else value)
+    return tuple(out)
+
+
 def make_event(raw, position: int) -> Event:
     """An ``Event`` at ``position`` from a dict or an Event; validates type and ts (None: the position)."""
     type_, ts, attrs = event_parts(raw, position)

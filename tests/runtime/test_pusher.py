@@ -96,6 +96,43 @@ def test_the_stack_pusher_returns_what_push_returns(query, rows):
     agree(query, rows, "stack")
 
 
+@st.composite
+def plain_sequences(draw):
+    """What the stack's ``SeqStep`` runs: a SEQ of 1-4 items without conditions (types A-C or ANY, some
+    unnamed), under a time window, perhaps PARTITION BY id."""
+    items = []
+    for k in range(draw(st.integers(1, 4))):
+        kind = draw(st.sampled_from(["A", "B", "C", "ANY"]))
+        var = f"x{k}" if draw(st.integers(0, 4)) else ""
+        items.append(f"{kind} {var}".strip() if var or kind != "ANY" else "ANY x" + str(k))
+    window = draw(st.integers(0, 8))
+    partition = " PARTITION BY id" if draw(st.booleans()) else ""
+    return f"SEQ({', '.join(items)}) WITHIN {window}{partition}"
+
+
+@settings(max_examples=60, deadline=None)
+@given(plain_sequences(), streams(max_size=30, null_one_in=4))
+def test_the_stack_step_returns_what_push_and_the_reference_return(query, rows):
+    """The stack's own per-event step (``engines/stack/step.py``), mixed with ``push`` and ``extend`` (each
+    hand-over replays the last window), agrees with ``push`` and with the reference."""
+    matcher = cepkit.Matcher(query, engine="stack")
+    assert matcher.pusher(COLUMNS)._step is not None  # the step runs these
+    expected = agree(query, rows, "stack")
+    reference = cepkit.match(query, [{k: v for k, v in r.items() if v is not None} for r in rows], engine="reference")
+    assert sorted(key for key, _, _ in expected) == sorted(m.key for m in reference)
+
+
+def test_the_stack_step_forgets_what_its_window_passed():
+    """Its stacks and recent events stay within the window on an endless stream of many keys."""
+    matcher = cepkit.Matcher("A a ; B b ; C c WITHIN 5 PARTITION BY id", engine="stack", keep=False)
+    push = matcher.pusher(("type", "ts", "id"))
+    for i in range(20000):
+        push("ABCD"[i * 7 % 4], float(i), i // 3 % 500)
+    step = matcher._inc._step
+    assert len(step.recent) <= 7 and len(step.keys) <= 7 and step.size() <= 14
+    assert matcher._inc.info()["state"] > 0  # handed back to the stacks: the last window's instances
+
+
 def test_held_events_run_before_a_key_expires_and_before_anything_reads_the_runs():
     """Gaps longer than the window (a key's state dropped while events are held), many keys, and
     ``active`` read between pushes see the pushes' state."""

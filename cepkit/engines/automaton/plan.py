@@ -12,7 +12,7 @@ import pandas as pd
 from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
-from ...runtime.event_record import PUNCTUATION, Event, _is_null
+from ...runtime.event_record import PUNCTUATION, values_event, values_key
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.match_arrays import AT_LAST, MatchArrays
@@ -706,7 +706,7 @@ class _Stepper:
                     n = 0
                 m._drop(m.expiry.expired(time))
         if self.keyed:
-            key = self._key(type_, time, values)
+            key = values_key(self.key_at, type_, time, values)
             if self.window == "time":
                 last[key] = time
                 last.move_to_end(key)
@@ -769,28 +769,10 @@ class _Stepper:
         self.low = 0.0 if at == self.floor else math.ldexp(0.5, exponent)
         self.high = math.ldexp(1.0, exponent)
 
-    def _key(self, type_: str, time: float, values) -> tuple:
-        """The PARTITION BY key of the event, as ``partition_key`` reads it from an ``Event``."""
-        out = []
-        for name, at in self.key_at:
-            if name == "type":
-                out.append(type_)
-            elif name == "ts":
-                out.append(time)
-            else:
-                value = None if at is None else values[at]
-                out.append(None if value is None or _is_null(value) else value)
-        return tuple(out)
-
     def _letter(self, type_: str, time: float, values, position: int) -> tuple:
         """The event's letter, through an ``Event`` (conditions, or a type met for the first time), and
         whether it may complete a match: one of its • transitions enters a final state."""
-        attrs = {
-            name: v
-            for name, v in zip(self.columns, values)
-            if name not in ("type", "ts") and v is not None and not _is_null(v)
-        }
-        letter = self.letters.of_event(Event(type_, time, attrs, position, time))
+        letter = self.letters.of_event(values_event(self.columns, type_, time, values, position))
         self.matcher.program.table.ensure_letters(len(self.letters))
         completes = self.completing.get(letter) if letter != self.none else False
         if completes is None:

@@ -59,6 +59,7 @@ from ...runtime.disorder import EmissionLog
 from ...runtime.delays import MaxDelay, punctuated_type
 from .purge import PurgeByGuarantees
 from .batch import without_punctuation
+from .step import SeqStep, step_refusal
 from .tail import Tail, batch_matches, refusal, waiting_at_close
 
 
@@ -180,6 +181,7 @@ class InOrderMatcher(StackMatcher):
         self._now = -math.inf  # the time of the event being fed (the latest)
         # the events a micro-batch may need (None: batches go event by event)
         self._tail = Tail(program) if batches and refusal(program) is None else None
+        self._step = None  # the ``SeqStep`` that holds the state (the stacks are then stale), or None
 
     def _start_over(self) -> None:
         """Empty stacks, nothing waiting: a new matcher's state."""
@@ -194,13 +196,52 @@ class InOrderMatcher(StackMatcher):
     def push(self, event) -> list:
         if event.type == PUNCTUATION:
             return []
+        self._settle_step()
         if self._tail is not None and self._tail.stream is not None:
             self._resume()
         self._track(event)
         return self.feed(event)
 
+    def step(self, columns: tuple):
+        """``SeqStep`` for ``cepkit.Matcher.pusher`` on plain sequences under a time window; None for the
+        others (``step.step_refusal``), the out-of-order modes and a batch run's log."""
+        if type(self) is not InOrderMatcher or self.emissions is not None or self._tail is None:
+            return None
+        return SeqStep(self, columns) if step_refusal(self.program) is None else None
+
+    def _take_over(self, step: SeqStep) -> None:
+        """``step`` holds the state from now on: it is fed the events of the tail (the last window's), their
+        matches discarded (emitted already), and the stacks are let go."""
+        self._settle_step()
+        tail = self._tail
+        if tail.stream is not None:
+            self._resume()
+        events = list(tail.recent)
+        self._start_over()
+        tail.recent.clear()
+        step.restart()
+        for event in events:
+            step.add(event.type, event.time, tuple(event.get(c) for c in step.columns), event.position, event)
+        self._step = step
+
+    def _settle_step(self) -> None:
+        """The stacks back from a ``SeqStep``: a fresh state fed its recent events (the last window's),
+        their matches discarded, as ``_resume`` rebuilds them from a tail (``step`` module docstring)."""
+        step = self._step
+        if step is None:
+            return
+        self._step = None
+        events = step.events()
+        self._start_over()
+        self._tail.recent.clear()
+        emitted = self.emitted
+        for event in events:
+            self.feed(event)
+        self.emitted = emitted
+
     def extend(self, stream):
         """A micro-batch as columns (``tail``): what pushing its events returns, as a ``MatchList``."""
+        self._settle_step()
         tail = self._tail
         if (
             tail is None
@@ -339,6 +380,7 @@ class InOrderMatcher(StackMatcher):
 
     def close(self) -> list:
         """A finite stream is complete: trailing scopes are judged on the events that exist (docs/language.md §10.4)."""
+        self._settle_step()
         tail = self._tail
         out = []
         if tail is not None and tail.stream is not None:  # after a micro-batch (nothing waits in the stacks)
@@ -356,6 +398,7 @@ class InOrderMatcher(StackMatcher):
     def state_size(self) -> int:
         """Instances in the stacks and matches waiting; after a micro-batch (the stacks let go) the events
         the tail keeps as columns."""
+        self._settle_step()
         tail = self._tail
         kept = len(tail.stream) if tail is not None and tail.stream is not None else 0
         return super().state_size() + sum(p.alive for w in self._waiting.values() for p in w) + kept
