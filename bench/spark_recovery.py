@@ -9,6 +9,8 @@ lost and duplicated counts are printed (both must be 0). Then ``cepkit.spark.mat
 every task of two stages failing on its first attempt, against a run without failures.
 
     nice -n 10 .venv/bin/python bench/spark_recovery.py [--events 10000 --keys 300 --files 12 --kills 8]
+        [--summary rows.jsonl]          # each finished case appended; run again, it skips those
+    .venv/bin/python bench/spark_recovery.py --table rows.jsonl     # bench/README.md's tables
 
 The harness is tests/spark/recovery.py (tests/spark/test_recovery.py runs a few kill points of it).
 """
@@ -17,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import subprocess
 import sys
 import tempfile
 import time
@@ -31,14 +35,50 @@ from recovery import MODES, QUERIES, Run, make_events, match_keys  # noqa: E402
 import cepkit.spark  # noqa: E402
 
 
-def groups_of_cases(size: int, engines) -> list:
+def groups_of_cases(size: int, engines, modes) -> list:
     """Every engine x mode, each case once, in groups of ``size`` queries per runner (local[2] runs them
-    side by side); sinks alternate between the file sink and foreachBatch."""
-    cases = [
-        [engine, mode, "files" if i % 2 == 0 else "foreach"]
-        for i, (engine, mode) in enumerate((e, m) for m in MODES for e in engines)
-    ]
+    side by side). The i-th case is engine i mod len(engines) in mode i mod len(modes) (coprime counts
+    cover every pair), so a group holds several modes and a stopped run has covered each; sinks alternate
+    between the file sink and foreachBatch."""
+    count = len(engines) * len(modes)
+    if math.gcd(len(engines), len(modes)) != 1:
+        pairs = [(e, m) for m in modes for e in engines]
+    else:
+        pairs = [(engines[i % len(engines)], modes[i % len(modes)]) for i in range(count)]
+    cases = [[engine, mode, "files" if i % 2 == 0 else "foreach"] for i, (engine, mode) in enumerate(pairs)]
     return [cases[i : i + size] for i in range(0, len(cases), size)]
+
+
+def revision() -> str:
+    """The commit of the cepkit that runs (``git describe`` of its checkout), for the summary."""
+    root = Path(cepkit.spark.__file__).resolve().parent.parent.parent
+    done = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() or "?"
+
+
+def record(summary, row: dict) -> None:
+    """Print a finished case's row and append it to the summary (JSON lines): a stopped run keeps it."""
+    print(row, flush=True)
+    if summary:
+        with open(summary, "a") as out:
+            out.write(json.dumps(row) + "\n")
+
+
+def table(summary) -> None:
+    """The summary's rows as the markdown tables of bench/README.md."""
+    rows = [json.loads(line) for line in Path(summary).read_text().splitlines() if line.strip()]
+    streams = pd.DataFrame([r for r in rows if r.get("kind") == "stream"])
+    if len(streams):
+        columns = ["engine", "mode", "sink", "matches", "kills", "crashes", "lost", "duplicated", "group", "group s"]
+        print(streams[columns].to_markdown(index=False))
+        kills = streams.drop_duplicates("group")["kills"].sum()
+        print(
+            f"\n{len(streams)} cases, {kills} kill-and-restart points; lost {streams['lost'].sum()}, "
+            f"duplicated {streams['duplicated'].sum()}"
+        )
+    batches = pd.DataFrame([r for r in rows if r.get("kind") == "batch"])
+    if len(batches):
+        print(batches[["engine", "rows", "failures", "equal", "seconds"]].to_markdown(index=False))
 
 
 def main() -> None:
@@ -57,16 +97,33 @@ def main() -> None:
         choices=list(QUERIES),
         help="the engines to run (default: all that stream)",
     )
+    parser.add_argument(
+        "--modes", nargs="+", default=list(MODES), choices=list(MODES), help="the out-of-order modes to run"
+    )
     parser.add_argument("--no-batch", action="store_true", help="skip the batch retry check")
+    parser.add_argument("--batch-only", action="store_true", help="only the batch retry check")
+    parser.add_argument("--summary", help="append each finished case to this file (JSON lines)")
+    parser.add_argument("--table", metavar="SUMMARY", help="print a summary's tables and exit")
     args = parser.parse_args()
+    if args.table:
+        table(args.table)
+        return
+    done = set()
+    if args.summary and Path(args.summary).exists():  # a run started again skips what it recorded
+        for line in Path(args.summary).read_text().splitlines():
+            row = json.loads(line)
+            done.add((row["kind"], row["engine"], row.get("mode")))
 
     spark = cepkit.spark.session("local[2]", **{"spark.sql.shuffle.partitions": "2"})
     rng = np.random.default_rng(args.seed)
     events = make_events(args.events, args.keys, args.seed)
     total_kills, rows = 0, []
-    groups = groups_of_cases(args.group_size, args.engines)[: args.groups]
+    groups = [] if args.batch_only else groups_of_cases(args.group_size, args.engines, args.modes)[: args.groups]
+    commit = revision()
     with tempfile.TemporaryDirectory(prefix="cepkit-recovery-") as folder:
         for g, cases in enumerate(groups):
+            if all(("stream", engine, mode) in done for engine, mode, _ in cases):
+                continue
             run = Run(Path(folder) / f"group{g}", cases, max_crashes=20)
             run.root.mkdir(parents=True)
             run.prepare(events, files=args.files, seed=args.seed)
@@ -85,6 +142,7 @@ def main() -> None:
                 lost, extra = sum((truth - committed).values()), sum((committed - truth).values())
                 rows.append(
                     {
+                        "kind": "stream",
                         "engine": case[0],
                         "mode": case[1],
                         "sink": case[2],
@@ -94,27 +152,40 @@ def main() -> None:
                         "lost": lost,
                         "duplicated": extra,
                         "group s": round(seconds),
+                        "group": g,
+                        "kill points": run.kills,
+                        "events": args.events,
+                        "keys": args.keys,
+                        "files": args.files,
+                        "revision": commit,
                     }
                 )
-                print(rows[-1], flush=True)
+                record(args.summary, rows[-1])
             print("kill points:", run.kills, flush=True)
-        table = pd.DataFrame(rows)
-        print(table.to_markdown(index=False))
-        print(
-            f"\n{total_kills} kill-and-restart points; lost {table['lost'].sum()}, duplicated "
-            f"{table['duplicated'].sum()}"
-        )
-        if not args.no_batch:
-            run = Run(Path(folder) / "batch", [[engine, "reject", "-"] for engine in args.engines])
+        if rows:
+            frame = pd.DataFrame(rows)
+            print(frame.drop(columns=["kill points"]).to_markdown(index=False))
+            print(
+                f"\n{total_kills} kill-and-restart points; lost {frame['lost'].sum()}, duplicated "
+                f"{frame['duplicated'].sum()}"
+            )
+        engines = [engine for engine in args.engines if ("batch", engine, None) not in done]
+        if not args.no_batch and engines:
+            run = Run(Path(folder) / "batch", [[engine, "reject", "-"] for engine in engines])
             run.root.mkdir(parents=True)
             run.prepare(events, files=2, seed=args.seed)
+            started = time.perf_counter()
             with open(run.root / "batch.log", "wb") as log:
                 code = run.start("batch", log=log).wait()
             if code != 0:
                 print((run.root / "batch.log").read_text()[-3000:])
                 raise SystemExit(code)
-            results = json.loads((run.root / "results.json").read_text())
-            print(pd.DataFrame(results).T.to_markdown())
+            seconds = round(time.perf_counter() - started)
+            for engine, result in json.loads((run.root / "results.json").read_text()).items():
+                record(
+                    args.summary,
+                    {"kind": "batch", "engine": engine, **result, "seconds": seconds, "revision": commit},
+                )
 
 
 if __name__ == "__main__":
