@@ -110,9 +110,9 @@ def streamed(module, matcher: GroupMatcher, frame: pd.DataFrame, batch: int, rec
     original = module.Live.rows
     if record is not None:
 
-        def rows(self, found, events):
+        def rows(self, found, events, *ids):
             record.append((self, found, events))
-            return original(self, found, events)
+            return original(self, found, events, *ids)
 
         module.Live.rows = rows
     try:

@@ -29,6 +29,7 @@ import math
 import numbers
 from typing import Optional
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql import types as T
@@ -42,7 +43,19 @@ from .batch import own_columns
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import ROCKSDB_PROVIDER
-from .watermark import KIND, LATE_COLUMNS, SEQ, TIME, Horizon, KeyBuffer, advance, check_arrivals, side_rows, split_late
+from .watermark import (
+    KIND,
+    LATE_COLUMNS,
+    TIME,
+    Columns,
+    Horizon,
+    KeyBuffer,
+    advance,
+    check_arrivals,
+    rows_count,
+    side_rows,
+    split_late,
+)
 
 # The timestamp column Spark's watermark tracks: TIME + 1 µs. Spark drops a row as late when its event time
 # is <= the watermark W, and W starts at 0, so without the shift an event at ts 0 would be dropped in the
@@ -95,14 +108,14 @@ class _KeyMatcher(StatefulProcessor):
     def handleInputRows(self, key, rows, timerValues):
         # Spark hands the rows over as namedtuples, which rename columns such as "_x" or "class": the input
         # columns are restored by position.
-        new = pd.concat([frame.set_axis(self.received, axis=1)[self.columns] for frame in rows], ignore_index=True)
+        new = self._columns(list(rows))
         check_arrivals(new, self.names)
-        late = new.iloc[:0]
+        late: dict = {}
         if self.side:
             new, late = split_late(new, _watermark(timerValues))
-            if not len(new) and not self.state.exists():  # only late events of a key without state: no
+            if not rows_count(new) and not self.state.exists():  # only late events of a key without state: no
                 yield side_rows(
-                    new.iloc[:0],
+                    pd.DataFrame(),
                     late,
                     _watermark(timerValues),
                     self.output,  # state to make
@@ -118,32 +131,37 @@ class _KeyMatcher(StatefulProcessor):
     def close(self) -> None:
         pass
 
-    def _load(self, new: Optional[pd.DataFrame]) -> KeyBuffer:
+    def _columns(self, frames: list) -> Columns:
+        """The micro-batch's rows of the key as ``Columns`` of ``self.columns``, read by place."""
+        at = [self.received.index(name) for name in self.columns]
+        parts = [[series.to_numpy() for _, series in frame.items()] for frame in frames]  # (by place)
+        if len(parts) == 1:
+            return {name: parts[0][i] for name, i in zip(self.columns, at)}
+        return {name: np.concatenate([part[i] for part in parts]) for name, i in zip(self.columns, at)}
+
+    def _load(self) -> KeyBuffer:
         if self.state.exists():
             return KeyBuffer.from_state(*self.state.get())
-        empty = new.iloc[:0].copy()
-        if self.horizon.axis == "position":
-            empty[SEQ] = pd.Series(dtype=float)
-        return KeyBuffer(empty)
+        return KeyBuffer({})
 
-    def _advance(self, key, new, timer_values, late=()):
+    def _advance(self, key, new, timer_values, late=None):
         watermark_ms = timer_values.getCurrentWatermarkInMs()
         watermark = _watermark(timer_values)
         key = tuple(key)
         found, buffer, timer, live = advance(
-            self._load(new), new, watermark, self.matcher, self.horizon, self.lives.pop(key, None)
+            self._load(), new, watermark, self.matcher, self.horizon, self.lives.pop(key, None)
         )
         if live is not None:
             self.lives[key] = live
         for old in list(self.handle.listTimers()):
             self.handle.deleteTimer(old)
-        if len(buffer.events) or live is not None:
+        if len(buffer) or live is not None:
             self.state.update((buffer.to_bytes(), buffer.frontier, buffer.settled, buffer.emitted, buffer.fed))
         else:
             self.state.clear()
         if timer is not None:
             self.handle.registerTimer(max(timer // 1000 + 1, watermark_ms + 1))
-        if self.side and (len(found) or len(late)):
+        if self.side and (len(found) or rows_count(late or {})):
             yield side_rows(
                 found, late, watermark, self.output, self.matcher.split.keys, self.matcher.columns.ts_kind == "datetime"
             )

@@ -56,6 +56,8 @@ MODES = {
 }
 # Spark's own failures to start a Python worker in time: a runner that ends with one is restarted.
 TRANSIENT = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
+QUERY_RESTARTS = 10  # per query and run of the runner
+QUERY_RESTARTED = "[recovery] a transient failure: the query restarted"
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -110,7 +112,7 @@ class Run:
     cases: list  # (engine, mode, sink) triples; sink is "files" or "foreach"
     events: pd.DataFrame = None
     kills: list = field(default_factory=list)  # (kind, batch it aimed at, seconds into the run)
-    crashes: int = 0  # runs ended by a transient failure (``TRANSIENT``)
+    crashes: int = 0  # runs ended, or queries stopped, by a transient failure (``TRANSIENT``)
     max_crashes: int = 5
 
     @property
@@ -205,6 +207,7 @@ class Run:
                         os.killpg(runner.pid, signal.SIGKILL)
                         runner.wait()
             if code == 0:
+                self.crashes += log_path.read_text(errors="replace").count(QUERY_RESTARTED)
                 return
             if not self._transient(log_path):
                 raise RuntimeError(f"the last run failed (exit {code}): {tail(log_path)}")
@@ -236,11 +239,12 @@ def tail(path: Path, lines: int = 30) -> str:
 # ----------------------------------------------------------------------------- the runner (a process of its own)
 def _stream(config: dict) -> None:
     import cepkit.spark
+    from pyspark.errors import StreamingQueryException
 
     spark = cepkit.spark.session("local[2]", **SPARK_CONF)
     root = Path(config["root"])
-    queries = []
-    for engine, mode, sink in config["cases"]:
+
+    def start(engine: str, mode: str, sink: str):
         folder = root / case_name(engine, mode, sink)
         source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source"))
         found = cepkit.spark.match_stream(QUERIES[engine], source, engine=engine, **MODES[mode])
@@ -255,11 +259,23 @@ def _stream(config: dict) -> None:
                 batch.write.mode("overwrite").parquet(f"{target}/batch_id={batch_id}")
 
             writer = writer.foreachBatch(write)
-        queries.append(writer.queryName(case_name(engine, mode, sink).replace("-", "_")).start())
-    for query in queries:
-        query.processAllAvailable()
-        settled(query)
-    for query in queries:
+        return writer.queryName(case_name(engine, mode, sink).replace("-", "_")).start()
+
+    queries = [(case, start(*case)) for case in config["cases"]]
+    for case, query in queries:
+        for attempt in range(QUERY_RESTARTS + 1):
+            try:
+                query.processAllAvailable()
+                settled(query)
+                break
+            except StreamingQueryException as error:
+                # Spark's own time-out starting a Python worker (``TRANSIENT``) stops one query: it is
+                # started again on its checkpoint, as a user would, without stopping the others.
+                if attempt == QUERY_RESTARTS or not any(sign in str(error) for sign in TRANSIENT):
+                    raise
+                print(QUERY_RESTARTED, flush=True)
+                query = start(*case)
+    for _, query in queries:
         query.stop()
     spark.stop()
 
