@@ -29,6 +29,14 @@ each side in a process of its own run outside both checkouts (Spark's Python wor
 directory first on ``sys.path``), the sides taking turns for ``--rounds`` rounds.
 
     python bench/live_rows.py --spark /tmp/base --events 200000 --batch 40000 --engines automaton
+
+``--processor CHECKOUT``: many keys, few events each per micro-batch (where pandas' fixed cost per call
+dominated): ``match_stream``'s stateful processor itself (``_KeyMatcher``: rows in, the buffer read from
+and written to an in-memory state as bytes, timers) driven as Spark drives it, ``--keys`` keys with
+``--batch`` events each per call, this checkout against CHECKOUT's, each side in a process of its own,
+CPU seconds per key and call:
+
+    python bench/live_rows.py --processor /tmp/base --keys 200 --batch 5 --events 5000 --engines stack
 """
 
 from __future__ import annotations
@@ -176,6 +184,8 @@ def measure(old, query: str, engine: str, frame: pd.DataFrame, batch: int, repea
     }
 
 
+PROCESSOR_QUERY = "SEQ(A a, B b) WHERE a.v <= b.v WITHIN 10 s PARTITION BY id"
+PROCESSOR_OUTPUT = ["match_id", "positions", "a", "b", "id"]
 SPARK_QUERIES = (("A;B;C W=10 s by id", QUERIES[3][1]), ("A+;B W=10 s by id", "A+ a ; B b WITHIN 10 s PARTITION BY id"))
 SCHEMA = "type string, ts double, v long, id long, position long"
 
@@ -257,6 +267,88 @@ def spark_against(args) -> None:
         )
 
 
+def processor_side(args) -> None:
+    """One side of ``--processor``: ``match_stream``'s stateful processor driven per key and call, as Spark
+    drives it but without Spark (``key_streams.Handle``: the state in memory, the buffer's bytes written and
+    read each call); a JSON line with the best CPU seconds of ``--repeat`` and the matches."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tests" / "spark"))
+    from key_streams import Handle, WatermarkAt
+
+    from cepkit.spark.streaming import _KeyMatcher
+    from cepkit.spark.watermark import TIME
+
+    keys, per_call = args.keys, args.batch
+    calls_count = max(1, args.events // (keys * per_call))
+    q = cepkit.parse(PROCESSOR_QUERY)
+    split = plan_split(q)
+    matcher = GroupMatcher(q, args.engines[0], {}, COLUMNS, split)
+    columns = ["type", "v", "id", TS, POS, TIME]
+    n = keys * per_call * calls_count
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {
+            "type": rng.choice(list("AB"), n),
+            "ts": np.sort(rng.uniform(0, calls_count * 2, n)),
+            "v": rng.integers(0, 5, n),
+            "id": np.tile(np.repeat(np.arange(keys), per_call), calls_count),
+        }
+    )
+    frame[TS], frame[POS], frame[TIME] = frame["ts"], np.arange(n), (frame["ts"] * 1e6).astype("int64")
+    calls = []  # (watermark ms, [(key, its rows)]) per micro-batch, the rows as Spark hands them over
+    for c in range(calls_count):
+        chunk = frame.iloc[c * keys * per_call : (c + 1) * keys * per_call]
+        mark = (int(chunk[TIME].max()) - DELAY_US) // 1000
+        calls.append((mark, [(k, rows[columns].reset_index(drop=True)) for k, rows in chunk.groupby("id")]))
+
+    def run() -> int:
+        handles = {k: Handle() for k in range(keys)}
+        processor = _KeyMatcher(matcher, current.Horizon.of(split), columns, columns, PROCESSOR_OUTPUT, {}, False)
+        processor.init(Handle())
+        out = 0
+
+        def on(key):
+            processor.handle, processor.state = handles[key], handles[key].getValueState("cepkit", None)
+
+        for mark, keyed in calls:
+            for key, rows in keyed:
+                on(key)
+                out += sum(len(f) for f in processor.handleInputRows((key,), [rows], WatermarkAt(mark)))
+        for key in range(keys):  # the last timers: every key flushed
+            on(key)
+            out += sum(len(f) for f in processor.handleExpiredTimer((key,), WatermarkAt(2**50), None))
+        return out
+
+    matches = run()  # (compiles and warms up first)
+    seconds = timed(run, args.repeat)
+    print("RESULT " + json.dumps({"seconds": seconds, "matches": matches, "calls": keys * (calls_count + 1)}))
+
+
+def processor_against(args) -> None:
+    """This checkout's processor against ``args.processor``'s, each in a process of its own, in turns."""
+    results = {}
+    sides = [("this", None), ("base", args.processor)]
+    for r in range(args.rounds):
+        for label, checkout in sides if r % 2 == 0 else sides[::-1]:
+            env = dict(os.environ)
+            paths = [checkout, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+            command = [sys.executable, os.path.abspath(__file__), "--processor-side", *sys.argv[1:]]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+            if done.returncode:
+                raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+            row = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+            results.setdefault(label, []).append(row)
+    assert len({row["matches"] for rows in results.values() for row in rows}) == 1, results  # same matches
+    base, this = (min(row["seconds"] for row in results[side]) for side in ("base", "this"))
+    calls = results["this"][0]["calls"]
+    print(
+        f"{args.keys} keys, {args.batch} events per key and call, {calls} calls, {args.engines[0]}, "
+        f"{results['this'][0]['matches']} matches; CPU s best of {args.repeat} x {args.rounds} rounds\n"
+        f"| keys | events per key and call | base ms per key and call | this ms | x |\n|---|---|---|---|---|\n"
+        f"| {args.keys} | {args.batch} | {base / calls * 1e3:.2f} | {this / calls * 1e3:.2f} | {base / this:.2f} |"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=100_000)
@@ -268,11 +360,19 @@ def main() -> None:
     parser.add_argument("--spark", metavar="CHECKOUT", help="through Spark streaming, against CHECKOUT's cepkit")
     parser.add_argument("--keys", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--processor", metavar="CHECKOUT", help="match_stream's processor per key and call, against CHECKOUT's"
+    )
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--processor-side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
         return spark_side(args)
+    if args.processor_side:
+        return processor_side(args)
+    if args.processor:
+        return processor_against(args)
     if args.spark:
         return spark_against(args)
     frame = key_frame(args.events)

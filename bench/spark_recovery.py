@@ -64,13 +64,20 @@ def record(summary, row: dict) -> None:
             out.write(json.dumps(row) + "\n")
 
 
+def markdown(frame: pd.DataFrame) -> str:
+    """A frame as a markdown table (without pandas' optional tabulate)."""
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join(lines)
+
+
 def table(summary) -> None:
     """The summary's rows as the markdown tables of bench/README.md."""
     rows = [json.loads(line) for line in Path(summary).read_text().splitlines() if line.strip()]
     streams = pd.DataFrame([r for r in rows if r.get("kind") == "stream"])
     if len(streams):
         columns = ["engine", "mode", "sink", "matches", "kills", "crashes", "lost", "duplicated", "group", "group s"]
-        print(streams[columns].to_markdown(index=False))
+        print(markdown(streams[columns]))
         kills = streams.drop_duplicates("group")["kills"].sum()
         print(
             f"\n{len(streams)} cases, {kills} kill-and-restart points; lost {streams['lost'].sum()}, "
@@ -78,7 +85,7 @@ def table(summary) -> None:
         )
     batches = pd.DataFrame([r for r in rows if r.get("kind") == "batch"])
     if len(batches):
-        print(batches[["engine", "rows", "failures", "equal", "seconds"]].to_markdown(index=False))
+        print(markdown(batches[["engine", "rows", "failures", "equal", "seconds"]]))
 
 
 def main() -> None:
@@ -164,7 +171,7 @@ def main() -> None:
             print("kill points:", run.kills, flush=True)
         if rows:
             frame = pd.DataFrame(rows)
-            print(frame.drop(columns=["kill points"]).to_markdown(index=False))
+            print(markdown(frame.drop(columns=["kill points"])))
             print(
                 f"\n{total_kills} kill-and-restart points; lost {frame['lost'].sum()}, duplicated "
                 f"{frame['duplicated'].sum()}"

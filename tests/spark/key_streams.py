@@ -58,3 +58,47 @@ def run_stream(
     out = pd.concat([found for found in emitted if len(found)] or [found], ignore_index=True)
     assert list(out["match_id"]) == list(range(len(out)))
     return out
+
+
+class Handle:
+    """Spark's stateful handle as ``match_stream``'s processor uses it, in memory (no JVM)."""
+
+    def __init__(self):
+        self.value, self.timers = None, set()
+
+    def getValueState(self, name, schema):
+        handle = self
+
+        class State:
+            def exists(self):
+                return handle.value is not None
+
+            def get(self):
+                return handle.value
+
+            def update(self, value):
+                handle.value = value
+
+            def clear(self):
+                handle.value = None
+
+        return State()
+
+    def listTimers(self):
+        return list(self.timers)
+
+    def deleteTimer(self, t):
+        self.timers.discard(t)
+
+    def registerTimer(self, t):
+        self.timers.add(t)
+
+
+class WatermarkAt:
+    """Spark's timer values at a watermark (ms)."""
+
+    def __init__(self, ms):
+        self.ms = ms
+
+    def getCurrentWatermarkInMs(self):
+        return self.ms

@@ -18,7 +18,7 @@ from cepkit.spark.watermark import SEQ, TIME, Horizon, KeyBuffer, advance, check
 from strategies import flat_seq_queries, set_query_variants, streams, unary_queries
 
 sys.path.insert(0, str(Path(__file__).parent))
-from key_streams import COLUMNS, run_stream, stream_frame  # noqa: E402
+from key_streams import Handle, WatermarkAt, COLUMNS, run_stream, stream_frame  # noqa: E402
 
 
 def assert_stream_agrees(match_rows, query, events, jitter, batches, delay, engine="reference", restarts=()):
@@ -167,48 +167,6 @@ def test_a_bad_arrival_is_named_with_its_row(change, field, position, message):
     assert message in str(caught.value)
 
 
-class _Handle:
-    """Spark's stateful handle as ``match_stream``'s processor uses it, in memory (no JVM)."""
-
-    def __init__(self):
-        self.value, self.timers = None, set()
-
-    def getValueState(self, name, schema):
-        handle = self
-
-        class State:
-            def exists(self):
-                return handle.value is not None
-
-            def get(self):
-                return handle.value
-
-            def update(self, value):
-                handle.value = value
-
-            def clear(self):
-                handle.value = None
-
-        return State()
-
-    def listTimers(self):
-        return list(self.timers)
-
-    def deleteTimer(self, t):
-        self.timers.discard(t)
-
-    def registerTimer(self, t):
-        self.timers.add(t)
-
-
-class _At:
-    def __init__(self, ms):
-        self.ms = ms
-
-    def getCurrentWatermarkInMs(self):
-        return self.ms
-
-
 def test_late_side_rows_and_no_state_for_a_key_that_only_came_late():
     """``late="side"``'s processor: arrivals before the watermark come out as "late" rows with it, the
     others are matched; a key whose only arrivals are late gets no state (it would never be cleared)."""
@@ -220,9 +178,9 @@ def test_late_side_rows_and_no_state_for_a_key_that_only_came_late():
     columns = ["type", "v", "id", TS, POS, TIME]
     output = ["match_id", "positions", "a", "b", "id"]
     processor = _KeyMatcher(matcher, Horizon.of(split), columns, columns, output, {TS: "ts", POS: "position"}, True)
-    processor.init(_Handle())
+    processor.init(Handle())
     late_only = stream_frame([{"type": "A", "ts": 1.0, "v": 0, "id": 7}])[columns]
-    rows = list(processor.handleInputRows((7,), [late_only], _At(10_000)))
+    rows = list(processor.handleInputRows((7,), [late_only], WatermarkAt(10_000)))
     assert processor.handle.value is None and processor.handle.timers == set()
     assert len(rows) == 1 and rows[0]["kind"].tolist() == ["late"]
     assert rows[0][["id", "late_type", "late_ts", "late_position", "watermark"]].values.tolist() == [
@@ -236,8 +194,8 @@ def test_late_side_rows_and_no_state_for_a_key_that_only_came_late():
             {"type": "B", "ts": 2.0, "v": 0, "id": 7},
         ]
     )[columns]
-    rows = list(processor.handleInputRows((7,), [mixed], _At(10_000)))
+    rows = list(processor.handleInputRows((7,), [mixed], WatermarkAt(10_000)))
     assert [r["kind"].tolist() for r in rows] == [["late"]]  # the A and B wait for the watermark
     assert processor.handle.value is not None
-    rows = list(processor.handleExpiredTimer((7,), _At(20_000), None))
+    rows = list(processor.handleExpiredTimer((7,), WatermarkAt(20_000), None))
     assert [r["kind"].tolist() for r in rows] == [["match"]] and list(rows[0]["positions"].iloc[0]) == [0, 1]
