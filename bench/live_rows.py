@@ -216,6 +216,18 @@ def spark_side(args) -> None:
     spark.stop()
 
 
+def turns(checkout: str, rounds: int):
+    """(side, environment) in turns, ``rounds`` times: "this" checkout's cepkit and "base", CHECKOUT's
+    (first on the workers' PYTHONPATH), the first side alternating."""
+    sides = [("this", None), ("base", checkout)]
+    for r in range(rounds):
+        for label, path in sides if r % 2 == 0 else sides[::-1]:
+            env = dict(os.environ)
+            paths = [path, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
+            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+            yield label, env
+
+
 def spark_against(args) -> None:
     """This checkout against ``args.spark`` through Spark streaming, the sides taking turns."""
     with tempfile.TemporaryDirectory() as folder:
@@ -227,32 +239,27 @@ def spark_against(args) -> None:
             for at in range(0, len(rows), args.batch):
                 rows.iloc[at : at + args.batch].to_parquet(pathlib.Path(folder) / name / f"{at:012d}.parquet")
         times, matches = {}, {}
-        sides = [("this", None), ("base", args.spark)]
-        for r in range(args.rounds):
-            for label, checkout in sides if r % 2 == 0 else sides[::-1]:
-                env = dict(os.environ)
-                paths = [checkout, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
-                env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-                for old in pathlib.Path(folder).glob("checkpoint-*"):
-                    shutil.rmtree(old)
-                command = [
-                    sys.executable,
-                    os.path.abspath(__file__),
-                    "--side",
-                    "--data",
-                    folder,
-                    "--engines",
-                    args.engines[0],
-                ]
-                done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
-                if done.returncode:
-                    raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
-                for line in done.stdout.splitlines():
-                    if line.startswith("RESULT "):
-                        row = json.loads(line[len("RESULT ") :])
-                        times.setdefault((label, row["query"]), []).append(row["seconds"])
-                        matches.setdefault(row["query"], set()).add(row["matches"])
-                print(f"round {r} {label} done", flush=True)
+        for label, env in turns(args.spark, args.rounds):
+            for old in pathlib.Path(folder).glob("checkpoint-*"):
+                shutil.rmtree(old)
+            command = [
+                sys.executable,
+                os.path.abspath(__file__),
+                "--side",
+                "--data",
+                folder,
+                "--engines",
+                args.engines[0],
+            ]
+            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
+            if done.returncode:
+                raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+            for line in done.stdout.splitlines():
+                if line.startswith("RESULT "):
+                    row = json.loads(line[len("RESULT ") :])
+                    times.setdefault((label, row["query"]), []).append(row["seconds"])
+                    matches.setdefault(row["query"], set()).add(row["matches"])
+            print(f"{label} done", flush=True)
     print(
         f"{args.events} events in files of {args.batch} (one per micro-batch), {args.keys} keys, "
         f"{args.engines[0]}, wall s, {args.rounds} rounds"
@@ -326,18 +333,13 @@ def processor_side(args) -> None:
 def processor_against(args) -> None:
     """This checkout's processor against ``args.processor``'s, each in a process of its own, in turns."""
     results = {}
-    sides = [("this", None), ("base", args.processor)]
-    for r in range(args.rounds):
-        for label, checkout in sides if r % 2 == 0 else sides[::-1]:
-            env = dict(os.environ)
-            paths = [checkout, str(pathlib.Path(__file__).resolve().parent), env.get("PYTHONPATH")]
-            env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
-            command = [sys.executable, os.path.abspath(__file__), "--processor-side", *sys.argv[1:]]
-            done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
-            if done.returncode:
-                raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
-            row = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
-            results.setdefault(label, []).append(row)
+    for label, env in turns(args.processor, args.rounds):
+        command = [sys.executable, os.path.abspath(__file__), "--processor-side", *sys.argv[1:]]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+        if done.returncode:
+            raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+        row = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
+        results.setdefault(label, []).append(row)
     assert len({row["matches"] for rows in results.values() for row in rows}) == 1, results  # same matches
     base, this = (min(row["seconds"] for row in results[side]) for side in ("base", "this"))
     calls = results["this"][0]["calls"]
