@@ -92,6 +92,16 @@ class Statistics:
             )
         )
 
+    def key(self) -> tuple:
+        """What the cost model reads, hashable: equal for two measures of the same stream."""
+        return (
+            tuple(sorted(self.type_counts.items())),
+            self.length,
+            self.duration,
+            self.attribute,
+            tuple(sorted(self.value_counts.items(), key=repr)),
+        )
+
     def scaled(self, event_type: str, factor: float) -> "Statistics":
         """These statistics with ``event_type``'s events multiplied by ``factor`` (a what-if rate).
 
@@ -139,7 +149,17 @@ MEASURED = UnitCosts(C_eval=1400.0)
 
 
 class CostModel:
-    """Estimates for shapes and reuse edges over given ``Statistics`` and ``UnitCosts``."""
+    """Estimates for shapes and reuse edges over given ``Statistics`` and ``UnitCosts`` (``CostModel.of``: one
+    model per statistics and units, its estimates kept, for every cube planning over the same stream)."""
+
+    @classmethod
+    def of(cls, statistics: Statistics, units: UnitCosts) -> "CostModel":
+        key = (statistics.key(), units)
+        found = _MODELS.pop(key, None) or cls(statistics, units)
+        _MODELS[key] = found  # most recently used last
+        while len(_MODELS) > 16:
+            del _MODELS[next(iter(_MODELS))]
+        return found
 
     def __init__(self, statistics: Statistics, units: UnitCosts = UnitCosts()):
         self.stats = statistics
@@ -246,3 +266,6 @@ class CostModel:
         """s→g pattern, Eq 4.7: every specific result is re-read and projected, and the general
         query's matches that the added item missed are computed (the delta, ``SEQ(.., !Em, ..)``)."""
         return self.results(specific) * self.units.C_type * len(specific.items) + self.scratch_cost(delta)
+
+
+_MODELS: dict = {}  # (statistics' key, units) -> CostModel, the 16 most recently used (``CostModel.of``)

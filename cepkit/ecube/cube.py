@@ -102,7 +102,7 @@ class ECube:
         """Chase's graph: v0 -> q (scratch, or cost 0 for a kept result unless ``kept`` is False) and every
         exact reuse edge in ``directions`` ("g→s", "s→g"), each with ``cost``, ``method``, ``direction``,
         ``kind`` and the ``strategy`` object; costed with ``units`` (default: the cube's)."""
-        model = CostModel(statistics, units or self.units)
+        model = CostModel.of(statistics, units or self.units)
         graph = nx.DiGraph()
         graph.add_node(ROOT)
         for name, shape in self.shapes.items():
