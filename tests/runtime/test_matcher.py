@@ -157,5 +157,5 @@ def test_extend_takes_slices_of_a_stream_as_columns():
     assert matcher.result().positions() == cepkit.match(query, events, engine="reference").positions()
     with pytest.raises(ValueError, match="first event has position 30, but this Matcher expects position 0"):
         cepkit.Matcher(query, engine="stack").extend(stream.take(slice(30, 40)))
-    per_event = [e for e in cepkit.engines().index if e not in ("stack", "automaton", "reference")]
-    assert per_event and not cepkit.Matcher("A a ; B b", engine=per_event[0]).columnar
+    per_event = [e for e in cepkit.engines().index if e not in ("stack", "automaton", "ses", "reference")]
+    assert any(not cepkit.Matcher("A a ; B b", engine=e).columnar for e in per_event)
