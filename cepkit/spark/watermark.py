@@ -171,8 +171,10 @@ class KeyBuffer:
         kinds = json.loads(metadata.get(b"cepkit_dtypes", b"{}"))
         columns = {}
         for name, array in zip(batch.schema.names, batch.columns):
-            values = array.to_numpy(zero_copy_only=False)
-            columns[name] = pd.array(values, dtype=kinds[name]) if name in kinds else values
+            if name in kinds:  # (Arrow's own pandas form first: a timestamp keeps its zone)
+                columns[name] = array.to_pandas().astype(kinds[name]).array
+            else:
+                columns[name] = array.to_numpy(zero_copy_only=False)
         return cls(columns, frontier, settled, emitted, fed)
 
 

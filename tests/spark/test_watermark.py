@@ -96,8 +96,14 @@ def test_event_windows_keep_the_last_events_whatever_their_age():
 
 
 def test_buffers_survive_the_state_store_round_trip():
-    frame = stream_frame([{"type": "A", "ts": 1.5, "v": 2, "id": None}])
+    """A key's buffer (numpy columns, or pandas' extension arrays) written to and read from the state
+    store's bytes: the same columns, dtypes, nulls and time zones."""
+    frame = stream_frame([{"type": "A", "ts": 1.5, "v": 2, "id": None}, {"type": None, "ts": 2.0, "v": 3, "id": None}])
     frame["when"] = pd.Timestamp("2024-01-01")
+    frame["local"] = pd.to_datetime(["2024-01-01 10:00", None]).tz_localize("Europe/Paris")
+    frame["count"] = pd.array([1, None], dtype="Int64")
+    frame["label"] = pd.array(["x", None], dtype="string")
+    frame["flag"] = [True, None]
     buffer = KeyBuffer(frame, 7, 3, 2, 5)
     back = KeyBuffer.from_state(buffer.to_bytes(), 7, 3, 2, 5)
     pd.testing.assert_frame_equal(back.events, frame)
