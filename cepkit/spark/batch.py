@@ -46,6 +46,7 @@ from .groups import (
     TS,
     GroupMatcher,
     describe_row,
+    named_types,
     output_variables,
     plan_split,
     warn_single,
@@ -98,10 +99,11 @@ def row_in_partition():
     return F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
 
 
-def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tuple:
+def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple, kept: Optional[frozenset] = None) -> tuple:
     """(the events with POS (position in logical order) and TS (ts as the engines read it); the extent
-    (first, last) of ``coordinate``, None for POS itself; about how many distinct ``keys`` there are, None
-    without keys). EventError for a null type or ts, found by the numbering's counting job.
+    (first, last) of ``coordinate``, None for POS itself; about how many distinct ``keys`` the events of a
+    type in ``kept`` (all of them when None) have, None without keys). EventError for a null type or ts,
+    found by the numbering's counting job.
 
     Input already in logical order (a file written sorted by ts, say) is numbered by its row numbers: one
     check job, no global sort (``_numbered_as_given``); otherwise the rows are sorted (``with_row_numbers``).
@@ -115,28 +117,36 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     by_position = layout.ts_kind == "position" or coordinate is None
     if not rereadable(df):
         events = events.localCheckpoint()  # read by the check, then by the sort or the grouping
+    keyed = F.col("type").isin(*sorted(kept)) if kept is not None and keys else F.lit(True)
+    # the events' own order: the input order (_INPUT) follows the row order within a partition, and the
+    # partitions follow each other, so the check need not read it
     numbered = _numbered_as_given(
         events,
-        layout.order() + [F.col(_INPUT)],
+        layout.order(),
         F.col("type").isNull() | bad_ts,
-        None if by_position else coordinate,
-        keys,
+        F.when(keyed, F.xxhash64(*keys)) if keys else None,
     )
-    if numbered is None:
+    if numbered is not None:
+        events, parts = numbered
+        if not by_position and parts:  # COORD grows with TS (layout.coordinate): the first and last rows'
+            first, last = layout.seconds(parts[0]["first0"]), layout.seconds(parts[-1]["last0"])
+    else:
         stats = [
             F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
             F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"),
             F.sum(bad_ts.cast("long")).alias("bad_ts"),
-            F.approx_count_distinct(F.struct(*keys)).alias("keys") if keys else F.lit(None).alias("keys"),
+            F.approx_count_distinct(F.when(keyed, F.struct(*keys))).alias("keys") if keys else F.lit(None).alias("keys"),
         ]
         if not by_position:
             stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
-        numbered = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
-    events, parts = numbered
+        events, parts = with_row_numbers(events, layout.order() + [F.col(_INPUT)], POS, tuple(stats))
+        if not by_position:
+            first = min((row["first"] for row in parts if row["first"] is not None), default=0.0)
+            last = max((row["last"] for row in parts if row["last"] is not None), default=0.0)
     if layout.ts_kind == "position":
         events = events.withColumn(TS, F.col(POS))
     for column, field in (("no_type", "type"), ("no_ts", "ts")):
-        bad = [row["offset"] + row[column] for row in parts if row[column] is not None]
+        bad = [row["offset"] + row[column] for row in parts if row.get(column) is not None]
         if bad:
             others = sum(row["bad_ts"] for row in parts) - 1 if field == "ts" else 0
             row = events.where(F.col(POS) == min(bad)).drop(POS, TS).first()  # (a job, on this path only)
@@ -153,9 +163,8 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple) -> tu
     count = sum(row["count"] for row in parts)
     if by_position:
         first, last = 0.0, float(max(count - 1, 0))
-    else:
-        first = min((row["first"] for row in parts if row["first"] is not None), default=0.0)
-        last = max((row["last"] for row in parts if row["last"] is not None), default=0.0)
+    elif not parts:
+        first, last = 0.0, 0.0
     return events.drop(_INPUT), first, last, keys_seen
 
 
@@ -195,24 +204,21 @@ def _bad_value(field: str, value) -> str:
     return f"ts must be finite, got {value!r}"
 
 
-def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tuple) -> Optional[tuple]:
-    """``with_row_numbers``' result without its global sort, when the rows already lie in ``order`` (a
-    total order): a row's position is its partition's offset plus its row number there. ``events`` must be
-    checkpointed, so that the check and the positions read the same partitions (partition ids and row
-    numbers are read from the checkpoint: over a local relation Spark computes them on the driver, for one
-    partition, and then splits the rows), or ``rereadable``. One job reads, per partition, its count, whether it is in order,
-    its first and last order keys (the partitions must follow each other), the extent of ``coordinate`` and
-    its distinct ``keys`` (hashed). None when some row is out of order, or ``bad`` (a null type or ts, which
-    the sorted path reports with its position)."""
+def _numbered_as_given(events: DataFrame, order: list, bad, keys=None) -> Optional[tuple]:
+    """``with_row_numbers``' result without its global sort, when the rows already lie in ``order`` (their
+    own row order breaking ties): a row's position is its partition's offset plus its row number there.
+    ``events`` must be checkpointed, so that the check and the positions read the same partitions (partition
+    ids and row numbers are read from the checkpoint: over a local relation Spark computes them on the
+    driver, for one partition, and then splits the rows), or ``rereadable``. One job ships the order's
+    columns, ``bad`` (a null type or ts) and ``keys`` (a hash of the PARTITION BY key, or null) to Python
+    and reads, per partition, its count, whether it is in order, its first and last order keys (the
+    partitions must follow each other) and its number of distinct ``keys``. None when some row is out of
+    order, or ``bad`` (the sorted path reports it with its position)."""
     scanned = events.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
-    shipped = [
-        F.col(_PART),
-        bad.alias(_BAD),
-        *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)],
-        (coordinate if coordinate is not None else F.lit(None)).cast("double").alias(COORD),
-        (F.xxhash64(*keys) if keys else F.lit(None)).cast("long").alias(_KEYS),
-    ]
-    shipped = scanned.select(*shipped)
+    shipped = [bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)]]
+    if keys is not None:
+        shipped.append(keys.cast("long").alias(_KEYS))
+    shipped = events.select(*shipped)
     ends = [
         T.StructField(f"{end}{i}", shipped.schema[f"{_ORDER}{i}"].dataType)
         for i in range(len(order))
@@ -223,8 +229,6 @@ def _numbered_as_given(events: DataFrame, order: list, bad, coordinate, keys: tu
             T.StructField(_PART, T.IntegerType()),
             T.StructField("count", T.LongType()),
             T.StructField("ordered", T.BooleanType()),
-            T.StructField("first", T.DoubleType()),
-            T.StructField("last", T.DoubleType()),
             T.StructField("keys", T.LongType()),
             *ends,
         ]
@@ -249,14 +253,14 @@ def order_summary(batches, width: int, schema):
     """``_numbered_as_given``'s ``mapInArrow`` body: one row of ``schema`` per non-empty Spark partition."""
     import pyarrow as pa
     import pyarrow.compute as pc
+    from pyspark import TaskContext
 
-    part, count, ordered, low, high = None, 0, True, None, None
+    count, ordered = 0, True
     first = last = None
     hashes = []
     for batch in batches:
         if not batch.num_rows:
             continue
-        part = batch.column(_PART)[0].as_py()
         count += batch.num_rows
         keys = [batch.column(f"{_ORDER}{i}") for i in range(width)]
         ordered = (
@@ -267,34 +271,29 @@ def order_summary(batches, width: int, schema):
                 for column in keys
             )
         )
-        if ordered:
+        if ordered and width:
             head = tuple(column[0].as_py() for column in keys)
             ordered = last is None or not head < last
             down, tied = np.zeros(batch.num_rows - 1, bool), np.ones(batch.num_rows - 1, bool)
             for column in keys:
-                before, after = column[:-1], column[1:]
-                down |= tied & pc.less(after, before).to_numpy(zero_copy_only=False)
-                tied &= pc.equal(after, before).to_numpy(zero_copy_only=False)
+                values = column.to_numpy(zero_copy_only=False)
+                before, after = values[:-1], values[1:]
+                down |= tied & (after < before)
+                tied &= after == before
             ordered = ordered and not down.any()
             first = head if first is None else first
             last = tuple(column[-1].as_py() for column in keys)
-        coordinate = batch.column(COORD)
-        if coordinate.null_count < len(coordinate):
-            extent = pc.min_max(coordinate).as_py()
-            low = extent["min"] if low is None else min(low, extent["min"])
-            high = extent["max"] if high is None else max(high, extent["max"])
-        found = batch.column(_KEYS)
-        if found.null_count < len(found):
-            hashes.append(pc.unique(found).to_numpy(zero_copy_only=False))
-    if part is None:
+        if _KEYS in batch.schema.names:
+            found = batch.column(_KEYS)
+            if found.null_count < len(found):
+                hashes.append(pc.unique(found.drop_null()).to_numpy(zero_copy_only=False))
+    if not count:
         return
     keys = len(np.unique(np.concatenate(hashes))) if hashes else 0
     row = {
-        _PART: part,
+        _PART: TaskContext.get().partitionId(),
         "count": count,
         "ordered": ordered,
-        "first": low,
-        "last": high,
         "keys": keys,
         **{f"first{i}": first[i] if ordered else None for i in range(width)},
         **{f"last{i}": last[i] if ordered else None for i in range(width)},
@@ -493,13 +492,17 @@ def match(
         *([layout.position] if layout.position and layout.position not in layout.used else []),
     ]
     coordinate = layout.coordinate(split)
+    kept = named_types(q, options)
     numbered, first, last, keys_seen = _number_events(
         df.select(*(needed if fields is None else df.columns)),
         layout,
         None if split.axis == "position" else coordinate,
         split.keys if split.sliceable else (),
+        kept,
     )
-    events = numbered.withColumn(COORD, coordinate)
+    # Only the events of the types the query names travel on (numbered first: positions count them all).
+    events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
+    events = events.withColumn(COORD, coordinate)
     partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
     if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < partitions):
         split = split.by_time()  # too few keys to keep the cores busy: cut the time axis instead

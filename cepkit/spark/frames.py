@@ -107,6 +107,10 @@ class Layout:
             return F.col("ts")
         return epoch_micros(F.col("ts"), self.schema["ts"].dataType)
 
+    def seconds(self, ts) -> float:
+        """COORD on the time axis of an event whose TS is ``ts`` (``coordinate``'s formula, on the driver)."""
+        return ts / 1e6 if self.ts_kind == "datetime" else float(ts)
+
     def order(self) -> list:
         """The logical order of the input (docs/language.md §10.1): by ts, then the position column."""
         keys = [F.col(TS)] if self.ts_kind != "position" else []

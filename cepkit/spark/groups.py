@@ -44,6 +44,7 @@ from typing import Iterator, Optional
 import numpy as np
 import pandas as pd
 
+from ..lang import ast as A
 from ..lang.checks import definitions, negated_vars
 from ..lang.query import Query
 from ..runtime.stream import Stream
@@ -94,6 +95,44 @@ _WHOLE_HISTORY = {
     "consume": "CONSUME BY makes each match depend on all earlier ones",
     "nested_strategy": "a strategy on a sub-pattern compares sub-matches outside the window",
 }
+
+
+# Features under which an event of a type the query never names can change its matches: it then counts
+# (STRICT contiguity, EVENTS windows, skip-till-next-match's "next"), or the query names no type (ANY).
+_TYPE_BOUND = frozenset(
+    {
+        "any_type",
+        "event_window",
+        "strategy:STRICT",
+        "strategy:PARTITION_STRICT",
+        "strategy:STNM",
+        "strategy:ROBUST_STNM",
+    }
+)
+
+
+def named_types(query: Query, options: Optional[dict] = None) -> Optional[frozenset]:
+    """The event types ``query``'s matches can read: the types its atoms name (negated ones included, with
+    every type below a concept of its hierarchy), or None when an event of any other type may count too
+    (``_TYPE_BOUND`` features, or engine ``options``, such as an out-of-order mode's punctuation).
+
+    An event of another type binds no variable and falls in no negation's scope, and a time window reads
+    only the ts of bound events: dropping such events before the shuffle leaves every match (with its
+    whole-stream positions, numbered before the drop) as it was, and moves only the events that matter.
+
+    >>> from cepkit import parse
+    >>> sorted(named_types(parse("SEQ(A a, !B b, C c) WITHIN 5 s")))
+    ['A', 'B', 'C']
+    >>> named_types(parse("SEQ(A a, C c) WITHIN 5 EVENTS")) is None
+    True
+    """
+    if options or _TYPE_BOUND & set(query.features):
+        return None
+    concepts = query.hierarchy if query.hierarchy is not None and query.hierarchy.attribute is None else None
+    found: set = set()
+    for atom in query.ast.pattern.find_all(A.Atom):
+        found |= concepts.covers(atom.type) if concepts is not None else {atom.type}
+    return frozenset(found)
 
 
 class OneGroupWarning(UserWarning):

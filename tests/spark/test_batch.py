@@ -406,7 +406,7 @@ def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, ar
         with_position and frame["position"].isna().any()
     )
     events = df.withColumn("_cep_input", F.monotonically_increasing_id()).withColumn(TS, F.col("ts")).localCheckpoint()
-    as_given = _numbered_as_given(events, layout.order() + [F.col("_cep_input")], F.lit(False), None, ())
+    as_given = _numbered_as_given(events, layout.order() + [F.col("_cep_input")], F.lit(False))
     assert (as_given is not None) == in_order
 
 
