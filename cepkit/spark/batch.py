@@ -57,7 +57,6 @@ _ROW = PREFIX + "row"  # monotonically_increasing_id: partition index in the hig
 _INPUT = PREFIX + "input"  # the input's own row order: the last tie-break, after ts and the position column
 _ORDER = PREFIX + "order"  # the order's columns (ts, the position column), numbered, in the order check
 _BAD = PREFIX + "bad"  # a null type or ts, in the order check
-_KEYS = PREFIX + "keys"  # the PARTITION BY key's hash, in the order check
 _SLICES_PER_PARTITION = 4  # time slices per shuffle partition, by default
 
 
@@ -72,14 +71,15 @@ def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -
     the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute. ``stats``
     ride on the counting job, so checks of the data cost no pass of their own.
     """
-    ordered = (
-        df.orderBy(*order)
-        .withColumn(_PART, F.spark_partition_id())
-        .withColumn(_ROW, F.monotonically_increasing_id())
-        .localCheckpoint()
-    )
-    parts = ordered.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect()
-    return _numbered(ordered, parts, name)
+    return numbered_in_place(df.orderBy(*order).localCheckpoint(), name, stats)
+
+
+def numbered_in_place(rows: DataFrame, name: str, stats: tuple = ()) -> tuple:
+    """``with_row_numbers``' result for ``rows`` whose partitions already hold them in order, one partition
+    after the other (a checkpoint, so that every job reads the same partitions): one counting job."""
+    rows = rows.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
+    parts = rows.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect()
+    return _numbered(rows, parts, name)
 
 
 def _numbered(rows: DataFrame, parts: list, name: str) -> tuple:
@@ -99,11 +99,10 @@ def row_in_partition():
     return F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
 
 
-def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple, kept: Optional[frozenset] = None) -> tuple:
+def _number_events(df: DataFrame, layout: Layout, coordinate) -> tuple:
     """(the events with POS (position in logical order) and TS (ts as the engines read it); the extent
-    (first, last) of ``coordinate``, None for POS itself; about how many distinct ``keys`` the events of a
-    type in ``kept`` (all of them when None) have, None without keys). EventError for a null type or ts,
-    found by the numbering's counting job.
+    (first, last) of ``coordinate``, None for POS itself). EventError for a null type or ts, found by the
+    numbering's counting job.
 
     Input already in logical order (a file written sorted by ts, say) is numbered by its row numbers: one
     check job, no global sort (``_numbered_as_given``); otherwise the rows are sorted (``with_row_numbers``).
@@ -117,15 +116,9 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple, kept:
     by_position = layout.ts_kind == "position" or coordinate is None
     if not rereadable(df):
         events = events.localCheckpoint()  # read by the check, then by the sort or the grouping
-    keyed = F.col("type").isin(*sorted(kept)) if kept is not None and keys else F.lit(True)
     # the events' own order: the input order (_INPUT) follows the row order within a partition, and the
     # partitions follow each other, so the check need not read it
-    numbered = _numbered_as_given(
-        events,
-        layout.order(),
-        F.col("type").isNull() | bad_ts,
-        F.when(keyed, F.xxhash64(*keys)) if keys else None,
-    )
+    numbered = _numbered_as_given(events, layout.order(), F.col("type").isNull() | bad_ts)
     if numbered is not None:
         events, parts = numbered
         if not by_position and parts:  # COORD grows with TS (layout.coordinate): the first and last rows'
@@ -135,7 +128,6 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple, kept:
             F.min(F.when(F.col("type").isNull(), row_in_partition())).alias("no_type"),
             F.min(F.when(bad_ts, row_in_partition())).alias("no_ts"),
             F.sum(bad_ts.cast("long")).alias("bad_ts"),
-            F.approx_count_distinct(F.when(keyed, F.struct(*keys))).alias("keys") if keys else F.lit(None).alias("keys"),
         ]
         if not by_position:
             stats += [F.min(coordinate).alias("first"), F.max(coordinate).alias("last")]
@@ -157,15 +149,12 @@ def _number_events(df: DataFrame, layout: Layout, coordinate, keys: tuple, kept:
                 f"{f', as in {others} other event(s)' if others else ''}; the row: "
                 f"{describe_row(row)}",
             )
-    # per partition distinct keys: the largest is a lower bound of the whole (enough to tell few keys from
-    # many, which is all it decides)
-    keys_seen = max((row["keys"] for row in parts), default=0) if keys else None
     count = sum(row["count"] for row in parts)
     if by_position:
         first, last = 0.0, float(max(count - 1, 0))
     elif not parts:
         first, last = 0.0, 0.0
-    return events.drop(_INPUT), first, last, keys_seen
+    return events.drop(_INPUT), first, last
 
 
 # The physical operators of a plan that reads the same rows into the same partitions each time it runs.
@@ -204,21 +193,17 @@ def _bad_value(field: str, value) -> str:
     return f"ts must be finite, got {value!r}"
 
 
-def _numbered_as_given(events: DataFrame, order: list, bad, keys=None) -> Optional[tuple]:
+def _numbered_as_given(events: DataFrame, order: list, bad) -> Optional[tuple]:
     """``with_row_numbers``' result without its global sort, when the rows already lie in ``order`` (their
     own row order breaking ties): a row's position is its partition's offset plus its row number there.
     ``events`` must be checkpointed, so that the check and the positions read the same partitions (partition
     ids and row numbers are read from the checkpoint: over a local relation Spark computes them on the
     driver, for one partition, and then splits the rows), or ``rereadable``. One job ships the order's
-    columns, ``bad`` (a null type or ts) and ``keys`` (a hash of the PARTITION BY key, or null) to Python
-    and reads, per partition, its count, whether it is in order, its first and last order keys (the
-    partitions must follow each other) and its number of distinct ``keys``. None when some row is out of
-    order, or ``bad`` (the sorted path reports it with its position)."""
+    columns and ``bad`` (a null type or ts) to Python and reads, per partition, its count, whether it is in
+    order, and its first and last order keys (the partitions must follow each other). None when some row
+    is out of order, or ``bad`` (the sorted path reports it with its position)."""
     scanned = events.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
-    shipped = [bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)]]
-    if keys is not None:
-        shipped.append(keys.cast("long").alias(_KEYS))
-    shipped = events.select(*shipped)
+    shipped = events.select(bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)])
     ends = [
         T.StructField(f"{end}{i}", shipped.schema[f"{_ORDER}{i}"].dataType)
         for i in range(len(order))
@@ -229,7 +214,6 @@ def _numbered_as_given(events: DataFrame, order: list, bad, keys=None) -> Option
             T.StructField(_PART, T.IntegerType()),
             T.StructField("count", T.LongType()),
             T.StructField("ordered", T.BooleanType()),
-            T.StructField("keys", T.LongType()),
             *ends,
         ]
     )
@@ -257,7 +241,6 @@ def order_summary(batches, width: int, schema):
 
     count, ordered = 0, True
     first = last = None
-    hashes = []
     for batch in batches:
         if not batch.num_rows:
             continue
@@ -283,22 +266,38 @@ def order_summary(batches, width: int, schema):
             ordered = ordered and not down.any()
             first = head if first is None else first
             last = tuple(column[-1].as_py() for column in keys)
-        if _KEYS in batch.schema.names:
-            found = batch.column(_KEYS)
-            if found.null_count < len(found):
-                hashes.append(pc.unique(found.drop_null()).to_numpy(zero_copy_only=False))
     if not count:
         return
-    keys = len(np.unique(np.concatenate(hashes))) if hashes else 0
     row = {
         _PART: TaskContext.get().partitionId(),
         "count": count,
         "ordered": ordered,
-        "keys": keys,
         **{f"first{i}": first[i] if ordered else None for i in range(width)},
         **{f"last{i}": last[i] if ordered else None for i in range(width)},
     }
     yield pa.RecordBatch.from_pylist([row], schema=schema)
+
+
+def _slice_places(session, split, first: float, last: float, partitions: int):
+    """A column for ``repartition(partitions, column)`` that sends slice k to partition
+    ``(k - k0) * partitions // slices``: each partition receives a run of consecutive slices, the first
+    partition the first run. Spark's hash partitioning puts a value v in partition pmod(hash(v), n) (Murmur3,
+    the ``F.hash`` of the value); so the column holds, for each target partition, a value that hashes
+    there, found by Spark itself over a local relation (on the driver, no job)."""
+    firsts, lasts, _ = split.slice_span(np.array([first, last], float), np.floor)
+    k0, k1 = int(firsts.min()), int(lasts.max())  # the first event's first slice (-1: the pad), the last's last
+    count = k1 - k0 + 1
+    targets: dict = {}
+    start = 0
+    while len(targets) < partitions:
+        candidates = session.createDataFrame([(v,) for v in range(start, start + 8 * partitions)], "v int")
+        for row in candidates.select("v", F.pmod(F.hash("v"), F.lit(partitions)).alias("p")).collect():
+            targets.setdefault(row["p"], row["v"])
+        start += 8 * partitions
+    place = F.floor((F.col(SLICE) - F.lit(k0)) * F.lit(partitions) / F.lit(count))
+    place = F.least(F.greatest(place, F.lit(0)), F.lit(partitions - 1)).cast("int")
+    values = F.array(*[F.lit(targets[p]).cast("int") for p in range(partitions)])
+    return F.element_at(values, place + 1).alias(PREFIX + "place")
 
 
 def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: tuple) -> DataFrame:
@@ -492,49 +491,57 @@ def match(
         *([layout.position] if layout.position and layout.position not in layout.used else []),
     ]
     coordinate = layout.coordinate(split)
-    kept = named_types(q, options)
-    numbered, first, last, keys_seen = _number_events(
+    numbered, first, last = _number_events(
         df.select(*(needed if fields is None else df.columns)),
         layout,
         None if split.axis == "position" else coordinate,
-        split.keys if split.sliceable else (),
-        kept,
     )
     # Only the events of the types the query names travel on (numbered first: positions count them all).
+    kept = named_types(q, options)
     events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
     events = events.withColumn(COORD, coordinate)
     partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    if split.kind == "partition" and split.sliceable and (slice_length is not None or keys_seen < partitions):
-        split = split.by_time()  # too few keys to keep the cores busy: cut the time axis instead
     if isinstance(slice_length, dt.timedelta):
         slice_length = slice_length.total_seconds()
-    # Four slices per partition: slices reach partitions by the hash of their number, and a few hashed
-    # values share out unevenly (the first 8 slices land in 4 of 8 partitions).
+    if split.kind == "partition" and split.sliceable:
+        # Time slices, each holding every key, when the data spans enough of them to give each partition
+        # one: the partitions then hold the matches in output order (no sort of the matches), and a few
+        # large keys cannot leave cores idle.
+        sliced = split.by_time().with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
+        if slice_length is not None or sliced.slice_count(first, last) >= partitions:
+            split = sliced
     split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
     if split.kind == "slices":
         first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
         events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
     events = null_keys(events, split.keys)
 
-    keys = list(split.work_keys)
     shipped = [
         "type",
         *layout.used,
-        *(["ts"] if "ts" in keys else []),
+        *(["ts"] if "ts" in split.work_keys else []),
         TS,
         POS,
         *([HOME, SLICE] if split.kind == "slices" else []),
     ]
     # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
     # cores (it does by size: the events of a few seconds' matching make a small shuffle).
-    grouped = events.repartition(partitions, *keys) if keys else events.repartition(1)  # the workers sort groups
+    if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
+        grouped = events.repartition(partitions, _slice_places(df.sparkSession, split, first, last, partitions))
+    elif split.kind == "partition":
+        grouped = events.repartition(partitions, *split.keys)
+    else:
+        grouped = events.repartition(1)  # the workers sort groups
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
     schema = layout.match_schema(q)
-    # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that sampling the
-    # sort bounds below does not run the engines a second time.
+    # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
+    # the matches does not run the engines a second time.
     found = grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint()
     variables = output_variables(q)
-    result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
+    if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
+        result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
+    else:  # one group, or slices in order: each partition's matches follow the previous partition's
+        result = numbered_in_place(found, "match_id")[0]
     result = result.select("match_id", "positions", *variables, *split.keys)
     return result if fields is None else _with_fields(result, numbered, fields, q, variables)
 
@@ -555,6 +562,6 @@ def with_positions(df: DataFrame, position: str = "position") -> DataFrame:
     """
     df = _spark_frame(df)
     layout = Layout.of_events(df.schema, position)
-    numbered = _number_events(df, layout, None, ())[0]
+    numbered = _number_events(df, layout, None)[0]
     columns = [c for c in df.columns if c != position]
     return numbered.select(*columns, F.col(POS).alias(position))

@@ -188,6 +188,10 @@ class Split:
         pad = 8 * math.ulp(abs(first) + span + overlap + length)
         return replace(self, length=float(length), origin=float(first), pad=pad)
 
+    def slice_count(self, first: float, last: float) -> int:
+        """How many slices own the matches of data spanning ``[first, last]`` on the axis (their HOME)."""
+        return int(math.floor((max(last, first) - self.origin) / self.length)) + 1
+
     def slice_span(self, coord, floor):
         """(first slice, last slice, home slice) of an event at ``coord`` on the axis.
 

@@ -399,7 +399,7 @@ def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, ar
     df = spark.createDataFrame(frame, "type string, ts long, row long" + (", position string" if with_position else ""))
     query = cepkit.parse("SEQ(A a, A b) WITHIN 2")
     layout = Layout.of(df.schema, query)
-    numbered = _number_events(df, layout, None, ())[0].orderBy(POS).toPandas()
+    numbered = _number_events(df, layout, None)[0].orderBy(POS).toPandas()
     assert list(numbered[POS]) == list(range(len(frame)))
     assert list(numbered["row"]) == expected
     in_order = frame.equals(frame.sort_values(order, na_position="first")) and not (
