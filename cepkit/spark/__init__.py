@@ -15,8 +15,9 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   ranks, so ``match`` runs its jobs when called and returns checkpointed rows already in that order.
 * A query is split by PARTITION BY key, else into overlapping time slices when it has a window, else it
   runs as one group with a ``OneGroupWarning`` (``groups``: why slicing loses and duplicates nothing).
-  A PARTITION BY query with a time window but fewer keys than shuffle partitions is sliced too, every
-  key in every slice, so that a few large keys do not leave cores idle.
+  A PARTITION BY query with a time window is sliced too, every key in every slice, when the data spans
+  a slice per shuffle partition: a few large keys then leave no core idle, and the slices' matches come
+  out in order. Only the events of the types the query names are shuffled (``groups.named_types``).
 * Only the columns the query reads travel to the engines; null and NaN keys meet in one group, since
   locally both are a missing attribute.
 * Streaming needs a ts, an integer position column (reported as the positions) and a window; the

@@ -5,11 +5,15 @@ The steps, each a plain Spark operation:
 1. check the columns against the query (``Layout.of``), pick the engine (``select_engine``): errors surface
    before any job runs;
 2. number the events in logical order, (ts, then the position column), as in the local API, and check
-   there are no null types or ts;
+   there are no null types or ts; then keep only the events of the types the query names
+   (``named_types``: the others change no match, unless STRICT, an EVENTS window, STNM or ANY counts them);
 3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices (also for a PARTITION BY
-   query with a time window whose keys are too few to fill the shuffle partitions), or as one group;
+   query with a time window when the data spans enough slices to give each shuffle partition one), or as
+   one group;
 4. sort each group by position and run the local engine on it (``GroupMatcher`` in ``mapInArrow``);
-5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does.
+5. number the matches in output order (by last position, then positions), as ``Matches.to_pandas()`` does:
+   slices reach the partitions in order (``_slice_places``), so their matches are numbered where they lie;
+   the matches of keys, which interleave, are sorted first.
 
 Steps 2 and 5 need global ranks, so ``match`` runs its jobs when called and returns a DataFrame read from
 a local checkpoint; showing or collecting it runs no matching again.
@@ -426,8 +430,9 @@ def match(
         For a query cut into time slices: the slice length, in seconds (in events for ``WITHIN n EVENTS``).
         By default about four slices per shuffle partition, each at least four times the overlap long. A
         query without PARTITION BY but with a window is always sliced; one with PARTITION BY and a time
-        window is sliced (every key in every slice) when it has fewer keys than shuffle partitions, or when
-        ``slice_length`` is given; otherwise its keys are spread over the partitions.
+        window is sliced (every key in every slice) when the data spans at least one such slice per
+        shuffle partition, or when ``slice_length`` is given; otherwise its keys are spread over the
+        partitions.
 
     Returns
     -------

@@ -12,7 +12,8 @@ Three ways to split (``plan_split``):
   keys are gathered into one engine run (the engine partitions them itself), since one run per key would
   cost more than the matching when keys are many. With a time window the time slices below work as well,
   each holding every key (a key's events within a time range are all in the slice): ``by_time`` switches
-  to them when the keys are too few to keep the cores busy.
+  to them when the data spans enough slices to give each shuffle partition one (the slices' matches then
+  come out in order, and a few large keys cannot leave cores idle).
 * ``"slices"``: without PARTITION BY but with a window ``w``, the time axis (the position axis for
   ``WITHIN n EVENTS``, with ``w = n - 1``) is cut into slices of length ``L``. Slice ``k`` *owns* the
   matches whose last event lies in ``[kL, (k+1)L)`` and receives the events in ``[kL - w, (k+1)L + r)``.

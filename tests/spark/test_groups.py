@@ -25,6 +25,7 @@ from cepkit.spark.groups import (
     EventColumns,
     GroupMatcher,
     OneGroupWarning,
+    named_types,
     output_variables,
     plan_split,
     warn_single,
@@ -193,3 +194,50 @@ def test_groups_are_a_partitions_rows_sorted_by_position(slices, rng, query):
     else:
         assert len(groups) == (1 if slices else 0)
     assert sorted(p for g in groups for p in g[POS]) == list(range(len(slices)))
+
+
+# ----------------------------------------------------------------------------- the events a query can read
+@settings(max_examples=60, deadline=None)
+@given(
+    streams(types=("A", "B", "C", "D", "E"), min_size=0, max_size=16, ids=2),
+    st.one_of(
+        unary_queries(types=("A", "B", "C"), strategies=("ALL", "NEXT", "LAST", "PARTITION_STRICT"), max_depth=2),
+        flat_seq_queries(types=("A", "B", "C"), strategies=("ALL", "NEXT", "STNM")),
+        set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+    ),
+)
+def test_the_events_of_other_types_change_no_match(events, query):
+    """``named_types``: matching only the events of the types the query names, each at its own position,
+    gives the matches of the whole stream (what ``cepkit.spark.match`` shuffles); where other events count
+    (STRICT, EVENTS windows, STNM, ANY), it keeps every type."""
+    q = cepkit.parse(query)
+    kept = named_types(q)
+    if kept is None:
+        assert {
+            "any_type",
+            "event_window",
+            "strategy:STRICT",
+            "strategy:PARTITION_STRICT",
+            "strategy:STNM",
+            "strategy:ROBUST_STNM",
+        } & set(q.features)
+        return
+    frame = pd.DataFrame(events, columns=["type", "ts", "v", "id"])
+    at = np.flatnonzero(frame["type"].isin(kept).to_numpy())
+    whole = cepkit.match(q, frame, engine="reference").positions()
+    pruned = cepkit.match(q, frame.iloc[at].reset_index(drop=True), engine="reference").positions()
+    assert [tuple(int(at[i]) for i in p) for p in pruned] == whole
+
+
+def test_named_types_follow_the_hierarchy_and_refuse_what_counts_others():
+    """A concept names every type below it; engine options (an out-of-order mode's punctuation) keep all."""
+    h = cepkit.Hierarchy({"Stock": ["Tech", "Energy"], "Tech": ["IBM", "MSFT"]})
+    q = cepkit.parse("SEQ(Tech a, !Energy b, Oil c) WITHIN 5 s", hierarchy=h)
+    assert named_types(q) == {"Tech", "IBM", "MSFT", "Energy", "Oil"}
+    assert named_types(q, {"disorder": "conservative"}) is None
+    for text in [
+        "SEQ(A a, ANY b) WITHIN 5 s",
+        "SELECT STRICT * PATTERN SEQ(A a, B b)",
+        "SEQ(A a, B b) WITHIN 3 EVENTS",
+    ]:
+        assert named_types(cepkit.parse(text)) is None, text
