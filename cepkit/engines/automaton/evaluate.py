@@ -248,7 +248,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
     return status
 
 
-@jit
+@jit(inline=True)
 def advance_enumerate(
     table, batch, count, none, consume, runs, stored, arena, scratch, roots, info, out, counts, order
 ):

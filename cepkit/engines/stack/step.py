@@ -27,7 +27,7 @@ from collections import deque
 from typing import Optional
 
 from ...runtime.event_record import PUNCTUATION, values_event, values_key
-from ...runtime.expiry import KeyExpiry, window_horizon
+from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import Match
 
 
@@ -110,7 +110,8 @@ class SeqStep:
         """The event into the stacks (``event``: its ``Event`` when it came from the matcher's tail); the
         matches it completes, in output order."""
         w = self.w
-        horizon = window_horizon(time, w)
+        # ``window_horizon(time, w)``, inline (a call costs a tenth of the step)
+        horizon = time - w - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
         recent = self.recent
         recent.append((type_, time, values, position, event))
         while recent[0][1] < horizon:
@@ -119,9 +120,13 @@ class SeqStep:
         if last and next(iter(last.values())) < horizon:
             for gone in self.expiry.expired(time):
                 self.keys.pop(gone, None)
-        key = values_key(self.key_at, type_, time, values) if self.keyed else ()
-        last[key] = time  # (events in order: its latest)
-        last.move_to_end(key)
+        if self.keyed:
+            key = values_key(self.key_at, type_, time, values)
+            last[key] = time  # (events in order: its latest)
+            last.move_to_end(key)
+        else:
+            key = ()
+            last[key] = time
         items = self.items_of.get(type_)
         if items is None:
             items = self._items(type_)
