@@ -278,8 +278,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
     quick = parser.parse_args().quick
-    for engine in ("rcep", "ses"):  # compile the numba kernels before timing
-        cepkit.match(q2(10), cards(50), engine=engine)
+    for engine in ("rcep", "ses"):  # compile the numba kernels (each query shape's) before timing
+        for query, frame in ((q2(10), cards(50)), (q2(10, 500), cards(50)), (q1(25, engine == "rcep"), stocks(50))):
+            cepkit.match(query, frame, engine=engine).positions()
     steps = (2 * 2 if quick else 2 * 4) + 8 + 2 * 3 * (2 if quick else 3)
     with tqdm(total=steps, desc="rcep bench") as bar:
         window_growth(quick, bar)

@@ -72,21 +72,24 @@ def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_
     # 2. window starts: a pointer per sub-stream, stepped back where the float slack makes min_time dip
     window_lo = np.empty(n, dtype=np.int64)
     timed = not np.isnan(window_seconds)
+    grouped_times = np.empty(n)
+    for g in range(n):
+        grouped_times[g] = times[events[g]]
     for c in range(n_codes):
         begin, end = group_size[c], group_size[c + 1]
         lo = begin
         for g in range(begin, end):
-            t = times[events[g]]
+            t = grouped_times[g]
             min_time = -np.inf
             if timed:
                 min_time = t - window_seconds - 8 * np.spacing(max(max(1.0, window_seconds), abs(t)))
             min_index = begin
-            if window_events > 0:
+            if window_events >= 0:
                 min_index = max(begin, g - window_events + 1)
             lo = max(lo, min_index)
-            while lo < g and times[events[lo]] < min_time:
+            while lo < g and grouped_times[lo] < min_time:
                 lo += 1
-            while lo > min_index and times[events[lo - 1]] >= min_time:
+            while lo > min_index and grouped_times[lo - 1] >= min_time:
                 lo -= 1
             window_lo[g] = lo
     # 3. members per slot, in grouped order
