@@ -1,4 +1,4 @@
-"""NEXT/LAST inside a pattern by [CEL] Theorem 4's closure (issue 24's targets), against the same pattern
+"""NEXT/LAST/MAX inside a pattern by [CEL] Theorem 4's closure (issue 24's targets), against the same pattern
 without the selection and against the filtering plan it replaces.
 
 Streams: uniformly random types A-D, one event per second, ``v`` in 0..99, ``id`` in 0..9. On one core,
@@ -39,6 +39,8 @@ QUERIES = [
     ("LAST(A a ; B b) ; C c", "A a ; B b ; C c"),
     ("A a ; NEXT(B+ b ; C c) ; D d", "A a ; B+ b ; C c ; D d"),
     ("LAST(A a ; B b) ; C c PARTITION BY id", "A a ; B b ; C c PARTITION BY id"),
+    ("MAX(A a ; B+ b) ; C c", "A a ; B+ b ; C c"),
+    ("* (MAX(A a ; B+ b) ; C c)+", "(A a ; B+ b ; C c)+"),
     ("* (NEXT(A a ; B b) ; C c)+", "(A a ; B b ; C c)+"),
     ("* NEXT(LAST(A a ; B b) ; C c) ; D d", "A a ; B b ; C c ; D d"),
     ("* A x ; LAST((B b FILTER x.v > 50) OR C c) ; D d", "A x ; ((B b FILTER x.v > 50) OR C c) ; D d"),

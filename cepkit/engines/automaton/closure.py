@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .compile import CEA, SINK
+from .compile import CEA, SINK, max_move
 from .determinize import Letters
 from .kernel import jit
 from .predicates import Alphabet
@@ -83,11 +83,48 @@ class Tracker:
         return tuple(c for c in new if c) + (fresh,), frozenset(mine)
 
 
+class MaxTracker:
+    """A MAX selection's tracker (``compile._EpsilonCEA._select_max``): R, the states of every run of A_φ
+    that has marked something, which a run entering φ (complex event still empty) has as its U; each
+    product transition is allowed when the event (and R, at the entry) gives its target's (T, U)."""
+
+    def __init__(self, selection, alphabet: Alphabet):
+        self.key = selection.key
+        self.entry = selection.initial
+        self.moves = {
+            r: tuple((dst, mark, alphabet.masks[guard]) for _, dst, mark, guard, _ in moves)
+            for r, moves in selection.moves.items()
+        }
+        self.product = selection.product
+        self.start: frozenset = frozenset()
+
+    def step(self, reached: frozenset, code: int, allowed: dict) -> tuple:
+        def step(states, mark):
+            return {dst for r in states for dst, m, mask in self.moves[r] if m == mark and code & mask == mask}
+
+        entry = frozenset({self.entry})
+        after = frozenset((step(reached, True) | step(reached, False) | step(entry, True)) - {SINK})
+        outcomes: dict = {}
+        mine = set()
+        for index, (pair, mark, dst, expect, source) in self.product.items():
+            if (pair, mark) not in outcomes:
+                T, U = (entry, reached) if pair is None else pair
+                outcomes[pair, mark] = max_move(step, T, U, mark)
+            T2, U2 = outcomes[pair, mark]
+            if dst == SINK:
+                ok = SINK not in U2
+            else:
+                ok = dst in T2 and (T2 - {SINK}, U2 - {SINK}) == expect
+            if ok:
+                mine.add((source, index))
+        return after, frozenset(mine)
+
+
 class Closure:
     """Every closure selection of a CEA: the letter each event reads given the trackers' states."""
 
     def __init__(self, cea: CEA, alphabet: Alphabet, letters: Letters):
-        self.trackers = [Tracker(sel, alphabet) for sel in cea.selections]
+        self.trackers = [(MaxTracker if sel.name == "MAX" else Tracker)(sel, alphabet) for sel in cea.selections]
         self.letters = letters
         self.origins = [(i, t.origin) for i, t in enumerate(cea.transitions) if t.origin]
         self.states: list = []  # state id -> one tracker state per selection

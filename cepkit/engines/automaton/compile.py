@@ -37,7 +37,7 @@ from ...errors import EventError, QueryError
 from ...lang import ast as A
 from ...lang.checks import bound, definitions
 from ...semantics.conditions import holds
-from .predicates import Guard, on_event
+from .predicates import Alphabet, Guard, on_event
 
 Unsupported = Callable[[A.Node, str], QueryError]
 
@@ -47,7 +47,7 @@ Unsupported = Callable[[A.Node, str], QueryError]
 TOP_STRATEGIES = ("ALL", "STRICT", "PARTITION_STRICT", "NEXT", "LAST", "MAX")
 STRICT = ("STRICT", "PARTITION_STRICT")
 RANKED = ("NEXT", "LAST", "MAX")
-CLOSED = ("NEXT", "LAST")  # nested, compiled by the closure where it applies (``nested_selections``)
+CLOSED = ("NEXT", "LAST", "MAX")  # nested, compiled by the closure where it applies (``nested_selections``)
 
 
 @dataclass(frozen=True)
@@ -77,9 +77,30 @@ class Selection:
     name: str
     initial: int
     moves: dict
+    # MAX: the ε-CEA edge of each product transition -> (the source's (T, U), None for the entry; its
+    # mark; its target in A_φ or SINK; the target's (T, U), None for the exit; its ε-CEA source state)
+    product: Optional[dict] = None
 
 
 SINK = -1
+MAX_PRODUCT = 2000  # (state, T, U) states of a MAX closure; past it MAX runs by filtering
+MAX_CODES = 1024  # the test bits an event may have, explored to build them
+
+
+class _TooLarge(Exception):
+    """A MAX closure's product passes ``MAX_PRODUCT`` states (or its events ``MAX_CODES`` test bits)."""
+
+
+def max_move(step, T: frozenset, U: frozenset, mark: bool) -> tuple:
+    """[CEL] Algorithm 7's move of a run whose complex event C is that of the runs in T (U: those of a
+    strict superset of C), reading an event it marks or skips; ``step(S, mark)`` is S's successors.
+    Marked, a superset must mark it too; skipped, every superset goes on and C's runs that mark it
+    become supersets. (T', U'), T' without what U' holds (dominated)."""
+    if mark:
+        after = frozenset(step(U, True))
+        return frozenset(step(T, True)) - after, after
+    after = frozenset(step(U, True) | step(U, False) | step(T, True))
+    return frozenset(step(T, False)) - after, after
 
 
 @dataclass(frozen=True)
@@ -131,7 +152,7 @@ def check_fragment(query, unsupported: Unsupported) -> None:
             raise unsupported(node, "conditions between iterations of a Kleene variable (prev, b[i], first, last)")
 
 
-def nested_selections(query, unsupported: Unsupported) -> tuple:
+def nested_selections(query, unsupported: Unsupported, closure_allowed: bool = True) -> tuple:
     """How the NEXT/LAST/MAX sub-patterns of ``query`` run: ("closure", ()), ("filter", the sub-patterns,
     one of each, checked) or (None, ()) when there is none.
 
@@ -140,12 +161,15 @@ def nested_selections(query, unsupported: Unsupported) -> tuple:
     φ's automaton A_φ inside the pattern's, each of its transitions allowed at an event only when SEL's
     tracker (the ranked classes of every run of A_φ from the stream's start, a deterministic function of
     the stream) says the run taking it is the best one reaching its target: the selection is then part of
-    the letters, and the pattern's automaton is evaluated as any other. It applies to NEXT and LAST
-    without a window, wherever they stand (inside ``+``, nested, under any strategy but STRICT, with
-    CONSUME BY and PARTITION BY). Under a window a better run that starts earlier may leave the window
-    before the end of φ's match, so the best run of a state depends on its start, which a letter cannot
-    carry; MAX needs the pair (T, U) of the run's own complex event, a state of the run, not of the stream;
-    STRICT around the selection would copy A_φ. Those run by **filtering**: φ alone under SEL next to the
+    the letters, and the pattern's automaton is evaluated as any other. MAX's pair (T, U) belongs to the
+    run, so MAX(φ) is the product with A_φ's (T, U) states, only its entry reading a tracker
+    (``_EpsilonCEA._select_max``). It applies without a window, wherever the selection stands (inside
+    ``+``, NEXT/LAST nested, under any strategy but STRICT, with CONSUME BY and PARTITION BY). Under a
+    window a better run that starts earlier may leave the window before the end of φ's match, so the best
+    run of a state depends on its start, which a letter cannot carry; STRICT around the selection would
+    copy A_φ; MAX's product is built over the events' test bits, which do not say what another
+    selection's tracker allows. Those (and a MAX product past ``MAX_PRODUCT``) run by **filtering**: φ
+    alone under SEL next to the
     pattern's automaton, whose matches are kept only if their sub-match of φ, read from the bindings of φ's
     variables, is one SEL chose (``plan.Program.nested``). That needs every atom of φ named by a variable
     used nowhere else, φ not inside a ``+`` (its variables would collect several sub-matches), no
@@ -154,7 +178,7 @@ def nested_selections(query, unsupported: Unsupported) -> tuple:
     automaton runs).
     """
     found = []  # (node, inside a +, inside another selection)
-    closure = query.within is None and query.strategy not in STRICT
+    closure = closure_allowed and query.within is None and query.strategy not in STRICT
 
     def visit(node, under_plus: bool, under_strict: bool, under_selection: bool):
         nonlocal closure
@@ -162,6 +186,8 @@ def nested_selections(query, unsupported: Unsupported) -> tuple:
         if ranked:
             found.append((node, under_plus, under_selection))
             closure = closure and node.name in CLOSED and not under_strict
+            if node.name == "MAX":  # alone: no selection around or inside it (its trackers read no other's)
+                closure = closure and not under_selection and not any(map(_is_ranked, node.pattern.walk()))
         under_strict = under_strict or (isinstance(node, A.Strategy) and node.name in STRICT)
         for child in _pattern_children(node):
             visit(child, under_plus or isinstance(node, A.Plus), under_strict, under_selection or ranked)
@@ -532,6 +558,8 @@ class _EpsilonCEA:
             return i, o
         if node.name in STRICT:
             return self._strict(node.pattern)
+        if self.closure and node.name == "MAX":
+            return self._select_max(node)
         if self.closure and node.name in CLOSED:
             return self._select(node)
         return self.build(node.pattern)  # ALL, or NEXT/LAST/MAX applied to the matches (Program)
@@ -574,9 +602,15 @@ class _EpsilonCEA:
         match of φ ending at that event."""
         key = len(self.selections)
         self.selections.append(None)
+        entry, leave = self._region(node.pattern, key)
+        self.selections[key] = (node.name, entry, leave, len(self.stack), None)
+        return entry, leave
+
+    def _region(self, pattern, key: int) -> tuple:
+        """φ's sub-automaton tagged with selection ``key``, with its fresh entry and its exit."""
         first = len(self.edges)
         self.stack.append(key)
-        i, o = self.build(node.pattern)
+        i, o = self.build(pattern)
         self.stack.pop()
         entry, leave = self.state(), self.state()
         depth = len(self.stack)  # this selection's place in the edges' ``sels``
@@ -596,7 +630,86 @@ class _EpsilonCEA:
             e = self.edges[index]
             if e.mark and e.dst in ends:
                 copy(index, e, dst=leave, exits=e.exits | {key})
-        self.selections[key] = (node.name, entry, leave, len(self.stack))
+        return entry, leave
+
+    def _select_max(self, node: A.Strategy) -> tuple:
+        """MAX(φ) as [CEL] Theorem 4's closure: states (p, T, U), p a state of A_φ, T the states of the
+        runs with p's run's complex event C, U those of runs with a strict superset of C (Algorithm 7's
+        pair, here a run's own: two runs in one state of A_φ may differ). A run whose state U reaches is
+        dominated and has no transition; one leaves through the exit only if no superset completes with
+        it. The product is built over every (T, U) the test bits can reach; at the entry (a run that has
+        marked nothing) T is the entry and U the states of every run that has marked something, R, the
+        one thing the tracker keeps (``closure.MaxTracker``): an entry transition is allowed when the
+        event and R give its target's (T, U), any other when the event does."""
+        key = len(self.selections)
+        self.selections.append(None)
+        scratch = _EpsilonCEA(self.hierarchy, self.closure, (), self.selections)
+        f, _ = scratch._region(node.pattern, key)
+        moves = _phi_moves(scratch, key, f, [scratch._closure([p]) for p in range(scratch.n_states)])
+        local = Alphabet([g for e in scratch.edges for g in (e.guard, *e.tracked)])
+        codes = _codes(local)
+
+        def step(code):
+            return lambda S, mark: {
+                dst for r in S for _, dst, m, guard, _ in moves[r] if m == mark and local.holds(guard, code)
+            }
+
+        start: frozenset = frozenset()
+        reach, todo = {start}, [start]
+        while todo:  # R: the states of the runs that have marked something
+            R = todo.pop()
+            for code in codes:
+                moved = step(code)
+                after = frozenset((moved(R, True) | moved(R, False) | moved({f}, True)) - {SINK})
+                if after not in reach:
+                    reach.add(after)
+                    todo.append(after)
+        entry, leave = self.state(), self.state()
+        states: dict = {}
+        built: set = set()
+        product: dict = {}
+        pending: list = []
+
+        def add(src_pair, src_state, move, code) -> None:
+            ident, dst, mark, _, _ = move
+            e = scratch.edges[ident]
+            if not local.holds(e.guard, code):
+                return
+            T, U = src_pair if src_pair is not None else (frozenset({f}), R)
+            T2, U2 = max_move(step(code), T, U, mark)
+            if dst == SINK:
+                if SINK in U2:
+                    return
+                expect, target = None, leave
+            else:
+                if dst not in T2:
+                    return
+                expect = (T2 - {SINK}, U2 - {SINK})
+                if (dst, expect) not in states:
+                    states[dst, expect] = self.state()
+                    pending.append((dst, expect))
+                    if len(states) > MAX_PRODUCT:
+                        raise _TooLarge
+                target = states[dst, expect]
+            if (src_state, ident, expect) in built:
+                return
+            built.add((src_state, ident, expect))
+            product[len(self.edges)] = (src_pair, mark, dst, expect, src_state)
+            fresh = frozenset({key}) if src_pair is None else frozenset()
+            self.edges.append(
+                _Edge(src_state, target, e.guard, mark, e.var, (key,), (e.guard,), (None,), fresh, frozenset())
+            )
+
+        for R in reach:
+            for move in moves[f]:
+                for code in codes:
+                    add(None, entry, move, code)
+        while pending:
+            r, pair = pending.pop()
+            for move in moves[r]:
+                for code in codes:
+                    add(pair, states[r, pair], move, code)
+        self.selections[key] = ("MAX", entry, leave, len(self.stack), (f, moves, product))
         return entry, leave
 
     def _closure(self, states, backwards: bool = False) -> set:
@@ -636,7 +749,7 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
     out = [[] for _ in range(n)]
     for index, e in enumerate(eps_cea.edges):
         out[e.src].append(index)
-    entries = {key: entry for key, (_, entry, _, _) in enumerate(eps_cea.selections)}
+    entries = {key: entry for key, (_, entry, _, _, _) in enumerate(eps_cea.selections)}
 
     def origin(p, e, index) -> tuple:
         return tuple((k, entries[k] if k in e.fresh else p, _ident(e, index, j)) for j, k in enumerate(e.sels))
@@ -691,32 +804,56 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
 
 
 def _selections(eps_cea: _EpsilonCEA, closure: list) -> tuple:
-    """Each closure selection's A_φ (``Selection``), innermost first: its states are its fresh entry and
-    the targets of its edges; a state's moves are the edges leaving its ε-closure (the entry's: its own)."""
+    """Each closure selection (``Selection``), innermost first."""
     found = []
-    for key, (name, entry, _, depth) in enumerate(eps_cea.selections):
-        edges = [(index, e) for index, e in enumerate(eps_cea.edges) if key in e.sels]
-        states = {entry} | {e.dst for _, e in edges if key not in e.exits}
-        moves = {}
-        for r in sorted(states):
-            sources = {entry} if r == entry else closure[r]
-            moves[r] = tuple(
-                (
-                    _ident(e, index, e.sels.index(key)),
-                    SINK if key in e.exits else e.dst,
-                    e.mark,
-                    e.tracked[e.sels.index(key)],
-                    tuple(
-                        (k, eps_cea.selections[k][1] if k in e.fresh else r, _ident(e, index, j))
-                        for j, k in enumerate(e.sels)
-                        if j > e.sels.index(key)
-                    ),
-                )
-                for index, e in edges
-                if e.src in sources
-            )
-        found.append((-depth, key, Selection(key, name, entry, moves)))
+    for key, (name, entry, _, depth, built) in enumerate(eps_cea.selections):
+        if built is None:
+            selection = Selection(key, name, entry, _phi_moves(eps_cea, key, entry, closure))
+        else:  # MAX: A_φ in its own numbering, and the product transitions
+            selection = Selection(key, name, built[0], built[1], built[2])
+        found.append((-depth, key, selection))
     return tuple(sel for _, _, sel in sorted(found))
+
+
+def _phi_moves(eps_cea: _EpsilonCEA, key: int, entry: int, closure: list) -> dict:
+    """Selection ``key``'s A_φ: its states are its fresh entry and the targets of its edges; a state's
+    moves are the edges leaving its ε-closure (the entry's: its own)."""
+    edges = [(index, e) for index, e in enumerate(eps_cea.edges) if key in e.sels]
+    states = {entry} | {e.dst for _, e in edges if key not in e.exits}
+    moves = {}
+    for r in sorted(states):
+        sources = {entry} if r == entry else closure[r]
+        moves[r] = tuple(
+            (
+                _ident(e, index, e.sels.index(key)),
+                SINK if key in e.exits else e.dst,
+                e.mark,
+                e.tracked[e.sels.index(key)],
+                tuple(
+                    (k, eps_cea.selections[k][1] if k in e.fresh else r, _ident(e, index, j))
+                    for j, k in enumerate(e.sels)
+                    if j > e.sels.index(key)
+                ),
+            )
+            for index, e in edges
+            if e.src in sources
+        )
+    return moves
+
+
+def _codes(alphabet: Alphabet) -> list:
+    """Every test-bit vector an event may have: one type (each one the tests name, and one they do not)
+    with every truth of the conditions."""
+    types = sorted({t for kind, payload in alphabet.tests if kind == "type" for t in payload}) + [None]
+    conditions = [i for i, (kind, _) in enumerate(alphabet.tests) if kind == "cond"]
+    if len(types) << len(conditions) > MAX_CODES:
+        raise _TooLarge
+    out = []
+    for t in types:
+        base = sum(1 << i for i, (kind, payload) in enumerate(alphabet.tests) if kind == "type" and t in payload)
+        for bits in itertools.product((0, 1), repeat=len(conditions)):
+            out.append(base | sum(bit << i for bit, i in zip(bits, conditions)))
+    return out
 
 
 def compile_query(query, unsupported: Unsupported) -> tuple:
@@ -725,6 +862,10 @@ def compile_query(query, unsupported: Unsupported) -> tuple:
     NEXT/LAST/MAX are applied by their algorithms over this CEA, STRICT by the STRICT construction)."""
     check_fragment(query, unsupported)
     how, nested = nested_selections(query, unsupported)
-    closure = how == "closure"
-    pattern = lp_normal(query, unsupported, closure)
-    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT, closure=closure), how, nested
+    if how == "closure":
+        try:
+            return thompson(lp_normal(query, unsupported, True), query.hierarchy, closure=True), how, nested
+        except _TooLarge:  # a MAX closure's product is too large: filtering
+            how, nested = nested_selections(query, unsupported, closure_allowed=False)
+    pattern = lp_normal(query, unsupported)
+    return thompson(pattern, query.hierarchy, strict=query.strategy in STRICT), how, nested

@@ -89,9 +89,9 @@ def test_constant_conditions_are_decided_at_compile_time():
         ("SEQ(A a, B+ b) WHERE count(b) > 1", "aggregates"),
         ("SEQ(A a, B+ b) WHERE prev(b.v) < b.v", "kleene_conditions"),
         # where the closure does not apply (MAX, a window), the filtering plan's refusals
-        ("(MAX(A a ; B b) ; C c)+", "inside an iteration"),
+        ("(MAX(A a ; B b) ; C c)+ WITHIN 5 s", "inside an iteration"),
         ("SELECT LAST * PATTERN NEXT(A a ; B b) ; C c WITHIN 5 s", "under SELECT LAST"),
-        ("MAX(A ; B b) ; C c", "without a variable"),
+        ("MAX(A ; B b) ; C c WITHIN 5 s", "without a variable"),
         ("(NEXT(A a ; B b) ; C c) OR D a WITHIN 5 EVENTS", "also defined outside"),
         ("SELECT STNM * PATTERN SEQ(A a, B b) WITHIN 5 s", "STNM"),
         ("(A a ; B+ b) FILTER not b.v > 1", "Kleene variable"),
@@ -253,13 +253,14 @@ def test_a_constant_condition_that_cannot_be_evaluated_goes_to_another_engine():
 
 
 def test_info_says_which_plan_ran_a_nested_selection():
-    """A NEXT/LAST inside a pattern without a window is compiled by the closure, MAX or one under a window
+    """A NEXT/LAST/MAX inside a pattern without a window is compiled by the closure, one under a window
     runs by filtering (docs/automaton-engine.md): ``info`` says which, and says nothing for a pattern
     without one; the matches are the reference's."""
     events = [{"type": t, "ts": i} for i, t in enumerate("AABAB")]
     for query, how in [
         ("NEXT(A a ; B b) ; B c", "closure"),
-        ("MAX(A a ; B b) ; B c", "filter"),
+        ("MAX(A a ; B b) ; B c", "closure"),
+        ("MAX(A a ; B b) ; B c WITHIN 3", "filter"),
         ("NEXT(A a ; B b) ; B c WITHIN 3", "filter"),
     ]:
         nested = cepkit.match(query, events, engine="automaton")
