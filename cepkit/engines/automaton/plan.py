@@ -345,7 +345,7 @@ class AutomatonMatcher(IncrementalPlan):
             + [(None, False, select is None)]
         )
         self.steppers: list = []  # the per-event steps of ``Matcher.pusher`` (``_Stepper``)
-        self.trackers: dict = {}  # PARTITION BY key -> its closure trackers' state (nested NEXT/LAST)
+        self.trackers: dict = {}  # PARTITION BY key -> its closure trackers' state (nested NEXT/LAST/MAX)
 
     def step(self, columns: tuple):
         """A step for events given as values of ``columns`` (``cepkit.Matcher.pusher``): ``step(type, time,
