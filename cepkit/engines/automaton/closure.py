@@ -1,4 +1,4 @@
-"""NEXT/LAST(φ) inside a pattern by [CEL] Theorem 4's closure: the selection becomes part of the letters.
+"""NEXT/LAST/MAX(φ) inside a pattern by [CEL] Theorem 4's closure: the selection becomes part of the letters.
 
 SEL(φ) keeps a match of φ when it is the best (docs/language.md §5: ≤next-least, ≤last-least) among every
 match of φ ending at the same position, over the whole stream. The closure's states are (p, T̄): p a state
@@ -19,6 +19,12 @@ nothing is enumerated to be dropped. The trackers of nested selections run inner
 selection's A_φ reads the inner one's allowed transitions. The pair (tracker states, the event's test
 bits) -> (next tracker states, letter) is memoized in tables a compiled loop reads (``transduce``),
 returning to Python on a missing entry, as the determinized table does.
+
+MAX ([CEL] Algorithm 7) ranks nothing: a run's complex event C is dropped when a strict superset ends
+with it, and the pair (T, U) that tells (the states of C's runs, of its supersets' runs) belongs to the
+run. So MAX(φ) is compiled as Theorem 4's product, states (p, T, U) (``compile._EpsilonCEA._select_max``);
+its tracker (``MaxTracker``) only keeps R, the states of every run that has marked something, which is
+the U of a run entering φ.
 """
 
 from __future__ import annotations

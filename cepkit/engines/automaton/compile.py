@@ -12,7 +12,7 @@ The pipeline, one function per stage:
    defining its variable. Equality correlations that PARTITION BY already guarantees (``x.id = y.id``
    with ``PARTITION BY id``) hold of equal values, so they become ``x.id = x.id and y.id = y.id``.
 3. ``thompson``: the ε-CEA of Appendix C.2, one in- and one out-state per sub-pattern; STRICT
-   sub-patterns become a ◦-copy and a •-copy switching at the first • (Theorem 4), nested NEXT/LAST
+   sub-patterns become a ◦-copy and a •-copy switching at the first • (Theorem 4), nested NEXT/LAST/MAX
    sub-patterns Theorem 4's closure where it applies (``nested_selections``, ``_EpsilonCEA._select``,
    ``closure.py``); ε-removal and trimming give the CEA A = (Q, Δ, q0, F) with Δ ⊆ Q × U × {•, ◦} × Q.
 
@@ -60,14 +60,14 @@ class Transition:
     guard: Guard
     mark: bool
     var: Optional[str] = None
-    # inside nested NEXT/LAST(φ) compiled by the closure: per enclosing selection k, the transition of
+    # inside nested NEXT/LAST/MAX(φ) compiled by the closure: per enclosing selection k, the transition of
     # φ's automaton this one takes, (k, its source state, its edge), which k's tracker allows or not
     origin: tuple = ()
 
 
 @dataclass(frozen=True)
 class Selection:
-    """A NEXT/LAST(φ) inside the pattern, as [CEL] Theorem 4's closure sees it: φ's own CEA A_φ over the
+    """A NEXT/LAST/MAX(φ) inside the pattern, as [CEL] Theorem 4's closure sees it: φ's own CEA A_φ over the
     ε-CEA's states, ``moves[r]`` the transitions of state r as (edge, target or ``SINK``, mark, guard,
     inner) where ``inner`` lists (k', source) for each selection k' nested inside φ that must allow the
     edge too. ``initial`` is the fresh entry (a run of φ that has marked nothing); ``SINK`` is [CEL]'s
@@ -112,7 +112,7 @@ class CEA:
     initial: int
     finals: frozenset
     transitions: tuple
-    selections: tuple = ()  # nested NEXT/LAST compiled by the closure, innermost first (``closure.py``)
+    selections: tuple = ()  # nested NEXT/LAST/MAX compiled by the closure, innermost first (``closure.py``)
 
     @cached_property
     def outgoing(self) -> tuple:
@@ -243,7 +243,7 @@ LP_NORMAL_LIMIT = 2000  # nodes: beyond this the exponential rewrite is refused,
 def lp_normal(query, unsupported: Optional[Unsupported] = None, closure: bool = False) -> Optional[A.Pattern]:
     """The query's pattern (WHERE and condition items included) in LP-normal form: every filter is a
     ``Filter(Atom, condition on the atom's variable)``. None when the pattern can never match. With
-    ``closure`` (nested NEXT/LAST compiled by the closure), a literal pushed into a selection from outside
+    ``closure`` (nested NEXT/LAST/MAX compiled by the closure), a literal pushed into a selection from outside
     it is told apart (``_Layered``): the selection chooses among φ's matches without it."""
     if unsupported is None:
 
@@ -729,7 +729,7 @@ class _EpsilonCEA:
 
 def thompson(pattern: Optional[A.Pattern], hierarchy=None, strict: bool = False, closure: bool = False) -> CEA:
     """The trimmed, ε-free CEA of an LP-normal pattern (None: the empty automaton); ``strict`` wraps the
-    whole pattern in STRICT; ``closure`` compiles nested NEXT/LAST by [CEL] Theorem 4's closure."""
+    whole pattern in STRICT; ``closure`` compiles nested NEXT/LAST/MAX by [CEL] Theorem 4's closure."""
     if pattern is None:
         return CEA(1, 0, frozenset(), ())
     if strict:

@@ -383,7 +383,7 @@ class AutomatonMatcher(IncrementalPlan):
         one by one returns (each event's matches in output order, event after event). NEXT, LAST and MAX
         step their selectors in Python, but only at the events they read (``_select_batch``), the
         letters, keys and gaps computed column-wise as for the kernel (each key's closure trackers, for
-        nested NEXT/LAST, carried from batch to batch). Nested selections by filtering, RETURN and CONSUME
+        nested NEXT/LAST/MAX, carried from batch to batch). Nested selections by filtering, RETURN and CONSUME
         BY ANY across keys need a Python step per event or match (or the keys interleaved): they push
         event by event, as does a batch out of time order (the key expiry below assumes order)."""
         self._settle_steps()
