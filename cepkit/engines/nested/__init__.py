@@ -20,11 +20,13 @@ Options:
   ``"normal form"`` (``cepkit.rewrite``'s DNF, run shared or nested, where it exists and keeps every
   match). ``Matches.info["plan"]`` says which ran and why, with the estimates, each SEQ's direction and
   the groups of SEQs that share their construction.
-- ``caching``: how a nested plan keeps a sub-query's results between outer candidates: ``"b"`` (B-CSV,
-  the default: the query intervals of one trigger merged and computed once), ``"a"`` (A-CSV), ``"p"``
-  (P-CSV); a sub-query with a summary (``summaries``) is answered from it in every mode. ``None`` is NEEL's
-  iterative baseline: every sub-query recomputed per candidate, no summary, no sharing. All give the same
-  matches; ``Matches.info["cache"]`` counts lookups, hits, computations, summary lookups, shared columns.
+- ``caching``: how a nested plan keeps a sub-query's results between outer candidates: ``"auto"`` (the
+  default: the Plan-Finder picks A-CSV where the views are reused across enough outer candidates, else no
+  caching, and says why in ``info["plan"]["caching"]``), ``"b"`` (B-CSV: the query intervals of one
+  trigger merged and computed once), ``"a"`` (A-CSV), ``"p"`` (P-CSV); a sub-query with a summary
+  (``summaries``) is answered from it in every mode. ``None`` is NEEL's iterative baseline: every sub-query
+  recomputed per candidate, no summary, no sharing. All give the same matches; ``Matches.info["cache"]``
+  counts lookups, hits, computations, summary lookups, shared columns.
 - ``rewrite``: ``True`` is ``plan="normal form"``. ``Matches.info["rewrite"]`` gives the rewriting.
 
 A ``Matcher`` reports a match at its last event when every scope it reads is closed; a match waiting for a
@@ -43,7 +45,17 @@ from ...runtime.stream import Stream
 from ...runtime.registry import DISORDER_MODES, Engine, IncrementalPlan, Plan, register
 from .execution import Execution
 from .operators import PlanBuilder
-from .planner import Choice, StreamStats, choose_directions, groups_of, label, nested_cost, shared_fixed_cost
+from .planner import (
+    CACHED,
+    Choice,
+    StreamStats,
+    choose_caching,
+    choose_directions,
+    groups_of,
+    label,
+    nested_cost,
+    shared_fixed_cost,
+)
 from .shared import run_shared, top_branches
 from .summaries import SubQuery
 from .views import CACHING_MODES
@@ -59,6 +71,7 @@ PURGE_EVERY = 64  # triggers (or pushes) between two purges of the stacks and vi
 
 
 PLANS = ("auto", "shared", "nested", "normal form")
+AUTO = "auto"  # caching chosen by the Plan-Finder (``planner.choose_caching``)
 
 
 class Form:
@@ -67,7 +80,7 @@ class Form:
 
     def __init__(self, query, caching):
         self.query = query
-        self.caching = caching
+        self.caching = CACHED if caching == AUTO else caching
         builder = PlanBuilder()
         self.root = builder.build(query.scoped)
         builder.mark_top(self.root)
@@ -77,12 +90,19 @@ class Form:
         if caching is None:
             self.branches, self.not_shared = None, "caching=None asks for NEEL's iterative baseline"
 
+    def with_caching(self, mode) -> "Form":
+        """The same compiled form run nested with another caching mode."""
+        form = object.__new__(Form)
+        form.__dict__.update(self.__dict__)
+        form.caching = mode
+        return form
+
 
 class NestedPlan(Plan):
     """A query compiled to NEEL operators, possibly through its normal form; ``run`` lets the Plan-Finder
     (``planner``) choose between shared execution, nested execution and the normal form. Pickles."""
 
-    def __init__(self, query, plan="auto", caching="b", rewrite=False):
+    def __init__(self, query, plan="auto", caching=AUTO, rewrite=False):
         self.original = query
         self.plan = "normal form" if rewrite and plan == "auto" else plan
         self.caching = caching
@@ -120,7 +140,22 @@ class NestedPlan(Plan):
         self.__init__(**state)
 
     def _choose(self, execution) -> tuple:
-        """(form, Choice): the Plan-Finder's pick for this stream (``planner``)."""
+        """(form, Choice): the Plan-Finder's pick for this stream (``planner``), and a nested run's caching
+        mode where ``caching`` was left to it."""
+        stats = StreamStats.of(execution)
+        form, choice = self._choose_plan(stats)
+        if choice.directions:
+            return form, choice
+        if self.caching != AUTO:
+            choice.caching = {"chosen": self.caching, "why": f"asked for (caching={self.caching!r})"}
+            return form, choice
+        mode, why, costs = choose_caching(form.root, len(form.subqueries), stats)
+        choice.caching = {"chosen": mode, "why": why, "costs": costs}
+        choice.why += "; " + why
+        return (form if mode == form.caching else form.with_caching(mode)), choice
+
+    def _choose_plan(self, stats: StreamStats) -> tuple:
+        """(form, Choice): shared, nested or the normal form, the cheapest on ``stats``."""
         written, normal = self.written, self.normal
         if self.caching is None:
             form = normal if self.plan == "normal form" and normal is not None else written
@@ -131,7 +166,6 @@ class NestedPlan(Plan):
             )
         if self.plan == "nested":
             return written, Choice("nested", "asked for (plan='nested')")
-        stats = StreamStats.of(execution)
         costs, options = {}, {}
         forms = [("", written)]
         if normal is not None and self.plan in ("auto", "normal form"):
@@ -206,6 +240,8 @@ class NestedPlan(Plan):
             "normal form (nested)" if self.form is self.normal else "nested",
             "an incremental Matcher runs nested (shared execution needs the whole stream)",
         )
+        why = "asked for" if self.caching != AUTO else "a Matcher has no stream to estimate on: A-CSV"
+        self.choice.caching = {"chosen": self.form.caching, "why": why}
         return NestedMatcher(self)
 
     def info(self) -> dict:
@@ -213,7 +249,7 @@ class NestedPlan(Plan):
         facts = {
             "execution": "normal form" if normal else "shared" if self.choice.directions else "nested",
             "plan": self.choice.as_dict(),
-            "caching": self.caching,
+            "caching": self.form.caching,
             "subqueries": len(self.subqueries),
             "emits": EMISSION,
         }
@@ -315,11 +351,14 @@ class NestedEngine(Engine):
     options = frozenset({"plan", "caching", "rewrite"})
     disorder = frozenset(DISORDER_MODES)  # through cepkit.runtime.disorder
 
-    def compile(self, query, plan="auto", caching="b", rewrite=False) -> NestedPlan:
+    def compile(self, query, plan="auto", caching=AUTO, rewrite=False) -> NestedPlan:
         if plan not in PLANS:
             raise ValueError(f"plan is one of {', '.join(map(repr, PLANS))}, not {plan!r}")
-        if caching not in CACHING_MODES:
-            raise ValueError(f"caching is one of 'a' (A-CSV), 'p' (P-CSV), 'b' (B-CSV) or None, not {caching!r}")
+        if caching != AUTO and caching not in CACHING_MODES:
+            raise ValueError(
+                f"caching is one of 'auto' (chosen per query), 'a' (A-CSV), 'p' (P-CSV), 'b' (B-CSV) or None, "
+                f"not {caching!r}"
+            )
         if not isinstance(rewrite, bool):
             raise TypeError(f"rewrite is True or False, not {rewrite!r}")
         for node in query.scoped.walk():

@@ -190,8 +190,8 @@ class PlanBuilder:
         return Boolean(index, negations, sub)
 
 
-def top_seqs(root: Operator) -> list:
-    """The SEQs at the top of a plan: the root, or reached from it through OR and conditions only."""
+def top_composites(root: Operator) -> list:
+    """The SEQs and ANDs at the top of a plan: the root, or reached from it through OR and conditions only."""
     out, stack = [], [root]
     while stack:
         op = stack.pop()
@@ -199,9 +199,14 @@ def top_seqs(root: Operator) -> list:
             stack += op.branches
         elif isinstance(op, Select):
             stack.append(op.child)
-        elif isinstance(op, WinSeq):
+        elif isinstance(op, (WinSeq, WinAnd)):
             out.append(op)
     return out
+
+
+def top_seqs(root: Operator) -> list:
+    """The SEQs at the top of a plan: the root, or reached from it through OR and conditions only."""
+    return [op for op in top_composites(root) if isinstance(op, WinSeq)]
 
 
 def _below(op: Operator) -> list:

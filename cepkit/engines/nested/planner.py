@@ -35,6 +35,14 @@ direction per SEQ, not Bell(d). The Plan-Finder tries all of them up to ``EXHAUS
 the sum of ``rows`` over the distinct partial columns they build), and beyond that starts from the cheaper
 uniform choice and flips one SEQ at a time while that lowers the cost. The groups reported are the SEQs
 that share a partial column.
+
+**Caching** (when nested execution runs and ``caching=`` was not given): a view or summary costs
+``C_VIEW`` per event and sub-query whether or not it is read, then ``C_LOOKUP`` per lookup; without
+caching each lookup computes its scope afresh, ``C_RECOMPUTE`` per scope event (about W / (items + 1)).
+Caching pays when a sub-query's results are reused across enough outer candidates in a window; the
+Plan-Finder then picks A-CSV, which ``bench/nested.py`` measures fastest of the three modes (11x / 90x over
+no caching at [CSV]'s 500 / 1000 s windows, B-CSV 8.5x / 69x), where [CSV] §8 ranks B-CSV first; else no
+caching (cheapest at the 100 s window, 2 candidates).
 """
 
 from __future__ import annotations
@@ -43,13 +51,16 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from .operators import Leaf, Select, WinOr, WinSeq, top_seqs
+from .operators import Leaf, Select, WinOr, WinSeq, top_composites, top_seqs
 
 C_EVENT = 3.0  # nested: one trigger of the root per event
 C_CANDIDATE = 8.0  # nested: one outer candidate built and validated; shared: one condition check per row
 C_LOOKUP = 1.5  # a summary lookup
 C_WITNESS = 2.0  # one event of a scope scanned through a view
 C_COLUMN = 0.02  # one element of a numpy column
+C_RECOMPUTE = 75.0  # no caching: one scope event of a sub-query computed afresh (bench [CSV] 500 s: 0.72 s / 9,518)
+C_VIEW = 4.0  # caching: one event kept in a sub-query's view or summary (bench [CSV] 100 s: 8 ms at 2,000 events)
+CACHED = "a"  # the mode chosen where caching pays: A-CSV, fastest in bench/nested.py
 EXHAUSTIVE = 10  # SEQs whose 2^d directions are all tried
 
 
@@ -113,6 +124,7 @@ class Choice:
     costs: dict = field(default_factory=dict)
     directions: list = field(default_factory=list)
     groups: list = field(default_factory=list)
+    caching: dict | None = None  # a nested run's caching mode: {"chosen", "why", "costs"}
 
     def as_dict(self) -> dict:
         return {
@@ -121,6 +133,7 @@ class Choice:
             "costs": self.costs,
             "directions": self.directions,
             "groups": self.groups,
+            "caching": self.caching,
         }
 
 
@@ -200,6 +213,36 @@ def nested_cost(root, shared: dict, stats: StreamStats, summarised: bool) -> flo
             per += C_LOOKUP if cheap else C_WITNESS * gap
         total += candidates * per
     return total
+
+
+def caching_costs(root, subqueries: int, stats: StreamStats) -> dict:
+    """Nested execution's sub-query lookups with views or summaries (``CACHED``) and without (None)."""
+    lookups = recompute = 0.0
+    for op in top_composites(root):
+        candidates = stats.rows(op.parts) * len(op.booleans)
+        lookups += candidates
+        recompute += candidates * stats.per_window / (len(op.parts) + 1)
+    return {CACHED: C_VIEW * stats.n * subqueries + C_LOOKUP * lookups, None: C_RECOMPUTE * recompute}
+
+
+def choose_caching(root, subqueries: int, stats: StreamStats) -> tuple:
+    """(mode, reason, costs): caching where its views are reused enough to repay keeping them."""
+    costs = caching_costs(root, subqueries, stats)
+    cached, none = round(costs[CACHED]), round(costs[None])
+    if not subqueries:
+        return CACHED, "no sub-query: caching changes nothing", {"A-CSV": cached, "none": none}
+    if cached < none:
+        why = (
+            f"caching 'a' (A-CSV): views estimated {cached:,} µs against {none:,} µs recomputing each "
+            f"sub-query per outer candidate (results reused across candidates; A-CSV is the fastest mode "
+            f"measured in bench/nested.py)"
+        )
+        return CACHED, why, {"A-CSV": cached, "none": none}
+    why = (
+        f"caching None: recomputing each sub-query per outer candidate estimated {none:,} µs against "
+        f"{cached:,} µs keeping views (too few candidates per window to reuse them)"
+    )
+    return None, why, {"A-CSV": cached, "none": none}
 
 
 def shared_fixed_cost(root, shared: dict, stats: StreamStats) -> float:

@@ -187,3 +187,28 @@ def test_the_complex_workload_shares_suffixes_across_queries():
     plan = found[0].info["plan"]
     assert found[0].info["cache"]["shared_hits"] >= 4
     assert all(any(set(g) <= set(group) for group in plan["groups"]) for g in (["Q1", "Q2", "Q3"], ["Q4", "Q5"]))
+
+
+def _trades(n: int, seed: int = 0) -> list:
+    """[CSV] §8's stream: a trade every 5 s among 30 symbols (10 named, 20 others)."""
+    rng = np.random.default_rng(seed)
+    symbols = ["MSFT", "ORCL", "RIMM", "AMAT", "YHOO", "INTC", "QQQ", "DELL", "CSCO", "IPIX"]
+    symbols += [f"X{k}" for k in range(20)]
+    return [{"type": symbols[k], "ts": 5 * i} for i, k in enumerate(rng.integers(0, 30, n))]
+
+
+@pytest.mark.parametrize("window, n, seed, mode", [(100, 1500, 1, None), (1000, 600, 0, "a")])
+def test_the_plan_finder_chooses_the_caching_mode_by_reuse(window, n, seed, mode):
+    """bench/nested.py's [CSV] rows: no caching is cheapest at the 100 s window (a couple of candidates, no
+    view is reused), A-CSV where caching pays (1000 s: many candidates per window read one view)."""
+    query = f"SEQ(MSFT m, ORCL o, !AND(RIMM r, AMAT a, YHOO y), INTC i, QQQ q) WITHIN {window} s"
+    events = _trades(n, seed)
+    found = assert_agrees(query, events, "nested", plan="nested")
+    assert len(found) > 0
+    caching = found.info["plan"]["caching"]
+    assert caching["chosen"] == mode == found.info["caching"] and set(caching["costs"]) == {"A-CSV", "none"}
+    assert f"caching {mode!r}" in caching["why"] and caching["why"] in found.info["plan"]["why"]
+    assert (caching["costs"]["A-CSV"] < caching["costs"]["none"]) == (mode == "a")
+    assert (found.info["cache"]["summary_lookups"] > 0) == (mode == "a")  # None: every lookup recomputed
+    asked = cepkit.match(query, events, engine="nested", plan="nested", caching="b").info
+    assert asked["caching"] == "b" and asked["plan"]["caching"]["why"] == "asked for (caching='b')"

@@ -86,8 +86,11 @@ def test_info_reports_the_plan_the_rewrite_and_the_caches():
     stream = cepkit.datasets.neel_hospital("q1_accept_no_disinfection")
     query = "SEQ(Recycle r, Washing w, !SEQ(Sharpening s, Disinfection d, Checking c), Operating o)"
     info = cepkit.match(query, stream, engine="nested", plan="nested").info
-    assert info["execution"] == "nested" and info["caching"] == "b" and info["rewrite"] is None
-    assert info["subqueries"] == 1 and info["cache"]["summary_lookups"] == 1 and info["cache"]["lookups"] == 0
+    assert info["execution"] == "nested" and info["rewrite"] is None and info["subqueries"] == 1
+    assert info["caching"] == info["plan"]["caching"]["chosen"] == "a"  # no WITHIN: one window, reused
+    assert info["cache"]["summary_lookups"] == 1
+    info = cepkit.match(query, stream, engine="nested", plan="nested", caching="b").info
+    assert info["caching"] == "b" and info["cache"]["summary_lookups"] == 1 and info["cache"]["lookups"] == 0
     info = cepkit.match(query, stream, engine="nested", caching=None).info
     assert info["execution"] == "nested" and info["cache"]["lookups"] == 1
     info = cepkit.match(query, stream, engine="nested", rewrite=True).info
