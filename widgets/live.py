@@ -1,6 +1,7 @@
 """Live: matches drawn as a stream's batches arrive (``LiveView``), fed by a local ``cepkit.Matcher`` over an
 iterator of events or DataFrame batches (``LiveView.from_batches``), or by a Structured Streaming query
-(``LiveView.from_spark``: ``cepkit.spark.match_stream`` into the widget through ``foreachBatch``).
+(``LiveView.from_spark``: ``cepkit.spark.match_stream`` into the widget through ``foreachBatch`` on a
+classic session, through memory sinks read from the kernel on Spark Connect).
 
 What it shows, updated after every batch: a status line (batches, events, matches, events/s over the last
 batch and overall, the watermark, late and dropped events), a Stop button, a timeline (``MatchTimeline`` in
@@ -106,6 +107,8 @@ class LiveView(widgets.VBox):
         self._started: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
         self._feed: Optional[Iterator] = None
+        self._poll = None  # a Spark Connect feed's read of its memory sinks
+        self.failed = ""  # why a feed stopped by itself
         self.stats = widgets.HTML()
         self.stats.add_class("cepkit-live-stats")
         self.stop_button = widgets.Button(description="Stop", icon="stop", button_style="danger")
@@ -178,56 +181,111 @@ class LiveView(widgets.VBox):
         position: str = "position",
         delay=None,
         view: Optional[dict] = None,
+        poll: float = 1.0,
         **options,
     ) -> "LiveView":
         """A view fed by Structured Streaming: ``cepkit.spark.match_stream(query, events, ...)`` and the
-        events themselves, each into the view through ``foreachBatch`` (the driver runs it, in this process:
-        a classic session). Both streaming queries start now; Stop (or ``stop()``) stops them."""
+        events themselves. On a classic session each goes into the view through ``foreachBatch`` (the driver
+        runs it, in this process). On Spark Connect, whose server runs ``foreachBatch`` in a Python process of
+        its own that cannot reach this kernel's widgets, each goes into a memory sink, read by a thread of
+        this kernel every ``poll`` seconds (``poll()`` reads it at once): the rows the sinks appended since
+        the last read are the view's next batch. Both streaming queries start now; Stop (or ``stop()``)
+        stops them."""
         import cepkit.spark
 
-        if cepkit.spark.jobs.is_connect(events.sparkSession):
-            raise ValueError(
-                "LiveView.from_spark needs a classic Spark session: Spark Connect runs foreachBatch "
-                "in a Python process of its server, which cannot reach this kernel's widgets"
-            )
         live = cls(**(view or {}))
         live.heading = f"live on Spark · {cepkit.parse(query).text.splitlines()[0][:80]}"
+        found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
+        variables = [
+            c
+            for c in found_stream.columns
+            if c not in ("match_id", "positions") and c not in cepkit.parse(query).partition_by
+        ]
+        if cepkit.spark.jobs.is_connect(events.sparkSession):
+            return live._poll_memory_sinks(events, found_stream, variables, position, poll)
         lock = threading.Lock()
-        pending: dict = {"events": [], "matches": []}
-        variables: list = []
+        pending: list = []
 
         def on_events(batch, batch_id):
             frame = batch.toPandas()
             with lock:
-                pending["events"].append(frame.set_index(position).sort_index())
+                pending.append(frame.set_index(position).sort_index())
 
         def on_matches(batch, batch_id):
             rows = batch.toPandas()
-            found = []
-            for _, row in rows.iterrows():
-                bindings = {v: binding(row[v]) for v in variables if binding(row[v]) is not None}
-                found.append(cepkit.Match.of(bindings, [int(p) for p in row["positions"]]))
             with lock:
-                events_now = pd.concat(pending["events"]) if pending["events"] else pd.DataFrame()
-                pending["events"].clear()
-            progress = matches_query.lastProgress or {}
-            watermark = (progress.get("eventTime") or {}).get("watermark")
-            dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
-            live.add(
-                events_now, found, watermark=watermark, dropped=dropped, rate=progress.get("processedRowsPerSecond")
-            )
+                events_now = pd.concat(pending) if pending else pd.DataFrame()
+                pending.clear()
+            live._add_spark_batch(events_now, rows, variables, matches_query.lastProgress)
 
-        found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
-        variables.extend(
-            c
-            for c in found_stream.columns
-            if c not in ("match_id", "positions") and c not in cepkit.parse(query).partition_by
-        )
         events_query = events.writeStream.foreachBatch(on_events).start()
         matches_query = found_stream.writeStream.outputMode("append").foreachBatch(on_matches).start()
         live.queries.extend([events_query, matches_query])
         live.on_stop.append(lambda: [q.stop() for q in live.queries])
         return live
+
+    def _poll_memory_sinks(self, events, found_stream, variables: list, position: str, every: float) -> "LiveView":
+        """Spark Connect: the events and the matches each into a memory sink (a table of the session), the
+        rows appended since the last read fetched by ``poll()``, which a daemon thread calls every ``every``
+        s until Stop. A memory sink appends each micro-batch's rows in order, so the rows after the ones read
+        (``offset``) are the new ones; it keeps every row in the server's driver, so an endless stream's
+        sinks grow there (this view stays bounded)."""
+        spark = events.sparkSession
+        names = {kind: f"cepkit_live_{kind}_{id(self):x}" for kind in ("events", "matches")}
+        self.queries.extend(
+            [
+                events.writeStream.format("memory").queryName(names["events"]).start(),
+                found_stream.writeStream.outputMode("append").format("memory").queryName(names["matches"]).start(),
+            ]
+        )
+        read = {"events": 0, "matches": 0, "batch": None}
+        lock = threading.Lock()
+
+        def poll() -> bool:
+            with lock:
+                if self.stopped:
+                    return False
+                progress = self.queries[1].lastProgress
+                batch_id = progress.get("batchId") if progress else None
+                new = {}
+                for kind, name in names.items():
+                    new[kind] = spark.table(name).offset(read[kind]).toPandas()
+                    read[kind] += len(new[kind])
+                if not len(new["events"]) and not len(new["matches"]) and batch_id == read["batch"]:
+                    return False
+                read["batch"] = batch_id
+                events_now = new["events"].set_index(position).sort_index()
+                self._add_spark_batch(events_now, new["matches"], variables, progress)
+                return True
+
+        def keep_polling():
+            while not self.stopped:
+                try:
+                    poll()
+                except Exception as error:  # noqa: BLE001 - a stopped session: said in the view, the thread ends
+                    if not self.stopped:
+                        self.failed = f"reading the memory sinks failed: {error}"
+                        self._show_stats()
+                    return
+                time.sleep(every)
+
+        self._poll = poll
+        self.on_stop.append(lambda: [q.stop() for q in self.queries])
+        self._thread = threading.Thread(target=keep_polling, name="LiveView.poll", daemon=True)
+        self._thread.start()
+        return self
+
+    def _add_spark_batch(self, events: pd.DataFrame, rows: pd.DataFrame, variables: list, progress) -> None:
+        """One micro-batch of a Spark feed: its events (indexed by position), its match rows, the matches
+        query's progress (watermark, rows dropped by it, rows per second)."""
+        found = []
+        for _, row in rows.iterrows():
+            bindings = {v: binding(row[v]) for v in variables if binding(row[v]) is not None}
+            found.append(cepkit.Match.of(bindings, [int(p) for p in row["positions"]]))
+        progress = progress or {}
+        watermark = (progress.get("eventTime") or {}).get("watermark")
+        dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
+        self.add(events, found, watermark=watermark, dropped=dropped, rate=progress.get("processedRowsPerSecond"))
 
     # ------------------------------------------------------------------ public
     def run(self, batches: Optional[int] = None) -> "LiveView":
@@ -241,6 +299,13 @@ class LiveView(widgets.VBox):
             self.finished = True
             self._show_stats()
         return self
+
+    def poll(self) -> bool:
+        """A Spark Connect feed: read the memory sinks now (the rows since the last read, a batch of the view);
+        whether there was anything new."""
+        if self._poll is None:
+            raise ValueError("this view does not poll: only LiveView.from_spark on Spark Connect does")
+        return self._poll()
 
     def start(self) -> "LiveView":
         """Feed the batches in a background thread (a local feed); Stop ends it."""
@@ -404,7 +469,9 @@ class LiveView(widgets.VBox):
 
     def _show_stats(self) -> None:
         state = (
-            "stopped"
+            f"stopped: {html.escape(self.failed)}"
+            if self.failed
+            else "stopped"
             if self.stopped
             else "finished"
             if self.finished

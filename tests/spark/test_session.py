@@ -17,7 +17,7 @@ from cepkit.spark.session import ROCKSDB_PROVIDER
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-CONNECT_TIMEOUT_S = 300
+CONNECT_TIMEOUT_S = 600  # the script starts a Connect server and runs seven Spark steps: 5 min at load 25
 READY = "cepkit-connect-session-ready"
 
 
@@ -113,6 +113,24 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
         pass
     print(json.dumps([found, [row[wb.grid.columns.index("positions")] for row in wb.grid.rows], len(seen), job.cancelled,
                       time.monotonic() - asked]), flush=True)
+    # A live view on this session (widgets.live): foreachBatch would run in the server's Python, so the events
+    # and the matches go into memory sinks that poll() reads from here; a batch of the view per read.
+    from widgets.live import LiveView
+    source = os.path.join(folder, "live")
+    os.mkdir(source)
+    stream = spark.readStream.schema("type string, ts double, position long, id long").json(source)
+    live = LiveView.from_spark(sys.argv[1], stream, engine="reference", view={{"last": 2, "sample": 1}}, poll=3600)
+    more = events.assign(ts=[4.0, 5.0, 6.0, 7.0], position=range(4, 8))
+    polled = []
+    for number, batch in enumerate([events.assign(position=range(4)), more, batches[1].assign(position=8)]):
+        batch.to_json(os.path.join(source, f"{{number}}.json"), orient="records", lines=True)
+        for query in live.queries:
+            query.processAllAvailable()
+        polled.append(live.poll())
+    live.stop()
+    kept = sorted(list(m.positions) for _, m in (*live.latest, *live.earlier))
+    print(json.dumps([polled, live.batches, live.event_count, live.match_count, kept, live.stats.value,
+                      [query.isActive for query in live.queries]]), flush=True)
     # The local Connect server pyspark started keeps threads that hold the interpreter open: leave at once.
     spark.stop()
     os._exit(0)
@@ -148,8 +166,8 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
-    lines = run.stdout.strip().splitlines()[-4:]
-    warned, batch, (streamed, late), (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
+    lines = run.stdout.strip().splitlines()[-5:]
+    warned, batch, (streamed, late), (found, page, reports, cancelled, cancel_s), live = [json.loads(x) for x in lines]
     assert warned == []  # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
     expected = [list(p) for p in cepkit.match(query, events, engine="reference").positions()]
@@ -157,3 +175,9 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     assert streamed == sorted(expected) and late == 0  # match_stream too; the event at ts 0 is not late
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
+    polled, batches, live_events, live_matches, kept, stats, active = live
+    events_after = events + [{"type": t, "ts": 4 + i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
+    all_found = [list(p) for p in cepkit.match(query, [*events_after, {"type": "Z", "ts": 100, "id": 1}]).positions()]
+    assert polled == [True, True, True] and batches == 3 and live_events == 9  # each poll saw one micro-batch
+    assert live_matches == len(all_found) > 2 and kept and all(p in all_found for p in kept) and len(kept) == 3
+    assert "<b>stopped</b>" in stats and "watermark 1970-01-01T00:01:40" in stats and active == [False, False]

@@ -4,6 +4,7 @@ counted; Stop ends a background feed; ``replay`` cuts a stream into batches of s
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import cepkit
 from widgets.live import LiveView, replay
@@ -68,6 +69,8 @@ def test_stop_ends_a_background_feed():
     live.wait(10)
     assert not live._thread.is_alive() and live.stopped and "stopped" in live.stats.value
     assert live.stop_button.disabled
+    with pytest.raises(ValueError, match="only LiveView.from_spark on Spark Connect"):
+        live.poll()  # a local feed pushes its batches; only a Connect feed's memory sinks are read
 
 
 def test_replay_cuts_batches_of_stream_time():
