@@ -8,6 +8,7 @@ of the results grid) and, apart, ``run_query`` alone (the engine part of it). Ra
 
     python bench/workbench.py [--events 1000000] [--engines automaton stack] [--repeat 3]
     python bench/workbench.py --flights [--strategies]    # the user's path on the 690k-event flights year
+    python bench/workbench.py --many-runs MAX --engines automaton rcep   # a strategy with many live runs
 
 ``--flights`` times each step a user takes on ``cepkit.datasets.flights.flight_events()`` with the tour's
 query, once each (wall and CPU seconds; the baseline is ``cepkit.match`` in the same run): the Workbench
@@ -104,6 +105,40 @@ def flights(strategies: bool) -> None:
         )
 
 
+def many_runs(n: int, strategy: str, engines: list) -> None:
+    """``SEQ(A a, B b, C c) WITHIN 10 min`` under ``strategy`` over ``n`` events of which 3% are A, B or C
+    (one every 0-2 s, so ~6 live starts per window): CPU seconds of ``cepkit.match`` and of ``run_query``."""
+    rng = np.random.default_rng(0)
+    types = rng.choice(list("DEFGHIJKLMNOPQRSTUVWXYZ"), n).astype(object)
+    letters = rng.random(n) < 0.03
+    types[letters] = rng.choice(list("ABC"), int(letters.sum()))
+    seconds = np.cumsum(rng.integers(0, 3, n))
+    stream = as_stream(
+        pd.DataFrame({"type": types, "ts": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(seconds, unit="s")})
+    )
+    query = cepkit.parse("SEQ(A a, B b, C c) WITHIN 10 min").with_strategy(strategy)
+    rows, found = [], None
+    for engine in engines:
+        for path, call in (
+            ("cepkit.match", lambda: cepkit.match(query, stream, engine=engine)),
+            ("run_query", lambda: run_query(query, stream, engine, progress=lambda d, t: None).matches),
+        ):
+            cpu = time.process_time()
+            positions = call().positions()
+            assert found is None or positions == found, "another engine or path found other matches"
+            found = positions
+            rows.append(
+                {
+                    "engine": engine,
+                    "path": path,
+                    "matches": len(positions),
+                    "CPU s": round(time.process_time() - cpu, 2),
+                }
+            )
+    print(f"{query} over {n:,} events, {int(letters.sum()):,} of them A, B or C")
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--events", type=int, default=1_000_000)
@@ -112,7 +147,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--flights", action="store_true", help="the user's path on the flights year")
     parser.add_argument("--strategies", action="store_true", help="with --flights: the Strategies tab too")
+    parser.add_argument("--many-runs", metavar="STRATEGY", help="MAX, NEXT, ...: many live runs (3%% A/B/C)")
     args = parser.parse_args()
+    if args.many_runs:
+        return many_runs(args.events, args.many_runs, args.engines)
     if args.flights:
         return flights(args.strategies)
     frame = events(args.events)
