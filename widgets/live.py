@@ -258,8 +258,10 @@ class LiveView(widgets.VBox):
                 self._add_spark_batch(events_now, new["matches"], variables, progress)
                 return True
 
+        stopping = threading.Event()
+
         def keep_polling():
-            while not self.stopped:
+            while not stopping.wait(every):  # a read every ``every`` s, the first after ``every`` s; Stop wakes it
                 try:
                     poll()
                 except Exception as error:  # noqa: BLE001 - a stopped session: said in the view, the thread ends
@@ -267,9 +269,9 @@ class LiveView(widgets.VBox):
                         self.failed = f"reading the memory sinks failed: {error}"
                         self._show_stats()
                     return
-                time.sleep(every)
 
         self._poll = poll
+        self.on_stop.append(stopping.set)
         self.on_stop.append(lambda: [q.stop() for q in self.queries])
         self._thread = threading.Thread(target=keep_polling, name="LiveView.poll", daemon=True)
         self._thread.start()

@@ -74,22 +74,27 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     events = pd.DataFrame({{"type": list("ABAB"), "ts": [0, 1, 2, 3], "id": [1, 1, 2, 2]}})
     found = cepkit.spark.match(sys.argv[1], spark.createDataFrame(events), engine="reference").toPandas()
     print(json.dumps([list(map(int, p)) for p in found["positions"]]))
-    # The same events as a stream in one micro-batch, then an event far later that moves the watermark.
+    # The same events as a stream in one micro-batch, then an event far later that moves the watermark, into
+    # a live view (widgets.live): foreachBatch would run in the server's Python, so the events and the matches
+    # go into memory sinks that poll() reads from here, a batch of the view per read.
+    from widgets.live import LiveView
     folder = tempfile.mkdtemp()
     source = os.path.join(folder, "events")
     os.mkdir(source)
     stream = spark.readStream.schema("type string, ts double, position long, id long").json(source)
-    running = (cepkit.spark.match_stream(sys.argv[1], stream, engine="reference").writeStream.format("memory")
-               .queryName("connect_matches").option("checkpointLocation", os.path.join(folder, "checkpoint"))
-               .outputMode("append").start())
+    live = LiveView.from_spark(sys.argv[1], stream, engine="reference", poll=3600)
     batches = [events.assign(position=range(4)), pd.DataFrame([{{"type": "Z", "ts": 100.0, "position": 4, "id": 1}}])]
+    polled = []
     for number, batch in enumerate(batches):
         batch.to_json(os.path.join(source, f"{{number}}.json"), orient="records", lines=True)
-        running.processAllAvailable()
-    streamed = spark.sql("select * from connect_matches").toPandas()
-    late = cepkit.spark.late_events(running)
-    running.stop()
-    print(json.dumps([sorted(list(map(int, p)) for p in streamed["positions"]), late]))
+        for query in live.queries:
+            query.processAllAvailable()
+        polled.append(live.poll())
+    late = cepkit.spark.late_events(live.queries[1])
+    live.stop()
+    streamed = sorted(list(m.positions) for _, m in (*live.earlier, *live.latest))
+    print(json.dumps([streamed, late, polled, live.batches, live.event_count, live.match_count, live.stats.value,
+                      [query.isActive for query in live.queries]]))
     # The Workbench on this session (widgets.on_spark), and a Job's progress and Cancel through Connect.
     import time
     from widgets.on_spark import SparkWorkbench
@@ -113,24 +118,6 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
         pass
     print(json.dumps([found, [row[wb.grid.columns.index("positions")] for row in wb.grid.rows], len(seen), job.cancelled,
                       time.monotonic() - asked]), flush=True)
-    # A live view on this session (widgets.live): foreachBatch would run in the server's Python, so the events
-    # and the matches go into memory sinks that poll() reads from here; a batch of the view per read.
-    from widgets.live import LiveView
-    source = os.path.join(folder, "live")
-    os.mkdir(source)
-    stream = spark.readStream.schema("type string, ts double, position long, id long").json(source)
-    live = LiveView.from_spark(sys.argv[1], stream, engine="reference", view={{"last": 2, "sample": 1}}, poll=3600)
-    more = events.assign(ts=[4.0, 5.0, 6.0, 7.0], position=range(4, 8))
-    polled = []
-    for number, batch in enumerate([events.assign(position=range(4)), more, batches[1].assign(position=8)]):
-        batch.to_json(os.path.join(source, f"{{number}}.json"), orient="records", lines=True)
-        for query in live.queries:
-            query.processAllAvailable()
-        polled.append(live.poll())
-    live.stop()
-    kept = sorted(list(m.positions) for _, m in (*live.latest, *live.earlier))
-    print(json.dumps([polled, live.batches, live.event_count, live.match_count, kept, live.stats.value,
-                      [query.isActive for query in live.queries]]), flush=True)
     # The local Connect server pyspark started keeps threads that hold the interpreter open: leave at once.
     spark.stop()
     os._exit(0)
@@ -166,18 +153,16 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
-    lines = run.stdout.strip().splitlines()[-5:]
-    warned, batch, (streamed, late), (found, page, reports, cancelled, cancel_s), live = [json.loads(x) for x in lines]
+    lines = run.stdout.strip().splitlines()[-4:]
+    warned, batch, live, (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
+    streamed, late, polled, batches, live_events, live_matches, stats, active = live
     assert warned == []  # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
     expected = [list(p) for p in cepkit.match(query, events, engine="reference").positions()]
     assert batch == expected and expected
     assert streamed == sorted(expected) and late == 0  # match_stream too; the event at ts 0 is not late
+    # the live view on Connect: a batch per micro-batch read from the memory sinks, the watermark, Stop
+    assert polled == [True, True] and batches == 2 and live_events == 5 and live_matches == len(expected)
+    assert "<b>stopped</b>" in stats and "watermark 1970-01-01T00:01:40" in stats and active == [False, False]
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
-    polled, batches, live_events, live_matches, kept, stats, active = live
-    events_after = events + [{"type": t, "ts": 4 + i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
-    all_found = [list(p) for p in cepkit.match(query, [*events_after, {"type": "Z", "ts": 100, "id": 1}]).positions()]
-    assert polled == [True, True, True] and batches == 3 and live_events == 9  # each poll saw one micro-batch
-    assert live_matches == len(all_found) > 2 and kept and all(p in all_found for p in kept) and len(kept) == 3
-    assert "<b>stopped</b>" in stats and "watermark 1970-01-01T00:01:40" in stats and active == [False, False]
