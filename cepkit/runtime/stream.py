@@ -442,7 +442,7 @@ class Stream:
         """A code per event for its values of ``names`` (a PARTITION BY key), numbered in order of first
         appearance: equal codes exactly for keys Python finds equal; a null value is a key too."""
         combined = np.zeros(len(self), dtype=np.int64)
-        for name in names:
+        for i, name in enumerate(names):
             if name == "type":
                 codes = self.type_codes.astype(np.int64)
             elif name == "ts":
@@ -450,6 +450,9 @@ class Stream:
             else:
                 column = self.column(name)
                 codes = pd.factorize(column.numbers if column.kind == "num" else column.objects())[0]
+            if i == 0 and name != "type" and codes.min(initial=0) >= 0:
+                combined = codes.astype(np.int64)  # factorize's codes are first-appearance codes already
+                continue
             combined = combined * (int(codes.max(initial=0)) + 2) + codes + 1
             combined = pd.factorize(combined)[0]
         return combined

@@ -349,3 +349,27 @@ def test_matcher_extend_takes_a_micro_batch_as_columns():
     with pytest.raises(EventError) as err:
         matcher.extend(pd.DataFrame({"type": ["A", None], "ts": [9, 10], "id": [0, 0]}))
     assert (err.value.position, err.value.field) == (4, "type")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["A", "B", "C"]),
+            st.one_of(st.none(), st.integers(0, 3)),
+            st.one_of(st.none(), st.sampled_from(["x", "y"])),
+        ),
+        max_size=30,
+    ),
+    st.sampled_from([("v",), ("s",), ("type",), ("ts",), ("v", "s"), ("s", "type"), ("type", "v", "s")]),
+)
+def test_key_codes_number_keys_in_order_of_first_appearance(rows, names):
+    events = [
+        {"type": t, "ts": i // 2, **({} if v is None else {"v": v}), **({} if s is None else {"s": s})}
+        for i, (t, v, s) in enumerate(rows)
+    ]
+    stream = Stream.from_any(events)
+    expected: dict = {}
+    keys = [tuple(e.get(name) for name in names) for e in events]
+    want = [expected.setdefault(key, len(expected)) for key in keys]  # a missing value (None) is a key too
+    assert stream.key_codes(names).tolist() == want
