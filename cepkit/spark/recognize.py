@@ -1,13 +1,16 @@
 """MATCH_RECOGNIZE on Spark (docs/language.md §13), which Spark SQL itself lacks.
 
-Each partition of PARTITION BY is one pandas group (``groupBy(...).applyInPandas``), matched by the same
-``cepkit.sql`` that runs locally, so the rows out are the local ones. Without PARTITION BY every row goes to
+The rows are spread over Spark's partitions by the PARTITION BY key and each Spark partition, whatever
+keys it holds, is matched by one call of the same ``cepkit.sql`` that runs locally (``mapInPandas``), so
+the rows out are the local ones: ``cepkit.sql`` sorts and splits the partition's keys itself, so Spark
+neither sorts the rows by key (as ``groupBy(...).applyInPandas`` would) nor calls Python once per key. Without PARTITION BY every row goes to
 one group (a ``OneGroupWarning`` says so). The output schema is known before any job runs: it follows from
 the query and the input schema (``output_schema``).
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Dict, Union
 
@@ -48,7 +51,11 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
         return local_sql(parsed, group)[schema.fieldNames()]
 
     if parsed.partition:
-        return frame.groupBy(*parsed.partition).applyInPandas(run, schema)
+        # The partitions' number given, so that adaptive execution does not merge them into fewer tasks
+        # than cores (a few keys make a small shuffle).
+        partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        spread = frame.repartition(partitions, *parsed.partition)
+        return spread.mapInPandas(functools.partial(_whole_partition, run), schema)
     warnings.warn(
         "a MATCH_RECOGNIZE query without PARTITION BY runs as one group on one core", OneGroupWarning, stacklevel=2
     )
@@ -58,6 +65,16 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
         .groupBy(group)
         .applyInPandas(lambda rows: run(rows.drop(columns=group)), schema)
     )
+
+
+def _whole_partition(run, frames):
+    """``mapInPandas``' body: the rows of one Spark partition (Arrow batches, as pandas frames) matched in
+    one ``run``."""
+    import pandas as pd
+
+    frames = list(frames)
+    if frames:
+        yield run(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
 
 
 def read_columns(query: A.Recognize) -> set:
