@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Optional
 
 import networkx as nx
 
@@ -127,6 +128,24 @@ def test_no_cycle_between_rooms():
             rooms.add_edge(room(a), room(b))
     cycles = list(nx.simple_cycles(rooms))
     assert not cycles, "rooms in a cycle: " + "; ".join(described(c) for c in cycles[:5])
+
+
+def test_an_engine_never_imports_another_engine():
+    """Engines share code through the modules beside them (``engines/unary.py``, ``conjuncts.py``,
+    ``compiled.py``), never through another engine's internals (docs/architecture.md)."""
+    shared = {"cepkit.engines.unary", "cepkit.engines.conjuncts", "cepkit.engines.compiled", "cepkit.engines"}
+
+    def engine(name: str) -> Optional[str]:
+        parts = name.split(".")
+        room = ".".join(parts[:3])
+        return room if parts[1:2] == ["engines"] and len(parts) > 2 and room not in shared else None
+
+    crossing = sorted(
+        (a, b)
+        for a, b in import_graph(module_level=False).edges()
+        if engine(a) and engine(b) and engine(a) != engine(b)
+    )
+    assert not crossing, "an engine importing another: " + "; ".join(f"{a} -> {b}" for a, b in crossing[:5])
 
 
 ALONE = textwrap.dedent("""

@@ -16,18 +16,16 @@ a match ending at g starts at ``window_lo[g]``.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
-from typing import Optional
 
 import numpy as np
 
-from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import AT_LAST, MatchArrays
-from ..unary import StreamColumns, vector_value
-from .joins import OP_CODES, TRANSITIVE
-from .keys import EXACT
+from ..compiled import OP_CODES
+from ..conjuncts import key_columns
+from ..unary import StreamColumns
+from .joins import TRANSITIVE
 from .kernel import (
     RANKED_CODES,
     STAT_CHAINS,
@@ -52,67 +50,6 @@ def runs_columnar(plan) -> bool:
         and not pattern.residual
         and not any(slot.per_event for slot in plan.slots)
     )
-
-
-def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
-    """(values, valid, ids) over the whole stream: one row of values per distinct key (``x.v`` and ``y.v``
-    read the same column), and the rows each side reads, (join left, join right, chain previous, chain
-    current) arrays; None when a key is not a number numpy computes as the language does (strings,
-    booleans, ``ts`` or ``type``, beyond 2^53)."""
-    sides = [
-        [join.left for join in joins],
-        [join.right for join in joins],
-        [chain.previous for chain in chains],
-        [chain.current for chain in chains],
-    ]
-    rows: dict = {}
-    ids = tuple(
-        np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64) for exprs in sides
-    )
-    n = len(columns.stream)
-    values, valid = np.zeros((len(rows), n)), np.zeros((len(rows), n), dtype=bool)
-    for expr, k in rows.items():
-        if any(isinstance(node, A.Attr) and node.attr in ("ts", "type") for node in expr.walk()):
-            return None
-        found = vector_value(expr, columns)
-        if found is None or found[0] == "str":
-            return None
-        kind, value, ok = found
-        if kind == "null":
-            continue
-        value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
-        ok = np.broadcast_to(ok, (n,))
-        held = value[ok]
-        if not (np.isfinite(held).all() and (np.abs(held) < EXACT).all()):
-            return None
-        values[k], valid[k] = np.where(ok, value, 0.0), ok
-    return values, valid, ids
-
-
-def grouped(codes: np.ndarray) -> tuple:
-    """(order, first): the indices sorted by code, stably (each group keeps its order), and for each
-    sorted place the first place of its group (place - first: the rank inside the group)."""
-    if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
-        codes = codes.astype(np.uint16)  # numpy's stable sort of 16-bit keys is a radix sort
-    order = np.argsort(codes, kind="stable")
-    ranked = codes[order]
-    change = np.ones(len(ranked), dtype=bool)
-    change[1:] = ranked[1:] != ranked[:-1]
-    return order, np.maximum.accumulate(np.where(change, np.arange(len(ranked)), 0)).astype(np.int64)
-
-
-def _plain(expr: A.Expr) -> A.Expr:
-    """A key read from one event, whichever variable names it: ``prev(b.v)`` and ``b[i-1].v`` read the
-    event they are given."""
-    if isinstance(expr, A.Prev):
-        return _plain(expr.arg)
-    if isinstance(expr, A.Attr):
-        return replace(expr, var="", index=None)
-    if isinstance(expr, A.Neg):
-        return replace(expr, arg=_plain(expr.arg))
-    if isinstance(expr, A.Arith):
-        return replace(expr, left=_plain(expr.left), right=_plain(expr.right))
-    return expr
 
 
 def run(plan, stream: Stream):

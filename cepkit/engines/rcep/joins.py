@@ -19,37 +19,13 @@ from typing import Iterator
 
 import numpy as np
 
+from ..compiled import OP_CODES, compiled, phi
 from .keys import compare_arrays
 
-try:
-    from numba import njit
-except ImportError:  # pragma: no cover - numba is in the dev/bench/fast extras
-    njit = None
-
-OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5}
 TRANSITIVE = frozenset({"<", "<=", ">", ">=", "="})  # φ for which dominance carries over (Def. 10)
 
 
-def _compiled(fn):
-    return fn if njit is None else njit(cache=True, nogil=True)(fn)
-
-
-@_compiled
-def _phi(op, a, b):
-    if op == 0:
-        return a < b
-    if op == 1:
-        return a <= b
-    if op == 2:
-        return a > b
-    if op == 3:
-        return a >= b
-    if op == 4:
-        return a == b
-    return a != b
-
-
-@_compiled
+@compiled
 def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive):
     n, m = len(outer_keys), len(inner_keys)
     joined = np.empty((n, m), dtype=np.bool_)  # hybrid_into clears both
@@ -60,7 +36,7 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
     return joined, tested, reused, dominates
 
 
-@_compiled
+@compiled
 def _compare_row(row, key, inner_keys, inner_valid, start, op):
     """``row[v]`` = inner v valid and φ(key, its key) for v from ``start`` on, False before; one loop per φ
     from index 0 of views (no branch inside and a loop from 0, so the compiler vectorises it: a loop from a
@@ -91,7 +67,7 @@ def _compare_row(row, key, inner_keys, inner_valid, start, op):
     return tested
 
 
-@_compiled
+@compiled
 def _reuse_row(row, successor, key, inner_keys, inner_valid, start, op):
     """``row`` from the row of a dominated successor (Def. 10): its bits kept, the others compared, for v
     from ``start`` on (False before, as in the successor); branch-free loops from 0 as ``_compare_row``
@@ -120,7 +96,7 @@ def _reuse_row(row, successor, key, inner_keys, inner_valid, start, op):
     return tested - reused, reused
 
 
-@_compiled
+@compiled
 def hybrid_into(
     joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive
 ):
@@ -145,7 +121,7 @@ def hybrid_into(
             else:
                 hi = mid
         if (
-            transitive and u < n - 1 and outer_valid[u + 1] and _phi(op, outer_keys[u], outer_keys[u + 1])
+            transitive and u < n - 1 and outer_valid[u + 1] and phi(op, outer_keys[u], outer_keys[u + 1])
         ):  # u dominates its successor: every inner event joining u + 1 (all after u) joins u
             dominates[u] = True
             more, copied = _reuse_row(joined[u], joined[u + 1], outer_keys[u], inner_keys, inner_valid, lo, op)

@@ -28,12 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joins import _compiled, _phi, hybrid_into
+from ..compiled import compiled, grow, phi
+from .joins import hybrid_into
 
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
 
 
-@_compiled
+@compiled
 def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_alone, kval_stream, kok_stream):
     """Everything ``recompute`` reads, from the stream's columns in one pass each (no sort, no per-slot
     array over the stream): ``codes`` (a PARTITION BY code per read event, -1 for punctuation, below
@@ -163,7 +164,7 @@ def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_
     return events, window_lo, members, offsets, triggers, window_first, kval, kok, peaks, peak_stored
 
 
-@_compiled
+@compiled
 def _lower_bound(values, lo, hi, x):
     """The first index in [lo, hi) whose value is >= x (hi when none)."""
     while lo < hi:
@@ -175,7 +176,7 @@ def _lower_bound(values, lo, hi, x):
     return lo
 
 
-@_compiled
+@compiled
 def _gallop(values, lo, hi, x):
     """``_lower_bound`` for an answer near ``lo``: steps of 1, 2, 4... then a binary search."""
     step, top = 1, lo
@@ -186,7 +187,7 @@ def _gallop(values, lo, hi, x):
     return _lower_bound(values, lo, min(top, hi), x)
 
 
-@_compiled
+@compiled
 def _next_bit(words, base, start, stop):
     """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[base:]``; -1."""
     i = start
@@ -202,7 +203,7 @@ def _next_bit(words, base, start, stop):
     return -1
 
 
-@_compiled
+@compiled
 def _pack_columns(matrix, out, base, words):
     """Column bitsets of a boolean matrix: bit u of column v at ``out[base + v * words + u // 64]``."""
     n, m = matrix.shape
@@ -214,7 +215,7 @@ def _pack_columns(matrix, out, base, words):
                 out[base + v * words + (u >> 6)] |= np.uint64(1) << np.uint64(u & 63)
 
 
-@_compiled
+@compiled
 def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op):
     """NLJoin into ``joined``: every pair with inner after outer compared; the comparisons made."""
     n, m = len(outer_keys), len(inner_keys)
@@ -224,11 +225,11 @@ def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_v
             joined[u, v] = False
             if inner_seq[v] > outer_seq[u]:
                 tested += 1
-                joined[u, v] = outer_valid[u] and inner_valid[v] and _phi(op, outer_keys[u], inner_keys[v])
+                joined[u, v] = outer_valid[u] and inner_valid[v] and phi(op, outer_keys[u], inner_keys[v])
     return tested
 
 
-@_compiled
+@compiled
 def _join(
     joined,
     dominates,
@@ -264,7 +265,7 @@ def _join(
     stats[STAT_TESTED] += tested
 
 
-@_compiled
+@compiled
 def _scratch(buffer, n, m):
     """An n x m view of a scratch matrix (grown when too small)."""
     if buffer.shape[0] < n or buffer.shape[1] < m:
@@ -272,14 +273,7 @@ def _scratch(buffer, n, m):
     return buffer
 
 
-@_compiled
-def _grow(array, size):
-    bigger = np.empty(max(size, 2 * len(array)), dtype=array.dtype)
-    bigger[: len(array)] = array
-    return bigger
-
-
-@_compiled
+@compiled
 def _row_less(offsets, positions, i, j):
     """Whether row i's positions come before row j's as tuples do (a prefix first)."""
     a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
@@ -291,7 +285,7 @@ def _row_less(offsets, positions, i, j):
     return a == a_end and b < b_end
 
 
-@_compiled
+@compiled
 def _before(offsets, positions, keys, full, i, j):
     """Whether row i comes before row j: by their keys, or, when equal and not ``full`` (rows longer than
     the key), by their positions (``_row_less``)."""
@@ -300,7 +294,7 @@ def _before(offsets, positions, keys, full, i, j):
     return not full and _row_less(offsets, positions, i, j)
 
 
-@_compiled
+@compiled
 def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells, order, spare, counts, held, moved):
     """``order[:end - begin]``: rows ``begin:end`` by their keys, a least-significant-digit-first radix
     sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes); rows with equal
@@ -342,7 +336,7 @@ def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells
             i = j
 
 
-@_compiled
+@compiled
 def _sort_rows(
     offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
 ):
@@ -393,7 +387,7 @@ def _sort_rows(
     return distinct
 
 
-@_compiled
+@compiled
 def _join_column(
     members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
 ):
@@ -413,7 +407,7 @@ def _join_column(
             if not (
                 kok[join_left_key[j], outer]
                 and kok[join_right_key[j], inner]
-                and _phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], inner])
+                and phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], inner])
             ):
                 ok = False
                 break
@@ -422,7 +416,7 @@ def _join_column(
     return word
 
 
-@_compiled
+@compiled
 def _chain_column(
     members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval, kok, strict, stats
 ):
@@ -442,14 +436,14 @@ def _chain_column(
             ok = (
                 kok[chain_previous_key[c], previous]
                 and kok[chain_current_key[c], current]
-                and _phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current])
+                and phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current])
             )
         if ok:
             word |= np.uint64(1) << np.uint64(u)
     return word
 
 
-@_compiled
+@compiled
 def recompute(
     members,
     member_offsets,
@@ -568,7 +562,7 @@ def recompute(
                 if (
                     kok[join_left_key[j], u]
                     and kok[join_right_key[j], t]
-                    and _phi(join_op[j], kval[join_left_key[j], u], kval[join_right_key[j], t])
+                    and phi(join_op[j], kval[join_left_key[j], u], kval[join_right_key[j], t])
                 ):
                     found = True
                     break
@@ -791,8 +785,8 @@ def recompute(
                 before = members[first[s] + row]
             if next_slot < 0:  # 4. a match: the bindings, latest first
                 if n_written + depth_next > len(out_positions):
-                    out_positions = _grow(out_positions, n_written + depth_next)
-                    out_variables = _grow(out_variables, n_written + depth_next)
+                    out_positions = grow(out_positions, n_written + depth_next)
+                    out_variables = grow(out_variables, n_written + depth_next)
                 key = np.uint64(0)
                 for i in range(depth_next):
                     b = bound_slot[depth_next - 1 - i]
@@ -806,12 +800,12 @@ def recompute(
                 else:
                     full = full and depth_next <= key_cells
                 if n_out >= len(row_keys):
-                    row_keys = _grow(row_keys, n_out + 1)
+                    row_keys = grow(row_keys, n_out + 1)
                 row_keys[n_out] = key
                 n_written += depth_next
                 n_out += 1
                 if n_out + 1 > len(out_offsets):
-                    out_offsets = _grow(out_offsets, n_out + 1)
+                    out_offsets = grow(out_offsets, n_out + 1)
                 out_offsets[n_out] = n_written
                 continue
             stop = (
@@ -875,7 +869,7 @@ def recompute(
 RANKED_CODES = {"NEXT": 0, "LAST": 1, "MAX": 2}
 
 
-@_compiled
+@compiled
 def _subset(positions, a, a_end, b, b_end):
     """Whether the sorted positions ``a:a_end`` are all among ``b:b_end``."""
     while a < a_end:
@@ -888,7 +882,7 @@ def _subset(positions, a, a_end, b, b_end):
     return True
 
 
-@_compiled
+@compiled
 def ranked(offsets, positions, strategy):
     """Which rows a ranked strategy keeps (``RANKED_CODES``) among the matches ending at each trigger
     (consecutive rows with the same last position, each group in output order): NEXT the first (the

@@ -35,9 +35,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ...lang import ast as A
-
-FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
-"""``a φ b`` as ``b FLIP[φ] a``."""
+from ..conjuncts import FLIP, Join, condition_role, is_plain
 
 
 class NotRcepPattern(Exception):
@@ -61,29 +59,6 @@ class Slot:
     @property
     def var(self) -> Optional[str]:
         return self.atom.var
-
-
-@dataclass(frozen=True)
-class Join:
-    """``left(x) op right(y)`` between slots ``left_slot`` < ``right_slot``, for every pair of events."""
-
-    left_slot: int
-    right_slot: int
-    op: str
-    left: A.Expr
-    right: A.Expr
-    cond: A.Expr
-
-
-@dataclass(frozen=True)
-class Chain:
-    """``previous op current`` over consecutive events of Kleene slot ``slot`` (RCEP's NEXT)."""
-
-    slot: int
-    op: str
-    previous: A.Expr
-    current: A.Expr
-    cond: A.Expr
 
 
 @dataclass(frozen=True)
@@ -182,64 +157,13 @@ class _Reader:
         return node
 
 
-def _reads(expr: A.Expr) -> frozenset:
-    """What a value reads: "current" (an event's own attribute), "previous" (``prev(b.v)``, ``b[i-1].v``),
-    "picked" (``first``/``last``/``b[k]``), "aggregate", or "boolean" (a condition used as a value)."""
-    if isinstance(expr, A.Prev):
-        return frozenset({"previous"})
-    if isinstance(expr, A.Attr):
-        kinds = {None: "current", "i": "current", "i-1": "previous"}
-        return frozenset({kinds.get(expr.index, "picked")})
-    if isinstance(expr, A.Agg):
-        return frozenset({"aggregate"})
-    if isinstance(expr, (A.BoolOp, A.BoolNot, A.Compare, A.In)):
-        return frozenset({"boolean"})
-    return frozenset().union(*map(_reads, expr.children()))
-
-
-def _is_plain(expr: A.Expr) -> bool:
-    """A value computed from one event's own attributes (literals and arithmetic allowed)."""
-    return _reads(expr) <= {"current"}
-
-
-def _is_previous(expr: A.Expr) -> bool:
-    """A value computed from the previous event of a Kleene variable only."""
-    return _reads(expr) == {"previous"}
-
-
-def condition_role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
-    """("local", var) | ("join", Join) | ("chain", Chain) | ("residual",) for one conjunct."""
-    names = A.variables_in(cond)
-    if len(names) == 1 and names[0] not in kleene:
-        return ("local", names[0])  # one event: any condition on it is a test of that event
-    if len(names) == 1 and _is_plain_leaf(cond):
-        return ("local", names[0])
-    if not isinstance(cond, A.Compare):
-        return ("residual",)
-    if len(names) == 1 and names[0] in kleene:
-        var = names[0]
-        if _is_previous(cond.left) and _is_plain(cond.right):
-            return ("chain", Chain(variables[var], cond.op, cond.left, cond.right, cond))
-        if _is_previous(cond.right) and _is_plain(cond.left):
-            return ("chain", Chain(variables[var], FLIP[cond.op], cond.right, cond.left, cond))
-        return ("residual",)
-    if len(names) == 2 and _is_plain(cond.left) and _is_plain(cond.right):
-        left, right = A.variables_in(cond.left), A.variables_in(cond.right)
-        if len(left) == 1 and len(right) == 1 and left != right:
-            i, j = variables[left[0]], variables[right[0]]
-            if i < j:
-                return ("join", Join(i, j, cond.op, cond.left, cond.right, cond))
-            return ("join", Join(j, i, FLIP[cond.op], cond.right, cond.left, cond))
-    return ("residual",)
-
-
 def _extreme_as_join(cond: A.Expr, variables: dict, chains: list) -> Optional[Join]:
     """``x φ first(b).A`` / ``last(b).A`` as the join ``x φ b.A`` for every event of b, when a chain on
     ``b.A`` makes first/last b's minimum or maximum and φ points the ∀ way; else None."""
     if not isinstance(cond, A.Compare):
         return None
     for picked, other, op in ((cond.right, cond.left, cond.op), (cond.left, cond.right, FLIP[cond.op])):
-        if not (isinstance(picked, A.Attr) and picked.index in ("first", "last") and _is_plain(other)):
+        if not (isinstance(picked, A.Attr) and picked.index in ("first", "last") and is_plain(other)):
             continue
         others = A.variables_in(other)
         if len(others) != 1 or others[0] == picked.var:
@@ -268,12 +192,3 @@ def _reads_only(expr: A.Expr, var: str, attr: str) -> bool:
     """Whether ``expr`` is just ``var.attr`` (through ``prev`` or ``[i-1]`` for a previous side)."""
     ref = expr.arg if isinstance(expr, A.Prev) else expr
     return isinstance(ref, A.Attr) and ref.var == var and ref.attr == attr
-
-
-def _is_plain_leaf(cond: A.Expr) -> bool:
-    """One comparison or IN over one event's own attributes (so quantifying it per event is exact)."""
-    if isinstance(cond, A.Compare):
-        return _is_plain(cond.left) and _is_plain(cond.right)
-    if isinstance(cond, A.In):
-        return _is_plain(cond.arg) and all(_is_plain(v) for v in cond.values)
-    return False

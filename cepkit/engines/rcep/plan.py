@@ -42,7 +42,8 @@ from ...runtime.registry import IncrementalPlan, Plan
 from ..unary import StreamColumns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
-from .batch import grouped, run as columnar_run, runs_columnar
+from ..conjuncts import grouped
+from .batch import run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .pattern import KleenePattern

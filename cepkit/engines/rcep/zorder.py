@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .joins import OP_CODES, _compiled, _phi
+from ..compiled import OP_CODES, compiled, phi
 
 LEAF = 64
 """Points per Z-region at most (a leaf of the thesis's B+tree)."""
@@ -115,7 +115,7 @@ def z_regions(distances, capacity: int) -> list:
     return [list(range(a, b)) for a, b in zip(cuts, cuts[1:])]
 
 
-@_compiled
+@compiled
 def _cut_regions(distances, capacity):
     """``z_regions`` as the region starts, in Z-order, then the number of points (an explicit stack)."""
     n = len(distances) + 1
@@ -155,7 +155,7 @@ def dominance(ops, lower, upper, other_lower, other_upper) -> str:
     return ("none", "partial", "full")[_dominance(codes, *boxes)]
 
 
-@_compiled
+@compiled
 def _dominance(ops, lower, upper, other_lower, other_upper):
     """``dominance`` as 0 (none), 1 (partial) or 2 (full), φ as ``OP_CODES``."""
     full = True
@@ -163,24 +163,24 @@ def _dominance(ops, lower, upper, other_lower, other_upper):
         op, lo, hi, other_lo, other_hi = ops[k], lower[k], upper[k], other_lower[k], other_upper[k]
         if op >= 4:  # = and !=: full only between two single values, none when they cannot meet
             single = lo == hi and other_lo == other_hi
-            holds = single and _phi(op, lo, other_lo)
+            holds = single and phi(op, lo, other_lo)
             if op == 4 and not (lo <= other_hi and other_lo <= hi):
                 return 0
             if op == 5 and single and not holds:
                 return 0
             full = full and holds
         elif op <= 1:  # < <=: the best pair is r's min against r''s max, the worst r's max against its min
-            if not _phi(op, lo, other_hi):
+            if not phi(op, lo, other_hi):
                 return 0
-            full = full and _phi(op, hi, other_lo)
+            full = full and phi(op, hi, other_lo)
         else:  # > >=: the other way round
-            if not _phi(op, hi, other_lo):
+            if not phi(op, hi, other_lo):
                 return 0
-            full = full and _phi(op, lo, other_hi)
+            full = full and phi(op, lo, other_hi)
     return 2 if full else 1
 
 
-@_compiled
+@compiled
 def _regions(points, bits, capacity):
     """One side's points (rank-encoded, one row each) in Z-order and cut into Z-regions: (order, region
     starts then the number of points, each region's lower and upper corners). Addresses as
@@ -214,7 +214,7 @@ def _regions(points, bits, capacity):
     return order, cuts, lower, upper
 
 
-@_compiled
+@compiled
 def _narrow(block, key, column, op):
     """``block[j] &= φ(key, column[j])``: one branch-free loop per φ (the compiler vectorises it)."""
     if op == 0:
@@ -237,7 +237,7 @@ def _narrow(block, key, column, op):
             block[j] &= key != column[j]
 
 
-@_compiled
+@compiled
 def _region_join(ops, outer, inner, bits, capacity):
     """Algorithm 4 over rank-encoded points (every row valid): (B, [full, partial, none, tested]). The
     inner points are copied in Z-order, one row per dimension, so that a partial block compares an outer

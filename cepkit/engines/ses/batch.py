@@ -5,7 +5,7 @@ as ``MatchArrays`` (no ``Entry``, ``Event`` or ``Match`` object per event or mat
 RETURN when every conjunct of Θ ∪ Θ_eq⁺ is one the kernel
 checks (the equalities on X, ``x.A = y.A``, hold in every window by its grouping): a property of one variable (exact per event: evaluated column-wise into each event's variable
 mask, Thm 5.1), a chain ``f(prev(p)) φ g(p)`` on a Kleene variable, or a join ``f(x) φ g(y)`` between two
-variables, with keys numpy computes exactly (``rcep.batch.key_columns``). Anything else (RETURN, all+pp
+variables, with keys numpy computes exactly (``conjuncts.key_columns``). Anything else (RETURN, all+pp
 ROBUST_STNM, non-monotone conditions, strings in a join...) runs through ``SesMatcher``, with the same
 matches. ``evaluate`` also runs a micro-batch with the windows an incremental matcher keeps open.
 
@@ -28,15 +28,14 @@ from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
 from ..unary import StreamColumns, unary_truth
-from ..rcep.batch import grouped, key_columns
-from ..rcep.joins import OP_CODES
-from ..rcep.pattern import condition_role
+from ..compiled import OP_CODES
+from ..conjuncts import condition_role, grouped, key_columns
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
 
 
 class Layout:
     """The kernel's reading of a plan's Θ: ``properties`` per variable, ``joins`` and ``chains``
-    (``rcep.pattern``'s roles, on variable indices), or None when some conjunct is none of them; and
+    (``conjuncts.condition_role``'s roles, on variable indices), or None when some conjunct is none of them; and
     what the kernel takes of the plan whatever the stream (``moves``, the joins' and chains' slots and
     operators, the shown variables' ids), computed once per plan (``SesPlan.layout``)."""
 
@@ -111,7 +110,7 @@ class Columns:
     """What the kernel reads of a stream, column-wise: ``fits`` (per event, the mask of the variables
     whose properties it satisfies; 0 for punctuation and, on X, for a null), ``read`` (not punctuation),
     ``by`` (PARTITION BY codes), ``codes`` (window keys: PARTITION BY, then X) and the join and chain keys
-    (``rcep.batch.key_columns``)."""
+    (``conjuncts.key_columns``)."""
 
     @classmethod
     def of(cls, plan, stream: Stream) -> Optional["Columns"]:

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..rcep.joins import _compiled, _phi
-from ..rcep.kernel import _grow
+from ..compiled import compiled, grow, phi
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
 # the fields of a node of ``_robust``'s execution tree (rows of ``tree``): the binding (variable, window
@@ -37,7 +36,7 @@ VAR, EVENT, PARENT, BOUND, STATE, SCAN, AT, CLO, CHI, NEXT, OK = range(11)
 TREE_FIELDS = 11
 
 
-@_compiled
+@compiled
 def _fires(
     v,
     event,
@@ -68,7 +67,7 @@ def _fires(
                 if chain_var[c] == v and not (
                     kok[chain_previous_key[c], e]
                     and kok[chain_current_key[c], event]
-                    and _phi(chain_op[c], kval[chain_previous_key[c], e], kval[chain_current_key[c], event])
+                    and phi(chain_op[c], kval[chain_previous_key[c], e], kval[chain_current_key[c], event])
                 ):
                     return False
         for j in range(len(join_left)):
@@ -80,13 +79,13 @@ def _fires(
                 ok = kok[join_left_key[j], e] and kok[join_right_key[j], event]
             else:
                 continue
-            if not (ok and _phi(join_op[j], left, right)):
+            if not (ok and phi(join_op[j], left, right)):
                 return False
         node = arena_parent[node]
     return True
 
 
-@_compiled
+@compiled
 def run_windows(
     coord,
     vars_,
@@ -183,11 +182,11 @@ def run_windows(
             for v in range(arity):  # the start instances bind W[0]
                 if vars_[g] >> v & 1 and moves[a, 0, v] >= 0:
                     if used >= len(arena_var):
-                        arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
-                        arena_parent = _grow(arena_parent, used + 1)
+                        arena_var, arena_event = grow(arena_var, used + 1), grow(arena_event, used + 1)
+                        arena_parent = grow(arena_parent, used + 1)
                     arena_var[used], arena_event[used], arena_parent[used] = v, g, -1
                     if size >= len(state):
-                        state, node = _grow(state, size + 1), _grow(node, size + 1)
+                        state, node = grow(state, size + 1), grow(node, size + 1)
                     state[size], node[size] = moves[a, 0, v], used
                     used += 1
                     size += 1
@@ -208,11 +207,11 @@ def run_windows(
                         if not _fires(v, c, node[i], arena_var, arena_event, arena_parent, kval, kok, *joins, *chains):
                             continue
                         if used >= len(arena_var):
-                            arena_var, arena_event = _grow(arena_var, used + 1), _grow(arena_event, used + 1)
-                            arena_parent = _grow(arena_parent, used + 1)
+                            arena_var, arena_event = grow(arena_var, used + 1), grow(arena_event, used + 1)
+                            arena_parent = grow(arena_parent, used + 1)
                         arena_var[used], arena_event[used], arena_parent[used] = v, c, node[i]
                         if size >= len(state):
-                            state, node = _grow(state, size + 1), _grow(node, size + 1)
+                            state, node = grow(state, size + 1), grow(node, size + 1)
                         state[size], node[size] = target, used
                         used += 1
                         size += 1
@@ -236,7 +235,7 @@ def run_windows(
     return offsets[: n_out + 1], positions[:n_written], variables[:n_written], starts[:n_out], stats
 
 
-@_compiled
+@compiled
 def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
     """``out`` with the match whose binding ends at arena ``node`` appended (its events in order, and W[0]
     ``g``): (offsets, positions, variables, W[0] of each, matches, positions written), grown if full."""
@@ -246,7 +245,7 @@ def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
         length += 1
         k = arena_parent[k]
     if n_written + length > len(written):
-        written, variables = _grow(written, n_written + length), _grow(variables, n_written + length)
+        written, variables = grow(written, n_written + length), grow(variables, n_written + length)
     k = node
     for j in range(length - 1, -1, -1):
         written[n_written + j] = positions[arena_event[k]]
@@ -255,13 +254,13 @@ def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
     n_written += length
     n_out += 1
     if n_out + 1 > len(offsets):
-        offsets, starts = _grow(offsets, n_out + 1), _grow(starts, n_out + 1)
+        offsets, starts = grow(offsets, n_out + 1), grow(starts, n_out + 1)
     offsets[n_out] = n_written
     starts[n_out - 1] = g
     return offsets, written, variables, starts, n_out, n_written
 
 
-@_compiled
+@compiled
 def _node(tree, top, var, event, parent, state):
     """Node ``top`` of the tree (grown if full): ``var`` bound to ``event`` after ``parent``'s binding."""
     if top >= tree.shape[1]:
@@ -274,7 +273,7 @@ def _node(tree, top, var, event, parent, state):
     return tree
 
 
-@_compiled
+@compiled
 def _completable(node, start, end, arity, vars_, tree, kval, kok, joins, chains):
     """Whether every variable ``node``'s binding leaves unbound has an event in [start, end) it could take
     next (its properties, and its joins with the bound variables): ``CompiledAutomaton.completable``."""
@@ -294,7 +293,7 @@ def _completable(node, start, end, arity, vars_, tree, kval, kok, joins, chains)
     return True
 
 
-@_compiled
+@compiled
 def _robust(
     g,
     end,

@@ -1,0 +1,165 @@
+"""A query's conjuncts by role, as [RCEP] §3.4 reads Θ (``rcep/pattern.py`` says each role), and the join
+and chain keys as columns: the reading the rcep and ses kernels share.
+
+``condition_role`` sorts one conjunct into a test of one event ("local"), a comparison between two
+variables' own attributes ("join", ``Join``), one between consecutive events of a Kleene variable
+("chain", ``Chain``), or anything else ("residual"); ``key_columns`` computes the values both sides of
+the joins and chains read, once per stream; ``grouped`` orders events by a key code, stably."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
+
+import numpy as np
+
+from ..lang import ast as A
+from ..lang.values import EXACT_FLOAT
+from .unary import StreamColumns, vector_value
+
+FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
+"""``a φ b`` as ``b FLIP[φ] a``."""
+
+
+@dataclass(frozen=True)
+class Join:
+    """``left(x) op right(y)`` between slots ``left_slot`` < ``right_slot``, for every pair of events."""
+
+    left_slot: int
+    right_slot: int
+    op: str
+    left: A.Expr
+    right: A.Expr
+    cond: A.Expr
+
+
+@dataclass(frozen=True)
+class Chain:
+    """``previous op current`` over consecutive events of Kleene slot ``slot`` (RCEP's NEXT)."""
+
+    slot: int
+    op: str
+    previous: A.Expr
+    current: A.Expr
+    cond: A.Expr
+
+
+def _reads(expr: A.Expr) -> frozenset:
+    """What a value reads: "current" (an event's own attribute), "previous" (``prev(b.v)``, ``b[i-1].v``),
+    "picked" (``first``/``last``/``b[k]``), "aggregate", or "boolean" (a condition used as a value)."""
+    if isinstance(expr, A.Prev):
+        return frozenset({"previous"})
+    if isinstance(expr, A.Attr):
+        kinds = {None: "current", "i": "current", "i-1": "previous"}
+        return frozenset({kinds.get(expr.index, "picked")})
+    if isinstance(expr, A.Agg):
+        return frozenset({"aggregate"})
+    if isinstance(expr, (A.BoolOp, A.BoolNot, A.Compare, A.In)):
+        return frozenset({"boolean"})
+    return frozenset().union(*map(_reads, expr.children()))
+
+
+def is_plain(expr: A.Expr) -> bool:
+    """A value computed from one event's own attributes (literals and arithmetic allowed)."""
+    return _reads(expr) <= {"current"}
+
+
+def is_previous(expr: A.Expr) -> bool:
+    """A value computed from the previous event of a Kleene variable only."""
+    return _reads(expr) == {"previous"}
+
+
+def condition_role(cond: A.Expr, variables: dict, kleene: set) -> tuple:
+    """("local", var) | ("join", Join) | ("chain", Chain) | ("residual",) for one conjunct."""
+    names = A.variables_in(cond)
+    if len(names) == 1 and names[0] not in kleene:
+        return ("local", names[0])  # one event: any condition on it is a test of that event
+    if len(names) == 1 and is_plain_leaf(cond):
+        return ("local", names[0])
+    if not isinstance(cond, A.Compare):
+        return ("residual",)
+    if len(names) == 1 and names[0] in kleene:
+        var = names[0]
+        if is_previous(cond.left) and is_plain(cond.right):
+            return ("chain", Chain(variables[var], cond.op, cond.left, cond.right, cond))
+        if is_previous(cond.right) and is_plain(cond.left):
+            return ("chain", Chain(variables[var], FLIP[cond.op], cond.right, cond.left, cond))
+        return ("residual",)
+    if len(names) == 2 and is_plain(cond.left) and is_plain(cond.right):
+        left, right = A.variables_in(cond.left), A.variables_in(cond.right)
+        if len(left) == 1 and len(right) == 1 and left != right:
+            i, j = variables[left[0]], variables[right[0]]
+            if i < j:
+                return ("join", Join(i, j, cond.op, cond.left, cond.right, cond))
+            return ("join", Join(j, i, FLIP[cond.op], cond.right, cond.left, cond))
+    return ("residual",)
+
+
+def is_plain_leaf(cond: A.Expr) -> bool:
+    """One comparison or IN over one event's own attributes (so quantifying it per event is exact)."""
+    if isinstance(cond, A.Compare):
+        return is_plain(cond.left) and is_plain(cond.right)
+    if isinstance(cond, A.In):
+        return is_plain(cond.arg) and all(is_plain(v) for v in cond.values)
+    return False
+
+
+def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
+    """(values, valid, ids) over the whole stream: one row of values per distinct key (``x.v`` and ``y.v``
+    read the same column), and the rows each side reads, (join left, join right, chain previous, chain
+    current) arrays; None when a key is not a number numpy computes as the language does (strings,
+    booleans, ``ts`` or ``type``, beyond 2^53)."""
+    sides = [
+        [join.left for join in joins],
+        [join.right for join in joins],
+        [chain.previous for chain in chains],
+        [chain.current for chain in chains],
+    ]
+    rows: dict = {}
+    ids = tuple(
+        np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64) for exprs in sides
+    )
+    n = len(columns.stream)
+    values, valid = np.zeros((len(rows), n)), np.zeros((len(rows), n), dtype=bool)
+    for expr, k in rows.items():
+        if any(isinstance(node, A.Attr) and node.attr in ("ts", "type") for node in expr.walk()):
+            return None
+        found = vector_value(expr, columns)
+        if found is None or found[0] == "str":
+            return None
+        kind, value, ok = found
+        if kind == "null":
+            continue
+        value = np.broadcast_to(np.asarray(value, dtype=float), (n,))
+        ok = np.broadcast_to(ok, (n,))
+        held = value[ok]
+        if not (np.isfinite(held).all() and (np.abs(held) < EXACT_FLOAT).all()):
+            return None
+        values[k], valid[k] = np.where(ok, value, 0.0), ok
+    return values, valid, ids
+
+
+def grouped(codes: np.ndarray) -> tuple:
+    """(order, first): the indices sorted by code, stably (each group keeps its order), and for each
+    sorted place the first place of its group (place - first: the rank inside the group)."""
+    if len(codes) and codes.min() >= 0 and codes.max() < 2**16:
+        codes = codes.astype(np.uint16)  # numpy's stable sort of 16-bit keys is a radix sort
+    order = np.argsort(codes, kind="stable")
+    ranked = codes[order]
+    change = np.ones(len(ranked), dtype=bool)
+    change[1:] = ranked[1:] != ranked[:-1]
+    return order, np.maximum.accumulate(np.where(change, np.arange(len(ranked)), 0)).astype(np.int64)
+
+
+def _plain(expr: A.Expr) -> A.Expr:
+    """A key read from one event, whichever variable names it: ``prev(b.v)`` and ``b[i-1].v`` read the
+    event they are given."""
+    if isinstance(expr, A.Prev):
+        return _plain(expr.arg)
+    if isinstance(expr, A.Attr):
+        return replace(expr, var="", index=None)
+    if isinstance(expr, A.Neg):
+        return replace(expr, arg=_plain(expr.arg))
+    if isinstance(expr, A.Arith):
+        return replace(expr, left=_plain(expr.left), right=_plain(expr.right))
+    return expr
