@@ -66,9 +66,15 @@ def test_a_template_fills_the_editor_runs_and_exports(
     page.keyboard.type("SELECT * FROM events MATCH_RECOGNIZE (ORDER BY ts ME", delay=10)
 
     def offered(word):  # asked again until the kernel has switched the editor's words
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
         page.keyboard.press("Escape")
         page.keyboard.press("Control+Space")
-        return word in labels.all_inner_texts()
+        try:  # the list opens a moment after the key
+            labels.filter(has_text=re.compile(f"^{word}$")).first.wait_for(timeout=2000)
+            return True
+        except PlaywrightTimeout:
+            return False
 
     budget.until(lambda: offered("MEASURES"), "MEASURES offered in SQL text", page)
     page.keyboard.press("Control+a")

@@ -88,7 +88,16 @@ def test_background_runs_report_progress_and_give_the_same_counts():
     assert compare.figure is not None and not compare.cancelled
 
 
-def test_cancel_stops_and_keeps_what_finished():
+def test_cancel_stops_and_keeps_what_finished(monkeypatch):
+    from cepkit.widgets import strategy_compare
+
+    real = strategy_compare.run_query
+
+    def slow(*args, **kwargs):  # each strategy takes a while, so Cancel lands while one is running
+        time.sleep(0.3)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(strategy_compare, "run_query", slow)
     events = long_stream(30000)
     compare = StrategyCompare(
         "SEQ(A a, B b) WHERE a.v = b.v WITHIN 4", events, strategies=["ALL", "NEXT", "LAST", "MAX"], background=True
