@@ -501,21 +501,26 @@ def cel_queries(
     )
 
 
+def _renamed(pattern, prefix):
+    """``pattern`` with every variable prefixed (patterns drawn apart reuse the same names)."""
+    return pattern.transform(
+        lambda n: (
+            A.Atom(n.type, prefix + n.var)
+            if isinstance(n, A.Atom) and n.var
+            else A.Attr(prefix + n.var, n.attr, n.index)
+            if isinstance(n, A.Attr)
+            else n
+        )
+    )
+
+
 @st.composite
 def nested_selection_queries(draw, types=TYPES):
     """A NEXT/LAST/MAX(φ) inside a larger pattern (docs/language.md §5: "a strategy can also wrap a
     sub-pattern"): φ and its surroundings are random unary patterns with distinct variables, optionally
     a window, PARTITION BY id, a WHERE on a variable of φ and a top-level STRICT."""
     inner = draw(unary_patterns(types, max_depth=2))
-    outer = draw(unary_patterns(types, max_depth=2)).transform(
-        lambda n: (
-            A.Atom(n.type, "y" + n.var)
-            if isinstance(n, A.Atom)
-            else A.Attr("y" + n.var, n.attr, n.index)
-            if isinstance(n, A.Attr)
-            else n
-        )
-    )
+    outer = _renamed(draw(unary_patterns(types, max_depth=2)), "y")
     chosen = A.Strategy(draw(st.sampled_from(["NEXT", "LAST", "MAX"])), inner)
     shape = draw(st.sampled_from(["before", "after", "or"]))
     if shape == "before":
@@ -538,19 +543,6 @@ def nested_selection_queries(draw, types=TYPES):
             within=within,
             partition_by=("id",) if draw(st.booleans()) else (),
             strategy="STRICT" if draw(st.integers(0, 4)) == 0 else None,
-        )
-    )
-
-
-def _renamed(pattern, prefix):
-    """``pattern`` with every variable prefixed (patterns drawn apart reuse the same names)."""
-    return pattern.transform(
-        lambda n: (
-            A.Atom(n.type, prefix + n.var)
-            if isinstance(n, A.Atom) and n.var
-            else A.Attr(prefix + n.var, n.attr, n.index)
-            if isinstance(n, A.Attr)
-            else n
         )
     )
 
