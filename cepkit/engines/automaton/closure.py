@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from .compile import CEA, SINK, max_move
-from .determinize import Letters
+from .determinize import Letters, _grown2
 from .kernel import jit
 from .predicates import Alphabet
 
@@ -197,16 +197,10 @@ class Closure:
             state, code = int(states[slots[i]]), int(dense[i])
             after, letter = self.step(state, self.codes[code])
             if state >= self.next_state.shape[0] or code >= self.next_state.shape[1]:
-                self._grow(state + 1, code + 1)
+                rows, columns = (max(2 * old, new) for old, new in zip(self.next_state.shape, (state + 1, code + 1)))
+                self.next_state = _grown2(self.next_state, rows, columns, MISSING)
+                self.letter = _grown2(self.letter, rows, columns, MISSING)
             self.next_state[state, code], self.letter[state, code] = after, letter
-
-    def _grow(self, rows: int, columns: int) -> None:
-        shape = tuple(max(2 * old, new) for old, new in zip(self.next_state.shape, (rows, columns)))
-        for name in ("next_state", "letter"):
-            table = np.full(shape, MISSING, np.int32)
-            old = getattr(self, name)
-            table[: old.shape[0], : old.shape[1]] = old
-            setattr(self, name, table)
 
 
 @jit
