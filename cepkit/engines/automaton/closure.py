@@ -135,7 +135,7 @@ class Closure:
         self.origins = [(i, t.origin) for i, t in enumerate(cea.transitions) if t.origin]
         self.states: list = []  # state id -> one tracker state per selection
         self._state_ids: dict = {}
-        self.initial = self._intern(tuple(t.start for t in self.trackers))
+        self.initial = _intern(self._state_ids, self.states, tuple(t.start for t in self.trackers))
         self._steps: dict = {}  # (state id, code) -> (next state id, letter id)
         self.codes: list = []  # code id -> code (the columns of the tables)
         self._code_ids: dict = {}
@@ -145,12 +145,6 @@ class Closure:
     def __len__(self):
         """The tracker states found so far (the closure's T̄ that occurred)."""
         return len(self.states)
-
-    def _intern(self, state: tuple) -> int:
-        found = self._state_ids.setdefault(state, len(self.states))
-        if found == len(self.states):
-            self.states.append(state)
-        return found
 
     def step(self, state: int, code) -> tuple:
         """(next state id, letter id) of an event with test bits ``code`` read in tracker state ``state``."""
@@ -170,15 +164,8 @@ class Closure:
                 if i in enabled and any((src, index) not in allowed[k] for k, src, index in origin)
             )
             letter = self.letters.of_enabled(enabled - blocked) if blocked else base
-            hit = self._steps[(state, code)] = (self._intern(tuple(new)), letter)
+            hit = self._steps[(state, code)] = (_intern(self._state_ids, self.states, tuple(new)), letter)
         return hit
-
-    def _code_id(self, code) -> int:
-        code = int(code)
-        found = self._code_ids.setdefault(code, len(self.codes))
-        if found == len(self.codes):
-            self.codes.append(code)
-        return found
 
     def letters_of(self, codes: np.ndarray, slots: np.ndarray, states: np.ndarray) -> np.ndarray:
         """The letter of each event (``codes``, its test bits; ``slots``, its sub-stream), in stream order;
@@ -187,7 +174,7 @@ class Closure:
         if not len(codes):
             return out
         inverse, unique = pd.factorize(codes)
-        dense = np.array([self._code_id(c) for c in unique], np.int64)[inverse]
+        dense = np.array([_intern(self._code_ids, self.codes, int(c)) for c in unique], np.int64)[inverse]
         slots = np.ascontiguousarray(slots, np.int64)
         i = 0
         while True:
@@ -201,6 +188,14 @@ class Closure:
                 self.next_state = _grown2(self.next_state, rows, columns, MISSING)
                 self.letter = _grown2(self.letter, rows, columns, MISSING)
             self.next_state[state, code], self.letter[state, code] = after, letter
+
+
+def _intern(ids: dict, items: list, item) -> int:
+    """The id of ``item`` in ``items`` (``ids`` its index), appended when new."""
+    found = ids.setdefault(item, len(items))
+    if found == len(items):
+        items.append(item)
+    return found
 
 
 @jit
