@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .compile import CEA, SINK, max_move
+from .compile import CEA, SINK, max_move, max_reached
 from .determinize import Letters, _grown2
 from .kernel import jit
 from .predicates import Alphabet
@@ -109,7 +109,7 @@ class MaxTracker:
             return {dst for r in states for dst, m, mask in self.moves[r] if m == mark and code & mask == mask}
 
         entry = frozenset({self.entry})
-        after = frozenset((step(reached, True) | step(reached, False) | step(entry, True)) - {SINK})
+        after = max_reached(step, reached, entry)
         outcomes: dict = {}
         mine = set()
         for index, (pair, mark, dst, expect, source) in self.product.items():

@@ -103,6 +103,12 @@ def max_move(step, T: frozenset, U: frozenset, mark: bool) -> tuple:
     return frozenset(step(T, False)) - after, after
 
 
+def max_reached(step, R: frozenset, entry: frozenset) -> frozenset:
+    """R, the states of every run of A_φ that has marked something, after an event (``step`` as
+    ``max_move``'s): those runs go on either way, and a run entering φ at ``entry`` joins them by marking."""
+    return frozenset((step(R, True) | step(R, False) | step(entry, True)) - {SINK})
+
+
 @dataclass(frozen=True)
 class CEA:
     """A complex event automaton with states ``0..n_states-1``; a run accepts when it reaches a final
@@ -660,7 +666,7 @@ class _EpsilonCEA:
             R = todo.pop()
             for code in codes:
                 moved = step(code)
-                after = frozenset((moved(R, True) | moved(R, False) | moved({f}, True)) - {SINK})
+                after = max_reached(moved, R, frozenset({f}))
                 if after not in reach:
                     reach.add(after)
                     todo.append(after)
