@@ -755,15 +755,10 @@ def _remove_epsilon(eps_cea: _EpsilonCEA, initial: int, final: int) -> CEA:
     out = [[] for _ in range(n)]
     for index, e in enumerate(eps_cea.edges):
         out[e.src].append(index)
-    entries = {key: entry for key, (_, entry, _, _, _) in enumerate(eps_cea.selections)}
-
-    def origin(p, e, index) -> tuple:
-        return tuple((k, entries[k] if k in e.fresh else p, _ident(e, index, j)) for j, k in enumerate(e.sels))
-
     delta = [
         list(
             dict.fromkeys(
-                (e.dst, e.guard, e.mark, e.var, origin(p, e, index))
+                (e.dst, e.guard, e.mark, e.var, _origin(eps_cea, e, index, p))
                 for p2 in sorted(closure[p])
                 for index in out[p2]
                 for e in (eps_cea.edges[index],)
@@ -821,6 +816,16 @@ def _selections(eps_cea: _EpsilonCEA, closure: list) -> tuple:
     return tuple(sel for _, _, sel in sorted(found))
 
 
+def _origin(eps_cea: _EpsilonCEA, e: _Edge, index: int, p: int, outer: int = -1) -> tuple:
+    """(k, the state of k's A_φ the edge at ``index`` leaves, which edge of it) for each selection k around
+    ``e`` inside ``e.sels[outer]``: that state is ``p``, or k's fresh entry for the entry's copies."""
+    return tuple(
+        (k, eps_cea.selections[k][1] if k in e.fresh else p, _ident(e, index, j))
+        for j, k in enumerate(e.sels)
+        if j > outer
+    )
+
+
 def _phi_moves(eps_cea: _EpsilonCEA, key: int, entry: int, closure: list) -> dict:
     """Selection ``key``'s A_φ: its states are its fresh entry and the targets of its edges; a state's
     moves are the edges leaving its ε-closure (the entry's: its own)."""
@@ -835,11 +840,7 @@ def _phi_moves(eps_cea: _EpsilonCEA, key: int, entry: int, closure: list) -> dic
                 SINK if key in e.exits else e.dst,
                 e.mark,
                 e.tracked[e.sels.index(key)],
-                tuple(
-                    (k, eps_cea.selections[k][1] if k in e.fresh else r, _ident(e, index, j))
-                    for j, k in enumerate(e.sels)
-                    if j > e.sels.index(key)
-                ),
+                _origin(eps_cea, e, index, r, e.sels.index(key)),
             )
             for index, e in edges
             if e.src in sources
