@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
+from ...lang.values import COMPARE
 from ...runtime.match_arrays import MatchArrays
 from ...semantics.conditions import holds
 from .operators import Select, WinOr, WinSeq
@@ -202,16 +203,6 @@ class SharedRun:
         return np.searchsorted(self.times, self.times[first] + w.seconds + self.part.run.slack, "right")
 
 
-_COMPARE = {
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-    "=": np.equal,
-    "!=": np.not_equal,
-}
-
-
 def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:
     """A condition over rows as one boolean column, where it is comparisons (and/or/not) of numeric
     attributes and numbers: a null compares false, ``!=`` too (the value rules of docs/language.md);
@@ -224,14 +215,14 @@ def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:
     if isinstance(cond, A.BoolNot):
         inner = _column_test(cond.arg, at, stream)
         return None if inner is None else ~inner
-    if not isinstance(cond, A.Compare) or cond.op not in _COMPARE:
+    if not isinstance(cond, A.Compare) or cond.op not in COMPARE:
         return None
     sides = [_numbers(x, at, stream) for x in (cond.left, cond.right)]
     if any(x is None for x in sides):
         return None
     left, right = sides
     with np.errstate(invalid="ignore"):
-        return _COMPARE[cond.op](left, right) & ~np.isnan(left) & ~np.isnan(right)
+        return COMPARE[cond.op](left, right) & ~np.isnan(left) & ~np.isnan(right)
 
 
 def _numbers(node, at: dict, stream):

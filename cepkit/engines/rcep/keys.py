@@ -17,16 +17,8 @@ import numpy as np
 from ...errors import EventError
 from ...lang import ast as A
 from ...lang.compiled import compile_value
-from ...lang.values import cannot_compare, compare
+from ...lang.values import COMPARE, cannot_compare, compare
 
-NUMPY_COMPARE = {
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
-    "=": np.equal,
-    "!=": np.not_equal,
-}
 EXACT = 2**53  # integers below this in magnitude are exact as doubles
 
 
@@ -97,7 +89,7 @@ def compare_arrays(op: str, left, left_valid, right, right_valid, blame=None) ->
     the ``EventError`` of the reference (``blame(i, j)`` gives (position, attribute) of a culprit)."""
     mask = left_valid & right_valid
     if left.dtype != object and right.dtype != object:
-        return NUMPY_COMPARE[op](left, right) & mask
+        return COMPARE[op](left, right) & mask
     # Python's own values on both sides: a float64 beside a huge int would make numpy convert the int
     left, right, mask = np.broadcast_arrays(left.astype(object), right.astype(object), mask)
     out = np.zeros(mask.shape, dtype=bool)

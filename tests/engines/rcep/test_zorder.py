@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cepkit.engines.rcep.zorder import dis, dominance, extract, interleave, region_join, z_regions, z_less
+from cepkit.lang.values import COMPARE
 
 OPS = ["<", "<=", ">", ">=", "=", "!="]
 
@@ -66,14 +67,7 @@ def test_region_join_is_the_pairwise_join(ops, data):
     joined = region_join(tuple(ops), outer, outer_valid, inner, inner_valid, stats, capacity)
     expected = outer_valid[:, None] & inner_valid[None, :]
     for k, op in enumerate(ops):
-        expected &= {
-            "<": np.less,
-            "<=": np.less_equal,
-            ">": np.greater,
-            ">=": np.greater_equal,
-            "=": np.equal,
-            "!=": np.not_equal,
-        }[op](outer[:, k][:, None], inner[:, k][None, :])
+        expected &= COMPARE[op](outer[:, k][:, None], inner[:, k][None, :])
     assert (joined == expected).all()
     assert stats["tested"] <= expected.size
 
