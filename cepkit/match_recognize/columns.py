@@ -248,11 +248,11 @@ def to_series(values: np.ndarray, null: np.ndarray) -> pd.Series:
     return pd.Series(out, dtype=object)
 
 
-def output_frame(query, rows: pd.DataFrame, source, measures: Dict[str, object]) -> pd.DataFrame:
+def output_frame(query, taken: pd.DataFrame, measures: Dict[str, object]) -> pd.DataFrame:
     """The output rows in the standard's column order: partition columns, (ALL ROWS: the ORDER BY columns,)
-    the measures, (ALL ROWS: the other input columns), read from ``rows`` at ``source``."""
-    taken = rows.iloc[source].reset_index(drop=True)
-    out = pd.DataFrame(index=pd.RangeIndex(len(source)))
+    the measures, (ALL ROWS: the other input columns), read from ``taken`` (the input rows each output row
+    comes from, in order)."""
+    out = pd.DataFrame(index=pd.RangeIndex(len(taken)))
     for name in query.partition:
         out[name] = taken[name]
     if query.rows == "all":
@@ -261,10 +261,10 @@ def output_frame(query, rows: pd.DataFrame, source, measures: Dict[str, object])
     for name, values in measures.items():
         out[name] = values
     if query.rows == "all":
-        for name in rows.columns:
+        for name in taken.columns:
             if name not in out.columns:
                 out[name] = taken[name]
-    return localized(query, rows, out)
+    return localized(query, taken, out)
 
 
 def localized(query: A.Recognize, rows: pd.DataFrame, out: pd.DataFrame) -> pd.DataFrame:

@@ -139,11 +139,11 @@ def why_not(query, frames: Frames, start: int, end: Optional[int] = None, key: A
                 match.rows,
                 (),
             )
-    chunk = matched.rows.iloc[first:stop]
+    chunk = matched.read.iloc[first:stop]
     columns = {str(c): chunk[c].tolist() for c in chunk.columns}
     rows_frame = Frame(columns, dict(parsed.subsets), parsed.text)
     attempts: List[Attempt] = []
-    times = within_times(parsed, matched.rows)
+    times = within_times(parsed, matched.read)
     times = None if times is None else times[first:stop]
     _match_at(
         parsed.pattern,
@@ -164,7 +164,7 @@ def _partition(query: A.Recognize, matched, key) -> int:
     if key is None:
         raise QueryError("name the partition: key=... (a value of " + ", ".join(query.partition) + ")", query.text)
     wanted = key if isinstance(key, tuple) else (key,)
-    firsts = matched.rows.iloc[matched.bounds[:, 0]][list(query.partition)]
+    firsts = matched.read.iloc[matched.bounds[:, 0]][list(query.partition)]
     for i, values in enumerate(firsts.itertuples(index=False)):
         if tuple(values) == wanted:
             return i

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Dict, List, Mapping, Optional, Union
 
 import numpy as np
@@ -33,10 +34,14 @@ class Matched:
 
     Per match: ``part``, ``number`` (MATCH_NUMBER), ``start`` (first row tried; an empty match's only
     row), ``offset`` (its first index into the flat arrays; one more entry at the end). Flat, per mapped
-    row: ``flat_row``, ``flat_var`` (index into ``query.variables``), ``flat_excl`` (inside ``{- -}``)."""
+    row: ``flat_row``, ``flat_var`` (index into ``query.variables``), ``flat_excl`` (inside ``{- -}``).
+
+    ``read`` holds only the columns the query reads, sorted; the input's other columns are taken from
+    ``frame`` at the rows an output needs (``take``), never sorted whole (a wide table's copy would cost
+    more than the matching)."""
 
     query: A.Recognize
-    rows: pd.DataFrame  # sorted, index 0..n-1
+    read: pd.DataFrame  # the columns the query reads, sorted, index 0..n-1
     bounds: np.ndarray  # per partition: first row, one past the last
     part: np.ndarray
     number: np.ndarray
@@ -46,6 +51,19 @@ class Matched:
     flat_var: np.ndarray
     flat_excl: np.ndarray
     info: Dict[str, Any] = field(default_factory=dict)
+    frame: Optional[pd.DataFrame] = None  # the input, every column, unsorted (None: ``read`` is all of it)
+    order: Optional[np.ndarray] = None  # each sorted row's position in ``frame`` (None: the same row)
+
+    def take(self, source: np.ndarray) -> pd.DataFrame:
+        """The sorted rows at ``source``, every input column, index 0..len(source)-1."""
+        if self.frame is None:
+            return self.read.iloc[source].reset_index(drop=True)
+        return self.frame.iloc[source if self.order is None else self.order[source]].reset_index(drop=True)
+
+    @cached_property
+    def rows(self) -> pd.DataFrame:
+        """The sorted rows, every input column, index 0..n-1 (taken on first use)."""
+        return self.read if self.frame is None else self.take(np.arange(len(self.read)))
 
     def __len__(self) -> int:
         return len(self.part)
@@ -153,19 +171,38 @@ def _where(text: str, name: str, node) -> tuple:
     return text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
 
 
-def _sorted(query: A.Recognize, frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows by PARTITION BY, then ORDER BY, stably. Rows already in ORDER BY order (a log, a time series)
-    only need their partitions gathered: one stable argsort of the partition codes."""
+def read_columns(query: A.Recognize) -> set:
+    """The input columns a query reads: partition and order keys, and every column its expressions name."""
+    names = set(query.partition) | {name for name, _ in query.order}
+    for _, expr in query.defines + query.measures:
+        names |= {node.name for node in A.walk(expr) if isinstance(node, A.Column)}
+    return names
+
+
+def _order(query: A.Recognize, frame: pd.DataFrame) -> Optional[np.ndarray]:
+    """Each sorted row's position in ``frame``: by PARTITION BY, then ORDER BY, stably (None: the rows are in
+    that order). Rows already in ORDER BY order (a log, a time series) only need their partitions gathered:
+    one stable argsort of the partition codes. Only the key columns are read."""
     keys = list(query.partition) + [name for name, _ in query.order]
     ascending = [True] * len(query.partition) + [asc for _, asc in query.order]
     if not keys:
-        return frame.reset_index(drop=True)
+        return None
     if len(query.order) == 1 and query.order[0][1] and frame[query.order[0][0]].is_monotonic_increasing:
         if not query.partition:
-            return frame.reset_index(drop=True)
+            return None
         codes = frame.groupby(list(query.partition), sort=True, dropna=False).ngroup().to_numpy()
-        return frame.take(np.argsort(codes, kind="stable")).reset_index(drop=True)
-    return frame.sort_values(keys, ascending=ascending, kind="stable").reset_index(drop=True)
+        return np.argsort(codes, kind="stable")
+    ranked = frame[keys].set_axis(pd.RangeIndex(len(frame)))
+    return ranked.sort_values(keys, ascending=ascending, kind="stable").index.to_numpy()
+
+
+def _take(frame: pd.DataFrame, order: Optional[np.ndarray]) -> pd.DataFrame:
+    return frame.reset_index(drop=True) if order is None else frame.take(order).reset_index(drop=True)
+
+
+def _sorted(query: A.Recognize, frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows by PARTITION BY, then ORDER BY, stably (``_order``)."""
+    return _take(frame, _order(query, frame))
 
 
 def _bounds(query: A.Recognize, rows: pd.DataFrame) -> np.ndarray:
@@ -197,7 +234,9 @@ def within_times(query: A.Recognize, rows: pd.DataFrame) -> Optional[np.ndarray]
 def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matched:
     """Sort the rows, split the partitions and find every match (``matcher``: "auto", "vm" or "reference")."""
     check_columns(query, frame.columns)
-    rows = _sorted(query, frame)
+    order = _order(query, frame)
+    wanted = read_columns(query)
+    rows = _take(frame[[name for name in frame.columns if name in wanted]], order)
     bounds = _bounds(query, rows)
     times = within_times(query, rows)
     subsets = dict(query.subsets)
@@ -213,7 +252,13 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
     use_vm = matcher == "vm" or (matcher == "auto" and local)
     arrays = _find_vm(query, rows, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
     return Matched(
-        query, rows, bounds, *arrays[:-1], info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds)}
+        query,
+        rows,
+        bounds,
+        *arrays[:-1],
+        info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds)},
+        frame=frame,
+        order=order,
     )
 
 
@@ -418,7 +463,7 @@ def output(matched: Matched) -> pd.DataFrame:
         order = np.lexsort((within, anchor))
     if order is not None:
         match, end, source = match[order], end[order], source[order]
-    columns = _columns(query, matched.rows, matched.bounds)
+    columns = _columns(query, matched.read, matched.bounds)
     measures = Measures(
         columns,
         query.variables,
@@ -435,12 +480,12 @@ def output(matched: Matched) -> pd.DataFrame:
         name: to_series(*measures.evaluate(expr)).to_numpy() if len(source) else pd.Series([], dtype=object)
         for name, expr in query.measures
     }
-    return _select(query, output_frame(query, matched.rows, source, values))
+    return _select(query, output_frame(query, matched.take(source), values))
 
 
 def _unmatched_rows(matched: Matched, empty: np.ndarray) -> np.ndarray:
     """Rows in no match (an empty match's row counts as shown), in order."""
-    n = len(matched.rows)
+    n = len(matched.read)
     cover = np.zeros(n + 1, np.int64)
     full = ~empty
     np.add.at(cover, matched.start[full], 1)

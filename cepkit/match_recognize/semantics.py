@@ -472,7 +472,7 @@ def reference_output(query: A.Recognize, rows: pd.DataFrame, bounds, found: List
         name: to_series(*_typed([r[name] for r in records])).to_numpy() if records else pd.Series([], dtype=object)
         for name in measure_names
     }
-    out = output_frame(query, rows, source_rows, values)
+    out = output_frame(query, rows.iloc[source_rows].reset_index(drop=True), values)
     if query.select is not None:
         out = out[list(query.select)]
     return out

@@ -17,7 +17,7 @@ from typing import Any, Dict, Union
 from ..errors import QueryError
 from ..match_recognize import ast as A
 from ..match_recognize.parser import did_you_mean, parse
-from ..match_recognize.run import check_columns
+from ..match_recognize.run import check_columns, read_columns
 from .groups import OneGroupWarning
 
 
@@ -75,14 +75,6 @@ def _whole_partition(run, frames):
     frames = list(frames)
     if frames:
         yield run(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
-
-
-def read_columns(query: A.Recognize) -> set:
-    """The input columns a query reads: partition and order keys, and every column its expressions name."""
-    names = set(query.partition) | {name for name, _ in query.order}
-    for _, expr in query.defines + query.measures:
-        names |= {node.name for node in A.walk(expr) if isinstance(node, A.Column)}
-    return names
 
 
 def output_schema(query: A.Recognize, schema):
