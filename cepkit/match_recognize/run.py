@@ -43,6 +43,7 @@ class Matched:
     query: A.Recognize
     read: pd.DataFrame  # the columns the query reads, sorted, index 0..n-1
     bounds: np.ndarray  # per partition: first row, one past the last
+    columns: Columns  # ``read`` as arrays: DEFINE and MEASURES convert each column once
     part: np.ndarray
     number: np.ndarray
     start: np.ndarray
@@ -250,11 +251,13 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
             query.text,
         )
     use_vm = matcher == "vm" or (matcher == "auto" and local)
-    arrays = _find_vm(query, rows, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
+    columns = _columns(query, rows, bounds)
+    arrays = _find_vm(query, columns, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
     return Matched(
         query,
         rows,
         bounds,
+        columns,
         *arrays[:-1],
         info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds)},
         frame=frame,
@@ -276,6 +279,7 @@ def find_open(
     n = len(rows)
     times = within_times(query, rows)
     bounds = np.array([[0, n]], dtype=np.int64)
+    columns = _columns(query, rows, bounds)
     subsets = dict(query.subsets)
     known = None
     if all(row_local(expr, var, subsets) for var, expr in query.defines):
@@ -285,7 +289,7 @@ def find_open(
             known = max(n - reach(query.defines, "NEXT"), begin)
             if known < n:
                 horizon = int(times[known]) if times is not None else known
-        arrays = _find_vm(query, rows, bounds, times, begin, horizon, known, first_number)
+        arrays = _find_vm(query, columns, bounds, times, begin, horizon, known, first_number)
         matcher = "vm"
     else:  # the reference reads rows as it goes, and stops at the first one still to come
         arrays = _find_reference(query, rows, bounds, times, begin, horizon, first_number)
@@ -308,7 +312,8 @@ def find_open(
     matched = Matched(
         query,
         rows,
-        np.array([[0, n]], dtype=np.int64),
+        bounds,
+        columns,
         part,
         number + (first_number - 1),
         start,
@@ -366,7 +371,7 @@ def _find_reference(
 
 def _find_vm(
     query: A.Recognize,
-    rows: pd.DataFrame,
+    columns: Columns,
     bounds: np.ndarray,
     times,
     begin: int = 0,
@@ -376,8 +381,7 @@ def _find_vm(
 ) -> tuple:
     variables = query.variables
     program = compile_pattern(query.pattern, variables, query.text)
-    columns = _columns(query, rows, bounds)
-    holds = np.ones((len(rows), max(len(variables), 1)), dtype=np.uint8)
+    holds = np.ones((columns.n, max(len(variables), 1)), dtype=np.uint8)
     for var, expr in query.defines:
         holds[:, variables.index(var)] = columns.holds(expr)
     subsets = dict(query.subsets)
@@ -463,9 +467,8 @@ def output(matched: Matched) -> pd.DataFrame:
         order = np.lexsort((within, anchor))
     if order is not None:
         match, end, source = match[order], end[order], source[order]
-    columns = _columns(query, matched.read, matched.bounds)
     measures = Measures(
-        columns,
+        matched.columns,
         query.variables,
         dict(query.subsets),
         matched.number,
