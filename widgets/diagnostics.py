@@ -40,9 +40,7 @@ def check_text(text: str, schema, hierarchy=None, of: str = "the stream's") -> C
         return Checked(None, error_html(err), (err,))
     warnings = tuple(cepkit.type_warnings(query, schema))
     if warnings:  # it runs, but finds nothing of those types: said before Run, not after
-        return Checked(
-            query, "".join(f"<pre style='color:#9a6700'>⚠ {html.escape(str(w))}</pre>" for w in warnings), (), warnings
-        )
+        return Checked(query, "".join(error_html(w, color="#9a6700", mark="⚠ ") for w in warnings), (), warnings)
     features = ", ".join(sorted(query.features)) or "none"
     return Checked(
         query,
@@ -51,9 +49,10 @@ def check_text(text: str, schema, hierarchy=None, of: str = "the stream's") -> C
     )
 
 
-def error_html(err: Exception) -> str:
+def error_html(err: Exception, color: str = "#b00", mark: str = "") -> str:
     """An error as the widgets show it: its message wrapped between words, and a query's source line with its
-    caret kept whole (scrolled sideways if too wide, never wrapped, so the caret stays under its column).
+    caret kept whole (scrolled sideways if too wide, never wrapped, so the caret stays under its column). A
+    warning (``cepkit.type_warnings``) is shown the same way in its own ``color``, its message after ``mark``.
 
     >>> print(error_html(cepkit.QueryError("unexpected 'WITHN'", "A a WITHN 3", 1, 5, 5)))  # doctest: +ELLIPSIS
     <div style='color:#b00'><pre style='white-space:pre-wrap;...'>line 1, column 5: unexpected &#x27;WITHN&#x27;</pre><pre style='white-space:pre;...'>  A a WITHN 3
@@ -64,12 +63,12 @@ def error_html(err: Exception) -> str:
     snippet, rest = (lines[1:3], lines[:1] + lines[3:]) if located else ([], lines)
     wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;margin:0"
     whole = "white-space:pre;overflow-x:auto;margin:0"
-    parts = [f"<pre style='{wrapped}'>{html.escape(rest[0])}</pre>"]
+    parts = [f"<pre style='{wrapped}'>{html.escape(mark + rest[0])}</pre>"]
     if snippet:
         parts.append(f"<pre style='{whole}'>{html.escape(chr(10).join(snippet))}</pre>")
     if rest[1:]:
         parts.append(f"<pre style='{wrapped}'>{html.escape(chr(10).join(rest[1:]))}</pre>")
-    return "<div style='color:#b00'>" + "".join(parts) + "</div>"
+    return f"<div style='color:{color}'>" + "".join(parts) + "</div>"
 
 
 def hint(schema) -> str:

@@ -83,7 +83,6 @@ AS_WRITTEN = "as written"  # the strategy picker's choice that keeps the query's
 CSS = (
     TABLE_CSS
     + """<style>
-.cepkit-diagnostics pre { margin: 0; white-space: pre-wrap; word-break: normal; overflow-wrap: break-word; }
 .cepkit-stale { opacity: 0.45; filter: grayscale(1); }
 /* a narrow output (800 px window, sidebar open): tabs keep their whole titles and wrap onto a second row */
 .cepkit-workbench .widget-tab > .lm-TabBar .lm-TabBar-content { flex-wrap: wrap; }
