@@ -24,7 +24,7 @@ import traitlets
 
 import cepkit
 
-from .diagnostics import check_text
+from .diagnostics import check_text, error_html
 from .editor import QueryEditor
 from .execution import STRATEGIES, Cancelled, Run
 from .explain_view import ExplainView
@@ -336,7 +336,7 @@ class SparkWorkbench(widgets.VBox):
             return None
         except Exception as err:  # noqa: BLE001 -- shown to the user, as a local run's errors are
             self._running(False)
-            self.status.value = f"<pre style='color:#b00'>{html.escape(str(err))}</pre>"
+            self.status.value = error_html(err)
             return None
         self.result, self.count, self.last_query, self.seconds = result["found"], result["count"], query, job.seconds
         self.selected = None

@@ -566,9 +566,7 @@ class Workbench(widgets.VBox):
             )
         except cepkit.QueryError as err:
             self.automaton_view = None
-            return widgets.HTML(
-                f"The automaton engine (CEL, [CEL]) cannot compile this query:<pre>{html.escape(str(err))}</pre>"
-            )
+            return widgets.HTML("The automaton engine (CEL, [CEL]) cannot compile this query:" + error_html(err))
         return self.automaton_view
 
     def _strategies_tab(self):
