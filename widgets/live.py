@@ -32,7 +32,7 @@ import pandas as pd
 import cepkit
 
 from .figures import TABLE_CSS, format_value, full_width, plural
-from .on_spark import binding
+from .on_spark import spark_matches, variables_of
 from .timeline import MatchTimeline, check_time_zone
 
 LAST = 30  # the latest matches kept and drawn
@@ -194,13 +194,10 @@ class LiveView(widgets.VBox):
         import cepkit.spark
 
         live = cls(**(view or {}))
-        live.heading = f"live on Spark · {cepkit.parse(query).text.splitlines()[0][:80]}"
+        parsed = cepkit.parse(query)
+        live.heading = f"live on Spark · {parsed.text.splitlines()[0][:80]}"
         found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
-        variables = [
-            c
-            for c in found_stream.columns
-            if c not in ("match_id", "positions") and c not in cepkit.parse(query).partition_by
-        ]
+        variables = variables_of(found_stream.columns, parsed)
         if cepkit.spark.jobs.is_connect(events.sparkSession):
             return live._poll_memory_sinks(events, found_stream, variables, position, poll)
         lock = threading.Lock()
@@ -280,10 +277,7 @@ class LiveView(widgets.VBox):
     def _add_spark_batch(self, events: pd.DataFrame, rows: pd.DataFrame, variables: list, progress) -> None:
         """One micro-batch of a Spark feed: its events (indexed by position), its match rows, the matches
         query's progress (watermark, rows dropped by it, rows per second)."""
-        found = []
-        for _, row in rows.iterrows():
-            bindings = {v: binding(row[v]) for v in variables if binding(row[v]) is not None}
-            found.append(cepkit.Match.of(bindings, [int(p) for p in row["positions"]]))
+        found = spark_matches(rows, variables)
         progress = progress or {}
         watermark = (progress.get("eventTime") or {}).get("watermark")
         dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))

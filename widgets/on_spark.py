@@ -77,18 +77,28 @@ def run_on_spark(query, stream, engine: str = "auto", progress=None, job_started
         rows = job.start().wait()
     except cepkit.spark.Cancelled as stop:
         raise Cancelled(str(stop)) from None
-    variables = [c for c in rows.columns if c not in ("match_id", "positions", *query.partition_by)]
-    found = [
-        cepkit.Match.of(
-            {v: binding(row[v]) for v in variables if binding(row[v]) is not None}, [int(p) for p in row["positions"]]
-        )
-        for _, row in rows.iterrows()
-    ]
+    found = spark_matches(rows, variables_of(rows.columns, query))
     return Run(
         cepkit.Matches(found, f"{SPARK} ({engine})", query, stream=stream),
         job.seconds,
         f"ran on Spark ({type(spark).__module__.split('.')[2]} session)",
     )
+
+
+def variables_of(columns, query) -> list:
+    """The variables among the columns of ``cepkit.spark.match``'s rows (the others: match_id, positions and
+    the query's partition keys)."""
+    return [c for c in columns if c not in ("match_id", "positions", *query.partition_by)]
+
+
+def spark_matches(rows: pd.DataFrame, variables: list) -> list:
+    """``cepkit.spark.match``'s rows (in pandas) as ``cepkit.Match``es: each variable's binding, the positions."""
+    return [
+        cepkit.Match.of(
+            {v: binding(row[v]) for v in variables if binding(row[v]) is not None}, [int(p) for p in row["positions"]]
+        )
+        for _, row in rows.iterrows()
+    ]
 
 
 def binding(value):
@@ -415,7 +425,7 @@ class SparkWorkbench(widgets.VBox):
         wanted = sorted({int(p) for ps in sample["positions"] for p in ps})
         frame = self.events.where(F.col("position").isin(wanted)).orderBy("position").toPandas()
         local = {int(p): i for i, p in enumerate(frame["position"])}
-        variables = [c for c in sample.columns if c not in ("match_id", "positions", *self.last_query.partition_by)]
+        variables = variables_of(sample.columns, self.last_query)
         matches = []
         for _, row in sample.iterrows():
             bindings = {}
