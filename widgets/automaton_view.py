@@ -27,7 +27,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
-from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
+from .graph_layout import FONT, arrowhead, edge_lines, graph_drawing, natural_width
 from .timeline import event_text
 
 TRACES = (
@@ -190,37 +190,16 @@ def automaton_figure(automaton, drawing) -> go.Figure:
         marker={"color": "rgba(0,0,0,0)", "line": {"color": ENTERED_COLOR, "width": 3}},
     )
     arrows = [
-        dict(x=p.tip[0], y=p.tip[1], ax=p.points[-1][0], ay=p.points[-1][1], arrowcolor=MARK_STYLE[d["mark"]]["color"])
-        for p, (*_, d) in zip(drawing.edges, edges)
+        arrowhead(p.tip, p.points[-1], MARK_STYLE[d["mark"]]["color"], 1.4) for p, (*_, d) in zip(drawing.edges, edges)
     ]
     start = node[automaton.initial]
+    left = start.x - start.size / 2
     arrows.append(
-        dict(
-            x=start.x - start.size / 2,
-            y=start.y,
-            ax=start.x - start.size / 2 - START_ARROW,
-            ay=start.y,
-            text="start",
-            xanchor="right",
-            arrowcolor="#1f3b57",
-        )
+        arrowhead((left, start.y), (left - START_ARROW, start.y), "#1f3b57", 1.4, text="start", xanchor="right")
     )
     margin = {"l": 10, "r": 10, "t": 10, "b": 10}
     figure.update_layout(
-        annotations=[
-            dict(
-                xref="x",
-                yref="y",
-                axref="x",
-                ayref="y",
-                showarrow=True,
-                arrowhead=2,
-                arrowsize=1,
-                arrowwidth=1.4,
-                **{"text": "", **a},
-            )
-            for a in arrows
-        ],
+        annotations=arrows,
         showlegend=False,
         plot_bgcolor="white",
         hovermode="closest",

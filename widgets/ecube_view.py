@@ -39,7 +39,7 @@ import cepkit
 
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
-from .graph_layout import FONT, edge_lines, graph_drawing, natural_width
+from .graph_layout import FONT, arrowhead, edge_lines, graph_drawing, natural_width
 from .live import LiveView
 
 ROOT = "v0"
@@ -507,23 +507,7 @@ class ECubeView(widgets.VBox):
             hovertext=[self._hover(n) for n in names],
         )
         self.figure.layout.annotations = [
-            dict(
-                x=p.tip[0],
-                y=p.tip[1],
-                ax=p.points[-1][0],
-                ay=p.points[-1][1],
-                xref="x",
-                yref="y",
-                axref="x",
-                ayref="y",
-                showarrow=True,
-                arrowhead=2,
-                arrowsize=1,
-                arrowwidth=2,
-                arrowcolor=PLAN_COLOR,
-                text="",
-            )
-            for p in (paths[u, v] for u, v, _ in plan)
+            arrowhead(paths[u, v].tip, paths[u, v].points[-1], PLAN_COLOR, 2) for u, v, _ in plan
         ]
         what = "what-if plan" if self.what_if_plan is not None else "plan"
         shown = self.shown_plan

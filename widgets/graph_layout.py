@@ -81,6 +81,28 @@ def edge_lines(paths) -> dict:
     return {"x": xs, "y": ys}
 
 
+def arrowhead(tip, base, color: str, width: float, **more) -> dict:
+    """A plotly annotation drawing an arrowhead at ``tip`` coming from ``base`` (data coordinates, no text
+    unless ``more`` gives one): an edge path's is ``arrowhead(path.tip, path.points[-1], ...)``."""
+    return {
+        "x": tip[0],
+        "y": tip[1],
+        "ax": base[0],
+        "ay": base[1],
+        "xref": "x",
+        "yref": "y",
+        "axref": "x",
+        "ayref": "y",
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowsize": 1,
+        "arrowwidth": width,
+        "arrowcolor": color,
+        "text": "",
+        **more,
+    }
+
+
 def dot_available() -> bool:
     return shutil.which("dot") is not None
 
