@@ -30,6 +30,7 @@ from .execution import STRATEGIES, Cancelled, Run
 from .explain_view import ExplainView
 from .figures import TABLE_CSS, format_value, full_width, plural
 from .paged_table import PagedTable, TableData
+from .results_grid import fields_picker, known_fields
 from .timeline import MatchTimeline
 
 SPARK = "spark"  # the engine picker's choice that runs the query on the active Spark session
@@ -169,13 +170,7 @@ class SparkWorkbench(widgets.VBox):
             f"<small>events: a Spark DataFrame ({html.escape(_session_kind(self.spark))} session); press Run</small>"
         )
         self.status.add_class("cepkit-spark-status")
-        self.fields_picker = widgets.TagsInput(
-            value=[],
-            allowed_tags=self.attributes,
-            allow_duplicates=False,
-            placeholder="add a field (attribute)",
-            layout=widgets.Layout(width="50%", min_width="220px"),
-        )
+        self.fields_picker = fields_picker(self.attributes)
         self.grid = PagedTable(noun="match", nouns="matches", csv_name="matches.csv", layout=full_width())
         self.results = widgets.VBox(
             [
@@ -244,13 +239,7 @@ class SparkWorkbench(widgets.VBox):
 
     @fields.setter
     def fields(self, names: Iterable[str]) -> None:
-        unknown = [n for n in names if n not in self.attributes]
-        if unknown:
-            raise ValueError(
-                f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
-                f"{', '.join(self.attributes) or 'no attributes'}"
-            )
-        self.fields_picker.value = list(names)
+        self.fields_picker.value = known_fields(names, self.attributes)
 
     def run(self, wait: bool = True):
         """Run the editor's query on Spark. With ``wait`` (from code) returns when done: the match count, or

@@ -86,6 +86,29 @@ def joined(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def fields_picker(attributes: list) -> widgets.TagsInput:
+    """The picker of the fields (the events' ``attributes``) a grid of matches shows for each match."""
+    return widgets.TagsInput(
+        value=[],
+        allowed_tags=attributes,
+        allow_duplicates=False,
+        placeholder="add a field (attribute)",
+        layout=widgets.Layout(width="50%", min_width="220px"),
+    )
+
+
+def known_fields(names: Iterable[str], attributes: list) -> list:
+    """``names`` as a list, each one of the events' ``attributes`` (else a ValueError naming the others)."""
+    names = list(names)
+    unknown = [n for n in names if n not in attributes]
+    if unknown:
+        raise ValueError(
+            f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
+            f"{', '.join(attributes) or 'no attributes'}"
+        )
+    return names
+
+
 class ResultsGrid(widgets.VBox):
     """The matches of one run as a grid; ``selected`` is the picked match's index (None when none is)."""
 
@@ -95,13 +118,7 @@ class ResultsGrid(widgets.VBox):
         self.canvas = canvas
         self.matches = cepkit.Matches([], "none")
         self.attributes = sorted(str(c) for c in canvas.stream.frame.columns if c not in ("type", "ts"))
-        self.fields_picker = widgets.TagsInput(
-            value=[],
-            allowed_tags=self.attributes,
-            allow_duplicates=False,
-            placeholder="add a field (attribute)",
-            layout=widgets.Layout(width="50%", min_width="220px"),
-        )
+        self.fields_picker = fields_picker(self.attributes)
         self.fields_picker.observe(lambda _: self._refill(), "value")
         self.export_name = widgets.Text(placeholder="variable name", layout=widgets.Layout(width="180px"))
         self.export_button = widgets.Button(
@@ -136,14 +153,7 @@ class ResultsGrid(widgets.VBox):
 
     @fields.setter
     def fields(self, names: Iterable[str]) -> None:
-        names = list(names)
-        unknown = [n for n in names if n not in self.attributes]
-        if unknown:
-            raise ValueError(
-                f"unknown field(s) {', '.join(map(repr, unknown))}: the events have "
-                f"{', '.join(self.attributes) or 'no attributes'}"
-            )
-        self.fields_picker.value = names
+        self.fields_picker.value = known_fields(names, self.attributes)
 
     def set_matches(self, matches: "cepkit.Matches") -> None:
         self.matches = matches
