@@ -572,7 +572,7 @@ class Workbench(widgets.VBox):
     def _strategies_tab(self):
         engine = "auto" if self.engine_picker.value == SPARK else self.engine_picker.value
         # the last run is this query under its own strategy, on this engine: shown, not run again
-        ran = {} if engine != self.engine_picker.value else {self.last_query.ast.strategy or "ALL": self.last_run}
+        ran = {} if engine != self.engine_picker.value else {self.last_query.strategy: self.last_run}
         self.strategy_compare = StrategyCompare(
             self.last_query,
             self.stream,
