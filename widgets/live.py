@@ -102,7 +102,7 @@ class LiveView(widgets.VBox):
         self.rate = self.last_rate = 0.0
         self.stopped = self.finished = False
         self.on_stop = []  # feeds' hooks: called once when Stop is pressed
-        self.queries = []  # a Spark feed's streaming queries
+        self.queries = []  # a Spark feed's streaming queries, stopped by Stop after the hooks
         self._random = random.Random(0)
         self._started: Optional[float] = None
         self._thread: Optional[threading.Thread] = None
@@ -218,7 +218,6 @@ class LiveView(widgets.VBox):
         events_query = events.writeStream.foreachBatch(on_events).start()
         matches_query = found_stream.writeStream.outputMode("append").foreachBatch(on_matches).start()
         live.queries.extend([events_query, matches_query])
-        live.on_stop.append(lambda: [q.stop() for q in live.queries])
         return live
 
     def _poll_memory_sinks(self, events, found_stream, variables: list, position: str, every: float) -> "LiveView":
@@ -269,7 +268,6 @@ class LiveView(widgets.VBox):
 
         self._poll = poll
         self.on_stop.append(stopping.set)
-        self.on_stop.append(lambda: [q.stop() for q in self.queries])
         self._thread = threading.Thread(target=keep_polling, name="LiveView.poll", daemon=True)
         self._thread.start()
         return self
@@ -322,6 +320,8 @@ class LiveView(widgets.VBox):
         self.stop_button.description = "Stopped"
         for hook in self.on_stop:
             hook()
+        for query in self.queries:
+            query.stop()
         self._show_stats()
 
     def add(
