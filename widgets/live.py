@@ -452,7 +452,7 @@ class LiveView(widgets.VBox):
         )
         zone = f" ({self.tz or 'UTC'})" if len(frame) and isinstance(times.iloc[0], pd.Timestamp) else ""
         self.grid.value = (
-            f"{caption}<div style='overflow-x: auto; max-width: 100%'><table class='cepkit-table' "
+            f"{caption}<div class='cepkit-scroll'><table class='cepkit-table' "
             f"style='white-space: nowrap'><tr><th>match</th><th>start{zone}</th><th>end{zone}</th>"
             f"<th>types</th><th>bindings</th></tr>{''.join(rows)}</table></div>"
         )

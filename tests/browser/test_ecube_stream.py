@@ -69,5 +69,10 @@ def test_the_streaming_cube_view_counts_the_matches_so_far(lab, page, open_noteb
         return [...v.querySelectorAll('.js-plotly-plot')].map(f => Math.round(f.getBoundingClientRect().right - out))
             .filter(over => over > 1); }""")
     assert wide == [], f"figures past the output's right edge by {wide} px"
+    # the latest matches' caption is read whole: it wraps inside the output (only the table scrolls sideways)
+    caption = view.locator(".cepkit-live-grid small").first
+    past = caption.evaluate("""c => Math.round(c.getBoundingClientRect().right
+        - c.closest('.jp-OutputArea-output').getBoundingClientRect().right)""")
+    assert past <= 1, f"the live grid's caption runs {past} px past the output"
     assert dom.undrawn_figures(page) == []
     assert not page.script_errors, page.script_errors
