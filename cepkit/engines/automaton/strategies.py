@@ -115,11 +115,17 @@ class Maximal:
 
         ends = self.ends
 
+        def merge(group_key, entries):  # ``entries`` (made for this step) is adopted as the group when new
+            group = new.get(group_key)
+            if group is None:
+                new[group_key] = entries
+            else:
+                for p, n in entries.items():
+                    group[p] = union(arena, group.get(p, NONE), n)
+
         def add(start, entries, supersets):
             kept = frozenset((q, s) for q, s in supersets.items() if q not in ends)
-            group = new.setdefault((start, frozenset(entries), kept), {})
-            for p, n in entries.items():
-                group[p] = union(arena, group.get(p, NONE), n)
+            merge((start, frozenset(entries), kept), entries)
 
         inert = self.moves.inert(letter)
         for group_key, entries in self.groups.items():
@@ -129,12 +135,7 @@ class Maximal:
             if states <= inert and all(q in inert for q, _ in supers):
                 # every run stays where it is: the • move has nothing, the ◦ move gives the group back (its
                 # T states have no superset run starting at or after its start: add() filtered them so)
-                if group_key in new:
-                    group = new[group_key]
-                    for p, n in entries.items():
-                        group[p] = union(arena, group.get(p, NONE), n)
-                else:
-                    new[group_key] = entries
+                merge(group_key, entries)
                 continue
             started = min(start, key)
             # the superset runs' moves: u_mark (those marking j), u_skip (every one), the latest start per state
