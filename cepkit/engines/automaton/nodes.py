@@ -83,9 +83,15 @@ UNION_ROOM = 2  # the nodes ``put_initial`` may take (``put_union``: 1)
 
 @jit(inline=True)
 def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """Union(a, b) written at ``at`` (the caller checked the room); returns ``at``. The child with the later start goes first (window pruning), on
-    equal starts the one with the shorter left spine (the constant-delay bound, docs/automaton-engine.md)."""
-    return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    """Union(a, b) written at ``at`` (the caller checked the room); returns ``at``. The child with the later
+    start goes first (window pruning), on equal starts the one with the shorter left spine (the
+    constant-delay bound, docs/automaton-engine.md)."""
+    ka, kb = node_start[a], node_start[b]
+    if ka < kb or (ka == kb and spine(node_var, b) < spine(node_var, a)):
+        a, b, ka = b, a, kb
+    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -2 - spine(node_var, a), a, b
+    node_start[at] = ka
+    return at
 
 
 @jit
@@ -98,20 +104,9 @@ def put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b)
     if node_start[a] < node_start[b]:
         a, b = b, a
     if node_start[a] == np.inf and b != BOTTOM and node_pos[a] == UNION and node_left[a] == BOTTOM:
-        inner = put_pair(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
-        return put_pair(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
-    return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
-
-
-@jit(inline=True)
-def put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """One Union(a, b) node at ``at``, its children in ``put_union``'s order (compaction's too)."""
-    ka, kb = node_start[a], node_start[b]
-    if ka < kb or (ka == kb and spine(node_var, b) < spine(node_var, a)):
-        a, b, ka = b, a, kb
-    node_pos[at], node_var[at], node_left[at], node_right[at] = UNION, -2 - spine(node_var, a), a, b
-    node_start[at] = ka
-    return at
+        inner = put_union(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
+        return put_union(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
+    return put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
 @jit
@@ -933,7 +928,7 @@ def _copy_live(arena, loosest, target, remap):
             if not (keep_a and keep_b):
                 remap[node] = remap[a] if keep_a else remap[b]
                 continue
-            remap[node] = put_pair(new_pos, new_var, new_left, new_right, new_start, n, remap[a], remap[b])
+            remap[node] = put_union(new_pos, new_var, new_left, new_right, new_start, n, remap[a], remap[b])
             n += 1
             continue
         new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE
