@@ -24,12 +24,10 @@ from ..errors import QueryError
 from ..match_recognize import ast as A
 from ..match_recognize.stream import Partition, advance, check_streamable
 from .groups import PREFIX
-from .session import ROCKSDB_PROVIDER
-from .streaming import _interval
+from .session import use_rocksdb
+from .streaming import _EVENT_TIME, _GROUP, _interval
 
 _CLOCK = PREFIX + "clock_us"  # the row's UTC instant in microseconds: what the watermark is compared with
-_EVENT_TIME = PREFIX + "event_time"  # the clock + 1 µs: Spark drops exactly the rows already settled past
-_GROUP = PREFIX + "group"  # the one key of a query without PARTITION BY
 _STATE = T.StructType(
     [
         T.StructField("rows", T.BinaryType()),
@@ -38,7 +36,6 @@ _STATE = T.StructType(
         T.StructField("number", T.LongType()),
     ]
 )
-_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 
 class _Recognizer(StatefulProcessor):
@@ -115,12 +112,11 @@ def stream(query: A.Recognize, frame: DataFrame, schema, delay, read: set) -> Da
             query.text,
         )
     spark = frame.sparkSession
-    if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
-        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)  # transformWithState keeps its state in RocksDB
+    use_rocksdb(spark)
     keys = list(query.partition)
     prepared = (
         frame.withColumn(_CLOCK, F.unix_micros(F.col(order).cast("timestamp")))
-        .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(_CLOCK) + 1))
+        .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(_CLOCK) + 1))  # as streaming.py's, the clock + 1 µs
         .withWatermark(_EVENT_TIME, _interval(0 if delay is None else delay))
     )
     if not keys:

@@ -23,12 +23,13 @@ JVM_LOG = os.path.join(tempfile.gettempdir(), f"cepkit-spark-{os.getpid()}.log")
 
 # Stateful streaming (transformWithStateInPandas) keeps its state in RocksDB.
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 
 # Session settings, for a new classic session and a new Spark Connect session alike.
 _SESSION_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",  # timestamps print as they are stored
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+    _PROVIDER_CONF: ROCKSDB_PROVIDER,
 }
 # For a new classic session only: a Connect server refuses to change these (and warns).
 _CLASSIC_DEFAULTS = {
@@ -36,6 +37,13 @@ _CLASSIC_DEFAULTS = {
     "spark.ui.showConsoleProgress": "false",  # its carriage returns garble notebook output
     "spark.sql.execution.arrow.pyspark.fallback.enabled": "true",
 }
+
+
+def use_rocksdb(spark) -> None:
+    """Keep the session's streaming state in RocksDB, as transformWithStateInPandas needs (a session
+    ``session()`` did not build may use another store)."""
+    if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
+        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)
 
 
 def _driver_memory() -> str:

@@ -42,7 +42,7 @@ from ..runtime.selection import select_engine
 from .batch import own_columns
 from .frames import Layout, null_keys
 from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
-from .session import ROCKSDB_PROVIDER
+from .session import use_rocksdb
 from .watermark import (
     KIND,
     LATE_COLUMNS,
@@ -71,7 +71,6 @@ _STATE = T.StructType(
         T.StructField("fed", T.LongType()),
     ]
 )
-_PROVIDER_CONF = "spark.sql.streaming.stateStore.providerClass"
 # Under late="side", Spark's event-time column and the watermark delay are both shifted by a century: the
 # watermark (max event time - delay) is unchanged, but no row is ever Spark's "late" (event time <= watermark),
 # so late rows reach the processor, which tells them apart itself (TIME < watermark, ``split_late``).
@@ -351,8 +350,7 @@ def match_stream(
     matcher = GroupMatcher(q, chosen.name, engine_options, layout.columns, split)
 
     spark = events.sparkSession
-    if spark.conf.get(_PROVIDER_CONF, None) != ROCKSDB_PROVIDER:
-        spark.conf.set(_PROVIDER_CONF, ROCKSDB_PROVIDER)  # transformWithState keeps its state in RocksDB
+    use_rocksdb(spark)
     if layout.ts_kind == "datetime":
         time_us = F.col(TS)
     else:  # NaN and infinities become null (a bad row, reported by the workers), not an overflow
