@@ -107,14 +107,15 @@ class Job:
 
     def cancel(self) -> None:
         """Interrupt the job's Spark operations (its running tasks are killed); ``wait`` then raises
-        ``Cancelled``. Does nothing once the job is done."""
-        if self.done:
+        ``Cancelled``. Does nothing once the job is done.
+
+        Spark cancels only the operations running at the call, and ``work`` may be between two of them
+        (numbering the events, then matching, then counting): the interrupt is repeated every
+        ``POLL_S`` until ``work`` returns, so that no later operation of the job runs to its end."""
+        if self.done or self.cancelled:
             return
         self.cancelled = True
-        if is_connect(self.spark):
-            self.spark.interruptTag(self.tag)
-        else:
-            self.spark.sparkContext.cancelJobGroup(self.tag)
+        threading.Thread(target=self._interrupt_until_done, name=self.tag + "-cancel", daemon=True).start()
 
     @property
     def done(self) -> bool:
@@ -161,6 +162,18 @@ class Job:
                 pass
             self.seconds = time.perf_counter() - self._started
             self._finished.set()
+
+    def _interrupt_until_done(self) -> None:
+        while True:
+            try:
+                if is_connect(self.spark):
+                    self.spark.interruptTag(self.tag)
+                else:
+                    self.spark.sparkContext.cancelJobGroup(self.tag)
+            except Exception:  # noqa: BLE001 -- a stopped session: nothing left to interrupt
+                return
+            if self._finished.wait(POLL_S):
+                return
 
     def _report(self) -> None:
         done = sum(c for c, _ in self._stages.values())

@@ -70,6 +70,27 @@ def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
     assert spark.range(3).count() == 3  # the session is still usable
 
 
+def test_cancel_also_stops_the_jobs_work_starts_after_it(spark):
+    """Cancel pressed between two Spark jobs of the same work (numbering, then matching): the later job is
+    interrupted as it starts, not run to its end."""
+    between = __import__("threading").Event()
+
+    def two_jobs():
+        spark.range(3).count()
+        between.set()
+        time.sleep(1)  # no Spark job runs now: the cancel finds nothing to interrupt yet
+        return slow_count(spark)()
+
+    job = cepkit.spark.Job(two_jobs, spark).start()
+    assert between.wait(60)
+    asked = time.monotonic()
+    job.cancel()
+    with pytest.raises(cepkit.spark.Cancelled):
+        job.wait(10)
+    assert time.monotonic() - asked < 6
+    assert spark.range(3).count() == 3
+
+
 def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     from widgets import Workbench
     from widgets.on_spark import SparkWorkbench
