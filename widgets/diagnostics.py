@@ -55,17 +55,19 @@ def error_html(err: Exception, color: str = "#b00", mark: str = "") -> str:
     warning (``cepkit.type_warnings``) is shown the same way in its own ``color``, its message after ``mark``.
 
     >>> print(error_html(cepkit.QueryError("unexpected 'WITHN'", "A a WITHN 3", 1, 5, 5)))  # doctest: +ELLIPSIS
-    <div style='color:#b00'><pre style='white-space:pre-wrap;...'>line 1, column 5: unexpected &#x27;WITHN&#x27;</pre><pre style='white-space:pre;...'>  A a WITHN 3
-          ^^^^^</pre></div>
+    <div style='color:#b00'><pre style='white-space:pre-wrap;...'>line 1, column 5: unexpected &#x27;WITHN&#x27;</pre><div class='cepkit-scroll'><pre style='white-space:pre;...'>  A a WITHN 3
+          ^^^^^</pre></div></div>
     """
     lines = str(err).split("\n")
     located = isinstance(err, cepkit.QueryError) and None not in (err.line, err.column, err.text)
     snippet, rest = (lines[1:3], lines[:1] + lines[3:]) if located else ([], lines)
     wrapped = "white-space:pre-wrap;word-break:normal;overflow-wrap:break-word;margin:0"
-    whole = "white-space:pre;overflow-x:auto;margin:0"
+    whole = "white-space:pre;margin:0"  # in TABLE_CSS's cepkit-scroll box: the widget stays within the output
     parts = [f"<pre style='{wrapped}'>{html.escape(mark + rest[0])}</pre>"]
     if snippet:
-        parts.append(f"<pre style='{whole}'>{html.escape(chr(10).join(snippet))}</pre>")
+        parts.append(
+            f"<div class='cepkit-scroll'><pre style='{whole}'>{html.escape(chr(10).join(snippet))}</pre></div>"
+        )
     if rest[1:]:
         parts.append(f"<pre style='{wrapped}'>{html.escape(chr(10).join(rest[1:]))}</pre>")
     return f"<div style='color:{color}'>" + "".join(parts) + "</div>"

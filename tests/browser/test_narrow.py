@@ -101,5 +101,10 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     assert legend["y"] + legend["height"] <= data["y"] + 1
     assert data["x"] + data["width"] > figure["x"] + figure["width"] - 50
     assert workbench.evaluate(OVERLAPPING_CONTROLS) == []
+    # the type warning's message wraps inside the output (only its source line and caret scroll sideways)
+    message = workbench.locator(".cepkit-diagnostics pre").first
+    past = message.evaluate("""m => Math.round(m.getBoundingClientRect().right
+        - m.closest('.jp-OutputArea-output').getBoundingClientRect().right)""")
+    assert "no event of type 'STORM'" in message.inner_text() and past <= 1, past
     assert dom.undrawn_figures(page) == []
     assert not page.script_errors, page.script_errors
