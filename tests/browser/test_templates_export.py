@@ -91,10 +91,14 @@ def test_a_template_fills_the_editor_runs_and_exports(
     underline = workbench.locator(".cepkit-editor .cm-lintRange-error")
     budget.until(lambda: underline.count() == 1 and underline.inner_text() == "WITHN", "the error underlined", page)
     assert "WITHIN" in workbench.locator(".cepkit-diagnostics").inner_text()
-    message, snippet = (workbench.locator(".cepkit-diagnostics pre").nth(i) for i in (0, 1))
-    # the message wraps between words (JupyterLab's pre breaks anywhere); the caret line never wraps
-    assert message.evaluate("el => getComputedStyle(el).wordBreak") == "normal"
-    assert snippet.evaluate("el => getComputedStyle(el).whiteSpace") == "pre" and "^^^^^" in snippet.inner_text()
+    # the message wraps between words (JupyterLab's pre breaks anywhere); the caret line never wraps. Read in one
+    # call: each keystroke's check replaces the pre elements, and a detached one has no computed style
+    message, snippet = workbench.locator(".cepkit-diagnostics").evaluate(
+        """d => [...d.querySelectorAll('pre')].slice(0, 2).map(p => ({
+            wordBreak: getComputedStyle(p).wordBreak, whiteSpace: getComputedStyle(p).whiteSpace, text: p.innerText}))"""
+    )
+    assert message["wordBreak"] == "normal", message
+    assert snippet["whiteSpace"] == "pre" and "^^^^^" in snippet["text"], snippet
     unit = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'min');
                                       return s ? getComputedStyle(s).fontStyle : null; }""")
     assert unit == "italic", unit  # "10 min": a unit, not the MIN aggregate
