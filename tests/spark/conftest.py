@@ -29,6 +29,23 @@ def spark():
     session.stop()
 
 
+@pytest.fixture
+def memory_sink(tmp_path):
+    """``start(found, name, **trigger)``: the streaming DataFrame ``found`` started writing its rows, in append
+    mode, to Spark's in-memory table ``name`` (read with ``spark.sql``), checkpointed under ``tmp_path``."""
+
+    def start(found, name: str, **trigger):
+        writer = (
+            found.writeStream.format("memory")
+            .queryName(name)
+            .outputMode("append")
+            .option("checkpointLocation", str(tmp_path / f"checkpoint-{name}"))
+        )
+        return (writer.trigger(**trigger) if trigger else writer).start()
+
+    return start
+
+
 def _match_rows(frame: pd.DataFrame, variables) -> list:
     def plain(value):
         if isinstance(value, (list, tuple, np.ndarray)):

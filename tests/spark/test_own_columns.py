@@ -42,7 +42,7 @@ def test_a_missing_column_or_a_bad_time_names_the_column(spark):
         cepkit.spark.match(QUERY, bad, type="event_name", ts="event_time")
 
 
-def test_a_stream_with_its_own_columns_gives_the_batch_matches(spark, tmp_path):
+def test_a_stream_with_its_own_columns_gives_the_batch_matches(spark, tmp_path, memory_sink):
     source = tmp_path / "events"
     source.mkdir()
     rows = CLICKS.assign(position=range(len(CLICKS)))
@@ -51,13 +51,7 @@ def test_a_stream_with_its_own_columns_gives_the_batch_matches(spark, tmp_path):
         str(source)
     )
     found = cepkit.spark.match_stream(QUERY, stream, type="event_name", ts="event_time", disorder="kslack", k=1)
-    query = (
-        found.writeStream.format("memory")
-        .queryName("own_columns")
-        .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
+    query = memory_sink(found, "own_columns")
     try:
         query.processAllAvailable()
         beyond = {"event_name": "view", "event_time": "2024-05-01 13:00:00", "user_id": 1, "position": 6}

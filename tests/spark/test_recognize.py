@@ -71,7 +71,7 @@ STREAM_QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
     DEFINE B AS price < PREV(price), C AS price > PREV(price) + 3)"""
 
 
-def test_a_stream_gives_the_rows_at_rest(spark, tmp_path):
+def test_a_stream_gives_the_rows_at_rest(spark, tmp_path, memory_sink):
     """Rows arrive as files, up to 5 s out of order within each; a row far past the rest moves the watermark
     beyond every window. The streamed rows are the batch query's rows (minus none: every attempt is closed)."""
     import json
@@ -99,14 +99,7 @@ def test_a_stream_gives_the_rows_at_rest(spark, tmp_path):
         spark.readStream.schema("id long, ts timestamp, price double").option("maxFilesPerTrigger", 1).json(str(source))
     )
     found = cepkit.spark.sql(STREAM_QUERY, stream, delay=5)
-    query = (
-        found.writeStream.format("memory")
-        .queryName("recognized")
-        .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
+    query = memory_sink(found, "recognized", availableNow=True)
     query.awaitTermination(240)
     streamed = spark.sql("select * from recognized").toPandas()
     local = cepkit.sql(STREAM_QUERY, pd.concat([rows, beyond], ignore_index=True))

@@ -29,7 +29,7 @@ def unordered(match_rows, frame: pd.DataFrame, variables) -> list:
     return sorted(zip(rows, frame["id"].tolist()), key=repr)
 
 
-def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows):
+def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows, memory_sink):
     rng = np.random.default_rng(7)
     n, delay = 90, 4.0
     events = pd.DataFrame(
@@ -52,13 +52,7 @@ def test_stream_in_micro_batches_equals_batch(spark, tmp_path, match_rows):
     source.mkdir()
     stream = spark.readStream.schema(SCHEMA).json(str(source))
     found = cepkit.spark.match_stream(QUERY, stream, engine="reference", disorder="kslack", k=delay)
-    query = (
-        found.writeStream.format("memory")
-        .queryName("stream_matches")
-        .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .start()
-    )
+    query = memory_sink(found, "stream_matches")
     try:
         first, second, third = np.array_split(np.arange(n), 3)
         for name, rows in [
@@ -100,7 +94,7 @@ def test_what_a_stream_cannot_do_is_said_before_it_starts(spark, tmp_path, query
         cepkit.spark.match_stream(query, stream, engine="reference", **options)
 
 
-def test_a_bad_row_stops_the_stream_with_its_position_and_row(spark, tmp_path):
+def test_a_bad_row_stops_the_stream_with_its_position_and_row(spark, tmp_path, memory_sink):
     """A row the schema cannot rule out (here a null ts) fails the stream in the worker that reads it: the
     StreamingQueryException's message carries cepkit's EventError (field, position, the row), not only
     the JVM's trace."""
@@ -109,14 +103,7 @@ def test_a_bad_row_stops_the_stream_with_its_position_and_row(spark, tmp_path):
     rows = pd.DataFrame({"type": ["A", "B", "B"], "ts": [1.0, None, 3.0], "position": [0, 1, 2], "v": 0, "id": 1})
     write_batch(source, "0", rows)
     stream = spark.readStream.schema(SCHEMA).json(str(source))
-    query = (
-        cepkit.spark.match_stream(QUERY, stream, engine="reference")
-        .writeStream.format("memory")
-        .queryName("bad_rows")
-        .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .start()
-    )
+    query = memory_sink(cepkit.spark.match_stream(QUERY, stream, engine="reference"), "bad_rows")
     try:
         with pytest.raises(Exception) as caught:
             query.processAllAvailable()
@@ -128,7 +115,7 @@ def test_a_bad_row_stops_the_stream_with_its_position_and_row(spark, tmp_path):
     ) in str(caught.value)
 
 
-def test_late_events_come_out_as_rows_with_the_watermark_they_missed(spark, tmp_path, match_rows):
+def test_late_events_come_out_as_rows_with_the_watermark_they_missed(spark, tmp_path, match_rows, memory_sink):
     """``late="side"``: the events Spark would drop (``late="drop"`` counts them, on the same micro-batches)
     come out as rows of kind "late" with their key, type, ts, position and the watermark they missed: the
     largest event time of the earlier micro-batches less the delay (Spark keeps it in ms), the same one
@@ -165,12 +152,9 @@ def test_late_events_come_out_as_rows_with_the_watermark_they_missed(spark, tmp_
     source.mkdir()
     stream = spark.readStream.schema(SCHEMA).json(str(source))
     queries = {
-        mode: cepkit.spark.match_stream(QUERY, stream, engine="reference", delay=delay, late=mode)
-        .writeStream.format("memory")
-        .queryName(f"late_{mode}")
-        .outputMode("append")
-        .option("checkpointLocation", str(tmp_path / mode))
-        .start()
+        mode: memory_sink(
+            cepkit.spark.match_stream(QUERY, stream, engine="reference", delay=delay, late=mode), f"late_{mode}"
+        )
         for mode in ("drop", "side")
     }
     try:
