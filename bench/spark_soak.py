@@ -8,13 +8,16 @@ A-C at random. The keys live in a sliding population: at event i the live keys a
 passes its last event by the window. The events are written to Parquet files up front, ``--batch`` events
 per file, read one file per micro-batch (``maxFilesPerTrigger=1``) into a file sink.
 
-Printed per micro-batch (and written to ``--out`` as JSON lines as it goes, so a run stopped early still
-says how far it got): events read, seconds, the state operator's ``numRowsTotal`` (keys with state),
-``memoryUsedBytes`` and the RocksDB SST size (``customMetrics``), rows dropped by the watermark. At the end,
-the largest state per quarter of the batches, and the largest after the first quarter against the first's.
+Printed per micro-batch (and written to ``--out`` as JSON lines as it goes, with all of Spark's
+``customMetrics``, so a run stopped early still says how far it got): events read, seconds, the state
+operator's ``numRowsTotal`` (keys with state), ``memoryUsedBytes`` and the RocksDB SST size, rows dropped by
+the watermark. At the end (or from saved JSON lines with ``--table``), per quarter of the batches: events
+read, seconds per batch, the state rows, RocksDB's memory and SST size, the block cache's hits and misses,
+and whether each is flat after the first windows (the last quarter against the second).
 
     nice -n 10 .venv/bin/python bench/spark_soak.py                      # the full size: 10M events, 1M keys
     nice -n 10 .venv/bin/python bench/spark_soak.py --events 2000000 --keys 200000 --live 2000 --batch 50000
+    .venv/bin/python bench/spark_soak.py --table spark_soak.jsonl          # the report of a saved run
 """
 
 from __future__ import annotations
@@ -84,7 +87,7 @@ def watch(query, rows: list, out, started: float) -> None:
             }
             rows.append(row)
             print(row, flush=True)
-            out.write(json.dumps(row) + "\n")
+            out.write(json.dumps(row | {"custom": custom}) + "\n")
             out.flush()
         if not active:
             return
@@ -92,24 +95,48 @@ def watch(query, rows: list, out, started: float) -> None:
 
 
 def report(rows: list) -> None:
-    """The state at each quarter of the run (the first quarter holds the first windows), and whether it
-    stopped growing: the last three quarters' largest state against the first quarter's."""
+    """Per quarter of the batches (the first holds the first windows): the events read by its end, the
+    seconds per batch, Spark's state metrics (the largest in the quarter, and at its last batch), and
+    whether they stopped growing after the first windows: the last quarter's largest against the second
+    quarter's. RocksDB's ``memoryUsedBytes`` is its memtables, table readers and block cache; the block
+    cache hits and misses (``customMetrics``) say how much of it is a cache that fills up to its size."""
+    rows = [r for r in rows if r.get("rows")]  # not the data-less batch after the last input
     if len(rows) < 8:
         return
     quarters = [rows[len(rows) * q // 4 : len(rows) * (q + 1) // 4] for q in range(4)]
     print(
-        "\n| quarter of the batches | batches | state rows (max) | state memory MB (max) | RocksDB SST MB (max) |"
-        "\n|---|---|---|---|---|"
+        "\n| quarter | batches | events read | s/batch (median) | state rows (max / last) "
+        "| memoryUsedBytes MB (max / last) | SST MB (max / last) | block cache hits / misses |"
+        "\n|---|---|---|---|---|---|---|---|"
     )
     for q, part in enumerate(quarters):
+        last = part[-1]
+        read = sum(r["rows"] for r in rows[: rows.index(last) + 1])
+        custom = [r.get("custom", {}) for r in part]
+        hits = sum(c.get("rocksdbReadBlockCacheHitCount", 0) for c in custom)
+        misses = sum(c.get("rocksdbReadBlockCacheMissCount", 0) for c in custom)
         print(
-            f"| {q + 1} | {part[0]['batch']}-{part[-1]['batch']} | "
-            f"{max(r['state_rows'] or 0 for r in part):,} | {max(r['state_mb'] or 0 for r in part):.1f} | "
-            f"{max(r['sst_mb'] or 0 for r in part):.1f} |"
+            f"| {q + 1} | {part[0]['batch']}-{last['batch']} | {read:,} | "
+            f"{float(np.median([r['seconds'] for r in part])):.0f} | "
+            f"{max(r['state_rows'] or 0 for r in part):,} / {last['state_rows'] or 0:,} | "
+            f"{max(r['state_mb'] or 0 for r in part):.1f} / {last['state_mb'] or 0:.1f} | "
+            f"{max(r['sst_mb'] or 0 for r in part):.1f} / {last['sst_mb'] or 0:.1f} | {hits:,} / {misses:,} |"
         )
-    first = max(r["state_rows"] or 0 for r in quarters[0])
-    later = max(r["state_rows"] or 0 for r in rows[len(rows) // 4 :])
-    print(f"\nstate rows: at most {first:,} in the first quarter, {later:,} after it ({later / max(first, 1):.2f}x)")
+    for name, field in [("state rows", "state_rows"), ("memoryUsedBytes MB", "state_mb"), ("SST MB", "sst_mb")]:
+        # after the first windows: the last quarter's largest against the second's (compactions make the
+        # SST size swing within a quarter, so the largest, not the last)
+        second, fourth = (max(r[field] or 0 for r in quarters[q]) for q in (1, 3))
+        verdict = "flat" if fourth <= 1.1 * second else "growing"
+        print(f"{name}: at most {second:,} in the second quarter, {fourth:,} in the last ({verdict})")
+
+
+def table(path: str) -> None:
+    """The report of a saved run's JSON lines (a run stopped early included)."""
+    with open(path) as lines:
+        rows = [row for row in map(json.loads, lines) if "batch" in row]
+    report(rows)
+    done = [r for r in rows if r.get("rows")]
+    print(f"{sum(r['rows'] for r in done):,} events in {len(done)} batches, {rows[-1]['elapsed']:,} s")
 
 
 def main() -> None:
@@ -127,13 +154,25 @@ def main() -> None:
         help="RocksDB's memtable size per column family (Spark's default: RocksDB's 64 MB); "
         "a small one shows the memtables' flushes within a short run",
     )
+    parser.add_argument(
+        "--block-cache-mb",
+        type=int,
+        default=None,
+        help="RocksDB's block cache per state store instance (Spark's default: 8 MB)",
+    )
     parser.add_argument("--out", default="spark_soak.jsonl")
+    parser.add_argument("--table", metavar="JSONL", help="print the report of a saved run's JSON lines and exit")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if args.table:
+        table(args.table)
+        return
 
     conf = {"spark.sql.shuffle.partitions": str(args.partitions)}
     if args.write_buffer_mb:
         conf["spark.sql.streaming.stateStore.rocksdb.writeBufferSizeMB"] = str(args.write_buffer_mb)
+    if args.block_cache_mb:
+        conf["spark.sql.streaming.stateStore.rocksdb.blockCacheSizeMB"] = str(args.block_cache_mb)
     spark = cepkit.spark.session("local[2]", **conf)
     out = open(args.out, "w")
     with tempfile.TemporaryDirectory(prefix="cepkit-spark-soak-") as folder:
@@ -169,7 +208,7 @@ def main() -> None:
             finally:
                 query.stop()
                 watcher.join()
-        report(rows[:-1] if rows and not rows[-1]["rows"] else rows)
+        report(rows)
         matches = spark.read.parquet(str(root / "sink")).count()
         summary = {
             "events": args.events,
