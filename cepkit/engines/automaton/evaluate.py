@@ -450,13 +450,15 @@ class Inputs:
     def __init__(self, program, stream):
         self.stream = stream
         self.window = program.query.within
-        self.letter = program.letter_ids(stream)
-        program.table.ensure_letters(len(program.letters))
         punctuation = stream.type_in(frozenset({PUNCTUATION}))
         read = np.flatnonzero(~punctuation) if punctuation.any() else None
+        groups = None
         if program.query.partition_by and len(stream):
             read = np.arange(len(stream)) if read is None else read
             groups = pd.factorize(stream.key_codes(program.query.partition_by)[read])[0]
+        self.letter = program.letter_ids(stream, read, groups)
+        program.table.ensure_letters(len(program.letters))
+        if groups is not None:
             within = np.argsort(groups, kind="stable")
             self.order = read[within]
             sorted_groups = groups[within]

@@ -150,20 +150,22 @@ class Program:
             sorted_within_last,
         ), completed
 
-    def letter_ids(self, stream) -> np.ndarray:
-        """The letter of every event of a finite stream (punctuations' are left unset: never read), each
-        sub-stream's trackers from their start when nested selections run by the closure."""
+    def letter_ids(self, stream, read, groups) -> np.ndarray:
+        """The letter of every event of a finite stream (``evaluate.Inputs``: ``read``, the events read,
+        None for all; ``groups``, the sub-stream of each, None for one); punctuations' are left unset (never
+        read). With nested selections run by the closure, each sub-stream's trackers from their start."""
         codes = self.alphabet.letters_of(StreamColumns(stream))
         if self.closure is None:
             return self.letters.of_codes(codes)
-        read = np.flatnonzero(~stream.type_in(frozenset({PUNCTUATION})))
-        if self.query.partition_by:
-            slots = pd.factorize(stream.key_codes(self.query.partition_by)[read])[0]
-        else:
-            slots = np.zeros(len(read), np.int64)
+        if read is not None:
+            codes = codes[read]
+        slots = np.zeros(len(codes), np.int64) if groups is None else groups
         states = np.full(int(slots.max()) + 1 if len(slots) else 1, self.closure.initial, np.int32)
+        letters = self.closure.letters_of(codes, slots, states)
+        if read is None:
+            return letters
         out = np.zeros(len(stream), np.int32)
-        out[read] = self.closure.letters_of(codes[read], slots, states)
+        out[read] = letters
         return out
 
     def key_of(self, event, sub_index: int) -> float:
