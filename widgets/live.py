@@ -207,6 +207,7 @@ class LiveView(widgets.VBox):
             frame = batch.toPandas()
             with lock:
                 pending.append(frame.set_index(position).sort_index())
+            live._check_queries()  # the matches query may have failed: this one still runs
 
         def on_matches(batch, batch_id):
             rows = batch.toPandas()
@@ -239,7 +240,7 @@ class LiveView(widgets.VBox):
 
         def poll() -> bool:
             with lock:
-                if self.stopped:
+                if self.stopped or self._check_queries():
                     return False
                 progress = self.queries[1].lastProgress
                 batch_id = progress.get("batchId") if progress else None
@@ -271,6 +272,21 @@ class LiveView(widgets.VBox):
         self._thread = threading.Thread(target=keep_polling, name="LiveView.poll", daemon=True)
         self._thread.start()
         return self
+
+    def _check_queries(self) -> bool:
+        """Whether a streaming query of the feed has stopped with an error: then the view says which and why,
+        and stops (the other query with it), instead of reading "running" over a feed that can no longer
+        bring matches."""
+        for kind, query in zip(("events", "matches"), self.queries):
+            if self.stopped or query.isActive:
+                continue
+            error = query.exception()
+            if error is not None:
+                first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+                self.failed = f"the {kind} query failed: {first}"
+                self.stop()
+                return True
+        return False
 
     def _add_spark_batch(self, events: pd.DataFrame, rows: pd.DataFrame, variables: list, progress) -> None:
         """One micro-batch of a Spark feed: its events (indexed by position), its match rows, the matches

@@ -89,3 +89,28 @@ def test_the_workbench_runs_its_query_live_in_a_tab():
     assert wb.tabs.titles[wb.tabs.selected_index] == "Live" and wb.tabs.children[wb.tabs.selected_index] is live
     live.run()
     assert live.match_count == len(cepkit.match(QUERY, events, strategy="NEXT")) > 0
+
+
+class StoppedQuery:
+    """A streaming query as a Spark feed holds it: active, or stopped with ``error`` (Spark's exception)."""
+
+    def __init__(self, error=None):
+        self.isActive, self.error, self.stopped = error is None, error, False
+
+    def exception(self):
+        return self.error
+
+    def stop(self):
+        self.stopped, self.isActive = True, False
+
+
+def test_a_spark_feed_whose_query_failed_says_so_and_stops():
+    """A Spark feed's matches query that died (Spark: "Python worker failed to connect back" when a worker
+    starts slower than its fixed 10 s) is no longer shown as running with 0 matches: the view names the
+    query and Spark's reason, and stops the other query."""
+    live = LiveView()
+    events, matches = StoppedQuery(), StoppedQuery(RuntimeError("Python worker failed to connect back.\n\tat ..."))
+    live.queries.extend([events, matches])
+    assert live._check_queries() and live.stopped and events.stopped
+    assert "stopped: the matches query failed: Python worker failed to connect back." in live.stats.value
+    assert "\tat" not in live.stats.value and live.stop_button.disabled
