@@ -43,8 +43,9 @@ def _bound_lists(kind: str, value) -> list:
 
 def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=None) -> pd.DataFrame:
     """One row per match (of ``rows``, match indices, when given): ``Matches.to_pandas(fields=...)`` with the
-    chosen ``fields`` of every variable, plus start and end and each variable's type and ts (times in the
-    canvas's time zone); Kleene variables' values as lists. Built from the match arrays (no ``Match``)."""
+    chosen ``fields`` of every variable, plus start and end, the PARTITION BY key (a column per attribute,
+    e.g. ``origin``: which airport a match is at) and each variable's type and ts (times in the canvas's time
+    zone); Kleene variables' values as lists. Built from the match arrays (no ``Match``)."""
     stream = canvas.stream
     if rows is not None:
         picked = np.asarray(rows, dtype=np.int64)
@@ -61,6 +62,13 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
     low, high = row_extremes(arrays.offsets, arrays.positions, stream.times)
     frame.insert(1, "start", canvas.time_values(low))
     frame.insert(2, "end", canvas.time_values(high))
+    keys = [k for k in getattr(matches.query, "partition_by", ()) if k in stream.frame.columns]
+    if keys:  # every event of a match has the same key: its first event's
+        offsets = arrays.offsets
+        first = arrays.positions[np.minimum(offsets[:-1], max(len(arrays.positions) - 1, 0))]
+        for at, key in enumerate(keys, start=3):
+            values = stream.frame[key].iloc[first].to_numpy() if len(arrays.positions) else []
+            frame.insert(at, key if key not in frame.columns else f"key {key}", values)
     types = stream.types
     for v, (kind, value) in reversed(list(matches.binding_columns().items())):
         at = frame.columns.get_loc(v) + 1
