@@ -51,6 +51,8 @@ COLORS = {
     "selected": "#d62728",
     "event density": "#c9d1d9",
 }
+AROUND = 2000  # events drawn around a picked match when the stream is drawn binned
+AROUND_PICK = "events around the pick"  # their trace
 MAX_GROUPS = 8  # legend entries for groups; smaller groups are drawn together as "other"
 TIME_ZONES = (
     "UTC",
@@ -408,7 +410,7 @@ class MatchTimeline(widgets.VBox):
 
     def trace(self, name: str):
         """The figure's trace called ``name``: "event density", "events", "withdrawn", "late insertions",
-        "selected", or a match trace (``match_traces()`` lists those)."""
+        ``AROUND_PICK``, "selected", or a match trace (``match_traces()`` lists those)."""
         for trace in self.figure.data:
             if trace.name == name:
                 return trace
@@ -456,8 +458,10 @@ class MatchTimeline(widgets.VBox):
 
     def _show_selected(self):
         k = self.selected
+        around = self.trace(AROUND_PICK)
         if k is None:
             self.trace("selected").update(x=[], y=[], hovertext=[], customdata=[])
+            around.update(x=[], y=[], hovertext=[], customdata=[], showlegend=False)
             self.details.value = (
                 "<small>Click a match's line to highlight it and list its events.</small>" if self.matches else ""
             )
@@ -470,16 +474,45 @@ class MatchTimeline(widgets.VBox):
             )
             self.trace("selected").update(props, overwrite=True)
             self.details.value = self._match_table(k, self.matches[k])
+            if len(self.stream) > self.max_events:  # the zoom is narrower than a bin: its own events drawn
+                positions, in_range = self.around(k)
+                props = self.canvas.events(positions)
+                props["marker"] = {"size": 6, "color": COLORS["events"]}
+                around.update(props, showlegend=bool(len(positions)), overwrite=True)
+                if len(positions) < in_range:
+                    self.details.value += (
+                        f"<br><small>Drawn around it: the {len(positions):,} events nearest it of the "
+                        f"{in_range:,} in this range (zoom in for them).</small>"
+                    )
             self.figure.layout.xaxis.update(range=self.zoom(k), autorange=False)
         self.plot.show(self.figure)
+
+    def _zoom_seconds(self, k: int) -> tuple:
+        times = self.stream.times[list(self.matches[k].positions)]
+        whole = float(self.stream.times.max() - self.stream.times.min()) if len(self.stream) else 0.0
+        pad = max(float(times.max() - times.min()), whole / 1000, 1e-3)
+        return float(times.min() - pad), float(times.max() + pad)
 
     def zoom(self, k: int) -> list:
         """The x range the figure zooms to when match ``k`` is picked: its span and as much again on each side
         (at least a thousandth of the stream's time range; double-click the plot for the whole range)."""
-        times = self.stream.times[list(self.matches[k].positions)]
-        whole = float(self.stream.times.max() - self.stream.times.min()) if len(self.stream) else 0.0
-        pad = max(float(times.max() - times.min()), whole / 1000, 1e-3)
-        return self.canvas.x_values(np.array([times.min() - pad, times.max() + pad]))
+        return self.canvas.x_values(np.array(self._zoom_seconds(k)))
+
+    def around(self, k: int) -> tuple:
+        """(positions, how many events lie in match ``k``'s zoom range): on a stream drawn binned, the events
+        of that range, at most ``AROUND`` of them (those nearest the match), drawn one by one when ``k`` is
+        picked: the bins are wider than the zoom, so the match would otherwise stand alone."""
+        low, high = self._zoom_seconds(k)
+        times = self.stream.times
+        if self.canvas.in_order:
+            positions = np.arange(*np.searchsorted(times, [low, high], side="left"))
+        else:
+            positions = np.flatnonzero((times >= low) & (times < high))
+        found = len(positions)
+        if found > AROUND:
+            middle = float(times[list(self.matches[k].positions)].mean())
+            positions = np.sort(positions[np.argsort(np.abs(times[positions] - middle), kind="stable")[:AROUND]])
+        return positions, found
 
     def _match_table(self, k: int, match) -> str:
         rows = []
@@ -614,6 +647,7 @@ class MatchTimeline(widgets.VBox):
                 self.canvas.polylines(late, range(len(late)), "late insertion", star_late=True),
                 "dot",
             ),
+            go.Scatter(name=AROUND_PICK, x=[], y=[], mode="markers", showlegend=False),
             go.Scatter(
                 name="selected",
                 x=[],

@@ -35,6 +35,7 @@ def test_lanes_follow_first_appearance_and_every_event_is_drawn(farm):
         "match #1",
         "match #2",
         "late insertions",
+        "events around the pick",
         "selected",
     ]
     assert timeline.figure.layout.yaxis.ticktext == ("T", "H")
@@ -124,6 +125,31 @@ def test_many_events_are_aggregated_and_the_title_says_so():
     counted = sum(int(t.split()[0]) for t in density.hovertext)
     assert counted == n - 4
     assert "binned" in timeline.figure.layout.title.text and timeline.notes
+
+
+def test_a_match_picked_on_a_binned_stream_draws_the_events_of_its_zoom(monkeypatch):
+    """A bin of a long stream is wider than the zoom to a picked match: the events of the zoom are drawn one by
+    one (at most ``AROUND``, the nearest, said under the figure), and let go when the pick is."""
+    import cepkit.widgets.timeline as timeline_module
+
+    n = 20_000
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
+    matches = [cepkit.Match.of({"a": 10_000, "b": 10_001})]
+    timeline = MatchTimeline(events, matches, max_events=1000)
+    around = timeline.trace("events around the pick")
+    assert not around.x and not around.showlegend
+    timeline.selected = 0
+    low, high = 9_981, 10_020  # the zoom: the span and a thousandth of the whole (20 s) on each side
+    around = timeline.trace("events around the pick")
+    assert list(around.customdata) == list(range(low, high + 1)) and list(around.x) == list(range(low, high + 1))
+    assert around.showlegend and "Drawn around it" not in timeline.details.value
+    monkeypatch.setattr(timeline_module, "AROUND", 10)
+    timeline.selected = None
+    timeline.selected = 0
+    assert sorted(timeline.trace("events around the pick").customdata) == list(range(9_996, 10_006))
+    assert "the 10 events nearest it of the 40 in this range" in timeline.details.value
+    timeline.selected = None
+    assert not timeline.trace("events around the pick").x
 
 
 def test_many_matches_are_sampled_over_the_whole_time_range_and_the_title_says_so(farm):
