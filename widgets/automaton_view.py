@@ -18,6 +18,7 @@ import html
 import itertools
 import re
 import textwrap
+from typing import Optional
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
@@ -28,7 +29,7 @@ import cepkit
 from .execution import as_stream
 from .figures import TABLE_CSS, PlotlyView, full_width
 from .graph_layout import FONT, arrowhead, edge_lines, graph_drawing, natural_width
-from .timeline import event_text
+from .timeline import EventCanvas, event_text
 
 TRACES = (
     "• transitions",
@@ -262,11 +263,13 @@ class AutomatonView(widgets.VBox):
     events : optional
         The stream to step through (DataFrame, dicts or Events); ``max_steps`` of its events: the first ones,
         or, with ``around`` (a match's positions) beyond them, those around it (opened at its first event).
+    tz : str, optional
+        The time zone of the stepped events' times (as ``MatchTimeline``'s; UTC by default).
     """
 
     step = traitlets.Int(0, help="events read so far: 0 is the start, k is after the event at position k-1")
 
-    def __init__(self, query, events=None, hierarchy=None, max_steps: int = 200, around=None):
+    def __init__(self, query, events=None, hierarchy=None, max_steps: int = 200, around=None, tz: Optional[str] = None):
         self.automaton = query if hasattr(query, "steps") else cepkit.automaton(query, hierarchy)
         self.drawing = automaton_drawing(self.automaton)
         self.edges = [(u, v, d["mark"]) for u, v, d in self.automaton.to_networkx().edges(data=True)]
@@ -278,6 +281,7 @@ class AutomatonView(widgets.VBox):
         self.panel = widgets.HTML()
         children = [self.summary, self.plot]
         self.steps = []
+        self.times: dict = {}  # position -> the stepped event's time, in tz
         self.notes = []
         start = 0
         if events is not None:
@@ -285,6 +289,8 @@ class AutomatonView(widgets.VBox):
             start = self._first_step(stream, max_steps, around)
             shown = stream.take(slice(start, start + max_steps))  # only these become Event objects
             self.steps = list(itertools.islice(self.automaton.steps(shown), max_steps))
+            canvas = EventCanvas(stream, tz)  # each stepped event's time said as the timeline says it
+            self.times = {step.position: "ts " + canvas.time_label(t) for step, t in zip(self.steps, shown.times)}
             if start:
                 self.notes.append(
                     f"stepping through events {start:,}-{start + len(self.steps) - 1:,} of "
@@ -428,7 +434,7 @@ class AutomatonView(widgets.VBox):
             completed, truncated, taken = [], False, ""
         else:
             step = self.steps[self.step - 1]
-            head = f"<b>after event {step.position}</b>: {event_text(step.event)}{notes}"
+            head = f"<b>after event {step.position}</b>: {event_text(step.event, self.times.get(step.position))}{notes}"
             completed = step.matches
             truncated = bool(step.truncated)
             moves = [

@@ -562,7 +562,11 @@ class Workbench(widgets.VBox):
         try:
             match = self.selected_match
             self.automaton_view = AutomatonView(
-                self.last_query, self.stream, self.hierarchy, around=match.positions if match is not None else None
+                self.last_query,
+                self.stream,
+                self.hierarchy,
+                around=match.positions if match is not None else None,
+                tz=self.timeline.tz,
             )
         except cepkit.QueryError as err:
             self.automaton_view = None
@@ -644,17 +648,25 @@ class Workbench(widgets.VBox):
     def _events_tab(self):
         frame = self.stream.frame
         table = PagedTable(noun="event", selectable=False, layout=full_width())
-        with_positions = lambda rows: rows.rename_axis("position").reset_index()  # noqa: E731
         table.set_data(
             TableData(
                 len(frame),
-                lambda: with_positions(frame),  # search, sort
-                lambda ids: with_positions(frame.iloc[ids]),
+                lambda: self._events_rows(frame),  # search, sort
+                lambda ids: self._events_rows(frame.iloc[ids]),
             )
         )  # a page
         self.events_table = table
         self._page_events()
         return table
+
+    def _events_rows(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """Rows of the stream for the Events grid: their position first, and datetimes on the clocks of the
+        Workbench's time zone, as the results grid and the timeline show them (with the offset)."""
+        rows = rows.rename_axis("position").reset_index()
+        if self.stream.ts_is_datetime:
+            seconds = self.stream.times[rows["position"].to_numpy()]
+            rows["ts"] = pd.to_datetime(seconds, unit="s", utc=True).tz_convert(self.timeline.tz or "UTC")
+        return rows
 
     def _page_events(self) -> None:
         """The Events grid shows the picked match's first event (picked in the grid)."""

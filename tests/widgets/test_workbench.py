@@ -3,6 +3,7 @@
 import re
 import keyword
 
+import numpy as np
 import traitlets
 import pandas as pd
 import pytest
@@ -308,11 +309,31 @@ def test_the_views_follow_the_picked_match_in_one_time_zone():
     view = wb.automaton_view
     assert view.steps[0].position <= 2400 < view.steps[-1].position and "around the picked match" in view.notes[0]
     assert view.steps[view.step - 1].position == 2400  # opened at the match's first event
+    assert "ts 2013-06-02 12:00:00 EDT" in view.panel.value  # not UTC's 16:00
     wb.tabs.selected_index = TABS.index("Events")
     assert 2400 in wb.events_table.ids and wb.events_table.selected == 2400
+    shown = wb.events_table.data.rows(np.array([2400]))
+    assert str(shown["ts"].iloc[0]) == "2013-06-02 12:00:00-04:00" and shown["position"].iloc[0] == 2400
+    assert str(wb.events_table.data.whole()["ts"].iloc[2400]) == "2013-06-02 12:00:00-04:00"  # searched so
     wb.tabs.selected_index = TABS.index("Explain")
     explain = wb.tabs.children[TABS.index("Explain")].children[0]
     assert explain.canvas.tz == "America/New_York" and "EDT" in explain.canvas.event_text(2400)
     assert explain.plot.figure["layout"]["xaxis"]["title"]["text"] == "ts (America/New_York)"
     wb.selected = None
     assert wb.timeline.figure.layout.xaxis.autorange is True
+
+
+def test_the_results_grid_names_each_matchs_partition_key():
+    """A PARTITION BY query's matches each say their key (which airport): a column per key attribute, right
+    after the match's times, that the search and the CSV see too."""
+    events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
+    text = "PATTERN FOG AS w ; DELAYED_DEPARTURE AS d WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin"
+    wb = Workbench(events, query=text)
+    wb.run()
+    frame = wb.results_frame()
+    assert list(frame.columns[:5]) == ["match", "start", "end", "origin", "positions"]
+    assert frame["origin"].tolist() == [events.origin.iloc[p[0]] for p in cepkit.match(text, events).positions()]
+    assert set(frame["origin"]) == {"EWR", "JFK", "LGA"}
+    wb.editor.value = "PATTERN FOG AS w ; DELAYED_DEPARTURE AS d WITHIN 3 hours"
+    wb.run()
+    assert "origin" not in wb.results_frame().columns  # no PARTITION BY, no key
