@@ -118,10 +118,22 @@ class ExplainView(widgets.VBox):
         self.candidate = tuple(sorted(chosen))
 
     def show_near_misses(self, limit: int = 10):
-        """Run ``cepkit.why_not`` and list its near misses (picking one explains it)."""
-        self.near_misses = cepkit.why_not(
-            self.query, self.stream, limit=limit, strategy=self.strategy, hierarchy=self.hierarchy
+        """Run ``cepkit.why_not`` and list its near misses (picking one explains it). Meanwhile (seconds on a
+        long stream) the button is off and the note says the search is on, and over how many events."""
+        self.why.disabled = True
+        self.misses.options = []
+        self.misses_note.value = (
+            f"<small class='cepkit-searching'>looking for near misses over the {len(self.stream):,} events…</small>"
         )
+        try:
+            self.near_misses = cepkit.why_not(
+                self.query, self.stream, limit=limit, strategy=self.strategy, hierarchy=self.hierarchy
+            )
+        except Exception as err:
+            self.misses_note.value = f"<span style='color:{CHOSEN}'>{html.escape(str(err))}</span>"
+            raise
+        finally:
+            self.why.disabled = False
         self.misses_note.value = f"<small>{html.escape(self.near_misses.summary())}</small>"
         self.misses.options = [(self._row(e), k) for k, e in enumerate(self.near_misses)]
         self.misses.value = None

@@ -8,7 +8,7 @@ Fixtures:
   nothing an earlier test opened: a restored notebook would start its own kernel, and its cells would count
   as not yet run).
 - ``page``: a fresh 1400x1000 Chromium page; ``page.script_errors`` collects page errors and console errors
-  (but ``SLOW_WIDGET_INIT``, counted in ``page.slow_widget_inits``).
+  (but ``SLOW_WIDGET_INIT``, logged or thrown, counted in ``page.slow_widget_inits``).
 - ``open_notebook``: ``open_notebook(page, name, budget)`` opens a notebook, runs every cell and waits until
   every cell of it has run (or fails naming the step the budget ran out on, or the first traceback).
 - ``budget``: ``budget(seconds)`` makes a ``Budget``, the time every wait of one test draws on.
@@ -198,12 +198,12 @@ def page(chromium, lab, request):
     page = chromium.new_page(viewport=VIEWPORT)
     page.script_errors, page.slow_widget_inits = [], []
 
-    def console(message):
-        if message.type == "error":
-            (page.slow_widget_inits if message.text == SLOW_WIDGET_INIT else page.script_errors).append(message.text)
+    def error(text: str) -> None:
+        (page.slow_widget_inits if text == SLOW_WIDGET_INIT else page.script_errors).append(text)
 
-    page.on("pageerror", lambda error: page.script_errors.append(str(error)))
-    page.on("console", console)
+    # anywidget logs its 2 s limit (console) or leaves it as an unhandled rejection (a page error): counted alike
+    page.on("pageerror", lambda thrown: error(str(thrown)))
+    page.on("console", lambda message: error(message.text) if message.type == "error" else None)
     try:
         yield page
     finally:

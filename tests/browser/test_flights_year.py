@@ -1,0 +1,125 @@
+"""The Workbench on the whole flights year (690,237 events) in JupyterLab in Chromium, used as a new analyst
+would (issue 21): Run, pick a match, the Automaton, Explain (and *Why not?*), Events and Strategies tabs, the
+results grid's search and CSV, at 1,400 and 800 px. What this checks, each found wrong by using it so:
+
+- the grid has the PARTITION BY key (``origin``) as a column, so that a match says which airport it is at and
+  the search finds "JFK" (the CSV holds the rows the search keeps, with it);
+- a picked match on the binned year: the timeline zooms to it *and* draws the events around it (a bin is two
+  days wide, so the match stood alone on an empty zoom), saying how many when they are capped;
+- the Automaton tab's stepped event and the Events tab give times in the Workbench's time zone (they said
+  UTC beside the grid's New York times);
+- *Why not?* says it is searching while it runs (seconds on the year) and lists the near misses.
+
+No console errors. Screenshots: ``test-artifacts/year-*.png``.
+"""
+
+import re
+
+import pytest
+
+BUDGET_S = 600
+TEXT = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin"""
+CELLS = [
+    f'''import cepkit
+from cepkit.widgets import Workbench
+events = cepkit.datasets.flight_events()
+Workbench(events, query="""{TEXT}""", tz="America/New_York")''',
+]
+NARROW = {"width": 800, "height": 1000}
+
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+
+def both_widths(page, dom, element, artifacts, name: str) -> None:
+    dom.screenshot(page, element, artifacts / f"year-{name}-1400.png")
+    page.set_viewport_size(NARROW)
+    try:
+        page.wait_for_timeout(500)
+        dom.screenshot(page, element, artifacts / f"year-{name}-800.png")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget, dom, artifacts):
+    budget = budget(BUDGET_S)
+    open_notebook(page, lab.write_notebook("flights-year.ipynb", CELLS), budget)
+    wb = page.locator(".cepkit-workbench").first
+    budget.wait(wb.get_by_role("button", name="Run"), "the Run button")
+    wb.get_by_role("button", name="Run").click()
+    grid = wb.locator(".cepkit-results .cepkit-paged-table").first
+    rows = grid.locator("table.cepkit-grid tbody tr")
+    budget.wait(grid.get_by_text(re.compile(r"rows 1–10 of [\d,]+ matches")), "the grid after Run")
+    total = int(re.search(r"of ([\d,]+) matches", grid.inner_text()).group(1).replace(",", ""))
+    headers = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
+    assert headers[:5] == ["match", "start", "end", "origin", "positions"], headers
+    assert rows.first.locator("td").nth(3).inner_text() in ("EWR", "JFK", "LGA")
+    both_widths(page, dom, wb, artifacts, "run")
+
+    # a match picked: the timeline zooms to it and draws the events of the zoom, not only the year's bins
+    rows.nth(2).click()
+    picked = [c.strip() for c in rows.nth(2).locator("td").all_inner_texts()]
+    first_ts = picked[headers.index("w.ts")]  # the grid's time of the match's first event (New York)
+    budget.until(
+        lambda: "events around the pick" in " ".join(wb.locator(".legendtext").all_text_contents()),
+        "the events around the picked match drawn",
+        page,
+    )
+    both_widths(page, dom, wb, artifacts, "picked")
+
+    def tab(title: str):
+        wb.locator(".lm-TabBar-tab", has_text=title).first.click()
+
+    # Automaton: stepping opened at the match's first event, its time in New York time as in the grid
+    tab("Automaton")
+    step = wb.locator(".cepkit-automaton-view").get_by_text(re.compile(r"after event \d+"))
+    budget.wait(step, "the Automaton tab's step")
+    said = wb.locator(".cepkit-automaton-view").inner_text()
+    assert f"ts {first_ts} EST" in said and "+00:00" not in said, (first_ts, said[:400])
+    both_widths(page, dom, wb, artifacts, "automaton")
+
+    # Events: paged to the match's first event, times in New York time
+    tab("Events")
+    events = wb.locator(".cepkit-paged-table").filter(has_text="690,237 events")
+    budget.wait(events.locator("tbody tr").first, "the Events grid")
+    texts = events.locator("tbody").inner_text()
+    assert f"{first_ts}-05:00" in texts and "+00:00" not in texts, texts[:300]
+    both_widths(page, dom, wb, artifacts, "events")
+
+    # Explain, then Why not?: it says it is looking, then lists the near misses
+    tab("Explain")
+    view = wb.locator(".cepkit-explain-view")
+    budget.wait(view.get_by_text(re.compile("is a match")), "the picked match explained")
+    view.get_by_role("button", name="Why not?").click()
+    budget.until(
+        lambda: view.locator(".cepkit-searching").count() or view.locator("select option").count(),
+        "Why not? at work",
+        page,
+        poll_ms=100,
+    )
+    assert view.locator(".cepkit-searching").count(), "no word while looking for near misses"
+    assert view.get_by_role("button", name="Why not?").is_disabled()
+    budget.until(lambda: view.locator("select option").count(), "the near misses listed", page)
+    assert "690,237 events" in view.inner_text() or "candidates" in view.inner_text()
+    both_widths(page, dom, wb, artifacts, "why-not")
+
+    # Strategies: every strategy's count
+    tab("Strategies")
+    table = wb.locator(".cepkit-strategy-compare table").first
+    budget.until(lambda: table.count() and "STRICT" in table.inner_text(), "the Strategies table", page)
+    assert f"{total:,}" in table.inner_text()
+    both_widths(page, dom, wb, artifacts, "strategies")
+
+    # the grid's search over every match, and the CSV of the rows it keeps
+    grid.locator("input.cepkit-table-search").fill("JFK")
+    budget.wait(grid.get_by_text(re.compile(r"of [\d,]+ matches the search keeps")), "the search for JFK")
+    kept = int(re.search(r"of ([\d,]+) matches the search keeps", grid.inner_text()).group(1).replace(",", ""))
+    assert 0 < kept < total and all(r.locator("td").nth(3).inner_text() == "JFK" for r in rows.all())
+    with page.expect_download(timeout=budget.ms("the CSV download")) as download:
+        grid.locator("button.cepkit-csv").click()
+    lines = open(download.value.path(), encoding="utf-8").read().splitlines()
+    assert len(lines) == kept + 1 and lines[0].startswith("match,start,end,origin,positions")
+    both_widths(page, dom, grid, artifacts, "search")
+    assert not page.script_errors, page.script_errors
