@@ -407,6 +407,18 @@ class Dom:
         finally:
             page.set_viewport_size(viewport)
 
+    @staticmethod
+    def both_widths(page, element, name: str) -> None:
+        """Screenshots of ``element`` in a 1,400 px window and an 800 px one (``ARTIFACTS/<name>-1400.png`` and
+        ``-800.png``); the window is 1,400 px again after."""
+        Dom.screenshot(page, element, ARTIFACTS / f"{name}-1400.png")
+        page.set_viewport_size({"width": 800, "height": 1000})
+        try:
+            page.wait_for_timeout(500)
+            Dom.screenshot(page, element, ARTIFACTS / f"{name}-800.png")
+        finally:
+            page.set_viewport_size(VIEWPORT)
+
 
 @pytest.fixture
 def dom():

@@ -28,22 +28,11 @@ from cepkit.widgets import Workbench
 events = cepkit.datasets.flight_events()
 Workbench(events, query="""{TEXT}""", tz="America/New_York")''',
 ]
-NARROW = {"width": 800, "height": 1000}
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
-def both_widths(page, dom, element, artifacts, name: str) -> None:
-    dom.screenshot(page, element, artifacts / f"year-{name}-1400.png")
-    page.set_viewport_size(NARROW)
-    try:
-        page.wait_for_timeout(500)
-        dom.screenshot(page, element, artifacts / f"year-{name}-800.png")
-    finally:
-        page.set_viewport_size({"width": 1400, "height": 1000})
-
-
-def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget, dom, artifacts):
+def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget, dom):
     budget = budget(BUDGET_S)
     open_notebook(page, lab.write_notebook("flights-year.ipynb", CELLS), budget)
     wb = page.locator(".cepkit-workbench").first
@@ -56,7 +45,7 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
     headers = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
     assert headers[:5] == ["match", "start", "end", "origin", "positions"], headers
     assert rows.first.locator("td").nth(3).inner_text() in ("EWR", "JFK", "LGA")
-    both_widths(page, dom, wb, artifacts, "run")
+    dom.both_widths(page, wb, "year-run")
 
     # a match picked: the timeline zooms to it and draws the events of the zoom, not only the year's bins
     rows.nth(2).click()
@@ -67,7 +56,7 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
         "the events around the picked match drawn",
         page,
     )
-    both_widths(page, dom, wb, artifacts, "picked")
+    dom.both_widths(page, wb, "year-picked")
 
     def tab(title: str):
         wb.locator(".lm-TabBar-tab", has_text=title).first.click()
@@ -78,7 +67,7 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
     budget.wait(step, "the Automaton tab's step")
     said = wb.locator(".cepkit-automaton-view").inner_text()
     assert f"ts {first_ts} EST" in said and "+00:00" not in said, (first_ts, said[:400])
-    both_widths(page, dom, wb, artifacts, "automaton")
+    dom.both_widths(page, wb, "year-automaton")
 
     # Events: paged to the match's first event, times in New York time
     tab("Events")
@@ -86,7 +75,7 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
     budget.wait(events.locator("tbody tr").first, "the Events grid")
     texts = events.locator("tbody").inner_text()
     assert f"{first_ts}-05:00" in texts and "+00:00" not in texts, texts[:300]
-    both_widths(page, dom, wb, artifacts, "events")
+    dom.both_widths(page, wb, "year-events")
 
     # Explain, then Why not?: it says it is looking, then lists the near misses
     tab("Explain")
@@ -103,14 +92,14 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
     assert view.get_by_role("button", name="Why not?").is_disabled()
     budget.until(lambda: view.locator("select option").count(), "the near misses listed", page)
     assert "690,237 events" in view.inner_text() or "candidates" in view.inner_text()
-    both_widths(page, dom, wb, artifacts, "why-not")
+    dom.both_widths(page, wb, "year-why-not")
 
     # Strategies: every strategy's count
     tab("Strategies")
     table = wb.locator(".cepkit-strategy-compare table").first
     budget.until(lambda: table.count() and "STRICT" in table.inner_text(), "the Strategies table", page)
     assert f"{total:,}" in table.inner_text()
-    both_widths(page, dom, wb, artifacts, "strategies")
+    dom.both_widths(page, wb, "year-strategies")
 
     # the grid's search over every match, and the CSV of the rows it keeps
     grid.locator("input.cepkit-table-search").fill("JFK")
@@ -121,5 +110,5 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
         grid.locator("button.cepkit-csv").click()
     lines = open(download.value.path(), encoding="utf-8").read().splitlines()
     assert len(lines) == kept + 1 and lines[0].startswith("match,start,end,origin,positions")
-    both_widths(page, dom, grid, artifacts, "search")
+    dom.both_widths(page, grid, "year-search")
     assert not page.script_errors, page.script_errors

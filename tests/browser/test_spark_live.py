@@ -88,7 +88,6 @@ CONNECT_BUDGET_S = 600  # a local Connect server starts in the kernel: ~3 min at
 # the matches query stops with this error, which the view shows (docs/status.md, Widgets).
 WORKER_TIMEOUT = "Python worker failed to connect back"
 CANCEL_S = 5
-NARROW = {"width": 800, "height": 1000}
 
 pytestmark = [pytest.mark.browser]
 
@@ -97,16 +96,6 @@ def fog_day_positions() -> list:
     events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
     fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
     return [", ".join(map(str, p)) for p in cepkit.match(TEXT, fog_day).positions()]
-
-
-def both_widths(page, dom, element, artifacts, name: str) -> None:
-    dom.screenshot(page, element, artifacts / f"{name}-1400.png")
-    page.set_viewport_size(NARROW)
-    try:
-        page.wait_for_timeout(500)
-        dom.screenshot(page, element, artifacts / f"{name}-800.png")
-    finally:
-        page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 @pytest.mark.spark
@@ -130,7 +119,7 @@ def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_note
     assert rows == expected[: len(rows)] and len(rows) == min(10, len(expected))
     assert f"of {len(expected)} matches" in grid.inner_text()
     budget.wait(first.locator(".cepkit-spark-timeline .js-plotly-plot[data-drawn-at]"), "the sampled timeline")
-    both_widths(page, dom, first, artifacts, "spark-workbench")
+    dom.both_widths(page, first, "spark-workbench")
 
     slow.get_by_role("button", name="Run on Spark").click()
     budget.wait(slow.locator(".widget-html", has_text="Spark tasks done"), "the slow run's progress")
@@ -144,7 +133,7 @@ def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_note
 
 
 @pytest.mark.xdist_group("browser")
-def test_a_live_timeline_receives_batches_and_shows_new_matches(lab, page, open_notebook, budget, dom, artifacts):
+def test_a_live_timeline_receives_batches_and_shows_new_matches(lab, page, open_notebook, budget, dom):
     budget = budget(BUDGET_S)
     open_notebook(page, lab.write_notebook("live.ipynb", LIVE_CELLS), budget)
     view = page.locator(".cepkit-live").first
@@ -155,7 +144,7 @@ def test_a_live_timeline_receives_batches_and_shows_new_matches(lab, page, open_
     )
     assert view.locator(".gtitle").text_content() != title  # the timeline was redrawn
     assert "matches so far, drawn: the last" in view.locator(".gtitle").text_content()
-    both_widths(page, dom, view, artifacts, "live")
+    dom.both_widths(page, view, "live")
     view.get_by_role("button", name="Stop").click()
     budget.wait(view.locator(".cepkit-live-stats", has_text="stopped"), "the view stopped")
     assert not page.script_errors, page.script_errors
@@ -172,7 +161,7 @@ def live_state(view) -> tuple:
 
 @pytest.mark.spark
 @pytest.mark.xdist_group("spark")
-def test_a_live_view_on_spark_connect_receives_batches(lab, page, open_notebook, budget, dom, artifacts):
+def test_a_live_view_on_spark_connect_receives_batches(lab, page, open_notebook, budget, dom):
     budget = budget(CONNECT_BUDGET_S)
     open_notebook(page, lab.write_notebook("live-connect.ipynb", CONNECT_CELLS), budget)
     view = page.locator(".cepkit-live").first
@@ -193,7 +182,7 @@ def test_a_live_view_on_spark_connect_receives_batches(lab, page, open_notebook,
     assert view.locator(".gtitle").text_content() != title  # the timeline was redrawn with the new matches
     assert "live on Spark" in view.locator(".gtitle").text_content()
     assert re.search(r"watermark 2013-01-\d\d \d\d:\d\d UTC", stats.inner_text()), stats.inner_text()
-    both_widths(page, dom, view, artifacts, "live-connect")
+    dom.both_widths(page, view, "live-connect")
     view.get_by_role("button", name="Stop").click()
     budget.wait(view.locator(".cepkit-live-stats", has_text="stopped"), "the view stopped")
     assert not page.script_errors, page.script_errors
