@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
-from ...lang.values import COMPARE
+from ...lang.values import NotVectorizable, condition_values
 from ...runtime.match_arrays import MatchArrays
 from ...semantics.conditions import holds
 from .operators import Select, WinOr, WinSeq
@@ -204,38 +204,23 @@ class SharedRun:
 
 
 def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:
-    """A condition over rows as one boolean column, where it is comparisons (and/or/not) of numeric
-    attributes and numbers: a null compares false, ``!=`` too (the value rules of docs/language.md);
-    None where it is anything else (the rows are then checked one by one)."""
-    if isinstance(cond, A.BoolOp):
-        parts = [_column_test(a, at, stream) for a in cond.args]
-        if any(p is None for p in parts):
-            return None
-        return np.logical_and.reduce(parts) if cond.op == "and" else np.logical_or.reduce(parts)
-    if isinstance(cond, A.BoolNot):
-        inner = _column_test(cond.arg, at, stream)
-        return None if inner is None else ~inner
-    if not isinstance(cond, A.Compare) or cond.op not in COMPARE:
-        return None
-    sides = [_numbers(x, at, stream) for x in (cond.left, cond.right)]
-    if any(x is None for x in sides):
-        return None
-    left, right = sides
-    with np.errstate(invalid="ignore"):
-        return COMPARE[cond.op](left, right) & ~np.isnan(left) & ~np.isnan(right)
+    """A condition over rows as one boolean column (``condition_values``: the value rules of
+    docs/language.md over columns), where every attribute it reads is numeric; None where it is anything
+    else (the rows are then checked one by one)."""
 
+    def leaf(node: A.Attr) -> tuple:
+        if node.var not in at or node.attr in ("ts", "type"):
+            raise NotVectorizable
+        column = stream.column(node.attr)
+        if column.numbers is None:
+            raise NotVectorizable
+        rows = at[node.var]
+        return column.numbers[rows], column.null[rows], True
 
-def _numbers(node, at: dict, stream):
-    """An operand as float64 per row (NaN: null), or None where it is not a plain number."""
-    if isinstance(node, A.Literal):
-        value = node.value
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and abs(value) <= 2**53:
-            return np.float64(value)
+    try:
+        return condition_values(cond, leaf)
+    except NotVectorizable:
         return None
-    if isinstance(node, A.Attr) and node.index is None and node.var in at and node.attr not in ("ts", "type"):
-        numbers = stream.column(node.attr).numbers
-        return None if numbers is None else numbers[at[node.var]]
-    return None
 
 
 def _join(events: np.ndarray, start: np.ndarray, stop: np.ndarray) -> tuple:
