@@ -44,7 +44,7 @@ import pandas as pd
 
 from ..errors import QueryError
 from ..lang.ast import variables_in
-from ..engines.automaton.kernel import jit
+from ..engines.compiled import jit
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.registry import get_engine
 from ..runtime.api import compiled

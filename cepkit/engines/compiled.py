@@ -1,25 +1,31 @@
-"""numba helpers the compiled engines' kernels share (rcep, ses): the decorator that compiles a function
-when numba is installed (the plain Python function otherwise, as the kernels' pure-Python twins run), a
-comparison by operator code, and array growth."""
+"""numba helpers the compiled engines' kernels share (automaton, rcep, ses, and E-Cube's and MATCH_RECOGNIZE's
+kernels): the decorator that compiles a function when numba is installed (the plain Python function
+otherwise, as the kernels' pure-Python twins run), a comparison by operator code, and array growth."""
 
 from __future__ import annotations
 
 import numpy as np
 
 try:
-    from numba import njit
+    import numba
 except ImportError:  # pragma: no cover - numba is in the dev/bench/fast extras
-    njit = None
+    numba = None
 
 OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5}
 
 
-def compiled(fn):
-    """``fn`` compiled by numba (cached, without the GIL) when numba is installed; ``fn`` itself otherwise."""
-    return fn if njit is None else njit(cache=True, nogil=True)(fn)
+def jit(fn=None, *, inline: bool = False):
+    """Compile ``fn`` with numba in nopython mode (cached, without the GIL) when available; return it
+    unchanged otherwise. ``inline`` inlines it into its compiled callers (small helpers on the per-event
+    path)."""
+    if fn is None:
+        return lambda f: jit(f, inline=inline)
+    if numba is None:
+        return fn
+    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(fn)
 
 
-@compiled
+@jit
 def phi(op, a, b):
     """``a φ b`` for the operator whose code ``OP_CODES`` gives."""
     if op == 0:
@@ -35,7 +41,7 @@ def phi(op, a, b):
     return a != b
 
 
-@compiled
+@jit
 def grow(array, size):
     """``array`` copied into one at least ``size`` long (twice as long, at least)."""
     bigger = np.empty(max(size, 2 * len(array)), dtype=array.dtype)

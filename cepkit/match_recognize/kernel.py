@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.automaton.kernel import jit
+from ..engines.compiled import jit
 from .program import END, JMP, MATCH, SPLIT, START
 
 SKIP_PAST_LAST, SKIP_NEXT_ROW, SKIP_FIRST, SKIP_LAST = range(4)

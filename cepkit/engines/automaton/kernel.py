@@ -10,22 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..compiled import jit  # noqa: F401 (the kernels' decorator: automaton's modules import it from here)
+
 try:
     import numba
 except ImportError:  # pragma: no cover - exercised by the pure-Python test run
     numba = None
 
 COMPILED = numba is not None and not numba.config.DISABLE_JIT
-
-
-def jit(fn=None, *, inline: bool = False):
-    """Compile ``fn`` with numba in nopython mode when available; return it unchanged otherwise.
-    ``inline`` inlines it into its compiled callers (small helpers on the per-event path)."""
-    if fn is None:
-        return lambda f: jit(f, inline=inline)
-    if numba is None:
-        return fn
-    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(fn)
 
 
 def name() -> str:

@@ -19,13 +19,13 @@ from typing import Iterator
 
 import numpy as np
 
-from ..compiled import OP_CODES, compiled, phi
+from ..compiled import OP_CODES, jit, phi
 from .keys import compare_arrays
 
 TRANSITIVE = frozenset({"<", "<=", ">", ">=", "="})  # φ for which dominance carries over (Def. 10)
 
 
-@compiled
+@jit
 def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive):
     n, m = len(outer_keys), len(inner_keys)
     joined = np.empty((n, m), dtype=np.bool_)  # hybrid_into clears both
@@ -36,7 +36,7 @@ def _hybrid_kernel(outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, 
     return joined, tested, reused, dominates
 
 
-@compiled
+@jit
 def _compare_row(row, key, inner_keys, inner_valid, start, op):
     """``row[v]`` = inner v valid and φ(key, its key) for v from ``start`` on, False before; one loop per φ
     from index 0 of views (no branch inside and a loop from 0, so the compiler vectorises it: a loop from a
@@ -67,7 +67,7 @@ def _compare_row(row, key, inner_keys, inner_valid, start, op):
     return tested
 
 
-@compiled
+@jit
 def _reuse_row(row, successor, key, inner_keys, inner_valid, start, op):
     """``row`` from the row of a dominated successor (Def. 10): its bits kept, the others compared, for v
     from ``start`` on (False before, as in the successor); branch-free loops from 0 as ``_compare_row``
@@ -96,7 +96,7 @@ def _reuse_row(row, successor, key, inner_keys, inner_valid, start, op):
     return tested - reused, reused
 
 
-@compiled
+@jit
 def hybrid_into(
     joined, dominates, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op, transitive
 ):

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import compiled, grow, phi
+from ..compiled import grow, jit, phi
 from .joins import hybrid_into
 
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
 
 
-@compiled
+@jit
 def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_alone, kval_stream, kok_stream):
     """Everything ``recompute`` reads, from the stream's columns in one pass each (no sort, no per-slot
     array over the stream): ``codes`` (a PARTITION BY code per read event, -1 for punctuation, below
@@ -164,7 +164,7 @@ def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_
     return events, window_lo, members, offsets, triggers, window_first, kval, kok, peaks, peak_stored
 
 
-@compiled
+@jit
 def _lower_bound(values, lo, hi, x):
     """The first index in [lo, hi) whose value is >= x (hi when none)."""
     while lo < hi:
@@ -176,7 +176,7 @@ def _lower_bound(values, lo, hi, x):
     return lo
 
 
-@compiled
+@jit
 def _gallop(values, lo, hi, x):
     """``_lower_bound`` for an answer near ``lo``: steps of 1, 2, 4... then a binary search."""
     step, top = 1, lo
@@ -187,7 +187,7 @@ def _gallop(values, lo, hi, x):
     return _lower_bound(values, lo, min(top, hi), x)
 
 
-@compiled
+@jit
 def _next_bit(words, base, start, stop):
     """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[base:]``; -1."""
     i = start
@@ -203,7 +203,7 @@ def _next_bit(words, base, start, stop):
     return -1
 
 
-@compiled
+@jit
 def _pack_columns(matrix, out, base, words):
     """Column bitsets of a boolean matrix: bit u of column v at ``out[base + v * words + u // 64]``."""
     n, m = matrix.shape
@@ -215,7 +215,7 @@ def _pack_columns(matrix, out, base, words):
                 out[base + v * words + (u >> 6)] |= np.uint64(1) << np.uint64(u & 63)
 
 
-@compiled
+@jit
 def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_valid, inner_seq, op):
     """NLJoin into ``joined``: every pair with inner after outer compared; the comparisons made."""
     n, m = len(outer_keys), len(inner_keys)
@@ -229,7 +229,7 @@ def _nested_into(joined, outer_keys, outer_valid, outer_seq, inner_keys, inner_v
     return tested
 
 
-@compiled
+@jit
 def _join(
     joined,
     dominates,
@@ -265,7 +265,7 @@ def _join(
     stats[STAT_TESTED] += tested
 
 
-@compiled
+@jit
 def _scratch(buffer, n, m):
     """An n x m view of a scratch matrix (grown when too small)."""
     if buffer.shape[0] < n or buffer.shape[1] < m:
@@ -273,7 +273,7 @@ def _scratch(buffer, n, m):
     return buffer
 
 
-@compiled
+@jit
 def _row_less(offsets, positions, i, j):
     """Whether row i's positions come before row j's as tuples do (a prefix first)."""
     a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
@@ -285,7 +285,7 @@ def _row_less(offsets, positions, i, j):
     return a == a_end and b < b_end
 
 
-@compiled
+@jit
 def _before(offsets, positions, keys, full, i, j):
     """Whether row i comes before row j: by their keys, or, when equal and not ``full`` (rows longer than
     the key), by their positions (``_row_less``)."""
@@ -294,7 +294,7 @@ def _before(offsets, positions, keys, full, i, j):
     return not full and _row_less(offsets, positions, i, j)
 
 
-@compiled
+@jit
 def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells, order, spare, counts, held, moved):
     """``order[:end - begin]``: rows ``begin:end`` by their keys, a least-significant-digit-first radix
     sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes); rows with equal
@@ -336,7 +336,7 @@ def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells
             i = j
 
 
-@compiled
+@jit
 def _sort_rows(
     offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
 ):
@@ -387,7 +387,7 @@ def _sort_rows(
     return distinct
 
 
-@compiled
+@jit
 def _join_column(
     members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
 ):
@@ -416,7 +416,7 @@ def _join_column(
     return word
 
 
-@compiled
+@jit
 def _chain_column(
     members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval, kok, strict, stats
 ):
@@ -443,7 +443,7 @@ def _chain_column(
     return word
 
 
-@compiled
+@jit
 def recompute(
     members,
     member_offsets,
@@ -869,7 +869,7 @@ def recompute(
 RANKED_CODES = {"NEXT": 0, "LAST": 1, "MAX": 2}
 
 
-@compiled
+@jit
 def _subset(positions, a, a_end, b, b_end):
     """Whether the sorted positions ``a:a_end`` are all among ``b:b_end``."""
     while a < a_end:
@@ -882,7 +882,7 @@ def _subset(positions, a, a_end, b, b_end):
     return True
 
 
-@compiled
+@jit
 def ranked(offsets, positions, strategy):
     """Which rows a ranked strategy keeps (``RANKED_CODES``) among the matches ending at each trigger
     (consecutive rows with the same last position, each group in output order): NEXT the first (the

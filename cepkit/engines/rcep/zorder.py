@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import OP_CODES, compiled, phi
+from ..compiled import OP_CODES, jit, phi
 
 LEAF = 64
 """Points per Z-region at most (a leaf of the thesis's B+tree)."""
@@ -115,7 +115,7 @@ def z_regions(distances, capacity: int) -> list:
     return [list(range(a, b)) for a, b in zip(cuts, cuts[1:])]
 
 
-@compiled
+@jit
 def _cut_regions(distances, capacity):
     """``z_regions`` as the region starts, in Z-order, then the number of points (an explicit stack)."""
     n = len(distances) + 1
@@ -155,7 +155,7 @@ def dominance(ops, lower, upper, other_lower, other_upper) -> str:
     return ("none", "partial", "full")[_dominance(codes, *boxes)]
 
 
-@compiled
+@jit
 def _dominance(ops, lower, upper, other_lower, other_upper):
     """``dominance`` as 0 (none), 1 (partial) or 2 (full), φ as ``OP_CODES``."""
     full = True
@@ -180,7 +180,7 @@ def _dominance(ops, lower, upper, other_lower, other_upper):
     return 2 if full else 1
 
 
-@compiled
+@jit
 def _regions(points, bits, capacity):
     """One side's points (rank-encoded, one row each) in Z-order and cut into Z-regions: (order, region
     starts then the number of points, each region's lower and upper corners). Addresses as
@@ -214,7 +214,7 @@ def _regions(points, bits, capacity):
     return order, cuts, lower, upper
 
 
-@compiled
+@jit
 def _narrow(block, key, column, op):
     """``block[j] &= φ(key, column[j])``: one branch-free loop per φ (the compiler vectorises it)."""
     if op == 0:
@@ -237,7 +237,7 @@ def _narrow(block, key, column, op):
             block[j] &= key != column[j]
 
 
-@compiled
+@jit
 def _region_join(ops, outer, inner, bits, capacity):
     """Algorithm 4 over rank-encoded points (every row valid): (B, [full, partial, none, tested]). The
     inner points are copied in Z-order, one row per dimension, so that a partial block compares an outer

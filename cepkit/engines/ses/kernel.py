@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import compiled, grow, phi
+from ..compiled import grow, jit, phi
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
 # the fields of a node of ``_robust``'s execution tree (rows of ``tree``): the binding (variable, window
@@ -36,7 +36,7 @@ VAR, EVENT, PARENT, BOUND, STATE, SCAN, AT, CLO, CHI, NEXT, OK = range(11)
 TREE_FIELDS = 11
 
 
-@compiled
+@jit
 def _fires(
     v,
     event,
@@ -85,7 +85,7 @@ def _fires(
     return True
 
 
-@compiled
+@jit
 def run_windows(
     coord,
     vars_,
@@ -235,7 +235,7 @@ def run_windows(
     return offsets[: n_out + 1], positions[:n_written], variables[:n_written], starts[:n_out], stats
 
 
-@compiled
+@jit
 def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
     """``out`` with the match whose binding ends at arena ``node`` appended (its events in order, and W[0]
     ``g``): (offsets, positions, variables, W[0] of each, matches, positions written), grown if full."""
@@ -260,7 +260,7 @@ def _emit(node, g, arena_var, arena_event, arena_parent, positions, out):
     return offsets, written, variables, starts, n_out, n_written
 
 
-@compiled
+@jit
 def _node(tree, top, var, event, parent, state):
     """Node ``top`` of the tree (grown if full): ``var`` bound to ``event`` after ``parent``'s binding."""
     if top >= tree.shape[1]:
@@ -273,7 +273,7 @@ def _node(tree, top, var, event, parent, state):
     return tree
 
 
-@compiled
+@jit
 def _completable(node, start, end, arity, vars_, tree, kval, kok, joins, chains):
     """Whether every variable ``node``'s binding leaves unbound has an event in [start, end) it could take
     next (its properties, and its joins with the bound variables): ``CompiledAutomaton.completable``."""
@@ -293,7 +293,7 @@ def _completable(node, start, end, arity, vars_, tree, kval, kok, joins, chains)
     return True
 
 
-@compiled
+@jit
 def _robust(
     g,
     end,
