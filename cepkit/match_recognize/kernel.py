@@ -12,18 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines.compiled import jit
+from ..engines.compiled import grow, jit
 from .program import END, JMP, MATCH, SPLIT, START
 
 SKIP_PAST_LAST, SKIP_NEXT_ROW, SKIP_FIRST, SKIP_LAST = range(4)
 OK, NO_SKIP_ROW, SKIP_LOOPS = range(3)
-
-
-@jit
-def _grow(array, size):
-    bigger = np.empty(max(2 * array.shape[0], size), array.dtype)
-    bigger[: array.shape[0]] = array
-    return bigger
 
 
 @jit
@@ -144,10 +137,10 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                     if within > 0 and times[pos] - times[start] >= within:
                         continue
                     if n_nodes == node_row.shape[0]:
-                        node_row = _grow(node_row, n_nodes + 1)
-                        node_var = _grow(node_var, n_nodes + 1)
-                        node_excl = _grow(node_excl, n_nodes + 1)
-                        node_parent = _grow(node_parent, n_nodes + 1)
+                        node_row = grow(node_row, n_nodes + 1)
+                        node_var = grow(node_var, n_nodes + 1)
+                        node_excl = grow(node_excl, n_nodes + 1)
+                        node_parent = grow(node_parent, n_nodes + 1)
                     node_row[n_nodes] = pos
                     node_var[n_nodes] = a[pc]
                     node_excl[n_nodes] = b[pc]
@@ -188,20 +181,20 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
             node = matched
             while node >= 0:
                 if length == path.shape[0]:
-                    path = _grow(path, length + 1)
+                    path = grow(path, length + 1)
                 path[length] = node
                 length += 1
                 node = node_parent[node]
             if n_matches + 1 >= m_part.shape[0]:
-                m_part = _grow(m_part, n_matches + 2)
-                m_number = _grow(m_number, n_matches + 2)
-                m_start = _grow(m_start, n_matches + 2)
-                m_end = _grow(m_end, n_matches + 2)
-                m_offset = _grow(m_offset, n_matches + 3)
+                m_part = grow(m_part, n_matches + 2)
+                m_number = grow(m_number, n_matches + 2)
+                m_start = grow(m_start, n_matches + 2)
+                m_end = grow(m_end, n_matches + 2)
+                m_offset = grow(m_offset, n_matches + 3)
             while n_flat + length > flat_row.shape[0]:
-                flat_row = _grow(flat_row, n_flat + length)
-                flat_var = _grow(flat_var, n_flat + length)
-                flat_excl = _grow(flat_excl, n_flat + length)
+                flat_row = grow(flat_row, n_flat + length)
+                flat_var = grow(flat_var, n_flat + length)
+                flat_excl = grow(flat_excl, n_flat + length)
             first_skip_row = -1
             last_skip_row = -1
             for i in range(length):

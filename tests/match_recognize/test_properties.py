@@ -174,7 +174,7 @@ def python_kernel(monkeypatch):
     """The kernel's plain-Python twin (the same function, not compiled)."""
     compiled = kernel.match_partitions
     monkeypatch.setattr(kernel, "match_partitions", getattr(compiled, "py_func", compiled))
-    for name in ("_grow", "_closure"):
+    for name in ("grow", "_closure"):
         monkeypatch.setattr(kernel, name, getattr(getattr(kernel, name), "py_func", getattr(kernel, name)))
 
 
