@@ -778,10 +778,11 @@ class Pusher:
         # dict, so the Matcher learns it and checks the query against it; a type not in here too
         self._unknown: dict = {}
         self._step = matcher._inc.step(names)
+        self._width = len(columns)
 
     def __call__(self, *values) -> list:
         m = self.matcher
-        if len(values) != len(self.columns):
+        if len(values) != self._width:
             raise TypeError(f"push takes {len(self.columns)} values ({', '.join(self.columns)}), got {len(values)}")
         type_, ts = values[self._type_at], values[self._ts_at]
         if type(type_) is not str:
@@ -813,7 +814,9 @@ class Pusher:
             attrs = {name: values[i] for i, name in self._attributes if not _is_null(values[i])}
             found = m._inc.push(Event(type_, ts, attrs, position, time))
             found = output_order(found) if found else found
-        return m._collect(found) if found else found
+        if not found or (m._left is None and not m.keep):  # (``_collect`` would return it as it is)
+            return found
+        return m._collect(found)
 
     def _pushed(self, values) -> list:
         """``Matcher.push`` of the event as a dict; afterwards its type is known with what ``SeenData`` knows."""

@@ -363,8 +363,9 @@ class AutomatonMatcher(IncrementalPlan):
             or (program.consume == "ANY" and program.query.partition_by)
         ):
             return None
-        self.steppers.append(_Stepper(self, columns))
-        return self.steppers[-1]
+        stepper = _Stepper(self, columns)
+        self.steppers.append(stepper)
+        return stepper.in_time if stepper.in_time_applies() else stepper
 
     def _settle_steps(self) -> None:
         """Run the events the steps hold back (none of them completes a match) before anything else reads
@@ -669,7 +670,9 @@ class _Stepper:
         self.low, self.high, self.limit_now = 1.0, 0.0, math.inf  # (``_limit_at``: none yet)
         self.last = matcher.expiry.last
         self.keyed = bool(program.query.partition_by)
-        self.key_at = [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
+        self.key_of = values_key(
+            [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
+        )
         self.columns = columns
         size = self.SIZE
         # a held event's sub-stream is loaded from its slot exactly when it starts one: ``load`` is ``reset``.
@@ -708,7 +711,7 @@ class _Stepper:
                     n = 0
                 m._drop(m.expiry.expired(time))
         if self.keyed:
-            key = values_key(self.key_at, type_, time, values)
+            key = self.key_of(type_, time, values)
             if self.window == "time":
                 last[key] = time
                 last.move_to_end(key)
@@ -756,6 +759,67 @@ class _Stepper:
             limit,
             part.gap,
         )
+        part.gap = 0
+        self.n = n + 1
+        if completes or n + 1 == self.SIZE:
+            return self.flush()
+        return []
+
+    def in_time_applies(self) -> bool:
+        """Whether ``in_time`` may stand for ``__call__``: a time window, letters by type."""
+        return self.window == "time" and self.by_type is not None
+
+    def in_time(self, type_: str, time: float, values, position: int) -> list:
+        """``__call__`` under a time window with letters by type (the common case: ~0.3 µs less Python per
+        event, no window branches): an event's window key is its time; without PARTITION BY the only key
+        is ``()``. A type met for the first time goes through ``__call__``."""
+        known = self.by_type.get(type_)
+        if known is None:
+            return self(type_, time, values, position)
+        m = self.matcher
+        n = self.n
+        if not n and len(m.steppers) > 1:
+            m._settle_steps()  # another pusher's events come first
+        last = self.last  # ``m.expiry.last``: events come in time order, so a key's last time is its latest
+        keyed = self.keyed
+        if last and (next(iter(last.values())) if keyed else last[()]) < (
+            time - self.w - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
+        ):
+            if n:  # a key's window has passed (``KeyExpiry.expired``)
+                self.flush()
+                n = 0
+            m._drop(m.expiry.expired(time))
+        if keyed:
+            key = self.key_of(type_, time, values)
+            last[key] = time
+            last.move_to_end(key)
+        else:
+            key = ()
+            last[key] = time  # (the only key: no order to keep)
+        part = m.parts.get(key)
+        if part is None:
+            part = m.parts[key] = _Part(m._fresh())
+        part.count += 1
+        letter, completes = known
+        if letter == self.none:
+            part.gap += 1
+            return []
+        scale = time if time > 0.0 else -time
+        if not self.low <= scale < self.high:
+            self._limit_at(scale)
+        limit = self.limit_now
+        part.lower = time - limit
+        slot = part.state
+        if keyed:
+            self.reset[n], self.slot[n] = slot != self.last_slot or not n, slot
+            self.last_slot = slot
+        elif slot != self.last_slot:  # one key, a new part: its slot for every held event
+            if n:
+                self.flush()
+                n = 0
+            self.batch.slot.fill(slot)
+            self.last_slot = slot
+        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = position, letter, time, limit, part.gap
         part.gap = 0
         self.n = n + 1
         if completes or n + 1 == self.SIZE:
@@ -906,6 +970,7 @@ class RowShape:
             all(keep and not kleene and name is not None for name, kleene, keep in variables[:-1]) and variables[-1][2]
         )
         self.names = [name for name, _, _ in variables]
+        self.same = (None, None)  # the variables of the last plain row made, and their names (kept across calls)
 
 
 def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
@@ -916,7 +981,7 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
     projects all away is left out (CONSUME BY still counts it)."""
     found, completed = [], False
     variables, plain, names = shape.variables, shape.plain, shape.names
-    same_ids, same_names = None, None  # the variables of the last plain row, and their names
+    same_ids, same_names = shape.same
     made = Match.made
     at, end = 0, len(rows)
     while at < end:
@@ -930,7 +995,7 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
         ids = rows[first + k : at]
         if plain and (ids == same_ids or -1 not in ids):  # every position bound once, kept: without a loop
             if ids != same_ids:
-                same_ids, same_names = ids, [names[v] for v in ids]
+                same_ids, same_names = shape.same = ids, [names[v] for v in ids]
             kept = tuple(rows[first : first + k])
             found.append(made(kept, dict(zip(same_names, kept)), emitted))
             continue

@@ -77,7 +77,9 @@ class SeqStep:
         self.slots = program.slots
         self.names = [slot.var for slot in program.slots]
         self.items_of: dict = {}  # type -> the items it fits, last first
-        self.key_at = [(name, columns.index(name) if name in columns else None) for name in program.partition_by]
+        self.key_of = values_key(
+            [(name, columns.index(name) if name in columns else None) for name in program.partition_by]
+        )
         self.keyed = bool(program.partition_by)
         self.keys: dict = {}  # PARTITION BY key -> _Key
         self.expiry = KeyExpiry(self.w)  # a key whose window has passed is forgotten, as ``feed`` forgets it
@@ -121,7 +123,7 @@ class SeqStep:
             for gone in self.expiry.expired(time):
                 self.keys.pop(gone, None)
         if self.keyed:
-            key = values_key(self.key_at, type_, time, values)
+            key = self.key_of(type_, time, values)
             last[key] = time  # (events in order: its latest)
             last.move_to_end(key)
         else:
