@@ -4,7 +4,9 @@ and chain keys as columns: the reading the rcep and ses kernels share.
 ``condition_role`` sorts one conjunct into a test of one event ("local"), a comparison between two
 variables' own attributes ("join", ``Join``), one between consecutive events of a Kleene variable
 ("chain", ``Chain``), or anything else ("residual"); ``key_columns`` computes the values both sides of
-the joins and chains read, once per stream; ``grouped`` orders events by a key code, stably."""
+the joins and chains read, once per stream; ``grouped`` orders events by a key code, stably, and
+``substream_positions`` numbers the events of each PARTITION BY sub-stream (the coordinate of
+``WITHIN n EVENTS``), ``counted_positions`` across an incremental matcher's micro-batches."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import numpy as np
 
 from ..lang import ast as A
 from ..lang.values import EXACT_FLOAT
+from ..runtime.event_record import PUNCTUATION
 from .unary import StreamColumns, vector_value
 
 FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "=": "=", "!=": "!="}
@@ -137,6 +140,33 @@ def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[t
             return None
         values[k], valid[k] = np.where(ok, value, 0.0), ok
     return values, valid, ids
+
+
+def substream_positions(by: np.ndarray, read: np.ndarray, before: Optional[np.ndarray] = None) -> np.ndarray:
+    """Each event's position in its PARTITION BY sub-stream (``by``: codes; every ``read`` event counted,
+    punctuation not, and NaN), after ``before[code]`` events of each sub-stream already seen."""
+    coord = np.full(len(by), np.nan)
+    index = np.flatnonzero(read)
+    order, first = grouped(by[index])
+    rank = np.arange(len(index)) - first
+    if before is not None:
+        rank += before[by[index[order]]]
+    coord[index[order]] = rank
+    return coord
+
+
+def counted_positions(stream, partition_by, counts: dict) -> np.ndarray:
+    """``substream_positions`` of a micro-batch (a ``Stream``) after the events an incremental matcher saw
+    before: ``counts`` (PARTITION BY values -> events of that sub-stream so far) is read and counted on."""
+    by = stream.key_codes(partition_by)
+    read = ~stream.type_in({PUNCTUATION})
+    codes, first, sizes = np.unique(by[read], return_index=True, return_counts=True)
+    before = np.zeros(len(codes) and int(codes[-1]) + 1, dtype=np.int64)
+    for code, i, size in zip(codes.tolist(), np.flatnonzero(read)[first].tolist(), sizes.tolist()):
+        key = tuple(stream[i].get(a) for a in partition_by)
+        before[code] = counts.get(key, 0)
+        counts[key] = before[code] + size
+    return substream_positions(by, read, before)
 
 
 def grouped(codes: np.ndarray) -> tuple:

@@ -52,8 +52,22 @@ def runs_columnar(plan) -> bool:
     )
 
 
-def run(plan, stream: Stream):
-    """(MatchArrays, counters) of the whole stream, or None when its keys keep it off the kernel."""
+def accepted_by_slots(plan, stream: Stream, columns: StreamColumns) -> np.ndarray:
+    """``accepted[s, i]``: slot s takes event i (its type and local tests; punctuation never)."""
+    read = ~stream.type_in({PUNCTUATION})
+    accepted = np.empty((len(plan.slots), len(stream)), dtype=bool)
+    for k in range(len(plan.slots)):
+        accepted[k] = plan.accepted(k, columns, read)
+    return accepted
+
+
+def run(plan, stream: Stream, opened=None):
+    """(MatchArrays, counters) of the whole stream, or None when its keys keep it off the kernel.
+
+    ``opened`` (``open_window.OpenWindow``: an incremental matcher's kept events followed by a micro-batch)
+    recomputes only the triggers from its ``first`` event on, reads its ``accepted`` and, under
+    ``WITHIN n EVENTS``, its events' sequence numbers ``seq`` in their sub-streams as a window of n - 1 over
+    them (the kept events are not all of a sub-stream's)."""
     pattern, slots = plan.pattern, plan.slots
     columns = StreamColumns(stream)
     keys = key_columns(pattern.joins, pattern.chains, columns)
@@ -62,20 +76,26 @@ def run(plan, stream: Stream):
     read = ~stream.type_in({PUNCTUATION})
     codes = stream.key_codes(plan.query.partition_by)
     codes = np.where(read, codes, -1)
-    accepted = np.empty((len(slots), len(stream)), dtype=bool)
-    for k in range(len(slots)):
-        accepted[k] = plan.accepted(k, columns, read)
+    accepted = accepted_by_slots(plan, stream, columns) if opened is None else opened.accepted
+    times = np.ascontiguousarray(stream.times, dtype=np.float64)
+    window_seconds = np.nan if plan.window_seconds is None else float(plan.window_seconds)
+    window_events = -1 if plan.window_events is None else math.ceil(plan.window_events)
+    if opened is not None and window_events >= 0:
+        times, window_seconds, window_events = opened.seq.astype(np.float64), float(window_events - 1), -1
     events, window_lo, members, offsets, triggers, window_first, values, valid, peaks, peak_stored = layout(
         codes,
         int(codes.max(initial=-1)) + 1,
         accepted,
-        np.ascontiguousarray(stream.times, dtype=np.float64),
-        np.nan if plan.window_seconds is None else float(plan.window_seconds),
-        -1 if plan.window_events is None else math.ceil(plan.window_events),
+        times,
+        window_seconds,
+        window_events,
         not slots[-1].kleene,
         keys[0],
         keys[1],
     )
+    if opened is not None:  # the kept events' triggers ran before
+        skip = int(np.searchsorted(events[members[triggers]], opened.first))
+        triggers, window_first = triggers[skip:], np.ascontiguousarray(window_first[:, skip:])
     join_left_key, join_right_key, chain_previous_key, chain_current_key = keys[2]
     pairs: dict = {}
     for join in pattern.joins:

@@ -36,6 +36,7 @@ from ...lang import ast as A
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry
+from ...runtime.match_list import MatchList
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
@@ -46,6 +47,7 @@ from ..conjuncts import grouped
 from .batch import run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
+from .open_window import OpenWindow
 from .pattern import KleenePattern
 from .stnm import RobustSkipTillNext, SkipTillNext
 from .trees import EventTree
@@ -197,7 +199,13 @@ class _Partition:
 class RcepMatcher(IncrementalPlan):
     """Push events; each trigger returns the matches it ends, final at once, except under STNM with a
     Kleene last variable and under ROBUST_STNM, where a match waits until the window of its first event
-    has passed (``stnm``)."""
+    has passed (``stnm``).
+
+    The window's events are held in one of two forms: ``push`` keeps them in per-key event trees
+    (``partitions``) and recomputes each trigger in Python; ``extend`` (a micro-batch, when the query is
+    all the batch kernel does: ``batch.runs_columnar``) keeps them as columns (``window``, an
+    ``open_window.OpenWindow``) and recomputes the batch's triggers in one kernel call. Switching from
+    one to the other moves the kept events (at most a window of them per key)."""
 
     def __init__(self, plan: RcepPlan):
         self.plan = plan
@@ -211,13 +219,70 @@ class RcepMatcher(IncrementalPlan):
         self.waiting: list = []  # STNM: (match, its events per slot, partition key, first sequence number)
         self.judge = None if plan.skip_till_next is None else plan.skip_till_next.fresh()
         self.expiry = KeyExpiry(plan.window_seconds)  # drops a key's partition once its window passed
+        self.window: Optional[OpenWindow] = None  # the kept events as columns (``extend``), or None
+        self.latest = -math.inf  # the latest time seen
 
     def push(self, event) -> list:
+        if self.window is not None:
+            self._to_trees()
+        self.latest = max(self.latest, event.time)
         if event.type == PUNCTUATION:
             return []
         plan = self.plan
         key = tuple(event.get(k) for k in plan.query.partition_by)
         return self._push(event, key, None, [k for k in range(len(plan.slots)) if plan.accepts(k, event)])
+
+    def extend(self, stream):
+        """A micro-batch as columns: the kept events and the batch through the batch kernel, only the
+        batch's triggers recomputed (``batch.run`` with an ``OpenWindow``); the matches as a ``MatchList``
+        in the order pushing the events returns them. Event by event (``push``) when the query is not all
+        the kernel does, when the batch is out of time order, or its keys are not numbers."""
+        plan = self.plan
+        if not runs_columnar(plan) or not len(stream) or stream.first_disorder(self.latest) is not None:
+            return super().extend(stream)
+        window = self.window
+        if window is None:
+            window = OpenWindow.of_trees(plan, self.partitions, stream.ts_is_datetime)
+        joined = window.joined(plan, stream)
+        found = None if joined is None else columnar_run(plan, joined.stream, joined)
+        if found is None:
+            if self.window is not None:
+                self._to_trees()
+            return super().extend(stream)
+        matches, counters = found
+        if self.window is None:  # the trees' events are in ``joined`` now
+            self.partitions.clear()
+            self.expiry = KeyExpiry(plan.window_seconds)
+        self.window = joined.kept(plan)
+        self.latest = max(self.latest, float(stream.times.max()))
+        stats = self.stats
+        for name in ("triggers", "range_hits", "join_tested", "join_reused", "chains"):
+            setattr(stats, name, getattr(stats, name) + counters[name])
+        stats.matches += len(matches)
+        stats.stored = int(self.window.accepted.sum())
+        stats.peak_stored = max(stats.peak_stored, counters["peak_stored"])
+        for k, peak in counters["tree_peaks"].items():
+            stats.tree_peaks[k] = max(stats.tree_peaks.get(k, 0), peak)
+        return MatchList(matches)
+
+    def _to_trees(self) -> None:
+        """The kept events (``window``) into the per-key trees ``push`` reads."""
+        window, self.window = self.window, None
+        plan, partitions = self.plan, self.partitions
+        for event, key, seq, slots in window.rows(plan):
+            part = partitions.get(key)
+            if part is None:
+                part = partitions[key] = _Partition(plan)
+            for k in slots:
+                part.trees[k].insert(event, seq)
+            part.count = seq + 1
+            self.expiry.touch(key, event.time)
+        for key, count in (window.counts or {}).items():  # WITHIN n EVENTS: every key's count goes on
+            part = partitions.get(key)
+            if part is None:
+                part = partitions[key] = _Partition(plan)
+            part.count = count
+        self.stats.stored = sum(tree.live for part in partitions.values() for tree in part.trees)
 
     def feed(self, stream) -> list:
         """Every event of a finite ``Stream``, as ``push`` would take them, reading its columns: the slots'

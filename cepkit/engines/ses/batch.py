@@ -29,7 +29,7 @@ from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
 from ..unary import StreamColumns, unary_truth
 from ..compiled import OP_CODES
-from ..conjuncts import condition_role, grouped, key_columns
+from ..conjuncts import condition_role, key_columns, substream_positions
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, run_windows
 
 
@@ -145,19 +145,6 @@ class Columns:
         found.stream, found.keys, found.read, found.fits, found.by, found.codes = stream, keys, read, fits, by, codes
         found.kept = np.flatnonzero(fits != 0) if plan.two_phase else np.flatnonzero(read)  # Thm 5.1's filter
         return found
-
-
-def substream_positions(by: np.ndarray, read: np.ndarray, before: Optional[np.ndarray] = None) -> np.ndarray:
-    """Each event's position in its PARTITION BY sub-stream (``by``: codes; every ``read`` event counted,
-    punctuation not, and NaN), after ``before[code]`` events of each sub-stream already seen."""
-    coord = np.full(len(by), np.nan)
-    index = np.flatnonzero(read)
-    order, first = grouped(by[index])
-    rank = np.arange(len(index)) - first
-    if before is not None:
-        rank += before[by[index[order]]]
-    coord[index[order]] = rank
-    return coord
 
 
 def run(plan, stream: Stream) -> Optional[tuple]:

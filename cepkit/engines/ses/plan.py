@@ -30,7 +30,8 @@ from ...runtime.reported_once import ReportedOnce
 from ...runtime.row_arrays import spread
 from ...runtime.registry import IncrementalPlan, Plan
 from .automaton import SesAutomaton, permutation_automata
-from .batch import Columns, Layout, evaluate, run as columnar_run, substream_positions
+from ..conjuncts import counted_positions
+from .batch import Columns, Layout, evaluate, run as columnar_run
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
 from .pattern import HIDDEN, SetPattern
@@ -285,7 +286,7 @@ class SesMatcher(IncrementalPlan):
             return super().extend(stream)
         coord = combined.times
         if plan.events_window:
-            coord = np.concatenate([tail_coord, self._substream_positions(stream)])
+            coord = np.concatenate([tail_coord, counted_positions(stream, plan.query.partition_by, self.substream)])
         self.last_position = int(stream.position_of(np.array([len(stream) - 1]))[0])
         self._now = max(self._now, float(stream.times[-1]))
         matches, info, still_open = evaluate(plan, columns, coord, self.last_position, final=False)
@@ -293,20 +294,6 @@ class SesMatcher(IncrementalPlan):
         self._count(info)
         self._tail, self._tail_coord = combined.take(still_open), coord[still_open]
         return MatchList(_pushed_order(matches))
-
-    def _substream_positions(self, stream: Stream) -> np.ndarray:
-        """The batch's events' positions in their PARTITION BY sub-streams, after the events seen before
-        (``substream``, which this counts them into); NaN for punctuation."""
-        partition_by = self.plan.query.partition_by
-        by = stream.key_codes(partition_by)
-        read = ~stream.type_in({PUNCTUATION})
-        codes, first, counts = np.unique(by[read], return_index=True, return_counts=True)
-        before = np.zeros(len(codes) and int(codes[-1]) + 1, dtype=np.int64)
-        for code, i, count in zip(codes.tolist(), np.flatnonzero(read)[first].tolist(), counts.tolist()):
-            key = tuple(stream[i].get(a) for a in partition_by)
-            before[code] = self.substream.get(key, 0)
-            self.substream[key] = before[code] + count
-        return substream_positions(by, read, before)
 
     def _count(self, info: dict) -> None:
         self.evaluated += info["evaluated"]
