@@ -8,47 +8,20 @@ import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from strategies import kleene_queries, streams
+from strategies import kleene_queries
 
 import cepkit
 from cepkit.engines.rcep.batch import runs_columnar
 from cepkit.runtime.match_list import MatchList
 from cepkit.runtime.selection import select_engine
+from tests.engines.ses.test_batches import fed as ses_fed, frame, outcome, rows_and_plan
 
 TYPES = ("A", "B", "C")
 SCHEMA = [{"type": t, "ts": 0, "v": 0, "id": 0} for t in TYPES]  # the attributes, known before the first push
 
 
-@st.composite
-def rows_and_plan(draw):
-    """Events (now and then a punctuation) and a plan: consecutive segments, each pushed or extended."""
-    rows = draw(streams(types=TYPES, max_size=14, values=4, ids=2))
-    for i in sorted(draw(st.lists(st.integers(0, len(rows)), max_size=2)), reverse=True):
-        rows.insert(i, {"type": "PUNCTUATION", "ts": rows[i - 1]["ts"] if i else 0})
-    cuts = sorted(set(draw(st.lists(st.integers(0, len(rows)), max_size=5))) | {0, len(rows)})
-    ways = st.sampled_from(["push", "extend", "extend"])
-    return rows, [(start, stop, draw(ways)) for start, stop in zip(cuts, cuts[1:])]
-
-
-def frame(rows: list) -> pd.DataFrame:
-    return pd.DataFrame(rows, columns=["type", "ts", "v", "id"]).astype({"ts": float})
-
-
-def outcome(found) -> list:
-    return [(m.key, m.emitted_at) for m in found]
-
-
 def fed(query, rows, plan):
-    matcher = cepkit.Matcher(query, engine="rcep", schema=SCHEMA)
-    found = []
-    for start, stop, way in plan:
-        if way == "push":
-            found += [m for row in rows[start:stop] for m in matcher.push(row)]
-        else:
-            got = matcher.extend(frame(rows[start:stop]))
-            assert isinstance(got, (list, MatchList))
-            found += got
-    return found + matcher.close(), matcher
+    return ses_fed(query, rows, plan, engine="rcep", schema=SCHEMA)
 
 
 def in_kernel(query) -> bool:
@@ -63,7 +36,7 @@ KERNEL_QUERIES = kleene_queries(types=TYPES).filter(in_kernel)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(st.one_of(KERNEL_QUERIES, KERNEL_QUERIES, kleene_queries(types=TYPES)), rows_and_plan())
+@given(st.one_of(KERNEL_QUERIES, KERNEL_QUERIES, kleene_queries(types=TYPES)), rows_and_plan(TYPES, values=4))
 def test_batches_emit_what_pushes_emit(query, rows_plan):
     rows, plan = rows_plan
     try:

@@ -18,9 +18,9 @@ SCHEMA = [{"type": t, "ts": 0, "v": 0, "id": 0} for t in TYPES]  # the attribute
 
 
 @st.composite
-def rows_and_plan(draw):
+def rows_and_plan(draw, types=TYPES, values=6):
     """Events (now and then a punctuation) and a plan: consecutive segments, each pushed or extended."""
-    rows = draw(streams(types=TYPES, max_size=14, ids=2))
+    rows = draw(streams(types=types, max_size=14, values=values, ids=2))
     for i in sorted(draw(st.lists(st.integers(0, len(rows)), max_size=2)), reverse=True):
         rows.insert(i, {"type": "PUNCTUATION", "ts": rows[i - 1]["ts"] if i else 0})
     cuts = sorted(set(draw(st.lists(st.integers(0, len(rows)), max_size=5))) | {0, len(rows)})
@@ -36,8 +36,8 @@ def outcome(found) -> list:
     return [(m.key, m.emitted_at) for m in found]
 
 
-def fed(query, rows, plan):
-    matcher = cepkit.Matcher(query, engine="ses", schema=SCHEMA)
+def fed(query, rows, plan, engine="ses", schema=SCHEMA):
+    matcher = cepkit.Matcher(query, engine=engine, schema=schema)
     found = []
     for start, stop, way in plan:
         if way == "push":
