@@ -40,7 +40,7 @@ import traitlets
 import cepkit
 
 from .execution import as_stream
-from .figures import PlotlyView, format_value, full_width, plural
+from .figures import TABLE_CSS, PlotlyView, format_value, full_width, plural
 
 OFFSETS = (0.0, 0.08, -0.08, 0.16, -0.16, 0.24, -0.24)  # vertical offset of match k within a lane: k % 7
 PALETTE = ("#1f77b4", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#393b79")
@@ -523,12 +523,13 @@ class MatchTimeline(widgets.VBox):
                 f"<tr><td>{self.canvas.position_label(p)}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
                 f"<td>{html.escape(event.type)}</td>"
                 f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
-                f"<td>{html.escape(attrs)}</td></tr>"
+                f"<td class='text'>{html.escape(attrs)}</td></tr>"
             )
+        # in a narrow output the table scrolls sideways: squeezed, its attributes wrapped a word per line
         return (
-            f"<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
-            "<table class='cepkit-table'><tr><th>position</th><th>variables</th><th>type</th><th>ts</th>"
-            f"<th>attributes</th></tr>{''.join(rows)}</table>"
+            f"{TABLE_CSS}<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
+            "<div class='cepkit-scroll'><table class='cepkit-table cepkit-match-events'><tr><th>position</th>"
+            f"<th>variables</th><th>type</th><th>ts</th><th>attributes</th></tr>{''.join(rows)}</table></div>"
         )
 
     # ------------------------------------------------------------------ time zone

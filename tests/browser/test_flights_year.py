@@ -5,7 +5,8 @@ results grid's search and CSV, at 1,400 and 800 px. What this checks, each found
 - the grid has the PARTITION BY key (``origin``) as a column, so that a match says which airport it is at and
   the search finds "JFK" (the CSV holds the rows the search keeps, with it);
 - a picked match on the binned year: the timeline zooms to it *and* draws the events around it (a bin is two
-  days wide, so the match stood alone on an empty zoom), saying how many when they are capped;
+  days wide, so the match stood alone on an empty zoom), saying how many when they are capped; its events'
+  table scrolls sideways in an 800 px window (squeezed, its attributes wrapped a word per line);
 - the Automaton tab's stepped event and the Events tab give times in the Workbench's time zone (they said
   UTC beside the grid's New York times);
 - *Why not?* says it is searching while it runs (seconds on the year) and lists the near misses.
@@ -57,6 +58,10 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
         page,
     )
     dom.both_widths(page, wb, "year-picked")
+    page.set_viewport_size({"width": 800, "height": 1000})  # the picked match's events: a few lines a row
+    heights = wb.locator("table.cepkit-match-events tr").evaluate_all("rows => rows.map(r => r.offsetHeight)")
+    page.set_viewport_size({"width": 1400, "height": 1000})
+    assert len(heights) == 3 and max(heights) < 200, heights  # ~150 px; squeezed, ~600 px: a word per line
 
     def tab(title: str):
         wb.locator(".lm-TabBar-tab", has_text=title).first.click()
