@@ -8,12 +8,14 @@ of the results grid) and, apart, ``run_query`` alone (the engine part of it). Ra
 
     python bench/workbench.py [--events 1000000] [--engines automaton stack] [--repeat 3]
     python bench/workbench.py --flights [--strategies]    # the user's path on the 690k-event flights year
-    python bench/workbench.py --many-runs MAX --engines automaton rcep   # a strategy with many live runs
+    python bench/workbench.py --many-runs ALL NEXT LAST MAX --engines automaton rcep   # many live runs
 
 ``--flights`` times each step a user takes on ``cepkit.datasets.flights.flight_events()`` with the tour's
 query, once each (wall and CPU seconds; the baseline is ``cepkit.match`` in the same run): the Workbench
 made, Run, a match picked, the Automaton, Explain and Events tabs opened, one candidate explained, Why not?,
-and with ``--strategies`` the Strategies tab (each strategy's run listed after the table).
+and with ``--strategies`` the Strategies tab (each strategy's run listed after the table, with its ratio to
+ALL's, the Workbench's own run). ``--many-runs`` runs each strategy given on each engine (CPU seconds; the
+ratios to the first strategy on the same engine and path, and to the last engine's same strategy and path).
 """
 
 from __future__ import annotations
@@ -100,14 +102,18 @@ def flights(strategies: bool) -> None:
         compare = wb.strategy_compare
         print(
             "Strategies tab, each run (wall s): "
-            + ", ".join(f"{s} {r.seconds:.2f} ({r.engine}, {len(r.matches):,})" for s, r in compare.runs.items())
+            + ", ".join(
+                f"{s} {r.seconds:.2f} ({r.seconds / compare.runs['ALL'].seconds:.1f}x ALL; {r.engine}, {len(r.matches):,})"
+                for s, r in compare.runs.items()
+            )
             + "".join(f"; {s}: {e.reason.split(' (')[0]}" for s, e in compare.errors.items())
         )
 
 
-def many_runs(n: int, strategy: str, engines: list) -> None:
-    """``SEQ(A a, B b, C c) WITHIN 10 min`` under ``strategy`` over ``n`` events of which 3% are A, B or C
-    (one every 0-2 s, so ~6 live starts per window): CPU seconds of ``cepkit.match`` and of ``run_query``."""
+def many_runs(n: int, strategies: list, engines: list) -> None:
+    """``SEQ(A a, B b, C c) WITHIN 10 min`` under each of ``strategies`` over ``n`` events of which 3% are A,
+    B or C (one every 0-2 s, so ~6 live starts per window): CPU seconds of ``cepkit.match`` and of
+    ``run_query`` on each engine, every engine's matches checked against the first's."""
     rng = np.random.default_rng(0)
     types = rng.choice(list("DEFGHIJKLMNOPQRSTUVWXYZ"), n).astype(object)
     letters = rng.random(n) < 0.03
@@ -116,27 +122,38 @@ def many_runs(n: int, strategy: str, engines: list) -> None:
     stream = as_stream(
         pd.DataFrame({"type": types, "ts": pd.Timestamp("2024-01-01", tz="UTC") + pd.to_timedelta(seconds, unit="s")})
     )
-    query = cepkit.parse("SEQ(A a, B b, C c) WITHIN 10 min").with_strategy(strategy)
-    rows, found = [], None
-    for engine in engines:
-        for path, call in (
-            ("cepkit.match", lambda: cepkit.match(query, stream, engine=engine)),
-            ("run_query", lambda: run_query(query, stream, engine, progress=lambda d, t: None).matches),
-        ):
-            cpu = time.process_time()
-            positions = call().positions()
-            assert found is None or positions == found, "another engine or path found other matches"
-            found = positions
-            rows.append(
-                {
-                    "engine": engine,
-                    "path": path,
-                    "matches": len(positions),
-                    "CPU s": round(time.process_time() - cpu, 2),
-                }
-            )
-    print(f"{query} over {n:,} events, {int(letters.sum()):,} of them A, B or C")
-    print(pd.DataFrame(rows).to_string(index=False))
+    rows = []
+    for strategy in strategies:
+        query = cepkit.parse("SEQ(A a, B b, C c) WITHIN 10 min").with_strategy(strategy)
+        found = None
+        for engine in engines:
+            for path, call in (
+                ("cepkit.match", lambda: cepkit.match(query, stream, engine=engine)),
+                ("run_query", lambda: run_query(query, stream, engine, progress=lambda d, t: None).matches),
+            ):
+                cpu = time.process_time()
+                positions = call().positions()
+                assert found is None or positions == found, "another engine or path found other matches"
+                found = positions
+                rows.append(
+                    {
+                        "strategy": strategy,
+                        "engine": engine,
+                        "path": path,
+                        "matches": len(positions),
+                        "CPU s": time.process_time() - cpu,
+                    }
+                )
+    table = pd.DataFrame(rows)
+    by = table.set_index(["strategy", "engine", "path"])["CPU s"]
+    table[f"/ {strategies[0]}"] = [by[(strategies[0], e, p)] for e, p in zip(table.engine, table.path)]
+    table[f"/ {strategies[0]}"] = (table["CPU s"] / table[f"/ {strategies[0]}"]).round(2)
+    table[f"/ {engines[-1]}"] = (
+        table["CPU s"] / [by[(s, engines[-1], p)] for s, p in zip(table.strategy, table.path)]
+    ).round(2)
+    table["CPU s"] = table["CPU s"].round(2)
+    print(f"SEQ(A a, B b, C c) WITHIN 10 min over {n:,} events, {int(letters.sum()):,} of them A, B or C")
+    print(table.to_string(index=False))
 
 
 def main() -> None:
@@ -147,7 +164,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--flights", action="store_true", help="the user's path on the flights year")
     parser.add_argument("--strategies", action="store_true", help="with --flights: the Strategies tab too")
-    parser.add_argument("--many-runs", metavar="STRATEGY", help="MAX, NEXT, ...: many live runs (3%% A/B/C)")
+    parser.add_argument(
+        "--many-runs", metavar="STRATEGY", nargs="+", help="ALL, MAX, NEXT, ...: many live runs (3%% A/B/C)"
+    )
     args = parser.parse_args()
     if args.many_runs:
         return many_runs(args.events, args.many_runs, args.engines)

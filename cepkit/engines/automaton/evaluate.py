@@ -883,7 +883,8 @@ class RunsTable:
         if len(self.free) < count:
             rows = len(self.stored.n)
             more = max(rows, count - len(self.free))
-            self.stored = Stored(*(np.concatenate([a, np.zeros((more, *a.shape[1:]), a.dtype)]) for a in self.stored))
+            grown = (np.concatenate([a, np.zeros((more, *a.shape[1:]), a.dtype)]) for a in self.stored)
+            self.stored = type(self.stored)(*grown)  # (``strategies.GroupsTable``'s has other arrays)
             self.free[:0] = range(rows + more - 1, rows - 1, -1)
         slots = self.free[len(self.free) - count :]
         del self.free[len(self.free) - count :]

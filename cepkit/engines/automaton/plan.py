@@ -17,7 +17,7 @@ from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.match_list import MatchList
-from ...runtime.match_record import Match, output_order
+from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
 from ...runtime.registry import IncrementalPlan, Plan
 from ..unary import StreamColumns
@@ -28,7 +28,6 @@ from .evaluate import (
     Batch,
     Evaluator,
     Outputs,
-    Roots,
     RunsTable,
     partial_events,
     partition_key,
@@ -38,10 +37,9 @@ from .evaluate import (
     window_limit,
     window_limit_at,
 )
-from .nodes import compact, new_arena
 from .closure import Closure
 from .predicates import Alphabet
-from .strategies import RANKED, free_nodes_needed, selector
+from .strategies import RANKED, Selector
 
 
 ENUMERATIONS = ("ordered", "constant-delay")
@@ -207,8 +205,9 @@ class AutomatonPlan(Plan):
         the matches to n: each event's matches end at it, so none found later comes first."""
         matcher = self.matcher()
         limit = self.program.query.ast.limit if self.stops_early else None
-        if limit is None:  # one micro-batch (the keys still interleaved in stream order)
-            out = list(matcher.extend(stream))
+        if limit is None:  # one micro-batch (the keys still interleaved in stream order), as columns when it can
+            found = matcher.extend(stream)
+            out = found.arrays if isinstance(found, MatchList) else list(found)
             self.last_run = {"arena_nodes": matcher.arena_nodes, "stopped_early": False}
             return out
         out = []
@@ -307,11 +306,9 @@ class AutomatonMatcher(IncrementalPlan):
         self.parts: dict = {}
         self.expiry = KeyExpiry(program.query.window_seconds)  # drops a key's part once its window passed
         if program.ranked:
-            self.arena = new_arena()
-            self.roots = Roots(
-                np.empty(8, np.int32), np.empty(8, np.int64), np.empty(8), np.empty(8), np.zeros(1, np.int64)
-            )
-            self.outputs = Outputs(order=False)  # a push's few matches: Matcher orders them
+            # NEXT, LAST, MAX: each key's groups in a slot of the selector's table (``strategies.Selector``)
+            self.selector = Selector(program)
+            self.table = self.selector.table
             self.reported: dict = {}  # consume scope -> last position at which a match was reported
         else:
             # each event's matches sorted as enumerated (a push's few cost nothing; a micro-batch's are
@@ -319,18 +316,18 @@ class AutomatonMatcher(IncrementalPlan):
             self.evaluator = Evaluator(program)
             self.table = RunsTable(len(self.evaluator.scratch.marked))  # each key's runs
             self.runs = self.evaluator.new_runs()  # the runs the kernel advances, loaded from the table
-            # the one-event batch each push fills in (made once: eight arrays per push cost more than the
-            # kernel): it loads its key's runs and stores them back
-            self.batch = Batch(
-                np.zeros(1, np.int64),
-                np.zeros(1, np.int32),
-                np.zeros(1),
-                np.zeros(1),
-                np.zeros(1, np.int64),
-                np.ones(1, bool),
-                np.zeros(1, np.int64),
-                np.ones(1, bool),
-            )
+        # the one-event batch each push fills in (made once: eight arrays per push cost more than the
+        # kernel): it loads its key's runs (or groups) and stores them back
+        self.batch = Batch(
+            np.zeros(1, np.int64),
+            np.zeros(1, np.int32),
+            np.zeros(1),
+            np.zeros(1),
+            np.zeros(1, np.int64),
+            np.ones(1, bool),
+            np.zeros(1, np.int64),
+            np.ones(1, bool),
+        )
         # nested selections, in lockstep: (variables, their matcher, the sub-matches chosen and still usable)
         self.nested = [(sel.variables, sel.plan.matcher(), Chosen()) for sel in program.nested]
         # RETURN keys already reported: two matches differing only in projected-away variables may end at
@@ -384,9 +381,9 @@ class AutomatonMatcher(IncrementalPlan):
         events through the kernel in one call (key after key, each from its runs in the ``RunsTable``,
         stored back after its last event), the matches as a ``MatchList`` equal to what pushing the events
         one by one returns (each event's matches in output order, event after event). NEXT, LAST and MAX
-        step their selectors in Python, but only at the events they read (``_select_batch``), the
-        letters, keys and gaps computed column-wise as for the kernel (each key's closure trackers, for
-        nested NEXT/LAST/MAX, carried from batch to batch). Nested selections by filtering, RETURN and CONSUME
+        run the same way through their own kernel (``_select_batch``), the letters, keys and gaps
+        computed column-wise (each key's closure trackers, for nested NEXT/LAST/MAX, carried from batch
+        to batch). Nested selections by filtering, RETURN and CONSUME
         BY ANY across keys need a Python step per event or match (or the keys interleaved): they push
         event by event, as does a batch out of time order (the key expiry below assumes order)."""
         self._settle_steps()
@@ -440,22 +437,22 @@ class AutomatonMatcher(IncrementalPlan):
     def _settle(self, keys: list, batch: "_KeyedBatch") -> None:
         """Each key's part left as ``push`` leaves it after the batch (``_KeyedBatch``'s facts): a key that is
         new or whose window passed in the batch (``push``'s key expiry drops it) has a new part, whose
-        runs start afresh unless its last sub-stream read an event."""
+        runs start afresh unless its last sub-stream read an event (and under CONSUME BY, what it reported
+        is forgotten: ``_consumed`` forgot it where such a sub-stream read an event)."""
         parts, ranked = self.parts, self.program.ranked
         for key, part, slot, continued, ends_read, count, gap, lower in zip(keys, batch.parts, *batch.facts):
-            if ranked:  # ``_select_batch`` made the part of a sub-stream that read an event
-                part = parts[key] if continued or ends_read else self._fresh_part(key)
-            elif not continued:
+            if not continued:
                 if part is not None:
                     del parts[key]  # dropped and made again, as ``push`` would
                 part = parts[key] = _Part(slot)
+                if ranked and not ends_read:
+                    self.reported.pop(key, None)
             if ends_read:
                 part.lower, part.gap = lower, gap
             else:
                 part.gap += count - part.count
             part.count = count
-        if not ranked:
-            self.table.restart(batch.restarted)
+        self.table.restart(batch.restarted)
 
     def _push(self, event) -> list:
         if event.type == PUNCTUATION:
@@ -521,7 +518,7 @@ class AutomatonMatcher(IncrementalPlan):
     def arena_nodes(self) -> int:
         """The size of the node arena (it grows only while more than half of it is live)."""
         self._settle_steps()
-        return len((self.arena if self.program.ranked else self.evaluator.arena).pos)
+        return len((self.selector if self.program.ranked else self.evaluator).arena.pos)
 
     def active(self, cap: int) -> tuple:
         """(CEA state -> partial matches of its live runs, at most ``cap`` each; whether a list was cut)."""
@@ -531,12 +528,12 @@ class AutomatonMatcher(IncrementalPlan):
             return {program.cea.initial: [()]}, False
         held = []  # (CEA states, node, lowest live start key)
         for part in self.parts.values():
-            if program.ranked:
-                held += [({state}, node, part.lower) for state, node in part.state.entries()]
-            else:
-                states, nodes = self.table.runs(part.state)
-                held += [(program.det.subsets[state], node, part.lower) for state, node in zip(states, nodes)]
-        arena = self.arena if program.ranked else self.evaluator.arena
+            states, nodes = self.table.runs(part.state)  # CEA states (NEXT, LAST, MAX), deterministic ones otherwise
+            sets = (
+                [{state} for state in states.tolist()] if program.ranked else [program.det.subsets[s] for s in states]
+            )
+            held += [(subset, node, part.lower) for subset, node in zip(sets, nodes.tolist())]
+        arena = (self.selector if program.ranked else self.evaluator).arena
         partials = partial_events(arena, [node for _, node, _ in held], [lower for *_, lower in held], cap + 1)
         active: dict = {}
         truncated = False
@@ -551,9 +548,7 @@ class AutomatonMatcher(IncrementalPlan):
         return active, truncated
 
     def _fresh(self):
-        """A new key's state: a strategy selector, or a slot of the table."""
-        if self.program.ranked:
-            return selector(self.program, lambda: self.arena)
+        """A new key's state: a slot of the table, its runs (or groups) not started."""
         return self.table.take(1)[0]
 
     def _drop(self, keys: list) -> None:
@@ -562,8 +557,7 @@ class AutomatonMatcher(IncrementalPlan):
         if self.program.ranked:
             for key in keys:
                 self.reported.pop(key, None)
-        else:
-            self.table.release([part.state for part in parts])
+        self.table.release([part.state for part in parts])
         for _, _, chosen in self.nested:
             for key in keys:
                 chosen.forget(key)
@@ -576,70 +570,66 @@ class AutomatonMatcher(IncrementalPlan):
         return lowers
 
     # ------------------------------------------------------------------ NEXT, LAST, MAX
-    def _select_batch(self, batch: "_KeyedBatch", keys: list) -> list:
-        """A micro-batch's read events through their keys' selectors, in stream order: what ``_push`` does
-        for them, its per-event facts (sub-stream, gap, window key) taken from ``batch``; the events no
-        letter reads only count (in ``_settle``)."""
-        read = batch.kernel
-        order = np.argsort(batch.rows, kind="stable")
-        found: list = []
-        for position, letter, window_key, limit, gap, reset, load, g in zip(
-            *(
-                a[order].tolist()
-                for a in (read.pos, read.letter, read.key, read.limit, read.gap, read.reset, read.load, batch.groups)
-            )
-        ):
-            key = keys[g]
-            # the first event of a sub-stream begun in the batch (a new key, or its window passed): a new part
-            part = self._fresh_part(key) if reset and not load else self.parts[key]
-            part.lower = window_key - limit
-            completed = self._select(part, key, letter, position, window_key, limit, gap)
-            found += output_order(completed) if len(completed) > 1 else completed
-        return found
+    def _select_batch(self, batch: "_KeyedBatch", keys: list):
+        """A micro-batch's read events through the selector's kernel (key after key, each key's groups
+        loaded from its slot and stored back), the matches chosen in output order."""
+        read, selector = batch.kernel, self.selector
+        if len(read.pos):
+            selector.run(read, len(read.pos))
+        outputs = selector.outputs
+        kept = self._consumed(read, batch.groups, keys, outputs) if self.program.consume is not None else None
+        if not len(outputs):
+            return []
+        found = self.program.matches(outputs)[0]  # views of the outputs' buffers: copied before clearing
+        if kept is not None:
+            found = found.take(kept)
+        found = found.copy() if found.in_output_order() else found.take(found.output_index()[0])
+        outputs.clear()
+        return MatchList(found)
 
-    def _fresh_part(self, key) -> _Part:
-        """``key``'s sub-stream starts afresh (new, or its window passed): a new selector, nothing reported."""
-        self.reported.pop(key, None)
-        part = self.parts[key] = _Part(self._fresh())
-        return part
+    def _consumed(self, read: Batch, groups: np.ndarray, keys: list, outputs: Outputs) -> np.ndarray:
+        """CONSUME BY over a batch's chosen matches (the rows of ``outputs``, in ``read``'s order: key after
+        key): a match is kept only if it starts after the last position at which its key reported one, as
+        ``_select`` does per push; a key's sub-stream that starts afresh forgets what it reported. (A
+        micro-batch's scope is its key: CONSUME BY ANY across keys pushes event by event.)"""
+        offsets, positions, _, emitted = outputs.arrays()
+        firsts, emits = positions[offsets[:-1]].tolist(), emitted.tolist()
+        kept = np.ones(len(emits), bool)
+        row, reported = 0, self.reported
+        for position, g, fresh in zip(read.pos.tolist(), groups.tolist(), (read.reset & ~read.load).tolist()):
+            key = keys[g]
+            if fresh:
+                reported.pop(key, None)
+            if row < len(emits) and emits[row] == position:
+                after, any_kept = reported.get(key, -1), False
+                while row < len(emits) and emits[row] == position:
+                    kept[row] = firsts[row] > after
+                    any_kept |= kept[row]
+                    row += 1
+                if any_kept:
+                    reported[key] = position
+        return kept
 
     def _select(self, part: _Part, key, letter, position, window_key, limit, gap) -> list:
-        program, chosen = self.program, part.state
-        none = program.letters.none
-        for _ in range(gap):
-            if program.moves.settled(chosen.states(), none):
-                break
-            self._reserve(chosen)
-            chosen.step(none, -1, window_key, limit)
-        self._reserve(chosen)
-        completed = chosen.step(letter, position, window_key, limit)
-        if not completed:
+        """One event of ``part``'s sub-stream through the selector's kernel (a one-event batch)."""
+        program, batch = self.program, self.batch
+        batch.pos[0], batch.letter[0], batch.key[0], batch.limit[0], batch.gap[0], batch.slot[0] = (
+            position,
+            letter,
+            window_key,
+            limit,
+            gap,
+            part.state,
+        )
+        self.selector.run(batch, 1)
+        outputs = self.selector.outputs
+        if not len(outputs):
             return []
-        n = len(completed)
-        self.roots = _fit_roots(self.roots, n)
-        self.roots.node[:n], self.roots.emit[:n] = completed, position
-        self.roots.key[:n], self.roots.limit[:n] = window_key, limit
-        self.roots.n[0] = n
-        self.outputs.take(self.arena, self.roots)
         scope = () if program.consume == "ANY" else key
-        found, reported = _rows_as_matches(self.outputs.packed(), self.variables, self.reported.get(scope, -1))
+        found, reported = _rows_as_matches(outputs.packed(), self.variables, self.reported.get(scope, -1))
         if program.consume is not None and reported:
             self.reported[scope] = position
         return found
-
-    def _reserve(self, chosen) -> None:
-        """Make room for one event's nodes, compacting the arena over every partition's runs if needed."""
-        need = free_nodes_needed(chosen, self.program.moves)
-        if self.arena.used[0] + need <= len(self.arena.pos):
-            return
-        states = [p.state for p in self.parts.values()]
-        roots = np.array([n for s in states for n in s.nodes()], dtype=np.int32)
-        self.arena, new_ids = compact(self.arena, roots, np.full(len(roots), -np.inf), need)
-        at = 0
-        for s in states:
-            k = len(s.nodes())
-            s.remap(new_ids[at : at + k])
-            at += k
 
 
 class _Stepper:
@@ -886,16 +876,13 @@ class _KeyedBatch:
         last_row = np.r_[first_row[1:], n] - 1
         self.last_event = last_row if order is None else order[last_row]  # its last event, in stream order
         self.parts = parts = [matcher.parts.get(key) for key in keys]
-        ranked = program.ranked  # a part holds a selector, no slot
         slots, count, gap = (
-            np.array(
-                [(0 if ranked else p.state, p.count, p.gap) if p is not None else (-1, 0, 0) for p in parts], np.int64
-            )
+            np.array([(p.state, p.count, p.gap) if p is not None else (-1, 0, 0) for p in parts], np.int64)
             .reshape(len(parts), 3)
             .T
         )
         exists = slots >= 0
-        if not exists.all() and not ranked:  # new keys: slots of runs not started
+        if not exists.all():  # new keys: slots of runs not started
             slots[~exists] = matcher.table.take(int(np.count_nonzero(~exists)))
         local = np.arange(n) - np.repeat(first_row, last_row - first_row + 1)
         restart = np.zeros(n, bool)
@@ -1009,10 +996,3 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
         if kept:
             found.append(made(tuple(kept), bindings, emitted))
     return found, completed
-
-
-def _fit_roots(roots: Roots, n: int) -> Roots:
-    if len(roots.node) >= n:
-        return roots
-    size = max(n, 2 * len(roots.node))
-    return Roots(np.empty(size, np.int32), np.empty(size, np.int64), np.empty(size), np.empty(size), roots.n)

@@ -15,6 +15,10 @@ QUERIES = [
     "(A a FILTER a.v < 3) ; (B b OR C c) CONSUME BY ANY",
     "SELECT STRICT * PATTERN A a ; B+ b PARTITION BY id",
     "SELECT MAX * PATTERN A+ a ; B b WITHIN 5 s",
+    # NEXT, LAST and MAX run their own kernel (``strategies.select``): windows, PARTITION BY, CONSUME BY
+    "SELECT NEXT * PATTERN A a ; B+ b ; C c WITHIN 8 s PARTITION BY id",
+    "SELECT LAST * PATTERN (A+ a ; B b)+ ; C c WITHIN 8 EVENTS PARTITION BY id CONSUME BY PARTITION",
+    "SELECT MAX * PATTERN A a ; (B b OR C c) ; D d WITHIN 6 s PARTITION BY id CONSUME BY ANY",
 ]
 
 SCRIPT = """
