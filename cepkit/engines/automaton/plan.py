@@ -39,7 +39,7 @@ from .evaluate import (
 )
 from .closure import Closure
 from .predicates import Alphabet
-from .strategies import RANKED, Selector
+from .strategies import RANKED, Selector, consumed, select_all
 
 
 ENUMERATIONS = ("ordered", "constant-delay")
@@ -183,8 +183,15 @@ class AutomatonPlan(Plan):
     def run(self, stream) -> list:
         stream = Stream.from_any(stream)
         program = self.program
-        if program.ranked or (program.consume == "ANY" and program.query.partition_by):
+        if (program.consume == "ANY" and program.query.partition_by) or (
+            program.ranked and (self.stops_early or program.query.select is not None or program.nested)
+        ):
             return self._replay(stream)
+        if program.ranked:
+            selector, kept = select_all(program, stream)
+            self.last_run = {"arena_nodes": len(selector.arena.pos), "stopped_early": False}
+            found = program.matches(selector.outputs)[0]
+            return found if kept is None or not len(found) else found.take(kept)
         chosen = [(sel.variables, {m.positions for m in sel.plan.run(stream)}) for sel in program.nested]
         # LIMIT n: the first n matches in output order are among those of the first events whose matches
         # number n, when every match is reported at its last position and sub-streams do not come one
@@ -200,8 +207,9 @@ class AutomatonPlan(Plan):
         return self.program.query.ast.limit is not None and self.program.query.select is None
 
     def _replay(self, stream) -> list:
-        """Event by event through the matcher: strategies and CONSUME BY ANY across partitions need the
-        partitions interleaved in stream order. Under LIMIT n (no RETURN) it stops at the event that brings
+        """Event by event through the matcher: CONSUME BY ANY across partitions needs the partitions
+        interleaved in stream order; NEXT, LAST and MAX come here under LIMIT, RETURN (reported once, as a
+        matcher reports it) or a nested selection by filtering (``select_all`` otherwise). Under LIMIT n (no RETURN) it stops at the event that brings
         the matches to n: each event's matches end at it, so none found later comes first."""
         matcher = self.matcher()
         limit = self.program.query.ast.limit if self.stops_early else None
@@ -577,38 +585,16 @@ class AutomatonMatcher(IncrementalPlan):
         if len(read.pos):
             selector.run(read, len(read.pos))
         outputs = selector.outputs
-        kept = self._consumed(read, batch.groups, keys, outputs) if self.program.consume is not None else None
+        if self.program.consume is not None:  # a micro-batch's scope is its key (ANY across keys pushes)
+            kept = consumed(read, [keys[g] for g in batch.groups.tolist()], outputs, self.reported)
         if not len(outputs):
             return []
         found = self.program.matches(outputs)[0]  # views of the outputs' buffers: copied before clearing
-        if kept is not None:
+        if self.program.consume is not None:
             found = found.take(kept)
         found = found.copy() if found.in_output_order() else found.take(found.output_index()[0])
         outputs.clear()
         return MatchList(found)
-
-    def _consumed(self, read: Batch, groups: np.ndarray, keys: list, outputs: Outputs) -> np.ndarray:
-        """CONSUME BY over a batch's chosen matches (the rows of ``outputs``, in ``read``'s order: key after
-        key): a match is kept only if it starts after the last position at which its key reported one, as
-        ``_select`` does per push; a key's sub-stream that starts afresh forgets what it reported. (A
-        micro-batch's scope is its key: CONSUME BY ANY across keys pushes event by event.)"""
-        offsets, positions, _, emitted = outputs.arrays()
-        firsts, emits = positions[offsets[:-1]].tolist(), emitted.tolist()
-        kept = np.ones(len(emits), bool)
-        row, reported = 0, self.reported
-        for position, g, fresh in zip(read.pos.tolist(), groups.tolist(), (read.reset & ~read.load).tolist()):
-            key = keys[g]
-            if fresh:
-                reported.pop(key, None)
-            if row < len(emits) and emits[row] == position:
-                after, any_kept = reported.get(key, -1), False
-                while row < len(emits) and emits[row] == position:
-                    kept[row] = firsts[row] > after
-                    any_kept |= kept[row]
-                    row += 1
-                if any_kept:
-                    reported[key] = position
-        return kept
 
     def _select(self, part: _Part, key, letter, position, window_key, limit, gap) -> list:
         """One event of ``part``'s sub-stream through the selector's kernel (a one-event batch)."""

@@ -41,7 +41,7 @@ import numpy as np
 
 from . import kernel
 from .determinize import Moves
-from .evaluate import ARENA_FULL, OK, ROOTS, ROOTS_FULL, Outputs, Roots, RunsTable
+from .evaluate import ARENA_FULL, OK, ROOTS, ROOTS_FULL, Inputs, Outputs, Roots, RunsTable
 from .kernel import jit
 from .nodes import BOTTOM, NONE, UNION_ROOM, compact, new_arena, put_ext, put_initial
 
@@ -214,7 +214,7 @@ class Selector:
         )
         self.outputs = Outputs()
         self.info = np.zeros(5, np.int64)
-        self._select, self._layout = None, None
+        self._select, self._layout, self._batch = None, None, None  # ``select``'s entry for the batch's types
 
     def _work(self, rows: int) -> Work:
         n = self.moves.n_states
@@ -235,9 +235,11 @@ class Selector:
         while True:
             args = (self.moves.arrays, batch, int(info[2]), count, self.params, self.work, self.table.stored)
             args += (self.arena, self.roots, info)
-            layout = kernel._signature(batch)
-            if layout != self._layout:
-                self._select, self._layout = kernel.entry(select, args), layout
+            if batch is not self._batch:  # (a push's batch is the same object every time)
+                layout = kernel._signature(batch)
+                if layout != self._layout:
+                    self._select, self._layout = kernel.entry(select, args), layout
+                self._batch = batch
             status = self._select(*args)
             if status == OK:
                 break
@@ -258,6 +260,47 @@ class Selector:
         nodes, at = self.table.nodes()
         self.arena, new_ids = compact(self.arena, nodes.astype(np.int32), np.full(len(nodes), -np.inf), min_free)
         self.table.stored.node[at] = new_ids
+
+
+def select_all(program, stream) -> tuple:
+    """NEXT, LAST or MAX over a whole finite stream, sub-stream after sub-stream (``evaluate.Inputs``, as
+    ``evaluate.run_all``; one slot, each sub-stream starting afresh): (the selector, whose outputs hold the
+    matches chosen; under CONSUME BY the mask of those it keeps, None otherwise). A key whose window passes
+    needs no fresh start here: its groups have all expired then but the initial one, a fresh start's."""
+    selector = Selector(program)
+    slot = selector.table.take(1)[0]
+    kept, reported = [], {}
+    for batch in Inputs(program, stream).batches(program.letters.none):
+        n = len(batch.pos)
+        batch = batch._replace(slot=np.full(n, slot, np.int64), load=np.zeros(n, bool))
+        before = len(selector.outputs)
+        selector.run(batch, n)
+        if program.consume is not None:
+            kept.append(consumed(batch, [None] * n, selector.outputs, reported, before))
+    return selector, (np.concatenate(kept) if kept else np.zeros(0, bool)) if program.consume is not None else None
+
+
+def consumed(read, scopes: list, outputs: Outputs, reported: dict, first_row: int = 0) -> np.ndarray:
+    """CONSUME BY over the matches chosen at ``read``'s events (the rows of ``outputs`` from ``first_row``,
+    in ``read``'s order), each event's scope in ``scopes``: a match is kept only if it starts after the last
+    position at which its scope reported one (``reported``, updated); a sub-stream that starts afresh
+    (``read.reset`` and not ``read.load``) forgets what its scope reported. The mask of the rows kept."""
+    offsets, positions, _, emitted = outputs.arrays()
+    firsts, emits = positions[offsets[first_row:-1]].tolist(), emitted[first_row:].tolist()
+    kept = np.ones(len(emits), bool)
+    row = 0
+    for position, scope, fresh in zip(read.pos.tolist(), scopes, (read.reset & ~read.load).tolist()):
+        if fresh:
+            reported.pop(scope, None)
+        if row < len(emits) and emits[row] == position:
+            after, any_kept = reported.get(scope, -1), False
+            while row < len(emits) and emits[row] == position:
+                kept[row] = firsts[row] > after
+                any_kept |= kept[row]
+                row += 1
+            if any_kept:
+                reported[scope] = position
+    return kept
 
 
 # ----------------------------------------------------------------------------- the kernel
