@@ -319,7 +319,6 @@ def select(moves, batch, first, last, params, work, stored, arena, roots, info):
     node_used = arena[5]
     root_n = roots[4]
     rows = groups[0].shape[0]
-    n_states = groups[1].shape[1]
     used, n_roots = node_used[0], root_n[0]
     status = OK
     i = first
@@ -339,11 +338,10 @@ def select(moves, batch, first, last, params, work, stored, arena, roots, info):
         if info[3] - 1 < ev_gap[i]:
             g_node, g_sup = groups[1], groups[2]
             for g in range(n):
-                for q in range(n_states):
-                    held = g_node[g, q] != NONE or (strategy == MAX and g_sup[g, q] != -np.inf)
-                    if held and not inert[none, q]:
-                        in_gap = True
-                        break
+                if strategy == MAX:
+                    in_gap = not _inert(inert, none, g_node[g], g_sup[g], -np.inf)
+                else:  # (NEXT and LAST write no superset starts)
+                    in_gap = not _inert(inert, none, g_node[g], g_node[g], NONE)
                 if in_gap:
                     break
         letter = none if in_gap else ev_letter[i]
@@ -469,6 +467,16 @@ def _read(moves, letter, q, node, pos, key, marked, skipped, arena, fresh):
 
 
 @jit(inline=True)
+def _inert(inert, letter, nodes, supers, absent):
+    """Whether ``letter`` leaves every run of a group where it is (its nodes, and MAX's superset runs:
+    ``supers`` other than ``absent``)."""
+    for q in range(nodes.shape[0]):
+        if (nodes[q] != NONE or supers[q] != absent) and not inert[letter, q]:
+            return False
+    return True
+
+
+@jit(inline=True)
 def _root(roots, n_roots, node, pos, key, limit):
     """``node`` chosen at ``pos``: written as the next root; -1 when ``roots`` is full."""
     root_node, root_emit, root_key, root_limit, _ = roots
@@ -500,6 +508,9 @@ def _step_ranked(moves, letter, pos, key, limit, last_first, groups, n, new, lat
         a += 1
         n_start[km], n_start[ks] = min(start, key), start
         n_node[km, :] = NONE
+        if _inert(moves[7], letter, g_node[c], g_node[c], NONE):  # the class stays as it is, marking nothing
+            n_node[ks, :] = g_node[c, :]
+            continue
         n_node[ks, :] = NONE
         for q in range(n_states):
             if g_node[c, q] != NONE:
@@ -553,6 +564,13 @@ def _step_max(
     for g in range(n):
         start = g_start[g]
         if key - start > limit:
+            continue
+        if _inert(moves[7], letter, g_node[g], g_sup[g], -np.inf):
+            # every run stays where it is: the • move has nothing, the ◦ move gives the list back (its T
+            # states have no superset run starting at or after its start: ``_add`` kept them so)
+            status, fresh, n_new = _add(new, n_new, start, g_node[g], g_sup[g], ends, arena, fresh)
+            if status != OK:
+                return status, fresh, 0, n_roots
             continue
         started = min(start, key)
         # the superset runs' moves: u_mark (those marking j), u_skip (every one), the latest start per state
