@@ -538,7 +538,7 @@ class Matcher:
     @property
     def columnar(self) -> bool:
         """Whether the engine takes ``extend``'s micro-batches as columns (the automaton's kernel, the stack's
-        columnar run, ses's kernel; a few queries still go event by event, see ``extend``). False: its ``extend`` pushes
+        columnar run, the ses and rcep kernels; a few queries still go event by event, see ``extend``). False: its ``extend`` pushes
         a batch's events one by one, and a long finite stream runs faster through ``cepkit.match``."""
         return type(self._inc).extend is not IncrementalPlan.extend
 
@@ -609,7 +609,8 @@ class Matcher:
         ``Stream`` (a slice of a larger one, ``Stream.take``, whose first position is the next one this
         matcher expects: no conversion at all) goes to the engine as columns (the automaton runs it through its
         kernel, the stack its columnar run over the events that can still matter and the batch, ses its
-        kernel over the windows still open and the batch; other engines push its events): it is
+        kernel over the windows still open and the batch, rcep its kernel over the events a later trigger may
+        bind and the batch's triggers; other engines push its events): it is
         checked as a whole first, with the errors pushing its rows one by one would raise (the same first
         position and field), and a batch with an error is not taken at all (docs/decisions.md). The
         result is then a list or a ``MatchList``, which reads as the same list of ``Match`` objects.

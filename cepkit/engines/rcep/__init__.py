@@ -17,7 +17,9 @@ on the recomputed ALL matches), neither with CONSUME BY. Refused, naming the eng
 AND, negation, EXISTS, iterations of composite patterns and nested strategies.
 
 ``RcepPlan.run`` over a finite stream recomputes every trigger in one compiled call (``batch``,
-``kernel``) when the query is all the kernel does; otherwise, and in a ``Matcher``, trigger by trigger.
+``kernel``) when the query is all the kernel does, and so does a ``Matcher``'s ``extend`` with a
+micro-batch (``open_window``: the events a later trigger may bind kept as columns); otherwise, and in a
+``Matcher``'s ``push``, trigger by trigger.
 
 Option ``join``: "hybrid" (default, Algorithm 2 with dominance reuse, one predicate at a time), "nested"
 (the NLJoin baseline of [RCEP] §3.8) or "zorder" (all predicates between two variables at once: Z-regions and
