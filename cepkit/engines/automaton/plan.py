@@ -370,7 +370,7 @@ class AutomatonMatcher(IncrementalPlan):
             return None
         stepper = _Stepper(self, columns)
         self.steppers.append(stepper)
-        return stepper.in_time if stepper.in_time_applies() else stepper
+        return stepper.in_time if stepper.window == "time" else stepper
 
     def _settle_steps(self) -> None:
         """Run the events the steps hold back (none of them completes a match) before anything else reads
@@ -674,27 +674,12 @@ class _Stepper:
         self.last_slot = -1
 
     def __call__(self, type_: str, time: float, values, position: int) -> list:
+        """The step without a time window (``n EVENTS`` or none: no key expires); ``in_time`` with one."""
         m = self.matcher
         n = self.n
-        if n == 0 and len(m.steppers) > 1:
+        if not n and len(m.steppers) > 1:
             m._settle_steps()  # another pusher's events come first
-        last = self.last  # ``m.expiry.last``: events come in time order, so a key's last time is its latest
-        if self.window == "time" and last:
-            horizon = time - self.w - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
-            if next(iter(last.values())) < horizon:  # a key's window has passed (``KeyExpiry.expired``)
-                if n:
-                    self.flush()
-                    n = 0
-                m._drop(m.expiry.expired(time))
-        if self.keyed:
-            key = self.key_of(type_, time, values)
-            if self.window == "time":
-                last[key] = time
-                last.move_to_end(key)
-        else:
-            key = ()
-            if self.window == "time":
-                last[key] = time  # (the only key: no order to keep)
+        key = self.key_of(type_, time, values) if self.keyed else ()
         part = m.parts.get(key)
         if part is None:
             part = m.parts[key] = _Part(m._fresh())
@@ -705,53 +690,12 @@ class _Stepper:
         if letter == self.none:
             part.gap += 1
             return []
-        window = self.window
-        if window == "time":
-            window_key = time
-            scale = time if time > 0.0 else -time
-            if not self.low <= scale < self.high:  # ``window_limit_at``'s ulp, the same over a binade
-                self._limit_at(scale)
-            limit = self.limit_now
-        elif window is None:
-            window_key, limit = 0.0, math.inf
-        else:
-            window_key, limit = float(sub_index), self.w
-        part.lower = window_key - limit
-        slot = part.state
-        if self.keyed:
-            fresh = slot != self.last_slot or not n
-            self.reset[n], self.slot[n] = fresh, slot
-            self.last_slot = slot
-        elif slot != self.last_slot:  # one key, a new part: its slot for every held event
-            if n:  # (none of the held events completes a match: nothing to return)
-                self.flush()
-                n = 0
-            self.batch.slot.fill(slot)
-            self.last_slot = slot
-        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = (
-            position,
-            letter,
-            window_key,
-            limit,
-            part.gap,
-        )
-        part.gap = 0
-        self.n = n + 1
-        if completes or n + 1 == self.SIZE:
-            return self.flush()
-        return []
-
-    def in_time_applies(self) -> bool:
-        """Whether ``in_time`` may stand for ``__call__``: a time window, letters by type."""
-        return self.window == "time" and self.by_type is not None
+        window_key, limit = (0.0, math.inf) if self.window is None else (float(sub_index), self.w)
+        return self._hold(part, n, position, letter, window_key, limit, completes)
 
     def in_time(self, type_: str, time: float, values, position: int) -> list:
-        """``__call__`` under a time window with letters by type (the common case: ~0.3 µs less Python per
-        event, no window branches): an event's window key is its time; without PARTITION BY the only key
-        is ``()``. A type met for the first time goes through ``__call__``."""
-        known = self.by_type.get(type_)
-        if known is None:
-            return self(type_, time, values, position)
+        """The step under a time window: a key whose window has passed is dropped first (``KeyExpiry``),
+        an event's window key is its time, its limit the same over a binade (``_limit_at``)."""
         m = self.matcher
         n = self.n
         if not n and len(m.steppers) > 1:
@@ -776,26 +720,39 @@ class _Stepper:
         if part is None:
             part = m.parts[key] = _Part(m._fresh())
         part.count += 1
-        letter, completes = known
+        known = self.by_type.get(type_) if self.by_type is not None else None
+        letter, completes = self._letter(type_, time, values, position) if known is None else known
         if letter == self.none:
             part.gap += 1
             return []
         scale = time if time > 0.0 else -time
         if not self.low <= scale < self.high:
             self._limit_at(scale)
-        limit = self.limit_now
-        part.lower = time - limit
+        return self._hold(part, n, position, letter, time, self.limit_now, completes)
+
+    def _hold(
+        self, part: _Part, n: int, position: int, letter: int, window_key: float, limit: float, completes
+    ) -> list:
+        """Hold an event its part's letter reads as the ``n``-th; run the held events when it may complete a
+        match or the batch is full."""
+        part.lower = window_key - limit
         slot = part.state
-        if keyed:
+        if self.keyed:
             self.reset[n], self.slot[n] = slot != self.last_slot or not n, slot
             self.last_slot = slot
         elif slot != self.last_slot:  # one key, a new part: its slot for every held event
-            if n:
+            if n:  # (none of the held events completes a match: nothing to return)
                 self.flush()
                 n = 0
             self.batch.slot.fill(slot)
             self.last_slot = slot
-        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = position, letter, time, limit, part.gap
+        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = (
+            position,
+            letter,
+            window_key,
+            limit,
+            part.gap,
+        )
         part.gap = 0
         self.n = n + 1
         if completes or n + 1 == self.SIZE:
