@@ -34,7 +34,6 @@ of the stream (``FilterConcept`` with a coarser negation, ``JoinPattern``) are n
 from __future__ import annotations
 
 import itertools
-import math
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Optional
@@ -45,6 +44,7 @@ import pandas as pd
 from ..errors import QueryError
 from ..lang.ast import variables_in
 from ..engines.compiled import jit
+from ..lang.window import first_fitting_all, past_fitting_all
 from ..runtime.match_arrays import MatchArrays
 from ..runtime.registry import get_engine
 from ..runtime.api import compiled
@@ -327,13 +327,11 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
     )
     within = specific.within
     if within is not None and len(candidates) and column in (0, width):
-        w = within.seconds  # compared as the reference does: max ts − min ts ≤ w, with its rounding slack
-        w = w + 8 * math.ulp(max(1.0, w, float(np.abs(times).max())))
-        near = times[candidates]
+        near = times[candidates]  # max ts − min ts ≤ w by ``lang.window``'s rule, as every engine decides
         if column == width:  # a new last item e
-            stops = np.minimum(stops, _edge(near, times[idx[:, 0]], lambda e, f: e - f <= w, w, last=True))
+            stops = np.minimum(stops, past_fitting_all(near, times[idx[:, 0]], within.seconds))
         else:  # a new first item e
-            starts = np.maximum(starts, _edge(near, times[idx[:, -1]], lambda e, t: t - e <= w, w, last=False))
+            starts = np.maximum(starts, first_fitting_all(near, times[idx[:, -1]], within.seconds))
     counts = np.maximum(stops - starts, 0)
     total = int(counts.sum())
     added = stream.position_of(candidates)
@@ -369,26 +367,6 @@ def _scatter_extended(rows, starts, stops, added, first, out):
             for c in range(width):
                 out[k, c] = rows[r, c]
             out[k, width] = added[j]
-
-
-def _edge(near: np.ndarray, anchor: np.ndarray, fits, w: float, last: bool) -> np.ndarray:
-    """Per anchor, where the candidates (times ``near``, sorted) that ``fits(near, anchor)`` end (``last``:
-    they are a prefix; the first index that does not fit) or begin (a suffix; the first that fits). A
-    binary search on ``anchor ± w`` is fixed up with ``fits`` itself, so the float rounding is ``fits``'s."""
-    m = len(near)
-    if last:
-        edge = np.searchsorted(near, anchor + w, "right")
-        while (grow := (edge < m) & fits(near[np.minimum(edge, m - 1)], anchor)).any():
-            edge = edge + grow
-        while (shrink := (edge > 0) & ~fits(near[np.maximum(edge - 1, 0)], anchor)).any():
-            edge = edge - shrink
-    else:
-        edge = np.searchsorted(near, anchor - w, "left")
-        while (grow := (edge > 0) & fits(near[np.maximum(edge - 1, 0)], anchor)).any():
-            edge = edge - grow
-        while (shrink := (edge < m) & ~fits(near[np.minimum(edge, m - 1)], anchor)).any():
-            edge = edge + shrink
-    return edge
 
 
 @dataclass(frozen=True)

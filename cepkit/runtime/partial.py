@@ -32,6 +32,7 @@ import pandas as pd
 from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.query import Query
+from ..lang.window import fits_time
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ def partial_table(steps: Steps, found: list, times: np.ndarray) -> pd.DataFrame:
         elif window.events:
             timed_out = last_position >= start + window.amount
         else:
-            timed_out = bool(last_time > times[start] + window.seconds)
+            timed_out = not fits_time(window.seconds, float(times[start]), float(last_time))
         row = {"start": start, "step": step, "stopped_before": steps.variables[step]}
         row.update({var: (bindings[i] if i < len(bindings) else pd.NA) for i, var in enumerate(steps.bound)})
         row["timed_out"] = timed_out

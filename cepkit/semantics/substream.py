@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..lang import ast as A
+from ..lang.window import earliest_time, fits_time, latest_time
 
 
 @dataclass(frozen=True)
@@ -46,20 +47,18 @@ class Substream:
         self.window = window
         self.clock = clock
         self.complete = complete
-        # Times are seconds as floats: allow their rounding when comparing a time difference with the window.
-        w = window.seconds if window is not None and not window.events else 0.0
-        self.slack = 8 * math.ulp(max([1.0, w, clock if math.isfinite(clock) else 0.0, *map(abs, self.times)]))
 
     def __len__(self):
         return len(self.events)
 
     def fits(self, first: int, last: int) -> bool:
-        """Whether events ``first``..``last`` fit the window: max t − min t ≤ w, or max − min index < n."""
+        """Whether events ``first``..``last`` fit the window: max t − min t ≤ w (``lang.window``'s rule for
+        float times), or max − min index < n."""
         if self.window is None:
             return True
         if self.window.events:
             return last - first < self.window.amount
-        return self.times[last] - self.times[first] <= self.window.seconds + self.slack
+        return fits_time(self.window.seconds, self.times[first], self.times[last])
 
     def earliest(self, last: int) -> int:
         """The smallest index i such that events i..``last`` fit the window (0 without WITHIN)."""
@@ -67,7 +66,7 @@ class Substream:
             return 0
         if self.window.events:
             return max(0, math.floor(last - self.window.amount) + 1)
-        return bisect.bisect_left(self.times, self.times[last] - self.window.seconds - self.slack)
+        return bisect.bisect_left(self.times, earliest_time(self.window.seconds, self.times[last]))
 
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (docs/language.md §10.4):
@@ -79,8 +78,7 @@ class Substream:
             k = self.window.amount
             lo, hi = max(-1, math.floor(last - k)), math.ceil(first + k)
             return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.complete)
-        w = self.window.seconds
-        start, end = self.times[last] - w - self.slack, self.times[first] + w + self.slack
-        lo = bisect.bisect_left(self.times, start) - 1
+        w, end = self.window.seconds, latest_time(self.window.seconds, self.times[first])
+        lo = bisect.bisect_left(self.times, earliest_time(w, self.times[last])) - 1
         hi = bisect.bisect_right(self.times, end)
         return Scope(lo, hi, not self.complete and not self.clock > end)

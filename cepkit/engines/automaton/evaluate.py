@@ -36,6 +36,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from ...lang.window import time_limit, time_limits
 from ...runtime.event_record import PUNCTUATION
 from .determinize import UNKNOWN
 from . import kernel
@@ -393,26 +394,23 @@ def window_keys(window, sub_index: np.ndarray, times: np.ndarray, rows: np.ndarr
 
 
 def window_limit(window, keys: np.ndarray) -> np.ndarray:
-    """The largest ``key − start`` a complex event ending at each key may span: ``w`` plus the reference's
-    float tolerance for time windows, ``n − 1`` positions for ``n EVENTS``, infinity without a window."""
+    """The largest ``key − start`` a complex event ending at each key may span: ``w`` with the float
+    allowance of ``lang.window`` for time windows, ``n − 1`` positions for ``n EVENTS``, infinity without a
+    window."""
     if window is None:
         return np.full(len(keys), np.inf)
     if window.events:
         return np.full(len(keys), float(math.ceil(window.amount) - 1))
-    w = window.seconds
-    scale = np.maximum(np.maximum(np.abs(keys), abs(w)), 1.0)
-    return w + 8 * np.spacing(scale)
+    return time_limits(window.seconds, keys)
 
 
 def window_limit_at(window, key: float) -> float:
-    """``window_limit`` of one key in Python floats (the matcher's per-event path: no arrays to make);
-    ``math.ulp`` is ``np.spacing`` for the positive scale."""
+    """``window_limit`` of one key in Python floats (the matcher's per-event path: no arrays to make)."""
     if window is None:
         return math.inf
     if window.events:
         return float(math.ceil(window.amount) - 1)
-    w = window.seconds
-    return w + 8 * math.ulp(max(abs(key), abs(w), 1.0))
+    return time_limit(window.seconds, key)
 
 
 def partition_key(query, event) -> tuple:

@@ -12,6 +12,7 @@ import pandas as pd
 from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
+from ...lang.window import time_limit
 from ...runtime.event_record import PUNCTUATION, values_event, values_key
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
@@ -763,7 +764,7 @@ class _Stepper:
         """The window's limit for keys of absolute value ``scale`` (``window_limit_at``), and the range of
         scales with the same one (``math.ulp`` is constant over a binade, and below ``floor``)."""
         at = scale if scale > self.floor else self.floor
-        self.limit_now = self.w + 8 * math.ulp(at)
+        self.limit_now = time_limit(self.w, at)
         mantissa, exponent = math.frexp(at)  # at = mantissa · 2**exponent, 0.5 <= mantissa < 1
         self.low = 0.0 if at == self.floor else math.ldexp(0.5, exponent)
         self.high = math.ldexp(1.0, exponent)

@@ -29,6 +29,7 @@ from typing import Optional
 
 import numpy as np
 
+from ...lang.window import earliest_time, latest_time
 from ...runtime.match_record import Match
 from ...runtime.stream import Stream
 
@@ -152,7 +153,7 @@ class SubStream:
             return 0
         if w.events:
             return max(0, math.floor(last - w.amount) + 1)
-        return self.times.bisect_left(self.times[last] - w.seconds - self.run.slack)
+        return self.times.bisect_left(earliest_time(w.seconds, self.times[last]))
 
     def floor(self, end: int) -> int:
         """The smallest start a witness ending at ``end`` can have: every scope lies inside its outer match's
@@ -162,7 +163,7 @@ class SubStream:
             return 0
         if w.events:
             return max(0, end - 2 * math.ceil(w.amount))
-        return self.times.bisect_left(self.times[end] - 2 * w.seconds - 2 * self.run.slack)
+        return self.times.bisect_left(earliest_time(w.seconds, earliest_time(w.seconds, self.times[end])))
 
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading/trailing negation of a match spanning first..last: (last − w, first + w)."""
@@ -172,8 +173,8 @@ class SubStream:
         if w.events:
             lo, hi = max(-1, math.floor(last - w.amount)), math.ceil(first + w.amount)
             return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.run.complete)
-        start = self.times[last] - w.seconds - self.run.slack
-        end = self.times[first] + w.seconds + self.run.slack
+        start = earliest_time(w.seconds, self.times[last])
+        end = latest_time(w.seconds, self.times[first])
         lo = self.times.bisect_left(start) - 1
         hi = self.times.bisect_right(end)
         return Scope(lo, hi, not self.run.complete and not self.run.clock > end)
@@ -445,8 +446,6 @@ class Execution:
         self.hierarchy = plan.query.hierarchy
         self.complete = complete
         self.clock = -math.inf
-        self.slack = 0.0
-        self.magnitude = 0.0
         self.parts: dict = {}
         self.shared_stats: dict = {}  # counters of a shared run (``shared``)
         self.located: list = []  # a batch run's (sub-stream, index) per event (``add_all``)
@@ -461,9 +460,6 @@ class Execution:
     def add(self, event) -> Optional[tuple]:
         """Append an event to its sub-stream: (sub-stream, its index), or None for a punctuation."""
         self.clock = max(self.clock, event.time)
-        self.magnitude = max(self.magnitude, abs(event.time))
-        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
-        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))  # times are floats: allow their rounding
         return self._place(event)
 
     def add_all(self, events) -> list:
@@ -473,9 +469,6 @@ class Execution:
             return []
         times = [e.time for e in events]
         self.clock = max(self.clock, max(times))
-        self.magnitude = max(self.magnitude, max(map(abs, times)))
-        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
-        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
         if self.partition_by or self.parts or any(e.type == PUNCTUATION for e in events):
             return [self._place(e) for e in events]
         part = self.parts[()] = SubStream(self)
@@ -498,9 +491,6 @@ class Execution:
             groups = [(("key", int(codes[rows[0]])), rows) for rows in np.split(order, cuts)]
         times = stream.times
         self.clock = max(self.clock, float(times.max()))
-        self.magnitude = max(self.magnitude, float(np.abs(times).max()))
-        w = self.window.seconds if self.window is not None and not self.window.events else 0.0
-        self.slack = 8 * math.ulp(max(1.0, w, self.magnitude))
         for key, rows in groups:
             sub = stream if rows is None else stream.take(rows)
             part = self.parts[key] = SubStream(self)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ...lang import ast as A
 from ...lang.values import NotVectorizable, condition_values
+from ...lang.window import first_fitting_all, past_fitting_all
 from ...runtime.match_arrays import MatchArrays
 from ...semantics.conditions import holds
 from .operators import Select, WinOr, WinSeq
@@ -79,13 +80,13 @@ class SharedRun:
         elif w.events:
             self.earliest = np.maximum(0, np.floor(self.index - w.amount).astype(np.int64) + 1)
         else:
-            self.earliest = np.searchsorted(self.times, self.times - w.seconds - run.slack, "left")
+            self.earliest = first_fitting_all(self.times, self.times, w.seconds)
         if w is None:
             self.latest = np.full(n, n - 1, np.int64)
         elif w.events:
             self.latest = np.minimum(n - 1, np.ceil(self.index + w.amount).astype(np.int64) - 1)
         else:
-            self.latest = np.searchsorted(self.times, self.times + w.seconds + run.slack, "right") - 1
+            self.latest = past_fitting_all(self.times, self.times, w.seconds) - 1
         self.reaches: dict = {}
         self.built: dict = {}  # (direction, items, gaps) -> columns: shared by SEQs with that suffix/prefix
         self.stats = {"shared_hits": 0, "rows_built": 0}
@@ -192,7 +193,7 @@ class SharedRun:
             return np.full(len(last), -1, np.int64)
         if w.events:
             return np.maximum(-1, np.floor(last - w.amount).astype(np.int64))
-        return np.searchsorted(self.times, self.times[last] - w.seconds - self.part.run.slack, "left") - 1
+        return first_fitting_all(self.times, self.times[last], w.seconds) - 1
 
     def _window_hi(self, first: np.ndarray) -> np.ndarray:
         w = self.part.run.window
@@ -200,7 +201,7 @@ class SharedRun:
             return np.full(len(first), self.n, np.int64)
         if w.events:
             return np.minimum(self.n, np.ceil(first + w.amount).astype(np.int64))
-        return np.searchsorted(self.times, self.times[first] + w.seconds + self.part.run.slack, "right")
+        return past_fitting_all(self.times, self.times[first], w.seconds)
 
 
 def _column_test(cond, at: dict, stream) -> Optional[np.ndarray]:

@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from ...lang.window import time_limits
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import AT_LAST, MatchArrays
@@ -78,7 +79,7 @@ def run(plan, stream: Stream, opened=None):
     codes = np.where(read, codes, -1)
     accepted = accepted_by_slots(plan, stream, columns) if opened is None else opened.accepted
     times = np.ascontiguousarray(stream.times, dtype=np.float64)
-    window_seconds = np.nan if plan.window_seconds is None else float(plan.window_seconds)
+    window_seconds = None if plan.window_seconds is None else float(plan.window_seconds)
     window_events = -1 if plan.window_events is None else math.ceil(plan.window_events)
     if opened is not None and window_events >= 0:
         times, window_seconds, window_events = opened.seq.astype(np.float64), float(window_events - 1), -1
@@ -87,7 +88,7 @@ def run(plan, stream: Stream, opened=None):
         int(codes.max(initial=-1)) + 1,
         accepted,
         times,
-        window_seconds,
+        np.zeros(0) if window_seconds is None else time_limits(window_seconds, times),
         window_events,
         not slots[-1].kleene,
         keys[0],

@@ -35,11 +35,11 @@ STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATC
 
 
 @jit
-def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_alone, kval_stream, kok_stream):
+def layout(codes, n_codes, accepted, times, limits, window_events, last_alone, kval_stream, kok_stream):
     """Everything ``recompute`` reads, from the stream's columns in one pass each (no sort, no per-slot
     array over the stream): ``codes`` (a PARTITION BY code per read event, -1 for punctuation, below
-    ``n_codes``), ``accepted[s, i]`` (slot s takes stream event i), ``times``; a time window
-    ``window_seconds`` (NaN: none; the reference's float slack, as ``RcepPlan.earliest``) and an EVENTS
+    ``n_codes``), ``accepted[s, i]`` (slot s takes stream event i), ``times``; a time window's
+    ``limits`` (``lang.window.time_limits`` of each stream event's time; empty: none) and an EVENTS
     window ``window_events`` (0: none); ``last_alone``: the last slot is not Kleene (a trigger leaves its
     tree at once); the join and chain keys per stream event.
 
@@ -70,9 +70,9 @@ def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_
             events[fill[c]] = i
             grouped_of[i] = fill[c]
             fill[c] += 1
-    # 2. window starts: a pointer per sub-stream, stepped back where the float slack makes min_time dip
+    # 2. window starts: a pointer per sub-stream, stepped back where the float allowance lets it reach further
     window_lo = np.empty(n, dtype=np.int64)
-    timed = not np.isnan(window_seconds)
+    timed = len(limits) > 0
     grouped_times = np.empty(n)
     for g in range(n):
         grouped_times[g] = times[events[g]]
@@ -81,16 +81,14 @@ def layout(codes, n_codes, accepted, times, window_seconds, window_events, last_
         lo = begin
         for g in range(begin, end):
             t = grouped_times[g]
-            min_time = -np.inf
-            if timed:
-                min_time = t - window_seconds - 8 * np.spacing(max(max(1.0, window_seconds), abs(t)))
+            limit = limits[events[g]] if timed else np.inf
             min_index = begin
             if window_events >= 0:
                 min_index = max(begin, g - window_events + 1)
             lo = max(lo, min_index)
-            while lo < g and grouped_times[lo] < min_time:
+            while lo < g and t - grouped_times[lo] > limit:
                 lo += 1
-            while lo > min_index and grouped_times[lo - 1] >= min_time:
+            while lo > min_index and t - grouped_times[lo - 1] <= limit:
                 lo -= 1
             window_lo[g] = lo
     # 3. members per slot, in grouped order

@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
+from ...lang.window import earliest_time
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry
@@ -176,9 +177,7 @@ class RcepPlan(Plan):
     def earliest(self, event, seq: int) -> tuple:
         """(time, sequence number) of the oldest event a match ending at ``event`` may use."""
         if self.window_seconds is not None:
-            w = self.window_seconds
-            slack = 8 * math.ulp(max(1.0, w, abs(event.time)))  # times are floats, as in the reference
-            return event.time - w - slack, 0
+            return earliest_time(self.window_seconds, event.time), 0
         if self.window_events is not None:
             return -math.inf, seq - math.ceil(self.window_events) + 1
         return -math.inf, 0

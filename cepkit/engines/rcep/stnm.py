@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from ...lang.equalities import transitive_equalities
+from ...lang.window import fits_time
 from ...semantics.conditions import bound_conditions_hold
 
 
@@ -88,9 +89,7 @@ class SkipTillNext:
         event can extend it, so it is final."""
         plan = self.plan
         if plan.window_seconds is not None:
-            first = chosen[0][1][0]
-            slack = 8 * math.ulp(max(1.0, plan.window_seconds, abs(event.time)))
-            return event.time - first.time > plan.window_seconds + slack
+            return not fits_time(plan.window_seconds, chosen[0][1][0].time, event.time)
         if plan.window_events is not None:
             return seq is not None and seq - first_seq >= plan.window_events
         return False

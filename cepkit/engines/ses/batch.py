@@ -24,6 +24,7 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
+from ...lang.window import past_fitting_all
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
@@ -190,7 +191,7 @@ def evaluate(plan, columns: Columns, coord: np.ndarray, last: int, final: bool =
         layout.moves,
         layout.final,
         plan.first_set,
-        float(plan.span),
+        plan.limits(np.ascontiguousarray(coord[events], dtype=np.float64)),
         plan.two_phase,
         plan.strategy in (None, "ALL"),
         plan.strategy == "ROBUST_STNM",
@@ -227,19 +228,7 @@ def _closing(plan, columns: Columns, coord: np.ndarray, starts: np.ndarray) -> n
         return np.full(len(starts), n, dtype=np.int64)
     if not plan.events_window:  # any event closes a time window, punctuation too
         times = stream.times
-        past = np.searchsorted(times, times[starts] + plan.span, "right")
-        # the matcher's test is coord - W[0] > τ: step over ties the sum rounds away
-        while True:
-            early = (past < n) & ~(times[np.minimum(past, n - 1)] - times[starts] > plan.span)
-            if not early.any():
-                break
-            past[early] += 1
-        while True:
-            late = (past > starts + 1) & (times[past - 1] - times[starts] > plan.span)
-            if not late.any():
-                break
-            past[late] -= 1
-        return past
+        return np.maximum(past_fitting_all(times, times[starts], plan.span), starts + 1)
     # sub-stream positions are consecutive within a sub-stream: look (code, W[0]'s + τ + 1) up
     read = np.flatnonzero(columns.read)
     stride = int(coord[read].max()) + int(plan.span) + 2

@@ -96,7 +96,7 @@ def run_windows(
     moves,
     final,
     first_set,
-    span,
+    limits,
     two_phase,
     keep_skips,
     robust,
@@ -118,7 +118,8 @@ def run_windows(
 
     Events in grouped order: ``coord`` (time, or position in the PARTITION BY sub-stream), ``vars_`` (mask
     of the variables whose properties the event satisfies), ``group_end`` (end of its group),
-    ``positions``; ``counts[v, g]``: events before g fitting variable v; ``todo``: the W[0]s whose window
+    ``positions``; ``limits``: the largest coord − W[0] of a window reaching each event (``SesPlan.limits``);
+    ``counts[v, g]``: events before g fitting variable v; ``todo``: the W[0]s whose window
     is closed (the others wait for more events); ``moves`` and ``final`` as ``batch.moves`` gives them; without ``two_phase`` every window is evaluated (Alg 1). Returns (offsets, positions,
     variable indices, the W[0] of each match, stats).
     """
@@ -142,7 +143,7 @@ def run_windows(
         lo, hi = g + 1, group_end[g]  # the window: events until the coordinate passes W[0] + τ
         while lo < hi:
             mid = (lo + hi) // 2
-            if coord[mid] - coord[g] > span:
+            if coord[mid] - coord[g] > limits[mid]:
                 hi = mid
             else:
                 lo = mid + 1

@@ -20,6 +20,7 @@ import pandas as pd
 
 from ...lang import ast as A
 from ...lang.printer import pretty
+from ...lang.window import time_limit, time_limits
 from ...runtime.attribute_columns import hashable_key
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
@@ -87,6 +88,15 @@ class SesPlan(Plan):
         self.visible = [v for v in self.variables if not v.startswith(HIDDEN)]
         self._last_info: dict = {}
         self.layout: Optional[Layout] = Layout.of(self)  # the columnar run's reading, None: it cannot take the plan
+
+    def limits(self, coord):
+        """The largest ``coord − W[0]`` of a window reaching an event at each of ``coord`` (an array, or one
+        float): the window's span, with ``lang.window``'s float allowance for time windows."""
+        if self.events_window or not math.isfinite(self.span):
+            return np.full(len(coord), float(self.span)) if isinstance(coord, np.ndarray) else self.span
+        if isinstance(coord, np.ndarray):
+            return time_limits(self.span, coord)
+        return time_limit(self.span, coord)
 
     def fresh(self) -> "SesPlan":
         """The same compiled automata, conditions and kernel layout, no run statistics (``cepkit.match``'s
@@ -369,8 +379,8 @@ class SesMatcher(IncrementalPlan):
 
     def _expire(self, clock, coord) -> list:
         """Evaluate and dequeue every W[0] of this clock with coord - W[0] > τ."""
-        found, heap, span = [], self.clocks.get(clock), self.plan.span
-        while heap and coord - heap[0][0] > span:
+        found, heap, limit = [], self.clocks.get(clock), self.plan.limits(coord)
+        while heap and coord - heap[0][0] > limit:
             _, _, window_key = heapq.heappop(heap)
             window = self.windows[(clock, window_key)]
             found.extend(self._evaluate_front(window, window_key))

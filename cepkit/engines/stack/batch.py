@@ -16,8 +16,8 @@ run does the same work per *query item* instead of per event ([LIU] §2.3, same 
 3. **Construction.** SASE's backward depth-first walk from each instance of the last slot
    (``Program.orders[n-1]``) becomes a breadth-first range join: all partial matches of one level are
    arrays of event indices, one per bound slot, extended at once by the range each one may take
-   (``_extend``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``,
-   a ``searchsorted`` of the times), and at or above the last negative event before the successor (a
+   (``_extend``): below its successor's index, at or above the window's start (``x.ts >= last.ts - w``
+   by ``lang.window``'s rule, a ``searchsorted`` of the times), and at or above the last negative event before the successor (a
    middle negation without correlated conditions: the "previous negative" of [LIU] §2.3's
    ``NS[X]`` check; a middle EXISTS bounds it from above the same way). Joins run as soon as their variables are bound, vectorized; correlated and
    edge negations count the negative events in their scope (docs/language.md §10.4) with two
@@ -43,6 +43,7 @@ from functools import cached_property
 import numpy as np
 
 from ...lang import ast as A
+from ...lang.window import first_fitting_all, past_fitting_all
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.growing_array import GrowingArray
@@ -95,7 +96,7 @@ class _Layout:
         """The lowest event index of the window of a match whose last event is each of ``last``: every
         event of the match, and of a leading negation's scope, lies at or above it."""
         w, n, times = self.w, self.n, self.times
-        lo = np.searchsorted(times, times[last] - w, "left") if w is not None else np.zeros(len(last), np.int64)
+        lo = first_fitting_all(times, times[last], w) if w is not None else np.zeros(len(last), np.int64)
         if n is not None:  # local position last - n + 1, as an event index
             order, rank, start, _ = self._local(last)
             lo = np.maximum(lo, self._event(order, np.maximum(rank - (n - 1), start)))
@@ -117,7 +118,7 @@ class _Layout:
         """(the first event past the time window, the n-th event of the sub-stream) from each of ``first``;
         ``m`` where there is none."""
         m, w, n, times = self.m, self.w, self.n, self.times
-        deadline = np.searchsorted(times, times[first] + w, "right") if w is not None else np.full(len(first), m)
+        deadline = past_fitting_all(times, times[first], w) if w is not None else np.full(len(first), m)
         nth = np.full(len(first), m)
         if n is not None:  # local position first + n - 1, as an event index
             order, rank, _, stop = self._local(first)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 
+from ...lang.window import fits_time
 from .stacks import Instance, Stack
 
 SWEEP_EVERY = 1024  # events between purges of partitions that saw no event (time windows)
@@ -166,7 +167,9 @@ class Core:
             for index in indices:
                 y = items[index]
                 t, lp = y.time, y.lpos
-                if window is not None and (t - tmin > window if step.forward else tmax - t > window):
+                if window is not None and not (
+                    fits_time(window, tmin, t) if step.forward else fits_time(window, t, tmax)
+                ):
                     break
                 if span is not None and (lp - lmin >= span if step.forward else lmax - lp >= span):
                     break
@@ -252,7 +255,7 @@ class Core:
             saved = binding.get(spec.var)
             try:
                 for y in stack.between(chosen[i].key, chosen[i + 1].key):
-                    if window is not None and y.time - first.time > window:
+                    if window is not None and not fits_time(window, first.time, y.time):
                         break
                     if span is not None and y.lpos - first.lpos >= span:
                         break

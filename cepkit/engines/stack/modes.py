@@ -49,6 +49,7 @@ import itertools
 import math
 from collections import Counter
 
+from ...lang.window import earliest_time, latest_time
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.match_record import Match
@@ -368,7 +369,7 @@ class InOrderMatcher(StackMatcher):
 
     def _purge(self, core: Core, now: float, lpos: int) -> None:
         program = self.program
-        time_limit = now - program.window_time if program.window_time is not None else None
+        time_limit = window_horizon(now, program.window_time) if program.window_time is not None else None
         lpos_limit = lpos - program.window_events + 1 if program.window_events is not None else None
         if time_limit is None and lpos_limit is None:
             return
@@ -577,7 +578,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         if self.max_delay.bounded:
             out.extend(self._release_safe())
             if program.window_time is not None and self.slot_delay < math.inf:
-                self.purge_below(core, self.clock - self.slot_delay - program.window_time)
+                self.purge_below(core, window_horizon(self.clock - self.slot_delay, program.window_time))
         return out
 
     def required(self, j: int, chosen) -> float:
@@ -586,6 +587,7 @@ class ConservativeMatcher(_OutOfOrderMatcher):
         without a window: it waits for the end of the stream)."""
         program = self.program
         if program.negations[j].gap == program.n:
+            # a guarantee at first ts + W closes the scope (docs/references.md E1), as Algorithm 2's purge
             return chosen[0].time + program.window_time if program.window_time is not None else math.inf
         return chosen[program.negations[j].gap].time
 
@@ -680,7 +682,7 @@ class AggressiveMatcher(_OutOfOrderMatcher):
             # A late event of the query's types has ts >= clock - (their largest max_delay); a match it
             # reaches lies within 2w of it ([LIU] §3.6.2).
             reach = 2 * program.window_time if program.window_time is not None else math.inf
-            self.purge_below(core, self.clock - self.reach_delay - reach)
+            self.purge_below(core, window_horizon(self.clock - self.reach_delay, reach))
             if self._live_by_time:  # every read type is complete below clock - reach_delay
                 self.forget_settled_keys(math.nextafter(self.clock - self.reach_delay, -math.inf))
         return out
@@ -690,15 +692,15 @@ class AggressiveMatcher(_OutOfOrderMatcher):
         positive matches around it that no stored negative blocks yet)."""
         program = self.program
         neg = program.negations[j]
-        w = program.window_time if program.window_time is not None else math.inf
+        w = program.window_time
         gap = neg.gap
         anchor = min(gap, program.n - 1)
         parts = [part] if part is not None else list(core.parts.values())
         found = []
         if gap == program.n:  # trailing: the last event precedes it, the first (so the last) is within w
-            lo, hi = (inst.time - w, -1), inst.key
+            lo, hi = (earliest_time(w, inst.time) if w is not None else -math.inf, -1), inst.key
         else:  # leading or middle: the slot after the gap follows it within w
-            lo, hi = inst.key, (inst.time + w, math.inf)
+            lo, hi = inst.key, (latest_time(w, inst.time) if w is not None else math.inf, math.inf)
         for p in parts:
             for x in p.stacks[anchor].between(lo, hi):
                 found.extend(core.construct(p, anchor, x, accept=lambda chosen, _: core.blocks(j, chosen, inst)))

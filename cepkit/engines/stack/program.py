@@ -23,6 +23,7 @@ from typing import Callable, Optional, Union
 import networkx as nx
 
 from ...lang import ast as A
+from ...lang.window import earliest_time, latest_time
 from ...lang.equalities import attribute_equality, transitive_equalities
 from ...runtime.delays import type_hierarchy
 from ...runtime.event_record import PUNCTUATION
@@ -163,12 +164,14 @@ class Program:
         lo_l, hi_l = NEVER_LPOS
         if neg.gap == 0:  # leading: at or after (last ts - w), before the first event
             hi = first.key
-            lo = (last.time - self.window_time, -1) if self.window_time is not None else (-math.inf, -1)
+            lo = (earliest_time(self.window_time, last.time), -1) if self.window_time is not None else (-math.inf, -1)
             if self.window_events is not None:
                 lo_l = last.lpos - self.window_events + 1
         elif neg.gap == self.n:  # trailing: after the last event, at or before (first ts + w)
             lo = last.key
-            hi = (first.time + self.window_time, math.inf) if self.window_time is not None else (math.inf, 0)
+            hi = (
+                (latest_time(self.window_time, first.time), math.inf) if self.window_time is not None else (math.inf, 0)
+            )
             if self.window_events is not None:
                 hi_l = first.lpos + self.window_events - 1
         else:
@@ -179,7 +182,7 @@ class Program:
         """When a trailing negation's scope is over: (time, local position); an event past either bound
         cannot fall in it. Without a window the scope runs to the end of the stream."""
         first = chosen[0]
-        time = first.time + self.window_time if self.window_time is not None else math.inf
+        time = latest_time(self.window_time, first.time) if self.window_time is not None else math.inf
         lpos = first.lpos + self.window_events - 1 if self.window_events is not None else math.inf
         return time, lpos
 

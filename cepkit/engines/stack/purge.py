@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import math
 
+from ...lang.window import earliest_time, latest_time
 from ...runtime.delays import MaxDelay, Punctuations
+from ...runtime.expiry import window_horizon
 
 
 class PurgeByGuarantees:
@@ -58,7 +60,7 @@ class PurgeByGuarantees:
         program = self.program
         w = program.window_time if program.window_time is not None else math.inf
         frontiers = [self.through(slot.node.type, clock) for slot in program.slots]
-        floor = min(frontiers) - w
+        floor = window_horizon(min(frontiers), w)
         for core in cores:
             if floor > -math.inf:
                 core.sweep(floor, None)
@@ -73,17 +75,22 @@ class PurgeByGuarantees:
         """Alg. 2 for one instance: walk the slots before it (backward) and after it (forward); a slot whose
         future is closed and whose stored candidates are all out of reach makes ``inst`` useless."""
         stacks = part.stacks
+        finite = w < math.inf
+        earliest = earliest_time(w, inst.time) if finite else -math.inf  # the window around ``inst``
+        latest = latest_time(w, inst.time) if finite else math.inf
         upper = inst.key  # backward: slot s must precede ``upper``
         for s in range(slot - 1, -1, -1):
             if frontiers[s] >= upper[0]:  # no future slot-s event before ``upper``
-                i, j = stacks[s].span((inst.time - w, -1), upper)
+                i, j = stacks[s].span((earliest, -1), upper)
                 if i >= j:
                     return True
                 upper = stacks[s].keys[j - 1]  # the latest candidate is the weakest bound
         lower = inst.key  # forward: slot s must follow ``lower``
         for s in range(slot + 1, len(stacks)):
-            if frontiers[s] >= inst.time + w:  # no future slot-s event within the window
-                i, j = stacks[s].span(lower, (inst.time + w, math.inf))
+            # no future slot-s event within the window: a guarantee at e.ts + W closes it (docs/references.md
+            # E1), not waiting for the window's float allowance (``lang.window``)
+            if frontiers[s] >= inst.time + w:
+                i, j = stacks[s].span(lower, (latest, math.inf))
                 if i >= j:
                     return True
                 lower = stacks[s].keys[i]  # the earliest candidate is the weakest bound

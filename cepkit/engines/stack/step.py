@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Optional
 
+from ...lang.window import time_limit
 from ...runtime.event_record import PUNCTUATION, values_event, values_key
 from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import Match
@@ -138,7 +139,7 @@ class SeqStep:
         if state is None:
             state = self.keys[key] = _Key(self.n)
         stacks, base = state.stacks, state.base
-        limit = time - w  # ``InOrderMatcher._purge``'s: an older instance joins nothing from now on
+        limit = horizon  # ``InOrderMatcher._purge``'s: an older instance joins nothing from now on
         last_item = self.n - 1
         found = []
         for item in items:
@@ -173,7 +174,7 @@ class SeqStep:
         """The matches through a last-item event (``rip`` its pointer), as ``Match`` objects in output order."""
         rows: list = []
         if self.n > 1:
-            self._down(state, self.n - 2, rip, time, self.w, [position], rows)
+            self._down(state, self.n - 2, rip, time, time_limit(self.w, time), [position], rows)
         else:
             rows.append((position,))
         if not rows:
@@ -190,17 +191,18 @@ class SeqStep:
             found.append(made(positions, bindings, position))
         return found
 
-    def _down(self, state: _Key, item: int, rip: int, latest: float, w: float, tail: list, rows: list) -> None:
+    def _down(self, state: _Key, item: int, rip: int, latest: float, limit: float, tail: list, rows: list) -> None:
         """Every choice of items ``item``, ``item − 1``, ..., 0 below pointer ``rip`` within the window
-        of ``latest``, each row of positions (``tail``: the later items' positions) added to ``rows``."""
+        of ``latest`` (``limit``: its ``time_limit``), each row of positions (``tail``: the later items'
+        positions) added to ``rows``."""
         stack = state.stacks[item]
         top = rip - state.base[item] - 1
         for index in range(top, -1, -1):
             t, p, below = stack[index]
-            if latest - t > w:
+            if latest - t > limit:
                 break
             if item:
-                self._down(state, item - 1, below, latest, w, [p] + tail, rows)
+                self._down(state, item - 1, below, latest, limit, [p] + tail, rows)
             else:
                 rows.append((p, *tail))
 
