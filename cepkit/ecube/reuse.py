@@ -96,10 +96,7 @@ class Executor:
         stream = self.stream if part is None else self.stream.take(part)
         self.evaluations += 1
         self.events_read += len(stream)
-        # numbered 0..n-1 for the engine, whose rows are then mapped to the positions: not every engine
-        # reports the positions of a stream numbered otherwise (the automaton reports indices)
-        rows = rows_of(self._plan(shape).run(stream.numbered(np.arange(len(stream)))), len(shape.positives))
-        return stream.positions[rows] if len(stream) else rows
+        return rows_of(self._plan(shape).run(stream), len(shape.positives))
 
     def accepted(self, item: Item, attribute) -> np.ndarray:
         """A mask over the stream: the events ``item`` accepts (types, and values of ``attribute``)."""

@@ -438,7 +438,7 @@ def partition_keys(query, stream, rows: np.ndarray) -> list:
 class Inputs:
     """A finite stream prepared for the automaton: the letter of every event and its sub-stream.
 
-    ``order`` lists the positions the automaton reads, sub-stream after sub-stream (one per PARTITION
+    ``order`` lists the rows the automaton reads, sub-stream after sub-stream (one per PARTITION
     BY key, in order of first appearance), each in stream order (None: every event in stream order), and
     ``starts`` where each sub-stream begins in it; punctuation events are never read (docs/language.md §6)
     and take no place in a sub-stream. The kernel's events are made in ``batches`` of ``BATCH`` read
@@ -485,10 +485,10 @@ class Inputs:
             previous = int(kept[-1])
             reset = before < group_start  # the first kept event of its sub-stream
             gap = np.where(reset, sub_index, kept - before - 1)
-            positions = order[picked].astype(np.int64, copy=False)
-            key = window_keys(self.window, sub_index, self.stream.times, positions)
+            rows = order[picked].astype(np.int64, copy=False)
+            key = window_keys(self.window, sub_index, self.stream.times, rows)
             yield Batch(
-                positions,
+                self.stream.position_of(rows),  # the events' positions, whatever the stream's numbering
                 letter[picked].astype(np.int32, copy=False),
                 key,
                 window_limit(self.window, key),
