@@ -35,8 +35,8 @@ from ..runtime.api import match
 from ..runtime.event_record import PUNCTUATION
 from ..runtime.stream import Stream
 from ..semantics.conditions import holds, readings
-from ..semantics.derivations import Deriver, generating
-from ..semantics.evaluate import Evaluation
+from ..semantics.derivations import BudgetExhausted, Deriver, generating
+from ..semantics.evaluate import Evaluation, SearchSpent
 from ..semantics.stnm import STNM_STRATEGIES, ses_shape, stnm_blocker
 from ..semantics.strategies import RANKED, beats
 from ..semantics.substream import Substream
@@ -296,6 +296,12 @@ class _Case:
         return self.judge.text
 
     def explain(self) -> Explanation:
+        try:
+            return self._judged()
+        except (BudgetExhausted, SearchSpent) as spent:  # the reference's search budget (docs/limits.md)
+            return self._unfinished(spent.budget)
+
+    def _judged(self) -> Explanation:
         matches = self.run()
         is_match = any(self._is_candidate(m) for m in matches)
         derivations = self._derivations()
@@ -317,6 +323,47 @@ class _Case:
         if is_match:
             reasons = [self._structure_satisfied(d), *reasons]
         return self._explanation(is_match, reasons, d)
+
+    def _unfinished(self, budget: int) -> Explanation:
+        """The verdict when the reference's matches around the candidate spend the search budget: its own
+        derivations and clauses still decide it when one fails (not a match) or when nothing selects among
+        the matches (ALL, no CONSUME BY, no RETURN: a match); otherwise it is undecided, and says so with the
+        clauses it judged."""
+        query = self.judge.query
+        selection = [
+            name
+            for name, used in (
+                (f"SELECT {query.strategy}", query.strategy != "ALL"),
+                (f"CONSUME BY {query.consume}", query.consume not in (None, "NONE")),
+                ("RETURN", query.select is not None),
+            )
+            if used
+        ]
+        spent = f"the reference evaluator's search budget ({budget:,} steps, docs/limits.md) was spent on "
+        try:
+            judged = [(d, *self._phase2(d)) for d in self._derivations()]
+        except (BudgetExhausted, SearchSpent):
+            stopped = spent + "the candidate's own derivations: nothing was judged"
+            return Explanation(self.text, self.bindings or self.positions, self.positions, False, [], stopped)
+        if not judged and query.select is None:
+            return self._explanation(False, self._structure(), None)  # its events fit no derivation
+        if judged:
+            d, truth, notes = min(judged, key=lambda j: (j[1] is not True, sum(r.failed for r in j[2])))
+            if truth is not True:
+                return self._explanation(False, list(notes), d)
+            if not selection:
+                return self._explanation(True, [self._structure_satisfied(d), *notes], d)
+            reasons = [r for r in [self._structure_satisfied(d), *notes] if not r.failed]
+            candidate = self._bindings(d)
+        else:
+            reasons, candidate = [], self.bindings or self.positions
+        stopped = (
+            spent
+            + "the matches around the candidate: "
+            + ("its pattern, conditions and window hold (below), " if judged else "")
+            + f"{' and '.join(selection)} was not judged"
+        )
+        return Explanation(self.text, candidate, self.positions, False, reasons, stopped)
 
     def _explanation(self, is_match, reasons, d) -> Explanation:
         shown = [r for r in reasons if r.kind == "satisfied"] if is_match else [r for r in reasons if r.failed]

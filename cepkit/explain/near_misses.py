@@ -97,6 +97,7 @@ def why_not(
     deepest = min(depth, len(clauses))
     done = 0
     offered = 0  # candidates the relaxed queries found, when more than the budget let be judged
+    undecided = 0  # candidates whose judgement spent the reference's search budget (``Explanation.stopped``)
     for k in range(1, deepest + 1):
         relaxations = list(itertools.combinations(clauses, k))
         for j, dropped in enumerate(relaxations):
@@ -114,7 +115,9 @@ def why_not(
                     continue
                 seen.add(m.key)
                 explanation = judge.explain(dict(m.bindings))
-                if not explanation.is_match:
+                if not explanation.decided:
+                    undecided += 1
+                elif not explanation.is_match:
                     judged.append(explanation)
         done = k
         if offered or sum(len(e.failures) <= k for e in judged) >= limit:
@@ -128,6 +131,9 @@ def why_not(
     complete = stopped is None and (done == len(clauses) or sum(len(e.failures) <= done for e in judged) >= limit)
     if stopped is None and not complete:
         stopped = f"only candidates failing at most {done} clause(s) were searched (depth={depth})"
+    if undecided:
+        left = f"{undecided:,} candidate(s) left undecided: the reference's search budget was spent on them"
+        stopped, complete = (left if stopped is None else f"{stopped}; {left}"), False
     return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text)
 
 

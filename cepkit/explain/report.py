@@ -55,6 +55,9 @@ class Explanation:
 
     ``candidate`` holds the bindings judged (var -> position, or tuple of positions for a Kleene variable),
     or the positions when no binding of them to the pattern exists; ``positions`` the sorted positions.
+    ``stopped`` says why the verdict is undecided (the reference's search budget was spent before the
+    selection could be judged: ``is_match`` is then False, ``reasons`` hold what was judged), None when
+    it is decided.
     """
 
     query: str
@@ -62,6 +65,12 @@ class Explanation:
     positions: tuple
     is_match: bool
     reasons: list
+    stopped: Optional[str] = None
+
+    @property
+    def decided(self) -> bool:
+        """Whether the verdict is known (the judgement was not stopped early)."""
+        return self.stopped is None
 
     @property
     def failures(self) -> list:
@@ -70,6 +79,8 @@ class Explanation:
 
     def verdict(self) -> str:
         shown = _show_candidate(self.candidate)
+        if self.stopped is not None:
+            return f"{shown} is undecided, stopped early: {self.stopped}"
         return f"{shown} is a match" if self.is_match else f"{shown} is not a match"
 
     def __str__(self):

@@ -46,6 +46,13 @@ from .truth import Truth, all3, any3, not3
 from .validity import Checker
 
 
+class SearchSpent(QueryError):
+    """The reference evaluator's search budget is spent (a ``QueryError`` at the pattern part it was spent
+    on); ``budget`` the steps it had. ``cepkit.explain`` catches it and says what it judged without it."""
+
+    budget: int = SEARCH_BUDGET
+
+
 @dataclass
 class _Found:
     """A match of one sub-stream, its truth so far, and where it lives."""
@@ -109,14 +116,16 @@ class Evaluation:
         try:
             selected = self._select(self.valid_matches(sub, deriver), sub, deriver)
         except BudgetExhausted as err:
-            raise QueryError.at(
+            spent = SearchSpent.at(
                 err.node,
                 f"the reference evaluator's search budget is spent: this pattern takes more "
                 f"than {err.budget:,} steps over this stream (events held in partial matches, "
                 "and checks of them: the reference enumerates them all); run it on another "
                 "engine (automaton), on fewer events, or raise budget= (docs/limits.md)",
                 self.query.text,
-            ) from None
+            )
+            spent.budget = err.budget
+            raise spent from None
         return [_Found(d, t, key, events, ranks) for d, t in selected if t is not False]
 
     def valid_matches(self, sub: Substream, deriver: Deriver) -> list:
