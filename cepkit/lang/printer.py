@@ -61,7 +61,7 @@ def _type_name(name: str) -> str:
 def is_spelled_as_item(cond: A.Expr) -> bool:
     """Whether a condition can be written as an item of SEQ(...)/AND(...) or after ``!``: not when it starts
     with a string that only ``,``, ``)`` or ``or`` follows, since the parser reads that string as a type name
-    (docs/language.md §12)."""
+    (docs/language.md §2)."""
     parent = None
     while isinstance(cond, (A.Arith, A.Compare, A.In, A.BoolOp)):
         parent, cond = (

@@ -134,7 +134,7 @@ def test_a_spaced_plus_after_a_string_wants_a_value():
     ],
 )
 def test_a_condition_item_led_by_a_lone_string_has_no_spelling(item):
-    # The parser reads such a string as a type name (docs/language.md §12): printing it would change the tree.
+    # The parser reads such a string as a type name (docs/language.md §2): printing it would change the tree.
     with pytest.raises(ValueError, match="no spelling"):
         cepkit.pretty(A.Seq((A.Atom("A", "a"), item)))
 
