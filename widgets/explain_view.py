@@ -140,7 +140,8 @@ class ExplainView(widgets.VBox):
         return self.near_misses
 
     def __repr__(self):
-        verdict = "none" if self.explanation is None else ("match" if self.explanation.is_match else "no match")
+        e = self.explanation
+        verdict = "none" if e is None else "undecided" if not e.decided else "match" if e.is_match else "no match"
         return f"ExplainView(candidate={self.candidate}, verdict={verdict})"
 
     # ------------------------------------------------------------------ reactions
@@ -187,8 +188,9 @@ class ExplainView(widgets.VBox):
 
     # ------------------------------------------------------------------ drawing
     def _show(self, explanation) -> None:
-        colour = "#2ca02c" if explanation.is_match else CHOSEN
-        self.verdict.value = f"<b style='color:{colour};font-size:110%'>{html.escape(explanation.verdict())}</b>"
+        self.verdict.value = (
+            f"<b style='color:{explanation.colour};font-size:110%'>{html.escape(explanation.verdict())}</b>"
+        )
         self.text.value = self._query_html(explanation)
         rows = "".join(
             f"<li><b style='color:{'#2ca02c' if not r.failed else CHOSEN}'>{html.escape(r.kind)}</b> "

@@ -25,7 +25,7 @@ KINDS = (
     "satisfied",
 )
 
-FAILED_COLOUR, SATISFIED_COLOUR = "#d62728", "#2ca02c"
+FAILED_COLOUR, SATISFIED_COLOUR, UNDECIDED_COLOUR = "#d62728", "#2ca02c", "#b07d00"
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,13 @@ class Explanation:
         return self.stopped is None
 
     @property
+    def colour(self) -> str:
+        """The verdict's colour in views: green a match, red not a match, amber undecided."""
+        if not self.decided:
+            return UNDECIDED_COLOUR
+        return SATISFIED_COLOUR if self.is_match else FAILED_COLOUR
+
+    @property
     def failures(self) -> list:
         """The reasons that are not ``satisfied``."""
         return [r for r in self.reasons if r.failed]
@@ -101,7 +108,7 @@ class Explanation:
         return underlined(self.query, self.reasons)
 
     def _repr_html_(self):
-        colour = SATISFIED_COLOUR if self.is_match else FAILED_COLOUR
+        colour = self.colour
         items = "".join(
             f"<li><b style='color:{SATISFIED_COLOUR if not r.failed else FAILED_COLOUR}'>"
             f"{html.escape(r.kind)}</b>: {html.escape(r.message)}</li>"

@@ -34,6 +34,16 @@ def test_clicking_events_builds_the_candidate_and_explains_it(click_event):
     assert view.candidate == (2,)
 
 
+def test_a_candidate_the_budget_left_undecided_reads_undecided():
+    """The reference's search budget spent on the selection (tests/explain/test_budget.py): the view says
+    undecided in amber, not "no match" in red."""
+    view = ExplainView("SELECT LAST * PATTERN ((ANY+ a)+)+", [{"type": "A", "ts": i} for i in range(12)])
+    view.candidate = (0, 11)
+    assert not view.explanation.decided and "undecided" in repr(view)
+    assert "is undecided, stopped early" in view.verdict.value and "#b07d00" in view.verdict.value
+    assert "not a match" not in view.verdict.value
+
+
 def test_typed_positions_and_bad_input():
     view = ExplainView(PHI1, cepkit.datasets.cel_fire_sensors())
     view.positions.value = "1, 8"
