@@ -477,6 +477,20 @@ def _inert(inert, letter, nodes, supers, absent):
 
 
 @jit(inline=True)
+def _unbeaten(nodes, supers, start):
+    """T' = the states of ``nodes`` minus U' (``nodes`` in a state whose superset run starts at or after
+    ``start`` dropped); whether any is left."""
+    left = False
+    for p in range(nodes.shape[0]):
+        if nodes[p] != NONE:
+            if supers[p] < start:
+                left = True
+            else:
+                nodes[p] = NONE
+    return left
+
+
+@jit(inline=True)
 def _root(roots, n_roots, node, pos, key, limit):
     """``node`` chosen at ``pos``: written as the next root; -1 when ``roots`` is full."""
     root_node, root_emit, root_key, root_limit, _ = roots
@@ -601,14 +615,7 @@ def _step_max(
         for p in range(n_states):
             if t_mark[p] != NONE:
                 u_skip[p] = max(u_skip[p], started)
-        marked = False
-        for p in range(n_states):
-            if t_mark[p] != NONE:
-                if u_mark[p] < started:
-                    marked = True
-                else:
-                    t_mark[p] = NONE
-        if marked:
+        if _unbeaten(t_mark, u_mark, started):
             status, fresh, n_new = _add(new, n_new, started, t_mark, u_mark, ends, arena, fresh)
             if status != OK:
                 return status, fresh, 0, n_roots
@@ -623,14 +630,7 @@ def _step_max(
                             n_roots = _root(roots, n_roots, t_mark[p], pos, key, limit)
                             if n_roots < 0:
                                 return ROOTS_FULL, fresh, 0, 0
-        skipped = False
-        for p in range(n_states):
-            if t_skip[p] != NONE:
-                if u_skip[p] < start:
-                    skipped = True
-                else:
-                    t_skip[p] = NONE
-        if skipped:
+        if _unbeaten(t_skip, u_skip, start):
             status, fresh, n_new = _add(new, n_new, start, t_skip, u_skip, ends, arena, fresh)
             if status != OK:
                 return status, fresh, 0, n_roots
