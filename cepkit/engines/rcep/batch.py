@@ -2,9 +2,11 @@
 out as ``MatchArrays`` (no ``Event`` or ``Match`` object per event or per match).
 
 ``RcepPlan.run`` takes it when the query's whole work is what the kernel does: the strategies ALL, STRICT
-and PARTITION_STRICT, and NEXT, LAST and MAX (``kernel.ranked`` over each trigger's matches), no CONSUME BY, RETURN or STNM, no residual or per-event conditions, the hybrid or
-nested join, and join and chain keys that are numbers numpy computes exactly (``key_columns``). Anything
-else runs through ``RcepMatcher`` event by event, with the same matches.
+and PARTITION_STRICT, NEXT, LAST and MAX (``kernel.ranked`` over each trigger's matches) and ROBUST_STNM
+(``kernel.robust`` over every ALL match, each emitted where ``RcepMatcher`` releases it), no CONSUME BY,
+RETURN or STNM, no residual or per-event conditions, the hybrid or nested join, and join and chain keys
+that are numbers numpy computes exactly (``key_columns``). Anything else runs through ``RcepMatcher``
+event by event, with the same matches.
 
 The layout: the stream's events (punctuation left out) grouped by PARTITION BY sub-stream, in order inside
 each (a stable argsort of the key codes); an event's index there is its *grouped index* g, and inside one
@@ -37,14 +39,18 @@ from .kernel import (
     layout,
     ranked,
     recompute,
+    released_at,
+    robust,
 )
 
 
-def runs_columnar(plan) -> bool:
-    """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream."""
+def runs_columnar(plan, whole: bool = False) -> bool:
+    """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream.
+    ``whole``: over a whole finite stream, where ROBUST_STNM (judged on every ALL match) runs too."""
     query, pattern = plan.query, plan.pattern
+    strategies = (None, "ALL", "STRICT", "PARTITION_STRICT", *RANKED_CODES, *(("ROBUST_STNM",) if whole else ()))
     return (
-        query.strategy in (None, "ALL", "STRICT", "PARTITION_STRICT", *RANKED_CODES)
+        query.strategy in strategies
         and query.consume in (None, "NONE")
         and query.select is None
         and plan.join in ("hybrid", "nested")
@@ -112,7 +118,6 @@ def run(plan, stream: Stream, opened=None):
         triggers,
         window_first,
         flags([slot.kleene for slot in slots]),
-        slot_var,
         window_lo,
         stream.position_of(events),
         values,
@@ -134,14 +139,15 @@ def run(plan, stream: Stream, opened=None):
         plan.join == "hybrid",
         plan.strict,
     )
-    match_offsets, positions, variables, counters, distinct = found
-    if plan.query.strategy in RANKED_CODES:  # the strategy among each trigger's matches, all at hand
-        keep = ranked(match_offsets, positions, RANKED_CODES[plan.query.strategy])
-        lengths = np.diff(match_offsets)
-        cells = np.repeat(keep, lengths)
-        positions, variables = positions[cells], variables[cells]
-        match_offsets = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
-        np.cumsum(lengths[keep], out=match_offsets[1:])
+    match_offsets, positions, cells, counters, distinct = found
+    emitted = AT_LAST
+    strategy = plan.query.strategy
+    if strategy in RANKED_CODES:  # the strategy among each trigger's matches, all at hand
+        match_offsets, positions, cells = _rows(ranked(match_offsets, positions, RANKED_CODES[strategy]), found)
+    elif strategy == "ROBUST_STNM":  # judged on every ALL match
+        match_offsets, positions, cells = _rows(robust(match_offsets, positions, cells), found)
+        emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
+    variables = slot_var[cells]
     kleene = [slot.kleene for slot in slots if slot.var is not None]
     # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
     matches = MatchArrays.from_bindings(
@@ -150,7 +156,7 @@ def run(plan, stream: Stream, opened=None):
         variables,
         names,
         kleene,
-        AT_LAST,
+        emitted,
         sorted_within_last=bool(distinct),
         groups_in_order=True,
     )
@@ -166,3 +172,37 @@ def run(plan, stream: Stream, opened=None):
         "tree_peaks": {k: int(peak) for k, peak in enumerate(peaks.tolist()) if peak >= 0},
     }
     return matches, stats
+
+
+def _rows(keep: np.ndarray, found: tuple) -> tuple:
+    """(offsets, positions, slots) of the rows ``keep`` selects from ``recompute``'s result."""
+    offsets, positions, cells = found[:3]
+    lengths = np.diff(offsets)
+    picked = np.repeat(keep, lengths)
+    kept = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    np.cumsum(lengths[keep], out=kept[1:])
+    return kept, positions[picked], cells[picked]
+
+
+def _released(plan, stream: Stream, events, codes, offsets, positions, read) -> np.ndarray:
+    """The position at which ``RcepMatcher`` releases each ROBUST_STNM match (it waits until the window of
+    its first event has passed): the first event past that window (any read event for a time window, the
+    next ``n``-th of its sub-stream for ``n EVENTS``), else the match's trigger, where ``close`` leaves it."""
+    index = np.searchsorted(stream.positions, positions)  # stream indices (positions ascend)
+    firsts, triggers = index[offsets[:-1]], index[offsets[1:] - 1]
+    n = len(stream)
+    if plan.window_seconds is not None:
+        times = np.ascontiguousarray(stream.times, dtype=np.float64)
+        at = released_at(times, time_limits(float(plan.window_seconds), times), read, firsts, triggers)
+    elif plan.window_events is not None:
+        grouped = np.empty(n, dtype=np.int64)
+        grouped[events] = np.arange(len(events))
+        past = grouped[firsts] + math.ceil(plan.window_events)
+        same = past < len(events)
+        same[same] = codes[events[past[same]]] == codes[firsts[same]]  # still its sub-stream
+        at = np.full(len(firsts), n, dtype=np.int64)
+        at[same] = events[past[same]]
+    else:
+        at = np.full(len(firsts), n, dtype=np.int64)
+    emitted = np.where(at < n, at, triggers)
+    return stream.position_of(emitted)

@@ -448,7 +448,6 @@ def recompute(
     trigger_order,
     window_first,
     kleene,
-    slot_var,
     window_lo,
     positions,
     kval,
@@ -479,7 +478,7 @@ def recompute(
     first member of slot s in the window of trigger ``trigger_order[i]``; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
     sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, i]`` / ``kok[k, i]`` (value, not
     null) of member i (so a slot's candidates' keys are one slice) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
-    (``chain_*``). Returns (offsets, match positions, their variable ids, stats, whether no trigger found two
+    (``chain_*``). Returns (offsets, match positions, their slots, stats, whether no trigger found two
     matches with the same positions).
     """
     n_slots = len(member_offsets) - 1
@@ -488,7 +487,7 @@ def recompute(
     stats = np.zeros(6, dtype=np.int64)
     out_offsets = np.zeros(1024, dtype=np.int64)
     out_positions = np.empty(4096, dtype=np.int64)
-    out_variables = np.empty(4096, dtype=np.int64)
+    out_slots = np.empty(4096, dtype=np.int64)
     n_out, n_written = 0, 0
     first = np.zeros(n_slots, dtype=np.int64)  # candidates of slot s: members[first[s]:first[s]+count[s]]
     count = np.zeros(n_slots, dtype=np.int64)
@@ -784,13 +783,13 @@ def recompute(
             if next_slot < 0:  # 4. a match: the bindings, latest first
                 if n_written + depth_next > len(out_positions):
                     out_positions = grow(out_positions, n_written + depth_next)
-                    out_variables = grow(out_variables, n_written + depth_next)
+                    out_slots = grow(out_slots, n_written + depth_next)
                 key = np.uint64(0)
                 for i in range(depth_next):
                     b = bound_slot[depth_next - 1 - i]
                     g = members[first[b] + bound_row[depth_next - 1 - i]]
                     out_positions[n_written + i] = positions[g]
-                    out_variables[n_written + i] = slot_var[b]
+                    out_slots[n_written + i] = b
                     if i < key_cells:
                         key = (key << np.uint64(key_bits)) | np.uint64(g - window_begin + 1)
                 if depth_next < key_cells:
@@ -848,7 +847,7 @@ def recompute(
             if not _sort_rows(
                 out_offsets,
                 out_positions,
-                out_variables,
+                out_slots,
                 row_begin,
                 n_out,
                 row_keys,
@@ -861,7 +860,7 @@ def recompute(
             ):
                 distinct = False
     stats[STAT_MATCHES] = n_out
-    return out_offsets[: n_out + 1], out_positions[:n_written], out_variables[:n_written], stats, distinct
+    return out_offsets[: n_out + 1], out_positions[:n_written], out_slots[:n_written], stats, distinct
 
 
 RANKED_CODES = {"NEXT": 0, "LAST": 1, "MAX": 2}
@@ -921,3 +920,100 @@ def ranked(offsets, positions, strategy):
                 keep[r] = same
         begin = end
     return keep
+
+
+@jit
+def _shared(offsets, positions, slots, i, j):
+    """How many leading (position, slot) pairs rows i and j have in common."""
+    a, b, n = offsets[i], offsets[j], min(offsets[i + 1] - offsets[i], offsets[j + 1] - offsets[j])
+    k = 0
+    while k < n and positions[a + k] == positions[b + k] and slots[a + k] == slots[b + k]:
+        k += 1
+    return k
+
+
+@jit
+def _pairs_less(offsets, positions, slots, i, j):
+    """Whether row i's (position, slot) pairs come before row j's as tuples do (a prefix first)."""
+    k = _shared(offsets, positions, slots, i, j)
+    a, b = offsets[i] + k, offsets[j] + k
+    if a == offsets[i + 1] or b == offsets[j + 1]:
+        return a == offsets[i + 1] and b < offsets[j + 1]
+    if positions[a] != positions[b]:
+        return positions[a] < positions[b]
+    return slots[a] < slots[b]
+
+
+@jit
+def robust(offsets, positions, slots):
+    """Which rows ROBUST_STNM keeps ([SES] Def 6.2, the rule of ``stnm.RobustSkipTillNext``) among every ALL
+    match of a stream (rows of (position, slot) pairs in position order): a row e1 .. en is dropped when,
+    for some 0 < i < n, a row with the same first i pairs binds an event before e(i+1) next, or when
+    another row extends it. The rows are put in order of their pairs, so the rows sharing a prefix are
+    consecutive, the one binding the earliest event after it first."""
+    n = len(offsets) - 1
+    order = np.arange(n)
+    spare = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:  # bottom-up merge sort of the rows by their pairs
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):  # stable: a tie takes the left run's row
+                if j == hi or (i < mid and not _pairs_less(offsets, positions, slots, order[j], order[i])):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    longest = 0
+    for r in range(n):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    # earliest[d]: the earliest position at place d among the rows sharing the current row's first d pairs
+    earliest = np.empty(longest, dtype=np.int64)
+    keep = np.zeros(n, dtype=np.bool_)
+    for k in range(n):
+        r = order[k]
+        length = offsets[r + 1] - offsets[r]
+        start = 0  # earliest[:start] belongs to blocks that began at an earlier row
+        if k > 0:
+            p = order[k - 1]
+            start = _shared(offsets, positions, slots, p, r)
+            if start < offsets[p + 1] - offsets[p]:
+                start += 1  # the row before went on past the shared pairs: the next place's block is its
+        for d in range(start, length):
+            earliest[d] = positions[offsets[r] + d]
+        kept = True
+        for d in range(1, min(start, length)):
+            if earliest[d] < positions[offsets[r] + d]:
+                kept = False
+        q = k + 1  # the next row with other pairs: does it extend this one?
+        while q < n and offsets[order[q] + 1] - offsets[order[q]] == length:
+            if _shared(offsets, positions, slots, order[q], r) < length:
+                break
+            q += 1
+        if q < n and _shared(offsets, positions, slots, order[q], r) == length:
+            kept = False
+        keep[r] = kept
+    return keep
+
+
+@jit
+def released_at(times, limits, read, firsts, triggers):
+    """The stream index of the event that makes each ROBUST_STNM match final in ``RcepMatcher`` under a
+    time window: the first read event after its trigger (stream index ``triggers[r]``) past the window of
+    its first event (``firsts[r]``): ``times[j] - times[first] > limits[j]``, ``lang.window``'s rule with
+    ``limits`` its ``time_limits`` of each event's time; ``len(times)`` when none."""
+    n = len(times)
+    out = np.empty(len(firsts), dtype=np.int64)
+    for r in range(len(firsts)):
+        t = times[firsts[r]]
+        j = _lower_bound(times, triggers[r] + 1, n, t + limits[firsts[r]])  # about there: then by the rule
+        while j > triggers[r] + 1 and times[j - 1] - t > limits[j - 1]:
+            j -= 1
+        while j < n and not (read[j] and times[j] - t > limits[j]):
+            j += 1
+        out[r] = j
+    return out

@@ -123,7 +123,7 @@ class RcepPlan(Plan):
         """Every match of a finite stream: by the columnar run (``batch``: every trigger in one kernel call,
         ``MatchArrays`` out) when the query is all the kernel does, else through the matcher."""
         stream = Stream.from_any(stream)
-        if runs_columnar(self):
+        if runs_columnar(self, whole=True):
             found = columnar_run(self, stream)
             if found is not None:
                 matches, counters = found

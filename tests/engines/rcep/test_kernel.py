@@ -5,7 +5,7 @@ the same functions uncompiled) gives the compiled kernel's."""
 import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from strategies import kleene_queries, streams
 from twins import assert_twins_agree
 
@@ -40,6 +40,22 @@ def test_columnar_run_agrees_with_the_matcher_and_the_reference(query, events):
         assert isinstance(found, MatchArrays)
         # the triggers in stream order, each one's matches sorted: the rows in output order without a sort
         assert [m.key for m in cepkit.match(query, events, engine="rcep")] == reference
+
+
+@settings(max_examples=150, deadline=None)
+@given(kleene_queries(strategies=("ROBUST_STNM",)), streams(max_size=14, values=4, ids=2))
+def test_robust_skip_till_next_match_is_emitted_where_the_matcher_releases_it(query, events):
+    """ROBUST_STNM in the kernel (``kernel.robust`` over every ALL match): the matches the matcher reports,
+    pushed event by event, each at the same position (the first event past its first event's window, or
+    its trigger when the stream ends first)."""
+    assume("CONSUME" not in query)
+    plan = RcepPlan(cepkit.parse(query))
+    stream = Stream.from_any(events)
+    found = plan.run(stream)
+    assert isinstance(found, MatchArrays) or not runs_columnar(plan, whole=True)
+    matcher = plan.matcher()
+    pushed = [m for event in stream for m in matcher.push(event)] + matcher.close()
+    assert sorted((m.key, m.emitted_at) for m in found) == sorted((m.key, m.emitted_at) for m in pushed)
 
 
 @pytest.mark.parametrize("join", ["hybrid", "nested"])
@@ -100,6 +116,8 @@ TWIN_QUERIES = [
     "SELECT NEXT * PATTERN SEQ(A a, B+ b, C c) WHERE a.v < b.v WITHIN 6 s PARTITION BY id",
     "SELECT LAST * PATTERN SEQ(A+ a, B+ b) WHERE a.v <= b.v WITHIN 5 s",
     "SELECT MAX * PATTERN SEQ(A a, B+ b) WHERE prev(b.v) < b.v WITHIN 6 s",
+    "SELECT ROBUST_STNM * PATTERN SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) <= b.v WITHIN 5 s PARTITION BY id",
+    "SELECT ROBUST_STNM * PATTERN SEQ(A+ a, B b) WHERE b.v > a.v WITHIN 6 EVENTS PARTITION BY id",
 ]
 
 
