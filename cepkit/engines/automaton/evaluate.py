@@ -52,7 +52,6 @@ from .nodes import (
     new_arena,
     new_cursor,
     put_ext,
-    put_initial,
     put_union,
     UNION_ROOM,
 )
@@ -156,7 +155,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 break
             first_move = move_start[state, letter]
             for m in range(first_move, first_move + move_count[state, letter]):
-                if fresh + 2 > capacity:
+                if fresh + 1 + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
                 dst = move_dst[m]
@@ -174,7 +173,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     marked[dst] = put_union(
                         node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst], extended
                     )
-                    fresh += 1
+                    fresh = marked[dst] + 1
             if status != OK:
                 break
             if target >= 0:
@@ -186,16 +185,11 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                 elif fresh + UNION_ROOM > capacity:
                     status = ARENA_FULL
                     break
-                elif target == 0:  # the initial state: its list holds ⊥ (``nodes.put_initial``)
-                    rest[target] = put_initial(
-                        node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node
-                    )
-                    fresh = rest[target] + 1
                 else:
                     rest[target] = put_union(
                         node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node
                     )
-                    fresh += 1
+                    fresh = rest[target] + 1
         n_new = 0
         roots_before = n_roots
         if status == OK:
@@ -212,7 +206,7 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     node = put_union(
                         node_pos, node_var, node_left, node_right, node_start, fresh, marked[state], rest[state]
                     )
-                    fresh += 1
+                    fresh = node + 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1
                 if final[state] and marked[state] != NONE:

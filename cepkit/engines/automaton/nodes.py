@@ -18,7 +18,7 @@ left, so expired events sit at the right end of union chains and are cut off in 
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
 enters leads to at least one output. ``put_union`` keeps left spines short (at most 2 unions without a
-window), so between two outputs the walk takes one pop and a bounded number of steps per position it
+window; under one it places an older list lower, ``_place``), so between two outputs the walk takes one pop and a bounded number of steps per position it
 writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_next`` is the walk one output at a time). To write the complex events one event completed
 in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
@@ -78,11 +78,13 @@ def spine(node_var, node):
     return max(0, -1 - node_var[node])
 
 
-UNION_ROOM = 2  # the nodes ``put_initial`` may take (``put_union``: 1)
+SPINE = 2  # the left spine of a union (the bound without a window; ``put_union`` keeps it under one)
+DESCENT = 4  # the unions ``put_union`` goes down, at most, to place a list without a longer spine
+UNION_ROOM = DESCENT + 1  # the nodes ``put_union`` may take
 
 
 @jit(inline=True)
-def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+def put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
     """Union(a, b) written at ``at`` (the caller checked the room); returns ``at``. The child with the later
     start goes first (window pruning), on equal starts the one with the shorter left spine (the
     constant-delay bound, docs/automaton-engine.md)."""
@@ -94,19 +96,57 @@ def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
     return at
 
 
+@jit(inline=True)
+def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """The union of lists ``a`` and ``b`` from ``at`` on (at most ``UNION_ROOM`` nodes, which the caller
+    checked); returns its node, the last written. ``put_pair``'s Union(a, b) when its spine stays within
+    ``SPINE``, else ``_place`` (docs/automaton-engine.md, "Constant-delay enumeration")."""
+    ka, kb = node_start[a], node_start[b]
+    if ka < kb:
+        a, b, ka, kb = b, a, kb, ka
+    if spine(node_var, a) >= SPINE and (ka > kb or spine(node_var, b) >= SPINE):
+        return _place(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+
+
 @jit
-def put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """``put_union`` for the initial state's list, which holds ⊥ and which a Kleene iteration enters again
-    (``A+``: after an A the run is back in the initial state). ⊥ starts at infinity, so that list always
-    goes first whatever its spine: its union with ``b`` is made Union(⊥, Union(rest, b)) (``at`` and
-    ``at + 1``) rather than growing its spine at every event. Not inlined: inlined at the kernel's call
-    sites, the rare case made the event loop ~30% slower."""
-    if node_start[a] < node_start[b]:
-        a, b = b, a
-    if node_start[a] == np.inf and b != BOTTOM and node_pos[a] == UNION and node_left[a] == BOTTOM:
-        inner = put_union(node_pos, node_var, node_left, node_right, node_start, at, node_right[a], b)
-        return put_union(node_pos, node_var, node_left, node_right, node_start, at + 1, BOTTOM, inner)
-    return put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+def _place(node_pos, node_var, node_left, node_right, node_start, at, a, b):
+    """Union(a, b) for a list ``a`` with a full spine (``SPINE``) and a list ``b`` that starts no later, in
+    at most ``DESCENT + 1`` nodes, with no spine past ``SPINE``: the result is Union(a.left, a.right ∪ b)
+    (a.left starts as late as a, and its spine is one less), where a.right ∪ b is Union(b, a.right) or
+    Union(a.right, b) when the later of the two has room on its spine, else, again, the later one's
+    left child over its right child joined with the earlier one. Each step goes down one union; after
+    ``DESCENT`` of them the two lists left are joined with a spine one longer (never so on the streams
+    of the tests and benchmarks). Unions ``at + depth − 1`` .. ``at`` are the steps' copies, top last;
+    the last step's join is at ``at``. Not inlined: the kernel inlines ``put_union`` at every union it
+    makes, and this is the rare case."""
+    node, other, depth = a, b, 0  # the union to make is node ∪ other, node starting no earlier
+    while depth < DESCENT:
+        right = node_right[node]
+        ko, kr = node_start[other], node_start[right]
+        if ko > kr or (ko == kr and spine(node_var, other) < spine(node_var, right)):
+            later, earlier = other, right
+        else:
+            later, earlier = right, other
+        depth += 1
+        copy = at + DESCENT + 1 - depth  # a placeholder id: the copies are renumbered below
+        left = node_left[node]
+        node_pos[copy], node_var[copy], node_left[copy] = UNION, -2 - spine(node_var, left), left
+        node_start[copy] = node_start[node]
+        node, other = later, earlier
+        if spine(node_var, node) < SPINE:
+            break
+    else:  # no room within DESCENT unions: Union(a, b), one union longer (the copies are left unused)
+        return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    put_pair(node_pos, node_var, node_left, node_right, node_start, at, node, other)
+    # the copies were written at at + DESCENT .. at + DESCENT + 1 − depth: move them, deepest first (no
+    # move overwrites one still to make), to at + depth .. at + 1
+    for level in range(depth - 1, -1, -1):
+        src, dst = at + DESCENT - level, at + depth - level
+        node_pos[dst], node_var[dst], node_left[dst] = node_pos[src], node_var[src], node_left[src]
+        node_start[dst] = node_start[src]
+        node_right[dst] = dst - 1
+    return at + depth
 
 
 @jit
@@ -131,7 +171,7 @@ def union(arena, a, b):
     at = node_used[0]
     if at + UNION_ROOM > node_pos.shape[0]:
         return FULL
-    node = put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
     node_used[0] = node + 1
     return node
 
@@ -911,8 +951,8 @@ def _live(arena, roots, lowers):
 @jit
 def _copy_live(arena, loosest, target, remap):
     """Copy the live nodes into ``target`` (oldest first, so children precede parents), collapsing unions
-    with one live child (a kept union's children are ordered again, as ``put_union`` does: a collapsed
-    child's start or spine may differ); ``remap`` gets each old id's new id."""
+    with one live child (a kept union's children are ordered again, as ``put_pair`` does: a collapsed
+    child's spine may be shorter); ``remap`` gets each old id's new id."""
     node_pos, node_var, node_left, node_right, node_start, node_used = arena
     new_pos, new_var, new_left, new_right, new_start, new_used = target
     n = 0
@@ -928,7 +968,7 @@ def _copy_live(arena, loosest, target, remap):
             if not (keep_a and keep_b):
                 remap[node] = remap[a] if keep_a else remap[b]
                 continue
-            remap[node] = put_union(new_pos, new_var, new_left, new_right, new_start, n, remap[a], remap[b])
+            remap[node] = put_pair(new_pos, new_var, new_left, new_right, new_start, n, remap[a], remap[b])
             n += 1
             continue
         new_left[n] = remap[node_left[node]] if node != BOTTOM else NONE

@@ -6,6 +6,7 @@ the cursor's walk against the engine's other enumeration."""
 
 import pytest
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.automaton import evaluate, nodes
@@ -65,6 +66,57 @@ def test_without_a_window_every_left_spine_has_at_most_two_unions(query, events)
                 steps, walk = steps + 1, arena.left[walk]
             assert steps == -1 - arena.var[node]
     assert max_spine(arena) <= 2, query
+
+
+def assert_spines_recorded(arena) -> None:
+    """Every union records its left spine (``-1 − var``): recomputed by walking it."""
+    for node in range(int(arena.used[0])):
+        if arena.pos[node] == nodes.UNION:
+            steps, walk = 0, arena.left[node]
+            while arena.pos[walk] == nodes.UNION:
+                assert arena.start[walk] == arena.start[node]  # a left child starts as late as its union
+                steps, walk = steps + 1, arena.left[walk]
+            assert steps + 1 == -1 - arena.var[node]
+            assert arena.start[arena.right[node]] <= arena.start[node]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    unary_queries(windows=False, partition=False),
+    streams(types=("A", "B", "C", "D"), min_size=8, max_size=40),
+    st.integers(1, 12),
+    st.sampled_from(["s", "EVENTS"]),
+)
+def test_under_a_window_every_left_spine_has_at_most_two_unions(query, events, width, unit):
+    """``put_union`` under a window (docs/automaton-engine.md, "Constant-delay enumeration"): a union whose
+    later child's spine is full and whose other child starts earlier places that one lower (``_place``),
+    so spines stay within 2 unions on random formulas and streams, checked on every union of the arena."""
+    query = f"{query} WITHIN {width} {unit}"
+    assume_compiles(query)
+    program = program_of(query)
+    assume(not program.ranked)
+    arena = evaluate.run_all(program, Stream.from_any(events)).arena
+    assert_spines_recorded(arena)
+    assert max_spine(arena) <= nodes.SPINE, query
+
+
+WINDOWED = (  # (query, stream): lists that keep receiving runs older than their latest
+    # each D joins runs started at the C to a list whose latest start is the A's
+    ("((A a ; B b) OR (C c ; D d)) ; E e WITHIN 100000 s", "CAB" + "D" * 300 + "E"),
+    # two sources older than the list's latest (the G's), taking turns
+    ("((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e WITHIN 100000 s", "ACFG" + "BD" * 150 + "E"),
+)
+
+
+@pytest.mark.parametrize("query, types", WINDOWED)
+def test_under_a_window_older_runs_do_not_grow_a_spine(query, types):
+    """The streams where a spine grew by one union per event before ``_place``: at most 2 now, and the
+    matches are the reference's."""
+    events = [{"type": t, "ts": i} for i, t in enumerate(types)]
+    arena = evaluate.run_all(program_of(query), Stream.from_any(events)).arena
+    assert_spines_recorded(arena)
+    assert max_spine(arena) <= nodes.SPINE
+    assert_agrees(query, events[:40] + events[-1:], "automaton", enumeration="constant-delay")
 
 
 def test_the_bound_on_the_benchmark_streams():
