@@ -232,6 +232,39 @@ def cursor_next(arena, cursor, key, limit):
     fits the window (a union's left child starts at least as late as it), so it leads to an output."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
     stack_node, stack_depth, path_pos, path_var, state = cursor
+    return _step(
+        node_pos,
+        node_var,
+        node_left,
+        node_right,
+        node_start,
+        stack_node,
+        stack_depth,
+        path_pos,
+        path_var,
+        state,
+        key,
+        limit,
+    )
+
+
+@jit(inline=True)
+def _step(
+    node_pos,
+    node_var,
+    node_left,
+    node_right,
+    node_start,
+    stack_node,
+    stack_depth,
+    path_pos,
+    path_var,
+    state,
+    key,
+    limit,
+):
+    """``cursor_next`` over the unpacked arrays (inlined into ``enumerate_cursor``'s loop: a call per
+    complex event passing the arena's and the cursor's arrays cost about as much as a 3-event walk)."""
     sp = state[0]
     if sp == 0:
         return -1
@@ -257,7 +290,8 @@ def enumerate_cursor(
     (``enumeration="constant-delay"``). Returns the first root not written because a buffer is full
     (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind; ``counts`` as
     ``enumerate_roots``'s."""
-    _, _, path_pos, path_var, _ = cursor
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
+    stack_node, stack_depth, path_pos, path_var, state = cursor
     n_pos, n_events = counts[0], counts[1]
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
@@ -266,7 +300,20 @@ def enumerate_cursor(
         key, limit = keys[r], limits[r]
         cursor_open(arena, cursor, roots[r], key, limit)
         while True:
-            size = cursor_next(arena, cursor, key, limit)
+            size = _step(
+                node_pos,
+                node_var,
+                node_left,
+                node_right,
+                node_start,
+                stack_node,
+                stack_depth,
+                path_pos,
+                path_var,
+                state,
+                key,
+                limit,
+            )
             if size < 0:
                 break
             if n_pos + size > out_pos.shape[0] or n_events >= out_end.shape[0]:
@@ -585,7 +632,7 @@ def _follow(counts, hi):
     counts[4] = hi
 
 
-Forward = namedtuple("Forward", "seen child pos var last head stack stack_next path_pos path_var group")
+Forward = namedtuple("Forward", "seen child pos var last head stack stack_next path_pos path_var group tail")
 Forward.__doc__ = (
     "Room for ``_forward_group``: per arena node the group that last reached it and its local id "
     "(``group << 32 | id``); per local id its child list, position, variable, whether it ends a "
@@ -610,6 +657,7 @@ def forward_room(capacity: int) -> Forward:
         np.empty(capacity + 1, np.int64),
         np.empty(capacity + 1, np.int32),
         np.zeros(1, np.int64),
+        np.empty(capacity + 1, np.int64),
     )
 
 
@@ -632,7 +680,7 @@ def _forward_group(
     empty match (⊥ in a root's list): 0. Every edge found lies on a match, so the edges (kept in
     ``spare``, as long as ``out_pos``) fit whenever the group does; when not, 0 too."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
-    seen, child, local_pos, local_var, is_last, head, stack, stack_next, path_pos, path_var, group = forward
+    seen, child, local_pos, local_var, is_last, head, stack, stack_next, path_pos, path_var, group, tail = forward
     group[0] += 1
     g = group[0]
     following, targets = spare[0], spare[1]  # per edge: the next edge of its list, the node it leads to
@@ -689,12 +737,16 @@ def _forward_group(
                     is_last[source] = True
                     hi = local_pos[source]
                     continue
-            # the edge source -> expanding, into source's list in ascending position
+            # the edge source -> expanding, into source's list in ascending position: after its last edge
+            # in one step when it comes after it (successors met in ascending position), else from its
+            # head (met in descending position, the usual order: at the front)
             if n_edges == targets.shape[0]:
                 return 0
             p = local_pos[expanding]
             before = -1
             at = head[source]
+            if at >= 0 and local_pos[targets[tail[source]]] < p:
+                before, at = tail[source], -1
             while at >= 0 and local_pos[targets[at]] < p:
                 before, at = at, following[at]
             if at >= 0 and local_pos[targets[at]] == p:
@@ -704,6 +756,8 @@ def _forward_group(
                 head[source] = n_edges
             else:
                 following[before] = n_edges
+            if at < 0:
+                tail[source] = n_edges
             n_edges += 1
     # forward, depth first: the node entered at stack level sp + 1 is the match's (sp + 1)-th position. A
     # list's node where matches end has the largest position: it is the list's last, and so is its match
