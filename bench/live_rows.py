@@ -65,6 +65,7 @@ from cepkit.runtime.match_list import MatchList
 from cepkit.runtime.match_record import Match
 from cepkit.spark.groups import POS, TS, EventColumns, GroupMatcher, plan_split
 from end_to_end import frame_of
+from streams import source_at
 
 QUERIES = (
     ("A;B;C W=10 s", "A a ; B b ; C c WITHIN 10 s"),
@@ -78,13 +79,7 @@ DELAY_US = 2_000_000
 
 def baseline(revision: str):
     """The revision's ``cepkit/spark/watermark.py`` as a module of this checkout's ``cepkit.spark``."""
-    root = pathlib.Path(__file__).resolve().parent.parent
-    source = subprocess.run(
-        ["git", "-C", str(root), "show", f"{revision}:cepkit/spark/watermark.py"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
+    source = source_at(revision, "cepkit/spark/watermark.py")
     spec = importlib.util.spec_from_loader("cepkit.spark._baseline_watermark", loader=None)
     module = importlib.util.module_from_spec(spec)
     module.__package__ = "cepkit.spark"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import pathlib
 import random
+import subprocess
 import time
 
 from cepkit.runtime import Stream
@@ -25,3 +27,11 @@ def best_of(k: int, fn, clock=time.perf_counter) -> tuple:
         out = fn()
         best = min(best, clock() - start)
     return best, out
+
+
+def source_at(revision: str, path: str) -> str:
+    """The text of ``path`` (from the repository's root) at git ``revision``: a baseline measured in the same run."""
+    root = pathlib.Path(__file__).resolve().parent.parent
+    return subprocess.run(
+        ["git", "-C", str(root), "show", f"{revision}:{path}"], check=True, capture_output=True, text=True
+    ).stdout
