@@ -134,7 +134,7 @@ def _update(module, program, stream: Stream):
     lists of matches left unenumerated."""
     evaluator = module.Evaluator(program)
     runs = evaluator.new_runs()
-    for batch in module.Inputs(program, stream).batches(program.letters.none):
+    for batch in evaluate.Inputs(program, stream).batches(program.letters.none):  # the inputs: today's
         runs = evaluator.run(batch, runs)
     return evaluator
 
@@ -230,7 +230,7 @@ def update_row(query: str, types: list, before, per_second: float = 1.0) -> dict
     program, stream = _program(query), _stream(types, per_second)
     times = []
     for module in (evaluate, before):
-        batches = list(module.Inputs(program, stream).batches(program.letters.none))
+        batches = list(evaluate.Inputs(program, stream).batches(program.letters.none))
         best = float("inf")
         for _ in range(REPEATS):
             evaluator = module.Evaluator(program, collect=False)
