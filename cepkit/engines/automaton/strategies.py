@@ -43,7 +43,7 @@ from . import kernel
 from .determinize import Moves
 from .evaluate import ARENA_FULL, OK, ROOTS, ROOTS_FULL, Inputs, Outputs, Roots, RunsTable
 from .kernel import jit
-from .nodes import BOTTOM, NONE, UNION_ROOM, compact, new_arena, put_ext, put_initial
+from .nodes import BOTTOM, NONE, UNION_ROOM, compact, new_arena, put_ext, put_union
 
 RANKED = ("NEXT", "LAST", "MAX")
 NEXT, LAST, MAX = 0, 1, 2  # ``select``'s strategy codes
@@ -438,7 +438,7 @@ def _union(arena, at, a, b):
     if a == NONE:
         return b, at
     node_pos, node_var, node_left, node_right, node_start, _ = arena
-    node = put_initial(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
     return node, node + 1
 
 

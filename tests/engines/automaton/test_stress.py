@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import cepkit
-from cepkit.engines.automaton import evaluate, nodes, plan
+from cepkit.engines.automaton import evaluate, nodes, strategies
 from cepkit.runtime.stream import Stream
 
 POISON = 10**9
@@ -59,7 +59,7 @@ def stream(n: int, keys: int, seed: int = 0) -> pd.DataFrame:
 @pytest.fixture
 def tiny_poisoned_arenas(monkeypatch):
     monkeypatch.setattr(nodes, "CAPACITY", 16)
-    for module in (nodes, evaluate, plan):
+    for module in (nodes, evaluate, strategies):
         monkeypatch.setattr(module, "new_arena", poisoned_arena)
 
 
@@ -73,7 +73,7 @@ def test_tiny_poisoned_arenas_change_nothing(query, tiny_poisoned_arenas):
     events = stream(EVENTS, keys=7)
     with pytest.MonkeyPatch.context() as clean:
         clean.setattr(nodes, "CAPACITY", 1 << 20)
-        for module in (nodes, evaluate, plan):
+        for module in (nodes, evaluate, strategies):
             clean.setattr(module, "new_arena", clean_arena)
         expected = keys_of(cepkit.match(query, events, engine="automaton"))
     assert expected
