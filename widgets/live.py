@@ -98,6 +98,7 @@ class LiveView(widgets.VBox):
         self.batches = self.event_count = self.match_count = 0
         self.late = self.dropped = 0
         self.watermark = None
+        self.horizon: Optional[float] = None  # a feed's window in seconds: events it may still match are kept
         self.max_ts = None
         self.rate = self.last_rate = 0.0
         self.stopped = self.finished = False
@@ -195,6 +196,7 @@ class LiveView(widgets.VBox):
 
         live = cls(**(view or {}))
         parsed = cepkit.parse(query)
+        live.horizon = parsed.within.seconds if parsed.within is not None else None
         live.heading = f"live on Spark · {parsed.text.splitlines()[0][:80]}"
         found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
         variables = variables_of(found_stream.columns, parsed)
@@ -294,6 +296,11 @@ class LiveView(widgets.VBox):
         found = spark_matches(rows, variables)
         progress = progress or {}
         watermark = (progress.get("eventTime") or {}).get("watermark")
+        if watermark is not None:  # Spark's text, in UTC: a time like the events' own
+            watermark = pd.Timestamp(watermark).tz_convert("UTC").tz_localize(None)
+            seen = events if len(events) else self.events
+            if len(seen) and not pd.api.types.is_datetime64_any_dtype(seen["ts"]):
+                watermark = watermark.timestamp()
         dropped = sum(op.get("numRowsDroppedByWatermark", 0) for op in progress.get("stateOperators", []))
         self.add(events, found, watermark=watermark, dropped=dropped, rate=progress.get("processedRowsPerSecond"))
 
@@ -403,12 +410,23 @@ class LiveView(widgets.VBox):
                 self.earlier[slot] = item
 
     def _forget(self) -> None:
-        """Keep the events of the kept matches and the latest ``context`` ones; let go of the rest."""
+        """Keep the events of the kept matches, the latest ``context`` ones, and those a match still to come
+        may hold; let go of the rest. A Spark feed emits a match only once the watermark passes its window,
+        batches after its events arrived: a match not yet emitted starts after the watermark less the
+        window (``horizon``), so the events from there on are kept (all those past the watermark when the
+        window counts events)."""
         if not len(self.events):
             return
         needed = {p for _, m in (*self.latest, *self.earlier) for p in m.positions}
         recent = self.events.index[-self.context_n :]
         keep = self.events.index.isin(list(needed)) | self.events.index.isin(recent)
+        if isinstance(self.watermark, (pd.Timestamp, float, int)) and self.watermark is not self.max_ts:
+            start = self.watermark
+            if self.horizon is not None:
+                start = start - (
+                    pd.Timedelta(seconds=self.horizon) if isinstance(start, pd.Timestamp) else self.horizon
+                )
+            keep |= (self.events["ts"] > start).to_numpy()
         self.events = self.events[keep]
 
     def _kept(self) -> list:

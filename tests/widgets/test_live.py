@@ -114,3 +114,22 @@ def test_a_spark_feed_whose_query_failed_says_so_and_stops():
     assert live._check_queries() and live.stopped and events.stopped
     assert "stopped: the matches query failed: Python worker failed to connect back." in live.stats.value
     assert "\tat" not in live.stats.value and live.stop_button.disabled
+
+
+def test_a_spark_feeds_late_matches_keep_their_events():
+    """A Spark feed emits a match once the watermark passes its window, batches after its events came and
+    the latest ``context`` events moved on: the events a match still to come may hold (after the watermark
+    less the window) are kept, so the late match is drawn with its events."""
+    live = LiveView(context=2)
+    live.horizon = 10.0
+    events = pd.DataFrame({"type": ["A", "B"] + ["C"] * 6, "ts": [0.0, 5.0, 6, 7, 8, 9, 10, 11]})
+    first = {"eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}}
+    live._add_spark_batch(events.iloc[:2], pd.DataFrame(columns=["a", "b", "positions"]), ["a", "b"], first)
+    live._add_spark_batch(events.iloc[2:], pd.DataFrame(columns=["a", "b", "positions"]), ["a", "b"], first)
+    assert {0, 1} <= set(live.events.index)  # beyond the latest two, but a match may still hold them
+    later = {"eventTime": {"watermark": "1970-01-01T00:00:11.000Z"}}
+    rows = pd.DataFrame({"a": [0], "b": [1], "positions": [[0, 1]]})
+    live._add_spark_batch(events.iloc[:0], rows, ["a", "b"], later)
+    frame, matches, numbers = live._window()
+    assert numbers == [0] and frame["ts"].iloc[list(matches[0].positions)].tolist() == [0.0, 5.0]
+    assert live.watermark == 11.0
