@@ -44,7 +44,8 @@ def test_a_template_fills_the_editor_runs_and_exports(
     editor.click()
     page.keyboard.type("Purchase p WHERE p.", delay=20)
     options = page.locator(".cm-tooltip-autocomplete li")
-    budget.until(lambda: options.count() > 0, "the completion list", page)
+    # the list shown while "Purchase" was typed (event types) may still be open: wait for the attributes'
+    budget.until(lambda: any(o.startswith("amount") for o in options.all_inner_texts()), "the attributes' list", page)
     offered = options.all_inner_texts()
     assert any(o.startswith("amount") for o in offered) and any(o.startswith("card") for o in offered), offered
     colour = editor.evaluate("""el => { const s = [...el.querySelectorAll('span')].find(s => s.textContent === 'WHERE');

@@ -163,6 +163,6 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     assert streamed == sorted(expected) and late == 0  # match_stream too; the event at ts 0 is not late
     # the live view on Connect: a batch per micro-batch read from the memory sinks, the watermark, Stop
     assert polled == [True, True] and batches == 2 and live_events == 5 and live_matches == len(expected)
-    assert "<b>stopped</b>" in stats and "watermark 1970-01-01T00:01:40" in stats and active == [False, False]
+    assert "<b>stopped</b>" in stats and "watermark 100 ·" in stats and active == [False, False]
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
