@@ -98,7 +98,7 @@ class LiveView(widgets.VBox):
         self.batches = self.event_count = self.match_count = 0
         self.late = self.dropped = 0
         self.watermark = None
-        self.horizon: Optional[float] = None  # a feed's window in seconds: events it may still match are kept
+        self.horizon: Optional[float] = None  # a Spark feed's window in s (0: EVENTS): see ``_forget``
         self.max_ts = None
         self.rate = self.last_rate = 0.0
         self.stopped = self.finished = False
@@ -196,7 +196,7 @@ class LiveView(widgets.VBox):
 
         live = cls(**(view or {}))
         parsed = cepkit.parse(query)
-        live.horizon = parsed.within.seconds if parsed.within is not None else None
+        live.horizon = (parsed.within.seconds if parsed.within is not None else None) or 0.0
         live.heading = f"live on Spark · {parsed.text.splitlines()[0][:80]}"
         found_stream = cepkit.spark.match_stream(query, events, engine, position=position, delay=delay, **options)
         variables = variables_of(found_stream.columns, parsed)
@@ -420,13 +420,9 @@ class LiveView(widgets.VBox):
         needed = {p for _, m in (*self.latest, *self.earlier) for p in m.positions}
         recent = self.events.index[-self.context_n :]
         keep = self.events.index.isin(list(needed)) | self.events.index.isin(recent)
-        if isinstance(self.watermark, (pd.Timestamp, float, int)) and self.watermark is not self.max_ts:
-            start = self.watermark
-            if self.horizon is not None:
-                start = start - (
-                    pd.Timedelta(seconds=self.horizon) if isinstance(start, pd.Timestamp) else self.horizon
-                )
-            keep |= (self.events["ts"] > start).to_numpy()
+        if self.horizon is not None and self.watermark is not None:
+            horizon = pd.Timedelta(seconds=self.horizon) if isinstance(self.watermark, pd.Timestamp) else self.horizon
+            keep |= (self.events["ts"] > self.watermark - horizon).to_numpy()
         self.events = self.events[keep]
 
     def _kept(self) -> list:
