@@ -38,7 +38,7 @@ def time_limits(w: float, ends: np.ndarray) -> np.ndarray:
 
 def fits_time(w: float, start: float, end: float) -> bool:
     """Whether events at ``start`` and ``end`` (``start`` ≤ ``end``) fit a time window of ``w`` seconds."""
-    return end - start <= w + ULPS * math.ulp(max(1.0, abs(w), abs(end)))
+    return end - start <= time_limit(w, end)
 
 
 def earliest_time(w: float, end: float) -> float:
@@ -118,16 +118,12 @@ def first_fitting(times, end: float, w: float) -> int:
     return bisect.bisect_left(times, earliest_time(w, end))
 
 
-def past_fitting(times, start: float, w: float) -> int:
-    """One past the largest index j of the sorted ``times`` with ``fits_time(w, start, times[j])``."""
-    return bisect.bisect_right(times, latest_time(w, start))
-
-
 def first_fitting_all(times: np.ndarray, ends: np.ndarray, w: float) -> np.ndarray:
     """``first_fitting`` for each of ``ends`` at once."""
     return np.searchsorted(times, earliest_times(w, ends), "left")
 
 
 def past_fitting_all(times: np.ndarray, starts: np.ndarray, w: float) -> np.ndarray:
-    """``past_fitting`` for each of ``starts`` at once."""
+    """For each of ``starts``, one past the largest index j of the sorted ``times`` with ``fits_time(w, start,
+    times[j])``."""
     return np.searchsorted(times, latest_times(w, starts), "right")

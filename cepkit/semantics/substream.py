@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from ..lang import ast as A
-from ..lang.window import earliest_time, fits_time, latest_time
+from ..lang.window import first_fitting, fits_time, latest_time
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Substream:
             return 0
         if self.window.events:
             return max(0, math.floor(last - self.window.amount) + 1)
-        return bisect.bisect_left(self.times, earliest_time(self.window.seconds, self.times[last]))
+        return first_fitting(self.times, self.times[last], self.window.seconds)
 
     def window_scope(self, first: int, last: int) -> Scope:
         """The scope of a leading or trailing negation of a match spanning ``first``..``last`` (docs/language.md §10.4):
@@ -79,6 +79,6 @@ class Substream:
             lo, hi = max(-1, math.floor(last - k)), math.ceil(first + k)
             return Scope(lo, hi) if hi <= n else Scope(lo, n, not self.complete)
         w, end = self.window.seconds, latest_time(self.window.seconds, self.times[first])
-        lo = bisect.bisect_left(self.times, earliest_time(w, self.times[last])) - 1
+        lo = first_fitting(self.times, self.times[last], w) - 1
         hi = bisect.bisect_right(self.times, end)
         return Scope(lo, hi, not self.complete and not self.clock > end)
