@@ -44,8 +44,8 @@ from ...runtime.registry import IncrementalPlan, Plan
 from ..unary import StreamColumns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
-from ..conjuncts import grouped
-from .batch import run as columnar_run, runs_columnar
+from ..conjuncts import substream_positions
+from .batch import accepted_by_slots, run as columnar_run, runs_columnar
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .open_window import OpenWindow
@@ -289,15 +289,9 @@ class RcepMatcher(IncrementalPlan):
         only the events some slot accepts are pushed (the others only count in their sub-stream, and an
         expiry is the same at the next accepted event). Not under STNM, whose releases need every event."""
         plan = self.plan
-        read = ~stream.type_in({PUNCTUATION})
-        columns = StreamColumns(stream)
-        accepted = np.array([plan.accepted(k, columns, read) for k in range(len(plan.slots))]).reshape(
-            len(plan.slots), len(stream)
-        )
+        accepted = accepted_by_slots(plan, stream, StreamColumns(stream))
         keys = stream.key_codes(plan.query.partition_by)
-        seq = np.zeros(len(stream), dtype=np.int64)
-        order, first = grouped(keys[read])
-        seq[np.flatnonzero(read)[order]] = np.arange(len(order)) - first
+        seq = substream_positions(keys, ~stream.type_in({PUNCTUATION}))  # (an accepted event is read)
         relevant = np.flatnonzero(accepted.any(axis=0))
         found = []
         for i, event in zip(relevant.tolist(), stream.take(relevant)):
