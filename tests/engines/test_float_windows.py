@@ -30,7 +30,8 @@ STEPS = [0.002, 0.01, 0.1, 0.3, 0.7, 1 / 3]
 
 @st.composite
 def edge_cases(draw):
-    """(window text, events): ts on a grid of ``step``, a window of k steps written in seconds or ms."""
+    """(query, events): ts on a grid of ``step``, one of ``QUERIES`` with a window of k steps written in
+    seconds or ms."""
     step = draw(st.sampled_from(STEPS))
     k = draw(st.integers(1, 6))
     offset = draw(st.sampled_from([0.0, 1000.0, 12345.678]))
@@ -39,7 +40,17 @@ def edge_cases(draw):
         {"type": draw(st.sampled_from("ABC")), "ts": offset + i * step, "id": draw(st.integers(0, 1))} for i in ticks
     ]
     window = draw(st.sampled_from([repr(k * step), f"{k * step * 1000!r} ms"]))
-    return window, events
+    return draw(st.sampled_from(QUERIES)).format(w=window), events
+
+
+def on_edge_cases(max_examples: int):
+    """A test of every engine (the reference aside) on ``max_examples`` drawn ``edge_cases``."""
+
+    def decorate(test):
+        test = given(case=edge_cases())(settings(max_examples=max_examples, deadline=None)(test))
+        return pytest.mark.parametrize("engine", ENGINES)(test)
+
+    return decorate
 
 
 def _runs(query, events, engine):
@@ -50,24 +61,18 @@ def _runs(query, events, engine):
         return None
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@settings(max_examples=25, deadline=None)
-@given(case=edge_cases(), query=st.sampled_from(QUERIES))
-def test_every_engine_decides_the_window_edge_as_the_reference(engine, case, query):
-    window, events = case
-    query = query.format(w=window)
+@on_edge_cases(max_examples=25)
+def test_every_engine_decides_the_window_edge_as_the_reference(engine, case):
+    query, events = case
     got = _runs(query, events, engine)
     if got is not None:
         expected = cepkit.match(query, events, engine="reference")
         assert got.positions() == expected.positions(), (engine, query, events)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@settings(max_examples=12, deadline=None)
-@given(case=edge_cases(), query=st.sampled_from(QUERIES))
-def test_every_matcher_decides_the_window_edge_as_the_reference(engine, case, query):
-    window, events = case
-    query = query.format(w=window)
+@on_edge_cases(max_examples=12)
+def test_every_matcher_decides_the_window_edge_as_the_reference(engine, case):
+    query, events = case
     if _runs(query, events, engine) is None:
         return
     matcher = cepkit.Matcher(query, engine=engine)
