@@ -161,10 +161,13 @@ class EventCanvas:
             self._in_order = self.stream.first_disorder() is None
         return self._in_order
 
+    def zoned(self, seconds):
+        """Datetimes in ``tz``, with its offset (times in seconds since the epoch)."""
+        return pd.to_datetime(seconds, unit="s", utc=True).tz_convert(self.tz or "UTC")
+
     def _wall_clock(self, seconds):
         """Datetimes on the clocks of ``tz`` (naive, so that plotly prints them as they are)."""
-        stamps = pd.to_datetime(seconds, unit="s", utc=True)
-        return stamps.tz_convert(self.tz or "UTC").tz_localize(None)
+        return self.zoned(seconds).tz_localize(None)
 
     @property
     def axis_title(self) -> str:

@@ -664,8 +664,7 @@ class Workbench(widgets.VBox):
         Workbench's time zone, as the results grid and the timeline show them (with the offset)."""
         rows = rows.rename_axis("position").reset_index()
         if self.stream.ts_is_datetime:
-            seconds = self.stream.times[rows["position"].to_numpy()]
-            rows["ts"] = pd.to_datetime(seconds, unit="s", utc=True).tz_convert(self.timeline.tz or "UTC")
+            rows["ts"] = self.timeline.canvas.zoned(self.stream.times[rows["position"].to_numpy()])
         return rows
 
     def _page_events(self) -> None:
