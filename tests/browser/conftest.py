@@ -51,6 +51,11 @@ VIEWPORT = {"width": 1400, "height": 1000}
 # that limit. Its first drawing is unaffected, but anywidget then drops that model's later
 # state updates (docs/status.md, Widgets). Counted apart (``page.slow_widget_inits``, printed), not a script error.
 SLOW_WIDGET_INIT = "[anywidget] Failed to initialize model."
+# the tour's query (bad weather, then a departure an hour late, at one airport), which several tests run
+TOUR_QUERY = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
+WHERE d.dep_delay >= 60
+WITHIN 3 hours
+PARTITION BY origin"""
 
 
 def _playwright():

@@ -18,16 +18,14 @@ import re
 
 import pytest
 
+from tests.browser.conftest import TOUR_QUERY
+
 BUDGET_S = 600
-TEXT = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
-WHERE d.dep_delay >= 60
-WITHIN 3 hours
-PARTITION BY origin"""
 CELLS = [
     f'''import cepkit
 from cepkit.widgets import Workbench
 events = cepkit.datasets.flight_events()
-Workbench(events, query="""{TEXT}""", tz="America/New_York")''',
+Workbench(events, query="""{TOUR_QUERY}""", tz="America/New_York")''',
 ]
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]

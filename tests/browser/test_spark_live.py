@@ -19,15 +19,13 @@ import time
 
 import pytest
 
+from tests.browser.conftest import TOUR_QUERY
+
 import cepkit
 
-TEXT = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
-WHERE d.dep_delay >= 60
-WITHIN 3 hours
-PARTITION BY origin"""
 SETUP = f'''import cepkit
 from cepkit.widgets import LiveView, Workbench, replay
-TEXT = """{TEXT}"""
+TEXT = """{TOUR_QUERY}"""
 events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
 fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)'''
 SPARK_CELLS = [
@@ -95,7 +93,7 @@ pytestmark = [pytest.mark.browser]
 def fog_day_positions() -> list:
     events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures"])
     fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)
-    return [", ".join(map(str, p)) for p in cepkit.match(TEXT, fog_day).positions()]
+    return [", ".join(map(str, p)) for p in cepkit.match(TOUR_QUERY, fog_day).positions()]
 
 
 @pytest.mark.spark

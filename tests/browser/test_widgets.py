@@ -13,11 +13,9 @@ import re
 
 import pytest
 
+from tests.browser.conftest import TOUR_QUERY
+
 BUDGET_S = 480  # the seven runs over 29k events take most of it on a loaded machine
-TOUR_QUERY = """PATTERN (STORM AS w OR SNOW AS w OR FOG AS w) ; DELAYED_DEPARTURE AS d
-WHERE d.dep_delay >= 60
-WITHIN 3 hours
-PARTITION BY origin"""
 CELLS = [
     f"""import time
 import cepkit
