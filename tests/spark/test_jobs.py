@@ -3,6 +3,7 @@ once, as ``match`` numbers them), and the Workbench on Spark (``widgets.on_spark
 ``cepkit.match``, a result paged from Spark, a sampled timeline, a picked match explained, Cancel."""
 
 import re
+import threading
 import time
 
 import numpy as np
@@ -74,7 +75,7 @@ def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
 def test_cancel_also_stops_the_jobs_work_starts_after_it(spark):
     """Cancel pressed between two Spark jobs of the same work (numbering, then matching): the later job is
     interrupted as it starts, not run to its end."""
-    between = __import__("threading").Event()
+    between = threading.Event()
 
     def two_jobs():
         spark.range(3).count()
