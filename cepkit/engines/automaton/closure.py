@@ -34,7 +34,7 @@ import pandas as pd
 
 from .compile import CEA, SINK, max_move, max_reached
 from .determinize import Letters, _grown2
-from .kernel import jit
+from ..compiled import jit
 from .predicates import Alphabet
 
 MISSING = -1

@@ -40,7 +40,7 @@ from ...lang.window import time_limit, time_limits
 from ...runtime.event_record import PUNCTUATION
 from .determinize import UNKNOWN
 from . import kernel
-from .kernel import jit
+from ..compiled import jit
 from .nodes import (
     BOTTOM,
     NONE,

@@ -1,16 +1,14 @@
 """The compiled inner loops: numba when it is installed (the ``fast`` extra), plain Python otherwise.
 
 Every kernel function is written once, in the subset of Python numba compiles, and decorated with
-``jit``. Without numba (or with ``NUMBA_DISABLE_JIT=1``) the same functions run as Python, so both paths
-give identical results; the Python one is just slower. ``cache=True`` keeps the machine code between
+``engines.compiled.jit``. Without numba (or with ``NUMBA_DISABLE_JIT=1``) the same functions run as
+Python, so both paths give identical results; the Python one is just slower. ``cache=True`` keeps the machine code between
 sessions (in ``__pycache__``).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from ..compiled import jit  # noqa: F401 (the kernels' decorator: automaton's modules import it from here)
 
 try:
     import numba

@@ -30,7 +30,7 @@ from typing import Optional
 
 import numpy as np
 
-from .kernel import jit
+from ..compiled import jit
 
 BOTTOM = 0  # the sink ⊥: the empty complex event
 NONE = -1  # no node (an empty list of runs)

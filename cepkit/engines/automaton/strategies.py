@@ -42,7 +42,7 @@ import numpy as np
 from . import kernel
 from .determinize import Moves
 from .evaluate import ARENA_FULL, OK, ROOTS, ROOTS_FULL, Inputs, Outputs, Roots, RunsTable
-from .kernel import jit
+from ..compiled import jit
 from .nodes import BOTTOM, NONE, UNION_ROOM, compact, new_arena, put_ext, put_union
 
 RANKED = ("NEXT", "LAST", "MAX")
