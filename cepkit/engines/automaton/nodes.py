@@ -220,11 +220,12 @@ def _keep_right(right, node_start, key, limit, stack_node, stack_depth, sp, dept
     return sp
 
 
-@jit
+@jit(inline=True)
 def cursor_next(arena, cursor, key, limit):
     """The next complex event of the walk ``cursor_open`` started: its size n, its positions and variables
     in ``path_pos[:n]``, ``path_var[:n]`` from its last position back (``state[1]``: the first index that
-    differs from the previous event's); -1 when there is none.
+    differs from the previous event's); -1 when there is none. Inlined into ``enumerate_cursor``'s loop (a
+    call per complex event passing the arena's and the cursor's arrays cost about as much as a 3-event walk).
 
     The delay: popping the pending child is one step; going down from it, every Ext node met is a position
     written, and between two of them (or before ⊥) at most the left spine of one node, which
@@ -232,39 +233,6 @@ def cursor_next(arena, cursor, key, limit):
     fits the window (a union's left child starts at least as late as it), so it leads to an output."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
     stack_node, stack_depth, path_pos, path_var, state = cursor
-    return _step(
-        node_pos,
-        node_var,
-        node_left,
-        node_right,
-        node_start,
-        stack_node,
-        stack_depth,
-        path_pos,
-        path_var,
-        state,
-        key,
-        limit,
-    )
-
-
-@jit(inline=True)
-def _step(
-    node_pos,
-    node_var,
-    node_left,
-    node_right,
-    node_start,
-    stack_node,
-    stack_depth,
-    path_pos,
-    path_var,
-    state,
-    key,
-    limit,
-):
-    """``cursor_next`` over the unpacked arrays (inlined into ``enumerate_cursor``'s loop: a call per
-    complex event passing the arena's and the cursor's arrays cost about as much as a 3-event walk)."""
     sp = state[0]
     if sp == 0:
         return -1
@@ -290,8 +258,7 @@ def enumerate_cursor(
     (``enumeration="constant-delay"``). Returns the first root not written because a buffer is full
     (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind; ``counts`` as
     ``enumerate_roots``'s."""
-    node_pos, node_var, node_left, node_right, node_start, _ = arena
-    stack_node, stack_depth, path_pos, path_var, state = cursor
+    _, _, path_pos, path_var, _ = cursor
     n_pos, n_events = counts[0], counts[1]
     group_root, group_pos, group_events = first, n_pos, n_events
     for r in range(first, last):
@@ -300,20 +267,7 @@ def enumerate_cursor(
         key, limit = keys[r], limits[r]
         cursor_open(arena, cursor, roots[r], key, limit)
         while True:
-            size = _step(
-                node_pos,
-                node_var,
-                node_left,
-                node_right,
-                node_start,
-                stack_node,
-                stack_depth,
-                path_pos,
-                path_var,
-                state,
-                key,
-                limit,
-            )
+            size = cursor_next(arena, cursor, key, limit)
             if size < 0:
                 break
             if n_pos + size > out_pos.shape[0] or n_events >= out_end.shape[0]:
