@@ -627,8 +627,9 @@ class _Stepper:
     dropped by the expiry) runs the held events through the kernel in one call, as a micro-batch of
     keys. What a push computes per event in Python (its key's part, sub-stream index, gap, lowest live
     start, key expiry) is computed here the same way, so the runs after each call are the pushes'.
-    ``AutomatonMatcher`` runs what is held before anything else reads or moves its runs. A push cost
-    ~14 µs, most of it the kernel call's argument unboxing (~30 arrays) for ~0.5 µs of work."""
+    ``AutomatonMatcher`` runs what is held before anything else reads or moves its runs. A held event
+    costs ~0.7 µs, a flush ~1.3 µs fixed (the compiled call through ``kernel.entry``, without numba's
+    dispatch), a match ~1.5 µs (bench/README.md, "Matcher per push")."""
 
     SIZE = 256
 
