@@ -34,7 +34,6 @@ from ..compiled import jit
 
 BOTTOM = 0  # the sink ⊥: the empty complex event
 NONE = -1  # no node (an empty list of runs)
-FULL = -3  # what ``ext`` and ``union`` return when the arena is full
 UNION = -2  # ``pos`` of a union node
 SINK = -1  # ``pos`` of ⊥
 
@@ -147,33 +146,6 @@ def _place(node_pos, node_var, node_left, node_right, node_start, at, a, b):
         node_start[dst] = node_start[src]
         node_right[dst] = dst - 1
     return at + depth
-
-
-@jit
-def ext(arena, pos, var, child, key):
-    """A new Ext(pos, var, child) in ``arena``; FULL when the arena is full."""
-    node_pos, node_var, node_left, node_right, node_start, node_used = arena
-    at = node_used[0]
-    if at >= node_pos.shape[0]:
-        return FULL
-    node_used[0] = at + 1
-    return put_ext(node_pos, node_var, node_left, node_right, node_start, at, pos, var, child, key)
-
-
-@jit
-def union(arena, a, b):
-    """A new Union(a, b) in ``arena``, or a or b itself when the other is NONE; FULL when full."""
-    if a == NONE:
-        return b
-    if b == NONE:
-        return a
-    node_pos, node_var, node_left, node_right, node_start, node_used = arena
-    at = node_used[0]
-    if at + UNION_ROOM > node_pos.shape[0]:
-        return FULL
-    node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
-    node_used[0] = node + 1
-    return node
 
 
 Cursor = namedtuple("Cursor", "node depth path_pos path_var state")

@@ -433,8 +433,7 @@ def _store(groups, k, stored, slot):
 
 @jit(inline=True)
 def _union(arena, at, a, b):
-    """(a ∪ b written at ``at`` unless one is NONE, the next free node): ``nodes.union`` without its own
-    room check (the caller's)."""
+    """(a ∪ b written at ``at`` unless ``a`` is NONE, the next free node); the caller checked the room."""
     if a == NONE:
         return b, at
     node_pos, node_var, node_left, node_right, node_start, _ = arena
