@@ -893,11 +893,13 @@ class RunsTable:
         self.stored.state[at, 0], self.stored.node[at, 0], self.stored.n[at] = 0, BOTTOM, 1
 
     def fit(self, columns: int) -> None:
-        """Room for ``columns`` runs per slot (one per state of the automaton), more than it has."""
-        state, node, n = self.stored
-        grown = [np.empty((len(n), columns), np.int32) for _ in range(2)]
-        grown[0][:, : state.shape[1]], grown[1][:, : node.shape[1]] = state, node
-        self.stored = Stored(grown[0], grown[1], n)
+        """Room for ``columns`` runs per slot (one per state of the automaton; ``strategies.GroupsTable``'s:
+        groups), more than it has."""
+        *arrays, n = self.stored
+        grown = [np.empty((len(n), columns, *a.shape[2:]), a.dtype) for a in arrays]
+        for new, old in zip(grown, arrays):
+            new[:, : old.shape[1]] = old
+        self.stored = type(self.stored)(*grown, n)
 
     def runs(self, slot: int) -> tuple:
         """(the states, their nodes) of ``slot``'s runs."""

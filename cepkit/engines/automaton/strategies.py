@@ -158,22 +158,6 @@ class GroupsTable(RunsTable):
         sup[slots, 0] = -np.inf
         n[slots] = 1
 
-    def grow(self, rows: int) -> None:
-        """Room for ``rows`` groups per slot."""
-        start, node, sup, n = self.stored
-        grown = Stored(
-            np.empty((len(n), rows)),
-            np.empty((len(n), rows, node.shape[2]), np.int32),
-            np.empty((len(n), rows, node.shape[2])),
-            n,
-        )
-        grown.start[:, : start.shape[1]], grown.node[:, : start.shape[1]], grown.sup[:, : start.shape[1]] = (
-            start,
-            node,
-            sup,
-        )
-        self.stored = grown
-
     def runs(self, slot: int) -> tuple:
         """(the CEA states, their nodes) of ``slot``'s runs that produce their group's complex event (T: the
         superset runs of U hold no node)."""
@@ -245,7 +229,7 @@ class Selector:
                 break
             i = int(info[2])
             if status == GROUPS_FULL:
-                self.table.grow(2 * self.table.rows)
+                self.table.fit(2 * self.table.rows)
                 self.work = self._work(self.table.rows)
             elif status == ROOTS_FULL:
                 self.outputs.take(self.arena, self.roots)
