@@ -4,7 +4,8 @@ iterative nested execution.
 A synthetic ticker stream (the inetats traces of [LIU] §5.5 are not available): one trade per second,
 tickers drawn uniformly from ten symbols, so a 40 s window holds 40 trades as [LIU]'s 10 ms at 4,000 trades
 per second does. Every row is one query on one stream, timed best of ``--repeat`` runs through
-``cepkit.match``; ratios are against a baseline measured in the same run:
+``cepkit.match`` in CPU seconds of the process (``time.process_time``: the machine is shared, the load
+average is printed); ratios are against a baseline measured in the same run:
 
 - [LIU] §5.5 (Figs 5.9-5.11): the number of negated children (1-3), the length of a child (2-4), the nesting
   depth (1-3). ``iter s`` = iterative nested execution (``caching=None``: every sub-query recomputed per
@@ -14,6 +15,8 @@ per second does. Every row is one query on one stream, timed best of ``--repeat`
 - [CSV] §8 (Figs R10a-c): a negated AND between positive neighbours, windows 100 / 500 / 1000 s over
   trades every 5 s among 30 symbols; each caching mode against none, nested (views and summaries) and as
   the Plan-Finder runs it.
+- ``!``/``EXISTS`` items over an AND's scope (the candidate's own events inside it): the Plan-Finder's
+  plan against the iterative baseline.
 - Flat queries on ``nested`` against the ``stack`` engine; [LIU] §5.5's complex workload E1-E7
   (``match_workload``) against its queries run one by one.
 - ``--full``: 1,000,000 trades from a DataFrame, the Plan-Finder's plan, events per second end to end.
@@ -24,6 +27,7 @@ Run from the repository: ``python bench/nested.py`` (``--quick`` for a smoke run
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import time
 
@@ -91,9 +95,9 @@ def and_query(window) -> str:
 def timed(query, stream, repeat: int, engine="nested", **options):
     best = None
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = time.process_time()
         found = cepkit.match(query, stream, engine=engine, **options)
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         best = elapsed if best is None else min(best, elapsed)
     return best, found
 
@@ -149,6 +153,28 @@ def csv_rows(stream, windows, repeat, progress):
     return rows
 
 
+AND_SCOPES = [
+    "AND(MSFT m, ORCL o, !IPIX x) WITHIN 40 s",
+    "AND(MSFT m, INTC i, !SEQ(ORCL x, RIMM r)) WITHIN 40 s",
+    "AND(MSFT m, ORCL o, !ORCL x) WITHIN 20 s",
+    "SEQ(MSFT m, AND(ORCL o, !SEQ(RIMM r, AMAT a), INTC i), QQQ q) WITHIN 40 s",
+]
+
+
+def and_rows(stream, prefix, repeat):
+    """``!``/``EXISTS`` items whose scope holds the candidate's own events (an AND's): the Plan-Finder's
+    plan (nested, lookups from summaries or the sub-query's columns) against the iterative baseline."""
+    rows = []
+    for query in AND_SCOPES:
+        assert cepkit.match(query, prefix, engine="nested") == cepkit.match(query, prefix, engine="reference")
+        t_iter, it = timed(query, stream, repeat, caching=None)
+        t_plan, auto = timed(query, stream, repeat)
+        assert it == auto, query
+        cache = auto.info["cache"]
+        rows.append((query, len(auto), t_iter, t_plan, auto.info["caching"], cache["lookups"], cache["summary_lookups"]))
+    return rows
+
+
 def flat_rows(stream, repeat):
     rows = []
     for query in (
@@ -176,9 +202,9 @@ def workload_row(stream, big, window, repeat):
     for events, names in ((stream, runs), (big, ("workload", "alone"))):
         for name in names:
             for _ in range(repeat):
-                start = time.perf_counter()
+                start = time.process_time()
                 found[name, len(events)] = runs[name](events)
-                elapsed = time.perf_counter() - start
+                elapsed = time.process_time() - start
                 best[name, len(events)] = min(best.get((name, len(events)), elapsed), elapsed)
     n, m = len(stream), len(big)
     assert found["workload", n] == found["alone", n] == found["iterative", n]
@@ -203,10 +229,10 @@ def full_rows(n: int):
     )
     rows = []
     for query in (children_query(3, 40), length_query(4, 40), depth_query(3, 40)):
-        start = time.perf_counter()
+        start = time.process_time()
         found = cepkit.match(query, frame, engine="nested")
         positions = found.positions()
-        elapsed = time.perf_counter() - start
+        elapsed = time.process_time() - start
         rows.append((query, len(positions), elapsed, n / elapsed, found.info["plan"]["chosen"]))
     return rows
 
@@ -221,9 +247,11 @@ def main():
         (600, 400, 150, 2000, (100, 200)) if args.quick else (4000, 2000, 400, 20000, (100, 500, 1000))
     )
     stream, prefix = ticker_stream(n), ticker_stream(n_ref)
+    print("load average at the start: " + " / ".join(f"{x:.1f}" for x in os.getloadavg()))
     with tqdm(total=9 + 4 * len(windows), desc="runs") as progress:
         neel = neel_rows(stream, prefix, 40, args.repeat, progress)
         csv = csv_rows(ticker_stream(n_csv, every=5.0, others=20), windows, args.repeat, progress)
+    ands = and_rows(stream, prefix, args.repeat)
     flat = flat_rows(ticker_stream(n_flat), args.repeat)
     workload = workload_row(stream, ticker_stream(10 * n_flat // 2, seed=1), 40, args.repeat)
 
@@ -250,6 +278,14 @@ def main():
         print(
             f"{window:>6} {mode:>7} {matches:>7} {t_nested:>8.3f} {ratio:>6.1f}x {t_plan:>7.3f} {ratio_plan:>6.1f}x "
             f"{computed:>8} {summary:>7}"
+        )
+
+    print(f"\n!/EXISTS over an AND's scope (the candidate's own events inside), {n} events")
+    print(f"{'query':<75} {'matches':>7} {'iter s':>7} {'plan s':>7} {'iter/plan':>9} caching views summaries")
+    for query, matches, t_iter, t_plan, caching, lookups, summary in ands:
+        print(
+            f"{query:<75} {matches:>7} {t_iter:>7.3f} {t_plan:>7.3f} {t_iter / t_plan:>8.1f}x {caching!s:>7} "
+            f"{lookups:>5} {summary:>9}"
         )
 
     print(f"\nFlat queries, {n_flat} events: nested (its plan) against the stack engine")

@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import bisect
 import math
+from functools import lru_cache
 from typing import Optional
 
 import numpy as np
 
-from ...lang.window import earliest_time, latest_time
+from ...lang.window import earliest_time as _earliest_time, latest_time as _latest_time
 from ...runtime.match_record import Match
 from ...runtime.stream import Stream
 
@@ -38,10 +39,14 @@ from ...semantics.conditions import holds
 from ...semantics.substream import Scope
 from ...semantics.truth import all3, any3, not3
 from .operators import Leaf, Partial, Select, WinAnd, WinOr, WinSeq
-from .summaries import Summary
+from .summaries import Region, Summary
 from .views import make_view
 
 PUNCTUATION = "PUNCTUATION"
+# a window's edges are found float by float (``cepkit.lang.window``): remembered per time, as every candidate
+# of a window asks for the same few
+earliest_time = lru_cache(maxsize=8192)(_earliest_time)
+latest_time = lru_cache(maxsize=8192)(_latest_time)
 KEYS_AS_COLUMNS = 1000  # PARTITION BY keys a batch run splits the Stream's columns into (more: Event objects)
 
 
@@ -114,6 +119,8 @@ class SubStream:
         self.summaries: dict = {}  # (sub-query, correlation values) -> Summary (``summaries``)
         self.stream: Optional[Stream] = None  # the batch Stream these events are, when they are all of it
         self.stats = {"prefix_hits": 0, "summary_lookups": 0}
+        self.by_type: dict = {}  # type -> the indices of its events, sorted (``ends_of``)
+        self.typed = 0  # events indexed in ``by_type`` so far
 
     # ------------------------------------------------------------------ windows (docs/language.md §4, §10.4)
     @property
@@ -247,9 +254,25 @@ class SubStream:
             self.prefixes[(op.prefixes[k], end)] = (start, chains)
         return chains
 
+    def ends_of(self, op, start: int, end: int):
+        """The end indices in [start, end) where ``op`` may have a result: for an atom of one type (under
+        conditions too, no hierarchy) its events there, from an index by type; else every index."""
+        while isinstance(op, Select):
+            op = op.child
+        if not isinstance(op, Leaf) or op.type is None or self.run.hierarchy is not None:
+            return range(start, end)
+        for i in range(max(self.typed, self.events.start), self.n):
+            self.by_type.setdefault(self.events[i].type, Suffix()).append(i)
+        self.typed = self.n
+        found = self.by_type.get(op.type)
+        if found is None:
+            return ()
+        a, b = found.bisect_left(start), found.bisect_left(end)
+        return found.items[a - found.start : b - found.start]
+
     def _and(self, op: WinAnd, end: int, start: int) -> list:
         """WinAnd: one part ends at ``end``, the others anywhere in [start, end), on distinct events."""
-        earlier = [[r for e in range(start, end) for r in self.results(p, e, start)] for p in op.parts]
+        earlier = [[r for e in self.ends_of(p, start, end) for r in self.results(p, e, start)] for p in op.parts]
         out = []
         for k, part in enumerate(op.parts):
             for last in self.results(part, end, start):
@@ -303,15 +326,26 @@ class SubStream:
         return all3(checks())
 
     def boolean(self, b, scope: Scope, env: dict, own: frozenset):
-        """``!``/``EXISTS`` item ``b`` over ``scope``: whether (no) witness of its sub-query lies inside: from
-        its summary when it has one and none of the candidate's own events lies in the scope, else from its
-        view, each witness validated with the enclosing bindings."""
+        """``!``/``EXISTS`` item ``b`` over ``scope``: whether (no) witness of its sub-query lies inside. With
+        a summary: from it when none of the candidate's own events in the scope (an AND's) can be in a
+        witness (``SubQuery.types``), else from the sub-query's columns over the scope without those events
+        (``Region``); without one (or no columnar form), from its view, each witness validated with the
+        enclosing bindings."""
         summary = self.summary(b.sub, env) if self.run.summarize else None
         if summary is not None:
             hi = min(scope.hi, self.n)
-            if not any(scope.lo < p < hi for p in own):
+            inside = [p for p in own if scope.lo < p < hi]
+            exists = None
+            if not inside or not self._usable(self.run.shared[b.sub].types, inside):
+                exists = summary.exists(scope.lo, hi)
+            elif hi > scope.lo + 1:
+                best = Region(self, scope.lo + 1, hi, tuple(inside)).best(summary.op)
+                exists = None if best is None else bool((best >= 0).any())
+            else:
+                exists = False
+            if exists is not None:
                 self.stats["summary_lookups"] += 1
-                found = True if summary.exists(scope.lo, hi) else (None if scope.open else False)
+                found = True if exists else (None if scope.open else False)
                 return not3(found) if b.negations % 2 else found
 
         def witnesses():
@@ -323,6 +357,12 @@ class SubStream:
 
         found = any3(witnesses())
         return not3(found) if b.negations % 2 else found
+
+    def _usable(self, types: Optional[frozenset], inside: list) -> bool:
+        """Whether one of the events ``inside`` has a type a sub-query's atoms name (None: ANY)."""
+        if types is None:
+            return True
+        return any(self.run.type_matches(t, self.events[p].type) for p in inside for t in types)
 
     def summary(self, sub, env: dict) -> Optional[Summary]:
         """The summary of a sub-query (per distinct value of the enclosing attributes it reads), or None."""
@@ -400,6 +440,8 @@ class SubStream:
         for summary in self.summaries.values():
             summary.purge(before)
         self.summaries = {k: s for k, s in self.summaries.items() if s.covered > before}
+        for indices in self.by_type.values():
+            indices.drop_before(indices.bisect_left(before))
         self.events.drop_before(before)
         self.times.drop_before(before)
 

@@ -51,7 +51,7 @@ import itertools
 import math
 from dataclasses import dataclass, field
 
-from .operators import Leaf, Select, WinOr, WinSeq, top_composites, top_seqs
+from .operators import Leaf, Select, WinAnd, WinOr, WinSeq, top_composites, top_seqs
 
 C_EVENT = 3.0  # nested: one trigger of the root per event
 C_CANDIDATE = 8.0  # nested: one outer candidate built and validated; shared: one condition check per row
@@ -218,11 +218,27 @@ def nested_cost(root, shared: dict, stats: StreamStats, summarised: bool) -> flo
 def caching_costs(root, subqueries: int, stats: StreamStats) -> dict:
     """Nested execution's sub-query lookups with views or summaries (``CACHED``) and without (None)."""
     lookups = recompute = 0.0
-    for op in top_composites(root):
-        candidates = stats.rows(op.parts) * len(op.booleans)
-        lookups += candidates
-        recompute += candidates * stats.per_window / (len(op.parts) + 1)
+    for top in top_composites(root):
+        candidates = stats.rows(top.parts)  # each validates the !/EXISTS items of its positive parts too
+        for op in _positive_composites(top):
+            lookups += candidates * len(op.booleans)
+            recompute += candidates * len(op.booleans) * stats.per_window / (len(op.parts) + 1)
     return {CACHED: C_VIEW * stats.n * subqueries + C_LOOKUP * lookups, None: C_RECOMPUTE * recompute}
+
+
+def _positive_composites(op) -> list:
+    """``op`` and the SEQs and ANDs among its positive items at any depth (not inside a sub-query)."""
+    out, stack = [], [op]
+    while stack:
+        op = stack.pop()
+        if isinstance(op, (WinSeq, WinAnd)):
+            out.append(op)
+            stack += op.parts
+        elif isinstance(op, WinOr):
+            stack += op.branches
+        elif isinstance(op, Select):
+            stack.append(op.child)
+    return out
 
 
 def choose_caching(root, subqueries: int, stats: StreamStats) -> tuple:

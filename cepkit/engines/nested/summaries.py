@@ -89,6 +89,7 @@ class SubQuery:
             self.refs = refs
         else:
             self.refs = None
+        self.types = leaf_types(op)
         self._ops: dict = {}
 
     def op_for(self, values: tuple):
@@ -101,6 +102,28 @@ class SubQuery:
             op = PlanBuilder().build(node, positive=False)
             self._ops[values] = op if independent(op) else None
         return self._ops[values]
+
+
+def leaf_types(op) -> Optional[frozenset]:
+    """The event types the atoms of a sub-query name at any depth (its ``!``/``EXISTS`` items' too); None
+    when one is ANY. An event of none of them is in no witness, nor in a witness's inner witnesses."""
+    types, stack, seen = set(), [op], set()
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if isinstance(op, Leaf):
+            if op.type is None:
+                return None
+            types.add(op.type)
+        elif isinstance(op, Select):
+            stack.append(op.child)
+        elif isinstance(op, WinOr):
+            stack += op.branches
+        elif isinstance(op, (WinSeq, WinAnd)):
+            stack += [*op.parts, *(b.sub for b in op.booleans)]
+    return frozenset(types)
 
 
 class Summary:
@@ -161,11 +184,13 @@ class Summary:
 
 class Region:
     """Events ``r0..b-1`` of a sub-stream as columns, and the ``best`` column of operators over them (None
-    where an operator has no columnar form)."""
+    where an operator has no columnar form). ``excluded`` events (an outer candidate's own) are in no result
+    and no inner witness: the columns then answer for that one candidate (docs/language.md §10.4)."""
 
-    def __init__(self, part, r0: int, b: int):
+    def __init__(self, part, r0: int, b: int, excluded: tuple = ()):
         self.part, self.r0 = part, r0
         self.index = np.arange(r0, b, dtype=np.int64)
+        self.excluded = np.asarray([p - r0 for p in excluded if r0 <= p < b], np.int64)
         self.masks: dict = {}
         self.bests: dict = {}
 
@@ -182,6 +207,9 @@ class Region:
             else:
                 types = self.part.type_column(self.r0, self.r0 + len(self.index))
                 found = np.fromiter((self.part.run.type_matches(op.type, t) for t in types), bool, len(types))
+            if len(self.excluded):
+                found = found.copy()
+                found[self.excluded] = False
         elif isinstance(op, WinOr):
             masks = [self.mask(b) for b in op.branches]
             if all(m is not None for m in masks):
