@@ -171,7 +171,9 @@ def and_rows(stream, prefix, repeat):
         t_plan, auto = timed(query, stream, repeat)
         assert it == auto, query
         cache = auto.info["cache"]
-        rows.append((query, len(auto), t_iter, t_plan, auto.info["caching"], cache["lookups"], cache["summary_lookups"]))
+        rows.append(
+            (query, len(auto), t_iter, t_plan, auto.info["caching"], cache["lookups"], cache["summary_lookups"])
+        )
     return rows
 
 
