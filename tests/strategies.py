@@ -265,6 +265,13 @@ def assert_agrees(query: str, events, engine: str, **options):
     return got
 
 
+def assert_matcher_agrees(query: str, events, engine: str, **options):
+    """A ``Matcher`` pushed every event of ``events``, then closed, reports the reference's matches."""
+    matcher = cepkit.Matcher(query, engine=engine, **options)
+    reported = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
+    assert sorted(reported) == sorted(m.key for m in cepkit.match(query, events, engine="reference")), (query, events)
+
+
 # ----------------------------------------------------------------------------- any syntax tree (tests/lang)
 # Every node kind in every place the grammar allows, with names that are never keywords. The trees are
 # syntactic: variables need not be defined (round-trip tests use ``cepkit.lang.parser.parse_tree``).

@@ -13,7 +13,7 @@ from cepkit.engines.nested.planner import StreamStats, choose_directions, shared
 from cepkit.engines.nested.summaries import _range_max
 from cepkit.engines.nested.workload import match_workload
 from cepkit.runtime.api import prepare
-from strategies import assert_agrees, nested_queries, shared_nested_queries, streams
+from strategies import assert_agrees, assert_matcher_agrees, nested_queries, shared_nested_queries, streams
 
 
 def _events(labels: str, **attrs):
@@ -58,9 +58,7 @@ def test_the_planner_falls_back_exactly_on_any_nested_query(query, events, plan)
 @settings(max_examples=30, deadline=None)
 @given(shared_nested_queries(), streams(max_size=10))
 def test_the_incremental_matcher_with_summaries_reports_the_reference_matches(query, events):
-    matcher = cepkit.Matcher(query, engine="nested")
-    reported = [m.key for e in events for m in matcher.push(e)] + [m.key for m in matcher.close()]
-    assert sorted(reported) == sorted(m.key for m in cepkit.match(query, events, engine="reference"))
+    assert_matcher_agrees(query, events, "nested")
 
 
 @settings(max_examples=100, deadline=None)
