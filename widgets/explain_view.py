@@ -63,7 +63,7 @@ class ExplainView(widgets.VBox):
     ):
         self.query = cepkit.parse(query, hierarchy)
         self.stream = as_stream(events)
-        self.strategy, self.hierarchy, self.max_events = strategy, hierarchy, max_events
+        self.strategy, self.hierarchy, self.max_events, self.tz = strategy, hierarchy, max_events, tz
         self.explanation = None
         self.near_misses = None
         self.canvas = EventCanvas(self.stream, tz)  # events placed and described as on the timeline, in tz
@@ -108,7 +108,7 @@ class ExplainView(widgets.VBox):
     # ------------------------------------------------------------------ public
     def explain(self, candidate) -> "cepkit.Explanation":
         """Explain ``candidate`` (positions or bindings) and show it."""
-        self.explanation = cepkit.explain(self.query, self.stream, candidate, self.strategy, self.hierarchy)
+        self.explanation = cepkit.explain(self.query, self.stream, candidate, self.strategy, self.hierarchy, self.tz)
         self.candidate = self.explanation.positions
         return self.explanation
 
@@ -127,7 +127,7 @@ class ExplainView(widgets.VBox):
         )
         try:
             self.near_misses = cepkit.why_not(
-                self.query, self.stream, limit=limit, strategy=self.strategy, hierarchy=self.hierarchy
+                self.query, self.stream, limit=limit, strategy=self.strategy, hierarchy=self.hierarchy, tz=self.tz
             )
         except Exception as err:
             self.misses_note.value = f"<span style='color:{CHOSEN}'>{html.escape(str(err))}</span>"
@@ -155,7 +155,7 @@ class ExplainView(widgets.VBox):
         elif self.explanation is None or self.explanation.positions != self.candidate:
             try:
                 self.explanation = cepkit.explain(
-                    self.query, self.stream, self.candidate, self.strategy, self.hierarchy
+                    self.query, self.stream, self.candidate, self.strategy, self.hierarchy, self.tz
                 )
             except ValueError as err:
                 self.explanation = None

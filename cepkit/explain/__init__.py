@@ -16,8 +16,8 @@ __all__ = ["why_not", "Explanation", "NearMisses", "Reason", "KINDS"]
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(self, query, events, candidate, strategy=None, hierarchy=None) -> Explanation:
-        return _explain(query, events, candidate, strategy, hierarchy)
+    def __call__(self, query, events, candidate, strategy=None, hierarchy=None, tz=None) -> Explanation:
+        return _explain(query, events, candidate, strategy, hierarchy, tz)
 
     __call__.__doc__ = _explain.__doc__
 

@@ -27,6 +27,7 @@ from dataclasses import replace
 from typing import Mapping, Optional
 
 import numpy as np
+import pandas as pd
 
 from ..lang import ast as A
 from ..lang.printer import pretty
@@ -50,7 +51,9 @@ RULES = {  # why a ranked strategy prefers a rival (docs/language.md §5, [CEL] 
 }
 
 
-def explain(query, events, candidate, strategy: Optional[str] = None, hierarchy=None) -> Explanation:
+def explain(
+    query, events, candidate, strategy: Optional[str] = None, hierarchy=None, tz: Optional[str] = None
+) -> Explanation:
     """Whether ``candidate`` is a match of ``query`` over ``events``, with the reasons clause by clause.
 
     Parameters
@@ -65,6 +68,8 @@ def explain(query, events, candidate, strategy: Optional[str] = None, hierarchy=
         A selection strategy overriding the query's own.
     hierarchy : Hierarchy or mapping, optional
         The type hierarchy the query's types refer to.
+    tz : str, optional
+        The time zone the reasons print datetime ts in (as given by default), e.g. a view's.
 
     Returns
     -------
@@ -90,13 +95,13 @@ def explain(query, events, candidate, strategy: Optional[str] = None, hierarchy=
     >>> e.is_match, [r.message for r in e.reasons]
     (False, ['event 5 has type T; `H AS y` needs H'])
     """
-    return Judge(query, events, strategy, hierarchy).explain(candidate)
+    return Judge(query, events, strategy, hierarchy, tz).explain(candidate)
 
 
 class Judge:
     """A query and a stream prepared for explaining many candidates (``why_not`` judges hundreds)."""
 
-    def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None):
+    def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None, tz: Optional[str] = None):
         parsed = parse(query, hierarchy)  # its spans point into .text (with_strategy keeps the text too)
         self.text = parsed.text
         # LIMIT n is judged last, on the whole result (``_limited``): every other clause on the query without it
@@ -106,6 +111,7 @@ class Judge:
         self.query = parsed.with_strategy(strategy) if strategy is not None else parsed
         self.strategy_given = strategy is not None
         self.stream = Stream.from_any(events)
+        self.tz = tz
         self.evaluation = Evaluation(self.query)
         self.pattern = self.evaluation.pattern
         order = np.argsort(self.stream.times, kind="stable")  # logical order (docs/language.md §10.1)
@@ -126,6 +132,13 @@ class Judge:
         for members in np.split(grouped, bounds) if len(grouped) else []:
             self.partitions[self._key(self.stream[int(members[0])])] = members.tolist()
         self._times = {key: self.stream.times[members].tolist() for key, members in self.partitions.items()}
+
+    def when(self, event) -> str:
+        """An event's ts as the reasons print it: datetimes in ``tz`` when one is given."""
+        if self.tz is None or not self.stream.ts_is_datetime:
+            return str(event.ts)
+        stamp = pd.Timestamp(event.ts)
+        return str((stamp if stamp.tzinfo else stamp.tz_localize("UTC")).tz_convert(self.tz))
 
     # ------------------------------------------------------------------ entry
     def explain(self, candidate) -> Explanation:
@@ -459,7 +472,8 @@ class _Case:
             unit = f" {within.unit}" if within.unit else ""
             message = (
                 f"span {_fmt(round(seconds / scale, 3))}{unit} {'<=' if fits else '>'} {written}, from "
-                f"event {first.position} at ts {first.ts} to event {last.position} at ts {last.ts}"
+                f"event {first.position} at ts {self.judge.when(first)} to event {last.position} at ts "
+                f"{self.judge.when(last)}"
             )
             values = {"span": seconds, "limit": within.seconds}
         if not fits:

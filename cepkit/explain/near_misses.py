@@ -34,6 +34,7 @@ def why_not(
     margin: float = 0.5,
     depth: int = 2,
     budget: int = 300,
+    tz: Optional[str] = None,
 ) -> NearMisses:
     """The near misses of ``query`` over ``events``: up to ``limit`` ``Explanation``s, fewest failed clauses
     first (then those closest to passing: a comparison's values, a window's excess, relative), with ``.complete`` telling whether the bounded search was exhaustive.
@@ -59,6 +60,8 @@ def why_not(
         The most clauses dropped at once.
     budget : int, default 300
         The most candidates judged.
+    tz : str, optional
+        The time zone the reasons print datetime ts in (as given by default).
 
     Returns
     -------
@@ -86,7 +89,7 @@ def why_not(
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    judge = Judge(query, events, strategy, hierarchy)
+    judge = Judge(query, events, strategy, hierarchy, tz)
     clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
     found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
     if judge.limit is not None:  # the matches LIMIT leaves out are near misses (one clause failed)

@@ -11,3 +11,21 @@ def test_the_search_covers_the_whole_stream_not_its_first_candidates():
     assert misses[0].positions == (1998, 1999) and not misses.complete
     assert 0 < misses.searched <= 50 and "taken evenly over the whole stream from 1,000" in misses.summary()
     assert max(p for m in misses for p in m.positions) == 1999
+
+
+def test_reasons_print_datetimes_in_the_time_zone_asked_for():
+    """A view in a time zone (the Workbench's ``tz``) reads its reasons in that zone, not in UTC."""
+    import pandas as pd
+
+    events = pd.DataFrame(
+        {"type": ["A", "B"], "ts": pd.to_datetime(["2013-06-02 16:00:00", "2013-06-02 16:02:30"], utc=True)}
+    )
+    query = "SEQ(A a, B b) WITHIN 2 min"
+    (utc,) = [r.message for r in cepkit.explain(query, events, (0, 1)).reasons if "span" in r.message]
+    assert "at ts 2013-06-02 16:00:00+00:00 to event 1 at ts 2013-06-02 16:02:30+00:00" in utc
+    (new_york,) = [
+        r.message for r in cepkit.explain(query, events, (0, 1), tz="America/New_York").reasons if "span" in r.message
+    ]
+    assert "at ts 2013-06-02 12:00:00-04:00 to event 1 at ts 2013-06-02 12:02:30-04:00" in new_york
+    misses = cepkit.why_not(query, events, tz="America/New_York")
+    assert any("12:00:00-04:00" in r.message for m in misses for r in m.reasons)

@@ -319,6 +319,8 @@ def test_the_views_follow_the_picked_match_in_one_time_zone():
     explain = wb.tabs.children[TABS.index("Explain")].children[0]
     assert explain.canvas.tz == "America/New_York" and "EDT" in explain.canvas.event_text(2400)
     assert explain.plot.figure["layout"]["xaxis"]["title"]["text"] == "ts (America/New_York)"
+    window = [r.message for r in explain.explanation.reasons if "span" in r.message]
+    assert window and "at ts 2013-06-02 12:00:00-04:00 to event 2401" in window[0]  # the reasons too
     wb.selected = None
     assert wb.timeline.figure.layout.xaxis.autorange is True
 
