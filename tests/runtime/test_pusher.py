@@ -72,7 +72,7 @@ def agree(query, rows, engine, **options):
     return expected
 
 
-@pytest.mark.parametrize("engine", ["automaton", "stack", "reference"])
+@pytest.mark.parametrize("engine", ["automaton", "stack", "ses", "rcep", "reference"])
 @pytest.mark.parametrize("feature", sorted(EXAMPLES))
 def test_the_pusher_returns_what_push_returns_on_every_feature(engine, feature):
     query = EXAMPLES[feature]

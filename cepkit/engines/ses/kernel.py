@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...lang.window import ULPS
 from ..compiled import grow, jit, phi
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
@@ -376,3 +377,75 @@ def _robust(
             else:  # every child failed: their event is noise here
                 tree[SCAN, x], tree[CLO, x] = tree[AT, x] + 1, -1
     return tree, out
+
+
+@jit
+def close_windows(coord, ints, kval, kok, lo, hi, n, span, params, moves, final, joins, chains):
+    """``run_windows`` over an incremental matcher's kept events (``step.SesStep``: in arrival order,
+    ``coord`` the times, ``ints`` rows the variable masks, window key codes and positions, ``kval`` and
+    ``kok`` the join and chain keys), evaluating the windows of the W[0]s in [lo, hi) (those the current
+    event closes) over the events [lo, n): grouped by key code (stably) and laid out here, so the caller
+    builds nothing per call. ``params``: the first set's mask, two_phase, keep_skips, robust, lookahead
+    and whether the codes may differ; ``joins`` and ``chains`` the rows of ``run_windows``' join and
+    chain arguments. Returns ``run_windows``' result."""
+    m = n - lo
+    if params[5]:
+        order = np.argsort(ints[1, lo:n], kind="mergesort")
+    else:
+        order = np.arange(m)
+    grouped_coord = np.empty(m)
+    grouped_vars = np.empty(m, dtype=np.int64)
+    grouped_code = np.empty(m, dtype=np.int64)
+    positions = np.empty(m, dtype=np.int64)
+    todo = np.zeros(m, dtype=np.bool_)
+    limits = np.empty(m)
+    keys = kval.shape[0]
+    values = np.empty((keys, m))
+    valid = np.empty((keys, m), dtype=np.bool_)
+    for i in range(m):
+        j = lo + order[i]
+        c = coord[j]
+        grouped_coord[i], grouped_vars[i], grouped_code[i], positions[i] = c, ints[0, j], ints[1, j], ints[2, j]
+        todo[i] = j < hi
+        # ``lang.window.time_limits``: the span with its float allowance at this event's scale
+        limits[i] = span + ULPS * np.spacing(max(max(abs(c), abs(span)), 1.0)) if np.isfinite(span) else span
+        for k in range(keys):
+            values[k, i], valid[k, i] = kval[k, j], kok[k, j]
+    group_end = np.empty(m, dtype=np.int64)
+    end = m
+    for i in range(m - 1, -1, -1):
+        if i < m - 1 and grouped_code[i] != grouped_code[i + 1]:
+            end = i + 1
+        group_end[i] = end
+    arity = moves.shape[2]
+    counts = np.zeros((arity, m + 1), dtype=np.int64)
+    for v in range(arity):
+        for i in range(m):
+            counts[v, i + 1] = counts[v, i] + (grouped_vars[i] >> v & 1)
+    return run_windows(
+        grouped_coord,
+        grouped_vars,
+        group_end,
+        positions,
+        counts,
+        todo,
+        moves,
+        final,
+        params[0],
+        limits,
+        params[1] != 0,
+        params[2] != 0,
+        params[3] != 0,
+        params[4] != 0,
+        values,
+        valid,
+        joins[0],
+        joins[1],
+        joins[2],
+        joins[3],
+        joins[4],
+        chains[0],
+        chains[1],
+        chains[2],
+        chains[3],
+    )

@@ -36,6 +36,7 @@ from .batch import Columns, Layout, evaluate, run as columnar_run
 from .conditions import Conjunct
 from .execution import CompiledAutomaton, robust_by_filter, run_window, run_window_robust
 from .pattern import HIDDEN, SetPattern
+from .step import SesStep, runs as runs_step
 from .windows import Entry, MatchWindow
 
 
@@ -245,19 +246,30 @@ class SesMatcher(IncrementalPlan):
         self.last_position = -1
         self._now = -math.inf  # the latest time seen
         self._tail: Optional[Stream] = None  # the open windows as columns (``extend``), or None
+        self.stepping = None  # the ``step.SesStep`` holding the open windows (``Matcher.pusher``), or None
         self._tail_coord = np.zeros(0)
         self.opened = self.evaluated = self.max_window = 0
         # RETURN keys already reported: the windows of two starts can hold matches that project to the same
         # (C, beta), one match (docs/language.md §10.2), reported once, when the first of those windows closes
         self.projected = None if plan.select is None else ReportedOnce(plan.query.window_seconds)
 
+    def step(self, columns: tuple):
+        """``step.SesStep`` for ``cepkit.Matcher.pusher`` when it runs the plan (``step.runs``), else None."""
+        if self.log is not None or self.batch is not None or not runs_step(self.plan):
+            return None
+        return SesStep(self, columns)
+
     def push(self, event) -> list:
+        if self.stepping is not None:
+            self.stepping.hand_back()
         if self._tail is not None:
             self._to_windows()
         found = self._push(event)
         return found if self.projected is None else self.projected.unreported(found, event.time)
 
     def close(self) -> list:
+        if self.stepping is not None:
+            self.stepping.hand_back()
         if self._tail is not None:
             tail, coord = self._tail, self._tail_coord
             self._tail = None
@@ -276,6 +288,8 @@ class SesMatcher(IncrementalPlan):
         in the order pushing the events one by one returns them. Event by event (``push``) when the plan
         or the batch is not one the kernel runs, for ``match_windows``' log, and out of time order."""
         plan = self.plan
+        if self.stepping is not None:
+            self.stepping.hand_back()
         if (
             plan.layout is None
             or self.log is not None
