@@ -31,6 +31,7 @@ import numpy as np
 from ..compiled import grow, jit, phi
 from .joins import hybrid_into
 
+SMALL = 16  # rows of one trigger put in order by an insertion sort
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
 
 
@@ -186,11 +187,11 @@ def _gallop(values, lo, hi, x):
 
 
 @jit
-def _next_bit(words, base, start, stop):
-    """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[base:]``; -1."""
+def _next_bit(words, d, base, start, stop):
+    """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[d, base:]``; -1."""
     i = start
     while i < stop:
-        word = words[base + (i >> 6)] >> np.uint64(i & 63)
+        word = words[d, base + (i >> 6)] >> np.uint64(i & 63)
         if word == 0:
             i = ((i >> 6) + 1) << 6
             continue
@@ -293,17 +294,20 @@ def _before(offsets, positions, keys, full, i, j):
 
 
 @jit
-def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells, order, spare, counts, held, moved):
+def _radix_order(
+    offsets, positions, keys, begin, end, full, key_bits, key_cells, depth, order, spare, counts, held, moved
+):
     """``order[:end - begin]``: rows ``begin:end`` by their keys, a least-significant-digit-first radix
-    sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes); rows with equal
-    keys, when not ``full``, then by their positions (an insertion sort of each such run)."""
+    sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes) over the cells the
+    longest row (``depth`` cells) reaches, the rest being zeros; rows with equal keys, when not ``full``,
+    then by their positions (an insertion sort of each such run)."""
     m = end - begin
     digits = 1 << key_bits
     mask = np.uint64(digits - 1)
     for i in range(m):
         order[i] = begin + i
         held[i] = keys[begin + i]
-    for p in range(key_cells):
+    for p in range(key_cells - min(depth, key_cells), key_cells):  # the cells past every row are zeros
         shift = np.uint64(p * key_bits)
         counts[: digits + 1] = 0
         for i in range(m):
@@ -338,13 +342,22 @@ def _radix_order(offsets, positions, keys, begin, end, full, key_bits, key_cells
 def _sort_rows(
     offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
 ):
-    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (a
-    merge sort of row numbers by their ``keys``, unless ``ordered``: ``order`` holds them, by
-    ``_radix_order``; then the rows moved); False when two of them have the same positions."""
+    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (an
+    insertion sort of row numbers by their ``keys`` up to ``SMALL`` rows, a merge sort past it, unless
+    ``ordered``: ``order`` holds them, by ``_radix_order``; then the rows moved, unless already in
+    order); False when two of them have the same positions."""
     m = end - begin
     if not ordered:
         for i in range(m):
             order[i] = begin + i
+    if not ordered and m <= SMALL:  # insertion sort, stable
+        for x in range(1, m):
+            row, y = order[x], x
+            while y > 0 and _before(offsets, positions, keys, full, row, order[y - 1]):
+                order[y] = order[y - 1]
+                y -= 1
+            order[y] = row
+        ordered = True
     width = 1
     while width < m and not ordered:  # bottom-up merge sort, stable
         for lo in range(0, m, 2 * width):
@@ -367,10 +380,15 @@ def _sort_rows(
             for x in range(lo, k):
                 order[x] = spare[x]
         width *= 2
-    distinct = True
+    distinct, moved = True, False
     for i in range(1, m):
-        if not _row_less(offsets, positions, order[i - 1], order[i]):
+        if keys[order[i - 1]] == keys[order[i]] and not _row_less(offsets, positions, order[i - 1], order[i]):
             distinct = False
+    for i in range(m):
+        if order[i] != begin + i:
+            moved = True
+    if not moved:
+        return distinct
     base, at = offsets[begin], 0
     for i in range(m):
         r = order[i]
@@ -535,6 +553,7 @@ def recompute(
             key_bits += 1
         key_cells = 64 // key_bits
         full = True  # every row of this trigger fits its key
+        depth_max = 0
         # 1. range queries, right to left
         if kleene[last]:
             first[last] = window_first[last, i_trigger]
@@ -696,7 +715,7 @@ def recompute(
         while top >= 0:
             s, d = frame_slot[top], frame_depth[top]
             if frame_kind[top] == 0:
-                row = _next_bit(allow[d], word_base[s], frame_cursor[top], frame_stop[top])
+                row = _next_bit(allow, d, word_base[s], frame_cursor[top], frame_stop[top])
             else:
                 head = bound_row[d - 1]
                 if lazy and not dag_ready[dag_base[s] + head]:
@@ -726,7 +745,7 @@ def recompute(
                 else:
                     row = frame_cursor[top]
                     while True:
-                        row = _next_bit(allow[d], word_base[s], row, head)
+                        row = _next_bit(allow, d, word_base[s], row, head)
                         if row < 0:
                             break
                         w = dag_base[s] + head * words[s] + (row >> 6)
@@ -742,7 +761,8 @@ def recompute(
             else:
                 frame_cursor[top] = row + 1
                 # bind: narrow every earlier slot joined with s to the rows joining this one
-                allow[d + 1, :total] = allow[d, :total]
+                for w in range(total):
+                    allow[d + 1, w] = allow[d, w]
                 alive = True
                 for p in range(n_pairs):
                     if pair_right[p] != s:
@@ -799,6 +819,7 @@ def recompute(
                 if n_out >= len(row_keys):
                     row_keys = grow(row_keys, n_out + 1)
                 row_keys[n_out] = key
+                depth_max = max(depth_max, depth_next)
                 n_written += depth_next
                 n_out += 1
                 if n_out + 1 > len(out_offsets):
@@ -823,7 +844,7 @@ def recompute(
             if len(scratch_positions) < cells:
                 scratch_positions = np.zeros(2 * cells, dtype=np.int64)
                 scratch_variables = np.zeros(2 * cells, dtype=np.int64)
-            radix = (1 << key_bits) <= 4 * m
+            radix = m > SMALL and (1 << key_bits) <= 4 * m
             if radix:
                 if len(held) < m:
                     held, moved = np.zeros(2 * m, dtype=np.uint64), np.zeros(2 * m, dtype=np.uint64)
@@ -838,6 +859,7 @@ def recompute(
                     full,
                     key_bits,
                     key_cells,
+                    depth_max,
                     order,
                     spare,
                     counts,

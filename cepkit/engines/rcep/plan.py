@@ -115,6 +115,13 @@ class RcepPlan(Plan):
         )
         self._stats = Stats()
 
+    def fresh(self) -> "RcepPlan":
+        """The same slots, key functions and judge, no run statistics (``cepkit.match``'s plan cache: a
+        repeated query is neither parsed nor compiled again; each matcher takes its own judge)."""
+        plan = object.__new__(RcepPlan)  # not copy.copy: it would go through __reduce__ and compile again
+        plan.__dict__.update(self.__dict__, _stats=Stats())
+        return plan
+
     def __reduce__(self):
         # Key functions are closures: a plan travels (pickle, Spark) as what it was compiled from.
         return RcepPlan, (self.query, self.join)
