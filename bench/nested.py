@@ -19,6 +19,7 @@ average is printed); ratios are against a baseline measured in the same run:
   plan against the iterative baseline.
 - Flat queries on ``nested`` against the ``stack`` engine; [LIU] §5.5's complex workload E1-E7
   (``match_workload``) against its queries run one by one.
+- ``Matcher.extend`` of DataFrame micro-batches through the shared plan against pushing their events.
 - ``--full``: 1,000,000 trades from a DataFrame, the Plan-Finder's plan, events per second end to end.
 
 Run from the repository: ``python bench/nested.py`` (``--quick`` for a smoke run).
@@ -224,6 +225,31 @@ def workload_row(stream, big, window, repeat):
     )
 
 
+def extend_rows(n: int, batches=(100, 1000, 10000)):
+    """``Matcher.extend`` of DataFrame micro-batches: the shared plan over the kept window and each batch,
+    against the same batches pushed event by event (``plan="nested"``, what every batch did before), events
+    per CPU second; both emit the same matches as ``cepkit.match``."""
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame(
+        {"type": rng.choice(TICKERS, n), "ts": np.arange(n, dtype=np.int64), "price": rng.integers(0, 100, n)}
+    )
+    rows = []
+    for query in (children_query(2, 40), length_query(4, 40)):
+        expected = sorted(m.key for m in cepkit.match(query, frame, engine="nested"))
+        rates = {}
+        for options, sizes in (({"plan": "nested"}, batches[1:2]), ({}, batches)):
+            for size in sizes:
+                matcher = cepkit.Matcher(query, engine="nested", keep=False, **options)
+                start = time.process_time()
+                found = [m.key for k in range(0, n, size) for m in matcher.extend(frame.iloc[k : k + size])]
+                found += [m.key for m in matcher.close()]
+                rates[options.get("plan", "shared"), size] = n / (time.process_time() - start)
+                assert sorted(found) == expected, (query, options, size)
+        pushed = rates["nested", batches[1]]
+        rows.append((query, len(expected), pushed, [(size, rates["shared", size]) for size in batches]))
+    return rows
+
+
 def full_rows(n: int):
     rng = np.random.default_rng(0)
     frame = pd.DataFrame(
@@ -305,6 +331,11 @@ def main():
         f"on {10 * n_flat // 2} events: one by one {t_alone_big:.3f} s, workload {t_work_big:.3f} s: "
         f"{t_alone_big / t_work_big:.1f}x"
     )
+
+    print(f"\nMatcher.extend of DataFrame micro-batches, {n_flat} events: events per CPU second")
+    for query, matches, pushed, shared in extend_rows(n_flat):
+        cells = ", ".join(f"batches of {size}: {rate:,.0f} ({rate / pushed:.1f}x)" for size, rate in shared)
+        print(f"{query}  {matches} matches\n  pushed event by event {pushed:,.0f}; shared {cells}")
 
     if args.full:
         print("\n1,000,000 trades from a DataFrame, cepkit.match(...).positions(), the Plan-Finder's plan")

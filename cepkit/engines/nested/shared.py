@@ -28,7 +28,7 @@ import numpy as np
 from ...lang import ast as A
 from ...lang.values import NotVectorizable, condition_values
 from ...lang.window import first_fitting_all, past_fitting_all
-from ...runtime.match_arrays import MatchArrays
+from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...semantics.conditions import holds
 from .operators import Select, WinOr, WinSeq
 from .summaries import Region, _variable
@@ -238,10 +238,12 @@ def run_shared(
     directions: Optional[list] = None,
     owners: Optional[list] = None,
     selects: Optional[list] = None,
+    at_last: bool = False,
 ) -> tuple:
     """Every sub-stream's matches of ``branches`` (``top_branches``) as ``MatchArrays``, and counters: one
     for all, or, with ``owners`` (a query number per branch) and ``selects`` (each query's RETURN), a list
-    with one per query (a workload: ``workload``)."""
+    with one per query (a workload: ``workload``). ``at_last``: each row's ``emitted_at`` is its last
+    position (a micro-batch's matches, ``NestedMatcher.extend``)."""
     directions = directions or ["suffix"] * len(branches)
     owned = owners or [0] * len(branches)
     selects = selects or [execution.select]
@@ -259,7 +261,7 @@ def run_shared(
             out[owner].add(where, kept)
         for k in stats:
             stats[k] += shared.stats[k]
-    found = [rows.arrays() for rows in out]
+    found = [rows.arrays(at_last) for rows in out]
     return (found if owners else found[0]), stats
 
 
@@ -282,7 +284,7 @@ class _Rows:
         self.offsets.append(self.total + width * np.arange(1, count + 1, dtype=np.int64))
         self.total += width * count
 
-    def arrays(self) -> MatchArrays:
+    def arrays(self, at_last: bool = False) -> MatchArrays:
         if not self.positions:
             return MatchArrays.from_bindings(np.zeros(1, np.int64), [], [], [], [])
         return MatchArrays.from_bindings(
@@ -291,4 +293,5 @@ class _Rows:
             np.concatenate(self.variables),
             list(self.names),
             [False] * len(self.names),
+            AT_LAST if at_last else None,
         )
