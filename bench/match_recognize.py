@@ -81,14 +81,16 @@ def spark_side_by_side(copies: int = 1) -> None:
 
 
 # Flink takes no physical offsets (PREV) in DEFINE: the V-shape written with logical ones (LAST(B.price, 1),
-# the B before), which means the same here since the rows of A B+ C are contiguous. cepkit runs it on the
-# reference matcher (a DEFINE reading other variables' rows).
+# the B before), which means the same here since the rows of A B+ C are contiguous. DEFINE reads other
+# variables' rows: the VM runs it with per-thread registers.
 FLINK_QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
     MEASURES FIRST(A.ts) AS start_ts, LAST(B.price) AS low, C.price AS back, COUNT(B.price) AS falls
     ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
     PATTERN (A B+ C)
     DEFINE B AS (LAST(B.price, 1) IS NULL AND B.price < A.price) OR B.price < LAST(B.price, 1),
            C AS C.price > LAST(B.price) + 5)"""
+
+QUERIES["V-shape, logical offsets (Flink's)"] = FLINK_QUERY
 
 FLINK_JOB = """
 import sys, time

@@ -1,29 +1,257 @@
-"""The Pike VM that runs a compiled row pattern (``program.py``) over every partition, when each DEFINE
-condition reads only its own row and rows at fixed offsets from it (so a row's variables are known
-before matching: ``holds[row, var]``).
+"""The Pike VM that runs a compiled row pattern (``program.py``) over every partition.
+
+A DEFINE condition's conjuncts that read only their row and rows at fixed offsets from it are known before
+matching (``holds[row, var]``); the others (``conditions.py``: another variable's rows, FIRST / LAST,
+CLASSIFIER, MATCH_NUMBER) are short postfix programs run when a thread tries a row, over the thread's
+registers: the rows last and first mapped to each variable or subset they read, kept per path node.
 
 One function, numba-compiled when numba is installed and plain Python otherwise (tests run both). Each
 start row runs the threads in preferment order; the first thread to reach MATCH cuts the threads after
 it, and a thread before it that matches later replaces it: the match a backtracking matcher finds first.
-The threads' paths share an arena of (row, variable, excluded, parent) nodes, reset per start row.
+Two threads at one instruction and row are one (the later, less preferred, dropped) when their registers
+that a condition still to come reads are equal: they have the same future. The threads' paths share an
+arena of (row, variable, excluded, parent, registers) nodes, reset per start row.
 """
 
 from __future__ import annotations
 
+
 import numpy as np
 
 from ..engines.compiled import grow, jit
+from .conditions import (
+    OP_ADD,
+    OP_AND,
+    OP_CONST,
+    OP_DIV,
+    OP_EQ,
+    OP_GE,
+    OP_GT,
+    OP_IN,
+    OP_ISNULL,
+    OP_LE,
+    OP_LOAD,
+    OP_LT,
+    OP_MOD,
+    OP_MUL,
+    OP_NE,
+    OP_NEG,
+    OP_NOT,
+    OP_NOTNULL,
+    OP_NUMBER,
+    OP_OR,
+    OP_SUB,
+    RS_CUR,
+    RS_FIRST_INCL,
+    RS_REG,
+    RS_UFIRST,
+)
 from .program import END, JMP, MATCH, SPLIT, START
 
 SKIP_PAST_LAST, SKIP_NEXT_ROW, SKIP_FIRST, SKIP_LAST = range(4)
-OK, NO_SKIP_ROW, SKIP_LOOPS = range(3)
+OK, NO_SKIP_ROW, SKIP_LOOPS, FULL = range(4)
 
 
 @jit
-def _closure(op, a, b, pc, node, pos, p0, p1, generation, mark, stack_pc, stack_node, out_pc, out_node, n_out):
+def _same(node_regs, n_regs, live, q, x, y):
+    """Whether nodes ``x`` and ``y`` (-1: no row mapped yet, every register empty) hold the same rows in
+    the registers live at instruction ``q``."""
+    for r in range(n_regs):
+        if live[q, r]:
+            vx = -1 if x < 0 else node_regs[x * n_regs + r]
+            vy = -1 if y < 0 else node_regs[y * n_regs + r]
+            if vx != vy:
+                return False
+    return True
+
+
+@jit
+def _update(node_regs, n_regs, parent, new, var, pos, upd):
+    """The registers of node ``new``: its parent's, with row ``pos`` mapped to ``var``."""
+    u_start, u_last, u_nlast, u_first, u_nfirst = upd
+    o = new * n_regs
+    if parent < 0:
+        for r in range(n_regs):
+            node_regs[o + r] = -1
+    else:
+        q = parent * n_regs
+        for r in range(n_regs):
+            node_regs[o + r] = node_regs[q + r]
+    for u in range(u_start[var], u_start[var + 1]):
+        lb = o + u_last[u]
+        for i in range(u_nlast[u] - 1, 0, -1):
+            node_regs[lb + i] = node_regs[lb + i - 1]
+        if u_nlast[u] > 0:
+            node_regs[lb] = pos
+        fb = o + u_first[u]
+        for i in range(u_nfirst[u]):
+            if node_regs[fb + i] < 0:
+                node_regs[fb + i] = pos
+                break
+
+
+@jit
+def _condition(var, pos, start, p0, p1, number, node, node_regs, n_regs, cond, rowbuf, sv, sn):
+    """Whether the program of ``var``'s condition is true at row ``pos``, for the thread at ``node``
+    (``conditions.py`` gives the rows it reads and the operators; SQL's three-valued logic)."""
+    r_start, r_kind, r_reg, r_k, r_lo, r_hi, r_shift, c_start, c_op, c_a, c_b, consts, values, nulls = cond
+    base = r_start[var]
+    for s in range(base, r_start[var + 1]):
+        kind = r_kind[s]
+        if kind == RS_CUR:
+            r = pos
+        elif kind == RS_REG or kind == RS_FIRST_INCL:
+            r = -1 if node < 0 else node_regs[node * n_regs + r_reg[s]]
+            if r < 0 and kind == RS_FIRST_INCL:
+                # the tried row is the group's k-th when k rows of it were mapped before
+                if r_k[s] == 0 or (node >= 0 and node_regs[node * n_regs + r_reg[s] - 1] >= 0):
+                    r = pos
+        elif kind == RS_UFIRST:
+            r = start + r_k[s]
+            if r > pos:
+                r = -1
+        else:
+            r = pos - r_k[s]
+            if r < start:
+                r = -1
+        if r >= 0:
+            if r + r_lo[s] < p0 or r + r_hi[s] >= p1:
+                r = -1
+            else:
+                r += r_shift[s]
+        rowbuf[s - base] = r
+    sp = 0
+    for i in range(c_start[var], c_start[var + 1]):
+        o = c_op[i]
+        if o == OP_CONST:
+            sv[sp] = consts[c_a[i]]
+            sn[sp] = c_b[i]
+            sp += 1
+        elif o == OP_LOAD:
+            r = rowbuf[c_b[i]]
+            if r < 0:
+                sv[sp] = 0.0
+                sn[sp] = 1
+            else:
+                sv[sp] = values[c_a[i], r]
+                sn[sp] = nulls[c_a[i], r]
+            sp += 1
+        elif o == OP_NUMBER:
+            sv[sp] = number
+            sn[sp] = 0
+            sp += 1
+        elif o == OP_NEG:
+            sv[sp - 1] = -sv[sp - 1]
+        elif o <= OP_MOD:
+            sp -= 1
+            x = sv[sp - 1]
+            y = sv[sp]
+            null = sn[sp - 1] | sn[sp]
+            z = 0.0
+            if o == OP_ADD:
+                z = x + y
+            elif o == OP_SUB:
+                z = x - y
+            elif o == OP_MUL:
+                z = x * y
+            elif y == 0.0:
+                null = 1
+            elif o == OP_DIV:
+                z = x / y
+            else:
+                z = np.fmod(x, y)
+            sv[sp - 1] = z
+            sn[sp - 1] = null
+        elif o <= OP_GE:
+            sp -= 1
+            x = sv[sp - 1]
+            y = sv[sp]
+            if o == OP_EQ:
+                t = x == y
+            elif o == OP_NE:
+                t = x != y
+            elif o == OP_LT:
+                t = x < y
+            elif o == OP_LE:
+                t = x <= y
+            elif o == OP_GT:
+                t = x > y
+            else:
+                t = x >= y
+            sv[sp - 1] = 1.0 if t else 0.0
+            sn[sp - 1] = sn[sp - 1] | sn[sp]
+        elif o == OP_AND or o == OP_OR:
+            n = c_a[i]
+            any_true = False
+            any_false = False
+            any_null = False
+            for j in range(sp - n, sp):
+                if sn[j]:
+                    any_null = True
+                elif sv[j] != 0.0:
+                    any_true = True
+                else:
+                    any_false = True
+            sp -= n - 1
+            decided = any_false if o == OP_AND else any_true
+            sv[sp - 1] = (0.0 if o == OP_AND else 1.0) if decided else (1.0 if o == OP_AND else 0.0)
+            sn[sp - 1] = 0 if decided else (1 if any_null else 0)
+        elif o == OP_NOT:
+            sv[sp - 1] = 0.0 if sv[sp - 1] != 0.0 else 1.0
+        elif o == OP_ISNULL or o == OP_NOTNULL:
+            null = sn[sp - 1] != 0
+            sv[sp - 1] = 1.0 if null == (o == OP_ISNULL) else 0.0
+            sn[sp - 1] = 0
+        elif o == OP_IN:
+            n = c_a[i]
+            arg = sp - n - 1
+            if sn[arg] == 0:
+                found = False
+                unknown = False
+                for j in range(arg + 1, sp):
+                    if sn[j]:
+                        unknown = True
+                    elif sv[j] == sv[arg]:
+                        found = True
+                if found:
+                    sv[arg] = 0.0 if c_b[i] else 1.0
+                elif unknown:
+                    sn[arg] = 1
+                else:
+                    sv[arg] = 1.0 if c_b[i] else 0.0
+            sp = arg + 1
+    return sn[0] == 0 and sv[0] != 0.0
+
+
+@jit
+def _closure(
+    op,
+    a,
+    b,
+    pc,
+    node,
+    pos,
+    p0,
+    p1,
+    generation,
+    mark,
+    stack_pc,
+    stack_node,
+    out_pc,
+    out_node,
+    n_out,
+    n_regs,
+    node_regs,
+    live,
+    head,
+    visit_node,
+    visit_next,
+    n_visit,
+):
     """Add the threads reachable from ``pc`` at ``pos`` without reading a row (SPLIT, JMP, anchors) to
-    ``out``, in preferment order; a pc already reached at ``pos`` (``mark``) by a preferred thread is not
-    added again. Returns the new length of ``out``."""
+    ``out``, in preferment order; a pc already reached at ``pos`` (``mark``) by a preferred thread with the
+    same live registers is not added again (``head``: per pc its first visit this generation; per visit its
+    node and the next visit at that pc). Returns the new length of ``out`` and the visits so far."""
     stack_pc[0] = pc
     stack_node[0] = node
     top = 1
@@ -32,8 +260,24 @@ def _closure(op, a, b, pc, node, pos, p0, p1, generation, mark, stack_pc, stack_
         q = stack_pc[top]
         qn = stack_node[top]
         if mark[q] == generation:
-            continue
-        mark[q] = generation
+            if n_regs == 0:
+                continue
+            e = head[q]
+            while e >= 0:
+                other = visit_node[e]
+                if other == qn or _same(node_regs, n_regs, live, q, other, qn):
+                    break
+                e = visit_next[e]
+            if e >= 0:
+                continue
+        else:
+            mark[q] = generation
+            head[q] = -1
+        if n_regs > 0:
+            visit_node[n_visit] = qn
+            visit_next[n_visit] = head[q]
+            head[q] = n_visit
+            n_visit += 1
         o = op[q]
         if o == JMP:
             stack_pc[top] = a[q]
@@ -54,15 +298,41 @@ def _closure(op, a, b, pc, node, pos, p0, p1, generation, mark, stack_pc, stack_
             out_pc[n_out] = q
             out_node[n_out] = qn
             n_out += 1
-    return n_out
+    return n_out, n_visit
 
 
 @jit
-def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_vars, begin, open_end, horizon):
+def match_partitions(
+    op,
+    a,
+    b,
+    holds,
+    bounds,
+    times,
+    within,
+    skip_kind,
+    skip_vars,
+    begin,
+    open_end,
+    horizon,
+    cond,
+    upd,
+    n_regs,
+    live,
+    number_offset,
+    threads,
+):
     """Every match of every partition. ``bounds``: each partition's first row and one past its last, in
     the sorted rows; ``begin``: the row each partition's first match is tried at; ``times`` (int64) and
     ``within`` (> 0 to apply): a row joins a match only when ``times[row] - times[start] < within``;
     ``skip_vars``: the variables AFTER MATCH SKIP TO names.
+
+    ``holds[row, var]``: the conjuncts of var's condition known before matching. ``cond``: the programs of
+    the others and the rows they read (``conditions.Conditions``), ``upd``: the register updates when a row
+    maps to each variable, ``n_regs`` registers, ``live[pc, register]``; ``number_offset`` is added to the
+    match numbers a condition reads (MATCH_NUMBER()). ``threads``: room for this many threads per row (at
+    least the program's length; with registers several threads may share a pc, and a run that needs more
+    room stops with status ``FULL``: the caller runs it again with more).
 
     ``open_end``: the partitions go on past their last row (a stream): a start row whose preferred match
     could still change with the rows to come (a thread preferred over any match found wants the next row)
@@ -72,6 +342,7 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
     Returns (status, the match where it failed, per match: partition, number, start, end, first flat index;
     flat: row, variable, excluded; per partition: the first start row not decided, its end if all were)."""
     n_prog = op.shape[0]
+    c_start = cond[7]
     cap = 1024
     m_part = np.empty(cap, np.int64)
     m_number = np.empty(cap, np.int64)
@@ -89,14 +360,24 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
     node_var = np.empty(256, np.int64)
     node_excl = np.empty(256, np.int8)
     node_parent = np.empty(256, np.int64)
-    clist_pc = np.empty(n_prog, np.int64)
-    clist_node = np.empty(n_prog, np.int64)
-    nlist_pc = np.empty(n_prog, np.int64)
-    nlist_node = np.empty(n_prog, np.int64)
+    node_regs = np.empty(256 * max(n_regs, 1), np.int64)
+    clist_pc = np.empty(threads, np.int64)
+    clist_node = np.empty(threads, np.int64)
+    nlist_pc = np.empty(threads, np.int64)
+    nlist_node = np.empty(threads, np.int64)
     mark = np.full(n_prog, -1, np.int64)
+    head = np.full(n_prog, -1, np.int64)
+    visit_node = np.empty(threads, np.int64)
+    visit_next = np.empty(threads, np.int64)
     stack_pc = np.empty(2 * n_prog + 2, np.int64)
     stack_node = np.empty(2 * n_prog + 2, np.int64)
     path = np.empty(256, np.int64)
+    n_rows = 1
+    for v in range(c_start.shape[0] - 1):
+        n_rows = max(n_rows, cond[0][v + 1] - cond[0][v])
+    rowbuf = np.empty(n_rows, np.int64)
+    sv = np.empty(max(c_start[-1], 1), np.float64)
+    sn = np.empty(max(c_start[-1], 1), np.uint8)
     generation = 0
     next_start = np.empty(bounds.shape[0], np.int64)
 
@@ -112,12 +393,34 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
             matched = -2  # -2: no match; -1: an empty path; else the last node of the path
             matched_end = start
             generation += 1
-            n_c = _closure(
-                op, a, b, 0, -1, start, p0, p1, generation, mark, stack_pc, stack_node, clist_pc, clist_node, 0
+            n_c, n_visit = _closure(
+                op,
+                a,
+                b,
+                0,
+                -1,
+                start,
+                p0,
+                p1,
+                generation,
+                mark,
+                stack_pc,
+                stack_node,
+                clist_pc,
+                clist_node,
+                0,
+                n_regs,
+                node_regs,
+                live,
+                head,
+                visit_node,
+                visit_next,
+                0,
             )
             pos = start
             while n_c > 0:
                 n_n = 0
+                n_visit = 0
                 generation += 1
                 for t in range(n_c):
                     pc = clist_pc[t]
@@ -132,22 +435,56 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                             undecided = True
                             break
                         continue
-                    if holds[pos, a[pc]] == 0:
+                    var = a[pc]
+                    if holds[pos, var] == 0:
                         continue
                     if within > 0 and times[pos] - times[start] >= within:
+                        continue
+                    if c_start[var + 1] > c_start[var] and not _condition(
+                        var,
+                        pos,
+                        start,
+                        p0,
+                        p1,
+                        number + number_offset,
+                        node,
+                        node_regs,
+                        n_regs,
+                        cond,
+                        rowbuf,
+                        sv,
+                        sn,
+                    ):
                         continue
                     if n_nodes == node_row.shape[0]:
                         node_row = grow(node_row, n_nodes + 1)
                         node_var = grow(node_var, n_nodes + 1)
                         node_excl = grow(node_excl, n_nodes + 1)
                         node_parent = grow(node_parent, n_nodes + 1)
+                        node_regs = grow(node_regs, node_row.shape[0] * max(n_regs, 1))
                     node_row[n_nodes] = pos
-                    node_var[n_nodes] = a[pc]
+                    node_var[n_nodes] = var
                     node_excl[n_nodes] = b[pc]
                     node_parent[n_nodes] = node
+                    if n_regs > 0:
+                        if n_n + n_prog > threads or n_visit + n_prog > threads:
+                            return (  # run again with room for more threads
+                                FULL,
+                                -1,
+                                m_part[:0],
+                                m_number[:0],
+                                m_start[:0],
+                                m_end[:0],
+                                m_offset[:1],
+                                flat_row[:0],
+                                flat_var[:0],
+                                flat_excl[:0],
+                                next_start,
+                            )
+                        _update(node_regs, n_regs, node, n_nodes, var, pos, upd)
                     new_node = n_nodes
                     n_nodes += 1
-                    n_n = _closure(
+                    n_n, n_visit = _closure(
                         op,
                         a,
                         b,
@@ -163,12 +500,18 @@ def match_partitions(op, a, b, holds, bounds, times, within, skip_kind, skip_var
                         nlist_pc,
                         nlist_node,
                         n_n,
+                        n_regs,
+                        node_regs,
+                        live,
+                        head,
+                        visit_node,
+                        visit_next,
+                        n_visit,
                     )
                 if undecided:
                     break
-                for t in range(n_n):
-                    clist_pc[t] = nlist_pc[t]
-                    clist_node[t] = nlist_node[t]
+                clist_pc, nlist_pc = nlist_pc, clist_pc
+                clist_node, nlist_node = nlist_node, clist_node
                 n_c = n_n
                 pos += 1
             if undecided:

@@ -19,7 +19,8 @@ import pandas as pd
 from ..errors import QueryError
 from . import ast as A
 from . import kernel as K
-from .columns import Columns, output_frame, row_local, to_series
+from .columns import Columns, output_frame, to_series
+from .conditions import Conditions, NotCompiled, compile_defines, split_define
 from .measures import Measures
 from .parser import did_you_mean, parse
 from .program import compile_pattern
@@ -240,26 +241,24 @@ def find(query: A.Recognize, frame: pd.DataFrame, matcher: str = "auto") -> Matc
     rows = _take(frame[[name for name in frame.columns if name in wanted]], order)
     bounds = _bounds(query, rows)
     times = within_times(query, rows)
-    subsets = dict(query.subsets)
-    local = all(row_local(expr, var, subsets) for var, expr in query.defines)
     if matcher not in ("auto", "vm", "reference"):
         raise ValueError(f"matcher is 'auto', 'vm' or 'reference', not {matcher!r}")
-    if matcher == "vm" and not local:
-        raise QueryError(
-            "the VM matcher needs DEFINE conditions that read only their own row and PREV / NEXT of "
-            "it; this query's run on the reference matcher",
-            query.text,
-        )
-    use_vm = matcher == "vm" or (matcher == "auto" and local)
     columns = _columns(query, rows, bounds)
-    arrays = _find_vm(query, columns, bounds, times) if use_vm else _find_reference(query, rows, bounds, times)
+    conditions, why = _compiled(query, columns) if matcher != "reference" else (None, "asked for")
+    if matcher == "vm" and conditions is None:
+        raise QueryError(f"the VM matcher does not take this query's DEFINE: {why}", query.text)
+    use_vm = conditions is not None
+    if conditions is not None:
+        arrays = _find_vm(query, columns, bounds, times, conditions)
+    else:
+        arrays = _find_reference(query, rows, bounds, times)
     return Matched(
         query,
         rows,
         bounds,
         columns,
         *arrays[:-1],
-        info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds)},
+        info={"matcher": "vm" if use_vm else "reference", "partitions": len(bounds), "why reference": why},
         frame=frame,
         order=order,
     )
@@ -280,16 +279,17 @@ def find_open(
     times = within_times(query, rows)
     bounds = np.array([[0, n]], dtype=np.int64)
     columns = _columns(query, rows, bounds)
-    subsets = dict(query.subsets)
     known = None
-    if all(row_local(expr, var, subsets) for var, expr in query.defines):
-        # The VM reads each row's DEFINE values before matching: those of the last rows, whose NEXT rows
-        # are still to come, are not known yet, and the VM's partition ends before them.
+    conditions, _ = _compiled(query, columns)
+    if conditions is not None:
+        # The VM reads each row's DEFINE values before matching (and its programs read rows up to as far
+        # ahead): those of the last rows, whose NEXT rows are still to come, are not known yet, and the
+        # VM's partition ends before them.
         if horizon is not None:
             known = max(n - reach(query.defines, "NEXT"), begin)
             if known < n:
                 horizon = int(times[known]) if times is not None else known
-        arrays = _find_vm(query, columns, bounds, times, begin, horizon, known, first_number)
+        arrays = _find_vm(query, columns, bounds, times, conditions, begin, horizon, known, first_number)
         matcher = "vm"
     else:  # the reference reads rows as it goes, and stops at the first one still to come
         arrays = _find_reference(query, rows, bounds, times, begin, horizon, first_number)
@@ -369,11 +369,20 @@ def _find_reference(
     return (*ints, np.asarray(flat_excl, dtype=np.int8), np.asarray(next_starts, dtype=np.int64))
 
 
+def _compiled(query: A.Recognize, columns: Columns) -> "tuple[Optional[Conditions], Optional[str]]":
+    """The DEFINE conditions as the VM runs them, or None and why the reference matcher runs them."""
+    try:
+        return compile_defines(query, columns), None
+    except NotCompiled as err:
+        return None, str(err)
+
+
 def _find_vm(
     query: A.Recognize,
     columns: Columns,
     bounds: np.ndarray,
     times,
+    conditions: Conditions,
     begin: int = 0,
     horizon: Optional[int] = None,
     known: Optional[int] = None,
@@ -382,9 +391,11 @@ def _find_vm(
     variables = query.variables
     program = compile_pattern(query.pattern, variables, query.text)
     holds = np.ones((columns.n, max(len(variables), 1)), dtype=np.uint8)
-    for var, expr in query.defines:
-        holds[:, variables.index(var)] = columns.holds(expr)
     subsets = dict(query.subsets)
+    for var, expr in query.defines:
+        local, _ = split_define(var, expr, subsets)
+        if local is not None:
+            holds[:, variables.index(var)] = columns.holds(local)
     skip_vars = np.zeros(max(len(variables), 1), np.bool_)
     kind = {"past_last": K.SKIP_PAST_LAST, "next_row": K.SKIP_NEXT_ROW, "first": K.SKIP_FIRST, "last": K.SKIP_LAST}[
         query.skip[0]
@@ -396,20 +407,33 @@ def _find_vm(
     times_arr = np.zeros(1, np.int64) if times is None else np.ascontiguousarray(times)
     opened = horizon is not None
     ends = bounds if known is None else np.array([[bounds[0, 0], known]], dtype=np.int64)
-    status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl, next_start = K.match_partitions(
-        program.op,
-        program.a,
-        program.b,
-        holds,
-        ends,
-        times_arr,
-        within,
-        kind,
-        skip_vars,
-        np.ascontiguousarray(bounds[:, 0]) + begin,
-        opened,
-        np.full(len(bounds), horizon if opened else 0, np.int64),
-    )
+    live = conditions.live(program.op, program.a, program.b)
+    threads = len(program) * (4 if conditions.n_regs else 1)
+    while True:  # with registers, several threads may share a pc: room for more if a run needs it
+        found = K.match_partitions(
+            program.op,
+            program.a,
+            program.b,
+            holds,
+            ends,
+            times_arr,
+            within,
+            kind,
+            skip_vars,
+            np.ascontiguousarray(bounds[:, 0]) + begin,
+            opened,
+            np.full(len(bounds), horizon if opened else 0, np.int64),
+            conditions.programs(),
+            conditions.updates(),
+            conditions.n_regs,
+            live,
+            first_number - 1,
+            threads,
+        )
+        if found[0] != K.FULL:
+            break
+        threads *= 4
+    status, failed, part, number, start, _, offset, flat_row, flat_var, flat_excl, next_start = found
     if status != K.OK:
         verb = "FIRST" if kind == K.SKIP_FIRST else "LAST"
         number = number + (first_number - 1)

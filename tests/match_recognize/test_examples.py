@@ -168,16 +168,40 @@ def test_anchors_and_subsets(matcher):
     assert rows(cepkit.sql(query, data, matcher=matcher)) == [("x", 6, 3)]
 
 
-def test_conditions_on_other_variables_run_on_the_reference_matcher():
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_conditions_on_other_variables(matcher):
     data = pd.DataFrame({"t": range(6), "p": [10, 12, 11, 13, 30, 9]})
     query = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t MEASURES A.t AS a, LAST(B.t) AS b
         PATTERN (A B+) DEFINE B AS B.p > A.p AND B.p < A.p + 5)"""
-    found = cepkit.match_recognize.find(cepkit.match_recognize.parse(query), data)
-    assert found.info["matcher"] == "reference"
+    found = cepkit.match_recognize.find(cepkit.match_recognize.parse(query), data, matcher)
+    assert found.info["matcher"] == ("reference" if matcher == "reference" else "vm")
     out = cepkit.match_recognize.output(found)
     assert [(int(r.a), int(r.b)) for r in out.itertuples()] == [(0, 3)]
-    with pytest.raises(QueryError, match="reference"):
-        cepkit.sql(query, data, matcher="vm")
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_v_shape_with_logical_offsets(matcher):
+    """Flink's documented V-shape, written with logical offsets (Flink takes no PREV in DEFINE): 25 falls
+    to 18, 15, 14 and rises to 24, above the down row before the last; worked by hand."""
+    ticker = pd.DataFrame(
+        {
+            "symbol": "ACME",
+            "rowtime": pd.Timestamp("2011-04-01 10:00:00") + pd.to_timedelta(range(11), unit="s"),
+            "price": [12, 17, 19, 21, 25, 18, 15, 14, 24, 25, 19],
+        }
+    )
+    query = """SELECT * FROM Ticker MATCH_RECOGNIZE (
+        PARTITION BY symbol ORDER BY rowtime
+        MEASURES START_ROW.rowtime AS start_tstamp, LAST(PRICE_DOWN.rowtime) AS bottom_tstamp,
+                 LAST(PRICE_UP.rowtime) AS end_tstamp
+        ONE ROW PER MATCH AFTER MATCH SKIP TO LAST PRICE_UP
+        PATTERN (START_ROW PRICE_DOWN+ PRICE_UP)
+        DEFINE PRICE_DOWN AS (LAST(PRICE_DOWN.price, 1) IS NULL AND PRICE_DOWN.price < START_ROW.price)
+                             OR PRICE_DOWN.price < LAST(PRICE_DOWN.price, 1),
+               PRICE_UP AS PRICE_UP.price > LAST(PRICE_DOWN.price, 1))"""
+    out = cepkit.sql(query, ticker, matcher=matcher)
+    at = lambda s: pd.Timestamp(f"2011-04-01 10:00:0{s}")  # noqa: E731
+    assert rows(out) == [("ACME", at(4), at(7), at(8))]
 
 
 @pytest.mark.parametrize("matcher", MATCHERS)

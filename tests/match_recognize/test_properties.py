@@ -1,7 +1,9 @@
 """The Pike VM (compiled and as plain Python) against the reference backtracking matcher, on random row
 patterns (every operator: concatenation, alternation, groups, greedy and reluctant quantifiers with
-bounds, anchors, exclusion, PERMUTE), random row-local DEFINE conditions with nulls, partitions, WITHIN and
-every AFTER MATCH SKIP mode."""
+bounds, anchors, exclusion, PERMUTE), random DEFINE conditions with nulls (row-local ones, and ones that
+read other variables' rows: the VM's registers), partitions, WITHIN and every AFTER MATCH SKIP mode."""
+
+import re
 
 import numpy as np
 import pandas as pd
@@ -31,6 +33,27 @@ CONDITIONS = (
     "s <> 'b' AND v > {k}",
     "s IN ('a', 'c')",
     "PREV(s) NOT IN ('a')",
+)
+# Conditions that read rows mapped to other variables (or earlier rows of their own): the VM's registers.
+OTHER_ROWS = (
+    "v > {other}.v",
+    "{var}.w < LAST({var}.w, 1)",
+    "(LAST({var}.v, 1) IS NULL AND v < {other}.v) OR v < LAST({var}.v, 1)",
+    "LAST({other}.w) IS NULL OR w >= LAST({other}.w) + {k} - 2",
+    "FIRST({var}.v) = v OR FIRST({other}.w, 1) < w",
+    "FIRST({var}.w, 1) IS NULL AND w <> {k}",
+    "v > PREV(LAST({other}.v), 1)",
+    "NEXT(FIRST({other}.w)) <= w",
+    "CLASSIFIER() = '{var}' AND MATCH_NUMBER() <= {k}",
+    "U.w >= w",
+    "LAST(U.v, 1) <> v",
+    "FIRST(w) < w",
+    "LAST(v, 2) IS NULL OR LAST(v, 2) = v",
+    "s = {other}.s",
+    "{other}.s IN ('a', s)",
+    "w - {other}.w IN (1, {k}) AND {var}.v IS NOT NULL",
+    "w / ({other}.w - 1) > {k} OR NOT ({other}.v <> v)",
+    "{other}.w % 2 = {k} % 2",
 )
 
 
@@ -97,13 +120,15 @@ MEASURES = (
 
 
 @st.composite
-def queries(draw):
+def queries(draw, conditions=CONDITIONS):
     pattern = draw(patterns())
     used = [v for v in VARS if v in pattern]
     defines = []
     for var in used:
         if draw(st.booleans()) or len(defines) == 0:
-            condition = draw(st.sampled_from(CONDITIONS)).format(k=draw(st.integers(0, 3)), var=var)
+            condition = draw(st.sampled_from(conditions)).format(
+                k=draw(st.integers(0, 3)), var=var, other=draw(st.sampled_from(used))
+            )
             defines.append(f"{var} AS {condition}")
     skip = draw(
         st.sampled_from(
@@ -169,19 +194,64 @@ def test_vm_finds_what_the_reference_finds(text, frame):
     assert outcome(query, frame, "vm") == outcome(query, frame, "reference")
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries(CONDITIONS + OTHER_ROWS), frames())
+def test_vm_registers_find_what_the_reference_finds(text, frame):
+    """DEFINE conditions that read other variables' rows, FIRST / LAST, CLASSIFIER, MATCH_NUMBER, subsets:
+    the VM runs them with per-thread registers and finds the reference's matches."""
+    query = parse(text)
+    got = outcome(query, frame, "vm")
+    assert not str(got).startswith("the VM matcher does not take"), got
+    assert got == outcome(query, frame, "reference")
+
+
+@pytest.mark.parametrize(
+    "define, why",
+    [
+        ("B AS COUNT(A.*) < 3", "Aggregate"),
+        ("B AS ts > A.ts", "datetime64"),
+        ("B AS s > A.v", "a string compared with a number"),
+        ("B AS s + 1 > A.v", "an operand of '+' is a str"),
+        ("B AS A.v", "not a condition"),
+    ],
+)
+def test_what_the_vm_leaves_to_the_reference(define, why):
+    """Conditions the VM does not compile run on the reference matcher, which says why (docs/status.md)."""
+    frame = pd.DataFrame({"ts": pd.to_datetime([0, 1, 2], unit="s"), "v": [1, 2, 3], "s": ["a", "b", "c"]})
+    query = parse(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) DEFINE {define})")
+    with pytest.raises(QueryError, match="the VM matcher does not take this query's DEFINE: .*" + re.escape(why)):
+        find(query, frame, "vm")
+    if define.startswith("B AS COUNT"):
+        matched = find(query, frame)
+        assert matched.info["matcher"] == "reference" and why in matched.info["why reference"]
+
+
+def test_many_threads_at_one_instruction():
+    """``A* B* C`` with C reading A's last row: every split of the rows between A and B is a thread of its
+    own at B's loop (their registers differ), more than the kernel's first room for threads holds."""
+    n = 60
+    frame = pd.DataFrame({"ts": range(n), "v": [1] * (n - 1) + [0], "w": [n - i for i in range(n)]})
+    query = parse(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A* B* C) "
+        "DEFINE A AS v = 1, B AS v = 1, C AS v = 0 AND LAST(A.w) = 7)"
+    )
+    assert outcome(query, frame, "vm") == outcome(query, frame, "reference")
+    assert find(query, frame).found()[0][0].labels.count("A") == n - 6  # A ends at the row where w is 7
+
+
 @pytest.fixture
 def python_kernel(monkeypatch):
     """The kernel's plain-Python twin (the same function, not compiled)."""
     compiled = kernel.match_partitions
     monkeypatch.setattr(kernel, "match_partitions", getattr(compiled, "py_func", compiled))
-    for name in ("grow", "_closure"):
+    for name in ("grow", "_closure", "_condition", "_update", "_same"):
         monkeypatch.setattr(kernel, name, getattr(getattr(kernel, name), "py_func", getattr(kernel, name)))
 
 
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
-@given(queries(), frames())
+@given(queries(CONDITIONS + OTHER_ROWS), frames())
 def test_the_kernels_python_twin_agrees(python_kernel, text, frame):
     query = parse(text)
     assert outcome(query, frame, "vm") == outcome(query, frame, "reference")

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from cepkit.errors import QueryError
 from cepkit.match_recognize import RowStream, parse, sql
 
-from .test_properties import frames, queries
+from .test_properties import CONDITIONS, OTHER_ROWS, frames, queries
 
 
 def streamable(text: str) -> str:
@@ -64,6 +64,16 @@ def same(got, expected):
 @given(queries(), frames(), st.data())
 def test_a_stream_in_order_gives_the_batch_rows(text, frame, data):
     """Rows pushed in ORDER BY order, cut anywhere (no watermark: every row pushed is settled)."""
+    query = parse(streamable(text))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(frame)), max_size=4)))
+    batches = [frame.iloc[a:b] for a, b in zip([0, *cuts], [*cuts, len(frame)])]
+    same(stream_outcome(query, batches, [None] * len(batches)), batch_outcome(query, frame))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries(CONDITIONS + OTHER_ROWS), frames(), st.data())
+def test_a_stream_with_conditions_on_other_rows_gives_the_batch_rows(text, frame, data):
+    """DEFINEs reading other variables' rows (the VM's registers), rows pushed in order, cut anywhere."""
     query = parse(streamable(text))
     cuts = sorted(data.draw(st.lists(st.integers(0, len(frame)), max_size=4)))
     batches = [frame.iloc[a:b] for a, b in zip([0, *cuts], [*cuts, len(frame)])]
