@@ -24,15 +24,15 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   out-of-order mode's bound becomes the watermark delay, later events are dropped and counted
   (``late_events``), ``match_id`` counts each key's matches, and the aggressive mode is refused since an
   append-only stream cannot retract (``streaming``, ``watermark``).
-* ``cube_stream`` runs an ``ECube`` whose queries share PARTITION BY over a stream: per micro-batch, one
-  streaming cube per key (``cube``).
+* ``cube_stream`` runs an ``ECube`` whose queries share PARTITION BY over a stream as ``match_stream`` runs
+  one query: a streaming cube per key in the keyed state, the same watermark and recovery (``cube``).
 * ``Job`` runs Spark work off the calling thread under a job tag, with its tasks' progress and a
   ``cancel()`` (classic and Connect sessions alike); ``with_positions`` numbers events once, so that a
   widget can run ``match`` on them and fetch a match's events by position (``jobs``, ``batch``).
 """
 
 from .batch import match, with_positions
-from .cube import CubeStream, cube_stream
+from .cube import cube_stream
 from .recognize import sql
 from .groups import OneGroupWarning
 from .jobs import Cancelled, Job, Progress, active_session
@@ -43,7 +43,6 @@ __all__ = [
     "match",
     "match_stream",
     "cube_stream",
-    "CubeStream",
     "late_events",
     "session",
     "sql",

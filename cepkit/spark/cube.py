@@ -1,120 +1,169 @@
-"""``cepkit.spark.cube_stream``: an ``ECube`` over a streaming DataFrame, per PARTITION BY key, per micro-batch.
+"""``cepkit.spark.cube_stream``: an ``ECube`` over a streaming DataFrame, as a streaming DataFrame of every query's
+matches, with a streaming cube per PARTITION BY key in Structured Streaming's state.
 
 When every query of a cube has the same PARTITION BY, each key's sub-stream is a cube of its own (a match,
-and every negation deciding it, lies within one key: docs/language.md §5). Each micro-batch of the stream
-(``foreachBatch``) is ordered by (ts, position) and cut by key; each key's events go to that key's
-``StreamingCube(keep=False)`` ([LIU] §4.5's plan adaptation per key), which reports every query's matches as
-they become final, each once, and keeps about two windows of the key's events. The matches are the batch
-``ECube``'s over the same events (tests/spark/test_cube_stream.py), with the ``position`` column's values as
-their positions.
-
-The key cubes live in the driver, between micro-batches: a key's state is its kept events (memory flat per
-key), the matches go to ``sink`` (by default kept in ``CubeStream.frames()``). Events of a key arrive in time
-order (a later batch never holds an event earlier than the key's last one: ``EventError``); an out-of-order
-source needs ``cepkit.spark.match_stream``'s watermark, per query. A restarted stream starts its key cubes
-afresh, and a Spark Connect session is refused (its ``foreachBatch`` runs in the server's process).
+and every negation deciding it, lies within one key: docs/language.md §5). So the cube runs as
+``match_stream`` runs one query (``cepkit.spark.streaming``, ``cepkit.spark.watermark``): the stream grouped by
+the key (``transformWithStateInPandas``), Spark's watermark on the event time settling each key's events
+(out-of-order arrivals within the delay are put in order), the key's buffered events in the state store, and
+its matcher a ``StreamingCube(keep=False)`` ([LIU] §4.5's plan adaptation per key) kept in the worker
+between micro-batches, fed the settled events in order. It reports each query's matches as they become
+final, each once; event-time timers close quiet keys (what a trailing negation held comes out) and drop
+their state. A worker without the key's cube (a restart from the checkpoint, another executor) rebuilds it
+from the buffered events, which hold the last two windows: ``cepkit.ecube.incremental``'s rule "final when
+its last event is closed" depends on the events fed only, so the rebuilt cube reports exactly what the lost
+one would have (tests/spark/test_recovery.py kills and restarts it).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
+from pyspark.sql import types as T
 
 from ..ecube.cube import ECube
+from ..ecube.incremental import Reach
 from ..errors import QueryError
-from .jobs import is_connect
+from ..runtime.python_objects import row_lists
+from .batch import own_columns
+from .frames import Layout
+from .groups import LAST, POS, RANK, EventColumns, Split
+from .streaming import SIDE_SHIFT_US, check_late, check_streamable, keyed_stream, lateness
+from .watermark import Columns, Live, fed_rows
+
+QUERY = "query"  # the output column naming a match's query
 
 
-class CubeStream:
-    """A running streaming cube: ``query`` (the ``StreamingQuery``), ``cubes`` (key -> its
-    ``StreamingCube``), ``frames()`` (name -> the matches so far, one row each, when no ``sink`` was given)."""
+class CubeGroup:
+    """A key's work for ``watermark.advance``, as ``GroupMatcher`` is for one query: the cube's queries (a
+    fresh ``StreamingCube`` per key, made in the worker: ``start``), the event columns and the split (its
+    keys, its axis, the largest window and lookahead)."""
 
-    def __init__(self, cube: ECube, keys: tuple, position: str, sink: Optional[Callable]):
-        self.cube = cube
-        self.keys = keys
-        self.position = position
-        self.cubes: dict = {}
-        self.batches = 0
-        self._found: dict = {name: [] for name in cube.queries}
-        self._sink = sink or self._keep
-        self.query = None
+    def __init__(self, cube: ECube, columns: EventColumns, split: Split):
+        self.queries = dict(cube.queries)
+        self.hierarchy = cube.hierarchy
+        self.engine = cube.engine
+        self.units = cube.units
+        self.columns = columns
+        self.split = split
 
-    def _keep(self, name: str, rows: pd.DataFrame, batch_id: int) -> None:
-        self._found[name].append(rows)
+    @property
+    def output_columns(self) -> list:
+        return [LAST, RANK, QUERY, "positions", *self.split.keys]
 
-    def frames(self) -> dict:
-        """name -> a DataFrame of its final matches so far: the key columns and ``positions`` (a tuple of the
-        ``position`` column's values, one per positive item, in order)."""
-        columns = [*self.keys, "positions"]
-        return {
-            name: pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
-            for name, parts in self._found.items()
-        }
+    def start(self):
+        return ECube(self.queries, self.hierarchy, engine=self.engine, units=self.units).stream(keep=False)
 
-    def feed(self, events: pd.DataFrame, batch_id: int = 0) -> None:
-        """One micro-batch as pandas (what ``foreachBatch`` does with each): per key, in (ts, position) order."""
-        self.batches += 1
-        if not len(events):
-            return
-        events = events.sort_values(["ts", self.position], kind="stable")
-        groups = events.groupby(list(self.keys), sort=False, dropna=False) if self.keys else [((), events)]
-        found: dict = {name: [] for name in self.cube.queries}
-        for key, part in groups:
-            key = key if isinstance(key, tuple) else (key,)
-            live = self.cubes.get(key)
-            if live is None:
-                live = self.cubes[key] = ECube(self.cube.queries, self.cube.hierarchy, units=self.cube.units).stream(
-                    keep=False
-                )
-            self._collect(found, key, live, live.extend(part.reset_index(drop=True)))
-        self._send(found, batch_id)
 
-    def _collect(self, found: dict, key: tuple, live, reported: dict) -> None:
-        for name, matches in reported.items():
-            if len(matches):
-                rows = np.asarray(matches.positions(), np.int64).reshape(len(matches), -1)
-                found[name].append((key, live.field_at(rows, self.position)))
+class Reported:
+    """What a key's cube reported in one call: ``by_query`` (name -> ``Matches``); its length is their sum."""
 
-    def _send(self, found: dict, batch_id: int) -> None:
-        for name, parts in found.items():
-            if parts:
-                self._sink(name, self._frame(parts), batch_id)
+    def __init__(self, by_query: dict):
+        self.by_query = by_query
 
-    def _frame(self, parts: list) -> pd.DataFrame:
-        columns = {k: [] for k in self.keys}
-        positions = []
-        for key, values in parts:
-            for k, v in zip(self.keys, key):
-                columns[k].extend([v] * len(values))
-            positions.extend(tuple(int(p) for p in row) for row in values)
-        return pd.DataFrame({**columns, "positions": positions})
+    def __len__(self) -> int:
+        return sum(len(m) for m in self.by_query.values())
 
-    def close(self) -> None:
-        """Stop the stream, and report the matches still waiting (a trailing negation's window): the
-        source has ended."""
-        if self.query is not None:
-            self.query.stop()
-        found: dict = {name: [] for name in self.cube.queries}
-        for key, live in self.cubes.items():
-            self._collect(found, key, live, live.close())
-        self._send(found, -1)
+
+class CubeLive(Live):
+    """A key's ``StreamingCube`` in this worker, fed settled events as ``Live`` feeds an engine's matcher; its
+    rows name their query."""
+
+    def __init__(self, group: CubeGroup):
+        self.group = group
+        self.inner = group.start()
+        self.fed = 0
+        self.empty = pd.DataFrame(columns=group.output_columns)
+
+    def feed(self, rows: Columns, ranks: np.ndarray) -> Reported:
+        found = super().feed(rows, ranks)
+        return Reported(found if isinstance(found, dict) else {})
+
+    def close(self) -> Reported:
+        return Reported(self.inner.close())
+
+    def rows(self, found: list, events: Columns, match_ids: Optional[np.ndarray] = None) -> pd.DataFrame:
+        """The matches of the ``Reported`` results ``found`` as ``output_columns`` rows (positions read from the
+        buffer's ``events``), ``match_id`` first when ``match_ids`` are given."""
+        parts = [(name, m.arrays) for f in found for name, m in f.by_query.items() if len(m)]
+        if not parts:
+            return self.empty.copy()
+        event = fed_rows(events)
+        positions = np.asarray(events[POS]).astype(np.int64, copy=False)
+        lasts, names, lists = [], [], []
+        for name, arrays in parts:
+            start, stop = int(arrays.offsets[0]), int(arrays.offsets[-1])
+            lasts.append(event(arrays.positions[arrays.offsets[1:] - 1]))
+            names.append(np.full(len(arrays), name, object))
+            lists.extend(row_lists(arrays.offsets - start, positions[event(arrays.positions[start:stop])].tolist()))
+        last = np.concatenate(lasts)
+        head = {} if match_ids is None else {"match_id": match_ids}
+        keys = {key: events[key][last] for key in self.group.split.keys}
+        return pd.DataFrame(
+            {
+                **head,
+                LAST: positions[last],
+                RANK: np.arange(len(last)),
+                QUERY: np.concatenate(names),
+                "positions": lists,
+                **keys,
+            }
+        )
 
 
 def cube_stream(
     cube: ECube,
-    frame: DataFrame,
+    events: DataFrame,
     *,
     position: str = "position",
-    sink: Optional[Callable] = None,
-    checkpoint: Optional[str] = None,
-) -> CubeStream:
-    """Start ``cube`` over the streaming DataFrame ``frame`` (columns ``type``, ``ts``, ``position`` and what the
-    queries read); every query must have a WITHIN window and the same PARTITION BY. ``sink(name, rows,
-    batch_id)`` receives each micro-batch's final matches of each query (pandas: the key columns and
-    ``positions``); without it they are kept in ``frames()``. Returns the running ``CubeStream``."""
+    delay=None,
+    late: str = "drop",
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
+    **options,
+) -> DataFrame:
+    """Every query's matches of ``cube`` over a streaming DataFrame of events, as one append-only streaming
+    DataFrame (see the module docstring).
+
+    Parameters
+    ----------
+    cube : ECube
+        Every query needs a WITHIN window and the same PARTITION BY (its keys become the state's keys).
+    events : pyspark.sql.DataFrame
+        A streaming DataFrame: ``type``, ``ts``, the integer column ``position`` and what the queries read.
+    position, delay, late, type, ts, **options
+        As for ``cepkit.spark.match_stream``: the watermark delay (``delay=``, or ``disorder="kslack"`` with
+        ``k=``, ``"conservative"`` with ``max_delay=``), events later than it dropped (``late="drop"``) or
+        output as rows of kind "late" (``late="side"``).
+
+    Returns
+    -------
+    pyspark.sql.DataFrame
+        ``query`` (the query's name in the cube), ``match_id`` (counted per key, over the cube's queries),
+        ``positions`` (the ``position`` column's values of the match's events, one per positive item, in
+        order), the PARTITION BY columns; with ``late="side"``, ``kind`` first and the late events' columns
+        last. A match appears once the watermark passes its last event (a window later after a trailing
+        negation). Start it with ``writeStream.outputMode("append")``; a query's matches are
+        ``found.where(found.query == name)``.
+
+    Raises
+    ------
+    QueryError
+        The queries' PARTITION BY differ, a query has no WITHIN or reads a column the stream lacks, a
+        PARTITION BY column is named ``query``, ``match_id`` or ``positions``.
+    EventError
+        No ``ts`` column, or no integer ``position`` column.
+
+    Examples
+    --------
+    >>> cube = cepkit.ECube({"any": "SEQ(Computer c, FCF f) WITHIN 1 s PARTITION BY desk",
+    ...                      "intel": "SEQ(INTC c, FCF f) WITHIN 1 s PARTITION BY desk"}, COMPANIES)  # doctest: +SKIP
+    >>> found = cepkit.spark.cube_stream(cube, spark.readStream.table("trades"), delay=2)          # doctest: +SKIP
+    >>> found.writeStream.format("console").outputMode("append").start()                            # doctest: +SKIP
+    """
     partitions = {tuple(q.partition_by) for q in cube.queries.values()}
     if len(partitions) != 1:
         raise QueryError(
@@ -122,18 +171,37 @@ def cube_stream(
             f"of its own); these have {sorted(partitions)}"
         )
     (keys,) = partitions
-    for column in ("type", "ts", position, *keys):
-        if column not in frame.columns:
-            raise QueryError(f"cube_stream needs a column {column!r}; the stream has {frame.columns}")
-    if is_connect(frame.sparkSession):
-        raise ValueError(
-            "cube_stream keeps each key's cube in this process, between micro-batches: it needs a classic "
-            "session (Spark Connect runs foreachBatch in the server's process)"
-        )
-    cube.stream(keep=False)  # the window check, before anything starts
-    running = CubeStream(cube, keys, position, sink)
-    writer = frame.writeStream.foreachBatch(lambda batch, batch_id: running.feed(batch.toPandas(), batch_id))
-    if checkpoint is not None:
-        writer = writer.option("checkpointLocation", checkpoint)
-    running.query = writer.start()
-    return running
+    taken = [key for key in keys if key.lower() in (QUERY, "match_id", "positions")]
+    if taken:
+        raise QueryError(f"the PARTITION BY column {taken[0]!r} would share its name with an output column; rename it")
+    events = own_columns(events, type, ts)
+    layouts = []
+    for query in cube.queries.values():
+        layouts.append(Layout.of(events.schema, query, position))
+        check_streamable(query, layouts[-1], position)
+    reach = Reach.of(cube.queries.values())
+    cube.stream(keep=False)  # (the cube's own checks: one kind of window)
+    side = check_late(late)
+    watermark_delay, rest = lateness(delay, options, SIDE_SHIFT_US if side else 0)
+    if rest:
+        raise TypeError(f"cube_stream got unexpected options {sorted(rest)} (a cube has no engine options)")
+    read = {name for layout in layouts for name in layout.used}
+    layout = Layout(
+        events.schema,
+        layouts[0].ts_kind,
+        layouts[0].position,
+        layouts[0].attributes,
+        tuple(name for name in layouts[0].attributes if name in read),
+    )
+    split = Split("partition", keys, axis=reach.axis, window=reach.window, lookahead=reach.lookahead)
+    output = [QUERY, "match_id", "positions", *keys]
+    out_schema = T.StructType(
+        [
+            T.StructField(QUERY, T.StringType()),
+            T.StructField("match_id", T.LongType()),
+            T.StructField("positions", T.ArrayType(T.LongType())),
+            *(events.schema[key] for key in keys),
+        ]
+    )
+    group = CubeGroup(cube, layout.columns, split)
+    return keyed_stream(events, layout, position, watermark_delay, side, group, output, out_schema, CubeLive)

@@ -50,6 +50,7 @@ from .watermark import (
     Columns,
     Horizon,
     KeyBuffer,
+    Live,
     advance,
     check_arrivals,
     rows_count,
@@ -90,6 +91,7 @@ class _KeyMatcher(StatefulProcessor):
         output: list,
         names: dict,
         side: bool = False,
+        start=Live,
     ):
         self.matcher = matcher
         self.horizon = horizon
@@ -98,6 +100,7 @@ class _KeyMatcher(StatefulProcessor):
         self.output = output
         self.names = names  # the internal columns' names for the user, in errors
         self.side = side  # late="side": late arrivals reach this processor and come out as rows
+        self.start = start  # makes a key's matcher: ``watermark.Live``, or ``cube.CubeLive`` (a cube per key)
 
     def init(self, handle) -> None:
         self.handle = handle
@@ -148,7 +151,7 @@ class _KeyMatcher(StatefulProcessor):
         watermark = _watermark(timer_values)
         key = tuple(key)
         found, buffer, timer, live = advance(
-            self._load(), new, watermark, self.matcher, self.horizon, self.lives.pop(key, None)
+            self._load(), new, watermark, self.matcher, self.horizon, self.lives.pop(key, None), self.start
         )
         if live is not None:
             self.lives[key] = live
@@ -194,7 +197,7 @@ def _interval(value, shift_us: int = 0) -> str:
     return f"{round(value * 1e6) + shift_us} microseconds"
 
 
-def _check_side_names(query) -> None:
+def check_side_names(query) -> None:
     """The side output's columns must not be a variable's or a key's (Spark's names ignore case)."""
     taken = {KIND, *LATE_COLUMNS}
     for name in (*output_variables(query), *query.partition_by):
@@ -206,7 +209,7 @@ def _check_side_names(query) -> None:
             )
 
 
-def _lateness(delay, options: dict, shift_us: int = 0) -> tuple:
+def lateness(delay, options: dict, shift_us: int = 0) -> tuple:
     """(watermark delay, engine options): the out-of-order mode becomes the watermark delay (plus
     ``shift_us`` µs, the event-time column's shift under late="side")."""
     options = dict(options)
@@ -234,7 +237,7 @@ def _lateness(delay, options: dict, shift_us: int = 0) -> tuple:
     return _interval(delay if delay is not None else limit if limit is not None else 0, shift_us), options
 
 
-def _check_streamable(query, layout: Layout, position: str) -> None:
+def check_streamable(query, layout: Layout, position: str) -> None:
     if layout.ts_kind == "position":
         raise EventError(0, "ts", "a stream needs event time: give the events a 'ts' column")
     if layout.position is None:
@@ -335,20 +338,45 @@ def match_stream(
     )
     events = own_columns(events, type, ts)
     layout = Layout.of(events.schema, q, position)
-    _check_streamable(q, layout, position)
+    check_streamable(q, layout, position)
+    side = check_late(late)
+    if side:
+        check_side_names(q)
+    watermark_delay, engine_options = lateness(delay, options, SIDE_SHIFT_US if side else 0)
+    chosen, _ = select_engine(q, engine, engine_options)
+    split = plan_split(q)
+    matcher = GroupMatcher(q, chosen.name, engine_options, layout.columns, split)
+    output = ["match_id", "positions", *output_variables(q), *split.keys]
+    schema = layout.match_schema(q)
+    out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
+    return keyed_stream(events, layout, position, watermark_delay, side, matcher, output, out_schema)
+
+
+def check_late(late: str) -> bool:
+    """Whether ``late`` asks for the side output; ValueError unless it is "drop" or "side"."""
     if late not in ("drop", "side"):
         raise ValueError(
             f"late= is 'drop' (Spark drops late events and counts them) or 'side' (they come out "
             f"as rows of kind 'late'), not {late!r}"
         )
-    side = late == "side"
-    if side:
-        _check_side_names(q)
-    watermark_delay, engine_options = _lateness(delay, options, SIDE_SHIFT_US if side else 0)
-    chosen, _ = select_engine(q, engine, engine_options)
-    split = plan_split(q)
-    matcher = GroupMatcher(q, chosen.name, engine_options, layout.columns, split)
+    return late == "side"
 
+
+def keyed_stream(
+    events: DataFrame,
+    layout: Layout,
+    position: str,
+    watermark_delay: str,
+    side: bool,
+    matcher,
+    output,
+    out_schema,
+    start=Live,
+) -> DataFrame:
+    """The streaming DataFrame of ``matcher``'s rows (``output`` columns of ``out_schema``): the events with
+    the internal columns and Spark's watermark on their event time, grouped by the matcher's PARTITION BY
+    keys (one key in all without), each key advanced by ``_KeyMatcher`` with its matcher made by ``start``
+    (``match_stream``: the engine's per key; ``cube_stream``: a streaming cube per key)."""
     spark = events.sparkSession
     use_rocksdb(spark)
     if layout.ts_kind == "datetime":
@@ -363,14 +391,11 @@ def match_stream(
         .withColumn(_EVENT_TIME, F.timestamp_micros(F.col(TIME) + 1 + (SIDE_SHIFT_US if side else 0)))
         .withWatermark(_EVENT_TIME, watermark_delay)
     )
-    keys = list(split.keys)
+    keys = list(matcher.split.keys)
     if not keys:
         prepared = prepared.withColumn(_GROUP, F.lit(0))
     prepared = null_keys(prepared, keys)
     columns = ["type", *layout.used, TS, POS, TIME]
-    output = ["match_id", "positions", *output_variables(q), *keys]
-    schema = layout.match_schema(q)
-    out_schema = T.StructType([T.StructField("match_id", T.LongType()), *(schema[name] for name in output[1:])])
     if side:
         when = T.TimestampType() if layout.ts_kind == "datetime" else None
         out_schema = T.StructType(
@@ -384,7 +409,14 @@ def match_stream(
             ]
         )
     processor = _KeyMatcher(
-        matcher, Horizon.of(split), prepared.columns, columns, output, {TS: "ts", POS: position}, side
+        matcher,
+        Horizon.of(matcher.split),
+        prepared.columns,
+        columns,
+        output,
+        {TS: "ts", POS: position},
+        side,
+        start,
     )
     return prepared.groupBy(*(keys or [_GROUP])).transformWithStateInPandas(
         statefulProcessor=processor, outputStructType=out_schema, outputMode="Append", timeMode="EventTime"

@@ -264,6 +264,24 @@ def side_rows(
     return frame[[KIND, *output, *LATE_COLUMNS]]
 
 
+def fed_rows(events: Columns):
+    """``event(ranks)``: the rows in a key's buffer ``events`` of the fed ranks (an array), which the matches
+    read (a match reading an event the buffer dropped is a bug: RuntimeError)."""
+    at = np.flatnonzero(~np.isnan(events[FED]))
+    ranks = events[FED][at].astype(np.int64)
+    first = int(ranks.min())
+    row_of = np.full(int(ranks.max()) + 1 - first, -1, np.int64)
+    row_of[ranks - first] = at
+
+    def event(rank: np.ndarray) -> np.ndarray:
+        rank = np.asarray(rank, np.int64) - first
+        if np.any((rank < 0) | (rank >= len(row_of))) or (row_of[rank] < 0).any():
+            raise RuntimeError("a match reads an event no longer in its key's buffer")
+        return row_of[rank]
+
+    return event
+
+
 class Live:
     """A key's engine matcher in this worker: fed settled events in (ts, position) order, their ranks as
     positions (engines expect increasing positions; the stream's own may not be), matches mapped back."""
@@ -299,19 +317,7 @@ class Live:
         found = [f for f in found if len(f)]
         if not found:
             return self.empty.copy()
-        at = np.flatnonzero(~np.isnan(events[FED]))  # the fed events, which matches read
-        ranks = events[FED][at].astype(np.int64)
-        first = int(ranks.min())
-        row_of = np.full(int(ranks.max()) + 1 - first, -1, np.int64)
-        row_of[ranks - first] = at
-
-        def event(rank: np.ndarray) -> np.ndarray:
-            """The buffer row of each fed rank (a match reading an event the buffer dropped is a bug)."""
-            rank = np.asarray(rank, np.int64) - first
-            if np.any((rank < 0) | (rank >= len(row_of))) or (row_of[rank] < 0).any():
-                raise RuntimeError("a match reads an event no longer in its key's buffer")
-            return row_of[rank]
-
+        event = fed_rows(events)
         parts = [
             self._columns(f.arrays if isinstance(f, MatchList) else MatchArrays.from_matches(f), events, event)
             for f in found
@@ -352,13 +358,15 @@ def advance(
     matcher: GroupMatcher,
     horizon: Horizon,
     live: Optional[Live] = None,
+    start=Live,
 ) -> tuple:
     """Take a key's new events (``Columns`` or a DataFrame, or None) and the watermark (epoch µs); return
     (final matches, buffer, next timer, the key's ``Live`` matcher or None once closed).
 
     The matches are ``matcher.output_columns`` rows with ``match_id`` counted per key; the next timer is the
     watermark (µs) beyond which calling again can emit or drop something, or None. ``live`` is the matcher
-    the previous call returned for this key, or None: then it is rebuilt from the buffer's fed events.
+    the previous call returned for this key, or None: then ``start(matcher)`` makes one, fed the buffer's fed
+    events again (``Live``; ``cepkit.spark.cube``'s ``CubeLive`` for a cube per key).
     """
     if isinstance(new, pd.DataFrame):
         new = columns_of(new)
@@ -375,7 +383,7 @@ def advance(
     settled = times < watermark
     fed = ~np.isnan(events[FED])
     if live is None or live.fed != buffer.fed:
-        live = Live(matcher)
+        live = start(matcher)
         live.feed(take(events, fed), events[FED][fed])  # reported before: only the state is wanted
     fresh = settled & ~fed
     live.fed = buffer.fed

@@ -1,4 +1,4 @@
-"""Recovery of ``cepkit.spark.match_stream`` after its process is killed, and of ``cepkit.spark.match`` after
+"""Recovery of ``cepkit.spark.match_stream`` and ``cepkit.spark.cube_stream`` after their process is killed, and of ``cepkit.spark.match`` after
 failed tasks: real Spark, local. Used by tests/spark/test_recovery.py (a few kill points) and
 bench/spark_recovery.py (20 and more).
 
@@ -47,6 +47,18 @@ QUERIES = {
     "nested": NEGATION,
     "ecube": NEGATION,
 }
+# The cube ``cepkit.spark.cube_stream`` runs (case "ecube-cube"): five queries sharing PARTITION BY id, related
+# by concept (X above A and C) and pattern refinements, two with negations (one trailing).
+CUBE = "ecube-cube"
+CUBE_HIERARCHY = {"X": ["A", "C"]}
+CUBE_QUERIES = {
+    "negation": NEGATION,
+    "pair": "SEQ(A a, B b) WHERE a.v <= b.v WITHIN 4 s PARTITION BY id",
+    "concept": "SEQ(X a, B b) WHERE a.v <= b.v WITHIN 4 s PARTITION BY id",
+    "longer": "SEQ(A a, B b, C c) WHERE a.v <= b.v WITHIN 4 s PARTITION BY id",
+    "trailing": "SEQ(A a, B b, !C c) WHERE a.v <= b.v WITHIN 4 s PARTITION BY id",
+}
+STREAMS = [*QUERIES, CUBE]  # what a case may run: an engine's match_stream, or the cube
 DELAY = 2.0
 # How each out-of-order mode that streams sets the watermark delay (``match_stream``).
 MODES = {
@@ -85,6 +97,33 @@ def match_keys(frame: pd.DataFrame, query: str) -> collections.Counter:
     return collections.Counter(
         (plain(row["positions"]), tuple(plain(row[v]) for v in variables), int(row["id"]))
         for _, row in frame.iterrows()
+    )
+
+
+def found_keys(frame: pd.DataFrame, stream: str) -> collections.Counter:
+    """``match_keys`` of a case's rows; for the cube, each match as (query, positions, key), counted."""
+    if stream != CUBE:
+        return match_keys(frame, QUERIES[stream])
+    return collections.Counter(
+        (name, tuple(int(p) for p in positions), int(key))
+        for name, positions, key in zip(frame["query"], frame["positions"], frame["id"])
+    )
+
+
+def expected_keys(spark, events: pd.DataFrame, stream: str) -> collections.Counter:
+    """What a case must commit: batch ``cepkit.spark.match``'s matches over ``events``, or the batch
+    ``ECube``'s for the cube (as ``found_keys``)."""
+    import cepkit
+    import cepkit.spark
+
+    if stream != CUBE:
+        found = cepkit.spark.match(QUERIES[stream], spark.createDataFrame(events), engine=stream).toPandas()
+        return match_keys(found, QUERIES[stream])
+    position, key = events["position"].to_numpy(), events["id"].to_numpy()
+    return collections.Counter(
+        (name, tuple(int(position[p]) for p in row), int(key[row[0]]))
+        for name, matches in cepkit.ECube(CUBE_QUERIES, CUBE_HIERARCHY).run(events).items()
+        for row in matches.positions()
     )
 
 
@@ -247,7 +286,10 @@ def _stream(config: dict) -> None:
     def start(engine: str, mode: str, sink: str):
         folder = root / case_name(engine, mode, sink)
         source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source"))
-        found = cepkit.spark.match_stream(QUERIES[engine], source, engine=engine, **MODES[mode])
+        if engine == CUBE:
+            found = cepkit.spark.cube_stream(cepkit.ECube(CUBE_QUERIES, CUBE_HIERARCHY), source, **MODES[mode])
+        else:
+            found = cepkit.spark.match_stream(QUERIES[engine], source, engine=engine, **MODES[mode])
         writer = found.writeStream.outputMode("append").option("checkpointLocation", str(folder / "checkpoint"))
         if sink == "files":
             writer = writer.format("parquet").option("path", str(folder / "sink"))

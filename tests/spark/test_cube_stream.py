@@ -1,5 +1,7 @@
-"""``cepkit.spark.cube_stream``: an E-Cube over a streaming DataFrame, per PARTITION BY key and micro-batch,
-gives every query the batch ``ECube``'s matches over the same events."""
+"""``cepkit.spark.cube_stream``: an E-Cube over a streaming DataFrame, a streaming cube per PARTITION BY key in
+Structured Streaming's state, gives every query the batch ``ECube``'s matches over the same events: events
+shuffled within the watermark's delay across micro-batches, the query stopped and restarted from its
+checkpoint mid-stream (kill-and-restart: tests/spark/test_recovery.py)."""
 
 import json
 
@@ -29,9 +31,9 @@ def write_batch(folder, name, rows: pd.DataFrame):
     staging.rename(folder / f"{name}.json")
 
 
-def test_the_streaming_cube_equals_the_batch_cube_per_key(spark, tmp_path):
+def test_the_streaming_cube_equals_the_batch_cube_out_of_order_and_restarted(spark, tmp_path):
     rng = np.random.default_rng(3)
-    n = 240
+    n, delay = 240, 4.0
     events = pd.DataFrame(
         {
             "type": rng.choice(["DELL", "INTC", "MSFT", "QQQ", "FCF", "ROM", "EFC"], n),
@@ -40,30 +42,60 @@ def test_the_streaming_cube_equals_the_batch_cube_per_key(spark, tmp_path):
             "id": rng.integers(0, 3, n),
         }
     )
-    cube = cepkit.ECube(QUERIES, COMPANIES)
-    source = tmp_path / "events"
+    # each event up to 0.9 * delay late (none behind the watermark), one far behind it, one past everything
+    arrival = events.iloc[np.argsort(events["ts"].to_numpy() + rng.uniform(0, 0.9 * delay, n), kind="stable")]
+    late = pd.DataFrame([{"type": "INTC", "ts": 1.0, "position": 5000, "id": 0}])
+    beyond = pd.DataFrame([{"type": "Z", "ts": float(events["ts"].max() + 100), "position": 4000, "id": 0}])
+    parts = np.array_split(np.arange(n), 3)
+    files = [
+        arrival.iloc[parts[0]],
+        pd.concat([arrival.iloc[parts[1]], late]),
+        pd.concat([arrival.iloc[parts[2]], beyond]),
+    ]
+    source, sink = tmp_path / "events", tmp_path / "sink"
     source.mkdir()
-    running = cepkit.spark.cube_stream(
-        cube, spark.readStream.schema(SCHEMA).json(str(source)), checkpoint=str(tmp_path / "checkpoint")
-    )
+
+    def start():
+        found = cepkit.spark.cube_stream(
+            cepkit.ECube(QUERIES, COMPANIES), spark.readStream.schema(SCHEMA).json(str(source)), delay=delay
+        )
+        writer = found.writeStream.format("parquet").outputMode("append")
+        return writer.option("path", str(sink)).option("checkpointLocation", str(tmp_path / "checkpoint")).start()
+
+    query = start()
     try:
-        for k, part in enumerate(np.array_split(np.arange(n), 3)):
-            write_batch(source, str(k), events.iloc[part].sample(frac=1, random_state=k))  # shuffled in a batch
-            running.query.processAllAvailable()
+        for k, rows in enumerate(files):
+            if k == 2:  # a restart from the checkpoint: the key cubes are rebuilt from the state store
+                query.stop()
+                query = start()
+            write_batch(source, str(k), rows)
+            query.processAllAvailable()
+        dropped = cepkit.spark.late_events(query)
     finally:
-        running.close()
-    assert len(running.cubes) == 3 and running.batches >= 3
-    streamed = running.frames()
-    position = events["position"].to_numpy()
-    for name, matches in cepkit.ECube(QUERIES, COMPANIES).run(events).items():
+        query.stop()
+    assert dropped == 1
+    streamed = spark.read.parquet(str(sink)).toPandas()
+    everything = pd.concat([events, beyond], ignore_index=True)
+    position = everything["position"].to_numpy()
+    keys = everything.set_index("position")["id"]
+    for name, matches in cepkit.ECube(QUERIES, COMPANIES).run(everything).items():
         expected = sorted(tuple(int(position[p]) for p in row) for row in matches.positions())
-        assert sorted(streamed[name]["positions"]) == expected, name
+        rows = streamed[streamed["query"] == name]
+        assert sorted(tuple(p) for p in rows["positions"]) == expected, name
         assert len(expected) > 3
-        keys = events.set_index("position")["id"]
-        assert all(keys[row[0]] == key for row, key in zip(streamed[name]["positions"], streamed[name]["id"]))
+        assert all(keys[row[0]] == key for row, key in zip(rows["positions"], rows["id"]))
+    for _, ids in streamed.groupby("id")["match_id"]:  # counted per key, over the cube's queries
+        assert sorted(ids) == list(range(len(ids)))
 
 
-def test_queries_with_different_partitions_are_refused(spark, tmp_path):
-    cube = cepkit.ECube({"a": "SEQ(INTC c, FCF f) WITHIN 6 PARTITION BY id", "b": "SEQ(INTC c, FCF f) WITHIN 6"})
-    with pytest.raises(cepkit.QueryError, match="same PARTITION BY"):
-        cepkit.spark.cube_stream(cube, spark.readStream.schema(SCHEMA).json(str(tmp_path)))
+@pytest.mark.parametrize(
+    "queries, message",
+    [
+        ({"a": "SEQ(INTC c, FCF f) WITHIN 6 PARTITION BY id", "b": "SEQ(INTC c, FCF f) WITHIN 6"}, "same PARTITION BY"),
+        ({"a": "SEQ(INTC c, FCF f) PARTITION BY id"}, "needs WITHIN"),
+        ({"a": "SEQ(INTC c, FCF f) WHERE c.price > 3 WITHIN 6 PARTITION BY id"}, "unknown attribute 'price'"),
+    ],
+)
+def test_a_cube_the_stream_cannot_run_is_refused_before_it_starts(spark, tmp_path, queries, message):
+    with pytest.raises(cepkit.QueryError, match=message):
+        cepkit.spark.cube_stream(cepkit.ECube(queries, COMPANIES), spark.readStream.schema(SCHEMA).json(str(tmp_path)))

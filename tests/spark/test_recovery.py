@@ -3,40 +3,34 @@ from its checkpoint, commits exactly the matches batch ``cepkit.spark.match`` fi
 batch jobs whose tasks fail once and are retried give identical results (``recovery.py`` has the harness;
 bench/spark_recovery.py runs every engine and mode with 20+ kill points)."""
 
-import collections
 import json
 import sys
 from pathlib import Path
 
 import pytest
 
-import cepkit.spark
 
 sys.path.insert(0, str(Path(__file__).parent))
-from recovery import QUERIES, Run, make_events, match_keys  # noqa: E402
+from recovery import CUBE, Run, expected_keys, found_keys, make_events  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
-
-
-def expected(spark, run: Run, engine: str) -> collections.Counter:
-    found = cepkit.spark.match(QUERIES[engine], spark.createDataFrame(run.events), engine=engine).toPandas()
-    return match_keys(found, QUERIES[engine])
 
 
 def test_killed_streams_commit_every_match_once(spark, tmp_path):
     """10,000 events over 150 keys in 5 micro-batches; two streaming queries in one process (a file sink and
     foreachBatch by batch id, two out-of-order modes; ecube, which once lost the matches its rebuilt
-    matchers had not reported), killed after batch 1 commits and inside batch 3,
-    then run to the end. (Every engine and mode, 20+ kill points: bench/spark_recovery.py.)"""
+    matchers had not reported; the cube of ``cube_stream``, its key cubes rebuilt from the state store),
+    killed after batch 1 commits and inside batch 3, then run to the end. (Every engine and mode, 20+ kill
+    points: bench/spark_recovery.py.)"""
     cases = [["stack", "conservative", "files"], ["nested", "kslack", "foreach"], ["ecube", "reject", "files"]]
+    cases.append([CUBE, "kslack", "files"])
     run = Run(tmp_path, cases)
     run.prepare(make_events(10_000, 150, seed=3), files=5, seed=3)
     run.kill_and_restart([("boundary", 1), ("inside", 3)])
     assert len(run.kills) == 2
     for case in cases:
-        engine = case[0]
-        committed = match_keys(run.committed(spark, tuple(case)), QUERIES[engine])
-        truth = expected(spark, run, engine)
+        committed = found_keys(run.committed(spark, tuple(case)), case[0])
+        truth = expected_keys(spark, run.events, case[0])
         assert sum(truth.values()) > 100
         assert max(committed.values()) == 1, f"{case}: a match committed twice"
         assert committed == truth, (
