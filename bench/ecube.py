@@ -11,7 +11,8 @@ Two densities. *Thesis density* (alone: ``--thesis-only``): trades 0.5 ms apart 
 a 1 s window (integer ticks of 0.5 ms and ``WITHIN 2000``), W1-W3 (``SEQ(INTC a, !MSFT m, FCF b[, ROM e])`` and the longer shared prefixes) at several
 stream lengths, with Chase's planning time and the peak memory of its run (tracemalloc) beside the bytes of
 the results it keeps. Tickers are uniform here, so W2 and W3 grow combinatorially: they run at fewer
-trades. *Small scale*: trades 2 ms apart, a 20 ms window, W1-W5 and two scaling runs (more extensions,
+trades, and at the sizes whose rows alone outgrow memory their matches are counted (``count_matches``, a
+prefix-sum pass per first event, checked against the engines' counts at every size that runs). *Small scale*: trades 2 ms apart, a 20 ms window, W1-W5 and two scaling runs (more extensions,
 deeper hierarchies, the mixed W7 and W8), with every method; and Chase's planning time on the mixed workloads W7 and W8.
 
 Times are CPU seconds of the process (``time.process_time``: the machine is shared) of ``ECube.run`` (the
@@ -27,6 +28,7 @@ each) runs W1-W3 at 20,000 trades. ``--calibrate`` fits the fixed cost of an eng
 from __future__ import annotations
 
 import argparse
+import os
 import time
 import tracemalloc
 
@@ -37,6 +39,7 @@ from tqdm import tqdm
 import cepkit
 from cepkit.ecube.cost import CostModel, Statistics, UnitCosts
 from cepkit.ecube.reuse import Executor, ProjectPattern, UnionConcept, Via
+from cepkit.ecube.shape import shape_of
 from cepkit.runtime.stream import Stream
 from cepkit.ecube.workloads import (
     COMPANIES,
@@ -54,9 +57,11 @@ METHODS = {"alone": (), "top-down": ("g→s",), "bottom-up": ("s→g",), "chase"
 
 THESIS = {
     1: (("ROM", "EFC", "ANAT", "OREL"), (4000, 10000, 20000)),
-    2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000)),
-    3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500)),
+    2: (("ROM", "OREL", "ANAT", "QQQ"), (1000, 2000, 4000)),
+    3: (("ROM", "ANAT", "OREL", "EFC"), (250, 500, 1000)),
 }
+# Uniform tickers where the rows alone outgrow the machine: their matches counted, not built (``count_matches``)
+COUNTED = {2: (10000, 20000), 3: (2000, 4000, 20000)}
 SKEWED_TRADES = 20000
 clock = time.process_time
 
@@ -158,6 +163,8 @@ def thesis_density(repeat: int) -> None:
         queries = pattern_workload(workload, THESIS[workload][0], " WITHIN 2000")
         events = trades(n, gap=1, weights=weights)  # ticks of 0.5 ms
         result = measure(queries, hierarchy, events, repeat, methods=("alone", "chase"))
+        counts = sum(count_matches(cepkit.parse(q, hierarchy), events, 2000) for q in queries.values())
+        assert counts == result["match"][1], f"count_matches: {counts}, the engines: {result['match'][1]}"
         planning, peak, kept = planning_and_memory(queries, hierarchy, events)
         base = result["match"][0]
         print(
@@ -167,6 +174,56 @@ def thesis_density(repeat: int) -> None:
             f"{peak:.0f} MB / {kept:.0f} MB |",
             flush=True,
         )
+    counted(hierarchy)
+
+
+def count_matches(query, events, window: int) -> int:
+    """The matches of a flat SEQ without conditions or leading and trailing negations (W1-W3), counted
+    without building them: per event of the first item, one pass over its window of prefix sums (the
+    partial matches ending at each event; a negated item between two positive ones restarts the sums)."""
+    types, ts = events["type"].to_numpy(), events["ts"].to_numpy()
+    steps, pending = [], []
+    for item in shape_of(query).items:
+        if item.positive:
+            steps.append((np.isin(types, list(item.types)), [np.isin(types, list(n.types)) for n in pending]))
+            pending = []
+        else:
+            pending.append(item)
+    if pending or steps[0][1]:
+        raise ValueError("count_matches counts flat SEQ without leading or trailing negations")
+    ends = np.searchsorted(ts, ts + window, "right")
+    total = 0
+    for s in np.flatnonzero(steps[0][0]):
+        e = ends[s]
+        count = np.zeros(e - s, np.int64)
+        count[0] = 1
+        for accepts, negated in steps[1:]:
+            sums = np.cumsum(count)
+            before = np.concatenate([[0], sums[:-1]])  # partial matches ending strictly before each event
+            if negated:  # ... and after the last negated event before it
+                blocked = np.logical_or.reduce([n[s:e] for n in negated])
+                last = np.maximum.accumulate(np.where(blocked, np.arange(e - s), -1))
+                last = np.concatenate([[-1], last[:-1]])
+                before = before - np.where(last >= 0, sums[np.maximum(last, 0)], 0)
+            count = np.where(accepts[s:e], before, 0)
+        total += int(count.sum())
+    return total
+
+
+def counted(hierarchy) -> None:
+    """W2/W3 on uniform tickers at sizes whose rows alone outgrow memory: the matches counted, the bytes
+    of the rows a cube (or each query alone) would have to hold."""
+    print("\n### Uniform tickers past memory: the results' own size (counted, not built)\n")
+    print("| workload | trades | matches | rows' bytes (int64 positions) |")
+    print("|---|---|---|---|")
+    for workload, sizes in COUNTED.items():
+        queries = pattern_workload(workload, THESIS[workload][0], " WITHIN 2000")
+        for n in sizes:
+            events = trades(n, gap=1)
+            parsed = {name: cepkit.parse(text, hierarchy) for name, text in queries.items()}
+            found = {name: count_matches(q, events, 2000) for name, q in parsed.items()}
+            size = sum(found[name] * len(shape_of(q).positives) * 8 for name, q in parsed.items())
+            print(f"| W{workload} | {n} | {sum(found.values()):,} | {size / 2**30:,.1f} GB |", flush=True)
 
 
 def calibrate(repeat: int) -> None:
@@ -226,12 +283,14 @@ def main() -> None:
     parser.add_argument("--small-only", action="store_true")
     parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
+    print(f"load average at the start: {os.getloadavg()[0]:.1f} (2 cores)", flush=True)
     if args.calibrate:
         calibrate(args.repeat)
         return
     if not args.small_only:
         thesis_density(args.repeat)
     if args.thesis_only:
+        print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
         return
     events = trades(args.events)
     hierarchy = cepkit.Hierarchy(COMPANIES)
@@ -268,6 +327,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     for name, n, lattice_edges, candidates, ms, reuse in chase_times(events, args.repeat):
         print(f"| {name} | {n} | {lattice_edges} | {candidates} | {ms:.0f} | {reuse} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

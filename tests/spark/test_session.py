@@ -95,6 +95,19 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     streamed = sorted(list(m.positions) for _, m in (*live.earlier, *live.latest))
     print(json.dumps([streamed, late, polled, live.batches, live.event_count, live.match_count, live.stats.value,
                       [query.isActive for query in live.queries]]))
+    # An E-Cube over the same stream (cube_stream: a streaming cube per key in the server's workers).
+    cube = cepkit.ECube({{"ab": sys.argv[1], "xb": sys.argv[1].replace("A a", "X a")}}, {{"X": ["A"]}})
+    cube_source = os.path.join(folder, "cube")
+    os.mkdir(cube_source)
+    found = cepkit.spark.cube_stream(cube, spark.readStream.schema("type string, ts double, position long, id long")
+                                     .json(cube_source))
+    cubing = found.writeStream.format("memory").queryName("cube_found").outputMode("append").start()
+    for number, batch in enumerate(batches):
+        batch.to_json(os.path.join(cube_source, f"{{number}}.json"), orient="records", lines=True)
+        cubing.processAllAvailable()
+    cubed = sorted([r["query"], list(r["positions"])] for r in spark.sql("select * from cube_found").collect())
+    cubing.stop()
+    print(json.dumps(cubed))
     # The Workbench on this session (widgets.on_spark), and a Job's progress and Cancel through Connect.
     import time
     from widgets.on_spark import SparkWorkbench
@@ -153,8 +166,8 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     assert run.returncode == 0, run.stderr[-3000:]
     assert "pyspark.sql.connect" in run.stdout
-    lines = run.stdout.strip().splitlines()[-4:]
-    warned, batch, live, (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
+    lines = run.stdout.strip().splitlines()[-5:]
+    warned, batch, live, cubed, (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
     streamed, late, polled, batches, live_events, live_matches, stats, active = live
     assert warned == []  # no setting a Connect server refuses
     events = [{"type": t, "ts": i, "id": k} for i, (t, k) in enumerate(zip("ABAB", [1, 1, 2, 2]))]
@@ -164,5 +177,6 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     # the live view on Connect: a batch per micro-batch read from the memory sinks, the watermark, Stop
     assert polled == [True, True] and batches == 2 and live_events == 5 and live_matches == len(expected)
     assert "<b>stopped</b>" in stats and "watermark 100 ·" in stats and active == [False, False]
+    assert cubed == sorted([name, p] for name in ("ab", "xb") for p in expected)  # cube_stream too
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
