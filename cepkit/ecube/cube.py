@@ -15,6 +15,7 @@ Every query's result is exactly what it gives alone (``cepkit.match``), whicheve
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Mapping, Optional
 
 import networkx as nx
@@ -82,7 +83,7 @@ class ECube:
         """Add a query to the cube (re-plans at the next ``plan``/``run``, [LIU] §4.5)."""
         if name in self.queries or name == ROOT:
             raise ValueError(f"the cube already has a query named {name!r}")
-        parsed = parse(query, self.hierarchy)
+        parsed = _parsed(query, self.hierarchy) if isinstance(query, str) else parse(query, self.hierarchy)
         self.shapes[name] = shape_of(parsed)
         self.queries[name] = parsed
         self._graph = None
@@ -350,3 +351,10 @@ class ECube:
 
     def __repr__(self):
         return f"ECube({ {n: str(q) for n, q in self.queries.items()}!r})"
+
+
+@lru_cache(maxsize=1024)
+def _parsed(text: str, hierarchy) -> Query:
+    """A query text parsed once per process and hierarchy, as refinements and offers are kept: a fresh cube
+    over the same queries (a Spark key's, a bench's run) parses nothing."""
+    return parse(text, hierarchy)
