@@ -41,6 +41,7 @@ from .kernel import (
     recompute,
     released_at,
     robust,
+    skip_till_next,
 )
 
 
@@ -49,8 +50,11 @@ def runs_columnar(plan, whole: bool = False) -> bool:
     ``whole``: over a whole finite stream, where ROBUST_STNM (judged on every ALL match) runs too."""
     query, pattern = plan.query, plan.pattern
     strategies = (None, "ALL", "STRICT", "PARTITION_STRICT", *RANKED_CODES, *(("ROBUST_STNM",) if whole else ()))
+    if whole or not plan.slots[-1].kleene:  # STNM's matches wait for later events with a Kleene last slot
+        strategies += ("STNM",)
     return (
         query.strategy in strategies
+        and (query.strategy != "STNM" or plan.skip_till_next.closure_known)
         and query.consume in (None, "NONE")
         and query.select is None
         and plan.join in ("hybrid", "nested")
@@ -77,7 +81,12 @@ def run(plan, stream: Stream, opened=None):
     them (the kept events are not all of a sub-stream's)."""
     pattern, slots = plan.pattern, plan.slots
     columns = StreamColumns(stream)
-    keys = key_columns(pattern.joins, pattern.chains, columns)
+    strategy = plan.query.strategy
+    judge = plan.skip_till_next if strategy == "STNM" else None
+    joins, chains = pattern.joins, pattern.chains
+    if judge is not None:  # Θ_eq⁺'s equalities join the prefixes STNM judges (docs/references.md E11)
+        joins, chains = joins + judge.closure_joins, chains + judge.closure_chains
+    keys = key_columns(joins, chains, columns)
     if keys is None:
         return None
     read = ~stream.type_in({PUNCTUATION})
@@ -96,7 +105,7 @@ def run(plan, stream: Stream, opened=None):
         times,
         np.zeros(0) if window_seconds is None else time_limits(window_seconds, times),
         window_events,
-        not slots[-1].kleene,
+        not slots[-1].kleene and judge is None,  # (STNM's candidates include past triggers)
         keys[0],
         keys[1],
     )
@@ -109,53 +118,80 @@ def run(plan, stream: Stream, opened=None):
         pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
     names = [slot.var for slot in slots if slot.var is not None]
     slot_var = np.array([names.index(slot.var) if slot.var is not None else -1 for slot in slots], dtype=np.int64)
-    joins, chains = pattern.joins, pattern.chains
     ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
+    n_joins, n_chains = len(pattern.joins), len(pattern.chains)
+    kleene = flags([slot.kleene for slot in slots])
     found = recompute(
         members,
         offsets,
         triggers,
         window_first,
-        flags([slot.kleene for slot in slots]),
+        kleene,
         window_lo,
         stream.position_of(events),
         values,
         valid,
-        ints([j.left_slot for j in joins]),
-        ints([j.right_slot for j in joins]),
-        ints([OP_CODES[j.op] for j in joins]),
-        flags([j.op in TRANSITIVE for j in joins]),
-        join_left_key,
-        join_right_key,
-        ints([pairs[j.left_slot, j.right_slot] for j in joins]),
+        ints([j.left_slot for j in pattern.joins]),
+        ints([j.right_slot for j in pattern.joins]),
+        ints([OP_CODES[j.op] for j in pattern.joins]),
+        flags([j.op in TRANSITIVE for j in pattern.joins]),
+        join_left_key[:n_joins],
+        join_right_key[:n_joins],
+        ints([pairs[j.left_slot, j.right_slot] for j in pattern.joins]),
         ints([r for r, _ in pairs]),
         ints([s for _, s in pairs]),
-        ints([c.slot for c in chains]),
-        ints([OP_CODES[c.op] for c in chains]),
-        flags([c.op in TRANSITIVE for c in chains]),
-        chain_previous_key,
-        chain_current_key,
+        ints([c.slot for c in pattern.chains]),
+        ints([OP_CODES[c.op] for c in pattern.chains]),
+        flags([c.op in TRANSITIVE for c in pattern.chains]),
+        chain_previous_key[:n_chains],
+        chain_current_key[:n_chains],
         plan.join == "hybrid",
         plan.strict,
     )
     match_offsets, positions, cells, counters, distinct = found
     emitted = AT_LAST
-    strategy = plan.query.strategy
     if strategy in RANKED_CODES:  # the strategy among each trigger's matches, all at hand
         match_offsets, positions, cells = _rows(ranked(match_offsets, positions, RANKED_CODES[strategy]), found)
     elif strategy == "ROBUST_STNM":  # judged on every ALL match
         match_offsets, positions, cells = _rows(robust(match_offsets, positions, cells), found)
         emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
+    elif judge is not None:  # STNM: the candidates between a row's events tested against its prefixes
+        grouped = np.empty(len(stream), dtype=np.int64)
+        grouped[events] = np.arange(len(events))
+        keep = skip_till_next(
+            match_offsets,
+            positions,
+            cells,
+            grouped[np.searchsorted(stream.positions, positions)],
+            members,
+            offsets,
+            kleene,
+            window_lo,
+            values,
+            valid,
+            ints([j.left_slot for j in joins]),
+            ints([j.right_slot for j in joins]),
+            ints([OP_CODES[j.op] for j in joins]),
+            join_left_key,
+            join_right_key,
+            ints([c.slot for c in chains]),
+            ints([OP_CODES[c.op] for c in chains]),
+            chain_previous_key,
+            chain_current_key,
+        )
+        match_offsets, positions, cells = _rows(keep, found)
+        if slots[-1].kleene:  # a match waits until the window of its first event has passed
+            emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
     variables = slot_var[cells]
-    kleene = [slot.kleene for slot in slots if slot.var is not None]
+    named_kleene = [slot.kleene for slot in slots if slot.var is not None]
     # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
     matches = MatchArrays.from_bindings(
         match_offsets,
         positions,
         variables,
         names,
-        kleene,
+        named_kleene,
         emitted,
         sorted_within_last=bool(distinct),
         groups_in_order=True,

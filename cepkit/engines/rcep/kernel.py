@@ -1039,3 +1039,162 @@ def released_at(times, limits, read, firsts, triggers):
             j += 1
         out[r] = j
     return out
+
+
+@jit
+def _extends(
+    cells,
+    cell_slots,
+    depth,
+    candidate,
+    k,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_left_key,
+    join_right_key,
+    chain_slot,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+):
+    """Whether member ``candidate`` added to slot k extends the prefix ``cells[:depth + 1]`` (member
+    indices, slots ``cell_slots``; its last cell in slot k or k - 1) into a match of a pattern prefix:
+    every join from a bound slot into k holds with each of the prefix's events there, and, when k is the
+    last cell's (Kleene) slot, every chain of k from that cell to the candidate."""
+    for j in range(len(join_left)):
+        if join_right[j] != k:
+            continue
+        for x in range(depth + 1):
+            if cell_slots[x] != join_left[j]:
+                continue
+            outer = cells[x]
+            if not (
+                kok[join_left_key[j], outer]
+                and kok[join_right_key[j], candidate]
+                and phi(join_op[j], kval[join_left_key[j], outer], kval[join_right_key[j], candidate])
+            ):
+                return False
+    if cell_slots[depth] == k:
+        previous = cells[depth]
+        for c in range(len(chain_slot)):
+            if chain_slot[c] != k:
+                continue
+            if not (
+                kok[chain_previous_key[c], previous]
+                and kok[chain_current_key[c], candidate]
+                and phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], candidate])
+            ):
+                return False
+    return True
+
+
+@jit
+def skip_till_next(
+    offsets,
+    positions,
+    slots,
+    grouped,
+    members,
+    member_offsets,
+    kleene,
+    window_lo,
+    kval,
+    kok,
+    join_left,
+    join_right,
+    join_op,
+    join_left_key,
+    join_right_key,
+    chain_slot,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+):
+    """Which rows STNM keeps ([SES] Def 6.1, the rule of ``stnm.SkipTillNext``) among ALL matches (rows
+    of (position, slot) pairs in position order; ``grouped``: each cell's grouped index). A row e1 .. en
+    is dropped when a member e of a slot, e_i < e < e(i+1), extends the prefix e1 .. ei (``_extends``:
+    one more event of e_i's slot if it is Kleene, or the first event of the next slot), or, with a Kleene
+    last slot, when a member of it after e_n, in the window of e1 (``window_lo``: same sub-stream too),
+    extends the whole row. The joins and chains are the query's plus Θ_eq⁺'s (docs/references.md E11).
+
+    The earliest extension of a prefix after its last event depends on the prefix only, so it is
+    searched once for rows that share it (consecutive in each trigger's output order): per depth and per
+    candidate slot a cursor into the members, kept while the next row has the same prefix, and the
+    member found (-1: none yet)."""
+    n = len(offsets) - 1
+    n_slots = len(member_offsets) - 1
+    longest = 1
+    for r in range(n):
+        longest = max(longest, offsets[r + 1] - offsets[r])
+    cells = np.zeros(longest, dtype=np.int64)  # the row's member indices
+    cell_slots = np.zeros(longest, dtype=np.int64)
+    cursor = np.zeros((longest, 2), dtype=np.int64)  # per depth: next member to test, per candidate slot
+    found = np.zeros((longest, 2), dtype=np.int64)  # the extension found there, -1: none yet
+    keep = np.zeros(n, dtype=np.bool_)
+    valid = 0  # depths whose cursors belong to the current row's prefix
+    for r in range(n):
+        begin, length = offsets[r], offsets[r + 1] - offsets[r]
+        if r > 0:
+            valid = min(valid, _shared(offsets, positions, slots, r - 1, r))
+        for x in range(length):
+            s = slots[begin + x]
+            cells[x] = _lower_bound(members, member_offsets[s], member_offsets[s + 1], grouped[begin + x])
+            cell_slots[x] = s
+        first_window = grouped[begin]
+        kept = True
+        for d in range(length):
+            s = cell_slots[d]
+            if d == length - 1 and not (kleene[s] and s == n_slots - 1):
+                break
+            if d >= valid:  # a new prefix: its cursors start after its last event
+                for j in range(2):
+                    k = s + j
+                    found[d, j] = -1
+                    if k < n_slots and (j == 1 or kleene[s]):
+                        cursor[d, j] = _lower_bound(
+                            members, member_offsets[k], member_offsets[k + 1], grouped[begin + d] + 1
+                        )
+                    elif k < n_slots:
+                        cursor[d, j] = member_offsets[k + 1]  # one event of a single slot: nothing to add
+                valid = d + 1
+            for j in range(2):
+                k = s + j
+                if k >= n_slots:
+                    continue
+                while found[d, j] < 0 and cursor[d, j] < member_offsets[k + 1]:
+                    g = members[cursor[d, j]]
+                    if d < length - 1:
+                        if g >= grouped[begin + d + 1]:
+                            break
+                    elif window_lo[g] > first_window:  # past the window (or the sub-stream) of e1
+                        break
+                    if _extends(
+                        cells,
+                        cell_slots,
+                        d,
+                        cursor[d, j],
+                        k,
+                        kval,
+                        kok,
+                        join_left,
+                        join_right,
+                        join_op,
+                        join_left_key,
+                        join_right_key,
+                        chain_slot,
+                        chain_op,
+                        chain_previous_key,
+                        chain_current_key,
+                    ):
+                        found[d, j] = cursor[d, j]
+                    else:
+                        cursor[d, j] += 1
+                if found[d, j] >= 0 and (d == length - 1 or members[found[d, j]] < grouped[begin + d + 1]):
+                    kept = False
+            if not kept:
+                break
+        keep[r] = kept
+    return keep

@@ -10,7 +10,7 @@ the pushes emit them: trigger after trigger, each one's in output order (docs/la
 match at its trigger. Then the kept events are cut to those a later trigger may bind:
 
 - events some slot takes, other than a single (non-Kleene) last slot alone (a trigger: no later match
-  uses it, as ``RcepMatcher`` pops it from its tree);
+  uses it, as ``RcepMatcher`` pops it from its tree), except under STNM (it may block a later match);
 - within the window of every later trigger: under ``WITHIN w`` a time at or after ``window_horizon`` of
   the latest time, under ``WITHIN n EVENTS`` one of its sub-stream's last n - 1 events; without a window,
   all of them (as the trees keep them);
@@ -80,7 +80,7 @@ class OpenWindow:
         if not len(stream):
             return self
         keep = accepted[:-1].any(axis=0)
-        if plan.slots[-1].kleene:
+        if plan.slots[-1].kleene or plan.query.strategy == "STNM":  # (a past trigger may block under STNM)
             keep |= accepted[-1]
         if plan.window_seconds is not None:
             keep &= stream.times >= window_horizon(float(stream.times.max()), plan.window_seconds)

@@ -30,6 +30,7 @@ import math
 from ...lang.equalities import transitive_equalities
 from ...lang.window import fits_time
 from ...semantics.conditions import bound_conditions_hold
+from ..conjuncts import condition_role
 
 
 class SkipTillNext:
@@ -51,6 +52,14 @@ class SkipTillNext:
             written, {s.var for s in pattern.slots if s.kleene and s.var}, {s.var for s in pattern.slots if s.var}
         )
         self.conditions += [(cond, None) for cond in closure]  # Θ_eq⁺ − Θ (docs/references.md E11)
+        roles = [
+            condition_role(cond, pattern.variables, {s.var for s in pattern.slots if s.kleene}) for cond in closure
+        ]
+        # the closure as joins and chains, for the kernel (``kernel.skip_till_next``): equalities between two
+        # variables and ``prev(v.A) = v.A`` are always one or the other
+        self.closure_joins = tuple(role[1] for role in roles if role[0] == "join")
+        self.closure_chains = tuple(role[1] for role in roles if role[0] == "chain")
+        self.closure_known = len(self.closure_joins) + len(self.closure_chains) == len(closure)
         self.waits = pattern.slots[-1].kleene
 
     def fresh(self) -> "SkipTillNext":

@@ -33,10 +33,16 @@ def in_kernel(query) -> bool:
 
 
 KERNEL_QUERIES = kleene_queries(types=TYPES).filter(in_kernel)
+STNM_QUERIES = kleene_queries(types=TYPES, strategies=("STNM",))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(st.one_of(KERNEL_QUERIES, KERNEL_QUERIES, kleene_queries(types=TYPES)), rows_and_plan(TYPES, values=4))
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    st.one_of(
+        KERNEL_QUERIES, KERNEL_QUERIES, kleene_queries(types=TYPES), STNM_QUERIES.filter(in_kernel), STNM_QUERIES
+    ),
+    rows_and_plan(TYPES, values=4),
+)
 def test_batches_emit_what_pushes_emit(query, rows_plan):
     rows, plan = rows_plan
     try:
@@ -74,6 +80,7 @@ def test_micro_batches_at_size_run_in_the_kernel():
         ("A+ a ; B b WHERE a[i].price > a[i-1].price WITHIN 20 s PARTITION BY id", 21 * 4),
         ("A a ; A+ b ; B c WHERE a.price < c.price WITHIN 12 EVENTS PARTITION BY id", 11 * 4),
         ("SELECT STRICT * PATTERN A+ a ; B b WITHIN 30 s", 31),
+        ("SELECT STNM * PATTERN A a ; A+ b ; B c WHERE prev(b.price) < b.price and a.price < c.price WITHIN 9 s", 10),
     ):
         whole = cepkit.match(query, events, engine="rcep")
         matcher = cepkit.Matcher(query, engine="rcep")

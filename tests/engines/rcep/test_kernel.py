@@ -58,6 +58,42 @@ def test_robust_skip_till_next_match_is_emitted_where_the_matcher_releases_it(qu
     assert sorted((m.key, m.emitted_at) for m in found) == sorted((m.key, m.emitted_at) for m in pushed)
 
 
+@settings(max_examples=200, deadline=None)
+@given(kleene_queries(strategies=("STNM",)), streams(max_size=14, values=4, ids=2))
+def test_skip_till_next_match_in_the_kernel_is_the_matchers_and_the_references(query, events):
+    """STNM in the kernel (``kernel.skip_till_next`` over every ALL match): the matches the matcher reports,
+    pushed event by event, each at the same position (at its trigger; with a Kleene last variable the
+    first event past its first event's window, or its trigger when the stream ends first), in the
+    reference's order when each is emitted at its trigger, and the reference's matches."""
+    assume("CONSUME" not in query)
+    plan = RcepPlan(cepkit.parse(query))
+    stream = Stream.from_any(events)
+    found = plan.run(stream)
+    assert isinstance(found, MatchArrays) or not runs_columnar(plan, whole=True)
+    matcher = plan.matcher()
+    pushed = [m for event in stream for m in matcher.push(event)] + matcher.close()
+    assert sorted((m.key, m.emitted_at) for m in found) == sorted((m.key, m.emitted_at) for m in pushed)
+    reference = [m.key for m in cepkit.match(query, events, engine="reference")]
+    assert sorted(m.key for m in found) == sorted(reference)
+    if not plan.slots[-1].kleene:
+        assert [m.key for m in cepkit.match(query, events, engine="rcep")] == reference
+
+
+def test_skip_till_next_match_judges_prefixes_on_the_implied_equalities():
+    """docs/references.md E11: with ``a.PID = b.PID and b.PID = c.PID`` the closure adds ``a.PID = c.PID``,
+    so C2 (PID 2) does not extend the prefix {a1} and STNM finds {a1, c3, b4} on A1 C2 C3 B4 (PIDs 1 2 1
+    1), as the reference does; with a Kleene c, ``prev(c.PID) = c.PID`` joins the judge's chains too."""
+    events = [{"type": t, "ts": i, "PID": p} for i, (t, p) in enumerate(zip("ACCB", (1, 2, 1, 1)))]
+    for query, expected in (
+        ("SELECT STNM * PATTERN SEQ(A a, C c, B b) WHERE a.PID = b.PID and b.PID = c.PID", [(0, 2, 3)]),
+        ("SELECT STNM * PATTERN SEQ(A a, C+ c, B b) WHERE a.PID = b.PID and b.PID = c.PID", [(0, 2, 3)]),
+    ):
+        found = RcepPlan(cepkit.parse(query)).run(Stream.from_any(events))
+        assert isinstance(found, MatchArrays)
+        assert [m.positions for m in found] == expected
+        assert [m.positions for m in cepkit.match(query, events, engine="reference")] == expected
+
+
 @pytest.mark.parametrize("join", ["hybrid", "nested"])
 def test_running_query_shapes_at_size(join):
     """Q1 (the inverted V, a chain and two joins) and Q2 (credit card, arithmetic in a join) over seeded
@@ -121,5 +157,17 @@ TWIN_QUERIES = [
 ]
 
 
+STNM_TWIN_QUERIES = [
+    "SELECT STNM * PATTERN SEQ(A a, B b, C c) WHERE a.v < c.v WITHIN 4 s PARTITION BY id",
+    "SELECT STNM * PATTERN SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) <= b.v WITHIN 5 s",
+    "SELECT STNM * PATTERN SEQ(A+ a, B+ b) WHERE a.v <= b.v and prev(b.v) < b.v WITHIN 6 EVENTS PARTITION BY id",
+    "SELECT STNM * PATTERN SEQ(A a, C c, B b) WHERE a.id = b.id and b.id = c.id WITHIN 6 s",
+]
+
+
 def test_python_twin_gives_the_compiled_kernels_matches():
     assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "recompute", TWIN_QUERIES)
+
+
+def test_python_twin_of_skip_till_next_match():
+    assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "skip_till_next", STNM_TWIN_QUERIES)
