@@ -49,9 +49,15 @@ def runs_columnar(plan, whole: bool = False) -> bool:
     """Whether the plan's work is all in the kernel (module docstring); the keys are checked per stream.
     ``whole``: over a whole finite stream, where ROBUST_STNM (judged on every ALL match) runs too."""
     query, pattern = plan.query, plan.pattern
-    strategies = (None, "ALL", "STRICT", "PARTITION_STRICT", *RANKED_CODES, *(("ROBUST_STNM",) if whole else ()))
-    if whole or not plan.slots[-1].kleene:  # STNM's matches wait for later events with a Kleene last slot
-        strategies += ("STNM",)
+    strategies = (
+        "STNM",
+        None,
+        "ALL",
+        "STRICT",
+        "PARTITION_STRICT",
+        *RANKED_CODES,
+        *(("ROBUST_STNM",) if whole else ()),
+    )
     return (
         query.strategy in strategies
         and (query.strategy != "STNM" or plan.skip_till_next.closure_known)
@@ -116,8 +122,7 @@ def run(plan, stream: Stream, opened=None):
     pairs: dict = {}
     for join in pattern.joins:
         pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
-    names = [slot.var for slot in slots if slot.var is not None]
-    slot_var = np.array([names.index(slot.var) if slot.var is not None else -1 for slot in slots], dtype=np.int64)
+    names, slot_var, named_kleene = variable_ids(plan)
     ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
     n_joins, n_chains = len(pattern.joins), len(pattern.chains)
@@ -157,6 +162,10 @@ def run(plan, stream: Stream, opened=None):
         match_offsets, positions, cells = _rows(robust(match_offsets, positions, cells), found)
         emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
     elif judge is not None:  # STNM: the candidates between a row's events tested against its prefixes
+        rows = match_offsets, positions, cells
+        if opened is not None and opened.pending is not None:  # rows of earlier batches, still waiting
+            rows = _concatenated(opened.pending, rows)
+            match_offsets, positions, cells = rows
         grouped = np.empty(len(stream), dtype=np.int64)
         grouped[events] = np.arange(len(events))
         keep = skip_till_next(
@@ -180,11 +189,15 @@ def run(plan, stream: Stream, opened=None):
             chain_previous_key,
             chain_current_key,
         )
-        match_offsets, positions, cells = _rows(keep, found)
-        if slots[-1].kleene:  # a match waits until the window of its first event has passed
+        match_offsets, positions, cells = _rows(keep, rows)
+        if slots[-1].kleene and opened is None:  # a match waits until the window of its first event has passed
             emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
+        elif slots[-1].kleene:  # ... maybe past this batch
+            match_offsets, positions, cells, emitted = _released_here(
+                plan, opened, codes, read, match_offsets, positions, cells
+            )
+            distinct = False  # (the rows in the order of their releases)
     variables = slot_var[cells]
-    named_kleene = [slot.kleene for slot in slots if slot.var is not None]
     # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
     matches = MatchArrays.from_bindings(
         match_offsets,
@@ -194,7 +207,7 @@ def run(plan, stream: Stream, opened=None):
         named_kleene,
         emitted,
         sorted_within_last=bool(distinct),
-        groups_in_order=True,
+        groups_in_order=bool(distinct),
     )
     stats = {
         "triggers": int(counters[STAT_TRIGGERS]),
@@ -210,14 +223,62 @@ def run(plan, stream: Stream, opened=None):
     return matches, stats
 
 
+def variable_ids(plan) -> tuple:
+    """(the named variables, each slot's index among them or -1, whether each named one is Kleene)."""
+    names = [slot.var for slot in plan.slots if slot.var is not None]
+    slot_var = np.array([names.index(slot.var) if slot.var is not None else -1 for slot in plan.slots], np.int64)
+    return names, slot_var, [slot.kleene for slot in plan.slots if slot.var is not None]
+
+
 def _rows(keep: np.ndarray, found: tuple) -> tuple:
-    """(offsets, positions, slots) of the rows ``keep`` selects from ``recompute``'s result."""
+    """(offsets, positions, slots) of the rows ``keep`` selects from ``recompute``'s result; ``keep`` a mask,
+    or row numbers (the rows in that order)."""
     offsets, positions, cells = found[:3]
     lengths = np.diff(offsets)
-    picked = np.repeat(keep, lengths)
-    kept = np.zeros(int(keep.sum()) + 1, dtype=np.int64)
+    kept = np.zeros(len(lengths[keep]) + 1, dtype=np.int64)
     np.cumsum(lengths[keep], out=kept[1:])
+    if keep.dtype == np.bool_:
+        picked = np.repeat(keep, lengths)
+    else:  # each cell of the output at its row's start in the input plus its place in the row
+        picked = np.repeat(offsets[keep] - kept[:-1], lengths[keep]) + np.arange(kept[-1])
     return kept, positions[picked], cells[picked]
+
+
+def _concatenated(first: tuple, second: tuple) -> tuple:
+    """Two (offsets, positions, slots) row sets, one after the other."""
+    offsets = np.concatenate([first[0], second[0][1:] + first[0][-1]])
+    return offsets, np.concatenate([first[1], second[1]]), np.concatenate([first[2], second[2]])
+
+
+def _released_here(plan, opened, codes, read, offsets, positions, cells) -> tuple:
+    """STNM with a Kleene last slot in a micro-batch (``opened``): each row waits until the first event past
+    the window of its first event (``_released``'s rule: any read event for a time window, its
+    sub-stream's ``n``-th next for ``n EVENTS``, numbered by ``opened.seq``). The rows released in the
+    joined stream (the batch: earlier events released what they released) as (offsets, positions, slots,
+    emitted positions), in the order of their releases, ties in row order (as the pushes release them);
+    the others wait in ``opened.pending``."""
+    stream = opened.stream
+    n = len(stream)
+    index = np.searchsorted(stream.positions, positions)
+    firsts, triggers = index[offsets[:-1]], index[offsets[1:] - 1]
+    if plan.window_seconds is not None:
+        times = np.ascontiguousarray(stream.times, dtype=np.float64)
+        at = released_at(times, time_limits(float(plan.window_seconds), times), read, firsts, triggers)
+    elif plan.window_events is not None:  # the read event of the same sub-stream numbered n after the first
+        numbered = np.flatnonzero(read)
+        span = int(np.nanmax(opened.seq, initial=0)) + math.ceil(plan.window_events) + 1
+        keys = codes[numbered] * span + opened.seq[numbered].astype(np.int64)
+        order = np.argsort(keys, kind="stable")
+        wanted = codes[firsts] * span + opened.seq[firsts].astype(np.int64) + math.ceil(plan.window_events)
+        j = np.minimum(np.searchsorted(keys[order], wanted), max(len(order) - 1, 0))
+        found = len(order) > 0
+        at = np.where(found & (keys[order][j] == wanted), numbered[order][j] if found else n, n)
+    else:
+        at = np.full(len(firsts), n, dtype=np.int64)
+    done = at < n
+    order = np.flatnonzero(done)[np.argsort(at[done], kind="stable")]
+    opened.pending = _rows(np.flatnonzero(~done), (offsets, positions, cells))
+    return (*_rows(order, (offsets, positions, cells)), stream.position_of(at[order]))
 
 
 def _released(plan, stream: Stream, events, codes, offsets, positions, read) -> np.ndarray:

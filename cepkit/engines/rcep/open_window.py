@@ -18,6 +18,9 @@ match at its trigger. Then the kept events are cut to those a later trigger may 
   slot keeps breaks contiguity, so nothing before it is in a later match, and inside the run the kernel's
   grouped indices, which its contiguity test reads, step as the sequence numbers do.
 
+Under STNM with a Kleene last slot the matches still waiting at a batch's end (their first event's
+window open) are kept too, as rows (``pending``), with their events; the next batch judges them again.
+
 A push after micro-batches moves the kept events into trees (``to_trees``), a micro-batch after pushes
 takes the trees' live events (``of_trees``): at most a window of events per key.
 """
@@ -47,6 +50,9 @@ class OpenWindow:
         self.seq = seq
         self.counts = counts
         self.first = 0
+        # STNM with a Kleene last slot: the matches waiting for their first event's window to pass, as
+        # (offsets, positions, slots) rows in trigger order (``batch._released_here``); None: none
+        self.pending: Optional[tuple] = None
 
     @classmethod
     def empty(cls, plan, ts_is_datetime: bool = False) -> "OpenWindow":
@@ -72,6 +78,7 @@ class OpenWindow:
             seq = np.concatenate([self.seq, counted_positions(batch, plan.query.partition_by, counts)])
         window = OpenWindow(stream, accepted, seq, counts)
         window.first = len(self.stream)
+        window.pending = self.pending
         return window
 
     def kept(self, plan) -> "OpenWindow":
@@ -100,13 +107,17 @@ class OpenWindow:
             last_break = np.full(n_codes, -1, dtype=np.int64)
             np.maximum.at(last_break, codes[breaks], index[breaks])
             keep &= index > last_break[np.maximum(codes, 0)]
+        if self.pending is not None:  # the waiting matches' events (all in the window but, under
+            keep |= np.isin(stream.positions, self.pending[1])  # n EVENTS, a first one a step back)
         index = np.flatnonzero(keep)
-        return OpenWindow(
+        out = OpenWindow(
             stream.take(index),
             accepted[:, index],
             None if self.seq is None else self.seq[index],
             self.counts,
         )
+        out.pending = self.pending
+        return out
 
     @classmethod
     def of_trees(cls, plan, partitions: dict, ts_is_datetime: bool) -> "OpenWindow":

@@ -37,6 +37,7 @@ from ...lang.window import earliest_time
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry
+from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.match_list import MatchList
 from ...runtime.match_record import Match
 from ...runtime.reported_once import ReportedOnce
@@ -45,7 +46,7 @@ from ..unary import StreamColumns, unary_truth
 from ...semantics.conditions import holds
 from ...semantics.strategies import RANKED, beats
 from ..conjuncts import substream_positions
-from .batch import accepted_by_slots, run as columnar_run, runs_columnar
+from .batch import accepted_by_slots, run as columnar_run, runs_columnar, variable_ids
 from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .open_window import OpenWindow
@@ -249,6 +250,10 @@ class RcepMatcher(IncrementalPlan):
         window = self.window
         if window is None:
             window = OpenWindow.of_trees(plan, self.partitions, stream.ts_is_datetime)
+            if self.waiting:  # STNM's waiting matches as rows (their events are the trees' live ones)
+                window.pending = _waiting_rows(self.waiting)
+                if not np.isin(window.pending[1], window.stream.positions).all():
+                    return super().extend(stream)
         joined = window.joined(plan, stream)
         found = None if joined is None else columnar_run(plan, joined.stream, joined)
         if found is None:
@@ -259,6 +264,7 @@ class RcepMatcher(IncrementalPlan):
         if self.window is None:  # the trees' events are in ``joined`` now
             self.partitions.clear()
             self.expiry = KeyExpiry(plan.window_seconds)
+            self.waiting = []
         self.window = joined.kept(plan)
         self.latest = max(self.latest, float(stream.times.max()))
         stats = self.stats
@@ -272,10 +278,12 @@ class RcepMatcher(IncrementalPlan):
         return MatchList(matches)
 
     def _to_trees(self) -> None:
-        """The kept events (``window``) into the per-key trees ``push`` reads."""
+        """The kept events (``window``) into the per-key trees ``push`` reads, its waiting STNM matches into
+        ``waiting``."""
         window, self.window = self.window, None
         plan, partitions = self.plan, self.partitions
-        for event, key, seq, slots in window.rows(plan):
+        rows = window.rows(plan)
+        for event, key, seq, slots in rows:
             part = partitions.get(key)
             if part is None:
                 part = partitions[key] = _Partition(plan)
@@ -283,6 +291,14 @@ class RcepMatcher(IncrementalPlan):
                 part.trees[k].insert(event, seq)
             part.count = seq + 1
             self.expiry.touch(key, event.time)
+        if window.pending is not None:
+            at = {event.position: (event, key, seq) for event, key, seq, _ in rows}
+            for match, (positions, slots) in zip(self._pending_matches(window), _each_row(window.pending)):
+                chosen: dict = {}
+                for position, slot in zip(positions.tolist(), slots.tolist()):
+                    chosen.setdefault(slot, []).append(at[position][0])
+                _, key, first_seq = at[int(positions[0])]
+                self.waiting.append((match, [(k, tuple(e)) for k, e in chosen.items()], key, first_seq))
         for key, count in (window.counts or {}).items():  # WITHIN n EVENTS: every key's count goes on
             part = partitions.get(key)
             if part is None:
@@ -349,8 +365,17 @@ class RcepMatcher(IncrementalPlan):
     def close(self) -> list:
         released = [m for m, chosen, _, _ in self.waiting if self.judge.final(chosen)] if self.waiting else []
         self.waiting = []
+        if self.window is not None and self.window.pending is not None:  # STNM, at their triggers
+            released += list(self._pending_matches(self.window))
+            self.window.pending = None
         self.now = None
         return self._report(released, None, None)
+
+    def _pending_matches(self, window: OpenWindow):
+        """The window's waiting STNM rows as ``MatchArrays``, each emitted at its trigger."""
+        offsets, positions, slots = window.pending
+        names, slot_var, kleene = variable_ids(self.plan)
+        return MatchArrays.from_bindings(offsets, positions, slot_var[slots], names, kleene, AT_LAST)
 
     def _report(self, found: list, key, position) -> list:
         found = self._consume(found, key, position)
@@ -722,3 +747,21 @@ class Recomputation:
 
 
 __all__ = ["RcepPlan", "RcepMatcher", "Stats"]
+
+
+def _waiting_rows(waiting: list) -> tuple:
+    """``RcepMatcher.waiting``'s matches as (offsets, positions, slots) rows, in their order."""
+    offsets, positions, slots = [0], [], []
+    for _, chosen, _, _ in waiting:
+        pairs = sorted((e.position, s) for s, events in chosen for e in events)
+        positions += [p for p, _ in pairs]
+        slots += [s for _, s in pairs]
+        offsets.append(len(positions))
+    return tuple(np.array(values, dtype=np.int64) for values in (offsets, positions, slots))
+
+
+def _each_row(rows: tuple):
+    """(offsets, positions, slots) rows one at a time: (positions, slots) of each."""
+    offsets, positions, slots = rows
+    for r in range(len(offsets) - 1):
+        yield positions[offsets[r] : offsets[r + 1]], slots[offsets[r] : offsets[r + 1]]

@@ -96,3 +96,37 @@ def test_micro_batches_at_size_run_in_the_kernel():
         assert matcher.result() == whole
         assert emitted == [m.positions[-1] for m in matcher.result()]  # each at its trigger, in order
         assert matcher.result().positions() == whole.positions()
+
+
+def test_waiting_skip_till_next_matches_cross_batches_and_pushes():
+    """STNM with a Kleene last variable: a match waits until its first event's window has passed (a later
+    event may extend it), across micro-batches, pushes between them and ``close``: the emissions, in order
+    and where they happen, are those of pushing every event."""
+    events = stock(1500, keys=3)
+    rng = np.random.default_rng(7)
+    cuts = np.cumsum(rng.integers(1, 200, 30))
+    bounds = [0, *cuts[cuts < len(events)].tolist(), len(events)]
+    plan = [(a, b, "push" if rng.random() < 0.2 else "extend") for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def fed(query, plan):
+        matcher, found = cepkit.Matcher(query, engine="rcep"), []
+        for a, b, way in plan:
+            if way == "push":
+                found += [m for row in events.iloc[a:b].to_dict("records") for m in matcher.push(row)]
+            else:
+                found += matcher.extend(events.iloc[a:b])
+        return found + matcher.close(), matcher
+
+    for query in (
+        "SELECT STNM * PATTERN A a ; B+ b WHERE a.price > b.price and prev(b.price) > b.price WITHIN 15 s "
+        "PARTITION BY id",
+        "SELECT STNM * PATTERN A a ; A+ b WHERE b[i].price > b[i-1].price and a.price < b.price WITHIN 8 EVENTS "
+        "PARTITION BY id",
+    ):
+        pushed, _ = fed(query, [(0, len(events), "push")])
+        got, matcher = fed(query, plan)
+        assert len(pushed) > 50 and any(m.emitted_at != m.positions[-1] for m in pushed)
+        assert outcome(got) == outcome(pushed)
+        whole = cepkit.match(query, events, engine="rcep")
+        assert matcher.result() == whole
+        assert sorted(outcome(whole)) == sorted(outcome(pushed))
