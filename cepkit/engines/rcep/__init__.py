@@ -92,7 +92,10 @@ class RcepEngine(Engine):
         except NotRcepPattern as gap:
             raise self.unsupported(query, gap.node, gap.what) from None
         if query.strategy in ("STNM", "ROBUST_STNM") and "consume" in query.features:
-            raise self.unsupported(query, query.features["consume"], f"CONSUME BY under {query.strategy}")
+            pattern = KleenePattern.from_query(query)
+            if query.strategy == "ROBUST_STNM" or pattern.slots[-1].kleene:  # its matches are reported late
+                what = "ROBUST_STNM" if query.strategy == "ROBUST_STNM" else "STNM with a Kleene last variable"
+                raise self.unsupported(query, query.features["consume"], f"CONSUME BY under {what}")
         return RcepPlan(query, join)
 
 

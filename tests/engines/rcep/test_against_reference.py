@@ -29,6 +29,21 @@ def test_skip_till_next_match_agrees_and_waits_for_the_window(query, events):
     assert _pushed(query, events) == sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
 
 
+@settings(max_examples=80, deadline=None)
+@given(kleene_queries(strategies=("STNM",)), streams(max_size=12, values=4, ids=2))
+def test_skip_till_next_match_consumes_like_the_reference(query, events):
+    """CONSUME BY under STNM when the last variable is single: every match is final at its trigger, so the
+    matches are reported in the reference's order and consume as its do (a Kleene last variable delays
+    them: refused, naming the engines that run it)."""
+    assume("CONSUME" in query)
+    if RcepPlan(cepkit.parse(query)).slots[-1].kleene:
+        with pytest.raises(cepkit.QueryError, match="CONSUME BY under STNM with a Kleene last variable"):
+            cepkit.match(query, events, engine="rcep")
+        return
+    assert_agrees(query, events, "rcep")
+    assert _pushed(query, events) == sorted(m.key for m in cepkit.match(query, events, engine="rcep"))
+
+
 def _pushed(query: str, events) -> list:
     """The matches a ``Matcher`` reports, pushed one event at a time (none before its last event), sorted."""
     matcher = cepkit.Matcher(query, engine="rcep")
