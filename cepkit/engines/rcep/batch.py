@@ -179,15 +179,19 @@ def run(plan, stream: Stream, opened=None):
             window_lo,
             values,
             valid,
-            ints([j.left_slot for j in joins]),
-            ints([j.right_slot for j in joins]),
-            ints([OP_CODES[j.op] for j in joins]),
-            join_left_key,
-            join_right_key,
-            ints([c.slot for c in chains]),
-            ints([OP_CODES[c.op] for c in chains]),
-            chain_previous_key,
-            chain_current_key,
+            (
+                ints([j.left_slot for j in joins]),
+                ints([j.right_slot for j in joins]),
+                ints([OP_CODES[j.op] for j in joins]),
+                join_left_key,
+                join_right_key,
+            ),
+            (
+                ints([c.slot for c in chains]),
+                ints([OP_CODES[c.op] for c in chains]),
+                chain_previous_key,
+                chain_current_key,
+            ),
         )
         match_offsets, positions, cells = _rows(keep, rows)
         if slots[-1].kleene and opened is None:  # a match waits until the window of its first event has passed

@@ -1042,28 +1042,15 @@ def released_at(times, limits, read, firsts, triggers):
 
 
 @jit
-def _extends(
-    cells,
-    cell_slots,
-    depth,
-    candidate,
-    k,
-    kval,
-    kok,
-    join_left,
-    join_right,
-    join_op,
-    join_left_key,
-    join_right_key,
-    chain_slot,
-    chain_op,
-    chain_previous_key,
-    chain_current_key,
-):
+def _extends(cells, cell_slots, depth, candidate, k, kval, kok, joins, chains):
     """Whether member ``candidate`` added to slot k extends the prefix ``cells[:depth + 1]`` (member
     indices, slots ``cell_slots``; its last cell in slot k or k - 1) into a match of a pattern prefix:
     every join from a bound slot into k holds with each of the prefix's events there, and, when k is the
-    last cell's (Kleene) slot, every chain of k from that cell to the candidate."""
+    last cell's (Kleene) slot, every chain of k from that cell to the candidate. ``joins``: (left slots,
+    right slots, operator codes, left keys, right keys); ``chains``: (slots, operator codes, previous keys,
+    current keys)."""
+    join_left, join_right, join_op, join_left_key, join_right_key = joins
+    chain_slot, chain_op, chain_previous_key, chain_current_key = chains
     for j in range(len(join_left)):
         if join_right[j] != k:
             continue
@@ -1093,32 +1080,15 @@ def _extends(
 
 @jit
 def skip_till_next(
-    offsets,
-    positions,
-    slots,
-    grouped,
-    members,
-    member_offsets,
-    kleene,
-    window_lo,
-    kval,
-    kok,
-    join_left,
-    join_right,
-    join_op,
-    join_left_key,
-    join_right_key,
-    chain_slot,
-    chain_op,
-    chain_previous_key,
-    chain_current_key,
+    offsets, positions, slots, grouped, members, member_offsets, kleene, window_lo, kval, kok, joins, chains
 ):
     """Which rows STNM keeps ([SES] Def 6.1, the rule of ``stnm.SkipTillNext``) among ALL matches (rows
     of (position, slot) pairs in position order; ``grouped``: each cell's grouped index). A row e1 .. en
     is dropped when a member e of a slot, e_i < e < e(i+1), extends the prefix e1 .. ei (``_extends``:
     one more event of e_i's slot if it is Kleene, or the first event of the next slot), or, with a Kleene
     last slot, when a member of it after e_n, in the window of e1 (``window_lo``: same sub-stream too),
-    extends the whole row. The joins and chains are the query's plus Θ_eq⁺'s (docs/references.md E11).
+    extends the whole row. The joins and chains (``_extends``'s tuples) are the query's plus Θ_eq⁺'s
+    (docs/references.md E11).
 
     The earliest extension of a prefix after its last event depends on the prefix only, so it is
     searched once for rows that share it (consecutive in each trigger's output order): per depth and per
@@ -1171,24 +1141,7 @@ def skip_till_next(
                             break
                     elif window_lo[g] > first_window:  # past the window (or the sub-stream) of e1
                         break
-                    if _extends(
-                        cells,
-                        cell_slots,
-                        d,
-                        cursor[d, j],
-                        k,
-                        kval,
-                        kok,
-                        join_left,
-                        join_right,
-                        join_op,
-                        join_left_key,
-                        join_right_key,
-                        chain_slot,
-                        chain_op,
-                        chain_previous_key,
-                        chain_current_key,
-                    ):
+                    if _extends(cells, cell_slots, d, cursor[d, j], k, kval, kok, joins, chains):
                         found[d, j] = cursor[d, j]
                     else:
                         cursor[d, j] += 1
