@@ -1,32 +1,45 @@
 """The automaton's constant-delay enumeration (``enumeration="constant-delay"``, [CEL] Algorithm 3's
 claim; docs/automaton-engine.md, "Constant-delay enumeration"): the delay between consecutive outputs as
-the matches grow 1,000-fold, without a window and under one.
+the matches grow from 10 to 100,000 events, the whole enumeration against the default ordered one, and
+end to end.
 
-Streams, n = 10 .. 100,000: no window, ``A+ a ; B b`` over A^n B and ``(A+ a ; B b)+ ; C c`` over
-(A A B)^(n/3) C, the last event completing 2^n (or so) matches, the longest n + 1 events long; under a
-window (longer than the stream), ``((A a ; B b) OR (C c ; D d)) ; E e`` over C A B D^n E, where each D
-joins runs started at the C to the list holding the A's (the list that grew a spine of n unions before
-``nodes._place``), and ``((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e`` over A C F G (B D)^(n/2) E
-(two sources older than the list's latest, taking turns), n + 1 matches of 3 events. Algorithm 1 runs
-over the stream (the update), then the first 100,000 matches of the last event are enumerated with
-``nodes.cursor_next``, the cycle counter read around each call (``llvm.readcyclecounter``, converted to
-ns by the perf_counter over the loop). A call writes the part of the path that differs from the previous
-match (the first: all of it): the **delay** is the call's time less its writing (the positions it wrote
-times the time per position, the slope of a least-squares line through every call's time against its
-positions written; where every call writes at most a few, the windowed rows, the call's whole time),
-reported as max and 99th percentile, each call's time the least of 5 runs (the walk
-is the same each time; one run's maximum is the machine's preemption, milliseconds); **steps** counts the
-union nodes and pops of each call beyond one per position written (the quantity the bound is about: at
-most the left spine, ≤ 2), **steps before**: the same over the arena the kernel of ``--baseline`` (a
-git revision: the last one before ``_place``) made. **total vs walk**: the cursor's time writing the
-first *written* matches (up to 20M positions) over the engine's unordered depth-first walk (``_walk_back``,
-the matcher's enumeration) capped at as many; **total vs ordered**: where the list holds no more matches
-than those, the cursor writing them all (``Outputs.take``, buffers already grown) over the default
-ordered enumeration writing the same; both measured in the same run. A second table: the update (Algorithm 1 over the stream, best of 5)
-per event with today's kernel and with the baseline's, on the windowed streams and on ``A a ; B b ; C c
-WITHIN 10 s`` over 200,000 uniform events (A-D, 10 per second).
+**Delay.** Streams, n = 10 .. 100,000: no window, ``A+ a ; B b`` over A^n B and ``(A+ a ; B b)+ ; C c``
+over (A A B)^(n/3) C, the last event completing 2^n (or so) matches, the i-th output of the walk about i
+events long (so the first 100,000 outputs reach matches of ~n events); under a window (longer than the
+stream), ``((A a ; B b) OR (C c ; D d)) ; E e`` over C A B D^n E, where each D joins runs started at the
+C to the list holding the A's (the list that grew a spine of n unions before ``nodes._place``), and
+``((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e`` over A C F G (B D)^(n/2) E (two sources older than
+the list's latest, taking turns), n + 1 matches of 3 events. Algorithm 1 runs over the stream, then the
+first 100,000 matches of the last event are enumerated one per ``nodes.cursor_fill`` call (one complex
+event, left in the cursor's path), the cycle counter read around each call (``llvm.readcyclecounter``,
+its period measured against perf_counter over 0.3 s), each call's time the least of ``REPEATS`` runs (the
+walk is the same each time; one run's maximum is the machine's preemption, milliseconds), each run
+right after the walk's first ``WARM`` outputs untimed: the update leaves the newest nodes, where the walk
+starts, in the cache, which the Python between runs does not (the whole walk untimed instead evicted
+its start at n = 100,000: the first calls then missed in the cache, 150-470 ns). The counter ticks every
+~10 ns on the machine of bench/README.md's run: most calls read 0 or 1 tick. **first ns**:
+the first call (opening the walk and writing the first output whole: the time to the first output,
+preprocessing in the constant-delay definition); **max ns**, **p99 ns**, **median ns**: the delay between
+consecutive outputs, every later call's time less its writing (the positions it wrote, the part of the
+path that differs from the previous match, times the time per position: the slope of a least-squares
+line through the calls' times against their positions written; none where every call writes at most a
+few); **max steps**: union nodes and pops per call beyond one per position written (the quantity the
+bound is about: at most the left spine, ≤ 2), counted on a separate walk (so that it does not bring the
+timed walk's nodes into the cache).
 
-    python bench/constant_delay.py            # n = 10 .. 100,000 (a few minutes)
+**Total.** The whole enumeration of the last event's matches through ``Outputs.take`` (what a batch run
+calls; buffers grown by a first take, best of ``REPEATS``), the cursor (``enumerate_cursor``) over the
+default ordered enumeration, on the streams whose matches can all be written.
+
+**End to end.** ``cepkit.match(query, events, engine="automaton", enumeration=...).position_arrays()``,
+best of 3, constant-delay over ordered (the cursor's rows are then ordered by ``Matches``).
+
+A last table (``--update``): the update (Algorithm 1 over the stream, best of 5) per event with today's
+kernel and with the kernel of ``--before`` (a git revision: the last one before ``_place``), on the
+windowed streams and on ``A a ; B b ; C c WITHIN 10 s`` over 200,000 uniform events (A-D, 10 per second);
+with ``--before``, the delay table gets **steps before**, the steps over the arena that kernel makes.
+
+    python bench/constant_delay.py            # n = 10 .. 100,000
     python bench/constant_delay.py --quick    # n = 10 .. 10,000
 """
 
@@ -46,29 +59,25 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+import cepkit
 from cepkit.engines.automaton import evaluate
-from cepkit.engines.automaton.nodes import (
-    UNION,
-    cursor_next,
-    cursor_open,
-    enumerate_cursor,
-    enumerate_roots,
-    forward_room,
-    new_cursor,
-)
+from cepkit.engines.automaton.nodes import UNION, cursor_fill, cursor_open, new_cursor
 from cepkit.lang import parse
 from cepkit.runtime.registry import get_engine
 from cepkit.runtime.stream import Stream
-from streams import source_at
+from streams import best_of, source_at
 
 OUTPUTS = 100_000  # matches timed per stream
-POSITIONS = 20_000_000  # positions written for the totals
 REPEATS = 5
-BASELINE = "c8157ee"  # main before ``nodes._place``: Union(a, b) grew a's spine whatever b's start
+WARM = 1_000  # outputs walked untimed before each timed walk
+NS_PER_CYCLE = 1.0  # measured by ``main`` (``_ns_per_cycle``)
 
 WINDOWED = "((A a ; B b) OR (C c ; D d)) ; E e WITHIN 10000000 s"
 ALTERNATING = "((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e WITHIN 10000000 s"
 QUERIES = ("A+ a ; B b", "(A+ a ; B b)+ ; C c", WINDOWED, ALTERNATING)
+# the streams whose matches are all written for the totals: 2^n − 1 matches of A+ a ; B b, (A A B)^(n/3) C
+TOTALS = {QUERIES[0]: (10, 14, 18), QUERIES[1]: (10, 16, 22), WINDOWED: (10, 1_000, 100_000)}
+TOTALS[ALTERNATING] = TOTALS[WINDOWED]
 
 
 @intrinsic
@@ -83,29 +92,60 @@ def _cycles(typingctx):
 
 
 @njit
-def _timed(arena, cursor, root, key, limit, cap, cycles, written, steps):
-    """Enumerate up to ``cap`` matches of ``root``; per match the cycles of its ``cursor_next``, the
-    positions it wrote and its union nodes and pops beyond one per position written."""
-    node_pos, node_left = arena[0], arena[2]
-    stack_node, _, _, _, state = cursor
+def _read_cycles():
+    return _cycles()
+
+
+def _ns_per_cycle(seconds: float = 0.3) -> float:
+    """The cycle counter's period, against perf_counter over ``seconds`` (converting each run's cycles by
+    that run's own perf_counter, which also counts the call around the timed loop, made the 11 calls of
+    n = 10 look 10-20x slower than they are)."""
+    _read_cycles()
+    start, c0 = time.perf_counter(), _read_cycles()
+    while time.perf_counter() - start < seconds:
+        pass
+    return (time.perf_counter() - start) * 1e9 / (_read_cycles() - c0)
+
+
+@njit
+def _timed(arena, cursor, root, key, limit, cap, cycles, written, sizes):
+    """Up to ``cap`` matches of ``root``, one per ``cursor_fill`` call (left in the path): per match the
+    cycles of its call, the positions it wrote into the path and its size. Returns how many."""
+    state = cursor[4]
+    none, none_var, counts = np.empty(0, np.int64), np.empty(0, np.int32), np.zeros(2, np.int64)
+    cursor_open(arena, cursor, root, key, limit)  # the walk's start untimed first (``WARM``)
+    cursor_fill(arena, cursor, key, limit, WARM, False, 0, none, none_var, none, none, counts)
+    t0 = _cycles()
     cursor_open(arena, cursor, root, key, limit)
     n = 0
     while n < cap:
-        # the steps this call will take, counted on a copy of the walk (not timed)
-        sp = state[0]
-        if sp == 0:
+        if cursor_fill(arena, cursor, key, limit, 1, False, 0, none, none_var, none, none, counts) == 0:
             break
-        node = stack_node[sp - 1]
+        t1 = _cycles()
+        cycles[n], written[n], sizes[n] = t1 - t0, state[2] - state[1], state[2]
+        n += 1
+        t0 = _cycles()
+    return n
+
+
+@njit
+def _steps(arena, cursor, root, key, limit, cap, steps):
+    """Per match, as ``_timed`` walks them, the union nodes and pops of its call beyond one per position it
+    wrote (the left path from the pending child it pops)."""
+    node_pos, node_left = arena[0], arena[2]
+    stack_node, state = cursor[0], cursor[4]
+    none, none_var, counts = np.empty(0, np.int64), np.empty(0, np.int32), np.zeros(2, np.int64)
+    cursor_open(arena, cursor, root, key, limit)
+    n = 0
+    while n < cap and state[0] > 0:
+        node = stack_node[state[0] - 1]
         unions = 0
         while node != 0:
             if node_pos[node] == UNION:
                 unions += 1
             node = node_left[node]
-        t0 = _cycles()
-        size = cursor_next(arena, cursor, key, limit)
-        t1 = _cycles()
-        cycles[n], written[n] = t1 - t0, size - state[1]
-        steps[n] = 1 + unions
+        cursor_fill(arena, cursor, key, limit, 1, False, 0, none, none_var, none, none, counts)
+        steps[n] = 1 + unions - (state[2] - state[1])
         n += 1
     return n
 
@@ -120,9 +160,8 @@ def _types(query: str, n: int) -> list:
     return ["A", "A", "B"] * max(1, n // 3) + ["C"]
 
 
-def _stream(types: list, per_second: float = 1.0) -> Stream:
-    ts = np.arange(len(types), dtype=float) / per_second
-    return Stream.from_any(pd.DataFrame({"type": types, "ts": ts}))
+def _frame(types: list, per_second: float = 1.0) -> pd.DataFrame:
+    return pd.DataFrame({"type": types, "ts": np.arange(len(types), dtype=float) / per_second})
 
 
 def _program(query: str):
@@ -137,6 +176,12 @@ def _update(module, program, stream: Stream):
     for batch in evaluate.Inputs(program, stream).batches(program.letters.none):  # the inputs: today's
         runs = evaluator.run(batch, runs)
     return evaluator
+
+
+def _last_list(evaluator) -> tuple:
+    roots = evaluator.roots
+    last = int(roots.n[0]) - 1
+    return int(roots.node[last]), float(roots.key[last]), float(roots.limit[last])
 
 
 def baseline(revision: str):
@@ -155,79 +200,102 @@ def baseline(revision: str):
 
 
 def _max_steps(evaluator) -> int:
-    """The most union nodes and pops a call takes beyond one per position written, over the first
-    ``OUTPUTS`` matches of the last list of matches."""
-    arena, roots = evaluator.arena, evaluator.roots
-    root, key, limit = int(roots.node[int(roots.n[0]) - 1]), float(roots.key[0]), float(roots.limit[0])
-    cycles, written, steps = (np.empty(OUTPUTS, np.int64) for _ in range(3))
-    got = _timed(arena, new_cursor(arena), root, key, limit, OUTPUTS, cycles, written, steps)
-    return int((steps[:got] - written[:got]).max())
+    root, key, limit = _last_list(evaluator)
+    steps = np.empty(OUTPUTS, np.int64)
+    got = _steps(evaluator.arena, new_cursor(evaluator.arena), root, key, limit, OUTPUTS, steps)
+    return int(steps[:got].max())
 
 
 def measure(query: str, n: int, before) -> dict:
     types = _types(query, n)
     program = _program(query)
-    evaluator = _update(evaluate, program, _stream(types))
-    arena, roots = evaluator.arena, evaluator.roots
-    root, key, limit = int(roots.node[int(roots.n[0]) - 1]), float(roots.key[0]), float(roots.limit[0])
+    evaluator = _update(evaluate, program, Stream.from_any(_frame(types)))
+    arena = evaluator.arena
+    root, key, limit = _last_list(evaluator)
     cursor = new_cursor(arena)
     runs = []
     for _ in range(REPEATS):  # per match the least disturbed of the runs: the walk is the same each time
-        cycles, written, steps = (np.empty(OUTPUTS, np.int64) for _ in range(3))
-        start = time.perf_counter()
-        got = _timed(arena, cursor, root, key, limit, OUTPUTS, cycles, written, steps)
-        elapsed = time.perf_counter() - start
-        runs.append(cycles[:got] * (elapsed * 1e9 / max(1, cycles[:got].sum())))
-    ns = np.min(runs, axis=0)
-    written, steps = written[:got], steps[:got]
-    # the time per position written: the slope of a call's time against the positions it wrote
-    # (none where every call writes at most a few positions, the windowed rows: there a call's time is its delay)
-    per_position = float(np.polyfit(written, ns, 1)[0]) if written.max() - written.min() >= 8 else 0.0
-    delay = np.maximum(ns - per_position * written, 0.0)
-    # the whole enumeration, writing every match: the cursor mode against the unordered depth-first walk
-    # (``_walk_back``, the matcher's) capped at as many, and, when the list holds no more than those,
-    # against the default ordered enumeration (which writes a list whole)
-    positions, cap = _first_positions(arena, cursor, root, key, limit, got)
-    cursor_time = _best(lambda: _write(enumerate_cursor, arena, root, key, limit, cap, positions, cursor))
-    walk_time = _best(lambda: _write(enumerate_roots, arena, root, key, limit, cap, positions, None))
-    whole = got < OUTPUTS and cap == got
-    totals = [_enumeration_time(arena, roots, constant_delay) for constant_delay in (True, False)] if whole else None
-    return {
+        cycles, written, sizes = (np.empty(OUTPUTS, np.int64) for _ in range(3))
+        got = _timed(arena, cursor, root, key, limit, OUTPUTS, cycles, written, sizes)
+        runs.append(cycles[:got].copy())
+    ns = np.min(runs, axis=0) * NS_PER_CYCLE
+    written, sizes = written[:got], sizes[:got]
+    later, later_written = ns[1:], written[1:]
+    # the time per position written: the slope of a call's time against the positions it wrote (none where
+    # every call writes at most a few positions: there a call's time is its delay)
+    spread = later_written.max() - later_written.min() if len(later) else 0
+    per_position = max(0.0, float(np.polyfit(later_written, later, 1)[0])) if spread >= 8 else 0.0
+    delay = np.maximum(later - per_position * later_written, 0.0)
+    row = {
         "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
         "n": n,
         "matches": got,
-        "longest": int(_longest(arena, cursor, root, key, limit, got)),
+        "longest": int(sizes.max()),
+        "first ns": round(float(ns[0]), 1),
         "max ns": round(float(delay.max()), 1),
         "p99 ns": round(float(np.percentile(delay, 99)), 1),
-        "max steps": int((steps - written).max()),
-        "steps before": _max_steps(_update(before, program, _stream(types))),
+        "median ns": round(float(np.median(delay)), 1),
+        "max steps": _max_steps(evaluator),
         "ns/position": round(per_position, 2),
-        "written": cap,
-        "total vs walk": round(cursor_time / walk_time, 2),
-        "total vs ordered": round(totals[0] / totals[1], 2) if totals else "-",
     }
+    if before is not None:
+        row["steps before"] = _max_steps(_update(before, program, Stream.from_any(_frame(types))))
+    return row
 
 
-def _enumeration_time(arena, roots, constant_delay: bool) -> float:
-    """Seconds to write the matches of the last list of matches (``Outputs.take``: the cursor, or the
-    default ordered enumeration), best of 3, its buffers grown by a first take."""
-    last = int(roots.n[0]) - 1
-    one = evaluate.Roots(*(np.array(a[last : last + 1]) for a in roots[:4]), np.ones(1, np.int64))
+def _take_time(arena, root, key, limit, constant_delay: bool) -> tuple:
+    """(seconds, positions) to write every match of one list (``Outputs.take``: the cursor, or the default
+    ordered enumeration), best of ``REPEATS``, its buffers grown by a first take."""
+    one = evaluate.Roots(
+        np.array([root], np.int32), np.zeros(1, np.int64), np.array([key]), np.array([limit]), np.ones(1, np.int64)
+    )
     outputs = evaluate.Outputs(order=not constant_delay, constant_delay=constant_delay)
     best = float("inf")
-    for _ in range(4):
+    for _ in range(REPEATS + 1):
         outputs.clear()
         one.n[0] = 1
         start = time.perf_counter()
         outputs.take(arena, one)
         best = min(best, time.perf_counter() - start)
-    return best
+    return best, len(outputs), int(outputs.counts[0])
+
+
+def total_row(query: str, n: int) -> dict:
+    evaluator = _update(evaluate, _program(query), Stream.from_any(_frame(_types(query, n))))
+    root, key, limit = _last_list(evaluator)
+    cursor, matches, positions = _take_time(evaluator.arena, root, key, limit, True)
+    ordered, _, _ = _take_time(evaluator.arena, root, key, limit, False)
+    return {
+        "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
+        "n": n,
+        "matches": matches,
+        "positions": positions,
+        "cursor ms": round(cursor * 1e3, 3),
+        "ordered ms": round(ordered * 1e3, 3),
+        "ratio": round(cursor / ordered, 2),
+    }
+
+
+def end_to_end_row(query: str, events, label: str) -> dict:
+    times = {}
+    for mode in ("constant-delay", "ordered"):
+        cepkit.match(query, events, engine="automaton", enumeration=mode).position_arrays()  # compiled, warm
+        times[mode], _ = best_of(
+            3, lambda: cepkit.match(query, events, engine="automaton", enumeration=mode).position_arrays()
+        )
+    return {
+        "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
+        "stream": label,
+        "constant-delay ms": round(times["constant-delay"] * 1e3, 2),
+        "ordered ms": round(times["ordered"] * 1e3, 2),
+        "ratio": round(times["constant-delay"] / times["ordered"], 2),
+    }
 
 
 def update_row(query: str, types: list, before, per_second: float = 1.0) -> dict:
     """Algorithm 1's time per event over ``types`` (matches counted, not enumerated; the kernel's inputs made
     before), today's kernel and the baseline's, best of 5 each."""
-    program, stream = _program(query), _stream(types, per_second)
+    program, stream = _program(query), Stream.from_any(_frame(types, per_second))
     times = []
     for module in (evaluate, before):
         batches = list(evaluate.Inputs(program, stream).batches(program.letters.none))
@@ -249,100 +317,53 @@ def update_row(query: str, types: list, before, per_second: float = 1.0) -> dict
     }
 
 
-@njit
-def _first_positions(arena, cursor, root, key, limit, cap):
-    """(positions, matches) of the first matches up to ``cap`` or ``POSITIONS`` positions."""
-    cursor_open(arena, cursor, root, key, limit)
-    n = 0
-    total = 0
-    while n < cap:
-        size = cursor_next(arena, cursor, key, limit)
-        if size < 0 or total + size > POSITIONS:
-            break
-        total += size
-        n += 1
-    return total, n
-
-
-@njit
-def _longest(arena, cursor, root, key, limit, cap):
-    cursor_open(arena, cursor, root, key, limit)
-    longest = 0
-    for _ in range(cap):
-        size = cursor_next(arena, cursor, key, limit)
-        if size < 0:
-            break
-        longest = max(longest, size)
-    return longest
-
-
-def _write(kernel, arena, root, key, limit, cap, positions, cursor):
-    """The first ``cap`` matches (``positions`` in all) written as rows by ``kernel``."""
-    out_pos, out_var = np.empty(positions, np.int64), np.empty(positions, np.int32)
-    out_end, out_emit = np.empty(cap, np.int64), np.empty(cap, np.int64)
-    counts = np.zeros(6, np.int64)
-    args = (
-        arena,
-        np.array([root], np.int32),
-        np.array([key]),
-        np.array([limit]),
-        np.zeros(1, np.int64),
-        0,
-        1,
-        out_pos,
-        out_var,
-        out_end,
-        out_emit,
-        counts,
-    )
-    if cursor is not None:
-        kernel(*args, cursor)
-    else:
-        spare = (np.empty(1, np.int64), np.empty(1, np.int32), np.empty(1, np.int64), np.empty(1, np.int64))
-        kernel(*args, cap, False, spare, forward_room(0), False)
-    return int(counts[1])
-
-
-def _best(fn, k: int = 3) -> float:
-    best = float("inf")
-    for _ in range(k):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _print(table: pd.DataFrame) -> None:
-    print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns))
+    print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns), flush=True)
     for row in table.itertuples(index=False):
         print("| " + " | ".join(f"{v:,}" if isinstance(v, (int, np.integer)) else str(v) for v in row) + " |")
+    print(flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--baseline", default=BASELINE, help="git revision of the kernel to compare with")
-    parser.add_argument("--update", action="store_true", help="only the update table")
+    parser.add_argument("--before", help="git revision of the kernel to compare with (c8157ee: before _place)")
+    parser.add_argument("--update", action="store_true", help="only the update table (needs --before)")
+    parser.add_argument("--queries", type=int, nargs="*", help="indices into QUERIES (default: all)")
     args = parser.parse_args()
-    before = baseline(args.baseline)
-    sizes = [10, 100, 1_000, 10_000] + ([] if args.quick else [100_000])
-    table = pd.DataFrame([measure(q, n, before) for q in QUERIES for n in sizes] if not args.update else [])
+    before = baseline(args.before) if args.before else None
+    global NS_PER_CYCLE
+    NS_PER_CYCLE = _ns_per_cycle()
+    print(f"cycle counter period: {NS_PER_CYCLE:.2f} ns\n")
+    queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     if args.update:
-        table = pd.DataFrame(columns=["query"])
-    else:
-        _print(table)
+        rng = np.random.default_rng(0)
+        n = 100_000
+        updates = [update_row(q, _types(q, n), before) for q in (WINDOWED, ALTERNATING)]
+        uniform = list(rng.choice(list("ABCD"), 200_000))
+        updates.append(update_row("A a ; B b ; C c WITHIN 10 s", uniform, before, 10.0))
+        _print(pd.DataFrame(updates))
+        return
+    sizes = [10, 100, 1_000, 10_000] + ([] if args.quick else [100_000])
+    table = pd.DataFrame([measure(q, n, before) for q in queries for n in sizes])
+    _print(table)
     for query, part in table.groupby("query", sort=False):
         print(
             f"{query}: max delay spread {part['max ns'].max() / max(part['max ns'].min(), 1e-9):.2f}x, "
             f"p99 spread {part['p99 ns'].max() / max(part['p99 ns'].min(), 1e-9):.2f}x over matches of "
-            f"{part['longest'].min()} to {part['longest'].max()} events"
+            f"{part['longest'].min():,} to {part['longest'].max():,} events"
         )
-    n = sizes[-1]
-    rng = np.random.default_rng(0)
-    updates = [update_row(q, _types(q, n), before) for q in (WINDOWED, ALTERNATING)]
-    updates.append(update_row("A a ; B b ; C c WITHIN 10 s", list(rng.choice(list("ABCD"), 200_000)), before, 10.0))
     print()
-    _print(pd.DataFrame(updates))
+    _print(pd.DataFrame([total_row(q, n) for q in queries for n in TOTALS[q] if not args.quick or n <= 10_000]))
+    rows = [
+        end_to_end_row(QUERIES[0], _frame(_types(QUERIES[0], 16)), "A^16 B"),
+        end_to_end_row(QUERIES[1], _frame(_types(QUERIES[1], 21)), "(A A B)^7 C"),
+        end_to_end_row(WINDOWED, _frame(_types(WINDOWED, 100_000)), "C A B D^100000 E"),
+    ]
+    rng = np.random.default_rng(0)
+    uniform = _frame(list(rng.choice(list("ABCD"), 200_000)), 10.0)
+    rows.append(end_to_end_row("A a ; B b ; C c WITHIN 10 s", uniform, "200,000 uniform A-D, 10/s"))
+    _print(pd.DataFrame(rows))
 
 
 if __name__ == "__main__":

@@ -502,8 +502,10 @@ class Outputs:
     def __init__(self, limit: Optional[int] = None, order: bool = True, constant_delay: bool = False):
         self.limit = limit
         self.order = order and not constant_delay
-        # one complex event per ``cursor_next`` (``enumeration="constant-delay"``), unordered: ``Matches`` sorts
+        # the constant-delay walk (``enumeration="constant-delay"``, ``nodes.cursor_fill``), unordered:
+        # ``Matches`` sorts; ``_cursor_entry`` its machine code, found once as ``_entry`` is
         self.cursor = new_cursor(new_arena(1)) if constant_delay else None
+        self._cursor_entry = None
         self.truncated = False
         self.pos = np.empty(1 << 12, np.int64)
         self.var = np.empty(1 << 12, np.int32)  # MatchArrays keeps int32 ids as they are: no conversion
@@ -574,21 +576,11 @@ class Outputs:
         (found once: numba's dispatch types every argument on every call, the spare tuple included)."""
         if self.cursor is not None and not count_only:
             self.cursor = new_cursor(arena, self.cursor)
-            return enumerate_cursor(
-                arena,
-                roots.node,
-                roots.key,
-                roots.limit,
-                roots.emit,
-                first,
-                last,
-                self.pos,
-                self.var,
-                self.end,
-                self.emits,
-                counts,
-                self.cursor,
-            )
+            args = (arena, roots.node, roots.key, roots.limit, roots.emit, first, last)
+            args += (self.pos, self.var, self.end, self.emits, counts, self.cursor)
+            if self._cursor_entry is None:
+                self._cursor_entry = kernel.entry(enumerate_cursor, args)
+            return self._cursor_entry(*args)
         args = (
             arena,
             roots.node,

@@ -19,7 +19,7 @@ left, so expired events sit at the right end of union chains and are cut off in 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
 enters leads to at least one output. ``put_union`` keeps left spines short (at most 2 unions without a
 window; under one it places an older list lower, ``_place``), so between two outputs the walk takes one pop and a bounded number of steps per position it
-writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_next`` is the walk one output at a time). To write the complex events one event completed
+writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_fill`` is the walk a given number of outputs at a time). To write the complex events one event completed
 in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
 
@@ -150,9 +150,10 @@ def _place(node_pos, node_var, node_left, node_right, node_start, at, a, b):
 
 Cursor = namedtuple("Cursor", "node depth path_pos path_var state")
 Cursor.__doc__ = (
-    "A resumable depth-first walk (``cursor_open``, ``cursor_next``): pending right children and the "
-    "path depth each continues at; the path (positions and variables, from the last position back); "
-    "``state``: (pending children, the depth the last output's new part starts at)."
+    "A resumable depth-first walk (``cursor_open``, ``cursor_fill``): pending right children and the "
+    "path depth each continues at; the path (positions and variables, written from the arrays' end "
+    "backwards: the path's last position at the end); ``state``: (pending children, the depth the last "
+    "complex event's new part starts at, its size)."
 )
 
 
@@ -168,17 +169,16 @@ def new_cursor(arena: Arena, cursor: Optional[Cursor] = None) -> Cursor:
         np.empty(bound, np.int64),
         np.empty(bound, np.int64),
         np.empty(bound, np.int32),
-        np.zeros(2, np.int64),
+        np.zeros(3, np.int64),
     )
 
 
-@jit
+@jit(inline=True)
 def cursor_open(arena, cursor, root, key, limit):
     """Start walking the complex events of ``root`` that fit the window (``key − start ≤ limit``)."""
-    node_start = arena[4]
     stack_node, stack_depth, _, _, state = cursor
-    state[0], state[1] = 0, 0
-    if root != NONE and key - node_start[root] <= limit:
+    state[0], state[1], state[2] = 0, 0, 0
+    if root != NONE and key - arena[4][root] <= limit:
         stack_node[0], stack_depth[0] = root, 0
         state[0] = 1
 
@@ -192,12 +192,20 @@ def _keep_right(right, node_start, key, limit, stack_node, stack_depth, sp, dept
     return sp
 
 
-@jit(inline=True)
-def cursor_next(arena, cursor, key, limit):
-    """The next complex event of the walk ``cursor_open`` started: its size n, its positions and variables
-    in ``path_pos[:n]``, ``path_var[:n]`` from its last position back (``state[1]``: the first index that
-    differs from the previous event's); -1 when there is none. Inlined into ``enumerate_cursor``'s loop (a
-    call per complex event passing the arena's and the cursor's arrays cost about as much as a 3-event walk).
+ALL = 1 << 62  # ``cursor_fill``'s cap for every complex event left
+
+
+@jit
+def cursor_fill(arena, cursor, key, limit, cap, copy, emit, out_pos, out_var, out_end, out_emit, counts):
+    """The next ``cap`` complex events of the walk ``cursor_open`` started (``ALL``: all that are left). With
+    ``copy`` each is written to the outputs as ``enumerate_roots`` writes one (``counts[0]`` positions and
+    ``counts[1]`` events written so far); without, the last is left in the path: its n = ``state[2]``
+    positions and variables in ``path_pos[-n:]``, ``path_var[-n:]``, ascending, and ``state[1]``
+    says where its new part starts (``path_pos[-n:len − state[1]]`` differs from the event before).
+    Returns how many were walked, -1 when the outputs are full (the last one walked is not written).
+    A batch per call: the loop over complex events is here, not in an inlined step, since an inlined
+    function with a loop and array arguments made numba count references on each of them per call (~6x
+    the whole enumeration of A+ a ; B b over A^16 B).
 
     The delay: popping the pending child is one step; going down from it, every Ext node met is a position
     written, and between two of them (or before ⊥) at most the left spine of one node, which
@@ -205,53 +213,66 @@ def cursor_next(arena, cursor, key, limit):
     fits the window (a union's left child starts at least as late as it), so it leads to an output."""
     node_pos, node_var, node_left, node_right, node_start, _ = arena
     stack_node, stack_depth, path_pos, path_var, state = cursor
+    end = path_pos.shape[0]
+    top = end - 1
     sp = state[0]
-    if sp == 0:
-        return -1
-    sp -= 1
-    node, depth = stack_node[sp], stack_depth[sp]
-    state[1] = depth
-    while node != BOTTOM:
-        if node_pos[node] == UNION:
-            sp = _keep_right(node_right[node], node_start, key, limit, stack_node, stack_depth, sp, depth)
-        else:
-            path_pos[depth], path_var[depth] = node_pos[node], node_var[node]
-            depth += 1
-        node = node_left[node]
-    state[0] = sp
-    return depth
+    n_pos, n_events = counts[0], counts[1]
+    walked = 0
+    fresh, depth = state[1], state[2]  # kept in registers: a store per event kept numba's loops from it
+    # the window test written here (``_keep_right`` inlined cost a third of the walk), and not made without
+    # a window (its read of the child's start was another third)
+    unbounded = limit == np.inf
+    while sp > 0 and walked < cap:
+        sp -= 1
+        node, depth = stack_node[sp], stack_depth[sp]
+        fresh = depth
+        while node != BOTTOM:
+            if node_pos[node] == UNION:  # the pending right child, when it fits the window
+                right = node_right[node]
+                if unbounded or key - node_start[right] <= limit:
+                    stack_node[sp], stack_depth[sp] = right, depth
+                    sp += 1
+            else:
+                path_pos[top - depth], path_var[top - depth] = node_pos[node], node_var[node]
+                depth += 1
+            node = node_left[node]
+        walked += 1
+        if copy:
+            if n_pos + depth > out_pos.shape[0] or n_events >= out_end.shape[0]:
+                walked = -1
+                break
+            for k in range(depth):
+                out_pos[n_pos + k] = path_pos[end - depth + k]
+                out_var[n_pos + k] = path_var[end - depth + k]
+            n_pos += depth
+            out_end[n_events], out_emit[n_events] = n_pos, emit
+            n_events += 1
+    state[0], state[1], state[2] = sp, fresh, depth
+    counts[0], counts[1] = n_pos, n_events
+    return walked
 
 
 @jit
 def enumerate_cursor(
     arena, roots, keys, limits, emits, first, last, out_pos, out_var, out_end, out_emit, counts, cursor
 ):
-    """``enumerate_roots`` without order, one complex event per ``cursor_next``: the constant-delay mode
-    (``enumeration="constant-delay"``). Returns the first root not written because a buffer is full
-    (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind; ``counts`` as
-    ``enumerate_roots``'s."""
-    _, _, path_pos, path_var, _ = cursor
-    n_pos, n_events = counts[0], counts[1]
-    group_root, group_pos, group_events = first, n_pos, n_events
+    """``enumerate_roots`` without order, the constant-delay mode (``enumeration="constant-delay"``): each
+    root's complex events written by ``cursor_fill``. Returns the first root not written because a buffer
+    is full (``last`` when all are), nothing of its group (the roots with its ``emits``) left behind;
+    ``counts`` as ``enumerate_roots``'s."""
+    group_root, group_pos, group_events = first, counts[0], counts[1]
     for r in range(first, last):
         if r > first and emits[r] != emits[r - 1]:
-            group_root, group_pos, group_events = r, n_pos, n_events
-        key, limit = keys[r], limits[r]
-        cursor_open(arena, cursor, roots[r], key, limit)
-        while True:
-            size = cursor_next(arena, cursor, key, limit)
-            if size < 0:
-                break
-            if n_pos + size > out_pos.shape[0] or n_events >= out_end.shape[0]:
-                counts[0], counts[1] = group_pos, group_events
-                return group_root
-            for k in range(size):
-                out_pos[n_pos + k] = path_pos[size - 1 - k]
-                out_var[n_pos + k] = path_var[size - 1 - k]
-            n_pos += size
-            out_end[n_events], out_emit[n_events] = n_pos, emits[r]
-            n_events += 1
-    counts[0], counts[1] = n_pos, n_events
+            group_root, group_pos, group_events = r, counts[0], counts[1]
+        cursor_open(arena, cursor, roots[r], keys[r], limits[r])
+        if (
+            cursor_fill(
+                arena, cursor, keys[r], limits[r], ALL, True, emits[r], out_pos, out_var, out_end, out_emit, counts
+            )
+            < 0
+        ):
+            counts[0], counts[1] = group_pos, group_events
+            return group_root
     return last
 
 

@@ -49,7 +49,7 @@ ENUMERATIONS = ("ordered", "constant-delay")
 def build_plan(query, unsupported, enumeration: str = "ordered") -> "AutomatonPlan":
     """Compile ``query`` (``unsupported(node, what)`` makes the error for what the automaton cannot run).
     ``enumeration``: "ordered" writes each event's matches in output order as it enumerates them;
-    "constant-delay" enumerates one at a time with a bounded delay (``nodes.cursor_next``), and ``Matches``
+    "constant-delay" enumerates one at a time with a bounded delay (``nodes.cursor_fill``), and ``Matches``
     orders them."""
     if enumeration not in ENUMERATIONS:
         raise ValueError(f"enumeration={enumeration!r}: expected one of {', '.join(map(repr, ENUMERATIONS))}")

@@ -4,6 +4,7 @@ the bound it rests on (without a window every union node's left spine has at mos
 meets an Ext node or ⊥ within 2 steps of any node), checked over the whole arena after random runs; and
 the cursor's walk against the engine's other enumeration."""
 
+import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
@@ -140,8 +141,44 @@ def test_the_bound_on_the_benchmark_streams():
                 while node != nodes.BOTTOM:
                     unions += arena.pos[node] == nodes.UNION
                     node = arena.left[node]
-                size = nodes.cursor_next(arena, cursor, key, limit)
-                assert unions <= 2 * (size - cursor.state[1] + 1)
+                assert next_event(arena, cursor, key, limit) == 1
+                assert unions <= 2 * (cursor.state[2] - cursor.state[1] + 1)
+
+
+def next_event(arena, cursor, key, limit) -> int:
+    """One complex event of the cursor's walk, left in its path (``nodes.cursor_fill`` without copying)."""
+    none = np.empty(0, np.int64)
+    return nodes.cursor_fill(
+        arena, cursor, key, limit, 1, False, 0, none, np.empty(0, np.int32), none, none, np.zeros(2, np.int64)
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(cel_queries(strategies=("ALL", "STRICT")), streams())
+def test_the_cursor_one_event_per_call_leaves_each_in_its_path(query, events):
+    """``cursor_fill`` one complex event per call, without copying: the path's last ``state[2]`` entries are
+    the event (ascending), the entries before ``state[1]`` from the end are the previous event's, and the
+    events are those of the whole walk, in its order."""
+    assume_compiles(query)
+    program = program_of(query)
+    assume(not program.ranked)
+    evaluator = run(program, events, evaluate.Outputs(order=False, constant_delay=True))
+    arena, roots = evaluator.arena, evaluator.roots  # the lists not enumerated yet
+    cursor, walked, previous = nodes.new_cursor(arena), [], []
+    for r in range(int(roots.n[0])):
+        key, limit = roots.key[r], roots.limit[r]
+        nodes.cursor_open(arena, cursor, roots.node[r], key, limit)
+        previous = []
+        while next_event(arena, cursor, key, limit) == 1:
+            size, fresh = int(cursor.state[2]), int(cursor.state[1])
+            event = cursor.path_pos[len(cursor.path_pos) - size :].tolist()
+            assert event[size - fresh :] == previous[len(previous) - fresh :] if fresh else True
+            walked.append((event, cursor.path_var[len(cursor.path_var) - size :].tolist()))
+            previous = event
+    evaluator.finish()  # the same lists, written by ``enumerate_cursor`` after any taken during the run
+    offsets, positions, variables, _ = evaluator.outputs.arrays()
+    whole = [(positions[a:b].tolist(), variables[a:b].tolist()) for a, b in zip(offsets[:-1], offsets[1:])]
+    assert walked == whole[len(whole) - len(walked) :]
 
 
 def run(program, events, outputs=None):
