@@ -209,6 +209,28 @@ def test_the_cursor_walks_what_the_unordered_walk_walks(query, events):
     assert walks[0] == walks[1]
 
 
+@settings(max_examples=60, deadline=None)
+@given(cel_queries(strategies=("ALL", "STRICT")), streams())
+def test_the_cursor_writes_the_ordered_enumerations_matches(query, events):
+    """``enumerate_cursor`` (unordered) and the default ordered enumeration write the same complex events,
+    as sets of (emit position, positions, variables), each once: windows, PARTITION BY, RETURN included."""
+    assume_compiles(query)
+    program = program_of(query)
+    assume(not program.ranked)
+    written = []
+    for constant_delay in (True, False):
+        evaluator = run(program, events, evaluate.Outputs(order=not constant_delay, constant_delay=constant_delay))
+        evaluator.finish()
+        offsets, positions, variables, emits = evaluator.outputs.arrays()
+        rows = [
+            (int(emit), tuple(positions[a:b].tolist()), tuple(variables[a:b].tolist()))
+            for emit, a, b in zip(emits, offsets[:-1], offsets[1:])
+        ]
+        assert len(set(rows)) == len(rows)
+        written.append(set(rows))
+    assert written[0] == written[1]
+
+
 def test_an_unknown_enumeration_is_refused():
     with pytest.raises(ValueError, match="constant-delay"):
         cepkit.match("A a ; B b", [{"type": "A"}], engine="automaton", enumeration="fast")
