@@ -42,6 +42,7 @@ with ``--before``, the delay table gets **steps before**, the steps over the are
 
     python bench/constant_delay.py            # n = 10 .. 100,000
     python bench/constant_delay.py --quick    # n = 10 .. 10,000
+    python bench/constant_delay.py --spines   # the longest spine over random windowed streams (spine_search)
 """
 
 from __future__ import annotations
@@ -320,6 +321,49 @@ def update_row(query: str, types: list, before, per_second: float = 1.0) -> dict
     }
 
 
+SEARCHED = (  # windowed queries whose lists receive runs from several older sources (``--spines``)
+    "((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e WITHIN 100000 s",
+    "((A a ; B b) OR (C c ; D d) OR (F f ; G g) OR (H h ; I i)) ; E e WITHIN 100000 s",
+    "((A a ; B b) OR (C c ; D d) OR (F f ; G g) OR (H h ; I i) OR (J j ; K k)) ; E e WITHIN 100000 s",
+    "((A+ a ; B b) OR (C c ; D+ d) OR (F f ; G g)) ; E e WITHIN 100000 s",
+    "((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e WITHIN 30 s",
+    "(((A a ; B b) OR (C c ; D d)) ; (F f OR G g))+ ; E e WITHIN 50 s",
+)
+
+
+def spine_search(streams: int = 400, seed: int = 2) -> pd.DataFrame:
+    """The longest left spine in the arena after Algorithm 1, over ``streams`` random streams per query of
+    ``SEARCHED``, biased towards what makes ``_place`` fall back: bursts of newer sources (F G, H I
+    repeated) between arrivals of older runs (docs/automaton-engine.md, "What is proved under a window")."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for query in SEARCHED:
+        program = get_engine("automaton").compile(parse(query)).program
+        letters = sorted({c for c in query.split(" WITHIN")[0] if c.isupper() and c not in "OR"})
+        worst, example = 0, ""
+        for _ in range(streams):
+            types: list = []
+            n = int(rng.integers(20, 200))
+            while len(types) < n:
+                pick = int(rng.integers(4))
+                if pick == 0:
+                    types.append(str(rng.choice(letters)))
+                elif pick == 1:
+                    types += [str(rng.choice(letters))] * int(rng.integers(1, 7))
+                else:
+                    types += list("FG" if pick == 2 else "HI") * int(rng.integers(1, 9))
+            arena = evaluate.run_all(program, Stream.from_any(_frame(types))).arena
+            used = int(arena.used[0])
+            unions = arena.pos[:used] == UNION
+            longest = int((-1 - arena.var[:used][unions]).max()) if unions.any() else 0
+            if longest > worst:
+                worst, example = longest, "".join(types)
+        rows.append(
+            {"query": query, "streams": streams, "longest spine": worst, "first stream reaching it": example[:60]}
+        )
+    return pd.DataFrame(rows)
+
+
 def _print(table: pd.DataFrame) -> None:
     print("| " + " | ".join(table.columns) + " |\n|" + "---|" * len(table.columns), flush=True)
     for row in table.itertuples(index=False):
@@ -333,7 +377,11 @@ def main() -> None:
     parser.add_argument("--before", help="git revision of the kernel to compare with (c8157ee: before _place)")
     parser.add_argument("--update", action="store_true", help="only the update table (needs --before)")
     parser.add_argument("--queries", type=int, nargs="*", help="indices into QUERIES (default: all)")
+    parser.add_argument("--spines", action="store_true", help="only the search for long spines under a window")
     args = parser.parse_args()
+    if args.spines:
+        _print(spine_search())
+        return
     if args.update and not args.before:
         parser.error("--update compares with the kernel of --before")
     before = baseline(args.before) if args.before else None

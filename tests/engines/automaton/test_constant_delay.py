@@ -120,6 +120,21 @@ def test_under_a_window_older_runs_do_not_grow_a_spine(query, types):
     assert_agrees(query, events[:40] + events[-1:], "automaton", enumeration="constant-delay")
 
 
+@pytest.mark.parametrize("k", [5, 60])
+def test_under_a_window_the_fallback_lengthens_a_spine_by_one(k):
+    """C A (F G)^6 D^k E on the three-branch query: each F G starts the list over, so the C's runs (each D's)
+    are older than more than ``DESCENT`` full parts of it and ``_place`` falls back to Union(a, b), one
+    union longer (docs/automaton-engine.md, "What is proved under a window"): spines of 3 whatever k, the
+    start order kept, and the reference's matches."""
+    query = WINDOWED[1][0]
+    events = [{"type": t, "ts": i} for i, t in enumerate("CA" + "FG" * 6 + "D" * k + "E")]
+    arena = evaluate.run_all(program_of(query), Stream.from_any(events)).arena
+    assert_spines_recorded(arena)
+    assert max_spine(arena) == nodes.SPINE + 1
+    if k < 10:
+        assert_agrees(query, events, "automaton", enumeration="constant-delay")
+
+
 def test_the_bound_on_the_benchmark_streams():
     """The two queries of bench/constant_delay.py over A^n B and (A A B)^k C: spines of at most 2 unions,
     and the cursor's walk meets at most 2 unions beyond one per position it writes."""
