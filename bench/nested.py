@@ -296,7 +296,7 @@ def main():
         )
     children = [r[3] / r[5] for r in neel if r[0] == "children"]
     print(f"children: iter/plan {sum(children) / len(children):.1f}x on average")
-    pairs = [(r[5], r[6]) for r in neel] + [(r[5], r[3]) for r in csv]
+    pairs = [(r[5], r[6]) for r in neel] + [(r[5], r[3]) for r in csv if r[1] != "None"]  # None: no choice
     slower = sum(plan > nested for plan, nested in pairs)
     print(
         f"the Plan-Finder's plan against nested execution without sharing (plan='nested'), row by row: slower on "

@@ -248,7 +248,7 @@ class SubStream:
                     lowest = max(lowest, latest)
                 else:
                     highest = min(highest, latest - 1)
-            for before in range(highest, lowest - 1, -1):
+            for before in reversed(self.ends_of(op.parts[k - 1], lowest, highest + 1)):
                 chains += [c + (r,) for c in self._chains(op, k - 1, before, start)]
         if memo:
             self.prefixes[(op.prefixes[k], end)] = (start, chains)
