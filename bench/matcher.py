@@ -3,8 +3,8 @@ event at a time as values of fixed columns: ``matcher.pusher(("type", "ts", "id"
 lists of 1,000 events, for one key without PARTITION BY, one key with it, and 1,000 keys (issue 15: the
 automaton's incremental matcher was the slowest per push, Python around the kernel).
 
-Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows), types A-D uniformly at random,
-one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
+Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows; the last row ``A+ a ; B b
+WITHIN 5 s``), types A-D uniformly at random, one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
 each event through ``cepkit.runtime.event_record.make_event`` (what any push costs before an engine sees it);
 ``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine);
 ``/push`` is the row's rate over ``push``'s in the same run; ``same`` says whether the matches equal
@@ -13,8 +13,9 @@ rate is the best of n runs (a loaded machine slows some runs several-fold; ``sam
 
     python bench/matcher.py                              # automaton, 50,000 events per row
     python bench/matcher.py --engines automaton stack --events 200000
+    python bench/matcher.py --engines ses rcep           # their pushers: the kernel per closing window / trigger
     python bench/matcher.py --repeat 5                   # each rate the best of 5 runs (a loaded machine)
-    python bench/matcher.py --profile                    # cProfile of the automaton's 1-key pusher row
+    python bench/matcher.py --profile                    # cProfile of the first engine's 1-key pusher row
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from cepkit.runtime.event_record import make_event
 
 ONE = "A a ; B b ; C c WITHIN 10 s"
 KEYED = ONE + " PARTITION BY id"
-ROWS = (("1 key", ONE, 1), ("1 key, PARTITION BY", KEYED, 1), ("1,000 keys", KEYED, 1000))
+KLEENE = "A+ a ; B b WITHIN 5 s"
+ROWS = (("1 key", ONE, 1), ("1 key, PARTITION BY", KEYED, 1), ("1,000 keys", KEYED, 1000), ("A+;B, 1 key", KLEENE, 1))
 EXTEND = 1000
 
 
@@ -77,7 +79,12 @@ def main() -> None:
         rate(engine, ONE, warm, "pusher")  # compile the kernels (numba) outside the timings
     if args.profile:
         events = stream(args.events, 1)
-        cProfile.runctx("rate('automaton', ONE, events, 'pusher')", globals(), {"events": events}, "/tmp/matcher.prof")
+        cProfile.runctx(
+            "rate(engine, ONE, events, 'pusher')",
+            globals(),
+            {"events": events, "engine": args.engines[0]},
+            "/tmp/matcher.prof",
+        )
         pstats.Stats("/tmp/matcher.prof").sort_stats("tottime").print_stats(25)
         return
     print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)

@@ -107,21 +107,28 @@ def is_plain_leaf(cond: A.Expr) -> bool:
     return False
 
 
-def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
-    """(values, valid, ids) over the whole stream: one row of values per distinct key (``x.v`` and ``y.v``
-    read the same column), and the rows each side reads, (join left, join right, chain previous, chain
-    current) arrays; None when a key is not a number numpy computes as the language does (strings,
-    booleans, ``ts`` or ``type``, beyond 2^53)."""
-    sides = [
+def key_rows(joins: list, chains: list) -> tuple:
+    """(the key expressions ``key_columns`` reads, one per row: ``x.v`` and ``y.v`` read one; the rows
+    each side reads, (join left, join right, chain previous, chain current) arrays)."""
+    rows: dict = {}
+    sides = (
         [join.left for join in joins],
         [join.right for join in joins],
         [chain.previous for chain in chains],
         [chain.current for chain in chains],
-    ]
-    rows: dict = {}
+    )
     ids = tuple(
         np.array([rows.setdefault(_plain(expr), len(rows)) for expr in exprs], dtype=np.int64) for exprs in sides
     )
+    return list(rows), ids
+
+
+def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[tuple]:
+    """(values, valid, ids) over the whole stream: one row of values per distinct key and the rows each
+    side reads (``key_rows``); None when a key is not a number numpy computes as the language does
+    (strings, booleans, ``ts`` or ``type``, beyond 2^53)."""
+    exprs, ids = key_rows(joins, chains)
+    rows = {expr: k for k, expr in enumerate(exprs)}
     n = len(columns.stream)
     values, valid = np.zeros((len(rows), n)), np.zeros((len(rows), n), dtype=bool)
     for expr, k in rows.items():
@@ -140,6 +147,31 @@ def key_columns(joins: list, chains: list, columns: StreamColumns) -> Optional[t
             return None
         values[k], valid[k] = np.where(ok, value, 0.0), ok
     return values, valid, ids
+
+
+class NotAKey(Exception):
+    """A key value ``key_columns`` would not take (a string, a bool, a number beyond 2^53)."""
+
+
+def key_value(value) -> Optional[float]:
+    """One event's value of a key that reads an attribute, as ``key_columns`` holds it: a float, None
+    when missing (None, NaN); ``NotAKey`` otherwise (a per-event step then leaves the kernel)."""
+    kind = type(value)
+    if kind is float:
+        if value != value:
+            return None
+        if value - value != 0.0 or abs(value) >= EXACT_FLOAT:
+            raise NotAKey
+        return value
+    if kind is int:
+        if abs(value) >= EXACT_FLOAT:
+            raise NotAKey
+        return float(value)
+    if value is None:
+        return None
+    if isinstance(value, (np.integer, np.floating)) and not isinstance(value, np.bool_):
+        return key_value(value.item())
+    raise NotAKey
 
 
 def substream_positions(by: np.ndarray, read: np.ndarray, before: Optional[np.ndarray] = None) -> np.ndarray:

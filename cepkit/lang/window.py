@@ -31,6 +31,25 @@ def time_limit(w: float, end: float) -> float:
     return w + ULPS * math.ulp(max(1.0, abs(w), abs(end)))
 
 
+class TimeLimit:
+    """``time_limit(w, t)`` for the times of a stream, found once per binade of |t| (``math.ulp`` is
+    constant over one, and below max(w, 1)): ``limit`` holds the value for the latest ``at(t)``."""
+
+    def __init__(self, w: float):
+        self.w, self.floor = w, max(w, 1.0)
+        self.low, self.high, self.limit = 1.0, 0.0, math.inf  # (none yet)
+
+    def at(self, t: float) -> float:
+        scale = t if t > 0.0 else -t
+        if not self.low <= scale < self.high:
+            at = scale if scale > self.floor else self.floor
+            self.limit = time_limit(self.w, at)
+            _, exponent = math.frexp(at)  # at = mantissa · 2**exponent, 0.5 <= mantissa < 1
+            self.low = 0.0 if at == self.floor else math.ldexp(0.5, exponent)
+            self.high = math.ldexp(1.0, exponent)
+        return self.limit
+
+
 def time_limits(w: float, ends: np.ndarray) -> np.ndarray:
     """``time_limit`` for each of ``ends`` (``np.spacing`` is ``math.ulp`` of the positive scale)."""
     return w + ULPS * np.spacing(np.maximum(np.maximum(np.abs(ends), abs(w)), 1.0))

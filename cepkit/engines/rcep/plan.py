@@ -51,6 +51,7 @@ from .joins import bits, column_bits, hybrid_join, kleene_subsets, nested_join
 from .keys import compare_arrays, key_function
 from .open_window import OpenWindow
 from .pattern import KleenePattern
+from .step import RcepStep, runs as runs_step
 from .stnm import RobustSkipTillNext, SkipTillNext
 from .trees import EventTree
 from .zorder import region_join
@@ -228,8 +229,15 @@ class RcepMatcher(IncrementalPlan):
         self.expiry = KeyExpiry(plan.window_seconds)  # drops a key's partition once its window passed
         self.window: Optional[OpenWindow] = None  # the kept events as columns (``extend``), or None
         self.latest = -math.inf  # the latest time seen
+        self.stepping = None  # the ``step.RcepStep`` holding the window (``Matcher.pusher``), or None
+
+    def step(self, columns: tuple):
+        """``step.RcepStep`` for ``cepkit.Matcher.pusher`` when it runs the query (``step.runs``), else None."""
+        return RcepStep(self, columns) if runs_step(self.plan) else None
 
     def push(self, event) -> list:
+        if self.stepping is not None:
+            self.stepping.hand_back()
         if self.window is not None:
             self._to_trees()
         self.latest = max(self.latest, event.time)
@@ -245,6 +253,8 @@ class RcepMatcher(IncrementalPlan):
         in the order pushing the events returns them. Event by event (``push``) when the query is not all
         the kernel does, when the batch is out of time order, or its keys are not numbers."""
         plan = self.plan
+        if self.stepping is not None:
+            self.stepping.hand_back()
         if not runs_columnar(plan) or not len(stream) or stream.first_disorder(self.latest) is not None:
             return super().extend(stream)
         window = self.window
@@ -363,6 +373,8 @@ class RcepMatcher(IncrementalPlan):
         return self._report(released + self._select([m for m, _ in found]), key, event.position)
 
     def close(self) -> list:
+        if self.stepping is not None:
+            self.stepping.hand_back()
         released = [m for m, chosen, _, _ in self.waiting if self.judge.final(chosen)] if self.waiting else []
         self.waiting = []
         if self.window is not None and self.window.pending is not None:  # STNM, at their triggers

@@ -28,42 +28,24 @@ import math
 import numpy as np
 
 from ...lang import ast as A
-from ...lang.window import time_limit
+from ...lang.window import TimeLimit
 from ...runtime.attribute_columns import hashable_key
 from ...runtime.event_record import PUNCTUATION, Event, values_event, values_key
 from ...runtime.match_record import Match, output_order
 from ...runtime.stream import Stream
 from ..compiled import grow
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, close_windows
-from ..conjuncts import _plain
+from ..conjuncts import NotAKey, key_rows, key_value
 
 SIZE = 64
-
-
-class Unsupported(Exception):
-    """An event the step does not take (a join key that is not a number): the matcher's push runs it."""
-
-
-def key_rows(layout) -> list:
-    """The expressions of ``conjuncts.key_columns``' rows (one per distinct key, in its order)."""
-    rows: dict = {}
-    sides = (
-        [j.left for j in layout.joins],
-        [j.right for j in layout.joins],
-        [c.previous for c in layout.chains],
-        [c.current for c in layout.chains],
-    )
-    for exprs in sides:
-        for expr in exprs:
-            rows.setdefault(_plain(expr), len(rows))
-    return list(rows)
 
 
 def runs(plan) -> bool:
     """Whether ``SesStep`` runs ``plan`` (the module docstring)."""
     if plan.layout is None or plan.events_window:
         return False
-    return all(isinstance(expr, A.Attr) and expr.attr not in ("ts", "type") for expr in key_rows(plan.layout))
+    exprs, _ = key_rows(plan.layout.joins, plan.layout.chains)
+    return all(isinstance(expr, A.Attr) and expr.attr not in ("ts", "type") for expr in exprs)
 
 
 class SesStep:
@@ -80,7 +62,9 @@ class SesStep:
         self.by_type: dict = {}  # type -> the variables it fits (no property conditions), or None
         self.typed = not any(plan._properties)
         at = {name: i for i, name in enumerate(columns)}
-        self.key_at = [at.get(expr.attr) for expr in key_rows(layout)]
+        exprs, ids = key_rows(layout.joins, layout.chains)
+        self.key_names = [expr.attr for expr in exprs]
+        self.key_at = [at.get(name) for name in self.key_names]
         keyed = tuple(plan.query.partition_by) + tuple(plan.partition_attributes)
         self.x_at = [at.get(a) for a in plan.partition_attributes]
         self.partition_key = values_key([(name, at.get(name)) for name in plan.query.partition_by]) if keyed else None
@@ -97,24 +81,8 @@ class SesStep:
             dtype=np.int64,
         )
         self.moves, self.final = layout.moves, layout.final
-        rows = {expr: k for k, expr in enumerate(key_rows(layout))}
-        self.joins = np.array(
-            [
-                *layout.slots,
-                [rows[_plain(j.left)] for j in layout.joins],
-                [rows[_plain(j.right)] for j in layout.joins],
-            ],
-            dtype=np.int64,
-        ).reshape(5, len(layout.joins))
-        self.chains = np.array(
-            [
-                *layout.chain_slots,
-                [rows[_plain(c.previous)] for c in layout.chains],
-                [rows[_plain(c.current)] for c in layout.chains],
-            ],
-            dtype=np.int64,
-        ).reshape(4, len(layout.chains))
-        self.key_names = [expr.attr for expr in rows]
+        self.joins = np.array([*layout.slots, ids[0], ids[1]], dtype=np.int64).reshape(5, len(layout.joins))
+        self.chains = np.array([*layout.chain_slots, ids[2], ids[3]], dtype=np.int64).reshape(4, len(layout.chains))
         names = plan.variables
         visible = set(plan.visible)
         kleene = plan.pattern.kleene
@@ -122,7 +90,7 @@ class SesStep:
         self.kleene = [name in kleene for name in names]
         self.plain = all(name in visible and name not in kleene for name in names)
         self.finite = math.isfinite(self.span)
-        self.low, self.high, self.limit_now = 1.0, 0.0, math.inf  # (``_limit_at``: none yet)
+        self.limit = TimeLimit(self.span if self.finite else 0.0)
         self.active = False
         self.usable = True
         self._reset(SIZE)
@@ -151,9 +119,9 @@ class SesStep:
         if tail is not None:
             try:
                 for event, at in zip(tail, coord.tolist()):
-                    keys = [_number(event.get(name)) for name in self.key_names]
+                    keys = [key_value(event.get(name)) for name in self.key_names]
                     kept.append((event, at, plan.vars_of(event), self._code_of_event(event), keys))
-            except (Unsupported, TypeError):
+            except (NotAKey, TypeError):
                 self.usable = False
                 return False
         m._tail, m._tail_coord = None, np.zeros(0)
@@ -248,7 +216,7 @@ class SesStep:
             keep = fits != 0 or not self.two_phase
         if keep:
             try:
-                keys = [None if i is None else _number(values[i]) for i in self.key_at]
+                keys = [None if i is None else key_value(values[i]) for i in self.key_at]
                 code = 0
                 if self.partition_key is not None:
                     x = [None if i is None else _null(values[i]) for i in self.x_at]
@@ -259,7 +227,7 @@ class SesStep:
                         code = self.codes.get(key)
                         if code is None:
                             code = self.codes[key] = len(self.codes)
-            except (Unsupported, TypeError):  # not a number the kernel takes, or an unhashable key
+            except (NotAKey, TypeError):  # not a number the kernel takes, or an unhashable key
                 self.usable = False
                 self.hand_back()
                 return self._push(type_, time, values, position)
@@ -269,10 +237,7 @@ class SesStep:
         found = []
         starts = self.starts
         if starts and self.finite:
-            scale = time if time > 0.0 else -time
-            if not self.low <= scale < self.high:
-                self._limit_at(scale)
-            if time - self.coord[starts[0]] > self.limit_now:
+            if time - self.coord[starts[0]] > self.limit.at(time):
                 found = self._close(time, position)
         if keep and (starts or fits & self.first_set or not self.two_phase):  # (else in no open window)
             self._keep((type_, time, values, position), time, fits, code, position, keys)
@@ -284,19 +249,9 @@ class SesStep:
             self.by_type[type_] = fits
         return fits
 
-    def _limit_at(self, scale: float) -> None:
-        """The window's limit for times of absolute value ``scale`` (``lang.window.time_limit``), and the
-        range of scales with the same one (``math.ulp`` is constant over a binade, and below the span)."""
-        floor = max(self.span, 1.0)
-        at = scale if scale > floor else floor
-        self.limit_now = time_limit(self.span, at)
-        mantissa, exponent = math.frexp(at)
-        self.low = 0.0 if at == floor else math.ldexp(0.5, exponent)
-        self.high = math.ldexp(1.0, exponent)
-
     def _close(self, time: float, position: int) -> list:
         """Evaluate the windows this event closes (those of the W[0]s more than τ before it); their matches."""
-        coord, starts, limit = self.coord, self.starts, self.limit_now
+        coord, starts, limit = self.coord, self.starts, self.limit.limit
         closed = 0
         while closed < len(starts) and time - coord[starts[closed]] > limit:
             closed += 1
@@ -355,24 +310,3 @@ def _null(value):
     if value is None or (type(value) is float and value != value):
         return None
     return value
-
-
-def _number(value):
-    """A key value as the kernel reads it: a float, None when missing; ``Unsupported`` when it is not a
-    number ``conjuncts.key_columns`` takes (a string, a bool, beyond 2^53)."""
-    kind = type(value)
-    if kind is float:
-        if value != value:
-            return None
-        if value - value != 0.0 or abs(value) >= 2.0**53:
-            raise Unsupported
-        return value
-    if kind is int:
-        if abs(value) >= 2**53:
-            raise Unsupported
-        return float(value)
-    if value is None:
-        return None
-    if isinstance(value, (np.integer, np.floating)) and not isinstance(value, np.bool_):
-        return _number(value.item())
-    raise Unsupported

@@ -1,0 +1,410 @@
+"""``RcepMatcher``'s per-event step for ``cepkit.Matcher.pusher`` (issue 23): the events a later trigger
+may bind as growing arrays, the batch kernel called once per trigger.
+
+A push of ``RcepMatcher`` inserts the event into its key's event trees and recomputes a trigger in Python
+(~70-150 µs). ``RcepStep`` keeps the events some slot takes (not a single last slot alone: a trigger that
+no later match uses) in preallocated numpy arrays: the slots taking each one (a column of ``accepted``),
+its PARTITION BY code, its window coordinate (its time, or under ``WITHIN n EVENTS`` its sequence number
+in its sub-stream), its position and the join and chain keys (``conjuncts.key_columns``' rows, read from
+the event's values). A trigger is appended and ``recompute_last`` lays the kept events out
+(``kernel.layout``) and recomputes that trigger alone (``kernel.recompute``), in one compiled call; its
+matches are the push's (NEXT, LAST and MAX chosen among them by ``kernel.ranked``). Under a time window
+the events before the current one's window leave the arrays (no later trigger reaches them); under ``n
+EVENTS`` those more than n - 1 behind their sub-stream's last leave when the arrays fill up.
+
+It runs the queries ``batch.runs_columnar`` gives the kernel but STRICT and PARTITION_STRICT (whose
+contiguity reads a sub-stream's every event), whose join and chain keys are attributes; an event whose key
+is not a number hands the state back and pushes from then on. Before any other call reads the window
+(``push``, ``extend``, ``close``, another pusher) the step hands its events to the matcher as an
+``OpenWindow`` and takes them back at its next event: at most a window of events each way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...lang import ast as A
+from ...lang.window import ULPS, TimeLimit, time_limit
+from ...runtime.event_record import PUNCTUATION, Event, values_event, values_key
+from ...runtime.expiry import KeyExpiry
+from ...runtime.match_record import Match, output_order
+from ...runtime.stream import Stream
+from ..compiled import OP_CODES, grow, jit
+from ..conjuncts import NotAKey, key_rows, key_value
+from .batch import _rows, runs_columnar
+from .joins import TRANSITIVE
+from .kernel import RANKED_CODES, layout, ranked, recompute
+from .open_window import OpenWindow
+
+SIZE = 64
+
+
+def runs(plan) -> bool:
+    """Whether ``RcepStep`` runs ``plan`` (the module docstring)."""
+    return (
+        runs_columnar(plan)
+        and not plan.strict
+        and all(
+            isinstance(e, A.Attr) and e.attr not in ("ts", "type")
+            for e in key_rows(plan.pattern.joins, plan.pattern.chains)[0]
+        )
+    )
+
+
+@jit
+def recompute_last(
+    lo, n, codes, n_codes, accepted, coord, span, last_alone, kval, kok, positions, joins, pairs, chains, kleene, hybrid
+):
+    """The matches of event ``n - 1`` (a trigger) over the kept events [lo, n), as ``kernel.recompute``
+    returns them: the events laid out by ``kernel.layout`` (``coord`` their window coordinates, ``span``
+    the window: the limits are ``lang.window.time_limits``, none when infinite), that trigger alone
+    recomputed.
+    ``joins`` holds the rows left slot, right slot, operator, transitive, left key, right key, pair;
+    ``pairs`` the pairs' left and right slots; ``chains`` slot, operator, transitive, previous key, current
+    key."""
+    codes, accepted, coord = codes[lo:n], accepted[:, lo:n], coord[lo:n]
+    if np.isfinite(span):
+        limits = np.empty(n - lo)
+        for i in range(n - lo):
+            limits[i] = span + ULPS * np.spacing(max(max(abs(coord[i]), abs(span)), 1.0))
+    else:
+        limits = np.empty(0)
+    events, window_lo, members, offsets, triggers, window_first, values, valid, _, _ = layout(
+        codes, n_codes, accepted, coord, limits, -1, last_alone, kval[:, lo:n], kok[:, lo:n]
+    )
+    last = len(triggers) - 1
+    grouped_positions = np.empty(len(events), dtype=np.int64)
+    for g in range(len(events)):
+        grouped_positions[g] = positions[lo + events[g]]
+    return recompute(
+        members,
+        offsets,
+        triggers[last:],
+        np.ascontiguousarray(window_first[:, last:]),
+        kleene,
+        window_lo,
+        grouped_positions,
+        values,
+        valid,
+        joins[0],
+        joins[1],
+        joins[2],
+        joins[3] != 0,
+        joins[4],
+        joins[5],
+        joins[6],
+        pairs[0],
+        pairs[1],
+        chains[0],
+        chains[1],
+        chains[2] != 0,
+        chains[3],
+        chains[4],
+        hybrid,
+        False,
+    )
+
+
+class RcepStep:
+    """``RcepMatcher.push`` for events given as values of ``columns`` (the module docstring)."""
+
+    def __init__(self, matcher, columns: tuple):
+        self.matcher = matcher
+        plan = self.plan = matcher.plan
+        pattern, slots = plan.pattern, plan.slots
+        self.columns = columns
+        at = {name: i for i, name in enumerate(columns)}
+        exprs, ids = key_rows(pattern.joins, pattern.chains)
+        self.key_names = [expr.attr for expr in exprs]
+        self.key_at = [at.get(name) for name in self.key_names]
+        self.keyed = bool(plan.query.partition_by)
+        self.partition_key = values_key([(name, at.get(name)) for name in plan.query.partition_by])
+        self.events_window = plan.window_events is not None
+        if plan.window_seconds is not None:
+            self.span = float(plan.window_seconds)
+        elif self.events_window:
+            self.span = float(math.ceil(plan.window_events) - 1)
+        else:
+            self.span = math.inf
+        self.timed = plan.window_seconds is not None
+        self.typed = not any(slot.local for slot in slots)
+        self.by_type: dict = {}  # type -> the mask of the slots taking it (no local tests)
+        n_slots = len(slots)
+        self.last_bit = 1 << (n_slots - 1)
+        self.keep_mask = (1 << n_slots) - 1 if slots[-1].kleene else self.last_bit - 1
+        self.last_alone = not slots[-1].kleene
+        self.kleene = np.array([slot.kleene for slot in slots], dtype=np.bool_)
+        self.hybrid = plan.join == "hybrid"
+        pairs: dict = {}
+        for join in pattern.joins:
+            pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
+        joins = pattern.joins
+        self.joins = np.array(
+            [
+                [j.left_slot for j in joins],
+                [j.right_slot for j in joins],
+                [OP_CODES[j.op] for j in joins],
+                [j.op in TRANSITIVE for j in joins],
+                ids[0],
+                ids[1],
+                [pairs[j.left_slot, j.right_slot] for j in joins],
+            ],
+            dtype=np.int64,
+        ).reshape(7, len(joins))
+        self.pairs = np.array([[r for r, _ in pairs], [s for _, s in pairs]], dtype=np.int64).reshape(2, len(pairs))
+        chains = pattern.chains
+        self.chains = np.array(
+            [
+                [c.slot for c in chains],
+                [OP_CODES[c.op] for c in chains],
+                [c.op in TRANSITIVE for c in chains],
+                ids[2],
+                ids[3],
+            ],
+            dtype=np.int64,
+        ).reshape(5, len(chains))
+        self.ranked = RANKED_CODES.get(plan.query.strategy)
+        names = [slot.var for slot in slots]
+        self.names = names
+        self.plain = all(name is not None for name in names) and not any(slot.kleene for slot in slots)
+        self.limit = TimeLimit(self.span if self.timed else 0.0)
+        self.active = False
+        self.usable = True
+        self._reset(SIZE)
+
+    # ------------------------------------------------------------------ state
+    def _reset(self, size: int) -> None:
+        n_slots, n_keys = len(self.plan.slots), len(self.key_at)
+        self.coord = np.zeros(size)
+        self.codes = np.zeros(size, dtype=np.int64)
+        self.positions = np.zeros(size, dtype=np.int64)
+        self.accepted = np.zeros((n_slots, size), dtype=np.bool_)
+        self.kval = np.zeros((n_keys, size))
+        self.kok = np.zeros((n_keys, size), dtype=np.bool_)
+        self.rows: list = []  # per kept event: an Event, or (type, time, values, position)
+        self.lo = self.n = 0
+        self.code_of: dict = {}  # PARTITION BY key -> code
+        self.counts: dict = {}  # PARTITION BY key -> events of its sub-stream so far (``n EVENTS``)
+
+    def _take_over(self) -> bool:
+        """The matcher's window (its trees, or its ``OpenWindow``) into the arrays; False (and the step
+        unusable) when a kept event's join or chain key is not a number the kernel takes."""
+        m = self.matcher
+        if m.stepping is not None:
+            m.stepping.hand_back()
+        plan = self.plan
+        window = m.window
+        if window is None:
+            window = OpenWindow.of_trees(plan, m.partitions, False)
+        kept = []
+        try:
+            seq = None if window.seq is None else window.seq.tolist()
+            for i, event in enumerate(window.stream):
+                keys = [key_value(event.get(name)) for name in self.key_names]
+                key = tuple(event.get(k) for k in plan.query.partition_by)
+                hash(key)
+                mask = sum(1 << int(s) for s in np.flatnonzero(window.accepted[:, i]))
+                kept.append((event, key, event.time if seq is None else seq[i], mask, keys))
+        except (NotAKey, TypeError):
+            self.usable = False
+            return False
+        m.window = None
+        m.partitions.clear()
+        m.expiry = KeyExpiry(plan.window_seconds)
+        self._reset(SIZE)
+        if window.counts is not None:
+            self.counts.update(window.counts)
+        self.now = m.latest
+        for event, key, coord, mask, keys in kept:
+            code = self.code_of.setdefault(key, len(self.code_of))
+            self._append(event, coord, mask, code, event.position, keys)
+        m.stepping = self
+        self.active = True
+        return True
+
+    def hand_back(self) -> None:
+        """The kept events to the matcher, as its ``OpenWindow``."""
+        m = self.matcher
+        lo, n = self.lo, self.n
+        columns = self.columns
+        events = [
+            row if isinstance(row, Event) else values_event(columns, row[0], row[1], row[2], row[3])
+            for row in self.rows[lo:n]
+        ]
+        m.window = OpenWindow(
+            Stream(events),
+            self.accepted[:, lo:n].copy(),
+            self.coord[lo:n].copy() if self.events_window else None,
+            dict(self.counts) if self.events_window else None,
+        )
+        m.latest = max(m.latest, self.now)
+        m.stats.stored = int(self.accepted[:, lo:n].sum())
+        m.stepping = None
+        self.active = False
+        self._reset(SIZE)
+
+    def _append(self, row, coord: float, mask: int, code: int, position: int, keys: list) -> None:
+        n = self.n
+        if n == len(self.coord):
+            self._room()
+            n = self.n
+        for k, value in enumerate(keys):
+            if value is None:
+                self.kok[k, n] = False
+            else:
+                self.kval[k, n], self.kok[k, n] = value, True
+        self.coord[n], self.codes[n], self.positions[n] = coord, code, position
+        accepted = self.accepted
+        for s in range(accepted.shape[0]):
+            accepted[s, n] = mask >> s & 1
+        self.rows.append(row)
+        self.n = n + 1
+
+    def _room(self) -> None:
+        """Room for one more event: the events no later trigger reaches dropped (under ``n EVENTS``, those
+        n - 1 or more behind their sub-stream's last), or the arrays doubled."""
+        lo, n = self.lo, self.n
+        keep = np.arange(lo, n)
+        if self.events_window and n > lo:
+            top = np.full(len(self.code_of), -1.0)
+            np.maximum.at(top, self.codes[lo:n], self.coord[lo:n])
+            keep = keep[self.coord[lo:n] >= top[self.codes[lo:n]] - self.span]
+        elif self.timed:  # (triggers drop the events before their window; between them, here)
+            keep = keep[self.now - self.coord[lo:n] <= time_limit(self.span, self.now)]
+        if len(keep) <= n // 2 and n:
+            k = len(keep)
+            self.coord[:k], self.codes[:k], self.positions[:k] = (
+                self.coord[keep],
+                self.codes[keep],
+                self.positions[keep],
+            )
+            self.accepted[:, :k], self.kval[:, :k], self.kok[:, :k] = (
+                self.accepted[:, keep],
+                self.kval[:, keep],
+                self.kok[:, keep],
+            )
+            rows = self.rows
+            self.rows = [rows[i] for i in keep.tolist()]
+            self.lo, self.n = 0, k
+            return
+        size = 2 * len(self.coord)
+        self.coord, self.codes, self.positions = (
+            grow(self.coord, size),
+            grow(self.codes, size),
+            grow(self.positions, size),
+        )
+        for name in ("accepted", "kval", "kok"):
+            old = getattr(self, name)
+            new = np.zeros((old.shape[0], size), dtype=old.dtype)
+            new[:, :n] = old[:, :n]
+            setattr(self, name, new)
+
+    # ------------------------------------------------------------------ the step
+    def __call__(self, type_: str, time: float, values, position: int) -> list:
+        if not self.active:
+            if not self.usable or not self._take_over():
+                return self._push(type_, time, values, position)
+        if time > self.now:
+            self.now = time
+        if type_ == PUNCTUATION:
+            return []
+        mask = self.by_type.get(type_) if self.typed else None
+        if mask is None:
+            mask = self._mask(type_, time, values, position)
+        if not mask and not self.events_window:
+            return []
+        try:
+            key = self.partition_key(type_, time, values) if self.keyed else ()
+            code = self.code_of.get(key)
+            if code is None:
+                code = self.code_of[key] = len(self.code_of)
+            keys = [None if i is None else key_value(values[i]) for i in self.key_at] if mask else ()
+        except (NotAKey, TypeError):  # not a number the kernel takes, or an unhashable key
+            self.usable = False
+            self.hand_back()
+            return self._push(type_, time, values, position)
+        if self.events_window:
+            coord = self.counts.get(key, 0)
+            self.counts[key] = coord + 1
+            if not mask:
+                return []
+        else:
+            coord = time
+        self._append((type_, time, values, position), coord, mask, code, position, keys)
+        if not mask & self.last_bit:
+            return []
+        found = self._trigger(time, position)
+        if not mask & self.keep_mask:
+            self.n -= 1  # a single last variable: the trigger is never needed again
+            self.rows.pop()
+        return found
+
+    def _mask(self, type_: str, time: float, values, position: int) -> int:
+        plan = self.plan
+        event = values_event(self.columns, type_, time, values, position)
+        mask = sum(1 << k for k in range(len(plan.slots)) if plan.accepts(k, event))
+        if self.typed:
+            self.by_type[type_] = mask
+        return mask
+
+    def _trigger(self, time: float, position: int) -> list:
+        """The matches the last kept event (a trigger) ends."""
+        lo, n = self.lo, self.n
+        if self.timed:  # the events before this trigger's window: no later trigger reaches them either
+            coord, limit = self.coord, self.limit.at(time)
+            while time - coord[lo] > limit:
+                lo += 1
+            self.lo = lo
+        found = recompute_last(
+            lo,
+            n,
+            self.codes,
+            len(self.code_of),
+            self.accepted,
+            self.coord,
+            self.span,
+            self.last_alone,
+            self.kval,
+            self.kok,
+            self.positions,
+            self.joins,
+            self.pairs,
+            self.chains,
+            self.kleene,
+            self.hybrid,
+        )
+        offsets, positions, cells, counters, distinct = found
+        stats = self.matcher.stats
+        stats.triggers += 1
+        if len(offsets) < 2:
+            return []
+        if self.ranked is not None:
+            offsets, positions, cells = _rows(ranked(offsets, positions, self.ranked), found)
+        stats.matches += len(offsets) - 1
+        matches = self._matches(offsets.tolist(), positions.tolist(), cells.tolist(), position)
+        return matches if distinct else output_order(matches)
+
+    def _matches(self, offsets: list, positions: list, cells: list, emitted: int) -> list:
+        """The ``Match`` of each kernel row (slots in sequence order, chains in time order: its positions
+        ascend), as ``Recomputation._emit`` makes it."""
+        made, names, kleene = Match.made, self.names, self.kleene
+        found = []
+        for a, b in zip(offsets, offsets[1:]):
+            kept = tuple(positions[a:b])
+            if self.plain:
+                found.append(made(kept, {names[s]: p for s, p in zip(cells[a:b], kept)}, emitted))
+                continue
+            bindings: dict = {}
+            for s, p in zip(cells[a:b], kept):
+                name = names[s]
+                if name is not None:
+                    bindings[name] = bindings.get(name, ()) + (p,) if kleene[s] else p
+            found.append(made(kept, bindings, emitted))
+        return found
+
+    def _push(self, type_: str, time: float, values, position: int) -> list:
+        """The matcher's push of the event (a plan or event the step does not take)."""
+        found = self.matcher.push(values_event(self.columns, type_, time, values, position))
+        return output_order(found) if found else found
