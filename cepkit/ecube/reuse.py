@@ -326,9 +326,13 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
     if within is not None and len(candidates) and column in (0, width):
         near = times[candidates]  # max ts − min ts ≤ w by ``lang.window``'s rule, as every engine decides
         if column == width:  # a new last item e
-            stops = np.minimum(stops, past_fitting_all(near, times[idx[:, 0]], within.seconds))
+            stops = np.minimum(
+                stops, _per_event(idx[:, 0], lambda at: past_fitting_all(near, times[at], within.seconds))
+            )
         else:  # a new first item e
-            starts = np.maximum(starts, first_fitting_all(near, times[idx[:, -1]], within.seconds))
+            starts = np.maximum(
+                starts, _per_event(idx[:, -1], lambda at: first_fitting_all(near, times[at], within.seconds))
+            )
     counts = np.maximum(stops - starts, 0)
     total = int(counts.sum())
     added = stream.position_of(candidates)
@@ -349,6 +353,17 @@ def extend_rows(executor: Executor, general: Shape, specific: Shape, embedding: 
     out = np.take(widened, general, axis=0)  # (a whole-row gather: numpy's fastest)
     out[:, column] = added[picked]
     return in_output_order(out)
+
+
+def _per_event(events: np.ndarray, bound) -> np.ndarray:
+    """``bound(at)`` for each of ``events`` (stream indices), computed once per distinct event: rows share
+    their first and last events, and a window's bound is a bisection per value."""
+    seen = np.zeros(int(events.max()) + 1 if len(events) else 0, bool)
+    seen[events] = True
+    at = np.flatnonzero(seen)
+    found = np.zeros(len(seen), np.int64)
+    found[at] = bound(at)
+    return found[events]
 
 
 @jit
