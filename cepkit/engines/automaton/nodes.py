@@ -183,15 +183,6 @@ def cursor_open(arena, cursor, root, key, limit):
         state[0] = 1
 
 
-@jit(inline=True)
-def _keep_right(right, node_start, key, limit, stack_node, stack_depth, sp, depth):
-    """A walk's pending right child ``right``, pushed when it fits the window; the new stack size."""
-    if key - node_start[right] <= limit:
-        stack_node[sp], stack_depth[sp] = right, depth
-        sp += 1
-    return sp
-
-
 ALL = 1 << 62  # ``cursor_fill``'s cap for every complex event left
 
 
@@ -219,8 +210,8 @@ def cursor_fill(arena, cursor, key, limit, cap, copy, emit, out_pos, out_var, ou
     n_pos, n_events = counts[0], counts[1]
     walked = 0
     fresh, depth = state[1], state[2]  # kept in registers: a store per event kept numba's loops from it
-    # the window test written here (``_keep_right`` inlined cost a third of the walk), and not made without
-    # a window (its read of the child's start was another third)
+    # the window test written here (an inlined helper taking the stack arrays cost a third of the walk), and
+    # not made without a window (its read of the child's start was another third)
     unbounded = limit == np.inf
     while sp > 0 and walked < cap:
         sp -= 1
@@ -498,6 +489,7 @@ def _walk_back(
                 return group_root
             group_root, group_pos, group_events = r, n_pos, n_events
         key, limit = keys[r], limits[r]
+        unbounded = limit == np.inf
         node = roots[r]
         if key - node_start[node] > limit:
             continue
@@ -507,8 +499,11 @@ def _walk_back(
         while True:
             # down the left children to the sink, keeping each right child that fits for later
             while node != BOTTOM:
-                if node_pos[node] == UNION:
-                    sp = _keep_right(node_right[node], node_start, key, limit, stack_node, stack_depth, sp, depth)
+                if node_pos[node] == UNION:  # the pending right child, when it fits (as ``cursor_fill``)
+                    right = node_right[node]
+                    if unbounded or key - node_start[right] <= limit:
+                        stack_node[sp], stack_depth[sp] = right, depth
+                        sp += 1
                     node = node_left[node]
                 else:
                     p = node_pos[node]
