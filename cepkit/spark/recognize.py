@@ -51,10 +51,9 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
         return local_sql(parsed, group)[schema.fieldNames()]
 
     if parsed.partition:
-        # The partitions' number given, so that adaptive execution does not merge them into fewer tasks
-        # than cores (a few keys make a small shuffle).
-        partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        spread = frame.repartition(partitions, *parsed.partition)
+        # No number of partitions: adaptive execution coalesces the shuffle's empty partitions (a few keys
+        # in Spark's 200 would each start a Python task for nothing) and keeps each key's rows apart.
+        spread = frame.repartition(*parsed.partition)
         return spread.mapInPandas(functools.partial(_whole_partition, run), schema)
     warnings.warn(
         "a MATCH_RECOGNIZE query without PARTITION BY runs as one group on one core", OneGroupWarning, stacklevel=2
