@@ -13,7 +13,8 @@ the events before the current one's window leave the arrays (no later trigger re
 EVENTS`` those more than n - 1 behind their sub-stream's last leave when the arrays fill up.
 
 It runs the queries ``batch.runs_columnar`` gives the kernel but STRICT and PARTITION_STRICT (whose
-contiguity reads a sub-stream's every event), whose join and chain keys are attributes; an event whose key
+contiguity reads a sub-stream's every event) and STNM (whose matches may wait for later events), whose
+join and chain keys are attributes; an event whose key
 is not a number hands the state back and pushes from then on. Before any other call reads the window
 (``push``, ``extend``, ``close``, another pusher) the step hands its events to the matcher as an
 ``OpenWindow`` and takes them back at its next event: at most a window of events each way.
@@ -27,12 +28,13 @@ import numpy as np
 
 from ...lang import ast as A
 from ...lang.window import ULPS, TimeLimit, time_limit
-from ...runtime.event_record import PUNCTUATION, Event, values_event, values_key
+from ...runtime.event_record import PUNCTUATION, values_event, values_key
 from ...runtime.expiry import KeyExpiry
-from ...runtime.match_record import Match, output_order
+from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
 from ..compiled import OP_CODES, grow, jit
 from ..conjuncts import NotAKey, key_rows, key_value
+from ..kept import kept_events, pushed, rows_as_matches, widened, write_keys
 from .batch import _rows, runs_columnar
 from .joins import TRANSITIVE
 from .kernel import RANKED_CODES, layout, ranked, recompute
@@ -46,6 +48,7 @@ def runs(plan) -> bool:
     return (
         runs_columnar(plan)
         and not plan.strict
+        and plan.skip_till_next is None
         and all(
             isinstance(e, A.Attr) and e.attr not in ("ts", "type")
             for e in key_rows(plan.pattern.joins, plan.pattern.chains)[0]
@@ -135,7 +138,8 @@ class RcepStep:
         self.last_bit = 1 << (n_slots - 1)
         self.keep_mask = (1 << n_slots) - 1 if slots[-1].kleene else self.last_bit - 1
         self.last_alone = not slots[-1].kleene
-        self.kleene = np.array([slot.kleene for slot in slots], dtype=np.bool_)
+        self.kleene = [slot.kleene for slot in slots]
+        self.kleene_flags = np.array(self.kleene, dtype=np.bool_)
         self.hybrid = plan.join == "hybrid"
         pairs: dict = {}
         for join in pattern.joins:
@@ -228,11 +232,7 @@ class RcepStep:
         """The kept events to the matcher, as its ``OpenWindow``."""
         m = self.matcher
         lo, n = self.lo, self.n
-        columns = self.columns
-        events = [
-            row if isinstance(row, Event) else values_event(columns, row[0], row[1], row[2], row[3])
-            for row in self.rows[lo:n]
-        ]
+        events = kept_events(self.columns, self.rows[lo:n])
         m.window = OpenWindow(
             Stream(events),
             self.accepted[:, lo:n].copy(),
@@ -250,11 +250,7 @@ class RcepStep:
         if n == len(self.coord):
             self._room()
             n = self.n
-        for k, value in enumerate(keys):
-            if value is None:
-                self.kok[k, n] = False
-            else:
-                self.kval[k, n], self.kok[k, n] = value, True
+        write_keys(self.kval, self.kok, n, keys)
         self.coord[n], self.codes[n], self.positions[n] = coord, code, position
         accepted = self.accepted
         for s in range(accepted.shape[0]):
@@ -295,11 +291,7 @@ class RcepStep:
             grow(self.codes, size),
             grow(self.positions, size),
         )
-        for name in ("accepted", "kval", "kok"):
-            old = getattr(self, name)
-            new = np.zeros((old.shape[0], size), dtype=old.dtype)
-            new[:, :n] = old[:, :n]
-            setattr(self, name, new)
+        self.accepted, self.kval, self.kok = (widened(a, n, size) for a in (self.accepted, self.kval, self.kok))
 
     # ------------------------------------------------------------------ the step
     def __call__(self, type_: str, time: float, values, position: int) -> list:
@@ -372,7 +364,7 @@ class RcepStep:
             self.joins,
             self.pairs,
             self.chains,
-            self.kleene,
+            self.kleene_flags,
             self.hybrid,
         )
         offsets, positions, cells, counters, distinct = found
@@ -383,28 +375,10 @@ class RcepStep:
         if self.ranked is not None:
             offsets, positions, cells = _rows(ranked(offsets, positions, self.ranked), found)
         stats.matches += len(offsets) - 1
-        matches = self._matches(offsets.tolist(), positions.tolist(), cells.tolist(), position)
+        matches = rows_as_matches(
+            offsets.tolist(), positions.tolist(), cells.tolist(), self.names, self.kleene, self.plain, position
+        )
         return matches if distinct else output_order(matches)
 
-    def _matches(self, offsets: list, positions: list, cells: list, emitted: int) -> list:
-        """The ``Match`` of each kernel row (slots in sequence order, chains in time order: its positions
-        ascend), as ``Recomputation._emit`` makes it."""
-        made, names, kleene = Match.made, self.names, self.kleene
-        found = []
-        for a, b in zip(offsets, offsets[1:]):
-            kept = tuple(positions[a:b])
-            if self.plain:
-                found.append(made(kept, {names[s]: p for s, p in zip(cells[a:b], kept)}, emitted))
-                continue
-            bindings: dict = {}
-            for s, p in zip(cells[a:b], kept):
-                name = names[s]
-                if name is not None:
-                    bindings[name] = bindings.get(name, ()) + (p,) if kleene[s] else p
-            found.append(made(kept, bindings, emitted))
-        return found
-
     def _push(self, type_: str, time: float, values, position: int) -> list:
-        """The matcher's push of the event (a plan or event the step does not take)."""
-        found = self.matcher.push(values_event(self.columns, type_, time, values, position))
-        return output_order(found) if found else found
+        return pushed(self.matcher, self.columns, type_, time, values, position)

@@ -30,12 +30,13 @@ import numpy as np
 from ...lang import ast as A
 from ...lang.window import TimeLimit
 from ...runtime.attribute_columns import hashable_key
-from ...runtime.event_record import PUNCTUATION, Event, values_event, values_key
-from ...runtime.match_record import Match, output_order
+from ...runtime.event_record import PUNCTUATION, values_event, values_key
+from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
 from ..compiled import grow
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, close_windows
 from ..conjuncts import NotAKey, key_rows, key_value
+from ..kept import kept_events, pushed, rows_as_matches, widened, write_keys
 
 SIZE = 64
 
@@ -91,6 +92,7 @@ class SesStep:
         self.plain = all(name in visible and name not in kleene for name in names)
         self.finite = math.isfinite(self.span)
         self.limit = TimeLimit(self.span if self.finite else 0.0)
+        self.permutations = plan.automaton_kind == "permutations"  # (a match may come from two automata)
         self.active = False
         self.usable = True
         self._reset(SIZE)
@@ -138,11 +140,7 @@ class SesStep:
         """The kept events to the matcher, as its columnar tail (``SesMatcher._tail``)."""
         m = self.matcher
         lo, n = self.lo, self.n
-        columns = self.columns
-        events = [
-            row if isinstance(row, Event) else values_event(columns, row[0], row[1], row[2], row[3])
-            for row in self.rows[lo:n]
-        ]
+        events = kept_events(self.columns, self.rows[lo:n])
         m._tail = Stream(events) if events else None
         m._tail_coord = self.coord[lo:n].copy()
         m.last_position, m._now = self.last_position, self.now
@@ -165,11 +163,7 @@ class SesStep:
         if n == len(self.coord):
             self._room()
             n = self.n
-        for k, value in enumerate(keys):
-            if value is None:
-                self.kok[k, n] = False
-            else:
-                self.kval[k, n], self.kok[k, n] = value, True
+        write_keys(self.kval, self.kok, n, keys)
         self.coord[n] = coord
         ints = self.ints
         ints[0, n], ints[1, n], ints[2, n] = fits, code, position
@@ -197,11 +191,7 @@ class SesStep:
             return
         size = 2 * len(self.coord)
         self.coord = grow(self.coord, size)
-        for name in ("ints", "kval", "kok"):
-            old = getattr(self, name)
-            new = np.zeros((old.shape[0], size), dtype=old.dtype)
-            new[:, :n] = old[:, :n]
-            setattr(self, name, new)
+        self.ints, self.kval, self.kok = (widened(a, n, size) for a in (self.ints, self.kval, self.kok))
 
     # ------------------------------------------------------------------ the step
     def __call__(self, type_: str, time: float, values, position: int) -> list:
@@ -279,30 +269,17 @@ class SesStep:
         m.max_window = max(m.max_window, int(stats[STAT_MAX_WINDOW]))
         if len(offsets) < 2:
             return []
-        found = self._matches(offsets.tolist(), positions.tolist(), variables.tolist(), position)
-        return output_order(found) if len(found) > 1 else found
-
-    def _matches(self, offsets: list, positions: list, variables: list, emitted: int) -> list:
-        """``SesPlan.to_match`` of each kernel row (its events in order, so its positions ascend)."""
-        made, names, kleene = Match.made, self.names, self.kleene
-        found = []
-        for a, b in zip(offsets, offsets[1:]):
-            kept = tuple(positions[a:b])
-            if self.plain:
-                found.append(made(kept, {names[v]: p for v, p in zip(variables[a:b], kept)}, emitted))
-                continue
-            bindings: dict = {}
-            for v, p in zip(variables[a:b], kept):
-                name = names[v]
-                if name is not None:
-                    bindings[name] = bindings.get(name, ()) + (p,) if kleene[v] else bindings.get(name, p)
-            found.append(made(kept, bindings, emitted))
+        found = rows_as_matches(
+            offsets.tolist(), positions.tolist(), variables.tolist(), self.names, self.kleene, self.plain, position
+        )
+        if len(found) > 1:  # output order (docs/language.md §10.2): by last position, then positions
+            found.sort(key=_last_then_positions)
+            if self.permutations or any(a.positions == b.positions for a, b in zip(found, found[1:])):
+                return output_order(found)  # (duplicates, or ties broken by the bindings)
         return found
 
     def _push(self, type_: str, time: float, values, position: int) -> list:
-        """The matcher's push of the event (a plan or event the step does not take)."""
-        found = self.matcher.push(values_event(self.columns, type_, time, values, position))
-        return output_order(found) if found else found
+        return pushed(self.matcher, self.columns, type_, time, values, position)
 
 
 def _null(value):
@@ -310,3 +287,7 @@ def _null(value):
     if value is None or (type(value) is float and value != value):
         return None
     return value
+
+
+def _last_then_positions(match) -> tuple:
+    return match.positions[-1], match.positions
