@@ -1,9 +1,10 @@
 """``cepkit.sql``: a MATCH_RECOGNIZE query over pandas DataFrames, its output rows as a DataFrame.
 
-The rows are sorted by PARTITION BY and ORDER BY; the matches are found by the Pike VM (``kernel.py``) when
-every DEFINE reads only its own row and fixed offsets from it, else by the reference matcher
-(``semantics.py``); ``Matched.info["matcher"]`` says which ran. Matches stay flat arrays, and measures are
-evaluated column-wise over every output row (``measures.py``).
+The rows are sorted by PARTITION BY and ORDER BY; the matches are found by the Pike VM (``kernel.py``), its
+DEFINE conditions as whole-column masks and programs over per-thread registers (``conditions.py``), or by
+the reference matcher (``semantics.py``) for a condition the VM does not compile; ``Matched.info`` says
+which ran and why. Matches stay flat arrays, and measures are evaluated column-wise over every output row
+(``measures.py``).
 """
 
 from __future__ import annotations
