@@ -403,7 +403,11 @@ class SubStream:
 
     # ------------------------------------------------------------------ triggers
     def trigger(self, end: int) -> list:
-        """Outer candidates ending at ``end``: (candidate, truth) after validation."""
+        """Outer candidates ending at ``end``: (candidate, truth) after validation (none unless the event's
+        type can end a match: ``Execution.enders``)."""
+        enders = self.run.enders
+        if enders is not None and self.events[end].type not in enders:
+            return []
         candidates = self.results(self.run.root, end, self.earliest(end))
         scopes = [self.window_scope(r.first, r.last) for r in candidates]
         if self.run.caching == "b":
@@ -446,6 +450,23 @@ class SubStream:
         self.times.drop_before(before)
 
 
+def _end_types(op) -> Optional[frozenset]:
+    """The types of the events a result of ``op`` can end with (None: any, an ANY atom)."""
+    if isinstance(op, Leaf):
+        return None if op.type is None else frozenset((op.type,))
+    if isinstance(op, Select):
+        return _end_types(op.child)
+    if isinstance(op, WinSeq):
+        return _end_types(op.parts[-1])
+    found: frozenset = frozenset()
+    for child in op.branches if isinstance(op, WinOr) else op.parts:
+        types = _end_types(child)
+        if types is None:
+            return None
+        found |= types
+    return found
+
+
 def _between(parts: tuple, sides: tuple, scope: Scope) -> Scope:
     """The scope of an item of a SEQ whose positive results are ``parts``: strictly between the nearest
     positive items on its left and right (``sides``: their part numbers, ``WinSeq.part_sides``), else the
@@ -486,6 +507,7 @@ class Execution:
         self.partition_by = plan.query.partition_by
         self.select = plan.query.select
         self.hierarchy = plan.query.hierarchy
+        self.enders = None if self.hierarchy is not None else _end_types(self.root)  # None: any type may end one
         self.complete = complete
         self.clock = -math.inf
         self.parts: dict = {}
