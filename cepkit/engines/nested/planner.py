@@ -40,9 +40,9 @@ that share a partial column.
 ``C_VIEW`` per event and sub-query whether or not it is read, then ``C_LOOKUP`` per lookup; without
 caching each lookup computes its scope afresh, ``C_RECOMPUTE`` per scope event (about W / (items + 1)).
 Caching pays when a sub-query's results are reused across enough outer candidates in a window; the
-Plan-Finder then picks A-CSV, which ``bench/nested.py`` measures fastest of the three modes (11x / 90x over
-no caching at [CSV]'s 500 / 1000 s windows, B-CSV 8.5x / 69x), where [CSV] §8 ranks B-CSV first; else no
-caching (cheapest at the 100 s window, 2 candidates).
+Plan-Finder then picks A-CSV, which ``bench/nested.py`` measures as fast as B-CSV and P-CSV within the noise
+(12x / 50x over no caching at [CSV]'s 500 / 1000 s windows, B-CSV 12x / 44x), where [CSV] §8 ranks B-CSV
+first; else no caching (cheapest at the 100 s window, 2 candidates).
 """
 
 from __future__ import annotations
@@ -58,9 +58,9 @@ C_CANDIDATE = 8.0  # nested: one outer candidate built and validated; shared: on
 C_LOOKUP = 1.5  # a summary lookup
 C_WITNESS = 2.0  # one event of a scope scanned through a view
 C_COLUMN = 0.02  # one element of a numpy column
-C_RECOMPUTE = 75.0  # no caching: one scope event of a sub-query computed afresh (bench [CSV] 500 s: 0.72 s / 9,518)
-C_VIEW = 4.0  # caching: one event kept in a sub-query's view or summary (bench [CSV] 100 s: 8 ms at 2,000 events)
-CACHED = "a"  # the mode chosen where caching pays: A-CSV, fastest in bench/nested.py
+C_RECOMPUTE = 16.0  # no caching: one scope event of a sub-query computed afresh (bench [CSV] 500 s: 0.15 s / 9,518)
+C_VIEW = 0.5  # caching: one event kept in a sub-query's view or summary (bench [CSV] 100 s: under 1 ms at 2,000 events)
+CACHED = "a"  # the mode chosen where caching pays: A-CSV (as fast as B-CSV and P-CSV in bench/nested.py)
 EXHAUSTIVE = 10  # SEQs whose 2^d directions are all tried
 
 
@@ -250,8 +250,8 @@ def choose_caching(root, subqueries: int, stats: StreamStats) -> tuple:
     if cached < none:
         why = (
             f"caching 'a' (A-CSV): views estimated {cached:,} µs against {none:,} µs recomputing each "
-            f"sub-query per outer candidate (results reused across candidates; A-CSV is the fastest mode "
-            f"measured in bench/nested.py)"
+            f"sub-query per outer candidate (results reused across candidates; A-CSV, as fast as B-CSV and "
+            f"P-CSV in bench/nested.py, is the simplest)"
         )
         return CACHED, why, {"A-CSV": cached, "none": none}
     why = (
