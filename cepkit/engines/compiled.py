@@ -14,15 +14,18 @@ except ImportError:  # pragma: no cover - numba is in the dev/bench/fast extras
 OP_CODES = {"<": 0, "<=": 1, ">": 2, ">=": 3, "=": 4, "!=": 5}
 
 
-def jit(fn=None, *, inline: bool = False):
+def jit(fn=None, *, inline: bool = False, nrt: bool = True):
     """Compile ``fn`` with numba in nopython mode (cached, without the GIL) when available; return it
     unchanged otherwise. ``inline`` inlines it into its compiled callers (small helpers on the per-event
-    path)."""
+    path). ``nrt=False`` compiles a helper that allocates nothing without numba's reference counting: a
+    compiled call otherwise counts a reference in and out on each array argument (two atomic operations
+    each, inlined or not), which took a quarter of rcep's kernel, whose helpers run per candidate."""
     if fn is None:
-        return lambda f: jit(f, inline=inline)
+        return lambda f: jit(f, inline=inline, nrt=nrt)
     if numba is None:
         return fn
-    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never")(fn)
+    options = {} if nrt else {"_nrt": False}  # numba's flag for code that needs no reference counts
+    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)(fn)
 
 
 @jit

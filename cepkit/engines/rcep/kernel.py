@@ -163,7 +163,7 @@ def layout(codes, n_codes, accepted, times, limits, window_events, last_alone, k
     return events, window_lo, members, offsets, triggers, window_first, kval, kok, peaks, peak_stored
 
 
-@jit
+@jit(nrt=False)
 def _lower_bound(values, lo, hi, x):
     """The first index in [lo, hi) whose value is >= x (hi when none)."""
     while lo < hi:
@@ -175,7 +175,7 @@ def _lower_bound(values, lo, hi, x):
     return lo
 
 
-@jit
+@jit(nrt=False)
 def _gallop(values, lo, hi, x):
     """``_lower_bound`` for an answer near ``lo``: steps of 1, 2, 4... then a binary search."""
     step, top = 1, lo
@@ -186,7 +186,7 @@ def _gallop(values, lo, hi, x):
     return _lower_bound(values, lo, min(top, hi), x)
 
 
-@jit
+@jit(nrt=False)
 def _next_bit(words, d, base, start, stop):
     """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[d, base:]``; -1."""
     i = start
@@ -264,15 +264,7 @@ def _join(
     stats[STAT_TESTED] += tested
 
 
-@jit
-def _scratch(buffer, n, m):
-    """An n x m view of a scratch matrix (grown when too small)."""
-    if buffer.shape[0] < n or buffer.shape[1] < m:
-        buffer = np.zeros((max(n, buffer.shape[0]), max(m, buffer.shape[1])), dtype=np.bool_)
-    return buffer
-
-
-@jit
+@jit(nrt=False)
 def _row_less(offsets, positions, i, j):
     """Whether row i's positions come before row j's as tuples do (a prefix first)."""
     a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
@@ -284,7 +276,7 @@ def _row_less(offsets, positions, i, j):
     return a == a_end and b < b_end
 
 
-@jit
+@jit(nrt=False)
 def _before(offsets, positions, keys, full, i, j):
     """Whether row i comes before row j: by their keys, or, when equal and not ``full`` (rows longer than
     the key), by their positions (``_row_less``)."""
@@ -293,7 +285,7 @@ def _before(offsets, positions, keys, full, i, j):
     return not full and _row_less(offsets, positions, i, j)
 
 
-@jit
+@jit(nrt=False)
 def _radix_order(
     offsets, positions, keys, begin, end, full, key_bits, key_cells, depth, order, spare, counts, held, moved
 ):
@@ -309,7 +301,8 @@ def _radix_order(
         held[i] = keys[begin + i]
     for p in range(key_cells - min(depth, key_cells), key_cells):  # the cells past every row are zeros
         shift = np.uint64(p * key_bits)
-        counts[: digits + 1] = 0
+        for k in range(digits + 1):
+            counts[k] = 0
         for i in range(m):
             counts[((held[i] >> shift) & mask) + np.uint64(1)] += 1
         if counts[((held[0] >> shift) & mask) + np.uint64(1)] == m:
@@ -338,7 +331,7 @@ def _radix_order(
             i = j
 
 
-@jit
+@jit(nrt=False)
 def _sort_rows(
     offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
 ):
@@ -403,7 +396,7 @@ def _sort_rows(
     return distinct
 
 
-@jit
+@jit(nrt=False)
 def _join_column(
     members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
 ):
@@ -432,7 +425,7 @@ def _join_column(
     return word
 
 
-@jit
+@jit(nrt=False)
 def _chain_column(
     members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval, kok, strict, stats
 ):
@@ -502,59 +495,23 @@ def recompute(
     n_slots = len(member_offsets) - 1
     last = n_slots - 1
     n_pairs = len(pair_left)
+    n_triggers = len(trigger_order)
     stats = np.zeros(6, dtype=np.int64)
-    out_offsets = np.zeros(1024, dtype=np.int64)
-    out_positions = np.empty(4096, dtype=np.int64)
-    out_slots = np.empty(4096, dtype=np.int64)
-    n_out, n_written = 0, 0
     first = np.zeros(n_slots, dtype=np.int64)  # candidates of slot s: members[first[s]:first[s]+count[s]]
     count = np.zeros(n_slots, dtype=np.int64)
     words = np.zeros(n_slots, dtype=np.int64)
     word_base = np.zeros(n_slots + 1, dtype=np.int64)
     column_base = np.zeros(n_pairs + 1, dtype=np.int64)
-    columns = np.zeros(64, dtype=np.uint64)
-    column_ready = np.zeros(64, dtype=np.bool_)
     dag_base = np.zeros(n_slots + 1, dtype=np.int64)
-    dag = np.zeros(64, dtype=np.uint64)
-    dag_ready = np.zeros(64, dtype=np.bool_)
-    allow = np.zeros((8, 8), dtype=np.uint64)
-    scratch_a = np.zeros((8, 8), dtype=np.bool_)  # join matrices, reused by every trigger
-    scratch_b = np.zeros((8, 8), dtype=np.bool_)
-    dominates = np.zeros(8, dtype=np.bool_)
-    bound_slot = np.zeros(8, dtype=np.int64)
-    bound_row = np.zeros(8, dtype=np.int64)
-    # frames of the depth-first enumeration: kind 0 picks the end of a slot among rows [cursor, stop),
-    # kind 1 grows the chain of a Kleene slot whose head is the binding below it (cursor -1: not yet
-    # tried stopping it there)
-    frame_kind = np.zeros(8, dtype=np.int64)
-    frame_slot = np.zeros(8, dtype=np.int64)
-    frame_cursor = np.zeros(8, dtype=np.int64)
-    frame_stop = np.zeros(8, dtype=np.int64)
-    frame_depth = np.zeros(8, dtype=np.int64)
-    order = np.zeros(64, dtype=np.int64)  # sorting one trigger's matches
-    spare = np.zeros(64, dtype=np.int64)
-    scratch_positions = np.zeros(256, dtype=np.int64)
-    # per match, the first cells' places in its trigger's window (1 + g - its first g) packed in
-    # ``key_bits`` each, the first cell highest: an unsigned key in the matches' order (rows end at the
-    # trigger, so two rows differ before one of them ends and the zeros past a row's end never decide)
-    row_keys = np.zeros(1024, dtype=np.uint64)
-    held = np.zeros(64, dtype=np.uint64)  # radix sort buffers
-    moved = np.zeros(64, dtype=np.uint64)
-    counts = np.zeros(257, dtype=np.int64)
-    scratch_variables = np.zeros(256, dtype=np.int64)
-    distinct = True
-    for i_trigger in range(len(trigger_order)):
+    # 1. range queries of every trigger, right to left; a trigger that no candidate of an earlier slot
+    # joins gets no candidates (count 0). The scratch space is sized here once for every trigger: an
+    # array reassigned inside the loops below would cost reference counts on every pass
+    candidates_first = np.zeros((n_triggers, n_slots), dtype=np.int64)
+    candidates_count = np.zeros((n_triggers, n_slots), dtype=np.int64)
+    most_candidates, most_words, most_columns, most_dag, most_depth, most_key_bits = 1, 1, 1, 1, 2, 1
+    for i_trigger in range(n_triggers):
         t = trigger_order[i_trigger]
         stats[STAT_TRIGGERS] += 1
-        row_begin = n_out
-        window_begin = window_lo[members[t]]
-        key_bits = 1
-        while (1 << key_bits) <= members[t] - window_begin + 1:
-            key_bits += 1
-        key_cells = 64 // key_bits
-        full = True  # every row of this trigger fits its key
-        depth_max = 0
-        # 1. range queries, right to left
         if kleene[last]:
             first[last] = window_first[last, i_trigger]
         else:
@@ -585,302 +542,360 @@ def recompute(
             empty = not found
         if empty:
             continue
-        total = 0
+        total, depth_cap, size, dag_size = 0, 2, 0, 0
         for s in range(n_slots):
+            candidates_first[i_trigger, s], candidates_count[i_trigger, s] = first[s], count[s]
             words[s] = (count[s] + 63) >> 6
-            word_base[s] = total
             total += words[s]
-        word_base[n_slots] = total
-        # 2. joins into column bitsets, one matrix per pair of slots; with every slot's candidates in one
-        # word, only the columns the enumeration reads, when it first reads them (``lazy``)
-        lazy = hybrid
-        for s in range(n_slots):
-            if count[s] > 64:
-                lazy = False
-        size = 0
-        for p in range(n_pairs):
-            column_base[p] = size
-            size += count[pair_right[p]] * words[pair_left[p]]
-        column_base[n_pairs] = size
-        if len(columns) < size:
-            columns = np.zeros(max(size, 2 * len(columns)), dtype=np.uint64)
-            column_ready = np.zeros(len(columns), dtype=np.bool_)
-        for p in range(n_pairs if not lazy else 0):
-            r, s = pair_left[p], pair_right[p]
-            outer = members[first[r] : first[r] + count[r]]
-            inner = members[first[s] : first[s] + count[s]]
-            n_r, n_s = count[r], count[s]
-            scratch_a, scratch_b = _scratch(scratch_a, n_r, n_s), _scratch(scratch_b, n_r, n_s)
-            if len(dominates) < n_r:
-                dominates = np.zeros(2 * n_r, dtype=np.bool_)
-            joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
-            started = False
-            for j in range(len(join_pair)):
-                if join_pair[j] == p:
-                    _join(
-                        one if started else joined,
-                        dominates[:n_r],
-                        hybrid,
-                        join_op[j],
-                        join_transitive[j],
-                        kval,
-                        kok,
-                        join_left_key[j],
-                        join_right_key[j],
-                        outer,
-                        inner,
-                        first[r],
-                        first[s],
-                        stats,
-                    )
-                    if started:
-                        joined &= one
-                    started = True
-            _pack_columns(joined, columns, column_base[p], words[r])
-        size = 0
-        for s in range(n_slots):
-            dag_base[s] = size
-            if kleene[s]:
-                size += count[s] * words[s]
-        dag_base[n_slots] = size
-        if len(dag) < size:
-            dag = np.zeros(max(size, 2 * len(dag)), dtype=np.uint64)
-            dag_ready = np.zeros(len(dag), dtype=np.bool_)
-        if lazy:
-            column_ready[: column_base[n_pairs]] = False
-            dag_ready[:size] = False
-        for s in range(n_slots):
-            if not kleene[s] or lazy:
-                continue
-            rows = members[first[s] : first[s] + count[s]]
-            n_s = count[s]
-            scratch_a, scratch_b = _scratch(scratch_a, n_s, n_s), _scratch(scratch_b, n_s, n_s)
-            if len(dominates) < n_s:
-                dominates = np.zeros(2 * n_s, dtype=np.bool_)
-            follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
-            chained = False
-            for c in range(len(chain_slot)):
-                if chain_slot[c] == s:
-                    _join(
-                        one if chained else follows,
-                        dominates[:n_s],
-                        hybrid,
-                        chain_op[c],
-                        chain_transitive[c],
-                        kval,
-                        kok,
-                        chain_previous_key[c],
-                        chain_current_key[c],
-                        rows,
-                        rows,
-                        first[s],
-                        first[s],
-                        stats,
-                    )
-                    if chained:
-                        follows &= one
-                    chained = True
-            if strict or not chained:
-                for u in range(count[s]):
-                    for v in range(count[s]):
-                        if strict:
-                            follows[u, v] = (follows[u, v] or not chained) and rows[v] == rows[u] + 1
-                        else:
-                            follows[u, v] = u < v
-            _pack_columns(follows, dag, dag_base[s], words[s])
-        # 3. enumeration
-        depth_cap = 2
-        for s in range(n_slots):
             depth_cap += count[s]
-        if allow.shape[0] < depth_cap or allow.shape[1] < total:
-            allow = np.zeros((max(depth_cap, allow.shape[0]), max(total, allow.shape[1])), dtype=np.uint64)
-        if len(bound_slot) < depth_cap:
-            bound_slot = np.zeros(depth_cap, dtype=np.int64)
-            bound_row = np.zeros(depth_cap, dtype=np.int64)
-        if len(frame_kind) < 2 * depth_cap:  # a binding pushes at most two frames
-            frame_kind = np.zeros(2 * depth_cap, dtype=np.int64)
-            frame_slot = np.zeros(2 * depth_cap, dtype=np.int64)
-            frame_cursor = np.zeros(2 * depth_cap, dtype=np.int64)
-            frame_stop = np.zeros(2 * depth_cap, dtype=np.int64)
-            frame_depth = np.zeros(2 * depth_cap, dtype=np.int64)
-        for s in range(n_slots):
-            for w in range(words[s]):
-                rest = count[s] - 64 * w
-                allow[0, word_base[s] + w] = (
-                    np.uint64(0xFFFFFFFFFFFFFFFF) if rest >= 64 else (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
-                )
-        top = 0  # the trigger ends the last slot
-        frame_kind[0], frame_slot[0], frame_depth[0] = 0, last, 0
-        frame_cursor[0], frame_stop[0] = count[last] - 1, count[last]
-        while top >= 0:
-            s, d = frame_slot[top], frame_depth[top]
-            if frame_kind[top] == 0:
-                row = _next_bit(allow, d, word_base[s], frame_cursor[top], frame_stop[top])
-            else:
-                head = bound_row[d - 1]
-                if lazy and not dag_ready[dag_base[s] + head]:
-                    dag[dag_base[s] + head] = (
-                        _chain_column(
-                            members,
-                            first[s],
-                            head,
-                            s,
-                            chain_slot,
-                            chain_op,
-                            chain_previous_key,
-                            chain_current_key,
+            most_candidates = max(most_candidates, count[s])
+            if kleene[s]:
+                dag_size += count[s] * words[s]
+        for p in range(n_pairs):
+            size += count[pair_right[p]] * words[pair_left[p]]
+        key_bits = 1
+        while (1 << key_bits) <= members[t] - window_lo[members[t]] + 1:
+            key_bits += 1
+        most_words, most_columns, most_dag = max(most_words, total), max(most_columns, size), max(most_dag, dag_size)
+        most_depth, most_key_bits = max(most_depth, depth_cap), max(most_key_bits, key_bits)
+    columns = np.zeros(most_columns, dtype=np.uint64)
+    column_ready = np.zeros(most_columns, dtype=np.bool_)
+    dag = np.zeros(most_dag, dtype=np.uint64)
+    dag_ready = np.zeros(most_dag, dtype=np.bool_)
+    allow = np.zeros((most_depth, most_words), dtype=np.uint64)
+    # join matrices, reused by every trigger (only past 64 candidates, or with the nested join)
+    whole = most_candidates > 64 or not hybrid
+    scratch_a = np.zeros((most_candidates, most_candidates) if whole else (1, 1), dtype=np.bool_)
+    scratch_b = np.zeros((most_candidates, most_candidates) if whole else (1, 1), dtype=np.bool_)
+    dominates = np.zeros(most_candidates, dtype=np.bool_)
+    bound_slot = np.zeros(most_depth, dtype=np.int64)
+    bound_row = np.zeros(most_depth, dtype=np.int64)
+    # frames of the depth-first enumeration (a binding pushes at most two): kind 0 picks the end of a
+    # slot among rows [cursor, stop), kind 1 grows the chain of a Kleene slot whose head is the binding
+    # below it (cursor -1: not yet tried stopping it there)
+    frame_kind = np.zeros(2 * most_depth, dtype=np.int64)
+    frame_slot = np.zeros(2 * most_depth, dtype=np.int64)
+    frame_cursor = np.zeros(2 * most_depth, dtype=np.int64)
+    frame_stop = np.zeros(2 * most_depth, dtype=np.int64)
+    frame_depth = np.zeros(2 * most_depth, dtype=np.int64)
+    counts = np.zeros((1 << most_key_bits) + 1, dtype=np.int64)  # radix sort digits
+    # the output, and the buffers that sort one trigger's matches: grown between stretches of triggers
+    # (a trigger that finds them too small is run again after)
+    out_offsets = np.zeros(1024, dtype=np.int64)
+    out_positions = np.empty(4096, dtype=np.int64)
+    out_slots = np.empty(4096, dtype=np.int64)
+    # per match, the first cells' places in its trigger's window (1 + g - its first g) packed in
+    # ``key_bits`` each, the first cell highest: an unsigned key in the matches' order (rows end at the
+    # trigger, so two rows differ before one of them ends and the zeros past a row's end never decide)
+    row_keys = np.zeros(1024, dtype=np.uint64)
+    order = np.zeros(64, dtype=np.int64)
+    spare = np.zeros(64, dtype=np.int64)
+    held = np.zeros(64, dtype=np.uint64)
+    moved = np.zeros(64, dtype=np.uint64)
+    scratch_positions = np.zeros(256, dtype=np.int64)
+    scratch_variables = np.zeros(256, dtype=np.int64)
+    n_out, n_written = 0, 0
+    distinct = True
+    i_trigger = 0
+    need_rows, need_cells, need_sort_rows, need_sort_cells = 0, 0, 0, 0
+    while i_trigger < n_triggers:
+        if need_rows > len(row_keys) or need_rows + 1 > len(out_offsets):
+            row_keys = grow(row_keys, need_rows)
+            out_offsets = grow(out_offsets, need_rows + 1)
+        if need_cells > len(out_positions):
+            out_positions = grow(out_positions, need_cells)
+            out_slots = grow(out_slots, need_cells)
+        if need_sort_rows > len(order):
+            order, spare = np.zeros(2 * need_sort_rows, dtype=np.int64), np.zeros(2 * need_sort_rows, dtype=np.int64)
+            held, moved = np.zeros(2 * need_sort_rows, dtype=np.uint64), np.zeros(2 * need_sort_rows, dtype=np.uint64)
+        if need_sort_cells > len(scratch_positions):
+            scratch_positions = np.zeros(2 * need_sort_cells, dtype=np.int64)
+            scratch_variables = np.zeros(2 * need_sort_cells, dtype=np.int64)
+        while i_trigger < n_triggers:  # a stretch of triggers: no array is reassigned in it
+            if candidates_count[i_trigger, last] == 0:
+                i_trigger += 1
+                continue
+            t = trigger_order[i_trigger]
+            row_begin, cells_begin = n_out, n_written
+            tested, reused, chains = stats[STAT_TESTED], stats[STAT_REUSED], stats[STAT_CHAINS]
+            window_begin = window_lo[members[t]]
+            key_bits = 1
+            while (1 << key_bits) <= members[t] - window_begin + 1:
+                key_bits += 1
+            key_cells = 64 // key_bits
+            full = True  # every row of this trigger fits its key
+            depth_max = 0
+            total = 0
+            lazy = hybrid  # every slot's candidates in one word: only the columns read, when first read
+            for s in range(n_slots):
+                first[s], count[s] = candidates_first[i_trigger, s], candidates_count[i_trigger, s]
+                words[s] = (count[s] + 63) >> 6
+                word_base[s] = total
+                total += words[s]
+                if count[s] > 64:
+                    lazy = False
+            word_base[n_slots] = total
+            # 2. joins into column bitsets, one matrix per pair of slots (or, ``lazy``, its columns)
+            size = 0
+            for p in range(n_pairs):
+                column_base[p] = size
+                size += count[pair_right[p]] * words[pair_left[p]]
+            column_base[n_pairs] = size
+            for p in range(n_pairs if not lazy else 0):
+                r, s = pair_left[p], pair_right[p]
+                outer = members[first[r] : first[r] + count[r]]
+                inner = members[first[s] : first[s] + count[s]]
+                n_r, n_s = count[r], count[s]
+                joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
+                started = False
+                for j in range(len(join_pair)):
+                    if join_pair[j] == p:
+                        _join(
+                            one if started else joined,
+                            dominates[:n_r],
+                            hybrid,
+                            join_op[j],
+                            join_transitive[j],
                             kval,
                             kok,
-                            strict,
-                            stats,
-                        )
-                        if len(chain_slot) or strict
-                        else (np.uint64(1) << np.uint64(head)) - np.uint64(1)
-                    )
-                    dag_ready[dag_base[s] + head] = True
-                if frame_cursor[top] < 0:  # the chain as it is: go on to the slot before
-                    frame_cursor[top] = 0
-                    stats[STAT_CHAINS] += 1
-                    row = -2
-                else:
-                    row = frame_cursor[top]
-                    while True:
-                        row = _next_bit(allow, d, word_base[s], row, head)
-                        if row < 0:
-                            break
-                        w = dag_base[s] + head * words[s] + (row >> 6)
-                        if (dag[w] >> np.uint64(row & 63)) & np.uint64(1):
-                            break
-                        row += 1
-            if row == -1:
-                top -= 1
-                continue
-            if row == -2:  # close slot s at the chain's head: slot s-1 next
-                next_slot, depth_next = s - 1, d
-                before = members[first[s] + bound_row[d - 1]]
-            else:
-                frame_cursor[top] = row + 1
-                # bind: narrow every earlier slot joined with s to the rows joining this one
-                for w in range(total):
-                    allow[d + 1, w] = allow[d, w]
-                alive = True
-                for p in range(n_pairs):
-                    if pair_right[p] != s:
-                        continue
-                    r = pair_left[p]
-                    if lazy and not column_ready[column_base[p] + row]:
-                        columns[column_base[p] + row] = _join_column(
-                            members,
+                            join_left_key[j],
+                            join_right_key[j],
+                            outer,
+                            inner,
                             first[r],
-                            count[r],
-                            first[s] + row,
-                            p,
-                            join_pair,
-                            join_op,
-                            join_left_key,
-                            join_right_key,
-                            kval,
-                            kok,
+                            first[s],
                             stats,
                         )
-                        column_ready[column_base[p] + row] = True
-                    any_left = np.uint64(0)
-                    for w in range(words[r]):
-                        allow[d + 1, word_base[r] + w] &= columns[column_base[p] + row * words[r] + w]
-                        any_left |= allow[d + 1, word_base[r] + w]
-                    if any_left == 0:
-                        alive = False
-                        break
-                if not alive:
-                    continue
-                bound_slot[d], bound_row[d] = s, row
+                        if started:
+                            joined &= one
+                        started = True
+                _pack_columns(joined, columns, column_base[p], words[r])
+            size = 0
+            for s in range(n_slots):
+                dag_base[s] = size
                 if kleene[s]:
-                    top += 1
-                    frame_kind[top], frame_slot[top], frame_depth[top], frame_cursor[top] = 1, s, d + 1, -1
+                    size += count[s] * words[s]
+            dag_base[n_slots] = size
+            if lazy:
+                for x in range(column_base[n_pairs]):
+                    column_ready[x] = False
+                for x in range(size):
+                    dag_ready[x] = False
+            for s in range(n_slots):
+                if not kleene[s] or lazy:
                     continue
-                next_slot, depth_next = s - 1, d + 1
-                before = members[first[s] + row]
-            if next_slot < 0:  # 4. a match: the bindings, latest first
-                if n_written + depth_next > len(out_positions):
-                    out_positions = grow(out_positions, n_written + depth_next)
-                    out_slots = grow(out_slots, n_written + depth_next)
-                key = np.uint64(0)
-                for i in range(depth_next):
-                    b = bound_slot[depth_next - 1 - i]
-                    g = members[first[b] + bound_row[depth_next - 1 - i]]
-                    out_positions[n_written + i] = positions[g]
-                    out_slots[n_written + i] = b
-                    if i < key_cells:
-                        key = (key << np.uint64(key_bits)) | np.uint64(g - window_begin + 1)
-                if depth_next < key_cells:
-                    key <<= np.uint64(key_bits * (key_cells - depth_next))
+                rows = members[first[s] : first[s] + count[s]]
+                n_s = count[s]
+                follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
+                chained = False
+                for c in range(len(chain_slot)):
+                    if chain_slot[c] == s:
+                        _join(
+                            one if chained else follows,
+                            dominates[:n_s],
+                            hybrid,
+                            chain_op[c],
+                            chain_transitive[c],
+                            kval,
+                            kok,
+                            chain_previous_key[c],
+                            chain_current_key[c],
+                            rows,
+                            rows,
+                            first[s],
+                            first[s],
+                            stats,
+                        )
+                        if chained:
+                            follows &= one
+                        chained = True
+                if strict or not chained:
+                    for u in range(count[s]):
+                        for v in range(count[s]):
+                            if strict:
+                                follows[u, v] = (follows[u, v] or not chained) and rows[v] == rows[u] + 1
+                            else:
+                                follows[u, v] = u < v
+                _pack_columns(follows, dag, dag_base[s], words[s])
+            # 3. enumeration
+            for s in range(n_slots):
+                for w in range(words[s]):
+                    rest = count[s] - 64 * w
+                    allow[0, word_base[s] + w] = (
+                        np.uint64(0xFFFFFFFFFFFFFFFF)
+                        if rest >= 64
+                        else (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
+                    )
+            top = 0  # the trigger ends the last slot
+            frame_kind[0], frame_slot[0], frame_depth[0] = 0, last, 0
+            frame_cursor[0], frame_stop[0] = count[last] - 1, count[last]
+            overflow = False
+            while top >= 0:
+                s, d = frame_slot[top], frame_depth[top]
+                if frame_kind[top] == 0:
+                    row = _next_bit(allow, d, word_base[s], frame_cursor[top], frame_stop[top])
                 else:
-                    full = full and depth_next <= key_cells
-                if n_out >= len(row_keys):
-                    row_keys = grow(row_keys, n_out + 1)
-                row_keys[n_out] = key
-                depth_max = max(depth_max, depth_next)
-                n_written += depth_next
-                n_out += 1
-                if n_out + 1 > len(out_offsets):
-                    out_offsets = grow(out_offsets, n_out + 1)
-                out_offsets[n_out] = n_written
-                continue
-            stop = (
-                _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before) - first[next_slot]
-            )
-            start = 0
-            if strict:  # the slot must end just before the next one starts
-                start = stop - 1
-                if stop == 0 or members[first[next_slot] + stop - 1] != before - 1:
-                    start = stop
-            top += 1
-            frame_kind[top], frame_slot[top], frame_depth[top] = 0, next_slot, depth_next
-            frame_cursor[top], frame_stop[top] = start, stop
-        if n_out - row_begin > 1:
-            m, cells = n_out - row_begin, out_offsets[n_out] - out_offsets[row_begin]
-            if len(order) < m:
-                order, spare = np.zeros(2 * m, dtype=np.int64), np.zeros(2 * m, dtype=np.int64)
-            if len(scratch_positions) < cells:
-                scratch_positions = np.zeros(2 * cells, dtype=np.int64)
-                scratch_variables = np.zeros(2 * cells, dtype=np.int64)
-            radix = m > SMALL and (1 << key_bits) <= 4 * m
-            if radix:
-                if len(held) < m:
-                    held, moved = np.zeros(2 * m, dtype=np.uint64), np.zeros(2 * m, dtype=np.uint64)
-                if len(counts) < (1 << key_bits) + 1:
-                    counts = np.zeros((1 << key_bits) + 1, dtype=np.int64)
-                _radix_order(
+                    head = bound_row[d - 1]
+                    if lazy and not dag_ready[dag_base[s] + head]:
+                        dag[dag_base[s] + head] = (
+                            _chain_column(
+                                members,
+                                first[s],
+                                head,
+                                s,
+                                chain_slot,
+                                chain_op,
+                                chain_previous_key,
+                                chain_current_key,
+                                kval,
+                                kok,
+                                strict,
+                                stats,
+                            )
+                            if len(chain_slot) or strict
+                            else (np.uint64(1) << np.uint64(head)) - np.uint64(1)
+                        )
+                        dag_ready[dag_base[s] + head] = True
+                    if frame_cursor[top] < 0:  # the chain as it is: go on to the slot before
+                        frame_cursor[top] = 0
+                        stats[STAT_CHAINS] += 1
+                        row = -2
+                    else:
+                        row = frame_cursor[top]
+                        while True:
+                            row = _next_bit(allow, d, word_base[s], row, head)
+                            if row < 0:
+                                break
+                            w = dag_base[s] + head * words[s] + (row >> 6)
+                            if (dag[w] >> np.uint64(row & 63)) & np.uint64(1):
+                                break
+                            row += 1
+                if row == -1:
+                    top -= 1
+                    continue
+                if row == -2:  # close slot s at the chain's head: slot s-1 next
+                    next_slot, depth_next = s - 1, d
+                    before = members[first[s] + bound_row[d - 1]]
+                else:
+                    frame_cursor[top] = row + 1
+                    # bind: narrow every earlier slot joined with s to the rows joining this one
+                    for w in range(total):
+                        allow[d + 1, w] = allow[d, w]
+                    alive = True
+                    for p in range(n_pairs):
+                        if pair_right[p] != s:
+                            continue
+                        r = pair_left[p]
+                        if lazy and not column_ready[column_base[p] + row]:
+                            columns[column_base[p] + row] = _join_column(
+                                members,
+                                first[r],
+                                count[r],
+                                first[s] + row,
+                                p,
+                                join_pair,
+                                join_op,
+                                join_left_key,
+                                join_right_key,
+                                kval,
+                                kok,
+                                stats,
+                            )
+                            column_ready[column_base[p] + row] = True
+                        any_left = np.uint64(0)
+                        for w in range(words[r]):
+                            allow[d + 1, word_base[r] + w] &= columns[column_base[p] + row * words[r] + w]
+                            any_left |= allow[d + 1, word_base[r] + w]
+                        if any_left == 0:
+                            alive = False
+                            break
+                    if not alive:
+                        continue
+                    bound_slot[d], bound_row[d] = s, row
+                    if kleene[s]:
+                        top += 1
+                        frame_kind[top], frame_slot[top], frame_depth[top], frame_cursor[top] = 1, s, d + 1, -1
+                        continue
+                    next_slot, depth_next = s - 1, d + 1
+                    before = members[first[s] + row]
+                if next_slot < 0:  # 4. a match: the bindings, latest first
+                    if n_written + depth_next > len(out_positions) or n_out + 2 > len(out_offsets):
+                        overflow = True
+                        need_rows, need_cells = n_out + 2, n_written + depth_next
+                        break
+                    key = np.uint64(0)
+                    for i in range(depth_next):
+                        b = bound_slot[depth_next - 1 - i]
+                        g = members[first[b] + bound_row[depth_next - 1 - i]]
+                        out_positions[n_written + i] = positions[g]
+                        out_slots[n_written + i] = b
+                        if i < key_cells:
+                            key = (key << np.uint64(key_bits)) | np.uint64(g - window_begin + 1)
+                    if depth_next < key_cells:
+                        key <<= np.uint64(key_bits * (key_cells - depth_next))
+                    else:
+                        full = full and depth_next <= key_cells
+                    row_keys[n_out] = key
+                    depth_max = max(depth_max, depth_next)
+                    n_written += depth_next
+                    n_out += 1
+                    out_offsets[n_out] = n_written
+                    continue
+                stop = (
+                    _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before)
+                    - first[next_slot]
+                )
+                start = 0
+                if strict:  # the slot must end just before the next one starts
+                    start = stop - 1
+                    if stop == 0 or members[first[next_slot] + stop - 1] != before - 1:
+                        start = stop
+                top += 1
+                frame_kind[top], frame_slot[top], frame_depth[top] = 0, next_slot, depth_next
+                frame_cursor[top], frame_stop[top] = start, stop
+            m, cells = n_out - row_begin, n_written - cells_begin
+            if not overflow and m > 1 and (m > len(order) or cells > len(scratch_positions)):
+                overflow = True
+                need_sort_rows, need_sort_cells = m, cells
+            if overflow:  # run this trigger again with more room
+                n_out, n_written = row_begin, cells_begin
+                stats[STAT_TESTED], stats[STAT_REUSED], stats[STAT_CHAINS] = tested, reused, chains
+                break
+            if m > 1:
+                radix = m > SMALL and (1 << key_bits) <= 4 * m
+                if radix:
+                    _radix_order(
+                        out_offsets,
+                        out_positions,
+                        row_keys,
+                        row_begin,
+                        n_out,
+                        full,
+                        key_bits,
+                        key_cells,
+                        depth_max,
+                        order,
+                        spare,
+                        counts,
+                        held,
+                        moved,
+                    )
+                if not _sort_rows(
                     out_offsets,
                     out_positions,
-                    row_keys,
+                    out_slots,
                     row_begin,
                     n_out,
+                    row_keys,
                     full,
-                    key_bits,
-                    key_cells,
-                    depth_max,
+                    radix,
                     order,
                     spare,
-                    counts,
-                    held,
-                    moved,
-                )
-            if not _sort_rows(
-                out_offsets,
-                out_positions,
-                out_slots,
-                row_begin,
-                n_out,
-                row_keys,
-                full,
-                radix,
-                order,
-                spare,
-                scratch_positions,
-                scratch_variables,
-            ):
-                distinct = False
+                    scratch_positions,
+                    scratch_variables,
+                ):
+                    distinct = False
+            i_trigger += 1
     stats[STAT_MATCHES] = n_out
     return out_offsets[: n_out + 1], out_positions[:n_written], out_slots[:n_written], stats, distinct
 
