@@ -67,12 +67,18 @@ def values_event(columns: tuple, type_: str, time: float, values, position: int)
     return Event(type_, time, attrs, position, time)
 
 
+def key_column(key_at: list):
+    """The column (index) of a PARTITION BY key of one attribute among a pusher's columns; None for
+    another key. ``key_at`` as ``values_key`` takes it."""
+    return key_at[0][1] if len(key_at) == 1 and key_at[0][0] not in RESERVED else None
+
+
 def values_key(key_at: list):
     """The PARTITION BY key of a pusher's events, as ``Event.get`` reads it: a function of (type, time,
     values); ``key_at`` holds (name, index of its column or None) per key attribute; a None, NaN or absent
     value is None. One attribute in the columns (the common case) is read without a loop."""
-    if len(key_at) == 1 and key_at[0][0] not in RESERVED and key_at[0][1] is not None:
-        at = key_at[0][1]
+    at = key_column(key_at)
+    if at is not None:
 
         def one(type_: str, time: float, values) -> tuple:
             value = values[at]

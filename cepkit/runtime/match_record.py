@@ -48,6 +48,16 @@ class Match:
         return match
 
     @classmethod
+    def named(cls, positions: tuple, names: tuple, emitted_at: Optional[int]) -> "Match":
+        """``made(positions, dict(zip(names, positions)), emitted_at)`` with the bindings dict made when
+        first read: a pusher's caller may only count its matches or pass them on, and the dict is a third
+        of a match's cost (~0.35 µs). ``names`` (one per position, each once) is kept as it is."""
+        match = _new(_Named)
+        fields = match.__dict__
+        fields["positions"], fields["_names"], fields["sign"], fields["emitted_at"] = positions, names, "+", emitted_at
+        return match
+
+    @classmethod
     def of(cls, bindings: Mapping, extra_positions: Iterable[int] = ()) -> "Match":
         """A match from its bindings; positions are every bound position."""
         positions = set(extra_positions)
@@ -57,6 +67,29 @@ class Match:
 
 
 _new = object.__new__
+
+
+class _Bindings:
+    """``_Named.bindings``: made on first read and then kept in the instance (a non-data descriptor, so
+    the instance's entry wins from then on)."""
+
+    def __get__(self, match, owner=None):
+        if match is None:
+            return self
+        fields = match.__dict__
+        bindings = fields["bindings"] = dict(zip(fields["_names"], fields["positions"]))
+        return bindings
+
+
+class _Named(Match):
+    """A ``Match`` made by ``Match.named``: the same fields, equality, hash and repr; pickled and copied as
+    a plain ``Match``."""
+
+    __qualname__ = "Match"
+    bindings = _Bindings()  # type: ignore[assignment]
+
+    def __reduce__(self):
+        return Match.made, (self.positions, self.bindings, self.emitted_at)
 
 
 def output_order(matches: Iterable[Match]) -> list:

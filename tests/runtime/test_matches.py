@@ -1,5 +1,12 @@
 """Matches: one entry per distinct (C, β), ordered by (max C, C) (docs/language.md §10.2)."""
 
+import copy
+import dataclasses
+import pickle
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from cepkit import Match, Matches
 
 
@@ -38,3 +45,30 @@ def test_retractions_stay_out_of_the_net_result():
     ms = Matches([kept, retraction], engine="t", deltas=[kept, withdrawn, retraction])
     assert ms.positions() == [(0, 1)]
     assert [(d.positions, d.sign) for d in ms.deltas] == [((0, 1), "+"), ((0, 2), "+"), ((0, 2), "-")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=5, unique=True), st.one_of(st.none(), st.integers(0, 60)))
+def test_a_named_match_is_the_match_made_with_its_bindings(positions, emitted_at):
+    """``Match.named`` (a pusher's matches: the bindings dict made when first read) is the ``Match`` that
+    ``made`` gives with ``dict(zip(names, positions))``: equal, same hash, key, repr, bindings, fields;
+    pickled, copied and replaced as a plain ``Match``."""
+    positions = tuple(sorted(positions))
+    names = tuple(f"x{i}" for i in range(len(positions)))
+    made = Match.made(positions, dict(zip(names, positions)), emitted_at)
+
+    def named():
+        return Match.named(positions, names, emitted_at)
+
+    assert isinstance(named(), Match)
+    assert named() == made and hash(named()) == hash(made) and named().key == made.key
+    assert repr(named()) == repr(made) and named().bindings == made.bindings
+    assert dataclasses.asdict(named()) == dataclasses.asdict(made)
+    first = named()
+    assert first.bindings is first.bindings  # made once, then kept
+    for copied in (pickle.loads(pickle.dumps(named())), copy.copy(named()), copy.deepcopy(named())):
+        assert type(copied) is Match and copied == made and copied.bindings == made.bindings
+        assert copied.emitted_at == emitted_at and copied.sign == "+"
+    replaced = dataclasses.replace(named(), emitted_at=99)
+    assert replaced.bindings == made.bindings and replaced.emitted_at == 99 and replaced == made
+    assert Matches([named(), made], engine="t").positions() == [positions]

@@ -8,11 +8,11 @@ import random
 
 import pandas as pd
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 import cepkit
-from cepkit.engines.automaton import nodes
+from cepkit.engines.automaton import kernel, nodes
 from cepkit.errors import EventError, QueryError
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
 from strategies import cel_queries, flat_seq_queries, kleene_queries, streams
@@ -206,3 +206,117 @@ def test_held_events_meet_compactions_and_new_states_as_pushes_do(monkeypatch):
         expected, _, pushed = by_push(query, rows, "automaton", keep=False)
         got, _, _ = by_pusher(query, rows, "automaton", keep=False)
         assert got == expected and len(expected) > 1000
+
+
+KEYS = [0, 1, 2, "1", "a", 1.0, True, None, math.nan, 2.5]
+
+
+@st.composite
+def keyed_bursts(draw):
+    """Events in bursts of one ``id`` (ints, strs, a float equal to an int, True, None, NaN: the step keeps
+    the part of the last int or str key), with gaps that pass the window of some keys mid-burst."""
+    rows, ts = [], 0.0
+    for burst in range(draw(st.integers(1, 8))):
+        key = draw(st.sampled_from(KEYS if burst else KEYS[:5]))  # (a first event without ``id`` is refused)
+        for _ in range(draw(st.integers(1, 6))):
+            ts += draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 7.0]))
+            rows.append({"type": draw(st.sampled_from("ABCD")), "ts": ts, "v": 0, "id": key})
+    return rows
+
+
+def key_state(matcher) -> tuple:
+    """The automaton matcher's keys in expiry order, and each key's part (sub-stream count, gap)."""
+    inc = matcher._inc
+    return list(inc.expiry.last.items()), {key: (part.count, part.gap) for key, part in inc.parts.items()}
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.sampled_from(["A a ; B b ; C c", "A+ a ; B b", "(A a OR B b) ; C c", "A a ; B b WHERE b.v = 0"]),
+    st.sampled_from([" WITHIN 0 s", " WITHIN 2 s", " WITHIN 6 s"]),
+    st.sampled_from(["", " PARTITION BY id", " PARTITION BY id, v"]),
+    keyed_bursts(),
+    st.booleans(),
+)
+@example(  # (types known) a key whose part is kept, another not kept (a float), the first again: last again
+    "A a ; B b ; C c",
+    " WITHIN 6 s",
+    " PARTITION BY id",
+    [
+        {"type": t, "ts": float(i), "v": 0, "id": key}
+        for i, (t, key) in enumerate(zip("ABCABAC", [0, 0, 0, 1, 2.5, 1, 1]))
+    ],
+    False,
+)
+def test_the_pusher_keeps_each_keys_part_and_window_as_push_does(pattern, window, partition, rows, mixed):
+    """The automaton's step keeps the part of its last event's key (an event of the same int or str value
+    skips the lookup) and checks the keys' expiry only once the oldest may have passed: after every event
+    its keys, their order and parts, and its matches are ``push``'s (alone, or ``mixed`` with ``push`` and
+    ``extend``, which drop and make parts); all its matches are ``cepkit.match``'s and, on keys the
+    reference reads the same way, the reference's."""
+    query = pattern + window + partition
+    pushed, stepped = cepkit.Matcher(query, engine="automaton"), cepkit.Matcher(query, engine="automaton")
+    push, found = stepped.pusher(COLUMNS), []
+    for i, row in enumerate(rows):
+        clean = {k: v for k, v in row.items() if v is not None}
+        expected = pushed.push(clean)
+        if mixed and i % 3 == 1:
+            got = stepped.push(clean)
+        elif mixed and i % 4 == 2:
+            got = list(stepped.extend(pd.DataFrame([row], columns=list(COLUMNS))))
+        else:
+            got = push(*(row[c] for c in COLUMNS))
+        assert outcome(got) == outcome(expected), i
+        assert key_state(stepped) == key_state(pushed), i
+        found += got
+    clean = [{k: v for k, v in r.items() if v is not None} for r in rows]
+    assert sorted(m.key for m in found) == sorted(m.key for m in cepkit.match(query, clean))
+    if all(type(r["id"]) in (int, str) for r in rows):
+        reference = cepkit.match(query, clean, engine="reference")
+        assert sorted(m.key for m in found) == sorted(m.key for m in reference)
+
+
+def test_held_arguments_follow_arrays_another_matcher_of_the_plan_replaced():
+    """Two matchers of one plan share its automaton: the letters and states one finds grow the arrays the
+    other's held kernel call keeps (``kernel.replacements``), and that one's matches stay ``push``'s."""
+    query = "A a ; B b ; C c WHERE b.v > 2 AND c.v < 4 WITHIN 5 s"
+    kinds = random.Random(3).choices("ABCD", k=3000)
+    rows = [{"type": t, "ts": i / 4, "v": i * 7 % (3 if i < 1500 else 6), "id": 0} for i, t in enumerate(kinds)]
+    expected, _, _ = by_push(query, rows, "automaton", keep=False)
+    pushed, other = cepkit.Matcher(query, engine="automaton", keep=False), cepkit.Matcher(query, engine="automaton")
+    other._inc = pushed._plan.matcher()  # (one plan: one automaton, discovered as either runs)
+    push, found, moved = pushed.pusher(COLUMNS), [], 0
+    for i, row in enumerate(rows):
+        found += push(*(row[c] for c in COLUMNS))
+        if i % 500 == 250:  # the other matcher, ahead in time, reads letters the first has not met yet
+            before = kernel.replacements[0]
+            later = [{**r, "ts": 1e6 + i + j, "v": 3 + j % 3} for j, r in enumerate(rows[i : i + 30])]
+            other.extend(pd.DataFrame(later))
+            moved += kernel.replacements[0] > before
+    assert moved and outcome(found + pushed.close()) == expected and len(expected) > 100
+
+
+def test_the_held_kernel_call_takes_the_arrays_that_replaced_its_own():
+    """Whichever object replaces an array the held call keeps (the automaton's, the table's, the arena),
+    the next flush calls the kernel with the new one, and the matches stay ``cepkit.match``'s."""
+    query = "A a ; B b ; C c WITHIN 5 s PARTITION BY id"
+    rows = [{"type": "ABC"[i % 3], "ts": float(i), "v": 0, "id": i // 3 % 2} for i in range(48)]
+    matcher = cepkit.Matcher(query, engine="automaton", keep=False)
+    push = matcher.pusher(COLUMNS)
+    inc = matcher._inc
+    evaluator, det, table = inc.evaluator, inc.program.table, inc.table
+    replace = [
+        lambda: det.ensure_letters(det.skip.shape[1] + 1),
+        lambda: table.take(len(table.free) + 1),
+        lambda: table.fit(table.stored.state.shape[1] + 1),
+        lambda: evaluator.compact(inc.runs, -math.inf, table, inc._lowers()),
+    ]
+    found = []
+    for i, row in enumerate(rows):
+        if row["type"] == "C":  # held A and B, then a flush
+            replace[i // 3 % 4]()
+        found += push(*(row[c] for c in COLUMNS))
+        if row["type"] == "C" and i > 3:  # (the first event of each type goes through ``push``)
+            kept = evaluator._arrays
+            assert all(any(a is now for a in kept) for now in (det.skip, table.stored.state, evaluator.arena.pos))
+    assert [m.positions for m in found] == cepkit.match(query, rows).positions() != []

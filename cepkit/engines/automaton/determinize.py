@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from . import kernel
 from .compile import CEA
 from .predicates import Alphabet
 
@@ -213,6 +214,7 @@ class DetTable:
             size = max(2 * len(self.move_var), self.n_moves + len(marks))
             self.move_var = _grown(self.move_var, size)
             self.move_dst = _grown(self.move_dst, size)
+            kernel.replaced()
         self.move_start[state, letter] = self.n_moves
         self.move_count[state, letter] = len(marks)
         for var, dst in marks:
@@ -230,6 +232,7 @@ class DetTable:
             self.skip = _grown2(self.skip, self.skip.shape[0], cols, UNKNOWN)
             self.move_start = _grown2(self.move_start, self.skip.shape[0], cols, 0)
             self.move_count = _grown2(self.move_count, self.skip.shape[0], cols, 0)
+            kernel.replaced()
 
     def _sync_states(self) -> None:
         n = len(self.det.subsets)
@@ -241,6 +244,7 @@ class DetTable:
             self.move_count = _grown2(self.move_count, rows, cols, 0)
             self.final = _grown(self.final, rows)
             self.settled = _grown(self.settled, rows)
+            kernel.replaced()
         for s in range(self._synced, n):
             self.final[s] = self.det.is_final(s)
         self._synced = n

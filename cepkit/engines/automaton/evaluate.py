@@ -88,6 +88,7 @@ def _grown_runs(runs: Runs, capacity: int) -> Runs:
     which identifies a list of runs across re-allocations."""
     if len(runs.state) >= capacity:
         return runs
+    kernel.replaced()
     state, node = np.empty(capacity, np.int32), np.empty(capacity, np.int32)
     state[: len(runs.state)], node[: len(runs.node)] = runs.state, runs.node
     return Runs(state, node, runs.n)
@@ -543,6 +544,7 @@ class Outputs:
         n_roots = int(roots.n[0])
         if len(self.forward.seen) < len(arena.pos):
             self.forward = forward_room(len(arena.pos))
+            kernel.replaced()
         done = 0
         while done < n_roots and not self.truncated:
             done = self._enumerate(arena, roots, done, n_roots, self.counts, cap, self.order, False)
@@ -567,6 +569,7 @@ class Outputs:
                 self.end = self.ends[1:]
                 self.spare = _spare(self.pos, self.end)
                 self.flat = np.empty(2 * (len(self.pos) + len(self.emits)), np.int64)
+                kernel.replaced()
         roots.n[0] = 0
 
     def _enumerate(
@@ -667,7 +670,8 @@ class Evaluator:
         # with the same ``kernel._signature`` uses it too) with or without a ``RunsTable``: every other
         # argument is made here with fixed types
         self._advance, self._batch, self._layout = None, None, None
-        self._held = None  # ``run_held``'s entry point and arguments
+        self._held = None  # ``run_held``'s batch, runs, count of replacements, entry point, arguments, out
+        self._arrays = ()  # the arrays the ``Held`` holds (``_held_still``)
         self._entry = None  # (signature, ``advance_enumerate``'s entry point for it)
 
     @property
@@ -696,6 +700,7 @@ class Evaluator:
         rows = self.table.skip.shape[0]
         if rows > len(self.scratch.marked):
             self.scratch = self._scratch(rows)
+            kernel.replaced()
         if table is not None and table.stored.state.shape[1] < rows:
             table.fit(rows)
         return _grown_runs(runs, rows)
@@ -712,54 +717,56 @@ class Evaluator:
     def run_held(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> tuple:
         """``run``, ``finish`` and ``Outputs.packed`` for a caller that passes the same batch, runs and table
         call after call (the matcher's held events, ``plan._Stepper``): while no array of the call was
-        replaced (the automaton, arena, scratch, runs, table and outputs grow by replacing them), one
-        compiled call (``advance_held``) with the previous call's arguments, held in one ``Held``; a status
-        other than OK is answered as ``run`` does. Returns (the runs, the complex events completed as
-        ``Outputs.packed`` returns them)."""
-        held, det, outputs = self._held, self.table, self.outputs
+        replaced (the automaton, arena, scratch, runs, table and outputs grow by replacing them: checked
+        when ``kernel.replacements`` moved), one compiled call (``advance_held``) with the previous call's
+        arguments, held in one ``Held``; a status other than OK is answered as ``run`` does. Returns (the
+        runs, the complex events completed as ``Outputs.packed`` returns them)."""
+        held = self._held
         if (
             held is None
             or held[0] is not batch
             or held[1] is not runs
-            or held[2] is not det.skip
-            or held[3] is not det.move_var
-            or held[4] is not det.final
-            or held[5] is not table.stored
-            or held[6] is not self.arena
-            or held[7] is not self.scratch
-            or held[8] is not outputs.pos
-            or held[9] is not outputs.flat
+            or (held[2] != kernel.replacements[0] and not self._held_still(table))
         ):
-            runs = self.run(batch, runs, table, lowers, count)
-            self.finish()
-            args = (
-                det.arrays,
-                batch,
-                _none(self.program),
-                self.consume,
-                runs,
-                table.stored,
-                self.arena,
-                self.scratch,
-                self.roots,
-                self.info,
-                (outputs.pos, outputs.var, outputs.end, outputs.emits, outputs.spare, outputs.forward, outputs.flat),
-                outputs.counts,
-                outputs.order,
-            )
-            state = new_held(*args)
-            if self._entry is None or self._entry[0] != kernel._signature(args):
-                self._entry = (kernel._signature(args), kernel.entry(advance_held, (state, count)))
-            self._held = (batch, runs, det.skip, det.move_var, det.final, table.stored, self.arena, self.scratch)
-            self._held += (outputs.pos, outputs.flat, self._entry[1], state)
-            return runs, outputs.packed()
-        packed = held[10](held[11], count)
+            return self._hold(batch, runs, table, lowers, count)
+        packed = held[3](held[4], count)
         if packed >= 0:
-            return runs, outputs.flat[:packed].tolist() if packed else []
+            return runs, held[5][:packed].tolist() if packed else []
         if packed != -ENUMERATE:
             self._held = None
             runs = self._drive(batch, runs, table, lowers, count, -packed)
         self.finish()
+        return runs, self.outputs.packed()
+
+    def _held_still(self, table: "RunsTable") -> bool:
+        """Whether the arrays ``run_held`` holds are still the automaton's, the table's, this evaluator's and
+        its outputs' (then it holds the count of replacements now)."""
+        now = (a for group in self._arrays_of(table) for a in group)
+        if any(a is not kept for a, kept in zip(now, self._arrays)):
+            return False
+        self._held[2] = kernel.replacements[0]
+        return True
+
+    def _arrays_of(self, table: "RunsTable") -> tuple:
+        """The arrays of ``run_held``'s call that grow by being replaced, in the order ``advance_held`` takes
+        them: the automaton's, the table's, the arena, scratch, and the outputs' (tuples of arrays)."""
+        outputs = self.outputs
+        out = (outputs.pos, outputs.var, outputs.end, outputs.emits, outputs.spare, outputs.forward, outputs.flat)
+        return self.table.arrays, table.stored, self.arena, self.scratch, out
+
+    def _hold(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> tuple:
+        """``run_held`` through ``run`` and ``finish``, and its arguments held for the next calls."""
+        runs = self.run(batch, runs, table, lowers, count)
+        self.finish()
+        outputs = self.outputs
+        det, stored, arena, scratch, out = arrays = self._arrays_of(table)
+        args = (det, batch, _none(self.program), self.consume, runs, stored, arena, scratch, self.roots, self.info)
+        args += (out, outputs.counts, outputs.order)
+        state = new_held(*args)
+        if self._entry is None or self._entry[0] != kernel._signature(args):
+            self._entry = (kernel._signature(args), kernel.entry(advance_held, (state, count)))
+        self._arrays = tuple(a for group in arrays for a in group)  # (``_held_still`` compares them one by one)
+        self._held = [batch, runs, kernel.replacements[0], self._entry[1], state, memoryview(outputs.flat)]
         return runs, outputs.packed()
 
     def _drive(self, batch: Batch, runs: Runs, table, lowers, n: int, status) -> Runs:
@@ -832,6 +839,7 @@ class Evaluator:
         self.arena, new_ids = compact(
             self.arena, np.concatenate(roots).astype(np.int32), np.concatenate(starts), min_free
         )
+        kernel.replaced()
         kept = new_ids[:k] != NONE
         n_kept = int(np.count_nonzero(kept))
         runs.state[:n_kept] = runs.state[:k][kept]
@@ -869,6 +877,7 @@ class RunsTable:
             more = max(rows, count - len(self.free))
             grown = (np.concatenate([a, np.zeros((more, *a.shape[1:]), a.dtype)]) for a in self.stored)
             self.stored = type(self.stored)(*grown)  # (``strategies.GroupsTable``'s has other arrays)
+            kernel.replaced()
             self.free[:0] = range(rows + more - 1, rows - 1, -1)
         slots = self.free[len(self.free) - count :]
         del self.free[len(self.free) - count :]
@@ -892,6 +901,7 @@ class RunsTable:
         for new, old in zip(grown, arrays):
             new[:, : old.shape[1]] = old
         self.stored = type(self.stored)(*grown, n)
+        kernel.replaced()
 
     def runs(self, slot: int) -> tuple:
         """(the states, their nodes) of ``slot``'s runs."""

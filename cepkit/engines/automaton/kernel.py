@@ -25,6 +25,17 @@ def name() -> str:
 
 _entries: dict = {}  # (kernel, signature of the arguments) -> machine code
 
+# How many times an array the kernels take was replaced by a new one (grown, compacted): a caller that
+# keeps an earlier call's arguments (``Evaluator.run_held``) checks them again only when this moved. Every
+# replacement of one it keeps (the automaton's, the arena, scratch, runs, ``RunsTable``, outputs) calls
+# ``replaced``.
+replacements = [0]
+
+
+def replaced() -> None:
+    """An array some kernel takes was replaced by a new one (``replacements``)."""
+    replacements[0] += 1
+
 
 def entry(kernel, args: tuple):
     """``kernel``'s machine code for the types of ``args``, to be called without numba's dispatch, which

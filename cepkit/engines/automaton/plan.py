@@ -13,7 +13,7 @@ from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
 from ...lang.window import time_limit
-from ...runtime.event_record import PUNCTUATION, values_event, values_key
+from ...runtime.event_record import PUNCTUATION, key_column, values_event, values_key
 from ...runtime.stream import Stream
 from ...runtime.expiry import KeyExpiry, window_horizon
 from ...runtime.match_arrays import AT_LAST, MatchArrays
@@ -379,6 +379,7 @@ class AutomatonMatcher(IncrementalPlan):
         for stepper in self.steppers:
             if stepper.n:
                 stepper.flush()
+            stepper.part = None
 
     def push(self, event) -> list:
         self._settle_steps()
@@ -638,8 +639,10 @@ class _Stepper:
         program = matcher.program
         self.letters = program.letters
         self.none = program.letters.none
-        # type -> (its letter, whether it may complete a match); None: letters read conditions, an Event per event
-        self.by_type = {} if program.letters._by_type is not None else None
+        # type -> (its letter, whether it may complete a match); left empty when letters read conditions
+        # (an Event per event)
+        self.by_type: dict = {}
+        self.typed = program.letters._by_type is not None
         self.completing: dict = {}  # letter -> whether it may complete a match
         within = program.query.within
         self.window = None if within is None else ("events" if within.events else "time")
@@ -647,10 +650,16 @@ class _Stepper:
         self.floor = 1.0 if self.w is None else max(self.w, 1.0)
         self.low, self.high, self.limit_now = 1.0, 0.0, math.inf  # (``_limit_at``: none yet)
         self.last = matcher.expiry.last
+        # at most the last time of the oldest key in ``last`` (no key's window passed before ``oldest + w``)
+        self.oldest = -math.inf
         self.keyed = bool(program.query.partition_by)
-        self.key_of = values_key(
-            [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
-        )
+        key_at = [(name, columns.index(name) if name in columns else None) for name in program.query.partition_by]
+        self.key_of = values_key(key_at)
+        # under a time window, the last event's part, its key, and (keyed by one column) its int or str value
+        # there: an event of the same value has the same part, its key already last in ``last``. None
+        # once a key is dropped or another call ran (``AutomatonMatcher._settle_steps``)
+        self.part, self.part_key, self.part_kind, self.part_value = None, (), None, None
+        self.key_column = key_column(key_at)
         self.columns = columns
         size = self.SIZE
         # a held event's sub-stream is loaded from its slot exactly when it starts one: ``load`` is ``reset``.
@@ -687,7 +696,7 @@ class _Stepper:
             part = m.parts[key] = _Part(m._fresh())
         sub_index = part.count
         part.count = sub_index + 1
-        known = self.by_type.get(type_) if self.by_type is not None else None
+        known = self.by_type.get(type_)
         letter, completes = self._letter(type_, time, values, position) if known is None else known
         if letter == self.none:
             part.gap += 1
@@ -702,16 +711,32 @@ class _Stepper:
         n = self.n
         if not n and len(m.steppers) > 1:
             m._settle_steps()  # another pusher's events come first
-        last = self.last  # ``m.expiry.last``: events come in time order, so a key's last time is its latest
-        keyed = self.keyed
-        if last and (next(iter(last.values())) if keyed else last[()]) < (
-            time - self.w - 1e-9 * (time if time > 1.0 else (-time if time < -1.0 else 1.0))
+        if time - self.w > self.oldest:  # a key's window may have passed
+            n = self._expire(time, n)
+        part = self.part
+        if part is not None and (
+            not self.keyed or (type(value := values[self.key_column]) is self.part_kind and value == self.part_value)
         ):
-            if n:  # a key's window has passed (``KeyExpiry.expired``)
-                self.flush()
-                n = 0
-            m._drop(m.expiry.expired(time))
-        if keyed:
+            self.last[self.part_key] = time
+        else:
+            part = self._part(type_, time, values)
+        part.count += 1
+        known = self.by_type.get(type_)
+        letter, completes = self._letter(type_, time, values, position) if known is None else known
+        if letter == self.none:
+            part.gap += 1
+            return []
+        scale = time if time > 0.0 else -time
+        if not self.low <= scale < self.high:
+            self._limit_at(scale)
+        return self._hold(part, n, position, letter, time, self.limit_now, completes)
+
+    def _part(self, type_: str, time: float, values) -> _Part:
+        """The event's key's part (made for a new key), its time last in ``last``; kept for the next event
+        (``part``) without keys or when the key is one column's int or str."""
+        m, last = self.matcher, self.last
+        self.part = None
+        if self.keyed:
             key = self.key_of(type_, time, values)
             last[key] = time
             last.move_to_end(key)
@@ -721,16 +746,29 @@ class _Stepper:
         part = m.parts.get(key)
         if part is None:
             part = m.parts[key] = _Part(m._fresh())
-        part.count += 1
-        known = self.by_type.get(type_) if self.by_type is not None else None
-        letter, completes = self._letter(type_, time, values, position) if known is None else known
-        if letter == self.none:
-            part.gap += 1
-            return []
-        scale = time if time > 0.0 else -time
-        if not self.low <= scale < self.high:
-            self._limit_at(scale)
-        return self._hold(part, n, position, letter, time, self.limit_now, completes)
+        if not self.keyed:
+            self.part, self.part_key = part, key
+        elif self.key_column is not None:
+            value = values[self.key_column]
+            kind = type(value)
+            if kind is int or kind is str:  # (== is exact on these, as the dict's)
+                self.part, self.part_key, self.part_kind, self.part_value = part, key, kind, value
+        return part
+
+    def _expire(self, time: float, n: int) -> int:
+        """Drop the keys whose window has passed at ``time`` (``KeyExpiry.expired``), after running the
+        held events (none completes a match) if any is dropped; then ``oldest`` is the oldest key's last
+        time (events come in time order: the first in ``m.expiry.last``, and it only grows). Returns how
+        many events are held."""
+        last = self.last
+        if last and next(iter(last.values())) < window_horizon(time, self.w):
+            if n:
+                self.flush()
+                n = 0
+            self.matcher._drop(self.matcher.expiry.expired(time))
+            self.part = None
+        self.oldest = next(iter(last.values())) if last else time
+        return n
 
     def _hold(
         self, part: _Part, n: int, position: int, letter: int, window_key: float, limit: float, completes
@@ -781,7 +819,7 @@ class _Stepper:
             completes = self.completing[letter] = any(
                 cea.transitions[i].mark and cea.transitions[i].dst in cea.finals for i in self.letters.enabled[letter]
             )
-        if self.by_type is not None:
+        if self.typed:
             self.by_type[type_] = (letter, completes)
         return letter, completes
 
@@ -789,8 +827,7 @@ class _Stepper:
         """Run the held events through the kernel; the matches of the last one (no other completes any)."""
         m, n = self.matcher, self.n
         self.n = 0
-        evaluator = m.evaluator
-        m.runs, rows = evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
+        m.runs, rows = m.evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
         if not rows:
             return []
         found, completed = _rows_as_matches(rows, m.variables)
@@ -910,11 +947,12 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
     ``rows``: a push completes a few complex events, for which ``MatchArrays``' column-wise building (made
     for millions of rows) costs far more than it saves. (The ``Match`` objects of those starting after
     position ``after``; whether any did.) RETURN keeps its variables' positions only, and a row it
-    projects all away is left out (CONSUME BY still counts it)."""
+    projects all away is left out (CONSUME BY still counts it). A row of a ``plain`` shape is a
+    ``Match.named`` (its bindings dict made when read)."""
     found, completed = [], False
     variables, plain, names = shape.variables, shape.plain, shape.names
     same_ids, same_names = shape.same
-    made = Match.made
+    named, made = Match.named, Match.made
     at, end = 0, len(rows)
     while at < end:
         emit, k = rows[at], rows[at + 1]
@@ -923,13 +961,11 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
         if rows[first] <= after:
             continue
         completed = True
-        emitted = emit if emit >= 0 else None
         ids = rows[first + k : at]
-        if plain and (ids == same_ids or -1 not in ids):  # every position bound once, kept: without a loop
-            if ids != same_ids:
-                same_ids, same_names = shape.same = ids, [names[v] for v in ids]
-            kept = tuple(rows[first : first + k])
-            found.append(made(kept, dict(zip(same_names, kept)), emitted))
+        if ids != same_ids and plain and -1 not in ids:  # every position bound once, kept: without a loop
+            same_ids, same_names = shape.same = ids, tuple(names[v] for v in ids)
+        if ids == same_ids:
+            found.append(named(tuple(rows[first : first + k]), same_names, emit if emit >= 0 else None))
             continue
         kept, bindings = [], {}
         for p, v in zip(rows[first : first + k], ids):
@@ -939,5 +975,5 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
                 if name is not None:
                     bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
         if kept:
-            found.append(made(tuple(kept), bindings, emitted))
+            found.append(made(tuple(kept), bindings, emit if emit >= 0 else None))
     return found, completed
