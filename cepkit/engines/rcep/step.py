@@ -3,7 +3,7 @@ may bind as growing arrays, the batch kernel called once per trigger.
 
 A push of ``RcepMatcher`` inserts the event into its key's event trees and recomputes a trigger in Python
 (~70-150 µs). ``RcepStep`` keeps the events some slot takes (not a single last slot alone: a trigger that
-no later match uses) in preallocated numpy arrays: the slots taking each one (a column of ``accepted``),
+no later match uses) in preallocated numpy arrays: the slots taking each one (a mask),
 its PARTITION BY code, its window coordinate (its time, or under ``WITHIN n EVENTS`` its sequence number
 in its sub-stream), its position and the join and chain keys (``conjuncts.key_columns``' rows, read from
 the event's values). A trigger is appended and ``recompute_last`` lays the kept events out
@@ -58,7 +58,23 @@ def runs(plan) -> bool:
 
 @jit
 def recompute_last(
-    lo, n, codes, n_codes, accepted, coord, span, last_alone, kval, kok, positions, joins, pairs, chains, kleene, hybrid
+    lo,
+    n,
+    codes,
+    n_codes,
+    masks,
+    n_slots,
+    coord,
+    span,
+    last_alone,
+    kval,
+    kok,
+    positions,
+    joins,
+    pairs,
+    chains,
+    kleene,
+    hybrid,
 ):
     """The matches of event ``n - 1`` (a trigger) over the kept events [lo, n), as ``kernel.recompute``
     returns them: the events laid out by ``kernel.layout`` (``coord`` their window coordinates, ``span``
@@ -67,7 +83,11 @@ def recompute_last(
     ``joins`` holds the rows left slot, right slot, operator, transitive, left key, right key, pair;
     ``pairs`` the pairs' left and right slots; ``chains`` slot, operator, transitive, previous key, current
     key."""
-    codes, accepted, coord = codes[lo:n], accepted[:, lo:n], coord[lo:n]
+    codes, coord = codes[lo:n], coord[lo:n]
+    accepted = np.empty((n_slots, n - lo), dtype=np.bool_)  # ``kernel.layout``'s slots per event
+    for i in range(n - lo):
+        for s in range(n_slots):
+            accepted[s, i] = masks[lo + i] >> s & 1
     if np.isfinite(span):
         limits = np.empty(n - lo)
         for i in range(n - lo):
@@ -180,11 +200,11 @@ class RcepStep:
 
     # ------------------------------------------------------------------ state
     def _reset(self, size: int) -> None:
-        n_slots, n_keys = len(self.plan.slots), len(self.key_at)
+        n_keys = len(self.key_at)
         self.coord = np.zeros(size)
         self.codes = np.zeros(size, dtype=np.int64)
         self.positions = np.zeros(size, dtype=np.int64)
-        self.accepted = np.zeros((n_slots, size), dtype=np.bool_)
+        self.masks = np.zeros(size, dtype=np.int64)
         self.kval = np.zeros((n_keys, size))
         self.kok = np.zeros((n_keys, size), dtype=np.bool_)
         self.rows: list = []  # per kept event: an Event, or (type, time, values, position)
@@ -235,15 +255,20 @@ class RcepStep:
         events = kept_events(self.columns, self.rows[lo:n])
         m.window = OpenWindow(
             Stream(events),
-            self.accepted[:, lo:n].copy(),
+            self._accepted(lo, n),
             self.coord[lo:n].copy() if self.events_window else None,
             dict(self.counts) if self.events_window else None,
         )
         m.latest = max(m.latest, self.now)
-        m.stats.stored = int(self.accepted[:, lo:n].sum())
+        m.stats.stored = int(m.window.accepted.sum())
         m.stepping = None
         self.active = False
         self._reset(SIZE)
+
+    def _accepted(self, lo: int, n: int) -> np.ndarray:
+        """``OpenWindow.accepted`` of the kept events [lo, n): slot s takes event i."""
+        slots = np.arange(len(self.plan.slots), dtype=np.int64)[:, None]
+        return (self.masks[lo:n][None, :] >> slots & 1).astype(bool)
 
     def _append(self, row, coord: float, mask: int, code: int, position: int, keys: list) -> None:
         n = self.n
@@ -252,9 +277,7 @@ class RcepStep:
             n = self.n
         write_keys(self.kval, self.kok, n, keys)
         self.coord[n], self.codes[n], self.positions[n] = coord, code, position
-        accepted = self.accepted
-        for s in range(accepted.shape[0]):
-            accepted[s, n] = mask >> s & 1
+        self.masks[n] = mask
         self.rows.append(row)
         self.n = n + 1
 
@@ -276,8 +299,8 @@ class RcepStep:
                 self.codes[keep],
                 self.positions[keep],
             )
-            self.accepted[:, :k], self.kval[:, :k], self.kok[:, :k] = (
-                self.accepted[:, keep],
+            self.masks[:k], self.kval[:, :k], self.kok[:, :k] = (
+                self.masks[keep],
                 self.kval[:, keep],
                 self.kok[:, keep],
             )
@@ -291,7 +314,8 @@ class RcepStep:
             grow(self.codes, size),
             grow(self.positions, size),
         )
-        self.accepted, self.kval, self.kok = (widened(a, n, size) for a in (self.accepted, self.kval, self.kok))
+        self.masks = grow(self.masks, size)
+        self.kval, self.kok = widened(self.kval, n, size), widened(self.kok, n, size)
 
     # ------------------------------------------------------------------ the step
     def __call__(self, type_: str, time: float, values, position: int) -> list:
@@ -354,7 +378,8 @@ class RcepStep:
             n,
             self.codes,
             len(self.code_of),
-            self.accepted,
+            self.masks,
+            len(self.plan.slots),
             self.coord,
             self.span,
             self.last_alone,
