@@ -31,6 +31,9 @@ _SESSION_DEFAULTS = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     _PROVIDER_CONF: ROCKSDB_PROVIDER,
 }
+# Shuffle partitions per worker thread of a local session: enough to even out keys of unequal sizes, few
+# enough that each task's fixed cost (a Python worker's batch, its Arrow schema) stays small.
+_TASKS_PER_THREAD = 4
 # For a new classic session only: a Connect server refuses to change these (and warns).
 _CLASSIC_DEFAULTS = {
     "spark.ui.enabled": "false",
@@ -70,11 +73,23 @@ def _preset() -> set:
     return {re.split(r"[\s=:]", line, maxsplit=1)[0] for line in entries if line and line[0] not in "#!"}
 
 
-def _defaults(remote: bool) -> dict:
+def _local_threads(master: str) -> Optional[int]:
+    """The worker threads of a ``local``, ``local[n]``, ``local[*]`` or ``local[n, retries]`` master, else None."""
+    found = re.fullmatch(r"local(?:\[\s*(\*|\d+)\s*(?:,\s*\d+\s*)?\])?", master.strip())
+    if found is None:
+        return None
+    threads = found.group(1)
+    return 1 if threads is None else (os.cpu_count() or 1) if threads == "*" else int(threads)
+
+
+def _defaults(remote: bool, master: str = "local[*]") -> dict:
     """cepkit's settings for a new session, minus those ``spark-defaults.conf`` sets for a classic one."""
     if remote:
         return dict(_SESSION_DEFAULTS)
     defaults = {**_SESSION_DEFAULTS, **_CLASSIC_DEFAULTS, "spark.driver.memory": _driver_memory()}
+    threads = _local_threads(master)
+    if threads is not None:  # Spark's 200 shuffle partitions are 200 Python tasks per match on a laptop's cores
+        defaults["spark.sql.shuffle.partitions"] = str(_TASKS_PER_THREAD * threads)
     if os.environ.get("NUMBA_CACHE_DIR"):  # the executors' workers read the kernels the driver's cache holds
         defaults["spark.executorEnv.NUMBA_CACHE_DIR"] = os.environ["NUMBA_CACHE_DIR"]
     preset = _preset()
@@ -98,7 +113,8 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
     -----
     A new classic session gets, for each setting neither ``**conf`` nor ``spark-defaults.conf`` gives:
     session time zone UTC, the UI and console progress bar off, Arrow on, RocksDB for streaming state, a
-    driver memory of a quarter of RAM (1 to 8 GiB), the driver's ``NUMBA_CACHE_DIR`` for the executors when
+    driver memory of a quarter of RAM (1 to 8 GiB), on a local master four shuffle partitions per worker thread
+    (Spark's 200 would run 200 Python tasks per match on a few cores), the driver's ``NUMBA_CACHE_DIR`` for the executors when
     it is set (a directory they all read, e.g. filled by ``cepkit warmup``: no worker compiles the numba
     kernels again); and quiet (ERROR) logs, the JVM's stderr in ``JVM_LOG``, workers that run this very
     Python (``PYSPARK_PYTHON``), bound to the loopback interface. A new Spark Connect session gets the
@@ -119,7 +135,7 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
     else:
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.master(master or "local[*]")
-    for key, value in {**_defaults(bool(remote)), **conf}.items():
+    for key, value in {**_defaults(bool(remote), master or "local[*]"), **conf}.items():
         builder = builder.config(key, value)
     with contextlib.nullcontext() if remote else _stderr_to(JVM_LOG):
         spark = builder.getOrCreate()

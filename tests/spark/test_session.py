@@ -180,3 +180,22 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     assert cubed == sorted([name, p] for name in ("ab", "xb") for p in expected)  # cube_stream too
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
+
+
+def test_a_local_session_gets_a_few_shuffle_partitions_per_thread(tmp_path, monkeypatch):
+    """Spark's 200 shuffle partitions made `cepkit.spark.match` on the flights year run 200 Python tasks on
+    local[2] (100-166 s against 45-55 s with 4, at a load of ~15); a cluster keeps its own setting."""
+    import os
+
+    from cepkit.spark.session import _defaults
+
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    partitions = "spark.sql.shuffle.partitions"
+    assert _defaults(remote=False, master="local[2]")[partitions] == "8"
+    assert _defaults(remote=False, master="local[3, 2]")[partitions] == "12"
+    assert _defaults(remote=False, master="local")[partitions] == "4"
+    assert _defaults(remote=False, master="local[*]")[partitions] == str(4 * (os.cpu_count() or 1))
+    assert partitions not in _defaults(remote=False, master="spark://cluster:7077")
+    assert partitions not in _defaults(remote=True)
+    (tmp_path / "spark-defaults.conf").write_text("spark.sql.shuffle.partitions 64\n")
+    assert partitions not in _defaults(remote=False, master="local[2]")  # the site's own setting wins
