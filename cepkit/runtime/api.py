@@ -691,6 +691,8 @@ class Matcher:
         """Log the new emissions (when kept); a retraction withdraws the match it names from the net result.
         A ``MatchList`` (a batch's matches as columns, never retractions) is kept as it is until someone
         reads ``matches`` or ``deltas``."""
+        if self._passes_through():
+            return new
         if self._left is not None and new:  # LIMIT: the first n emitted, then nothing
             new = new[: self._left]
             self._left -= len(new)
@@ -710,6 +712,11 @@ class Matcher:
                     del self._matches[i]
                     break
         return new
+
+    def _passes_through(self) -> bool:
+        """Whether ``_collect`` returns whatever it is given as it is (no LIMIT, nothing kept): a pusher then
+        skips the call."""
+        return self._left is None and not self.keep
 
     def _materialize(self) -> None:
         """The kept ``MatchList``s (they follow everything in the lists) appended to ``matches`` and
@@ -780,15 +787,13 @@ class Pusher:
         self._unknown: dict = {}
         self._step = matcher._inc.step(names)
         self._width = len(columns)
+        self._limited = matcher._left is not None  # LIMIT n (without it, ``_left`` stays None)
 
     def __call__(self, *values) -> list:
-        m = self.matcher
         if len(values) != self._width:
             raise TypeError(f"push takes {len(self.columns)} values ({', '.join(self.columns)}), got {len(values)}")
         type_, ts = values[self._type_at], values[self._ts_at]
-        if type(type_) is not str:
-            return self._pushed(values)
-        unknown = self._unknown.get(type_)
+        unknown = self._unknown.get(type_) if type(type_) is str else None
         kind = type(ts)
         if unknown is None or (kind is not float and kind is not int):
             return self._pushed(values)
@@ -796,9 +801,10 @@ class Pusher:
             value = values[i]
             if value is not None and not (type(value) is float and value != value):
                 return self._pushed(values)
-        time = float(ts)
+        time = ts if kind is float else float(ts)
         if time - time != 0.0:  # NaN or infinite: push says why
             return self._pushed(values)
+        m = self.matcher
         position = m._position
         if time < m._max_time:
             if m._reject_disorder:
@@ -806,7 +812,7 @@ class Pusher:
         else:
             m._max_time = time
         m._position = position + 1
-        if m._left == 0:  # LIMIT reached: the engine is fed no more events
+        if self._limited and m._left == 0:  # LIMIT reached: the engine is fed no more events
             return []
         step = self._step
         if step is not None:
@@ -815,9 +821,7 @@ class Pusher:
             attrs = {name: values[i] for i, name in self._attributes if not _is_null(values[i])}
             found = m._inc.push(Event(type_, ts, attrs, position, time))
             found = output_order(found) if found else found
-        if not found or (m._left is None and not m.keep):  # (``_collect`` would return it as it is)
-            return found
-        return m._collect(found)
+        return m._collect(found) if found and not m._passes_through() else found
 
     def _pushed(self, values) -> list:
         """``Matcher.push`` of the event as a dict; afterwards its type is known with what ``SeenData`` knows."""

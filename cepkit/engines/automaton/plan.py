@@ -375,7 +375,7 @@ class AutomatonMatcher(IncrementalPlan):
 
     def _settle_steps(self) -> None:
         """Run the events the steps hold back (none of them completes a match) before anything else reads
-        or moves the runs."""
+        or moves the runs, and forget the part each kept (what comes next may drop or make parts)."""
         for stepper in self.steppers:
             if stepper.n:
                 stepper.flush()
@@ -628,9 +628,9 @@ class _Stepper:
     dropped by the expiry) runs the held events through the kernel in one call, as a micro-batch of
     keys. What a push computes per event in Python (its key's part, sub-stream index, gap, lowest live
     start, key expiry) is computed here the same way, so the runs after each call are the pushes'.
-    ``AutomatonMatcher`` runs what is held before anything else reads or moves its runs. A held event
-    costs ~0.7 µs, a flush ~1.3 µs fixed (the compiled call through ``kernel.entry``, without numba's
-    dispatch), a match ~1.5 µs (bench/README.md, "Matcher per push")."""
+    ``AutomatonMatcher`` runs what is held before anything else reads or moves its runs (and forgets the
+    step's kept ``part``). A step costs ~0.8-1.3 µs, a flush ~1.15 µs fixed (the compiled call through
+    ``kernel.entry``, without numba's dispatch), a match ~0.55 µs (bench/README.md, "Matcher per push")."""
 
     SIZE = 256
 
@@ -648,7 +648,7 @@ class _Stepper:
         self.window = None if within is None else ("events" if within.events else "time")
         self.w = None if within is None else (float(math.ceil(within.amount) - 1) if within.events else within.seconds)
         self.floor = 1.0 if self.w is None else max(self.w, 1.0)
-        self.low, self.high, self.limit_now = 1.0, 0.0, math.inf  # (``_limit_at``: none yet)
+        self.low, self.high = 1.0, 0.0  # (``_limit_at``: none yet)
         self.last = matcher.expiry.last
         # at most the last time of the oldest key in ``last`` (no key's window passed before ``oldest + w``)
         self.oldest = -math.inf
@@ -667,22 +667,25 @@ class _Stepper:
         # filled with it and ``reset`` is True at the first only; with keys both are written per event
         reset = np.zeros(size, bool)
         reset[0] = True
+        # every held event's window limit is the same: without a window, infinite; over n EVENTS, n - 1;
+        # under a time window, the one over the binade of its time (``_limit_at`` fills it anew)
+        self.limit_now = math.inf if self.window != "events" else self.w
         self.batch = Batch(
             np.zeros(size, np.int64),
             np.zeros(size, np.int32),
             np.zeros(size),
-            np.zeros(size),
+            np.full(size, self.limit_now),
             np.zeros(size, np.int64),
             reset,
             np.zeros(size, np.int64),
             reset,
         )
         # item writes through memoryviews cost a third of numpy's
-        self.pos, self.letter, self.key, self.limit, self.gap, self.reset, self.slot, _ = (
-            memoryview(a) for a in self.batch
-        )
+        self.pos, self.letter, self.key, _, self.gap, self.reset, self.slot, _ = (memoryview(a) for a in self.batch)
         self.n = 0
         self.last_slot = -1
+        self.lowers, self.variables = matcher._lowers, matcher.variables
+        self.consume_any = program.consume == "ANY"
 
     def __call__(self, type_: str, time: float, values, position: int) -> list:
         """The step without a time window (``n EVENTS`` or none: no key expires); ``in_time`` with one."""
@@ -728,7 +731,7 @@ class _Stepper:
             return []
         scale = time if time > 0.0 else -time
         if not self.low <= scale < self.high:
-            self._limit_at(scale)
+            n = self._limit_at(scale, n)
         return self._hold(part, n, position, letter, time, self.limit_now, completes)
 
     def _part(self, type_: str, time: float, values) -> _Part:
@@ -774,7 +777,7 @@ class _Stepper:
         self, part: _Part, n: int, position: int, letter: int, window_key: float, limit: float, completes
     ) -> list:
         """Hold an event its part's letter reads as the ``n``-th; run the held events when it may complete a
-        match or the batch is full."""
+        match or the batch is full. (Every held event's ``limit`` is ``limit``: ``batch.limit`` holds it.)"""
         part.lower = window_key - limit
         slot = part.state
         if self.keyed:
@@ -786,27 +789,30 @@ class _Stepper:
                 n = 0
             self.batch.slot.fill(slot)
             self.last_slot = slot
-        self.pos[n], self.letter[n], self.key[n], self.limit[n], self.gap[n] = (
-            position,
-            letter,
-            window_key,
-            limit,
-            part.gap,
-        )
+        self.pos[n], self.letter[n], self.key[n], self.gap[n] = position, letter, window_key, part.gap
         part.gap = 0
         self.n = n + 1
         if completes or n + 1 == self.SIZE:
             return self.flush()
         return []
 
-    def _limit_at(self, scale: float) -> None:
+    def _limit_at(self, scale: float, n: int) -> int:
         """The window's limit for keys of absolute value ``scale`` (``window_limit_at``), and the range of
-        scales with the same one (``math.ulp`` is constant over a binade, and below ``floor``)."""
+        scales with the same one (``math.ulp`` is constant over a binade, and below ``floor``). The held
+        batch's ``limit`` holds it for every event: a new one runs the ``n`` held events first (none
+        completes a match). Returns how many events are held."""
         at = scale if scale > self.floor else self.floor
-        self.limit_now = time_limit(self.w, at)
+        limit = time_limit(self.w, at)
+        if limit != self.limit_now:
+            if n:
+                self.flush()
+                n = 0
+            self.limit_now = limit
+            self.batch.limit.fill(limit)
         mantissa, exponent = math.frexp(at)  # at = mantissa · 2**exponent, 0.5 <= mantissa < 1
         self.low = 0.0 if at == self.floor else math.ldexp(0.5, exponent)
         self.high = math.ldexp(1.0, exponent)
+        return n
 
     def _letter(self, type_: str, time: float, values, position: int) -> tuple:
         """The event's letter, through an ``Event`` (conditions, or a type met for the first time), and
@@ -827,11 +833,11 @@ class _Stepper:
         """Run the held events through the kernel; the matches of the last one (no other completes any)."""
         m, n = self.matcher, self.n
         self.n = 0
-        m.runs, rows = m.evaluator.run_held(self.batch, m.runs, m.table, m._lowers, n)
+        m.runs, rows = m.evaluator.run_held(self.batch, m.runs, m.table, self.lowers, n)
         if not rows:
             return []
-        found, completed = _rows_as_matches(rows, m.variables)
-        if completed and m.program.consume == "ANY":
+        found, completed = _rows_as_matches(rows, self.variables)
+        if completed and self.consume_any:
             m.table.restart([other.state for other in m.parts.values()])
         return found
 
@@ -952,28 +958,28 @@ def _rows_as_matches(rows: list, shape: RowShape, after: int = -1) -> tuple:
     found, completed = [], False
     variables, plain, names = shape.variables, shape.plain, shape.names
     same_ids, same_names = shape.same
-    named, made = Match.named, Match.made
+    named, made, append = Match.named, Match.made, found.append
     at, end = 0, len(rows)
     while at < end:
-        emit, k = rows[at], rows[at + 1]
-        first = at + 2
-        at = first + 2 * k
+        emit, first = rows[at], at + 2
+        mid = first + rows[at + 1]  # a row: emit, k, its k positions (first..mid), its k variables (mid..at)
+        at = 2 * mid - first
         if rows[first] <= after:
             continue
         completed = True
-        ids = rows[first + k : at]
+        ids = rows[mid:at]
         if ids != same_ids and plain and -1 not in ids:  # every position bound once, kept: without a loop
             same_ids, same_names = shape.same = ids, tuple(names[v] for v in ids)
         if ids == same_ids:
-            found.append(named(tuple(rows[first : first + k]), same_names, emit if emit >= 0 else None))
+            append(named(tuple(rows[first:mid]), same_names, emit if emit >= 0 else None))
             continue
         kept, bindings = [], {}
-        for p, v in zip(rows[first : first + k], ids):
+        for p, v in zip(rows[first:mid], ids):
             name, kleene, keep = variables[v]
             if keep:
                 kept.append(p)
                 if name is not None:
                     bindings[name] = bindings.get(name, ()) + (p,) if kleene else p
         if kept:
-            found.append(made(tuple(kept), bindings, emit if emit >= 0 else None))
+            append(made(tuple(kept), bindings, emit if emit >= 0 else None))
     return found, completed
