@@ -3,10 +3,12 @@ out as ``MatchArrays`` (no ``Event`` or ``Match`` object per event or per match)
 
 ``RcepPlan.run`` takes it when the query's whole work is what the kernel does: the strategies ALL, STRICT
 and PARTITION_STRICT, NEXT, LAST and MAX (``kernel.ranked`` over each trigger's matches) and ROBUST_STNM
-(``kernel.robust`` over every ALL match, each emitted where ``RcepMatcher`` releases it), no CONSUME BY,
-RETURN or STNM, no residual or per-event conditions, the hybrid or nested join, and join and chain keys
-that are numbers numpy computes exactly (``key_columns``). Anything else runs through ``RcepMatcher``
-event by event, with the same matches.
+(``kernel.robust`` over every ALL match, each emitted where ``RcepMatcher`` releases it), and STNM (over
+a whole stream every match walked forward from its first event, ``kernel.next_match_walks``; in a
+micro-batch the batch's ALL matches judged by ``kernel.skip_till_next``), no CONSUME BY or RETURN, no
+residual or per-event conditions, the hybrid or nested join, and join and chain keys (Θ_eq⁺'s too, under
+STNM) that are numbers numpy computes exactly (``key_columns``). Anything else runs through
+``RcepMatcher`` event by event, with the same matches.
 
 The layout: the stream's events (punctuation left out) grouped by PARTITION BY sub-stream, in order inside
 each (a stable argsort of the key codes); an event's index there is its *grouped index* g, and inside one
@@ -40,6 +42,7 @@ from .kernel import (
     ranked,
     recompute,
     released_at,
+    next_match_walks,
     robust,
     skip_till_next,
 )
@@ -122,11 +125,31 @@ def run(plan, stream: Stream, opened=None):
     pairs: dict = {}
     for join in pattern.joins:
         pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
-    names, slot_var, named_kleene = variable_ids(plan)
     ints = lambda values: np.array(values, dtype=np.int64)  # noqa: E731
     flags = lambda values: np.array(values, dtype=np.bool_)  # noqa: E731
     n_joins, n_chains = len(pattern.joins), len(pattern.chains)
     kleene = flags([slot.kleene for slot in slots])
+    judged = (  # STNM's joins and chains, Θ_eq⁺'s among them
+        (
+            ints([j.left_slot for j in joins]),
+            ints([j.right_slot for j in joins]),
+            ints([OP_CODES[j.op] for j in joins]),
+            join_left_key,
+            join_right_key,
+        ),
+        (ints([c.slot for c in chains]), ints([OP_CODES[c.op] for c in chains]), chain_previous_key, chain_current_key),
+    )
+    if judge is not None and opened is None:  # every STNM match walked forward from its first event
+        match_offsets, positions, cells, distinct = next_match_walks(
+            members, offsets, kleene, window_lo, stream.position_of(events), values, valid, *judged
+        )
+        counters = np.zeros(6, dtype=np.int64)
+        counters[STAT_TRIGGERS] = len(triggers)
+        if slots[-1].kleene:  # a match waits until the window of its first event has passed
+            emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
+        else:
+            emitted = AT_LAST
+        return _matches(plan, match_offsets, positions, cells, emitted, distinct, counters, peaks, peak_stored)
     found = recompute(
         members,
         offsets,
@@ -179,30 +202,22 @@ def run(plan, stream: Stream, opened=None):
             window_lo,
             values,
             valid,
-            (
-                ints([j.left_slot for j in joins]),
-                ints([j.right_slot for j in joins]),
-                ints([OP_CODES[j.op] for j in joins]),
-                join_left_key,
-                join_right_key,
-            ),
-            (
-                ints([c.slot for c in chains]),
-                ints([OP_CODES[c.op] for c in chains]),
-                chain_previous_key,
-                chain_current_key,
-            ),
+            *judged,
         )
         match_offsets, positions, cells = _rows(keep, rows)
-        if slots[-1].kleene and opened is None:  # a match waits until the window of its first event has passed
-            emitted = _released(plan, stream, events, codes, match_offsets, positions, read)
-        elif slots[-1].kleene:  # ... maybe past this batch
+        if slots[-1].kleene:  # a match waits until the window of its first event has passed, maybe past this batch
             match_offsets, positions, cells, emitted = _released_here(
                 plan, opened, codes, read, match_offsets, positions, cells
             )
             distinct = False  # (the rows in the order of their releases)
+    return _matches(plan, match_offsets, positions, cells, emitted, distinct, counters, peaks, peak_stored)
+
+
+def _matches(plan, match_offsets, positions, cells, emitted, distinct, counters, peaks, peak_stored) -> tuple:
+    """(MatchArrays, counters) of the rows: the triggers in stream order, each one's matches (all ending at
+    it) sorted, in output order when ``distinct``."""
+    names, slot_var, named_kleene = variable_ids(plan)
     variables = slot_var[cells]
-    # the triggers in stream order, each one's matches (all ending at it) sorted: in output order
     matches = MatchArrays.from_bindings(
         match_offsets,
         positions,

@@ -982,22 +982,34 @@ def _pairs_less(offsets, positions, slots, i, j):
 
 
 @jit
-def robust(offsets, positions, slots):
-    """Which rows ROBUST_STNM keeps ([SES] Def 6.2, the rule of ``stnm.RobustSkipTillNext``) among every ALL
-    match of a stream (rows of (position, slot) pairs in position order): a row e1 .. en is dropped when,
-    for some 0 < i < n, a row with the same first i pairs binds an event before e(i+1) next, or when
-    another row extends it. The rows are put in order of their pairs, so the rows sharing a prefix are
-    consecutive, the one binding the earliest event after it first."""
+def _output_less(offsets, positions, i, j):
+    """Whether row i comes before row j in output order: by last position, then as position tuples."""
+    a, b = positions[offsets[i + 1] - 1], positions[offsets[j + 1] - 1]
+    if a != b:
+        return a < b
+    return _row_less(offsets, positions, i, j)
+
+
+@jit
+def _row_order(offsets, positions, slots, output):
+    """The row numbers in order (a stable bottom-up merge sort): ``output``, output order (by last
+    position, then as position tuples: ``_output_less``), else by (position, slot) pairs (``_pairs_less``)."""
     n = len(offsets) - 1
     order = np.arange(n)
     spare = np.empty(n, dtype=np.int64)
     width = 1
-    while width < n:  # bottom-up merge sort of the rows by their pairs
+    while width < n:
         for lo in range(0, n, 2 * width):
             mid, hi = min(lo + width, n), min(lo + 2 * width, n)
             i, j = lo, mid
             for k in range(lo, hi):  # stable: a tie takes the left run's row
-                if j == hi or (i < mid and not _pairs_less(offsets, positions, slots, order[j], order[i])):
+                later = False
+                if j < hi and i < mid:
+                    if output:
+                        later = _output_less(offsets, positions, order[j], order[i])
+                    else:
+                        later = _pairs_less(offsets, positions, slots, order[j], order[i])
+                if j == hi or (i < mid and not later):
                     spare[k] = order[i]
                     i += 1
                 else:
@@ -1005,6 +1017,18 @@ def robust(offsets, positions, slots):
                     j += 1
         order, spare = spare, order
         width *= 2
+    return order
+
+
+@jit
+def robust(offsets, positions, slots):
+    """Which rows ROBUST_STNM keeps ([SES] Def 6.2, the rule of ``stnm.RobustSkipTillNext``) among every ALL
+    match of a stream (rows of (position, slot) pairs in position order): a row e1 .. en is dropped when,
+    for some 0 < i < n, a row with the same first i pairs binds an event before e(i+1) next, or when
+    another row extends it. The rows are put in order of their pairs, so the rows sharing a prefix are
+    consecutive, the one binding the earliest event after it first."""
+    n = len(offsets) - 1
+    order = _row_order(offsets, positions, slots, False)
     longest = 0
     for r in range(n):
         longest = max(longest, offsets[r + 1] - offsets[r])
@@ -1166,3 +1190,99 @@ def skip_till_next(
                 break
         keep[r] = kept
     return keep
+
+
+@jit
+def _earliest_extension(members, member_offsets, window_lo, cells, cell_slots, depth, k, kval, kok, joins, chains):
+    """The first member of slot k after the prefix ``cells[:depth + 1]``'s last event, in the window of its
+    first event (``window_lo``: and its sub-stream), that extends it (``_extends``); -1 when none."""
+    first_g = members[cells[0]]
+    m = _lower_bound(members, member_offsets[k], member_offsets[k + 1], members[cells[depth]] + 1)
+    while m < member_offsets[k + 1] and window_lo[members[m]] <= first_g:
+        if _extends(cells, cell_slots, depth, m, k, kval, kok, joins, chains):
+            return m
+        m += 1
+    return -1
+
+
+@jit
+def next_match_walks(members, member_offsets, kleene, window_lo, grouped_positions, kval, kok, joins, chains):
+    """Every STNM match of a stream, walked forward from each member of the first slot (the same matches
+    as ``skip_till_next`` over the ALL matches, without enumerating those): in an STNM match each event
+    after the first is the earliest event that extends the prefix before it (it extends it, as a prefix
+    of a match, and no extension comes between), so from e1 the match is the walk taking, at each step,
+    the earliest member of the current slot (if Kleene) or of the next one that extends the prefix in
+    e1's window (both, as two walks, when that event extends the prefix in both slots). A walk that
+    reaches a single last slot is a match; one in a Kleene last slot is a match where no extension
+    follows. Returns (offsets, positions, slots, whether no two rows have the same positions), the rows
+    in output order (by last position, then as tuples)."""
+    n_slots = len(member_offsets) - 1
+    last = n_slots - 1
+    cells = np.zeros(8, dtype=np.int64)
+    cell_slots = np.zeros(8, dtype=np.int64)
+    stack_depth = np.zeros(8, dtype=np.int64)  # walks to resume: (depth, member, slot)
+    stack_member = np.zeros(8, dtype=np.int64)
+    stack_slot = np.zeros(8, dtype=np.int64)
+    out_offsets = np.zeros(1024, dtype=np.int64)
+    out_positions = np.empty(4096, dtype=np.int64)
+    out_slots = np.empty(4096, dtype=np.int64)
+    n_out, n_written = 0, 0
+    for first in range(member_offsets[0], member_offsets[1]):
+        top = 0
+        stack_depth[0], stack_member[0], stack_slot[0] = 0, first, 0
+        while top >= 0:
+            d, m, k = stack_depth[top], stack_member[top], stack_slot[top]
+            top -= 1
+            if d + 2 > len(cells):
+                cells, cell_slots = grow(cells, d + 2), grow(cell_slots, d + 2)
+            if top + 3 > len(stack_depth):  # room for the two walks this step may add
+                stack_depth = grow(stack_depth, top + 3)
+                stack_member = grow(stack_member, top + 3)
+                stack_slot = grow(stack_slot, top + 3)
+            cells[d], cell_slots[d] = m, k
+            found_slot, found = -1, -1
+            if not (k == last and not kleene[k]):
+                for j in range(2):
+                    s = k + j
+                    if s >= n_slots or (j == 0 and not kleene[k]):
+                        continue
+                    e = _earliest_extension(
+                        members, member_offsets, window_lo, cells, cell_slots, d, s, kval, kok, joins, chains
+                    )
+                    if e < 0:
+                        continue
+                    if found < 0 or members[e] < members[found]:
+                        found_slot, found = s, e
+                    elif members[e] == members[found]:  # the same event extends it in both slots
+                        top += 1
+                        stack_depth[top], stack_member[top], stack_slot[top] = d + 1, e, s
+            if found >= 0:
+                top += 1
+                stack_depth[top], stack_member[top], stack_slot[top] = d + 1, found, found_slot
+            elif k == last:  # a match: no extension follows it
+                if n_written + d + 1 > len(out_positions):
+                    out_positions = grow(out_positions, n_written + d + 1)
+                    out_slots = grow(out_slots, n_written + d + 1)
+                for x in range(d + 1):
+                    out_positions[n_written + x] = grouped_positions[members[cells[x]]]
+                    out_slots[n_written + x] = cell_slots[x]
+                n_written += d + 1
+                n_out += 1
+                if n_out + 1 > len(out_offsets):
+                    out_offsets = grow(out_offsets, n_out + 1)
+                out_offsets[n_out] = n_written
+    offsets, positions, slots = out_offsets[: n_out + 1], out_positions[:n_written], out_slots[:n_written]
+    order = _row_order(offsets, positions, slots, True)
+    sorted_offsets = np.zeros(n_out + 1, dtype=np.int64)
+    sorted_positions = np.empty(n_written, dtype=np.int64)
+    sorted_slots = np.empty(n_written, dtype=np.int64)
+    distinct = True
+    for x in range(n_out):
+        r = order[x]
+        length = offsets[r + 1] - offsets[r]
+        sorted_offsets[x + 1] = sorted_offsets[x] + length
+        sorted_positions[sorted_offsets[x] : sorted_offsets[x + 1]] = positions[offsets[r] : offsets[r + 1]]
+        sorted_slots[sorted_offsets[x] : sorted_offsets[x + 1]] = slots[offsets[r] : offsets[r + 1]]
+        if x > 0 and not _row_less(sorted_offsets, sorted_positions, x - 1, x):
+            distinct = False
+    return sorted_offsets, sorted_positions, sorted_slots, distinct

@@ -155,4 +155,6 @@ def test_python_twin_gives_the_compiled_kernels_matches():
 
 
 def test_python_twin_of_skip_till_next_match():
-    assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "skip_till_next", STNM_TWIN_QUERIES)
+    """STNM's walks (a whole stream) and ``skip_till_next`` (micro-batches of 40 events)."""
+    assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "next_match_walks", STNM_TWIN_QUERIES)
+    assert_twins_agree("rcep", "cepkit.engines.rcep.kernel", "skip_till_next", STNM_TWIN_QUERIES, batch=40)
