@@ -97,5 +97,6 @@ def test_queries_outside_the_step_keep_push():
         "A a ; B b WHERE a.v + 1 < b.v WITHIN 3 s",  # a key that is not an attribute
         "A a ; B b WITHIN 3 s RETURN a",
         "SELECT STNM * A a ; B+ b WITHIN 3 s",
+        "SELECT STNM * A a ; B b WITHIN 3 s",  # (judged on the events between a match's)
     ):
         assert cepkit.Matcher(query, engine="rcep").pusher(COLUMNS)._step is None, query
