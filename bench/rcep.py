@@ -11,7 +11,11 @@
 2. Predicate selectivity (Fig 3.12 a/b): Q2 with a constant filter on ``a`` letting fewer and fewer
    triggers produce matches; the thesis's limitation: at low selectivity and small windows the fixed batch
    cost of recomputation loses.
-3. Join methods (Fig 3.9): the hybrid join (Algorithm 2), the nested-loop join (NLJoin) and the Z-order
+3. Skip-till-next-match (the thesis's STN): Q1 and Q2 under ``SELECT STNM``, rcep's kernel
+   (``kernel.skip_till_next`` over the recomputed matches) against rcep's matcher (each trigger recomputed
+   and judged in Python: the path before the kernel ran STNM, timed as ``plan.run`` took it then: events
+   pushed one by one, then ``close``, then ``.positions()``) and against ses's STNM, end to end.
+4. Join methods (Fig 3.9): the hybrid join (Algorithm 2), the nested-loop join (NLJoin) and the Z-order
    region join (Algorithm 4) on dominated and independent data, 1-3 predicates between two relations (CPU
    seconds, best of three).
 
@@ -19,6 +23,7 @@ Every table prints ratios against a baseline measured in the same run.
 
     python bench/rcep.py            # the full run (a few minutes)
     python bench/rcep.py --quick    # small sizes, a smoke check
+    python bench/rcep.py --stnm     # only the STNM table
 """
 
 from __future__ import annotations
@@ -205,6 +210,70 @@ def selectivity(quick: bool, bar) -> None:
     )
 
 
+def run_pushed(query: str, frame: pd.DataFrame, budget: float) -> dict:
+    """``run`` through rcep's matcher, event by event (the per-trigger Python path), CPU seconds, best of
+    three, the stream halved past ``budget``."""
+    _, plan = select_engine(cepkit.parse(query), "rcep", {})
+    n = len(frame)
+    while True:
+        start = time.process_time()
+        stream = Stream.from_any(frame.iloc[:n])
+        matcher = plan.matcher()
+        found = cepkit.Matches([m for event in stream for m in matcher.push(event)] + matcher.close(), "rcep")
+        count = len(found.positions())
+        first = time.process_time() - start
+        if first <= budget or n <= 100:
+            break
+        n //= 2
+    return {"rate": n / first, "matches": count, "cut": n < len(frame)}
+
+
+def skip_till_next(quick: bool, bar) -> None:
+    """Q1 (3,000 ticks) and Q2 (20,000 transactions) under STNM as the window grows."""
+    budget = 5.0 if quick else 20.0
+    windows = (25, 50) if quick else (25, 50, 100, 200)
+    rows = []
+    for name, stream, text in (
+        ("Q2", cards(600 if quick else 20000), lambda w: (q2(w), q2(w))),
+        ("Q1", stocks(600 if quick else 3000), lambda w: (q1(w, True), q1(w, False))),
+    ):
+        for w in windows:
+            rcep_query, other_query = (f"SELECT STNM * {q}" for q in text(w))
+            mine = run(rcep_query, stream, "rcep", budget)
+            before = run_pushed(rcep_query, stream, budget)
+            other = run(other_query, stream, "ses", budget)
+            assert other["cut"] or before["cut"] or mine["matches"] == other["matches"] == before["matches"]
+            rows.append(
+                (
+                    name,
+                    w,
+                    len(stream),
+                    mine["matches"],
+                    f"{mine['rate']:.0f}",
+                    f"{before['rate']:.0f}" + (" (cut)" if before["cut"] else ""),
+                    f"{other['rate']:.0f}" + (" (cut)" if other["cut"] else ""),
+                    mine["rate"] / before["rate"],
+                    mine["rate"] / other["rate"],
+                )
+            )
+            bar.update(1)
+    table(
+        "STNM end to end to .positions(): rcep's kernel vs rcep per trigger (its matcher) and ses",
+        (
+            "query",
+            "window",
+            "events",
+            "matches",
+            "rcep ev/s",
+            "per trigger ev/s",
+            "ses ev/s",
+            "vs per trigger",
+            "vs ses",
+        ),
+        rows,
+    )
+
+
 def synthetic(n: int, dims: int, dominated: bool, seed: int = 0) -> tuple:
     """S-CD-like relations in time order: ``dominated`` puts every outer tuple below every inner tuple on
     each dimension (and earlier); independent draws both uniformly."""
@@ -277,15 +346,22 @@ def join_methods(quick: bool, bar) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
-    quick = parser.parse_args().quick
+    parser.add_argument("--stnm", action="store_true", help="only the STNM table (3.)")
+    args = parser.parse_args()
+    quick = args.quick
     for engine in ("rcep", "ses"):  # compile the numba kernels (each query shape's) before timing
         for query, frame in ((q2(10), cards(50)), (q2(10, 500), cards(50)), (q1(25, engine == "rcep"), stocks(50))):
             cepkit.match(query, frame, engine=engine).positions()
-    steps = (2 * 2 if quick else 2 * 4) + 8 + 2 * 3 * (2 if quick else 3)
+            cepkit.match(f"SELECT STNM * {query}", frame, engine=engine).positions()
+    windows = 2 if quick else 4
+    steps = 2 * windows if args.stnm else 2 * windows + 8 + 2 * windows + 2 * 3 * (2 if quick else 3)
     with tqdm(total=steps, desc="rcep bench") as bar:
-        window_growth(quick, bar)
-        selectivity(quick, bar)
-        join_methods(quick, bar)
+        if not args.stnm:
+            window_growth(quick, bar)
+            selectivity(quick, bar)
+        skip_till_next(quick, bar)
+        if not args.stnm:
+            join_methods(quick, bar)
 
 
 if __name__ == "__main__":
