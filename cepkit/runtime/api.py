@@ -537,8 +537,9 @@ class Matcher:
 
     @property
     def columnar(self) -> bool:
-        """Whether the engine takes ``extend``'s micro-batches as columns (the automaton's kernel, the stack's
-        columnar run, the ses and rcep kernels; a few queries still go event by event, see ``extend``). False: its ``extend`` pushes
+        """Whether the engine takes ``extend``'s micro-batches as columns (every engine but the reference: the
+        automaton's kernel, the stack's columnar run, the ses and rcep kernels, the nested engine's shared plan,
+        the cube's plan; some queries still go event by event, see ``extend``). False: its ``extend`` pushes
         a batch's events one by one, and a long finite stream runs faster through ``cepkit.match``."""
         return type(self._inc).extend is not IncrementalPlan.extend
 
