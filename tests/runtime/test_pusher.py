@@ -122,12 +122,19 @@ def test_the_stack_step_returns_what_push_and_the_reference_return(query, rows):
     assert sorted(key for key, _, _ in expected) == sorted(m.key for m in reference)
 
 
-def test_the_stack_step_forgets_what_its_window_passed():
-    """Its stacks and recent events stay within the window on an endless stream of many keys."""
-    matcher = cepkit.Matcher("A a ; B b ; C c WITHIN 5 PARTITION BY id", engine="stack", keep=False)
+def pushed_for_long(engine: str) -> cepkit.Matcher:
+    """A ``keep=False`` matcher of ``A;B;C`` within 5 s per key, 20,000 events over 500 keys pushed by its pusher
+    (an endless stream's state: what each engine's step keeps must stay within a window)."""
+    matcher = cepkit.Matcher("A a ; B b ; C c WITHIN 5 s PARTITION BY id", engine=engine, keep=False)
     push = matcher.pusher(("type", "ts", "id"))
     for i in range(20000):
         push("ABCD"[i * 7 % 4], float(i), i // 3 % 500)
+    return matcher
+
+
+def test_the_stack_step_forgets_what_its_window_passed():
+    """Its stacks and recent events stay within the window on an endless stream of many keys."""
+    matcher = pushed_for_long("stack")
     step = matcher._inc._step
     assert len(step.recent) <= 7 and len(step.keys) <= 7 and step.size() <= 14
     assert matcher._inc.info()["state"] > 0  # handed back to the stacks: the last window's instances

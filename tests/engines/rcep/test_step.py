@@ -12,7 +12,7 @@ from strategies import kleene_queries, streams
 import cepkit
 from cepkit.engines.rcep.step import RcepStep, runs
 from cepkit.runtime.selection import select_engine
-from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher
+from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, pushed_for_long
 
 TYPES = ("A", "B", "C")
 
@@ -81,10 +81,7 @@ def test_the_step_runs_long_streams_as_push_does():
 
 
 def test_the_step_keeps_at_most_a_window():
-    matcher = cepkit.Matcher("A a ; B b ; C c WITHIN 5 s PARTITION BY id", engine="rcep", keep=False)
-    push = matcher.pusher(("type", "ts", "id"))
-    for i in range(20000):
-        push("ABCD"[i * 7 % 4], float(i), i // 3 % 500)
+    matcher = pushed_for_long("rcep")
     step = matcher._inc.stepping
     assert step.n - step.lo <= 12 and len(step.coord) <= 64
     matcher.push({"type": "C", "ts": 20000.0, "id": 0})  # handed back as the matcher's window

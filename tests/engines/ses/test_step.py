@@ -10,7 +10,7 @@ from strategies import set_query_variants, streams
 
 import cepkit
 from cepkit.engines.ses.step import SesStep
-from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher
+from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, pushed_for_long
 
 TYPES = ("C", "P", "D", "B")
 
@@ -61,10 +61,7 @@ def test_the_step_runs_long_streams_as_push_does():
 
 
 def test_the_step_keeps_at_most_a_window_and_hands_back_the_open_windows():
-    matcher = cepkit.Matcher("A a ; B b ; C c WITHIN 5 s PARTITION BY id", engine="ses", keep=False)
-    push = matcher.pusher(("type", "ts", "id"))
-    for i in range(20000):
-        push("ABCD"[i * 7 % 4], float(i), i // 3 % 500)
+    matcher = pushed_for_long("ses")
     step = matcher._inc.stepping
     assert step.n - step.lo <= 6 and len(step.coord) <= 64
     matcher.push({"type": "C", "ts": 20000.0, "id": 19999 // 3 % 500})  # the open windows handed back
