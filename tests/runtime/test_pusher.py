@@ -122,6 +122,17 @@ def test_the_stack_step_returns_what_push_and_the_reference_return(query, rows):
     assert sorted(key for key, _, _ in expected) == sorted(m.key for m in reference)
 
 
+def gappy_rows(n: int, seed: int = 3) -> list:
+    """``n`` events of types A-D over 3 ids, with ties and gaps longer than the windows (every 500th a 30 s
+    gap): a step drops, compacts and grows its arrays over them."""
+    rng = random.Random(seed)
+    rows, ts = [], 0.0
+    for i in range(n):
+        ts += rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 30.0 if i % 500 == 0 else 1.0])
+        rows.append({"type": rng.choice("ABCD"), "ts": ts, "v": rng.randrange(6), "id": rng.randrange(3)})
+    return rows
+
+
 def pushed_for_long(engine: str) -> cepkit.Matcher:
     """A ``keep=False`` matcher of ``A;B;C`` within 5 s per key, 20,000 events over 500 keys pushed by its pusher
     (an endless stream's state: what each engine's step keeps must stay within a window)."""

@@ -3,8 +3,6 @@ growing arrays and one ``step.recompute_last`` call per trigger; every push's ma
 ``emitted_at``) equal ``Matcher.push``'s, mixed with ``push`` and ``extend`` too, and the result is
 ``cepkit.match``'s and the reference's."""
 
-import random
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import kleene_queries, streams
@@ -12,7 +10,7 @@ from strategies import kleene_queries, streams
 import cepkit
 from cepkit.engines.rcep.step import RcepStep, runs
 from cepkit.runtime.selection import select_engine
-from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, pushed_for_long
+from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, gappy_rows, pushed_for_long
 
 TYPES = ("A", "B", "C")
 
@@ -65,11 +63,7 @@ QUERIES = [
 def test_the_step_runs_long_streams_as_push_does():
     """1,500 events (gaps longer than the windows, ties) through the step, which drops, compacts and
     grows its arrays: each push's matches are ``push``'s, and the step ran them."""
-    rng = random.Random(3)
-    rows, ts = [], 0.0
-    for i in range(1500):
-        ts += rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 30.0 if i % 500 == 0 else 1.0])
-        rows.append({"type": rng.choice("ABCD"), "ts": ts, "v": rng.randrange(6), "id": rng.randrange(3)})
+    rows = gappy_rows(1500)
     for query in QUERIES:
         assert isinstance(cepkit.Matcher(query, engine="rcep").pusher(COLUMNS)._step, RcepStep), query
         short = rows if "WITHIN" in query else rows[:300]  # (no window: every event stays)

@@ -3,14 +3,12 @@ arrays and ``kernel.close_windows`` called when an event closes a window that ma
 push's matches (their order and ``emitted_at``) equal ``Matcher.push``'s, mixed with ``push`` and
 ``extend`` too, and the result is ``cepkit.match``'s and the reference's."""
 
-import random
-
 from hypothesis import HealthCheck, given, settings
 from strategies import set_query_variants, streams
 
 import cepkit
 from cepkit.engines.ses.step import SesStep
-from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, pushed_for_long
+from tests.runtime.test_pusher import COLUMNS, agree, by_push, by_pusher, gappy_rows, pushed_for_long
 
 TYPES = ("C", "P", "D", "B")
 
@@ -42,11 +40,7 @@ QUERIES = [
 def test_the_step_runs_long_streams_as_push_does():
     """3,000 events (times with gaps longer than the windows, ties) through the step, which compacts and
     grows its arrays: each push's matches are ``push``'s, and the step ran them (no fallback)."""
-    rng = random.Random(3)
-    rows, ts = [], 0.0
-    for i in range(3000):
-        ts += rng.choice([0.0, 0.5, 1.0, 1.0, 2.0, 30.0 if i % 500 == 0 else 1.0])
-        rows.append({"type": rng.choice("ABCD"), "ts": ts, "v": rng.randrange(6), "id": rng.randrange(3)})
+    rows = gappy_rows(3000)
     for query in QUERIES:
         matcher = cepkit.Matcher(query, engine="ses")
         step = matcher.pusher(COLUMNS)._step
