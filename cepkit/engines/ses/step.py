@@ -30,7 +30,7 @@ import numpy as np
 from ...lang import ast as A
 from ...lang.window import TimeLimit
 from ...runtime.attribute_columns import hashable_key
-from ...runtime.event_record import PUNCTUATION, values_event, values_key
+from ...runtime.event_record import PUNCTUATION, _is_null, values_event, values_key
 from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
 from ..compiled import grow
@@ -209,7 +209,7 @@ class SesStep:
                 keys = [None if i is None else key_value(values[i]) for i in self.key_at]
                 code = 0
                 if self.partition_key is not None:
-                    x = [None if i is None else _null(values[i]) for i in self.x_at]
+                    x = [None if i is None or _is_null(values[i]) else values[i] for i in self.x_at]
                     if None in x:  # a null on X joins nothing (``batch.Columns``)
                         keep = False
                     else:
@@ -280,13 +280,6 @@ class SesStep:
 
     def _push(self, type_: str, time: float, values, position: int) -> list:
         return pushed(self.matcher, self.columns, type_, time, values, position)
-
-
-def _null(value):
-    """None for a missing value (None or NaN), else the value."""
-    if value is None or (type(value) is float and value != value):
-        return None
-    return value
 
 
 def _last_then_positions(match) -> tuple:
