@@ -434,6 +434,16 @@ class Workbench(widgets.VBox):
             self._end()
             self.status.value = error_html(err)
             return None
+        except Exception as err:
+            self._end()
+            if threading.current_thread() is not self._thread:
+                raise
+            # the Run button's thread: a traceback there reaches no one, and the status would read as before
+            self.status.value = self._failed_text(err, query)
+            if self.last_run is not None:
+                self.results.set_stale(True)
+                self.timeline.add_class("cepkit-stale")
+            return None
         except BaseException:
             self._end()
             raise
@@ -506,13 +516,25 @@ class Workbench(widgets.VBox):
             f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{stale}{note}"
         )
 
+    def _failed_text(self, err: Exception, query) -> str:
+        """A run that raised, said in the status line: the error, and what to try for a result too large."""
+        why = f"<b>the run failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err)[:300])}"
+        if isinstance(err, MemoryError) and "kleene" in query.features and query.strategy == "ALL":
+            why += (
+                "<br><small>Under strategy ALL a Kleene <code>+</code> has a match for every subset of its events: "
+                "pick the strategy NEXT, LAST or MAX for one per start.</small>"
+            )
+        last = " · <small>below: the last run, greyed</small>" if self.last_run is not None else ""
+        return f"<span style='color:#b00'>{why}</span>{last}"
+
     def _show_results(self, run) -> None:
         self.selected = None
         self.status.value = self._status_text(run)
-        self.timeline.set_matches(run.matches)
-        self.timeline.remove_class("cepkit-stale")
+        # the grid first: the page draws it before the timeline, whose figure takes it 0.5-1.5 s to draw
         self.results.set_matches(run.matches)
         self.results.layout.display = None if len(run.matches) else "none"
+        self.timeline.set_matches(run.matches)
+        self.timeline.remove_class("cepkit-stale")
 
     def _on_pick(self, change) -> None:
         """A match picked in the grid or on the timeline is picked in both, and in ``selected``."""

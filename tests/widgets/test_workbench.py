@@ -221,6 +221,29 @@ def test_the_run_button_runs_a_long_stream_in_the_background():
     assert run is not None and len(run.matches) == n // 2 and "5,000 matches</b> by engine" in wb.status.value
 
 
+def test_a_run_that_fails_in_the_background_says_so_and_keeps_the_last_run(monkeypatch):
+    """The flights year's ``DELAYED_DEPARTURE+`` under ALL asked numpy for 87 TiB: the Run button's thread
+    died with it and the status still read "edited since this run", as if Run had not been pressed."""
+    n = PROGRESS_MIN_EVENTS * 5
+    events = pd.DataFrame({"type": ["A", "B"] * (n // 2), "ts": range(n)})
+    wb = Workbench(events, query="SEQ(A a, B b) WITHIN 1")
+    first = wb.run()
+    wb.editor.value = "A a ; B+ b WITHIN 1"
+
+    def too_large(*args, **kwargs):
+        raise MemoryError("Unable to allocate 87.1 TiB for an array")
+
+    monkeypatch.setattr("cepkit.widgets.workbench.run_query", too_large)
+    wb.run_button.click()
+    assert wb.wait_run(timeout=60) is first and not wb.running and not wb.run_button.disabled
+    said = wb.status.value
+    assert "the run failed</b>: MemoryError: Unable to allocate 87.1 TiB" in said, said
+    assert "NEXT, LAST or MAX" in said and "the last run, greyed" in said
+    assert "cepkit-stale" in wb.results._dom_classes
+    with pytest.raises(MemoryError):  # called from Python, the caller gets the error itself
+        wb.run()
+
+
 def test_tabs_build_their_views_when_opened(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
