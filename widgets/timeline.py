@@ -65,6 +65,58 @@ TIME_ZONES = (
 )
 
 
+# The picked match's events (``match_events_html``). Its wrapper is a size container: in an output narrower
+# than 640 px (an 800 px window with JupyterLab's file browser open: ~370 px) a row no longer fits position,
+# variables, type, time and ~250 px of attributes side by side, so each event becomes a block: its position,
+# variables, type and time on a line (wrapping between them, never inside one), its attributes under them at
+# the whole width. The table's header then goes (the position says "position" itself).
+MATCH_EVENTS_CSS = """<style>
+div.cepkit-match-events-box { container-type: inline-size; width: 100%; overflow-x: auto; }
+table.cepkit-match-events { width: 100%; line-height: 1.45; }
+table.cepkit-match-events th, table.cepkit-match-events td.key { white-space: nowrap; }
+table.cepkit-match-events th.key, table.cepkit-match-events td.key { width: 1%; }  /* the attributes take the rest */
+table.cepkit-match-events td.attrs { min-width: 14em; }
+table.cepkit-match-events .pair { white-space: nowrap; }
+@container (max-width: 640px) {
+  table.cepkit-match-events, table.cepkit-match-events tbody { display: block; }
+  table.cepkit-match-events thead { display: none; }
+  table.cepkit-match-events tr { display: flex; flex-wrap: wrap; column-gap: 12px; padding: 3px 6px;
+    border: 1px solid #d0d7de; border-top: none; }
+  table.cepkit-match-events tr:first-child { border-top: 1px solid #d0d7de; }
+  table.cepkit-match-events td, table.cepkit-match-events td.key { border: none; padding: 0; width: auto; }
+  table.cepkit-match-events td.position::before { content: "position "; color: #6e7781; }
+  table.cepkit-match-events td.attrs { flex: 1 0 100%; min-width: 0; color: #3d444d; }
+}
+</style>"""
+
+
+def match_events_html(rows: Iterable[tuple]) -> str:
+    """A match's events as a table (``MATCH_EVENTS_CSS``): ``rows`` of (position, variables, type, time,
+    attributes as (name, value text) pairs). Position, variables, type and time never wrap; the attributes wrap
+    between their ``name = value`` pairs, never inside one.
+
+    >>> print(match_events_html([(4, "x", "T", "12:00", [("temp", "41"), ("site", "a b")])]).split("<tbody>")[1])
+    <tr><td class='key num position'>4</td><td class='key'>x</td><td class='key'>T</td><td class='key'>12:00</td><td class='attrs'><span class='pair'>temp = 41,</span> <span class='pair'>site = a b</span></td></tr></tbody></table></div>
+    """
+    body = []
+    for position, variables, kind, when, attrs in rows:
+        pairs = [f"{html.escape(str(name))} = {html.escape(value)}" for name, value in attrs]
+        spans = " ".join(
+            f"<span class='pair'>{p}{',' if i < len(pairs) - 1 else ''}</span>" for i, p in enumerate(pairs)
+        )
+        body.append(
+            f"<tr><td class='key num position'>{position}</td><td class='key'>{html.escape(variables)}</td>"
+            f"<td class='key'>{html.escape(kind)}</td><td class='key'>{html.escape(when)}</td>"
+            f"<td class='attrs'>{spans}</td></tr>"
+        )
+    return (
+        "<div class='cepkit-scroll cepkit-match-events-box'><table class='cepkit-table cepkit-match-events'><thead><tr>"
+        "<th class='key num'>position</th><th class='key'>variables</th><th class='key'>type</th><th class='key'>ts</th>"
+        "<th>attributes</th></tr></thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
+
+
 def late_positions(stream) -> frozenset:
     """Positions of late events: ts below the largest ts of an earlier arrival ([LIU] ch. 3).
 
@@ -521,18 +573,18 @@ class MatchTimeline(widgets.VBox):
         rows = []
         for p in self.canvas.logical(match.positions):
             event = self.stream[p]
-            attrs = ", ".join(f"{a} = {format_value(v)}" for a, v in event.attrs.items())
             rows.append(
-                f"<tr><td>{self.canvas.position_label(p)}</td><td>{html.escape(', '.join(bound_variables(match, p)))}</td>"
-                f"<td>{html.escape(event.type)}</td>"
-                f"<td>{html.escape(self.canvas.time_label(self.stream.times[p]))}</td>"
-                f"<td class='text'>{html.escape(attrs)}</td></tr>"
+                (
+                    self.canvas.position_label(p),
+                    ", ".join(bound_variables(match, p)),
+                    event.type,
+                    self.canvas.time_label(self.stream.times[p]),
+                    [(a, format_value(v)) for a, v in event.attrs.items()],
+                )
             )
-        # in a narrow output the table scrolls sideways: squeezed, its attributes wrapped a word per line
         return (
-            f"{TABLE_CSS}<b>match #{self.canvas.match_label(k)}</b>: {html.escape(bindings_text(match))}"
-            "<div class='cepkit-scroll'><table class='cepkit-table cepkit-match-events'><tr><th>position</th>"
-            f"<th>variables</th><th>type</th><th>ts</th><th>attributes</th></tr>{''.join(rows)}</table></div>"
+            f"{TABLE_CSS}{MATCH_EVENTS_CSS}<b>match #{self.canvas.match_label(k)}</b>: "
+            f"{html.escape(bindings_text(match))}{match_events_html(rows)}"
         )
 
     # ------------------------------------------------------------------ time zone

@@ -365,6 +365,27 @@ def collisions(figure: dict) -> list:
     return found
 
 
+# Elements (with their text) cut at the right: past their output's edge, past an ancestor that hides what
+# overflows it, or a text cut inside its own box (a button or tab title ending in "…"). Inside a box that
+# scrolls sideways by design (the grid's scroll body, a wide drawing) nothing counts as cut.
+CUT_AT_THE_RIGHT = """output => {
+    const cut = (e) => {
+        const own = getComputedStyle(e).overflowX;
+        if (e.classList.contains('dt-scroll-head')) return false;   // the grid's header, scrolled with its body
+        if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1) return true;
+        let edge = output.getBoundingClientRect().right;
+        for (let p = e.parentElement; p && p !== output; p = p.parentElement) {
+            const x = getComputedStyle(p).overflowX;
+            if (x === 'auto' || x === 'scroll') return false;
+            if (x !== 'visible') edge = Math.min(edge, p.getBoundingClientRect().right);
+        }
+        return e.getBoundingClientRect().right > edge + 1; };
+    return [...output.querySelectorAll('*')]
+        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0 && cut(e))
+        .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} "${(e.innerText || '').slice(0, 40)}"`)
+        .slice(0, 10); }"""
+
+
 class Dom:
     """What a person checks by eye, read from the page."""
 
@@ -389,6 +410,12 @@ class Dom:
             .map(e => (e.innerText || '(no text)').slice(0, 80))""",
             min_height,
         )
+
+    @staticmethod
+    def cut_at_the_right(output) -> list:
+        """Elements of a cell's ``output`` (a ``.jp-OutputArea-output``) cut at the right or reaching past it,
+        outside a box that scrolls sideways by design (``CUT_AT_THE_RIGHT``): the first ten, with their text."""
+        return output.evaluate(CUT_AT_THE_RIGHT)
 
     @staticmethod
     def width_ratio(element) -> float:

@@ -26,26 +26,6 @@ workbench""",
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
-# Elements (with their text) cut at the right: past their output's edge, past an ancestor that hides what
-# overflows it, or a text cut inside its own box (a button or tab title ending in "…"). Inside a box that
-# scrolls sideways by design (the grid's scroll body, a wide drawing) nothing counts as cut.
-CUT_AT_THE_RIGHT = """output => {
-    const cut = (e) => {
-        const own = getComputedStyle(e).overflowX;
-        if (e.classList.contains('dt-scroll-head')) return false;   // the grid's header, scrolled with its body
-        if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1) return true;
-        let edge = output.getBoundingClientRect().right;
-        for (let p = e.parentElement; p && p !== output; p = p.parentElement) {
-            const x = getComputedStyle(p).overflowX;
-            if (x === 'auto' || x === 'scroll') return false;
-            if (x !== 'visible') edge = Math.min(edge, p.getBoundingClientRect().right);
-        }
-        return e.getBoundingClientRect().right > edge + 1; };
-    return [...output.querySelectorAll('*')]
-        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0 && cut(e))
-        .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} "${(e.innerText || '').slice(0, 40)}"`)
-        .slice(0, 10); }"""
-
 # How much of the box it is drawn in (its widget's parent: the output, or a tab's panel) a figure fills.
 FILLED = """plot => {
     const box = plot.closest('.cepkit-plotly').parentElement, style = getComputedStyle(box);
@@ -89,7 +69,7 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
         output.scroll_into_view_if_needed()
         page.wait_for_timeout(500)  # a redraw at the width just seen
         dom.screenshot(page, output, artifacts / f"narrow-{name}.png")
-        assert output.evaluate(CUT_AT_THE_RIGHT) == [], name
+        assert dom.cut_at_the_right(output) == [], name
         plot = output.locator(".js-plotly-plot").first
         assert plot.evaluate(FILLED) > 0.97, name
         assert dom.collisions(dom.read_figure(plot)) == [], name

@@ -62,7 +62,10 @@ def test_selecting_a_match_highlights_it_and_lists_its_events(farm):
     assert len(timeline.trace("selected").x) == 0
     timeline.selected = 2
     assert [x for x, _ in points(timeline.trace("selected"))] == [5, 8]
-    assert "match #2" in timeline.details.value and "<td>5</td><td>x</td><td>T</td>" in timeline.details.value
+    assert (
+        "match #2" in timeline.details.value
+        and "position'>5</td><td class='key'>x</td><td class='key'>T</td>" in timeline.details.value
+    )
     timeline.selected = None
     assert len(timeline.trace("selected").x) == 0
     with pytest.raises(traitlets.TraitError):
@@ -78,7 +81,10 @@ def test_a_part_of_a_larger_result_is_numbered_as_the_larger_one(farm):
     assert timeline.match_traces()[1].hovertext[0].startswith("match #120")
     assert "position 110 ·" in timeline.trace("events").hovertext[1]
     timeline.selected = 2
-    assert "match #4031" in timeline.details.value and "<td>150</td><td>x</td><td>T</td>" in timeline.details.value
+    assert (
+        "match #4031" in timeline.details.value
+        and "position'>150</td><td class='key'>x</td><td class='key'>T</td>" in timeline.details.value
+    )
 
 
 def test_clicking_a_match_selects_it_and_an_event_does_not(farm, click):
