@@ -3,19 +3,21 @@ may bind as growing arrays, the batch kernel called once per trigger.
 
 A push of ``RcepMatcher`` inserts the event into its key's event trees and recomputes a trigger in Python
 (~70-150 µs). ``RcepStep`` keeps the events some slot takes (not a single last slot alone: a trigger that
-no later match uses) in preallocated numpy arrays: the slots taking each one (a mask),
-its PARTITION BY code, its window coordinate (its time, or under ``WITHIN n EVENTS`` its sequence number
-in its sub-stream), its position and the join and chain keys (``conjuncts.key_columns``' rows, read from
-the event's values). A trigger is appended and ``recompute_last`` lays the kept events out
+no later match uses) in a ``kept.KeptEvents``: the slots taking each one (a mask), its PARTITION BY
+code, its window coordinate (its time, or under ``WITHIN n EVENTS`` its sequence number in its
+sub-stream), its position and the join and chain keys (``conjuncts.key_columns``' rows, read from the
+event's values). A trigger is appended and ``recompute_last`` lays the kept events out
 (``kernel.layout``) and recomputes that trigger alone (``kernel.recompute``), in one compiled call; its
 matches are the push's (NEXT, LAST and MAX chosen among them by ``kernel.ranked``). Under a time window
 the events before the current one's window leave the arrays (no later trigger reaches them); under ``n
-EVENTS`` those more than n - 1 behind their sub-stream's last leave when the arrays fill up.
+EVENTS`` those more than n - 1 behind their sub-stream's last leave when the arrays fill up. Under
+STRICT and PARTITION_STRICT every read event is kept, a trigger too, so that the layout's grouped
+indices step as the sub-stream's sequence numbers do (the kernel's contiguity test); the events before a
+sub-stream's last one no slot keeps leave when the arrays fill up.
 
-It runs the queries ``batch.runs_columnar`` gives the kernel but STRICT and PARTITION_STRICT (whose
-contiguity reads a sub-stream's every event) and STNM (whose matches may wait for later events), whose
-join and chain keys are attributes; an event whose key
-is not a number hands the state back and pushes from then on. Before any other call reads the window
+It runs the queries ``batch.runs_columnar`` gives the kernel but STNM (whose matches may wait for later
+events), whose join and chain keys are attributes; an event whose key is not a number hands the state
+back and pushes from then on. Before any other call reads the window
 (``push``, ``extend``, ``close``, another pusher) the step hands its events to the matcher as an
 ``OpenWindow`` and takes them back at its next event: at most a window of events each way.
 """
@@ -32,22 +34,19 @@ from ...runtime.event_record import PUNCTUATION, values_event, values_key
 from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
-from ..compiled import OP_CODES, grow, jit
+from ..compiled import OP_CODES, jit
 from ..conjuncts import NotAKey, key_rows, key_value
-from ..kept import kept_events, pushed, rows_as_matches, widened, write_keys
-from .batch import _rows, runs_columnar
+from ..kept import KernelCall, KeptEvents, Rows, pushed, written
+from .batch import runs_columnar
 from .joins import TRANSITIVE
 from .kernel import RANKED_CODES, layout, ranked, recompute
 from .open_window import OpenWindow
-
-SIZE = 64
 
 
 def runs(plan) -> bool:
     """Whether ``RcepStep`` runs ``plan`` (the module docstring)."""
     return (
         runs_columnar(plan)
-        and not plan.strict
         and plan.skip_till_next is None
         and all(
             isinstance(e, A.Attr) and e.attr not in ("ts", "type")
@@ -57,37 +56,23 @@ def runs(plan) -> bool:
 
 
 @jit
-def recompute_last(
-    lo,
-    n,
-    codes,
-    n_codes,
-    masks,
-    n_slots,
-    coord,
-    span,
-    last_alone,
-    kval,
-    kok,
-    positions,
-    joins,
-    pairs,
-    chains,
-    kleene,
-    hybrid,
-):
-    """The matches of event ``n - 1`` (a trigger) over the kept events [lo, n), as ``kernel.recompute``
-    returns them: the events laid out by ``kernel.layout`` (``coord`` their window coordinates, ``span``
-    the window: the limits are ``lang.window.time_limits``, none when infinite), that trigger alone
-    recomputed.
+def recompute_last(events, bounds, n_slots, span, last_alone, strict, rank, joins, pairs, chains, kleene, hybrid, out):
+    """The matches of event ``n - 1`` (a trigger) over the kept events [lo, n) (``events``: the arrays of
+    a ``kept.KeptEvents``; ``bounds`` holds lo, n and the number of codes), as ``kernel.recompute`` finds them: the events laid
+    out by ``kernel.layout`` (``coord`` their window coordinates, ``span`` the window: the limits are
+    ``lang.window.time_limits``, none when infinite), that trigger alone recomputed, under ``strict``
+    contiguity; ``rank`` >= 0: ``kernel.ranked``'s strategy among them. The rows are written into the
+    ``out`` buffers (``kept.written``: (rows, cells), negative when they do not fit); returns (rows, cells, whether no two rows have the same positions).
     ``joins`` holds the rows left slot, right slot, operator, transitive, left key, right key, pair;
     ``pairs`` the pairs' left and right slots; ``chains`` slot, operator, transitive, previous key, current
     key."""
-    codes, coord = codes[lo:n], coord[lo:n]
+    coord, mask, code, position, kval, kok = events
+    lo, n, n_codes = bounds[0], bounds[1], bounds[2]
     accepted = np.empty((n_slots, n - lo), dtype=np.bool_)  # ``kernel.layout``'s slots per event
     for i in range(n - lo):
         for s in range(n_slots):
-            accepted[s, i] = masks[lo + i] >> s & 1
+            accepted[s, i] = mask[lo + i] >> s & 1
+    coord = coord[lo:n]
     if np.isfinite(span):
         limits = np.empty(n - lo)
         for i in range(n - lo):
@@ -95,13 +80,13 @@ def recompute_last(
     else:
         limits = np.empty(0)
     events, window_lo, members, offsets, triggers, window_first, values, valid, _, _ = layout(
-        codes, n_codes, accepted, coord, limits, -1, last_alone, kval[:, lo:n], kok[:, lo:n]
+        code[lo:n], n_codes, accepted, coord, limits, -1, last_alone, kval[:, lo:n], kok[:, lo:n]
     )
     last = len(triggers) - 1
     grouped_positions = np.empty(len(events), dtype=np.int64)
     for g in range(len(events)):
-        grouped_positions[g] = positions[lo + events[g]]
-    return recompute(
+        grouped_positions[g] = position[lo + events[g]]
+    found, found_positions, cells, _, distinct = recompute(
         members,
         offsets,
         triggers[last:],
@@ -126,8 +111,11 @@ def recompute_last(
         chains[3],
         chains[4],
         hybrid,
-        False,
+        strict,
     )
+    keep = ranked(found, found_positions, rank) if rank >= 0 else np.zeros(0, dtype=np.bool_)
+    rows, cells_written = written(found, found_positions, cells, keep, out)
+    return rows, cells_written, distinct
 
 
 class RcepStep:
@@ -152,63 +140,63 @@ class RcepStep:
         else:
             self.span = math.inf
         self.timed = plan.window_seconds is not None
+        self.strict = plan.strict  # every read event kept: contiguity reads a sub-stream's every event
         self.typed = not any(slot.local for slot in slots)
         self.by_type: dict = {}  # type -> the mask of the slots taking it (no local tests)
         n_slots = len(slots)
         self.last_bit = 1 << (n_slots - 1)
         self.keep_mask = (1 << n_slots) - 1 if slots[-1].kleene else self.last_bit - 1
-        self.last_alone = not slots[-1].kleene
-        self.kleene = [slot.kleene for slot in slots]
-        self.kleene_flags = np.array(self.kleene, dtype=np.bool_)
-        self.hybrid = plan.join == "hybrid"
         pairs: dict = {}
         for join in pattern.joins:
             pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
         joins = pattern.joins
-        self.joins = np.array(
-            [
-                [j.left_slot for j in joins],
-                [j.right_slot for j in joins],
-                [OP_CODES[j.op] for j in joins],
-                [j.op in TRANSITIVE for j in joins],
-                ids[0],
-                ids[1],
-                [pairs[j.left_slot, j.right_slot] for j in joins],
-            ],
-            dtype=np.int64,
-        ).reshape(7, len(joins))
-        self.pairs = np.array([[r for r, _ in pairs], [s for _, s in pairs]], dtype=np.int64).reshape(2, len(pairs))
         chains = pattern.chains
-        self.chains = np.array(
-            [
-                [c.slot for c in chains],
-                [OP_CODES[c.op] for c in chains],
-                [c.op in TRANSITIVE for c in chains],
-                ids[2],
-                ids[3],
-            ],
-            dtype=np.int64,
-        ).reshape(5, len(chains))
-        self.ranked = RANKED_CODES.get(plan.query.strategy)
-        names = [slot.var for slot in slots]
-        self.names = names
-        self.plain = all(name is not None for name in names) and not any(slot.kleene for slot in slots)
+        kleene = [slot.kleene for slot in slots]
+        self.out = Rows([slot.var for slot in slots], kleene)
+        self.bounds = np.zeros(3, dtype=np.int64)  # the call's lo, n and number of codes
+        self._bounds = memoryview(self.bounds)
+        self.constants = (  # ``recompute_last``'s arguments after ``bounds``
+            n_slots,
+            self.span,
+            not slots[-1].kleene,
+            self.strict,
+            RANKED_CODES.get(plan.query.strategy, -1),
+            np.array(
+                [
+                    [j.left_slot for j in joins],
+                    [j.right_slot for j in joins],
+                    [OP_CODES[j.op] for j in joins],
+                    [j.op in TRANSITIVE for j in joins],
+                    ids[0],
+                    ids[1],
+                    [pairs[j.left_slot, j.right_slot] for j in joins],
+                ],
+                dtype=np.int64,
+            ).reshape(7, len(joins)),
+            np.array([[r for r, _ in pairs], [s for _, s in pairs]], dtype=np.int64).reshape(2, len(pairs)),
+            np.array(
+                [
+                    [c.slot for c in chains],
+                    [OP_CODES[c.op] for c in chains],
+                    [c.op in TRANSITIVE for c in chains],
+                    ids[2],
+                    ids[3],
+                ],
+                dtype=np.int64,
+            ).reshape(5, len(chains)),
+            np.array(kleene, dtype=np.bool_),
+            plan.join == "hybrid",
+        )
         self.limit = TimeLimit(self.span if self.timed else 0.0)
         self.active = False
         self.usable = True
-        self._reset(SIZE)
+        self.kept = KeptEvents(len(self.key_at))
+        self.kernel = KernelCall(recompute_last, self.kept, self.out, (self.bounds, *self.constants), [None])
+        self._reset()
 
     # ------------------------------------------------------------------ state
-    def _reset(self, size: int) -> None:
-        n_keys = len(self.key_at)
-        self.coord = np.zeros(size)
-        self.codes = np.zeros(size, dtype=np.int64)
-        self.positions = np.zeros(size, dtype=np.int64)
-        self.masks = np.zeros(size, dtype=np.int64)
-        self.kval = np.zeros((n_keys, size))
-        self.kok = np.zeros((n_keys, size), dtype=np.bool_)
-        self.rows: list = []  # per kept event: an Event, or (type, time, values, position)
-        self.lo = self.n = 0
+    def _reset(self) -> None:
+        self.kept.clear()
         self.code_of: dict = {}  # PARTITION BY key -> code
         self.counts: dict = {}  # PARTITION BY key -> events of its sub-stream so far (``n EVENTS``)
 
@@ -222,7 +210,7 @@ class RcepStep:
         window = m.window
         if window is None:
             window = OpenWindow.of_trees(plan, m.partitions, False)
-        kept = []
+        taken = []
         try:
             seq = None if window.seq is None else window.seq.tolist()
             for i, event in enumerate(window.stream):
@@ -230,92 +218,74 @@ class RcepStep:
                 key = tuple(event.get(k) for k in plan.query.partition_by)
                 hash(key)
                 mask = sum(1 << int(s) for s in np.flatnonzero(window.accepted[:, i]))
-                kept.append((event, key, event.time if seq is None else seq[i], mask, keys))
+                taken.append((event, key, event.time if seq is None else seq[i], mask, keys))
         except (NotAKey, TypeError):
             self.usable = False
             return False
         m.window = None
         m.partitions.clear()
         m.expiry = KeyExpiry(plan.window_seconds)
-        self._reset(SIZE)
+        self._reset()
         if window.counts is not None:
             self.counts.update(window.counts)
         self.now = m.latest
-        for event, key, coord, mask, keys in kept:
+        kept = self.kept
+        for event, key, coord, mask, keys in taken:
             code = self.code_of.setdefault(key, len(self.code_of))
-            self._append(event, coord, mask, code, event.position, keys)
+            if kept.n == kept.size:
+                self._room()
+            kept.append(event, coord, mask, code, event.position, keys)
         m.stepping = self
         self.active = True
         return True
 
     def hand_back(self) -> None:
-        """The kept events to the matcher, as its ``OpenWindow``."""
+        """The kept events to the matcher, as its ``OpenWindow`` (under STRICT each sub-stream's run after
+        its last event no slot keeps)."""
         m = self.matcher
-        lo, n = self.lo, self.n
-        events = kept_events(self.columns, self.rows[lo:n])
+        kept = self.kept
+        index = self._live()
+        slots = np.arange(len(self.plan.slots), dtype=np.int64)[:, None]
         m.window = OpenWindow(
-            Stream(events),
-            self._accepted(lo, n),
-            self.coord[lo:n].copy() if self.events_window else None,
+            Stream(kept.events(self.columns, index)),
+            (kept.mask[index][None, :] >> slots & 1).astype(bool),
+            kept.coord[index].copy() if self.events_window else None,
             dict(self.counts) if self.events_window else None,
         )
         m.latest = max(m.latest, self.now)
         m.stats.stored = int(m.window.accepted.sum())
         m.stepping = None
         self.active = False
-        self._reset(SIZE)
+        self._reset()
 
-    def _accepted(self, lo: int, n: int) -> np.ndarray:
-        """``OpenWindow.accepted`` of the kept events [lo, n): slot s takes event i."""
-        slots = np.arange(len(self.plan.slots), dtype=np.int64)[:, None]
-        return (self.masks[lo:n][None, :] >> slots & 1).astype(bool)
-
-    def _append(self, row, coord: float, mask: int, code: int, position: int, keys: list) -> None:
-        n = self.n
-        if n == len(self.coord):
-            self._room()
-            n = self.n
-        write_keys(self.kval, self.kok, n, keys)
-        self.coord[n], self.codes[n], self.positions[n] = coord, code, position
-        self.masks[n] = mask
-        self.rows.append(row)
-        self.n = n + 1
+    def _live(self) -> np.ndarray:
+        """The kept events a later trigger may bind: within the window, and under STRICT after their
+        sub-stream's last event no slot keeps (a trigger of a single last slot among them)."""
+        kept = self.kept
+        lo, n = kept.lo, kept.n
+        keep = np.arange(lo, n)
+        if self.events_window and n > lo:  # one of its sub-stream's last n - 1
+            top = np.full(len(self.code_of), -1.0)
+            np.maximum.at(top, kept.code[lo:n], kept.coord[lo:n])
+            keep = keep[kept.coord[lo:n] >= top[kept.code[lo:n]] - self.span]
+        elif self.timed:  # (triggers drop the events before their window; between them, here)
+            keep = keep[self.now - kept.coord[lo:n] <= time_limit(self.span, self.now)]
+        if self.strict and len(keep):
+            breaks = kept.mask[keep] & self.keep_mask == 0
+            last_break = np.full(len(self.code_of), -1, dtype=np.int64)
+            np.maximum.at(last_break, kept.code[keep][breaks], keep[breaks])
+            keep = keep[keep > last_break[kept.code[keep]]]
+        return keep
 
     def _room(self) -> None:
-        """Room for one more event: the events no later trigger reaches dropped (under ``n EVENTS``, those
-        n - 1 or more behind their sub-stream's last), or the arrays doubled."""
-        lo, n = self.lo, self.n
-        keep = np.arange(lo, n)
-        if self.events_window and n > lo:
-            top = np.full(len(self.code_of), -1.0)
-            np.maximum.at(top, self.codes[lo:n], self.coord[lo:n])
-            keep = keep[self.coord[lo:n] >= top[self.codes[lo:n]] - self.span]
-        elif self.timed:  # (triggers drop the events before their window; between them, here)
-            keep = keep[self.now - self.coord[lo:n] <= time_limit(self.span, self.now)]
-        if len(keep) <= n // 2 and n:
-            k = len(keep)
-            self.coord[:k], self.codes[:k], self.positions[:k] = (
-                self.coord[keep],
-                self.codes[keep],
-                self.positions[keep],
-            )
-            self.masks[:k], self.kval[:, :k], self.kok[:, :k] = (
-                self.masks[keep],
-                self.kval[:, keep],
-                self.kok[:, keep],
-            )
-            rows = self.rows
-            self.rows = [rows[i] for i in keep.tolist()]
-            self.lo, self.n = 0, k
-            return
-        size = 2 * len(self.coord)
-        self.coord, self.codes, self.positions = (
-            grow(self.coord, size),
-            grow(self.codes, size),
-            grow(self.positions, size),
-        )
-        self.masks = grow(self.masks, size)
-        self.kval, self.kok = widened(self.kval, n, size), widened(self.kok, n, size)
+        """Room for one more event: the events no later trigger reaches dropped (``_live``), or the arrays
+        doubled."""
+        kept = self.kept
+        keep = self._live()
+        if len(keep) <= kept.n // 2 and kept.n:
+            kept.compact(keep)
+        else:
+            kept.grow()
 
     # ------------------------------------------------------------------ the step
     def __call__(self, type_: str, time: float, values, position: int) -> list:
@@ -329,7 +299,7 @@ class RcepStep:
         mask = self.by_type.get(type_) if self.typed else None
         if mask is None:
             mask = self._mask(type_, time, values, position)
-        if not mask and not self.events_window:
+        if not mask and not self.events_window and not self.strict:
             return []
         try:
             key = self.partition_key(type_, time, values) if self.keyed else ()
@@ -344,17 +314,19 @@ class RcepStep:
         if self.events_window:
             coord = self.counts.get(key, 0)
             self.counts[key] = coord + 1
-            if not mask:
+            if not mask and not self.strict:
                 return []
         else:
             coord = time
-        self._append((type_, time, values, position), coord, mask, code, position, keys)
+        kept = self.kept
+        if kept.n == kept.size:
+            self._room()
+        kept.append((type_, time, values, position), coord, mask, code, position, keys)
         if not mask & self.last_bit:
             return []
         found = self._trigger(time, position)
-        if not mask & self.keep_mask:
-            self.n -= 1  # a single last variable: the trigger is never needed again
-            self.rows.pop()
+        if not mask & self.keep_mask and not self.strict:
+            kept.pop()  # a single last variable: the trigger is never needed again
         return found
 
     def _mask(self, type_: str, time: float, values, position: int) -> int:
@@ -367,42 +339,21 @@ class RcepStep:
 
     def _trigger(self, time: float, position: int) -> list:
         """The matches the last kept event (a trigger) ends."""
-        lo, n = self.lo, self.n
+        kept = self.kept
         if self.timed:  # the events before this trigger's window: no later trigger reaches them either
-            coord, limit = self.coord, self.limit.at(time)
+            coord, lo, limit = kept._coord, kept.lo, self.limit.at(time)
             while time - coord[lo] > limit:
                 lo += 1
-            self.lo = lo
-        found = recompute_last(
-            lo,
-            n,
-            self.codes,
-            len(self.code_of),
-            self.masks,
-            len(self.plan.slots),
-            self.coord,
-            self.span,
-            self.last_alone,
-            self.kval,
-            self.kok,
-            self.positions,
-            self.joins,
-            self.pairs,
-            self.chains,
-            self.kleene_flags,
-            self.hybrid,
-        )
-        offsets, positions, cells, counters, distinct = found
+            kept.lo = lo
+        bounds = self._bounds
+        bounds[0], bounds[1], bounds[2] = kept.lo, kept.n, len(self.code_of)
+        rows, cells, distinct = self.kernel()
         stats = self.matcher.stats
         stats.triggers += 1
-        if len(offsets) < 2:
+        if not rows:
             return []
-        if self.ranked is not None:
-            offsets, positions, cells = _rows(ranked(offsets, positions, self.ranked), found)
-        stats.matches += len(offsets) - 1
-        matches = rows_as_matches(
-            offsets.tolist(), positions.tolist(), cells.tolist(), self.names, self.kleene, self.plain, position
-        )
+        stats.matches += rows
+        matches = self.out.matches(rows, cells, position)
         return matches if distinct else output_order(matches)
 
     def _push(self, type_: str, time: float, values, position: int) -> list:

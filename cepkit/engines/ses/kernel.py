@@ -27,6 +27,7 @@ import numpy as np
 
 from ...lang.window import ULPS
 from ..compiled import grow, jit, phi
+from ..kept import written
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
 # the fields of a node of ``_robust``'s execution tree (rows of ``tree``): the binding (variable, window
@@ -127,12 +128,20 @@ def run_windows(
     n, arity = len(coord), counts.shape[0]
     stats = np.zeros(3, dtype=np.int64)
     # the matches so far (``_emit``): offsets, positions, variables, W[0] of each, matches, positions
-    out = (np.zeros(1024, np.int64), np.empty(4096, np.int64), np.empty(4096, np.int64), np.empty(1024, np.int64), 0, 0)
-    state = np.empty(256, dtype=np.int64)
-    node = np.empty(256, dtype=np.int64)
-    arena_var = np.empty(1024, dtype=np.int64)
-    arena_event = np.empty(1024, dtype=np.int64)
-    arena_parent = np.empty(1024, dtype=np.int64)
+    size = min(1024, 16 * (n + 1))  # (a step's call runs a few short windows: allocate little; all grow)
+    out = (
+        np.zeros(size, np.int64),
+        np.empty(4 * size, np.int64),
+        np.empty(4 * size, np.int64),
+        np.empty(size, np.int64),
+        0,
+        0,
+    )
+    state = np.empty(size // 4, dtype=np.int64)
+    node = np.empty(size // 4, dtype=np.int64)
+    arena_var = np.empty(size, dtype=np.int64)
+    arena_event = np.empty(size, dtype=np.int64)
+    arena_parent = np.empty(size, dtype=np.int64)
     tree = np.empty((TREE_FIELDS, 1024 if robust else 1), dtype=np.int64)  # ``_robust``'s nodes
     joins = (join_left, join_right, join_op, join_left_key, join_right_key)
     chains = (chain_var, chain_op, chain_previous_key, chain_current_key)
@@ -380,17 +389,21 @@ def _robust(
 
 
 @jit
-def close_windows(coord, ints, kval, kok, lo, hi, n, span, params, moves, final, joins, chains):
-    """``run_windows`` over an incremental matcher's kept events (``step.SesStep``: in arrival order,
-    ``coord`` the times, ``ints`` rows the variable masks, window key codes and positions, ``kval`` and
-    ``kok`` the join and chain keys), evaluating the windows of the W[0]s in [lo, hi) (those the current
-    event closes) over the events [lo, n): grouped by key code (stably) and laid out here, so the caller
-    builds nothing per call. ``params``: the first set's mask, two_phase, keep_skips, robust, lookahead
-    and whether the codes may differ; ``joins`` and ``chains`` the rows of ``run_windows``' join and
-    chain arguments. Returns ``run_windows``' result."""
+def close_windows(events, bounds, span, params, moves, final, joins, chains, stats, out):
+    """``run_windows`` over an incremental matcher's kept events (``step.SesStep``: ``events`` the arrays
+    of one clock's ``kept.KeptEvents``, in arrival order: the window coordinates, variable masks, window
+    key codes, positions, and the join and chain keys and whether each is valid), evaluating the windows of the W[0]s in [lo, hi)
+    (those the current event closes; ``bounds`` holds lo, hi, n) over the events [lo, n): grouped by key
+    code (stably) and laid out here, so the caller builds nothing per call. ``params``: the first set's
+    mask, two_phase, keep_skips, robust, lookahead and whether the codes may differ; ``joins`` and
+    ``chains`` the rows of ``run_windows``' join and chain arguments. The matches are written into the
+    ``out`` buffers (``kept.written``: (rows, cells), negative when they do not fit), ``stats`` gets
+    ``run_windows``' statistics."""
+    coord, mask, code, position, kval, kok = events
+    lo, hi, n = bounds[0], bounds[1], bounds[2]
     m = n - lo
     if params[5]:
-        order = np.argsort(ints[1, lo:n], kind="mergesort")
+        order = np.argsort(code[lo:n], kind="mergesort")
     else:
         order = np.arange(m)
     grouped_coord = np.empty(m)
@@ -405,7 +418,7 @@ def close_windows(coord, ints, kval, kok, lo, hi, n, span, params, moves, final,
     for i in range(m):
         j = lo + order[i]
         c = coord[j]
-        grouped_coord[i], grouped_vars[i], grouped_code[i], positions[i] = c, ints[0, j], ints[1, j], ints[2, j]
+        grouped_coord[i], grouped_vars[i], grouped_code[i], positions[i] = c, mask[j], code[j], position[j]
         todo[i] = j < hi
         # ``lang.window.time_limits``: the span with its float allowance at this event's scale
         limits[i] = span + ULPS * np.spacing(max(max(abs(c), abs(span)), 1.0)) if np.isfinite(span) else span
@@ -422,7 +435,7 @@ def close_windows(coord, ints, kval, kok, lo, hi, n, span, params, moves, final,
     for v in range(arity):
         for i in range(m):
             counts[v, i + 1] = counts[v, i] + (grouped_vars[i] >> v & 1)
-    return run_windows(
+    offsets, found, variables, _, run_stats = run_windows(
         grouped_coord,
         grouped_vars,
         group_end,
@@ -449,3 +462,7 @@ def close_windows(coord, ints, kval, kok, lo, hi, n, span, params, moves, final,
         chains[2],
         chains[3],
     )
+    rows, cells = written(offsets, found, variables, np.zeros(0, dtype=np.bool_), out)
+    if rows >= 0:
+        stats[:] = run_stats
+    return rows, cells
