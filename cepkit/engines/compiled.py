@@ -1,6 +1,7 @@
 """numba helpers the compiled engines' kernels share (automaton, rcep, ses, and E-Cube's and MATCH_RECOGNIZE's
 kernels): the decorator that compiles a function when numba is installed (the plain Python function
-otherwise, as the kernels' pure-Python twins run), a comparison by operator code, and array growth."""
+otherwise, as the kernels' pure-Python twins run), a comparison by operator code, array growth, and a
+kernel's machine code for arguments whose types never change (``entry``: no numba dispatch per call)."""
 
 from __future__ import annotations
 

@@ -8,14 +8,14 @@ import random
 
 import pandas as pd
 import pytest
-from hypothesis import assume, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.automaton import kernel, nodes
 from cepkit.errors import EventError, QueryError
 from tests.engines.test_conformance import EVENTS, EXAMPLES, hierarchy_for
-from strategies import cel_queries, flat_seq_queries, kleene_queries, streams
+from strategies import cel_queries, flat_seq_queries, kleene_queries, set_query_variants, streams
 
 COLUMNS = ("type", "ts", "v", "id")
 
@@ -120,6 +120,60 @@ def test_the_stack_step_returns_what_push_and_the_reference_return(query, rows):
     expected = agree(query, rows, "stack")
     reference = cepkit.match(query, [{k: v for k, v in r.items() if v is not None} for r in rows], engine="reference")
     assert sorted(key for key, _, _ in expected) == sorted(m.key for m in reference)
+
+
+def by_chunks(query, rows, engine, chunks: list) -> list:
+    """Every emission when ``rows`` come in chunks of the given sizes (the last chunk takes the rest), each
+    chunk pushed event by event through the pusher or, for a chunk whose size is even, as one DataFrame
+    through ``extend``."""
+    matcher = cepkit.Matcher(query, engine=engine)
+    push = matcher.pusher(COLUMNS)
+    found, at = [], 0
+    for size in chunks + [len(rows)]:
+        chunk = rows[at : at + size]
+        at += len(chunk)
+        if size % 2 == 0 and chunk:
+            found += list(matcher.extend(pd.DataFrame(chunk, columns=list(COLUMNS))))
+        else:
+            for row in chunk:
+                found += push(*(row.get(c) for c in COLUMNS))
+    return outcome(found + matcher.close())
+
+
+def chunked_agree(query, rows, engine, chunks: list) -> None:
+    """``by_chunks`` emits what pushing every event as a dict emits (order and ``emitted_at``), and its
+    matches are ``cepkit.match``'s and the reference's."""
+    expected, errors, _ = by_push(query, rows, engine)
+    assume(not errors)  # (an attribute a type shows late is rejected where it comes: not the point here)
+    assert by_chunks(query, rows, engine, chunks) == expected, query
+    keys = sorted(key for key, _, _ in expected)
+    events = [{k: v for k, v in row.items() if v is not None} for row in rows]
+    assert keys == sorted(m.key for m in cepkit.match(query, events, engine=engine))
+    try:
+        reference = cepkit.match(query, events, engine="reference")
+    except QueryError:  # its search budget spent (a long Kleene run)
+        return
+    assert keys == sorted(m.key for m in reference)
+
+
+CHUNKS = st.lists(st.integers(1, 9), max_size=6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    set_query_variants(strategies=("ALL", "STNM", "ROBUST_STNM")),
+    streams(types=("C", "P", "D", "B"), max_size=30, null_one_in=5),
+    CHUNKS,
+)
+def test_the_ses_pusher_in_chunks_agrees_with_push_match_and_the_reference(query, rows, chunks):
+    chunked_agree(query, rows, "ses", chunks)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(kleene_queries(types=("A", "B", "C")), streams(types=("A", "B", "C"), max_size=30, null_one_in=5), CHUNKS)
+def test_the_rcep_pusher_in_chunks_agrees_with_push_match_and_the_reference(query, rows, chunks):
+    assume(runs(query, "rcep"))
+    chunked_agree(query, rows, "rcep", chunks)
 
 
 def gappy_rows(n: int, seed: int = 3) -> list:
