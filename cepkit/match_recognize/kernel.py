@@ -223,7 +223,7 @@ def _condition(var, pos, start, p0, p1, number, node, node_regs, n_regs, cond, r
     return sn[0] == 0 and sv[0] != 0.0
 
 
-@jit
+@jit(nrt=False)
 def _closure(
     op,
     a,
@@ -392,6 +392,7 @@ def match_partitions(
             n_nodes = 0
             matched = -2  # -2: no match; -1: an empty path; else the last node of the path
             matched_end = start
+            full = False
             generation += 1
             n_c, n_visit = _closure(
                 op,
@@ -457,11 +458,8 @@ def match_partitions(
                     ):
                         continue
                     if n_nodes == node_row.shape[0]:
-                        node_row = grow(node_row, n_nodes + 1)
-                        node_var = grow(node_var, n_nodes + 1)
-                        node_excl = grow(node_excl, n_nodes + 1)
-                        node_parent = grow(node_parent, n_nodes + 1)
-                        node_regs = grow(node_regs, node_row.shape[0] * max(n_regs, 1))
+                        full = True  # grown below, out of this loop, and the start row tried again
+                        break
                     node_row[n_nodes] = pos
                     node_var[n_nodes] = var
                     node_excl[n_nodes] = b[pc]
@@ -508,12 +506,23 @@ def match_partitions(
                         visit_next,
                         n_visit,
                     )
-                if undecided:
+                if undecided or full:
                     break
-                clist_pc, nlist_pc = nlist_pc, clist_pc
-                clist_node, nlist_node = nlist_node, clist_node
+                for t in range(n_n):  # copied, not swapped: see the arena's growth below
+                    clist_pc[t] = nlist_pc[t]
+                    clist_node[t] = nlist_node[t]
                 n_c = n_n
                 pos += 1
+            if full:
+                # An array reassigned inside the loop over rows above (grown, or swapped) costs numba's
+                # reference counts on every use there (the kernel took twice as long): the arena grows
+                # here, out of that loop, and the start row is tried again.
+                node_row = grow(node_row, n_nodes + 1)
+                node_var = grow(node_var, n_nodes + 1)
+                node_excl = grow(node_excl, n_nodes + 1)
+                node_parent = grow(node_parent, n_nodes + 1)
+                node_regs = grow(node_regs, node_row.shape[0] * max(n_regs, 1))
+                continue
             if undecided:
                 break
             if matched == -2:

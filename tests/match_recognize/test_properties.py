@@ -239,9 +239,30 @@ def test_many_threads_at_one_instruction():
     assert find(query, frame).found()[0][0].labels.count("A") == n - 6  # A ends at the row where w is 7
 
 
+@pytest.mark.parametrize("twin", [False, True])
+def test_a_match_longer_than_the_node_arena(twin, monkeypatch):
+    """One start row maps more rows than the kernel's first arena of path nodes (256) holds: the arena
+    grows and the row is tried again. B+ takes every row (A.v = 5), C none of them, so B gives back the last
+    row to C (the reference's backtracking recurses per row: too deep to run here)."""
+    if twin:
+        _python_twin(monkeypatch)
+    n = 300
+    frame = pd.DataFrame({"ts": range(n), "v": [5] + list(range(n - 2, 0, -1)) + [9]})
+    query = parse(
+        "SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts ALL ROWS PER MATCH PATTERN (A B+ C) "
+        "DEFINE B AS v < PREV(v) OR A.v = 5, C AS v > PREV(v))"
+    )
+    (match,) = outcome(query, frame, "vm")[0]
+    assert match == (1, 0, tuple(range(n)), ("A",) + ("B",) * (n - 2) + ("C",), (False,) * n)
+
+
 @pytest.fixture
 def python_kernel(monkeypatch):
     """The kernel's plain-Python twin (the same function, not compiled)."""
+    _python_twin(monkeypatch)
+
+
+def _python_twin(monkeypatch):
     compiled = kernel.match_partitions
     monkeypatch.setattr(kernel, "match_partitions", getattr(compiled, "py_func", compiled))
     for name in ("grow", "_closure", "_condition", "_update", "_same"):
