@@ -335,7 +335,7 @@ class SparkWorkbench(widgets.VBox):
             return None
         except Exception as err:  # noqa: BLE001 -- shown to the user, as a local run's errors are
             self._running(False)
-            self.status.value = error_html(err)
+            self.status.value = f"<b>failed</b> after {job.seconds:.1f} s on Spark:" + error_html(err)
             return None
         self.result, self.count, self.last_query, self.seconds = result["found"], result["count"], query, job.seconds
         self.selected = None

@@ -90,6 +90,8 @@ class Job:
         self.seconds: Optional[float] = None
         self._stages: dict = {}  # stage id -> (completed tasks, tasks)
         self._last: Optional[Progress] = None
+        self.poll_errors = 0  # reads of the status tracker that failed (``_poll``), and the last one's error
+        self.poll_error: Optional[BaseException] = None
         self._thread: Optional[threading.Thread] = None
         self._finished = threading.Event()
 
@@ -184,10 +186,13 @@ class Job:
             self.on_progress(now)
 
     def _poll(self) -> None:
-        """Classic session: the tasks of the stages of the job group's jobs, read every ``POLL_S``."""
-        tracker = self.spark.sparkContext.statusTracker()
+        """Classic session: the tasks of the stages of the job group's jobs, read every ``POLL_S`` until the
+        work returns. A read that fails (a py4j call under load, the tracker or the progress callback raising)
+        is counted in ``poll_errors`` and the next one tried: it used to end the poller for good, and a job
+        that went on running showed no progress at all. A stopped session ends the work, and so the poller."""
         while not self._finished.wait(POLL_S):
             try:
+                tracker = self.spark.sparkContext.statusTracker()
                 for job_id in tracker.getJobIdsForGroup(self.tag):
                     job = tracker.getJobInfo(job_id)
                     for stage_id in job.stageIds if job is not None else ():
@@ -195,8 +200,9 @@ class Job:
                         if stage is not None:
                             self._stages[stage_id] = (stage.numCompletedTasks, stage.numTasks)
                 self._report()
-            except Exception:  # noqa: BLE001 -- the session stopped under the poller
-                return
+            except Exception as error:  # noqa: BLE001 -- kept, and the next read tried
+                self.poll_errors += 1
+                self.poll_error = error
 
     def _connect_progress(self, stages, inflight_tasks, operation_id, done) -> None:
         """Spark Connect's progress handler (called for the session's operations; only ours run meanwhile

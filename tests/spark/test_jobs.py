@@ -5,6 +5,7 @@ once, as ``match`` numbers them), and the Workbench on Spark (``widgets.on_spark
 import re
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -70,6 +71,62 @@ def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
         job.wait(5)
     assert time.monotonic() - asked < 5 and job.cancelled
     assert spark.range(3).count() == 3  # the session is still usable
+
+
+class FlakyTracker:
+    """A classic session's status tracker whose first ``failures`` reads raise (a py4j call failing under load):
+    one job, one stage of 4 tasks, a task more done at each read."""
+
+    def __init__(self, failures: int):
+        self.failures, self.reads = failures, 0
+
+    def getJobIdsForGroup(self, group):
+        self.reads += 1
+        if self.reads <= self.failures:
+            raise RuntimeError("Answer from Java side is empty")
+        return [0]
+
+    def getJobInfo(self, job_id):
+        return SimpleNamespace(stageIds=[7])
+
+    def getStageInfo(self, stage_id):
+        return SimpleNamespace(numCompletedTasks=min(self.reads - self.failures, 4), numTasks=4)
+
+
+class ClassicSession:
+    """What a ``Job`` calls on a classic session, without Spark."""
+
+    def __init__(self, tracker):
+        self.sparkContext = SimpleNamespace(
+            statusTracker=lambda: tracker, setJobGroup=lambda *a, **k: None, setLocalProperty=lambda *a: None
+        )
+
+    def addTag(self, tag):
+        pass
+
+    def removeTag(self, tag):
+        pass
+
+
+def test_the_progress_poller_outlives_failed_reads_of_the_status_tracker():
+    """A read of the tracker that raises once used to end the poller: the job then ran on without progress
+    (the browser test's slow run showed none for 6 min). Now the next read is tried."""
+    tracker = FlakyTracker(failures=3)
+    seen = []
+    done = threading.Event()
+
+    def work():
+        done.wait(30)
+        return "result"
+
+    job = cepkit.spark.Job(work, ClassicSession(tracker), progress=seen.append).start()
+    deadline = time.monotonic() + 10
+    while (not seen or seen[-1].done < 4) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    done.set()
+    assert job.wait(30) == "result"
+    assert [p.done for p in seen] == [1, 2, 3, 4] and seen[-1] == cepkit.spark.Progress(4, 4, 1)
+    assert job.poll_errors == 3 and "Java side" in str(job.poll_error)
 
 
 def test_cancel_also_stops_the_jobs_work_starts_after_it(spark):
@@ -153,6 +210,14 @@ def test_the_workbench_cancels_a_spark_run(spark, monkeypatch):
         time.sleep(0.1)
     assert "cancelled" in wb.status.value and wb.cancel_button.layout.display == "none"
     assert not wb.run_button.disabled
+
+    def fails(self, query, engine):
+        raise RuntimeError("Python worker failed to connect back.")
+
+    monkeypatch.setattr(on_spark.SparkWorkbench, "_compute", fails)
+    assert wb.run() is None  # a run that fails says so, and why
+    assert "<b>failed</b> after" in wb.status.value and "connect back" in wb.status.value
+    assert wb.progress_text.layout.display == "none" and not wb.run_button.disabled
 
 
 def test_the_local_workbench_offers_spark_when_a_session_is_active(spark):
