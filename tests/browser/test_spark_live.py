@@ -15,7 +15,9 @@ No console errors in any. Screenshots (``test-artifacts/spark-workbench-*.png``,
 
 import os
 import re
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +32,9 @@ events = cepkit.datasets.flight_events(months=[1], kinds=["weather", "departures
 fog_day = events[(events.ts >= "2013-01-14") & (events.ts < "2013-01-15")].reset_index(drop=True)'''
 SPARK_CELLS = [
     SETUP,
-    """import os, tempfile, time
+    """import faulthandler, os, signal, tempfile, time
 import cepkit.spark
+faulthandler.register(signal.SIGUSR1, open("spark-workbench-threads.txt", "w"), all_threads=True)  # test's dump
 spark = cepkit.spark.session()
 on_spark = Workbench(spark.createDataFrame(fog_day), query=TEXT)
 on_spark""",
@@ -105,9 +108,8 @@ def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_note
     first, slow = page.locator(".cepkit-spark-workbench").nth(0), page.locator(".cepkit-spark-workbench").nth(1)
     budget.wait(first.get_by_role("button", name="Run on Spark"), "the Spark workbench's Run button")
     first.get_by_role("button", name="Run on Spark").click()
-    budget.wait(
-        first.locator(".cepkit-spark-status", has_text=f"{len(expected)} matches on Spark"), "the Spark run's count"
-    )
+    said = first.locator(".cepkit-spark-status")
+    waiting(budget, said.filter(has_text=f"{len(expected)} matches on Spark"), "the Spark run's count", lab, said)
     grid = first.locator(".cepkit-paged-table")
     budget.wait(grid.locator("tbody tr td").nth(1), "the grid's first page")
     headers = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
@@ -120,14 +122,54 @@ def test_the_workbench_on_spark_matches_locally_and_cancels(lab, page, open_note
     dom.both_widths(page, first, "spark-workbench")
 
     slow.get_by_role("button", name="Run on Spark").click()
-    budget.wait(slow.locator(".widget-html", has_text="Spark tasks done"), "the slow run's progress")
+    status = slow.locator(".cepkit-spark-status")
+    progress = slow.locator(".widget-html", has_text="Spark tasks done")
+    ended = status.filter(has_text=re.compile("matches on Spark|cancelled|failed"))
+    waiting(budget, progress.or_(ended), "the slow run's progress", lab, status)
+    assert progress.is_visible(), f"the slow run ended before it showed its progress: {status.inner_text()}"
     slow.get_by_role("button", name="Cancel").click()
     asked = time.monotonic()
-    budget.wait(slow.locator(".cepkit-spark-status", has_text="cancelled"), "the cancelled run's status")
+    waiting(budget, status.filter(has_text="cancelled"), "the cancelled run's status", lab, status)
     assert time.monotonic() - asked < CANCEL_S
     assert slow.get_by_role("button", name="Run on Spark").is_enabled()
     dom.screenshot(page, slow, artifacts / "spark-workbench-cancelled.png")
     assert not page.script_errors, page.script_errors
+
+
+def waiting(budget, locator, step: str, lab, status) -> None:
+    """``budget.wait`` for ``locator``; when the budget runs out, the failure says what the workbench's status
+    line reads and where the kernel's threads are (``kernel_threads``)."""
+    try:
+        budget.wait(locator, step)
+    except pytest.fail.Exception as failed:
+        said = status.inner_text() if status.count() else "(no status line)"
+        pytest.fail(f"{failed}\nthe status line reads: {said}\n{kernel_threads(lab)}")
+
+
+def kernel_threads(lab) -> str:
+    """Every Python thread's stack in the notebook's kernel (its first cell registered a faulthandler dump on
+    SIGUSR1) and the tail of the log of its Spark JVM (``cepkit.spark.session.JVM_LOG``)."""
+    import signal
+
+    kernels = lab.kernels()
+    ids = {kernel["id"] for kernel in kernels}
+    states = [(kernel["execution_state"], kernel.get("last_activity")) for kernel in kernels]
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            line = (proc / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if proc.name.isdigit() and any(f"kernel-{i}.json" in line for i in ids):
+            pids.append(int(proc.name))
+    dump = lab.root / "spark-workbench-threads.txt"
+    for pid in pids:
+        os.kill(pid, signal.SIGUSR1)
+    time.sleep(2)
+    logs = [Path(tempfile.gettempdir()) / f"cepkit-spark-{pid}.log" for pid in pids]
+    jvm = "".join(log.read_text(errors="replace")[-3000:] for log in logs if log.exists())
+    threads = dump.read_text() if dump.exists() else "(no dump)"
+    return f"kernel {pids} {states}: its threads:\n{threads}\nits JVM's log ends:\n{jvm}"
 
 
 @pytest.mark.xdist_group("browser")

@@ -17,8 +17,13 @@ from cepkit.spark.session import ROCKSDB_PROVIDER
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
-CONNECT_TIMEOUT_S = 600  # the script starts a Connect server and runs seven Spark steps: 5 min at load 25
+CONNECT_TIMEOUT_S = 600  # the script starts a Connect server and runs its Spark steps: 5 min at load 25
+SESSION_S = 300  # the Connect server's start (~3 min at load 30): past it the test skips
+STEP_S = 300  # each later step (one at a time: a hung wait names its step); 150 s ran out at load 30
+SCRIPT_S = CONNECT_TIMEOUT_S - 60  # the whole script's, before the test's own: the stuck step is named
 READY = "cepkit-connect-session-ready"
+STEP = "cepkit-step"
+STUCK = "cepkit-step-timed-out"
 
 
 def test_the_active_session_is_reused_with_its_settings(spark):
@@ -63,16 +68,41 @@ def test_executors_share_the_drivers_numba_cache(tmp_path, monkeypatch):
 
 
 CONNECT_SCRIPT = textwrap.dedent(f"""
-    import json, os, sys, tempfile, warnings
+    import faulthandler, json, os, subprocess, sys, tempfile, threading, time, warnings
     import pandas as pd
     import cepkit.spark
-    with warnings.catch_warnings(record=True) as caught:
+
+    END = time.monotonic() + {SCRIPT_S}
+
+    class step:
+        # Each step has a time limit of its own, cut to what is left of the script's: past it the script names
+        # the step, dumps every Python thread's stack and the Java threads of the Connect server's JVM, and exits.
+        def __init__(self, name, seconds):
+            self.name, self.seconds = name, min(seconds, END - time.monotonic())
+        def __enter__(self):
+            print({STEP!r}, self.name, flush=True)
+            self.timer = threading.Timer(self.seconds, self.expire)
+            self.timer.daemon = True
+            self.timer.start()
+        def __exit__(self, *exc):
+            self.timer.cancel()
+        def expire(self):
+            print({STUCK!r}, self.name, self.seconds, flush=True)
+            print({STUCK!r}, file=sys.stderr, flush=True)
+            faulthandler.dump_traceback(all_threads=True)
+            children = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True).stdout
+            for pid in children.split():
+                subprocess.run(["jstack", pid], stdout=open("jstack-" + pid + ".txt", "w"), timeout=60)
+            os._exit(3)
+
+    with step("session", {SESSION_S}), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         spark = cepkit.spark.session(**{{"spark.sql.shuffle.partitions": "2"}})     # $SPARK_REMOTE decides
     print({READY!r}, type(spark).__module__, flush=True)
     print(json.dumps([str(w.message) for w in caught if issubclass(w.category, UserWarning)]))
     events = pd.DataFrame({{"type": list("ABAB"), "ts": [0, 1, 2, 3], "id": [1, 1, 2, 2]}})
-    found = cepkit.spark.match(sys.argv[1], spark.createDataFrame(events), engine="reference").toPandas()
+    with step("batch match", {STEP_S}):
+        found = cepkit.spark.match(sys.argv[1], spark.createDataFrame(events), engine="reference").toPandas()
     print(json.dumps([list(map(int, p)) for p in found["positions"]]))
     # The same events as a stream in one micro-batch, then an event far later that moves the watermark, into
     # a live view (widgets.live): foreachBatch would run in the server's Python, so the events and the matches
@@ -82,16 +112,20 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     source = os.path.join(folder, "events")
     os.mkdir(source)
     stream = spark.readStream.schema("type string, ts double, position long, id long").json(source)
-    live = LiveView.from_spark(sys.argv[1], stream, engine="reference", poll=3600)
+    with step("live view: start its queries", {STEP_S}):
+        live = LiveView.from_spark(sys.argv[1], stream, engine="reference", poll=3600)
     batches = [events.assign(position=range(4)), pd.DataFrame([{{"type": "Z", "ts": 100.0, "position": 4, "id": 1}}])]
     polled = []
     for number, batch in enumerate(batches):
         batch.to_json(os.path.join(source, f"{{number}}.json"), orient="records", lines=True)
-        for query in live.queries:
-            query.processAllAvailable()
-        polled.append(live.poll())
-    late = cepkit.spark.late_events(live.queries[1])
-    live.stop()
+        for query, kind in zip(live.queries, ["events", "matches"]):
+            with step(f"live view: batch {{number}}, the {{kind}} query's processAllAvailable", {STEP_S}):
+                query.processAllAvailable()
+        with step(f"live view: batch {{number}}, poll", {STEP_S}):
+            polled.append(live.poll())
+    with step("live view: late events and stop", {STEP_S}):
+        late = cepkit.spark.late_events(live.queries[1])
+        live.stop()
     streamed = sorted(list(m.positions) for _, m in (*live.earlier, *live.latest))
     print(json.dumps([streamed, late, polled, live.batches, live.event_count, live.match_count, live.stats.value,
                       [query.isActive for query in live.queries]]))
@@ -99,36 +133,40 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     cube = cepkit.ECube({{"ab": sys.argv[1], "xb": sys.argv[1].replace("A a", "X a")}}, {{"X": ["A"]}})
     cube_source = os.path.join(folder, "cube")
     os.mkdir(cube_source)
-    found = cepkit.spark.cube_stream(cube, spark.readStream.schema("type string, ts double, position long, id long")
-                                     .json(cube_source))
-    cubing = found.writeStream.format("memory").queryName("cube_found").outputMode("append").start()
+    with step("cube: start", {STEP_S}):
+        found = cepkit.spark.cube_stream(cube, spark.readStream.schema("type string, ts double, position long, id long")
+                                         .json(cube_source))
+        cubing = found.writeStream.format("memory").queryName("cube_found").outputMode("append").start()
     for number, batch in enumerate(batches):
         batch.to_json(os.path.join(cube_source, f"{{number}}.json"), orient="records", lines=True)
-        cubing.processAllAvailable()
-    cubed = sorted([r["query"], list(r["positions"])] for r in spark.sql("select * from cube_found").collect())
-    cubing.stop()
+        with step(f"cube: batch {{number}}, processAllAvailable", {STEP_S}):
+            cubing.processAllAvailable()
+    with step("cube: read and stop", {STEP_S}):
+        cubed = sorted([r["query"], list(r["positions"])] for r in spark.sql("select * from cube_found").collect())
+        cubing.stop()
     print(json.dumps(cubed))
     # The Workbench on this session (widgets.on_spark), and a Job's progress and Cancel through Connect.
-    import time
     from widgets.on_spark import SparkWorkbench
-    wb = SparkWorkbench(spark.createDataFrame(events), query=sys.argv[1], engine="reference")
-    found = wb.run()
+    with step("workbench: make and run", {STEP_S}):
+        wb = SparkWorkbench(spark.createDataFrame(events), query=sys.argv[1], engine="reference")
+        found = wb.run()
     def slow(batches):
         for batch in batches:
             time.sleep(1)
             yield batch
     seen = []
-    job = cepkit.spark.Job(lambda: spark.range(0, 60, numPartitions=60).mapInPandas(slow, "id long").count(),
-                           spark, progress=seen.append).start()
-    deadline = time.monotonic() + 60
-    while not seen and time.monotonic() < deadline:
-        time.sleep(0.2)
-    asked = time.monotonic()
-    job.cancel()
-    try:
-        job.wait(30)
-    except cepkit.spark.Cancelled:
-        pass
+    with step("job: progress and cancel", {STEP_S}):
+        job = cepkit.spark.Job(lambda: spark.range(0, 60, numPartitions=60).mapInPandas(slow, "id long").count(),
+                               spark, progress=seen.append).start()
+        deadline = time.monotonic() + 60
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.2)
+        asked = time.monotonic()
+        job.cancel()
+        try:
+            job.wait(30)
+        except cepkit.spark.Cancelled:
+            pass
     print(json.dumps([found, [row[wb.grid.columns.index("positions")] for row in wb.grid.rows], len(seen), job.cancelled,
                       time.monotonic() - asked]), flush=True)
     # The local Connect server pyspark started keeps threads that hold the interpreter open: leave at once.
@@ -164,7 +202,10 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip(f"a local Spark Connect server did not answer within {CONNECT_TIMEOUT_S} s")
     if READY not in run.stdout:
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
-    assert run.returncode == 0, run.stderr[-3000:]
+    steps = [line for line in run.stdout.splitlines() if line.startswith((STEP, STUCK))]
+    if steps[-1].startswith(STUCK):
+        pytest.fail(f"{steps[-1]} s; where each thread was:\n{where_stuck(run.stderr, tmp_path)}")
+    assert run.returncode == 0, f"the script failed in its {steps[-1]!r}:\n{run.stderr[-3000:]}"
     assert "pyspark.sql.connect" in run.stdout
     lines = run.stdout.strip().splitlines()[-5:]
     warned, batch, live, cubed, (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
@@ -180,6 +221,19 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
     assert cubed == sorted([name, p] for name in ("ab", "xb") for p in expected)  # cube_stream too
     assert found == len(expected) and page == [", ".join(map(str, p)) for p in expected]  # the Workbench
     assert reports and cancelled and cancel_s < 5  # Connect's progress handler; interruptTag
+
+
+def where_stuck(stderr: str, folder: Path) -> str:
+    """A stuck script's Python threads (faulthandler's dump: its last 4,000 characters) and the Java threads of
+    the Connect server's JVM in Spark's code and not idle in a pool (queries, operations, tasks)."""
+    python = stderr[stderr.rfind(STUCK) :][-4000:]
+    java = [
+        "\n".join(thread.splitlines()[:30])
+        for dump in sorted(folder.glob("jstack-*.txt"))
+        for thread in dump.read_text().split("\n\n")
+        if thread.startswith('"') and "org.apache.spark" in thread and "getTask" not in thread
+    ]
+    return python + "\n\nJava threads:\n" + "\n\n".join(java)
 
 
 def test_a_local_session_gets_a_few_shuffle_partitions_per_thread(tmp_path, monkeypatch):
