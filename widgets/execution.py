@@ -53,6 +53,25 @@ class Run:
         return self.matches.engine
 
 
+def failure_text(err: Exception, query, strategy: Optional[str] = None) -> tuple:
+    """(what went wrong, what to try) for a run of ``query`` (under ``strategy``, else its own) that raised
+    ``err``, as a widget says it (a run
+    in a thread has no traceback anyone sees). What to try is '' but for a result too large for memory from a
+    Kleene ``+`` under ALL, which has a match for every subset of its events.
+
+    >>> failure_text(MemoryError("Unable to allocate 87.1 TiB"), cepkit.parse("A a ; B+ b WITHIN 3 s"))[1][:38]
+    'Under strategy ALL a Kleene + has a ma'
+    """
+    said = getattr(err, "reason", None) or f"{type(err).__name__}: {str(err)[:300]}"
+    hint = ""
+    if isinstance(err, MemoryError) and "kleene" in query.features and (strategy or query.strategy) == "ALL":
+        hint = (
+            "Under strategy ALL a Kleene + has a match for every subset of its events: "
+            "pick the strategy NEXT, LAST or MAX for one per start."
+        )
+    return said, hint
+
+
 def as_stream(events, type: Optional[str] = None, ts: Optional[str] = None) -> Stream:
     """Events (DataFrame, dicts, Events or a Stream) as one validated ``Stream``, converted once per widget;
     ``type``/``ts`` name the own columns of the type and time, as for ``cepkit.match``."""

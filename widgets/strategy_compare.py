@@ -27,7 +27,7 @@ from plotly.subplots import make_subplots
 
 import cepkit
 
-from .execution import STRATEGIES, Cancelled, Run, as_stream, run_query
+from .execution import STRATEGIES, Cancelled, Run, as_stream, failure_text, run_query
 from .figures import TABLE_CSS, PlotlyView, full_width, plural
 from .timeline import PALETTE, EventCanvas
 
@@ -155,10 +155,10 @@ class StrategyCompare(widgets.VBox):
                         progress=self._check_cancel,
                         **self.options,
                     )
-                except cepkit.QueryError as err:
-                    self.errors[strategy] = err
                 except Cancelled:
                     break
+                except Exception as err:  # noqa: BLE001 -- said in its row; the other strategies still run
+                    self.errors[strategy] = err
                 self.progress.value = i + 1
         finally:
             self.seconds = time.perf_counter() - started
@@ -178,6 +178,8 @@ class StrategyCompare(widgets.VBox):
             traces, layout = self._figure()
             self.figure = go.Figure(traces, layout)
             self.plot.show(self.figure)
+        else:  # no strategy ran: no empty axes under the table
+            self.plot.layout.display = "none"
 
     @staticmethod
     def _title(strategy: str, run: Run) -> str:
@@ -260,7 +262,8 @@ class StrategyCompare(widgets.VBox):
         rows = []
         for strategy in self.strategies:
             if strategy in self.errors:
-                cells = ("–", "–", f"<span style='color:#b00'>{html.escape(self.errors[strategy].reason)}</span>")
+                said = " ".join(failure_text(self.errors[strategy], self.query, strategy)).strip()
+                cells = ("–", "–", f"<span style='color:#b00'>{html.escape(said)}</span>")
             elif strategy in self.runs:
                 run = self.runs[strategy]
                 offsets, flat = run.matches.position_arrays()  # distinct position sets, as columns

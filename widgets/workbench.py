@@ -54,7 +54,7 @@ from cepkit import recipes
 
 from .automaton_view import AutomatonView
 from .diagnostics import check_text, error_html
-from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, run_query
+from .execution import PROGRESS_MIN_EVENTS, STRATEGIES, Cancelled, as_stream, failure_text, run_query
 from .editor import QueryEditor
 from .explain_view import ExplainView
 from .export import code_of, report_html, save_workbench_figures
@@ -518,12 +518,10 @@ class Workbench(widgets.VBox):
 
     def _failed_text(self, err: Exception, query) -> str:
         """A run that raised, said in the status line: the error, and what to try for a result too large."""
-        why = f"<b>the run failed</b>: {html.escape(type(err).__name__)}: {html.escape(str(err)[:300])}"
-        if isinstance(err, MemoryError) and "kleene" in query.features and query.strategy == "ALL":
-            why += (
-                "<br><small>Under strategy ALL a Kleene <code>+</code> has a match for every subset of its events: "
-                "pick the strategy NEXT, LAST or MAX for one per start.</small>"
-            )
+        said, hint = failure_text(err, query)
+        why = f"<b>the run failed</b>: {html.escape(said)}" + (
+            f"<br><small>{html.escape(hint)}</small>" if hint else ""
+        )
         last = " · <small>below: the last run, greyed</small>" if self.last_run is not None else ""
         return f"<span style='color:#b00'>{why}</span>{last}"
 

@@ -67,6 +67,29 @@ def test_a_strategy_the_query_cannot_take_is_listed_with_its_error(farm):
         StrategyCompare(PHI1, farm, strategies=[])
 
 
+def test_a_strategy_that_raises_is_said_in_its_row_and_the_others_still_run(farm, monkeypatch):
+    """On the flights year ``DELAYED_DEPARTURE+`` under ALL raised MemoryError (87 TiB) in the tab's thread:
+    the table said "cancelled after 0 of 7 strategies", no one having pressed Cancel, over empty axes."""
+    import cepkit.widgets.strategy_compare as module
+
+    real = module.run_query
+
+    def all_too_large(query, stream, engine, strategy, *args, **kwargs):
+        if strategy == "ALL":
+            raise MemoryError("Unable to allocate 87.1 TiB")
+        return real(query, stream, engine, strategy, *args, **kwargs)
+
+    monkeypatch.setattr(module, "run_query", all_too_large)
+    compare = StrategyCompare("T x ; H+ y", farm, strategies=("ALL", "NEXT", "MAX"), background=True).wait(60)
+    assert list(compare.runs) == ["NEXT", "MAX"] and isinstance(compare.errors["ALL"], MemoryError)
+    table = compare.table.value
+    assert "cancelled" not in table and "MemoryError: Unable to allocate 87.1 TiB" in table
+    assert "NEXT, LAST or MAX" in table and compare.plot.layout.display != "none"
+    monkeypatch.setattr(module, "run_query", lambda *args, **kwargs: (_ for _ in ()).throw(MemoryError("none")))
+    nothing = StrategyCompare("T x ; H+ y", farm, strategies=("ALL",))
+    assert not nothing.runs and nothing.plot.layout.display == "none"  # no empty axes under the table
+
+
 def test_progress_counts_strategies_and_hides_when_done(farm):
     compare = StrategyCompare(PHI1, farm, strategies=("ALL", "NEXT", "LAST"))
     assert (compare.progress.value, compare.progress.max) == (3, 3)
