@@ -69,7 +69,8 @@ TIME_ZONES = (
 # than 640 px (an 800 px window with JupyterLab's file browser open: ~370 px) a row no longer fits position,
 # variables, type, time and ~250 px of attributes side by side, so each event becomes a block: its position,
 # variables, type and time on a line (wrapping between them, never inside one), its attributes under them at
-# the whole width. The table's header then goes (the position says "position" itself).
+# the whole width. The table's header then goes (the position says "position" itself). Its rules name both
+# classes: a TABLE_CSS sent later in the page (another view's) would otherwise undo them.
 MATCH_EVENTS_CSS = """<style>
 div.cepkit-match-events-box { container-type: inline-size; width: 100%; overflow-x: auto; }
 table.cepkit-match-events { width: 100%; line-height: 1.45; }
@@ -78,14 +79,14 @@ table.cepkit-match-events th.key, table.cepkit-match-events td.key { width: 1%; 
 table.cepkit-match-events td.attrs { min-width: 14em; }
 table.cepkit-match-events .pair { white-space: nowrap; }
 @container (max-width: 640px) {
-  table.cepkit-match-events, table.cepkit-match-events tbody { display: block; }
-  table.cepkit-match-events thead { display: none; }
-  table.cepkit-match-events tr { display: flex; flex-wrap: wrap; column-gap: 12px; padding: 3px 6px;
+  table.cepkit-table.cepkit-match-events, table.cepkit-table.cepkit-match-events tbody { display: block; }
+  table.cepkit-table.cepkit-match-events thead { display: none; }
+  table.cepkit-table.cepkit-match-events tr { display: flex; flex-wrap: wrap; column-gap: 12px; padding: 3px 6px;
     border: 1px solid #d0d7de; border-top: none; }
-  table.cepkit-match-events tr:first-child { border-top: 1px solid #d0d7de; }
-  table.cepkit-match-events td, table.cepkit-match-events td.key { border: none; padding: 0; width: auto; }
-  table.cepkit-match-events td.position::before { content: "position "; color: #6e7781; }
-  table.cepkit-match-events td.attrs { flex: 1 0 100%; min-width: 0; color: #3d444d; }
+  table.cepkit-table.cepkit-match-events tr:first-child { border-top: 1px solid #d0d7de; }
+  table.cepkit-table.cepkit-match-events td, table.cepkit-table.cepkit-match-events td.key { border: none; padding: 0; width: auto; }
+  table.cepkit-table.cepkit-match-events td.position::before { content: "position "; color: #6e7781; }
+  table.cepkit-table.cepkit-match-events td.attrs { flex: 1 0 100%; min-width: 0; color: #3d444d; }
 }
 </style>"""
 
@@ -137,8 +138,18 @@ def bound_variables(match, position: int) -> list:
 
 
 def bindings_text(match) -> str:
-    """``x = 1, y = (4, 6)``: a match's bindings, Kleene variables as tuples."""
-    return ", ".join(f"{v} = {b}" for v, b in match.bindings.items()) or "(no bindings)"
+    """``x = 1, y = (4, 6)``: a match's bindings, a Kleene variable's positions in brackets (one too: ``(4)``).
+
+    >>> bindings_text(cepkit.Match(frozenset({1, 4}), {"x": 1, "y": (4,)}))
+    'x = 1, y = (4)'
+    """
+    return (
+        ", ".join(
+            f"{v} = ({', '.join(map(str, b))})" if isinstance(b, tuple) else f"{v} = {b}"
+            for v, b in match.bindings.items()
+        )
+        or "(no bindings)"
+    )
 
 
 def event_text(event, when: Optional[str] = None) -> str:
