@@ -2,7 +2,9 @@
 
 The browser gets the rows of the page on show (10, 25 or 100 of them) as text, never the whole table, so a
 table of a million rows costs the page what a table of ten does. Search, sort and paging are done in the
-kernel over every row (``TableData``): the search box keeps the rows whose text contains what is typed (any
+kernel over every row (``TableData``): each row is one line, a cell longer than 40 characters (a Kleene
+variable's times) cut at 24em with "…", its whole text on hover (the picked match's events table, the CSV and
+``frame()`` have it whole). The search box keeps the rows whose text contains what is typed (any
 column, case ignored), a click on a column's header sorts every row by it (again: descending), and the line
 under the table says which rows are on show of how many ("rows 11–20 of 139 matches the search keeps, of
 2,957"). The CSV button sends the kernel's CSV of every row the search keeps, in the order shown (not the
@@ -119,6 +121,7 @@ class PagedTable(anywidget.AnyWidget):
       b.textContent = text; b.title = title; b.className = "cepkit-page-button";
       return b;
     }
+    const LONG = 40;   // characters: a longer cell (a Kleene variable's times) is cut at 24em with "…"
     function render({ model, el }) {
       el.classList.add("cepkit-paged-table");
       const bar = document.createElement("div"); bar.className = "cepkit-table-bar";
@@ -185,9 +188,9 @@ class PagedTable(anywidget.AnyWidget):
           const tr = document.createElement("tr");
           tr.dataset.id = String(ids[i]);
           if (ids[i] === picked) tr.classList.add("cepkit-picked");
-          for (const cell of row) {        // a short cell (a time, a name) on one line; the table scrolls sideways
+          for (const cell of row) {        // a row is one line; the table scrolls sideways
             const td = document.createElement("td"); td.textContent = cell;
-            if (cell.length <= 32) td.style.whiteSpace = "nowrap";
+            if (cell.length > LONG) { td.className = "cepkit-long"; td.title = cell; }  // a Kleene list: … and a hover
             tr.append(td);
           }
           if (model.get("selectable")) tr.onclick = () => {
@@ -222,7 +225,8 @@ class PagedTable(anywidget.AnyWidget):
     table.cepkit-grid { border-collapse: collapse; width: 100%; }
     table.cepkit-grid th { background: #f6f8fa; cursor: pointer; user-select: none; white-space: nowrap; }
     table.cepkit-grid th, table.cepkit-grid td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left;
-      vertical-align: top; }
+      vertical-align: top; white-space: nowrap; }
+    table.cepkit-grid td.cepkit-long { max-width: 24em; overflow: hidden; text-overflow: ellipsis; }
     table.cepkit-grid tbody tr:hover { background: #f0f6ff; }
     table.cepkit-grid tr.cepkit-picked, table.cepkit-grid tr.cepkit-picked:hover { background: #ffe3e3; }
     table.cepkit-grid td.cepkit-empty { color: #777; font-style: italic; }

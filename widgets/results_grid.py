@@ -79,7 +79,7 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
             frame.insert(at, f"{v}.type", np.where(bound, types[where], None))
         else:
             lists = _bound_lists(kind, value)
-            flat = iter(canvas.x_of([p for ps in lists for p in ps]))
+            flat = iter(canvas.time_values(stream.times[np.asarray([p for ps in lists for p in ps], dtype=np.int64)]))
             frame.insert(at, f"{v}.ts", [[next(flat) for _ in ps] for ps in lists])
             frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in lists])
     return frame

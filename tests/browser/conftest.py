@@ -366,13 +366,15 @@ def collisions(figure: dict) -> list:
 
 
 # Elements (with their text) cut at the right: past their output's edge, past an ancestor that hides what
-# overflows it, or a text cut inside its own box (a button or tab title ending in "…"). Inside a box that
-# scrolls sideways by design (the grid's scroll body, a wide drawing) nothing counts as cut.
+# overflows it, or a text cut inside its own box (a button or tab title ending in "…"; not a grid cell cut
+# with "…" on purpose, its whole text on hover). Inside a box that scrolls sideways by design (the grid's
+# scroll body, a wide drawing) nothing counts as cut.
 CUT_AT_THE_RIGHT = """output => {
     const cut = (e) => {
         const own = getComputedStyle(e).overflowX;
         if (e.classList.contains('dt-scroll-head')) return false;   // the grid's header, scrolled with its body
-        if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1) return true;
+        if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1
+            && !(getComputedStyle(e).textOverflow === 'ellipsis' && e.title === e.textContent)) return true;
         let edge = output.getBoundingClientRect().right;
         for (let p = e.parentElement; p && p !== output; p = p.parentElement) {
             const x = getComputedStyle(p).overflowX;

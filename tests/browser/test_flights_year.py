@@ -13,7 +13,9 @@ results grid's search and CSV, at 1,400 and 800 px. What this checks, each found
   nothing of the Workbench reaches past its output (the grid scrolls inside its own box);
 - the Automaton tab's stepped event and the Events tab give times in the Workbench's time zone (they said
   UTC beside the grid's New York times);
-- *Why not?* says it is searching while it runs (seconds on the year) and lists the near misses.
+- *Why not?* says it is searching while it runs (seconds on the year) and lists the near misses;
+- a Kleene ``+`` under NEXT (typed in the editor): the grid's rows stay one line (a list of times was 3-5
+  lines high, in the timeline's ISO text), and the picked match's table lists each of its events.
 
 No console errors. Screenshots: ``test-artifacts/year-*.png``.
 """
@@ -32,6 +34,8 @@ from cepkit.widgets import Workbench
 events = cepkit.datasets.flight_events()
 Workbench(events, query="""{TOUR_QUERY}""", tz="America/New_York")''',
 ]
+
+KLEENE = "FOG AS w ; DELAYED_DEPARTURE+ AS d WHERE d.dep_delay >= 60 WITHIN 3 hours PARTITION BY origin"
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
@@ -151,4 +155,30 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
     lines = open(download.value.path(), encoding="utf-8").read().splitlines()
     assert len(lines) == kept + 1 and lines[0].startswith("match,start,end,origin,positions")
     dom.both_widths(page, grid, "year-search")
+
+    # a Kleene + under NEXT: the grid's rows stay one line each (a variable's list of times cut with "…", its
+    # whole text on hover: they were 3-5 lines high), and a picked match's table lists every event of it
+    tab("Timeline")  # (on the Strategies tab the run would start its seven strategies again)
+    wb.locator(".widget-dropdown", has_text="strategy").locator("select").select_option("NEXT")
+    wb.locator(".cm-content").first.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(KLEENE)
+    budget.until(lambda: "kleene" in wb.locator(".cepkit-diagnostics").inner_text(), "the Kleene query checked", page)
+    wb.get_by_role("button", name="Run").click()
+
+    def ran_kleene():
+        said = wb.inner_text()
+        counts = re.search(r"([\d,]+) matches by engine", said), re.search(r"of ([\d,]+) matches\n", said)
+        return "edited since" not in said and "running" not in said and all(counts) and counts[0][1] == counts[1][1]
+
+    budget.until(ran_kleene, "the Kleene query's run", page)
+    heights = rows.evaluate_all("rows => rows.map(r => r.offsetHeight)")
+    assert len(heights) == 10 and max(heights) <= 1.3 * min(heights), heights
+    listed = grid.locator("td.cepkit-long").first.get_attribute("title")  # d.ts of two DELAYED_DEPARTUREs or more
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d)+", listed), listed
+    columns = [h.strip() for h in grid.locator("thead th").all_inner_texts()]
+    sizes = [len(r.locator("td").nth(columns.index("positions")).inner_text().split(",")) for r in rows.all()]
+    rows.nth(sizes.index(max(sizes))).click()
+    budget.until(lambda: events_table.locator("tbody tr").count() == max(sizes) >= 3, "the picked match's events", page)
+    dom.both_widths(page, wb, "year-kleene")
     assert not page.script_errors, page.script_errors

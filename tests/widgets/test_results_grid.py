@@ -96,3 +96,22 @@ def test_a_table_of_no_rows_says_so():
     table = PagedTable(noun="event")
     table.set_data(TableData(0, lambda: pd.DataFrame({"n": []})))
     assert table.rows == [] and table.info_text == "no events"
+
+
+def test_a_kleene_variables_times_read_as_the_single_ones():
+    """On the flights year ``d.ts`` of ``DELAYED_DEPARTURE+ AS d`` read "2013-01-13T07:19:00.000, ..." (the
+    timeline's ISO x values) beside "2013-01-13 07:19:00" in ``w.ts``."""
+    events = pd.DataFrame(
+        {"type": ["A", "B", "B"], "ts": pd.date_range("2013-01-13 12:00", periods=3, freq="5min", tz="UTC")}
+    )
+    wb = Workbench(events, query="A a ; B+ b WITHIN 1 hour", tz="America/New_York")
+    wb.run()
+    rows = [dict(zip(wb.results.grid.columns, row)) for row in wb.results.grid.rows]
+    assert {r["a.ts"] for r in rows} == {"2013-01-13 07:00:00"}
+    assert sorted(r["b.ts"] for r in rows) == [
+        "2013-01-13 07:05:00",
+        "2013-01-13 07:05:00, 2013-01-13 07:10:00",
+        "2013-01-13 07:10:00",
+    ]
+    both = [list(ts) for ts in wb.results.grid.data.whole()["b.ts"] if len(ts) == 2]
+    assert both == [[pd.Timestamp("2013-01-13 07:05"), pd.Timestamp("2013-01-13 07:10")]]
