@@ -127,6 +127,25 @@ class Lab:
         nbformat.write(notebook, self.root / name)
         return name
 
+    def without_spark(self, notebook: str) -> str:
+        """A copy of ``notebook`` that ends before its Spark section (the first code cell that imports
+        ``cepkit.spark``, the markdown cells right above it, and every cell after); returns its name, or
+        ``notebook`` when it has no such cell. Such a section prints text or shows a Workbench on Spark: nbval
+        runs it and checks its results, and ``test_spark_live.py`` looks at that Workbench in the browser."""
+        import nbformat
+
+        original = nbformat.read(self.root / notebook, as_version=4)
+        cells = original.cells
+        first = next((i for i, c in enumerate(cells) if c.cell_type == "code" and "cepkit.spark" in c.source), None)
+        if first is None:
+            return notebook
+        while first > 0 and cells[first - 1].cell_type == "markdown":
+            first -= 1
+        original.cells = cells[:first]
+        name = notebook.replace(".ipynb", "-local.ipynb")
+        nbformat.write(original, self.root / name)
+        return name
+
 
 @pytest.fixture(scope="session")
 def lab(tmp_path_factory):

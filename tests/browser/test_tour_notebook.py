@@ -1,5 +1,10 @@
 """The tour in a real browser: ``notebooks/01-tour.ipynb`` run in JupyterLab in headless Chromium
-(``conftest.py``), the match timeline and the automaton checked to render as plotly figures.
+(``conftest.py``), the match timeline, the automaton and the workbench checked to render as plotly figures.
+
+The browser runs the tour up to its Spark section (``Lab.without_spark``): that section's cells start Spark
+in the kernel (half a minute and more), nbval runs them and checks that Spark and the local engine agree, and
+``test_spark_live.py`` checks the Workbench on Spark in the browser (its grid's rows, its sampled timeline, at
+1,400 and 800 px). Without Spark the test shares the "browser" group's worker, not the Spark tests' one.
 
 Every wait draws on one budget, ``BUDGET_S`` from the moment the page opens, so a slow run fails naming the
 step that ran out instead of running on.
@@ -8,19 +13,20 @@ step that ran out instead of running on.
 import pytest
 
 NOTEBOOK = "01-tour.ipynb"
-DONE_MARKER = "tour complete"  # printed by the tour's last cell
 BUDGET_S = 300  # every wait together, from opening the page (load ~10 on 2 cores)
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.xdist_group("spark"),
-]  # the tour starts Spark: never beside the other JVM-heavy tests
+pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
-def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, open_notebook, budget, dom, artifacts):
+def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(
+    lab, page, open_notebook, budget, dom, artifacts
+):
     budget = budget(BUDGET_S)
-    open_notebook(page, NOTEBOOK, budget)
-    budget.wait(page.locator(".jp-OutputArea-output", has_text=DONE_MARKER), "the tour's last cell")
+    local = lab.without_spark(NOTEBOOK)
+    assert local != NOTEBOOK, "the tour has no Spark section any more: run it whole"
+    open_notebook(page, local, budget)
+    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
+    budget.wait(workbench, "the tour's workbench (its last cell before Spark)")
     timeline = page.locator(".js-plotly-plot[data-drawn-at]").filter(has_text="matches").first
     automaton = page.locator(".cepkit-automaton-view .js-plotly-plot[data-drawn-at]").first
     budget.wait(timeline, "the timeline figure drawn")
@@ -38,8 +44,4 @@ def test_tour_runs_in_chromium_and_draws_the_timeline_and_the_automaton(page, op
     assert not page.script_errors, page.script_errors
     dom.screenshot(page, timeline, artifacts / "01-tour-timeline.png")
     dom.screenshot(page, automaton, artifacts / "01-tour-automaton.png")
-    workbench = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-editor")).first
     dom.screenshot(page, workbench, artifacts / "01-tour-workbench.png")
-    on_spark = page.locator(".jp-OutputArea-output").filter(has=page.locator(".cepkit-spark-workbench")).last
-    budget.wait(on_spark.locator(".cepkit-paged-table tbody tr td").nth(1), "the Spark workbench's grid")
-    dom.screenshot(page, on_spark, artifacts / "01-tour-spark-workbench.png")
