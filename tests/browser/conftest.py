@@ -407,6 +407,25 @@ CUT_AT_THE_RIGHT = """output => {
         .slice(0, 10); }"""
 
 
+# The picked match's events table as a reader sees it: per row, its lines of text (the distinct tops of its
+# text's line boxes), the lines of each of its key cells (position, variables, type, time), the lines of its
+# attributes and how many their width needs at least (their pairs' widths over the cell's), and the cells
+# whose text runs out of them (over their neighbours).
+READ_EVENTS_TABLE = """table => {
+    const lines = (e) => { const tops = new Set(), walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+        for (let n = walk.nextNode(); n; n = walk.nextNode()) { const range = document.createRange();
+            range.selectNodeContents(n);
+            for (const box of range.getClientRects()) if (box.width > 0) tops.add(Math.round(box.top)); }
+        return tops.size; };
+    return [...table.querySelectorAll('tbody tr')].map(tr => ({lines: lines(tr), height: tr.offsetHeight,
+        keys: [...tr.querySelectorAll('td.key')].map(lines), attrs: lines(tr.querySelector('td.attrs')),
+        attrs_needed: Math.ceil([...tr.querySelectorAll('td.attrs .pair')]
+            .reduce((sum, pair) => sum + pair.getBoundingClientRect().width + 4, 0)
+            / tr.querySelector('td.attrs').clientWidth),
+        spilling: [...tr.querySelectorAll('td')].filter(td => td.scrollWidth > td.clientWidth + 1)
+            .map(td => td.textContent)})); }"""
+
+
 class Dom:
     """What a person checks by eye, read from the page."""
 
@@ -437,6 +456,13 @@ class Dom:
         """Elements of a cell's ``output`` (a ``.jp-OutputArea-output``) cut at the right or reaching past it,
         outside a box that scrolls sideways by design (``CUT_AT_THE_RIGHT``): the first ten, with their text."""
         return output.evaluate(CUT_AT_THE_RIGHT)
+
+    @staticmethod
+    def read_events_table(table) -> list:
+        """A match's events table (``table.cepkit-match-events``) as a reader sees it (``READ_EVENTS_TABLE``):
+        per row, its lines of text, each key cell's lines, its attributes' lines and the fewest they need, the
+        texts running out of their cells."""
+        return table.evaluate(READ_EVENTS_TABLE)
 
     @staticmethod
     def width_ratio(element) -> float:

@@ -2,8 +2,13 @@
 ~370 px output: a laptop, a projector): nothing a person reads is cut at the right edge (the results grid and
 a drawing wider than the output scroll inside themselves), the timeline fills its width with its legend above
 it, the automaton's labels do not crowd one another, and the workbench's controls do not lie on one another.
-Screenshots: ``test-artifacts/narrow-*.png``.
+A Kleene ``+`` (a match of 24 DELAYED_DEPARTUREs picked): the grid's rows stay one line (a list of times cut
+with "…", whole on hover: they were 3-5 lines high), and the picked match's events table lists every event,
+each a block: its position, variables, type and time on two lines at most, its attributes using the whole
+width (rows were ~150 px high, a word per line in 18em cells). Screenshots: ``test-artifacts/narrow-*.png``.
 """
+
+import re
 
 import pytest
 
@@ -22,6 +27,11 @@ workbench""",
     """AutomatonView(QUERY, fog_day.iloc[:40])""",
     """StrategyCompare(QUERY, fog_day)""",
     """ExplainView(QUERY, fog_day, workbench.matches[0].positions)""",
+    """KLEENE = 'FOG AS w ; DELAYED_DEPARTURE+ AS d WHERE d.dep_delay >= 30 WITHIN 2 hours PARTITION BY origin'
+kleene = Workbench(fog_day, query=KLEENE, strategy="NEXT", tz="America/New_York")
+kleene.run()
+kleene.selected = max(range(len(kleene.matches)), key=lambda k: len(kleene.matches[k].positions))
+kleene""",
 ]
 
 pytestmark = [pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -64,6 +74,8 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     ):
         views[name] = outputs.filter(has=page.locator(css)).last
         budget.wait(views[name].locator(".js-plotly-plot"), f"the {name} figure")
+    views["kleene"] = outputs.filter(has=page.locator(".cepkit-editor")).nth(1)
+    budget.wait(views["kleene"].locator("table.cepkit-match-events"), "the Kleene match's events")
 
     for name, output in views.items():
         output.scroll_into_view_if_needed()
@@ -86,5 +98,22 @@ def test_workbench_and_automaton_in_an_800_px_window(lab, page, open_notebook, b
     past = message.evaluate("""m => Math.round(m.getBoundingClientRect().right
         - m.closest('.jp-OutputArea-output').getBoundingClientRect().right)""")
     assert "no event of type 'STORM'" in message.inner_text() and past <= 1, past
+    # the Kleene workbench: one line a grid row, a list of times whole on hover, the picked match's 24 events
+    kleene = views["kleene"]
+    heights = kleene.locator("table.cepkit-grid tbody tr").evaluate_all("rows => rows.map(r => r.offsetHeight)")
+    assert len(heights) == 10 and max(heights) <= 1.3 * min(heights), heights
+    long = kleene.locator("table.cepkit-grid td.cepkit-long").evaluate_all("cells => cells.map(c => c.title)")
+    times = [t for t in long if ":" in t]  # d.ts (the others: positions, d's positions and types)
+    when = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    assert times and all(re.fullmatch(f"{when}(, {when})+", t) for t in times), long
+    read = dom.read_events_table(kleene.locator("table.cepkit-match-events"))
+    assert len(read) == 24, read  # each row: the key cells on two lines at most, the attributes at the full width
+    assert all(
+        r["keys"] == [1] * 4
+        and r["lines"] - r["attrs"] <= 2
+        and r["attrs"] <= r["attrs_needed"] + 1
+        and not r["spilling"]
+        for r in read
+    ), read
     assert dom.undrawn_figures(page) == []
     assert not page.script_errors, page.script_errors
