@@ -72,22 +72,24 @@ CONNECT_SCRIPT = textwrap.dedent(f"""
     import pandas as pd
     import cepkit.spark
 
-    END = time.monotonic() + {SCRIPT_S}
+    START = time.monotonic()
+    END = START + {SCRIPT_S}
 
     class step:
         # Each step has a time limit of its own, cut to what is left of the script's: past it the script names
         # the step, dumps every Python thread's stack and the Java threads of the Connect server's JVM, and exits.
         def __init__(self, name, seconds):
             self.name, self.seconds = name, min(seconds, END - time.monotonic())
+            self.limit = "its own" if self.seconds == seconds else "the script's"
         def __enter__(self):
-            print({STEP!r}, self.name, flush=True)
+            print({STEP!r}, f"at {{time.monotonic() - START:.0f}} s:", self.name, flush=True)
             self.timer = threading.Timer(self.seconds, self.expire)
             self.timer.daemon = True
             self.timer.start()
         def __exit__(self, *exc):
             self.timer.cancel()
         def expire(self):
-            print({STUCK!r}, self.name, self.seconds, flush=True)
+            print({STUCK!r}, f"{{self.name}} after {{self.seconds:.0f}} s ({{self.limit}} limit)", flush=True)
             print({STUCK!r}, file=sys.stderr, flush=True)
             faulthandler.dump_traceback(all_threads=True)
             children = subprocess.run(["pgrep", "-P", str(os.getpid())], capture_output=True, text=True).stdout
@@ -204,10 +206,11 @@ def test_spark_connect_runs_the_same_match(spark, tmp_path):
         pytest.skip("a local Spark Connect server could not be started: " + run.stderr.strip()[-600:])
     steps = [line for line in run.stdout.splitlines() if line.startswith((STEP, STUCK))]
     if steps[-1].startswith(STUCK):
-        pytest.fail(f"{steps[-1]} s; where each thread was:\n{where_stuck(run.stderr, tmp_path)}")
+        said = "\n".join(steps)
+        pytest.fail(f"{said}\nwhere each thread was then:\n{where_stuck(run.stderr, tmp_path)}")
     assert run.returncode == 0, f"the script failed in its {steps[-1]!r}:\n{run.stderr[-3000:]}"
     assert "pyspark.sql.connect" in run.stdout
-    lines = run.stdout.strip().splitlines()[-5:]
+    lines = [line for line in run.stdout.splitlines() if line.startswith("[")][-5:]  # the JSON lines
     warned, batch, live, cubed, (found, page, reports, cancelled, cancel_s) = [json.loads(x) for x in lines]
     streamed, late, polled, batches, live_events, live_matches, stats, active = live
     assert warned == []  # no setting a Connect server refuses
