@@ -231,8 +231,8 @@ class Workbench(widgets.VBox):
                         self.template_picker,
                         self.run_button,
                         self.cancel_button,
-                        self.progress,
                         self.code_button,
+                        self.progress,  # last: hidden between runs, it kept a gap between Run and Copy as code
                     ],
                     layout=widgets.Layout(flex_flow="row wrap"),
                 ),
