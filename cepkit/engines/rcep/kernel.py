@@ -1080,7 +1080,7 @@ def released_at(times, limits, read, firsts, triggers):
     return out
 
 
-@jit
+@jit(nrt=False)
 def _extends(cells, cell_slots, depth, candidate, k, kval, kok, joins, chains):
     """Whether member ``candidate`` added to slot k extends the prefix ``cells[:depth + 1]`` (member
     indices, slots ``cell_slots``; its last cell in slot k or k - 1) into a match of a pattern prefix:
@@ -1192,17 +1192,104 @@ def skip_till_next(
     return keep
 
 
-@jit
-def _earliest_extension(members, member_offsets, window_lo, cells, cell_slots, depth, k, kval, kok, joins, chains):
-    """The first member of slot k after the prefix ``cells[:depth + 1]``'s last event, in the window of its
-    first event (``window_lo``: and its sub-stream), that extends it (``_extends``); -1 when none."""
+@jit(nrt=False)
+def _next_extensions(
+    members, member_offsets, following, kleene, window_lo, cells, cell_slots, depth, kval, kok, joins, chains
+):
+    """The earliest event after the prefix ``cells[:depth + 1]``'s last one, in the window of its first
+    event (``window_lo``: and its sub-stream), that extends it (``_extends``) as one more event of its last
+    slot k (when Kleene) or as the first of slot k + 1: (its member in slot k, its member in slot k + 1),
+    -1 where it does not extend it there (both -1: none). One merged forward scan of the two slots' members,
+    each event tested once in each slot it is a member of (``following[m]``: the first member of the slot
+    after member m's that comes after it)."""
+    n_slots = len(member_offsets) - 1
+    k = cell_slots[depth]
     first_g = members[cells[0]]
-    m = _lower_bound(members, member_offsets[k], member_offsets[k + 1], members[cells[depth]] + 1)
-    while m < member_offsets[k + 1] and window_lo[members[m]] <= first_g:
-        if _extends(cells, cell_slots, depth, m, k, kval, kok, joins, chains):
-            return m
-        m += 1
-    return -1
+    c0, end0, c1, end1 = 0, 0, 0, 0
+    if kleene[k]:
+        c0, end0 = cells[depth] + 1, member_offsets[k + 1]
+    if k + 1 < n_slots:
+        c1, end1 = following[cells[depth]], member_offsets[k + 2]
+    while True:
+        open0 = c0 < end0 and window_lo[members[c0]] <= first_g
+        open1 = c1 < end1 and window_lo[members[c1]] <= first_g
+        if not open0:
+            if not open1:
+                return -1, -1
+            g0, g1 = members[c1] + 1, members[c1]
+        elif not open1:
+            g0, g1 = members[c0], members[c0] + 1
+        else:
+            g0, g1 = members[c0], members[c1]
+        x0 = g0 <= g1 and _extends(cells, cell_slots, depth, c0, k, kval, kok, joins, chains)
+        x1 = g1 <= g0 and _extends(cells, cell_slots, depth, c1, k + 1, kval, kok, joins, chains)
+        if x0 or x1:
+            return c0 if x0 else -1, c1 if x1 else -1
+        if g0 <= g1:
+            c0 += 1
+        if g1 <= g0:
+            c1 += 1
+
+
+@jit(nrt=False)
+def _walks(
+    begin, members, member_offsets, following, kleene, window_lo, grouped_positions, kval, kok, joins, chains, room
+):
+    """The STNM matches walked from each member of the first slot from ``begin`` on (``next_match_walks``),
+    written after the ``room``'s rows: ``room`` = (cells, cell slots, the stack of walks to resume as
+    (depth, member, slot) rows, out offsets, out positions, out slots, [rows, cells written, next first]).
+    Returns 0 when done, else the size an array lacked (negative: an output array): the counts stop
+    before the walk that lacked it (the caller grows the arrays and calls again). One call for the whole stream: a compiled call counts
+    references on each array it is passed (here none: no reference counts)."""
+    cells, cell_slots, stack, out_offsets, out_positions, out_slots, counts = room
+    n_slots = len(member_offsets) - 1
+    last = n_slots - 1
+    for first in range(begin, member_offsets[1]):
+        n_out, n_written = counts[0], counts[1]
+        top = 0
+        stack[0, 0], stack[0, 1], stack[0, 2] = 0, first, 0
+        while top >= 0:
+            d, m, k = stack[top, 0], stack[top, 1], stack[top, 2]
+            top -= 1
+            if d + 2 > len(cells) or top + 3 > len(stack):  # room for this cell and the two walks it may add
+                counts[2] = first
+                return max(d + 2, top + 3)
+            cells[d], cell_slots[d] = m, k
+            same, then = -1, -1
+            if not (k == last and not kleene[k]):
+                same, then = _next_extensions(
+                    members,
+                    member_offsets,
+                    following,
+                    kleene,
+                    window_lo,
+                    cells,
+                    cell_slots,
+                    d,
+                    kval,
+                    kok,
+                    joins,
+                    chains,
+                )
+            if then >= 0:
+                top += 1
+                stack[top, 0], stack[top, 1], stack[top, 2] = d + 1, then, k + 1
+            if same >= 0:
+                top += 1
+                stack[top, 0], stack[top, 1], stack[top, 2] = d + 1, same, k
+            if same < 0 and then < 0 and k == last:  # a match: no extension follows it
+                if n_written + d + 1 > len(out_positions) or n_out + 2 > len(out_offsets):
+                    counts[2] = first
+                    return -max(n_written + d + 1, n_out + 2)
+                for x in range(d + 1):
+                    out_positions[n_written + x] = grouped_positions[members[cells[x]]]
+                    out_slots[n_written + x] = cell_slots[x]
+                n_written += d + 1
+                n_out += 1
+                out_offsets[n_out] = n_written
+        counts[0], counts[1] = n_out, n_written
+    counts[2] = member_offsets[1]
+    return 0
 
 
 @jit
@@ -1212,66 +1299,61 @@ def next_match_walks(members, member_offsets, kleene, window_lo, grouped_positio
     after the first is the earliest event that extends the prefix before it (it extends it, as a prefix
     of a match, and no extension comes between), so from e1 the match is the walk taking, at each step,
     the earliest member of the current slot (if Kleene) or of the next one that extends the prefix in
-    e1's window (both, as two walks, when that event extends the prefix in both slots). A walk that
-    reaches a single last slot is a match; one in a Kleene last slot is a match where no extension
-    follows. Returns (offsets, positions, slots, whether no two rows have the same positions), the rows
-    in output order (by last position, then as tuples)."""
+    e1's window (both, as two walks, when that event extends the prefix in both slots; ``_next_extensions``).
+    A walk that reaches a single last slot is a match; one in a Kleene last slot is a match where no
+    extension follows (``_walk``, compiled without reference counts: the arrays grow here). Returns
+    (offsets, positions, slots, whether no two rows have the same positions), the rows in output order (by
+    last position, then as tuples)."""
     n_slots = len(member_offsets) - 1
-    last = n_slots - 1
-    cells = np.zeros(8, dtype=np.int64)
-    cell_slots = np.zeros(8, dtype=np.int64)
-    stack_depth = np.zeros(8, dtype=np.int64)  # walks to resume: (depth, member, slot)
-    stack_member = np.zeros(8, dtype=np.int64)
-    stack_slot = np.zeros(8, dtype=np.int64)
-    out_offsets = np.zeros(1024, dtype=np.int64)
-    out_positions = np.empty(4096, dtype=np.int64)
-    out_slots = np.empty(4096, dtype=np.int64)
-    n_out, n_written = 0, 0
-    for first in range(member_offsets[0], member_offsets[1]):
-        top = 0
-        stack_depth[0], stack_member[0], stack_slot[0] = 0, first, 0
-        while top >= 0:
-            d, m, k = stack_depth[top], stack_member[top], stack_slot[top]
-            top -= 1
-            if d + 2 > len(cells):
-                cells, cell_slots = grow(cells, d + 2), grow(cell_slots, d + 2)
-            if top + 3 > len(stack_depth):  # room for the two walks this step may add
-                stack_depth = grow(stack_depth, top + 3)
-                stack_member = grow(stack_member, top + 3)
-                stack_slot = grow(stack_slot, top + 3)
-            cells[d], cell_slots[d] = m, k
-            found_slot, found = -1, -1
-            if not (k == last and not kleene[k]):
-                for j in range(2):
-                    s = k + j
-                    if s >= n_slots or (j == 0 and not kleene[k]):
-                        continue
-                    e = _earliest_extension(
-                        members, member_offsets, window_lo, cells, cell_slots, d, s, kval, kok, joins, chains
-                    )
-                    if e < 0:
-                        continue
-                    if found < 0 or members[e] < members[found]:
-                        found_slot, found = s, e
-                    elif members[e] == members[found]:  # the same event extends it in both slots
-                        top += 1
-                        stack_depth[top], stack_member[top], stack_slot[top] = d + 1, e, s
-            if found >= 0:
-                top += 1
-                stack_depth[top], stack_member[top], stack_slot[top] = d + 1, found, found_slot
-            elif k == last:  # a match: no extension follows it
-                if n_written + d + 1 > len(out_positions):
-                    out_positions = grow(out_positions, n_written + d + 1)
-                    out_slots = grow(out_slots, n_written + d + 1)
-                for x in range(d + 1):
-                    out_positions[n_written + x] = grouped_positions[members[cells[x]]]
-                    out_slots[n_written + x] = cell_slots[x]
-                n_written += d + 1
-                n_out += 1
-                if n_out + 1 > len(out_offsets):
-                    out_offsets = grow(out_offsets, n_out + 1)
-                out_offsets[n_out] = n_written
-    offsets, positions, slots = out_offsets[: n_out + 1], out_positions[:n_written], out_slots[:n_written]
+    following = np.empty(len(members), dtype=np.int64)
+    for k in range(n_slots - 1):  # one merge of the member lists of k and k + 1
+        c = member_offsets[k + 1]
+        for m in range(member_offsets[k], member_offsets[k + 1]):
+            while c < member_offsets[k + 2] and members[c] <= members[m]:
+                c += 1
+            following[m] = c
+    counts = np.zeros(3, dtype=np.int64)  # rows, cells written, next first
+    counts[2] = member_offsets[0]
+    room = (
+        np.zeros(8, dtype=np.int64),
+        np.zeros(8, dtype=np.int64),
+        np.zeros((8, 3), dtype=np.int64),
+        np.zeros(1024, dtype=np.int64),
+        np.empty(4096, dtype=np.int64),
+        np.empty(4096, dtype=np.int64),
+        counts,
+    )
+    while True:
+        lacking = _walks(
+            counts[2],
+            members,
+            member_offsets,
+            following,
+            kleene,
+            window_lo,
+            grouped_positions,
+            kval,
+            kok,
+            joins,
+            chains,
+            room,
+        )
+        if lacking == 0:
+            break
+        cells, cell_slots, stack, out_offsets, out_positions, out_slots, _ = room  # grow what lacked room
+        if lacking > 0:
+            bigger = np.zeros((max(lacking, 2 * len(stack)), 3), dtype=np.int64)
+            bigger[: len(stack)] = stack
+            stack, cells, cell_slots = bigger, grow(cells, lacking), grow(cell_slots, lacking)
+        else:
+            out_offsets, out_positions, out_slots = (
+                grow(out_offsets, -lacking),
+                grow(out_positions, -lacking),
+                grow(out_slots, -lacking),
+            )
+        room = (cells, cell_slots, stack, out_offsets, out_positions, out_slots, counts)
+    n_out, n_written = counts[0], counts[1]
+    offsets, positions, slots = room[3][: n_out + 1], room[4][:n_written], room[5][:n_written]
     order = _row_order(offsets, positions, slots, True)
     sorted_offsets = np.zeros(n_out + 1, dtype=np.int64)
     sorted_positions = np.empty(n_written, dtype=np.int64)

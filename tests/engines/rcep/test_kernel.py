@@ -6,6 +6,7 @@ import random
 
 import pytest
 from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from strategies import kleene_queries, streams
 from twins import assert_twins_agree
 
@@ -62,6 +63,50 @@ def test_skip_till_next_strategies_are_emitted_where_the_matcher_releases_them(q
     assert sorted(m.key for m in found) == sorted(reference)
     if plan.query.strategy == "STNM" and not plan.slots[-1].kleene:
         assert [m.key for m in cepkit.match(query, events, engine="rcep")] == reference
+
+
+OPS = ("<", "<=", ">", ">=", "=", "!=")
+
+
+@st.composite
+def walked_queries(draw) -> str:
+    """STNM queries the walks (``kernel.next_match_walks``) run whole: joins, chains and constant tests
+    over 2-4 variables, Kleene or not, typed A or B or ANY, so that one event often extends a prefix both
+    as one more event of its Kleene slot and as the first of the next (the walk forks) and the scan of
+    the two slots' members (``kernel._next_extensions``, merged) meets members of one slot only, of both,
+    or of neither; a time or EVENTS window or none, partitioned or not."""
+    names = [f"x{i}" for i in range(draw(st.integers(2, 4)))]
+    kleene = [draw(st.booleans()) for _ in names]
+    items = [f"{draw(st.sampled_from(['ANY', 'ANY', 'A', 'B']))}{'+' if k else ''} {v}" for v, k in zip(names, kleene)]
+    conditions = []
+    for _ in range(draw(st.integers(0, 3))):
+        a, b = draw(st.permutations(names))[:2]
+        conditions.append(f"{a}.v {draw(st.sampled_from(OPS))} {b}.v")
+    for var, plus in zip(names, kleene):
+        if plus and draw(st.booleans()):
+            conditions.append(f"prev({var}.v) {draw(st.sampled_from(OPS))} {var}.v")
+        if draw(st.integers(0, 3)) == 0:
+            conditions.append(f"{var}.v {draw(st.sampled_from(OPS))} {draw(st.integers(0, 3))}")
+    where = f" WHERE {' and '.join(conditions)}" if conditions else ""
+    window = draw(st.sampled_from([" WITHIN 4 s", " WITHIN 7 s", " WITHIN 5 EVENTS", ""]))
+    partition = draw(st.sampled_from(["", " PARTITION BY id"]))
+    return f"SELECT STNM * PATTERN SEQ({', '.join(items)}){where}{window}{partition}"
+
+
+@settings(max_examples=250, deadline=None)
+@given(walked_queries(), streams(max_size=12, values=4, ids=2))
+def test_walks_take_the_earliest_extension_in_either_slot(query, events):
+    """The walks' merged scan of a Kleene slot's members and the next slot's (an event tested in each slot
+    it is a member of, the first that extends the prefix in either taken, both as two walks) give the
+    reference's STNM matches, in its order when the last variable is single."""
+    plan = RcepPlan(cepkit.parse(query))
+    assume(runs_columnar(plan, whole=True))
+    found = plan.run(Stream.from_any(events))
+    assert isinstance(found, MatchArrays)
+    reference = [m.key for m in cepkit.match(query, events, engine="reference")]
+    assert sorted(m.key for m in found) == sorted(reference)
+    if not plan.slots[-1].kleene:
+        assert [m.key for m in found] == reference
 
 
 def test_skip_till_next_match_judges_prefixes_on_the_implied_equalities():
