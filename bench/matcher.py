@@ -3,8 +3,10 @@ event at a time as values of fixed columns: ``matcher.pusher(("type", "ts", "id"
 lists of 1,000 events, for one key without PARTITION BY, one key with it, and 1,000 keys (issue 15: the
 automaton's incremental matcher was the slowest per push, Python around the kernel).
 
-Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows; the last row ``A+ a ; B b
-WITHIN 5 s``), types A-D uniformly at random, one per second; ``id`` changes every 10 events. ``x feed`` is the rate over a same-run loop that only passes
+Query ``A a ; B b ; C c WITHIN 10 s`` (``PARTITION BY id`` in the keyed rows; then ``A+ a ; B b WITHIN 5
+s``), types A-D uniformly at random, one per second; ``id`` changes every 10 events. The last rows are
+the engines' own queries (``CHEMO`` for ses over bench/ses.py's chemo-like events, ``RISING`` for rcep,
+the automaton as their baseline). ``x feed`` is the rate over a same-run loop that only passes
 each event through ``cepkit.runtime.event_record.make_event`` (what any push costs before an engine sees it);
 ``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine);
 ``/push`` is the row's rate over ``push``'s in the same run; ``same`` says whether the matches equal
@@ -31,18 +33,36 @@ import numpy as np
 import cepkit
 from cepkit.runtime.event_record import make_event
 from cepkit.runtime.match_record import output_order
+from ses import chemo_like
 
 ONE = "A a ; B b ; C c WITHIN 10 s"
 KEYED = ONE + " PARTITION BY id"
 KLEENE = "A+ a ; B b WITHIN 5 s"
-ROWS = (("1 key", ONE, 1), ("1 key, PARTITION BY", KEYED, 1), ("1,000 keys", KEYED, 1000), ("A+;B, 1 key", KLEENE, 1))
+# each engine's own query: an SES set with a chain over a Kleene member by patient (bench/ses.py's P1 by
+# PID, over its chemo-like events), a Kleene closure with a predicate across iterations (rcep)
+CHEMO = "PATTERN SEQ({C c, P+ p, D d}, {B b}) WHERE prev(p.V) < p.V WITHIN 10 days PARTITION BY PID"
+RISING = "A+ a ; B b WHERE a[i].v > a[i-1].v WITHIN 5 s"
+# (label, query, keys, the engines it is for: None for all); keys 0: the chemo-like events
+ROWS = (
+    ("1 key", ONE, 1, None),
+    ("1 key, PARTITION BY", KEYED, 1, None),
+    ("1,000 keys", KEYED, 1000, None),
+    ("A+;B, 1 key", KLEENE, 1, None),
+    ("chemo-like by PID", CHEMO, 0, ("ses",)),
+    ("A+;B a[i].v > a[i-1].v", RISING, 1, ("rcep", "automaton")),
+)
 EXTEND = 1000
 
 
 def stream(n: int, keys: int) -> list:
+    """Types A-D, one a second, ``id`` changing every 10 events over ``keys`` keys, ``v`` in 0..9; keys 0:
+    bench/ses.py's chemo-like events of 20 patients (``PID``, ``V``)."""
+    if not keys:
+        return chemo_like(n, patients=20).frame.astype({"ts": float}).to_dict("records")
     rng = np.random.default_rng(0)
     kinds = np.array(list("ABCD"))[rng.integers(0, 4, n)].tolist()
-    return [{"type": t, "ts": float(i), "id": (i // 10) % keys} for i, t in enumerate(kinds)]
+    values = rng.integers(0, 10, n).tolist()
+    return [{"type": t, "ts": float(i), "id": (i // 10) % keys, "v": v} for i, (t, v) in enumerate(zip(kinds, values))]
 
 
 def rate(engine: str, query: str, events: list, call: str) -> tuple:
@@ -59,9 +79,10 @@ def rate(engine: str, query: str, events: list, call: str) -> tuple:
         for at in range(0, len(events), EXTEND):
             found += matcher.extend(events[at : at + EXTEND])
     elif call == "pusher":
-        push = matcher.pusher(("type", "ts", "id"))
+        columns = tuple(events[0])
+        push = matcher.pusher(columns)
         for e in events:
-            found += push(e["type"], e["ts"], e["id"])
+            found += push(*[e[c] for c in columns])
     else:
         for e in events:
             found += matcher.push(e)
@@ -95,10 +116,12 @@ def main() -> None:
         f"{'matches':>8} same",
         flush=True,
     )
-    for label, query, keys in ROWS:
+    for label, query, keys, only in ROWS:
         events = stream(args.events, keys)
         feed, _, _ = rate("feed", query, events, "push")
         for engine in args.engines:
+            if only is not None and engine not in only:
+                continue
             try:
                 expected = [(m.positions, m.bindings) for m in cepkit.match(query, events, engine=engine)]
             except cepkit.QueryError:  # (the stack runs no Kleene +)

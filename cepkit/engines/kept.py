@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..runtime.event_record import Event, values_event
+from ..runtime.event_record import Event, key_column, values_event, values_key
 from ..runtime.match_record import Match, output_order
 from .compiled import entry, grow, jit
 
@@ -21,6 +21,42 @@ def widened(array: np.ndarray, n: int, size: int) -> np.ndarray:
     wider = np.zeros((array.shape[0], size), dtype=array.dtype)
     wider[:, :n] = array[:, :n]
     return wider
+
+
+class KeyCodes:
+    """PARTITION BY key -> code, numbered as met (``code_of``), read from a pusher's values (``__call__``:
+    (key, code)); the last event's kept: an event whose one key column holds the same int or str value
+    as the last one's has the same key (``==`` is exact on those, as the dict's)."""
+
+    def __init__(self, partition_by, columns: tuple):
+        at = {name: i for i, name in enumerate(columns)}
+        key_at = [(name, at.get(name)) for name in partition_by]
+        self.key_of, self.column = values_key(key_at), key_column(key_at)
+        self.clear()
+
+    def clear(self) -> None:
+        self.codes: dict = {}
+        self.kind, self.value, self.last = None, None, ((), 0)
+
+    def code_of(self, key: tuple) -> int:
+        code = self.codes.get(key)
+        if code is None:
+            code = self.codes[key] = len(self.codes)
+        return code
+
+    def __call__(self, type_: str, time: float, values) -> tuple:
+        """(key, code) of the event (TypeError: the key is not hashable)."""
+        column = self.column
+        if column is not None:
+            value = values[column]
+            if type(value) is self.kind and value == self.value:
+                return self.last
+        key = self.key_of(type_, time, values)
+        self.last = key, self.code_of(key)
+        if column is not None:
+            kind = type(value)
+            self.kind, self.value = (kind, value) if kind is int or kind is str else (None, None)
+        return self.last
 
 
 class KeptEvents:
@@ -146,14 +182,19 @@ class Rows:
     """The buffers a step's kernel writes its rows into (``written``): ``offsets``, ``positions``
     (ascending in each row) and ``ids`` (the variable or slot of each position), made into ``Match``
     objects by ``matches``: ``names[id]`` the variable (None: not shown), bound to a tuple where
-    ``kleene[id]``. A row whose ids are all named and single is a ``Match.named`` (its bindings dict made
-    when read), its names tuple kept from one row to the next with the same ids."""
+    ``kleene[id]``. A row whose ids are all named and single is a ``Match.named``, its names tuple kept from
+    one row to the next with the same ids; another a ``Match.grouped`` (both make their bindings dict when
+    it is read: a pusher's caller may only count the matches or pass them on)."""
 
-    def __init__(self, names: list, kleene: list):
+    def __init__(self, names: list, kleene: list, ordered: bool = False):
         self.names, self.kleene = names, kleene
         self.plain = all(name is not None for name in names) and not any(kleene)
         self.width = len(names)  # (plain: every row binds each id once)
+        # ``ordered``: every row's ids are 0, 1, ... (a sequence of single variables): its names are these
+        self.ordered = tuple(names) if ordered and self.plain else None
         self.same: tuple = (None, None)  # the ids of the last plain row made, and their names
+        self.kleene_names = frozenset(name for name, k in zip(names, kleene) if k and name is not None)
+        self.cache: dict = {}  # the ids of a row -> their names (not plain)
         self.offsets = np.zeros(64, dtype=np.int64)
         self.positions = np.zeros(256, dtype=np.int64)
         self.ids = np.zeros(256, dtype=np.int64)
@@ -167,10 +208,17 @@ class Rows:
 
     def matches(self, rows: int, cells: int, emitted: int) -> list:
         """A ``Match`` per written row, emitted at ``emitted``."""
+        named = Match.named
+        if self.ordered is not None:
+            names = self.ordered
+            return [
+                named(row, names, emitted)
+                for row in map(tuple, self.positions[:cells].reshape(-1, self.width).tolist())
+            ]
         if self.plain:
             width = self.width
             same_ids, same_names = self.same
-            names, named = self.names, Match.named
+            names = self.names
             found = []
             append = found.append
             for row, row_ids in zip(
@@ -181,20 +229,22 @@ class Rows:
                 append(named(tuple(row), same_names, emitted))
             self.same = same_ids, same_names
             return found
-        names, kleene, made = self.names, self.kleene, Match.made
+        names, grouped, cache = self.names, Match.grouped, self.cache
+        if len(cache) > 4096:  # (the ids of rows of many lengths)
+            cache.clear()
         found = []
+        append = found.append
         bounds, ids, positions = (
             self.offsets[: rows + 1].tolist(),
             self.ids[:cells].tolist(),
             self.positions[:cells].tolist(),
         )
         for a, b in zip(bounds, bounds[1:]):
-            bindings: dict = {}
-            for v, p in zip(ids[a:b], positions[a:b]):
-                name = names[v]
-                if name is not None:
-                    bindings[name] = bindings.get(name, ()) + (p,) if kleene[v] else p
-            found.append(made(tuple(positions[a:b]), bindings, emitted))
+            row_ids = tuple(ids[a:b])
+            row_names = cache.get(row_ids)
+            if row_names is None:
+                row_names = cache[row_ids] = tuple(names[v] for v in row_ids)
+            append(grouped(tuple(positions[a:b]), row_names, self.kleene_names, emitted))
         return found
 
 

@@ -58,6 +58,17 @@ class Match:
         return match
 
     @classmethod
+    def grouped(cls, positions: tuple, names: tuple, kleene: frozenset, emitted_at: Optional[int]) -> "Match":
+        """``named`` where ``names`` (one per position) may repeat a variable of ``kleene``, bound to the
+        tuple of its positions, or be None (a position in no binding); the bindings dict made when first
+        read."""
+        match = _new(_Grouped)
+        fields = match.__dict__
+        fields["positions"], fields["_names"], fields["_kleene"] = positions, names, kleene
+        fields["sign"], fields["emitted_at"] = "+", emitted_at
+        return match
+
+    @classmethod
     def of(cls, bindings: Mapping, extra_positions: Iterable[int] = ()) -> "Match":
         """A match from its bindings; positions are every bound position."""
         positions = set(extra_positions)
@@ -90,6 +101,28 @@ class _Named(Match):
 
     def __reduce__(self):
         return Match.made, (self.positions, self.bindings, self.emitted_at)
+
+
+class _GroupedBindings:
+    """``_Grouped.bindings``, made on first read (as ``_Bindings``)."""
+
+    def __get__(self, match, owner=None):
+        if match is None:
+            return self
+        fields = match.__dict__
+        kleene, bindings = fields["_kleene"], {}
+        for name, p in zip(fields["_names"], fields["positions"]):
+            if name is not None:
+                bindings[name] = bindings.get(name, ()) + (p,) if name in kleene else p
+        fields["bindings"] = bindings
+        return bindings
+
+
+class _Grouped(_Named):
+    """A ``Match`` made by ``Match.grouped`` (as ``_Named``)."""
+
+    __qualname__ = "Match"
+    bindings = _GroupedBindings()  # type: ignore[assignment]
 
 
 def output_order(matches: Iterable[Match]) -> list:

@@ -4,6 +4,7 @@ errors at the same positions, and may be mixed with ``push`` and ``extend``; on 
 the events that cannot complete a match and runs them through the kernel with the next one that may."""
 
 import math
+import pickle
 import random
 
 import pandas as pd
@@ -174,6 +175,18 @@ def test_the_ses_pusher_in_chunks_agrees_with_push_match_and_the_reference(query
 def test_the_rcep_pusher_in_chunks_agrees_with_push_match_and_the_reference(query, rows, chunks):
     assume(runs(query, "rcep"))
     chunked_agree(query, rows, "rcep", chunks)
+
+
+def test_a_grouped_match_is_the_match_its_bindings_make():
+    """``Match.grouped`` (the ses and rcep pushers' rows with a Kleene variable or a hidden position) reads,
+    compares, hashes and pickles as the eager ``Match``."""
+    lazy = cepkit.Match.grouped((1, 2, 4, 5), ("a", "a", None, "b"), frozenset({"a"}), 7)
+    eager = cepkit.Match.made((1, 2, 4, 5), {"a": (1, 2), "b": 5}, 7)
+    assert lazy == eager and hash(lazy) == hash(eager) and lazy.bindings == {"a": (1, 2), "b": 5}
+    again = pickle.loads(pickle.dumps(cepkit.Match.grouped((3,), ("x",), frozenset(), None)))
+    assert again == cepkit.Match.made((3,), {"x": 3}, None) and repr(again) == repr(
+        cepkit.Match.made((3,), {"x": 3}, None)
+    )
 
 
 def gappy_rows(n: int, seed: int = 3) -> list:

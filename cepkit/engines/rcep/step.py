@@ -30,13 +30,13 @@ import numpy as np
 
 from ...lang import ast as A
 from ...lang.window import ULPS, TimeLimit, time_limit
-from ...runtime.event_record import PUNCTUATION, values_event, values_key
+from ...runtime.event_record import PUNCTUATION, values_event
 from ...runtime.expiry import KeyExpiry
 from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
 from ..compiled import OP_CODES, jit
 from ..conjuncts import NotAKey, key_rows, key_value
-from ..kept import KernelCall, KeptEvents, Rows, pushed, written
+from ..kept import KernelCall, KeptEvents, KeyCodes, Rows, pushed, written
 from .batch import runs_columnar
 from .joins import TRANSITIVE
 from .kernel import RANKED_CODES, layout, ranked, recompute
@@ -131,7 +131,7 @@ class RcepStep:
         self.key_names = [expr.attr for expr in exprs]
         self.key_at = [at.get(name) for name in self.key_names]
         self.keyed = bool(plan.query.partition_by)
-        self.partition_key = values_key([(name, at.get(name)) for name in plan.query.partition_by])
+        self.keys = KeyCodes(plan.query.partition_by, columns)
         self.events_window = plan.window_events is not None
         if plan.window_seconds is not None:
             self.span = float(plan.window_seconds)
@@ -152,7 +152,7 @@ class RcepStep:
         joins = pattern.joins
         chains = pattern.chains
         kleene = [slot.kleene for slot in slots]
-        self.out = Rows([slot.var for slot in slots], kleene)
+        self.out = Rows([slot.var for slot in slots], kleene, ordered=True)  # (a row's slots ascend with its positions)
         self.bounds = np.zeros(3, dtype=np.int64)  # the call's lo, n and number of codes
         self._bounds = memoryview(self.bounds)
         self.constants = (  # ``recompute_last``'s arguments after ``bounds``
@@ -197,7 +197,9 @@ class RcepStep:
     # ------------------------------------------------------------------ state
     def _reset(self) -> None:
         self.kept.clear()
-        self.code_of: dict = {}  # PARTITION BY key -> code
+        self.keys.clear()
+        if not self.keyed:
+            self.keys.code_of(())  # (every event's key)
         self.counts: dict = {}  # PARTITION BY key -> events of its sub-stream so far (``n EVENTS``)
 
     def _take_over(self) -> bool:
@@ -231,7 +233,7 @@ class RcepStep:
         self.now = m.latest
         kept = self.kept
         for event, key, coord, mask, keys in taken:
-            code = self.code_of.setdefault(key, len(self.code_of))
+            code = self.keys.code_of(key)
             if kept.n == kept.size:
                 self._room()
             kept.append(event, coord, mask, code, event.position, keys)
@@ -265,14 +267,14 @@ class RcepStep:
         lo, n = kept.lo, kept.n
         keep = np.arange(lo, n)
         if self.events_window and n > lo:  # one of its sub-stream's last n - 1
-            top = np.full(len(self.code_of), -1.0)
+            top = np.full(len(self.keys.codes), -1.0)
             np.maximum.at(top, kept.code[lo:n], kept.coord[lo:n])
             keep = keep[kept.coord[lo:n] >= top[kept.code[lo:n]] - self.span]
         elif self.timed:  # (triggers drop the events before their window; between them, here)
             keep = keep[self.now - kept.coord[lo:n] <= time_limit(self.span, self.now)]
         if self.strict and len(keep):
             breaks = kept.mask[keep] & self.keep_mask == 0
-            last_break = np.full(len(self.code_of), -1, dtype=np.int64)
+            last_break = np.full(len(self.keys.codes), -1, dtype=np.int64)
             np.maximum.at(last_break, kept.code[keep][breaks], keep[breaks])
             keep = keep[keep > last_break[kept.code[keep]]]
         return keep
@@ -302,11 +304,8 @@ class RcepStep:
         if not mask and not self.events_window and not self.strict:
             return []
         try:
-            key = self.partition_key(type_, time, values) if self.keyed else ()
-            code = self.code_of.get(key)
-            if code is None:
-                code = self.code_of[key] = len(self.code_of)
-            keys = [None if i is None else key_value(values[i]) for i in self.key_at] if mask else ()
+            key, code = self.keys(type_, time, values) if self.keyed else ((), 0)
+            keys = [None if i is None else key_value(values[i]) for i in self.key_at] if mask and self.key_at else ()
         except (NotAKey, TypeError):  # not a number the kernel takes, or an unhashable key
             self.usable = False
             self.hand_back()
@@ -346,7 +345,7 @@ class RcepStep:
                 lo += 1
             kept.lo = lo
         bounds = self._bounds
-        bounds[0], bounds[1], bounds[2] = kept.lo, kept.n, len(self.code_of)
+        bounds[0], bounds[1], bounds[2] = kept.lo, kept.n, len(self.keys.codes)
         rows, cells, distinct = self.kernel()
         stats = self.matcher.stats
         stats.triggers += 1

@@ -394,18 +394,33 @@ def close_windows(events, bounds, span, params, moves, final, joins, chains, sta
     of one clock's ``kept.KeptEvents``, in arrival order: the window coordinates, variable masks, window
     key codes, positions, and the join and chain keys and whether each is valid), evaluating the windows of the W[0]s in [lo, hi)
     (those the current event closes; ``bounds`` holds lo, hi, n) over the events [lo, n): grouped by key
-    code (stably) and laid out here, so the caller builds nothing per call. ``params``: the first set's
+    code (stably; when the codes may differ, only the events of the closed W[0]s' keys) and laid out
+    here, so the caller builds nothing per call. ``params``: the first set's
     mask, two_phase, keep_skips, robust, lookahead and whether the codes may differ; ``joins`` and
     ``chains`` the rows of ``run_windows``' join and chain arguments. The matches are written into the
     ``out`` buffers (``kept.written``: (rows, cells), negative when they do not fit), ``stats`` gets
     ``run_windows``' statistics."""
     coord, mask, code, position, kval, kok = events
     lo, hi, n = bounds[0], bounds[1], bounds[2]
-    m = n - lo
-    if params[5]:
-        order = np.argsort(code[lo:n], kind="mergesort")
+    if params[5]:  # only the events of the window keys of the W[0]s closed, grouped by key
+        top = 0
+        for j in range(lo, n):
+            top = max(top, code[j])
+        wanted = np.zeros(top + 1, dtype=np.bool_)
+        for j in range(lo, hi):
+            if mask[j] & params[0] or not params[1]:  # (a W[0] that may hold a match: 5.2)
+                wanted[code[j]] = True
+        picked = np.empty(n - lo, dtype=np.int64)
+        m = 0
+        for j in range(lo, n):
+            if wanted[code[j]]:
+                picked[m] = j
+                m += 1
+        picked = picked[:m]
+        order = picked[np.argsort(code[picked], kind="mergesort")]
     else:
-        order = np.arange(m)
+        order = np.arange(lo, n)
+    m = len(order)
     grouped_coord = np.empty(m)
     grouped_vars = np.empty(m, dtype=np.int64)
     grouped_code = np.empty(m, dtype=np.int64)
@@ -416,7 +431,7 @@ def close_windows(events, bounds, span, params, moves, final, joins, chains, sta
     values = np.empty((keys, m))
     valid = np.empty((keys, m), dtype=np.bool_)
     for i in range(m):
-        j = lo + order[i]
+        j = order[i]
         c = coord[j]
         grouped_coord[i], grouped_vars[i], grouped_code[i], positions[i] = c, mask[j], code[j], position[j]
         todo[i] = j < hi

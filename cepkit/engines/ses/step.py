@@ -33,11 +33,11 @@ import numpy as np
 from ...lang import ast as A
 from ...lang.window import TimeLimit
 from ...runtime.attribute_columns import hashable_key
-from ...runtime.event_record import PUNCTUATION, _is_null, values_event, values_key
+from ...runtime.event_record import PUNCTUATION, _is_null, values_event
 from ...runtime.match_record import output_order
 from ...runtime.stream import Stream
 from ..conjuncts import NotAKey, key_rows, key_value
-from ..kept import KernelCall, KeptEvents, Rows, pushed
+from ..kept import KernelCall, KeptEvents, KeyCodes, Rows, pushed
 from .kernel import STAT_EVALUATED, STAT_MAX_WINDOW, close_windows
 
 
@@ -77,10 +77,9 @@ class SesStep:
         self.key_names = [expr.attr for expr in exprs]
         self.key_at = [at.get(name) for name in self.key_names]
         self.partitioned = bool(plan.query.partition_by)
-        self.keyed = self.partitioned or bool(plan.partition_attributes)
         self.x_at = [at.get(a) for a in plan.partition_attributes]
-        self.partition_key = values_key([(name, at.get(name)) for name in plan.query.partition_by])
-        self.codes: dict = {}
+        self.keys = KeyCodes(plan.query.partition_by, columns)  # the PARTITION BY key's code: the window's without X
+        self.codes: dict = {}  # with X: PARTITION BY key and X values -> the window key's code
         params = np.array(
             [
                 plan.first_set,
@@ -180,10 +179,12 @@ class SesStep:
     def _code_of_event(self, event) -> int:
         """The code of an Event's window key (``SesMatcher._enter``'s, as ``__call__`` reads values)."""
         plan = self.plan
-        key = tuple(event.get(a) for a in plan.query.partition_by) + tuple(
-            hashable_key(event.get(a)) for a in plan.partition_attributes
+        key = tuple(event.get(a) for a in plan.query.partition_by)
+        if not self.x_at:
+            return self.keys.code_of(key)
+        return self.codes.setdefault(
+            key + tuple(hashable_key(event.get(a)) for a in plan.partition_attributes), len(self.codes)
         )
-        return self.codes.setdefault(key, len(self.codes))
 
     def _keep(self, clock: _Clock, row, coord: float, fits: int, code: int, position: int, keys, count=True) -> None:
         """Append a kept event to ``clock``: ``row`` an Event or (type, time, values, position), ``keys`` its
@@ -228,13 +229,10 @@ class SesStep:
             fits = self._fits(type_, time, values, position)
         keep = fits != 0 or not self.two_phase
         try:
-            key = self.partition_key(type_, time, values) if self.partitioned else ()
-            if self.events_window:
-                hash(key)
+            key, code = self.keys(type_, time, values) if self.partitioned else ((), 0)
             if keep:
                 keys = [None if i is None else key_value(values[i]) for i in self.key_at]
-                code = 0
-                if self.keyed:
+                if self.x_at:
                     x = [None if i is None or _is_null(values[i]) else values[i] for i in self.x_at]
                     if None in x:  # a null on X joins nothing (``batch.Columns``)
                         keep = False
@@ -259,18 +257,26 @@ class SesStep:
                 if not opens:
                     return []
                 clock = self.clocks[key] = _Clock(self)
-            limit = self.span
-        else:
-            coord, clock = time, self.one
-            limit = self.limit.at(time) if self.finite else math.inf
-        found = []
+            starts = clock.starts
+            found = []
+            if starts and coord - clock.kept._coord[starts[0]] > self.span:
+                found = self._close_before(clock, coord, self.span, position)
+            if keep and (starts or opens):  # (else in no open window)
+                self._keep(clock, (type_, time, values, position), coord, fits, code, position, keys)
+            elif not starts:
+                del self.clocks[key]  # no open window: nothing kept
+            return found
+        clock = self.one
         starts = clock.starts
-        if starts and coord - clock.kept.coord[starts[0]] > limit:
-            found = self._close_before(clock, coord, limit, position)
+        found = []
+        if starts and self.finite:
+            limit = self.limit
+            scale = time if time > 0.0 else -time  # (``TimeLimit.at`` without the call, within a binade)
+            at = limit.limit if limit.low <= scale < limit.high else limit.at(time)
+            if time - clock.kept._coord[starts[0]] > at:
+                found = self._close_before(clock, time, at, position)
         if keep and (starts or opens):  # (else in no open window)
-            self._keep(clock, (type_, time, values, position), coord, fits, code, position, keys)
-        elif not starts and self.events_window:
-            del self.clocks[key]  # no open window: nothing kept
+            self._keep(clock, (type_, time, values, position), time, fits, code, position, keys)
         return found
 
     def _fits(self, type_: str, time: float, values, position: int) -> int:
@@ -283,7 +289,7 @@ class SesStep:
         """Evaluate ``clock``'s windows an event at ``coord`` closes (those of the W[0]s more than ``limit``
         before it); their matches."""
         kept, starts = clock.kept, clock.starts
-        times = kept.coord
+        times = kept._coord
         closed = 0
         while closed < len(starts) and coord - times[starts[closed]] > limit:
             closed += 1
