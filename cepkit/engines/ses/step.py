@@ -231,7 +231,7 @@ class SesStep:
         try:
             key, code = self.keys(type_, time, values) if self.partitioned else ((), 0)
             if keep:
-                keys = [None if i is None else key_value(values[i]) for i in self.key_at]
+                keys = [None if i is None else key_value(values[i]) for i in self.key_at] if self.key_at else ()
                 if self.x_at:
                     x = [None if i is None or _is_null(values[i]) else values[i] for i in self.x_at]
                     if None in x:  # a null on X joins nothing (``batch.Columns``)
