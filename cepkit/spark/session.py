@@ -30,6 +30,12 @@ _SESSION_DEFAULTS = {
     "spark.sql.session.timeZone": "UTC",  # timestamps print as they are stored
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     _PROVIDER_CONF: ROCKSDB_PROVIDER,
+    # Arrow batches of 100,000 rows, not 10,000: createDataFrame makes a Spark partition per batch (70 for
+    # the flights year), and each batch to a Python worker has a fixed cost.
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
+    # No byte limit on a batch to Python (Spark's largest value switches it off): under one, the JVM sizes
+    # the batch after every row it writes, a third of its task threads' time in cepkit.spark.match.
+    "spark.sql.execution.arrow.maxBytesPerBatch": str(2**31 - 1),
 }
 # Shuffle partitions per worker thread of a local session: enough to even out keys of unequal sizes, few
 # enough that each task's fixed cost (a Python worker's batch, its Arrow schema) stays small.
@@ -112,7 +118,8 @@ def session(master: Optional[str] = None, remote: Optional[str] = None, **conf):
     Notes
     -----
     A new classic session gets, for each setting neither ``**conf`` nor ``spark-defaults.conf`` gives:
-    session time zone UTC, the UI and console progress bar off, Arrow on, RocksDB for streaming state, a
+    session time zone UTC, the UI and console progress bar off, Arrow on (batches of 100,000 rows, no byte
+    limit), RocksDB for streaming state, a
     driver memory of a quarter of RAM (1 to 8 GiB), on a local master four shuffle partitions per worker thread
     (Spark's 200 would run 200 Python tasks per match on a few cores), the driver's ``NUMBA_CACHE_DIR`` for the executors when
     it is set (a directory they all read, e.g. filled by ``cepkit warmup``: no worker compiles the numba
