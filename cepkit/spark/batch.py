@@ -50,6 +50,7 @@ from .groups import (
     TS,
     GroupMatcher,
     describe_row,
+    freeze_heap,
     named_types,
     output_variables,
     plan_split,
@@ -70,17 +71,19 @@ def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -
     row), then ``stats``: aggregates over the partition's rows, which may read ``row_in_partition()``).
 
     A global sort leaves the rows in range partitions, in order; counting each partition's rows gives its
-    offset. The sorted rows are checkpointed first so that both jobs see the same partitions. Unlike
-    ``row_number()`` over a window without PARTITION BY, nothing is moved to a single partition. Sampling
-    the sort's bounds reads ``df`` once more: checkpoint it first if it is costly to compute. ``stats``
-    ride on the counting job, so checks of the data cost no pass of their own.
+    offset. The sorted rows are checkpointed, kept by the counting job (a lazy checkpoint: no job of its
+    own), so that every later job sees the same partitions. Unlike ``row_number()`` over a window without
+    PARTITION BY, nothing is moved to a single partition. Sampling the sort's bounds reads ``df`` once more:
+    checkpoint it first if it is costly to compute. ``stats`` ride on the counting job, so checks of the
+    data cost no pass of their own.
     """
-    return numbered_in_place(df.orderBy(*order).localCheckpoint(), name, stats)
+    return numbered_in_place(df.orderBy(*order).localCheckpoint(eager=False), name, stats)
 
 
 def numbered_in_place(rows: DataFrame, name: str, stats: tuple = ()) -> tuple:
     """``with_row_numbers``' result for ``rows`` whose partitions already hold them in order, one partition
-    after the other (a checkpoint, so that every job reads the same partitions): one counting job."""
+    after the other (a checkpoint, so that every job reads the same partitions; a lazy one is kept by this
+    counting job): one counting job."""
     rows = rows.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
     parts = rows.groupBy(_PART).agg(F.count(F.lit(1)).alias("count"), *stats).collect()
     return _numbered(rows, parts, name)
@@ -119,10 +122,14 @@ def _number_events(df: DataFrame, layout: Layout, coordinate) -> tuple:
         bad_ts = bad_ts | F.isnan(F.col(TS)) | F.abs(F.col(TS)).cast("double").eqNullSafe(F.lit(float("inf")))
     by_position = layout.ts_kind == "position" or coordinate is None
     if not rereadable(df):
-        events = events.localCheckpoint()  # read by the check, then by the sort or the grouping
-    # the events' own order: the input order (_INPUT) follows the row order within a partition, and the
-    # partitions follow each other, so the check need not read it
-    numbered = _numbered_as_given(events, layout.order(), F.col("type").isNull() | bad_ts)
+        # Read by the check, then by the sort or the grouping; kept by the check job (a lazy checkpoint: no
+        # pass of its own). A local frame arrives in a Spark partition per Arrow batch (70 for the flights
+        # year): coalesced (no shuffle, _INPUT numbered before) to the shuffle's partitions, they cost fewer
+        # tasks of each job that reads them.
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        events = events.coalesce(partitions).localCheckpoint(eager=False)
+    # the events' own order, ties broken by _INPUT: a partition's rows follow it, and so must the partitions
+    numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts)
     if numbered is not None:
         events, parts = numbered
         if not by_position and parts:  # COORD grows with TS (layout.coordinate): the first and last rows'
@@ -239,6 +246,7 @@ def _numbered_as_given(events: DataFrame, order: list, bad) -> Optional[tuple]:
 
 def order_summary(batches, width: int, schema):
     """``_numbered_as_given``'s ``mapInArrow`` body: one row of ``schema`` per non-empty Spark partition."""
+    freeze_heap()
     import pyarrow as pa
     import pyarrow.compute as pc
     from pyspark import TaskContext
@@ -282,26 +290,15 @@ def order_summary(batches, width: int, schema):
     yield pa.RecordBatch.from_pylist([row], schema=schema)
 
 
-def _slice_places(session, split, first: float, last: float, partitions: int):
-    """A column for ``repartition(partitions, column)`` that sends slice k to partition
-    ``(k - k0) * partitions // slices``: each partition receives a run of consecutive slices, the first
-    partition the first run. Spark's hash partitioning puts a value v in partition pmod(hash(v), n) (Murmur3,
-    the ``F.hash`` of the value); so the column holds, for each target partition, a value that hashes
-    there, found by Spark itself over a local relation (on the driver, no job)."""
+def _slice_places(split, first: float, last: float, partitions: int):
+    """The Spark partition of each slice, for ``repartitionById``: ``(k - k0) * partitions // slices`` for
+    slice k, so that each partition receives a run of consecutive slices, the first partition the first
+    run."""
     firsts, lasts, _ = split.slice_span(np.array([first, last], float), np.floor)
     k0, k1 = int(firsts.min()), int(lasts.max())  # the first event's first slice (-1: the pad), the last's last
     count = k1 - k0 + 1
-    targets: dict = {}
-    start = 0
-    while len(targets) < partitions:
-        candidates = session.createDataFrame([(v,) for v in range(start, start + 8 * partitions)], "v int")
-        for row in candidates.select("v", F.pmod(F.hash("v"), F.lit(partitions)).alias("p")).collect():
-            targets.setdefault(row["p"], row["v"])
-        start += 8 * partitions
     place = F.floor((F.col(SLICE) - F.lit(k0)) * F.lit(partitions) / F.lit(count))
-    place = F.least(F.greatest(place, F.lit(0)), F.lit(partitions - 1)).cast("int")
-    values = F.array(*[F.lit(targets[p]).cast("int") for p in range(partitions)])
-    return F.element_at(values, place + 1).alias(PREFIX + "place")
+    return F.least(F.greatest(place, F.lit(0)), F.lit(partitions - 1)).cast("int")
 
 
 def _with_fields(found: DataFrame, events: DataFrame, fields, query, variables: tuple) -> DataFrame:
@@ -532,7 +529,7 @@ def match(
     # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
     # cores (it does by size: the events of a few seconds' matching make a small shuffle).
     if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
-        grouped = events.repartition(partitions, _slice_places(df.sparkSession, split, first, last, partitions))
+        grouped = events.repartitionById(partitions, _slice_places(split, first, last, partitions))
     elif split.kind == "partition":
         grouped = events.repartition(partitions, *split.keys)
     else:
@@ -540,8 +537,10 @@ def match(
     matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
     schema = layout.match_schema(q)
     # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
-    # the matches does not run the engines a second time.
-    found = grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint()
+    # the matches does not run the engines a second time; lazily: the engines run in the numbering's job.
+    found = (
+        grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint(eager=False)
+    )
     variables = output_variables(q)
     if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
         result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
