@@ -26,6 +26,11 @@ line through the calls' times against their positions written; none where every 
 few); **calls > 100 ns**: how many of those delays pass 100 ns; **max steps**: union nodes and pops per call beyond one per position written (the quantity the
 bound is about: at most the left spine, ≤ 2), counted on a separate walk (so that it does not bring the
 timed walk's nodes into the cache).
+**empty max ns**, **empty p99.9 ns**: the same loop around an empty call (``_empty``), as many calls, the
+least of ``REPEATS`` runs each, in the same run: the floor the counter and the machine put under a call.
+**numpy's max ns**, **numpy's calls > 100 ns**: the walk over copies of the arena and the cursor in numpy's
+own allocations (``_numpy_pages``), as before ``nodes.node_array`` put them in huge pages. The first line
+printed also gives the time of one read that misses the caches (``memory_miss``).
 
 **Total.** The whole enumeration of the last event's matches through ``Outputs.take`` (what a batch run
 calls; buffers grown by a first take, best of ``REPEATS``), the cursor (``enumerate_cursor``) over the
@@ -131,6 +136,65 @@ def _timed(arena, cursor, root, key, limit, cap, cycles, written, sizes):
 
 
 @njit
+def _nothing(state):
+    """The empty call ``_empty`` times: one read and one write of the cursor's state, as a call of
+    ``cursor_fill`` does around its walk."""
+    state[2] = state[0]
+    return 1
+
+
+@njit
+def _empty(state, cap, cycles):
+    """``_timed``'s loop with ``_nothing`` in place of ``cursor_fill``: the counter's reads, the loop and an
+    empty call, ``cap`` times (the floor under the delays: what the machine adds to a call that does nothing)."""
+    t0 = _cycles()
+    for n in range(cap):
+        _nothing(state)
+        t1 = _cycles()
+        cycles[n] = t1 - t0
+        t0 = _cycles()
+    return cap
+
+
+def floor(calls: int = OUTPUTS) -> tuple:
+    """(max, 99.9th percentile) in ns of ``_empty``'s calls, each the least of ``REPEATS`` runs as the
+    delays are: the same number of calls, in the same run."""
+    state = np.zeros(3, np.int64)
+    runs = []
+    for _ in range(REPEATS):
+        cycles = np.empty(calls, np.int64)
+        _empty(state, calls, cycles)
+        runs.append(cycles)
+    ns = np.min(runs, axis=0)[1:] * NS_PER_CYCLE
+    return float(ns.max()), float(np.percentile(ns, 99.9))
+
+
+@njit
+def _chase(order, loads):
+    """``loads`` dependent reads through ``order`` (a random cycle), each waiting for the one before."""
+    at = 0
+    for _ in range(loads):
+        at = order[at]
+    return at
+
+
+def memory_miss(megabytes: int = 256, loads: int = 200_000) -> float:
+    """ns per read that misses the caches: a chase through a random cycle over ``megabytes`` of int64 (past
+    the L3 cache and the TLB's reach with 4 KB pages), best of 3."""
+    n = megabytes * (1 << 20) // 8
+    cycle = np.random.default_rng(0).permutation(n)
+    order = np.empty(n, np.int64)
+    order[cycle] = np.roll(cycle, -1)
+    _chase(order, 1_000)
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        _chase(order, loads)
+        best = min(best, time.perf_counter() - start)
+    return best * 1e9 / loads
+
+
+@njit
 def _steps(arena, cursor, root, key, limit, cap, steps):
     """Per match, as ``_timed`` walks them, the union nodes and pops of its call beyond one per position it
     wrote (the left path from the pending child it pops)."""
@@ -208,15 +272,16 @@ def _max_steps(evaluator) -> int:
     return int(steps[:got].max())
 
 
-def measure(query: str, n: int, before) -> dict:
-    types = _types(query, n)
-    program = _program(query)
-    evaluator = _update(evaluate, program, Stream.from_any(_frame(types)))
-    arena = evaluator.arena
-    root, key, limit = _last_list(evaluator)
+def _delays(arena, root, key, limit, numpy_pages: bool = False) -> tuple:
+    """(ns per call, match sizes, ns per position written, delays) of ``_timed``'s walk over ``arena``, each
+    call's time the least of ``REPEATS`` runs (the walk is the same each time), the delays every call after
+    the first less its writing. With ``numpy_pages``, over copies of the arena and the cursor in numpy's own
+    allocations (``_numpy_pages``)."""
     cursor = new_cursor(arena)
+    if numpy_pages:
+        arena, cursor = _numpy_pages(arena), _numpy_pages(cursor)
     runs = []
-    for _ in range(REPEATS):  # per match the least disturbed of the runs: the walk is the same each time
+    for _ in range(REPEATS):
         cycles, written, sizes = (np.empty(OUTPUTS, np.int64) for _ in range(3))
         got = _timed(arena, cursor, root, key, limit, OUTPUTS, cycles, written, sizes)
         runs.append(cycles[:got].copy())
@@ -227,7 +292,26 @@ def measure(query: str, n: int, before) -> dict:
     # every call writes at most a few positions: there a call's time is its delay)
     spread = later_written.max() - later_written.min() if len(later) else 0
     per_position = max(0.0, float(np.polyfit(later_written, later, 1)[0])) if spread >= 8 else 0.0
-    delay = np.maximum(later - per_position * later_written, 0.0)
+    return ns, sizes, per_position, np.maximum(later - per_position * later_written, 0.0)
+
+
+def _numpy_pages(arrays: tuple) -> tuple:
+    """``arrays`` (an arena, a cursor) copied into numpy's own allocations, as before ``nodes.node_array``:
+    malloc's 4 KB pages, and huge pages only on the 2 MB-aligned part of an array of 4 MiB or more (numpy
+    marks those for them)."""
+    return type(arrays)(*(np.array(a) for a in arrays))
+
+
+def measure(query: str, n: int, before) -> dict:
+    types = _types(query, n)
+    program = _program(query)
+    evaluator = _update(evaluate, program, Stream.from_any(_frame(types)))
+    arena = evaluator.arena
+    root, key, limit = _last_list(evaluator)
+    ns, sizes, per_position, delay = _delays(arena, root, key, limit)
+    got = len(ns)
+    floor_max, floor_tail = floor(got)
+    small = _delays(arena, root, key, limit, numpy_pages=True)[3]
     row = {
         "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
         "n": n,
@@ -235,10 +319,14 @@ def measure(query: str, n: int, before) -> dict:
         "longest": int(sizes.max()),
         "first ns": round(float(ns[0]), 1),
         "max ns": round(float(delay.max()), 1),
+        "empty max ns": round(floor_max, 1),
         "p99 ns": round(float(np.percentile(delay, 99)), 1),
         "p99.9 ns": round(float(np.percentile(delay, 99.9)), 1),
+        "empty p99.9 ns": round(floor_tail, 1),
         "median ns": round(float(np.median(delay)), 1),
         "calls > 100 ns": int((delay > 100).sum()),
+        "numpy's max ns": round(float(small.max()), 1),
+        "numpy's calls > 100 ns": int((small > 100).sum()),
         "max steps": _max_steps(evaluator),
         "ns/position": round(per_position, 2),
     }
@@ -387,7 +475,7 @@ def main() -> None:
     before = baseline(args.before) if args.before else None
     global NS_PER_CYCLE
     NS_PER_CYCLE = _ns_per_cycle()
-    print(f"cycle counter period: {NS_PER_CYCLE:.2f} ns\n")
+    print(f"cycle counter period: {NS_PER_CYCLE:.2f} ns; a read missing the caches: {memory_miss():.0f} ns\n")
     queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     if args.update:
         rng = np.random.default_rng(0)
