@@ -95,7 +95,7 @@ def _grown_runs(runs: Runs, capacity: int) -> Runs:
 
 
 # ----------------------------------------------------------------------------- the kernel
-@jit
+@jit(nrt=False)
 def advance(table, batch, first, last, none, consume, runs, stored, arena, scratch, roots, collect, info):
     """Events ``first..last-1`` of ``batch``. Returns OK, or a status asking Python for help at event
     ``info[2]`` (MISS: fill δ(info[0], info[1]); ARENA_FULL: compact; ROOTS_FULL: enumerate); calling

@@ -133,7 +133,7 @@ def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
     return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
-@jit
+@jit(nrt=False)
 def _place(node_pos, node_var, node_left, node_right, node_start, at, a, b):
     """Union(a, b) for a list ``a`` with a full spine (``SPINE``) and a list ``b`` that starts no later, in
     at most ``DESCENT + 1`` nodes, with no spine past ``SPINE``: the result is Union(a.left, a.right ∪ b)
