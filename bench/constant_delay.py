@@ -257,7 +257,11 @@ def baseline(revision: str):
     package = "cepkit.engines.automaton"
     for name in ("nodes", "evaluate"):
         text = source_at(revision, f"cepkit/engines/automaton/{name}.py")
-        (folder / f"_baseline_{name}.py").write_text(text.replace("from .nodes import", "from ._baseline_nodes import"))
+        text = text.replace("from .nodes import", "from ._baseline_nodes import")
+        # (``jit`` moved from the automaton's kernel module to ``engines.compiled`` since)
+        (folder / f"_baseline_{name}.py").write_text(
+            text.replace("from .kernel import jit", "from ..compiled import jit")
+        )
         spec = importlib.util.spec_from_file_location(f"{package}._baseline_{name}", folder / f"_baseline_{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
