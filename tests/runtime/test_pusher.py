@@ -171,7 +171,11 @@ def test_the_ses_pusher_in_chunks_agrees_with_push_match_and_the_reference(query
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-@given(kleene_queries(types=("A", "B", "C")), streams(types=("A", "B", "C"), max_size=30, null_one_in=5), CHUNKS)
+@given(
+    kleene_queries(types=("A", "B", "C"), strategies=("ALL", "STRICT", "NEXT", "LAST", "MAX", "STNM")),
+    streams(types=("A", "B", "C"), max_size=30, null_one_in=5),
+    CHUNKS,
+)
 def test_the_rcep_pusher_in_chunks_agrees_with_push_match_and_the_reference(query, rows, chunks):
     assume(runs(query, "rcep"))
     chunked_agree(query, rows, "rcep", chunks)

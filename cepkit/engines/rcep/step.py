@@ -15,9 +15,13 @@ STRICT and PARTITION_STRICT every read event is kept, a trigger too, so that the
 indices step as the sub-stream's sequence numbers do (the kernel's contiguity test); the events before a
 sub-stream's last one no slot keeps leave when the arrays fill up.
 
-It runs the queries ``batch.runs_columnar`` gives the kernel but STNM (whose matches may wait for later
-events), whose join and chain keys are attributes; an event whose key is not a number hands the state
-back and pushes from then on. Before any other call reads the window
+Under STNM with a single last variable the trigger's matches are final at once: ``recompute_last``
+drops those an event between their events blocks (``kernel.skip_till_next``, with Θ_eq⁺'s keys among
+the kept ones), and every trigger stays kept (it may block a later match).
+
+It runs the queries ``batch.runs_columnar`` gives the kernel but STNM with a Kleene last variable (its
+matches wait for later events), whose join and chain keys are attributes; an event whose key is not a
+number hands the state back and pushes from then on. Before any other call reads the window
 (``push``, ``extend``, ``close``, another pusher) the step hands its events to the matcher as an
 ``OpenWindow`` and takes them back at its next event: at most a window of events each way.
 """
@@ -39,7 +43,7 @@ from ..conjuncts import NotAKey, key_rows, key_value
 from ..kept import KernelCall, KeptEvents, KeyCodes, Rows, pushed, written
 from .batch import runs_columnar
 from .joins import TRANSITIVE
-from .kernel import RANKED_CODES, layout, ranked, recompute
+from .kernel import RANKED_CODES, layout, ranked, recompute, skip_till_next
 from .open_window import OpenWindow
 
 
@@ -47,7 +51,7 @@ def runs(plan) -> bool:
     """Whether ``RcepStep`` runs ``plan`` (the module docstring)."""
     return (
         runs_columnar(plan)
-        and plan.skip_till_next is None
+        and (plan.skip_till_next is None or not plan.slots[-1].kleene)
         and all(
             isinstance(e, A.Attr) and e.attr not in ("ts", "type")
             for e in key_rows(plan.pattern.joins, plan.pattern.chains)[0]
@@ -56,7 +60,9 @@ def runs(plan) -> bool:
 
 
 @jit
-def recompute_last(events, bounds, n_slots, span, last_alone, strict, rank, joins, pairs, chains, kleene, hybrid, out):
+def recompute_last(
+    events, bounds, n_slots, span, last_alone, strict, rank, joins, pairs, chains, kleene, hybrid, judged, out
+):
     """The matches of event ``n - 1`` (a trigger) over the kept events [lo, n) (``events``: the arrays of
     a ``kept.KeptEvents``; ``bounds`` holds lo, n and the number of codes), as ``kernel.recompute`` finds them: the events laid
     out by ``kernel.layout`` (``coord`` their window coordinates, ``span`` the window: the limits are
@@ -65,7 +71,8 @@ def recompute_last(events, bounds, n_slots, span, last_alone, strict, rank, join
     ``out`` buffers (``kept.written``: (rows, cells), negative when they do not fit); returns (rows, cells, whether no two rows have the same positions).
     ``joins`` holds the rows left slot, right slot, operator, transitive, left key, right key, pair;
     ``pairs`` the pairs' left and right slots; ``chains`` slot, operator, transitive, previous key, current
-    key."""
+    key; ``judged`` (STNM; empty otherwise) ``kernel.skip_till_next``'s joins and chains, Θ_eq⁺'s among
+    them, as rows."""
     coord, mask, code, position, kval, kok = events
     lo, n, n_codes = bounds[0], bounds[1], bounds[2]
     accepted = np.empty((n_slots, n - lo), dtype=np.bool_)  # ``kernel.layout``'s slots per event
@@ -114,6 +121,28 @@ def recompute_last(events, bounds, n_slots, span, last_alone, strict, rank, join
         strict,
     )
     keep = ranked(found, found_positions, rank) if rank >= 0 else np.zeros(0, dtype=np.bool_)
+    judged_joins, judged_chains = judged
+    if judged_joins.shape[0] and len(found) > 1:  # STNM: a row an event between its events blocks is dropped
+        grouped_of = np.empty(n - lo, dtype=np.int64)
+        for g in range(len(events)):
+            grouped_of[events[g]] = g
+        grouped = np.empty(len(found_positions), dtype=np.int64)
+        for c in range(len(found_positions)):
+            grouped[c] = grouped_of[np.searchsorted(position[lo:n], found_positions[c])]
+        keep = skip_till_next(
+            found,
+            found_positions,
+            cells,
+            grouped,
+            members,
+            offsets,
+            kleene,
+            window_lo,
+            values,
+            valid,
+            (judged_joins[0], judged_joins[1], judged_joins[2], judged_joins[3], judged_joins[4]),
+            (judged_chains[0], judged_chains[1], judged_chains[2], judged_chains[3]),
+        )
     rows, cells_written = written(found, found_positions, cells, keep, out)
     return rows, cells_written, distinct
 
@@ -127,7 +156,10 @@ class RcepStep:
         pattern, slots = plan.pattern, plan.slots
         self.columns = columns
         at = {name: i for i, name in enumerate(columns)}
-        exprs, ids = key_rows(pattern.joins, pattern.chains)
+        judge = plan.skip_till_next  # STNM (a single last variable: ``runs``), judged at the trigger
+        judged_joins = pattern.joins + (judge.closure_joins if judge else ())
+        judged_chains = pattern.chains + (judge.closure_chains if judge else ())
+        exprs, ids = key_rows(judged_joins, judged_chains)
         self.key_names = [expr.attr for expr in exprs]
         self.key_at = [at.get(name) for name in self.key_names]
         self.keyed = bool(plan.query.partition_by)
@@ -141,6 +173,7 @@ class RcepStep:
             self.span = math.inf
         self.timed = plan.window_seconds is not None
         self.strict = plan.strict  # every read event kept: contiguity reads a sub-stream's every event
+        self.stnm = judge is not None  # every trigger kept: it may block a later match
         self.typed = not any(slot.local for slot in slots)
         self.by_type: dict = {}  # type -> the mask of the slots taking it (no local tests)
         n_slots = len(slots)
@@ -149,8 +182,8 @@ class RcepStep:
         pairs: dict = {}
         for join in pattern.joins:
             pairs.setdefault((join.left_slot, join.right_slot), len(pairs))
-        joins = pattern.joins
-        chains = pattern.chains
+        joins, n_joins = pattern.joins, len(pattern.joins)
+        chains, n_chains = pattern.chains, len(pattern.chains)
         kleene = [slot.kleene for slot in slots]
         self.out = Rows([slot.var for slot in slots], kleene, ordered=True)  # (a row's slots ascend with its positions)
         self.bounds = np.zeros(3, dtype=np.int64)  # the call's lo, n and number of codes
@@ -158,7 +191,7 @@ class RcepStep:
         self.constants = (  # ``recompute_last``'s arguments after ``bounds``
             n_slots,
             self.span,
-            not slots[-1].kleene,
+            not slots[-1].kleene and not self.stnm,
             self.strict,
             RANKED_CODES.get(plan.query.strategy, -1),
             np.array(
@@ -167,8 +200,8 @@ class RcepStep:
                     [j.right_slot for j in joins],
                     [OP_CODES[j.op] for j in joins],
                     [j.op in TRANSITIVE for j in joins],
-                    ids[0],
-                    ids[1],
+                    ids[0][:n_joins],
+                    ids[1][:n_joins],
                     [pairs[j.left_slot, j.right_slot] for j in joins],
                 ],
                 dtype=np.int64,
@@ -179,13 +212,33 @@ class RcepStep:
                     [c.slot for c in chains],
                     [OP_CODES[c.op] for c in chains],
                     [c.op in TRANSITIVE for c in chains],
-                    ids[2],
-                    ids[3],
+                    ids[2][:n_chains],
+                    ids[3][:n_chains],
                 ],
                 dtype=np.int64,
             ).reshape(5, len(chains)),
             np.array(kleene, dtype=np.bool_),
             plan.join == "hybrid",
+            (
+                np.array(
+                    [
+                        [j.left_slot for j in judged_joins],
+                        [j.right_slot for j in judged_joins],
+                        [OP_CODES[j.op] for j in judged_joins],
+                        ids[0],
+                        ids[1],
+                    ],
+                    dtype=np.int64,
+                ).reshape(5, len(judged_joins))
+                if self.stnm
+                else np.zeros((0, 0), dtype=np.int64),
+                np.array(
+                    [[c.slot for c in judged_chains], [OP_CODES[c.op] for c in judged_chains], ids[2], ids[3]],
+                    dtype=np.int64,
+                ).reshape(4, len(judged_chains))
+                if self.stnm
+                else np.zeros((0, 0), dtype=np.int64),
+            ),
         )
         self.limit = TimeLimit(self.span if self.timed else 0.0)
         self.active = False
@@ -324,7 +377,7 @@ class RcepStep:
         if not mask & self.last_bit:
             return []
         found = self._trigger(time, position)
-        if not mask & self.keep_mask and not self.strict:
+        if not mask & self.keep_mask and not self.strict and not self.stnm:
             kept.pop()  # a single last variable: the trigger is never needed again
         return found
 
