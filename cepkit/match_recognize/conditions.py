@@ -1,14 +1,17 @@
 """DEFINE conditions that read other rows of the match (``A.price`` in B's condition, ``FIRST`` / ``LAST``,
-``CLASSIFIER()``, ``MATCH_NUMBER()``), compiled for the Pike VM (``kernel.py``): each thread carries
-registers, the rows last (and first) mapped to each variable or subset a condition reads, and a condition
-is a short postfix program over column values that the kernel runs at the row it tries (docs/language.md
-§13). The query's text is only ever parsed: the programs are arrays of operator codes.
+``CLASSIFIER()``, ``MATCH_NUMBER()``, running aggregates such as ``AVG(B.price)``), compiled for the Pike
+VM (``kernel.py``): each thread carries registers, the rows last (and first) mapped to each variable or
+subset a condition reads and each aggregate's count and sum (or minimum, maximum) over the rows mapped so
+far, and a condition is a short postfix program over column values that the kernel runs at the row it
+tries (docs/language.md §13). The query's text is only ever parsed: the programs are arrays of operator
+codes.
 
 A condition's conjuncts that read only their own row stay whole-column masks (``columns.py``); the rest
-compile here. ``compile_defines`` raises ``NotCompiled`` (the reason) for what it does not take: aggregates
-in DEFINE, datetime columns, columns of mixed types, strings in arithmetic or compared with numbers (the
-reference raises or decides those), integers beyond 2**53, a condition not boolean. Those queries run on
-the reference matcher (``semantics.py``), whose rules this follows row for row (tests compare them).
+compile here. ``compile_defines`` raises ``NotCompiled`` (the reason) for what it does not take: datetime
+columns, columns of mixed types, strings in arithmetic or compared with numbers (the reference raises or
+decides those), integers beyond 2**53, SUM / AVG / MIN / MAX of other than numbers, an aggregate's argument
+reading other than its row and PREV / NEXT of it, a condition not boolean. Those queries run on the
+reference matcher (``semantics.py``), whose rules this follows row for row (tests compare them).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from ..errors import QueryError
 from . import ast as A
 from .columns import Columns, row_local
 
@@ -47,10 +51,16 @@ RS_CUR, RS_REG, RS_FIRST_INCL, RS_UFIRST, RS_ULAST = range(5)
     OP_ISNULL,
     OP_NOTNULL,
     OP_IN,
-) = range(21)
+    OP_AGG,
+) = range(22)
 _ARITH = {"+": OP_ADD, "-": OP_SUB, "*": OP_MUL, "/": OP_DIV, "%": OP_MOD}
 _CMP = {"=": OP_EQ, "<>": OP_NE, "<": OP_LT, "<=": OP_LE, ">": OP_GT, ">=": OP_GE}
 EXACT = 2**53  # integers a float64 holds exactly
+# Running aggregates in DEFINE: each is two registers, the count of non-null values and their sum (SUM,
+# AVG), least (MIN) or greatest (MAX).
+AGG_COUNT, AGG_SUM, AGG_AVG, AGG_MIN, AGG_MAX = range(5)
+_AGG = {"COUNT": AGG_COUNT, "SUM": AGG_SUM, "AVG": AGG_AVG, "MIN": AGG_MIN, "MAX": AGG_MAX}
+MATCH = "*"  # the group of an aggregate over every row of the match (no variable can be named so)
 
 
 class NotCompiled(Exception):
@@ -64,7 +74,11 @@ class Conditions:
     Per variable ``v``: row slots ``r_*[r_start[v]:r_start[v + 1]]``, its program ``c_*[c_start[v]:...]``
     (empty: only the whole-column mask decides), register updates ``u_*[u_start[v]:...]`` when a row maps to
     ``v``. ``values`` / ``nulls``: the columns the programs read (strings as codes in sorted order).
-    ``groups``: per register, its group (the variable or subset whose rows it holds)."""
+    ``groups``: per register, its group (the variable, subset or match whose rows it holds). Registers are
+    floats (row numbers are exact in them), first ``reg_init``. Per aggregate ``k``: its two registers from
+    ``agg_reg[k]``, its function ``agg_func[k]``, its argument at every row ``agg_values[k]`` /
+    ``agg_nulls[k]``; per variable, the aggregates a row mapped to it adds to,
+    ``ua_agg[ua_start[v]:ua_start[v + 1]]``."""
 
     n_regs: int
     groups: np.ndarray
@@ -88,6 +102,13 @@ class Conditions:
     values: np.ndarray
     nulls: np.ndarray
     reads: Tuple[frozenset, ...]  # per variable, the groups its program reads
+    reg_init: np.ndarray
+    agg_reg: np.ndarray
+    agg_func: np.ndarray
+    agg_values: np.ndarray
+    agg_nulls: np.ndarray
+    ua_start: np.ndarray
+    ua_agg: np.ndarray
 
     @classmethod
     def none(cls, n_vars: int, n: int) -> "Conditions":
@@ -117,6 +138,13 @@ class Conditions:
             np.zeros((0, 1)),
             np.zeros((0, 1), np.uint8),
             tuple(frozenset() for _ in range(n_vars)),
+            np.zeros(0),
+            empty,
+            empty,
+            np.zeros((0, 1)),
+            np.zeros((0, 1), np.uint8),
+            zero,
+            empty,
         )
 
     def programs(self) -> tuple:
@@ -136,11 +164,29 @@ class Conditions:
             self.consts,
             self.values,
             self.nulls,
+            self.reg_init,
+            self.agg_reg,
+            self.agg_func,
+            self.agg_values,
+            self.agg_nulls,
         )
 
     def updates(self) -> tuple:
         """The register updates per variable, as the kernel takes them."""
-        return (self.u_start, self.u_last, self.u_nlast, self.u_first, self.u_nfirst)
+        return (
+            self.u_start,
+            self.u_last,
+            self.u_nlast,
+            self.u_first,
+            self.u_nfirst,
+            self.reg_init,
+            self.ua_start,
+            self.ua_agg,
+            self.agg_reg,
+            self.agg_func,
+            self.agg_values,
+            self.agg_nulls,
+        )
 
     def live(self, op, a, b) -> np.ndarray:
         """Per instruction and register: whether a condition still to be tried from there reads the
@@ -234,10 +280,12 @@ class _Builder:
         self.read: set = set()
         self.strings: set = set()
         self.var_rows: Dict[tuple, int] = {}
+        self.aggregates: Dict[tuple, int] = {}  # (function, group, argument): its index
+        self.agg_columns: List[tuple] = []  # per aggregate: function, group, values, nulls
 
-    # ---- the groups a condition reads: a variable or a subset, members known
+    # ---- the groups a condition reads: a variable, a subset or the match, members known
     def members(self, group: Optional[str]) -> Tuple[str, ...]:
-        return self.subsets.get(group, (group,))
+        return self.variables if group == MATCH else self.subsets.get(group, (group,))
 
     def condition(self, var: str, expr) -> None:
         self.var, self.read, self.var_rows = var, set(), {}
@@ -315,6 +363,10 @@ class _Builder:
         if isinstance(expr, A.MatchNumber):
             self.emit(OP_NUMBER)
             return "num"
+        if isinstance(expr, A.Aggregate):
+            if placed is not None:
+                raise NotCompiled(f"{expr.func} under a navigation")
+            return self.aggregate(expr)
         if isinstance(expr, A.Negate):
             kind = self.value(expr.arg, placed)
             self.need(kind, ("num", "bool", "null"), "a negated value")
@@ -351,6 +403,40 @@ class _Builder:
             self.emit(OP_IN, len(expr.items), int(expr.negated))
             return "bool"
         raise NotCompiled(f"{type(expr).__name__} in a DEFINE that reads other rows")
+
+    def aggregate(self, expr: A.Aggregate) -> str:
+        """A running aggregate over the rows of a group mapped so far, the tried row among them when it
+        joins the group (``semantics._aggregate``): its argument is evaluated at every row beforehand."""
+        n = self.columns.n
+        if expr.arg is None:  # COUNT(*), COUNT(A.*): rows, never null
+            group, values, null = expr.var, np.zeros(n), np.zeros(n, bool)
+        else:
+            group = self.one_variable(expr.arg)
+            for node in A.walk(expr.arg):
+                local = isinstance(node, (A.Literal, A.Column, A.Arith, A.Negate))
+                if not local and not (isinstance(node, A.Navigation) and node.kind in ("PREV", "NEXT")):
+                    raise NotCompiled(f"{type(node).__name__} in {expr.func}'s argument")
+            try:
+                values, null = self.columns.evaluate(expr.arg)
+            except QueryError as err:  # strings in arithmetic: the reference decides where it matters
+                raise NotCompiled(f"{expr.func}'s argument: {err}") from None
+            values, null = np.asarray(values), np.asarray(null, bool)
+            if expr.func != "COUNT":
+                if values.dtype.kind not in "iuf":
+                    raise NotCompiled(f"{expr.func} of {values.dtype} values")
+                if values.dtype.kind in "iu" and np.abs(values[~null]).sum(dtype=float) > EXACT:
+                    raise NotCompiled(f"{expr.func} of integers that may sum beyond a float's exact range")
+                values = np.where(null, 0.0, values.astype(float))
+            else:
+                values = np.zeros(n)
+        group = MATCH if group is None else group
+        key = (expr.func, group, repr(expr.arg))
+        if key not in self.aggregates:
+            self.aggregates[key] = len(self.agg_columns)
+            self.agg_columns.append((_AGG[expr.func], group, values, null))
+        self.read.add(group)
+        self.emit(OP_AGG, self.aggregates[key], int(self.var in self.members(group)))
+        return "num"
 
     def need(self, kind: str, allowed, what: str) -> None:
         if kind not in allowed:
@@ -411,6 +497,10 @@ class _Builder:
             for i in range(self.depth_first.get(group, 0)):
                 layout[("first", group, i)] = len(groups)
                 groups.append(group)
+        agg_reg = []
+        for _, group, _, _ in self.agg_columns:
+            agg_reg.append(len(groups))
+            groups += [group, group]
         group_ids = {g: i for i, g in enumerate(sorted(set(groups)))}
         r_kind, r_reg, r_k, r_lo, r_hi, r_shift = ([] for _ in range(6))
         for (kind, where, k), lo, hi, shift in self.rows:
@@ -420,6 +510,7 @@ class _Builder:
             r_lo.append(lo)
             r_hi.append(hi)
             r_shift.append(shift)
+        n = self.columns.n
         u_start, u_last, u_nlast, u_first, u_nfirst = [0], [], [], [], []
         for var in self.variables:
             for group in sorted(set(self.depth_last) | set(self.depth_first)):
@@ -430,9 +521,21 @@ class _Builder:
                     u_first.append(layout[("first", group, 0)] if nfirst else 0)
                     u_nfirst.append(nfirst)
             u_start.append(len(u_last))
+        ua_start, ua_agg = [0], []
+        for var in self.variables:
+            ua_agg += [k for k, (_, group, _, _) in enumerate(self.agg_columns) if var in self.members(group)]
+            ua_start.append(len(ua_agg))
+        reg_init = np.full(len(groups), -1.0)
+        for k, (func, _, _, _) in enumerate(self.agg_columns):
+            reg_init[agg_reg[k]] = 0.0
+            reg_init[agg_reg[k] + 1] = np.inf if func == AGG_MIN else -np.inf if func == AGG_MAX else 0.0
+        agg_values = np.zeros((max(len(self.agg_columns), 1), n))
+        agg_nulls = np.ones((max(len(self.agg_columns), 1), n), np.uint8)
+        for k, (_, _, column, null) in enumerate(self.agg_columns):
+            agg_values[k] = column
+            agg_nulls[k] = null
         strings = {s: float(i) for i, s in enumerate(sorted(self.strings))}
         consts = np.array([strings[c] if isinstance(c, str) else c for c in self.consts], dtype=float)
-        n = self.columns.n
         values = np.zeros((max(len(self.column_index), 1), n))
         nulls = np.ones((max(len(self.column_index), 1), n), np.uint8)
         for name, i in self.column_index.items():
@@ -468,4 +571,11 @@ class _Builder:
             values,
             nulls,
             tuple(frozenset(group_ids[g] for g in read) for read in self.reads),
+            reg_init,
+            ints(agg_reg),
+            ints([func for func, _, _, _ in self.agg_columns]),
+            agg_values,
+            agg_nulls,
+            ints(ua_start),
+            ints(ua_agg),
         )

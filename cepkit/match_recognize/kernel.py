@@ -2,8 +2,9 @@
 
 A DEFINE condition's conjuncts that read only their row and rows at fixed offsets from it are known before
 matching (``holds[row, var]``); the others (``conditions.py``: another variable's rows, FIRST / LAST,
-CLASSIFIER, MATCH_NUMBER) are short postfix programs run when a thread tries a row, over the thread's
-registers: the rows last and first mapped to each variable or subset they read, kept per path node.
+CLASSIFIER, MATCH_NUMBER, running aggregates) are short postfix programs run when a thread tries a row,
+over the thread's registers: the rows last and first mapped to each variable or subset they read and the
+aggregates' counts and sums so far, kept per path node (floats: row numbers are exact in them).
 
 One function, numba-compiled when numba is installed and plain Python otherwise (tests run both). Each
 start row runs the threads in preferment order; the first thread to reach MATCH cuts the threads after
@@ -20,7 +21,12 @@ import numpy as np
 
 from ..engines.compiled import grow, jit
 from .conditions import (
+    AGG_AVG,
+    AGG_COUNT,
+    AGG_MAX,
+    AGG_MIN,
     OP_ADD,
+    OP_AGG,
     OP_AND,
     OP_CONST,
     OP_DIV,
@@ -53,26 +59,49 @@ OK, NO_SKIP_ROW, SKIP_LOOPS, FULL = range(4)
 
 
 @jit
-def _same(node_regs, n_regs, live, q, x, y):
-    """Whether nodes ``x`` and ``y`` (-1: no row mapped yet, every register empty) hold the same rows in
-    the registers live at instruction ``q``."""
+def _same(node_regs, n_regs, reg_init, live, q, x, y):
+    """Whether nodes ``x`` and ``y`` (-1: no row mapped yet, every register as ``reg_init``) hold the same
+    values in the registers live at instruction ``q``."""
     for r in range(n_regs):
         if live[q, r]:
-            vx = -1 if x < 0 else node_regs[x * n_regs + r]
-            vy = -1 if y < 0 else node_regs[y * n_regs + r]
+            vx = reg_init[r] if x < 0 else node_regs[x * n_regs + r]
+            vy = reg_init[r] if y < 0 else node_regs[y * n_regs + r]
             if vx != vy:
                 return False
     return True
 
 
+@jit(nrt=False)
+def _accumulate(func, acc, value):
+    """An aggregate's sum, least or greatest value with one more value."""
+    if func == AGG_MIN:
+        return value if value < acc else acc
+    if func == AGG_MAX:
+        return value if value > acc else acc
+    return acc + value
+
+
 @jit
 def _update(node_regs, n_regs, parent, new, var, pos, upd):
     """The registers of node ``new``: its parent's, with row ``pos`` mapped to ``var``."""
-    u_start, u_last, u_nlast, u_first, u_nfirst = upd
+    (
+        u_start,
+        u_last,
+        u_nlast,
+        u_first,
+        u_nfirst,
+        reg_init,
+        ua_start,
+        ua_agg,
+        agg_reg,
+        agg_func,
+        agg_values,
+        agg_nulls,
+    ) = upd
     o = new * n_regs
     if parent < 0:
         for r in range(n_regs):
-            node_regs[o + r] = -1
+            node_regs[o + r] = reg_init[r]
     else:
         q = parent * n_regs
         for r in range(n_regs):
@@ -88,20 +117,27 @@ def _update(node_regs, n_regs, parent, new, var, pos, upd):
             if node_regs[fb + i] < 0:
                 node_regs[fb + i] = pos
                 break
+    for u in range(ua_start[var], ua_start[var + 1]):
+        k = ua_agg[u]
+        if agg_nulls[k, pos] == 0:
+            c = o + agg_reg[k]
+            node_regs[c] += 1.0
+            node_regs[c + 1] = _accumulate(agg_func[k], node_regs[c + 1], agg_values[k, pos])
 
 
 @jit
 def _condition(var, pos, start, p0, p1, number, node, node_regs, n_regs, cond, rowbuf, sv, sn):
     """Whether the program of ``var``'s condition is true at row ``pos``, for the thread at ``node``
     (``conditions.py`` gives the rows it reads and the operators; SQL's three-valued logic)."""
-    r_start, r_kind, r_reg, r_k, r_lo, r_hi, r_shift, c_start, c_op, c_a, c_b, consts, values, nulls = cond
+    r_start, r_kind, r_reg, r_k, r_lo, r_hi, r_shift, c_start, c_op, c_a, c_b, consts, values, nulls = cond[:14]
+    reg_init, agg_reg, agg_func, agg_values, agg_nulls = cond[14:]
     base = r_start[var]
     for s in range(base, r_start[var + 1]):
         kind = r_kind[s]
         if kind == RS_CUR:
             r = pos
         elif kind == RS_REG or kind == RS_FIRST_INCL:
-            r = -1 if node < 0 else node_regs[node * n_regs + r_reg[s]]
+            r = -1 if node < 0 else int(node_regs[node * n_regs + r_reg[s]])
             if r < 0 and kind == RS_FIRST_INCL:
                 # the tried row is the group's k-th when k rows of it were mapped before
                 if r_k[s] == 0 or (node >= 0 and node_regs[node * n_regs + r_reg[s] - 1] >= 0):
@@ -139,6 +175,24 @@ def _condition(var, pos, start, p0, p1, number, node, node_regs, n_regs, cond, r
         elif o == OP_NUMBER:
             sv[sp] = number
             sn[sp] = 0
+            sp += 1
+        elif o == OP_AGG:  # the thread's count and sum (least, greatest) so far, and the tried row's value
+            k = c_a[i]
+            c = agg_reg[k]
+            count = reg_init[c] if node < 0 else node_regs[node * n_regs + c]
+            acc = reg_init[c + 1] if node < 0 else node_regs[node * n_regs + c + 1]
+            func = agg_func[k]
+            if c_b[i] and agg_nulls[k, pos] == 0:
+                count += 1.0
+                acc = _accumulate(func, acc, agg_values[k, pos])
+            sn[sp] = 0
+            if func == AGG_COUNT:
+                sv[sp] = count
+            elif count == 0.0:
+                sv[sp] = 0.0
+                sn[sp] = 1
+            else:
+                sv[sp] = acc / count if func == AGG_AVG else acc
             sp += 1
         elif o == OP_NEG:
             sv[sp - 1] = -sv[sp - 1]
@@ -242,6 +296,7 @@ def _closure(
     n_out,
     n_regs,
     node_regs,
+    reg_init,
     live,
     head,
     visit_node,
@@ -265,7 +320,7 @@ def _closure(
             e = head[q]
             while e >= 0:
                 other = visit_node[e]
-                if other == qn or _same(node_regs, n_regs, live, q, other, qn):
+                if other == qn or _same(node_regs, n_regs, reg_init, live, q, other, qn):
                     break
                 e = visit_next[e]
             if e >= 0:
@@ -360,7 +415,8 @@ def match_partitions(
     node_var = np.empty(256, np.int64)
     node_excl = np.empty(256, np.int8)
     node_parent = np.empty(256, np.int64)
-    node_regs = np.empty(256 * max(n_regs, 1), np.int64)
+    node_regs = np.empty(256 * max(n_regs, 1), np.float64)
+    reg_init = upd[5]
     clist_pc = np.empty(threads, np.int64)
     clist_node = np.empty(threads, np.int64)
     nlist_pc = np.empty(threads, np.int64)
@@ -412,6 +468,7 @@ def match_partitions(
                 0,
                 n_regs,
                 node_regs,
+                reg_init,
                 live,
                 head,
                 visit_node,
@@ -500,6 +557,7 @@ def match_partitions(
                         n_n,
                         n_regs,
                         node_regs,
+                        reg_init,
                         live,
                         head,
                         visit_node,

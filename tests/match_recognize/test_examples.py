@@ -179,6 +179,60 @@ def test_conditions_on_other_variables(matcher):
     assert [(int(r.a), int(r.b)) for r in out.itertuples()] == [(0, 3)]
 
 
+def run_on(query, data, matcher):
+    """The output rows, after checking which matcher ran: the VM when asked for "auto"."""
+    found = cepkit.match_recognize.find(cepkit.match_recognize.parse(query), data, matcher)
+    assert found.info["matcher"] == ("reference" if matcher == "reference" else "vm"), found.info
+    return rows(cepkit.match_recognize.output(found))
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_running_average_in_define(matcher):
+    """AVG in DEFINE is running: the rows mapped to A so far and the tried row. From day 1 the averages are
+    12, 14.5, 16, 17.25, then 94 / 5 = 18.8 at day 5 (not below 18): A+ stops at day 4. Day 5 (25) fails
+    alone; from day 6: 12, 13.5, 15.67, 17.75, then 19.2; days 10 and 11 fail alone; day 12 (15) and then
+    20 at day 13; days 13, 14 fail; from day 15: 14, 13, 13.33, 16, 17.4, then 109 / 6 at day 20."""
+    query = """SELECT * FROM ticker MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY day
+        MEASURES FIRST(A.day) AS first_day, LAST(A.day) AS last_day, COUNT(*) AS n
+        PATTERN (A+) DEFINE A AS AVG(A.price) < 18)"""
+    assert run_on(query, TICKER, matcher) == [
+        ("ACME", 1, 4, 4),
+        ("ACME", 6, 9, 4),
+        ("ACME", 12, 12, 1),
+        ("ACME", 15, 19, 5),
+    ]
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_count_in_define_bounds_a_run(matcher):
+    """A rise of at most three days (COUNT(UP.*) counts the tried row): days 2-5 rise, so the first match
+    takes 2-4 and day 5 starts the next; 7-10 rise (7-9, then 10); 13 and 17-18 rise."""
+    query = """SELECT * FROM ticker MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY day
+        MEASURES FIRST(UP.day) AS first_day, LAST(UP.day) AS last_day
+        PATTERN (UP+) DEFINE UP AS price > PREV(price) AND COUNT(UP.*) <= 3)"""
+    assert run_on(query, TICKER, matcher) == [
+        ("ACME", 2, 4),
+        ("ACME", 5, 5),
+        ("ACME", 7, 9),
+        ("ACME", 10, 10),
+        ("ACME", 13, 13),
+        ("ACME", 17, 18),
+    ]
+
+
+@pytest.mark.parametrize("matcher", MATCHERS)
+def test_aggregates_in_define_skip_nulls(matcher):
+    """SQL's aggregates skip nulls. From t=1 (A, 5): U's average at t=2 is 5 (the null skipped), at t=3 6,
+    at t=4 (5 + 7 + 1) / 3 < 5 and B.v is counted twice: the match ends at t=3. From t=4 (A, 1): 5 at t=5,
+    still 5 over t=6 and t=7 (nulls). MEASURES are FINAL at the last row: B.v counted once, U's average."""
+    data = pd.DataFrame({"t": range(1, 8), "v": pd.array([5, None, 7, 1, 9, None, None], dtype="Int64")})
+    query = """SELECT * FROM t MATCH_RECOGNIZE (ORDER BY t
+        MEASURES A.t AS a, LAST(B.t) AS last_b, COUNT(B.v) AS nb, AVG(U.v) AS avg_u
+        PATTERN (A B+) SUBSET U = (A, B)
+        DEFINE A AS v IS NOT NULL, B AS AVG(U.v) >= A.v OR COUNT(B.v) = 0)"""
+    assert run_on(query, data, matcher) == [(1, 3, 1, 6.0), (4, 7, 1, 5.0)]
+
+
 @pytest.mark.parametrize("matcher", MATCHERS)
 def test_v_shape_with_logical_offsets(matcher):
     """Flink's documented V-shape, written with logical offsets (Flink takes no PREV in DEFINE): 25 falls

@@ -1,7 +1,8 @@
 """The Pike VM (compiled and as plain Python) against the reference backtracking matcher, on random row
 patterns (every operator: concatenation, alternation, groups, greedy and reluctant quantifiers with
 bounds, anchors, exclusion, PERMUTE), random DEFINE conditions with nulls (row-local ones, and ones that
-read other variables' rows: the VM's registers), partitions, WITHIN and every AFTER MATCH SKIP mode."""
+read other variables' rows or aggregate the rows mapped so far: the VM's registers), partitions, WITHIN
+and every AFTER MATCH SKIP mode."""
 
 import re
 
@@ -54,6 +55,16 @@ OTHER_ROWS = (
     "w - {other}.w IN (1, {k}) AND {var}.v IS NOT NULL",
     "w / ({other}.w - 1) > {k} OR NOT ({other}.v <> v)",
     "{other}.w % 2 = {k} % 2",
+    # running aggregates over the rows mapped so far (the tried row among them when it joins the group)
+    "AVG({var}.v) > {k}",
+    "SUM({other}.w) <= {k} + 2",
+    "COUNT({var}.*) <= {k}",
+    "COUNT(*) > {k} OR MIN(w) = w",
+    "MAX({other}.v) IS NULL OR MAX({other}.v) >= v",
+    "COUNT({other}.s) < {k}",
+    "SUM(PREV(w)) < 4",
+    "AVG(U.w) >= {k} - 1",
+    "MIN({var}.v + {var}.w) < {k} AND COUNT(U.v) >= 1",
 )
 
 
@@ -197,8 +208,8 @@ def test_vm_finds_what_the_reference_finds(text, frame):
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(queries(CONDITIONS + OTHER_ROWS), frames())
 def test_vm_registers_find_what_the_reference_finds(text, frame):
-    """DEFINE conditions that read other variables' rows, FIRST / LAST, CLASSIFIER, MATCH_NUMBER, subsets:
-    the VM runs them with per-thread registers and finds the reference's matches."""
+    """DEFINE conditions that read other variables' rows, FIRST / LAST, CLASSIFIER, MATCH_NUMBER, subsets,
+    running aggregates: the VM runs them with per-thread registers and finds the reference's matches."""
     query = parse(text)
     got = outcome(query, frame, "vm")
     assert not str(got).startswith("the VM matcher does not take"), got
@@ -208,7 +219,8 @@ def test_vm_registers_find_what_the_reference_finds(text, frame):
 @pytest.mark.parametrize(
     "define, why",
     [
-        ("B AS COUNT(A.*) < 3", "Aggregate"),
+        ("B AS SUM(A.v > 1) > 3", "Compare in SUM's argument"),
+        ("B AS SUM(A.s) > 3", "SUM of object values"),
         ("B AS ts > A.ts", "datetime64"),
         ("B AS s > A.v", "a string compared with a number"),
         ("B AS s + 1 > A.v", "an operand of '+' is a str"),
@@ -221,7 +233,7 @@ def test_what_the_vm_leaves_to_the_reference(define, why):
     query = parse(f"SELECT * FROM t MATCH_RECOGNIZE (ORDER BY ts PATTERN (A B+) DEFINE {define})")
     with pytest.raises(QueryError, match="the VM matcher does not take this query's DEFINE: .*" + re.escape(why)):
         find(query, frame, "vm")
-    if define.startswith("B AS COUNT"):
+    if define.startswith("B AS SUM(A.v"):
         matched = find(query, frame)
         assert matched.info["matcher"] == "reference" and why in matched.info["why reference"]
 
@@ -265,7 +277,7 @@ def python_kernel(monkeypatch):
 def _python_twin(monkeypatch):
     compiled = kernel.match_partitions
     monkeypatch.setattr(kernel, "match_partitions", getattr(compiled, "py_func", compiled))
-    for name in ("grow", "_closure", "_condition", "_update", "_same"):
+    for name in ("grow", "_closure", "_condition", "_update", "_same", "_accumulate"):
         monkeypatch.setattr(kernel, name, getattr(getattr(kernel, name), "py_func", getattr(kernel, name)))
 
 
