@@ -49,40 +49,56 @@ FLIGHTS = """SELECT * FROM flights MATCH_RECOGNIZE (PARTITION BY origin ORDER BY
 
 def spark_side_by_side(copies: int = 1) -> None:
     """The flights year (weather and departures; ``copies`` times over, as ``flight_events(replicate=)``
-    makes it): Spark on local[2] against cepkit.sql in this process, best of 3 after a warm-up run of each
-    (the first Spark job starts the Python workers), in wall clock and in CPU seconds of the process tree
-    (this process, the JVM, Spark's Python workers): on a shared machine a run's wall clock is mostly its
-    wait for a core, and a run of many threads and processes (Spark) is given more cores than one of one."""
+    makes it), at rest in a Parquet file Spark reads and as the pandas frame ``cepkit.sql`` reads: Spark on
+    local[2] against cepkit.sql in this process (one thread), best of 3 after a warm-up run of each (the
+    first Spark job starts the Python workers), in wall clock (what a user waits) and in CPU seconds of the
+    process tree (this process, the JVM, Spark's Python workers; on a shared machine a run's wall clock is
+    partly its wait for a core). Beside them, Spark's own floors for the same rows and keys: the shuffle
+    alone (no Python), the shuffle and the Arrow transfer to Python and back (a no-op ``mapInArrow``), and
+    ``groupBy(...).applyInPandas`` answering each group without matching."""
+    import tempfile
+
     import cepkit.spark
     from cepkit.spark.recognize import read_columns
     from spark import best_wall_and_cpu
 
     year = cepkit.datasets.flight_events(replicate=copies)
     frame = year[year.type.isin(["FOG", "STORM", "SNOW", "RAIN", "FAIR", "DELAYED_DEPARTURE", "ON_TIME_DEPARTURE"])]
+    frame = frame.reset_index(drop=True)
     del year
     spark = cepkit.spark.session("local[2]")
-    remote = spark.createDataFrame(frame).cache()
-    remote.count()
-    cepkit.sql(FLIGHTS, frame)
-    cepkit.spark.sql(FLIGHTS, remote).collect()
-    # Spark's own floor: the same shuffle into the same groups, each answered without matching.
+    folder = tempfile.mkdtemp()
+    frame.to_parquet(f"{folder}/rows.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
+    remote = spark.read.parquet(f"{folder}/rows.parquet")
     read = remote.select(*[c for c in remote.columns if c in read_columns(parse(FLIGHTS))])
-    floor = lambda: read.groupBy("origin").applyInPandas(lambda g: g.head(1), read.schema).collect()  # noqa: E731
-    floor()
-    local_wall, local_cpu, local = best_wall_and_cpu(3, lambda: cepkit.sql(FLIGHTS, frame))
-    spark_wall, spark_cpu, rows = best_wall_and_cpu(3, lambda: cepkit.spark.sql(FLIGHTS, remote).collect())
-    floor_wall, floor_cpu, _ = best_wall_and_cpu(3, floor)
-    assert len(rows) == len(local)
-    print(
-        "| copies | rows | matches | cepkit.sql s (CPU) | cepkit.spark.sql s (CPU) | Spark's group floor s (CPU) "
-        "| spark / local (CPU) | spark / floor (CPU) |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
-    print(
-        f"| {copies} | {len(frame):,} | {len(local)} | {local_wall:.2f} ({local_cpu:.2f}) | {spark_wall:.2f} "
-        f"({spark_cpu:.2f}) | {floor_wall:.2f} ({floor_cpu:.2f}) | {spark_wall / local_wall:.2f} "
-        f"({spark_cpu / local_cpu:.2f}) | {spark_wall / floor_wall:.2f} ({spark_cpu / floor_cpu:.2f}) |"
-    )
+
+    def nothing(batches):
+        for _ in batches:
+            pass
+        return iter(())
+
+    runs = {
+        "cepkit.sql (pandas, one thread)": lambda: cepkit.sql(FLIGHTS, frame),
+        "cepkit.spark.sql": lambda: cepkit.spark.sql(FLIGHTS, remote).collect(),
+        "floor: the shuffle alone": lambda: read.repartition("origin").count(),
+        "floor: shuffle + Arrow to Python": lambda: (
+            read.repartition("origin").mapInArrow(nothing, read.schema).collect()
+        ),
+        "floor: groupBy.applyInPandas": lambda: (
+            read.groupBy("origin").applyInPandas(lambda g: g.head(0), read.schema).collect()
+        ),
+    }
+    figures = {}
+    for name, run in runs.items():
+        run()
+        figures[name] = best_wall_and_cpu(3, run)
+    local_wall, local_cpu, local = figures["cepkit.sql (pandas, one thread)"]
+    assert len(figures["cepkit.spark.sql"][2]) == len(local)
+    print(f"{len(frame):,} rows ({copies} x the year), {len(local)} matches; Spark on local[2], rows read from Parquet")
+    print("| run | wall s | CPU s | wall / local | CPU / local |")
+    print("|---|---|---|---|---|")
+    for name, (wall, cpu, _) in figures.items():
+        print(f"| {name} | {wall:.2f} | {cpu:.2f} | {wall / local_wall:.1f} | {cpu / local_cpu:.1f} |")
 
 
 # Flink takes no physical offsets (PREV) in DEFINE: the V-shape written with logical ones (LAST(B.price, 1),
@@ -96,6 +112,10 @@ FLINK_QUERY = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
            C AS C.price > LAST(B.price) + 5)"""
 
 QUERIES["V-shape, logical offsets (Flink's)"] = FLINK_QUERY
+# A running aggregate in DEFINE: the VM's registers hold B's count and sum so far.
+QUERIES["V-shape, AVG(B.price) in DEFINE"] = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts
+    MEASURES FIRST(A.ts) AS start_ts, LAST(B.price) AS low, C.price AS back, COUNT(B.*) AS falls
+    PATTERN (A B+ C) DEFINE B AS price < PREV(price) AND AVG(B.price) > 95, C AS price > PREV(price) + 5)"""
 
 FLINK_JOB = """
 import sys, time

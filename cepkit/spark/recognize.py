@@ -1,9 +1,10 @@
 """MATCH_RECOGNIZE on Spark (docs/language.md §13), which Spark SQL itself lacks.
 
 The rows are spread over Spark's partitions by the PARTITION BY key and each Spark partition, whatever
-keys it holds, is matched by one call of the same ``cepkit.sql`` that runs locally (``mapInPandas``), so
-the rows out are the local ones: ``cepkit.sql`` sorts and splits the partition's keys itself, so Spark
-neither sorts the rows by key (as ``groupBy(...).applyInPandas`` would) nor calls Python once per key. Without PARTITION BY every row goes to
+keys it holds, is matched by one call of the same ``cepkit.sql`` that runs locally (``mapInArrow``: the
+partition's Arrow batches joined into one table, made a pandas frame once), so the rows out are the local
+ones: ``cepkit.sql`` sorts and splits the partition's keys itself, so Spark neither sorts the rows by key
+(as ``groupBy(...).applyInPandas`` would) nor calls Python once per key. Without PARTITION BY every row goes to
 one group (a ``OneGroupWarning`` says so). The output schema is known before any job runs: it follows from
 the query and the input schema (``output_schema``).
 """
@@ -53,8 +54,11 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
     if parsed.partition:
         # No number of partitions: adaptive execution coalesces the shuffle's empty partitions (a few keys
         # in Spark's 200 would each start a Python task for nothing) and keeps each key's rows apart.
+        from pyspark.sql.pandas.types import to_arrow_schema
+
         spread = frame.repartition(*parsed.partition)
-        return spread.mapInPandas(functools.partial(_whole_partition, run), schema)
+        arrow = to_arrow_schema(schema, timezone=frame.sparkSession.conf.get("spark.sql.session.timeZone"))
+        return spread.mapInArrow(functools.partial(_whole_partition, run, arrow), schema)
     warnings.warn(
         "a MATCH_RECOGNIZE query without PARTITION BY runs as one group on one core", OneGroupWarning, stacklevel=2
     )
@@ -66,14 +70,15 @@ def sql(query: Union[str, A.Recognize], frame, *, delay=None):
     )
 
 
-def _whole_partition(run, frames):
-    """``mapInPandas``' body: the rows of one Spark partition (Arrow batches, as pandas frames) matched in
-    one ``run``."""
-    import pandas as pd
+def _whole_partition(run, schema, batches):
+    """``mapInArrow``'s body: the rows of one Spark partition (Arrow batches) matched in one ``run``, on
+    one pandas frame (converted once, not per batch), its output rows as Arrow batches of ``schema``."""
+    import pyarrow as pa
 
-    frames = list(frames)
-    if frames:
-        yield run(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
+    batches = list(batches)
+    if batches:
+        out = run(pa.Table.from_batches(batches).to_pandas())
+        yield from pa.Table.from_pandas(out, schema=schema, preserve_index=False).to_batches()
 
 
 def output_schema(query: A.Recognize, schema):

@@ -44,6 +44,33 @@ def test_spark_gives_the_local_rows(spark, rows):
         ), name
 
 
+def test_timestamps_strings_and_nulls_keep_their_types(spark):
+    """The output rows travel back as Arrow batches of the query's schema: a timestamp measure, a string,
+    an integer count and a null average come out as ``cepkit.sql`` gives them."""
+    rng = np.random.default_rng(2)
+    n = 400
+    data = pd.DataFrame(
+        {
+            "site": rng.choice(["JFK", "LGA", "EWR"], n),
+            "ts": pd.Timestamp("2013-01-01", tz="UTC") + pd.to_timedelta(np.sort(rng.integers(0, 10**6, n)), "s"),
+            "type": rng.choice(["FOG", "DELAYED", "ON_TIME"], n),
+            "delay": np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 90, n)),
+        }
+    )
+    query = """SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY site ORDER BY ts
+        MEASURES W.ts AS weather_at, W.type AS weather, COUNT(D.*) AS delayed, AVG(D.delay) AS mean_delay
+        PATTERN (W D{2,}) WITHIN INTERVAL '1' DAY
+        DEFINE W AS type = 'FOG', D AS type = 'DELAYED' AND (delay IS NULL OR AVG(D.delay) < 80))"""
+    local = ordered(cepkit.sql(query, data), ["site", "weather_at"])
+    remote = ordered(cepkit.spark.sql(query, spark.createDataFrame(data)).toPandas(), ["site", "weather_at"])
+    assert len(local) > 5 and local["mean_delay"].isna().any()
+    assert list(remote.columns) == list(local.columns)
+    assert (remote["weather_at"].dt.tz_localize("UTC") == local["weather_at"]).all()
+    for name in ["site", "weather", "delayed"]:
+        assert remote[name].tolist() == local[name].tolist(), name
+    assert np.allclose(remote["mean_delay"].astype(float), local["mean_delay"].astype(float), equal_nan=True)
+
+
 def test_errors_come_before_any_job(spark):
     data = spark.createDataFrame(frame(20))
     with pytest.raises(QueryError, match="no column 'prise'.*did you mean price"):
