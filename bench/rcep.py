@@ -3,16 +3,20 @@
 1. Window growth (Figs 3.11-3.13): the credit-card query Q2 (high selectivity, as written) and the stock
    inverted-V Q1, rcep against the best other engine that runs the query (``ses``: its automaton keeps
    partial matches, as SASE+/Flink do), as the window grows: throughput end to end (``cepkit.match`` on a
-   DataFrame to ``.positions()``, CPU seconds, best of three; "to arrays": the same run to
-   ``.position_arrays()``, the columns without a tuple per match), peak Python memory of each engine's
-   ``Matcher`` (tracemalloc, events pushed one by one, matches dropped: the state it keeps) and rcep's
-   stored events. A run past its time budget is cut, as the thesis cuts competitors that stall: the
-   engine then runs on a prefix of the stream (halved until it fits) and its rate is over that prefix.
+   DataFrame to ``.positions()``, CPU seconds, best of three) in events and in matches per second, next
+   to the floor of the output (rcep's result written alone: its position arrays copied into fresh ones,
+   and the tuples of ``.positions()`` made from them, the same code for every engine); "to arrays": the
+   same to ``.position_arrays()``, the columns without a tuple per match, whose floor is the copy alone.
+   Then the memory of each engine's ``Matcher`` (tracemalloc, events pushed one by one, matches dropped):
+   what it keeps between pushes (rcep's trees, ses's partial matches) and its peak, a push's own matches
+   included, and rcep's stored events. A run past its time budget is cut, as the thesis cuts competitors
+   that stall: the engine then runs on a prefix of the stream (halved until it fits) and its rate is over
+   that prefix.
 2. Predicate selectivity (Fig 3.12 a/b): Q2 with a constant filter on ``a`` letting fewer and fewer
    triggers produce matches; the thesis's limitation: at low selectivity and small windows the fixed batch
    cost of recomputation loses.
 3. Skip-till-next-match (the thesis's STN): Q1 and Q2 under ``SELECT STNM``, rcep's kernel
-   (``kernel.skip_till_next`` over the recomputed matches) against rcep's matcher (each trigger recomputed
+   (``kernel.next_match_walks``: every match walked forward from its first event) against rcep's matcher (each trigger recomputed
    and judged in Python: the path before the kernel ran STNM, timed as ``plan.run`` took it then: events
    pushed one by one, then ``close``, then ``.positions()``) and against ses's STNM, end to end.
 4. Join methods (Fig 3.9): the hybrid join (Algorithm 2), the nested-loop join (NLJoin) and the Z-order
@@ -29,6 +33,7 @@ Every table prints ratios against a baseline measured in the same run.
 from __future__ import annotations
 
 import argparse
+import gc
 import random
 import time
 import tracemalloc
@@ -98,7 +103,7 @@ def run(query: str, frame: pd.DataFrame, engine: str, budget: float, arrays: boo
         n //= 2
     repeats = 2 if first < budget / 4 else 0
     seconds = min([first] + [_timed(query, part, engine, arrays, options) for _ in range(repeats)])
-    return {"rate": n / seconds, "matches": count, "cut": n < len(frame), "info": found.info}
+    return {"rate": n / seconds, "seconds": seconds, "matches": count, "cut": n < len(frame), "info": found.info}
 
 
 def _timed(query: str, frame: pd.DataFrame, engine: str, arrays: bool, options: dict) -> float:
@@ -108,21 +113,48 @@ def _timed(query: str, frame: pd.DataFrame, engine: str, arrays: bool, options: 
     return time.process_time() - start
 
 
-def peak_memory(query: str, frame: pd.DataFrame, engine: str, budget: float) -> float:
-    """Peak Python allocation (MB) of the engine's ``Matcher`` while events are pushed one by one and its
-    matches dropped (the state it keeps: trees for rcep, partial matches for ses), as the thesis polls
-    RSS (tracemalloc sees Python objects and numpy arrays)."""
+def memory(query: str, frame: pd.DataFrame, engine: str, budget: float) -> dict:
+    """What the engine's ``Matcher`` holds while events are pushed one by one and its matches dropped, as
+    the thesis polls RSS (tracemalloc sees Python objects and numpy arrays): ``kept`` the most it holds
+    between two pushes (after a garbage collection, every 25 events: its state, rcep's trees and ses's
+    partial matches), ``peak`` the most at any moment (a push's own matches included: the largest
+    trigger's, ``largest``), in MB; ``pushed`` the events pushed within ``budget`` CPU seconds."""
     _, plan = select_engine(cepkit.parse(query), engine, {})
     events = list(Stream.from_any(frame))  # the events exist before the count starts
+    gc.collect()
     tracemalloc.start()
-    matcher, start = plan.matcher(), time.perf_counter()
-    for event in events:
-        matcher.push(event)
-        if time.perf_counter() - start > budget:
+    base, kept, largest = tracemalloc.get_traced_memory()[0], 0, 0
+    matcher, start = plan.matcher(), time.process_time()
+    for i, event in enumerate(events):
+        largest = max(largest, len(matcher.push(event)))
+        if i % 25 == 24:
+            gc.collect()
+            kept = max(kept, tracemalloc.get_traced_memory()[0] - base)
+        if time.process_time() - start > budget:
             break
-    peak = tracemalloc.get_traced_memory()[1]
+    gc.collect()
+    kept = max(kept, tracemalloc.get_traced_memory()[0] - base)
+    peak = tracemalloc.get_traced_memory()[1] - base
     tracemalloc.stop()
-    return peak / 2**20
+    return {"kept": kept / 2**20, "peak": peak / 2**20, "largest": largest, "pushed": i + 1}
+
+
+def output_floor(query: str, frame: pd.DataFrame) -> dict:
+    """The cost of rcep's output alone, CPU seconds, best of three: ``arrays`` its position arrays written
+    into fresh ones (offsets and positions: the memory any engine returning them writes), ``tuples`` that
+    plus ``.positions()``'s tuples made from ready arrays (the same code for every engine)."""
+    arrays = tuples = float("inf")
+    for _ in range(3):
+        found = cepkit.match(query, frame, engine="rcep")
+        offsets, flat = found.position_arrays()
+        start = time.process_time()
+        written_offsets, written = np.empty_like(offsets), np.empty_like(flat)
+        written_offsets[:], written[:] = offsets, flat
+        middle = time.process_time()
+        found.positions()
+        end = time.process_time()
+        arrays, tuples = min(arrays, middle - start), min(tuples, end - start)
+    return {"arrays": arrays, "tuples": tuples}
 
 
 def table(title: str, header: tuple, rows: list) -> None:
@@ -142,45 +174,87 @@ def window_growth(quick: bool, bar) -> None:
         ("Q1 stock inverted V", stocks(600 if quick else 3000), lambda w: (q1(w, True), q1(w, False))),
     ):
         n = len(stream)
-        rows = []
+        rows, memory_rows = [], []
         for w in windows:
             rcep_query, other_query = text(w)
             mine = run(rcep_query, stream, "rcep", budget)
             other = run(other_query, stream, "ses", budget)
-            columns = run(rcep_query, stream, "rcep", budget, arrays=True)["rate"]
-            columns /= run(other_query, stream, "ses", budget, arrays=True)["rate"]
-            memory = peak_memory(rcep_query, stream, "rcep", 5.0), peak_memory(other_query, stream, "ses", 5.0)
-            other_rate = f"{other['rate']:.0f}" + (" (cut)" if other["cut"] else "")
+            mine_arrays = run(rcep_query, stream, "rcep", budget, arrays=True)
+            other_arrays = run(other_query, stream, "ses", budget, arrays=True)
+            floor = output_floor(rcep_query, stream)
+            matches = mine["matches"]
             rows.append(
                 (
                     w,
-                    mine["matches"],
+                    matches,
+                    1e3 * mine["seconds"],
                     f"{mine['rate']:.0f}",
-                    other_rate,
+                    f"{mine['matches'] / mine['seconds']:.0f}",
+                    f"{other['rate']:.0f}" + (" (cut)" if other["cut"] else ""),
+                    f"{other['matches'] / other['seconds']:.0f}",
                     mine["rate"] / other["rate"],
-                    columns,
-                    memory[0],
-                    memory[1],
-                    memory[1] / memory[0],
-                    mine["info"].get("peak_stored", ""),
+                    1e3 * floor["tuples"],
+                    mine["seconds"] / floor["tuples"],
+                    1e3 * mine_arrays["seconds"],
+                    mine_arrays["rate"] / other_arrays["rate"],
+                    1e3 * floor["arrays"],
+                    mine_arrays["seconds"] / floor["arrays"],
                 )
             )
             bar.update(1)
+            budget_memory = 5.0 if quick else 10.0
+            kept = memory(rcep_query, stream, "rcep", budget_memory), memory(other_query, stream, "ses", budget_memory)
+            memory_rows.append(
+                (
+                    w,
+                    matches,
+                    kept[0]["largest"],
+                    f"{kept[0]['pushed']} / {kept[1]['pushed']}",
+                    kept[0]["kept"],
+                    kept[0]["peak"],
+                    kept[1]["kept"],
+                    kept[1]["peak"],
+                    kept[1]["kept"] / kept[0]["kept"],
+                    mine["info"].get("peak_stored", ""),
+                )
+            )
         table(
-            f"{name}: {n} events, rcep vs ses as the window grows (events; ratio = rcep / ses)",
+            f"{name}: {n} events, rcep vs ses as the window grows (events; CPU ms; speed-up = rcep / ses rate; "
+            "floor: writing the result alone)",
             (
                 "window",
                 "matches",
+                "rcep ms",
                 "rcep ev/s",
+                "rcep matches/s",
                 "ses ev/s",
+                "ses matches/s",
                 "speed-up",
-                "speed-up to arrays",
-                "rcep MB",
-                "ses MB",
-                "ses/rcep memory",
-                "rcep stored",
+                "floor ms",
+                "rcep / floor",
+                "to arrays: rcep ms",
+                "speed-up",
+                "floor ms",
+                "rcep / floor",
             ),
             rows,
+        )
+        table(
+            f"{name}: memory of each engine's Matcher, events pushed one by one (MB; kept: between pushes, "
+            "peak: a push's own matches included)",
+            (
+                "window",
+                "matches",
+                "largest trigger",
+                "pushed rcep / ses",
+                "rcep kept",
+                "rcep peak",
+                "ses kept",
+                "ses peak",
+                "ses/rcep kept",
+                "rcep stored",
+            ),
+            memory_rows,
         )
 
 
