@@ -28,6 +28,7 @@ Every table prints ratios against a baseline measured in the same run.
     python bench/rcep.py            # the full run (a few minutes)
     python bench/rcep.py --quick    # small sizes, a smoke check
     python bench/rcep.py --stnm     # only the STNM table
+    python bench/rcep.py --only window   # one section: window, selectivity, stnm or joins
 """
 
 from __future__ import annotations
@@ -202,7 +203,7 @@ def window_growth(quick: bool, bar) -> None:
                 )
             )
             bar.update(1)
-            budget_memory = 5.0 if quick else 10.0
+            budget_memory = 2.0 if quick else 3.0
             kept = memory(rcep_query, stream, "rcep", budget_memory), memory(other_query, stream, "ses", budget_memory)
             memory_rows.append(
                 (
@@ -417,25 +418,27 @@ def join_methods(quick: bool, bar) -> None:
     )
 
 
+SECTIONS = ("window", "selectivity", "stnm", "joins")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, a smoke check")
     parser.add_argument("--stnm", action="store_true", help="only the STNM table (3.)")
+    parser.add_argument("--only", choices=SECTIONS, help="only this section (1. to 4.)")
     args = parser.parse_args()
     quick = args.quick
+    only = "stnm" if args.stnm else args.only
     for engine in ("rcep", "ses"):  # compile the numba kernels (each query shape's) before timing
         for query, frame in ((q2(10), cards(50)), (q2(10, 500), cards(50)), (q1(25, engine == "rcep"), stocks(50))):
             cepkit.match(query, frame, engine=engine).positions()
             cepkit.match(f"SELECT STNM * {query}", frame, engine=engine).positions()
     windows = 2 if quick else 4
-    steps = 2 * windows if args.stnm else 2 * windows + 8 + 2 * windows + 2 * 3 * (2 if quick else 3)
-    with tqdm(total=steps, desc="rcep bench") as bar:
-        if not args.stnm:
-            window_growth(quick, bar)
-            selectivity(quick, bar)
-        skip_till_next(quick, bar)
-        if not args.stnm:
-            join_methods(quick, bar)
+    steps = {"window": 2 * windows, "selectivity": 8, "stnm": 2 * windows, "joins": 2 * 3 * (2 if quick else 3)}
+    with tqdm(total=steps[only] if only else sum(steps.values()), desc="rcep bench") as bar:
+        for section, function in zip(SECTIONS, (window_growth, selectivity, skip_till_next, join_methods)):
+            if only in (None, section):
+                function(quick, bar)
 
 
 if __name__ == "__main__":
