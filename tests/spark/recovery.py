@@ -70,6 +70,12 @@ MODES = {
 TRANSIENT = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
 QUERY_RESTARTS = 10  # per query and run of the runner
 QUERY_RESTARTED = "[recovery] a transient failure: the query restarted"
+# A transformWithStateInPandas task can wait forever: its Python worker connects to the task's state server
+# after the server's thread has ended, so neither side ever answers (seen once at load ~3: both connections
+# queued unaccepted on the server's port, the task reading from Python, no error). No batch of any query
+# moving for this long while the runner lives is such a stall: the runner is killed and restarted, as at a
+# kill point (the restart is what this harness checks anyway).
+STALL_S = 240
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.default.parallelism": "2",
@@ -187,6 +193,27 @@ class Run:
     def sink(self, case: tuple) -> Path:
         return self.root / case_name(*case) / "sink"
 
+    def progress(self) -> tuple:
+        """The offsets and commits of every case's checkpoint: changes whenever any query moves."""
+        return tuple(len(self.batches(tuple(case), log)) for case in self.cases for log in ("offsets", "commits"))
+
+    def stalled(self, runner: subprocess.Popen, log_path: Path, seen: list) -> bool:
+        """Whether no batch moved for ``STALL_S`` while ``runner`` lives (``seen``: [progress, since]); if so
+        the runner is killed and the stall logged, within ``max_crashes``."""
+        now = self.progress()
+        if now != seen[0]:
+            seen[:] = [now, time.monotonic()]
+            return False
+        if time.monotonic() - seen[1] < STALL_S or self.crashes >= self.max_crashes:
+            return False
+        os.killpg(runner.pid, signal.SIGKILL)
+        runner.wait()
+        with open(log_path, "a") as log:
+            log.write(f"\n[recovery] no batch moved for {STALL_S} s (a stalled state server): restarting\n")
+        self.crashes += 1
+        seen[:] = [now, time.monotonic()]
+        return True
+
     def batches(self, case: tuple, log: str) -> set:
         folder = self.checkpoint(case) / log
         return {int(p.name) for p in folder.iterdir() if p.name.isdigit()} if folder.exists() else set()
@@ -210,8 +237,11 @@ class Run:
         for kind, batch in points:
             with open(log_path, "ab") as log:
                 runner = self.start(log=log)
+                seen = [self.progress(), time.monotonic()]
                 try:
                     while True:
+                        if self.stalled(runner, log_path, seen):
+                            runner = self.start(log=log)
                         if runner.poll() is not None:
                             if not self._transient(log_path):
                                 raise RuntimeError(
@@ -239,8 +269,15 @@ class Run:
         while True:
             with open(log_path, "ab") as log:
                 runner = self.start(log=log)
+                seen = [self.progress(), time.monotonic()]
                 try:
-                    code = runner.wait(timeout=max(timeout - (time.monotonic() - started), 60))
+                    while runner.poll() is None:
+                        if time.monotonic() - started > timeout:
+                            raise TimeoutError(f"the last run did not end within {timeout} s: {tail(log_path)}")
+                        if self.stalled(runner, log_path, seen):
+                            runner = self.start(log=log)
+                        time.sleep(0.5)
+                    code = runner.returncode
                 finally:
                     if runner.poll() is None:
                         os.killpg(runner.pid, signal.SIGKILL)
