@@ -71,3 +71,16 @@ class ColumnError(EventError):
         ValueError.__init__(self, f"column {field!r}: {message}")
         self.position = 0
         self.field = field
+
+
+class ResultTooLarge(MemoryError):
+    """A result that cannot fit in this machine's memory, said before it is allocated: how many matches, how
+    much memory, and what shrinks it. A ``MemoryError``, as numpy's own would be."""
+
+    def __init__(self, matches: int, needed: int, available: int):
+        self.matches, self.needed, self.available = matches, needed, available
+        super().__init__(
+            f"the result has at least {matches:,} more matches, {needed / 2**30:,.1f} GiB of positions, more than "
+            f"this machine's {available / 2**30:,.1f} GiB of memory: add LIMIT n, choose a selection strategy "
+            "(NEXT, LAST or MAX), or narrow the window"
+        )

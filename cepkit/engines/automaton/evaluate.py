@@ -30,12 +30,14 @@ Decisions the spec leaves open, written down here:
 from __future__ import annotations
 
 import math
+import os
 from collections import namedtuple
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
+from ...errors import ResultTooLarge
 from ...lang.window import time_limit, time_limits
 from ...runtime.event_record import PUNCTUATION
 from .determinize import UNKNOWN
@@ -560,6 +562,8 @@ class Outputs:
                     count_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, n_roots, needed)
                 used = int(self.counts[0])
                 positions, events = used + int(needed[0]), after + int(needed[1])
+                if self.limit is None:  # under a LIMIT the room is counted for every match (docs/status.md)
+                    _check_room(int(needed[1]), int(needed[0]) * 12 + int(needed[1]) * 16)
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
                 # ``end`` (ends after the leading 0) exactly as long as ``emits``: the kernel checks the room
                 # by ``end`` and writes both (doubled separately, ``end`` outgrew ``emits`` by one slot, and a
@@ -634,6 +638,20 @@ def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
     walk's edges (at most one per position of the group): as large as the buffers, but only the largest
     group's part of it is ever written."""
     return np.empty_like(pos), np.empty(len(pos), np.int32), np.empty_like(end), np.empty_like(end)
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory (what a result may at most take)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def _check_room(matches: int, needed: int) -> None:
+    """Raise ``ResultTooLarge`` before allocating ``needed`` bytes (positions and variables at 12 bytes a
+    bound event, ends and emission points at 16 a match) beyond the machine's memory: numpy's own error
+    names only the bytes (a Kleene query under ALL on a year of flights asked for 87 TiB)."""
+    available = memory_bytes()
+    if needed > available or needed < 0 or matches < 0:  # negative: the kernel's int64 counts overflowed
+        raise ResultTooLarge(matches, needed, available)
 
 
 def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:

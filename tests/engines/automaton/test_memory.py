@@ -40,3 +40,14 @@ def test_matcher_memory_is_flat(strategy):
             matcher.push(event)
         sizes.append(matcher.arena_nodes)
     assert sizes[0] == sizes[1]
+
+
+def test_a_result_beyond_the_machines_memory_is_refused_before_it_is_allocated():
+    """``A+ a ; B b`` under ALL over 60 A's then a B has 2^60 - 1 matches: the enumeration counts the room it
+    needs and says so (how many, how much, what shrinks it) instead of numpy's "Unable to allocate" of
+    exabytes."""
+    events = pd.DataFrame({"type": ["A"] * 60 + ["B"], "ts": np.arange(61, dtype=float)})
+    with pytest.raises(cepkit.errors.ResultTooLarge, match="LIMIT n") as refused:
+        cepkit.match("A+ a ; B b", events, engine="automaton").position_arrays()
+    assert isinstance(refused.value, MemoryError) and refused.value.matches != 0
+    assert refused.value.needed > refused.value.available
