@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import difflib
+from typing import Iterable, Optional, Sequence
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` naming the choice closest to a misspelt ``word`` (another case first), or ``""``."""
+    choices = sorted(set(choices))
+    close = [c for c in choices if c.lower() == word.lower() and c != word]
+    close = close or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def caret_snippet(text: str, line: int, column: int, width: int = 1) -> str:

@@ -278,6 +278,16 @@ class QueryNode(Node):
     strategy: Optional[str] = None  # SELECT <strategy>; None = ALL
     source: Optional[str] = None  # FROM name
     core_style: bool = False  # FROM ... WHERE <pattern> header (kept for printing)
+    # where each name of PARTITION BY / RETURN / SELECT stands: ((clause, name, span), ...)
+    name_spans: tuple = field(default=(), compare=False, repr=False)
+
+    def name_at(self, clause: str, name: str) -> Node:
+        """A node located where ``name`` stands in ``clause`` ("partition_by" or "select"), for an error's
+        caret; the whole query where it was not written (a query built by hand)."""
+        for where, written, span in self.name_spans:
+            if where == clause and written == name:
+                return Node(span=span)
+        return self
 
 
 def variables_in(expr: Node) -> tuple:

@@ -6,7 +6,7 @@ Each check raises ``QueryError`` located at the offending node (docs/language.md
 from __future__ import annotations
 
 from . import ast as A
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 
 
 def definitions(node) -> dict:
@@ -81,7 +81,7 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
         for n in expr.walk():
             if isinstance(n, (A.Attr, A.Agg)) and n.var not in visible:
                 if n.var not in defined:
-                    raise QueryError.at(n, f"unknown variable {n.var!r}", text)
+                    raise QueryError.at(n, f"unknown variable {n.var!r}{did_you_mean(n.var, defined)}", text)
                 raise QueryError.at(
                     n,
                     f"variable {n.var!r} is not bound where this condition stands "
@@ -124,7 +124,11 @@ def check_well_formed(query: A.QueryNode, text=None) -> None:
         check_expr(query.where, top)
     for var in query.select or ():
         if var not in defined:
-            raise QueryError.at(query, f"RETURN/SELECT names unknown variable {var!r}", text)
+            raise QueryError.at(
+                query.name_at("select", var),
+                f"RETURN/SELECT names unknown variable {var!r}{did_you_mean(var, defined)}",
+                text,
+            )
     if query.strategy == "PARTITION_STRICT" and not query.partition_by:
         raise QueryError.at(query, "PARTITION_STRICT needs PARTITION BY", text)
     window = query.within

@@ -152,6 +152,7 @@ class _ToAst:
     def __init__(self, text: str):
         self.text = text
         self.positions = _Positions(text)
+        self.name_spans: list = []  # ((clause, name, span), ...) of PARTITION BY, RETURN and SELECT
 
     def transform(self, tree: Tree):
         built = {}
@@ -187,6 +188,7 @@ class _ToAst:
             strategy=strategy,
             select=select,
             span=self._span(meta),
+            name_spans=tuple(self.name_spans),
             **clauses,
         )
 
@@ -206,6 +208,7 @@ class _ToAst:
             source=source,
             core_style=True,
             span=self._span(meta),
+            name_spans=tuple(self.name_spans),
             **clauses,
         )
 
@@ -221,7 +224,12 @@ class _ToAst:
         return None
 
     def select_vars(self, meta, children):
-        return tuple(_name(c) for c in children)
+        return self._names("select", children)
+
+    def _names(self, clause: str, tokens) -> tuple:
+        """The names of a clause's tokens, their spans kept for errors about them."""
+        self.name_spans.extend((clause, _name(tok), self._tok_span(tok)) for tok in tokens)
+        return tuple(_name(tok) for tok in tokens)
 
     def where(self, meta, children):
         return ("where", children[0])
@@ -240,7 +248,7 @@ class _ToAst:
         return ("within", A.Window(amount, unit, span=self._span(meta)))
 
     def partition(self, meta, children):
-        return ("partition_by", tuple(_name(c) for c in children))
+        return ("partition_by", self._names("partition_by", children))
 
     def consume(self, meta, children):
         return ("consume", str(children[0]).upper())
@@ -254,7 +262,7 @@ class _ToAst:
         return ("limit", amount)
 
     def return_(self, meta, children):
-        return ("select", tuple(_name(c) for c in children))
+        return ("select", self._names("select", children))
 
     def strategy_kw(self, meta, children):
         name = str(children[0]).upper()

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..errors import EventError, QueryError
+from ..errors import EventError, QueryError, did_you_mean
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
@@ -169,9 +169,9 @@ def _check_against_stream(query: Query, stream) -> None:
     for key in query.partition_by:
         if key not in all_attrs and key not in ("type", "ts"):
             raise QueryError.at(
-                query.ast,
+                query.ast.name_at("partition_by", key),
                 f"unknown attribute {key!r} in PARTITION BY; the events have: "
-                f"{', '.join(sorted(all_attrs)) or 'no attributes'}",
+                f"{', '.join(sorted(all_attrs)) or 'no attributes'}{did_you_mean(key, all_attrs)}",
                 query.text,
             )
         if isinstance(stream, Stream):  # (a Matcher's SeenData holds no values)

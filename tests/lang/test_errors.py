@@ -34,7 +34,9 @@ CASES = [
     ("A a FILTER a.v = 'open", 1, 18, "'", "unexpected character"),
     ("A a FILTER b.v > 1", 1, 12, "b.v", "unknown variable 'b'"),
     ("PATTERN A a ; B b\nWHERE a.v > c.v", 2, 13, "c.v", "unknown variable 'c'"),
-    ("SEQ(A a, B b) RETURN a, z", 1, 1, "SEQ(A a, B b) RETURN a, z", "unknown variable 'z'"),
+    ("SEQ(A a, B b) RETURN a, z", 1, 25, "z", "unknown variable 'z'"),
+    ("SELECT a, bb PATTERN SEQ(A a, B b)", 1, 11, "bb", "unknown variable 'bb'; did you mean 'b'?"),
+    ("SEQ(A aa, B b) WHERE a.v > 1", 1, 22, "a.v", "unknown variable 'a'; did you mean 'aa'?"),
     ("(A a OR B b) ; C c FILTER a.v > 1", 1, 27, "a.v", "variable 'a' is not bound where this condition stands"),
     ("A x ; B x", 1, 7, "B x", "defined twice (first defined at line 1, column 1)"),
     ("A a ; (B b ; A a)", 1, 14, "A a", "can never match (unsafe"),
@@ -100,8 +102,12 @@ def test_unknown_attribute_inside_aggregate_and_partition_key(sensors):
     with pytest.raises(QueryError, match="unknown attribute 'humidity'") as info:
         cepkit.match("T x ; H+ y WHERE avg(y.humidity) > 1", sensors)
     assert_points_at(info.value, 1, 18, "avg(y.humidity)")
-    with pytest.raises(QueryError, match="unknown attribute 'sensor' in PARTITION BY"):
+    with pytest.raises(QueryError, match="unknown attribute 'sensor' in PARTITION BY") as info:
         cepkit.match("T x ; H y PARTITION BY sensor", sensors)
+    assert_points_at(info.value, 1, 24, "sensor")
+    with pytest.raises(QueryError, match="the events have: hum, tmp; did you mean 'hum'") as info:
+        cepkit.match("T x ; H y WITHIN 5 s\nPARTITION BY tmp, hmu", sensors)
+    assert_points_at(info.value, 2, 19, "hmu")
 
 
 def test_unit_less_window_over_datetime_ts_is_an_error():
