@@ -20,7 +20,7 @@ from typing import Optional
 
 from ..lang import ast as A
 from ..lang.query import parse
-from ..runtime.api import match
+from ..runtime.api import match, type_warnings
 from .judge import Judge
 from .report import NearMisses
 
@@ -137,7 +137,8 @@ def why_not(
     if undecided:
         left = f"{undecided:,} candidate(s) left undecided: the reference's search budget was spent on them"
         stopped, complete = (left if stopped is None else f"{stopped}; {left}"), False
-    return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text)
+    absent = type_warnings(judge.query, judge.stream, hierarchy)  # a misspelt type has no candidate at all
+    return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text, absent)
 
 
 def _spread(n: int, most: int) -> list:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import Mapping, Optional, Sequence
 
 from ..errors import caret_snippet
 
@@ -124,15 +124,25 @@ class NearMisses(list):
     """``cepkit.why_not``'s answer: the near misses (``Explanation``s), fewest failed clauses first.
 
     ``complete`` tells whether the bounded search was exhaustive; ``stopped`` says why not; ``searched``
-    how many candidates were judged.
+    how many candidates were judged; ``absent`` the event types the query names that no event has (a
+    ``QueryError`` each, at the type, with the closest type there is: ``cepkit.type_warnings``).
     """
 
-    def __init__(self, explanations, complete: bool, stopped: Optional[str] = None, searched: int = 0, query: str = ""):
+    def __init__(
+        self,
+        explanations,
+        complete: bool,
+        stopped: Optional[str] = None,
+        searched: int = 0,
+        query: str = "",
+        absent: Sequence = (),
+    ):
         super().__init__(explanations)
         self.complete = complete
         self.stopped = stopped
         self.searched = searched
         self.query = query
+        self.absent = list(absent)
 
     def summary(self) -> str:
         n, judged = len(self), self.searched
@@ -143,10 +153,11 @@ class NearMisses(list):
         return head + ("; the search was exhaustive" if self.complete else f"; stopped early: {self.stopped}")
 
     def __str__(self):
-        return "\n\n".join([self.summary(), *map(str, self)])
+        return "\n\n".join([self.summary(), *map(str, self.absent), *map(str, self)])
 
     def _repr_html_(self):
-        return f"<p>{html.escape(self.summary())}</p>" + "".join(e._repr_html_() for e in self)
+        absent = "".join(f"<pre>{html.escape(str(w))}</pre>" for w in self.absent)
+        return f"<p>{html.escape(self.summary())}</p>" + absent + "".join(e._repr_html_() for e in self)
 
 
 # ----------------------------------------------------------------------------- spans

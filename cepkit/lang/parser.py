@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import Optional
 from bisect import bisect_right
 from functools import lru_cache
 from importlib import resources
@@ -460,14 +461,40 @@ def _did_you_mean(err: UnexpectedToken, word: str) -> str:
     if not re.fullmatch(r"[A-Za-z_]\w*", word):
         return ""
     accepts = set(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
+    keywords = sorted({t.lstrip("_").upper() for t in accepts if t.lstrip("_").lower() in KEYWORDS})
+    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
+    if close and close[0] != word.upper():  # a misspelt clause, also after a number (``> 1 PARTITON BY``)
+        return f"; did you mean {close[0]}?"
     if "UNIT" in accepts:
         units = sorted(A.TIME_UNITS, key=lambda u: (A.TIME_UNITS[u], len(u), u))
         close = difflib.get_close_matches(word.lower(), units, n=1, cutoff=0.6)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         return f"{hint} (the time units: {', '.join(units)})"
-    keywords = sorted({t.lstrip("_").upper() for t in accepts if t.lstrip("_").lower() in KEYWORDS})
-    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
-    return f"; did you mean {close[0]}?" if close and close[0] != word.upper() else ""
+    return ""
+
+
+# the words written before "(" (operators, strategies, aggregates) and the strategies SELECT takes
+_CALLED = ("SEQ", "AND", "OR", "NEXT", "LAST", "MAX", "STRICT", "FIRST", "PREV", "COUNT", "SUM", "AVG", "MIN")
+_SELECTED = A.STRATEGIES
+
+
+def _misspelt_word_before(text: str, token) -> Optional[tuple]:
+    """(word, offset, message) when the unexpected token follows a name that is a misspelt keyword: ``SEQQ(``,
+    ``avgg(b.v)`` (a name before ``(``), ``SELECT NXET *`` (a name where SELECT takes a strategy)."""
+    before = re.search(r"(?:\b(SELECT)\s+)?\b([A-Za-z_]\w*)\s*$", text[: token.start_pos], re.IGNORECASE)
+    if before is None or before.group(2).lower() in KEYWORDS:
+        return None
+    word = before.group(2)
+    if str(token) == "(":
+        choices, what = _CALLED, "before '('"
+    elif before.group(1) and str(token) == "*" or before.group(1) and token.type == "NAME":
+        choices, what = _SELECTED, "after SELECT"
+    else:
+        return None
+    close = difflib.get_close_matches(word.upper(), choices, n=1, cutoff=0.6)
+    if close:
+        return word, before.start(2), f"unknown word {word!r} {what}; did you mean {close[0]}?"
+    return word, before.start(2), f"unknown word {word!r} {what}; the words there: {', '.join(choices)}"
 
 
 def parse_tree(text: str) -> A.QueryNode:
@@ -483,6 +510,10 @@ def parse_tree(text: str) -> A.QueryNode:
                 "the query ends too early" + _expected(err), text, len(lines), len(lines[-1]) + 1
             ) from None
         if isinstance(err, UnexpectedToken):
+            misspelt = _misspelt_word_before(text, token)
+            if misspelt is not None:
+                word, start, message = misspelt
+                raise QueryError(message, text, *positions.at(start), len(word)) from None
             raise QueryError(
                 f"unexpected {str(token)!r}" + _expected(err) + _did_you_mean(err, str(token)),
                 text,

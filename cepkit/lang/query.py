@@ -7,7 +7,7 @@ from functools import cached_property
 from typing import Optional
 
 from . import ast as A
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from .checks import bound, check_well_formed, definitions, negated_vars
 from .hierarchy import Hierarchy, as_hierarchy, attribute_concepts
 from .limits import check_limits
@@ -107,8 +107,14 @@ class Query:
     def with_strategy(self, strategy: Optional[str]) -> "Query":
         """The same query under another top-level strategy (None or "ALL": every match). It keeps the text the
         user wrote: the tree's spans point into it, so errors show their caret there."""
-        name = None if strategy in (None, "ALL") else strategy.upper()
+        name = None if strategy is None else str(strategy).upper()
         name = "NEXT" if name == "NXT" else name
+        if name is not None and name not in A.STRATEGIES:
+            raise QueryError(
+                f"unknown strategy {strategy!r}; the strategies: {', '.join(A.STRATEGIES)}, NXT"
+                f"{did_you_mean(name, A.STRATEGIES)}"
+            )
+        name = None if name == "ALL" else name
         ast = A.QueryNode(**{**_fields(self.ast), "strategy": name}, span=self.ast.span)
         query = Query(ast, self.text, self.hierarchy)
         check_well_formed(ast, query.text)

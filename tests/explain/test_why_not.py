@@ -29,3 +29,15 @@ def test_reasons_print_datetimes_in_the_time_zone_asked_for():
     assert "at ts 2013-06-02 12:00:00-04:00 to event 1 at ts 2013-06-02 12:02:30-04:00" in new_york
     misses = cepkit.why_not(query, events, tz="America/New_York")
     assert any("12:00:00-04:00" in r.message for m in misses for r in m.reasons)
+
+
+def test_a_misspelt_type_is_named_where_no_candidate_exists():
+    """A type no event has leaves nothing to judge: "0 near misses among 0 candidates" said nothing of why."""
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    misses = cepkit.why_not("SEQ(A a, Bb b)", events)
+    assert len(misses) == 0 and [w.reason for w in misses.absent] == [
+        "no event of type 'Bb' in the stream; did you mean 'B'?"
+    ]
+    assert "did you mean 'B'?\n  SEQ(A a, Bb b)\n           ^^^^" in str(misses)
+    assert "did you mean" in misses._repr_html_()
+    assert cepkit.why_not("SEQ(A a, B b)", events).absent == []

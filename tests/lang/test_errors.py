@@ -165,3 +165,35 @@ def test_event_types_absent_from_the_stream_are_named_with_the_closest_one():
     assert (warnings[0].line, warnings[0].column) == (1, 5)
     hierarchy = cepkit.Hierarchy({"WEATHER": ["fog", "STORM"]})
     assert cepkit.type_warnings("WEATHER w ; DELAYED_DEPARTURE d", events, hierarchy) == []
+
+
+@pytest.mark.parametrize(
+    "text, column, word, hint",
+    [
+        ("SEQQ(A a, B b)", 1, "SEQQ", "did you mean SEQ?"),
+        ("SEQ(A a, B+ b) WHERE avgg(b.v) > 1", 22, "avgg", "did you mean AVG?"),
+        ("SELECT NXET * PATTERN SEQ(A a, B b)", 8, "NXET", "did you mean NEXT?"),
+        ("SEQ(A a, B b) WHERE foo(a.v) > 1", 21, "foo", "the words there: SEQ, AND, OR, NEXT"),
+    ],
+)
+def test_a_misspelt_operator_aggregate_or_strategy_is_named(text, column, word, hint):
+    """``SEQQ(`` and ``avgg(`` said "unexpected '('" and ``SELECT NXET *`` "unexpected '*'", past the word."""
+    with pytest.raises(QueryError) as err:
+        cepkit.parse(text)
+    assert hint in err.value.reason and repr(word) in err.value.reason
+    assert_points_at(err.value, 1, column, word)
+
+
+def test_a_misspelt_clause_after_a_number_gets_did_you_mean():
+    """After ``> 1`` a unit may follow, and the list of units hid the misspelt clause."""
+    with pytest.raises(QueryError) as err:
+        cepkit.parse("SEQ(A a, B b) WHERE a.v > 1 PARTITON BY v")
+    assert err.value.reason.endswith("did you mean PARTITION?")
+
+
+def test_an_unknown_strategy_argument_is_named_with_the_strategies():
+    """``strategy="NXET"`` said no engine supports the feature strategy:NXET."""
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    with pytest.raises(QueryError, match=r"unknown strategy 'NXET'; the strategies: ALL, .*did you mean 'NEXT'\?"):
+        cepkit.match("SEQ(A a, B b)", events, strategy="NXET")
+    assert cepkit.match("SEQ(A a, B b)", events, strategy="all").positions() == [(0, 1)]
