@@ -270,18 +270,22 @@ class PlotlyView(anywidget.AnyWidget):
 
     def show(self, figure) -> None:
         """Draw ``figure`` (a ``go.Figure`` or its plotly JSON dict) in place of the one on show."""
-        figure = json.loads(figure.to_json()) if isinstance(figure, go.Figure) else dict(figure)
+        text = figure.to_json() if isinstance(figure, go.Figure) else to_json_plotly(figure)
+        figure = json.loads(text)
         missing = {trace.get("type", "scatter") for trace in figure.get("data", [])} - BUNDLED_TRACES
         if missing:  # the page would draw nothing and say nothing
             raise ValueError(
                 f"trace type {', '.join(sorted(missing))} is not in cepkit's plotly.js bundle "
                 f"(it has {', '.join(sorted(BUNDLED_TRACES))})"
             )
+        self._shown = (figure, text)  # the JSON made once: packed as it is (the figure's text again: ~0.1 s)
         self.figure = figure
 
     @traitlets.observe("figure")
     def _pack(self, change) -> None:
-        self.packed = gzip.compress(to_json_plotly(change["new"]).encode(), compresslevel=6, mtime=0)
+        shown = getattr(self, "_shown", None)
+        text = shown[1] if shown is not None and shown[0] is change["new"] else to_json_plotly(change["new"])
+        self.packed = gzip.compress(text.encode(), compresslevel=6, mtime=0)
 
     def on_click(self, callback: Callable[[Click], None], remove: bool = False) -> None:
         """Call ``callback(Click)`` for each point clicked (``remove=True`` stops calling it)."""
@@ -302,8 +306,10 @@ class PlotlyView(anywidget.AnyWidget):
 
 
 def full_width() -> widgets.Layout:
-    """The ipywidgets layout of a view that takes its output's whole width."""
-    return widgets.Layout(width="100%")
+    """The ipywidgets layout of a view that takes its output's whole width: no margin at the sides (a widget's
+    2 px ones, ipywidgets' ``--jp-widgets-margin``, made a 100%-wide child 4 px wider than its box, which then
+    scrolled sideways), above and below the widgets' own."""
+    return widgets.Layout(width="100%", margin="var(--jp-widgets-margin) 0")
 
 
 def plural(n: int, singular: str, plural_form: str = "") -> str:

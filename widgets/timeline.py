@@ -206,9 +206,10 @@ class EventCanvas:
         # is a part of a larger one (a sample of a Spark result): hovers then name the larger one's
         self.numbering = numbering
         self.tz = check_time_zone(tz) if stream.ts_is_datetime else None
-        self.lanes = {
-            t: i for i, t in enumerate(dict.fromkeys(types if types is not None else pd.unique(stream.types)))
-        }
+        if types is None:  # the types present, in order of first appearance: from the stream's int32 codes
+            names = stream.type_names
+            types = [names[c] for c in pd.unique(stream.type_codes).tolist()]
+        self.lanes = {t: i for i, t in enumerate(dict.fromkeys(types))}
         self._zone = zoneinfo.ZoneInfo(self.tz or "UTC")
 
     @property
@@ -441,7 +442,6 @@ class MatchTimeline(widgets.VBox):
         self.numbering = numbering
         self.canvas = EventCanvas(self.stream, tz, numbering=numbering)
         self._cell_counts: Optional[tuple] = None  # the density's counts per cell (``_cells``)
-        self.figure = go.Figure()
         self.plot = PlotlyView()
         self.plot.on_click(self._clicked)
         self.details = widgets.HTML()

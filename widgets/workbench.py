@@ -156,7 +156,7 @@ class Workbench(widgets.VBox):
         self.editor = QueryEditor(
             query,
             placeholder="PATTERN SEQ(A a, B b) WHERE a.id = b.id WITHIN 10 s",
-            layout=widgets.Layout(width="100%"),
+            layout=full_width(),
         )
         self.editor.for_stream(self.stream)
         self.diagnostics = widgets.HTML()
@@ -214,10 +214,10 @@ class Workbench(widgets.VBox):
         }
         self.engines_table = widgets.HTML()
         self.tabs = widgets.Tab(layout=full_width())
-        self._tab_titles: list = []
+        self._tab_titles: list = list(TABS)
         kept = {"Timeline": self.timeline, "Engines": self.engines_table}
-        for title in TABS:
-            self._append_tab(title, kept.get(title))
+        self.tabs.children = [kept.get(title) or widgets.VBox() for title in TABS]
+        self.tabs.titles = TABS
         self._stale: set = {"Events"}  # the stream's grid waits to be seen, like the views of a run
         super().__init__(
             [

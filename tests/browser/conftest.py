@@ -384,27 +384,33 @@ def collisions(figure: dict) -> list:
     return found
 
 
-# Elements (with their text) cut at the right: past their output's edge, past an ancestor that hides what
-# overflows it, or a text cut inside its own box (a button or tab title ending in "…"; not a grid cell cut
-# with "…" on purpose, its whole text on hover). Inside a box that scrolls sideways by design (the grid's
-# scroll body, a wide drawing) nothing counts as cut.
+# Elements (with their text) cut at the right: reaching past the inner right edge of their nearest ancestor
+# that clips or scrolls sideways (ipywidgets' boxes all do: ``overflow: auto``, so content past a box's edge
+# is hidden until one scrolls it), past their output's or the window's, or a text cut inside its own box (a
+# button or tab title ending in "…"; not a grid cell cut with "…" on purpose, its whole text on hover). Inside
+# a box that scrolls sideways by design (``SCROLLS_BY_DESIGN``: a wide table's box, a code line's, a drawing
+# kept at its min_width) nothing counts as cut; a drawing's own shapes are the drawing's to place (an svg's
+# children are not read, the svg is).
+SCROLLS_BY_DESIGN = ".cepkit-scroll, .cepkit-table-scroll, .dt-scroll-body, .dt-scroll-head, .cepkit-plotly"
 CUT_AT_THE_RIGHT = """output => {
+    const byDesign = '__BY_DESIGN__';
+    const inner = (p) => p.getBoundingClientRect().left + p.clientLeft + p.clientWidth;
+    const windowEdge = Math.min(document.documentElement.clientWidth, output.getBoundingClientRect().right);
     const cut = (e) => {
         const own = getComputedStyle(e).overflowX;
-        if (e.classList.contains('dt-scroll-head')) return false;   // the grid's header, scrolled with its body
         if ((own === 'hidden' || own === 'clip') && e.innerText && e.scrollWidth > e.clientWidth + 1
             && !(getComputedStyle(e).textOverflow === 'ellipsis' && e.title === e.textContent)) return true;
-        let edge = output.getBoundingClientRect().right;
+        let edge = windowEdge;
         for (let p = e.parentElement; p && p !== output; p = p.parentElement) {
-            const x = getComputedStyle(p).overflowX;
-            if (x === 'auto' || x === 'scroll') return false;
-            if (x !== 'visible') edge = Math.min(edge, p.getBoundingClientRect().right);
+            if (p.matches(byDesign)) return false;
+            if (getComputedStyle(p).overflowX !== 'visible') { edge = Math.min(edge, inner(p)); break; }
         }
         return e.getBoundingClientRect().right > edge + 1; };
     return [...output.querySelectorAll('*')]
-        .filter(e => e.offsetParent !== null && e.getBoundingClientRect().width > 0 && cut(e))
+        .filter(e => !e.ownerSVGElement && e.getClientRects().length && e.getBoundingClientRect().width > 0
+                     && getComputedStyle(e).visibility !== 'hidden' && cut(e))
         .map(e => `${e.tagName.toLowerCase()}.${[...e.classList].join('.')} "${(e.innerText || '').slice(0, 40)}"`)
-        .slice(0, 10); }"""
+        .slice(0, 10); }""".replace("__BY_DESIGN__", SCROLLS_BY_DESIGN)
 
 
 # The picked match's events table as a reader sees it: per row, its lines of text (the distinct tops of its

@@ -86,10 +86,8 @@ def test_the_flights_year_as_an_analyst_uses_it(lab, page, open_notebook, budget
             for r in read
         ), (width, read)
         assert dom.cut_at_the_right(output) == [], width
-        # (that check trusts every box that scrolls, and ipywidgets' boxes do: the Workbench itself and the events
-        # table's box must not need to; 4 px: a 100%-wide child's 2 px margins, docs/status.md Widgets, Left)
         wide = [e.evaluate("e => e.scrollWidth - e.clientWidth") for e in (wb, events_table.locator(".."))]
-        assert max(wide) <= 4, (width, wide)
+        assert max(wide) == 0, (width, wide)  # neither the Workbench nor the events table's box scrolls sideways
     page.set_viewport_size({"width": 1400, "height": 1000})
 
     def tab(title: str):

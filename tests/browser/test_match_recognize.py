@@ -59,6 +59,7 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
     info = workbench.locator(".cepkit-results").get_by_text(re.compile(r"of \d+ matches"))
     budget.until(lambda: f"of {expected} matches" in info.inner_text(), "the grid's count", page)
     assert not dom.undrawn_figures(page)
+    assert dom.cut_at_the_right(workbench) == []
     dom.screenshot(page, workbench, artifacts / f"match-recognize-{width}.png")
 
     workbench.get_by_role("tab", name="SQL rows").click()
@@ -67,6 +68,7 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
         lambda: rows_info.count() and f"of {expected} rows" in rows_info.first.inner_text(), "the SQL rows' count", page
     )
     assert "falls" in workbench.inner_text()  # a measure's column
+    assert dom.cut_at_the_right(workbench) == []
     dom.screenshot(page, workbench, artifacts / f"match-recognize-rows-{width}.png")
 
     workbench.locator("table.cepkit-grid tbody tr").first.click()  # pick the grid's first match
