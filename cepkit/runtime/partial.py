@@ -32,7 +32,7 @@ import pandas as pd
 from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.query import Query
-from ..lang.window import fits_time
+from ..lang.window import time_limits
 
 
 @dataclass(frozen=True)
@@ -152,11 +152,14 @@ def _iterated_atom(plus: A.Plus) -> Optional[A.Atom]:
     return inner if isinstance(inner, A.Atom) and inner.var is not None else None
 
 
-def matched_steps(steps: Steps, k: int, matches) -> list:
-    """The matches of Q_k as (positions, bindings of its positive steps in order): a position per event
-    step, a tuple of positions per iteration."""
+def matched_steps(steps: Steps, k: int, matches):
+    """The matches of Q_k: without iterations a 2-D int64 array, a row of positions per match, one column per
+    positive step in order (no Python object per match); with them a list of (positions, bindings of its
+    positive steps in order: a position per event step, a tuple of positions per iteration)."""
     if not steps.kleene:
-        return [(p, p) for p in matches.positions()]
+        width = sum(s.kind != "absence" for s in steps.steps[:k])
+        _, flat = matches.position_arrays()
+        return np.asarray(flat, dtype=np.int64).reshape(-1, width)
     names = [s.var for s in steps.steps[:k] if s.kind != "absence"]
     return [(m.positions, tuple(m.bindings[v] for v in names)) for m in matches]
 
@@ -164,6 +167,39 @@ def matched_steps(steps: Steps, k: int, matches) -> list:
 def _start(bindings: tuple) -> int:
     first = bindings[0]
     return first[0] if isinstance(first, tuple) else first
+
+
+def _reached(steps: Steps, found: list, size: int) -> tuple:
+    """(step, columns): by start position, the largest k with a match of Q_k starting there (0: no candidate),
+    and per positive step's variable its binding in the earliest (smallest positions) such match."""
+    step = np.zeros(size, dtype=np.int64)
+    if all(isinstance(rows, np.ndarray) for rows in found):  # columns: a sort per prefix, no object per match
+        values = {var: np.zeros(size, dtype=np.int64) for var in steps.bound}
+        reached = {var: np.zeros(size, dtype=bool) for var in steps.bound}
+        for k, rows in enumerate(found, start=1):
+            if not len(rows):
+                continue
+            rows = rows[np.lexsort(rows.T[::-1])]  # by positions, lexicographically
+            earliest = rows[np.r_[True, rows[1:, 0] != rows[:-1, 0]]]  # the first row of each start
+            starts = earliest[:, 0]
+            step[starts] = k  # k grows: each start ends at its largest k (a prefix of Q_k+1 is one of Q_k)
+            for i, var in enumerate(steps.bound):
+                values[var][starts] = earliest[:, i] if i < earliest.shape[1] else 0
+                reached[var][starts] = i < earliest.shape[1]
+        columns = {var: pd.arrays.IntegerArray(values[var], ~reached[var]) for var in steps.bound}
+        return step, columns
+    best: dict = {}  # start -> (step, earliest positions, their bindings), from (positions, bindings) pairs
+    for k, matches in enumerate(found, start=1):
+        for positions, bindings in matches:
+            start = _start(bindings)
+            if start not in best or best[start][0] < k or (best[start][0] == k and positions < best[start][1]):
+                best[start] = (k, positions, bindings)
+    columns = {var: np.full(size, pd.NA, dtype=object) for var in steps.bound}
+    for start, (k, _, bindings) in best.items():
+        step[start] = k
+        for var, value in zip(steps.bound, bindings):
+            columns[var][start] = value
+    return step, columns
 
 
 def partial_table(steps: Steps, found: list, times: np.ndarray) -> pd.DataFrame:
@@ -175,53 +211,43 @@ def partial_table(steps: Steps, found: list, times: np.ndarray) -> pd.DataFrame:
     an iteration; null where not reached), ``timed_out``. One row per candidate that did not complete, by
     start."""
     n = len(steps.steps)
-    best: dict = {}  # start -> (step, earliest positions, their bindings)
-    for k, matches in enumerate(found, start=1):
-        for positions, bindings in matches:
-            start = _start(bindings)
-            if start not in best or best[start][0] < k or (best[start][0] == k and positions < best[start][1]):
-                best[start] = (k, positions, bindings)
-    rows = []
+    step, columns = _reached(steps, found, len(times))
+    starts = np.flatnonzero((step > 0) & (step < n))
     window = steps.prefixes[-1].ast.within
-    last_time, last_position = (times.max(), len(times) - 1) if len(times) else (-np.inf, -1)
-    for start in sorted(best):
-        step, _, bindings = best[start]
-        if step == n:
-            continue
-        if window is None:
-            timed_out = False
-        elif window.events:
-            timed_out = last_position >= start + window.amount
-        else:
-            timed_out = not fits_time(window.seconds, float(times[start]), float(last_time))
-        row = {"start": start, "step": step, "stopped_before": steps.variables[step]}
-        row.update({var: (bindings[i] if i < len(bindings) else pd.NA) for i, var in enumerate(steps.bound)})
-        row["timed_out"] = timed_out
-        rows.append(row)
-    columns = ["start", "step", "stopped_before", *steps.bound, "timed_out"]
-    table = pd.DataFrame(rows, columns=columns)
-    return table.astype(
+    if window is None or not len(starts):
+        timed_out = np.zeros(len(starts), dtype=bool)
+    elif window.events:
+        timed_out = len(times) - 1 >= starts + window.amount
+    else:  # the stream went on past the window: fits_time's rule, for every start at once
+        last = float(np.max(times))
+        timed_out = ~(last - times[starts] <= time_limits(window.seconds, np.full(len(starts), last)))
+    table = pd.DataFrame(
         {
-            "start": "int64",
-            "step": "int64",
-            "timed_out": bool,
-            **{s.var: "Int64" if s.kind == "event" else object for s in steps.steps if s.kind != "absence"},
+            "start": starts.astype(np.int64),
+            "step": step[starts],
+            "stopped_before": np.array(steps.variables, dtype=object)[step[starts]],
+            **{var: columns[var][starts] for var in steps.bound},
+            "timed_out": np.asarray(timed_out, dtype=bool),
         }
     )
+    return table.astype({s.var: "Int64" if s.kind == "event" else object for s in steps.steps if s.kind != "absence"})
 
 
 def funnel_table(steps: Steps, found: list) -> pd.DataFrame:
     """For each step k: its name and type (``T+`` for an iteration, ``!T`` for an absence), and the
     candidates whose step is at least k (those that start a match of Q_k), with their share of the
     candidates."""
-    starts = [{_start(bindings) for _, bindings in matches} for matches in found]
-    first = len(starts[0]) or 1
+    counts = [
+        len(np.unique(matches[:, 0])) if isinstance(matches, np.ndarray) else len({_start(b) for _, b in matches})
+        for matches in found
+    ]
+    first = counts[0] or 1
     return pd.DataFrame(
         {
             "step": range(1, len(steps.steps) + 1),
             "variable": steps.variables,
             "type": [s.label for s in steps.steps],
-            "candidates": [len(s) for s in starts],
-            "share": [len(s) / first for s in starts],
+            "candidates": counts,
+            "share": [c / first for c in counts],
         }
     )

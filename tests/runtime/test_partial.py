@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 import cepkit
 from cepkit.runtime.selection import select_engine
 from cepkit.lang import ast as A
-from cepkit.runtime.partial import steps_of
+from cepkit.runtime.partial import partial_table, steps_of
+from cepkit.runtime.stream import Stream
 from strategies import TYPES, flat_seq_queries, streams, unary_conditions
 
 FUNNEL = "PATTERN SEQ(Visit v, Signup s, Purchase p) WHERE s.ts - v.ts <= 10 min WITHIN 1 h PARTITION BY user"
@@ -117,6 +118,13 @@ def check_against_the_reference(query, events):
         names = [s.var for s in steps.steps[:k] if s.kind != "absence"]
         shorter = {tuple(m.bindings[v] for v in names) for m in matched[k - 1]}
         assert all(tuple(m.bindings[v] for v in names) in shorter for m in matched[k]), (k, query)
+    # the table computed from each match's (positions, bindings), one by one, as the definition reads
+    pairs = [
+        [(m.positions, tuple(m.bindings[s.var] for s in steps.steps[:k] if s.kind != "absence")) for m in found]
+        for k, found in enumerate(matched, start=1)
+    ]
+    times = Stream.from_any(events).times
+    pd.testing.assert_frame_equal(partial_table(steps, pairs, times), expected)
     counts = funnel["candidates"].tolist()
     assert counts == sorted(counts, reverse=True)
     for k in range(1, len(counts)):
