@@ -150,7 +150,7 @@ class SparkWorkbench(widgets.VBox):
         self.last_query: Optional[cepkit.Query] = None
         self.job = None
         self.seconds = 0.0
-        self.editor = QueryEditor(query, layout=widgets.Layout(width="100%"))
+        self.editor = QueryEditor(query, layout=full_width())
         self.editor.for_stream(self.schema)  # completion: the DataFrame's types and each one's columns
         self.diagnostics = widgets.HTML()
         engines = list(cepkit.engines().index)
@@ -194,6 +194,8 @@ class SparkWorkbench(widgets.VBox):
             ],
             layout=full_width(),
         )
+        # (result, (fields, match_ids), rows): the page last fetched, or every row (match_ids None)
+        self._page: Optional[tuple] = None
         self.timeline: Optional[MatchTimeline] = None
         self.explain_view: Optional[ExplainView] = None
         self._sample_ids: list = []
@@ -270,8 +272,20 @@ class SparkWorkbench(widgets.VBox):
         from pyspark.sql import functions as F
 
         ids = [int(i) for i in ids]
+        held = self._page
+        if held is not None and held[0] is self.result and held[1] in ((self.fields, ids), (self.fields, None)):
+            # the page just fetched (the grid asks for its columns, then for its rows), or every row (searched)
+            return held[2] if held[1][1] is not None else held[2].iloc[ids].reset_index(drop=True)
         rows = self.result.where(F.col("match_id").isin(ids)).toPandas().set_index("match_id", drop=False)
-        return self._rows_frame(rows.loc[ids].reset_index(drop=True))
+        frame = self._rows_frame(rows.loc[ids].reset_index(drop=True))
+        self._page = (self.result, (self.fields, ids), frame)
+        return frame
+
+    def _every_row(self) -> pd.DataFrame:
+        """Every row of the grid (its search, sort and CSV): the whole result fetched, kept for its pages."""
+        frame = self._rows_frame(self.result.toPandas().sort_values("match_id", ignore_index=True))
+        self._page = (self.result, (self.fields, None), frame)
+        return frame
 
     def match_events(self, match_id: int) -> tuple:
         """(the events of match ``match_id``'s time span, positions from 0, as a pandas DataFrame; the match's
@@ -287,7 +301,7 @@ class SparkWorkbench(widgets.VBox):
             picked = self.events.where(position.between(low, high))
         else:
             picked = self.events.where(position.isin(positions))
-        frame = picked.orderBy("position").toPandas()
+        frame = _by_position(picked.toPandas())
         local = {int(p): i for i, p in enumerate(frame["position"])}
         return frame.drop(columns="position"), tuple(local[p] for p in positions), low
 
@@ -319,7 +333,9 @@ class SparkWorkbench(widgets.VBox):
         found = cepkit.spark.match(query, self.events, engine, **self.options)
         count = found.count()
         ids = [int(k) for k in np.unique(np.linspace(0, count - 1, min(self.sample, count)).round())] if count else []
-        sample = found.where(F.col("match_id").isin(ids)).orderBy("match_id").toPandas() if ids else None
+        sample = None
+        if ids:  # (sorted here: a Spark orderBy is a sort job more, and a sample is ~300 rows)
+            sample = found.where(F.col("match_id").isin(ids)).toPandas().sort_values("match_id", ignore_index=True)
         return {"found": found, "count": count, "sample": sample}
 
     def _finish(self, job, query):
@@ -364,8 +380,11 @@ class SparkWorkbench(widgets.VBox):
         """The grid over the last run's result: pages fetched as shown; search, sort and CSV read it whole."""
         if self.result is None:
             return
-        self.grid.set_data(TableData(self.count, lambda: self._rows_frame(self.result.toPandas()), self.page_rows))
-        self.grid.show(self.selected)
+        size = self.grid.page_size
+        start = 0 if self.selected is None else self.selected // size * size  # the page shown first
+        first = self.page_rows(range(start, min(start + size, self.count)))  # (its columns are the grid's)
+        data = TableData(self.count, self._every_row, self.page_rows, columns=[str(c) for c in first.columns])
+        self.grid.set_data(data, selected=self.selected)
 
     def _rows_frame(self, rows: pd.DataFrame) -> pd.DataFrame:
         """The grid's rows: match, start, end, positions, each variable's position, type, ts and chosen fields
@@ -412,7 +431,7 @@ class SparkWorkbench(widgets.VBox):
             self.timeline_box.children = [widgets.HTML("<small>no match to draw</small>")]
             return
         wanted = sorted({int(p) for ps in sample["positions"] for p in ps})
-        frame = self.events.where(F.col("position").isin(wanted)).orderBy("position").toPandas()
+        frame = _by_position(self.events.where(F.col("position").isin(wanted)).toPandas())
         local = {int(p): i for i, p in enumerate(frame["position"])}
         variables = variables_of(sample.columns, self.last_query)
         matches = []
@@ -506,6 +525,11 @@ def _types_and_columns(df):
     others = [c for c in df.columns if c != "type"]
     firsts = df.groupBy("type").agg(*[F.first(F.col(f"`{c}`"), ignorenulls=True).alias(c) for c in others])
     return cepkit.runtime.Stream.from_any(firsts.orderBy("type").toPandas())
+
+
+def _by_position(frame: pd.DataFrame) -> pd.DataFrame:
+    """Events fetched from Spark in position order (sorted here: few rows, and a Spark sort is jobs more)."""
+    return frame.sort_values("position", ignore_index=True)
 
 
 def _session_kind(spark) -> str:

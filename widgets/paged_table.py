@@ -239,16 +239,23 @@ class PagedTable(anywidget.AnyWidget):
         super().__init__(**kwargs)
         self.data = TableData(0, lambda: pd.DataFrame())
         self.order: Optional[np.ndarray] = None  # the ids the search keeps, in the order shown (None: all)
+        self._filling = True  # False while set_data resets the traits: the page is filled once, after
         self.on_msg(self._on_message)
 
     # ------------------------------------------------------------------ public
-    def set_data(self, data: TableData) -> None:
-        """Show other rows: first page, no search, no sort, nothing picked."""
+    def set_data(self, data: TableData, selected: Optional[int] = None) -> None:
+        """Show other rows: no search, no sort, the row ``selected`` picked and its page shown (else none and
+        the first page). The page is filled once (rows paged from Spark: each fill is a fetch)."""
         self.data = data
         self.order = None
         with self.hold_sync():
-            self.selected = None
-            self.search, self.sort, self.descending, self.page = "", "", False, 0
+            self._filling = False
+            try:
+                self.selected = selected
+                self.search, self.sort, self.descending = "", "", False
+                self.page = 0 if selected is None else selected // self.page_size
+            finally:
+                self._filling = True
             self.columns = data.column_names()
             self.count = self.total = data.size
             self._fill()
@@ -321,6 +328,8 @@ class PagedTable(anywidget.AnyWidget):
         self._fill()
 
     def _fill(self) -> None:
+        if not self._filling:
+            return
         pages = max(1, -(-self.total // self.page_size))
         if self.page >= pages:
             self.page = pages - 1  # observed: fills again

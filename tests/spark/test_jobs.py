@@ -5,6 +5,7 @@ once, as ``match`` numbers them), and the Workbench on Spark (``widgets.on_spark
 import re
 import threading
 import time
+import uuid
 from types import SimpleNamespace
 
 import numpy as np
@@ -191,6 +192,55 @@ def test_the_workbench_on_spark_pages_samples_and_explains(spark):
     assert [d["severity"] for d in wb.editor.diagnostics["items"]] == ["error"]
     wb.editor.value = "SEQ(A a, D b) WITHIN 4 s"  # runs, but the DataFrame has no D: said before Run
     assert "⚠" in wb.diagnostics.value and "D" in wb.diagnostics.value
+
+
+class JobCounter:
+    """The Spark jobs the calling thread starts, counted by a job group of its own (``since()``: those since
+    the last call), and those of a ``cepkit.spark.Job`` (``of(job)``: its thread has its job tag as group)."""
+
+    def __init__(self, spark):
+        self.context, self.group, self.seen = spark.sparkContext, f"cepkit-views-{uuid.uuid4().hex}", 0
+        self.context.setJobGroup(self.group, "the Workbench's views")
+
+    def since(self) -> int:
+        now = len(self.context.statusTracker().getJobIdsForGroup(self.group))
+        counted, self.seen = now - self.seen, now
+        return counted
+
+    def of(self, job) -> int:
+        return len(self.context.statusTracker().getJobIdsForGroup(job.tag))
+
+    def close(self) -> None:
+        self.context.setLocalProperty("spark.jobGroup.id", None)
+
+
+def test_a_spark_run_matches_once_and_each_view_fetches_once(spark):
+    """A Run is ``cepkit.spark.match``'s own jobs and one for the timeline's sample; the views then read its
+    result (a local checkpoint: no matching again), a job for the rows they show and one for their events.
+    It took 17 jobs and 2-4 a view: the grid fetched its first page twice (once for its column names), and
+    each fetch sorted in Spark (an orderBy is a sort job more) the few rows it could sort in pandas."""
+    from widgets import Workbench
+
+    events = small_stream(200)
+    counter = JobCounter(spark)
+    try:
+        cepkit.spark.match(QUERY, cepkit.spark.with_positions(spark.createDataFrame(events))).count()
+        bare = counter.since()  # numbering, matching, counting: the floor of a Run
+        wb = Workbench(spark.createDataFrame(events), query=QUERY, sample=5)
+        counter.since()  # (the editor's one job: a row per type)
+        assert wb.run() > 14
+        assert counter.of(wb.job) == bare + 1  # + the timeline's sample
+        assert counter.since() == 3  # the grid's first page (its matches, their events), the sample's events
+        wb.selected = 12  # on the second page: fetched
+        assert wb.grid.page == 1 and counter.since() == 2
+        wb.tabs.selected_index = 1  # Explain: the match's positions, then the events of its span
+        assert wb.explain_view.explanation.is_match and counter.since() == 2
+        wb.grid.search = "A"  # the whole result, then its events
+        assert wb.grid.total == len(cepkit.match(QUERY, events)) and counter.since() == 2
+        wb.fields = ["v"]  # the page again, with the field
+        assert "b.v" in wb.grid.columns and wb.grid.page == 1 and counter.since() == 2
+    finally:
+        counter.close()
 
 
 def test_the_workbench_cancels_a_spark_run(spark, monkeypatch):

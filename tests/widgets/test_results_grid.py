@@ -115,3 +115,22 @@ def test_a_kleene_variables_times_read_as_the_single_ones():
     ]
     both = [list(ts) for ts in wb.results.grid.data.whole()["b.ts"] if len(ts) == 2]
     assert both == [[pd.Timestamp("2013-01-13 07:05"), pd.Timestamp("2013-01-13 07:10")]]
+
+
+def test_new_rows_are_fetched_once_on_the_picked_rows_page():
+    """``set_data`` fills the page once (a Spark grid fetches each page it fills): resetting a search, a sort
+    and the page used to fill the page shown at each reset."""
+    rows = pd.DataFrame({"n": range(25)})
+    fetched = []
+
+    def page(ids):
+        fetched.append(list(ids))
+        return rows.iloc[ids]
+
+    table = PagedTable()
+    table.set_data(TableData(25, lambda: rows, page, columns=["n"]))
+    table.search, table.page = "1", 1
+    fetched.clear()
+    table.set_data(TableData(25, lambda: rows, page, columns=["n"]), selected=12)
+    assert fetched == [list(range(10, 20))] and (table.page, table.selected, table.search) == (1, 12, "")
+    assert table.info() == "rows 11–20 of 25 rows"
