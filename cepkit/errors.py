@@ -14,6 +14,16 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
+def shown(value) -> str:
+    """A value of an event as an error message shows it: a datetime as written (``2024-05-01 10:03:00+00:00``,
+    not ``Timestamp(...)``), a numpy scalar as the Python value it holds, anything else by ``repr``."""
+    if hasattr(value, "isoformat"):
+        return str(value)
+    if hasattr(value, "item") and getattr(value, "shape", None) == ():
+        return repr(value.item())
+    return repr(value)
+
+
 def caret_snippet(text: str, line: int, column: int, width: int = 1) -> str:
     """The source line ``line`` (1-based) with a caret under ``column`` (1-based)."""
     lines = text.splitlines() or [""]

@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..errors import EventError, QueryError, did_you_mean
+from ..errors import EventError, QueryError, did_you_mean, shown
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
@@ -836,7 +836,7 @@ class Pusher:
 
 def _late(position: int, ts) -> EventError:
     return EventError(
-        position, "ts", f"ts {ts!r} is earlier than an earlier event's; choose an out-of-order mode with disorder="
+        position, "ts", f"ts {shown(ts)} is earlier than an earlier event's; choose an out-of-order mode with disorder="
     )
 
 

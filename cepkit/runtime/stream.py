@@ -22,7 +22,7 @@ from typing import Iterable, Optional
 import numpy as np
 import pandas as pd
 
-from ..errors import EventError
+from ..errors import EventError, shown
 from .attribute_columns import AttributeColumn
 from .columns import is_arrow
 from .event_record import RESERVED, Event, event_parts, is_nan
@@ -421,8 +421,8 @@ class Stream:
             raise EventError(
                 int(self.position_of(index)),
                 "ts",
-                f"the stream is out of order: ts {self[index].ts!r} comes after ts "
-                f"{self[earlier].ts!r} at position {int(self.position_of(earlier))}; sort it, or "
+                f"the stream is out of order: ts {shown(self[index].ts)} comes after ts "
+                f"{shown(self[earlier].ts)} at position {int(self.position_of(earlier))}; sort it, or "
                 "choose an out-of-order mode with disorder=",
             )
 

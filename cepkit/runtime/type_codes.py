@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 
-from ..errors import EventError
+from ..errors import EventError, shown
 
 FACTORIZE_ROWS = 1 << 20  # rows factorized at once: pandas' codes are int64, the stream keeps int32
 FEW_OBJECTS = 4096  # distinct objects in a slice up to which they are merged by value one by one
@@ -127,5 +127,9 @@ def frame_types(col: pd.Series, first_position: int) -> tuple:
     if bad.any():
         i = int(np.argmax(bad))
         value = col.iloc[i]
-        raise EventError(first_position + i, "type", f"the type must be a non-null string, got {value!r}")
+        raise EventError(
+            first_position + i,
+            "type",
+            f"the type must be a non-null string, got {shown(value)} ({type(value).__name__})",
+        )
     return codes, names

@@ -209,3 +209,20 @@ def test_time_columns_of_two_kinds_are_refused():
     orders = pd.DataFrame({"a": [dt.datetime(2024, 1, 1)], "b": [3.0]})
     with pytest.raises(ColumnError, match="some time columns hold dates and others numbers"):
         cepkit.from_wide(orders, ["a", "b"])
+
+
+def test_errors_show_times_and_values_as_the_user_wrote_them():
+    """An out-of-order datetime printed ``Timestamp('2024-05-01 09:00:00+0000', tz='UTC')`` and a numeric
+    type ``np.int64(1)``: pandas' and numpy's reprs, not the data."""
+    frame = pd.DataFrame({"type": ["A", "B"], "ts": ["2024-05-01 10:00", "2024-05-01 09:00"]})
+    with pytest.raises(EventError) as err:
+        cepkit.match("SEQ(A a, B b)", frame)
+    assert "ts 2024-05-01 09:00:00+00:00 comes after ts 2024-05-01 10:00:00+00:00 at position 0" in str(err.value)
+    matcher = cepkit.Matcher("SEQ(A a, B b)")
+    matcher.push({"type": "A", "ts": pd.Timestamp("2024-05-01 10:00", tz="UTC")})
+    with pytest.raises(EventError, match=r"ts 2024-05-01 09:00:00\+00:00 is earlier"):
+        matcher.push({"type": "B", "ts": pd.Timestamp("2024-05-01 09:00", tz="UTC")})
+    with pytest.raises(
+        EventError, match=r"position 0, field 'type': the type must be a non-null string, got 1 \(int64\)$"
+    ):
+        cepkit.match("SEQ(A a, B b)", pd.DataFrame({"type": [1, 2], "ts": [1, 2]}))
