@@ -48,7 +48,7 @@ class Columns:
         self.part_end = part_end
         self.text = text
         self._cache: Dict[str, Values] = {}
-        self._codes: Dict[str, Tuple[np.ndarray, np.ndarray]] = {}
+        self._codes: Dict[str, Tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def column(self, name: str) -> Values:
         """A column's values (nulls filled with 0, "" or NaT) and null mask; ints stay ints, as in Python."""
@@ -108,13 +108,18 @@ class Columns:
             isinstance(i, A.Literal) and isinstance(i.value, str) for i in items
         ):
             return None
-        values, null = self.column(column.name)
-        if values.dtype != object:
-            return None
         if column.name not in self._codes:
-            codes, uniques = pd.factorize(values)
-            self._codes[column.name] = (codes, np.asarray(uniques, dtype=object))
-        codes, uniques = self._codes[column.name]
+            series = self.frame[column.name]
+            if isinstance(series.dtype, pd.CategoricalDtype):  # already factorized (cepkit.spark.sql's workers)
+                codes = series.cat.codes.to_numpy()
+                self._codes[column.name] = (codes, np.asarray(series.cat.categories, dtype=object), codes < 0)
+            else:
+                values, null = self.column(column.name)
+                if values.dtype != object:
+                    return None
+                codes, uniques = pd.factorize(values)
+                self._codes[column.name] = (codes, np.asarray(uniques, dtype=object), null)
+        codes, uniques, null = self._codes[column.name]
         if any(not isinstance(u, str) for u in uniques):
             return None  # mixed types: the general rules say which comparisons are errors
         wanted = np.isin(uniques, [i.value for i in items])

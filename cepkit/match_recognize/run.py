@@ -193,10 +193,19 @@ def _order(query: A.Recognize, frame: pd.DataFrame) -> Optional[np.ndarray]:
     if len(query.order) == 1 and query.order[0][1] and frame[query.order[0][0]].is_monotonic_increasing:
         if not query.partition:
             return None
-        codes = frame.groupby(list(query.partition), sort=True, dropna=False).ngroup().to_numpy()
-        return np.argsort(codes, kind="stable")
+        return np.argsort(partition_codes(frame, query.partition), kind="stable")
     ranked = frame[keys].set_axis(pd.RangeIndex(len(frame)))
     return ranked.sort_values(keys, ascending=ascending, kind="stable").index.to_numpy()
+
+
+def partition_codes(frame: pd.DataFrame, keys) -> np.ndarray:
+    """Each row's partition as a number, in the order of the keys' sorted values (nulls last; a categorical
+    sorts by its categories' order, as in pandas). A single categorical key (``cepkit.spark.sql``'s workers
+    make strings such) is read as its codes: no string is hashed."""
+    if len(keys) == 1 and isinstance(frame[keys[0]].dtype, pd.CategoricalDtype):
+        codes = frame[keys[0]].cat.codes.to_numpy().astype(np.int64)
+        return np.where(codes < 0, len(frame[keys[0]].cat.categories), codes)
+    return frame.groupby(list(keys), sort=True, dropna=False, observed=True).ngroup().to_numpy()
 
 
 def _take(frame: pd.DataFrame, order: Optional[np.ndarray]) -> pd.DataFrame:
@@ -212,7 +221,7 @@ def _bounds(query: A.Recognize, rows: pd.DataFrame) -> np.ndarray:
     n = len(rows)
     if not query.partition or n == 0:
         return np.array([[0, n]] if n else np.empty((0, 2)), dtype=np.int64).reshape(-1, 2)
-    codes = rows.groupby(list(query.partition), sort=False, dropna=False).ngroup().to_numpy()
+    codes = partition_codes(rows, query.partition)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
     return np.stack([starts, np.r_[starts[1:], n]], axis=1).astype(np.int64)
 

@@ -306,3 +306,28 @@ def test_column_wise_output_is_the_reference_output(text, frame):
             assert got[name].isna().all(), name
             got[name] = expected[name]
     pd.testing.assert_frame_equal(got, expected)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(queries(CONDITIONS + OTHER_ROWS), frames())
+def test_categorical_strings_give_the_rows_plain_strings_give(text, frame):
+    """``cepkit.spark.sql``'s workers hand ``cepkit.sql`` its strings as categoricals (Arrow's dictionary
+    encoding, categories sorted): the PARTITION BY key and string tests read their codes, with nulls and
+    categories no row holds, and the output is the one plain strings give."""
+    query = parse(text)
+    coded = frame.assign(
+        k=pd.Categorical(frame["k"], categories=["w", "x", "y"]),
+        s=pd.Categorical(frame["s"], categories=["a", "b", "c", "d"]),
+    )
+    try:
+        plain = output(find(query, frame))
+    except QueryError as err:
+        with pytest.raises(QueryError, match=re.escape(str(err).splitlines()[0])):
+            output(find(query, coded))
+        return
+    got = output(find(query, coded))
+    assert list(got.columns) == list(plain.columns)
+    for name in plain.columns:
+        assert got[name].astype(object).where(got[name].notna(), None).tolist() == (
+            plain[name].astype(object).where(plain[name].notna(), None).tolist()
+        ), name

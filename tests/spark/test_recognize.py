@@ -27,14 +27,12 @@ def ordered(df, keys):
     return df.sort_values(keys, kind="stable").reset_index(drop=True)
 
 
-@pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
-def test_spark_gives_the_local_rows(spark, rows):
-    data = frame()
-    query = QUERY.format(rows=rows)
-    local = cepkit.sql(query, data)
-    remote = cepkit.spark.sql(query, spark.createDataFrame(data)).toPandas()
+def exchanges(df) -> int:
+    return df._jdf.queryExecution().executedPlan().toString().count("Exchange")
+
+
+def same_rows(local, remote, keys):
     assert list(remote.columns) == list(local.columns)
-    keys = ["id", "start_ts"] if rows.startswith("ONE") else ["id", "ts"]
     local, remote = ordered(local, keys), ordered(remote, keys)
     assert len(local) > 20
     for name in local.columns:
@@ -44,7 +42,43 @@ def test_spark_gives_the_local_rows(spark, rows):
         ), name
 
 
-def test_timestamps_strings_and_nulls_keep_their_types(spark):
+@pytest.mark.parametrize("rows", ["ONE ROW PER MATCH", "ALL ROWS PER MATCH WITH UNMATCHED ROWS"])
+@pytest.mark.parametrize("one_task", [None, True, False])
+def test_spark_gives_the_local_rows(spark, rows, one_task):
+    """Every way the rows reach ``cepkit.sql`` gives its rows: a small input in one task without a shuffle
+    (the default here: a few kB, under ``spark.sql.autoBroadcastJoinThreshold``), or shuffled by key."""
+    data = frame()
+    query = QUERY.format(rows=rows)
+    remote = cepkit.spark.sql(query, spark.createDataFrame(data), one_task=one_task)
+    assert exchanges(remote) == (1 if one_task is False else 0)
+    same_rows(
+        cepkit.sql(query, data), remote.toPandas(), ["id", "start_ts"] if rows.startswith("ONE") else ["id", "ts"]
+    )
+
+
+def test_rows_clustered_by_key_are_not_shuffled_again(spark, tmp_path):
+    """A table bucketed by the PARTITION BY key, or a frame already repartitioned by it: matched where its
+    rows lie, one group per key, without a second exchange."""
+    data = frame(900, keys=9, seed=4)
+    query = QUERY.format(rows="ONE ROW PER MATCH")
+    local = cepkit.sql(query, data)
+    repartitioned = spark.createDataFrame(data).repartition(3, "id")
+    remote = cepkit.spark.sql(query, repartitioned, one_task=False)
+    assert exchanges(remote) == exchanges(repartitioned) == 1
+    same_rows(local, remote.toPandas(), ["id", "start_ts"])
+    spark.createDataFrame(data).write.bucketBy(4, "id").option("path", str(tmp_path / "rows")).saveAsTable(
+        "recognize_bucketed"
+    )
+    try:
+        remote = cepkit.spark.sql(query, spark.table("recognize_bucketed"), one_task=False)
+        assert exchanges(remote) == 0
+        same_rows(local, remote.toPandas(), ["id", "start_ts"])
+    finally:
+        spark.sql("DROP TABLE recognize_bucketed")
+
+
+@pytest.mark.parametrize("one_task", [None, False])
+def test_timestamps_strings_and_nulls_keep_their_types(spark, one_task):
     """The output rows travel back as Arrow batches of the query's schema: a timestamp measure, a string,
     an integer count and a null average come out as ``cepkit.sql`` gives them."""
     rng = np.random.default_rng(2)
@@ -62,7 +96,8 @@ def test_timestamps_strings_and_nulls_keep_their_types(spark):
         PATTERN (W D{2,}) WITHIN INTERVAL '1' DAY
         DEFINE W AS type = 'FOG', D AS type = 'DELAYED' AND (delay IS NULL OR AVG(D.delay) < 80))"""
     local = ordered(cepkit.sql(query, data), ["site", "weather_at"])
-    remote = ordered(cepkit.spark.sql(query, spark.createDataFrame(data)).toPandas(), ["site", "weather_at"])
+    remote = cepkit.spark.sql(query, spark.createDataFrame(data), one_task=one_task).toPandas()
+    remote = ordered(remote, ["site", "weather_at"])
     assert len(local) > 5 and local["mean_delay"].isna().any()
     assert list(remote.columns) == list(local.columns)
     assert (remote["weather_at"].dt.tz_localize("UTC") == local["weather_at"]).all()
