@@ -2,7 +2,7 @@
 
 The stream is 2013's NYC weather and flights (``cepkit.datasets.flight_events``: about 690 000 events),
 replicated 1x, 2x and 4x with shifted times. The local engine reads the pandas frame; Spark reads it as a
-user holding it would (``--inputs memory``: ``spark.createDataFrame(events)``) and from Parquet written
+user holding it would (``--inputs memory``: ``cepkit.spark.match`` of the pandas frame) and from Parquet written
 once (``parquet``: ``spark.read.parquet``, data at rest). Both run the same engine on the same partitioned
 query; the table prints wall and CPU seconds (best of ``--repeat`` runs each), Spark / local, and Spark's
 floor: its own no-op over the same input and shuffle (the query's columns, repartitioned by its key, each
@@ -34,6 +34,7 @@ import time
 import warnings
 from pathlib import Path
 
+import pandas as pd
 import psutil
 from tqdm import tqdm
 
@@ -42,7 +43,7 @@ import cepkit.spark
 from cepkit.datasets import flight_events
 from cepkit.datasets.flights import FLIGHTS_HIERARCHY
 from cepkit.demo import DEMO_QUERY
-from cepkit.spark.frames import Layout
+from cepkit.spark.frames import Layout, read_attributes
 
 QUERIES = {
     # Many keys: two delayed departures of one aircraft within 6 hours (about 4 000 tail numbers).
@@ -86,10 +87,14 @@ def best_wall_and_cpu(k: int, fn, clock=tree_cpu) -> tuple:
 
 
 def spark_floor(query, frame) -> int:
-    """Spark's own work for ``query`` over ``frame`` without cepkit's: the columns the query reads,
-    repartitioned by its PARTITION BY key into the session's shuffle partitions, each partition handed to
-    a Python worker as Arrow and dropped; the rows counted there."""
+    """Spark's own work for ``query`` over ``frame`` (a Spark DataFrame, or a pandas one made into one)
+    without cepkit's: the columns the query reads (only those converted, from pandas), repartitioned by
+    its PARTITION BY key into the session's shuffle partitions, each partition handed to a Python worker as
+    Arrow and dropped; the rows counted there."""
     q = query if isinstance(query, cepkit.Query) else cepkit.parse(query)
+    if isinstance(frame, pd.DataFrame):
+        read = read_attributes(q)
+        frame = cepkit.spark.session().createDataFrame(frame[[c for c in frame.columns if c in {"type", "ts", *read}]])
     layout = Layout.of(frame.schema, q)
     partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
@@ -248,7 +253,7 @@ def main() -> None:
             events = flight_events(months=months, replicate=k)
             path = str(Path(folder) / f"flights_x{k}.parquet")
             events.to_parquet(path, index=False, coerce_timestamps="us")  # Spark reads µs, not ns
-            inputs = {"memory": lambda: spark.createDataFrame(events), "parquet": lambda: spark.read.parquet(path)}
+            inputs = {"memory": lambda: events, "parquet": lambda: spark.read.parquet(path)}
             for name in names:
                 query = QUERIES[name]
                 local_s, local_cpu, local = best_wall_and_cpu(  # (this process only: Spark's sit idle)

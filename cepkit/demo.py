@@ -126,11 +126,10 @@ def _spark_steps(query, events: pd.DataFrame, local, summary: _Summary, step_don
     from . import spark as cep_spark
 
     with summary.timed("start Spark"):
-        session = cep_spark.session()
+        cep_spark.session()
     step_done(STEPS[3])
     with summary.timed("match on Spark") as row:
-        frame = session.createDataFrame(events)
-        found = cep_spark.match(query, frame, engine="auto").toPandas()
+        found = cep_spark.match(query, events, engine="auto").toPandas()
         row.update(events=len(events), matches=len(found), engine="spark")
     step_done(STEPS[4])
     spark_positions = sorted(tuple(int(p) for p in ps) for ps in found["positions"])

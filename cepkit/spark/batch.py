@@ -5,8 +5,9 @@ The steps, each a plain Spark operation:
 1. check the columns against the query (``Layout.of``), pick the engine (``select_engine``): errors surface
    before any job runs;
 2. number the events in logical order, (ts, then the position column), as in the local API, and check
-   there are no null types or ts; then keep only the events of the types the query names
-   (``named_types``: the others change no match, unless STRICT, an EVENTS window, STNM or ANY counts them);
+   there are no null types or ts (a local frame on the driver, a Spark DataFrame in a Spark job); then
+   keep only the events of the types the query names (``named_types``: the others change no match, unless
+   STRICT, an EVENTS window, STNM or ANY counts them);
 3. group them (``plan_split``): by the PARTITION BY key, by overlapping time slices (also for a PARTITION BY
    query with a time window when the data spans enough slices to give each shuffle partition one), or as
    one group;
@@ -38,7 +39,7 @@ from ..runtime.columns import check_columns
 from ..runtime.columns import is_arrow
 from ..runtime.match_tables import named_fields
 from ..runtime.selection import select_engine
-from .frames import Layout, check_local_columns, null_keys
+from .frames import Layout, check_local_columns, null_keys, read_attributes
 from .groups import (
     COORD,
     HOME,
@@ -362,6 +363,108 @@ def _spark_frame(events) -> DataFrame:
     )
 
 
+def _local_input(events, query, position: str, type: Optional[str], ts: Optional[str], fields) -> tuple:
+    """A local frame (pandas, Arrow) as ``match`` reads it: (a Spark DataFrame on ``cepkit.spark.session()``,
+    its row count, the engines' ts of its rows or None).
+
+    Only the columns the query reads are converted and sent to the JVM (``type``, ``ts``, the position
+    column, the attributes it names): every column when ``fields`` are asked for, or when the query names
+    one the frame lacks (the error then lists them all). ``type=``/``ts=`` rename as in ``own_columns``.
+    The rows are in memory here, so they are numbered here too (``_driver_positions``): the DataFrame
+    carries POS and ``match`` runs no numbering job and keeps no checkpoint of the events. What the driver
+    does not order as Spark would (a text ts, nulls, NaN; the errors then come from Spark's numbering) is
+    numbered by Spark: the DataFrame has no POS then, and the ts are None."""
+    import pyarrow as pa
+
+    from .session import session
+
+    frame = pa.Table.from_batches([events]) if is_arrow(events) and not hasattr(events, "to_batches") else events
+    local = isinstance(frame, pd.DataFrame)
+    names = list(frame.columns) if local else list(frame.schema.names)
+    renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
+    check_columns([str(name) for name in names], renames)
+    read = read_attributes(query)
+    if fields is None and read <= {str(name) for name in names} | {"type", "ts"}:
+        wanted = {renames.get(name, name) for name in ("type", "ts", position, *read)}
+        kept = [name for name in names if str(name) in wanted]
+        frame = frame[kept] if local else frame.select(kept)
+    if renames:
+        back = {own: canonical for canonical, own in renames.items()}
+        frame = (
+            frame.rename(columns=back)
+            if local
+            else frame.rename_columns([back.get(name, name) for name in frame.schema.names])
+        )
+    if local:
+        check_local_columns(frame)
+    spark = session()
+    utc = spark.conf.get("spark.sql.session.timeZone") in ("UTC", "Etc/UTC")
+    numbering = _driver_positions(frame, position, utc)
+    count = len(frame) if local else frame.num_rows
+    if numbering is None:
+        return spark.createDataFrame(frame), count, None
+    positions, ts_values = numbering
+    if local:
+        frame = frame.copy(deep=False)  # (the caller's frame keeps its columns)
+        frame[POS] = positions
+    else:
+        frame = frame.append_column(POS, pa.array(positions, pa.int64()))
+    return spark.createDataFrame(frame), count, ts_values
+
+
+def _driver_positions(frame, position: str, utc: bool) -> Optional[tuple]:
+    """(each row's position in logical order, its ts as the engines read it or None without a ts column) of a
+    local frame, as Spark's numbering gives them: by ts (datetimes as the microseconds Spark keeps), then
+    the position column, then the row order. None when a type is null or a ts or position is not a plain
+    number or datetime (null, NaN, infinite, text, or naive datetimes on a session not in UTC)."""
+    local = isinstance(frame, pd.DataFrame)
+    count = len(frame) if local else frame.num_rows
+    names = list(frame.columns) if local else list(frame.schema.names)
+    if not count or (frame["type"].isna().any() if local else frame.column("type").null_count):
+        return None
+    keys = {}
+    for name in ("ts", position):
+        if name in names:
+            keys[name] = _order_key(frame[name] if local else frame.column(name).combine_chunks(), utc)
+            if keys[name] is None:
+                return None
+    order = [keys[name] for name in ("ts", position) if name in keys]
+    down, tied = np.zeros(count - 1, bool), np.ones(count - 1, bool)
+    for key in order:
+        down |= tied & (key[1:] < key[:-1])
+        tied &= key[1:] == key[:-1]
+    positions = np.arange(count, dtype=np.int64)
+    if down.any():  # lexsort is stable: ties keep the row order
+        positions[np.lexsort(order[::-1])] = np.arange(count, dtype=np.int64)
+    return positions, keys.get("ts")
+
+
+def _order_key(values, utc: bool) -> Optional[np.ndarray]:
+    """A pandas Series or Arrow array as numbers that order as Spark orders the column (timestamps as epoch
+    microseconds, dates as their microseconds), or None (see ``_driver_positions``)."""
+    import pyarrow as pa
+
+    if isinstance(values, pd.Series):
+        if pd.api.types.is_bool_dtype(values) or not (
+            pd.api.types.is_numeric_dtype(values) or pd.api.types.is_datetime64_any_dtype(values)
+        ):
+            return None
+        values = pa.Array.from_pandas(values)
+    kind = values.type
+    if values.null_count:
+        return None
+    if pa.types.is_integer(kind):
+        return values.to_numpy()
+    if pa.types.is_floating(kind):
+        numbers = values.to_numpy()
+        return numbers if np.isfinite(numbers).all() else None
+    if pa.types.is_timestamp(kind) and (kind.tz is not None or utc):  # (naive: read in the session's zone)
+        return values.cast(pa.timestamp("us", kind.tz), safe=False).cast(pa.int64()).to_numpy()
+    if pa.types.is_date32(kind):
+        return values.cast(pa.int32()).to_numpy().astype(np.int64) * 86_400_000_000
+    return None
+
+
 def own_columns(df: DataFrame, type: Optional[str] = None, ts: Optional[str] = None) -> DataFrame:
     """``df`` with the columns ``type=``/``ts=`` name renamed ``type`` and ``ts`` (``cepkit.as_events``'s
     checks and errors), and a string ts read as timestamps (``try_to_timestamp``): a value that is not one is
@@ -409,7 +512,8 @@ def match(
     df : pyspark.sql.DataFrame
         Events: a string column ``type``, an optional ``ts`` (number of seconds, timestamp or date), an
         optional tie-breaking column named by ``position``; every other column is an attribute. A pandas
-        DataFrame or pyarrow Table is made into one on ``cepkit.spark.session()``, rows in their order.
+        DataFrame or pyarrow Table is made into one on ``cepkit.spark.session()``, rows in their order:
+        only the columns the query reads (every one with ``fields``), numbered on the driver.
     engine, strategy, hierarchy, **options
         As for ``cepkit.match``; ``engine="auto"`` is resolved once, on the driver.
     type, ts : str, optional
@@ -480,8 +584,13 @@ def match(
         "cepkit.spark.match",
         "keep the first n rows of its result (in output order: ``.orderBy('match_id').limit(n)``)",
     )
+    count, ts_values = None, None
+    if isinstance(df, pd.DataFrame) or is_arrow(df):
+        df, count, ts_values = _local_input(df, q, position, type, ts, fields)
+        type = ts = None  # (renamed)
     df = own_columns(_spark_frame(df), type, ts)
-    layout = Layout.of(df.schema, q, position)
+    numbered_here = POS in df.columns
+    layout = Layout.of(T.StructType([f for f in df.schema.fields if f.name != POS]), q, position)
     chosen, _ = select_engine(q, engine, options)
     split = plan_split(q)
     warn_single(split)
@@ -493,11 +602,19 @@ def match(
         *([layout.position] if layout.position and layout.position not in layout.used else []),
     ]
     coordinate = layout.coordinate(split)
-    numbered, first, last = _number_events(
-        df.select(*(needed if fields is None else df.columns)),
-        layout,
-        None if split.axis == "position" else coordinate,
-    )
+    if numbered_here:  # a local frame, numbered on the driver (_local_input)
+        numbered = df.select(*(needed + [POS] if fields is None else df.columns))
+        numbered = numbered.withColumn(TS, layout.engine_ts())
+        if layout.ts_kind == "position" or split.axis == "position":
+            first, last = 0.0, float(count - 1)
+        else:
+            first, last = layout.seconds(ts_values.min()), layout.seconds(ts_values.max())
+    else:
+        numbered, first, last = _number_events(
+            df.select(*(needed if fields is None else df.columns)),
+            layout,
+            None if split.axis == "position" else coordinate,
+        )
     # Only the events of the types the query names travel on (numbered first: positions count them all).
     kept = named_types(q, options)
     events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))

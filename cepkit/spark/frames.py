@@ -138,6 +138,22 @@ class Layout:
         return T.StructType(out)
 
 
+def _read_nodes(query: Query) -> list:
+    """The nodes of ``query`` that read an attribute (``Attr`` and ``Agg`` of one), in the order they appear."""
+    roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
+    return [
+        node
+        for root in roots
+        for node in root.walk()
+        if isinstance(node, (A.Attr, A.Agg)) and getattr(node, "attr", None) is not None
+    ]
+
+
+def read_attributes(query: Query) -> set:
+    """The attribute names ``query`` reads: its PARTITION BY keys and those its conditions name."""
+    return set(query.partition_by) | {node.attr for node in _read_nodes(query)}
+
+
 def _check_names(query: Query, attributes: tuple) -> set:
     """The attribute names the query reads; QueryError at the first one the DataFrame lacks."""
     known = set(attributes) | set(RESERVED)
@@ -147,17 +163,12 @@ def _check_names(query: Query, attributes: tuple) -> set:
             raise QueryError.at(
                 query.ast, f"unknown attribute {key!r} in PARTITION BY; the DataFrame has {listing}", query.text
             )
-    read = set(query.partition_by)
-    roots = [query.ast.pattern] + ([query.where] if query.where is not None else [])
-    for node in (n for root in roots for n in root.walk()):
-        attr = getattr(node, "attr", None)
-        if isinstance(node, (A.Attr, A.Agg)) and attr is not None:
-            if attr not in known:
-                raise QueryError.at(
-                    node, f"unknown attribute {attr!r} of {node.var!r}: the DataFrame has {listing}", query.text
-                )
-            read.add(attr)
-    return read
+    for node in _read_nodes(query):
+        if node.attr not in known:
+            raise QueryError.at(
+                node, f"unknown attribute {node.attr!r} of {node.var!r}: the DataFrame has {listing}", query.text
+            )
+    return read_attributes(query)
 
 
 def _check_kinds(query: Query, fields: dict, read: set) -> None:

@@ -201,6 +201,76 @@ def test_a_local_frame_is_handed_to_the_session(spark, match_rows):
         cepkit.spark.match(query, events.to_dict("records"))
 
 
+def _local_frames():
+    """(name, frame, query, own columns): local frames the driver numbers, out of order and with ties."""
+    rng = np.random.default_rng(7)
+    n = 400
+    ts = rng.integers(0, 120, n).astype(float)  # ties, out of order
+    frame = pd.DataFrame(
+        {
+            "type": rng.choice(list("ABC"), n),
+            "ts": ts,
+            "id": rng.integers(0, 3, n),
+            "v": rng.integers(0, 9, n),
+            "unread": [1, "x"] * (n // 2),  # mixed kinds: Spark could not hold it, and the query never reads it
+        }
+    )
+    when = pd.Timestamp("2024-03-01", tz="America/New_York") + pd.to_timedelta(ts, unit="s")
+    query = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 20 s PARTITION BY id"
+    untimed = "SEQ(A a, B b) WHERE a.v < b.v WITHIN 20 EVENTS PARTITION BY id"
+    return [
+        ("float ts", frame, query, {}),
+        ("int ts, a position column", frame.assign(ts=ts.astype(int), position=rng.integers(0, 5, n)), query, {}),
+        ("tz-aware datetimes", frame.assign(ts=when), query, {}),
+        ("naive datetimes, sorted", frame.assign(ts=when.tz_localize(None)).sort_values("ts"), query, {}),
+        ("no ts", frame.drop(columns="ts"), untimed, {}),
+        ("own columns", frame.rename(columns={"type": "kind", "ts": "time"}), query, {"type": "kind", "ts": "time"}),
+        ("Arrow", frame.drop(columns="unread"), query, {}),
+        ("a null type: Spark numbers it", frame.assign(type=frame["type"].where(frame.index != 5)), query, {}),
+    ]
+
+
+@pytest.mark.parametrize("name, frame, query, own", _local_frames(), ids=[case[0] for case in _local_frames()])
+def test_a_local_frame_is_numbered_on_the_driver_as_spark_numbers_it(spark, match_rows, name, frame, query, own):
+    """A local frame travels with the columns the query reads only, numbered on the driver (no numbering
+    job): its matches are the local engine's on the frame in logical order (ts, the position column, the
+    row order), as for a Spark DataFrame numbered by Spark (``same_as_local``); a frame the driver does not
+    number (a null type here) fails as its Spark DataFrame does."""
+    import pyarrow as pa
+
+    read = [c for c in frame.columns if c != "unread"]
+    given = pa.Table.from_pandas(frame, preserve_index=False) if name == "Arrow" else frame
+    if frame[own.get("type", "type")].isna().any():
+        with pytest.raises(cepkit.EventError) as numbered_by_spark:
+            cepkit.spark.match(query, spark.createDataFrame(frame[read]), engine="stack", **own)
+        with pytest.raises(cepkit.EventError) as local_frame:
+            cepkit.spark.match(query, given, engine="stack", **own)
+        assert str(local_frame.value) == str(numbered_by_spark.value)
+        return
+    order = [c for c in (own.get("ts", "ts"), "position") if c in frame.columns]
+    in_order = frame.sort_values(order, kind="stable").reset_index(drop=True) if order else frame
+    local = cepkit.match(query, in_order, engine="stack", **own)
+    expected = match_rows(local.to_pandas(), ["a", "b"])
+    assert len(expected) > 10
+    found = cepkit.spark.match(query, given, engine="stack", **own).toPandas()
+    assert match_rows(found, ["a", "b"]) == expected
+    assert list(found["match_id"]) == list(range(len(found)))
+
+
+def test_a_local_frame_costs_no_numbering_job(spark, monkeypatch):
+    """Numbered on the driver, a local frame runs fewer jobs than its Spark DataFrame (whose order Spark
+    checks in a job of its own), and its columns the query does not read are never converted."""
+    events = pd.DataFrame({"type": list("ABAB") * 50, "ts": np.arange(200.0), "id": 1, "big": "x" * 1000})
+    query = "SEQ(A a, B b) WITHIN 5 PARTITION BY id"
+    by_spark = len(jobs_run_by(spark, lambda: cepkit.spark.match(query, spark.createDataFrame(events)).count()))
+    converted = []
+    create = spark.createDataFrame
+    monkeypatch.setattr(spark, "createDataFrame", lambda frame: converted.append(list(frame.columns)) or create(frame))
+    local = len(jobs_run_by(spark, lambda: cepkit.spark.match(query, events).count()))
+    assert local < by_spark
+    assert converted == [["type", "ts", "id", POS]]
+
+
 # ----------------------------------------------------------------------------- errors before any job
 def jobs_run_by(spark, call, group=None):
     """Run ``call`` in a job group of its own; return the ids of the Spark jobs started in that group."""
