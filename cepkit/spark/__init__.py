@@ -26,6 +26,8 @@ Choices where the language page (docs/language.md) and issue 3 leave room:
   append-only stream cannot retract (``streaming``, ``watermark``).
 * ``cube_stream`` runs an ``ECube`` whose queries share PARTITION BY over a stream as ``match_stream`` runs
   one query: a streaming cube per key in the keyed state, the same watermark and recovery (``cube``).
+* ``supervise`` starts a streaming query (a ``writeStream`` of ``match_stream``, ``cube_stream`` or a
+  streaming ``sql``) and restarts it on its checkpoint when a batch stalls (``supervisor``).
 * ``Job`` runs Spark work off the calling thread under a job tag, with its tasks' progress and a
   ``cancel()`` (classic and Connect sessions alike); ``with_positions`` numbers events once, so that a
   widget can run ``match`` on them and fetch a match's events by position (``jobs``, ``batch``).
@@ -38,12 +40,16 @@ from .groups import OneGroupWarning
 from .jobs import Cancelled, Job, Progress, active_session
 from .session import session
 from .streaming import late_events, match_stream
+from .supervisor import StalledQueryWarning, Supervisor, supervise
 
 __all__ = [
     "match",
     "match_stream",
     "cube_stream",
     "late_events",
+    "supervise",
+    "Supervisor",
+    "StalledQueryWarning",
     "session",
     "sql",
     "with_positions",
