@@ -38,6 +38,7 @@ PUBLIC = [
     "cepkit.why_not",
     "cepkit.spark.match",
     "cepkit.spark.match_stream",
+    "cepkit.spark.supervisor.supervise",
     "cepkit.spark.session",
     "cepkit.match_recognize.sql",
 ]
@@ -62,6 +63,7 @@ RAISING = {
     "cepkit.why_not",
     "cepkit.spark.match",
     "cepkit.spark.match_stream",
+    "cepkit.spark.supervisor.supervise",
     "cepkit.match_recognize.sql",
 }
 

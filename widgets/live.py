@@ -19,7 +19,10 @@ with ``keep=False`` (it keeps what its window needs, nothing more).
 from __future__ import annotations
 
 import html
+import os
 import random
+import shutil
+import tempfile
 import threading
 import time
 from collections import deque
@@ -109,6 +112,7 @@ class LiveView(widgets.VBox):
         self._thread: Optional[threading.Thread] = None
         self._feed: Optional[Iterator] = None
         self._poll = None  # a Spark Connect feed's read of its memory sinks
+        self._own_checkpoint: Optional[str] = None  # a Spark feed's temporary checkpoints, removed by Stop
         self.failed = ""  # why a feed stopped by itself
         self.stats = widgets.HTML()
         self.stats.add_class("cepkit-live-stats")
@@ -183,15 +187,21 @@ class LiveView(widgets.VBox):
         delay=None,
         view: Optional[dict] = None,
         poll: float = 1.0,
+        checkpoint: Optional[str] = None,
+        supervise: Optional[dict] = None,
         **options,
     ) -> "LiveView":
         """A view fed by Structured Streaming: ``cepkit.spark.match_stream(query, events, ...)`` and the
         events themselves. On a classic session each goes into the view through ``foreachBatch`` (the driver
-        runs it, in this process). On Spark Connect, whose server runs ``foreachBatch`` in a Python process of
-        its own that cannot reach this kernel's widgets, each goes into a memory sink, read by a thread of
-        this kernel every ``poll`` seconds (``poll()`` reads it at once): the rows the sinks appended since
-        the last read are the view's next batch. Both streaming queries start now; Stop (or ``stop()``)
-        stops them."""
+        runs it, in this process), started by ``cepkit.spark.supervise`` (options: ``supervise``, such as
+        ``{"stall_after": 600}``; ``{"stall_after": None}`` watches for no stall) with a checkpoint under
+        ``checkpoint`` (by default a temporary folder of the view's, removed by Stop): a batch that stalls is
+        restarted on it, each batch is added once (by batch id), and the status line counts the restarts.
+        On Spark Connect, whose server runs ``foreachBatch`` in a Python process of its own that cannot
+        reach this kernel's widgets, each goes into a memory sink, read by a thread of this kernel every
+        ``poll`` seconds (``poll()`` reads it at once): the rows the sinks appended since the last read are
+        the view's next batch (not supervised: Spark restarts no memory sink in append mode on a
+        checkpoint). Both streaming queries start now; Stop (or ``stop()``) stops them."""
         import cepkit.spark
 
         live = cls(**(view or {}))
@@ -204,23 +214,41 @@ class LiveView(widgets.VBox):
             return live._poll_memory_sinks(events, found_stream, variables, position, poll)
         lock = threading.Lock()
         pending: list = []
+        done = {"events": -1, "matches": -1}  # the last batch id added: a batch run again is not added twice
 
         def on_events(batch, batch_id):
+            if batch_id <= done["events"]:
+                return
             frame = batch.toPandas()
             with lock:
                 pending.append(frame.set_index(position).sort_index())
+                done["events"] = batch_id
             live._check_queries()  # the matches query may have failed: this one still runs
 
         def on_matches(batch, batch_id):
+            if batch_id <= done["matches"]:
+                return
             rows = batch.toPandas()
             with lock:
                 events_now = pd.concat(pending) if pending else pd.DataFrame()
                 pending.clear()
+                done["matches"] = batch_id
             live._add_spark_batch(events_now, rows, variables, matches_query.lastProgress)
 
-        events_query = events.writeStream.foreachBatch(on_events).start()
-        matches_query = found_stream.writeStream.outputMode("append").foreachBatch(on_matches).start()
-        live.queries.extend([events_query, matches_query])
+        if checkpoint is None:
+            checkpoint = live._own_checkpoint = tempfile.mkdtemp(prefix="cepkit-live-")
+
+        def start(writer, name: str):
+            return cepkit.spark.supervise(
+                writer.option("checkpointLocation", os.path.join(checkpoint, name)),
+                on_restart=lambda _: live._show_stats(),
+                **(supervise or {}),
+            )
+
+        events_query = start(events.writeStream.foreachBatch(on_events), "events")
+        live.queries.append(events_query)
+        matches_query = start(found_stream.writeStream.outputMode("append").foreachBatch(on_matches), "matches")
+        live.queries.append(matches_query)
         return live
 
     def _poll_memory_sinks(self, events, found_stream, variables: list, position: str, every: float) -> "LiveView":
@@ -345,6 +373,8 @@ class LiveView(widgets.VBox):
             hook()
         for query in self.queries:
             query.stop()
+        if self._own_checkpoint is not None:
+            shutil.rmtree(self._own_checkpoint, ignore_errors=True)
         self._show_stats()
 
     def add(
@@ -505,11 +535,19 @@ class LiveView(widgets.VBox):
             if self.batches
             else "waiting for the first batch"
         )
+        # a supervised Spark query restarted on its checkpoint (``cepkit.spark.supervise``)
+        restarts = "; ".join(
+            f"the {kind} query {q.summary()}"
+            for kind, q in zip(("events", "matches"), self.queries)
+            if getattr(q, "restarts", 0)
+        )
+        if restarts:
+            restarts = f" · <span class='cepkit-live-restarts'>{html.escape(restarts)}</span>"
         watermark = html.escape(self._time(self.watermark)) if self.watermark is not None else "–"
         if isinstance(self.watermark, pd.Timestamp):
             watermark += f" {self.tz or 'UTC'}"
         self.stats.value = (
-            f"<small><b>{state}</b> · <span class='cepkit-live-batches'>{plural(self.batches, 'batch', 'batches')}</span>"
+            f"<small><b>{state}</b>{restarts} · <span class='cepkit-live-batches'>{plural(self.batches, 'batch', 'batches')}</span>"
             f" · {plural(self.event_count, 'event')} · "
             f"<b>{plural(self.match_count, 'match', 'matches')}</b> · "
             f"{self.last_rate:,.0f} events/s (last batch), {self.rate:,.0f} overall · "

@@ -65,7 +65,7 @@ class Restart:
     detail: str = ""
 
     def __str__(self) -> str:
-        what = "batch ?" if self.batch is None else f"batch {self.batch}"
+        what = "the first batch" if self.batch is None else f"batch {self.batch}"
         if self.reason == "stalled":
             return f"{what} made no progress for {self.waited:.0f} s"
         return f"{what} failed: {self.detail}"
