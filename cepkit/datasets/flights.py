@@ -44,7 +44,7 @@ from __future__ import annotations
 import importlib.util
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Optional, Union
+from typing import Iterable, Union
 
 import numpy as np
 import pandas as pd
