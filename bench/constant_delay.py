@@ -30,7 +30,11 @@ timed walk's nodes into the cache).
 least of ``REPEATS`` runs each, in the same run: the floor the counter and the machine put under a call.
 **numpy's max ns**, **numpy's calls > 100 ns**: the walk over copies of the arena and the cursor in numpy's
 own allocations (``_numpy_pages``), as before ``nodes.node_array`` put them in huge pages. The first line
-printed also gives the time of one read that misses the caches (``memory_miss``).
+printed also gives the time of one read that misses the caches (``memory_miss``). Where the slow calls sit
+(``_pages``): **2 MB entries**, the calls that are the walk's first access to a 2 MB page of one of the arrays
+it reads or writes (the arena's, the path, the stack); **of them after one**, how many of the calls over
+100 ns come at most ``NEAR`` calls after such a call; **huge pages %**, the share of the arena's and the
+cursor's resident memory the kernel backs with transparent huge pages (``AnonHugePages``; none below 2 MB).
 
 **Total.** The whole enumeration of the last event's matches through ``Outputs.take`` (what a batch run
 calls; buffers grown by a first take, best of ``REPEATS``), the cursor (``enumerate_cursor``) over the
@@ -68,7 +72,7 @@ from numba.extending import intrinsic
 
 import cepkit
 from cepkit.engines.automaton import evaluate
-from cepkit.engines.automaton.nodes import UNION, cursor_fill, cursor_open, new_cursor
+from cepkit.engines.automaton.nodes import HUGE_PAGE, UNION, cursor_fill, cursor_open, new_cursor
 from cepkit.lang import parse
 from cepkit.runtime.registry import get_engine
 from cepkit.runtime.stream import Stream
@@ -77,6 +81,7 @@ from streams import best_of, source_at
 OUTPUTS = 100_000  # matches timed per stream
 REPEATS = 5
 WARM = 1_000  # outputs walked untimed before each timed walk
+NEAR = 256  # calls after the walk's first touch of a 2 MB page counted as "after one" (a few 4 KB pages of the arena)
 NS_PER_CYCLE = 1.0  # measured by ``main`` (``_ns_per_cycle``)
 
 WINDOWED = "((A a ; B b) OR (C c ; D d)) ; E e WITHIN 10000000 s"
@@ -216,6 +221,72 @@ def _steps(arena, cursor, root, key, limit, cap, steps):
     return n
 
 
+@njit
+def _page_entries(arena, cursor, root, key, limit, cap, bases, entered):
+    """Per match, as ``_timed`` walks them: whether its call is the walk's first access to a 2 MB page
+    (``HUGE_PAGE``, by address; ``bases``: the addresses of the arena's arrays then the cursor's) of one of
+    the arrays it reads or writes. On a walk down the arena, where it enters the next huge page of one."""
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
+    stack_node, stack_depth, path_pos, path_var, state = cursor
+    sizes = (8, 4, 4, 4, 8, 4, 8, 8, 4)
+    seen = np.zeros((9, node_pos.shape[0] * 8 // HUGE_PAGE + 2), np.bool_)
+    top = path_pos.shape[0] - 1
+    unbounded = limit == np.inf
+    cursor_open(arena, cursor, root, key, limit)
+    sp, n = state[0], 0
+    touched = np.full(9, -1, np.int64)  # per array, the index of its access being checked (-1: none yet)
+    while sp > 0 and n < cap:
+        sp -= 1
+        node, depth = stack_node[sp], stack_depth[sp]
+        touched[5], touched[6] = sp, sp
+        entered[n] = False
+        while node != 0:
+            touched[0], touched[2] = node, node
+            if node_pos[node] == UNION:
+                right = node_right[node]
+                touched[3] = node
+                if not unbounded:
+                    touched[4] = right
+                if unbounded or key - node_start[right] <= limit:
+                    stack_node[sp], stack_depth[sp] = right, depth
+                    touched[5], touched[6] = sp, sp
+                    sp += 1
+            else:
+                touched[1], touched[7], touched[8] = node, top - depth, top - depth
+                depth += 1
+            for k in range(9):
+                if touched[k] >= 0:
+                    page = (bases[k] + touched[k] * sizes[k]) // HUGE_PAGE - bases[k] // HUGE_PAGE
+                    entered[n] = entered[n] or not seen[k, page]
+                    seen[k, page] = True
+            node = node_left[node]
+        n += 1
+    return n
+
+
+def _huge_share(arrays) -> float:
+    """The share of the resident memory of the mappings holding ``arrays`` (those of a huge page or more)
+    that the kernel backs with transparent huge pages (``AnonHugePages`` in /proc/self/smaps), or NaN."""
+    wanted = [a.ctypes.data for a in arrays if a.nbytes >= HUGE_PAGE]
+    rss = huge = 0
+    try:
+        blocks = Path("/proc/self/smaps").read_text().split("\n")
+    except OSError:  # pragma: no cover - not Linux
+        return float("nan")
+    span, fields = None, {}
+    for line in blocks + ["0-0 end"]:
+        head = line.split(" ", 1)[0]
+        if "-" in head and ":" not in head:
+            if span and any(span[0] <= w < span[1] for w in wanted):
+                rss, huge = rss + fields.get("Rss:", 0), huge + fields.get("AnonHugePages:", 0)
+            lo, hi = head.split("-")
+            span, fields = (int(lo, 16), int(hi, 16)), {}
+        elif line.endswith(" kB"):
+            name, value = line.split()[:2]
+            fields[name] = int(value)
+    return 100.0 * huge / rss if rss else float("nan")
+
+
 def _types(query: str, n: int) -> list:
     if query == WINDOWED:
         return ["C", "A", "B"] + ["D"] * n + ["E"]
@@ -284,12 +355,12 @@ def _delays(arena, root, key, limit, numpy_pages: bool = False) -> tuple:
     cursor = new_cursor(arena)
     if numpy_pages:
         arena, cursor = _numpy_pages(arena), _numpy_pages(cursor)
-    runs = []
-    for _ in range(REPEATS):
-        cycles, written, sizes = (np.empty(OUTPUTS, np.int64) for _ in range(3))
-        got = _timed(arena, cursor, root, key, limit, OUTPUTS, cycles, written, sizes)
-        runs.append(cycles[:got].copy())
-    ns = np.min(runs, axis=0) * NS_PER_CYCLE
+    # the timing arrays made once and written before the runs: no run faults in their pages between two calls
+    runs = np.zeros((REPEATS, OUTPUTS), np.int64)
+    written, sizes = np.zeros(OUTPUTS, np.int64), np.zeros(OUTPUTS, np.int64)
+    for run in runs:
+        got = _timed(arena, cursor, root, key, limit, OUTPUTS, run, written, sizes)
+    ns = np.min(runs[:, :got], axis=0) * NS_PER_CYCLE
     written, sizes = written[:got], sizes[:got]
     later, later_written = ns[1:], written[1:]
     # the time per position written: the slope of a call's time against the positions it wrote (none where
@@ -306,6 +377,23 @@ def _numpy_pages(arrays: tuple) -> tuple:
     return type(arrays)(*(np.array(a) for a in arrays))
 
 
+def _pages(arena, root, key, limit, delay) -> tuple:
+    """(how many calls of the walk first touch a 2 MB page, how many of the delays over 100 ns come at most
+    ``NEAR`` calls after such a call, the share of the arena's and the walked cursor's memory in huge pages,
+    ``_huge_share``): where the slow calls sit (docs/automaton-engine.md, "Measured")."""
+    cursor = new_cursor(arena)
+    bases = np.array([a.ctypes.data for a in (*arena[:5], *cursor[:4])], np.int64)
+    entered = np.zeros(len(delay) + 1, np.bool_)
+    got = _page_entries(arena, cursor, root, key, limit, len(entered), bases, entered)
+    since = np.full(got, NEAR + 1)  # calls since the last entry (or more than NEAR)
+    last = -NEAR - 1
+    for call in range(got):
+        last = call if entered[call] else last
+        since[call] = call - last
+    near = int(((delay > 100) & (since[1 : len(delay) + 1] <= NEAR)).sum())
+    return int(entered[:got].sum()), near, _huge_share((*arena[:5], *cursor[:4]))
+
+
 def measure(query: str, n: int, before) -> dict:
     types = _types(query, n)
     program = _program(query)
@@ -316,6 +404,7 @@ def measure(query: str, n: int, before) -> dict:
     got = len(ns)
     floor_max, floor_tail = floor(got)
     small = _delays(arena, root, key, limit, numpy_pages=True)[3]
+    entries, near, huge = _pages(arena, root, key, limit, delay)
     row = {
         "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
         "n": n,
@@ -329,6 +418,9 @@ def measure(query: str, n: int, before) -> dict:
         "empty p99.9 ns": round(floor_tail, 1),
         "median ns": round(float(np.median(delay)), 1),
         "calls > 100 ns": int((delay > 100).sum()),
+        "2 MB entries": entries,
+        "of them after one": near,
+        "huge pages %": round(huge, 1),
         "numpy's max ns": round(float(small.max()), 1),
         "numpy's calls > 100 ns": int((small > 100).sum()),
         "max steps": _max_steps(evaluator),
