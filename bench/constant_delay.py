@@ -420,7 +420,7 @@ def measure(query: str, n: int, before) -> dict:
         "calls > 100 ns": int((delay > 100).sum()),
         "2 MB entries": entries,
         "of them after one": near,
-        "huge pages %": round(huge, 1),
+        "huge pages %": round(huge, 1) if huge == huge else "-",  # (NaN: no array of a huge page)
         "numpy's max ns": round(float(small.max()), 1),
         "numpy's calls > 100 ns": int((small > 100).sum()),
         "max steps": _max_steps(evaluator),
