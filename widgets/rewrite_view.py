@@ -121,7 +121,10 @@ class RewriteView(widgets.VBox):
                 "Unroll negated sequences right to left (NPDR1, exact)",
             ],
         )
-        self.slider = widgets.IntSlider(value=0, min=0, max=0, description="step")
+        # at least 220 px: in a narrow output the row wraps instead of squeezing the slider's track to nothing
+        self.slider = widgets.IntSlider(
+            value=0, min=0, max=0, description="step", layout={"width": "320px", "min_width": "220px"}
+        )
         self.previous = widgets.Button(description="◀ Previous")
         self.next = widgets.Button(description="Next ▶")
         self.summary = widgets.HTML()
@@ -135,7 +138,7 @@ class RewriteView(widgets.VBox):
         super().__init__(
             [
                 self.direction,
-                widgets.HBox([self.previous, self.slider, self.next]),
+                widgets.HBox([self.previous, self.slider, self.next], layout={"flex_flow": "row wrap"}),
                 self.rule,
                 self.before,
                 self.after,

@@ -117,3 +117,61 @@ def test_graph_widgets_are_legible_in_jupyterlab(page, widgets_notebook, open_no
         "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)"
     )
     assert not cut, f"toggle labels cut: {cut}"
+
+
+OUTPUT = "xpath=ancestor::div[contains(concat(' ', @class, ' '), ' jp-OutputArea-output ')][1]"  # a view's output
+SQUEEZED = "tracks => tracks.map(t => t.getBoundingClientRect().width).filter(w => w < 100)"  # slider tracks
+# Texts of a drawing that reach out of it (its main svg): cut at its edges, or drawn over what is beside it.
+TEXTS_OUTSIDE = """plot => {
+    const d = plot.querySelector('.main-svg').getBoundingClientRect();
+    return [...plot.querySelectorAll('.scatterlayer .textpoint text, .annotation-text')]
+        .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+        .filter(t => { const r = t.getBoundingClientRect();
+            return r.left < d.left - 1 || r.right > d.right + 1 || r.top < d.top - 1 || r.bottom > d.bottom + 1; })
+        .map(t => t.textContent); }"""
+
+
+def test_graph_drawings_fit_an_800_px_window(page, widgets_notebook, open_notebook, budget, dom, artifacts):
+    """In an 800 px window (the cell output ~370 px beside the file browser) the automata are drawn whole: no
+    label overlaps another or a node it does not belong to, none reaches out of the drawing, the drawing
+    fills its output (wider, at its min width, it scrolls in its own box: its labels keep their size), and
+    the views and the rewrite view are cut nowhere at the right, and no slider's track is squeezed (the
+    rewrite view's was 0 px wide between its buttons). Prints each drawing's width against its output's (the
+    tour's automaton, at the width its labels need, is about twice the output's and scrolls). Screenshots
+    ``graphs-*-800.png``."""
+    clock = budget(BUDGET_S)
+    page.set_viewport_size({"width": 800, "height": 1000})
+    open_notebook(page, widgets_notebook, clock)
+    automata, rewrite = page.locator(".cepkit-automaton-view"), page.locator(".cepkit-rewrite-view")
+    clock.until(lambda: automata.count() == 3 and rewrite.count() == 1, "the automata and the rewrite view", page)
+    problems = {}
+    for name, view in zip(["tour", "farm", "ses"], automata.all()):
+        view.scroll_into_view_if_needed()
+        clock.wait(view.locator(".js-plotly-plot .scatterlayer .trace").first, f"the {name} figure")
+        page.wait_for_timeout(300)
+        dom.screenshot(page, view, artifacts / f"graphs-{name}-800.png")
+        plot = view.locator(".js-plotly-plot").first
+        figure = dom.read_figure(plot)
+        assert figure["texts"] and figure["height"] > 100, name
+        assert figure["output"] < 500, f"not the narrow output: {figure['output']:.0f} px"
+        found = {
+            "collisions": dom.collisions(figure),
+            "texts out of the drawing": plot.evaluate(TEXTS_OUTSIDE),
+            "cut at the right": dom.cut_at_the_right(view.locator(OUTPUT)),
+            "sliders squeezed": view.locator(".widget-slider .slider-container").evaluate_all(SQUEEZED),
+        }
+        print(f"{name}: the drawing {figure['width']:.0f} px wide in a {figure['output']:.0f} px output")
+        if figure["width"] < 0.97 * figure["output"]:
+            found["narrow"] = f"{figure['width']:.0f} px wide in a {figure['output']:.0f} px output"
+        problems.update({f"{name}: {k}": v for k, v in found.items() if v})
+    view = rewrite.first
+    view.scroll_into_view_if_needed()
+    dom.screenshot(page, view, artifacts / "graphs-rewrite-800.png")
+    problems["rewrite: cut at the right"] = dom.cut_at_the_right(view.locator(OUTPUT))
+    problems["rewrite: toggle labels cut"] = view.locator(".widget-toggle-button").evaluate_all(
+        "buttons => buttons.filter(b => b.scrollWidth > b.clientWidth + 1).map(b => b.textContent)"
+    )
+    # (its track was 0 px wide beside the Previous and Next buttons)
+    problems["rewrite: sliders squeezed"] = view.locator(".widget-slider .slider-container").evaluate_all(SQUEEZED)
+    assert not {k: v for k, v in problems.items() if v}, problems
+    assert not [e for e in page.script_errors if "Error" in e], page.script_errors
