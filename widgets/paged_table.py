@@ -141,8 +141,18 @@ class PagedTable(anywidget.AnyWidget):
       const pager = document.createElement("span"); pager.className = "cepkit-pager";
       const where = document.createElement("span");
       pager.append(first, prev, where, next, last);
-      foot.append(info, pager);
+      // a table wider than its box (the scroll bar may be hidden until one scrolls): the columns out of sight
+      const more = document.createElement("span"); more.className = "cepkit-table-more";
+      foot.append(info, more, pager);
       el.append(bar, scroll, foot);
+      const hint = () => {
+        const edge = scroll.getBoundingClientRect().left + scroll.clientWidth;
+        const out = [...table.querySelectorAll("thead th")].filter((th) => th.getBoundingClientRect().right > edge + 1);
+        more.textContent = !out.length ? "" : `scroll sideways → for ${out.length} more column` +
+          `${out.length > 1 ? "s" : ""}: ${out.map((th) => th.textContent).join(", ")}`;
+      };
+      scroll.addEventListener("scroll", hint);
+      new ResizeObserver(hint).observe(scroll);
       const pages = () => Math.max(1, Math.ceil(model.get("total") / model.get("page_size")));
       const go = (page) => { model.set("page", Math.min(Math.max(page, 0), pages() - 1)); model.save_changes(); };
       first.onclick = () => go(0); prev.onclick = () => go(model.get("page") - 1);
@@ -206,6 +216,7 @@ class PagedTable(anywidget.AnyWidget):
         const thead = document.createElement("thead"); thead.append(head);
         table.replaceChildren(thead, body);
         info.textContent = model.get("info_text");
+        hint();
         where.textContent = `page ${model.get("page") + 1} of ${pages()}`;
         prev.disabled = first.disabled = model.get("page") <= 0;
         next.disabled = last.disabled = model.get("page") >= pages() - 1;
@@ -227,12 +238,18 @@ class PagedTable(anywidget.AnyWidget):
     table.cepkit-grid th, table.cepkit-grid td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left;
       vertical-align: top; white-space: nowrap; }
     table.cepkit-grid td.cepkit-long { max-width: 24em; overflow: hidden; text-overflow: ellipsis; }
+    /* a table wider than its box scrolls sideways: its first column (which row) stays at the left */
+    table.cepkit-grid tbody tr { background: var(--jp-layout-color0, white); }
+    table.cepkit-grid th:first-child, table.cepkit-grid td:first-child { position: sticky; left: 0; z-index: 1;
+      background: inherit; box-shadow: inset -1px 0 #d0d7de; }
+    table.cepkit-grid thead tr { background: #f6f8fa; }
     table.cepkit-grid tbody tr:hover { background: #f0f6ff; }
     table.cepkit-grid tr.cepkit-picked, table.cepkit-grid tr.cepkit-picked:hover { background: #ffe3e3; }
     table.cepkit-grid td.cepkit-empty { color: #777; font-style: italic; }
     .cepkit-page-button { min-width: 28px; }
     .cepkit-pager span { margin: 0 6px; }
     .cepkit-table-busy { color: #9a6700; }
+    .cepkit-table-more { color: #555; font-style: italic; }
     """
 
     def __init__(self, **kwargs):
