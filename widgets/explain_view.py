@@ -77,7 +77,7 @@ class ExplainView(widgets.VBox):
         self.verdict = widgets.HTML()
         self.text = widgets.HTML()
         self.reasons = widgets.HTML()
-        self.misses = widgets.Select(options=[], rows=6, description="near misses", layout={"width": "100%"})
+        self.misses = widgets.Select(options=[], rows=6, description="near misses", layout=full_width())
         self.misses_note = widgets.HTML()
         self.plot = PlotlyView()
         self.plot.on_click(self._clicked)
