@@ -262,6 +262,7 @@ class PlotlyView(anywidget.AnyWidget):
     """.replace("__DEFAULT_HEIGHT__", str(DEFAULT_HEIGHT)).replace("__NARROW__", str(NARROW))
 
     def __init__(self, figure=None, **kwargs):
+        self._shown: Optional[tuple] = None  # (the figure on show, its JSON text): packed without a second dump
         super().__init__(plotly=plotly_js(), layout=full_width(), **kwargs)
         self._click_callbacks = widgets.CallbackDispatcher()
         self.on_msg(self._on_message)
@@ -278,12 +279,12 @@ class PlotlyView(anywidget.AnyWidget):
                 f"trace type {', '.join(sorted(missing))} is not in cepkit's plotly.js bundle "
                 f"(it has {', '.join(sorted(BUNDLED_TRACES))})"
             )
-        self._shown = (figure, text)  # the JSON made once: packed as it is (the figure's text again: ~0.1 s)
+        self._shown = (figure, text)
         self.figure = figure
 
     @traitlets.observe("figure")
     def _pack(self, change) -> None:
-        shown = getattr(self, "_shown", None)
+        shown = self._shown
         text = shown[1] if shown is not None and shown[0] is change["new"] else to_json_plotly(change["new"])
         self.packed = gzip.compress(text.encode(), compresslevel=6, mtime=0)
 
