@@ -392,7 +392,7 @@ def collisions(figure: dict) -> list:
 # kept at its min_width) nothing counts as cut; a drawing's own shapes are the drawing's to place (an svg's
 # children are not read, the svg is).
 SCROLLS_BY_DESIGN = ".cepkit-scroll, .cepkit-table-scroll, .dt-scroll-body, .dt-scroll-head, .cepkit-plotly"
-CUT_AT_THE_RIGHT = """output => {
+CUT_AT_THE_RIGHT = r"""output => {
     const byDesign = '__BY_DESIGN__';
     const inner = (p) => p.getBoundingClientRect().left + p.clientLeft + p.clientWidth;
     const windowEdge = Math.min(document.documentElement.clientWidth, output.getBoundingClientRect().right);
