@@ -3,7 +3,7 @@ MEASURES, the output DataFrame), beside baselines measured in the same run: pand
 rows (the floor any engine pays) and the reference backtracking matcher (rows per second on a slice).
 
     python bench/match_recognize.py [--rows 1000000] [--keys 100]
-    python bench/match_recognize.py --spark [--copies 4]   # the flights year: Spark local[2] beside cepkit.sql
+    python bench/match_recognize.py --spark [--copies 1 4]   # the flights year: Spark local[2] beside cepkit.sql
     python bench/match_recognize.py --flink PY   # PyFlink's MATCH_RECOGNIZE (PY: a python with apache-flink)
 
 CPU seconds of this process (``time.process_time``), best of 3: the machine is shared.
@@ -12,6 +12,7 @@ CPU seconds of this process (``time.process_time``), best of 3: the machine is s
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -50,27 +51,35 @@ FLIGHTS = """SELECT * FROM flights MATCH_RECOGNIZE (PARTITION BY origin ORDER BY
 def spark_side_by_side(copies: int = 1) -> None:
     """The flights year (weather and departures; ``copies`` times over, as ``flight_events(replicate=)``
     makes it), at rest in a Parquet file Spark reads and as the pandas frame ``cepkit.sql`` reads: Spark on
-    local[2] against cepkit.sql in this process (one thread), best of 3 after a warm-up run of each (the
-    first Spark job starts the Python workers), in wall clock (what a user waits) and in CPU seconds of the
-    process tree (this process, the JVM, Spark's Python workers; on a shared machine a run's wall clock is
-    partly its wait for a core). Beside them, Spark's own floors for the same rows and keys: the shuffle
-    alone (no Python), the shuffle and the Arrow transfer to Python and back (a no-op ``mapInArrow``), and
-    ``groupBy(...).applyInPandas`` answering each group without matching."""
+    local[2] against cepkit.sql in this process (one thread), best of 3 interleaved runs after a warm-up
+    run of each (the first Spark job starts the Python workers), in wall clock (what a user waits) and in
+    CPU seconds of the process tree (this process, the JVM, Spark's Python workers; on a shared machine a
+    run's wall clock is partly its wait for a core). ``cepkit.spark.sql`` as a user calls it (the way it
+    picks for this input named), then each of its ways forced: one task without a shuffle, shuffled by key,
+    and on a table bucketed by the key (no shuffle, one call per key). Beside them, Spark's own floors for
+    the same rows: the shuffle alone (no Python), the shuffle and the Arrow transfer to Python and back (a
+    no-op ``mapInArrow``), and the same transfer in one task without a shuffle."""
     import tempfile
 
     import cepkit.spark
-    from cepkit.spark.recognize import read_columns
+    from cepkit.spark.recognize import read_columns, small
     from spark import best_wall_and_cpu
 
     year = cepkit.datasets.flight_events(replicate=copies)
     frame = year[year.type.isin(["FOG", "STORM", "SNOW", "RAIN", "FAIR", "DELAYED_DEPARTURE", "ON_TIME_DEPARTURE"])]
     frame = frame.reset_index(drop=True)
     del year
-    spark = cepkit.spark.session("local[2]")
     folder = tempfile.mkdtemp()
+    spark = cepkit.spark.session(
+        "local[2]", **{"spark.sql.warehouse.dir": f"{tempfile.gettempdir()}/cepkit-bench-warehouse"}
+    )
     frame.to_parquet(f"{folder}/rows.parquet", index=False, coerce_timestamps="us", allow_truncated_timestamps=True)
     remote = spark.read.parquet(f"{folder}/rows.parquet")
-    read = remote.select(*[c for c in remote.columns if c in read_columns(parse(FLIGHTS))])
+    query = parse(FLIGHTS)
+    read = remote.select(*[c for c in remote.columns if c in read_columns(query)])
+    read.write.bucketBy(4, "origin").option("path", f"{folder}/bucketed").saveAsTable("flights_by_origin")
+    bucketed = spark.table("flights_by_origin")
+    way = "one task" if small(read) else "shuffled"
 
     def nothing(batches):
         for _ in batches:
@@ -78,27 +87,44 @@ def spark_side_by_side(copies: int = 1) -> None:
         return iter(())
 
     runs = {
-        "cepkit.sql (pandas, one thread)": lambda: cepkit.sql(FLIGHTS, frame),
-        "cepkit.spark.sql": lambda: cepkit.spark.sql(FLIGHTS, remote).collect(),
+        "cepkit.sql (pandas, one thread)": lambda: cepkit.sql(query, frame),
+        f"cepkit.spark.sql (picks: {way})": lambda: cepkit.spark.sql(query, remote).collect(),
+        "cepkit.spark.sql, one task": lambda: cepkit.spark.sql(query, remote, one_task=True).collect(),
+        "cepkit.spark.sql, shuffled by key": lambda: cepkit.spark.sql(query, remote, one_task=False).collect(),
+        "cepkit.spark.sql, table bucketed by key": lambda: cepkit.spark.sql(query, bucketed, one_task=False).collect(),
         "floor: the shuffle alone": lambda: read.repartition("origin").count(),
         "floor: shuffle + Arrow to Python": lambda: (
             read.repartition("origin").mapInArrow(nothing, read.schema).collect()
         ),
-        "floor: groupBy.applyInPandas": lambda: (
-            read.groupBy("origin").applyInPandas(lambda g: g.head(0), read.schema).collect()
-        ),
+        "floor: one task + Arrow to Python": lambda: read.coalesce(1).mapInArrow(nothing, read.schema).collect(),
     }
-    figures = {}
-    for name, run in runs.items():
+    for run in runs.values():  # warm-up: the JVM's first jobs, the workers' imports and kernels
         run()
-        figures[name] = best_wall_and_cpu(3, run)
+    timed: dict = {name: [] for name in runs}
+    for _ in range(3):  # interleaved, so that a busy moment of the machine does not fall on one run only
+        for name, run in runs.items():
+            timed[name].append(best_wall_and_cpu(1, run))
+    figures = {
+        name: (min(t[0] for t in times), min(t[1] for t in times), times[-1][2]) for name, times in timed.items()
+    }
+    spark.sql("DROP TABLE flights_by_origin")
     local_wall, local_cpu, local = figures["cepkit.sql (pandas, one thread)"]
-    assert len(figures["cepkit.spark.sql"][2]) == len(local)
-    print(f"{len(frame):,} rows ({copies} x the year), {len(local)} matches; Spark on local[2], rows read from Parquet")
+    for name, (_, _, out) in figures.items():
+        assert not name.startswith("cepkit.spark.sql") or len(out) == len(local), name
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"{len(frame):,} rows ({copies} x the year), {len(local)} matches; Spark on local[2], rows read from "
+        f"Parquet ({read_size(read) / 2**20:.1f} MB by Spark's estimate); load average {load} at the end"
+    )
     print("| run | wall s | CPU s | wall / local | CPU / local |")
     print("|---|---|---|---|---|")
     for name, (wall, cpu, _) in figures.items():
         print(f"| {name} | {wall:.2f} | {cpu:.2f} | {wall / local_wall:.1f} | {cpu / local_cpu:.1f} |")
+
+
+def read_size(frame) -> int:
+    """Spark's estimate of ``frame``'s size in bytes (what ``cepkit.spark.recognize.small`` compares)."""
+    return int(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
 
 
 # Flink takes no physical offsets (PREV) in DEFINE: the V-shape written with logical ones (LAST(B.price, 1),
@@ -185,14 +211,21 @@ def main() -> None:
     parser.add_argument("--keys", type=int, default=100)
     parser.add_argument("--slice", type=int, default=20_000, help="rows for the reference matcher")
     parser.add_argument("--spark", action="store_true", help="the flights year on Spark beside local")
-    parser.add_argument("--copies", type=int, default=1, help="with --spark: the year this many times over")
+    parser.add_argument(
+        "--copies",
+        type=int,
+        nargs="+",
+        default=[1],
+        help="with --spark: the year this many times over (one table each)",
+    )
     parser.add_argument("--flink", metavar="PYTHON", help="a python with apache-flink: PyFlink beside cepkit")
     args = parser.parse_args()
     if args.flink:
         flink_side_by_side(args.flink, min(args.rows, 50_000))
         return
     if args.spark:
-        spark_side_by_side(args.copies)
+        for copies in args.copies:
+            spark_side_by_side(copies)
         return
     frame = rows(args.rows, args.keys)
     clock = time.process_time
