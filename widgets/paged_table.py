@@ -241,7 +241,7 @@ class PagedTable(anywidget.AnyWidget):
     /* a table wider than its box scrolls sideways: its first column (which row) stays at the left */
     table.cepkit-grid tbody tr { background: var(--jp-layout-color0, white); }
     table.cepkit-grid th:first-child, table.cepkit-grid td:first-child { position: sticky; left: 0; z-index: 1;
-      background: inherit; box-shadow: inset -1px 0 #d0d7de; }
+      background: inherit; box-shadow: inset -1px 0 #d0d7de, inset 0 -1px #d0d7de; }  /* (over the table's borders) */
     table.cepkit-grid thead tr { background: #f6f8fa; }
     table.cepkit-grid tbody tr:hover { background: #f0f6ff; }
     table.cepkit-grid tr.cepkit-picked, table.cepkit-grid tr.cepkit-picked:hover { background: #ffe3e3; }
