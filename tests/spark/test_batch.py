@@ -271,6 +271,21 @@ def test_a_local_frame_costs_no_numbering_job(spark, monkeypatch):
     assert converted == [["type", "ts", "id", POS]]
 
 
+def test_a_local_frame_is_matched_in_one_job_without_adaptive_execution(spark):
+    """A local frame numbered on the driver and cut into time slices: one job (the matching, its matches
+    counted), adaptive execution (which runs each shuffle's map stage as a job of its own) off meanwhile
+    and restored after, also when match fails."""
+    key = "spark.sql.adaptive.enabled"
+    before = spark.conf.get(key)
+    events = pd.DataFrame({"type": list("AB") * 100, "ts": np.arange(200.0), "id": np.arange(200) % 3})
+    query = "SEQ(A a, B b) WITHIN 5 PARTITION BY id"
+    assert len(jobs_run_by(spark, lambda: cepkit.spark.match(query, events, slice_length=20))) == 1
+    assert spark.conf.get(key) == before
+    with pytest.raises(cepkit.EventError):
+        cepkit.spark.match(query, spark.createDataFrame([(None, 1.0, 1)], "type string, ts double, id long"))
+    assert spark.conf.get(key) == before
+
+
 # ----------------------------------------------------------------------------- errors before any job
 def jobs_run_by(spark, call, group=None):
     """Run ``call`` in a job group of its own; return the ids of the Spark jobs started in that group."""
