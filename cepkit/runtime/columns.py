@@ -218,7 +218,13 @@ def text_times(column: pd.Series, name: str = "ts", first_position: int = 0) -> 
         return _dates(column).set_axis(index)
     first = int(present.argmax())
     numeric = not pd.isna(pd.to_numeric(column.iloc[first : first + 1], errors="coerce").iloc[0])
-    parsed = pd.to_numeric(column, errors="coerce") if numeric else _dates(column)  # the one kind needed
+    if numeric:  # the one kind needed, parsed over the column
+        parsed = pd.to_numeric(column, errors="coerce")
+    else:
+        parsed = _arrow_iso_times(column)
+        if parsed is None:  # not Arrow's ISO 8601: pandas reads it, each value with an offset or none
+            _one_kind_of_zone(column, name, first_position)
+            parsed = _dates(column, arrow=False)
     bad = parsed.isna().to_numpy() & present
     if bad.any():
         row = int(bad.argmax())
@@ -241,11 +247,28 @@ def text_times(column: pd.Series, name: str = "ts", first_position: int = 0) -> 
     return parsed.set_axis(index)
 
 
-def _dates(column: pd.Series) -> pd.Series:
-    """Text as UTC datetimes, NaT where a value is not one: ISO 8601; where that leaves values unread, the
-    format pandas infers from the first value ('05/01/2024 10:00'), then each value's own format (slower),
-    whichever reads most."""
-    fast = _arrow_iso_times(column)
+def _one_kind_of_zone(column: pd.Series, name: str, first_position: int) -> None:
+    """An ``EventError`` at the first text time that has a UTC offset where the first does not, or the
+    reverse: such a column is ambiguous (are the others local times?), and pandas reads a time without an
+    offset in the offset of the value before it."""
+    text = column.dropna().astype(str)
+    zoned = text.str.contains(r"\d:\d\d(?::\d\d(?:\.\d*)?)?\s*(?:Z|[+-]\d\d(?::?\d\d)?)\s*$", regex=True)
+    if len(zoned) and zoned.nunique() > 1:
+        first, row = zoned.index[0], zoned.index[int((zoned != zoned.iloc[0]).to_numpy().argmax())]
+        has = "has a UTC offset" if zoned[row] else "has no UTC offset"
+        raise EventError(
+            first_position + int(row),
+            name,
+            f"{column[row]!r} {has}, but the ts of event {first_position + int(first)} ({column[first]!r}) "
+            f"{'does not' if zoned[row] else 'does'}: write every time with its offset, or none (then UTC)",
+        )
+
+
+def _dates(column: pd.Series, arrow: bool = True) -> pd.Series:
+    """Text as UTC datetimes, NaT where a value is not one: ISO 8601 (by Arrow, unless ``arrow`` is False);
+    where that leaves values unread, the format pandas infers from the first value ('05/01/2024 10:00'),
+    then each value's own format (slower), whichever reads most."""
+    fast = _arrow_iso_times(column) if arrow else None
     if fast is not None:
         return fast
     best = pd.to_datetime(column, utc=True, errors="coerce", format="ISO8601")

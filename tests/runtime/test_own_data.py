@@ -234,7 +234,8 @@ def test_errors_show_times_and_values_as_the_user_wrote_them():
         ["2013-01-01T01:00:00-05:00", "2013-03-10T03:00:00-04:00", None, "2013-03-10T03:00:00.25+00:00"],
         ["2024-05-01 10:00", "2024-05-01T10:00:05.123456789", "2024-05-02", "2024-05-02T11"],
         ["2024-05-01T10:00:05Z", "2024-05-01T10:00:05-0530"],
-        ["2024-5-1 10:00", "2024-05-01 10:00:05 +02:00"],  # not Arrow's ISO 8601: pandas reads them
+        ["2024-5-1 10:00", "2024-05-01 10:00:05"],  # not Arrow's ISO 8601: pandas reads them
+        ["2024-5-1 10:00+02:00", "2024-05-01 10:00:05 -03:00"],
     ],
 )
 def test_text_times_read_fast_are_the_instants_pandas_reads(texts):
@@ -247,3 +248,14 @@ def test_text_times_read_fast_are_the_instants_pandas_reads(texts):
     pd.testing.assert_series_equal(text_times(column, "when"), expected)
     with pytest.raises(EventError, match="'2024-05-01' is a datetime, but the ts of event 0 is a number"):
         text_times(pd.Series(["1", "2024-05-01"]))
+
+
+@pytest.mark.parametrize(
+    "first, second", [("2024-05-01T10:00+02:00", "2024-05-01 10:00"), ("2024-05-01", "2024-5-1 10:00Z")]
+)
+def test_times_with_and_without_an_offset_in_one_column_are_an_error(first, second):
+    """pandas read "2024-05-01 10:00" after "2024-05-01T10:00+02:00" in that value's offset, 08:00 UTC, and
+    before it as 10:00 UTC: a time silently wrong by the order of the rows."""
+    frame = pd.DataFrame({"type": ["A", "B"], "when": [first, second]})
+    with pytest.raises(EventError, match=rf"position 1, field 'when': '{second}' has (a|no) UTC offset, but the ts"):
+        cepkit.match("SEQ(A a, B b)", frame, ts="when")
