@@ -54,3 +54,16 @@ def test_the_explain_page_example_runs():
         str(ROOT / "docs" / "explain.md"), module_relative=False, optionflags=doctest.NORMALIZE_WHITESPACE
     )
     assert result.attempted >= 3 and result.failed == 0, result
+
+
+def test_the_notebooks_are_committed_without_outputs_as_their_readme_says():
+    """notebooks/README.md: no stored outputs, but notebook 07's, which it names."""
+    import json
+
+    readme = (ROOT / "notebooks" / "README.md").read_text(encoding="utf-8")
+    with_outputs = sorted(
+        path.name
+        for path in (ROOT / "notebooks").glob("*.ipynb")
+        if any(cell.get("outputs") for cell in json.loads(path.read_text(encoding="utf-8"))["cells"])
+    )
+    assert all(f"`{name}`, which keeps" in readme for name in with_outputs), with_outputs
