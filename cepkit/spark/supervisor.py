@@ -257,12 +257,12 @@ class Supervisor:
             self._stop_query(self.query)
             self._finish(f"gave up after {self._in_row} restarts in a row: {why}")
             warnings.warn(f"cepkit.spark.supervise: {self.failed}", StalledQueryWarning, stacklevel=2)
-            log.error("supervisor %s: %s", self.name, self.failed)
+            log.info("supervisor %s: %s", self.name, self.failed)
             return False
         self.history.append(why)
         self._in_row += 1
         message = f"restarting {self.name or 'the query'} on its checkpoint: {why} (restart {len(self.history)})"
-        log.warning("supervisor: %s", message)
+        log.info("supervisor: %s", message)
         warnings.warn(f"cepkit.spark.supervise: {message}", StalledQueryWarning, stacklevel=2)
         if not self._stop_query(self.query):
             self._finish(f"{why}, and the query did not stop within {self.stop_timeout:.0f} s")
