@@ -313,7 +313,8 @@ def match_stream(
         ``match_id`` (counted per key), ``positions``, one column per variable, the PARTITION BY columns
         (with ``late="side"``: ``kind`` first and the late events' columns last). A match appears once the
         watermark passes its last event (plus the window, for a query with a trailing negation or a
-        projection). Start it with ``writeStream.outputMode("append")``.
+        projection). Start it with ``writeStream.outputMode("append")`` and a ``checkpointLocation``, through
+        ``cepkit.spark.supervise`` to have a stalled batch restarted on its checkpoint.
 
     Raises
     ------

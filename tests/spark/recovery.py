@@ -66,15 +66,18 @@ MODES = {
     "kslack": {"disorder": "kslack", "k": DELAY},
     "conservative": {"disorder": "conservative", "max_delay": DELAY},
 }
-# Spark's own failures to start a Python worker in time: a runner that ends with one is restarted.
+# Spark's own failures to start a Python worker in time: a runner that ends with one is restarted (within a
+# run, ``cepkit.spark.supervise`` restarts the query that met one).
 TRANSIENT = ("Python worker failed to connect back", "Timed out while waiting for the Python worker")
-QUERY_RESTARTS = 10  # per query and run of the runner
-QUERY_RESTARTED = "[recovery] a transient failure: the query restarted"
+QUERY_RESTARTS = 10  # restarts in a row, per query and run of the runner
+QUERY_RESTARTED = "[recovery] the supervisor restarted a query"
 # A transformWithStateInPandas task can wait forever: its Python worker connects to the task's state server
 # after the server's thread has ended, so neither side ever answers (seen once at load ~3: both connections
-# queued unaccepted on the server's port, the task reading from Python, no error). No batch of any query
-# moving for this long while the runner lives is such a stall: the runner is killed and restarted, as at a
-# kill point (the restart is what this harness checks anyway).
+# queued unaccepted on the server's port, the task reading from Python, no error). The runner's queries are
+# supervised (``cepkit.spark.supervise``): a batch without progress for QUERY_STALL_S is restarted on its
+# checkpoint. Should that not help (a query that does not stop), no batch of any query moving for STALL_S
+# while the runner lives kills the runner, which is restarted as at a kill point.
+QUERY_STALL_S = 120
 STALL_S = 240
 SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
@@ -315,7 +318,6 @@ def tail(path: Path, lines: int = 30) -> str:
 # ----------------------------------------------------------------------------- the runner (a process of its own)
 def _stream(config: dict) -> None:
     import cepkit.spark
-    from pyspark.errors import StreamingQueryException
 
     spark = cepkit.spark.session("local[2]", **SPARK_CONF)
     root = Path(config["root"])
@@ -338,22 +340,20 @@ def _stream(config: dict) -> None:
                 batch.write.mode("overwrite").parquet(f"{target}/batch_id={batch_id}")
 
             writer = writer.foreachBatch(write)
-        return writer.queryName(case_name(engine, mode, sink).replace("-", "_")).start()
+        # Started by the product's supervisor: Spark's own time-out starting a Python worker (``TRANSIENT``)
+        # and a stalled batch (``QUERY_STALL_S``) restart the query on its checkpoint, as a user's would be.
+        return cepkit.spark.supervise(
+            writer.queryName(case_name(engine, mode, sink).replace("-", "_")),
+            stall_after=QUERY_STALL_S,
+            max_restarts=QUERY_RESTARTS,
+            every=2,
+            on_restart=lambda supervisor: print(f"{QUERY_RESTARTED} ({supervisor.history[-1].reason})", flush=True),
+        )
 
     queries = [(case, start(*case)) for case in config["cases"]]
-    for case, query in queries:
-        for attempt in range(QUERY_RESTARTS + 1):
-            try:
-                query.processAllAvailable()
-                settled(query)
-                break
-            except StreamingQueryException as error:
-                # Spark's own time-out starting a Python worker (``TRANSIENT``) stops one query: it is
-                # started again on its checkpoint, as a user would, without stopping the others.
-                if attempt == QUERY_RESTARTS or not any(sign in str(error) for sign in TRANSIENT):
-                    raise
-                print(QUERY_RESTARTED, flush=True)
-                query = start(*case)
+    for _, query in queries:
+        query.processAllAvailable()  # a restart by the supervisor continues on the new query
+        settled(query)
     for _, query in queries:
         query.stop()
     spark.stop()

@@ -88,9 +88,12 @@ def test_a_query_waiting_for_data_is_not_stalled():
 
 def test_a_running_batch_without_progress_is_restarted_on_its_checkpoint():
     supervisor, started, clock, tasks = supervised(stall_after=60, batch=4)  # batch 5 runs, and nothing moves
+    hooked = []
+    supervisor.on_restart.append(lambda s: hooked.append((s.restarts, s.query)))
     with pytest.warns(StalledQueryWarning, match="batch 5 made no progress for 60 s"):
         assert look(supervisor, clock, 55) == 0 and look(supervisor, clock, 5) == 1
     assert started[0].stops == 1 and len(started) == 2 and supervisor.query is started[1]
+    assert hooked == [(1, started[1])]  # after the new query started
     assert supervisor.restarts == 1 and supervisor.history[0].batch == 5 and supervisor.history[0].reason == "stalled"
     assert supervisor.summary() == "restarted 1× (last: batch 5 made no progress for 60 s)"
     assert supervisor.isActive and supervisor.exception() is None
