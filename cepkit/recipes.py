@@ -24,6 +24,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from .errors import did_you_mean
+
 START = pd.Timestamp("2024-05-06 08:00", tz="UTC")
 
 
@@ -330,7 +332,8 @@ def get(name: str) -> Recipe:
     try:
         return RECIPES[name]
     except KeyError:
-        raise KeyError(f"no recipe {name!r}: the recipes are {', '.join(RECIPES)}") from None
+        hint = did_you_mean(name, RECIPES)
+        raise KeyError(f"no recipe {name!r}: the recipes are {', '.join(RECIPES)}{hint}") from None
 
 
 def gallery() -> pd.DataFrame:

@@ -75,3 +75,13 @@ def test_docs_recipes_md_runs_and_shows_every_recipe():
     text = page.read_text()
     for recipe in RECIPES.values():
         assert recipe.query in text and recipe.finds in text, recipe.name
+
+
+def test_a_misspelt_recipe_or_option_gets_the_closest_name():
+    """``get("Fraud")`` listed the recipes without the closest; ``dissorder=`` listed the options without
+    ``disorder`` itself."""
+    with pytest.raises(KeyError, match="did you mean 'fraud'"):
+        cepkit.recipes.get("Fraud")
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    with pytest.raises(TypeError, match=r"it takes: disorder, .*; did you mean 'disorder'\?"):
+        cepkit.match("SEQ(A a, B b)", events, engine="automaton", dissorder="kslack")

@@ -4,7 +4,7 @@ everything the query uses), its options checked, its plan put behind the out-of-
 
 from __future__ import annotations
 
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from ..lang.query import Query
 from .disorder import layered
 from .registry import Engine, Plan, engines_supporting, get_engine, query_requirements, supports
@@ -49,10 +49,11 @@ def _compile(engine: Engine, query: Query, options: dict) -> Plan:
 
 
 def _check_options(engine: Engine, options: dict) -> None:
-    accepted = set(engine.options) | ({"k", "max_delay"} if len(engine.disorder) > 1 else set())
-    unknown = set(options) - accepted - {"disorder"}
+    accepted = set(engine.options) | {"disorder"} | ({"k", "max_delay"} if len(engine.disorder) > 1 else set())
+    unknown = set(options) - accepted
     if unknown:
+        known = accepted | {"engine", "strategy", "hierarchy", "partial", "type", "ts"}  # (cepkit.match's own)
         raise TypeError(
             f"engine {engine.name!r} does not take option(s) {', '.join(sorted(unknown))}; "
-            f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+            f"it takes: {', '.join(sorted(accepted))}{did_you_mean(sorted(unknown)[0], known)}"
         )
