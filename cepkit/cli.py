@@ -259,6 +259,8 @@ def cmd_explain(args) -> int:
             raise _UsageError(f"--candidate: {err}") from None
     if args.format == "json":
         answers = answer if args.candidate is None else [answer]
+        for absent in getattr(answer, "absent", ()):  # types no event has: said beside the JSON list
+            print(f"warning: {absent}", file=sys.stderr)
         print(
             json.dumps(
                 [

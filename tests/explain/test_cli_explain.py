@@ -56,3 +56,11 @@ def test_bad_candidates_are_usage_errors(capsys, fire_csv):
     assert status == 2 and "expected positions like 1,8" in err
     status, _, err = run(capsys, "explain", "SEQ(T x", "--events", fire_csv, "--candidate", "1")
     assert status == 2 and "line 1, column" in err
+
+
+def test_a_type_no_event_has_is_named_in_text_and_beside_json(capsys, fire_csv):
+    """The near misses of a misspelt type were "0 near misses among 0 candidates" and, in JSON, ``[]``."""
+    status, out, _ = run(capsys, "explain", "SEQ(T x, HH y)", "--events", fire_csv)
+    assert status == 0 and "no event of type 'HH' in the stream; did you mean 'H'?" in out
+    status, out, err = run(capsys, "explain", "SEQ(T x, HH y)", "--events", fire_csv, "--format", "json")
+    assert status == 0 and json.loads(out) == [] and "did you mean 'H'?" in err
