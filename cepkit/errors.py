@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from typing import Iterable, Optional, Sequence
 
 
@@ -94,12 +95,41 @@ class ColumnError(EventError):
 
 class ResultTooLarge(MemoryError):
     """A result that cannot fit in this machine's memory, said before it is allocated: how many matches, how
-    much memory, and what shrinks it. A ``MemoryError``, as numpy's own would be."""
+    much memory, and what shrinks it. A ``MemoryError``, as numpy's own would be. ``matches`` and ``needed``
+    are -1 past a 64-bit count; ``limit`` is the query's LIMIT when the engine could not use it to shrink the
+    result (it names the engines that can)."""
 
-    def __init__(self, matches: int, needed: int, available: int):
-        self.matches, self.needed, self.available = matches, needed, available
-        super().__init__(
-            f"the result has at least {matches:,} more matches, {needed / 2**30:,.1f} GiB of positions, more than "
-            f"this machine's {available / 2**30:,.1f} GiB of memory: add LIMIT n, choose a selection strategy "
-            "(NEXT, LAST or MAX), or narrow the window"
+    def __init__(self, matches: int, needed: int, available: int, limit: Optional[int] = None, engines=()):
+        self.matches, self.needed, self.available, self.limit = matches, needed, available, limit
+        self.engines = tuple(engines)
+        many = f"at least {matches:,}" if matches >= 0 else "more than 2^63"
+        size = f"{needed / 2**30:,.1f} GiB" if needed >= 0 else "more than 2^63 bytes"
+        said = (
+            f"the result has {many} more matches, {size} of positions, more than this machine's "
+            f"{available / 2**30:,.1f} GiB of memory: "
         )
+        if limit is None:
+            said += "add LIMIT n, choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
+        else:
+            said += (
+                f"LIMIT {limit:,} does not shrink this run (with RETURN or PARTITION BY the result is cut after "
+                "it); choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
+            )
+        if self.engines:
+            said += "\nengines that run it under LIMIT: " + ", ".join(self.engines)
+        super().__init__(said)
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory (what a result may at most take)."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def check_room(matches: int, needed: int, limit: Optional[int] = None, engines=()) -> None:
+    """Raise ``ResultTooLarge`` before an engine allocates ``needed`` bytes for ``matches`` more matches
+    beyond this machine's memory (numpy's own error names only the bytes: a Kleene query under ALL on a
+    year of flights asked for 87 TiB). A negative count is one that overflowed 64 bits. ``limit`` and
+    ``engines``: the query's LIMIT that the engine could not use, and the engines that can."""
+    available = memory_bytes()
+    if needed > available or needed < 0 or matches < 0:
+        raise ResultTooLarge(max(matches, -1), max(needed, -1), available, limit, engines)

@@ -511,9 +511,15 @@ class Workbench(widgets.VBox):
         stale = (
             " · <span style='color:#9a6700'><b>edited since this run</b>: press Run to update</span>" if edited else ""
         )
+        limit = getattr(getattr(getattr(run.matches, "query", None), "ast", None), "limit", None)
+        cut = (  # LIMIT n kept n: never said as if the result were whole
+            f" · <b>cut at LIMIT {limit:,}</b>: the first {limit:,} in output order, more may follow"
+            if limit is not None and len(run.matches) >= limit
+            else ""
+        )
         return (
             f"<b>{plural(len(run.matches), 'match', 'matches')}</b> by engine "
-            f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{stale}{note}"
+            f"<code>{html.escape(run.engine)}</code> in {run.seconds:.3f} s{cut}{stale}{note}"
         )
 
     def _failed_text(self, err: Exception, query) -> str:

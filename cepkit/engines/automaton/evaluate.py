@@ -30,14 +30,13 @@ Decisions the spec leaves open, written down here:
 from __future__ import annotations
 
 import math
-import os
 from collections import namedtuple
 from typing import Optional
 
 import numpy as np
 import pandas as pd
 
-from ...errors import ResultTooLarge
+from ...errors import check_room
 from ...lang.window import time_limit, time_limits
 from ...runtime.event_record import PUNCTUATION
 from .determinize import UNKNOWN
@@ -55,12 +54,14 @@ from .nodes import (
     new_cursor,
     put_ext,
     put_union,
+    UNION,
     UNION_ROOM,
 )
 
 OK, MISS, ARENA_FULL, ROOTS_FULL, ENUMERATE = 0, 1, 2, 3, 4
 ROOTS = 1 << 13  # completed lists of matches held before they are enumerated
 BATCH = 1 << 18  # events read from a finite stream per batch of the kernel's inputs
+ROOM = 1 << 10  # complex events a new ``Outputs`` has room for (4 positions each), before it grows
 
 Batch = namedtuple("Batch", "pos letter key limit gap reset slot load")
 Batch.__doc__ = (
@@ -510,12 +511,12 @@ class Outputs:
         self.cursor = new_cursor(new_arena(1)) if constant_delay else None
         self._cursor_entry = None
         self.truncated = False
-        self.pos = np.empty(1 << 12, np.int64)
-        self.var = np.empty(1 << 12, np.int32)  # MatchArrays keeps int32 ids as they are: no conversion
+        self.pos = np.empty(4 * ROOM, np.int64)
+        self.var = np.empty(4 * ROOM, np.int32)  # MatchArrays keeps int32 ids as they are: no conversion
         # each event's end, after a leading 0: the CSR offsets without a copy (the kernel writes ``end``)
-        self.ends = np.zeros(1 + (1 << 10), np.int64)
+        self.ends = np.zeros(1 + ROOM, np.int64)
         self.end = self.ends[1:]
-        self.emits = np.empty(1 << 10, np.int64)
+        self.emits = np.empty(ROOM, np.int64)
         # positions, events, groups left unsorted, sorted groups after one ending later, that one's end, and
         # whether the backward walk last handed a group back
         self.counts = np.zeros(6, np.int64)
@@ -558,12 +559,13 @@ class Outputs:
                 needed = np.zeros(6, np.int64)
                 if cap:
                     self._enumerate(arena, roots, done, n_roots, needed, cap, False, True)
-                else:
+                elif self.limit is None:
                     count_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, n_roots, needed)
+                elif self._first(arena, roots, done, n_roots, needed):
+                    continue  # (truncated: the limit's share taken)
                 used = int(self.counts[0])
                 positions, events = used + int(needed[0]), after + int(needed[1])
-                if self.limit is None:  # under a LIMIT the room is counted for every match (docs/status.md)
-                    _check_room(int(needed[1]), int(needed[0]) * 12 + int(needed[1]) * 16)
+                check_room(int(needed[1]), int(needed[0]) * 12 + int(needed[1]) * 16, self.limit)
                 self.pos, self.var = _grown(self.pos, used, positions), _grown(self.var, used, positions)
                 # ``end`` (ends after the leading 0) exactly as long as ``emits``: the kernel checks the room
                 # by ``end`` and writes both (doubled separately, ``end`` outgrew ``emits`` by one slot, and a
@@ -575,6 +577,39 @@ class Outputs:
                 self.flat = np.empty(2 * (len(self.pos) + len(self.emits)), np.int64)
                 kernel.replaced()
         roots.n[0] = 0
+
+    def _first(self, arena, roots: Roots, done: int, n_roots: int, needed: np.ndarray) -> bool:
+        """Under a LIMIT, the next group of ``roots`` (from ``done``: the lists one event completed) when it
+        holds more complex events than the limit leaves room for: its first ones only (``first_matches``),
+        appended, and True. Otherwise ``needed`` counts the group (the room to make for it) and False: a
+        list of 2^60 matches costs its share of the limit, not room for every match."""
+        emit = roots.emit[done]
+        others = np.flatnonzero(roots.emit[done:n_roots] != emit)
+        end = done + (int(others[0]) if len(others) else n_roots - done)
+        count_roots(arena, roots.node, roots.key, roots.limit, roots.emit, done, end, needed)
+        share = self.limit - len(self)
+        if 0 <= needed[1] <= share and needed[0] >= 0:
+            return False
+        pos, var, ends, tied = first_matches(arena, roots.node, roots.key, roots.limit, done, end, share)
+        if tied < 0:  # a path binds one position twice: counted as a whole (refused when beyond memory)
+            return False
+        used, after = int(self.counts[0]), len(self)
+        self.pos, self.var = _grown(self.pos, used, used + len(pos)), _grown(self.var, used, used + len(pos))
+        self.emits = _grown(self.emits, after, after + len(ends))
+        self.ends = _grown(self.ends, 1 + after, 1 + len(self.emits))[: 1 + len(self.emits)]
+        self.end = self.ends[1:]
+        self.pos[used : used + len(pos)], self.var[used : used + len(pos)] = pos, var
+        self.end[after : after + len(ends)], self.emits[after : after + len(ends)] = ends + used, emit
+        self.counts[0], self.counts[1] = used + len(pos), after + len(ends)
+        self.counts[2] += tied  # bindings order a tie: ``Matches`` sorts
+        if len(pos) and pos[-1] < self.counts[4]:  # (as ``nodes._follow`` counts a group)
+            self.counts[3] += 1
+        self.counts[4] = pos[-1] if len(pos) else self.counts[4]
+        self.spare = _spare(self.pos, self.end)
+        self.flat = np.empty(2 * (len(self.pos) + len(self.emits)), np.int64)
+        kernel.replaced()
+        self.truncated = True
+        return True
 
     def _enumerate(
         self, arena, roots: Roots, first: int, last: int, counts, cap: int, order: bool, count_only: bool
@@ -640,25 +675,219 @@ def _spare(pos: np.ndarray, end: np.ndarray) -> tuple:
     return np.empty_like(pos), np.empty(len(pos), np.int32), np.empty_like(end), np.empty_like(end)
 
 
-def memory_bytes() -> int:
-    """This machine's physical memory (what a result may at most take)."""
-    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-
-
-def _check_room(matches: int, needed: int) -> None:
-    """Raise ``ResultTooLarge`` before allocating ``needed`` bytes (positions and variables at 12 bytes a
-    bound event, ends and emission points at 16 a match) beyond the machine's memory: numpy's own error
-    names only the bytes (a Kleene query under ALL on a year of flights asked for 87 TiB)."""
-    available = memory_bytes()
-    if needed > available or needed < 0 or matches < 0:  # negative: the kernel's int64 counts overflowed
-        raise ResultTooLarge(matches, needed, available)
-
-
 def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
     """``a[:used]`` copied into an array of at least ``size`` and twice ``a``'s length (memory never
     written costs nothing)."""
     b = np.empty(max(size, 2 * len(a)), a.dtype)
     b[:used] = a[:used]
+    return b
+
+
+# ----------------------------------------------------------------------------- the first matches of a list
+@jit
+def first_matches(arena, roots, keys, limits, first, last, want):
+    """The first ``want`` complex events of the group ``roots[first:last]`` (the lists one event completed:
+    one key and limit) in docs/language.md §10.2 order, without enumerating the rest: a LIMIT's share of a
+    list of 2^60 matches. Returns (positions, variables, ends, tied): each event's positions ascending and
+    their variables, flat, ``ends`` where each ends; at least ``want`` events (every binding of the last
+    one's positions), all of them when fewer; ``tied`` 1 when two events share their positions (their
+    bindings then order them: ``Matches`` sorts), -1 when a path binds one position twice (this walk does
+    not order those: nothing returned).
+
+    A match is a path from a root down to ⊥, read from its last position; the order compares first
+    positions first, so the walk goes the other way: up from ⊥ through the parents of the group's part of
+    the arena (the nodes its roots reach inside the window, [CEL] §6's lists as a DAG), a trie of position
+    prefixes depth first, each level taking the smallest position after the one it took last among the
+    Ext nodes above its members (through unions). A prefix whose members a root reaches through unions
+    alone is a whole match, written before its extensions. Every node the roots reach leads up to a root,
+    so no branch is a dead end; the window bounds the first position only (one key and limit per group).
+    Memory: a few arrays of the arena's size and the prefix; time: the prefixes walked (the matches' lengths
+    and the backtracking between ``want`` of them) times the unions above each."""
+    node_pos, node_var, node_left, node_right, node_start, node_used = arena
+    n = node_used[0]
+    key, limit = keys[first], limits[first]
+    # the group's part of the arena, and each node's parents in it (CSR: ``parents[offsets[v]:offsets[v+1]]``)
+    seen = np.zeros(n, np.bool_)
+    is_root = np.zeros(n, np.bool_)
+    stack = np.empty(n + 1, np.int64)
+    edge_child = np.empty(2 * n, np.int64)
+    edge_parent = np.empty(2 * n, np.int64)
+    sp, n_edges = 0, 0
+    for r in range(first, last):
+        root = roots[r]
+        if key - node_start[root] > limit:
+            continue
+        is_root[root] = True
+        if not seen[root]:
+            seen[root] = True
+            stack[sp] = root
+            sp += 1
+    while sp > 0:
+        sp -= 1
+        node = stack[sp]
+        if node == BOTTOM:
+            continue
+        for side in range(2):
+            if side == 0:
+                child = node_left[node]
+            elif node_pos[node] == UNION and key - node_start[node_right[node]] <= limit:
+                child = node_right[node]
+            else:
+                break
+            edge_child[n_edges], edge_parent[n_edges] = child, node
+            n_edges += 1
+            if not seen[child]:
+                seen[child] = True
+                stack[sp] = child
+                sp += 1
+    offsets = np.zeros(n + 1, np.int64)
+    for e in range(n_edges):
+        offsets[edge_child[e] + 1] += 1
+    for v in range(n):
+        offsets[v + 1] += offsets[v]
+    fill = offsets[:n].copy()
+    parents = np.empty(max(n_edges, 1), np.int64)
+    for e in range(n_edges):
+        parents[fill[edge_child[e]]] = edge_parent[e]
+        fill[edge_child[e]] += 1
+    # the trie: level d's members (Ext nodes at one position, each with its member one level down) are
+    # ``member[level_start[d]:level_start[d + 1]]``; ``taken[d]`` the position level d took last
+    stamp = np.zeros(n, np.int64)
+    visit = 0
+    member = np.empty(64, np.int64)
+    below = np.empty(64, np.int64)
+    level_start = np.zeros(64, np.int64)
+    taken = np.full(64, -1, np.int64)
+    member[0], below[0] = BOTTOM, -1
+    level_start[1] = 1
+    depth = 0
+    out_pos = np.empty(64, np.int64)
+    out_var = np.empty(64, np.int32)
+    ends = np.empty(16, np.int64)
+    n_out, n_events, tied = 0, 0, 0
+    while depth >= 0:
+        # the smallest position after ``taken[depth]`` among the Ext nodes just above the level's members
+        best = -1
+        for m in range(level_start[depth], level_start[depth + 1]):
+            visit += 1
+            stack[0] = member[m]
+            sp = 1
+            while sp > 0:
+                sp -= 1
+                v = stack[sp]
+                for k in range(offsets[v], offsets[v + 1]):
+                    u = parents[k]
+                    if node_pos[u] == UNION:
+                        if stamp[u] != visit:
+                            stamp[u] = visit
+                            stack[sp] = u
+                            sp += 1
+                        continue
+                    p = node_pos[u]
+                    if depth == 0 and key - node_start[u] > limit:
+                        continue  # a first position outside the window
+                    if depth > 0 and p <= node_pos[member[m]]:
+                        return out_pos[:0], out_var[:0], ends[:0], -1  # one position bound twice
+                    if p > taken[depth] and (best < 0 or p < best):
+                        best = p
+        if best < 0:  # every extension of this prefix written: back to the level below
+            depth -= 1
+            continue
+        taken[depth] = best
+        # the next level: the Ext nodes at ``best`` above each member (a second walk), and whether a root
+        # reaches each through unions alone (then the prefix up to it is a match)
+        start = level_start[depth + 1]
+        count = start
+        for m in range(level_start[depth], start):
+            visit += 1
+            stack[0] = member[m]
+            sp = 1
+            while sp > 0:
+                sp -= 1
+                v = stack[sp]
+                for k in range(offsets[v], offsets[v + 1]):
+                    u = parents[k]
+                    if node_pos[u] == UNION:
+                        if stamp[u] != visit:
+                            stamp[u] = visit
+                            stack[sp] = u
+                            sp += 1
+                    elif node_pos[u] == best and (depth > 0 or key - node_start[u] <= limit):
+                        if count == member.shape[0]:
+                            member, below = _doubled(member), _doubled(below)
+                        member[count], below[count] = u, m
+                        count += 1
+        depth += 1
+        if depth + 2 > level_start.shape[0]:
+            level_start, taken = _doubled(level_start), _doubled(taken)
+        level_start[depth + 1] = count
+        taken[depth] = -1
+        matched = 0
+        ends_at = np.empty(count - start, np.int64)  # the members this prefix's matches end at
+        for m in range(start, count):
+            # a match ends at this member when a root reaches it through unions alone
+            visit += 1
+            stack[0] = member[m]
+            sp = 1
+            ends_here = False
+            while sp > 0 and not ends_here:
+                sp -= 1
+                v = stack[sp]
+                if is_root[v]:
+                    ends_here = True
+                    break
+                for k in range(offsets[v], offsets[v + 1]):
+                    u = parents[k]
+                    if node_pos[u] == UNION and stamp[u] != visit:
+                        stamp[u] = visit
+                        stack[sp] = u
+                        sp += 1
+            if not ends_here:
+                continue
+            if _same_bindings(member, below, node_var, m, depth, ends_at, matched):
+                continue  # a match already written (two paths of one list)
+            ends_at[matched] = m
+            matched += 1
+            if n_out + depth > out_pos.shape[0]:
+                out_pos, out_var = _doubled(out_pos, n_out + depth), _doubled(out_var, n_out + depth)
+            if n_events == ends.shape[0]:
+                ends = _doubled(ends)
+            at = m
+            for j in range(depth - 1, -1, -1):  # the member chain down to level 1, written from the end
+                out_pos[n_out + j], out_var[n_out + j] = node_pos[member[at]], node_var[member[at]]
+                at = below[at]
+            n_out += depth
+            ends[n_events] = n_out
+            n_events += 1
+        if matched > 1:
+            tied = 1
+        if n_events >= want:
+            break
+    return out_pos[:n_out], out_var[:n_out], ends[:n_events], tied
+
+
+@jit
+def _same_bindings(member, below, node_var, m, depth, ends_at, matched):
+    """Whether the match ending at member ``m`` binds its positions as one ending at ``ends_at[:matched]``
+    does (same positions: one prefix)."""
+    for i in range(matched):
+        a, b = m, ends_at[i]
+        same = True
+        for _ in range(depth):
+            if node_var[member[a]] != node_var[member[b]]:
+                same = False
+                break
+            a, b = below[a], below[b]
+        if same:
+            return True
+    return False
+
+
+@jit
+def _doubled(a, size=0):
+    """``a`` copied into an array twice as long (at least ``size``)."""
+    b = np.empty(max(2 * a.shape[0], size), a.dtype)
+    b[: a.shape[0]] = a
     return b
 
 

@@ -9,6 +9,7 @@ from collections import deque
 import numpy as np
 import pandas as pd
 
+from ...errors import ResultTooLarge
 from ...lang import ast as A
 from ...lang.checks import definitions
 from ...lang.query import Query
@@ -198,7 +199,13 @@ class AutomatonPlan(Plan):
         # number n, when every match is reported at its last position and sub-streams do not come one
         # after another (no RETURN, no PARTITION BY; a nested selection filters matches afterwards)
         stops = self.stops_early and not program.query.partition_by and not program.nested
-        evaluator = run_all(program, stream, limit=program.query.ast.limit if stops else None)
+        try:
+            evaluator = run_all(program, stream, limit=program.query.ast.limit if stops else None)
+        except ResultTooLarge as err:
+            if stops or program.query.ast.limit is None:
+                raise
+            # a LIMIT applied after the run (RETURN, PARTITION BY, a nested selection) shrinks nothing here
+            raise ResultTooLarge(err.matches, err.needed, err.available, program.query.ast.limit) from None
         self.last_run = {"arena_nodes": len(evaluator.arena.pos), "stopped_early": evaluator.outputs.truncated}
         return program.matches(evaluator.outputs, chosen=chosen)[0]
 
@@ -322,7 +329,11 @@ class AutomatonMatcher(IncrementalPlan):
         else:
             # each event's matches sorted as enumerated (a push's few cost nothing; a micro-batch's are
             # then in output order per event without a sort in Python: ``extend``)
-            self.evaluator = Evaluator(program)
+            # under LIMIT n (each match emitted at its last event: no RETURN; keys in stream order: no
+            # PARTITION BY) a call's enumeration stops at n, and a list past it yields its first ones only
+            query = program.query
+            limited = query.select is None and not query.partition_by
+            self.evaluator = Evaluator(program, limit=query.ast.limit if limited else None)
             self.table = RunsTable(len(self.evaluator.scratch.marked))  # each key's runs
             self.runs = self.evaluator.new_runs()  # the runs the kernel advances, loaded from the table
         # the one-event batch each push fills in (made once: eight arrays per push cost more than the

@@ -1,0 +1,93 @@
+"""LIMIT n on results too large to hold (docs/language.md §12): ``A+ a ; B b`` over 60 A's then a B has
+2^60 - 1 matches, all completed by the B. Under LIMIT 100 every engine that runs it returns the first 100
+in output order fast and in bounded memory, or refuses the query naming the engines that can; without a
+LIMIT the result is refused before it is allocated (``cepkit.errors.ResultTooLarge``)."""
+
+import tracemalloc
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import cepkit
+from cepkit.engines.automaton import evaluate
+from cepkit.errors import ResultTooLarge
+
+EXPLOSIVE = "A+ a ; B b"
+
+
+def a_then_b(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"type": ["A"] * n + ["B"], "ts": np.arange(n + 1, dtype=float)})
+
+
+def test_the_automaton_takes_the_first_100_of_2_to_the_60_in_bounded_memory():
+    """The first 100 are those of a smaller run's order: the B's list read from its first positions
+    ((0, 1, ..., 59, 60), (0, ..., 58, 60), ...); the run holds a few MB, not 2^60 matches' room."""
+    small = cepkit.match(EXPLOSIVE, a_then_b(10), engine="automaton").positions()
+    tracemalloc.start()
+    try:
+        found = cepkit.match(EXPLOSIVE + " LIMIT 100", a_then_b(60), engine="automaton")
+        rows = found.positions()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(rows) == 100 and found.info["stopped_early"]
+    assert peak < 64 * 2**20, peak
+    # the order of the 2^60: the smaller run's with 50 more A's in front (their positions shifted by 50)
+    assert rows[0] == tuple(range(61)) and rows[1] == tuple(range(59)) + (60,)
+    expected = [tuple(range(50)) + tuple(p + 50 for p in m[:-1]) + (60,) for m in small[:100]]
+    assert rows == expected
+
+
+def test_without_a_limit_the_result_is_refused_before_it_is_allocated():
+    with pytest.raises(ResultTooLarge, match="more than 2\\^63 more matches") as refused:
+        cepkit.match(EXPLOSIVE, a_then_b(70), engine="automaton").position_arrays()
+    assert "add LIMIT n" in str(refused.value) and refused.value.limit is None
+
+
+KLEENE = [
+    "A+ a ; B b",
+    "A a ; B+ b ; C c",
+    "(A a OR B a)+ ; C c",
+    "A+ a ; A+ b ; B c",
+    "ANY+ x ; C c WITHIN 5 EVENTS",
+    "A+ a ; (B b OR C b) WITHIN 4",
+    "(A a ; B+ b)+ ; C c",
+    "(A a OR A b)+ ; B c",
+    "A+ a ; B+ b",
+    "(A+ a OR B+ b) ; C c",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(KLEENE),
+    st.lists(st.sampled_from("AAABBC"), min_size=1, max_size=13),
+    st.integers(1, 12),
+)
+def test_the_automatons_first_n_of_a_large_list_are_the_references(monkeypatch_room, query, types, n):
+    """With room for one match before the outputs grow, every list longer than the limit's share is read
+    by ``first_matches``: the first n are the reference's, ties of positions (bindings order them) too."""
+    events = [{"type": t, "ts": i} for i, t in enumerate(types)]
+    limited = f"{query} LIMIT {n}"
+    expected = cepkit.match(limited, events, engine="reference")
+    assert [m.key for m in cepkit.match(limited, events, engine="automaton")] == [m.key for m in expected]
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_room():
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(evaluate, "ROOM", 1)
+        yield
+
+
+@pytest.mark.parametrize("clause", ["RETURN b", "PARTITION BY id"])
+def test_a_limit_the_automaton_applies_after_the_run_is_said_not_to_shrink_it(clause):
+    """With RETURN or PARTITION BY the automaton cuts after the run: the refusal says the LIMIT did not
+    shrink it, instead of telling the user to add the LIMIT they wrote."""
+    events = a_then_b(60).assign(id=0)
+    with pytest.raises(ResultTooLarge, match="LIMIT 5 does not shrink this run") as refused:
+        cepkit.match(f"{EXPLOSIVE} {clause} LIMIT 5", events, engine="automaton")
+    assert refused.value.limit == 5 and "add LIMIT" not in str(refused.value)
