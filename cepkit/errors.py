@@ -97,9 +97,18 @@ class ResultTooLarge(MemoryError):
     """A result that cannot fit in this machine's memory, said before it is allocated: how many matches, how
     much memory, and what shrinks it. A ``MemoryError``, as numpy's own would be. ``matches`` and ``needed``
     are -1 past a 64-bit count; ``limit`` is the query's LIMIT when the engine could not use it to shrink the
-    result (it names the engines that can)."""
+    result; ``why`` what keeps the run from shrinking it (a LIMIT applied after the run by default);
+    ``engines`` the engines that run it under a LIMIT."""
 
-    def __init__(self, matches: int, needed: int, available: int, limit: Optional[int] = None, engines=()):
+    def __init__(
+        self,
+        matches: int,
+        needed: int,
+        available: int,
+        limit: Optional[int] = None,
+        engines=(),
+        why: Optional[str] = None,
+    ):
         self.matches, self.needed, self.available, self.limit = matches, needed, available, limit
         self.engines = tuple(engines)
         many = f"at least {matches:,}" if matches >= 0 else "more than 2^63"
@@ -108,13 +117,12 @@ class ResultTooLarge(MemoryError):
             f"the result has {many} more matches, {size} of positions, more than this machine's "
             f"{available / 2**30:,.1f} GiB of memory: "
         )
-        if limit is None:
+        if why is None and limit is not None:
+            why = f"LIMIT {limit:,} does not shrink this run (with RETURN or PARTITION BY the result is cut after it)"
+        if why is None:
             said += "add LIMIT n, choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
         else:
-            said += (
-                f"LIMIT {limit:,} does not shrink this run (with RETURN or PARTITION BY the result is cut after "
-                "it); choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
-            )
+            said += f"{why}; choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
         if self.engines:
             said += "\nengines that run it under LIMIT: " + ", ".join(self.engines)
         super().__init__(said)

@@ -29,6 +29,7 @@ from typing import Mapping, Optional
 import numpy as np
 import pandas as pd
 
+from ..errors import ResultTooLarge
 from ..lang import ast as A
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
@@ -172,13 +173,37 @@ class Judge:
             return explanation
         positions = explanation.positions
         bindings = explanation.candidate if isinstance(explanation.candidate, Mapping) else None
-        found = match(self.query, self.stream)
-        rank = next(
-            i
-            for i, m in enumerate(found)
-            if m.positions == positions and (bindings is None or _same_bindings(m.bindings, bindings))
+
+        def rank_in(found) -> Optional[int]:
+            return next(
+                (
+                    i
+                    for i, m in enumerate(found)
+                    if m.positions == positions and (bindings is None or _same_bindings(m.bindings, bindings))
+                ),
+                None,
+            )
+
+        # among the first n (a run that stops there), else ranked in the whole result when it fits in memory
+        rank = rank_in(
+            match(Query(replace(self.query.ast, limit=self.limit), self.text, self.query.hierarchy), self.stream)
         )
+        if rank is None:
+            try:
+                rank = rank_in(match(self.query, self.stream))
+            except ResultTooLarge:  # past the first n of a result too large to rank it in
+                rank = None
         span = clause_span(self.text, "LIMIT")
+        if rank is None:
+            reason = Reason(
+                "limit",
+                f"it is not among the first {self.limit} in output order (the whole result is too large to "
+                f"rank it in); LIMIT {self.limit} keeps the first {self.limit}",
+                span,
+                positions,
+                {"rank": None, "limit": self.limit},
+            )
+            return replace(explanation, is_match=False, reasons=[*explanation.reasons, reason])
         if rank < self.limit:
             reason = Reason(
                 "satisfied",

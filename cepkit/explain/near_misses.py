@@ -18,6 +18,7 @@ import math
 from dataclasses import replace
 from typing import Optional
 
+from ..errors import ResultTooLarge
 from ..lang import ast as A
 from ..lang.query import parse
 from ..runtime.api import match, type_warnings
@@ -91,9 +92,13 @@ def why_not(
         raise ValueError(f"limit must be at least 1, not {limit}")
     judge = Judge(query, events, strategy, hierarchy, tz)
     clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
-    found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
-    if judge.limit is not None:  # the matches LIMIT leaves out are near misses (one clause failed)
-        found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit :]}
+    try:
+        found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
+        if judge.limit is not None:  # the matches LIMIT leaves out are near misses (one clause failed)
+            found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit :]}
+    except ResultTooLarge as err:  # said for why_not: a LIMIT does not shrink what it reads
+        why = "why_not reads every match of the query and of its relaxations, under a LIMIT too"
+        raise ResultTooLarge(err.matches, err.needed, err.available, judge.limit, why=why) from None
     seen: set = set()
     judged: list = []
     stopped = None

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.engines.automaton import evaluate
-from cepkit.errors import ResultTooLarge
+from cepkit.errors import QueryError, ResultTooLarge
 
 EXPLOSIVE = "A+ a ; B b"
 
@@ -91,3 +91,50 @@ def test_a_limit_the_automaton_applies_after_the_run_is_said_not_to_shrink_it(cl
     with pytest.raises(ResultTooLarge, match="LIMIT 5 does not shrink this run") as refused:
         cepkit.match(f"{EXPLOSIVE} {clause} LIMIT 5", events, engine="automaton")
     assert refused.value.limit == 5 and "add LIMIT" not in str(refused.value)
+
+
+def test_explain_under_a_limit_ranks_a_match_among_the_first_n_without_the_whole_result():
+    """``cepkit.explain`` ranked a match in the whole result (2^60 matches here: refused); it now looks in
+    the first n first, and past them says the match is left out without a rank."""
+    events = a_then_b(60)
+    past = cepkit.explain(EXPLOSIVE + " LIMIT 100", events, (0, 60))
+    assert not past.is_match and past.failures[-1].kind == "limit"
+    assert "not among the first 100" in past.failures[-1].message and past.failures[-1].values["rank"] is None
+    tail = a_then_b(10)  # a result small enough to rank in: the rank is said
+    kept = cepkit.explain(EXPLOSIVE + " LIMIT 3", tail, tuple(range(11)))
+    assert kept.is_match and kept.reasons[-1].values == {"rank": 1, "limit": 3}
+    left = cepkit.explain(EXPLOSIVE + " LIMIT 3", tail, (0, 10))
+    assert not left.is_match and left.failures[-1].values["rank"] == 512
+
+
+def test_why_not_says_a_limit_does_not_shrink_what_it_reads():
+    with pytest.raises(ResultTooLarge, match="why_not reads every match") as refused:
+        cepkit.why_not(EXPLOSIVE + " LIMIT 100", a_then_b(60))
+    assert refused.value.limit == 100 and "add LIMIT" not in str(refused.value)
+
+
+ENGINES = ["automaton", "stack", "ses", "rcep", "nested", "ecube", "reference"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_every_engine_takes_the_first_100_or_refuses_naming_the_engines_that_can(engine):
+    """Under LIMIT 100, each engine returns the automaton's first 100 or refuses at once with an error that
+    names an engine that runs the query: ses and rcep list every match before the cut (counted first:
+    2^60), the stack, nested and ecube have no Kleene +, the reference's search budget is spent."""
+    events = a_then_b(60)
+    query = EXPLOSIVE + " LIMIT 100"
+    if engine == "automaton":
+        assert len(cepkit.match(query, events, engine=engine)) == 100
+        return
+    with pytest.raises(QueryError) as refused:
+        cepkit.match(query, events, engine=engine)
+    assert "automaton" in str(refused.value) and not isinstance(refused.value, MemoryError)
+
+
+@pytest.mark.parametrize("engine", ["ses", "rcep"])
+def test_the_enumerating_engines_refuse_a_result_too_large_before_running(engine):
+    with pytest.raises(ResultTooLarge, match="add LIMIT n"):
+        cepkit.match(EXPLOSIVE, a_then_b(60), engine=engine)
+    small = a_then_b(12)  # 4,095 matches: listed, and cut by the LIMIT as before
+    expected = cepkit.match(EXPLOSIVE + " LIMIT 100", small, engine="automaton").positions()
+    assert cepkit.match(EXPLOSIVE + " LIMIT 100", small, engine=engine).positions() == expected

@@ -751,7 +751,8 @@ def first_matches(arena, roots, keys, limits, first, last, want):
         parents[fill[edge_child[e]]] = edge_parent[e]
         fill[edge_child[e]] += 1
     # the trie: level d's members (Ext nodes at one position, each with its member one level down) are
-    # ``member[level_start[d]:level_start[d + 1]]``; ``taken[d]`` the position level d took last
+    # ``member[level_start[d]:level_start[d + 1]]``; ``taken[d]`` the position level d took last (-1: none
+    # yet, the level's first visit, when its matches are written)
     stamp = np.zeros(n, np.int64)
     visit = 0
     member = np.empty(64, np.int64)
@@ -761,20 +762,26 @@ def first_matches(arena, roots, keys, limits, first, last, want):
     member[0], below[0] = BOTTOM, -1
     level_start[1] = 1
     depth = 0
+    above = np.empty(64, np.int64)  # the Ext nodes just above the level's members (through unions)
+    above_member = np.empty(64, np.int64)  # and the member each is above
     out_pos = np.empty(64, np.int64)
     out_var = np.empty(64, np.int32)
     ends = np.empty(16, np.int64)
     n_out, n_events, tied = 0, 0, 0
     while depth >= 0:
-        # the smallest position after ``taken[depth]`` among the Ext nodes just above the level's members
-        best = -1
-        for m in range(level_start[depth], level_start[depth + 1]):
+        first_visit = depth > 0 and taken[depth] < 0
+        start, stop = level_start[depth], level_start[depth + 1]
+        ends_at = np.empty(stop - start, np.int64)  # the members this prefix's matches end at
+        matched, n_above = 0, 0
+        for m in range(start, stop):
             visit += 1
             stack[0] = member[m]
             sp = 1
+            ends_here = False  # a root reaches the member through unions alone: the prefix is a match
             while sp > 0:
                 sp -= 1
                 v = stack[sp]
+                ends_here = ends_here or is_root[v]
                 for k in range(offsets[v], offsets[v + 1]):
                     u = parents[k]
                     if node_pos[u] == UNION:
@@ -782,67 +789,14 @@ def first_matches(arena, roots, keys, limits, first, last, want):
                             stamp[u] = visit
                             stack[sp] = u
                             sp += 1
-                        continue
-                    p = node_pos[u]
-                    if depth == 0 and key - node_start[u] > limit:
-                        continue  # a first position outside the window
-                    if depth > 0 and p <= node_pos[member[m]]:
+                    elif depth > 0 and node_pos[u] <= node_pos[member[m]]:
                         return out_pos[:0], out_var[:0], ends[:0], -1  # one position bound twice
-                    if p > taken[depth] and (best < 0 or p < best):
-                        best = p
-        if best < 0:  # every extension of this prefix written: back to the level below
-            depth -= 1
-            continue
-        taken[depth] = best
-        # the next level: the Ext nodes at ``best`` above each member (a second walk), and whether a root
-        # reaches each through unions alone (then the prefix up to it is a match)
-        start = level_start[depth + 1]
-        count = start
-        for m in range(level_start[depth], start):
-            visit += 1
-            stack[0] = member[m]
-            sp = 1
-            while sp > 0:
-                sp -= 1
-                v = stack[sp]
-                for k in range(offsets[v], offsets[v + 1]):
-                    u = parents[k]
-                    if node_pos[u] == UNION:
-                        if stamp[u] != visit:
-                            stamp[u] = visit
-                            stack[sp] = u
-                            sp += 1
-                    elif node_pos[u] == best and (depth > 0 or key - node_start[u] <= limit):
-                        if count == member.shape[0]:
-                            member, below = _doubled(member), _doubled(below)
-                        member[count], below[count] = u, m
-                        count += 1
-        depth += 1
-        if depth + 2 > level_start.shape[0]:
-            level_start, taken = _doubled(level_start), _doubled(taken)
-        level_start[depth + 1] = count
-        taken[depth] = -1
-        matched = 0
-        ends_at = np.empty(count - start, np.int64)  # the members this prefix's matches end at
-        for m in range(start, count):
-            # a match ends at this member when a root reaches it through unions alone
-            visit += 1
-            stack[0] = member[m]
-            sp = 1
-            ends_here = False
-            while sp > 0 and not ends_here:
-                sp -= 1
-                v = stack[sp]
-                if is_root[v]:
-                    ends_here = True
-                    break
-                for k in range(offsets[v], offsets[v + 1]):
-                    u = parents[k]
-                    if node_pos[u] == UNION and stamp[u] != visit:
-                        stamp[u] = visit
-                        stack[sp] = u
-                        sp += 1
-            if not ends_here:
+                    elif depth > 0 or key - node_start[u] <= limit:  # a first position inside the window
+                        if n_above == above.shape[0]:
+                            above, above_member = _doubled(above), _doubled(above_member)
+                        above[n_above], above_member[n_above] = u, m
+                        n_above += 1
+            if not (first_visit and ends_here):
                 continue
             if _same_bindings(member, below, node_var, m, depth, ends_at, matched):
                 continue  # a match already written (two paths of one list)
@@ -863,6 +817,28 @@ def first_matches(arena, roots, keys, limits, first, last, want):
             tied = 1
         if n_events >= want:
             break
+        # the smallest position after the one this level took last: the next level's members are there
+        best = -1
+        for i in range(n_above):
+            p = node_pos[above[i]]
+            if p > taken[depth] and (best < 0 or p < best):
+                best = p
+        if best < 0:  # every extension of this prefix written: back to the level below
+            depth -= 1
+            continue
+        taken[depth] = best
+        count = stop
+        for i in range(n_above):
+            if node_pos[above[i]] == best:
+                if count == member.shape[0]:
+                    member, below = _doubled(member), _doubled(below)
+                member[count], below[count] = above[i], above_member[i]
+                count += 1
+        depth += 1
+        if depth + 2 > level_start.shape[0]:
+            level_start, taken = _doubled(level_start), _doubled(taken)
+        level_start[depth + 1] = count
+        taken[depth] = -1
     return out_pos[:n_out], out_var[:n_out], ends[:n_events], tied
 
 
@@ -1180,6 +1156,34 @@ def run_all(program, stream, collect: bool = True, limit: Optional[int] = None) 
             break
     evaluator.finish()
     return evaluator
+
+
+class _Counted(Outputs):
+    """Outputs that count the complex events of each list (``count_roots``) instead of writing them."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0
+
+    def take(self, arena, roots: Roots, cap: int = 0) -> None:
+        n_roots = int(roots.n[0])
+        if n_roots and self.total >= 0:
+            counts = np.zeros(6, np.int64)
+            count_roots(arena, roots.node, roots.key, roots.limit, roots.emit, 0, n_roots, counts)
+            self.total = -1 if counts[1] < 0 or self.total + int(counts[1]) >= 2**63 else self.total + int(counts[1])
+        roots.n[0] = 0
+
+
+def count_all(program, stream) -> int:
+    """How many complex events ``run_all`` enumerates over ``stream`` (no LIMIT), counted list by list
+    without enumerating one; -1 past a 64-bit count."""
+    evaluator = Evaluator(program)
+    evaluator.outputs = counted = _Counted()
+    runs = evaluator.new_runs()
+    for batch in Inputs(program, stream).batches(program.letters.none):
+        runs = evaluator.run(batch, runs)
+    evaluator.finish()
+    return counted.total
 
 
 def partial_events(arena, nodes, lowers, cap: int) -> list:

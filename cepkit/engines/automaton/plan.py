@@ -31,6 +31,7 @@ from .evaluate import (
     Evaluator,
     Outputs,
     RunsTable,
+    count_all,
     partial_events,
     partition_key,
     partition_keys,
@@ -241,6 +242,11 @@ class AutomatonPlan(Plan):
         evaluator = run_all(self.program, Stream.from_any(stream), collect=False)
         self.last_run = {"arena_nodes": len(evaluator.arena.pos)}
         return evaluator.emitted
+
+    def size(self, stream) -> int:
+        """How many matches ``run`` finds in ``stream`` under ALL without LIMIT, counted without enumerating
+        them (-1 past a 64-bit count): what a result takes before it is made (``engines.result_size``)."""
+        return count_all(self.program, Stream.from_any(stream))
 
     def matcher(self) -> IncrementalPlan:
         return AutomatonMatcher(self.program)

@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from ...lang import ast as A
+from ..result_size import refuse_beyond_reach
 from ...lang.window import earliest_time
 from ...runtime.event_record import PUNCTUATION
 from ...runtime.stream import Stream
@@ -132,6 +133,7 @@ class RcepPlan(Plan):
         """Every match of a finite stream: by the columnar run (``batch``: every trigger in one kernel call,
         ``MatchArrays`` out) when the query is all the kernel does, else through the matcher."""
         stream = Stream.from_any(stream)
+        refuse_beyond_reach(self.query, stream, "rcep")  # a result too large to list: said before
         if runs_columnar(self, whole=True):
             found = columnar_run(self, stream)
             if found is not None:

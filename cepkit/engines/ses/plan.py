@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ...lang import ast as A
+from ..result_size import refuse_beyond_reach
 from ...lang.printer import pretty
 from ...lang.window import time_limit, time_limits
 from ...runtime.attribute_columns import hashable_key
@@ -199,6 +200,7 @@ class SesPlan(Plan):
         query is all its kernel does, else ``to_arrays`` of the matcher's windows); with RETURN, ``Match``
         objects (the matcher reports each projection once)."""
         stream = Stream.from_any(stream)
+        refuse_beyond_reach(self.query, stream, "ses")  # a result too large to list: said before
         found = columnar_run(self, stream)
         if found is not None:
             matches, self._last_info = found
