@@ -32,6 +32,9 @@ from typing import Optional, Sequence
 import numpy as np
 import pandas as pd
 
+from .errors import did_you_mean
+from .lang.ast import TIME_UNITS
+
 
 # ----------------------------------------------------------------------------- distributions
 @dataclass(frozen=True)
@@ -58,9 +61,15 @@ def _mixed(values) -> bool:
     return len({type(v) for v in values}) > 1
 
 
+def _bounds(what: str, low, high) -> tuple:
+    if not low < high:
+        raise ValueError(f"{what}(low, high) needs low < high, got {low!r} and {high!r}")
+    return (low, high)
+
+
 def uniform(low: float, high: float) -> Distribution:
     """Real numbers, evenly in [low, high)."""
-    return Distribution("uniform", (low, high))
+    return Distribution("uniform", _bounds("uniform", low, high))
 
 
 def normal(mean: float, sd: float) -> Distribution:
@@ -74,7 +83,7 @@ def lognormal(mean: float, sigma: float) -> Distribution:
 
 def integers(low: int, high: int) -> Distribution:
     """Integers, evenly in [low, high)."""
-    return Distribution("integers", (low, high))
+    return Distribution("integers", _bounds("integers", low, high))
 
 
 def poisson(lam: float) -> Distribution:
@@ -88,6 +97,8 @@ def choice(values: Sequence, p: Optional[Sequence[float]] = None) -> Distributio
         raise ValueError("choice needs at least one value")
     if p is not None and len(p) != len(values):
         raise ValueError(f"choice: {len(p)} probabilities for {len(values)} values")
+    if p is not None and (min(p) < 0 or not np.isclose(sum(p), 1.0)):
+        raise ValueError(f"choice: the probabilities are at least 0 and sum to 1, not {list(p)}")
     return Distribution("choice", (tuple(values), None if p is None else tuple(p)))
 
 
@@ -96,22 +107,11 @@ def constant(value) -> Distribution:
 
 
 # ----------------------------------------------------------------------------- durations and rates
-_UNITS = {
-    "ms": 0.001,
-    "s": 1,
-    "sec": 1,
-    "second": 1,
-    "seconds": 1,
-    "min": 60,
-    "minute": 60,
-    "minutes": 60,
-    "h": 3600,
-    "hour": 3600,
-    "hours": 3600,
-    "d": 86400,
-    "day": 86400,
-    "days": 86400,
-}
+_UNITS = TIME_UNITS  # the query language's units (docs/language.md §4), one table for both
+
+
+def _unit_hint(word: str) -> str:
+    return f"{did_you_mean(word, _UNITS)} (the units: {', '.join(_UNITS)})"
 
 
 def seconds(value) -> float:
@@ -124,6 +124,8 @@ def seconds(value) -> float:
         found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*", value.lower())
         if found and found.group(2) in _UNITS:
             return float(found.group(1)) * _UNITS[found.group(2)]
+        hint = _unit_hint(found.group(2)) if found else ""
+        raise ValueError(f"a duration is seconds, a timedelta or text like '30 s' or '2 min', not {value!r}{hint}")
     raise ValueError(f"a duration is seconds, a timedelta or text like '30 s' or '2 min', not {value!r}")
 
 
@@ -133,7 +135,8 @@ def rate(value) -> float:
         found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(?:/|per)\s*([a-z]+)\s*", value.lower())
         if found and found.group(2) in _UNITS:
             return float(found.group(1)) / _UNITS[found.group(2)]
-        raise ValueError(f"a rate is events per second, or text like '6/min', not {value!r}")
+        hint = _unit_hint(found.group(2)) if found else ""
+        raise ValueError(f"a rate is events per second, or text like '6/min', not {value!r}{hint}")
     per_second = float(value)
     if not per_second >= 0:
         raise ValueError(f"a rate is at least 0 events per second, not {value!r}")
@@ -182,6 +185,12 @@ class Scenario:
         for reserved in ("type", "ts"):
             if reserved in attributes:
                 raise ValueError(f"{reserved!r} is not an attribute: the scenario sets it")
+        for name, value in attributes.items():
+            if isinstance(value, (list, tuple, set, np.ndarray, pd.Series)):
+                raise ValueError(
+                    f"attribute {name!r}: a {value.__class__.__name__} is not one value; write choice({list(value)[:3]!r}...) "
+                    "to draw one of them per event, or constant(value) for that very value"
+                )
         drawn = tuple((k, v if isinstance(v, Distribution) else constant(v)) for k, v in attributes.items())
         return dataclasses.replace(self, types=self.types + (_Type(type, _rate(rate), drawn),))
 
@@ -268,5 +277,10 @@ def _share(value: float, what: str) -> float:
 
 
 def _utc(value) -> pd.Timestamp:
-    stamp = pd.Timestamp(value)
+    try:
+        stamp = pd.Timestamp(value)
+    except ValueError:
+        raise ValueError(
+            f"start is a number of seconds, a datetime or text like '2024-05-01 08:00', not {value!r}"
+        ) from None
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")

@@ -104,3 +104,22 @@ def test_errors_name_what_is_wrong():
     with pytest.raises(ValueError, match="a share is between 0 and 1"):
         Scenario().add("A").drop(1.5)
     assert repr(normal(0, 1)) == "normal(0, 1)" and uniform(1, 2).draw(np.random.default_rng(0), 3).shape == (3,)
+
+
+def test_the_errors_a_user_makes_say_what_to_write():
+    """A list as an attribute failed in numpy ("could not broadcast input array from shape (3,)..."), p not
+    summing to 1 and low > high only at the draw or never, "yesterday" in pandas' words, "10/hr" with no
+    unit named; the units are the query language's ("5 mins" was refused)."""
+    from cepkit.simulate import choice, integers, seconds
+
+    with pytest.raises(ValueError, match=r"attribute 'v': a list is not one value; write choice\(\[1, 2, 3\]"):
+        Scenario().add("A", v=[1, 2, 3])
+    with pytest.raises(ValueError, match="sum to 1"):
+        choice([1, 2], p=[0.5, 0.6])
+    with pytest.raises(ValueError, match="needs low < high"):
+        integers(5, 1)
+    with pytest.raises(ValueError, match="start is a number of seconds, a datetime or text"):
+        Scenario(start="yesterday")
+    with pytest.raises(ValueError, match="not '10/hr'; did you mean 'hour'"):
+        Scenario().add("A", rate="10/hr")
+    assert seconds("5 mins") == 300 and seconds("2 secs") == 2
