@@ -141,3 +141,8 @@ def check_room(matches: int, needed: int, limit: Optional[int] = None, engines=(
     available = memory_bytes()
     if needed > available or needed < 0 or matches < 0:
         raise ResultTooLarge(max(matches, -1), max(needed, -1), available, limit, engines)
+
+
+class AbsentTypeWarning(UserWarning):
+    """``cepkit.match`` found nothing and the query names an event type no event has (a misspelling, another
+    case): the message is ``cepkit.type_warnings``' error, with its caret and the closest type there is."""

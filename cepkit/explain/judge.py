@@ -33,7 +33,7 @@ from ..errors import ResultTooLarge
 from ..lang import ast as A
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
-from ..runtime.api import match
+from ..runtime.api import quiet_match
 from ..runtime.event_record import PUNCTUATION
 from ..runtime.stream import Stream
 from ..semantics.conditions import holds, readings
@@ -186,11 +186,11 @@ class Judge:
 
         # among the first n (a run that stops there), else ranked in the whole result when it fits in memory
         rank = rank_in(
-            match(Query(replace(self.query.ast, limit=self.limit), self.text, self.query.hierarchy), self.stream)
+            quiet_match(Query(replace(self.query.ast, limit=self.limit), self.text, self.query.hierarchy), self.stream)
         )
         if rank is None:
             try:
-                rank = rank_in(match(self.query, self.stream))
+                rank = rank_in(quiet_match(self.query, self.stream))
             except ResultTooLarge:  # past the first n of a result too large to rank it in
                 rank = None
         span = clause_span(self.text, "LIMIT")

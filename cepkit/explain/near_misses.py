@@ -21,7 +21,7 @@ from typing import Optional
 from ..errors import ResultTooLarge
 from ..lang import ast as A
 from ..lang.query import parse
-from ..runtime.api import match, type_warnings
+from ..runtime.api import quiet_match, type_warnings
 from .judge import Judge
 from .report import NearMisses
 
@@ -93,9 +93,11 @@ def why_not(
     judge = Judge(query, events, strategy, hierarchy, tz)
     clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
     try:
-        found = {m.key for m in match(_relaxed(judge.query, (), margin), judge.stream)}  # its matches, unprojected
+        found = {
+            m.key for m in quiet_match(_relaxed(judge.query, (), margin), judge.stream)
+        }  # its matches, unprojected
         if judge.limit is not None:  # the matches LIMIT leaves out are near misses (one clause failed)
-            found -= {m.key for m in match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit :]}
+            found -= {m.key for m in quiet_match(_relaxed(judge.query, (), 0.0), judge.stream)[judge.limit :]}
     except ResultTooLarge as err:  # said for why_not: a LIMIT does not shrink what it reads
         why = "why_not reads every match of the query and of its relaxations, under a LIMIT too"
         raise ResultTooLarge(err.matches, err.needed, err.available, judge.limit, why=why) from None
@@ -109,7 +111,7 @@ def why_not(
     for k in range(1, deepest + 1):
         relaxations = list(itertools.combinations(clauses, k))
         for j, dropped in enumerate(relaxations):
-            candidates = match(_relaxed(judge.query, dropped, margin), judge.stream)
+            candidates = quiet_match(_relaxed(judge.query, dropped, margin), judge.stream)
             # the budget left is shared by the relaxations left at this depth; a relaxation with more
             # candidates than its share has them taken evenly over the whole stream (output order is by
             # position), not its first ones (the stream's first weeks)

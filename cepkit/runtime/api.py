@@ -5,13 +5,14 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import threading
+import warnings
 from collections import OrderedDict
 from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
-from ..errors import EventError, QueryError, did_you_mean, shown
+from ..errors import AbsentTypeWarning, EventError, QueryError, did_you_mean, shown
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
@@ -205,7 +206,8 @@ def type_warnings(query, events, hierarchy=None) -> list:
     """What may make ``query`` find nothing in ``events`` though it runs: each event type it names that no
     event has (a misspelling, or another case: ``FOG`` where the data says ``fog``), as a ``QueryError`` at
     the type with the closest type the events have. Not an error: a type may be absent from one stream
-    and not another (``match`` runs such a query and finds what it finds).
+    and not another (``match`` runs such a query and finds what it finds; when that is nothing, it warns
+    with these, as ``cepkit.errors.AbsentTypeWarning``).
 
     Parameters
     ----------
@@ -239,7 +241,7 @@ def type_warnings(query, events, hierarchy=None) -> list:
     if not present:
         return []
     names = sorted(present)
-    warnings, seen = [], set()
+    found, seen = [], set()
     for atom in query.ast.pattern.find_all(A.Atom):
         if atom.type is None or atom.type in seen:
             continue
@@ -255,8 +257,8 @@ def type_warnings(query, events, hierarchy=None) -> list:
             if close
             else f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
         )
-        warnings.append(QueryError.at(atom, f"no event of type {atom.type!r} in the stream{hint}", query.text))
-    return warnings
+        found.append(QueryError.at(atom, f"no event of type {atom.type!r} in the stream{hint}", query.text))
+    return found
 
 
 def _types_of(atoms, query: Query):
@@ -362,14 +364,25 @@ def match(
         )
     if steps is not None:
         result.partial = partial_table(steps, prefix_matches(steps, stream, chosen.name, options), stream.times)
+    if not len(result) and len(stream):  # nothing found: say so if the query names a type no event has
+        for absent in type_warnings(q, stream):
+            warnings.warn(AbsentTypeWarning(str(absent)), stacklevel=2)
     return result
+
+
+def quiet_match(query, events, **options) -> Matches:
+    """``match`` for another answer's use (relaxed or prefix queries): no ``AbsentTypeWarning``, the answer
+    says it once (``why_not``'s ``absent``) or the caller's own ``match`` does."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", AbsentTypeWarning)
+        return match(query, events, **options)
 
 
 def prefix_matches(steps, stream: Stream, engine: str, options: dict) -> list:
     """The matches of each prefix query Q_1..Q_n of ``steps`` over ``stream`` on ``engine``, as
     ``cepkit.runtime.partial.matched_steps`` gives them (the partial matches' and the funnel's input)."""
     return [
-        matched_steps(steps, k, match(prefix, stream, engine=engine, **options))
+        matched_steps(steps, k, quiet_match(prefix, stream, engine=engine, **options))
         for k, prefix in enumerate(steps.prefixes, start=1)
     ]
 

@@ -128,3 +128,21 @@ def test_a_dataframe_column_that_is_null_everywhere_is_still_a_partition_key():
         assert cepkit.match("SEQ(A a, B b) PARTITION BY id", events, engine=engine).positions() == [(0, 1), (0, 2)]
     with pytest.raises(cepkit.QueryError, match="unknown attribute 'idx' in PARTITION BY"):
         cepkit.match("SEQ(A a, B b) PARTITION BY idx", events)
+
+
+def test_nothing_found_for_a_type_no_event_has_is_a_warning_with_its_caret():
+    """A misspelt type gave ``[]`` and nothing else: the user could not tell a typo from no matches."""
+    import warnings
+
+    from cepkit.errors import AbsentTypeWarning
+
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    with pytest.warns(AbsentTypeWarning, match=r"no event of type 'Bb' in the stream; did you mean 'B'\?\n  SEQ"):
+        assert cepkit.match("SEQ(A a, Bb b)", events).positions() == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert cepkit.match("SEQ(A a, B b)", events).positions() == [(0, 1)]
+        assert cepkit.match("SEQ(A a, !C c, B b)", events).positions() == [(0, 1)]  # found: no warning
+        assert cepkit.match("SEQ(B b, A a)", events).positions() == []  # nothing, but every type is there
+        assert cepkit.why_not("SEQ(A a, Bb b)", events).absent  # said by the answer, not warned
+        assert cepkit.match("SEQ(A a, Bb b)", []).positions() == []  # no events: nothing to compare with
