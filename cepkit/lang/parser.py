@@ -13,12 +13,11 @@ import difflib
 import re
 from typing import Optional
 from bisect import bisect_right
-from functools import lru_cache
-from importlib import resources
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from .. import grammars
 from ..errors import QueryError
 from . import ast as A
 from .limits import check_limits
@@ -107,10 +106,8 @@ _TERMINAL_NAMES = {
 }
 
 
-@lru_cache(maxsize=1)
 def _parser() -> Lark:
-    grammar = resources.files("cepkit.lang").joinpath("grammar.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    return grammars.parser("cepkit.lang")
 
 
 class _Positions:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import difflib
 import itertools
-from functools import lru_cache
-from importlib import resources
 from typing import Iterable, Optional
 
 import pandas as pd
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
+from .. import grammars
 from ..errors import QueryError
 from . import ast as A
 
@@ -97,10 +96,8 @@ _TERMINALS = {
 }
 
 
-@lru_cache(maxsize=1)
 def _parser() -> Lark:
-    grammar = resources.files("cepkit.match_recognize").joinpath("grammar.lark").read_text()
-    return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
+    return grammars.parser("cepkit.match_recognize")
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
