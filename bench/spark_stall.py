@@ -27,27 +27,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "spark"))
-from recovery import MODES, QUERIES, SCHEMA, SPARK_CONF, Run, found_keys, make_events, settled  # noqa: E402
-from test_stalled_stream import blocking_once, local_keys  # noqa: E402
+from recovery import QUERIES, SPARK_CONF, found_keys, make_events, settled  # noqa: E402
+from test_stalled_stream import local_keys, stream_case  # noqa: E402
 
 import cepkit.spark  # noqa: E402
 
 
 def one_run(spark, root: Path, events, files: int, how: str, stall_after: float) -> dict:
-    run = Run(root, [["stack", "reject", "files"]])
-    run.prepare(events, files=files, seed=1)
-    source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source"))
-    if how == "stalled":
-        second = (root / "source" / "00001.json").read_text().splitlines()[0]
-        position = int(second.split('"position": ')[1].split(",")[0])
-        source = source.mapInPandas(blocking_once(root / "stalled-once", position), source.schema)
-    found = cepkit.spark.match_stream(QUERIES["stack"], source, engine="stack", **MODES["reject"])
-    writer = (
-        found.writeStream.outputMode("append")
-        .format("parquet")
-        .option("path", str(root / "sink"))
-        .option("checkpointLocation", str(root / "checkpoint"))
-    )
+    run, writer, _ = stream_case(spark, root, events, files, stall=how == "stalled")
     started = time.perf_counter()
     if how == "plain":
         query = writer.start()

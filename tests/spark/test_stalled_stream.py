@@ -55,21 +55,30 @@ def blocking_once(marker: Path, position: int):
     return step
 
 
-def test_a_stalled_batch_is_restarted_and_every_match_committed_once(spark, tmp_path):
-    run = Run(tmp_path, [["stack", "reject", "files"]])
-    run.prepare(make_events(400, 20, seed=11), files=2, seed=11)
-    second = (tmp_path / "source" / "00001.json").read_text().splitlines()[0]
-    position = int(second.split('"position": ')[1].split(",")[0])
-    marker = tmp_path / "stalled-once"
-    source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(tmp_path / "source"))
-    blocked = source.mapInPandas(blocking_once(marker, position), source.schema)
-    found = cepkit.spark.match_stream(QUERIES["stack"], blocked, engine="stack", **MODES["reject"])
+def stream_case(spark, root: Path, events, files: int, stall: bool) -> tuple:
+    """(the recovery ``Run`` of ``events`` in ``files`` micro-batches under ``root``, the writer of its
+    ``match_stream`` (stack) into a file sink with a checkpoint, the stall's marker): with ``stall``, the
+    events pass ``blocking_once`` at the second micro-batch's first event."""
+    run = Run(root, [["stack", "reject", "files"]])
+    run.prepare(events, files=files, seed=11)
+    marker = root / "stalled-once"
+    source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(root / "source"))
+    if stall:
+        second = (root / "source" / "00001.json").read_text().splitlines()[0]
+        position = int(second.split('"position": ')[1].split(",")[0])
+        source = source.mapInPandas(blocking_once(marker, position), source.schema)
+    found = cepkit.spark.match_stream(QUERIES["stack"], source, engine="stack", **MODES["reject"])
     writer = (
         found.writeStream.outputMode("append")
         .format("parquet")
-        .option("path", str(tmp_path / "sink"))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .option("path", str(root / "sink"))
+        .option("checkpointLocation", str(root / "checkpoint"))
     )
+    return run, writer, marker
+
+
+def test_a_stalled_batch_is_restarted_and_every_match_committed_once(spark, tmp_path):
+    run, writer, marker = stream_case(spark, tmp_path, make_events(400, 20, seed=11), files=2, stall=True)
     restarted = []
     supervisor = cepkit.spark.supervise(
         writer, stall_after=STALL_AFTER, every=1, on_restart=lambda s: restarted.append(s.restarts)
