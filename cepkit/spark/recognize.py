@@ -84,11 +84,11 @@ def small(frame) -> bool:
     disk) is at most ``spark.sql.autoBroadcastJoinThreshold``, the size Spark itself ships whole to one
     process (10 MB unless set; -1: never). False on Spark Connect (no plan to read)."""
     try:
-        limit = frame.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold()
-        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        limit = int(frame.sparkSession._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+        size = int(str(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     except Exception:  # Spark Connect: no JVM plan to read
         return False
-    return 0 <= int(size) <= int(limit)
+    return 0 <= size <= limit
 
 
 def clustered(frame, grouped) -> bool:
