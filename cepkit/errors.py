@@ -118,7 +118,7 @@ class ResultTooLarge(MemoryError):
             f"{available / 2**30:,.1f} GiB of memory: "
         )
         if why is None and limit is not None:
-            why = f"LIMIT {limit:,} does not shrink this run (with RETURN or PARTITION BY the result is cut after it)"
+            why = f"LIMIT {limit:,} does not shrink this run (with RETURN the result is cut after it)"
         if why is None:
             said += "add LIMIT n, choose a selection strategy (NEXT, LAST or MAX), or narrow the window"
         else:

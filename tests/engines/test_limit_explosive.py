@@ -58,6 +58,8 @@ KLEENE = [
     "(A a OR A b)+ ; B c",
     "A+ a ; B+ b",
     "(A+ a OR B+ b) ; C c",
+    "A+ a ; B b PARTITION BY id",
+    "A a ; B+ b ; C c WITHIN 6 EVENTS PARTITION BY id",
 ]
 
 
@@ -70,7 +72,7 @@ KLEENE = [
 def test_the_automatons_first_n_of_a_large_list_are_the_references(monkeypatch_room, query, types, n):
     """With room for one match before the outputs grow, every list longer than the limit's share is read
     by ``first_matches``: the first n are the reference's, ties of positions (bindings order them) too."""
-    events = [{"type": t, "ts": i} for i, t in enumerate(types)]
+    events = [{"type": t, "ts": i, "id": i % 3 // 2} for i, t in enumerate(types)]
     limited = f"{query} LIMIT {n}"
     expected = cepkit.match(limited, events, engine="reference")
     assert [m.key for m in cepkit.match(limited, events, engine="automaton")] == [m.key for m in expected]
@@ -83,14 +85,23 @@ def monkeypatch_room():
         yield
 
 
-@pytest.mark.parametrize("clause", ["RETURN b", "PARTITION BY id"])
-def test_a_limit_the_automaton_applies_after_the_run_is_said_not_to_shrink_it(clause):
-    """With RETURN or PARTITION BY the automaton cuts after the run: the refusal says the LIMIT did not
-    shrink it, instead of telling the user to add the LIMIT they wrote."""
-    events = a_then_b(60).assign(id=0)
+def test_a_limit_the_automaton_applies_after_the_run_is_said_not_to_shrink_it():
+    """With RETURN the automaton cuts after the run: the refusal says the LIMIT did not shrink it, instead
+    of telling the user to add the LIMIT they wrote."""
     with pytest.raises(ResultTooLarge, match="LIMIT 5 does not shrink this run") as refused:
-        cepkit.match(f"{EXPLOSIVE} {clause} LIMIT 5", events, engine="automaton")
+        cepkit.match(f"{EXPLOSIVE} RETURN b LIMIT 5", a_then_b(60), engine="automaton")
     assert refused.value.limit == 5 and "add LIMIT" not in str(refused.value)
+
+
+def test_under_partition_by_each_partition_yields_its_first_n():
+    """Two keys, each with 60 A's then a B: LIMIT 100 takes each partition's first 100 (the result's first
+    100 are among them) and reads no further in a partition that holds them."""
+    one = a_then_b(60)
+    events = pd.concat([one.assign(id=0), one.assign(id=1, ts=one.ts + 0.5)]).sort_values("ts", kind="stable")
+    found = cepkit.match(f"{EXPLOSIVE} PARTITION BY id LIMIT 100", events.reset_index(drop=True), engine="automaton")
+    rows = found.positions()
+    assert len(rows) == 100 and found.info["stopped_early"]
+    assert rows[0] == tuple(range(0, 122, 2)) and rows[:2] == sorted(rows[:2])  # the key of the first B
 
 
 def test_explain_under_a_limit_ranks_a_match_among_the_first_n_without_the_whole_result():

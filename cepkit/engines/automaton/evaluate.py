@@ -887,6 +887,7 @@ class Evaluator:
         )
         self.outputs = Outputs(limit, order, program.enumeration == "constant-delay")
         self.info = np.zeros(5, np.int64)
+        self.stopped = False  # a LIMIT left events unread (``run_all``)
         self.scratch = self._scratch(self.table.skip.shape[0])
         self.consume = program.query.consume in ("ANY", "PARTITION")
         # the kernel's entry point for the types of ``_batch`` (the last batch seen; a new batch object
@@ -929,12 +930,18 @@ class Evaluator:
         return _grown_runs(runs, rows)
 
     def run(
-        self, batch: Batch, runs: Runs, table: Optional["RunsTable"] = None, lowers=None, count: Optional[int] = None
+        self,
+        batch: Batch,
+        runs: Runs,
+        table: Optional["RunsTable"] = None,
+        lowers=None,
+        count: Optional[int] = None,
+        first: int = 0,
     ) -> Runs:
-        """Feed ``batch``'s events (its first ``count``; all by default) to ``runs`` and return them
+        """Feed ``batch``'s events (``first`` to ``count``; all by default) to ``runs`` and return them
         (re-allocated when the automaton grew). A keyed batch loads and stores its sub-streams' runs in
         ``table``, whose every slot compaction must keep: ``lowers()`` gives each slot's lowest live start key."""
-        self.info[2:4] = 0
+        self.info[2], self.info[3] = first, 0
         return self._drive(batch, runs, table, lowers, len(batch.pos) if count is None else count, None)
 
     def run_held(self, batch: Batch, runs: Runs, table: "RunsTable", lowers, count: int) -> tuple:
@@ -1146,15 +1153,32 @@ def _none(program) -> int:
 def run_all(program, stream, collect: bool = True, limit: Optional[int] = None) -> Evaluator:
     """Algorithm 1 over a whole finite stream (every partition in turn); the evaluator holds the outputs
     (when ``limit`` is given, those of the first events whose complex events number at least ``limit``, the
-    events after them not read; all of them otherwise)."""
+    events after them not read; all of them otherwise). Under PARTITION BY the limit holds per partition
+    (the first n of the result are among the first n of each): a partition's events after its first n are
+    not read, and the next partition's are (``stopped`` says whether any were left unread)."""
     inputs = Inputs(program, stream)
     evaluator = Evaluator(program, collect, limit)
     runs = evaluator.new_runs()
+    partitioned = limit is not None and bool(program.query.partition_by)
     for batch in inputs.batches(program.letters.none):
-        runs = evaluator.run(batch, runs)
-        if evaluator.outputs.truncated:
-            break
+        if not partitioned:
+            runs = evaluator.run(batch, runs)
+            if evaluator.outputs.truncated:
+                break
+            continue
+        bounds = np.r_[np.flatnonzero(batch.reset), len(batch.pos)]
+        if bounds[0] != 0:  # the batch opens in the partition the one before it ended in
+            bounds = np.r_[0, bounds]
+        for first, last in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if batch.reset[first]:  # a new partition: the last one's lists enumerated, then its own n
+                evaluator.finish()
+                outputs = evaluator.outputs
+                evaluator.stopped |= outputs.truncated
+                outputs.limit, outputs.truncated = len(outputs) + limit, False
+            if not evaluator.outputs.truncated:
+                runs = evaluator.run(batch, runs, first=first, count=last)
     evaluator.finish()
+    evaluator.stopped |= evaluator.outputs.truncated
     return evaluator
 
 

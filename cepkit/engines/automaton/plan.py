@@ -197,17 +197,17 @@ class AutomatonPlan(Plan):
             return found if kept is None or not len(found) else found.take(kept)
         chosen = [(sel.variables, {m.positions for m in sel.plan.run(stream)}) for sel in program.nested]
         # LIMIT n: the first n matches in output order are among those of the first events whose matches
-        # number n, when every match is reported at its last position and sub-streams do not come one
-        # after another (no RETURN, no PARTITION BY; a nested selection filters matches afterwards)
-        stops = self.stops_early and not program.query.partition_by and not program.nested
+        # number n, when every match is reported at its last position (no RETURN; a nested selection
+        # filters matches afterwards); under PARTITION BY among each partition's first n (``run_all``)
+        stops = self.stops_early and not program.nested
         try:
             evaluator = run_all(program, stream, limit=program.query.ast.limit if stops else None)
         except ResultTooLarge as err:
             if stops or program.query.ast.limit is None:
                 raise
-            # a LIMIT applied after the run (RETURN, PARTITION BY, a nested selection) shrinks nothing here
+            # a LIMIT applied after the run (RETURN, a nested selection) shrinks nothing here
             raise ResultTooLarge(err.matches, err.needed, err.available, program.query.ast.limit) from None
-        self.last_run = {"arena_nodes": len(evaluator.arena.pos), "stopped_early": evaluator.outputs.truncated}
+        self.last_run = {"arena_nodes": len(evaluator.arena.pos), "stopped_early": evaluator.stopped}
         return program.matches(evaluator.outputs, chosen=chosen)[0]
 
     @property
