@@ -149,3 +149,12 @@ def test_the_enumerating_engines_refuse_a_result_too_large_before_running(engine
     small = a_then_b(12)  # 4,095 matches: listed, and cut by the LIMIT as before
     expected = cepkit.match(EXPLOSIVE + " LIMIT 100", small, engine="automaton").positions()
     assert cepkit.match(EXPLOSIVE + " LIMIT 100", small, engine=engine).positions() == expected
+
+
+def test_a_match_the_matcher_emits_twice_counts_once_toward_the_limit():
+    """Under LAST the automaton's matcher emitted (0,) twice at the first event: the replay under LIMIT 2
+    stopped there, and ``Matches`` kept one row of the two the reference has (found by hypothesis)."""
+    events = [{"type": "A", "ts": 0, "v": v} for v in (1, 1, 0)]
+    query = "SELECT LAST * PATTERN (ANY AS x FILTER x.v != 0)+ WITHIN 1 LIMIT 2"
+    expected = cepkit.match(query, events, engine="reference").positions()
+    assert cepkit.match(query, events, engine="automaton").positions() == expected == [(0,), (0, 1)]

@@ -229,8 +229,12 @@ class AutomatonPlan(Plan):
             return out
         out = []
         stopped = False
+        seen: set = set()  # a match the matcher emits twice (``Matches`` keeps it once) counts once
         for event in stream.events:
-            out += matcher.push(event)
+            for m in matcher.push(event):
+                if m.key not in seen:
+                    seen.add(m.key)
+                    out.append(m)
             if limit is not None and len(out) >= limit:
                 stopped = True
                 break
