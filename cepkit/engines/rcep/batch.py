@@ -217,7 +217,8 @@ def _matches(plan, match_offsets, positions, cells, emitted, distinct, counters,
     """(MatchArrays, counters) of the rows: the triggers in stream order, each one's matches (all ending at
     it) sorted, in output order when ``distinct``."""
     names, slot_var, named_kleene = variable_ids(plan)
-    variables = slot_var[cells]
+    identity = np.array_equal(slot_var, np.arange(len(slot_var)))  # the slots are the variable ids
+    variables = cells if identity else slot_var[cells]
     matches = MatchArrays.from_bindings(
         match_offsets,
         positions,

@@ -9,16 +9,20 @@ the stream's columns laid out by ``batch``:
    (its first member given, from prefix counts) and before the latest candidate of the slot on its right
    (a galloping search);
 2. **joins into bitvectors**: per pair of joined slots, Algorithm 2 (``joins.hybrid_into``, dominance
-   reuse) or the nested loop, one predicate at a time, ANDed and packed into column bitsets of uint64 words
-   (bit u of column v: candidate u of the earlier slot joins candidate v of the later one); per Kleene slot
-   its chain predicates as a self-join, the can-follow DAG, as predecessor bitsets; when every slot has at
-   most 64 candidates (most triggers of a small window), only the columns the enumeration reads, each
+   reuse) or the nested loop, one predicate at a time, ANDed and packed into row bitsets of uint64 words
+   (bit v of row u: candidate u of the earlier slot joins candidate v of the later one); per Kleene slot
+   its chain predicates as a self-join, the can-follow DAG, as successor bitsets; when every slot has at
+   most 64 candidates (most triggers of a small window), only the rows the enumeration reads, each
    computed by a nested loop when first read, since whole matrices would cost more than it reads;
-3. **enumeration**: right to left with an explicit stack; binding an event ANDs its column into the allowed
-   words of every earlier joined slot (a branch stops when one is empty), a Kleene slot's chain grows
-   backwards along the DAG (every chain exactly once);
-4. the matches go into flat position / variable arrays (``MatchArrays.from_bindings``'s form); the triggers
-   run in stream order and each one's matches are sorted, so the rows come in output order.
+3. **enumeration**: left to right with an explicit stack, the trigger fixed first (an earlier slot joined
+   with it keeps the candidates joining it; a Kleene last slot the candidates whose chains reach it);
+   binding an event ANDs its row into the allowed words of every later joined slot (a branch stops when
+   one is empty), a Kleene slot's chain grows forwards along the DAG (every chain exactly once); each frame
+   offers the events that may come next (one more of the chain, or the first of the next slot) in time
+   order, so
+4. the matches go into flat position / slot arrays (``MatchArrays.from_bindings``'s form) already in order
+   of their positions: the triggers run in stream order, so the rows come in output order with no sort
+   (but for a trigger where one event was offered both ways: its rows are then merge-sorted).
 
 Written once in the subset of Python numba compiles: without numba (or with ``NUMBA_DISABLE_JIT=1``) the
 same functions run as Python, the pure-Python twin the tests compare.
@@ -31,7 +35,6 @@ import numpy as np
 from ..compiled import grow, jit, phi
 from .joins import hybrid_into
 
-SMALL = 16  # rows of one trigger put in order by an insertion sort
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
 
 
@@ -203,15 +206,15 @@ def _next_bit(words, d, base, start, stop):
 
 
 @jit
-def _pack_columns(matrix, out, base, words):
-    """Column bitsets of a boolean matrix: bit u of column v at ``out[base + v * words + u // 64]``."""
+def _pack_rows(matrix, out, base, words):
+    """Row bitsets of a boolean matrix: bit v of row u at ``out[base + u * words + v // 64]``."""
     n, m = matrix.shape
-    for v in range(m):
+    for u in range(n):
         for w in range(words):
-            out[base + v * words + w] = 0
-        for u in range(n):
+            out[base + u * words + w] = 0
+        for v in range(m):
             if matrix[u, v]:
-                out[base + v * words + (u >> 6)] |= np.uint64(1) << np.uint64(u & 63)
+                out[base + u * words + (v >> 6)] |= np.uint64(1) << np.uint64(v & 63)
 
 
 @jit
@@ -276,90 +279,21 @@ def _row_less(offsets, positions, i, j):
     return a == a_end and b < b_end
 
 
-@jit(nrt=False)
-def _before(offsets, positions, keys, full, i, j):
-    """Whether row i comes before row j: by their keys, or, when equal and not ``full`` (rows longer than
-    the key), by their positions (``_row_less``)."""
-    if keys[i] != keys[j]:
-        return keys[i] < keys[j]
-    return not full and _row_less(offsets, positions, i, j)
-
-
-@jit(nrt=False)
-def _radix_order(
-    offsets, positions, keys, begin, end, full, key_bits, key_cells, depth, order, spare, counts, held, moved
-):
-    """``order[:end - begin]``: rows ``begin:end`` by their keys, a least-significant-digit-first radix
-    sort of ``key_bits``-bit digits (the keys moved with the rows: sequential passes) over the cells the
-    longest row (``depth`` cells) reaches, the rest being zeros; rows with equal keys, when not ``full``,
-    then by their positions (an insertion sort of each such run)."""
+@jit
+def _sort_tied(offsets, positions, slots, begin, end):
+    """Rows ``begin:end`` (one trigger's, all ending at it) put in order of their positions, a stable merge
+    sort; False when two of them have the same positions. Only for a trigger whose enumeration met one
+    event offered both to extend a Kleene slot and to start the next slot (then its rows may interleave)."""
     m = end - begin
-    digits = 1 << key_bits
-    mask = np.uint64(digits - 1)
-    for i in range(m):
-        order[i] = begin + i
-        held[i] = keys[begin + i]
-    for p in range(key_cells - min(depth, key_cells), key_cells):  # the cells past every row are zeros
-        shift = np.uint64(p * key_bits)
-        for k in range(digits + 1):
-            counts[k] = 0
-        for i in range(m):
-            counts[((held[i] >> shift) & mask) + np.uint64(1)] += 1
-        if counts[((held[0] >> shift) & mask) + np.uint64(1)] == m:
-            continue  # one digit for every row: the pass would change nothing
-        for k in range(digits):
-            counts[k + 1] += counts[k]
-        for i in range(m):
-            digit = (held[i] >> shift) & mask
-            at = counts[digit]
-            spare[at], moved[at] = order[i], held[i]
-            counts[digit] += 1
-        for i in range(m):
-            order[i], held[i] = spare[i], moved[i]
-    if not full:
-        i = 0
-        while i < m:
-            j = i + 1
-            while j < m and held[j] == held[i]:
-                j += 1
-            for x in range(i + 1, j):  # insertion sort of the run, stable
-                row, y = order[x], x
-                while y > i and _row_less(offsets, positions, row, order[y - 1]):
-                    order[y] = order[y - 1]
-                    y -= 1
-                order[y] = row
-            i = j
-
-
-@jit(nrt=False)
-def _sort_rows(
-    offsets, positions, variables, begin, end, keys, full, ordered, order, spare, scratch_positions, scratch_variables
-):
-    """Rows ``begin:end`` (one trigger's matches, all ending at it) put in order of their positions (an
-    insertion sort of row numbers by their ``keys`` up to ``SMALL`` rows, a merge sort past it, unless
-    ``ordered``: ``order`` holds them, by ``_radix_order``; then the rows moved, unless already in
-    order); False when two of them have the same positions."""
-    m = end - begin
-    if not ordered:
-        for i in range(m):
-            order[i] = begin + i
-    if not ordered and m <= SMALL:  # insertion sort, stable
-        for x in range(1, m):
-            row, y = order[x], x
-            while y > 0 and _before(offsets, positions, keys, full, row, order[y - 1]):
-                order[y] = order[y - 1]
-                y -= 1
-            order[y] = row
-        ordered = True
+    order = np.arange(begin, end)
+    spare = np.empty(m, dtype=np.int64)
     width = 1
-    while width < m and not ordered:  # bottom-up merge sort, stable
+    while width < m:
         for lo in range(0, m, 2 * width):
             mid, hi = min(lo + width, m), min(lo + 2 * width, m)
-            if mid >= hi or not _before(offsets, positions, keys, full, order[mid], order[mid - 1]):
-                continue  # the two runs are in order already
             i, j, k = lo, mid, lo
             while i < mid and j < hi:
-                if _before(offsets, positions, keys, full, order[j], order[i]):
+                if _row_less(offsets, positions, order[j], order[i]):
                     spare[k] = order[j]
                     j += 1
                 else:
@@ -370,43 +304,42 @@ def _sort_rows(
                 spare[k] = order[i]
                 i += 1
                 k += 1
-            for x in range(lo, k):
+            while j < hi:
+                spare[k] = order[j]
+                j += 1
+                k += 1
+            for x in range(lo, hi):
                 order[x] = spare[x]
         width *= 2
-    distinct, moved = True, False
+    distinct = True
     for i in range(1, m):
-        if keys[order[i - 1]] == keys[order[i]] and not _row_less(offsets, positions, order[i - 1], order[i]):
+        if not _row_less(offsets, positions, order[i - 1], order[i]):
             distinct = False
+    base = offsets[begin]
+    held_offsets = offsets[begin : end + 1].copy()
+    held_positions = positions[base : offsets[end]].copy()
+    held_slots = slots[base : offsets[end]].copy()
+    at = base
     for i in range(m):
-        if order[i] != begin + i:
-            moved = True
-    if not moved:
-        return distinct
-    base, at = offsets[begin], 0
-    for i in range(m):
-        r = order[i]
-        for x in range(offsets[r], offsets[r + 1]):
-            scratch_positions[at], scratch_variables[at] = positions[x], variables[x]
+        r = order[i] - begin
+        for x in range(held_offsets[r], held_offsets[r + 1]):
+            positions[at], slots[at] = held_positions[x - base], held_slots[x - base]
             at += 1
-        spare[i] = offsets[r + 1] - offsets[r]
-    for x in range(at):
-        positions[base + x], variables[base + x] = scratch_positions[x], scratch_variables[x]
-    for i in range(m):
-        offsets[begin + i + 1] = offsets[begin + i] + spare[i]
+        offsets[begin + i + 1] = at
     return distinct
 
 
 @jit(nrt=False)
-def _join_column(
-    members, outer_first, outer_count, inner, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
+def _join_row(
+    members, inner_first, inner_count, outer, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
 ):
-    """Column ``inner`` (a member index) of pair p's matrix as one word: bit u for outer candidate u
-    (member ``outer_first + u``) before it satisfying every predicate of the pair (a nested loop over one
-    column, for the enumeration's lazy reads)."""
+    """Row ``outer`` (a member index) of pair p's matrix as one word: bit v for inner candidate v (member
+    ``inner_first + v``) after it satisfying every predicate of the pair with it (a nested loop over one
+    row, for the enumeration's lazy reads)."""
     word = np.uint64(0)
-    for u in range(outer_count):
-        outer = outer_first + u
-        if members[outer] >= members[inner]:
+    for v in range(inner_count - 1, -1, -1):
+        inner = inner_first + v
+        if members[inner] <= members[outer]:
             break
         ok = True
         for j in range(len(join_pair)):
@@ -421,35 +354,69 @@ def _join_column(
                 ok = False
                 break
         if ok:
-            word |= np.uint64(1) << np.uint64(u)
+            word |= np.uint64(1) << np.uint64(v)
     return word
 
 
 @jit(nrt=False)
-def _chain_column(
-    members, slot_first, head, s, chain_slot, chain_op, chain_previous_key, chain_current_key, kval, kok, strict, stats
+def _chain_row(
+    members,
+    slot_first,
+    slot_count,
+    tail,
+    s,
+    chain_slot,
+    chain_op,
+    chain_previous_key,
+    chain_current_key,
+    kval,
+    kok,
+    strict,
+    stats,
 ):
-    """Column ``head`` of Kleene slot s's can-follow DAG as one word: bit u for candidate u that may come
-    just before it in the chain (every chain predicate of the slot; STRICT: the event just before)."""
+    """Row ``tail`` of Kleene slot s's can-follow DAG as one word: bit v for candidate v that may come just
+    after it in the chain (every chain predicate of the slot; STRICT: the event just after)."""
     word = np.uint64(0)
-    current = slot_first + head
-    for u in range(head):
-        previous = slot_first + u
-        ok = not strict or members[current] == members[previous] + 1
-        for c in range(len(chain_slot)):
-            if not ok:
+    previous = slot_first + tail
+    for v in range(tail + 1, slot_count):
+        current = slot_first + v
+        if strict and members[current] != members[previous] + 1:
+            if members[current] > members[previous] + 1:
                 break
+            continue
+        ok = True
+        for c in range(len(chain_slot)):
             if chain_slot[c] != s:
                 continue
             stats[STAT_TESTED] += 1
-            ok = (
+            if not (
                 kok[chain_previous_key[c], previous]
                 and kok[chain_current_key[c], current]
                 and phi(chain_op[c], kval[chain_previous_key[c], previous], kval[chain_current_key[c], current])
-            )
+            ):
+                ok = False
+                break
         if ok:
-            word |= np.uint64(1) << np.uint64(u)
+            word |= np.uint64(1) << np.uint64(v)
     return word
+
+
+@jit(nrt=False)
+def _next_common(allow, d, base, bits, bits_base, start, stop):
+    """The first bit at or after ``start`` and before ``stop`` set both in ``allow[d, base:]`` and in
+    ``bits[bits_base:]``; -1."""
+    i = start
+    while i < stop:
+        x = i >> 6
+        word = (allow[d, base + x] & bits[bits_base + x]) >> np.uint64(i & 63)
+        if word == 0:
+            i = (x + 1) << 6
+            continue
+        while (word & np.uint64(1)) == 0:
+            word >>= np.uint64(1)
+            i += 1
+        return i if i < stop else -1
+    return -1
 
 
 @jit
@@ -489,8 +456,8 @@ def recompute(
     first member of slot s in the window of trigger ``trigger_order[i]``; ``window_lo[g]``: the first grouped index of the window of a match ending at g (its own
     sub-stream); ``positions[g]``: the event's position. Keys ``kval[k, i]`` / ``kok[k, i]`` (value, not
     null) of member i (so a slot's candidates' keys are one slice) are read by the joins (``join_*``, grouped into pairs of slots ``pair_*``) and the chains
-    (``chain_*``). Returns (offsets, match positions, their slots, stats, whether no trigger found two
-    matches with the same positions).
+    (``chain_*``). Returns (offsets, match positions, their slots (int32), stats, whether no trigger found
+    two matches with the same positions).
     """
     n_slots = len(member_offsets) - 1
     last = n_slots - 1
@@ -508,7 +475,7 @@ def recompute(
     # array reassigned inside the loops below would cost reference counts on every pass
     candidates_first = np.zeros((n_triggers, n_slots), dtype=np.int64)
     candidates_count = np.zeros((n_triggers, n_slots), dtype=np.int64)
-    most_candidates, most_words, most_columns, most_dag, most_depth, most_key_bits = 1, 1, 1, 1, 2, 1
+    most_candidates, most_words, most_columns, most_dag, most_depth = 1, 1, 1, 1, 2
     for i_trigger in range(n_triggers):
         t = trigger_order[i_trigger]
         stats[STAT_TRIGGERS] += 1
@@ -552,246 +519,177 @@ def recompute(
             if kleene[s]:
                 dag_size += count[s] * words[s]
         for p in range(n_pairs):
-            size += count[pair_right[p]] * words[pair_left[p]]
-        key_bits = 1
-        while (1 << key_bits) <= members[t] - window_lo[members[t]] + 1:
-            key_bits += 1
+            size += count[pair_left[p]] * words[pair_right[p]]
         most_words, most_columns, most_dag = max(most_words, total), max(most_columns, size), max(most_dag, dag_size)
-        most_depth, most_key_bits = max(most_depth, depth_cap), max(most_key_bits, key_bits)
-    columns = np.zeros(most_columns, dtype=np.uint64)
-    column_ready = np.zeros(most_columns, dtype=np.bool_)
+        most_depth = max(most_depth, depth_cap)
+    rows = np.zeros(most_columns, dtype=np.uint64)
+    row_ready = np.zeros(most_columns, dtype=np.bool_)
     dag = np.zeros(most_dag, dtype=np.uint64)
     dag_ready = np.zeros(most_dag, dtype=np.bool_)
     allow = np.zeros((most_depth, most_words), dtype=np.uint64)
+    reach = np.zeros(most_words, dtype=np.uint64)
     # join matrices, reused by every trigger (only past 64 candidates, or with the nested join)
     whole = most_candidates > 64 or not hybrid
     scratch_a = np.zeros((most_candidates, most_candidates) if whole else (1, 1), dtype=np.bool_)
     scratch_b = np.zeros((most_candidates, most_candidates) if whole else (1, 1), dtype=np.bool_)
     dominates = np.zeros(most_candidates, dtype=np.bool_)
-    bound_slot = np.zeros(most_depth, dtype=np.int64)
-    bound_row = np.zeros(most_depth, dtype=np.int64)
-    # frames of the depth-first enumeration (a binding pushes at most two): kind 0 picks the end of a
-    # slot among rows [cursor, stop), kind 1 grows the chain of a Kleene slot whose head is the binding
-    # below it (cursor -1: not yet tried stopping it there)
-    frame_kind = np.zeros(2 * most_depth, dtype=np.int64)
-    frame_slot = np.zeros(2 * most_depth, dtype=np.int64)
-    frame_cursor = np.zeros(2 * most_depth, dtype=np.int64)
-    frame_stop = np.zeros(2 * most_depth, dtype=np.int64)
-    frame_depth = np.zeros(2 * most_depth, dtype=np.int64)
-    counts = np.zeros((1 << most_key_bits) + 1, dtype=np.int64)  # radix sort digits
-    # the output, and the buffers that sort one trigger's matches: grown between stretches of triggers
-    # (a trigger that finds them too small is run again after)
+    bound_slot = np.zeros(most_depth, dtype=np.int32)
+    bound_position = np.zeros(most_depth, dtype=np.int64)
+    # frames of the depth-first enumeration, one per binding: the next events after it in time order are
+    # those extending the chain of Kleene slot ``frame_ext`` (-1: none) from its ``frame_head`` and those
+    # starting slot ``frame_close`` (-1: none); a cursor and the next such row found (-2: not looked for
+    # yet, -1: none left) for each
+    frame_depth = np.zeros(most_depth, dtype=np.int64)
+    frame_ext = np.zeros(most_depth, dtype=np.int64)
+    frame_head = np.zeros(most_depth, dtype=np.int64)
+    frame_ext_cursor = np.zeros(most_depth, dtype=np.int64)
+    frame_ext_next = np.zeros(most_depth, dtype=np.int64)
+    frame_close = np.zeros(most_depth, dtype=np.int64)
+    frame_close_cursor = np.zeros(most_depth, dtype=np.int64)
+    frame_close_stop = np.zeros(most_depth, dtype=np.int64)
+    frame_close_next = np.zeros(most_depth, dtype=np.int64)
+    # the output, grown between stretches of the enumeration (an iteration that may not find room for a
+    # row breaks out, and the enumeration resumes where it stopped)
     out_offsets = np.zeros(1024, dtype=np.int64)
     out_positions = np.empty(4096, dtype=np.int64)
-    out_slots = np.empty(4096, dtype=np.int64)
-    # per match, the first cells' places in its trigger's window (1 + g - its first g) packed in
-    # ``key_bits`` each, the first cell highest: an unsigned key in the matches' order (rows end at the
-    # trigger, so two rows differ before one of them ends and the zeros past a row's end never decide)
-    row_keys = np.zeros(1024, dtype=np.uint64)
-    order = np.zeros(64, dtype=np.int64)
-    spare = np.zeros(64, dtype=np.int64)
-    held = np.zeros(64, dtype=np.uint64)
-    moved = np.zeros(64, dtype=np.uint64)
-    scratch_positions = np.zeros(256, dtype=np.int64)
-    scratch_variables = np.zeros(256, dtype=np.int64)
+    out_slots = np.empty(4096, dtype=np.int32)
     n_out, n_written = 0, 0
     distinct = True
     i_trigger = 0
-    need_rows, need_cells, need_sort_rows, need_sort_cells = 0, 0, 0, 0
+    need_rows, need_cells = 0, 0
+    resume, tied, lazy = False, False, hybrid
+    top, total, row_begin, t_row = -1, 0, 0, 0
     while i_trigger < n_triggers:
-        if need_rows > len(row_keys) or need_rows + 1 > len(out_offsets):
-            row_keys = grow(row_keys, need_rows)
-            out_offsets = grow(out_offsets, need_rows + 1)
+        if need_rows > len(out_offsets):  # four times as long: the pages past the rows are never touched
+            out_offsets = grow(out_offsets, max(need_rows, 4 * len(out_offsets)))
         if need_cells > len(out_positions):
-            out_positions = grow(out_positions, need_cells)
-            out_slots = grow(out_slots, need_cells)
-        if need_sort_rows > len(order):
-            order, spare = np.zeros(2 * need_sort_rows, dtype=np.int64), np.zeros(2 * need_sort_rows, dtype=np.int64)
-            held, moved = np.zeros(2 * need_sort_rows, dtype=np.uint64), np.zeros(2 * need_sort_rows, dtype=np.uint64)
-        if need_sort_cells > len(scratch_positions):
-            scratch_positions = np.zeros(2 * need_sort_cells, dtype=np.int64)
-            scratch_variables = np.zeros(2 * need_sort_cells, dtype=np.int64)
-        while i_trigger < n_triggers:  # a stretch of triggers: no array is reassigned in it
-            if candidates_count[i_trigger, last] == 0:
-                i_trigger += 1
-                continue
-            t = trigger_order[i_trigger]
-            row_begin, cells_begin = n_out, n_written
-            tested, reused, chains = stats[STAT_TESTED], stats[STAT_REUSED], stats[STAT_CHAINS]
-            window_begin = window_lo[members[t]]
-            key_bits = 1
-            while (1 << key_bits) <= members[t] - window_begin + 1:
-                key_bits += 1
-            key_cells = 64 // key_bits
-            full = True  # every row of this trigger fits its key
-            depth_max = 0
-            total = 0
-            lazy = hybrid  # every slot's candidates in one word: only the columns read, when first read
-            for s in range(n_slots):
-                first[s], count[s] = candidates_first[i_trigger, s], candidates_count[i_trigger, s]
-                words[s] = (count[s] + 63) >> 6
-                word_base[s] = total
-                total += words[s]
-                if count[s] > 64:
-                    lazy = False
-            word_base[n_slots] = total
-            # 2. joins into column bitsets, one matrix per pair of slots (or, ``lazy``, its columns)
-            size = 0
-            for p in range(n_pairs):
-                column_base[p] = size
-                size += count[pair_right[p]] * words[pair_left[p]]
-            column_base[n_pairs] = size
-            for p in range(n_pairs if not lazy else 0):
-                r, s = pair_left[p], pair_right[p]
-                outer = members[first[r] : first[r] + count[r]]
-                inner = members[first[s] : first[s] + count[s]]
-                n_r, n_s = count[r], count[s]
-                joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
-                started = False
-                for j in range(len(join_pair)):
-                    if join_pair[j] == p:
-                        _join(
-                            one if started else joined,
-                            dominates[:n_r],
-                            hybrid,
-                            join_op[j],
-                            join_transitive[j],
-                            kval,
-                            kok,
-                            join_left_key[j],
-                            join_right_key[j],
-                            outer,
-                            inner,
-                            first[r],
-                            first[s],
-                            stats,
-                        )
-                        if started:
-                            joined &= one
-                        started = True
-                _pack_columns(joined, columns, column_base[p], words[r])
-            size = 0
-            for s in range(n_slots):
-                dag_base[s] = size
-                if kleene[s]:
-                    size += count[s] * words[s]
-            dag_base[n_slots] = size
-            if lazy:
-                for x in range(column_base[n_pairs]):
-                    column_ready[x] = False
-                for x in range(size):
-                    dag_ready[x] = False
-            for s in range(n_slots):
-                if not kleene[s] or lazy:
+            out_positions = grow(out_positions, max(need_cells, 4 * len(out_positions)))
+            out_slots = grow(out_slots, max(need_cells, 4 * len(out_slots)))
+        while i_trigger < n_triggers:  # a stretch of the enumeration: no array is reassigned in it
+            if not resume:
+                if candidates_count[i_trigger, last] == 0:
+                    i_trigger += 1
                     continue
-                rows = members[first[s] : first[s] + count[s]]
-                n_s = count[s]
-                follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
-                chained = False
-                for c in range(len(chain_slot)):
-                    if chain_slot[c] == s:
-                        _join(
-                            one if chained else follows,
-                            dominates[:n_s],
-                            hybrid,
-                            chain_op[c],
-                            chain_transitive[c],
-                            kval,
-                            kok,
-                            chain_previous_key[c],
-                            chain_current_key[c],
-                            rows,
-                            rows,
-                            first[s],
-                            first[s],
-                            stats,
-                        )
-                        if chained:
-                            follows &= one
-                        chained = True
-                if strict or not chained:
-                    for u in range(count[s]):
-                        for v in range(count[s]):
-                            if strict:
-                                follows[u, v] = (follows[u, v] or not chained) and rows[v] == rows[u] + 1
-                            else:
-                                follows[u, v] = u < v
-                _pack_columns(follows, dag, dag_base[s], words[s])
-            # 3. enumeration
-            for s in range(n_slots):
-                for w in range(words[s]):
-                    rest = count[s] - 64 * w
-                    allow[0, word_base[s] + w] = (
-                        np.uint64(0xFFFFFFFFFFFFFFFF)
-                        if rest >= 64
-                        else (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
-                    )
-            top = 0  # the trigger ends the last slot
-            frame_kind[0], frame_slot[0], frame_depth[0] = 0, last, 0
-            frame_cursor[0], frame_stop[0] = count[last] - 1, count[last]
-            overflow = False
-            while top >= 0:
-                s, d = frame_slot[top], frame_depth[top]
-                if frame_kind[top] == 0:
-                    row = _next_bit(allow, d, word_base[s], frame_cursor[top], frame_stop[top])
-                else:
-                    head = bound_row[d - 1]
-                    if lazy and not dag_ready[dag_base[s] + head]:
-                        dag[dag_base[s] + head] = (
-                            _chain_column(
-                                members,
-                                first[s],
-                                head,
-                                s,
-                                chain_slot,
-                                chain_op,
-                                chain_previous_key,
-                                chain_current_key,
+                row_begin, tied = n_out, False
+                total = 0
+                lazy = hybrid  # every slot's candidates in one word: only the rows read, when first read
+                for s in range(n_slots):
+                    first[s], count[s] = candidates_first[i_trigger, s], candidates_count[i_trigger, s]
+                    words[s] = (count[s] + 63) >> 6
+                    word_base[s] = total
+                    total += words[s]
+                    if count[s] > 64:
+                        lazy = False
+                word_base[n_slots] = total
+                t_row = count[last] - 1  # the trigger, the last slot's latest candidate
+                # 2. joins into row bitsets, one matrix per pair of slots (or, ``lazy``, its rows)
+                size = 0
+                for p in range(n_pairs):
+                    column_base[p] = size
+                    size += count[pair_left[p]] * words[pair_right[p]]
+                column_base[n_pairs] = size
+                for p in range(n_pairs if not lazy else 0):
+                    r, s = pair_left[p], pair_right[p]
+                    outer = members[first[r] : first[r] + count[r]]
+                    inner = members[first[s] : first[s] + count[s]]
+                    n_r, n_s = count[r], count[s]
+                    joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
+                    started = False
+                    for j in range(len(join_pair)):
+                        if join_pair[j] == p:
+                            _join(
+                                one if started else joined,
+                                dominates[:n_r],
+                                hybrid,
+                                join_op[j],
+                                join_transitive[j],
                                 kval,
                                 kok,
-                                strict,
+                                join_left_key[j],
+                                join_right_key[j],
+                                outer,
+                                inner,
+                                first[r],
+                                first[s],
                                 stats,
                             )
-                            if len(chain_slot) or strict
-                            else (np.uint64(1) << np.uint64(head)) - np.uint64(1)
+                            if started:
+                                joined &= one
+                            started = True
+                    _pack_rows(joined, rows, column_base[p], words[s])
+                size = 0
+                for s in range(n_slots):
+                    dag_base[s] = size
+                    if kleene[s]:
+                        size += count[s] * words[s]
+                dag_base[n_slots] = size
+                if lazy:
+                    for x in range(column_base[n_pairs]):
+                        row_ready[x] = False
+                    for x in range(size):
+                        dag_ready[x] = False
+                for s in range(n_slots):
+                    if not kleene[s] or lazy:
+                        continue
+                    candidates = members[first[s] : first[s] + count[s]]
+                    n_s = count[s]
+                    follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
+                    chained = False
+                    for c in range(len(chain_slot)):
+                        if chain_slot[c] == s:
+                            _join(
+                                one if chained else follows,
+                                dominates[:n_s],
+                                hybrid,
+                                chain_op[c],
+                                chain_transitive[c],
+                                kval,
+                                kok,
+                                chain_previous_key[c],
+                                chain_current_key[c],
+                                candidates,
+                                candidates,
+                                first[s],
+                                first[s],
+                                stats,
+                            )
+                            if chained:
+                                follows &= one
+                            chained = True
+                    if strict or not chained:
+                        for u in range(n_s):
+                            for v in range(n_s):
+                                if strict:
+                                    follows[u, v] = (follows[u, v] or not chained) and candidates[v] == candidates[u] + 1
+                                else:
+                                    follows[u, v] = u < v
+                    _pack_rows(follows, dag, dag_base[s], words[s])
+                # 3. enumeration, left to right: each frame offers its next events in time order, so each
+                # trigger's rows come out in order of their positions (docs/language.md §10.2)
+                for s in range(n_slots):
+                    for w in range(words[s]):
+                        rest = count[s] - 64 * w
+                        allow[0, word_base[s] + w] = (
+                            np.uint64(0xFFFFFFFFFFFFFFFF)
+                            if rest >= 64
+                            else (np.uint64(1) << np.uint64(rest)) - np.uint64(1)
                         )
-                        dag_ready[dag_base[s] + head] = True
-                    if frame_cursor[top] < 0:  # the chain as it is: go on to the slot before
-                        frame_cursor[top] = 0
-                        stats[STAT_CHAINS] += 1
-                        row = -2
-                    else:
-                        row = frame_cursor[top]
-                        while True:
-                            row = _next_bit(allow, d, word_base[s], row, head)
-                            if row < 0:
-                                break
-                            w = dag_base[s] + head * words[s] + (row >> 6)
-                            if (dag[w] >> np.uint64(row & 63)) & np.uint64(1):
-                                break
-                            row += 1
-                if row == -1:
-                    top -= 1
-                    continue
-                if row == -2:  # close slot s at the chain's head: slot s-1 next
-                    next_slot, depth_next = s - 1, d
-                    before = members[first[s] + bound_row[d - 1]]
-                else:
-                    frame_cursor[top] = row + 1
-                    # bind: narrow every earlier slot joined with s to the rows joining this one
-                    for w in range(total):
-                        allow[d + 1, w] = allow[d, w]
-                    alive = True
-                    for p in range(n_pairs):
-                        if pair_right[p] != s:
+                # the trigger is in every match: an earlier slot joined with it keeps the rows joining it
+                for p in range(n_pairs):
+                    if pair_right[p] != last:
+                        continue
+                    r = pair_left[p]
+                    for u in range(count[r]):
+                        x = word_base[r] + (u >> 6)
+                        if not (allow[0, x] >> np.uint64(u & 63)) & np.uint64(1):
                             continue
-                        r = pair_left[p]
-                        if lazy and not column_ready[column_base[p] + row]:
-                            columns[column_base[p] + row] = _join_column(
+                        at = column_base[p] + u * words[last]
+                        if lazy and not row_ready[at]:
+                            rows[at] = _join_row(
                                 members,
-                                first[r],
-                                count[r],
-                                first[s] + row,
+                                first[last],
+                                count[last],
+                                first[r] + u,
                                 p,
                                 join_pair,
                                 join_op,
@@ -801,100 +699,169 @@ def recompute(
                                 kok,
                                 stats,
                             )
-                            column_ready[column_base[p] + row] = True
-                        any_left = np.uint64(0)
-                        for w in range(words[r]):
-                            allow[d + 1, word_base[r] + w] &= columns[column_base[p] + row * words[r] + w]
-                            any_left |= allow[d + 1, word_base[r] + w]
-                        if any_left == 0:
-                            alive = False
-                            break
-                    if not alive:
-                        continue
-                    bound_slot[d], bound_row[d] = s, row
-                    if kleene[s]:
-                        top += 1
-                        frame_kind[top], frame_slot[top], frame_depth[top], frame_cursor[top] = 1, s, d + 1, -1
-                        continue
-                    next_slot, depth_next = s - 1, d + 1
-                    before = members[first[s] + row]
-                if next_slot < 0:  # 4. a match: the bindings, latest first
-                    if n_written + depth_next > len(out_positions) or n_out + 2 > len(out_offsets):
-                        overflow = True
-                        need_rows, need_cells = n_out + 2, n_written + depth_next
-                        break
-                    key = np.uint64(0)
-                    for i in range(depth_next):
-                        b = bound_slot[depth_next - 1 - i]
-                        g = members[first[b] + bound_row[depth_next - 1 - i]]
-                        out_positions[n_written + i] = positions[g]
-                        out_slots[n_written + i] = b
-                        if i < key_cells:
-                            key = (key << np.uint64(key_bits)) | np.uint64(g - window_begin + 1)
-                    if depth_next < key_cells:
-                        key <<= np.uint64(key_bits * (key_cells - depth_next))
-                    else:
-                        full = full and depth_next <= key_cells
-                    row_keys[n_out] = key
-                    depth_max = max(depth_max, depth_next)
-                    n_written += depth_next
+                            row_ready[at] = True
+                        if not (rows[at + (t_row >> 6)] >> np.uint64(t_row & 63)) & np.uint64(1):
+                            allow[0, x] &= ~(np.uint64(1) << np.uint64(u & 63))
+                if kleene[last]:  # and a Kleene last slot keeps the rows whose chains can reach it
+                    for w in range(words[last]):
+                        reach[w] = 0
+                    reach[t_row >> 6] = np.uint64(1) << np.uint64(t_row & 63)
+                    for v in range(t_row - 1, -1, -1):
+                        x = word_base[last] + (v >> 6)
+                        if not (allow[0, x] >> np.uint64(v & 63)) & np.uint64(1):
+                            continue
+                        at = dag_base[last] + v * words[last]
+                        if lazy and not dag_ready[at]:
+                            dag[at] = _chain_row(
+                                members,
+                                first[last],
+                                count[last],
+                                v,
+                                last,
+                                chain_slot,
+                                chain_op,
+                                chain_previous_key,
+                                chain_current_key,
+                                kval,
+                                kok,
+                                strict,
+                                stats,
+                            )
+                            dag_ready[at] = True
+                        ahead = np.uint64(0)
+                        for w in range(words[last]):
+                            ahead |= dag[at + w] & reach[w]
+                        if ahead != 0:
+                            reach[v >> 6] |= np.uint64(1) << np.uint64(v & 63)
+                    for w in range(words[last]):
+                        allow[0, word_base[last] + w] &= reach[w]
+                top = 0
+                frame_depth[0], frame_ext[0], frame_close[0] = 0, -1, 0
+                frame_close_cursor[0], frame_close_stop[0], frame_close_next[0] = 0, count[0], -2
+            resume = False
+            overflow = False
+            while top >= 0:
+                if n_written + most_depth > len(out_positions) or n_out + 2 > len(out_offsets):
+                    overflow = True  # grow the output, then resume here
+                    need_rows, need_cells = n_out + 2, n_written + most_depth
+                    break
+                d = frame_depth[top]
+                k, c = frame_ext[top], frame_close[top]
+                if k >= 0 and frame_ext_next[top] == -2:
+                    frame_ext_next[top] = _next_common(
+                        allow,
+                        d,
+                        word_base[k],
+                        dag,
+                        dag_base[k] + frame_head[top] * words[k],
+                        frame_ext_cursor[top],
+                        count[k],
+                    )
+                if c >= 0 and frame_close_next[top] == -2:
+                    frame_close_next[top] = _next_bit(
+                        allow, d, word_base[c], frame_close_cursor[top], frame_close_stop[top]
+                    )
+                ext = frame_ext_next[top] if k >= 0 else -1
+                close = frame_close_next[top] if c >= 0 else -1
+                if ext < 0 and close < 0:
+                    top -= 1
+                    continue
+                take_ext = ext >= 0
+                if ext >= 0 and close >= 0:
+                    g_ext, g_close = members[first[k] + ext], members[first[c] + close]
+                    tied = tied or g_ext == g_close  # one event both ways: the rows may interleave
+                    take_ext = g_ext <= g_close
+                if take_ext:
+                    q, v = k, ext
+                    frame_ext_cursor[top], frame_ext_next[top] = ext + 1, -2
+                else:
+                    q, v = c, close
+                    frame_close_cursor[top], frame_close_next[top] = close + 1, -2
+                g = members[first[q] + v]
+                if q == last and v == t_row:  # 4. a match: the bindings, then the trigger
+                    for i in range(d):
+                        out_positions[n_written + i] = bound_position[i]
+                        out_slots[n_written + i] = bound_slot[i]
+                    out_positions[n_written + d] = positions[g]
+                    out_slots[n_written + d] = q
+                    n_written += d + 1
                     n_out += 1
                     out_offsets[n_out] = n_written
                     continue
-                stop = (
-                    _lower_bound(members, first[next_slot], first[next_slot] + count[next_slot], before)
-                    - first[next_slot]
-                )
-                start = 0
-                if strict:  # the slot must end just before the next one starts
-                    start = stop - 1
-                    if stop == 0 or members[first[next_slot] + stop - 1] != before - 1:
-                        start = stop
+                # bind: narrow every later slot joined with q to the rows joining this one
+                for w in range(total):
+                    allow[d + 1, w] = allow[d, w]
+                alive = True
+                for p in range(n_pairs):
+                    if pair_left[p] != q or (pair_right[p] == last and not kleene[last]):
+                        continue  # (a single last slot: its one row, the trigger, was tested above)
+                    r = pair_right[p]
+                    at = column_base[p] + v * words[r]
+                    if lazy and not row_ready[at]:
+                        rows[at] = _join_row(
+                            members,
+                            first[r],
+                            count[r],
+                            first[q] + v,
+                            p,
+                            join_pair,
+                            join_op,
+                            join_left_key,
+                            join_right_key,
+                            kval,
+                            kok,
+                            stats,
+                        )
+                        row_ready[at] = True
+                    any_left = np.uint64(0)
+                    for w in range(words[r]):
+                        allow[d + 1, word_base[r] + w] &= rows[at + w]
+                        any_left |= allow[d + 1, word_base[r] + w]
+                    if r == last:  # the trigger must still join
+                        any_left = (allow[d + 1, word_base[r] + (t_row >> 6)] >> np.uint64(t_row & 63)) & np.uint64(1)
+                    if any_left == 0:
+                        alive = False
+                        break
+                if not alive:
+                    continue
+                bound_slot[d], bound_position[d] = q, positions[g]
                 top += 1
-                frame_kind[top], frame_slot[top], frame_depth[top] = 0, next_slot, depth_next
-                frame_cursor[top], frame_stop[top] = start, stop
-            m, cells = n_out - row_begin, n_written - cells_begin
-            if not overflow and m > 1 and (m > len(order) or cells > len(scratch_positions)):
-                overflow = True
-                need_sort_rows, need_sort_cells = m, cells
-            if overflow:  # run this trigger again with more room
-                n_out, n_written = row_begin, cells_begin
-                stats[STAT_TESTED], stats[STAT_REUSED], stats[STAT_CHAINS] = tested, reused, chains
+                frame_depth[top] = d + 1
+                frame_ext[top], frame_close[top] = -1, -1
+                if kleene[q]:
+                    stats[STAT_CHAINS] += 1
+                    at = dag_base[q] + v * words[q]
+                    if lazy and not dag_ready[at]:
+                        dag[at] = _chain_row(
+                            members,
+                            first[q],
+                            count[q],
+                            v,
+                            q,
+                            chain_slot,
+                            chain_op,
+                            chain_previous_key,
+                            chain_current_key,
+                            kval,
+                            kok,
+                            strict,
+                            stats,
+                        )
+                        dag_ready[at] = True
+                    frame_ext[top], frame_head[top], frame_ext_cursor[top], frame_ext_next[top] = q, v, v + 1, -2
+                if q < last:  # the next slot starts after g (STRICT: just after)
+                    nxt = q + 1
+                    start = _lower_bound(members, first[nxt], first[nxt] + count[nxt], g + 1) - first[nxt]
+                    stop = count[nxt]
+                    if strict:
+                        stop = start + 1 if start < count[nxt] and members[first[nxt] + start] == g + 1 else start
+                    frame_close[top], frame_close_cursor[top], frame_close_stop[top] = nxt, start, stop
+                    frame_close_next[top] = -2
+            if overflow:
+                resume = True
                 break
-            if m > 1:
-                radix = m > SMALL and (1 << key_bits) <= 4 * m
-                if radix:
-                    _radix_order(
-                        out_offsets,
-                        out_positions,
-                        row_keys,
-                        row_begin,
-                        n_out,
-                        full,
-                        key_bits,
-                        key_cells,
-                        depth_max,
-                        order,
-                        spare,
-                        counts,
-                        held,
-                        moved,
-                    )
-                if not _sort_rows(
-                    out_offsets,
-                    out_positions,
-                    out_slots,
-                    row_begin,
-                    n_out,
-                    row_keys,
-                    full,
-                    radix,
-                    order,
-                    spare,
-                    scratch_positions,
-                    scratch_variables,
-                ):
-                    distinct = False
+            if tied and n_out - row_begin > 1 and not _sort_tied(out_offsets, out_positions, out_slots, row_begin, n_out):
+                distinct = False
             i_trigger += 1
     stats[STAT_MATCHES] = n_out
     return out_offsets[: n_out + 1], out_positions[:n_written], out_slots[:n_written], stats, distinct

@@ -174,7 +174,25 @@ def test_keys_numpy_cannot_compute_take_the_matcher():
     assert sorted(m.positions for m in found) == [(0, 1), (0, 1, 2), (0, 2)]
 
 
+def test_rows_come_in_output_order_where_an_event_may_extend_a_chain_or_start_the_next_slot():
+    """The kernel enumerates left to right, offering each frame's next events in time order, so a trigger's
+    rows come out in output order; where one event may both extend a Kleene slot and start the next one
+    (same types) the trigger's rows are merge-sorted (``kernel._sort_tied``): the reference's order."""
+    rng = random.Random(5)
+    events = [{"type": rng.choice("AAB"), "ts": i, "id": rng.randrange(2), "v": rng.randrange(4)} for i in range(40)]
+    for query in (
+        "SEQ(A+ a, A+ b, ANY c) WHERE prev(a.v) <= a.v WITHIN 5 s PARTITION BY id",
+        "SEQ(ANY a, A+ b, A+ c) WHERE a.v < c.v and prev(c.v) <= c.v WITHIN 5 s",
+    ):
+        found = RcepPlan(cepkit.parse(query)).run(Stream.from_any(events))  # the kernel's rows, as written
+        assert isinstance(found, MatchArrays) and len(found) > 50
+        reference = cepkit.match(query, events, engine="reference")
+        assert [m.positions for m in found] == [m.positions for m in reference]
+        assert [m.key for m in cepkit.match(query, events, engine="rcep")] == [m.key for m in reference]
+
+
 TWIN_QUERIES = [
+    "SEQ(A+ a, A+ b, ANY c) WHERE prev(a.v) <= a.v WITHIN 5 s PARTITION BY id",
     "A a ; B b ; C c WITHIN 4 s",
     "SEQ(A a, B+ b, C c) WHERE a.v < b.v and prev(b.v) <= b.v and c.v < last(b).v WITHIN 6 s PARTITION BY id",
     "SELECT STRICT * PATTERN SEQ(A a, B+ b) WHERE a.v != b.v WITHIN 8 EVENTS",
