@@ -660,7 +660,9 @@ def recompute(
                         for u in range(n_s):
                             for v in range(n_s):
                                 if strict:
-                                    follows[u, v] = (follows[u, v] or not chained) and candidates[v] == candidates[u] + 1
+                                    follows[u, v] = (follows[u, v] or not chained) and candidates[v] == candidates[
+                                        u
+                                    ] + 1
                                 else:
                                     follows[u, v] = u < v
                     _pack_rows(follows, dag, dag_base[s], words[s])
@@ -860,7 +862,11 @@ def recompute(
             if overflow:
                 resume = True
                 break
-            if tied and n_out - row_begin > 1 and not _sort_tied(out_offsets, out_positions, out_slots, row_begin, n_out):
+            if (
+                tied
+                and n_out - row_begin > 1
+                and not _sort_tied(out_offsets, out_positions, out_slots, row_begin, n_out)
+            ):
                 distinct = False
             i_trigger += 1
     stats[STAT_MATCHES] = n_out
