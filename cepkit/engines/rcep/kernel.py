@@ -189,22 +189,6 @@ def _gallop(values, lo, hi, x):
     return _lower_bound(values, lo, min(top, hi), x)
 
 
-@jit(nrt=False)
-def _next_bit(words, d, base, start, stop):
-    """The first set bit at or after ``start`` and before ``stop`` of the bitset at ``words[d, base:]``; -1."""
-    i = start
-    while i < stop:
-        word = words[d, base + (i >> 6)] >> np.uint64(i & 63)
-        if word == 0:
-            i = ((i >> 6) + 1) << 6
-            continue
-        while (word & np.uint64(1)) == 0:
-            word >>= np.uint64(1)
-            i += 1
-        return i if i < stop else -1
-    return -1
-
-
 @jit
 def _pack_rows(matrix, out, base, words):
     """Row bitsets of a boolean matrix: bit v of row u at ``out[base + u * words + v // 64]``."""
@@ -329,13 +313,64 @@ def _sort_tied(offsets, positions, slots, begin, end):
     return distinct
 
 
-@jit(nrt=False)
-def _join_row(
-    members, inner_first, inner_count, outer, p, join_pair, join_op, join_left_key, join_right_key, kval, kok, stats
+@jit
+def _join_all(
+    joined,
+    one,
+    dominates,
+    hybrid,
+    which,
+    target,
+    ops,
+    transitive,
+    left_keys,
+    right_keys,
+    kval,
+    kok,
+    outer,
+    inner,
+    outer_first,
+    inner_first,
+    stats,
 ):
-    """Row ``outer`` (a member index) of pair p's matrix as one word: bit v for inner candidate v (member
-    ``inner_first + v``) after it satisfying every predicate of the pair with it (a nested loop over one
-    row, for the enumeration's lazy reads)."""
+    """Into ``joined``: B[u, v] of every predicate j with ``which[j] == target`` (a pair of slots, or a
+    Kleene slot's chain), ANDed (``one`` the scratch of each after the first); whether there was one."""
+    started = False
+    for j in range(len(which)):
+        if which[j] == target:
+            _join(
+                one if started else joined,
+                dominates,
+                hybrid,
+                ops[j],
+                transitive[j],
+                kval,
+                kok,
+                left_keys[j],
+                right_keys[j],
+                outer,
+                inner,
+                outer_first,
+                inner_first,
+                stats,
+            )
+            if started:
+                joined &= one
+            started = True
+    return started
+
+
+@jit(nrt=False)
+def _read_join_row(lazy_rows, at, lazy, inner_first, inner_count, outer, p, joins, data):
+    """Row ``outer`` (a member index) of pair p's matrix at ``rows[at]``, computed when first read (``lazy``:
+    one word, bit v for inner candidate v, member ``inner_first + v``, after it and satisfying every
+    predicate of the pair with it; a nested loop over one row). ``lazy_rows``: (rows, whether each is
+    computed); ``joins``: (pair, op, left key, right key) per join; ``data``: (members, kval, kok, stats)."""
+    rows, ready = lazy_rows
+    if not lazy or ready[at]:
+        return
+    join_pair, join_op, join_left_key, join_right_key = joins
+    members, kval, kok, stats = data
     word = np.uint64(0)
     for v in range(inner_count - 1, -1, -1):
         inner = inner_first + v
@@ -355,27 +390,20 @@ def _join_row(
                 break
         if ok:
             word |= np.uint64(1) << np.uint64(v)
-    return word
+    rows[at], ready[at] = word, True
 
 
 @jit(nrt=False)
-def _chain_row(
-    members,
-    slot_first,
-    slot_count,
-    tail,
-    s,
-    chain_slot,
-    chain_op,
-    chain_previous_key,
-    chain_current_key,
-    kval,
-    kok,
-    strict,
-    stats,
-):
-    """Row ``tail`` of Kleene slot s's can-follow DAG as one word: bit v for candidate v that may come just
-    after it in the chain (every chain predicate of the slot; STRICT: the event just after)."""
+def _read_chain_row(lazy_dag, at, lazy, slot_first, slot_count, tail, s, chains, strict, data):
+    """Row ``tail`` of Kleene slot s's can-follow DAG at ``dag[at]``, computed when first read (``lazy``:
+    one word, bit v for candidate v that may come just after it in the chain: every chain predicate of
+    the slot; STRICT: the event just after). ``lazy_dag``: (rows, whether each is computed); ``chains``:
+    (slot, op, previous key, current key) per chain; ``data``: (members, kval, kok, stats)."""
+    dag, ready = lazy_dag
+    if not lazy or ready[at]:
+        return
+    chain_slot, chain_op, chain_previous_key, chain_current_key = chains
+    members, kval, kok, stats = data
     word = np.uint64(0)
     previous = slot_first + tail
     for v in range(tail + 1, slot_count):
@@ -398,7 +426,7 @@ def _chain_row(
                 break
         if ok:
             word |= np.uint64(1) << np.uint64(v)
-    return word
+    dag[at], ready[at] = word, True
 
 
 @jit(nrt=False)
@@ -462,6 +490,8 @@ def recompute(
     n_slots = len(member_offsets) - 1
     last = n_slots - 1
     n_pairs = len(pair_left)
+    joins = (join_pair, join_op, join_left_key, join_right_key)
+    chains = (chain_slot, chain_op, chain_previous_key, chain_current_key)
     n_triggers = len(trigger_order)
     stats = np.zeros(6, dtype=np.int64)
     first = np.zeros(n_slots, dtype=np.int64)  # candidates of slot s: members[first[s]:first[s]+count[s]]
@@ -526,8 +556,10 @@ def recompute(
     row_ready = np.zeros(most_columns, dtype=np.bool_)
     dag = np.zeros(most_dag, dtype=np.uint64)
     dag_ready = np.zeros(most_dag, dtype=np.bool_)
+    lazy_rows, lazy_dag, data = (rows, row_ready), (dag, dag_ready), (members, kval, kok, stats)
     allow = np.zeros((most_depth, most_words), dtype=np.uint64)
     reach = np.zeros(most_words, dtype=np.uint64)
+    everything = np.full(most_words, np.uint64(0xFFFFFFFFFFFFFFFF), dtype=np.uint64)
     # join matrices, reused by every trigger (only past 64 candidates, or with the nested join)
     whole = most_candidates > 64 or not hybrid
     scratch_a = np.zeros((most_candidates, most_candidates) if whole else (1, 1), dtype=np.bool_)
@@ -594,28 +626,25 @@ def recompute(
                     inner = members[first[s] : first[s] + count[s]]
                     n_r, n_s = count[r], count[s]
                     joined, one = scratch_a[:n_r, :n_s], scratch_b[:n_r, :n_s]
-                    started = False
-                    for j in range(len(join_pair)):
-                        if join_pair[j] == p:
-                            _join(
-                                one if started else joined,
-                                dominates[:n_r],
-                                hybrid,
-                                join_op[j],
-                                join_transitive[j],
-                                kval,
-                                kok,
-                                join_left_key[j],
-                                join_right_key[j],
-                                outer,
-                                inner,
-                                first[r],
-                                first[s],
-                                stats,
-                            )
-                            if started:
-                                joined &= one
-                            started = True
+                    _join_all(
+                        joined,
+                        one,
+                        dominates[:n_r],
+                        hybrid,
+                        join_pair,
+                        p,
+                        join_op,
+                        join_transitive,
+                        join_left_key,
+                        join_right_key,
+                        kval,
+                        kok,
+                        outer,
+                        inner,
+                        first[r],
+                        first[s],
+                        stats,
+                    )
                     _pack_rows(joined, rows, column_base[p], words[s])
                 size = 0
                 for s in range(n_slots):
@@ -634,35 +663,31 @@ def recompute(
                     candidates = members[first[s] : first[s] + count[s]]
                     n_s = count[s]
                     follows, one = scratch_a[:n_s, :n_s], scratch_b[:n_s, :n_s]
-                    chained = False
-                    for c in range(len(chain_slot)):
-                        if chain_slot[c] == s:
-                            _join(
-                                one if chained else follows,
-                                dominates[:n_s],
-                                hybrid,
-                                chain_op[c],
-                                chain_transitive[c],
-                                kval,
-                                kok,
-                                chain_previous_key[c],
-                                chain_current_key[c],
-                                candidates,
-                                candidates,
-                                first[s],
-                                first[s],
-                                stats,
-                            )
-                            if chained:
-                                follows &= one
-                            chained = True
+                    chained = _join_all(
+                        follows,
+                        one,
+                        dominates[:n_s],
+                        hybrid,
+                        chain_slot,
+                        s,
+                        chain_op,
+                        chain_transitive,
+                        chain_previous_key,
+                        chain_current_key,
+                        kval,
+                        kok,
+                        candidates,
+                        candidates,
+                        first[s],
+                        first[s],
+                        stats,
+                    )
                     if strict or not chained:
                         for u in range(n_s):
                             for v in range(n_s):
                                 if strict:
-                                    follows[u, v] = (follows[u, v] or not chained) and candidates[v] == candidates[
-                                        u
-                                    ] + 1
+                                    adjacent = candidates[v] == candidates[u] + 1
+                                    follows[u, v] = (follows[u, v] or not chained) and adjacent
                                 else:
                                     follows[u, v] = u < v
                     _pack_rows(follows, dag, dag_base[s], words[s])
@@ -686,22 +711,7 @@ def recompute(
                         if not (allow[0, x] >> np.uint64(u & 63)) & np.uint64(1):
                             continue
                         at = column_base[p] + u * words[last]
-                        if lazy and not row_ready[at]:
-                            rows[at] = _join_row(
-                                members,
-                                first[last],
-                                count[last],
-                                first[r] + u,
-                                p,
-                                join_pair,
-                                join_op,
-                                join_left_key,
-                                join_right_key,
-                                kval,
-                                kok,
-                                stats,
-                            )
-                            row_ready[at] = True
+                        _read_join_row(lazy_rows, at, lazy, first[last], count[last], first[r] + u, p, joins, data)
                         if not (rows[at + (t_row >> 6)] >> np.uint64(t_row & 63)) & np.uint64(1):
                             allow[0, x] &= ~(np.uint64(1) << np.uint64(u & 63))
                 if kleene[last]:  # and a Kleene last slot keeps the rows whose chains can reach it
@@ -713,23 +723,7 @@ def recompute(
                         if not (allow[0, x] >> np.uint64(v & 63)) & np.uint64(1):
                             continue
                         at = dag_base[last] + v * words[last]
-                        if lazy and not dag_ready[at]:
-                            dag[at] = _chain_row(
-                                members,
-                                first[last],
-                                count[last],
-                                v,
-                                last,
-                                chain_slot,
-                                chain_op,
-                                chain_previous_key,
-                                chain_current_key,
-                                kval,
-                                kok,
-                                strict,
-                                stats,
-                            )
-                            dag_ready[at] = True
+                        _read_chain_row(lazy_dag, at, lazy, first[last], count[last], v, last, chains, strict, data)
                         ahead = np.uint64(0)
                         for w in range(words[last]):
                             ahead |= dag[at + w] & reach[w]
@@ -760,8 +754,8 @@ def recompute(
                         count[k],
                     )
                 if c >= 0 and frame_close_next[top] == -2:
-                    frame_close_next[top] = _next_bit(
-                        allow, d, word_base[c], frame_close_cursor[top], frame_close_stop[top]
+                    frame_close_next[top] = _next_common(
+                        allow, d, word_base[c], everything, 0, frame_close_cursor[top], frame_close_stop[top]
                     )
                 ext = frame_ext_next[top] if k >= 0 else -1
                 close = frame_close_next[top] if c >= 0 else -1
@@ -799,22 +793,7 @@ def recompute(
                         continue  # (a single last slot: its one row, the trigger, was tested above)
                     r = pair_right[p]
                     at = column_base[p] + v * words[r]
-                    if lazy and not row_ready[at]:
-                        rows[at] = _join_row(
-                            members,
-                            first[r],
-                            count[r],
-                            first[q] + v,
-                            p,
-                            join_pair,
-                            join_op,
-                            join_left_key,
-                            join_right_key,
-                            kval,
-                            kok,
-                            stats,
-                        )
-                        row_ready[at] = True
+                    _read_join_row(lazy_rows, at, lazy, first[r], count[r], first[q] + v, p, joins, data)
                     any_left = np.uint64(0)
                     for w in range(words[r]):
                         allow[d + 1, word_base[r] + w] &= rows[at + w]
@@ -833,23 +812,7 @@ def recompute(
                 if kleene[q]:
                     stats[STAT_CHAINS] += 1
                     at = dag_base[q] + v * words[q]
-                    if lazy and not dag_ready[at]:
-                        dag[at] = _chain_row(
-                            members,
-                            first[q],
-                            count[q],
-                            v,
-                            q,
-                            chain_slot,
-                            chain_op,
-                            chain_previous_key,
-                            chain_current_key,
-                            kval,
-                            kok,
-                            strict,
-                            stats,
-                        )
-                        dag_ready[at] = True
+                    _read_chain_row(lazy_dag, at, lazy, first[q], count[q], v, q, chains, strict, data)
                     frame_ext[top], frame_head[top], frame_ext_cursor[top], frame_ext_next[top] = q, v, v + 1, -2
                 if q < last:  # the next slot starts after g (STRICT: just after)
                     nxt = q + 1
