@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import random
 import time
 import tracemalloc
@@ -435,10 +436,12 @@ def main() -> None:
             cepkit.match(f"SELECT STNM * {query}", frame, engine=engine).positions()
     windows = 2 if quick else 4
     steps = {"window": 2 * windows, "selectivity": 8, "stnm": 2 * windows, "joins": 2 * 3 * (2 if quick else 3)}
+    print(f"load average (1, 5, 15 min) at the start: {os.getloadavg()}")
     with tqdm(total=steps[only] if only else sum(steps.values()), desc="rcep bench") as bar:
         for section, function in zip(SECTIONS, (window_growth, selectivity, skip_till_next, join_methods)):
             if only in (None, section):
                 function(quick, bar)
+    print(f"\nload average (1, 5, 15 min) at the end: {os.getloadavg()}")
 
 
 if __name__ == "__main__":
