@@ -68,26 +68,32 @@ _SLICES_PER_PARTITION = 4  # time slices per shuffle partition, by default
 
 
 @contextlib.contextmanager
-def static_plans(spark):
-    """Spark's adaptive execution off meanwhile, on a classic session (restored after, as it was).
-
-    Under it each shuffle's map stage runs as a job of its own, and so does a lazy checkpoint's: on the
-    flights year ``match`` ran 4 jobs (6 from Parquet) where 2 (4) do the same work, and the CPU of the
-    whole process tree fell 12-25% without them (bench/README.md). What it adapts is moot here: every
-    shuffle of ``match`` is given its partitions' number, and its joins come after (``fields``, lazily).
-    Another thread planning a query meanwhile plans it without adaptive execution too."""
+def _settings(spark, settings: dict):
+    """``settings`` on a classic session meanwhile, restored after as they were (Spark Connect: unchanged).
+    Another thread using the session meanwhile sees them too."""
     from .jobs import is_connect
 
     if is_connect(spark):
         yield
         return
-    key = "spark.sql.adaptive.enabled"
-    before = spark.conf.get(key)
-    spark.conf.set(key, "false")
+    before = {key: spark.conf.get(key) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        spark.conf.set(key, before)
+        for key, value in before.items():
+            spark.conf.set(key, value)
+
+
+def static_plans(spark):
+    """Spark's adaptive execution off meanwhile, on a classic session (``_settings``).
+
+    Under it each shuffle's map stage runs as a job of its own, and so does a lazy checkpoint's: on the
+    flights year ``match`` ran 4 jobs (5 from Parquet) where 1 (3) do the same work, and the CPU of the
+    whole process tree fell 12-25% without them (bench/README.md). What it adapts is moot here: every
+    shuffle of ``match`` is given its partitions' number, and its joins come after (``fields``, lazily)."""
+    return _settings(spark, {"spark.sql.adaptive.enabled": "false"})
 
 
 def with_row_numbers(df: DataFrame, order: list, name: str, stats: tuple = ()) -> tuple:
@@ -425,15 +431,19 @@ def _local_input(events, query, position: str, type: Optional[str], ts: Optional
     utc = spark.conf.get("spark.sql.session.timeZone") in ("UTC", "Etc/UTC")
     numbering = _driver_positions(frame, position, utc)
     count = len(frame) if local else frame.num_rows
-    if numbering is None:
-        return spark.createDataFrame(frame), count, None
-    positions, ts_values = numbering
-    if local:
-        frame = frame.copy(deep=False)  # (the caller's frame keeps its columns)
-        frame[POS] = positions
-    else:
-        frame = frame.append_column(POS, pa.array(positions, pa.int64()))
-    return spark.createDataFrame(frame), count, ts_values
+    ts_values = None
+    if numbering is not None:
+        positions, ts_values = numbering
+        if local:
+            frame = frame.copy(deep=False)  # (the caller's frame keeps its columns)
+            frame[POS] = positions
+        else:
+            frame = frame.append_column(POS, pa.array(positions, pa.int64()))
+    # Arrow batches under 48 MB (the year's few columns) become a LocalRelation: every row made a JVM row
+    # on the driver, then shipped in the tasks, 3-4x the CPU of the same no-op over batches turned into rows
+    # in the executors, a partition each (bench/README.md).
+    with _settings(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):
+        return spark.createDataFrame(frame), count, ts_values
 
 
 def _driver_positions(frame, position: str, utc: bool) -> Optional[tuple]:

@@ -259,16 +259,25 @@ def test_a_local_frame_is_numbered_on_the_driver_as_spark_numbers_it(spark, matc
 
 def test_a_local_frame_costs_no_numbering_job(spark, monkeypatch):
     """Numbered on the driver, a local frame runs fewer jobs than its Spark DataFrame (whose order Spark
-    checks in a job of its own), and its columns the query does not read are never converted."""
+    checks in a job of its own), its columns the query does not read are never converted, and its Arrow
+    batches become rows in the executors, not in a LocalRelation on the driver (however small)."""
     events = pd.DataFrame({"type": list("ABAB") * 50, "ts": np.arange(200.0), "id": 1, "big": "x" * 1000})
     query = "SEQ(A a, B b) WITHIN 5 PARTITION BY id"
     by_spark = len(jobs_run_by(spark, lambda: cepkit.spark.match(query, spark.createDataFrame(events)).count()))
     converted = []
     create = spark.createDataFrame
-    monkeypatch.setattr(spark, "createDataFrame", lambda frame: converted.append(list(frame.columns)) or create(frame))
+    threshold = "spark.sql.execution.arrow.localRelationThreshold"
+    before = spark.conf.get(threshold)
+
+    def recorded(frame):
+        converted.append((list(frame.columns), spark.conf.get(threshold)))
+        return create(frame)
+
+    monkeypatch.setattr(spark, "createDataFrame", recorded)
     local = len(jobs_run_by(spark, lambda: cepkit.spark.match(query, events).count()))
     assert local < by_spark
-    assert converted == [["type", "ts", "id", POS]]
+    assert converted == [(["type", "ts", "id", POS], "0")]
+    assert spark.conf.get(threshold) == before
 
 
 def test_a_local_frame_is_matched_in_one_job_without_adaptive_execution(spark):
