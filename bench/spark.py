@@ -43,7 +43,7 @@ import cepkit.spark
 from cepkit.datasets import flight_events
 from cepkit.datasets.flights import FLIGHTS_HIERARCHY
 from cepkit.demo import DEMO_QUERY
-from cepkit.spark.frames import Layout, read_attributes
+from cepkit.spark.frames import Layout
 
 QUERIES = {
     # Many keys: two delayed departures of one aircraft within 6 hours (about 4 000 tail numbers).
@@ -93,6 +93,8 @@ def spark_floor(query, frame) -> int:
     Arrow and dropped; the rows counted there."""
     q = query if isinstance(query, cepkit.Query) else cepkit.parse(query)
     if isinstance(frame, pd.DataFrame):
+        from cepkit.spark.frames import read_attributes  # (here: an --against side may run an older cepkit)
+
         read = read_attributes(q)
         frame = cepkit.spark.session().createDataFrame(frame[[c for c in frame.columns if c in {"type", "ts", *read}]])
     layout = Layout.of(frame.schema, q)

