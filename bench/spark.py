@@ -87,16 +87,19 @@ def best_wall_and_cpu(k: int, fn, clock=tree_cpu) -> tuple:
 
 
 def spark_floor(query, frame) -> int:
-    """Spark's own work for ``query`` over ``frame`` (a Spark DataFrame, or a pandas one made into one)
-    without cepkit's: the columns the query reads (only those converted, from pandas), repartitioned by
-    its PARTITION BY key into the session's shuffle partitions, each partition handed to a Python worker as
-    Arrow and dropped; the rows counted there."""
+    """Spark's own work for ``query`` over ``frame`` (a Spark DataFrame, or a pandas one made into one as
+    ``cepkit.spark.match`` makes it) without cepkit's: the columns the query reads (only those converted,
+    from pandas, a partition per Arrow batch), repartitioned by its PARTITION BY key into the session's
+    shuffle partitions, each partition handed to a Python worker as Arrow and dropped; the rows counted."""
     q = query if isinstance(query, cepkit.Query) else cepkit.parse(query)
     if isinstance(frame, pd.DataFrame):
         from cepkit.spark.frames import read_attributes  # (here: an --against side may run an older cepkit)
 
         read = read_attributes(q)
-        frame = cepkit.spark.session().createDataFrame(frame[[c for c in frame.columns if c in {"type", "ts", *read}]])
+        spark = cepkit.spark.session()
+        spark.conf.set("spark.sql.execution.arrow.localRelationThreshold", "0")  # rows made in the executors
+        frame = spark.createDataFrame(frame[[c for c in frame.columns if c in {"type", "ts", *read}]])
+        spark.conf.unset("spark.sql.execution.arrow.localRelationThreshold")
     layout = Layout.of(frame.schema, q)
     partitions = int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions"))
 
