@@ -17,7 +17,7 @@ def true_count(query: cepkit.Query, events) -> int:
     return get_engine("automaton").compile(query).size(Stream.from_any(events))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(unary_queries(strategies=("ALL",)), streams(max_size=12))
 def test_the_bound_is_never_below_the_count(text, events):
     query = cepkit.parse(text)

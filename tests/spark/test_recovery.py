@@ -17,19 +17,20 @@ pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
 def test_killed_streams_commit_every_match_once(spark, tmp_path):
-    """3,000 events over 50 keys in 4 micro-batches; three streaming queries in one process, one per
+    """2,000 events over 50 keys in 3 micro-batches; three streaming queries in one process, one per
     out-of-order mode, both sinks (a file sink, foreachBatch by batch id): stack, nested, and the cube of
     ``cube_stream`` (its key cubes rebuilt from the state store after each kill, by the incremental ecube that
     the ecube engine runs too, which once lost the matches its rebuilt matchers had not reported), killed
     after batch 1 commits and inside batch 2, then run to the end.
 
-    Sized for the suite's 20 minutes (four queries over 10,000 events in 5 batches took 200-280 s at load 1).
+    Sized for the suite's 20 minutes (four queries over 10,000 events in 5 batches took 200-280 s at load 1,
+    three over 3,000 in 4 batches 170 s).
     The ecube engine's own ``match_stream`` query (the path stack and nested take here) is killed and
     restarted in every mode by bench/spark_recovery.py, with every other engine and mode and 20+ kill
     points; its rebuilt matcher is checked without Spark by tests/engines/ecube/test_ecube_engine.py."""
     cases = [["stack", "conservative", "files"], ["nested", "reject", "foreach"], [CUBE, "kslack", "files"]]
     run = Run(tmp_path, cases)
-    run.prepare(make_events(3_000, 50, seed=3), files=4, seed=3)
+    run.prepare(make_events(2_000, 50, seed=3), files=3, seed=3)
     run.kill_and_restart([("boundary", 1), ("inside", 2)])
     assert len(run.kills) == 2
     for case in cases:
