@@ -233,8 +233,6 @@ def type_warnings(query, events, hierarchy=None) -> list:
     >>> [w.reason for w in type_warnings("FOG f ; DELAYED_DEPARTUER d", [{"type": "fog"}, {"type": "DELAYED_DEPARTURE"}])]
     ["no event of type 'FOG' in the stream; did you mean 'fog'?", "no event of type 'DELAYED_DEPARTUER' in the stream; did you mean 'DELAYED_DEPARTURE'?"]
     """
-    import difflib
-
     query = prepare(query, None, hierarchy)
     stream = events if isinstance(events, Stream) else Stream.from_any(events)
     present = set(stream.type_names) if len(stream) else set()
@@ -249,13 +247,9 @@ def type_warnings(query, events, hierarchy=None) -> list:
         covered = query.hierarchy.covers(atom.type) if query.hierarchy is not None else {atom.type}
         if present & set(covered):
             continue
-        close = [n for n in names if n.lower() == atom.type.lower()] or difflib.get_close_matches(
-            atom.type, names, n=1, cutoff=0.6
-        )
         hint = (
-            f"; did you mean {close[0]!r}?"
-            if close
-            else f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
+            did_you_mean(atom.type, names)
+            or f"; its types: {', '.join(names[:12])}{', ...' if len(names) > 12 else ''}"
         )
         found.append(QueryError.at(atom, f"no event of type {atom.type!r} in the stream{hint}", query.text))
     return found

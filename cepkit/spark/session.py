@@ -16,6 +16,8 @@ import sys
 import tempfile
 from typing import Optional
 
+from ..errors import memory_bytes
+
 # Where a local JVM's own stderr goes (its start-up warnings, log4j before the ERROR level is set): in a
 # notebook they would show as a red stderr block under the cell that starts Spark. Errors still reach Python
 # as exceptions.
@@ -58,7 +60,7 @@ def use_rocksdb(spark) -> None:
 def _driver_memory() -> str:
     """A quarter of the machine's memory, between 1 and 8 GiB: in local mode the driver is the executor."""
     try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        total = memory_bytes()
     except (ValueError, OSError, AttributeError):
         return "2g"
     return f"{max(1, min(8, total // 4 // 2**30))}g"
