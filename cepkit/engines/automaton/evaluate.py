@@ -41,7 +41,7 @@ from ...lang.window import time_limit, time_limits
 from ...runtime.event_record import PUNCTUATION
 from .determinize import UNKNOWN
 from . import kernel
-from ..compiled import jit
+from ..compiled import grow, jit
 from .nodes import (
     BOTTOM,
     NONE,
@@ -793,7 +793,7 @@ def first_matches(arena, roots, keys, limits, first, last, want):
                         return out_pos[:0], out_var[:0], ends[:0], -1  # one position bound twice
                     elif depth > 0 or key - node_start[u] <= limit:  # a first position inside the window
                         if n_above == above.shape[0]:
-                            above, above_member = _doubled(above), _doubled(above_member)
+                            above, above_member = grow(above, 0), grow(above_member, 0)
                         above[n_above], above_member[n_above] = u, m
                         n_above += 1
             if not (first_visit and ends_here):
@@ -803,9 +803,9 @@ def first_matches(arena, roots, keys, limits, first, last, want):
             ends_at[matched] = m
             matched += 1
             if n_out + depth > out_pos.shape[0]:
-                out_pos, out_var = _doubled(out_pos, n_out + depth), _doubled(out_var, n_out + depth)
+                out_pos, out_var = grow(out_pos, n_out + depth), grow(out_var, n_out + depth)
             if n_events == ends.shape[0]:
-                ends = _doubled(ends)
+                ends = grow(ends, 0)
             at = m
             for j in range(depth - 1, -1, -1):  # the member chain down to level 1, written from the end
                 out_pos[n_out + j], out_var[n_out + j] = node_pos[member[at]], node_var[member[at]]
@@ -831,12 +831,12 @@ def first_matches(arena, roots, keys, limits, first, last, want):
         for i in range(n_above):
             if node_pos[above[i]] == best:
                 if count == member.shape[0]:
-                    member, below = _doubled(member), _doubled(below)
+                    member, below = grow(member, 0), grow(below, 0)
                 member[count], below[count] = above[i], above_member[i]
                 count += 1
         depth += 1
         if depth + 2 > level_start.shape[0]:
-            level_start, taken = _doubled(level_start), _doubled(taken)
+            level_start, taken = grow(level_start, 0), grow(taken, 0)
         level_start[depth + 1] = count
         taken[depth] = -1
     return out_pos[:n_out], out_var[:n_out], ends[:n_events], tied
@@ -857,14 +857,6 @@ def _same_bindings(member, below, node_var, m, depth, ends_at, matched):
         if same:
             return True
     return False
-
-
-@jit
-def _doubled(a, size=0):
-    """``a`` copied into an array twice as long (at least ``size``)."""
-    b = np.empty(max(2 * a.shape[0], size), a.dtype)
-    b[: a.shape[0]] = a
-    return b
 
 
 # ----------------------------------------------------------------------------- driving the kernel
