@@ -32,33 +32,47 @@ IMAGE_WIDTH = 1200  # px, for a figure whose layout names no width (a slide's)
 
 def code_of(workbench: "Workbench") -> str:
     """The Python that runs the editor's query with the picked engine and strategy and the workbench's
-    options over ``events`` (the DataFrame the Workbench was given; the code names it, it does not hold it).
+    options (``type=``/``ts=`` included) over its events. The code names the events as the Workbench's
+    ``name`` says (``"events"`` unless ``Workbench(df, name="df")``) and does not hold them: a comment says
+    what the name stands for; a recipe's events are read from the recipe.
 
     >>> from cepkit.widgets import Workbench
     >>> print(code_of(Workbench([{"type": "A"}, {"type": "B"}], query="A a ; B b", engine="automaton")))
     import cepkit
     <BLANKLINE>
+    # events: the events given to the Workbench (Workbench(..., name="df") writes your variable's name here)
     QUERY = '''A a ; B b'''
     matches = cepkit.match(QUERY, events, engine='automaton')
     matches.to_pandas()
     """
     text = workbench.editor.value
     quoted = f"'''{text}'''" if "'''" not in text and not text.endswith("'") else repr(text)
+    name = workbench.name
+    if workbench.recipe is not None:
+        head = [f"{name} = cepkit.recipes.get({workbench.recipe!r}).events()"]
+    elif name == "events":
+        head = [
+            '# events: the events given to the Workbench (Workbench(..., name="df") writes your variable\'s name here)'
+        ]
+    else:
+        head = []
+    columns = [f"{k}={v!r}" for k, v in workbench.columns.items()]
     if workbench.sql_notation:  # MATCH_RECOGNIZE: the events as a table (docs/language.md §13)
-        return "\n".join(["import cepkit", "", f"QUERY = {quoted}", "rows = cepkit.sql(QUERY, events)", "rows"])
+        return "\n".join(["import cepkit", "", *head, f"QUERY = {quoted}", f"rows = cepkit.sql(QUERY, {name})", "rows"])
     arguments = [f"engine={workbench.engine_picker.value!r}"]
     strategy = workbench.strategy_picker.value
     if strategy in cepkit.lang.ast.STRATEGIES:
         arguments.append(f"strategy={strategy!r}")
     if workbench.hierarchy is not None:
         arguments.append(f"hierarchy=cepkit.{workbench.hierarchy!r}")
-    arguments += [f"{k}={v!r}" for k, v in workbench.options.items()]
+    arguments += columns + [f"{k}={v!r}" for k, v in workbench.options.items()]
     return "\n".join(
         [
             "import cepkit",
             "",
+            *head,
             f"QUERY = {quoted}",
-            f"matches = cepkit.match(QUERY, events, {', '.join(arguments)})",
+            f"matches = cepkit.match(QUERY, {name}, {', '.join(arguments)})",
             "matches.to_pandas()",
         ]
     )

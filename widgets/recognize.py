@@ -1,5 +1,6 @@
 """MATCH_RECOGNIZE in the Workbench (docs/language.md §13): the editor takes the SQL notation beside
-cepkit's own, over the Workbench's events as a table (their columns: ``type``, ``ts``, the attributes).
+cepkit's own, over the Workbench's events as a table (their columns: ``type``, ``ts``, the attributes; the first two
+under the user's own names when the Workbench was given ``type=``/``ts=``).
 
 A run finds the matches with ``cepkit.match_recognize.find`` (the rows of each match, the standard's
 semantics) and gives two views of them: the matches as ``cepkit.Matches`` over the stream, so the
@@ -37,12 +38,19 @@ def is_recognize(text: str) -> bool:
     return "MATCH_RECOGNIZE" in text.upper()
 
 
-def check_text(text: str, stream) -> Checked:
-    """The editor's MATCH_RECOGNIZE text parsed and its columns checked against the stream's (line, column,
-    caret and "did you mean" on an error)."""
+def table(stream, columns: Optional[dict] = None) -> pd.DataFrame:
+    """The stream's events as the table the query reads: its type and ts columns under the user's own names
+    (``columns``, the Workbench's ``type=``/``ts=``), each row's position in ``POSITION``."""
+    renames = {canonical: own for canonical, own in (columns or {}).items() if own != canonical}
+    return stream.frame.rename(columns=renames, copy=False).assign(**{POSITION: stream.positions})
+
+
+def check_text(text: str, stream, columns: Optional[dict] = None) -> Checked:
+    """The editor's MATCH_RECOGNIZE text parsed and its columns checked against the stream's, named as the
+    user's own (``columns``; line, column, caret and "did you mean" on an error)."""
     try:
         query = mr.parse(text)
-        mr.run.check_columns(query, stream.frame.columns)
+        mr.run.check_columns(query, table(stream, columns).columns.drop(POSITION))
     except cepkit.QueryError as err:
         return Checked(None, error_html(err), (err,))
     return Checked(
@@ -63,10 +71,10 @@ class RecognizeRun(Run):
     found: Optional[np.ndarray] = None
 
 
-def run(query, stream) -> RecognizeRun:
-    """Run ``query`` over the stream's events as a table."""
+def run(query, stream, columns: Optional[dict] = None) -> RecognizeRun:
+    """Run ``query`` over the stream's events as a table (``table``)."""
     started = time.perf_counter()
-    frame = stream.frame.assign(**{POSITION: stream.positions})
+    frame = table(stream, columns)
     matched = mr.find(query, frame)
     rows = mr.output(matched).drop(columns=[POSITION], errors="ignore")
     matches, found = matched.as_matches(matched.rows[POSITION].to_numpy(), stream)
@@ -91,9 +99,10 @@ def rows_view(last: RecognizeRun) -> widgets.Widget:
 class RecognizeExplain(widgets.VBox):
     """Why the rows from an event on are a match or not: the picked match's first event, or any position."""
 
-    def __init__(self, last: RecognizeRun, stream):
+    def __init__(self, last: RecognizeRun, stream, columns: Optional[dict] = None):
         self.last = last
         self.stream = stream
+        self.columns = columns
         self.position = widgets.BoundedIntText(
             value=0, min=0, max=max(len(stream) - 1, 0), description="event", layout=widgets.Layout(width="180px")
         )
@@ -133,7 +142,7 @@ class RecognizeExplain(widgets.VBox):
         return values[0] if len(values) == 1 else values
 
     def _show(self, start: int, key, position: int) -> None:
-        frame = self.stream.frame.assign(**{POSITION: self.stream.positions})
+        frame = table(self.stream, self.columns)
         try:
             explanation = mr.why_not(self.last.query, frame, start=start, key=key)
         except cepkit.QueryError as err:

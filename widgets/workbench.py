@@ -107,6 +107,8 @@ class Workbench(widgets.VBox):
         Time zone of the timeline and the results' times for datetime ts (UTC by default).
     type, ts : str, optional
         The columns holding each event's type and time when not ``type`` and ``ts`` (as ``cepkit.match``).
+    name : str, default "events"
+        What ``code()`` (*Copy as code*) calls the events: the name of your variable holding them.
     **options
         Passed to ``cepkit.match`` (e.g. ``disorder="aggressive"``).
 
@@ -137,9 +139,13 @@ class Workbench(widgets.VBox):
         tz: Optional[str] = None,
         type: Optional[str] = None,
         ts: Optional[str] = None,
+        name: str = "events",
         **options,
     ):
         self.stream = as_stream(events, type=type, ts=ts)
+        self.columns = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None}  # for code()
+        self.name = name
+        self.recipe: Optional[str] = None  # the recipe whose events these are (from_recipe)
         self.hierarchy = hierarchy
         self.options = options
         self.query: Optional[cepkit.Query] = None
@@ -276,10 +282,13 @@ class Workbench(widgets.VBox):
     def from_recipe(cls, name: str, **kwargs) -> "Workbench":
         """A workbench over a recipe's stream with its query in the editor (``cepkit.recipes``)."""
         recipe = recipes.get(name)
-        return cls(recipe.events(), query=recipe.query, **kwargs)
+        workbench = cls(recipe.events(), query=recipe.query, **kwargs)
+        workbench.recipe = name  # code() reads the events from the recipe
+        return workbench
 
     def code(self) -> str:
-        """The Python that reproduces the editor's query, engine, strategy and options (``export.code_of``)."""
+        """The Python that reproduces the editor's query, engine, strategy and options over the events named
+        ``name`` (``Workbench(..., name="clicks")``; ``export.code_of``)."""
         return code_of(self)
 
     def show_code(self) -> str:
@@ -401,7 +410,7 @@ class Workbench(widgets.VBox):
         text = self.editor.value
         try:
             if self.sql_notation:  # MATCH_RECOGNIZE over the events as a table
-                run = recognize.run(query, self.stream)
+                run = recognize.run(query, self.stream, self.columns)
             elif self.engine_picker.value == SPARK:  # the active Spark session runs it (cepkit.spark.match)
                 run = run_on_spark(
                     query,
@@ -477,7 +486,7 @@ class Workbench(widgets.VBox):
         self.editor.use_notation(self.sql_notation)
         self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation  # the standard fixes both
         checked = (
-            recognize.check_text(text, self.stream)
+            recognize.check_text(text, self.stream, self.columns)
             if self.sql_notation
             else check_text(text, self.stream, self.hierarchy)
         )
@@ -644,7 +653,7 @@ class Workbench(widgets.VBox):
 
     def _sql_explain_tab(self):
         """A MATCH_RECOGNIZE run's Explain: why the rows from the picked match's (or an event's) row match."""
-        view = recognize.RecognizeExplain(self.last_run, self.stream)
+        view = recognize.RecognizeExplain(self.last_run, self.stream, self.columns)
         if self.selected is not None:
             view.explain_match(self.selected)
         if self._follow_pick is not None:

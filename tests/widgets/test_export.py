@@ -1,5 +1,6 @@
 """The Workbench's templates (recipes), "copy as code", standalone HTML report and figure files."""
 
+import pandas as pd
 import pytest
 
 import cepkit
@@ -72,3 +73,25 @@ def test_each_figure_is_written_as_svg_and_png(tmp_path):
     assert int.from_bytes(data[16:20], "big") == 2 * export.IMAGE_WIDTH  # the width, at scale 2
     with pytest.raises(ValueError, match="ending in .svg, .png, .pdf"):
         export.save_figure(wb.timeline.figure, tmp_path / "timeline.jpeg")
+
+
+def test_the_code_names_the_users_variable_and_columns():
+    clicks = pd.DataFrame({"event": ["view", "buy"], "when": ["2024-05-01 10:00", "2024-05-01 10:02"], "user": [7, 7]})
+    query = "view v ; buy b WITHIN 5 min PARTITION BY user"
+    wb = Workbench(clicks, query=query, type="event", ts="when", name="clicks")
+    wb.run()
+    code = wb.code()
+    assert "cepkit.match(QUERY, clicks, engine='auto', type='event', ts='when')" in code
+    scope = {"clicks": clicks}
+    exec(code, scope)
+    assert scope["matches"].positions() == wb.matches.positions() == [(0, 1)]
+    # without a name the code says what `events` stands for; a recipe's code reads the recipe's events
+    assert (
+        '# events: the events given to the Workbench (Workbench(..., name="df")'
+        in Workbench(clicks, type="event").code()
+    )
+    scope = {}
+    fraud = Workbench.from_recipe("fraud")
+    fraud.run()
+    exec(fraud.code(), scope)
+    assert [m.key for m in scope["matches"]] == [m.key for m in fraud.matches]

@@ -47,7 +47,7 @@ def test_a_misspelt_column_is_named_with_its_line_column_and_a_suggestion():
     wb = Workbench(PRICES, query=QUERY.replace("DOWN AS price", "DOWN AS prise"))
     assert wb.run_button.disabled
     message = wb.diagnostics.value
-    assert "line 3" in message and "did you mean price?" in message and "^^^^^" in message
+    assert "line 3" in message and "did you mean &#x27;price&#x27;?" in message and "^^^^^" in message
 
 
 @pytest.mark.parametrize("text", [QUERY, QUERY.replace("PATTERN", "ALL ROWS PER MATCH PATTERN")])
@@ -57,3 +57,16 @@ def test_the_report_holds_the_sql_rows(tmp_path, text):
     wb.to_html(tmp_path / "report.html")
     page = (tmp_path / "report.html").read_text()
     assert "<h2>SQL rows</h2>" in page and "falls" in page
+
+
+def test_the_sql_reads_the_users_own_type_and_ts_columns():
+    # Workbench(type=, ts=) renames the columns for cepkit's language; MATCH_RECOGNIZE reads the table as the
+    # user wrote it (cepkit.sql over the same frame), not `type` and `ts`
+    own = PRICES.rename(columns={"type": "kind", "ts": "day"}).assign(day=lambda f: f.day.astype(str))
+    text = QUERY.replace("ORDER BY ts", "ORDER BY day").replace(".ts)", ".day)")
+    wb = Workbench(own, query=text, type="kind", ts="day")
+    assert not wb.run_button.disabled, wb.diagnostics.value
+    run = wb.run()
+    pd.testing.assert_frame_equal(run.rows, cepkit.sql(text, own.assign(day=own.day.astype(int))))
+    wb = Workbench(own, query=QUERY, type="kind", ts="day")
+    assert wb.run_button.disabled and "no column 'ts'" in wb.diagnostics.value.replace("&#x27;", "'")
