@@ -31,6 +31,7 @@ from typing import Optional, Sequence
 import pandas as pd
 
 from .errors import EventError, QueryError
+from .runtime.columns import check_frame_columns
 from .lang.ast import STRATEGIES
 from .lang.hierarchy import Hierarchy
 
@@ -67,6 +68,8 @@ def read_events(path: str, type: Optional[str] = None, ts: Optional[str] = None)
         frame = _parquet(file)
     else:
         frame = _csv(file)
+    renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
+    check_frame_columns(list(frame.columns), renames, flags=True)  # the message names --type, --ts
     return cepkit.as_events(frame, type=type, ts=ts)
 
 

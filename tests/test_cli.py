@@ -280,3 +280,16 @@ def test_partition_by_a_nested_json_value(capsys, tmp_path):
     assert status in (0, 2) and "Traceback" not in err
     if status == 2:
         assert "field 'id'" in one_line_error(err)
+
+
+def test_a_missing_column_is_named_with_the_flags_not_the_librarys_keywords(capsys, tmp_path):
+    path = tmp_path / "own.csv"
+    pd.DataFrame({"type": ["A", "B"], "event": ["a", "b"], "when": [1, 2]}).to_csv(path, index=False)
+    status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(path), "--ts", "wen")
+    assert status == 2 and "no column 'wen' for --ts (columns: 'type', 'event', 'when'); did you mean 'when'?" in err
+    status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(path), "--type", "event")
+    assert status == 2 and "the data has a 'type' column and --type event names another" in err
+    assert "(or leave --type out to use it)" in err and "type=" not in err
+    pd.DataFrame({"event": ["a", "b"], "ts": [1, 2]}).to_csv(path, index=False)
+    status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(path))
+    assert status == 2 and "pass --type event to read the type from it" in err

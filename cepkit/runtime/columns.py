@@ -127,52 +127,64 @@ def _renamed(name, renames: dict):
 
 
 def _frame(frame: pd.DataFrame, renames: dict, first_position: int = 0) -> pd.DataFrame:
-    columns = list(frame.columns)
-    check_columns(columns, renames)
+    check_frame_columns(list(frame.columns), renames)
     if renames:
         frame = frame.rename(columns={own: canonical for canonical, own in renames.items()}, copy=False)
-    if "type" not in frame.columns:
-        check_columns(columns, {"type": None})
     # A frame with two ts columns is refused by the Stream's duplicate check, naming them; leave it to that.
     if "ts" in frame.columns and frame.columns.is_unique and is_text(frame["ts"]):
         frame = frame.assign(ts=text_times(frame["ts"], renames.get("ts", "ts"), first_position))
     return frame
 
 
-def check_columns(columns: Sequence, renames: dict) -> None:
+def check_frame_columns(columns: Sequence, renames: dict, flags: bool = False) -> None:
+    """``check_columns`` for a table of events: a type column is needed, a ts column is not."""
+    check_columns(columns, renames, flags)
+    if "type" not in renames and "type" not in columns:
+        check_columns(columns, {"type": None}, flags)
+
+
+def check_columns(columns: Sequence, renames: dict, flags: bool = False) -> None:
     """ColumnError unless each own column of ``renames`` ({"type": own column}) exists and no canonical name is
-    left twice (an own column of None: the canonical column itself must exist)."""
+    left twice (an own column of None: the canonical column itself must exist). The message names the
+    arguments as ``type=`` (the library's keyword), or as the command line's ``--type`` with ``flags``."""
     for canonical, own in renames.items():
         if own is None or own not in columns:
-            raise ColumnError(own or canonical, _missing(columns, canonical, own))
+            raise ColumnError(own or canonical, _missing(columns, canonical, own, flags))
         if canonical in columns:
+            given, argument = (
+                (f"--{canonical} {own}", f"--{canonical}") if flags else (f"{canonical}={own!r}", f"{canonical}=")
+            )
             raise ColumnError(
                 canonical,
-                f"the data has a {canonical!r} column and {canonical}={own!r} names "
-                f"another: drop or rename {canonical!r} first (or leave {canonical}= "
-                f"out to use it)",
+                f"the data has a {canonical!r} column and {given} names another: drop or rename {canonical!r} "
+                f"first (or leave {argument} out to use it)",
             )
 
 
-def _missing(columns: Sequence, canonical: str, own: Optional[str]) -> str:
+def _missing(columns: Sequence, canonical: str, own: Optional[str], flags: bool = False) -> str:
     """Why a column is missing: the columns there are, and the likeliest one (the same name in other case,
-    else a close name, a usual name for a type or a time first)."""
+    else a close name, a usual name for a type or a time first). ``flags``: the arguments as ``--type``."""
     names = [str(c) for c in columns]
     shown = ", ".join(repr(n) for n in names[:20]) + (", ..." if len(names) > 20 else "")
     hints = TYPE_HINTS if canonical == "type" else TS_HINTS
+    argument = f"--{canonical}" if flags else f"{canonical}="
+
+    def passing(column: str) -> str:
+        return f"--{canonical} {column}" if flags else f"{canonical}={column!r}"
+
     if own is not None:
         close = [n for n in names if n.lower() == own.lower()] or sorted(
             difflib.get_close_matches(own, names, n=3, cutoff=0.6), key=lambda n: n.lower() not in hints
         )
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"no column {own!r} for {canonical}= (columns: {shown}){hint}"
+        return f"no column {own!r} for {argument} (columns: {shown}){hint}"
     likely = [n for n in names if n.lower() in hints]
     if len(likely) == 1:
-        hint = f"; pass {canonical}={likely[0]!r} to read the {canonical} from it"
+        hint = f"; pass {passing(likely[0])} to read the {canonical} from it"
     elif likely:
-        hint = f"; {' and '.join(repr(n) for n in likely)} could each be it: pass {canonical}= to choose one"
+        hint = f"; {' and '.join(repr(n) for n in likely)} could each be it: pass {argument} to choose one"
     else:
-        hint = f"; pass {canonical}='<column>' to name the column that holds it"
+        hint = f"; pass {passing('<column>')} to name the column that holds it"
     return f"the data has no {canonical!r} column (columns: {shown}){hint}"
 
 
