@@ -7,12 +7,29 @@ import os
 from typing import Iterable, Optional, Sequence
 
 
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` naming the choice closest to a misspelt ``word`` (another case first), or ``""``."""
-    choices = sorted(set(choices))
+def did_you_mean(word: str, choices: Iterable[str], keyword: bool = False, cutoff: float = 0.6) -> str:
+    """``"; did you mean 'x'?"`` naming the choice closest to a misspelt ``word``, or ``""``: the same word in
+    another case first, else the closest compared without case (``difflib``, at least ``cutoff`` alike).
+
+    The one format of every "did you mean" in cepkit (the language's parser and checks, MATCH_RECOGNIZE's,
+    columns, options, datasets), written last in the message. A name (a variable, column, type, table,
+    option or value) is quoted as Python writes it; a keyword of the query's syntax (``keyword=True``: a
+    clause, function, strategy or time unit, matched without case) is written bare, as it is typed:
+    ``"; did you mean WITHIN?"``.
+
+    >>> did_you_mean("prise", ["price", "volume"]), did_you_mean("PATERN", ["PATTERN", "DEFINE"], keyword=True)
+    ("; did you mean 'price'?", '; did you mean PATTERN?')
+    """
+    choices = sorted({str(c) for c in choices})
+    folded: dict = {}
+    for choice in choices:
+        folded.setdefault(choice.lower(), choice)
     close = [c for c in choices if c.lower() == word.lower() and c != word]
-    close = close or difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
+    if not close:
+        close = [folded[c] for c in difflib.get_close_matches(word.lower(), list(folded), n=1, cutoff=cutoff)]
+    if not close or (keyword and close[0].lower() == word.lower()):
+        return ""
+    return f"; did you mean {close[0]}?" if keyword else f"; did you mean {close[0]!r}?"
 
 
 def shown(value) -> str:

@@ -9,7 +9,6 @@ caret lands on the line ``caret_snippet`` shows.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Optional
 from bisect import bisect_right
@@ -18,7 +17,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from .. import grammars
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from . import ast as A
 from .limits import check_limits
 
@@ -459,14 +458,12 @@ def _did_you_mean(err: UnexpectedToken, word: str) -> str:
         return ""
     accepts = set(getattr(err, "accepts", None) or getattr(err, "expected", None) or ())
     keywords = sorted({t.lstrip("_").upper() for t in accepts if t.lstrip("_").lower() in KEYWORDS})
-    close = difflib.get_close_matches(word.upper(), keywords, n=1, cutoff=0.75)
-    if close and close[0] != word.upper():  # a misspelt clause, also after a number (``> 1 PARTITON BY``)
-        return f"; did you mean {close[0]}?"
+    hint = did_you_mean(word, keywords, keyword=True, cutoff=0.75)
+    if hint:  # a misspelt clause, also after a number (``> 1 PARTITON BY``)
+        return hint
     if "UNIT" in accepts:
         units = sorted(A.TIME_UNITS, key=lambda u: (A.TIME_UNITS[u], len(u), u))
-        close = difflib.get_close_matches(word.lower(), units, n=1, cutoff=0.6)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        return f"{hint} (the time units: {', '.join(units)})"
+        return f"; the time units: {', '.join(units)}{did_you_mean(word, units, keyword=True)}"
     return ""
 
 
@@ -488,10 +485,8 @@ def _misspelt_word_before(text: str, token) -> Optional[tuple]:
         choices, what = _SELECTED, "after SELECT"
     else:
         return None
-    close = difflib.get_close_matches(word.upper(), choices, n=1, cutoff=0.6)
-    if close:
-        return word, before.start(2), f"unknown word {word!r} {what}; did you mean {close[0]}?"
-    return word, before.start(2), f"unknown word {word!r} {what}; the words there: {', '.join(choices)}"
+    hint = did_you_mean(word, choices, keyword=True)
+    return word, before.start(2), f"unknown word {word!r} {what}" + (hint or f"; the words there: {', '.join(choices)}")
 
 
 def parse_tree(text: str) -> A.QueryNode:

@@ -3,16 +3,15 @@ checks a query must pass before it runs (variables defined, names known), each e
 
 from __future__ import annotations
 
-import difflib
 import itertools
-from typing import Iterable, Optional
+from typing import Optional
 
 import pandas as pd
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, VisitError
 
 from .. import grammars
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from . import ast as A
 
 FUNCTIONS = ("PREV", "NEXT", "FIRST", "LAST", "COUNT", "SUM", "AVG", "MIN", "MAX", "CLASSIFIER", "MATCH_NUMBER")
@@ -98,14 +97,6 @@ _TERMINALS = {
 
 def _parser() -> Lark:
     return grammars.parser("cepkit.match_recognize")
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean X?)`` for the closest of ``choices``, compared without case; empty when none is close."""
-    choices = list(choices)
-    folded = {c.upper(): c for c in choices}
-    close = difflib.get_close_matches(word.upper(), list(folded), n=1, cutoff=0.6)
-    return f" (did you mean {folded[close[0]]}?)" if close else ""
 
 
 def _name(token) -> str:
@@ -252,8 +243,9 @@ class _ToAst(Transformer):
         final = semantics == "FINAL"
         if func not in FUNCTIONS:
             raise _Error(
-                f"unknown function {str(name)!r}{did_you_mean(str(name), FUNCTIONS)}; the functions are "
-                + ", ".join(FUNCTIONS),
+                f"unknown function {str(name)!r}; the functions are "
+                + ", ".join(FUNCTIONS)
+                + did_you_mean(str(name), FUNCTIONS, keyword=True),
                 name,
             )
         stars = [a for a in args if isinstance(a, tuple)]
@@ -352,7 +344,10 @@ class _ToAst(Transformer):
         key = str(unit).upper().rstrip("S")
         if key not in UNITS:
             raise _Error(
-                f"unknown time unit {str(unit)!r}{did_you_mean(key, UNITS)}; the units are " + ", ".join(UNITS), unit
+                f"unknown time unit {str(unit)!r}; the units are "
+                + ", ".join(UNITS)
+                + did_you_mean(key, UNITS, keyword=True),
+                unit,
             )
         try:
             value = float(text)
@@ -395,8 +390,8 @@ def _unexpected(err: UnexpectedInput, text: str) -> QueryError:
     hint = ""
     if token is not None and token.type == "NAME":
         keywords = [_KEYWORDS[t] for t in accepts if t in _KEYWORDS and " " not in _KEYWORDS[t]]
-        hint = did_you_mean(str(token), keywords)
-    return QueryError(f"unexpected {str(token)!r}{hint}" + expected, text, err.line, err.column, len(str(token)))
+        hint = did_you_mean(str(token), keywords, keyword=True)
+    return QueryError(f"unexpected {str(token)!r}" + expected + hint, text, err.line, err.column, len(str(token)))
 
 
 def parse(text: str) -> A.Recognize:

@@ -17,13 +17,13 @@ from typing import Any, Dict, List, Mapping, Optional, Union
 import numpy as np
 import pandas as pd
 
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from . import ast as A
 from . import kernel as K
 from .columns import Columns, output_frame, to_series
 from .conditions import Conditions, NotCompiled, compile_defines, split_define
 from .measures import Measures
-from .parser import did_you_mean, parse
+from .parser import parse
 from .program import compile_pattern
 from .semantics import Found, Frame, search
 
@@ -120,10 +120,9 @@ def resolve(query: A.Recognize, frames: Frames) -> pd.DataFrame:
     if isinstance(frames, Mapping):
         if query.source not in frames:
             raise QueryError(
-                f"FROM {query.source}: no such table"
-                + did_you_mean(query.source, frames)
-                + "; the tables are "
-                + ", ".join(map(str, frames)),
+                f"FROM {query.source}: no such table; the tables are "
+                + ", ".join(map(str, frames))
+                + did_you_mean(query.source, frames),
                 query.text,
             )
         return resolve(query, frames[query.source])
@@ -144,10 +143,9 @@ def check_columns(query: A.Recognize, names) -> None:
         if name not in names:
             line, column = _where(query.text, name, node)
             raise QueryError(
-                f"no column {name!r} in {query.source}"
-                + did_you_mean(name, names)
-                + "; the columns are "
-                + ", ".join(names),
+                f"no column {name!r} in {query.source}; the columns are "
+                + ", ".join(names)
+                + did_you_mean(name, names),
                 query.text,
                 line,
                 column,
@@ -538,10 +536,9 @@ def _select(query: A.Recognize, out: pd.DataFrame) -> pd.DataFrame:
     missing = [name for name in query.select if name not in out.columns]
     if missing:
         raise QueryError(
-            f"SELECT {missing[0]}: not an output column"
-            + did_you_mean(missing[0], out.columns)
-            + "; the output columns are "
-            + ", ".join(map(str, out.columns)),
+            f"SELECT {missing[0]}: not an output column; the output columns are "
+            + ", ".join(map(str, out.columns))
+            + did_you_mean(missing[0], out.columns),
             query.text,
         )
     return out[list(query.select)]

@@ -14,9 +14,9 @@ import functools
 import warnings
 from typing import Any, Dict, Optional, Union
 
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from ..match_recognize import ast as A
-from ..match_recognize.parser import did_you_mean, parse
+from ..match_recognize.parser import parse
 from ..match_recognize.run import check_columns, read_columns
 from .groups import OneGroupWarning
 
@@ -152,7 +152,7 @@ def output_schema(query: A.Recognize, schema):
     def column(name: str):
         if name not in fields:
             raise QueryError(
-                f"no column {name!r}" + did_you_mean(name, fields) + "; the columns are " + ", ".join(fields),
+                f"no column {name!r}; the columns are " + ", ".join(fields) + did_you_mean(name, fields),
                 query.text,
             )
         return fields[name]

@@ -42,7 +42,7 @@ def test_match_recognize_runs_in_the_workbench(lab, page, open_notebook, budget,
     # the misspelt column: underlined where it is, "did you mean" in the diagnostics line, Run disabled
     underline = workbench.locator(".cepkit-editor .cm-lintRange-error")
     budget.until(lambda: underline.count() == 1 and underline.inner_text() == "prise", "the column underlined", page)
-    assert "did you mean price?" in workbench.locator(".cepkit-diagnostics").inner_text()
+    assert "did you mean 'price'?" in workbench.locator(".cepkit-diagnostics").inner_text()
     run = workbench.get_by_role("button", name="Run")
     assert run.is_disabled()
     underline.dblclick()  # the word selected, then typed over

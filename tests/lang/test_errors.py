@@ -144,11 +144,10 @@ def test_a_misspelt_keyword_gets_did_you_mean_and_a_wrong_unit_the_list_of_units
     assert err.value.reason.endswith("did you mean WHERE?")
     with pytest.raises(QueryError) as err:
         cepkit.parse("A a ; B b WITHIN 3 hrs")
-    assert "did you mean 'hours'?" in err.value.reason
-    assert (
-        "(the time units: ms, s, sec, secs, second, seconds, min, mins, minute, minutes, h, hour, hours, d, "
-        "day, days)" in err.value.reason
-    )
+    assert err.value.reason.endswith(
+        "; the time units: ms, s, sec, secs, second, seconds, min, mins, minute, minutes, h, hour, hours, d, "
+        "day, days; did you mean hours?"
+    )  # the format of every "did you mean" (cepkit.errors.did_you_mean): last, a keyword bare
     with pytest.raises(QueryError) as err:
         cepkit.parse("A a ; B b WITHIN 3 fortnights")
     assert "did you mean" not in err.value.reason and "the time units: ms" in err.value.reason
