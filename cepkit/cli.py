@@ -22,6 +22,7 @@ import argparse
 import csv
 import io
 import json
+import os
 import re
 import sys
 import warnings
@@ -205,7 +206,9 @@ def cmd_match(args) -> int:
             raise
         raise _UsageError(f"--engine/-o: {err}") from None
     found = cepkit.match(query, events, engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
-    _write_frame(found.to_pandas(), args.format, sys.stdout)
+    found.own_names = {k: v for k, v in (("type", args.type), ("ts", args.ts)) if v is not None}  # c.when
+    fields = None if args.fields is None else "all" if args.fields == "all" else args.fields.split(",")
+    _write_frame(found.to_pandas(fields=fields), args.format, sys.stdout)
     if args.format == "table":
         print(f"{len(found)} match{'es' if len(found) != 1 else ''} (engine: {found.engine})")
     return 0
@@ -369,6 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="selection strategy, overriding the query's (default ALL)",
     )
     match.add_argument("--format", choices=formats, default="table")
+    match.add_argument(
+        "--fields",
+        metavar="FIELDS",
+        help="the matched events' values as columns: all, or variable.attribute names separated by commas "
+        "(e.g. a.user,c.amount)",
+    )
     match.add_argument("--hierarchy", metavar="JSON", help="concept hierarchy: a JSON file or inline JSON")
     _add_columns(match)
     match.add_argument(
@@ -421,6 +430,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.run(args)
+    except BrokenPipeError:  # the reader went away (``cepkit match ... | head``): stop quietly, as cat does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit's flush
+        return 1
     except (QueryError, EventError) as err:
         print(f"error: {err}", file=sys.stderr)
     except _InputError as err:

@@ -293,3 +293,36 @@ def test_a_missing_column_is_named_with_the_flags_not_the_librarys_keywords(caps
     pd.DataFrame({"event": ["a", "b"], "ts": [1, 2]}).to_csv(path, index=False)
     status, _, err = in_process(capsys, "match", "A a ; B b", "--events", str(path))
     assert status == 2 and "pass --type event to read the type from it" in err
+
+
+def test_fields_add_the_matched_events_values_under_the_users_names(capsys, tmp_path):
+    path = tmp_path / "own.csv"
+    pd.DataFrame({"event": ["A", "B"], "when": [1, 2], "user": [7, 8]}).to_csv(path, index=False)
+    run = ("match", "A a ; B b", "--events", str(path), "--type", "event", "--ts", "when", "--format", "json")
+    status, out, _ = in_process(capsys, *run, "--fields", "a.user,b.when")
+    assert status == 0 and json.loads(out) == [
+        {"match_id": 0, "positions": [0, 1], "a": 0, "b": 1, "a.user": 7, "b.when": 2}
+    ]
+    status, out, _ = in_process(capsys, *run, "--fields", "all")
+    assert status == 0 and {"a.when", "a.user", "b.when", "b.user"} <= set(json.loads(out)[0])
+    status, _, err = in_process(capsys, *run, "--fields", "a.usr")
+    assert (
+        status == 2
+        and err.startswith("error: unknown attribute 'usr' in field 'a.usr'")
+        and "did you mean 'user'?" in err
+    )
+
+
+def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
+    """``cepkit match ... | head -1``: the pipe closes while the matches are written."""
+    path = tmp_path / "many.csv"
+    pd.DataFrame({"type": ["A", "B"] * 300, "ts": range(600)}).to_csv(path, index=False)  # 45,150 matches
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "cepkit", "match", "A a ; B b", "--events", str(path), "--format", "csv"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout.readline() == b"match_id,positions,a,b\n"
+    reader.stdout.close()  # as head does after its lines
+    stderr = reader.stderr.read().decode()
+    assert reader.wait(timeout=300) == 1 and stderr == ""

@@ -355,6 +355,7 @@ def match(
             info={**plan.info(), "disorder": options.get("disorder", "reject")},
             stream=stream,
             limit=q.ast.limit,
+            own_names={"type": type, "ts": ts},
         )
     if steps is not None:
         result.partial = partial_table(steps, prefix_matches(steps, stream, chosen.name, options), stream.times)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..errors import QueryError
+from ..errors import QueryError, did_you_mean
 from .python_objects import row_lists
 
 
@@ -19,11 +19,12 @@ def named_fields(fields, variables: list, attributes: list) -> list:
         if not dot or name not in variables:
             raise QueryError(
                 f"unknown field {label!r}: fields are written variable.attribute, and the "
-                f"matches bind {', '.join(variables) or 'no variable'}"
+                f"matches bind {', '.join(variables) or 'no variable'}" + (did_you_mean(name, variables) if dot else "")
             )
         if attr not in attributes:
             raise QueryError(
                 f"unknown attribute {attr!r} in field {label!r}: the events have {', '.join(map(str, attributes))}"
+                + did_you_mean(attr, map(str, attributes))
             )
         out.append((str(label), name, attr))
     return out

@@ -52,6 +52,9 @@ class Matches(Sequence):
         The events matched, for ``fields=`` and ``dropped``.
     limit : int, optional
         Keep the first that many matches.
+    own_names : dict, optional
+        The user's names of the type and ts columns (``{"ts": "when"}``, from ``type=``/``ts=``): ``fields=``
+        takes and labels them so (``c.when``).
 
     See Also
     --------
@@ -77,6 +80,7 @@ class Matches(Sequence):
         info: Optional[dict] = None,
         stream=None,
         limit: Optional[int] = None,
+        own_names: Optional[dict] = None,
     ):
         columns = matches if isinstance(matches, MatchArrays) else MatchArrays.from_matches(list(matches))
         if (columns.sign < 0).any():
@@ -96,6 +100,7 @@ class Matches(Sequence):
         self._deltas = deltas
         self.info = info or {}
         self.stream = stream
+        self.own_names = {k: v for k, v in (own_names or {}).items() if v is not None}
         self.partial: Optional[pd.DataFrame] = None
 
     @property
@@ -307,13 +312,19 @@ class Matches(Sequence):
             variables += [v for v in self.query.variables if v not in variables and (select is None or v in select)]
         for name in variables:
             bindings.setdefault(name, ("single", np.full(len(self), -1, np.int64)))
+        own = self.own_names  # the user's names of type and ts: labels and fields= say them
         if isinstance(fields, str) and fields == "all":
             return [
-                (f"{name}.{attr}", name, attr)
+                (f"{name}.{own.get(attr, attr)}", name, attr)
                 for name in variables
                 for attr in shown_attributes(events, bindings[name])
             ]
-        return named_fields(fields, variables, list(events.columns))
+        canonical = {v: k for k, v in own.items()}
+        attributes = [own.get(a, a) for a in events.columns]
+        return [
+            (label, name, canonical.get(attr, attr))
+            for label, name, attr in named_fields(fields, variables, attributes)
+        ]
 
     # ------------------------------------------------------------------ display and comparison
     def __repr__(self):

@@ -259,3 +259,17 @@ def test_times_with_and_without_an_offset_in_one_column_are_an_error(first, seco
     frame = pd.DataFrame({"type": ["A", "B"], "when": [first, second]})
     with pytest.raises(EventError, match=rf"position 1, field 'when': '{second}' has (a|no) UTC offset, but the ts"):
         cepkit.match("SEQ(A a, B b)", frame, ts="when")
+
+
+def test_fields_take_and_label_the_users_own_type_and_ts_names():
+    clicks = pd.DataFrame(
+        {"event": ["view", "buy", "view"], "when": ["2024-05-01 10:00", "2024-05-01 10:02", "2024-05-01 10:03"]}
+    )
+    found = cepkit.match("view v ; buy b", clicks, type="event", ts="when")
+    table = found.to_pandas(fields=["b.when", "v.event"])
+    assert table["b.when"].tolist() == [pd.Timestamp("2024-05-01 10:02", tz="UTC")]
+    assert table["v.event"].tolist() == ["view"]
+    assert {"v.when", "b.when"} <= set(found.to_pandas(fields="all").columns)
+    assert "b.when" in found.to_arrow(fields=["b.when"]).column_names
+    with pytest.raises(cepkit.QueryError, match=r"the events have event, when; did you mean 'when'\?"):
+        found.to_pandas(fields=["b.wen"])
