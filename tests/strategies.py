@@ -816,3 +816,24 @@ def dropped_by_kslack(arrived, k):
         else:
             clock = max(clock, e["ts"])
     return out
+
+
+def reference_without(query, arrived, skip=(), **options):
+    """The reference's matches over ``arrived`` (dicts in arrival order) minus positions ``skip`` and the
+    punctuations, in logical order, as sorted keys with arrival positions: what an out-of-order mode's net
+    result must be (docs/language.md §6)."""
+    from cepkit.semantics import evaluate
+
+    kept = [p for p, e in enumerate(arrived) if p not in skip and e["type"] != "PUNCTUATION"]
+    found = evaluate(query, [arrived[p] for p in kept], **options)
+    return sorted(
+        (
+            tuple(sorted(kept[i] for i in m.positions)),
+            tuple(
+                sorted(
+                    (v, tuple(kept[i] for i in x) if isinstance(x, tuple) else kept[x]) for v, x in m.bindings.items()
+                )
+            ),
+        )
+        for m in found
+    )

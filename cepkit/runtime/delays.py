@@ -187,16 +187,17 @@ class Punctuations:
         """Largest ts through which events of type (or concept) ``name`` are complete, by punctuations on
         it, on a concept above it or on every type (``"*"``); -inf if none. ``None`` (the ANY type) is
         complete through the ``"*"`` punctuations only."""
-        best = self.latest.get(ALL_TYPES, -math.inf)
-        if name is None:
-            return best
-        todo, seen = [name], set()
+        return max((self.latest.get(of, -math.inf) for of in self.closers(name)), default=-math.inf)
+
+    def closers(self, name: Optional[str]) -> set:
+        """The ``of`` values whose punctuations complete ``name``: ``"*"``, ``name`` and the concepts above it."""
+        seen = {ALL_TYPES}
+        todo = [] if name is None else [name]
         while todo:
             current = todo.pop()
             if current in seen:
                 continue
             seen.add(current)
-            best = max(best, self.latest.get(current, -math.inf))
             if self.hierarchy is not None:
                 todo.extend(self.hierarchy.parents(current))
-        return best
+        return seen

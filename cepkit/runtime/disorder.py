@@ -27,6 +27,15 @@ arrival positions. Every emission carries ``sign`` and ``emitted_at`` (the arriv
 was output); a batch run logs them: ``plan.deltas()`` / ``Matches.deltas``, as for the stack's own modes.
 ``info`` has ``peak_state`` / ``state`` (events held by the layer: buffer, or stored stretch),
 ``emissions``, ``dropped`` and, for aggressive, ``replays`` and ``replayed`` (events re-fed).
+
+A batch run (``LayeredPlan.run``) of K-slack or conservative knows the whole arrival sequence: the
+release order, each event's release point and the dropped events come from running maxima and searches
+over columns (``release_schedule``), the engine runs once over the released events as columns (its batch
+path, release ranks as positions), and each match is emitted after the arrival that released the event at
+whose push the engine emits it (``released_run``). It gives what feeding the layer event by event gives
+(tests/runtime/test_disorder_columns.py); ``info["layer_run"]`` says which ran ("columns" or "events").
+RETURN and LIMIT, and an engine whose batch run does not say when a match waiting for a negation or
+EXISTS scope comes out, go event by event.
 """
 
 from __future__ import annotations
@@ -38,12 +47,15 @@ import math
 from array import array
 from collections import Counter
 
+import numpy as np
+
 from ..errors import QueryError
 from ..lang import ast as A
 from ..lang.query import Query
 from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, punctuated_type, type_hierarchy
 from .event_record import PUNCTUATION, Event
 from .expiry import window_horizon
+from .match_arrays import MatchArrays
 from .match_record import Match
 from .registry import IncrementalPlan, Plan, engines_supporting, get_engine, query_requirements
 
@@ -162,6 +174,7 @@ class LayeredPlan(Plan):
         if mode == "aggressive" and query.select is not None:
             self.inner = engine.compile(_unprojected(query), **self.options)
         self._last = None
+        self._at_close = None
 
     def __getstate__(self):
         return {
@@ -184,9 +197,35 @@ class LayeredPlan(Plan):
 
     def run(self, stream) -> list:
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
-        lists every emission)."""
+        lists every emission). K-slack and conservative run as columns where the emission of each match is
+        known from its events (``released_run``): what feeding the layer event by event gives."""
+        if self.mode != "aggressive" and self.columnar_refusal() is None and _numbered_in_arrival_order(stream):
+            self._last = released_run(self, stream)
+            if self._last is not None:
+                return self._last.matches
         self._last = replay(self.matcher(), stream)
         return self._last.net()
+
+    def answers_at_close(self) -> bool:
+        """Whether the engine's matcher for this query emits only at close (``IncrementalPlan``)."""
+        if self._at_close is None:
+            self._at_close = bool(getattr(self.inner.matcher(), "answers_at_close", False))
+        return self._at_close
+
+    def columnar_refusal(self):
+        """Why a batch run of this buffered mode goes event by event (None: it runs as columns,
+        ``released_run``): RETURN emits a projection with its first match (the engine's run gives the
+        projections only), LIMIT cuts the result in arrival order (the engine's run would cut in release
+        order)."""
+        if "projection" in self.query.features:
+            return "RETURN"
+        if self.query.ast.limit is not None:
+            return "LIMIT"
+        return None
+
+    def waits_for_scopes(self) -> bool:
+        """Whether a match may be emitted after its last event (a negation or EXISTS scope may trail it)."""
+        return any(f in self.query.features for f in ("negation", "exists", "nested_negation"))
 
     def deltas(self) -> list:
         return list(self._last.emissions) if self._last is not None else []
@@ -196,6 +235,165 @@ class LayeredPlan(Plan):
         if self._last is not None:
             facts.update(self._last.info())
         return facts
+
+
+def _numbered_in_arrival_order(stream) -> bool:
+    """Whether the stream's positions increase with arrival and it has a ts column (the columnar run compares
+    (ts, position) keys by ts and arrival, and hands the engine release ranks as positions)."""
+    if getattr(stream, "_ts", None) is None:
+        return False
+    positions = stream.positions
+    return bool(len(positions) < 2 or (positions[1:] > positions[:-1]).all())
+
+
+def release_schedule(plan: LayeredPlan, stream) -> tuple:
+    """The buffered modes over a whole arrival sequence, as columns: ``(released, release_at, dropped,
+    peak)``. ``released`` are the indices of the events in the order the buffer releases them (by ts, then
+    arrival: the released keys only grow, an event below the last released one being dropped), ``release_at``
+    the arrival index after which each is released (``len(stream)``: at close), ``dropped`` the indices
+    of the dropped events, ``peak`` the buffer's peak size (as ``_Buffer.release`` measures it).
+
+    The bound after arrival i only grows: K-slack's is the largest ts so far (a running max) minus k, an
+    event released once its ts is below it; conservative's the smallest over the types the query reads of
+    max(largest ts − the type's delay bound, the type's punctuation frontier), an event released once its
+    ts is at or below it. An event's release point is the first arrival from its own on where the bound
+    passes it (a search over the running bound). An event is dropped when an earlier arrival released
+    before it came has a larger ts (equal ts: the earlier arrival is the smaller key)."""
+    n = len(stream)
+    times = stream.times
+    punct = stream.type_in({PUNCTUATION})
+    events = ~punct
+    clock = np.maximum.accumulate(np.where(events, times, -np.inf)) if n else np.zeros(0)
+    if plan.mode == "kslack":
+        first = np.searchsorted(clock, times + plan.k, side="right")  # clock - k > ts
+        calls = events
+    else:
+        first = np.searchsorted(conservative_bound(plan, stream, clock, punct), times, side="left")  # bound >= ts
+        calls = np.ones(n, bool)  # every arrival but a dropped event releases (punctuations too)
+    at = np.maximum(first, np.arange(n))
+    at[punct] = n
+    # the largest ts released up to each arrival: an arrival below the one before it is dropped
+    top = np.full(n + 1, -np.inf)
+    np.maximum.at(top, at[events], times[events])
+    top = np.maximum.accumulate(top[:n])
+    dropped = events.copy()
+    dropped[0:1] = False
+    dropped[1:] &= times[1:] < top[:-1]
+    kept = events & ~dropped
+    calls = calls & ~dropped
+    index = np.flatnonzero(kept)
+    released = index[np.argsort(times[index], kind="stable")]
+    release_at = at[released]
+    peak = 0
+    if calls.any():
+        held = np.cumsum(kept) - np.r_[0, np.cumsum(np.bincount(release_at, minlength=n + 1))[: n - 1]]
+        peak = int(held[calls].max())
+    return released, release_at, np.flatnonzero(dropped), peak
+
+
+def conservative_bound(plan: LayeredPlan, stream, clock: np.ndarray, punct: np.ndarray) -> np.ndarray:
+    """Conservative's release bound after each arrival (``ConservativeLayer.bound``'s ts), as a column."""
+    hierarchy = type_hierarchy(plan.query)
+    delays = MaxDelay(plan.max_delay, hierarchy)
+    closers = Punctuations(hierarchy)
+    names = read_types(plan.query)
+    where = np.flatnonzero(punct)
+    of = np.asarray([punctuated_type(e) for e in stream.take(where)], dtype=object)
+    bound = np.full(len(clock), np.inf)
+    for name in (None,) if names is None else names:
+        closing = np.full(len(clock), -np.inf)
+        mine = np.isin(of, list(closers.closers(name))) if len(where) else np.zeros(0, bool)
+        closing[where[mine]] = stream.times[where[mine]]
+        bound = np.minimum(bound, np.maximum(clock - delays.of(name), np.maximum.accumulate(closing)))
+    return bound
+
+
+def released_run(plan: LayeredPlan, stream):
+    """A buffered mode's batch run as columns, or None where it cannot tell the emissions (then the layer
+    runs event by event). The release order (``release_schedule``), the engine's batch run over the
+    released events numbered by release rank, the matches mapped back to arrival positions. A match is
+    emitted after the arrival that released the event at whose push the engine emitted it: its last
+    event, or the one the engine's batch run names (``emitted_at``: a window or scope closing later); one
+    emitted at the engine's close, after the last arrival. An engine that answers only at close emits
+    everything there. Under a negation or EXISTS scope the engine's run must name the emissions."""
+    released, release_at, dropped, peak = release_schedule(plan, stream)
+    ranked = stream.take(released).numbered(np.arange(len(released)))
+    found = plan.inner.run(ranked)
+    ranked_matches = found if isinstance(found, MatchArrays) else MatchArrays.from_matches(list(found))
+    n, m = len(stream), len(released)
+    if not len(ranked_matches):
+        emitted = emission_rank = np.zeros(0, np.int64)
+    elif plan.answers_at_close():
+        emission_rank = np.full(len(ranked_matches), m, np.int64)
+        emitted = np.full(len(ranked_matches), stream.position_of(n - 1), np.int64)
+    else:
+        last_rank = np.maximum.reduceat(ranked_matches.positions, ranked_matches.offsets[:-1])
+        told = ranked_matches._emitted_at  # None: each at its last event
+        if told is None:
+            emission_rank = last_rank
+        else:
+            if (told < 0).any() and plan.waits_for_scopes():
+                return None
+            emission_rank = np.where(told >= 0, told, last_rank)
+        # the engine's last push and its close give the same rank, m - 1: they differ only when the last
+        # ranked event was released before the last arrival (a dropped event or a punctuation after it)
+        if release_at[m - 1] < n - 1:
+            at_end = emission_rank == m - 1
+            if at_end.any() and (plan.waits_for_scopes() or (last_rank[at_end] != m - 1).any()):
+                return None
+        emitted = stream.position_of(np.minimum(release_at[emission_rank], n - 1))
+    matches = _to_arrival(ranked_matches, stream.position_of(released), emitted)
+    return ReleasedRun(matches, np.argsort(emission_rank, kind="stable"), stream.position_of(dropped), peak)
+
+
+class ReleasedRun:
+    """The result of ``released_run``, read as the layer's log is (``emissions``, ``info``)."""
+
+    retracts = False
+
+    def __init__(self, matches: MatchArrays, emission_order: np.ndarray, dropped: np.ndarray, peak: int):
+        self.matches = matches
+        self.emission_order = emission_order
+        self.dropped = dropped
+        self.peak_state = peak
+
+    @property
+    def emissions(self) -> list:
+        """Every emission in order: release rank of the match's last event, then the engine's order."""
+        return list(self.matches.take(self.emission_order))
+
+    def info(self) -> dict:
+        return {
+            "peak_state": self.peak_state,
+            "state": 0,
+            "emissions": len(self.matches),
+            "dropped": self.dropped.tolist(),
+            "layer_run": "columns",
+        }
+
+
+def _to_arrival(ranked: MatchArrays, arrival: np.ndarray, emitted: np.ndarray) -> MatchArrays:
+    """``ranked``'s rows with release ranks replaced by arrival positions: each row's positions sorted again,
+    bindings kept in their order (a Kleene tuple lists its events in logical order, as the layer does)."""
+    positions = arrival[ranked.positions]
+    offsets = ranked.offsets
+    if len(positions) > 1:
+        down = np.flatnonzero(positions[1:] < positions[:-1]) + 1
+        if len(down) and not np.isin(down, offsets).all():
+            row = np.repeat(np.arange(len(ranked)), offsets[1:] - offsets[:-1])
+            positions = positions[np.lexsort((positions, row))]
+    bound = ranked.bound_positions
+    bound = np.where(bound >= 0, arrival[np.maximum(bound, 0)], -1) if len(bound) else bound
+    return MatchArrays(
+        offsets,
+        positions,
+        ranked.bound_offsets,
+        bound,
+        ranked.bound_variables,
+        ranked.names,
+        ranked.kleene,
+        emitted,
+    )
 
 
 class Layer(EmissionLog, IncrementalPlan):
@@ -283,6 +481,7 @@ class Layer(EmissionLog, IncrementalPlan):
             "state": self.state_size(),
             "emissions": self.emitted,
             "dropped": list(self.dropped),
+            "layer_run": "events",
         }
 
 
