@@ -199,8 +199,9 @@ class LayeredPlan(Plan):
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
         lists every emission). K-slack and conservative run as columns where the emission of each match is
         known from its events (``released_run``): what feeding the layer event by event gives."""
-        if self.mode != "aggressive" and self.columnar_refusal() is None and _numbered_in_arrival_order(stream):
-            self._last = released_run(self, stream)
+        if self.mode != "aggressive" and self.columnar_refusal() is None and numbered_in_arrival_order(stream):
+            schedule = release_schedule(stream, self.mode, self.k, self.query, self.max_delay)
+            self._last = released_run(stream, schedule, self.inner.run, self.answers_at_close, self.waits_for_scopes())
             if self._last is not None:
                 return self._last.matches
         self._last = replay(self.matcher(), stream)
@@ -237,7 +238,7 @@ class LayeredPlan(Plan):
         return facts
 
 
-def _numbered_in_arrival_order(stream) -> bool:
+def numbered_in_arrival_order(stream) -> bool:
     """Whether the stream's positions increase with arrival and it has a ts column (the columnar run compares
     (ts, position) keys by ts and arrival, and hands the engine release ranks as positions)."""
     if getattr(stream, "_ts", None) is None:
@@ -246,8 +247,9 @@ def _numbered_in_arrival_order(stream) -> bool:
     return bool(len(positions) < 2 or (positions[1:] > positions[:-1]).all())
 
 
-def release_schedule(plan: LayeredPlan, stream) -> tuple:
-    """The buffered modes over a whole arrival sequence, as columns: ``(released, release_at, dropped,
+def release_schedule(stream, mode: str, k=None, query=None, max_delay=None) -> tuple:
+    """The buffered modes over a whole arrival sequence, as columns (``mode`` "kslack" with ``k``, or
+    "conservative" with the ``query``'s read types and ``max_delay``): ``(released, release_at, dropped,
     peak)``. ``released`` are the indices of the events in the order the buffer releases them (by ts, then
     arrival: the released keys only grow, an event below the last released one being dropped), ``release_at``
     the arrival index after which each is released (``len(stream)``: at close), ``dropped`` the indices
@@ -264,11 +266,12 @@ def release_schedule(plan: LayeredPlan, stream) -> tuple:
     punct = stream.type_in({PUNCTUATION})
     events = ~punct
     clock = np.maximum.accumulate(np.where(events, times, -np.inf)) if n else np.zeros(0)
-    if plan.mode == "kslack":
-        first = np.searchsorted(clock, times + plan.k, side="right")  # clock - k > ts
+    if mode == "kslack":
+        first = np.searchsorted(clock, times + k, side="right")  # clock - k > ts
         calls = events
     else:
-        first = np.searchsorted(conservative_bound(plan, stream, clock, punct), times, side="left")  # bound >= ts
+        bound = conservative_bound(stream, query, max_delay, clock, punct)
+        first = np.searchsorted(bound, times, side="left")  # bound >= ts
         calls = np.ones(n, bool)  # every arrival but a dropped event releases (punctuations too)
     at = np.maximum(first, np.arange(n))
     at[punct] = n
@@ -291,12 +294,12 @@ def release_schedule(plan: LayeredPlan, stream) -> tuple:
     return released, release_at, np.flatnonzero(dropped), peak
 
 
-def conservative_bound(plan: LayeredPlan, stream, clock: np.ndarray, punct: np.ndarray) -> np.ndarray:
+def conservative_bound(stream, query: Query, max_delay, clock: np.ndarray, punct: np.ndarray) -> np.ndarray:
     """Conservative's release bound after each arrival (``ConservativeLayer.bound``'s ts), as a column."""
-    hierarchy = type_hierarchy(plan.query)
-    delays = MaxDelay(plan.max_delay, hierarchy)
+    hierarchy = type_hierarchy(query)
+    delays = MaxDelay(max_delay, hierarchy)
     closers = Punctuations(hierarchy)
-    names = read_types(plan.query)
+    names = read_types(query)
     where = np.flatnonzero(punct)
     of = np.asarray([punctuated_type(e) for e in stream.take(where)], dtype=object)
     bound = np.full(len(clock), np.inf)
@@ -308,40 +311,45 @@ def conservative_bound(plan: LayeredPlan, stream, clock: np.ndarray, punct: np.n
     return bound
 
 
-def released_run(plan: LayeredPlan, stream):
-    """A buffered mode's batch run as columns, or None where it cannot tell the emissions (then the layer
-    runs event by event). The release order (``release_schedule``), the engine's batch run over the
-    released events numbered by release rank, the matches mapped back to arrival positions. A match is
-    emitted after the arrival that released the event at whose push the engine emitted it: its last
-    event, or the one the engine's batch run names (``emitted_at``: a window or scope closing later); one
-    emitted at the engine's close, after the last arrival. An engine that answers only at close emits
-    everything there. Under a negation or EXISTS scope the engine's run must name the emissions."""
-    released, release_at, dropped, peak = release_schedule(plan, stream)
+def released_run(stream, schedule: tuple, run, at_close=lambda: False, waits: bool = False, close_at=None):
+    """A buffered mode's batch run as columns, or None where it cannot tell the emissions (then the caller
+    feeds its matcher event by event). ``schedule`` is ``release_schedule``'s; ``run`` the engine's batch
+    run, given the released events numbered by release rank; the matches come back with arrival positions.
+    A match is emitted after the arrival that released the event at whose push the engine emits it: its
+    last event, or the one the engine's batch run names (``emitted_at``: a window or scope closing later);
+    one emitted at the engine's close (or released there) after the last arrival (``close_at``: the
+    position the caller's close reports; by default the last arrival's). ``at_close()``: the engine emits
+    everything at close. ``waits``: a match may wait for a negation or EXISTS scope, so the engine's run
+    must name every emission."""
+    released, release_at, dropped, peak = schedule
     ranked = stream.take(released).numbered(np.arange(len(released)))
-    found = plan.inner.run(ranked)
+    found = run(ranked)
     ranked_matches = found if isinstance(found, MatchArrays) else MatchArrays.from_matches(list(found))
     n, m = len(stream), len(released)
+    if len(ranked_matches):
+        close_at = int(stream.position_of(n - 1)) if close_at is None else close_at
+        at = np.r_[stream.position_of(np.arange(n)), close_at]  # arrival index (n: close) -> position
     if not len(ranked_matches):
         emitted = emission_rank = np.zeros(0, np.int64)
-    elif plan.answers_at_close():
+    elif at_close():
         emission_rank = np.full(len(ranked_matches), m, np.int64)
-        emitted = np.full(len(ranked_matches), stream.position_of(n - 1), np.int64)
+        emitted = np.full(len(ranked_matches), close_at, np.int64)
     else:
         last_rank = np.maximum.reduceat(ranked_matches.positions, ranked_matches.offsets[:-1])
         told = ranked_matches._emitted_at  # None: each at its last event
         if told is None:
             emission_rank = last_rank
         else:
-            if (told < 0).any() and plan.waits_for_scopes():
+            if (told < 0).any() and waits:
                 return None
             emission_rank = np.where(told >= 0, told, last_rank)
         # the engine's last push and its close give the same rank, m - 1: they differ only when the last
         # ranked event was released before the last arrival (a dropped event or a punctuation after it)
-        if release_at[m - 1] < n - 1:
+        if release_at[m - 1] < n and at[release_at[m - 1]] != close_at:
             at_end = emission_rank == m - 1
-            if at_end.any() and (plan.waits_for_scopes() or (last_rank[at_end] != m - 1).any()):
+            if at_end.any() and (waits or (last_rank[at_end] != m - 1).any()):
                 return None
-        emitted = stream.position_of(np.minimum(release_at[emission_rank], n - 1))
+        emitted = at[release_at[emission_rank]]
     matches = _to_arrival(ranked_matches, stream.position_of(released), emitted)
     return ReleasedRun(matches, np.argsort(emission_rank, kind="stable"), stream.position_of(dropped), peak)
 
@@ -356,6 +364,7 @@ class ReleasedRun:
         self.emission_order = emission_order
         self.dropped = dropped
         self.peak_state = peak
+        self.facts = {"layer_run": "columns"}  # how the run went, for ``info``
 
     @property
     def emissions(self) -> list:
@@ -368,7 +377,7 @@ class ReleasedRun:
             "state": 0,
             "emissions": len(self.matches),
             "dropped": self.dropped.tolist(),
-            "layer_run": "columns",
+            **self.facts,
         }
 
 

@@ -12,11 +12,12 @@ from hypothesis import strategies as st
 
 import cepkit
 from cepkit.runtime import Stream
-from cepkit.runtime.disorder import layered, replay, release_schedule
+from cepkit.runtime.disorder import layered, numbered_in_arrival_order, release_schedule, replay
 from cepkit.runtime.registry import get_engine
 from cepkit.runtime.selection import select_engine
 from strategies import (
     cel_queries,
+    flat_seq_queries,
     kleene_queries,
     nested_queries,
     reference_without,
@@ -144,8 +145,7 @@ def test_release_points_by_hand():
     2 (arrival 1), ts 2 and 3 once it passes 4 (arrival 3), ts 5 at close; ts 0 arrives after ts 2 went:
     dropped. The buffer peaks at 3 (ts 2, 3, 5 before arrival 3's release)."""
     arrived = [{"type": "A", "ts": t} for t in (1, 3, 2, 5, 0)]
-    plan = layered(get_engine("automaton"), cepkit.parse("SEQ(A a, A b) WITHIN 9"), "kslack", {"k": 1})
-    released, release_at, dropped, peak = release_schedule(plan, Stream.from_any(arrived))
+    released, release_at, dropped, peak = release_schedule(Stream.from_any(arrived), "kslack", 1)
     assert released.tolist() == [0, 2, 1, 3] and release_at.tolist() == [1, 3, 3, 5]
     assert dropped.tolist() == [4] and peak == 3
     found = cepkit.match("SEQ(A a, A b) WITHIN 9", arrived, engine="automaton", disorder="kslack", k=1)
@@ -169,3 +169,24 @@ def test_a_dataframe_in_disorder_as_a_user_gives_it():
         assert found.info["layer_run"] == "columns"
         assert found.positions() == [(0, 1), (2, 3)]
         assert {d.positions: d.emitted_at for d in found.deltas} == {(2, 3): 4, (0, 1): 4}
+
+
+@settings(max_examples=60, deadline=None)
+@given(flat_seq_queries(exists=True), arrivals(), st.sampled_from([0, 1, 2, 4, 100]))
+def test_the_stacks_own_kslack_as_columns_gives_what_its_matcher_gives(query, arrived, k):
+    """The stack's own K-slack (``StackPlan.run``): its in-order columnar run over the released events, the
+    emissions (a trailing scope's wait included) mapped to the arrivals that released them."""
+    if not runs(query, "stack", "kslack", {"k": k}) or not get_engine("stack").runs_disorder(
+        cepkit.parse(query), "kslack"
+    ):
+        return
+    plan = get_engine("stack").compile(cepkit.parse(query), disorder="kslack", k=k)
+    stream = Stream.from_any(arrived)
+    found = cepkit.runtime.Matches(plan.run(stream), "stack", plan.query, deltas=plan.deltas(), info=plan.info())
+    assert found.info.get("run") == "columnar" or not numbered_in_arrival_order(stream)
+    pushed = replay(plan.matcher(), stream)
+    expected = cepkit.runtime.Matches(pushed.net(), "stack", plan.query, deltas=list(pushed.emissions))
+    assert sorted(m.key for m in found) == sorted(m.key for m in expected), (query, arrived, k)
+    assert emissions(found.deltas) == emissions(expected.deltas), (query, arrived, k)
+    assert found.info["dropped"] == pushed.info()["dropped"]
+    assert sorted(m.key for m in found) == reference_without(query, arrived, set(found.info["dropped"]))

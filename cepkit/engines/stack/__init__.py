@@ -40,13 +40,16 @@ In aggressive mode ``Matches.deltas`` lists every emission, retractions (``sign=
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...runtime.stream import Stream
 from ...runtime.match_arrays import MatchArrays
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
 from ...runtime.delays import type_hierarchy
-from ...runtime.disorder import delay_options, replay
+from ...runtime.disorder import delay_options, numbered_in_arrival_order, release_schedule, released_run, replay
+from ...runtime.event_record import PUNCTUATION
 from .program import compile_program
 
 __all__ = ["StackEngine", "StackPlan"]
@@ -91,8 +94,35 @@ class StackPlan(Plan):
             found = run.matches()
             self._last = run
             return found
+        if self.disorder == "kslack" and isinstance(stream, Stream) and numbered_in_arrival_order(stream):
+            released = self._kslack_columns(stream)
+            if released is not None:
+                self._last = released
+                return released.matches
         self._last = replay(self.matcher(), stream)
         return self._last.net()
+
+    def _kslack_columns(self, stream):
+        """K-slack over a whole arrival sequence as columns (``runtime.disorder.released_run``): the release
+        order from the running max of ts, the columnar run over the released events (its ``emitted_at``, a
+        trailing scope's wait included, in release ranks), each match emitted after the arrival that
+        released its emission's event; at close after the last event that is not a punctuation (the
+        matcher's ``last_position``). ``info()``: ``peak_state`` is the buffer's peak plus the columnar
+        run's instances (the pushed matcher samples its stacks and buffer together)."""
+        schedule = release_schedule(stream, "kslack", self.k)
+        events = np.flatnonzero(~stream.type_in({PUNCTUATION}))
+        close_at = int(stream.position_of(events[-1])) if len(events) else None
+        runs: list = []
+
+        def run(ranked):
+            runs.append(ColumnarRun(self.program, ranked))
+            return runs[0].matches()
+
+        released = released_run(stream, schedule, run, close_at=close_at)
+        if released is not None and runs:
+            released.peak_state += runs[0].info()["peak_state"]
+            released.facts = {"run": "columnar"}
+        return released
 
     def deltas(self) -> list:
         """Every emission of the last ``run``, in order: ``Match`` with ``sign`` "+" or "-" and
