@@ -11,30 +11,45 @@ C to the list holding the A's (the list that grew a spine of n unions before ``n
 ``((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e`` over A C F G (B D)^(n/2) E (two sources older than
 the list's latest, taking turns), n + 1 matches of 3 events. Algorithm 1 runs over the stream, then the
 first 100,000 matches of the last event are enumerated one per ``nodes.cursor_fill`` call (one complex
-event, left in the cursor's path), the cycle counter read around each call (``llvm.readcyclecounter``,
-its period measured against perf_counter over 0.3 s), each call's time the least of ``REPEATS`` runs (the
-walk is the same each time; one run's maximum is the machine's preemption, milliseconds), each run
-right after the walk's first ``WARM`` outputs untimed: the update leaves the newest nodes, where the walk
-starts, in the cache, which the Python between runs does not (the whole walk untimed instead evicted
-its start at n = 100,000: the first calls then missed in the cache, 150-470 ns). The counter ticks every
-~10 ns on the machine of bench/README.md's run: most calls read 0 or 1 tick. **first ns**:
-the first call (opening the walk and writing the first output whole: the time to the first output,
-preprocessing in the constant-delay definition); **max ns**, **p99 ns**, **p99.9 ns**, **median ns**: the delay between
-consecutive outputs, every later call's time less its writing (the positions it wrote, the part of the
-path that differs from the previous match, times the time per position: the slope of a least-squares
-line through the calls' times against their positions written; none where every call writes at most a
-few); **calls > 100 ns**: how many of those delays pass 100 ns; **max steps**: union nodes and pops per call beyond one per position written (the quantity the
-bound is about: at most the left spine, ≤ 2), counted on a separate walk (so that it does not bring the
-timed walk's nodes into the cache).
-**empty max ns**, **empty p99.9 ns**: the same loop around an empty call (``_empty``), as many calls, the
-least of ``REPEATS`` runs each, in the same run: the floor the counter and the machine put under a call.
-**numpy's max ns**, **numpy's calls > 100 ns**: the walk over copies of the arena and the cursor in numpy's
-own allocations (``_numpy_pages``), as before ``nodes.node_array`` put them in huge pages. The first line
-printed also gives the time of one read that misses the caches (``memory_miss``). Where the slow calls sit
-(``_pages``): **2 MB entries**, the calls that are the walk's first access to a 2 MB page of one of the arrays
-it reads or writes (the arena's, the path, the stack); **of them after one**, how many of the calls over
-100 ns come at most ``NEAR`` calls after such a call; **huge pages %**, the share of the arena's and the
-cursor's resident memory the kernel backs with transparent huge pages (``AnonHugePages``; none below 2 MB).
+event, left in the cursor's path), ``RUNS`` runs of that walk, each right after the walk's first ``WARM``
+outputs untimed (the update leaves the newest nodes, where the walk starts, in the cache, which the
+Python between runs does not).
+
+*The clock.* The time-stamp counter (``llvm.readcyclecounter`` is ``rdtsc``; its period measured against
+perf_counter over 0.3 s) read between two ``lfence`` around each call (``_cycles``: a call's loads are
+counted in it, not in the next call nor between two calls). It does not advance every cycle: on the
+machine of bench/README.md's run (an AMD EPYC KVM guest) it adds 26 units (a cycle of 2.6 GHz each) every
+10 ns, ``rdtscp`` the same (``counter_step`` prints the step), and two fenced reads back to back differ by
+2-3 steps. So each call's time is resolved below the step (``resolve``): its least run, refined by the
+mean of its runs within one step of the least (a call of d ns reads k or k + 1 steps, k + 1 with the
+probability of d's fraction of a step, the runs entering it at independent phases of the counter), never
+less than the least run, the runs further above it left out (an interrupt, another process's eviction).
+The first lines printed check it (``chain_check``): calls making k = 0 .. 32 dependent reads of the L1
+cache lie on a line (~1.9 ns a read here) within a fraction of a ns, where the step would show as stairs
+of 10 ns.
+
+*The columns.* **first ns**: the first call (opening the walk and writing the first output whole: the
+time to the first output, reported apart); **max ns**, **p99 ns**, **p99.9 ns**, **median ns**: the delay
+between consecutive outputs, every later call's time less its writing: the positions it wrote (the part
+of the path that differs from the previous match, counted on the trace, ``_trace``) times **ns/position**,
+measured in the same run by a loop writing every position the walk writes, from the same nodes to the
+same path slots in the same order, timed whole (``_copy``); **calls > 100 ns**: how many delays pass
+100 ns; **most written**: the most positions one call wrote. Floors in the same run, resolved the same
+way: **empty ns**, **empty max ns**, the median and maximum of the same loop around an empty call
+(``_empty``: the counter's reads, the fences and a call), as many calls; **bare max ns**, **bare median
+ns**, **bare at the slowest ns**: the same walk with no work per node (``_bare``: per call the same reads
+and writes of the same memory in the same order, the nodes taken from the trace instead of chased), its
+maximum, its median, and its time at the call where the cursor's delay is the largest: where that call
+is slow because of the memory it touches, the bare walk is slow there too. **max steps**: union nodes and
+pops per call beyond one per position written (the quantity the bound is about: at most the left
+spine, ≤ 2), on the trace. The first line also gives the time of one read that misses the caches
+(``memory_miss``). Where the slow calls sit (``_pages``): **2 MB entries**, the calls that are the walk's
+first access to a 2 MB page of one of the arrays it reads or writes (the arena's, the path, the stack);
+**of them after one**, how many of the calls over 100 ns come at most ``NEAR`` calls after such a call;
+**huge pages %**, the share of the arena's and the cursor's resident memory the kernel backs with
+transparent huge pages (``AnonHugePages``; none below 2 MB). The spreads printed under the table are the
+largest row over the smallest, of the delays as measured (the empty call's time included) and of the
+delays over the empty call (``net``).
 
 **Total.** The whole enumeration of the last event's matches through ``Outputs.take`` (what a batch run
 calls; buffers grown by a first take, best of ``REPEATS``), the cursor (``enumerate_cursor``) over the
@@ -79,10 +94,12 @@ from cepkit.runtime.stream import Stream
 from streams import best_of, source_at
 
 OUTPUTS = 100_000  # matches timed per stream
-REPEATS = 5
+REPEATS = 5  # runs of a whole enumeration (the least kept)
+RUNS = 16  # runs of a timed walk (each call's least, refined by ``resolve``)
 WARM = 1_000  # outputs walked untimed before each timed walk
 NEAR = 256  # calls after the walk's first touch of a 2 MB page counted as "after one" (a few 4 KB pages of the arena)
 NS_PER_CYCLE = 1.0  # measured by ``main`` (``_ns_per_cycle``)
+STEP = 1  # the counter's step, in its units (``counter_step``, measured by ``main``)
 
 WINDOWED = "((A a ; B b) OR (C c ; D d)) ; E e WITHIN 10000000 s"
 ALTERNATING = "((A a ; B b) OR (C c ; D d) OR (F f ; G g)) ; E e WITHIN 10000000 s"
@@ -94,11 +111,21 @@ TOTALS[ALTERNATING] = TOTALS[WINDOWED]
 
 @intrinsic
 def _cycles(typingctx):
+    """The time-stamp counter (``llvm.readcyclecounter``: ``rdtsc``) between two ``lfence``: every
+    instruction before it completes first, none after it starts before (a call's loads, a miss included,
+    are counted in that call and not in the next, nor between the two reads)."""
+
     def codegen(context, builder, signature, args):
-        fn = cgutils.get_or_insert_function(
+        fence = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), []), "llvm.x86.sse2.lfence"
+        )
+        read = cgutils.get_or_insert_function(
             builder.module, ir.FunctionType(ir.IntType(64), []), "llvm.readcyclecounter"
         )
-        return builder.call(fn, [])
+        builder.call(fence, [])
+        now = builder.call(read, [])
+        builder.call(fence, [])
+        return now
 
     return types.int64(), codegen
 
@@ -106,6 +133,29 @@ def _cycles(typingctx):
 @njit
 def _read_cycles():
     return _cycles()
+
+
+@njit
+def _counter_steps(reads, steps):
+    """The counter's increments: ``reads`` reads, each kept where it differs from the one before."""
+    k, last = 0, _cycles()
+    for _ in range(reads):
+        now = _cycles()
+        if now != last and k < steps.shape[0]:
+            steps[k] = now - last
+            k += 1
+        last = now
+    return k
+
+
+def counter_step() -> int:
+    """The counter's step in its own units: the greatest common divisor of its frequent increments between
+    two reads (it need not count every cycle: on this AMD guest it adds 26 every 10 ns, counted at the
+    100 MHz reference clock; ``rdtscp`` reads the same counter)."""
+    steps = np.zeros(100_000, np.int64)
+    got = _counter_steps(200_000, steps)
+    values, counts = np.unique(steps[:got], return_counts=True)
+    return int(np.gcd.reduce(values[counts >= 0.01 * got]))
 
 
 def _ns_per_cycle(seconds: float = 0.3) -> float:
@@ -119,59 +169,95 @@ def _ns_per_cycle(seconds: float = 0.3) -> float:
     return (time.perf_counter() - start) * 1e9 / (_read_cycles() - c0)
 
 
-@njit
-def _timed(arena, cursor, root, key, limit, cap, cycles, written, sizes):
-    """Up to ``cap`` matches of ``root``, one per ``cursor_fill`` call (left in the path): per match the
-    cycles of its call, the positions it wrote into the path and its size. Returns how many."""
-    state = cursor[4]
-    none, none_var, counts = np.empty(0, np.int64), np.empty(0, np.int32), np.zeros(2, np.int64)
-    cursor_open(arena, cursor, root, key, limit)  # the walk's start untimed first (``WARM``)
-    cursor_fill(arena, cursor, key, limit, WARM, False, 0, none, none_var, none, none, counts)
-    t0 = _cycles()
-    cursor_open(arena, cursor, root, key, limit)
-    n = 0
-    while n < cap:
-        if cursor_fill(arena, cursor, key, limit, 1, False, 0, none, none_var, none, none, counts) == 0:
-            break
-        t1 = _cycles()
-        cycles[n], written[n], sizes[n] = t1 - t0, state[2] - state[1], state[2]
-        n += 1
-        t0 = _cycles()
-    return n
+def resolve(runs: np.ndarray) -> np.ndarray:
+    """ns per call from ``runs`` (runs x calls, in counter units): each call's least run, refined below the
+    counter's step by the mean of its runs within one step of the least. A call of d ns reads k or k + 1
+    steps, k + 1 with the probability of d's fraction of a step, since a run enters it at a phase of the
+    counter independent of the other runs'; so that mean is d whatever d's fraction, and never less than
+    the least (the runs further above it met something else: an interrupt, another process's eviction).
+    ``chain_check`` shows the resolution."""
+    least = runs.min(axis=0)
+    near = runs <= least + STEP + STEP // 2  # (the counter's increments split in two now and then: 1 + 25)
+    return np.where(near, runs, 0).sum(axis=0) / near.sum(axis=0) * NS_PER_CYCLE
+
+
+def _timed_runs(kernel, args: tuple, calls: int, repeats: int = RUNS) -> np.ndarray:
+    """ns per call of ``kernel(*args, cycles)`` (which times its calls into ``cycles`` and returns how many),
+    ``repeats`` runs resolved by ``resolve``; the arrays made and written before the runs (no run faults in
+    their pages between two calls)."""
+    runs = np.zeros((repeats, calls), np.int64)
+    got = calls
+    for run in runs:
+        got = kernel(*args, run)
+    return resolve(runs[:, :got])
+
+
+def _timer(fill):
+    """``_timed`` over ``fill`` (``nodes.cursor_fill``, or a baseline's: ``--ab``)."""
+
+    @njit
+    def timed(arena, cursor, root, key, limit, cap, cycles):
+        """Up to ``cap`` matches of ``root``, one per ``fill`` call (left in the path), the counter read
+        around each call. Returns how many."""
+        none, none_var, counts = np.empty(0, np.int64), np.empty(0, np.int32), np.zeros(2, np.int64)
+        cursor_open(arena, cursor, root, key, limit)  # the walk's start untimed first (``WARM``)
+        fill(arena, cursor, key, limit, WARM, False, 0, none, none_var, none, none, counts)
+        cursor_open(arena, cursor, root, key, limit)
+        n = 0
+        while n < cap:
+            t0 = _cycles()
+            walked = fill(arena, cursor, key, limit, 1, False, 0, none, none_var, none, none, counts)
+            cycles[n] = _cycles() - t0
+            if walked == 0:
+                break
+            n += 1
+        return n
+
+    return timed
+
+
+_timed = _timer(cursor_fill)
 
 
 @njit
-def _nothing(state):
-    """The empty call ``_empty`` times: one read and one write of the cursor's state, as a call of
-    ``cursor_fill`` does around its walk."""
-    state[2] = state[0]
+def _nothing(state, ring, steps):
+    """The empty call (``steps`` = 0): one read and one write of the cursor's state, as a call of
+    ``cursor_fill`` does around its walk; with ``steps``, that many dependent reads through ``ring`` (a cycle
+    in the L1 cache: each waits for the one before) between them (``chain_check``)."""
+    at = state[0] & (ring.shape[0] - 1)
+    for _ in range(steps):
+        at = ring[at]
+    state[2] = at
     return 1
 
 
 @njit
-def _empty(state, cap, cycles):
-    """``_timed``'s loop with ``_nothing`` in place of ``cursor_fill``: the counter's reads, the loop and an
-    empty call, ``cap`` times (the floor under the delays: what the machine adds to a call that does nothing)."""
-    t0 = _cycles()
+def _empty(state, ring, steps, cap, cycles):
+    """``_timed``'s loop with ``_nothing`` in place of ``cursor_fill``, ``cap`` times: the floor under the
+    delays (what the counter, the loop and a call that does nothing cost)."""
     for n in range(cap):
-        _nothing(state)
-        t1 = _cycles()
-        cycles[n] = t1 - t0
         t0 = _cycles()
+        _nothing(state, ring, steps)
+        cycles[n] = _cycles() - t0
     return cap
 
 
-def floor(calls: int = OUTPUTS) -> tuple:
-    """(max, 99.9th percentile) in ns of ``_empty``'s calls, each the least of ``REPEATS`` runs as the
-    delays are: the same number of calls, in the same run."""
+RING = np.roll(np.arange(64), 1)  # ``_nothing``'s cycle: 512 bytes
+
+
+def chain_check(lengths=(0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32), calls: int = 20_000) -> str:
+    """The resolution of ``resolve``: the median ns of calls of ``_nothing`` with k dependent reads of the L1
+    cache (a few cycles each, under a step of the counter), a line through them and the largest distance
+    from it. Were the counter's step showing through, the medians would sit on its multiples."""
     state = np.zeros(3, np.int64)
-    runs = []
-    for _ in range(REPEATS):
-        cycles = np.empty(calls, np.int64)
-        _empty(state, calls, cycles)
-        runs.append(cycles)
-    ns = np.min(runs, axis=0)[1:] * NS_PER_CYCLE
-    return float(ns.max()), float(np.percentile(ns, 99.9))
+    medians = [float(np.median(_timed_runs(_empty, (state, RING, k, calls), calls))) for k in lengths]
+    slope, intercept = np.polyfit(lengths, medians, 1)
+    off = max(abs(m - (intercept + slope * k)) for k, m in zip(lengths, medians))
+    shown = "/".join(f"{m:.1f}" for m in medians)
+    return (
+        f"k = {'/'.join(map(str, lengths))} dependent reads per call: {shown} ns "
+        f"({slope:.2f} ns each, at most {off:.1f} ns off that line)"
+    )
 
 
 @njit
@@ -200,25 +286,99 @@ def memory_miss(megabytes: int = 256, loads: int = 200_000) -> float:
 
 
 @njit
-def _steps(arena, cursor, root, key, limit, cap, steps):
-    """Per match, as ``_timed`` walks them, the union nodes and pops of its call beyond one per position it
-    wrote (the left path from the pending child it pops)."""
-    node_pos, node_left = arena[0], arena[2]
-    stack_node, state = cursor[0], cursor[4]
-    none, none_var, counts = np.empty(0, np.int64), np.empty(0, np.int32), np.zeros(2, np.int64)
+def _trace(arena, cursor, root, key, limit, cap, ids, slots, ends, written, sizes, steps):
+    """The walk ``_timed`` times, call by call, into a trace: the nodes each call enters, in order, in
+    ``ids[ends[k - 1]:ends[k]]``, with ``slots`` the index each writes (the stack's, where a union pushes its
+    right child; the path's, where an Ext node writes its position; -1: none); per call the positions it
+    wrote (``written``), the size of its match (``sizes``) and its ``steps``: union nodes and pops beyond
+    one per position written (the quantity the bound is about: at most the left spine). With empty
+    ``ids``, counts only. Returns (calls, nodes)."""
+    node_pos, node_left, node_right, node_start = arena[0], arena[2], arena[3], arena[4]
+    stack_node, stack_depth, path_pos, state = cursor[0], cursor[1], cursor[2], cursor[4]
+    top = path_pos.shape[0] - 1
+    keep = ids.shape[0] > 0
+    unbounded = limit == np.inf
     cursor_open(arena, cursor, root, key, limit)
-    n = 0
-    while n < cap and state[0] > 0:
-        node = stack_node[state[0] - 1]
-        unions = 0
+    sp, n, t = state[0], 0, 0
+    while sp > 0 and n < cap:
+        sp -= 1
+        node, depth = stack_node[sp], stack_depth[sp]
+        fresh, unions = depth, 0
         while node != 0:
+            slot = -1
             if node_pos[node] == UNION:
                 unions += 1
+                right = node_right[node]
+                if unbounded or key - node_start[right] <= limit:
+                    stack_node[sp], stack_depth[sp] = right, depth
+                    slot = sp
+                    sp += 1
+            else:
+                slot = top - depth
+                depth += 1
+            if keep:
+                ids[t], slots[t] = node, slot
+            t += 1
             node = node_left[node]
-        cursor_fill(arena, cursor, key, limit, 1, False, 0, none, none_var, none, none, counts)
-        steps[n] = 1 + unions - (state[2] - state[1])
+        if keep:
+            ends[n], written[n], sizes[n] = t, depth - fresh, depth
+            steps[n] = 1 + unions - (depth - fresh)
         n += 1
-    return n
+    return n, t
+
+
+@njit
+def _bare(arena, cursor, ids, slots, ends, got, windowed, cycles):
+    """The trace's walk with no work per node: per call, the same reads and writes of the same memory in
+    the same order (each node's ``pos`` and ``left``; a union's ``right``, its ``start`` under a window, the
+    stack slot it pushes; an Ext node's ``var`` and the path slot it writes), the nodes read from the trace
+    instead of chased and nothing decided, the counter read around each call as ``_timed`` does. The
+    call's part of the trace is copied to a small buffer between two calls, untimed (the trace's own pages
+    are not the walk's memory). Where a call of the cursor is slow because of the memory it touches, this
+    one is slow too."""
+    node_pos, node_var, node_left, node_right, node_start, _ = arena
+    stack_node, stack_depth, path_pos, path_var, state = cursor
+    width, begin = 1, 0
+    for k in range(got):
+        width, begin = max(width, ends[k] - begin), ends[k]
+    near_ids, near_slots = np.empty(width, np.int64), np.empty(width, np.int64)
+    total = 0.0
+    for timed in (False, True):  # the walk's first ``WARM`` calls untimed first, as ``_timed`` does
+        begin = 0
+        for k in range(got if timed else min(got, WARM)):
+            m = ends[k] - begin
+            near_ids[:m], near_slots[:m] = ids[begin : ends[k]], slots[begin : ends[k]]
+            t0 = _cycles()
+            for t in range(m):
+                node, slot = near_ids[t], near_slots[t]
+                pos = node_pos[node]
+                if pos == UNION:
+                    right = node_right[node]
+                    if windowed:
+                        total += node_start[right]
+                    if slot >= 0:
+                        stack_node[slot], stack_depth[slot] = right, t
+                else:
+                    path_pos[slot], path_var[slot] = pos, node_var[node]
+                total += node_left[node]
+            cycles[k] = _cycles() - t0
+            begin = ends[k]
+    state[2] = int(total)  # (kept: its reads are not optimised away)
+    return got
+
+
+@njit
+def _copy(arena, cursor, ids, slots, nodes):
+    """The counter over one loop writing every position the trace's walk writes, in its order, from the
+    same Ext nodes to the same path slots: the time to write a position (``nodes`` entries of the trace)."""
+    node_pos, node_var = arena[0], arena[1]
+    path_pos, path_var = cursor[2], cursor[3]
+    t0 = _cycles()
+    for t in range(nodes):
+        pos = node_pos[ids[t]]
+        if pos != UNION:
+            path_pos[slots[t]], path_var[slots[t]] = pos, node_var[ids[t]]
+    return _cycles() - t0
 
 
 @njit
@@ -340,41 +500,13 @@ def baseline(revision: str):
     return sys.modules[f"{package}._baseline_evaluate"]
 
 
-def _max_steps(evaluator) -> int:
-    root, key, limit = _last_list(evaluator)
-    steps = np.empty(OUTPUTS, np.int64)
-    got = _steps(evaluator.arena, new_cursor(evaluator.arena), root, key, limit, OUTPUTS, steps)
-    return int(steps[:got].max())
-
-
-def _delays(arena, root, key, limit, numpy_pages: bool = False) -> tuple:
-    """(ns per call, match sizes, ns per position written, delays) of ``_timed``'s walk over ``arena``, each
-    call's time the least of ``REPEATS`` runs (the walk is the same each time), the delays every call after
-    the first less its writing. With ``numpy_pages``, over copies of the arena and the cursor in numpy's own
-    allocations (``_numpy_pages``)."""
-    cursor = new_cursor(arena)
-    if numpy_pages:
-        arena, cursor = _numpy_pages(arena), _numpy_pages(cursor)
-    # the timing arrays made once and written before the runs: no run faults in their pages between two calls
-    runs = np.zeros((REPEATS, OUTPUTS), np.int64)
-    written, sizes = np.zeros(OUTPUTS, np.int64), np.zeros(OUTPUTS, np.int64)
-    for run in runs:
-        got = _timed(arena, cursor, root, key, limit, OUTPUTS, run, written, sizes)
-    ns = np.min(runs[:, :got], axis=0) * NS_PER_CYCLE
-    written, sizes = written[:got], sizes[:got]
-    later, later_written = ns[1:], written[1:]
-    # the time per position written: the slope of a call's time against the positions it wrote (none where
-    # every call writes at most a few positions: there a call's time is its delay)
-    spread = later_written.max() - later_written.min() if len(later) else 0
-    per_position = max(0.0, float(np.polyfit(later_written, later, 1)[0])) if spread >= 8 else 0.0
-    return ns, sizes, per_position, np.maximum(later - per_position * later_written, 0.0)
-
-
-def _numpy_pages(arrays: tuple) -> tuple:
-    """``arrays`` (an arena, a cursor) copied into numpy's own allocations, as before ``nodes.node_array``:
-    malloc's 4 KB pages, and huge pages only on the 2 MB-aligned part of an array of 4 MiB or more (numpy
-    marks those for them)."""
-    return type(arrays)(*(np.array(a) for a in arrays))
+def trace(arena, root, key, limit) -> tuple:
+    """``_trace``'s arrays (ids, slots, ends, written, sizes, steps) over the first ``OUTPUTS`` calls, and the
+    number of calls."""
+    calls, nodes = _trace(arena, new_cursor(arena), root, key, limit, OUTPUTS, *([np.empty(0, np.int64)] * 6))
+    arrays = (np.empty(nodes, np.int64), np.empty(nodes, np.int64), *(np.empty(calls, np.int64) for _ in range(4)))
+    _trace(arena, new_cursor(arena), root, key, limit, OUTPUTS, *arrays)
+    return arrays, calls
 
 
 def _pages(arena, root, key, limit, delay) -> tuple:
@@ -400,10 +532,15 @@ def measure(query: str, n: int, before) -> dict:
     evaluator = _update(evaluate, program, Stream.from_any(_frame(types)))
     arena = evaluator.arena
     root, key, limit = _last_list(evaluator)
-    ns, sizes, per_position, delay = _delays(arena, root, key, limit)
-    got = len(ns)
-    floor_max, floor_tail = floor(got)
-    small = _delays(arena, root, key, limit, numpy_pages=True)[3]
+    (ids, slots, ends, written, sizes, steps), got = trace(arena, root, key, limit)
+    cursor = new_cursor(arena)
+    ns = _timed_runs(_timed, (arena, cursor, root, key, limit, got), got)
+    bare = _timed_runs(_bare, (arena, cursor, ids, slots, ends, got, limit != np.inf), got)
+    empty = _timed_runs(_empty, (np.zeros(3, np.int64), RING, 0, got), got)
+    positions = int(written.sum())
+    per_position = min(_copy(arena, cursor, ids, slots, len(ids)) for _ in range(REPEATS)) * NS_PER_CYCLE / positions
+    delay = np.maximum(ns[1:] - per_position * written[1:], 0.0)  # every call after the first, less its writing
+    slowest = 1 + int(delay.argmax())
     entries, near, huge = _pages(arena, root, key, limit, delay)
     row = {
         "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
@@ -412,32 +549,92 @@ def measure(query: str, n: int, before) -> dict:
         "longest": int(sizes.max()),
         "first ns": round(float(ns[0]), 1),
         "max ns": round(float(delay.max()), 1),
-        "empty max ns": round(floor_max, 1),
         "p99 ns": round(float(np.percentile(delay, 99)), 1),
         "p99.9 ns": round(float(np.percentile(delay, 99.9)), 1),
-        "empty p99.9 ns": round(floor_tail, 1),
         "median ns": round(float(np.median(delay)), 1),
         "calls > 100 ns": int((delay > 100).sum()),
+        "empty ns": round(float(np.median(empty)), 1),
+        "empty max ns": round(float(empty.max()), 1),
+        "bare max ns": round(float(bare[1:].max()), 1),
+        "bare median ns": round(float(np.median(bare[1:])), 1),
+        "bare at the slowest ns": round(float(bare[slowest]), 1),
+        "most written": int(written[1:].max()),
+        "ns/position": round(per_position, 2),
         "2 MB entries": entries,
         "of them after one": near,
         "huge pages %": round(huge, 1) if huge == huge else "-",  # (NaN: no array of a huge page)
-        "numpy's max ns": round(float(small.max()), 1),
-        "numpy's calls > 100 ns": int((small > 100).sum()),
-        "max steps": _max_steps(evaluator),
-        "ns/position": round(per_position, 2),
+        "max steps": int(steps.max()),
     }
     if before is not None:
-        row["steps before"] = _max_steps(_update(before, program, Stream.from_any(_frame(types))))
+        old = _update(before, program, Stream.from_any(_frame(types)))
+        row["steps before"] = int(trace(old.arena, *_last_list(old))[0][5].max())
     return row
 
 
-def _take_time(arena, root, key, limit, constant_delay: bool) -> tuple:
-    """(seconds, positions) to write every match of one list (``Outputs.take``: the cursor, or the default
-    ordered enumeration), best of ``REPEATS``, its buffers grown by a first take."""
-    one = evaluate.Roots(
+def ab_rows(query: str, n: int, nodes_before, rounds: int = 3) -> list:
+    """Today's ``cursor_fill`` against ``nodes_before``'s (a revision's ``nodes``, ``--ab``) on the same
+    arena, alternating ``rounds`` times in this process: per round and kernel the delay's max, p99 and
+    median as ``measure`` reports them (writing subtracted) and the calls over 100 ns."""
+    evaluator = _update(evaluate, _program(query), Stream.from_any(_frame(_types(query, n))))
+    arena = evaluator.arena
+    root, key, limit = _last_list(evaluator)
+    (ids, slots, _, written, _, _), got = trace(arena, root, key, limit)
+    cursor = new_cursor(arena)
+    per_position = min(_copy(arena, cursor, ids, slots, len(ids)) for _ in range(REPEATS)) * NS_PER_CYCLE
+    per_position /= int(written.sum())
+    kernels = {"now": _timed, "before": _timer(nodes_before.cursor_fill)}
+    rows = []
+    for r in range(rounds):
+        for name, timed in kernels.items():
+            ns = _timed_runs(timed, (arena, cursor, root, key, limit, got), got)
+            delay = np.maximum(ns[1:] - per_position * written[1:], 0.0)
+            rows.append(
+                {
+                    "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
+                    "n": n,
+                    "round": r,
+                    "kernel": name,
+                    "max ns": round(float(delay.max()), 1),
+                    "p99 ns": round(float(np.percentile(delay, 99)), 1),
+                    "median ns": round(float(np.median(delay)), 1),
+                    "calls > 100 ns": int((delay > 100).sum()),
+                    "slowest call": 1 + int(delay.argmax()),
+                }
+            )
+    return rows
+
+
+def ab_totals(query: str, n: int, before, rounds: int = 3) -> dict:
+    """The whole enumeration of one list through ``Outputs.take`` with the cursor, today's and ``before``'s
+    (``--ab``), alternating ``rounds`` times: the least time of each."""
+    evaluator = _update(evaluate, _program(query), Stream.from_any(_frame(_types(query, n))))
+    root, key, limit = _last_list(evaluator)
+    best = {"now": float("inf"), "before": float("inf")}
+    for _ in range(rounds):
+        for name, module in (("now", evaluate), ("before", before)):
+            best[name] = min(best[name], _take_time(evaluator.arena, root, key, limit, True, module)[0])
+    return _against(query, {"n": n}, {"cursor ms now": best["now"], "cursor ms before": best["before"]}, 3)
+
+
+def _against(query: str, where: dict, times: dict, digits: int) -> dict:
+    """A row: the query, ``where`` (its stream), the two ``times`` (seconds) in ms, the first over the second."""
+    (first, a), (second, b) = times.items()
+    return {
+        "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
+        **where,
+        first: round(a * 1e3, digits),
+        second: round(b * 1e3, digits),
+        "ratio": round(a / b, 2),
+    }
+
+
+def _take_time(arena, root, key, limit, constant_delay: bool, module=evaluate) -> tuple:
+    """(seconds, positions) to write every match of one list (``Outputs.take`` of ``module``: the cursor, or
+    the default ordered enumeration), best of ``REPEATS``, its buffers grown by a first take."""
+    one = module.Roots(
         np.array([root], np.int32), np.zeros(1, np.int64), np.array([key]), np.array([limit]), np.ones(1, np.int64)
     )
-    outputs = evaluate.Outputs(order=not constant_delay, constant_delay=constant_delay)
+    outputs = module.Outputs(order=not constant_delay, constant_delay=constant_delay)
     best = float("inf")
     for _ in range(REPEATS + 1):
         outputs.clear()
@@ -471,13 +668,7 @@ def end_to_end_row(query: str, events, label: str) -> dict:
         times[mode], _ = best_of(
             3, lambda: cepkit.match(query, events, engine="automaton", enumeration=mode).position_arrays()
         )
-    return {
-        "query": query.replace(" WITHIN 10000000 s", " WITHIN w"),
-        "stream": label,
-        "constant-delay ms": round(times["constant-delay"] * 1e3, 2),
-        "ordered ms": round(times["ordered"] * 1e3, 2),
-        "ratio": round(times["constant-delay"] / times["ordered"], 2),
-    }
+    return _against(query, {"stream": label}, {f"{mode} ms": times[mode] for mode in times}, 2)
 
 
 def update_row(query: str, types: list, before, per_second: float = 1.0) -> dict:
@@ -555,6 +746,16 @@ def _print(table: pd.DataFrame) -> None:
     print(flush=True)
 
 
+def ab(before, nodes_before, args) -> None:
+    """``--ab``: the delay and the whole enumeration with today's cursor and a revision's, alternating."""
+    global NS_PER_CYCLE, STEP
+    NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
+    queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
+    sizes = [10, 1_000] + ([10_000] if args.quick else [100_000])
+    _print(pd.DataFrame([row for q in queries for n in sizes for row in ab_rows(q, n, nodes_before)]))
+    _print(pd.DataFrame([ab_totals(q, n, before) for q in queries for n in TOTALS[q]]))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
@@ -562,16 +763,24 @@ def main() -> None:
     parser.add_argument("--update", action="store_true", help="only the update table (needs --before)")
     parser.add_argument("--queries", type=int, nargs="*", help="indices into QUERIES (default: all)")
     parser.add_argument("--spines", action="store_true", help="only the search for long spines under a window")
+    parser.add_argument("--ab", help="git revision whose cursor_fill to time against today's, alternating")
     args = parser.parse_args()
     if args.spines:
         _print(spine_search())
         return
     if args.update and not args.before:
         parser.error("--update compares with the kernel of --before")
+    if args.ab:
+        before = baseline(args.ab)
+        ab(before, sys.modules[before.__name__.replace("_evaluate", "_nodes")], args)
+        return
     before = baseline(args.before) if args.before else None
-    global NS_PER_CYCLE
-    NS_PER_CYCLE = _ns_per_cycle()
-    print(f"cycle counter period: {NS_PER_CYCLE:.2f} ns; a read missing the caches: {memory_miss():.0f} ns\n")
+    global NS_PER_CYCLE, STEP
+    NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
+    print(
+        f"cycle counter: {NS_PER_CYCLE:.2f} ns per unit, a step of {STEP} units ({STEP * NS_PER_CYCLE:.1f} ns); "
+        f"a read missing the caches: {memory_miss():.0f} ns\nresolution: {chain_check()}\n"
+    )
     queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     if args.update:
         rng = np.random.default_rng(0)
@@ -585,9 +794,15 @@ def main() -> None:
     table = pd.DataFrame([measure(q, n, before) for q in queries for n in sizes])
     _print(table)
     for query, part in table.groupby("query", sort=False):
+        spreads = []
+        for column in ("max ns", "p99 ns"):
+            net = part[column] - part["empty ns"]
+            spreads.append(
+                f"{column.split()[0]} {part[column].max() / part[column].min():.2f}x "
+                f"(net {net.max() / max(net.min(), 0.1):.2f}x)"
+            )
         print(
-            f"{query}: max delay spread {part['max ns'].max() / max(part['max ns'].min(), 1e-9):.2f}x, "
-            f"p99 spread {part['p99 ns'].max() / max(part['p99 ns'].min(), 1e-9):.2f}x over matches of "
+            f"{query}: spread {', '.join(spreads)} over matches of "
             f"{part['longest'].min():,} to {part['longest'].max():,} events"
         )
     print()
