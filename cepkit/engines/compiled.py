@@ -30,6 +30,37 @@ def jit(fn=None, *, inline: bool = False, nrt: bool = True):
     return numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)(fn)
 
 
+if COMPILED:
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, array, index):
+        """Ask the processor to bring ``array[index]``'s cache line in (``llvm.prefetch``: a read, into every
+        cache level), not waiting for it; ``index`` must be in range (no check is made)."""
+
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            byte = ir.IntType(8).as_pointer()
+            fn = cgutils.get_or_insert_function(
+                builder.module,
+                ir.FunctionType(ir.VoidType(), [byte, ir.IntType(32), ir.IntType(32), ir.IntType(32)]),
+                "llvm.prefetch.p0i8",
+            )
+            at = builder.bitcast(builder.gep(data, [args[1]]), byte)
+            builder.call(fn, [at] + [ir.Constant(ir.IntType(32), v) for v in (0, 3, 1)])
+            return context.get_dummy_value()
+
+        return types.none(array, index), codegen
+
+else:  # pragma: no cover - numba is in the dev/bench/fast extras
+
+    def prefetch(array, index):
+        """Nothing to do where nothing is compiled."""
+
+
 @jit
 def phi(op, a, b):
     """``a φ b`` for the operator whose code ``OP_CODES`` gives."""

@@ -31,7 +31,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..compiled import jit
+from ..compiled import jit, prefetch
 
 BOTTOM = 0  # the sink ⊥: the empty complex event
 NONE = -1  # no node (an empty list of runs)
@@ -209,6 +209,8 @@ def cursor_open(arena, cursor, root, key, limit):
 
 
 ALL = 1 << 62  # ``cursor_fill``'s cap for every complex event left
+NODES_AHEAD = 64  # ``cursor_fill`` prefetches the arena this many nodes below the one it pops (~10 outputs ahead)
+SLOTS_AHEAD = 16  # and the path and the stack this many entries ahead
 
 
 @jit
@@ -242,6 +244,21 @@ def cursor_fill(arena, cursor, key, limit, cap, copy, emit, out_pos, out_var, ou
         sp -= 1
         node, depth = stack_node[sp], stack_depth[sp]
         fresh = depth
+        # the walk goes down the arena by a few nodes per output and writes the path backwards: what it will
+        # read next is asked for ahead, so that its first access to a page is not on the walk's path
+        ahead = max(node - NODES_AHEAD, 0)
+        prefetch(node_pos, ahead)
+        prefetch(node_var, ahead)
+        prefetch(node_left, ahead)
+        prefetch(node_right, ahead)
+        if not unbounded:
+            prefetch(node_start, ahead)
+        slot = max(top - depth - SLOTS_AHEAD, 0)
+        prefetch(path_pos, slot)
+        prefetch(path_var, slot)
+        slot = min(sp + SLOTS_AHEAD, stack_node.shape[0] - 1)
+        prefetch(stack_node, slot)
+        prefetch(stack_depth, slot)
         while node != BOTTOM:
             if node_pos[node] == UNION:  # the pending right child, when it fits the window
                 right = node_right[node]
