@@ -45,7 +45,8 @@ pops per call beyond one per position written (the quantity the bound is about: 
 spine, ≤ 2), on the trace. The first line also gives the time of one read that misses the caches
 (``memory_miss``). Where the slow calls sit (``_pages``): **2 MB entries**, the calls that are the walk's
 first access to a 2 MB page of one of the arrays it reads or writes (the arena's, the path, the stack);
-**of them after one**, how many of the calls over 100 ns come at most ``NEAR`` calls after such a call;
+**of them near one**, how many of the calls over 100 ns come at most ``NEAR`` calls before or after such
+a call (before: the call whose prefetch first touches the page);
 **huge pages %**, the share of the arena's and the cursor's resident memory the kernel backs with
 transparent huge pages (``AnonHugePages``; none below 2 MB). The spreads printed under the table are the
 largest row over the smallest, of the delays as measured (the empty call's time included) and of the
@@ -97,7 +98,7 @@ OUTPUTS = 100_000  # matches timed per stream
 REPEATS = 5  # runs of a whole enumeration (the least kept)
 RUNS = 16  # runs of a timed walk (each call's least, refined by ``resolve``)
 WARM = 1_000  # outputs walked untimed before each timed walk
-NEAR = 256  # calls after the walk's first touch of a 2 MB page counted as "after one" (a few 4 KB pages of the arena)
+NEAR = 256  # calls from the walk's first touch of a 2 MB page counted as "near one" (a few 4 KB pages of the arena)
 NS_PER_CYCLE = 1.0  # measured by ``main`` (``_ns_per_cycle``)
 STEP = 1  # the counter's step, in its units (``counter_step``, measured by ``main``)
 
@@ -511,18 +512,20 @@ def trace(arena, root, key, limit) -> tuple:
 
 def _pages(arena, root, key, limit, delay) -> tuple:
     """(how many calls of the walk first touch a 2 MB page, how many of the delays over 100 ns come at most
-    ``NEAR`` calls after such a call, the share of the arena's and the walked cursor's memory in huge pages,
-    ``_huge_share``): where the slow calls sit (docs/automaton-engine.md, "Measured")."""
+    ``NEAR`` calls from such a call, before or after, the share of the arena's and the walked cursor's memory
+    in huge pages, ``_huge_share``): where the slow calls sit (docs/automaton-engine.md, "Measured")."""
     cursor = new_cursor(arena)
     bases = np.array([a.ctypes.data for a in (*arena[:5], *cursor[:4])], np.int64)
     entered = np.zeros(len(delay) + 1, np.bool_)
     got = _page_entries(arena, cursor, root, key, limit, len(entered), bases, entered)
-    since = np.full(got, NEAR + 1)  # calls since the last entry (or more than NEAR)
-    last = -NEAR - 1
-    for call in range(got):
-        last = call if entered[call] else last
-        since[call] = call - last
-    near = int(((delay > 100) & (since[1 : len(delay) + 1] <= NEAR)).sum())
+    entries = np.flatnonzero(entered[:got])
+    calls = np.arange(got)
+    after = np.searchsorted(entries, calls)  # the first entry at or after each call
+    distance = np.minimum(
+        np.abs(entries[np.minimum(after, len(entries) - 1)] - calls),
+        np.abs(calls - entries[np.maximum(after - 1, 0)]),
+    )
+    near = int(((delay > 100) & (distance[1 : len(delay) + 1] <= NEAR)).sum())
     return int(entered[:got].sum()), near, _huge_share((*arena[:5], *cursor[:4]))
 
 
@@ -561,7 +564,8 @@ def measure(query: str, n: int, before) -> dict:
         "most written": int(written[1:].max()),
         "ns/position": round(per_position, 2),
         "2 MB entries": entries,
-        "of them after one": near,
+        "of them near one": near,
+        "slowest call": slowest,
         "huge pages %": round(huge, 1) if huge == huge else "-",  # (NaN: no array of a huge page)
         "max steps": int(steps.max()),
     }

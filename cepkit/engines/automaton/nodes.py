@@ -209,7 +209,7 @@ def cursor_open(arena, cursor, root, key, limit):
 
 
 ALL = 1 << 62  # ``cursor_fill``'s cap for every complex event left
-NODES_AHEAD = 64  # ``cursor_fill`` prefetches the arena this many nodes below the one it pops (~10 outputs ahead)
+NODES_AHEAD = 128  # ``cursor_fill`` prefetches the arena this many nodes below the one it pops (6-20 outputs ahead)
 SLOTS_AHEAD = 16  # and the path and the stack this many entries ahead
 
 
