@@ -7,6 +7,7 @@ import math
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import numpy as np
@@ -19,6 +20,7 @@ from .columns import as_event, as_events, renamed_fields
 from .event_record import PUNCTUATION, Event, _is_null, make_event
 from .columns import is_arrow
 from .stream import Stream
+from .timestamps import missing_ts_error
 from .match_list import MatchList
 from .match_record import output_order
 from .matches import Matches
@@ -190,16 +192,23 @@ def _check_against_stream(query: Query, stream) -> None:
             continue
         types = _types_of(atoms.get(node.var, ()), query)
         known = stream.attributes_of(types) if types is not None else all_attrs
-        if not known and types is not None:
+        if not known and types is not None and not _has_events_of(stream, types):
             continue  # no event of those types in this stream: nothing to check against
         if attr not in known:
             what = f"events of type {', '.join(sorted(types))}" if types is not None else "the events"
             raise QueryError.at(
                 node,
                 f"unknown attribute {attr!r} of {node.var!r}: {what} have "
-                f"{', '.join(sorted(known)) or 'no attributes'}",
+                f"{', '.join(sorted(known)) or 'no attributes'}{did_you_mean(attr, known)}",
                 query.text,
             )
+
+
+def _has_events_of(stream, types) -> bool:
+    """Whether any event of ``stream`` (a ``Stream`` or a Matcher's ``SeenData``) has one of ``types``."""
+    if isinstance(stream, Stream):
+        return bool(stream.type_in(types).any())
+    return any(t in stream.by_type for t in types)
 
 
 def type_warnings(query, events, hierarchy=None) -> list:
@@ -468,6 +477,7 @@ class Matcher:
         self._plan = plan
         self._inc = plan.matcher()
         self._position = 0
+        self._ts_given: Optional[bool] = None  # whether the events pushed carry a ts (push)
         self._max_time = -math.inf
         self._reject_disorder = options.get("disorder", "reject") == "reject"
         # LIMIT n: the matches still to report (None: no limit); at 0 the engine is fed no more events
@@ -531,7 +541,13 @@ class Matcher:
         ([], [(0, 1)])
         """
         with renamed_fields(**self.mapping):
-            e = make_event(as_event(event, self._position, **self.mapping), self._position)
+            raw = as_event(event, self._position, **self.mapping)
+            e = make_event(raw, self._position)
+            given = (raw.get("ts") if isinstance(raw, Mapping) else raw.ts) is not None
+            if given != self._ts_given:  # every event a ts, or none (then ts = position)
+                if self._ts_given is not None:
+                    raise missing_ts_error(self._position, given)
+                self._ts_given = given
             if self._reject_disorder and e.time < self._max_time:
                 raise _late(self._position, e.ts)
         learned = self._seen.with_event(e)

@@ -26,7 +26,7 @@ from ..errors import EventError, shown
 from .attribute_columns import AttributeColumn
 from .columns import is_arrow
 from .event_record import RESERVED, Event, event_parts, is_nan
-from .timestamps import frame_seconds, mixing_error, short_repr, to_seconds
+from .timestamps import frame_seconds, missing_ts_error, mixing_error, short_repr, to_seconds
 from .type_codes import frame_types
 
 
@@ -186,10 +186,14 @@ class Stream:
         n = len(events)
         types, ts, attrs = [None] * n, [None] * n, {}  # type: list, list, dict[str, list]
         seconds = np.empty(n)
-        kind = None
+        kind = given = None
         for i, raw in enumerate(events):
             position = first_position + i
             type_, value, fields = event_parts(raw, position)
+            if given is None:
+                given = value is not None
+            elif given != (value is not None):
+                raise missing_ts_error(position, not given)
             if value is None:
                 value = position
             time = raw.time if isinstance(raw, Event) and not is_nan(raw.time) else None

@@ -58,6 +58,15 @@ def mixing_error(position: int, is_datetime: bool) -> EventError:
     )
 
 
+def missing_ts_error(position: int, given: bool) -> EventError:
+    """An event with a ts among events without (or the reverse): a ts is the position only when no event has
+    one (docs/language.md §1), so a stream gives every event a ts or none."""
+    now, before = ("has a ts", "have none (their ts is their position)") if given else ("has no ts", "have one")
+    return EventError(
+        position, "ts", f"the event {now} but the events before it {before}: give every event a ts, or none"
+    )
+
+
 def seconds_of_values(values: list, first_position: int) -> tuple:
     """(seconds, is_datetime) of a list of ts values, one kind for the whole stream."""
     seconds = np.empty(len(values))

@@ -273,3 +273,35 @@ def test_fields_take_and_label_the_users_own_type_and_ts_names():
     assert "b.when" in found.to_arrow(fields=["b.when"]).column_names
     with pytest.raises(cepkit.QueryError, match=r"the events have event, when; did you mean 'when'\?"):
         found.to_pandas(fields=["b.wen"])
+
+
+@pytest.mark.parametrize(
+    "events, position, says",
+    [
+        ([{"type": "A", "ts": 100}, {"type": "B"}], 1, "the event has no ts but the events before it have one"),
+        ([{"type": "A"}, {"type": "B", "ts": 3}], 1, "the event has a ts but the events before it have none"),
+    ],
+)
+def test_an_event_without_the_ts_the_others_have_is_named(events, position, says):
+    """A dict without ts took its position as ts among events that had one: ``A@100 ; B`` matched with B at
+    ts 1, and a Matcher said "ts 1 is earlier than an earlier event's" of a ts nobody wrote."""
+    with pytest.raises(EventError, match=f"event at position {position}, field 'ts': {says}"):
+        cepkit.match("A a ; B b", events)
+    matcher = cepkit.Matcher("A a ; B b")
+    matcher.push(events[0])
+    with pytest.raises(EventError, match=f"event at position {position}, field 'ts': {says}"):
+        matcher.push(events[1])
+    assert cepkit.match("A a ; B b", [{"type": "A"}, {"type": "B"}]).positions() == [(0, 1)]  # none: positions
+
+
+def test_an_attribute_no_event_of_the_type_has_is_an_error_when_the_type_has_none():
+    """``b.x`` where the B events carry no attribute at all was let through (and matched nothing), while a B
+    with other attributes got the error; the error names the closest attribute."""
+    events = [{"type": "A", "ts": 1}, {"type": "B", "ts": 2}]
+    with pytest.raises(cepkit.QueryError, match="unknown attribute 'x' of 'b': events of type B have no attributes"):
+        cepkit.match("A a ; B b WHERE b.x > 1", events)
+    with pytest.raises(cepkit.QueryError, match="unknown attribute 'x' of 'b'"):
+        cepkit.match("A a ; B b WHERE b.x > 1", pd.DataFrame(events))
+    with pytest.raises(cepkit.QueryError, match="events of type B have amount; did you mean 'amount'"):
+        cepkit.match("A a ; B b WHERE b.amout > 1", [{"type": "A", "ts": 1}, {"type": "B", "ts": 2, "amount": 3}])
+    assert cepkit.match("A a ; C c WHERE c.x > 1", events).positions() == []  # no C at all: nothing to check
