@@ -16,8 +16,10 @@ __all__ = ["why_not", "Explanation", "NearMisses", "Reason", "KINDS"]
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(self, query, events, candidate, strategy=None, hierarchy=None, tz=None) -> Explanation:
-        return _explain(query, events, candidate, strategy, hierarchy, tz)
+    def __call__(
+        self, query, events, candidate, strategy=None, hierarchy=None, tz=None, *, type=None, ts=None
+    ) -> Explanation:
+        return _explain(query, events, candidate, strategy, hierarchy, tz, type=type, ts=ts)
 
     __call__.__doc__ = _explain.__doc__
 

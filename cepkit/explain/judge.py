@@ -33,7 +33,8 @@ from ..errors import ResultTooLarge
 from ..lang import ast as A
 from ..lang.printer import pretty
 from ..lang.query import Query, parse
-from ..runtime.api import quiet_match
+from ..runtime.api import check_against_stream, quiet_match
+from ..runtime.columns import as_events, renamed_fields
 from ..runtime.event_record import PUNCTUATION
 from ..runtime.stream import Stream
 from ..semantics.conditions import holds, readings
@@ -53,7 +54,15 @@ RULES = {  # why a ranked strategy prefers a rival (docs/language.md §5, [CEL] 
 
 
 def explain(
-    query, events, candidate, strategy: Optional[str] = None, hierarchy=None, tz: Optional[str] = None
+    query,
+    events,
+    candidate,
+    strategy: Optional[str] = None,
+    hierarchy=None,
+    tz: Optional[str] = None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
 ) -> Explanation:
     """Whether ``candidate`` is a match of ``query`` over ``events``, with the reasons clause by clause.
 
@@ -71,6 +80,8 @@ def explain(
         The type hierarchy the query's types refer to.
     tz : str, optional
         The time zone the reasons print datetime ts in (as given by default), e.g. a view's.
+    type, ts : str, optional
+        The columns holding each event's type and time when not ``type`` and ``ts`` (as ``cepkit.match``).
 
     Returns
     -------
@@ -80,7 +91,7 @@ def explain(
     Raises
     ------
     QueryError
-        The query does not parse.
+        The query does not parse, or names an attribute the events lack.
     ValueError
         The candidate names a position the stream lacks, or a variable the query lacks.
 
@@ -96,13 +107,23 @@ def explain(
     >>> e.is_match, [r.message for r in e.reasons]
     (False, ['event 5 has type T; `H AS y` needs H'])
     """
-    return Judge(query, events, strategy, hierarchy, tz).explain(candidate)
+    return Judge(query, events, strategy, hierarchy, tz, type=type, ts=ts).explain(candidate)
 
 
 class Judge:
     """A query and a stream prepared for explaining many candidates (``why_not`` judges hundreds)."""
 
-    def __init__(self, query, events, strategy: Optional[str] = None, hierarchy=None, tz: Optional[str] = None):
+    def __init__(
+        self,
+        query,
+        events,
+        strategy: Optional[str] = None,
+        hierarchy=None,
+        tz: Optional[str] = None,
+        *,
+        type: Optional[str] = None,
+        ts: Optional[str] = None,
+    ):
         parsed = parse(query, hierarchy)  # its spans point into .text (with_strategy keeps the text too)
         self.text = parsed.text
         # LIMIT n is judged last, on the whole result (``_limited``): every other clause on the query without it
@@ -111,7 +132,9 @@ class Judge:
             parsed = Query(replace(parsed.ast, limit=None), parsed.text, parsed.hierarchy)
         self.query = parsed.with_strategy(strategy) if strategy is not None else parsed
         self.strategy_given = strategy is not None
-        self.stream = Stream.from_any(events)
+        with renamed_fields(type=type, ts=ts):
+            self.stream = Stream.from_any(as_events(events, type=type, ts=ts))
+        check_against_stream(self.query, self.stream)  # the user's query named in an error, not a relaxed one
         self.tz = tz
         self.evaluation = Evaluation(self.query)
         self.pattern = self.evaluation.pattern

@@ -36,6 +36,9 @@ def why_not(
     depth: int = 2,
     budget: int = 300,
     tz: Optional[str] = None,
+    *,
+    type: Optional[str] = None,
+    ts: Optional[str] = None,
 ) -> NearMisses:
     """The near misses of ``query`` over ``events``: up to ``limit`` ``Explanation``s, fewest failed clauses
     first (then those closest to passing: a comparison's values, a window's excess, relative), with ``.complete`` telling whether the bounded search was exhaustive.
@@ -63,6 +66,8 @@ def why_not(
         The most candidates judged.
     tz : str, optional
         The time zone the reasons print datetime ts in (as given by default).
+    type, ts : str, optional
+        The columns holding each event's type and time when not ``type`` and ``ts`` (as ``cepkit.match``).
 
     Returns
     -------
@@ -72,7 +77,7 @@ def why_not(
     Raises
     ------
     QueryError
-        The query does not parse.
+        The query does not parse, or names an attribute the events lack.
     ValueError
         ``limit`` is below 1.
 
@@ -90,7 +95,7 @@ def why_not(
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    judge = Judge(query, events, strategy, hierarchy, tz)
+    judge = Judge(query, events, strategy, hierarchy, tz, type=type, ts=ts)
     clauses = _clauses(judge.query) + ([("limit",)] if judge.limit is not None else [])
     try:
         found = {

@@ -155,11 +155,11 @@ def check(query, events, strategy: Optional[str] = None, hierarchy=None) -> Quer
                  ^^^^^^^
     """
     q = prepare(query, strategy, hierarchy)
-    _check_against_stream(q, Stream.from_any(events))
+    check_against_stream(q, Stream.from_any(events))
     return q
 
 
-def _check_against_stream(query: Query, stream) -> None:
+def check_against_stream(query: Query, stream) -> None:
     """Errors that need the data: unknown attributes, partition keys, and unit-less windows on datetime ts
     (``stream``: a ``Stream``, or what a ``Matcher`` has seen)."""
     if stream.ts_is_datetime and query.within is not None and not query.within.events and query.within.unit is None:
@@ -344,7 +344,7 @@ def match(
     q = cached[0] if cached else prepare(query, strategy, hierarchy)
     with renamed_fields(type=type, ts=ts):
         stream = Stream.from_any(as_events(events, type=type, ts=ts))
-        _check_against_stream(q, stream)
+        check_against_stream(q, stream)
         if options.get("disorder", "reject") == "reject":
             stream.require_order()
     if cached:
@@ -494,7 +494,7 @@ class Matcher:
         if schema is not None:
             with renamed_fields(**self.mapping):
                 known = Stream.from_any(as_events(schema, **self.mapping))
-            _check_against_stream(self.query, known)
+            check_against_stream(self.query, known)
             self._seen = SeenData.of(known)
         self._matches: list = []
         self._deltas: list = []
@@ -552,7 +552,7 @@ class Matcher:
                 raise _late(self._position, e.ts)
         learned = self._seen.with_event(e)
         if learned is not None:
-            _check_against_stream(self.query, learned)
+            check_against_stream(self.query, learned)
             self._seen = learned
         self._max_time = max(self._max_time, e.time)
         self._position += 1
@@ -704,7 +704,7 @@ class Matcher:
         late = stream.first_disorder(self._max_time) if self._reject_disorder else None
         seen = self._seen
         for learned in seen.learning(stream, len(stream) if late is None else late):
-            _check_against_stream(self.query, learned)
+            check_against_stream(self.query, learned)
             seen = learned
         if late is not None:
             raise _late(int(stream.position_of(late)), stream[late].ts)
@@ -866,7 +866,7 @@ def _late(position: int, ts) -> EventError:
 
 class SeenData:
     """What the events pushed into a ``Matcher`` so far (and its ``schema=`` events) say about the data, in
-    the shape ``_check_against_stream`` reads from a ``Stream``: attribute names per event type (and, for
+    the shape ``check_against_stream`` reads from a ``Stream``: attribute names per event type (and, for
     a variable of any type, a DataFrame's columns), whether a ts was a datetime, and (``len``) whether
     any event is known."""
 

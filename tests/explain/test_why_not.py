@@ -1,5 +1,8 @@
 """``cepkit.why_not`` on long streams: its bounded search samples the whole stream."""
 
+import pandas as pd
+import pytest
+
 import cepkit
 
 
@@ -41,3 +44,23 @@ def test_a_misspelt_type_is_named_where_no_candidate_exists():
     assert "did you mean 'B'?\n  SEQ(A a, Bb b)\n           ^^^^" in str(misses)
     assert "did you mean" in misses._repr_html_()
     assert cepkit.why_not("SEQ(A a, B b)", events).absent == []
+
+
+def test_own_type_and_ts_columns_and_the_users_query_in_errors():
+    """``cepkit.match(q, clicks, type=, ts=)`` found nothing and why_not/explain did not take ``type=``/``ts=``;
+    an attribute one type lacks was blamed on the relaxed query why_not runs, printed in its own words."""
+    clicks = pd.DataFrame(
+        {
+            "event": ["view", "buy", "view", "buy"],
+            "when": ["2024-05-01 10:00", "2024-05-01 10:20", "2024-05-01 11:00", "2024-05-01 11:03"],
+            "amount": [None, 5.0, None, 50.0],
+        }
+    )
+    query = "view v ; buy b WHERE b.amount > 10 WITHIN 10 min"
+    assert cepkit.match(query, clicks, type="event", ts="when").positions() == [(2, 3)]
+    misses = cepkit.why_not(query.replace("> 10", "> 100"), clicks, type="event", ts="when")
+    assert [m.positions for m in misses][:1] == [(2, 3)]
+    assert cepkit.explain(query, clicks, (2, 3), type="event", ts="when").is_match
+    text = "view v ; buy b WHERE v.amount > 10 WITHIN 10 min"  # no view has an amount
+    with pytest.raises(cepkit.QueryError, match=r"unknown attribute 'amount' of 'v'.*\n  view v ; buy b WHERE"):
+        cepkit.why_not(text, clicks, type="event", ts="when")
