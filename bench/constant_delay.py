@@ -369,13 +369,13 @@ def _bare(arena, cursor, ids, slots, ends, got, windowed, cycles):
 
 
 @njit
-def _copy(arena, cursor, ids, slots, nodes):
+def _copy(arena, cursor, ids, slots, length):
     """The counter over one loop writing every position the trace's walk writes, in its order, from the
-    same Ext nodes to the same path slots: the time to write a position (``nodes`` entries of the trace)."""
+    same Ext nodes to the same path slots: the time to write a position (``length`` entries of the trace)."""
     node_pos, node_var = arena[0], arena[1]
     path_pos, path_var = cursor[2], cursor[3]
     t0 = _cycles()
-    for t in range(nodes):
+    for t in range(length):
         pos = node_pos[ids[t]]
         if pos != UNION:
             path_pos[slots[t]], path_var[slots[t]] = pos, node_var[ids[t]]
@@ -482,30 +482,33 @@ def _last_list(evaluator) -> tuple:
     return int(roots.node[last]), float(roots.key[last]), float(roots.limit[last])
 
 
-def baseline(revision: str):
-    """``nodes.py`` and ``evaluate.py`` as of ``revision``, loaded as modules of the automaton package
-    (``_baseline_nodes``, ``_baseline_evaluate``): the update before this change, in the same run."""
+def baseline(revision, names=("nodes", "evaluate"), prefix: str = "_baseline_"):
+    """``nodes.py`` and ``evaluate.py`` (``names``) as of ``revision`` (None: the working tree's), loaded as
+    modules of the automaton package (``_baseline_nodes``, ``_baseline_evaluate``, or ``prefix``'s): the
+    kernel before this change, in the same run. Returns the last one loaded. (A module loaded this way can
+    run slower than the package's own: ``--ab`` loads both sides so.)"""
     folder = Path(tempfile.mkdtemp(prefix="cepkit-baseline-"))
     package = "cepkit.engines.automaton"
-    for name in ("nodes", "evaluate"):
-        text = source_at(revision, f"cepkit/engines/automaton/{name}.py")
-        text = text.replace("from .nodes import", "from ._baseline_nodes import")
+    for name in names:
+        path = f"cepkit/engines/automaton/{name}.py"
+        text = source_at(revision, path) if revision else (Path(__file__).resolve().parent.parent / path).read_text()
+        text = text.replace("from .nodes import", f"from .{prefix}nodes import")
         # (``jit`` moved from the automaton's kernel module to ``engines.compiled`` since)
-        (folder / f"_baseline_{name}.py").write_text(
+        (folder / f"{prefix}{name}.py").write_text(
             text.replace("from .kernel import jit", "from ..compiled import jit")
         )
-        spec = importlib.util.spec_from_file_location(f"{package}._baseline_{name}", folder / f"_baseline_{name}.py")
+        spec = importlib.util.spec_from_file_location(f"{package}.{prefix}{name}", folder / f"{prefix}{name}.py")
         module = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module
         spec.loader.exec_module(module)
-    return sys.modules[f"{package}._baseline_evaluate"]
+    return sys.modules[f"{package}.{prefix}{names[-1]}"]
 
 
 def trace(arena, root, key, limit) -> tuple:
     """``_trace``'s arrays (ids, slots, ends, written, sizes, steps) over the first ``OUTPUTS`` calls, and the
     number of calls."""
-    calls, nodes = _trace(arena, new_cursor(arena), root, key, limit, OUTPUTS, *([np.empty(0, np.int64)] * 6))
-    arrays = (np.empty(nodes, np.int64), np.empty(nodes, np.int64), *(np.empty(calls, np.int64) for _ in range(4)))
+    calls, entered = _trace(arena, new_cursor(arena), root, key, limit, OUTPUTS, *([np.empty(0, np.int64)] * 6))
+    arrays = (np.empty(entered, np.int64), np.empty(entered, np.int64), *(np.empty(calls, np.int64) for _ in range(4)))
     _trace(arena, new_cursor(arena), root, key, limit, OUTPUTS, *arrays)
     return arrays, calls
 
@@ -575,7 +578,7 @@ def measure(query: str, n: int, before) -> dict:
     return row
 
 
-def ab_rows(query: str, n: int, nodes_before, rounds: int = 3) -> list:
+def ab_rows(query: str, n: int, nodes_now, nodes_before, rounds: int = 3) -> list:
     """Today's ``cursor_fill`` against ``nodes_before``'s (a revision's ``nodes``, ``--ab``) on the same
     arena, alternating ``rounds`` times in this process: per round and kernel the delay's max, p99 and
     median as ``measure`` reports them (writing subtracted) and the calls over 100 ns."""
@@ -586,7 +589,7 @@ def ab_rows(query: str, n: int, nodes_before, rounds: int = 3) -> list:
     cursor = new_cursor(arena)
     per_position = min(_copy(arena, cursor, ids, slots, len(ids)) for _ in range(REPEATS)) * NS_PER_CYCLE
     per_position /= int(written.sum())
-    kernels = {"now": _timed, "before": _timer(nodes_before.cursor_fill)}
+    kernels = {"now": _timer(nodes_now.cursor_fill), "before": _timer(nodes_before.cursor_fill)}
     rows = []
     for r in range(rounds):
         for name, timed in kernels.items():
@@ -608,15 +611,26 @@ def ab_rows(query: str, n: int, nodes_before, rounds: int = 3) -> list:
     return rows
 
 
-def ab_totals(query: str, n: int, before, rounds: int = 3) -> dict:
-    """The whole enumeration of one list through ``Outputs.take`` with the cursor, today's and ``before``'s
-    (``--ab``), alternating ``rounds`` times: the least time of each."""
+def ab_totals(query: str, n: int, nodes_now, nodes_before, rounds: int = 7) -> dict:
+    """The whole enumeration of one list by ``enumerate_cursor``, today's and ``nodes_before``'s (``--ab``),
+    into buffers made once, alternating ``rounds`` times: the least time of each."""
     evaluator = _update(evaluate, _program(query), Stream.from_any(_frame(_types(query, n))))
+    arena = evaluator.arena
     root, key, limit = _last_list(evaluator)
+    _, matches, positions = _take_time(arena, root, key, limit, True)
+    roots, keys, limits = np.array([root], np.int32), np.array([key]), np.array([limit])
+    outputs = (np.empty(positions, np.int64), np.empty(positions, np.int32), *(np.empty(matches, np.int64),) * 2)
+    modules = {"now": nodes_now, "before": nodes_before}
+    cursors = {name: module.new_cursor(arena) for name, module in modules.items()}
     best = {"now": float("inf"), "before": float("inf")}
-    for _ in range(rounds):
-        for name, module in (("now", evaluate), ("before", before)):
-            best[name] = min(best[name], _take_time(evaluator.arena, root, key, limit, True, module)[0])
+    for r in range(rounds + 1):  # (the first round compiles and faults the cursors' pages in: not counted)
+        for name, module in modules.items():
+            counts, emits = np.zeros(2, np.int64), np.zeros(1, np.int64)
+            start = time.perf_counter()
+            module.enumerate_cursor(arena, roots, keys, limits, emits, 0, 1, *outputs, counts, cursors[name])
+            if r > 0:
+                best[name] = min(best[name], time.perf_counter() - start)
+            assert counts[1] == matches
     return _against(query, {"n": n}, {"cursor ms now": best["now"], "cursor ms before": best["before"]}, 3)
 
 
@@ -632,13 +646,13 @@ def _against(query: str, where: dict, times: dict, digits: int) -> dict:
     }
 
 
-def _take_time(arena, root, key, limit, constant_delay: bool, module=evaluate) -> tuple:
-    """(seconds, positions) to write every match of one list (``Outputs.take`` of ``module``: the cursor, or
-    the default ordered enumeration), best of ``REPEATS``, its buffers grown by a first take."""
-    one = module.Roots(
+def _take_time(arena, root, key, limit, constant_delay: bool) -> tuple:
+    """(seconds, matches, positions) to write every match of one list (``Outputs.take``: the cursor, or the
+    default ordered enumeration), best of ``REPEATS``, its buffers grown by a first take."""
+    one = evaluate.Roots(
         np.array([root], np.int32), np.zeros(1, np.int64), np.array([key]), np.array([limit]), np.ones(1, np.int64)
     )
-    outputs = module.Outputs(order=not constant_delay, constant_delay=constant_delay)
+    outputs = evaluate.Outputs(order=not constant_delay, constant_delay=constant_delay)
     best = float("inf")
     for _ in range(REPEATS + 1):
         outputs.clear()
@@ -750,14 +764,15 @@ def _print(table: pd.DataFrame) -> None:
     print(flush=True)
 
 
-def ab(before, nodes_before, args) -> None:
-    """``--ab``: the delay and the whole enumeration with today's cursor and a revision's, alternating."""
+def ab(nodes_now, nodes_before, args) -> None:
+    """``--ab``: the delay and the whole enumeration with today's cursor and a revision's, alternating, both
+    loaded the same way (``baseline``)."""
     global NS_PER_CYCLE, STEP
     NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
     queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     sizes = [10, 1_000] + ([10_000] if args.quick else [100_000])
-    _print(pd.DataFrame([row for q in queries for n in sizes for row in ab_rows(q, n, nodes_before)]))
-    _print(pd.DataFrame([ab_totals(q, n, before) for q in queries for n in TOTALS[q]]))
+    _print(pd.DataFrame([row for q in queries for n in sizes for row in ab_rows(q, n, nodes_now, nodes_before)]))
+    _print(pd.DataFrame([ab_totals(q, n, nodes_now, nodes_before) for q in queries for n in TOTALS[q]]))
 
 
 def main() -> None:
@@ -775,8 +790,7 @@ def main() -> None:
     if args.update and not args.before:
         parser.error("--update compares with the kernel of --before")
     if args.ab:
-        before = baseline(args.ab)
-        ab(before, sys.modules[before.__name__.replace("_evaluate", "_nodes")], args)
+        ab(baseline(None, ("nodes",), "_current_"), baseline(args.ab, ("nodes",)), args)
         return
     before = baseline(args.before) if args.before else None
     global NS_PER_CYCLE, STEP
