@@ -42,12 +42,13 @@ and writes of the same memory in the same order, the nodes taken from the trace 
 maximum, its median, and its time at the call where the cursor's delay is the largest: where that call
 is slow because of the memory it touches, the bare walk is slow there too. **max steps**: union nodes and
 pops per call beyond one per position written (the quantity the bound is about: at most the left
-spine, ≤ 2), on the trace. The first line also gives the time of one read that misses the caches
-(``memory_miss``). Where the slow calls sit (``_pages``): **2 MB entries**, the calls that are the walk's
-first access to a 2 MB page of one of the arrays it reads or writes (the arena's, the path, the stack);
-**of them near one**, how many of the calls over 100 ns come at most ``NEAR`` calls before or after such
-a call (before: the call whose prefetch first touches the page);
-**huge pages %**, the share of the arena's and the cursor's resident memory the kernel backs with
+spine), on the trace. The first line also gives the time of one read that misses the caches
+(``memory_miss``), the third what a first touch of a 2 MB page costs a prefetch and a load once its
+page-table entries have left the caches (``page_walk``). Where the slow calls sit (``_pages``): **2 MB
+entries**, the calls that are the walk's first access to a 2 MB page of one of the arrays it reads or
+writes (the arena's, the path, the stack); **of them near one**, how many of the calls over 100 ns come
+at most ``NEAR`` calls before or after such a call (before: the call whose prefetch first touches the
+page); **slowest call**, where the largest delay is; **huge pages %**, the share of the arena's and the cursor's resident memory the kernel backs with
 transparent huge pages (``AnonHugePages``; none below 2 MB). The spreads printed under the table are the
 largest row over the smallest, of the delays as measured (the empty call's time included) and of the
 delays over the empty call (``net``).
@@ -68,6 +69,7 @@ with ``--before``, the delay table gets **steps before**, the steps over the are
     python bench/constant_delay.py            # n = 10 .. 100,000
     python bench/constant_delay.py --quick    # n = 10 .. 10,000
     python bench/constant_delay.py --spines   # the longest spine over random windowed streams (spine_search)
+    python bench/constant_delay.py --ab REV   # today's cursor_fill against REV's (ab), alternating
 """
 
 from __future__ import annotations
@@ -88,7 +90,8 @@ from numba.extending import intrinsic
 
 import cepkit
 from cepkit.engines.automaton import evaluate
-from cepkit.engines.automaton.nodes import HUGE_PAGE, UNION, cursor_fill, cursor_open, new_cursor
+from cepkit.engines.automaton.nodes import HUGE_PAGE, UNION, cursor_fill, cursor_open, new_cursor, node_array
+from cepkit.engines.compiled import prefetch
 from cepkit.lang import parse
 from cepkit.runtime.registry import get_engine
 from cepkit.runtime.stream import Stream
@@ -258,6 +261,60 @@ def chain_check(lengths=(0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32), calls: int = 20_0
     return (
         f"k = {'/'.join(map(str, lengths))} dependent reads per call: {shown} ns "
         f"({slope:.2f} ns each, at most {off:.1f} ns off that line)"
+    )
+
+
+@njit
+def _touch(buffer, lines, how, cycles):
+    """Per line of ``lines`` (an index into ``buffer``), the counter around nothing (``how`` 0), a prefetch
+    of it (1) or a load of it (2)."""
+    total = 0
+    for k in range(lines.shape[0]):
+        t0 = _cycles()
+        if how == 1:
+            prefetch(buffer, lines[k])
+        elif how == 2:
+            total += buffer[lines[k]]
+        cycles[k] = _cycles() - t0
+    return total
+
+
+@njit
+def _sweep(buffer):
+    total = 0
+    for i in range(0, buffer.shape[0], 8):
+        total += buffer[i]
+    return total
+
+
+def page_walk(pages: int = 32, sweep_mb: int = 256) -> str:
+    """What a first touch of a 2 MB page costs when its translation and page-table entries have left the
+    caches (a sweep over ``sweep_mb`` MB before each run), one line per huge page of a buffer in huge
+    pages (``nodes.node_array``), in a shuffled order: the median and max ns of nothing, a prefetch and a
+    load around the fenced counter, each the median of 5 runs; then the same over random lines of the
+    buffer without the sweep, new ones in each run (lines past the caches, translations cached): there a
+    prefetch costs little (the fence does not wait for its line), so what it costs after the sweep is
+    its page walk."""
+    buffer = node_array(pages * HUGE_PAGE // 8, np.int64)
+    buffer[:] = 1
+    other = node_array(sweep_mb * (1 << 20) // 8, np.int64)
+    other[:] = 1
+    rng = np.random.default_rng(1)
+    firsts = rng.permutation(pages).astype(np.int64) * (HUGE_PAGE // 8) + 520  # (not a page's first line)
+    shown = []
+    for sweep in (True, False):
+        for how, name in enumerate(("nothing", "a prefetch", "a load")):
+            runs = np.zeros((5, pages if sweep else 4_096), np.int64)
+            for run in runs:
+                if sweep:
+                    _sweep(other)
+                lines = firsts if sweep else rng.integers(0, len(buffer), len(run)).astype(np.int64)  # (new ones)
+                _touch(buffer, lines, how, run)
+            ns = (np.median(runs, axis=0) if sweep else runs.ravel()) * NS_PER_CYCLE
+            shown.append(f"{name} {np.median(ns):.0f}" + (f" (max {ns.max():.0f})" if sweep else ""))
+    return (
+        f"a first touch of a 2 MB page after a sweep of the caches: {', '.join(shown[:3])} ns; "
+        f"a random line of {pages * 2} MB, translations cached: {', '.join(shown[3:])} ns (medians)"
     )
 
 
@@ -769,6 +826,7 @@ def ab(nodes_now, nodes_before, args) -> None:
     loaded the same way (``baseline``)."""
     global NS_PER_CYCLE, STEP
     NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
+    print(f"{page_walk()}\n")
     queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     sizes = [10, 1_000] + ([10_000] if args.quick else [100_000])
     _print(pd.DataFrame([row for q in queries for n in sizes for row in ab_rows(q, n, nodes_now, nodes_before)]))
@@ -797,7 +855,7 @@ def main() -> None:
     NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
     print(
         f"cycle counter: {NS_PER_CYCLE:.2f} ns per unit, a step of {STEP} units ({STEP * NS_PER_CYCLE:.1f} ns); "
-        f"a read missing the caches: {memory_miss():.0f} ns\nresolution: {chain_check()}\n"
+        f"a read missing the caches: {memory_miss():.0f} ns\nresolution: {chain_check()}\n{page_walk()}\n"
     )
     queries = [QUERIES[i] for i in args.queries] if args.queries is not None else list(QUERIES)
     if args.update:
