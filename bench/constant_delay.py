@@ -62,13 +62,16 @@ the caches both are bound by memory, 30-90 ms for 2.6M positions at n = 18 and a
 best of 3, constant-delay over ordered (the cursor's rows are then ordered by ``Matches``).
 
 A last table (``--update``): the update (Algorithm 1 over the stream, best of 5) per event with today's
-kernel and with the kernel of ``--before`` (a git revision: the last one before ``_place``), on the
-windowed streams and on ``A a ; B b ; C c WITHIN 10 s`` over 200,000 uniform events (A-D, 10 per second);
-with ``--before``, the delay table gets **steps before**, the steps over the arena that kernel makes.
+kernel and with the kernel of ``--before`` (a git revision), on the windowed streams and on ``A a ; B b ;
+C c WITHIN 10 s`` and ``1000 s`` over 200,000 uniform events (A-D, 10 per second); with ``--before``,
+the delay table gets **steps before**, the steps over the arena that kernel makes. ``--spines``: the
+longest left spine and the most nodes one event wrote over searches biased towards older runs
+(``spine_search``), with ``--before`` the longest spine that kernel makes on the same streams.
 
     python bench/constant_delay.py            # n = 10 .. 100,000
     python bench/constant_delay.py --quick    # n = 10 .. 10,000
-    python bench/constant_delay.py --spines   # the longest spine over random windowed streams (spine_search)
+    python bench/constant_delay.py --update --before 85cd9a1   # the update against that kernel, one run
+    python bench/constant_delay.py --spines --before 85cd9a1   # spines and nodes per event (~1 min)
     python bench/constant_delay.py --ab REV   # today's cursor_fill against REV's (ab), alternating
 """
 
@@ -781,16 +784,82 @@ SEARCHED = (  # windowed queries whose lists receive runs from several older sou
 )
 
 
-def spine_search(streams: int = 400, seed: int = 2) -> pd.DataFrame:
-    """The longest left spine in the arena after Algorithm 1, over ``streams`` random streams per query of
-    ``SEARCHED``, biased towards what makes ``_place`` fall back: bursts of newer sources (F G, H I
-    repeated) between arrivals of older runs (docs/automaton-engine.md, "What is proved under a window")."""
+FAMILIES = (  # (query, stream): where the kernel before ``SPINE + 1`` grew spines past 3, and a deep descent
+    # a spine of ~k/3 unions on H H G A E G^k A before (23 at k = 64); 3 now
+    ("((((H v3 ; H v0 ; A+ v2) ; E+ v9) OR G v0))+ WITHIN 100000 s", "HHGAE" + "G" * 64 + "A"),
+    # spines of 4 before; 3 now, but the second D's union goes down k − 3 unions of spine 3 (one event)
+    (
+        "(((B v1 OR (C v11 OR B+ v5 OR C v9) OR (D+ v9 OR D+ v8) OR (C v0)+) ; A v2) OR "
+        "(((A v6)+ ; (B+ v8 OR D v1 OR C v11)) ; (B v9)+ ; D v3)) ; Z last WITHIN 100000 s",
+        "ACBC" + "A" * 64 + "DD",
+    ),
+)
+
+
+def _longest(arena) -> int:
+    used = int(arena.used[0])
+    unions = arena.pos[:used] == UNION
+    return int((-1 - arena.var[:used][unions]).max()) if unions.any() else 0
+
+
+def update_shape(module, program, types: str) -> tuple:
+    """Algorithm 1 of ``module`` (today's ``evaluate`` or the baseline's) over ``types``, one event per
+    second, one event per call: (the longest left spine in the arena, the most nodes one event wrote)."""
+    evaluator = module.Evaluator(program, collect=False)
+    runs = evaluator.new_runs()
+    most = 0
+    for batch in evaluate.Inputs(program, Stream.from_any(_frame(list(types)))).batches(program.letters.none):
+        for i in range(len(batch.pos)):
+            used = int(evaluator.arena.used[0])
+            runs = evaluator.run(batch, runs, first=i, count=i + 1)
+            most = max(most, int(evaluator.arena.used[0]) - used)
+    return _longest(evaluator.arena), most
+
+
+def _formula(rng: np.random.Generator, depth: int) -> str:
+    """A random pattern over A-E whose atoms share the variables x, y, z, with ``+`` and OR at any depth."""
+    if depth == 0 or rng.integers(4) == 0:
+        return f"{'ABCDE'[rng.integers(5)]}{'+' if rng.integers(4) == 0 else ''} {'xyz'[rng.integers(3)]}"
+    parts = [_formula(rng, depth - 1) for _ in range(int(rng.integers(2, 4)))]
+    shape = int(rng.integers(5))
+    return f"({parts[0]})+" if shape == 4 else "(" + (" ; " if shape < 2 else " OR ").join(parts) + ")"
+
+
+def _climb(program, rng: np.random.Generator, letters: str, steps: int) -> tuple:
+    """A stream grown by random edits kept when they do not lower (spine, nodes per event)."""
+    stream = "".join(rng.choice(list(letters), int(rng.integers(10, 40))))
+    best = update_shape(evaluate, program, stream)
+    for _ in range(steps):
+        at, pick = int(rng.integers(len(stream) + 1)), int(rng.integers(3))
+        if pick == 0 and len(stream) > 3:
+            edited = stream[:at] + stream[at + 1 :]
+        elif pick == 1:
+            edited = stream[:at] + str(rng.choice(list(letters))) + stream[at:]
+        else:  # a burst: a piece of the stream repeated where it is
+            piece = stream[at : at + int(rng.integers(1, 5))]
+            edited = stream[:at] + piece * int(rng.integers(1, 5)) + stream[at:]
+        if len(edited) > 200:
+            continue
+        shape = update_shape(evaluate, program, edited)
+        if shape >= best:
+            best, stream = shape, edited
+    return best, stream
+
+
+def spine_search(before=None, streams: int = 200, formulas: int = 24, steps: int = 80, seed: int = 2) -> pd.DataFrame:
+    """The longest left spine in the arena (the bound: ``SPINE`` + 1 = 3) and the most nodes one event
+    wrote (the update's work: ``_place``'s descent), over: ``streams`` random streams per query of
+    ``SEARCHED``, biased towards older runs arriving under newer ones (bursts of newer sources, F G and
+    H I repeated, between arrivals of older runs); the two ``FAMILIES``; and ``formulas`` random formulas
+    with shared variables, each over a stream grown by ``steps`` random edits kept when they lengthen a
+    spine or an event's work (a hill climb). With ``before`` (a baseline's ``evaluate``), the longest spine
+    its kernel makes on the stream found."""
     rng = np.random.default_rng(seed)
-    rows = []
+    found = []  # (query, streams tried, (spine, nodes), stream)
     for query in SEARCHED:
         program = get_engine("automaton").compile(parse(query)).program
         letters = sorted({c for c in query.split(" WITHIN")[0] if c.isupper() and c not in "OR"})
-        worst, example = 0, ""
+        best, example = (0, 0), ""
         for _ in range(streams):
             types: list = []
             n = int(rng.integers(20, 200))
@@ -802,15 +871,34 @@ def spine_search(streams: int = 400, seed: int = 2) -> pd.DataFrame:
                     types += [str(rng.choice(letters))] * int(rng.integers(1, 7))
                 else:
                     types += list("FG" if pick == 2 else "HI") * int(rng.integers(1, 9))
-            arena = evaluate.run_all(program, Stream.from_any(_frame(types))).arena
-            used = int(arena.used[0])
-            unions = arena.pos[:used] == UNION
-            longest = int((-1 - arena.var[:used][unions]).max()) if unions.any() else 0
-            if longest > worst:
-                worst, example = longest, "".join(types)
-        rows.append(
-            {"query": query, "streams": streams, "longest spine": worst, "first stream reaching it": example[:60]}
+            shape = update_shape(evaluate, program, "".join(types))
+            if shape > best:
+                best, example = shape, "".join(types)
+        found.append((query, streams, best, example))
+    for query, stream in FAMILIES:
+        found.append(
+            (query, 1, update_shape(evaluate, get_engine("automaton").compile(parse(query)).program, stream), stream)
         )
+    climbed = []
+    while len(climbed) < formulas:
+        query = f"{_formula(rng, int(rng.integers(2, 5)))} WITHIN 100000 s"
+        try:
+            program = get_engine("automaton").compile(parse(query)).program
+        except cepkit.QueryError:  # a variable bound twice in a sequence
+            continue
+        best, stream = _climb(program, rng, "ABCDE", steps)
+        climbed.append((query, best, stream))
+    # the random formulas: the ones that reached the longest spine and the most nodes per event
+    for query, best, stream in {max(climbed, key=lambda c: c[1]), max(climbed, key=lambda c: c[1][::-1])}:
+        found.append((query, formulas, best, stream))
+    rows = []
+    for query, tried, (longest, most), stream in found:
+        row = {"query": query, "streams": tried, "longest spine": longest, "most nodes per event": most}
+        if before is not None:
+            program = get_engine("automaton").compile(parse(query)).program
+            row["longest spine before"] = update_shape(before, program, stream)[0]
+        row["stream"] = stream if len(stream) <= 60 else stream[:57] + "..."
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -839,18 +927,20 @@ def main() -> None:
     parser.add_argument("--before", help="git revision of the kernel to compare with (c8157ee: before _place)")
     parser.add_argument("--update", action="store_true", help="only the update table (needs --before)")
     parser.add_argument("--queries", type=int, nargs="*", help="indices into QUERIES (default: all)")
-    parser.add_argument("--spines", action="store_true", help="only the search for long spines under a window")
+    parser.add_argument(
+        "--spines", action="store_true", help="only the search for long spines and deep descents under a window"
+    )
     parser.add_argument("--ab", help="git revision whose cursor_fill to time against today's, alternating")
     args = parser.parse_args()
+    before = baseline(args.before) if args.before else None
     if args.spines:
-        _print(spine_search())
+        _print(spine_search(before))
         return
     if args.update and not args.before:
         parser.error("--update compares with the kernel of --before")
     if args.ab:
         ab(baseline(None, ("nodes",), "_current_"), baseline(args.ab, ("nodes",)), args)
         return
-    before = baseline(args.before) if args.before else None
     global NS_PER_CYCLE, STEP
     NS_PER_CYCLE, STEP = _ns_per_cycle(), counter_step()
     print(
@@ -863,7 +953,8 @@ def main() -> None:
         n = 100_000
         updates = [update_row(q, _types(q, n), before) for q in (WINDOWED, ALTERNATING)]
         uniform = list(rng.choice(list("ABCD"), 200_000))
-        updates.append(update_row("A a ; B b ; C c WITHIN 10 s", uniform, before, 10.0))
+        for window in ("10 s", "1000 s"):  # Q1's window scaling (bench/automaton.py), both kernels in one run
+            updates.append(update_row(f"A a ; B b ; C c WITHIN {window}", uniform, before, 10.0))
         _print(pd.DataFrame(updates))
         return
     sizes = [10, 100, 1_000, 10_000] + ([] if args.quick else [100_000])

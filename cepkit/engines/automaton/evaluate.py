@@ -174,10 +174,13 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                         n_touched += 1
                     marked[dst] = extended
                 else:
-                    marked[dst] = put_union(
+                    joined = put_union(
                         node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst], extended
                     )
-                    fresh = marked[dst] + 1
+                    if joined == NONE:  # ``_place`` needs more room than ``UNION_ROOM``
+                        status = ARENA_FULL
+                        break
+                    marked[dst], fresh = joined, joined + 1
             if status != OK:
                 break
             if target >= 0:
@@ -190,10 +193,11 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     status = ARENA_FULL
                     break
                 else:
-                    rest[target] = put_union(
-                        node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node
-                    )
-                    fresh = rest[target] + 1
+                    joined = put_union(node_pos, node_var, node_left, node_right, node_start, fresh, rest[target], node)
+                    if joined == NONE:
+                        status = ARENA_FULL
+                        break
+                    rest[target], fresh = joined, joined + 1
         n_new = 0
         roots_before = n_roots
         if status == OK:
@@ -210,6 +214,9 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                     node = put_union(
                         node_pos, node_var, node_left, node_right, node_start, fresh, marked[state], rest[state]
                     )
+                    if node == NONE:
+                        status = ARENA_FULL
+                        break
                     fresh = node + 1
                 new_state[n_new], new_node[n_new] = state, node
                 n_new += 1

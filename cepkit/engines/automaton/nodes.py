@@ -18,8 +18,8 @@ left, so expired events sit at the right end of union chains and are cut off in 
 
 Enumeration is a depth-first walk from a root: each path to ⊥ is one complex event, and every node it
 enters leads to at least one output. ``put_union`` keeps left spines short (at most 2 unions without a
-window; under one it places an older list lower, ``_place``), so between two outputs the walk takes one pop and a bounded number of steps per position it
-writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_fill`` is the walk a given number of outputs at a time). To write the complex events one event completed
+window, at most 3 under one: it places an older list lower, ``_place``), so between two outputs the walk
+takes one pop and at most 3 steps per position it writes: constant delay ([CEL] Algorithm 3's claim; ``cursor_fill`` is the walk a given number of outputs at a time). To write the complex events one event completed
 in output order, the batch run walks the same paths forward, from their first positions (``_forward_group``).
 """
 
@@ -102,9 +102,9 @@ def spine(node_var, node):
     return max(0, -1 - node_var[node])
 
 
-SPINE = 2  # the left spine of a union (the bound without a window; ``put_union`` keeps it under one)
-DESCENT = 4  # the unions ``put_union`` goes down, at most, to place a list without a longer spine
-UNION_ROOM = DESCENT + 1  # the nodes ``put_union`` may take
+SPINE = 2  # the left spine ``put_union`` keeps a union within when it can (the bound without a window)
+DESCENT = 4  # the unions ``_place`` goes down, at least, looking for room before it may join one spine longer
+UNION_ROOM = DESCENT + 1  # the nodes a caller of ``put_union`` has free (``_place`` asks for more by NONE)
 
 
 @jit(inline=True)
@@ -122,9 +122,10 @@ def put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b):
 
 @jit(inline=True)
 def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """The union of lists ``a`` and ``b`` from ``at`` on (at most ``UNION_ROOM`` nodes, which the caller
-    checked); returns its node, the last written. ``put_pair``'s Union(a, b) when its spine stays within
-    ``SPINE``, else ``_place`` (docs/automaton-engine.md, "Constant-delay enumeration")."""
+    """The union of lists ``a`` and ``b`` from ``at`` on; returns its node, the last written, or NONE when
+    the arena has no room for it (``_place`` may need more than the ``UNION_ROOM`` nodes the caller
+    checked: the caller then makes room and calls again). ``put_pair``'s Union(a, b) when its spine stays
+    within ``SPINE``, else ``_place`` (docs/automaton-engine.md, "Under a window")."""
     ka, kb = node_start[a], node_start[b]
     if ka < kb:
         a, b, ka, kb = b, a, kb, ka
@@ -133,43 +134,60 @@ def put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b):
     return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
 
 
+@jit(inline=True)
+def _step(node_var, node_right, node_start, node, other):
+    """One step of ``_place``'s descent: ``node ∪ other`` (``node`` a union starting no earlier than
+    ``other``) is Union(node.left, node.right ∪ other); returns the later and the earlier of node.right
+    and other (on equal starts the one with the shorter spine first)."""
+    right = node_right[node]
+    ko, kr = node_start[other], node_start[right]
+    if ko > kr or (ko == kr and spine(node_var, other) < spine(node_var, right)):
+        return other, right
+    return right, other
+
+
 @jit(nrt=False)
 def _place(node_pos, node_var, node_left, node_right, node_start, at, a, b):
-    """Union(a, b) for a list ``a`` with a full spine (``SPINE``) and a list ``b`` that starts no later, in
-    at most ``DESCENT + 1`` nodes, with no spine past ``SPINE``: the result is Union(a.left, a.right ∪ b)
-    (a.left starts as late as a, and its spine is one less), where a.right ∪ b is Union(b, a.right) or
-    Union(a.right, b) when the later of the two has room on its spine, else, again, the later one's
-    left child over its right child joined with the earlier one. Each step goes down one union; after
-    ``DESCENT`` of them the two lists left are joined with a spine one longer (never so on the streams
-    of the tests and benchmarks). Unions ``at + depth − 1`` .. ``at`` are the steps' copies, top last;
-    the last step's join is at ``at``. Not inlined: the kernel inlines ``put_union`` at every union it
-    makes, and this is the rare case."""
-    node, other, depth = a, b, 0  # the union to make is node ∪ other, node starting no earlier
-    while depth < DESCENT:
-        right = node_right[node]
-        ko, kr = node_start[other], node_start[right]
-        if ko > kr or (ko == kr and spine(node_var, other) < spine(node_var, right)):
-            later, earlier = other, right
-        else:
-            later, earlier = right, other
+    """Union(a, b) for a list ``a`` with a full spine (``SPINE`` or ``SPINE + 1``) and a list ``b`` that
+    starts no later, with no spine past ``SPINE + 1`` (docs/automaton-engine.md, "Under a window"):
+    Union(a.left, a.right ∪ b) (a.left starts as late as a and its spine is one less, so the copy's
+    spine is a's), where a.right ∪ b is the same step again on the later of the two while it has no room,
+    one union down each time, until the later one has a spine under ``SPINE`` (joined by ``put_pair``:
+    spine ≤ ``SPINE``). After ``DESCENT`` steps without room the union falls back to one spine longer
+    than ``SPINE``, never more: Union(a, b) at the top when a's spine is ``SPINE`` (the copies are
+    dropped), else the join of the first later list further down whose spine is ``SPINE``; so past
+    ``DESCENT`` the descent goes on only through unions of spine ``SPINE + 1``, and only under a list
+    whose own spine is ``SPINE + 1``. A first pass finds the depth d; the copies are written at ``at + d``
+    (the top) down to ``at + 1``, the join at ``at``, so every child is older than its parent; returns
+    ``at + d``, or NONE when the arena has no room for d + 1 nodes. Not inlined: the kernel inlines
+    ``put_union`` at every union it makes, and this is the rare case."""
+    node, other, depth = a, b, 0
+    while True:
+        node, other = _step(node_var, node_right, node_start, node, other)
         depth += 1
-        copy = at + DESCENT + 1 - depth  # a placeholder id: the copies are renumbered below
-        left = node_left[node]
-        node_pos[copy], node_var[copy], node_left[copy] = UNION, -2 - spine(node_var, left), left
-        node_start[copy] = node_start[node]
-        node, other = later, earlier
-        if spine(node_var, node) < SPINE:
+        room = spine(node_var, node)
+        if room < SPINE:
             break
-    else:  # no room within DESCENT unions: Union(a, b), one union longer (the copies are left unused)
-        return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+        if depth >= DESCENT:
+            if spine(node_var, a) == SPINE:  # the fallback at the top: Union(a, b), spine SPINE + 1
+                return put_pair(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+            if room == SPINE:  # the fallback here: Union(node, other), spine SPINE + 1
+                break
+    if at + depth + 1 > node_pos.shape[0]:
+        return NONE
+    node, other = a, b
+    for level in range(depth):
+        copy = at + depth - level
+        left = node_left[node]
+        node_pos[copy], node_var[copy], node_left[copy], node_right[copy] = (
+            UNION,
+            -2 - spine(node_var, left),
+            left,
+            copy - 1,
+        )
+        node_start[copy] = node_start[node]
+        node, other = _step(node_var, node_right, node_start, node, other)
     put_pair(node_pos, node_var, node_left, node_right, node_start, at, node, other)
-    # the copies were written at at + DESCENT .. at + DESCENT + 1 − depth: move them, deepest first (no
-    # move overwrites one still to make), to at + depth .. at + 1
-    for level in range(depth - 1, -1, -1):
-        src, dst = at + DESCENT - level, at + depth - level
-        node_pos[dst], node_var[dst], node_left[dst] = node_pos[src], node_var[src], node_left[src]
-        node_start[dst] = node_start[src]
-        node_right[dst] = dst - 1
     return at + depth
 
 

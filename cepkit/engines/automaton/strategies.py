@@ -417,11 +417,14 @@ def _store(groups, k, stored, slot):
 
 @jit(inline=True)
 def _union(arena, at, a, b):
-    """(a ∪ b written at ``at`` unless ``a`` is NONE, the next free node); the caller checked the room."""
+    """(a ∪ b written at ``at`` unless ``a`` is NONE, the next free node); the caller checked ``UNION_ROOM``
+    nodes of room, and the next free node is -1 when the union needed more (``nodes.put_union``)."""
     if a == NONE:
         return b, at
     node_pos, node_var, node_left, node_right, node_start, _ = arena
     node = put_union(node_pos, node_var, node_left, node_right, node_start, at, a, b)
+    if node == NONE:
+        return a, -1
     return node, node + 1
 
 
@@ -440,12 +443,16 @@ def _read(moves, letter, q, node, pos, key, marked, skipped, arena, fresh):
         dst = mark_dst[m]
         extended = put_ext(node_pos, node_var, node_left, node_right, node_start, fresh, pos, mark_var[m], node, key)
         marked[dst], fresh = _union(arena, fresh + 1, marked[dst], extended)
+        if fresh < 0:
+            return -1
     first = skip_start[letter, q]
     for m in range(first, first + skip_count[letter, q]):
         if fresh + UNION_ROOM > capacity:
             return -1
         dst = skip_dst[m]
         skipped[dst], fresh = _union(arena, fresh, skipped[dst], node)
+        if fresh < 0:
+            return -1
     return fresh
 
 
@@ -642,6 +649,8 @@ def _add(new, n_new, start, nodes, supers, ends, arena, fresh):
                     if fresh + UNION_ROOM > capacity:
                         return ARENA_FULL, fresh, n_new
                     n_node[h, p], fresh = _union(arena, fresh, n_node[h, p], nodes[p])
+                    if fresh < 0:
+                        return ARENA_FULL, fresh, n_new
             return OK, fresh, n_new
     n_start[n_new] = start
     for p in range(n_states):
