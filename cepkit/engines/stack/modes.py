@@ -279,11 +279,10 @@ class InOrderMatcher(StackMatcher):
             self._track(event)
             self.feed(event)
         self.emitted = emitted
-        if tail.closed_at is not None:  # a close released (or dropped) what waited then
-            for waiting in self._waiting.values():
-                for pending in waiting:
-                    if pending.chosen[-1].event.position <= tail.closed_at:
-                        pending.alive = False
+        for waiting in self._waiting.values():
+            for pending in waiting:
+                if not tail.unreleased(pending.chosen[-1].event.position):
+                    pending.alive = False
 
     def changes_output(self, found: Match, sign: str, chosen) -> bool:
         """In order nothing is retracted: a key is emitted once, remembered a time window (``ReportedOnce``)."""

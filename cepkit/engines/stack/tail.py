@@ -68,6 +68,13 @@ class Tail:
         self.stream: Optional[Stream] = None
         self.closed_at = None  # the last position when ``close`` was called (a push or batch may follow)
 
+    def unreleased(self, last):
+        """Whether a match whose last event is at position ``last`` (an int, or an array of them) was not
+        released by a ``close`` already: a close releases (or drops) every match waiting then, the ones
+        whose events had all come. The one place of that rule (``batch_matches``, ``waiting_at_close``,
+        ``InOrderMatcher._resume``)."""
+        return True if self.closed_at is None else last > self.closed_at
+
     def keep(self, event, key: tuple) -> None:
         """A pushed event (``key``: its PARTITION BY key) joins the tail; what is past the reach leaves it."""
         if self.keyed:
@@ -133,9 +140,8 @@ def batch_matches(program, tail: Tail, batch: Stream, now: float):
     if not program.trailing:  # emitted at their last event, all in the batch: in output order already
         return MatchList(found)
     at = found.emitted_at
-    emitted = at >= batch.position_of(0)  # not before the batch, nor still waiting (-1)
-    if tail.closed_at is not None:  # nor released by a close already
-        emitted &= found.positions[found.offsets[1:] - 1] > tail.closed_at
+    # not before the batch, nor still waiting (-1), nor released by a close already
+    emitted = (at >= batch.position_of(0)) & tail.unreleased(found.positions[found.offsets[1:] - 1])
     rows = np.flatnonzero(emitted)
     return MatchList(found.take(rows[np.argsort(at[rows], kind="stable")])) if len(rows) else []
 
@@ -149,8 +155,6 @@ def waiting_at_close(program, tail: Tail, now: float, last_position: int) -> lis
     found = ColumnarRun(program, tail.stream, tail.anchors(tail.stream, 0, now), open_end=True).matches()
     if not len(found):
         return []
-    waiting = found.emitted_at < 0
-    if tail.closed_at is not None:  # an earlier close released what waited then
-        waiting &= found.positions[found.offsets[1:] - 1] > tail.closed_at
+    waiting = (found.emitted_at < 0) & tail.unreleased(found.positions[found.offsets[1:] - 1])
     waiting = found.take(np.flatnonzero(waiting))
     return [Match(m.positions, m.bindings, "+", last_position) for m in waiting]
