@@ -9,10 +9,16 @@ the engines' own queries (``CHEMO`` for ses over bench/ses.py's chemo-like event
 the automaton as their baseline). ``x feed`` is the rate over a same-run loop that only passes
 each event through ``cepkit.runtime.event_record.make_event`` (what any push costs before an engine sees it);
 ``cpu ev/s`` counts the process's CPU time instead of the wall clock (steadier on a shared machine);
-``/push`` is the row's rate over ``push``'s in the same run; ``same`` says whether the matches equal
+``/push`` is the row's CPU rate over ``push``'s in the same run, ``/auto`` over the automaton pusher's on
+the same stream in the same run (when the automaton is among the engines and runs the query); ``same``
+says whether the matches equal
 ``cepkit.match``'s over the same events (positions and bindings, in output order: ses emits a match when
 its first event's window closes, so its emissions come in another order). ``--repeat n``: each
 rate is the best of n runs (a loaded machine slows some runs several-fold; ``same`` holds for all of them).
+The load average is printed at the start and the end. After the warm-up the interpreter's own objects
+(numba's, pandas': ~170k) are frozen out of the cyclic collector (``gc.freeze``, as ``cepkit.spark`` does in
+its workers) and each run starts after a collection: a full collection traverses them all (50-150 ms on
+this machine, a third of a row's run), and whether one falls inside a run otherwise decides the row.
 
     python bench/matcher.py                              # automaton, 50,000 events per row
     python bench/matcher.py --engines automaton stack --events 200000
@@ -25,6 +31,8 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
+import os
 import pstats
 import time
 
@@ -67,7 +75,8 @@ def stream(n: int, keys: int) -> list:
 
 def rate(engine: str, query: str, events: list, call: str) -> tuple:
     """(events per wall second, per CPU second, matches) of one Matcher over ``events``; engine "feed":
-    make_event only."""
+    make_event only. Each starts after a collection (the module docstring)."""
+    gc.collect()
     start, cpu = time.perf_counter(), time.process_time()
     if engine == "feed":
         for i, e in enumerate(events):
@@ -100,6 +109,8 @@ def main() -> None:
     warm = stream(2000, 1)
     for engine in args.engines:
         rate(engine, ONE, warm, "pusher")  # compile the kernels (numba) outside the timings
+    gc.collect()
+    gc.freeze()  # (the module docstring)
     if args.profile:
         events = stream(args.events, 1)
         cProfile.runctx(
@@ -110,16 +121,21 @@ def main() -> None:
         )
         pstats.Stats("/tmp/matcher.prof").sort_stats("tottime").print_stats(25)
         return
-    print(f"{args.events:,} events per row; Matcher(keep=False)", flush=True)
     print(
-        f"{'engine':<10} {'stream':<20} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'/push':>6} "
-        f"{'matches':>8} same",
+        f"{args.events:,} events per row; Matcher(keep=False); best of {args.repeat}; "
+        f"load average at the start {os.getloadavg()[0]:.1f} (2 cores)",
+        flush=True,
+    )
+    print(
+        f"{'engine':<10} {'stream':<22} {'call':<7} {'ev/s':>9} {'x feed':>7} {'cpu ev/s':>9} {'/push':>6} "
+        f"{'/auto':>6} {'matches':>8} same",
         flush=True,
     )
     for label, query, keys, only in ROWS:
         events = stream(args.events, keys)
         feed, _, _ = rate("feed", query, events, "push")
-        for engine in args.engines:
+        automaton = None  # the automaton pusher's CPU rate on this row, when measured
+        for engine in sorted(args.engines, key=lambda e: e != "automaton"):
             if only is not None and engine not in only:
                 continue
             try:
@@ -131,12 +147,16 @@ def main() -> None:
                 runs = [rate(engine, query, events, call) for _ in range(args.repeat)]
                 r, cpu, found = max(run[0] for run in runs), max(run[1] for run in runs), runs[0][2]
                 base = cpu if base is None else base
+                if engine == "automaton" and call == "pusher":
+                    automaton = cpu
                 same = all([(m.positions, m.bindings) for m in output_order(run[2])] == expected for run in runs)
+                versus = f"{cpu / automaton:>6.2f}" if automaton and call == "pusher" else f"{'-':>6}"
                 print(
-                    f"{engine:<10} {label:<20} {call:<7} {r:>9,.0f} {r / feed:>7.3f} {cpu:>9,.0f} {cpu / base:>6.2f} "
-                    f"{len(found):>8,} {'yes' if same else 'NO'}",
+                    f"{engine:<10} {label:<22} {call:<7} {r:>9,.0f} {r / feed:>7.3f} {cpu:>9,.0f} {cpu / base:>6.2f} "
+                    f"{versus} {len(found):>8,} {'yes' if same else 'NO'}",
                     flush=True,
                 )
+    print(f"load average at the end {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":

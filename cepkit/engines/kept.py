@@ -25,8 +25,8 @@ def widened(array: np.ndarray, n: int, size: int) -> np.ndarray:
 
 class KeyCodes:
     """PARTITION BY key -> code, numbered as met (``code_of``), read from a pusher's values (``__call__``:
-    (key, code)); the last event's kept: an event whose one key column holds the same int or str value
-    as the last one's has the same key (``==`` is exact on those, as the dict's)."""
+    (key, code)); a key of one column holding an int or a str is looked up by that value (``by_value``:
+    the key is the value's 1-tuple, and an int never equals a str)."""
 
     def __init__(self, partition_by, columns: tuple):
         at = {name: i for i, name in enumerate(columns)}
@@ -36,7 +36,7 @@ class KeyCodes:
 
     def clear(self) -> None:
         self.codes: dict = {}
-        self.kind, self.value, self.last = None, None, ((), 0)
+        self.by_value: dict = {}  # an int or str value of the one key column -> (key, code)
 
     def code_of(self, key: tuple) -> int:
         code = self.codes.get(key)
@@ -49,14 +49,15 @@ class KeyCodes:
         column = self.column
         if column is not None:
             value = values[column]
-            if type(value) is self.kind and value == self.value:
-                return self.last
-        key = self.key_of(type_, time, values)
-        self.last = key, self.code_of(key)
-        if column is not None:
             kind = type(value)
-            self.kind, self.value = (kind, value) if kind is int or kind is str else (None, None)
-        return self.last
+            if kind is int or kind is str:
+                found = self.by_value.get(value)
+                if found is None:
+                    key = (value,)
+                    found = self.by_value[value] = key, self.code_of(key)
+                return found
+        key = self.key_of(type_, time, values)
+        return key, self.code_of(key)
 
 
 class KeptEvents:
@@ -198,35 +199,33 @@ class Rows:
         self.offsets = np.zeros(64, dtype=np.int64)
         self.positions = np.zeros(256, dtype=np.int64)
         self.ids = np.zeros(256, dtype=np.int64)
+        self._positions, self._ids = memoryview(self.positions), memoryview(self.ids)
         self.grown = 0  # replacements of the buffers
 
     def room(self, rows: int, cells: int) -> None:
         """Buffers for ``rows`` rows of ``cells`` positions in all (a kernel said they did not fit)."""
         self.offsets = grow(self.offsets, rows + 1)
         self.positions, self.ids = grow(self.positions, cells), grow(self.ids, cells)
+        self._positions, self._ids = memoryview(self.positions), memoryview(self.ids)
         self.grown += 1
 
     def matches(self, rows: int, cells: int, emitted: int) -> list:
         """A ``Match`` per written row, emitted at ``emitted``."""
         named = Match.named
-        if self.ordered is not None:
-            names = self.ordered
-            return [
-                named(row, names, emitted)
-                for row in map(tuple, self.positions[:cells].reshape(-1, self.width).tolist())
-            ]
-        if self.plain:
+        if self.plain:  # (every row ``width`` long: its tuples zipped from one iterator over the cells)
             width = self.width
+            cut = [iter(self._positions[:cells].tolist())] * width
+            if self.ordered is not None:
+                names = self.ordered
+                return [named(row, names, emitted) for row in zip(*cut)]
             same_ids, same_names = self.same
             names = self.names
             found = []
             append = found.append
-            for row, row_ids in zip(
-                self.positions[:cells].reshape(-1, width).tolist(), self.ids[:cells].reshape(-1, width).tolist()
-            ):
+            for row, row_ids in zip(zip(*cut), zip(*[iter(self._ids[:cells].tolist())] * width)):
                 if row_ids != same_ids:
                     same_ids, same_names = row_ids, tuple(names[v] for v in row_ids)
-                append(named(tuple(row), same_names, emitted))
+                append(named(row, same_names, emitted))
             self.same = same_ids, same_names
             return found
         names, grouped, cache = self.names, Match.grouped, self.cache
@@ -249,10 +248,10 @@ class Rows:
 
 
 @jit
-def written(offsets, positions, ids, keep, out):
-    """A kernel's rows (those ``keep`` marks; all when it is empty) copied into a step's ``Rows`` buffers
-    ``out`` (offsets, positions, ids): (rows, cells), or (-rows, -cells) when they do not fit (nothing
-    written)."""
+def written(offsets, positions, ids, keep, order, out):
+    """A kernel's rows (those ``keep`` marks; all when it is empty), taken in ``order`` (row indices; row
+    order when it is empty), copied into a step's ``Rows`` buffers ``out`` (offsets, positions, ids):
+    (rows, cells), or (-rows, -cells) when they do not fit (nothing written)."""
     out_offsets, out_positions, out_ids = out
     rows, cells = 0, 0
     for r in range(len(offsets) - 1):
@@ -263,7 +262,8 @@ def written(offsets, positions, ids, keep, out):
         return -rows, -cells
     out_offsets[0] = 0
     k, c = 0, 0
-    for r in range(len(offsets) - 1):
+    for i in range(len(offsets) - 1):
+        r = order[i] if len(order) else i
         if len(keep) == 0 or keep[r]:
             for j in range(offsets[r], offsets[r + 1]):
                 out_positions[c], out_ids[c] = positions[j], ids[j]

@@ -143,7 +143,7 @@ def recompute_last(
             (judged_joins[0], judged_joins[1], judged_joins[2], judged_joins[3], judged_joins[4]),
             (judged_chains[0], judged_chains[1], judged_chains[2], judged_chains[3]),
         )
-    rows, cells_written = written(found, found_positions, cells, keep, out)
+    rows, cells_written = written(found, found_positions, cells, keep, found[:0], out)
     return rows, cells_written, distinct
 
 

@@ -387,6 +387,8 @@ class SesMatcher(IncrementalPlan):
 
     def statistics(self) -> dict:
         """Windows opened, windows evaluated (calls to A) and the largest window evaluated, so far."""
+        if self.stepping is not None:
+            self.stepping.counted()
         return {"windows": self.opened, "evaluated": self.evaluated, "max_window": self.max_window}
 
     def _schedule(self, clock, window_key, coord: float) -> None:

@@ -76,6 +76,8 @@ class SesStep:
         exprs, ids = key_rows(layout.joins, layout.chains)
         self.key_names = [expr.attr for expr in exprs]
         self.key_at = [at.get(name) for name in self.key_names]
+        # one key in the columns (a chain or a join on one attribute): read without a loop
+        self.one_key = self.key_at[0] if len(self.key_at) == 1 else None
         self.partitioned = bool(plan.query.partition_by)
         self.x_at = [at.get(a) for a in plan.partition_attributes]
         self.keys = KeyCodes(plan.query.partition_by, columns)  # the PARTITION BY key's code: the window's without X
@@ -105,9 +107,9 @@ class SesStep:
         self.code: list = [None]  # ``close_windows``' machine code, shared by the clocks
         self.finite = math.isfinite(self.span)
         self.limit = TimeLimit(self.span if self.finite and not self.events_window else 0.0)
-        self.permutations = plan.automaton_kind == "permutations"  # (a match may come from two automata)
         self.active = False
         self.usable = True
+        self.opened = 0  # windows opened since ``counted``
         self._reset()
 
     # ------------------------------------------------------------------ state
@@ -148,10 +150,20 @@ class SesStep:
         self.active = True
         return True
 
+    def counted(self) -> None:
+        """The windows opened and evaluated since the last call, and the largest evaluated, into the
+        matcher's statistics (kept here between calls: the kernel adds to ``stats``)."""
+        m, stats = self.matcher, self._stats
+        m.opened += self.opened
+        m.evaluated += stats[STAT_EVALUATED]
+        m.max_window = max(m.max_window, stats[STAT_MAX_WINDOW])
+        self.opened = stats[STAT_EVALUATED] = stats[STAT_MAX_WINDOW] = 0
+
     def hand_back(self) -> None:
         """The kept events to the matcher, as its columnar tail (``SesMatcher._tail``), and under ``n
         EVENTS`` the sub-streams' counts."""
         m = self.matcher
+        self.counted()
         events: list = []
         coords = []
         for clock in self.clocks.values() if self.events_window else (self.one,):
@@ -199,7 +211,7 @@ class SesStep:
                 kept.lo = n
             clock.starts.append(n)
         if count:
-            self.matcher.opened += 1
+            self.opened += 1
 
     def _room(self, clock: _Clock) -> None:
         """Room for one more event: the events before ``lo`` dropped, or the arrays doubled."""
@@ -207,7 +219,7 @@ class SesStep:
         lo, n = kept.lo, kept.n
         if lo >= n // 2 and lo:
             kept.compact(slice(lo, n))
-            clock.starts = [s - lo for s in clock.starts]
+            clock.starts[:] = [s - lo for s in clock.starts]
         else:
             kept.grow()
 
@@ -231,7 +243,11 @@ class SesStep:
         try:
             key, code = self.keys(type_, time, values) if self.partitioned else ((), 0)
             if keep:
-                keys = [None if i is None else key_value(values[i]) for i in self.key_at] if self.key_at else ()
+                one = self.one_key
+                if one is not None:
+                    keys = (key_value(values[one]),)
+                else:
+                    keys = [None if i is None else key_value(values[i]) for i in self.key_at] if self.key_at else ()
                 if self.x_at:
                     x = [None if i is None or _is_null(values[i]) else values[i] for i in self.x_at]
                     if None in x:  # a null on X joins nothing (``batch.Columns``)
@@ -275,8 +291,17 @@ class SesStep:
             at = limit.limit if limit.low <= scale < limit.high else limit.at(time)
             if time - clock.kept._coord[starts[0]] > at:
                 found = self._close_before(clock, time, at, position)
-        if keep and (starts or opens):  # (else in no open window)
-            self._keep(clock, (type_, time, values, position), time, fits, code, position, keys)
+        if keep and (starts or opens):  # (else in no open window): ``_keep`` without the call
+            kept = clock.kept
+            if kept.n == kept.size:
+                self._room(clock)
+            n = kept.n
+            kept.append((type_, time, values, position), time, fits, code, position, keys)
+            if opens:
+                if not starts:
+                    kept.lo = n
+                starts.append(n)
+            self.opened += 1
         return found
 
     def _fits(self, type_: str, time: float, values, position: int) -> int:
@@ -301,23 +326,12 @@ class SesStep:
         kept.lo = starts[0] if starts else n
         bounds = self._bounds
         bounds[0], bounds[1], bounds[2] = lo, hi, n
-        rows, cells = clock.close()
-        m, stats = self.matcher, self._stats
-        m.evaluated += stats[STAT_EVALUATED]
-        if stats[STAT_MAX_WINDOW] > m.max_window:
-            m.max_window = stats[STAT_MAX_WINDOW]
+        rows, cells, ties = clock.close()  # (rows in output order: by last position, then positions)
         if not rows:
             return []
         found = self.out.matches(rows, cells, position)
-        if len(found) > 1:  # output order (docs/language.md §10.2): by last position, then positions
-            found.sort(key=_last_then_positions)
-            if self.permutations or any(a.positions == b.positions for a, b in zip(found, found[1:])):
-                return output_order(found)  # (duplicates, or ties broken by the bindings)
-        return found
+        # two rows with the same positions: duplicates (the brute force's automata), or ties the bindings break
+        return output_order(found) if ties else found
 
     def _push(self, type_: str, time: float, values, position: int) -> list:
         return pushed(self.matcher, self.columns, type_, time, values, position)
-
-
-def _last_then_positions(match) -> tuple:
-    return match.positions[-1], match.positions

@@ -76,7 +76,7 @@ class SeqStep:
         self.n = program.n
         self.w = program.window_time
         self.slots = program.slots
-        self.names = [slot.var for slot in program.slots]
+        self.names = tuple(slot.var for slot in program.slots)
         self.items_of: dict = {}  # type -> the items it fits, last first
         self.key_of = values_key(
             [(name, columns.index(name) if name in columns else None) for name in program.partition_by]
@@ -180,16 +180,12 @@ class SeqStep:
         if not rows:
             return []
         rows.sort()
-        names, made = self.names, Match.made
-        named = None not in names
-        found = []
-        for positions in rows:
-            if named:
-                bindings = dict(zip(names, positions))
-            else:
-                bindings = {name: p for name, p in zip(names, positions) if name is not None}
-            found.append(made(positions, bindings, position))
-        return found
+        names = self.names  # (the bindings dict made when first read: ``Match.named``, ``Match.grouped``)
+        if None not in names:
+            named = Match.named
+            return [named(positions, names, position) for positions in rows]
+        grouped, none = Match.grouped, frozenset()
+        return [grouped(positions, names, none, position) for positions in rows]
 
     def _down(self, state: _Key, item: int, rip: int, latest: float, limit: float, tail: list, rows: list) -> None:
         """Every choice of items ``item``, ``item − 1``, ..., 0 below pointer ``rip`` within the window
