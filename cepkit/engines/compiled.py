@@ -1,7 +1,9 @@
 """numba helpers the compiled engines' kernels share (automaton, rcep, ses, and E-Cube's and MATCH_RECOGNIZE's
 kernels): the decorator that compiles a function when numba is installed (the plain Python function
-otherwise, as the kernels' pure-Python twins run), a comparison by operator code, array growth, and a
-kernel's machine code for arguments whose types never change (``entry``: no numba dispatch per call)."""
+otherwise, as the kernels' pure-Python twins run), a comparison by operator code, array growth, a
+kernel's machine code for arguments whose types never change (``entry``: no numba dispatch per call),
+and the order of rows of positions (CSR offsets: output order, docs/language.md §10.2, or by (position,
+slot) pairs; rcep and ses)."""
 
 from __future__ import annotations
 
@@ -83,6 +85,79 @@ def grow(array, size):
     bigger = np.empty(max(size, 2 * len(array)), dtype=array.dtype)
     bigger[: len(array)] = array
     return bigger
+
+
+@jit(nrt=False)
+def row_less(offsets, positions, i, j):
+    """Whether row i's positions come before row j's as tuples do (a prefix first)."""
+    a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
+    while a < a_end and b < b_end:
+        if positions[a] != positions[b]:
+            return positions[a] < positions[b]
+        a += 1
+        b += 1
+    return a == a_end and b < b_end
+
+
+@jit
+def shared_pairs(offsets, positions, slots, i, j):
+    """How many leading (position, slot) pairs rows i and j have in common."""
+    a, b, n = offsets[i], offsets[j], min(offsets[i + 1] - offsets[i], offsets[j + 1] - offsets[j])
+    k = 0
+    while k < n and positions[a + k] == positions[b + k] and slots[a + k] == slots[b + k]:
+        k += 1
+    return k
+
+
+@jit
+def pairs_less(offsets, positions, slots, i, j):
+    """Whether row i's (position, slot) pairs come before row j's as tuples do (a prefix first)."""
+    k = shared_pairs(offsets, positions, slots, i, j)
+    a, b = offsets[i] + k, offsets[j] + k
+    if a == offsets[i + 1] or b == offsets[j + 1]:
+        return a == offsets[i + 1] and b < offsets[j + 1]
+    if positions[a] != positions[b]:
+        return positions[a] < positions[b]
+    return slots[a] < slots[b]
+
+
+@jit
+def output_less(offsets, positions, i, j):
+    """Whether row i comes before row j in output order: by last position, then as position tuples."""
+    a, b = positions[offsets[i + 1] - 1], positions[offsets[j + 1] - 1]
+    if a != b:
+        return a < b
+    return row_less(offsets, positions, i, j)
+
+
+@jit
+def row_order(offsets, positions, slots, output):
+    """The row numbers in order (a stable bottom-up merge sort): ``output``, output order (by last
+    position, then as position tuples: ``output_less``), else by (position, slot) pairs (``pairs_less``)."""
+    n = len(offsets) - 1
+    order = np.arange(n)
+    spare = np.empty(n, dtype=np.int64)
+    width = 1
+    while width < n:
+        for lo in range(0, n, 2 * width):
+            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
+            i, j = lo, mid
+            for k in range(lo, hi):  # stable: a tie takes the left run's row
+                later = False
+                if j < hi and i < mid:
+                    if output:
+                        later = output_less(offsets, positions, order[j], order[i])
+                    else:
+                        later = pairs_less(offsets, positions, slots, order[j], order[i])
+                if j == hi or (i < mid and not later):
+                    spare[k] = order[i]
+                    i += 1
+                else:
+                    spare[k] = order[j]
+                    j += 1
+        order, spare = spare, order
+        width *= 2
+    return order
 
 
 _entries: dict = {}  # (kernel, signature of the arguments) -> machine code

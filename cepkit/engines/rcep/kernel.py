@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..compiled import grow, jit, phi
+from ..compiled import grow, jit, phi, row_less, row_order, shared_pairs
 from .joins import hybrid_into
 
 STAT_TRIGGERS, STAT_RANGE_HITS, STAT_TESTED, STAT_REUSED, STAT_CHAINS, STAT_MATCHES = range(6)
@@ -251,18 +251,6 @@ def _join(
     stats[STAT_TESTED] += tested
 
 
-@jit(nrt=False)
-def _row_less(offsets, positions, i, j):
-    """Whether row i's positions come before row j's as tuples do (a prefix first)."""
-    a, a_end, b, b_end = offsets[i], offsets[i + 1], offsets[j], offsets[j + 1]
-    while a < a_end and b < b_end:
-        if positions[a] != positions[b]:
-            return positions[a] < positions[b]
-        a += 1
-        b += 1
-    return a == a_end and b < b_end
-
-
 @jit
 def _sort_tied(offsets, positions, slots, begin, end):
     """Rows ``begin:end`` (one trigger's, all ending at it) put in order of their positions, a stable merge
@@ -277,7 +265,7 @@ def _sort_tied(offsets, positions, slots, begin, end):
             mid, hi = min(lo + width, m), min(lo + 2 * width, m)
             i, j, k = lo, mid, lo
             while i < mid and j < hi:
-                if _row_less(offsets, positions, order[j], order[i]):
+                if row_less(offsets, positions, order[j], order[i]):
                     spare[k] = order[j]
                     j += 1
                 else:
@@ -297,7 +285,7 @@ def _sort_tied(offsets, positions, slots, begin, end):
         width *= 2
     distinct = True
     for i in range(1, m):
-        if not _row_less(offsets, positions, order[i - 1], order[i]):
+        if not row_less(offsets, positions, order[i - 1], order[i]):
             distinct = False
     base = offsets[begin]
     held_offsets = offsets[begin : end + 1].copy()
@@ -896,67 +884,6 @@ def ranked(offsets, positions, strategy):
 
 
 @jit
-def _shared(offsets, positions, slots, i, j):
-    """How many leading (position, slot) pairs rows i and j have in common."""
-    a, b, n = offsets[i], offsets[j], min(offsets[i + 1] - offsets[i], offsets[j + 1] - offsets[j])
-    k = 0
-    while k < n and positions[a + k] == positions[b + k] and slots[a + k] == slots[b + k]:
-        k += 1
-    return k
-
-
-@jit
-def _pairs_less(offsets, positions, slots, i, j):
-    """Whether row i's (position, slot) pairs come before row j's as tuples do (a prefix first)."""
-    k = _shared(offsets, positions, slots, i, j)
-    a, b = offsets[i] + k, offsets[j] + k
-    if a == offsets[i + 1] or b == offsets[j + 1]:
-        return a == offsets[i + 1] and b < offsets[j + 1]
-    if positions[a] != positions[b]:
-        return positions[a] < positions[b]
-    return slots[a] < slots[b]
-
-
-@jit
-def _output_less(offsets, positions, i, j):
-    """Whether row i comes before row j in output order: by last position, then as position tuples."""
-    a, b = positions[offsets[i + 1] - 1], positions[offsets[j + 1] - 1]
-    if a != b:
-        return a < b
-    return _row_less(offsets, positions, i, j)
-
-
-@jit
-def _row_order(offsets, positions, slots, output):
-    """The row numbers in order (a stable bottom-up merge sort): ``output``, output order (by last
-    position, then as position tuples: ``_output_less``), else by (position, slot) pairs (``_pairs_less``)."""
-    n = len(offsets) - 1
-    order = np.arange(n)
-    spare = np.empty(n, dtype=np.int64)
-    width = 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid, hi = min(lo + width, n), min(lo + 2 * width, n)
-            i, j = lo, mid
-            for k in range(lo, hi):  # stable: a tie takes the left run's row
-                later = False
-                if j < hi and i < mid:
-                    if output:
-                        later = _output_less(offsets, positions, order[j], order[i])
-                    else:
-                        later = _pairs_less(offsets, positions, slots, order[j], order[i])
-                if j == hi or (i < mid and not later):
-                    spare[k] = order[i]
-                    i += 1
-                else:
-                    spare[k] = order[j]
-                    j += 1
-        order, spare = spare, order
-        width *= 2
-    return order
-
-
-@jit
 def robust(offsets, positions, slots):
     """Which rows ROBUST_STNM keeps ([SES] Def 6.2, the rule of ``stnm.RobustSkipTillNext``) among every ALL
     match of a stream (rows of (position, slot) pairs in position order): a row e1 .. en is dropped when,
@@ -964,7 +891,7 @@ def robust(offsets, positions, slots):
     another row extends it. The rows are put in order of their pairs, so the rows sharing a prefix are
     consecutive, the one binding the earliest event after it first."""
     n = len(offsets) - 1
-    order = _row_order(offsets, positions, slots, False)
+    order = row_order(offsets, positions, slots, False)
     longest = 0
     for r in range(n):
         longest = max(longest, offsets[r + 1] - offsets[r])
@@ -977,7 +904,7 @@ def robust(offsets, positions, slots):
         start = 0  # earliest[:start] belongs to blocks that began at an earlier row
         if k > 0:
             p = order[k - 1]
-            start = _shared(offsets, positions, slots, p, r)
+            start = shared_pairs(offsets, positions, slots, p, r)
             if start < offsets[p + 1] - offsets[p]:
                 start += 1  # the row before went on past the shared pairs: the next place's block is its
         for d in range(start, length):
@@ -988,10 +915,10 @@ def robust(offsets, positions, slots):
                 kept = False
         q = k + 1  # the next row with other pairs: does it extend this one?
         while q < n and offsets[order[q] + 1] - offsets[order[q]] == length:
-            if _shared(offsets, positions, slots, order[q], r) < length:
+            if shared_pairs(offsets, positions, slots, order[q], r) < length:
                 break
             q += 1
-        if q < n and _shared(offsets, positions, slots, order[q], r) == length:
+        if q < n and shared_pairs(offsets, positions, slots, order[q], r) == length:
             kept = False
         keep[r] = kept
     return keep
@@ -1083,7 +1010,7 @@ def skip_till_next(
     for r in range(n):
         begin, length = offsets[r], offsets[r + 1] - offsets[r]
         if r > 0:
-            valid = min(valid, _shared(offsets, positions, slots, r - 1, r))
+            valid = min(valid, shared_pairs(offsets, positions, slots, r - 1, r))
         for x in range(length):
             s = slots[begin + x]
             cells[x] = _lower_bound(members, member_offsets[s], member_offsets[s + 1], grouped[begin + x])
@@ -1290,7 +1217,7 @@ def next_match_walks(members, member_offsets, kleene, window_lo, grouped_positio
         room = (cells, cell_slots, stack, out_offsets, out_positions, out_slots, counts)
     n_out, n_written = counts[0], counts[1]
     offsets, positions, slots = room[3][: n_out + 1], room[4][:n_written], room[5][:n_written]
-    order = _row_order(offsets, positions, slots, True)
+    order = row_order(offsets, positions, slots, True)
     sorted_offsets = np.zeros(n_out + 1, dtype=np.int64)
     sorted_positions = np.empty(n_written, dtype=np.int64)
     sorted_slots = np.empty(n_written, dtype=np.int64)
@@ -1301,6 +1228,6 @@ def next_match_walks(members, member_offsets, kleene, window_lo, grouped_positio
         sorted_offsets[x + 1] = sorted_offsets[x] + length
         sorted_positions[sorted_offsets[x] : sorted_offsets[x + 1]] = positions[offsets[r] : offsets[r + 1]]
         sorted_slots[sorted_offsets[x] : sorted_offsets[x + 1]] = slots[offsets[r] : offsets[r + 1]]
-        if x > 0 and not _row_less(sorted_offsets, sorted_positions, x - 1, x):
+        if x > 0 and not row_less(sorted_offsets, sorted_positions, x - 1, x):
             distinct = False
     return sorted_offsets, sorted_positions, sorted_slots, distinct

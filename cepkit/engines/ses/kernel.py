@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...lang.window import ULPS
-from ..compiled import grow, jit, phi
+from ..compiled import grow, jit, output_less, phi, row_order
 from ..kept import written
 
 STAT_EVALUATED, STAT_MAX_WINDOW, STAT_INSTANCES = range(3)
@@ -400,7 +400,7 @@ def close_windows(events, bounds, span, params, moves, final, joins, chains, sta
     here, so the caller builds nothing per call. ``params``: the first set's
     mask, two_phase, keep_skips, robust, lookahead and whether the codes may differ; ``joins`` and
     ``chains`` the rows of ``run_windows``' join and chain arguments. The matches are written into the
-    ``out`` buffers in output order (``_output_order``; ``kept.written``); ``stats`` adds up ``run_windows``'
+    ``out`` buffers in output order (``compiled.row_order``; ``kept.written``); ``stats`` adds up ``run_windows``'
     windows evaluated and keeps the largest one's size. Returns (rows, cells, whether two rows have the same positions: the caller orders them
     then), rows and cells negative when they do not fit."""
     coord, mask, code, position, kval, kok = events
@@ -480,66 +480,13 @@ def close_windows(events, bounds, span, params, moves, final, joins, chains, sta
         chains[2],
         chains[3],
     )
-    order = np.empty(len(offsets) - 1, dtype=np.int64)
-    ties = _output_order(offsets, found, order)
+    order = row_order(offsets, found, variables, True)
+    ties = False  # (two rows with the same positions: the caller orders them by their bindings)
+    for r in range(1, len(order)):
+        if not output_less(offsets, found, order[r - 1], order[r]):
+            ties = True
     rows, cells = written(offsets, found, variables, todo[:0], order, out)
     if rows >= 0:  # (the step's running totals)
         stats[STAT_EVALUATED] += run_stats[STAT_EVALUATED]
         stats[STAT_MAX_WINDOW] = max(stats[STAT_MAX_WINDOW], run_stats[STAT_MAX_WINDOW])
     return rows, cells, ties
-
-
-@jit(nrt=False)
-def _row_before(offsets, positions, a, b):
-    """Row ``a``'s place against row ``b``'s in output order (docs/language.md §10.2: last position,
-    then the positions): -1, 1, or 0 when their positions are the same."""
-    last_a, last_b = positions[offsets[a + 1] - 1], positions[offsets[b + 1] - 1]
-    if last_a != last_b:
-        return -1 if last_a < last_b else 1
-    i, j = offsets[a], offsets[b]
-    while i < offsets[a + 1] and j < offsets[b + 1]:
-        if positions[i] != positions[j]:
-            return -1 if positions[i] < positions[j] else 1
-        i += 1
-        j += 1
-    length_a, length_b = offsets[a + 1] - offsets[a], offsets[b + 1] - offsets[b]
-    return -1 if length_a < length_b else 1 if length_a > length_b else 0
-
-
-@jit
-def _output_order(offsets, positions, order):
-    """``order`` filled with the rows (CSR ``offsets`` into ``positions``) in output order by their
-    positions, stably (an insertion sort of each run of 16, then merges); whether two rows have the same
-    positions (their order is then the bindings')."""
-    n = len(order)
-    for r in range(n):
-        order[r] = r
-    run = 16
-    for start in range(0, n, run):
-        for r in range(start + 1, min(start + run, n)):
-            x, k = order[r], r
-            while k > start and _row_before(offsets, positions, x, order[k - 1]) < 0:
-                order[k] = order[k - 1]
-                k -= 1
-            order[k] = x
-    if n > run:
-        spare = np.empty(n, dtype=np.int64)
-        width = run
-        while width < n:
-            for start in range(0, n, 2 * width):
-                middle, stop = min(start + width, n), min(start + 2 * width, n)
-                i, j, k = start, middle, start
-                while i < middle or j < stop:
-                    if j == stop or (i < middle and _row_before(offsets, positions, order[j], order[i]) >= 0):
-                        spare[k] = order[i]
-                        i += 1
-                    else:
-                        spare[k] = order[j]
-                        j += 1
-                    k += 1
-            order[:] = spare
-            width *= 2
-    for r in range(1, n):
-        if _row_before(offsets, positions, order[r - 1], order[r]) == 0:
-            return True
-    return False
