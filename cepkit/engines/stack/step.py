@@ -23,6 +23,7 @@ event's matches are returned in output order (docs/language.md §10.2), as ``Mat
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Optional
 
@@ -84,6 +85,7 @@ class SeqStep:
         self.keyed = bool(program.partition_by)
         self.keys: dict = {}  # PARTITION BY key -> _Key
         self.expiry = KeyExpiry(self.w)  # a key whose window has passed is forgotten, as ``feed`` forgets it
+        self.oldest = -math.inf  # at most the oldest key's last time: the expiry is checked once it passes
         # the events of the last window, (type, time, values, position, Event or None), for the hand-back
         self.recent: deque = deque()
 
@@ -108,6 +110,7 @@ class SeqStep:
         self.keys.clear()
         self.recent.clear()
         self.expiry = KeyExpiry(self.w)
+        self.oldest = -math.inf
 
     def add(self, type_: str, time: float, values, position: int, event) -> list:
         """The event into the stacks (``event``: its ``Event`` when it came from the matcher's tail); the
@@ -120,9 +123,11 @@ class SeqStep:
         while recent[0][1] < horizon:
             recent.popleft()
         last = self.expiry.last
-        if last and next(iter(last.values())) < horizon:
-            for gone in self.expiry.expired(time):
-                self.keys.pop(gone, None)
+        if self.oldest < horizon:  # (keys move to the end when touched: the oldest only grows)
+            if last and next(iter(last.values())) < horizon:
+                for gone in self.expiry.expired(time):
+                    self.keys.pop(gone, None)
+            self.oldest = next(iter(last.values())) if last else time  # (empty: this event's key comes next)
         if self.keyed:
             key = self.key_of(type_, time, values)
             last[key] = time  # (events in order: its latest)
