@@ -42,7 +42,7 @@ and writes of the same memory in the same order, the nodes taken from the trace 
 maximum, its median, and its time at the call where the cursor's delay is the largest: where that call
 is slow because of the memory it touches, the bare walk is slow there too. **max steps**: union nodes and
 pops per call beyond one per position written (the quantity the bound is about: at most the left
-spine), on the trace. The first line also gives the time of one read that misses the caches
+spine, ≤ 2), on the trace. The first line also gives the time of one read that misses the caches
 (``memory_miss``), the third what a first touch of a 2 MB page costs a prefetch and a load once its
 page-table entries have left the caches (``page_walk``). Where the slow calls sit (``_pages``): **2 MB
 entries**, the calls that are the walk's first access to a 2 MB page of one of the arrays it reads or
