@@ -32,7 +32,9 @@ from typing import Optional, Sequence
 import pandas as pd
 
 from .errors import EventError, QueryError
-from .runtime.columns import check_frame_columns
+from .match_recognize.parser import is_recognize
+from .match_recognize.parser import parse as mr_parse
+from .runtime.columns import check_columns, check_frame_columns, is_text, text_times
 from .lang.ast import STRATEGIES
 from .lang.hierarchy import Hierarchy
 
@@ -57,6 +59,14 @@ def read_events(path: str, type: Optional[str] = None, ts: Optional[str] = None)
     """
     import cepkit
 
+    frame = read_table(path)
+    renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
+    check_frame_columns(list(frame.columns), renames, flags=True)  # the message names --type, --ts
+    return cepkit.as_events(frame, type=type, ts=ts)
+
+
+def read_table(path: str) -> pd.DataFrame:
+    """A CSV, JSON (lines or records) or Parquet file as it is (``read_events`` without the events' checks)."""
     file = Path(path)
     if not file.is_file():
         raise _UsageError(f"no such events file: {path}")
@@ -69,9 +79,7 @@ def read_events(path: str, type: Optional[str] = None, ts: Optional[str] = None)
         frame = _parquet(file)
     else:
         frame = _csv(file)
-    renames = {k: v for k, v in (("type", type), ("ts", ts)) if v is not None and v != k}
-    check_frame_columns(list(frame.columns), renames, flags=True)  # the message names --type, --ts
-    return cepkit.as_events(frame, type=type, ts=ts)
+    return frame
 
 
 def _text(file: Path) -> str:
@@ -184,33 +192,70 @@ def _query_text(value: str) -> str:
     return sys.stdin.read() if value == "-" else value
 
 
-def _write_frame(frame: pd.DataFrame, fmt: str, out) -> None:
+def _write_frame(frame: pd.DataFrame, fmt: str, out, empty: str = "(no matches)") -> None:
     if fmt == "csv":
         frame.to_csv(out, index=False)
     elif fmt == "json":
         out.write(frame.to_json(orient="records") + "\n")
     else:
-        out.write((frame.to_string(index=False) if len(frame) else "(no matches)") + "\n")
+        out.write((frame.to_string(index=False) if len(frame) else empty) + "\n")
 
 
 # ----------------------------------------------------------------------------- commands
 def cmd_match(args) -> int:
     import cepkit
 
-    events = read_events(args.events, type=args.type, ts=args.ts)
     query, hierarchy, options = _query_text(args.query), _hierarchy(args.hierarchy), dict(args.option)
-    try:  # the engine and its options, judged on no events: a bad -o is a usage error, not a traceback
+    if is_recognize(query):
+        return _match_recognize(args, query)
+    try:  # the query, engine and options, judged on no events before the file is read: a bad -o is a usage error
         cepkit.match(query, [], engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
     except (TypeError, ValueError) as err:
         if isinstance(err, (QueryError, EventError)):
             raise
         raise _UsageError(f"--engine/-o: {err}") from None
+    events = read_events(args.events, type=args.type, ts=args.ts)
     found = cepkit.match(query, events, engine=args.engine, strategy=args.strategy, hierarchy=hierarchy, **options)
     found.own_names = {k: v for k, v in (("type", args.type), ("ts", args.ts)) if v is not None}  # c.when
     fields = None if args.fields is None else "all" if args.fields == "all" else args.fields.split(",")
     _write_frame(found.to_pandas(fields=fields), args.format, sys.stdout)
     if args.format == "table":
         print(f"{len(found)} match{'es' if len(found) != 1 else ''} (engine: {found.engine})")
+    return 0
+
+
+def _match_recognize(args, query: str) -> int:
+    """``cepkit match`` of a MATCH_RECOGNIZE query: ``cepkit.sql`` over the file as a table, its output rows
+    printed; ``--ts`` names a text column to read as times (the standard fixes the engine and strategy)."""
+    import cepkit
+
+    given = [
+        flag
+        for flag, value in (
+            ("--engine", args.engine != "auto"),
+            ("--strategy", args.strategy),
+            ("--hierarchy", args.hierarchy),
+            ("-o", args.option),
+            ("--fields", args.fields),
+            ("--type", args.type),
+        )
+        if value
+    ]
+    if given:
+        raise _UsageError(
+            f"{', '.join(given)}: not for MATCH_RECOGNIZE, whose rows are the file's and whose standard fixes "
+            "the engine and the strategy (docs/language.md §13)"
+        )
+    query = mr_parse(query)  # its errors before the file is read
+    frame = read_table(args.events)
+    if args.ts is not None:
+        check_columns(list(frame.columns), {"ts": args.ts}, flags=True)
+        if is_text(frame[args.ts]):
+            frame = frame.assign(**{args.ts: text_times(frame[args.ts], args.ts)})
+    rows = cepkit.sql(query, frame)
+    _write_frame(rows, args.format, sys.stdout, empty="(no rows)")
+    if args.format == "table":
+        print(f"{len(rows)} row{'s' if len(rows) != 1 else ''} (MATCH_RECOGNIZE)")
     return 0
 
 
@@ -333,7 +378,11 @@ def _add_explain(commands) -> None:
 
 def _add_columns(command) -> None:
     command.add_argument("--type", metavar="COLUMN", help="the column holding each event's type (default: type)")
-    command.add_argument("--ts", metavar="COLUMN", help="the column holding each event's time (default: ts)")
+    command.add_argument(
+        "--ts",
+        metavar="COLUMN",
+        help="the column holding each event's time (default: ts); for MATCH_RECOGNIZE, a text column to read as times",
+    )
 
 
 def cmd_demo(args) -> int:
@@ -351,14 +400,18 @@ def cmd_warmup(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="cepkit", description="Complex event processing workbench.")
+    parser.add_argument("--version", action="version", version=f"cepkit {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     formats = ("table", "csv", "json")
 
     match = commands.add_parser(
         "match",
         help="run a query over an events file",
-        description="Run a query over an events file and print its matches.",
+        description="Run a query over an events file and print its matches; a MATCH_RECOGNIZE query runs "
+        "over the file as a table (cepkit.sql) and prints its rows.",
     )
     match.add_argument("query", help="the query text, or - to read it from standard input")
     match.add_argument(

@@ -326,3 +326,31 @@ def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
     reader.stdout.close()  # as head does after its lines
     stderr = reader.stderr.read().decode()
     assert reader.wait(timeout=300) == 1 and stderr == ""
+
+
+def test_match_runs_match_recognize_over_the_file_as_a_table(capsys, tmp_path):
+    """A MATCH_RECOGNIZE query given to ``cepkit match`` was a parse error of cepkit's language at the word."""
+    path = tmp_path / "prices.csv"
+    prices = pd.DataFrame({"day": [f"2024-05-0{d}" for d in range(1, 7)], "price": [5, 3, 2, 4, 6, 1]})
+    prices.to_csv(path, index=False)
+    query = (
+        "SELECT * FROM prices MATCH_RECOGNIZE (ORDER BY day MEASURES LAST(DOWN.price) AS bottom, LAST(UP.price) AS "
+        "back PATTERN (DOWN+ UP+) WITHIN INTERVAL '3' DAY DEFINE DOWN AS price < PREV(price), UP AS price > PREV(price))"
+    )
+    status, out, _ = in_process(capsys, "match", query, "--events", str(path), "--ts", "day", "--format", "json")
+    assert status == 0 and json.loads(out) == [{"bottom": 2, "back": 4}]
+    assert json.loads(out) == cepkit.sql(query, prices.assign(day=pd.to_datetime(prices.day))).to_dict("records")
+    status, _, err = in_process(capsys, "match", query, "--events", str(path), "--engine", "stack")
+    assert status == 2 and "--engine: not for MATCH_RECOGNIZE" in err
+
+
+def test_the_query_is_checked_before_the_file_is_read(capsys, tmp_path):
+    path = tmp_path / "broken.csv"
+    path.write_text('type,ts\nA,"1\n')  # a quote never closed: an error of the file, if it were read
+    status, _, err = in_process(capsys, "match", "A a ; B b WITHN 3", "--events", str(path))
+    assert status == 2 and "did you mean WITHIN?" in err
+
+
+def test_version(capsys):
+    status, out, _ = in_process(capsys, "--version")
+    assert status == 0 and out == f"cepkit {cepkit.__version__}\n"

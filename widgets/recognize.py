@@ -33,11 +33,6 @@ POSITION = "__cepkit_position"  # each row's position in the Workbench's stream,
 NOT_FOR_SQL = ("Automaton", "Strategies", "Funnel", "Rewrite")  # tabs of cepkit's own language only
 
 
-def is_recognize(text: str) -> bool:
-    """Whether the editor holds MATCH_RECOGNIZE (a word cepkit's own language does not have)."""
-    return "MATCH_RECOGNIZE" in text.upper()
-
-
 def table(stream, columns: Optional[dict] = None) -> pd.DataFrame:
     """The stream's events as the table the query reads: its type and ts columns under the user's own names
     (``columns``, the Workbench's ``type=``/``ts=``), each row's position in ``POSITION``."""

@@ -50,6 +50,7 @@ import pandas as pd
 import traitlets
 
 import cepkit
+from cepkit import match_recognize as mr
 from cepkit import recipes
 
 from .automaton_view import AutomatonView
@@ -482,7 +483,7 @@ class Workbench(widgets.VBox):
         text = self.editor.value
         if change is not None:
             self.code_box.value = ""  # the code shown was the previous text's
-        self.sql_notation = recognize.is_recognize(text)
+        self.sql_notation = mr.is_recognize(text)
         self.editor.use_notation(self.sql_notation)
         self.engine_picker.disabled = self.strategy_picker.disabled = self.sql_notation  # the standard fixes both
         checked = (

@@ -4,8 +4,8 @@
 """
 
 from .explain import Explanation, why_not
-from .parser import KEYWORDS, parse
+from .parser import KEYWORDS, is_recognize, parse
 from .run import find, output, sql
 from .stream import RowStream
 
-__all__ = ["KEYWORDS", "parse", "find", "output", "sql", "why_not", "Explanation", "RowStream"]
+__all__ = ["KEYWORDS", "is_recognize", "parse", "find", "output", "sql", "why_not", "Explanation", "RowStream"]

@@ -99,6 +99,11 @@ def _parser() -> Lark:
     return grammars.parser("cepkit.match_recognize")
 
 
+def is_recognize(text: str) -> bool:
+    """Whether ``text`` is MATCH_RECOGNIZE (a word cepkit's own language does not have), not cepkit's language."""
+    return "MATCH_RECOGNIZE" in text.upper()
+
+
 def _name(token) -> str:
     text = str(token)
     return text[1:-1] if text.startswith('"') else text
