@@ -545,8 +545,9 @@ def _last_list(evaluator) -> tuple:
 def baseline(revision, names=("nodes", "evaluate"), prefix: str = "_baseline_"):
     """``nodes.py`` and ``evaluate.py`` (``names``) as of ``revision`` (None: the working tree's), loaded as
     modules of the automaton package (``_baseline_nodes``, ``_baseline_evaluate``, or ``prefix``'s): the
-    kernel before this change, in the same run. Returns the last one loaded. (A module loaded this way can
-    run slower than the package's own: ``--ab`` loads both sides so.)"""
+    kernel before this change, in the same run. Returns the last one loaded. (In some processes a module
+    loaded this way ran a whole list ~2x slower than the package's own, in others not: ``--ab`` loads both
+    sides so.)"""
     folder = Path(tempfile.mkdtemp(prefix="cepkit-baseline-"))
     package = "cepkit.engines.automaton"
     for name in names:
