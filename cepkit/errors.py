@@ -160,6 +160,12 @@ def check_room(matches: int, needed: int, limit: Optional[int] = None, engines=(
         raise ResultTooLarge(max(matches, -1), max(needed, -1), available, limit, engines)
 
 
+class TimeScaleWarning(UserWarning):
+    """Numeric ts too large for seconds under a window with a time unit (``WITHIN 10 min``): epoch milliseconds,
+    microseconds or nanoseconds, which cepkit would count as seconds (docs/language.md §10 rule 8); the message
+    says which scale they look like and how to convert them."""
+
+
 class AbsentTypeWarning(UserWarning):
     """``cepkit.match`` found nothing and the query names an event type no event has (a misspelling, another
     case): the message is ``cepkit.type_warnings``' error, with its caret and the closest type there is."""

@@ -13,7 +13,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from ..errors import AbsentTypeWarning, EventError, QueryError, did_you_mean, shown
+from ..errors import AbsentTypeWarning, EventError, QueryError, TimeScaleWarning, did_you_mean, shown
 from ..lang import ast as A
 from ..lang.query import Query, parse
 from .columns import as_event, as_events, renamed_fields
@@ -168,6 +168,8 @@ def check_against_stream(query: Query, stream) -> None:
         )
     if not len(stream):
         return
+    if isinstance(stream, Stream):
+        _check_time_scale(query, stream)
     all_attrs = stream.attributes_of()
     for key in query.partition_by:
         if key not in all_attrs and key not in ("type", "ts"):
@@ -202,6 +204,30 @@ def check_against_stream(query: Query, stream) -> None:
                 f"{', '.join(sorted(known)) or 'no attributes'}{did_you_mean(attr, known)}",
                 query.text,
             )
+
+
+# numbers of seconds past this are past the year 5000: epoch ms, µs or ns counted as seconds
+_SCALES = ((1e17, "nanoseconds", "ns"), (1e14, "microseconds", "us"), (1e11, "milliseconds", "ms"))
+
+
+def _check_time_scale(query: Query, stream: Stream) -> None:
+    """A ``TimeScaleWarning`` when numeric ts look like epoch ms/µs/ns under a window with a time unit, which
+    counts them as seconds: ``WITHIN 2 min`` would span 120 ms of them, silently."""
+    within = query.within
+    if stream.ts_is_datetime or within is None or within.events or within.unit is None:
+        return
+    largest = float(np.nanmax(np.abs(stream.times)))
+    for bound, scale, unit in _SCALES:
+        if largest >= bound:
+            warnings.warn(
+                TimeScaleWarning(
+                    f"the ts are numbers up to {largest:.4g}, counted as seconds (docs/language.md §10 rule 8), "
+                    f"so WITHIN {within.amount:g} {within.unit} spans {within.seconds:g} of them: if they are epoch "
+                    f"{scale}, pass datetimes (pandas.to_datetime(ts, unit={unit!r}, utc=True))"
+                ),
+                stacklevel=4,
+            )
+            return
 
 
 def _has_events_of(stream, types) -> bool:

@@ -3,6 +3,7 @@ one table per event type (``from_frames``) and wide tables (``from_wide``), with
 the column."""
 
 import datetime as dt
+import warnings
 
 import pandas as pd
 import pyarrow as pa
@@ -305,3 +306,20 @@ def test_an_attribute_no_event_of_the_type_has_is_an_error_when_the_type_has_non
     with pytest.raises(cepkit.QueryError, match="events of type B have amount; did you mean 'amount'"):
         cepkit.match("A a ; B b WHERE b.amout > 1", [{"type": "A", "ts": 1}, {"type": "B", "ts": 2, "amount": 3}])
     assert cepkit.match("A a ; C c WHERE c.x > 1", events).positions() == []  # no C at all: nothing to check
+
+
+def test_epoch_milliseconds_under_a_window_with_a_unit_warn():
+    """Epoch ms counted as seconds made ``WITHIN 2 min`` span 120 ms of them and the match one minute apart
+    was silently lost."""
+    ms = pd.DataFrame({"type": ["A", "B"], "ts": [1714557600000, 1714557660000]})
+    with pytest.warns(cepkit.errors.TimeScaleWarning, match=r"epoch milliseconds.*unit='ms'"):
+        assert cepkit.match("A a ; B b WITHIN 2 min", ms).positions() == []
+    datetimes = ms.assign(ts=pd.to_datetime(ms.ts, unit="ms", utc=True))
+    assert cepkit.match("A a ; B b WITHIN 2 min", datetimes).positions() == [(0, 1)]
+    with pytest.warns(cepkit.errors.TimeScaleWarning, match="epoch nanoseconds"):
+        cepkit.match("A a ; B b WITHIN 2 min", ms.assign(ts=ms.ts * 1_000_000))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # seconds, a unit-less window, an EVENTS window: no warning
+        cepkit.match("A a ; B b WITHIN 2 min", ms.assign(ts=ms.ts // 1000))
+        cepkit.match("A a ; B b WITHIN 60000", ms)
+        cepkit.match("A a ; B b WITHIN 2 EVENTS", ms)
