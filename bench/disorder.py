@@ -21,16 +21,27 @@ final matches missing / not in the truth; ``-`` = retractions sent.
     python bench/disorder.py            # full grid, writes bench/disorder.png (about 4 minutes), then engines
     python bench/disorder.py --quick    # smaller streams and grid
     python bench/disorder.py --engines-only --events 3000   # only the engines behind the layer
+    python bench/disorder.py --size     # at size: 1M synthetic events and the flights year (CPU seconds)
+
+``--size`` runs ``cepkit.match`` on a DataFrame in arrival order, as a user would, and reads
+``position_arrays()``: each mode's CPU seconds over the same engine's in-order run on the sorted frame, in
+the same process (the in-order run first and last, the better kept). 1M synthetic events (one per second,
+types A-D, ``id`` in 0..9, a share late by up to 2 windows) and the flights year (each event delayed by up
+to an hour), every engine; aggressive on 1 % and 10 % late, for the engines in ``AGGRESSIVE_AT_SIZE``.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import random
 import statistics
+import time
+import warnings
 
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 import cepkit
@@ -113,13 +124,94 @@ def measure(
     }
 
 
+SIZE_QUERY = "SEQ(A a, B b, C c) WITHIN 10 PARTITION BY id"
+YEAR_QUERY = "SEQ(FOG f, DELAYED_DEPARTURE d) WITHIN 2 h PARTITION BY origin"
+SIZE_ENGINES = ("automaton", "stack", "rcep", "ses", "nested", "ecube")
+AGGRESSIVE_AT_SIZE = ("automaton", "stack")  # the others' aggressive takes minutes per run at 1M
+
+
+def synthetic_frame(n: int, late_share: float, max_delay: float, seed: int = 0) -> tuple:
+    """(the in-order frame, the same rows in arrival order): one event per second, a share delayed."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame(
+        {"type": rng.choice(list("ABCD"), n), "ts": np.arange(n, dtype=float), "id": rng.integers(0, 10, n)}
+    )
+    arrival = frame["ts"].to_numpy() + np.where(rng.random(n) < late_share, rng.uniform(0, max_delay, n), 0.0)
+    return frame, frame.iloc[np.argsort(arrival, kind="stable")].reset_index(drop=True)
+
+
+def year_frames(max_delay: pd.Timedelta, seed: int = 0) -> tuple:
+    """(the flights year in order, the same rows each delayed by up to ``max_delay``, in arrival order)."""
+    from cepkit.datasets.flights import flight_events
+
+    year = flight_events()
+    rng = np.random.default_rng(seed)
+    delay = pd.to_timedelta(rng.uniform(0, max_delay.total_seconds(), len(year)), unit="s")
+    arrival = (pd.to_datetime(year["ts"]) + delay).to_numpy()
+    return year, year.iloc[np.argsort(arrival, kind="stable")].reset_index(drop=True)
+
+
+def cpu_run(query: str, frame, engine: str, **options) -> tuple:
+    """(CPU seconds, matches, dropped, how the batch ran) of ``cepkit.match`` then ``position_arrays()``."""
+    start = time.process_time()
+    found = cepkit.match(query, frame, engine=engine, **options)
+    found.position_arrays()
+    seconds = time.process_time() - start
+    return seconds, len(found), len(found.info.get("dropped") or ()), found.info.get("layer_run", found.info.get("run", ""))
+
+
+def size_table(args) -> None:
+    """Each mode's CPU time over the in-order run of the same engine in the same process, at size."""
+    n = args.events or 1_000_000
+    window = float(WINDOW)
+    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    workloads = []  # (stream, late share, query, in order, arrived, bound, modes)
+    for share, modes in ((0.01, ("kslack", "conservative", "aggressive")), (0.10, ("aggressive",))):
+        frame, arrived = synthetic_frame(n, share, 2 * window)
+        workloads.append((f"{n // 1000}k synthetic", share, SIZE_QUERY, frame, arrived, 2 * window, modes))
+    year, year_arrived = year_frames(pd.Timedelta(hours=1))
+    workloads.append(("flights year", 1.0, YEAR_QUERY, year, year_arrived, "1 h", ("kslack", "conservative")))
+    print(f"  synthetic: {SIZE_QUERY}  (late by up to 2 windows)")
+    print(f"  flights year: {YEAR_QUERY}  (every event late by up to 1 h)")
+    print(
+        f"{'stream':16} {'late':>5} {'engine':10} {'mode':13} {'matches':>8} {'dropped':>7} {'CPU s':>7} "
+        f"{'in order':>8} {'ratio':>6}  run"
+    )
+    for label, share, query, _, arrived, bound, modes in workloads:
+        # the same events in logical order: ts, then arrival (ties keep their arrival order, as the modes do)
+        frame = arrived.sort_values("ts", kind="stable", ignore_index=True)
+        for engine in SIZE_ENGINES:
+            mine = [m for m in modes if m != "aggressive" or engine in AGGRESSIVE_AT_SIZE]
+            if not mine:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cepkit.match(query, frame.iloc[:2000], engine=engine)  # compiled kernels, imports
+            first = cpu_run(query, frame, engine)
+            options = {"kslack": {"k": bound}, "conservative": {"max_delay": bound}, "aggressive": {"max_delay": bound}}
+            measured = {mode: cpu_run(query, arrived, engine, disorder=mode, **options[mode]) for mode in mine}
+            base = min(first[0], cpu_run(query, frame, engine)[0])
+            for mode, (seconds, matches, dropped, run) in measured.items():
+                assert dropped or matches == first[1], (label, engine, mode, matches, first[1])
+                print(
+                    f"{label:16} {share:5.2f} {engine:10} {mode:13} {matches:8d} {dropped:7d} {seconds:7.2f} "
+                    f"{base:8.2f} {seconds / base:6.1f}  {run}",
+                    flush=True,
+                )
+    print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--events", type=int, default=None)
     parser.add_argument("--repeat", type=int, default=3, help="runs per timing (the best is kept)")
     parser.add_argument("--engines-only", action="store_true", help="only the engines behind the layer")
+    parser.add_argument("--size", action="store_true", help="only the run at size (1M events, the flights year)")
     args = parser.parse_args()
+    if args.size:
+        size_table(args)
+        return
     if not args.engines_only:
         stack_grid(args)
     engines_table(args.events or (2000 if args.quick else 4000), args.repeat)
