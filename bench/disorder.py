@@ -157,7 +157,12 @@ def cpu_run(query: str, frame, engine: str, **options) -> tuple:
     found = cepkit.match(query, frame, engine=engine, **options)
     found.position_arrays()
     seconds = time.process_time() - start
-    return seconds, len(found), len(found.info.get("dropped") or ()), found.info.get("layer_run", found.info.get("run", ""))
+    return (
+        seconds,
+        len(found),
+        len(found.info.get("dropped") or ()),
+        found.info.get("layer_run", found.info.get("run", "")),
+    )
 
 
 def size_table(args) -> None:

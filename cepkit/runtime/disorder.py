@@ -311,6 +311,33 @@ def conservative_bound(stream, query: Query, max_delay, clock: np.ndarray, punct
     return bound
 
 
+def broken_promises(stream, query: Query, max_delay, punctuations: bool = True) -> np.ndarray:
+    """Which events break a promise when they arrive, as a mask (the stack engine's own conservative and
+    aggressive modes drop them): a ts below the largest ts so far (of the events kept) minus the type's
+    ``max_delay``, or, with ``punctuations``, at or below a punctuation of its type that came first."""
+    n = len(stream)
+    hierarchy = type_hierarchy(query)
+    delays = MaxDelay(max_delay, hierarchy)
+    times, codes = stream.times, stream.type_codes
+    punct = stream.type_in({PUNCTUATION})
+    events = ~punct
+    late = np.zeros(n, bool)
+    where = np.flatnonzero(punct) if punctuations else np.zeros(0, np.int64)
+    if len(where):
+        of = np.asarray([punctuated_type(e) for e in stream.take(where)], dtype=object)
+        closers = Punctuations(hierarchy)
+        for code, name in enumerate(stream.type_names):
+            mine = np.isin(of, list(closers.closers(name)))
+            frontier = np.full(n, -np.inf)
+            frontier[where[mine]] = times[where[mine]]
+            frontier = np.r_[-np.inf, np.maximum.accumulate(frontier)[:-1]]  # before each arrival
+            late |= events & (codes == code) & (times <= frontier)
+    clock = np.maximum.accumulate(np.where(events & ~late, times, -np.inf)) if n else np.zeros(0)
+    bound = np.asarray([delays.of(name) for name in stream.type_names], float)[codes] if n else np.zeros(0)
+    before = np.r_[-np.inf, clock[:-1]] if n else clock
+    return events & (late | (times < before - bound))
+
+
 def released_run(stream, schedule: tuple, run, at_close=lambda: False, waits: bool = False, close_at=None):
     """A buffered mode's batch run as columns, or None where it cannot tell the emissions (then the caller
     feeds its matcher event by event). ``schedule`` is ``release_schedule``'s; ``run`` the engine's batch
@@ -350,7 +377,7 @@ def released_run(stream, schedule: tuple, run, at_close=lambda: False, waits: bo
             if at_end.any() and (waits or (last_rank[at_end] != m - 1).any()):
                 return None
         emitted = at[release_at[emission_rank]]
-    matches = _to_arrival(ranked_matches, stream.position_of(released), emitted)
+    matches = to_arrival(ranked_matches, stream.position_of(released), emitted)
     return ReleasedRun(matches, np.argsort(emission_rank, kind="stable"), stream.position_of(dropped), peak)
 
 
@@ -381,7 +408,7 @@ class ReleasedRun:
         }
 
 
-def _to_arrival(ranked: MatchArrays, arrival: np.ndarray, emitted: np.ndarray) -> MatchArrays:
+def to_arrival(ranked: MatchArrays, arrival: np.ndarray, emitted: np.ndarray) -> MatchArrays:
     """``ranked``'s rows with release ranks replaced by arrival positions: each row's positions sorted again,
     bindings kept in their order (a Kleene tuple lists its events in logical order, as the layer does)."""
     positions = arrival[ranked.positions]

@@ -171,22 +171,35 @@ def test_a_dataframe_in_disorder_as_a_user_gives_it():
         assert {d.positions: d.emitted_at for d in found.deltas} == {(2, 3): 4, (0, 1): 4}
 
 
-@settings(max_examples=60, deadline=None)
-@given(flat_seq_queries(exists=True), arrivals(), st.sampled_from([0, 1, 2, 4, 100]))
-def test_the_stacks_own_kslack_as_columns_gives_what_its_matcher_gives(query, arrived, k):
-    """The stack's own K-slack (``StackPlan.run``): its in-order columnar run over the released events, the
-    emissions (a trailing scope's wait included) mapped to the arrivals that released them."""
-    if not runs(query, "stack", "kslack", {"k": k}) or not get_engine("stack").runs_disorder(
-        cepkit.parse(query), "kslack"
-    ):
+@st.composite
+def own_modes(draw):
+    """A mode of the stack's own with its options: K-slack, or conservative or aggressive with or without
+    ``max_delay`` (one bound or one per type)."""
+    mode, options = draw(mode_options())
+    if mode == "conservative" and draw(st.booleans()):
+        return "aggressive", options
+    return mode, options
+
+
+@settings(max_examples=80, deadline=None)
+@given(flat_seq_queries(exists=True), arrivals(), own_modes())
+def test_the_stacks_own_modes_as_columns_give_what_its_matchers_give(query, arrived, mode):
+    """The stack's own modes (``StackPlan.run``). K-slack: its in-order columnar run over the released
+    events, the emissions (a trailing scope's wait included) mapped to the arrivals that released them.
+    Conservative and aggressive without negation, EXISTS or RETURN: the in-order run over the events
+    kept, each match emitted at its last event to arrive."""
+    mode, options = mode
+    q = cepkit.parse(query)
+    if not runs(query, "stack", mode, options) or not get_engine("stack").runs_disorder(q, mode):
         return
-    plan = get_engine("stack").compile(cepkit.parse(query), disorder="kslack", k=k)
+    plan = get_engine("stack").compile(q, disorder=mode, **options)
     stream = Stream.from_any(arrived)
     found = cepkit.runtime.Matches(plan.run(stream), "stack", plan.query, deltas=plan.deltas(), info=plan.info())
-    assert found.info.get("run") == "columnar" or not numbered_in_arrival_order(stream)
+    columnar = mode == "kslack" or not ("negation" in q.features or "exists" in q.features)
+    assert (found.info.get("run") == "columnar") == (columnar and numbered_in_arrival_order(stream))
     pushed = replay(plan.matcher(), stream)
     expected = cepkit.runtime.Matches(pushed.net(), "stack", plan.query, deltas=list(pushed.emissions))
-    assert sorted(m.key for m in found) == sorted(m.key for m in expected), (query, arrived, k)
-    assert emissions(found.deltas) == emissions(expected.deltas), (query, arrived, k)
+    assert sorted(m.key for m in found) == sorted(m.key for m in expected), (query, arrived, mode, options)
+    assert emissions(found.deltas) == emissions(expected.deltas), (query, arrived, mode, options)
     assert found.info["dropped"] == pushed.info()["dropped"]
     assert sorted(m.key for m in found) == reference_without(query, arrived, set(found.info["dropped"]))

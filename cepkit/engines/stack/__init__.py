@@ -43,12 +43,21 @@ from __future__ import annotations
 import numpy as np
 
 from ...runtime.stream import Stream
-from ...runtime.match_arrays import MatchArrays
+from ...runtime.match_arrays import AT_LAST, MatchArrays
 from ...runtime.registry import Engine, Plan, register
 from .batch import ColumnarRun
 from .modes import AggressiveMatcher, ConservativeMatcher, InOrderMatcher, KSlackMatcher
 from ...runtime.delays import type_hierarchy
-from ...runtime.disorder import delay_options, numbered_in_arrival_order, release_schedule, released_run, replay
+from ...runtime.disorder import (
+    ReleasedRun,
+    broken_promises,
+    delay_options,
+    numbered_in_arrival_order,
+    release_schedule,
+    released_run,
+    replay,
+    to_arrival,
+)
 from ...runtime.event_record import PUNCTUATION
 from .program import compile_program
 
@@ -94,8 +103,8 @@ class StackPlan(Plan):
             found = run.matches()
             self._last = run
             return found
-        if self.disorder == "kslack" and isinstance(stream, Stream) and numbered_in_arrival_order(stream):
-            released = self._kslack_columns(stream)
+        if isinstance(stream, Stream) and numbered_in_arrival_order(stream):
+            released = self._kslack_columns(stream) if self.disorder == "kslack" else self._insertion_columns(stream)
             if released is not None:
                 self._last = released
                 return released.matches
@@ -123,6 +132,28 @@ class StackPlan(Plan):
             released.peak_state += runs[0].info()["peak_state"]
             released.facts = {"run": "columnar"}
         return released
+
+    def _insertion_columns(self, stream):
+        """Conservative or aggressive over a whole arrival sequence as columns, for a query without negation,
+        EXISTS or RETURN (None for the others: their matchers run event by event). Late insertion then
+        builds each match when its last event to arrive comes, and nothing holds or retracts it: the
+        result is the in-order one over the events kept, each match emitted at the arrival of its largest
+        position. An event is dropped as the matchers drop it: below the largest ts so far minus its
+        type's ``max_delay``, or (conservative) at or below a punctuation of its type that came first."""
+        program = self.program
+        if program.negations or program.select is not None:
+            return None
+        dropped = broken_promises(stream, self.query, self.max_delay, punctuations=self.disorder == "conservative")
+        kept = np.flatnonzero(~stream.type_in({PUNCTUATION}) & ~dropped)
+        released = kept[np.argsort(stream.times[kept], kind="stable")]
+        run = ColumnarRun(self.program, stream.take(released).numbered(np.arange(len(released))))
+        found = run.matches()
+        ranked = found if isinstance(found, MatchArrays) else MatchArrays.from_matches(list(found))
+        matches = to_arrival(ranked, stream.position_of(released), AT_LAST)
+        order = np.argsort(matches.emitted_at, kind="stable")
+        out = ReleasedRun(matches, order, stream.position_of(np.flatnonzero(dropped)), run.info()["peak_state"])
+        out.facts = {"run": "columnar"}
+        return out
 
     def deltas(self) -> list:
         """Every emission of the last ``run``, in order: ``Match`` with ``sign`` "+" or "-" and
