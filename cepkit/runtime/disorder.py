@@ -55,7 +55,7 @@ from ..lang.query import Query
 from .delays import MaxDelay, Punctuations, delay_seconds, max_delay_option, punctuated_type, type_hierarchy
 from .event_record import PUNCTUATION, Event
 from .expiry import window_horizon
-from .match_arrays import MatchArrays
+from .match_arrays import AT_LAST, MatchArrays
 from .match_record import Match
 from .registry import IncrementalPlan, Plan, engines_supporting, get_engine, query_requirements
 
@@ -199,9 +199,14 @@ class LayeredPlan(Plan):
         """The net matches over a finite stream, fed through the layer in arrival order (``deltas()`` then
         lists every emission). K-slack and conservative run as columns where the emission of each match is
         known from its events (``released_run``): what feeding the layer event by event gives."""
-        if self.mode != "aggressive" and self.columnar_refusal() is None and numbered_in_arrival_order(stream):
-            schedule = release_schedule(stream, self.mode, self.k, self.query, self.max_delay)
-            self._last = released_run(stream, schedule, self.inner.run, self.answers_at_close, self.waits_for_scopes())
+        if self.columnar_refusal() is None and numbered_in_arrival_order(stream):
+            if self.mode == "aggressive":
+                self._last = inserted_run(self, stream)
+            else:
+                schedule = release_schedule(stream, self.mode, self.k, self.query, self.max_delay)
+                self._last = released_run(
+                    stream, schedule, self.inner.run, self.answers_at_close, self.waits_for_scopes()
+                )
             if self._last is not None:
                 return self._last.matches
         self._last = replay(self.matcher(), stream)
@@ -309,6 +314,67 @@ def conservative_bound(stream, query: Query, max_delay, clock: np.ndarray, punct
         closing[where[mine]] = stream.times[where[mine]]
         bound = np.minimum(bound, np.maximum(clock - delays.of(name), np.maximum.accumulate(closing)))
     return bound
+
+
+def inserted_run(plan: LayeredPlan, stream):
+    """Aggressive over a whole arrival sequence as columns, where no emission is ever retracted: a query
+    without negation or EXISTS under ALL (a late event only adds matches), no event beyond ``max_delay``'s
+    reach (none dropped), an engine that emits a match at its last event. Each replay then re-finds every
+    live match of its stretch and adds those the late event completes, so every match of the in-order
+    result is emitted once, after its last event to arrive (at close for an engine that answers there).
+    None for the others (the layer runs event by event). ``info``: ``peak_state`` the stored events' peak
+    (as the layer forgets them), ``replays`` and ``replayed`` 0 (nothing is re-fed)."""
+    query = plan.query
+    if plan.waits_for_scopes() or any(f.startswith("strategy:") or f == "nested_strategy" for f in query.features):
+        return None
+    layer = AggressiveLayer(plan)  # its reach and margins, not fed
+    events = np.flatnonzero(~stream.type_in({PUNCTUATION}))
+    times = stream.times[events]
+    clock = np.maximum.accumulate(times) if len(times) else times
+    before = np.r_[-np.inf, clock[:-1]]
+    w = layer.window
+    if layer.reach < math.inf and len(times):
+
+        def low(t):  # what the layer compares with its forgotten bound: x - 2w - 2 margin(x), increasing
+            return t - 2 * w - 2e-6 * np.maximum(np.maximum(1.0, w), np.abs(t))
+
+        if (low(times[1:]) < low(before[1:]) - layer.reach).any():
+            return None  # an event beyond the reach may be dropped, depending on what was forgotten when
+    released = events[np.argsort(times, kind="stable")]
+    found = plan.inner.run(stream.take(released).numbered(np.arange(len(released))))
+    ranked = found if isinstance(found, MatchArrays) else MatchArrays.from_matches(list(found))
+    if len(ranked) and ranked._emitted_at is not None:
+        last_rank = np.maximum.reduceat(ranked.positions, ranked.offsets[:-1])
+        told = ranked._emitted_at
+        # emitted after its last event (a window closing later), or maybe at close (the last rank's)
+        if (told != last_rank).any() or (told == len(released) - 1).any():
+            return None
+    if len(ranked) and plan.answers_at_close():
+        matches = to_arrival(
+            ranked, stream.position_of(released), np.full(len(ranked), stream.position_of(len(stream) - 1))
+        )
+    else:
+        matches = to_arrival(ranked, stream.position_of(released), AT_LAST)
+    peak = len(events) if layer.reach == math.inf or layer.at_close else _stored_peak(layer, times, clock)
+    out = ReleasedRun(matches, np.argsort(matches.emitted_at, kind="stable"), np.zeros(0, np.int64), peak)
+    out.facts = {"layer_run": "columns", "replays": 0, "replayed": 0}
+    return out
+
+
+def _stored_peak(layer: "AggressiveLayer", times: np.ndarray, clock: np.ndarray) -> int:
+    """The aggressive layer's peak of stored events when it forgets (``AggressiveLayer.forget``): after each
+    arrival it drops the stored events below its reach once they are more than 64 and half the store."""
+    w, reach, margin = layer.window, layer.reach, layer.margin
+    stored: list = []
+    peak = 0
+    for t, now in zip(times.tolist(), clock.tolist()):
+        bisect.insort(stored, t)
+        peak = max(peak, len(stored))
+        m = margin(now)
+        cut = bisect.bisect_left(stored, now - reach - w - m - w - m)
+        if cut > 64 and cut * 2 > len(stored):
+            del stored[:cut]
+    return peak
 
 
 def broken_promises(stream, query: Query, max_delay, punctuations: bool = True) -> np.ndarray:
