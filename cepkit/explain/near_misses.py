@@ -115,12 +115,11 @@ def why_not(
     undecided = 0  # candidates whose judgement spent the reference's search budget (``Explanation.stopped``)
     for k in range(1, deepest + 1):
         relaxations = list(itertools.combinations(clauses, k))
-        for j, dropped in enumerate(relaxations):
-            candidates = quiet_match(_relaxed(judge.query, dropped, margin), judge.stream)
-            # the budget left is shared by the relaxations left at this depth; a relaxation with more
-            # candidates than its share has them taken evenly over the whole stream (output order is by
-            # position), not its first ones (the stream's first weeks)
-            share = max(budget - len(seen), 0) // (len(relaxations) - j)
+        found_k = [quiet_match(_relaxed(judge.query, dropped, margin), judge.stream) for dropped in relaxations]
+        # the budget left is shared by the relaxations at this depth, what one with fewer candidates leaves going
+        # to the others; a relaxation with more candidates than its share has them taken evenly over the whole
+        # stream (output order is by position), not its first ones (the stream's first weeks)
+        for candidates, share in zip(found_k, _shares([len(c) for c in found_k], max(budget - len(seen), 0))):
             picks = _spread(len(candidates), share)
             if len(picks) < len(candidates):
                 offered += len(candidates)
@@ -151,6 +150,20 @@ def why_not(
         stopped, complete = (left if stopped is None else f"{stopped}; {left}"), False
     absent = type_warnings(judge.query, judge.stream, hierarchy)  # a misspelt type has no candidate at all
     return NearMisses(judged[:limit], complete, stopped, len(seen), judge.text, absent)
+
+
+def _shares(sizes: list, budget: int) -> list:
+    """How many of each relaxation's ``sizes`` candidates to judge: ``budget`` shared evenly, the part a
+    relaxation with fewer candidates leaves going to the others (max-min fair).
+
+    >>> _shares([405, 0, 10, 2], 300), _shares([500, 500], 300), _shares([3, 4], 300)
+    ([288, 0, 10, 2], [150, 150], [3, 4])
+    """
+    shares, left = [0] * len(sizes), budget
+    for n, i in enumerate(sorted(range(len(sizes)), key=lambda i: sizes[i])):
+        shares[i] = min(sizes[i], left // (len(sizes) - n))
+        left -= shares[i]
+    return shares
 
 
 def _spread(n: int, most: int) -> list:

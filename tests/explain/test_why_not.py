@@ -64,3 +64,12 @@ def test_own_type_and_ts_columns_and_the_users_query_in_errors():
     text = "view v ; buy b WHERE v.amount > 10 WITHIN 10 min"  # no view has an amount
     with pytest.raises(cepkit.QueryError, match=r"unknown attribute 'amount' of 'v'.*\n  view v ; buy b WHERE"):
         cepkit.why_not(text, clicks, type="event", ts="when")
+
+
+def test_the_budget_a_relaxation_leaves_goes_to_the_others():
+    """Each relaxation had budget / (relaxations left) however few candidates the others had: 75 of 405 were
+    judged while the summary said the budget of 300 was spent."""
+    events = [{"type": t, "ts": i, "v": 200, "w": 0} for i, t in enumerate("AB" * 100)]
+    misses = cepkit.why_not("SEQ(A a, B b) WHERE a.v > 100 and b.w > 100 WITHIN 5", events, budget=30)
+    # only dropping `b.w > 100` finds candidates (dropping the window or `a.v > 100` leaves `b.w > 100`)
+    assert misses.searched == 30 and "the budget of 30 candidates was spent" in misses.stopped
