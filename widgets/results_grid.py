@@ -41,11 +41,15 @@ def _bound_lists(kind: str, value) -> list:
     return [v if isinstance(v, list) else ([] if v is None else [v]) for v in value]
 
 
-def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=None) -> pd.DataFrame:
+def match_frame(
+    canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=None, names: Optional[dict] = None
+) -> pd.DataFrame:
     """One row per match (of ``rows``, match indices, when given): ``Matches.to_pandas(fields=...)`` with the
     chosen ``fields`` of every variable, plus start and end, the PARTITION BY key (a column per attribute,
     e.g. ``origin``: which airport a match is at) and each variable's type and ts (times in the canvas's time
-    zone); Kleene variables' values as lists. Built from the match arrays (no ``Match``)."""
+    zone), labelled with the user's own ``names`` of those columns (``{"ts": "when"}``: ``a.when``); Kleene
+    variables' values as lists. Built from the match arrays (no ``Match``)."""
+    own_type, own_ts = (names or {}).get("type", "type"), (names or {}).get("ts", "ts")
     stream = canvas.stream
     if rows is not None:
         picked = np.asarray(rows, dtype=np.int64)
@@ -75,13 +79,13 @@ def match_frame(canvas: EventCanvas, matches, fields: Iterable[str] = (), rows=N
         if kind == "single":
             bound = value >= 0
             where = np.where(bound, value, 0)
-            frame.insert(at, f"{v}.ts", canvas.time_values(np.where(bound, stream.times[where], np.nan)))
-            frame.insert(at, f"{v}.type", np.where(bound, types[where], None))
+            frame.insert(at, f"{v}.{own_ts}", canvas.time_values(np.where(bound, stream.times[where], np.nan)))
+            frame.insert(at, f"{v}.{own_type}", np.where(bound, types[where], None))
         else:
             lists = _bound_lists(kind, value)
             flat = iter(canvas.time_values(stream.times[np.asarray([p for ps in lists for p in ps], dtype=np.int64)]))
-            frame.insert(at, f"{v}.ts", [[next(flat) for _ in ps] for ps in lists])
-            frame.insert(at, f"{v}.type", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in lists])
+            frame.insert(at, f"{v}.{own_ts}", [[next(flat) for _ in ps] for ps in lists])
+            frame.insert(at, f"{v}.{own_type}", [", ".join(dict.fromkeys(types[p] for p in ps)) for ps in lists])
     return frame
 
 
@@ -122,8 +126,9 @@ class ResultsGrid(widgets.VBox):
 
     selected = traitlets.Int(None, allow_none=True, help="index of the picked match, or None")
 
-    def __init__(self, canvas: EventCanvas, fields: Iterable[str] = ()):
+    def __init__(self, canvas: EventCanvas, fields: Iterable[str] = (), names: Optional[dict] = None):
         self.canvas = canvas
+        self.names = names  # the user's names of the type and ts columns (Workbench(type=, ts=))
         self.matches = cepkit.Matches([], "none")
         self.attributes = sorted(str(c) for c in canvas.stream.frame.columns if c not in ("type", "ts"))
         self.fields_picker = fields_picker(self.attributes)
@@ -211,12 +216,12 @@ class ResultsGrid(widgets.VBox):
         self.message.value = f"<small style='color:{'#b00' if error else '#555'}'>{text}</small>"
 
     def _refill(self) -> None:
-        matches, canvas, fields = self.matches, self.canvas, self.fields
+        matches, canvas, fields, names = self.matches, self.canvas, self.fields, self.names
         self.grid.set_data(
             TableData(
                 len(matches),
-                lambda: match_frame(canvas, matches, fields),
-                lambda ids: match_frame(canvas, matches, fields, ids),
+                lambda: match_frame(canvas, matches, fields, names=names),
+                lambda ids: match_frame(canvas, matches, fields, ids, names),
             )
         )
         zone = f"times in {canvas.tz}" if canvas.tz else ""

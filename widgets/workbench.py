@@ -203,7 +203,7 @@ class Workbench(widgets.VBox):
         self._spark_job = None  # the cepkit.spark.Job of a run on Spark
         self.status = widgets.HTML()
         self.timeline = MatchTimeline(self.stream, tz=tz)
-        self.results = ResultsGrid(self.timeline.canvas)
+        self.results = ResultsGrid(self.timeline.canvas, names=self.columns)
         self.results.layout.display = "none"  # nothing to show before the first run
         self.automaton_view: Optional[AutomatonView] = None
         self.events_table: Optional[PagedTable] = None

@@ -95,3 +95,14 @@ def test_the_code_names_the_users_variable_and_columns():
     fraud.run()
     exec(fraud.code(), scope)
     assert [m.key for m in scope["matches"]] == [m.key for m in fraud.matches]
+
+
+def test_the_results_are_labelled_with_the_users_column_names():
+    clicks = pd.DataFrame(
+        {"event": ["view", "buy"], "when": ["2024-05-01 10:00", "2024-05-01 10:02"], "amount": [1, 2]}
+    )
+    wb = Workbench(clicks, query="view v ; buy b WITHIN 5 min", type="event", ts="when")
+    wb.run()
+    wb.results.fields = ["amount"]
+    columns = wb.results_frame().columns.tolist()
+    assert {"v.event", "v.when", "b.event", "b.when", "b.amount"} <= set(columns) and "v.ts" not in columns
