@@ -35,7 +35,8 @@ path, release ranks as positions), and each match is emitted after the arrival t
 whose push the engine emits it (``released_run``). It gives what feeding the layer event by event gives
 (tests/runtime/test_disorder_columns.py); ``info["layer_run"]`` says which ran ("columns" or "events").
 RETURN and LIMIT, and an engine whose batch run does not say when a match waiting for a negation or
-EXISTS scope comes out, go event by event.
+EXISTS scope comes out, go event by event. Aggressive runs so where nothing is ever retracted
+(``inserted_run``): the in-order result, each match emitted after its last event to arrive.
 """
 
 from __future__ import annotations
