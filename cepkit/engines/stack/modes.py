@@ -20,6 +20,12 @@ mode          what it does                                                      
 Whatever the mode, once the stream is complete the net output equals the in-order result over the
 stream sorted by (ts, position) (docs/language.md §6); K-slack only when K covers every delay.
 
+A batch run (``StackPlan.run``) knows every arrival and gives these matchers' emissions from columns where
+it can: K-slack as the columnar run over the released events (``runtime.disorder.release_schedule``),
+conservative and aggressive without a negation, EXISTS or RETURN as the columnar run over the events kept,
+each match emitted at its last event to arrive (late insertion builds it then, and nothing holds or
+retracts it). The others replay the arrivals through these matchers.
+
 Choices where [LIU] ch. 3 is silent (all of them in ``docs/stack-engine.md``):
 
 - ``max_delay`` is one bound for every type (docs/language.md §6) or, an extension, a mapping from type (or
