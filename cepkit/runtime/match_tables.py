@@ -10,9 +10,10 @@ from ..errors import QueryError, did_you_mean
 from .python_objects import row_lists
 
 
-def named_fields(fields, variables: list, attributes: list) -> list:
+def named_fields(fields, variables: list, attributes: list, also=()) -> list:
     """(label, variable, attribute) for each ``"variable.attribute"`` of ``fields`` (a list, or one
-    string); QueryError naming the variables or the attributes there are."""
+    string); QueryError naming the variables or the attributes there are (``also``: names taken too, not
+    listed: ``ts`` where the user's own name for it is listed)."""
     out = []
     for label in [fields] if isinstance(fields, str) else fields:
         name, dot, attr = str(label).partition(".")
@@ -21,7 +22,7 @@ def named_fields(fields, variables: list, attributes: list) -> list:
                 f"unknown field {label!r}: fields are written variable.attribute, and the "
                 f"matches bind {', '.join(variables) or 'no variable'}" + (did_you_mean(name, variables) if dot else "")
             )
-        if attr not in attributes:
+        if attr not in attributes and attr not in also:
             raise QueryError(
                 f"unknown attribute {attr!r} in field {label!r}: the events have {', '.join(map(str, attributes))}"
                 + did_you_mean(attr, map(str, attributes))

@@ -321,10 +321,8 @@ class Matches(Sequence):
             ]
         canonical = {v: k for k, v in own.items()}
         attributes = [own.get(a, a) for a in events.columns]
-        return [
-            (label, name, canonical.get(attr, attr))
-            for label, name, attr in named_fields(fields, variables, attributes)
-        ]
+        named = named_fields(fields, variables, attributes, also=[k for k in own if k in events.columns])
+        return [(label, name, canonical.get(attr, attr)) for label, name, attr in named]
 
     # ------------------------------------------------------------------ display and comparison
     def __repr__(self):

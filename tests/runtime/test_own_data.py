@@ -272,6 +272,7 @@ def test_fields_take_and_label_the_users_own_type_and_ts_names():
     assert table["v.event"].tolist() == ["view"]
     assert {"v.when", "b.when"} <= set(found.to_pandas(fields="all").columns)
     assert "b.when" in found.to_arrow(fields=["b.when"]).column_names
+    assert found.to_pandas(fields=["b.ts"])["b.ts"].tolist() == table["b.when"].tolist()  # the library's name too
     with pytest.raises(cepkit.QueryError, match=r"the events have event, when; did you mean 'when'\?"):
         found.to_pandas(fields=["b.wen"])
 
