@@ -194,8 +194,8 @@ def check_against_stream(query: Query, stream) -> None:
             continue
         types = _types_of(atoms.get(node.var, ()), query)
         known = stream.attributes_of(types) if types is not None else all_attrs
-        if not known and types is not None and not _has_events_of(stream, types):
-            continue  # no event of those types in this stream: nothing to check against
+        if not known and types is not None and not _nowhere(stream, types, attr):
+            continue  # no event of those types, or the attribute is there but null on them: nothing to check
         if attr not in known:
             what = f"events of type {', '.join(sorted(types))}" if types is not None else "the events"
             raise QueryError.at(
@@ -230,11 +230,12 @@ def _check_time_scale(query: Query, stream: Stream) -> None:
             return
 
 
-def _has_events_of(stream, types) -> bool:
-    """Whether any event of ``stream`` (a ``Stream`` or a Matcher's ``SeenData``) has one of ``types``."""
-    if isinstance(stream, Stream):
-        return bool(stream.type_in(types).any())
-    return any(t in stream.by_type for t in types)
+def _nowhere(stream, types, attr: str) -> bool:
+    """Whether ``stream`` has events of ``types`` and ``attr`` is in none of its events or columns, even as a
+    null (a ``Stream``; a Matcher's ``SeenData`` drops nulls, so it cannot tell and says False)."""
+    if not isinstance(stream, Stream) or not stream.type_in(types).any():
+        return False
+    return attr not in stream._declared and attr not in stream._attrs
 
 
 def type_warnings(query, events, hierarchy=None) -> list:
