@@ -174,8 +174,8 @@ def advance(table, batch, first, last, none, consume, runs, stored, arena, scrat
                         n_touched += 1
                     marked[dst] = extended
                 else:
-                    joined = put_union(
-                        node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst], extended
+                    joined = put_union(  # (int32 node ids at each call: ``_place`` compiled once)
+                        node_pos, node_var, node_left, node_right, node_start, fresh, marked[dst], np.int32(extended)
                     )
                     if joined == NONE:  # ``_place`` needs more room than ``UNION_ROOM``
                         status = ARENA_FULL
