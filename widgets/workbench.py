@@ -52,6 +52,7 @@ import traitlets
 import cepkit
 from cepkit import match_recognize as mr
 from cepkit import recipes
+from cepkit.warmup import compile_notes
 
 from .automaton_view import AutomatonView
 from .diagnostics import check_text, error_html
@@ -410,26 +411,27 @@ class Workbench(widgets.VBox):
     def _execute(self, query, long_run: bool):
         text = self.editor.value
         try:
-            if self.sql_notation:  # MATCH_RECOGNIZE over the events as a table
-                run = recognize.run(query, self.stream, self.columns)
-            elif self.engine_picker.value == SPARK:  # the active Spark session runs it (cepkit.spark.match)
-                run = run_on_spark(
-                    query,
-                    self.stream,
-                    progress=self._advance,
-                    job_started=lambda job: setattr(self, "_spark_job", job),
-                    **self.options,
-                )
-            else:
-                run = run_query(
-                    query,
-                    self.stream,
-                    self.engine_picker.value,
-                    None,
-                    self.hierarchy,
-                    progress=self._advance if long_run else None,
-                    **self.options,
-                )
+            with compile_notes(self._compiling):  # a first run on a clean cache compiles kernels
+                if self.sql_notation:  # MATCH_RECOGNIZE over the events as a table
+                    run = recognize.run(query, self.stream, self.columns)
+                elif self.engine_picker.value == SPARK:  # the active Spark session runs it (cepkit.spark.match)
+                    run = run_on_spark(
+                        query,
+                        self.stream,
+                        progress=self._advance,
+                        job_started=lambda job: setattr(self, "_spark_job", job),
+                        **self.options,
+                    )
+                else:
+                    run = run_query(
+                        query,
+                        self.stream,
+                        self.engine_picker.value,
+                        None,
+                        self.hierarchy,
+                        progress=self._advance if long_run else None,
+                        **self.options,
+                    )
         except Cancelled:
             self._end()
             done = self.progress.value
@@ -465,6 +467,10 @@ class Workbench(widgets.VBox):
         self._stale |= set(self.tab_builders) - {"Events"}
         self._refresh_tab()
         return run
+
+    def _compiling(self, note: str) -> None:
+        """numba compiles an engine's kernels for this run (the first on a clean cache): said while it runs."""
+        self.status.value += f" <small style='color:#555'>· {html.escape(note)}</small>"
 
     def _end(self) -> None:
         self.running = False

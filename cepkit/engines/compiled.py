@@ -3,9 +3,25 @@ kernels): the decorator that compiles a function when numba is installed (the pl
 otherwise, as the kernels' pure-Python twins run), a comparison by operator code, array growth, a
 kernel's machine code for arguments whose types never change (``entry``: no numba dispatch per call),
 and the order of rows of positions (CSR offsets: output order, docs/language.md §10.2, or by (position,
-slot) pairs; rcep and ses)."""
+slot) pairs; rcep and ses).
+
+Cold start (docs/status.md, "Runtime"): numba caches the machine code beside the sources (``__pycache__``).
+Where that is read-only (a system install) the kernels are cached in the user's cache instead
+(``~/.cache/cepkit/numba``, else a private temporary directory), seeded with what the install's own
+``__pycache__`` holds (``cepkit warmup`` run by whoever installed it), so a user finds those kernels
+compiled. While numba compiles an engine's kernels for the first time (seconds), a note says so once
+(``compile_note``)."""
 
 from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Optional
 
 import numpy as np
 
@@ -29,7 +45,69 @@ def jit(fn=None, *, inline: bool = False, nrt: bool = True):
     if numba is None:
         return fn
     options = {} if nrt else {"_nrt": False}  # numba's flag for code that needs no reference counts
-    return numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)(fn)
+    decorate = numba.njit(cache=True, nogil=True, inline="always" if inline else "never", **options)
+    cache = kernel_cache(os.path.dirname(os.path.abspath(fn.__code__.co_filename)))
+    if cache is None:
+        return decorate(fn)
+    saved, numba.config.CACHE_DIR = numba.config.CACHE_DIR, cache  # read as numba picks the cache's place
+    try:
+        return decorate(fn)
+    finally:
+        numba.config.CACHE_DIR = saved
+
+
+def writable(directory: str) -> bool:
+    """Whether numba can cache in ``directory`` (its own test: create it, then a file in it)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        tempfile.TemporaryFile(dir=directory).close()
+    except OSError:
+        return False
+    return True
+
+
+def _private(directory: Path) -> bool:
+    """``directory`` made if missing, the user's own and writable by no one else (machine code is run
+    from it: a shared temporary directory must not be another user's)."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = directory.stat()
+    except OSError:
+        return False
+    return mode.st_uid == os.getuid() and not mode.st_mode & 0o022 and writable(str(directory))
+
+
+@lru_cache(maxsize=None)
+def kernel_cache(source_dir: str) -> Optional[str]:
+    """The directory numba should cache the kernels of ``source_dir`` in, as ``NUMBA_CACHE_DIR``: None
+    where numba's own choice serves (``NUMBA_CACHE_DIR`` set, or ``__pycache__`` beside the sources
+    writable); else the user's cache (``~/.cache/cepkit/numba``), or a private temporary directory when
+    there is none (numba's own fallback, ``~/.cache/numba``, fails without a writable home). The
+    machine code in the read-only ``__pycache__`` is copied there first, where missing."""
+    if numba.config.CACHE_DIR:
+        return None
+    pycache = os.path.join(source_dir, "__pycache__")
+    if writable(pycache):
+        return None
+    from ..grammars import cache_dir
+
+    user = cache_dir()
+    root = user / "numba" if user is not None else Path(tempfile.gettempdir()) / f"cepkit-numba-{os.getuid()}"
+    if not _private(root):
+        return None
+    from numba.core.caching import _CacheLocator  # where numba puts a source directory's cache under it
+
+    target = root / _CacheLocator.get_suitable_cache_subpath(os.path.join(source_dir, "x.py"))
+    try:
+        target.mkdir(exist_ok=True)
+        for name in os.listdir(pycache) if os.path.isdir(pycache) else ():
+            if name.endswith((".nbi", ".nbc")) and not (target / name).exists():
+                partial = target / f".{name}.{os.getpid()}"
+                shutil.copyfile(os.path.join(pycache, name), partial)
+                os.replace(partial, target / name)  # whole or not at all for a process starting alongside
+    except OSError:
+        pass  # unseeded: numba compiles what it does not find
+    return str(root)
 
 
 if COMPILED:
@@ -190,3 +268,66 @@ def signature(value):
     if type(value) is int:
         return int, -(1 << 63) <= value < (1 << 63)
     return type(value)
+
+
+# ----------------------------------------------------------------------------- the compile note
+# CPU seconds numba takes to compile an engine's kernels on a clean cache, by module prefix
+# (bench/cold_start.py); the note is given for these, the others take a second or less
+COMPILE_SECONDS = {
+    "cepkit.engines.automaton.": ("the automaton's", 10),
+    "cepkit.engines.ses.": ("ses's", 5),
+    "cepkit.engines.rcep.": ("rcep's", 5),
+    "cepkit.match_recognize.": ("MATCH_RECOGNIZE's", 5),
+}
+log = logging.getLogger("cepkit")
+_noted: set = set()  # the engines whose compilation this process has announced
+_listeners: list = []  # callables given the note instead of the log (``compile_note``)
+
+
+def compile_note(module: str) -> Optional[str]:
+    """The note for numba starting to compile a function of ``module`` the first time in this process for
+    its engine, if that takes seconds; None otherwise (and after)."""
+    for prefix, (whose, seconds) in COMPILE_SECONDS.items():
+        if module.startswith(prefix) and prefix not in _noted:
+            _noted.add(prefix)
+            return (
+                f"compiling {whose} kernels once, ~{seconds} s (numba caches them; `cepkit warmup` "
+                "compiles every engine's ahead)"
+            )
+    return None
+
+
+def say(note: str) -> None:
+    """Give ``note`` to the listeners (a Workbench's status line) or else to the log, or to standard
+    error where logging is not set up."""
+    if _listeners:
+        for listener in list(_listeners):
+            listener(note)
+    elif log.hasHandlers():
+        log.info(note)
+    else:
+        print(f"cepkit: {note}", file=sys.stderr, flush=True)
+
+
+def listen(listener: Callable[[str], None]) -> Callable[[], None]:
+    """Give the compile notes to ``listener`` until the returned function is called."""
+    _listeners.append(listener)
+    return lambda: _listeners.remove(listener)
+
+
+if COMPILED:
+    from numba.core import event as _event
+
+    class _CompileNote(_event.Listener):
+        def on_start(self, e):
+            try:
+                note = compile_note(e.data["dispatcher"].py_func.__module__)
+                if note is not None:
+                    say(note)
+            except Exception:  # pragma: no cover - a note never stops a compilation
+                pass
+
+        def on_end(self, e):
+            pass
+
+    _event.register("numba:compile", _CompileNote())

@@ -244,6 +244,29 @@ def test_a_run_that_fails_in_the_background_says_so_and_keeps_the_last_run(monke
         wb.run()
 
 
+def test_a_run_that_compiles_kernels_says_so_while_it_runs(farm, monkeypatch):
+    """On a clean numba cache a first run compiles an engine's kernels for seconds: the status line says
+    so during the run (the note ``cepkit.engines.compiled.say`` gives), then shows the result as usual."""
+    from cepkit.engines import compiled
+
+    note = "compiling the automaton's kernels once, ~10 s (numba caches them)"
+
+    def compiling(*args, **kwargs):  # what numba's first compilation of the engine's kernels does
+        compiled.say(note)
+        return run_query(*args, **kwargs)
+
+    monkeypatch.setattr("cepkit.widgets.workbench.run_query", compiling)
+    wb = Workbench(farm, query="T AS x ; H AS y")
+    seen = []
+    wb.status.observe(lambda change: seen.append(change["new"]), "value")
+    run = wb.run()
+    assert run is not None and len(run.matches) > 0
+    during = [value for value in seen if "compiling" in value]
+    assert during and "running on engine" in during[0] and "automaton&#x27;s kernels once, ~10 s" in during[0]
+    assert "compiling" not in wb.status.value  # the run's own status once it is done
+    assert compiled._listeners == []  # the Workbench listens only while it runs
+
+
 def test_tabs_build_their_views_when_opened(farm):
     wb = Workbench(farm, query=PHI1)
     wb.run()
