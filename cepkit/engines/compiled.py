@@ -275,8 +275,8 @@ def signature(value):
 # (bench/cold_start.py); the note is given for these, the others take a second or less
 COMPILE_SECONDS = {
     "cepkit.engines.automaton.": ("the automaton's", 10),
-    "cepkit.engines.ses.": ("ses's", 5),
-    "cepkit.engines.rcep.": ("rcep's", 5),
+    "cepkit.engines.ses.": ("ses's", 15),
+    "cepkit.engines.rcep.": ("rcep's", 15),
     "cepkit.match_recognize.": ("MATCH_RECOGNIZE's", 5),
 }
 log = logging.getLogger("cepkit")
