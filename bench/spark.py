@@ -18,6 +18,12 @@ each side runs in a process of its own (its own local Spark), the sides taking t
 rounds, on the same Parquet files; both sides' positions must equal the local engine's (this checkout's).
 
     python bench/spark.py --copies 4 --against /tmp/base --rounds 3
+
+With ``--synthetic N`` the sides also match N synthetic events written to Parquet in time order (types
+A-D, ``v`` in 0..99, 1,000 keys, 1,000 events a second: ``SYNTHETIC_QUERY``); each side reports, per
+call, the Spark jobs it ran (a job group's), its wall and the CPU seconds of its process tree:
+
+    python bench/spark.py --copies 1 --synthetic 4000000 --against /tmp/base --rounds 2
 """
 
 from __future__ import annotations
@@ -26,7 +32,6 @@ import argparse
 import hashlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -54,6 +59,24 @@ QUERIES = {
     # hours at one airport (a concept of FLIGHTS_HIERARCHY, a negation, a condition).
     "demo": cepkit.parse(DEMO_QUERY, FLIGHTS_HIERARCHY),
 }
+
+
+SYNTHETIC_QUERY = "SEQ(A a, B b) WHERE a.v = b.v WITHIN 10 s PARTITION BY k"
+
+
+def synthetic_events(n: int, seed: int = 1) -> pd.DataFrame:
+    """``n`` events in time order: type A-D, ts in seconds (1,000 a second), ``v`` in 0..99, ``k`` of 1,000."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": np.arange(n) / 1000.0,
+            "v": rng.integers(0, 100, n),
+            "k": rng.integers(0, 1000, n),
+        }
+    )
 
 
 def fingerprint(positions) -> str:
@@ -129,34 +152,43 @@ def parquet_files(folder: str, copies: list, months) -> dict:
     return paths
 
 
+def inputs_at_rest(folder: str, copies: list, months, synthetic: int) -> dict:
+    """{(label, query name): Parquet path} of every input ``--against`` runs: the flights stream per
+    ``copies`` (every query) and ``synthetic`` events (``SYNTHETIC_QUERY``), written once."""
+    found = {(f"{k}x", name): path for k, path in parquet_files(folder, copies, months).items() for name in QUERIES}
+    if synthetic:
+        path = str(Path(folder) / f"synthetic_{synthetic}.parquet")
+        if not os.path.exists(path):
+            synthetic_events(synthetic).to_parquet(path, index=False)
+        found[f"synthetic {synthetic:,}", "synthetic"] = path
+    return found
+
+
 def side(args, months) -> None:
-    """One side of ``--against``: Spark only, a JSON line per query and size (times, matches, fingerprint)."""
+    """One side of ``--against``: Spark only, a JSON line per input and query (wall and CPU seconds and Spark
+    jobs per call, matches, fingerprint)."""
     spark = spark_session(args.engine)
     workers = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("cepkit").__file__).collect()
     assert workers == [cepkit.__file__], (workers, cepkit.__file__)  # the workers run this side's cepkit
-    for k, path in parquet_files(args.data, args.copies, months).items():
+    context = spark.sparkContext
+    for (label, name), path in inputs_at_rest(args.data, args.copies, months, args.synthetic).items():
         frame = spark.read.parquet(path)
-        for name, query in QUERIES.items():
-            times = []
-            for _ in range(args.repeat):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
-                    start = time.perf_counter()
-                    found = cepkit.spark.match(query, frame, engine=args.engine).toPandas()
-                    times.append(time.perf_counter() - start)
-            print(
-                "RESULT "
-                + json.dumps(
-                    {
-                        "query": name,
-                        "copies": k,
-                        "times": times,
-                        "matches": len(found),
-                        "fingerprint": fingerprint(found["positions"]),
-                    }
-                ),
-                flush=True,
-            )
+        query = QUERIES.get(name, SYNTHETIC_QUERY)
+        times, cpus, jobs = [], [], []
+        for run in range(args.repeat):
+            group = f"bench-{label}-{name}-{run}"
+            context.setJobGroup(group, group)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", cepkit.spark.OneGroupWarning)
+                start, start_cpu = time.perf_counter(), tree_cpu()
+                found = cepkit.spark.match(query, frame, engine=args.engine).toPandas()
+                times.append(time.perf_counter() - start)
+                cpus.append(tree_cpu() - start_cpu)
+            context.setLocalProperty("spark.jobGroup.id", None)
+            jobs.append(len(context.statusTracker().getJobIdsForGroup(group)))
+        row = {"input": label, "query": name, "times": times, "cpus": cpus, "jobs": jobs, "matches": len(found)}
+        row["fingerprint"] = fingerprint(found["positions"])
+        print("RESULT " + json.dumps(row), flush=True)
     spark.stop()
 
 
@@ -164,17 +196,20 @@ def against(args, months) -> None:
     """This checkout against ``args.against``, Spark only, the sides taking turns (see the docstring)."""
     copies = args.copies or [4]
     with tempfile.TemporaryDirectory() as folder:
-        paths = parquet_files(folder, copies, months)
+        paths = inputs_at_rest(folder, copies, months, args.synthetic)
         local = {}
-        for k, path in paths.items():
-            events = flight_events(months=months, replicate=k)
-            for name, query in QUERIES.items():
-                found = cepkit.match(query, events, engine=args.engine)
-                local[name, k] = (len(found), fingerprint(found.positions()))
-        times = {}
+        for label, name in paths:
+            events = (
+                synthetic_events(args.synthetic)
+                if name == "synthetic"
+                else flight_events(months=months, replicate=int(label[:-1]))
+            )
+            found = cepkit.match(QUERIES.get(name, SYNTHETIC_QUERY), events, engine=args.engine)
+            local[label, name] = (len(events), len(found), fingerprint(found.positions()))
+        runs: dict = {}
         sides = [("this", None), ("base", args.against)]
         for r in tqdm(range(args.rounds), desc="rounds"):
-            for label, checkout in sides if r % 2 == 0 else sides[::-1]:
+            for side_label, checkout in sides if r % 2 == 0 else sides[::-1]:
                 env = dict(os.environ)
                 if checkout:
                     env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH")) if p)
@@ -188,6 +223,8 @@ def against(args, months) -> None:
                     args.engine,
                     "--repeat",
                     str(args.repeat),
+                    "--synthetic",
+                    str(args.synthetic),
                     "--copies",
                     *map(str, copies),
                     *(["--quick"] if args.quick else []),
@@ -195,29 +232,45 @@ def against(args, months) -> None:
                 # run elsewhere: Spark's Python workers (python -m) put the working directory first on sys.path
                 done = subprocess.run(command, env=env, capture_output=True, text=True, cwd=folder)
                 if done.returncode:
-                    raise RuntimeError(f"the {label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
-                out = done.stdout
-                for line in out.splitlines():
+                    raise RuntimeError(f"the {side_label} side failed:\n" + "\n".join(done.stderr.splitlines()[-30:]))
+                for line in done.stdout.splitlines():
                     if line.startswith("RESULT "):
                         row = json.loads(line[len("RESULT ") :])
-                        key = (row["query"], row["copies"])
-                        assert (row["matches"], row["fingerprint"]) == local[key], (label, key, row, local[key])
-                        times.setdefault((label, *key), []).extend(row["times"])
+                        key = (row["input"], row["query"])
+                        assert (row["matches"], row["fingerprint"]) == local[key][1:], (
+                            side_label,
+                            key,
+                            row,
+                            local[key],
+                        )
+                        got = runs.setdefault((side_label, *key), {"times": [], "cpus": [], "jobs": []})
+                        for field in got:
+                            got[field].extend(row[field])
     print(
-        f"\n{'query':8} {'copies':>6} {'matches':>8} {'base best':>9} {'this best':>9} {'base/this':>9} "
-        f"{'base median':>11} {'this median':>11} {'base/this':>9}   (seconds; {args.rounds} rounds x "
-        f"{args.repeat} runs per side)"
+        f"\nload average {os.getloadavg()[0]:.1f} at the end; best of {args.rounds} rounds x {args.repeat} runs "
+        "per side; CPU: the side's process tree (driver, JVM, Python workers)"
     )
-    for k in copies:
-        for name in QUERIES:
-            base, this = times["base", name, k], times["this", name, k]
-            print(
-                f"{name:8} {k:>6} {local[name, k][0]:>8} {min(base):>9.1f} {min(this):>9.1f} "
-                f"{min(base) / min(this):>9.2f} {statistics.median(base):>11.1f} {statistics.median(this):>11.1f} "
-                f"{statistics.median(base) / statistics.median(this):>9.2f}"
-            )
-    for (label, name, k), runs in sorted(times.items()):
-        print(f"  {label} {name} {k}x: " + " ".join(f"{t:.1f}" for t in runs))
+    print(
+        f"{'input':>19} {'query':9} {'events':>10} {'matches':>8} {'jobs base':>9} {'jobs this':>9} | "
+        f"{'base s':>7} {'this s':>7} {'base/this':>9} | {'base CPU':>8} {'this CPU':>8} {'base/this':>9}"
+    )
+    for label, name in paths:
+        base, this = runs["base", label, name], runs["this", label, name]
+        events, matches, _ = local[label, name]
+        print(
+            f"{label:>19} {name:9} {events:>10,} {matches:>8,} {max(base['jobs']):>9} {max(this['jobs']):>9} | "
+            f"{min(base['times']):>7.2f} {min(this['times']):>7.2f} {min(base['times']) / min(this['times']):>9.2f} | "
+            f"{min(base['cpus']):>8.2f} {min(this['cpus']):>8.2f} {min(base['cpus']) / min(this['cpus']):>9.2f}"
+        )
+    for (side_label, label, name), got in sorted(runs.items()):
+        print(
+            f"  {side_label} {label} {name}: s "
+            + " ".join(f"{t:.1f}" for t in got["times"])
+            + "; CPU s "
+            + " ".join(f"{t:.1f}" for t in got["cpus"])
+            + "; jobs "
+            + " ".join(map(str, got["jobs"]))
+        )
 
 
 def main() -> None:
@@ -238,6 +291,9 @@ def main() -> None:
         "--against", metavar="CHECKOUT", help="Spark only: this cepkit against CHECKOUT's (default copies: 4)"
     )
     parser.add_argument("--rounds", type=int, default=3, help="with --against: turns per side (default 3)")
+    parser.add_argument(
+        "--synthetic", type=int, default=0, help="with --against: also N synthetic events from Parquet (default 0)"
+    )
     parser.add_argument("--side", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--data", help=argparse.SUPPRESS)
     args = parser.parse_args()

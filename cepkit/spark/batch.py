@@ -26,10 +26,12 @@ import contextlib
 import datetime as dt
 import functools
 import itertools
+import json
 from typing import Optional
 
 import numpy as np
 import pandas as pd
+from pyspark.accumulators import AccumulatorParam
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -126,7 +128,7 @@ def _numbered(rows: DataFrame, parts: list, name: str) -> tuple:
     with their ``offset``)."""
     parts = sorted(parts, key=lambda row: row[_PART])
     offsets = dict(zip((row[_PART] for row in parts), itertools.accumulate((row["count"] for row in parts), initial=0)))
-    parts = [{**row.asDict(), "offset": offsets[row[_PART]]} for row in parts]
+    parts = [{**(row.asDict() if hasattr(row, "asDict") else row), "offset": offsets[row[_PART]]} for row in parts]
     table = [offsets.get(p, 0) for p in range(max(offsets, default=-1) + 1)] or [0]
     offset = F.element_at(F.array(*[F.lit(o) for o in table]), F.col(_PART) + 1)
     return rows.withColumn(name, offset + row_in_partition()).drop(_PART, _ROW), parts
@@ -137,13 +139,14 @@ def row_in_partition():
     return F.col(_ROW).bitwiseAND(F.lit((1 << 33) - 1))
 
 
-def _number_events(df: DataFrame, layout: Layout, coordinate) -> tuple:
+def _number_events(df: DataFrame, layout: Layout, coordinate, as_given: bool = True) -> tuple:
     """(the events with POS (position in logical order) and TS (ts as the engines read it); the extent
     (first, last) of ``coordinate``, None for POS itself). EventError for a null type or ts, found by the
     numbering's counting job.
 
     Input already in logical order (a file written sorted by ts, say) is numbered by its row numbers: one
-    check job, no global sort (``_numbered_as_given``); otherwise the rows are sorted (``with_row_numbers``).
+    check job, no global sort (``_numbered_as_given``); otherwise (or without ``as_given``: known not to be)
+    the rows are sorted (``with_row_numbers``).
     """
     events = df.withColumn(_INPUT, F.monotonically_increasing_id())
     if layout.ts_kind != "position":
@@ -160,7 +163,11 @@ def _number_events(df: DataFrame, layout: Layout, coordinate) -> tuple:
         partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
         events = events.coalesce(partitions).localCheckpoint(eager=False)
     # the events' own order, ties broken by _INPUT: a partition's rows follow it, and so must the partitions
-    numbered = _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts)
+    numbered = (
+        _numbered_as_given(events, layout.order() + [F.col(_INPUT)], F.col("type").isNull() | bad_ts)
+        if as_given
+        else None
+    )
     if numbered is not None:
         events, parts = numbered
         if not by_position and parts:  # COORD grows with TS (layout.coordinate): the first and last rows'
@@ -265,11 +272,7 @@ def _numbered_as_given(events: DataFrame, order: list, bad) -> Optional[tuple]:
         ).collect(),
         key=lambda row: row[_PART],
     )
-    ends = [
-        (tuple(row[f"first{i}"] for i in range(len(order))), tuple(row[f"last{i}"] for i in range(len(order))))
-        for row in parts
-    ]
-    if not all(row["ordered"] for row in parts) or any(b[1] > a[0] for a, b in zip(ends[1:], ends)):
+    if not _follow(parts, len(order)):
         return None
     scanned, parts = _numbered(scanned, parts, POS)
     return scanned, [{**row, "no_type": None, "no_ts": None, "bad_ts": 0} for row in parts]
@@ -279,46 +282,76 @@ def order_summary(batches, width: int, schema):
     """``_numbered_as_given``'s ``mapInArrow`` body: one row of ``schema`` per non-empty Spark partition."""
     freeze_heap()
     import pyarrow as pa
-    import pyarrow.compute as pc
     from pyspark import TaskContext
 
-    count, ordered = 0, True
-    first = last = None
+    check = OrderCheck()
     for batch in batches:
-        if not batch.num_rows:
-            continue
-        count += batch.num_rows
-        keys = [batch.column(f"{_ORDER}{i}") for i in range(width)]
-        ordered = (
-            ordered
-            and not pc.any(batch.column(_BAD)).as_py()
+        check.add([batch.column(f"{_ORDER}{i}") for i in range(width)], batch.column(_BAD))
+    if check.count:
+        yield pa.RecordBatch.from_pylist([check.row(TaskContext.get().partitionId(), width)], schema=schema)
+
+
+class OrderCheck:
+    """Whether the rows of one Spark partition, seen a batch at a time, are in order: by their order keys
+    (Arrow arrays, compared as tuples), with none null or NaN and none ``bad``; their count, first and last
+    keys (the partitions must follow each other too)."""
+
+    def __init__(self):
+        self.count, self.ordered = 0, True
+        self.first = self.last = None
+
+    def add(self, keys: list, bad) -> bool:
+        """Take a batch's order keys and ``bad`` flags; whether the rows are still in order."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rows = len(bad)
+        if not rows:
+            return self.ordered
+        self.count += rows
+        self.ordered = (
+            self.ordered
+            and not pc.any(bad).as_py()
             and not any(
                 column.null_count or (pa.types.is_floating(column.type) and pc.any(pc.is_nan(column)).as_py())
                 for column in keys
             )
         )
-        if ordered and width:
+        if self.ordered and keys:
             head = tuple(column[0].as_py() for column in keys)
-            ordered = last is None or not head < last
-            down, tied = np.zeros(batch.num_rows - 1, bool), np.ones(batch.num_rows - 1, bool)
+            self.ordered = self.last is None or not head < self.last
+            down, tied = np.zeros(rows - 1, bool), np.ones(rows - 1, bool)
             for column in keys:
                 values = column.to_numpy(zero_copy_only=False)
                 before, after = values[:-1], values[1:]
                 down |= tied & (after < before)
                 tied &= after == before
-            ordered = ordered and not down.any()
-            first = head if first is None else first
-            last = tuple(column[-1].as_py() for column in keys)
-    if not count:
-        return
-    row = {
-        _PART: TaskContext.get().partitionId(),
-        "count": count,
-        "ordered": ordered,
-        **{f"first{i}": first[i] if ordered else None for i in range(width)},
-        **{f"last{i}": last[i] if ordered else None for i in range(width)},
-    }
-    yield pa.RecordBatch.from_pylist([row], schema=schema)
+            self.ordered = self.ordered and not down.any()
+            self.first = head if self.first is None else self.first
+            self.last = tuple(column[-1].as_py() for column in keys)
+        return self.ordered
+
+    def row(self, partition: int, width: int) -> dict:
+        """The partition's summary: ``_PART``, ``count``, ``ordered``, ``first{i}`` and ``last{i}`` (None
+        unless ordered)."""
+        return {
+            _PART: partition,
+            "count": self.count,
+            "ordered": self.ordered,
+            **{f"first{i}": self.first[i] if self.ordered and self.count else None for i in range(width)},
+            **{f"last{i}": self.last[i] if self.ordered and self.count else None for i in range(width)},
+        }
+
+
+def _follow(parts: list, width: int) -> bool:
+    """Whether the partitions' summaries (``OrderCheck.row``, in partition order) are each in order and
+    follow each other."""
+    ends = [
+        (tuple(row[f"first{i}"] for i in range(width)), tuple(row[f"last{i}"] for i in range(width)))
+        for row in parts
+        if row["count"]
+    ]
+    return all(row["ordered"] for row in parts) and not any(b[1] > a[0] for a, b in zip(ends[1:], ends))
 
 
 def _slice_places(split, first: float, last: float, partitions: int):
@@ -635,73 +668,261 @@ def match(
         *layout.used,
         *([layout.position] if layout.position and layout.position not in layout.used else []),
     ]
+    selected = df.select(*(needed + [POS] if numbered_here else needed) if fields is None else df.columns)
+    kept = named_types(q, options)
+    run = functools.partial(_matched, q, layout, split, chosen.name, options, slice_length)
     with static_plans(df.sparkSession):  # (the jobs run in here)
         coordinate = layout.coordinate(split)
         if numbered_here:  # a local frame, numbered on the driver (_local_input)
-            numbered = df.select(*(needed + [POS] if fields is None else df.columns))
-            numbered = numbered.withColumn(TS, layout.engine_ts())
+            numbered = selected.withColumn(TS, layout.engine_ts())
             if layout.ts_kind == "position" or split.axis == "position":
                 first, last = 0.0, float(count - 1)
             else:
                 first, last = layout.seconds(ts_values.min()), layout.seconds(ts_values.max())
+            result = run(_named(numbered, kept), first, last)
         else:
-            numbered, first, last = _number_events(
-                df.select(*(needed if fields is None else df.columns)),
-                layout,
-                None if split.axis == "position" else coordinate,
-            )
-        # Only the events of the types the query names travel on (numbered first: positions count them all).
-        kept = named_types(q, options)
-        events = numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
-        events = events.withColumn(COORD, coordinate)
-        partitions = int(df.sparkSession.conf.get("spark.sql.shuffle.partitions"))
-        if isinstance(slice_length, dt.timedelta):
-            slice_length = slice_length.total_seconds()
-        if split.kind == "partition" and split.sliceable:
-            # Time slices, each holding every key, when the data spans enough of them to give each partition
-            # one: the partitions then hold the matches in output order (no sort of the matches), and a few
-            # large keys cannot leave cores idle.
-            sliced = split.by_time().with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
-            if slice_length is not None or sliced.slice_count(first, last) >= partitions:
-                split = sliced
-        split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
-        if split.kind == "slices":
-            first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
-            events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
-        events = null_keys(events, split.keys)
+            folded = _folded(selected, layout, split, kept)
+            result = None
+            if folded is not None:  # matched on provisional positions, the order checked meanwhile
+                events, first, last, check = folded
+                result = run(events, first, last)
+                parts = check()
+                if parts is None:  # not in order after all: sorted below
+                    result = None
+                else:
+                    numbered = _numbered(_scanned(selected.withColumn(TS, layout.engine_ts())), parts, POS)[0]
+                    result = _renumbered(result, parts, q)
+            if result is None:
+                numbered, first, last = _number_events(
+                    selected, layout, None if split.axis == "position" else coordinate, as_given=folded is None
+                )
+                result = run(_named(numbered, kept), first, last)
+    return result if fields is None else _with_fields(result, numbered, fields, q, output_variables(q))
 
-        shipped = [
-            "type",
-            *layout.used,
-            *(["ts"] if "ts" in split.work_keys else []),
-            TS,
-            POS,
-            *([HOME, SLICE] if split.kind == "slices" else []),
-        ]
-        # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
-        # cores (it does by size: the events of a few seconds' matching make a small shuffle).
-        if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
-            grouped = events.repartitionById(partitions, _slice_places(split, first, last, partitions))
-        elif split.kind == "partition":
-            grouped = events.repartition(partitions, *split.keys)
-        else:
-            grouped = events.repartition(1)  # the workers sort groups
-        matcher = GroupMatcher(q, chosen.name, options, layout.columns, split)
-        schema = layout.match_schema(q)
-        # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
-        # the matches does not run the engines a second time; lazily: the engines run in the numbering's job.
-        found = (
-            grouped.select(*shipped)
-            .mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema)
-            .localCheckpoint(eager=False)
-        )
-        variables = output_variables(q)
-        if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
-            result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
-        else:  # one group, or slices in order: each partition's matches follow the previous partition's
-            result = numbered_in_place(found, "match_id")[0]
-        result = result.select("match_id", "positions", *variables, *split.keys)
-    return result if fields is None else _with_fields(result, numbered, fields, q, variables)
+
+def _named(numbered: DataFrame, kept: Optional[frozenset]) -> DataFrame:
+    """Only the events of the types the query names travel on (numbered first: positions count them all)."""
+    return numbered if kept is None else numbered.where(F.col("type").isin(*sorted(kept)))
+
+
+def _matched(q, layout: Layout, split, engine: str, options: dict, slice_length, events, first, last):
+    """``match``'s matches of ``events`` (numbered, TS set, of the types that matter) spanning ``[first,
+    last]`` on the slicing axis: grouped (``plan_split``), matched in ``mapInArrow``, numbered in output
+    order (the jobs run here)."""
+    events = events.withColumn(COORD, layout.coordinate(split))
+    partitions = int(events.sparkSession.conf.get("spark.sql.shuffle.partitions"))
+    if isinstance(slice_length, dt.timedelta):
+        slice_length = slice_length.total_seconds()
+    if split.kind == "partition" and split.sliceable:
+        # Time slices, each holding every key, when the data spans enough of them to give each partition
+        # one: the partitions then hold the matches in output order (no sort of the matches), and a few
+        # large keys cannot leave cores idle.
+        sliced = split.by_time().with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
+        if slice_length is not None or sliced.slice_count(first, last) >= partitions:
+            split = sliced
+    split = split.with_length(first, last, _SLICES_PER_PARTITION * partitions, slice_length)
+    if split.kind == "slices":
+        first_slice, last_slice, home = split.slice_span(F.col(COORD), F.floor)
+        events = events.withColumn(HOME, home).withColumn(SLICE, F.explode(F.sequence(first_slice, last_slice)))
+    events = null_keys(events, split.keys)
+
+    shipped = [
+        "type",
+        *layout.used,
+        *(["ts"] if "ts" in split.work_keys else []),
+        TS,
+        POS,
+        *([HOME, SLICE] if split.kind == "slices" else []),
+    ]
+    # The partitions' number given, so that adaptive execution does not merge them into fewer tasks than
+    # cores (it does by size: the events of a few seconds' matching make a small shuffle).
+    if split.kind == "slices":  # consecutive slices to each partition in turn: the matches come out in order
+        grouped = events.repartitionById(partitions, _slice_places(split, first, last, partitions))
+    elif split.kind == "partition":
+        grouped = events.repartition(partitions, *split.keys)
+    else:
+        grouped = events.repartition(1)  # the workers sort groups
+    matcher = GroupMatcher(q, engine, options, layout.columns, split)
+    schema = layout.match_schema(q)
+    # Arrow both ways: no pandas lists of matches, no per-match objects. Checkpointed, so that numbering
+    # the matches does not run the engines a second time; lazily: the engines run in the numbering's job.
+    found = (
+        grouped.select(*shipped).mapInArrow(matcher.arrow(to_arrow_schema(schema)), schema).localCheckpoint(eager=False)
+    )
+    if split.kind == "partition":  # the keys' matches interleave: a sort puts them in output order
+        result = with_row_numbers(found, [F.col(LAST), F.col("positions"), F.col(RANK)], "match_id")[0]
+    else:  # one group, or slices in order: each partition's matches follow the previous partition's
+        result = numbered_in_place(found, "match_id")[0]
+    return result.select("match_id", "positions", *output_variables(q), *split.keys)
+
+
+def _scanned(rows: DataFrame) -> DataFrame:
+    """``rows`` with their Spark partition (``_PART``) and ``monotonically_increasing_id`` (``_ROW``)."""
+    return rows.withColumn(_PART, F.spark_partition_id()).withColumn(_ROW, F.monotonically_increasing_id())
+
+
+def _folded(selected: DataFrame, layout: Layout, split, kept: Optional[frozenset]) -> Optional[tuple]:
+    """Input in logical order as given, numbered by the matching job itself: (the events of the types
+    ``kept``, TS set, POS a provisional position (``monotonically_increasing_id``'s, partition index in
+    the high bits), the extent on the slicing axis, ``check()``), or None where the input is not read
+    again alike by each job (``rereadable``), ts is not a time (positions are read as such then), or the
+    files' statistics give no extent (``_file_extent``).
+
+    A Python step on the matching job's map side checks the order as ``_numbered_as_given``'s job does
+    (a partition out of order or with a bad row sends nothing further) and passes the rows on; provisional
+    positions keep the order of the true ones, so the matching, the grouping and the output order are
+    those of the true positions. After the job, ``check()`` gives the partitions' counts (``_numbered``'s
+    ``parts``) when every partition was in order and followed the previous one, else None (then the
+    input is sorted, as before: the matching's work is lost). So file input in order is read once, not
+    twice (bench/README.md). Parquet files only: their footers tell whether Spark reads the files in
+    time order (``_file_extent``), so that files read out of order are sorted at once, not matched first."""
+    if layout.ts_kind == "position" or split.axis == "position" or not rereadable(selected):
+        return None
+    extent = _file_extent(selected, layout)  # (also: the files follow each other, else sorted at once)
+    if extent is None:
+        return None
+    first, last = extent
+    summaries = selected.sparkSession.sparkContext.accumulator({}, _Summaries())
+    order = layout.order()
+    bad = F.col("type").isNull() | F.col(TS).isNull()
+    if layout.ts_kind == "number":
+        bad = bad | F.isnan(F.col(TS)) | F.abs(F.col(TS)).cast("double").eqNullSafe(F.lit(float("inf")))
+    events = selected.withColumn(TS, layout.engine_ts())
+    schema = T.StructType([*events.schema.fields, T.StructField(POS, T.LongType(), False)])
+    shipped = events.select("*", bad.alias(_BAD), *[c.alias(f"{_ORDER}{i}") for i, c in enumerate(order)])
+    body = functools.partial(
+        checked_events, width=len(order), kept=kept, summaries=summaries, names=tuple(schema.names)
+    )
+
+    def check() -> Optional[list]:
+        found = summaries.value
+        parts = [found.get(p) or {_PART: p, "count": 0} for p in range(max(found, default=-1) + 1)]
+        return parts if _follow(parts, len(order) + 1) else None
+
+    return shipped.mapInArrow(body, schema), first, last, check
+
+
+class _Summaries(AccumulatorParam):
+    """``checked_events``' accumulator: {partition: ``OrderCheck.row``}; a task run again writes the same."""
+
+    def zero(self, value):
+        return {}
+
+    def addInPlace(self, value1, value2):
+        value1.update(value2)
+        return value1
+
+
+def _file_extent(df: DataFrame, layout: Layout) -> Optional[tuple]:
+    """(first, last) on the time axis of the events ``df`` reads, from the row groups' statistics of ts in
+    the footers of its Parquet files (no job), or None: unless ``df``'s ts is a column of Parquet files
+    scanned without a filter, every row group has statistics of it (as integers, or floats, or timestamps
+    in ms, µs or ns), and the files follow each other in time in the order Spark's partitions read them
+    (Spark packs the files into partitions largest first: files written in order may then be read out of
+    order, which only sorting puts right). Only the slices' length and placement depend on the extent:
+    any gives the same matches, the data's own balances the slices over the partitions."""
+    try:
+        plan = df.select("ts")._jdf.queryExecution().sparkPlan()
+        if plan.getClass().getSimpleName() != "FileSourceScanExec" or plan.dataFilters().size():
+            return None
+        if plan.relation().fileFormat().getClass().getSimpleName() != "ParquetFileFormat":
+            return None
+        read = [str(f.filePath().toString()) for p in plan.inputRDD().partitions() for f in p.files()]
+        ranges = {uri: _footer_extent(uri, layout) for uri in dict.fromkeys(read)}
+    except Exception:  # Spark Connect, a file pyarrow cannot open, no ts in the files: no extent
+        return None
+    if not ranges or any(extent is None for extent in ranges.values()):
+        return None
+    order = [ranges[uri] for uri, _ in itertools.groupby(read)]  # (a file's splits, one after the other)
+    if len(order) != len(ranges) or any(before[1] > after[0] for before, after in zip(order, order[1:])):
+        return None
+    low, high = min(lo for lo, _ in order), max(hi for _, hi in order)
+    return (low, high) if np.isfinite([low, high]).all() else None
+
+
+def _footer_extent(uri: str, layout: Layout) -> Optional[tuple]:
+    """(first, last) of ts in one Parquet file, from its row groups' statistics (``_seconds_bounds``)."""
+    import urllib.parse
+
+    import pyarrow.fs
+    import pyarrow.parquet as pq
+
+    if uri.startswith("file:"):
+        filesystem, path = pyarrow.fs.LocalFileSystem(), urllib.parse.unquote(urllib.parse.urlparse(uri).path)
+    else:
+        filesystem, path = pyarrow.fs.FileSystem.from_uri(uri)
+    meta = pq.read_metadata(path, filesystem=filesystem)
+    column = [meta.schema.column(i).path for i in range(meta.num_columns)].index("ts")
+    bounds = [
+        _seconds_bounds(meta.row_group(group).column(column).statistics, layout)
+        for group in range(meta.num_row_groups)
+        if meta.row_group(group).num_rows
+    ]
+    if not bounds or any(b is None for b in bounds):
+        return None
+    return min(lo for lo, _ in bounds), max(hi for _, hi in bounds)
+
+
+_MICROS = {"milliseconds": 1_000, "microseconds": 1, "nanoseconds": 0.001}
+
+
+def _seconds_bounds(stats, layout: Layout) -> Optional[tuple]:
+    """A row group's ts statistics as (first, last) on the time axis (``Layout.seconds``), or None."""
+    if stats is None or not stats.has_min_max:
+        return None
+    logical = stats.logical_type.to_json() if stats.logical_type is not None else "{}"
+    kind = json.loads(logical) if logical else {}
+    if layout.ts_kind == "datetime":
+        if stats.physical_type != "INT64" or kind.get("Type") != "Timestamp":
+            return None
+        scale = _MICROS.get(kind.get("timeUnit"))
+        return None if scale is None else (layout.seconds(stats.min_raw * scale), layout.seconds(stats.max_raw * scale))
+    if stats.physical_type not in ("INT32", "INT64", "FLOAT", "DOUBLE") or kind.get("Type") not in (
+        None,
+        "None",
+        "Int",
+    ):
+        return None
+    return float(stats.min_raw), float(stats.max_raw)
+
+
+def checked_events(batches, width: int, kept: Optional[frozenset], summaries, names: tuple):
+    """``_folded``'s ``mapInArrow`` body: the rows' columns ``names`` (the last, POS, a provisional position) of the types
+    ``kept``, while the partition is in order; its ``OrderCheck.row`` added to ``summaries``."""
+    freeze_heap()
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from pyspark import TaskContext
+
+    partition = TaskContext.get().partitionId()
+    check = OrderCheck()
+    wanted = None if kept is None else pa.array(sorted(kept), pa.string())
+    for batch in batches:
+        ids = pa.array(np.arange(check.count, check.count + batch.num_rows, dtype=np.int64) + (partition << 33))
+        if not check.add([*(batch.column(f"{_ORDER}{i}") for i in range(width)), ids], batch.column(_BAD)):
+            continue  # (out of order: the driver sorts the input, and this partition's matches are not used)
+        rows = pa.RecordBatch.from_arrays([*(batch.column(n) for n in names[:-1]), ids], names=list(names))
+        if wanted is not None:
+            rows = rows.filter(pc.is_in(rows.column("type"), value_set=wanted))
+        if rows.num_rows:
+            yield rows
+    summaries.add({partition: check.row(partition, width + 1)})
+
+
+def _renumbered(result: DataFrame, parts: list, query) -> DataFrame:
+    """``result``'s provisional positions (``_folded``) as positions: their partition's offset (``parts``,
+    as ``_numbered`` gives them) plus their row there."""
+    offsets = list(itertools.accumulate((row["count"] for row in parts), initial=0))[:-1] or [0]
+    table = F.array(*[F.lit(o) for o in offsets])
+
+    def true(p):
+        return F.element_at(table, F.shiftright(p, 33).cast("int") + 1) + p.bitwiseAND(F.lit((1 << 33) - 1))
+
+    kleene = query.kleene_variables
+    columns = {"positions": F.transform("positions", true)}
+    for var in output_variables(query):
+        columns[var] = F.transform(var, true) if var in kleene else true(F.col(var))
+    return result.withColumns(columns)
 
 
 def with_positions(df: DataFrame, position: str = "position") -> DataFrame:
@@ -717,9 +938,48 @@ def with_positions(df: DataFrame, position: str = "position") -> DataFrame:
     >>> events = cepkit.spark.with_positions(spark.createDataFrame(frame))                 # doctest: +SKIP
     >>> found = cepkit.spark.match("A a ; B b WITHIN 5 s", events)                          # doctest: +SKIP
     >>> events.where(F.col("position").isin(found.first()["positions"])).toPandas()        # doctest: +SKIP
+
+    A local frame (pandas, Arrow) is numbered and put in order on the driver, as ``match`` numbers one
+    (``_driver_positions``), then handed to ``cepkit.spark.session()``: no Spark job; what the driver does
+    not order as Spark would (a text ts, nulls, NaN) is numbered by Spark, with its errors.
     """
+    if isinstance(df, pd.DataFrame) or is_arrow(df):
+        local = _driver_numbered(df, position)
+        if local is not None:
+            return local
     df = _spark_frame(df)
     layout = Layout.of_events(df.schema, position)
     numbered = _number_events(df, layout, None)[0]
     columns = [c for c in df.columns if c != position]
     return numbered.select(*columns, F.col(POS).alias(position))
+
+
+def _driver_numbered(events, position: str) -> Optional[DataFrame]:
+    """``with_positions`` of a local frame numbered on the driver (``_driver_positions``): its rows in
+    logical order, the column ``position`` their positions, as a Spark DataFrame on ``session()``; None
+    when the driver cannot number them as Spark would."""
+    import pyarrow as pa
+
+    from .session import session
+
+    frame = pa.Table.from_batches([events]) if is_arrow(events) and not hasattr(events, "to_batches") else events
+    local = isinstance(frame, pd.DataFrame)
+    if local:
+        check_local_columns(frame)
+    names = [str(name) for name in (frame.columns if local else frame.schema.names)]
+    if "type" not in names:  # (Spark's path names what is missing)
+        return None
+    spark = session()
+    numbering = _driver_positions(frame, position, spark.conf.get("spark.sql.session.timeZone") in ("UTC", "Etc/UTC"))
+    if numbering is None:
+        return None
+    order = np.argsort(numbering[0], kind="stable")  # (the rows at their positions)
+    count = len(order)
+    kept = [name for name in names if name != position]
+    if local:
+        frame = frame.iloc[order][kept].reset_index(drop=True)
+        frame[position] = np.arange(count, dtype=np.int64)
+    else:
+        frame = frame.take(pa.array(order)).select(kept).append_column(position, pa.array(np.arange(count), pa.int64()))
+    with _settings(spark, {"spark.sql.execution.arrow.localRelationThreshold": "0"}):  # (see _local_input)
+        return spark.createDataFrame(frame)

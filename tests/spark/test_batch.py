@@ -504,6 +504,58 @@ def test_positions_are_ranks_in_logical_order_with_or_without_the_sort(spark, ar
     assert (as_given is not None) == in_order
 
 
+@pytest.mark.parametrize("arrangement", ["sorted", "rows swapped", "files read out of order"])
+def test_files_in_order_are_read_once_and_numbered_by_the_matching_job(spark, tmp_path, match_rows, arrangement):
+    """A Parquet file in logical order, read in several Spark partitions, is matched on provisional
+    positions while the matching job checks the order (no job of its own), the slices' extent from the
+    footers: the same matches, Kleene arrays and fields as locally. Two rows out of order in one partition:
+    the job's matches are dropped and the input sorted (one job more), the matches the same. Files that
+    Spark reads out of order (the larger first) are sorted at once: the footers tell."""
+    from cepkit.spark.batch import _file_extent
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    frame = pd.DataFrame(
+        {
+            "type": rng.choice(list("ABCD"), n),
+            "ts": pd.to_datetime(np.sort(rng.integers(0, 6000, n)), unit="s", utc=True),
+            "id": rng.integers(0, 3, n),
+            "v": rng.integers(0, 9, n),
+        }
+    )
+    if arrangement == "rows swapped":
+        frame.iloc[[2000, 2600]] = frame.iloc[[2600, 2000]].to_numpy()
+    if arrangement == "files read out of order":
+        frame.iloc[:1000].to_parquet(tmp_path / "a.parquet", row_group_size=250, coerce_timestamps="us")
+        frame.iloc[1000:].to_parquet(tmp_path / "b.parquet", row_group_size=250, coerce_timestamps="us")
+    else:
+        frame.to_parquet(tmp_path / "events.parquet", row_group_size=250, coerce_timestamps="us")
+    query = "SEQ(A a, B+ b, C c) WHERE a.v < c.v WITHIN 40 s PARTITION BY id"
+    local = cepkit.match(query, frame.sort_values("ts", kind="stable", ignore_index=True), engine="ses")
+    wanted = ["b.v", "c.ts"]
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "8k")  # (several partitions, several row groups)
+    group = f"read-once-{arrangement}"
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        df = spark.read.parquet(str(tmp_path))
+        assert df.rdd.getNumPartitions() > 2
+        extent = _file_extent(df, Layout.of(df.schema, cepkit.parse(query)))
+        assert (extent is None) == (arrangement == "files read out of order")
+        jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+        found = cepkit.spark.match(query, df, engine="ses")
+        jobs = len(spark.sparkContext.statusTracker().getJobIdsForGroup(group)) - jobs
+        fields = cepkit.spark.match(query, df, engine="ses", fields=wanted).toPandas()
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert len(local) > 20
+    assert match_rows(found.toPandas(), ["a", "b", "c"]) == match_rows(local.to_pandas(), ["a", "b", "c"])
+    expected = local.to_pandas(fields=wanted)
+    assert fields["b.v"].map(list).tolist() == expected["b.v"].map(list).tolist()
+    assert pd.to_datetime(fields["c.ts"], utc=True).tolist() == expected["c.ts"].tolist()  # (session time: UTC)
+    assert jobs == (1 if arrangement == "sorted" else 4)  # matching, or (a check or a match,) the sort's 3
+
+
 @pytest.mark.parametrize("arrangement", ["sorted", "shuffled"])
 def test_files_are_read_again_rather_than_checkpointed(spark, tmp_path, match_rows, arrangement):
     """Input read from files (or made by ``spark.range``) is read again by each job, not checkpointed

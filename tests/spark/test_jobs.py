@@ -54,6 +54,34 @@ def test_with_positions_numbers_events_as_match_does(spark):
     assert [tuple(map(int, p)) for p in found["positions"]] == expected and expected
 
 
+def test_with_positions_numbers_a_local_frame_on_the_driver(spark):
+    """A pandas frame (ties on ts kept in row order) is numbered without a Spark job, as ``match`` numbers it."""
+    events = small_stream().sample(frac=1, random_state=2).reset_index(drop=True)
+    group = f"with-positions-{uuid.uuid4().hex[:8]}"
+    spark.sparkContext.setJobGroup(group, "with_positions")
+    try:
+        numbered = cepkit.spark.with_positions(events)
+        jobs = spark.sparkContext.statusTracker().getJobIdsForGroup(group)
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    assert jobs == []
+    got = numbered.toPandas()
+    expected = events.sort_values("ts", kind="stable", ignore_index=True)
+    assert got["position"].tolist() == list(range(len(events)))
+    assert got.drop(columns="position").equals(expected.astype(got.drop(columns="position").dtypes))
+    found = cepkit.spark.match(QUERY, numbered).toPandas()
+    assert [tuple(map(int, p)) for p in found["positions"]] == cepkit.match(QUERY, expected).positions()
+
+
+def test_the_engine_pickers_spark_choice_matches_a_local_stream_as_cepkit_match(spark):
+    """``run_on_spark`` hands the local frame to ``cepkit.spark.match`` (numbered on the driver)."""
+    from widgets.on_spark import run_on_spark
+
+    events = small_stream()
+    run = run_on_spark(cepkit.parse(QUERY), cepkit.runtime.Stream.from_any(events))
+    assert run.matches.positions() == cepkit.match(QUERY, events).positions()
+
+
 def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
     seen = []
     job = cepkit.spark.Job(
