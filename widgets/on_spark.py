@@ -66,7 +66,7 @@ def run_on_spark(query, stream, engine: str = "auto", progress=None, job_started
     spark = cepkit.spark.active_session()
 
     def work():
-        found = cepkit.spark.match(query, stream.frame, engine, **options)
+        found = cepkit.spark.match(query, spark.createDataFrame(stream.frame), engine, **options)
         return found.toPandas()
 
     job = cepkit.spark.Job(

@@ -71,21 +71,25 @@ _SLICES_PER_PARTITION = 4  # time slices per shuffle partition, by default
 
 @contextlib.contextmanager
 def _settings(spark, settings: dict):
-    """``settings`` on a classic session meanwhile, restored after as they were (Spark Connect: unchanged).
+    """``settings`` on a classic session meanwhile, restored after as they were, unset if they were (Spark
+    Connect: unchanged).
     Another thread using the session meanwhile sees them too."""
     from .jobs import is_connect
 
     if is_connect(spark):
         yield
         return
-    before = {key: spark.conf.get(key) for key in settings}
+    before = {key: spark.conf.get(key, None) for key in settings}  # (None: not set, Spark's default)
     for key, value in settings.items():
         spark.conf.set(key, value)
     try:
         yield
     finally:
         for key, value in before.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def static_plans(spark):

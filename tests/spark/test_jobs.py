@@ -73,15 +73,6 @@ def test_with_positions_numbers_a_local_frame_on_the_driver(spark):
     assert [tuple(map(int, p)) for p in found["positions"]] == cepkit.match(QUERY, expected).positions()
 
 
-def test_the_engine_pickers_spark_choice_matches_a_local_stream_as_cepkit_match(spark):
-    """``run_on_spark`` hands the local frame to ``cepkit.spark.match`` (numbered on the driver)."""
-    from widgets.on_spark import run_on_spark
-
-    events = small_stream()
-    run = run_on_spark(cepkit.parse(QUERY), cepkit.runtime.Stream.from_any(events))
-    assert run.matches.positions() == cepkit.match(QUERY, events).positions()
-
-
 def test_a_job_reports_progress_and_cancel_stops_it_within_5_s(spark):
     seen = []
     job = cepkit.spark.Job(
