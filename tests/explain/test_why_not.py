@@ -61,8 +61,8 @@ def test_own_type_and_ts_columns_and_the_users_query_in_errors():
     misses = cepkit.why_not(query.replace("> 10", "> 100"), clicks, type="event", ts="when")
     assert [m.positions for m in misses][:1] == [(2, 3)]
     assert cepkit.explain(query, clicks, (2, 3), type="event", ts="when").is_match
-    text = "view v ; buy b WHERE v.amount > 10 WITHIN 10 min"  # no view has an amount
-    with pytest.raises(cepkit.QueryError, match=r"unknown attribute 'amount' of 'v'.*\n  view v ; buy b WHERE"):
+    text = "view v ; buy b WHERE v.amout > 10 WITHIN 10 min"  # no event has an amout
+    with pytest.raises(cepkit.QueryError, match=r"unknown attribute 'amout' of 'v'.*\n  view v ; buy b WHERE"):
         cepkit.why_not(text, clicks, type="event", ts="when")
 
 
