@@ -325,7 +325,8 @@ def test_a_reader_that_goes_away_is_no_traceback(tmp_path):
     assert reader.stdout.readline() == b"match_id,positions,a,b\n"
     reader.stdout.close()  # as head does after its lines
     stderr = reader.stderr.read().decode()
-    assert reader.wait(timeout=300) == 1 and stderr == ""
+    # (stderr may hold the note a first compilation of the kernels prints, on a stale numba cache)
+    assert reader.wait(timeout=300) == 1 and "Traceback" not in stderr and "Error" not in stderr
 
 
 def test_match_runs_match_recognize_over_the_file_as_a_table(capsys, tmp_path):
