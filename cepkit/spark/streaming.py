@@ -41,7 +41,7 @@ from ..runtime.delays import longest_delay, max_delay_option
 from ..runtime.selection import select_engine
 from .batch import own_columns
 from .frames import Layout, null_keys
-from .groups import POS, PREFIX, TS, GroupMatcher, freeze_heap, output_variables, plan_split, whole_history
+from .groups import POS, PREFIX, TS, GroupMatcher, output_variables, plan_split, whole_history
 from .session import use_rocksdb
 from .watermark import (
     KIND,
@@ -103,8 +103,6 @@ class _KeyMatcher(StatefulProcessor):
         self.start = start  # makes a key's matcher: ``watermark.Live``, or ``cube.CubeLive`` (a cube per key)
 
     def init(self, handle) -> None:
-        self.matcher.plan  # (the engine compiled, or read from numba's cache) before the heap is frozen:
-        freeze_heap()  # a long-lived worker's imports hidden from its collector (bench/README.md)
         self.handle = handle
         self.state = handle.getValueState("cepkit", _STATE)
         self.lives: dict = {}  # key -> the engine's incremental matcher of that key, in this worker
