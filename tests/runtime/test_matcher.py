@@ -109,8 +109,15 @@ def first_rejected_push(query, events):
 def test_a_push_is_rejected_exactly_when_match_rejects_the_events_up_to_it(query, events):
     """Unknown attributes, unknown PARTITION BY key, unit-less WITHIN on datetime ts: same push, same
     message. So whenever ``match`` over a stream raises, the Matcher raises at the latest at the first
-    event that shows it (never a silent no-match)."""
-    assert first_rejected_push(query, events) == first_rejected_prefix(query, events)
+    event that shows it (never a silent no-match). One designed exception: an attribute that no event of
+    the prefix carries, even as a null ("events of type A have no attributes"), is an error for ``match``,
+    which sees the whole data, and not for a push, since a later event may carry it (a Matcher's seen data
+    drops nulls: ``runtime.api._nowhere``)."""
+    pushed, batch = first_rejected_push(query, events), first_rejected_prefix(query, events)
+    if pushed is None and batch is not None and "have no attributes" in batch[1]:
+        assert "unknown attribute" in batch[1]
+        return
+    assert pushed == batch
 
 
 def test_a_rejected_event_is_not_part_of_the_stream():
